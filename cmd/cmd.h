@@ -1,0 +1,27 @@
+/* cmd.h: the subcommands of the fusec driver. Each takes the arguments after its
+ * name (argv[0] is the subcommand) and returns the process exit status (SPEC §7):
+ * 0 success, 1 invalid input, 2 usage error, 3 code generation or runtime failure.
+ * Only cmd/ prints errors for the user and decides exit codes. */
+#ifndef FUSEC_CMD_H
+#define FUSEC_CMD_H
+
+#include "../ir/ir.h"
+
+enum { EXIT_OK = 0, EXIT_INPUT = 1, EXIT_USAGE = 2, EXIT_FAIL = 3 };
+
+int cmd_normalize(int argc, char **argv);
+int cmd_compile(int argc, char **argv);
+int cmd_explain(int argc, char **argv);
+int cmd_run(int argc, char **argv);
+
+/* Shared helpers (cmd/fusec.c). */
+extern const char *cmd_prog;                 /* "fusec" */
+void cmd_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void cmd_usage_error(const char *sub, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void cmd_print_diag(const Diag *d);
+/* Read a graph named on the command line ("-" is stdin); prints the error itself. */
+Graph *cmd_load_graph(Arena *a, const char *path);
+/* Parse a non-negative integer option value; prints a usage error and returns -1 if bad. */
+long cmd_parse_count(const char *sub, const char *opt, const char *val);
+
+#endif

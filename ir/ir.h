@@ -1,0 +1,273 @@
+/* ir.h: the graph IR: op table, dtypes, tensors, ops, segments, relative form.
+ *
+ * In:  a fusec-graph/1 document (JSON or YAML), read by ir_read_file/ir_read_mem.
+ * Out: a Graph whose every tensor has an inferred dtype and shape, whose ops carry
+ *      the ReadOnly/ReadWrite status of each operand (exact liveness), and which is
+ *      split into segments (runs of ops between syncs, per stream).
+ * Memory: everything a Graph points to lives in the Arena given to the reader; the
+ *      graph is never freed piece by piece. Free the arena to free the graph.
+ *
+ * Prefix: ir_. Errors are returned as a Diag, never printed or exited on here. */
+#ifndef FUSEC_IR_H
+#define FUSEC_IR_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../lib/support.h"
+
+enum {
+	IR_MAX_RANK = 8,     /* SPEC §1: rank 0 to 8 */
+	IR_MAX_OUT = 1,      /* no op of the table has several results yet */
+	IR_MAX_DEPTH = 64,   /* nesting depth accepted in a document */
+};
+
+/* ---- dtypes ---------------------------------------------------------------- */
+
+typedef enum {
+	DT_F64, DT_F32, DT_F16, DT_BF16,
+	DT_I64, DT_I32, DT_I16, DT_I8, DT_U8,
+	DT_BOOL,
+	DT_COUNT
+} DType;
+
+const char *ir_dtype_name(DType t);          /* "f32" */
+int ir_dtype_parse(const char *s, DType *out); /* 0 ok, -1 unknown */
+int ir_dtype_size(DType t);                  /* bytes per element */
+bool ir_dtype_is_float(DType t);
+bool ir_dtype_is_int(DType t);               /* signed or unsigned, not bool */
+bool ir_dtype_is_signed(DType t);            /* floats and signed ints */
+
+/* ---- the op table ---------------------------------------------------------- */
+
+typedef enum {
+	CAT_NUMERIC,    /* NumericFloat:: / NumericInt:: by dtype */
+	CAT_FLOAT,      /* Float:: */
+	CAT_BASE,       /* BaseFloat:: / BaseInt:: / BaseBool:: by dtype */
+	CAT_BOOL,       /* Bool:: */
+	CAT_ACTIVATION, /* Activation:: */
+	CAT_MODULE,     /* Module:: */
+	CAT_CONTROL,    /* sync */
+} OpCategory;
+
+typedef enum {
+	FAM_BINARY,   /* tensor ⊕ tensor, broadcasting */
+	FAM_SCALAR,   /* tensor ⊕ scalar, clamp */
+	FAM_UNARY,    /* math, activations, not */
+	FAM_COMPARE,  /* result bool */
+	FAM_SELECT,   /* where, mask_fill */
+	FAM_CAST,
+	FAM_VIEW,     /* reshape permute swap_dims expand slice */
+	FAM_REDUCE,
+	FAM_MATMUL,
+	FAM_JOIN,     /* cat, gather */
+	FAM_MODULE,   /* conv2d, pools */
+	FAM_CONTROL,  /* sync */
+} OpFamily;
+
+/* Attribute bits. ORDER ATTR: ir_attr_name() lists the names in this order. */
+enum {
+	A_SCALAR   = 1 << 0,
+	A_MIN      = 1 << 1,
+	A_MAX      = 1 << 2,
+	A_DTYPE    = 1 << 3,
+	A_SHAPE    = 1 << 4,
+	A_AXES     = 1 << 5,
+	A_DIMS     = 1 << 6,
+	A_RANGES   = 1 << 7,
+	A_AXIS     = 1 << 8,
+	A_STRIDE   = 1 << 9,
+	A_PADDING  = 1 << 10,
+	A_DILATION = 1 << 11,
+	A_GROUPS   = 1 << 12,
+	A_KERNEL   = 1 << 13,
+	A_APPROX   = 1 << 14,
+	A_COUNT_   = 15,
+};
+const char *ir_attr_name(unsigned bit);      /* "scalar" for A_SCALAR */
+
+typedef enum {
+	SR_NONE,
+	SR_BINARY,              /* same dtype, broadcast, no bool */
+	SR_BINARY_FLOAT,        /* as SR_BINARY, float only */
+	SR_BINARY_BOOL,         /* bool and bool -> bool */
+	SR_UNARY,               /* same dtype and shape, no bool */
+	SR_UNARY_SIGNED,        /* floats and signed ints */
+	SR_UNARY_NUMERIC,       /* any but bool */
+	SR_UNARY_FLOAT,         /* floats only */
+	SR_UNARY_FLOAT_TO_BOOL, /* floats only, result bool */
+	SR_UNARY_BOOL,          /* bool -> bool */
+	SR_COMPARE,             /* same dtype, broadcast -> bool */
+	SR_COMPARE_SCALAR,      /* any -> bool */
+	SR_WHERE,               /* (bool mask, a, b) three-way broadcast */
+	SR_MASK_FILL,           /* (x, bool mask) broadcast -> x's dtype */
+	SR_CAST,
+	SR_RESHAPE, SR_PERMUTE, SR_SWAP_DIMS, SR_EXPAND, SR_SLICE,
+	SR_REDUCE, SR_ARG_REDUCE,
+	SR_MATMUL, SR_CAT, SR_GATHER, SR_CONV2D, SR_POOL2D,
+} ShapeRule;
+
+typedef enum {
+#define X(e, file, variant, cat, fam, nmin, nmax, req, opt, rule) e,
+#include "ops.def"
+#undef X
+	OP_COUNT
+} OpKind;
+
+typedef struct {
+	const char *file;      /* "mul_scalar" */
+	const char *variant;   /* "MulScalar" */
+	OpCategory cat;
+	OpFamily family;
+	int nin_min, nin_max;  /* nin_max < 0: unbounded */
+	unsigned required;     /* A_* bits */
+	unsigned optional;
+	ShapeRule rule;
+} OpInfo;
+
+extern const OpInfo ir_ops[OP_COUNT];
+int ir_op_lookup(const char *file_name);     /* OpKind, or -1 */
+
+/* ---- tensors and ops ------------------------------------------------------- */
+
+typedef enum { ST_READ_ONLY, ST_READ_WRITE, ST_NOT_INIT } TensorStatus;
+const char *ir_status_name(TensorStatus s); /* "ReadOnly" */
+
+typedef enum { ROLE_INPUT, ROLE_INTERMEDIATE, ROLE_OUTPUT } TensorRole;
+
+typedef struct {
+	const char *name;
+	DType dtype;
+	int rank;
+	int64_t dim[IR_MAX_RANK];
+	int producer;     /* op index; -1 for graph inputs */
+	int last_read;    /* op index of the last op reading it; -1 if never read */
+	TensorRole role;  /* ROLE_OUTPUT when listed in outputs (inputs stay ROLE_INPUT) */
+	bool is_output;   /* listed in outputs, whatever its role */
+} Tensor;
+
+typedef enum { GELU_NONE, GELU_TANH } GeluApprox;
+
+/* Attributes of one op; which fields mean something is told by `has`. */
+typedef struct {
+	unsigned has;            /* A_* bits present */
+	double scalar, min, max; /* placeholders in relative form */
+	DType dtype;             /* cast target */
+	int axis;                /* normalized to 0..rank-1 */
+	int n;                   /* entries in shape / axes / range */
+	int64_t shape[IR_MAX_RANK];    /* reshape, expand (as written; -1 allowed in reshape) */
+	int axes[IR_MAX_RANK];         /* permute; swap_dims uses axes[0], axes[1] */
+	int64_t range[IR_MAX_RANK][2]; /* slice: [start, end) per leading dim */
+	int stride[2], padding[2], dilation[2], kernel[2], groups;
+	GeluApprox approx;
+} Attrs;
+
+typedef struct {
+	OpKind kind;
+	int stream;
+	int nin, nout;
+	int *in;                 /* tensor ids, nin of them */
+	uint8_t *in_status;      /* TensorStatus of each operand (ReadOnly / ReadWrite) */
+	int out[IR_MAX_OUT];     /* tensor ids */
+	const Attrs *attr;       /* NULL when the op has no attributes */
+	int line, col;           /* position in the source document */
+} Op;
+
+/* A segment: the ops of one stream between two syncs (or the end of the graph). */
+typedef struct {
+	int stream;
+	int *ops;                /* op indices in stream order, syncs excluded */
+	int nops;
+	int sync_op;             /* index of the sync that ends it; -1 at the end of the graph */
+} Segment;
+
+typedef struct {
+	Arena *arena;
+	const char *file;        /* as given on the command line; "<stdin>" for - */
+	const char *name;
+	Tensor *tensors; int ntensors;
+	Op *ops; int nops;
+	int *inputs; int ninputs;
+	int *outputs; int noutputs;
+	Segment *segs; int nsegs;
+	int nstreams;            /* 1 + the highest stream number used */
+} Graph;
+
+/* The display prefix of a category for a value dtype: "NumericFloat". */
+const char *ir_category_prefix(OpCategory cat, DType t);
+/* Display name in burn style: "NumericFloat::MulScalar". Writes into buf, returns buf. */
+const char *ir_op_display(const Graph *g, const Op *op, char *buf, size_t size);
+/* The dtype that decides the display category (where: its `a` operand). */
+DType ir_op_value_dtype(const Graph *g, const Op *op);
+
+/* ---- reading --------------------------------------------------------------- */
+
+typedef enum { FMT_AUTO, FMT_JSON, FMT_YAML } GraphFormat;
+
+/* Read and validate a graph. `file` is the name used in messages and for the
+ * default graph name; `path` "-" reads stdin. Returns NULL and fills *d on error. */
+Graph *ir_read_file(Arena *a, const char *path, GraphFormat fmt, Diag *d);
+Graph *ir_read_mem(Arena *a, const char *file, const char *text, size_t len,
+		   GraphFormat fmt, Diag *d);
+
+/* ---- inference ------------------------------------------------------------- */
+
+/* Infer the dtype and shape of op's output from its operands and attributes,
+ * checking every rule of SPEC §1. Fills out->dtype, ->rank, ->dim. On error
+ * returns -1 and writes a message without position ("shapes [64,64] and [32,64]
+ * do not broadcast") into msg. Attributes are already type-checked by the reader;
+ * axis values arrive as written and are normalized here (attr is writable). */
+int ir_infer(const Graph *g, const Op *op, Attrs *attr, Tensor *out, char *msg, size_t msgsize);
+
+/* ---- liveness and segments ------------------------------------------------- */
+
+/* Compute last_read, operand status and segments. Called by the readers. */
+void ir_finish(Graph *g);
+
+/* ---- relative form (SPEC §2) ----------------------------------------------- */
+
+typedef struct {
+	int32_t id;                  /* relative tensor id */
+	uint8_t dtype, rank, status;
+	uint32_t shape[IR_MAX_RANK]; /* shape ids; 0 is the value 1 */
+} RelTensor;
+
+/* Attributes that stay in relative form; scalars and slice ranges do not. */
+typedef struct {
+	uint8_t dtype, approx, axis, n;
+	uint8_t axes[IR_MAX_RANK];
+	int32_t stride[2], padding[2], dilation[2], kernel[2], groups;
+} RelAttrs;
+
+typedef struct {
+	uint16_t kind;
+	uint8_t nin, nout;
+	uint16_t nplace;             /* placeholders this op introduces */
+	uint16_t place0;             /* number of its first placeholder (#place0) */
+	RelTensor *t;                /* nin operands, then nout results */
+	RelAttrs attr;
+	uint64_t hash;
+} RelOp;
+
+/* The converter: state that carries from one op of a segment to the next. */
+typedef struct RelConv RelConv;
+
+RelConv *ir_rel_new(const Graph *g);   /* malloc'd; free with ir_rel_free */
+void ir_rel_free(RelConv *c);
+void ir_rel_reset(RelConv *c);         /* start a new segment */
+/* Convert global op `op` into *out; t storage comes from arena a. Placeholder values
+ * are appended to the converter's value list (ir_rel_values). */
+void ir_rel_op(RelConv *c, Arena *a, int op, RelOp *out);
+const double *ir_rel_values(const RelConv *c, int *n);
+/* The global dim value of each shape id seen since the last reset (id 0 is 1). */
+const int64_t *ir_rel_dims(const RelConv *c, int *n);
+/* The global tensor id of each relative id seen since the last reset. */
+const int *ir_rel_tensors(const RelConv *c, int *n);
+
+bool ir_rel_equal(const RelOp *a, const RelOp *b);
+uint64_t ir_rel_hash(const RelOp *op);  /* stable across runs and machines */
+/* "NumericFloat::MulScalar(t2:f32[1,1] ReadOnly, #0) -> t3:f32[1,1]" */
+void ir_rel_print(Buf *b, const RelOp *op);
+
+#endif

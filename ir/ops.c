@@ -1,0 +1,120 @@
+/* ops.c: the op table expanded from ops.def, dtype names, and display names.
+ *
+ * Display names follow burn: the category prefix depends on the op's category
+ * and on the dtype of its value operand (NumericFloat:: vs NumericInt::). */
+#include <stdio.h>
+#include <string.h>
+
+#include "ir.h"
+
+const OpInfo ir_ops[OP_COUNT] = {
+#define X(e, file, variant, cat, fam, nmin, nmax, req, opt, rule) \
+	[e] = {file, variant, cat, fam, nmin, nmax, req, opt, rule},
+#include "ops.def"
+#undef X
+};
+
+static const char *dtype_names[DT_COUNT] = {
+	[DT_F64] = "f64", [DT_F32] = "f32", [DT_F16] = "f16", [DT_BF16] = "bf16",
+	[DT_I64] = "i64", [DT_I32] = "i32", [DT_I16] = "i16", [DT_I8] = "i8",
+	[DT_U8] = "u8", [DT_BOOL] = "bool",
+};
+static const int dtype_sizes[DT_COUNT] = {8, 4, 2, 2, 8, 4, 2, 1, 1, 1};
+
+/* ORDER ATTR */
+static const char *attr_names[A_COUNT_] = {
+	"scalar", "min", "max", "dtype", "shape", "axes", "dims", "ranges", "axis",
+	"stride", "padding", "dilation", "groups", "kernel", "approximate",
+};
+
+const char *ir_dtype_name(DType t)
+{
+	return (unsigned)t < DT_COUNT ? dtype_names[t] : "?";
+}
+
+int ir_dtype_parse(const char *s, DType *out)
+{
+	for (int i = 0; i < DT_COUNT; i++)
+		if (!strcmp(s, dtype_names[i])) {
+			*out = (DType)i;
+			return 0;
+		}
+	return -1;
+}
+
+int ir_dtype_size(DType t)
+{
+	return dtype_sizes[t];
+}
+
+bool ir_dtype_is_float(DType t)
+{
+	return t == DT_F64 || t == DT_F32 || t == DT_F16 || t == DT_BF16;
+}
+
+bool ir_dtype_is_int(DType t)
+{
+	return t >= DT_I64 && t <= DT_U8;
+}
+
+bool ir_dtype_is_signed(DType t)
+{
+	return ir_dtype_is_float(t) || (t >= DT_I64 && t <= DT_I8);
+}
+
+const char *ir_attr_name(unsigned bit)
+{
+	for (int i = 0; i < A_COUNT_; i++)
+		if (bit == 1u << i)
+			return attr_names[i];
+	return "?";
+}
+
+int ir_op_lookup(const char *name)
+{
+	for (int i = 0; i < OP_COUNT; i++)
+		if (!strcmp(ir_ops[i].file, name))
+			return i;
+	return -1;
+}
+
+const char *ir_status_name(TensorStatus s)
+{
+	switch (s) {
+	case ST_READ_ONLY: return "ReadOnly";
+	case ST_READ_WRITE: return "ReadWrite";
+	case ST_NOT_INIT: return "NotInit";
+	}
+	return "?";
+}
+
+DType ir_op_value_dtype(const Graph *g, const Op *op)
+{
+	if (op->nin == 0)
+		return DT_F32;
+	int t = op->kind == OP_WHERE ? op->in[1] : op->in[0];
+	return g->tensors[t].dtype;
+}
+
+const char *ir_category_prefix(OpCategory cat, DType t)
+{
+	switch (cat) {
+	case CAT_NUMERIC: return ir_dtype_is_float(t) ? "NumericFloat" : "NumericInt";
+	case CAT_FLOAT: return "Float";
+	case CAT_BASE:
+		return ir_dtype_is_float(t) ? "BaseFloat" : t == DT_BOOL ? "BaseBool" : "BaseInt";
+	case CAT_BOOL: return "Bool";
+	case CAT_ACTIVATION: return "Activation";
+	case CAT_MODULE: return "Module";
+	case CAT_CONTROL: return "Control";
+	}
+	return "?";
+}
+
+const char *ir_op_display(const Graph *g, const Op *op, char *buf, size_t size)
+{
+	const OpInfo *info = &ir_ops[op->kind];
+	snprintf(buf, size, "%s::%s", ir_category_prefix(info->cat, ir_op_value_dtype(g, op)),
+		 info->variant);
+	return buf;
+}

@@ -1,0 +1,256 @@
+/* read_json.c: JSON text -> document tree (doc.h), through cJSON.
+ *
+ * cJSON parses but keeps no positions. After a successful parse the source text is
+ * walked once more in lockstep with the cJSON tree: a small structural skipper
+ * (whitespace, strings, number and literal tokens, brackets) that only ever runs
+ * over JSON cJSON has already accepted, counting lines and columns as it goes, so
+ * every node and key gets its line:col in one linear pass. Numbers keep the literal
+ * as written, so integers are read exactly (cJSON only keeps a double).
+ *
+ * Before cJSON sees the text, a bracket count (outside strings) refuses nesting
+ * deeper than IR_MAX_DEPTH, so hostile input never reaches cJSON's recursion.
+ * A syntax error is placed at the offset where cJSON stopped. */
+#include <stdio.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "doc.h"
+#include "ir.h"
+
+typedef struct {
+	const char *p, *end;
+	int line, col;           /* position of *p */
+	Arena *a;
+	const char *file;
+	Diag *d;
+	bool failed;
+} Walk;
+
+/* cJSON counts every byte up to 32 as whitespace; so does the walker. */
+static bool json_space(char c)
+{
+	return c != 0 && (unsigned char)c <= 32;
+}
+
+static void step(Walk *w)
+{
+	unsigned char c = (unsigned char)*w->p++;
+	if (c == '\n') {
+		w->line++;
+		w->col = 1;
+	} else if ((c & 0xc0) != 0x80) {
+		w->col++;
+	}
+}
+
+static void skip_space(Walk *w)
+{
+	while (w->p < w->end && json_space(*w->p))
+		step(w);
+}
+
+static bool expect(Walk *w, char c)
+{
+	skip_space(w);
+	if (w->p >= w->end || *w->p != c) {
+		if (!w->failed)
+			diag_set(w->d, w->file, w->line, w->col,
+				 "JSON reader lost its place (expected '%c')", c);
+		w->failed = true;
+		return false;
+	}
+	step(w);
+	return true;
+}
+
+static void skip_string(Walk *w)
+{
+	if (!expect(w, '"'))
+		return;
+	while (w->p < w->end && *w->p != '"') {
+		if (*w->p == '\\' && w->p + 1 < w->end)
+			step(w);
+		step(w);
+	}
+	if (w->p < w->end)
+		step(w);
+}
+
+static DocNode *walk(Walk *w, const cJSON *j);
+
+static DocNode *walk_children(Walk *w, const cJSON *j, DocNode *n, char close)
+{
+	step(w);
+	bool is_map = close == '}';
+	for (const cJSON *c = j->child; c && !w->failed; c = c->next) {
+		skip_space(w);
+		int kl = w->line, kc = w->col;
+		if (is_map) {
+			skip_string(w);
+			if (!expect(w, ':'))
+				break;
+		}
+		DocNode *child = walk(w, c);
+		if (!child)
+			break;
+		if (is_map) {
+			child->key = arena_strdup(w->a, c->string ? c->string : "");
+			child->key_line = kl;
+			child->key_col = kc;
+		}
+		doc_append(n, child);
+		skip_space(w);
+		if (c->next && !expect(w, ','))
+			break;
+	}
+	if (w->failed || !expect(w, close))
+		return NULL;
+	return n;
+}
+
+static DocNode *walk(Walk *w, const cJSON *j)
+{
+	skip_space(w);
+	DocNode *n;
+	const char *start = w->p;
+	int line = w->line, col = w->col;
+	if (cJSON_IsObject(j)) {
+		n = doc_new(w->a, DOC_MAP, line, col);
+		if (*w->p != '{')
+			goto lost;
+		return walk_children(w, j, n, '}');
+	}
+	if (cJSON_IsArray(j)) {
+		n = doc_new(w->a, DOC_SEQ, line, col);
+		if (*w->p != '[')
+			goto lost;
+		return walk_children(w, j, n, ']');
+	}
+	if (cJSON_IsString(j)) {
+		n = doc_new(w->a, DOC_STR, line, col);
+		n->text = arena_strdup(w->a, j->valuestring ? j->valuestring : "");
+		skip_string(w);
+		return w->failed ? NULL : n;
+	}
+	if (cJSON_IsNumber(j)) {
+		n = doc_new(w->a, DOC_NUM, line, col);
+		while (w->p < w->end && *w->p && strchr("0123456789+-.eE", *w->p))
+			step(w);
+		n->text = arena_strndup(w->a, start, (size_t)(w->p - start));
+		if (!doc_parse_number(n, n->text, false)) {
+			n->dval = j->valuedouble;
+			n->is_int = false;
+		}
+		return n;
+	}
+	if (cJSON_IsBool(j) || cJSON_IsNull(j)) {
+		const char *lit = cJSON_IsTrue(j) ? "true" : cJSON_IsFalse(j) ? "false" : "null";
+		size_t len = strlen(lit);
+		if ((size_t)(w->end - w->p) < len || memcmp(w->p, lit, len))
+			goto lost;
+		n = doc_new(w->a, cJSON_IsNull(j) ? DOC_NULL : DOC_BOOL, line, col);
+		n->text = lit;
+		n->bval = cJSON_IsTrue(j);
+		for (size_t i = 0; i < len; i++)
+			step(w);
+		return n;
+	}
+lost:
+	if (!w->failed)
+		diag_set(w->d, w->file, line, col, "JSON reader lost its place");
+	w->failed = true;
+	return NULL;
+}
+
+/* Refuse nesting deeper than IR_MAX_DEPTH before cJSON recurses into it. */
+static int check_depth(const char *file, const char *text, size_t len, Diag *d)
+{
+	int depth = 0;
+	bool in_str = false;
+	for (size_t i = 0; i < len; i++) {
+		char c = text[i];
+		if (in_str) {
+			if (c == '\\')
+				i++;
+			else if (c == '"')
+				in_str = false;
+		} else if (c == '"') {
+			in_str = true;
+		} else if (c == '{' || c == '[') {
+			if (++depth > IR_MAX_DEPTH) {
+				int line, col;
+				doc_position(text, i, &line, &col);
+				diag_set(d, file, line, col, "nesting deeper than %d levels",
+					 IR_MAX_DEPTH);
+				return -1;
+			}
+		} else if (c == '}' || c == ']') {
+			depth--;
+		}
+	}
+	return 0;
+}
+
+/* A short excerpt of the text at an error, up to the end of its line. */
+static void excerpt(const char *p, const char *end, char *buf, size_t size)
+{
+	size_t n = 0;
+	while (p < end && n + 1 < size && n < 16 && *p != '\n' && *p != '\r')
+		buf[n++] = *p++;
+	while (n > 0 && (buf[n - 1] & 0xc0) == 0x80)
+		n--;
+	if (n > 0 && (unsigned char)buf[n - 1] >= 0xc0)
+		n--;
+	buf[n] = 0;
+}
+
+static bool only_space(const char *p, const char *end)
+{
+	while (p < end && json_space(*p))
+		p++;
+	return p >= end;
+}
+
+DocNode *doc_read_json(Arena *a, const char *file, const char *text, size_t len, Diag *d)
+{
+	if (check_depth(file, text, len, d))
+		return NULL;
+	const char *end = text + len;
+	const char *stop = NULL;
+	/* len + 1 takes in the terminating NUL, so a truncated text fails at its end. */
+	cJSON *root = cJSON_ParseWithLengthOpts(text, len + 1, &stop, 0);
+	if (!root) {
+		if (!stop || stop < text || stop > end)
+			stop = end;
+		int line, col;
+		doc_position(text, (size_t)(stop - text), &line, &col);
+		if (only_space(stop, end)) {
+			diag_set(d, file, line, col, "JSON syntax error: unexpected end of input");
+		} else {
+			char ex[64];
+			excerpt(stop, end, ex, sizeof ex);
+			diag_set(d, file, line, col, "JSON syntax error at '%s'", ex);
+		}
+		return NULL;
+	}
+	if (stop && stop >= text && stop <= end && !only_space(stop, end)) {
+		int line, col;
+		char ex[64];
+		while (json_space(*stop))
+			stop++;
+		doc_position(text, (size_t)(stop - text), &line, &col);
+		excerpt(stop, end, ex, sizeof ex);
+		diag_set(d, file, line, col, "JSON syntax error: unexpected '%s' after the document",
+			 ex);
+		cJSON_Delete(root);
+		return NULL;
+	}
+
+	Walk w = {.p = text, .end = end, .line = 1, .col = 1, .a = a, .file = file, .d = d};
+	if (len >= 3 && !memcmp(text, "\xef\xbb\xbf", 3))
+		w.p += 3;
+	DocNode *n = walk(&w, root);
+	cJSON_Delete(root);
+	return n;
+}

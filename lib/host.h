@@ -1,0 +1,114 @@
+/* host.h: tensors in host memory, their dtype conversions, seeded random fill,
+ * error comparison, .npy files, and the tolerance table of `fusec run --check`.
+ *
+ * A HostTensor holds its elements in its own dtype, C order, in one malloc'd block
+ * (f16 and bf16 as their 16-bit patterns, bool as one byte 0/1). Values cross
+ * dtypes through double: host_get widens exactly, host_set rounds the way a
+ * kernel's store does (floats: round to nearest even; ints from floats: truncate
+ * toward zero, saturate, NaN to 0; ints from ints: wrap; bool: nonzero is 1).
+ * Memory: host_free releases the data; a zeroed HostTensor is empty and safe to free.
+ *
+ * Prefix: host_ (tensors), npy_ (files), check_ (tolerances). Nothing here prints
+ * or exits; errors come back as a Diag. */
+#ifndef FUSEC_HOST_H
+#define FUSEC_HOST_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "../ir/ir.h"
+
+typedef struct {
+	DType dtype;
+	int rank;
+	int64_t dim[IR_MAX_RANK];
+	int64_t n;             /* element count: product of dims (1 for rank 0) */
+	void *data;            /* n elements of dtype; NULL only when empty */
+} HostTensor;
+
+/* Allocate a zeroed tensor. Returns 0, or -1 (with *d set) if the size overflows
+ * or memory runs out. */
+int host_alloc(HostTensor *t, DType dtype, int rank, const int64_t *dim, Diag *d);
+void host_free(HostTensor *t);
+/* "f32[2,3]" into buf; returns buf. */
+const char *host_shape_text(DType dtype, int rank, const int64_t *dim, char *buf, size_t size);
+
+/* ---- element access -------------------------------------------------------- */
+
+double host_get(const HostTensor *t, int64_t i);
+void host_set(HostTensor *t, int64_t i, double v);
+/* Integer access, exact for i64: floats truncate (saturating, NaN 0) on get. */
+int64_t host_get_i64(const HostTensor *t, int64_t i);
+void host_set_i64(HostTensor *t, int64_t i, int64_t v);   /* wraps to the dtype */
+
+/* The value v becomes when stored as dtype (same rules as host_set). */
+double host_round(DType dtype, double v);
+/* v wrapped to an integer dtype's width (two's complement); bool: v != 0. */
+int64_t host_wrap_int(DType dtype, int64_t v);
+
+uint16_t host_f16_bits(double v);      /* round to nearest even; NaN stays NaN */
+double host_f16_value(uint16_t bits);
+uint16_t host_bf16_bits(double v);
+double host_bf16_value(uint16_t bits);
+
+/* ---- random fill ----------------------------------------------------------- */
+
+/* Deterministic per (seed, stream): splitmix64 over a state mixed from both, so
+ * every input can draw its own sequence from one --seed. */
+typedef struct {
+	uint64_t s;            /* splitmix64 state */
+} HostRng;
+
+void host_rng_init(HostRng *r, uint64_t seed, uint64_t stream);
+uint64_t host_rng_next(HostRng *r);
+double host_rng_unit(HostRng *r);      /* uniform in [0, 1) with 53 bits */
+
+/* The default range of random values: floats [-1, 1), signed ints [-5, 5],
+ * u8 [0, 9], bool [0, 1]. Integer ranges are inclusive, float ranges half-open. */
+void host_default_range(DType dtype, double *lo, double *hi);
+/* Fill with uniform values in [lo, hi) (floats, then rounded to the dtype) or
+ * [lo, hi] (ints and bool). */
+void host_fill_random(HostTensor *t, HostRng *r, double lo, double hi);
+
+/* ---- comparison ------------------------------------------------------------ */
+
+typedef struct {
+	double max_abs;        /* max |got - want| over all elements */
+	double max_rel;        /* max |got - want| / |want| over elements with want != 0 */
+	int64_t nbad;          /* elements over tolerance */
+	int64_t first_bad;     /* index of the first one; -1 when none */
+	bool ok;               /* nbad == 0 and the shapes and dtypes agree */
+} HostCompare;
+
+/* An element passes when |got - want| <= atol + rtol * |want|; NaN matches NaN and
+ * an infinity matches the same infinity. A shape or dtype mismatch fails with
+ * every element counted bad. */
+void host_compare(const HostTensor *got, const HostTensor *want, double atol, double rtol,
+		  HostCompare *out);
+
+/* ---- .npy files (lib/npy.c) ------------------------------------------------ */
+
+/* Read NumPy format 1.0 or 2.0, little-endian, C order, descr one of <f8 <f4 <f2
+ * <i8 <i4 <i2 |i1 |u1 |b1. `name` is used in messages. The tensor gets the file's
+ * dtype (never bf16). */
+int npy_read_mem(const char *name, const void *buf, size_t len, HostTensor *out, Diag *d);
+int npy_read_file(const char *path, HostTensor *out, Diag *d);
+/* Write format 1.0 with a 64-byte aligned header. bf16 has no NumPy dtype: it is
+ * written as <f4, which holds every bf16 value exactly. */
+void npy_write_buf(Buf *b, const HostTensor *t);
+/* Write atomically: PATH.tmp then rename. */
+int npy_write_file(const char *path, const HostTensor *t, Diag *d);
+
+/* ---- tolerances (lib/check.c; docs/tolerances.md) -------------------------- */
+
+typedef struct {
+	double atol, rtol;
+} Tolerance;
+
+/* The tolerance of one op family at one dtype. */
+Tolerance check_tolerance(DType dtype, OpFamily fam);
+/* The tolerance of a graph tensor: the loosest family among the ops it depends on,
+ * at the tensor's dtype (float dtypes only; ints and bool are exact). */
+Tolerance check_tensor_tolerance(const Graph *g, int tensor);
+
+#endif

@@ -1,0 +1,215 @@
+/* support.c: arena, buffer, diagnostics and the allocation wrappers.
+ *
+ * The arena is a list of chunks; allocations bump a pointer in the head chunk and
+ * large requests get a chunk of their own. Nothing is freed until arena_free. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "support.h"
+
+struct ArenaChunk {
+	ArenaChunk *next;
+	size_t used, cap;
+	_Alignas(16) unsigned char mem[];
+};
+
+enum { ARENA_CHUNK = 64 * 1024 };
+
+void *xmalloc(size_t n)
+{
+	void *p = malloc(n ? n : 1);
+	if (!p)
+		die("out of memory (%zu bytes)", n);
+	return p;
+}
+
+void *xcalloc(size_t n, size_t size)
+{
+	void *p = calloc(n ? n : 1, size ? size : 1);
+	if (!p)
+		die("out of memory (%zu x %zu bytes)", n, size);
+	return p;
+}
+
+void *xrealloc(void *p, size_t n)
+{
+	p = realloc(p, n ? n : 1);
+	if (!p)
+		die("out of memory (%zu bytes)", n);
+	return p;
+}
+
+Arena *arena_new(void)
+{
+	return xcalloc(1, sizeof(Arena));
+}
+
+void arena_free(Arena *a)
+{
+	if (!a)
+		return;
+	for (ArenaChunk *c = a->head, *next; c; c = next) {
+		next = c->next;
+		free(c);
+	}
+	free(a);
+}
+
+void *arena_alloc(Arena *a, size_t size)
+{
+	size = (size + 15) & ~(size_t)15;
+	ArenaChunk *c = a->head;
+	if (!c || c->cap - c->used < size) {
+		size_t cap = size > ARENA_CHUNK / 4 ? size : ARENA_CHUNK;
+		ArenaChunk *n = xmalloc(sizeof(ArenaChunk) + cap);
+		n->used = 0;
+		n->cap = cap;
+		if (c && cap != ARENA_CHUNK) {
+			/* a big block: keep filling the current chunk afterwards */
+			n->next = c->next;
+			c->next = n;
+		} else {
+			n->next = c;
+			a->head = n;
+		}
+		c = n;
+	}
+	void *p = c->mem + c->used;
+	c->used += size;
+	a->total += size;
+	memset(p, 0, size);
+	return p;
+}
+
+char *arena_strndup(Arena *a, const char *s, size_t n)
+{
+	char *p = arena_alloc(a, n + 1);
+	memcpy(p, s, n);
+	p[n] = 0;
+	return p;
+}
+
+char *arena_strdup(Arena *a, const char *s)
+{
+	return arena_strndup(a, s, strlen(s));
+}
+
+char *arena_printf(Arena *a, const char *fmt, ...)
+{
+	va_list ap, aq;
+	va_start(ap, fmt);
+	va_copy(aq, ap);
+	int n = vsnprintf(NULL, 0, fmt, ap);
+	va_end(ap);
+	char *p = arena_alloc(a, (size_t)n + 1);
+	vsnprintf(p, (size_t)n + 1, fmt, aq);
+	va_end(aq);
+	return p;
+}
+
+static void buf_reserve(Buf *b, size_t extra)
+{
+	if (b->len + extra + 1 <= b->cap)
+		return;
+	size_t cap = b->cap ? b->cap : 256;
+	while (cap < b->len + extra + 1)
+		cap *= 2;
+	b->data = xrealloc(b->data, cap);
+	b->cap = cap;
+}
+
+void buf_write(Buf *b, const void *p, size_t n)
+{
+	buf_reserve(b, n);
+	memcpy(b->data + b->len, p, n);
+	b->len += n;
+	b->data[b->len] = 0;
+}
+
+void buf_putc(Buf *b, char c)
+{
+	buf_write(b, &c, 1);
+}
+
+void buf_puts(Buf *b, const char *s)
+{
+	buf_write(b, s, strlen(s));
+}
+
+void buf_vprintf(Buf *b, const char *fmt, va_list ap)
+{
+	va_list aq;
+	va_copy(aq, ap);
+	int n = vsnprintf(NULL, 0, fmt, aq);
+	va_end(aq);
+	buf_reserve(b, (size_t)n);
+	vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap);
+	b->len += (size_t)n;
+}
+
+void buf_printf(Buf *b, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	buf_vprintf(b, fmt, ap);
+	va_end(ap);
+}
+
+void buf_free(Buf *b)
+{
+	free(b->data);
+	b->data = NULL;
+	b->len = b->cap = 0;
+}
+
+void diag_set(Diag *d, const char *file, int line, int col, const char *fmt, ...)
+{
+	snprintf(d->file, sizeof d->file, "%s", file ? file : "");
+	d->line = line;
+	d->col = col;
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(d->msg, sizeof d->msg, fmt, ap);
+	va_end(ap);
+}
+
+void diag_format(const Diag *d, char *buf, size_t size)
+{
+	if (d->line > 0 && d->col > 0)
+		snprintf(buf, size, "%s:%d:%d: error: %s", d->file, d->line, d->col, d->msg);
+	else if (d->line > 0)
+		snprintf(buf, size, "%s:%d: error: %s", d->file, d->line, d->msg);
+	else if (d->file[0])
+		snprintf(buf, size, "%s: error: %s", d->file, d->msg);
+	else
+		snprintf(buf, size, "error: %s", d->msg);
+}
+
+_Noreturn void die_at(const char *file, int line, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	fprintf(stderr, "fusec: internal error at %s:%d: ", file, line);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	va_end(ap);
+	abort();
+}
+
+void fmt_double(char *buf, size_t size, double v)
+{
+	if (v != v) {
+		snprintf(buf, size, "nan");
+		return;
+	}
+	if (v == 1.0 / 0.0 || v == -1.0 / 0.0) {
+		snprintf(buf, size, v > 0 ? "inf" : "-inf");
+		return;
+	}
+	for (int prec = 1; prec <= 17; prec++) {
+		snprintf(buf, size, "%.*g", prec, v);
+		if (strtod(buf, NULL) == v)
+			return;
+	}
+}

@@ -1,0 +1,90 @@
+/* support.h: the small things every layer uses: arena, growable buffer,
+ * diagnostics, internal-error exit.
+ *
+ * Memory: an Arena owns everything allocated from it and frees it all at once.
+ * A Buf owns its bytes until buf_free. A Diag is a plain value. */
+#ifndef FUSEC_SUPPORT_H
+#define FUSEC_SUPPORT_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define FUSEC_VERSION "0.1.0"
+
+/* ---- arena ----------------------------------------------------------------- */
+
+typedef struct ArenaChunk ArenaChunk;
+typedef struct {
+	ArenaChunk *head;
+	size_t total;        /* bytes handed out, for memory reports */
+} Arena;
+
+Arena *arena_new(void);
+void arena_free(Arena *a);
+void *arena_alloc(Arena *a, size_t size);          /* zeroed, 16-byte aligned */
+char *arena_strdup(Arena *a, const char *s);
+char *arena_strndup(Arena *a, const char *s, size_t n);
+char *arena_printf(Arena *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+#define ARENA_NEW(a, T, n) ((T *)arena_alloc((a), sizeof(T) * (size_t)(n)))
+
+/* ---- growable byte buffer -------------------------------------------------- */
+
+typedef struct {
+	char *data;          /* always NUL-terminated when len > 0 */
+	size_t len, cap;
+} Buf;
+
+void buf_putc(Buf *b, char c);
+void buf_puts(Buf *b, const char *s);
+void buf_write(Buf *b, const void *p, size_t n);
+void buf_printf(Buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void buf_vprintf(Buf *b, const char *fmt, va_list ap);
+void buf_free(Buf *b);
+
+/* ---- diagnostics ----------------------------------------------------------- */
+
+/* A user-facing error: "file:line:col: error: msg". line/col 0 mean unknown. */
+typedef struct {
+	char file[256];
+	int line, col;
+	char msg[768];
+} Diag;
+
+void diag_set(Diag *d, const char *file, int line, int col, const char *fmt, ...)
+	__attribute__((format(printf, 5, 6)));
+/* Format as one line, without a trailing newline. */
+void diag_format(const Diag *d, char *buf, size_t size);
+
+/* An internal bug: prints file:line and aborts. Never for user errors. */
+_Noreturn void die_at(const char *file, int line, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+#define die(...) die_at(__FILE__, __LINE__, __VA_ARGS__)
+
+void *xmalloc(size_t n);
+void *xcalloc(size_t n, size_t size);
+void *xrealloc(void *p, size_t n);
+
+/* ---- hashing --------------------------------------------------------------- */
+
+/* 64-bit FNV-1a step and a final mix; stable across runs and machines. */
+static inline uint64_t hash_bytes(uint64_t h, const void *p, size_t n)
+{
+	const unsigned char *s = p;
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ s[i]) * 0x100000001b3ULL;
+	return h;
+}
+static inline uint64_t hash_u64(uint64_t h, uint64_t v)
+{
+	h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+	h *= 0xbf58476d1ce4e5b9ULL;
+	return h ^ (h >> 31);
+}
+#define HASH_SEED 0xcbf29ce484222325ULL
+
+
+
+/* Shortest "%.Ng" text that reads back as the same double ("2", "0.1", "inf", "nan"). */
+void fmt_double(char *buf, size_t size, double v);
+#endif

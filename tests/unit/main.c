@@ -1,0 +1,100 @@
+/* main.c: runs every cmocka suite as one group, so the run ends with one summary. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "test.h"
+
+Graph *test_graph(Arena *a, const char *file, const char *text)
+{
+	Diag d;
+	Graph *g = ir_read_mem(a, file, text, strlen(text), FMT_AUTO, &d);
+	if (!g) {
+		char msg[1100];
+		diag_format(&d, msg, sizeof msg);
+		fail_msg("graph did not validate: %s", msg);
+	}
+	return g;
+}
+
+const char *test_graph_error(const char *file, const char *text)
+{
+	static char msg[1100];
+	Arena *a = arena_new();
+	Diag d;
+	Graph *g = ir_read_mem(a, file, text, strlen(text), FMT_AUTO, &d);
+	if (g)
+		snprintf(msg, sizeof msg, "(no error)");
+	else
+		diag_format(&d, msg, sizeof msg);
+	arena_free(a);
+	return msg;
+}
+
+static void test_arena_zeroed_and_aligned(void **state)
+{
+	(void)state;
+	Arena *a = arena_new();
+	for (int i = 1; i < 5000; i += 37) {
+		unsigned char *p = arena_alloc(a, (size_t)i);
+		assert_int_equal((uintptr_t)p % 16, 0);
+		for (int j = 0; j < i; j++)
+			assert_int_equal(p[j], 0);
+		memset(p, 0xab, (size_t)i);
+	}
+	char *big = arena_alloc(a, 1 << 20);
+	big[(1 << 20) - 1] = 1;
+	assert_string_equal(arena_printf(a, "%s-%d", "x", 42), "x-42");
+	arena_free(a);
+}
+
+static void test_buf_printf_grows(void **state)
+{
+	(void)state;
+	Buf b = {0};
+	for (int i = 0; i < 1000; i++)
+		buf_printf(&b, "%d,", i);
+	assert_int_equal(b.len, strlen(b.data));
+	assert_memory_equal(b.data, "0,1,2,", 6);
+	buf_free(&b);
+}
+
+static void test_diag_format(void **state)
+{
+	(void)state;
+	Diag d;
+	char s[1100];
+	diag_set(&d, "g.yaml", 7, 5, "op '%s' (ops[%d]): bad", "add", 2);
+	diag_format(&d, s, sizeof s);
+	assert_string_equal(s, "g.yaml:7:5: error: op 'add' (ops[2]): bad");
+	diag_set(&d, "g.json", 3, 0, "x");
+	diag_format(&d, s, sizeof s);
+	assert_string_equal(s, "g.json:3: error: x");
+}
+
+const struct CMUnitTest support_tests[] = {
+	cmocka_unit_test(test_arena_zeroed_and_aligned),
+	cmocka_unit_test(test_buf_printf_grows),
+	cmocka_unit_test(test_diag_format),
+};
+const size_t support_ntests = SUITE_COUNT(support_tests);
+
+int main(void)
+{
+	static const struct { const struct CMUnitTest *tests; const size_t *n; } suites[] = {
+#define SUITE(name) {name##_tests, &name##_ntests},
+#include "suites.def"
+#undef SUITE
+	};
+	size_t total = 0;
+	for (size_t i = 0; i < SUITE_COUNT(suites); i++)
+		total += *suites[i].n;
+	struct CMUnitTest *all = calloc(total, sizeof *all);
+	size_t k = 0;
+	for (size_t i = 0; i < SUITE_COUNT(suites); i++)
+		for (size_t j = 0; j < *suites[i].n; j++)
+			all[k++] = suites[i].tests[j];
+	int failed = _cmocka_run_group_tests("fusec", all, total, NULL, NULL);
+	free(all);
+	return failed ? 1 : 0;
+}

@@ -1,0 +1,24 @@
+/* test.h: what every unit-test file includes: cmocka, the layers, and helpers. */
+#ifndef FUSEC_TEST_H
+#define FUSEC_TEST_H
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "../../ir/ir.h"
+
+#define SUITE(name) extern const struct CMUnitTest name##_tests[]; extern const size_t name##_ntests;
+#include "suites.def"
+#undef SUITE
+
+#define SUITE_COUNT(arr) (sizeof(arr) / sizeof((arr)[0]))
+
+/* Read a graph from text; fails the test with the message when it does not validate. */
+Graph *test_graph(Arena *a, const char *file, const char *text);
+/* Read a graph that must fail; returns the formatted message (static buffer). */
+const char *test_graph_error(const char *file, const char *text);
+
+#endif
