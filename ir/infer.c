@@ -26,16 +26,16 @@
 typedef struct {
 	DType dtype;
 	int rank;
-	int64_t dim[IR_MAX_RANK];
+	int64_t dim[IR_MAX_RANK];  /* entries past rank are unused */
 } InferShape;
 
 typedef struct {
-	const Graph *g;
+	const Graph *g;            /* holds the operand tensors */
 	const Op *op;
-	Attrs *attr;             /* never NULL inside the rules (a zeroed one stands in) */
-	char *msg;
+	Attrs *attr;               /* never NULL here: a zeroed one stands in */
+	char *msg;                 /* where an error message goes */
 	size_t msgsize;
-	InferShape out;          /* the result being built */
+	InferShape out;            /* the result being built */
 } Infer;
 
 /* Room for "[" + 8 dims of up to 20 characters + commas + "]". */
