@@ -32,14 +32,12 @@ void ir_finish(Graph *g)
 	for (int t = 0; t < g->ntensors; t++)
 		g->tensors[t].last_read = -1;
 	g->nstreams = 1;
-	int nsync = 0;
 	for (int i = 0; i < g->nops; i++) {
 		Op *op = &g->ops[i];
 		for (int k = 0; k < op->nin; k++)
 			g->tensors[op->in[k]].last_read = i;
 		if (op->stream + 1 > g->nstreams)
 			g->nstreams = op->stream + 1;
-		nsync += op->kind == OP_SYNC;
 	}
 
 	for (int i = 0; i < g->nops; i++) {
@@ -62,7 +60,20 @@ void ir_finish(Graph *g)
 	int *nopen = ARENA_NEW(a, int, g->nstreams);
 	for (int s = 0; s < g->nstreams; s++)
 		open[s] = ARENA_NEW(a, int, count[s] + 1);
-	g->segs = ARENA_NEW(a, Segment, (size_t)(nsync + 1) * (size_t)g->nstreams);
+	/* Count the segments exactly: one per stream with ops between two syncs. */
+	bool *busy = ARENA_NEW(a, bool, g->nstreams);
+	int nsegs = 0;
+	for (int i = 0; i <= g->nops; i++) {
+		if (i == g->nops || g->ops[i].kind == OP_SYNC) {
+			for (int s = 0; s < g->nstreams; s++) {
+				nsegs += busy[s];
+				busy[s] = false;
+			}
+		} else {
+			busy[g->ops[i].stream] = true;
+		}
+	}
+	g->segs = ARENA_NEW(a, Segment, nsegs);
 	g->nsegs = 0;
 	for (int i = 0; i < g->nops; i++) {
 		const Op *op = &g->ops[i];

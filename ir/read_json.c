@@ -69,6 +69,11 @@ static void skip_string(Walk *w)
 	if (!expect(w, '"'))
 		return;
 	while (w->p < w->end && *w->p != '"') {
+		if (*w->p == '\\' && w->end - w->p >= 6 && !memcmp(w->p + 1, "u0000", 5)) {
+			diag_set(w->d, w->file, w->line, w->col, "NUL character (\\u0000) in a string");
+			w->failed = true;
+			return;
+		}
 		if (*w->p == '\\' && w->p + 1 < w->end)
 			step(w);
 		step(w);
@@ -88,7 +93,7 @@ static DocNode *walk_children(Walk *w, const cJSON *j, DocNode *n, char close)
 		int kl = w->line, kc = w->col;
 		if (is_map) {
 			skip_string(w);
-			if (!expect(w, ':'))
+			if (w->failed || !expect(w, ':'))
 				break;
 		}
 		DocNode *child = walk(w, c);

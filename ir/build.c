@@ -1,0 +1,1077 @@
+/* build.c: reading a graph: bytes -> document tree -> validated Graph (SPEC §1).
+ *
+ * ir_read_file/ir_read_mem check the bytes (UTF-8, no NUL, not empty), pick the
+ * format (by extension, else by the first non-blank byte: `{` or `[` is JSON), hand
+ * the text to read_json.c or read_yaml.c, and validate the resulting document tree
+ * here, once for both formats. Every message names the place with a path
+ * ("ops[1].in[0]: ...", "inputs.a.dtype: ...") or the op ("op 'add' (ops[2]): ...")
+ * and carries the line:col of the node at fault, so JSON and YAML give the same text.
+ *
+ * Each op is checked as it is read: its operands must be defined above, its
+ * attributes are type-checked into an Attrs, then ir_infer gives the output's dtype
+ * and shape, which any stated `dtype`/`shape` must match. Tensor names go through an
+ * open-addressing hash table, so reading is linear in the size of the document.
+ * The document tree lives in a scratch arena freed before returning; only the
+ * Graph is left in the caller's arena. */
+#include <errno.h>
+#include <stdarg.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "doc.h"
+#include "ir.h"
+
+enum { MAX_STREAM = 1023, MAX_INPUT_BYTES = 1 << 30 };
+
+/* ---- text checks and positions ---------------------------------------------- */
+
+static size_t bom_len(const char *text, size_t len)
+{
+	return len >= 3 && !memcmp(text, "\xef\xbb\xbf", 3) ? 3 : 0;
+}
+
+void doc_position(const char *text, size_t off, int *line, int *col)
+{
+	int l = 1, c = 1;
+	for (size_t i = bom_len(text, off); i < off; i++) {
+		unsigned char ch = (unsigned char)text[i];
+		if (ch == '\n')
+			l++, c = 1;
+		else if ((ch & 0xc0) != 0x80)
+			c++;
+	}
+	*line = l;
+	*col = c;
+}
+
+/* Length of the valid UTF-8 sequence at s (at most `avail` bytes), or 0. */
+static int utf8_seq(const unsigned char *s, size_t avail)
+{
+	unsigned char c = s[0];
+	int n;
+	unsigned char lo = 0x80, hi = 0xbf;
+	if (c >= 0xc2 && c <= 0xdf)
+		n = 2;
+	else if (c >= 0xe0 && c <= 0xef)
+		n = 3, lo = c == 0xe0 ? 0xa0 : 0x80, hi = c == 0xed ? 0x9f : 0xbf;
+	else if (c >= 0xf0 && c <= 0xf4)
+		n = 4, lo = c == 0xf0 ? 0x90 : 0x80, hi = c == 0xf4 ? 0x8f : 0xbf;
+	else
+		return 0;
+	if ((size_t)n > avail || s[1] < lo || s[1] > hi)
+		return 0;
+	for (int i = 2; i < n; i++)
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+	return n;
+}
+
+int doc_check_text(const char *file, const char *text, size_t len, Diag *d)
+{
+	const unsigned char *s = (const unsigned char *)text;
+	int line = 1, col = 1;
+	bool blank = true;
+	for (size_t i = bom_len(text, len); i < len;) {
+		unsigned char c = s[i];
+		if (c == 0) {
+			diag_set(d, file, line, col, "NUL byte in the input (not a text file?)");
+			return -1;
+		}
+		if (c < 0x80) {
+			if (c != ' ' && c != '\t' && c != '\n' && c != '\r')
+				blank = false;
+			if (c == '\n')
+				line++, col = 1;
+			else
+				col++;
+			i++;
+			continue;
+		}
+		int n = utf8_seq(s + i, len - i);
+		if (!n) {
+			diag_set(d, file, line, col, "invalid UTF-8 (byte 0x%02x)", c);
+			return -1;
+		}
+		blank = false;
+		col++;
+		i += (size_t)n;
+	}
+	if (blank) {
+		diag_set(d, file, 1, 1, "empty document");
+		return -1;
+	}
+	return 0;
+}
+
+static bool all_digits(const char *s, const char **end)
+{
+	const char *p = s;
+	while (*p >= '0' && *p <= '9')
+		p++;
+	*end = p;
+	return p > s;
+}
+
+bool doc_parse_number(DocNode *n, const char *s, bool yaml_special)
+{
+	const char *p = s;
+	bool neg = *p == '-';
+	if (*p == '-' || *p == '+')
+		p++;
+	if (yaml_special && *p == '.') {
+		if (!strcmp(p, ".inf") || !strcmp(p, ".Inf") || !strcmp(p, ".INF")) {
+			n->dval = neg ? -INFINITY : INFINITY;
+			n->is_int = false;
+			return true;
+		}
+		if (p == s && (!strcmp(p, ".nan") || !strcmp(p, ".NaN") || !strcmp(p, ".NAN"))) {
+			n->dval = NAN;
+			n->is_int = false;
+			return true;
+		}
+	}
+	const char *q;
+	bool int_part = all_digits(p, &q);
+	if (int_part && !*q) {
+		n->is_int = true;
+		errno = 0;
+		long long v = strtoll(s, NULL, 10);
+		n->int_ok = errno != ERANGE;
+		n->ival = v;
+		n->dval = strtod(s, NULL);
+		return true;
+	}
+	bool frac = false;
+	if (*q == '.') {
+		const char *r;
+		frac = all_digits(q + 1, &r);
+		q = r;
+	}
+	if (!int_part && !frac)
+		return false;
+	if (*q == 'e' || *q == 'E') {
+		q++;
+		if (*q == '-' || *q == '+')
+			q++;
+		if (!all_digits(q, &q))
+			return false;
+	}
+	if (*q)
+		return false;
+	n->is_int = false;
+	n->dval = strtod(s, NULL);
+	return true;
+}
+
+/* ---- the tensor name table -------------------------------------------------- */
+
+typedef struct {
+	int *slot;               /* tensor id + 1; 0 is empty */
+	size_t mask;             /* capacity - 1, capacity a power of two */
+} Names;
+
+static size_t name_hash(const char *s)
+{
+	return (size_t)hash_u64(hash_bytes(HASH_SEED, s, strlen(s)), 0);
+}
+
+static int names_find(const Names *m, const Tensor *ts, const char *s)
+{
+	for (size_t i = name_hash(s) & m->mask;; i = (i + 1) & m->mask) {
+		int id = m->slot[i] - 1;
+		if (id < 0)
+			return -1;
+		if (!strcmp(ts[id].name, s))
+			return id;
+	}
+}
+
+static void names_add(Names *m, const Tensor *ts, int id)
+{
+	size_t i = name_hash(ts[id].name) & m->mask;
+	while (m->slot[i])
+		i = (i + 1) & m->mask;
+	m->slot[i] = id + 1;
+}
+
+/* ---- messages --------------------------------------------------------------- */
+
+/* A user string cut to fit a message, control characters shown as '?'. */
+typedef struct {
+	char s[80];
+} Clip;
+
+static Clip clip(const char *s)
+{
+	Clip c;
+	size_t n = 0, max = 60;
+	while (s[n] && n < max) {
+		c.s[n] = (unsigned char)s[n] < 0x20 || s[n] == 0x7f ? '?' : s[n];
+		n++;
+	}
+	if (s[n]) {
+		while (n > 0 && ((unsigned char)s[n] & 0xc0) == 0x80)
+			n--;
+		memcpy(c.s + n, "...", 4);
+	} else {
+		c.s[n] = 0;
+	}
+	return c;
+}
+
+typedef struct {
+	char s[96];
+} Desc;
+
+/* What a node is, for "expected X, got Y". */
+static Desc describe(const DocNode *n)
+{
+	Desc c;
+	switch (n->kind) {
+	case DOC_MAP: snprintf(c.s, sizeof c.s, "a map"); break;
+	case DOC_SEQ: snprintf(c.s, sizeof c.s, "a list"); break;
+	case DOC_NULL: snprintf(c.s, sizeof c.s, "null"); break;
+	case DOC_BOOL: snprintf(c.s, sizeof c.s, "%s", n->bval ? "true" : "false"); break;
+	case DOC_NUM: snprintf(c.s, sizeof c.s, "%s", clip(n->text).s); break;
+	case DOC_STR: snprintf(c.s, sizeof c.s, "'%s'", clip(n->text).s); break;
+	}
+	return c;
+}
+
+typedef struct {
+	char s[IR_MAX_RANK * 21 + 3];
+} ShapeStr;
+
+static ShapeStr shape_str(int rank, const int64_t *dim)
+{
+	ShapeStr t;
+	size_t n = 0;
+	t.s[n++] = '[';
+	for (int i = 0; i < rank; i++)
+		n += (size_t)snprintf(t.s + n, sizeof t.s - n, i ? ",%lld" : "%lld",
+				      (long long)dim[i]);
+	t.s[n++] = ']';
+	t.s[n] = 0;
+	return t;
+}
+
+/* ---- the builder ------------------------------------------------------------ */
+
+enum { K_OP, K_IN, K_OUT, K_STREAM, K_ATTR0, NOPKEYS = K_ATTR0 + A_COUNT_ };
+
+static int attr_slot(unsigned bit)
+{
+	return K_ATTR0 + __builtin_ctz(bit);
+}
+
+typedef struct {
+	Graph *g;
+	Diag *d;
+	const char *file;
+	Names names;
+	const char *opkeys[NOPKEYS];
+} Builder;
+
+static int fail_at(Builder *b, int line, int col, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+static int fail_at(Builder *b, int line, int col, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	char msg[sizeof b->d->msg];
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	diag_set(b->d, b->file, line, col, "%s", msg);
+	return -1;
+}
+#define fail(b, n, ...) fail_at((b), (n)->line, (n)->col, __VA_ARGS__)
+#define fail_key(b, n, ...) fail_at((b), (n)->key_line, (n)->key_col, __VA_ARGS__)
+
+/* Index the entries of map n by keys[]; an unknown or repeated key is an error. */
+static int scan_map(Builder *b, const DocNode *n, const char *path, const char *const *keys,
+		    int nkeys, const DocNode **slot)
+{
+	const char *sep = *path ? ": " : "";
+	for (const DocNode *e = n->first; e; e = e->next) {
+		int k = 0;
+		while (k < nkeys && strcmp(keys[k], e->key))
+			k++;
+		if (k == nkeys)
+			return fail_key(b, e, "%s%sunknown key '%s'", path, sep, clip(e->key).s);
+		if (slot[k])
+			return fail_key(b, e, "%s%sduplicate key '%s'", path, sep, clip(e->key).s);
+		slot[k] = e;
+	}
+	return 0;
+}
+
+static int read_int(Builder *b, const DocNode *n, const char *path, int64_t lo, int64_t hi,
+		    int64_t *out)
+{
+	if (n->kind == DOC_NUM && n->is_int && n->int_ok && n->ival >= lo && n->ival <= hi) {
+		*out = n->ival;
+		return 0;
+	}
+	if (lo == 1 && hi >= INT_MAX)
+		return fail(b, n, "%s: expected a positive integer, got %s", path, describe(n).s);
+	if (lo == 0 && hi >= INT_MAX)
+		return fail(b, n, "%s: expected a non-negative integer, got %s", path,
+			    describe(n).s);
+	if (lo == INT64_MIN)
+		return fail(b, n, "%s: expected an integer, got %s", path, describe(n).s);
+	return fail(b, n, "%s: expected an integer from %lld to %lld, got %s", path,
+		    (long long)lo, (long long)hi, describe(n).s);
+}
+
+static int read_real(Builder *b, const DocNode *n, const char *path, double *out)
+{
+	if (n->kind == DOC_NUM) {
+		*out = n->dval;
+		return 0;
+	}
+	if (n->kind == DOC_STR) {
+		if (!strcmp(n->text, "inf") || !strcmp(n->text, "+inf")) {
+			*out = INFINITY;
+			return 0;
+		}
+		if (!strcmp(n->text, "-inf")) {
+			*out = -INFINITY;
+			return 0;
+		}
+		if (!strcmp(n->text, "nan")) {
+			*out = NAN;
+			return 0;
+		}
+	}
+	return fail(b, n, "%s: expected a number, got %s", path, describe(n).s);
+}
+
+static int read_dtype(Builder *b, const DocNode *n, const char *path, DType *out)
+{
+	if (n->kind != DOC_STR)
+		return fail(b, n, "%s: expected a dtype name, got %s", path, describe(n).s);
+	if (ir_dtype_parse(n->text, out))
+		return fail(b, n, "%s: unknown dtype '%s'", path, clip(n->text).s);
+	return 0;
+}
+
+/* A list of dimensions: positive integers (one -1 where allowed), rank <= 8, and an
+ * element count that fits in int64. */
+static int read_dims(Builder *b, const DocNode *n, const char *path, bool allow_minus1,
+		     int *rank, int64_t *dim)
+{
+	if (n->kind != DOC_SEQ)
+		return fail(b, n, "%s: expected a list of dimensions, got %s", path,
+			    describe(n).s);
+	if (n->n > IR_MAX_RANK)
+		return fail(b, n, "%s: rank %d exceeds the maximum of %d", path, n->n,
+			    IR_MAX_RANK);
+	int k = 0;
+	bool minus1 = false;
+	int64_t count = 1;
+	for (const DocNode *e = n->first; e; e = e->next, k++) {
+		char at[160];
+		snprintf(at, sizeof at, "%s[%d]", path, k);
+		if (allow_minus1 && e->kind == DOC_NUM && e->is_int && e->int_ok && e->ival == -1) {
+			if (minus1)
+				return fail(b, e, "%s: only one dimension may be -1", at);
+			minus1 = true;
+			dim[k] = -1;
+			continue;
+		}
+		if (allow_minus1 && !(e->kind == DOC_NUM && e->is_int && e->int_ok && e->ival > 0))
+			return fail(b, e, "%s: expected a positive integer or -1, got %s", at,
+				    describe(e).s);
+		if (read_int(b, e, at, 1, INT64_MAX, &dim[k]))
+			return -1;
+		if (__builtin_mul_overflow(count, dim[k], &count))
+			return fail(b, n, "%s: element count overflows", path);
+	}
+	*rank = k;
+	return 0;
+}
+
+/* A list of at most `max` small integers (axes). */
+static int read_axes(Builder *b, const DocNode *n, const char *path, int want, int *out,
+		     int *count)
+{
+	if (n->kind != DOC_SEQ || (want >= 0 && n->n != want)) {
+		if (want >= 0)
+			return fail(b, n, "%s: expected a list of %d axes, got %s", path, want,
+				    describe(n).s);
+		return fail(b, n, "%s: expected a list of axes, got %s", path, describe(n).s);
+	}
+	if (n->n > IR_MAX_RANK)
+		return fail(b, n, "%s: more than %d axes", path, IR_MAX_RANK);
+	int k = 0;
+	for (const DocNode *e = n->first; e; e = e->next, k++) {
+		char at[160];
+		int64_t v;
+		snprintf(at, sizeof at, "%s[%d]", path, k);
+		if (read_int(b, e, at, -IR_MAX_RANK, IR_MAX_RANK - 1, &v))
+			return -1;
+		out[k] = (int)v;
+	}
+	*count = k;
+	return 0;
+}
+
+static int read_ranges(Builder *b, const DocNode *n, const char *path, Attrs *at)
+{
+	if (n->kind != DOC_SEQ)
+		return fail(b, n, "%s: expected a list of [start, end] pairs, got %s", path,
+			    describe(n).s);
+	if (n->n > IR_MAX_RANK)
+		return fail(b, n, "%s: more than %d ranges", path, IR_MAX_RANK);
+	int k = 0;
+	for (const DocNode *e = n->first; e; e = e->next, k++) {
+		char p[160];
+		snprintf(p, sizeof p, "%s[%d]", path, k);
+		if (e->kind != DOC_SEQ || e->n != 2)
+			return fail(b, e, "%s: expected a [start, end] pair of integers, got %s", p,
+				    describe(e).s);
+		int j = 0;
+		for (const DocNode *v = e->first; v; v = v->next, j++) {
+			char q[176];
+			snprintf(q, sizeof q, "%s[%d]", p, j);
+			if (read_int(b, v, q, INT64_MIN, INT64_MAX, &at->range[k][j]))
+				return -1;
+		}
+	}
+	at->n = k;
+	return 0;
+}
+
+/* stride, padding, dilation, kernel: one integer for both dims, or [h, w]. */
+static int read_pair(Builder *b, const DocNode *n, const char *path, int64_t lo, int *out)
+{
+	int64_t v[2];
+	if (n->kind == DOC_NUM) {
+		if (read_int(b, n, path, lo, INT_MAX, &v[0]))
+			return -1;
+		out[0] = out[1] = (int)v[0];
+		return 0;
+	}
+	if (n->kind != DOC_SEQ || n->n != 2)
+		return fail(b, n, "%s: expected an integer or a [h, w] pair, got %s", path,
+			    describe(n).s);
+	int j = 0;
+	for (const DocNode *e = n->first; e; e = e->next, j++) {
+		char at[160];
+		snprintf(at, sizeof at, "%s[%d]", path, j);
+		if (read_int(b, e, at, lo, INT_MAX, &v[j]))
+			return -1;
+		out[j] = (int)v[j];
+	}
+	return 0;
+}
+
+static int read_attr(Builder *b, const DocNode *n, const char *path, OpKind kind,
+		     unsigned bit, Attrs *at)
+{
+	int64_t v;
+	switch (bit) {
+	case A_SCALAR: return read_real(b, n, path, &at->scalar);
+	case A_MIN: return read_real(b, n, path, &at->min);
+	case A_MAX: return read_real(b, n, path, &at->max);
+	case A_DTYPE: return read_dtype(b, n, path, &at->dtype);
+	case A_SHAPE: return read_dims(b, n, path, kind == OP_RESHAPE, &at->n, at->shape);
+	case A_AXES: return read_axes(b, n, path, -1, at->axes, &at->n);
+	case A_DIMS: return read_axes(b, n, path, 2, at->axes, &at->n);
+	case A_RANGES: return read_ranges(b, n, path, at);
+	case A_AXIS:
+		if (read_int(b, n, path, -IR_MAX_RANK, IR_MAX_RANK - 1, &v))
+			return -1;
+		at->axis = (int)v;
+		return 0;
+	case A_STRIDE: return read_pair(b, n, path, 1, at->stride);
+	case A_PADDING: return read_pair(b, n, path, 0, at->padding);
+	case A_DILATION: return read_pair(b, n, path, 1, at->dilation);
+	case A_KERNEL: return read_pair(b, n, path, 1, at->kernel);
+	case A_GROUPS:
+		if (read_int(b, n, path, 1, INT_MAX, &v))
+			return -1;
+		at->groups = (int)v;
+		return 0;
+	case A_APPROX:
+		if (n->kind == DOC_STR && !strcmp(n->text, "none"))
+			at->approx = GELU_NONE;
+		else if (n->kind == DOC_STR && !strcmp(n->text, "tanh"))
+			at->approx = GELU_TANH;
+		else
+			return fail(b, n, "%s: expected 'none' or 'tanh', got %s", path,
+				    describe(n).s);
+		return 0;
+	}
+	die("attribute bit %#x", bit);
+}
+
+/* A tensor name: a non-empty string without control characters. */
+static int check_name(Builder *b, const DocNode *n, const char *path)
+{
+	if (n->kind != DOC_STR)
+		return fail(b, n, "%s: expected a tensor name, got %s", path, describe(n).s);
+	if (!n->text[0])
+		return fail(b, n, "%s: tensor names must not be empty", path);
+	for (const char *p = n->text; *p; p++)
+		if ((unsigned char)*p < 0x20 || *p == 0x7f)
+			return fail(b, n, "%s: tensor name '%s' contains a control character",
+				    path, clip(n->text).s);
+	return 0;
+}
+
+static int new_tensor(Builder *b, const char *name, int producer)
+{
+	Graph *g = b->g;
+	int id = g->ntensors++;
+	Tensor *t = &g->tensors[id];
+	t->name = arena_strdup(g->arena, name);
+	t->producer = producer;
+	t->last_read = -1;
+	names_add(&b->names, g->tensors, id);
+	return id;
+}
+
+static int read_inputs(Builder *b, const DocNode *n)
+{
+	static const char *const keys[] = {"dtype", "shape"};
+	Graph *g = b->g;
+	if (n->kind != DOC_MAP)
+		return fail(b, n, "inputs: expected a map of name: {dtype, shape}, got %s",
+			    describe(n).s);
+	g->inputs = ARENA_NEW(g->arena, int, n->n);
+	for (const DocNode *e = n->first; e; e = e->next) {
+		if (!e->key[0])
+			return fail_key(b, e, "inputs: tensor names must not be empty");
+		if (names_find(&b->names, g->tensors, e->key) >= 0)
+			return fail_key(b, e, "inputs: duplicate key '%s'", clip(e->key).s);
+		for (const char *p = e->key; *p; p++)
+			if ((unsigned char)*p < 0x20 || *p == 0x7f)
+				return fail_key(b, e, "inputs: tensor name '%s' contains a control character",
+						clip(e->key).s);
+		char path[128], sub[160];
+		snprintf(path, sizeof path, "inputs.%s", clip(e->key).s);
+		if (e->kind != DOC_MAP)
+			return fail(b, e, "%s: expected a map with dtype and shape, got %s", path,
+				    describe(e).s);
+		const DocNode *slot[2] = {0};
+		if (scan_map(b, e, path, keys, 2, slot))
+			return -1;
+		for (int k = 0; k < 2; k++)
+			if (!slot[k])
+				return fail(b, e, "%s: missing key '%s'", path, keys[k]);
+		Tensor t = {0};
+		snprintf(sub, sizeof sub, "%s.dtype", path);
+		if (read_dtype(b, slot[0], sub, &t.dtype))
+			return -1;
+		snprintf(sub, sizeof sub, "%s.shape", path);
+		if (read_dims(b, slot[1], sub, false, &t.rank, t.dim))
+			return -1;
+		int id = new_tensor(b, e->key, -1);
+		Tensor *dst = &g->tensors[id];
+		dst->dtype = t.dtype;
+		dst->rank = t.rank;
+		memcpy(dst->dim, t.dim, sizeof t.dim);
+		dst->role = ROLE_INPUT;
+		g->inputs[g->ninputs++] = id;
+	}
+	return 0;
+}
+
+static int read_operands(Builder *b, const DocNode *in, const char *at, const char *name,
+			 const OpInfo *info, Op *op)
+{
+	Graph *g = b->g;
+	if (in->kind != DOC_SEQ)
+		return fail(b, in, "%s.in: expected a list of tensor names, got %s", at,
+			    describe(in).s);
+	int n = in->n;
+	if (n < info->nin_min || (info->nin_max >= 0 && n > info->nin_max)) {
+		if (info->nin_max < 0)
+			return fail(b, in, "op '%s' (%s): needs at least %d inputs, got %d", name,
+				    at, info->nin_min, n);
+		if (info->nin_min == info->nin_max)
+			return fail(b, in, "op '%s' (%s): needs %d inputs, got %d", name, at,
+				    info->nin_min, n);
+		return fail(b, in, "op '%s' (%s): needs %d to %d inputs, got %d", name, at,
+			    info->nin_min, info->nin_max, n);
+	}
+	op->in = ARENA_NEW(g->arena, int, n);
+	op->in_status = ARENA_NEW(g->arena, uint8_t, n);
+	int k = 0;
+	for (const DocNode *e = in->first; e; e = e->next, k++) {
+		char path[48];
+		snprintf(path, sizeof path, "%s.in[%d]", at, k);
+		if (check_name(b, e, path))
+			return -1;
+		int id = names_find(&b->names, g->tensors, e->text);
+		if (id < 0)
+			return fail(b, e, "%s: tensor '%s' is not defined above", path,
+				    clip(e->text).s);
+		op->in[k] = id;
+	}
+	op->nin = n;
+	return 0;
+}
+
+/* What read_op knows about the op it is reading. */
+typedef struct {
+	const DocNode *n;              /* the op's map */
+	const DocNode *slot[NOPKEYS];  /* its entries by key (K_*) */
+	const DocNode *stated_dtype;   /* output statements, when not attributes */
+	const DocNode *stated_shape;
+	const DocNode *result;         /* the node naming the result */
+	const OpInfo *info;
+	const char *name;              /* "mul_scalar" */
+	char at[32];                   /* "ops[3]" */
+	Op *op;
+} OpRead;
+
+/* Keys in document order: attributes the op does not take, sync's operands, and
+ * `dtype`/`shape` as output statements where they are not attributes. */
+static int op_keys(Builder *b, OpRead *r)
+{
+	unsigned allowed = r->info->required | r->info->optional;
+	bool sync = r->op->kind == OP_SYNC;
+	for (const DocNode *e = r->n->first; e; e = e->next) {
+		int k = 0;
+		while (strcmp(b->opkeys[k], e->key))
+			k++;
+		if (sync && k == K_IN)
+			return fail_key(b, e, "%s.in: sync takes no operands", r->at);
+		if (sync && k == K_OUT)
+			return fail_key(b, e, "%s.out: sync has no result", r->at);
+		if (k < K_ATTR0)
+			continue;
+		unsigned bit = 1u << (k - K_ATTR0);
+		if (allowed & bit)
+			continue;
+		if (!sync && bit == A_DTYPE)
+			r->stated_dtype = e;
+		else if (!sync && bit == A_SHAPE)
+			r->stated_shape = e;
+		else
+			return fail_key(b, e, "%s: unknown attribute '%s' for op '%s'", r->at,
+					clip(e->key).s, r->name);
+	}
+	return 0;
+}
+
+/* The attributes, type-checked, with defaults for the optional ones: every
+ * attribute the op takes is then present in `has`. */
+static int op_attrs(Builder *b, OpRead *r, Attrs *at)
+{
+	const OpInfo *info = r->info;
+	unsigned allowed = info->required | info->optional;
+	for (int i = 0; i < A_COUNT_; i++) {
+		unsigned bit = 1u << i;
+		const DocNode *v = r->slot[K_ATTR0 + i];
+		if (!(allowed & bit))
+			continue;
+		if (!v) {
+			if (info->required & bit)
+				return fail(b, r->n, "op '%s' (%s): missing attribute '%s'", r->name,
+					    r->at, ir_attr_name(bit));
+			continue;
+		}
+		char path[48];
+		snprintf(path, sizeof path, "%s.%s", r->at, ir_attr_name(bit));
+		if (read_attr(b, v, path, r->op->kind, bit, at))
+			return -1;
+	}
+	if (allowed & A_STRIDE && !r->slot[attr_slot(A_STRIDE)]) {
+		bool pool = r->op->kind == OP_MAX_POOL2D || r->op->kind == OP_AVG_POOL2D;
+		at->stride[0] = pool ? at->kernel[0] : 1;
+		at->stride[1] = pool ? at->kernel[1] : 1;
+	}
+	if (allowed & A_DILATION && !r->slot[attr_slot(A_DILATION)])
+		at->dilation[0] = at->dilation[1] = 1;
+	if (allowed & A_GROUPS && !r->slot[attr_slot(A_GROUPS)])
+		at->groups = 1;
+	at->has = allowed;
+	return 0;
+}
+
+/* `out`: a new name, or a list of exactly as many names as the op has results. */
+static int op_result(Builder *b, OpRead *r)
+{
+	const DocNode *o = r->slot[K_OUT];
+	if (!o)
+		return fail(b, r->n, "%s: missing key 'out'", r->at);
+	char path[48];
+	snprintf(path, sizeof path, "%s.out", r->at);
+	if (o->kind == DOC_SEQ) {
+		if (o->n != IR_MAX_OUT)
+			return fail(b, o, "%s: op '%s' has %d result, got a list of %d names", path,
+				    r->name, IR_MAX_OUT, o->n);
+		o = o->first;
+		snprintf(path, sizeof path, "%s.out[0]", r->at);
+	}
+	if (check_name(b, o, path))
+		return -1;
+	int old = names_find(&b->names, b->g->tensors, o->text);
+	if (old >= 0) {
+		int p = b->g->tensors[old].producer;
+		if (p < 0)
+			return fail(b, o, "%s: tensor '%s' is already defined in inputs", path,
+				    clip(o->text).s);
+		return fail(b, o, "%s: tensor '%s' is already defined by ops[%d]", path,
+			    clip(o->text).s, p);
+	}
+	r->result = o;
+	return 0;
+}
+
+/* Stated `dtype`/`shape` must match what inference found. */
+static int op_stated(Builder *b, OpRead *r, const Tensor *out)
+{
+	char path[48];
+	if (r->stated_dtype) {
+		DType t;
+		snprintf(path, sizeof path, "%s.dtype", r->at);
+		if (read_dtype(b, r->stated_dtype, path, &t))
+			return -1;
+		if (t != out->dtype)
+			return fail(b, r->stated_dtype,
+				    "op '%s' (%s): stated dtype %s does not match the inferred dtype %s",
+				    r->name, r->at, ir_dtype_name(t), ir_dtype_name(out->dtype));
+	}
+	if (r->stated_shape) {
+		int rank;
+		int64_t dim[IR_MAX_RANK];
+		snprintf(path, sizeof path, "%s.shape", r->at);
+		if (read_dims(b, r->stated_shape, path, false, &rank, dim))
+			return -1;
+		if (rank != out->rank || memcmp(dim, out->dim, sizeof dim[0] * (size_t)rank))
+			return fail(b, r->stated_shape,
+				    "op '%s' (%s): stated shape %s does not match the inferred shape %s",
+				    r->name, r->at, shape_str(rank, dim).s,
+				    shape_str(out->rank, out->dim).s);
+	}
+	return 0;
+}
+
+static int read_op(Builder *b, const DocNode *n, int index, int *max_stream)
+{
+	Graph *g = b->g;
+	OpRead r = {.n = n, .op = &g->ops[index]};
+	Op *op = r.op;
+	snprintf(r.at, sizeof r.at, "ops[%d]", index);
+	if (n->kind != DOC_MAP)
+		return fail(b, n, "%s: expected a map with op, in and out, got %s", r.at,
+			    describe(n).s);
+	if (scan_map(b, n, r.at, b->opkeys, NOPKEYS, r.slot))
+		return -1;
+	const DocNode *kn = r.slot[K_OP];
+	if (!kn)
+		return fail(b, n, "%s: missing key 'op'", r.at);
+	if (kn->kind != DOC_STR)
+		return fail(b, kn, "%s.op: expected an op name, got %s", r.at, describe(kn).s);
+	int kind = ir_op_lookup(kn->text);
+	if (kind < 0)
+		return fail(b, kn, "%s.op: unknown op '%s'", r.at, clip(kn->text).s);
+	r.info = &ir_ops[kind];
+	r.name = r.info->file;
+	op->kind = (OpKind)kind;
+	op->line = n->line;
+	op->col = n->col;
+	if (op_keys(b, &r))
+		return -1;
+
+	if (r.info->nin_max != 0) {
+		if (!r.slot[K_IN])
+			return fail(b, n, "%s: missing key 'in'", r.at);
+		if (read_operands(b, r.slot[K_IN], r.at, r.name, r.info, op))
+			return -1;
+	}
+	if (r.slot[K_STREAM]) {
+		char path[48];
+		int64_t s;
+		snprintf(path, sizeof path, "%s.stream", r.at);
+		if (read_int(b, r.slot[K_STREAM], path, 0, MAX_STREAM, &s))
+			return -1;
+		op->stream = (int)s;
+		if (op->stream > *max_stream)
+			*max_stream = op->stream;
+	}
+	Attrs attr = {0};
+	if (op_attrs(b, &r, &attr))
+		return -1;
+	if (op->kind != OP_SYNC && op_result(b, &r))
+		return -1;
+
+	Attrs *ap = NULL;
+	if (attr.has) {
+		ap = ARENA_NEW(g->arena, Attrs, 1);
+		*ap = attr;
+	}
+	op->attr = ap;
+	Tensor out = {0};
+	char msg[512];
+	if (ir_infer(g, op, ap, &out, msg, sizeof msg))
+		return fail(b, n, "op '%s' (%s): %s", r.name, r.at, msg);
+	if (op->kind == OP_SYNC)
+		return 0;
+	if (op_stated(b, &r, &out))
+		return -1;
+
+	int id = new_tensor(b, r.result->text, index);
+	Tensor *t = &g->tensors[id];
+	t->dtype = out.dtype;
+	t->rank = out.rank;
+	memcpy(t->dim, out.dim, sizeof out.dim);
+	op->out[0] = id;
+	op->nout = 1;
+	return 0;
+}
+
+static int read_outputs(Builder *b, const DocNode *n)
+{
+	Graph *g = b->g;
+	if (n->kind != DOC_SEQ)
+		return fail(b, n, "outputs: expected a list of tensor names, got %s",
+			    describe(n).s);
+	g->outputs = ARENA_NEW(g->arena, int, n->n);
+	int k = 0;
+	for (const DocNode *e = n->first; e; e = e->next, k++) {
+		char path[32];
+		snprintf(path, sizeof path, "outputs[%d]", k);
+		if (check_name(b, e, path))
+			return -1;
+		int id = names_find(&b->names, g->tensors, e->text);
+		if (id < 0)
+			return fail(b, e, "%s: tensor '%s' is not defined", path, clip(e->text).s);
+		if (g->tensors[id].is_output)
+			return fail(b, e, "%s: tensor '%s' is listed twice", path, clip(e->text).s);
+		g->tensors[id].is_output = true;
+		g->outputs[g->noutputs++] = id;
+	}
+	return 0;
+}
+
+static bool name_char(char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+	       c == '_' || c == '-' || c == '.';
+}
+
+/* The file name without folders and its last extension, made safe for output
+ * file names; "stdin" for standard input. */
+static const char *default_name(Arena *a, const char *file)
+{
+	if (!strcmp(file, "<stdin>"))
+		return "stdin";
+	const char *base = strrchr(file, '/');
+	base = base ? base + 1 : file;
+	const char *dot = strrchr(base, '.');
+	size_t len = dot && dot > base ? (size_t)(dot - base) : strlen(base);
+	if (len == 0)
+		return "graph";
+	char *s = arena_strndup(a, base, len);
+	for (char *p = s; *p; p++)
+		if (!name_char(*p))
+			*p = '_';
+	if (s[0] == '.')
+		s[0] = '_';
+	return s;
+}
+
+static int read_name(Builder *b, const DocNode *n)
+{
+	if (n->kind != DOC_STR)
+		return fail(b, n, "name: expected a string, got %s", describe(n).s);
+	if (!n->text[0])
+		return fail(b, n, "name: must not be empty");
+	for (const char *p = n->text; *p; p++)
+		if (!name_char(*p) || (p == n->text && *p == '.'))
+			return fail(b, n,
+				    "name: '%s' may only contain letters, digits, '_', '-' and '.' "
+				    "(and not start with '.')",
+				    clip(n->text).s);
+	b->g->name = arena_strdup(b->g->arena, n->text);
+	return 0;
+}
+
+static Graph *build(Arena *a, const char *file, const DocNode *root, Diag *d)
+{
+	static const char *const keys[] = {"format", "name", "inputs", "ops", "outputs"};
+	enum { R_FORMAT, R_NAME, R_INPUTS, R_OPS, R_OUTPUTS, NROOT };
+	Graph *g = ARENA_NEW(a, Graph, 1);
+	g->arena = a;
+	g->file = arena_strdup(a, file);
+	Builder b = {.g = g, .d = d, .file = file};
+	b.opkeys[K_OP] = "op";
+	b.opkeys[K_IN] = "in";
+	b.opkeys[K_OUT] = "out";
+	b.opkeys[K_STREAM] = "stream";
+	for (int i = 0; i < A_COUNT_; i++)
+		b.opkeys[K_ATTR0 + i] = ir_attr_name(1u << i);
+
+	if (root->kind != DOC_MAP) {
+		fail(&b, root, "the document must be a map with format, inputs, ops and outputs, got %s",
+		     describe(root).s);
+		return NULL;
+	}
+	const DocNode *slot[NROOT] = {0};
+	if (scan_map(&b, root, "", keys, NROOT, slot))
+		return NULL;
+	if (!slot[R_FORMAT]) {
+		fail(&b, root, "missing key 'format'");
+		return NULL;
+	}
+	const DocNode *f = slot[R_FORMAT];
+	if (f->kind != DOC_STR || strcmp(f->text, "fusec-graph/1")) {
+		fail(&b, f, "format: expected 'fusec-graph/1', got %s", describe(f).s);
+		return NULL;
+	}
+	for (int k = R_INPUTS; k < NROOT; k++)
+		if (!slot[k]) {
+			fail(&b, root, "missing key '%s'", keys[k]);
+			return NULL;
+		}
+	if (slot[R_NAME]) {
+		if (read_name(&b, slot[R_NAME]))
+			return NULL;
+	} else {
+		g->name = default_name(a, file);
+	}
+
+	const DocNode *in = slot[R_INPUTS], *ops = slot[R_OPS];
+	if (in->kind != DOC_MAP) {
+		fail(&b, in, "inputs: expected a map of name: {dtype, shape}, got %s",
+		     describe(in).s);
+		return NULL;
+	}
+	if (ops->kind != DOC_SEQ) {
+		fail(&b, ops, "ops: expected a list of ops, got %s", describe(ops).s);
+		return NULL;
+	}
+	size_t maxt = (size_t)in->n + (size_t)ops->n;
+	g->tensors = ARENA_NEW(a, Tensor, maxt + 1);
+	g->ops = ARENA_NEW(a, Op, ops->n + 1);
+	size_t cap = 16;
+	while (cap < 2 * maxt + 2)
+		cap *= 2;
+	b.names.slot = xcalloc(cap, sizeof(int));
+	b.names.mask = cap - 1;
+
+	int max_stream = 0, rc = read_inputs(&b, in);
+	int i = 0;
+	for (const DocNode *e = ops->first; e && !rc; e = e->next, i++) {
+		rc = read_op(&b, e, i, &max_stream);
+		if (!rc)
+			g->nops = i + 1;
+	}
+	if (!rc)
+		rc = read_outputs(&b, slot[R_OUTPUTS]);
+	free(b.names.slot);
+	if (rc)
+		return NULL;
+
+	for (int t = 0; t < g->ntensors; t++) {
+		Tensor *x = &g->tensors[t];
+		x->role = x->producer < 0 ? ROLE_INPUT : x->is_output ? ROLE_OUTPUT
+								      : ROLE_INTERMEDIATE;
+	}
+	g->nstreams = max_stream + 1;
+	ir_finish(g);
+	return g;
+}
+
+/* ---- entry points ----------------------------------------------------------- */
+
+static bool ends_with(const char *s, const char *suffix)
+{
+	size_t n = strlen(s), m = strlen(suffix);
+	return n >= m && !strcmp(s + n - m, suffix);
+}
+
+static GraphFormat choose_format(const char *file, const char *text, size_t len)
+{
+	if (ends_with(file, ".json"))
+		return FMT_JSON;
+	if (ends_with(file, ".yaml") || ends_with(file, ".yml"))
+		return FMT_YAML;
+	for (size_t i = bom_len(text, len); i < len; i++) {
+		char c = text[i];
+		if (c == ' ' || c == '\t' || c == '\n' || c == '\r')
+			continue;
+		return c == '{' || c == '[' ? FMT_JSON : FMT_YAML;
+	}
+	return FMT_YAML;
+}
+
+Graph *ir_read_mem(Arena *a, const char *file, const char *text, size_t len,
+		   GraphFormat fmt, Diag *d)
+{
+	if (!file)
+		file = "<memory>";
+	if (doc_check_text(file, text, len, d))
+		return NULL;
+	if (fmt == FMT_AUTO)
+		fmt = choose_format(file, text, len);
+	/* The parsers want a NUL after the text. */
+	char *copy = xmalloc(len + 1);
+	memcpy(copy, text, len);
+	copy[len] = 0;
+	Arena *tmp = arena_new();
+	DocNode *root = fmt == FMT_JSON ? doc_read_json(tmp, file, copy, len, d)
+					: doc_read_yaml(tmp, file, copy, len, d);
+	Graph *g = root ? build(a, file, root, d) : NULL;
+	arena_free(tmp);
+	free(copy);
+	return g;
+}
+
+static char *slurp(FILE *f, const char *file, size_t *len, Diag *d)
+{
+	size_t cap = 1 << 16, n = 0;
+	char *buf = xmalloc(cap);
+	for (;;) {
+		if (n == cap) {
+			if (cap >= MAX_INPUT_BYTES) {
+				diag_set(d, file, 0, 0, "input is larger than %d MiB",
+					 MAX_INPUT_BYTES >> 20);
+				free(buf);
+				return NULL;
+			}
+			cap *= 2;
+			buf = xrealloc(buf, cap);
+		}
+		size_t got = fread(buf + n, 1, cap - n, f);
+		n += got;
+		if (got == 0)
+			break;
+	}
+	if (ferror(f)) {
+		diag_set(d, file, 0, 0, "cannot read: %s", strerror(errno));
+		free(buf);
+		return NULL;
+	}
+	*len = n;
+	return buf;
+}
+
+Graph *ir_read_file(Arena *a, const char *path, GraphFormat fmt, Diag *d)
+{
+	bool std = !strcmp(path, "-");
+	const char *file = std ? "<stdin>" : path;
+	FILE *f = std ? stdin : fopen(path, "rb");
+	if (!f) {
+		diag_set(d, file, 0, 0, "cannot open: %s", strerror(errno));
+		return NULL;
+	}
+	size_t len = 0;
+	errno = 0;
+	char *text = slurp(f, file, &len, d);
+	if (!std)
+		fclose(f);
+	if (!text)
+		return NULL;
+	Graph *g = ir_read_mem(a, file, text, len, fmt, d);
+	free(text);
+	return g;
+}
