@@ -45,6 +45,9 @@ void host_set_i64(HostTensor *t, int64_t i, int64_t v);   /* wraps to the dtype 
 double host_round(DType dtype, double v);
 /* v wrapped to an integer dtype's width (two's complement); bool: v != 0. */
 int64_t host_wrap_int(DType dtype, int64_t v);
+/* A double as an integer dtype stores it: truncated toward zero, saturated to the
+ * dtype's range, NaN 0; bool: v != 0. */
+int64_t host_to_int(DType dtype, double v);
 
 uint16_t host_f16_bits(double v);      /* round to nearest even; NaN stays NaN */
 double host_f16_value(uint16_t bits);
@@ -60,6 +63,9 @@ typedef struct {
 } HostRng;
 
 void host_rng_init(HostRng *r, uint64_t seed, uint64_t stream);
+/* The stream of a graph input's random values: a hash of its name, so adding or
+ * reordering inputs leaves the values of the others alone. */
+uint64_t host_input_stream(const char *name);
 uint64_t host_rng_next(HostRng *r);
 double host_rng_unit(HostRng *r);      /* uniform in [0, 1) with 53 bits */
 

@@ -1,0 +1,389 @@
+/* run.c: `fusec run GRAPH --backend B` executes a graph and prints a short summary
+ * of every output; `--check` compares each output against the reference
+ * interpreter with the tolerances of docs/tolerances.md.
+ *
+ * Inputs are seeded random by default: each input draws from its own stream of
+ * one --seed (host_input_stream: a hash of its name), with the ranges of
+ * host_default_range, except that a tensor used as a gather index is drawn from
+ * [0, size of the gathered dim). `--inputs` reads .npy files instead.
+ *
+ * A backend is a RunBackend (cmd/run.h) plus one line in the backends table; a
+ * line with a NULL vtable names a backend still to come. */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "../lib/interp.h"
+#include "cmd.h"
+#include "run.h"
+
+static const char run_usage[] =
+	"usage: fusec run GRAPH [--backend interp|cpu|cuda] [--inputs DIR|NAME=FILE,...]\n"
+	"                 [--outputs DIR] [--seed N] [--check]\n"
+	"\n"
+	"Execute GRAPH and print, per output, its dtype, shape, the sum of its elements\n"
+	"and its first values.\n"
+	"\n"
+	"options:\n"
+	"  --backend B      interp (the plain-C reference interpreter; default), cpu or\n"
+	"                   cuda (not supported yet)\n"
+	"  --inputs DIR     read each graph input NAME from DIR/NAME.npy\n"
+	"  --inputs N=F,..  read input N from the .npy file F; other inputs are random\n"
+	"  --seed N         seed of the random inputs (default 0)\n"
+	"  --outputs DIR    write each output to DIR/NAME.npy (bf16 is written as <f4)\n"
+	"  --check          compare every output against the interpreter; exit 3 when\n"
+	"                   one is over its tolerance (docs/tolerances.md)\n"
+	"\n"
+	"exit status: 0 success, 1 invalid graph or inputs, 2 usage error, 3 runtime\n"
+	"failure or a failed check.\n";
+
+/* ---- backends -------------------------------------------------------------- */
+
+static int interp_prepare(RunCtx *c, Diag *d)
+{
+	c->state = xcalloc((size_t)c->g->noutputs + 1, sizeof(HostTensor));
+	return 0;
+}
+
+static int interp_exec(RunCtx *c, Diag *d)
+{
+	return interp_run(c->g, c->inputs, c->state, d);
+}
+
+static int interp_outputs(RunCtx *c, HostTensor *outs, Diag *d)
+{
+	HostTensor *res = c->state;
+	for (int i = 0; i < c->g->noutputs; i++) {
+		outs[i] = res[i];
+		memset(&res[i], 0, sizeof res[i]);
+	}
+	return 0;
+}
+
+static void interp_release(RunCtx *c)
+{
+	HostTensor *res = c->state;
+	for (int i = 0; res && i < c->g->noutputs; i++)
+		host_free(&res[i]);
+	free(res);
+	c->state = NULL;
+}
+
+static const RunBackend interp_backend = {
+	interp_prepare, interp_exec, interp_outputs, interp_release,
+};
+
+static const struct {
+	const char *name;
+	const RunBackend *vt;      /* NULL: not supported yet */
+} backends[] = {
+	{"interp", &interp_backend},
+	{"cpu", NULL},
+	{"cuda", NULL},
+};
+
+/* Prepare, run and collect; outs must hold g->noutputs empty tensors. */
+static int backend_run(const RunBackend *vt, const Graph *g, const HostTensor *inputs,
+		       HostTensor *outs, Diag *d)
+{
+	RunCtx c = {g, inputs, NULL};
+	int rc = vt->prepare(&c, d);
+	if (!rc)
+		rc = vt->run(&c, d);
+	if (!rc)
+		rc = vt->outputs(&c, outs, d);
+	vt->release(&c);
+	return rc;
+}
+
+/* ---- inputs ---------------------------------------------------------------- */
+
+static int find_input(const Graph *g, const char *name, size_t len)
+{
+	for (int i = 0; i < g->ninputs; i++) {
+		const char *n = g->tensors[g->inputs[i]].name;
+		if (strlen(n) == len && !memcmp(n, name, len))
+			return i;
+	}
+	return -1;
+}
+
+/* Read input i from path into *t, converting only <f4 data for a bf16 input. */
+static int load_input(const Graph *g, int i, const char *path, HostTensor *t)
+{
+	Diag d;
+	if (npy_read_file(path, t, &d)) {
+		cmd_print_diag(&d);
+		return -1;
+	}
+	if (g->tensors[g->inputs[i]].dtype == DT_BF16 && t->dtype == DT_F32) {
+		HostTensor b;
+		if (host_alloc(&b, DT_BF16, t->rank, t->dim, &d)) {
+			cmd_print_diag(&d);
+			host_free(t);
+			return -1;
+		}
+		for (int64_t k = 0; k < t->n; k++)
+			host_set(&b, k, host_get(t, k));
+		host_free(t);
+		*t = b;
+	}
+	if (interp_check_input(g, i, t, &d)) {
+		cmd_error("%s: %s", path, d.msg);
+		host_free(t);
+		return -1;
+	}
+	return 0;
+}
+
+static int load_inputs(const Graph *g, const char *spec, HostTensor *in)
+{
+	if (!strchr(spec, '=')) {
+		for (int i = 0; i < g->ninputs; i++) {
+			char *path = arena_printf(g->arena, "%s/%s.npy", spec,
+						  g->tensors[g->inputs[i]].name);
+			if (load_input(g, i, path, &in[i]))
+				return -1;
+		}
+		return 0;
+	}
+	const char *p = spec;
+	while (*p) {
+		const char *comma = strchr(p, ',');
+		size_t len = comma ? (size_t)(comma - p) : strlen(p);
+		const char *eq = memchr(p, '=', len);
+		if (!eq || eq == p) {
+			cmd_error("--inputs: expected NAME=FILE, got '%.*s'", (int)len, p);
+			return -1;
+		}
+		int i = find_input(g, p, (size_t)(eq - p));
+		if (i < 0) {
+			cmd_error("--inputs: the graph has no input '%.*s'", (int)(eq - p), p);
+			return -1;
+		}
+		if (in[i].data) {
+			cmd_error("--inputs: input '%s' is given twice",
+				  g->tensors[g->inputs[i]].name);
+			return -1;
+		}
+		char *path = arena_strndup(g->arena, eq + 1, len - (size_t)(eq - p) - 1);
+		if (load_input(g, i, path, &in[i]))
+			return -1;
+		p += len + (comma ? 1 : 0);
+	}
+	return 0;
+}
+
+/* The random range of input tensor t: a gather index stays inside every dim it
+ * indexes. */
+static void input_range(const Graph *g, int t, double *lo, double *hi)
+{
+	host_default_range(g->tensors[t].dtype, lo, hi);
+	bool is_index = false;
+	for (int i = 0; i < g->nops; i++) {
+		const Op *op = &g->ops[i];
+		if (op->kind != OP_GATHER || op->in[1] != t)
+			continue;
+		double size = (double)g->tensors[op->in[0]].dim[op->attr->axis];
+		if (!is_index || size - 1 < *hi)
+			*hi = size - 1;
+		*lo = 0;
+		is_index = true;
+	}
+}
+
+static int random_inputs(const Graph *g, uint64_t seed, HostTensor *in)
+{
+	for (int i = 0; i < g->ninputs; i++) {
+		if (in[i].data)
+			continue;
+		const Tensor *t = &g->tensors[g->inputs[i]];
+		Diag d;
+		if (host_alloc(&in[i], t->dtype, t->rank, t->dim, &d)) {
+			cmd_error("input '%s': %s", t->name, d.msg);
+			return -1;
+		}
+		HostRng r;
+		host_rng_init(&r, seed, host_input_stream(t->name));
+		double lo, hi;
+		input_range(g, g->inputs[i], &lo, &hi);
+		host_fill_random(&in[i], &r, lo, hi);
+	}
+	return 0;
+}
+
+/* ---- outputs --------------------------------------------------------------- */
+
+static void print_summary(const Graph *g, const HostTensor *outs)
+{
+	for (int i = 0; i < g->noutputs; i++) {
+		const HostTensor *t = &outs[i];
+		char shape[160], num[40];
+		double sum = 0;
+		for (int64_t k = 0; k < t->n; k++)
+			sum += host_get(t, k);
+		snprintf(num, sizeof num, "%.10g", sum);
+		printf("%s: %s sum=%s first=[", g->tensors[g->outputs[i]].name,
+		       host_shape_text(t->dtype, t->rank, t->dim, shape, sizeof shape), num);
+		for (int64_t k = 0; k < t->n && k < 4; k++) {
+			snprintf(num, sizeof num, "%.6g", host_get(t, k));
+			printf(k ? ", %s" : "%s", num);
+		}
+		printf(t->n > 4 ? ", ...]\n" : "]\n");
+	}
+}
+
+/* A file name for a tensor name: characters outside [A-Za-z0-9_.-] and a leading
+ * dot become '_'. */
+static char *file_name(Arena *a, const char *dir, const char *name)
+{
+	char *s = arena_strdup(a, name);
+	for (char *p = s; *p; p++) {
+		char c = *p;
+		bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+			  (c >= '0' && c <= '9') || c == '_' || c == '-' || (c == '.' && p != s);
+		if (!ok)
+			*p = '_';
+	}
+	return arena_printf(a, "%s/%s.npy", dir, s);
+}
+
+static int write_outputs(const Graph *g, const char *dir, const HostTensor *outs)
+{
+	if (mkdir(dir, 0777) && errno != EEXIST) {
+		cmd_error("cannot create '%s': %s", dir, strerror(errno));
+		return -1;
+	}
+	for (int i = 0; i < g->noutputs; i++) {
+		Diag d;
+		if (npy_write_file(file_name(g->arena, dir, g->tensors[g->outputs[i]].name),
+				   &outs[i], &d)) {
+			cmd_print_diag(&d);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* Compare outs against the interpreter; returns the number of failed outputs,
+ * or -1 if the interpreter itself failed. */
+static int check_outputs(const Graph *g, const HostTensor *in, const HostTensor *outs)
+{
+	HostTensor *ref = xcalloc((size_t)g->noutputs + 1, sizeof *ref);
+	Diag d;
+	int nfail = 0;
+	if (backend_run(&interp_backend, g, in, ref, &d)) {
+		cmd_print_diag(&d);
+		nfail = -1;
+	}
+	for (int i = 0; nfail >= 0 && i < g->noutputs; i++) {
+		Tolerance tol = check_tensor_tolerance(g, g->outputs[i]);
+		HostCompare cmp;
+		host_compare(&outs[i], &ref[i], tol.atol, tol.rtol, &cmp);
+		printf("check %s: max_abs=%.3g max_rel=%.3g atol=%.3g rtol=%.3g %s\n",
+		       g->tensors[g->outputs[i]].name, cmp.max_abs, cmp.max_rel, tol.atol,
+		       tol.rtol, cmp.ok ? "ok" : "FAIL");
+		if (!cmp.ok)
+			nfail++;
+	}
+	for (int i = 0; i < g->noutputs; i++)
+		host_free(&ref[i]);
+	free(ref);
+	return nfail;
+}
+
+/* ---- the command ----------------------------------------------------------- */
+
+int cmd_run(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{"help", no_argument, NULL, 'h'},
+		{"backend", required_argument, NULL, 'b'},
+		{"inputs", required_argument, NULL, 'i'},
+		{"outputs", required_argument, NULL, 'o'},
+		{"seed", required_argument, NULL, 's'},
+		{"check", no_argument, NULL, 'c'},
+		{0, 0, 0, 0},
+	};
+	const char *backend = "interp", *inputs = NULL, *outputs = NULL;
+	long seed = 0;
+	bool check = false;
+	int c;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'h': fputs(run_usage, stdout); return EXIT_OK;
+		case 'b': backend = optarg; break;
+		case 'i': inputs = optarg; break;
+		case 'o': outputs = optarg; break;
+		case 's':
+			if ((seed = cmd_parse_count("run", "--seed", optarg)) < 0)
+				return EXIT_USAGE;
+			break;
+		case 'c': check = true; break;
+		default:
+			cmd_usage_error("run", "unknown option or missing value '%s'",
+					argv[optind - 1]);
+			return EXIT_USAGE;
+		}
+	}
+	if (argc - optind != 1) {
+		cmd_usage_error("run", "expected one GRAPH argument");
+		return EXIT_USAGE;
+	}
+	const RunBackend *vt = NULL;
+	size_t nb = sizeof backends / sizeof backends[0], b = 0;
+	while (b < nb && strcmp(backends[b].name, backend))
+		b++;
+	if (b == nb) {
+		cmd_usage_error("run", "unknown backend '%s' (interp, cpu or cuda)", backend);
+		return EXIT_USAGE;
+	}
+	vt = backends[b].vt;
+	if (!vt) {
+		cmd_error("backend '%s' is not supported yet", backend);
+		return EXIT_FAIL;
+	}
+	const char *path = argv[optind];
+	struct stat sb;
+	if (strcmp(path, "-") && !stat(path, &sb) && S_ISDIR(sb.st_mode)) {
+		cmd_error("'%s' is a folder; running a compiled plan folder is not supported "
+			  "yet (give the graph file)", path);
+		return EXIT_FAIL;
+	}
+
+	Arena *a = arena_new();
+	Graph *g = cmd_load_graph(a, path);
+	if (!g) {
+		arena_free(a);
+		return EXIT_INPUT;
+	}
+	HostTensor *in = xcalloc((size_t)g->ninputs + 1, sizeof *in);
+	HostTensor *outs = xcalloc((size_t)g->noutputs + 1, sizeof *outs);
+	int status = EXIT_OK;
+	Diag d;
+	if ((inputs && load_inputs(g, inputs, in)) || random_inputs(g, (uint64_t)seed, in)) {
+		status = EXIT_INPUT;
+	} else if (backend_run(vt, g, in, outs, &d)) {
+		cmd_print_diag(&d);
+		status = EXIT_FAIL;
+	} else {
+		print_summary(g, outs);
+		if (outputs && write_outputs(g, outputs, outs))
+			status = EXIT_FAIL;
+		if (check && check_outputs(g, in, outs) != 0)
+			status = EXIT_FAIL;
+	}
+	fflush(stdout);
+	for (int i = 0; i < g->ninputs; i++)
+		host_free(&in[i]);
+	for (int i = 0; i < g->noutputs; i++)
+		host_free(&outs[i]);
+	free(in);
+	free(outs);
+	arena_free(a);
+	return status;
+}

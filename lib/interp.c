@@ -1,0 +1,674 @@
+/* interp.c: the plain-C reference interpreter that tests and `fusec run --check`
+ * compare generated kernels against. It favours being obviously right over speed:
+ * every element of every op is computed from its multi-index, floats in double,
+ * ints in int64, and stored rounded (floats, to nearest even) or wrapped (ints) to
+ * the op's output dtype.
+ *
+ * Semantics, where torch and burn leave a choice:
+ * - Scalars, clamp bounds and mask_fill values are first converted to the dtype of
+ *   the tensor they meet, as burn's elem conversion does (ints: truncated).
+ * - Integer arithmetic wraps at the dtype's width. div truncates toward zero (as C
+ *   and burn's int division; not torch's floor `//`); x / 0 is 0. rem takes the sign
+ *   of the divisor (torch.remainder, for ints and floats); x rem 0 is 0 for ints and
+ *   NaN for floats. pow on ints multiplies (square and multiply, wrapping); a
+ *   negative exponent gives 1 for base 1, ±1 for base -1, and 0 otherwise.
+ * - max, min, clamp, max_dim, min_dim and max_pool2d propagate NaN (NaN wins), as
+ *   torch. argmax and argmin return the first index of the extreme, and a NaN
+ *   counts as the extreme (the first NaN wins), as torch.
+ * - sign(NaN) is NaN. round is half to even. gelu none is x·Φ(x) through erf;
+ *   gelu tanh is 0.5x(1 + tanh(√(2/π)(x + 0.044715x³))).
+ * - Sums, means, products, matmul and conv2d accumulate in double (int64 for ints);
+ *   an int mean truncates toward zero.
+ * - Casts: float to int truncates and saturates, NaN gives 0; int to int wraps;
+ *   to bool is x != 0.
+ * - avg_pool2d counts padding in its divisor (count_include_pad, torch's default);
+ *   max_pool2d ignores padding.
+ * - gather indices must lie in [0, size); anything else is a runtime error. */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "interp.h"
+
+static const double pi = 3.14159265358979323846;
+static const double sqrt2 = 1.41421356237309504880;
+
+typedef struct {
+	const Graph *g;
+	HostTensor *val;       /* one per graph tensor; empty until computed */
+	Diag *d;
+	int opi;               /* the op being run, for messages */
+} Interp;
+
+static void contiguous_strides(const HostTensor *t, int64_t *st)
+{
+	int64_t s = 1;
+	for (int k = t->rank - 1; k >= 0; k--) {
+		st[k] = s;
+		s *= t->dim[k];
+	}
+}
+
+/* Strides of x read as a tensor of out's shape (equal ranks): size-1 dims repeat. */
+static void broadcast_strides(const HostTensor *x, int64_t *st)
+{
+	contiguous_strides(x, st);
+	for (int k = 0; k < x->rank; k++)
+		if (x->dim[k] == 1)
+			st[k] = 0;
+}
+
+/* The offset of element i of a tensor shaped like out, read through strides st. */
+static int64_t offset_of(const HostTensor *out, int64_t i, const int64_t *st)
+{
+	int64_t off = 0;
+	for (int k = out->rank - 1; k >= 0; k--) {
+		off += i % out->dim[k] * st[k];
+		i /= out->dim[k];
+	}
+	return off;
+}
+
+static void coords_of(const HostTensor *t, int64_t i, int64_t *c)
+{
+	for (int k = t->rank - 1; k >= 0; k--) {
+		c[k] = i % t->dim[k];
+		i /= t->dim[k];
+	}
+}
+
+static int fail(Interp *ip, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int fail(Interp *ip, const char *fmt, ...)
+{
+	char msg[300];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	diag_set(ip->d, ip->g->file ? ip->g->file : "", 0, 0, "op '%s' (ops[%d]): %s",
+		 ir_ops[ip->g->ops[ip->opi].kind].file, ip->opi, msg);
+	return -1;
+}
+
+/* ---- elementwise ----------------------------------------------------------- */
+
+static double attr_scalar(const Op *op)
+{
+	return op->attr ? op->attr->scalar : 0;
+}
+
+static double sigmoid(double x)
+{
+	return 1 / (1 + exp(-x));
+}
+
+static double nan_max(double a, double b)
+{
+	return isnan(a) || isnan(b) ? NAN : a > b ? a : b;
+}
+
+static double nan_min(double a, double b)
+{
+	return isnan(a) || isnan(b) ? NAN : a < b ? a : b;
+}
+
+/* One float result. a, b, c are operand values; the scalar is already rounded. */
+static double float_elem(const Op *op, DType vt, double a, double b)
+{
+	double s = host_round(vt, attr_scalar(op));
+	switch (op->kind) {
+	case OP_ADD: return a + b;
+	case OP_SUB: return a - b;
+	case OP_MUL: return a * b;
+	case OP_DIV: return a / b;
+	case OP_ADD_SCALAR: return a + s;
+	case OP_SUB_SCALAR: return a - s;
+	case OP_MUL_SCALAR: return a * s;
+	case OP_DIV_SCALAR: return a / s;
+	case OP_REM_SCALAR: b = s; /* fall through */
+	case OP_REM: {
+		double r = fmod(a, b);
+		if (r != 0 && (r < 0) != (b < 0))
+			r += b;
+		return r;
+	}
+	case OP_POW_SCALAR: return pow(a, s);
+	case OP_POW: case OP_POWF: return pow(a, b);
+	case OP_MAX: return nan_max(a, b);
+	case OP_MIN: return nan_min(a, b);
+	case OP_CLAMP: case OP_CLAMP_MIN: case OP_CLAMP_MAX:
+		if ((op->attr->has & A_MIN) && a < host_round(vt, op->attr->min))
+			a = host_round(vt, op->attr->min);
+		if ((op->attr->has & A_MAX) && a > host_round(vt, op->attr->max))
+			a = host_round(vt, op->attr->max);
+		return a;
+	case OP_EQ: return a == b;
+	case OP_NE: return a != b;
+	case OP_LT: return a < b;
+	case OP_LE: return a <= b;
+	case OP_GT: return a > b;
+	case OP_GE: return a >= b;
+	case OP_EQ_SCALAR: return a == s;
+	case OP_NE_SCALAR: return a != s;
+	case OP_LT_SCALAR: return a < s;
+	case OP_LE_SCALAR: return a <= s;
+	case OP_GT_SCALAR: return a > s;
+	case OP_GE_SCALAR: return a >= s;
+	case OP_NEG: return -a;
+	case OP_ABS: return fabs(a);
+	case OP_SIGN: return a > 0 ? 1 : a < 0 ? -1 : a;
+	case OP_EXP: return exp(a);
+	case OP_LOG: return log(a);
+	case OP_LOG1P: return log1p(a);
+	case OP_SQRT: return sqrt(a);
+	case OP_RECIP: return 1 / a;
+	case OP_SIN: return sin(a);
+	case OP_COS: return cos(a);
+	case OP_TANH: return tanh(a);
+	case OP_ERF: return erf(a);
+	case OP_FLOOR: return floor(a);
+	case OP_CEIL: return ceil(a);
+	case OP_ROUND: return rint(a);
+	case OP_TRUNC: return trunc(a);
+	case OP_IS_NAN: return isnan(a) != 0;
+	case OP_IS_INF: return isinf(a) != 0;
+	case OP_RELU: return a < 0 ? 0 : a;
+	case OP_SIGMOID: return sigmoid(a);
+	case OP_SILU: return a * sigmoid(a);
+	case OP_GELU:
+		if (op->attr && op->attr->approx == GELU_TANH)
+			return 0.5 * a * (1 + tanh(sqrt(2 / pi) * (a + 0.044715 * a * a * a)));
+		return 0.5 * a * (1 + erf(a / sqrt2));
+	default: die("op %s is not a float elementwise op", ir_ops[op->kind].file);
+	}
+}
+
+static int64_t ipow(int64_t a, int64_t e)
+{
+	if (e < 0)
+		return a == 1 ? 1 : a == -1 ? (e % 2 ? -1 : 1) : 0;
+	uint64_t r = 1, x = (uint64_t)a;
+	for (; e; e >>= 1) {
+		if (e & 1)
+			r *= x;
+		x *= x;
+	}
+	return (int64_t)r;
+}
+
+static int64_t int_div(int64_t a, int64_t b)
+{
+	if (b == 0)
+		return 0;
+	if (b == -1)
+		return (int64_t)(0 - (uint64_t)a);
+	return a / b;
+}
+
+static int64_t int_rem(int64_t a, int64_t b)
+{
+	if (b == 0 || b == -1)
+		return 0;
+	int64_t r = a % b;
+	if (r != 0 && (r < 0) != (b < 0))
+		r += b;
+	return r;
+}
+
+/* One integer (or bool) result; the caller wraps it to the output dtype. */
+static int64_t int_elem(const Op *op, DType vt, int64_t a, int64_t b)
+{
+	int64_t s = host_to_int(vt, attr_scalar(op));
+	uint64_t ua = (uint64_t)a, ub = (uint64_t)b, us = (uint64_t)s;
+	switch (op->kind) {
+	case OP_ADD: return (int64_t)(ua + ub);
+	case OP_SUB: return (int64_t)(ua - ub);
+	case OP_MUL: return (int64_t)(ua * ub);
+	case OP_DIV: return int_div(a, b);
+	case OP_REM: return int_rem(a, b);
+	case OP_POW: return ipow(a, b);
+	case OP_MAX: return a > b ? a : b;
+	case OP_MIN: return a < b ? a : b;
+	case OP_ADD_SCALAR: return (int64_t)(ua + us);
+	case OP_SUB_SCALAR: return (int64_t)(ua - us);
+	case OP_MUL_SCALAR: return (int64_t)(ua * us);
+	case OP_DIV_SCALAR: return int_div(a, s);
+	case OP_REM_SCALAR: return int_rem(a, s);
+	case OP_POW_SCALAR: return ipow(a, s);
+	case OP_CLAMP: case OP_CLAMP_MIN: case OP_CLAMP_MAX:
+		if ((op->attr->has & A_MIN) && a < host_to_int(vt, op->attr->min))
+			a = host_to_int(vt, op->attr->min);
+		if ((op->attr->has & A_MAX) && a > host_to_int(vt, op->attr->max))
+			a = host_to_int(vt, op->attr->max);
+		return a;
+	case OP_EQ: return a == b;
+	case OP_NE: return a != b;
+	case OP_LT: return a < b;
+	case OP_LE: return a <= b;
+	case OP_GT: return a > b;
+	case OP_GE: return a >= b;
+	case OP_EQ_SCALAR: return a == s;
+	case OP_NE_SCALAR: return a != s;
+	case OP_LT_SCALAR: return a < s;
+	case OP_LE_SCALAR: return a <= s;
+	case OP_GT_SCALAR: return a > s;
+	case OP_GE_SCALAR: return a >= s;
+	case OP_NEG: return (int64_t)(0 - ua);
+	case OP_ABS: return a < 0 ? (int64_t)(0 - ua) : a;
+	case OP_SIGN: return (a > 0) - (a < 0);
+	case OP_RELU: return a < 0 ? 0 : a;
+	case OP_AND: return (a != 0) & (b != 0);
+	case OP_OR: return (a != 0) | (b != 0);
+	case OP_XOR: return (a != 0) ^ (b != 0);
+	case OP_NOT: return a == 0;
+	default: die("op %s is not an integer elementwise op", ir_ops[op->kind].file);
+	}
+}
+
+/* Binary, scalar, unary, compare, select and cast ops: operands broadcast into
+ * the output's shape. */
+static void run_elementwise(Interp *ip, const Op *op, HostTensor *out)
+{
+	const HostTensor *x[3];
+	int64_t st[3][IR_MAX_RANK];
+	for (int k = 0; k < op->nin; k++) {
+		x[k] = &ip->val[op->in[k]];
+		broadcast_strides(x[k], st[k]);
+	}
+	DType vt = ir_op_value_dtype(ip->g, op);
+	bool fl = ir_dtype_is_float(vt);
+	for (int64_t i = 0; i < out->n; i++) {
+		int64_t off[3];
+		for (int k = 0; k < op->nin; k++)
+			off[k] = offset_of(out, i, st[k]);
+		if (op->kind == OP_WHERE || op->kind == OP_MASK_FILL) {
+			bool m = op->kind == OP_WHERE ? host_get_i64(x[0], off[0]) != 0
+						      : host_get_i64(x[1], off[1]) != 0;
+			const HostTensor *src = op->kind == OP_WHERE ? (m ? x[1] : x[2]) : x[0];
+			int64_t so = op->kind == OP_WHERE ? (m ? off[1] : off[2]) : off[0];
+			if (op->kind == OP_MASK_FILL && m) {
+				if (fl)
+					host_set(out, i, attr_scalar(op));
+				else
+					host_set_i64(out, i, host_to_int(vt, attr_scalar(op)));
+			} else if (fl) {
+				host_set(out, i, host_get(src, so));
+			} else {
+				host_set_i64(out, i, host_get_i64(src, so));
+			}
+		} else if (op->kind == OP_CAST) {
+			if (fl)
+				host_set(out, i, host_get(x[0], off[0]));
+			else if (ir_dtype_is_float(out->dtype))
+				host_set(out, i, (double)host_get_i64(x[0], off[0]));
+			else
+				host_set_i64(out, i, host_get_i64(x[0], off[0]));
+		} else if (fl) {
+			double a = host_get(x[0], off[0]);
+			double b = op->nin > 1 ? host_get(x[1], off[1]) : 0;
+			host_set(out, i, float_elem(op, vt, a, b));
+		} else {
+			int64_t a = host_get_i64(x[0], off[0]);
+			int64_t b = op->nin > 1 ? host_get_i64(x[1], off[1]) : 0;
+			host_set_i64(out, i, int_elem(op, vt, a, b));
+		}
+	}
+}
+
+/* ---- views ----------------------------------------------------------------- */
+
+/* out[i] = x[base + coords(i) · st], element by element in bytes. */
+static void copy_strided(const HostTensor *x, HostTensor *out, int64_t base, const int64_t *st)
+{
+	size_t sz = (size_t)ir_dtype_size(x->dtype);
+	for (int64_t i = 0; i < out->n; i++)
+		memcpy((char *)out->data + (size_t)i * sz,
+		       (const char *)x->data + (size_t)(base + offset_of(out, i, st)) * sz, sz);
+}
+
+static void run_view(Interp *ip, const Op *op, HostTensor *out)
+{
+	const HostTensor *x = &ip->val[op->in[0]];
+	int64_t xs[IR_MAX_RANK], st[IR_MAX_RANK] = {0}, base = 0;
+	contiguous_strides(x, xs);
+	switch (op->kind) {
+	case OP_RESHAPE:
+		memcpy(out->data, x->data, (size_t)x->n * (size_t)ir_dtype_size(x->dtype));
+		return;
+	case OP_PERMUTE:
+		for (int k = 0; k < out->rank; k++)
+			st[k] = xs[op->attr->axes[k]];
+		break;
+	case OP_SWAP_DIMS:
+		memcpy(st, xs, sizeof xs);
+		st[op->attr->axes[0]] = xs[op->attr->axes[1]];
+		st[op->attr->axes[1]] = xs[op->attr->axes[0]];
+		break;
+	case OP_EXPAND:
+		broadcast_strides(x, st);
+		break;
+	case OP_SLICE:
+		memcpy(st, xs, sizeof xs);
+		for (int k = 0; k < op->attr->n; k++)
+			base += op->attr->range[k][0] * xs[k];
+		break;
+	default: die("op %s is not a view", ir_ops[op->kind].file);
+	}
+	copy_strided(x, out, base, st);
+}
+
+/* ---- reductions ------------------------------------------------------------ */
+
+/* Whether element xi should replace the current extreme bi: strictly greater (or
+ * smaller), so ties keep the first index; a NaN wins and then stays. */
+static bool beats(const HostTensor *x, int64_t xi, int64_t bi, bool want_max)
+{
+	if (ir_dtype_is_float(x->dtype)) {
+		double v = host_get(x, xi), b = host_get(x, bi);
+		return !isnan(b) && (isnan(v) || (want_max ? v > b : v < b));
+	}
+	int64_t v = host_get_i64(x, xi), b = host_get_i64(x, bi);
+	return want_max ? v > b : v < b;
+}
+
+static void run_reduce(Interp *ip, const Op *op, HostTensor *out)
+{
+	const HostTensor *x = &ip->val[op->in[0]];
+	int axis = op->attr->axis;
+	int64_t outer = 1, len = x->dim[axis], inner = 1;
+	for (int k = 0; k < axis; k++)
+		outer *= x->dim[k];
+	for (int k = axis + 1; k < x->rank; k++)
+		inner *= x->dim[k];
+	bool fl = ir_dtype_is_float(x->dtype), prod = op->kind == OP_PROD;
+	bool want_max = op->kind == OP_MAX_DIM || op->kind == OP_ARGMAX;
+	for (int64_t o = 0; o < outer; o++)
+		for (int64_t j = 0; j < inner; j++) {
+			int64_t oi = o * inner + j, base = o * len * inner + j, best = 0;
+			double acc = prod ? 1 : 0;
+			uint64_t iacc = prod ? 1 : 0;
+			for (int64_t r = 0; r < len; r++) {
+				int64_t xi = base + r * inner;
+				if (op->kind == OP_SUM || op->kind == OP_MEAN) {
+					acc += host_get(x, xi);
+					iacc += (uint64_t)host_get_i64(x, xi);
+				} else if (prod) {
+					acc *= host_get(x, xi);
+					iacc *= (uint64_t)host_get_i64(x, xi);
+				} else if (r > 0 && beats(x, xi, base + best * inner, want_max)) {
+					best = r;
+				}
+			}
+			if (op->kind == OP_ARGMAX || op->kind == OP_ARGMIN)
+				host_set_i64(out, oi, best);
+			else if ((op->kind == OP_MAX_DIM || op->kind == OP_MIN_DIM) && fl)
+				host_set(out, oi, host_get(x, base + best * inner));
+			else if (op->kind == OP_MAX_DIM || op->kind == OP_MIN_DIM)
+				host_set_i64(out, oi, host_get_i64(x, base + best * inner));
+			else if (fl)
+				host_set(out, oi, op->kind == OP_MEAN ? acc / (double)len : acc);
+			else
+				host_set_i64(out, oi, op->kind == OP_MEAN ? (int64_t)iacc / len
+									  : (int64_t)iacc);
+		}
+}
+
+/* ---- matmul, joins --------------------------------------------------------- */
+
+static void run_matmul(Interp *ip, const Op *op, HostTensor *out)
+{
+	const HostTensor *a = &ip->val[op->in[0]], *b = &ip->val[op->in[1]];
+	int r = out->rank;
+	int64_t m = a->dim[r - 2], kk = a->dim[r - 1], n = b->dim[r - 1];
+	int64_t as[IR_MAX_RANK], bs[IR_MAX_RANK], os[IR_MAX_RANK];
+	broadcast_strides(a, as);
+	broadcast_strides(b, bs);
+	contiguous_strides(out, os);
+	bool fl = ir_dtype_is_float(out->dtype);
+	int64_t nbatch = out->n / (m * n);
+	for (int64_t bt = 0; bt < nbatch; bt++) {
+		int64_t abase = 0, bbase = 0, rest = bt;
+		for (int k = r - 3; k >= 0; k--) {
+			int64_t c = rest % out->dim[k];
+			rest /= out->dim[k];
+			abase += c * as[k];
+			bbase += c * bs[k];
+		}
+		for (int64_t i = 0; i < m; i++)
+			for (int64_t j = 0; j < n; j++) {
+				double acc = 0;
+				uint64_t iacc = 0;
+				for (int64_t p = 0; p < kk; p++) {
+					int64_t ai = abase + i * kk + p, bi = bbase + p * n + j;
+					if (fl)
+						acc += host_get(a, ai) * host_get(b, bi);
+					else
+						iacc += (uint64_t)host_get_i64(a, ai) *
+							(uint64_t)host_get_i64(b, bi);
+				}
+				int64_t oi = bt * m * n + i * n + j;
+				if (fl)
+					host_set(out, oi, acc);
+				else
+					host_set_i64(out, oi, (int64_t)iacc);
+			}
+	}
+}
+
+static void run_cat(Interp *ip, const Op *op, HostTensor *out)
+{
+	int axis = op->attr->axis;
+	size_t sz = (size_t)ir_dtype_size(out->dtype);
+	int64_t outer = 1, inner = 1;
+	for (int k = 0; k < axis; k++)
+		outer *= out->dim[k];
+	for (int k = axis + 1; k < out->rank; k++)
+		inner *= out->dim[k];
+	char *dst = out->data;
+	for (int64_t o = 0; o < outer; o++)
+		for (int t = 0; t < op->nin; t++) {
+			const HostTensor *x = &ip->val[op->in[t]];
+			size_t chunk = (size_t)(x->dim[axis] * inner) * sz;
+			memcpy(dst, (const char *)x->data + (size_t)o * chunk, chunk);
+			dst += chunk;
+		}
+}
+
+static int run_gather(Interp *ip, const Op *op, HostTensor *out)
+{
+	const HostTensor *x = &ip->val[op->in[0]], *idx = &ip->val[op->in[1]];
+	int axis = op->attr->axis;
+	int64_t xs[IR_MAX_RANK], c[IR_MAX_RANK];
+	contiguous_strides(x, xs);
+	size_t sz = (size_t)ir_dtype_size(x->dtype);
+	for (int64_t i = 0; i < out->n; i++) {
+		int64_t v = host_get_i64(idx, i);
+		if (v < 0 || v >= x->dim[axis])
+			return fail(ip, "index %lld is out of range for a dim of size %lld",
+				    (long long)v, (long long)x->dim[axis]);
+		coords_of(out, i, c);
+		c[axis] = v;
+		int64_t off = 0;
+		for (int k = 0; k < x->rank; k++)
+			off += c[k] * xs[k];
+		memcpy((char *)out->data + (size_t)i * sz, (const char *)x->data + (size_t)off * sz,
+		       sz);
+	}
+	return 0;
+}
+
+/* ---- module ops ------------------------------------------------------------ */
+
+static double at4(const HostTensor *t, int64_t a, int64_t b, int64_t c, int64_t d)
+{
+	return host_get(t, ((a * t->dim[1] + b) * t->dim[2] + c) * t->dim[3] + d);
+}
+
+/* The input row (or column) that window position k of output position o reads
+ * along spatial axis ax; -1 when it falls in the padding. */
+static int64_t window_pos(const Attrs *at, int ax, int64_t o, int64_t k, int dilation,
+			  int64_t size)
+{
+	int64_t i = o * at->stride[ax] - at->padding[ax] + k * dilation;
+	return i >= 0 && i < size ? i : -1;
+}
+
+/* One output element of conv2d: image n, output channel o, position (oh, ow). */
+static double conv2d_at(const Op *op, const HostTensor *x, const HostTensor *w, int64_t n,
+			int64_t o, int64_t oh, int64_t ow, int64_t per_group)
+{
+	const Attrs *at = op->attr;
+	int64_t cg = w->dim[1], c0 = o / per_group * cg;
+	double acc = 0;
+	for (int64_t c = 0; c < cg; c++)
+		for (int64_t kh = 0; kh < w->dim[2]; kh++) {
+			int64_t ih = window_pos(at, 0, oh, kh, at->dilation[0], x->dim[2]);
+			for (int64_t kw = 0; kw < w->dim[3] && ih >= 0; kw++) {
+				int64_t iw = window_pos(at, 1, ow, kw, at->dilation[1], x->dim[3]);
+				if (iw >= 0)
+					acc += at4(x, n, c0 + c, ih, iw) * at4(w, o, c, kh, kw);
+			}
+		}
+	return acc;
+}
+
+static void run_conv2d(Interp *ip, const Op *op, HostTensor *out)
+{
+	const HostTensor *x = &ip->val[op->in[0]], *w = &ip->val[op->in[1]];
+	const HostTensor *bias = op->nin > 2 ? &ip->val[op->in[2]] : NULL;
+	int64_t c[4], per_group = out->dim[1] / op->attr->groups;
+	for (int64_t i = 0; i < out->n; i++) {
+		coords_of(out, i, c);
+		double acc = conv2d_at(op, x, w, c[0], c[1], c[2], c[3], per_group);
+		host_set(out, i, acc + (bias ? host_get(bias, c[1]) : 0));
+	}
+}
+
+/* max_pool2d skips the padding; avg_pool2d counts it in the divisor. */
+static void run_pool2d(Interp *ip, const Op *op, HostTensor *out)
+{
+	const HostTensor *x = &ip->val[op->in[0]];
+	const Attrs *at = op->attr;
+	bool is_max = op->kind == OP_MAX_POOL2D;
+	int64_t c[4];
+	for (int64_t i = 0; i < out->n; i++) {
+		coords_of(out, i, c);
+		double acc = is_max ? -INFINITY : 0;
+		for (int64_t kh = 0; kh < at->kernel[0]; kh++) {
+			int64_t ih = window_pos(at, 0, c[2], kh, 1, x->dim[2]);
+			for (int64_t kw = 0; kw < at->kernel[1] && ih >= 0; kw++) {
+				int64_t iw = window_pos(at, 1, c[3], kw, 1, x->dim[3]);
+				if (iw < 0)
+					continue;
+				double v = at4(x, c[0], c[1], ih, iw);
+				acc = is_max ? nan_max(acc, v) : acc + v;
+			}
+		}
+		if (!is_max)
+			acc /= (double)at->kernel[0] * at->kernel[1];
+		host_set(out, i, acc);
+	}
+}
+
+/* ---- driver ---------------------------------------------------------------- */
+
+static int run_op(Interp *ip, const Op *op, HostTensor *out)
+{
+	switch (ir_ops[op->kind].family) {
+	case FAM_BINARY: case FAM_SCALAR: case FAM_UNARY: case FAM_COMPARE:
+	case FAM_SELECT: case FAM_CAST:
+		run_elementwise(ip, op, out);
+		return 0;
+	case FAM_VIEW: run_view(ip, op, out); return 0;
+	case FAM_REDUCE: run_reduce(ip, op, out); return 0;
+	case FAM_MATMUL: run_matmul(ip, op, out); return 0;
+	case FAM_JOIN:
+		if (op->kind == OP_GATHER)
+			return run_gather(ip, op, out);
+		run_cat(ip, op, out);
+		return 0;
+	case FAM_MODULE:
+		if (op->kind == OP_CONV2D)
+			run_conv2d(ip, op, out);
+		else
+			run_pool2d(ip, op, out);
+		return 0;
+	case FAM_CONTROL: return 0;
+	}
+	die("bad op family");
+}
+
+int interp_check_input(const Graph *g, int i, const HostTensor *t, Diag *d)
+{
+	const Tensor *want = &g->tensors[g->inputs[i]];
+	bool ok = t->dtype == want->dtype && t->rank == want->rank;
+	for (int k = 0; ok && k < t->rank; k++)
+		ok = t->dim[k] == want->dim[k];
+	if (!ok) {
+		char a[128], b[128];
+		diag_set(d, "", 0, 0, "input '%s' needs %s, got %s", want->name,
+			 host_shape_text(want->dtype, want->rank, want->dim, a, sizeof a),
+			 host_shape_text(t->dtype, t->rank, t->dim, b, sizeof b));
+		return -1;
+	}
+	return 0;
+}
+
+static void free_values(HostTensor *val, int n)
+{
+	for (int t = 0; t < n; t++)
+		host_free(&val[t]);
+	free(val);
+}
+
+int interp_run(const Graph *g, const HostTensor *inputs, HostTensor *outputs, Diag *d)
+{
+	for (int i = 0; i < g->ninputs; i++)
+		if (interp_check_input(g, i, &inputs[i], d))
+			return -1;
+	Interp ip = {g, xcalloc((size_t)g->ntensors + 1, sizeof(HostTensor)), d, -1};
+	int *last = xmalloc(((size_t)g->ntensors + 1) * sizeof *last);
+	for (int t = 0; t < g->ntensors; t++)
+		last[t] = g->tensors[t].is_output ? g->nops : -1;
+	for (int i = 0; i < g->nops; i++)
+		for (int k = 0; k < g->ops[i].nin; k++)
+			if (last[g->ops[i].in[k]] < i)
+				last[g->ops[i].in[k]] = i;
+	int rc = 0;
+	for (int i = 0; i < g->ninputs && !rc; i++) {
+		HostTensor *v = &ip.val[g->inputs[i]];
+		rc = host_alloc(v, inputs[i].dtype, inputs[i].rank, inputs[i].dim, d);
+		if (!rc)
+			memcpy(v->data, inputs[i].data,
+			       (size_t)v->n * (size_t)ir_dtype_size(v->dtype));
+	}
+	for (int i = 0; i < g->nops && !rc; i++) {
+		const Op *op = &g->ops[i];
+		if (op->kind == OP_SYNC)
+			continue;
+		ip.opi = i;
+		const Tensor *t = &g->tensors[op->out[0]];
+		HostTensor *out = &ip.val[op->out[0]];
+		rc = host_alloc(out, t->dtype, t->rank, t->dim, d);
+		if (!rc)
+			rc = run_op(&ip, op, out);
+		for (int k = 0; k < op->nin && !rc; k++)
+			if (last[op->in[k]] == i && g->tensors[op->in[k]].producer >= 0)
+				host_free(&ip.val[op->in[k]]);
+	}
+	for (int i = 0; i < g->noutputs && !rc; i++) {
+		const HostTensor *v = &ip.val[g->outputs[i]];
+		rc = host_alloc(&outputs[i], v->dtype, v->rank, v->dim, d);
+		if (!rc)
+			memcpy(outputs[i].data, v->data,
+			       (size_t)v->n * (size_t)ir_dtype_size(v->dtype));
+		else
+			while (i-- > 0)
+				host_free(&outputs[i]);
+	}
+	free(last);
+	free_values(ip.val, g->ntensors);
+	return rc;
+}

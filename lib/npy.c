@@ -1,0 +1,320 @@
+/* npy.c: NumPy .npy files in and out, for `fusec run --inputs/--outputs`.
+ *
+ * The format: the magic "\x93NUMPY", a version (1.0: u16 header length; 2.0: u32),
+ * then an ASCII Python dict literal {'descr': ..., 'fortran_order': ..., 'shape':
+ * (...)} padded with spaces to a newline, then the raw data. The reader accepts
+ * exactly that dict with its three keys in any order, little-endian descrs of our
+ * dtypes, C order, and a data size equal to what the shape says; every size is
+ * checked before it is used. The writer emits version 1.0 with the header padded so
+ * the data starts at a multiple of 64 bytes, as NumPy does. bf16 is written as <f4
+ * (exact), since NumPy has no bf16. The host must be little-endian. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "host.h"
+
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "npy.c assumes a little-endian host"
+#endif
+
+static const struct {
+	const char *descr;
+	DType dtype;
+} descrs[] = {
+	{"<f8", DT_F64}, {"<f4", DT_F32}, {"<f2", DT_F16}, {"<i8", DT_I64},
+	{"<i4", DT_I32}, {"<i2", DT_I16}, {"|i1", DT_I8}, {"|u1", DT_U8}, {"|b1", DT_BOOL},
+};
+
+static const char magic[6] = "\x93NUMPY";
+
+/* ---- header parsing -------------------------------------------------------- */
+
+typedef struct {
+	const char *p, *end;
+	const char *name;
+	Diag *d;
+} Hdr;
+
+static int hdr_fail(Hdr *h, const char *what)
+{
+	diag_set(h->d, h->name, 0, 0, "malformed .npy header: %s", what);
+	return -1;
+}
+
+static void hdr_space(Hdr *h)
+{
+	while (h->p < h->end && (*h->p == ' ' || *h->p == '\t'))
+		h->p++;
+}
+
+static int hdr_char(Hdr *h, char c)
+{
+	hdr_space(h);
+	if (h->p < h->end && *h->p == c) {
+		h->p++;
+		return 1;
+	}
+	return 0;
+}
+
+/* A quoted string (single or double quotes, no escapes) into buf. */
+static int hdr_string(Hdr *h, char *buf, size_t size)
+{
+	hdr_space(h);
+	if (h->p >= h->end || (*h->p != '\'' && *h->p != '"'))
+		return hdr_fail(h, "expected a quoted string");
+	char q = *h->p++;
+	size_t n = 0;
+	while (h->p < h->end && *h->p != q) {
+		if (n + 1 >= size || *h->p == '\\')
+			return hdr_fail(h, "string too long or escaped");
+		buf[n++] = *h->p++;
+	}
+	if (h->p >= h->end)
+		return hdr_fail(h, "unterminated string");
+	h->p++;
+	buf[n] = 0;
+	return 0;
+}
+
+static int hdr_shape(Hdr *h, int *rank, int64_t *dim)
+{
+	if (!hdr_char(h, '('))
+		return hdr_fail(h, "'shape' must be a tuple");
+	*rank = 0;
+	for (;;) {
+		if (hdr_char(h, ')'))
+			return 0;
+		hdr_space(h);
+		if (h->p >= h->end || *h->p < '0' || *h->p > '9')
+			return hdr_fail(h, "shape entries must be non-negative integers");
+		int64_t v = 0;
+		while (h->p < h->end && *h->p >= '0' && *h->p <= '9') {
+			if (__builtin_mul_overflow(v, 10, &v) ||
+			    __builtin_add_overflow(v, *h->p - '0', &v))
+				return hdr_fail(h, "shape entry overflows");
+			h->p++;
+		}
+		if (h->p < h->end && *h->p == 'L')
+			h->p++;
+		if (*rank == IR_MAX_RANK)
+			return hdr_fail(h, "shape has more than 8 dims");
+		dim[(*rank)++] = v;
+		if (!hdr_char(h, ',')) {
+			if (!hdr_char(h, ')'))
+				return hdr_fail(h, "expected ',' or ')' in shape");
+			if (*rank == 1)
+				return hdr_fail(h, "a one-element shape needs a trailing comma");
+			return 0;
+		}
+	}
+}
+
+static int parse_header(Hdr *h, DType *dtype, int *rank, int64_t *dim)
+{
+	bool have_descr = false, have_order = false, have_shape = false;
+	if (!hdr_char(h, '{'))
+		return hdr_fail(h, "expected '{'");
+	while (!hdr_char(h, '}')) {
+		char key[32], val[32];
+		if (hdr_string(h, key, sizeof key))
+			return -1;
+		if (!hdr_char(h, ':'))
+			return hdr_fail(h, "expected ':' after a key");
+		if (!strcmp(key, "descr") && !have_descr) {
+			if (hdr_string(h, val, sizeof val))
+				return -1;
+			size_t i = 0;
+			while (i < sizeof descrs / sizeof descrs[0] && strcmp(descrs[i].descr, val))
+				i++;
+			if (i == sizeof descrs / sizeof descrs[0]) {
+				diag_set(h->d, h->name, 0, 0,
+					 "unsupported .npy dtype '%s' (want little-endian "
+					 "<f8 <f4 <f2 <i8 <i4 <i2 |i1 |u1 |b1)", val);
+				return -1;
+			}
+			*dtype = descrs[i].dtype;
+			have_descr = true;
+		} else if (!strcmp(key, "fortran_order") && !have_order) {
+			hdr_space(h);
+			if ((size_t)(h->end - h->p) >= 5 && !memcmp(h->p, "False", 5)) {
+				h->p += 5;
+			} else if ((size_t)(h->end - h->p) >= 4 && !memcmp(h->p, "True", 4)) {
+				diag_set(h->d, h->name, 0, 0,
+					 "Fortran-order .npy arrays are not supported");
+				return -1;
+			} else {
+				return hdr_fail(h, "'fortran_order' must be True or False");
+			}
+			have_order = true;
+		} else if (!strcmp(key, "shape") && !have_shape) {
+			if (hdr_shape(h, rank, dim))
+				return -1;
+			have_shape = true;
+		} else {
+			return hdr_fail(h, "unknown or repeated key");
+		}
+		if (!hdr_char(h, ',')) {
+			if (!hdr_char(h, '}'))
+				return hdr_fail(h, "expected ',' or '}'");
+			break;
+		}
+	}
+	if (!have_descr || !have_order || !have_shape)
+		return hdr_fail(h, "needs 'descr', 'fortran_order' and 'shape'");
+	hdr_space(h);
+	if (h->p != h->end - 1 || *h->p != '\n')
+		return hdr_fail(h, "must end with a newline after the dict");
+	return 0;
+}
+
+int npy_read_mem(const char *name, const void *buf, size_t len, HostTensor *out, Diag *d)
+{
+	const unsigned char *b = buf;
+	memset(out, 0, sizeof *out);
+	if (len < 10 || memcmp(b, magic, 6)) {
+		diag_set(d, name, 0, 0, "not a .npy file (bad magic)");
+		return -1;
+	}
+	size_t hlen, start;
+	if (b[6] == 1 && b[7] == 0) {
+		hlen = (size_t)b[8] | (size_t)b[9] << 8;
+		start = 10;
+	} else if (b[6] == 2 && b[7] == 0) {
+		if (len < 12) {
+			diag_set(d, name, 0, 0, "truncated .npy header");
+			return -1;
+		}
+		hlen = (size_t)b[8] | (size_t)b[9] << 8 | (size_t)b[10] << 16 | (size_t)b[11] << 24;
+		start = 12;
+	} else {
+		diag_set(d, name, 0, 0, "unsupported .npy version %d.%d", b[6], b[7]);
+		return -1;
+	}
+	if (hlen == 0 || hlen > len - start) {
+		diag_set(d, name, 0, 0, "truncated .npy header");
+		return -1;
+	}
+	for (size_t i = 0; i < hlen; i++)
+		if (b[start + i] < 0x20 && b[start + i] != '\n' && b[start + i] != '\t') {
+			diag_set(d, name, 0, 0, "malformed .npy header: control character");
+			return -1;
+		}
+	Hdr h = {(const char *)b + start, (const char *)b + start + hlen, name, d};
+	DType dtype = DT_F32;
+	int rank = 0;
+	int64_t dim[IR_MAX_RANK] = {0};
+	if (parse_header(&h, &dtype, &rank, dim))
+		return -1;
+	HostTensor t;
+	if (host_alloc(&t, dtype, rank, dim, d)) {
+		snprintf(d->file, sizeof d->file, "%s", name);
+		return -1;
+	}
+	size_t bytes = (size_t)t.n * (size_t)ir_dtype_size(dtype);
+	size_t avail = len - start - hlen;
+	if (avail != bytes) {
+		diag_set(d, name, 0, 0, ".npy data is %zu bytes; shape and dtype need %zu",
+			 avail, bytes);
+		host_free(&t);
+		return -1;
+	}
+	memcpy(t.data, b + start + hlen, bytes);
+	if (dtype == DT_BOOL)
+		for (int64_t i = 0; i < t.n; i++)
+			if (((uint8_t *)t.data)[i] > 1) {
+				diag_set(d, name, 0, 0, "bool element %lld is %d, not 0 or 1",
+					 (long long)i, ((uint8_t *)t.data)[i]);
+				host_free(&t);
+				return -1;
+			}
+	*out = t;
+	return 0;
+}
+
+int npy_read_file(const char *path, HostTensor *out, Diag *d)
+{
+	memset(out, 0, sizeof *out);
+	FILE *f = fopen(path, "rb");
+	if (!f) {
+		diag_set(d, path, 0, 0, "cannot open: %s", strerror(errno));
+		return -1;
+	}
+	Buf b = {0};
+	char chunk[65536];
+	size_t n;
+	while ((n = fread(chunk, 1, sizeof chunk, f)) > 0)
+		buf_write(&b, chunk, n);
+	int err = ferror(f);
+	fclose(f);
+	int rc;
+	if (err) {
+		diag_set(d, path, 0, 0, "read error");
+		rc = -1;
+	} else {
+		rc = npy_read_mem(path, b.data ? b.data : "", b.len, out, d);
+	}
+	buf_free(&b);
+	return rc;
+}
+
+/* ---- writing --------------------------------------------------------------- */
+
+void npy_write_buf(Buf *b, const HostTensor *t)
+{
+	DType dt = t->dtype == DT_BF16 ? DT_F32 : t->dtype;
+	const char *descr = "?";
+	for (size_t i = 0; i < sizeof descrs / sizeof descrs[0]; i++)
+		if (descrs[i].dtype == dt)
+			descr = descrs[i].descr;
+	Buf h = {0};
+	buf_printf(&h, "{'descr': '%s', 'fortran_order': False, 'shape': (", descr);
+	for (int i = 0; i < t->rank; i++)
+		buf_printf(&h, i ? ", %lld" : "%lld", (long long)t->dim[i]);
+	buf_puts(&h, t->rank == 1 ? ",), }" : "), }");
+	while ((10 + h.len + 1) % 64)
+		buf_putc(&h, ' ');
+	buf_putc(&h, '\n');
+	buf_write(b, magic, 6);
+	unsigned char v[4] = {1, 0, (unsigned char)(h.len & 0xff), (unsigned char)(h.len >> 8)};
+	buf_write(b, v, 4);
+	buf_write(b, h.data, h.len);
+	buf_free(&h);
+	if (t->dtype == DT_BF16) {
+		for (int64_t i = 0; i < t->n; i++) {
+			float f = (float)host_get(t, i);
+			buf_write(b, &f, sizeof f);
+		}
+	} else if (t->n) {
+		buf_write(b, t->data, (size_t)t->n * (size_t)ir_dtype_size(t->dtype));
+	}
+}
+
+int npy_write_file(const char *path, const HostTensor *t, Diag *d)
+{
+	Buf b = {0};
+	npy_write_buf(&b, t);
+	size_t plen = strlen(path);
+	char *tmp = xmalloc(plen + 5);
+	memcpy(tmp, path, plen);
+	memcpy(tmp + plen, ".tmp", 5);
+	FILE *f = fopen(tmp, "wb");
+	int rc = -1;
+	if (!f) {
+		diag_set(d, path, 0, 0, "cannot write: %s", strerror(errno));
+	} else {
+		bool ok = fwrite(b.data, 1, b.len, f) == b.len;
+		ok = (fclose(f) == 0) && ok;
+		if (!ok || rename(tmp, path)) {
+			diag_set(d, path, 0, 0, "cannot write: %s", strerror(errno));
+			remove(tmp);
+		} else {
+			rc = 0;
+		}
+	}
+	free(tmp);
+	buf_free(&b);
+	return rc;
+}
