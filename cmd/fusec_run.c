@@ -1,0 +1,345 @@
+/* fusec_run.c: `fusec-run`, the standalone launcher of compiled plans.
+ *
+ * It is what goes onto a GPU machine: linked only against libc, libm, libdl and
+ * cJSON (no LLVM, no libyaml), it loads NAME.plan.json and NAME.ptx, makes the
+ * inputs (seeded random values, or NAME.npy files), runs every launch once, and
+ * prints a checksum line per tensor so two runs or two machines can be compared
+ * by eye; --outputs writes the outputs as .npy for checking elsewhere (numpy).
+ * --bench then times the plan; --plan-only stops after validating the plan and
+ * needs no GPU at all.
+ *
+ * Exit status: 0 success, 1 invalid plan or inputs, 2 usage, 3 driver or device
+ * failure. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "../lib/fusecrt.h"
+
+enum { EXIT_OK = 0, EXIT_INPUT = 1, EXIT_USAGE = 2, EXIT_FAIL = 3 };
+
+static const char usage_text[] =
+	"usage: fusec-run DIR|PLAN.json [OPTIONS]\n"
+	"\n"
+	"Run a plan compiled by `fusec compile` on a CUDA GPU and print a checksum\n"
+	"line for every input and output.\n"
+	"\n"
+	"options:\n"
+	"  --inputs DIR       read input NAME from DIR/NAME.npy (default: random values)\n"
+	"  --seed N           seed of the random inputs (default 0)\n"
+	"  --save-inputs DIR  write the inputs used as DIR/NAME.npy\n"
+	"  --outputs DIR      write every output as DIR/NAME.npy\n"
+	"  --device N         CUDA device ordinal (default 0)\n"
+	"  --bench            then time the plan: per-launch and total medians, bandwidth\n"
+	"  --warmup N         untimed runs before timing (default 3)\n"
+	"  --iters N          timed runs (default 50)\n"
+	"  --plan-only        validate the plan and print its launches; no GPU needed\n"
+	"\n"
+	"FUSEC_LIBCUDA names the driver library to load instead of libcuda.so.1.\n"
+	"exit status: 0 success, 1 invalid plan or inputs, 2 usage error, 3 driver or\n"
+	"device failure.\n";
+
+static int usage_error(const char *fmt, const char *arg)
+{
+	fprintf(stderr, "fusec-run: ");
+	fprintf(stderr, fmt, arg);
+	fprintf(stderr, "\nTry 'fusec-run --help'.\n");
+	return EXIT_USAGE;
+}
+
+static int report(const Diag *d, int status)
+{
+	char line[1200];
+	diag_format(d, line, sizeof line);
+	fprintf(stderr, "%s%s\n", d->file[0] ? "" : "fusec-run: ", line);
+	return status;
+}
+
+static int parse_count(const char *opt, const char *val, long *out)
+{
+	char *end;
+	errno = 0;
+	long v = strtol(val, &end, 10);
+	if (!val[0] || *end || errno || v < 0 || v > 1000000000) {
+		fprintf(stderr, "fusec-run: %s expects a non-negative integer, got '%s'\n"
+			"Try 'fusec-run --help'.\n", opt, val);
+		return -1;
+	}
+	*out = v;
+	return 0;
+}
+
+static int ensure_dir(const char *dir, Diag *d)
+{
+	if (mkdir(dir, 0777) == 0 || errno == EEXIST)
+		return 0;
+	diag_set(d, dir, 0, 0, "cannot create folder: %s", strerror(errno));
+	return -1;
+}
+
+static void print_checksum(const char *kind, const char *name, const HostTensor *t)
+{
+	double sum = 0, abs_sum = 0;
+	int64_t nan = 0;
+	for (int64_t i = 0; i < t->n; i++) {
+		double v = host_get(t, i);
+		if (v != v) {
+			nan++;
+			continue;
+		}
+		sum += v;
+		abs_sum += v < 0 ? -v : v;
+	}
+	uint64_t h = hash_bytes(HASH_SEED, t->data, (size_t)t->n * (size_t)ir_dtype_size(t->dtype));
+	char shape[160];
+	printf("%-6s %s %s sum=%.9g abs_sum=%.9g nan=%lld fnv=%016llx\n", kind, name,
+	       host_shape_text(t->dtype, t->rank, t->dim, shape, sizeof shape), sum, abs_sum,
+	       (long long)nan, (unsigned long long)h);
+}
+
+static void print_plan(const RtPlan *pl)
+{
+	char shape[160], num[48];
+	printf("plan %s: arch %s, ptx %s\n", pl->path, pl->arch[0] ? pl->arch : "(none)",
+	       pl->ptx_path);
+	static const char *const roles[] = {"input", "intermediate", "output"};
+	for (int i = 0; i < pl->ntensors; i++) {
+		const RtTensor *t = &pl->tensors[i];
+		printf("tensor %s %s %s%s\n", t->name,
+		       host_shape_text(t->dtype, t->rank, t->dim, shape, sizeof shape),
+		       roles[t->role], t->buffer ? " buffer" : "");
+	}
+	for (int i = 0; i < pl->nlaunches; i++) {
+		const RtLaunch *l = &pl->launches[i];
+		const RtStep *st = &pl->steps[l->step];
+		printf("launch %d step %d (segment %d, plan %d, %s): %s grid [%u,%u,%u] block "
+		       "[%u,%u,%u] shared %u\n  args:", i, l->step, st->segment, st->plan,
+		       st->mode[0] ? st->mode : "-", pl->kernels[l->kernel].entry,
+		       l->grid[0], l->grid[1], l->grid[2], l->block[0], l->block[1], l->block[2],
+		       l->shared_bytes);
+		for (int k = 0; k < l->nargs; k++) {
+			const RtArg *a = &l->args[k];
+			switch (a->type) {
+			case RT_P_PTR:
+				printf(" %s", pl->tensors[a->tensor].name);
+				break;
+			case RT_P_I64:
+			case RT_P_I32:
+				printf(" %s %lld", rt_param_name(a->type), (long long)a->i);
+				break;
+			default:
+				fmt_double(num, sizeof num, a->f);
+				printf(" %s %s", rt_param_name(a->type), num);
+			}
+			printf("%s", k + 1 < l->nargs ? "," : "");
+		}
+		printf("\n");
+	}
+	printf("bytes that must move: %llu (inputs %llu + outputs %llu)\n",
+	       (unsigned long long)(rt_plan_bytes_in(pl) + rt_plan_bytes_out(pl)),
+	       (unsigned long long)rt_plan_bytes_in(pl), (unsigned long long)rt_plan_bytes_out(pl));
+}
+
+/* Input `t` of the plan, from DIR/NAME.npy or random. */
+static int make_input(const RtPlan *pl, int t, const char *dir, uint64_t seed, HostTensor *out,
+		      Diag *d)
+{
+	const RtTensor *rt = &pl->tensors[t];
+	if (!dir) {
+		if (host_alloc(out, rt->dtype, rt->rank, rt->dim, d) < 0)
+			return EXIT_INPUT;
+		HostRng r;
+		double lo, hi;
+		host_rng_init(&r, seed, (uint64_t)t);
+		host_default_range(rt->dtype, &lo, &hi);
+		host_fill_random(out, &r, lo, hi);
+		return EXIT_OK;
+	}
+	char path[1024];
+	snprintf(path, sizeof path, "%s/%s.npy", dir, rt->name);
+	HostTensor f;
+	if (npy_read_file(path, &f, d) < 0)
+		return EXIT_INPUT;
+	bool same = f.rank == rt->rank;
+	for (int i = 0; same && i < rt->rank; i++)
+		same = f.dim[i] == rt->dim[i];
+	bool widened = rt->dtype == DT_BF16 && f.dtype == DT_F32;
+	if (!same || (f.dtype != rt->dtype && !widened)) {
+		char want[160], got[160];
+		diag_set(d, path, 0, 0, "holds %s, but input '%s' is %s",
+			 host_shape_text(f.dtype, f.rank, f.dim, got, sizeof got), rt->name,
+			 host_shape_text(rt->dtype, rt->rank, rt->dim, want, sizeof want));
+		host_free(&f);
+		return EXIT_INPUT;
+	}
+	if (!widened) {
+		*out = f;
+		return EXIT_OK;
+	}
+	if (host_alloc(out, rt->dtype, rt->rank, rt->dim, d) < 0) {
+		host_free(&f);
+		return EXIT_INPUT;
+	}
+	for (int64_t i = 0; i < f.n; i++)
+		host_set(out, i, host_get(&f, i));
+	host_free(&f);
+	return EXIT_OK;
+}
+
+typedef struct {
+	const char *plan, *inputs, *save_inputs, *outputs;
+	long seed, device;
+	bool bench, plan_only;
+	RtBenchOptions bo;
+} Options;
+
+static int parse_args(int argc, char **argv, Options *o)
+{
+	memset(o, 0, sizeof *o);
+	rt_bench_defaults(&o->bo);
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		const char **str = NULL;
+		long *num = NULL, v;
+		if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+			fputs(usage_text, stdout);
+			exit(EXIT_OK);
+		} else if (strcmp(a, "--bench") == 0) {
+			o->bench = true;
+			continue;
+		} else if (strcmp(a, "--plan-only") == 0) {
+			o->plan_only = true;
+			continue;
+		} else if (strcmp(a, "--inputs") == 0) {
+			str = &o->inputs;
+		} else if (strcmp(a, "--save-inputs") == 0) {
+			str = &o->save_inputs;
+		} else if (strcmp(a, "--outputs") == 0) {
+			str = &o->outputs;
+		} else if (strcmp(a, "--seed") == 0) {
+			num = &o->seed;
+		} else if (strcmp(a, "--device") == 0) {
+			num = &o->device;
+		} else if (strcmp(a, "--warmup") == 0 || strcmp(a, "--iters") == 0) {
+			num = &v;
+		} else if (a[0] == '-' && a[1]) {
+			return usage_error("unknown option '%s'", a);
+		} else {
+			if (o->plan)
+				return usage_error("one plan at a time; '%s' is a second one", a);
+			o->plan = a;
+			continue;
+		}
+		if (i + 1 >= argc)
+			return usage_error("%s needs a value", a);
+		const char *val = argv[++i];
+		if (str) {
+			*str = val;
+			continue;
+		}
+		if (parse_count(a, val, num) < 0)
+			return EXIT_USAGE;
+		if (strcmp(a, "--warmup") == 0)
+			o->bo.warmup = (int)v;
+		else if (strcmp(a, "--iters") == 0) {
+			if (v == 0)
+				return usage_error("%s must be at least 1", a);
+			o->bo.iters = (int)v;
+		}
+	}
+	if (!o->plan)
+		return usage_error("%s", "no plan given");
+	return EXIT_OK;
+}
+
+static int run(const Options *o, const RtPlan *pl, HostTensor *host, Diag *d)
+{
+	for (int t = 0; t < pl->ntensors; t++) {
+		if (pl->tensors[t].role != ROLE_INPUT)
+			continue;
+		int rc = make_input(pl, t, o->inputs, (uint64_t)o->seed, &host[t], d);
+		if (rc != EXIT_OK)
+			return rc;
+	}
+	if (o->save_inputs && ensure_dir(o->save_inputs, d) < 0)
+		return EXIT_INPUT;
+	RtSession *s;
+	RtStatus st = rt_session_open(&s, pl, (int)o->device, d);
+	if (st != RT_OK)
+		return (int)st;
+	for (int t = 0; st == RT_OK && t < pl->ntensors; t++)
+		if (pl->tensors[t].role == ROLE_INPUT)
+			st = rt_session_upload(s, t, &host[t], d);
+	if (st == RT_OK)
+		st = rt_session_run(s, d);
+	for (int t = 0; st == RT_OK && t < pl->ntensors; t++)
+		if (pl->tensors[t].role == ROLE_OUTPUT)
+			st = rt_session_download(s, t, &host[t], d);
+	RtBenchResult br = {0};
+	if (st == RT_OK && o->bench)
+		st = rt_bench(s, &o->bo, &br, d);
+	if (st == RT_OK) {
+		const RtDeviceInfo *dv = rt_session_device(s);
+		printf("device %d: %s (sm_%d%d)\n", dv->ordinal, dv->name, dv->cc_major, dv->cc_minor);
+		for (int t = 0; t < pl->ntensors; t++)
+			if (pl->tensors[t].role == ROLE_INPUT)
+				print_checksum("input", pl->tensors[t].name, &host[t]);
+		for (int t = 0; t < pl->ntensors; t++)
+			if (pl->tensors[t].role == ROLE_OUTPUT)
+				print_checksum("output", pl->tensors[t].name, &host[t]);
+		if (o->bench) {
+			Buf b = {0};
+			rt_bench_report(&b, s, &br);
+			fputs(b.data ? b.data : "", stdout);
+			buf_free(&b);
+		}
+	}
+	rt_bench_result_free(&br);
+	rt_session_close(s);
+	if (st != RT_OK)
+		return (int)st;
+
+	char path[1024];
+	for (int t = 0; t < pl->ntensors; t++) {
+		const RtTensor *rt = &pl->tensors[t];
+		const char *dir = rt->role == ROLE_INPUT ? o->save_inputs
+				: rt->role == ROLE_OUTPUT ? o->outputs : NULL;
+		if (!dir)
+			continue;
+		if (ensure_dir(dir, d) < 0)
+			return EXIT_INPUT;
+		snprintf(path, sizeof path, "%s/%s.npy", dir, rt->name);
+		if (npy_write_file(path, &host[t], d) < 0)
+			return EXIT_INPUT;
+	}
+	return EXIT_OK;
+}
+
+int main(int argc, char **argv)
+{
+	Options o;
+	int rc = parse_args(argc, argv, &o);
+	if (rc != EXIT_OK)
+		return rc;
+	Diag d;
+	RtPlan *pl = rt_plan_load(o.plan, &d);
+	if (!pl)
+		return report(&d, EXIT_INPUT);
+	if (o.plan_only) {
+		print_plan(pl);
+		rt_plan_free(pl);
+		return EXIT_OK;
+	}
+	HostTensor *host = xcalloc((size_t)pl->ntensors + 1, sizeof *host);
+	rc = run(&o, pl, host, &d);
+	for (int t = 0; t < pl->ntensors; t++)
+		host_free(&host[t]);
+	free(host);
+	rt_plan_free(pl);
+	if (rc != EXIT_OK)
+		return report(&d, rc);
+	fflush(stdout);
+	return ferror(stdout) ? EXIT_FAIL : EXIT_OK;
+}

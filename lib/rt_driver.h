@@ -1,0 +1,109 @@
+/* rt_driver.h: the CUDA driver API as the runtime sees it, and the layout of a
+ * session. Private to lib/runtime.c and lib/bench.c; embedders use fusecrt.h.
+ *
+ * cuda.h is never included: the handful of types, enum values and signatures the
+ * runtime calls are written out here (from the driver API's documented ABI) and
+ * the functions are looked up with dlsym at run time. */
+#ifndef FUSEC_RT_DRIVER_H
+#define FUSEC_RT_DRIVER_H
+
+#include "fusecrt.h"
+
+typedef int CUresult;
+typedef int CUdevice;
+typedef unsigned long long CUdeviceptr;
+typedef struct CUctx_st *CUcontext;
+typedef struct CUmod_st *CUmodule;
+typedef struct CUfunc_st *CUfunction;
+typedef struct CUevent_st *CUevent;
+typedef struct CUstream_st *CUstream;
+
+enum {
+	CUDA_SUCCESS = 0,
+	CUDA_ERROR_OUT_OF_MEMORY = 2,
+	CUDA_ERROR_NO_DEVICE = 100,
+	CUDA_ERROR_INVALID_PTX = 218,
+	CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT = 16,
+	CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE = 38,
+	CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75,
+	CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76,
+	CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN = 97,
+	CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8,
+	CU_JIT_INFO_LOG_BUFFER = 3,
+	CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES = 4,
+	CU_JIT_ERROR_LOG_BUFFER = 5,
+	CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES = 6,
+	CU_EVENT_DEFAULT = 0,
+};
+
+/* X(return-less name used here, symbol looked up, required, parameter list) */
+#define RT_DRIVER_FUNCS(X) \
+	X(cuGetErrorName, "cuGetErrorName", 1, (CUresult, const char **)) \
+	X(cuGetErrorString, "cuGetErrorString", 1, (CUresult, const char **)) \
+	X(cuInit, "cuInit", 1, (unsigned)) \
+	X(cuDriverGetVersion, "cuDriverGetVersion", 1, (int *)) \
+	X(cuDeviceGetCount, "cuDeviceGetCount", 1, (int *)) \
+	X(cuDeviceGet, "cuDeviceGet", 1, (CUdevice *, int)) \
+	X(cuDeviceGetName, "cuDeviceGetName", 1, (char *, int, CUdevice)) \
+	X(cuDeviceGetAttribute, "cuDeviceGetAttribute", 1, (int *, int, CUdevice)) \
+	X(cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain", 1, (CUcontext *, CUdevice)) \
+	X(cuDevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2", 1, (CUdevice)) \
+	X(cuCtxSetCurrent, "cuCtxSetCurrent", 1, (CUcontext)) \
+	X(cuCtxSynchronize, "cuCtxSynchronize", 1, (void)) \
+	X(cuModuleLoadDataEx, "cuModuleLoadDataEx", 1, \
+	  (CUmodule *, const void *, unsigned, int *, void **)) \
+	X(cuModuleUnload, "cuModuleUnload", 1, (CUmodule)) \
+	X(cuModuleGetFunction, "cuModuleGetFunction", 1, (CUfunction *, CUmodule, const char *)) \
+	X(cuFuncSetAttribute, "cuFuncSetAttribute", 1, (CUfunction, int, int)) \
+	X(cuMemAlloc, "cuMemAlloc_v2", 1, (CUdeviceptr *, size_t)) \
+	X(cuMemFree, "cuMemFree_v2", 1, (CUdeviceptr)) \
+	X(cuMemcpyHtoD, "cuMemcpyHtoD_v2", 1, (CUdeviceptr, const void *, size_t)) \
+	X(cuMemcpyDtoH, "cuMemcpyDtoH_v2", 1, (void *, CUdeviceptr, size_t)) \
+	X(cuMemcpyDtoD, "cuMemcpyDtoD_v2", 1, (CUdeviceptr, CUdeviceptr, size_t)) \
+	X(cuMemsetD8, "cuMemsetD8_v2", 1, (CUdeviceptr, unsigned char, size_t)) \
+	X(cuLaunchKernel, "cuLaunchKernel", 1, \
+	  (CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, \
+	   unsigned, CUstream, void **, void **)) \
+	X(cuEventCreate, "cuEventCreate", 1, (CUevent *, unsigned)) \
+	X(cuEventRecord, "cuEventRecord", 1, (CUevent, CUstream)) \
+	X(cuEventSynchronize, "cuEventSynchronize", 1, (CUevent)) \
+	X(cuEventElapsedTime, "cuEventElapsedTime", 1, (float *, CUevent, CUevent)) \
+	X(cuEventDestroy, "cuEventDestroy_v2", 1, (CUevent))
+
+typedef struct {
+	void *lib;             /* dlopen handle */
+	char path[256];        /* the library as named to dlopen */
+#define X(name, sym, req, args) CUresult (*name) args;
+	RT_DRIVER_FUNCS(X)
+#undef X
+} RtDriver;
+
+struct RtSession {
+	const RtPlan *plan;
+	RtDriver drv;
+	RtDeviceInfo dev;
+	CUdevice device;
+	CUcontext ctx;         /* the device's primary context, retained */
+	CUmodule module;
+	CUfunction *funcs;     /* one per plan kernel */
+	uint64_t *bufs;        /* one device address per plan tensor; 0 without a buffer */
+	RtArgSlot **slots;     /* per launch: packed argument values */
+	void ***argv;          /* per launch: kernelParams pointing into slots */
+};
+
+/* Format "CALL failed: CUDA_ERROR_X (text)" into d and return RT_ERR_DEVICE. */
+RtStatus rt_driver_fail(const RtDriver *drv, Diag *d, const char *call, CUresult r);
+/* Check a driver call: on failure set d and return RT_ERR_DEVICE from the caller. */
+#define RT_CU(s, d, call) do { \
+		CUresult rt_r_ = (s)->drv.call; \
+		if (rt_r_ != CUDA_SUCCESS) \
+			return rt_driver_fail(&(s)->drv, (d), rt_call_name_(#call), rt_r_); \
+	} while (0)
+/* "cuMemAlloc(&p, n)" -> "cuMemAlloc_v2": the symbol name of a call's text. */
+const char *rt_call_name_(const char *call_text);
+
+/* Launch step launches [0, n) with the buffer set whose packed arguments are argv
+ * (argv[i] for launch i); between launches, record events ev[i] (may be NULL). */
+RtStatus rt_launch_all(RtSession *s, void ***argv, CUevent *ev, Diag *d);
+
+#endif

@@ -1,0 +1,1173 @@
+/* runtime.c: loads a fusec-plan/1 file and runs it on a GPU through the CUDA
+ * driver API.
+ *
+ * The plan is read with cJSON and validated completely before any device work:
+ * every key the runtime needs is checked for presence and type, every launch must
+ * name a known kernel, carry one argument per kernel parameter with the
+ * parameter's type, and bind only tensors that have a buffer. A problem is
+ * reported with the plan's file name and the JSON path of the offending value.
+ *
+ * The driver library is opened with dlopen and its functions looked up by symbol
+ * name (the versioned names that cuda.h maps the plain ones to), so nothing here
+ * needs the CUDA toolkit at build time. Every driver call is checked; a failure
+ * becomes "CALL failed: CUDA_ERROR_NAME (description)", and a PTX that does not
+ * JIT-compile brings the JIT's error log along. The session uses the device's
+ * primary context, the default stream and one allocation per buffer tensor;
+ * kernel arguments are packed once when the session opens. */
+#include <dirent.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "rt_driver.h"
+
+static const char *const param_names[RT_P_COUNT] = {"ptr", "i64", "i32", "f64", "f32"};
+
+const char *rt_param_name(RtParamType t)
+{
+	return (unsigned)t < RT_P_COUNT ? param_names[t] : "?";
+}
+
+static int param_parse(const char *s, RtParamType *out)
+{
+	for (int i = 0; i < RT_P_COUNT; i++)
+		if (strcmp(s, param_names[i]) == 0) {
+			*out = (RtParamType)i;
+			return 0;
+		}
+	return -1;
+}
+
+/* ---- plan validation ------------------------------------------------------- */
+
+typedef struct {
+	const char *file;
+	Diag *d;
+	Arena *a;
+} Parser;
+
+enum { PATH_MAX_ = 160 };
+
+static int perr(Parser *p, const char *path, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static int perr(Parser *p, const char *path, const char *fmt, ...)
+{
+	char msg[600];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	if (path[0])
+		diag_set(p->d, p->file, 0, 0, "%s: %s", path, msg);
+	else
+		diag_set(p->d, p->file, 0, 0, "%s", msg);
+	return -1;
+}
+
+static const char *type_name(const cJSON *j)
+{
+	if (cJSON_IsObject(j)) return "an object";
+	if (cJSON_IsArray(j)) return "an array";
+	if (cJSON_IsString(j)) return "a string";
+	if (cJSON_IsNumber(j)) return "a number";
+	if (cJSON_IsBool(j)) return "a boolean";
+	if (cJSON_IsNull(j)) return "null";
+	return "an invalid value";
+}
+
+/* Paths longer than PATH_MAX_ are cut short; they only appear in messages. */
+static void subpath(char *out, const char *path, const char *key)
+{
+	int n = snprintf(out, PATH_MAX_, path[0] ? "%s.%s" : "%s%s", path, key);
+	if (n >= PATH_MAX_)
+		out[PATH_MAX_ - 1] = '\0';
+}
+
+static void indexpath(char *out, const char *path, int i)
+{
+	int n = snprintf(out, PATH_MAX_, "%s[%d]", path, i);
+	if (n >= PATH_MAX_)
+		out[PATH_MAX_ - 1] = '\0';
+}
+
+/* The member `key` of obj, of cJSON type `want` (cJSON_String …); NULL with an
+ * error if it is missing (and required) or of another type. *absent tells apart
+ * an optional member left out from an error. */
+static const cJSON *member(Parser *p, const cJSON *obj, const char *path, const char *key,
+			   int want, bool required, bool *absent)
+{
+	static const struct { int type; const char *name; } kinds[] = {
+		{cJSON_String, "a string"}, {cJSON_Number, "a number"}, {cJSON_Array, "an array"},
+		{cJSON_Object, "an object"}, {cJSON_True | cJSON_False, "a boolean"},
+	};
+	const cJSON *j = cJSON_GetObjectItemCaseSensitive(obj, key);
+	*absent = false;
+	if (!j) {
+		*absent = true;
+		if (required)
+			perr(p, path, "missing key \"%s\"", key);
+		return NULL;
+	}
+	if (!(j->type & 0xff & want)) {
+		char sp[PATH_MAX_];
+		const char *wname = "?";
+		for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
+			if (kinds[i].type == want)
+				wname = kinds[i].name;
+		subpath(sp, path, key);
+		perr(p, sp, "expected %s, got %s", wname, type_name(j));
+		return NULL;
+	}
+	return j;
+}
+
+static int get_string(Parser *p, const cJSON *obj, const char *path, const char *key,
+		      bool required, const char **out)
+{
+	bool absent;
+	const cJSON *j = member(p, obj, path, key, cJSON_String, required, &absent);
+	if (!j) {
+		if (absent && !required) {
+			*out = "";
+			return 0;
+		}
+		return -1;
+	}
+	*out = arena_strdup(p->a, j->valuestring);
+	return 0;
+}
+
+/* An integral JSON number in [lo, hi]; exact only up to 2^53. */
+static int check_int(Parser *p, const cJSON *j, const char *path, int64_t lo, int64_t hi,
+		     int64_t *out)
+{
+	if (!cJSON_IsNumber(j))
+		return perr(p, path, "expected an integer, got %s", type_name(j));
+	double v = j->valuedouble;
+	if (!(v == floor(v)) || fabs(v) > 9007199254740992.0)
+		return perr(p, path, "expected an integer, got %.17g", v);
+	if (v < (double)lo || v > (double)hi)
+		return perr(p, path, "%.0f is out of range [%lld, %lld]", v, (long long)lo,
+			    (long long)hi);
+	*out = (int64_t)v;
+	return 0;
+}
+
+static int get_int(Parser *p, const cJSON *obj, const char *path, const char *key,
+		   bool required, int64_t lo, int64_t hi, int64_t dflt, int64_t *out)
+{
+	bool absent;
+	const cJSON *j = member(p, obj, path, key, cJSON_Number, required, &absent);
+	if (!j) {
+		if (absent && !required) {
+			*out = dflt;
+			return 0;
+		}
+		return -1;
+	}
+	char sp[PATH_MAX_];
+	subpath(sp, path, key);
+	return check_int(p, j, sp, lo, hi, out);
+}
+
+/* A [x, y, z] list of positive integers, each at most lim[i]. */
+static int get_dim3(Parser *p, const cJSON *obj, const char *path, const char *key,
+		    bool required, const int64_t lim[3], uint32_t out[3])
+{
+	bool absent;
+	const cJSON *j = member(p, obj, path, key, cJSON_Array, required, &absent);
+	out[0] = out[1] = out[2] = 0;
+	if (!j)
+		return absent && !required ? 0 : -1;
+	char sp[PATH_MAX_], ip[PATH_MAX_];
+	subpath(sp, path, key);
+	if (cJSON_GetArraySize(j) != 3)
+		return perr(p, sp, "expected 3 integers [x, y, z], got %d", cJSON_GetArraySize(j));
+	for (int i = 0; i < 3; i++) {
+		int64_t v;
+		indexpath(ip, sp, i);
+		if (check_int(p, cJSON_GetArrayItem(j, i), ip, 1, lim[i], &v) < 0)
+			return -1;
+		out[i] = (uint32_t)v;
+	}
+	return 0;
+}
+
+static const int64_t grid_lim[3] = {2147483647, 65535, 65535};
+static const int64_t block_lim[3] = {1024, 1024, 64};
+
+static int parse_tensor(Parser *p, const cJSON *j, const char *path, RtTensor *t)
+{
+	if (!cJSON_IsObject(j))
+		return perr(p, path, "expected an object, got %s", type_name(j));
+	const char *dt, *role;
+	if (get_string(p, j, path, "name", true, &t->name) < 0)
+		return -1;
+	char sp[PATH_MAX_], ip[PATH_MAX_];
+	if (!t->name[0]) {
+		subpath(sp, path, "name");
+		return perr(p, sp, "tensor name is empty");
+	}
+	if (get_string(p, j, path, "dtype", true, &dt) < 0)
+		return -1;
+	if (ir_dtype_parse(dt, &t->dtype) < 0) {
+		subpath(sp, path, "dtype");
+		return perr(p, sp, "unknown dtype \"%s\"", dt);
+	}
+	bool absent;
+	const cJSON *shape = member(p, j, path, "shape", cJSON_Array, true, &absent);
+	if (!shape)
+		return -1;
+	subpath(sp, path, "shape");
+	int rank = cJSON_GetArraySize(shape);
+	if (rank > IR_MAX_RANK)
+		return perr(p, sp, "rank %d is more than %d", rank, IR_MAX_RANK);
+	t->rank = rank;
+	t->n = 1;
+	for (int i = 0; i < rank; i++) {
+		indexpath(ip, sp, i);
+		if (check_int(p, cJSON_GetArrayItem(shape, i), ip, 1, INT64_C(1) << 40, &t->dim[i]) < 0)
+			return -1;
+		if (__builtin_mul_overflow(t->n, t->dim[i], &t->n) || t->n > (INT64_C(1) << 40))
+			return perr(p, sp, "tensor '%s' is too large", t->name);
+	}
+	t->bytes = (uint64_t)t->n * (uint64_t)ir_dtype_size(t->dtype);
+	if (get_string(p, j, path, "role", true, &role) < 0)
+		return -1;
+	if (strcmp(role, "input") == 0)
+		t->role = ROLE_INPUT;
+	else if (strcmp(role, "output") == 0)
+		t->role = ROLE_OUTPUT;
+	else if (strcmp(role, "intermediate") == 0)
+		t->role = ROLE_INTERMEDIATE;
+	else {
+		subpath(sp, path, "role");
+		return perr(p, sp, "unknown role \"%s\" (input, output or intermediate)", role);
+	}
+	const cJSON *buf = member(p, j, path, "buffer", cJSON_True | cJSON_False, true, &absent);
+	if (!buf)
+		return -1;
+	t->buffer = cJSON_IsTrue(buf);
+	if (!t->buffer && t->role != ROLE_INTERMEDIATE) {
+		subpath(sp, path, "buffer");
+		return perr(p, sp, "%s tensor '%s' must have a buffer",
+			    t->role == ROLE_INPUT ? "input" : "output", t->name);
+	}
+	return 0;
+}
+
+static int parse_kernel(Parser *p, const cJSON *j, const char *path, RtKernel *k)
+{
+	if (!cJSON_IsObject(j))
+		return perr(p, path, "expected an object, got %s", type_name(j));
+	char sp[PATH_MAX_], ip[PATH_MAX_];
+	if (get_string(p, j, path, "name", true, &k->name) < 0 ||
+	    get_string(p, j, path, "entry", true, &k->entry) < 0)
+		return -1;
+	if (!k->name[0] || !k->entry[0]) {
+		subpath(sp, path, k->name[0] ? "entry" : "name");
+		return perr(p, sp, "empty kernel name");
+	}
+	bool absent;
+	const cJSON *params = member(p, j, path, "params", cJSON_Array, true, &absent);
+	if (!params)
+		return -1;
+	subpath(sp, path, "params");
+	k->nparams = cJSON_GetArraySize(params);
+	k->params = ARENA_NEW(p->a, RtParamType, k->nparams + 1);
+	for (int i = 0; i < k->nparams; i++) {
+		const cJSON *e = cJSON_GetArrayItem(params, i);
+		indexpath(ip, sp, i);
+		if (!cJSON_IsString(e))
+			return perr(p, ip, "expected a string, got %s", type_name(e));
+		if (param_parse(e->valuestring, &k->params[i]) < 0)
+			return perr(p, ip, "unknown parameter type \"%s\" (ptr, i64, i32, f64 or f32)",
+				    e->valuestring);
+	}
+	int64_t sh;
+	if (get_dim3(p, j, path, "block", false, block_lim, k->block) < 0 ||
+	    get_int(p, j, path, "shared_bytes", false, 0, INT32_MAX, 0, &sh) < 0)
+		return -1;
+	k->shared_bytes = (uint32_t)sh;
+	return 0;
+}
+
+static int find_kernel(const RtPlan *pl, const char *name)
+{
+	for (int i = 0; i < pl->nkernels; i++)
+		if (strcmp(pl->kernels[i].name, name) == 0)
+			return i;
+	return -1;
+}
+
+int rt_plan_find_tensor(const RtPlan *p, const char *name)
+{
+	for (int i = 0; i < p->ntensors; i++)
+		if (strcmp(p->tensors[i].name, name) == 0)
+			return i;
+	return -1;
+}
+
+/* A float argument: a number, or "inf", "-inf", "nan". */
+static int parse_float(Parser *p, const cJSON *v, const char *path, double *out)
+{
+	if (cJSON_IsNumber(v)) {
+		*out = v->valuedouble;
+		return 0;
+	}
+	if (cJSON_IsString(v)) {
+		if (strcmp(v->valuestring, "inf") == 0) { *out = INFINITY; return 0; }
+		if (strcmp(v->valuestring, "-inf") == 0) { *out = -INFINITY; return 0; }
+		if (strcmp(v->valuestring, "nan") == 0) { *out = NAN; return 0; }
+		return perr(p, path, "expected a number, \"inf\", \"-inf\" or \"nan\", got \"%s\"",
+			    v->valuestring);
+	}
+	return perr(p, path, "expected a number, got %s", type_name(v));
+}
+
+static int parse_arg(Parser *p, const RtPlan *pl, const RtKernel *k, int i, const cJSON *j,
+		     const char *path, RtArg *arg)
+{
+	RtParamType want = k->params[i];
+	const char *wkey = want == RT_P_PTR ? "tensor" : rt_param_name(want);
+	if (!cJSON_IsObject(j) || cJSON_GetArraySize(j) != 1)
+		return perr(p, path, "expected {\"%s\": …} for parameter %d (%s) of kernel '%s'",
+			    wkey, i, rt_param_name(want), k->name);
+	const cJSON *v = j->child;
+	if (strcmp(v->string, wkey) != 0)
+		return perr(p, path, "expected {\"%s\": …} for parameter %d (%s) of kernel '%s', "
+			    "got {\"%s\": …}", wkey, i, rt_param_name(want), k->name, v->string);
+	char vp[PATH_MAX_];
+	subpath(vp, path, wkey);
+	arg->type = want;
+	arg->tensor = -1;
+	switch (want) {
+	case RT_P_PTR:
+		if (!cJSON_IsString(v))
+			return perr(p, vp, "expected a tensor name, got %s", type_name(v));
+		arg->tensor = rt_plan_find_tensor(pl, v->valuestring);
+		if (arg->tensor < 0)
+			return perr(p, vp, "unknown tensor '%s'", v->valuestring);
+		if (!pl->tensors[arg->tensor].buffer)
+			return perr(p, vp, "tensor '%s' is bound to a pointer but has no buffer",
+				    v->valuestring);
+		return 0;
+	case RT_P_I64:
+		return check_int(p, v, vp, INT64_MIN, INT64_MAX, &arg->i);
+	case RT_P_I32:
+		return check_int(p, v, vp, INT32_MIN, INT32_MAX, &arg->i);
+	case RT_P_F64:
+	case RT_P_F32:
+		return parse_float(p, v, vp, &arg->f);
+	default:
+		die("bad parameter type %d", (int)want);
+	}
+}
+
+static int parse_launch(Parser *p, RtPlan *pl, const cJSON *j, const char *path, RtLaunch *l)
+{
+	if (!cJSON_IsObject(j))
+		return perr(p, path, "expected an object, got %s", type_name(j));
+	const char *kname;
+	char sp[PATH_MAX_], ip[PATH_MAX_];
+	if (get_string(p, j, path, "kernel", true, &kname) < 0)
+		return -1;
+	l->kernel = find_kernel(pl, kname);
+	if (l->kernel < 0) {
+		subpath(sp, path, "kernel");
+		return perr(p, sp, "unknown kernel '%s'", kname);
+	}
+	const RtKernel *k = &pl->kernels[l->kernel];
+	int64_t sh;
+	if (get_dim3(p, j, path, "grid", true, grid_lim, l->grid) < 0 ||
+	    get_dim3(p, j, path, "block", k->block[0] == 0, block_lim, l->block) < 0 ||
+	    get_int(p, j, path, "shared_bytes", false, 0, INT32_MAX, k->shared_bytes, &sh) < 0)
+		return -1;
+	if (l->block[0] == 0)
+		memcpy(l->block, k->block, sizeof l->block);
+	if ((uint64_t)l->block[0] * l->block[1] * l->block[2] > 1024) {
+		subpath(sp, path, "block");
+		return perr(p, sp, "%u×%u×%u threads is more than 1024 per block",
+			    l->block[0], l->block[1], l->block[2]);
+	}
+	l->shared_bytes = (uint32_t)sh;
+	bool absent;
+	const cJSON *args = member(p, j, path, "args", cJSON_Array, true, &absent);
+	if (!args)
+		return -1;
+	subpath(sp, path, "args");
+	l->nargs = cJSON_GetArraySize(args);
+	if (l->nargs != k->nparams)
+		return perr(p, sp, "%d arguments for the %d parameters of kernel '%s'",
+			    l->nargs, k->nparams, k->name);
+	l->args = ARENA_NEW(p->a, RtArg, l->nargs + 1);
+	for (int i = 0; i < l->nargs; i++) {
+		indexpath(ip, sp, i);
+		if (parse_arg(p, pl, k, i, cJSON_GetArrayItem(args, i), ip, &l->args[i]) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* The array member `key`, required; its size in *n. */
+static const cJSON *get_array(Parser *p, const cJSON *obj, const char *path, const char *key,
+			      int *n)
+{
+	bool absent;
+	const cJSON *j = member(p, obj, path, key, cJSON_Array, true, &absent);
+	*n = j ? cJSON_GetArraySize(j) : 0;
+	return j;
+}
+
+static int parse_root(Parser *p, RtPlan *pl, const cJSON *root)
+{
+	char ip[PATH_MAX_], lp[PATH_MAX_];
+	if (!cJSON_IsObject(root))
+		return perr(p, "", "a plan is a JSON object, got %s", type_name(root));
+	const char *format, *ptx;
+	if (get_string(p, root, "", "format", true, &format) < 0)
+		return -1;
+	if (strcmp(format, "fusec-plan/1") != 0)
+		return perr(p, "format", "unsupported plan format \"%s\" (expected \"fusec-plan/1\")",
+			    format);
+	if (get_string(p, root, "", "compiler", false, &pl->compiler) < 0 ||
+	    get_string(p, root, "", "arch", false, &pl->arch) < 0 ||
+	    get_string(p, root, "", "ptx", true, &ptx) < 0)
+		return -1;
+	if (!ptx[0])
+		return perr(p, "ptx", "empty PTX file name");
+	if (ptx[0] == '/') {
+		pl->ptx_path = ptx;
+	} else {
+		const char *slash = strrchr(p->file, '/');
+		pl->ptx_path = slash ? arena_printf(p->a, "%.*s/%s", (int)(slash - p->file), p->file, ptx)
+				     : ptx;
+	}
+
+	const cJSON *ts = get_array(p, root, "", "tensors", &pl->ntensors);
+	if (!ts)
+		return -1;
+	pl->tensors = ARENA_NEW(p->a, RtTensor, pl->ntensors + 1);
+	for (int i = 0; i < pl->ntensors; i++) {
+		indexpath(ip, "tensors", i);
+		if (parse_tensor(p, cJSON_GetArrayItem(ts, i), ip, &pl->tensors[i]) < 0)
+			return -1;
+		for (int k = 0; k < i; k++)
+			if (strcmp(pl->tensors[k].name, pl->tensors[i].name) == 0)
+				return perr(p, ip, "tensor '%s' is listed twice (also tensors[%d])",
+					    pl->tensors[i].name, k);
+	}
+
+	const cJSON *ks = get_array(p, root, "", "kernels", &pl->nkernels);
+	if (!ks)
+		return -1;
+	pl->kernels = ARENA_NEW(p->a, RtKernel, pl->nkernels + 1);
+	for (int i = 0; i < pl->nkernels; i++) {
+		indexpath(ip, "kernels", i);
+		if (parse_kernel(p, cJSON_GetArrayItem(ks, i), ip, &pl->kernels[i]) < 0)
+			return -1;
+		for (int k = 0; k < i; k++)
+			if (strcmp(pl->kernels[k].name, pl->kernels[i].name) == 0)
+				return perr(p, ip, "kernel '%s' is listed twice (also kernels[%d])",
+					    pl->kernels[i].name, k);
+	}
+
+	const cJSON *ss = get_array(p, root, "", "steps", &pl->nsteps);
+	if (!ss)
+		return -1;
+	pl->steps = ARENA_NEW(p->a, RtStep, pl->nsteps + 1);
+	int total = 0;
+	for (int i = 0; i < pl->nsteps; i++) {
+		const cJSON *s = cJSON_GetArrayItem(ss, i);
+		indexpath(ip, "steps", i);
+		if (!cJSON_IsObject(s))
+			return perr(p, ip, "expected an object, got %s", type_name(s));
+		int n;
+		if (!get_array(p, s, ip, "launches", &n))
+			return -1;
+		total += n;
+	}
+	pl->launches = ARENA_NEW(p->a, RtLaunch, total + 1);
+	for (int i = 0; i < pl->nsteps; i++) {
+		const cJSON *s = cJSON_GetArrayItem(ss, i);
+		RtStep *st = &pl->steps[i];
+		int64_t seg, plan;
+		indexpath(ip, "steps", i);
+		if (get_int(p, s, ip, "segment", false, 0, INT32_MAX, -1, &seg) < 0 ||
+		    get_int(p, s, ip, "plan", false, 0, INT32_MAX, -1, &plan) < 0 ||
+		    get_string(p, s, ip, "mode", false, &st->mode) < 0)
+			return -1;
+		st->segment = (int)seg;
+		st->plan = (int)plan;
+		const cJSON *ls = cJSON_GetObjectItemCaseSensitive(s, "launches");
+		st->first_launch = pl->nlaunches;
+		st->nlaunches = cJSON_GetArraySize(ls);
+		for (int k = 0; k < st->nlaunches; k++) {
+			char sp[PATH_MAX_];
+			subpath(sp, ip, "launches");
+			indexpath(lp, sp, k);
+			RtLaunch *l = &pl->launches[pl->nlaunches++];
+			l->step = i;
+			if (parse_launch(p, pl, cJSON_GetArrayItem(ls, k), lp, l) < 0)
+				return -1;
+		}
+	}
+	return 0;
+}
+
+static int line_of(const char *text, const char *at)
+{
+	int line = 1;
+	for (const char *c = text; c < at; c++)
+		line += *c == '\n';
+	return line;
+}
+
+RtPlan *rt_plan_parse(const char *file, const char *text, size_t len, Diag *d)
+{
+	const char *end = NULL;
+	cJSON *root = cJSON_ParseWithLengthOpts(text, len, &end, false);
+	if (!root) {
+		int line = end && end >= text && end <= text + len ? line_of(text, end) : 0;
+		diag_set(d, file, line, 0, "the plan is not valid JSON");
+		return NULL;
+	}
+	while (end && end < text + len && (*end == ' ' || *end == '\n' || *end == '\t' || *end == '\r'))
+		end++;
+	if (end && end < text + len && *end) {
+		diag_set(d, file, line_of(text, end), 0, "unexpected text after the plan's JSON object");
+		cJSON_Delete(root);
+		return NULL;
+	}
+	Arena *a = arena_new();
+	RtPlan *pl = ARENA_NEW(a, RtPlan, 1);
+	pl->arena = a;
+	pl->path = arena_strdup(a, file);
+	Parser p = {pl->path, d, a};
+	int rc = parse_root(&p, pl, root);
+	cJSON_Delete(root);
+	if (rc < 0) {
+		arena_free(a);
+		return NULL;
+	}
+	return pl;
+}
+
+static char *read_all(const char *path, size_t *len, Diag *d)
+{
+	FILE *f = fopen(path, "rb");
+	if (!f) {
+		diag_set(d, path, 0, 0, "cannot open: %s", strerror(errno));
+		return NULL;
+	}
+	Buf b = {0};
+	char chunk[65536];
+	size_t n;
+	while ((n = fread(chunk, 1, sizeof chunk, f)) > 0)
+		buf_write(&b, chunk, n);
+	int bad = ferror(f);
+	fclose(f);
+	if (bad) {
+		diag_set(d, path, 0, 0, "cannot read: %s", strerror(errno));
+		buf_free(&b);
+		return NULL;
+	}
+	buf_putc(&b, '\0');
+	*len = b.len - 1;
+	return b.data;
+}
+
+static bool has_suffix(const char *s, const char *suf)
+{
+	size_t n = strlen(s), m = strlen(suf);
+	return n >= m && strcmp(s + n - m, suf) == 0;
+}
+
+/* The one *.plan.json in a folder, as a malloc'd path; NULL if `dir` is not a
+ * folder, or (with *failed) if it holds no plan or several. */
+static char *find_plan_in(const char *dir, Diag *d, bool *failed)
+{
+	*failed = false;
+	DIR *dp = opendir(dir);
+	if (!dp)
+		return NULL;
+	char *found = NULL;
+	int count = 0;
+	struct dirent *e;
+	while ((e = readdir(dp))) {
+		if (!has_suffix(e->d_name, ".plan.json") || count++ > 0)
+			continue;
+		found = xmalloc(strlen(dir) + strlen(e->d_name) + 2);
+		sprintf(found, "%s/%s", dir, e->d_name);
+	}
+	closedir(dp);
+	if (count == 1)
+		return found;
+	*failed = true;
+	if (count == 0)
+		diag_set(d, dir, 0, 0, "holds no plan (*.plan.json)");
+	else
+		diag_set(d, dir, 0, 0, "holds %d plans (*.plan.json); name one", count);
+	free(found);
+	return NULL;
+}
+
+RtPlan *rt_plan_load(const char *path, Diag *d)
+{
+	bool failed;
+	char *dirplan = find_plan_in(path, d, &failed);
+	if (failed)
+		return NULL;
+	const char *file = dirplan ? dirplan : path;
+	size_t len;
+	char *text = read_all(file, &len, d);
+	RtPlan *pl = text ? rt_plan_parse(file, text, len, d) : NULL;
+	free(text);
+	free(dirplan);
+	return pl;
+}
+
+void rt_plan_free(RtPlan *p)
+{
+	if (p)
+		arena_free(p->arena);
+}
+
+uint64_t rt_plan_bytes_in(const RtPlan *p)
+{
+	uint64_t b = 0;
+	for (int i = 0; i < p->ntensors; i++)
+		if (p->tensors[i].role == ROLE_INPUT)
+			b += p->tensors[i].bytes;
+	return b;
+}
+
+uint64_t rt_plan_bytes_out(const RtPlan *p)
+{
+	uint64_t b = 0;
+	for (int i = 0; i < p->ntensors; i++)
+		if (p->tensors[i].role == ROLE_OUTPUT)
+			b += p->tensors[i].bytes;
+	return b;
+}
+
+uint64_t rt_launch_bytes(const RtPlan *p, const RtLaunch *l)
+{
+	uint64_t b = 0;
+	for (int i = 0; i < l->nargs; i++) {
+		if (l->args[i].type != RT_P_PTR)
+			continue;
+		bool seen = false;
+		for (int k = 0; k < i; k++)
+			seen |= l->args[k].type == RT_P_PTR && l->args[k].tensor == l->args[i].tensor;
+		if (!seen)
+			b += p->tensors[l->args[i].tensor].bytes;
+	}
+	return b;
+}
+
+/* ---- argument packing ------------------------------------------------------ */
+
+void rt_pack_args(const RtLaunch *l, const uint64_t *bufs, RtArgSlot *slots, void **argv)
+{
+	for (int i = 0; i < l->nargs; i++) {
+		const RtArg *a = &l->args[i];
+		RtArgSlot *s = &slots[i];
+		memset(s, 0, sizeof *s);
+		switch (a->type) {
+		case RT_P_PTR: s->ptr = bufs[a->tensor]; break;
+		case RT_P_I64: s->i64 = a->i; break;
+		case RT_P_I32: s->i32 = (int32_t)a->i; break;
+		case RT_P_F64: s->f64 = a->f; break;
+		case RT_P_F32: s->f32 = (float)a->f; break;
+		default: die("bad parameter type %d", (int)a->type);
+		}
+		argv[i] = s;
+	}
+}
+
+/* ---- the driver ------------------------------------------------------------ */
+
+static const struct { int code; const char *name, *text; } known_errors[] = {
+	{1, "CUDA_ERROR_INVALID_VALUE", "invalid argument"},
+	{2, "CUDA_ERROR_OUT_OF_MEMORY", "out of memory"},
+	{3, "CUDA_ERROR_NOT_INITIALIZED", "initialization error"},
+	{34, "CUDA_ERROR_STUB_LIBRARY", "CUDA driver is a stub library"},
+	{35, "CUDA_ERROR_INSUFFICIENT_DRIVER", "CUDA driver version is insufficient"},
+	{100, "CUDA_ERROR_NO_DEVICE", "no CUDA-capable device is detected"},
+	{101, "CUDA_ERROR_INVALID_DEVICE", "invalid device ordinal"},
+	{200, "CUDA_ERROR_INVALID_IMAGE", "device kernel image is invalid"},
+	{209, "CUDA_ERROR_NO_BINARY_FOR_GPU", "no kernel image is available for execution on the device"},
+	{218, "CUDA_ERROR_INVALID_PTX", "a PTX JIT compilation failed"},
+	{222, "CUDA_ERROR_UNSUPPORTED_PTX_VERSION", "the provided PTX was compiled with an unsupported toolchain"},
+	{500, "CUDA_ERROR_NOT_FOUND", "named symbol not found"},
+	{700, "CUDA_ERROR_ILLEGAL_ADDRESS", "an illegal memory access was encountered"},
+	{701, "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES", "too many resources requested for launch"},
+	{702, "CUDA_ERROR_LAUNCH_TIMEOUT", "the launch timed out and was terminated"},
+	{719, "CUDA_ERROR_LAUNCH_FAILED", "unspecified launch failure"},
+	{999, "CUDA_ERROR_UNKNOWN", "unknown error"},
+};
+
+RtStatus rt_driver_fail(const RtDriver *drv, Diag *d, const char *call, CUresult r)
+{
+	const char *name = NULL, *text = NULL;
+	if (!drv->cuGetErrorName || drv->cuGetErrorName(r, &name) != CUDA_SUCCESS)
+		name = NULL;
+	if (!drv->cuGetErrorString || drv->cuGetErrorString(r, &text) != CUDA_SUCCESS)
+		text = NULL;
+	for (size_t i = 0; i < sizeof known_errors / sizeof known_errors[0]; i++)
+		if (known_errors[i].code == r) {
+			if (!name)
+				name = known_errors[i].name;
+			if (!text)
+				text = known_errors[i].text;
+		}
+	char num[32];
+	if (!name) {
+		snprintf(num, sizeof num, "CUDA error %d", r);
+		name = num;
+	}
+	if (text)
+		diag_set(d, "", 0, 0, "%s failed: %s (%s)", call, name, text);
+	else
+		diag_set(d, "", 0, 0, "%s failed: %s", call, name);
+	return RT_ERR_DEVICE;
+}
+
+const char *rt_call_name_(const char *call_text)
+{
+	static const struct { const char *name, *sym; } syms[] = {
+#define X(name, sym, req, args) {#name, sym},
+		RT_DRIVER_FUNCS(X)
+#undef X
+	};
+	size_t n = strcspn(call_text, "( ");
+	for (size_t i = 0; i < sizeof syms / sizeof syms[0]; i++)
+		if (strlen(syms[i].name) == n && strncmp(syms[i].name, call_text, n) == 0)
+			return syms[i].sym;
+	return call_text;
+}
+
+/* Put "context: " in front of a message already in d. */
+static void diag_prefix(Diag *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void diag_prefix(Diag *d, const char *fmt, ...)
+{
+	char pre[300], old[sizeof d->msg];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(pre, sizeof pre, fmt, ap);
+	va_end(ap);
+	snprintf(old, sizeof old, "%s", d->msg);
+	if (snprintf(d->msg, sizeof d->msg, "%s: %s", pre, old) >= (int)sizeof d->msg)
+		d->msg[sizeof d->msg - 1] = '\0';
+}
+
+static RtStatus driver_open(RtDriver *drv, Diag *d)
+{
+	memset(drv, 0, sizeof *drv);
+	const char *path = getenv("FUSEC_LIBCUDA");
+	if (!path || !path[0])
+		path = "libcuda.so.1";
+	snprintf(drv->path, sizeof drv->path, "%s", path);
+	drv->lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+	if (!drv->lib) {
+		const char *why = dlerror();
+		diag_set(d, "", 0, 0, "cannot load the CUDA driver library '%s': %s; is an NVIDIA "
+			 "driver installed? (FUSEC_LIBCUDA names another path)", path,
+			 why ? why : "unknown reason");
+		return RT_ERR_DEVICE;
+	}
+	void *sym;
+#define X(name, symname, req, args) \
+	sym = dlsym(drv->lib, symname); \
+	if (!sym && (req)) { \
+		diag_set(d, "", 0, 0, "the CUDA driver library '%s' has no %s (driver too old?)", \
+			 path, symname); \
+		dlclose(drv->lib); \
+		memset(drv, 0, sizeof *drv); \
+		return RT_ERR_DEVICE; \
+	} \
+	memcpy(&drv->name, &sym, sizeof sym);
+	RT_DRIVER_FUNCS(X)
+#undef X
+	return RT_OK;
+}
+
+/* "sm_90" -> 90, "sm_90a" -> 90 with *exact; -1 if not of that shape. */
+static int arch_number(const char *arch, bool *exact)
+{
+	*exact = false;
+	if (strncmp(arch, "sm_", 3) != 0)
+		return -1;
+	char *end;
+	long v = strtol(arch + 3, &end, 10);
+	if (end == arch + 3 || v <= 0 || v > 10000)
+		return -1;
+	if (*end == 'a' || *end == 'f') {
+		*exact = *end == 'a';
+		end++;
+	}
+	return *end ? -1 : (int)v;
+}
+
+static RtStatus open_device(RtSession *s, int ordinal, Diag *d)
+{
+	RtDeviceInfo *dev = &s->dev;
+	int count = 0;
+	RT_CU(s, d, cuInit(0));
+	RT_CU(s, d, cuDriverGetVersion(&dev->driver_version));
+	RT_CU(s, d, cuDeviceGetCount(&count));
+	if (count == 0) {
+		diag_set(d, "", 0, 0, "no CUDA device found");
+		return RT_ERR_DEVICE;
+	}
+	if (ordinal < 0 || ordinal >= count) {
+		diag_set(d, "", 0, 0, "there is no CUDA device %d (%d device%s found)", ordinal,
+			 count, count == 1 ? "" : "s");
+		return RT_ERR_DEVICE;
+	}
+	dev->ordinal = ordinal;
+	RT_CU(s, d, cuDeviceGet(&s->device, ordinal));
+	RT_CU(s, d, cuDeviceGetName(dev->name, (int)sizeof dev->name - 1, s->device));
+	RT_CU(s, d, cuDeviceGetAttribute(&dev->cc_major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
+					 s->device));
+	RT_CU(s, d, cuDeviceGetAttribute(&dev->cc_minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR,
+					 s->device));
+	RT_CU(s, d, cuDeviceGetAttribute(&dev->sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
+					 s->device));
+	RT_CU(s, d, cuDeviceGetAttribute(&dev->l2_bytes, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE,
+					 s->device));
+	bool exact;
+	int need = arch_number(s->plan->arch, &exact);
+	int have = dev->cc_major * 10 + dev->cc_minor;
+	if (need > 0 && (exact ? have != need : have < need)) {
+		diag_set(d, "", 0, 0, "the plan targets %s but device %d (%s) is sm_%d; compile it "
+			 "with --arch sm_%d", s->plan->arch, ordinal, dev->name, have, have);
+		return RT_ERR_DEVICE;
+	}
+	RT_CU(s, d, cuDevicePrimaryCtxRetain(&s->ctx, s->device));
+	RT_CU(s, d, cuCtxSetCurrent(s->ctx));
+	return RT_OK;
+}
+
+enum { JIT_LOG_SIZE = 16384 };
+
+static void trim_log(char *log)
+{
+	size_t n = strlen(log);
+	while (n > 0 && (log[n - 1] == '\n' || log[n - 1] == ' ' || log[n - 1] == '\r'))
+		log[--n] = '\0';
+}
+
+static RtStatus load_module(RtSession *s, Diag *d)
+{
+	const RtPlan *pl = s->plan;
+	size_t len;
+	char *ptx = read_all(pl->ptx_path, &len, d);
+	if (!ptx) {
+		diag_prefix(d, "the plan's PTX file");
+		return RT_ERR_INPUT;
+	}
+	char *errlog = xcalloc(JIT_LOG_SIZE, 1), *infolog = xcalloc(JIT_LOG_SIZE, 1);
+	int opts[4] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
+		       CU_JIT_INFO_LOG_BUFFER, CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES};
+	void *vals[4] = {errlog, (void *)(uintptr_t)JIT_LOG_SIZE,
+			 infolog, (void *)(uintptr_t)JIT_LOG_SIZE};
+	CUresult r = s->drv.cuModuleLoadDataEx(&s->module, ptx, 4, opts, vals);
+	free(ptx);
+	RtStatus st = RT_OK;
+	if (r != CUDA_SUCCESS) {
+		s->module = NULL;
+		st = rt_driver_fail(&s->drv, d, "cuModuleLoadDataEx", r);
+		errlog[JIT_LOG_SIZE - 1] = '\0';
+		trim_log(errlog);
+		if (errlog[0]) {
+			size_t n = strlen(d->msg);
+			snprintf(d->msg + n, sizeof d->msg - n, ": %s", errlog);
+		}
+		diag_prefix(d, "loading %s", pl->ptx_path);
+	}
+	free(errlog);
+	free(infolog);
+	return st;
+}
+
+static RtStatus get_functions(RtSession *s, Diag *d)
+{
+	const RtPlan *pl = s->plan;
+	s->funcs = xcalloc((size_t)pl->nkernels + 1, sizeof *s->funcs);
+	for (int i = 0; i < pl->nkernels; i++) {
+		const RtKernel *k = &pl->kernels[i];
+		CUresult r = s->drv.cuModuleGetFunction(&s->funcs[i], s->module, k->entry);
+		if (r != CUDA_SUCCESS) {
+			rt_driver_fail(&s->drv, d, "cuModuleGetFunction", r);
+			diag_prefix(d, "kernel '%s' (entry '%s')", k->name, k->entry);
+			return RT_ERR_DEVICE;
+		}
+		uint32_t most = 0;
+		for (int l = 0; l < pl->nlaunches; l++)
+			if (pl->launches[l].kernel == i && pl->launches[l].shared_bytes > most)
+				most = pl->launches[l].shared_bytes;
+		if (most > 48 * 1024) {
+			r = s->drv.cuFuncSetAttribute(s->funcs[i],
+						      CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+						      (int)most);
+			if (r != CUDA_SUCCESS) {
+				rt_driver_fail(&s->drv, d, "cuFuncSetAttribute", r);
+				diag_prefix(d, "kernel '%s' asking for %u bytes of shared memory",
+					    k->name, most);
+				return RT_ERR_DEVICE;
+			}
+		}
+	}
+	return RT_OK;
+}
+
+static RtStatus alloc_buffers(RtSession *s, Diag *d)
+{
+	const RtPlan *pl = s->plan;
+	s->bufs = xcalloc((size_t)pl->ntensors + 1, sizeof *s->bufs);
+	for (int i = 0; i < pl->ntensors; i++) {
+		const RtTensor *t = &pl->tensors[i];
+		if (!t->buffer)
+			continue;
+		CUdeviceptr p = 0;
+		CUresult r = s->drv.cuMemAlloc(&p, (size_t)t->bytes);
+		if (r != CUDA_SUCCESS) {
+			rt_driver_fail(&s->drv, d, "cuMemAlloc_v2", r);
+			diag_prefix(d, "allocating %llu bytes for tensor '%s'",
+				    (unsigned long long)t->bytes, t->name);
+			return RT_ERR_DEVICE;
+		}
+		s->bufs[i] = p;
+		if (t->role != ROLE_INPUT)
+			RT_CU(s, d, cuMemsetD8(p, 0xff, (size_t)t->bytes));
+	}
+	s->slots = xcalloc((size_t)pl->nlaunches + 1, sizeof *s->slots);
+	s->argv = xcalloc((size_t)pl->nlaunches + 1, sizeof *s->argv);
+	for (int i = 0; i < pl->nlaunches; i++) {
+		const RtLaunch *l = &pl->launches[i];
+		s->slots[i] = xcalloc((size_t)l->nargs + 1, sizeof **s->slots);
+		s->argv[i] = xcalloc((size_t)l->nargs + 1, sizeof **s->argv);
+		rt_pack_args(l, s->bufs, s->slots[i], s->argv[i]);
+	}
+	return RT_OK;
+}
+
+RtStatus rt_session_open(RtSession **out, const RtPlan *plan, int ordinal, Diag *d)
+{
+	RtSession *s = xcalloc(1, sizeof *s);
+	s->plan = plan;
+	*out = NULL;
+	RtStatus st = driver_open(&s->drv, d);
+	if (st == RT_OK)
+		st = open_device(s, ordinal, d);
+	if (st == RT_OK)
+		st = load_module(s, d);
+	if (st == RT_OK)
+		st = get_functions(s, d);
+	if (st == RT_OK)
+		st = alloc_buffers(s, d);
+	if (st != RT_OK) {
+		rt_session_close(s);
+		return st;
+	}
+	*out = s;
+	return RT_OK;
+}
+
+void rt_session_close(RtSession *s)
+{
+	if (!s)
+		return;
+	const RtPlan *pl = s->plan;
+	if (s->bufs)
+		for (int i = 0; i < pl->ntensors; i++)
+			if (s->bufs[i])
+				s->drv.cuMemFree(s->bufs[i]);
+	if (s->module)
+		s->drv.cuModuleUnload(s->module);
+	if (s->ctx)
+		s->drv.cuDevicePrimaryCtxRelease(s->device);
+	if (s->drv.lib)
+		dlclose(s->drv.lib);
+	if (s->slots)
+		for (int i = 0; i < pl->nlaunches; i++) {
+			free(s->slots[i]);
+			free(s->argv[i]);
+		}
+	free(s->slots);
+	free(s->argv);
+	free(s->bufs);
+	free(s->funcs);
+	free(s);
+}
+
+const RtDeviceInfo *rt_session_device(const RtSession *s)
+{
+	return &s->dev;
+}
+
+static RtStatus check_shape(const RtTensor *t, const HostTensor *h, Diag *d)
+{
+	bool same = h->dtype == t->dtype && h->rank == t->rank;
+	for (int i = 0; same && i < t->rank; i++)
+		same = h->dim[i] == t->dim[i];
+	if (!same) {
+		char want[160], got[160];
+		diag_set(d, "", 0, 0, "tensor '%s': expected %s, got %s", t->name,
+			 host_shape_text(t->dtype, t->rank, t->dim, want, sizeof want),
+			 host_shape_text(h->dtype, h->rank, h->dim, got, sizeof got));
+		return RT_ERR_INPUT;
+	}
+	return RT_OK;
+}
+
+RtStatus rt_session_upload(RtSession *s, int tensor, const HostTensor *h, Diag *d)
+{
+	if (tensor < 0 || tensor >= s->plan->ntensors || !s->bufs[tensor])
+		die("upload to tensor %d, which has no buffer", tensor);
+	const RtTensor *t = &s->plan->tensors[tensor];
+	RtStatus st = check_shape(t, h, d);
+	if (st != RT_OK)
+		return st;
+	RT_CU(s, d, cuMemcpyHtoD(s->bufs[tensor], h->data, (size_t)t->bytes));
+	return RT_OK;
+}
+
+RtStatus rt_session_download(RtSession *s, int tensor, HostTensor *out, Diag *d)
+{
+	if (tensor < 0 || tensor >= s->plan->ntensors || !s->bufs[tensor])
+		die("download of tensor %d, which has no buffer", tensor);
+	const RtTensor *t = &s->plan->tensors[tensor];
+	if (host_alloc(out, t->dtype, t->rank, t->dim, d) < 0)
+		return RT_ERR_INPUT;
+	CUresult r = s->drv.cuMemcpyDtoH(out->data, s->bufs[tensor], (size_t)t->bytes);
+	if (r != CUDA_SUCCESS) {
+		host_free(out);
+		return rt_driver_fail(&s->drv, d, "cuMemcpyDtoH_v2", r);
+	}
+	return RT_OK;
+}
+
+RtStatus rt_launch_all(RtSession *s, void ***argv, CUevent *ev, Diag *d)
+{
+	const RtPlan *pl = s->plan;
+	if (ev)
+		RT_CU(s, d, cuEventRecord(ev[0], NULL));
+	for (int i = 0; i < pl->nlaunches; i++) {
+		const RtLaunch *l = &pl->launches[i];
+		CUresult r = s->drv.cuLaunchKernel(s->funcs[l->kernel],
+						   l->grid[0], l->grid[1], l->grid[2],
+						   l->block[0], l->block[1], l->block[2],
+						   l->shared_bytes, NULL, argv[i], NULL);
+		if (r != CUDA_SUCCESS) {
+			rt_driver_fail(&s->drv, d, "cuLaunchKernel", r);
+			diag_prefix(d, "launch %d (step %d, kernel '%s')", i, l->step,
+				    pl->kernels[l->kernel].name);
+			return RT_ERR_DEVICE;
+		}
+		if (ev)
+			RT_CU(s, d, cuEventRecord(ev[i + 1], NULL));
+	}
+	return RT_OK;
+}
+
+RtStatus rt_session_run(RtSession *s, Diag *d)
+{
+	RtStatus st = rt_launch_all(s, s->argv, NULL, d);
+	if (st != RT_OK)
+		return st;
+	CUresult r = s->drv.cuCtxSynchronize();
+	if (r != CUDA_SUCCESS) {
+		rt_driver_fail(&s->drv, d, "cuCtxSynchronize", r);
+		diag_prefix(d, "running the plan's kernels");
+		return RT_ERR_DEVICE;
+	}
+	return RT_OK;
+}
+
+/* ---- one call ------------------------------------------------------------- */
+
+static RtStatus open_and_upload(const char *plan_path, const RtNamed *inputs, int ninputs,
+				RtPlan **plp, RtSession **sp, Diag *d)
+{
+	*sp = NULL;
+	RtPlan *pl = *plp = rt_plan_load(plan_path, d);
+	if (!pl)
+		return RT_ERR_INPUT;
+	for (int i = 0; i < pl->ntensors; i++) {
+		if (pl->tensors[i].role != ROLE_INPUT)
+			continue;
+		int k = 0;
+		while (k < ninputs && strcmp(inputs[k].name, pl->tensors[i].name) != 0)
+			k++;
+		if (k == ninputs) {
+			diag_set(d, "", 0, 0, "no value given for input '%s'", pl->tensors[i].name);
+			return RT_ERR_INPUT;
+		}
+		RtStatus st = check_shape(&pl->tensors[i], &inputs[k].t, d);
+		if (st != RT_OK)
+			return st;
+	}
+	RtStatus st = rt_session_open(sp, pl, 0, d);
+	for (int i = 0; st == RT_OK && i < pl->ntensors; i++) {
+		if (pl->tensors[i].role != ROLE_INPUT)
+			continue;
+		int k = 0;
+		while (strcmp(inputs[k].name, pl->tensors[i].name) != 0)
+			k++;
+		st = rt_session_upload(*sp, i, &inputs[k].t, d);
+	}
+	return st;
+}
+
+RtStatus rt_cuda_run(const char *plan_path, const RtNamed *inputs, int ninputs,
+		     RtNamed *outputs, int noutputs, Diag *d)
+{
+	RtPlan *pl;
+	RtSession *s;
+	for (int i = 0; i < noutputs; i++)
+		memset(&outputs[i].t, 0, sizeof outputs[i].t);
+	RtStatus st = open_and_upload(plan_path, inputs, ninputs, &pl, &s, d);
+	if (st == RT_OK)
+		st = rt_session_run(s, d);
+	for (int i = 0; st == RT_OK && i < noutputs; i++) {
+		int t = rt_plan_find_tensor(pl, outputs[i].name);
+		if (t < 0 || !pl->tensors[t].buffer) {
+			diag_set(d, pl->path, 0, 0, "the plan has no buffer for output '%s'",
+				 outputs[i].name);
+			st = RT_ERR_INPUT;
+			break;
+		}
+		st = rt_session_download(s, t, &outputs[i].t, d);
+	}
+	if (st != RT_OK)
+		for (int i = 0; i < noutputs; i++)
+			host_free(&outputs[i].t);
+	rt_session_close(s);
+	rt_plan_free(pl);
+	return st;
+}
+
+RtStatus rt_cuda_bench(const char *plan_path, const RtNamed *inputs, int ninputs,
+		       const RtBenchOptions *o, Buf *report, Diag *d)
+{
+	RtPlan *pl;
+	RtSession *s;
+	RtBenchResult r = {0};
+	RtStatus st = open_and_upload(plan_path, inputs, ninputs, &pl, &s, d);
+	if (st == RT_OK)
+		st = rt_bench(s, o, &r, d);
+	if (st == RT_OK)
+		rt_bench_report(report, s, &r);
+	rt_bench_result_free(&r);
+	rt_session_close(s);
+	rt_plan_free(pl);
+	return st;
+}

@@ -1,0 +1,111 @@
+# t_runtime.sh: fusec-run, the standalone CUDA launcher, without a GPU: usage and
+# plan errors, the missing driver, and full runs against build/tests/fakecuda.so,
+# a stand-in driver that emulates the fixture's kernels (tests/runtime/).
+BIN=$(dirname "$FUSEC")
+RUN=$BIN/fusec-run
+FAKE=$BIN/tests/fakecuda.so
+FIX=tests/runtime/axpb.plan.json
+
+check rt_no_plan 2 "$RUN"
+contains rt_no_plan_msg "$TMP/err" "fusec-run: no plan given"
+check rt_bad_option 2 "$RUN" $FIX --frobnicate
+contains rt_bad_option_msg "$TMP/err" "unknown option '--frobnicate'"
+check rt_bad_iters 2 "$RUN" $FIX --iters x
+contains rt_bad_iters_msg "$TMP/err" "--iters expects a non-negative integer, got 'x'"
+check rt_help 0 "$RUN" --help
+contains rt_help_text "$TMP/out" "usage: fusec-run DIR|PLAN.json [OPTIONS]"
+
+check rt_plan_only 0 "$RUN" $FIX --plan-only
+contains rt_plan_only_args "$TMP/out" "  args: t, f32 0.5, f32 1, i32 37000, y, m"
+contains rt_plan_only_bytes "$TMP/out" "bytes that must move: 629000 (inputs 444000 + outputs 185000)"
+check rt_plan_dir 0 "$RUN" tests/runtime --plan-only
+contains rt_plan_dir_path "$TMP/out" "plan tests/runtime/axpb.plan.json: arch sm_90"
+
+sed 's/"i32"/"i16"/' $FIX >"$TMP/bad.plan.json"
+check rt_bad_plan 1 "$RUN" "$TMP/bad.plan.json" --plan-only
+same rt_bad_plan_msg "$TMP/err" "$TMP/bad.plan.json: error: kernels[1].params[3]: unknown parameter type \"i16\" (ptr, i64, i32, f64 or f32)"
+check rt_missing_plan 1 "$RUN" "$TMP/none.plan.json"
+contains rt_missing_plan_msg "$TMP/err" "none.plan.json: error: cannot open"
+
+check rt_no_driver 3 env FUSEC_LIBCUDA=/nonexistent/libcuda.so.1 "$RUN" $FIX
+contains rt_no_driver_msg "$TMP/err" "fusec-run: error: cannot load the CUDA driver library '/nonexistent/libcuda.so.1': "
+
+# The CUDA toolkit's stub library has every symbol but no driver behind it.
+for stub in /usr/local/cuda/lib64/stubs/libcuda.so /usr/local/cuda/lib/stubs/libcuda.so; do
+	[ -f "$stub" ] || continue
+	check rt_stub 3 env FUSEC_LIBCUDA=$stub "$RUN" $FIX
+	same rt_stub_msg "$TMP/err" "fusec-run: error: cuInit failed: CUDA_ERROR_STUB_LIBRARY (CUDA driver is a stub library)"
+	break
+done
+
+export FUSEC_LIBCUDA="$FAKE"
+check rt_run 0 "$RUN" $FIX --outputs "$TMP/o1" --save-inputs "$TMP/in"
+cp "$TMP/out" "$TMP/run1"
+contains rt_run_device "$TMP/run1" "device 0: Fake CUDA Device (sm_90)"
+contains rt_run_y "$TMP/run1" "output y f32[1000,37] sum="
+contains rt_run_m "$TMP/run1" "output m u8[1000,37] sum="
+if grep -q "nan=[1-9]" "$TMP/run1"; then
+	echo "FAIL rt_run_nan: an output has unwritten (NaN) elements"; fail=$((fail + 1))
+else
+	pass=$((pass + 1))
+fi
+same rt_run_clean "$TMP/err" ""
+check rt_run_files 0 ls "$TMP/o1/y.npy" "$TMP/o1/m.npy" "$TMP/in/a.npy" "$TMP/in/b.npy" "$TMP/in/c.npy"
+
+check rt_run_again 0 "$RUN" $FIX
+same_files rt_deterministic "$TMP/out" "$TMP/run1"
+check rt_seed 0 "$RUN" $FIX --seed 7
+if cmp -s "$TMP/out" "$TMP/run1"; then
+	echo "FAIL rt_seed_differs: --seed 7 gave the same values as seed 0"; fail=$((fail + 1))
+else
+	pass=$((pass + 1))
+fi
+
+# Inputs read back from .npy give the same outputs, bit for bit.
+check rt_inputs 0 "$RUN" $FIX --inputs "$TMP/in" --outputs "$TMP/o2"
+same_files rt_inputs_same "$TMP/out" "$TMP/run1"
+same_files rt_inputs_y "$TMP/o1/y.npy" "$TMP/o2/y.npy"
+mkdir -p "$TMP/in2" && cp "$TMP/in/b.npy" "$TMP/in/c.npy" "$TMP/in2/" && cp "$TMP/o1/m.npy" "$TMP/in2/a.npy"
+check rt_inputs_dtype 1 "$RUN" $FIX --inputs "$TMP/in2"
+same rt_inputs_dtype_msg "$TMP/err" "$TMP/in2/a.npy: error: holds u8[1000,37], but input 'a' is f32[1000,37]"
+rm "$TMP/in2/a.npy"
+check rt_inputs_missing 1 "$RUN" $FIX --inputs "$TMP/in2"
+contains rt_inputs_missing_msg "$TMP/err" "$TMP/in2/a.npy"
+
+check rt_bench 0 "$RUN" $FIX --bench --iters 9 --warmup 2
+contains rt_bench_head "$TMP/out" "bench: 2 warm-up, 9 timed runs (median), 32 buffer sets rotated"
+contains rt_bench_k0 "$TMP/out" "0      0      k_fma                    [145,1,1]        [256,1,1]             10.00        10.00"
+contains rt_bench_k1 "$TMP/out" "1      1      k_affine                 [290,1,1]        [128,1,1]              5.00         5.00"
+contains rt_bench_total "$TMP/out" "total: median 15.00 us, min 15.00 us"
+contains rt_bench_bytes "$TMP/out" "bytes that must move: 614.3 KiB (inputs 433.6 KiB + outputs 180.7 KiB)"
+contains rt_bench_bw "$TMP/out" "bandwidth: 41.9 GB/s"
+same rt_bench_clean "$TMP/err" ""
+check rt_bench_big_l2 0 env FAKECUDA_L2=100000 "$RUN" $FIX --bench --iters 3
+contains rt_bench_one_set "$TMP/out" "1 buffer set rotated"
+
+# Device failures: exit 3 with the driver's words.
+cp tests/runtime/axpb.ptx "$TMP/axpb.ptx" && echo "FAKE_JIT_ERROR" >>"$TMP/axpb.ptx"
+cp $FIX "$TMP/axpb.plan.json"
+check rt_bad_ptx 3 "$RUN" "$TMP/axpb.plan.json"
+same rt_bad_ptx_msg "$TMP/err" "fusec-run: error: loading $TMP/axpb.ptx: cuModuleLoadDataEx failed: CUDA_ERROR_INVALID_PTX (a PTX JIT compilation failed): ptxas application ptx input, line 3; fatal   : Parsing error near 'FAKE_JIT_ERROR'"
+rm "$TMP/axpb.ptx"
+check rt_no_ptx 1 "$RUN" "$TMP/axpb.plan.json"
+same rt_no_ptx_msg "$TMP/err" "$TMP/axpb.ptx: error: the plan's PTX file: cannot open: No such file or directory"
+check rt_oom 3 env FAKECUDA_MEM=300000 "$RUN" $FIX
+same rt_oom_msg "$TMP/err" "fusec-run: error: allocating 148000 bytes for tensor 'c': cuMemAlloc_v2 failed: CUDA_ERROR_OUT_OF_MEMORY (out of memory)"
+check rt_no_device 3 env FAKECUDA_NO_DEVICE=1 "$RUN" $FIX
+same rt_no_device_msg "$TMP/err" "fusec-run: error: cuInit failed: CUDA_ERROR_NO_DEVICE (no CUDA-capable device is detected)"
+check rt_old_gpu 3 env FAKECUDA_CC=80 "$RUN" $FIX
+same rt_old_gpu_msg "$TMP/err" "fusec-run: error: the plan targets sm_90 but device 0 (Fake CUDA Device) is sm_80; compile it with --arch sm_80"
+check rt_bad_device 3 "$RUN" $FIX --device 2
+same rt_bad_device_msg "$TMP/err" "fusec-run: error: there is no CUDA device 2 (1 device found)"
+sed 's/"entry": "fix_fma"/"entry": "fix_nope"/' $FIX >"$TMP/entry.plan.json"
+cp tests/runtime/axpb.ptx "$TMP/"
+check rt_bad_entry 3 "$RUN" "$TMP/entry.plan.json"
+same rt_bad_entry_msg "$TMP/err" "fusec-run: error: kernel 'k_fma' (entry 'fix_nope'): cuModuleGetFunction failed: CUDA_ERROR_NOT_FOUND (named symbol not found)"
+
+# A grid too small leaves output elements unwritten: they read back as NaN.
+sed 's/"grid": \[290, 1, 1\]/"grid": [200, 1, 1]/' $FIX >"$TMP/grid.plan.json"
+check rt_short_grid 0 "$RUN" "$TMP/grid.plan.json"
+contains rt_short_grid_nan "$TMP/out" "nan=11400 "
+unset FUSEC_LIBCUDA

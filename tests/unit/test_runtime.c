@@ -1,0 +1,347 @@
+/* test_runtime.c: the CUDA runtime's host side: plan validation and its messages,
+ * kernel-argument packing, bytes that must move, medians, driver error text, and
+ * the failure without a driver library. (The device path itself is run against a
+ * stand-in driver by tests/cli/t_runtime.sh.) Runs from tests/. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "test.h"
+#include "../../lib/rt_driver.h"
+
+static const char base_plan[] =
+	"{\"format\": \"fusec-plan/1\", \"compiler\": \"fusec 0.1.0\", \"arch\": \"sm_90\",\n"
+	" \"ptx\": \"g.ptx\", \"plans\": [{\"id\": 0}],\n"
+	" \"tensors\": [\n"
+	"  {\"name\": \"a\", \"dtype\": \"f32\", \"shape\": [64, 64], \"role\": \"input\", \"buffer\": true},\n"
+	"  {\"name\": \"s\", \"dtype\": \"i64\", \"shape\": [], \"role\": \"input\", \"buffer\": true},\n"
+	"  {\"name\": \"t2\", \"dtype\": \"f32\", \"shape\": [64, 64], \"role\": \"intermediate\", \"buffer\": false},\n"
+	"  {\"name\": \"y\", \"dtype\": \"f16\", \"shape\": [64, 64], \"role\": \"output\", \"buffer\": true}],\n"
+	" \"kernels\": [\n"
+	"  {\"name\": \"k0\", \"entry\": \"fusec_k0\", \"params\": [\"ptr\", \"ptr\", \"f64\", \"i64\", \"ptr\", \"i32\", \"f32\", \"ptr\"],\n"
+	"   \"block\": [256, 1, 1], \"shared_bytes\": 0, \"score\": 630}],\n"
+	" \"steps\": [\n"
+	"  {\"segment\": 0, \"plan\": 0, \"mode\": \"explored\", \"launches\": [\n"
+	"   {\"kernel\": \"k0\", \"grid\": [16, 1, 1], \"shared_bytes\": 128,\n"
+	"    \"args\": [{\"tensor\": \"a\"}, {\"tensor\": \"s\"}, {\"f64\": 2.5}, {\"i64\": 4096},\n"
+	"             {\"tensor\": \"y\"}, {\"i32\": -7}, {\"f32\": \"-inf\"}, {\"tensor\": \"a\"}]}]}]}\n";
+
+/* Parse base_plan with the first occurrence of `from` replaced by `to`; return the
+ * formatted error, or "(ok)". */
+static const char *mutated(const char *from, const char *to)
+{
+	static char msg[1200];
+	const char *at = strstr(base_plan, from);
+	assert_non_null(at);
+	Buf b = {0};
+	buf_write(&b, base_plan, (size_t)(at - base_plan));
+	buf_puts(&b, to);
+	buf_puts(&b, at + strlen(from));
+	Diag d;
+	RtPlan *p = rt_plan_parse("dir/g.plan.json", b.data, b.len, &d);
+	if (p)
+		snprintf(msg, sizeof msg, "(ok)");
+	else
+		diag_format(&d, msg, sizeof msg);
+	rt_plan_free(p);
+	buf_free(&b);
+	return msg;
+}
+
+static void test_plan_good(void **state)
+{
+	(void)state;
+	Diag d;
+	RtPlan *p = rt_plan_parse("dir/g.plan.json", base_plan, strlen(base_plan), &d);
+	assert_non_null(p);
+	assert_string_equal(p->ptx_path, "dir/g.ptx");
+	assert_string_equal(p->arch, "sm_90");
+	assert_int_equal(p->ntensors, 4);
+	assert_int_equal(p->tensors[1].rank, 0);
+	assert_int_equal(p->tensors[1].n, 1);
+	assert_int_equal(p->tensors[1].bytes, 8);
+	assert_int_equal(p->tensors[3].dtype, DT_F16);
+	assert_int_equal(p->tensors[3].bytes, 64 * 64 * 2);
+	assert_int_equal(p->tensors[3].role, ROLE_OUTPUT);
+	assert_false(p->tensors[2].buffer);
+	assert_int_equal(p->nkernels, 1);
+	assert_string_equal(p->kernels[0].entry, "fusec_k0");
+	assert_int_equal(p->kernels[0].nparams, 8);
+	assert_int_equal(p->nsteps, 1);
+	assert_string_equal(p->steps[0].mode, "explored");
+	assert_int_equal(p->nlaunches, 1);
+	const RtLaunch *l = &p->launches[0];
+	assert_int_equal(l->grid[0], 16);
+	assert_int_equal(l->block[0], 256);     /* from the kernel */
+	assert_int_equal(l->shared_bytes, 128);
+	assert_int_equal(l->args[0].tensor, 0);
+	assert_int_equal(l->args[4].tensor, 3);
+	assert_int_equal(l->args[3].i, 4096);
+	assert_int_equal(l->args[5].i, -7);
+	assert_true(l->args[2].f == 2.5);
+	assert_true(isinf(l->args[6].f) && l->args[6].f < 0);
+	assert_int_equal(rt_plan_find_tensor(p, "y"), 3);
+	assert_int_equal(rt_plan_find_tensor(p, "zz"), -1);
+	rt_plan_free(p);
+}
+
+static void test_plan_errors(void **state)
+{
+	(void)state;
+	static const struct { const char *from, *to, *want; } cases[] = {
+		{"\"format\": \"fusec-plan/1\", ", "",
+		 "missing key \"format\""},
+		{"fusec-plan/1", "fusec-plan/2",
+		 "format: unsupported plan format \"fusec-plan/2\" (expected \"fusec-plan/1\")"},
+		{"\"ptx\": \"g.ptx\"", "\"ptx\": 3",
+		 "ptx: expected a string, got a number"},
+		{"\"tensors\"", "\"tensorz\"",
+		 "missing key \"tensors\""},
+		{"\"dtype\": \"f32\", \"shape\": [64, 64], \"role\": \"input\"", "\"dtype\": \"f33\", \"shape\": [64, 64], \"role\": \"input\"",
+		 "tensors[0].dtype: unknown dtype \"f33\""},
+		{"\"shape\": [64, 64], \"role\": \"input\"", "\"shape\": [64, 0], \"role\": \"input\"",
+		 "tensors[0].shape[1]: 0 is out of range [1, 1099511627776]"},
+		{"\"shape\": [64, 64], \"role\": \"input\"", "\"shape\": [64, 1.5], \"role\": \"input\"",
+		 "tensors[0].shape[1]: expected an integer, got 1.5"},
+		{"\"shape\": [64, 64], \"role\": \"input\"", "\"shape\": \"64x64\", \"role\": \"input\"",
+		 "tensors[0].shape: expected an array, got a string"},
+		{"\"shape\": [64, 64], \"role\": \"input\"", "\"shape\": [1,1,1,1,1,1,1,1,1], \"role\": \"input\"",
+		 "tensors[0].shape: rank 9 is more than 8"},
+		{"\"role\": \"input\", \"buffer\": true}", "\"role\": \"input\", \"buffer\": false}",
+		 "tensors[0].buffer: input tensor 'a' must have a buffer"},
+		{"\"role\": \"output\"", "\"role\": \"result\"",
+		 "tensors[3].role: unknown role \"result\" (input, output or intermediate)"},
+		{"\"name\": \"s\"", "\"name\": \"a\"",
+		 "tensors[1]: tensor 'a' is listed twice (also tensors[0])"},
+		{"\"name\": \"s\", ", "",
+		 "tensors[1]: missing key \"name\""},
+		{"\"params\": [\"ptr\", \"ptr\"", "\"params\": [\"ptr\", \"u64\"",
+		 "kernels[0].params[1]: unknown parameter type \"u64\" (ptr, i64, i32, f64 or f32)"},
+		{"{\"kernel\": \"k0\"", "{\"kernel\": \"k9\"",
+		 "steps[0].launches[0].kernel: unknown kernel 'k9'"},
+		{"{\"kernel\": \"k0\", ", "{",
+		 "steps[0].launches[0]: missing key \"kernel\""},
+		{", {\"tensor\": \"a\"}]}", "]}",
+		 "steps[0].launches[0].args: 7 arguments for the 8 parameters of kernel 'k0'"},
+		{"{\"f64\": 2.5}", "{\"i64\": 2}",
+		 "steps[0].launches[0].args[2]: expected {\"f64\": …} for parameter 2 (f64) of kernel 'k0', got {\"i64\": …}"},
+		{"{\"f64\": 2.5}", "2.5",
+		 "steps[0].launches[0].args[2]: expected {\"f64\": …} for parameter 2 (f64) of kernel 'k0'"},
+		{"{\"f64\": 2.5}", "{\"f64\": \"two\"}",
+		 "steps[0].launches[0].args[2].f64: expected a number, \"inf\", \"-inf\" or \"nan\", got \"two\""},
+		{"{\"tensor\": \"s\"}", "{\"tensor\": \"t2\"}",
+		 "steps[0].launches[0].args[1].tensor: tensor 't2' is bound to a pointer but has no buffer"},
+		{"{\"tensor\": \"s\"}", "{\"tensor\": \"q\"}",
+		 "steps[0].launches[0].args[1].tensor: unknown tensor 'q'"},
+		{"{\"i32\": -7}", "{\"i32\": 3000000000}",
+		 "steps[0].launches[0].args[5].i32: 3000000000 is out of range [-2147483648, 2147483647]"},
+		{"{\"i64\": 4096}", "{\"i64\": 4096.5}",
+		 "steps[0].launches[0].args[3].i64: expected an integer, got 4096.5"},
+		{"\"grid\": [16, 1, 1]", "\"grid\": [16, 1]",
+		 "steps[0].launches[0].grid: expected 3 integers [x, y, z], got 2"},
+		{"\"grid\": [16, 1, 1]", "\"grid\": [16, 70000, 1]",
+		 "steps[0].launches[0].grid[1]: 70000 is out of range [1, 65535]"},
+		{"\"block\": [256, 1, 1]", "\"block\": [256, 8, 1]",
+		 "steps[0].launches[0].block: 256×8×1 threads is more than 1024 per block"},
+		{"\"block\": [256, 1, 1], ", "",
+		 "steps[0].launches[0]: missing key \"block\""},
+		{"\"launches\": [", "\"launchez\": [",
+		 "steps[0]: missing key \"launches\""},
+		{"\"segment\": 0", "\"segment\": \"0\"",
+		 "steps[0].segment: expected a number, got a string"},
+	};
+	char want[1200];
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		snprintf(want, sizeof want, "dir/g.plan.json: error: %s", cases[i].want);
+		const char *got = mutated(cases[i].from, cases[i].to);
+		if (strcmp(got, want) != 0)
+			fail_msg("case %zu:\n  got  %s\n  want %s", i, got, want);
+	}
+}
+
+static void test_plan_bad_json(void **state)
+{
+	(void)state;
+	Diag d;
+	char msg[1200];
+	const char *text = "{\"format\": \"fusec-plan/1\",\n \"ptx\": \"x.ptx\",\n \"tensors\": [}\n";
+	assert_null(rt_plan_parse("p.json", text, strlen(text), &d));
+	diag_format(&d, msg, sizeof msg);
+	assert_string_equal(msg, "p.json:3: error: the plan is not valid JSON");
+	text = "[1, 2]";
+	assert_null(rt_plan_parse("p.json", text, strlen(text), &d));
+	diag_format(&d, msg, sizeof msg);
+	assert_string_equal(msg, "p.json: error: a plan is a JSON object, got an array");
+	text = "{} {}";
+	assert_null(rt_plan_parse("p.json", text, strlen(text), &d));
+	diag_format(&d, msg, sizeof msg);
+	assert_string_equal(msg, "p.json:1: error: unexpected text after the plan's JSON object");
+}
+
+static void test_plan_load_paths(void **state)
+{
+	(void)state;
+	Diag d;
+	char msg[1200];
+	RtPlan *p = rt_plan_load("runtime", &d);
+	assert_non_null(p);
+	assert_string_equal(p->path, "runtime/axpb.plan.json");
+	assert_string_equal(p->ptx_path, "runtime/axpb.ptx");
+	assert_int_equal(p->nlaunches, 2);
+	rt_plan_free(p);
+	assert_null(rt_plan_load("unit", &d));
+	diag_format(&d, msg, sizeof msg);
+	assert_string_equal(msg, "unit: error: holds no plan (*.plan.json)");
+	assert_null(rt_plan_load("runtime/none.plan.json", &d));
+	diag_format(&d, msg, sizeof msg);
+	assert_string_equal(msg, "runtime/none.plan.json: error: cannot open: No such file or directory");
+}
+
+static void test_pack_args(void **state)
+{
+	(void)state;
+	Diag d;
+	RtPlan *p = rt_plan_parse("g.plan.json", base_plan, strlen(base_plan), &d);
+	assert_non_null(p);
+	const RtLaunch *l = &p->launches[0];
+	uint64_t bufs[4] = {0x7f0000001000ULL, 0x7f0000002000ULL, 0, 0x7f0000003000ULL};
+	RtArgSlot slots[8];
+	void *argv[8];
+	memset(slots, 0xcc, sizeof slots);
+	rt_pack_args(l, bufs, slots, argv);
+	for (int i = 0; i < 8; i++)
+		assert_ptr_equal(argv[i], &slots[i]);
+	uint64_t u;
+	double f64;
+	int64_t i64;
+	int32_t i32;
+	float f32;
+	memcpy(&u, argv[0], 8);
+	assert_true(u == 0x7f0000001000ULL);
+	memcpy(&u, argv[1], 8);
+	assert_true(u == 0x7f0000002000ULL);
+	memcpy(&f64, argv[2], 8);
+	assert_true(f64 == 2.5);
+	memcpy(&i64, argv[3], 8);
+	assert_int_equal(i64, 4096);
+	memcpy(&u, argv[4], 8);
+	assert_true(u == 0x7f0000003000ULL);
+	memcpy(&i32, argv[5], 4);
+	assert_int_equal(i32, -7);
+	memcpy(&f32, argv[6], 4);
+	assert_true(isinf(f32) && f32 < 0);
+	memcpy(&u, argv[7], 8);
+	assert_true(u == 0x7f0000001000ULL);
+	/* 4-byte values are stored at the slot's start, the rest zeroed. */
+	const unsigned char *raw = argv[5];
+	assert_memory_equal(raw, &i32, 4);
+	for (int k = 4; k < 8; k++)
+		assert_int_equal(raw[k], 0);
+	rt_plan_free(p);
+}
+
+static void test_bytes_moved(void **state)
+{
+	(void)state;
+	Diag d;
+	RtPlan *p = rt_plan_parse("g.plan.json", base_plan, strlen(base_plan), &d);
+	assert_non_null(p);
+	assert_int_equal(rt_plan_bytes_in(p), 64 * 64 * 4 + 8);
+	assert_int_equal(rt_plan_bytes_out(p), 64 * 64 * 2);
+	/* a, s, y; a is bound twice but counted once */
+	assert_int_equal(rt_launch_bytes(p, &p->launches[0]), 64 * 64 * 4 + 8 + 64 * 64 * 2);
+	rt_plan_free(p);
+	p = rt_plan_load("runtime/axpb.plan.json", &d);
+	assert_non_null(p);
+	assert_int_equal(rt_plan_bytes_in(p), 3 * 37000 * 4);
+	assert_int_equal(rt_plan_bytes_out(p), 37000 * 4 + 37000);
+	rt_plan_free(p);
+}
+
+static void test_median(void **state)
+{
+	(void)state;
+	double odd[] = {5, 1, 4, 2, 3};
+	double even[] = {8, 2, 6, 4};
+	double one[] = {7};
+	assert_true(rt_median(odd, 5) == 3);
+	assert_true(rt_median(even, 4) == 5);
+	assert_true(rt_median(one, 1) == 7);
+	assert_true(rt_median(one, 0) == 0);
+}
+
+static void test_driver_error_text(void **state)
+{
+	(void)state;
+	RtDriver none;
+	Diag d;
+	memset(&none, 0, sizeof none);
+	assert_int_equal(rt_driver_fail(&none, &d, "cuModuleLoadDataEx", 218), RT_ERR_DEVICE);
+	assert_string_equal(d.msg, "cuModuleLoadDataEx failed: CUDA_ERROR_INVALID_PTX "
+			    "(a PTX JIT compilation failed)");
+	rt_driver_fail(&none, &d, "cuInit", 12345);
+	assert_string_equal(d.msg, "cuInit failed: CUDA error 12345");
+	assert_string_equal(rt_call_name_("cuMemAlloc(&p, n)"), "cuMemAlloc_v2");
+	assert_string_equal(rt_call_name_("cuEventDestroy(ev)"), "cuEventDestroy_v2");
+	assert_string_equal(rt_call_name_("cuInit(0)"), "cuInit");
+}
+
+static void test_no_driver(void **state)
+{
+	(void)state;
+	const char *old = getenv("FUSEC_LIBCUDA");
+	char *saved = old ? strdup(old) : NULL;
+	setenv("FUSEC_LIBCUDA", "/nonexistent/libcuda.so.1", 1);
+	Diag d;
+	RtPlan *p = rt_plan_load("runtime/axpb.plan.json", &d);
+	assert_non_null(p);
+	RtSession *s = (RtSession *)&d;
+	assert_int_equal(rt_session_open(&s, p, 0, &d), RT_ERR_DEVICE);
+	assert_null(s);
+	assert_string_equal(d.file, "");
+	const char *want = "cannot load the CUDA driver library '/nonexistent/libcuda.so.1': ";
+	assert_memory_equal(d.msg, want, strlen(want));
+	assert_non_null(strstr(d.msg, "is an NVIDIA driver installed?"));
+
+	/* rt_cuda_run: inputs are checked before the driver is touched. */
+	RtNamed in[3], out[2] = {{"y", {0}}, {"m", {0}}};
+	const char *names[3] = {"a", "b", "c"};
+	int64_t dim[2] = {1000, 37};
+	for (int i = 0; i < 3; i++) {
+		in[i].name = names[i];
+		assert_int_equal(host_alloc(&in[i].t, DT_F32, 2, dim, &d), 0);
+	}
+	assert_int_equal(rt_cuda_run("runtime/axpb.plan.json", in, 2, out, 2, &d), RT_ERR_INPUT);
+	assert_string_equal(d.msg, "no value given for input 'c'");
+	in[1].t.dim[0] = 999;
+	assert_int_equal(rt_cuda_run("runtime/axpb.plan.json", in, 3, out, 2, &d), RT_ERR_INPUT);
+	assert_string_equal(d.msg, "tensor 'b': expected f32[1000,37], got f32[999,37]");
+	in[1].t.dim[0] = 1000;
+	assert_int_equal(rt_cuda_run("runtime/axpb.plan.json", in, 3, out, 2, &d), RT_ERR_DEVICE);
+	assert_memory_equal(d.msg, want, strlen(want));
+	assert_null(out[0].t.data);
+	assert_null(out[1].t.data);
+	for (int i = 0; i < 3; i++)
+		host_free(&in[i].t);
+	rt_plan_free(p);
+	if (saved) {
+		setenv("FUSEC_LIBCUDA", saved, 1);
+		free(saved);
+	} else {
+		unsetenv("FUSEC_LIBCUDA");
+	}
+}
+
+const struct CMUnitTest runtime_tests[] = {
+	cmocka_unit_test(test_plan_good),
+	cmocka_unit_test(test_plan_errors),
+	cmocka_unit_test(test_plan_bad_json),
+	cmocka_unit_test(test_plan_load_paths),
+	cmocka_unit_test(test_pack_args),
+	cmocka_unit_test(test_bytes_moved),
+	cmocka_unit_test(test_median),
+	cmocka_unit_test(test_driver_error_text),
+	cmocka_unit_test(test_no_driver),
+};
+const size_t runtime_ntests = SUITE_COUNT(runtime_tests);
