@@ -25,25 +25,38 @@ CMOCKA_LIBS   := $(shell $(PKG_CONFIG) --libs cmocka 2>/dev/null)
 ALL_CFLAGS = -std=c11 -D_POSIX_C_SOURCE=200809L $(WARN) $(CFLAGS) $(DEPS_CFLAGS) -MMD -MP
 
 # Sources, per layer. Keep each list sorted.
-LIB_SRC     = lib/support.c
-IR_SRC      = ir/liveness.c ir/ops.c ir/relative.c
-PASSES_SRC  =
-CODEGEN_SRC =
-CMD_SRC     = cmd/fusec.c cmd/normalize.c
-TEST_SRC    = tests/unit/main.c tests/unit/test_relative.c
+LIB_SRC     = lib/check.c lib/host.c lib/interp.c lib/npy.c lib/support.c
+IR_SRC      = ir/build.c ir/infer.c ir/liveness.c ir/ops.c ir/read_json.c ir/read_yaml.c ir/relative.c
+PASSES_SRC  = passes/block.c passes/explain.c passes/explorer.c passes/fuser_elemwise.c passes/fuser_matmul.c passes/fuser_reduce.c passes/fuser_reduce_bcast.c passes/fusers.c passes/intset.c passes/log.c passes/plan_store.c passes/processor.c passes/record.c passes/score.c
+CODEGEN_SRC = codegen/jit.c codegen/kernel_elemwise.c codegen/kernel_single.c codegen/math.c codegen/module.c codegen/plan.c
+CMD_SRC     = cmd/compile.c cmd/explain.c cmd/fusec.c cmd/normalize.c cmd/run.c
+RT_SRC      = lib/bench.c lib/runtime.c
+TEST_SRC    = tests/unit/main.c tests/unit/test_codegen.c tests/unit/test_infer.c tests/unit/test_interp.c tests/unit/test_math.c tests/unit/test_readers.c tests/unit/test_relative.c tests/unit/test_runtime.c tests/unit/test_search.c
 
-CORE_SRC = $(LIB_SRC) $(IR_SRC) $(PASSES_SRC) $(CODEGEN_SRC)
+CORE_SRC = $(LIB_SRC) $(IR_SRC) $(PASSES_SRC) $(CODEGEN_SRC) $(RT_SRC)
 CORE_OBJ = $(CORE_SRC:%.c=$(BUILD)/%.o)
 CMD_OBJ  = $(CMD_SRC:%.c=$(BUILD)/%.o)
 TEST_OBJ = $(TEST_SRC:%.c=$(BUILD)/%.o)
+# fusec-run: the runtime alone, without LLVM or libyaml (libc, libm, libdl, cJSON).
+RUN_OBJ  = $(addprefix $(BUILD)/,cmd/fusec_run.o ir/ops.o lib/host.o lib/npy.o lib/support.o) \
+           $(RT_SRC:%.c=$(BUILD)/%.o)
 
-all: $(BUILD)/fusec
+all: $(BUILD)/fusec $(BUILD)/fusec-run
 
 $(BUILD)/fusec: $(CORE_OBJ) $(CMD_OBJ)
-	$(CC) $(CFLAGS) -o $@ $^ $(DEPS_LIBS)
+	$(CC) $(CFLAGS) -o $@ $^ $(DEPS_LIBS) -ldl
+
+$(BUILD)/fusec-run: $(RUN_OBJ)
+	$(CC) $(CFLAGS) -o $@ $^ $(shell $(PKG_CONFIG) --libs libcjson) -ldl -lm
+
+# A host-only stand-in for libcuda.so.1 that runs the tests/runtime fixture's kernels.
+$(BUILD)/tests/fakecuda.so: tests/runtime/fakecuda.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 -D_POSIX_C_SOURCE=200809L $(WARN) -Wno-missing-prototypes $(CFLAGS) \
+	  -shared -fPIC -o $@ $<
 
 $(BUILD)/unit: $(CORE_OBJ) $(TEST_OBJ)
-	$(CC) $(CFLAGS) -o $@ $^ $(DEPS_LIBS) $(CMOCKA_LIBS)
+	$(CC) $(CFLAGS) -o $@ $^ $(DEPS_LIBS) $(CMOCKA_LIBS) -ldl
 
 $(BUILD)/tests/%.o: tests/%.c
 	@mkdir -p $(dir $@)
@@ -54,9 +67,27 @@ $(BUILD)/%.o: %.c
 	$(CC) $(ALL_CFLAGS) -c -o $@ $<
 
 # CLI tests first, the cmocka run last: `make test` ends with its summary line.
-test: $(BUILD)/fusec $(BUILD)/unit
+test: $(BUILD)/fusec $(BUILD)/unit $(BUILD)/fusec-run $(BUILD)/tests/fakecuda.so
 	FUSEC=$(BUILD)/fusec sh tests/cli/run.sh
 	cd tests && ../$(BUILD)/unit
+
+# Accuracy sweep of codegen/math.c against libm (docs/math.md); MATH_POINTS per function.
+MATH_POINTS ?= 4194304
+$(BUILD)/math_accuracy: $(BUILD)/tests/bench/math_accuracy.o $(CORE_OBJ)
+	$(CC) $(CFLAGS) -o $@ $^ $(DEPS_LIBS) -ldl
+math-accuracy: $(BUILD)/math_accuracy
+	$(BUILD)/math_accuracy $(MATH_POINTS)
+
+# libFuzzer target for the graph readers (tests/fuzz/README.md): IR and lib only.
+FUZZ_CC ?= clang-14
+FUZZ_SRC = tests/fuzz/fuzz_read.c lib/support.c $(IR_SRC)
+$(BUILD)/fuzz_read: $(FUZZ_SRC) ir/ir.h ir/doc.h ir/ops.def lib/support.h
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) -std=c11 -D_POSIX_C_SOURCE=200809L $(WARN) -O1 -g -fno-omit-frame-pointer \
+	  -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
+	  $(shell $(PKG_CONFIG) --cflags libcjson yaml-0.1) -o $@ $(FUZZ_SRC) \
+	  $(shell $(PKG_CONFIG) --libs libcjson yaml-0.1) -lm
+fuzz: $(BUILD)/fuzz_read
 
 sanitize:
 	$(MAKE) BUILD=build-san CFLAGS="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" test
@@ -72,5 +103,5 @@ deps:
 clean:
 	rm -rf build build-san
 
-.PHONY: all test sanitize deps clean
--include $(CORE_OBJ:.o=.d) $(CMD_OBJ:.o=.d) $(TEST_OBJ:.o=.d)
+.PHONY: all test sanitize deps clean math-accuracy fuzz
+-include $(CORE_OBJ:.o=.d) $(CMD_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(BUILD)/cmd/fusec_run.d

@@ -1,0 +1,271 @@
+/* compile.c: `fusec compile GRAPH -o DIR`: load the graph, run the fusion search,
+ * write the outputs (SPEC §6-§7).
+ *
+ * Writes DIR/NAME.plan.json and, with --emit, DIR/NAME.relative.txt (the relative
+ * ops of every plan) and DIR/NAME.dot (the ops coloured by kernel). Every file is
+ * first written to a temporary file in DIR and renamed when all are complete, so a
+ * failed compile leaves nothing behind. Logs (--log / FUSEC_LOG) go to stderr. */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../codegen/plan.h"
+#include "cmd.h"
+
+static const char compile_usage[] =
+	"usage: fusec compile GRAPH [-o DIR] [--arch sm_XX] [--max-blocks N]\n"
+	"                     [--max-explorations N] [--max-bindings N] [--log LEVEL]\n"
+	"                     [--emit LIST] [--libdevice PATH]\n"
+	"\n"
+	"Search fusions for GRAPH and write DIR/NAME.plan.json (DIR defaults to .).\n"
+	"\n"
+	"  -o DIR                 output folder, created if missing\n"
+	"  --arch sm_XX           target architecture (default sm_90)\n"
+	"  --max-blocks N         blocks per stream optimizer (default 5)\n"
+	"  --max-explorations N   explorations per stream, then unfused (default unlimited)\n"
+	"  --max-bindings N       buffers one fused kernel may bind (default 32)\n"
+	"  --log LEVEL            off, basic, medium, full (also 0, 1); or FUSEC_LOG\n"
+	"  --emit LIST            extra outputs, comma-separated: relative, dot\n"
+	"  --libdevice PATH       libdevice bitcode for precise math\n";
+
+typedef struct {
+	char *tmp, *final;
+} Output;
+
+static int write_tmp(Output *o, const char *dir, const char *name, const char *ext,
+		     const char *text, size_t len)
+{
+	o->final = malloc(strlen(dir) + strlen(name) + strlen(ext) + 3);
+	sprintf(o->final, "%s/%s%s", dir, name, ext);
+	o->tmp = malloc(strlen(o->final) + 16);
+	sprintf(o->tmp, "%s.tmpXXXXXX", o->final);
+	int fd = mkstemp(o->tmp);
+	if (fd < 0) {
+		cmd_error("cannot create a file in '%s': %s", dir, strerror(errno));
+		free(o->tmp);
+		o->tmp = NULL;
+		return -1;
+	}
+	FILE *f = fdopen(fd, "w");
+	size_t n = fwrite(text, 1, len, f);
+	if (fclose(f) != 0 || n != len) {
+		cmd_error("cannot write '%s': %s", o->tmp, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+static bool valid_arch(const char *s)
+{
+	if (strncmp(s, "sm_", 3) || !s[3])
+		return false;
+	for (const char *p = s + 3; *p; p++)
+		if ((*p < '0' || *p > '9') && !(p[1] == 0 && p != s + 3 && (*p == 'a')))
+			return false;
+	return strlen(s) <= 8;
+}
+
+static void emit_relative(const Schedule *s, Buf *b)
+{
+	for (int i = 0; i < s->nplans; i++) {
+		const Plan *p = s->plans[i];
+		buf_printf(b, "plan #%d (%d op%s):", p->id, p->nops, p->nops == 1 ? "" : "s");
+		for (int t = 0; t < p->ntriggers; t++)
+			buf_printf(b, " %s", pass_trigger_name(p->triggers[t].kind));
+		buf_putc(b, '\n');
+		for (int k = 0; k < p->nops; k++) {
+			buf_printf(b, "  %d  ", k);
+			ir_rel_print(b, &p->ops[k]);
+			buf_putc(b, '\n');
+		}
+		buf_puts(b, "  strategy: ");
+		pass_strategy_print(b, p->strategy);
+		buf_putc(b, '\n');
+	}
+}
+
+static void emit_dot(const Schedule *s, Buf *b)
+{
+	static const char *colors[] = {"#8dd3c7", "#ffffb3", "#bebada", "#fb8072", "#80b1d3",
+				       "#fdb462", "#b3de69", "#fccde5", "#d9d9d9", "#bc80bd"};
+	const Graph *g = s->g;
+	int *kernel_of = malloc(sizeof(int) * (size_t)(g->nops ? g->nops : 1));
+	for (int i = 0; i < g->nops; i++)
+		kernel_of[i] = -1;
+	int nl = 0;
+	for (int i = 0; i < s->nsteps; i++)
+		for (int k = 0; k < s->steps[i].nlaunch; k++, nl++)
+			for (int j = 0; j < s->steps[i].launch[k].nops; j++)
+				kernel_of[s->steps[i].launch[k].ops[j]] = nl;
+	buf_printf(b, "digraph \"%s\" {\n  node [shape=box, style=filled, fontname=\"monospace\"];\n",
+		   g->name);
+	for (int i = 0; i < g->nops; i++) {
+		char k[96];
+		if (g->ops[i].kind == OP_SYNC)
+			continue;
+		buf_printf(b, "  op%d [label=\"%d %s\", fillcolor=\"%s\"];\n", i, i,
+			   ir_op_display(g, &g->ops[i], k, sizeof k),
+			   kernel_of[i] < 0 ? "white" : colors[kernel_of[i] % 10]);
+	}
+	for (int i = 0; i < g->nops; i++)
+		for (int j = 0; j < g->ops[i].nin; j++) {
+			int p = g->tensors[g->ops[i].in[j]].producer;
+			if (p >= 0)
+				buf_printf(b, "  op%d -> op%d [label=\"%s\"];\n", p, i,
+					   g->tensors[g->ops[i].in[j]].name);
+		}
+	buf_puts(b, "}\n");
+	free(kernel_of);
+}
+
+int cmd_compile(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{"help", no_argument, NULL, 'h'},
+		{"arch", required_argument, NULL, 'a'},
+		{"max-blocks", required_argument, NULL, 'b'},
+		{"max-explorations", required_argument, NULL, 'x'},
+		{"max-bindings", required_argument, NULL, 'n'},
+		{"log", required_argument, NULL, 'l'},
+		{"emit", required_argument, NULL, 'e'},
+		{"libdevice", required_argument, NULL, 'd'},
+		{0, 0, 0, 0},
+	};
+	SearchOptions so;
+	pass_default_options(&so);
+	const char *dir = ".", *arch = "sm_90", *libdevice = NULL, *log = getenv("FUSEC_LOG");
+	bool emit_rel = false, emit_dotf = false;
+	int c;
+	long v;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "ho:", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'h':
+			fputs(compile_usage, stdout);
+			return EXIT_OK;
+		case 'o':
+			dir = optarg;
+			break;
+		case 'a':
+			if (!valid_arch(optarg)) {
+				cmd_usage_error("compile", "bad --arch '%s' (expected sm_XX, e.g. sm_90)", optarg);
+				return EXIT_USAGE;
+			}
+			arch = optarg;
+			break;
+		case 'b':
+			if ((v = cmd_parse_count("compile", "--max-blocks", optarg)) < 0)
+				return EXIT_USAGE;
+			if (v < 1) {
+				cmd_usage_error("compile", "option '--max-blocks' needs at least 1");
+				return EXIT_USAGE;
+			}
+			so.max_blocks = (int)v;
+			break;
+		case 'x':
+			if ((v = cmd_parse_count("compile", "--max-explorations", optarg)) < 0)
+				return EXIT_USAGE;
+			so.max_explorations = (int)v;
+			break;
+		case 'n':
+			if ((v = cmd_parse_count("compile", "--max-bindings", optarg)) < 0)
+				return EXIT_USAGE;
+			so.max_bindings = (int)v;
+			break;
+		case 'l':
+			log = optarg;
+			break;
+		case 'e': {
+			char *list = strdup(optarg), *save = NULL;
+			for (char *t = strtok_r(list, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+				if (!strcmp(t, "relative"))
+					emit_rel = true;
+				else if (!strcmp(t, "dot"))
+					emit_dotf = true;
+				else if (strcmp(t, "ptx") && strcmp(t, "plan")) {
+					cmd_usage_error("compile", "unknown --emit item '%s' (relative, dot)", t);
+					free(list);
+					return EXIT_USAGE;
+				}
+			}
+			free(list);
+			break;
+		}
+		case 'd':
+			libdevice = optarg;
+			break;
+		default:
+			cmd_usage_error("compile", "unknown option '%s'", argv[optind - 1]);
+			return EXIT_USAGE;
+		}
+	}
+	if (argc - optind != 1) {
+		cmd_usage_error("compile", "expected one GRAPH argument");
+		return EXIT_USAGE;
+	}
+	if (log && *log && pass_log_parse(log, &so.log_level) < 0) {
+		cmd_usage_error("compile", "bad log level '%s' (off, basic, medium, full)", log);
+		return EXIT_USAGE;
+	}
+	so.log = stderr;
+
+	Arena *a = arena_new();
+	Graph *g = cmd_load_graph(a, argv[optind]);
+	if (!g) {
+		arena_free(a);
+		return EXIT_INPUT;
+	}
+	Schedule *s = pass_search(g, &so);
+
+	int status = EXIT_OK;
+	if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
+		cmd_error("cannot create '%s': %s", dir, strerror(errno));
+		status = EXIT_FAIL;
+	}
+	Output out[3] = {{0}};
+	int nout = 0;
+	if (status == EXIT_OK) {
+		char ptx[512];
+		snprintf(ptx, sizeof ptx, "%s.ptx", g->name);
+		PlanFileInfo info = {arch, ptx, libdevice};
+		char *text = cg_plan_json(s, &info);
+		size_t len = strlen(text);
+		text = realloc(text, len + 2);
+		text[len++] = '\n';
+		text[len] = 0;
+		if (write_tmp(&out[nout++], dir, g->name, ".plan.json", text, len) < 0)
+			status = EXIT_FAIL;
+		free(text);
+	}
+	if (status == EXIT_OK && emit_rel) {
+		Buf b = {0};
+		emit_relative(s, &b);
+		if (write_tmp(&out[nout++], dir, g->name, ".relative.txt", b.data ? b.data : "", b.len) < 0)
+			status = EXIT_FAIL;
+		buf_free(&b);
+	}
+	if (status == EXIT_OK && emit_dotf) {
+		Buf b = {0};
+		emit_dot(s, &b);
+		if (write_tmp(&out[nout++], dir, g->name, ".dot", b.data, b.len) < 0)
+			status = EXIT_FAIL;
+		buf_free(&b);
+	}
+	for (int i = 0; i < nout; i++) {
+		if (status == EXIT_OK && rename(out[i].tmp, out[i].final) != 0) {
+			cmd_error("cannot write '%s': %s", out[i].final, strerror(errno));
+			status = EXIT_FAIL;
+		}
+		if (status != EXIT_OK && out[i].tmp)
+			unlink(out[i].tmp);
+		free(out[i].tmp);
+		free(out[i].final);
+	}
+	pass_free_schedule(s);
+	arena_free(a);
+	return status;
+}

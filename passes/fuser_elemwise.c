@@ -1,0 +1,87 @@
+/* fuser_elemwise.c: the ElementWise fuser (SPEC §3, fuser 1).
+ *
+ * Takes elementwise, scalar, comparison, cast and select ops, with broadcasting of
+ * size-1 input dims, plus views read from kernel inputs (a reshape / swap_dims /
+ * permute / expand of a tensor that comes from memory is index arithmetic on the
+ * load). Every fused op writes over one iteration shape, the output shape of the
+ * first op. It closes on any other op, on a view of a tensor it produced itself
+ * (that would need the value in memory), on slices, on an output of another shape,
+ * past 64 ops and past the binding limit. Ready with one op or more. */
+#include "search.h"
+
+enum { ELEMWISE_MAX_OPS = 64 };
+
+typedef struct {
+	Fuser base;
+	FuseStats st;
+	RelTensor ref;         /* the iteration shape (shape ids) */
+} ElemwiseFuser;
+
+static void ew_fuse(Fuser *f, const RelOp *op)
+{
+	ElemwiseFuser *e = (ElemwiseFuser *)f;
+	int fam = ir_ops[op->kind].family;
+	const RelTensor *out = &op->t[op->nin];
+	if (fam == FAM_VIEW) {
+		if (op->kind == OP_SLICE) {
+			fuser_close(f, CR_VIEW_UNSUPPORTED);
+			return;
+		}
+		if (iset_has(&e->st.produced, op->t[0].id)) {
+			fuser_close(f, CR_VIEW_INTERMEDIATE);
+			return;
+		}
+	} else if (!op_is_elementwise(op)) {
+		fuser_close(f, CR_NOT_ELEMENTWISE);
+		return;
+	}
+	if (e->st.n >= ELEMWISE_MAX_OPS) {
+		fuser_close(f, CR_MAX_OPS);
+		return;
+	}
+	if (e->st.n > 0 && !rel_shape_equal(out, &e->ref)) {
+		fuser_close(f, CR_SHAPE);
+		return;
+	}
+	if (stats_bindings_after(&e->st, op) > f->max_bindings) {
+		fuser_close(f, CR_BINDINGS);
+		return;
+	}
+	if (e->st.n == 0)
+		e->ref = *out;
+	stats_add(&e->st, op, true);
+}
+
+static FuserProps ew_properties(const Fuser *f)
+{
+	const ElemwiseFuser *e = (const ElemwiseFuser *)f;
+	return (FuserProps){e->st.n >= 1, stats_score(&e->st)};
+}
+
+static int ew_len(const Fuser *f)
+{
+	return ((const ElemwiseFuser *)f)->st.n;
+}
+
+static void ew_reset(Fuser *f)
+{
+	stats_clear(&((ElemwiseFuser *)f)->st);
+}
+
+static void ew_clone_into(Fuser *dst, const Fuser *src)
+{
+	ElemwiseFuser *d = (ElemwiseFuser *)dst;
+	const ElemwiseFuser *s = (const ElemwiseFuser *)src;
+	d->st = (FuseStats){0};
+	stats_copy(&d->st, &s->st);
+}
+
+static void ew_release(Fuser *f)
+{
+	stats_free(&((ElemwiseFuser *)f)->st);
+}
+
+const FuserVT fuser_elemwise_vt = {
+	"ElementWise", sizeof(ElemwiseFuser), ew_fuse, ew_properties, ew_len,
+	ew_reset, ew_clone_into, ew_release,
+};

@@ -1,0 +1,85 @@
+/* fuser_matmul.c: the Matmul fuser (SPEC §3, fuser 2).
+ *
+ * Starts only with a matmul, then takes an elementwise epilogue over the matmul's
+ * output shape (bias, activation, scaling). The matmul itself is neither counted in
+ * N nor in U: the score is what the epilogue saves, with the matmul's result
+ * counted as already in registers. A second matmul, a view, a reduction or an
+ * output of another shape closes it. Ready with at least one epilogue op. */
+#include "search.h"
+
+typedef struct {
+	Fuser base;
+	bool has_matmul;
+	RelTensor out;         /* the matmul's result */
+	FuseStats epi;
+} MatmulFuser;
+
+static void mm_fuse(Fuser *f, const RelOp *op)
+{
+	MatmulFuser *m = (MatmulFuser *)f;
+	if (!m->has_matmul) {
+		if (op->kind != OP_MATMUL) {
+			fuser_close(f, CR_NOT_MATMUL);
+			return;
+		}
+		m->has_matmul = true;
+		m->out = op->t[op->nin];
+		stats_add(&m->epi, op, false);
+		/* the matmul's operands are not the epilogue's traffic */
+		iset_clear(&m->epi.inputs);
+		return;
+	}
+	if (op->kind == OP_MATMUL) {
+		fuser_close(f, CR_SECOND_MATMUL);
+		return;
+	}
+	if (!op_is_elementwise(op)) {
+		fuser_close(f, CR_NOT_ELEMENTWISE);
+		return;
+	}
+	if (!rel_shape_equal(&op->t[op->nin], &m->out)) {
+		fuser_close(f, CR_SHAPE);
+		return;
+	}
+	if (stats_bindings_after(&m->epi, op) + 2 > f->max_bindings) {
+		fuser_close(f, CR_BINDINGS);
+		return;
+	}
+	stats_add(&m->epi, op, true);
+}
+
+static FuserProps mm_properties(const Fuser *f)
+{
+	const MatmulFuser *m = (const MatmulFuser *)f;
+	return (FuserProps){m->has_matmul && m->epi.n >= 1, stats_score(&m->epi)};
+}
+
+static int mm_len(const Fuser *f)
+{
+	const MatmulFuser *m = (const MatmulFuser *)f;
+	return m->has_matmul + m->epi.n;
+}
+
+static void mm_reset(Fuser *f)
+{
+	MatmulFuser *m = (MatmulFuser *)f;
+	m->has_matmul = false;
+	stats_clear(&m->epi);
+}
+
+static void mm_clone_into(Fuser *dst, const Fuser *src)
+{
+	MatmulFuser *d = (MatmulFuser *)dst;
+	d->epi = (FuseStats){0};
+	stats_copy(&d->epi, &((const MatmulFuser *)src)->epi);
+}
+
+static void mm_release(Fuser *f)
+{
+	stats_free(&((MatmulFuser *)f)->epi);
+}
+
+const FuserVT fuser_matmul_vt = {
+	"Matmul", sizeof(MatmulFuser), mm_fuse, mm_properties, mm_len,
+	mm_reset, mm_clone_into, mm_release,
+};

@@ -1,0 +1,89 @@
+/* fuser_reduce.c: the Reduce fuser (SPEC §3, fuser 3).
+ *
+ * Three phases: elementwise ops on the reduction's input (fused on read; their
+ * outputs all have the input's shape), exactly one reduction, then elementwise ops
+ * on its output (fused on write; outputs of the reduced shape). A second reduction
+ * closes it, and so does an elementwise op that broadcasts a reduced value back to
+ * the full shape: that is ReduceBroadcasted's pattern. Ready once the reduction is
+ * in. Sum, mean and prod of f16/bf16 accumulate in f32 (codegen's business). */
+#include "search.h"
+
+typedef struct {
+	Fuser base;
+	int phase;             /* 0 prologue, 1 after the reduction */
+	bool has_ref;
+	RelTensor ref;         /* prologue shape, then the reduced shape */
+	FuseStats st;
+} ReduceFuser;
+
+static void rd_fuse(Fuser *f, const RelOp *op)
+{
+	ReduceFuser *r = (ReduceFuser *)f;
+	const RelTensor *out = &op->t[op->nin];
+	if (ir_ops[op->kind].family == FAM_REDUCE) {
+		if (r->phase == 1) {
+			fuser_close(f, CR_SECOND_REDUCTION);
+			return;
+		}
+		if (r->has_ref && !rel_shape_equal(&op->t[0], &r->ref)) {
+			fuser_close(f, CR_SHAPE);
+			return;
+		}
+	} else if (op_is_elementwise(op)) {
+		if (r->has_ref && !rel_shape_equal(out, &r->ref)) {
+			fuser_close(f, r->phase == 1 ? CR_BROADCAST : CR_SHAPE);
+			return;
+		}
+	} else {
+		fuser_close(f, CR_NOT_ELEMENTWISE);
+		return;
+	}
+	if (stats_bindings_after(&r->st, op) > f->max_bindings) {
+		fuser_close(f, CR_BINDINGS);
+		return;
+	}
+	if (ir_ops[op->kind].family == FAM_REDUCE) {
+		r->phase = 1;
+		r->ref = *out;
+	} else if (!r->has_ref) {
+		r->ref = *out;
+	}
+	r->has_ref = true;
+	stats_add(&r->st, op, true);
+}
+
+static FuserProps rd_properties(const Fuser *f)
+{
+	const ReduceFuser *r = (const ReduceFuser *)f;
+	return (FuserProps){r->phase == 1, stats_score(&r->st)};
+}
+
+static int rd_len(const Fuser *f)
+{
+	return ((const ReduceFuser *)f)->st.n;
+}
+
+static void rd_reset(Fuser *f)
+{
+	ReduceFuser *r = (ReduceFuser *)f;
+	r->phase = 0;
+	r->has_ref = false;
+	stats_clear(&r->st);
+}
+
+static void rd_clone_into(Fuser *dst, const Fuser *src)
+{
+	ReduceFuser *d = (ReduceFuser *)dst;
+	d->st = (FuseStats){0};
+	stats_copy(&d->st, &((const ReduceFuser *)src)->st);
+}
+
+static void rd_release(Fuser *f)
+{
+	stats_free(&((ReduceFuser *)f)->st);
+}
+
+const FuserVT fuser_reduce_vt = {
+	"Reduce", sizeof(ReduceFuser), rd_fuse, rd_properties, rd_len,
+	rd_reset, rd_clone_into, rd_release,
+};

@@ -1,0 +1,116 @@
+/* fusers.c: the fuser registry and what every fuser shares.
+ *
+ * A fuser is a vtable plus state (search.h). The registry lists them in SPEC §3
+ * order; adding a fuser is one file and one line in `registry`. fuser_fuse wraps
+ * the per-fuser `fuse` so that every fuser ignores ops once closed and remembers
+ * the op it closed on, which the record and the block head settlement need. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "search.h"
+
+static const FuserVT *const registry[] = {
+	&fuser_elemwise_vt,
+	&fuser_matmul_vt,
+	&fuser_reduce_vt,
+	&fuser_reduce_bcast_vt,
+};
+
+/* ORDER REASON */
+static const char *const close_reason_names[CR_COUNT_] = {
+	"none", "not-elementwise", "shape-mismatch", "max-ops", "max-bindings",
+	"view-of-intermediate", "view-unsupported", "not-matmul", "second-matmul",
+	"second-reduction", "broadcast-after-reduction", "axis-mismatch",
+};
+
+const char *pass_close_reason(CloseReason r)
+{
+	return (unsigned)r < CR_COUNT_ ? close_reason_names[r] : "?";
+}
+
+int fusers_count(void)
+{
+	return (int)(sizeof registry / sizeof registry[0]);
+}
+
+int pass_nfusers(void)
+{
+	return fusers_count();
+}
+
+const char *pass_fuser_name(int i)
+{
+	return i >= 0 && i < fusers_count() ? registry[i]->name : "none";
+}
+
+Fuser *fuser_new(int i, int max_bindings)
+{
+	const FuserVT *vt = registry[i];
+	Fuser *f = xcalloc(1, vt->size);
+	f->vt = vt;
+	f->max_bindings = max_bindings;
+	f->closed_at = -1;
+	return f;
+}
+
+Fuser *fuser_clone(const Fuser *f)
+{
+	Fuser *c = xmalloc(f->vt->size);
+	memcpy(c, f, f->vt->size);
+	f->vt->clone_into(c, f);
+	return c;
+}
+
+void fuser_free(Fuser *f)
+{
+	if (!f)
+		return;
+	f->vt->release(f);
+	free(f);
+}
+
+void fuser_close(Fuser *f, CloseReason r)
+{
+	f->status = FS_CLOSED;
+	f->reason = r;
+}
+
+void fuser_fuse(Fuser *f, const RelOp *op)
+{
+	if (f->status == FS_OPEN) {
+		f->vt->fuse(f, op);
+		if (f->status == FS_CLOSED)
+			f->closed_at = f->seen;
+	}
+	f->seen++;
+}
+
+void fuser_reset(Fuser *f)
+{
+	f->vt->reset(f);
+	f->status = FS_OPEN;
+	f->reason = CR_NONE;
+	f->seen = 0;
+	f->closed_at = -1;
+}
+
+bool op_is_elementwise(const RelOp *op)
+{
+	switch (ir_ops[op->kind].family) {
+	case FAM_BINARY: case FAM_SCALAR: case FAM_UNARY: case FAM_COMPARE:
+	case FAM_SELECT: case FAM_CAST:
+		return true;
+	default:
+		return false;
+	}
+}
+
+bool rel_shape_equal(const RelTensor *a, const RelTensor *b)
+{
+	if (a->rank != b->rank)
+		return false;
+	for (int i = 0; i < a->rank; i++)
+		if (a->shape[i] != b->shape[i])
+			return false;
+	return true;
+}

@@ -1,0 +1,363 @@
+/* log.c: the log lines of SPEC §4, rendered from the decision record.
+ *
+ * The lines keep the shapes of burn's BURN_FUSION_LOG output, so a log of fusec
+ * reads like a log of burn on the same program. Each event kind has one level;
+ * a line is written when the chosen level includes it. The fusion trace table
+ * after each execution is built from the step's launches and its plan's strategy. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "search.h"
+
+int pass_log_parse(const char *s, LogLevel *out)
+{
+	static const struct { const char *name; LogLevel level; } names[] = {
+		{"off", LOG_OFF}, {"0", LOG_OFF}, {"basic", LOG_BASIC}, {"medium", LOG_MEDIUM},
+		{"full", LOG_FULL}, {"1", LOG_FULL},
+	};
+	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+		if (!strcmp(s, names[i].name)) {
+			*out = names[i].level;
+			return 0;
+		}
+	return -1;
+}
+
+const char *pass_trigger_name(TriggerKind k)
+{
+	switch (k) {
+	case TRIG_ON_OPERATIONS: return "OnOperations";
+	case TRIG_ON_SYNC: return "OnSync";
+	case TRIG_ALWAYS: return "Always";
+	}
+	return "?";
+}
+
+static const char *mode_name(int m)
+{
+	return m == MODE_SYNC ? "sync" : "lazy";
+}
+
+static const char *kind_of(const Schedule *s, int op, char *buf, size_t size)
+{
+	if (op < 0)
+		return "?";
+	return ir_op_display(s->g, &s->g->ops[op], buf, size);
+}
+
+static const char *merge_refusal(int r)
+{
+	switch (r) {
+	case 0: return "would create a cycle";
+	case 1: return "no valid order";
+	default: return "no open fuser left and a ready one would be hidden";
+	}
+}
+
+/* ---- the trace table ---------------------------------------------------------------- */
+
+typedef struct {
+	const char *header;    /* NULL: not the first row of its block */
+	int op;
+} Row;
+
+static void tensors_text(const Graph *g, const int *ids, int n, Buf *b)
+{
+	for (int i = 0; i < n; i++) {
+		const Tensor *t = &g->tensors[ids[i]];
+		buf_printf(b, "%st%d:%s[", i ? ", " : "", ids[i], ir_dtype_name(t->dtype));
+		for (int d = 0; d < t->rank; d++)
+			buf_printf(b, "%s%lld", d ? "," : "", (long long)t->dim[d]);
+		buf_putc(b, ']');
+	}
+}
+
+static int utf8_len(const char *s)
+{
+	int n = 0;
+	for (; *s; s++)
+		n += ((unsigned char)*s & 0xc0) != 0x80;
+	return n;
+}
+
+static void pad(Buf *b, const char *s, int width)
+{
+	buf_puts(b, s);
+	for (int i = utf8_len(s); i < width; i++)
+		buf_putc(b, ' ');
+}
+
+typedef struct {
+	int nrows, nblocks;
+	Row *rows;
+	char **headers;
+} Table;
+
+static void add_block(const Schedule *s, Table *t, const char *head, const int *ops, int n)
+{
+	t->headers[t->nblocks] = arena_strdup(s->arena, head);
+	for (int i = 0; i < n; i++)
+		t->rows[t->nrows++] = (Row){i == 0 ? t->headers[t->nblocks] : NULL, ops[i]};
+	t->nblocks++;
+}
+
+static void leaves(const Schedule *s, const Strategy *st, const int *ops, int *off, Table *t)
+{
+	if (st->kind == STRAT_COMPOSED) {
+		for (int i = 0; i < st->n; i++)
+			leaves(s, st->sub[i], ops, off, t);
+		return;
+	}
+	char head[160];
+	const char *unit = st->n == 1 ? "op" : "ops";
+	if (st->kind == STRAT_FUSED)
+		snprintf(head, sizeof head, "▸ fused %s (score=%llu, %d %s)",
+			 pass_fuser_name(st->fuser), (unsigned long long)st->score, st->n, unit);
+	else
+		snprintf(head, sizeof head, "▸ un-fused (%d %s)", st->n, unit);
+	add_block(s, t, head, ops + *off, st->n);
+	*off += st->n;
+}
+
+void pass_trace_table(const Schedule *s, int si, Buf *out)
+{
+	const Step *step = &s->steps[si];
+	const Graph *g = s->g;
+	Table t = {0};
+	t.rows = xcalloc((size_t)step->nops + 1, sizeof(Row));
+	t.headers = xcalloc((size_t)step->nops + 1, sizeof(char *));
+	if (step->plan >= 0 && !step->guarded) {
+		int off = 0;
+		leaves(s, s->plans[step->plan]->strategy, step->ops, &off, &t);
+	} else {
+		char head[64];
+		snprintf(head, sizeof head, "▸ un-fused (%d %s)", step->nops,
+			 step->nops == 1 ? "op" : "ops");
+		add_block(s, &t, head, step->ops, step->nops);
+	}
+	static const char *titles[5] = {"idx", "block", "op", "inputs", "outputs"};
+	char ***cells = xcalloc((size_t)t.nrows + 1, sizeof(char **));
+	int w[5];
+	for (int c = 0; c < 5; c++)
+		w[c] = (int)strlen(titles[c]);
+	for (int r = 0; r < t.nrows; r++) {
+		const Op *op = &g->ops[t.rows[r].op];
+		char kind[96];
+		Buf in = {0}, outs = {0};
+		tensors_text(g, op->in, op->nin, &in);
+		tensors_text(g, op->out, op->nout, &outs);
+		cells[r] = xcalloc(5, sizeof(char *));
+		cells[r][0] = arena_printf(s->arena, "%d", r);
+		cells[r][1] = (char *)(t.rows[r].header ? t.rows[r].header : "");
+		cells[r][2] = arena_strdup(s->arena, ir_op_display(g, op, kind, sizeof kind));
+		cells[r][3] = arena_strdup(s->arena, in.data ? in.data : "");
+		cells[r][4] = arena_strdup(s->arena, outs.data ? outs.data : "");
+		buf_free(&in);
+		buf_free(&outs);
+		for (int c = 0; c < 5; c++)
+			if (utf8_len(cells[r][c]) > w[c])
+				w[c] = utf8_len(cells[r][c]);
+	}
+	int width = w[0] + w[1] + w[2] + w[3] + w[4] + 8;
+	for (int i = 0; i < width; i++)
+		buf_puts(out, "═");
+	buf_printf(out, "\nfusion trace (%d op%s, %d block%s)\n", t.nrows, t.nrows == 1 ? "" : "s",
+		   t.nblocks, t.nblocks == 1 ? "" : "s");
+	for (int c = 0; c < 5; c++) {
+		if (c)
+			buf_puts(out, "  ");
+		pad(out, titles[c], w[c]);
+	}
+	buf_putc(out, '\n');
+	for (int c = 0; c < 5; c++) {
+		if (c)
+			buf_puts(out, "  ");
+		for (int i = 0; i < w[c]; i++)
+			buf_putc(out, '-');
+	}
+	for (int r = 0; r < t.nrows; r++) {
+		buf_putc(out, '\n');
+		for (int c = 0; c < 5; c++) {
+			if (c)
+				buf_puts(out, "  ");
+			pad(out, cells[r][c], w[c]);
+		}
+		free(cells[r]);
+	}
+	free(cells);
+	free(t.rows);
+	free(t.headers);
+}
+
+/* ---- the log ------------------------------------------------------------------------- */
+
+static LogLevel event_level(const Event *e)
+{
+	switch ((EventKind)e->kind) {
+	case EV_SELECTED:
+		return LOG_BASIC;
+	case EV_STOPPED: case EV_MERGE: case EV_MERGE_REFUSED: case EV_EXPLORATION_LIMIT:
+	case EV_HOLES: case EV_REPAIR: case EV_GUARD:
+		return LOG_MEDIUM;
+	default:
+		return LOG_FULL;
+	}
+}
+
+static void write_event(const Schedule *s, const Event *e, Buf *b)
+{
+	char k[96];
+	switch ((EventKind)e->kind) {
+	case EV_REGISTER_NEW:
+		buf_printf(b, "[stream] op %d %s → new block (total: %d)\n", e->a,
+			   kind_of(s, e->op, k, sizeof k), e->b);
+		break;
+	case EV_REGISTER_ACCEPTED:
+		buf_printf(b, "[stream] op %d %s → accepted in %d/%d block(s)\n", e->a,
+			   kind_of(s, e->op, k, sizeof k), e->b, e->c);
+		break;
+	case EV_REGISTER_DEPENDENT:
+		buf_printf(b, "[stream] op %d %s → new dependent block (total: %d)\n", e->a,
+			   kind_of(s, e->op, k, sizeof k), e->b);
+		break;
+	case EV_REGISTER_DROPPED:
+		buf_printf(b, "[stream] %s dropped (optimizer stopped at op %d)\n",
+			   kind_of(s, e->op, k, sizeof k), e->b);
+		break;
+	case EV_STOPPED:
+		if (e->c == 2)
+			buf_printf(b, "[stream] stopped (unresolvable dependency cycle) at op %d (%s)\n",
+				   e->a, kind_of(s, e->op, k, sizeof k));
+		else
+			buf_printf(b, "[stream] stopped (max_blocks=%d reached%s) at op %d (%s)\n", e->b,
+				   e->c == 1 ? " on dependency" : "", e->a, kind_of(s, e->op, k, sizeof k));
+		break;
+	case EV_MERGE:
+		if (e->b < e->a)
+			buf_printf(b, "[merge] %d blocks merged into %d (%s)\n", e->a, e->b,
+				   e->d == 2 ? "before settling" : e->d == 1 ? "forced at max_blocks" :
+				   "an op reads from several blocks");
+		break;
+	case EV_MERGE_REFUSED:
+		buf_printf(b, "[merge] refused: blocks starting at op %d and op %d (%s)\n", e->a, e->b,
+			   merge_refusal(e->reason));
+		break;
+	case EV_FUSER_CLOSED:
+		buf_printf(b, "[fuser] closed on %s (%s, %s); had %d op%s\n",
+			   kind_of(s, e->op, k, sizeof k), pass_fuser_name(e->a),
+			   pass_close_reason(e->reason), e->b, e->b == 1 ? "" : "s");
+		break;
+	case EV_STILL_OPT_FALSE:
+		buf_printf(b, "[explorer] still_optimizing → false after op %s\n",
+			   kind_of(s, e->op, k, sizeof k));
+		break;
+	case EV_EXPLORE:
+		buf_printf(b, "[explorer] explore (%s): %d deferred of %d queued\n", mode_name(e->mode),
+			   e->a, e->b);
+		break;
+	case EV_EXPLORATION_LIMIT:
+		buf_printf(b, "[explorer] max_explorations reached: running %d operations unfused\n",
+			   e->a);
+		break;
+	case EV_BLOCK:
+		if (e->c >= 0)
+			buf_printf(b, "[block] %d op%s, starting at %s: best %s (score=%llu, %d op%s)\n",
+				   e->b, e->b == 1 ? "" : "s", kind_of(s, e->op, k, sizeof k),
+				   pass_fuser_name(e->c), (unsigned long long)e->score, e->d,
+				   e->d == 1 ? "" : "s");
+		else
+			buf_printf(b, "[block] %d op%s, starting at %s: no fuser ready with score > 0; "
+				   "unfusable head of %d op%s settled\n", e->b, e->b == 1 ? "" : "s",
+				   kind_of(s, e->op, k, sizeof k), e->d, e->d == 1 ? "" : "s");
+		break;
+	case EV_BLOCK_FUSER:
+		buf_printf(b, "[score]   %-17s %s score=%llu, %d op%s", pass_fuser_name(e->b),
+			   e->c & BF_READY ? "ready    " : "not ready",
+			   (unsigned long long)e->score, e->d, e->d == 1 ? "" : "s");
+		if (e->c & BF_CLOSED)
+			buf_printf(b, ", closed on %s (%s)", kind_of(s, e->op, k, sizeof k),
+				   pass_close_reason(e->reason));
+		else
+			buf_puts(b, ", open");
+		buf_putc(b, '\n');
+		break;
+	case EV_HOLES:
+		buf_printf(b, "[holes] %d unclaimed op(s) between claimed ones: searching them again\n",
+			   e->a);
+		break;
+	case EV_SELECTED:
+		if (e->a > 1)
+			buf_printf(b, "selected composed strategy (%d sub-strategies)\n", e->a);
+		else
+			buf_puts(b, "selected single strategy\n");
+		break;
+	case EV_REPAIR:
+		buf_printf(b, "[repair] falling back to unfused stream order (%d ops)\n", e->a);
+		break;
+	case EV_COMPLETED:
+		buf_printf(b, "[plan] exploration completed: %s, %d/%d ops optimized\n",
+			   mode_name(e->mode), e->a, e->b);
+		break;
+	case EV_CACHE_HIT:
+		buf_printf(b, "[plan] cache hit: execute plan #%d (%s, segment has %d ops)\n", e->a,
+			   mode_name(e->mode), e->b);
+		break;
+	case EV_GUARD:
+		buf_printf(b, "[plan] #%d needs relative shape id %d but the stream assigned %d; "
+			   "running its %d operations unfused\n", e->a, e->b, e->c, e->d);
+		break;
+	case EV_EXECUTE:
+	case EV_BLOCK_OP:
+		break;
+	}
+}
+
+void pass_log_write(const Schedule *s, LogLevel level, FILE *f)
+{
+	if (level == LOG_OFF)
+		return;
+	Buf b = {0};
+	for (int i = 0; i < s->rec->n; i++) {
+		const Event *e = &s->rec->ev[i];
+		if (e->kind == EV_EXECUTE) {
+			if (level >= LOG_FULL) {
+				pass_trace_table(s, e->a, &b);
+				buf_putc(&b, '\n');
+			}
+		} else if (event_level(e) <= level) {
+			write_event(s, e, &b);
+		}
+		if (b.len > 1 << 16) {
+			fwrite(b.data, 1, b.len, f);
+			b.len = 0;
+		}
+	}
+	if (b.len)
+		fwrite(b.data, 1, b.len, f);
+	buf_free(&b);
+}
+
+void pass_strategy_print(Buf *b, const Strategy *st)
+{
+	switch (st->kind) {
+	case STRAT_COMPOSED:
+		buf_puts(b, "Composed[");
+		for (int i = 0; i < st->n; i++) {
+			if (i)
+				buf_puts(b, ", ");
+			pass_strategy_print(b, st->sub[i]);
+		}
+		buf_putc(b, ']');
+		return;
+	case STRAT_FUSED:
+		buf_printf(b, "Optimization(%s, score=%llu, [", pass_fuser_name(st->fuser),
+			   (unsigned long long)st->score);
+		break;
+	case STRAT_OPS:
+		buf_puts(b, "Operations([");
+		break;
+	}
+	for (int i = 0; i < st->n; i++)
+		buf_printf(b, "%s%d", i ? "," : "", st->ordering[i]);
+	buf_puts(b, "])");
+}

@@ -1,0 +1,152 @@
+/* passes.h: the fusion search (SPEC §3-§4), run ahead of time over a whole graph.
+ *
+ * In:  a validated Graph (ir_finish done: operand status, segments) and SearchOptions.
+ * Out: a Schedule: the plan store (plans with id, relative ops, triggers and strategy
+ *      tree), the kernels the plans need, the steps in execution order (one per plan
+ *      execution: explored, cache hit or unfused, with its launches), and the record of
+ *      every decision the search took. Logs, `explain` and the plan JSON are all
+ *      rendered from the Schedule and its record, never from the search itself.
+ * Memory: everything a Schedule points to lives in its own arena; pass_free_schedule
+ *      releases it. The Graph must outlive the Schedule.
+ *
+ * Prefix: pass_. Nothing here prints unless a log FILE is given, nothing exits. */
+#ifndef FUSEC_PASSES_H
+#define FUSEC_PASSES_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "../ir/ir.h"
+
+typedef enum { LOG_OFF, LOG_BASIC, LOG_MEDIUM, LOG_FULL } LogLevel;
+
+/* "off" "basic" "medium" "full", also "0" (off) and "1" (full). 0 ok, -1 unknown. */
+int pass_log_parse(const char *s, LogLevel *out);
+
+typedef struct {
+	int max_blocks;        /* blocks per stream optimizer; default 5 */
+	int max_explorations;  /* per stream; -1 unlimited */
+	int max_bindings;      /* buffers one fused kernel may bind; default 32 */
+	LogLevel log_level;
+	FILE *log;             /* where logs go (NULL: no logs) */
+	bool no_record;        /* keep no decision record (benchmarks): no logs, no explain */
+} SearchOptions;
+
+void pass_default_options(SearchOptions *o);
+
+/* ---- strategies and plans --------------------------------------------------- */
+
+typedef enum { STRAT_FUSED, STRAT_OPS, STRAT_COMPOSED } StrategyKind;
+
+typedef struct Strategy {
+	StrategyKind kind;
+	int fuser;             /* STRAT_FUSED: index in the fuser registry */
+	uint64_t score;        /* STRAT_FUSED */
+	int n;                 /* positions in `ordering` (FUSED, OPS) or subs (COMPOSED) */
+	int *ordering;         /* relative positions in execution order */
+	struct Strategy **sub; /* COMPOSED: the chunks in execution order */
+} Strategy;
+
+typedef enum { TRIG_ON_OPERATIONS, TRIG_ON_SYNC, TRIG_ALWAYS } TriggerKind;
+
+typedef struct {
+	TriggerKind kind;
+	int nops;              /* TRIG_ON_OPERATIONS: the relative ops that follow */
+	RelOp *ops;
+} Trigger;
+
+typedef enum { MODE_LAZY, MODE_SYNC } ExecMode;
+
+typedef struct {
+	int id;                /* #0, #1, ... in order of creation */
+	int nops;              /* relative ops it covers (a prefix of its segment) */
+	RelOp *ops;
+	int ntriggers, cap_triggers;
+	Trigger *triggers;
+	Strategy *strategy;    /* positions are 0..nops-1 */
+	int max_shape_id;      /* highest relative shape id its ops use */
+	int first_kernel;      /* its kernels are first_kernel .. first_kernel+nkernels-1 */
+	int nkernels;
+} Plan;
+
+/* ---- kernels, launches, steps ---------------------------------------------- */
+
+/* One kernel per fused chunk of a plan and one per op that runs unfused. */
+typedef struct {
+	const char *name;      /* "fusec_k0_1" */
+	int fuser;             /* -1: a single op run unfused */
+	uint64_t score;
+	int plan;              /* -1: op run without a plan (exploration limit) */
+	int nops;
+	int *rel;              /* relative positions within the plan, execution order */
+	int *ops;              /* global op indices of the first step that launched it */
+} Kernel;
+
+typedef struct {
+	int kernel;
+	int nops;
+	int *ops;              /* global op indices, execution order */
+	int nin, nout;
+	int *in, *out;         /* global tensor ids read from / written to memory */
+	int nscalars;
+	double *scalars;       /* placeholder values, in op order */
+	int nsizes;
+	int64_t *sizes;        /* dim value of each relative shape id 1.. */
+} Launch;
+
+typedef enum { STEP_EXPLORED, STEP_CACHE_HIT, STEP_UNFUSED } StepKind;
+
+typedef struct {
+	StepKind kind;
+	ExecMode mode;
+	int stream;
+	int segment;           /* index in Graph.segs of its first op */
+	int plan;              /* -1 for STEP_UNFUSED without a plan */
+	int guarded;           /* plan matched but ran unfused (unknown shape ids) */
+	int nops;
+	int *ops;              /* global op indices in execution order */
+	int nlaunch;
+	Launch *launch;
+} Step;
+
+typedef struct Record Record;
+
+typedef struct {
+	Arena *arena;
+	const Graph *g;
+	SearchOptions opt;
+	Plan **plans; int nplans;
+	Kernel *kernels; int nkernels;
+	Step *steps; int nsteps;
+	Record *rec;
+	int nexplorations;
+	int nhits;
+} Schedule;
+
+/* Run the search over every stream of g. Never fails on a valid graph. */
+Schedule *pass_search(const Graph *g, const SearchOptions *opt);
+void pass_free_schedule(Schedule *s);
+
+/* ---- fusers ----------------------------------------------------------------- */
+
+int pass_nfusers(void);
+const char *pass_fuser_name(int i);      /* "ElementWise" */
+
+/* ---- rendering from the record ----------------------------------------------- */
+
+/* Write the log lines of `level` and below (SPEC §4) to f. */
+void pass_log_write(const Schedule *s, LogLevel level, FILE *f);
+/* The fusion trace table of one step, as logged after each execution. */
+void pass_trace_table(const Schedule *s, int step, Buf *out);
+/* `fusec explain`: every op (op < 0) or one op. */
+void pass_explain(const Schedule *s, int op, Buf *out);
+
+/* The shared score of SPEC §3: max(0, 100·max(0,U−F) + 10·(N−1) − 50·V). */
+uint64_t pass_score(int64_t u, int64_t f, int64_t n, int64_t v);
+
+/* "#0: Optimization(ElementWise, score=630, [0,1,2,3])" style one-line form. */
+void pass_strategy_print(Buf *b, const Strategy *st);
+const char *pass_trigger_name(TriggerKind k);  /* "OnOperations" */
+
+#endif

@@ -1,0 +1,70 @@
+# t_search.sh: the fusion search against golden outputs (tests/golden/).
+# For every tests/golden/NAME.yaml: `compile --log full` (plus the options on its
+# `# args:` line) must print exactly NAME.log on stderr and write a plan that is
+# byte-identical across runs; NAME.explain, when present, is `explain`'s output.
+# UPDATE_GOLDEN=1 rewrites the expected files: review every change by eye.
+G=tests/golden
+for y in $G/*.yaml; do
+	n=$(basename "$y" .yaml)
+	args=$(sed -n 's/^# args: //p' "$y")
+	check "search-$n" 0 "$FUSEC" compile "$y" $args -o "$TMP/a" --log full || continue
+	if [ -n "${UPDATE_GOLDEN:-}" ]; then
+		cp "$TMP/err" "$G/$n.log"
+	fi
+	same_files "search-$n-log" "$TMP/err" "$G/$n.log"
+	check "search-$n-again" 0 "$FUSEC" compile "$y" $args -o "$TMP/b" &&
+		same_files "search-$n-deterministic" "$TMP/a/$n.plan.json" "$TMP/b/$n.plan.json"
+	if [ -f "$G/$n.explain" ] || { [ -n "${UPDATE_GOLDEN:-}" ] && grep -q '^# explain' "$y"; }; then
+		check "explain-$n" 0 "$FUSEC" explain "$y" $args || continue
+		[ -n "${UPDATE_GOLDEN:-}" ] && cp "$TMP/out" "$G/$n.explain"
+		same_files "explain-$n-out" "$TMP/out" "$G/$n.explain"
+	fi
+done
+
+# The stories the goldens tell, checked on their own so a regenerated golden
+# cannot silently lose them.
+check reuse 0 "$FUSEC" compile $G/reuse.yaml -o "$TMP/r" --log full
+[ "$(grep -c 'exploration completed' "$TMP/err")" = 2 ] && pass=$((pass + 1)) ||
+	{ echo "FAIL reuse: want 2 explorations"; fail=$((fail + 1)); }
+[ "$(grep -c 'cache hit: execute plan #0 (sync, segment has 4 ops)' "$TMP/err")" = 3 ] &&
+	pass=$((pass + 1)) || { echo "FAIL reuse: want 3 cache hits of #0"; fail=$((fail + 1)); }
+contains reuse-score "$TMP/err" "▸ fused ElementWise (score=630, 4 ops)"
+contains reuse-kernel "$TMP/r/reuse.plan.json" '"fusec_k1_0"'
+check chains 0 "$FUSEC" compile $G/chains.yaml -o "$TMP/c" --log full
+contains chains-5-blocks "$TMP/err" "[stream] op 32 NumericFloat::MulScalar → new block (total: 5)"
+contains chains-score "$TMP/err" "▸ fused ElementWise (score=7390, 40 ops)"
+contains chains-reads "$TMP/c/chains.plan.json" '"reads":	["x0", "x1", "x2", "x3", "x4"]'
+contains chains-writes "$TMP/c/chains.plan.json" '"writes":	["y0", "y1", "y2", "y3", "y4"]'
+check lone 0 "$FUSEC" compile $G/lone.yaml -o "$TMP/l" --log full
+contains lone-unfused "$TMP/err" "▸ un-fused (1 op)"
+contains lone-kernel "$TMP/l/lone.plan.json" '"kernel":	"fusec_k0_0"'
+check maxblocks 0 "$FUSEC" compile $G/maxblocks.yaml --max-blocks 2 -o "$TMP/m" --log medium
+contains maxblocks-stop "$TMP/err" "[stream] stopped (max_blocks=2 reached) at op 32 (NumericFloat::Add)"
+check fusers 0 "$FUSEC" compile $G/fusers.yaml -o "$TMP/f" --log full
+contains fusers-softmax "$TMP/err" "▸ fused ReduceBroadcasted (score=730, 5 ops)"
+contains fusers-matmul "$TMP/err" "▸ fused Matmul (score=310, 3 ops)"
+contains fusers-reduce "$TMP/err" "▸ fused Reduce (score=630, 4 ops)"
+check cycle 0 "$FUSEC" compile $G/cycle.yaml --max-blocks 8 -o "$TMP/y" --log medium
+contains cycle-refused "$TMP/err" "[merge] refused: blocks starting at op 1 and op 10 (would create a cycle)"
+check holes 0 "$FUSEC" compile $G/holes.yaml -o "$TMP/h" --log medium
+contains holes-filled "$TMP/err" "[holes] 1 unclaimed op(s) between claimed ones: searching them again"
+check lazy 0 "$FUSEC" compile $G/lazy_triggers.yaml -o "$TMP/z" --log full
+contains lazy-onops "$TMP/err" "[plan] cache hit: execute plan #0 (lazy, segment has 3 ops)"
+contains lazy-always "$TMP/err" "[plan] cache hit: execute plan #1 (lazy, segment has 2 ops)"
+contains lazy-triggers "$TMP/z/lazy_triggers.plan.json" '"kind":	"Always"'
+
+# options
+check log-env 0 env FUSEC_LOG=basic "$FUSEC" compile $G/lone.yaml -o "$TMP/e"
+same log-env-text "$TMP/err" "selected single strategy"
+check bad-log 2 "$FUSEC" compile $G/lone.yaml --log loud -o "$TMP/e"
+check bad-arch 2 "$FUSEC" compile $G/lone.yaml --arch 90 -o "$TMP/e"
+check bad-blocks 2 "$FUSEC" compile $G/lone.yaml --max-blocks 0 -o "$TMP/e"
+check bad-emit 2 "$FUSEC" compile $G/lone.yaml --emit pdf -o "$TMP/e"
+check emit 0 "$FUSEC" compile $G/reuse.yaml --emit relative,dot -o "$TMP/x"
+contains emit-relative "$TMP/x/reuse.relative.txt" "plan #0 (4 ops): OnSync"
+contains emit-dot "$TMP/x/reuse.dot" "digraph \"reuse\""
+check limit 0 "$FUSEC" compile $G/reuse.yaml --max-explorations 0 -o "$TMP/u" --log medium
+contains limit-text "$TMP/err" "[explorer] max_explorations reached: running 1 operations unfused"
+check explain-op 0 "$FUSEC" explain $G/reuse.yaml --op 7
+contains explain-op-text "$TMP/out" "decided when plan #0 was explored (step 0, op 2)"
+check explain-bad-op 2 "$FUSEC" explain $G/reuse.yaml --op 999

@@ -1,0 +1,255 @@
+/* test_search.c: the fusion search: scoring, merges and cycle refusal, the plan
+ * store and its triggers, and whole searches over small graphs. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "test.h"
+#include "../../passes/search.h"
+
+static void test_score_formula(void **state)
+{
+	(void)state;
+	assert_int_equal(pass_score(10, 4, 4, 0), 630);   /* (a*b + c*2).exp() */
+	assert_int_equal(pass_score(80, 10, 40, 0), 7390); /* five 8-op chains */
+	assert_int_equal(pass_score(2, 2, 1, 0), 0);       /* one op */
+	assert_int_equal(pass_score(10, 4, 4, 1), 580);    /* one input through a view */
+	assert_int_equal(pass_score(2, 4, 1, 3), 0);       /* never negative */
+}
+
+static const char reuse_yaml[] =
+	"format: fusec-graph/1\n"
+	"inputs:\n"
+	"  a: {dtype: f32, shape: [64, 64]}\n"
+	"  b: {dtype: f32, shape: [64, 64]}\n"
+	"  c: {dtype: f32, shape: [64, 32]}\n"
+	"  d: {dtype: f32, shape: [64, 32]}\n"
+	"ops:\n"
+	"  - {op: mul, in: [a, b], out: t0}\n"
+	"  - {op: exp, in: [t0], out: y0}\n"
+	"  - {op: sync}\n"
+	"  - {op: mul, in: [b, a], out: t1}\n"
+	"  - {op: exp, in: [t1], out: y1}\n"
+	"  - {op: sync}\n"
+	"  - {op: mul, in: [c, d], out: t2}\n"
+	"  - {op: exp, in: [t2], out: y2}\n"
+	"outputs: [y0, y1, y2]\n";
+
+static Schedule *search(Arena *a, const char *yaml, int max_blocks)
+{
+	Graph *g = test_graph(a, "t.yaml", yaml);
+	SearchOptions o;
+	pass_default_options(&o);
+	o.max_blocks = max_blocks;
+	return pass_search(g, &o);
+}
+
+static void test_search_reuses_plans(void **state)
+{
+	(void)state;
+	Arena *a = arena_new();
+	Schedule *s = search(a, reuse_yaml, 5);
+	assert_int_equal(s->nplans, 2);
+	assert_int_equal(s->nexplorations, 2);
+	assert_int_equal(s->nhits, 1);
+	assert_int_equal(s->nsteps, 3);
+	assert_int_equal(s->steps[1].kind, STEP_CACHE_HIT);
+	assert_int_equal(s->steps[1].plan, 0);
+	assert_int_equal(s->steps[2].kind, STEP_EXPLORED);
+	/* one fused kernel per plan, reused by the cache hit */
+	assert_int_equal(s->steps[1].launch[0].kernel, s->steps[0].launch[0].kernel);
+	assert_int_equal(s->kernels[s->steps[0].launch[0].kernel].fuser, 0);
+	assert_int_equal(s->kernels[s->steps[0].launch[0].kernel].score, 210);
+	pass_free_schedule(s);
+	arena_free(a);
+}
+
+static const char two_chains_yaml[] =
+	"format: fusec-graph/1\n"
+	"inputs:\n"
+	"  x: {dtype: f32, shape: [8, 8]}\n"
+	"  y: {dtype: f32, shape: [8, 8]}\n"
+	"ops:\n"
+	"  - {op: exp, in: [x], out: a}\n"
+	"  - {op: exp, in: [y], out: b}\n"
+	"  - {op: neg, in: [a], out: c}\n"
+	"  - {op: neg, in: [b], out: d}\n"
+	"outputs: [c, d]\n";
+
+static void test_open_blocks_merge(void **state)
+{
+	(void)state;
+	Arena *a = arena_new();
+	Schedule *s = search(a, two_chains_yaml, 5);
+	assert_int_equal(s->nsteps, 1);
+	assert_int_equal(s->steps[0].nlaunch, 1);
+	assert_int_equal(s->kernels[s->steps[0].launch[0].kernel].nops, 4);
+	pass_free_schedule(s);
+	arena_free(a);
+}
+
+/* Blocks A and B close ready; c = a4 + b4 opens C, d = c * a3 opens D; f = d + a1
+ * touches A and D, and C lies between them. */
+static const char cycle_yaml[] =
+	"format: fusec-graph/1\n"
+	"inputs:\n"
+	"  o: {dtype: f32, shape: [64, 1]}\n"
+	"  x: {dtype: f32, shape: [64, 64]}\n"
+	"  y: {dtype: f32, shape: [64, 64]}\n"
+	"ops:\n"
+	"  - {op: neg, in: [o], out: o1}\n"
+	"  - {op: exp, in: [x], out: a1}\n"
+	"  - {op: sum, in: [a1], axis: 1, out: a2}\n"
+	"  - {op: exp, in: [a2], out: a3}\n"
+	"  - {op: sum, in: [a3], axis: 1, out: a4}\n"
+	"  - {op: exp, in: [y], out: b1}\n"
+	"  - {op: sum, in: [b1], axis: 1, out: b2}\n"
+	"  - {op: exp, in: [b2], out: b3}\n"
+	"  - {op: sum, in: [b3], axis: 1, out: b4}\n"
+	"  - {op: add, in: [a4, b4], out: c}\n"
+	"  - {op: mul, in: [c, a3], out: d}\n"
+	"  - {op: add, in: [d, a1], out: f}\n"
+	"  - {op: abs, in: [o1], out: o2}\n"
+	"outputs: [f, o2]\n";
+
+static void test_cycle_refused(void **state)
+{
+	(void)state;
+	Arena *a = arena_new();
+	Schedule *s = search(a, cycle_yaml, 8);
+	int cycles = 0, no_gain = 0, dependent = 0;
+	for (int i = 0; i < s->rec->n; i++) {
+		const Event *e = &s->rec->ev[i];
+		if (e->kind == EV_MERGE_REFUSED && e->reason == 0)
+			cycles++;
+		if (e->kind == EV_MERGE_REFUSED && e->reason == 2)
+			no_gain++;
+		if (e->kind == EV_REGISTER_DEPENDENT)
+			dependent++;
+	}
+	assert_true(cycles >= 1);
+	assert_true(no_gain >= 1);
+	assert_int_equal(dependent, 3);
+	/* every op still runs exactly once */
+	int seen[16] = {0};
+	for (int i = 0; i < s->nsteps; i++)
+		for (int k = 0; k < s->steps[i].nops; k++)
+			seen[s->steps[i].ops[k]]++;
+	for (int i = 0; i < 13; i++)
+		assert_int_equal(seen[i], 1);
+	pass_free_schedule(s);
+	arena_free(a);
+}
+
+static void test_merge_acceptance(void **state)
+{
+	(void)state;
+	Arena *a = arena_new();
+	Graph *g = test_graph(a, "t.yaml", cycle_yaml);
+	RelConv *conv = ir_rel_new(g);
+	RelOp r[13];
+	for (int i = 0; i < 13; i++)
+		ir_rel_op(conv, a, i, &r[i]);
+	SearchCtx c = {0};
+	Record rec = {0};
+	c.rec = &rec;
+	c.max_bindings = 32;
+	c.max_blocks = 5;
+	int global[13];
+	for (int i = 0; i < 13; i++)
+		global[i] = i;
+	c.global = global;
+	/* two closed blocks, both ready: refused */
+	Block *x = block_new(&c), *y = block_new(&c);
+	for (int i = 1; i <= 4; i++)
+		block_register(x, &r[i], i, true, &c, false);
+	for (int i = 5; i <= 8; i++)
+		block_register(y, &r[i], i, true, &c, false);
+	assert_false(block_still_optimizing(x));
+	assert_true(block_has_ready(x));
+	Block *m = block_clone(x);
+	assert_false(block_merge(m, y));
+	block_free(m);
+	/* an open block takes the other one: accepted */
+	Block *o = block_new(&c);
+	block_register(o, &r[0], 0, true, &c, false);
+	Block *e = block_new(&c);
+	block_register(e, &r[12], 12, true, &c, false);
+	assert_true(block_can_append(o, e));
+	assert_false(block_can_append(e, o));
+	assert_true(block_merge(o, e));
+	assert_int_equal(o->nops, 2);
+	block_free(x);
+	block_free(y);
+	block_free(o);
+	block_free(e);
+	free(rec.ev);
+	ir_rel_free(conv);
+	arena_free(a);
+}
+
+static void test_store_and_triggers(void **state)
+{
+	(void)state;
+	Arena *a = arena_new();
+	Graph *g = test_graph(a, "t.yaml", reuse_yaml);
+	RelConv *conv = ir_rel_new(g);
+	RelOp r[2], q[2];
+	ir_rel_op(conv, a, 0, &r[0]);
+	ir_rel_op(conv, a, 1, &r[1]);
+	ir_rel_reset(conv);
+	ir_rel_op(conv, a, 3, &q[0]);
+	ir_rel_op(conv, a, 4, &q[1]);
+	assert_true(ir_rel_equal(&r[0], &q[0]));
+	PlanStore st;
+	store_init(&st);
+	Plan p = {0};
+	p.nops = 1;
+	p.ops = r;
+	assert_int_equal(store_add(&st, &p), 0);
+	Trigger t = {TRIG_ON_OPERATIONS, 1, &r[1]};
+	store_add_trigger(&st, 0, &t, a);
+	store_add_trigger(&st, 0, &t, a);
+	assert_int_equal(p.ntriggers, 1);
+	int n;
+	assert_non_null(store_starting_with(&st, &q[0], &n));
+	assert_int_equal(n, 1);
+	assert_null(store_starting_with(&st, &q[1], &n));
+
+	Policy pol;
+	policy_init(&pol);
+	policy_update(&pol, &st, &q[0]);
+	/* the plan matched; its trigger waits for the next op */
+	assert_int_equal(policy_action(&pol, &st, 1, MODE_LAZY).kind, ACT_DEFER);
+	policy_update(&pol, &st, &q[1]);
+	Action act = policy_action(&pol, &st, 2, MODE_LAZY);
+	assert_int_equal(act.kind, ACT_EXECUTE);
+	assert_int_equal(act.plan, 0);
+
+	/* a different next op invalidates OnOperations: explore */
+	policy_reset(&pol);
+	policy_update(&pol, &st, &q[0]);
+	policy_update(&pol, &st, &q[0]);
+	assert_int_equal(policy_action(&pol, &st, 2, MODE_LAZY).kind, ACT_EXPLORE);
+	/* at a sync only an OnSync trigger or the whole queue would do */
+	assert_int_equal(policy_action(&pol, &st, 2, MODE_SYNC).kind, ACT_EXPLORE);
+	Trigger ts = {TRIG_ON_SYNC, 0, NULL};
+	store_add_trigger(&st, 0, &ts, a);
+	policy_reset(&pol);
+	policy_update(&pol, &st, &q[0]);
+	policy_update(&pol, &st, &q[0]);
+	assert_int_equal(policy_action(&pol, &st, 2, MODE_SYNC).kind, ACT_EXECUTE);
+	policy_free(&pol);
+	store_free(&st);
+	ir_rel_free(conv);
+	arena_free(a);
+}
+
+const struct CMUnitTest search_tests[] = {
+	cmocka_unit_test(test_score_formula),
+	cmocka_unit_test(test_search_reuses_plans),
+	cmocka_unit_test(test_open_blocks_merge),
+	cmocka_unit_test(test_cycle_refused),
+	cmocka_unit_test(test_merge_acceptance),
+	cmocka_unit_test(test_store_and_triggers),
+};
+const size_t search_ntests = SUITE_COUNT(search_tests);
