@@ -1,0 +1,153 @@
+/* cg_impl.h: what the files of codegen/ share and nobody else sees: the module
+ * record, the kernel builder state, and the evaluator's helpers.
+ *
+ * A kernel is built by demand-driven evaluation: the frame (kernel_elemwise.c) loops
+ * over the iteration space of the written tensors and asks cg_eval for the value of
+ * each written tensor at an index; cg_eval computes the producing op's operands at the
+ * indices that op maps to (broadcast, view, reduction, window ...), down to loads of
+ * global tensors. A memo keyed on (tensor, index) keeps each value computed once per
+ * element. Ops with inner loops or branches (reductions, matmul, cat, conv, pools, in
+ * kernel_single.c) open a memo scope so that values made inside do not leak out. */
+#ifndef FUSEC_CG_IMPL_H
+#define FUSEC_CG_IMPL_H
+
+#include <llvm-c/Core.h>
+#include <llvm-c/TargetMachine.h>
+
+#include "codegen.h"
+#include "math.h"
+
+enum {
+	CG_BLOCK = 256,          /* threads per block */
+	CG_MAX_GRID = 65535,     /* grid.x cap */
+	CG_VEC_BYTES = 16,
+};
+
+typedef struct {
+	uint64_t hash;
+	CgKernelKind kind;
+	RelOp *ops;              /* deep copy, module-owned (malloc) */
+	int nops;
+	bool *written;
+	int nwritten;
+	CgKernel *k;
+} CgEntry;
+
+struct CgModule {
+	CgOptions opt;
+	Arena *arena;            /* CgKernel records */
+	LLVMContextRef ctx;
+	LLVMModuleRef mod;
+	LLVMTargetMachineRef tm;
+	LLVMBuilderRef b;
+	char *error;             /* first error diagnostic since the last check (malloc) */
+	CgEntry *entries;
+	int nentries, capentries;
+	bool finished;
+	bool taken;              /* module and context given away */
+	LLVMTypeRef t_void, t_i1, t_i8, t_i16, t_i32, t_i64, t_f16, t_f32, t_f64, t_ptr;
+};
+
+/* An index into one tensor: its flat position, its per-dim position, or both. */
+typedef struct {
+	int rank;
+	const uint32_t *shape;        /* shape ids of the tensor addressed */
+	LLVMValueRef flat;            /* i64 linear index, or NULL */
+	LLVMValueRef i[IR_MAX_RANK];  /* i64 per dim, valid when has_dims */
+	bool has_dims;
+	int lane;                     /* vector path: lane of the current vector; else -1 */
+} CgIdx;
+
+typedef struct {
+	int tensor;
+	CgIdx idx;
+	LLVMValueRef v;
+} CgMemo;
+
+typedef struct {
+	CgModule *m;
+	LLVMBuilderRef b;
+	LLVMValueRef fn;
+	const CgKernelSpec *spec;
+	int ntensors;                 /* 1 + highest relative id */
+	const RelTensor **tinfo;      /* per relative id: its description */
+	int *producer;                /* per relative id: op index, or -1 */
+	LLVMValueRef *buf;            /* per relative id: buffer pointer, or NULL */
+	LLVMValueRef *scalar;         /* per placeholder: double value, or NULL */
+	int nplace;
+	LLVMValueRef *dim;            /* per shape id: i64 value */
+	int ndims;
+	LLVMValueRef thread, nthreads;
+	LLVMValueRef *vload;          /* vector path: per relative id, loaded vector */
+	LLVMValueRef vbase;           /* vector path: flat index of lane 0 */
+	int vec;                      /* vector width in elements */
+	CgMemo *memo;
+	int nmemo, capmemo;
+	CgMath math;
+	Diag *d;
+	bool failed;
+} CgKb;
+
+/* types and conversions (kernel_elemwise.c) */
+LLVMTypeRef cg_ctype(CgModule *m, DType t);   /* compute type */
+LLVMTypeRef cg_stype(CgModule *m, DType t);   /* storage type */
+LLVMValueRef cg_load(CgKb *kb, int tensor, LLVMValueRef offset);
+void cg_store(CgKb *kb, int tensor, LLVMValueRef offset, LLVMValueRef v);
+LLVMValueRef cg_convert(CgKb *kb, LLVMValueRef v, DType from, DType to);
+LLVMValueRef cg_i64(CgKb *kb, int64_t v);
+LLVMValueRef cg_dim(CgKb *kb, uint32_t shape_id);
+LLVMValueRef cg_placeholder(CgKb *kb, int n);   /* double */
+LLVMValueRef cg_scalar_as(CgKb *kb, int n, DType t);
+LLVMValueRef cg_offset(CgKb *kb, CgIdx *idx);   /* linear offset of idx */
+void cg_idx_dims(CgKb *kb, CgIdx *idx);
+CgIdx cg_idx_of(int rank, const uint32_t *shape);
+LLVMValueRef cg_eval(CgKb *kb, int tensor, CgIdx *idx);
+int cg_fail(CgKb *kb, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+LLVMValueRef cg_binary_value(CgKb *kb, OpKind op, DType t, LLVMValueRef a, LLVMValueRef b);
+LLVMValueRef cg_select_max(CgKb *kb, DType t, LLVMValueRef a, LLVMValueRef b, bool max);
+LLVMValueRef cg_intrinsic(CgKb *kb, const char *name, LLVMTypeRef *types, int ntypes,
+			  LLVMValueRef *args, int nargs);
+LLVMValueRef cg_and(CgKb *kb, LLVMValueRef a, LLVMValueRef b); /* a NULL: b */
+
+/* memo scopes around inner loops and branches */
+int cg_memo_mark(CgKb *kb);
+void cg_memo_release(CgKb *kb, int mark);
+
+/* grid-stride and counted loops: for (i = start; i < end; i += step) */
+typedef struct {
+	LLVMValueRef i;               /* i64 induction variable */
+	LLVMBasicBlockRef header, exit;
+	LLVMValueRef cmp;             /* the header's compare: carries go before it */
+	LLVMValueRef step;
+	LLVMValueRef cphi[4], cnext[4];
+	int ncarry;
+	int mark;                     /* memo mark at loop entry */
+} CgLoop;
+void cg_loop_begin(CgKb *kb, CgLoop *l, LLVMValueRef start, LLVMValueRef end, LLVMValueRef step);
+void cg_loop_end(CgKb *kb, CgLoop *l);
+/* Loop-carried value: a phi in the loop header, initial value from before the loop;
+ * set its next value with cg_carry_next before cg_loop_end. */
+LLVMValueRef cg_carry(CgKb *kb, CgLoop *l, LLVMValueRef init);
+void cg_carry_next(CgKb *kb, CgLoop *l, LLVMValueRef phi, LLVMValueRef next);
+
+/* ops with loops or branches (kernel_single.c); op is the producing RelOp, out its
+ * output index (dims available) */
+LLVMValueRef cg_eval_reduce(CgKb *kb, const RelOp *op, CgIdx *out);
+LLVMValueRef cg_eval_matmul(CgKb *kb, const RelOp *op, CgIdx *out);
+LLVMValueRef cg_eval_cat(CgKb *kb, const RelOp *op, CgIdx *out);
+LLVMValueRef cg_eval_gather(CgKb *kb, const RelOp *op, CgIdx *out);
+LLVMValueRef cg_eval_conv2d(CgKb *kb, const RelOp *op, CgIdx *out);
+LLVMValueRef cg_eval_pool2d(CgKb *kb, const RelOp *op, CgIdx *out);
+
+/* module.c */
+void cg_module_set_error(CgModule *m, Diag *d, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+int cg_module_check_diag(CgModule *m, Diag *d, const char *when);
+CgEntry *cg_module_find(CgModule *m, const CgKernelSpec *s, uint64_t hash);
+void cg_module_add(CgModule *m, const CgKernelSpec *s, uint64_t hash, CgKernel *k);
+uint64_t cg_spec_hash(const CgKernelSpec *s);
+
+/* the builder of kernel frames (kernel_elemwise.c) */
+CgKernel *cg_build(CgModule *m, const CgKernelSpec *s, uint64_t hash, Diag *d);
+
+#endif

@@ -1,0 +1,145 @@
+/* codegen.h: kernels from relative ops, through the LLVM 19 C API (SPEC §5).
+ *
+ * In:  per kernel, the relative ops it runs (ir/ir.h RelOp, in execution order), what
+ *      kind of kernel it is, and which relative tensor ids must reach global memory.
+ * Out: one LLVM module per compile holding every kernel, emitted as PTX text (or LLVM
+ *      IR), or handed to the host JIT (codegen/jit.h); and per kernel a CgKernel that
+ *      tells the plan writer its entry name, parameter list and launch rule.
+ * Memory: a CgModule owns every LLVM object of the compile (context, module, target
+ *      machine, builder) and disposes of them in cg_module_free. CgKernel records and
+ *      their strings live in the Arena given to cg_module_new and outlive the module.
+ *
+ * Kernel contract (the same for PTX and host):
+ *   - Global tensors are the ones the ops read but no op of the kernel produces, plus
+ *     the produced ones whose `written` flag is set. Every other value stays in
+ *     registers. Buffers are dense, C order, in the tensor's dtype (f16/bf16 as their
+ *     16-bit patterns, bool as one byte 0/1).
+ *   - Parameters, in this order: one pointer per global tensor (ascending relative
+ *     id), one double per scalar placeholder the ops use (ascending number; the kernel
+ *     converts it to the operand's type), one i64 per shape id >= 1 the tensors
+ *     mention (ascending id; id 0 is the value 1 and never a parameter). So one kernel
+ *     serves every segment with the same relative form (64x64 and 32x32 alike).
+ *   - Work: the kernel covers `work` = the product of the dims of launch.work[] items,
+ *     with grid-stride loops over 64-bit indices, so any grid is correct; the launch
+ *     rule gives the grid that lets every thread do about launch.vec items.
+ *   - A kernel whose reduction is broadcast back over its axis (softmax) runs one
+ *     thread per row: its work leaves that axis out.
+ *   - Vectorization is decided at run time: a kernel whose ops are all elementwise and
+ *     whose global tensors all have the iteration shape (no broadcast, no view) checks
+ *     that every buffer is 16-byte aligned, then runs 16-byte vector loads/stores over
+ *     the body and a scalar loop over the tail; misaligned buffers take the scalar loop.
+ *   - Semantics: f16/bf16 are computed in f32 and rounded (to nearest even) on store
+ *     and at casts; float->int casts truncate and saturate (NaN gives 0); integer
+ *     division or remainder by zero gives 0; rem is floored (sign of the divisor);
+ *     max/min propagate NaN; gather clamps its indices into the axis (negative ones
+ *     count from the end); avg_pool2d counts padding in the divisor.
+ *
+ * PTX kernels use the PTX kernel calling convention and read their thread position from
+ * the NVVM special registers. On the host (CG_TARGET_HOST) each kernel is the function
+ *     void NAME(void **args, int64_t thread, int64_t nthreads)
+ * where args[k] points to the value of parameter k (as cuLaunchKernel's kernelParams)
+ * and (thread, nthreads) replace (global thread id, grid size): thread 0 of 1 runs the
+ * whole grid; T host threads may split it as thread t of T.
+ *
+ * Errors: every function returning int gives 0, or -1 with *d filled (file "codegen").
+ * A diagnostic handler is installed on the context: any error-severity diagnostic of
+ * LLVM fails the step it happened in. Before emission every called declaration is
+ * checked: calls to functions the backend cannot resolve (libm names, llvm.exp and
+ * the other transcendental intrinsics) are refused with a message naming them.
+ *
+ * Prefix: cg_. */
+#ifndef FUSEC_CODEGEN_H
+#define FUSEC_CODEGEN_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <llvm-c/Core.h>
+
+#include "../ir/ir.h"
+
+typedef enum {
+	CG_TARGET_NVPTX,   /* nvptx64-nvidia-cuda, PTX text */
+	CG_TARGET_HOST,    /* the host CPU, for the JIT */
+} CgTarget;
+
+typedef struct {
+	CgTarget target;
+	const char *arch;        /* "sm_90" when NULL; NVPTX only */
+	const char *libdevice;   /* libdevice .bc to link for precise math, or NULL */
+	const char *name;        /* module name; "fusec" when NULL */
+	bool no_call_check;      /* tests only: skip the unresolved-call check */
+} CgOptions;
+
+typedef enum {
+	CG_KERNEL_ELEMWISE,  /* an ElementWise-fused block */
+	CG_KERNEL_SINGLE,    /* exactly one op, of any family */
+	CG_KERNEL_MATMUL,    /* matmul and its elementwise epilogue */
+	CG_KERNEL_REDUCE,    /* reduce block(s): ops fused on read and on write */
+} CgKernelKind;
+
+typedef struct {
+	CgKernelKind kind;
+	const RelOp *ops;        /* in execution order */
+	int nops;
+	const bool *written;     /* per relative tensor id: must reach global memory */
+	int nwritten;            /* entries in written; ids beyond it are not written */
+} CgKernelSpec;
+
+typedef enum { CG_PARAM_BUFFER, CG_PARAM_SCALAR, CG_PARAM_DIM } CgParamKind;
+
+typedef struct {
+	CgParamKind kind;
+	int id;          /* relative tensor id, placeholder number, or shape id */
+	DType dtype;     /* buffer: element dtype; scalar: DT_F64; dim: DT_I64 */
+	bool read;       /* buffer: loaded from */
+	bool written;    /* buffer: stored to */
+} CgParam;
+
+/* How to launch: threads = ceil(product of dims of work[] / vec), blocks of `block`
+ * threads, grid.x = min(ceil(threads / block), max_grid), grid.y = grid.z = 1. */
+typedef struct {
+	uint32_t work[IR_MAX_RANK]; /* shape ids whose dims multiply to the work items */
+	int nwork;                  /* 0: one work item */
+	int vec;                    /* work items per thread on the vector path */
+	int block;                  /* threads per block */
+	int64_t max_grid;           /* cap on grid.x (the kernels are grid-stride) */
+} CgLaunch;
+
+typedef struct {
+	const char *name;        /* entry point, deterministic: "<kind>_<16 hex>" */
+	CgKernelKind kind;
+	CgParam *params;
+	int nparams;
+	CgLaunch launch;
+	bool vectorized;         /* has the run-time checked 16-byte path */
+	int index;               /* order of creation in the module */
+} CgKernel;
+
+typedef struct CgModule CgModule;
+
+/* Create the module, its context and target machine. NULL with *d on error. */
+CgModule *cg_module_new(const CgOptions *o, Arena *a, Diag *d);
+/* Build (or find: kernels are deduplicated on their spec) the kernel for spec.
+ * NULL with *d on error; the module stays usable. */
+const CgKernel *cg_kernel(CgModule *m, const CgKernelSpec *spec, Diag *d);
+/* Verify, link libdevice if asked, run default<O3>, check calls. Once per module;
+ * no kernel may be added after. */
+int cg_module_finish(CgModule *m, Diag *d);
+/* Append the PTX text (NVPTX target, after finish) to *out. */
+int cg_module_emit_ptx(CgModule *m, Buf *out, Diag *d);
+/* Append the module's LLVM IR text to *out (before or after finish). */
+int cg_module_emit_ll(CgModule *m, Buf *out, Diag *d);
+/* Host target, after finish: give the LLVM module and its context away (to
+ * cg_jit_add_module, which owns them from then on). The CgModule keeps its records. */
+int cg_module_take(CgModule *m, LLVMModuleRef *mod, LLVMContextRef *ctx, Diag *d);
+/* The LLVM module (tests and debugging); NULL after cg_module_take. */
+LLVMModuleRef cg_module_llvm(CgModule *m);
+void cg_module_free(CgModule *m);
+
+const char *cg_kernel_kind_name(CgKernelKind k);   /* "elemwise" */
+/* Concrete launch of k for the dims of a segment (dims[shape id], as ir_rel_dims). */
+void cg_launch_dims(const CgKernel *k, const int64_t *dims, int ndims, int64_t *grid,
+		    int *block, int64_t *threads);
+
+#endif

@@ -1,0 +1,429 @@
+/* module.c: the one owner of LLVM objects in a compile.
+ *
+ * A CgModule holds the context (with our diagnostic handler), the module, the target
+ * machine and the builder, and disposes of all of them in cg_module_free. The
+ * handler never exits: it records the first error-severity diagnostic, and every step
+ * that hands control to LLVM (building, optimizing, emitting) checks the record
+ * afterwards and turns it into a Diag. LLVM 19's NVPTX backend answers a call to
+ * llvm.exp.f32 with an error diagnostic and then emits PTX that calls nothing, so
+ * finish also refuses any call to a declaration the backend cannot resolve.
+ *
+ * Kernels are deduplicated here: a spec is hashed (kind, ops with their placeholder
+ * numbers, written set), and an equal spec returns the kernel already built. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <llvm-c/Analysis.h>
+#include <llvm-c/Target.h>
+#include <llvm-c/Transforms/PassBuilder.h>
+
+#include "cg_impl.h"
+#include "math.h"
+
+#define NVPTX_TRIPLE "nvptx64-nvidia-cuda"
+
+static void cg_diag_handler(LLVMDiagnosticInfoRef di, void *arg)
+{
+	CgModule *m = arg;
+	if (LLVMGetDiagInfoSeverity(di) != LLVMDSError)
+		return;
+	char *s = LLVMGetDiagInfoDescription(di);
+	if (!m->error) {
+		size_t n = strlen(s) + 1;
+		m->error = xmalloc(n);
+		memcpy(m->error, s, n);
+	}
+	LLVMDisposeMessage(s);
+}
+
+int cg_module_check_diag(CgModule *m, Diag *d, const char *when)
+{
+	if (!m->error)
+		return 0;
+	diag_set(d, "codegen", 0, 0, "LLVM error while %s: %s", when, m->error);
+	free(m->error);
+	m->error = NULL;
+	return -1;
+}
+
+void cg_module_set_error(CgModule *m, Diag *d, const char *fmt, ...)
+{
+	(void)m;
+	char msg[700];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	diag_set(d, "codegen", 0, 0, "%s", msg);
+}
+
+static int init_targets(CgTarget t)
+{
+	if (t == CG_TARGET_NVPTX) {
+		LLVMInitializeNVPTXTargetInfo();
+		LLVMInitializeNVPTXTarget();
+		LLVMInitializeNVPTXTargetMC();
+		LLVMInitializeNVPTXAsmPrinter();
+		return 0;
+	}
+	return LLVMInitializeNativeTarget() || LLVMInitializeNativeAsmPrinter() ? -1 : 0;
+}
+
+/* The processors of LLVM 19's NVPTX backend; any other name would make LLVM print a
+ * warning and silently use a default. */
+static bool known_arch(const char *arch)
+{
+	static const char *const known[] = {
+		"sm_20", "sm_21", "sm_30", "sm_32", "sm_35", "sm_37", "sm_50", "sm_52",
+		"sm_53", "sm_60", "sm_61", "sm_62", "sm_70", "sm_72", "sm_75", "sm_80",
+		"sm_86", "sm_87", "sm_89", "sm_90", "sm_90a",
+	};
+	for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
+		if (!strcmp(arch, known[i]))
+			return true;
+	return false;
+}
+
+CgModule *cg_module_new(const CgOptions *o, Arena *a, Diag *d)
+{
+	CgOptions opt = *o;
+	if (!opt.arch)
+		opt.arch = "sm_90";
+	if (!opt.name)
+		opt.name = "fusec";
+	if (opt.target == CG_TARGET_NVPTX && !known_arch(opt.arch)) {
+		diag_set(d, "codegen", 0, 0,
+			 "unknown arch '%s' (LLVM 19 knows sm_20 to sm_90a, e.g. sm_80, sm_90)",
+			 opt.arch);
+		return NULL;
+	}
+	if (init_targets(opt.target)) {
+		diag_set(d, "codegen", 0, 0, "the %s target is not available in this LLVM",
+			 opt.target == CG_TARGET_NVPTX ? "NVPTX" : "native");
+		return NULL;
+	}
+	char *triple = opt.target == CG_TARGET_NVPTX ? NULL : LLVMGetDefaultTargetTriple();
+	const char *tt = triple ? triple : NVPTX_TRIPLE;
+	LLVMTargetRef target;
+	char *msg = NULL;
+	if (LLVMGetTargetFromTriple(tt, &target, &msg)) {
+		diag_set(d, "codegen", 0, 0, "no LLVM target for %s: %s", tt, msg ? msg : "");
+		LLVMDisposeMessage(msg);
+		LLVMDisposeMessage(triple);
+		return NULL;
+	}
+	char *cpu = NULL, *features = NULL;
+	if (triple) {
+		cpu = LLVMGetHostCPUName();
+		features = LLVMGetHostCPUFeatures();
+	}
+	LLVMTargetMachineRef tm = LLVMCreateTargetMachine(
+		target, tt, triple ? cpu : opt.arch, triple ? features : "",
+		LLVMCodeGenLevelAggressive, LLVMRelocDefault,
+		triple ? LLVMCodeModelJITDefault : LLVMCodeModelDefault);
+	LLVMDisposeMessage(cpu);
+	LLVMDisposeMessage(features);
+	if (!tm) {
+		diag_set(d, "codegen", 0, 0, "cannot create a target machine for %s (%s)", tt,
+			 opt.arch);
+		LLVMDisposeMessage(triple);
+		return NULL;
+	}
+
+	CgModule *m = xcalloc(1, sizeof *m);
+	m->opt = opt;
+	m->arena = a;
+	m->tm = tm;
+	m->ctx = LLVMContextCreate();
+	LLVMContextSetDiagnosticHandler(m->ctx, cg_diag_handler, m);
+	m->mod = LLVMModuleCreateWithNameInContext(opt.name, m->ctx);
+	LLVMSetTarget(m->mod, tt);
+	LLVMTargetDataRef td = LLVMCreateTargetDataLayout(tm);
+	char *dl = LLVMCopyStringRepOfTargetData(td);
+	LLVMSetDataLayout(m->mod, dl);
+	LLVMDisposeMessage(dl);
+	LLVMDisposeTargetData(td);
+	LLVMDisposeMessage(triple);
+	m->b = LLVMCreateBuilderInContext(m->ctx);
+
+	m->t_void = LLVMVoidTypeInContext(m->ctx);
+	m->t_i1 = LLVMInt1TypeInContext(m->ctx);
+	m->t_i8 = LLVMInt8TypeInContext(m->ctx);
+	m->t_i16 = LLVMInt16TypeInContext(m->ctx);
+	m->t_i32 = LLVMInt32TypeInContext(m->ctx);
+	m->t_i64 = LLVMInt64TypeInContext(m->ctx);
+	m->t_f16 = LLVMHalfTypeInContext(m->ctx);
+	m->t_f32 = LLVMFloatTypeInContext(m->ctx);
+	m->t_f64 = LLVMDoubleTypeInContext(m->ctx);
+	m->t_ptr = LLVMPointerTypeInContext(m->ctx, opt.target == CG_TARGET_NVPTX ? 1 : 0);
+	return m;
+}
+
+void cg_module_free(CgModule *m)
+{
+	if (!m)
+		return;
+	for (int i = 0; i < m->nentries; i++) {
+		free(m->entries[i].ops);
+		free(m->entries[i].written);
+	}
+	free(m->entries);
+	if (m->b)
+		LLVMDisposeBuilder(m->b);
+	if (!m->taken) {
+		LLVMDisposeModule(m->mod);
+		LLVMContextDispose(m->ctx);
+	}
+	LLVMDisposeTargetMachine(m->tm);
+	free(m->error);
+	free(m);
+}
+
+LLVMModuleRef cg_module_llvm(CgModule *m)
+{
+	return m->taken ? NULL : m->mod;
+}
+
+const char *cg_kernel_kind_name(CgKernelKind k)
+{
+	switch (k) {
+	case CG_KERNEL_ELEMWISE: return "elemwise";
+	case CG_KERNEL_SINGLE: return "single";
+	case CG_KERNEL_MATMUL: return "matmul";
+	case CG_KERNEL_REDUCE: return "reduce";
+	}
+	return "?";
+}
+
+/* ---- deduplication --------------------------------------------------------- */
+
+uint64_t cg_spec_hash(const CgKernelSpec *s)
+{
+	uint64_t h = hash_u64(HASH_SEED, (uint64_t)s->kind);
+	for (int i = 0; i < s->nops; i++) {
+		const RelOp *op = &s->ops[i];
+		h = hash_u64(h, ir_rel_hash(op));
+		h = hash_u64(h, (uint64_t)op->place0 << 16 | op->nplace);
+	}
+	for (int i = 0; i < s->nwritten; i++)
+		if (s->written[i])
+			h = hash_u64(h, (uint64_t)i + 1);
+	return h;
+}
+
+static bool written_at(const bool *w, int n, int i)
+{
+	return i < n && w[i];
+}
+
+static bool spec_equal(const CgEntry *e, const CgKernelSpec *s)
+{
+	if (e->kind != s->kind || e->nops != s->nops)
+		return false;
+	for (int i = 0; i < s->nops; i++)
+		if (!ir_rel_equal(&e->ops[i], &s->ops[i]) || e->ops[i].place0 != s->ops[i].place0)
+			return false;
+	int n = e->nwritten > s->nwritten ? e->nwritten : s->nwritten;
+	for (int i = 0; i < n; i++)
+		if (written_at(e->written, e->nwritten, i) != written_at(s->written, s->nwritten, i))
+			return false;
+	return true;
+}
+
+CgEntry *cg_module_find(CgModule *m, const CgKernelSpec *s, uint64_t hash)
+{
+	for (int i = 0; i < m->nentries; i++)
+		if (m->entries[i].hash == hash && spec_equal(&m->entries[i], s))
+			return &m->entries[i];
+	return NULL;
+}
+
+void cg_module_add(CgModule *m, const CgKernelSpec *s, uint64_t hash, CgKernel *k)
+{
+	if (m->nentries == m->capentries) {
+		m->capentries = m->capentries ? 2 * m->capentries : 8;
+		m->entries = xrealloc(m->entries, sizeof *m->entries * (size_t)m->capentries);
+	}
+	CgEntry *e = &m->entries[m->nentries++];
+	e->hash = hash;
+	e->kind = s->kind;
+	e->nops = s->nops;
+	/* one block: the RelOps, then their tensors */
+	size_t nt = 0;
+	for (int i = 0; i < s->nops; i++)
+		nt += (size_t)s->ops[i].nin + s->ops[i].nout;
+	char *p = xmalloc(sizeof(RelOp) * (size_t)s->nops + sizeof(RelTensor) * nt + 1);
+	e->ops = (RelOp *)p;
+	RelTensor *t = (RelTensor *)(p + sizeof(RelOp) * (size_t)s->nops);
+	for (int i = 0; i < s->nops; i++) {
+		e->ops[i] = s->ops[i];
+		int n = s->ops[i].nin + s->ops[i].nout;
+		memcpy(t, s->ops[i].t, sizeof *t * (size_t)n);
+		e->ops[i].t = t;
+		t += n;
+	}
+	e->nwritten = s->nwritten;
+	e->written = xmalloc((size_t)s->nwritten + 1);
+	if (s->nwritten)
+		memcpy(e->written, s->written, (size_t)s->nwritten);
+	e->k = k;
+}
+
+const CgKernel *cg_kernel(CgModule *m, const CgKernelSpec *spec, Diag *d)
+{
+	if (m->finished || m->taken) {
+		diag_set(d, "codegen", 0, 0, "internal: kernel added after the module was finished");
+		return NULL;
+	}
+	uint64_t h = cg_spec_hash(spec);
+	CgEntry *e = cg_module_find(m, spec, h);
+	if (e)
+		return e->k;
+	CgKernel *k = cg_build(m, spec, h, d);
+	if (!k)
+		return NULL;
+	k->index = m->nentries;
+	cg_module_add(m, spec, h, k);
+	return k;
+}
+
+/* ---- finishing and emission ------------------------------------------------ */
+
+/* Intrinsic families no backend of ours can lower without a libm. */
+static bool bad_intrinsic(const char *name)
+{
+	static const char *const bad[] = {
+		"llvm.exp.", "llvm.exp2.", "llvm.exp10.", "llvm.log.", "llvm.log2.",
+		"llvm.log10.", "llvm.sin.", "llvm.cos.", "llvm.tan.", "llvm.asin.",
+		"llvm.acos.", "llvm.atan.", "llvm.sinh.", "llvm.cosh.", "llvm.tanh.",
+		"llvm.pow.", "llvm.powi.", "llvm.ldexp.", "llvm.frexp.",
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+		if (!strncmp(name, bad[i], strlen(bad[i])))
+			return true;
+	return false;
+}
+
+/* Every called declaration must be something the backend resolves itself. */
+static int check_calls(CgModule *m, Diag *d)
+{
+	for (LLVMValueRef f = LLVMGetFirstFunction(m->mod); f; f = LLVMGetNextFunction(f)) {
+		if (!LLVMIsDeclaration(f) || !LLVMGetFirstUse(f))
+			continue;
+		size_t len;
+		const char *name = LLVMGetValueName2(f, &len);
+		bool intrinsic = !strncmp(name, "llvm.", 5);
+		if (!intrinsic || bad_intrinsic(name)) {
+			diag_set(d, "codegen", 0, 0,
+				 "kernel calls '%s', which the %s backend cannot resolve", name,
+				 m->opt.target == CG_TARGET_NVPTX ? "NVPTX" : "host");
+			return -1;
+		}
+	}
+	return 0;
+}
+
+int cg_module_finish(CgModule *m, Diag *d)
+{
+	if (m->finished)
+		return 0;
+	m->finished = true;
+	char *msg = NULL;
+	if (LLVMVerifyModule(m->mod, LLVMReturnStatusAction, &msg)) {
+		diag_set(d, "codegen", 0, 0, "internal: invalid kernel IR: %.600s", msg);
+		LLVMDisposeMessage(msg);
+		return -1;
+	}
+	LLVMDisposeMessage(msg);
+	if (m->opt.libdevice && m->opt.target == CG_TARGET_NVPTX &&
+	    cg_math_link_libdevice(m->mod, m->opt.libdevice, d))
+		return -1;
+	LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
+	LLVMErrorRef err = LLVMRunPasses(m->mod, "default<O3>", m->tm, po);
+	LLVMDisposePassBuilderOptions(po);
+	if (err) {
+		char *e = LLVMGetErrorMessage(err);
+		diag_set(d, "codegen", 0, 0, "optimization failed: %s", e);
+		LLVMDisposeErrorMessage(e);
+		return -1;
+	}
+	if (cg_module_check_diag(m, d, "optimizing"))
+		return -1;
+	if (!m->opt.no_call_check && check_calls(m, d))
+		return -1;
+	return 0;
+}
+
+int cg_module_emit_ptx(CgModule *m, Buf *out, Diag *d)
+{
+	if (m->opt.target != CG_TARGET_NVPTX || !m->finished || m->taken) {
+		diag_set(d, "codegen", 0, 0, "internal: PTX asked of a module that is not a finished NVPTX module");
+		return -1;
+	}
+	LLVMMemoryBufferRef mb = NULL;
+	char *msg = NULL;
+	if (LLVMTargetMachineEmitToMemoryBuffer(m->tm, m->mod, LLVMAssemblyFile, &msg, &mb)) {
+		diag_set(d, "codegen", 0, 0, "PTX emission failed: %s", msg ? msg : "");
+		LLVMDisposeMessage(msg);
+		free(m->error);
+		m->error = NULL;
+		return -1;
+	}
+	if (cg_module_check_diag(m, d, "emitting PTX")) {
+		LLVMDisposeMemoryBuffer(mb);
+		return -1;
+	}
+	buf_write(out, LLVMGetBufferStart(mb), LLVMGetBufferSize(mb));
+	LLVMDisposeMemoryBuffer(mb);
+	return 0;
+}
+
+int cg_module_emit_ll(CgModule *m, Buf *out, Diag *d)
+{
+	if (m->taken) {
+		diag_set(d, "codegen", 0, 0, "internal: IR asked of a module given away");
+		return -1;
+	}
+	char *s = LLVMPrintModuleToString(m->mod);
+	buf_puts(out, s);
+	LLVMDisposeMessage(s);
+	return 0;
+}
+
+int cg_module_take(CgModule *m, LLVMModuleRef *mod, LLVMContextRef *ctx, Diag *d)
+{
+	if (m->opt.target != CG_TARGET_HOST || !m->finished || m->taken) {
+		diag_set(d, "codegen", 0, 0, "internal: only a finished host module can be taken");
+		return -1;
+	}
+	/* the handler points at m, which the JIT outlives */
+	LLVMContextSetDiagnosticHandler(m->ctx, NULL, NULL);
+	LLVMDisposeBuilder(m->b);
+	m->b = NULL;
+	*mod = m->mod;
+	*ctx = m->ctx;
+	m->taken = true;
+	return 0;
+}
+
+void cg_launch_dims(const CgKernel *k, const int64_t *dims, int ndims, int64_t *grid,
+		    int *block, int64_t *threads)
+{
+	const CgLaunch *l = &k->launch;
+	int64_t work = 1;
+	for (int i = 0; i < l->nwork; i++) {
+		uint32_t id = l->work[i];
+		work *= id == 0 || (int)id >= ndims ? 1 : dims[id];
+	}
+	int64_t t = (work + l->vec - 1) / l->vec;
+	if (t < 1)
+		t = 1;
+	int64_t g = (t + l->block - 1) / l->block;
+	if (g > l->max_grid)
+		g = l->max_grid;
+	*grid = g;
+	*block = l->block;
+	if (threads)
+		*threads = t;
+}
