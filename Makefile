@@ -28,10 +28,11 @@ ALL_CFLAGS = -std=c11 -D_POSIX_C_SOURCE=200809L $(WARN) $(CFLAGS) $(DEPS_CFLAGS)
 LIB_SRC     = lib/check.c lib/host.c lib/interp.c lib/npy.c lib/support.c
 IR_SRC      = ir/build.c ir/infer.c ir/liveness.c ir/ops.c ir/read_json.c ir/read_yaml.c ir/relative.c
 PASSES_SRC  = passes/block.c passes/explain.c passes/explorer.c passes/fuser_elemwise.c passes/fuser_matmul.c passes/fuser_reduce.c passes/fuser_reduce_bcast.c passes/fusers.c passes/intset.c passes/log.c passes/plan_store.c passes/processor.c passes/record.c passes/score.c
-CODEGEN_SRC = codegen/jit.c codegen/kernel_elemwise.c codegen/kernel_single.c codegen/math.c codegen/module.c codegen/plan.c
-CMD_SRC     = cmd/compile.c cmd/explain.c cmd/fusec.c cmd/normalize.c cmd/run.c
+CODEGEN_SRC = codegen/host_exec.c codegen/jit.c codegen/kernel_elemwise.c codegen/kernel_single.c codegen/lower.c codegen/math.c codegen/module.c codegen/plan.c
+CMD_SRC     = cmd/compile.c cmd/explain.c cmd/fusec.c cmd/normalize.c cmd/run.c cmd/run_cpu.c cmd/run_cuda.c
 RT_SRC      = lib/bench.c lib/runtime.c
-TEST_SRC    = tests/unit/main.c tests/unit/test_codegen.c tests/unit/test_infer.c tests/unit/test_interp.c tests/unit/test_math.c tests/unit/test_readers.c tests/unit/test_relative.c tests/unit/test_runtime.c tests/unit/test_search.c
+TEST_SRC    = tests/unit/main.c tests/unit/test_codegen.c tests/unit/test_hostile.c tests/unit/test_infer.c tests/unit/test_interp.c tests/unit/test_math.c tests/unit/test_readers.c tests/unit/test_relative.c tests/unit/test_runtime.c tests/unit/test_search.c
+BENCH_SRC   = tests/bench/bench_search.c tests/bench/gen_graph.c
 
 CORE_SRC = $(LIB_SRC) $(IR_SRC) $(PASSES_SRC) $(CODEGEN_SRC) $(RT_SRC)
 CORE_OBJ = $(CORE_SRC:%.c=$(BUILD)/%.o)
@@ -78,6 +79,17 @@ $(BUILD)/math_accuracy: $(BUILD)/tests/bench/math_accuracy.o $(CORE_OBJ)
 math-accuracy: $(BUILD)/math_accuracy
 	$(BUILD)/math_accuracy $(MATH_POINTS)
 
+# Search-and-plan throughput sweep (docs/benchmarks.md); not part of `make test`.
+# BENCH_LAYERS: transformer sizes; BENCH_RANDOM: ops of the random-DAG point.
+BENCH_LAYERS ?= 100 1000 3000
+BENCH_RANDOM ?= 20000
+$(BUILD)/bench_search: $(BUILD)/tests/bench/bench_search.o $(CORE_OBJ)
+	$(CC) $(CFLAGS) -o $@ $^ $(DEPS_LIBS) -ldl
+$(BUILD)/gen_graph: $(BUILD)/tests/bench/gen_graph.o
+	$(CC) $(CFLAGS) -o $@ $^ -lm
+bench: $(BUILD)/bench_search $(BUILD)/gen_graph
+	sh tests/bench/search_sweep.sh $(BUILD) "$(BENCH_LAYERS)" "$(BENCH_RANDOM)"
+
 # libFuzzer target for the graph readers (tests/fuzz/README.md): IR and lib only.
 FUZZ_CC ?= clang-14
 FUZZ_SRC = tests/fuzz/fuzz_read.c lib/support.c $(IR_SRC)
@@ -103,5 +115,6 @@ deps:
 clean:
 	rm -rf build build-san
 
-.PHONY: all test sanitize deps clean math-accuracy fuzz
--include $(CORE_OBJ:.o=.d) $(CMD_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(BUILD)/cmd/fusec_run.d
+.PHONY: all test sanitize deps clean math-accuracy fuzz bench
+-include $(CORE_OBJ:.o=.d) $(CMD_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(BUILD)/cmd/fusec_run.d \
+         $(BENCH_SRC:%.c=$(BUILD)/%.d)

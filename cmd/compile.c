@@ -1,8 +1,9 @@
 /* compile.c: `fusec compile GRAPH -o DIR`: load the graph, run the fusion search,
- * write the outputs (SPEC §6-§7).
+ * generate the kernels, write the outputs (SPEC §5-§7).
  *
- * Writes DIR/NAME.plan.json and, with --emit, DIR/NAME.relative.txt (the relative
- * ops of every plan) and DIR/NAME.dot (the ops coloured by kernel). Every file is
+ * Writes DIR/NAME.ptx and DIR/NAME.plan.json and, with --emit, DIR/NAME.ll (the
+ * optimized LLVM IR), DIR/NAME.relative.txt (the relative ops of every plan) and
+ * DIR/NAME.dot (the ops coloured by kernel). Every file is
  * first written to a temporary file in DIR and renamed when all are complete, so a
  * failed compile leaves nothing behind. Logs (--log / FUSEC_LOG) go to stderr. */
 #include <errno.h>
@@ -13,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../codegen/math.h"
 #include "../codegen/plan.h"
 #include "cmd.h"
 
@@ -21,7 +23,8 @@ static const char compile_usage[] =
 	"                     [--max-explorations N] [--max-bindings N] [--log LEVEL]\n"
 	"                     [--emit LIST] [--libdevice PATH]\n"
 	"\n"
-	"Search fusions for GRAPH and write DIR/NAME.plan.json (DIR defaults to .).\n"
+	"Search fusions for GRAPH, generate PTX, and write DIR/NAME.ptx and\n"
+	"DIR/NAME.plan.json (DIR defaults to .).\n"
 	"\n"
 	"  -o DIR                 output folder, created if missing\n"
 	"  --arch sm_XX           target architecture (default sm_90)\n"
@@ -29,8 +32,9 @@ static const char compile_usage[] =
 	"  --max-explorations N   explorations per stream, then unfused (default unlimited)\n"
 	"  --max-bindings N       buffers one fused kernel may bind (default 32)\n"
 	"  --log LEVEL            off, basic, medium, full (also 0, 1); or FUSEC_LOG\n"
-	"  --emit LIST            extra outputs, comma-separated: relative, dot\n"
-	"  --libdevice PATH       libdevice bitcode for precise math\n";
+	"  --emit LIST            extra outputs, comma-separated: ll, relative, dot\n"
+	"  --libdevice PATH       link libdevice bitcode for precise math; `auto` looks\n"
+	"                         for a CUDA install (default: fusec's own math)\n";
 
 typedef struct {
 	char *tmp, *final;
@@ -50,6 +54,9 @@ static int write_tmp(Output *o, const char *dir, const char *name, const char *e
 		o->tmp = NULL;
 		return -1;
 	}
+	mode_t mask = umask(0);
+	umask(mask);
+	fchmod(fd, 0666 & ~mask);
 	FILE *f = fdopen(fd, "w");
 	size_t n = fwrite(text, 1, len, f);
 	if (fclose(f) != 0 || n != len) {
@@ -138,7 +145,7 @@ int cmd_compile(int argc, char **argv)
 	SearchOptions so;
 	pass_default_options(&so);
 	const char *dir = ".", *arch = "sm_90", *libdevice = NULL, *log = getenv("FUSEC_LOG");
-	bool emit_rel = false, emit_dotf = false;
+	bool emit_rel = false, emit_dotf = false, emit_ll = false;
 	int c;
 	long v;
 	optind = 1;
@@ -186,8 +193,10 @@ int cmd_compile(int argc, char **argv)
 					emit_rel = true;
 				else if (!strcmp(t, "dot"))
 					emit_dotf = true;
+				else if (!strcmp(t, "ll"))
+					emit_ll = true;
 				else if (strcmp(t, "ptx") && strcmp(t, "plan")) {
-					cmd_usage_error("compile", "unknown --emit item '%s' (relative, dot)", t);
+					cmd_usage_error("compile", "unknown --emit item '%s' (ll, relative, dot)", t);
 					free(list);
 					return EXIT_USAGE;
 				}
@@ -219,28 +228,43 @@ int cmd_compile(int argc, char **argv)
 		arena_free(a);
 		return EXIT_INPUT;
 	}
+	if (libdevice && !strcmp(libdevice, "auto")) {
+		libdevice = cg_math_find_libdevice();
+		if (!libdevice) {
+			cmd_error("--libdevice auto: no CUDA install with libdevice found");
+			arena_free(a);
+			return EXIT_FAIL;
+		}
+	}
 	Schedule *s = pass_search(g, &so);
 
 	int status = EXIT_OK;
-	if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
+	Diag d;
+	char ptxname[512];
+	snprintf(ptxname, sizeof ptxname, "%s.ptx", g->name);
+	PlanFileInfo info = {arch, ptxname, libdevice};
+	CgOutputs co;
+	if (cg_compile_schedule(s, &info, emit_ll, &co, &d)) {
+		cmd_print_diag(&d);
+		status = EXIT_FAIL;
+	}
+
+	if (status == EXIT_OK && mkdir(dir, 0777) != 0 && errno != EEXIST) {
 		cmd_error("cannot create '%s': %s", dir, strerror(errno));
 		status = EXIT_FAIL;
 	}
-	Output out[3] = {{0}};
+	Output out[5] = {{0}};
 	int nout = 0;
-	if (status == EXIT_OK) {
-		char ptx[512];
-		snprintf(ptx, sizeof ptx, "%s.ptx", g->name);
-		PlanFileInfo info = {arch, ptx, libdevice};
-		char *text = cg_plan_json(s, &info);
-		size_t len = strlen(text);
-		text = realloc(text, len + 2);
-		text[len++] = '\n';
-		text[len] = 0;
-		if (write_tmp(&out[nout++], dir, g->name, ".plan.json", text, len) < 0)
-			status = EXIT_FAIL;
-		free(text);
-	}
+	if (status == EXIT_OK &&
+	    write_tmp(&out[nout++], dir, g->name, ".plan.json", co.plan, strlen(co.plan)) < 0)
+		status = EXIT_FAIL;
+	if (status == EXIT_OK &&
+	    write_tmp(&out[nout++], dir, g->name, ".ptx", co.ptx.data, co.ptx.len) < 0)
+		status = EXIT_FAIL;
+	if (status == EXIT_OK && emit_ll &&
+	    write_tmp(&out[nout++], dir, g->name, ".ll", co.ll.data, co.ll.len) < 0)
+		status = EXIT_FAIL;
+	cg_outputs_free(&co);
 	if (status == EXIT_OK && emit_rel) {
 		Buf b = {0};
 		emit_relative(s, &b);

@@ -81,8 +81,8 @@ static const struct {
 	const RunBackend *vt;      /* NULL: not supported yet */
 } backends[] = {
 	{"interp", &interp_backend},
-	{"cpu", NULL},
-	{"cuda", NULL},
+	{"cpu", &run_cpu_backend},
+	{"cuda", &run_cuda_backend},
 };
 
 /* Prepare, run and collect; outs must hold g->noutputs empty tensors. */

@@ -24,4 +24,8 @@ typedef struct {
 	void (*release)(RunCtx *c);
 } RunBackend;
 
+/* The backends beside interp (cmd/run_cpu.c, cmd/run_cuda.c). */
+extern const RunBackend run_cpu_backend;
+extern const RunBackend run_cuda_backend;
+
 #endif

@@ -57,6 +57,7 @@
 #include <llvm-c/Core.h>
 
 #include "../ir/ir.h"
+#include "../passes/passes.h"
 
 typedef enum {
 	CG_TARGET_NVPTX,   /* nvptx64-nvidia-cuda, PTX text */
@@ -141,5 +142,62 @@ const char *cg_kernel_kind_name(CgKernelKind k);   /* "elemwise" */
 /* Concrete launch of k for the dims of a segment (dims[shape id], as ir_rel_dims). */
 void cg_launch_dims(const CgKernel *k, const int64_t *dims, int ndims, int64_t *grid,
 		    int *block, int64_t *threads);
+
+/* ---- lowering a schedule ------------------------------------------------------
+ *
+ * cg_lower turns every launch of a Schedule (passes/passes.h) into a kernel of the
+ * module and a bound launch. Each launch's global ops are brought into relative form
+ * on their own (a fresh segment), so the kernel depends only on the launch's
+ * relative form: every step that hits the same plan, at 64x64 or 32x32, binds the
+ * same kernel. A tensor a launch produces is written to global memory when it is a
+ * graph output or an op outside the launch reads it; all else stays in registers. */
+
+typedef enum { CG_ARG_TENSOR, CG_ARG_F64, CG_ARG_I64 } CgArgKind;
+
+typedef struct {
+	CgArgKind kind;
+	int tensor;              /* CG_ARG_TENSOR: global tensor id */
+	double f;                /* CG_ARG_F64 */
+	int64_t i;               /* CG_ARG_I64 */
+} CgArg;
+
+typedef struct {
+	const CgKernel *kernel;
+	int step;                /* index in Schedule.steps */
+	int unit;                /* index in Schedule.kernels: the plan chunk it runs */
+	int64_t grid;            /* grid.x; grid.y = grid.z = 1 */
+	int block;               /* block.x */
+	CgArg *args;             /* one per kernel parameter */
+	int nargs;
+} CgBound;
+
+typedef struct {
+	CgBound *launch;         /* every step's launches, in execution order */
+	int nlaunch;
+	const CgKernel **kernels;/* distinct kernels, in order of first use */
+	int nkernels;
+	bool *buffer;            /* per global tensor: needs a buffer (input, output, written) */
+} CgProgram;
+
+/* Build the kernels of every launch of s into m and bind the launches. Everything
+ * *out points to lives in arena a. 0, or -1 with *d (the kernel that failed). */
+int cg_lower(CgModule *m, const Schedule *s, Arena *a, CgProgram *out, Diag *d);
+
+/* ---- running a lowered program on the host ------------------------------------
+ *
+ * The `cpu` backend: the schedule's kernels built for the host (CG_TARGET_HOST),
+ * JIT-compiled, and every bound launch called in order, each running its whole grid
+ * (thread 0 of 1). This executes exactly the kernels and launches the plan holds. */
+
+typedef struct CgHost CgHost;
+
+/* Lower s for the host and JIT it. NULL with *d on error. */
+CgHost *cg_host_new(const Schedule *s, Diag *d);
+/* Which tensors need memory (inputs, outputs, written intermediates). */
+const bool *cg_host_buffers(const CgHost *h);
+/* Run every launch; data[t] is tensor t's dense buffer (NULL for tensors that need
+ * none). 0, or -1 with *d when a launch names a tensor without a buffer. */
+int cg_host_run(CgHost *h, void *const *data, Diag *d);
+void cg_host_free(CgHost *h);
 
 #endif

@@ -1,12 +1,13 @@
-/* plan.c: writes the plan document of a compile (SPEC §6).
+/* plan.c: writes the plan document of a compile (SPEC §6, docs/plan-format.md).
  *
  * Sections, in order: format and compiler, target and options, tensors (role, and
  * whether the runtime allocates a buffer: inputs, outputs, and intermediates some
- * launch writes to memory), kernels (deterministic names fusec_k<plan>_<unit> for
- * planned kernels, fusec_op<op> for ops run without a plan; fuser, score and the
- * ops they run), plans (relative ops as `fusec normalize` prints them, triggers,
- * strategy tree), and steps in execution order with their launches: the tensors a
- * launch reads and writes, its scalar values and the dim value of each shape id. */
+ * launch writes to memory), kernels (the distinct kernels of the PTX: entry,
+ * parameter types, block size, and the fuser, score and ops of their first use),
+ * plans (relative ops as `fusec normalize` prints them, triggers, strategy tree),
+ * and steps in execution order with their launches: the plan unit it runs
+ * (fusec_k<plan>_<unit>, or fusec_op<op> for an op run without a plan), its ops,
+ * the tensors it reads and writes, grid, block and one argument per parameter. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -19,14 +20,6 @@ static cJSON *int_array(const int *v, int n)
 	cJSON *a = cJSON_CreateArray();
 	for (int i = 0; i < n; i++)
 		cJSON_AddItemToArray(a, cJSON_CreateNumber(v[i]));
-	return a;
-}
-
-static cJSON *name_array(const Graph *g, const int *t, int n)
-{
-	cJSON *a = cJSON_CreateArray();
-	for (int i = 0; i < n; i++)
-		cJSON_AddItemToArray(a, cJSON_CreateString(g->tensors[t[i]].name));
 	return a;
 }
 
@@ -88,7 +81,75 @@ static const char *step_mode(const Step *st)
 	return "?";
 }
 
-char *cg_plan_json(const Schedule *s, const PlanFileInfo *info)
+static const char *param_type(const CgParam *p)
+{
+	switch (p->kind) {
+	case CG_PARAM_BUFFER: return "ptr";
+	case CG_PARAM_SCALAR: return "f64";
+	case CG_PARAM_DIM: return "i64";
+	}
+	return "?";
+}
+
+static cJSON *dim3(int64_t x)
+{
+	cJSON *a = cJSON_CreateArray();
+	cJSON_AddItemToArray(a, cJSON_CreateNumber((double)x));
+	cJSON_AddItemToArray(a, cJSON_CreateNumber(1));
+	cJSON_AddItemToArray(a, cJSON_CreateNumber(1));
+	return a;
+}
+
+static cJSON *launch_json(const Schedule *s, const CgBound *b)
+{
+	const Graph *g = s->g;
+	const CgKernel *k = b->kernel;
+	const Kernel *unit = &s->kernels[b->unit];
+	cJSON *o = cJSON_CreateObject();
+	cJSON_AddStringToObject(o, "kernel", k->name);
+	cJSON_AddStringToObject(o, "unit", unit->name);
+	const Launch *l = NULL;
+	const Step *st = &s->steps[b->step];
+	for (int i = 0; i < st->nlaunch && !l; i++)
+		if (st->launch[i].kernel == b->unit)
+			l = &st->launch[i];
+	if (l)
+		cJSON_AddItemToObject(o, "ops", int_array(l->ops, l->nops));
+	cJSON *reads = cJSON_AddArrayToObject(o, "reads");
+	cJSON *writes = cJSON_AddArrayToObject(o, "writes");
+	for (int p = 0; p < k->nparams; p++) {
+		if (k->params[p].kind != CG_PARAM_BUFFER)
+			continue;
+		const char *name = g->tensors[b->args[p].tensor].name;
+		if (k->params[p].read)
+			cJSON_AddItemToArray(reads, cJSON_CreateString(name));
+		if (k->params[p].written)
+			cJSON_AddItemToArray(writes, cJSON_CreateString(name));
+	}
+	cJSON_AddItemToObject(o, "grid", dim3(b->grid));
+	cJSON_AddItemToObject(o, "block", dim3(b->block));
+	cJSON_AddNumberToObject(o, "shared_bytes", 0);
+	cJSON *args = cJSON_AddArrayToObject(o, "args");
+	for (int p = 0; p < b->nargs; p++) {
+		const CgArg *a = &b->args[p];
+		cJSON *ao = cJSON_CreateObject();
+		switch (a->kind) {
+		case CG_ARG_TENSOR:
+			cJSON_AddStringToObject(ao, "tensor", g->tensors[a->tensor].name);
+			break;
+		case CG_ARG_F64:
+			cJSON_AddItemToObject(ao, "f64", number(a->f));
+			break;
+		case CG_ARG_I64:
+			cJSON_AddNumberToObject(ao, "i64", (double)a->i);
+			break;
+		}
+		cJSON_AddItemToArray(args, ao);
+	}
+	return o;
+}
+
+char *cg_plan_json(const Schedule *s, const CgProgram *prog, const PlanFileInfo *info)
 {
 	const Graph *g = s->g;
 	cJSON *root = cJSON_CreateObject();
@@ -107,11 +168,6 @@ char *cg_plan_json(const Schedule *s, const PlanFileInfo *info)
 	if (info->libdevice)
 		cJSON_AddStringToObject(opts, "libdevice", info->libdevice);
 
-	bool *written = calloc((size_t)(g->ntensors ? g->ntensors : 1), sizeof(bool));
-	for (int i = 0; i < s->nsteps; i++)
-		for (int k = 0; k < s->steps[i].nlaunch; k++)
-			for (int j = 0; j < s->steps[i].launch[k].nout; j++)
-				written[s->steps[i].launch[k].out[j]] = true;
 	cJSON *tensors = cJSON_AddArrayToObject(root, "tensors");
 	for (int i = 0; i < g->ntensors; i++) {
 		const Tensor *t = &g->tensors[i];
@@ -124,21 +180,34 @@ char *cg_plan_json(const Schedule *s, const PlanFileInfo *info)
 		const char *role = t->role == ROLE_INPUT ? "input" :
 			t->is_output ? "output" : "intermediate";
 		cJSON_AddStringToObject(o, "role", role);
-		cJSON_AddBoolToObject(o, "buffer", t->role == ROLE_INPUT || t->is_output || written[i]);
+		cJSON_AddBoolToObject(o, "buffer", prog->buffer[i]);
 		cJSON_AddItemToArray(tensors, o);
 	}
-	free(written);
 
+	/* the first launch of each kernel names its fuser, score and ops */
+	int nidx = 1;
+	for (int i = 0; i < prog->nkernels; i++)
+		if (prog->kernels[i]->index + 1 > nidx)
+			nidx = prog->kernels[i]->index + 1;
+	const CgBound **first = calloc((size_t)nidx, sizeof *first);
+	for (int i = prog->nlaunch - 1; i >= 0; i--)
+		first[prog->launch[i].kernel->index] = &prog->launch[i];
 	cJSON *kernels = cJSON_AddArrayToObject(root, "kernels");
-	for (int i = 0; i < s->nkernels; i++) {
-		const Kernel *k = &s->kernels[i];
+	for (int i = 0; i < prog->nkernels; i++) {
+		const CgKernel *ck = prog->kernels[i];
+		const Kernel *k = &s->kernels[first[ck->index]->unit];
 		cJSON *o = cJSON_CreateObject();
-		cJSON_AddStringToObject(o, "name", k->name);
-		cJSON_AddStringToObject(o, "entry", k->name);
+		cJSON_AddStringToObject(o, "name", ck->name);
+		cJSON_AddStringToObject(o, "entry", ck->name);
+		cJSON_AddStringToObject(o, "kind", cg_kernel_kind_name(ck->kind));
+		cJSON *params = cJSON_AddArrayToObject(o, "params");
+		for (int p = 0; p < ck->nparams; p++)
+			cJSON_AddItemToArray(params, cJSON_CreateString(param_type(&ck->params[p])));
+		cJSON_AddItemToObject(o, "block", dim3(ck->launch.block));
+		cJSON_AddNumberToObject(o, "shared_bytes", 0);
+		cJSON_AddBoolToObject(o, "vectorized", ck->vectorized);
 		cJSON_AddStringToObject(o, "fuser", k->fuser >= 0 ? pass_fuser_name(k->fuser) : "none");
 		cJSON_AddNumberToObject(o, "score", (double)k->score);
-		if (k->plan >= 0)
-			cJSON_AddNumberToObject(o, "plan", k->plan);
 		cJSON_AddItemToObject(o, "ops", int_array(k->ops, k->nops));
 		cJSON *names = cJSON_AddArrayToObject(o, "op_names");
 		for (int j = 0; j < k->nops; j++) {
@@ -148,6 +217,7 @@ char *cg_plan_json(const Schedule *s, const PlanFileInfo *info)
 		}
 		cJSON_AddItemToArray(kernels, o);
 	}
+	free(first);
 
 	cJSON *plans = cJSON_AddArrayToObject(root, "plans");
 	for (int i = 0; i < s->nplans; i++) {
@@ -165,13 +235,14 @@ char *cg_plan_json(const Schedule *s, const PlanFileInfo *info)
 			cJSON_AddItemToArray(trig, to);
 		}
 		cJSON_AddItemToObject(o, "strategy", strategy(p->strategy));
-		cJSON *names = cJSON_AddArrayToObject(o, "kernels");
+		cJSON *units = cJSON_AddArrayToObject(o, "units");
 		for (int k = 0; k < p->nkernels; k++)
-			cJSON_AddItemToArray(names, cJSON_CreateString(s->kernels[p->first_kernel + k].name));
+			cJSON_AddItemToArray(units, cJSON_CreateString(s->kernels[p->first_kernel + k].name));
 		cJSON_AddItemToArray(plans, o);
 	}
 
 	cJSON *steps = cJSON_AddArrayToObject(root, "steps");
+	int bi = 0;
 	for (int i = 0; i < s->nsteps; i++) {
 		const Step *st = &s->steps[i];
 		cJSON *o = cJSON_CreateObject();
@@ -187,24 +258,45 @@ char *cg_plan_json(const Schedule *s, const PlanFileInfo *info)
 			cJSON_AddBoolToObject(o, "unfused_guard", 1);
 		cJSON_AddItemToObject(o, "ops", int_array(st->ops, st->nops));
 		cJSON *launches = cJSON_AddArrayToObject(o, "launches");
-		for (int k = 0; k < st->nlaunch; k++) {
-			const Launch *l = &st->launch[k];
-			cJSON *lo = cJSON_CreateObject();
-			cJSON_AddStringToObject(lo, "kernel", s->kernels[l->kernel].name);
-			cJSON_AddItemToObject(lo, "ops", int_array(l->ops, l->nops));
-			cJSON_AddItemToObject(lo, "reads", name_array(g, l->in, l->nin));
-			cJSON_AddItemToObject(lo, "writes", name_array(g, l->out, l->nout));
-			cJSON *sc = cJSON_AddArrayToObject(lo, "scalars");
-			for (int j = 0; j < l->nscalars; j++)
-				cJSON_AddItemToArray(sc, number(l->scalars[j]));
-			cJSON *sz = cJSON_AddArrayToObject(lo, "sizes");
-			for (int j = 0; j < l->nsizes; j++)
-				cJSON_AddItemToArray(sz, cJSON_CreateNumber((double)l->sizes[j]));
-			cJSON_AddItemToArray(launches, lo);
-		}
+		for (; bi < prog->nlaunch && prog->launch[bi].step == i; bi++)
+			cJSON_AddItemToArray(launches, launch_json(s, &prog->launch[bi]));
 		cJSON_AddItemToArray(steps, o);
 	}
 	char *text = cJSON_Print(root);
 	cJSON_Delete(root);
 	return text;
+}
+
+int cg_compile_schedule(const Schedule *s, const PlanFileInfo *info, bool want_ll,
+			CgOutputs *out, Diag *d)
+{
+	memset(out, 0, sizeof *out);
+	Arena *a = arena_new();
+	CgProgram prog;
+	CgOptions co = {.target = CG_TARGET_NVPTX, .arch = info->arch,
+			.libdevice = info->libdevice, .name = s->g->name};
+	CgModule *m = cg_module_new(&co, a, d);
+	int rc = !m || cg_lower(m, s, a, &prog, d) || cg_module_finish(m, d) ||
+		 cg_module_emit_ptx(m, &out->ptx, d) ||
+		 (want_ll && cg_module_emit_ll(m, &out->ll, d)) ? -1 : 0;
+	cg_module_free(m);
+	if (!rc) {
+		char *text = cg_plan_json(s, &prog, info);
+		size_t len = strlen(text);
+		out->plan = realloc(text, len + 2);
+		out->plan[len] = '\n';
+		out->plan[len + 1] = 0;
+	} else {
+		cg_outputs_free(out);
+	}
+	arena_free(a);
+	return rc;
+}
+
+void cg_outputs_free(CgOutputs *o)
+{
+	buf_free(&o->ptx);
+	buf_free(&o->ll);
+	free(o->plan);
+	o->plan = NULL;
 }

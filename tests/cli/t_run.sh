@@ -98,9 +98,10 @@ check run-gather-range 3 "$FUSEC" run "$TMP/gather.yaml" --inputs "x=$TMP/in/a.n
 check run-gather-random 0 "$FUSEC" run "$TMP/gather.yaml" --seed 3
 
 # Backends and usage.
-check run-backend-cpu 3 "$FUSEC" run "$TMP/sq.yaml" --backend cpu &&
-	contains run-backend-cpu-msg "$TMP/err" "backend 'cpu' is not supported yet"
-check run-backend-cuda 3 "$FUSEC" run "$TMP/sq.yaml" --backend cuda
+check run-backend-cpu 0 "$FUSEC" run "$TMP/sq.yaml" --backend cpu --check &&
+	contains run-backend-cpu-check "$TMP/out" " ok"
+FUSEC_LIBCUDA=/nonexistent/libcuda.so.1 check run-backend-cuda-no-driver 3 "$FUSEC" run "$TMP/sq.yaml" --backend cuda &&
+	contains run-backend-cuda-msg "$TMP/err" "libcuda"
 check run-backend-unknown 2 "$FUSEC" run "$TMP/sq.yaml" --backend tpu
 check run-folder 3 "$FUSEC" run "$TMP/in"
 check run-seed-bad 2 "$FUSEC" run "$TMP/sq.yaml" --seed x

@@ -37,7 +37,8 @@ contains chains-reads "$TMP/c/chains.plan.json" '"reads":	["x0", "x1", "x2", "x3
 contains chains-writes "$TMP/c/chains.plan.json" '"writes":	["y0", "y1", "y2", "y3", "y4"]'
 check lone 0 "$FUSEC" compile $G/lone.yaml -o "$TMP/l" --log full
 contains lone-unfused "$TMP/err" "▸ un-fused (1 op)"
-contains lone-kernel "$TMP/l/lone.plan.json" '"kernel":	"fusec_k0_0"'
+contains lone-unit "$TMP/l/lone.plan.json" '"unit":	"fusec_k0_0"'
+contains lone-kernel "$TMP/l/lone.plan.json" '"kind":	"single"'
 check maxblocks 0 "$FUSEC" compile $G/maxblocks.yaml --max-blocks 2 -o "$TMP/m" --log medium
 contains maxblocks-stop "$TMP/err" "[stream] stopped (max_blocks=2 reached) at op 32 (NumericFloat::Add)"
 check fusers 0 "$FUSEC" compile $G/fusers.yaml -o "$TMP/f" --log full

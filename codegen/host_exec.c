@@ -1,0 +1,127 @@
+/* host_exec.c: the `cpu` backend's executor (codegen.h, cg_host_*).
+ *
+ * The schedule is lowered exactly as for PTX, but into a host module; the JIT turns
+ * it into functions `void NAME(void **args, int64_t thread, int64_t nthreads)` that
+ * run a kernel's whole grid. Launches are then called in plan order with their
+ * arguments packed the way cuLaunchKernel reads kernelParams: args[k] points to the
+ * value of parameter k. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "codegen.h"
+#include "jit.h"
+
+typedef void (*HostKernelFn)(void **args, int64_t thread, int64_t nthreads);
+
+struct CgHost {
+	Arena *arena;
+	CgProgram prog;
+	CgJit *jit;
+	HostKernelFn *fn;        /* per kernel index of the module */
+	int nfn;
+	int ntensors;
+};
+
+CgHost *cg_host_new(const Schedule *s, Diag *d)
+{
+	CgHost *h = xcalloc(1, sizeof *h);
+	h->arena = arena_new();
+	h->ntensors = s->g->ntensors;
+	CgOptions o = {.target = CG_TARGET_HOST, .name = s->g->name};
+	CgModule *m = cg_module_new(&o, h->arena, d);
+	LLVMModuleRef mod = NULL;
+	LLVMContextRef ctx = NULL;
+	if (!m || cg_lower(m, s, h->arena, &h->prog, d) || cg_module_finish(m, d) ||
+	    cg_module_take(m, &mod, &ctx, d)) {
+		cg_module_free(m);
+		cg_host_free(h);
+		return NULL;
+	}
+	cg_module_free(m);
+	h->jit = cg_jit_new(d);
+	if (h->jit)
+		cg_jit_set_passes(h->jit, "");   /* cg_module_finish already ran default<O3> */
+	if (!h->jit || cg_jit_add_module(h->jit, mod, ctx, d)) {
+		if (!h->jit) {
+			LLVMDisposeModule(mod);
+			LLVMContextDispose(ctx);
+		}
+		cg_host_free(h);
+		return NULL;
+	}
+	for (int i = 0; i < h->prog.nkernels; i++)
+		if (h->prog.kernels[i]->index + 1 > h->nfn)
+			h->nfn = h->prog.kernels[i]->index + 1;
+	h->fn = xcalloc((size_t)(h->nfn ? h->nfn : 1), sizeof *h->fn);
+	for (int i = 0; i < h->prog.nkernels; i++) {
+		const CgKernel *k = h->prog.kernels[i];
+		void *f = cg_jit_lookup(h->jit, k->name, d);
+		if (!f) {
+			cg_host_free(h);
+			return NULL;
+		}
+		/* the JIT hands out an object pointer; it is the function's address */
+		memcpy(&h->fn[k->index], &f, sizeof f);
+	}
+	return h;
+}
+
+const bool *cg_host_buffers(const CgHost *h)
+{
+	return h->prog.buffer;
+}
+
+typedef union {
+	void *ptr;
+	double f64;
+	int64_t i64;
+} ArgSlot;
+
+int cg_host_run(CgHost *h, void *const *data, Diag *d)
+{
+	int max = 0;
+	for (int i = 0; i < h->prog.nlaunch; i++)
+		if (h->prog.launch[i].nargs > max)
+			max = h->prog.launch[i].nargs;
+	ArgSlot *slot = xcalloc((size_t)max + 1, sizeof *slot);
+	void **argv = xcalloc((size_t)max + 1, sizeof *argv);
+	int rc = 0;
+	for (int i = 0; i < h->prog.nlaunch && !rc; i++) {
+		const CgBound *b = &h->prog.launch[i];
+		for (int p = 0; p < b->nargs; p++) {
+			const CgArg *a = &b->args[p];
+			switch (a->kind) {
+			case CG_ARG_TENSOR:
+				slot[p].ptr = data[a->tensor];
+				if (!slot[p].ptr) {
+					diag_set(d, "cpu", 0, 0, "launch %d of kernel %s binds tensor %d, "
+						 "which has no buffer", i, b->kernel->name, a->tensor);
+					rc = -1;
+				}
+				break;
+			case CG_ARG_F64:
+				slot[p].f64 = a->f;
+				break;
+			case CG_ARG_I64:
+				slot[p].i64 = a->i;
+				break;
+			}
+			argv[p] = &slot[p];
+		}
+		if (!rc)
+			h->fn[b->kernel->index](argv, 0, 1);
+	}
+	free(slot);
+	free(argv);
+	return rc;
+}
+
+void cg_host_free(CgHost *h)
+{
+	if (!h)
+		return;
+	cg_jit_free(h->jit);
+	free(h->fn);
+	arena_free(h->arena);
+	free(h);
+}

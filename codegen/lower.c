@@ -1,0 +1,177 @@
+/* lower.c: from a Schedule to kernels and bound launches (codegen.h, cg_lower).
+ *
+ * Every launch the search produced runs a list of global ops. Its kernel is built
+ * from the relative form of exactly those ops, converted as a segment of their own,
+ * so the kernel is a function of the launch's structure alone and cg_kernel's
+ * deduplication gives every repeated launch (cache hits, repeated layers, other
+ * sizes with the same dim pattern) the one kernel. The converter's maps then bind
+ * the kernel's parameters: relative tensor ids to global tensors, placeholders to
+ * scalar values, shape ids to dim values. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "codegen.h"
+
+static CgKernelKind kernel_kind(int fuser)
+{
+	if (fuser < 0)
+		return CG_KERNEL_SINGLE;
+	const char *name = pass_fuser_name(fuser);
+	if (!strcmp(name, "ElementWise"))
+		return CG_KERNEL_ELEMWISE;
+	if (!strcmp(name, "Matmul"))
+		return CG_KERNEL_MATMUL;
+	return CG_KERNEL_REDUCE;
+}
+
+/* Number of distinct ops reading each tensor (an op reading x twice counts once). */
+static int *count_readers(const Graph *g)
+{
+	int *n = xcalloc((size_t)(g->ntensors ? g->ntensors : 1), sizeof *n);
+	for (int i = 0; i < g->nops; i++) {
+		const Op *op = &g->ops[i];
+		for (int k = 0; k < op->nin; k++) {
+			bool seen = false;
+			for (int j = 0; j < k; j++)
+				seen |= op->in[j] == op->in[k];
+			n[op->in[k]] += !seen;
+		}
+	}
+	return n;
+}
+
+int cg_lower(CgModule *m, const Schedule *s, Arena *a, CgProgram *out, Diag *d)
+{
+	const Graph *g = s->g;
+	int nt = g->ntensors ? g->ntensors : 1;
+	int *nreaders = count_readers(g);
+	int *inside = xcalloc((size_t)nt, sizeof *inside);    /* readers within the launch */
+	uint32_t *tstamp = xcalloc((size_t)nt, sizeof *tstamp);
+	RelConv *conv = ir_rel_new(g);
+	int status = 0;
+
+	memset(out, 0, sizeof *out);
+	int total = 0;
+	for (int i = 0; i < s->nsteps; i++)
+		total += s->steps[i].nlaunch;
+	out->launch = ARENA_NEW(a, CgBound, total);
+	out->kernels = ARENA_NEW(a, const CgKernel *, total);
+	out->buffer = ARENA_NEW(a, bool, nt);
+	for (int t = 0; t < g->ntensors; t++)
+		out->buffer[t] = g->tensors[t].role == ROLE_INPUT || g->tensors[t].is_output;
+
+	int cap_ops = 16;
+	RelOp *rel = xmalloc(sizeof *rel * (size_t)cap_ops);
+	bool *written = NULL;
+	int cap_written = 0;
+	uint32_t stamp = 0;
+	bool *seen = NULL;          /* per module kernel index: already listed */
+	int cap_seen = 0;
+
+	for (int si = 0; si < s->nsteps && !status; si++) {
+		const Step *st = &s->steps[si];
+		for (int li = 0; li < st->nlaunch && !status; li++) {
+			const Launch *l = &st->launch[li];
+			Arena *scratch = arena_new();
+			if (l->nops > cap_ops) {
+				cap_ops = l->nops;
+				rel = xrealloc(rel, sizeof *rel * (size_t)cap_ops);
+			}
+			stamp++;
+			ir_rel_reset(conv);
+			for (int k = 0; k < l->nops; k++) {
+				const Op *op = &g->ops[l->ops[k]];
+				ir_rel_op(conv, scratch, l->ops[k], &rel[k]);
+				for (int j = 0; j < op->nin; j++) {
+					int t = op->in[j];
+					bool dup = false;
+					for (int q = 0; q < j; q++)
+						dup |= op->in[q] == t;
+					if (dup)
+						continue;
+					if (tstamp[t] != stamp) {
+						tstamp[t] = stamp;
+						inside[t] = 0;
+					}
+					inside[t]++;
+				}
+			}
+			int nrel;
+			const int *global = ir_rel_tensors(conv, &nrel);
+			if (nrel > cap_written) {
+				cap_written = nrel;
+				written = xrealloc(written, sizeof *written * (size_t)cap_written);
+			}
+			memset(written, 0, sizeof *written * (size_t)nrel);
+			/* produced here = the output of one of the launch's ops */
+			for (int k = 0; k < l->nops; k++) {
+				const Op *op = &g->ops[l->ops[k]];
+				for (int j = 0; j < op->nout; j++) {
+					int t = op->out[j];
+					int here = tstamp[t] == stamp ? inside[t] : 0;
+					if (g->tensors[t].is_output || nreaders[t] > here) {
+						written[rel[k].t[op->nin + j].id] = true;
+						out->buffer[t] = true;
+					}
+				}
+			}
+
+			const Kernel *unit = &s->kernels[l->kernel];
+			CgKernelSpec spec = {kernel_kind(unit->fuser), rel, l->nops, written, nrel};
+			const CgKernel *k = cg_kernel(m, &spec, d);
+			if (!k) {
+				status = -1;
+				arena_free(scratch);
+				break;
+			}
+			if (k->index >= cap_seen) {
+				int n = k->index * 2 + 16;
+				seen = xrealloc(seen, sizeof *seen * (size_t)n);
+				memset(seen + cap_seen, 0, sizeof *seen * (size_t)(n - cap_seen));
+				cap_seen = n;
+			}
+			if (!seen[k->index]) {
+				seen[k->index] = true;
+				out->kernels[out->nkernels++] = k;
+			}
+
+			int ndims, nvals;
+			const int64_t *dims = ir_rel_dims(conv, &ndims);
+			const double *vals = ir_rel_values(conv, &nvals);
+			CgBound *b = &out->launch[out->nlaunch++];
+			b->kernel = k;
+			b->step = si;
+			b->unit = l->kernel;
+			cg_launch_dims(k, dims, ndims, &b->grid, &b->block, NULL);
+			b->nargs = k->nparams;
+			b->args = ARENA_NEW(a, CgArg, k->nparams);
+			for (int p = 0; p < k->nparams; p++) {
+				const CgParam *pp = &k->params[p];
+				CgArg *arg = &b->args[p];
+				switch (pp->kind) {
+				case CG_PARAM_BUFFER:
+					arg->kind = CG_ARG_TENSOR;
+					arg->tensor = global[pp->id];
+					break;
+				case CG_PARAM_SCALAR:
+					arg->kind = CG_ARG_F64;
+					arg->f = pp->id < nvals ? vals[pp->id] : 0;
+					break;
+				case CG_PARAM_DIM:
+					arg->kind = CG_ARG_I64;
+					arg->i = pp->id < ndims ? dims[pp->id] : 1;
+					break;
+				}
+			}
+			arena_free(scratch);
+		}
+	}
+	free(rel);
+	free(written);
+	free(seen);
+	free(nreaders);
+	free(inside);
+	free(tstamp);
+	ir_rel_free(conv);
+	return status;
+}
