@@ -329,6 +329,9 @@ static int read_int(Builder *b, const DocNode *n, const char *path, int64_t lo, 
 static int read_real(Builder *b, const DocNode *n, const char *path, double *out)
 {
 	if (n->kind == DOC_NUM) {
+		if (isinf(n->dval) && !strpbrk(n->text, "iI"))
+			return fail(b, n, "%s: %s is out of range for a 64-bit float", path,
+				    describe(n).s);
 		*out = n->dval;
 		return 0;
 	}
@@ -599,6 +602,9 @@ static int read_operands(Builder *b, const DocNode *in, const char *at, const ch
 		return fail(b, in, "op '%s' (%s): needs %d to %d inputs, got %d", name, at,
 			    info->nin_min, info->nin_max, n);
 	}
+	if (n > IR_MAX_IN)
+		return fail(b, in, "op '%s' (%s): needs at most %d inputs, got %d", name, at,
+			    IR_MAX_IN, n);
 	op->in = ARENA_NEW(g->arena, int, n);
 	op->in_status = ARENA_NEW(g->arena, uint8_t, n);
 	int k = 0;

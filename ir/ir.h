@@ -21,6 +21,7 @@ enum {
 	IR_MAX_RANK = 8,     /* SPEC §1: rank 0 to 8 */
 	IR_MAX_OUT = 1,      /* no op of the table has several results yet */
 	IR_MAX_DEPTH = 64,   /* nesting depth accepted in a document */
+	IR_MAX_IN = 255,     /* operands of one op (cat); RelOp.nin is 8 bits */
 };
 
 /* ---- dtypes ---------------------------------------------------------------- */
@@ -244,7 +245,7 @@ typedef struct {
 	uint16_t kind;
 	uint8_t nin, nout;
 	uint16_t nplace;             /* placeholders this op introduces */
-	uint16_t place0;             /* number of its first placeholder (#place0) */
+	int32_t place0;              /* number of its first placeholder (#place0) */
 	RelTensor *t;                /* nin operands, then nout results */
 	RelAttrs attr;
 	uint64_t hash;

@@ -197,12 +197,15 @@ static int check_depth(const char *file, const char *text, size_t len, Diag *d)
 	return 0;
 }
 
-/* A short excerpt of the text at an error, up to the end of its line. */
+/* A short excerpt of the text at an error, up to the end of its line, control
+ * characters shown as '?'. */
 static void excerpt(const char *p, const char *end, char *buf, size_t size)
 {
 	size_t n = 0;
-	while (p < end && n + 1 < size && n < 16 && *p != '\n' && *p != '\r')
-		buf[n++] = *p++;
+	while (p < end && n + 1 < size && n < 16 && *p != '\n' && *p != '\r') {
+		unsigned char c = (unsigned char)*p++;
+		buf[n++] = (c < 0x20 && c != '\t') || c == 0x7f ? '?' : (char)c;
+	}
 	while (n > 0 && (buf[n - 1] & 0xc0) == 0x80)
 		n--;
 	if (n > 0 && (unsigned char)buf[n - 1] >= 0xc0)
@@ -232,6 +235,9 @@ DocNode *doc_read_json(Arena *a, const char *file, const char *text, size_t len,
 		doc_position(text, (size_t)(stop - text), &line, &col);
 		if (only_space(stop, end)) {
 			diag_set(d, file, line, col, "JSON syntax error: unexpected end of input");
+		} else if (end - stop >= 3 && !memcmp(stop, "\xef\xbb\xbf", 3)) {
+			diag_set(d, file, line, col,
+				 "JSON syntax error: a byte order mark (U+FEFF) may only start the text");
 		} else {
 			char ex[64];
 			excerpt(stop, end, ex, sizeof ex);

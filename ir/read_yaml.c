@@ -7,8 +7,9 @@
  * and block scalars are strings.
  *
  * Refused on purpose: aliases (so a "billion laughs" file fails at its first alias
- * instead of expanding), tags other than !!str, non-scalar map keys, and more than
- * one document. */
+ * instead of expanding), merge keys, tags other than !!str, non-scalar map keys, and
+ * more than one document. Messages for a tab in indentation and for keys past YAML's
+ * 1024-character limit say so. */
 #include <stdio.h>
 #include <string.h>
 
@@ -117,6 +118,10 @@ static int on_event(Fold *f, const yaml_event_t *ev, int *ndocs)
 			return -1;
 		if (strlen((const char *)ev->data.scalar.value) != ev->data.scalar.length)
 			return fail_mark(f, m, "NUL character in a YAML scalar");
+		if (f->depth > 0 && f->stack[f->depth - 1].node->kind == DOC_MAP &&
+		    !f->stack[f->depth - 1].key && ev->data.scalar.style == YAML_PLAIN_SCALAR_STYLE &&
+		    !strcmp((const char *)ev->data.scalar.value, "<<"))
+			return fail_mark(f, m, "YAML merge keys ('<<') are not supported");
 		return attach(f, scalar_node(f, ev), m);
 	}
 	case YAML_SEQUENCE_START_EVENT:
@@ -147,9 +152,23 @@ static int on_event(Fold *f, const yaml_event_t *ev, int *ndocs)
 	}
 }
 
+/* The byte offset of a libyaml mark index, which counts characters after the BOM. */
+static size_t mark_offset(const char *text, size_t len, size_t index)
+{
+	size_t i = len >= 3 && !memcmp(text, "\xef\xbb\xbf", 3) ? 3 : 0;
+	for (; i < len && index > 0; index--) {
+		i++;
+		while (i < len && ((unsigned char)text[i] & 0xc0) == 0x80)
+			i++;
+	}
+	return i;
+}
+
 static void syntax_error(Fold *f, const yaml_parser_t *p, const char *text, size_t len)
 {
 	const char *problem = p->problem ? p->problem : "unknown problem";
+	const char *hint = "";
+	char found[64];
 	int line, col;
 	size_t nchars = 0;
 	for (size_t i = 0; i < len; i++)
@@ -163,10 +182,27 @@ static void syntax_error(Fold *f, const yaml_parser_t *p, const char *text, size
 		line = (int)p->problem_mark.line + 1;
 		col = (int)p->problem_mark.column + 1;
 	}
+	if (p->error == YAML_SCANNER_ERROR &&
+	    !strcmp(problem, "found character that cannot start any token")) {
+		size_t off = mark_offset(text, len, p->problem_mark.index);
+		unsigned char c = off < len ? (unsigned char)text[off] : 0;
+		if (c == '\t') {
+			problem = "a tab where YAML expects indentation or a token (indent with spaces)";
+		} else if (c > 0x20 && c < 0x7f) {
+			snprintf(found, sizeof found, "found character '%c' that cannot start any token",
+				 c);
+			problem = found;
+		}
+	}
+	if (p->problem_mark.column >= 1024 &&
+	    (!strcmp(problem, "mapping values are not allowed in this context") ||
+	     !strcmp(problem, "could not find expected ':'")))
+		hint = " (a YAML key must fit in 1024 characters; write a longer one as '? KEY')";
 	if (p->context)
-		diag_set(f->d, f->file, line, col, "YAML syntax error: %s %s", problem, p->context);
+		diag_set(f->d, f->file, line, col, "YAML syntax error: %s %s%s", problem, p->context,
+			 hint);
 	else
-		diag_set(f->d, f->file, line, col, "YAML syntax error: %s", problem);
+		diag_set(f->d, f->file, line, col, "YAML syntax error: %s%s", problem, hint);
 }
 
 DocNode *doc_read_yaml(Arena *a, const char *file, const char *text, size_t len, Diag *d)

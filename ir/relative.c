@@ -157,6 +157,8 @@ static void rel_tensor(RelConv *c, int t, TensorStatus st, RelTensor *out)
 void ir_rel_op(RelConv *c, Arena *a, int opi, RelOp *out)
 {
 	const Op *op = &c->g->ops[opi];
+	if (op->nin > IR_MAX_IN || op->nout > IR_MAX_OUT)
+		die("op %d has %d operands and %d results", opi, op->nin, op->nout);
 	memset(out, 0, sizeof *out);
 	out->kind = (uint16_t)op->kind;
 	out->nin = (uint8_t)op->nin;
@@ -167,7 +169,7 @@ void ir_rel_op(RelConv *c, Arena *a, int opi, RelOp *out)
 	for (int k = 0; k < op->nout; k++)
 		rel_tensor(c, op->out[k], ST_NOT_INIT, &out->t[op->nin + k]);
 
-	out->place0 = (uint16_t)c->nvalues;
+	out->place0 = c->nvalues;
 	const Attrs *at = op->attr;
 	if (at) {
 		if (at->has & A_SCALAR)

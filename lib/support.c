@@ -207,6 +207,10 @@ void fmt_double(char *buf, size_t size, double v)
 		snprintf(buf, size, v > 0 ? "inf" : "-inf");
 		return;
 	}
+	if (v == (double)(long long)v && v > -1e15 && v < 1e15) {
+		snprintf(buf, size, "%lld", (long long)v);   /* 10, not 1e+01 */
+		return;
+	}
 	for (int prec = 1; prec <= 17; prec++) {
 		snprintf(buf, size, "%.*g", prec, v);
 		if (strtod(buf, NULL) == v)
