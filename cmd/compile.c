@@ -66,6 +66,25 @@ static int write_tmp(Output *o, const char *dir, const char *name, const char *e
 	return 0;
 }
 
+/* mkdir -p: create dir and any missing parents. 0, or -1 with errno. */
+static int make_dirs(const char *dir)
+{
+	char *p = strdup(dir);
+	int rc = 0;
+	for (char *q = p + 1; rc == 0 && *q; q++) {
+		if (*q != '/')
+			continue;
+		*q = 0;
+		if (mkdir(p, 0777) != 0 && errno != EEXIST)
+			rc = -1;
+		*q = '/';
+	}
+	if (rc == 0 && mkdir(p, 0777) != 0 && errno != EEXIST)
+		rc = -1;
+	free(p);
+	return rc;
+}
+
 static bool valid_arch(const char *s)
 {
 	if (strncmp(s, "sm_", 3) || !s[3])
@@ -249,7 +268,7 @@ int cmd_compile(int argc, char **argv)
 		status = EXIT_FAIL;
 	}
 
-	if (status == EXIT_OK && mkdir(dir, 0777) != 0 && errno != EEXIST) {
+	if (status == EXIT_OK && make_dirs(dir) != 0) {
 		cmd_error("cannot create '%s': %s", dir, strerror(errno));
 		status = EXIT_FAIL;
 	}

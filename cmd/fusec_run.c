@@ -152,7 +152,7 @@ static int make_input(const RtPlan *pl, int t, const char *dir, uint64_t seed, H
 			return EXIT_INPUT;
 		HostRng r;
 		double lo, hi;
-		host_rng_init(&r, seed, (uint64_t)t);
+		host_rng_init(&r, seed, host_input_stream(rt->name));   /* as fusec run */
 		host_default_range(rt->dtype, &lo, &hi);
 		host_fill_random(out, &r, lo, hi);
 		return EXIT_OK;

@@ -213,6 +213,20 @@ static LLVMValueRef reduce_ln2(Em *e, LLVMValueRef x, LLVMValueRef *n)
 	return fma_(e, mn, KT(e, LN2_LO_F32, LN2_LO_F64), r);
 }
 
+/* 2^x on the GPU's special function unit: PTX ex2.approx.ftz.f32, relative error
+ * below 2^-22 (about 2 ulp) for the reduced arguments exp gives it. */
+static LLVMValueRef ex2_approx_f32(Em *e, LLVMValueRef x)
+{
+	static const char name[] = "llvm.nvvm.ex2.approx.ftz.f";
+	unsigned id = LLVMLookupIntrinsicID(name, sizeof name - 1);
+	LLVMValueRef fn = LLVMGetIntrinsicDeclaration(e->m->mod, id, NULL, 0);
+	LLVMTypeRef fty = LLVMIntrinsicGetType(e->m->ctx, id, NULL, 0);
+	return LLVMBuildCall2(e->b, fty, fn, &x, 1, "");
+}
+
+/* exp(x) = 2^n · e^r with |r| <= ln2/2. e^r is the polynomial, except for f32 on the
+ * GPU, where it is ex2.approx(r·log2 e): the polynomial made fused elementwise chains
+ * compute-bound on the H200 (docs/benchmarks.md), the SFU instruction does not. */
 static LLVMValueRef body_exp(Em *e, LLVMValueRef *a)
 {
 	LLVMValueRef x = a[0];
@@ -220,7 +234,8 @@ static LLVMValueRef body_exp(Em *e, LLVMValueRef *a)
 			     KT(e, 89.0, 710.0));
 	LLVMValueRef n;
 	LLVMValueRef r = reduce_ln2(e, xc, &n);
-	LLVMValueRef p = e->f64 ? horner(e, r, exp_f64, 14) : horner(e, r, exp_f32, 8);
+	LLVMValueRef p = e->f64 ? horner(e, r, exp_f64, 14)
+		: e->m->gpu ? ex2_approx_f32(e, mul(e, r, K(e, LOG2E))) : horner(e, r, exp_f32, 8);
 	LLVMValueRef ni = LLVMBuildFPToSI(e->b, n, e->it, "");
 	LLVMValueRef n1 = LLVMBuildAShr(e->b, ni, KI(e, 1), "");
 	LLVMValueRef n2 = LLVMBuildSub(e->b, ni, n1, "");

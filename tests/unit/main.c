@@ -72,7 +72,24 @@ static void test_diag_format(void **state)
 	assert_string_equal(s, "g.json:3: error: x");
 }
 
+static void test_fmt_double_shortest(void **state)
+{
+	(void)state;
+	static const struct { double v; const char *want; } cases[] = {
+		{2.0, "2"}, {10.0, "10"}, {100.0, "100"}, {-3.0, "-3"}, {0.1, "0.1"},
+		{1e-5, "1e-05"}, {1e300, "1e+300"}, {1.0 / 3.0, "0.3333333333333333"},
+		{1.0 / 0.0, "inf"}, {-1.0 / 0.0, "-inf"},
+	};
+	char buf[40];
+	for (size_t i = 0; i < SUITE_COUNT(cases); i++) {
+		fmt_double(buf, sizeof buf, cases[i].v);
+		assert_string_equal(buf, cases[i].want);
+		assert_true(strtod(buf, NULL) == cases[i].v);
+	}
+}
+
 const struct CMUnitTest support_tests[] = {
+	cmocka_unit_test(test_fmt_double_shortest),
 	cmocka_unit_test(test_arena_zeroed_and_aligned),
 	cmocka_unit_test(test_buf_printf_grows),
 	cmocka_unit_test(test_diag_format),

@@ -83,3 +83,117 @@ if __name__ == "__main__":
     g4()
     g5("f32")
     g5("bf16")
+
+
+def allops(dt):
+    """Every op of the table on small shapes, each result a graph output: the GPU
+    numeric check of the code generator (not timed). dt: a float dtype."""
+    ins = {"x": (dt, [64, 96]), "y": (dt, [64, 96]), "z": (dt, [1, 96]), "w": (dt, [96, 32]),
+           "img": (dt, [2, 4, 12, 12]), "k": (dt, [6, 4, 3, 3]), "kb": (dt, [6])}
+    ops, outs = [], []
+
+    def o(kind, i, out, **kw):
+        ops.append(op(kind, i, out, **kw))
+        outs.append(out)
+    ops.append(op("abs", ["x"], "xa"))
+    ops.append(op("add_scalar", ["xa"], "ax", scalar=0.5))
+    for k in ["add", "sub", "mul", "max", "min"]:
+        o(k, ["x", "z"], k + "_b")
+    o("div", ["x", "ax"], "div_t")
+    o("rem", ["x", "ax"], "rem_t")
+    o("pow", ["ax", "y"], "pow_t")
+    o("powf", ["ax", "z"], "powf_t")
+    for k, s in [("add_scalar", 1.5), ("sub_scalar", -2.0), ("mul_scalar", 3.0),
+                 ("div_scalar", 7.0), ("rem_scalar", 0.3)]:
+        o(k, ["x"], k + "_t", scalar=s)
+    o("pow_scalar", ["ax"], "pows_t", scalar=2.5)
+    o("clamp", ["x"], "clamp_t", min=-0.5, max=0.25)
+    o("clamp_min", ["x"], "clampmin_t", min=-0.1)
+    o("clamp_max", ["x"], "clampmax_t", max=0.1)
+    for k in ["eq", "ne", "lt", "le", "gt", "ge"]:
+        o(k, ["x", "z"], k + "_t")
+        o(k + "_scalar", ["x"], k + "s_t", scalar=0.0)
+    for k in ["neg", "abs", "sign", "exp", "sin", "cos", "tanh", "erf", "floor", "ceil",
+              "round", "trunc", "relu", "sigmoid", "silu", "gelu"]:
+        o(k, ["x"], k + "_u")
+    for k in ["log", "log1p", "sqrt", "recip"]:
+        o(k, ["ax"], k + "_u")
+    o("div", ["x", "xa"], "nanmaker")
+    o("is_nan", ["nanmaker"], "isnan_u")
+    o("div_scalar", ["x"], "infmaker", scalar=0.0)
+    o("is_inf", ["infmaker"], "isinf_u")
+    o("gelu", ["x"], "gelut_u", approximate="tanh")
+    o("and", ["lt_t", "gts_t"], "and_t")
+    o("or", ["lt_t", "gts_t"], "or_t")
+    o("xor", ["lt_t", "gts_t"], "xor_t")
+    o("not", ["lt_t"], "not_t")
+    o("where", ["lt_t", "x", "y"], "where_t")
+    o("mask_fill", ["x", "gt_t"], "maskfill_t", scalar=-9.0)
+    o("cast", ["x"], "cast_f16", dtype="f16")
+    o("cast", ["mul_scalar_t"], "cast_i32", dtype="i32")
+    o("reshape", ["x"], "reshape_t", shape=[96, 64])
+    ops.append(op("permute", ["y"], "perm", axes=[1, 0]))
+    o("add_scalar", ["perm"], "permute_t", scalar=1.0)
+    ops.append(op("swap_dims", ["x"], "sw", dims=[0, 1]))
+    o("mul_scalar", ["sw"], "swap_t", scalar=2.0)
+    o("expand", ["z"], "expand_t", shape=[64, 96])
+    o("slice", ["x"], "slice_t", ranges=[[4, 20], [8, 40]])
+    for k in ["sum", "mean", "max_dim", "min_dim", "argmax", "argmin"]:
+        o(k, ["x"], k + "_r", axis=1)
+        o(k, ["y"], k + "_r0", axis=0)
+    o("mul_scalar", ["ax"], "axh", scalar=0.9)
+    o("prod", ["z"], "prod_r", axis=1)
+    o("matmul", ["x", "w"], "matmul_t")
+    o("cat", ["x", "y"], "cat_t", axis=0)
+    o("gather", ["x", "argmax_r"], "gather_t", axis=1)
+    o("conv2d", ["img", "k", "kb"], "conv_t", padding=1)
+    o("max_pool2d", ["img"], "maxpool_t", kernel=2)
+    o("avg_pool2d", ["img"], "avgpool_t", kernel=3, stride=2, padding=1)
+    graph("allops_" + dt, ins, ops, outs)
+
+
+def allops_int(dt):
+    ins = {"a": (dt, [32, 48]), "b": (dt, [32, 48]), "c": (dt, [1, 48])}
+    ops, outs = [], []
+
+    def o(kind, i, out, **kw):
+        ops.append(op(kind, i, out, **kw))
+        outs.append(out)
+    for k in ["add", "sub", "mul", "div", "rem", "max", "min"]:
+        o(k, ["a", "c"], k + "_b")
+    for k in ["add_scalar", "mul_scalar", "div_scalar", "rem_scalar"]:
+        o(k, ["a"], k + "_s", scalar=3)
+    o("neg", ["a"], "neg_u")
+    o("abs", ["a"], "abs_u")
+    o("sign", ["a"], "sign_u")
+    o("clamp", ["a"], "clamp_t", min=-2, max=3)
+    for k in ["eq", "lt", "ge"]:
+        o(k, ["a", "b"], k + "_t")
+    o("where", ["lt_t", "a", "b"], "where_t")
+    o("cast", ["a"], "cast_f32", dtype="f32")
+    for k in ["sum", "max_dim", "min_dim", "argmax"]:
+        o(k, ["a"], k + "_r", axis=1)
+    o("matmul", ["a", "mm"], "matmul_t")
+    ins["mm"] = (dt, [48, 16])
+    graph("allops_" + dt, ins, ops, outs)
+
+
+if __name__ == "__main__":
+    for t in ["f32", "f16", "bf16", "f64"]:
+        allops(t)
+    allops_int("i32")
+    allops_int("i64")
+
+
+def math_sweep():
+    """f32 math on the GPU over a wide sweep, checked by math_sweep.py."""
+    n = 1 << 24
+    ins = {"x": ("f32", [n])}
+    ops = [op("exp", ["x"], "exp"), op("tanh", ["x"], "tanh"), op("sigmoid", ["x"], "sigmoid"),
+           op("silu", ["x"], "silu"), op("gelu", ["x"], "gelu_tanh", approximate="tanh"),
+           op("sin", ["x"], "sin"), op("log", ["x"], "log"), op("erf", ["x"], "erf")]
+    graph("math_sweep", ins, ops, ["exp", "tanh", "sigmoid", "silu", "gelu_tanh", "sin", "log", "erf"])
+
+
+if __name__ == "__main__":
+    math_sweep()
