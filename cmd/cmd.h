@@ -13,6 +13,7 @@ int cmd_normalize(int argc, char **argv);
 int cmd_compile(int argc, char **argv);
 int cmd_explain(int argc, char **argv);
 int cmd_run(int argc, char **argv);
+int cmd_bench(int argc, char **argv);
 
 /* Shared helpers (cmd/fusec.c). */
 extern const char *cmd_prog;                 /* "fusec" */

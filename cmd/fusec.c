@@ -20,7 +20,8 @@ static const char usage_text[] =
 	"  compile GRAPH [-o DIR]   search fusions and write DIR/NAME.plan.json and .ptx\n"
 	"  normalize GRAPH          print the relative form of every segment\n"
 	"  explain GRAPH [--op I]   show why each op was or was not fused\n"
-	"  run GRAPH --backend B    execute a graph (interp)\n"
+	"  run GRAPH --backend B    execute a graph: interp, cpu (JIT) or cuda\n"
+	"  bench GRAPH|DIR          time a graph or compiled plan on the GPU\n"
 	"\n"
 	"GRAPH is a fusec-graph/1 file (.json, .yaml, .yml) or - for stdin.\n"
 	"`fusec COMMAND --help` describes each command.\n"
@@ -52,7 +53,8 @@ void cmd_print_diag(const Diag *d)
 {
 	char line[1200];
 	diag_format(d, line, sizeof line);
-	fprintf(stderr, "%s\n", line);
+	/* a message that names no file still says who speaks */
+	fprintf(stderr, "%s%s\n", d->file[0] ? "" : "fusec: ", line);
 }
 
 Graph *cmd_load_graph(Arena *a, const char *path)
@@ -84,6 +86,7 @@ static const struct {
 	{"normalize", cmd_normalize},
 	{"explain", cmd_explain},
 	{"run", cmd_run},
+	{"bench", cmd_bench},
 };
 
 int main(int argc, char **argv)

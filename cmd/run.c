@@ -23,13 +23,15 @@
 static const char run_usage[] =
 	"usage: fusec run GRAPH [--backend interp|cpu|cuda] [--inputs DIR|NAME=FILE,...]\n"
 	"                 [--outputs DIR] [--seed N] [--check]\n"
+	"       fusec run DIR --backend cuda [--inputs DIR] [--outputs DIR] [--seed N]\n"
 	"\n"
 	"Execute GRAPH and print, per output, its dtype, shape, the sum of its elements\n"
-	"and its first values.\n"
+	"and its first values. DIR (or DIR/NAME.plan.json) is what `fusec compile` wrote.\n"
 	"\n"
 	"options:\n"
-	"  --backend B      interp (the plain-C reference interpreter; default), cpu or\n"
-	"                   cuda (not supported yet)\n"
+	"  --backend B      interp (the plain-C reference interpreter; default), cpu (the\n"
+	"                   generated kernels, JIT-compiled for this CPU) or cuda (the\n"
+	"                   PTX on GPU 0, through libcuda.so.1)\n"
 	"  --inputs DIR     read each graph input NAME from DIR/NAME.npy\n"
 	"  --inputs N=F,..  read input N from the .npy file F; other inputs are random\n"
 	"  --seed N         seed of the random inputs (default 0)\n"
@@ -139,7 +141,7 @@ static int load_input(const Graph *g, int i, const char *path, HostTensor *t)
 	return 0;
 }
 
-static int load_inputs(const Graph *g, const char *spec, HostTensor *in)
+int run_load_inputs(const Graph *g, const char *spec, HostTensor *in)
 {
 	if (!strchr(spec, '=')) {
 		for (int i = 0; i < g->ninputs; i++) {
@@ -195,7 +197,7 @@ static void input_range(const Graph *g, int t, double *lo, double *hi)
 	}
 }
 
-static int random_inputs(const Graph *g, uint64_t seed, HostTensor *in)
+int run_random_inputs(const Graph *g, uint64_t seed, HostTensor *in)
 {
 	for (int i = 0; i < g->ninputs; i++) {
 		if (in[i].data)
@@ -295,6 +297,46 @@ static int check_outputs(const Graph *g, const HostTensor *in, const HostTensor 
 	return nfail;
 }
 
+/* `fusec run DIR --backend cuda`: a compiled plan, inputs drawn from the plan. */
+static int run_compiled(const char *path, const char *inputs, const char *outputs, uint64_t seed)
+{
+	RunPlan rp;
+	Diag d;
+	int status = EXIT_OK;
+	if (run_plan_open(path, inputs, seed, &rp, &d)) {
+		cmd_print_diag(&d);
+		status = EXIT_INPUT;
+	} else if (rt_cuda_run(path, rp.in, rp.nin, rp.out, rp.nout, &d) != RT_OK) {
+		cmd_print_diag(&d);
+		status = EXIT_FAIL;
+	} else {
+		for (int i = 0; i < rp.nout; i++) {
+			char shape[160], file[1024];
+			const HostTensor *t = &rp.out[i].t;
+			double sum = 0;
+			for (int64_t k = 0; k < t->n; k++)
+				sum += host_get(t, k);
+			printf("%s: %s sum=%.10g\n", rp.out[i].name,
+			       host_shape_text(t->dtype, t->rank, t->dim, shape, sizeof shape), sum);
+			if (!outputs)
+				continue;
+			if (mkdir(outputs, 0777) && errno != EEXIST) {
+				cmd_error("cannot create '%s': %s", outputs, strerror(errno));
+				status = EXIT_FAIL;
+				break;
+			}
+			snprintf(file, sizeof file, "%s/%s.npy", outputs, rp.out[i].name);
+			if (npy_write_file(file, t, &d)) {
+				cmd_print_diag(&d);
+				status = EXIT_FAIL;
+				break;
+			}
+		}
+	}
+	run_plan_close(&rp);
+	return status;
+}
+
 /* ---- the command ----------------------------------------------------------- */
 
 int cmd_run(int argc, char **argv)
@@ -348,11 +390,13 @@ int cmd_run(int argc, char **argv)
 		return EXIT_FAIL;
 	}
 	const char *path = argv[optind];
-	struct stat sb;
-	if (strcmp(path, "-") && !stat(path, &sb) && S_ISDIR(sb.st_mode)) {
-		cmd_error("'%s' is a folder; running a compiled plan folder is not supported "
-			  "yet (give the graph file)", path);
-		return EXIT_FAIL;
+	if (run_is_plan(path)) {
+		if (vt != &run_cuda_backend || check) {
+			cmd_usage_error("run", "'%s' is a compiled plan: it runs with --backend cuda "
+					"and without --check (give the graph file for those)", path);
+			return EXIT_USAGE;
+		}
+		return run_compiled(path, inputs, outputs, (uint64_t)seed);
 	}
 
 	Arena *a = arena_new();
@@ -365,7 +409,7 @@ int cmd_run(int argc, char **argv)
 	HostTensor *outs = xcalloc((size_t)g->noutputs + 1, sizeof *outs);
 	int status = EXIT_OK;
 	Diag d;
-	if ((inputs && load_inputs(g, inputs, in)) || random_inputs(g, (uint64_t)seed, in)) {
+	if ((inputs && run_load_inputs(g, inputs, in)) || run_random_inputs(g, (uint64_t)seed, in)) {
 		status = EXIT_INPUT;
 	} else if (backend_run(vt, g, in, outs, &d)) {
 		cmd_print_diag(&d);

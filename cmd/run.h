@@ -9,7 +9,7 @@
 #ifndef FUSEC_RUN_H
 #define FUSEC_RUN_H
 
-#include "../lib/host.h"
+#include "../lib/fusecrt.h"
 
 typedef struct {
 	const Graph *g;
@@ -23,6 +23,30 @@ typedef struct {
 	int (*outputs)(RunCtx *c, HostTensor *outs, Diag *d);
 	void (*release)(RunCtx *c);
 } RunBackend;
+
+/* A graph compiled into a private temporary folder (cmd/run_cuda.c). */
+typedef struct {
+	char dir[256];
+	char plan[640], ptx[640];
+} RunTemp;
+int run_cuda_compile(const Graph *g, RunTemp *t, Diag *d);
+void run_cuda_cleanup(RunTemp *t);
+
+/* A compiled plan (a folder, or NAME.plan.json) with inputs for it: DIR/NAME.npy
+ * files, or seeded random values drawn as `fusec run` and fusec-run draw them. */
+typedef struct {
+	RtPlan *plan;
+	RtNamed *in, *out;       /* graph inputs; outputs (filled by rt_cuda_run) */
+	int nin, nout;
+} RunPlan;
+bool run_is_plan(const char *path);
+int run_plan_open(const char *path, const char *inputs, uint64_t seed, RunPlan *rp, Diag *d);
+void run_plan_close(RunPlan *rp);
+
+/* Inputs of a graph (cmd/run.c): seeded random, or .npy files (DIR, or NAME=FILE,...).
+ * Each prints its own error and returns -1. */
+int run_random_inputs(const Graph *g, uint64_t seed, HostTensor *in);
+int run_load_inputs(const Graph *g, const char *spec, HostTensor *in);
 
 /* The backends beside interp (cmd/run_cpu.c, cmd/run_cuda.c). */
 extern const RunBackend run_cpu_backend;

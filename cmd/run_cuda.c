@@ -1,9 +1,11 @@
 /* run_cuda.c: the `cuda` backend of `fusec run`: compile the graph (search, PTX,
  * plan) into a private temporary folder, then run the plan on GPU 0 through the
- * runtime (lib/fusecrt.h), which reaches the driver through dlopen. */
+ * runtime (lib/fusecrt.h), which reaches the driver through dlopen. `fusec bench`
+ * compiles the same way (run_cuda_compile). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "../codegen/plan.h"
@@ -11,8 +13,7 @@
 #include "run.h"
 
 typedef struct {
-	char dir[256];
-	char plan[640], ptx[640];
+	RunTemp tmp;
 	RtNamed *out;
 } CudaState;
 
@@ -26,34 +27,51 @@ static int write_file(const char *path, const char *text, size_t len, Diag *d)
 	return 0;
 }
 
-static int cuda_prepare(RunCtx *c, Diag *d)
+int run_cuda_compile(const Graph *g, RunTemp *t, Diag *d)
 {
-	CudaState *st = xcalloc(1, sizeof *st);
-	c->state = st;
+	memset(t, 0, sizeof *t);
 	const char *tmp = getenv("TMPDIR");
-	snprintf(st->dir, sizeof st->dir, "%s/fusec-run-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-	if (!mkdtemp(st->dir)) {
-		diag_set(d, st->dir, 0, 0, "cannot create a temporary folder");
-		st->dir[0] = 0;
+	snprintf(t->dir, sizeof t->dir, "%s/fusec-run-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+	if (!mkdtemp(t->dir)) {
+		diag_set(d, t->dir, 0, 0, "cannot create a temporary folder");
+		t->dir[0] = 0;
 		return -1;
 	}
 	SearchOptions so;
 	pass_default_options(&so);
-	Schedule *s = pass_search(c->g, &so);
+	Schedule *s = pass_search(g, &so);
 	char ptxname[300];
-	snprintf(ptxname, sizeof ptxname, "%s.ptx", c->g->name);
+	snprintf(ptxname, sizeof ptxname, "%s.ptx", g->name);
 	PlanFileInfo info = {"sm_90", ptxname, NULL};
 	CgOutputs co;
 	int rc = cg_compile_schedule(s, &info, false, &co, d);
 	pass_free_schedule(s);
 	if (rc)
 		return -1;
-	snprintf(st->plan, sizeof st->plan, "%s/%s.plan.json", st->dir, c->g->name);
-	snprintf(st->ptx, sizeof st->ptx, "%s/%s", st->dir, ptxname);
-	rc = write_file(st->plan, co.plan, strlen(co.plan), d) ||
-	     write_file(st->ptx, co.ptx.data, co.ptx.len, d) ? -1 : 0;
+	snprintf(t->plan, sizeof t->plan, "%s/%s.plan.json", t->dir, g->name);
+	snprintf(t->ptx, sizeof t->ptx, "%s/%s", t->dir, ptxname);
+	rc = write_file(t->plan, co.plan, strlen(co.plan), d) ||
+	     write_file(t->ptx, co.ptx.data, co.ptx.len, d) ? -1 : 0;
 	cg_outputs_free(&co);
 	return rc;
+}
+
+void run_cuda_cleanup(RunTemp *t)
+{
+	if (t->plan[0])
+		unlink(t->plan);
+	if (t->ptx[0])
+		unlink(t->ptx);
+	if (t->dir[0])
+		rmdir(t->dir);
+	memset(t, 0, sizeof *t);
+}
+
+static int cuda_prepare(RunCtx *c, Diag *d)
+{
+	CudaState *st = xcalloc(1, sizeof *st);
+	c->state = st;
+	return run_cuda_compile(c->g, &st->tmp, d);
 }
 
 static int cuda_run(RunCtx *c, Diag *d)
@@ -68,7 +86,7 @@ static int cuda_run(RunCtx *c, Diag *d)
 	st->out = xcalloc((size_t)g->noutputs + 1, sizeof *st->out);
 	for (int i = 0; i < g->noutputs; i++)
 		st->out[i].name = g->tensors[g->outputs[i]].name;
-	RtStatus rs = rt_cuda_run(st->plan, in, g->ninputs, st->out, g->noutputs, d);
+	RtStatus rs = rt_cuda_run(st->tmp.plan, in, g->ninputs, st->out, g->noutputs, d);
 	free(in);
 	return rs == RT_OK ? 0 : -1;
 }
@@ -91,14 +109,69 @@ static void cuda_release(RunCtx *c)
 	for (int i = 0; st->out && i < c->g->noutputs; i++)
 		host_free(&st->out[i].t);
 	free(st->out);
-	if (st->plan[0])
-		unlink(st->plan);
-	if (st->ptx[0])
-		unlink(st->ptx);
-	if (st->dir[0])
-		rmdir(st->dir);
+	run_cuda_cleanup(&st->tmp);
 	free(st);
 	c->state = NULL;
 }
 
 const RunBackend run_cuda_backend = {cuda_prepare, cuda_run, cuda_outputs, cuda_release};
+
+/* ---- compiled plans -------------------------------------------------------- */
+
+bool run_is_plan(const char *path)
+{
+	struct stat sb;
+	size_t n = strlen(path);
+	if (strcmp(path, "-") && !stat(path, &sb) && S_ISDIR(sb.st_mode))
+		return true;
+	return n > 10 && !strcmp(path + n - 10, ".plan.json");
+}
+
+int run_plan_open(const char *path, const char *inputs, uint64_t seed, RunPlan *rp, Diag *d)
+{
+	memset(rp, 0, sizeof *rp);
+	rp->plan = rt_plan_load(path, d);
+	if (!rp->plan)
+		return -1;
+	const RtPlan *p = rp->plan;
+	rp->in = xcalloc((size_t)p->ntensors + 1, sizeof *rp->in);
+	rp->out = xcalloc((size_t)p->ntensors + 1, sizeof *rp->out);
+	for (int t = 0; t < p->ntensors; t++) {
+		const RtTensor *rt = &p->tensors[t];
+		if (rt->role == ROLE_OUTPUT) {
+			rp->out[rp->nout++].name = rt->name;
+			continue;
+		}
+		if (rt->role != ROLE_INPUT)
+			continue;
+		RtNamed *in = &rp->in[rp->nin++];
+		in->name = rt->name;
+		if (inputs) {
+			char file[1024];
+			snprintf(file, sizeof file, "%s/%s.npy", inputs, rt->name);
+			if (npy_read_file(file, &in->t, d))
+				return -1;
+			continue;
+		}
+		if (host_alloc(&in->t, rt->dtype, rt->rank, rt->dim, d))
+			return -1;
+		HostRng r;
+		double lo, hi;
+		host_rng_init(&r, seed, host_input_stream(rt->name));
+		host_default_range(rt->dtype, &lo, &hi);
+		host_fill_random(&in->t, &r, lo, hi);
+	}
+	return 0;
+}
+
+void run_plan_close(RunPlan *rp)
+{
+	for (int i = 0; i < rp->nin; i++)
+		host_free(&rp->in[i].t);
+	for (int i = 0; i < rp->nout; i++)
+		host_free(&rp->out[i].t);
+	free(rp->in);
+	free(rp->out);
+	rt_plan_free(rp->plan);
+	memset(rp, 0, sizeof *rp);
+}

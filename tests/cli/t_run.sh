@@ -103,7 +103,8 @@ check run-backend-cpu 0 "$FUSEC" run "$TMP/sq.yaml" --backend cpu --check &&
 FUSEC_LIBCUDA=/nonexistent/libcuda.so.1 check run-backend-cuda-no-driver 3 "$FUSEC" run "$TMP/sq.yaml" --backend cuda &&
 	contains run-backend-cuda-msg "$TMP/err" "libcuda"
 check run-backend-unknown 2 "$FUSEC" run "$TMP/sq.yaml" --backend tpu
-check run-folder 3 "$FUSEC" run "$TMP/in"
+check run-folder-interp 2 "$FUSEC" run "$TMP/in" &&
+	contains run-folder-msg "$TMP/err" "is a compiled plan: it runs with --backend cuda"
 check run-seed-bad 2 "$FUSEC" run "$TMP/sq.yaml" --seed x
 check run-no-graph 2 "$FUSEC" run
 check run-help 0 "$FUSEC" run --help && contains run-help-text "$TMP/out" "usage: fusec run"
