@@ -37,6 +37,11 @@ def make_inputs(graph, seed):
         dt, shape = t["dtype"], t["shape"]
         if dt in ("f64", "f32", "f16", "bf16"):
             a = rng.uniform(-1.0, 1.0, size=shape).astype(np.float32)
+            if len(shape) == 2 and name.split(".")[-1].startswith("w"):
+                # weight matrices (G6: wq, wk, ..., w2) scaled by 1/sqrt(fan-in), as
+                # a trained model's are: unscaled, 12 layers blow activations up
+                # until softmax turns argmax-like and any rounding flips it
+                a = (a / np.sqrt(shape[0])).astype(np.float32)
             if dt != "bf16":
                 a = a.astype(NP[dt])
         elif dt == "bool":
