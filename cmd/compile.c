@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "../codegen/math.h"
@@ -33,6 +34,7 @@ static const char compile_usage[] =
 	"  --max-bindings N       buffers one fused kernel may bind (default 32)\n"
 	"  --log LEVEL            off, basic, medium, full (also 0, 1); or FUSEC_LOG\n"
 	"  --emit LIST            extra outputs, comma-separated: ll, relative, dot\n"
+	"  --time                 print the time of each phase to stderr\n"
 	"  --libdevice PATH       link libdevice bitcode for precise math; `auto` looks\n"
 	"                         for a CUDA install (default: fusec's own math)\n";
 
@@ -83,6 +85,13 @@ static int make_dirs(const char *dir)
 		rc = -1;
 	free(p);
 	return rc;
+}
+
+static double now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
 static bool valid_arch(const char *s)
@@ -159,12 +168,13 @@ int cmd_compile(int argc, char **argv)
 		{"log", required_argument, NULL, 'l'},
 		{"emit", required_argument, NULL, 'e'},
 		{"libdevice", required_argument, NULL, 'd'},
+		{"time", no_argument, NULL, 't'},
 		{0, 0, 0, 0},
 	};
 	SearchOptions so;
 	pass_default_options(&so);
 	const char *dir = ".", *arch = "sm_90", *libdevice = NULL, *log = getenv("FUSEC_LOG");
-	bool emit_rel = false, emit_dotf = false, emit_ll = false;
+	bool emit_rel = false, emit_dotf = false, emit_ll = false, timing = false;
 	int c;
 	long v;
 	optind = 1;
@@ -226,6 +236,9 @@ int cmd_compile(int argc, char **argv)
 		case 'd':
 			libdevice = optarg;
 			break;
+		case 't':
+			timing = true;
+			break;
 		default:
 			cmd_usage_error("compile", "unknown option '%s'", argv[optind - 1]);
 			return EXIT_USAGE;
@@ -242,6 +255,7 @@ int cmd_compile(int argc, char **argv)
 	so.log = stderr;
 
 	Arena *a = arena_new();
+	double t0 = now();
 	Graph *g = cmd_load_graph(a, argv[optind]);
 	if (!g) {
 		arena_free(a);
@@ -255,7 +269,9 @@ int cmd_compile(int argc, char **argv)
 			return EXIT_FAIL;
 		}
 	}
+	double t1 = now();
 	Schedule *s = pass_search(g, &so);
+	double t2 = now();
 
 	int status = EXIT_OK;
 	Diag d;
@@ -283,6 +299,8 @@ int cmd_compile(int argc, char **argv)
 	if (status == EXIT_OK && emit_ll &&
 	    write_tmp(&out[nout++], dir, g->name, ".ll", co.ll.data, co.ll.len) < 0)
 		status = EXIT_FAIL;
+	double co_t[4] = {co.t_kernels, co.t_optimize, co.t_emit, co.t_plan};
+	int co_nk = co.nkernels;
 	cg_outputs_free(&co);
 	if (status == EXIT_OK && emit_rel) {
 		Buf b = {0};
@@ -307,6 +325,15 @@ int cmd_compile(int argc, char **argv)
 			unlink(out[i].tmp);
 		free(out[i].tmp);
 		free(out[i].final);
+	}
+	if (timing && status == EXIT_OK) {
+		double t3 = now(), llvm = co_t[0] + co_t[1] + co_t[2];
+		fprintf(stderr, "time: read %.3fs, search %.3fs, kernels %.3fs, optimize %.3fs, "
+			"emit %.3fs, plan %.3fs, write %.3fs; total %.3fs for %d ops (%.0f ops/s)\n"
+			"time: LLVM %.3fs for %d distinct kernels (%.1f ms per kernel)\n",
+			t1 - t0, t2 - t1, co_t[0], co_t[1], co_t[2], co_t[3], t3 - t2 - llvm - co_t[3],
+			t3 - t0, g->nops, g->nops / (t3 - t0), llvm, co_nk,
+			co_nk ? llvm * 1e3 / co_nk : 0.0);
 	}
 	pass_free_schedule(s);
 	arena_free(a);

@@ -104,6 +104,7 @@ int cg_lower(CgModule *m, const Schedule *s, Arena *a, CgProgram *out, Diag *d)
 			}
 			memset(written, 0, sizeof *written * (size_t)nrel);
 			/* produced here = the output of one of the launch's ops */
+			bool any = false;
 			for (int k = 0; k < l->nops; k++) {
 				const Op *op = &g->ops[l->ops[k]];
 				for (int j = 0; j < op->nout; j++) {
@@ -112,8 +113,16 @@ int cg_lower(CgModule *m, const Schedule *s, Arena *a, CgProgram *out, Diag *d)
 					if (g->tensors[t].is_output || nreaders[t] > here) {
 						written[rel[k].t[op->nin + j].id] = true;
 						out->buffer[t] = true;
+						any = true;
 					}
 				}
+			}
+			/* a launch whose results nobody reads (dead ops) still gets its
+			 * kernel: it writes the last op's results to a buffer of their own */
+			for (int j = 0; !any && j < g->ops[l->ops[l->nops - 1]].nout; j++) {
+				const Op *op = &g->ops[l->ops[l->nops - 1]];
+				written[rel[l->nops - 1].t[op->nin + j].id] = true;
+				out->buffer[op->out[j]] = true;
 			}
 
 			const Kernel *unit = &s->kernels[l->kernel];

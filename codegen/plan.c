@@ -10,6 +10,7 @@
  * the tensors it reads and writes, grid, block and one argument per parameter. */
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <cjson/cJSON.h>
 
@@ -262,9 +263,16 @@ char *cg_plan_json(const Schedule *s, const CgProgram *prog, const PlanFileInfo 
 			cJSON_AddItemToArray(launches, launch_json(s, &prog->launch[bi]));
 		cJSON_AddItemToArray(steps, o);
 	}
-	char *text = cJSON_Print(root);
+	char *text = cJSON_PrintBuffered(root, 1 << 20, 1);
 	cJSON_Delete(root);
 	return text;
+}
+
+static double now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
 int cg_compile_schedule(const Schedule *s, const PlanFileInfo *info, bool want_ll,
@@ -275,10 +283,15 @@ int cg_compile_schedule(const Schedule *s, const PlanFileInfo *info, bool want_l
 	CgProgram prog;
 	CgOptions co = {.target = CG_TARGET_NVPTX, .arch = info->arch,
 			.libdevice = info->libdevice, .name = s->g->name};
+	double t0 = now();
 	CgModule *m = cg_module_new(&co, a, d);
-	int rc = !m || cg_lower(m, s, a, &prog, d) || cg_module_finish(m, d) ||
-		 cg_module_emit_ptx(m, &out->ptx, d) ||
-		 (want_ll && cg_module_emit_ll(m, &out->ll, d)) ? -1 : 0;
+	int rc = !m || cg_lower(m, s, a, &prog, d) ? -1 : 0;
+	double t1 = now();
+	rc = rc || cg_module_finish(m, d) ? -1 : 0;
+	double t2 = now();
+	rc = rc || cg_module_emit_ptx(m, &out->ptx, d) ||
+	     (want_ll && cg_module_emit_ll(m, &out->ll, d)) ? -1 : 0;
+	double t3 = now();
 	cg_module_free(m);
 	if (!rc) {
 		char *text = cg_plan_json(s, &prog, info);
@@ -286,6 +299,11 @@ int cg_compile_schedule(const Schedule *s, const PlanFileInfo *info, bool want_l
 		out->plan = realloc(text, len + 2);
 		out->plan[len] = '\n';
 		out->plan[len + 1] = 0;
+		out->nkernels = prog.nkernels;
+		out->t_kernels = t1 - t0;
+		out->t_optimize = t2 - t1;
+		out->t_emit = t3 - t2;
+		out->t_plan = now() - t3;
 	} else {
 		cg_outputs_free(out);
 	}

@@ -25,6 +25,11 @@ typedef struct {
 	Buf ptx;               /* NAME.ptx */
 	Buf ll;                /* NAME.ll, when asked */
 	char *plan;            /* NAME.plan.json text, ending in a newline (malloc'd) */
+	int nkernels;          /* distinct kernels in the PTX */
+	double t_kernels;      /* seconds: building the kernels' IR (cg_lower) */
+	double t_optimize;     /* verify, libdevice, default<O3> (cg_module_finish) */
+	double t_emit;         /* NVPTX instruction selection and PTX text */
+	double t_plan;         /* rendering the plan JSON */
 } CgOutputs;
 
 /* Generate the kernels of s for NVPTX (arch, libdevice from info), emit the PTX

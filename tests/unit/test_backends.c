@@ -1,0 +1,1230 @@
+/* test_backends.c: the generated kernels against the reference interpreter.
+ *
+ * Every graph here runs twice: through the fusion search, cg_lower and the host JIT
+ * (the `cpu` backend, cg_host_*) and through lib/interp.c, and every output is
+ * compared with its tolerance from check_tensor_tolerance. The graphs are
+ * - the op matrix: every op of the table but sync, at each dtype its rule accepts,
+ *   alone (one op between syncs: it runs unfused) and inside a fused block (an
+ *   elementwise prologue and epilogue, a Reduce or Matmul block); the fuser each op
+ *   ended in is checked against what the fusers promise;
+ * - seeded random graphs from graphgen.c;
+ * - the seed's golden cases, whose kernel counts the search issue promises.
+ * The same graphs are then compiled for NVPTX (sm_90 and sm_80) in batches, one
+ * module per batch, and assembled with ptxas when it exists.
+ *
+ * Where the two sides differ on purpose the inputs stay out of the way: gather
+ * indices lie inside the axis (the interpreter errors, the kernels clamp); float
+ * divisors of div and rem are in [0.5, 2) (float rem by 0 is NaN on both sides, but
+ * near 0 the quotient is ill-conditioned); f16/bf16 comparisons and roundings only
+ * read values that both sides hold exactly (fused kernels keep intermediates in f32
+ * registers, the interpreter rounds each op to the tensor's dtype). */
+#include <errno.h>
+#include <math.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "../../codegen/codegen.h"
+#include "../../lib/interp.h"
+#include "graphgen.h"
+#include "test.h"
+
+extern char **environ;
+
+enum {
+	RANDOM_GRAPHS = 200,     /* seeds 1 .. RANDOM_GRAPHS */
+	PTX_BATCH = 48,          /* graphs per NVPTX module */
+};
+
+static double now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static double ptx_seconds;       /* NVPTX lowering, emission and ptxas */
+static double ptxas_seconds;     /* of which ptxas */
+static int ptx_kernels, ptx_runs;
+
+/* ---- one graph: build, search, run on both sides, compare --------------------- */
+
+typedef struct {
+	Arena *arena;
+	Graph *g;
+	Schedule *s;
+	char *text;
+	char label[96];
+} Built;
+
+static void built_free(Built *b)
+{
+	if (b->s)
+		pass_free_schedule(b->s);
+	arena_free(b->arena);
+	free(b->text);
+	memset(b, 0, sizeof *b);
+}
+
+static void built_new(Built *b, const GenGraph *gg, const char *label)
+{
+	memset(b, 0, sizeof *b);
+	snprintf(b->label, sizeof b->label, "%s", label);
+	b->text = gen_text(gg, "backends");
+	b->arena = arena_new();
+	Diag d;
+	b->g = ir_read_mem(b->arena, label, b->text, strlen(b->text), FMT_JSON, &d);
+	if (!b->g) {
+		char msg[1100];
+		diag_format(&d, msg, sizeof msg);
+		fprintf(stderr, "%s\n", b->text);
+		fail_msg("%s: graph does not validate: %s", label, msg);
+	}
+	SearchOptions so;
+	pass_default_options(&so);
+	so.no_record = true;
+	b->s = pass_search(b->g, &so);
+}
+
+static void fill_input(HostTensor *t, const GenInput *gi, uint64_t seed)
+{
+	HostRng r;
+	host_rng_init(&r, seed, host_input_stream(gi->name));
+	host_fill_random(t, &r, gi->lo, gi->hi);
+	if (!ir_dtype_is_float(t->dtype))
+		return;
+	for (int64_t i = 0; i < t->n; i++) {
+		if (gi->step > 0)
+			host_set(t, i, round(host_get(t, i) / gi->step) * gi->step);
+		if (gi->special && i % 11 == 3)
+			host_set(t, i, NAN);
+		else if (gi->special && i % 13 == 5)
+			host_set(t, i, i % 2 ? INFINITY : -INFINITY);
+	}
+}
+
+/* How far element i is over its tolerance; +inf for NaN/inf mismatches. */
+static double excess(const HostTensor *got, const HostTensor *want, int64_t i, Tolerance tol)
+{
+	double x = host_get(got, i), y = host_get(want, i);
+	if (isnan(x) || isnan(y))
+		return isnan(x) && isnan(y) ? -1 : INFINITY;
+	if (isinf(x) || isinf(y))
+		return x == y ? -1 : INFINITY;
+	return fabs(x - y) - (tol.atol + tol.rtol * fabs(y));
+}
+
+static void report_output(const Built *b, const char *what, const HostTensor *got,
+			  const HostTensor *want, Tolerance tol, const HostCompare *c)
+{
+	int64_t worst = -1;
+	double wx = -INFINITY;
+	if (got->n == want->n)
+		for (int64_t i = 0; i < got->n; i++) {
+			double e = excess(got, want, i, tol);
+			if (e > wx) {
+				wx = e;
+				worst = i;
+			}
+		}
+	char gs[64], ws[64];
+	fprintf(stderr, "[backends] %s: output %s %s (want %s): %lld bad, max_abs=%g "
+		"atol=%g rtol=%g",
+		b->label, what, host_shape_text(got->dtype, got->rank, got->dim, gs, sizeof gs),
+		host_shape_text(want->dtype, want->rank, want->dim, ws, sizeof ws),
+		(long long)c->nbad, c->max_abs, tol.atol, tol.rtol);
+	if (worst >= 0)
+		fprintf(stderr, "; worst element %lld: cpu %.9g, interp %.9g", (long long)worst,
+			host_get(got, worst), host_get(want, worst));
+	fputc('\n', stderr);
+}
+
+/* Run b on the cpu backend and the interpreter with inputs drawn for seed. Returns
+ * the number of outputs over tolerance (each reported); out_label[i] names output i
+ * in messages (NULL: the tensor's name). Fails the test on any error. */
+static int run_both(Built *b, const GenGraph *gg, uint64_t seed, const char *const *out_label)
+{
+	const Graph *g = b->g;
+	Diag d;
+	char msg[1100];
+	HostTensor *in = xcalloc((size_t)g->ninputs + 1, sizeof *in);
+	for (int i = 0; i < g->ninputs; i++) {
+		const Tensor *t = &g->tensors[g->inputs[i]];
+		const GenInput *gi = gen_find_input(gg, t->name);
+		assert_non_null(gi);
+		assert_int_equal(host_alloc(&in[i], t->dtype, t->rank, t->dim, &d), 0);
+		fill_input(&in[i], gi, seed);
+	}
+	HostTensor *ref = xcalloc((size_t)g->noutputs + 1, sizeof *ref);
+	if (interp_run(g, in, ref, &d)) {
+		diag_format(&d, msg, sizeof msg);
+		fprintf(stderr, "%s\n", b->text);
+		fail_msg("%s: interpreter: %s", b->label, msg);
+	}
+
+	CgHost *h = cg_host_new(b->s, &d);
+	if (!h) {
+		diag_format(&d, msg, sizeof msg);
+		fprintf(stderr, "%s\n", b->text);
+		fail_msg("%s: cpu backend: %s", b->label, msg);
+	}
+	const bool *need = cg_host_buffers(h);
+	int nt = g->ntensors ? g->ntensors : 1;
+	HostTensor *own = xcalloc((size_t)nt, sizeof *own);
+	void **data = xcalloc((size_t)nt, sizeof *data);
+	for (int i = 0; i < g->ninputs; i++)
+		data[g->inputs[i]] = in[i].data;
+	for (int t = 0; t < g->ntensors; t++) {
+		const Tensor *gt = &g->tensors[t];
+		if (!need[t] || gt->role == ROLE_INPUT)
+			continue;
+		assert_int_equal(host_alloc(&own[t], gt->dtype, gt->rank, gt->dim, &d), 0);
+		/* poison: a kernel that forgets to write shows up */
+		memset(own[t].data, 0x5a, (size_t)own[t].n * (size_t)ir_dtype_size(gt->dtype));
+		data[t] = own[t].data;
+	}
+	if (cg_host_run(h, data, &d)) {
+		diag_format(&d, msg, sizeof msg);
+		fail_msg("%s: cpu run: %s", b->label, msg);
+	}
+
+	int bad = 0;
+	for (int i = 0; i < g->noutputs; i++) {
+		int t = g->outputs[i];
+		const Tensor *gt = &g->tensors[t];
+		HostTensor got = {gt->dtype, gt->rank, {0}, 1, data[t]};
+		memcpy(got.dim, gt->dim, sizeof got.dim);
+		for (int k = 0; k < gt->rank; k++)
+			got.n *= gt->dim[k];
+		assert_non_null(got.data);
+		Tolerance tol = check_tensor_tolerance(g, t);
+		HostCompare c;
+		host_compare(&got, &ref[i], tol.atol, tol.rtol, &c);
+		if (!c.ok) {
+			report_output(b, out_label && out_label[i] ? out_label[i] : gt->name, &got,
+				      &ref[i], tol, &c);
+			bad++;
+		}
+	}
+	if (bad)
+		fprintf(stderr, "[backends] %s: graph (seed %llu):\n%s", b->label,
+			(unsigned long long)seed, b->text);
+
+	for (int t = 0; t < g->ntensors; t++)
+		host_free(&own[t]);
+	free(own);
+	free(data);
+	cg_host_free(h);
+	for (int i = 0; i < g->noutputs; i++)
+		host_free(&ref[i]);
+	free(ref);
+	for (int i = 0; i < g->ninputs; i++)
+		host_free(&in[i]);
+	free(in);
+	return bad;
+}
+
+/* The launch that runs global op `op`; fails when none does. */
+static const Launch *launch_of(const Schedule *s, int op)
+{
+	for (int i = 0; i < s->nsteps; i++)
+		for (int j = 0; j < s->steps[i].nlaunch; j++) {
+			const Launch *l = &s->steps[i].launch[j];
+			for (int k = 0; k < l->nops; k++)
+				if (l->ops[k] == op)
+					return l;
+		}
+	fail_msg("op %d is in no launch", op);
+	return NULL;
+}
+
+/* ---- ptxas --------------------------------------------------------------------- */
+
+static const char *find_ptxas(void)
+{
+	static char path[1024];
+	const char *env = getenv("PATH");
+	if (env) {
+		char *dup = strdup(env);
+		for (char *dir = strtok(dup, ":"); dir; dir = strtok(NULL, ":")) {
+			snprintf(path, sizeof path, "%s/ptxas", dir);
+			if (access(path, X_OK) == 0) {
+				free(dup);
+				return path;
+			}
+		}
+		free(dup);
+	}
+	if (access("/usr/local/cuda/bin/ptxas", X_OK) == 0)
+		return "/usr/local/cuda/bin/ptxas";
+	return NULL;
+}
+
+static void need_ptxas(void)
+{
+	if (find_ptxas())
+		return;
+	fprintf(stderr, "[backends] ptxas not found (PATH, /usr/local/cuda/bin): "
+		"PTX is not assembled; skipping\n");
+	skip();
+}
+
+/* ptxas runs in the background while the next module is built, PTXAS_JOBS at once. */
+enum { PTXAS_JOBS = 2 };
+
+typedef struct {
+	pid_t pid;               /* 0: none in flight */
+	char file[64];
+	char arch[16];
+	char what[300];
+} PtxasRun;
+
+static PtxasRun ptxas_runs[PTXAS_JOBS];
+static int ptxas_next;          /* the slot to use (and first wait for) next */
+static double ptxas_busy_since; /* when the pool went from idle to busy */
+
+static void ptxas_wait_one(PtxasRun *r)
+{
+	if (!r->pid)
+		return;
+	int status = 0;
+	pid_t got;
+	do
+		got = waitpid(r->pid, &status, 0);
+	while (got < 0 && errno == EINTR);
+	r->pid = 0;
+	if (got < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+		fprintf(stderr, "[backends] PTX kept in %s\n", r->file);
+		fail_msg("%s: ptxas -arch=%s failed (status %d)", r->what, r->arch, status);
+	}
+	if (getenv("FUSEC_TEST_KEEP_PTX"))
+		fprintf(stderr, "[backends] PTX kept in %s\n", r->file);
+	else
+		unlink(r->file);
+}
+
+static void ptxas_wait(void)
+{
+	bool busy = false;
+	for (int i = 0; i < PTXAS_JOBS; i++) {
+		busy |= ptxas_runs[i].pid != 0;
+		ptxas_wait_one(&ptxas_runs[i]);
+	}
+	if (busy)
+		ptxas_seconds += now() - ptxas_busy_since;
+}
+
+static void ptxas_start(const char *file, const char *arch, const char *what)
+{
+	PtxasRun *r = &ptxas_runs[ptxas_next];
+	ptxas_next = (ptxas_next + 1) % PTXAS_JOBS;
+	ptxas_wait_one(r);
+	bool idle = true;
+	for (int i = 0; i < PTXAS_JOBS; i++)
+		idle &= ptxas_runs[i].pid == 0;
+	if (idle)
+		ptxas_busy_since = now();
+	snprintf(r->file, sizeof r->file, "%s", file);
+	snprintf(r->arch, sizeof r->arch, "%s", arch);
+	snprintf(r->what, sizeof r->what, "%s", what);
+	char opt[32];
+	snprintf(opt, sizeof opt, "-arch=%s", arch);
+	/* -O0: the assembler still parses, type-checks and allocates every kernel; its
+	 * optimizer would double the time. FUSEC_TEST_PTXAS_FULL=1 runs it too. */
+	char o0[] = "-O0";
+	char *argv[] = {(char *)find_ptxas(), opt, r->file, "-o", "/dev/null", o0, NULL};
+	if (getenv("FUSEC_TEST_PTXAS_FULL"))
+		argv[5] = NULL;
+	int rc = posix_spawn(&r->pid, argv[0], NULL, NULL, argv, environ);
+	if (rc) {
+		r->pid = 0;
+		fail_msg("cannot start %s: %s", argv[0], strerror(rc));
+	}
+}
+
+/* Lower every graph of items into one NVPTX module for arch, emit one PTX text and
+ * assemble it once. */
+static void ptx_batch(Built *items, int n, const char *arch)
+{
+	Arena *a = arena_new();
+	Diag d;
+	char msg[1100];
+	CgOptions o = {CG_TARGET_NVPTX, arch, NULL, "backends", false};
+	CgModule *m = cg_module_new(&o, a, &d);
+	assert_non_null(m);
+	int nkernels = 0;
+	for (int i = 0; i < n; i++) {
+		CgProgram prog;
+		if (cg_lower(m, items[i].s, a, &prog, &d)) {
+			diag_format(&d, msg, sizeof msg);
+			fprintf(stderr, "%s\n", items[i].text);
+			fail_msg("%s: lowering for %s: %s", items[i].label, arch, msg);
+		}
+		assert_true(prog.nkernels >= 1);
+		for (int k = 0; k < prog.nkernels; k++)
+			if (prog.kernels[k]->index + 1 > nkernels)
+				nkernels = prog.kernels[k]->index + 1;
+	}
+	if (cg_module_finish(m, &d) ) {
+		diag_format(&d, msg, sizeof msg);
+		fail_msg("%s..%s: finish for %s: %s", items[0].label, items[n - 1].label, arch, msg);
+	}
+	Buf ptx = {0};
+	if (cg_module_emit_ptx(m, &ptx, &d)) {
+		diag_format(&d, msg, sizeof msg);
+		fail_msg("%s..%s: PTX for %s: %s", items[0].label, items[n - 1].label, arch, msg);
+	}
+	int entries = 0;
+	for (const char *p = ptx.data; (p = strstr(p, ".entry")); p++)
+		entries++;
+	assert_int_equal(entries, nkernels);
+	assert_null(strstr(ptx.data, ".extern"));
+	char target[32];
+	snprintf(target, sizeof target, ".target %s", arch);
+	assert_non_null(strstr(ptx.data, target));
+
+	char file[] = "/tmp/fusec-backends-XXXXXX";
+	int fd = mkstemp(file);
+	assert_true(fd >= 0);
+	FILE *f = fdopen(fd, "w");
+	assert_non_null(f);
+	fwrite(ptx.data, 1, ptx.len, f);
+	fclose(f);
+	char what[300];
+	snprintf(what, sizeof what, "%s..%s (%d kernels)", items[0].label, items[n - 1].label,
+		 nkernels);
+	ptxas_start(file, arch, what);
+	ptx_kernels += nkernels;
+	ptx_runs++;
+	buf_free(&ptx);
+	cg_module_free(m);
+	arena_free(a);
+}
+
+
+static void ptx_both(Built *items, int n)
+{
+	double t0 = now();
+	ptx_batch(items, n, "sm_90");
+	ptx_batch(items, n, "sm_80");
+	ptx_seconds += now() - t0;
+}
+
+/* ---- the op matrix --------------------------------------------------------------- */
+
+static const DType all_dtypes[] = {
+	DT_F32, DT_F16, DT_BF16, DT_F64, DT_I64, DT_I32, DT_I16, DT_I8, DT_U8, DT_BOOL,
+};
+enum { NDT = (int)(sizeof all_dtypes / sizeof all_dtypes[0]) };
+
+/* Whether op k's rule takes dtype dt for its value operand. */
+static bool accepts(OpKind k, DType dt)
+{
+	bool fl = ir_dtype_is_float(dt);
+	switch (ir_ops[k].rule) {
+	case SR_BINARY: case SR_UNARY: case SR_UNARY_NUMERIC: case SR_REDUCE:
+	case SR_ARG_REDUCE: case SR_MATMUL:
+		return dt != DT_BOOL;
+	case SR_BINARY_FLOAT: case SR_UNARY_FLOAT: case SR_UNARY_FLOAT_TO_BOOL:
+	case SR_CONV2D: case SR_POOL2D:
+		return fl;
+	case SR_UNARY_SIGNED:
+		return ir_dtype_is_signed(dt);
+	case SR_BINARY_BOOL: case SR_UNARY_BOOL:
+		return dt == DT_BOOL;
+	case SR_COMPARE: case SR_COMPARE_SCALAR: case SR_WHERE: case SR_MASK_FILL:
+	case SR_CAST: case SR_RESHAPE: case SR_PERMUTE: case SR_SWAP_DIMS: case SR_EXPAND:
+	case SR_SLICE: case SR_CAT: case SR_GATHER:
+		return true;
+	case SR_NONE:
+		break;
+	}
+	fail_msg("op %s: no dtype rule in test_backends.c", ir_ops[k].file);
+	return false;
+}
+
+/* Variants of an op at one dtype: separate cases (gelu's approximations, reduction
+ * axes, cast targets, join and module layouts). */
+static int nvariants(OpKind k)
+{
+	switch (ir_ops[k].family) {
+	case FAM_CAST: return NDT;
+	case FAM_REDUCE: case FAM_JOIN: case FAM_MODULE: return 2;
+	default: return k == OP_GELU ? 2 : 1;
+	}
+}
+
+/* The fuser the op's fused case must end in; NULL: the op runs as its own kernel. */
+static const char *expected_fuser(OpKind k)
+{
+	switch (ir_ops[k].family) {
+	case FAM_BINARY: case FAM_SCALAR: case FAM_UNARY: case FAM_COMPARE:
+	case FAM_SELECT: case FAM_CAST:
+		return "ElementWise";
+	case FAM_VIEW:
+		return k == OP_SLICE ? NULL : "ElementWise";   /* ElementWise closes on slices */
+	case FAM_REDUCE:
+		return "Reduce";
+	case FAM_MATMUL:
+		return "Matmul";
+	case FAM_JOIN: case FAM_MODULE:
+		return NULL;
+	default:
+		fail_msg("op %s: no fusion expectation in test_backends.c", ir_ops[k].file);
+		return NULL;
+	}
+}
+
+typedef struct {
+	OpKind kind;
+	DType dt;
+	int variant;
+	bool fused;
+	int op;                  /* global index of the op under test */
+	char label[64];
+} MatrixCase;
+
+/* The value range of operand `arg` of op k at dtype dt. */
+static void op_range(OpKind k, DType dt, int arg, double *lo, double *hi, bool *special,
+		     double *step)
+{
+	host_default_range(dt, lo, hi);
+	*special = false;
+	*step = 0;
+	bool fl = ir_dtype_is_float(dt);
+	switch (k) {
+	case OP_LOG: case OP_LOG1P: case OP_SQRT: case OP_RECIP:
+		*lo = 0.25, *hi = 4;
+		break;
+	case OP_POW: case OP_POWF: case OP_POW_SCALAR:
+		if (fl)
+			*lo = arg ? -2 : 0.5, *hi = 2;
+		else
+			*lo = arg ? 0 : -3, *hi = 3;
+		break;
+	case OP_DIV: case OP_REM:
+		if (fl && arg == 1)
+			*lo = 0.5, *hi = 2;
+		break;
+	case OP_EXP: case OP_TANH: case OP_SIGMOID: case OP_SILU: case OP_GELU: case OP_ERF:
+	case OP_SIN: case OP_COS:
+		*lo = -3, *hi = 3;
+		break;
+	case OP_FLOOR: case OP_CEIL: case OP_ROUND: case OP_TRUNC:
+		*lo = -5, *hi = 5;
+		*special = true;
+		*step = arg ? 0 : 0.25;   /* halves: round's ties go to even */
+		break;
+	case OP_CAST:
+		if (dt != DT_BOOL)
+			*lo = dt == DT_U8 ? 0 : -300, *hi = dt == DT_U8 ? 255 : 300;
+		if (dt == DT_I8)
+			*lo = -128, *hi = 127;
+		*special = fl;
+		*step = fl ? 0.5 : 0;
+		break;
+	case OP_PROD:
+		if (fl)
+			*lo = 0.5, *hi = 1.5;
+		else
+			*lo = 1, *hi = 3;
+		break;
+	case OP_MAX: case OP_MIN: case OP_CLAMP: case OP_CLAMP_MIN: case OP_CLAMP_MAX:
+	case OP_ABS: case OP_NEG: case OP_SIGN: case OP_RELU: case OP_IS_NAN: case OP_IS_INF:
+	case OP_MAX_DIM: case OP_MIN_DIM: case OP_ARGMAX: case OP_ARGMIN:
+	case OP_EQ: case OP_NE: case OP_LT: case OP_LE: case OP_GT: case OP_GE:
+	case OP_EQ_SCALAR: case OP_NE_SCALAR: case OP_LT_SCALAR: case OP_LE_SCALAR:
+	case OP_GT_SCALAR: case OP_GE_SCALAR:
+	case OP_WHERE: case OP_MASK_FILL:
+		*special = true;
+		*step = 0.25;            /* ties: equal elements, equal extremes */
+		break;
+	default:
+		if (ir_ops[k].family == FAM_VIEW || ir_ops[k].family == FAM_JOIN)
+			*special = true;
+		break;
+	}
+}
+
+static const char *in_for(GenGraph *gg, OpKind k, DType dt, int arg, int rank,
+			  const int64_t *dim)
+{
+	double lo, hi, step;
+	bool special;
+	op_range(k, dt, arg, &lo, &hi, &special, &step);
+	const char *name = gen_input(gg, dt, rank, dim, lo, hi);
+	gg->in[gg->ninputs - 1].special = special;
+	gg->in[gg->ninputs - 1].step = step;
+	return name;
+}
+
+/* An elementwise op on x of dtype dt that both sides compute exactly (so rounding of
+ * fused intermediates never moves a value across a threshold). */
+static const char *prologue(GenGraph *gg, DType dt, const char *x)
+{
+	if (dt == DT_BOOL)
+		return gen_op(gg, "not", 1, &x, NULL);
+	return gen_op(gg, "mul_scalar", 1, &x, "\"scalar\": 2");
+}
+
+static const char *epilogue(GenGraph *gg, DType dt, const char *y)
+{
+	if (dt == DT_BOOL)
+		return gen_op(gg, "not", 1, &y, NULL);
+	return gen_op(gg, "add_scalar", 1, &y,
+		      ir_dtype_is_float(dt) ? "\"scalar\": 0.25" : "\"scalar\": 1");
+}
+
+/* The attributes of a scalar-family op at dtype dt. */
+static const char *scalar_attrs(GenGraph *gg, OpKind k, DType dt)
+{
+	bool fl = ir_dtype_is_float(dt), u = dt == DT_U8;
+	switch (k) {
+	case OP_CLAMP:
+		return fl ? "\"min\": -0.5, \"max\": 0.5" : u ? "\"min\": 2, \"max\": 6" :
+			"\"min\": -2, \"max\": 3";
+	case OP_CLAMP_MIN:
+		return fl ? "\"min\": -0.25" : "\"min\": 1";
+	case OP_CLAMP_MAX:
+		return fl ? "\"max\": 0.25" : "\"max\": 2";
+	case OP_ADD_SCALAR: return fl ? "\"scalar\": 1.5" : "\"scalar\": 3";
+	case OP_SUB_SCALAR: return fl ? "\"scalar\": 0.75" : "\"scalar\": 2";
+	case OP_MUL_SCALAR: return fl ? "\"scalar\": 1.5" : "\"scalar\": 3";
+	case OP_DIV_SCALAR: return fl ? "\"scalar\": 1.5" : u ? "\"scalar\": 2" : "\"scalar\": -2";
+	case OP_REM_SCALAR: return fl ? "\"scalar\": -0.75" : u ? "\"scalar\": 3" : "\"scalar\": -3";
+	case OP_POW_SCALAR: return fl ? "\"scalar\": 2.5" : "\"scalar\": 3";
+	default:
+		break;
+	}
+	if (ir_ops[k].required & A_SCALAR)
+		return fl ? "\"scalar\": 0.5" : dt == DT_BOOL ? "\"scalar\": 1" : "\"scalar\": 2";
+	fail_msg("op %s: no scalar attributes in test_backends.c", ir_ops[k].file);
+	(void)gg;
+	return NULL;
+}
+
+/* Add one case (op k at dt, variant v, alone or fused) to gg, ending in one output
+ * and a sync. Returns the global index of the op under test. */
+static int add_case(GenGraph *gg, OpKind k, DType dt, int v, bool fused)
+{
+	static const int64_t s2[] = {6, 37}, row[] = {1, 37}, s3[] = {3, 4, 5};
+	const char *file = ir_ops[k].file;
+	const char *in[3], *y;
+	char at[200];
+	int op;
+	switch (ir_ops[k].family) {
+	case FAM_BINARY:
+		in[0] = in_for(gg, k, dt, 0, 2, s2);
+		in[1] = in_for(gg, k, dt, 1, 2, fused ? row : s2);
+		if (fused)
+			in[0] = prologue(gg, dt, in[0]);
+		op = gg->nops;
+		y = gen_op(gg, file, 2, in, NULL);
+		break;
+	case FAM_SCALAR: case FAM_UNARY:
+		in[0] = in_for(gg, k, dt, 0, 2, s2);
+		if (fused)
+			in[0] = prologue(gg, dt, in[0]);
+		op = gg->nops;
+		y = gen_op(gg, file, 1, in, ir_ops[k].family == FAM_SCALAR ? scalar_attrs(gg, k, dt) :
+			   k == OP_GELU && v == 1 ? "\"approximate\": \"tanh\"" : NULL);
+		break;
+	case FAM_COMPARE:
+		in[0] = in_for(gg, k, dt, 0, 2, s2);
+		if (fused)
+			in[0] = prologue(gg, dt, in[0]);
+		op = gg->nops;
+		if (ir_ops[k].nin_max == 2) {
+			in[1] = in_for(gg, k, dt, 1, 2, fused ? row : s2);
+			y = gen_op(gg, file, 2, in, NULL);
+		} else {
+			y = gen_op(gg, file, 1, in, scalar_attrs(gg, k, dt));
+		}
+		break;
+	case FAM_SELECT:
+		if (k == OP_WHERE) {
+			in[1] = in_for(gg, k, dt, 1, 2, s2);
+			in[2] = in_for(gg, k, dt, 2, 2, fused ? row : s2);
+			if (fused) {
+				const char *c = in_for(gg, k, DT_F32, 0, 2, s2);
+				in[0] = gen_op(gg, "gt_scalar", 1, &c, "\"scalar\": 0");
+				in[1] = prologue(gg, dt, in[1]);
+			} else {
+				in[0] = in_for(gg, k, DT_BOOL, 0, 2, s2);
+			}
+			op = gg->nops;
+			y = gen_op(gg, file, 3, in, NULL);
+		} else {
+			in[0] = in_for(gg, k, dt, 0, 2, s2);
+			if (fused) {
+				const char *c = in_for(gg, k, DT_F32, 1, 2, row);
+				in[1] = gen_op(gg, "lt_scalar", 1, &c, "\"scalar\": 0.25");
+				in[0] = prologue(gg, dt, in[0]);
+			} else {
+				in[1] = in_for(gg, k, DT_BOOL, 1, 2, s2);
+			}
+			op = gg->nops;
+			y = gen_op(gg, file, 2, in,
+				   ir_dtype_is_float(dt) ? "\"scalar\": -2.5" :
+				   dt == DT_BOOL ? "\"scalar\": 1" : "\"scalar\": 7");
+		}
+		break;
+	case FAM_CAST: {
+		DType to = all_dtypes[v];
+		in[0] = in_for(gg, k, dt, 0, 2, s2);
+		if (fused)
+			in[0] = prologue(gg, dt, in[0]);
+		snprintf(at, sizeof at, "\"dtype\": \"%s\"", ir_dtype_name(to));
+		op = gg->nops;
+		y = gen_op(gg, file, 1, in, at);
+		if (fused)
+			y = epilogue(gg, to, y);
+		gen_output(gg, y);
+		gen_sync(gg);
+		return op;
+	}
+	case FAM_VIEW: {
+		in[0] = in_for(gg, k, dt, 0, 3, k == OP_EXPAND ? (const int64_t[]){3, 1, 5} : s3);
+		static const int64_t reshaped[] = {12, 5}, permuted[] = {5, 3, 4},
+			swapped[] = {5, 4, 3}, sliced[] = {2, 4, 3};
+		const char *attrs;
+		int rank = 3;
+		const int64_t *out;
+		switch (k) {
+		case OP_RESHAPE: attrs = "\"shape\": [12, -1]"; out = reshaped; rank = 2; break;
+		case OP_PERMUTE: attrs = "\"axes\": [2, 0, 1]"; out = permuted; break;
+		case OP_SWAP_DIMS: attrs = "\"dims\": [0, 2]"; out = swapped; break;
+		case OP_EXPAND: attrs = "\"shape\": [3, 4, 5]"; out = s3; break;
+		case OP_SLICE: attrs = "\"ranges\": [[1, 3], [0, 4], [1, 4]]"; out = sliced; break;
+		default:
+			fail_msg("op %s: no view case in test_backends.c", file);
+			return -1;
+		}
+		if (fused && k == OP_SLICE)
+			in[0] = prologue(gg, dt, in[0]);
+		op = gg->nops;
+		y = gen_op(gg, file, 1, in, attrs);
+		if (fused && k != OP_SLICE) {
+			/* a view of a kernel input, read inside an elementwise block */
+			const char *args[2] = {y, in_for(gg, k, dt, 1, rank, out)};
+			y = gen_op(gg, dt == DT_BOOL ? "xor" : "add", 2, args, NULL);
+		}
+		break;
+	}
+	case FAM_REDUCE:
+		in[0] = in_for(gg, k, dt, 0, 2, s2);
+		if (fused)
+			in[0] = prologue(gg, dt, in[0]);
+		snprintf(at, sizeof at, "\"axis\": %d", v == 0 ? 1 : 0);
+		op = gg->nops;
+		y = gen_op(gg, file, 1, in, at);
+		if (fused)
+			y = epilogue(gg, ir_ops[k].rule == SR_ARG_REDUCE ? DT_I64 : dt, y);
+		gen_output(gg, y);
+		gen_sync(gg);
+		return op;
+	case FAM_MATMUL:
+		if (!fused) {
+			in[0] = in_for(gg, k, dt, 0, 2, (const int64_t[]){5, 7});
+			in[1] = in_for(gg, k, dt, 1, 2, (const int64_t[]){7, 3});
+			op = gg->nops;
+			y = gen_op(gg, file, 2, in, NULL);
+		} else {
+			in[0] = in_for(gg, k, dt, 0, 3, (const int64_t[]){2, 5, 7});
+			in[1] = in_for(gg, k, dt, 1, 3, (const int64_t[]){1, 7, 3});
+			op = gg->nops;
+			y = gen_op(gg, file, 2, in, NULL);
+			const char *args[2] = {y, in_for(gg, k, dt, 2, 3, (const int64_t[]){1, 1, 3})};
+			y = gen_op(gg, "add", 2, args, NULL);
+			y = ir_dtype_is_signed(dt) ? gen_op(gg, "relu", 1, &y, NULL) : epilogue(gg, dt, y);
+		}
+		break;
+	case FAM_JOIN:
+		if (k == OP_CAT) {
+			int n = v == 0 ? 2 : 3;
+			for (int i = 0; i < n; i++) {
+				int64_t d[2] = {v == 0 ? 3 - i : 3, v == 0 ? 5 : 2 + i};
+				in[i] = in_for(gg, k, dt, i, 2, d);
+				if (fused)
+					in[i] = prologue(gg, dt, in[i]);
+			}
+			snprintf(at, sizeof at, "\"axis\": %d", v);
+			op = gg->nops;
+			y = gen_op(gg, file, n, in, at);
+		} else if (k == OP_GATHER) {
+			in[0] = in_for(gg, k, dt, 0, 2, (const int64_t[]){4, 6});
+			DType it = v == 0 ? DT_I64 : DT_I32;
+			/* indices inside the axis: the interpreter rejects others, kernels clamp */
+			const int64_t *id = v == 0 ? (const int64_t[]){4, 3} : (const int64_t[]){3, 6};
+			in[1] = gen_input(gg, it, 2, id, 0, v == 0 ? 5 : 3);
+			if (fused)
+				in[0] = prologue(gg, dt, in[0]);
+			snprintf(at, sizeof at, "\"axis\": %d", v == 0 ? 1 : 0);
+			op = gg->nops;
+			y = gen_op(gg, file, 2, in, at);
+		} else {
+			fail_msg("op %s: no join case in test_backends.c", file);
+			return -1;
+		}
+		break;
+	case FAM_MODULE:
+		if (k == OP_CONV2D) {
+			int64_t x[] = {1, 2, 6, 6}, w0[] = {3, 2, 3, 3}, w1[] = {4, 1, 2, 3}, b[] = {3};
+			in[0] = in_for(gg, k, dt, 0, 4, x);
+			in[1] = in_for(gg, k, dt, 1, 4, v == 0 ? w0 : w1);
+			if (v == 0)
+				in[2] = in_for(gg, k, dt, 2, 1, b);
+			if (fused)
+				in[0] = prologue(gg, dt, in[0]);
+			op = gg->nops;
+			y = gen_op(gg, file, v == 0 ? 3 : 2, in, v == 0 ?
+				   "\"stride\": [1, 1], \"padding\": [1, 1]" :
+				   "\"stride\": [2, 1], \"dilation\": [2, 1], \"groups\": 2");
+		} else {
+			int64_t x[] = {1, 2, 7, 7};
+			in[0] = in_for(gg, k, dt, 0, 4, x);
+			if (fused)
+				in[0] = prologue(gg, dt, in[0]);
+			op = gg->nops;
+			y = gen_op(gg, file, 1, in, v == 0 ?
+				   "\"kernel\": [3, 3], \"stride\": [2, 2], \"padding\": [1, 1]" :
+				   "\"kernel\": [2, 2]");
+		}
+		break;
+	default:
+		fail_msg("op %s: no case in test_backends.c", file);
+		return -1;
+	}
+	if (fused)
+		y = epilogue(gg, ir_ops[k].family == FAM_COMPARE || k == OP_IS_NAN || k == OP_IS_INF ?
+			     DT_BOOL : dt, y);
+	gen_output(gg, y);
+	gen_sync(gg);
+	return op;
+}
+
+/* The op matrix graph of op k: every accepted dtype and variant, alone then fused,
+ * each case its own segment. */
+static int matrix_graph(OpKind k, GenGraph *gg, MatrixCase *cases)
+{
+	int n = 0;
+	for (int i = 0; i < NDT; i++) {
+		DType dt = all_dtypes[i];
+		if (!accepts(k, dt))
+			continue;
+		for (int v = 0; v < nvariants(k); v++) {
+			if (ir_ops[k].family == FAM_CAST && all_dtypes[v] == dt)
+				continue;
+			/* fused first: a one-op plan stored by the lone case would be a
+			 * cache hit on the fused segment's head */
+			for (int f = 1; f >= 0; f--) {
+				MatrixCase *c = &cases[n++];
+				c->kind = k;
+				c->dt = dt;
+				c->variant = v;
+				c->fused = f;
+				c->op = add_case(gg, k, dt, v, f);
+				snprintf(c->label, sizeof c->label, "%s %s v%d %s", ir_ops[k].file,
+					 ir_dtype_name(dt), v, f ? "fused" : "alone");
+			}
+		}
+	}
+	return n;
+}
+
+enum { MAX_CASES = NDT * NDT * 2 };
+
+static void check_fusion(const Built *b, const MatrixCase *c)
+{
+	const Op *op = &b->g->ops[c->op];
+	if (op->kind != c->kind)
+		fail_msg("%s: op %d is %s", c->label, c->op, ir_ops[op->kind].file);
+	const Launch *l = launch_of(b->s, c->op);
+	int fuser = b->s->kernels[l->kernel].fuser;
+	const char *got = fuser < 0 ? "(unfused)" : pass_fuser_name(fuser);
+	const char *want = c->fused ? expected_fuser(c->kind) : NULL;
+	if (!want) {
+		if (fuser >= 0 || l->nops != 1)
+			fail_msg("%s: expected its own kernel, got %s with %d ops", c->label, got,
+				 l->nops);
+		return;
+	}
+	if (fuser < 0 || strcmp(got, want) || l->nops < 3)
+		fail_msg("%s: expected a %s kernel with its prologue/epilogue, got %s with %d ops",
+			 c->label, want, got, l->nops);
+}
+
+static int coverage[OP_COUNT][DT_COUNT][2];
+
+static void test_op_matrix(void **state)
+{
+	(void)state;
+	double t0 = now();
+	MatrixCase *cases = xcalloc(MAX_CASES, sizeof *cases);
+	int bad = 0, total = 0, nfused = 0, nalone = 0;
+	for (int k = 0; k < OP_COUNT; k++) {
+		if (k == OP_SYNC)
+			continue;
+		GenGraph gg;
+		gen_init(&gg);
+		int n = matrix_graph((OpKind)k, &gg, cases);
+		if (n == 0)
+			fail_msg("op %s: no dtype accepted", ir_ops[k].file);
+		Built b;
+		char label[64];
+		snprintf(label, sizeof label, "matrix %s", ir_ops[k].file);
+		built_new(&b, &gg, label);
+		assert_int_equal(b.g->noutputs, n);
+		const char **labels = xcalloc((size_t)n, sizeof *labels);
+		for (int i = 0; i < n; i++) {
+			labels[i] = cases[i].label;
+			check_fusion(&b, &cases[i]);
+			coverage[k][cases[i].dt][cases[i].fused]++;
+			nfused += cases[i].fused;
+			nalone += !cases[i].fused;
+		}
+		bad += run_both(&b, &gg, 1000 + (uint64_t)k, labels);
+		total += n;
+		free(labels);
+		built_free(&b);
+		gen_free(&gg);
+	}
+	int pairs = 0;
+	for (int k = 0; k < OP_COUNT; k++)
+		for (int t = 0; t < DT_COUNT; t++)
+			pairs += coverage[k][t][0] > 0;
+	fprintf(stderr, "[backends] op matrix: %d ops, %d op x dtype pairs, %d cases "
+		"(%d alone, %d fused), %d over tolerance, %.1fs\n",
+		OP_COUNT - 1, pairs, total, nalone, nfused, bad, now() - t0);
+	free(cases);
+	assert_int_equal(bad, 0);
+}
+
+static void test_op_matrix_ptx(void **state)
+{
+	(void)state;
+	need_ptxas();
+	MatrixCase *cases = xcalloc(MAX_CASES, sizeof *cases);
+	Built *items = xcalloc(OP_COUNT, sizeof *items);
+	GenGraph *ggs = xcalloc(OP_COUNT, sizeof *ggs);
+	int n = 0;
+	for (int k = 0; k < OP_COUNT; k++) {
+		if (k == OP_SYNC)
+			continue;
+		gen_init(&ggs[n]);
+		matrix_graph((OpKind)k, &ggs[n], cases);
+		char label[64];
+		snprintf(label, sizeof label, "matrix %s", ir_ops[k].file);
+		built_new(&items[n], &ggs[n], label);
+		n++;
+	}
+	ptx_seconds = ptxas_seconds = 0;
+	ptx_kernels = ptx_runs = 0;
+	for (int i = 0; i < n; i += PTX_BATCH)
+		ptx_both(&items[i], n - i < PTX_BATCH ? n - i : PTX_BATCH);
+	ptxas_wait();
+	fprintf(stderr, "[backends] op matrix PTX: %d graphs, %d kernels over sm_90 and sm_80, "
+		"%d ptxas runs, %.1fs (ptxas %.1fs)\n", n, ptx_kernels, ptx_runs, ptx_seconds,
+		ptxas_seconds);
+	for (int i = 0; i < n; i++) {
+		built_free(&items[i]);
+		gen_free(&ggs[i]);
+	}
+	free(items);
+	free(ggs);
+	free(cases);
+}
+
+/* ---- random graphs ------------------------------------------------------------- */
+
+static void test_random_graphs(void **state)
+{
+	(void)state;
+	double t0 = now();
+	int bad = 0, ops = 0, syncs = 0, launches = 0;
+	int fusers[8] = {0}, unfused = 0;
+	for (uint64_t seed = 1; seed <= RANDOM_GRAPHS; seed++) {
+		GenGraph gg;
+		gen_init(&gg);
+		gen_random(&gg, seed);
+		Built b;
+		char label[64];
+		snprintf(label, sizeof label, "random seed %llu", (unsigned long long)seed);
+		built_new(&b, &gg, label);
+		assert_true(b.g->noutputs >= 1);
+		int r = run_both(&b, &gg, seed, NULL);
+		if (r)
+			fprintf(stderr, "[backends] random graph seed %llu FAILED\n",
+				(unsigned long long)seed);
+		bad += r != 0;
+		for (int i = 0; i < b.g->nops; i++)
+			syncs += b.g->ops[i].kind == OP_SYNC;
+		ops += b.g->nops;
+		for (int i = 0; i < b.s->nsteps; i++)
+			for (int j = 0; j < b.s->steps[i].nlaunch; j++) {
+				int f = b.s->kernels[b.s->steps[i].launch[j].kernel].fuser;
+				launches++;
+				if (f < 0)
+					unfused++;
+				else if (f < 8)
+					fusers[f]++;
+			}
+		built_free(&b);
+		gen_free(&gg);
+	}
+	fprintf(stderr, "[backends] random graphs: %d graphs, %d ops (%d syncs), %d launches "
+		"(%d unfused", RANDOM_GRAPHS, ops, syncs, launches, unfused);
+	for (int f = 0; f < pass_nfusers() && f < 8; f++)
+		fprintf(stderr, ", %d %s", fusers[f], pass_fuser_name(f));
+	fprintf(stderr, "), %d failing, %.1fs\n", bad, now() - t0);
+	assert_int_equal(bad, 0);
+	/* the generator must reach the fusers and the syncs it is meant to */
+	assert_true(syncs >= 20);
+	for (int f = 0; f < pass_nfusers() && f < 8; f++)
+		if (strcmp(pass_fuser_name(f), "Matmul") && fusers[f] < 5)
+			fail_msg("random graphs reached fuser %s only %d times", pass_fuser_name(f),
+				 fusers[f]);
+}
+
+static void test_random_graphs_ptx(void **state)
+{
+	(void)state;
+	need_ptxas();
+	Built *items = xcalloc(PTX_BATCH, sizeof *items);
+	GenGraph *ggs = xcalloc(PTX_BATCH, sizeof *ggs);
+	int n = 0;
+	ptx_seconds = ptxas_seconds = 0;
+	ptx_kernels = ptx_runs = 0;
+	for (uint64_t seed = 1; seed <= RANDOM_GRAPHS; seed++) {
+		gen_init(&ggs[n]);
+		gen_random(&ggs[n], seed);
+		char label[64];
+		snprintf(label, sizeof label, "random seed %llu", (unsigned long long)seed);
+		built_new(&items[n], &ggs[n], label);
+		n++;
+		if (n == PTX_BATCH || seed == RANDOM_GRAPHS) {
+			ptx_both(items, n);
+			for (int i = 0; i < n; i++) {
+				built_free(&items[i]);
+				gen_free(&ggs[i]);
+			}
+			n = 0;
+		}
+	}
+	ptxas_wait();
+	fprintf(stderr, "[backends] random graphs PTX: %d graphs, %d kernels over sm_90 and "
+		"sm_80, %d ptxas runs, %.1fs (ptxas %.1fs)\n", RANDOM_GRAPHS, ptx_kernels, ptx_runs,
+		ptx_seconds, ptxas_seconds);
+	free(items);
+	free(ggs);
+}
+
+/* The generator is deterministic: the same seed gives the same text. */
+static void test_random_deterministic(void **state)
+{
+	(void)state;
+	for (uint64_t seed = 1; seed <= 5; seed++) {
+		GenGraph a, b;
+		gen_init(&a);
+		gen_init(&b);
+		gen_random(&a, seed);
+		gen_random(&b, seed);
+		char *ta = gen_text(&a, "g"), *tb = gen_text(&b, "g");
+		assert_string_equal(ta, tb);
+		GenGraph c;
+		gen_init(&c);
+		gen_random(&c, seed + 1000);
+		char *tc = gen_text(&c, "g");
+		assert_string_not_equal(ta, tc);
+		free(ta);
+		free(tb);
+		free(tc);
+		gen_free(&a);
+		gen_free(&b);
+		gen_free(&c);
+	}
+}
+
+/* ---- the seed's kernel counts ---------------------------------------------------- */
+
+typedef struct {
+	Arena *arena;
+	Graph *g;
+	Schedule *s;
+	CgModule *m;
+	CgProgram prog;
+} Golden;
+
+static void golden_open(Golden *o, const char *path)
+{
+	Diag d;
+	char msg[1100];
+	o->arena = arena_new();
+	o->g = ir_read_file(o->arena, path, FMT_AUTO, &d);
+	if (!o->g) {
+		diag_format(&d, msg, sizeof msg);
+		fail_msg("%s", msg);
+	}
+	SearchOptions so;
+	pass_default_options(&so);
+	o->s = pass_search(o->g, &so);
+	CgOptions co = {CG_TARGET_NVPTX, "sm_90", NULL, "golden", false};
+	o->m = cg_module_new(&co, o->arena, &d);
+	assert_non_null(o->m);
+	if (cg_lower(o->m, o->s, o->arena, &o->prog, &d)) {
+		diag_format(&d, msg, sizeof msg);
+		fail_msg("%s: %s", path, msg);
+	}
+}
+
+static void golden_close(Golden *o)
+{
+	cg_module_free(o->m);
+	pass_free_schedule(o->s);
+	arena_free(o->arena);
+}
+
+static int count_params(const CgKernel *k, bool written)
+{
+	int n = 0;
+	for (int p = 0; p < k->nparams; p++)
+		if (k->params[p].kind == CG_PARAM_BUFFER)
+			n += written ? k->params[p].written : k->params[p].read;
+	return n;
+}
+
+static void test_golden_kernel_counts(void **state)
+{
+	(void)state;
+	Golden o;
+
+	golden_open(&o, "golden/chains.yaml");
+	assert_int_equal(o.prog.nkernels, 1);
+	assert_int_equal(o.prog.nlaunch, 1);
+	assert_int_equal(o.prog.kernels[0]->kind, CG_KERNEL_ELEMWISE);
+	assert_int_equal(count_params(o.prog.kernels[0], false), 5);
+	assert_int_equal(count_params(o.prog.kernels[0], true), 5);
+	assert_int_equal(o.s->nsteps, 1);
+	assert_int_equal(o.s->steps[0].launch[0].nops, 40);
+	assert_int_equal(o.s->steps[0].launch[0].nin, 5);
+	assert_int_equal(o.s->steps[0].launch[0].nout, 5);
+	golden_close(&o);
+
+	golden_open(&o, "golden/lone.yaml");
+	assert_int_equal(o.prog.nkernels, 1);
+	assert_int_equal(o.prog.nlaunch, 1);
+	assert_int_equal(o.prog.kernels[0]->kind, CG_KERNEL_SINGLE);
+	assert_int_equal(o.s->kernels[o.s->steps[0].launch[0].kernel].fuser, -1);
+	golden_close(&o);
+
+	golden_open(&o, "golden/reuse.yaml");
+	assert_int_equal(o.s->nexplorations, 2);
+	assert_int_equal(o.s->nhits, 3);
+	assert_int_equal(o.prog.nlaunch, 5);
+	assert_int_equal(o.prog.nkernels, 2);
+	for (int i = 1; i < 4; i++)
+		assert_ptr_equal(o.prog.launch[i].kernel, o.prog.launch[0].kernel);
+	assert_ptr_not_equal(o.prog.launch[4].kernel, o.prog.launch[0].kernel);
+	/* the 32x32 hit binds the same kernel with other sizes and the 3.0 scalar */
+	assert_int_equal(o.prog.launch[0].kernel->kind, CG_KERNEL_ELEMWISE);
+	golden_close(&o);
+}
+
+/* The golden cases also compute the right numbers on the cpu backend. */
+static void test_golden_numbers(void **state)
+{
+	(void)state;
+	static const char *const files[] = {"golden/chains.yaml", "golden/lone.yaml",
+					    "golden/reuse.yaml", "golden/fusers.yaml",
+					    "golden/holes.yaml", "golden/cycle.yaml",
+					    "golden/view_break.yaml", "golden/maxblocks.yaml",
+					    "golden/lazy_triggers.yaml"};
+	int bad = 0;
+	for (size_t i = 0; i < SUITE_COUNT(files); i++) {
+		Built b;
+		memset(&b, 0, sizeof b);
+		snprintf(b.label, sizeof b.label, "%s", files[i]);
+		b.arena = arena_new();
+		Diag d;
+		b.g = ir_read_file(b.arena, files[i], FMT_AUTO, &d);
+		assert_non_null(b.g);
+		b.text = strdup(files[i]);
+		SearchOptions so;
+		pass_default_options(&so);
+		so.no_record = true;
+		b.s = pass_search(b.g, &so);
+		GenGraph gg;
+		gen_init(&gg);
+		for (int k = 0; k < b.g->ninputs; k++) {
+			const Tensor *t = &b.g->tensors[b.g->inputs[k]];
+			double lo, hi;
+			host_default_range(t->dtype, &lo, &hi);
+			gen_input(&gg, t->dtype, t->rank, t->dim, lo, hi);
+			gg.in[k].name = t->name;
+		}
+		bad += run_both(&b, &gg, 7, NULL);
+		gen_free(&gg);
+		built_free(&b);
+	}
+	assert_int_equal(bad, 0);
+}
+
+/* Regression: a launch none of whose results is read (dead ops) made cg_lower ask
+ * for a kernel that writes nothing ("internal: kernel writes no tensor", exit 3 from
+ * compile and run). Dead ops alone, dead fused blocks, and dead ops beside live ones. */
+static void test_dead_ops(void **state)
+{
+	(void)state;
+	static const char *const text =
+		"{\"format\": \"fusec-graph/1\", \"name\": \"dead\",\n"
+		"\"inputs\": {\"x0\": {\"dtype\": \"f32\", \"shape\": [4, 9]}},\n"
+		"\"ops\": [{\"op\": \"exp\", \"in\": [\"x0\"], \"out\": \"d0\"},\n"
+		"  {\"op\": \"sync\"},\n"
+		"  {\"op\": \"mul_scalar\", \"in\": [\"x0\"], \"scalar\": 2, \"out\": \"d1\"},\n"
+		"  {\"op\": \"tanh\", \"in\": [\"d1\"], \"out\": \"d2\"},\n"
+		"  {\"op\": \"sync\"},\n"
+		"  {\"op\": \"sum\", \"in\": [\"x0\"], \"axis\": 1, \"out\": \"d3\"},\n"
+		"  {\"op\": \"neg\", \"in\": [\"x0\"], \"out\": \"y\"}],\n"
+		"\"outputs\": [\"y\"]}\n";
+	Built b;
+	memset(&b, 0, sizeof b);
+	snprintf(b.label, sizeof b.label, "dead ops");
+	b.text = strdup(text);
+	b.arena = arena_new();
+	b.g = test_graph(b.arena, "dead.json", text);
+	SearchOptions so;
+	pass_default_options(&so);
+	so.no_record = true;
+	b.s = pass_search(b.g, &so);
+	GenGraph gg;
+	gen_init(&gg);
+	gen_input(&gg, DT_F32, 2, (const int64_t[]){4, 9}, -1, 1);
+	assert_int_equal(run_both(&b, &gg, 3, NULL), 0);
+	/* every op still has code: the launches cover all five */
+	int covered = 0;
+	for (int i = 0; i < b.s->nsteps; i++)
+		for (int j = 0; j < b.s->steps[i].nlaunch; j++)
+			covered += b.s->steps[i].launch[j].nops;
+	assert_int_equal(covered, 5);
+	if (find_ptxas())
+		ptx_both(&b, 1);
+	ptxas_wait();
+	gen_free(&gg);
+	built_free(&b);
+}
+
+const struct CMUnitTest backends_tests[] = {
+	cmocka_unit_test(test_dead_ops),
+	cmocka_unit_test(test_golden_kernel_counts),
+	cmocka_unit_test(test_golden_numbers),
+	cmocka_unit_test(test_op_matrix),
+	cmocka_unit_test(test_random_deterministic),
+	cmocka_unit_test(test_random_graphs),
+	cmocka_unit_test(test_op_matrix_ptx),
+	cmocka_unit_test(test_random_graphs_ptx),
+};
+const size_t backends_ntests = SUITE_COUNT(backends_tests);
