@@ -262,14 +262,35 @@ uint64_t ir_rel_hash(const RelOp *op)
 	return hash_bytes(h, &op->attr, sizeof op->attr);
 }
 
+/* Decimal digits of v; the plan prints every relative op, so no printf here. */
+static void put_uint(Buf *b, uint32_t v)
+{
+	char d[10];
+	int n = 0;
+	do
+		d[n++] = (char)('0' + v % 10);
+	while (v /= 10);
+	while (n)
+		buf_putc(b, d[--n]);
+}
+
 static void print_tensor(Buf *b, const RelTensor *t, bool status)
 {
-	buf_printf(b, "t%d:%s[", t->id, ir_dtype_name((DType)t->dtype));
-	for (int k = 0; k < t->rank; k++)
-		buf_printf(b, k ? ",%u" : "%u", t->shape[k]);
+	buf_putc(b, 't');
+	put_uint(b, (uint32_t)t->id);
+	buf_putc(b, ':');
+	buf_puts(b, ir_dtype_name((DType)t->dtype));
+	buf_putc(b, '[');
+	for (int k = 0; k < t->rank; k++) {
+		if (k)
+			buf_putc(b, ',');
+		put_uint(b, t->shape[k]);
+	}
 	buf_putc(b, ']');
-	if (status)
-		buf_printf(b, " %s", ir_status_name((TensorStatus)t->status));
+	if (status) {
+		buf_putc(b, ' ');
+		buf_puts(b, ir_status_name((TensorStatus)t->status));
+	}
 }
 
 static void print_pair(Buf *b, const char *name, const int32_t v[2], int32_t dflt)

@@ -8,8 +8,10 @@
  *
  * A merge registers the other block's ops into this one (in the other's order)
  * and is accepted when the result still has an open fuser, or when neither side had
- * a ready fuser and the result has one. Appending must keep a valid order (produce
- * before read, read before free); cycle checks between blocks are explorer.c's. */
+ * a ready fuser and the result has one. Only the fusers decide that, so a merge is
+ * tried on clones of the fusers alone and the block is copied only when accepted.
+ * Appending must keep a valid order (produce before read, read before free); cycle
+ * checks between blocks are explorer.c's. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -27,13 +29,17 @@ Block *block_new(const SearchCtx *c)
 	return b;
 }
 
-Block *block_clone(const Block *s)
+/* A copy of s whose fusers are `fusers` (taken over), or clones of s's when NULL. */
+static Block *copy_block(const Block *s, Fuser **fusers)
 {
 	Block *b = xcalloc(1, sizeof *b);
 	b->nfusers = s->nfusers;
-	b->fusers = xmalloc(sizeof(Fuser *) * (size_t)b->nfusers);
-	for (int i = 0; i < b->nfusers; i++)
-		b->fusers[i] = fuser_clone(s->fusers[i]);
+	b->fusers = fusers;
+	if (!fusers) {
+		b->fusers = xmalloc(sizeof(Fuser *) * (size_t)b->nfusers);
+		for (int i = 0; i < b->nfusers; i++)
+			b->fusers[i] = fuser_clone(s->fusers[i]);
+	}
 	b->cap = s->nops ? s->nops : 4;
 	b->nops = s->nops;
 	b->ops = xmalloc(sizeof(RelOp) * (size_t)b->cap);
@@ -47,6 +53,11 @@ Block *block_clone(const Block *s)
 	b->start_pos = s->start_pos;
 	b->end_pos = s->end_pos;
 	return b;
+}
+
+Block *block_clone(const Block *s)
+{
+	return copy_block(s, NULL);
 }
 
 void block_free(Block *b)
@@ -65,7 +76,8 @@ void block_free(Block *b)
 	free(b);
 }
 
-static void register_op(Block *b, const RelOp *op, int pos, SearchCtx *c, bool log)
+/* Append op to b's ops and tensor sets, without offering it to the fusers. */
+static void append_op(Block *b, const RelOp *op, int pos)
 {
 	if (b->nops == b->cap) {
 		b->cap = b->cap ? b->cap * 2 : 8;
@@ -79,19 +91,6 @@ static void register_op(Block *b, const RelOp *op, int pos, SearchCtx *c, bool l
 		b->start_pos = pos;
 	if (pos + 1 > b->end_pos)
 		b->end_pos = pos + 1;
-	for (int i = 0; i < b->nfusers; i++) {
-		Fuser *f = b->fusers[i];
-		bool was_open = f->status == FS_OPEN;
-		fuser_fuse(f, op);
-		if (log && c && c->rec->on && was_open && f->status == FS_CLOSED) {
-			Event *e = rec_add(c->rec, EV_FUSER_CLOSED, c->stream);
-			e->a = i;
-			e->b = f->vt->len(f);
-			e->c = pos;
-			e->reason = (uint8_t)f->reason;
-			e->op = c->global[pos];
-		}
-	}
 	for (int i = 0; i < op->nin + op->nout; i++)
 		iset_add(&b->ids, op->t[i].id);
 	for (int i = 0; i < op->nin; i++) {
@@ -105,6 +104,24 @@ static void register_op(Block *b, const RelOp *op, int pos, SearchCtx *c, bool l
 		int id = op->t[op->nin + i].id;
 		iset_add(&b->produced, id);
 		iset_del(&b->read, id);
+	}
+}
+
+static void register_op(Block *b, const RelOp *op, int pos, SearchCtx *c, bool log)
+{
+	append_op(b, op, pos);
+	for (int i = 0; i < b->nfusers; i++) {
+		Fuser *f = b->fusers[i];
+		bool was_open = f->status == FS_OPEN;
+		fuser_fuse(f, op);
+		if (log && c && c->rec->on && was_open && f->status == FS_CLOSED) {
+			Event *e = rec_add(c->rec, EV_FUSER_CLOSED, c->stream);
+			e->a = i;
+			e->b = f->vt->len(f);
+			e->c = pos;
+			e->reason = (uint8_t)f->reason;
+			e->op = c->global[pos];
+		}
 	}
 }
 
@@ -178,28 +195,78 @@ bool ops_order_valid(const RelOp *const *ops, int n)
 	return ok;
 }
 
+/* Every block's own order is valid: its ops are a subsequence of the stream order
+ * or a concatenation this check allowed. So a then b breaks produce-before-read only
+ * where a reads what b produces, and read-before-free only where b reads what a
+ * freed: exactly when a depends on b. */
 bool block_can_append(const Block *a, const Block *b)
 {
-	int n = a->nops + b->nops;
-	const RelOp **ops = xmalloc(sizeof(RelOp *) * (size_t)(n ? n : 1));
-	for (int i = 0; i < a->nops; i++)
-		ops[i] = &a->ops[i];
-	for (int i = 0; i < b->nops; i++)
-		ops[a->nops + i] = &b->ops[i];
-	bool ok = ops_order_valid(ops, n);
-	free(ops);
-	return ok;
+	return !block_depends_on(a, b);
+}
+
+/* The fusers of self after the ops of other, when the merge is accepted (SPEC §3:
+ * the result still has an open fuser, or neither side had a ready fuser and the
+ * result has one); NULL when refused. Only the fusers decide, and a closed fuser
+ * ignores every op offered to it, so the trial clones and feeds the open ones
+ * alone; a self without an open fuser is refused at once (the result could neither
+ * be open nor become ready where self was not). With `take`, self's closed fusers
+ * move into the result instead of being cloned. */
+static Fuser **merged_fusers(Block *self, const Block *other, bool take)
+{
+	if (!block_still_optimizing(self))
+		return NULL;
+	bool self_ready = block_has_ready(self);
+	bool other_ready = block_has_ready(other);
+	bool open = false, ready = self_ready;
+	Fuser **f = xcalloc((size_t)self->nfusers, sizeof(Fuser *));
+	for (int i = 0; i < self->nfusers; i++) {
+		if (self->fusers[i]->status != FS_OPEN)
+			continue;
+		f[i] = fuser_clone(self->fusers[i]);
+		for (int k = 0; k < other->nops; k++)
+			fuser_fuse(f[i], &other->ops[k]);
+		open |= f[i]->status == FS_OPEN;
+		ready |= f[i]->vt->properties(f[i]).ready;
+	}
+	if (!open && (self_ready || other_ready || !ready)) {
+		for (int i = 0; i < self->nfusers; i++)
+			fuser_free(f[i]);
+		free(f);
+		return NULL;
+	}
+	for (int i = 0; i < self->nfusers; i++)
+		if (!f[i]) {
+			f[i] = take ? self->fusers[i] : fuser_clone(self->fusers[i]);
+			f[i]->seen += other->nops;
+			if (take)
+				self->fusers[i] = NULL;
+		}
+	return f;
 }
 
 bool block_merge(Block *self, const Block *other)
 {
-	bool self_ready = block_has_ready(self);
-	bool other_ready = block_has_ready(other);
+	Fuser **f = merged_fusers(self, other, true);
+	if (!f)
+		return false;
+	for (int i = 0; i < self->nfusers; i++)
+		fuser_free(self->fusers[i]);
+	free(self->fusers);
+	self->fusers = f;
 	for (int i = 0; i < other->nops; i++)
-		register_op(self, &other->ops[i], other->pos[i], NULL, false);
-	if (block_still_optimizing(self))
-		return true;
-	return !self_ready && !other_ready && block_has_ready(self);
+		append_op(self, &other->ops[i], other->pos[i]);
+	return true;
+}
+
+Block *block_merged(const Block *self, const Block *other)
+{
+	Fuser **f = merged_fusers((Block *)self, other, false);
+	if (!f)
+		return NULL;
+	Block *m = copy_block(self, f);
+	for (int i = 0; i < other->nops; i++)
+		append_op(m, &other->ops[i], other->pos[i]);
+	return m;
 }
 
 bool block_depends_on(const Block *x, const Block *y)

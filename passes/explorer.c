@@ -77,28 +77,43 @@ static bool in_list(Block *const *l, int n, const Block *b)
 	return false;
 }
 
-/* Would merging x and y create a cycle through one of `others`? */
-static bool contract_ok(const Block *x, const Block *y, Block *const *others, int n)
+/* Whether all[i] depends on all[j], through the cache dep (nall x nall: 0 not yet
+ * known, 1 no, 2 yes), which lives as long as the blocks stay unchanged. */
+static bool depends(Block *const *all, uint8_t *dep, int nall, int i, int j)
+{
+	uint8_t *d = &dep[(size_t)i * (size_t)nall + (size_t)j];
+	if (!*d)
+		*d = block_depends_on(all[i], all[j]) ? 2 : 1;
+	return *d == 2;
+}
+
+/* Would merging x and y create a cycle through one of the blocks all[others[k]]? */
+static bool contract_ok(const Block *x, const Block *y, Block *const *all, uint8_t *dep,
+			int nall, const int *others, int n)
 {
 	if (n == 0)
 		return true;
-	bool *desc = xcalloc((size_t)n, sizeof(bool));
-	bool *anc = xcalloc((size_t)n, sizeof(bool));
+	bool *desc = xcalloc((size_t)n * 4, sizeof(bool));
+	bool *anc = desc + n, *after = desc + 2 * n, *before = desc + 3 * n;
+	for (int i = 0; i < n; i++) {
+		const Block *b = all[others[i]];
+		after[i] = block_depends_on(b, x) || block_depends_on(b, y);
+		before[i] = block_depends_on(x, b) || block_depends_on(y, b);
+	}
 	for (bool changed = true; changed;) {
 		changed = false;
 		for (int i = 0; i < n; i++) {
-			const Block *b = others[i];
 			if (!desc[i]) {
-				bool d = block_depends_on(b, x) || block_depends_on(b, y);
+				bool d = after[i];
 				for (int j = 0; j < n && !d; j++)
-					d = desc[j] && block_depends_on(b, others[j]);
+					d = desc[j] && depends(all, dep, nall, others[i], others[j]);
 				if (d)
 					desc[i] = changed = true;
 			}
 			if (!anc[i]) {
-				bool a = block_depends_on(x, b) || block_depends_on(y, b);
+				bool a = before[i];
 				for (int j = 0; j < n && !a; j++)
-					a = anc[j] && block_depends_on(others[j], b);
+					a = anc[j] && depends(all, dep, nall, others[j], others[i]);
 				if (a)
 					anc[i] = changed = true;
 			}
@@ -108,7 +123,6 @@ static bool contract_ok(const Block *x, const Block *y, Block *const *others, in
 	for (int i = 0; i < n; i++)
 		ok &= !(desc[i] && anc[i]);
 	free(desc);
-	free(anc);
 	return ok;
 }
 
@@ -131,7 +145,8 @@ static int merge_group(SearchCtx *c, Block **all, int nall, Block **cand, int n,
 	Block **remaining = xmalloc(sizeof(Block *) * (size_t)n);
 	Block **failed = xmalloc(sizeof(Block *) * (size_t)n);
 	Block **members = xmalloc(sizeof(Block *) * (size_t)n);
-	Block **others = xmalloc(sizeof(Block *) * (size_t)(nall ? nall : 1));
+	int *others = xmalloc(sizeof(int) * (size_t)(nall ? nall : 1));
+	uint8_t *dep = xcalloc((size_t)(nall ? nall * nall : 1), 1);
 	memcpy(remaining, cand, sizeof(Block *) * (size_t)n);
 	sort_blocks(remaining, n);
 	int nrem = n, nout = 0;
@@ -144,36 +159,31 @@ static int merge_group(SearchCtx *c, Block **all, int nall, Block **cand, int n,
 			int nothers = 0;
 			for (int i = 0; i < nall; i++)
 				if (all[i] != b && !in_list(members, nmem, all[i]))
-					others[nothers++] = all[i];
-			if (!contract_ok(base, b, others, nothers)) {
+					others[nothers++] = i;
+			if (!contract_ok(base, b, all, dep, nall, others, nothers)) {
 				record_refused(c, base, b, MERGE_CYCLE);
 				failed[nfail++] = b;
 				continue;
 			}
+			/* base is the optimizer's own block the first time, then a merge
+			 * result of this loop, which may be merged into in place */
+			bool own = !in_list(cand, n, base);
 			Block *m = NULL;
 			bool ordered = false;
 			if (block_can_append(base, b)) {
 				ordered = true;
-				m = block_clone(base);
-				if (!block_merge(m, b)) {
-					block_free(m);
-					m = NULL;
-				}
+				m = own ? (block_merge(base, b) ? base : NULL) : block_merged(base, b);
 			}
 			if (!m && block_can_append(b, base)) {
 				ordered = true;
-				m = block_clone(b);
-				if (!block_merge(m, base)) {
-					block_free(m);
-					m = NULL;
-				}
+				m = block_merged(b, base);
 			}
 			if (!m) {
 				record_refused(c, base, b, ordered ? MERGE_NO_GAIN : MERGE_ORDER);
 				failed[nfail++] = b;
 				continue;
 			}
-			if (!in_list(cand, n, base))
+			if (own && m != base)
 				block_free(base);
 			base = m;
 			members[nmem++] = b;
@@ -186,6 +196,7 @@ static int merge_group(SearchCtx *c, Block **all, int nall, Block **cand, int n,
 	free(failed);
 	free(members);
 	free(others);
+	free(dep);
 	return nout;
 }
 

@@ -70,10 +70,7 @@ static void ew_reset(Fuser *f)
 
 static void ew_clone_into(Fuser *dst, const Fuser *src)
 {
-	ElemwiseFuser *d = (ElemwiseFuser *)dst;
-	const ElemwiseFuser *s = (const ElemwiseFuser *)src;
-	d->st = (FuseStats){0};
-	stats_copy(&d->st, &s->st);
+	stats_own(&((ElemwiseFuser *)dst)->st);
 }
 
 static void ew_release(Fuser *f)

@@ -70,8 +70,7 @@ static void mm_reset(Fuser *f)
 static void mm_clone_into(Fuser *dst, const Fuser *src)
 {
 	MatmulFuser *d = (MatmulFuser *)dst;
-	d->epi = (FuseStats){0};
-	stats_copy(&d->epi, &((const MatmulFuser *)src)->epi);
+	stats_own(&d->epi);
 }
 
 static void mm_release(Fuser *f)

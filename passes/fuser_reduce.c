@@ -74,8 +74,7 @@ static void rd_reset(Fuser *f)
 static void rd_clone_into(Fuser *dst, const Fuser *src)
 {
 	ReduceFuser *d = (ReduceFuser *)dst;
-	d->st = (FuseStats){0};
-	stats_copy(&d->st, &((const ReduceFuser *)src)->st);
+	stats_own(&d->st);
 }
 
 static void rd_release(Fuser *f)

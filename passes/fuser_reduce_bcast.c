@@ -132,11 +132,9 @@ static void rb_reset(Fuser *f)
 static void rb_clone_into(Fuser *dst, const Fuser *src)
 {
 	ReduceBcastFuser *d = (ReduceBcastFuser *)dst;
-	const ReduceBcastFuser *s = (const ReduceBcastFuser *)src;
-	d->p = d->t = d->pt = (FuseStats){0};
-	stats_copy(&d->p, &s->p);
-	stats_copy(&d->t, &s->t);
-	stats_copy(&d->pt, &s->pt);
+	stats_own(&d->p);
+	stats_own(&d->t);
+	stats_own(&d->pt);
 }
 
 static void rb_release(Fuser *f)

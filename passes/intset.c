@@ -1,7 +1,11 @@
 /* intset.c: open-addressing sets of small non-negative ints (relative tensor ids).
  *
  * Blocks and fusers keep several such sets (ids seen, produced, read, freed) and
- * clone them when blocks merge, so they are flat arrays: cheap to copy, no nodes. */
+ * clone them every time the explorer tries a merge, so they are flat arrays, cheap
+ * to copy, and a set of up to four members keeps its slots inline: trying a merge
+ * of small blocks allocates no set memory at all. The dependency tests between
+ * blocks are intersections; a 64-bit summary of the members (ids of a segment are
+ * small) answers most of them without a probe. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -16,10 +20,11 @@ bool iset_has(const IntSet *s, int v)
 {
 	if (!s->n)
 		return false;
+	const int *slot = ISET_SLOTS(s);
 	for (unsigned i = slot_of(v, s->cap);; i = (i + 1) & (unsigned)(s->cap - 1)) {
-		if (s->slot[i] == v)
+		if (slot[i] == v)
 			return true;
-		if (s->slot[i] == -1)
+		if (slot[i] == -1)
 			return false;
 	}
 }
@@ -27,30 +32,38 @@ bool iset_has(const IntSet *s, int v)
 static void grow(IntSet *s)
 {
 	int oldcap = s->cap;
-	int *old = s->slot;
-	s->cap = oldcap ? oldcap * 2 : 16;
-	s->slot = xmalloc(sizeof(int) * (size_t)s->cap);
-	memset(s->slot, 0xff, sizeof(int) * (size_t)s->cap);
-	s->n = 0;
+	int *old = ISET_SLOTS(s);   /* inline slots stay intact: the new ones are on the heap */
+	int *oldheap = s->heap;
+	s->cap = oldcap ? oldcap * 2 : ISET_SMALL;
+	s->heap = s->cap > ISET_SMALL ? xmalloc(sizeof(int) * (size_t)s->cap) : NULL;
+	memset(ISET_SLOTS(s), 0xff, sizeof(int) * (size_t)s->cap);
+	s->n = s->size = 0;
 	for (int i = 0; i < oldcap; i++)
 		if (old[i] >= 0)
 			iset_add(s, old[i]);
-	free(old);
+	free(oldheap);
 }
 
 void iset_add(IntSet *s, int v)
 {
 	if ((s->n + 1) * 2 > s->cap)
 		grow(s);
+	int *slot = ISET_SLOTS(s);
 	int tomb = -1;
 	for (unsigned i = slot_of(v, s->cap);; i = (i + 1) & (unsigned)(s->cap - 1)) {
-		if (s->slot[i] == v)
+		if (slot[i] == v)
 			return;
-		if (s->slot[i] == -2 && tomb < 0)
+		if (slot[i] == -2 && tomb < 0)
 			tomb = (int)i;
-		if (s->slot[i] == -1) {
-			s->slot[tomb >= 0 ? tomb : (int)i] = v;
-			s->n++;
+		if (slot[i] == -1) {
+			s->bits |= 1ull << (v & 63);
+			if (tomb >= 0)
+				slot[tomb] = v;
+			else {
+				slot[i] = v;
+				s->n++;
+			}
+			s->size++;
 			return;
 		}
 	}
@@ -60,48 +73,63 @@ void iset_del(IntSet *s, int v)
 {
 	if (!s->n)
 		return;
+	int *slot = ISET_SLOTS(s);
 	for (unsigned i = slot_of(v, s->cap);; i = (i + 1) & (unsigned)(s->cap - 1)) {
-		if (s->slot[i] == v) {
-			s->slot[i] = -2;
-			return; /* n counts occupied slots, tombstones included */
+		if (slot[i] == v) {
+			slot[i] = -2;
+			s->size--;
+			return; /* n counts occupied slots, deleted ones included */
 		}
-		if (s->slot[i] == -1)
+		if (slot[i] == -1)
 			return;
 	}
 }
 
 void iset_copy(IntSet *dst, const IntSet *src)
 {
-	free(dst->slot);
+	free(dst->heap);
 	*dst = *src;
-	if (src->cap) {
-		dst->slot = xmalloc(sizeof(int) * (size_t)src->cap);
-		memcpy(dst->slot, src->slot, sizeof(int) * (size_t)src->cap);
+	if (src->cap > ISET_SMALL) {
+		dst->heap = xmalloc(sizeof(int) * (size_t)src->cap);
+		memcpy(dst->heap, src->heap, sizeof(int) * (size_t)src->cap);
+	}
+}
+
+void iset_own(IntSet *s)
+{
+	if (s->cap > ISET_SMALL) {
+		int *slot = xmalloc(sizeof(int) * (size_t)s->cap);
+		memcpy(slot, s->heap, sizeof(int) * (size_t)s->cap);
+		s->heap = slot;
 	}
 }
 
 void iset_clear(IntSet *s)
 {
 	if (s->cap)
-		memset(s->slot, 0xff, sizeof(int) * (size_t)s->cap);
-	s->n = 0;
+		memset(ISET_SLOTS(s), 0xff, sizeof(int) * (size_t)s->cap);
+	s->n = s->size = 0;
+	s->bits = 0;
 }
 
 void iset_free(IntSet *s)
 {
-	free(s->slot);
+	free(s->heap);
 	memset(s, 0, sizeof *s);
 }
 
 bool iset_intersects(const IntSet *a, const IntSet *b)
 {
-	if (a->n > b->n) {
+	if (a->size > b->size) {
 		const IntSet *t = a;
 		a = b;
 		b = t;
 	}
+	if (!a->size || !(a->bits & b->bits))
+		return false;
+	const int *slot = ISET_SLOTS(a);
 	ISET_EACH(a, i)
-		if (iset_has(b, a->slot[i]))
+		if (iset_has(b, slot[i]))
 			return true;
 	return false;
 }

@@ -51,6 +51,13 @@ void stats_copy(FuseStats *dst, const FuseStats *src)
 	iset_copy(&dst->freed, &src->freed);
 }
 
+void stats_own(FuseStats *s)
+{
+	iset_own(&s->inputs);
+	iset_own(&s->produced);
+	iset_own(&s->freed);
+}
+
 void stats_free(FuseStats *s)
 {
 	iset_free(&s->inputs);
@@ -69,17 +76,9 @@ void stats_clear(FuseStats *s)
 	s->u = 0;
 }
 
-static int count(const IntSet *s)
-{
-	int n = 0;
-	ISET_EACH(s, i)
-		n++;
-	return n;
-}
-
 int64_t stats_global_rw(const FuseStats *s)
 {
-	return count(&s->inputs) + count(&s->produced) - count(&s->freed);
+	return s->inputs.size + s->produced.size - s->freed.size;
 }
 
 /* Buffers bound if op were added: inputs, plus produced tensors not yet dead. */

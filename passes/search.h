@@ -10,19 +10,30 @@
 
 /* ---- sets of small non-negative ints (intset.c) ------------------------------ */
 
+enum { ISET_SMALL = 8 };   /* slots kept inside the set: up to 4 members */
+
+/* Slots hold a member, -1 (empty) or -2 (deleted). A zeroed IntSet is empty and
+ * valid; a set may be copied or moved bytewise while it is small. */
 typedef struct {
-	int *slot;             /* -1 empty, -2 deleted */
-	int cap, n;
+	int *heap;             /* the slots once cap > ISET_SMALL, else NULL */
+	int cap;               /* 0, or a power of two */
+	int n;                 /* occupied slots, deleted ones included */
+	int size;              /* members */
+	uint64_t bits;         /* bit v % 64 of every member added since the last clear */
+	int small[ISET_SMALL]; /* the slots while cap <= ISET_SMALL */
 } IntSet;
+
+#define ISET_SLOTS(s) ((s)->cap > ISET_SMALL ? (s)->heap : (s)->small)
 
 bool iset_has(const IntSet *s, int v);
 void iset_add(IntSet *s, int v);
 void iset_del(IntSet *s, int v);
 void iset_copy(IntSet *dst, const IntSet *src);
+void iset_own(IntSet *s);      /* after a bytewise copy of a set: own its slots */
 void iset_clear(IntSet *s);
 void iset_free(IntSet *s);
 bool iset_intersects(const IntSet *a, const IntSet *b);
-#define ISET_EACH(s, i) for (int i = 0; i < (s)->cap; i++) if ((s)->slot[i] >= 0)
+#define ISET_EACH(s, i) for (int i = 0; i < (s)->cap; i++) if (ISET_SLOTS(s)[i] >= 0)
 
 /* ---- the decision record (record.c) ------------------------------------------ */
 
@@ -82,6 +93,7 @@ typedef struct {
 
 void stats_add(FuseStats *s, const RelOp *op, bool count);
 void stats_copy(FuseStats *dst, const FuseStats *src);
+void stats_own(FuseStats *s);  /* after a bytewise copy: own the sets */
 void stats_free(FuseStats *s);
 void stats_clear(FuseStats *s);
 int64_t stats_global_rw(const FuseStats *s);      /* F */
@@ -174,8 +186,10 @@ bool block_has_ready(const Block *b);
 bool block_contains_any(const Block *b, const RelOp *op);
 bool block_can_append(const Block *a, const Block *b);
 /* Merge `other` into `self` by registering its ops; true when the merge is accepted
- * (SPEC §3). `self` is modified either way. */
+ * (SPEC §3). `self` is left as it was when refused. */
 bool block_merge(Block *self, const Block *other);
+/* The same merge into a new block; NULL when refused. */
+Block *block_merged(const Block *self, const Block *other);
 bool block_depends_on(const Block *x, const Block *y);  /* x must run after y */
 /* Kahn order of blocks by dependency, ties to the lower start position. NULL: cycle. */
 bool blocks_topo_order(Block **blocks, int n, int *order);

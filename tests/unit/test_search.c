@@ -168,6 +168,8 @@ static void test_merge_acceptance(void **state)
 	assert_true(block_has_ready(x));
 	Block *m = block_clone(x);
 	assert_false(block_merge(m, y));
+	assert_int_equal(m->nops, x->nops);  /* a refused merge leaves the block as it was */
+	assert_null(block_merged(x, y));
 	block_free(m);
 	/* an open block takes the other one: accepted */
 	Block *o = block_new(&c);
@@ -176,8 +178,15 @@ static void test_merge_acceptance(void **state)
 	block_register(e, &r[12], 12, true, &c, false);
 	assert_true(block_can_append(o, e));
 	assert_false(block_can_append(e, o));
+	Block *oe = block_merged(o, e);
+	assert_non_null(oe);
+	assert_int_equal(oe->nops, 2);
+	assert_int_equal(o->nops, 1);
 	assert_true(block_merge(o, e));
 	assert_int_equal(o->nops, 2);
+	assert_int_equal(o->pos[1], 12);
+	assert_int_equal(oe->pos[1], 12);
+	block_free(oe);
 	block_free(x);
 	block_free(y);
 	block_free(o);
@@ -185,6 +194,64 @@ static void test_merge_acceptance(void **state)
 	free(rec.ev);
 	ir_rel_free(conv);
 	arena_free(a);
+}
+
+/* Sets grow from inline slots to the heap, survive deletions, and copy or move
+ * bytewise; the 64-bit member summary never answers a false intersection. */
+static void test_intset(void **state)
+{
+	(void)state;
+	IntSet s = {0}, t = {0}, u = {0};
+	assert_false(iset_has(&s, 0));
+	for (int v = 0; v < 100; v++)
+		iset_add(&s, v * 3);
+	iset_add(&s, 3);
+	assert_int_equal(s.size, 100);
+	for (int v = 0; v < 300; v++)
+		assert_int_equal(iset_has(&s, v), v % 3 == 0);
+	for (int v = 0; v < 300; v += 6)
+		iset_del(&s, v);
+	assert_int_equal(s.size, 50);
+	for (int v = 0; v < 300; v++)
+		assert_int_equal(iset_has(&s, v), v % 6 == 3);
+	iset_copy(&t, &s);
+	iset_del(&s, 3);
+	assert_true(iset_has(&t, 3));
+	assert_false(iset_has(&s, 3));
+	int members = 0;
+	ISET_EACH(&t, i)
+		members++;
+	assert_int_equal(members, 50);
+	/* a set on the heap and a small one, copied with their struct, then owned */
+	IntSet w = t;
+	iset_own(&w);
+	iset_add(&w, 1000);
+	assert_false(iset_has(&t, 1000));
+	iset_free(&w);
+	iset_add(&u, 1);
+	iset_add(&u, 2);
+	IntSet v = u;
+	iset_own(&v);
+	iset_add(&v, 7);
+	assert_false(iset_has(&u, 7));
+	assert_true(iset_has(&v, 2));
+	/* 1 and 65 share their summary bit */
+	IntSet a = {0}, b = {0};
+	iset_add(&a, 1);
+	iset_add(&b, 65);
+	assert_false(iset_intersects(&a, &b));
+	iset_add(&b, 1);
+	assert_true(iset_intersects(&a, &b));
+	assert_true(iset_intersects(&s, &t));
+	iset_clear(&t);
+	assert_false(iset_intersects(&s, &t));
+	assert_int_equal(t.size, 0);
+	iset_free(&s);
+	iset_free(&t);
+	iset_free(&u);
+	iset_free(&v);
+	iset_free(&a);
+	iset_free(&b);
 }
 
 static void test_store_and_triggers(void **state)
@@ -250,6 +317,7 @@ const struct CMUnitTest search_tests[] = {
 	cmocka_unit_test(test_open_blocks_merge),
 	cmocka_unit_test(test_cycle_refused),
 	cmocka_unit_test(test_merge_acceptance),
+	cmocka_unit_test(test_intset),
 	cmocka_unit_test(test_store_and_triggers),
 };
 const size_t search_ntests = SUITE_COUNT(search_tests);
