@@ -16,23 +16,32 @@
 
 #include "plan.h"
 
+/* Numbers go in as raw JSON text: cJSON prints a number with sprintf and reads it
+ * back with sscanf to check it, which was most of the time of a large plan. */
+static cJSON *integer(int64_t v)
+{
+	char text[24];
+	snprintf(text, sizeof text, "%lld", (long long)v);
+	return cJSON_CreateRaw(text);
+}
+
 static cJSON *int_array(const int *v, int n)
 {
 	cJSON *a = cJSON_CreateArray();
 	for (int i = 0; i < n; i++)
-		cJSON_AddItemToArray(a, cJSON_CreateNumber(v[i]));
+		cJSON_AddItemToArray(a, integer(v[i]));
 	return a;
 }
 
+/* A double as the shortest text that reads back the same; non-finite values as
+ * the strings "nan", "inf", "-inf" (docs/plan-format.md). */
 static cJSON *number(double v)
 {
-	if (v != v)
-		return cJSON_CreateString("nan");
-	if (v > 1.7976931348623157e308)
-		return cJSON_CreateString("inf");
-	if (v < -1.7976931348623157e308)
-		return cJSON_CreateString("-inf");
-	return cJSON_CreateNumber(v);
+	char text[40];
+	fmt_double(text, sizeof text, v);
+	if (v != v || v > 1.7976931348623157e308 || v < -1.7976931348623157e308)
+		return cJSON_CreateString(text);
+	return cJSON_CreateRaw(text);
 }
 
 static cJSON *relops(const RelOp *ops, int n)
@@ -54,7 +63,7 @@ static cJSON *strategy(const Strategy *st)
 	case STRAT_FUSED:
 		cJSON_AddStringToObject(o, "kind", "optimization");
 		cJSON_AddStringToObject(o, "fuser", pass_fuser_name(st->fuser));
-		cJSON_AddNumberToObject(o, "score", (double)st->score);
+		cJSON_AddItemToObject(o, "score", integer((int64_t)st->score));
 		cJSON_AddItemToObject(o, "ordering", int_array(st->ordering, st->n));
 		break;
 	case STRAT_OPS:
@@ -95,9 +104,9 @@ static const char *param_type(const CgParam *p)
 static cJSON *dim3(int64_t x)
 {
 	cJSON *a = cJSON_CreateArray();
-	cJSON_AddItemToArray(a, cJSON_CreateNumber((double)x));
-	cJSON_AddItemToArray(a, cJSON_CreateNumber(1));
-	cJSON_AddItemToArray(a, cJSON_CreateNumber(1));
+	cJSON_AddItemToArray(a, integer(x));
+	cJSON_AddItemToArray(a, integer(1));
+	cJSON_AddItemToArray(a, integer(1));
 	return a;
 }
 
@@ -129,7 +138,7 @@ static cJSON *launch_json(const Schedule *s, const CgBound *b)
 	}
 	cJSON_AddItemToObject(o, "grid", dim3(b->grid));
 	cJSON_AddItemToObject(o, "block", dim3(b->block));
-	cJSON_AddNumberToObject(o, "shared_bytes", 0);
+	cJSON_AddItemToObject(o, "shared_bytes", integer(0));
 	cJSON *args = cJSON_AddArrayToObject(o, "args");
 	for (int p = 0; p < b->nargs; p++) {
 		const CgArg *a = &b->args[p];
@@ -142,7 +151,7 @@ static cJSON *launch_json(const Schedule *s, const CgBound *b)
 			cJSON_AddItemToObject(ao, "f64", number(a->f));
 			break;
 		case CG_ARG_I64:
-			cJSON_AddNumberToObject(ao, "i64", (double)a->i);
+			cJSON_AddItemToObject(ao, "i64", integer(a->i));
 			break;
 		}
 		cJSON_AddItemToArray(args, ao);
@@ -160,12 +169,12 @@ char *cg_plan_json(const Schedule *s, const CgProgram *prog, const PlanFileInfo 
 	cJSON_AddStringToObject(root, "arch", info->arch);
 	cJSON_AddStringToObject(root, "ptx", info->ptx);
 	cJSON *opts = cJSON_AddObjectToObject(root, "options");
-	cJSON_AddNumberToObject(opts, "max_blocks", s->opt.max_blocks);
+	cJSON_AddItemToObject(opts, "max_blocks", integer(s->opt.max_blocks));
 	if (s->opt.max_explorations >= 0)
-		cJSON_AddNumberToObject(opts, "max_explorations", s->opt.max_explorations);
+		cJSON_AddItemToObject(opts, "max_explorations", integer(s->opt.max_explorations));
 	else
 		cJSON_AddNullToObject(opts, "max_explorations");
-	cJSON_AddNumberToObject(opts, "max_bindings", s->opt.max_bindings);
+	cJSON_AddItemToObject(opts, "max_bindings", integer(s->opt.max_bindings));
 	if (info->libdevice)
 		cJSON_AddStringToObject(opts, "libdevice", info->libdevice);
 
@@ -177,7 +186,7 @@ char *cg_plan_json(const Schedule *s, const CgProgram *prog, const PlanFileInfo 
 		cJSON_AddStringToObject(o, "dtype", ir_dtype_name(t->dtype));
 		cJSON *shape = cJSON_AddArrayToObject(o, "shape");
 		for (int d = 0; d < t->rank; d++)
-			cJSON_AddItemToArray(shape, cJSON_CreateNumber((double)t->dim[d]));
+			cJSON_AddItemToArray(shape, integer(t->dim[d]));
 		const char *role = t->role == ROLE_INPUT ? "input" :
 			t->is_output ? "output" : "intermediate";
 		cJSON_AddStringToObject(o, "role", role);
@@ -205,10 +214,10 @@ char *cg_plan_json(const Schedule *s, const CgProgram *prog, const PlanFileInfo 
 		for (int p = 0; p < ck->nparams; p++)
 			cJSON_AddItemToArray(params, cJSON_CreateString(param_type(&ck->params[p])));
 		cJSON_AddItemToObject(o, "block", dim3(ck->launch.block));
-		cJSON_AddNumberToObject(o, "shared_bytes", 0);
+		cJSON_AddItemToObject(o, "shared_bytes", integer(0));
 		cJSON_AddBoolToObject(o, "vectorized", ck->vectorized);
 		cJSON_AddStringToObject(o, "fuser", k->fuser >= 0 ? pass_fuser_name(k->fuser) : "none");
-		cJSON_AddNumberToObject(o, "score", (double)k->score);
+		cJSON_AddItemToObject(o, "score", integer((int64_t)k->score));
 		cJSON_AddItemToObject(o, "ops", int_array(k->ops, k->nops));
 		cJSON *names = cJSON_AddArrayToObject(o, "op_names");
 		for (int j = 0; j < k->nops; j++) {
@@ -224,7 +233,7 @@ char *cg_plan_json(const Schedule *s, const CgProgram *prog, const PlanFileInfo 
 	for (int i = 0; i < s->nplans; i++) {
 		const Plan *p = s->plans[i];
 		cJSON *o = cJSON_CreateObject();
-		cJSON_AddNumberToObject(o, "id", p->id);
+		cJSON_AddItemToObject(o, "id", integer(p->id));
 		cJSON_AddItemToObject(o, "ops", relops(p->ops, p->nops));
 		cJSON *trig = cJSON_AddArrayToObject(o, "triggers");
 		for (int t = 0; t < p->ntriggers; t++) {
@@ -247,10 +256,10 @@ char *cg_plan_json(const Schedule *s, const CgProgram *prog, const PlanFileInfo 
 	for (int i = 0; i < s->nsteps; i++) {
 		const Step *st = &s->steps[i];
 		cJSON *o = cJSON_CreateObject();
-		cJSON_AddNumberToObject(o, "segment", st->segment);
-		cJSON_AddNumberToObject(o, "stream", st->stream);
+		cJSON_AddItemToObject(o, "segment", integer(st->segment));
+		cJSON_AddItemToObject(o, "stream", integer(st->stream));
 		if (st->plan >= 0)
-			cJSON_AddNumberToObject(o, "plan", st->plan);
+			cJSON_AddItemToObject(o, "plan", integer(st->plan));
 		else
 			cJSON_AddNullToObject(o, "plan");
 		cJSON_AddStringToObject(o, "mode", step_mode(st));
