@@ -12,7 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "../codegen/math.h"
@@ -85,13 +84,6 @@ static int make_dirs(const char *dir)
 		rc = -1;
 	free(p);
 	return rc;
-}
-
-static double now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
 static bool valid_arch(const char *s)
@@ -255,7 +247,7 @@ int cmd_compile(int argc, char **argv)
 	so.log = stderr;
 
 	Arena *a = arena_new();
-	double t0 = now();
+	double t0 = clock_seconds();
 	Graph *g = cmd_load_graph(a, argv[optind]);
 	if (!g) {
 		arena_free(a);
@@ -269,9 +261,9 @@ int cmd_compile(int argc, char **argv)
 			return EXIT_FAIL;
 		}
 	}
-	double t1 = now();
+	double t1 = clock_seconds();
 	Schedule *s = pass_search(g, &so);
-	double t2 = now();
+	double t2 = clock_seconds();
 
 	int status = EXIT_OK;
 	Diag d;
@@ -327,7 +319,7 @@ int cmd_compile(int argc, char **argv)
 		free(out[i].final);
 	}
 	if (timing && status == EXIT_OK) {
-		double t3 = now(), llvm = co_t[0] + co_t[1] + co_t[2];
+		double t3 = clock_seconds(), llvm = co_t[0] + co_t[1] + co_t[2];
 		fprintf(stderr, "time: read %.3fs, search %.3fs, kernels %.3fs, optimize %.3fs, "
 			"emit %.3fs, plan %.3fs, write %.3fs; total %.3fs for %d ops (%.0f ops/s)\n"
 			"time: LLVM %.3fs for %d distinct kernels (%.1f ms per kernel)\n",

@@ -10,7 +10,6 @@
  * the tensors it reads and writes, grid, block and one argument per parameter. */
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <cjson/cJSON.h>
 
@@ -277,13 +276,6 @@ char *cg_plan_json(const Schedule *s, const CgProgram *prog, const PlanFileInfo 
 	return text;
 }
 
-static double now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 int cg_compile_schedule(const Schedule *s, const PlanFileInfo *info, bool want_ll,
 			CgOutputs *out, Diag *d)
 {
@@ -292,15 +284,15 @@ int cg_compile_schedule(const Schedule *s, const PlanFileInfo *info, bool want_l
 	CgProgram prog;
 	CgOptions co = {.target = CG_TARGET_NVPTX, .arch = info->arch,
 			.libdevice = info->libdevice, .name = s->g->name};
-	double t0 = now();
+	double t0 = clock_seconds();
 	CgModule *m = cg_module_new(&co, a, d);
 	int rc = !m || cg_lower(m, s, a, &prog, d) ? -1 : 0;
-	double t1 = now();
+	double t1 = clock_seconds();
 	rc = rc || cg_module_finish(m, d) ? -1 : 0;
-	double t2 = now();
+	double t2 = clock_seconds();
 	rc = rc || cg_module_emit_ptx(m, &out->ptx, d) ||
 	     (want_ll && cg_module_emit_ll(m, &out->ll, d)) ? -1 : 0;
-	double t3 = now();
+	double t3 = clock_seconds();
 	cg_module_free(m);
 	if (!rc) {
 		char *text = cg_plan_json(s, &prog, info);
@@ -312,7 +304,7 @@ int cg_compile_schedule(const Schedule *s, const PlanFileInfo *info, bool want_l
 		out->t_kernels = t1 - t0;
 		out->t_optimize = t2 - t1;
 		out->t_emit = t3 - t2;
-		out->t_plan = now() - t3;
+		out->t_plan = clock_seconds() - t3;
 	} else {
 		cg_outputs_free(out);
 	}

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "support.h"
 
@@ -216,4 +217,11 @@ void fmt_double(char *buf, size_t size, double v)
 		if (strtod(buf, NULL) == v)
 			return;
 	}
+}
+
+double clock_seconds(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }

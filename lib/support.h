@@ -85,6 +85,9 @@ static inline uint64_t hash_u64(uint64_t h, uint64_t v)
 
 
 
+/* Seconds on a monotonic clock, for phase timings. */
+double clock_seconds(void);
+
 /* Shortest "%.Ng" text that reads back as the same double ("2", "0.1", "inf", "nan"). */
 void fmt_double(char *buf, size_t size, double v);
 #endif

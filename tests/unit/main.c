@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "test.h"
 
@@ -29,6 +30,26 @@ const char *test_graph_error(const char *file, const char *text)
 		diag_format(&d, msg, sizeof msg);
 	arena_free(a);
 	return msg;
+}
+
+const char *test_find_ptxas(void)
+{
+	static char path[1024];
+	const char *env = getenv("PATH");
+	if (env) {
+		char *dup = strdup(env);
+		for (char *dir = strtok(dup, ":"); dir; dir = strtok(NULL, ":")) {
+			snprintf(path, sizeof path, "%s/ptxas", dir);
+			if (access(path, X_OK) == 0) {
+				free(dup);
+				return path;
+			}
+		}
+		free(dup);
+	}
+	if (access("/usr/local/cuda/bin/ptxas", X_OK) == 0)
+		return "/usr/local/cuda/bin/ptxas";
+	return NULL;
 }
 
 static void test_arena_zeroed_and_aligned(void **state)

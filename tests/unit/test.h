@@ -21,4 +21,7 @@ Graph *test_graph(Arena *a, const char *file, const char *text);
 /* Read a graph that must fail; returns the formatted message (static buffer). */
 const char *test_graph_error(const char *file, const char *text);
 
+/* ptxas on PATH or in /usr/local/cuda/bin; NULL when the CUDA toolkit is absent. */
+const char *test_find_ptxas(void);
+
 #endif

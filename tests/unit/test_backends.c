@@ -40,13 +40,6 @@ enum {
 	PTX_BATCH = 48,          /* graphs per NVPTX module */
 };
 
-static double now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 static double ptx_seconds;       /* NVPTX lowering, emission and ptxas */
 static double ptxas_seconds;     /* of which ptxas */
 static int ptx_kernels, ptx_runs;
@@ -244,29 +237,10 @@ static const Launch *launch_of(const Schedule *s, int op)
 
 /* ---- ptxas --------------------------------------------------------------------- */
 
-static const char *find_ptxas(void)
-{
-	static char path[1024];
-	const char *env = getenv("PATH");
-	if (env) {
-		char *dup = strdup(env);
-		for (char *dir = strtok(dup, ":"); dir; dir = strtok(NULL, ":")) {
-			snprintf(path, sizeof path, "%s/ptxas", dir);
-			if (access(path, X_OK) == 0) {
-				free(dup);
-				return path;
-			}
-		}
-		free(dup);
-	}
-	if (access("/usr/local/cuda/bin/ptxas", X_OK) == 0)
-		return "/usr/local/cuda/bin/ptxas";
-	return NULL;
-}
 
 static void need_ptxas(void)
 {
-	if (find_ptxas())
+	if (test_find_ptxas())
 		return;
 	fprintf(stderr, "[backends] ptxas not found (PATH, /usr/local/cuda/bin): "
 		"PTX is not assembled; skipping\n");
@@ -315,7 +289,7 @@ static void ptxas_wait(void)
 		ptxas_wait_one(&ptxas_runs[i]);
 	}
 	if (busy)
-		ptxas_seconds += now() - ptxas_busy_since;
+		ptxas_seconds += clock_seconds() - ptxas_busy_since;
 }
 
 static void ptxas_start(const char *file, const char *arch, const char *what)
@@ -327,7 +301,7 @@ static void ptxas_start(const char *file, const char *arch, const char *what)
 	for (int i = 0; i < PTXAS_JOBS; i++)
 		idle &= ptxas_runs[i].pid == 0;
 	if (idle)
-		ptxas_busy_since = now();
+		ptxas_busy_since = clock_seconds();
 	snprintf(r->file, sizeof r->file, "%s", file);
 	snprintf(r->arch, sizeof r->arch, "%s", arch);
 	snprintf(r->what, sizeof r->what, "%s", what);
@@ -336,7 +310,7 @@ static void ptxas_start(const char *file, const char *arch, const char *what)
 	/* -O0: the assembler still parses, type-checks and allocates every kernel; its
 	 * optimizer would double the time. FUSEC_TEST_PTXAS_FULL=1 runs it too. */
 	char o0[] = "-O0";
-	char *argv[] = {(char *)find_ptxas(), opt, r->file, "-o", "/dev/null", o0, NULL};
+	char *argv[] = {(char *)test_find_ptxas(), opt, r->file, "-o", "/dev/null", o0, NULL};
 	if (getenv("FUSEC_TEST_PTXAS_FULL"))
 		argv[5] = NULL;
 	int rc = posix_spawn(&r->pid, argv[0], NULL, NULL, argv, environ);
@@ -408,10 +382,10 @@ static void ptx_batch(Built *items, int n, const char *arch)
 
 static void ptx_both(Built *items, int n)
 {
-	double t0 = now();
+	double t0 = clock_seconds();
 	ptx_batch(items, n, "sm_90");
 	ptx_batch(items, n, "sm_80");
-	ptx_seconds += now() - t0;
+	ptx_seconds += clock_seconds() - t0;
 }
 
 /* ---- the op matrix --------------------------------------------------------------- */
@@ -863,7 +837,7 @@ static int coverage[OP_COUNT][DT_COUNT][2];
 static void test_op_matrix(void **state)
 {
 	(void)state;
-	double t0 = now();
+	double t0 = clock_seconds();
 	MatrixCase *cases = xcalloc(MAX_CASES, sizeof *cases);
 	int bad = 0, total = 0, nfused = 0, nalone = 0;
 	for (int k = 0; k < OP_COUNT; k++) {
@@ -899,7 +873,7 @@ static void test_op_matrix(void **state)
 			pairs += coverage[k][t][0] > 0;
 	fprintf(stderr, "[backends] op matrix: %d ops, %d op x dtype pairs, %d cases "
 		"(%d alone, %d fused), %d over tolerance, %.1fs\n",
-		OP_COUNT - 1, pairs, total, nalone, nfused, bad, now() - t0);
+		OP_COUNT - 1, pairs, total, nalone, nfused, bad, clock_seconds() - t0);
 	free(cases);
 	assert_int_equal(bad, 0);
 }
@@ -944,7 +918,7 @@ static void test_op_matrix_ptx(void **state)
 static void test_random_graphs(void **state)
 {
 	(void)state;
-	double t0 = now();
+	double t0 = clock_seconds();
 	int bad = 0, ops = 0, syncs = 0, launches = 0;
 	int fusers[8] = {0}, unfused = 0;
 	for (uint64_t seed = 1; seed <= RANDOM_GRAPHS; seed++) {
@@ -980,7 +954,7 @@ static void test_random_graphs(void **state)
 		"(%d unfused", RANDOM_GRAPHS, ops, syncs, launches, unfused);
 	for (int f = 0; f < pass_nfusers() && f < 8; f++)
 		fprintf(stderr, ", %d %s", fusers[f], pass_fuser_name(f));
-	fprintf(stderr, "), %d failing, %.1fs\n", bad, now() - t0);
+	fprintf(stderr, "), %d failing, %.1fs\n", bad, clock_seconds() - t0);
 	assert_int_equal(bad, 0);
 	/* the generator must reach the fusers and the syncs it is meant to */
 	assert_true(syncs >= 20);
@@ -1210,7 +1184,7 @@ static void test_dead_ops(void **state)
 		for (int j = 0; j < b.s->steps[i].nlaunch; j++)
 			covered += b.s->steps[i].launch[j].nops;
 	assert_int_equal(covered, 5);
-	if (find_ptxas())
+	if (test_find_ptxas())
 		ptx_both(&b, 1);
 	ptxas_wait();
 	gen_free(&gg);

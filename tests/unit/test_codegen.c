@@ -83,32 +83,13 @@ static CgKernelSpec rel_spec(Rel *r, CgKernelKind kind, int first, int n)
 
 /* ---- PTX and ptxas ----------------------------------------------------------- */
 
-static const char *find_ptxas(void)
-{
-	static char path[512];
-	const char *env = getenv("PATH");
-	if (env) {
-		char *dup = strdup(env);
-		for (char *dir = strtok(dup, ":"); dir; dir = strtok(NULL, ":")) {
-			snprintf(path, sizeof path, "%s/ptxas", dir);
-			if (access(path, X_OK) == 0) {
-				free(dup);
-				return path;
-			}
-		}
-		free(dup);
-	}
-	if (access("/usr/local/cuda/bin/ptxas", X_OK) == 0)
-		return "/usr/local/cuda/bin/ptxas";
-	return NULL;
-}
 
 static int nptxas_runs;
 
 /* Assemble ptx for arch; returns the exit status of ptxas, or -1 without ptxas. */
 static int run_ptxas(const char *ptx, const char *arch)
 {
-	const char *ptxas = find_ptxas();
+	const char *ptxas = test_find_ptxas();
 	if (!ptxas)
 		return -1;
 	char file[] = "/tmp/fusec-test-XXXXXX";
