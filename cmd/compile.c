@@ -39,6 +39,7 @@ static const char compile_usage[] =
 
 typedef struct {
 	char *tmp, *final;
+	bool renamed;
 } Output;
 
 static int write_tmp(Output *o, const char *dir, const char *name, const char *ext,
@@ -46,8 +47,8 @@ static int write_tmp(Output *o, const char *dir, const char *name, const char *e
 {
 	o->final = malloc(strlen(dir) + strlen(name) + strlen(ext) + 3);
 	sprintf(o->final, "%s/%s%s", dir, name, ext);
-	o->tmp = malloc(strlen(o->final) + 16);
-	sprintf(o->tmp, "%s.tmpXXXXXX", o->final);
+	o->tmp = malloc(strlen(dir) + 16);
+	sprintf(o->tmp, "%s/.fusec-XXXXXX", dir);   /* short: the final name may be long */
 	int fd = mkstemp(o->tmp);
 	if (fd < 0) {
 		cmd_error("cannot create a file in '%s': %s", dir, strerror(errno));
@@ -67,23 +68,43 @@ static int write_tmp(Output *o, const char *dir, const char *name, const char *e
 	return 0;
 }
 
-/* mkdir -p: create dir and any missing parents. 0, or -1 with errno. */
-static int make_dirs(const char *dir)
+/* mkdir -p: create dir and any missing parents, remembering the folders it made
+ * (innermost last) so that a failed compile can take them away again. */
+typedef struct {
+	char *made[IR_MAX_DEPTH];
+	int n;
+} MadeDirs;
+
+static int make_dirs(const char *dir, MadeDirs *md)
 {
 	char *p = strdup(dir);
 	int rc = 0;
-	for (char *q = p + 1; rc == 0 && *q; q++) {
-		if (*q != '/')
+	size_t len = strlen(p);
+	for (size_t i = 1; rc == 0 && i <= len; i++) {
+		if (p[i] != '/' && p[i] != 0)
 			continue;
-		*q = 0;
-		if (mkdir(p, 0777) != 0 && errno != EEXIST)
+		char c = p[i];
+		p[i] = 0;
+		if (mkdir(p, 0777) == 0) {
+			if (md->n < IR_MAX_DEPTH)
+				md->made[md->n++] = strdup(p);
+		} else if (errno != EEXIST) {
 			rc = -1;
-		*q = '/';
+		}
+		p[i] = c;
 	}
-	if (rc == 0 && mkdir(p, 0777) != 0 && errno != EEXIST)
-		rc = -1;
 	free(p);
 	return rc;
+}
+
+static void remove_dirs(MadeDirs *md, bool remove)
+{
+	while (md->n > 0) {
+		char *d = md->made[--md->n];
+		if (remove)
+			rmdir(d);
+		free(d);
+	}
 }
 
 static bool valid_arch(const char *s)
@@ -176,11 +197,16 @@ int cmd_compile(int argc, char **argv)
 			fputs(compile_usage, stdout);
 			return EXIT_OK;
 		case 'o':
+			if (!*optarg) {
+				cmd_usage_error("compile", "option '-o' needs a folder name");
+				return EXIT_USAGE;
+			}
 			dir = optarg;
 			break;
 		case 'a':
-			if (!valid_arch(optarg)) {
-				cmd_usage_error("compile", "bad --arch '%s' (expected sm_XX, e.g. sm_90)", optarg);
+			if (!valid_arch(optarg) || !cg_arch_known(optarg)) {
+				cmd_usage_error("compile", "unknown --arch '%s' (LLVM 19 knows sm_20 to "
+						"sm_90a, e.g. sm_80, sm_90)", optarg);
 				return EXIT_USAGE;
 			}
 			arch = optarg;
@@ -226,6 +252,11 @@ int cmd_compile(int argc, char **argv)
 			break;
 		}
 		case 'd':
+			if (strcmp(optarg, "auto") && access(optarg, R_OK) != 0) {
+				cmd_usage_error("compile", "cannot read --libdevice '%s': %s", optarg,
+						strerror(errno));
+				return EXIT_USAGE;
+			}
 			libdevice = optarg;
 			break;
 		case 't':
@@ -276,7 +307,8 @@ int cmd_compile(int argc, char **argv)
 		status = EXIT_FAIL;
 	}
 
-	if (status == EXIT_OK && make_dirs(dir) != 0) {
+	MadeDirs made = {0};
+	if (status == EXIT_OK && make_dirs(dir, &made) != 0) {
 		cmd_error("cannot create '%s': %s", dir, strerror(errno));
 		status = EXIT_FAIL;
 	}
@@ -308,16 +340,29 @@ int cmd_compile(int argc, char **argv)
 			status = EXIT_FAIL;
 		buf_free(&b);
 	}
-	for (int i = 0; i < nout; i++) {
-		if (status == EXIT_OK && rename(out[i].tmp, out[i].final) != 0) {
-			cmd_error("cannot write '%s': %s", out[i].final, strerror(errno));
+	for (int i = 0; status == EXIT_OK && i < nout; i++) {
+		struct stat sb;
+		if (lstat(out[i].final, &sb) == 0 && S_ISDIR(sb.st_mode)) {
+			cmd_error("cannot write '%s': it is a folder", out[i].final);
 			status = EXIT_FAIL;
 		}
-		if (status != EXIT_OK && out[i].tmp)
-			unlink(out[i].tmp);
+	}
+	/* the plan (out[0]) goes last: it names the others, and runtimes open it */
+	for (int k = 1; status == EXIT_OK && k <= nout; k++) {
+		Output *o = &out[k % nout];
+		if (rename(o->tmp, o->final) != 0) {
+			cmd_error("cannot write '%s': %s", o->final, strerror(errno));
+			status = EXIT_FAIL;
+		}
+		o->renamed = status == EXIT_OK;
+	}
+	for (int i = 0; i < nout; i++) {
+		if (status != EXIT_OK && (out[i].renamed || out[i].tmp))
+			unlink(out[i].renamed ? out[i].final : out[i].tmp);
 		free(out[i].tmp);
 		free(out[i].final);
 	}
+	remove_dirs(&made, status != EXIT_OK);
 	if (timing && status == EXIT_OK) {
 		double t3 = clock_seconds(), llvm = co_t[0] + co_t[1] + co_t[2];
 		fprintf(stderr, "time: read %.3fs, search %.3fs, kernels %.3fs, optimize %.3fs, "

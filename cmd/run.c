@@ -302,16 +302,18 @@ static int run_compiled(const char *path, const char *inputs, const char *output
 {
 	RunPlan rp;
 	Diag d;
+	RtStatus rs;
 	int status = EXIT_OK;
 	if (run_plan_open(path, inputs, seed, &rp, &d)) {
 		cmd_print_diag(&d);
 		status = EXIT_INPUT;
-	} else if (rt_cuda_run(path, rp.in, rp.nin, rp.out, rp.nout, &d) != RT_OK) {
+	} else if ((rs = rt_cuda_run(path, rp.in, rp.nin, rp.out, rp.nout, &d)) != RT_OK) {
 		cmd_print_diag(&d);
-		status = EXIT_FAIL;
+		status = rs == RT_ERR_INPUT ? EXIT_INPUT : EXIT_FAIL;
 	} else {
+		Arena *names = arena_new();
 		for (int i = 0; i < rp.nout; i++) {
-			char shape[160], file[1024];
+			char shape[160];
 			const HostTensor *t = &rp.out[i].t;
 			double sum = 0;
 			for (int64_t k = 0; k < t->n; k++)
@@ -325,13 +327,13 @@ static int run_compiled(const char *path, const char *inputs, const char *output
 				status = EXIT_FAIL;
 				break;
 			}
-			snprintf(file, sizeof file, "%s/%s.npy", outputs, rp.out[i].name);
-			if (npy_write_file(file, t, &d)) {
+			if (npy_write_file(file_name(names, outputs, rp.out[i].name), t, &d)) {
 				cmd_print_diag(&d);
 				status = EXIT_FAIL;
 				break;
 			}
 		}
+		arena_free(names);
 	}
 	run_plan_close(&rp);
 	return status;

@@ -138,6 +138,8 @@ int cg_module_take(CgModule *m, LLVMModuleRef *mod, LLVMContextRef *ctx, Diag *d
 LLVMModuleRef cg_module_llvm(CgModule *m);
 void cg_module_free(CgModule *m);
 
+/* Whether LLVM 19's NVPTX backend knows the arch ("sm_80", "sm_90a"). */
+bool cg_arch_known(const char *arch);
 const char *cg_kernel_kind_name(CgKernelKind k);   /* "elemwise" */
 /* Concrete launch of k for the dims of a segment (dims[shape id], as ir_rel_dims). */
 void cg_launch_dims(const CgKernel *k, const int64_t *dims, int ndims, int64_t *grid,

@@ -48,6 +48,9 @@ int cg_lower(CgModule *m, const Schedule *s, Arena *a, CgProgram *out, Diag *d)
 	int *inside = xcalloc((size_t)nt, sizeof *inside);    /* readers within the launch */
 	uint32_t *tstamp = xcalloc((size_t)nt, sizeof *tstamp);
 	RelConv *conv = ir_rel_new(g);
+	bool *ready = xcalloc((size_t)nt, sizeof *ready);   /* in memory by now */
+	for (int t = 0; t < g->ntensors; t++)
+		ready[t] = g->tensors[t].role == ROLE_INPUT;
 	int status = 0;
 
 	memset(out, 0, sizeof *out);
@@ -161,6 +164,14 @@ int cg_lower(CgModule *m, const Schedule *s, Arena *a, CgProgram *out, Diag *d)
 				case CG_PARAM_BUFFER:
 					arg->kind = CG_ARG_TENSOR;
 					arg->tensor = global[pp->id];
+					if (pp->read && !ready[arg->tensor]) {
+						/* the schedule ordered a read before its write */
+						diag_set(d, "codegen", 0, 0, "internal: launch %d (%s) reads "
+							 "tensor '%s' before any launch writes it",
+							 out->nlaunch - 1, k->name,
+							 g->tensors[arg->tensor].name);
+						status = -1;
+					}
 					break;
 				case CG_PARAM_SCALAR:
 					arg->kind = CG_ARG_F64;
@@ -172,9 +183,13 @@ int cg_lower(CgModule *m, const Schedule *s, Arena *a, CgProgram *out, Diag *d)
 					break;
 				}
 			}
+			for (int p = 0; p < k->nparams; p++)
+				if (k->params[p].kind == CG_PARAM_BUFFER && k->params[p].written)
+					ready[b->args[p].tensor] = true;
 			arena_free(scratch);
 		}
 	}
+	free(ready);
 	free(rel);
 	free(written);
 	free(seen);

@@ -72,7 +72,7 @@ static int init_targets(CgTarget t)
 
 /* The processors of LLVM 19's NVPTX backend; any other name would make LLVM print a
  * warning and silently use a default. */
-static bool known_arch(const char *arch)
+bool cg_arch_known(const char *arch)
 {
 	static const char *const known[] = {
 		"sm_20", "sm_21", "sm_30", "sm_32", "sm_35", "sm_37", "sm_50", "sm_52",
@@ -92,7 +92,7 @@ CgModule *cg_module_new(const CgOptions *o, Arena *a, Diag *d)
 		opt.arch = "sm_90";
 	if (!opt.name)
 		opt.name = "fusec";
-	if (opt.target == CG_TARGET_NVPTX && !known_arch(opt.arch)) {
+	if (opt.target == CG_TARGET_NVPTX && !cg_arch_known(opt.arch)) {
 		diag_set(d, "codegen", 0, 0,
 			 "unknown arch '%s' (LLVM 19 knows sm_20 to sm_90a, e.g. sm_80, sm_90)",
 			 opt.arch);

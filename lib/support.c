@@ -2,6 +2,7 @@
  *
  * The arena is a list of chunks; allocations bump a pointer in the head chunk and
  * large requests get a chunk of their own. Nothing is freed until arena_free. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -208,7 +209,11 @@ void fmt_double(char *buf, size_t size, double v)
 		snprintf(buf, size, v > 0 ? "inf" : "-inf");
 		return;
 	}
-	if (v == (double)(long long)v && v > -1e15 && v < 1e15) {
+	if (v == 0 && signbit(v)) {
+		snprintf(buf, size, "-0.0");
+		return;
+	}
+	if (v > -1e15 && v < 1e15 && v == (double)(long long)v) {
 		snprintf(buf, size, "%lld", (long long)v);   /* 10, not 1e+01 */
 		return;
 	}

@@ -10,6 +10,10 @@
  * Explore. Executing a plan turns it into a Step with its launches, drops its ops
  * from the queue and re-converts the rest into relative form from the new head.
  *
+ * Streams share tensors: an op that reads a tensor whose producer still waits in
+ * another stream's queue first drains that stream in Sync mode (as burn does for a
+ * tensor handed across streams), so every launch reads memory already written.
+ *
  * Everything the search decides is appended to the schedule's record. */
 #include <stdlib.h>
 #include <string.h>
@@ -30,6 +34,7 @@ typedef struct {
 	int num_deferred;
 	bool still_optimizing;
 	int num_explorations;
+	bool *queued;          /* per global op: waiting in some stream's queue (shared) */
 } Stream;
 
 typedef struct {
@@ -61,6 +66,7 @@ static void queue_push(Stream *st, int op)
 		st->shapes = xrealloc(st->shapes, sizeof(int) * (size_t)st->cap);
 	}
 	st->ops[st->n] = op;
+	st->queued[op] = true;
 	convert(st, st->n);
 	st->n++;
 	st->ctx.global = st->ops;
@@ -68,6 +74,8 @@ static void queue_push(Stream *st, int op)
 
 static void queue_drain(Stream *st, int k)
 {
+	for (int i = 0; i < k; i++)
+		st->queued[st->ops[i]] = false;
 	memmove(st->ops, st->ops + k, sizeof(int) * (size_t)(st->n - k));
 	st->n -= k;
 	Arena *old = st->rel_arena;
@@ -443,6 +451,7 @@ Schedule *pass_search(const Graph *g, const SearchOptions *opt)
 		for (int j = 0; j < g->ops[i].nin; j++)
 			se.nreads[g->ops[i].in[j]]++;
 	int nstreams = g->nstreams > 0 ? g->nstreams : 1;
+	bool *queued = xcalloc((size_t)(g->nops ? g->nops : 1), sizeof(bool));
 	se.streams = xcalloc((size_t)nstreams, sizeof(Stream));
 	for (int i = 0; i < nstreams; i++) {
 		Stream *st = &se.streams[i];
@@ -450,6 +459,7 @@ Schedule *pass_search(const Graph *g, const SearchOptions *opt)
 		st->rel_arena = arena_new();
 		st->conv = ir_rel_new(g);
 		st->still_optimizing = true;
+		st->queued = queued;
 		policy_init(&st->policy);
 		st->ctx = (SearchCtx){s, s->rec, i, s->opt.max_blocks, s->opt.max_bindings, NULL, 0};
 		sopt_init(&st->opt, &st->ctx);
@@ -463,6 +473,11 @@ Schedule *pass_search(const Graph *g, const SearchOptions *opt)
 			continue;
 		}
 		Stream *st = &se.streams[op->stream];
+		for (int k = 0; k < op->nin; k++) {
+			int p = g->tensors[op->in[k]].producer;
+			if (p >= 0 && g->ops[p].stream != op->stream && queued[p])
+				process(&se, &se.streams[g->ops[p].stream], MODE_SYNC);
+		}
 		queue_push(st, i);
 		process(&se, st, MODE_LAZY);
 	}
@@ -484,6 +499,7 @@ Schedule *pass_search(const Graph *g, const SearchOptions *opt)
 		free(st->shapes);
 	}
 	free(se.streams);
+	free(queued);
 	free(se.seg_of);
 	free(se.nreads);
 	free(se.scratch);

@@ -108,3 +108,11 @@ check run-folder-interp 2 "$FUSEC" run "$TMP/in" &&
 check run-seed-bad 2 "$FUSEC" run "$TMP/sq.yaml" --seed x
 check run-no-graph 2 "$FUSEC" run
 check run-help 0 "$FUSEC" run --help && contains run-help-text "$TMP/out" "usage: fusec run"
+
+# two streams sharing tensors: the reader's stream waits for the producer's
+check run-streams 0 "$FUSEC" run docs/examples/streams.yaml --backend cpu --check &&
+	contains run-streams-ok "$TMP/out" "check y: " && contains run-streams-r "$TMP/out" "check r: "
+# a scalar of -0.0 keeps its sign through the plan (x / -0 is -inf)
+printf 'format: fusec-graph/1\ninputs: {a: {dtype: f32, shape: [4]}}\nops:\n  - {op: abs, in: [a], out: p}\n  - {op: div_scalar, in: [p], scalar: -0.0, out: y}\noutputs: [y]\n' > "$TMP/negz.yaml"
+check run-negzero 0 "$FUSEC" compile "$TMP/negz.yaml" -o "$TMP/nz" &&
+	contains run-negzero-plan "$TMP/nz/negz.plan.json" '"f64":	-0.0'

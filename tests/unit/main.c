@@ -1,4 +1,5 @@
 /* main.c: runs every cmocka suite as one group, so the run ends with one summary. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -99,13 +100,15 @@ static void test_fmt_double_shortest(void **state)
 	static const struct { double v; const char *want; } cases[] = {
 		{2.0, "2"}, {10.0, "10"}, {100.0, "100"}, {-3.0, "-3"}, {0.1, "0.1"},
 		{1e-5, "1e-05"}, {1e300, "1e+300"}, {1.0 / 3.0, "0.3333333333333333"},
-		{1.0 / 0.0, "inf"}, {-1.0 / 0.0, "-inf"},
+		{1.0 / 0.0, "inf"}, {-1.0 / 0.0, "-inf"}, {-0.0, "-0.0"}, {0.0, "0"},
+		{1e308 * 10, "inf"}, {9.2233720368547758e18, "9.223372036854776e+18"},
 	};
 	char buf[40];
 	for (size_t i = 0; i < SUITE_COUNT(cases); i++) {
 		fmt_double(buf, sizeof buf, cases[i].v);
 		assert_string_equal(buf, cases[i].want);
 		assert_true(strtod(buf, NULL) == cases[i].v);
+		assert_int_equal(signbit(strtod(buf, NULL)) != 0, signbit(cases[i].v) != 0);
 	}
 }
 
