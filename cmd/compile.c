@@ -136,6 +136,16 @@ static void emit_relative(const Schedule *s, Buf *b)
 	}
 }
 
+/* A name inside a double-quoted DOT string. */
+static void dot_escape(Buf *b, const char *s)
+{
+	for (; *s; s++) {
+		if (*s == '"' || *s == '\\')
+			buf_putc(b, '\\');
+		buf_putc(b, *s);
+	}
+}
+
 static void emit_dot(const Schedule *s, Buf *b)
 {
 	static const char *colors[] = {"#8dd3c7", "#ffffb3", "#bebada", "#fb8072", "#80b1d3",
@@ -149,8 +159,9 @@ static void emit_dot(const Schedule *s, Buf *b)
 		for (int k = 0; k < s->steps[i].nlaunch; k++, nl++)
 			for (int j = 0; j < s->steps[i].launch[k].nops; j++)
 				kernel_of[s->steps[i].launch[k].ops[j]] = nl;
-	buf_printf(b, "digraph \"%s\" {\n  node [shape=box, style=filled, fontname=\"monospace\"];\n",
-		   g->name);
+	buf_puts(b, "digraph \"");
+	dot_escape(b, g->name);
+	buf_puts(b, "\" {\n  node [shape=box, style=filled, fontname=\"monospace\"];\n");
 	for (int i = 0; i < g->nops; i++) {
 		char k[96];
 		if (g->ops[i].kind == OP_SYNC)
@@ -162,9 +173,11 @@ static void emit_dot(const Schedule *s, Buf *b)
 	for (int i = 0; i < g->nops; i++)
 		for (int j = 0; j < g->ops[i].nin; j++) {
 			int p = g->tensors[g->ops[i].in[j]].producer;
-			if (p >= 0)
-				buf_printf(b, "  op%d -> op%d [label=\"%s\"];\n", p, i,
-					   g->tensors[g->ops[i].in[j]].name);
+			if (p < 0)
+				continue;
+			buf_printf(b, "  op%d -> op%d [label=\"", p, i);
+			dot_escape(b, g->tensors[g->ops[i].in[j]].name);
+			buf_puts(b, "\"];\n");
 		}
 	buf_puts(b, "}\n");
 	free(kernel_of);
@@ -263,7 +276,7 @@ int cmd_compile(int argc, char **argv)
 			timing = true;
 			break;
 		default:
-			cmd_usage_error("compile", "unknown option '%s'", argv[optind - 1]);
+			cmd_usage_error("compile", "unknown option or missing value '%s'", argv[optind - 1]);
 			return EXIT_USAGE;
 		}
 	}

@@ -52,7 +52,7 @@ int cmd_explain(int argc, char **argv)
 			so.max_bindings = (int)v;
 			break;
 		default:
-			cmd_usage_error("explain", "unknown option '%s'", argv[optind - 1]);
+			cmd_usage_error("explain", "unknown option or missing value '%s'", argv[optind - 1]);
 			return EXIT_USAGE;
 		}
 	}

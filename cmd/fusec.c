@@ -91,6 +91,7 @@ static const struct {
 
 int main(int argc, char **argv)
 {
+	opterr = 0;   /* each subcommand words its own usage errors */
 	if (argc < 2) {
 		fputs(usage_text, stderr);
 		return EXIT_USAGE;

@@ -272,6 +272,8 @@ char *cg_plan_json(const Schedule *s, const CgProgram *prog, const PlanFileInfo 
 		cJSON_AddItemToArray(steps, o);
 	}
 	char *text = cJSON_PrintBuffered(root, 1 << 20, 1);
+	if (!text)
+		die("out of memory printing the plan");
 	cJSON_Delete(root);
 	return text;
 }
@@ -297,7 +299,7 @@ int cg_compile_schedule(const Schedule *s, const PlanFileInfo *info, bool want_l
 	if (!rc) {
 		char *text = cg_plan_json(s, &prog, info);
 		size_t len = strlen(text);
-		out->plan = realloc(text, len + 2);
+		out->plan = xrealloc(text, len + 2);
 		out->plan[len] = '\n';
 		out->plan[len + 1] = 0;
 		out->nkernels = prog.nkernels;
