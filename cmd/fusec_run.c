@@ -276,7 +276,7 @@ static int run(const Options *o, const RtPlan *pl, HostTensor *host, Diag *d)
 		st = rt_session_run(s, d);
 	for (int t = 0; st == RT_OK && t < pl->ntensors; t++)
 		if (pl->tensors[t].role == ROLE_OUTPUT)
-			st = rt_session_download(s, t, &host[t], d);
+			st = rt_session_download(s, t, &host[t], d);   /* inputs stay in host[] */
 	RtBenchResult br = {0};
 	if (st == RT_OK && o->bench)
 		st = rt_bench(s, &o->bo, &br, d);
@@ -287,7 +287,7 @@ static int run(const Options *o, const RtPlan *pl, HostTensor *host, Diag *d)
 			if (pl->tensors[t].role == ROLE_INPUT)
 				print_checksum("input", pl->tensors[t].name, &host[t]);
 		for (int t = 0; t < pl->ntensors; t++)
-			if (pl->tensors[t].role == ROLE_OUTPUT)
+			if (pl->tensors[t].output)
 				print_checksum("output", pl->tensors[t].name, &host[t]);
 		if (o->bench) {
 			Buf b = {0};
@@ -304,15 +304,17 @@ static int run(const Options *o, const RtPlan *pl, HostTensor *host, Diag *d)
 	char path[1024];
 	for (int t = 0; t < pl->ntensors; t++) {
 		const RtTensor *rt = &pl->tensors[t];
-		const char *dir = rt->role == ROLE_INPUT ? o->save_inputs
-				: rt->role == ROLE_OUTPUT ? o->outputs : NULL;
-		if (!dir)
-			continue;
-		if (ensure_dir(dir, d) < 0)
-			return EXIT_INPUT;
-		snprintf(path, sizeof path, "%s/%s.npy", dir, rt->name);
-		if (npy_write_file(path, &host[t], d) < 0)
-			return EXIT_INPUT;
+		const char *dirs[2] = {rt->role == ROLE_INPUT ? o->save_inputs : NULL,
+				       rt->output ? o->outputs : NULL};
+		for (int k = 0; k < 2; k++) {
+			if (!dirs[k])
+				continue;
+			if (ensure_dir(dirs[k], d) < 0)
+				return EXIT_INPUT;
+			snprintf(path, sizeof path, "%s/%s.npy", dirs[k], rt->name);
+			if (npy_write_file(path, &host[t], d) < 0)
+				return EXIT_INPUT;
+		}
 	}
 	return EXIT_OK;
 }

@@ -138,10 +138,8 @@ int run_plan_open(const char *path, const char *inputs, uint64_t seed, RunPlan *
 	rp->out = xcalloc((size_t)p->ntensors + 1, sizeof *rp->out);
 	for (int t = 0; t < p->ntensors; t++) {
 		const RtTensor *rt = &p->tensors[t];
-		if (rt->role == ROLE_OUTPUT) {
+		if (rt->output)
 			rp->out[rp->nout++].name = rt->name;
-			continue;
-		}
 		if (rt->role != ROLE_INPUT)
 			continue;
 		RtNamed *in = &rp->in[rp->nin++];

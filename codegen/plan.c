@@ -189,6 +189,8 @@ char *cg_plan_json(const Schedule *s, const CgProgram *prog, const PlanFileInfo 
 		const char *role = t->role == ROLE_INPUT ? "input" :
 			t->is_output ? "output" : "intermediate";
 		cJSON_AddStringToObject(o, "role", role);
+		if (t->role == ROLE_INPUT && t->is_output)
+			cJSON_AddBoolToObject(o, "output", 1);
 		cJSON_AddBoolToObject(o, "buffer", prog->buffer[i]);
 		cJSON_AddItemToArray(tensors, o);
 	}

@@ -44,6 +44,8 @@ typedef struct {
 	int64_t n;             /* element count */
 	uint64_t bytes;        /* n × dtype size */
 	TensorRole role;
+	bool output;           /* read back after the run: role output, or an input the
+				  graph also lists as an output ("output": true) */
 	bool buffer;           /* the runtime allocates a device buffer for it */
 } RtTensor;
 

@@ -249,6 +249,10 @@ static int parse_tensor(Parser *p, const cJSON *j, const char *path, RtTensor *t
 		subpath(sp, path, "role");
 		return perr(p, sp, "unknown role \"%s\" (input, output or intermediate)", role);
 	}
+	const cJSON *also = member(p, j, path, "output", cJSON_True | cJSON_False, false, &absent);
+	if (!also && !absent)
+		return -1;
+	t->output = t->role == ROLE_OUTPUT || cJSON_IsTrue(also);
 	const cJSON *buf = member(p, j, path, "buffer", cJSON_True | cJSON_False, true, &absent);
 	if (!buf)
 		return -1;
@@ -651,7 +655,7 @@ uint64_t rt_plan_bytes_out(const RtPlan *p)
 {
 	uint64_t b = 0;
 	for (int i = 0; i < p->ntensors; i++)
-		if (p->tensors[i].role == ROLE_OUTPUT)
+		if (p->tensors[i].output)
 			b += p->tensors[i].bytes;
 	return b;
 }

@@ -24,3 +24,7 @@ same compile-busy-nothing "$(ls -A "$TMP/busy" > "$TMP/ls"; echo "$TMP/ls")" "re
 # an invalid graph: exit 1, and the folder is not even created
 check compile-invalid 1 "$FUSEC" compile tests/errors/unknown_op.yaml -o "$TMP/inv"
 check compile-invalid-nothing 0 test ! -e "$TMP/inv"
+# an input that is also an output is read back by runtimes: "output": true
+printf 'format: fusec-graph/1\ninputs: {a: {dtype: f32, shape: [4]}}\nops:\n  - {op: neg, in: [a], out: y}\noutputs: [a, y]\n' > "$TMP/io.yaml"
+check compile-input-output 0 "$FUSEC" compile "$TMP/io.yaml" -o "$TMP/io" &&
+	contains compile-input-output-flag "$TMP/io/io.plan.json" '"output":	true'

@@ -49,6 +49,29 @@ static const char *mutated(const char *from, const char *to)
 	return msg;
 }
 
+static void test_plan_input_also_output(void **state)
+{
+	(void)state;
+	assert_string_equal(mutated("\"role\": \"input\", \"buffer\"",
+				    "\"role\": \"input\", \"output\": true, \"buffer\""), "(ok)");
+	assert_string_equal(mutated("\"role\": \"input\", \"buffer\"",
+				    "\"role\": \"input\", \"output\": 1, \"buffer\""),
+			    "dir/g.plan.json: error: tensors[0].output: expected a boolean, got a number");
+	Diag d;
+	const char *at = strstr(base_plan, "\"buffer\"");
+	Buf b = {0};
+	buf_write(&b, base_plan, (size_t)(at - base_plan));
+	buf_puts(&b, "\"output\": true, ");
+	buf_puts(&b, at);
+	RtPlan *p = rt_plan_parse("dir/g.plan.json", b.data, b.len, &d);
+	assert_non_null(p);
+	assert_int_equal(p->tensors[0].role, ROLE_INPUT);
+	assert_true(p->tensors[0].output);
+	assert_int_equal(rt_plan_bytes_out(p), 64 * 64 * 2 + 64 * 64 * 4);
+	rt_plan_free(p);
+	buf_free(&b);
+}
+
 static void test_plan_good(void **state)
 {
 	(void)state;
@@ -64,6 +87,8 @@ static void test_plan_good(void **state)
 	assert_int_equal(p->tensors[3].dtype, DT_F16);
 	assert_int_equal(p->tensors[3].bytes, 64 * 64 * 2);
 	assert_int_equal(p->tensors[3].role, ROLE_OUTPUT);
+	assert_true(p->tensors[3].output);
+	assert_false(p->tensors[0].output);
 	assert_false(p->tensors[2].buffer);
 	assert_int_equal(p->nkernels, 1);
 	assert_string_equal(p->kernels[0].entry, "fusec_k0");
@@ -335,6 +360,7 @@ static void test_no_driver(void **state)
 
 const struct CMUnitTest runtime_tests[] = {
 	cmocka_unit_test(test_plan_good),
+	cmocka_unit_test(test_plan_input_also_output),
 	cmocka_unit_test(test_plan_errors),
 	cmocka_unit_test(test_plan_bad_json),
 	cmocka_unit_test(test_plan_load_paths),
