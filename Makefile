@@ -6,6 +6,7 @@
 # make sanitize   the same under ASan and UBSan, in build-san/
 # make bench      search-and-plan throughput sweep (docs/benchmarks.md)
 # make fuzz       libFuzzer target for the graph readers (tests/fuzz/README.md)
+# make static     build/fusec-static: LLVM linked in, for GPU machines without LLVM
 # make clean
 
 BUILD       ?= build
@@ -57,6 +58,16 @@ $(BUILD)/tests/fakecuda.so: tests/runtime/fakecuda.c
 	@mkdir -p $(dir $@)
 	$(CC) -std=c11 -D_POSIX_C_SOURCE=200809L $(WARN) -Wno-missing-prototypes $(CFLAGS) \
 	  -shared -fPIC -o $@ $<
+
+# fusec with LLVM linked in statically, for a GPU machine that has no LLVM (it
+# still needs libcjson.so.1 and libyaml-0.so.2 beside it or installed).
+LLVM_STATIC_LIBS = $(shell $(LLVM_CONFIG) --link-static --libs core nvptx passes orcjit native bitreader linker ipo 2>/dev/null)
+$(BUILD)/fusec-static: $(CORE_OBJ) $(CMD_OBJ)
+	$(CXX) $(CFLAGS) -o $@ $^ -L$(shell $(LLVM_CONFIG) --libdir) $(LLVM_STATIC_LIBS) \
+		$(shell $(PKG_CONFIG) --libs libcjson yaml-0.1) -lz $(wildcard /usr/lib/*/libzstd.so.1) \
+		-lrt -ldl -lm -lpthread -Wl,--gc-sections
+
+static: $(BUILD)/fusec-static
 
 $(BUILD)/unit: $(CORE_OBJ) $(TEST_OBJ)
 	$(CC) $(CFLAGS) -o $@ $^ $(DEPS_LIBS) $(CMOCKA_LIBS) -ldl
@@ -117,6 +128,6 @@ deps:
 clean:
 	rm -rf build build-san
 
-.PHONY: all test sanitize deps clean math-accuracy fuzz bench
+.PHONY: all test sanitize deps clean static math-accuracy fuzz bench
 -include $(CORE_OBJ:.o=.d) $(CMD_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(BUILD)/cmd/fusec_run.d \
          $(BENCH_SRC:%.c=$(BUILD)/%.d)
