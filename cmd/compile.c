@@ -21,7 +21,7 @@
 static const char compile_usage[] =
 	"usage: fusec compile GRAPH [-o DIR] [--arch sm_XX] [--max-blocks N]\n"
 	"                     [--max-explorations N] [--max-bindings N] [--log LEVEL]\n"
-	"                     [--emit LIST] [--libdevice PATH]\n"
+	"                     [--emit LIST] [--plan-style STYLE] [--libdevice PATH]\n"
 	"\n"
 	"Search fusions for GRAPH, generate PTX, and write DIR/NAME.ptx and\n"
 	"DIR/NAME.plan.json (DIR defaults to .).\n"
@@ -33,6 +33,8 @@ static const char compile_usage[] =
 	"  --max-bindings N       buffers one fused kernel may bind (default 32)\n"
 	"  --log LEVEL            off, basic, medium, full (also 0, 1); or FUSEC_LOG\n"
 	"  --emit LIST            extra outputs, comma-separated: ll, relative, dot\n"
+	"  --plan-style STYLE     compact (default) or pretty: the plan indented for\n"
+	"                         people; both are the same JSON document\n"
 	"  --time                 print the time of each phase to stderr\n"
 	"  --libdevice PATH       link libdevice bitcode for precise math; `auto` looks\n"
 	"                         for a CUDA install (default: fusec's own math)\n";
@@ -195,12 +197,13 @@ int cmd_compile(int argc, char **argv)
 		{"emit", required_argument, NULL, 'e'},
 		{"libdevice", required_argument, NULL, 'd'},
 		{"time", no_argument, NULL, 't'},
+		{"plan-style", required_argument, NULL, 'p'},
 		{0, 0, 0, 0},
 	};
 	SearchOptions so;
 	pass_default_options(&so);
 	const char *dir = ".", *arch = "sm_90", *libdevice = NULL, *log = getenv("FUSEC_LOG");
-	bool emit_rel = false, emit_dotf = false, emit_ll = false, timing = false;
+	bool emit_rel = false, emit_dotf = false, emit_ll = false, timing = false, pretty = false;
 	int c;
 	long v;
 	optind = 1;
@@ -275,6 +278,14 @@ int cmd_compile(int argc, char **argv)
 		case 't':
 			timing = true;
 			break;
+		case 'p':
+			if (strcmp(optarg, "compact") && strcmp(optarg, "pretty")) {
+				cmd_usage_error("compile", "unknown --plan-style '%s' (compact, pretty)",
+						optarg);
+				return EXIT_USAGE;
+			}
+			pretty = !strcmp(optarg, "pretty");
+			break;
 		default:
 			cmd_usage_error("compile", "unknown option or missing value '%s'", argv[optind - 1]);
 			return EXIT_USAGE;
@@ -313,7 +324,7 @@ int cmd_compile(int argc, char **argv)
 	Diag d;
 	char ptxname[512];
 	snprintf(ptxname, sizeof ptxname, "%s.ptx", g->name);
-	PlanFileInfo info = {arch, ptxname, libdevice};
+	PlanFileInfo info = {arch, ptxname, libdevice, pretty};
 	CgOutputs co;
 	if (cg_compile_schedule(s, &info, emit_ll, &co, &d)) {
 		cmd_print_diag(&d);

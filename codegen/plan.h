@@ -2,7 +2,8 @@
  *
  * In:  a Schedule from the search (passes/passes.h), its lowering (CgProgram) and
  *      what the compile was asked.
- * Out: the plan document as text (cJSON_Print: deterministic key order and numbers).
+ * Out: the plan document as text, compact or pretty (json_write.h), deterministic
+ *      byte for byte: fixed key order, integers exact, doubles shortest round-trip.
  * Memory: the returned text is malloc'd; the caller frees it.
  *
  * The kernels and bound launches come from cg_lower (codegen.h): per kernel its
@@ -16,6 +17,7 @@ typedef struct {
 	const char *arch;      /* "sm_90" */
 	const char *ptx;       /* "reuse.ptx" */
 	const char *libdevice; /* NULL when not given */
+	bool pretty;           /* indented for people (--plan-style pretty); else compact */
 } PlanFileInfo;
 
 char *cg_plan_json(const Schedule *s, const CgProgram *prog, const PlanFileInfo *info);

@@ -9,8 +9,14 @@
 # sync per layer from 1 layer up to MAX_LAYERS (default 3000), and random DAGs of
 # several sizes and seeds. Goldens and examples go through `fusec compile --log
 # full` (plan and stderr); generated graphs through `bench_search --record --dump`
-# (plan and full log, no LLVM). Not a test: it never fails on differences.
+# (plan and full log, no LLVM). PRETTY=1 asks for `--plan-style pretty` plans, the
+# layout of plans before they were compact by default. Not a test: it never fails
+# on differences.
 set -eu
+STYLE="" BSTYLE=""
+if [ -n "${PRETTY:-}" ]; then
+	STYLE="--plan-style pretty" BSTYLE="--pretty"
+fi
 BUILD=$1
 OUT=$2
 MAX=${3:-3000}
@@ -18,7 +24,7 @@ mkdir -p "$OUT/tmp"
 for y in tests/golden/*.yaml docs/examples/*.yaml docs/examples/*.json; do
 	n=$(basename "$y")
 	args=$(sed -n 's/^# args: //p' "$y")
-	"$BUILD/fusec" compile "$y" $args -o "$OUT/tmp" --log full 2>"$OUT/$n.log" || true
+	"$BUILD/fusec" compile "$y" $args -o "$OUT/tmp" $STYLE --log full 2>"$OUT/$n.log" || true
 	cat "$OUT"/tmp/*.plan.json >"$OUT/$n.plan.json" 2>/dev/null || true
 	rm -f "$OUT"/tmp/*
 done
@@ -27,7 +33,7 @@ gen() {
 	name=$1
 	shift
 	"$BUILD/gen_graph" "$@" >"$OUT/$name.graph.json"
-	"$BUILD/bench_search" "$OUT/$name.graph.json" --record --dump "$OUT/$name" >/dev/null
+	"$BUILD/bench_search" "$OUT/$name.graph.json" --record $BSTYLE --dump "$OUT/$name" >/dev/null
 	rm -f "$OUT/$name.graph.json"
 }
 for l in 1 2 3 5 10 30 100 300 1000 3000; do

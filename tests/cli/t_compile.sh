@@ -27,4 +27,27 @@ check compile-invalid-nothing 0 test ! -e "$TMP/inv"
 # an input that is also an output is read back by runtimes: "output": true
 printf 'format: fusec-graph/1\ninputs: {a: {dtype: f32, shape: [4]}}\nops:\n  - {op: neg, in: [a], out: y}\noutputs: [a, y]\n' > "$TMP/io.yaml"
 check compile-input-output 0 "$FUSEC" compile "$TMP/io.yaml" -o "$TMP/io" &&
-	contains compile-input-output-flag "$TMP/io/io.plan.json" '"output":	true'
+	contains compile-input-output-flag "$TMP/io/io.plan.json" '"output":true'
+# --plan-style: compact by default (one line), pretty indented for people; the same
+# document either way, and deterministic
+check compile-pretty 0 "$FUSEC" compile $G -o "$TMP/pp" --plan-style pretty &&
+	contains compile-pretty-tabs "$TMP/pp/reuse.plan.json" '	"format":	"fusec-plan/1",'
+same compile-compact-lines "$(wc -l < "$TMP/ok2/reuse.plan.json" > "$TMP/wc"; echo "$TMP/wc")" "1"
+contains compile-compact-head "$TMP/ok2/reuse.plan.json" '{"format":"fusec-plan/1","compiler":"fusec '
+check compile-pretty-same-doc 0 python3 -c '
+import json, sys
+a = json.load(open(sys.argv[1])); b = json.load(open(sys.argv[2]))
+sys.exit(0 if a == b else 1)' "$TMP/pp/reuse.plan.json" "$TMP/ok2/reuse.plan.json"
+check compile-pretty-again 0 "$FUSEC" compile $G -o "$TMP/pp2" --plan-style pretty
+same_files compile-pretty-deterministic "$TMP/pp/reuse.plan.json" "$TMP/pp2/reuse.plan.json"
+check compile-bad-plan-style 2 "$FUSEC" compile $G --plan-style fancy -o "$TMP/ps" &&
+	contains compile-bad-plan-style-msg "$TMP/err" "unknown --plan-style 'fancy'"
+# names that need escaping reach the plan as valid JSON and read back unchanged
+printf '{"format": "fusec-graph/1", "name": "esc", "inputs": {"a\\"b\\\\c/\\u00e9": {"dtype": "f32", "shape": [4]}},\n "ops": [{"op": "neg", "in": ["a\\"b\\\\c/\\u00e9"], "out": "y"}], "outputs": ["y"]}\n' > "$TMP/esc.json"
+check compile-escape 0 "$FUSEC" compile "$TMP/esc.json" -o "$TMP/esc" &&
+	check compile-escape-names 0 python3 -c '
+import json, sys
+p = json.load(open(sys.argv[1], encoding="utf-8"))
+names = [t["name"] for t in p["tensors"]]
+sys.exit(0 if names == ["a\"b\\c/\u00e9", "y"] else 1)' "$TMP/esc/esc.plan.json"
+contains compile-escape-text "$TMP/esc/esc.plan.json" '"name":"a\"b\\c/é"'
