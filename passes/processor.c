@@ -28,7 +28,9 @@
 
 typedef struct {
 	int stream;
-	int *ops;              /* queued global op indices */
+	int *ops;              /* queued global op indices: opbuf + head */
+	int *opbuf;            /* cap slots; the queue is [head, head + n) */
+	int head;
 	RelOp *rel;            /* their relative form, from the queue head: [0, nconv) */
 	int *shapes;           /* shape ids assigned after converting each op: [0, nconv) */
 	int n, cap;
@@ -87,11 +89,18 @@ static int shapes_at(Stream *st, int i)
 
 static void queue_push(Stream *st, int op)
 {
-	if (st->n == st->cap) {
-		st->cap = st->cap ? st->cap * 2 : 64;
-		st->ops = xrealloc(st->ops, sizeof(int) * (size_t)st->cap);
-		st->rel = xrealloc(st->rel, sizeof(RelOp) * (size_t)st->cap);
-		st->shapes = xrealloc(st->shapes, sizeof(int) * (size_t)st->cap);
+	if (st->head + st->n == st->cap) {
+		if (st->head > 0 && st->head >= st->cap / 2) {
+			/* drained ops hold at least half the buffer: slide the queue down */
+			memmove(st->opbuf, st->ops, sizeof(int) * (size_t)st->n);
+			st->head = 0;
+		} else {
+			st->cap = st->cap ? st->cap * 2 : 64;
+			st->opbuf = xrealloc(st->opbuf, sizeof(int) * (size_t)st->cap);
+			st->rel = xrealloc(st->rel, sizeof(RelOp) * (size_t)st->cap);
+			st->shapes = xrealloc(st->shapes, sizeof(int) * (size_t)st->cap);
+		}
+		st->ops = st->opbuf + st->head;
 	}
 	st->ops[st->n] = op;
 	st->queued[op] = true;
@@ -103,8 +112,10 @@ static void queue_drain(Stream *st, int k)
 {
 	for (int i = 0; i < k; i++)
 		st->queued[st->ops[i]] = false;
-	memmove(st->ops, st->ops + k, sizeof(int) * (size_t)(st->n - k));
+	st->head += k;
+	st->ops += k;
 	st->n -= k;
+	st->ctx.global = st->ops;
 	Arena *old = st->rel_arena;
 	st->rel_arena = arena_new();
 	ir_rel_reset(st->conv);
@@ -538,7 +549,7 @@ Schedule *pass_search(const Graph *g, const SearchOptions *opt)
 		policy_free(&st->policy);
 		ir_rel_free(st->conv);
 		arena_free(st->rel_arena);
-		free(st->ops);
+		free(st->opbuf);
 		free(st->rel);
 		free(st->shapes);
 	}
