@@ -22,6 +22,7 @@ static const char compile_usage[] =
 	"usage: fusec compile GRAPH [-o DIR] [--arch sm_XX] [--max-blocks N]\n"
 	"                     [--max-explorations N] [--max-bindings N] [--log LEVEL]\n"
 	"                     [--emit LIST] [--plan-style STYLE] [--libdevice PATH]\n"
+	"                     [--cache-dir DIR | --no-cache] [--time]\n"
 	"\n"
 	"Search fusions for GRAPH, generate PTX, and write DIR/NAME.ptx and\n"
 	"DIR/NAME.plan.json (DIR defaults to .).\n"
@@ -35,6 +36,10 @@ static const char compile_usage[] =
 	"  --emit LIST            extra outputs, comma-separated: ll, relative, dot\n"
 	"  --plan-style STYLE     compact (default) or pretty: the plan indented for\n"
 	"                         people; both are the same JSON document\n"
+	"  --cache-dir DIR        the kernel cache (default $XDG_CACHE_HOME/fusec, or\n"
+	"                         ~/.cache/fusec): PTX of kernels compiled before is\n"
+	"                         reused instead of running LLVM again\n"
+	"  --no-cache             neither read nor write the kernel cache\n"
 	"  --time                 print the time of each phase to stderr\n"
 	"  --libdevice PATH       link libdevice bitcode for precise math; `auto` looks\n"
 	"                         for a CUDA install (default: fusec's own math)\n";
@@ -185,6 +190,46 @@ static void emit_dot(const Schedule *s, Buf *b)
 	free(kernel_of);
 }
 
+/* The cache folder: --cache-dir, else $XDG_CACHE_HOME/fusec (when absolute), else
+ * $HOME/.cache/fusec; NULL when there is none. malloc'd. */
+static char *default_cache_dir(const char *opt)
+{
+	if (opt)
+		return strdup(opt);
+	const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+	char *p = NULL;
+	if (xdg && xdg[0] == '/') {
+		p = malloc(strlen(xdg) + 8);
+		sprintf(p, "%s/fusec", xdg);
+	} else if (home && home[0] == '/') {
+		p = malloc(strlen(home) + 16);
+		sprintf(p, "%s/.cache/fusec", home);
+	}
+	return p;
+}
+
+/* Progress on a terminal: one line, rewritten in place, cleared at the end. */
+static bool progress_shown;
+
+static void show_progress(const char *phase, int nkernels)
+{
+	if (!strcmp(phase, "llvm"))
+		fprintf(stderr, "\rfusec: optimizing and emitting %d kernel%s with LLVM...", nkernels,
+			nkernels == 1 ? "" : "s");
+	else if (!strcmp(phase, "kernels"))
+		fputs("\rfusec: building kernels...", stderr);
+	else
+		fputs("\rfusec: writing the plan...                                   ", stderr);
+	progress_shown = true;
+}
+
+static void clear_progress(void)
+{
+	if (progress_shown)
+		fputs("\r\033[K", stderr);
+	progress_shown = false;
+}
+
 int cmd_compile(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -198,12 +243,16 @@ int cmd_compile(int argc, char **argv)
 		{"libdevice", required_argument, NULL, 'd'},
 		{"time", no_argument, NULL, 't'},
 		{"plan-style", required_argument, NULL, 'p'},
+		{"cache-dir", required_argument, NULL, 'c'},
+		{"no-cache", no_argument, NULL, 'C'},
 		{0, 0, 0, 0},
 	};
 	SearchOptions so;
 	pass_default_options(&so);
 	const char *dir = ".", *arch = "sm_90", *libdevice = NULL, *log = getenv("FUSEC_LOG");
 	bool emit_rel = false, emit_dotf = false, emit_ll = false, timing = false, pretty = false;
+	bool no_cache = false;
+	const char *cache_dir = NULL;
 	int c;
 	long v;
 	optind = 1;
@@ -286,6 +335,16 @@ int cmd_compile(int argc, char **argv)
 			}
 			pretty = !strcmp(optarg, "pretty");
 			break;
+		case 'c':
+			if (!*optarg) {
+				cmd_usage_error("compile", "option '--cache-dir' needs a folder name");
+				return EXIT_USAGE;
+			}
+			cache_dir = optarg;
+			break;
+		case 'C':
+			no_cache = true;
+			break;
 		default:
 			cmd_usage_error("compile", "unknown option or missing value '%s'", argv[optind - 1]);
 			return EXIT_USAGE;
@@ -324,12 +383,17 @@ int cmd_compile(int argc, char **argv)
 	Diag d;
 	char ptxname[512];
 	snprintf(ptxname, sizeof ptxname, "%s.ptx", g->name);
-	PlanFileInfo info = {arch, ptxname, libdevice, pretty};
+	char *cache = no_cache ? NULL : default_cache_dir(cache_dir);
+	PlanFileInfo info = {arch, ptxname, libdevice, pretty, cache,
+			     isatty(STDERR_FILENO) ? show_progress : NULL};
 	CgOutputs co;
 	if (cg_compile_schedule(s, &info, emit_ll, &co, &d)) {
+		clear_progress();
 		cmd_print_diag(&d);
 		status = EXIT_FAIL;
 	}
+	clear_progress();
+	free(cache);
 
 	MadeDirs made = {0};
 	if (status == EXIT_OK && make_dirs(dir, &made) != 0) {
@@ -348,7 +412,7 @@ int cmd_compile(int argc, char **argv)
 	    write_tmp(&out[nout++], dir, g->name, ".ll", co.ll.data, co.ll.len) < 0)
 		status = EXIT_FAIL;
 	double co_t[4] = {co.t_kernels, co.t_optimize, co.t_emit, co.t_plan};
-	int co_nk = co.nkernels;
+	int co_nk = co.nkernels, co_cache = co.cache;
 	cg_outputs_free(&co);
 	if (status == EXIT_OK && emit_rel) {
 		Buf b = {0};
@@ -391,10 +455,11 @@ int cmd_compile(int argc, char **argv)
 		double t3 = clock_seconds(), llvm = co_t[0] + co_t[1] + co_t[2];
 		fprintf(stderr, "time: read %.3fs, search %.3fs, kernels %.3fs, optimize %.3fs, "
 			"emit %.3fs, plan %.3fs, write %.3fs; total %.3fs for %d ops (%.0f ops/s)\n"
-			"time: LLVM %.3fs for %d distinct kernels (%.1f ms per kernel)\n",
+			"time: LLVM %.3fs for %d distinct kernels (%.1f ms per kernel)%s\n",
 			t1 - t0, t2 - t1, co_t[0], co_t[1], co_t[2], co_t[3], t3 - t2 - llvm - co_t[3],
 			t3 - t0, g->nops, g->nops / (t3 - t0), llvm, co_nk,
-			co_nk ? llvm * 1e3 / co_nk : 0.0);
+			co_nk ? llvm * 1e3 / co_nk : 0.0,
+			co_cache == 1 ? "; kernel cache hit" : co_cache == 0 ? "; kernel cache miss" : "");
 	}
 	pass_free_schedule(s);
 	arena_free(a);

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "json_write.h"
+#include "kcache.h"
 #include "plan.h"
 
 /* The plan is written as it is walked (json_write.h), compact unless a person asked
@@ -361,16 +362,36 @@ int cg_compile_schedule(const Schedule *s, const PlanFileInfo *info, bool want_l
 	CgOptions co = {.target = CG_TARGET_NVPTX, .arch = info->arch,
 			.libdevice = info->libdevice, .name = s->g->name};
 	double t0 = clock_seconds();
+	if (info->progress)
+		info->progress("kernels", 0);
 	CgModule *m = cg_module_new(&co, a, d);
 	int rc = !m || cg_lower(m, s, a, &prog, d) ? -1 : 0;
 	double t1 = clock_seconds();
-	rc = rc || cg_module_finish(m, d) ? -1 : 0;
-	double t2 = clock_seconds();
-	rc = rc || cg_module_emit_ptx(m, &out->ptx, d) ||
-	     (want_ll && cg_module_emit_ll(m, &out->ll, d)) ? -1 : 0;
-	double t3 = clock_seconds();
+	CgCacheKey key;
+	bool cached = !rc && info->cache_dir && !want_ll;
+	out->cache = -1;
+	if (cached) {
+		cg_cache_key(m, &key);
+		out->cache = cg_cache_get(info->cache_dir, &key, &out->ptx);
+	}
+	double t2 = t1, t3 = t1;
+	if (out->cache != 1) {
+		if (!rc && info->progress)
+			info->progress("llvm", prog.nkernels);
+		rc = rc || cg_module_finish(m, d) ? -1 : 0;
+		t2 = clock_seconds();
+		rc = rc || cg_module_emit_ptx(m, &out->ptx, d) ||
+		     (want_ll && cg_module_emit_ll(m, &out->ll, d)) ? -1 : 0;
+		t3 = clock_seconds();
+		if (!rc && cached)
+			cg_cache_put(info->cache_dir, &key, out->ptx.data, out->ptx.len);
+	}
+	if (cached)
+		cg_cache_key_free(&key);
 	cg_module_free(m);
 	if (!rc) {
+		if (info->progress)
+			info->progress("plan", prog.nkernels);
 		char *text = cg_plan_json(s, &prog, info);
 		size_t len = strlen(text);
 		out->plan = xrealloc(text, len + 2);

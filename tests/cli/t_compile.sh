@@ -51,3 +51,50 @@ p = json.load(open(sys.argv[1], encoding="utf-8"))
 names = [t["name"] for t in p["tensors"]]
 sys.exit(0 if names == ["a\"b\\c/\u00e9", "y"] else 1)' "$TMP/esc/esc.plan.json"
 contains compile-escape-text "$TMP/esc/esc.plan.json" '"name":"a\"b\\c/é"'
+# the kernel cache: a second compile of the same kernels skips LLVM and writes the
+# very same files; --no-cache neither reads nor writes it
+check cache-cold 0 "$FUSEC" compile $G -o "$TMP/kc1" --cache-dir "$TMP/kc" --time &&
+	contains cache-cold-miss "$TMP/err" "kernel cache miss"
+check cache-warm 0 "$FUSEC" compile $G -o "$TMP/kc2" --cache-dir "$TMP/kc" --time &&
+	contains cache-warm-hit "$TMP/err" "kernel cache hit"
+check cache-off 0 "$FUSEC" compile $G -o "$TMP/kc3" --no-cache --time &&
+	check cache-off-silent 1 grep -q "kernel cache" "$TMP/err"
+same_files cache-same-ptx "$TMP/kc1/reuse.ptx" "$TMP/kc2/reuse.ptx"
+same_files cache-same-ptx-off "$TMP/kc1/reuse.ptx" "$TMP/kc3/reuse.ptx"
+same_files cache-same-plan "$TMP/kc1/reuse.plan.json" "$TMP/kc2/reuse.plan.json"
+same cache-one-entry "$(ls "$TMP/kc" | wc -l > "$TMP/n"; echo "$TMP/n")" "1"
+# another arch is another entry
+check cache-arch 0 "$FUSEC" compile $G -o "$TMP/kc4" --cache-dir "$TMP/kc" --arch sm_80 --time &&
+	contains cache-arch-miss "$TMP/err" "kernel cache miss"
+contains cache-arch-ptx "$TMP/kc4/reuse.ptx" ".target sm_80"
+# a damaged entry is a miss, and is replaced
+for f in "$TMP"/kc/*.ptx; do printf 'garbage' > "$f"; done
+check cache-damaged 0 "$FUSEC" compile $G -o "$TMP/kc5" --cache-dir "$TMP/kc" --time &&
+	contains cache-damaged-miss "$TMP/err" "kernel cache miss"
+same_files cache-damaged-ptx "$TMP/kc1/reuse.ptx" "$TMP/kc5/reuse.ptx"
+check cache-repaired 0 "$FUSEC" compile $G -o "$TMP/kc6" --cache-dir "$TMP/kc" --time &&
+	contains cache-repaired-hit "$TMP/err" "kernel cache hit"
+# the default folder is $XDG_CACHE_HOME/fusec
+check cache-xdg 0 env XDG_CACHE_HOME="$TMP/xdg" "$FUSEC" compile $G -o "$TMP/kc7"
+check cache-xdg-entry 0 sh -c 'ls "$1"/xdg/fusec/*.ptx' sh "$TMP"
+# a cache that cannot be written is skipped
+check cache-unwritable 0 "$FUSEC" compile $G -o "$TMP/kc8" --cache-dir /proc/fusec-cache
+same_files cache-unwritable-ptx "$TMP/kc1/reuse.ptx" "$TMP/kc8/reuse.ptx"
+check cache-empty-dir 2 "$FUSEC" compile $G --cache-dir "" -o "$TMP/kc9"
+# 8 compiles at once sharing one cache: every output is the one a lone compile writes
+for g in tests/golden/chains.yaml tests/golden/fusers.yaml; do
+	n=$(basename "$g" .yaml)
+	"$FUSEC" compile "$g" -o "$TMP/par-ref" --no-cache 2>/dev/null
+	i=0
+	while [ $i -lt 8 ]; do
+		"$FUSEC" compile "$g" -o "$TMP/par$i" --cache-dir "$TMP/kpar" 2>/dev/null &
+		i=$((i + 1))
+	done
+	wait
+	i=0
+	while [ $i -lt 8 ]; do
+		same_files "cache-parallel-$n-$i" "$TMP/par-ref/$n.ptx" "$TMP/par$i/$n.ptx"
+		i=$((i + 1))
+	done
+done
+check cache-parallel-no-temp 1 sh -c 'ls -A "$1"/kpar | grep -q "^\.tmp"' sh "$TMP"
