@@ -25,13 +25,13 @@ DEPS_LIBS   := $(shell $(PKG_CONFIG) --libs libcjson yaml-0.1 2>/dev/null) \
                $(shell $(LLVM_CONFIG) --libs 2>/dev/null) -lm
 CMOCKA_CFLAGS := $(shell $(PKG_CONFIG) --cflags cmocka 2>/dev/null)
 CMOCKA_LIBS   := $(shell $(PKG_CONFIG) --libs cmocka 2>/dev/null)
-ALL_CFLAGS = -std=c11 -D_POSIX_C_SOURCE=200809L $(WARN) $(CFLAGS) $(DEPS_CFLAGS) -MMD -MP
+ALL_CFLAGS = -std=c11 -D_POSIX_C_SOURCE=200809L -pthread $(WARN) $(CFLAGS) $(DEPS_CFLAGS) -MMD -MP
 
 # Sources, per layer. Keep each list sorted.
 LIB_SRC     = lib/check.c lib/host.c lib/interp.c lib/npy.c lib/support.c
 IR_SRC      = ir/build.c ir/infer.c ir/liveness.c ir/ops.c ir/read_json.c ir/read_yaml.c ir/relative.c
 PASSES_SRC  = passes/block.c passes/explain.c passes/explorer.c passes/fuser_elemwise.c passes/fuser_matmul.c passes/fuser_reduce.c passes/fuser_reduce_bcast.c passes/fusers.c passes/intset.c passes/log.c passes/plan_store.c passes/processor.c passes/record.c passes/score.c
-CODEGEN_SRC = codegen/host_exec.c codegen/jit.c codegen/json_write.c codegen/kcache.c codegen/kernel_elemwise.c codegen/kernel_single.c codegen/lower.c codegen/math.c codegen/module.c codegen/plan.c
+CODEGEN_SRC = codegen/host_exec.c codegen/jit.c codegen/emit_par.c codegen/json_write.c codegen/kcache.c codegen/kernel_elemwise.c codegen/kernel_single.c codegen/lower.c codegen/math.c codegen/module.c codegen/plan.c
 CMD_SRC     = cmd/bench.c cmd/compile.c cmd/explain.c cmd/fusec.c cmd/normalize.c cmd/run.c cmd/run_cpu.c cmd/run_cuda.c
 RT_SRC      = lib/bench.c lib/runtime.c
 TEST_SRC    = tests/unit/main.c tests/unit/graphgen.c tests/unit/test_backends.c tests/unit/test_codegen.c tests/unit/test_hostile.c tests/unit/test_infer.c tests/unit/test_interp.c tests/unit/test_json_write.c tests/unit/test_math.c tests/unit/test_readers.c tests/unit/test_relative.c tests/unit/test_runtime.c tests/unit/test_search.c
@@ -48,7 +48,7 @@ RUN_OBJ  = $(addprefix $(BUILD)/,cmd/fusec_run.o ir/ops.o lib/host.o lib/npy.o l
 all: $(BUILD)/fusec $(BUILD)/fusec-run
 
 $(BUILD)/fusec: $(CORE_OBJ) $(CMD_OBJ)
-	$(CC) $(CFLAGS) -o $@ $^ $(DEPS_LIBS) -ldl
+	$(CC) $(CFLAGS) -pthread -o $@ $^ $(DEPS_LIBS) -ldl
 
 $(BUILD)/fusec-run: $(RUN_OBJ)
 	$(CC) $(CFLAGS) -o $@ $^ $(shell $(PKG_CONFIG) --libs libcjson) -ldl -lm
@@ -88,7 +88,7 @@ test: $(BUILD)/fusec $(BUILD)/unit $(BUILD)/fusec-run $(BUILD)/tests/fakecuda.so
 # Accuracy sweep of codegen/math.c against libm (docs/math.md); MATH_POINTS per function.
 MATH_POINTS ?= 4194304
 $(BUILD)/math_accuracy: $(BUILD)/tests/bench/math_accuracy.o $(CORE_OBJ)
-	$(CC) $(CFLAGS) -o $@ $^ $(DEPS_LIBS) -ldl
+	$(CC) $(CFLAGS) -pthread -o $@ $^ $(DEPS_LIBS) -ldl
 math-accuracy: $(BUILD)/math_accuracy
 	$(BUILD)/math_accuracy $(MATH_POINTS)
 
@@ -97,7 +97,7 @@ math-accuracy: $(BUILD)/math_accuracy
 BENCH_LAYERS ?= 100 1000 3000
 BENCH_RANDOM ?= 20000
 $(BUILD)/bench_search: $(BUILD)/tests/bench/bench_search.o $(CORE_OBJ)
-	$(CC) $(CFLAGS) -o $@ $^ $(DEPS_LIBS) -ldl
+	$(CC) $(CFLAGS) -pthread -o $@ $^ $(DEPS_LIBS) -ldl
 $(BUILD)/gen_graph: $(BUILD)/tests/bench/gen_graph.o
 	$(CC) $(CFLAGS) -o $@ $^ -lm
 bench: $(BUILD)/bench_search $(BUILD)/gen_graph

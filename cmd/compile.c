@@ -22,7 +22,7 @@ static const char compile_usage[] =
 	"usage: fusec compile GRAPH [-o DIR] [--arch sm_XX] [--max-blocks N]\n"
 	"                     [--max-explorations N] [--max-bindings N] [--log LEVEL]\n"
 	"                     [--emit LIST] [--plan-style STYLE] [--libdevice PATH]\n"
-	"                     [--cache-dir DIR | --no-cache] [--time]\n"
+	"                     [--cache-dir DIR | --no-cache] [-j N] [--time]\n"
 	"\n"
 	"Search fusions for GRAPH, generate PTX, and write DIR/NAME.ptx and\n"
 	"DIR/NAME.plan.json (DIR defaults to .).\n"
@@ -40,6 +40,8 @@ static const char compile_usage[] =
 	"                         ~/.cache/fusec): PTX of kernels compiled before is\n"
 	"                         reused instead of running LLVM again\n"
 	"  --no-cache             neither read nor write the kernel cache\n"
+	"  -j, --jobs N           LLVM threads (default: the CPUs, at most 8); the\n"
+	"                         outputs are the same for every N\n"
 	"  --time                 print the time of each phase to stderr\n"
 	"  --libdevice PATH       link libdevice bitcode for precise math; `auto` looks\n"
 	"                         for a CUDA install (default: fusec's own math)\n";
@@ -245,6 +247,7 @@ int cmd_compile(int argc, char **argv)
 		{"plan-style", required_argument, NULL, 'p'},
 		{"cache-dir", required_argument, NULL, 'c'},
 		{"no-cache", no_argument, NULL, 'C'},
+		{"jobs", required_argument, NULL, 'j'},
 		{0, 0, 0, 0},
 	};
 	SearchOptions so;
@@ -253,10 +256,11 @@ int cmd_compile(int argc, char **argv)
 	bool emit_rel = false, emit_dotf = false, emit_ll = false, timing = false, pretty = false;
 	bool no_cache = false;
 	const char *cache_dir = NULL;
+	int jobs = 0;
 	int c;
 	long v;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "ho:", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "ho:j:", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'h':
 			fputs(compile_usage, stdout);
@@ -345,6 +349,15 @@ int cmd_compile(int argc, char **argv)
 		case 'C':
 			no_cache = true;
 			break;
+		case 'j':
+			if ((v = cmd_parse_count("compile", "--jobs", optarg)) < 0)
+				return EXIT_USAGE;
+			if (v < 1 || v > 256) {
+				cmd_usage_error("compile", "option '--jobs' needs 1 to 256");
+				return EXIT_USAGE;
+			}
+			jobs = (int)v;
+			break;
 		default:
 			cmd_usage_error("compile", "unknown option or missing value '%s'", argv[optind - 1]);
 			return EXIT_USAGE;
@@ -384,7 +397,7 @@ int cmd_compile(int argc, char **argv)
 	char ptxname[512];
 	snprintf(ptxname, sizeof ptxname, "%s.ptx", g->name);
 	char *cache = no_cache ? NULL : default_cache_dir(cache_dir);
-	PlanFileInfo info = {arch, ptxname, libdevice, pretty, cache,
+	PlanFileInfo info = {arch, ptxname, libdevice, pretty, cache, jobs,
 			     isatty(STDERR_FILENO) ? show_progress : NULL};
 	CgOutputs co;
 	if (cg_compile_schedule(s, &info, emit_ll, &co, &d)) {
@@ -412,7 +425,8 @@ int cmd_compile(int argc, char **argv)
 	    write_tmp(&out[nout++], dir, g->name, ".ll", co.ll.data, co.ll.len) < 0)
 		status = EXIT_FAIL;
 	double co_t[4] = {co.t_kernels, co.t_optimize, co.t_emit, co.t_plan};
-	int co_nk = co.nkernels, co_cache = co.cache;
+	int co_nk = co.nkernels, co_hits = co.cache_hits, co_chunks = co.chunks;
+	int co_threads = co.threads;
 	cg_outputs_free(&co);
 	if (status == EXIT_OK && emit_rel) {
 		Buf b = {0};
@@ -455,11 +469,17 @@ int cmd_compile(int argc, char **argv)
 		double t3 = clock_seconds(), llvm = co_t[0] + co_t[1] + co_t[2];
 		fprintf(stderr, "time: read %.3fs, search %.3fs, kernels %.3fs, optimize %.3fs, "
 			"emit %.3fs, plan %.3fs, write %.3fs; total %.3fs for %d ops (%.0f ops/s)\n"
-			"time: LLVM %.3fs for %d distinct kernels (%.1f ms per kernel)%s\n",
+			"time: LLVM %.3fs for %d distinct kernels (%.1f ms per kernel) in %d chunk%s "
+			"on %d thread%s",
 			t1 - t0, t2 - t1, co_t[0], co_t[1], co_t[2], co_t[3], t3 - t2 - llvm - co_t[3],
 			t3 - t0, g->nops, g->nops / (t3 - t0), llvm, co_nk,
-			co_nk ? llvm * 1e3 / co_nk : 0.0,
-			co_cache == 1 ? "; kernel cache hit" : co_cache == 0 ? "; kernel cache miss" : "");
+			co_nk ? llvm * 1e3 / co_nk : 0.0, co_chunks, co_chunks == 1 ? "" : "s",
+			co_threads, co_threads == 1 ? "" : "s");
+		if (co_hits >= 0)
+			fprintf(stderr, "; kernel cache: %d of %d chunk%s hit%s", co_hits, co_chunks,
+				co_chunks == 1 ? "" : "s", co_hits == co_chunks && co_chunks ?
+				" (LLVM skipped)" : "");
+		fputc('\n', stderr);
 	}
 	pass_free_schedule(s);
 	arena_free(a);

@@ -43,7 +43,7 @@ static void key_file(CgCacheKey *k, const char *path)
 	buf_printf(&k->text, " %zu %016llx\n", total, (unsigned long long)h);
 }
 
-void cg_cache_key(CgModule *m, CgCacheKey *k)
+void cg_cache_key(CgModule *m, int first, int n, CgCacheKey *k)
 {
 	memset(k, 0, sizeof *k);
 	unsigned major, minor, patch;
@@ -54,7 +54,7 @@ void cg_cache_key(CgModule *m, CgCacheKey *k)
 		   !m->opt.no_call_check);
 	if (m->opt.libdevice)
 		key_file(k, m->opt.libdevice);
-	for (int i = 0; i < m->nentries; i++) {
+	for (int i = first; i < first + n; i++) {
 		const CgEntry *e = &m->entries[i];
 		buf_printf(&k->text, "kernel %d %d\n", (int)e->kind, e->nops);
 		for (int j = 0; j < e->nops; j++) {

@@ -11,8 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "emit_par.h"
 #include "json_write.h"
-#include "kcache.h"
 #include "plan.h"
 
 /* The plan is written as it is walked (json_write.h), compact unless a person asked
@@ -365,29 +365,29 @@ int cg_compile_schedule(const Schedule *s, const PlanFileInfo *info, bool want_l
 	if (info->progress)
 		info->progress("kernels", 0);
 	CgModule *m = cg_module_new(&co, a, d);
+	if (m && !want_ll)
+		cg_module_chunked(m);
 	int rc = !m || cg_lower(m, s, a, &prog, d) ? -1 : 0;
-	double t1 = clock_seconds();
-	CgCacheKey key;
-	bool cached = !rc && info->cache_dir && !want_ll;
-	out->cache = -1;
-	if (cached) {
-		cg_cache_key(m, &key);
-		out->cache = cg_cache_get(info->cache_dir, &key, &out->ptx);
-	}
-	double t2 = t1, t3 = t1;
-	if (out->cache != 1) {
-		if (!rc && info->progress)
-			info->progress("llvm", prog.nkernels);
+	double t1 = clock_seconds(), t2 = t1, t3;
+	out->cache_hits = -1;
+	if (!rc && info->progress)
+		info->progress("llvm", prog.nkernels);
+	if (!want_ll) {
+		CgEmitStats es = {0};
+		int threads = info->threads > 0 ? info->threads : cg_default_threads();
+		rc = rc || cg_module_emit_chunked(m, threads, info->cache_dir, &out->ptx, &es, d);
+		out->chunks = es.chunks;
+		out->threads = es.threads;
+		if (info->cache_dir)
+			out->cache_hits = es.hits;
+	} else {
 		rc = rc || cg_module_finish(m, d) ? -1 : 0;
 		t2 = clock_seconds();
-		rc = rc || cg_module_emit_ptx(m, &out->ptx, d) ||
-		     (want_ll && cg_module_emit_ll(m, &out->ll, d)) ? -1 : 0;
-		t3 = clock_seconds();
-		if (!rc && cached)
-			cg_cache_put(info->cache_dir, &key, out->ptx.data, out->ptx.len);
+		rc = rc || cg_module_emit_ptx(m, &out->ptx, d) || cg_module_emit_ll(m, &out->ll, d)
+			? -1 : 0;
+		out->threads = 1;
 	}
-	if (cached)
-		cg_cache_key_free(&key);
+	t3 = clock_seconds();
 	cg_module_free(m);
 	if (!rc) {
 		if (info->progress)

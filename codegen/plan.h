@@ -19,6 +19,7 @@ typedef struct {
 	const char *libdevice; /* NULL when not given */
 	bool pretty;           /* indented for people (--plan-style pretty); else compact */
 	const char *cache_dir; /* the kernel cache (kcache.h), or NULL for none */
+	int threads;           /* LLVM worker threads; 0: cg_default_threads() */
 	/* Called, when not NULL, as each phase of cg_compile_schedule starts ("kernels",
 	 * "llvm", "plan") with the number of distinct kernels (0 before they are known). */
 	void (*progress)(const char *phase, int nkernels);
@@ -36,13 +37,16 @@ typedef struct {
 	double t_optimize;     /* verify, libdevice, default<O3> (cg_module_finish) */
 	double t_emit;         /* NVPTX instruction selection and PTX text */
 	double t_plan;         /* rendering the plan JSON */
-	int cache;             /* -1 no cache, 0 miss (stored), 1 hit (LLVM skipped) */
+	int chunks;            /* kernel chunks optimized apart (emit_par.h); 0: one module */
+	int cache_hits;        /* chunks the kernel cache had; -1: no cache */
+	int threads;           /* LLVM worker threads used */
 } CgOutputs;
 
 /* Generate the kernels of s for NVPTX (arch, libdevice from info), emit the PTX
- * (and the optimized LLVM IR when want_ll), and render the plan. With a cache_dir
- * (and no want_ll), PTX cached for the very same kernels skips LLVM's optimizer and
- * emission; a miss stores what it emitted. 0, or -1 with *d
+ * (and the optimized LLVM IR when want_ll), and render the plan. Without want_ll
+ * the kernels are built in chunks, optimized and emitted on info->threads threads
+ * (emit_par.h), and with a cache_dir a chunk whose PTX is cached skips LLVM; a
+ * miss stores what it emitted. With want_ll, one module, no threads, no cache. 0, or -1 with *d
  * (nothing to free then). cg_outputs_free releases a filled CgOutputs. */
 int cg_compile_schedule(const Schedule *s, const PlanFileInfo *info, bool want_ll,
 			CgOutputs *out, Diag *d);

@@ -54,9 +54,9 @@ contains compile-escape-text "$TMP/esc/esc.plan.json" '"name":"a\"b\\c/é"'
 # the kernel cache: a second compile of the same kernels skips LLVM and writes the
 # very same files; --no-cache neither reads nor writes it
 check cache-cold 0 "$FUSEC" compile $G -o "$TMP/kc1" --cache-dir "$TMP/kc" --time &&
-	contains cache-cold-miss "$TMP/err" "kernel cache miss"
+	contains cache-cold-miss "$TMP/err" "kernel cache: 0 of 1 chunk hit"
 check cache-warm 0 "$FUSEC" compile $G -o "$TMP/kc2" --cache-dir "$TMP/kc" --time &&
-	contains cache-warm-hit "$TMP/err" "kernel cache hit"
+	contains cache-warm-hit "$TMP/err" "kernel cache: 1 of 1 chunk hit (LLVM skipped)"
 check cache-off 0 "$FUSEC" compile $G -o "$TMP/kc3" --no-cache --time &&
 	check cache-off-silent 1 grep -q "kernel cache" "$TMP/err"
 same_files cache-same-ptx "$TMP/kc1/reuse.ptx" "$TMP/kc2/reuse.ptx"
@@ -65,15 +65,15 @@ same_files cache-same-plan "$TMP/kc1/reuse.plan.json" "$TMP/kc2/reuse.plan.json"
 same cache-one-entry "$(ls "$TMP/kc" | wc -l > "$TMP/n"; echo "$TMP/n")" "1"
 # another arch is another entry
 check cache-arch 0 "$FUSEC" compile $G -o "$TMP/kc4" --cache-dir "$TMP/kc" --arch sm_80 --time &&
-	contains cache-arch-miss "$TMP/err" "kernel cache miss"
+	contains cache-arch-miss "$TMP/err" "kernel cache: 0 of 1 chunk hit"
 contains cache-arch-ptx "$TMP/kc4/reuse.ptx" ".target sm_80"
 # a damaged entry is a miss, and is replaced
 for f in "$TMP"/kc/*.ptx; do printf 'garbage' > "$f"; done
 check cache-damaged 0 "$FUSEC" compile $G -o "$TMP/kc5" --cache-dir "$TMP/kc" --time &&
-	contains cache-damaged-miss "$TMP/err" "kernel cache miss"
+	contains cache-damaged-miss "$TMP/err" "kernel cache: 0 of 1 chunk hit"
 same_files cache-damaged-ptx "$TMP/kc1/reuse.ptx" "$TMP/kc5/reuse.ptx"
 check cache-repaired 0 "$FUSEC" compile $G -o "$TMP/kc6" --cache-dir "$TMP/kc" --time &&
-	contains cache-repaired-hit "$TMP/err" "kernel cache hit"
+	contains cache-repaired-hit "$TMP/err" "(LLVM skipped)"
 # the default folder is $XDG_CACHE_HOME/fusec
 check cache-xdg 0 env XDG_CACHE_HOME="$TMP/xdg" "$FUSEC" compile $G -o "$TMP/kc7"
 check cache-xdg-entry 0 sh -c 'ls "$1"/xdg/fusec/*.ptx' sh "$TMP"
@@ -98,3 +98,15 @@ for g in tests/golden/chains.yaml tests/golden/fusers.yaml; do
 	done
 done
 check cache-parallel-no-temp 1 sh -c 'ls -A "$1"/kpar | grep -q "^\.tmp"' sh "$TMP"
+# LLVM threads: the same files for every -j, and the same PTX with --emit ll (one
+# module, no threads)
+for g in tests/golden/chains.yaml tests/golden/fusers.yaml tests/golden/holes.yaml; do
+	n=$(basename "$g" .yaml)
+	check "jobs-1-$n" 0 "$FUSEC" compile "$g" -o "$TMP/j1" -j 1 --no-cache
+	check "jobs-3-$n" 0 "$FUSEC" compile "$g" -o "$TMP/j3" --jobs 3 --no-cache
+	same_files "jobs-ptx-$n" "$TMP/j1/$n.ptx" "$TMP/j3/$n.ptx"
+	same_files "jobs-plan-$n" "$TMP/j1/$n.plan.json" "$TMP/j3/$n.plan.json"
+	check "jobs-ll-$n" 0 "$FUSEC" compile "$g" -o "$TMP/jll" --emit ll --no-cache
+	check "jobs-ll-entries-$n" 0 sh -c '[ "$(grep -c "^.visible .entry" "$1")" = "$(grep -c "^.visible .entry" "$2")" ]' sh "$TMP/j1/$n.ptx" "$TMP/jll/$n.ptx"
+done
+check jobs-zero 2 "$FUSEC" compile $G -j 0 -o "$TMP/j0"
