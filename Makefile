@@ -96,12 +96,14 @@ math-accuracy: $(BUILD)/math_accuracy
 # BENCH_LAYERS: transformer sizes; BENCH_RANDOM: ops of the random-DAG point.
 BENCH_LAYERS ?= 100 1000 3000
 BENCH_RANDOM ?= 20000
+BENCH_LAYERS2D ?= 100 300 1000 3000
 $(BUILD)/bench_search: $(BUILD)/tests/bench/bench_search.o $(CORE_OBJ)
 	$(CC) $(CFLAGS) -pthread -o $@ $^ $(DEPS_LIBS) -ldl
 $(BUILD)/gen_graph: $(BUILD)/tests/bench/gen_graph.o
 	$(CC) $(CFLAGS) -o $@ $^ -lm
-bench: $(BUILD)/bench_search $(BUILD)/gen_graph
-	sh tests/bench/search_sweep.sh $(BUILD) "$(BENCH_LAYERS)" "$(BENCH_RANDOM)"
+bench: $(BUILD)/bench_search $(BUILD)/gen_graph $(BUILD)/fusec
+	sh tests/bench/search_sweep.sh $(BUILD) "$(BENCH_LAYERS)" "$(BENCH_RANDOM)" "$(BENCH_LAYERS2D)"
+	sh tests/bench/compile_sweep.sh $(BUILD)
 
 # libFuzzer target for the graph readers (tests/fuzz/README.md): IR and lib only.
 FUZZ_CC ?= clang-14
