@@ -15,7 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../lib/support.h"
+#include "../support/support.h"
 
 enum {
 	IR_MAX_RANK = 8,     /* SPEC §1: rank 0 to 8 */
