@@ -324,8 +324,8 @@ static int on_exploration_completed(Search *se, Stream *st, BlockOpt bo, ExecMod
 	p->nops = n;
 	p->ops = ARENA_NEW(s->arena, RelOp, n);
 	for (int i = 0; i < n; i++) {
-		relop_copy(s->arena, &p->ops[i], &st->rel[i]);
-		int m = relop_max_shape_id(&p->ops[i]);
+		ir_rel_copy(s->arena, &p->ops[i], &st->rel[i]);
+		int m = ir_rel_max_shape_id(&p->ops[i]);
 		if (m > p->max_shape_id)
 			p->max_shape_id = m;
 	}
