@@ -21,7 +21,7 @@
 static const char compile_usage[] =
 	"usage: fusec compile GRAPH [-o DIR] [--arch sm_XX] [--max-blocks N]\n"
 	"                     [--max-explorations N] [--max-bindings N] [--log LEVEL]\n"
-	"                     [--emit LIST] [--libdevice PATH]\n"
+	"                     [--emit LIST] [--libdevice PATH] [--verify]\n"
 	"\n"
 	"Search fusions for GRAPH, generate PTX, and write DIR/NAME.ptx and\n"
 	"DIR/NAME.plan.json (DIR defaults to .).\n"
@@ -34,6 +34,8 @@ static const char compile_usage[] =
 	"  --log LEVEL            off, basic, medium, full (also 0, 1); or FUSEC_LOG\n"
 	"  --emit LIST            extra outputs, comma-separated: ll, relative, dot\n"
 	"  --time                 print the time of each phase to stderr\n"
+	"  --verify               check the schedule before generating code: every op\n"
+	"                         runs once, launches read only what is written earlier\n"
 	"  --libdevice PATH       link libdevice bitcode for precise math; `auto` looks\n"
 	"                         for a CUDA install (default: fusec's own math)\n";
 
@@ -122,7 +124,7 @@ static bool valid_arch(const char *s)
 typedef struct {
 	const char *graph, *dir, *arch, *libdevice;
 	SearchOptions search;
-	bool emit_ll, emit_relative, emit_dot, timing;
+	bool emit_ll, emit_relative, emit_dot, timing, verify;
 } CompileOptions;
 
 static int parse_emit(CompileOptions *o, const char *arg)
@@ -159,6 +161,7 @@ static int parse_options(int argc, char **argv, CompileOptions *o)
 		{"emit", required_argument, NULL, 'e'},
 		{"libdevice", required_argument, NULL, 'd'},
 		{"time", no_argument, NULL, 't'},
+		{"verify", no_argument, NULL, 'v'},
 		{0, 0, 0, 0},
 	};
 	memset(o, 0, sizeof *o);
@@ -225,6 +228,9 @@ static int parse_options(int argc, char **argv, CompileOptions *o)
 			break;
 		case 't':
 			o->timing = true;
+			break;
+		case 'v':
+			o->verify = true;
 			break;
 		default:
 			cmd_usage_error("compile", "unknown option or missing value '%s'", argv[optind - 1]);
@@ -362,8 +368,11 @@ int cmd_compile(int argc, char **argv)
 	char ptxname[512];
 	snprintf(ptxname, sizeof ptxname, "%s.ptx", g->name);
 	PlanFileInfo info = {o.arch, ptxname, o.libdevice};
-	CgOutputs co;
-	if (cg_compile_schedule(s, &info, o.emit_ll, &co, &d)) {
+	CgOutputs co = {0};
+	if (o.verify && pass_verify(s, &d)) {
+		cmd_print_diag(&d);
+		status = EXIT_FAIL;
+	} else if (cg_compile_schedule(s, &info, o.emit_ll, &co, &d)) {
 		cmd_print_diag(&d);
 		status = EXIT_FAIL;
 	}

@@ -128,6 +128,12 @@ typedef struct {
 Schedule *pass_search(const Graph *g, const SearchOptions *opt);
 void pass_free_schedule(Schedule *s);
 
+/* The schedule verifier (verify.c): every op but the syncs runs in exactly one
+ * launch; each launch reads from memory only graph inputs and what earlier launches
+ * wrote, lists every operand it does not make itself, and writes every result read
+ * by a later launch or output by the graph. 0, or -1 with the first fault in *d. */
+int pass_verify(const Schedule *s, Diag *d);
+
 /* ---- fusers ----------------------------------------------------------------- */
 
 int pass_nfusers(void);
