@@ -344,6 +344,17 @@ static Launch *launch_of(Schedule *s, int op)
 	return NULL;
 }
 
+/* Set *field to value (a planted fault), expect the verifier to name it, restore. */
+static void plant(const Schedule *s, int *field, int value, const char *expect)
+{
+	int keep = *field;
+	*field = value;
+	const char *got = verify_message(s);
+	if (!strstr(got, expect))
+		fail_msg("planted fault: expected '%s', got '%s'", expect, got);
+	*field = keep;
+}
+
 static void test_verify_schedule(void **state)
 {
 	(void)state;
@@ -356,31 +367,12 @@ static void test_verify_schedule(void **state)
 	Launch *l1 = launch_of(s, 0), *l2 = launch_of(s, 1);
 	assert_ptr_not_equal(l1, l2);   /* a second matmul does not fuse */
 
-	/* an op run twice */
-	int op2 = l2->ops[0];
-	l2->ops[0] = 0;
-	assert_non_null(strstr(verify_message(s), "op 0 runs a second time"));
-	l2->ops[0] = op2;
-	/* the first launch's result not written back */
-	int nout = l1->nout;
-	l1->nout = 0;
-	assert_non_null(strstr(verify_message(s), "'m1' (t2) is read after the launch but not written"));
-	l1->nout = nout;
-	/* an output the launch does not make */
-	int m1 = l1->out[0];
-	l1->out[0] = l1->in[0];
-	assert_non_null(strstr(verify_message(s), "is not made by the launch"));
-	l1->out[0] = m1;
-	/* an operand the launch does not list */
-	int nin = l2->nin;
-	l2->nin = 0;
-	assert_non_null(strstr(verify_message(s), "is read but is not an input of the launch"));
-	l2->nin = nin;
-	/* an op that runs nowhere */
-	int nl = s->steps[s->nsteps - 1].nlaunch;
-	s->steps[s->nsteps - 1].nlaunch = nl - 1;
-	assert_non_null(strstr(verify_message(s), "op 1 (matmul) runs in no launch"));
-	s->steps[s->nsteps - 1].nlaunch = nl;
+	plant(s, &l2->ops[0], 0, "op 0 runs a second time");
+	plant(s, &l1->nout, 0, "'m1' (t2) is read after the launch but not written");
+	plant(s, &l1->out[0], l1->in[0], "is not made by the launch");
+	plant(s, &l2->nin, 0, "is read but is not an input of the launch");
+	plant(s, &s->steps[s->nsteps - 1].nlaunch, s->steps[s->nsteps - 1].nlaunch - 1,
+	      "op 1 (matmul) runs in no launch");
 	/* the launches in the other order: the matmul of m1 reads what nobody wrote yet */
 	Launch tmp = *l1;
 	*l1 = *l2;
