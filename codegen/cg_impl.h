@@ -15,6 +15,7 @@
 #include <llvm-c/TargetMachine.h>
 
 #include "codegen.h"
+#include "coop.h"
 #include "math.h"
 
 enum {
@@ -64,7 +65,7 @@ typedef struct {
 	LLVMValueRef v;
 } CgMemo;
 
-typedef struct {
+typedef struct CgKb {
 	CgModule *m;
 	LLVMBuilderRef b;
 	LLVMValueRef fn;
