@@ -124,7 +124,10 @@ static void print_plan(const RtPlan *pl)
 			const RtArg *a = &l->args[k];
 			switch (a->type) {
 			case RT_P_PTR:
-				printf(" %s", pl->tensors[a->tensor].name);
+				if (a->tensor == pl->ntensors)
+					printf(" scratch %lld", (long long)a->i);
+				else
+					printf(" %s", pl->tensors[a->tensor].name);
 				break;
 			case RT_P_I64:
 			case RT_P_I32:

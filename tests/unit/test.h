@@ -28,5 +28,7 @@ Schedule *test_search(const Graph *g, const SearchOptions *o);
 
 /* ptxas on PATH or in /usr/local/cuda/bin; NULL when the CUDA toolkit is absent. */
 const char *test_find_ptxas(void);
+/* Assemble ptx text for arch: ptxas's exit status, or -1 without ptxas. */
+int test_ptxas(const char *ptx, const char *arch);
 
 #endif
