@@ -18,7 +18,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "../lib/support.h"
+#include "../support/support.h"
 
 enum { JW_MAX_DEPTH = 32 };
 

@@ -99,16 +99,17 @@ static const char *param_type(const CgParam *p)
 	case CG_PARAM_BUFFER: return "ptr";
 	case CG_PARAM_SCALAR: return "f64";
 	case CG_PARAM_DIM: return "i64";
+	case CG_PARAM_SCRATCH: return "ptr";
 	}
 	return "?";
 }
 
-static void dim3(JsonW *w, int64_t x)
+static void dim3(JsonW *w, int64_t x, int64_t y, int64_t z)
 {
 	jw_arr(w);
 	jw_int(w, x);
-	jw_int(w, 1);
-	jw_int(w, 1);
+	jw_int(w, y);
+	jw_int(w, z);
 	jw_end(w);
 }
 
@@ -141,11 +142,11 @@ static void launch_json(JsonW *w, const Schedule *s, const CgBound *b)
 		jw_end(w);
 	}
 	jw_key(w, "grid");
-	dim3(w, b->grid);
+	dim3(w, b->at.grid[0], b->at.grid[1], b->at.grid[2]);
 	jw_key(w, "block");
-	dim3(w, b->block);
+	dim3(w, b->at.block[0], b->at.block[1], b->at.block[2]);
 	jw_key(w, "shared_bytes");
-	jw_int(w, 0);
+	jw_int(w, b->at.shared_bytes);
 	jw_key(w, "args");
 	jw_arr(w);
 	for (int p = 0; p < b->nargs; p++) {
@@ -162,6 +163,10 @@ static void launch_json(JsonW *w, const Schedule *s, const CgBound *b)
 			break;
 		case CG_ARG_I64:
 			jw_key(w, "i64");
+			jw_int(w, a->i);
+			break;
+		case CG_ARG_SCRATCH:
+			jw_key(w, "scratch");
 			jw_int(w, a->i);
 			break;
 		}
@@ -257,11 +262,15 @@ char *cg_plan_json(const Schedule *s, const CgProgram *prog, const PlanFileInfo 
 			jw_str(w, param_type(&ck->params[p]));
 		jw_end(w);
 		jw_key(w, "block");
-		dim3(w, ck->launch.block);
+		dim3(w, ck->launch.block, 1, 1);
 		jw_key(w, "shared_bytes");
 		jw_int(w, 0);
 		jw_key(w, "vectorized");
 		jw_bool(w, ck->vectorized);
+		if (ck->shape) {
+			jw_key(w, "shape");
+			jw_str(w, ck->shape);
+		}
 		jw_key(w, "fuser");
 		jw_str(w, k->fuser >= 0 ? pass_fuser_name(k->fuser) : "none");
 		jw_key(w, "score");

@@ -26,146 +26,6 @@
 
 enum { MAX_STREAM = 1023, MAX_INPUT_BYTES = 1 << 30 };
 
-/* ---- text checks and positions ---------------------------------------------- */
-
-static size_t bom_len(const char *text, size_t len)
-{
-	return len >= 3 && !memcmp(text, "\xef\xbb\xbf", 3) ? 3 : 0;
-}
-
-void doc_position(const char *text, size_t off, int *line, int *col)
-{
-	int l = 1, c = 1;
-	for (size_t i = bom_len(text, off); i < off; i++) {
-		unsigned char ch = (unsigned char)text[i];
-		if (ch == '\n')
-			l++, c = 1;
-		else if ((ch & 0xc0) != 0x80)
-			c++;
-	}
-	*line = l;
-	*col = c;
-}
-
-/* Length of the valid UTF-8 sequence at s (at most `avail` bytes), or 0. */
-static int utf8_seq(const unsigned char *s, size_t avail)
-{
-	unsigned char c = s[0];
-	int n;
-	unsigned char lo = 0x80, hi = 0xbf;
-	if (c >= 0xc2 && c <= 0xdf)
-		n = 2;
-	else if (c >= 0xe0 && c <= 0xef)
-		n = 3, lo = c == 0xe0 ? 0xa0 : 0x80, hi = c == 0xed ? 0x9f : 0xbf;
-	else if (c >= 0xf0 && c <= 0xf4)
-		n = 4, lo = c == 0xf0 ? 0x90 : 0x80, hi = c == 0xf4 ? 0x8f : 0xbf;
-	else
-		return 0;
-	if ((size_t)n > avail || s[1] < lo || s[1] > hi)
-		return 0;
-	for (int i = 2; i < n; i++)
-		if ((s[i] & 0xc0) != 0x80)
-			return 0;
-	return n;
-}
-
-int doc_check_text(const char *file, const char *text, size_t len, Diag *d)
-{
-	const unsigned char *s = (const unsigned char *)text;
-	int line = 1, col = 1;
-	bool blank = true;
-	for (size_t i = bom_len(text, len); i < len;) {
-		unsigned char c = s[i];
-		if (c == 0) {
-			diag_set(d, file, line, col, "NUL byte in the input (not a text file?)");
-			return -1;
-		}
-		if (c < 0x80) {
-			if (c != ' ' && c != '\t' && c != '\n' && c != '\r')
-				blank = false;
-			if (c == '\n')
-				line++, col = 1;
-			else
-				col++;
-			i++;
-			continue;
-		}
-		int n = utf8_seq(s + i, len - i);
-		if (!n) {
-			diag_set(d, file, line, col, "invalid UTF-8 (byte 0x%02x)", c);
-			return -1;
-		}
-		blank = false;
-		col++;
-		i += (size_t)n;
-	}
-	if (blank) {
-		diag_set(d, file, 1, 1, "empty document");
-		return -1;
-	}
-	return 0;
-}
-
-static bool all_digits(const char *s, const char **end)
-{
-	const char *p = s;
-	while (*p >= '0' && *p <= '9')
-		p++;
-	*end = p;
-	return p > s;
-}
-
-bool doc_parse_number(DocNode *n, const char *s, bool yaml_special)
-{
-	const char *p = s;
-	bool neg = *p == '-';
-	if (*p == '-' || *p == '+')
-		p++;
-	if (yaml_special && *p == '.') {
-		if (!strcmp(p, ".inf") || !strcmp(p, ".Inf") || !strcmp(p, ".INF")) {
-			n->dval = neg ? -INFINITY : INFINITY;
-			n->is_int = false;
-			return true;
-		}
-		if (p == s && (!strcmp(p, ".nan") || !strcmp(p, ".NaN") || !strcmp(p, ".NAN"))) {
-			n->dval = NAN;
-			n->is_int = false;
-			return true;
-		}
-	}
-	const char *q;
-	bool int_part = all_digits(p, &q);
-	if (int_part && !*q) {
-		n->is_int = true;
-		errno = 0;
-		long long v = strtoll(s, NULL, 10);
-		n->int_ok = errno != ERANGE;
-		n->ival = v;
-		n->dval = strtod(s, NULL);
-		return true;
-	}
-	bool frac = false;
-	if (*q == '.') {
-		const char *r;
-		frac = all_digits(q + 1, &r);
-		q = r;
-	}
-	if (!int_part && !frac)
-		return false;
-	if (*q == 'e' || *q == 'E') {
-		q++;
-		if (*q == '-' || *q == '+')
-			q++;
-		if (!all_digits(q, &q))
-			return false;
-	}
-	if (*q)
-		return false;
-	n->is_int = false;
-	n->dval = strtod(s, NULL);
-	return true;
-}
-
 /* ---- the tensor name table -------------------------------------------------- */
 
 typedef struct {
@@ -239,23 +99,6 @@ static Desc describe(const DocNode *n)
 	case DOC_STR: snprintf(c.s, sizeof c.s, "'%s'", clip(n->text).s); break;
 	}
 	return c;
-}
-
-typedef struct {
-	char s[IR_MAX_RANK * 21 + 3];
-} ShapeStr;
-
-static ShapeStr shape_str(int rank, const int64_t *dim)
-{
-	ShapeStr t;
-	size_t n = 0;
-	t.s[n++] = '[';
-	for (int i = 0; i < rank; i++)
-		n += (size_t)snprintf(t.s + n, sizeof t.s - n, i ? ",%lld" : "%lld",
-				      (long long)dim[i]);
-	t.s[n++] = ']';
-	t.s[n] = 0;
-	return t;
 }
 
 /* ---- the builder ------------------------------------------------------------ */
@@ -754,8 +597,8 @@ static int op_stated(Builder *b, OpRead *r, const Tensor *out)
 		if (rank != out->rank || memcmp(dim, out->dim, sizeof dim[0] * (size_t)rank))
 			return fail(b, r->stated_shape,
 				    "op '%s' (%s): stated shape %s does not match the inferred shape %s",
-				    r->name, r->at, shape_str(rank, dim).s,
-				    shape_str(out->rank, out->dim).s);
+				    r->name, r->at, ir_shape_text(rank, dim).s,
+				    ir_shape_text(out->rank, out->dim).s);
 	}
 	return 0;
 }
@@ -1001,7 +844,7 @@ static GraphFormat choose_format(const char *file, const char *text, size_t len)
 		return FMT_JSON;
 	if (ends_with(file, ".yaml") || ends_with(file, ".yml"))
 		return FMT_YAML;
-	for (size_t i = bom_len(text, len); i < len; i++) {
+	for (size_t i = doc_bom_len(text, len); i < len; i++) {
 		char c = text[i];
 		if (c == ' ' || c == '\t' || c == '\n' || c == '\r')
 			continue;
@@ -1032,52 +875,13 @@ Graph *ir_read_mem(Arena *a, const char *file, const char *text, size_t len,
 	return g;
 }
 
-static char *slurp(FILE *f, const char *file, size_t *len, Diag *d)
-{
-	size_t cap = 1 << 16, n = 0;
-	char *buf = xmalloc(cap);
-	for (;;) {
-		if (n == cap) {
-			if (cap >= MAX_INPUT_BYTES) {
-				diag_set(d, file, 0, 0, "input is larger than %d MiB",
-					 MAX_INPUT_BYTES >> 20);
-				free(buf);
-				return NULL;
-			}
-			cap *= 2;
-			buf = xrealloc(buf, cap);
-		}
-		size_t got = fread(buf + n, 1, cap - n, f);
-		n += got;
-		if (got == 0)
-			break;
-	}
-	if (ferror(f)) {
-		diag_set(d, file, 0, 0, "cannot read: %s", strerror(errno));
-		free(buf);
-		return NULL;
-	}
-	*len = n;
-	return buf;
-}
-
 Graph *ir_read_file(Arena *a, const char *path, GraphFormat fmt, Diag *d)
 {
-	bool std = !strcmp(path, "-");
-	const char *file = std ? "<stdin>" : path;
-	FILE *f = std ? stdin : fopen(path, "rb");
-	if (!f) {
-		diag_set(d, file, 0, 0, "cannot open: %s", strerror(errno));
-		return NULL;
-	}
 	size_t len = 0;
-	errno = 0;
-	char *text = slurp(f, file, &len, d);
-	if (!std)
-		fclose(f);
+	char *text = read_file(path, MAX_INPUT_BYTES, &len, d);
 	if (!text)
 		return NULL;
-	Graph *g = ir_read_mem(a, file, text, len, fmt, d);
+	Graph *g = ir_read_mem(a, strcmp(path, "-") ? path : "<stdin>", text, len, fmt, d);
 	free(text);
 	return g;
 }

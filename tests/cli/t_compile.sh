@@ -110,3 +110,9 @@ for g in tests/golden/chains.yaml tests/golden/fusers.yaml tests/golden/holes.ya
 	check "jobs-ll-entries-$n" 0 sh -c '[ "$(grep -c "^.visible .entry" "$1")" = "$(grep -c "^.visible .entry" "$2")" ]' sh "$TMP/j1/$n.ptx" "$TMP/jll/$n.ptx"
 done
 check jobs-zero 2 "$FUSEC" compile $G -j 0 -o "$TMP/j0"
+
+# the schedule verifier (--verify) between search and codegen, on every example and
+# benchmark graph (the goldens go through it in t_search.sh)
+for g in docs/examples/*.yaml docs/examples/*.json tests/bench/gpu/*.json; do
+	check "compile-verify-$(basename "$g")" 0 "$FUSEC" compile "$g" -o "$TMP/v" --verify
+done
