@@ -31,7 +31,7 @@ ALL_CFLAGS = -std=c11 -D_POSIX_C_SOURCE=200809L $(WARN) $(CFLAGS) $(DEPS_CFLAGS)
 LIB_SRC     = lib/check.c lib/host.c lib/interp.c lib/npy.c lib/support.c
 IR_SRC      = ir/build.c ir/infer.c ir/liveness.c ir/ops.c ir/read_json.c ir/read_yaml.c ir/relative.c
 PASSES_SRC  = passes/block.c passes/explain.c passes/explorer.c passes/fuser_elemwise.c passes/fuser_matmul.c passes/fuser_reduce.c passes/fuser_reduce_bcast.c passes/fusers.c passes/intset.c passes/log.c passes/plan_store.c passes/processor.c passes/record.c passes/score.c
-CODEGEN_SRC = codegen/host_exec.c codegen/jit.c codegen/kernel_elemwise.c codegen/kernel_single.c codegen/lower.c codegen/math.c codegen/module.c codegen/plan.c
+CODEGEN_SRC = codegen/host_exec.c codegen/jit.c codegen/kernel_elemwise.c codegen/kernel_single.c codegen/lower.c codegen/math.c codegen/matmul_tiled.c codegen/module.c codegen/plan.c
 CMD_SRC     = cmd/bench.c cmd/compile.c cmd/explain.c cmd/fusec.c cmd/normalize.c cmd/run.c cmd/run_cpu.c cmd/run_cuda.c
 RT_SRC      = lib/bench.c lib/runtime.c
 TEST_SRC    = tests/unit/main.c tests/unit/graphgen.c tests/unit/test_backends.c tests/unit/test_codegen.c tests/unit/test_hostile.c tests/unit/test_infer.c tests/unit/test_interp.c tests/unit/test_math.c tests/unit/test_readers.c tests/unit/test_relative.c tests/unit/test_runtime.c tests/unit/test_search.c

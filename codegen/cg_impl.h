@@ -26,6 +26,7 @@ enum {
 typedef struct {
 	uint64_t hash;
 	CgKernelKind kind;
+	int variant;
 	RelOp *ops;              /* deep copy, module-owned (malloc) */
 	int nops;
 	bool *written;
@@ -109,8 +110,10 @@ LLVMValueRef cg_intrinsic(CgKb *kb, const char *name, LLVMTypeRef *types, int nt
 			  LLVMValueRef *args, int nargs);
 LLVMValueRef cg_and(CgKb *kb, LLVMValueRef a, LLVMValueRef b); /* a NULL: b */
 
-/* memo scopes around inner loops and branches */
+/* memo scopes around inner loops and branches; cg_memo_put gives tensor's value at
+ * an index (the tiled matmul hands its accumulators to the epilogue this way) */
 int cg_memo_mark(CgKb *kb);
+void cg_memo_put(CgKb *kb, int tensor, const CgIdx *idx, LLVMValueRef v);
 void cg_memo_release(CgKb *kb, int mark);
 
 /* grid-stride and counted loops: for (i = start; i < end; i += step) */
@@ -138,6 +141,12 @@ LLVMValueRef cg_eval_cat(CgKb *kb, const RelOp *op, CgIdx *out);
 LLVMValueRef cg_eval_gather(CgKb *kb, const RelOp *op, CgIdx *out);
 LLVMValueRef cg_eval_conv2d(CgKb *kb, const RelOp *op, CgIdx *out);
 LLVMValueRef cg_eval_pool2d(CgKb *kb, const RelOp *op, CgIdx *out);
+
+/* the tiled matmul (matmul_tiled.c): the kernel body for variant (a tile
+ * configuration) after the frame made the function; wr lists the written tensors.
+ * cg_matmul_launch sets the launch rule of its kernels. */
+int cg_matmul_tiled(CgKb *kb, int variant, const int *wr, int nw);
+void cg_matmul_launch(int variant, const RelOp *mm, CgLaunch *l);
 
 /* module.c */
 void cg_module_set_error(CgModule *m, Diag *d, const char *fmt, ...)

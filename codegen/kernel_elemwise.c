@@ -363,6 +363,11 @@ static void memo_add(CgKb *kb, int t, const CgIdx *x, LLVMValueRef v)
 	kb->memo[kb->nmemo++] = (CgMemo){t, *x, v};
 }
 
+void cg_memo_put(CgKb *kb, int tensor, const CgIdx *idx, LLVMValueRef v)
+{
+	memo_add(kb, tensor, idx, v);
+}
+
 /* ---- loops ----------------------------------------------------------------- */
 
 void cg_loop_begin(CgKb *kb, CgLoop *l, LLVMValueRef start, LLVMValueRef end, LLVMValueRef step)
@@ -1149,6 +1154,7 @@ CgKernel *cg_build(CgModule *m, const CgKernelSpec *s, uint64_t hash, Diag *d)
 	k->name = arena_strdup(m->arena, name);
 	k->kind = s->kind;
 	k->vectorized = vector;
+	k->variant = s->variant;
 	k->launch.vec = kb->vec;
 	k->launch.block = CG_BLOCK;
 	k->launch.max_grid = CG_MAX_GRID;
@@ -1190,7 +1196,10 @@ CgKernel *cg_build(CgModule *m, const CgKernelSpec *s, uint64_t hash, Diag *d)
 		tail = LLVMBuildAdd(kb->b, LLVMBuildMul(kb->b, nvec, cg_i64(kb, kb->vec), ""),
 				    kb->thread, "");
 	}
-	if (row_axis >= 0)
+	if (s->variant > 0) {
+		cg_matmul_launch(s->variant, &s->ops[0], &k->launch);
+		cg_matmul_tiled(kb, s->variant, wr, nw);
+	} else if (row_axis >= 0)
 		row_loops(kb, rank, ref, row_axis, wr, nw);
 	else {
 		CgLoop l;
