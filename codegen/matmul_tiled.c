@@ -184,6 +184,7 @@ typedef struct {
 	CgLoop phase;
 	LLVMValueRef fast[2];     /* i1 per operand: 16-byte chunks may be copied whole */
 	bool all_fast;            /* this copy of the tile loop knows both are */
+	LLVMValueRef pairok;      /* i1: the epilogue may store column pairs */
 	LLVMValueRef base[2];     /* element offset of the current tile's batch in A, B */
 	LLVMValueRef bpos[IR_MAX_RANK]; /* batch position of the current tile */
 	LLVMValueRef m0, n0;
@@ -662,26 +663,127 @@ static void epilogue_one(Mm *x, LLVMValueRef row, LLVMValueRef col, LLVMValueRef
 	LLVMPositionBuilderAtEnd(x->b, bn);
 }
 
+/* The storage bits of compute value v of a written tensor of dtype dt, for the
+ * paired store: NULL where dt is not paired. */
+static LLVMValueRef store_bits(Mm *x, LLVMValueRef v, DType dt)
+{
+	CgModule *m = x->kb->m;
+	switch (dt) {
+	case DT_BF16: {
+		LLVMValueRef r = cg_convert(x->kb, v, DT_F32, DT_BF16);
+		r = LLVMBuildLShr(x->b, LLVMBuildBitCast(x->b, r, m->t_i32, ""), i32c(x, 16), "");
+		return LLVMBuildTrunc(x->b, r, m->t_i16, "");
+	}
+	case DT_F16:
+		return LLVMBuildBitCast(x->b, LLVMBuildFPTrunc(x->b, v, m->t_f16, ""), m->t_i16, "");
+	case DT_F32:
+		return LLVMBuildBitCast(x->b, v, m->t_i32, "");
+	case DT_I32: case DT_I16:
+		return v;
+	default:
+		return NULL;
+	}
+}
+
+static bool pairable(DType dt)
+{
+	return dt == DT_BF16 || dt == DT_F16 || dt == DT_F32 || dt == DT_I32 || dt == DT_I16;
+}
+
+/* Two accumulators of adjacent columns (col, col + 1): where both are inside and
+ * the written buffers allow (x->pairok), each written tensor gets one store of
+ * both values (4 or 8 bytes instead of two stores); else one at a time. */
+static void epilogue_pair(Mm *x, LLVMValueRef row, LLVMValueRef col, LLVMValueRef v0,
+			  LLVMValueRef v1, const int *wr, int nw)
+{
+	CgKb *kb = x->kb;
+	CgModule *m = kb->m;
+	LLVMValueRef gr = add(x, x->m0, row), gc = add(x, x->n0, col);
+	LLVMValueRef both = LLVMBuildAnd(x->b, lt(x, gr, x->M), lt(x, addc(x, gc, 1), x->N), "");
+	both = LLVMBuildAnd(x->b, both, x->pairok, "");
+	LLVMBasicBlockRef bp = LLVMAppendBasicBlockInContext(m->ctx, kb->fn, "epi.pair");
+	LLVMBasicBlockRef bs = LLVMAppendBasicBlockInContext(m->ctx, kb->fn, "epi.single");
+	LLVMBasicBlockRef bn = LLVMAppendBasicBlockInContext(m->ctx, kb->fn, "epi.done");
+	LLVMBuildCondBr(x->b, both, bp, bs);
+	LLVMPositionBuilderAtEnd(x->b, bp);
+	LLVMValueRef vals[2][8];
+	CgIdx at = cg_idx_of(x->rank, x->to->shape);
+	at.has_dims = true;
+	for (int d = 0; d < x->rank - 2; d++)
+		at.i[d] = x->bpos[d];
+	at.i[x->rank - 2] = gr;
+	LLVMValueRef off = NULL;
+	for (int h = 0; h < 2; h++) {
+		int mark = cg_memo_mark(kb);
+		at.i[x->rank - 1] = h ? addc(x, gc, 1) : gc;
+		at.flat = NULL;
+		cg_memo_put(kb, x->to->id, &at, h ? v1 : v0);
+		for (int k = 0; k < nw && k < 8; k++) {
+			CgIdx y = at;
+			y.shape = kb->tinfo[wr[k]]->shape;
+			vals[h][k] = store_bits(x, cg_eval(kb, wr[k], &y), (DType)kb->tinfo[wr[k]]->dtype);
+			if (h == 0 && k == 0)
+				off = cg_offset(kb, &y);
+		}
+		cg_memo_release(kb, mark);
+	}
+	for (int k = 0; k < nw && k < 8; k++) {
+		LLVMTypeRef et = LLVMTypeOf(vals[0][k]);
+		LLVMValueRef v = LLVMGetUndef(LLVMVectorType(et, 2));
+		v = LLVMBuildInsertElement(x->b, v, vals[0][k], i32c(x, 0), "");
+		v = LLVMBuildInsertElement(x->b, v, vals[1][k], i32c(x, 1), "");
+		LLVMValueRef p = LLVMBuildGEP2(x->b, et, kb->buf[wr[k]], &off, 1, "");
+		LLVMSetAlignment(LLVMBuildStore(x->b, v, p), 2 * LLVMGetIntTypeWidth(et) / 8);
+	}
+	LLVMBuildBr(x->b, bn);
+	LLVMPositionBuilderAtEnd(x->b, bs);
+	epilogue_one(x, row, col, v0, wr, nw);
+	epilogue_one(x, row, addc(x, col, 1), v1, wr, nw);
+	LLVMBuildBr(x->b, bn);
+	LLVMPositionBuilderAtEnd(x->b, bn);
+}
+
+/* Whether the epilogue's paired stores apply: every written tensor of a pairable
+ * dtype (at most 8 of them), N even, every written buffer aligned to a pair. */
+static LLVMValueRef pair_ok(Mm *x, const int *wr, int nw)
+{
+	CgKb *kb = x->kb;
+	LLVMValueRef no = LLVMConstInt(kb->m->t_i1, 0, 0);
+	if (nw > 8)
+		return no;
+	LLVMValueRef ok = LLVMBuildICmp(x->b, LLVMIntEQ, uremc(x, x->N, 2), i64c(x, 0), "");
+	for (int k = 0; k < nw; k++) {
+		DType dt = (DType)kb->tinfo[wr[k]]->dtype;
+		if (!pairable(dt))
+			return no;
+		LLVMValueRef p = LLVMBuildPtrToInt(x->b, kb->buf[wr[k]], kb->m->t_i64, "");
+		ok = LLVMBuildAnd(x->b, ok, LLVMBuildICmp(x->b, LLVMIntEQ,
+			uremc(x, p, 2 * ir_dtype_size(dt)), i64c(x, 0), ""), "");
+	}
+	return ok;
+}
+
 static void epilogue(Mm *x, const int *wr, int nw)
 {
 	CgKb *kb = x->kb;
 	LLVMValueRef tid = phase_begin(x);
 	if (x->gpu || !x->c->tc) {
 		/* unrolled: accumulators stay registers on the GPU */
-		for (int e = 0; e < x->nacc; e++) {
+		for (int e = 0; e < x->nacc; e += 2) {
 			LLVMValueRef row, col;
 			if (x->c->tc)
 				tc_pos(x, tid, i64c(x, e), &row, &col);
 			else
 				simt_pos(x, tid, e, &row, &col);
-			epilogue_one(x, row, col, acc_load(x, i64c(x, e)), wr, nw);
+			epilogue_pair(x, row, col, acc_load(x, i64c(x, e)),
+				      acc_load(x, i64c(x, e + 1)), wr, nw);
 		}
 	} else {
 		CgLoop le;
-		cg_loop_begin(kb, &le, i64c(x, 0), i64c(x, x->nacc), i64c(x, 1));
+		cg_loop_begin(kb, &le, i64c(x, 0), i64c(x, x->nacc), i64c(x, 2));
 		LLVMValueRef row, col;
 		tc_pos(x, tid, le.i, &row, &col);
-		epilogue_one(x, row, col, acc_load(x, le.i), wr, nw);
+		epilogue_pair(x, row, col, acc_load(x, le.i), acc_load(x, addc(x, le.i, 1)), wr, nw);
 		cg_loop_end(kb, &le);
 	}
 	phase_end(x);
@@ -886,6 +988,7 @@ int cg_matmul_tiled(CgKb *kb, int variant, const int *wr, int nw)
 	LLVMValueRef nblocks = x->gpu ? sreg(x, "llvm.nvvm.read.ptx.sreg.nctaid.x") : LLVMGetParam(kb->fn, 2);
 	x->fast[0] = is_aligned16(x, x->K, 0);
 	x->fast[1] = is_aligned16(x, x->N, 1);
+	x->pairok = pair_ok(x, wr, nw);
 
 	/* two copies of the tile loop: one where both operands are copied by whole
 	 * chunks (its registers and code hold nothing of the element path), one for
