@@ -143,7 +143,7 @@ bool cg_module_is_host(const CgModule *m);
 void cg_module_free(CgModule *m);
 
 /* The tile configuration of a matmul kernel for the segment's dims (dims[shape id]),
- * from the table of codegen/matmul_tiled.c: 0 (not tiled) unless spec is a Matmul or
+ * from the table of codegen/kernel_matmul.c: 0 (not tiled) unless spec is a Matmul or
  * single matmul kernel over f16/bf16 (arch sm_80 or later, or host) or f32. */
 int cg_matmul_variant(const CgKernelSpec *spec, const char *arch, bool host,
 		      const int64_t *dims, int ndims);

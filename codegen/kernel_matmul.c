@@ -1,4 +1,47 @@
-/* matmul_tiled.c: the tiled matmul kernel and its tile-configuration table.
+/* kernel_matmul.c: the matmul family: batched a[..., m, k] x b[..., k, n], batch
+ * dims broadcast.
+ *
+ * cg_eval_matmul is an evaluator node (see eval.c): given the output index it emits
+ * the loop over k that computes that one element, reading both operands through
+ * cg_eval (so elementwise producers fuse on read). This is the plain version: one
+ * thread per output element, the accumulator in a register (the input's float type,
+ * or i64 for integers). It serves the dtypes and archs the tiled kernel below does
+ * not take.
+ *
+ * The tiled kernel (cg_matmul_tiled) and its tile-configuration table follow it. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cg_impl.h"
+
+LLVMValueRef cg_eval_matmul(CgKb *kb, const RelOp *op, CgIdx *out)
+{
+	const RelTensor *a = &op->t[0], *b = &op->t[1];
+	DType it = (DType)a->dtype;
+	DType t = ir_dtype_is_float(it) ? it : DT_I64;  /* accumulator dtype */
+	int r = a->rank;
+	CgLoop l;
+	cg_loop_begin(kb, &l, cg_i64(kb, 0), cg_dim(kb, a->shape[r - 1]), cg_i64(kb, 1));
+	LLVMValueRef acc = cg_carry(kb, &l, cg_zero(kb, t));
+	LLVMValueRef pa[IR_MAX_RANK], pb[IR_MAX_RANK];
+	for (int d = 0; d < r - 2; d++) {
+		pa[d] = a->shape[d] == 0 ? cg_i64(kb, 0) : out->i[d];
+		pb[d] = b->shape[d] == 0 ? cg_i64(kb, 0) : out->i[d];
+	}
+	pa[r - 2] = out->i[r - 2];
+	pa[r - 1] = l.i;
+	pb[r - 2] = l.i;
+	pb[r - 1] = out->i[r - 1];
+	CgIdx xa = cg_idx_at(a, pa), xb = cg_idx_at(b, pb);
+	LLVMValueRef va = cg_convert(kb, cg_eval(kb, a->id, &xa), it, t);
+	LLVMValueRef vb = cg_convert(kb, cg_eval(kb, b->id, &xb), it, t);
+	cg_carry_next(kb, &l, acc, cg_binary_value(kb, OP_ADD, t, acc, cg_binary_value(kb, OP_MUL, t, va, vb)));
+	cg_loop_end(kb, &l);
+	return cg_convert(kb, acc, t, it);
+}
+
+/* ---- the tiled kernel ----------------------------------------------------------
  *
  * A Matmul kernel (a matmul and its elementwise epilogue, or a matmul alone) whose
  * operands are f16, bf16 or f32 runs as a tiled kernel when lower.c picks a tile
@@ -44,11 +87,7 @@
  * Launch: MM_THREADS threads per block, one block per output tile (the launch rule's
  * work is the output's elements, BM*BN per "thread" of vec); the loop over tiles
  * makes any grid correct. Shared memory is static (at most 48 KiB). */
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 
-#include "cg_impl.h"
 
 enum {
 	MM_THREADS = 256,        /* = CG_BLOCK, the kernels' maxntid */
@@ -651,7 +690,7 @@ static void epilogue_one(Mm *x, LLVMValueRef row, LLVMValueRef col, LLVMValueRef
 	at.i[x->rank - 2] = gr;
 	at.i[x->rank - 1] = gc;
 	/* the matmul's value, as cg_eval_matmul gives it: f32 for f16/bf16 */
-	cg_memo_put(kb, x->to->id, &at, v);
+	cg_memo_add(kb, x->to->id, &at, v);
 	for (int k = 0; k < nw; k++) {
 		CgIdx y = at;
 		y.shape = kb->tinfo[wr[k]]->shape;
@@ -717,7 +756,7 @@ static void epilogue_pair(Mm *x, LLVMValueRef row, LLVMValueRef col, LLVMValueRe
 		int mark = cg_memo_mark(kb);
 		at.i[x->rank - 1] = h ? addc(x, gc, 1) : gc;
 		at.flat = NULL;
-		cg_memo_put(kb, x->to->id, &at, h ? v1 : v0);
+		cg_memo_add(kb, x->to->id, &at, h ? v1 : v0);
 		for (int k = 0; k < nw && k < 8; k++) {
 			CgIdx y = at;
 			y.shape = kb->tinfo[wr[k]]->shape;
