@@ -223,7 +223,8 @@ typedef struct {
 	CgLoop phase;
 	LLVMValueRef fast[2];     /* i1 per operand: 16-byte chunks may be copied whole */
 	bool all_fast;            /* this copy of the tile loop knows both are */
-	LLVMValueRef pairok;      /* i1: the epilogue may store column pairs */
+	LLVMValueRef vecok;       /* i1: the epilogue may store column vectors */
+	int epi_rows;             /* rows of the block tile per epilogue pass */
 	LLVMValueRef base[2];     /* element offset of the current tile's batch in A, B */
 	LLVMValueRef bpos[IR_MAX_RANK]; /* batch position of the current tile */
 	LLVMValueRef m0, n0;
@@ -326,6 +327,23 @@ static LLVMValueRef phase_begin(Mm *x)
 	cg_loop_begin(x->kb, &x->phase, i64c(x, 0), i64c(x, MM_THREADS), i64c(x, 1));
 	x->tid = x->phase.i;
 	return x->tid;
+}
+
+/* GPU: the thread id through an opaque move, so that what the epilogue derives from
+ * it is computed where it is used, not hoisted out of the tile loop to occupy
+ * registers through the main loop. */
+static LLVMValueRef opaque_tid(Mm *x, LLVMValueRef tid)
+{
+	if (!x->gpu)
+		return tid;
+	CgModule *m = x->kb->m;
+	LLVMValueRef t32 = LLVMBuildTrunc(x->b, tid, m->t_i32, "");
+	LLVMTypeRef ft = LLVMFunctionType(m->t_i32, &m->t_i32, 1, 0);
+	const char *text = "mov.u32 $0, $1;", *cons = "=r,r";
+	LLVMValueRef fn = LLVMGetInlineAsm(ft, text, strlen(text), cons, strlen(cons), 1, 0,
+					   LLVMInlineAsmDialectATT, 0);
+	LLVMValueRef r = LLVMBuildCall2(x->b, ft, fn, &t32, 1, "");
+	return LLVMBuildZExt(x->b, r, m->t_i64, "");
 }
 
 static void phase_end(Mm *x)
@@ -670,18 +688,12 @@ static void compute_stage(Mm *x, LLVMValueRef s)
 		tc_compute_host(x, s);
 }
 
-/* The epilogue of one accumulator: value v at block-tile (row, col). */
-static void epilogue_one(Mm *x, LLVMValueRef row, LLVMValueRef col, LLVMValueRef v,
-			 const int *wr, int nw)
+/* The epilogue of one element at output position (gr, gc) of the current tile's batch
+ * with matmul value v: every written tensor is evaluated there and stored. */
+static void epi_one(Mm *x, LLVMValueRef gr, LLVMValueRef gc, LLVMValueRef v, const int *wr,
+		    int nw)
 {
 	CgKb *kb = x->kb;
-	CgModule *m = kb->m;
-	LLVMValueRef gr = add(x, x->m0, row), gc = add(x, x->n0, col);
-	LLVMValueRef ok = LLVMBuildAnd(x->b, lt(x, gr, x->M), lt(x, gc, x->N), "");
-	LLVMBasicBlockRef bs = LLVMAppendBasicBlockInContext(m->ctx, kb->fn, "epi");
-	LLVMBasicBlockRef bn = LLVMAppendBasicBlockInContext(m->ctx, kb->fn, "epi.next");
-	LLVMBuildCondBr(x->b, ok, bs, bn);
-	LLVMPositionBuilderAtEnd(x->b, bs);
 	int mark = cg_memo_mark(kb);
 	CgIdx at = cg_idx_of(x->rank, x->to->shape);
 	at.has_dims = true;
@@ -698,12 +710,10 @@ static void epilogue_one(Mm *x, LLVMValueRef row, LLVMValueRef col, LLVMValueRef
 		cg_store(kb, wr[k], cg_offset(kb, &y), val);
 	}
 	cg_memo_release(kb, mark);
-	LLVMBuildBr(x->b, bn);
-	LLVMPositionBuilderAtEnd(x->b, bn);
 }
 
 /* The storage bits of compute value v of a written tensor of dtype dt, for the
- * paired store: NULL where dt is not paired. */
+ * vector stores: NULL where dt has none. */
 static LLVMValueRef store_bits(Mm *x, LLVMValueRef v, DType dt)
 {
 	CgModule *m = x->kb->m;
@@ -724,108 +734,163 @@ static LLVMValueRef store_bits(Mm *x, LLVMValueRef v, DType dt)
 	}
 }
 
-static bool pairable(DType dt)
+static bool vector_dtype(DType dt)
 {
 	return dt == DT_BF16 || dt == DT_F16 || dt == DT_F32 || dt == DT_I32 || dt == DT_I16;
 }
 
-/* Two accumulators of adjacent columns (col, col + 1): where both are inside and
- * the written buffers allow (x->pairok), each written tensor gets one store of
- * both values (4 or 8 bytes instead of two stores); else one at a time. */
-static void epilogue_pair(Mm *x, LLVMValueRef row, LLVMValueRef col, LLVMValueRef v0,
-			  LLVMValueRef v1, const int *wr, int nw)
+enum {
+	MM_EPI_V = 8,            /* epilogue: consecutive columns per thread and step */
+	MM_EPI_PAD = 8,          /* floats after each staged row: no bank conflicts */
+	MM_EPI_MAXW = 8,         /* written tensors the vector stores take */
+};
+
+/* Whether the epilogue's vector stores apply: every written tensor of a vector dtype,
+ * N a multiple of MM_EPI_V, every written buffer aligned to a vector. */
+static LLVMValueRef vector_ok(Mm *x, const int *wr, int nw)
+{
+	CgKb *kb = x->kb;
+	LLVMValueRef no = LLVMConstInt(kb->m->t_i1, 0, 0);
+	if (nw > MM_EPI_MAXW)
+		return no;
+	LLVMValueRef ok = LLVMBuildICmp(x->b, LLVMIntEQ, uremc(x, x->N, MM_EPI_V), i64c(x, 0), "");
+	for (int k = 0; k < nw; k++) {
+		DType dt = (DType)kb->tinfo[wr[k]]->dtype;
+		if (!vector_dtype(dt))
+			return no;
+		LLVMValueRef p = LLVMBuildPtrToInt(x->b, kb->buf[wr[k]], kb->m->t_i64, "");
+		ok = LLVMBuildAnd(x->b, ok, LLVMBuildICmp(x->b, LLVMIntEQ,
+			uremc(x, p, MM_EPI_V * ir_dtype_size(dt)), i64c(x, 0), ""), "");
+	}
+	return ok;
+}
+
+/* Pointer to staged float (row, col) of the epilogue buffer (ot values). */
+static LLVMValueRef staged(Mm *x, LLVMValueRef row, LLVMValueRef col)
+{
+	int ld = x->c->bn + MM_EPI_PAD;
+	return smem_at(x, mulc(x, add(x, mulc(x, to_ot(x, row), ld), to_ot(x, col)), 4));
+}
+
+/* MM_EPI_V consecutive columns from (gr, gc) whose staged values start at (r, cc). */
+static void epi_vector(Mm *x, LLVMValueRef r, LLVMValueRef cc, LLVMValueRef gr,
+		       LLVMValueRef gc, const int *wr, int nw)
 {
 	CgKb *kb = x->kb;
 	CgModule *m = kb->m;
-	LLVMValueRef gr = add(x, x->m0, row), gc = add(x, x->n0, col);
-	LLVMValueRef both = LLVMBuildAnd(x->b, lt(x, gr, x->M), lt(x, addc(x, gc, 1), x->N), "");
-	both = LLVMBuildAnd(x->b, both, x->pairok, "");
-	LLVMBasicBlockRef bp = LLVMAppendBasicBlockInContext(m->ctx, kb->fn, "epi.pair");
-	LLVMBasicBlockRef bs = LLVMAppendBasicBlockInContext(m->ctx, kb->fn, "epi.single");
-	LLVMBasicBlockRef bn = LLVMAppendBasicBlockInContext(m->ctx, kb->fn, "epi.done");
-	LLVMBuildCondBr(x->b, both, bp, bs);
-	LLVMPositionBuilderAtEnd(x->b, bp);
-	LLVMValueRef vals[2][8];
+	LLVMTypeRef v4 = LLVMVectorType(m->t_f32, 4);
+	LLVMValueRef val[MM_EPI_V];
+	for (int h = 0; h < MM_EPI_V / 4; h++) {
+		LLVMValueRef v = LLVMBuildLoad2(x->b, v4, staged(x, r, addc(x, cc, h * 4)), "");
+		LLVMSetAlignment(v, 16);
+		for (int q = 0; q < 4; q++)
+			val[h * 4 + q] = LLVMBuildExtractElement(x->b, v, i32c(x, q), "");
+	}
+	LLVMValueRef bits[MM_EPI_MAXW][MM_EPI_V];
 	CgIdx at = cg_idx_of(x->rank, x->to->shape);
 	at.has_dims = true;
 	for (int d = 0; d < x->rank - 2; d++)
 		at.i[d] = x->bpos[d];
 	at.i[x->rank - 2] = gr;
 	LLVMValueRef off = NULL;
-	for (int h = 0; h < 2; h++) {
+	for (int e = 0; e < MM_EPI_V; e++) {
 		int mark = cg_memo_mark(kb);
-		at.i[x->rank - 1] = h ? addc(x, gc, 1) : gc;
+		at.i[x->rank - 1] = e ? addc(x, gc, e) : gc;
 		at.flat = NULL;
-		cg_memo_add(kb, x->to->id, &at, h ? v1 : v0);
-		for (int k = 0; k < nw && k < 8; k++) {
+		cg_memo_add(kb, x->to->id, &at, val[e]);
+		for (int k = 0; k < nw; k++) {
 			CgIdx y = at;
 			y.shape = kb->tinfo[wr[k]]->shape;
-			vals[h][k] = store_bits(x, cg_eval(kb, wr[k], &y), (DType)kb->tinfo[wr[k]]->dtype);
-			if (h == 0 && k == 0)
+			bits[k][e] = store_bits(x, cg_eval(kb, wr[k], &y), (DType)kb->tinfo[wr[k]]->dtype);
+			if (e == 0 && k == 0)
 				off = cg_offset(kb, &y);
 		}
 		cg_memo_release(kb, mark);
 	}
-	for (int k = 0; k < nw && k < 8; k++) {
-		LLVMTypeRef et = LLVMTypeOf(vals[0][k]);
-		LLVMValueRef v = LLVMGetUndef(LLVMVectorType(et, 2));
-		v = LLVMBuildInsertElement(x->b, v, vals[0][k], i32c(x, 0), "");
-		v = LLVMBuildInsertElement(x->b, v, vals[1][k], i32c(x, 1), "");
-		LLVMValueRef p = LLVMBuildGEP2(x->b, et, kb->buf[wr[k]], &off, 1, "");
-		LLVMSetAlignment(LLVMBuildStore(x->b, v, p), 2 * LLVMGetIntTypeWidth(et) / 8);
-	}
-	LLVMBuildBr(x->b, bn);
-	LLVMPositionBuilderAtEnd(x->b, bs);
-	epilogue_one(x, row, col, v0, wr, nw);
-	epilogue_one(x, row, addc(x, col, 1), v1, wr, nw);
-	LLVMBuildBr(x->b, bn);
-	LLVMPositionBuilderAtEnd(x->b, bn);
-}
-
-/* Whether the epilogue's paired stores apply: every written tensor of a pairable
- * dtype (at most 8 of them), N even, every written buffer aligned to a pair. */
-static LLVMValueRef pair_ok(Mm *x, const int *wr, int nw)
-{
-	CgKb *kb = x->kb;
-	LLVMValueRef no = LLVMConstInt(kb->m->t_i1, 0, 0);
-	if (nw > 8)
-		return no;
-	LLVMValueRef ok = LLVMBuildICmp(x->b, LLVMIntEQ, uremc(x, x->N, 2), i64c(x, 0), "");
 	for (int k = 0; k < nw; k++) {
-		DType dt = (DType)kb->tinfo[wr[k]]->dtype;
-		if (!pairable(dt))
-			return no;
-		LLVMValueRef p = LLVMBuildPtrToInt(x->b, kb->buf[wr[k]], kb->m->t_i64, "");
-		ok = LLVMBuildAnd(x->b, ok, LLVMBuildICmp(x->b, LLVMIntEQ,
-			uremc(x, p, 2 * ir_dtype_size(dt)), i64c(x, 0), ""), "");
+		LLVMTypeRef et = LLVMTypeOf(bits[k][0]);
+		LLVMValueRef v = LLVMGetUndef(LLVMVectorType(et, MM_EPI_V));
+		for (int e = 0; e < MM_EPI_V; e++)
+			v = LLVMBuildInsertElement(x->b, v, bits[k][e], i32c(x, e), "");
+		LLVMValueRef p = LLVMBuildGEP2(x->b, et, kb->buf[wr[k]], &off, 1, "");
+		LLVMSetAlignment(LLVMBuildStore(x->b, v, p), MM_EPI_V * LLVMGetIntTypeWidth(et) / 8);
 	}
-	return ok;
 }
 
+/* The epilogue, through shared memory: in passes of epi_rows rows of the block tile,
+ * every thread writes its accumulators of those rows to a staged f32 tile; then the
+ * threads walk the staged rows MM_EPI_V consecutive columns at a time (coalesced),
+ * evaluate the written tensors there and store them, as one vector per tensor where
+ * the columns are inside and the buffers allow, else element by element. One copy
+ * of the epilogue's code serves the vector step, one the edge. */
 static void epilogue(Mm *x, const int *wr, int nw)
 {
 	CgKb *kb = x->kb;
-	LLVMValueRef tid = phase_begin(x);
-	if (x->gpu || !x->c->tc) {
-		/* unrolled: accumulators stay registers on the GPU */
+	CgModule *m = kb->m;
+	const MmConfig *c = x->c;
+	int R = x->epi_rows;
+	int per_row = c->bn / MM_EPI_V;
+	int steps = (R * per_row + MM_THREADS - 1) / MM_THREADS;
+	LLVMTypeRef f2 = LLVMVectorType(m->t_f32, 2);
+	for (int h = 0; h < c->bm / R; h++) {
+		/* nobody reads the stages (or the previous pass) any more */
+		barrier(x);
+		LLVMValueRef tid = opaque_tid(x, phase_begin(x));
 		for (int e = 0; e < x->nacc; e += 2) {
 			LLVMValueRef row, col;
-			if (x->c->tc)
+			if (c->tc)
 				tc_pos(x, tid, i64c(x, e), &row, &col);
 			else
 				simt_pos(x, tid, e, &row, &col);
-			epilogue_pair(x, row, col, acc_load(x, i64c(x, e)),
-				      acc_load(x, i64c(x, e + 1)), wr, nw);
+			LLVMValueRef lr = LLVMBuildSub(x->b, row, i64c(x, (int64_t)h * R), "");
+			LLVMValueRef in = LLVMBuildICmp(x->b, LLVMIntULT, lr, i64c(x, R), "");
+			LLVMBasicBlockRef bw = LLVMAppendBasicBlockInContext(m->ctx, kb->fn, "epi.stage");
+			LLVMBasicBlockRef bn = LLVMAppendBasicBlockInContext(m->ctx, kb->fn, "epi.staged");
+			LLVMBuildCondBr(x->b, in, bw, bn);
+			LLVMPositionBuilderAtEnd(x->b, bw);
+			LLVMValueRef v = LLVMGetUndef(f2);
+			v = LLVMBuildInsertElement(x->b, v, acc_load(x, i64c(x, e)), i32c(x, 0), "");
+			v = LLVMBuildInsertElement(x->b, v, acc_load(x, i64c(x, e + 1)), i32c(x, 1), "");
+			LLVMSetAlignment(LLVMBuildStore(x->b, v, staged(x, lr, col)), 8);
+			LLVMBuildBr(x->b, bn);
+			LLVMPositionBuilderAtEnd(x->b, bn);
 		}
-	} else {
+		phase_end(x);
+		barrier(x);
+
+		tid = opaque_tid(x, phase_begin(x));
+		CgLoop ls;
+		cg_loop_begin(kb, &ls, i64c(x, 0), i64c(x, steps), i64c(x, 1));
+		LLVMValueRef q = add(x, tid, mulc(x, ls.i, MM_THREADS));
+		LLVMValueRef r = udivc(x, q, per_row), cc = mulc(x, uremc(x, q, per_row), MM_EPI_V);
+		LLVMValueRef gr = add(x, x->m0, addc(x, r, (int64_t)h * R));
+		LLVMValueRef gc = add(x, x->n0, cc);
+		LLVMValueRef inside = LLVMBuildAnd(x->b, lt(x, q, i64c(x, (int64_t)R * per_row)),
+						   lt(x, gr, x->M), "");
+		LLVMBasicBlockRef bin = LLVMAppendBasicBlockInContext(m->ctx, kb->fn, "epi.row");
+		LLVMBasicBlockRef bvec = LLVMAppendBasicBlockInContext(m->ctx, kb->fn, "epi.vec");
+		LLVMBasicBlockRef bedge = LLVMAppendBasicBlockInContext(m->ctx, kb->fn, "epi.edge");
+		LLVMBasicBlockRef bdone = LLVMAppendBasicBlockInContext(m->ctx, kb->fn, "epi.done");
+		LLVMBuildCondBr(x->b, inside, bin, bdone);
+		LLVMPositionBuilderAtEnd(x->b, bin);
+		LLVMValueRef full = LLVMBuildICmp(x->b, LLVMIntSLE, addc(x, gc, MM_EPI_V), x->N, "");
+		LLVMBuildCondBr(x->b, LLVMBuildAnd(x->b, full, x->vecok, ""), bvec, bedge);
+		LLVMPositionBuilderAtEnd(x->b, bvec);
+		epi_vector(x, r, cc, gr, gc, wr, nw);
+		LLVMBuildBr(x->b, bdone);
+		LLVMPositionBuilderAtEnd(x->b, bedge);
 		CgLoop le;
-		cg_loop_begin(kb, &le, i64c(x, 0), i64c(x, x->nacc), i64c(x, 2));
-		LLVMValueRef row, col;
-		tc_pos(x, tid, le.i, &row, &col);
-		epilogue_pair(x, row, col, acc_load(x, le.i), acc_load(x, addc(x, le.i, 1)), wr, nw);
+		LLVMValueRef left = LLVMBuildSub(x->b, x->N, gc, "");
+		cg_loop_begin(kb, &le, i64c(x, 0), min64(x, left, i64c(x, MM_EPI_V)), i64c(x, 1));
+		LLVMValueRef pv = LLVMBuildLoad2(x->b, m->t_f32, staged(x, r, add(x, cc, le.i)), "");
+		LLVMSetAlignment(pv, 4);
+		epi_one(x, gr, add(x, gc, le.i), pv, wr, nw);
 		cg_loop_end(kb, &le);
+		LLVMBuildBr(x->b, bdone);
+		LLVMPositionBuilderAtEnd(x->b, bdone);
+		cg_loop_end(kb, &ls);
+		phase_end(x);
 	}
-	phase_end(x);
 }
 
 /* Element offset, in operand t (A or B), of the first element of the matrix at batch
@@ -1027,7 +1092,10 @@ int cg_matmul_tiled(CgKb *kb, int variant, const int *wr, int nw)
 	LLVMValueRef nblocks = x->gpu ? sreg(x, "llvm.nvvm.read.ptx.sreg.nctaid.x") : LLVMGetParam(kb->fn, 2);
 	x->fast[0] = is_aligned16(x, x->K, 0);
 	x->fast[1] = is_aligned16(x, x->N, 1);
-	x->pairok = pair_ok(x, wr, nw);
+	x->vecok = vector_ok(x, wr, nw);
+	x->epi_rows = c->bm;
+	while (x->epi_rows * (c->bn + MM_EPI_PAD) * 4 > smem_bytes)
+		x->epi_rows /= 2;
 
 	/* two copies of the tile loop: one where both operands are copied by whole
 	 * chunks (its registers and code hold nothing of the element path), one for
