@@ -190,6 +190,13 @@ int cg_matmul_variant(const CgKernelSpec *s, const char *arch, bool host,
 	int64_t m = dim_of(out->shape[r - 2], dims, ndims);
 	int64_t n = dim_of(out->shape[r - 1], dims, ndims);
 	int64_t big = batch * ((m + 127) / 128) * ((n + 127) / 128);
+	/* measuring the table (docs/benchmarks.md): FUSEC_MATMUL_TILES=NAME forces the
+	 * configuration NAME wherever its kind (tc or fma) applies */
+	const char *force = getenv("FUSEC_MATMUL_TILES");
+	for (int v = 1; force && v < MM_NCONFIGS; v++)
+		if (!strcmp(force, mm_configs[v].name) && mm_configs[v].tc == (t != DT_F32) &&
+		    (t == DT_F32 || host || (arch && !strncmp(arch, "sm_", 3) && atoi(arch + 3) >= 80)))
+			return v;
 	if (t == DT_F32)
 		return big >= MM_WAVE ? 3 : 4;
 	/* mma.sync m16n8k16 and cp.async need sm_80 */

@@ -135,6 +135,9 @@ int main(void)
 	for (size_t i = 0; i < SUITE_COUNT(suites); i++)
 		for (size_t j = 0; j < *suites[i].n; j++)
 			all[k++] = suites[i].tests[j];
+	/* FUSEC_TEST_FILTER=test_matmul* runs the matching tests only (development) */
+	if (getenv("FUSEC_TEST_FILTER"))
+		cmocka_set_test_filter(getenv("FUSEC_TEST_FILTER"));
 	int failed = _cmocka_run_group_tests("fusec", all, total, NULL, NULL);
 	free(all);
 	return failed ? 1 : 0;
