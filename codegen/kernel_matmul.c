@@ -101,17 +101,20 @@ enum {
 typedef struct {
 	const char *name;
 	bool tc;                 /* tensor cores (f16/bf16) or SIMT FMA (f32) */
+	int min_blocks;          /* blocks per SM to ask of ptxas (minnctapersm), 0: none */
 	int bm, bn, bk;          /* block tile */
 	int wm, wn;              /* tc: warps along M and N (wm * wn = 8) */
 	int stages;              /* shared-memory pipeline depth */
 } MmConfig;
 
 static const MmConfig mm_configs[] = {
-	{"plain", false, 0, 0, 0, 0, 0, 0},
-	{"tc128x128x32s3", true, 128, 128, 32, 2, 4, 3},
-	{"tc64x64x32s3", true, 64, 64, 32, 2, 4, 3},
-	{"fma128x128x16s3", false, 128, 128, 16, 0, 0, 3},
-	{"fma64x64x16s3", false, 64, 64, 16, 0, 0, 3},
+	{"plain", false, 0, 0, 0, 0, 0, 0, 0},
+	/* 2 blocks per SM: ptxas fits 128 registers (180 unbounded) with a few bytes
+	 * of spills, and 16 warps hide ldmatrix and mma latency better than 8 */
+	{"tc128x128x32s3", true, 2, 128, 128, 32, 2, 4, 3},
+	{"tc64x64x32s3", true, 0, 64, 64, 32, 2, 4, 3},
+	{"fma128x128x16s3", false, 0, 128, 128, 16, 0, 0, 3},
+	{"fma64x64x16s3", false, 0, 64, 64, 16, 0, 0, 3},
 };
 enum { MM_NCONFIGS = (int)(sizeof mm_configs / sizeof mm_configs[0]) };
 
@@ -1071,6 +1074,15 @@ int cg_matmul_tiled(CgKb *kb, int variant, const int *wr, int nw)
 	/* storage: shared memory and accumulators */
 	LLVMBasicBlockRef entry = LLVMGetInsertBlock(x->b);
 	LLVMTypeRef sty = LLVMArrayType(m->t_i8, (unsigned)smem_bytes);
+	if (x->gpu && c->min_blocks > 0) {
+		LLVMMetadataRef md[3] = {
+			LLVMValueAsMetadata(kb->fn),
+			LLVMMDStringInContext2(m->ctx, "minctasm", 8),
+			LLVMValueAsMetadata(LLVMConstInt(m->t_i32, (unsigned)c->min_blocks, 0)),
+		};
+		LLVMAddNamedMetadataOperand(m->mod, "nvvm.annotations",
+			LLVMMetadataAsValue(m->ctx, LLVMMDNodeInContext2(m->ctx, md, 3)));
+	}
 	if (x->gpu) {
 		char name[128];
 		snprintf(name, sizeof name, "%s_smem", LLVMGetValueName(kb->fn));
