@@ -84,9 +84,10 @@ LLVMValueRef cg_eval_matmul(CgKb *kb, const RelOp *op, CgIdx *out)
  * ldmatrix's and mma's register layouts are checked by the numeric check on the
  * GPU (tests/bench/gpu/run_gpu.sh check).
  *
- * Launch: MM_THREADS threads per block, one block per output tile (the launch rule's
- * work is the output's elements, BM*BN per "thread" of vec); the loop over tiles
- * makes any grid correct. Shared memory is static (at most 48 KiB). */
+ * Launch: a cooperative launch (codegen.h) of MM_THREADS threads per block and one
+ * block per output tile (mm_rule); the loop over tiles makes any grid correct. Shared
+ * memory is static (at most 48 KiB), so no dynamic shared bytes. On the host the
+ * function keeps the plain signature: called as thread 0 of 1 it runs every tile. */
 
 
 enum {
@@ -1134,15 +1135,42 @@ int cg_matmul_tiled(CgKb *kb, int variant, const int *wr, int nw)
 }
 
 
+/* The launch rule of tiled kernels (a cooperative launch, codegen.h): one block of
+ * MM_THREADS per output tile, grid.x = batch x tile rows x tile columns; no dynamic
+ * shared memory (the tiles' is static). arg: BM, BN, the shape ids of M and N, the
+ * number of batch dims, their shape ids. */
+static void mm_rule(const CgKernel *k, const int64_t *dims, int ndims, CgDims *out)
+{
+	const int64_t *a = k->launch.arg;
+	int64_t m = dim_of((uint32_t)a[2], dims, ndims), n = dim_of((uint32_t)a[3], dims, ndims);
+	int64_t tiles = ((m + a[0] - 1) / a[0]) * ((n + a[1] - 1) / a[1]);
+	for (int d = 0; d < a[4]; d++)
+		tiles *= dim_of((uint32_t)a[5 + d], dims, ndims);
+	if (tiles < 1)
+		tiles = 1;
+	if (tiles > (int64_t)1 << 30)
+		tiles = (int64_t)1 << 30;   /* the kernel loops over the rest */
+	out->grid[0] = tiles;
+	out->block[0] = MM_THREADS;
+	out->threads = tiles * MM_THREADS;
+}
+
 void cg_matmul_launch(int variant, const RelOp *mm, CgLaunch *l)
 {
 	const MmConfig *c = &mm_configs[variant];
 	const RelTensor *out = &mm->t[mm->nin];
-	l->nwork = 0;
-	for (int d = 0; d < out->rank; d++)
-		if (out->shape[d] != 0)
-			l->work[l->nwork++] = out->shape[d];
-	l->vec = c->bm * c->bn / MM_THREADS;
+	int r = out->rank;
+	memset(l, 0, sizeof *l);
+	l->coop = true;
+	l->rule = mm_rule;
 	l->block = MM_THREADS;
-	l->max_grid = CG_MAX_GRID;
+	l->max_grid = (int64_t)1 << 30;
+	l->vec = 1;
+	l->arg[0] = c->bm;
+	l->arg[1] = c->bn;
+	l->arg[2] = out->shape[r - 2];
+	l->arg[3] = out->shape[r - 1];
+	l->arg[4] = r - 2;
+	for (int d = 0; d < r - 2; d++)
+		l->arg[5 + d] = out->shape[d];
 }
