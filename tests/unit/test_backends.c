@@ -1258,6 +1258,29 @@ static unsigned mm_variants(const Built *b)
 	unsigned set = 0;
 	for (int k = 0; k < prog.nkernels; k++)
 		set |= 1u << prog.kernels[k]->variant;
+	/* one block per output tile: batch x ceil(M / BM) x ceil(N / BN) */
+	for (int i = 0; i < prog.nlaunch; i++) {
+		const CgBound *l = &prog.launch[i];
+		int v = l->kernel->variant;
+		if (v == 0)
+			continue;
+		int bm, bn;
+		const char *nm = cg_matmul_variant_name(v);
+		nm += strcspn(nm, "0123456789");   /* "tc128x128x32s3": 128, 128 */
+		assert_int_equal(sscanf(nm, "%dx%d", &bm, &bn), 2);
+		const Graph *g = b->s->g;
+		const Tensor *out = NULL;
+		for (int j = 0; j < g->nops && !out; j++)
+			if (g->ops[j].kind == OP_MATMUL)
+				out = &g->tensors[g->ops[j].out[0]];
+		assert_non_null(out);
+		int64_t tiles = ((out->dim[out->rank - 2] + bm - 1) / bm) *
+				((out->dim[out->rank - 1] + bn - 1) / bn);
+		for (int j = 0; j < out->rank - 2; j++)
+			tiles *= out->dim[j];
+		assert_int_equal(l->at.grid[0], tiles);
+		assert_int_equal(l->at.block[0], 256);
+	}
 	cg_module_free(m);
 	arena_free(a);
 	return set;
