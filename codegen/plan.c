@@ -271,6 +271,10 @@ char *cg_plan_json(const Schedule *s, const CgProgram *prog, const PlanFileInfo 
 			jw_key(w, "shape");
 			jw_str(w, ck->shape);
 		}
+		if (ck->variant > 0) {
+			jw_key(w, "tiles");
+			jw_str(w, cg_matmul_variant_name(ck->variant));
+		}
 		jw_key(w, "fuser");
 		jw_str(w, k->fuser >= 0 ? pass_fuser_name(k->fuser) : "none");
 		jw_key(w, "score");
