@@ -141,12 +141,15 @@ static int load_input(const Graph *g, int i, const char *path, HostTensor *t)
 	return 0;
 }
 
+static char *file_name(Arena *a, const char *dir, const char *name);
+
 int run_load_inputs(const Graph *g, const char *spec, HostTensor *in)
 {
 	if (!strchr(spec, '=')) {
 		for (int i = 0; i < g->ninputs; i++) {
-			char *path = arena_printf(g->arena, "%s/%s.npy", spec,
-						  g->tensors[g->inputs[i]].name);
+			if (g->tensors[g->inputs[i]].data)
+				continue;  /* a constant: the graph holds its value */
+			char *path = file_name(g->arena, spec, g->tensors[g->inputs[i]].name);
 			if (load_input(g, i, path, &in[i]))
 				return -1;
 		}
@@ -164,6 +167,11 @@ int run_load_inputs(const Graph *g, const char *spec, HostTensor *in)
 		int i = find_input(g, p, (size_t)(eq - p));
 		if (i < 0) {
 			cmd_error("--inputs: the graph has no input '%.*s'", (int)(eq - p), p);
+			return -1;
+		}
+		if (g->tensors[g->inputs[i]].data) {
+			cmd_error("--inputs: '%s' is a constant of the graph, not an input",
+				  g->tensors[g->inputs[i]].name);
 			return -1;
 		}
 		if (in[i].data) {
@@ -207,6 +215,10 @@ int run_random_inputs(const Graph *g, uint64_t seed, HostTensor *in)
 		if (host_alloc(&in[i], t->dtype, t->rank, t->dim, &d)) {
 			cmd_error("input '%s': %s", t->name, d.msg);
 			return -1;
+		}
+		if (t->data) {  /* a constant */
+			memcpy(in[i].data, t->data, (size_t)in[i].n * (size_t)ir_dtype_size(t->dtype));
+			continue;
 		}
 		HostRng r;
 		host_rng_init(&r, seed, host_input_stream(t->name));

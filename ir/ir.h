@@ -146,6 +146,9 @@ typedef struct {
 	int last_read;    /* op index of the last op reading it; -1 if never read */
 	TensorRole role;  /* ROLE_OUTPUT when listed in outputs (inputs stay ROLE_INPUT) */
 	bool is_output;   /* listed in outputs, whatever its role */
+	const void *data; /* a constant: its elements (dtype, C order, little-endian),
+			     in the graph's arena; NULL for every other tensor. A
+			     constant is a graph input whose value the graph carries. */
 } Tensor;
 
 typedef enum { GELU_NONE, GELU_TANH } GeluApprox;

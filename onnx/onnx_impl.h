@@ -1,0 +1,12 @@
+/* onnx_impl.h: what load.c and import.c share (private to onnx/). */
+#ifndef FUSEC_ONNX_IMPL_H
+#define FUSEC_ONNX_IMPL_H
+
+#include "onnx.h"
+
+/* Unpack the bytes of a ModelProto and import its graph. `dir` is the folder
+ * external data files are read from; NULL refuses external data. */
+Graph *onnx_import_bytes(Arena *a, const char *file, const char *dir, const void *buf,
+			 size_t len, const OnnxOptions *o, Diag *d);
+
+#endif
