@@ -313,7 +313,12 @@ int cmd_compile(int argc, char **argv)
 	Diag d;
 	char ptxname[512];
 	snprintf(ptxname, sizeof ptxname, "%s.ptx", g->name);
-	PlanFileInfo info = {arch, ptxname, libdevice};
+	char wname[512];
+	snprintf(wname, sizeof wname, "%s.weights.bin", g->name);
+	bool has_weights = false;
+	for (int i = 0; i < g->ntensors; i++)
+		has_weights = has_weights || g->tensors[i].data;
+	PlanFileInfo info = {arch, ptxname, libdevice, has_weights ? wname : NULL};
 	CgOutputs co;
 	if (cg_compile_schedule(s, &info, emit_ll, &co, &d)) {
 		cmd_print_diag(&d);
@@ -325,7 +330,7 @@ int cmd_compile(int argc, char **argv)
 		cmd_error("cannot create '%s': %s", dir, strerror(errno));
 		status = EXIT_FAIL;
 	}
-	Output out[5] = {{0}};
+	Output out[6] = {{0}};
 	int nout = 0;
 	if (status == EXIT_OK &&
 	    write_tmp(&out[nout++], dir, g->name, ".plan.json", co.plan, strlen(co.plan)) < 0)
@@ -336,6 +341,13 @@ int cmd_compile(int argc, char **argv)
 	if (status == EXIT_OK && emit_ll &&
 	    write_tmp(&out[nout++], dir, g->name, ".ll", co.ll.data, co.ll.len) < 0)
 		status = EXIT_FAIL;
+	if (status == EXIT_OK && has_weights) {
+		Buf w = {0};
+		cg_weights_write(g, &w);
+		if (write_tmp(&out[nout++], dir, g->name, ".weights.bin", w.data, w.len) < 0)
+			status = EXIT_FAIL;
+		buf_free(&w);
+	}
 	double co_t[4] = {co.t_kernels, co.t_optimize, co.t_emit, co.t_plan};
 	int co_nk = co.nkernels;
 	cg_outputs_free(&co);

@@ -85,7 +85,7 @@ Graph *cmd_load_graph(Arena *a, const char *path)
 	Diag d;
 	Graph *g;
 	if (is_onnx(path)) {
-		OnnxOptions o = {input_shapes, ninput_shapes};
+		OnnxOptions o = {input_shapes, ninput_shapes, NULL, 0};
 		g = onnx_read_file(a, path, &o, &d);
 	} else if (ninput_shapes) {
 		diag_set(&d, path, 0, 0, "--input-shape applies to ONNX models only");

@@ -158,15 +158,54 @@ static cJSON *launch_json(const Schedule *s, const CgBound *b)
 	return o;
 }
 
+uint64_t cg_weights_layout(const Graph *g, int64_t *offsets)
+{
+	uint64_t at = 0;
+	for (int i = 0; i < g->ntensors; i++) {
+		const Tensor *t = &g->tensors[i];
+		offsets[i] = -1;
+		if (!t->data)
+			continue;
+		uint64_t n = (uint64_t)ir_dtype_size(t->dtype);
+		for (int k = 0; k < t->rank; k++)
+			n *= (uint64_t)t->dim[k];
+		at = (at + CG_WEIGHTS_ALIGN - 1) / CG_WEIGHTS_ALIGN * CG_WEIGHTS_ALIGN;
+		offsets[i] = (int64_t)at;
+		at += n;
+	}
+	return at;
+}
+
+void cg_weights_write(const Graph *g, Buf *b)
+{
+	static const char zero[CG_WEIGHTS_ALIGN];
+	size_t start = b->len;
+	for (int i = 0; i < g->ntensors; i++) {
+		const Tensor *t = &g->tensors[i];
+		if (!t->data)
+			continue;
+		size_t n = (size_t)ir_dtype_size(t->dtype);
+		for (int k = 0; k < t->rank; k++)
+			n *= (size_t)t->dim[k];
+		size_t pad = (CG_WEIGHTS_ALIGN - (b->len - start) % CG_WEIGHTS_ALIGN) % CG_WEIGHTS_ALIGN;
+		buf_write(b, zero, pad);
+		buf_write(b, t->data, n);
+	}
+}
+
 char *cg_plan_json(const Schedule *s, const CgProgram *prog, const PlanFileInfo *info)
 {
 	const Graph *g = s->g;
+	int64_t *woff = xmalloc(sizeof *woff * (size_t)(g->ntensors + 1));
+	cg_weights_layout(g, woff);
 	cJSON *root = cJSON_CreateObject();
 	cJSON_AddStringToObject(root, "format", "fusec-plan/1");
 	cJSON_AddStringToObject(root, "compiler", "fusec " FUSEC_VERSION);
 	cJSON_AddStringToObject(root, "name", g->name);
 	cJSON_AddStringToObject(root, "arch", info->arch);
 	cJSON_AddStringToObject(root, "ptx", info->ptx);
+	if (info->weights)
+		cJSON_AddStringToObject(root, "weights", info->weights);
 	cJSON *opts = cJSON_AddObjectToObject(root, "options");
 	cJSON_AddItemToObject(opts, "max_blocks", integer(s->opt.max_blocks));
 	if (s->opt.max_explorations >= 0)
@@ -191,6 +230,8 @@ char *cg_plan_json(const Schedule *s, const CgProgram *prog, const PlanFileInfo 
 		cJSON_AddStringToObject(o, "role", role);
 		if (t->role == ROLE_INPUT && t->is_output)
 			cJSON_AddBoolToObject(o, "output", 1);
+		if (t->data && info->weights)
+			cJSON_AddItemToObject(o, "constant", integer(woff[i]));
 		cJSON_AddBoolToObject(o, "buffer", prog->buffer[i]);
 		cJSON_AddItemToArray(tensors, o);
 	}
@@ -277,6 +318,7 @@ char *cg_plan_json(const Schedule *s, const CgProgram *prog, const PlanFileInfo 
 	if (!text)
 		die("out of memory printing the plan");
 	cJSON_Delete(root);
+	free(woff);
 	return text;
 }
 

@@ -16,7 +16,16 @@ typedef struct {
 	const char *arch;      /* "sm_90" */
 	const char *ptx;       /* "reuse.ptx" */
 	const char *libdevice; /* NULL when not given */
+	const char *weights;   /* "reuse.weights.bin"; NULL when the graph has no constants */
 } PlanFileInfo;
+
+/* The weights file: every constant of the graph (Tensor.data), in tensor order,
+ * each at an offset aligned to CG_WEIGHTS_ALIGN, zero bytes between. offsets gets
+ * one entry per tensor (-1 for tensors that are not constants); returns the file
+ * size (0 when there are no constants). cg_weights_write appends the file to b. */
+enum { CG_WEIGHTS_ALIGN = 256 };
+uint64_t cg_weights_layout(const Graph *g, int64_t *offsets);
+void cg_weights_write(const Graph *g, Buf *b);
 
 char *cg_plan_json(const Schedule *s, const CgProgram *prog, const PlanFileInfo *info);
 

@@ -515,9 +515,11 @@ static int opset_of(Imp *m, const Onnx__ModelProto *mp)
 			m->opset = (int)o->version;
 	}
 	if (m->opset < 0)
-		return imp_fail(m, "the model imports no opset of the default ONNX domain");
+		return imp_fail(m, "models without the default ONNX domain (only %.60s) are not "
+				"supported", mp->n_opset_import && mp->opset_import[0]->domain
+				? mp->opset_import[0]->domain : "none");
 	if (m->opset < ONNX_OPSET_MIN || m->opset > ONNX_OPSET_MAX)
-		return imp_fail(m, "opset %d is not supported (%d to %d are)", m->opset,
+		return imp_fail(m, "opset %d is not supported (opsets %d to %d are)", m->opset,
 				ONNX_OPSET_MIN, ONNX_OPSET_MAX);
 	return 0;
 }
@@ -543,6 +545,21 @@ static int import_graph(Imp *m, const Onnx__GraphProto *gp)
 			return imp_fail(m, "graph input %zu has an empty or bad name", i);
 		if (imp_map_get(&m->vals, vi->name))
 			continue;  /* an initializer: a constant (its default value) */
+		const HostTensor *given = NULL;
+		for (int k = 0; m->opt && k < m->opt->nvalues; k++)
+			if (!strcmp(m->opt->values[k].name, vi->name))
+				given = m->opt->values[k].value;
+		if (given) {
+			HostTensor c;
+			Diag hd;
+			if (host_alloc(&c, given->dtype, given->rank, given->dim, &hd))
+				return imp_fail(m, "input '%.80s': %s", vi->name, hd.msg);
+			memcpy(c.data, given->data,
+			       (size_t)c.n * (size_t)ir_dtype_size(c.dtype));
+			if (bind(m, vi->name, imp_const(m, &c)))
+				return -1;
+			continue;
+		}
 		DType dt = DT_F32;
 		int rank = 0;
 		int64_t dim[IR_MAX_RANK] = {0};
@@ -601,6 +618,8 @@ Graph *onnx_import_bytes(Arena *a, const char *file, const char *dir, const void
 	int rc = -1;
 	if (!mp->graph)
 		imp_fail(&m, "the model has no graph");
+	else if (mp->graph->n_sparse_initializer)
+		imp_fail(&m, "sparse initializers are not supported");
 	else if (!opset_of(&m, mp))
 		rc = import_graph(&m, mp->graph);
 	if (!rc) {

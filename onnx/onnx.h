@@ -27,9 +27,18 @@ typedef struct {
 	int64_t dim[IR_MAX_RANK];
 } OnnxInputShape;
 
+/* A value for one graph input, which then becomes a constant (a shape or axes
+ * tensor a model takes as an input, say). */
+typedef struct {
+	const char *name;
+	const HostTensor *value;
+} OnnxInputValue;
+
 typedef struct {
 	const OnnxInputShape *shapes;
 	int nshapes;
+	const OnnxInputValue *values;
+	int nvalues;
 } OnnxOptions;
 
 /* Whether a file looks like ONNX: the extension .onnx, or a protobuf that starts

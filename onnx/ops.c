@@ -102,7 +102,8 @@ static int ints_of(Imp *m, const Val *v, const char *what, int64_t *out, int max
 	if (!v)
 		return imp_fail(m, "%s is missing", what);
 	if (!v->is_const)
-		return imp_fail(m, "%s must be a constant (computable at import time)", what);
+		return imp_fail(m, "%s is computed at run time: only constant %s are supported "
+				"(fix the input with a value or compute it from constants)", what, what);
 	if (!ir_dtype_is_int(v->dt))
 		return imp_fail(m, "%s must be an integer tensor, got %s", what,
 				ir_dtype_name(v->dt));
@@ -117,7 +118,8 @@ static int ints_of(Imp *m, const Val *v, const char *what, int64_t *out, int max
 static int scalar_of(Imp *m, const Val *v, const char *what, double *out)
 {
 	if (!v->is_const || v->k.n != 1)
-		return imp_fail(m, "%s must be a constant scalar", what);
+		return imp_fail(m, "%s must be a constant scalar: a computed one is not supported",
+				what);
 	*out = host_get(&v->k, 0);
 	return 0;
 }
@@ -773,7 +775,8 @@ H(h_concat)
 
 H(h_split)
 {
-	NEED(1);
+	if (need_in(m, in, nin, 1))
+		return -1;
 	Val *x = in[0];
 	int64_t axis = ai(m, "axis", 0);
 	if (norm_axis(m, &axis, x->rank))
@@ -817,18 +820,31 @@ H(h_split)
 
 H(h_slice)
 {
-	NEED(3);
-	Val *x = in[0];
 	int64_t st[IR_MAX_RANK], en[IR_MAX_RANK], ax[IR_MAX_RANK], sp[IR_MAX_RANK];
-	int n = ints_of(m, in[1], "starts", st, IR_MAX_RANK);
-	if (n < 0 || ints_of(m, in[2], "ends", en, IR_MAX_RANK) != n)
-		return n < 0 ? -1 : imp_fail(m, "starts and ends differ in length");
-	for (int i = 0; i < n; i++)
-		ax[i] = i, sp[i] = 1;
-	if (nin > 3 && in[3] && ints_of(m, in[3], "axes", ax, IR_MAX_RANK) != n)
-		return imp_fail(m, "axes and starts differ in length");
-	if (nin > 4 && in[4] && ints_of(m, in[4], "steps", sp, IR_MAX_RANK) != n)
-		return imp_fail(m, "steps and starts differ in length");
+	int n;
+	if (m->opset < 10) {  /* starts, ends and axes are attributes */
+		NEED(1);
+		n = aints(m, "starts", st, IR_MAX_RANK);
+		if (n < 0 || aints(m, "ends", en, IR_MAX_RANK) != n)
+			return n == -2 ? -1 : imp_fail(m, "starts and ends are missing or differ");
+		for (int i = 0; i < n; i++)
+			ax[i] = i, sp[i] = 1;
+		int na = aints(m, "axes", ax, IR_MAX_RANK);
+		if (na >= 0 && na != n)
+			return imp_fail(m, "axes and starts differ in length");
+	} else {
+		NEED(3);
+		n = ints_of(m, in[1], "starts", st, IR_MAX_RANK);
+		if (n < 0 || ints_of(m, in[2], "ends", en, IR_MAX_RANK) != n)
+			return n < 0 ? -1 : imp_fail(m, "starts and ends differ in length");
+		for (int i = 0; i < n; i++)
+			ax[i] = i, sp[i] = 1;
+		if (nin > 3 && in[3] && ints_of(m, in[3], "axes", ax, IR_MAX_RANK) != n)
+			return imp_fail(m, "axes and starts differ in length");
+		if (nin > 4 && in[4] && ints_of(m, in[4], "steps", sp, IR_MAX_RANK) != n)
+			return imp_fail(m, "steps and starts differ in length");
+	}
+	Val *x = in[0];
 	Val *v = x;
 	for (int i = 0; i < n && v; i++) {
 		if (norm_axis(m, &ax[i], x->rank))
@@ -982,18 +998,54 @@ H(h_trilu)
 	OUT(imp_emit(m, OP_MASK_FILL, min, 2, &at));
 }
 
+/* x with `before` and `after` entries of value around axis a (a cat). */
+static Val *pad_axis(Imp *m, Val *x, int a, int64_t before, int64_t after, double value)
+{
+	if (!x || (!before && !after))
+		return x;
+	Val *parts[3];
+	int k = 0;
+	int64_t d[IR_MAX_RANK];
+	memcpy(d, x->dim, sizeof d);
+	if (before) {
+		d[a] = before;
+		parts[k++] = kfull(m, x->dt, x->rank, d, value);
+	}
+	parts[k++] = x;
+	if (after) {
+		d[a] = after;
+		parts[k++] = kfull(m, x->dt, x->rank, d, value);
+	}
+	for (int j = 0; j < k; j++)
+		if (!parts[j])
+			return NULL;
+	return cat(m, parts, k, a);
+}
+
 H(h_pad)
 {
-	NEED(2);
+	NEED(1);
 	Val *x = in[0];
 	char mode[16];
 	astr(m, "mode", mode, sizeof mode, "constant");
 	if (strcmp(mode, "constant"))
 		return imp_fail(m, "pad mode '%s' is not supported yet", mode);
 	int64_t p[2 * IR_MAX_RANK];
-	int n = ints_of(m, in[1], "pads", p, 2 * IR_MAX_RANK);
-	if (n < 0)
-		return -1;
+	double value = 0;
+	int n;
+	if (m->opset < 11) {
+		n = aints(m, "pads", p, 2 * IR_MAX_RANK);
+		if (n < 0)
+			return n == -2 ? -1 : imp_fail(m, "pads are missing");
+		value = af(m, "value", 0);
+	} else {
+		NEED(2);
+		n = ints_of(m, in[1], "pads", p, 2 * IR_MAX_RANK);
+		if (n < 0)
+			return -1;
+		if (nin > 2 && in[2] && scalar_of(m, in[2], "constant_value", &value))
+			return -1;
+	}
 	int64_t ax[IR_MAX_RANK];
 	int na = x->rank;
 	for (int i = 0; i < na; i++)
@@ -1002,33 +1054,14 @@ H(h_pad)
 		return -1;
 	if (n != 2 * na)
 		return imp_fail(m, "%d pads for %d axes", n, na);
-	double value = 0;
-	if (nin > 2 && in[2] && scalar_of(m, in[2], "constant_value", &value))
-		return -1;
 	for (int i = 0; i < na && x; i++) {
 		if (norm_axis(m, &ax[i], x->rank))
 			return -1;
-		int a = (int)ax[i];
-		int64_t before = p[i], after = p[i + na];
-		if (before < 0 || after < 0)
+		if (p[i] < 0 || p[i + na] < 0)
 			return imp_fail(m, "negative pads are not supported yet");
-		Val *parts[3];
-		int k = 0;
-		int64_t d[IR_MAX_RANK];
-		memcpy(d, x->dim, sizeof d);
-		if (before) {
-			d[a] = before;
-			parts[k++] = kfull(m, x->dt, x->rank, d, value);
-		}
-		parts[k++] = x;
-		if (after) {
-			d[a] = after;
-			parts[k++] = kfull(m, x->dt, x->rank, d, value);
-		}
-		for (int j = 0; j < k; j++)
-			if (!parts[j])
-				return -1;
-		x = cat(m, parts, k, a);
+		if (p[i] > (1 << 20) || p[i + na] > (1 << 20))
+			return imp_fail(m, "pads over 2^20 are not supported");
+		x = pad_axis(m, x, (int)ax[i], p[i], p[i + na], value);
 	}
 	OUT(x);
 }
@@ -1138,7 +1171,8 @@ H(h_range)
 	NEED(3);
 	for (int i = 0; i < 3; i++)
 		if (!in[i]->is_const || in[i]->k.n != 1)
-			return imp_fail(m, "start, limit and delta must be constant scalars");
+			return imp_fail(m, "start, limit and delta must be constant scalars: computed "
+					"ones are not supported");
 	DType t = in[0]->dt;
 	double s = host_get(&in[0]->k, 0), l = host_get(&in[1]->k, 0), dl = host_get(&in[2]->k, 0);
 	if (dl == 0)
@@ -1207,9 +1241,20 @@ H(h_argreduce)
 	int64_t axis = ai(m, "axis", 0);
 	if (norm_axis(m, &axis, x->rank))
 		return -1;
-	if (ai(m, "select_last_index", 0))
-		return imp_fail(m, "select_last_index=1 is not supported yet");
-	Val *r = reduce(m, h->kind, x, (int)axis);
+	Val *r;
+	if (ai(m, "select_last_index", 0)) {
+		/* the first extreme of the reversed axis, counted from the end */
+		int64_t n = x->dim[axis];
+		int64_t *rev = xmalloc(sizeof *rev * (size_t)n);
+		for (int64_t i = 0; i < n; i++)
+			rev[i] = n - 1 - i;
+		r = take(m, x, (int)axis, rev, n);
+		free(rev);
+		r = un(m, OP_NEG, sc(m, OP_SUB_SCALAR, reduce(m, h->kind, r, (int)axis),
+				     (double)(n - 1)));
+	} else {
+		r = reduce(m, h->kind, x, (int)axis);
+	}
 	if (r && !ai(m, "keepdims", 1)) {
 		bool on[IR_MAX_RANK] = {false};
 		on[axis] = true;
@@ -1326,7 +1371,8 @@ H(h_gemm)
 
 typedef struct {
 	int nsp;                        /* spatial dims: 1 or 2 */
-	int64_t kernel[2], stride[2], dil[2], pad[2];
+	int64_t kernel[2], stride[2], dil[2], lo[2], hi[2];
+	int64_t extra[2];               /* of hi: added by ceil_mode */
 } Window;
 
 /* kernel_shape, strides, dilations, pads and auto_pad for nsp spatial dims of x. */
@@ -1349,23 +1395,16 @@ static int window(Imp *m, const Val *x, const int64_t *kdim, Window *w, bool poo
 		return -1;
 	if ((ns >= 0 && ns != nsp) || (nd >= 0 && nd != nsp) || (np >= 0 && np != 2 * nsp))
 		return imp_fail(m, "strides, dilations or pads do not match %d spatial dims", nsp);
-	if (ai(m, "ceil_mode", 0)) {
-		/* fine when ceil and floor agree */
-		for (int i = 0; i < nsp; i++) {
-			int64_t st = ns >= 0 ? s[i] : 1, pp = np >= 0 ? p[i] + p[i + nsp] : 0;
-			int64_t span = (nd >= 0 ? dl[i] : 1) * (k[i] - 1) + 1;
-			if ((x->dim[2 + i] + pp - span) % st)
-				return imp_fail(m, "ceil_mode=1 is not supported yet");
-		}
-	}
 	char ap[24];
 	astr(m, "auto_pad", ap, sizeof ap, "NOTSET");
 	for (int i = 0; i < nsp; i++) {
 		w->kernel[i] = k[i];
 		w->stride[i] = ns >= 0 ? s[i] : 1;
 		w->dil[i] = nd >= 0 ? dl[i] : 1;
-		if (w->stride[i] < 1 || w->dil[i] < 1 || w->kernel[i] < 1)
-			return imp_fail(m, "kernel, strides and dilations must be positive");
+		if (w->stride[i] < 1 || w->dil[i] < 1 || w->kernel[i] < 1 ||
+		    w->kernel[i] > (1 << 20) || w->stride[i] > (1 << 20) || w->dil[i] > (1 << 20))
+			return imp_fail(m, "kernel, strides and dilations must be positive (and "
+					"below 2^20)");
 		if (pool && w->dil[i] != 1)
 			return imp_fail(m, "pooling with dilations is not supported yet");
 		int64_t lo = 0, hi = 0;
@@ -1382,26 +1421,36 @@ static int window(Imp *m, const Val *x, const int64_t *kdim, Window *w, bool poo
 		} else if (strcmp(ap, "VALID")) {
 			return imp_fail(m, "auto_pad '%s' is not supported", ap);
 		}
-		if (lo != hi)
-			return imp_fail(m, "asymmetric padding (%lld before, %lld after) is not "
-					"supported yet", (long long)lo, (long long)hi);
-		if (lo < 0 || lo > (1 << 20))
-			return imp_fail(m, "padding %lld is not supported", (long long)lo);
-		w->pad[i] = lo;
+		if (lo < 0 || hi < 0 || lo > (1 << 20) || hi > (1 << 20))
+			return imp_fail(m, "pads %lld, %lld are not supported", (long long)lo,
+					(long long)hi);
+		if (ai(m, "ceil_mode", 0)) {
+			/* ceil_mode: extra padding at the end where the last window starts
+			 * inside the input (or its front padding) */
+			int64_t span = w->dil[i] * (w->kernel[i] - 1) + 1;
+			int64_t len = x->dim[2 + i] + lo + hi - span;
+			if (len >= 0 && len % w->stride[i]) {
+				int64_t extra = w->stride[i] - len % w->stride[i];
+				int64_t o = len / w->stride[i] + 1;
+				if (o * w->stride[i] < x->dim[2 + i] + lo) {
+					hi += extra;
+					w->extra[i] = extra;
+				}
+			}
+		}
+		w->lo[i] = lo;
+		w->hi[i] = hi;
 	}
 	if (nsp == 1) {
-		w->kernel[1] = 1, w->stride[1] = 1, w->dil[1] = 1, w->pad[1] = 0;
+		w->kernel[1] = 1, w->stride[1] = 1, w->dil[1] = 1, w->lo[1] = w->hi[1] = 0;
 	}
-	for (int i = 0; i < 2; i++)
-		if (w->kernel[i] > (1 << 20) || w->stride[i] > (1 << 20) || w->dil[i] > (1 << 20))
-			return imp_fail(m, "window values are too large");
 	return 0;
 }
 
 /* 1-D spatial tensors go through the 2-D ops as [N, C, L, 1]. */
 static Val *to2d(Imp *m, Val *x)
 {
-	if (x->rank != 3)
+	if (!x || x->rank != 3)
 		return x;
 	int64_t d[4] = {x->dim[0], x->dim[1], x->dim[2], 1};
 	return reshape(m, x, 4, d);
@@ -1415,6 +1464,21 @@ static Val *from2d(Imp *m, Val *y, int rank)
 	return reshape(m, y, 3, d);
 }
 
+/* Padding the op can do itself (symmetric, and for pools at most half the kernel)
+ * goes into pad[]; the rest becomes explicit padding of x with value. */
+static Val *split_padding(Imp *m, Val *x, const Window *w, bool pool, double value, int *pad)
+{
+	for (int i = 0; i < 2 && x; i++) {
+		int64_t lo = w->lo[i], hi = w->hi[i];
+		int64_t own = lo < hi ? lo : hi;
+		if (pool && own > w->kernel[i] / 2)
+			own = w->kernel[i] / 2;
+		pad[i] = (int)own;
+		x = pad_axis(m, x, 2 + i, lo - own, hi - own, value);
+	}
+	return x;
+}
+
 H(h_conv)
 {
 	NEED(2);
@@ -1424,20 +1488,20 @@ H(h_conv)
 				x->rank);
 	if (w->rank != x->rank)
 		return imp_fail(m, "weight rank %d differs from input rank %d", w->rank, x->rank);
-	Window wi;
+	Window wi = {0};
 	if (window(m, x, w->dim + 2, &wi, false))
 		return -1;
 	Attrs at = imp_attrs(OP_CONV2D);
 	for (int i = 0; i < 2; i++) {
 		at.stride[i] = (int)wi.stride[i];
 		at.dilation[i] = (int)wi.dil[i];
-		at.padding[i] = (int)wi.pad[i];
 	}
 	int64_t g = ai(m, "group", 1);
 	if (g < 1 || g > (1 << 20))
 		return imp_fail(m, "group %lld is not supported", (long long)g);
 	at.groups = (int)g;
-	Val *cin[3] = {to2d(m, x), to2d(m, w), nin > 2 ? in[2] : NULL};
+	Val *x2 = split_padding(m, to2d(m, x), &wi, false, 0, at.padding);
+	Val *cin[3] = {x2, to2d(m, w), nin > 2 ? in[2] : NULL};
 	if (!cin[0] || !cin[1])
 		return -1;
 	Val *y = imp_emit(m, OP_CONV2D, cin, cin[2] ? 3 : 2, &at);
@@ -1452,29 +1516,53 @@ H(h_pool)
 	Val *x = in[0];
 	if (x->rank != 4 && x->rank != 3)
 		return imp_fail(m, "only 1-D and 2-D pooling is supported (input rank %d)", x->rank);
-	Window wi;
+	OpKind k = h->kind;
+	DType dt = x->dt;
+	if (!ir_dtype_is_float(dt)) {
+		if (k != OP_MAX_POOL2D || dt == DT_I64 || dt == DT_BOOL)
+			return imp_fail(m, "pooling %s is not supported", ir_dtype_name(dt));
+		x = cast(m, x, DT_F64);   /* exact for every int up to 32 bits */
+	}
+	Window wi = {0};
 	if (window(m, x, NULL, &wi, true))
 		return -1;
-	OpKind k = h->kind;
 	Attrs at = imp_attrs(k);
 	for (int i = 0; i < 2; i++) {
 		at.kernel[i] = (int)wi.kernel[i];
 		at.stride[i] = (int)wi.stride[i];
-		at.padding[i] = (int)wi.pad[i];
 	}
-	Val *x2 = to2d(m, x);
+	double fill = k == OP_MAX_POOL2D ? -INFINITY : 0;
+	Val *x2 = split_padding(m, to2d(m, x), &wi, true, fill, at.padding);
 	if (!x2)
 		return -1;
 	Val *y = imp_emit(m, k, &x2, 1, &at);
-	if (y && k == OP_AVG_POOL2D && !ai(m, "count_include_pad", 0) &&
-	    (wi.pad[0] || wi.pad[1])) {
-		/* divide by the share of each window that lies inside the input */
-		int64_t d[4] = {1, 1, x2->dim[2], x2->dim[3]};
+	bool include = ai(m, "count_include_pad", 0);
+	bool padded = wi.lo[0] || wi.lo[1] || wi.hi[0] || wi.hi[1];
+	if (y && k == OP_AVG_POOL2D && padded) {
+		/* divide by the share of each window that lies inside the input (or, with
+		 * count_include_pad, inside the input and its pads, not the ceil_mode
+		 * extension) */
+		Val *x4 = to2d(m, x);
+		int64_t d[4] = {1, 1, x4->dim[2], x4->dim[3]};
 		Val *ones = kfull(m, x->dt, 4, d, 1);
-		Val *share = ones ? imp_emit(m, k, &ones, 1, &at) : NULL;
-		y = bin(m, OP_DIV, y, share);
+		int pad[2];
+		Window w2 = wi;
+		if (include) {
+			for (int i = 0; i < wi.nsp; i++) {
+				ones = pad_axis(m, ones, 2 + i, wi.lo[i], wi.hi[i] - wi.extra[i], 1);
+				w2.lo[i] = 0;
+				w2.hi[i] = wi.extra[i];
+			}
+		}
+		ones = split_padding(m, ones, &w2, true, 0, pad);
+		Attrs a2 = at;
+		a2.padding[0] = pad[0];
+		a2.padding[1] = pad[1];
+		Val *share = ones ? imp_emit(m, k, &ones, 1, &a2) : NULL;
+		y = share ? bin(m, OP_DIV, y, share) : NULL;
 	}
-	OUT(from2d(m, y, x->rank));
+	y = from2d(m, y, x->rank);
+	OUT(cast(m, y, dt));
 }
 
 H(h_global_pool)
