@@ -23,6 +23,7 @@ static const char usage_text[] =
 	"  explain GRAPH [--op I]   show why each op was or was not fused\n"
 	"  run GRAPH --backend B    execute a graph: interp, cpu (JIT) or cuda\n"
 	"  bench GRAPH|DIR          time a graph or compiled plan on the GPU\n"
+	"  import GRAPH [-o OUT]    write GRAPH (e.g. an ONNX model) as fusec-graph/1\n"
 	"\n"
 	"GRAPH is a fusec-graph/1 file (.json, .yaml, .yml), an ONNX model (.onnx;\n"
 	"docs/onnx.md) or - for stdin. For ONNX models, --input-shape NAME=1x3x224x224\n"
@@ -119,6 +120,7 @@ static const struct {
 	{"explain", cmd_explain},
 	{"run", cmd_run},
 	{"bench", cmd_bench},
+	{"import", cmd_import},
 };
 
 /* Remove every --input-shape SPEC (or --input-shape=SPEC) from argv. */

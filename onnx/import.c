@@ -240,6 +240,12 @@ static Val *fold(Imp *m, OpKind k, Val **in, int n, const Attrs *at)
 
 Val *imp_emit(Imp *m, OpKind k, Val **in, int n, const Attrs *at)
 {
+	for (int i = 0; i < n; i++)
+		if (in[i]->is_const && in[i]->k.n == 0) {
+			imp_fail(m, "empty tensors are not supported (as an operand of %s)",
+				 ir_ops[k].file);
+			return NULL;
+		}
 	bool all = n > 0;
 	for (int i = 0; i < n; i++)
 		all = all && in[i]->is_const;
@@ -347,6 +353,10 @@ static int input_shape(Imp *m, const Onnx__ValueInfoProto *vi, DType *dt, int *r
 						"fixes it to %lld", name, i, (long long)fix->dim[i],
 						(long long)dm->dim_value);
 		}
+		for (int i = 0; i < fix->rank; i++)
+			if (fix->dim[i] < 1)
+				return imp_fail(m, "input '%.80s': empty tensors (a dim of 0) are not "
+						"supported", name);
 		*rank = fix->rank;
 		memcpy(dim, fix->dim, sizeof(int64_t) * IR_MAX_RANK);
 		return 0;
@@ -441,6 +451,9 @@ static int add_output(Imp *m, const char *name)
 	Val *v = imp_map_get(&m->vals, name);
 	if (!v)
 		return imp_fail(m, "graph output '%.80s' is not computed by any node", name);
+	if (v->is_const && v->k.n == 0)
+		return imp_fail(m, "graph output '%.80s' is empty: empty tensors are not supported",
+				name);
 	int id = imp_tensor(m, v);
 	Graph *g = m->g;
 	if (!g->tensors[id].name || strcmp(g->tensors[id].name, name) ||

@@ -171,6 +171,10 @@ int onnx_tensor(const Onnx__TensorProto *tp, const char *dir, HostTensor *out, c
 			snprintf(msg, size, "negative dim %lld", (long long)tp->dims[i]);
 			return -1;
 		}
+		if (tp->dims[i] == 0 && tp->n_dims == 1) {
+			n = 0;   /* an empty list (of axes, say): fine as a constant */
+			continue;
+		}
 		if (tp->dims[i] == 0) {
 			snprintf(msg, size, "empty tensors (a dim of 0) are not supported yet");
 			return -1;

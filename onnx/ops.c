@@ -366,7 +366,7 @@ static int need_in(Imp *m, Val **in, int nin, int want)
 static int one_output(Imp *m, int nout)
 {
 	if (nout > 1)
-		return imp_fail(m, "only the first output is supported yet");
+		return imp_fail(m, "output 1 and after are not supported yet");
 	return 0;
 }
 
@@ -1484,8 +1484,8 @@ H(h_conv)
 	NEED(2);
 	Val *x = in[0], *w = in[1];
 	if (x->rank != 4 && x->rank != 3)
-		return imp_fail(m, "only 1-D and 2-D convolutions are supported (input rank %d)",
-				x->rank);
+		return imp_fail(m, "convolution of rank-%d inputs is not supported (1-D and 2-D "
+				"are)", x->rank);
 	if (w->rank != x->rank)
 		return imp_fail(m, "weight rank %d differs from input rank %d", w->rank, x->rank);
 	Window wi = {0};
@@ -1515,7 +1515,8 @@ H(h_pool)
 		return imp_fail(m, "the Indices output is not supported yet");
 	Val *x = in[0];
 	if (x->rank != 4 && x->rank != 3)
-		return imp_fail(m, "only 1-D and 2-D pooling is supported (input rank %d)", x->rank);
+		return imp_fail(m, "pooling of rank-%d inputs is not supported (1-D and 2-D are)",
+				x->rank);
 	OpKind k = h->kind;
 	DType dt = x->dt;
 	if (!ir_dtype_is_float(dt)) {
@@ -1593,6 +1594,8 @@ H(h_batchnorm)
 	NEED(5);
 	if (nout > 1)
 		return imp_fail(m, "training outputs (running mean and var) are not supported");
+	if (nin > 5)
+		return imp_fail(m, "too many inputs");
 	if (ai(m, "training_mode", 0))
 		return imp_fail(m, "training_mode=1 is not supported");
 	Val *x = in[0];
