@@ -5,7 +5,7 @@
 
 #include "onnx_impl.h"
 
-enum { ONNX_OPSET_MIN = 7, ONNX_OPSET_MAX = 21 };
+enum { ONNX_OPSET_MIN = 1, ONNX_OPSET_MAX = 21 };
 
 struct Onnx__NodeProto;
 

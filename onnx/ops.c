@@ -376,6 +376,8 @@ static int one_output(Imp *m, int nout)
 H(h_binary)
 {
 	NEED(2);
+	if (m->opset < 7 && ai(m, "broadcast", 0) && attr(m, "axis"))
+		return imp_fail(m, "legacy broadcasting with an axis (opset < 7) is not supported");
 	OUT(bin(m, h->kind, in[0], in[1]));
 }
 

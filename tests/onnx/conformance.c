@@ -94,8 +94,10 @@ static void model_op(const char *model, char *op, size_t size)
 		return;
 	if (mp->graph && mp->graph->n_node == 1)
 		snprintf(op, size, "%s", mp->graph->node[0]->op_type);
-	else if (mp->graph && mp->graph->n_node > 1)
+	else if (mp->graph && mp->graph->n_node > 1 && strstr(model, "_expanded/"))
 		snprintf(op, size, "(expanded)");
+	else if (mp->graph && mp->graph->n_node > 1)
+		snprintf(op, size, "(model)");
 	onnx__model_proto__free_unpacked(mp, NULL);
 }
 
@@ -244,7 +246,7 @@ static int set0_inputs(const char *dir, Arena *a, OnnxInputShape *shapes,
 		shapes[n].name = arena_strdup(a, name);
 		shapes[n].rank = store[n].rank;
 		memcpy(shapes[n].dim, store[n].dim, sizeof shapes[n].dim);
-		if (ir_dtype_is_int(store[n].dtype)) {
+		if (ir_dtype_is_int(store[n].dtype) || store[n].n == 1) {
 			values[*nvalues].name = shapes[n].name;
 			values[(*nvalues)++].value = &store[n];
 		}
@@ -266,12 +268,13 @@ static void child(const char *dir, int fd)
 	OnnxInputShape shapes[MAXIN];
 	OnnxInputValue values[MAXIN];
 	HostTensor store[MAXIN];
-	if (!g && (strstr(d.msg, "is not static") || strstr(d.msg, "computed at run time"))) {
+	if (!g && (strstr(d.msg, "is not static") || strstr(d.msg, "computed at run time") ||
+		   strstr(d.msg, "a computed one") || strstr(d.msg, "computed ones"))) {
 		int nv, ns = set0_inputs(dir, a, shapes, values, store, &nv);
-		bool computed = strstr(d.msg, "computed at run time") != NULL;
+		bool computed = !strstr(d.msg, "is not static");
 		OnnxOptions o = {shapes, ns, values, computed ? nv : 0};
 		g = onnx_read_file(a, model, &o, &d);
-		if (!g && !computed && (strstr(d.msg, "computed at run time") ||
+		if (!g && !computed && (strstr(d.msg, "computed") ||
 					strstr(d.msg, "is not static") || strstr(d.msg, "empty"))) {
 			o.nvalues = nv;
 			g = onnx_read_file(a, model, &o, &d);
