@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../host/host.h"
 #include "../onnx/onnx.h"
 #include "cmd.h"
 
@@ -93,6 +94,8 @@ Graph *cmd_load_graph(Arena *a, const char *path)
 		g = NULL;
 	} else {
 		g = ir_read_file(a, path, FMT_AUTO, &d);
+		if (g && host_load_constants(g, &d))
+			g = NULL;
 	}
 	if (!g)
 		cmd_print_diag(&d);

@@ -15,7 +15,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "../lib/host.h"
+#include "../host/host.h"
 #include "cmd.h"
 
 enum { INLINE_MAX = 64 };

@@ -25,6 +25,7 @@ typedef struct {
  * size (0 when there are no constants). cg_weights_write appends the file to b. */
 enum { CG_WEIGHTS_ALIGN = 256 };
 uint64_t cg_weights_layout(const Graph *g, int64_t *offsets);
+uint64_t cg_weights_layout_size(const Graph *g);
 void cg_weights_write(const Graph *g, Buf *b);
 
 char *cg_plan_json(const Schedule *s, const CgProgram *prog, const PlanFileInfo *info);

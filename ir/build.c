@@ -21,151 +21,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../lib/host.h"
 #include "doc.h"
 #include "ir.h"
 
 enum { MAX_STREAM = 1023, MAX_INPUT_BYTES = 1 << 30 };
-
-/* ---- text checks and positions ---------------------------------------------- */
-
-static size_t bom_len(const char *text, size_t len)
-{
-	return len >= 3 && !memcmp(text, "\xef\xbb\xbf", 3) ? 3 : 0;
-}
-
-void doc_position(const char *text, size_t off, int *line, int *col)
-{
-	int l = 1, c = 1;
-	for (size_t i = bom_len(text, off); i < off; i++) {
-		unsigned char ch = (unsigned char)text[i];
-		if (ch == '\n')
-			l++, c = 1;
-		else if ((ch & 0xc0) != 0x80)
-			c++;
-	}
-	*line = l;
-	*col = c;
-}
-
-/* Length of the valid UTF-8 sequence at s (at most `avail` bytes), or 0. */
-static int utf8_seq(const unsigned char *s, size_t avail)
-{
-	unsigned char c = s[0];
-	int n;
-	unsigned char lo = 0x80, hi = 0xbf;
-	if (c >= 0xc2 && c <= 0xdf)
-		n = 2;
-	else if (c >= 0xe0 && c <= 0xef)
-		n = 3, lo = c == 0xe0 ? 0xa0 : 0x80, hi = c == 0xed ? 0x9f : 0xbf;
-	else if (c >= 0xf0 && c <= 0xf4)
-		n = 4, lo = c == 0xf0 ? 0x90 : 0x80, hi = c == 0xf4 ? 0x8f : 0xbf;
-	else
-		return 0;
-	if ((size_t)n > avail || s[1] < lo || s[1] > hi)
-		return 0;
-	for (int i = 2; i < n; i++)
-		if ((s[i] & 0xc0) != 0x80)
-			return 0;
-	return n;
-}
-
-int doc_check_text(const char *file, const char *text, size_t len, Diag *d)
-{
-	const unsigned char *s = (const unsigned char *)text;
-	int line = 1, col = 1;
-	bool blank = true;
-	for (size_t i = bom_len(text, len); i < len;) {
-		unsigned char c = s[i];
-		if (c == 0) {
-			diag_set(d, file, line, col, "NUL byte in the input (not a text file?)");
-			return -1;
-		}
-		if (c < 0x80) {
-			if (c != ' ' && c != '\t' && c != '\n' && c != '\r')
-				blank = false;
-			if (c == '\n')
-				line++, col = 1;
-			else
-				col++;
-			i++;
-			continue;
-		}
-		int n = utf8_seq(s + i, len - i);
-		if (!n) {
-			diag_set(d, file, line, col, "invalid UTF-8 (byte 0x%02x)", c);
-			return -1;
-		}
-		blank = false;
-		col++;
-		i += (size_t)n;
-	}
-	if (blank) {
-		diag_set(d, file, 1, 1, "empty document");
-		return -1;
-	}
-	return 0;
-}
-
-static bool all_digits(const char *s, const char **end)
-{
-	const char *p = s;
-	while (*p >= '0' && *p <= '9')
-		p++;
-	*end = p;
-	return p > s;
-}
-
-bool doc_parse_number(DocNode *n, const char *s, bool yaml_special)
-{
-	const char *p = s;
-	bool neg = *p == '-';
-	if (*p == '-' || *p == '+')
-		p++;
-	if (yaml_special && *p == '.') {
-		if (!strcmp(p, ".inf") || !strcmp(p, ".Inf") || !strcmp(p, ".INF")) {
-			n->dval = neg ? -INFINITY : INFINITY;
-			n->is_int = false;
-			return true;
-		}
-		if (p == s && (!strcmp(p, ".nan") || !strcmp(p, ".NaN") || !strcmp(p, ".NAN"))) {
-			n->dval = NAN;
-			n->is_int = false;
-			return true;
-		}
-	}
-	const char *q;
-	bool int_part = all_digits(p, &q);
-	if (int_part && !*q) {
-		n->is_int = true;
-		errno = 0;
-		long long v = strtoll(s, NULL, 10);
-		n->int_ok = errno != ERANGE;
-		n->ival = v;
-		n->dval = strtod(s, NULL);
-		return true;
-	}
-	bool frac = false;
-	if (*q == '.') {
-		const char *r;
-		frac = all_digits(q + 1, &r);
-		q = r;
-	}
-	if (!int_part && !frac)
-		return false;
-	if (*q == 'e' || *q == 'E') {
-		q++;
-		if (*q == '-' || *q == '+')
-			q++;
-		if (!all_digits(q, &q))
-			return false;
-	}
-	if (*q)
-		return false;
-	n->is_int = false;
-	n->dval = strtod(s, NULL);
-	return true;
-}
 
 /* ---- the tensor name table -------------------------------------------------- */
 
@@ -240,23 +99,6 @@ static Desc describe(const DocNode *n)
 	case DOC_STR: snprintf(c.s, sizeof c.s, "'%s'", clip(n->text).s); break;
 	}
 	return c;
-}
-
-typedef struct {
-	char s[IR_MAX_RANK * 21 + 3];
-} ShapeStr;
-
-static ShapeStr shape_str(int rank, const int64_t *dim)
-{
-	ShapeStr t;
-	size_t n = 0;
-	t.s[n++] = '[';
-	for (int i = 0; i < rank; i++)
-		n += (size_t)snprintf(t.s + n, sizeof t.s - n, i ? ",%lld" : "%lld",
-				      (long long)dim[i]);
-	t.s[n++] = ']';
-	t.s[n] = 0;
-	return t;
 }
 
 /* ---- the builder ------------------------------------------------------------ */
@@ -642,8 +484,9 @@ static int read_constants(Builder *b, const DocNode *n)
 		int64_t count = 1;
 		for (int k = 0; k < t.rank; k++)
 			count *= t.dim[k];
-		HostTensor h;
-		Diag hd;
+		ConstSource *src = ARENA_NEW(g->arena, ConstSource, 1);
+		src->line = e->line;
+		src->col = e->col;
 		if (slot[3]) {
 			const DocNode *f = slot[3];
 			snprintf(sub, sizeof sub, "%s.npy", path);
@@ -651,32 +494,9 @@ static int read_constants(Builder *b, const DocNode *n)
 				return fail(b, f, "%s: expected a relative path inside the graph's "
 					    "folder, got %s", sub, describe(f).s);
 			const char *slash = strrchr(b->file, '/');
-			char *file = slash ? arena_printf(g->arena, "%.*s/%s", (int)(slash - b->file),
-							  b->file, f->text)
-					   : arena_strdup(g->arena, f->text);
-			if (npy_read_file(file, &h, &hd))
-				return fail(b, f, "%s: %s", sub, hd.msg);
-			if (h.dtype == DT_F32 && t.dtype == DT_BF16) {
-				HostTensor c;
-				if (host_alloc(&c, DT_BF16, h.rank, h.dim, &hd)) {
-					host_free(&h);
-					return fail(b, f, "%s: %s", sub, hd.msg);
-				}
-				for (int64_t k = 0; k < h.n; k++)
-					host_set(&c, k, host_get(&h, k));
-				host_free(&h);
-				h = c;
-			}
-			bool same = h.dtype == t.dtype && h.rank == t.rank &&
-				    !memcmp(h.dim, t.dim, sizeof(int64_t) * (size_t)t.rank);
-			if (!same) {
-				char want[96], got[96];
-				host_shape_text(t.dtype, t.rank, t.dim, want, sizeof want);
-				host_shape_text(h.dtype, h.rank, h.dim, got, sizeof got);
-				host_free(&h);
-				return fail(b, f, "%s: the file holds %s, the constant is %s", sub, got,
-					    want);
-			}
+			src->npy = slash ? arena_printf(g->arena, "%.*s/%s", (int)(slash - b->file),
+							b->file, f->text)
+					 : arena_strdup(g->arena, f->text);
 		} else {
 			const DocNode *dn = slot[2];
 			snprintf(sub, sizeof sub, "%s.data", path);
@@ -686,45 +506,30 @@ static int read_constants(Builder *b, const DocNode *n)
 			if (dn->n != count)
 				return fail(b, dn, "%s: has %d values, the shape needs %lld", sub, dn->n,
 					    (long long)count);
-			if (host_alloc(&h, t.dtype, t.rank, t.dim, &hd))
-				return fail(b, dn, "%s: %s", sub, hd.msg);
+			bool isint = ir_dtype_is_int(t.dtype) || t.dtype == DT_BOOL;
+			double *dv = isint ? NULL : ARENA_NEW(g->arena, double, count);
+			int64_t *iv = isint ? ARENA_NEW(g->arena, int64_t, count) : NULL;
 			int64_t k = 0;
 			for (const DocNode *v = dn->first; v; v = v->next, k++) {
 				char at[200];
 				snprintf(at, sizeof at, "%s[%lld]", sub, (long long)k);
-				double x;
-				int64_t iv;
-				int rc;
-				if (t.dtype == DT_BOOL && v->kind == DOC_BOOL) {
-					host_set(&h, k, v->bval);
-					continue;
-				}
-				if (ir_dtype_is_int(t.dtype) || t.dtype == DT_BOOL) {
-					rc = read_int(b, v, at, INT64_MIN, INT64_MAX, &iv);
-					if (!rc)
-						host_set_i64(&h, k, iv);
-				} else {
-					rc = read_real(b, v, at, &x);
-					if (!rc)
-						host_set(&h, k, x);
-				}
-				if (rc) {
-					host_free(&h);
+				if (t.dtype == DT_BOOL && v->kind == DOC_BOOL)
+					iv[k] = v->bval;
+				else if (isint && read_int(b, v, at, INT64_MIN, INT64_MAX, &iv[k]))
 					return -1;
-				}
+				else if (!isint && read_real(b, v, at, &dv[k]))
+					return -1;
 			}
+			src->values = dv;
+			src->ivalues = iv;
 		}
-		size_t bytes = (size_t)h.n * (size_t)ir_dtype_size(h.dtype);
-		void *data = arena_alloc(g->arena, bytes ? bytes : 1);
-		memcpy(data, h.data, bytes);
-		host_free(&h);
 		int id = new_tensor(b, e->key, -1);
 		Tensor *dst = &g->tensors[id];
 		dst->dtype = t.dtype;
 		dst->rank = t.rank;
 		memcpy(dst->dim, t.dim, sizeof t.dim);
 		dst->role = ROLE_INPUT;
-		dst->data = data;
+		dst->src = src;
 		g->inputs[g->ninputs++] = id;
 	}
 	return 0;
@@ -900,8 +705,8 @@ static int op_stated(Builder *b, OpRead *r, const Tensor *out)
 		if (rank != out->rank || memcmp(dim, out->dim, sizeof dim[0] * (size_t)rank))
 			return fail(b, r->stated_shape,
 				    "op '%s' (%s): stated shape %s does not match the inferred shape %s",
-				    r->name, r->at, shape_str(rank, dim).s,
-				    shape_str(out->rank, out->dim).s);
+				    r->name, r->at, ir_shape_text(rank, dim).s,
+				    ir_shape_text(out->rank, out->dim).s);
 	}
 	return 0;
 }
@@ -1158,7 +963,7 @@ static GraphFormat choose_format(const char *file, const char *text, size_t len)
 		return FMT_JSON;
 	if (ends_with(file, ".yaml") || ends_with(file, ".yml"))
 		return FMT_YAML;
-	for (size_t i = bom_len(text, len); i < len; i++) {
+	for (size_t i = doc_bom_len(text, len); i < len; i++) {
 		char c = text[i];
 		if (c == ' ' || c == '\t' || c == '\n' || c == '\r')
 			continue;
@@ -1189,52 +994,13 @@ Graph *ir_read_mem(Arena *a, const char *file, const char *text, size_t len,
 	return g;
 }
 
-static char *slurp(FILE *f, const char *file, size_t *len, Diag *d)
-{
-	size_t cap = 1 << 16, n = 0;
-	char *buf = xmalloc(cap);
-	for (;;) {
-		if (n == cap) {
-			if (cap >= MAX_INPUT_BYTES) {
-				diag_set(d, file, 0, 0, "input is larger than %d MiB",
-					 MAX_INPUT_BYTES >> 20);
-				free(buf);
-				return NULL;
-			}
-			cap *= 2;
-			buf = xrealloc(buf, cap);
-		}
-		size_t got = fread(buf + n, 1, cap - n, f);
-		n += got;
-		if (got == 0)
-			break;
-	}
-	if (ferror(f)) {
-		diag_set(d, file, 0, 0, "cannot read: %s", strerror(errno));
-		free(buf);
-		return NULL;
-	}
-	*len = n;
-	return buf;
-}
-
 Graph *ir_read_file(Arena *a, const char *path, GraphFormat fmt, Diag *d)
 {
-	bool std = !strcmp(path, "-");
-	const char *file = std ? "<stdin>" : path;
-	FILE *f = std ? stdin : fopen(path, "rb");
-	if (!f) {
-		diag_set(d, file, 0, 0, "cannot open: %s", strerror(errno));
-		return NULL;
-	}
 	size_t len = 0;
-	errno = 0;
-	char *text = slurp(f, file, &len, d);
-	if (!std)
-		fclose(f);
+	char *text = read_file(path, MAX_INPUT_BYTES, &len, d);
 	if (!text)
 		return NULL;
-	Graph *g = ir_read_mem(a, file, text, len, fmt, d);
+	Graph *g = ir_read_mem(a, strcmp(path, "-") ? path : "<stdin>", text, len, fmt, d);
 	free(text);
 	return g;
 }

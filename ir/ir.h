@@ -15,7 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../lib/support.h"
+#include "../support/support.h"
 
 enum {
 	IR_MAX_RANK = 8,     /* SPEC §1: rank 0 to 8 */
@@ -39,6 +39,12 @@ int ir_dtype_size(DType t);                  /* bytes per element */
 bool ir_dtype_is_float(DType t);
 bool ir_dtype_is_int(DType t);               /* signed or unsigned, not bool */
 bool ir_dtype_is_signed(DType t);            /* floats and signed ints */
+
+/* A shape as messages write it, "[2,3,4]" (at most IR_MAX_RANK dims shown). */
+typedef struct {
+	char s[IR_MAX_RANK * 21 + 3];   /* "[" + 8 dims of up to 20 characters + commas + "]" */
+} IrShapeText;
+IrShapeText ir_shape_text(int rank, const int64_t *dim);
 
 /* ---- the op table ---------------------------------------------------------- */
 
@@ -66,6 +72,7 @@ typedef enum {
 	FAM_MODULE,   /* conv2d, pools */
 	FAM_CONTROL,  /* sync */
 } OpFamily;
+#define FAM_COUNT (FAM_CONTROL + 1)   /* keep FAM_CONTROL last */
 
 /* Attribute bits. ORDER ATTR: ir_attr_name() lists the names in this order. */
 enum {
@@ -129,6 +136,10 @@ typedef struct {
 
 extern const OpInfo ir_ops[OP_COUNT];
 int ir_op_lookup(const char *file_name);     /* OpKind, or -1 */
+/* The elementwise families: binary, scalar, unary, compare, select, cast. One
+ * output element reads each operand at the broadcast of its own position. */
+bool ir_family_is_elementwise(OpFamily f);
+bool ir_op_is_elementwise(int kind);         /* of an OpKind */
 
 /* ---- tensors and ops ------------------------------------------------------- */
 
@@ -149,7 +160,18 @@ typedef struct {
 	const void *data; /* a constant: its elements (dtype, C order, little-endian),
 			     in the graph's arena; NULL for every other tensor. A
 			     constant is a graph input whose value the graph carries. */
+	const struct ConstSource *src; /* a constant of a graph file before
+			     host_load_constants (host/host.h) turns it into data */
 } Tensor;
+
+/* Where a constant of a fusec-graph/1 file comes from (docs/graph-format.md):
+ * values written inline, or a .npy file (path resolved beside the graph). */
+typedef struct ConstSource {
+	const char *npy;
+	const double *values;    /* float dtypes: count values */
+	const int64_t *ivalues;  /* int and bool dtypes */
+	int line, col;           /* of the constant, for messages */
+} ConstSource;
 
 typedef enum { GELU_NONE, GELU_TANH } GeluApprox;
 
@@ -270,6 +292,10 @@ const int64_t *ir_rel_dims(const RelConv *c, int *n);
 const int *ir_rel_tensors(const RelConv *c, int *n);
 
 bool ir_rel_equal(const RelOp *a, const RelOp *b);
+bool ir_rel_shape_equal(const RelTensor *a, const RelTensor *b);   /* rank and shape ids */
+/* Deep copy of a relative op (its tensors from arena a). */
+void ir_rel_copy(Arena *a, RelOp *dst, const RelOp *src);
+int ir_rel_max_shape_id(const RelOp *op);
 uint64_t ir_rel_hash(const RelOp *op);  /* stable across runs and machines */
 /* "NumericFloat::MulScalar(t2:f32[1,1] ReadOnly, #0) -> t3:f32[1,1]" */
 void ir_rel_print(Buf *b, const RelOp *op);

@@ -20,7 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../lib/interp.h"
+#include "../host/interp.h"
 #include "onnx.pb-c.h"
 #include "import.h"
 

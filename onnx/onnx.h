@@ -18,7 +18,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "../lib/host.h"
+#include "../host/host.h"
 
 /* A fixed shape for one graph input: --input-shape NAME=1x3x224x224. */
 typedef struct {

@@ -23,7 +23,7 @@
 #include <unistd.h>
 
 #include "../../cmd/run.h"
-#include "../../lib/interp.h"
+#include "../../host/interp.h"
 #include "../../onnx/onnx.h"
 #include "onnx.pb-c.h"
 

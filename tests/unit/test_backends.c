@@ -1,7 +1,7 @@
 /* test_backends.c: the generated kernels against the reference interpreter.
  *
  * Every graph here runs twice: through the fusion search, cg_lower and the host JIT
- * (the `cpu` backend, cg_host_*) and through lib/interp.c, and every output is
+ * (the `cpu` backend, cg_host_*) and through host/interp.c, and every output is
  * compared with its tolerance from check_tensor_tolerance. The graphs are
  * - the op matrix: every op of the table but sync, at each dtype its rule accepts,
  *   alone (one op between syncs: it runs unfused) and inside a fused block (an
@@ -29,7 +29,7 @@
 #include <unistd.h>
 
 #include "../../codegen/codegen.h"
-#include "../../lib/interp.h"
+#include "../../host/interp.h"
 #include "graphgen.h"
 #include "test.h"
 
@@ -80,7 +80,7 @@ static void built_new(Built *b, const GenGraph *gg, const char *label)
 	SearchOptions so;
 	pass_default_options(&so);
 	so.no_record = true;
-	b->s = pass_search(b->g, &so);
+	b->s = test_search(b->g, &so);
 }
 
 static void fill_input(HostTensor *t, const GenInput *gi, uint64_t seed)
@@ -1045,7 +1045,7 @@ static void golden_open(Golden *o, const char *path)
 	}
 	SearchOptions so;
 	pass_default_options(&so);
-	o->s = pass_search(o->g, &so);
+	o->s = test_search(o->g, &so);
 	CgOptions co = {CG_TARGET_NVPTX, "sm_90", NULL, "golden", false};
 	o->m = cg_module_new(&co, o->arena, &d);
 	assert_non_null(o->m);
@@ -1130,7 +1130,7 @@ static void test_golden_numbers(void **state)
 		SearchOptions so;
 		pass_default_options(&so);
 		so.no_record = true;
-		b.s = pass_search(b.g, &so);
+		b.s = test_search(b.g, &so);
 		GenGraph gg;
 		gen_init(&gg);
 		for (int k = 0; k < b.g->ninputs; k++) {
@@ -1173,7 +1173,7 @@ static void test_dead_ops(void **state)
 	SearchOptions so;
 	pass_default_options(&so);
 	so.no_record = true;
-	b.s = pass_search(b.g, &so);
+	b.s = test_search(b.g, &so);
 	GenGraph gg;
 	gen_init(&gg);
 	gen_input(&gg, DT_F32, 2, (const int64_t[]){4, 9}, -1, 1);

@@ -15,7 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../../lib/interp.h"
+#include "../../host/interp.h"
 #include "../../onnx/onnx.h"
 #include "onnx.pb-c.h"
 #include "test.h"

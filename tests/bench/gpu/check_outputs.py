@@ -48,7 +48,7 @@ def main():
             tol = TOL.get(want.dtype, 2e-4) * scale
             if want.dtype == np.float32 and want.size and \
                     not np.any(want.view(np.uint32) & 0xFFFF):
-                tol = 1.6e-2 * scale   # bf16 values, written as f32 (lib/npy.c)
+                tol = 1.6e-2 * scale   # bf16 values, written as f32 (host/npy.c)
             ok = nan_ok and inf_ok and mrel <= tol
             print("%-16s %-8s max_abs=%.2e max_rel=%.2e tol=%.0e nan/inf %s %s" %
                   (f[:-4], want.dtype, mabs, mrel, tol, "agree" if nan_ok and inf_ok else "DIFFER",

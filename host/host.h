@@ -92,7 +92,7 @@ typedef struct {
 void host_compare(const HostTensor *got, const HostTensor *want, double atol, double rtol,
 		  HostCompare *out);
 
-/* ---- .npy files (lib/npy.c) ------------------------------------------------ */
+/* ---- .npy files (host/npy.c) ------------------------------------------------ */
 
 /* Read NumPy format 1.0 or 2.0, little-endian, C order, descr one of <f8 <f4 <f2
  * <i8 <i4 <i2 |i1 |u1 |b1. `name` is used in messages. The tensor gets the file's
@@ -105,7 +105,14 @@ void npy_write_buf(Buf *b, const HostTensor *t);
 /* Write atomically: PATH.tmp then rename. */
 int npy_write_file(const char *path, const HostTensor *t, Diag *d);
 
-/* ---- tolerances (lib/check.c; docs/tolerances.md) -------------------------- */
+/* ---- constants of graph files (host/constants.c) ------------------------------ */
+
+/* Give every constant read from a graph file (Tensor.src) its Tensor.data: inline
+ * values stored as its dtype stores them, or its .npy file, which must hold its
+ * dtype and shape. 0, or -1 with *d set (positioned at the constant). */
+int host_load_constants(Graph *g, Diag *d);
+
+/* ---- tolerances (host/check.c; docs/tolerances.md) -------------------------- */
 
 typedef struct {
 	double atol, rtol;

@@ -23,7 +23,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "host.h"
+#include "../host/host.h"
 
 typedef enum {
 	RT_OK = 0,
@@ -62,7 +62,8 @@ typedef struct {
 
 typedef struct {
 	RtParamType type;
-	int tensor;            /* RT_P_PTR: index into RtPlan.tensors */
+	int tensor;            /* RT_P_PTR: index into RtPlan.tensors; RtPlan.ntensors for
+				  the launch's scratch (i = its bytes) */
 	int64_t i;             /* RT_P_I64, RT_P_I32 */
 	double f;              /* RT_P_F64, RT_P_F32 */
 } RtArg;
@@ -94,6 +95,7 @@ typedef struct {
 	RtKernel *kernels; int nkernels;
 	RtStep *steps; int nsteps;
 	RtLaunch *launches; int nlaunches;   /* every step's launches, in order */
+	uint64_t scratch_bytes;  /* the largest {"scratch": N} argument; 0 when none */
 } RtPlan;
 
 /* Load a plan from a file, or from a folder holding exactly one *.plan.json.
@@ -152,7 +154,7 @@ RtStatus rt_session_run(RtSession *s, Diag *d);
 /* Copy tensor `tensor` back into a new host tensor. */
 RtStatus rt_session_download(RtSession *s, int tensor, HostTensor *out, Diag *d);
 
-/* ---- timing (lib/bench.c) -------------------------------------------------- */
+/* ---- timing (runtime/bench.c) -------------------------------------------------- */
 
 typedef struct {
 	int warmup;            /* untimed runs first; default 3 */
