@@ -444,10 +444,10 @@ H(h_mod)
 	Val *a = in[0], *b = in[1];
 	if (!ai(m, "fmod", 0))
 		OUT(bin(m, OP_REM, a, b));
-	if (!ir_dtype_is_float(a->dt))
-		return imp_fail(m, "fmod=1 on integers is not supported yet");
-	/* C fmod: a - trunc(a / b) * b */
-	Val *q = un(m, OP_TRUNC, bin(m, OP_DIV, a, b));
+	/* C fmod: a - trunc(a / b) * b (integer division truncates already) */
+	Val *q = bin(m, OP_DIV, a, b);
+	if (ir_dtype_is_float(a->dt))
+		q = un(m, OP_TRUNC, q);
 	OUT(bin(m, OP_SUB, a, bin(m, OP_MUL, q, b)));
 }
 
@@ -1030,7 +1030,8 @@ H(h_pad)
 	Val *x = in[0];
 	char mode[16];
 	astr(m, "mode", mode, sizeof mode, "constant");
-	if (strcmp(mode, "constant"))
+	bool edge = !strcmp(mode, "edge"), reflect = !strcmp(mode, "reflect");
+	if (strcmp(mode, "constant") && !edge && !reflect)
 		return imp_fail(m, "pad mode '%s' is not supported yet", mode);
 	int64_t p[2 * IR_MAX_RANK];
 	double value = 0;
@@ -1063,9 +1064,65 @@ H(h_pad)
 			return imp_fail(m, "negative pads are not supported yet");
 		if (p[i] > (1 << 20) || p[i + na] > (1 << 20))
 			return imp_fail(m, "pads over 2^20 are not supported");
+		if (edge || reflect) {
+			/* gather with clamped (edge) or mirrored (reflect) indices */
+			int a = (int)ax[i];
+			int64_t dlen = x->dim[a], n2 = dlen + p[i] + p[i + na];
+			if (reflect && (p[i] >= dlen || p[i + na] >= dlen))
+				return imp_fail(m, "reflect pads of %lld and %lld need a dim larger "
+						"than both (is %lld): not supported", (long long)p[i],
+						(long long)p[i + na], (long long)dlen);
+			if (!p[i] && !p[i + na])
+				continue;
+			int64_t *idx = xmalloc(sizeof *idx * (size_t)n2);
+			for (int64_t j = 0; j < n2; j++) {
+				int64_t s0 = j - p[i];
+				if (edge)
+					idx[j] = s0 < 0 ? 0 : s0 >= dlen ? dlen - 1 : s0;
+				else
+					idx[j] = s0 < 0 ? -s0 : s0 >= dlen ? 2 * (dlen - 1) - s0 : s0;
+			}
+			x = take(m, x, a, idx, n2);
+			free(idx);
+			continue;
+		}
 		x = pad_axis(m, x, (int)ax[i], p[i], p[i + na], value);
 	}
 	OUT(x);
+}
+
+/* DepthToSpace (arg 0) and SpaceToDepth (arg 1): reshape, permute, reshape. */
+H(h_space_depth)
+{
+	NEED(1);
+	Val *x = in[0];
+	int64_t b = ai(m, "blocksize", 0);
+	if (x->rank != 4 || b < 1 || b > (1 << 16))
+		return imp_fail(m, "needs a rank-4 input and a positive blocksize");
+	int64_t n = x->dim[0], c = x->dim[1], hh = x->dim[2], w = x->dim[3];
+	char mode[8];
+	astr(m, "mode", mode, sizeof mode, "DCR");
+	if (h->arg == 0) {
+		if (c % (b * b))
+			return imp_fail(m, "channels %lld are not divisible by blocksize^2",
+					(long long)c);
+		bool crd = !strcmp(mode, "CRD");
+		int64_t d6[6] = {n, b, b, c / (b * b), hh, w};
+		static const int dcr[6] = {0, 3, 4, 1, 5, 2}, crdp[6] = {0, 1, 4, 2, 5, 3};
+		if (crd) {
+			d6[1] = c / (b * b);
+			d6[2] = b;
+			d6[3] = b;
+		}
+		int64_t d4[4] = {n, c / (b * b), hh * b, w * b};
+		OUT(reshape(m, permute(m, reshape(m, x, 6, d6), crd ? crdp : dcr), 4, d4));
+	}
+	if (hh % b || w % b)
+		return imp_fail(m, "spatial dims are not divisible by blocksize");
+	int64_t d6[6] = {n, c, hh / b, b, w / b, b};
+	static const int p[6] = {0, 3, 5, 1, 2, 4};
+	int64_t d4[4] = {n, c * b * b, hh / b, w / b};
+	OUT(reshape(m, permute(m, reshape(m, x, 6, d6), p), 4, d4));
 }
 
 /* ---- constants and shape queries ------------------------------------------------ */
@@ -1716,6 +1773,7 @@ static const OnnxHandler handlers[] = {
 	{"ConstantOfShape", h_constant_of_shape, OP_COUNT, 0},
 	{"Conv", h_conv, OP_CONV2D, 0},
 	{"Cos", h_unary, OP_COS, 0},
+	{"DepthToSpace", h_space_depth, OP_PERMUTE, 0},
 	{"Div", h_binary, OP_DIV, 0},
 	{"Dropout", h_identity, OP_COUNT, 1},
 	{"Elu", h_act, OP_COUNT, 3},
@@ -1784,6 +1842,7 @@ static const OnnxHandler handlers[] = {
 	{"Softmax", h_softmax, OP_COUNT, 0},
 	{"Softplus", h_act, OP_COUNT, 5},
 	{"Softsign", h_act, OP_COUNT, 6},
+	{"SpaceToDepth", h_space_depth, OP_PERMUTE, 1},
 	{"Split", h_split, OP_SLICE, 0},
 	{"Sqrt", h_unary, OP_SQRT, 0},
 	{"Squeeze", h_squeeze, OP_RESHAPE, 0},
