@@ -68,3 +68,24 @@ mkdir -p "$TMP/named"
 cp "$TMP/o1/pooled.npy" "$TMP/named/a_b_0.npy"
 check onnx-sanitized-names 0 "$FUSEC" run "$TMP/names.json" --inputs "$TMP/named" --outputs "$TMP/named-out"
 check onnx-sanitized-output 0 test -f "$TMP/named-out/y_1.npy"
+
+# A plan with a constant: fusec-run uploads it from the weights file beside the
+# plan (through the fake driver of tests/runtime) and takes --inputs for the rest.
+RUN=$(dirname "$FUSEC")/fusec-run
+FAKE=$(dirname "$FUSEC")/tests/fakecuda.so
+mkdir -p "$TMP/wplan" "$TMP/win"
+cp tests/runtime/axpb.ptx "$TMP/wplan/"
+check onnx-rt-ref 0 env FUSEC_LIBCUDA="$FAKE" "$RUN" tests/runtime/axpb.plan.json \
+	--save-inputs "$TMP/win" --outputs "$TMP/wo1"
+# c becomes a constant at offset 256 (a zero gap first), its bytes from c.npy
+{ head -c 256 /dev/zero; tail -c 148000 "$TMP/win/c.npy"; } >"$TMP/wplan/axpb.weights.bin"
+sed -e 's|"ptx": "axpb.ptx",|"ptx": "axpb.ptx", "weights": "axpb.weights.bin",|' \
+    -e 's|{"name": "c", "dtype": "f32", "shape": \[1000, 37\], "role": "input",|&  "constant": 256,|' \
+    tests/runtime/axpb.plan.json >"$TMP/wplan/axpb.plan.json"
+rm "$TMP/win/c.npy"
+check onnx-rt-constant 0 env FUSEC_LIBCUDA="$FAKE" "$RUN" "$TMP/wplan/axpb.plan.json" \
+	--inputs "$TMP/win" --outputs "$TMP/wo2"
+same_files onnx-rt-constant-same "$TMP/wo1/y.npy" "$TMP/wo2/y.npy"
+head -c 1000 "$TMP/wplan/axpb.weights.bin" >"$TMP/short.bin" && mv "$TMP/short.bin" "$TMP/wplan/axpb.weights.bin"
+check onnx-rt-short-weights 1 env FUSEC_LIBCUDA="$FAKE" "$RUN" "$TMP/wplan/axpb.plan.json" --inputs "$TMP/win" &&
+	contains onnx-rt-short-weights-msg "$TMP/err" "constant 'c' (148000 bytes at 256) lies past the end of the file (1000 bytes)"

@@ -1,13 +1,14 @@
 #!/usr/bin/env python3
 """Export the six reference architectures to ONNX with random weights.
 
-usage: export.py OUTDIR [--size tiny|small]
+usage: export.py OUTDIR [--size tiny|small|base]
 
 ResNet-18, MobileNetV3-small, a 2-layer ViT, BERT, GPT-2 and a Llama-style decoder,
 written here in plain torch (no torchvision or transformers), exported with
 torch.onnx.export (TorchScript exporter, opset 17). `tiny` dims keep the models
 small enough to commit as test fixtures; `small` is closer to the real shapes
-(fewer layers) for timing imports and compiles. Deterministic: seeded weights.
+(fewer layers) for timing imports and compiles; `base` exports BERT-base, GPT-2
+small and a 12-layer Llama-style decoder at width 768. Deterministic: seeded weights.
 Test-only: needs torch (PyPI, CPU wheel).
 """
 import math
@@ -293,11 +294,26 @@ class Llama(nn.Module):
 # ---- export -------------------------------------------------------------------------
 
 def models(size):
-    tiny = size == "tiny"
+    tiny, base = size == "tiny", size == "base"
     seq = 16 if tiny else 128
-    d = 32 if tiny else 256
+    d = 32 if tiny else 768 if base else 256
     vocab = 100 if tiny else 8192
     img = 32 if tiny else 224
+    layers = 12 if base else 2
+    heads = 12 if base else 4
+    if base:  # BERT-base, GPT-2 small and a 12-layer Llama of the same width
+        return {
+            "bert_base": (Bert(vocab=30522, d=d, heads=heads, layers=layers, seq=seq),
+                          (torch.randint(0, 30522, (1, seq)),
+                           torch.cat([torch.ones(1, seq - 3, dtype=torch.int64),
+                                      torch.zeros(1, 3, dtype=torch.int64)], 1)),
+                          ["input_ids", "attention_mask"], ["hidden", "pooled"]),
+            "gpt2_small": (GPT2(vocab=50257, d=d, heads=heads, layers=layers, seq=seq),
+                           (torch.randint(0, 50257, (1, seq)),), ["input_ids"], ["logits"]),
+            "llama_12l": (Llama(vocab=32000, d=d, heads=heads, kv_heads=4, layers=layers,
+                                hidden=2048, seq=seq),
+                          (torch.randint(0, 32000, (1, seq)),), ["input_ids"], ["logits"]),
+        }
     return {
         "resnet18": (ResNet18(width=8 if tiny else 64, classes=10 if tiny else 1000),
                      (torch.randn(1, 3, img, img),), ["x"], ["logits"]),
