@@ -191,7 +191,11 @@ uint64_t cg_weights_layout_size(const Graph *g)
 void cg_weights_write(const Graph *g, Buf *b)
 {
 	static const char zero[CG_WEIGHTS_ALIGN];
-	size_t start = b->len;
+	size_t start = b->len, total = (size_t)cg_weights_layout_size(g);
+	if (b->cap < start + total + 1) {   /* one allocation, not a doubling series */
+		b->data = xrealloc(b->data, start + total + 1);
+		b->cap = start + total + 1;
+	}
 	for (int i = 0; i < g->ntensors; i++) {
 		const Tensor *t = &g->tensors[i];
 		if (!t->data)

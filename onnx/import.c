@@ -612,9 +612,11 @@ static int import_graph(Imp *m, const Onnx__GraphProto *gp)
 }
 
 Graph *onnx_import_bytes(Arena *a, const char *file, const char *dir, const void *buf,
-			 size_t len, const OnnxOptions *o, Diag *d)
+			 size_t len, bool own, const OnnxOptions *o, Diag *d)
 {
 	Onnx__ModelProto *mp = onnx__model_proto__unpack(NULL, len, buf);
+	if (own)
+		free((void *)buf);
 	if (!mp) {
 		diag_set(d, file, 0, 0, "not a valid ONNX model (the protobuf does not parse: "
 			 "truncated or corrupt)");

@@ -222,7 +222,8 @@ int onnx_tensor(const Onnx__TensorProto *tp, const char *dir, HostTensor *out, c
 		return 0;
 	}
 	if (tp->has_raw_data) {
-		memcpy(out->data, tp->raw_data.data, bytes);
+		if (bytes)
+			memcpy(out->data, tp->raw_data.data, bytes);
 		return 0;
 	}
 	for (int64_t i = 0; i < n; i++) {
@@ -276,7 +277,7 @@ int onnx_parse_shape(Arena *a, const char *spec, OnnxInputShape *s, char *msg, s
 Graph *onnx_read_mem(Arena *a, const char *file, const void *buf, size_t len,
 		     const OnnxOptions *o, Diag *d)
 {
-	return onnx_import_bytes(a, file, NULL, buf, len, o, d);
+	return onnx_import_bytes(a, file, NULL, buf, len, false, o, d);
 }
 
 static char *folder_of(const char *path)
@@ -328,8 +329,7 @@ Graph *onnx_read_file(Arena *a, const char *path, const OnnxOptions *o, Diag *d)
 		return NULL;
 	}
 	char *dir = folder_of(path);
-	Graph *g = onnx_import_bytes(a, path, dir, buf, n, o, d);
+	Graph *g = onnx_import_bytes(a, path, dir, buf, n, true, o, d);
 	free(dir);
-	free(buf);
 	return g;
 }
