@@ -141,6 +141,17 @@ $(BUILD)/fuzz_read: $(FUZZ_SRC) ir/ir.h ir/doc.h ir/ops.def support/support.h
 	  $(shell $(PKG_CONFIG) --libs libcjson yaml-0.1) -lm
 fuzz: $(BUILD)/fuzz_read
 
+# libFuzzer target for the ONNX reader: seed it with tests/onnx/models/*/model.onnx.
+FUZZ_ONNX_SRC = tests/fuzz/fuzz_onnx.c $(SUPPORT_SRC) $(IR_SRC) $(HOST_SRC) $(ONNX_SRC) \
+                $(BUILD)/gen/onnx.pb-c.c
+$(BUILD)/fuzz_onnx: $(FUZZ_ONNX_SRC) $(BUILD)/gen/onnx.pb-c.h
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) -std=c11 -D_POSIX_C_SOURCE=200809L -O1 -g -fno-omit-frame-pointer \
+	  -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -I$(BUILD)/gen \
+	  $(shell $(PKG_CONFIG) --cflags libcjson yaml-0.1 libprotobuf-c) -o $@ $(FUZZ_ONNX_SRC) \
+	  $(shell $(PKG_CONFIG) --libs libcjson yaml-0.1 libprotobuf-c) -lm
+fuzz-onnx: $(BUILD)/fuzz_onnx
+
 sanitize:
 	$(MAKE) BUILD=build-san CFLAGS="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" test
 
@@ -155,6 +166,6 @@ deps:
 clean:
 	rm -rf build build-san
 
-.PHONY: all test sanitize deps clean static math-accuracy fuzz bench onnx-conformance
+.PHONY: all test sanitize deps clean static math-accuracy fuzz fuzz-onnx bench onnx-conformance
 -include $(filter-out $(BUILD)/gen/%,$(CORE_OBJ:.o=.d)) $(CMD_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(BUILD)/cmd/fusec_run.d \
          $(BENCH_SRC:%.c=$(BUILD)/%.d)
