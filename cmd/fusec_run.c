@@ -162,7 +162,7 @@ static int make_input(const RtPlan *pl, int t, const char *dir, uint64_t seed, H
 		return EXIT_OK;
 	}
 	char path[1024];
-	snprintf(path, sizeof path, "%s/%s.npy", dir, rt->name);
+	npy_path(path, sizeof path, dir, rt->name);
 	HostTensor f;
 	if (npy_read_file(path, &f, d) < 0)
 		return EXIT_INPUT;
@@ -324,7 +324,7 @@ static int run(const Options *o, const RtPlan *pl, HostTensor *host, Diag *d)
 				continue;
 			if (ensure_dir(dirs[k], d) < 0)
 				return EXIT_INPUT;
-			snprintf(path, sizeof path, "%s/%s.npy", dirs[k], rt->name);
+			npy_path(path, sizeof path, dirs[k], rt->name);
 			if (npy_write_file(path, &host[t], d) < 0)
 				return EXIT_INPUT;
 		}

@@ -32,10 +32,12 @@ static const char run_usage[] =
 	"  --backend B      interp (the plain-C reference interpreter; default), cpu (the\n"
 	"                   generated kernels, JIT-compiled for this CPU) or cuda (the\n"
 	"                   PTX on GPU 0, through libcuda.so.1)\n"
-	"  --inputs DIR     read each graph input NAME from DIR/NAME.npy\n"
+	"  --inputs DIR     read each graph input NAME from DIR/NAME.npy (characters of\n"
+	"                   NAME outside [A-Za-z0-9._-] become _; constants need none)\n"
 	"  --inputs N=F,..  read input N from the .npy file F; other inputs are random\n"
 	"  --seed N         seed of the random inputs (default 0)\n"
-	"  --outputs DIR    write each output to DIR/NAME.npy (bf16 is written as <f4)\n"
+	"  --outputs DIR    write each output to DIR/NAME.npy, NAME as for --inputs\n"
+	"                   (bf16 is written as <f4)\n"
 	"  --check          compare every output against the interpreter; exit 3 when\n"
 	"                   one is over its tolerance (docs/tolerances.md)\n"
 	"\n"
@@ -250,19 +252,13 @@ static void print_summary(const Graph *g, const HostTensor *outs)
 	}
 }
 
-/* A file name for a tensor name: characters outside [A-Za-z0-9_.-] and a leading
- * dot become '_'. */
+/* DIR/NAME.npy, NAME sanitized (npy_path). */
 static char *file_name(Arena *a, const char *dir, const char *name)
 {
-	char *s = arena_strdup(a, name);
-	for (char *p = s; *p; p++) {
-		char c = *p;
-		bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-			  (c >= '0' && c <= '9') || c == '_' || c == '-' || (c == '.' && p != s);
-		if (!ok)
-			*p = '_';
-	}
-	return arena_printf(a, "%s/%s.npy", dir, s);
+	size_t size = strlen(dir) + strlen(name) + 8;
+	char *buf = arena_alloc(a, size);
+	npy_path(buf, size, dir, name);
+	return buf;
 }
 
 static int write_outputs(const Graph *g, const char *dir, const HostTensor *outs)

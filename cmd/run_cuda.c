@@ -146,7 +146,7 @@ int run_plan_open(const char *path, const char *inputs, uint64_t seed, RunPlan *
 		in->name = rt->name;
 		if (inputs) {
 			char file[1024];
-			snprintf(file, sizeof file, "%s/%s.npy", inputs, rt->name);
+			npy_path(file, sizeof file, inputs, rt->name);
 			if (npy_read_file(file, &in->t, d))
 				return -1;
 			continue;
