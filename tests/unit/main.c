@@ -135,6 +135,9 @@ int main(void)
 	for (size_t i = 0; i < SUITE_COUNT(suites); i++)
 		for (size_t j = 0; j < *suites[i].n; j++)
 			all[k++] = suites[i].tests[j];
+	const char *filter = getenv("FUSEC_TEST_FILTER");   /* e.g. "test_op_*" */
+	if (filter)
+		cmocka_set_test_filter(filter);
 	int failed = _cmocka_run_group_tests("fusec", all, total, NULL, NULL);
 	free(all);
 	return failed ? 1 : 0;
