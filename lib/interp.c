@@ -634,24 +634,36 @@ static DType compute_dtype(DType t)
 	return t == DT_F64 ? DT_F64 : DT_F32;
 }
 
-/* One rounding of y to t. */
-static double round_err(DType t, double y)
-{
-	return unit_round(t) * fabs(y) + tiny_of(t);
-}
-
-/* The local error of an op with exact result y, computed with c ulps of P and
- * stored as t, against the interpreter that rounds y to t once. An ulp of P at y is
- * taken as 2·u_P·|y|. */
-static double local_err(DType t, double c, double y)
+/* The kernel's own error, in P, of an op with result v computed with c ulps of P
+ * (an ulp of P at v is taken as 2·u_P·|v|). In f64 the interpreter's libm is no
+ * better than the kernel's: counted twice. */
+static double kernel_err(DType t, double c, double v)
 {
 	if (!ir_dtype_is_float(t) || c == 0)
 		return 0;
 	DType p = compute_dtype(t);
-	double e = c * (2 * unit_round(p) * fabs(y) + tiny_of(p));
-	if (t == DT_F64)
-		return 2 * e + round_err(t, y);   /* libm's f64 functions err too */
-	return e + round_err(t, y) * (t == p ? 1 : 2);
+	double e = c * (2 * unit_round(p) * fabs(v) + tiny_of(p));
+	return t == DT_F64 ? 2 * e : e;
+}
+
+/* The bound of a result the interpreter computed as v (in f64) and stored as y (v
+ * rounded to t), when a correct kernel's value before any store lies within pre of
+ * v. The kernel keeps that value (a fused intermediate: pre + |v - y| from y) or
+ * stores it rounded to t: anything between rn(v - pre) and rn(v + pre). */
+static double finish(DType t, double v, double y, double pre)
+{
+	if (!ir_dtype_is_float(t))
+		return pre;
+	if (!isfinite(y))
+		return 0;
+	if (isinf(pre) || isnan(pre))
+		return INFINITY;
+	double e = pre + fabs(v - y);
+	if (t != compute_dtype(t)) {
+		e = fmax(e, fabs(host_round(t, v + pre) - y));
+		e = fmax(e, fabs(host_round(t, v - pre) - y));
+	}
+	return e;
 }
 
 /* The summation error, in units of u_P, of a sum of n terms with sum of magnitudes
@@ -808,10 +820,8 @@ static double bound_cast(DType from, DType to, double x, double ex, double y)
 		return 0;
 	if (to == DT_BOOL)
 		return ex > 0 && fabs(x) <= ex ? 1 : 0;
-	if (tf) {
-		bool narrows = ff ? unit_round(to) > unit_round(from) : true;
-		return ex + (narrows ? 2 * round_err(to, y) : 0);
-	}
+	if (tf)
+		return finish(to, x, y, ex);
 	if (!ff || ex == 0 || isnan(x))
 		return ex;
 	double lo = (double)host_to_int(to, x - ex), hi = (double)host_to_int(to, x + ex);
@@ -866,27 +876,20 @@ static void bound_elementwise(Interp *ip, const Op *op, const HostTensor *out, d
 				continue;
 			}
 			double a = host_get(x[0], off[0]), b = op->nin > 1 ? host_get(x[1], off[1]) : 0;
-			e[i] = propagate_elem(op, vt, a, ex[0], b, ex[1], y) +
-			       local_err(out->dtype, op_ulps(op, vt, a), y);
+			double v = float_elem(op, vt, a, b);
+			double pre = propagate_elem(op, vt, a, ex[0], b, ex[1], y) +
+				     kernel_err(out->dtype, op_ulps(op, vt, a), v);
 			/* gelu's tail (x·Phi(x) for x << 0) errs by an ulp or so of x·u in
 			 * absolute terms, measured on the f64 kernels */
 			if (op->kind == OP_GELU)
-				e[i] += 4 * unit_round(compute_dtype(vt)) * fabs(a);
+				pre += 4 * unit_round(compute_dtype(vt)) * fabs(a);
+			e[i] = ir_dtype_is_float(out->dtype) ? finish(out->dtype, v, y, pre) : pre;
 		} else {
 			int64_t a = host_get_i64(x[0], off[0]);
 			int64_t b = op->nin > 1 ? host_get_i64(x[1], off[1]) : 0;
 			e[i] = bound_int_elem(op, a, ex[0], b, ex[1]);
 		}
 	}
-}
-
-/* The stored result of a sum: both sides round it to t (the kernel only when t is
- * narrower than its accumulator, but it may). */
-static double store_err(DType t, double y)
-{
-	if (!ir_dtype_is_float(t))
-		return 0;
-	return round_err(t, y) * (t == compute_dtype(t) ? 1 : 2);
 }
 
 /* Whether some other element of a reduction may beat the extreme x[best]. */
@@ -917,7 +920,7 @@ static void bound_reduce(Interp *ip, const Op *op, const HostTensor *out, double
 		for (int64_t j = 0; j < inner; j++) {
 			int64_t oi = o * inner + j, base = o * len * inner + j;
 			double y = host_get(out, oi), prop = 0, q = 0, m = 0, m2 = 0, s = 0;
-			double wide = 1, pm = 1;
+			double wide = 1, pm = 1, pv = 1;
 			for (int64_t r = 0; r < len; r++) {
 				int64_t xi = base + r * inner;
 				double v = host_get(x, xi), ev = err_at(ip, src, xi);
@@ -932,6 +935,7 @@ static void bound_reduce(Interp *ip, const Op *op, const HostTensor *out, double
 				case OP_PROD:
 					wide *= fabs(v) + ev;
 					pm *= fabs(v);
+					pv *= v;
 					break;
 				default:
 					prop = fmax(prop, ev);
@@ -952,23 +956,19 @@ static void bound_reduce(Interp *ip, const Op *op, const HostTensor *out, double
 				e[oi] = fl ? 0 : prop;
 				continue;
 			}
-			double loc;
+			double v = y, pre = prop;    /* max_dim, min_dim: exact */
 			if (op->kind == OP_SUM || op->kind == OP_MEAN) {
-				prop = spread(prop, q);
-				loc = reduce_err(out->dtype, len, m, m2, s);
+				pre = spread(prop, q) + reduce_err(out->dtype, len, m, m2, s);
+				v = s;
 				if (op->kind == OP_MEAN) {
-					prop /= (double)len;
-					loc = loc / (double)len + local_err(out->dtype, 0.5, y);
-				} else {
-					loc += store_err(out->dtype, y);
+					v = s / (double)len;
+					pre = pre / (double)len + kernel_err(out->dtype, 1, v);
 				}
 			} else if (op->kind == OP_PROD) {
-				prop = wide - pm;
-				loc = local_err(out->dtype, 0.5 * (double)len, y);
-			} else {
-				loc = 0;
+				v = pv;
+				pre = wide - pm + kernel_err(out->dtype, 0.5 * (double)len, v);
 			}
-			e[oi] = prop + loc;
+			e[oi] = finish(out->dtype, v, y, pre);
 		}
 }
 
@@ -1013,8 +1013,8 @@ static void bound_matmul(Interp *ip, const Op *op, const HostTensor *out, double
 				}
 				/* each product rounds once (0 with fma), then the sum */
 				double u = unit_round(compute_dtype(out->dtype));
-				e[oi] = prop + u * mag + reduce_err(out->dtype, kk, mag, m2, s) +
-					store_err(out->dtype, y);
+				e[oi] = finish(out->dtype, s, y,
+					       prop + u * mag + reduce_err(out->dtype, kk, mag, m2, s));
 			}
 	}
 }
@@ -1063,9 +1063,7 @@ static void bound_conv2d(Interp *ip, const Op *op, const HostTensor *out, double
 		}
 		double y = host_get(out, i);
 		prop = spread(prop, q);
-		e[i] = isfinite(y) ? prop + u * mag + reduce_err(out->dtype, nterm, mag, m2, s) +
-				     store_err(out->dtype, y)
-				   : 0;
+		e[i] = finish(out->dtype, s, y, prop + u * mag + reduce_err(out->dtype, nterm, mag, m2, s));
 	}
 }
 
@@ -1102,8 +1100,9 @@ static void bound_pool2d(Interp *ip, const Op *op, const HostTensor *out, double
 		}
 		double area = (double)at->kernel[0] * at->kernel[1];
 		prop = spread(prop, q);
-		e[i] = (prop + reduce_err(out->dtype, nterm, mag, m2, s)) / area +
-		       local_err(out->dtype, 0.5, y);
+		e[i] = finish(out->dtype, s / area, y,
+			      (prop + reduce_err(out->dtype, nterm, mag, m2, s)) / area +
+			      kernel_err(out->dtype, 1, s / area));
 	}
 }
 
