@@ -34,7 +34,7 @@ PASSES_SRC  = passes/block.c passes/explain.c passes/explorer.c passes/fuser_ele
 CODEGEN_SRC = codegen/host_exec.c codegen/jit.c codegen/kernel_elemwise.c codegen/kernel_single.c codegen/lower.c codegen/math.c codegen/module.c codegen/plan.c
 CMD_SRC     = cmd/bench.c cmd/compile.c cmd/explain.c cmd/fusec.c cmd/normalize.c cmd/run.c cmd/run_cpu.c cmd/run_cuda.c
 RT_SRC      = lib/bench.c lib/runtime.c
-TEST_SRC    = tests/unit/main.c tests/unit/graphgen.c tests/unit/test_backends.c tests/unit/test_codegen.c tests/unit/test_hostile.c tests/unit/test_infer.c tests/unit/test_interp.c tests/unit/test_math.c tests/unit/test_readers.c tests/unit/test_relative.c tests/unit/test_runtime.c tests/unit/test_search.c
+TEST_SRC    = tests/unit/main.c tests/unit/graphgen.c tests/unit/test_backends.c tests/unit/test_check.c tests/unit/test_codegen.c tests/unit/test_hostile.c tests/unit/test_infer.c tests/unit/test_interp.c tests/unit/test_math.c tests/unit/test_readers.c tests/unit/test_relative.c tests/unit/test_runtime.c tests/unit/test_search.c
 BENCH_SRC   = tests/bench/bench_search.c tests/bench/gen_graph.c
 
 CORE_SRC = $(LIB_SRC) $(IR_SRC) $(PASSES_SRC) $(CODEGEN_SRC) $(RT_SRC)

@@ -595,7 +595,7 @@ static void run_pool2d(Interp *ip, const Op *op, HostTensor *out)
 /* Summation model: lambda of the probabilistic term of the kernel's own rounding
  * errors (sum_bound), and of the errors the terms bring (spread). */
 #define BOUND_LAMBDA 4.0
-#define SPREAD_LAMBDA 2.0
+#define SPREAD_LAMBDA 1.0
 
 /* The error that terms with errors e_i (sum l = sum e_i, q = sum e_i^2) bring to a
  * sum: l when they all push one way; SPREAD_LAMBDA·sqrt(q) when they are
