@@ -820,6 +820,8 @@ static double bound_cast(DType from, DType to, double x, double ex, double y)
 		return 0;
 	if (to == DT_BOOL)
 		return ex > 0 && fabs(x) <= ex ? 1 : 0;
+	if (tf && compute_dtype(to) != to && from != DT_F32)
+		ex += unit_round(DT_F32) * fabs(x);   /* to f16/bf16 through f32: twice rounded */
 	if (tf)
 		return finish(to, x, y, ex);
 	if (!ff || ex == 0 || isnan(x))
