@@ -27,22 +27,23 @@ CMOCKA_CFLAGS := $(shell $(PKG_CONFIG) --cflags cmocka 2>/dev/null)
 CMOCKA_LIBS   := $(shell $(PKG_CONFIG) --libs cmocka 2>/dev/null)
 ALL_CFLAGS = -std=c11 -D_POSIX_C_SOURCE=200809L $(WARN) $(CFLAGS) $(DEPS_CFLAGS) -MMD -MP
 
-# Sources, per layer. Keep each list sorted.
-LIB_SRC     = lib/check.c lib/host.c lib/interp.c lib/npy.c lib/support.c
-IR_SRC      = ir/build.c ir/infer.c ir/liveness.c ir/ops.c ir/read_json.c ir/read_yaml.c ir/relative.c
+# Sources, per layer from the ground up. Keep each list sorted.
+SUPPORT_SRC = support/support.c
+IR_SRC      = ir/build.c ir/doc.c ir/infer.c ir/liveness.c ir/ops.c ir/read_json.c ir/read_yaml.c ir/relative.c
 PASSES_SRC  = passes/block.c passes/explain.c passes/explorer.c passes/fuser_elemwise.c passes/fuser_matmul.c passes/fuser_reduce.c passes/fuser_reduce_bcast.c passes/fusers.c passes/intset.c passes/log.c passes/plan_store.c passes/processor.c passes/record.c passes/score.c
-CODEGEN_SRC = codegen/host_exec.c codegen/jit.c codegen/kernel_elemwise.c codegen/kernel_single.c codegen/lower.c codegen/math.c codegen/module.c codegen/plan.c
+CODEGEN_SRC = codegen/eval.c codegen/frame.c codegen/host_exec.c codegen/jit.c codegen/kernel_elemwise.c codegen/kernel_join_window.c codegen/kernel_matmul.c codegen/kernel_reduce.c codegen/lower.c codegen/math.c codegen/module.c codegen/plan.c codegen/toolbox.c codegen/values.c
+HOST_SRC    = host/check.c host/host.c host/interp.c host/npy.c
 CMD_SRC     = cmd/bench.c cmd/compile.c cmd/explain.c cmd/fusec.c cmd/normalize.c cmd/run.c cmd/run_cpu.c cmd/run_cuda.c
-RT_SRC      = lib/bench.c lib/runtime.c
+RT_SRC      = runtime/bench.c runtime/runtime.c
 TEST_SRC    = tests/unit/main.c tests/unit/graphgen.c tests/unit/test_backends.c tests/unit/test_check.c tests/unit/test_codegen.c tests/unit/test_hostile.c tests/unit/test_infer.c tests/unit/test_interp.c tests/unit/test_math.c tests/unit/test_readers.c tests/unit/test_relative.c tests/unit/test_runtime.c tests/unit/test_search.c
 BENCH_SRC   = tests/bench/bench_search.c tests/bench/gen_graph.c
 
-CORE_SRC = $(LIB_SRC) $(IR_SRC) $(PASSES_SRC) $(CODEGEN_SRC) $(RT_SRC)
+CORE_SRC = $(SUPPORT_SRC) $(IR_SRC) $(PASSES_SRC) $(CODEGEN_SRC) $(HOST_SRC) $(RT_SRC)
 CORE_OBJ = $(CORE_SRC:%.c=$(BUILD)/%.o)
 CMD_OBJ  = $(CMD_SRC:%.c=$(BUILD)/%.o)
 TEST_OBJ = $(TEST_SRC:%.c=$(BUILD)/%.o)
 # fusec-run: the runtime alone, without LLVM or libyaml (libc, libm, libdl, cJSON).
-RUN_OBJ  = $(addprefix $(BUILD)/,cmd/fusec_run.o ir/ops.o lib/host.o lib/npy.o lib/support.o) \
+RUN_OBJ  = $(addprefix $(BUILD)/,cmd/fusec_run.o ir/ops.o host/host.o host/npy.o support/support.o) \
            $(RT_SRC:%.c=$(BUILD)/%.o)
 
 all: $(BUILD)/fusec $(BUILD)/fusec-run
@@ -105,8 +106,8 @@ bench: $(BUILD)/bench_search $(BUILD)/gen_graph
 
 # libFuzzer target for the graph readers (tests/fuzz/README.md): IR and lib only.
 FUZZ_CC ?= clang-14
-FUZZ_SRC = tests/fuzz/fuzz_read.c lib/support.c $(IR_SRC)
-$(BUILD)/fuzz_read: $(FUZZ_SRC) ir/ir.h ir/doc.h ir/ops.def lib/support.h
+FUZZ_SRC = tests/fuzz/fuzz_read.c support/support.c $(IR_SRC)
+$(BUILD)/fuzz_read: $(FUZZ_SRC) ir/ir.h ir/doc.h ir/ops.def support/support.h
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) -std=c11 -D_POSIX_C_SOURCE=200809L $(WARN) -O1 -g -fno-omit-frame-pointer \
 	  -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \

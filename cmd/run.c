@@ -18,7 +18,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "../lib/interp.h"
+#include "../host/interp.h"
 #include "cmd.h"
 #include "run.h"
 

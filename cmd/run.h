@@ -9,7 +9,7 @@
 #ifndef FUSEC_RUN_H
 #define FUSEC_RUN_H
 
-#include "../lib/fusecrt.h"
+#include "../runtime/fusecrt.h"
 
 typedef struct {
 	const Graph *g;

@@ -1,13 +1,20 @@
 /* cg_impl.h: what the files of codegen/ share and nobody else sees: the module
- * record, the kernel builder state, and the evaluator's helpers.
+ * record, the kernel builder state, and the declarations of each room.
  *
- * A kernel is built by demand-driven evaluation: the frame (kernel_elemwise.c) loops
- * over the iteration space of the written tensors and asks cg_eval for the value of
- * each written tensor at an index; cg_eval computes the producing op's operands at the
- * indices that op maps to (broadcast, view, reduction, window ...), down to loads of
- * global tensors. A memo keyed on (tensor, index) keeps each value computed once per
- * element. Ops with inner loops or branches (reductions, matmul, cat, conv, pools, in
- * kernel_single.c) open a memo scope so that values made inside do not leak out. */
+ * A kernel is built by demand-driven evaluation. The frame (frame.c) loops over the
+ * iteration space of the written tensors and asks the evaluator (eval.c) for the value
+ * of each written tensor at an index; cg_eval computes the producing op's operands at
+ * the indices that op maps to (broadcast, view, reduction, window ...), down to loads
+ * of global tensors, through one evaluator per op family (kernel_*.c). A memo keyed on
+ * (tensor, index) keeps each value computed once per element. Ops with inner loops or
+ * branches (reductions, matmul, cat, conv, pools) open a memo scope so that values
+ * made inside do not leak out.
+ *
+ * The rooms, from the bottom: toolbox.c (LLVM types, loads and stores, conversions,
+ * index math, memo, loops), values.c (per-dtype arithmetic), eval.c (the evaluator),
+ * kernel_elemwise.c, kernel_reduce.c, kernel_matmul.c, kernel_join_window.c (the
+ * families), frame.c (the kernel frame and the launch rule), module.c (the LLVM
+ * module, deduplication, emission). */
 #ifndef FUSEC_CG_IMPL_H
 #define FUSEC_CG_IMPL_H
 
@@ -88,28 +95,46 @@ typedef struct {
 	bool failed;
 } CgKb;
 
-/* types and conversions (kernel_elemwise.c) */
+/* ---- toolbox.c: the LLVM toolbox ----------------------------------------------- */
+
+int cg_fail(CgKb *kb, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+LLVMValueRef cg_i64(CgKb *kb, int64_t v);
+LLVMValueRef cg_dim(CgKb *kb, uint32_t shape_id);
+LLVMValueRef cg_and(CgKb *kb, LLVMValueRef a, LLVMValueRef b); /* a NULL: b */
+LLVMValueRef cg_intrinsic(CgKb *kb, const char *name, LLVMTypeRef *types, int ntypes,
+			  LLVMValueRef *args, int nargs);
+LLVMValueRef cg_zero(CgKb *kb, DType t);                 /* in t's compute type */
+LLVMValueRef cg_one(CgKb *kb, DType t);
+LLVMValueRef cg_extreme(CgKb *kb, DType t, bool lowest); /* lowest: the most negative */
+
+static inline bool cg_dtype_unsigned(DType t)
+{
+	return t == DT_U8 || t == DT_BOOL;
+}
+
+/* types, loads and stores, conversions */
 LLVMTypeRef cg_ctype(CgModule *m, DType t);   /* compute type */
 LLVMTypeRef cg_stype(CgModule *m, DType t);   /* storage type */
+LLVMValueRef cg_widen(CgKb *kb, LLVMValueRef v, DType t);   /* storage -> compute */
+LLVMValueRef cg_narrow(CgKb *kb, LLVMValueRef v, DType t);  /* compute -> storage */
 LLVMValueRef cg_load(CgKb *kb, int tensor, LLVMValueRef offset);
 void cg_store(CgKb *kb, int tensor, LLVMValueRef offset, LLVMValueRef v);
 LLVMValueRef cg_convert(CgKb *kb, LLVMValueRef v, DType from, DType to);
-LLVMValueRef cg_i64(CgKb *kb, int64_t v);
-LLVMValueRef cg_dim(CgKb *kb, uint32_t shape_id);
 LLVMValueRef cg_placeholder(CgKb *kb, int n);   /* double */
 LLVMValueRef cg_scalar_as(CgKb *kb, int n, DType t);
-LLVMValueRef cg_offset(CgKb *kb, CgIdx *idx);   /* linear offset of idx */
-void cg_idx_dims(CgKb *kb, CgIdx *idx);
-CgIdx cg_idx_of(int rank, const uint32_t *shape);
-LLVMValueRef cg_eval(CgKb *kb, int tensor, CgIdx *idx);
-int cg_fail(CgKb *kb, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-LLVMValueRef cg_binary_value(CgKb *kb, OpKind op, DType t, LLVMValueRef a, LLVMValueRef b);
-LLVMValueRef cg_select_max(CgKb *kb, DType t, LLVMValueRef a, LLVMValueRef b, bool max);
-LLVMValueRef cg_intrinsic(CgKb *kb, const char *name, LLVMTypeRef *types, int ntypes,
-			  LLVMValueRef *args, int nargs);
-LLVMValueRef cg_and(CgKb *kb, LLVMValueRef a, LLVMValueRef b); /* a NULL: b */
 
-/* memo scopes around inner loops and branches */
+/* indices */
+CgIdx cg_idx_of(int rank, const uint32_t *shape);
+CgIdx cg_idx_at(const RelTensor *t, LLVMValueRef *pos);   /* per-dim positions */
+void cg_idx_dims(CgKb *kb, CgIdx *idx);
+LLVMValueRef cg_offset(CgKb *kb, CgIdx *idx);   /* linear offset of idx */
+bool cg_same_shape(int ra, const uint32_t *a, int rb, const uint32_t *b);
+/* The index of operand `in` of an elementwise op whose output index is out. */
+CgIdx cg_idx_broadcast(CgKb *kb, CgIdx *out, const RelTensor *in);
+
+/* the memo, and its scopes around inner loops and branches */
+LLVMValueRef cg_memo_find(CgKb *kb, int tensor, const CgIdx *idx);
+void cg_memo_add(CgKb *kb, int tensor, const CgIdx *idx, LLVMValueRef v);
 int cg_memo_mark(CgKb *kb);
 void cg_memo_release(CgKb *kb, int mark);
 
@@ -130,24 +155,55 @@ void cg_loop_end(CgKb *kb, CgLoop *l);
 LLVMValueRef cg_carry(CgKb *kb, CgLoop *l, LLVMValueRef init);
 void cg_carry_next(CgKb *kb, CgLoop *l, LLVMValueRef phi, LLVMValueRef next);
 
-/* ops with loops or branches (kernel_single.c); op is the producing RelOp, out its
- * output index (dims available) */
-LLVMValueRef cg_eval_reduce(CgKb *kb, const RelOp *op, CgIdx *out);
-LLVMValueRef cg_eval_matmul(CgKb *kb, const RelOp *op, CgIdx *out);
-LLVMValueRef cg_eval_cat(CgKb *kb, const RelOp *op, CgIdx *out);
-LLVMValueRef cg_eval_gather(CgKb *kb, const RelOp *op, CgIdx *out);
-LLVMValueRef cg_eval_conv2d(CgKb *kb, const RelOp *op, CgIdx *out);
-LLVMValueRef cg_eval_pool2d(CgKb *kb, const RelOp *op, CgIdx *out);
+/* ---- values.c: arithmetic on compute values ------------------------------------ */
 
-/* module.c */
+LLVMValueRef cg_binary_value(CgKb *kb, OpKind op, DType t, LLVMValueRef a, LLVMValueRef b);
+LLVMValueRef cg_compare(CgKb *kb, OpKind op, DType t, LLVMValueRef a, LLVMValueRef b);
+LLVMValueRef cg_int_unary(CgKb *kb, OpKind op, DType t, LLVMValueRef x);
+LLVMValueRef cg_select_max(CgKb *kb, DType t, LLVMValueRef a, LLVMValueRef b, bool max);
+
+/* ---- eval.c: the evaluator ------------------------------------------------------ */
+
+LLVMValueRef cg_eval(CgKb *kb, int tensor, CgIdx *idx);
+/* Evaluate and store every written tensor (wr[0..nw)) at the iteration index ref. */
+void cg_store_written(CgKb *kb, CgIdx *ref, const int *wr, int nw);
+
+/* ---- the families: one evaluator node each (op is the producing RelOp, out its
+ * output index; dims available where eval.c's table says so) --------------------- */
+
+/* kernel_elemwise.c */
+LLVMValueRef cg_eval_elementwise(CgKb *kb, const RelOp *op, CgIdx *out);
+LLVMValueRef cg_eval_view(CgKb *kb, const RelOp *op, CgIdx *out);
+/* The vector path's width in elements, or 1 when the kernel has none. */
+int cg_vector_width(CgKb *kb, int rank, const uint32_t *ref, const bool *read,
+		    const bool *written);
+/* The vector loop over the n elements; returns where the scalar tail starts. */
+LLVMValueRef cg_vector_loops(CgKb *kb, int rank, const uint32_t *ref, const int *wr, int nw,
+			     LLVMValueRef n);
+
+/* kernel_reduce.c */
+LLVMValueRef cg_eval_reduce(CgKb *kb, const RelOp *op, CgIdx *out);
+int cg_row_axis(const CgKernelSpec *s, int rank, const uint32_t *ref);
+void cg_row_loops(CgKb *kb, int rank, const uint32_t *ref, int axis, const int *wr, int nw);
+
+/* kernel_matmul.c */
+LLVMValueRef cg_eval_matmul(CgKb *kb, const RelOp *op, CgIdx *out);
+
+/* kernel_join_window.c: cat and gather; conv2d and the pools */
+LLVMValueRef cg_eval_join(CgKb *kb, const RelOp *op, CgIdx *out);
+LLVMValueRef cg_eval_window(CgKb *kb, const RelOp *op, CgIdx *out);
+
+/* ---- frame.c: the kernel frame (cg_kernel and cg_launch_dims are in codegen.h) --- */
+
+CgKernel *cg_build(CgModule *m, const CgKernelSpec *s, uint64_t hash, Diag *d);
+
+/* ---- module.c ------------------------------------------------------------------ */
+
 void cg_module_set_error(CgModule *m, Diag *d, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 int cg_module_check_diag(CgModule *m, Diag *d, const char *when);
 CgEntry *cg_module_find(CgModule *m, const CgKernelSpec *s, uint64_t hash);
 void cg_module_add(CgModule *m, const CgKernelSpec *s, uint64_t hash, CgKernel *k);
 uint64_t cg_spec_hash(const CgKernelSpec *s);
-
-/* the builder of kernel frames (kernel_elemwise.c) */
-CgKernel *cg_build(CgModule *m, const CgKernelSpec *s, uint64_t hash, Diag *d);
 
 #endif

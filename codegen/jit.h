@@ -24,7 +24,7 @@
 
 #include <llvm-c/Core.h>
 
-#include "../lib/support.h"
+#include "../support/support.h"
 
 typedef struct CgJit CgJit;
 

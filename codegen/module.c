@@ -9,7 +9,8 @@
  * finish also refuses any call to a declaration the backend cannot resolve.
  *
  * Kernels are deduplicated here: a spec is hashed (kind, ops with their placeholder
- * numbers, written set), and an equal spec returns the kernel already built. */
+ * numbers, written set), and cg_kernel (frame.c) returns the kernel already built for
+ * an equal spec. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -270,24 +271,6 @@ void cg_module_add(CgModule *m, const CgKernelSpec *s, uint64_t hash, CgKernel *
 	e->k = k;
 }
 
-const CgKernel *cg_kernel(CgModule *m, const CgKernelSpec *spec, Diag *d)
-{
-	if (m->finished || m->taken) {
-		diag_set(d, "codegen", 0, 0, "internal: kernel added after the module was finished");
-		return NULL;
-	}
-	uint64_t h = cg_spec_hash(spec);
-	CgEntry *e = cg_module_find(m, spec, h);
-	if (e)
-		return e->k;
-	CgKernel *k = cg_build(m, spec, h, d);
-	if (!k)
-		return NULL;
-	k->index = m->nentries;
-	cg_module_add(m, spec, h, k);
-	return k;
-}
-
 /* ---- finishing and emission ------------------------------------------------ */
 
 /* Intrinsic families no backend of ours can lower without a libm. */
@@ -405,25 +388,4 @@ int cg_module_take(CgModule *m, LLVMModuleRef *mod, LLVMContextRef *ctx, Diag *d
 	*ctx = m->ctx;
 	m->taken = true;
 	return 0;
-}
-
-void cg_launch_dims(const CgKernel *k, const int64_t *dims, int ndims, int64_t *grid,
-		    int *block, int64_t *threads)
-{
-	const CgLaunch *l = &k->launch;
-	int64_t work = 1;
-	for (int i = 0; i < l->nwork; i++) {
-		uint32_t id = l->work[i];
-		work *= id == 0 || (int)id >= ndims ? 1 : dims[id];
-	}
-	int64_t t = (work + l->vec - 1) / l->vec;
-	if (t < 1)
-		t = 1;
-	int64_t g = (t + l->block - 1) / l->block;
-	if (g > l->max_grid)
-		g = l->max_grid;
-	*grid = g;
-	*block = l->block;
-	if (threads)
-		*threads = t;
 }

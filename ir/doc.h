@@ -16,7 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../lib/support.h"
+#include "../support/support.h"
 
 typedef enum { DOC_MAP, DOC_SEQ, DOC_STR, DOC_NUM, DOC_BOOL, DOC_NULL } DocKind;
 
@@ -62,8 +62,10 @@ static inline void doc_append(DocNode *parent, DocNode *child)
 DocNode *doc_read_json(Arena *a, const char *file, const char *text, size_t len, Diag *d);
 DocNode *doc_read_yaml(Arena *a, const char *file, const char *text, size_t len, Diag *d);
 
-/* Shared helpers (build.c). */
+/* Shared helpers (doc.c). */
 
+/* Length of a UTF-8 byte order mark at the start of text (0 or 3). */
+size_t doc_bom_len(const char *text, size_t len);
 /* Rejects NUL bytes and invalid UTF-8 with the position of the first bad byte,
  * and a text that holds nothing but whitespace ("empty document"). 0 ok, -1 error. */
 int doc_check_text(const char *file, const char *text, size_t len, Diag *d);

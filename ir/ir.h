@@ -15,7 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../lib/support.h"
+#include "../support/support.h"
 
 enum {
 	IR_MAX_RANK = 8,     /* SPEC §1: rank 0 to 8 */
@@ -66,6 +66,7 @@ typedef enum {
 	FAM_MODULE,   /* conv2d, pools */
 	FAM_CONTROL,  /* sync */
 } OpFamily;
+#define FAM_COUNT (FAM_CONTROL + 1)   /* keep FAM_CONTROL last */
 
 /* Attribute bits. ORDER ATTR: ir_attr_name() lists the names in this order. */
 enum {

@@ -20,7 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../lib/host.h"
+#include "../../host/host.h"
 #include "graphgen.h"
 
 /* ---- builder --------------------------------------------------------------- */

@@ -1,7 +1,7 @@
 /* test_backends.c: the generated kernels against the reference interpreter.
  *
  * Every graph here runs twice: through the fusion search, cg_lower and the host JIT
- * (the `cpu` backend, cg_host_*) and through lib/interp.c, and every output is
+ * (the `cpu` backend, cg_host_*) and through host/interp.c, and every output is
  * compared against its error bound from interp_run_bounds (check_compare). The graphs are
  * - the op matrix: every op of the table but sync, at each dtype its rule accepts,
  *   alone (one op between syncs: it runs unfused) and inside a fused block (an
@@ -29,7 +29,7 @@
 #include <unistd.h>
 
 #include "../../codegen/codegen.h"
-#include "../../lib/interp.h"
+#include "../../host/interp.h"
 #include "graphgen.h"
 #include "test.h"
 

@@ -1,4 +1,4 @@
-/* test_check.c: the numeric check (lib/check.c, interp_run_bounds) must catch real
+/* test_check.c: the numeric check (host/check.c, interp_run_bounds) must catch real
  * bugs and must not flag correct results, at realistic sizes.
  *
  * Correct results: the generated kernels (the cpu backend: fusion search, codegen,
@@ -21,7 +21,7 @@
 #include <string.h>
 
 #include "../../codegen/codegen.h"
-#include "../../lib/interp.h"
+#include "../../host/interp.h"
 #include "test.h"
 
 /* A graph: dense [M,K] x [K,N] matmul, optionally + bias[1,N] and relu. */

@@ -15,7 +15,7 @@
 #include "test.h"
 #include "../../codegen/codegen.h"
 #include "../../codegen/jit.h"
-#include "../../lib/host.h"
+#include "../../host/host.h"
 
 #include <llvm-c/Analysis.h>
 

@@ -11,8 +11,8 @@
 #include <string.h>
 
 #include "test.h"
-#include "../../lib/host.h"
-#include "../../lib/interp.h"
+#include "../../host/host.h"
+#include "../../host/interp.h"
 
 #define G(INPUTS, OP) "format: fusec-graph/1\ninputs: {" INPUTS "}\nops: [" OP "]\noutputs: [y]\n"
 #define V(...) ((const double[]){__VA_ARGS__})

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "test.h"
-#include "../../lib/rt_driver.h"
+#include "../../runtime/rt_driver.h"
 
 static const char base_plan[] =
 	"{\"format\": \"fusec-plan/1\", \"compiler\": \"fusec 0.1.0\", \"arch\": \"sm_90\",\n"

@@ -8,7 +8,7 @@ holds NAME.npy from fusec-run on the GPU. An element passes when
 
     |got - want| <= bound
 
-(the same formula as lib/check.c); NaN matches NaN and an infinity the same
+(the same formula as host/check.c); NaN matches NaN and an infinity the same
 infinity; a finite pair whose bound is +inf is not checked (counted "unbounded").
 Integer and bool outputs are compared the same way (their bounds are 0 unless a
 comparison may flip). --atol A / --rtol R replace the bound by A + R*|want| (either

@@ -287,3 +287,22 @@ void rt_bench_report(Buf *b, const RtSession *s, const RtBenchResult *r)
 		   human_bytes(r->bytes_in, h2, sizeof h2), human_bytes(r->bytes_out, h3, sizeof h3));
 	buf_printf(b, "bandwidth: %.1f GB/s\n", r->gbps);
 }
+
+/* ---- one call ------------------------------------------------------------- */
+
+RtStatus rt_cuda_bench(const char *plan_path, const RtNamed *inputs, int ninputs,
+		       const RtBenchOptions *o, Buf *report, Diag *d)
+{
+	RtPlan *pl;
+	RtSession *s;
+	RtBenchResult r = {0};
+	RtStatus st = rt_open_and_upload(plan_path, inputs, ninputs, &pl, &s, d);
+	if (st == RT_OK)
+		st = rt_bench(s, o, &r, d);
+	if (st == RT_OK)
+		rt_bench_report(report, s, &r);
+	rt_bench_result_free(&r);
+	rt_session_close(s);
+	rt_plan_free(pl);
+	return st;
+}

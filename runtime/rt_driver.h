@@ -1,5 +1,5 @@
 /* rt_driver.h: the CUDA driver API as the runtime sees it, and the layout of a
- * session. Private to lib/runtime.c and lib/bench.c; embedders use fusecrt.h.
+ * session. Private to runtime/runtime.c and runtime/bench.c; embedders use fusecrt.h.
  *
  * cuda.h is never included: the handful of types, enum values and signatures the
  * runtime calls are written out here (from the driver API's documented ABI) and
@@ -105,5 +105,11 @@ const char *rt_call_name_(const char *call_text);
 /* Launch step launches [0, n) with the buffer set whose packed arguments are argv
  * (argv[i] for launch i); between launches, record events ev[i] (may be NULL). */
 RtStatus rt_launch_all(RtSession *s, void ***argv, CUevent *ev, Diag *d);
+
+/* Load the plan at plan_path, check the named inputs against it, open a session and
+ * upload them (rt_cuda_run, rt_cuda_bench). *plp and *sp are set even on failure
+ * (either may be NULL) and are the caller's to free. */
+RtStatus rt_open_and_upload(const char *plan_path, const RtNamed *inputs, int ninputs,
+			    RtPlan **plp, RtSession **sp, Diag *d);
 
 #endif

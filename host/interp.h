@@ -6,7 +6,7 @@
  *      frees each with host_free. Nothing is allocated on failure.
  * Every op computes in double (ints in int64) and stores its result rounded to its
  * output dtype, so intermediates hold what a real run would store. The semantics
- * chosen where torch and burn leave room are listed in lib/interp.c.
+ * chosen where torch and burn leave room are listed in host/interp.c.
  * With interp_run_bounds each value also carries an error bound, propagated op by
  * op (the model of docs/tolerances.md).
  * The Graph is only read; it stays owned by its arena. */

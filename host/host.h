@@ -92,7 +92,7 @@ typedef struct {
 void host_compare(const HostTensor *got, const HostTensor *want, double atol, double rtol,
 		  HostCompare *out);
 
-/* ---- .npy files (lib/npy.c) ------------------------------------------------ */
+/* ---- .npy files (host/npy.c) ------------------------------------------------ */
 
 /* Read NumPy format 1.0 or 2.0, little-endian, C order, descr one of <f8 <f4 <f2
  * <i8 <i4 <i2 |i1 |u1 |b1. `name` is used in messages. The tensor gets the file's
@@ -105,7 +105,7 @@ void npy_write_buf(Buf *b, const HostTensor *t);
 /* Write atomically: PATH.tmp then rename. */
 int npy_write_file(const char *path, const HostTensor *t, Diag *d);
 
-/* ---- checks (lib/check.c; docs/tolerances.md) ----------------------------- */
+/* ---- checks (host/check.c; docs/tolerances.md) ----------------------------- */
 
 enum { CHECK_WORST = 5 };
 

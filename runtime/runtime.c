@@ -1098,8 +1098,8 @@ RtStatus rt_session_run(RtSession *s, Diag *d)
 
 /* ---- one call ------------------------------------------------------------- */
 
-static RtStatus open_and_upload(const char *plan_path, const RtNamed *inputs, int ninputs,
-				RtPlan **plp, RtSession **sp, Diag *d)
+RtStatus rt_open_and_upload(const char *plan_path, const RtNamed *inputs, int ninputs,
+			    RtPlan **plp, RtSession **sp, Diag *d)
 {
 	*sp = NULL;
 	RtPlan *pl = *plp = rt_plan_load(plan_path, d);
@@ -1138,7 +1138,7 @@ RtStatus rt_cuda_run(const char *plan_path, const RtNamed *inputs, int ninputs,
 	RtSession *s;
 	for (int i = 0; i < noutputs; i++)
 		memset(&outputs[i].t, 0, sizeof outputs[i].t);
-	RtStatus st = open_and_upload(plan_path, inputs, ninputs, &pl, &s, d);
+	RtStatus st = rt_open_and_upload(plan_path, inputs, ninputs, &pl, &s, d);
 	if (st == RT_OK)
 		st = rt_session_run(s, d);
 	for (int i = 0; st == RT_OK && i < noutputs; i++) {
@@ -1154,23 +1154,6 @@ RtStatus rt_cuda_run(const char *plan_path, const RtNamed *inputs, int ninputs,
 	if (st != RT_OK)
 		for (int i = 0; i < noutputs; i++)
 			host_free(&outputs[i].t);
-	rt_session_close(s);
-	rt_plan_free(pl);
-	return st;
-}
-
-RtStatus rt_cuda_bench(const char *plan_path, const RtNamed *inputs, int ninputs,
-		       const RtBenchOptions *o, Buf *report, Diag *d)
-{
-	RtPlan *pl;
-	RtSession *s;
-	RtBenchResult r = {0};
-	RtStatus st = open_and_upload(plan_path, inputs, ninputs, &pl, &s, d);
-	if (st == RT_OK)
-		st = rt_bench(s, o, &r, d);
-	if (st == RT_OK)
-		rt_bench_report(report, s, &r);
-	rt_bench_result_free(&r);
 	rt_session_close(s);
 	rt_plan_free(pl);
 	return st;

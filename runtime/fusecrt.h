@@ -23,7 +23,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "host.h"
+#include "../host/host.h"
 
 typedef enum {
 	RT_OK = 0,
@@ -149,7 +149,7 @@ RtStatus rt_session_run(RtSession *s, Diag *d);
 /* Copy tensor `tensor` back into a new host tensor. */
 RtStatus rt_session_download(RtSession *s, int tensor, HostTensor *out, Diag *d);
 
-/* ---- timing (lib/bench.c) -------------------------------------------------- */
+/* ---- timing (runtime/bench.c) -------------------------------------------------- */
 
 typedef struct {
 	int warmup;            /* untimed runs first; default 3 */

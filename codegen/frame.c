@@ -1,0 +1,376 @@
+/* frame.c: the kernel frame and the launch rule.
+ *
+ * cg_kernel returns the module's kernel for a CgKernelSpec, building it with cg_build
+ * unless an equal spec was built before (module.c keeps them). cg_build turns the spec
+ * into one LLVM function, whatever its kind (the kind only names it). It finds the
+ * kernel's global tensors, placeholders and shape ids (which become parameters, see
+ * codegen.h), the iteration space (the broadcast of the written tensors' shapes), and
+ * picks a schedule: the vector path of all-elementwise kernels (kernel_elemwise.c), row
+ * mode when a reduction is broadcast back over its axis (kernel_reduce.c), and a
+ * grid-stride loop over the iteration space otherwise (also the vector path's tail).
+ * Each loop evaluates and stores the written tensors through the evaluator (eval.c). A
+ * written tensor smaller than the iteration space (a broadcast dim) is evaluated and
+ * stored only where its broadcast positions are 0.
+ *
+ * The launch rule (cg_launch_dims): CG_BLOCK threads per block, one thread per element
+ * of the launch's work dims (per V elements on the vector path, per row in row mode),
+ * the grid capped at CG_MAX_GRID; the loops stride by the grid's size. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cg_impl.h"
+
+/* ---- the frame --------------------------------------------------------------- */
+
+typedef struct {
+	int ntensors, maxplace, maxdim;
+	bool *read, *written, *placeused, *dimused;
+} Usage;
+
+static void usage_free(Usage *u)
+{
+	free(u->read);
+	free(u->written);
+	free(u->placeused);
+	free(u->dimused);
+}
+
+static int analyze(CgKb *kb, const CgKernelSpec *s, Usage *u)
+{
+	memset(u, 0, sizeof *u);
+	for (int i = 0; i < s->nops; i++) {
+		const RelOp *op = &s->ops[i];
+		OpFamily f = ir_ops[op->kind].family;
+		if (op->kind >= OP_COUNT || f == FAM_CONTROL)
+			return cg_fail(kb, "op '%s' cannot be part of a kernel",
+				       op->kind < OP_COUNT ? ir_ops[op->kind].file : "?");
+		for (int k = 0; k < op->nin + op->nout; k++) {
+			const RelTensor *t = &op->t[k];
+			if (t->id + 1 > u->ntensors)
+				u->ntensors = t->id + 1;
+			for (int d = 0; d < t->rank; d++)
+				if ((int)t->shape[d] + 1 > u->maxdim)
+					u->maxdim = (int)t->shape[d] + 1;
+		}
+		if (op->place0 + op->nplace > u->maxplace)
+			u->maxplace = op->place0 + op->nplace;
+	}
+	int nt = u->ntensors;
+	kb->ntensors = nt;
+	kb->tinfo = xcalloc((size_t)nt + 1, sizeof *kb->tinfo);
+	kb->producer = xmalloc(sizeof *kb->producer * ((size_t)nt + 1));
+	for (int i = 0; i < nt; i++)
+		kb->producer[i] = -1;
+	u->read = xcalloc((size_t)nt + 1, 1);
+	u->written = xcalloc((size_t)nt + 1, 1);
+	u->placeused = xcalloc((size_t)u->maxplace + 1, 1);
+	u->dimused = xcalloc((size_t)u->maxdim + 1, 1);
+	for (int i = 0; i < s->nops; i++) {
+		const RelOp *op = &s->ops[i];
+		for (int k = 0; k < op->nin + op->nout; k++) {
+			const RelTensor *t = &op->t[k];
+			if (!kb->tinfo[t->id])
+				kb->tinfo[t->id] = t;
+			for (int d = 0; d < t->rank; d++)
+				u->dimused[t->shape[d]] = true;
+			if (k < op->nin && kb->producer[t->id] < 0)
+				u->read[t->id] = true;
+		}
+		for (int k = 0; k < op->nout; k++) {
+			int id = op->t[op->nin + k].id;
+			if (kb->producer[id] >= 0 || u->read[id])
+				return cg_fail(kb, "internal: tensor t%d is produced twice or read before it is produced", id);
+			kb->producer[id] = i;
+			if (id < s->nwritten && s->written[id])
+				u->written[id] = true;
+		}
+		for (int p = 0; p < op->nplace; p++)
+			if (op->kind != OP_SLICE || p % 2 == 0)
+				u->placeused[op->place0 + p] = true;
+	}
+	u->dimused[0] = false;
+	return 0;
+}
+
+static void kernel_name(CgModule *m, const CgKernelSpec *s, uint64_t hash, char *buf, size_t n)
+{
+	const char *base = cg_kernel_kind_name(s->kind);
+	if (s->kind == CG_KERNEL_SINGLE)
+		base = ir_ops[s->ops[0].kind].file;
+	else if (s->kind != CG_KERNEL_ELEMWISE)
+		base = s->kind == CG_KERNEL_MATMUL ? "matmul_fused" : "reduce_fused";
+	snprintf(buf, n, "%s_%016llx", base, (unsigned long long)hash);
+	for (int k = 1; LLVMGetNamedFunction(m->mod, buf); k++)
+		snprintf(buf, n, "%s_%016llx_%d", base, (unsigned long long)hash, k);
+}
+
+static LLVMValueRef sreg(CgKb *kb, const char *name)
+{
+	LLVMValueRef v = cg_intrinsic(kb, name, NULL, 0, NULL, 0);
+	return LLVMBuildZExt(kb->b, v, kb->m->t_i64, "");
+}
+
+static LLVMTypeRef param_type(CgModule *m, const CgParam *p)
+{
+	return p->kind == CG_PARAM_BUFFER ? m->t_ptr : p->kind == CG_PARAM_SCALAR ? m->t_f64 : m->t_i64;
+}
+
+/* One !nvvm.annotations entry {fn, key, value} (the NVPTX backend reads them). */
+static void annotate(CgModule *m, LLVMValueRef fn, const char *key, int value)
+{
+	LLVMMetadataRef md[3] = {
+		LLVMValueAsMetadata(fn),
+		LLVMMDStringInContext2(m->ctx, key, strlen(key)),
+		LLVMValueAsMetadata(LLVMConstInt(m->t_i32, (unsigned)value, 0)),
+	};
+	LLVMAddNamedMetadataOperand(m->mod, "nvvm.annotations",
+				    LLVMMetadataAsValue(m->ctx, LLVMMDNodeInContext2(m->ctx, md, 3)));
+}
+
+static void make_function(CgKb *kb, const char *name, const CgParam *ps, int np)
+{
+	CgModule *m = kb->m;
+	bool gpu = m->opt.target == CG_TARGET_NVPTX;
+	LLVMTypeRef *types = xmalloc(sizeof *types * ((size_t)np + 3));
+	for (int i = 0; i < np; i++)
+		types[i] = param_type(m, &ps[i]);
+	LLVMTypeRef host[3] = {m->t_ptr, m->t_i64, m->t_i64};
+	LLVMTypeRef ft = gpu ? LLVMFunctionType(m->t_void, types, (unsigned)np, 0)
+			     : LLVMFunctionType(m->t_void, host, 3, 0);
+	kb->fn = LLVMAddFunction(m->mod, name, ft);
+	if (gpu) {
+		LLVMSetFunctionCallConv(kb->fn, LLVMPTXKernelCallConv);
+		/* Every launch uses CG_BLOCK threads. No minimum of resident blocks is
+		 * asked for: on the H200, capping a 40-op fused kernel at 64 registers
+		 * made it spill and cost a third of its bandwidth (docs/benchmarks.md). */
+		annotate(m, kb->fn, "maxntidx", CG_BLOCK);
+	}
+	LLVMPositionBuilderAtEnd(kb->b, LLVMAppendBasicBlockInContext(m->ctx, kb->fn, "entry"));
+	LLVMValueRef *vals = xmalloc(sizeof *vals * ((size_t)np + 1));
+	for (int i = 0; i < np; i++) {
+		if (gpu) {
+			vals[i] = LLVMGetParam(kb->fn, (unsigned)i);
+			continue;
+		}
+		LLVMValueRef k = cg_i64(kb, i);
+		LLVMValueRef slot = LLVMBuildGEP2(kb->b, m->t_ptr, LLVMGetParam(kb->fn, 0), &k, 1, "");
+		LLVMValueRef at = LLVMBuildLoad2(kb->b, m->t_ptr, slot, "");
+		vals[i] = LLVMBuildLoad2(kb->b, types[i], at, "");
+	}
+	for (int i = 0; i < np; i++) {
+		const CgParam *p = &ps[i];
+		char nm[32];
+		snprintf(nm, sizeof nm, "%s%d", p->kind == CG_PARAM_BUFFER ? "t" :
+			 p->kind == CG_PARAM_SCALAR ? "s" : "d", p->id);
+		LLVMSetValueName2(vals[i], nm, strlen(nm));
+		if (p->kind == CG_PARAM_BUFFER)
+			kb->buf[p->id] = vals[i];
+		else if (p->kind == CG_PARAM_SCALAR)
+			kb->scalar[p->id] = vals[i];
+		else
+			kb->dim[p->id] = vals[i];
+	}
+	if (gpu) {
+		LLVMValueRef ctaid = sreg(kb, "llvm.nvvm.read.ptx.sreg.ctaid.x");
+		LLVMValueRef ntid = sreg(kb, "llvm.nvvm.read.ptx.sreg.ntid.x");
+		LLVMValueRef tid = sreg(kb, "llvm.nvvm.read.ptx.sreg.tid.x");
+		LLVMValueRef nctaid = sreg(kb, "llvm.nvvm.read.ptx.sreg.nctaid.x");
+		kb->thread = LLVMBuildAdd(kb->b, LLVMBuildMul(kb->b, ctaid, ntid, ""), tid, "thread");
+		kb->nthreads = LLVMBuildMul(kb->b, nctaid, ntid, "nthreads");
+	} else {
+		kb->thread = LLVMGetParam(kb->fn, 1);
+		kb->nthreads = LLVMGetParam(kb->fn, 2);
+	}
+	free(types);
+	free(vals);
+}
+
+static void kb_free(CgKb *kb)
+{
+	free(kb->tinfo);
+	free(kb->producer);
+	free(kb->buf);
+	free(kb->scalar);
+	free(kb->dim);
+	free(kb->vload);
+	free(kb->memo);
+}
+
+CgKernel *cg_build(CgModule *m, const CgKernelSpec *s, uint64_t hash, Diag *d)
+{
+	if (s->nops < 1) {
+		diag_set(d, "codegen", 0, 0, "internal: a kernel needs at least one op");
+		return NULL;
+	}
+	if (s->kind == CG_KERNEL_SINGLE && s->nops != 1) {
+		diag_set(d, "codegen", 0, 0, "internal: a single-op kernel got %d ops", s->nops);
+		return NULL;
+	}
+	CgKb kb0, *kb = &kb0;
+	memset(kb, 0, sizeof *kb);
+	kb->m = m;
+	kb->b = m->b;
+	kb->spec = s;
+	kb->d = d;
+	Usage u;
+	CgKernel *k = NULL;
+	int *wr = NULL;
+	if (analyze(kb, s, &u))
+		goto out;
+
+	/* the written tensors and the iteration space */
+	wr = xmalloc(sizeof *wr * ((size_t)u.ntensors + 1));
+	int nw = 0;
+	for (int i = 0; i < u.ntensors; i++)
+		if (u.written[i])
+			wr[nw++] = i;
+	if (nw == 0) {
+		cg_fail(kb, "internal: kernel writes no tensor");
+		goto out;
+	}
+	int rank = kb->tinfo[wr[0]]->rank;
+	uint32_t ref[IR_MAX_RANK] = {0};
+	for (int k2 = 0; k2 < nw; k2++) {
+		const RelTensor *w = kb->tinfo[wr[k2]];
+		if (w->rank != rank) {
+			cg_fail(kb, "kernel writes tensors of ranks %d and %d: not supported yet",
+				rank, w->rank);
+			goto out;
+		}
+		for (int dd = 0; dd < rank; dd++) {
+			if (w->shape[dd] == 0)
+				continue;
+			if (ref[dd] != 0 && ref[dd] != w->shape[dd]) {
+				cg_fail(kb, "kernel writes tensors whose shapes do not broadcast: not supported yet");
+				goto out;
+			}
+			ref[dd] = w->shape[dd];
+		}
+	}
+
+	/* vector path? (kernel_elemwise.c) */
+	kb->vec = cg_vector_width(kb, rank, ref, u.read, u.written);
+	bool vector = kb->vec > 1;
+
+	/* row mode: a reduction whose result is broadcast back over its axis (softmax,
+	 * layer norm) is computed once per row, then the row's elements are written
+	 * (kernel_reduce.c) */
+	int row_axis = vector ? -1 : cg_row_axis(s, rank, ref);
+
+	/* parameters */
+	int np = 0;
+	for (int i = 0; i < u.ntensors; i++)
+		np += u.read[i] || u.written[i];
+	for (int i = 0; i < u.maxplace; i++)
+		np += u.placeused[i];
+	for (int i = 0; i < u.maxdim; i++)
+		np += u.dimused[i];
+	k = ARENA_NEW(m->arena, CgKernel, 1);
+	k->params = ARENA_NEW(m->arena, CgParam, np + 1);
+	for (int i = 0; i < u.ntensors; i++)
+		if (u.read[i] || u.written[i])
+			k->params[k->nparams++] = (CgParam){CG_PARAM_BUFFER, i,
+				(DType)kb->tinfo[i]->dtype, u.read[i], u.written[i]};
+	for (int i = 0; i < u.maxplace; i++)
+		if (u.placeused[i])
+			k->params[k->nparams++] = (CgParam){CG_PARAM_SCALAR, i, DT_F64, false, false};
+	for (int i = 0; i < u.maxdim; i++)
+		if (u.dimused[i])
+			k->params[k->nparams++] = (CgParam){CG_PARAM_DIM, i, DT_I64, false, false};
+	char name[96];
+	kernel_name(m, s, hash, name, sizeof name);
+	k->name = arena_strdup(m->arena, name);
+	k->kind = s->kind;
+	k->vectorized = vector;
+	k->launch.vec = kb->vec;
+	k->launch.block = CG_BLOCK;
+	k->launch.max_grid = CG_MAX_GRID;
+	for (int dd = 0; dd < rank; dd++)
+		if (ref[dd] != 0 && dd != row_axis)
+			k->launch.work[k->launch.nwork++] = ref[dd];
+
+	kb->buf = xcalloc((size_t)u.ntensors + 1, sizeof *kb->buf);
+	kb->vload = xcalloc((size_t)u.ntensors + 1, sizeof *kb->vload);
+	kb->nplace = u.maxplace;
+	kb->scalar = xcalloc((size_t)u.maxplace + 1, sizeof *kb->scalar);
+	kb->ndims = u.maxdim;
+	kb->dim = xcalloc((size_t)u.maxdim + 1, sizeof *kb->dim);
+	make_function(kb, name, k->params, k->nparams);
+	kb->math = (CgMath){m->ctx, m->mod, kb->b, m->opt.target == CG_TARGET_NVPTX,
+			    m->opt.libdevice != NULL && m->opt.target == CG_TARGET_NVPTX};
+
+	LLVMValueRef n = cg_i64(kb, 1);
+	for (int dd = 0; dd < rank; dd++)
+		n = LLVMBuildMul(kb->b, n, cg_dim(kb, ref[dd]), "");
+	LLVMValueRef tail = kb->thread;
+	if (vector)
+		tail = cg_vector_loops(kb, rank, ref, wr, nw, n);
+	if (row_axis >= 0)
+		cg_row_loops(kb, rank, ref, row_axis, wr, nw);
+	else {
+		CgLoop l;
+		cg_loop_begin(kb, &l, tail, n, kb->nthreads);
+		kb->nmemo = 0;
+		CgIdx x = cg_idx_of(rank, ref);
+		x.flat = l.i;
+		cg_store_written(kb, &x, wr, nw);
+		cg_loop_end(kb, &l);
+	}
+	LLVMBuildRetVoid(kb->b);
+
+	if (!kb->failed && cg_module_check_diag(m, d, "building a kernel"))
+		kb->failed = true;
+out:
+	if (kb->failed) {
+		if (kb->fn)
+			LLVMDeleteFunction(kb->fn);
+		k = NULL;
+	}
+	if (u.read)
+		usage_free(&u);
+	free(wr);
+	kb_free(kb);
+	return k;
+}
+
+const CgKernel *cg_kernel(CgModule *m, const CgKernelSpec *spec, Diag *d)
+{
+	if (m->finished || m->taken) {
+		diag_set(d, "codegen", 0, 0, "internal: kernel added after the module was finished");
+		return NULL;
+	}
+	uint64_t h = cg_spec_hash(spec);
+	CgEntry *e = cg_module_find(m, spec, h);
+	if (e)
+		return e->k;
+	CgKernel *k = cg_build(m, spec, h, d);
+	if (!k)
+		return NULL;
+	k->index = m->nentries;
+	cg_module_add(m, spec, h, k);
+	return k;
+}
+
+/* ---- the launch rule ----------------------------------------------------------- */
+
+void cg_launch_dims(const CgKernel *k, const int64_t *dims, int ndims, int64_t *grid,
+		    int *block, int64_t *threads)
+{
+	const CgLaunch *l = &k->launch;
+	int64_t work = 1;
+	for (int i = 0; i < l->nwork; i++) {
+		uint32_t id = l->work[i];
+		work *= id == 0 || (int)id >= ndims ? 1 : dims[id];
+	}
+	int64_t t = (work + l->vec - 1) / l->vec;
+	if (t < 1)
+		t = 1;
+	int64_t g = (t + l->block - 1) / l->block;
+	if (g > l->max_grid)
+		g = l->max_grid;
+	*grid = g;
+	*block = l->block;
+	if (threads)
+		*threads = t;
+}

@@ -1,0 +1,35 @@
+/* kernel_matmul.c: the matmul family: batched a[..., m, k] x b[..., k, n], batch
+ * dims broadcast.
+ *
+ * cg_eval_matmul is an evaluator node (see eval.c): given the output index it emits
+ * the loop over k that computes that one element, reading both operands through
+ * cg_eval (so elementwise producers fuse on read). This is the plain version: one
+ * thread per output element, the accumulator in a register (the input's float type,
+ * or i64 for integers). */
+#include "cg_impl.h"
+
+LLVMValueRef cg_eval_matmul(CgKb *kb, const RelOp *op, CgIdx *out)
+{
+	const RelTensor *a = &op->t[0], *b = &op->t[1];
+	DType it = (DType)a->dtype;
+	DType t = ir_dtype_is_float(it) ? it : DT_I64;  /* accumulator dtype */
+	int r = a->rank;
+	CgLoop l;
+	cg_loop_begin(kb, &l, cg_i64(kb, 0), cg_dim(kb, a->shape[r - 1]), cg_i64(kb, 1));
+	LLVMValueRef acc = cg_carry(kb, &l, cg_zero(kb, t));
+	LLVMValueRef pa[IR_MAX_RANK], pb[IR_MAX_RANK];
+	for (int d = 0; d < r - 2; d++) {
+		pa[d] = a->shape[d] == 0 ? cg_i64(kb, 0) : out->i[d];
+		pb[d] = b->shape[d] == 0 ? cg_i64(kb, 0) : out->i[d];
+	}
+	pa[r - 2] = out->i[r - 2];
+	pa[r - 1] = l.i;
+	pb[r - 2] = l.i;
+	pb[r - 1] = out->i[r - 1];
+	CgIdx xa = cg_idx_at(a, pa), xb = cg_idx_at(b, pb);
+	LLVMValueRef va = cg_convert(kb, cg_eval(kb, a->id, &xa), it, t);
+	LLVMValueRef vb = cg_convert(kb, cg_eval(kb, b->id, &xb), it, t);
+	cg_carry_next(kb, &l, acc, cg_binary_value(kb, OP_ADD, t, acc, cg_binary_value(kb, OP_MUL, t, va, vb)));
+	cg_loop_end(kb, &l);
+	return cg_convert(kb, acc, t, it);
+}
