@@ -14,7 +14,8 @@
  * index math, memo, loops), values.c (per-dtype arithmetic), eval.c (the evaluator),
  * kernel_elemwise.c, kernel_reduce.c, kernel_matmul.c, kernel_join_window.c (the
  * families), frame.c (the kernel frame and the launch rule), module.c (the LLVM
- * module, deduplication, emission). */
+ * module, deduplication, emission). coop.c (coop.h) is the cooperative-kernel builder
+ * beside the toolbox: phases, barriers, shared memory and shuffles for NVPTX and host. */
 #ifndef FUSEC_CG_IMPL_H
 #define FUSEC_CG_IMPL_H
 
@@ -22,6 +23,7 @@
 #include <llvm-c/TargetMachine.h>
 
 #include "codegen.h"
+#include "coop.h"
 #include "math.h"
 
 enum {
@@ -71,7 +73,7 @@ typedef struct {
 	LLVMValueRef v;
 } CgMemo;
 
-typedef struct {
+typedef struct CgKb {
 	CgModule *m;
 	LLVMBuilderRef b;
 	LLVMValueRef fn;

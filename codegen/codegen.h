@@ -41,6 +41,27 @@
  * and (thread, nthreads) replace (global thread id, grid size): thread 0 of 1 runs the
  * whole grid; T host threads may split it as thread t of T.
  *
+ * Cooperative kernels (CgLaunch.coop; the launch contract of issue 11):
+ *   - Launched on a 3-D grid of 3-D blocks with dynamic shared memory, all chosen per
+ *     launch by the kernel's launch rule (CgLaunch.rule) from the launch's dims
+ *     (CgDims). Threads of a block cooperate: barriers, shared memory, warp shuffles.
+ *     A block's thread count is a multiple of 32 unless it is below 32.
+ *   - Every block runs the same code over the work it finds from its block id, so
+ *     the kernel stays correct for any grid the rule gives (blocks loop over their
+ *     share of the work when the grid is capped).
+ *   - A kernel may have CG_PARAM_SCRATCH parameters, last of all: a device pointer to
+ *     a zero-filled workspace of CgDims.scratch_bytes bytes that belongs to this launch
+ *     alone. A kernel that needs zeros in it (counters) sets them back to zero before
+ *     it returns, so the runtime zeroes the buffer once, when it allocates it. Results
+ *     never depend on block order (no float atomics): split reductions write partials
+ *     to the scratch and the last block to finish combines them in a fixed order.
+ *   - On the host, the same function signature; args[nparams] (one slot after the
+ *     last parameter) points to an int64_t[7]: grid x, y, z, block x, y, z, dynamic
+ *     shared bytes. Host thread t of T runs the linear block ids b = t, t + T, ...
+ *     (b = x + gx*(y + gy*z)), each block as its threads in phases between barriers
+ *     (codegen/coop.h), so `run --backend cpu` executes the GPU's algorithm: the
+ *     same tiles, rows per block and reduction tree.
+ *
  * Errors: every function returning int gives 0, or -1 with *d filled (file "codegen").
  * A diagnostic handler is installed on the context: any error-severity diagnostic of
  * LLVM fails the step it happened in. Before emission every called declaration is
@@ -87,27 +108,50 @@ typedef struct {
 	int nwritten;            /* entries in written; ids beyond it are not written */
 } CgKernelSpec;
 
-typedef enum { CG_PARAM_BUFFER, CG_PARAM_SCALAR, CG_PARAM_DIM } CgParamKind;
+typedef enum { CG_PARAM_BUFFER, CG_PARAM_SCALAR, CG_PARAM_DIM, CG_PARAM_SCRATCH } CgParamKind;
 
 typedef struct {
 	CgParamKind kind;
-	int id;          /* relative tensor id, placeholder number, or shape id */
+	int id;          /* relative tensor id, placeholder number, shape id; scratch: 0.. */
 	DType dtype;     /* buffer: element dtype; scalar: DT_F64; dim: DT_I64 */
 	bool read;       /* buffer: loaded from */
 	bool written;    /* buffer: stored to */
 } CgParam;
 
-/* How to launch: threads = ceil(product of dims of work[] / vec), blocks of `block`
- * threads, grid.x = min(ceil(threads / block), max_grid), grid.y = grid.z = 1. */
+/* A concrete launch: what cuLaunchKernel gets, plus the launch's workspace. */
+typedef struct {
+	int64_t grid[3];
+	int block[3];
+	int64_t shared_bytes;       /* dynamic shared memory */
+	int64_t scratch_bytes;      /* per CG_PARAM_SCRATCH parameter (0 without) */
+	int64_t threads;            /* grid-stride rule: threads asked (before the cap) */
+} CgDims;
+
+typedef struct CgKernel CgKernel;
+/* A launch rule: the launch of kernel k for the dims of a segment (dims[shape id], as
+ * ir_rel_dims; id 0 and ids past ndims are 1). Deterministic: a function of k and dims. */
+typedef void (*CgLaunchRule)(const CgKernel *k, const int64_t *dims, int ndims, CgDims *out);
+
+/* How to launch.
+ * Grid-stride kernels (rule NULL): threads = ceil(product of dims of work[] / vec),
+ * blocks of `block` threads, grid.x = min(ceil(threads / block), max_grid),
+ * grid.y = grid.z = 1, no shared memory, no scratch.
+ * Cooperative kernels (coop): `rule` gives grid, block, shared and scratch bytes;
+ * `block` is the most threads a block may have (the kernel is annotated with it), and
+ * arg[] holds whatever the rule reads (shape ids, tile sizes), set by the kernel's
+ * builder. */
 typedef struct {
 	uint32_t work[IR_MAX_RANK]; /* shape ids whose dims multiply to the work items */
 	int nwork;                  /* 0: one work item */
 	int vec;                    /* work items per thread on the vector path */
-	int block;                  /* threads per block */
+	int block;                  /* threads per block (coop: at most) */
 	int64_t max_grid;           /* cap on grid.x (the kernels are grid-stride) */
+	bool coop;                  /* a cooperative kernel (see above) */
+	CgLaunchRule rule;          /* coop: the launch rule */
+	int64_t arg[16];            /* coop: the rule's inputs */
 } CgLaunch;
 
-typedef struct {
+struct CgKernel {
 	const char *name;        /* entry point, deterministic: "<kind>_<16 hex>" */
 	CgKernelKind kind;
 	CgParam *params;
@@ -115,7 +159,9 @@ typedef struct {
 	CgLaunch launch;
 	bool vectorized;         /* has the run-time checked 16-byte path */
 	int index;               /* order of creation in the module */
-} CgKernel;
+	const char *shape;       /* coop: the kernel's algorithm in words, for the plan
+				    ("rows: block per row"); NULL otherwise */
+};
 
 typedef struct CgModule CgModule;
 
@@ -141,9 +187,9 @@ void cg_module_free(CgModule *m);
 /* Whether LLVM 19's NVPTX backend knows the arch ("sm_80", "sm_90a"). */
 bool cg_arch_known(const char *arch);
 const char *cg_kernel_kind_name(CgKernelKind k);   /* "elemwise" */
-/* Concrete launch of k for the dims of a segment (dims[shape id], as ir_rel_dims). */
-void cg_launch_dims(const CgKernel *k, const int64_t *dims, int ndims, int64_t *grid,
-		    int *block, int64_t *threads);
+/* Concrete launch of k for the dims of a segment (dims[shape id], as ir_rel_dims):
+ * the grid-stride rule or the kernel's own (CgLaunch). */
+void cg_launch_dims(const CgKernel *k, const int64_t *dims, int ndims, CgDims *out);
 
 /* ---- lowering a schedule ------------------------------------------------------
  *
@@ -154,21 +200,20 @@ void cg_launch_dims(const CgKernel *k, const int64_t *dims, int ndims, int64_t *
  * same kernel. A tensor a launch produces is written to global memory when it is a
  * graph output or an op outside the launch reads it; all else stays in registers. */
 
-typedef enum { CG_ARG_TENSOR, CG_ARG_F64, CG_ARG_I64 } CgArgKind;
+typedef enum { CG_ARG_TENSOR, CG_ARG_F64, CG_ARG_I64, CG_ARG_SCRATCH } CgArgKind;
 
 typedef struct {
 	CgArgKind kind;
 	int tensor;              /* CG_ARG_TENSOR: global tensor id */
 	double f;                /* CG_ARG_F64 */
-	int64_t i;               /* CG_ARG_I64 */
+	int64_t i;               /* CG_ARG_I64; CG_ARG_SCRATCH: its bytes */
 } CgArg;
 
 typedef struct {
 	const CgKernel *kernel;
 	int step;                /* index in Schedule.steps */
 	int unit;                /* index in Schedule.kernels: the plan chunk it runs */
-	int64_t grid;            /* grid.x; grid.y = grid.z = 1 */
-	int block;               /* block.x */
+	CgDims at;               /* grid, block, shared and scratch bytes */
 	CgArg *args;             /* one per kernel parameter */
 	int nargs;
 } CgBound;

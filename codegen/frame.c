@@ -354,10 +354,16 @@ const CgKernel *cg_kernel(CgModule *m, const CgKernelSpec *spec, Diag *d)
 
 /* ---- the launch rule ----------------------------------------------------------- */
 
-void cg_launch_dims(const CgKernel *k, const int64_t *dims, int ndims, int64_t *grid,
-		    int *block, int64_t *threads)
+void cg_launch_dims(const CgKernel *k, const int64_t *dims, int ndims, CgDims *out)
 {
 	const CgLaunch *l = &k->launch;
+	memset(out, 0, sizeof *out);
+	out->grid[1] = out->grid[2] = 1;
+	out->block[1] = out->block[2] = 1;
+	if (l->coop) {
+		l->rule(k, dims, ndims, out);
+		return;
+	}
 	int64_t work = 1;
 	for (int i = 0; i < l->nwork; i++) {
 		uint32_t id = l->work[i];
@@ -369,8 +375,7 @@ void cg_launch_dims(const CgKernel *k, const int64_t *dims, int ndims, int64_t *
 	int64_t g = (t + l->block - 1) / l->block;
 	if (g > l->max_grid)
 		g = l->max_grid;
-	*grid = g;
-	*block = l->block;
-	if (threads)
-		*threads = t;
+	out->grid[0] = g;
+	out->block[0] = l->block;
+	out->threads = t;
 }

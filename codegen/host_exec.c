@@ -4,7 +4,8 @@
  * it into functions `void NAME(void **args, int64_t thread, int64_t nthreads)` that
  * run a kernel's whole grid. Launches are then called in plan order with their
  * arguments packed the way cuLaunchKernel reads kernelParams: args[k] points to the
- * value of parameter k. */
+ * value of parameter k. Cooperative kernels also get their launch's geometry in the
+ * slot after the last parameter, and a zero-filled scratch buffer of their own. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -84,10 +85,14 @@ int cg_host_run(CgHost *h, void *const *data, Diag *d)
 		if (h->prog.launch[i].nargs > max)
 			max = h->prog.launch[i].nargs;
 	ArgSlot *slot = xcalloc((size_t)max + 1, sizeof *slot);
-	void **argv = xcalloc((size_t)max + 1, sizeof *argv);
+	void **argv = xcalloc((size_t)max + 2, sizeof *argv);
 	int rc = 0;
 	for (int i = 0; i < h->prog.nlaunch && !rc; i++) {
 		const CgBound *b = &h->prog.launch[i];
+		void *scratch = NULL;
+		int64_t geom[7] = {b->at.grid[0], b->at.grid[1], b->at.grid[2], b->at.block[0],
+				   b->at.block[1], b->at.block[2], b->at.shared_bytes};
+		argv[b->nargs] = geom;
 		for (int p = 0; p < b->nargs; p++) {
 			const CgArg *a = &b->args[p];
 			switch (a->kind) {
@@ -105,11 +110,17 @@ int cg_host_run(CgHost *h, void *const *data, Diag *d)
 			case CG_ARG_I64:
 				slot[p].i64 = a->i;
 				break;
+			case CG_ARG_SCRATCH:
+				if (!scratch)
+					scratch = xcalloc((size_t)a->i, 1);
+				slot[p].ptr = scratch;
+				break;
 			}
 			argv[p] = &slot[p];
 		}
 		if (!rc)
 			h->fn[b->kernel->index](argv, 0, 1);
+		free(scratch);
 	}
 	free(slot);
 	free(argv);

@@ -154,7 +154,7 @@ int cg_lower(CgModule *m, const Schedule *s, Arena *a, CgProgram *out, Diag *d)
 			b->kernel = k;
 			b->step = si;
 			b->unit = l->kernel;
-			cg_launch_dims(k, dims, ndims, &b->grid, &b->block, NULL);
+			cg_launch_dims(k, dims, ndims, &b->at);
 			b->nargs = k->nparams;
 			b->args = ARENA_NEW(a, CgArg, k->nparams);
 			for (int p = 0; p < k->nparams; p++) {
@@ -180,6 +180,10 @@ int cg_lower(CgModule *m, const Schedule *s, Arena *a, CgProgram *out, Diag *d)
 				case CG_PARAM_DIM:
 					arg->kind = CG_ARG_I64;
 					arg->i = pp->id < ndims ? dims[pp->id] : 1;
+					break;
+				case CG_PARAM_SCRATCH:
+					arg->kind = CG_ARG_SCRATCH;
+					arg->i = b->at.scratch_bytes;
 					break;
 				}
 			}

@@ -96,16 +96,17 @@ static const char *param_type(const CgParam *p)
 	case CG_PARAM_BUFFER: return "ptr";
 	case CG_PARAM_SCALAR: return "f64";
 	case CG_PARAM_DIM: return "i64";
+	case CG_PARAM_SCRATCH: return "ptr";
 	}
 	return "?";
 }
 
-static cJSON *dim3(int64_t x)
+static cJSON *dim3(int64_t x, int64_t y, int64_t z)
 {
 	cJSON *a = cJSON_CreateArray();
 	cJSON_AddItemToArray(a, integer(x));
-	cJSON_AddItemToArray(a, integer(1));
-	cJSON_AddItemToArray(a, integer(1));
+	cJSON_AddItemToArray(a, integer(y));
+	cJSON_AddItemToArray(a, integer(z));
 	return a;
 }
 
@@ -135,9 +136,9 @@ static cJSON *launch_json(const Schedule *s, const CgBound *b)
 		if (k->params[p].written)
 			cJSON_AddItemToArray(writes, cJSON_CreateString(name));
 	}
-	cJSON_AddItemToObject(o, "grid", dim3(b->grid));
-	cJSON_AddItemToObject(o, "block", dim3(b->block));
-	cJSON_AddItemToObject(o, "shared_bytes", integer(0));
+	cJSON_AddItemToObject(o, "grid", dim3(b->at.grid[0], b->at.grid[1], b->at.grid[2]));
+	cJSON_AddItemToObject(o, "block", dim3(b->at.block[0], b->at.block[1], b->at.block[2]));
+	cJSON_AddItemToObject(o, "shared_bytes", integer(b->at.shared_bytes));
 	cJSON *args = cJSON_AddArrayToObject(o, "args");
 	for (int p = 0; p < b->nargs; p++) {
 		const CgArg *a = &b->args[p];
@@ -151,6 +152,9 @@ static cJSON *launch_json(const Schedule *s, const CgBound *b)
 			break;
 		case CG_ARG_I64:
 			cJSON_AddItemToObject(ao, "i64", integer(a->i));
+			break;
+		case CG_ARG_SCRATCH:
+			cJSON_AddItemToObject(ao, "scratch", integer(a->i));
 			break;
 		}
 		cJSON_AddItemToArray(args, ao);
@@ -214,9 +218,11 @@ char *cg_plan_json(const Schedule *s, const CgProgram *prog, const PlanFileInfo 
 		cJSON *params = cJSON_AddArrayToObject(o, "params");
 		for (int p = 0; p < ck->nparams; p++)
 			cJSON_AddItemToArray(params, cJSON_CreateString(param_type(&ck->params[p])));
-		cJSON_AddItemToObject(o, "block", dim3(ck->launch.block));
+		cJSON_AddItemToObject(o, "block", dim3(ck->launch.block, 1, 1));
 		cJSON_AddItemToObject(o, "shared_bytes", integer(0));
 		cJSON_AddBoolToObject(o, "vectorized", ck->vectorized);
+		if (ck->shape)
+			cJSON_AddStringToObject(o, "shape", ck->shape);
 		cJSON_AddStringToObject(o, "fuser", k->fuser >= 0 ? pass_fuser_name(k->fuser) : "none");
 		cJSON_AddItemToObject(o, "score", integer((int64_t)k->score));
 		cJSON_AddItemToObject(o, "ops", int_array(k->ops, k->nops));

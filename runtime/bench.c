@@ -128,6 +128,7 @@ static RtStatus sets_alloc(RtSession *s, Sets *st, int nsets, Diag *d)
 			else
 				RT_CU(s, d, cuMemsetD8(p, 0xff, (size_t)rt->bytes));
 		}
+		st->bufs[k][pl->ntensors] = s->bufs[pl->ntensors];   /* the shared scratch */
 		for (int l = 0; l < pl->nlaunches; l++) {
 			int na = pl->launches[l].nargs;
 			st->slots[k][l] = xcalloc((size_t)na + 1, sizeof ***st->slots);

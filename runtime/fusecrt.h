@@ -60,7 +60,8 @@ typedef struct {
 
 typedef struct {
 	RtParamType type;
-	int tensor;            /* RT_P_PTR: index into RtPlan.tensors */
+	int tensor;            /* RT_P_PTR: index into RtPlan.tensors; RtPlan.ntensors for
+				  the launch's scratch (i = its bytes) */
 	int64_t i;             /* RT_P_I64, RT_P_I32 */
 	double f;              /* RT_P_F64, RT_P_F32 */
 } RtArg;
@@ -91,6 +92,7 @@ typedef struct {
 	RtKernel *kernels; int nkernels;
 	RtStep *steps; int nsteps;
 	RtLaunch *launches; int nlaunches;   /* every step's launches, in order */
+	uint64_t scratch_bytes;  /* the largest {"scratch": N} argument; 0 when none */
 } RtPlan;
 
 /* Load a plan from a file, or from a folder holding exactly one *.plan.json.

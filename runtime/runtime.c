@@ -26,7 +26,8 @@
 
 #include "rt_driver.h"
 
-static const char *const param_names[RT_P_COUNT] = {"ptr", "i64", "i32", "f64", "f32"};
+static const char *const param_names[] = {"ptr", "i64", "i32", "f64", "f32"};
+_Static_assert(COUNTOF(param_names) == RT_P_COUNT, "param_names: one per RtParamType");
 
 const char *rt_param_name(RtParamType t)
 {
@@ -334,7 +335,7 @@ static int parse_float(Parser *p, const cJSON *v, const char *path, double *out)
 	return perr(p, path, "expected a number, got %s", type_name(v));
 }
 
-static int parse_arg(Parser *p, const RtPlan *pl, const RtKernel *k, int i, const cJSON *j,
+static int parse_arg(Parser *p, RtPlan *pl, const RtKernel *k, int i, const cJSON *j,
 		     const char *path, RtArg *arg)
 {
 	RtParamType want = k->params[i];
@@ -343,6 +344,18 @@ static int parse_arg(Parser *p, const RtPlan *pl, const RtKernel *k, int i, cons
 		return perr(p, path, "expected {\"%s\": …} for parameter %d (%s) of kernel '%s'",
 			    wkey, i, rt_param_name(want), k->name);
 	const cJSON *v = j->child;
+	if (want == RT_P_PTR && strcmp(v->string, "scratch") == 0) {
+		/* a zero-filled workspace of the launch (docs/plan-format.md) */
+		char vp[PATH_MAX_];
+		subpath(vp, path, "scratch");
+		arg->type = want;
+		arg->tensor = pl->ntensors;
+		if (check_int(p, v, vp, 1, INT64_MAX / 2, &arg->i) < 0)
+			return -1;
+		if ((uint64_t)arg->i > pl->scratch_bytes)
+			pl->scratch_bytes = (uint64_t)arg->i;
+		return 0;
+	}
 	if (strcmp(v->string, wkey) != 0)
 		return perr(p, path, "expected {\"%s\": …} for parameter %d (%s) of kernel '%s', "
 			    "got {\"%s\": …}", wkey, i, rt_param_name(want), k->name, v->string);
@@ -562,30 +575,6 @@ RtPlan *rt_plan_parse(const char *file, const char *text, size_t len, Diag *d)
 	return pl;
 }
 
-static char *read_all(const char *path, size_t *len, Diag *d)
-{
-	FILE *f = fopen(path, "rb");
-	if (!f) {
-		diag_set(d, path, 0, 0, "cannot open: %s", strerror(errno));
-		return NULL;
-	}
-	Buf b = {0};
-	char chunk[65536];
-	size_t n;
-	while ((n = fread(chunk, 1, sizeof chunk, f)) > 0)
-		buf_write(&b, chunk, n);
-	int bad = ferror(f);
-	fclose(f);
-	if (bad) {
-		diag_set(d, path, 0, 0, "cannot read: %s", strerror(errno));
-		buf_free(&b);
-		return NULL;
-	}
-	buf_putc(&b, '\0');
-	*len = b.len - 1;
-	return b.data;
-}
-
 static bool has_suffix(const char *s, const char *suf)
 {
 	size_t n = strlen(s), m = strlen(suf);
@@ -629,7 +618,7 @@ RtPlan *rt_plan_load(const char *path, Diag *d)
 		return NULL;
 	const char *file = dirplan ? dirplan : path;
 	size_t len;
-	char *text = read_all(file, &len, d);
+	char *text = read_file(file, 0, &len, d);
 	RtPlan *pl = text ? rt_plan_parse(file, text, len, d) : NULL;
 	free(text);
 	free(dirplan);
@@ -670,7 +659,7 @@ uint64_t rt_launch_bytes(const RtPlan *p, const RtLaunch *l)
 		for (int k = 0; k < i; k++)
 			seen |= l->args[k].type == RT_P_PTR && l->args[k].tensor == l->args[i].tensor;
 		if (!seen)
-			b += p->tensors[l->args[i].tensor].bytes;
+			b += l->args[i].tensor < p->ntensors ? p->tensors[l->args[i].tensor].bytes : 0;
 	}
 	return b;
 }
@@ -872,7 +861,7 @@ static RtStatus load_module(RtSession *s, Diag *d)
 {
 	const RtPlan *pl = s->plan;
 	size_t len;
-	char *ptx = read_all(pl->ptx_path, &len, d);
+	char *ptx = read_file(pl->ptx_path, 0, &len, d);
 	if (!ptx) {
 		diag_prefix(d, "the plan's PTX file");
 		return RT_ERR_INPUT;
@@ -952,6 +941,20 @@ static RtStatus alloc_buffers(RtSession *s, Diag *d)
 		if (t->role != ROLE_INPUT)
 			RT_CU(s, d, cuMemsetD8(p, 0xff, (size_t)t->bytes));
 	}
+	if (pl->scratch_bytes) {
+		/* one zeroed workspace serves every launch: they run in order on one
+		 * stream, and each kernel leaves the zeros it relies on (codegen.h) */
+		CUdeviceptr p = 0;
+		CUresult r = s->drv.cuMemAlloc(&p, (size_t)pl->scratch_bytes);
+		if (r != CUDA_SUCCESS) {
+			rt_driver_fail(&s->drv, d, "cuMemAlloc_v2", r);
+			diag_prefix(d, "allocating %llu bytes of scratch",
+				    (unsigned long long)pl->scratch_bytes);
+			return RT_ERR_DEVICE;
+		}
+		s->bufs[pl->ntensors] = p;
+		RT_CU(s, d, cuMemsetD8(p, 0, (size_t)pl->scratch_bytes));
+	}
 	s->slots = xcalloc((size_t)pl->nlaunches + 1, sizeof *s->slots);
 	s->argv = xcalloc((size_t)pl->nlaunches + 1, sizeof *s->argv);
 	for (int i = 0; i < pl->nlaunches; i++) {
@@ -991,7 +994,7 @@ void rt_session_close(RtSession *s)
 		return;
 	const RtPlan *pl = s->plan;
 	if (s->bufs)
-		for (int i = 0; i < pl->ntensors; i++)
+		for (int i = 0; i <= pl->ntensors; i++)
 			if (s->bufs[i])
 				s->drv.cuMemFree(s->bufs[i]);
 	if (s->module)

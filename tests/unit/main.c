@@ -19,6 +19,18 @@ Graph *test_graph(Arena *a, const char *file, const char *text)
 	return g;
 }
 
+Schedule *test_search(const Graph *g, const SearchOptions *o)
+{
+	Schedule *s = pass_search(g, o);
+	Diag d;
+	if (pass_verify(s, &d)) {
+		char msg[1100];
+		diag_format(&d, msg, sizeof msg);
+		fail_msg("%s: the schedule does not verify: %s", g->name, msg);
+	}
+	return s;
+}
+
 const char *test_graph_error(const char *file, const char *text)
 {
 	static char msg[1100];
@@ -51,6 +63,25 @@ const char *test_find_ptxas(void)
 	if (access("/usr/local/cuda/bin/ptxas", X_OK) == 0)
 		return "/usr/local/cuda/bin/ptxas";
 	return NULL;
+}
+
+int test_ptxas(const char *ptx, const char *arch)
+{
+	const char *ptxas = test_find_ptxas();
+	if (!ptxas)
+		return -1;
+	char file[] = "/tmp/fusec-test-XXXXXX";
+	int fd = mkstemp(file);
+	if (fd < 0)
+		return 1;
+	FILE *f = fdopen(fd, "w");
+	fputs(ptx, f);
+	fclose(f);
+	char cmd[1200];
+	snprintf(cmd, sizeof cmd, "'%s' -arch=%s '%s' -o /dev/null 2>&1", ptxas, arch, file);
+	int rc = system(cmd);
+	unlink(file);
+	return rc;
 }
 
 static void test_arena_zeroed_and_aligned(void **state)
@@ -135,9 +166,8 @@ int main(void)
 	for (size_t i = 0; i < SUITE_COUNT(suites); i++)
 		for (size_t j = 0; j < *suites[i].n; j++)
 			all[k++] = suites[i].tests[j];
-	const char *filter = getenv("FUSEC_TEST_FILTER");   /* e.g. "test_op_*" */
-	if (filter)
-		cmocka_set_test_filter(filter);
+	if (getenv("FUSEC_TEST"))      /* a glob over test names: FUSEC_TEST='test_coop*' */
+		cmocka_set_test_filter(getenv("FUSEC_TEST"));
 	int failed = _cmocka_run_group_tests("fusec", all, total, NULL, NULL);
 	free(all);
 	return failed ? 1 : 0;

@@ -81,7 +81,7 @@ static void built_new(Built *b, const GenGraph *gg, const char *label)
 	SearchOptions so;
 	pass_default_options(&so);
 	so.no_record = true;
-	b->s = pass_search(b->g, &so);
+	b->s = test_search(b->g, &so);
 }
 
 static void fill_input(HostTensor *t, const GenInput *gi, uint64_t seed)
@@ -1034,7 +1034,7 @@ static void golden_open(Golden *o, const char *path)
 	}
 	SearchOptions so;
 	pass_default_options(&so);
-	o->s = pass_search(o->g, &so);
+	o->s = test_search(o->g, &so);
 	CgOptions co = {CG_TARGET_NVPTX, "sm_90", NULL, "golden", false};
 	o->m = cg_module_new(&co, o->arena, &d);
 	assert_non_null(o->m);
@@ -1119,7 +1119,7 @@ static void test_golden_numbers(void **state)
 		SearchOptions so;
 		pass_default_options(&so);
 		so.no_record = true;
-		b.s = pass_search(b.g, &so);
+		b.s = test_search(b.g, &so);
 		GenGraph gg;
 		gen_init(&gg);
 		for (int k = 0; k < b.g->ninputs; k++) {
@@ -1162,7 +1162,7 @@ static void test_dead_ops(void **state)
 	SearchOptions so;
 	pass_default_options(&so);
 	so.no_record = true;
-	b.s = pass_search(b.g, &so);
+	b.s = test_search(b.g, &so);
 	GenGraph gg;
 	gen_init(&gg);
 	gen_input(&gg, DT_F32, 2, (const int64_t[]){4, 9}, -1, 1);

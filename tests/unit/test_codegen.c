@@ -217,7 +217,7 @@ static HostTensor *tensor_named(Rel *r, Tensors *ts, const char *name)
  * shifted by one element (copied), so the vector path must not be taken. */
 static void call_kernel(Rel *r, Tensors *ts, const CgKernel *k, HostKernel fn, int parts)
 {
-	void **args = calloc((size_t)k->nparams + 1, sizeof *args);
+	void **args = calloc((size_t)k->nparams + 2, sizeof *args);
 	void **ptrs = calloc((size_t)k->nparams + 1, sizeof *ptrs);
 	double *sc = calloc((size_t)k->nparams + 1, sizeof *sc);
 	int64_t *dm = calloc((size_t)k->nparams + 1, sizeof *dm);
@@ -240,10 +240,25 @@ static void call_kernel(Rel *r, Tensors *ts, const CgKernel *k, HostKernel fn, i
 			dm[i] = r->dims[p->id];
 			args[i] = &dm[i];
 			break;
+		case CG_PARAM_SCRATCH:
+			ptrs[i] = NULL;   /* set below, once the launch is known */
+			args[i] = &ptrs[i];
+			break;
 		}
 	}
+	/* cooperative kernels: the launch's geometry after the last parameter */
+	CgDims at;
+	cg_launch_dims(k, r->dims, r->ndims, &at);
+	int64_t geom[7] = {at.grid[0], at.grid[1], at.grid[2], at.block[0], at.block[1],
+			   at.block[2], at.shared_bytes};
+	args[k->nparams] = geom;
+	void *scratch = at.scratch_bytes ? calloc((size_t)at.scratch_bytes, 1) : NULL;
+	for (int i = 0; i < k->nparams; i++)
+		if (k->params[i].kind == CG_PARAM_SCRATCH)
+			ptrs[i] = scratch;
 	for (int p = 0; p < parts; p++)
 		fn(args, p, parts);
+	free(scratch);
 	free(args);
 	free(ptrs);
 	free(sc);
@@ -410,15 +425,16 @@ static void test_reuse_same_kernel(void **state)
 	assert_true(k1->vectorized);
 	assert_int_equal(k1->launch.nwork, 2);
 	assert_int_equal(k1->launch.vec, 4);
-	int64_t grid, threads;
-	int block;
-	cg_launch_dims(k1, r64.dims, r64.ndims, &grid, &block, &threads);
-	assert_int_equal(threads, 64 * 64 / 4);
-	assert_int_equal(block, 256);
-	assert_int_equal(grid, 4);
-	cg_launch_dims(k1, r32.dims, r32.ndims, &grid, &block, &threads);
-	assert_int_equal(threads, 32 * 32 / 4);
-	assert_int_equal(grid, 1);
+	CgDims at;
+	cg_launch_dims(k1, r64.dims, r64.ndims, &at);
+	assert_int_equal(at.threads, 64 * 64 / 4);
+	assert_int_equal(at.block[0], 256);
+	assert_int_equal(at.grid[0], 4);
+	assert_int_equal(at.grid[1] * at.grid[2] * at.block[1] * at.block[2], 1);
+	assert_int_equal(at.shared_bytes + at.scratch_bytes, 0);
+	cg_launch_dims(k1, r32.dims, r32.ndims, &at);
+	assert_int_equal(at.threads, 32 * 32 / 4);
+	assert_int_equal(at.grid[0], 1);
 
 	cg_module_free(m1);
 	cg_module_free(m2);

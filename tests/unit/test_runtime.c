@@ -72,6 +72,32 @@ static void test_plan_input_also_output(void **state)
 	buf_free(&b);
 }
 
+/* {"scratch": N} binds a ptr parameter to the run's zeroed workspace */
+static void test_plan_scratch(void **state)
+{
+	(void)state;
+	const char *from = "{\"tensor\": \"a\"}]}]}]}";
+	const char *at = strstr(base_plan, from);
+	assert_non_null(at);
+	Buf b = {0};
+	buf_write(&b, base_plan, (size_t)(at - base_plan));
+	buf_puts(&b, "{\"scratch\": 4096}]}]}]}\n");
+	Diag d;
+	RtPlan *p = rt_plan_parse("dir/g.plan.json", b.data, b.len, &d);
+	assert_non_null(p);
+	assert_int_equal(p->launches[0].args[7].tensor, p->ntensors);
+	assert_int_equal(p->launches[0].args[7].i, 4096);
+	assert_int_equal(p->scratch_bytes, 4096);
+	rt_plan_free(p);
+	buf_free(&b);
+	assert_string_equal(mutated("{\"tensor\": \"a\"}]}]}]}", "{\"scratch\": 0}]}]}]}"),
+			    "dir/g.plan.json: error: steps[0].launches[0].args[7].scratch: 0 is out of range "
+			    "[1, 4611686018427387903]");
+	assert_string_equal(mutated("{\"f64\": 2.5}", "{\"scratch\": 8}"),
+			    "dir/g.plan.json: error: steps[0].launches[0].args[2]: expected {\"f64\": …} for "
+			    "parameter 2 (f64) of kernel 'k0', got {\"scratch\": …}");
+}
+
 static void test_plan_good(void **state)
 {
 	(void)state;
@@ -360,6 +386,7 @@ static void test_no_driver(void **state)
 
 const struct CMUnitTest runtime_tests[] = {
 	cmocka_unit_test(test_plan_good),
+	cmocka_unit_test(test_plan_scratch),
 	cmocka_unit_test(test_plan_input_also_output),
 	cmocka_unit_test(test_plan_errors),
 	cmocka_unit_test(test_plan_bad_json),
