@@ -149,10 +149,13 @@ def main():
                    "--iters", str(iters)]
         else:
             cmd = [fusec_run, plan, "--plan-only"]
-        r = subprocess.run(cmd, env=env, capture_output=True, text=True)
+        try:
+            r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
+        except subprocess.TimeoutExpired as e:
+            r = subprocess.CompletedProcess(cmd, 124, str(e.stdout or ""), "timed out\n")
         log = os.path.join(logdir, f"fusec_{name}.txt")
-        with open(log, "w") as f:
-            f.write(" ".join(cmd) + "\n" + r.stdout + r.stderr)
+        with open(log, "w") as fh:
+            fh.write(" ".join(cmd) + "\n" + r.stdout + r.stderr)
         if r.returncode != 0:
             row["note"] += f"fusec-run exit {r.returncode} ({log}); "
             print(r.stdout[-2000:] + r.stderr[-2000:], flush=True)
@@ -189,6 +192,8 @@ def main():
                     print(f"   {n}: relative L2 {e:.2e}", flush=True)
                     worst = e if worst is None else max(worst, e)
                 row["rel"] = worst
+                if worst is None:
+                    row["note"] += "no fusec outputs to compare; "
                 row["eager"] = time_ms(m, args, iters, cuda)
                 print(f"   eager {row['eager']:.3f} ms", flush=True)
                 if cuda and time.time() - start < COMPILE_BUDGET_S:
