@@ -184,6 +184,29 @@ LLVMValueRef cg_vector_loops(CgKb *kb, int rank, const uint32_t *ref, const int 
 			     LLVMValueRef n);
 
 /* kernel_reduce.c */
+enum {
+	CG_RED_MAX = 16,         /* reductions in one cooperative kernel */
+	CG_RED_ELEMS = 16,       /* rows mode: elements per thread of a block-per-row row */
+};
+/* The structure of a cooperative reduce kernel (kernel_reduce.c, cg_reduce_plan). */
+typedef struct {
+	int axis, rank;
+	uint32_t full[IR_MAX_RANK];   /* the reduced inputs' shape: ref with the axis */
+	uint32_t n;                   /* shape id of the axis */
+	bool bcast;                   /* results broadcast back over the axis */
+	bool column;                  /* dims after the axis: columns mode */
+	bool split;                   /* one reduction, not broadcast: may split over grid.y */
+	bool has_arg;                 /* argmax / argmin among the reductions */
+	int red[CG_RED_MAX];          /* op index of each reduction, in op order */
+	int level[CG_RED_MAX];        /* its pass: after the reductions it reads */
+	int nred, npass;
+} CgRed;
+/* Whether the kernel (iteration space ref) is built as a cooperative reduce kernel. */
+bool cg_reduce_plan(CgKb *kb, const CgKernelSpec *s, int rank, const uint32_t *ref, CgRed *r);
+/* Its body, inside cg_coop_function / cg_coop_finish; sets k's launch rule. */
+void cg_reduce_kernel(CgKb *kb, CgCoop *c, const CgRed *r, const uint32_t *ref, const int *wr,
+		      int nw, CgKernel *k);
+int64_t cg_reduce_row_threads(int64_t n);
 LLVMValueRef cg_eval_reduce(CgKb *kb, const RelOp *op, CgIdx *out);
 int cg_row_axis(const CgKernelSpec *s, int rank, const uint32_t *ref);
 void cg_row_loops(CgKb *kb, int rank, const uint32_t *ref, int axis, const int *wr, int nw);
