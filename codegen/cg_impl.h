@@ -187,6 +187,7 @@ LLVMValueRef cg_vector_loops(CgKb *kb, int rank, const uint32_t *ref, const int 
 enum {
 	CG_RED_MAX = 16,         /* reductions in one cooperative kernel */
 	CG_RED_ELEMS = 16,       /* rows mode: elements per thread of a block-per-row row */
+	CG_RED_UNROLL = 4,       /* positions of a row a thread loads per loop trip */
 };
 /* The structure of a cooperative reduce kernel (kernel_reduce.c, cg_reduce_plan). */
 typedef struct {

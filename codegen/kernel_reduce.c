@@ -552,6 +552,88 @@ static CgIdx at_axis(Red *x, const uint32_t *shape, LLVMValueRef j)
 	return e;
 }
 
+/* Accumulate the reductions ks[q0..q1) at positions j[0..nj) of the row, in order:
+ * every value is evaluated (loaded) first, then combined, so the loads of one trip
+ * are in flight together. */
+static void accumulate(Red *x, const int *ks, int q0, int q1, LLVMValueRef *j, int nj,
+		       LLVMValueRef (*acc)[2])
+{
+	CgKb *kb = x->kb;
+	LLVMValueRef v[CG_RED_UNROLL][2];
+	for (int u = 0; u < nj; u++)
+		for (int q = q0; q < q1; q++) {
+			const RelOp *op = red_op(x, ks[q]);
+			const RelTensor *in = &op->t[0];
+			CgIdx e = at_axis(x, in->shape, j[u]);
+			v[u][q - q0] = cg_convert(kb, cg_eval(kb, in->id, &e), (DType)in->dtype,
+						  acc_dtype(op));
+		}
+	for (int u = 0; u < nj; u++)
+		for (int q = q0; q < q1; q++) {
+			LLVMValueRef other[2] = {v[u][q - q0], j[u]};
+			combine(x->c, acc[q - q0], other, (void *)red_op(x, ks[q]));
+		}
+}
+
+/* for (j = start; j < end; j += stride) body, CG_RED_UNROLL positions a trip, then
+ * one at a time; carries[] (nc of them) go through both loops. */
+typedef void (*RowBody)(Red *x, LLVMValueRef *j, int nj, LLVMValueRef *carry, void *ctx);
+
+static void row_loop(Red *x, LLVMValueRef start, LLVMValueRef end, LLVMValueRef stride,
+		     LLVMValueRef *carry, int nc, RowBody body, void *ctx)
+{
+	CgKb *kb = x->kb;
+	LLVMBuilderRef b = kb->b;
+	const int U = CG_RED_UNROLL;
+	LLVMValueRef span = LLVMBuildMul(b, stride, cg_i64(kb, U - 1), "");
+	CgLoop l;
+	cg_loop_begin(kb, &l, start, LLVMBuildSub(b, end, span, ""),
+		      LLVMBuildMul(b, stride, cg_i64(kb, U), ""));
+	LLVMValueRef phi[4], cur[4];
+	for (int k = 0; k < nc; k++)
+		cur[k] = phi[k] = cg_carry(kb, &l, carry[k]);
+	LLVMValueRef js[CG_RED_UNROLL];
+	for (int u = 0; u < U; u++)
+		js[u] = u == 0 ? l.i : LLVMBuildAdd(b, l.i, LLVMBuildMul(b, stride, cg_i64(kb, u), ""), "");
+	body(x, js, U, cur, ctx);
+	for (int k = 0; k < nc; k++)
+		cg_carry_next(kb, &l, phi[k], cur[k]);
+	cg_loop_end(kb, &l);
+	CgLoop t;
+	cg_loop_begin(kb, &t, l.i, end, stride);
+	for (int k = 0; k < nc; k++)
+		cur[k] = phi[k] = cg_carry(kb, &t, phi[k]);
+	body(x, &t.i, 1, cur, ctx);
+	for (int k = 0; k < nc; k++)
+		cg_carry_next(kb, &t, phi[k], cur[k]);
+	cg_loop_end(kb, &t);
+	for (int k = 0; k < nc; k++)
+		carry[k] = phi[k];
+}
+
+typedef struct {
+	const int *ks;
+	int q0, q1;
+} PassCtx;
+
+static void pass_body(Red *x, LLVMValueRef *j, int nj, LLVMValueRef *carry, void *ctx)
+{
+	PassCtx *p = ctx;
+	LLVMValueRef acc[2][2];
+	int k = 0;
+	for (int q = p->q0; q < p->q1; q++) {
+		acc[q - p->q0][0] = carry[k++];
+		acc[q - p->q0][1] = is_arg(red_op(x, p->ks[q])) ? carry[k++] : NULL;
+	}
+	accumulate(x, p->ks, p->q0, p->q1, j, nj, acc);
+	k = 0;
+	for (int q = p->q0; q < p->q1; q++) {
+		carry[k++] = acc[q - p->q0][0];
+		if (acc[q - p->q0][1])
+			carry[k++] = acc[q - p->q0][1];
+	}
+}
+
 /* One pass: every reduction of level `lv` accumulated over [lo, hi) of the row. */
 static void pass(Red *x, int lv, LLVMValueRef unit)
 {
@@ -567,36 +649,25 @@ static void pass(Red *x, int lv, LLVMValueRef unit)
 	for (int k = 0; k < r->nred; k++)
 		if (r->level[k] == lv)
 			ks[nk++] = k;
-	/* two carries per reduction at most (value, index); cg_loop has four */
+	/* two reductions a loop at most: four carries (value, index) */
 	for (int q0 = 0; q0 < nk; q0 += 2) {
 		int q1 = q0 + 2 < nk ? q0 + 2 : nk;
-		CgLoop l;
-		LLVMValueRef init[2][2], phi[2][2];
-		for (int q = q0; q < q1; q++)
-			identity(kb, red_op(x, ks[q]), init[q - q0]);
-		cg_loop_begin(kb, &l, start, end, x->stride);
+		LLVMValueRef carry[4];
+		int nc = 0;
 		for (int q = q0; q < q1; q++) {
-			phi[q - q0][0] = cg_carry(kb, &l, init[q - q0][0]);
-			phi[q - q0][1] = init[q - q0][1] ? cg_carry(kb, &l, init[q - q0][1]) : NULL;
+			LLVMValueRef init[2];
+			identity(kb, red_op(x, ks[q]), init);
+			carry[nc++] = init[0];
+			if (init[1])
+				carry[nc++] = init[1];
 		}
+		PassCtx pc = {ks, q0, q1};
+		row_loop(x, start, end, x->stride, carry, nc, pass_body, &pc);
+		nc = 0;
 		for (int q = q0; q < q1; q++) {
-			const RelOp *op = red_op(x, ks[q]);
-			const RelTensor *in = &op->t[0];
-			CgIdx e = at_axis(x, in->shape, l.i);
-			LLVMValueRef v = cg_convert(kb, cg_eval(kb, in->id, &e), (DType)in->dtype,
-						    acc_dtype(op));
-			LLVMValueRef acc[2] = {phi[q - q0][0], phi[q - q0][1]};
-			LLVMValueRef other[2] = {v, l.i};
-			combine(c, acc, other, (void *)op);
-			cg_carry_next(kb, &l, phi[q - q0][0], acc[0]);
-			if (phi[q - q0][1])
-				cg_carry_next(kb, &l, phi[q - q0][1], acc[1]);
-		}
-		cg_loop_end(kb, &l);
-		for (int q = q0; q < q1; q++) {
-			cg_coop_set(c, x->acc[ks[q]][0], phi[q - q0][0]);
-			if (phi[q - q0][1])
-				cg_coop_set(c, x->acc[ks[q]][1], phi[q - q0][1]);
+			cg_coop_set(c, x->acc[ks[q]][0], carry[nc++]);
+			if (is_arg(red_op(x, ks[q])))
+				cg_coop_set(c, x->acc[ks[q]][1], carry[nc++]);
 		}
 	}
 	cg_coop_phase_end(c);
@@ -675,6 +746,21 @@ static void end_if(CgKb *kb, LLVMBasicBlockRef join)
 	LLVMPositionBuilderAtEnd(kb->b, join);
 }
 
+typedef struct {
+	const int *wr;
+	int nw;
+} WriteCtx;
+
+static void write_body(Red *x, LLVMValueRef *j, int nj, LLVMValueRef *carry, void *ctx)
+{
+	(void)carry;
+	WriteCtx *w = ctx;
+	for (int u = 0; u < nj; u++) {
+		CgIdx e = at_axis(x, x->ref, j[u]);
+		cg_store_written(x->kb, &e, w->wr, w->nw);
+	}
+}
+
 /* Write the row: the whole axis when the results are broadcast back over it, else
  * the one position (by the group's first thread). */
 static void write_rows(Red *x, LLVMValueRef unit, const int *wr, int nw)
@@ -686,11 +772,8 @@ static void write_rows(Red *x, LLVMValueRef unit, const int *wr, int nw)
 	row_begin(x, unit);
 	if (x->r->bcast) {
 		LLVMValueRef end = LLVMBuildSelect(b, x->valid, x->n, cg_i64(kb, 0), "");
-		CgLoop l;
-		cg_loop_begin(kb, &l, x->lane, end, x->stride);
-		CgIdx e = at_axis(x, x->ref, l.i);
-		cg_store_written(kb, &e, wr, nw);
-		cg_loop_end(kb, &l);
+		WriteCtx wc = {wr, nw};
+		row_loop(x, x->lane, end, x->stride, NULL, 0, write_body, &wc);
 	} else {
 		LLVMValueRef first = LLVMBuildICmp(b, LLVMIntEQ, x->lane, cg_i64(kb, 0), "");
 		LLVMBasicBlockRef join = branch_if(kb, LLVMBuildAnd(b, x->valid, first, ""), "write");
