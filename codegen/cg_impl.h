@@ -90,6 +90,9 @@ typedef struct CgKb {
 	LLVMValueRef *vload;          /* vector path: per relative id, loaded vector */
 	LLVMValueRef vbase;           /* vector path: flat index of lane 0 */
 	int vec;                      /* vector width in elements */
+	bool vrow;                    /* reduce rows' vector path: a lane's tensor offset
+					 minus its lane is lane 0's (tensors along vrow_axis) */
+	int vrow_axis;
 	CgMemo *memo;
 	int nmemo, capmemo;
 	CgMath math;
@@ -184,10 +187,15 @@ LLVMValueRef cg_vector_loops(CgKb *kb, int rank, const uint32_t *ref, const int 
 			     LLVMValueRef n);
 
 /* kernel_reduce.c */
+#ifndef FUSEC_RED_ELEMS          /* a build knob for measuring the rule (docs/benchmarks.md) */
+#define FUSEC_RED_ELEMS 16
+#endif
 enum {
 	CG_RED_MAX = 16,         /* reductions in one cooperative kernel */
-	CG_RED_ELEMS = 16,       /* rows mode: elements per thread of a block-per-row row */
-	CG_RED_UNROLL = 4,       /* positions of a row a thread loads per loop trip */
+	CG_RED_ELEMS = FUSEC_RED_ELEMS, /* rows mode: elements per thread of a block-per-row row */
+	CG_RED_UNROLL = 4,       /* positions of a row a thread loads per loop trip (vector
+				    path: half as many 16-byte groups) */
+	CG_RED_THREADS = 512,    /* the most threads of a reduce block (128 registers each) */
 };
 /* The structure of a cooperative reduce kernel (kernel_reduce.c, cg_reduce_plan). */
 typedef struct {
@@ -198,6 +206,10 @@ typedef struct {
 	bool column;                  /* dims after the axis: columns mode */
 	bool split;                   /* one reduction, not broadcast: may split over grid.y */
 	bool has_arg;                 /* argmax / argmin among the reductions */
+	int vec;                      /* rows mode: elements a 16-byte load brings of the
+					 row tensors (vt), when aligned; 1: no vector path */
+	int vt[CG_RED_MAX];           /* global tensors read along the whole axis */
+	int nvt;
 	int red[CG_RED_MAX];          /* op index of each reduction, in op order */
 	int level[CG_RED_MAX];        /* its pass: after the reductions it reads */
 	int nred, npass;

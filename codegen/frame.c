@@ -303,7 +303,7 @@ CgKernel *cg_build(CgModule *m, const CgKernelSpec *s, uint64_t hash, Diag *d)
 	kb->dim = xcalloc((size_t)u.maxdim + 1, sizeof *kb->dim);
 	if (coop) {
 		CgCoop c;
-		cg_coop_function(kb, name, k->params, k->nparams, 1024, &c);
+		cg_coop_function(kb, name, k->params, k->nparams, CG_RED_THREADS, &c);
 		kb->math = (CgMath){m->ctx, m->mod, kb->b, m->opt.target == CG_TARGET_NVPTX,
 				    m->opt.libdevice != NULL && m->opt.target == CG_TARGET_NVPTX};
 		cg_reduce_kernel(kb, &c, &red, ref, wr, nw, k);

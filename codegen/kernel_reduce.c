@@ -256,6 +256,34 @@ bool cg_reduce_plan(CgKb *kb, const CgKernelSpec *s, int rank, const uint32_t *r
 	}
 	free(memo);
 	r->split = !r->bcast && r->nred == 1;
+	/* rows mode: 16-byte loads of the tensors read along the whole row, when the kernel
+	 * has no view (a lane's element is then the next one in memory) */
+	r->vec = 1;
+	bool views = false;
+	int maxsize = 1;
+	for (int i = 0; i < s->nops && !r->column && n != 0; i++) {
+		const RelOp *op = &s->ops[i];
+		views |= ir_ops[op->kind].family == FAM_VIEW;
+		for (int k = 0; k < op->nin; k++) {
+			const RelTensor *t = &op->t[k];
+			if (kb->producer[t->id] >= 0 || t->rank != rank || t->shape[ax] != n)
+				continue;
+			bool seen = false;
+			for (int q = 0; q < r->nvt; q++)
+				seen |= r->vt[q] == t->id;
+			if (seen)
+				continue;
+			if (r->nvt == CG_RED_MAX) {
+				views = true;
+				break;
+			}
+			r->vt[r->nvt++] = t->id;
+			if (ir_dtype_size((DType)t->dtype) > maxsize)
+				maxsize = ir_dtype_size((DType)t->dtype);
+		}
+	}
+	if (!views && r->nvt > 0)
+		r->vec = 16 / maxsize;
 	for (int k = 0; k < r->nred; k++) {
 		OpKind kind = (OpKind)s->ops[r->red[k]].kind;
 		r->has_arg |= kind == OP_ARGMAX || kind == OP_ARGMIN;
@@ -286,7 +314,7 @@ static int64_t round16(int64_t v)
 /* Threads per row in rows mode, for rows of n elements:
  *   n <= 32       the next power of two (several rows per warp, 256 threads a block)
  *   n <= 1024     32: a warp per row, 8 rows a block
- *   larger        a block per row of pow2ceil(n / RED_ELEMS) threads, 64 to 1024
+ *   larger        a block per row of pow2ceil(n / RED_ELEMS) threads, 64 to 512
  * RED_ELEMS (elements per thread for block-per-row rows) was measured on the H200:
  * docs/benchmarks.md, "Reductions". */
 int64_t cg_reduce_row_threads(int64_t n)
@@ -296,18 +324,18 @@ int64_t cg_reduce_row_threads(int64_t n)
 	if (n <= 1024)
 		return 32;
 	int64_t g = pow2ceil(ceil_div(n, CG_RED_ELEMS));
-	return g < 64 ? 64 : g > 1024 ? 1024 : g;
+	return g < 64 ? 64 : g > CG_RED_THREADS ? CG_RED_THREADS : g;
 }
 
 /* The launch rule of cooperative reduce kernels (CgLaunch.arg: column, split, arg,
  * axis, rank, then the full shape ids):
  *   rows mode: block (G, R) with G = cg_reduce_row_threads(n), R = 256 / G rows per
  *     block when G < 256 (else 1); grid.x = ceil(rows / R).
- *   columns mode: block (32, Ry), Ry = min(32, pow2ceil(n)); grid.x = one block per 32
+ *   columns mode: block (32, Ry), Ry = min(16, pow2ceil(n)); grid.x = one block per 32
  *     adjacent columns.
  *   split (one reduction, not broadcast): when grid.x is below RED_TARGET_BLOCKS and
  *     the rows are long, grid.y = S = min(ceil(RED_TARGET_BLOCKS / grid.x), n / (8
- *     threads' worth), G or 64), rows mode then with G = 1024. The scratch holds a u32
+ *     threads' worth), G or 64), rows mode then with G = 512. The scratch holds a u32
  *     counter per row (columns: per block of columns), 16-byte aligned, then S 8-byte
  *     partials per output element, then S 8-byte indices (argmax/argmin). */
 static void reduce_rule(const CgKernel *k, const int64_t *dims, int ndims, CgDims *o)
@@ -334,8 +362,8 @@ static void reduce_rule(const CgKernel *k, const int64_t *dims, int ndims, CgDim
 	const int64_t cap = (int64_t)1 << 30;
 	if (!column) {
 		int64_t G = cg_reduce_row_threads(n);
-		if (split && rows < RED_TARGET_BLOCKS && n > 1024 * 8 * 2) {
-			G = 1024;
+		if (split && rows < RED_TARGET_BLOCKS && n > CG_RED_THREADS * 8 * 2) {
+			G = CG_RED_THREADS;
 			S = ceil_div(RED_TARGET_BLOCKS, rows);
 			if (S > n / (G * 8))
 				S = n / (G * 8);
@@ -354,8 +382,8 @@ static void reduce_rule(const CgKernel *k, const int64_t *dims, int ndims, CgDim
 		counters = rows;
 	} else {
 		int64_t Ry = pow2ceil(n);
-		if (Ry > 32)
-			Ry = 32;
+		if (Ry > CG_RED_THREADS / 32)
+			Ry = CG_RED_THREADS / 32;
 		int64_t tiles = outer * ceil_div(inner, 32);
 		if (split && tiles < RED_TARGET_BLOCKS) {
 			S = ceil_div(RED_TARGET_BLOCKS, tiles);
@@ -391,6 +419,8 @@ typedef struct {
 	bool done[CG_RED_MAX];
 	/* uniform */
 	LLVMValueRef n, nrows, outer, inner, G, R, S, s, lo, hi, unit;
+	LLVMValueRef vok;             /* i1: the rows' vector path may run */
+	int vlanes;                   /* bodies: 0 scalar, else positions are V-groups */
 	/* per phase */
 	LLVMValueRef row, valid, lane, stride, pos[IR_MAX_RANK];
 } Red;
@@ -538,7 +568,11 @@ static void row_begin(Red *x, LLVMValueRef unit)
 			oi.i[d] = out->shape[d] == 0 ? cg_i64(kb, 0) : x->pos[d];
 		LLVMValueRef v = cg_coop_get(c, x->acc[k][0]);
 		LLVMValueRef idx = is_arg(op) ? cg_coop_get(c, x->acc[k][1]) : NULL;
-		cg_memo_add(kb, out->id, &oi, finalize(x, k, v, idx));
+		LLVMValueRef f = finalize(x, k, v, idx);
+		for (int lane = -1; lane < (r->vec > 1 ? r->vec : 0); lane++) {
+			oi.lane = lane;   /* the vector path asks per lane */
+			cg_memo_add(kb, out->id, &oi, f);
+		}
 	}
 }
 
@@ -559,20 +593,31 @@ static void accumulate(Red *x, const int *ks, int q0, int q1, LLVMValueRef *j, i
 		       LLVMValueRef (*acc)[2])
 {
 	CgKb *kb = x->kb;
-	LLVMValueRef v[CG_RED_UNROLL][2];
-	for (int u = 0; u < nj; u++)
-		for (int q = q0; q < q1; q++) {
-			const RelOp *op = red_op(x, ks[q]);
-			const RelTensor *in = &op->t[0];
-			CgIdx e = at_axis(x, in->shape, j[u]);
-			v[u][q - q0] = cg_convert(kb, cg_eval(kb, in->id, &e), (DType)in->dtype,
-						  acc_dtype(op));
+	int V = x->vlanes ? x->vlanes : 1;
+	LLVMValueRef v[CG_RED_UNROLL * 16][2], at[CG_RED_UNROLL * 16];
+	for (int u = 0; u < nj; u++) {
+		if (x->vlanes)
+			memset(kb->vload, 0, sizeof *kb->vload * (size_t)kb->ntensors);
+		for (int l = 0; l < V; l++) {
+			int e0 = u * V + l;
+			at[e0] = x->vlanes ? LLVMBuildAdd(kb->b, j[u], cg_i64(kb, l), "") : j[u];
+			for (int q = q0; q < q1; q++) {
+				const RelOp *op = red_op(x, ks[q]);
+				const RelTensor *in = &op->t[0];
+				CgIdx e = at_axis(x, in->shape, at[e0]);
+				e.lane = x->vlanes ? l : -1;
+				v[e0][q - q0] = cg_convert(kb, cg_eval(kb, in->id, &e),
+							   (DType)in->dtype, acc_dtype(op));
+			}
 		}
-	for (int u = 0; u < nj; u++)
+	}
+	for (int e0 = 0; e0 < nj * V; e0++)
 		for (int q = q0; q < q1; q++) {
-			LLVMValueRef other[2] = {v[u][q - q0], j[u]};
+			LLVMValueRef other[2] = {v[e0][q - q0], at[e0]};
 			combine(x->c, acc[q - q0], other, (void *)red_op(x, ks[q]));
 		}
+	if (x->vlanes)
+		memset(kb->vload, 0, sizeof *kb->vload * (size_t)kb->ntensors);
 }
 
 /* for (j = start; j < end; j += stride) body, CG_RED_UNROLL positions a trip, then
@@ -584,7 +629,7 @@ static void row_loop(Red *x, LLVMValueRef start, LLVMValueRef end, LLVMValueRef 
 {
 	CgKb *kb = x->kb;
 	LLVMBuilderRef b = kb->b;
-	const int U = CG_RED_UNROLL;
+	const int U = x->vlanes ? CG_RED_UNROLL / 2 : CG_RED_UNROLL;
 	LLVMValueRef span = LLVMBuildMul(b, stride, cg_i64(kb, U - 1), "");
 	CgLoop l;
 	cg_loop_begin(kb, &l, start, LLVMBuildSub(b, end, span, ""),
@@ -611,6 +656,52 @@ static void row_loop(Red *x, LLVMValueRef start, LLVMValueRef end, LLVMValueRef 
 		carry[k] = phi[k];
 }
 
+/* Run a row loop over [start, end) by `stride` (one thread's share) twice: the vector
+ * path (V-groups of elements, 16-byte loads) when x->vok, else the scalar one. `done`
+ * runs after either, in its branch (it stores the carries to variables). */
+typedef void (*RowDone)(Red *x, LLVMValueRef *carry, void *ctx);
+
+static void row_loops(Red *x, LLVMValueRef start, LLVMValueRef end, LLVMValueRef stride,
+		      const LLVMValueRef *init, int nc, RowBody body, RowDone done, void *ctx)
+{
+	CgKb *kb = x->kb;
+	LLVMBuilderRef b = kb->b;
+	LLVMValueRef carry[4];
+	LLVMBasicBlockRef join = NULL;
+	if (x->r->vec > 1) {
+		int V = x->r->vec;
+		LLVMBasicBlockRef vb = LLVMAppendBasicBlockInContext(kb->m->ctx, kb->fn, "rowvec");
+		LLVMBasicBlockRef sb = LLVMAppendBasicBlockInContext(kb->m->ctx, kb->fn, "rowscalar");
+		join = LLVMAppendBasicBlockInContext(kb->m->ctx, kb->fn, "rowjoin");
+		LLVMBuildCondBr(b, x->vok, vb, sb);
+		LLVMPositionBuilderAtEnd(b, vb);
+		int mark = cg_memo_mark(kb);
+		memcpy(carry, init, sizeof *carry * (size_t)nc);
+		x->vlanes = V;
+		kb->vrow = true;
+		/* thread lane takes groups lane, lane + G, ... : elements (lo + lane*V ..) */
+		LLVMValueRef vstart = LLVMBuildAdd(b, LLVMBuildSub(b, start, x->lane, ""),
+						   LLVMBuildMul(b, x->lane, cg_i64(kb, V), ""), "");
+		row_loop(x, vstart, end, LLVMBuildMul(b, stride, cg_i64(kb, V), ""), carry, nc,
+			 body, ctx);
+		x->vlanes = 0;
+		kb->vrow = false;
+		if (done)
+			done(x, carry, ctx);
+		cg_memo_release(kb, mark);
+		LLVMBuildBr(b, join);
+		LLVMPositionBuilderAtEnd(b, sb);
+	}
+	memcpy(carry, init, sizeof *carry * (size_t)nc);
+	row_loop(x, start, end, stride, carry, nc, body, ctx);
+	if (done)
+		done(x, carry, ctx);
+	if (join) {
+		LLVMBuildBr(b, join);
+		LLVMPositionBuilderAtEnd(b, join);
+	}
+}
+
 typedef struct {
 	const int *ks;
 	int q0, q1;
@@ -631,6 +722,17 @@ static void pass_body(Red *x, LLVMValueRef *j, int nj, LLVMValueRef *carry, void
 		carry[k++] = acc[q - p->q0][0];
 		if (acc[q - p->q0][1])
 			carry[k++] = acc[q - p->q0][1];
+	}
+}
+
+static void pass_done(Red *x, LLVMValueRef *carry, void *ctx)
+{
+	PassCtx *p = ctx;
+	int nc = 0;
+	for (int q = p->q0; q < p->q1; q++) {
+		cg_coop_set(x->c, x->acc[p->ks[q]][0], carry[nc++]);
+		if (is_arg(red_op(x, p->ks[q])))
+			cg_coop_set(x->c, x->acc[p->ks[q]][1], carry[nc++]);
 	}
 }
 
@@ -662,13 +764,7 @@ static void pass(Red *x, int lv, LLVMValueRef unit)
 				carry[nc++] = init[1];
 		}
 		PassCtx pc = {ks, q0, q1};
-		row_loop(x, start, end, x->stride, carry, nc, pass_body, &pc);
-		nc = 0;
-		for (int q = q0; q < q1; q++) {
-			cg_coop_set(c, x->acc[ks[q]][0], carry[nc++]);
-			if (is_arg(red_op(x, ks[q])))
-				cg_coop_set(c, x->acc[ks[q]][1], carry[nc++]);
-		}
+		row_loops(x, start, end, x->stride, carry, nc, pass_body, pass_done, &pc);
 	}
 	cg_coop_phase_end(c);
 }
@@ -755,11 +851,22 @@ static void write_body(Red *x, LLVMValueRef *j, int nj, LLVMValueRef *carry, voi
 {
 	(void)carry;
 	WriteCtx *w = ctx;
+	CgKb *kb = x->kb;
+	int V = x->vlanes ? x->vlanes : 1;
 	for (int u = 0; u < nj; u++) {
-		CgIdx e = at_axis(x, x->ref, j[u]);
-		cg_store_written(x->kb, &e, w->wr, w->nw);
+		if (x->vlanes)
+			memset(kb->vload, 0, sizeof *kb->vload * (size_t)kb->ntensors);
+		for (int l = 0; l < V; l++) {
+			LLVMValueRef jl = x->vlanes ? LLVMBuildAdd(kb->b, j[u], cg_i64(kb, l), "") : j[u];
+			CgIdx e = at_axis(x, x->ref, jl);
+			e.lane = x->vlanes ? l : -1;
+			cg_store_written(kb, &e, w->wr, w->nw);
+		}
 	}
+	if (x->vlanes)
+		memset(kb->vload, 0, sizeof *kb->vload * (size_t)kb->ntensors);
 }
+
 
 /* Write the row: the whole axis when the results are broadcast back over it, else
  * the one position (by the group's first thread). */
@@ -773,7 +880,7 @@ static void write_rows(Red *x, LLVMValueRef unit, const int *wr, int nw)
 	if (x->r->bcast) {
 		LLVMValueRef end = LLVMBuildSelect(b, x->valid, x->n, cg_i64(kb, 0), "");
 		WriteCtx wc = {wr, nw};
-		row_loop(x, x->lane, end, x->stride, NULL, 0, write_body, &wc);
+		row_loops(x, x->lane, end, x->stride, NULL, 0, write_body, NULL, &wc);
 	} else {
 		LLVMValueRef first = LLVMBuildICmp(b, LLVMIntEQ, x->lane, cg_i64(kb, 0), "");
 		LLVMBasicBlockRef join = branch_if(kb, LLVMBuildAnd(b, x->valid, first, ""), "write");
@@ -944,6 +1051,20 @@ void cg_reduce_kernel(CgKb *kb, CgCoop *c, const CgRed *r, const uint32_t *ref, 
 	x->lo = LLVMBuildMul(b, x->s, chunk, "");
 	LLVMValueRef hi = LLVMBuildAdd(b, x->lo, chunk, "");
 	x->hi = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSLT, hi, x->n, ""), hi, x->n, "");
+	/* the rows' vector path: row tensors 16-byte aligned, the row's part a multiple
+	 * of V elements (n, and lo, hi when split) */
+	kb->vec = r->vec;
+	kb->vrow_axis = r->axis;
+	if (r->vec > 1) {
+		LLVMValueRef mis = cg_i64(kb, 0);
+		for (int q = 0; q < r->nvt; q++)
+			mis = LLVMBuildOr(b, mis, LLVMBuildPtrToInt(b, kb->buf[r->vt[q]], kb->m->t_i64, ""), "");
+		mis = LLVMBuildAnd(b, mis, cg_i64(kb, 15), "");
+		LLVMValueRef vm = cg_i64(kb, r->vec - 1);
+		mis = LLVMBuildOr(b, mis, LLVMBuildAnd(b, LLVMBuildOr(b, x->n, LLVMBuildOr(b, x->lo,
+				  x->hi, ""), ""), vm, ""), "");
+		x->vok = LLVMBuildICmp(b, LLVMIntEQ, mis, cg_i64(kb, 0), "vok");
+	}
 	LLVMValueRef nunits;
 	if (!r->column) {
 		nunits = LLVMBuildUDiv(b, LLVMBuildSub(b, LLVMBuildAdd(b, x->nrows, x->R, ""),
@@ -987,7 +1108,7 @@ void cg_reduce_kernel(CgKb *kb, CgCoop *c, const CgRed *r, const uint32_t *ref, 
 	CgLaunch *L = &k->launch;
 	L->coop = true;
 	L->rule = reduce_rule;
-	L->block = 1024;
+	L->block = CG_RED_THREADS;
 	L->vec = 1;
 	L->max_grid = (int64_t)1 << 30;
 	L->arg[0] = r->column;
