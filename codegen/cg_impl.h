@@ -187,15 +187,17 @@ LLVMValueRef cg_vector_loops(CgKb *kb, int rank, const uint32_t *ref, const int 
 			     LLVMValueRef n);
 
 /* kernel_reduce.c */
-#ifndef FUSEC_RED_ELEMS          /* a build knob for measuring the rule (docs/benchmarks.md) */
-#define FUSEC_RED_ELEMS 16
+/* The constants of the reduce kernels' schedule, measured on the H200 (variants of
+ * G3, G4, G7, G8 side by side: docs/benchmarks.md, "Reductions"). */
+#ifndef FUSEC_RED_ELEMS          /* a build knob for measuring the rule */
+#define FUSEC_RED_ELEMS 32
 #endif
 enum {
 	CG_RED_MAX = 16,         /* reductions in one cooperative kernel */
 	CG_RED_ELEMS = FUSEC_RED_ELEMS, /* rows mode: elements per thread of a block-per-row row */
-	CG_RED_UNROLL = 4,       /* positions of a row a thread loads per loop trip (vector
-				    path: half as many 16-byte groups) */
-	CG_RED_THREADS = 512,    /* the most threads of a reduce block (128 registers each) */
+	CG_RED_UNROLL = 4,       /* scalar path: positions of a row a thread loads a trip */
+	CG_RED_THREADS = 512,    /* the most threads of a reduce block */
+	CG_RED_MAXNREG = 48,     /* registers per thread (.maxnreg): occupancy over spills */
 };
 /* The structure of a cooperative reduce kernel (kernel_reduce.c, cg_reduce_plan). */
 typedef struct {

@@ -304,6 +304,7 @@ CgKernel *cg_build(CgModule *m, const CgKernelSpec *s, uint64_t hash, Diag *d)
 	if (coop) {
 		CgCoop c;
 		cg_coop_function(kb, name, k->params, k->nparams, CG_RED_THREADS, &c);
+		cg_coop_annotate(&c, "maxnreg", CG_RED_MAXNREG);
 		kb->math = (CgMath){m->ctx, m->mod, kb->b, m->opt.target == CG_TARGET_NVPTX,
 				    m->opt.libdevice != NULL && m->opt.target == CG_TARGET_NVPTX};
 		cg_reduce_kernel(kb, &c, &red, ref, wr, nw, k);

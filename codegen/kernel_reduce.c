@@ -12,7 +12,12 @@
  * layer norm: a ReduceBroadcasted block), each thread takes whole rows. Per row it
  * evaluates every reduction once, then loops over the axis writing the row, and the
  * memo hands the row's reductions to every element. The launch rule then counts rows
- * (the frame leaves the axis out of the launch's work). */
+ * (the frame leaves the axis out of the launch's work).
+ *
+ * Both are now the fallbacks: a kernel whose reductions share one axis is built as a
+ * cooperative reduce kernel (the second half of this file), and only kernels that
+ * also hold a matmul, a join or a window op, or reduce along several axes, take the
+ * plain paths. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -629,7 +634,10 @@ static void row_loop(Red *x, LLVMValueRef start, LLVMValueRef end, LLVMValueRef 
 {
 	CgKb *kb = x->kb;
 	LLVMBuilderRef b = kb->b;
-	const int U = x->vlanes ? CG_RED_UNROLL / 2 : CG_RED_UNROLL;
+	/* positions a trip: the vector path 1 (V elements, one 16-byte load per row
+	 * tensor); the scalar path CG_RED_UNROLL, or 1 where it is only the fallback of a
+	 * vector path (registers: docs/benchmarks.md) */
+	const int U = x->vlanes || x->r->vec > 1 ? 1 : CG_RED_UNROLL;
 	LLVMValueRef span = LLVMBuildMul(b, stride, cg_i64(kb, U - 1), "");
 	CgLoop l;
 	cg_loop_begin(kb, &l, start, LLVMBuildSub(b, end, span, ""),
