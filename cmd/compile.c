@@ -21,7 +21,7 @@
 static const char compile_usage[] =
 	"usage: fusec compile GRAPH [-o DIR] [--arch sm_XX] [--max-blocks N]\n"
 	"                     [--max-explorations N] [--max-bindings N] [--log LEVEL]\n"
-	"                     [--emit LIST] [--libdevice PATH]\n"
+	"                     [--emit LIST] [--libdevice PATH] [--verify]\n"
 	"\n"
 	"Search fusions for GRAPH, generate PTX, and write DIR/NAME.ptx and\n"
 	"DIR/NAME.plan.json (DIR defaults to .).\n"
@@ -34,6 +34,8 @@ static const char compile_usage[] =
 	"  --log LEVEL            off, basic, medium, full (also 0, 1); or FUSEC_LOG\n"
 	"  --emit LIST            extra outputs, comma-separated: ll, relative, dot\n"
 	"  --time                 print the time of each phase to stderr\n"
+	"  --verify               check the schedule before generating code: every op\n"
+	"                         runs once, launches read only what is written earlier\n"
 	"  --libdevice PATH       link libdevice bitcode for precise math; `auto` looks\n"
 	"                         for a CUDA install (default: fusec's own math)\n";
 
@@ -117,73 +119,37 @@ static bool valid_arch(const char *s)
 	return strlen(s) <= 8;
 }
 
-static void emit_relative(const Schedule *s, Buf *b)
+/* ---- options ------------------------------------------------------------------ */
+
+typedef struct {
+	const char *graph, *dir, *arch, *libdevice;
+	SearchOptions search;
+	bool emit_ll, emit_relative, emit_dot, timing, verify;
+} CompileOptions;
+
+static int parse_emit(CompileOptions *o, const char *arg)
 {
-	for (int i = 0; i < s->nplans; i++) {
-		const Plan *p = s->plans[i];
-		buf_printf(b, "plan #%d (%d op%s):", p->id, p->nops, p->nops == 1 ? "" : "s");
-		for (int t = 0; t < p->ntriggers; t++)
-			buf_printf(b, " %s", pass_trigger_name(p->triggers[t].kind));
-		buf_putc(b, '\n');
-		for (int k = 0; k < p->nops; k++) {
-			buf_printf(b, "  %d  ", k);
-			ir_rel_print(b, &p->ops[k]);
-			buf_putc(b, '\n');
+	char *list = strdup(arg), *save = NULL;
+	int rc = EXIT_OK;
+	for (char *t = strtok_r(list, ",", &save); t && rc == EXIT_OK; t = strtok_r(NULL, ",", &save)) {
+		if (!strcmp(t, "relative"))
+			o->emit_relative = true;
+		else if (!strcmp(t, "dot"))
+			o->emit_dot = true;
+		else if (!strcmp(t, "ll"))
+			o->emit_ll = true;
+		else if (strcmp(t, "ptx") && strcmp(t, "plan")) {
+			cmd_usage_error("compile", "unknown --emit item '%s' (ll, relative, dot)", t);
+			rc = EXIT_USAGE;
 		}
-		buf_puts(b, "  strategy: ");
-		pass_strategy_print(b, p->strategy);
-		buf_putc(b, '\n');
 	}
+	free(list);
+	return rc;
 }
 
-/* A name inside a double-quoted DOT string. */
-static void dot_escape(Buf *b, const char *s)
-{
-	for (; *s; s++) {
-		if (*s == '"' || *s == '\\')
-			buf_putc(b, '\\');
-		buf_putc(b, *s);
-	}
-}
-
-static void emit_dot(const Schedule *s, Buf *b)
-{
-	static const char *colors[] = {"#8dd3c7", "#ffffb3", "#bebada", "#fb8072", "#80b1d3",
-				       "#fdb462", "#b3de69", "#fccde5", "#d9d9d9", "#bc80bd"};
-	const Graph *g = s->g;
-	int *kernel_of = malloc(sizeof(int) * (size_t)(g->nops ? g->nops : 1));
-	for (int i = 0; i < g->nops; i++)
-		kernel_of[i] = -1;
-	int nl = 0;
-	for (int i = 0; i < s->nsteps; i++)
-		for (int k = 0; k < s->steps[i].nlaunch; k++, nl++)
-			for (int j = 0; j < s->steps[i].launch[k].nops; j++)
-				kernel_of[s->steps[i].launch[k].ops[j]] = nl;
-	buf_puts(b, "digraph \"");
-	dot_escape(b, g->name);
-	buf_puts(b, "\" {\n  node [shape=box, style=filled, fontname=\"monospace\"];\n");
-	for (int i = 0; i < g->nops; i++) {
-		char k[96];
-		if (g->ops[i].kind == OP_SYNC)
-			continue;
-		buf_printf(b, "  op%d [label=\"%d %s\", fillcolor=\"%s\"];\n", i, i,
-			   ir_op_display(g, &g->ops[i], k, sizeof k),
-			   kernel_of[i] < 0 ? "white" : colors[kernel_of[i] % 10]);
-	}
-	for (int i = 0; i < g->nops; i++)
-		for (int j = 0; j < g->ops[i].nin; j++) {
-			int p = g->tensors[g->ops[i].in[j]].producer;
-			if (p < 0)
-				continue;
-			buf_printf(b, "  op%d -> op%d [label=\"", p, i);
-			dot_escape(b, g->tensors[g->ops[i].in[j]].name);
-			buf_puts(b, "\"];\n");
-		}
-	buf_puts(b, "}\n");
-	free(kernel_of);
-}
-
-int cmd_compile(int argc, char **argv)
+/* Fill *o from argv. Returns EXIT_OK to go on, or the status to exit with (EXIT_OK
+ * with o->graph NULL after --help). */
+static int parse_options(int argc, char **argv, CompileOptions *o)
 {
 	static const struct option longopts[] = {
 		{"help", no_argument, NULL, 'h'},
@@ -195,12 +161,14 @@ int cmd_compile(int argc, char **argv)
 		{"emit", required_argument, NULL, 'e'},
 		{"libdevice", required_argument, NULL, 'd'},
 		{"time", no_argument, NULL, 't'},
+		{"verify", no_argument, NULL, 'v'},
 		{0, 0, 0, 0},
 	};
-	SearchOptions so;
-	pass_default_options(&so);
-	const char *dir = ".", *arch = "sm_90", *libdevice = NULL, *log = getenv("FUSEC_LOG");
-	bool emit_rel = false, emit_dotf = false, emit_ll = false, timing = false;
+	memset(o, 0, sizeof *o);
+	pass_default_options(&o->search);
+	o->dir = ".";
+	o->arch = "sm_90";
+	const char *log = getenv("FUSEC_LOG");
 	int c;
 	long v;
 	optind = 1;
@@ -214,7 +182,7 @@ int cmd_compile(int argc, char **argv)
 				cmd_usage_error("compile", "option '-o' needs a folder name");
 				return EXIT_USAGE;
 			}
-			dir = optarg;
+			o->dir = optarg;
 			break;
 		case 'a':
 			if (!valid_arch(optarg) || !cg_arch_known(optarg)) {
@@ -222,7 +190,7 @@ int cmd_compile(int argc, char **argv)
 						"sm_90a, e.g. sm_80, sm_90)", optarg);
 				return EXIT_USAGE;
 			}
-			arch = optarg;
+			o->arch = optarg;
 			break;
 		case 'b':
 			if ((v = cmd_parse_count("compile", "--max-blocks", optarg)) < 0)
@@ -231,49 +199,38 @@ int cmd_compile(int argc, char **argv)
 				cmd_usage_error("compile", "option '--max-blocks' needs at least 1");
 				return EXIT_USAGE;
 			}
-			so.max_blocks = (int)v;
+			o->search.max_blocks = (int)v;
 			break;
 		case 'x':
 			if ((v = cmd_parse_count("compile", "--max-explorations", optarg)) < 0)
 				return EXIT_USAGE;
-			so.max_explorations = (int)v;
+			o->search.max_explorations = (int)v;
 			break;
 		case 'n':
 			if ((v = cmd_parse_count("compile", "--max-bindings", optarg)) < 0)
 				return EXIT_USAGE;
-			so.max_bindings = (int)v;
+			o->search.max_bindings = (int)v;
 			break;
 		case 'l':
 			log = optarg;
 			break;
-		case 'e': {
-			char *list = strdup(optarg), *save = NULL;
-			for (char *t = strtok_r(list, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-				if (!strcmp(t, "relative"))
-					emit_rel = true;
-				else if (!strcmp(t, "dot"))
-					emit_dotf = true;
-				else if (!strcmp(t, "ll"))
-					emit_ll = true;
-				else if (strcmp(t, "ptx") && strcmp(t, "plan")) {
-					cmd_usage_error("compile", "unknown --emit item '%s' (ll, relative, dot)", t);
-					free(list);
-					return EXIT_USAGE;
-				}
-			}
-			free(list);
+		case 'e':
+			if (parse_emit(o, optarg) != EXIT_OK)
+				return EXIT_USAGE;
 			break;
-		}
 		case 'd':
 			if (strcmp(optarg, "auto") && access(optarg, R_OK) != 0) {
 				cmd_usage_error("compile", "cannot read --libdevice '%s': %s", optarg,
 						strerror(errno));
 				return EXIT_USAGE;
 			}
-			libdevice = optarg;
+			o->libdevice = optarg;
 			break;
 		case 't':
-			timing = true;
+			o->timing = true;
+			break;
+		case 'v':
+			o->verify = true;
 			break;
 		default:
 			cmd_usage_error("compile", "unknown option or missing value '%s'", argv[optind - 1]);
@@ -284,75 +241,40 @@ int cmd_compile(int argc, char **argv)
 		cmd_usage_error("compile", "expected one GRAPH argument");
 		return EXIT_USAGE;
 	}
-	if (log && *log && pass_log_parse(log, &so.log_level) < 0) {
+	if (log && *log && pass_log_parse(log, &o->search.log_level) < 0) {
 		cmd_usage_error("compile", "bad log level '%s' (off, basic, medium, full)", log);
 		return EXIT_USAGE;
 	}
-	so.log = stderr;
+	o->search.log = stderr;
+	o->graph = argv[optind];
+	return EXIT_OK;
+}
 
-	Arena *a = arena_new();
-	double t0 = clock_seconds();
-	Graph *g = cmd_load_graph(a, argv[optind]);
-	if (!g) {
-		arena_free(a);
-		return EXIT_INPUT;
-	}
-	if (libdevice && !strcmp(libdevice, "auto")) {
-		libdevice = cg_math_find_libdevice();
-		if (!libdevice) {
-			cmd_error("--libdevice auto: no CUDA install with libdevice found");
-			arena_free(a);
-			return EXIT_FAIL;
-		}
-	}
-	double t1 = clock_seconds();
-	Schedule *s = pass_search(g, &so);
-	double t2 = clock_seconds();
+/* ---- writing the outputs -------------------------------------------------------- */
 
+typedef struct {
+	const char *ext;         /* ".ptx" */
+	const char *text;
+	size_t len;
+} OutFile;
+
+/* Write files[0..n) as DIR/NAME<ext>, all or none: each goes to a temporary file
+ * first, and they are renamed when all are complete, files[0] (the plan, which names
+ * the others and which runtimes open) last. Folders made for them are taken away
+ * again on failure. */
+static int commit_outputs(const char *dir, const char *name, const OutFile *files, int n)
+{
 	int status = EXIT_OK;
-	Diag d;
-	char ptxname[512];
-	snprintf(ptxname, sizeof ptxname, "%s.ptx", g->name);
-	PlanFileInfo info = {arch, ptxname, libdevice};
-	CgOutputs co;
-	if (cg_compile_schedule(s, &info, emit_ll, &co, &d)) {
-		cmd_print_diag(&d);
-		status = EXIT_FAIL;
-	}
-
 	MadeDirs made = {0};
-	if (status == EXIT_OK && make_dirs(dir, &made) != 0) {
+	if (make_dirs(dir, &made) != 0) {
 		cmd_error("cannot create '%s': %s", dir, strerror(errno));
 		status = EXIT_FAIL;
 	}
-	Output out[5] = {{0}};
+	Output out[8] = {{0}};
 	int nout = 0;
-	if (status == EXIT_OK &&
-	    write_tmp(&out[nout++], dir, g->name, ".plan.json", co.plan, strlen(co.plan)) < 0)
-		status = EXIT_FAIL;
-	if (status == EXIT_OK &&
-	    write_tmp(&out[nout++], dir, g->name, ".ptx", co.ptx.data, co.ptx.len) < 0)
-		status = EXIT_FAIL;
-	if (status == EXIT_OK && emit_ll &&
-	    write_tmp(&out[nout++], dir, g->name, ".ll", co.ll.data, co.ll.len) < 0)
-		status = EXIT_FAIL;
-	double co_t[4] = {co.t_kernels, co.t_optimize, co.t_emit, co.t_plan};
-	int co_nk = co.nkernels;
-	cg_outputs_free(&co);
-	if (status == EXIT_OK && emit_rel) {
-		Buf b = {0};
-		emit_relative(s, &b);
-		if (write_tmp(&out[nout++], dir, g->name, ".relative.txt", b.data ? b.data : "", b.len) < 0)
+	for (int i = 0; status == EXIT_OK && i < n; i++)
+		if (write_tmp(&out[nout++], dir, name, files[i].ext, files[i].text, files[i].len) < 0)
 			status = EXIT_FAIL;
-		buf_free(&b);
-	}
-	if (status == EXIT_OK && emit_dotf) {
-		Buf b = {0};
-		emit_dot(s, &b);
-		if (write_tmp(&out[nout++], dir, g->name, ".dot", b.data, b.len) < 0)
-			status = EXIT_FAIL;
-		buf_free(&b);
-	}
 	for (int i = 0; status == EXIT_OK && i < nout; i++) {
 		struct stat sb;
 		if (lstat(out[i].final, &sb) == 0 && S_ISDIR(sb.st_mode)) {
@@ -360,7 +282,6 @@ int cmd_compile(int argc, char **argv)
 			status = EXIT_FAIL;
 		}
 	}
-	/* the plan (out[0]) goes last: it names the others, and runtimes open it */
 	for (int k = 1; status == EXIT_OK && k <= nout; k++) {
 		Output *o = &out[k % nout];
 		if (rename(o->tmp, o->final) != 0) {
@@ -376,15 +297,90 @@ int cmd_compile(int argc, char **argv)
 		free(out[i].final);
 	}
 	remove_dirs(&made, status != EXIT_OK);
-	if (timing && status == EXIT_OK) {
-		double t3 = clock_seconds(), llvm = co_t[0] + co_t[1] + co_t[2];
-		fprintf(stderr, "time: read %.3fs, search %.3fs, kernels %.3fs, optimize %.3fs, "
-			"emit %.3fs, plan %.3fs, write %.3fs; total %.3fs for %d ops (%.0f ops/s)\n"
-			"time: LLVM %.3fs for %d distinct kernels (%.1f ms per kernel)\n",
-			t1 - t0, t2 - t1, co_t[0], co_t[1], co_t[2], co_t[3], t3 - t2 - llvm - co_t[3],
-			t3 - t0, g->nops, g->nops / (t3 - t0), llvm, co_nk,
-			co_nk ? llvm * 1e3 / co_nk : 0.0);
+	return status;
+}
+
+/* The plan, the PTX and what --emit asked for, committed together. */
+static int write_outputs(const CompileOptions *o, const Schedule *s, const CgOutputs *co)
+{
+	Buf rel = {0}, dot = {0};
+	OutFile files[5];
+	int n = 0;
+	files[n++] = (OutFile){".plan.json", co->plan, strlen(co->plan)};
+	files[n++] = (OutFile){".ptx", co->ptx.data, co->ptx.len};
+	if (o->emit_ll)
+		files[n++] = (OutFile){".ll", co->ll.data, co->ll.len};
+	if (o->emit_relative) {
+		pass_dump_relative(s, &rel);
+		files[n++] = (OutFile){".relative.txt", rel.data ? rel.data : "", rel.len};
 	}
+	if (o->emit_dot) {
+		pass_dump_dot(s, &dot);
+		files[n++] = (OutFile){".dot", dot.data, dot.len};
+	}
+	int status = commit_outputs(o->dir, s->g->name, files, n);
+	buf_free(&rel);
+	buf_free(&dot);
+	return status;
+}
+
+/* ---- the pipeline ------------------------------------------------------------- */
+
+static void print_times(const Graph *g, const double t[3], const CgOutputs *co)
+{
+	double t3 = clock_seconds(), llvm = co->t_kernels + co->t_optimize + co->t_emit;
+	fprintf(stderr, "time: read %.3fs, search %.3fs, kernels %.3fs, optimize %.3fs, "
+		"emit %.3fs, plan %.3fs, write %.3fs; total %.3fs for %d ops (%.0f ops/s)\n"
+		"time: LLVM %.3fs for %d distinct kernels (%.1f ms per kernel)\n",
+		t[1] - t[0], t[2] - t[1], co->t_kernels, co->t_optimize, co->t_emit, co->t_plan,
+		t3 - t[2] - llvm - co->t_plan, t3 - t[0], g->nops, g->nops / (t3 - t[0]), llvm,
+		co->nkernels, co->nkernels ? llvm * 1e3 / co->nkernels : 0.0);
+}
+
+int cmd_compile(int argc, char **argv)
+{
+	CompileOptions o;
+	int status = parse_options(argc, argv, &o);
+	if (status != EXIT_OK || !o.graph)
+		return status;
+
+	Arena *a = arena_new();
+	double t[3];
+	t[0] = clock_seconds();
+	Graph *g = cmd_load_graph(a, o.graph);
+	if (!g) {
+		arena_free(a);
+		return EXIT_INPUT;
+	}
+	if (o.libdevice && !strcmp(o.libdevice, "auto")) {
+		o.libdevice = cg_math_find_libdevice();
+		if (!o.libdevice) {
+			cmd_error("--libdevice auto: no CUDA install with libdevice found");
+			arena_free(a);
+			return EXIT_FAIL;
+		}
+	}
+	t[1] = clock_seconds();
+	Schedule *s = pass_search(g, &o.search);
+	t[2] = clock_seconds();
+
+	Diag d;
+	char ptxname[512];
+	snprintf(ptxname, sizeof ptxname, "%s.ptx", g->name);
+	PlanFileInfo info = {o.arch, ptxname, o.libdevice};
+	CgOutputs co = {0};
+	if (o.verify && pass_verify(s, &d)) {
+		cmd_print_diag(&d);
+		status = EXIT_FAIL;
+	} else if (cg_compile_schedule(s, &info, o.emit_ll, &co, &d)) {
+		cmd_print_diag(&d);
+		status = EXIT_FAIL;
+	}
+	if (status == EXIT_OK)
+		status = write_outputs(&o, s, &co);
+	if (o.timing && status == EXIT_OK)
+		print_times(g, t, &co);
+	cg_outputs_free(&co);
 	pass_free_schedule(s);
 	arena_free(a);
 	return status;

@@ -11,6 +11,7 @@
  * Exit status: 0 success, 1 invalid plan or inputs, 2 usage, 3 driver or device
  * failure. */
 #include <errno.h>
+#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -200,60 +201,68 @@ typedef struct {
 
 static int parse_args(int argc, char **argv, Options *o)
 {
+	enum { O_BENCH = 256, O_PLAN_ONLY, O_INPUTS, O_SAVE_INPUTS, O_OUTPUTS, O_SEED, O_DEVICE,
+	       O_WARMUP, O_ITERS };
+	static const struct option longopts[] = {
+		{"help", no_argument, NULL, 'h'},
+		{"bench", no_argument, NULL, O_BENCH},
+		{"plan-only", no_argument, NULL, O_PLAN_ONLY},
+		{"inputs", required_argument, NULL, O_INPUTS},
+		{"save-inputs", required_argument, NULL, O_SAVE_INPUTS},
+		{"outputs", required_argument, NULL, O_OUTPUTS},
+		{"seed", required_argument, NULL, O_SEED},
+		{"device", required_argument, NULL, O_DEVICE},
+		{"warmup", required_argument, NULL, O_WARMUP},
+		{"iters", required_argument, NULL, O_ITERS},
+		{0, 0, 0, 0},
+	};
 	memset(o, 0, sizeof *o);
 	rt_bench_defaults(&o->bo);
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
-		const char **str = NULL;
-		long *num = NULL, v;
-		if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+	opterr = 0;   /* the usage errors are worded here */
+	int c;
+	long v;
+	while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+		const char *opt = argv[optind - 1];
+		switch (c) {
+		case 'h':
 			fputs(usage_text, stdout);
 			exit(EXIT_OK);
-		} else if (strcmp(a, "--bench") == 0) {
-			o->bench = true;
-			continue;
-		} else if (strcmp(a, "--plan-only") == 0) {
-			o->plan_only = true;
-			continue;
-		} else if (strcmp(a, "--inputs") == 0) {
-			str = &o->inputs;
-		} else if (strcmp(a, "--save-inputs") == 0) {
-			str = &o->save_inputs;
-		} else if (strcmp(a, "--outputs") == 0) {
-			str = &o->outputs;
-		} else if (strcmp(a, "--seed") == 0) {
-			num = &o->seed;
-		} else if (strcmp(a, "--device") == 0) {
-			num = &o->device;
-		} else if (strcmp(a, "--warmup") == 0 || strcmp(a, "--iters") == 0) {
-			num = &v;
-		} else if (a[0] == '-' && a[1]) {
-			return usage_error("unknown option '%s'", a);
-		} else {
-			if (o->plan)
-				return usage_error("one plan at a time; '%s' is a second one", a);
-			o->plan = a;
-			continue;
-		}
-		if (i + 1 >= argc)
-			return usage_error("%s needs a value", a);
-		const char *val = argv[++i];
-		if (str) {
-			*str = val;
-			continue;
-		}
-		if (parse_count(a, val, num) < 0)
-			return EXIT_USAGE;
-		if (strcmp(a, "--warmup") == 0)
+		case O_BENCH: o->bench = true; break;
+		case O_PLAN_ONLY: o->plan_only = true; break;
+		case O_INPUTS: o->inputs = optarg; break;
+		case O_SAVE_INPUTS: o->save_inputs = optarg; break;
+		case O_OUTPUTS: o->outputs = optarg; break;
+		case O_SEED:
+			if (parse_count("--seed", optarg, &o->seed) < 0)
+				return EXIT_USAGE;
+			break;
+		case O_DEVICE:
+			if (parse_count("--device", optarg, &o->device) < 0)
+				return EXIT_USAGE;
+			break;
+		case O_WARMUP:
+			if (parse_count("--warmup", optarg, &v) < 0)
+				return EXIT_USAGE;
 			o->bo.warmup = (int)v;
-		else if (strcmp(a, "--iters") == 0) {
+			break;
+		case O_ITERS:
+			if (parse_count("--iters", optarg, &v) < 0)
+				return EXIT_USAGE;
 			if (v == 0)
-				return usage_error("%s must be at least 1", a);
+				return usage_error("%s must be at least 1", "--iters");
 			o->bo.iters = (int)v;
+			break;
+		case ':':
+			return usage_error("%s needs a value", opt);
+		default:
+			return usage_error("unknown option '%s'", opt);
 		}
 	}
-	if (!o->plan)
+	if (argc - optind > 1)
+		return usage_error("one plan at a time; '%s' is a second one", argv[optind + 1]);
+	if (argc - optind < 1)
 		return usage_error("%s", "no plan given");
+	o->plan = argv[optind];
 	return EXIT_OK;
 }
 

@@ -35,6 +35,7 @@ enum {
 typedef struct {
 	uint64_t hash;
 	CgKernelKind kind;
+	int variant;
 	RelOp *ops;              /* deep copy, module-owned (malloc) */
 	int nops;
 	bool *written;
@@ -228,6 +229,11 @@ void cg_row_loops(CgKb *kb, int rank, const uint32_t *ref, int axis, const int *
 
 /* kernel_matmul.c */
 LLVMValueRef cg_eval_matmul(CgKb *kb, const RelOp *op, CgIdx *out);
+/* The tiled kernel body for a tile configuration (codegen.h cg_matmul_variant), after
+ * the frame made the function; wr lists the written tensors. cg_matmul_launch sets
+ * the launch rule of such kernels. */
+int cg_matmul_tiled(CgKb *kb, int variant, const int *wr, int nw);
+void cg_matmul_launch(int variant, const RelOp *mm, CgLaunch *l);
 
 /* kernel_join_window.c: cat and gather; conv2d and the pools */
 LLVMValueRef cg_eval_join(CgKb *kb, const RelOp *op, CgIdx *out);

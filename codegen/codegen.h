@@ -106,6 +106,7 @@ typedef struct {
 	int nops;
 	const bool *written;     /* per relative tensor id: must reach global memory */
 	int nwritten;            /* entries in written; ids beyond it are not written */
+	int variant;             /* matmul tile configuration (cg_matmul_variant); 0: none */
 } CgKernelSpec;
 
 typedef enum { CG_PARAM_BUFFER, CG_PARAM_SCALAR, CG_PARAM_DIM, CG_PARAM_SCRATCH } CgParamKind;
@@ -158,6 +159,7 @@ struct CgKernel {
 	int nparams;
 	CgLaunch launch;
 	bool vectorized;         /* has the run-time checked 16-byte path */
+	int variant;             /* matmul tile configuration, 0: none (CgKernelSpec) */
 	int index;               /* order of creation in the module */
 	const char *shape;       /* coop: the kernel's algorithm in words, for the plan
 				    ("rows: block per row"); NULL otherwise */
@@ -182,7 +184,17 @@ int cg_module_emit_ll(CgModule *m, Buf *out, Diag *d);
 int cg_module_take(CgModule *m, LLVMModuleRef *mod, LLVMContextRef *ctx, Diag *d);
 /* The LLVM module (tests and debugging); NULL after cg_module_take. */
 LLVMModuleRef cg_module_llvm(CgModule *m);
+const char *cg_module_arch(const CgModule *m);   /* NVPTX arch, "sm_90" by default */
+bool cg_module_is_host(const CgModule *m);
 void cg_module_free(CgModule *m);
+
+/* The tile configuration of a matmul kernel for the segment's dims (dims[shape id]),
+ * from the table of codegen/kernel_matmul.c: 0 (not tiled) unless spec is a Matmul or
+ * single matmul kernel over f16/bf16 (arch sm_80 or later, or host) or f32. */
+int cg_matmul_variant(const CgKernelSpec *spec, const char *arch, bool host,
+		      const int64_t *dims, int ndims);
+const char *cg_matmul_variant_name(int variant);  /* "tc128x128x32s3"; "plain" for 0 */
+int cg_matmul_nvariants(void);                    /* table size, 0 included */
 
 /* Whether LLVM 19's NVPTX backend knows the arch ("sm_80", "sm_90a"). */
 bool cg_arch_known(const char *arch);

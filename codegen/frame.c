@@ -288,6 +288,7 @@ CgKernel *cg_build(CgModule *m, const CgKernelSpec *s, uint64_t hash, Diag *d)
 	k->name = arena_strdup(m->arena, name);
 	k->kind = s->kind;
 	k->vectorized = vector;
+	k->variant = s->variant;
 	k->launch.vec = kb->vec;
 	k->launch.block = CG_BLOCK;
 	k->launch.max_grid = CG_MAX_GRID;
@@ -321,7 +322,10 @@ CgKernel *cg_build(CgModule *m, const CgKernelSpec *s, uint64_t hash, Diag *d)
 	LLVMValueRef tail = kb->thread;
 	if (vector)
 		tail = cg_vector_loops(kb, rank, ref, wr, nw, n);
-	if (row_axis >= 0)
+	if (s->variant > 0) {
+		cg_matmul_launch(s->variant, &s->ops[0], &k->launch);
+		cg_matmul_tiled(kb, s->variant, wr, nw);
+	} else if (row_axis >= 0)
 		cg_row_loops(kb, rank, ref, row_axis, wr, nw);
 	else {
 		CgLoop l;

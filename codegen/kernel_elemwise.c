@@ -113,12 +113,6 @@ LLVMValueRef cg_eval_view(CgKb *kb, const RelOp *op, CgIdx *out)
 
 /* ---- the vector path ------------------------------------------------------- */
 
-static bool elementwise_family(OpFamily f)
-{
-	return f == FAM_BINARY || f == FAM_SCALAR || f == FAM_UNARY || f == FAM_COMPARE ||
-	       f == FAM_SELECT || f == FAM_CAST;
-}
-
 int cg_vector_width(CgKb *kb, int rank, const uint32_t *ref, const bool *read,
 		    const bool *written)
 {
@@ -126,7 +120,7 @@ int cg_vector_width(CgKb *kb, int rank, const uint32_t *ref, const bool *read,
 	bool vector = rank > 0;
 	int maxsize = 1;
 	for (int i = 0; i < s->nops && vector; i++)
-		if (!elementwise_family(ir_ops[s->ops[i].kind].family))
+		if (!ir_op_is_elementwise(s->ops[i].kind))
 			vector = false;
 	for (int i = 0; i < kb->ntensors && vector; i++) {
 		if (!read[i] && !written[i])

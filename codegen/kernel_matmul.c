@@ -5,7 +5,14 @@
  * the loop over k that computes that one element, reading both operands through
  * cg_eval (so elementwise producers fuse on read). This is the plain version: one
  * thread per output element, the accumulator in a register (the input's float type,
- * or i64 for integers). */
+ * or i64 for integers). It serves the dtypes and archs the tiled kernel below does
+ * not take.
+ *
+ * The tiled kernel (cg_matmul_tiled) and its tile-configuration table follow it. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "cg_impl.h"
 
 LLVMValueRef cg_eval_matmul(CgKb *kb, const RelOp *op, CgIdx *out)
@@ -32,4 +39,1138 @@ LLVMValueRef cg_eval_matmul(CgKb *kb, const RelOp *op, CgIdx *out)
 	cg_carry_next(kb, &l, acc, cg_binary_value(kb, OP_ADD, t, acc, cg_binary_value(kb, OP_MUL, t, va, vb)));
 	cg_loop_end(kb, &l);
 	return cg_convert(kb, acc, t, it);
+}
+
+/* ---- the tiled kernel ----------------------------------------------------------
+ *
+ * A Matmul kernel (a matmul and its elementwise epilogue, or a matmul alone) whose
+ * operands are f16, bf16 or f32 runs as a tiled kernel when lower.c picks a tile
+ * configuration for it (cg_matmul_variant; 0 keeps the one-thread-per-element
+ * evaluator of kernel_single.c, for the other dtypes and archs before sm_80).
+ *
+ * Structure, the same on both targets:
+ *   - a block of MM_THREADS threads takes BM x BN output tiles in a block-stride
+ *     loop over batch x tile rows x tile columns (tile rows grouped by 8 so that a
+ *     wave of blocks shares operand tiles in L2);
+ *   - K advances BK at a time through STAGES shared-memory stages: the A tile (BM x
+ *     BK) and the B tile (BK x BN) are copied row-major in 16-byte chunks, each chunk
+ *     at its column chunk XOR a few bits of its row (the swizzle: the 8 rows an
+ *     ldmatrix or a column read touches fall in 8 different 16-byte bank groups);
+ *     out-of-range rows and columns are filled with zeros, so edges need no other
+ *     test until the store. When the leading dimension is a multiple of 16 bytes and
+ *     the buffer is 16-byte aligned (checked at run time per operand) a chunk is one
+ *     cp.async of 16 bytes (zero-filled past the edge); otherwise it is assembled
+ *     element by element;
+ *   - tensor-core configurations (f16, bf16): 8 warps in a WM x WN grid, each warp
+ *     computing (BM/WM) x (BN/WN) with mma.sync m16n8k16 (f32 accumulators), its A
+ *     fragments read with ldmatrix.x4 and its B fragments with ldmatrix.x4.trans;
+ *   - SIMT configurations (f32): 16 x 16 threads, each computing (BM/16) x (BN/16)
+ *     outputs with FMAs from shared memory (rows ty*4+i and 64 + ty*4+i, the same for
+ *     columns, so that B reads are 16-byte vectors);
+ *   - the epilogue runs in registers: every accumulator of a thread becomes the
+ *     matmul's value at its (batch, row, column) in the evaluator's memo, and every
+ *     written tensor of the kernel is evaluated there (bias, residual, activation,
+ *     cast: anything the elementwise evaluator does) and stored, predicated on the
+ *     edges.
+ *
+ * On the host (the `cpu` backend) a block's threads become loops: each stretch
+ * between two barriers (a phase) runs as a loop over the thread ids, thread-private
+ * accumulators live in an array indexed by thread id, shared memory is a stack
+ * array with the same swizzled layout, cp.async is a plain copy, and the mma.sync
+ * fragment is replaced by its scalar definition: the thread's accumulator at (row,
+ * col) of the warp tile gains sum_k A[row][k] * B[k][col] over the stage, read from
+ * the same shared layout. So tile edges, swizzles, fragment-to-element maps, batch
+ * broadcasting and epilogues are checked against the interpreter without a GPU;
+ * ldmatrix's and mma's register layouts are checked by the numeric check on the
+ * GPU (tests/bench/gpu/run_gpu.sh check).
+ *
+ * Launch: a cooperative launch (codegen.h) of MM_THREADS threads per block and one
+ * block per output tile (mm_rule); the loop over tiles makes any grid correct. Shared
+ * memory is static (at most 48 KiB), so no dynamic shared bytes. On the host the
+ * function keeps the plain signature: called as thread 0 of 1 it runs every tile. */
+
+
+enum {
+	MM_THREADS = 256,        /* = CG_BLOCK, the kernels' maxntid */
+	MM_GROUP_M = 8,          /* tile rows per L2 group */
+	MM_SMEM_MAX = 48 * 1024, /* static shared memory limit */
+	MM_WAVE = 132,           /* H200 multiprocessors: tiles below this favour smaller tiles */
+};
+
+/* The tile-configuration table (docs/design.md, "Matmul tiles"). Index 0 is "no
+ * tiling". Every entry fits MM_THREADS threads and MM_SMEM_MAX bytes. */
+typedef struct {
+	const char *name;
+	bool tc;                 /* tensor cores (f16/bf16) or SIMT FMA (f32) */
+	int min_blocks;          /* blocks per SM to ask of ptxas (minnctapersm), 0: none */
+	int bm, bn, bk;          /* block tile */
+	int wm, wn;              /* tc: warps along M and N (wm * wn = 8) */
+	int stages;              /* shared-memory pipeline depth */
+} MmConfig;
+
+static const MmConfig mm_configs[] = {
+	{"plain", false, 0, 0, 0, 0, 0, 0, 0},
+	/* 2 blocks per SM: ptxas fits 128 registers (180 unbounded) with a few bytes
+	 * of spills, and 16 warps hide ldmatrix and mma latency better than 8 */
+	{"tc128x128x32s3", true, 2, 128, 128, 32, 2, 4, 3},
+	{"tc64x64x32s3", true, 0, 64, 64, 32, 2, 4, 3},
+	{"fma128x128x16s3", false, 0, 128, 128, 16, 0, 0, 3},
+	{"fma64x64x16s3", false, 0, 64, 64, 16, 0, 0, 3},
+};
+enum { MM_NCONFIGS = (int)(sizeof mm_configs / sizeof mm_configs[0]) };
+
+const char *cg_matmul_variant_name(int v)
+{
+	return v > 0 && v < MM_NCONFIGS ? mm_configs[v].name : "plain";
+}
+
+int cg_matmul_nvariants(void)
+{
+	return MM_NCONFIGS;
+}
+
+/* Whether spec is a matmul the tiled kernel takes: ops[0] a matmul of f16, bf16 or
+ * f32 operands, every other op elementwise, every written tensor of the matmul's
+ * output shape. */
+static bool eligible(const CgKernelSpec *s)
+{
+	if (s->nops < 1 || s->ops[0].kind != OP_MATMUL)
+		return false;
+	const RelOp *mm = &s->ops[0];
+	DType t = (DType)mm->t[0].dtype;
+	if (t != DT_F16 && t != DT_BF16 && t != DT_F32)
+		return false;
+	if (mm->t[1].dtype != t || mm->t[0].rank < 2 || mm->t[1].rank != mm->t[0].rank)
+		return false;
+	const RelTensor *out = &mm->t[mm->nin];
+	for (int i = 1; i < s->nops; i++) {
+		const RelOp *op = &s->ops[i];
+		OpFamily f = ir_ops[op->kind].family;
+		if (f != FAM_BINARY && f != FAM_SCALAR && f != FAM_UNARY && f != FAM_COMPARE &&
+		    f != FAM_SELECT && f != FAM_CAST)
+			return false;
+		for (int k = 0; k < op->nin + op->nout; k++)
+			if (op->t[k].rank != out->rank)
+				return false;
+		for (int k = 0; k < op->nout; k++) {
+			const RelTensor *r = &op->t[op->nin + k];
+			if (memcmp(r->shape, out->shape, sizeof *r->shape * (size_t)out->rank))
+				return false;
+		}
+	}
+	for (int i = 0; i < s->nwritten; i++) {
+		if (!s->written[i])
+			continue;
+		bool found = false;
+		for (int j = 0; j < s->nops && !found; j++) {
+			const RelOp *op = &s->ops[j];
+			for (int k = 0; k < op->nout; k++)
+				if (op->t[op->nin + k].id == i)
+					found = true;
+		}
+		if (!found)
+			return false;
+	}
+	return true;
+}
+
+static int64_t dim_of(uint32_t id, const int64_t *dims, int ndims)
+{
+	return id == 0 || (int)id >= ndims ? 1 : dims[id];
+}
+
+int cg_matmul_variant(const CgKernelSpec *s, const char *arch, bool host,
+		      const int64_t *dims, int ndims)
+{
+	if ((s->kind != CG_KERNEL_MATMUL && s->kind != CG_KERNEL_SINGLE) || !eligible(s))
+		return 0;
+	const RelOp *mm = &s->ops[0];
+	const RelTensor *out = &mm->t[mm->nin];
+	DType t = (DType)mm->t[0].dtype;
+	int r = out->rank;
+	int64_t batch = 1;
+	for (int d = 0; d < r - 2; d++)
+		batch *= dim_of(out->shape[d], dims, ndims);
+	int64_t m = dim_of(out->shape[r - 2], dims, ndims);
+	int64_t n = dim_of(out->shape[r - 1], dims, ndims);
+	int64_t big = batch * ((m + 127) / 128) * ((n + 127) / 128);
+	/* measuring the table (docs/benchmarks.md): FUSEC_MATMUL_TILES=NAME forces the
+	 * configuration NAME wherever its kind (tc or fma) applies */
+	const char *force = getenv("FUSEC_MATMUL_TILES");
+	for (int v = 1; force && v < MM_NCONFIGS; v++)
+		if (!strcmp(force, mm_configs[v].name) && mm_configs[v].tc == (t != DT_F32) &&
+		    (t == DT_F32 || host || (arch && !strncmp(arch, "sm_", 3) && atoi(arch + 3) >= 80)))
+			return v;
+	if (t == DT_F32)
+		return big >= MM_WAVE ? 3 : 4;
+	/* mma.sync m16n8k16 and cp.async need sm_80 */
+	if (!host && (!arch || strncmp(arch, "sm_", 3) || atoi(arch + 3) < 80))
+		return 0;
+	return big >= MM_WAVE ? 1 : 2;
+}
+
+/* ---- the builder ------------------------------------------------------------- */
+
+typedef struct {
+	CgKb *kb;
+	LLVMBuilderRef b;
+	const MmConfig *c;
+	bool gpu;
+	DType dt;
+	int es;                   /* element bytes */
+	int ce;                   /* elements per 16-byte chunk */
+	const RelOp *op;
+	const RelTensor *ta, *tb, *to;
+	int rank;
+	LLVMValueRef M, N, K;
+	LLVMValueRef smem;        /* i8 pointer: shared memory (GPU) or a stack array */
+	LLVMTypeRef sptr;         /* its pointer type */
+	LLVMValueRef acc;         /* float array: GPU [nacc], host [MM_THREADS * nacc] */
+	int nacc;
+	LLVMValueRef tid;         /* i64 thread id within the block (current phase on the host) */
+	LLVMTypeRef ot;           /* shared-memory offsets: i32 on the GPU, i64 on the host */
+	LLVMValueRef sbase;       /* GPU: the shared array's address, i32 */
+	LLVMValueRef soff[2];     /* stage offsets (ot) read and refilled by this K step */
+	CgLoop phase;
+	LLVMValueRef fast[2];     /* i1 per operand: 16-byte chunks may be copied whole */
+	bool all_fast;            /* this copy of the tile loop knows both are */
+	LLVMValueRef vecok;       /* i1: the epilogue may store column vectors */
+	int epi_rows;             /* rows of the block tile per epilogue pass */
+	LLVMValueRef base[2];     /* element offset of the current tile's batch in A, B */
+	LLVMValueRef bpos[IR_MAX_RANK]; /* batch position of the current tile */
+	LLVMValueRef m0, n0;
+	int a_bytes, stage_bytes;
+	int cpr[2];               /* chunks per shared row: A (BK), B (BN) */
+	int wtm, wtn, mi, ni;     /* tc: warp tile and its m16 / n8 counts */
+	int rm, rn;               /* simt: rows and columns per thread */
+} Mm;
+
+static LLVMValueRef i64c(Mm *x, int64_t v)
+{
+	return cg_i64(x->kb, v);
+}
+
+static LLVMValueRef i32c(Mm *x, int v)
+{
+	return LLVMConstInt(x->kb->m->t_i32, (unsigned)v, 0);
+}
+
+static LLVMValueRef add(Mm *x, LLVMValueRef a, LLVMValueRef b)
+{
+	return LLVMBuildAdd(x->b, a, b, "");
+}
+
+static LLVMValueRef mul(Mm *x, LLVMValueRef a, LLVMValueRef b)
+{
+	return LLVMBuildMul(x->b, a, b, "");
+}
+
+static LLVMValueRef lt(Mm *x, LLVMValueRef a, LLVMValueRef b)
+{
+	return LLVMBuildICmp(x->b, LLVMIntSLT, a, b, "");
+}
+
+/* the constant v of a's integer type */
+static LLVMValueRef cst(LLVMValueRef a, int64_t v)
+{
+	return LLVMConstInt(LLVMTypeOf(a), (unsigned long long)v, 1);
+}
+
+static LLVMValueRef addc(Mm *x, LLVMValueRef a, int64_t c)
+{
+	return LLVMBuildAdd(x->b, a, cst(a, c), "");
+}
+
+static LLVMValueRef mulc(Mm *x, LLVMValueRef a, int64_t c)
+{
+	return LLVMBuildMul(x->b, a, cst(a, c), "");
+}
+
+static LLVMValueRef udivc(Mm *x, LLVMValueRef a, int64_t c)
+{
+	return LLVMBuildUDiv(x->b, a, cst(a, c), "");
+}
+
+static LLVMValueRef uremc(Mm *x, LLVMValueRef a, int64_t c)
+{
+	return LLVMBuildURem(x->b, a, cst(a, c), "");
+}
+
+/* a shared-memory offset (x->ot) as i64, or the other way */
+static LLVMValueRef to64(Mm *x, LLVMValueRef a)
+{
+	return LLVMTypeOf(a) == x->kb->m->t_i64 ? a : LLVMBuildZExt(x->b, a, x->kb->m->t_i64, "");
+}
+
+static LLVMValueRef to_ot(Mm *x, LLVMValueRef a)
+{
+	return LLVMTypeOf(a) == x->ot ? a : LLVMBuildTrunc(x->b, a, x->ot, "");
+}
+
+static LLVMValueRef ceil_div(Mm *x, LLVMValueRef a, int64_t c)
+{
+	return udivc(x, add(x, a, i64c(x, c - 1)), c);
+}
+
+static LLVMValueRef min64(Mm *x, LLVMValueRef a, LLVMValueRef b)
+{
+	return LLVMBuildSelect(x->b, lt(x, a, b), a, b, "");
+}
+
+static LLVMValueRef intrinsic(Mm *x, const char *name, LLVMTypeRef *types, int ntypes,
+			      LLVMValueRef *args, int nargs)
+{
+	return cg_intrinsic(x->kb, name, types, ntypes, args, nargs);
+}
+
+static void barrier(Mm *x)
+{
+	if (x->gpu)
+		intrinsic(x, "llvm.nvvm.barrier0", NULL, 0, NULL, 0);
+}
+
+/* A phase: code between two barriers. On the GPU the calling thread runs it; on the
+ * host it is a loop over every thread id of the block. Returns the thread id. */
+static LLVMValueRef phase_begin(Mm *x)
+{
+	if (x->gpu)
+		return x->tid;
+	cg_loop_begin(x->kb, &x->phase, i64c(x, 0), i64c(x, MM_THREADS), i64c(x, 1));
+	x->tid = x->phase.i;
+	return x->tid;
+}
+
+/* GPU: the thread id through an opaque move, so that what the epilogue derives from
+ * it is computed where it is used, not hoisted out of the tile loop to occupy
+ * registers through the main loop. */
+static LLVMValueRef opaque_tid(Mm *x, LLVMValueRef tid)
+{
+	if (!x->gpu)
+		return tid;
+	CgModule *m = x->kb->m;
+	LLVMValueRef t32 = LLVMBuildTrunc(x->b, tid, m->t_i32, "");
+	LLVMTypeRef ft = LLVMFunctionType(m->t_i32, &m->t_i32, 1, 0);
+	const char *text = "mov.u32 $0, $1;", *cons = "=r,r";
+	LLVMValueRef fn = LLVMGetInlineAsm(ft, text, strlen(text), cons, strlen(cons), 1, 0,
+					   LLVMInlineAsmDialectATT, 0);
+	LLVMValueRef r = LLVMBuildCall2(x->b, ft, fn, &t32, 1, "");
+	return LLVMBuildZExt(x->b, r, m->t_i64, "");
+}
+
+static void phase_end(Mm *x)
+{
+	if (!x->gpu)
+		cg_loop_end(x->kb, &x->phase);
+}
+
+/* Pointer to accumulator e (constant or i64) of thread tid. */
+static LLVMValueRef acc_ptr(Mm *x, LLVMValueRef e)
+{
+	LLVMValueRef i = x->gpu ? e : add(x, mul(x, x->tid, i64c(x, x->nacc)), e);
+	return LLVMBuildGEP2(x->b, x->kb->m->t_f32, x->acc, &i, 1, "");
+}
+
+static LLVMValueRef acc_load(Mm *x, LLVMValueRef e)
+{
+	return LLVMBuildLoad2(x->b, x->kb->m->t_f32, acc_ptr(x, e), "");
+}
+
+static void acc_store(Mm *x, LLVMValueRef e, LLVMValueRef v)
+{
+	LLVMBuildStore(x->b, v, acc_ptr(x, e));
+}
+
+/* Byte offset in a shared tile with cpr 16-byte chunks per row of (row, chunk):
+ * the chunk is XORed with bits of the row so that 8 consecutive rows at one chunk
+ * fall in 8 different 16-byte groups of a 128-byte line. */
+static LLVMValueRef swz(Mm *x, LLVMValueRef row, LLVMValueRef ch, int cpr)
+{
+	int per_line = cpr >= 8 ? 1 : 8 / cpr;   /* rows per 128-byte line */
+	int mask = (cpr >= 8 ? 8 : cpr) - 1;
+	row = to_ot(x, row);
+	ch = to_ot(x, ch);
+	LLVMValueRef bits = LLVMBuildAnd(x->b, udivc(x, row, per_line), cst(row, mask), "");
+	LLVMValueRef phys = LLVMBuildXor(x->b, ch, bits, "");
+	return add(x, mulc(x, row, (int64_t)cpr * 16), mulc(x, phys, 16));
+}
+
+static LLVMValueRef smem_at(Mm *x, LLVMValueRef byte)
+{
+	return LLVMBuildGEP2(x->b, x->kb->m->t_i8, x->smem, &byte, 1, "");
+}
+
+/* GPU: the 32-bit shared address of a byte offset */
+static LLVMValueRef saddr(Mm *x, LLVMValueRef byte)
+{
+	return add(x, x->sbase, byte);
+}
+
+/* Byte offset (ot) of the shared copy of operand w (0 = A, 1 = B) in a stage whose
+ * offset is s (ot). */
+static LLVMValueRef stage_off(Mm *x, LLVMValueRef s, int w)
+{
+	return w ? addc(x, s, x->a_bytes) : s;
+}
+
+/* Inline PTX (GPU): sideeffect keeps it in order with barriers and cp.async waits. */
+static LLVMValueRef asm_call(Mm *x, LLVMTypeRef ret, const char *text, const char *cons,
+			     LLVMValueRef *args, int nargs)
+{
+	LLVMTypeRef at[8];
+	for (int i = 0; i < nargs; i++)
+		at[i] = LLVMTypeOf(args[i]);
+	LLVMTypeRef ft = LLVMFunctionType(ret, at, (unsigned)nargs, 0);
+	LLVMValueRef fn = LLVMGetInlineAsm(ft, text, strlen(text), cons, strlen(cons), 1, 0,
+					   LLVMInlineAsmDialectATT, 0);
+	return LLVMBuildCall2(x->b, ft, fn, args, (unsigned)nargs, "");
+}
+
+/* ldmatrix .x4 (trans for B) at a 32-bit shared address: four b32 registers */
+static LLVMValueRef ldmatrix4(Mm *x, LLVMValueRef addr, bool trans)
+{
+	CgModule *m = x->kb->m;
+	LLVMTypeRef el[4] = {m->t_i32, m->t_i32, m->t_i32, m->t_i32};
+	LLVMTypeRef st = LLVMStructTypeInContext(m->ctx, el, 4, 0);
+	return asm_call(x, st, trans ?
+		"ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {$0, $1, $2, $3}, [$4];" :
+		"ldmatrix.sync.aligned.m8n8.x4.shared.b16 {$0, $1, $2, $3}, [$4];",
+		"=r,=r,=r,=r,r,~{memory}", &addr, 1);
+}
+
+/* raw storage integer of one element: i16 or i32 */
+static LLVMTypeRef raw_type(Mm *x)
+{
+	return x->es == 2 ? x->kb->m->t_i16 : x->kb->m->t_i32;
+}
+
+/* Copy the tile of operand w for K step kt into stage s (one phase). A: rows m0.., cols
+ * kt*BK..; B: rows kt*BK.., cols n0... Out-of-range elements are zeros. */
+static void load_tile(Mm *x, int w, LLVMValueRef s, LLVMValueRef kt)
+{
+	CgKb *kb = x->kb;
+	CgModule *m = kb->m;
+	const MmConfig *c = x->c;
+	int rows = w ? c->bk : c->bm, cols = w ? c->bn : c->bk;
+	int cpr = x->cpr[w];
+	int per = rows * cpr / MM_THREADS;
+	LLVMValueRef r0 = w ? mulc(x, kt, c->bk) : x->m0;
+	LLVMValueRef c0 = w ? x->n0 : mulc(x, kt, c->bk);
+	LLVMValueRef nrows = w ? x->K : x->M, ncols = w ? x->N : x->K;
+	LLVMValueRef buf = kb->buf[w ? x->tb->id : x->ta->id];
+	LLVMValueRef soff = stage_off(x, s, w);
+	LLVMValueRef tids = to_ot(x, phase_begin(x));
+	LLVMTypeRef vt = LLVMVectorType(m->t_i32, 4);
+	LLVMTypeRef rt = raw_type(x);
+	(void)cols;
+
+	LLVMBasicBlockRef bfast = LLVMAppendBasicBlockInContext(m->ctx, kb->fn, "ld.fast");
+	LLVMBasicBlockRef bslow = LLVMAppendBasicBlockInContext(m->ctx, kb->fn, "ld.elem");
+	LLVMBasicBlockRef bdone = LLVMAppendBasicBlockInContext(m->ctx, kb->fn, "ld.done");
+	LLVMBuildCondBr(x->b, x->all_fast ? LLVMConstInt(m->t_i1, 1, 0) : x->fast[w], bfast, bslow);
+	for (int pass = 0; pass < 2; pass++) {
+		if (pass == 1 && x->all_fast) {
+			/* unreachable in this copy of the loop */
+			LLVMPositionBuilderAtEnd(x->b, bslow);
+			LLVMBuildBr(x->b, bdone);
+			break;
+		}
+		LLVMPositionBuilderAtEnd(x->b, pass ? bslow : bfast);
+		for (int i = 0; i < per; i++) {
+			LLVMValueRef q = addc(x, tids, (int64_t)i * MM_THREADS);
+			LLVMValueRef r = udivc(x, q, cpr), ch = uremc(x, q, cpr);
+			LLVMValueRef gr = add(x, r0, to64(x, r));
+			LLVMValueRef gc = add(x, c0, to64(x, mulc(x, ch, x->ce)));
+			LLVMValueRef rowok = lt(x, gr, nrows);
+			LLVMValueRef doff = add(x, soff, swz(x, r, ch, cpr));
+			LLVMValueRef dst = smem_at(x, doff);
+			LLVMValueRef goff = add(x, x->base[w], add(x, mul(x, gr, ncols), gc));
+			if (pass == 0) {
+				/* the leading dimension is a multiple of a chunk: the chunk
+				 * is wholly inside or wholly outside */
+				LLVMValueRef ok = LLVMBuildAnd(x->b, rowok, lt(x, gc, ncols), "");
+				goff = LLVMBuildSelect(x->b, ok, goff, i64c(x, 0), "");
+				LLVMValueRef src = LLVMBuildGEP2(x->b, rt, buf, &goff, 1, "");
+				if (x->gpu) {
+					LLVMValueRef args[3] = {saddr(x, doff), src,
+						LLVMBuildSelect(x->b, ok, i32c(x, 16), i32c(x, 0), "")};
+					asm_call(x, m->t_void,
+						 "cp.async.cg.shared.global [$0], [$1], 16, $2;",
+						 "r,l,r,~{memory}", args, 3);
+				} else {
+					LLVMValueRef v = LLVMBuildLoad2(x->b, vt, src, "");
+					LLVMSetAlignment(v, 16);
+					v = LLVMBuildSelect(x->b, ok, v, LLVMConstNull(vt), "");
+					LLVMSetAlignment(LLVMBuildStore(x->b, v, dst), 16);
+				}
+				continue;
+			}
+			LLVMValueRef vec = LLVMConstNull(LLVMVectorType(rt, (unsigned)x->ce));
+			for (int e = 0; e < x->ce; e++) {
+				LLVMValueRef gce = add(x, gc, i64c(x, e));
+				LLVMValueRef ok = LLVMBuildAnd(x->b, rowok, lt(x, gce, ncols), "");
+				LLVMValueRef o = LLVMBuildSelect(x->b, ok, add(x, goff, i64c(x, e)),
+								 i64c(x, 0), "");
+				LLVMValueRef p = LLVMBuildGEP2(x->b, rt, buf, &o, 1, "");
+				LLVMValueRef v = LLVMBuildLoad2(x->b, rt, p, "");
+				LLVMSetAlignment(v, (unsigned)x->es);
+				v = LLVMBuildSelect(x->b, ok, v, LLVMConstNull(rt), "");
+				vec = LLVMBuildInsertElement(x->b, vec, v, i32c(x, e), "");
+			}
+			LLVMSetAlignment(LLVMBuildStore(x->b, vec, dst), 16);
+		}
+		LLVMBuildBr(x->b, bdone);
+	}
+	LLVMPositionBuilderAtEnd(x->b, bdone);
+	phase_end(x);
+}
+
+static void load_stage(Mm *x, LLVMValueRef s, LLVMValueRef kt)
+{
+	load_tile(x, 0, s, kt);
+	load_tile(x, 1, s, kt);
+}
+
+/* Load of element (row, col) of a shared tile of operand w, widened to f32. */
+static LLVMValueRef smem_elem(Mm *x, int w, LLVMValueRef soff, LLVMValueRef row,
+			      LLVMValueRef col)
+{
+	CgModule *m = x->kb->m;
+	row = to_ot(x, row);
+	col = to_ot(x, col);
+	LLVMValueRef ch = udivc(x, col, x->ce), within = uremc(x, col, x->ce);
+	LLVMValueRef off = add(x, add(x, soff, swz(x, row, ch, x->cpr[w])),
+			       mulc(x, within, x->es));
+	LLVMValueRef p = smem_at(x, off);
+	if (x->dt == DT_F32) {
+		LLVMValueRef v = LLVMBuildLoad2(x->b, m->t_f32, p, "");
+		LLVMSetAlignment(v, 4);
+		return v;
+	}
+	LLVMValueRef v = LLVMBuildLoad2(x->b, m->t_i16, p, "");
+	LLVMSetAlignment(v, 2);
+	if (x->dt == DT_F16)
+		return LLVMBuildFPExt(x->b, LLVMBuildBitCast(x->b, v, m->t_f16, ""), m->t_f32, "");
+	v = LLVMBuildShl(x->b, LLVMBuildZExt(x->b, v, m->t_i32, ""), i32c(x, 16), "");
+	return LLVMBuildBitCast(x->b, v, m->t_f32, "");
+}
+
+/* tc: the (row, col) in the block tile of accumulator e of thread tid. */
+static void tc_pos(Mm *x, LLVMValueRef tid, LLVMValueRef e, LLVMValueRef *row, LLVMValueRef *col)
+{
+	LLVMValueRef lane = uremc(x, tid, 32), warp = udivc(x, tid, 32);
+	LLVMValueRef wmi = udivc(x, warp, x->c->wn), wni = uremc(x, warp, x->c->wn);
+	LLVMValueRef mi = udivc(x, e, (int64_t)x->ni * 4);
+	LLVMValueRef ni = uremc(x, udivc(x, e, 4), x->ni);
+	LLVMValueRef cc = uremc(x, e, 4);
+	*row = add(x, add(x, mul(x, wmi, i64c(x, x->wtm)), mul(x, mi, i64c(x, 16))),
+		   add(x, udivc(x, lane, 4), mul(x, udivc(x, cc, 2), i64c(x, 8))));
+	*col = add(x, add(x, mul(x, wni, i64c(x, x->wtn)), mul(x, ni, i64c(x, 8))),
+		   add(x, mul(x, uremc(x, lane, 4), i64c(x, 2)), uremc(x, cc, 2)));
+}
+
+/* simt: the (row, col) in the block tile of accumulator e of thread tid. */
+static void simt_pos(Mm *x, LLVMValueRef tid, int e, LLVMValueRef *row, LLVMValueRef *col)
+{
+	int i = e / x->rn, j = e % x->rn;
+	LLVMValueRef tx = uremc(x, tid, 16), ty = udivc(x, tid, 16);
+	*row = add(x, mul(x, ty, i64c(x, 4)), i64c(x, (i / 4) * 64 + i % 4));
+	*col = add(x, mul(x, tx, i64c(x, 4)), i64c(x, (j / 4) * 64 + j % 4));
+}
+
+/* tc on the GPU: ldmatrix and mma.sync over the stage. */
+static void tc_compute_gpu(Mm *x, LLVMValueRef s)
+{
+	CgModule *m = x->kb->m;
+	const MmConfig *c = x->c;
+	LLVMValueRef tid = to_ot(x, x->tid);
+	LLVMValueRef lane = uremc(x, tid, 32), warp = udivc(x, tid, 32);
+	LLVMValueRef wmi = udivc(x, warp, c->wn), wni = uremc(x, warp, c->wn);
+	LLVMValueRef l8 = uremc(x, lane, 8);
+	LLVMValueRef j1 = mulc(x, uremc(x, udivc(x, lane, 8), 2), 8);  /* (j&1)*8 */
+	LLVMValueRef j2 = udivc(x, lane, 16);                           /* j>>1 */
+	LLVMValueRef sa = saddr(x, stage_off(x, s, 0)), sb = saddr(x, stage_off(x, s, 1));
+	LLVMTypeRef h2 = LLVMVectorType(m->t_f16, 2);
+	LLVMValueRef afr[8][4], bfr[16][2];
+	for (int kk = 0; kk < c->bk / 16; kk++) {
+		for (int mi = 0; mi < x->mi; mi++) {
+			LLVMValueRef row = add(x, addc(x, mulc(x, wmi, x->wtm), mi * 16),
+					       add(x, l8, j1));
+			LLVMValueRef ch = addc(x, j2, kk * 2);
+			LLVMValueRef r = ldmatrix4(x, add(x, sa, swz(x, row, ch, x->cpr[0])), false);
+			for (int q = 0; q < 4; q++)
+				afr[mi][q] = LLVMBuildExtractValue(x->b, r, (unsigned)q, "");
+		}
+		for (int nj = 0; nj < x->ni / 2; nj++) {
+			LLVMValueRef krow = addc(x, add(x, l8, j1), kk * 16);
+			LLVMValueRef ch = add(x, udivc(x, addc(x, mulc(x, wni, x->wtn), nj * 16), 8), j2);
+			LLVMValueRef r = ldmatrix4(x, add(x, sb, swz(x, krow, ch, x->cpr[1])), true);
+			for (int q = 0; q < 4; q++)
+				bfr[2 * nj + q / 2][q % 2] = LLVMBuildExtractValue(x->b, r, (unsigned)q, "");
+		}
+		for (int mi = 0; mi < x->mi; mi++)
+			for (int ni = 0; ni < x->ni; ni++) {
+				LLVMValueRef args[10];
+				for (int q = 0; q < 4; q++)
+					args[q] = afr[mi][q];
+				args[4] = bfr[ni][0];
+				args[5] = bfr[ni][1];
+				if (x->dt == DT_F16)
+					for (int q = 0; q < 6; q++)
+						args[q] = LLVMBuildBitCast(x->b, args[q], h2, "");
+				int e0 = (mi * x->ni + ni) * 4;
+				for (int q = 0; q < 4; q++)
+					args[6 + q] = acc_load(x, i64c(x, e0 + q));
+				LLVMValueRef r = intrinsic(x, x->dt == DT_F16 ?
+					"llvm.nvvm.mma.m16n8k16.row.col.f32.f32" :
+					"llvm.nvvm.mma.m16n8k16.row.col.bf16", NULL, 0, args, 10);
+				for (int q = 0; q < 4; q++)
+					acc_store(x, i64c(x, e0 + q),
+						  LLVMBuildExtractValue(x->b, r, (unsigned)q, ""));
+			}
+	}
+}
+
+/* tc on the host: the scalar definition of the same fragments. */
+static void tc_compute_host(Mm *x, LLVMValueRef s)
+{
+	CgKb *kb = x->kb;
+	LLVMValueRef sa = stage_off(x, s, 0), sb = stage_off(x, s, 1);
+	LLVMValueRef tid = phase_begin(x);
+	CgLoop le, lk;
+	cg_loop_begin(kb, &le, i64c(x, 0), i64c(x, x->nacc), i64c(x, 1));
+	LLVMValueRef row, col;
+	tc_pos(x, tid, le.i, &row, &col);
+	cg_loop_begin(kb, &lk, i64c(x, 0), i64c(x, x->c->bk), i64c(x, 1));
+	LLVMValueRef sum = cg_carry(kb, &lk, LLVMConstReal(kb->m->t_f32, 0));
+	LLVMValueRef a = smem_elem(x, 0, sa, row, lk.i);
+	LLVMValueRef bv = smem_elem(x, 1, sb, lk.i, col);
+	cg_carry_next(kb, &lk, sum, LLVMBuildFAdd(x->b, sum, LLVMBuildFMul(x->b, a, bv, ""), ""));
+	cg_loop_end(kb, &lk);
+	acc_store(x, le.i, LLVMBuildFAdd(x->b, acc_load(x, le.i), sum, ""));
+	cg_loop_end(kb, &le);
+	phase_end(x);
+}
+
+/* simt, both targets: FMAs from shared memory, B read as 4-float vectors. */
+static void simt_compute(Mm *x, LLVMValueRef s)
+{
+	CgModule *m = x->kb->m;
+	LLVMValueRef sa = stage_off(x, s, 0), sb = stage_off(x, s, 1);
+	LLVMValueRef tid = to_ot(x, phase_begin(x));
+	LLVMValueRef tx = uremc(x, tid, 16), ty = udivc(x, tid, 16);
+	LLVMTypeRef v4 = LLVMVectorType(m->t_f32, 4);
+	LLVMTypeRef f32 = m->t_f32;
+	LLVMValueRef accv[64];
+	for (int e = 0; e < x->nacc; e++)
+		accv[e] = acc_load(x, i64c(x, e));
+	for (int k = 0; k < x->c->bk; k++) {
+		LLVMValueRef av[8], bv[8];
+		LLVMValueRef kr = cst(tid, k);
+		for (int i = 0; i < x->rm; i++) {
+			LLVMValueRef row = addc(x, mulc(x, ty, 4), (i / 4) * 64 + i % 4);
+			av[i] = smem_elem(x, 0, sa, row, kr);
+		}
+		for (int j = 0; j < x->rn; j += 4) {
+			LLVMValueRef ch = addc(x, tx, (j / 4) * 16);
+			LLVMValueRef p = smem_at(x, add(x, sb, swz(x, kr, ch, x->cpr[1])));
+			LLVMValueRef v = LLVMBuildLoad2(x->b, v4, p, "");
+			LLVMSetAlignment(v, 16);
+			for (int q = 0; q < 4; q++)
+				bv[j + q] = LLVMBuildExtractElement(x->b, v, i32c(x, q), "");
+		}
+		for (int i = 0; i < x->rm; i++)
+			for (int j = 0; j < x->rn; j++) {
+				LLVMValueRef args[3] = {av[i], bv[j], accv[i * x->rn + j]};
+				accv[i * x->rn + j] = intrinsic(x, "llvm.fmuladd.f32", &f32, 1, args, 3);
+			}
+	}
+	for (int e = 0; e < x->nacc; e++)
+		acc_store(x, i64c(x, e), accv[e]);
+	phase_end(x);
+}
+
+static void compute_stage(Mm *x, LLVMValueRef s)
+{
+	if (!x->c->tc)
+		simt_compute(x, s);
+	else if (x->gpu)
+		tc_compute_gpu(x, s);
+	else
+		tc_compute_host(x, s);
+}
+
+/* The epilogue of one element at output position (gr, gc) of the current tile's batch
+ * with matmul value v: every written tensor is evaluated there and stored. */
+static void epi_one(Mm *x, LLVMValueRef gr, LLVMValueRef gc, LLVMValueRef v, const int *wr,
+		    int nw)
+{
+	CgKb *kb = x->kb;
+	int mark = cg_memo_mark(kb);
+	CgIdx at = cg_idx_of(x->rank, x->to->shape);
+	at.has_dims = true;
+	for (int d = 0; d < x->rank - 2; d++)
+		at.i[d] = x->bpos[d];
+	at.i[x->rank - 2] = gr;
+	at.i[x->rank - 1] = gc;
+	/* the matmul's value, as cg_eval_matmul gives it: f32 for f16/bf16 */
+	cg_memo_add(kb, x->to->id, &at, v);
+	for (int k = 0; k < nw; k++) {
+		CgIdx y = at;
+		y.shape = kb->tinfo[wr[k]]->shape;
+		LLVMValueRef val = cg_eval(kb, wr[k], &y);
+		cg_store(kb, wr[k], cg_offset(kb, &y), val);
+	}
+	cg_memo_release(kb, mark);
+}
+
+/* The storage bits of compute value v of a written tensor of dtype dt, for the
+ * vector stores: NULL where dt has none. */
+static LLVMValueRef store_bits(Mm *x, LLVMValueRef v, DType dt)
+{
+	CgModule *m = x->kb->m;
+	switch (dt) {
+	case DT_BF16: {
+		LLVMValueRef r = cg_convert(x->kb, v, DT_F32, DT_BF16);
+		r = LLVMBuildLShr(x->b, LLVMBuildBitCast(x->b, r, m->t_i32, ""), i32c(x, 16), "");
+		return LLVMBuildTrunc(x->b, r, m->t_i16, "");
+	}
+	case DT_F16:
+		return LLVMBuildBitCast(x->b, LLVMBuildFPTrunc(x->b, v, m->t_f16, ""), m->t_i16, "");
+	case DT_F32:
+		return LLVMBuildBitCast(x->b, v, m->t_i32, "");
+	case DT_I32: case DT_I16:
+		return v;
+	default:
+		return NULL;
+	}
+}
+
+static bool vector_dtype(DType dt)
+{
+	return dt == DT_BF16 || dt == DT_F16 || dt == DT_F32 || dt == DT_I32 || dt == DT_I16;
+}
+
+enum {
+	MM_EPI_V = 8,            /* epilogue: consecutive columns per thread and step */
+	MM_EPI_PAD = 8,          /* floats after each staged row: no bank conflicts */
+	MM_EPI_MAXW = 8,         /* written tensors the vector stores take */
+};
+
+/* Whether the epilogue's vector stores apply: every written tensor of a vector dtype,
+ * N a multiple of MM_EPI_V, every written buffer aligned to a vector. */
+static LLVMValueRef vector_ok(Mm *x, const int *wr, int nw)
+{
+	CgKb *kb = x->kb;
+	LLVMValueRef no = LLVMConstInt(kb->m->t_i1, 0, 0);
+	if (nw > MM_EPI_MAXW)
+		return no;
+	LLVMValueRef ok = LLVMBuildICmp(x->b, LLVMIntEQ, uremc(x, x->N, MM_EPI_V), i64c(x, 0), "");
+	for (int k = 0; k < nw; k++) {
+		DType dt = (DType)kb->tinfo[wr[k]]->dtype;
+		if (!vector_dtype(dt))
+			return no;
+		LLVMValueRef p = LLVMBuildPtrToInt(x->b, kb->buf[wr[k]], kb->m->t_i64, "");
+		ok = LLVMBuildAnd(x->b, ok, LLVMBuildICmp(x->b, LLVMIntEQ,
+			uremc(x, p, MM_EPI_V * ir_dtype_size(dt)), i64c(x, 0), ""), "");
+	}
+	return ok;
+}
+
+/* Pointer to staged float (row, col) of the epilogue buffer (ot values). */
+static LLVMValueRef staged(Mm *x, LLVMValueRef row, LLVMValueRef col)
+{
+	int ld = x->c->bn + MM_EPI_PAD;
+	return smem_at(x, mulc(x, add(x, mulc(x, to_ot(x, row), ld), to_ot(x, col)), 4));
+}
+
+/* MM_EPI_V consecutive columns from (gr, gc) whose staged values start at (r, cc). */
+static void epi_vector(Mm *x, LLVMValueRef r, LLVMValueRef cc, LLVMValueRef gr,
+		       LLVMValueRef gc, const int *wr, int nw)
+{
+	CgKb *kb = x->kb;
+	CgModule *m = kb->m;
+	LLVMTypeRef v4 = LLVMVectorType(m->t_f32, 4);
+	LLVMValueRef val[MM_EPI_V];
+	for (int h = 0; h < MM_EPI_V / 4; h++) {
+		LLVMValueRef v = LLVMBuildLoad2(x->b, v4, staged(x, r, addc(x, cc, h * 4)), "");
+		LLVMSetAlignment(v, 16);
+		for (int q = 0; q < 4; q++)
+			val[h * 4 + q] = LLVMBuildExtractElement(x->b, v, i32c(x, q), "");
+	}
+	LLVMValueRef bits[MM_EPI_MAXW][MM_EPI_V];
+	CgIdx at = cg_idx_of(x->rank, x->to->shape);
+	at.has_dims = true;
+	for (int d = 0; d < x->rank - 2; d++)
+		at.i[d] = x->bpos[d];
+	at.i[x->rank - 2] = gr;
+	LLVMValueRef off = NULL;
+	for (int e = 0; e < MM_EPI_V; e++) {
+		int mark = cg_memo_mark(kb);
+		at.i[x->rank - 1] = e ? addc(x, gc, e) : gc;
+		at.flat = NULL;
+		cg_memo_add(kb, x->to->id, &at, val[e]);
+		for (int k = 0; k < nw; k++) {
+			CgIdx y = at;
+			y.shape = kb->tinfo[wr[k]]->shape;
+			bits[k][e] = store_bits(x, cg_eval(kb, wr[k], &y), (DType)kb->tinfo[wr[k]]->dtype);
+			if (e == 0 && k == 0)
+				off = cg_offset(kb, &y);
+		}
+		cg_memo_release(kb, mark);
+	}
+	for (int k = 0; k < nw; k++) {
+		LLVMTypeRef et = LLVMTypeOf(bits[k][0]);
+		LLVMValueRef v = LLVMGetUndef(LLVMVectorType(et, MM_EPI_V));
+		for (int e = 0; e < MM_EPI_V; e++)
+			v = LLVMBuildInsertElement(x->b, v, bits[k][e], i32c(x, e), "");
+		LLVMValueRef p = LLVMBuildGEP2(x->b, et, kb->buf[wr[k]], &off, 1, "");
+		LLVMSetAlignment(LLVMBuildStore(x->b, v, p), MM_EPI_V * LLVMGetIntTypeWidth(et) / 8);
+	}
+}
+
+/* The epilogue, through shared memory: in passes of epi_rows rows of the block tile,
+ * every thread writes its accumulators of those rows to a staged f32 tile; then the
+ * threads walk the staged rows MM_EPI_V consecutive columns at a time (coalesced),
+ * evaluate the written tensors there and store them, as one vector per tensor where
+ * the columns are inside and the buffers allow, else element by element. One copy
+ * of the epilogue's code serves the vector step, one the edge. */
+static void epilogue(Mm *x, const int *wr, int nw)
+{
+	CgKb *kb = x->kb;
+	CgModule *m = kb->m;
+	const MmConfig *c = x->c;
+	int R = x->epi_rows;
+	int per_row = c->bn / MM_EPI_V;
+	int steps = (R * per_row + MM_THREADS - 1) / MM_THREADS;
+	LLVMTypeRef f2 = LLVMVectorType(m->t_f32, 2);
+	for (int h = 0; h < c->bm / R; h++) {
+		/* nobody reads the stages (or the previous pass) any more */
+		barrier(x);
+		LLVMValueRef tid = opaque_tid(x, phase_begin(x));
+		for (int e = 0; e < x->nacc; e += 2) {
+			LLVMValueRef row, col;
+			if (c->tc)
+				tc_pos(x, tid, i64c(x, e), &row, &col);
+			else
+				simt_pos(x, tid, e, &row, &col);
+			LLVMValueRef lr = LLVMBuildSub(x->b, row, i64c(x, (int64_t)h * R), "");
+			LLVMValueRef in = LLVMBuildICmp(x->b, LLVMIntULT, lr, i64c(x, R), "");
+			LLVMBasicBlockRef bw = LLVMAppendBasicBlockInContext(m->ctx, kb->fn, "epi.stage");
+			LLVMBasicBlockRef bn = LLVMAppendBasicBlockInContext(m->ctx, kb->fn, "epi.staged");
+			LLVMBuildCondBr(x->b, in, bw, bn);
+			LLVMPositionBuilderAtEnd(x->b, bw);
+			LLVMValueRef v = LLVMGetUndef(f2);
+			v = LLVMBuildInsertElement(x->b, v, acc_load(x, i64c(x, e)), i32c(x, 0), "");
+			v = LLVMBuildInsertElement(x->b, v, acc_load(x, i64c(x, e + 1)), i32c(x, 1), "");
+			LLVMSetAlignment(LLVMBuildStore(x->b, v, staged(x, lr, col)), 8);
+			LLVMBuildBr(x->b, bn);
+			LLVMPositionBuilderAtEnd(x->b, bn);
+		}
+		phase_end(x);
+		barrier(x);
+
+		tid = opaque_tid(x, phase_begin(x));
+		CgLoop ls;
+		cg_loop_begin(kb, &ls, i64c(x, 0), i64c(x, steps), i64c(x, 1));
+		LLVMValueRef q = add(x, tid, mulc(x, ls.i, MM_THREADS));
+		LLVMValueRef r = udivc(x, q, per_row), cc = mulc(x, uremc(x, q, per_row), MM_EPI_V);
+		LLVMValueRef gr = add(x, x->m0, addc(x, r, (int64_t)h * R));
+		LLVMValueRef gc = add(x, x->n0, cc);
+		LLVMValueRef inside = LLVMBuildAnd(x->b, lt(x, q, i64c(x, (int64_t)R * per_row)),
+						   lt(x, gr, x->M), "");
+		LLVMBasicBlockRef bin = LLVMAppendBasicBlockInContext(m->ctx, kb->fn, "epi.row");
+		LLVMBasicBlockRef bvec = LLVMAppendBasicBlockInContext(m->ctx, kb->fn, "epi.vec");
+		LLVMBasicBlockRef bedge = LLVMAppendBasicBlockInContext(m->ctx, kb->fn, "epi.edge");
+		LLVMBasicBlockRef bdone = LLVMAppendBasicBlockInContext(m->ctx, kb->fn, "epi.done");
+		LLVMBuildCondBr(x->b, inside, bin, bdone);
+		LLVMPositionBuilderAtEnd(x->b, bin);
+		LLVMValueRef full = LLVMBuildICmp(x->b, LLVMIntSLE, addc(x, gc, MM_EPI_V), x->N, "");
+		LLVMBuildCondBr(x->b, LLVMBuildAnd(x->b, full, x->vecok, ""), bvec, bedge);
+		LLVMPositionBuilderAtEnd(x->b, bvec);
+		epi_vector(x, r, cc, gr, gc, wr, nw);
+		LLVMBuildBr(x->b, bdone);
+		LLVMPositionBuilderAtEnd(x->b, bedge);
+		CgLoop le;
+		LLVMValueRef left = LLVMBuildSub(x->b, x->N, gc, "");
+		cg_loop_begin(kb, &le, i64c(x, 0), min64(x, left, i64c(x, MM_EPI_V)), i64c(x, 1));
+		LLVMValueRef pv = LLVMBuildLoad2(x->b, m->t_f32, staged(x, r, add(x, cc, le.i)), "");
+		LLVMSetAlignment(pv, 4);
+		epi_one(x, gr, add(x, gc, le.i), pv, wr, nw);
+		cg_loop_end(kb, &le);
+		LLVMBuildBr(x->b, bdone);
+		LLVMPositionBuilderAtEnd(x->b, bdone);
+		cg_loop_end(kb, &ls);
+		phase_end(x);
+	}
+}
+
+/* Element offset, in operand t (A or B), of the first element of the matrix at batch
+ * position bpos (size-1 batch dims of t broadcast). */
+static LLVMValueRef batch_base(Mm *x, const RelTensor *t)
+{
+	CgIdx i = cg_idx_of(t->rank, t->shape);
+	i.has_dims = true;
+	for (int d = 0; d < t->rank - 2; d++)
+		i.i[d] = t->shape[d] == 0 ? i64c(x, 0) : x->bpos[d];
+	i.i[t->rank - 2] = i.i[t->rank - 1] = i64c(x, 0);
+	return cg_offset(x->kb, &i);
+}
+
+static LLVMValueRef is_aligned16(Mm *x, LLVMValueRef ld, int w)
+{
+	CgKb *kb = x->kb;
+	LLVMValueRef p = LLVMBuildPtrToInt(x->b, kb->buf[w ? x->tb->id : x->ta->id], kb->m->t_i64, "");
+	LLVMValueRef ok = LLVMBuildICmp(x->b, LLVMIntEQ, uremc(x, p, 16), i64c(x, 0), "");
+	LLVMValueRef ldok = LLVMBuildICmp(x->b, LLVMIntEQ, uremc(x, ld, x->ce), i64c(x, 0), "");
+	return LLVMBuildAnd(x->b, ok, ldok, "");
+}
+
+static LLVMValueRef sreg(Mm *x, const char *name)
+{
+	return LLVMBuildZExt(x->b, intrinsic(x, name, NULL, 0, NULL, 0), x->kb->m->t_i64, "");
+}
+
+/* The block-stride loop over output tiles. */
+static void tile_loop(Mm *x, LLVMValueRef block, LLVMValueRef nblocks, const int *wr, int nw)
+{
+	CgKb *kb = x->kb;
+	CgModule *m = kb->m;
+	const MmConfig *c = x->c;
+	int r = x->rank;
+	/* tiles: batch x tile rows x tile columns, rows grouped by MM_GROUP_M */
+	LLVMValueRef nb = i64c(x, 1);
+	for (int d = 0; d < r - 2; d++)
+		nb = mul(x, nb, cg_dim(kb, x->to->shape[d]));
+	LLVMValueRef ntm = ceil_div(x, x->M, c->bm), ntn = ceil_div(x, x->N, c->bn);
+	LLVMValueRef per_batch = mul(x, ntm, ntn);
+	LLVMValueRef total = mul(x, nb, per_batch);
+	LLVMValueRef nk = ceil_div(x, x->K, c->bk);
+	CgLoop lt_;
+	cg_loop_begin(kb, &lt_, block, total, nblocks);
+	kb->nmemo = 0;
+	LLVMValueRef t = lt_.i;
+	LLVMValueRef bflat = LLVMBuildUDiv(x->b, t, per_batch, "");
+	LLVMValueRef within = LLVMBuildURem(x->b, t, per_batch, "");
+	LLVMValueRef gsize = mul(x, ntn, i64c(x, MM_GROUP_M));
+	LLVMValueRef group = LLVMBuildUDiv(x->b, within, gsize, "");
+	LLVMValueRef first = mul(x, group, i64c(x, MM_GROUP_M));
+	LLVMValueRef rows_in = min64(x, LLVMBuildSub(x->b, ntm, first, ""), i64c(x, MM_GROUP_M));
+	LLVMValueRef ing = LLVMBuildURem(x->b, within, gsize, "");
+	LLVMValueRef tm = add(x, first, LLVMBuildURem(x->b, ing, rows_in, ""));
+	LLVMValueRef tn = LLVMBuildUDiv(x->b, ing, rows_in, "");
+	x->m0 = mul(x, tm, i64c(x, c->bm));
+	x->n0 = mul(x, tn, i64c(x, c->bn));
+	LLVMValueRef f = bflat;
+	for (int d = r - 3; d >= 0; d--) {
+		LLVMValueRef n = cg_dim(kb, x->to->shape[d]);
+		x->bpos[d] = LLVMBuildURem(x->b, f, n, "");
+		f = LLVMBuildUDiv(x->b, f, n, "");
+	}
+	x->base[0] = batch_base(x, x->ta);
+	x->base[1] = batch_base(x, x->tb);
+
+	/* accumulators to zero */
+	phase_begin(x);
+	for (int e = 0; e < x->nacc; e++)
+		acc_store(x, i64c(x, e), LLVMConstReal(m->t_f32, 0));
+	phase_end(x);
+
+	/* prologue: stages 0 .. STAGES-2 */
+	for (int s = 0; s < c->stages - 1; s++) {
+		LLVMBasicBlockRef bl = LLVMAppendBasicBlockInContext(m->ctx, kb->fn, "pro.load");
+		LLVMBasicBlockRef bc = LLVMAppendBasicBlockInContext(m->ctx, kb->fn, "pro.commit");
+		LLVMBuildCondBr(x->b, lt(x, i64c(x, s), nk), bl, bc);
+		LLVMPositionBuilderAtEnd(x->b, bl);
+		load_stage(x, LLVMConstInt(x->ot, (unsigned long long)s * x->stage_bytes, 0),
+			   i64c(x, s));
+		LLVMBuildBr(x->b, bc);
+		LLVMPositionBuilderAtEnd(x->b, bc);
+		if (x->gpu)
+			intrinsic(x, "llvm.nvvm.cp.async.commit.group", NULL, 0, NULL, 0);
+	}
+	/* main loop: wait for stage kt, then refill the stage read at kt - 1 */
+	CgLoop lk;
+	cg_loop_begin(kb, &lk, i64c(x, 0), nk, i64c(x, 1));
+	/* the stage read at this step and the one refilled (read at the step before) */
+	LLVMValueRef rd = cg_carry(kb, &lk, LLVMConstInt(x->ot, 0, 0));
+	LLVMValueRef wrs = cg_carry(kb, &lk, LLVMConstInt(x->ot, (unsigned long long)
+					 (c->stages - 1) * x->stage_bytes, 0));
+	LLVMValueRef wrap = LLVMConstInt(x->ot, (unsigned long long)c->stages * x->stage_bytes, 0);
+	if (x->gpu) {
+		LLVMValueRef n = i32c(x, c->stages - 2);
+		intrinsic(x, "llvm.nvvm.cp.async.wait.group", NULL, 0, &n, 1);
+	}
+	barrier(x);
+	LLVMValueRef kn = add(x, lk.i, i64c(x, c->stages - 1));
+	LLVMBasicBlockRef bl = LLVMAppendBasicBlockInContext(m->ctx, kb->fn, "main.load");
+	LLVMBasicBlockRef bc = LLVMAppendBasicBlockInContext(m->ctx, kb->fn, "main.commit");
+	LLVMBuildCondBr(x->b, lt(x, kn, nk), bl, bc);
+	LLVMPositionBuilderAtEnd(x->b, bl);
+	load_stage(x, wrs, kn);
+	LLVMBuildBr(x->b, bc);
+	LLVMPositionBuilderAtEnd(x->b, bc);
+	if (x->gpu)
+		intrinsic(x, "llvm.nvvm.cp.async.commit.group", NULL, 0, NULL, 0);
+	compute_stage(x, rd);
+	LLVMValueRef rn = addc(x, rd, x->stage_bytes), wn = addc(x, wrs, x->stage_bytes);
+	cg_carry_next(kb, &lk, rd, LLVMBuildSelect(x->b, LLVMBuildICmp(x->b, LLVMIntEQ, rn, wrap, ""),
+						   LLVMConstInt(x->ot, 0, 0), rn, ""));
+	cg_carry_next(kb, &lk, wrs, LLVMBuildSelect(x->b, LLVMBuildICmp(x->b, LLVMIntEQ, wn, wrap, ""),
+						    LLVMConstInt(x->ot, 0, 0), wn, ""));
+	cg_loop_end(kb, &lk);
+	if (x->gpu) {
+		LLVMValueRef n = i32c(x, 0);
+		intrinsic(x, "llvm.nvvm.cp.async.wait.group", NULL, 0, &n, 1);
+	}
+	epilogue(x, wr, nw);
+	/* nobody refills shared memory for the next tile before everyone is done */
+	barrier(x);
+	cg_loop_end(kb, &lt_);
+}
+
+int cg_matmul_tiled(CgKb *kb, int variant, const int *wr, int nw)
+{
+	if (variant <= 0 || variant >= MM_NCONFIGS || !eligible(kb->spec))
+		return cg_fail(kb, "internal: matmul tile configuration %d does not apply", variant);
+	CgModule *m = kb->m;
+	Mm x0, *x = &x0;
+	memset(x, 0, sizeof *x);
+	x->kb = kb;
+	x->b = kb->b;
+	x->c = &mm_configs[variant];
+	x->gpu = m->opt.target == CG_TARGET_NVPTX;
+	x->op = &kb->spec->ops[0];
+	x->ta = &x->op->t[0];
+	x->tb = &x->op->t[1];
+	x->to = &x->op->t[x->op->nin];
+	x->dt = (DType)x->ta->dtype;
+	x->es = ir_dtype_size(x->dt);
+	x->ce = 16 / x->es;
+	x->rank = x->to->rank;
+	const MmConfig *c = x->c;
+	if (c->tc != (x->dt != DT_F32))
+		return cg_fail(kb, "internal: tile configuration %s does not fit %s", c->name,
+			       ir_dtype_name(x->dt));
+	int r = x->rank;
+	x->M = cg_dim(kb, x->to->shape[r - 2]);
+	x->N = cg_dim(kb, x->to->shape[r - 1]);
+	x->K = cg_dim(kb, x->ta->shape[r - 1]);
+	x->cpr[0] = c->bk * x->es / 16;
+	x->cpr[1] = c->bn * x->es / 16;
+	x->a_bytes = c->bm * c->bk * x->es;
+	x->stage_bytes = x->a_bytes + c->bk * c->bn * x->es;
+	if (c->tc) {
+		x->wtm = c->bm / c->wm;
+		x->wtn = c->bn / c->wn;
+		x->mi = x->wtm / 16;
+		x->ni = x->wtn / 8;
+		x->nacc = x->mi * x->ni * 4;
+	} else {
+		x->rm = c->bm / 16;
+		x->rn = c->bn / 16;
+		x->nacc = x->rm * x->rn;
+	}
+	int smem_bytes = x->stage_bytes * c->stages;
+
+	/* storage: shared memory and accumulators */
+	LLVMBasicBlockRef entry = LLVMGetInsertBlock(x->b);
+	LLVMTypeRef sty = LLVMArrayType(m->t_i8, (unsigned)smem_bytes);
+	if (x->gpu && c->min_blocks > 0) {
+		LLVMMetadataRef md[3] = {
+			LLVMValueAsMetadata(kb->fn),
+			LLVMMDStringInContext2(m->ctx, "minctasm", 8),
+			LLVMValueAsMetadata(LLVMConstInt(m->t_i32, (unsigned)c->min_blocks, 0)),
+		};
+		LLVMAddNamedMetadataOperand(m->mod, "nvvm.annotations",
+			LLVMMetadataAsValue(m->ctx, LLVMMDNodeInContext2(m->ctx, md, 3)));
+	}
+	if (x->gpu) {
+		char name[128];
+		snprintf(name, sizeof name, "%s_smem", LLVMGetValueName(kb->fn));
+		LLVMValueRef g = LLVMAddGlobalInAddressSpace(m->mod, sty, name, 3);
+		LLVMSetLinkage(g, LLVMInternalLinkage);
+		LLVMSetInitializer(g, LLVMGetUndef(sty));
+		LLVMSetAlignment(g, 128);
+		x->smem = g;
+		x->sptr = LLVMPointerTypeInContext(m->ctx, 3);
+		x->ot = m->t_i32;
+		x->sbase = LLVMBuildTrunc(x->b, LLVMBuildPtrToInt(x->b, g, m->t_i64, ""), m->t_i32, "");
+		LLVMValueRef a = LLVMBuildAlloca(x->b, LLVMArrayType(m->t_f32, (unsigned)x->nacc), "acc");
+		x->acc = a;
+		x->tid = sreg(x, "llvm.nvvm.read.ptx.sreg.tid.x");
+	} else {
+		LLVMValueRef sm = LLVMBuildAlloca(x->b, sty, "smem");
+		LLVMSetAlignment(sm, 128);
+		x->smem = sm;
+		x->sptr = m->t_ptr;
+		x->ot = m->t_i64;
+		x->acc = LLVMBuildAlloca(x->b, LLVMArrayType(m->t_f32,
+					 (unsigned)(x->nacc * MM_THREADS)), "acc");
+	}
+	(void)entry;
+	LLVMValueRef block = x->gpu ? sreg(x, "llvm.nvvm.read.ptx.sreg.ctaid.x") : LLVMGetParam(kb->fn, 1);
+	LLVMValueRef nblocks = x->gpu ? sreg(x, "llvm.nvvm.read.ptx.sreg.nctaid.x") : LLVMGetParam(kb->fn, 2);
+	x->fast[0] = is_aligned16(x, x->K, 0);
+	x->fast[1] = is_aligned16(x, x->N, 1);
+	x->vecok = vector_ok(x, wr, nw);
+	x->epi_rows = c->bm;
+	while (x->epi_rows * (c->bn + MM_EPI_PAD) * 4 > smem_bytes)
+		x->epi_rows /= 2;
+
+	/* two copies of the tile loop: one where both operands are copied by whole
+	 * chunks (its registers and code hold nothing of the element path), one for
+	 * the rest */
+	LLVMBasicBlockRef bf = LLVMAppendBasicBlockInContext(m->ctx, kb->fn, "tiles.fast");
+	LLVMBasicBlockRef bg = LLVMAppendBasicBlockInContext(m->ctx, kb->fn, "tiles.any");
+	LLVMBasicBlockRef bd = LLVMAppendBasicBlockInContext(m->ctx, kb->fn, "tiles.done");
+	LLVMBuildCondBr(x->b, LLVMBuildAnd(x->b, x->fast[0], x->fast[1], ""), bf, bg);
+	for (int copy = 0; copy < 2; copy++) {
+		LLVMPositionBuilderAtEnd(x->b, copy ? bg : bf);
+		x->all_fast = copy == 0;
+		tile_loop(x, block, nblocks, wr, nw);
+		LLVMBuildBr(x->b, bd);
+	}
+	LLVMPositionBuilderAtEnd(x->b, bd);
+	return kb->failed ? -1 : 0;
+}
+
+
+/* The launch rule of tiled kernels (a cooperative launch, codegen.h): one block of
+ * MM_THREADS per output tile, grid.x = batch x tile rows x tile columns; no dynamic
+ * shared memory (the tiles' is static). arg: BM, BN, the shape ids of M and N, the
+ * number of batch dims, their shape ids. */
+static void mm_rule(const CgKernel *k, const int64_t *dims, int ndims, CgDims *out)
+{
+	const int64_t *a = k->launch.arg;
+	int64_t m = dim_of((uint32_t)a[2], dims, ndims), n = dim_of((uint32_t)a[3], dims, ndims);
+	int64_t tiles = ((m + a[0] - 1) / a[0]) * ((n + a[1] - 1) / a[1]);
+	for (int d = 0; d < a[4]; d++)
+		tiles *= dim_of((uint32_t)a[5 + d], dims, ndims);
+	if (tiles < 1)
+		tiles = 1;
+	if (tiles > (int64_t)1 << 30)
+		tiles = (int64_t)1 << 30;   /* the kernel loops over the rest */
+	out->grid[0] = tiles;
+	out->block[0] = MM_THREADS;
+	out->threads = tiles * MM_THREADS;
+}
+
+void cg_matmul_launch(int variant, const RelOp *mm, CgLaunch *l)
+{
+	const MmConfig *c = &mm_configs[variant];
+	const RelTensor *out = &mm->t[mm->nin];
+	int r = out->rank;
+	memset(l, 0, sizeof *l);
+	l->coop = true;
+	l->rule = mm_rule;
+	l->block = MM_THREADS;
+	l->max_grid = (int64_t)1 << 30;
+	l->vec = 1;
+	l->arg[0] = c->bm;
+	l->arg[1] = c->bn;
+	l->arg[2] = out->shape[r - 2];
+	l->arg[3] = out->shape[r - 1];
+	l->arg[4] = r - 2;
+	for (int d = 0; d < r - 2; d++)
+		l->arg[5 + d] = out->shape[d];
 }

@@ -129,7 +129,12 @@ int cg_lower(CgModule *m, const Schedule *s, Arena *a, CgProgram *out, Diag *d)
 			}
 
 			const Kernel *unit = &s->kernels[l->kernel];
-			CgKernelSpec spec = {kernel_kind(unit->fuser), rel, l->nops, written, nrel};
+			int ndims, nvals;
+			const int64_t *dims = ir_rel_dims(conv, &ndims);
+			const double *vals = ir_rel_values(conv, &nvals);
+			CgKernelSpec spec = {kernel_kind(unit->fuser), rel, l->nops, written, nrel, 0};
+			spec.variant = cg_matmul_variant(&spec, cg_module_arch(m),
+							 cg_module_is_host(m), dims, ndims);
 			const CgKernel *k = cg_kernel(m, &spec, d);
 			if (!k) {
 				status = -1;
@@ -147,9 +152,6 @@ int cg_lower(CgModule *m, const Schedule *s, Arena *a, CgProgram *out, Diag *d)
 				out->kernels[out->nkernels++] = k;
 			}
 
-			int ndims, nvals;
-			const int64_t *dims = ir_rel_dims(conv, &ndims);
-			const double *vals = ir_rel_values(conv, &nvals);
 			CgBound *b = &out->launch[out->nlaunch++];
 			b->kernel = k;
 			b->step = si;

@@ -186,6 +186,16 @@ LLVMModuleRef cg_module_llvm(CgModule *m)
 	return m->taken ? NULL : m->mod;
 }
 
+const char *cg_module_arch(const CgModule *m)
+{
+	return m->opt.arch;
+}
+
+bool cg_module_is_host(const CgModule *m)
+{
+	return m->opt.target == CG_TARGET_HOST;
+}
+
 const char *cg_kernel_kind_name(CgKernelKind k)
 {
 	switch (k) {
@@ -202,6 +212,7 @@ const char *cg_kernel_kind_name(CgKernelKind k)
 uint64_t cg_spec_hash(const CgKernelSpec *s)
 {
 	uint64_t h = hash_u64(HASH_SEED, (uint64_t)s->kind);
+	h = hash_u64(h, (uint64_t)s->variant);
 	for (int i = 0; i < s->nops; i++) {
 		const RelOp *op = &s->ops[i];
 		h = hash_u64(h, ir_rel_hash(op));
@@ -220,7 +231,7 @@ static bool written_at(const bool *w, int n, int i)
 
 static bool spec_equal(const CgEntry *e, const CgKernelSpec *s)
 {
-	if (e->kind != s->kind || e->nops != s->nops)
+	if (e->kind != s->kind || e->nops != s->nops || e->variant != s->variant)
 		return false;
 	for (int i = 0; i < s->nops; i++)
 		if (!ir_rel_equal(&e->ops[i], &s->ops[i]) || e->ops[i].place0 != s->ops[i].place0)
@@ -249,6 +260,7 @@ void cg_module_add(CgModule *m, const CgKernelSpec *s, uint64_t hash, CgKernel *
 	CgEntry *e = &m->entries[m->nentries++];
 	e->hash = hash;
 	e->kind = s->kind;
+	e->variant = s->variant;
 	e->nops = s->nops;
 	/* one block: the RelOps, then their tensors */
 	size_t nt = 0;

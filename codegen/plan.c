@@ -223,6 +223,8 @@ char *cg_plan_json(const Schedule *s, const CgProgram *prog, const PlanFileInfo 
 		cJSON_AddBoolToObject(o, "vectorized", ck->vectorized);
 		if (ck->shape)
 			cJSON_AddStringToObject(o, "shape", ck->shape);
+		if (ck->variant > 0)
+			cJSON_AddStringToObject(o, "tiles", cg_matmul_variant_name(ck->variant));
 		cJSON_AddStringToObject(o, "fuser", k->fuser >= 0 ? pass_fuser_name(k->fuser) : "none");
 		cJSON_AddItemToObject(o, "score", integer((int64_t)k->score));
 		cJSON_AddItemToObject(o, "ops", int_array(k->ops, k->nops));

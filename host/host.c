@@ -55,11 +55,7 @@ void host_free(HostTensor *t)
 
 const char *host_shape_text(DType dtype, int rank, const int64_t *dim, char *buf, size_t size)
 {
-	size_t k = (size_t)snprintf(buf, size, "%s[", ir_dtype_name(dtype));
-	for (int i = 0; i < rank && k < size; i++)
-		k += (size_t)snprintf(buf + k, size - k, i ? ",%lld" : "%lld", (long long)dim[i]);
-	if (k < size)
-		snprintf(buf + k, size - k, "]");
+	snprintf(buf, size, "%s%s", ir_dtype_name(dtype), ir_shape_text(rank, dim).s);
 	return buf;
 }
 

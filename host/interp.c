@@ -576,11 +576,11 @@ static void run_pool2d(Interp *ip, const Op *op, HostTensor *out)
 
 static int run_op(Interp *ip, const Op *op, HostTensor *out)
 {
-	switch (ir_ops[op->kind].family) {
-	case FAM_BINARY: case FAM_SCALAR: case FAM_UNARY: case FAM_COMPARE:
-	case FAM_SELECT: case FAM_CAST:
+	if (ir_op_is_elementwise(op->kind)) {
 		run_elementwise(ip, op, out);
 		return 0;
+	}
+	switch (ir_ops[op->kind].family) {
 	case FAM_VIEW: run_view(ip, op, out); return 0;
 	case FAM_REDUCE: run_reduce(ip, op, out); return 0;
 	case FAM_MATMUL: run_matmul(ip, op, out); return 0;
@@ -596,6 +596,7 @@ static int run_op(Interp *ip, const Op *op, HostTensor *out)
 			run_pool2d(ip, op, out);
 		return 0;
 	case FAM_CONTROL: return 0;
+	default: break;   /* the elementwise families, above */
 	}
 	die("bad op family");
 }

@@ -237,26 +237,12 @@ int npy_read_mem(const char *name, const void *buf, size_t len, HostTensor *out,
 int npy_read_file(const char *path, HostTensor *out, Diag *d)
 {
 	memset(out, 0, sizeof *out);
-	FILE *f = fopen(path, "rb");
-	if (!f) {
-		diag_set(d, path, 0, 0, "cannot open: %s", strerror(errno));
+	size_t len = 0;
+	char *bytes = read_file(path, 0, &len, d);
+	if (!bytes)
 		return -1;
-	}
-	Buf b = {0};
-	char chunk[65536];
-	size_t n;
-	while ((n = fread(chunk, 1, sizeof chunk, f)) > 0)
-		buf_write(&b, chunk, n);
-	int err = ferror(f);
-	fclose(f);
-	int rc;
-	if (err) {
-		diag_set(d, path, 0, 0, "read error");
-		rc = -1;
-	} else {
-		rc = npy_read_mem(path, b.data ? b.data : "", b.len, out, d);
-	}
-	buf_free(&b);
+	int rc = npy_read_mem(path, bytes, len, out, d);
+	free(bytes);
 	return rc;
 }
 

@@ -101,23 +101,6 @@ static Desc describe(const DocNode *n)
 	return c;
 }
 
-typedef struct {
-	char s[IR_MAX_RANK * 21 + 3];
-} ShapeStr;
-
-static ShapeStr shape_str(int rank, const int64_t *dim)
-{
-	ShapeStr t;
-	size_t n = 0;
-	t.s[n++] = '[';
-	for (int i = 0; i < rank; i++)
-		n += (size_t)snprintf(t.s + n, sizeof t.s - n, i ? ",%lld" : "%lld",
-				      (long long)dim[i]);
-	t.s[n++] = ']';
-	t.s[n] = 0;
-	return t;
-}
-
 /* ---- the builder ------------------------------------------------------------ */
 
 enum { K_OP, K_IN, K_OUT, K_STREAM, K_ATTR0, NOPKEYS = K_ATTR0 + A_COUNT_ };
@@ -614,8 +597,8 @@ static int op_stated(Builder *b, OpRead *r, const Tensor *out)
 		if (rank != out->rank || memcmp(dim, out->dim, sizeof dim[0] * (size_t)rank))
 			return fail(b, r->stated_shape,
 				    "op '%s' (%s): stated shape %s does not match the inferred shape %s",
-				    r->name, r->at, shape_str(rank, dim).s,
-				    shape_str(out->rank, out->dim).s);
+				    r->name, r->at, ir_shape_text(rank, dim).s,
+				    ir_shape_text(out->rank, out->dim).s);
 	}
 	return 0;
 }
@@ -892,52 +875,13 @@ Graph *ir_read_mem(Arena *a, const char *file, const char *text, size_t len,
 	return g;
 }
 
-static char *slurp(FILE *f, const char *file, size_t *len, Diag *d)
-{
-	size_t cap = 1 << 16, n = 0;
-	char *buf = xmalloc(cap);
-	for (;;) {
-		if (n == cap) {
-			if (cap >= MAX_INPUT_BYTES) {
-				diag_set(d, file, 0, 0, "input is larger than %d MiB",
-					 MAX_INPUT_BYTES >> 20);
-				free(buf);
-				return NULL;
-			}
-			cap *= 2;
-			buf = xrealloc(buf, cap);
-		}
-		size_t got = fread(buf + n, 1, cap - n, f);
-		n += got;
-		if (got == 0)
-			break;
-	}
-	if (ferror(f)) {
-		diag_set(d, file, 0, 0, "cannot read: %s", strerror(errno));
-		free(buf);
-		return NULL;
-	}
-	*len = n;
-	return buf;
-}
-
 Graph *ir_read_file(Arena *a, const char *path, GraphFormat fmt, Diag *d)
 {
-	bool std = !strcmp(path, "-");
-	const char *file = std ? "<stdin>" : path;
-	FILE *f = std ? stdin : fopen(path, "rb");
-	if (!f) {
-		diag_set(d, file, 0, 0, "cannot open: %s", strerror(errno));
-		return NULL;
-	}
 	size_t len = 0;
-	errno = 0;
-	char *text = slurp(f, file, &len, d);
-	if (!std)
-		fclose(f);
+	char *text = read_file(path, MAX_INPUT_BYTES, &len, d);
 	if (!text)
 		return NULL;
-	Graph *g = ir_read_mem(a, file, text, len, fmt, d);
+	Graph *g = ir_read_mem(a, strcmp(path, "-") ? path : "<stdin>", text, len, fmt, d);
 	free(text);
 	return g;
 }

@@ -38,33 +38,15 @@ typedef struct {
 	InferShape out;            /* the result being built */
 } Infer;
 
-/* Room for "[" + 8 dims of up to 20 characters + commas + "]". */
-typedef struct {
-	char s[IR_MAX_RANK * 21 + 3];
-} ShapeText;
-
-static ShapeText shape_text(int rank, const int64_t *dim)
+static IrShapeText tensor_text(const Tensor *t)
 {
-	ShapeText t;
-	size_t n = 0;
-	t.s[n++] = '[';
-	for (int i = 0; i < rank && i < IR_MAX_RANK; i++)
-		n += (size_t)snprintf(t.s + n, sizeof t.s - n, i ? ",%lld" : "%lld",
-				      (long long)dim[i]);
-	t.s[n++] = ']';
-	t.s[n] = 0;
-	return t;
+	return ir_shape_text(t->rank, t->dim);
 }
 
-static ShapeText tensor_text(const Tensor *t)
-{
-	return shape_text(t->rank, t->dim);
-}
-
-static ShapeText pair_text(const int v[2])
+static IrShapeText pair_text(const int v[2])
 {
 	int64_t d[2] = {v[0], v[1]};
-	return shape_text(2, d);
+	return ir_shape_text(2, d);
 }
 
 static int fail(Infer *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -246,19 +228,19 @@ static int rule_reshape(Infer *c)
 		if (d == -1) {
 			if (infer_at >= 0)
 				return fail(c, "reshape shape %s has more than one -1",
-					    shape_text(at->n, at->shape).s);
+					    ir_shape_text(at->n, at->shape).s);
 			infer_at = i;
 		} else if (d < 1) {
 			return fail(c, "reshape shape %s has an invalid dim %lld",
-				    shape_text(at->n, at->shape).s, (long long)d);
+				    ir_shape_text(at->n, at->shape).s, (long long)d);
 		} else if (__builtin_mul_overflow(known, d, &known) || known > total) {
 			return fail(c, "cannot reshape %s into %s", tensor_text(x).s,
-				    shape_text(at->n, at->shape).s);
+				    ir_shape_text(at->n, at->shape).s);
 		}
 	}
 	if (infer_at < 0 ? known != total : total % known != 0)
 		return fail(c, "cannot reshape %s into %s", tensor_text(x).s,
-			    shape_text(at->n, at->shape).s);
+			    ir_shape_text(at->n, at->shape).s);
 	c->out.dtype = x->dtype;
 	c->out.rank = at->n;
 	for (int i = 0; i < at->n; i++)
@@ -304,7 +286,7 @@ static int rule_expand(Infer *c)
 {
 	const Tensor *x = input(c, 0);
 	Attrs *at = c->attr;
-	ShapeText to = shape_text(at->n, at->shape);
+	IrShapeText to = ir_shape_text(at->n, at->shape);
 	if (at->n != x->rank)
 		return fail(c, "cannot expand %s to %s: ranks %d and %d differ",
 			    tensor_text(x).s, to.s, x->rank, at->n);
@@ -600,7 +582,7 @@ int ir_infer(const Graph *g, const Op *op, Attrs *attr, Tensor *out, char *msg, 
 	for (int i = 0; i < c.out.rank; i++)
 		if (__builtin_mul_overflow(count, c.out.dim[i], &count))
 			return fail(&c, "output shape %s has too many elements",
-				    shape_text(c.out.rank, c.out.dim).s);
+				    ir_shape_text(c.out.rank, c.out.dim).s);
 	out->dtype = c.out.dtype;
 	out->rank = c.out.rank;
 	for (int i = 0; i < IR_MAX_RANK; i++)

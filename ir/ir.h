@@ -40,6 +40,12 @@ bool ir_dtype_is_float(DType t);
 bool ir_dtype_is_int(DType t);               /* signed or unsigned, not bool */
 bool ir_dtype_is_signed(DType t);            /* floats and signed ints */
 
+/* A shape as messages write it, "[2,3,4]" (at most IR_MAX_RANK dims shown). */
+typedef struct {
+	char s[IR_MAX_RANK * 21 + 3];   /* "[" + 8 dims of up to 20 characters + commas + "]" */
+} IrShapeText;
+IrShapeText ir_shape_text(int rank, const int64_t *dim);
+
 /* ---- the op table ---------------------------------------------------------- */
 
 typedef enum {
@@ -130,6 +136,10 @@ typedef struct {
 
 extern const OpInfo ir_ops[OP_COUNT];
 int ir_op_lookup(const char *file_name);     /* OpKind, or -1 */
+/* The elementwise families: binary, scalar, unary, compare, select, cast. One
+ * output element reads each operand at the broadcast of its own position. */
+bool ir_family_is_elementwise(OpFamily f);
+bool ir_op_is_elementwise(int kind);         /* of an OpKind */
 
 /* ---- tensors and ops ------------------------------------------------------- */
 
@@ -268,6 +278,10 @@ const int64_t *ir_rel_dims(const RelConv *c, int *n);
 const int *ir_rel_tensors(const RelConv *c, int *n);
 
 bool ir_rel_equal(const RelOp *a, const RelOp *b);
+bool ir_rel_shape_equal(const RelTensor *a, const RelTensor *b);   /* rank and shape ids */
+/* Deep copy of a relative op (its tensors from arena a). */
+void ir_rel_copy(Arena *a, RelOp *dst, const RelOp *src);
+int ir_rel_max_shape_id(const RelOp *op);
 uint64_t ir_rel_hash(const RelOp *op);  /* stable across runs and machines */
 /* "NumericFloat::MulScalar(t2:f32[1,1] ReadOnly, #0) -> t3:f32[1,1]" */
 void ir_rel_print(Buf *b, const RelOp *op);

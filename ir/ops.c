@@ -14,18 +14,21 @@ const OpInfo ir_ops[OP_COUNT] = {
 #undef X
 };
 
-static const char *dtype_names[DT_COUNT] = {
+static const char *const dtype_names[] = {
 	[DT_F64] = "f64", [DT_F32] = "f32", [DT_F16] = "f16", [DT_BF16] = "bf16",
 	[DT_I64] = "i64", [DT_I32] = "i32", [DT_I16] = "i16", [DT_I8] = "i8",
 	[DT_U8] = "u8", [DT_BOOL] = "bool",
 };
-static const int dtype_sizes[DT_COUNT] = {8, 4, 2, 2, 8, 4, 2, 1, 1, 1};
+static const int dtype_sizes[] = {8, 4, 2, 2, 8, 4, 2, 1, 1, 1};
+_Static_assert(COUNTOF(dtype_names) == DT_COUNT, "dtype_names: one per DType");
+_Static_assert(COUNTOF(dtype_sizes) == DT_COUNT, "dtype_sizes: one per DType");
 
 /* ORDER ATTR */
-static const char *attr_names[A_COUNT_] = {
+static const char *const attr_names[] = {
 	"scalar", "min", "max", "dtype", "shape", "axes", "dims", "ranges", "axis",
 	"stride", "padding", "dilation", "groups", "kernel", "approximate",
 };
+_Static_assert(COUNTOF(attr_names) == A_COUNT_, "attr_names: one per attribute bit");
 
 const char *ir_dtype_name(DType t)
 {
@@ -62,12 +65,41 @@ bool ir_dtype_is_signed(DType t)
 	return ir_dtype_is_float(t) || (t >= DT_I64 && t <= DT_I8);
 }
 
+IrShapeText ir_shape_text(int rank, const int64_t *dim)
+{
+	IrShapeText t;
+	size_t n = 0;
+	t.s[n++] = '[';
+	for (int i = 0; i < rank && i < IR_MAX_RANK; i++)
+		n += (size_t)snprintf(t.s + n, sizeof t.s - n, i ? ",%lld" : "%lld",
+				      (long long)dim[i]);
+	t.s[n++] = ']';
+	t.s[n] = 0;
+	return t;
+}
+
 const char *ir_attr_name(unsigned bit)
 {
 	for (int i = 0; i < A_COUNT_; i++)
 		if (bit == 1u << i)
 			return attr_names[i];
 	return "?";
+}
+
+bool ir_family_is_elementwise(OpFamily f)
+{
+	switch (f) {
+	case FAM_BINARY: case FAM_SCALAR: case FAM_UNARY: case FAM_COMPARE:
+	case FAM_SELECT: case FAM_CAST:
+		return true;
+	default:
+		return false;
+	}
+}
+
+bool ir_op_is_elementwise(int kind)
+{
+	return kind >= 0 && kind < OP_COUNT && ir_family_is_elementwise(ir_ops[kind].family);
 }
 
 int ir_op_lookup(const char *name)

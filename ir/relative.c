@@ -342,3 +342,33 @@ void ir_rel_print(Buf *b, const RelOp *op)
 		print_tensor(b, &op->t[op->nin + k], false);
 	}
 }
+
+/* ---- small helpers on relative ops -------------------------------------- */
+
+bool ir_rel_shape_equal(const RelTensor *a, const RelTensor *b)
+{
+	if (a->rank != b->rank)
+		return false;
+	for (int i = 0; i < a->rank; i++)
+		if (a->shape[i] != b->shape[i])
+			return false;
+	return true;
+}
+
+void ir_rel_copy(Arena *a, RelOp *dst, const RelOp *src)
+{
+	*dst = *src;
+	int n = src->nin + src->nout;
+	dst->t = ARENA_NEW(a, RelTensor, n ? n : 1);
+	memcpy(dst->t, src->t, sizeof(RelTensor) * (size_t)n);
+}
+
+int ir_rel_max_shape_id(const RelOp *op)
+{
+	int m = 0;
+	for (int i = 0; i < op->nin + op->nout; i++)
+		for (int d = 0; d < op->t[i].rank; d++)
+			if ((int)op->t[i].shape[d] > m)
+				m = (int)op->t[i].shape[d];
+	return m;
+}

@@ -31,7 +31,7 @@ static void ew_fuse(Fuser *f, const RelOp *op)
 			fuser_close(f, CR_VIEW_INTERMEDIATE);
 			return;
 		}
-	} else if (!op_is_elementwise(op)) {
+	} else if (!ir_op_is_elementwise(op->kind)) {
 		fuser_close(f, CR_NOT_ELEMENTWISE);
 		return;
 	}
@@ -39,7 +39,7 @@ static void ew_fuse(Fuser *f, const RelOp *op)
 		fuser_close(f, CR_MAX_OPS);
 		return;
 	}
-	if (e->st.n > 0 && !rel_shape_equal(out, &e->ref)) {
+	if (e->st.n > 0 && !ir_rel_shape_equal(out, &e->ref)) {
 		fuser_close(f, CR_SHAPE);
 		return;
 	}

@@ -33,11 +33,11 @@ static void mm_fuse(Fuser *f, const RelOp *op)
 		fuser_close(f, CR_SECOND_MATMUL);
 		return;
 	}
-	if (!op_is_elementwise(op)) {
+	if (!ir_op_is_elementwise(op->kind)) {
 		fuser_close(f, CR_NOT_ELEMENTWISE);
 		return;
 	}
-	if (!rel_shape_equal(&op->t[op->nin], &m->out)) {
+	if (!ir_rel_shape_equal(&op->t[op->nin], &m->out)) {
 		fuser_close(f, CR_SHAPE);
 		return;
 	}

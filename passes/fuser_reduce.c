@@ -25,12 +25,12 @@ static void rd_fuse(Fuser *f, const RelOp *op)
 			fuser_close(f, CR_SECOND_REDUCTION);
 			return;
 		}
-		if (r->has_ref && !rel_shape_equal(&op->t[0], &r->ref)) {
+		if (r->has_ref && !ir_rel_shape_equal(&op->t[0], &r->ref)) {
 			fuser_close(f, CR_SHAPE);
 			return;
 		}
-	} else if (op_is_elementwise(op)) {
-		if (r->has_ref && !rel_shape_equal(out, &r->ref)) {
+	} else if (ir_op_is_elementwise(op->kind)) {
+		if (r->has_ref && !ir_rel_shape_equal(out, &r->ref)) {
 			fuser_close(f, r->phase == 1 ? CR_BROADCAST : CR_SHAPE);
 			return;
 		}

@@ -27,7 +27,7 @@ typedef struct {
 static bool reads_shape(const RelOp *op, const RelTensor *shape)
 {
 	for (int i = 0; i < op->nin; i++)
-		if (rel_shape_equal(&op->t[i], shape))
+		if (ir_rel_shape_equal(&op->t[i], shape))
 			return true;
 	return false;
 }
@@ -44,14 +44,14 @@ static void rb_fuse(Fuser *f, const RelOp *op)
 			fuser_close(f, CR_AXIS);
 			return;
 		}
-		if (b->has_s && !rel_shape_equal(in, &b->s)) {
+		if (b->has_s && !ir_rel_shape_equal(in, &b->s)) {
 			fuser_close(f, CR_SHAPE);
 			return;
 		}
-	} else if (op_is_elementwise(op)) {
-		if (!b->has_s || rel_shape_equal(out, &b->s))
+	} else if (ir_op_is_elementwise(op->kind)) {
+		if (!b->has_s || ir_rel_shape_equal(out, &b->s))
 			to_s = true;
-		else if (!(b->has_r && rel_shape_equal(out, &b->r))) {
+		else if (!(b->has_r && ir_rel_shape_equal(out, &b->r))) {
 			fuser_close(f, CR_SHAPE);
 			return;
 		}

@@ -17,11 +17,12 @@ static const FuserVT *const registry[] = {
 };
 
 /* ORDER REASON */
-static const char *const close_reason_names[CR_COUNT_] = {
+static const char *const close_reason_names[] = {
 	"none", "not-elementwise", "shape-mismatch", "max-ops", "max-bindings",
 	"view-of-intermediate", "view-unsupported", "not-matmul", "second-matmul",
 	"second-reduction", "broadcast-after-reduction", "axis-mismatch",
 };
+_Static_assert(COUNTOF(close_reason_names) == CR_COUNT_, "close_reason_names: one per CloseReason");
 
 const char *pass_close_reason(CloseReason r)
 {
@@ -92,25 +93,4 @@ void fuser_reset(Fuser *f)
 	f->reason = CR_NONE;
 	f->seen = 0;
 	f->closed_at = -1;
-}
-
-bool op_is_elementwise(const RelOp *op)
-{
-	switch (ir_ops[op->kind].family) {
-	case FAM_BINARY: case FAM_SCALAR: case FAM_UNARY: case FAM_COMPARE:
-	case FAM_SELECT: case FAM_CAST:
-		return true;
-	default:
-		return false;
-	}
-}
-
-bool rel_shape_equal(const RelTensor *a, const RelTensor *b)
-{
-	if (a->rank != b->rank)
-		return false;
-	for (int i = 0; i < a->rank; i++)
-		if (a->shape[i] != b->shape[i])
-			return false;
-	return true;
 }

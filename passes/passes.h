@@ -128,6 +128,12 @@ typedef struct {
 Schedule *pass_search(const Graph *g, const SearchOptions *opt);
 void pass_free_schedule(Schedule *s);
 
+/* The schedule verifier (verify.c): every op but the syncs runs in exactly one
+ * launch; each launch reads from memory only graph inputs and what earlier launches
+ * wrote, lists every operand it does not make itself, and writes every result read
+ * by a later launch or output by the graph. 0, or -1 with the first fault in *d. */
+int pass_verify(const Schedule *s, Diag *d);
+
 /* ---- fusers ----------------------------------------------------------------- */
 
 int pass_nfusers(void);
@@ -141,6 +147,13 @@ void pass_log_write(const Schedule *s, LogLevel level, FILE *f);
 void pass_trace_table(const Schedule *s, int step, Buf *out);
 /* `fusec explain`: every op (op < 0) or one op. */
 void pass_explain(const Schedule *s, int op, Buf *out);
+
+/* ---- dumping a schedule (dump.c) --------------------------------------------- */
+
+/* Every plan's relative ops, triggers and strategy (--emit relative). */
+void pass_dump_relative(const Schedule *s, Buf *b);
+/* A Graphviz digraph of the ops, coloured by the kernel that runs each (--emit dot). */
+void pass_dump_dot(const Schedule *s, Buf *b);
 
 /* The shared score of SPEC §3: max(0, 100·max(0,U−F) + 10·(N−1) − 50·V). */
 uint64_t pass_score(int64_t u, int64_t f, int64_t n, int64_t v);

@@ -17,24 +17,6 @@
 
 #include "search.h"
 
-void relop_copy(Arena *a, RelOp *dst, const RelOp *src)
-{
-	*dst = *src;
-	int n = src->nin + src->nout;
-	dst->t = ARENA_NEW(a, RelTensor, n ? n : 1);
-	memcpy(dst->t, src->t, sizeof(RelTensor) * (size_t)n);
-}
-
-int relop_max_shape_id(const RelOp *op)
-{
-	int m = 0;
-	for (int i = 0; i < op->nin + op->nout; i++)
-		for (int d = 0; d < op->t[i].rank; d++)
-			if ((int)op->t[i].shape[d] > m)
-				m = (int)op->t[i].shape[d];
-	return m;
-}
-
 void store_init(PlanStore *st)
 {
 	memset(st, 0, sizeof *st);
@@ -140,7 +122,7 @@ void store_add_trigger(PlanStore *st, int id, const Trigger *t, Arena *a)
 	if (t->nops) {
 		d->ops = ARENA_NEW(a, RelOp, t->nops);
 		for (int i = 0; i < t->nops; i++)
-			relop_copy(a, &d->ops[i], &t->ops[i]);
+			ir_rel_copy(a, &d->ops[i], &t->ops[i]);
 	}
 }
 

@@ -44,6 +44,8 @@ typedef struct {
 	int *seg_of;           /* op -> segment index */
 	int *nreads;           /* tensor -> number of operand reads in the graph */
 	int *scratch;          /* tensor -> count, zero between uses */
+	bool *queued;          /* op -> waiting in its stream's queue (shared by streams) */
+	int nstreams;
 	int capsteps, capkernels;
 } Search;
 
@@ -324,8 +326,8 @@ static int on_exploration_completed(Search *se, Stream *st, BlockOpt bo, ExecMod
 	p->nops = n;
 	p->ops = ARENA_NEW(s->arena, RelOp, n);
 	for (int i = 0; i < n; i++) {
-		relop_copy(s->arena, &p->ops[i], &st->rel[i]);
-		int m = relop_max_shape_id(&p->ops[i]);
+		ir_rel_copy(s->arena, &p->ops[i], &st->rel[i]);
+		int m = ir_rel_max_shape_id(&p->ops[i]);
 		if (m > p->max_shape_id)
 			p->max_shape_id = m;
 	}
@@ -427,6 +429,64 @@ void pass_default_options(SearchOptions *o)
 	o->log_level = LOG_OFF;
 }
 
+/* The search's state for s->g: per-op and per-tensor tables and one Stream each. */
+static void search_open(Search *se, Schedule *s)
+{
+	const Graph *g = s->g;
+	memset(se, 0, sizeof *se);
+	se->s = s;
+	store_init(&se->store);
+	se->seg_of = xcalloc((size_t)(g->nops ? g->nops : 1), sizeof(int));
+	for (int i = 0; i < g->nsegs; i++)
+		for (int k = 0; k < g->segs[i].nops; k++)
+			se->seg_of[g->segs[i].ops[k]] = i;
+	se->nreads = xcalloc((size_t)(g->ntensors ? g->ntensors : 1), sizeof(int));
+	se->scratch = xcalloc((size_t)(g->ntensors ? g->ntensors : 1), sizeof(int));
+	for (int i = 0; i < g->nops; i++)
+		for (int j = 0; j < g->ops[i].nin; j++)
+			se->nreads[g->ops[i].in[j]]++;
+	se->nstreams = g->nstreams > 0 ? g->nstreams : 1;
+	se->queued = xcalloc((size_t)(g->nops ? g->nops : 1), sizeof(bool));
+	se->streams = xcalloc((size_t)se->nstreams, sizeof(Stream));
+	for (int i = 0; i < se->nstreams; i++) {
+		Stream *st = &se->streams[i];
+		st->stream = i;
+		st->rel_arena = arena_new();
+		st->conv = ir_rel_new(g);
+		st->still_optimizing = true;
+		st->queued = se->queued;
+		policy_init(&st->policy);
+		st->ctx = (SearchCtx){s, s->rec, i, s->opt.max_blocks, s->opt.max_bindings, NULL, 0};
+		sopt_init(&st->opt, &st->ctx);
+	}
+}
+
+/* Hand the stored plans to the schedule and free the search's state. */
+static void search_close(Search *se)
+{
+	Schedule *s = se->s;
+	s->nplans = se->store.n;
+	s->plans = ARENA_NEW(s->arena, Plan *, s->nplans ? s->nplans : 1);
+	if (s->nplans)
+		memcpy(s->plans, se->store.plans, sizeof(Plan *) * (size_t)s->nplans);
+	for (int i = 0; i < se->nstreams; i++) {
+		Stream *st = &se->streams[i];
+		sopt_free(&st->opt);
+		policy_free(&st->policy);
+		ir_rel_free(st->conv);
+		arena_free(st->rel_arena);
+		free(st->ops);
+		free(st->rel);
+		free(st->shapes);
+	}
+	free(se->streams);
+	free(se->queued);
+	free(se->seg_of);
+	free(se->nreads);
+	free(se->scratch);
+	store_free(&se->store);
+}
+
 Schedule *pass_search(const Graph *g, const SearchOptions *opt)
 {
 	Schedule *s = xcalloc(1, sizeof *s);
@@ -437,73 +497,31 @@ Schedule *pass_search(const Graph *g, const SearchOptions *opt)
 		s->opt.max_blocks = 1;
 	s->rec = xcalloc(1, sizeof(Record));
 	s->rec->on = !opt->no_record;
+	Search se;
+	search_open(&se, s);
 
-	Search se = {0};
-	se.s = s;
-	store_init(&se.store);
-	se.seg_of = xcalloc((size_t)(g->nops ? g->nops : 1), sizeof(int));
-	for (int i = 0; i < g->nsegs; i++)
-		for (int k = 0; k < g->segs[i].nops; k++)
-			se.seg_of[g->segs[i].ops[k]] = i;
-	se.nreads = xcalloc((size_t)(g->ntensors ? g->ntensors : 1), sizeof(int));
-	se.scratch = xcalloc((size_t)(g->ntensors ? g->ntensors : 1), sizeof(int));
-	for (int i = 0; i < g->nops; i++)
-		for (int j = 0; j < g->ops[i].nin; j++)
-			se.nreads[g->ops[i].in[j]]++;
-	int nstreams = g->nstreams > 0 ? g->nstreams : 1;
-	bool *queued = xcalloc((size_t)(g->nops ? g->nops : 1), sizeof(bool));
-	se.streams = xcalloc((size_t)nstreams, sizeof(Stream));
-	for (int i = 0; i < nstreams; i++) {
-		Stream *st = &se.streams[i];
-		st->stream = i;
-		st->rel_arena = arena_new();
-		st->conv = ir_rel_new(g);
-		st->still_optimizing = true;
-		st->queued = queued;
-		policy_init(&st->policy);
-		st->ctx = (SearchCtx){s, s->rec, i, s->opt.max_blocks, s->opt.max_bindings, NULL, 0};
-		sopt_init(&st->opt, &st->ctx);
-	}
-
+	/* Each op goes to its stream's queue, which processes lazily; a sync, or an
+	 * operand still queued on another stream, makes the streams concerned flush. */
 	for (int i = 0; i < g->nops; i++) {
 		const Op *op = &g->ops[i];
 		if (op->kind == OP_SYNC) {
-			for (int k = 0; k < nstreams; k++)
+			for (int k = 0; k < se.nstreams; k++)
 				process(&se, &se.streams[k], MODE_SYNC);
 			continue;
 		}
 		Stream *st = &se.streams[op->stream];
 		for (int k = 0; k < op->nin; k++) {
 			int p = g->tensors[op->in[k]].producer;
-			if (p >= 0 && g->ops[p].stream != op->stream && queued[p])
+			if (p >= 0 && g->ops[p].stream != op->stream && se.queued[p])
 				process(&se, &se.streams[g->ops[p].stream], MODE_SYNC);
 		}
 		queue_push(st, i);
 		process(&se, st, MODE_LAZY);
 	}
-	for (int k = 0; k < nstreams; k++)
+	for (int k = 0; k < se.nstreams; k++)
 		process(&se, &se.streams[k], MODE_SYNC);
 
-	s->nplans = se.store.n;
-	s->plans = ARENA_NEW(s->arena, Plan *, s->nplans ? s->nplans : 1);
-	if (s->nplans)
-		memcpy(s->plans, se.store.plans, sizeof(Plan *) * (size_t)s->nplans);
-	for (int i = 0; i < nstreams; i++) {
-		Stream *st = &se.streams[i];
-		sopt_free(&st->opt);
-		policy_free(&st->policy);
-		ir_rel_free(st->conv);
-		arena_free(st->rel_arena);
-		free(st->ops);
-		free(st->rel);
-		free(st->shapes);
-	}
-	free(se.streams);
-	free(queued);
-	free(se.seg_of);
-	free(se.nreads);
-	free(se.scratch);
-	store_free(&se.store);
+	search_close(&se);
 	if (opt->log && opt->log_level > LOG_OFF)
 		pass_log_write(s, opt->log_level, opt->log);
 	return s;

@@ -156,10 +156,6 @@ void fuser_fuse(Fuser *f, const RelOp *op);    /* offer one op; tracks seen/clos
 void fuser_reset(Fuser *f);
 void fuser_close(Fuser *f, CloseReason r);
 
-/* Family helpers shared by the fusers. */
-bool op_is_elementwise(const RelOp *op);       /* binary scalar unary compare select cast */
-bool rel_shape_equal(const RelTensor *a, const RelTensor *b);
-
 extern const FuserVT fuser_elemwise_vt, fuser_matmul_vt, fuser_reduce_vt,
 	fuser_reduce_bcast_vt;
 
@@ -270,9 +266,5 @@ void policy_free(Policy *p);
 void policy_reset(Policy *p);
 void policy_update(Policy *p, const PlanStore *st, const RelOp *op);
 Action policy_action(const Policy *p, const PlanStore *st, int nops, ExecMode mode);
-
-/* Deep copy of relative ops into arena a. */
-void relop_copy(Arena *a, RelOp *dst, const RelOp *src);
-int relop_max_shape_id(const RelOp *op);
 
 #endif

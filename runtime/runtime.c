@@ -26,7 +26,8 @@
 
 #include "rt_driver.h"
 
-static const char *const param_names[RT_P_COUNT] = {"ptr", "i64", "i32", "f64", "f32"};
+static const char *const param_names[] = {"ptr", "i64", "i32", "f64", "f32"};
+_Static_assert(COUNTOF(param_names) == RT_P_COUNT, "param_names: one per RtParamType");
 
 const char *rt_param_name(RtParamType t)
 {
@@ -574,30 +575,6 @@ RtPlan *rt_plan_parse(const char *file, const char *text, size_t len, Diag *d)
 	return pl;
 }
 
-static char *read_all(const char *path, size_t *len, Diag *d)
-{
-	FILE *f = fopen(path, "rb");
-	if (!f) {
-		diag_set(d, path, 0, 0, "cannot open: %s", strerror(errno));
-		return NULL;
-	}
-	Buf b = {0};
-	char chunk[65536];
-	size_t n;
-	while ((n = fread(chunk, 1, sizeof chunk, f)) > 0)
-		buf_write(&b, chunk, n);
-	int bad = ferror(f);
-	fclose(f);
-	if (bad) {
-		diag_set(d, path, 0, 0, "cannot read: %s", strerror(errno));
-		buf_free(&b);
-		return NULL;
-	}
-	buf_putc(&b, '\0');
-	*len = b.len - 1;
-	return b.data;
-}
-
 static bool has_suffix(const char *s, const char *suf)
 {
 	size_t n = strlen(s), m = strlen(suf);
@@ -641,7 +618,7 @@ RtPlan *rt_plan_load(const char *path, Diag *d)
 		return NULL;
 	const char *file = dirplan ? dirplan : path;
 	size_t len;
-	char *text = read_all(file, &len, d);
+	char *text = read_file(file, 0, &len, d);
 	RtPlan *pl = text ? rt_plan_parse(file, text, len, d) : NULL;
 	free(text);
 	free(dirplan);
@@ -884,7 +861,7 @@ static RtStatus load_module(RtSession *s, Diag *d)
 {
 	const RtPlan *pl = s->plan;
 	size_t len;
-	char *ptx = read_all(pl->ptx_path, &len, d);
+	char *ptx = read_file(pl->ptx_path, 0, &len, d);
 	if (!ptx) {
 		diag_prefix(d, "the plan's PTX file");
 		return RT_ERR_INPUT;

@@ -2,7 +2,9 @@
  *
  * The arena is a list of chunks; allocations bump a pointer in the head chunk and
  * large requests get a chunk of their own. Nothing is freed until arena_free. */
+#include <errno.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -229,4 +231,50 @@ double clock_seconds(void)
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* ---- files ----------------------------------------------------------------- */
+
+char *read_file(const char *path, size_t max, size_t *len, Diag *d)
+{
+	bool std = !strcmp(path, "-");
+	const char *name = std ? "<stdin>" : path;
+	FILE *f = std ? stdin : fopen(path, "rb");
+	if (!f) {
+		diag_set(d, name, 0, 0, "cannot open: %s", strerror(errno));
+		return NULL;
+	}
+	size_t cap = 1 << 16, n = 0;
+	char *buf = xmalloc(cap);
+	errno = 0;
+	for (;;) {
+		if (n == cap) {
+			if (max && cap >= max) {
+				diag_set(d, name, 0, 0, "input is larger than %zu MiB", max >> 20);
+				free(buf);
+				buf = NULL;
+				break;
+			}
+			cap *= 2;
+			buf = xrealloc(buf, cap);
+		}
+		size_t got = fread(buf + n, 1, cap - n, f);
+		n += got;
+		if (got == 0)
+			break;
+	}
+	if (buf && ferror(f)) {
+		diag_set(d, name, 0, 0, "cannot read: %s", strerror(errno));
+		free(buf);
+		buf = NULL;
+	}
+	if (!std)
+		fclose(f);
+	if (!buf)
+		return NULL;
+	if (n == cap)
+		buf = xrealloc(buf, cap + 1);
+	buf[n] = 0;
+	*len = n;
+	return buf;
 }

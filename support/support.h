@@ -65,6 +65,19 @@ void *xmalloc(size_t n);
 void *xcalloc(size_t n, size_t size);
 void *xrealloc(void *p, size_t n);
 
+/* Elements of an array. Side tables indexed by an enum stay unsized and
+ * static-assert COUNTOF(table) == the enum's count, so a forgotten entry fails the
+ * build instead of reading NULL. */
+#define COUNTOF(a) (sizeof(a) / sizeof *(a))
+
+/* ---- files ----------------------------------------------------------------- */
+
+/* Read a whole file: "-" is stdin. Returns malloc'd bytes with a NUL after the
+ * *len read; NULL with d set ("cannot open", "cannot read", or "input is larger
+ * than N MiB" when max > 0 and the file holds max bytes or more). Messages name
+ * the file as `path`, or "<stdin>". */
+char *read_file(const char *path, size_t max, size_t *len, Diag *d);
+
 /* ---- hashing --------------------------------------------------------------- */
 
 /* 64-bit FNV-1a step and a final mix; stable across runs and machines. */

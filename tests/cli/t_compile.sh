@@ -28,3 +28,9 @@ check compile-invalid-nothing 0 test ! -e "$TMP/inv"
 printf 'format: fusec-graph/1\ninputs: {a: {dtype: f32, shape: [4]}}\nops:\n  - {op: neg, in: [a], out: y}\noutputs: [a, y]\n' > "$TMP/io.yaml"
 check compile-input-output 0 "$FUSEC" compile "$TMP/io.yaml" -o "$TMP/io" &&
 	contains compile-input-output-flag "$TMP/io/io.plan.json" '"output":	true'
+
+# the schedule verifier (--verify) between search and codegen, on every example and
+# benchmark graph (the goldens go through it in t_search.sh)
+for g in docs/examples/*.yaml docs/examples/*.json tests/bench/gpu/*.json; do
+	check "compile-verify-$(basename "$g")" 0 "$FUSEC" compile "$g" -o "$TMP/v" --verify
+done

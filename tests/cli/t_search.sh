@@ -7,12 +7,12 @@ G=tests/golden
 for y in $G/*.yaml; do
 	n=$(basename "$y" .yaml)
 	args=$(sed -n 's/^# args: //p' "$y")
-	check "search-$n" 0 "$FUSEC" compile "$y" $args -o "$TMP/a" --log full || continue
+	check "search-$n" 0 "$FUSEC" compile "$y" $args -o "$TMP/a" --log full --verify || continue
 	if [ -n "${UPDATE_GOLDEN:-}" ]; then
 		cp "$TMP/err" "$G/$n.log"
 	fi
 	same_files "search-$n-log" "$TMP/err" "$G/$n.log"
-	check "search-$n-again" 0 "$FUSEC" compile "$y" $args -o "$TMP/b" &&
+	check "search-$n-again" 0 "$FUSEC" compile "$y" $args -o "$TMP/b" --verify &&
 		same_files "search-$n-deterministic" "$TMP/a/$n.plan.json" "$TMP/b/$n.plan.json"
 	if [ -f "$G/$n.explain" ] || { [ -n "${UPDATE_GOLDEN:-}" ] && grep -q '^# explain' "$y"; }; then
 		check "explain-$n" 0 "$FUSEC" explain "$y" $args || continue

@@ -19,6 +19,18 @@ Graph *test_graph(Arena *a, const char *file, const char *text)
 	return g;
 }
 
+Schedule *test_search(const Graph *g, const SearchOptions *o)
+{
+	Schedule *s = pass_search(g, o);
+	Diag d;
+	if (pass_verify(s, &d)) {
+		char msg[1100];
+		diag_format(&d, msg, sizeof msg);
+		fail_msg("%s: the schedule does not verify: %s", g->name, msg);
+	}
+	return s;
+}
+
 const char *test_graph_error(const char *file, const char *text)
 {
 	static char msg[1100];

@@ -9,6 +9,7 @@
 #include <cmocka.h>
 
 #include "../../ir/ir.h"
+#include "../../passes/passes.h"
 
 #define SUITE(name) extern const struct CMUnitTest name##_tests[]; extern const size_t name##_ntests;
 #include "suites.def"
@@ -20,6 +21,10 @@
 Graph *test_graph(Arena *a, const char *file, const char *text);
 /* Read a graph that must fail; returns the formatted message (static buffer). */
 const char *test_graph_error(const char *file, const char *text);
+
+/* pass_search, then pass_verify: fails the test with the verifier's message when
+ * the schedule is unsound. Every test that compiles a graph searches through it. */
+Schedule *test_search(const Graph *g, const SearchOptions *o);
 
 /* ptxas on PATH or in /usr/local/cuda/bin; NULL when the CUDA toolkit is absent. */
 const char *test_find_ptxas(void);

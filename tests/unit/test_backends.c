@@ -40,6 +40,7 @@ enum {
 	PTX_BATCH = 48,          /* graphs per NVPTX module */
 };
 
+static bool exact_compare;       /* run_both: outputs must equal the interpreter's */
 static double ptx_seconds;       /* NVPTX lowering, emission and ptxas */
 static double ptxas_seconds;     /* of which ptxas */
 static int ptx_kernels, ptx_runs;
@@ -81,7 +82,7 @@ static void built_new(Built *b, const GenGraph *gg, const char *label)
 	SearchOptions so;
 	pass_default_options(&so);
 	so.no_record = true;
-	b->s = pass_search(b->g, &so);
+	b->s = test_search(b->g, &so);
 }
 
 static void fill_input(HostTensor *t, const GenInput *gi, uint64_t seed)
@@ -196,6 +197,8 @@ static int run_both(Built *b, const GenGraph *gg, uint64_t seed, const char *con
 			got.n *= gt->dim[k];
 		assert_non_null(got.data);
 		Tolerance tol = check_tensor_tolerance(g, t);
+		if (exact_compare)
+			tol.atol = tol.rtol = 0;
 		HostCompare c;
 		host_compare(&got, &ref[i], tol.atol, tol.rtol, &c);
 		if (!c.ok) {
@@ -1048,7 +1051,7 @@ static void golden_open(Golden *o, const char *path)
 	}
 	SearchOptions so;
 	pass_default_options(&so);
-	o->s = pass_search(o->g, &so);
+	o->s = test_search(o->g, &so);
 	CgOptions co = {CG_TARGET_NVPTX, "sm_90", NULL, "golden", false};
 	o->m = cg_module_new(&co, o->arena, &d);
 	assert_non_null(o->m);
@@ -1133,7 +1136,7 @@ static void test_golden_numbers(void **state)
 		SearchOptions so;
 		pass_default_options(&so);
 		so.no_record = true;
-		b.s = pass_search(b.g, &so);
+		b.s = test_search(b.g, &so);
 		GenGraph gg;
 		gen_init(&gg);
 		for (int k = 0; k < b.g->ninputs; k++) {
@@ -1148,6 +1151,196 @@ static void test_golden_numbers(void **state)
 		built_free(&b);
 	}
 	assert_int_equal(bad, 0);
+}
+
+/* ---- the tiled matmul ------------------------------------------------------------ */
+
+typedef struct {
+	const char *label;
+	DType dt;
+	int64_t ba[2], bb[2];   /* batch dims of a and b (0: none); 1 broadcasts */
+	int64_t m, n, k;
+	const char *epi;        /* none, bias_relu, residual_gelu, scale_cast (f32 casts
+				 * to f16), also_mm */
+	bool exact;             /* step-quantized inputs whose products and sums are exact */
+} MmCase;
+
+/* The matmul cases: every tile configuration of codegen/kernel_matmul.c (checked
+ * below), both chunk paths (K and N multiples of 8 elements or not), edges in M, N
+ * and K (1, 17, 33, 127 ...), batch dims broadcast on both sides, epilogues with
+ * bias, residual, activations, scale and cast, and a matmul result that is written
+ * too. The host runs the same tiling as the GPU with the mma fragment replaced by
+ * its scalar definition. */
+static const MmCase mm_cases[] = {
+	{"1x1x1", DT_F32, {0}, {0}, 1, 1, 1, "none", true},
+	{"17x33x40", DT_F32, {0}, {0}, 17, 33, 40, "bias_relu", true},
+	{"33x17x8", DT_F32, {0}, {0}, 33, 17, 8, "also_mm", true},
+	{"127x65x17", DT_F32, {0}, {0}, 127, 65, 17, "residual_gelu", false},
+	{"batch 3x1 by 1x2", DT_F32, {3, 1}, {1, 2}, 20, 36, 24, "bias_relu", true},
+	{"big tiles 144 batches", DT_F32, {12, 1}, {1, 12}, 5, 9, 16, "bias_relu", true},
+	{"big tiles 130x136x24", DT_F32, {6, 1}, {1, 6}, 130, 136, 24, "scale_cast", false},
+	{"gemv 1x300x72", DT_F32, {0}, {0}, 1, 300, 72, "bias_relu", true},
+	{"1x1x1", DT_F16, {0}, {0}, 1, 1, 1, "none", true},
+	{"17x33x40", DT_F16, {0}, {0}, 17, 33, 40, "bias_relu", true},
+	{"33x17x8", DT_F16, {0}, {0}, 33, 17, 8, "also_mm", true},
+	{"127x65x17", DT_F16, {0}, {0}, 127, 65, 17, "residual_gelu", false},
+	{"batch 3x1 by 1x2", DT_F16, {3, 1}, {1, 2}, 20, 36, 24, "bias_relu", true},
+	{"big tiles 144 batches", DT_F16, {12, 1}, {1, 12}, 5, 9, 16, "bias_relu", true},
+	{"big tiles 130x136x24", DT_F16, {6, 1}, {1, 6}, 130, 136, 24, "scale_cast", false},
+	{"gemv 1x300x72", DT_F16, {0}, {0}, 1, 300, 72, "bias_relu", false},
+	{"1x1x1", DT_BF16, {0}, {0}, 1, 1, 1, "none", true},
+	{"17x33x40", DT_BF16, {0}, {0}, 17, 33, 40, "bias_relu", false},
+	{"33x17x8", DT_BF16, {0}, {0}, 33, 17, 8, "also_mm", false},
+	{"127x65x17", DT_BF16, {0}, {0}, 127, 65, 17, "residual_gelu", false},
+	{"batch 3x1 by 1x2", DT_BF16, {3, 1}, {1, 2}, 20, 36, 24, "bias_relu", false},
+	{"big tiles 144 batches", DT_BF16, {12, 1}, {1, 12}, 5, 9, 16, "bias_relu", false},
+	{"big tiles 130x136x24", DT_BF16, {6, 1}, {1, 6}, 130, 136, 24, "scale_cast", false},
+	{"gemv 1x300x72", DT_BF16, {0}, {0}, 1, 300, 72, "bias_relu", false},
+};
+enum { MM_NCASES = (int)(sizeof mm_cases / sizeof mm_cases[0]) };
+
+static void mm_graph(GenGraph *gg, const MmCase *c)
+{
+	gen_init(gg);
+	int nb = c->ba[0] ? 2 : 0, r = nb + 2;
+	int64_t da[4], db[4], dbias[4], dres[4];
+	for (int d = 0; d < nb; d++) {
+		da[d] = c->ba[d];
+		db[d] = c->bb[d];
+		dbias[d] = 1;
+		dres[d] = c->ba[d] > c->bb[d] ? c->ba[d] : c->bb[d];
+	}
+	da[nb] = c->m, da[nb + 1] = c->k;
+	db[nb] = c->k, db[nb + 1] = c->n;
+	dbias[nb] = 1, dbias[nb + 1] = c->n;
+	dres[nb] = c->m, dres[nb + 1] = c->n;
+	/* exact: multiples of 1/4 in [-1, 1): products multiples of 1/16, sums of at most
+	 * 72 of them need 11 bits, which f16 and f32 hold; bf16 rounds at the store */
+	double step = c->exact ? 0.25 : 0;
+	const char *a = gen_input(gg, c->dt, r, da, -1, 1);
+	gg->in[gg->ninputs - 1].step = step;
+	const char *b = gen_input(gg, c->dt, r, db, -1, 1);
+	gg->in[gg->ninputs - 1].step = step;
+	const char *in2[2] = {a, b};
+	const char *mm = gen_op(gg, "matmul", 2, in2, NULL);
+	const char *y = mm;
+	if (!strcmp(c->epi, "bias_relu")) {
+		const char *bias = gen_input(gg, c->dt, r, dbias, -1, 1);
+		gg->in[gg->ninputs - 1].step = step;
+		const char *ab[2] = {mm, bias};
+		const char *h = gen_op(gg, "add", 2, ab, NULL);
+		y = gen_op(gg, "relu", 1, &h, NULL);
+	} else if (!strcmp(c->epi, "residual_gelu")) {
+		const char *res = gen_input(gg, c->dt, r, dres, -1, 1);
+		const char *ar[2] = {mm, res};
+		const char *h = gen_op(gg, "add", 2, ar, NULL);
+		y = gen_op(gg, "gelu", 1, &h, "\"approximate\": \"tanh\"");
+	} else if (!strcmp(c->epi, "scale_cast")) {
+		const char *h = gen_op(gg, "mul_scalar", 1, &mm, "\"scalar\": 0.5");
+		const char *t = gen_op(gg, "tanh", 1, &h, NULL);
+		/* f16 / bf16 stay in their dtype: a cast to f32 would show that fused
+		 * kernels keep f32 intermediates where the interpreter rounds each op */
+		y = c->dt == DT_F32 ? gen_op(gg, "cast", 1, &t, "\"dtype\": \"f16\"") : t;
+	} else if (!strcmp(c->epi, "also_mm")) {
+		gen_output(gg, mm);
+		y = gen_op(gg, "neg", 1, &mm, NULL);
+	}
+	gen_output(gg, y);
+}
+
+/* The tile configurations the host lowering of b picks, as a bit set. */
+static unsigned mm_variants(const Built *b)
+{
+	Arena *a = arena_new();
+	Diag d;
+	CgOptions o = {CG_TARGET_HOST, NULL, NULL, "mm", false};
+	CgModule *m = cg_module_new(&o, a, &d);
+	assert_non_null(m);
+	CgProgram prog;
+	assert_int_equal(cg_lower(m, b->s, a, &prog, &d), 0);
+	unsigned set = 0;
+	for (int k = 0; k < prog.nkernels; k++)
+		set |= 1u << prog.kernels[k]->variant;
+	/* one block per output tile: batch x ceil(M / BM) x ceil(N / BN) */
+	for (int i = 0; i < prog.nlaunch; i++) {
+		const CgBound *l = &prog.launch[i];
+		int v = l->kernel->variant;
+		if (v == 0)
+			continue;
+		int bm, bn;
+		const char *nm = cg_matmul_variant_name(v);
+		nm += strcspn(nm, "0123456789");   /* "tc128x128x32s3": 128, 128 */
+		assert_int_equal(sscanf(nm, "%dx%d", &bm, &bn), 2);
+		const Graph *g = b->s->g;
+		const Tensor *out = NULL;
+		for (int j = 0; j < g->nops && !out; j++)
+			if (g->ops[j].kind == OP_MATMUL)
+				out = &g->tensors[g->ops[j].out[0]];
+		assert_non_null(out);
+		int64_t tiles = ((out->dim[out->rank - 2] + bm - 1) / bm) *
+				((out->dim[out->rank - 1] + bn - 1) / bn);
+		for (int j = 0; j < out->rank - 2; j++)
+			tiles *= out->dim[j];
+		assert_int_equal(l->at.grid[0], tiles);
+		assert_int_equal(l->at.block[0], 256);
+	}
+	cg_module_free(m);
+	arena_free(a);
+	return set;
+}
+
+static void test_matmul_tiles(void **state)
+{
+	(void)state;
+	unsigned seen = 0;
+	int bad = 0;
+	for (int i = 0; i < MM_NCASES; i++) {
+		const MmCase *c = &mm_cases[i];
+		GenGraph gg;
+		mm_graph(&gg, c);
+		char label[96];
+		snprintf(label, sizeof label, "matmul %s %s %s", c->label, ir_dtype_name(c->dt), c->epi);
+		Built b;
+		built_new(&b, &gg, label);
+		unsigned v = mm_variants(&b);
+		if (!(v & ~1u))
+			fail_msg("%s: no tiled kernel", label);
+		seen |= v;
+		exact_compare = c->exact;
+		bad += run_both(&b, &gg, 7, NULL) > 0;
+		exact_compare = false;
+		built_free(&b);
+		gen_free(&gg);
+	}
+	for (int v = 1; v < cg_matmul_nvariants(); v++)
+		if (!(seen & (1u << v)))
+			fail_msg("no case reaches tile configuration %s", cg_matmul_variant_name(v));
+	if (bad)
+		fail_msg("%d matmul cases differ from the interpreter", bad);
+}
+
+/* Every case through NVPTX for sm_90 and sm_80 and ptxas. */
+static void test_matmul_tiles_ptx(void **state)
+{
+	(void)state;
+	need_ptxas();
+	Built *items = xcalloc(MM_NCASES, sizeof *items);
+	GenGraph *ggs = xcalloc(MM_NCASES, sizeof *ggs);
+	for (int i = 0; i < MM_NCASES; i++) {
+		mm_graph(&ggs[i], &mm_cases[i]);
+		char label[96];
+		snprintf(label, sizeof label, "matmul %s %s", mm_cases[i].label,
+			 ir_dtype_name(mm_cases[i].dt));
+		built_new(&items[i], &ggs[i], label);
+	}
+	ptx_both(items, MM_NCASES);
+	ptxas_wait();
+	for (int i = 0; i < MM_NCASES; i++) {
+		built_free(&items[i]);
+		gen_free(&ggs[i]);
+	}
+	free(items);
+	free(ggs);
 }
 
 /* Regression: a launch none of whose results is read (dead ops) made cg_lower ask
@@ -1299,7 +1492,7 @@ static void test_dead_ops(void **state)
 	SearchOptions so;
 	pass_default_options(&so);
 	so.no_record = true;
-	b.s = pass_search(b.g, &so);
+	b.s = test_search(b.g, &so);
 	GenGraph gg;
 	gen_init(&gg);
 	gen_input(&gg, DT_F32, 2, (const int64_t[]){4, 9}, -1, 1);
@@ -1327,5 +1520,7 @@ const struct CMUnitTest backends_tests[] = {
 	cmocka_unit_test(test_random_graphs),
 	cmocka_unit_test(test_op_matrix_ptx),
 	cmocka_unit_test(test_random_graphs_ptx),
+	cmocka_unit_test(test_matmul_tiles),
+	cmocka_unit_test(test_matmul_tiles_ptx),
 };
 const size_t backends_ntests = SUITE_COUNT(backends_tests);

@@ -40,7 +40,7 @@ static Schedule *search(Arena *a, const char *yaml, int max_blocks)
 	SearchOptions o;
 	pass_default_options(&o);
 	o.max_blocks = max_blocks;
-	return pass_search(g, &o);
+	return test_search(g, &o);
 }
 
 static void test_search_reuses_plans(void **state)
@@ -311,6 +311,81 @@ static void test_store_and_triggers(void **state)
 	arena_free(a);
 }
 
+/* The verifier passes a sound schedule and names each kind of fault planted in it. */
+static const char verify_yaml[] =
+	"format: fusec-graph/1\n"
+	"inputs:\n"
+	"  x: {dtype: f32, shape: [4, 8]}\n"
+	"  w: {dtype: f32, shape: [8, 8]}\n"
+	"ops:\n"
+	"  - {op: matmul, in: [x, w], out: m1}\n"
+	"  - {op: matmul, in: [m1, w], out: m2}\n"
+	"outputs: [m2]\n";
+
+static const char *verify_message(const Schedule *s)
+{
+	static char msg[1100];
+	Diag d;
+	if (!pass_verify(s, &d))
+		return "(verifies)";
+	diag_format(&d, msg, sizeof msg);
+	return msg;
+}
+
+/* The launch of the schedule that runs op `op`. */
+static Launch *launch_of(Schedule *s, int op)
+{
+	for (int i = 0; i < s->nsteps; i++)
+		for (int k = 0; k < s->steps[i].nlaunch; k++)
+			for (int j = 0; j < s->steps[i].launch[k].nops; j++)
+				if (s->steps[i].launch[k].ops[j] == op)
+					return &s->steps[i].launch[k];
+	fail_msg("op %d runs in no launch", op);
+	return NULL;
+}
+
+/* Set *field to value (a planted fault), expect the verifier to name it, restore. */
+static void plant(const Schedule *s, int *field, int value, const char *expect)
+{
+	int keep = *field;
+	*field = value;
+	const char *got = verify_message(s);
+	if (!strstr(got, expect))
+		fail_msg("planted fault: expected '%s', got '%s'", expect, got);
+	*field = keep;
+}
+
+static void test_verify_schedule(void **state)
+{
+	(void)state;
+	Arena *a = arena_new();
+	Graph *g = test_graph(a, "v.yaml", verify_yaml);
+	SearchOptions o;
+	pass_default_options(&o);
+	Schedule *s = pass_search(g, &o);
+	assert_string_equal(verify_message(s), "(verifies)");
+	Launch *l1 = launch_of(s, 0), *l2 = launch_of(s, 1);
+	assert_ptr_not_equal(l1, l2);   /* a second matmul does not fuse */
+
+	plant(s, &l2->ops[0], 0, "op 0 runs a second time");
+	plant(s, &l1->nout, 0, "'m1' (t2) is read after the launch but not written");
+	plant(s, &l1->out[0], l1->in[0], "is not made by the launch");
+	plant(s, &l2->nin, 0, "is read but is not an input of the launch");
+	plant(s, &s->steps[s->nsteps - 1].nlaunch, s->steps[s->nsteps - 1].nlaunch - 1,
+	      "op 1 (matmul) runs in no launch");
+	/* the launches in the other order: the matmul of m1 reads what nobody wrote yet */
+	Launch tmp = *l1;
+	*l1 = *l2;
+	*l2 = tmp;
+	assert_non_null(strstr(verify_message(s), "reads 'm1' (t2), which no earlier launch wrote"));
+	tmp = *l1;
+	*l1 = *l2;
+	*l2 = tmp;
+	assert_string_equal(verify_message(s), "(verifies)");
+	pass_free_schedule(s);
+	arena_free(a);
+}
+
 const struct CMUnitTest search_tests[] = {
 	cmocka_unit_test(test_score_formula),
 	cmocka_unit_test(test_search_reuses_plans),
@@ -319,5 +394,6 @@ const struct CMUnitTest search_tests[] = {
 	cmocka_unit_test(test_merge_acceptance),
 	cmocka_unit_test(test_intset),
 	cmocka_unit_test(test_store_and_triggers),
+	cmocka_unit_test(test_verify_schedule),
 };
 const size_t search_ntests = SUITE_COUNT(search_tests);

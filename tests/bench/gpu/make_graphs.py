@@ -273,3 +273,54 @@ def math_sweep():
 
 if __name__ == "__main__":
     math_sweep()
+
+
+def g7():
+    """Memory-bound matmul: M = N = 8192, K = 256, bf16, bias + gelu epilogue."""
+    m, k = 8192, 256
+    graph("g7_matmul_k256_bias_gelu_bf16",
+          {"a": ("bf16", [m, k]), "w": ("bf16", [k, m]), "bias": ("bf16", [1, m])},
+          [op("matmul", ["a", "w"], "mm"), op("add", ["mm", "bias"], "h"),
+           op("gelu", ["h"], "y")], ["y"])
+
+
+def g8():
+    """Attention-shaped batched matmuls, f16: 16 heads, 1024 x 1024 scores, head
+    dim 64, scale and softmax between them (k arrives transposed: [16, 64, 1024])."""
+    h, s, d = 16, 1024, 64
+    graph("g8_attention_f16",
+          {"q": ("f16", [h, s, d]), "kt": ("f16", [h, d, s]), "v": ("f16", [h, s, d])},
+          [op("matmul", ["q", "kt"], "sc"), op("mul_scalar", ["sc"], "ss", scalar=0.125),
+           op("max_dim", ["ss"], "mx", axis=2), op("sub", ["ss", "mx"], "dd"),
+           op("exp", ["dd"], "e"), op("sum", ["e"], "se", axis=2), op("div", ["e", "se"], "p"),
+           op("matmul", ["p", "v"], "y")], ["y"])
+
+
+def mm_check(dt):
+    """The GPU numeric check of the tiled matmul: per dtype, one matmul chain per
+    tile configuration of codegen/matmul_tiled.c and per chunk path (K and N
+    multiples of 8 elements, or not), with edges in M, N and K, batch dims broadcast
+    on both sides, and epilogues."""
+    ins, ops, outs = {}, [], []
+    # (name, batch a, batch b, M, N, K): 36 batches x 2 x 2 = 144 tiles of 128, so the
+    # large tiles (the second tile row and column almost empty: edges)
+    cases = [("big_fast", [6, 1], [1, 6], 129, 136, 72), ("big_odd", [6, 1], [1, 6], 130, 131, 71),
+             ("small_fast", [2, 1], [1, 3], 100, 88, 40), ("small_odd", [2, 1], [1, 3], 33, 65, 17),
+             ("gemv", [], [], 1, 300, 136)]
+    for name, ba, bb, m, n, k in cases:
+        r = max(len(ba), len(bb)) + 2
+        ins[name + "_a"] = (dt, ba + [m, k])
+        ins[name + "_b"] = (dt, bb + [k, n])
+        ins[name + "_bias"] = (dt, [1] * (r - 1) + [n])
+        ops.append(op("matmul", [name + "_a", name + "_b"], name + "_mm"))
+        ops.append(op("add", [name + "_mm", name + "_bias"], name + "_h"))
+        ops.append(op("gelu", [name + "_h"], name + "_y", approximate="tanh"))
+        outs.append(name + "_y")
+    graph("mm_check_" + dt, ins, ops, outs)
+
+
+if __name__ == "__main__":
+    g7()
+    g8()
+    for t in ["bf16", "f16", "f32"]:
+        mm_check(t)
