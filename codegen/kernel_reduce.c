@@ -425,6 +425,7 @@ typedef struct {
 	/* uniform */
 	LLVMValueRef n, nrows, outer, inner, G, R, S, s, lo, hi, unit;
 	LLVMValueRef vok;             /* i1: the rows' vector path may run */
+	LLVMValueRef colsh;           /* columns mode: the shared buffer of column_reduce */
 	int vlanes;                   /* bodies: 0 scalar, else positions are V-groups */
 	/* per phase */
 	LLVMValueRef row, valid, lane, stride, pos[IR_MAX_RANK];
@@ -784,14 +785,21 @@ static void column_reduce(Red *x, CgVar *v, int nv, const RelOp *op)
 	CgKb *kb = x->kb;
 	CgCoop *c = x->c;
 	LLVMBuilderRef b = kb->b;
+	/* one shared buffer for every column reduction of the kernel: 8-byte slots, the
+	 * values at [0, 512), the indices at [512, 1024) (the barrier at the end lets the
+	 * next reduction reuse it) */
+	if (!x->colsh)
+		x->colsh = cg_coop_shared(c, kb->m->t_i64, 1024);
 	LLVMValueRef sh[2];
-	for (int q = 0; q < nv; q++)
-		sh[q] = cg_coop_shared(c, v[q].type, 1024);
+	for (int q = 0; q < nv; q++) {
+		LLVMValueRef idx[2] = {cg_i64(kb, 0), cg_i64(kb, 512 * q)};
+		sh[q] = LLVMBuildGEP2(b, LLVMArrayType2(kb->m->t_i64, 1024), x->colsh, idx, 2, "");
+	}
 	cg_coop_phase_begin(c);
 	for (int q = 0; q < nv; q++) {
 		LLVMValueRef idx[2] = {cg_i64(kb, 0), c->tid};
 		LLVMBuildStore(b, cg_coop_get(c, v[q]),
-			       LLVMBuildGEP2(b, LLVMArrayType2(v[q].type, 1024), sh[q], idx, 2, ""));
+			       LLVMBuildGEP2(b, kb->m->t_i64, sh[q], &idx[1], 1, ""));
 	}
 	cg_coop_phase_end(c);
 	cg_coop_barrier(c);
@@ -800,7 +808,7 @@ static void column_reduce(Red *x, CgVar *v, int nv, const RelOp *op)
 	for (int q = 0; q < nv; q++) {
 		LLVMValueRef idx[2] = {cg_i64(kb, 0), c->tidx[0]};
 		a0[q] = LLVMBuildLoad2(b, v[q].type,
-			LLVMBuildGEP2(b, LLVMArrayType2(v[q].type, 1024), sh[q], idx, 2, ""), "");
+			LLVMBuildGEP2(b, kb->m->t_i64, sh[q], &idx[1], 1, ""), "");
 	}
 	CgLoop l;
 	cg_loop_begin(kb, &l, cg_i64(kb, 1), x->R, cg_i64(kb, 1));
@@ -811,7 +819,7 @@ static void column_reduce(Red *x, CgVar *v, int nv, const RelOp *op)
 	for (int q = 0; q < nv; q++) {
 		LLVMValueRef idx[2] = {cg_i64(kb, 0), slot};
 		o[q] = LLVMBuildLoad2(b, v[q].type,
-			LLVMBuildGEP2(b, LLVMArrayType2(v[q].type, 1024), sh[q], idx, 2, ""), "");
+			LLVMBuildGEP2(b, kb->m->t_i64, sh[q], &idx[1], 1, ""), "");
 		acc[q] = carry[q];
 	}
 	combine(c, acc, o, (void *)op);
