@@ -25,17 +25,17 @@ DEPS_LIBS   := $(shell $(PKG_CONFIG) --libs libcjson yaml-0.1 2>/dev/null) \
                $(shell $(LLVM_CONFIG) --libs 2>/dev/null) -lm
 CMOCKA_CFLAGS := $(shell $(PKG_CONFIG) --cflags cmocka 2>/dev/null)
 CMOCKA_LIBS   := $(shell $(PKG_CONFIG) --libs cmocka 2>/dev/null)
-ALL_CFLAGS = -std=c11 -D_POSIX_C_SOURCE=200809L $(WARN) $(CFLAGS) $(DEPS_CFLAGS) -MMD -MP
+ALL_CFLAGS = -std=c11 -D_POSIX_C_SOURCE=200809L -pthread $(WARN) $(CFLAGS) $(DEPS_CFLAGS) -MMD -MP
 
 # Sources, per layer from the ground up. Keep each list sorted.
 SUPPORT_SRC = support/support.c
 IR_SRC      = ir/build.c ir/doc.c ir/infer.c ir/liveness.c ir/ops.c ir/read_json.c ir/read_yaml.c ir/relative.c
 PASSES_SRC  = passes/block.c passes/dump.c passes/explain.c passes/explorer.c passes/fuser_elemwise.c passes/fuser_matmul.c passes/fuser_reduce.c passes/fuser_reduce_bcast.c passes/fusers.c passes/intset.c passes/log.c passes/plan_store.c passes/processor.c passes/record.c passes/score.c passes/verify.c
-CODEGEN_SRC = codegen/coop.c codegen/eval.c codegen/frame.c codegen/host_exec.c codegen/jit.c codegen/kernel_elemwise.c codegen/kernel_join_window.c codegen/kernel_matmul.c codegen/kernel_reduce.c codegen/lower.c codegen/math.c codegen/module.c codegen/plan.c codegen/toolbox.c codegen/values.c
+CODEGEN_SRC = codegen/coop.c codegen/emit_par.c codegen/eval.c codegen/frame.c codegen/host_exec.c codegen/jit.c codegen/json_write.c codegen/kcache.c codegen/kernel_elemwise.c codegen/kernel_join_window.c codegen/kernel_matmul.c codegen/kernel_reduce.c codegen/lower.c codegen/math.c codegen/module.c codegen/plan.c codegen/toolbox.c codegen/values.c
 HOST_SRC    = host/check.c host/host.c host/interp.c host/npy.c
 CMD_SRC     = cmd/bench.c cmd/compile.c cmd/explain.c cmd/fusec.c cmd/normalize.c cmd/run.c cmd/run_cpu.c cmd/run_cuda.c
 RT_SRC      = runtime/bench.c runtime/runtime.c
-TEST_SRC    = tests/unit/main.c tests/unit/graphgen.c tests/unit/test_backends.c tests/unit/test_codegen.c tests/unit/test_coop.c tests/unit/test_hostile.c tests/unit/test_infer.c tests/unit/test_interp.c tests/unit/test_math.c tests/unit/test_readers.c tests/unit/test_relative.c tests/unit/test_runtime.c tests/unit/test_search.c
+TEST_SRC    = tests/unit/main.c tests/unit/graphgen.c tests/unit/test_backends.c tests/unit/test_codegen.c tests/unit/test_coop.c tests/unit/test_hostile.c tests/unit/test_infer.c tests/unit/test_interp.c tests/unit/test_json_write.c tests/unit/test_math.c tests/unit/test_readers.c tests/unit/test_relative.c tests/unit/test_runtime.c tests/unit/test_search.c
 BENCH_SRC   = tests/bench/bench_search.c tests/bench/gen_graph.c
 
 CORE_SRC = $(SUPPORT_SRC) $(IR_SRC) $(PASSES_SRC) $(CODEGEN_SRC) $(HOST_SRC) $(RT_SRC)
@@ -49,7 +49,7 @@ RUN_OBJ  = $(addprefix $(BUILD)/,cmd/fusec_run.o ir/ops.o host/host.o host/npy.o
 all: $(BUILD)/fusec $(BUILD)/fusec-run
 
 $(BUILD)/fusec: $(CORE_OBJ) $(CMD_OBJ)
-	$(CC) $(CFLAGS) -o $@ $^ $(DEPS_LIBS) -ldl
+	$(CC) $(CFLAGS) -pthread -o $@ $^ $(DEPS_LIBS) -ldl
 
 $(BUILD)/fusec-run: $(RUN_OBJ)
 	$(CC) $(CFLAGS) -o $@ $^ $(shell $(PKG_CONFIG) --libs libcjson) -ldl -lm
@@ -89,7 +89,7 @@ test: $(BUILD)/fusec $(BUILD)/unit $(BUILD)/fusec-run $(BUILD)/tests/fakecuda.so
 # Accuracy sweep of codegen/math.c against libm (docs/math.md); MATH_POINTS per function.
 MATH_POINTS ?= 4194304
 $(BUILD)/math_accuracy: $(BUILD)/tests/bench/math_accuracy.o $(CORE_OBJ)
-	$(CC) $(CFLAGS) -o $@ $^ $(DEPS_LIBS) -ldl
+	$(CC) $(CFLAGS) -pthread -o $@ $^ $(DEPS_LIBS) -ldl
 math-accuracy: $(BUILD)/math_accuracy
 	$(BUILD)/math_accuracy $(MATH_POINTS)
 
@@ -97,12 +97,14 @@ math-accuracy: $(BUILD)/math_accuracy
 # BENCH_LAYERS: transformer sizes; BENCH_RANDOM: ops of the random-DAG point.
 BENCH_LAYERS ?= 100 1000 3000
 BENCH_RANDOM ?= 20000
+BENCH_LAYERS2D ?= 100 300 1000 3000
 $(BUILD)/bench_search: $(BUILD)/tests/bench/bench_search.o $(CORE_OBJ)
-	$(CC) $(CFLAGS) -o $@ $^ $(DEPS_LIBS) -ldl
+	$(CC) $(CFLAGS) -pthread -o $@ $^ $(DEPS_LIBS) -ldl
 $(BUILD)/gen_graph: $(BUILD)/tests/bench/gen_graph.o
 	$(CC) $(CFLAGS) -o $@ $^ -lm
-bench: $(BUILD)/bench_search $(BUILD)/gen_graph
-	sh tests/bench/search_sweep.sh $(BUILD) "$(BENCH_LAYERS)" "$(BENCH_RANDOM)"
+bench: $(BUILD)/bench_search $(BUILD)/gen_graph $(BUILD)/fusec
+	sh tests/bench/search_sweep.sh $(BUILD) "$(BENCH_LAYERS)" "$(BENCH_RANDOM)" "$(BENCH_LAYERS2D)"
+	sh tests/bench/compile_sweep.sh $(BUILD)
 
 # libFuzzer target for the graph readers (tests/fuzz/README.md): IR and lib only.
 FUZZ_CC ?= clang-14
