@@ -10,7 +10,7 @@
 #include "cg_impl.h"
 #include "kcache.h"
 
-static const char magic[] = "fusec-kcache/1\n";
+static const char magic[] = "fusec-kcache/2\n";   /* 2: cooperative reduce kernels */
 
 /* A second, independent 64-bit hash for the file name (the first is FNV-1a). */
 static uint64_t mix_hash(const char *p, size_t n)

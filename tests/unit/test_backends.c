@@ -45,6 +45,7 @@ static bool exact_compare;       /* run_both: outputs must equal the interpreter
 static double ptx_seconds;       /* NVPTX lowering, emission and ptxas */
 static double ptxas_seconds;     /* of which ptxas */
 static int ptx_kernels, ptx_runs;
+static int ptx_coop;             /* cooperative kernels among them */
 
 /* ---- one graph: build, search, run on both sides, compare --------------------- */
 
@@ -327,9 +328,11 @@ static void ptx_batch(Built *items, int n, const char *arch)
 			fail_msg("%s: lowering for %s: %s", items[i].label, arch, msg);
 		}
 		assert_true(prog.nkernels >= 1);
-		for (int k = 0; k < prog.nkernels; k++)
+		for (int k = 0; k < prog.nkernels; k++) {
 			if (prog.kernels[k]->index + 1 > nkernels)
 				nkernels = prog.kernels[k]->index + 1;
+			ptx_coop += prog.kernels[k]->launch.coop;
+		}
 	}
 	if (cg_module_finish(m, &d) ) {
 		diag_format(&d, msg, sizeof msg);
@@ -1331,6 +1334,138 @@ static void test_matmul_tiles_ptx(void **state)
 /* Regression: a launch none of whose results is read (dead ops) made cg_lower ask
  * for a kernel that writes nothing ("internal: kernel writes no tensor", exit 3 from
  * compile and run). Dead ops alone, dead fused blocks, and dead ops beside live ones. */
+/* ---- cooperative reduce kernels at odd sizes -------------------------------------
+ *
+ * Every reduction op and dtype, after a prologue and before an epilogue, along rows
+ * (1 to 40000 long: a warp per row, a block per row, several rows a block, rows split
+ * over blocks), columns (3 to 20000 long, split too) and whole tensors; and softmax,
+ * log-softmax, layer norm and RMSNorm along rows and columns. The cpu backend runs the
+ * kernels' own geometry (coop.h); the interpreter sums in f64 in index order, so
+ * float sums differ by reordering, within docs/tolerances.md. Inputs are multiples of
+ * 1/4 (ties for argmax/argmin, which must pick the lowest index) and the max/arg input
+ * has NaN and infinities planted. All kernels also go through ptxas. */
+static const char *reduce_graph(GenGraph *gg, DType dt, int rank, const int64_t *dim, int axis)
+{
+	bool fl = ir_dtype_is_float(dt);
+	const char *x = gen_input(gg, dt, rank, dim, fl ? -4 : -3, fl ? 4 : 3);
+	gg->in[gg->ninputs - 1].step = 0.25;
+	const char *xs = gen_input(gg, dt, rank, dim, fl ? -4 : -3, fl ? 4 : 3);
+	gg->in[gg->ninputs - 1].step = 0.25;
+	gg->in[gg->ninputs - 1].special = fl;
+	const char *xp = gen_input(gg, dt, rank, dim, fl ? 0.75 : 1, fl ? 1.25 : 1);
+	static const char *const ops[] = {"sum", "mean", "prod", "max_dim", "min_dim", "argmax",
+					  "argmin"};
+	char ax[32];
+	snprintf(ax, sizeof ax, "\"axis\": %d", axis);
+	const char *px = prologue(gg, dt, x);
+	const char *pxs = prologue(gg, dt, xs);
+	for (size_t i = 0; i < sizeof ops / sizeof *ops; i++) {
+		if (!fl && !strcmp(ops[i], "mean"))
+			continue;
+		if (!strcmp(ops[i], "prod") && dim[axis] > 64)
+			continue;
+		bool extreme = !strcmp(ops[i], "max_dim") || !strcmp(ops[i], "min_dim") ||
+			       !strncmp(ops[i], "arg", 3);
+		const char *in = !strcmp(ops[i], "prod") ? xp : extreme ? pxs : px;
+		const char *r = gen_op(gg, ops[i], 1, &in, ax);
+		gen_output(gg, !strncmp(ops[i], "arg", 3) ? r : epilogue(gg, dt, r));
+	}
+	if (!fl)
+		return x;
+	/* softmax, log-softmax, layer norm, RMSNorm along the axis */
+	const char *m = gen_op(gg, "max_dim", 1, &px, ax);
+	const char *dd[2] = {px, m};
+	const char *d = gen_op(gg, "sub", 2, dd, NULL);
+	const char *e = gen_op(gg, "exp", 1, &d, NULL);
+	const char *sum = gen_op(gg, "sum", 1, &e, ax);
+	const char *es[2] = {e, sum};
+	gen_output(gg, epilogue(gg, dt, gen_op(gg, "div", 2, es, NULL)));
+	const char *l = gen_op(gg, "log", 1, &sum, NULL);
+	const char *dl[2] = {d, l};
+	gen_output(gg, gen_op(gg, "sub", 2, dl, NULL));
+	const char *mu = gen_op(gg, "mean", 1, &px, ax);
+	const char *xm[2] = {px, mu};
+	const char *c = gen_op(gg, "sub", 2, xm, NULL);
+	const char *cc[2] = {c, c};
+	const char *c2 = gen_op(gg, "mul", 2, cc, NULL);
+	const char *var = gen_op(gg, "mean", 1, &c2, ax);
+	const char *ve = gen_op(gg, "add_scalar", 1, &var, "\"scalar\": 0.00001");
+	const char *sd = gen_op(gg, "sqrt", 1, &ve, NULL);
+	const char *cs[2] = {c, sd};
+	gen_output(gg, gen_op(gg, "div", 2, cs, NULL));
+	const char *xx[2] = {x, x};
+	const char *sq = gen_op(gg, "mul", 2, xx, NULL);
+	const char *ms = gen_op(gg, "mean", 1, &sq, ax);
+	const char *me = gen_op(gg, "add_scalar", 1, &ms, "\"scalar\": 0.000001");
+	const char *rms = gen_op(gg, "sqrt", 1, &me, NULL);
+	const char *xr[2] = {x, rms};
+	gen_output(gg, epilogue(gg, dt, gen_op(gg, "div", 2, xr, NULL)));
+	return x;
+}
+
+static void test_reduce_shapes(void **state)
+{
+	(void)state;
+	static const DType dts[] = {DT_F32, DT_F16, DT_BF16, DT_F64, DT_I32, DT_I64, DT_I8};
+	static const struct {
+		int rank;
+		int64_t dim[3];
+		int axis;
+	} shapes[] = {
+		{2, {1, 1}, 1}, {2, {3, 31}, 1}, {2, {5, 33}, 1}, {2, {2, 127}, 1},
+		{2, {3, 4097}, 1}, {2, {300, 3}, 1}, {2, {1, 40000}, 1}, {1, {100000}, 0},
+		{2, {4097, 3}, 0}, {2, {33, 31}, 0}, {3, {2, 20000, 5}, 1}, {2, {1000, 64}, 0},
+		{3, {3, 7, 1}, 1}, {3, {2, 129, 65}, 2},
+	};
+	enum { NS = sizeof shapes / sizeof *shapes, ND = sizeof dts / sizeof *dts };
+	Built *items = xcalloc(NS * ND, sizeof *items);
+	int n = 0, bad = 0;
+	double t0 = clock_seconds();
+	for (int di = 0; di < ND; di++)
+		for (int si = 0; si < NS; si++) {
+			int64_t elems = 1;
+			for (int k = 0; k < shapes[si].rank; k++)
+				elems *= shapes[si].dim[k];
+			if (elems > 20000 && dts[di] != DT_F32 && dts[di] != DT_BF16 &&
+			    dts[di] != DT_I32)
+				continue;   /* the long rows and columns: three dtypes suffice */
+			GenGraph gg;
+			gen_init(&gg);
+			reduce_graph(&gg, dts[di], shapes[si].rank, shapes[si].dim, shapes[si].axis);
+			char label[96];
+			snprintf(label, sizeof label, "reduce %s [%lld,%lld,%lld] axis %d",
+				 ir_dtype_name(dts[di]), (long long)shapes[si].dim[0],
+				 (long long)shapes[si].dim[1], (long long)shapes[si].dim[2],
+				 shapes[si].axis);
+			built_new(&items[n], &gg, label);
+			bad += run_both(&items[n], &gg, 7 + (uint64_t)si, NULL) != 0;
+			n++;
+			gen_free(&gg);
+		}
+	double t1 = clock_seconds();
+	/* ptxas sees the kernels of three dtypes (every kernel shape: rows, columns,
+	 * split, broadcast back, vector path); the op matrix assembles the rest */
+	ptx_coop = 0;
+	Built *asm_items = xcalloc((size_t)n + 1, sizeof *asm_items);
+	int na = 0;
+	for (int i = 0; i < n; i++)
+		if (strstr(items[i].label, "reduce f32 ") || strstr(items[i].label, "reduce bf16 ") ||
+		    strstr(items[i].label, "reduce i32 "))
+			asm_items[na++] = items[i];
+	for (int i = 0; i < na; i += PTX_BATCH)
+		ptx_both(asm_items + i, na - i < PTX_BATCH ? na - i : PTX_BATCH);
+	free(asm_items);
+	ptxas_wait();
+	fprintf(stderr, "[backends] reduce shapes: %d graphs on cpu and interp %.1fs, %d "
+		"cooperative kernels through ptxas (sm_90, sm_80) %.1fs\n", n, t1 - t0, ptx_coop,
+		clock_seconds() - t1);
+	assert_true(ptx_coop >= na);    /* every graph has cooperative kernels */
+	for (int i = 0; i < n; i++)
+		built_free(&items[i]);
+	free(items);
+	assert_int_equal(bad, 0);
+}
+
 static void test_dead_ops(void **state)
 {
 	(void)state;
@@ -1374,6 +1509,7 @@ static void test_dead_ops(void **state)
 
 const struct CMUnitTest backends_tests[] = {
 	cmocka_unit_test(test_dead_ops),
+	cmocka_unit_test(test_reduce_shapes),
 	cmocka_unit_test(test_golden_kernel_counts),
 	cmocka_unit_test(test_golden_numbers),
 	cmocka_unit_test(test_op_matrix),

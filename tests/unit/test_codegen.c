@@ -1148,8 +1148,8 @@ static void test_host_single_families(void **state)
 	rel_close(&r);
 }
 
-/* A reduce block with ops fused on read and on write (softmax with its max, in row
- * mode), and a matmul with an epilogue; each one kernel. */
+/* A reduce block with ops fused on read and on write (softmax with its max, one
+ * cooperative kernel), and a matmul with an epilogue; each one kernel. */
 static void test_host_fused_reduce_matmul(void **state)
 {
 	(void)state;
@@ -1169,16 +1169,22 @@ static void test_host_fused_reduce_matmul(void **state)
 		     "outputs: [y, s, z]\n");
 	CgKernelSpec s[2] = {rel_spec(&r, CG_KERNEL_REDUCE, 0, 5), rel_spec(&r, CG_KERNEL_MATMUL, 5, 3)};
 
-	/* the softmax kernel runs one thread per row: work is the row count only */
+	/* the softmax kernel is a cooperative reduce kernel: rows of 10 take groups of 16
+	 * threads, 16 rows a block, so the 4 rows are one block */
 	Arena *a = arena_new();
 	Diag d;
 	CgOptions o = {CG_TARGET_NVPTX, "sm_90", NULL, "t", false};
 	CgModule *m = cg_module_new(&o, a, &d);
 	const CgKernel *k = cg_kernel(m, &s[0], &d);
 	assert_non_null(k);
-	assert_int_equal(k->launch.nwork, 1);
-	assert_int_equal(k->launch.work[0], 1);     /* 4 is shape id 1, 10 is 2 */
+	assert_true(k->launch.coop);
 	assert_false(k->vectorized);
+	CgDims at;
+	cg_launch_dims(k, r.dims, r.ndims, &at);
+	assert_int_equal(at.block[0], 16);
+	assert_int_equal(at.block[1], 16);
+	assert_int_equal(at.grid[0], 1);
+	assert_int_equal(at.scratch_bytes, 0);
 	const CgKernel *km = cg_kernel(m, &s[1], &d);
 	assert_non_null(km);
 	assert_int_equal(km->launch.nwork, 2);

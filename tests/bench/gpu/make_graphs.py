@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""make_graphs.py: writes the GPU benchmark graphs G1-G5 (fusec-graph/1, JSON).
+"""make_graphs.py: writes the GPU benchmark graphs G1-G5 and G7-G10 (fusec-graph/1, JSON).
 
 G6 (the 12-layer transformer) comes from the C generator in tests/bench/.
 Run from this folder: python3 make_graphs.py
@@ -75,7 +75,83 @@ def g5(dtype):
           ["y"])
 
 
+def g7():
+    """RMSNorm at LLM size: bf16 in and out, f32 math inside the kernel."""
+    r, c = 16384, 4096
+    graph("g7_rmsnorm_bf16", {"x": ("bf16", [r, c]), "w": ("bf16", [1, c])},
+          [op("mul", ["x", "x"], "x2"), op("mean", ["x2"], "ms", axis=1),
+           op("add_scalar", ["ms"], "me", scalar=1e-6), op("sqrt", ["me"], "rms"),
+           op("div", ["x", "rms"], "n"), op("mul", ["n", "w"], "y")], ["y"])
+
+
+def g8():
+    """The 5-op softmax of G3 in bf16 at LLM size."""
+    s = [16384, 4096]
+    graph("g8_softmax_bf16", {"x": ("bf16", s)},
+          [op("max_dim", ["x"], "m", axis=1), op("sub", ["x", "m"], "d"),
+           op("exp", ["d"], "e"), op("sum", ["e"], "s", axis=1), op("div", ["e", "s"], "y")],
+          ["y"])
+
+
+def g9():
+    """A column sum of a large f32 matrix (reduction over axis 0)."""
+    graph("g9_colsum", {"x": ("f32", [16384, 4096])}, [op("sum", ["x"], "y", axis=0)], ["y"])
+
+
+def g10():
+    """A full sum of 2^26 f32 values (one row, split across blocks)."""
+    graph("g10_fullsum", {"x": ("f32", [1 << 26])}, [op("sum", ["x"], "y", axis=0)], ["y"])
+
+
+def reduce_odd():
+    """Cooperative reduce kernels at odd sizes, every result an output: the GPU numeric
+    check of rows (warp, block, several rows a block), columns, split rows and
+    columns, ReduceBroadcasted chains, each reduction op and dtype (not timed)."""
+    ins, ops, outs = {}, [], []
+
+    def o(kind, i, out, keep=True, **kw):
+        ops.append(op(kind, i, out, **kw))
+        if keep:
+            outs.append(out)
+    for dt, shape in [("f32", [37, 4097]), ("f16", [31, 127]), ("bf16", [33, 31]),
+                      ("f64", [5, 1000]), ("i32", [3, 70000]), ("f32", [1, 300000])]:
+        x = "x_%s_%d" % (dt, shape[1])
+        ins[x] = (dt, shape)
+        for k in ["sum", "max_dim", "min_dim", "argmax", "argmin"] + \
+                 ([] if dt.startswith("i") else ["mean"]):
+            o(k, [x], "%s_%s_r" % (k, x), axis=1)
+        o(k, [x], "%s_%s_c" % (k, x), axis=0)
+    ins["p"] = ("f32", [6, 9])
+    o("prod", ["p"], "prod_r", axis=1)
+    # columns split over blocks, and a layer norm and softmax along each axis
+    ins["tall"] = ("f32", [40000, 5])
+    o("sum", ["tall"], "tall_sum", axis=0)
+    o("argmax", ["tall"], "tall_argmax", axis=0)
+    for ax in [0, 1]:
+        ins["s%d" % ax] = ("f32", [129, 65])
+        s = "s%d" % ax
+        o("max_dim", [s], s + "m", keep=False, axis=ax)
+        o("sub", [s, s + "m"], s + "d", keep=False)
+        o("exp", [s + "d"], s + "e", keep=False)
+        o("sum", [s + "e"], s + "s", keep=False, axis=ax)
+        o("div", [s + "e", s + "s"], s + "_softmax")
+    ins["ln"] = ("bf16", [7, 2049])
+    o("mean", ["ln"], "lnmu", axis=1)
+    o("sub", ["ln", "lnmu"], "lnd", keep=False)
+    o("mul", ["lnd", "lnd"], "lnd2", keep=False)
+    o("mean", ["lnd2"], "lnvar", keep=False, axis=1)
+    o("add_scalar", ["lnvar"], "lnve", keep=False, scalar=1e-5)
+    o("sqrt", ["lnve"], "lnsd", keep=False)
+    o("div", ["lnd", "lnsd"], "ln_y")
+    graph("reduce_odd", ins, ops, outs)
+
+
 if __name__ == "__main__":
+    reduce_odd()
+    g7()
+    g8()
+    g9()
+    g10()
     g1()
     g2(256)
     g2(4096)

@@ -18,7 +18,7 @@ for g in tests/bench/gpu/*.json tests/golden/*.yaml; do
 	[ -n "$n" ] || n=$(basename "${g%.*}")
 	"$FUSEC" compile "$g" -o "$G/plans/$n" > /dev/null
 done
-for g in tests/bench/gpu/allops_*.json tests/bench/gpu/mm_check_*.json tests/golden/*.yaml; do
+for g in tests/bench/gpu/allops_*.json tests/bench/gpu/mm_check_*.json tests/bench/gpu/reduce_odd.json tests/golden/*.yaml; do
 	n=$(basename "${g%.*}")
 	"$FUSEC" run "$g" --backend interp --seed 1 --outputs "$G/expect/$n" > /dev/null
 done
