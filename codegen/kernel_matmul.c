@@ -129,21 +129,56 @@ int cg_matmul_nvariants(void)
 	return MM_NCONFIGS;
 }
 
-/* Whether spec is a matmul the tiled kernel takes: ops[0] a matmul of f16, bf16 or
- * f32 operands, every other op elementwise, every written tensor of the matmul's
- * output shape. */
+/* The index of the matmul in spec's ops, after its leading views: swap_dims or
+ * permute ops that read a tensor from memory and whose result is an operand of the
+ * matmul and nothing else (the Matmul fuser's transposed operands); -1 if the ops do
+ * not start that way. */
+int cg_matmul_index(const CgKernelSpec *s)
+{
+	int i = 0;
+	while (i < s->nops && (s->ops[i].kind == OP_SWAP_DIMS || s->ops[i].kind == OP_PERMUTE))
+		i++;
+	if (i >= s->nops || s->ops[i].kind != OP_MATMUL || i > 2)
+		return -1;
+	const RelOp *mm = &s->ops[i];
+	for (int v = 0; v < i; v++) {
+		const RelOp *op = &s->ops[v];
+		int id = op->t[1].id;
+		if (mm->t[0].id != id && mm->t[1].id != id)
+			return -1;
+		if (id < s->nwritten && s->written[id])
+			return -1;
+		for (int u = 0; u < v; u++)
+			if (s->ops[u].t[1].id == op->t[0].id)
+				return -1;
+		if (op->kind == OP_PERMUTE && op->attr.n != op->t[1].rank)
+			return -1;
+		for (int d = 0; d < op->attr.n && op->kind == OP_PERMUTE; d++)
+			if (op->attr.axes[d] >= op->t[1].rank)
+				return -1;
+		if (op->kind == OP_SWAP_DIMS && (op->attr.axes[0] >= op->t[1].rank ||
+						 op->attr.axes[1] >= op->t[1].rank))
+			return -1;
+	}
+	return i;
+}
+
+/* Whether spec is a matmul the tiled kernel takes: the matmul (after its leading
+ * views, cg_matmul_index) of f16, bf16 or f32 operands, every later op elementwise,
+ * every written tensor of the matmul's output shape. */
 static bool eligible(const CgKernelSpec *s)
 {
-	if (s->nops < 1 || s->ops[0].kind != OP_MATMUL)
+	int mi = cg_matmul_index(s);
+	if (mi < 0)
 		return false;
-	const RelOp *mm = &s->ops[0];
+	const RelOp *mm = &s->ops[mi];
 	DType t = (DType)mm->t[0].dtype;
 	if (t != DT_F16 && t != DT_BF16 && t != DT_F32)
 		return false;
 	if (mm->t[1].dtype != t || mm->t[0].rank < 2 || mm->t[1].rank != mm->t[0].rank)
 		return false;
 	const RelTensor *out = &mm->t[mm->nin];
-	for (int i = 1; i < s->nops; i++) {
+	for (int i = mi + 1; i < s->nops; i++) {
 		const RelOp *op = &s->ops[i];
 		OpFamily f = ir_ops[op->kind].family;
 		if (f != FAM_BINARY && f != FAM_SCALAR && f != FAM_UNARY && f != FAM_COMPARE &&
@@ -162,7 +197,7 @@ static bool eligible(const CgKernelSpec *s)
 		if (!s->written[i])
 			continue;
 		bool found = false;
-		for (int j = 0; j < s->nops && !found; j++) {
+		for (int j = mi; j < s->nops && !found; j++) {
 			const RelOp *op = &s->ops[j];
 			for (int k = 0; k < op->nout; k++)
 				if (op->t[op->nin + k].id == i)
@@ -184,7 +219,7 @@ int cg_matmul_variant(const CgKernelSpec *s, const char *arch, bool host,
 {
 	if ((s->kind != CG_KERNEL_MATMUL && s->kind != CG_KERNEL_SINGLE) || !eligible(s))
 		return 0;
-	const RelOp *mm = &s->ops[0];
+	const RelOp *mm = &s->ops[cg_matmul_index(s)];
 	const RelTensor *out = &mm->t[mm->nin];
 	DType t = (DType)mm->t[0].dtype;
 	int r = out->rank;
@@ -222,6 +257,11 @@ typedef struct {
 	const RelOp *op;
 	const RelTensor *ta, *tb, *to;
 	int rank;
+	/* per operand (0 = A, 1 = B): the buffer it is read from (its own, or the one
+	 * its leading view reads) and the element strides of its dims there (i64):
+	 * batch dims, then the tile's rows (dim rank-2) and columns (dim rank-1) */
+	LLVMValueRef src[2];
+	LLVMValueRef ost[2][IR_MAX_RANK];
 	LLVMValueRef M, N, K;
 	LLVMValueRef smem;        /* i8 pointer: shared memory (GPU) or a stack array */
 	LLVMTypeRef sptr;         /* its pointer type */
@@ -456,7 +496,8 @@ static void load_tile(Mm *x, int w, LLVMValueRef s, LLVMValueRef kt)
 	LLVMValueRef r0 = w ? mulc(x, kt, c->bk) : x->m0;
 	LLVMValueRef c0 = w ? x->n0 : mulc(x, kt, c->bk);
 	LLVMValueRef nrows = w ? x->K : x->M, ncols = w ? x->N : x->K;
-	LLVMValueRef buf = kb->buf[w ? x->tb->id : x->ta->id];
+	LLVMValueRef buf = x->src[w];
+	LLVMValueRef ldr = x->ost[w][x->rank - 2], ldc = x->ost[w][x->rank - 1];
 	LLVMValueRef soff = stage_off(x, s, w);
 	LLVMValueRef tids = to_ot(x, phase_begin(x));
 	LLVMTypeRef vt = LLVMVectorType(m->t_i32, 4);
@@ -483,12 +524,12 @@ static void load_tile(Mm *x, int w, LLVMValueRef s, LLVMValueRef kt)
 			LLVMValueRef rowok = lt(x, gr, nrows);
 			LLVMValueRef doff = add(x, soff, swz(x, r, ch, cpr));
 			LLVMValueRef dst = smem_at(x, doff);
-			LLVMValueRef goff = add(x, x->base[w], add(x, mul(x, gr, ncols), gc));
+			LLVMValueRef goff = add(x, x->base[w], mul(x, gr, ldr));
 			if (pass == 0) {
 				/* the leading dimension is a multiple of a chunk: the chunk
 				 * is wholly inside or wholly outside */
 				LLVMValueRef ok = LLVMBuildAnd(x->b, rowok, lt(x, gc, ncols), "");
-				goff = LLVMBuildSelect(x->b, ok, goff, i64c(x, 0), "");
+				goff = LLVMBuildSelect(x->b, ok, add(x, goff, gc), i64c(x, 0), "");
 				LLVMValueRef src = LLVMBuildGEP2(x->b, rt, buf, &goff, 1, "");
 				if (x->gpu) {
 					LLVMValueRef args[3] = {saddr(x, doff), src,
@@ -508,7 +549,7 @@ static void load_tile(Mm *x, int w, LLVMValueRef s, LLVMValueRef kt)
 			for (int e = 0; e < x->ce; e++) {
 				LLVMValueRef gce = add(x, gc, i64c(x, e));
 				LLVMValueRef ok = LLVMBuildAnd(x->b, rowok, lt(x, gce, ncols), "");
-				LLVMValueRef o = LLVMBuildSelect(x->b, ok, add(x, goff, i64c(x, e)),
+				LLVMValueRef o = LLVMBuildSelect(x->b, ok, add(x, goff, mul(x, gce, ldc)),
 								 i64c(x, 0), "");
 				LLVMValueRef p = LLVMBuildGEP2(x->b, rt, buf, &o, 1, "");
 				LLVMValueRef v = LLVMBuildLoad2(x->b, rt, p, "");
@@ -904,25 +945,68 @@ static void epilogue(Mm *x, const int *wr, int nw)
 	}
 }
 
-/* Element offset, in operand t (A or B), of the first element of the matrix at batch
- * position bpos (size-1 batch dims of t broadcast). */
-static LLVMValueRef batch_base(Mm *x, const RelTensor *t)
+/* Element offset, in the buffer operand w (A or B) is read from, of the first
+ * element of the matrix at batch position bpos (size-1 batch dims broadcast). */
+static LLVMValueRef batch_base(Mm *x, int w)
 {
-	CgIdx i = cg_idx_of(t->rank, t->shape);
-	i.has_dims = true;
+	const RelTensor *t = w ? x->tb : x->ta;
+	LLVMValueRef o = i64c(x, 0);
 	for (int d = 0; d < t->rank - 2; d++)
-		i.i[d] = t->shape[d] == 0 ? i64c(x, 0) : x->bpos[d];
-	i.i[t->rank - 2] = i.i[t->rank - 1] = i64c(x, 0);
-	return cg_offset(x->kb, &i);
+		if (t->shape[d] != 0)
+			o = add(x, o, mul(x, x->bpos[d], x->ost[w][d]));
+	return o;
 }
 
-static LLVMValueRef is_aligned16(Mm *x, LLVMValueRef ld, int w)
+/* The buffer and strides of operand w (Mm.src, Mm.ost): a tensor the kernel reads
+ * is dense in C order; a swap_dims or permute in front of the matmul only reorders
+ * the strides of the tensor it reads. */
+static void operand_layout(Mm *x, const CgKernelSpec *s, int mi, int w)
 {
 	CgKb *kb = x->kb;
-	LLVMValueRef p = LLVMBuildPtrToInt(x->b, kb->buf[w ? x->tb->id : x->ta->id], kb->m->t_i64, "");
+	const RelTensor *t = w ? x->tb : x->ta, *src = t;
+	int r = t->rank, perm[IR_MAX_RANK];
+	for (int d = 0; d < r; d++)
+		perm[d] = d;
+	for (int v = 0; v < mi; v++) {
+		const RelOp *op = &s->ops[v];
+		if (op->t[1].id != t->id)
+			continue;
+		src = &op->t[0];
+		if (op->kind == OP_SWAP_DIMS) {
+			perm[op->attr.axes[0]] = op->attr.axes[1];
+			perm[op->attr.axes[1]] = op->attr.axes[0];
+		} else {
+			for (int d = 0; d < r; d++)
+				perm[d] = op->attr.axes[d];
+		}
+	}
+	LLVMValueRef sst[IR_MAX_RANK];
+	sst[r - 1] = i64c(x, 1);
+	for (int d = r - 2; d >= 0; d--)
+		sst[d] = mul(x, sst[d + 1], cg_dim(kb, src->shape[d + 1]));
+	for (int d = 0; d < r; d++)
+		x->ost[w][d] = sst[perm[d]];
+	x->src[w] = kb->buf[src->id];
+}
+
+/* Whether operand w's tile rows may be copied as whole 16-byte chunks: its columns
+ * are contiguous, and its buffer, row stride and batch strides are 16-byte aligned. */
+static LLVMValueRef is_aligned16(Mm *x, int w)
+{
+	CgKb *kb = x->kb;
+	const RelTensor *t = w ? x->tb : x->ta;
+	LLVMValueRef p = LLVMBuildPtrToInt(x->b, x->src[w], kb->m->t_i64, "");
 	LLVMValueRef ok = LLVMBuildICmp(x->b, LLVMIntEQ, uremc(x, p, 16), i64c(x, 0), "");
-	LLVMValueRef ldok = LLVMBuildICmp(x->b, LLVMIntEQ, uremc(x, ld, x->ce), i64c(x, 0), "");
-	return LLVMBuildAnd(x->b, ok, ldok, "");
+	ok = LLVMBuildAnd(x->b, ok, LLVMBuildICmp(x->b, LLVMIntEQ, x->ost[w][x->rank - 1],
+						  i64c(x, 1), ""), "");
+	for (int d = 0; d < x->rank - 1; d++) {
+		if (d < x->rank - 2 && t->shape[d] == 0)
+			continue;
+		LLVMValueRef ldok = LLVMBuildICmp(x->b, LLVMIntEQ, uremc(x, x->ost[w][d], x->ce),
+						  i64c(x, 0), "");
+		ok = LLVMBuildAnd(x->b, ok, ldok, "");
+	}
+	return ok;
 }
 
 static LLVMValueRef sreg(Mm *x, const char *name)
@@ -966,8 +1050,8 @@ static void tile_loop(Mm *x, LLVMValueRef block, LLVMValueRef nblocks, const int
 		x->bpos[d] = LLVMBuildURem(x->b, f, n, "");
 		f = LLVMBuildUDiv(x->b, f, n, "");
 	}
-	x->base[0] = batch_base(x, x->ta);
-	x->base[1] = batch_base(x, x->tb);
+	x->base[0] = batch_base(x, 0);
+	x->base[1] = batch_base(x, 1);
 
 	/* accumulators to zero */
 	phase_begin(x);
@@ -1039,7 +1123,8 @@ int cg_matmul_tiled(CgKb *kb, int variant, const int *wr, int nw)
 	x->b = kb->b;
 	x->c = &mm_configs[variant];
 	x->gpu = m->opt.target == CG_TARGET_NVPTX;
-	x->op = &kb->spec->ops[0];
+	int mi = cg_matmul_index(kb->spec);
+	x->op = &kb->spec->ops[mi];
 	x->ta = &x->op->t[0];
 	x->tb = &x->op->t[1];
 	x->to = &x->op->t[x->op->nin];
@@ -1110,8 +1195,10 @@ int cg_matmul_tiled(CgKb *kb, int variant, const int *wr, int nw)
 	(void)entry;
 	LLVMValueRef block = x->gpu ? sreg(x, "llvm.nvvm.read.ptx.sreg.ctaid.x") : LLVMGetParam(kb->fn, 1);
 	LLVMValueRef nblocks = x->gpu ? sreg(x, "llvm.nvvm.read.ptx.sreg.nctaid.x") : LLVMGetParam(kb->fn, 2);
-	x->fast[0] = is_aligned16(x, x->K, 0);
-	x->fast[1] = is_aligned16(x, x->N, 1);
+	operand_layout(x, kb->spec, mi, 0);
+	operand_layout(x, kb->spec, mi, 1);
+	x->fast[0] = is_aligned16(x, 0);
+	x->fast[1] = is_aligned16(x, 1);
 	x->vecok = vector_ok(x, wr, nw);
 	x->epi_rows = c->bm;
 	while (x->epi_rows * (c->bn + MM_EPI_PAD) * 4 > smem_bytes)
@@ -1155,8 +1242,9 @@ static void mm_rule(const CgKernel *k, const int64_t *dims, int ndims, CgDims *o
 	out->threads = tiles * MM_THREADS;
 }
 
-void cg_matmul_launch(int variant, const RelOp *mm, CgLaunch *l)
+void cg_matmul_launch(int variant, const CgKernelSpec *s, CgLaunch *l)
 {
+	const RelOp *mm = &s->ops[cg_matmul_index(s)];
 	const MmConfig *c = &mm_configs[variant];
 	const RelTensor *out = &mm->t[mm->nin];
 	int r = out->rank;

@@ -1160,6 +1160,9 @@ typedef struct {
 	const char *epi;        /* none, bias_relu, residual_gelu, scale_cast (f32 casts
 				 * to f16), also_mm */
 	bool exact;             /* step-quantized inputs whose products and sums are exact */
+	int trans;              /* operands through views: 1 a = swap_dims(a^T), 2 b =
+				 * swap_dims(b^T), 4 (two batch dims) a = permute of
+				 * [b0, m, b1, k] and b = permute of [b0, b1, n, k] */
 } MmCase;
 
 /* The matmul cases: every tile configuration of codegen/kernel_matmul.c (checked
@@ -1169,30 +1172,45 @@ typedef struct {
  * too. The host runs the same tiling as the GPU with the mma fragment replaced by
  * its scalar definition. */
 static const MmCase mm_cases[] = {
-	{"1x1x1", DT_F32, {0}, {0}, 1, 1, 1, "none", true},
-	{"17x33x40", DT_F32, {0}, {0}, 17, 33, 40, "bias_relu", true},
-	{"33x17x8", DT_F32, {0}, {0}, 33, 17, 8, "also_mm", true},
-	{"127x65x17", DT_F32, {0}, {0}, 127, 65, 17, "residual_gelu", false},
-	{"batch 3x1 by 1x2", DT_F32, {3, 1}, {1, 2}, 20, 36, 24, "bias_relu", true},
-	{"big tiles 144 batches", DT_F32, {12, 1}, {1, 12}, 5, 9, 16, "bias_relu", true},
-	{"big tiles 130x136x24", DT_F32, {6, 1}, {1, 6}, 130, 136, 24, "scale_cast", false},
-	{"gemv 1x300x72", DT_F32, {0}, {0}, 1, 300, 72, "bias_relu", true},
-	{"1x1x1", DT_F16, {0}, {0}, 1, 1, 1, "none", true},
-	{"17x33x40", DT_F16, {0}, {0}, 17, 33, 40, "bias_relu", true},
-	{"33x17x8", DT_F16, {0}, {0}, 33, 17, 8, "also_mm", true},
-	{"127x65x17", DT_F16, {0}, {0}, 127, 65, 17, "residual_gelu", false},
-	{"batch 3x1 by 1x2", DT_F16, {3, 1}, {1, 2}, 20, 36, 24, "bias_relu", true},
-	{"big tiles 144 batches", DT_F16, {12, 1}, {1, 12}, 5, 9, 16, "bias_relu", true},
-	{"big tiles 130x136x24", DT_F16, {6, 1}, {1, 6}, 130, 136, 24, "scale_cast", false},
-	{"gemv 1x300x72", DT_F16, {0}, {0}, 1, 300, 72, "bias_relu", false},
-	{"1x1x1", DT_BF16, {0}, {0}, 1, 1, 1, "none", true},
-	{"17x33x40", DT_BF16, {0}, {0}, 17, 33, 40, "bias_relu", false},
-	{"33x17x8", DT_BF16, {0}, {0}, 33, 17, 8, "also_mm", false},
-	{"127x65x17", DT_BF16, {0}, {0}, 127, 65, 17, "residual_gelu", false},
-	{"batch 3x1 by 1x2", DT_BF16, {3, 1}, {1, 2}, 20, 36, 24, "bias_relu", false},
-	{"big tiles 144 batches", DT_BF16, {12, 1}, {1, 12}, 5, 9, 16, "bias_relu", false},
-	{"big tiles 130x136x24", DT_BF16, {6, 1}, {1, 6}, 130, 136, 24, "scale_cast", false},
-	{"gemv 1x300x72", DT_BF16, {0}, {0}, 1, 300, 72, "bias_relu", false},
+	{"1x1x1", DT_F32, {0}, {0}, 1, 1, 1, "none", true, 0},
+	{"17x33x40", DT_F32, {0}, {0}, 17, 33, 40, "bias_relu", true, 0},
+	{"33x17x8", DT_F32, {0}, {0}, 33, 17, 8, "also_mm", true, 0},
+	{"127x65x17", DT_F32, {0}, {0}, 127, 65, 17, "residual_gelu", false, 0},
+	{"batch 3x1 by 1x2", DT_F32, {3, 1}, {1, 2}, 20, 36, 24, "bias_relu", true, 0},
+	{"big tiles 144 batches", DT_F32, {12, 1}, {1, 12}, 5, 9, 16, "bias_relu", true, 0},
+	{"big tiles 130x136x24", DT_F32, {6, 1}, {1, 6}, 130, 136, 24, "scale_cast", false, 0},
+	{"gemv 1x300x72", DT_F32, {0}, {0}, 1, 300, 72, "bias_relu", true, 0},
+	{"a^T 17x33x40", DT_F32, {0}, {0}, 17, 33, 40, "bias_relu", true, 1},
+	{"b^T 127x65x17", DT_F32, {0}, {0}, 127, 65, 17, "none", false, 2},
+	{"a^T b^T batch 3x1 by 1x2", DT_F32, {3, 1}, {1, 2}, 20, 36, 24, "also_mm", true, 3},
+	{"b^T 64x64x64", DT_F32, {0}, {0}, 64, 64, 64, "none", true, 2},
+	{"permuted big tiles 130x136x24", DT_F32, {6, 1}, {1, 6}, 130, 136, 24, "scale_cast", false, 4},
+	{"1x1x1", DT_F16, {0}, {0}, 1, 1, 1, "none", true, 0},
+	{"17x33x40", DT_F16, {0}, {0}, 17, 33, 40, "bias_relu", true, 0},
+	{"33x17x8", DT_F16, {0}, {0}, 33, 17, 8, "also_mm", true, 0},
+	{"127x65x17", DT_F16, {0}, {0}, 127, 65, 17, "residual_gelu", false, 0},
+	{"batch 3x1 by 1x2", DT_F16, {3, 1}, {1, 2}, 20, 36, 24, "bias_relu", true, 0},
+	{"big tiles 144 batches", DT_F16, {12, 1}, {1, 12}, 5, 9, 16, "bias_relu", true, 0},
+	{"big tiles 130x136x24", DT_F16, {6, 1}, {1, 6}, 130, 136, 24, "scale_cast", false, 0},
+	{"gemv 1x300x72", DT_F16, {0}, {0}, 1, 300, 72, "bias_relu", false, 0},
+	{"a^T 17x33x40", DT_F16, {0}, {0}, 17, 33, 40, "bias_relu", true, 1},
+	{"b^T 127x65x17", DT_F16, {0}, {0}, 127, 65, 17, "none", false, 2},
+	{"a^T b^T batch 3x1 by 1x2", DT_F16, {3, 1}, {1, 2}, 20, 36, 24, "also_mm", true, 3},
+	{"b^T 64x64x64", DT_F16, {0}, {0}, 64, 64, 64, "none", true, 2},
+	{"permuted big tiles 130x136x24", DT_F16, {6, 1}, {1, 6}, 130, 136, 24, "scale_cast", false, 4},
+	{"1x1x1", DT_BF16, {0}, {0}, 1, 1, 1, "none", true, 0},
+	{"17x33x40", DT_BF16, {0}, {0}, 17, 33, 40, "bias_relu", false, 0},
+	{"33x17x8", DT_BF16, {0}, {0}, 33, 17, 8, "also_mm", false, 0},
+	{"127x65x17", DT_BF16, {0}, {0}, 127, 65, 17, "residual_gelu", false, 0},
+	{"batch 3x1 by 1x2", DT_BF16, {3, 1}, {1, 2}, 20, 36, 24, "bias_relu", false, 0},
+	{"big tiles 144 batches", DT_BF16, {12, 1}, {1, 12}, 5, 9, 16, "bias_relu", false, 0},
+	{"big tiles 130x136x24", DT_BF16, {6, 1}, {1, 6}, 130, 136, 24, "scale_cast", false, 0},
+	{"gemv 1x300x72", DT_BF16, {0}, {0}, 1, 300, 72, "bias_relu", false, 0},
+	{"a^T 17x33x40", DT_BF16, {0}, {0}, 17, 33, 40, "bias_relu", false, 1},
+	{"b^T 127x65x17", DT_BF16, {0}, {0}, 127, 65, 17, "none", false, 2},
+	{"a^T b^T batch 3x1 by 1x2", DT_BF16, {3, 1}, {1, 2}, 20, 36, 24, "also_mm", false, 3},
+	{"b^T 64x64x64", DT_BF16, {0}, {0}, 64, 64, 64, "none", false, 2},
+	{"permuted big tiles 130x136x24", DT_BF16, {6, 1}, {1, 6}, 130, 136, 24, "scale_cast", false, 4},
 };
 enum { MM_NCASES = (int)(sizeof mm_cases / sizeof mm_cases[0]) };
 
@@ -1209,15 +1227,38 @@ static void mm_graph(GenGraph *gg, const MmCase *c)
 	}
 	da[nb] = c->m, da[nb + 1] = c->k;
 	db[nb] = c->k, db[nb + 1] = c->n;
+	/* the operands as stored: transposed, or with a batch dim after the rows */
+	int64_t sa[4], sb[4];
+	memcpy(sa, da, sizeof sa);
+	memcpy(sb, db, sizeof sb);
+	if (c->trans & 1)
+		sa[nb] = c->k, sa[nb + 1] = c->m;
+	if (c->trans & 2)
+		sb[nb] = c->n, sb[nb + 1] = c->k;
+	if (c->trans & 4) {
+		assert_int_equal(nb, 2);
+		sa[1] = c->m, sa[2] = c->ba[1];
+		sb[2] = c->n, sb[3] = c->k;
+	}
 	dbias[nb] = 1, dbias[nb + 1] = c->n;
 	dres[nb] = c->m, dres[nb + 1] = c->n;
 	/* exact: multiples of 1/4 in [-1, 1): products multiples of 1/16, sums of at most
 	 * 72 of them need 11 bits, which f16 and f32 hold; bf16 rounds at the store */
 	double step = c->exact ? 0.25 : 0;
-	const char *a = gen_input(gg, c->dt, r, da, -1, 1);
+	const char *a = gen_input(gg, c->dt, r, sa, -1, 1);
 	gg->in[gg->ninputs - 1].step = step;
-	const char *b = gen_input(gg, c->dt, r, db, -1, 1);
+	const char *b = gen_input(gg, c->dt, r, sb, -1, 1);
 	gg->in[gg->ninputs - 1].step = step;
+	char swap[64];
+	snprintf(swap, sizeof swap, "\"dims\": [%d, %d]", nb, nb + 1);
+	if (c->trans & 1)
+		a = gen_op(gg, "swap_dims", 1, &a, swap);
+	if (c->trans & 2)
+		b = gen_op(gg, "swap_dims", 1, &b, swap);
+	if (c->trans & 4) {
+		a = gen_op(gg, "permute", 1, &a, "\"axes\": [0, 2, 1, 3]");
+		b = gen_op(gg, "permute", 1, &b, "\"axes\": [0, 1, 3, 2]");
+	}
 	const char *in2[2] = {a, b};
 	const char *mm = gen_op(gg, "matmul", 2, in2, NULL);
 	const char *y = mm;
@@ -1245,8 +1286,9 @@ static void mm_graph(GenGraph *gg, const MmCase *c)
 	gen_output(gg, y);
 }
 
-/* The tile configurations the host lowering of b picks, as a bit set. */
-static unsigned mm_variants(const Built *b)
+/* The tile configurations the host lowering of b picks, as a bit set; *nlaunch the
+ * launches. */
+static unsigned mm_variants(const Built *b, int *nlaunch)
 {
 	Arena *a = arena_new();
 	Diag d;
@@ -1256,6 +1298,7 @@ static unsigned mm_variants(const Built *b)
 	CgProgram prog;
 	assert_int_equal(cg_lower(m, b->s, a, &prog, &d), 0);
 	unsigned set = 0;
+	*nlaunch = prog.nlaunch;
 	for (int k = 0; k < prog.nkernels; k++)
 		set |= 1u << prog.kernels[k]->variant;
 	/* one block per output tile: batch x ceil(M / BM) x ceil(N / BN) */
@@ -1299,9 +1342,13 @@ static void test_matmul_tiles(void **state)
 		snprintf(label, sizeof label, "matmul %s %s %s", c->label, ir_dtype_name(c->dt), c->epi);
 		Built b;
 		built_new(&b, &gg, label);
-		unsigned v = mm_variants(&b);
+		int nl;
+		unsigned v = mm_variants(&b, &nl);
 		if (!(v & ~1u))
 			fail_msg("%s: no tiled kernel", label);
+		/* views of the operands are read in place: one kernel, no copies */
+		if (c->trans && nl != 1)
+			fail_msg("%s: %d launches, not one", label, nl);
 		seen |= v;
 		exact_compare = c->exact;
 		bad += run_both(&b, &gg, 7, NULL) > 0;
