@@ -21,7 +21,7 @@
 static const char compile_usage[] =
 	"usage: fusec compile GRAPH [-o DIR] [--arch sm_XX] [--max-blocks N]\n"
 	"                     [--max-explorations N] [--max-bindings N] [--log LEVEL]\n"
-	"                     [--emit LIST] [--libdevice PATH] [--verify]\n"
+	"                     [--emit LIST] [--libdevice PATH] [--verify] [--allow-tf32]\n"
 	"\n"
 	"Search fusions for GRAPH, generate PTX, and write DIR/NAME.ptx and\n"
 	"DIR/NAME.plan.json (DIR defaults to .).\n"
@@ -36,6 +36,8 @@ static const char compile_usage[] =
 	"  --time                 print the time of each phase to stderr\n"
 	"  --verify               check the schedule before generating code: every op\n"
 	"                         runs once, launches read only what is written earlier\n"
+	"  --allow-tf32           f32 matmuls run on tensor cores as tf32 (10-bit\n"
+	"                         mantissa operands; sm_80 and later); the plan says so\n"
 	"  --libdevice PATH       link libdevice bitcode for precise math; `auto` looks\n"
 	"                         for a CUDA install (default: fusec's own math)\n";
 
@@ -124,7 +126,7 @@ static bool valid_arch(const char *s)
 typedef struct {
 	const char *graph, *dir, *arch, *libdevice;
 	SearchOptions search;
-	bool emit_ll, emit_relative, emit_dot, timing, verify;
+	bool emit_ll, emit_relative, emit_dot, timing, verify, allow_tf32;
 } CompileOptions;
 
 static int parse_emit(CompileOptions *o, const char *arg)
@@ -162,6 +164,7 @@ static int parse_options(int argc, char **argv, CompileOptions *o)
 		{"libdevice", required_argument, NULL, 'd'},
 		{"time", no_argument, NULL, 't'},
 		{"verify", no_argument, NULL, 'v'},
+		{"allow-tf32", no_argument, NULL, 'f'},
 		{0, 0, 0, 0},
 	};
 	memset(o, 0, sizeof *o);
@@ -231,6 +234,9 @@ static int parse_options(int argc, char **argv, CompileOptions *o)
 			break;
 		case 'v':
 			o->verify = true;
+			break;
+		case 'f':
+			o->allow_tf32 = true;
 			break;
 		default:
 			cmd_usage_error("compile", "unknown option or missing value '%s'", argv[optind - 1]);
@@ -367,7 +373,7 @@ int cmd_compile(int argc, char **argv)
 	Diag d;
 	char ptxname[512];
 	snprintf(ptxname, sizeof ptxname, "%s.ptx", g->name);
-	PlanFileInfo info = {o.arch, ptxname, o.libdevice};
+	PlanFileInfo info = {o.arch, ptxname, o.libdevice, o.allow_tf32};
 	CgOutputs co = {0};
 	if (o.verify && pass_verify(s, &d)) {
 		cmd_print_diag(&d);

@@ -22,7 +22,7 @@
 
 static const char run_usage[] =
 	"usage: fusec run GRAPH [--backend interp|cpu|cuda] [--inputs DIR|NAME=FILE,...]\n"
-	"                 [--outputs DIR] [--seed N] [--check]\n"
+	"                 [--outputs DIR] [--seed N] [--check] [--allow-tf32]\n"
 	"       fusec run DIR --backend cuda [--inputs DIR] [--outputs DIR] [--seed N]\n"
 	"\n"
 	"Execute GRAPH and print, per output, its dtype, shape, the sum of its elements\n"
@@ -36,6 +36,8 @@ static const char run_usage[] =
 	"  --inputs N=F,..  read input N from the .npy file F; other inputs are random\n"
 	"  --seed N         seed of the random inputs (default 0)\n"
 	"  --outputs DIR    write each output to DIR/NAME.npy (bf16 is written as <f4)\n"
+	"  --allow-tf32     f32 matmuls may use tf32 tensor cores (cpu: emulated),\n"
+	"                   checked at tf32's tolerance (as compile --allow-tf32)\n"
 	"  --check          compare every output against the interpreter; exit 3 when\n"
 	"                   one is over its tolerance (docs/tolerances.md)\n"
 	"\n"
@@ -89,9 +91,9 @@ static const struct {
 
 /* Prepare, run and collect; outs must hold g->noutputs empty tensors. */
 static int backend_run(const RunBackend *vt, const Graph *g, const HostTensor *inputs,
-		       HostTensor *outs, Diag *d)
+		       bool tf32, HostTensor *outs, Diag *d)
 {
-	RunCtx c = {g, inputs, NULL};
+	RunCtx c = {g, inputs, NULL, tf32};
 	int rc = vt->prepare(&c, d);
 	if (!rc)
 		rc = vt->run(&c, d);
@@ -272,17 +274,18 @@ static int write_outputs(const Graph *g, const char *dir, const HostTensor *outs
 
 /* Compare outs against the interpreter; returns the number of failed outputs,
  * or -1 if the interpreter itself failed. */
-static int check_outputs(const Graph *g, const HostTensor *in, const HostTensor *outs)
+static int check_outputs(const Graph *g, const HostTensor *in, bool tf32,
+			 const HostTensor *outs)
 {
 	HostTensor *ref = xcalloc((size_t)g->noutputs + 1, sizeof *ref);
 	Diag d;
 	int nfail = 0;
-	if (backend_run(&interp_backend, g, in, ref, &d)) {
+	if (backend_run(&interp_backend, g, in, false, ref, &d)) {
 		cmd_print_diag(&d);
 		nfail = -1;
 	}
 	for (int i = 0; nfail >= 0 && i < g->noutputs; i++) {
-		Tolerance tol = check_tensor_tolerance(g, g->outputs[i]);
+		Tolerance tol = check_tensor_tolerance(g, g->outputs[i], tf32);
 		HostCompare cmp;
 		host_compare(&outs[i], &ref[i], tol.atol, tol.rtol, &cmp);
 		printf("check %s: max_abs=%.3g max_rel=%.3g atol=%.3g rtol=%.3g %s\n",
@@ -350,11 +353,12 @@ int cmd_run(int argc, char **argv)
 		{"outputs", required_argument, NULL, 'o'},
 		{"seed", required_argument, NULL, 's'},
 		{"check", no_argument, NULL, 'c'},
+		{"allow-tf32", no_argument, NULL, 't'},
 		{0, 0, 0, 0},
 	};
 	const char *backend = "interp", *inputs = NULL, *outputs = NULL;
 	long seed = 0;
-	bool check = false;
+	bool check = false, tf32 = false;
 	int c;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
@@ -368,6 +372,7 @@ int cmd_run(int argc, char **argv)
 				return EXIT_USAGE;
 			break;
 		case 'c': check = true; break;
+		case 't': tf32 = true; break;
 		default:
 			cmd_usage_error("run", "unknown option or missing value '%s'",
 					argv[optind - 1]);
@@ -413,14 +418,14 @@ int cmd_run(int argc, char **argv)
 	Diag d;
 	if ((inputs && run_load_inputs(g, inputs, in)) || run_random_inputs(g, (uint64_t)seed, in)) {
 		status = EXIT_INPUT;
-	} else if (backend_run(vt, g, in, outs, &d)) {
+	} else if (backend_run(vt, g, in, tf32, outs, &d)) {
 		cmd_print_diag(&d);
 		status = EXIT_FAIL;
 	} else {
 		print_summary(g, outs);
 		if (outputs && write_outputs(g, outputs, outs))
 			status = EXIT_FAIL;
-		if (check && check_outputs(g, in, outs) != 0)
+		if (check && check_outputs(g, in, tf32, outs) != 0)
 			status = EXIT_FAIL;
 	}
 	fflush(stdout);

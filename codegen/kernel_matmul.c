@@ -101,7 +101,8 @@ enum {
  * tiling". Every entry fits MM_THREADS threads and MM_SMEM_MAX bytes. */
 typedef struct {
 	const char *name;
-	bool tc;                 /* tensor cores (f16/bf16) or SIMT FMA (f32) */
+	bool tc;                 /* tensor cores (f16/bf16, or tf32) or SIMT FMA (f32) */
+	bool tf32;               /* tc over f32 operands rounded to tf32 (--allow-tf32) */
 	int min_blocks;          /* blocks per SM to ask of ptxas (minnctapersm), 0: none */
 	int bm, bn, bk;          /* block tile */
 	int wm, wn;              /* tc: warps along M and N (wm * wn = 8) */
@@ -109,13 +110,17 @@ typedef struct {
 } MmConfig;
 
 static const MmConfig mm_configs[] = {
-	{"plain", false, 0, 0, 0, 0, 0, 0, 0},
+	{"plain", false, false, 0, 0, 0, 0, 0, 0, 0},
 	/* 2 blocks per SM: ptxas fits 128 registers (180 unbounded) with a few bytes
 	 * of spills, and 16 warps hide ldmatrix and mma latency better than 8 */
-	{"tc128x128x32s3", true, 2, 128, 128, 32, 2, 4, 3},
-	{"tc64x64x32s3", true, 0, 64, 64, 32, 2, 4, 3},
-	{"fma128x128x16s3", false, 0, 128, 128, 16, 0, 0, 3},
-	{"fma64x64x16s3", false, 0, 64, 64, 16, 0, 0, 3},
+	{"tc128x128x32s3", true, false, 2, 128, 128, 32, 2, 4, 3},
+	{"tc64x64x32s3", true, false, 0, 64, 64, 32, 2, 4, 3},
+	{"fma128x128x16s3", false, false, 0, 128, 128, 16, 0, 0, 3},
+	{"fma64x64x16s3", false, false, 0, 64, 64, 16, 0, 0, 3},
+	/* --allow-tf32: mma.sync m16n8k8 tf32; f32 stages are twice the bytes, so the
+	 * large tile takes half the K of tc128 to stay within 48 KiB */
+	{"tf32x128x128x16s3", true, true, 0, 128, 128, 16, 2, 4, 3},
+	{"tf32x64x64x32s3", true, true, 0, 64, 64, 32, 2, 4, 3},
 };
 enum { MM_NCONFIGS = (int)(sizeof mm_configs / sizeof mm_configs[0]) };
 
@@ -214,7 +219,15 @@ static int64_t dim_of(uint32_t id, const int64_t *dims, int ndims)
 	return id == 0 || (int)id >= ndims ? 1 : dims[id];
 }
 
-int cg_matmul_variant(const CgKernelSpec *s, const char *arch, bool host,
+/* Whether configuration c computes operands of dtype t (tf32: when allowed). */
+static bool fits(const MmConfig *c, DType t, bool tf32)
+{
+	if (t != DT_F32)
+		return c->tc && !c->tf32;
+	return !c->tc || (c->tf32 && tf32);
+}
+
+int cg_matmul_variant(const CgKernelSpec *s, const char *arch, bool host, bool allow_tf32,
 		      const int64_t *dims, int ndims)
 {
 	if ((s->kind != CG_KERNEL_MATMUL && s->kind != CG_KERNEL_SINGLE) || !eligible(s))
@@ -231,15 +244,19 @@ int cg_matmul_variant(const CgKernelSpec *s, const char *arch, bool host,
 	int64_t big = batch * ((m + 127) / 128) * ((n + 127) / 128);
 	/* measuring the table (docs/benchmarks.md): FUSEC_MATMUL_TILES=NAME forces the
 	 * configuration NAME wherever its kind (tc or fma) applies */
+	/* mma.sync (m16n8k16, m16n8k8 tf32) and cp.async need sm_80 */
+	bool sm80 = host || (arch && !strncmp(arch, "sm_", 3) && atoi(arch + 3) >= 80);
+	bool tf32 = allow_tf32 && sm80;
 	const char *force = getenv("FUSEC_MATMUL_TILES");
 	for (int v = 1; force && v < MM_NCONFIGS; v++)
-		if (!strcmp(force, mm_configs[v].name) && mm_configs[v].tc == (t != DT_F32) &&
-		    (t == DT_F32 || host || (arch && !strncmp(arch, "sm_", 3) && atoi(arch + 3) >= 80)))
+		if (!strcmp(force, mm_configs[v].name) && fits(&mm_configs[v], t, tf32) &&
+		    (!mm_configs[v].tc || sm80))
 			return v;
+	if (t == DT_F32 && tf32)
+		return big >= MM_WAVE ? 5 : 6;
 	if (t == DT_F32)
 		return big >= MM_WAVE ? 3 : 4;
-	/* mma.sync m16n8k16 and cp.async need sm_80 */
-	if (!host && (!arch || strncmp(arch, "sm_", 3) || atoi(arch + 3) < 80))
+	if (!sm80)
 		return 0;
 	return big >= MM_WAVE ? 1 : 2;
 }
@@ -262,6 +279,10 @@ typedef struct {
 	 * batch dims, then the tile's rows (dim rank-2) and columns (dim rank-1) */
 	LLVMValueRef src[2];
 	LLVMValueRef ost[2][IR_MAX_RANK];
+	/* operand w is stored transposed (its rows contiguous: a swap_dims or permute
+	 * of the last two dims): its shared tile is kept in that layout, columns x
+	 * rows, and read with the other ldmatrix form */
+	bool trans[2];
 	LLVMValueRef M, N, K;
 	LLVMValueRef smem;        /* i8 pointer: shared memory (GPU) or a stack array */
 	LLVMTypeRef sptr;         /* its pointer type */
@@ -490,19 +511,24 @@ static void load_tile(Mm *x, int w, LLVMValueRef s, LLVMValueRef kt)
 	CgKb *kb = x->kb;
 	CgModule *m = kb->m;
 	const MmConfig *c = x->c;
+	bool tr = x->trans[w];
 	int rows = w ? c->bk : c->bm, cols = w ? c->bn : c->bk;
 	int cpr = x->cpr[w];
-	int per = rows * cpr / MM_THREADS;
+	int per = (tr ? cols : rows) * cpr / MM_THREADS;
 	LLVMValueRef r0 = w ? mulc(x, kt, c->bk) : x->m0;
 	LLVMValueRef c0 = w ? x->n0 : mulc(x, kt, c->bk);
 	LLVMValueRef nrows = w ? x->K : x->M, ncols = w ? x->N : x->K;
-	LLVMValueRef buf = x->src[w];
 	LLVMValueRef ldr = x->ost[w][x->rank - 2], ldc = x->ost[w][x->rank - 1];
+	/* the shared tile's rows (outer) and contiguous columns (inner): the operand's
+	 * rows and columns, or the other way round when it is stored transposed */
+	LLVMValueRef o0 = tr ? c0 : r0, i0 = tr ? r0 : c0;
+	LLVMValueRef obound = tr ? ncols : nrows, ibound = tr ? nrows : ncols;
+	LLVMValueRef ostr = tr ? ldc : ldr, istr = tr ? ldr : ldc;
+	LLVMValueRef buf = x->src[w];
 	LLVMValueRef soff = stage_off(x, s, w);
 	LLVMValueRef tids = to_ot(x, phase_begin(x));
 	LLVMTypeRef vt = LLVMVectorType(m->t_i32, 4);
 	LLVMTypeRef rt = raw_type(x);
-	(void)cols;
 
 	LLVMBasicBlockRef bfast = LLVMAppendBasicBlockInContext(m->ctx, kb->fn, "ld.fast");
 	LLVMBasicBlockRef bslow = LLVMAppendBasicBlockInContext(m->ctx, kb->fn, "ld.elem");
@@ -519,17 +545,17 @@ static void load_tile(Mm *x, int w, LLVMValueRef s, LLVMValueRef kt)
 		for (int i = 0; i < per; i++) {
 			LLVMValueRef q = addc(x, tids, (int64_t)i * MM_THREADS);
 			LLVMValueRef r = udivc(x, q, cpr), ch = uremc(x, q, cpr);
-			LLVMValueRef gr = add(x, r0, to64(x, r));
-			LLVMValueRef gc = add(x, c0, to64(x, mulc(x, ch, x->ce)));
-			LLVMValueRef rowok = lt(x, gr, nrows);
+			LLVMValueRef go = add(x, o0, to64(x, r));
+			LLVMValueRef gi = add(x, i0, to64(x, mulc(x, ch, x->ce)));
+			LLVMValueRef rowok = lt(x, go, obound);
 			LLVMValueRef doff = add(x, soff, swz(x, r, ch, cpr));
 			LLVMValueRef dst = smem_at(x, doff);
-			LLVMValueRef goff = add(x, x->base[w], mul(x, gr, ldr));
+			LLVMValueRef goff = add(x, x->base[w], mul(x, go, ostr));
 			if (pass == 0) {
 				/* the leading dimension is a multiple of a chunk: the chunk
 				 * is wholly inside or wholly outside */
-				LLVMValueRef ok = LLVMBuildAnd(x->b, rowok, lt(x, gc, ncols), "");
-				goff = LLVMBuildSelect(x->b, ok, add(x, goff, gc), i64c(x, 0), "");
+				LLVMValueRef ok = LLVMBuildAnd(x->b, rowok, lt(x, gi, ibound), "");
+				goff = LLVMBuildSelect(x->b, ok, add(x, goff, gi), i64c(x, 0), "");
 				LLVMValueRef src = LLVMBuildGEP2(x->b, rt, buf, &goff, 1, "");
 				if (x->gpu) {
 					LLVMValueRef args[3] = {saddr(x, doff), src,
@@ -547,9 +573,9 @@ static void load_tile(Mm *x, int w, LLVMValueRef s, LLVMValueRef kt)
 			}
 			LLVMValueRef vec = LLVMConstNull(LLVMVectorType(rt, (unsigned)x->ce));
 			for (int e = 0; e < x->ce; e++) {
-				LLVMValueRef gce = add(x, gc, i64c(x, e));
-				LLVMValueRef ok = LLVMBuildAnd(x->b, rowok, lt(x, gce, ncols), "");
-				LLVMValueRef o = LLVMBuildSelect(x->b, ok, add(x, goff, mul(x, gce, ldc)),
+				LLVMValueRef gie = add(x, gi, i64c(x, e));
+				LLVMValueRef ok = LLVMBuildAnd(x->b, rowok, lt(x, gie, ibound), "");
+				LLVMValueRef o = LLVMBuildSelect(x->b, ok, add(x, goff, mul(x, gie, istr)),
 								 i64c(x, 0), "");
 				LLVMValueRef p = LLVMBuildGEP2(x->b, rt, buf, &o, 1, "");
 				LLVMValueRef v = LLVMBuildLoad2(x->b, rt, p, "");
@@ -576,6 +602,11 @@ static LLVMValueRef smem_elem(Mm *x, int w, LLVMValueRef soff, LLVMValueRef row,
 			      LLVMValueRef col)
 {
 	CgModule *m = x->kb->m;
+	if (x->trans[w]) {
+		LLVMValueRef t = row;
+		row = col;
+		col = t;
+	}
 	row = to_ot(x, row);
 	col = to_ot(x, col);
 	LLVMValueRef ch = udivc(x, col, x->ce), within = uremc(x, col, x->ce);
@@ -593,6 +624,25 @@ static LLVMValueRef smem_elem(Mm *x, int w, LLVMValueRef soff, LLVMValueRef row,
 		return LLVMBuildFPExt(x->b, LLVMBuildBitCast(x->b, v, m->t_f16, ""), m->t_f32, "");
 	v = LLVMBuildShl(x->b, LLVMBuildZExt(x->b, v, m->t_i32, ""), i32c(x, 16), "");
 	return LLVMBuildBitCast(x->b, v, m->t_f32, "");
+}
+
+/* tf32 (round to nearest, ties away from zero: cvt.rna.tf32.f32) of the f32 v, as the
+ * f32 it stands for: GPU the conversion instruction, host its definition (the 13 low
+ * mantissa bits rounded off; infinities and NaNs kept). */
+static LLVMValueRef to_tf32(Mm *x, LLVMValueRef v)
+{
+	CgModule *m = x->kb->m;
+	if (x->gpu) {
+		LLVMValueRef r = intrinsic(x, "llvm.nvvm.f2tf32.rna", NULL, 0, &v, 1);
+		return LLVMBuildBitCast(x->b, r, m->t_f32, "");
+	}
+	LLVMValueRef bits = LLVMBuildBitCast(x->b, v, m->t_i32, "");
+	LLVMValueRef exp = LLVMBuildAnd(x->b, bits, i32c(x, 0x7f800000), "");
+	LLVMValueRef special = LLVMBuildICmp(x->b, LLVMIntEQ, exp, i32c(x, 0x7f800000), "");
+	LLVMValueRef r = LLVMBuildAnd(x->b, add(x, bits, i32c(x, 0x1000)),
+				      LLVMConstInt(m->t_i32, 0xffffe000u, 0), "");
+	r = LLVMBuildSelect(x->b, special, bits, r, "");
+	return LLVMBuildBitCast(x->b, r, m->t_f32, "");
 }
 
 /* tc: the (row, col) in the block tile of accumulator e of thread tid. */
@@ -632,19 +682,67 @@ static void tc_compute_gpu(Mm *x, LLVMValueRef s)
 	LLVMValueRef sa = saddr(x, stage_off(x, s, 0)), sb = saddr(x, stage_off(x, s, 1));
 	LLVMTypeRef h2 = LLVMVectorType(m->t_f16, 2);
 	LLVMValueRef afr[8][4], bfr[16][2];
-	for (int kk = 0; kk < c->bk / 16; kk++) {
-		for (int mi = 0; mi < x->mi; mi++) {
-			LLVMValueRef row = add(x, addc(x, mulc(x, wmi, x->wtm), mi * 16),
-					       add(x, l8, j1));
-			LLVMValueRef ch = addc(x, j2, kk * 2);
-			LLVMValueRef r = ldmatrix4(x, add(x, sa, swz(x, row, ch, x->cpr[0])), false);
+	/* tf32 (m16n8k8): a fragment element is one f32, an ldmatrix 8x8 b16 matrix
+	 * is 8 x 4 of them, which gives A's fragment (row lane/4, k lane%4) from an
+	 * m x k tile and B's (k lane%4, n lane/4) from an n x k tile; ldmatrix cannot
+	 * transpose 32-bit elements, so the other two layouts load fragments element by
+	 * element */
+	LLVMValueRef g = udivc(x, lane, 4), t4 = uremc(x, lane, 4);
+	LLVMValueRef ssa = stage_off(x, s, 0), ssb = stage_off(x, s, 1);
+	int kstep = c->tf32 ? 8 : 16;
+	for (int kk = 0; kk < c->bk / kstep; kk++) {
+		if (c->tf32 && x->trans[0]) {
+			for (int mi = 0; mi < x->mi; mi++)
+				for (int q = 0; q < 4; q++) {
+					LLVMValueRef row = add(x, addc(x, mulc(x, wmi, x->wtm),
+								  mi * 16 + (q % 2) * 8), g);
+					LLVMValueRef col = addc(x, t4, kk * 8 + (q / 2) * 4);
+					afr[mi][q] = LLVMBuildBitCast(x->b,
+						smem_elem(x, 0, ssa, row, col), m->t_i32, "");
+				}
+		}
+		if (c->tf32 && !x->trans[1]) {
+			for (int ni = 0; ni < x->ni; ni++)
+				for (int q = 0; q < 2; q++) {
+					LLVMValueRef col = add(x, addc(x, mulc(x, wni, x->wtn), ni * 8), g);
+					LLVMValueRef row = addc(x, t4, kk * 8 + q * 4);
+					bfr[ni][q] = LLVMBuildBitCast(x->b,
+						smem_elem(x, 1, ssb, row, col), m->t_i32, "");
+				}
+		}
+		/* A fragments: the four 8x8 matrices (rows 0-7 | 8-15) x (k 0-7 | 8-15),
+		 * lanes 8q..8q+7 giving the rows of matrix q; stored transposed (k x m)
+		 * they are read as k rows and transposed by ldmatrix */
+		for (int mi = 0; mi < x->mi && !(c->tf32 && x->trans[0]); mi++) {
+			LLVMValueRef mrow = addc(x, mulc(x, wmi, x->wtm), mi * 16);
+			LLVMValueRef row, ch;
+			if (x->trans[0]) {
+				row = add(x, addc(x, mulc(x, j2, 8), kk * 16), l8);
+				ch = add(x, udivc(x, mrow, 8), udivc(x, j1, 8));
+			} else {
+				row = add(x, mrow, add(x, l8, j1));
+				ch = addc(x, j2, kk * 2);
+			}
+			LLVMValueRef r = ldmatrix4(x, add(x, sa, swz(x, row, ch, x->cpr[0])),
+						   x->trans[0]);
 			for (int q = 0; q < 4; q++)
 				afr[mi][q] = LLVMBuildExtractValue(x->b, r, (unsigned)q, "");
 		}
-		for (int nj = 0; nj < x->ni / 2; nj++) {
-			LLVMValueRef krow = addc(x, add(x, l8, j1), kk * 16);
-			LLVMValueRef ch = add(x, udivc(x, addc(x, mulc(x, wni, x->wtn), nj * 16), 8), j2);
-			LLVMValueRef r = ldmatrix4(x, add(x, sb, swz(x, krow, ch, x->cpr[1])), true);
+		/* B fragments of two n8 tiles: matrices (k 0-7, n 0-7), (k 8-15, n 0-7),
+		 * (k 0-7, n 8-15), (k 8-15, n 8-15); stored k x n they are transposed by
+		 * ldmatrix, stored transposed (n x k) they are read as they are */
+		for (int nj = 0; nj < x->ni / 2 && !(c->tf32 && !x->trans[1]); nj++) {
+			LLVMValueRef ncol = addc(x, mulc(x, wni, x->wtn), nj * 16);
+			LLVMValueRef row, ch;
+			if (x->trans[1]) {
+				row = add(x, add(x, ncol, mulc(x, j2, 8)), l8);
+				ch = addc(x, udivc(x, j1, 8), kk * 2);
+			} else {
+				row = addc(x, add(x, l8, j1), kk * 16);
+				ch = add(x, udivc(x, ncol, 8), j2);
+			}
+			LLVMValueRef r = ldmatrix4(x, add(x, sb, swz(x, row, ch, x->cpr[1])),
+						   !x->trans[1]);
 			for (int q = 0; q < 4; q++)
 				bfr[2 * nj + q / 2][q % 2] = LLVMBuildExtractValue(x->b, r, (unsigned)q, "");
 		}
@@ -658,10 +756,16 @@ static void tc_compute_gpu(Mm *x, LLVMValueRef s)
 				if (x->dt == DT_F16)
 					for (int q = 0; q < 6; q++)
 						args[q] = LLVMBuildBitCast(x->b, args[q], h2, "");
+				if (c->tf32)
+					for (int q = 0; q < 6; q++)
+						args[q] = LLVMBuildBitCast(x->b, to_tf32(x,
+							LLVMBuildBitCast(x->b, args[q], m->t_f32, "")),
+							m->t_i32, "");
 				int e0 = (mi * x->ni + ni) * 4;
 				for (int q = 0; q < 4; q++)
 					args[6 + q] = acc_load(x, i64c(x, e0 + q));
-				LLVMValueRef r = intrinsic(x, x->dt == DT_F16 ?
+				LLVMValueRef r = intrinsic(x, c->tf32 ?
+					"llvm.nvvm.mma.m16n8k8.row.col.tf32" : x->dt == DT_F16 ?
 					"llvm.nvvm.mma.m16n8k16.row.col.f32.f32" :
 					"llvm.nvvm.mma.m16n8k16.row.col.bf16", NULL, 0, args, 10);
 				for (int q = 0; q < 4; q++)
@@ -685,6 +789,10 @@ static void tc_compute_host(Mm *x, LLVMValueRef s)
 	LLVMValueRef sum = cg_carry(kb, &lk, LLVMConstReal(kb->m->t_f32, 0));
 	LLVMValueRef a = smem_elem(x, 0, sa, row, lk.i);
 	LLVMValueRef bv = smem_elem(x, 1, sb, lk.i, col);
+	if (x->c->tf32) {
+		a = to_tf32(x, a);
+		bv = to_tf32(x, bv);
+	}
 	cg_carry_next(kb, &lk, sum, LLVMBuildFAdd(x->b, sum, LLVMBuildFMul(x->b, a, bv, ""), ""));
 	cg_loop_end(kb, &lk);
 	acc_store(x, le.i, LLVMBuildFAdd(x->b, acc_load(x, le.i), sum, ""));
@@ -711,7 +819,11 @@ static void simt_compute(Mm *x, LLVMValueRef s)
 			LLVMValueRef row = addc(x, mulc(x, ty, 4), (i / 4) * 64 + i % 4);
 			av[i] = smem_elem(x, 0, sa, row, kr);
 		}
-		for (int j = 0; j < x->rn; j += 4) {
+		for (int j = 0; j < x->rn && x->trans[1]; j++) {
+			LLVMValueRef col = addc(x, mulc(x, tx, 4), (j / 4) * 64 + j % 4);
+			bv[j] = smem_elem(x, 1, sb, kr, col);
+		}
+		for (int j = 0; j < x->rn && !x->trans[1]; j += 4) {
 			LLVMValueRef ch = addc(x, tx, (j / 4) * 16);
 			LLVMValueRef p = smem_at(x, add(x, sb, swz(x, kr, ch, x->cpr[1])));
 			LLVMValueRef v = LLVMBuildLoad2(x->b, v4, p, "");
@@ -987,6 +1099,7 @@ static void operand_layout(Mm *x, const CgKernelSpec *s, int mi, int w)
 	for (int d = 0; d < r; d++)
 		x->ost[w][d] = sst[perm[d]];
 	x->src[w] = kb->buf[src->id];
+	x->trans[w] = perm[r - 2] == r - 1;
 }
 
 /* Whether operand w's tile rows may be copied as whole 16-byte chunks: its columns
@@ -997,10 +1110,11 @@ static LLVMValueRef is_aligned16(Mm *x, int w)
 	const RelTensor *t = w ? x->tb : x->ta;
 	LLVMValueRef p = LLVMBuildPtrToInt(x->b, x->src[w], kb->m->t_i64, "");
 	LLVMValueRef ok = LLVMBuildICmp(x->b, LLVMIntEQ, uremc(x, p, 16), i64c(x, 0), "");
-	ok = LLVMBuildAnd(x->b, ok, LLVMBuildICmp(x->b, LLVMIntEQ, x->ost[w][x->rank - 1],
+	int inner = x->trans[w] ? x->rank - 2 : x->rank - 1;
+	ok = LLVMBuildAnd(x->b, ok, LLVMBuildICmp(x->b, LLVMIntEQ, x->ost[w][inner],
 						  i64c(x, 1), ""), "");
-	for (int d = 0; d < x->rank - 1; d++) {
-		if (d < x->rank - 2 && t->shape[d] == 0)
+	for (int d = 0; d < x->rank; d++) {
+		if (d == inner || (d < x->rank - 2 && t->shape[d] == 0))
 			continue;
 		LLVMValueRef ldok = LLVMBuildICmp(x->b, LLVMIntEQ, uremc(x, x->ost[w][d], x->ce),
 						  i64c(x, 0), "");
@@ -1133,15 +1247,17 @@ int cg_matmul_tiled(CgKb *kb, int variant, const int *wr, int nw)
 	x->ce = 16 / x->es;
 	x->rank = x->to->rank;
 	const MmConfig *c = x->c;
-	if (c->tc != (x->dt != DT_F32))
+	if (!fits(c, x->dt, true))
 		return cg_fail(kb, "internal: tile configuration %s does not fit %s", c->name,
 			       ir_dtype_name(x->dt));
 	int r = x->rank;
 	x->M = cg_dim(kb, x->to->shape[r - 2]);
 	x->N = cg_dim(kb, x->to->shape[r - 1]);
 	x->K = cg_dim(kb, x->ta->shape[r - 1]);
-	x->cpr[0] = c->bk * x->es / 16;
-	x->cpr[1] = c->bn * x->es / 16;
+	operand_layout(x, kb->spec, mi, 0);
+	operand_layout(x, kb->spec, mi, 1);
+	x->cpr[0] = (x->trans[0] ? c->bm : c->bk) * x->es / 16;
+	x->cpr[1] = (x->trans[1] ? c->bk : c->bn) * x->es / 16;
 	x->a_bytes = c->bm * c->bk * x->es;
 	x->stage_bytes = x->a_bytes + c->bk * c->bn * x->es;
 	if (c->tc) {
@@ -1195,8 +1311,6 @@ int cg_matmul_tiled(CgKb *kb, int variant, const int *wr, int nw)
 	(void)entry;
 	LLVMValueRef block = x->gpu ? sreg(x, "llvm.nvvm.read.ptx.sreg.ctaid.x") : LLVMGetParam(kb->fn, 1);
 	LLVMValueRef nblocks = x->gpu ? sreg(x, "llvm.nvvm.read.ptx.sreg.nctaid.x") : LLVMGetParam(kb->fn, 2);
-	operand_layout(x, kb->spec, mi, 0);
-	operand_layout(x, kb->spec, mi, 1);
 	x->fast[0] = is_aligned16(x, 0);
 	x->fast[1] = is_aligned16(x, 1);
 	x->vecok = vector_ok(x, wr, nw);

@@ -180,6 +180,8 @@ char *cg_plan_json(const Schedule *s, const CgProgram *prog, const PlanFileInfo 
 	cJSON_AddItemToObject(opts, "max_bindings", integer(s->opt.max_bindings));
 	if (info->libdevice)
 		cJSON_AddStringToObject(opts, "libdevice", info->libdevice);
+	if (info->allow_tf32)
+		cJSON_AddBoolToObject(opts, "allow_tf32", true);
 
 	cJSON *tensors = cJSON_AddArrayToObject(root, "tensors");
 	for (int i = 0; i < g->ntensors; i++) {
@@ -295,7 +297,8 @@ int cg_compile_schedule(const Schedule *s, const PlanFileInfo *info, bool want_l
 	Arena *a = arena_new();
 	CgProgram prog;
 	CgOptions co = {.target = CG_TARGET_NVPTX, .arch = info->arch,
-			.libdevice = info->libdevice, .name = s->g->name};
+			.libdevice = info->libdevice, .name = s->g->name,
+			.allow_tf32 = info->allow_tf32};
 	double t0 = clock_seconds();
 	CgModule *m = cg_module_new(&co, a, d);
 	int rc = !m || cg_lower(m, s, a, &prog, d) ? -1 : 0;

@@ -16,6 +16,7 @@ typedef struct {
 	const char *arch;      /* "sm_90" */
 	const char *ptx;       /* "reuse.ptx" */
 	const char *libdevice; /* NULL when not given */
+	bool allow_tf32;       /* --allow-tf32: f32 matmuls may use tf32 tensor cores */
 } PlanFileInfo;
 
 char *cg_plan_json(const Schedule *s, const CgProgram *prog, const PlanFileInfo *info);

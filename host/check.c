@@ -6,7 +6,8 @@
  * short approximations), and everything that sums many terms 16 (reductions,
  * matmul, conv and pools, whose summation order differs). An output's tolerance is
  * that of the loosest op it depends on, since an error made early flows through
- * the rest. Integer and bool results must match exactly. */
+ * the rest. Integer and bool results must match exactly. Under --allow-tf32 an
+ * output that depends on an f32 matmul is checked at least at tf32's tolerance. */
 #include <stdlib.h>
 
 #include "host.h"
@@ -38,10 +39,10 @@ Tolerance check_tolerance(DType dtype, OpFamily fam)
 	return (Tolerance){t, t};
 }
 
-Tolerance check_tensor_tolerance(const Graph *g, int tensor)
+Tolerance check_tensor_tolerance(const Graph *g, int tensor, bool tf32)
 {
 	DType dt = g->tensors[tensor].dtype;
-	double factor = 0;
+	double factor = 0, floor = 0;
 	char *seen = xcalloc((size_t)g->ntensors + 1, 1);
 	int *stack = xmalloc(((size_t)g->ntensors + 1) * sizeof *stack);
 	int top = 0;
@@ -55,6 +56,8 @@ Tolerance check_tensor_tolerance(const Graph *g, int tensor)
 		double f = family_factor(ir_ops[op->kind].family);
 		if (f > factor)
 			factor = f;
+		if (tf32 && op->kind == OP_MATMUL && g->tensors[op->in[0]].dtype == DT_F32)
+			floor = CHECK_TF32_BASE * family_factor(FAM_MATMUL);
 		for (int k = 0; k < op->nin; k++)
 			if (!seen[op->in[k]]) {
 				seen[op->in[k]] = 1;
@@ -64,5 +67,7 @@ Tolerance check_tensor_tolerance(const Graph *g, int tensor)
 	free(seen);
 	free(stack);
 	double t = dtype_base(dt) * factor;
+	if (dtype_base(dt) > 0 && floor > t)
+		t = floor;
 	return (Tolerance){t, t};
 }

@@ -114,7 +114,11 @@ typedef struct {
 /* The tolerance of one op family at one dtype. */
 Tolerance check_tolerance(DType dtype, OpFamily fam);
 /* The tolerance of a graph tensor: the loosest family among the ops it depends on,
- * at the tensor's dtype (float dtypes only; ints and bool are exact). */
-Tolerance check_tensor_tolerance(const Graph *g, int tensor);
+ * at the tensor's dtype (float dtypes only; ints and bool are exact). tf32: the
+ * graph ran with --allow-tf32, so an f32 matmul it depends on computed with tf32's
+ * 10-bit mantissa and brings that precision's tolerance (CHECK_TF32_BASE x 16). */
+Tolerance check_tensor_tolerance(const Graph *g, int tensor, bool tf32);
+/* tf32's base: that of f16, whose mantissa it has (docs/tolerances.md). */
+#define CHECK_TF32_BASE 1e-2
 
 #endif

@@ -53,6 +53,7 @@ typedef struct {
 	Schedule *s;
 	char *text;
 	char label[96];
+	bool tf32;               /* the cpu backend lowers with allow_tf32 */
 } Built;
 
 static void built_free(Built *b)
@@ -160,7 +161,7 @@ static int run_both(Built *b, const GenGraph *gg, uint64_t seed, const char *con
 		fail_msg("%s: interpreter: %s", b->label, msg);
 	}
 
-	CgHost *h = cg_host_new(b->s, &d);
+	CgHost *h = cg_host_new(b->s, b->tf32, &d);
 	if (!h) {
 		diag_format(&d, msg, sizeof msg);
 		fprintf(stderr, "%s\n", b->text);
@@ -195,7 +196,7 @@ static int run_both(Built *b, const GenGraph *gg, uint64_t seed, const char *con
 		for (int k = 0; k < gt->rank; k++)
 			got.n *= gt->dim[k];
 		assert_non_null(got.data);
-		Tolerance tol = check_tensor_tolerance(g, t);
+		Tolerance tol = check_tensor_tolerance(g, t, b->tf32);
 		if (exact_compare)
 			tol.atol = tol.rtol = 0;
 		HostCompare c;
@@ -330,9 +331,11 @@ static void ptx_batch(Built *items, int n, const char *arch)
 	Arena *a = arena_new();
 	Diag d;
 	char msg[1100];
-	CgOptions o = {CG_TARGET_NVPTX, arch, NULL, "backends", false};
+	CgOptions o = {CG_TARGET_NVPTX, arch, NULL, "backends", false, items[0].tf32};
 	CgModule *m = cg_module_new(&o, a, &d);
 	assert_non_null(m);
+	for (int i = 0; i < n; i++)
+		assert_int_equal(items[i].tf32, items[0].tf32);   /* one module, one option */
 	int nkernels = 0;
 	for (int i = 0; i < n; i++) {
 		CgProgram prog;
@@ -1049,7 +1052,7 @@ static void golden_open(Golden *o, const char *path)
 	SearchOptions so;
 	pass_default_options(&so);
 	o->s = test_search(o->g, &so);
-	CgOptions co = {CG_TARGET_NVPTX, "sm_90", NULL, "golden", false};
+	CgOptions co = {CG_TARGET_NVPTX, "sm_90", NULL, "golden", false, false};
 	o->m = cg_module_new(&co, o->arena, &d);
 	assert_non_null(o->m);
 	if (cg_lower(o->m, o->s, o->arena, &o->prog, &d)) {
@@ -1163,6 +1166,7 @@ typedef struct {
 	int trans;              /* operands through views: 1 a = swap_dims(a^T), 2 b =
 				 * swap_dims(b^T), 4 (two batch dims) a = permute of
 				 * [b0, m, b1, k] and b = permute of [b0, b1, n, k] */
+	bool tf32;              /* lowered with allow_tf32 (f32 on tensor cores) */
 } MmCase;
 
 /* The matmul cases: every tile configuration of codegen/kernel_matmul.c (checked
@@ -1172,45 +1176,54 @@ typedef struct {
  * too. The host runs the same tiling as the GPU with the mma fragment replaced by
  * its scalar definition. */
 static const MmCase mm_cases[] = {
-	{"1x1x1", DT_F32, {0}, {0}, 1, 1, 1, "none", true, 0},
-	{"17x33x40", DT_F32, {0}, {0}, 17, 33, 40, "bias_relu", true, 0},
-	{"33x17x8", DT_F32, {0}, {0}, 33, 17, 8, "also_mm", true, 0},
-	{"127x65x17", DT_F32, {0}, {0}, 127, 65, 17, "residual_gelu", false, 0},
-	{"batch 3x1 by 1x2", DT_F32, {3, 1}, {1, 2}, 20, 36, 24, "bias_relu", true, 0},
-	{"big tiles 144 batches", DT_F32, {12, 1}, {1, 12}, 5, 9, 16, "bias_relu", true, 0},
-	{"big tiles 130x136x24", DT_F32, {6, 1}, {1, 6}, 130, 136, 24, "scale_cast", false, 0},
-	{"gemv 1x300x72", DT_F32, {0}, {0}, 1, 300, 72, "bias_relu", true, 0},
-	{"a^T 17x33x40", DT_F32, {0}, {0}, 17, 33, 40, "bias_relu", true, 1},
-	{"b^T 127x65x17", DT_F32, {0}, {0}, 127, 65, 17, "none", false, 2},
-	{"a^T b^T batch 3x1 by 1x2", DT_F32, {3, 1}, {1, 2}, 20, 36, 24, "also_mm", true, 3},
-	{"b^T 64x64x64", DT_F32, {0}, {0}, 64, 64, 64, "none", true, 2},
-	{"permuted big tiles 130x136x24", DT_F32, {6, 1}, {1, 6}, 130, 136, 24, "scale_cast", false, 4},
-	{"1x1x1", DT_F16, {0}, {0}, 1, 1, 1, "none", true, 0},
-	{"17x33x40", DT_F16, {0}, {0}, 17, 33, 40, "bias_relu", true, 0},
-	{"33x17x8", DT_F16, {0}, {0}, 33, 17, 8, "also_mm", true, 0},
-	{"127x65x17", DT_F16, {0}, {0}, 127, 65, 17, "residual_gelu", false, 0},
-	{"batch 3x1 by 1x2", DT_F16, {3, 1}, {1, 2}, 20, 36, 24, "bias_relu", true, 0},
-	{"big tiles 144 batches", DT_F16, {12, 1}, {1, 12}, 5, 9, 16, "bias_relu", true, 0},
-	{"big tiles 130x136x24", DT_F16, {6, 1}, {1, 6}, 130, 136, 24, "scale_cast", false, 0},
-	{"gemv 1x300x72", DT_F16, {0}, {0}, 1, 300, 72, "bias_relu", false, 0},
-	{"a^T 17x33x40", DT_F16, {0}, {0}, 17, 33, 40, "bias_relu", true, 1},
-	{"b^T 127x65x17", DT_F16, {0}, {0}, 127, 65, 17, "none", false, 2},
-	{"a^T b^T batch 3x1 by 1x2", DT_F16, {3, 1}, {1, 2}, 20, 36, 24, "also_mm", true, 3},
-	{"b^T 64x64x64", DT_F16, {0}, {0}, 64, 64, 64, "none", true, 2},
-	{"permuted big tiles 130x136x24", DT_F16, {6, 1}, {1, 6}, 130, 136, 24, "scale_cast", false, 4},
-	{"1x1x1", DT_BF16, {0}, {0}, 1, 1, 1, "none", true, 0},
-	{"17x33x40", DT_BF16, {0}, {0}, 17, 33, 40, "bias_relu", false, 0},
-	{"33x17x8", DT_BF16, {0}, {0}, 33, 17, 8, "also_mm", false, 0},
-	{"127x65x17", DT_BF16, {0}, {0}, 127, 65, 17, "residual_gelu", false, 0},
-	{"batch 3x1 by 1x2", DT_BF16, {3, 1}, {1, 2}, 20, 36, 24, "bias_relu", false, 0},
-	{"big tiles 144 batches", DT_BF16, {12, 1}, {1, 12}, 5, 9, 16, "bias_relu", false, 0},
-	{"big tiles 130x136x24", DT_BF16, {6, 1}, {1, 6}, 130, 136, 24, "scale_cast", false, 0},
-	{"gemv 1x300x72", DT_BF16, {0}, {0}, 1, 300, 72, "bias_relu", false, 0},
-	{"a^T 17x33x40", DT_BF16, {0}, {0}, 17, 33, 40, "bias_relu", false, 1},
-	{"b^T 127x65x17", DT_BF16, {0}, {0}, 127, 65, 17, "none", false, 2},
-	{"a^T b^T batch 3x1 by 1x2", DT_BF16, {3, 1}, {1, 2}, 20, 36, 24, "also_mm", false, 3},
-	{"b^T 64x64x64", DT_BF16, {0}, {0}, 64, 64, 64, "none", false, 2},
-	{"permuted big tiles 130x136x24", DT_BF16, {6, 1}, {1, 6}, 130, 136, 24, "scale_cast", false, 4},
+	{"1x1x1", DT_F32, {0}, {0}, 1, 1, 1, "none", true, 0, false},
+	{"17x33x40", DT_F32, {0}, {0}, 17, 33, 40, "bias_relu", true, 0, false},
+	{"33x17x8", DT_F32, {0}, {0}, 33, 17, 8, "also_mm", true, 0, false},
+	{"127x65x17", DT_F32, {0}, {0}, 127, 65, 17, "residual_gelu", false, 0, false},
+	{"batch 3x1 by 1x2", DT_F32, {3, 1}, {1, 2}, 20, 36, 24, "bias_relu", true, 0, false},
+	{"big tiles 144 batches", DT_F32, {12, 1}, {1, 12}, 5, 9, 16, "bias_relu", true, 0, false},
+	{"big tiles 130x136x24", DT_F32, {6, 1}, {1, 6}, 130, 136, 24, "scale_cast", false, 0, false},
+	{"gemv 1x300x72", DT_F32, {0}, {0}, 1, 300, 72, "bias_relu", true, 0, false},
+	{"a^T 17x33x40", DT_F32, {0}, {0}, 17, 33, 40, "bias_relu", true, 1, false},
+	{"b^T 127x65x17", DT_F32, {0}, {0}, 127, 65, 17, "none", false, 2, false},
+	{"a^T b^T batch 3x1 by 1x2", DT_F32, {3, 1}, {1, 2}, 20, 36, 24, "also_mm", true, 3, false},
+	{"a^T b^T 64x64x64", DT_F32, {0}, {0}, 64, 64, 64, "none", true, 3, false},
+	{"permuted big tiles 130x136x24", DT_F32, {6, 1}, {1, 6}, 130, 136, 24, "scale_cast", false, 4, false},
+	/* --allow-tf32: f32 on tensor cores, operands rounded to tf32 on the host */
+	{"tf32 1x1x1", DT_F32, {0}, {0}, 1, 1, 1, "none", true, 0, true},
+	{"tf32 17x33x40", DT_F32, {0}, {0}, 17, 33, 40, "bias_relu", true, 0, true},
+	{"tf32 127x65x17", DT_F32, {0}, {0}, 127, 65, 17, "residual_gelu", false, 0, true},
+	{"tf32 big tiles 130x136x24", DT_F32, {6, 1}, {1, 6}, 130, 136, 24, "scale_cast", false, 0, true},
+	{"tf32 a^T 33x17x8", DT_F32, {0}, {0}, 33, 17, 8, "also_mm", false, 1, true},
+	{"tf32 b^T 64x64x64", DT_F32, {0}, {0}, 64, 64, 64, "none", false, 2, true},
+	{"tf32 a^T b^T batch 3x1 by 1x2", DT_F32, {3, 1}, {1, 2}, 20, 36, 24, "bias_relu", false, 3, true},
+	{"tf32 permuted big tiles 130x136x24", DT_F32, {6, 1}, {1, 6}, 130, 136, 24, "none", false, 4, true},
+	{"1x1x1", DT_F16, {0}, {0}, 1, 1, 1, "none", true, 0, false},
+	{"17x33x40", DT_F16, {0}, {0}, 17, 33, 40, "bias_relu", true, 0, false},
+	{"33x17x8", DT_F16, {0}, {0}, 33, 17, 8, "also_mm", true, 0, false},
+	{"127x65x17", DT_F16, {0}, {0}, 127, 65, 17, "residual_gelu", false, 0, false},
+	{"batch 3x1 by 1x2", DT_F16, {3, 1}, {1, 2}, 20, 36, 24, "bias_relu", true, 0, false},
+	{"big tiles 144 batches", DT_F16, {12, 1}, {1, 12}, 5, 9, 16, "bias_relu", true, 0, false},
+	{"big tiles 130x136x24", DT_F16, {6, 1}, {1, 6}, 130, 136, 24, "scale_cast", false, 0, false},
+	{"gemv 1x300x72", DT_F16, {0}, {0}, 1, 300, 72, "bias_relu", false, 0, false},
+	{"a^T 17x33x40", DT_F16, {0}, {0}, 17, 33, 40, "bias_relu", true, 1, false},
+	{"b^T 127x65x17", DT_F16, {0}, {0}, 127, 65, 17, "none", false, 2, false},
+	{"a^T b^T batch 3x1 by 1x2", DT_F16, {3, 1}, {1, 2}, 20, 36, 24, "also_mm", true, 3, false},
+	{"a^T b^T 64x64x64", DT_F16, {0}, {0}, 64, 64, 64, "none", true, 3, false},
+	{"permuted big tiles 130x136x24", DT_F16, {6, 1}, {1, 6}, 130, 136, 24, "scale_cast", false, 4, false},
+	{"1x1x1", DT_BF16, {0}, {0}, 1, 1, 1, "none", true, 0, false},
+	{"17x33x40", DT_BF16, {0}, {0}, 17, 33, 40, "bias_relu", false, 0, false},
+	{"33x17x8", DT_BF16, {0}, {0}, 33, 17, 8, "also_mm", false, 0, false},
+	{"127x65x17", DT_BF16, {0}, {0}, 127, 65, 17, "residual_gelu", false, 0, false},
+	{"batch 3x1 by 1x2", DT_BF16, {3, 1}, {1, 2}, 20, 36, 24, "bias_relu", false, 0, false},
+	{"big tiles 144 batches", DT_BF16, {12, 1}, {1, 12}, 5, 9, 16, "bias_relu", false, 0, false},
+	{"big tiles 130x136x24", DT_BF16, {6, 1}, {1, 6}, 130, 136, 24, "scale_cast", false, 0, false},
+	{"gemv 1x300x72", DT_BF16, {0}, {0}, 1, 300, 72, "bias_relu", false, 0, false},
+	{"a^T 17x33x40", DT_BF16, {0}, {0}, 17, 33, 40, "bias_relu", false, 1, false},
+	{"b^T 127x65x17", DT_BF16, {0}, {0}, 127, 65, 17, "none", false, 2, false},
+	{"a^T b^T batch 3x1 by 1x2", DT_BF16, {3, 1}, {1, 2}, 20, 36, 24, "also_mm", false, 3, false},
+	{"a^T b^T 64x64x64", DT_BF16, {0}, {0}, 64, 64, 64, "none", false, 3, false},
+	{"permuted big tiles 130x136x24", DT_BF16, {6, 1}, {1, 6}, 130, 136, 24, "scale_cast", false, 4, false},
 };
 enum { MM_NCASES = (int)(sizeof mm_cases / sizeof mm_cases[0]) };
 
@@ -1292,7 +1305,7 @@ static unsigned mm_variants(const Built *b, int *nlaunch)
 {
 	Arena *a = arena_new();
 	Diag d;
-	CgOptions o = {CG_TARGET_HOST, NULL, NULL, "mm", false};
+	CgOptions o = {CG_TARGET_HOST, NULL, NULL, "mm", false, b->tf32};
 	CgModule *m = cg_module_new(&o, a, &d);
 	assert_non_null(m);
 	CgProgram prog;
@@ -1309,7 +1322,8 @@ static unsigned mm_variants(const Built *b, int *nlaunch)
 			continue;
 		int bm, bn;
 		const char *nm = cg_matmul_variant_name(v);
-		nm += strcspn(nm, "0123456789");   /* "tc128x128x32s3": 128, 128 */
+		/* "tc128x128x32s3", "tf32x64x64x32s3": 128, 128; 64, 64 */
+		nm += strncmp(nm, "tf32x", 5) ? strcspn(nm, "0123456789") : 5;
 		assert_int_equal(sscanf(nm, "%dx%d", &bm, &bn), 2);
 		const Graph *g = b->s->g;
 		const Tensor *out = NULL;
@@ -1342,6 +1356,7 @@ static void test_matmul_tiles(void **state)
 		snprintf(label, sizeof label, "matmul %s %s %s", c->label, ir_dtype_name(c->dt), c->epi);
 		Built b;
 		built_new(&b, &gg, label);
+		b.tf32 = c->tf32;
 		int nl;
 		unsigned v = mm_variants(&b, &nl);
 		if (!(v & ~1u))
@@ -1363,28 +1378,80 @@ static void test_matmul_tiles(void **state)
 		fail_msg("%d matmul cases differ from the interpreter", bad);
 }
 
-/* Every case through NVPTX for sm_90 and sm_80 and ptxas. */
+/* Every case through NVPTX for sm_90 and sm_80 and ptxas (the tf32 cases in a
+ * module of their own: allow_tf32 is a module option). */
 static void test_matmul_tiles_ptx(void **state)
 {
 	(void)state;
 	need_ptxas();
 	Built *items = xcalloc(MM_NCASES, sizeof *items);
 	GenGraph *ggs = xcalloc(MM_NCASES, sizeof *ggs);
-	for (int i = 0; i < MM_NCASES; i++) {
-		mm_graph(&ggs[i], &mm_cases[i]);
-		char label[96];
-		snprintf(label, sizeof label, "matmul %s %s", mm_cases[i].label,
-			 ir_dtype_name(mm_cases[i].dt));
-		built_new(&items[i], &ggs[i], label);
+	int n = 0;
+	for (int pass = 0; pass < 2; pass++) {
+		int first = n;
+		for (int i = 0; i < MM_NCASES; i++) {
+			if (mm_cases[i].tf32 != (pass == 1))
+				continue;
+			mm_graph(&ggs[n], &mm_cases[i]);
+			char label[96];
+			snprintf(label, sizeof label, "matmul %s %s", mm_cases[i].label,
+				 ir_dtype_name(mm_cases[i].dt));
+			built_new(&items[n], &ggs[n], label);
+			items[n].tf32 = mm_cases[i].tf32;
+			n++;
+		}
+		if (n > first)
+			ptx_both(items + first, n - first);
 	}
-	ptx_both(items, MM_NCASES);
 	ptxas_wait();
-	for (int i = 0; i < MM_NCASES; i++) {
+	for (int i = 0; i < n; i++) {
 		built_free(&items[i]);
 		gen_free(&ggs[i]);
 	}
 	free(items);
 	free(ggs);
+}
+
+/* tf32 on the host is cvt.rna.tf32.f32: each operand keeps 10 mantissa bits, rounded
+ * to nearest with ties away from zero. a x b with a = [1 + 2^-11 (a tie: up),
+ * 1 + 2^-12 (down), 1 + 3 * 2^-12 (up), -(1 + 2^-11) (a tie: away from zero)] and
+ * b = [1, 2, 4, 8] is -1 - 3 * 2^-10 in tf32 and -1 in f32, both exact. */
+static void test_matmul_tf32_rounding(void **state)
+{
+	(void)state;
+	static const char *const text =
+		"{\"format\": \"fusec-graph/1\", \"name\": \"tf32\",\n"
+		"\"inputs\": {\"a\": {\"dtype\": \"f32\", \"shape\": [1, 4]},\n"
+		"  \"b\": {\"dtype\": \"f32\", \"shape\": [4, 1]}},\n"
+		"\"ops\": [{\"op\": \"matmul\", \"in\": [\"a\", \"b\"], \"out\": \"y\"}],\n"
+		"\"outputs\": [\"y\"]}\n";
+	float a[4] = {1 + 0x1p-11f, 1 + 0x1p-12f, 1 + 3 * 0x1p-12f, -(1 + 0x1p-11f)};
+	float b[4] = {1, 2, 4, 8};
+	Arena *ar = arena_new();
+	Graph *g = test_graph(ar, "tf32.json", text);
+	SearchOptions so;
+	pass_default_options(&so);
+	so.no_record = true;
+	Schedule *sc = test_search(g, &so);
+	for (int tf32 = 0; tf32 < 2; tf32++) {
+		Diag d;
+		CgHost *h = cg_host_new(sc, tf32, &d);
+		assert_non_null(h);
+		float y = 0;
+		void *data[8] = {0};
+		assert_true(g->ntensors <= 8);
+		data[g->inputs[0]] = a;
+		data[g->inputs[1]] = b;
+		data[g->outputs[0]] = &y;
+		assert_int_equal(cg_host_run(h, data, &d), 0);
+		if (tf32)
+			assert_true(y == -1 - 3 * 0x1p-10f);
+		else
+			assert_true(y == -1);
+		cg_host_free(h);
+	}
+	pass_free_schedule(sc);
+	arena_free(ar);
 }
 
 /* Regression: a launch none of whose results is read (dead ops) made cg_lower ask
@@ -1442,5 +1509,6 @@ const struct CMUnitTest backends_tests[] = {
 	cmocka_unit_test(test_random_graphs_ptx),
 	cmocka_unit_test(test_matmul_tiles),
 	cmocka_unit_test(test_matmul_tiles_ptx),
+	cmocka_unit_test(test_matmul_tf32_rounding),
 };
 const size_t backends_ntests = SUITE_COUNT(backends_tests);
