@@ -95,6 +95,8 @@ enum {
 	MM_GROUP_M = 8,          /* tile rows per L2 group */
 	MM_SMEM_MAX = 48 * 1024, /* static shared memory limit */
 	MM_WAVE = 132,           /* H200 multiprocessors: tiles below this favour smaller tiles */
+	MM_GEMV_M = 16,          /* rows up to which the gemv configuration is chosen */
+	MM_GEMV = 7,             /* its index in the table */
 };
 
 /* The tile-configuration table (docs/design.md, "Matmul tiles"). Index 0 is "no
@@ -103,6 +105,8 @@ typedef struct {
 	const char *name;
 	bool tc;                 /* tensor cores (f16/bf16, or tf32) or SIMT FMA (f32) */
 	bool tf32;               /* tc over f32 operands rounded to tf32 (--allow-tf32) */
+	bool gemv;               /* tiny M: BM rows x BN columns per block, K split over
+				    the 8 warps (bk = 8), summed in warp order */
 	int min_blocks;          /* blocks per SM to ask of ptxas (minnctapersm), 0: none */
 	int bm, bn, bk;          /* block tile */
 	int wm, wn;              /* tc: warps along M and N (wm * wn = 8) */
@@ -110,17 +114,19 @@ typedef struct {
 } MmConfig;
 
 static const MmConfig mm_configs[] = {
-	{"plain", false, false, 0, 0, 0, 0, 0, 0, 0},
+	{"plain", false, false, false, 0, 0, 0, 0, 0, 0, 0},
 	/* 2 blocks per SM: ptxas fits 128 registers (180 unbounded) with a few bytes
 	 * of spills, and 16 warps hide ldmatrix and mma latency better than 8 */
-	{"tc128x128x32s3", true, false, 2, 128, 128, 32, 2, 4, 3},
-	{"tc64x64x32s3", true, false, 0, 64, 64, 32, 2, 4, 3},
-	{"fma128x128x16s3", false, false, 0, 128, 128, 16, 0, 0, 3},
-	{"fma64x64x16s3", false, false, 0, 64, 64, 16, 0, 0, 3},
+	{"tc128x128x32s3", true, false, false, 2, 128, 128, 32, 2, 4, 3},
+	{"tc64x64x32s3", true, false, false, 0, 64, 64, 32, 2, 4, 3},
+	{"fma128x128x16s3", false, false, false, 0, 128, 128, 16, 0, 0, 3},
+	{"fma64x64x16s3", false, false, false, 0, 64, 64, 16, 0, 0, 3},
 	/* --allow-tf32: mma.sync m16n8k8 tf32; f32 stages are twice the bytes, so the
 	 * large tile takes half the K of tc128 to stay within 48 KiB */
-	{"tf32x128x128x16s3", true, true, 0, 128, 128, 16, 2, 4, 3},
-	{"tf32x64x64x32s3", true, true, 0, 64, 64, 32, 2, 4, 3},
+	{"tf32x128x128x16s3", true, true, false, 0, 128, 128, 16, 2, 4, 3},
+	{"tf32x64x64x32s3", true, true, false, 0, 64, 64, 32, 2, 4, 3},
+	/* M <= MM_GEMV_M (decode): no shared operand tiles, every dtype and arch */
+	{"gemv16x64k8", false, false, true, 0, 16, 64, 8, 0, 0, 0},
 };
 enum { MM_NCONFIGS = (int)(sizeof mm_configs / sizeof mm_configs[0]) };
 
@@ -222,6 +228,8 @@ static int64_t dim_of(uint32_t id, const int64_t *dims, int ndims)
 /* Whether configuration c computes operands of dtype t (tf32: when allowed). */
 static bool fits(const MmConfig *c, DType t, bool tf32)
 {
+	if (c->gemv)
+		return true;
 	if (t != DT_F32)
 		return c->tc && !c->tf32;
 	return !c->tc || (c->tf32 && tf32);
@@ -250,8 +258,10 @@ int cg_matmul_variant(const CgKernelSpec *s, const char *arch, bool host, bool a
 	const char *force = getenv("FUSEC_MATMUL_TILES");
 	for (int v = 1; force && v < MM_NCONFIGS; v++)
 		if (!strcmp(force, mm_configs[v].name) && fits(&mm_configs[v], t, tf32) &&
-		    (!mm_configs[v].tc || sm80))
+		    (!mm_configs[v].tc || sm80) && (!mm_configs[v].gemv || m <= MM_GEMV_M))
 			return v;
+	if (m <= MM_GEMV_M)
+		return MM_GEMV;
 	if (t == DT_F32 && tf32)
 		return big >= MM_WAVE ? 5 : 6;
 	if (t == DT_F32)
@@ -987,14 +997,14 @@ static void epi_vector(Mm *x, LLVMValueRef r, LLVMValueRef cc, LLVMValueRef gr,
  * evaluate the written tensors there and store them, as one vector per tensor where
  * the columns are inside and the buffers allow, else element by element. One copy
  * of the epilogue's code serves the vector step, one the edge. */
+static void epi_walk(Mm *x, int h, const int *wr, int nw);
+
 static void epilogue(Mm *x, const int *wr, int nw)
 {
 	CgKb *kb = x->kb;
 	CgModule *m = kb->m;
 	const MmConfig *c = x->c;
 	int R = x->epi_rows;
-	int per_row = c->bn / MM_EPI_V;
-	int steps = (R * per_row + MM_THREADS - 1) / MM_THREADS;
 	LLVMTypeRef f2 = LLVMVectorType(m->t_f32, 2);
 	for (int h = 0; h < c->bm / R; h++) {
 		/* nobody reads the stages (or the previous pass) any more */
@@ -1021,8 +1031,23 @@ static void epilogue(Mm *x, const int *wr, int nw)
 		}
 		phase_end(x);
 		barrier(x);
+		epi_walk(x, h, wr, nw);
+	}
+}
 
-		tid = opaque_tid(x, phase_begin(x));
+/* The second half of an epilogue pass h: the threads walk the staged rows
+ * h*epi_rows .. MM_EPI_V columns at a time, evaluate the written tensors and store
+ * them. */
+static void epi_walk(Mm *x, int h, const int *wr, int nw)
+{
+	CgKb *kb = x->kb;
+	CgModule *m = kb->m;
+	const MmConfig *c = x->c;
+	int R = x->epi_rows;
+	int per_row = c->bn / MM_EPI_V;
+	int steps = (R * per_row + MM_THREADS - 1) / MM_THREADS;
+	{
+		LLVMValueRef tid = opaque_tid(x, phase_begin(x));
 		CgLoop ls;
 		cg_loop_begin(kb, &ls, i64c(x, 0), i64c(x, steps), i64c(x, 1));
 		LLVMValueRef q = add(x, tid, mulc(x, ls.i, MM_THREADS));
@@ -1226,6 +1251,140 @@ static void tile_loop(Mm *x, LLVMValueRef block, LLVMValueRef nblocks, const int
 	cg_loop_end(kb, &lt_);
 }
 
+/* ---- tiny M: the gemv configuration ---------------------------------------------
+ *
+ * A block takes BM (16) rows x BN (64) columns of the output. Thread (warp w, lane l)
+ * owns columns 2l and 2l+1 of the tile for all BM rows and sums k = w, w + 8, w + 16
+ * ... in order: B is read once, coalesced (a warp reads 64 consecutive columns of a
+ * row of B), and the A element of a row is one broadcast load. Rows past M end the
+ * thread's row loop early, so M = 1 costs one row. Then every warp writes its
+ * partial tile to shared memory and the threads sum the 8 partials of each element
+ * in warp order: the reduction order is fixed by the configuration alone (no
+ * atomics, no dependence on block order), and the epilogue runs as for the other
+ * tiles from the summed tile. */
+enum { MM_GEMV_COLS = 2, MM_GEMV_WARPS = MM_THREADS / 32 };
+
+/* Element (row, col) of operand w of the current tile's batch, from global memory,
+ * as f32 (row, col inside the operand). */
+static LLVMValueRef gload(Mm *x, int w, LLVMValueRef row, LLVMValueRef col)
+{
+	CgModule *m = x->kb->m;
+	LLVMValueRef off = add(x, x->base[w], add(x, mul(x, row, x->ost[w][x->rank - 2]),
+						 mul(x, col, x->ost[w][x->rank - 1])));
+	LLVMTypeRef rt = raw_type(x);
+	LLVMValueRef v = LLVMBuildLoad2(x->b, rt, LLVMBuildGEP2(x->b, rt, x->src[w], &off, 1, ""), "");
+	LLVMSetAlignment(v, (unsigned)x->es);
+	if (x->dt == DT_F32)
+		return LLVMBuildBitCast(x->b, v, m->t_f32, "");
+	if (x->dt == DT_F16)
+		return LLVMBuildFPExt(x->b, LLVMBuildBitCast(x->b, v, m->t_f16, ""), m->t_f32, "");
+	v = LLVMBuildShl(x->b, LLVMBuildZExt(x->b, v, m->t_i32, ""), i32c(x, 16), "");
+	return LLVMBuildBitCast(x->b, v, m->t_f32, "");
+}
+
+/* Byte offset of warp w's partial of tile element (row, col): after the staged tile. */
+static LLVMValueRef gemv_partial(Mm *x, LLVMValueRef w, LLVMValueRef row, LLVMValueRef col)
+{
+	const MmConfig *c = x->c;
+	int base = c->bm * (c->bn + MM_EPI_PAD) * 4;
+	LLVMValueRef i = add(x, mulc(x, add(x, mulc(x, w, c->bm), row), c->bn), col);
+	return smem_at(x, to_ot(x, addc(x, mulc(x, i, 4), base)));
+}
+
+static void gemv_tile_loop(Mm *x, LLVMValueRef block, LLVMValueRef nblocks, const int *wr, int nw)
+{
+	CgKb *kb = x->kb;
+	CgModule *m = kb->m;
+	const MmConfig *c = x->c;
+	int r = x->rank;
+	LLVMValueRef nb = i64c(x, 1);
+	for (int d = 0; d < r - 2; d++)
+		nb = mul(x, nb, cg_dim(kb, x->to->shape[d]));
+	LLVMValueRef ntm = ceil_div(x, x->M, c->bm), ntn = ceil_div(x, x->N, c->bn);
+	LLVMValueRef per_batch = mul(x, ntm, ntn);
+	CgLoop lt_;
+	cg_loop_begin(kb, &lt_, block, mul(x, nb, per_batch), nblocks);
+	kb->nmemo = 0;
+	LLVMValueRef t = lt_.i;
+	LLVMValueRef f = LLVMBuildUDiv(x->b, t, per_batch, "");
+	LLVMValueRef within = LLVMBuildURem(x->b, t, per_batch, "");
+	x->m0 = mulc(x, LLVMBuildUDiv(x->b, within, ntn, ""), c->bm);
+	x->n0 = mulc(x, LLVMBuildURem(x->b, within, ntn, ""), c->bn);
+	for (int d = r - 3; d >= 0; d--) {
+		LLVMValueRef n = cg_dim(kb, x->to->shape[d]);
+		x->bpos[d] = LLVMBuildURem(x->b, f, n, "");
+		f = LLVMBuildUDiv(x->b, f, n, "");
+	}
+	x->base[0] = batch_base(x, 0);
+	x->base[1] = batch_base(x, 1);
+	LLVMValueRef rows = min64(x, LLVMBuildSub(x->b, x->M, x->m0, ""), i64c(x, c->bm));
+
+	/* every thread: its columns of every row, over its share of K */
+	LLVMValueRef tid = phase_begin(x);
+	LLVMValueRef warp = udivc(x, tid, 32), lane = uremc(x, tid, 32);
+	for (int e = 0; e < x->nacc; e++)
+		acc_store(x, i64c(x, e), LLVMConstReal(m->t_f32, 0));
+	LLVMValueRef col[MM_GEMV_COLS], cok[MM_GEMV_COLS];
+	for (int j = 0; j < MM_GEMV_COLS; j++) {
+		col[j] = add(x, x->n0, addc(x, mulc(x, lane, MM_GEMV_COLS), j));
+		cok[j] = lt(x, col[j], x->N);
+	}
+	CgLoop lk;
+	cg_loop_begin(kb, &lk, warp, x->K, i64c(x, MM_GEMV_WARPS));
+	LLVMValueRef bv[MM_GEMV_COLS];
+	for (int j = 0; j < MM_GEMV_COLS; j++) {
+		LLVMValueRef cc = LLVMBuildSelect(x->b, cok[j], col[j], i64c(x, 0), "");
+		bv[j] = LLVMBuildSelect(x->b, cok[j], gload(x, 1, lk.i, cc),
+					LLVMConstReal(m->t_f32, 0), "");
+	}
+	LLVMBasicBlockRef bend = LLVMAppendBasicBlockInContext(m->ctx, kb->fn, "gemv.rows");
+	for (int i = 0; i < c->bm; i++) {
+		LLVMBasicBlockRef brow = LLVMAppendBasicBlockInContext(m->ctx, kb->fn, "gemv.row");
+		LLVMBuildCondBr(x->b, lt(x, i64c(x, i), rows), brow, bend);
+		LLVMPositionBuilderAtEnd(x->b, brow);
+		LLVMValueRef a = gload(x, 0, addc(x, x->m0, i), lk.i);
+		for (int j = 0; j < MM_GEMV_COLS; j++) {
+			LLVMValueRef e = i64c(x, i * MM_GEMV_COLS + j);
+			LLVMValueRef args[3] = {a, bv[j], acc_load(x, e)};
+			acc_store(x, e, intrinsic(x, "llvm.fmuladd.f32", &m->t_f32, 1, args, 3));
+		}
+	}
+	LLVMBuildBr(x->b, bend);
+	LLVMPositionBuilderAtEnd(x->b, bend);
+	cg_loop_end(kb, &lk);
+	/* the partial tile of this warp */
+	for (int i = 0; i < c->bm; i++)
+		for (int j = 0; j < MM_GEMV_COLS; j++) {
+			LLVMValueRef p = gemv_partial(x, warp, i64c(x, i),
+						      addc(x, mulc(x, lane, MM_GEMV_COLS), j));
+			LLVMSetAlignment(LLVMBuildStore(x->b, acc_load(x, i64c(x, i * MM_GEMV_COLS + j)),
+							p), 4);
+		}
+	phase_end(x);
+	barrier(x);
+
+	/* the 8 partials of every element, summed in warp order, staged */
+	tid = phase_begin(x);
+	for (int q0 = 0; q0 < c->bm * c->bn; q0 += MM_THREADS) {
+		LLVMValueRef q = addc(x, tid, q0);
+		LLVMValueRef row = udivc(x, q, c->bn), cc = uremc(x, q, c->bn);
+		LLVMValueRef sum = NULL;
+		for (int w = 0; w < MM_GEMV_WARPS; w++) {
+			LLVMValueRef v = LLVMBuildLoad2(x->b, m->t_f32,
+							gemv_partial(x, i64c(x, w), row, cc), "");
+			LLVMSetAlignment(v, 4);
+			sum = sum ? LLVMBuildFAdd(x->b, sum, v, "") : v;
+		}
+		LLVMSetAlignment(LLVMBuildStore(x->b, sum, staged(x, row, cc)), 4);
+	}
+	phase_end(x);
+	barrier(x);
+	epi_walk(x, 0, wr, nw);
+	/* nobody writes the partials of the next tile before everyone is done */
+	barrier(x);
+	cg_loop_end(kb, &lt_);
+}
+
 int cg_matmul_tiled(CgKb *kb, int variant, const int *wr, int nw)
 {
 	if (variant <= 0 || variant >= MM_NCONFIGS || !eligible(kb->spec))
@@ -1260,7 +1419,9 @@ int cg_matmul_tiled(CgKb *kb, int variant, const int *wr, int nw)
 	x->cpr[1] = (x->trans[1] ? c->bk : c->bn) * x->es / 16;
 	x->a_bytes = c->bm * c->bk * x->es;
 	x->stage_bytes = x->a_bytes + c->bk * c->bn * x->es;
-	if (c->tc) {
+	if (c->gemv) {
+		x->nacc = c->bm * MM_GEMV_COLS;
+	} else if (c->tc) {
 		x->wtm = c->bm / c->wm;
 		x->wtn = c->bn / c->wn;
 		x->mi = x->wtm / 16;
@@ -1272,6 +1433,8 @@ int cg_matmul_tiled(CgKb *kb, int variant, const int *wr, int nw)
 		x->nacc = x->rm * x->rn;
 	}
 	int smem_bytes = x->stage_bytes * c->stages;
+	if (c->gemv)   /* the staged tile, then one partial tile per warp */
+		smem_bytes = c->bm * (c->bn + MM_EPI_PAD) * 4 + MM_GEMV_WARPS * c->bm * c->bn * 4;
 
 	/* storage: shared memory and accumulators */
 	LLVMBasicBlockRef entry = LLVMGetInsertBlock(x->b);
@@ -1317,6 +1480,10 @@ int cg_matmul_tiled(CgKb *kb, int variant, const int *wr, int nw)
 	x->epi_rows = c->bm;
 	while (x->epi_rows * (c->bn + MM_EPI_PAD) * 4 > smem_bytes)
 		x->epi_rows /= 2;
+	if (c->gemv) {
+		gemv_tile_loop(x, block, nblocks, wr, nw);
+		return kb->failed ? -1 : 0;
+	}
 
 	/* two copies of the tile loop: one where both operands are copied by whole
 	 * chunks (its registers and code hold nothing of the element path), one for

@@ -1189,6 +1189,9 @@ static const MmCase mm_cases[] = {
 	{"a^T b^T batch 3x1 by 1x2", DT_F32, {3, 1}, {1, 2}, 20, 36, 24, "also_mm", true, 3, false},
 	{"a^T b^T 64x64x64", DT_F32, {0}, {0}, 64, 64, 64, "none", true, 3, false},
 	{"permuted big tiles 130x136x24", DT_F32, {6, 1}, {1, 6}, 130, 136, 24, "scale_cast", false, 4, false},
+	{"gemv 16x65x33", DT_F32, {0}, {0}, 16, 65, 33, "residual_gelu", false, 0, false},
+	{"gemv b^T 3x130x40 batch 2x1 by 1x3", DT_F32, {2, 1}, {1, 3}, 3, 130, 40, "bias_relu", true, 2, false},
+	{"gemv a^T 9x64x1", DT_F32, {0}, {0}, 9, 64, 1, "also_mm", true, 1, false},
 	/* --allow-tf32: f32 on tensor cores, operands rounded to tf32 on the host */
 	{"tf32 1x1x1", DT_F32, {0}, {0}, 1, 1, 1, "none", true, 0, true},
 	{"tf32 17x33x40", DT_F32, {0}, {0}, 17, 33, 40, "bias_relu", true, 0, true},
@@ -1211,6 +1214,9 @@ static const MmCase mm_cases[] = {
 	{"a^T b^T batch 3x1 by 1x2", DT_F16, {3, 1}, {1, 2}, 20, 36, 24, "also_mm", true, 3, false},
 	{"a^T b^T 64x64x64", DT_F16, {0}, {0}, 64, 64, 64, "none", true, 3, false},
 	{"permuted big tiles 130x136x24", DT_F16, {6, 1}, {1, 6}, 130, 136, 24, "scale_cast", false, 4, false},
+	{"gemv 16x65x33", DT_F16, {0}, {0}, 16, 65, 33, "residual_gelu", false, 0, false},
+	{"gemv b^T 3x130x40 batch 2x1 by 1x3", DT_F16, {2, 1}, {1, 3}, 3, 130, 40, "bias_relu", false, 2, false},
+	{"gemv a^T 9x64x1", DT_F16, {0}, {0}, 9, 64, 1, "also_mm", false, 1, false},
 	{"1x1x1", DT_BF16, {0}, {0}, 1, 1, 1, "none", true, 0, false},
 	{"17x33x40", DT_BF16, {0}, {0}, 17, 33, 40, "bias_relu", false, 0, false},
 	{"33x17x8", DT_BF16, {0}, {0}, 33, 17, 8, "also_mm", false, 0, false},
@@ -1224,6 +1230,9 @@ static const MmCase mm_cases[] = {
 	{"a^T b^T batch 3x1 by 1x2", DT_BF16, {3, 1}, {1, 2}, 20, 36, 24, "also_mm", false, 3, false},
 	{"a^T b^T 64x64x64", DT_BF16, {0}, {0}, 64, 64, 64, "none", false, 3, false},
 	{"permuted big tiles 130x136x24", DT_BF16, {6, 1}, {1, 6}, 130, 136, 24, "scale_cast", false, 4, false},
+	{"gemv 16x65x33", DT_BF16, {0}, {0}, 16, 65, 33, "residual_gelu", false, 0, false},
+	{"gemv b^T 3x130x40 batch 2x1 by 1x3", DT_BF16, {2, 1}, {1, 3}, 3, 130, 40, "bias_relu", false, 2, false},
+	{"gemv a^T 9x64x1", DT_BF16, {0}, {0}, 9, 64, 1, "also_mm", false, 1, false},
 };
 enum { MM_NCASES = (int)(sizeof mm_cases / sizeof mm_cases[0]) };
 
