@@ -84,6 +84,14 @@ LLVMValueRef cg_eval_matmul(CgKb *kb, const RelOp *op, CgIdx *out)
  * ldmatrix's and mma's register layouts are checked by the numeric check on the
  * GPU (tests/bench/gpu/run_gpu.sh check).
  *
+ * Operands may arrive through swap_dims / permute views (the Matmul fuser takes them
+ * in front of the matmul): operand_layout turns the view into strides of the tensor
+ * it reads; an operand whose rows are contiguous (transposed) is kept transposed in
+ * shared memory and read with the other ldmatrix form. Tiny M (M <= 16) takes the
+ * gemv configuration (gemv_tile_loop below); --allow-tf32 the tf32 configurations
+ * (mma.sync m16n8k8, operands rounded by cvt.rna.tf32.f32, the host rounding the
+ * same way before the scalar fragment).
+ *
  * Launch: a cooperative launch (codegen.h) of MM_THREADS threads per block and one
  * block per output tile (mm_rule); the loop over tiles makes any grid correct. Shared
  * memory is static (at most 48 KiB), so no dynamic shared bytes. On the host the
