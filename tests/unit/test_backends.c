@@ -1422,19 +1422,20 @@ static void test_matmul_tiles_ptx(void **state)
 }
 
 /* tf32 on the host is cvt.rna.tf32.f32: each operand keeps 10 mantissa bits, rounded
- * to nearest with ties away from zero. a x b with a = [1 + 2^-11 (a tie: up),
- * 1 + 2^-12 (down), 1 + 3 * 2^-12 (up), -(1 + 2^-11) (a tie: away from zero)] and
- * b = [1, 2, 4, 8] is -1 - 3 * 2^-10 in tf32 and -1 in f32, both exact. */
+ * to nearest with ties away from zero. a x b with a's row 0 = [1 + 2^-11 (a tie:
+ * up), 1 + 2^-12 (down), 1 + 3 * 2^-12 (up), -(1 + 2^-11) (a tie: away from zero)]
+ * and b = [1, 2, 4, 8] is -1 - 3 * 2^-10 in tf32 and -1 in f32, both exact. a has
+ * 17 rows (the others zero): M <= 16 would take the gemv configuration, never tf32. */
 static void test_matmul_tf32_rounding(void **state)
 {
 	(void)state;
 	static const char *const text =
 		"{\"format\": \"fusec-graph/1\", \"name\": \"tf32\",\n"
-		"\"inputs\": {\"a\": {\"dtype\": \"f32\", \"shape\": [1, 4]},\n"
+		"\"inputs\": {\"a\": {\"dtype\": \"f32\", \"shape\": [17, 4]},\n"
 		"  \"b\": {\"dtype\": \"f32\", \"shape\": [4, 1]}},\n"
 		"\"ops\": [{\"op\": \"matmul\", \"in\": [\"a\", \"b\"], \"out\": \"y\"}],\n"
 		"\"outputs\": [\"y\"]}\n";
-	float a[4] = {1 + 0x1p-11f, 1 + 0x1p-12f, 1 + 3 * 0x1p-12f, -(1 + 0x1p-11f)};
+	float a[17 * 4] = {1 + 0x1p-11f, 1 + 0x1p-12f, 1 + 3 * 0x1p-12f, -(1 + 0x1p-11f)};
 	float b[4] = {1, 2, 4, 8};
 	Arena *ar = arena_new();
 	Graph *g = test_graph(ar, "tf32.json", text);
@@ -1446,17 +1447,19 @@ static void test_matmul_tf32_rounding(void **state)
 		Diag d;
 		CgHost *h = cg_host_new(sc, tf32, &d);
 		assert_non_null(h);
-		float y = 0;
+		float y[17] = {0};
 		void *data[8] = {0};
 		assert_true(g->ntensors <= 8);
 		data[g->inputs[0]] = a;
 		data[g->inputs[1]] = b;
-		data[g->outputs[0]] = &y;
+		data[g->outputs[0]] = y;
 		assert_int_equal(cg_host_run(h, data, &d), 0);
 		if (tf32)
-			assert_true(y == -1 - 3 * 0x1p-10f);
+			assert_true(y[0] == -1 - 3 * 0x1p-10f);
 		else
-			assert_true(y == -1);
+			assert_true(y[0] == -1);
+		for (int i = 1; i < 17; i++)
+			assert_true(y[i] == 0);
 		cg_host_free(h);
 	}
 	pass_free_schedule(sc);
