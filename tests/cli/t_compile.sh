@@ -34,3 +34,14 @@ check compile-input-output 0 "$FUSEC" compile "$TMP/io.yaml" -o "$TMP/io" &&
 for g in docs/examples/*.yaml docs/examples/*.json tests/bench/gpu/*.json; do
 	check "compile-verify-$(basename "$g")" 0 "$FUSEC" compile "$g" -o "$TMP/v" --verify
 done
+
+# --allow-tf32: the plan records it and f32 matmuls (M > 16) take tf32 tiles;
+# without it neither; run --backend cpu emulates it and checks at tf32's tolerance
+TF=tests/bench/gpu/mm_check_tf32.json
+check compile-tf32 0 "$FUSEC" compile $TF -o "$TMP/tf" --allow-tf32
+contains compile-tf32-option "$TMP/tf/mm_check_tf32.plan.json" '"allow_tf32":'
+contains compile-tf32-tiles "$TMP/tf/mm_check_tf32.plan.json" '"tf32x128x128x16s3"'
+check compile-no-tf32 0 "$FUSEC" compile $TF -o "$TMP/ntf"
+check compile-no-tf32-option 1 grep -q '"allow_tf32"\|"tf32x' "$TMP/ntf/mm_check_tf32.plan.json"
+check run-tf32-check 0 "$FUSEC" run $TF --backend cpu --check --allow-tf32
+contains run-tf32-tolerance "$TMP/out" 'atol=0.16 rtol=0.16 ok'
