@@ -32,10 +32,12 @@ static const char run_usage[] =
 	"  --backend B      interp (the plain-C reference interpreter; default), cpu (the\n"
 	"                   generated kernels, JIT-compiled for this CPU) or cuda (the\n"
 	"                   PTX on GPU 0, through libcuda.so.1)\n"
-	"  --inputs DIR     read each graph input NAME from DIR/NAME.npy\n"
+	"  --inputs DIR     read each graph input NAME from DIR/NAME.npy (characters of\n"
+	"                   NAME outside [A-Za-z0-9._-] become _; constants need none)\n"
 	"  --inputs N=F,..  read input N from the .npy file F; other inputs are random\n"
 	"  --seed N         seed of the random inputs (default 0)\n"
-	"  --outputs DIR    write each output to DIR/NAME.npy (bf16 is written as <f4)\n"
+	"  --outputs DIR    write each output to DIR/NAME.npy, NAME as for --inputs\n"
+	"                   (bf16 is written as <f4)\n"
 	"  --allow-tf32     f32 matmuls may use tf32 tensor cores (cpu: emulated),\n"
 	"                   checked at tf32's tolerance (as compile --allow-tf32)\n"
 	"  --check          compare every output against the interpreter; exit 3 when\n"
@@ -143,12 +145,15 @@ static int load_input(const Graph *g, int i, const char *path, HostTensor *t)
 	return 0;
 }
 
+static char *file_name(Arena *a, const char *dir, const char *name);
+
 int run_load_inputs(const Graph *g, const char *spec, HostTensor *in)
 {
 	if (!strchr(spec, '=')) {
 		for (int i = 0; i < g->ninputs; i++) {
-			char *path = arena_printf(g->arena, "%s/%s.npy", spec,
-						  g->tensors[g->inputs[i]].name);
+			if (g->tensors[g->inputs[i]].data)
+				continue;  /* a constant: the graph holds its value */
+			char *path = file_name(g->arena, spec, g->tensors[g->inputs[i]].name);
 			if (load_input(g, i, path, &in[i]))
 				return -1;
 		}
@@ -166,6 +171,11 @@ int run_load_inputs(const Graph *g, const char *spec, HostTensor *in)
 		int i = find_input(g, p, (size_t)(eq - p));
 		if (i < 0) {
 			cmd_error("--inputs: the graph has no input '%.*s'", (int)(eq - p), p);
+			return -1;
+		}
+		if (g->tensors[g->inputs[i]].data) {
+			cmd_error("--inputs: '%s' is a constant of the graph, not an input",
+				  g->tensors[g->inputs[i]].name);
 			return -1;
 		}
 		if (in[i].data) {
@@ -210,6 +220,10 @@ int run_random_inputs(const Graph *g, uint64_t seed, HostTensor *in)
 			cmd_error("input '%s': %s", t->name, d.msg);
 			return -1;
 		}
+		if (t->data) {  /* a constant */
+			memcpy(in[i].data, t->data, (size_t)in[i].n * (size_t)ir_dtype_size(t->dtype));
+			continue;
+		}
 		HostRng r;
 		host_rng_init(&r, seed, host_input_stream(t->name));
 		double lo, hi;
@@ -240,19 +254,13 @@ static void print_summary(const Graph *g, const HostTensor *outs)
 	}
 }
 
-/* A file name for a tensor name: characters outside [A-Za-z0-9_.-] and a leading
- * dot become '_'. */
+/* DIR/NAME.npy, NAME sanitized (npy_path). */
 static char *file_name(Arena *a, const char *dir, const char *name)
 {
-	char *s = arena_strdup(a, name);
-	for (char *p = s; *p; p++) {
-		char c = *p;
-		bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-			  (c >= '0' && c <= '9') || c == '_' || c == '-' || (c == '.' && p != s);
-		if (!ok)
-			*p = '_';
-	}
-	return arena_printf(a, "%s/%s.npy", dir, s);
+	size_t size = strlen(dir) + strlen(name) + 8;
+	char *buf = arena_alloc(a, size);
+	npy_path(buf, size, dir, name);
+	return buf;
 }
 
 static int write_outputs(const Graph *g, const char *dir, const HostTensor *outs)

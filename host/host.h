@@ -102,8 +102,18 @@ int npy_read_file(const char *path, HostTensor *out, Diag *d);
 /* Write format 1.0 with a 64-byte aligned header. bf16 has no NumPy dtype: it is
  * written as <f4, which holds every bf16 value exactly. */
 void npy_write_buf(Buf *b, const HostTensor *t);
+/* DIR/NAME.npy for a tensor name: characters outside [A-Za-z0-9._-], and a
+ * leading '.', become '_' (docs/graph-format.md). Writes into buf, returns it. */
+const char *npy_path(char *buf, size_t size, const char *dir, const char *name);
 /* Write atomically: PATH.tmp then rename. */
 int npy_write_file(const char *path, const HostTensor *t, Diag *d);
+
+/* ---- constants of graph files (host/constants.c) ------------------------------ */
+
+/* Give every constant read from a graph file (Tensor.src) its Tensor.data: inline
+ * values stored as its dtype stores them, or its .npy file, which must hold its
+ * dtype and shape. 0, or -1 with *d set (positioned at the constant). */
+int host_load_constants(Graph *g, Diag *d);
 
 /* ---- tolerances (host/check.c; docs/tolerances.md) -------------------------- */
 

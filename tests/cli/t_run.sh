@@ -115,4 +115,4 @@ check run-streams 0 "$FUSEC" run docs/examples/streams.yaml --backend cpu --chec
 # a scalar of -0.0 keeps its sign through the plan (x / -0 is -inf)
 printf 'format: fusec-graph/1\ninputs: {a: {dtype: f32, shape: [4]}}\nops:\n  - {op: abs, in: [a], out: p}\n  - {op: div_scalar, in: [p], scalar: -0.0, out: y}\noutputs: [y]\n' > "$TMP/negz.yaml"
 check run-negzero 0 "$FUSEC" compile "$TMP/negz.yaml" -o "$TMP/nz" &&
-	contains run-negzero-plan "$TMP/nz/negz.plan.json" '"f64":	-0.0'
+	contains run-negzero-plan "$TMP/nz/negz.plan.json" '"f64":-0.0'
