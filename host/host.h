@@ -115,20 +115,32 @@ int npy_write_file(const char *path, const HostTensor *t, Diag *d);
  * dtype and shape. 0, or -1 with *d set (positioned at the constant). */
 int host_load_constants(Graph *g, Diag *d);
 
-/* ---- tolerances (host/check.c; docs/tolerances.md) -------------------------- */
+/* ---- checks (host/check.c; docs/tolerances.md) ----------------------------- */
+
+enum { CHECK_WORST = 5 };
 
 typedef struct {
-	double atol, rtol;
-} Tolerance;
+	int64_t index;         /* flat (C order) index of the element */
+	double got, want;
+	double bound;          /* what |got - want| was allowed */
+	double ratio;          /* |got - want| / bound; +inf for a NaN/inf mismatch */
+} CheckElem;
 
-/* The tolerance of one op family at one dtype. */
-Tolerance check_tolerance(DType dtype, OpFamily fam);
-/* The tolerance of a graph tensor: the loosest family among the ops it depends on,
- * at the tensor's dtype (float dtypes only; ints and bool are exact). tf32: the
- * graph ran with --allow-tf32, so an f32 matmul it depends on computed with tf32's
- * 10-bit mantissa and brings that precision's tolerance (CHECK_TF32_BASE x 16). */
-Tolerance check_tensor_tolerance(const Graph *g, int tensor, bool tf32);
-/* tf32's base: that of f16, whose mantissa it has (docs/tolerances.md). */
-#define CHECK_TF32_BASE 1e-2
+typedef struct {
+	bool ok;               /* nbad == 0 and the shapes and dtypes agree */
+	int64_t nbad;          /* elements over their bound */
+	int64_t nunbounded;    /* elements whose bound is +inf: not checked */
+	double max_abs;        /* max |got - want| over pairs of finite values */
+	double max_ratio;      /* max |got - want| / bound */
+	int nworst;
+	CheckElem worst[CHECK_WORST];   /* largest ratio first, then lowest index */
+} CheckResult;
+
+/* Compare got with want element by element. An element passes when |got - want| <=
+ * its bound: bound[i] (f64, want's shape; from interp_run_bounds) or, when bound
+ * is NULL, atol + rtol·|want|. NaN matches NaN and an infinity the same infinity,
+ * whatever the bound. A shape or dtype mismatch fails with every element bad. */
+void check_compare(const HostTensor *got, const HostTensor *want, const HostTensor *bound,
+		   double atol, double rtol, CheckResult *r);
 
 #endif

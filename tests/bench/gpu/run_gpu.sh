@@ -18,9 +18,7 @@ check)
 		mkdir -p /tmp/got
 		"$G/fusec-run" "$G/plans/$n" --seed 1 --outputs "/tmp/got/$n" > "/tmp/run_$n.txt" 2>&1 ||
 			{ echo "fusec-run failed:"; cat "/tmp/run_$n.txt"; fails=$((fails + 1)); continue; }
-		# tf32 plans (prepare.sh): f32 tolerance x 80 = 1.6e-2 (docs/tolerances.md)
-		case $n in *tf32*) scale="--rtol 80" ;; *) scale= ;; esac
-		if python3 "$here/check_outputs.py" "$e" "/tmp/got/$n" $scale > "/tmp/chk_$n.txt"; then
+		if python3 "$here/check_outputs.py" "$e" "/tmp/got/$n" > "/tmp/chk_$n.txt"; then
 			tail -1 "/tmp/chk_$n.txt"
 		else
 			grep -v " ok$" "/tmp/chk_$n.txt"; fails=$((fails + 1))
