@@ -241,7 +241,10 @@ LLVMValueRef cg_eval_matmul(CgKb *kb, const RelOp *op, CgIdx *out);
  * the frame made the function; wr lists the written tensors. cg_matmul_launch sets
  * the launch rule of such kernels. */
 int cg_matmul_tiled(CgKb *kb, int variant, const int *wr, int nw);
-void cg_matmul_launch(int variant, const RelOp *mm, CgLaunch *l);
+void cg_matmul_launch(int variant, const CgKernelSpec *s, CgLaunch *l);
+/* The index of the matmul in s->ops after its leading swap_dims / permute operand
+ * views, or -1 (kernel_matmul.c). */
+int cg_matmul_index(const CgKernelSpec *s);
 
 /* kernel_join_window.c: cat and gather; conv2d and the pools */
 LLVMValueRef cg_eval_join(CgKb *kb, const RelOp *op, CgIdx *out);

@@ -323,7 +323,7 @@ CgKernel *cg_build(CgModule *m, const CgKernelSpec *s, uint64_t hash, Diag *d)
 	if (vector)
 		tail = cg_vector_loops(kb, rank, ref, wr, nw, n);
 	if (s->variant > 0) {
-		cg_matmul_launch(s->variant, &s->ops[0], &k->launch);
+		cg_matmul_launch(s->variant, s, &k->launch);
 		cg_matmul_tiled(kb, s->variant, wr, nw);
 	} else if (row_axis >= 0)
 		cg_row_loops(kb, rank, ref, row_axis, wr, nw);

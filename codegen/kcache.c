@@ -56,7 +56,9 @@ void cg_cache_key(CgModule *m, int first, int n, CgCacheKey *k)
 		key_file(k, m->opt.libdevice);
 	for (int i = first; i < first + n; i++) {
 		const CgEntry *e = &m->entries[i];
-		buf_printf(&k->text, "kernel %d %d\n", (int)e->kind, e->nops);
+		/* the variant (matmul tile configuration) is part of a kernel's identity:
+		 * the same ops get other code at other sizes or under --allow-tf32 */
+		buf_printf(&k->text, "kernel %d %d %d\n", (int)e->kind, e->nops, e->variant);
 		for (int j = 0; j < e->nops; j++) {
 			buf_printf(&k->text, " %d ", e->ops[j].place0);
 			ir_rel_print(&k->text, &e->ops[j]);

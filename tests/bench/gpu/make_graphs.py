@@ -319,8 +319,65 @@ def mm_check(dt):
     graph("mm_check_" + dt, ins, ops, outs)
 
 
+def mm_check_views(dt, name):
+    """The GPU check of operands read through views and of tiny M: per case a matmul
+    whose a and/or b arrive through swap_dims (stored transposed: ldmatrix with the
+    other .trans, or element fragments for tf32) or permute (a batch dim between
+    the rows and the columns), with and without 16-byte rows (cp.async or element
+    copies), large tiles (144 tiles) and small, and the gemv configuration (M <= 16),
+    each with a bias + gelu epilogue. `name` mm_check_tf32 is compiled with
+    --allow-tf32 (prepare.sh)."""
+    ins, ops, outs = {}, [], []
+    # (name, batch a, batch b, M, N, K, a view, b view): view "t" swap_dims of the
+    # transposed operand, "p" permute (a: [b0, m, b1, k]; b: [b0, b1, n, k])
+    cases = [("at_big", [6, 1], [1, 6], 136, 136, 64, "t", ""),
+             ("bt_big", [6, 1], [1, 6], 129, 136, 72, "", "t"),
+             ("abt_odd", [2, 1], [1, 3], 33, 65, 17, "t", "t"),
+             ("abt_fast", [2, 1], [1, 3], 64, 96, 48, "t", "t"),
+             ("perm", [2, 1], [1, 3], 100, 88, 40, "p", "p"),
+             ("gemv_bt", [], [], 1, 300, 136, "", "t"),
+             ("gemv16", [2, 1], [1, 3], 16, 130, 71, "", ""),
+             ("gemv_at", [], [], 9, 64, 33, "t", "")]
+    for cn, ba, bb, m, n, k, va, vb in cases:
+        nb = len(ba)
+        r = nb + 2
+        sa, sb = ba + [m, k], bb + [k, n]
+        if va == "t":
+            sa = ba + [k, m]
+        if vb == "t":
+            sb = bb + [n, k]
+        if va == "p":
+            sa = [ba[0], m, ba[1], k]
+        if vb == "p":
+            sb = [bb[0], bb[1], n, k]
+        ins[cn + "_a"] = (dt, sa)
+        ins[cn + "_b"] = (dt, sb)
+        ins[cn + "_bias"] = (dt, [1] * (r - 1) + [n])
+        a, b = cn + "_a", cn + "_b"
+        if va == "t":
+            ops.append(op("swap_dims", [a], cn + "_av", dims=[nb, nb + 1]))
+        if va == "p":
+            ops.append(op("permute", [a], cn + "_av", axes=[0, 2, 1, 3]))
+        if vb == "t":
+            ops.append(op("swap_dims", [b], cn + "_bv", dims=[nb, nb + 1]))
+        if vb == "p":
+            ops.append(op("permute", [b], cn + "_bv", axes=[0, 1, 3, 2]))
+        a = cn + "_av" if va else a
+        b = cn + "_bv" if vb else b
+        ops.append(op("matmul", [a, b], cn + "_mm"))
+        ops.append(op("add", [cn + "_mm", cn + "_bias"], cn + "_h"))
+        ops.append(op("gelu", [cn + "_h"], cn + "_y", approximate="tanh"))
+        outs.append(cn + "_y")
+        # each case its own segment: fused as it would be alone (the search's
+        # block limit would otherwise split a view from its matmul)
+        ops.append({"op": "sync"})
+    graph(name, ins, ops, outs)
+
+
 if __name__ == "__main__":
     g7()
     g8()
     for t in ["bf16", "f16", "f32"]:
         mm_check(t)
+        mm_check_views(t, "mm_check_views_" + t)
+    mm_check_views("f32", "mm_check_tf32")
