@@ -18,9 +18,9 @@ WERROR      ?=
 WARN    = -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
           -Wno-unused-parameter -Wvla $(WERROR)
 CFLAGS ?= -O2 -g
-DEPS_CFLAGS := $(shell $(PKG_CONFIG) --cflags libcjson yaml-0.1 2>/dev/null) \
+DEPS_CFLAGS := $(shell $(PKG_CONFIG) --cflags libcjson yaml-0.1 libcrypto 2>/dev/null) \
                -I$(shell $(LLVM_CONFIG) --includedir 2>/dev/null)
-DEPS_LIBS   := $(shell $(PKG_CONFIG) --libs libcjson yaml-0.1 2>/dev/null) \
+DEPS_LIBS   := $(shell $(PKG_CONFIG) --libs libcjson yaml-0.1 libcrypto 2>/dev/null) \
                $(shell $(LLVM_CONFIG) --ldflags 2>/dev/null) \
                $(shell $(LLVM_CONFIG) --libs 2>/dev/null) -lm
 CMOCKA_CFLAGS := $(shell $(PKG_CONFIG) --cflags cmocka 2>/dev/null)
@@ -52,7 +52,7 @@ $(BUILD)/fusec: $(CORE_OBJ) $(CMD_OBJ)
 	$(CC) $(CFLAGS) -o $@ $^ $(DEPS_LIBS) -ldl
 
 $(BUILD)/fusec-run: $(RUN_OBJ)
-	$(CC) $(CFLAGS) -o $@ $^ $(shell $(PKG_CONFIG) --libs libcjson) -ldl -lm
+	$(CC) $(CFLAGS) -o $@ $^ $(shell $(PKG_CONFIG) --libs libcjson libcrypto) -ldl -lm
 
 # A host-only stand-in for libcuda.so.1 that runs the tests/runtime fixture's kernels.
 $(BUILD)/tests/fakecuda.so: tests/runtime/fakecuda.c
@@ -65,7 +65,7 @@ $(BUILD)/tests/fakecuda.so: tests/runtime/fakecuda.c
 LLVM_STATIC_LIBS = $(shell $(LLVM_CONFIG) --link-static --libs core nvptx passes orcjit native bitreader linker ipo 2>/dev/null)
 $(BUILD)/fusec-static: $(CORE_OBJ) $(CMD_OBJ)
 	$(CXX) $(CFLAGS) -o $@ $^ -L$(shell $(LLVM_CONFIG) --libdir) $(LLVM_STATIC_LIBS) \
-		$(shell $(PKG_CONFIG) --libs libcjson yaml-0.1) -lz $(wildcard /usr/lib/*/libzstd.so.1) \
+		$(shell $(PKG_CONFIG) --libs libcjson yaml-0.1 libcrypto) -lz $(wildcard /usr/lib/*/libzstd.so.1) \
 		-lrt -ldl -lm -lpthread -Wl,--gc-sections
 
 static: $(BUILD)/fusec-static
@@ -112,14 +112,14 @@ $(BUILD)/fuzz_read: $(FUZZ_SRC) ir/ir.h ir/doc.h ir/ops.def support/support.h
 	$(FUZZ_CC) -std=c11 -D_POSIX_C_SOURCE=200809L $(WARN) -O1 -g -fno-omit-frame-pointer \
 	  -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
 	  $(shell $(PKG_CONFIG) --cflags libcjson yaml-0.1) -o $@ $(FUZZ_SRC) \
-	  $(shell $(PKG_CONFIG) --libs libcjson yaml-0.1) -lm
+	  $(shell $(PKG_CONFIG) --libs libcjson yaml-0.1 libcrypto) -lm
 fuzz: $(BUILD)/fuzz_read
 
 sanitize:
 	$(MAKE) BUILD=build-san CFLAGS="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" test
 
 deps:
-	@missing=""; for p in llvm-19-dev libcjson-dev libyaml-dev libcmocka-dev pkg-config make gcc; do \
+	@missing=""; for p in llvm-19-dev libcjson-dev libyaml-dev libcmocka-dev libssl-dev pkg-config make gcc; do \
 	  dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing:$$missing"; \

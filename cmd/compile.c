@@ -367,7 +367,7 @@ int cmd_compile(int argc, char **argv)
 	Diag d;
 	char ptxname[512];
 	snprintf(ptxname, sizeof ptxname, "%s.ptx", g->name);
-	PlanFileInfo info = {o.arch, ptxname, o.libdevice};
+	PlanFileInfo info = {.arch = o.arch, .ptx = ptxname, .libdevice = o.libdevice};
 	CgOutputs co = {0};
 	if (o.verify && pass_verify(s, &d)) {
 		cmd_print_diag(&d);

@@ -42,7 +42,7 @@ int run_cuda_compile(const Graph *g, RunTemp *t, Diag *d)
 	Schedule *s = pass_search(g, &so);
 	char ptxname[300];
 	snprintf(ptxname, sizeof ptxname, "%s.ptx", g->name);
-	PlanFileInfo info = {"sm_90", ptxname, NULL};
+	PlanFileInfo info = {.arch = "sm_90", .ptx = ptxname};
 	CgOutputs co;
 	int rc = cg_compile_schedule(s, &info, false, &co, d);
 	pass_free_schedule(s);

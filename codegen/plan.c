@@ -171,6 +171,8 @@ char *cg_plan_json(const Schedule *s, const CgProgram *prog, const PlanFileInfo 
 	cJSON_AddStringToObject(root, "name", g->name);
 	cJSON_AddStringToObject(root, "arch", info->arch);
 	cJSON_AddStringToObject(root, "ptx", info->ptx);
+	if (info->ptx_sha256)
+		cJSON_AddStringToObject(root, "ptx_sha256", info->ptx_sha256);
 	cJSON *opts = cJSON_AddObjectToObject(root, "options");
 	cJSON_AddItemToObject(opts, "max_blocks", integer(s->opt.max_blocks));
 	if (s->opt.max_explorations >= 0)
@@ -307,7 +309,11 @@ int cg_compile_schedule(const Schedule *s, const PlanFileInfo *info, bool want_l
 	double t3 = clock_seconds();
 	cg_module_free(m);
 	if (!rc) {
-		char *text = cg_plan_json(s, &prog, info);
+		char sha[65];
+		sha256_hex(out->ptx.data, out->ptx.len, sha);
+		PlanFileInfo hashed = *info;
+		hashed.ptx_sha256 = sha;
+		char *text = cg_plan_json(s, &prog, &hashed);
 		size_t len = strlen(text);
 		out->plan = xrealloc(text, len + 2);
 		out->plan[len] = '\n';

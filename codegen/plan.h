@@ -16,6 +16,7 @@ typedef struct {
 	const char *arch;      /* "sm_90" */
 	const char *ptx;       /* "reuse.ptx" */
 	const char *libdevice; /* NULL when not given */
+	const char *ptx_sha256;  /* the PTX's SHA-256 (hex); set by cg_compile_schedule */
 } PlanFileInfo;
 
 char *cg_plan_json(const Schedule *s, const CgProgram *prog, const PlanFileInfo *info);

@@ -86,6 +86,7 @@ typedef struct {
 	Arena *arena;
 	const char *path;      /* the plan file as given */
 	const char *ptx_path;  /* the PTX file, resolved beside the plan */
+	const char *ptx_sha256;  /* its SHA-256 as the plan records it; "" when omitted */
 	const char *arch;      /* "sm_90"; "" when omitted */
 	const char *compiler;  /* "" when omitted */
 	RtTensor *tensors; int ntensors;
@@ -94,6 +95,10 @@ typedef struct {
 	RtLaunch *launches; int nlaunches;   /* every step's launches, in order */
 	uint64_t scratch_bytes;  /* the largest {"scratch": N} argument; 0 when none */
 } RtPlan;
+
+/* Bounds on what the runtime reads: larger files are refused unread. */
+#define RT_PLAN_MAX_BYTES ((size_t)1 << 30)
+#define RT_PTX_MAX_BYTES ((size_t)1 << 30)
 
 /* Load a plan from a file, or from a folder holding exactly one *.plan.json.
  * Returns NULL with *d set (the file name and JSON path of the problem). */

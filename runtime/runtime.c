@@ -458,6 +458,12 @@ static int parse_root(Parser *p, RtPlan *pl, const cJSON *root)
 		return -1;
 	if (!ptx[0])
 		return perr(p, "ptx", "empty PTX file name");
+	if (get_string(p, root, "", "ptx_sha256", false, &pl->ptx_sha256) < 0)
+		return -1;
+	if (pl->ptx_sha256[0] && strspn(pl->ptx_sha256, "0123456789abcdef") != 64)
+		return perr(p, "ptx_sha256", "expected 64 lowercase hex digits");
+	if (pl->ptx_sha256[0] && pl->ptx_sha256[64])
+		return perr(p, "ptx_sha256", "expected 64 lowercase hex digits");
 	if (ptx[0] == '/') {
 		pl->ptx_path = ptx;
 	} else {
@@ -618,7 +624,7 @@ RtPlan *rt_plan_load(const char *path, Diag *d)
 		return NULL;
 	const char *file = dirplan ? dirplan : path;
 	size_t len;
-	char *text = read_file(file, 0, &len, d);
+	char *text = read_regular_file(file, RT_PLAN_MAX_BYTES, &len, d);
 	RtPlan *pl = text ? rt_plan_parse(file, text, len, d) : NULL;
 	free(text);
 	free(dirplan);
@@ -861,10 +867,21 @@ static RtStatus load_module(RtSession *s, Diag *d)
 {
 	const RtPlan *pl = s->plan;
 	size_t len;
-	char *ptx = read_file(pl->ptx_path, 0, &len, d);
+	char *ptx = read_regular_file(pl->ptx_path, RT_PTX_MAX_BYTES, &len, d);
 	if (!ptx) {
 		diag_prefix(d, "the plan's PTX file");
 		return RT_ERR_INPUT;
+	}
+	if (pl->ptx_sha256[0]) {
+		char sha[65];
+		sha256_hex(ptx, len, sha);
+		if (strcmp(sha, pl->ptx_sha256) != 0) {
+			free(ptx);
+			diag_set(d, pl->ptx_path, 0, 0, "the PTX is not the one %s was compiled with "
+				 "(SHA-256 %.12s…, the plan records %.12s…): the folder holds "
+				 "files of different compiles", pl->path, sha, pl->ptx_sha256);
+			return RT_ERR_INPUT;
+		}
 	}
 	char *errlog = xcalloc(JIT_LOG_SIZE, 1), *infolog = xcalloc(JIT_LOG_SIZE, 1);
 	int opts[4] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
