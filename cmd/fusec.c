@@ -89,7 +89,7 @@ static const struct {
 	{"bench", cmd_bench},
 };
 
-int main(int argc, char **argv)
+static int run_command(int argc, char **argv)
 {
 	opterr = 0;   /* each subcommand words its own usage errors */
 	if (argc < 2) {
@@ -110,4 +110,10 @@ int main(int argc, char **argv)
 			return commands[i].fn(argc - 1, argv + 1);
 	fprintf(stderr, "%s: unknown command '%s'\n\n%s", cmd_prog, c, usage_text);
 	return EXIT_USAGE;
+}
+
+int main(int argc, char **argv)
+{
+	/* A write to stdout that failed (a full disk, a closed pipe) fails the command. */
+	return finish_stdout(cmd_prog, run_command(argc, argv));
 }

@@ -1,0 +1,75 @@
+# t_reliability.sh: the guarantees of docs/reliability.md: a failed compile leaves
+# the output folder as it was, concurrent compiles into one folder leave a
+# consistent set, and a lost write to stdout is an error.
+
+# A graph named N (SHAPE and OP vary the content).
+graph() {
+	printf 'format: fusec-graph/1\nname: %s\ninputs: {a: {dtype: f32, shape: [%s]}}\nops:\n  - {op: %s, in: [a], out: y}\noutputs: [y]\n' "$1" "$2" "$3"
+}
+# plan_matches PLAN PTX: the plan's ptx_sha256 is the PTX's hash.
+plan_matches() {
+	grep -q "\"ptx_sha256\":[[:space:]]*\"$(sha256sum "$2" | cut -d' ' -f1)\"" "$1"
+}
+# snapshot DIR: names, sizes and hashes of what DIR holds.
+snapshot() {
+	(cd "$1" && find . -print | sort | while read -r f; do
+		if [ -f "$f" ]; then echo "$f $(sha256sum <"$f")"; else echo "$f"; fi
+	done)
+}
+
+# A compile that fails on its last output (a name too long for .relative.txt but
+# not for .plan.json) leaves the previous compile's files, byte for byte.
+LONG=$(printf 'n%.0s' $(seq 244))
+graph "$LONG" 4 neg >"$TMP/long.yaml"
+check rel-first 0 "$FUSEC" compile "$TMP/long.yaml" -o "$TMP/keep"
+snapshot "$TMP/keep" >"$TMP/before"
+graph "$LONG" 8 exp >"$TMP/long2.yaml"
+check rel-fail-keeps 3 "$FUSEC" compile "$TMP/long2.yaml" -o "$TMP/keep" --emit relative &&
+	contains rel-fail-keeps-msg "$TMP/err" "the name is longer than"
+snapshot "$TMP/keep" >"$TMP/after"
+same_files rel-fail-folder-unchanged "$TMP/before" "$TMP/after"
+# The same when the failure is a folder in the way of one output.
+mkdir "$TMP/keep/$LONG.dot"
+snapshot "$TMP/keep" >"$TMP/before"
+check rel-fail-dot 3 "$FUSEC" compile "$TMP/long2.yaml" -o "$TMP/keep" --emit dot,ll
+snapshot "$TMP/keep" >"$TMP/after"
+same_files rel-fail-dot-unchanged "$TMP/before" "$TMP/after"
+# A successful recompile replaces the set, and the plan names its PTX's hash.
+check rel-replace 0 "$FUSEC" compile "$TMP/long2.yaml" -o "$TMP/keep"
+check rel-replace-hash 0 plan_matches "$TMP/keep/$LONG.plan.json" "$TMP/keep/$LONG.ptx"
+check rel-replace-no-temp 0 sh -c "! ls -A '$TMP/keep' | grep -q '^.fusec-'"
+
+# A failed compile into a deep new path (more than 64 levels) takes every folder
+# it made away again.
+DEEP="$TMP/deep"
+for i in $(seq 80); do DEEP="$DEEP/d"; done
+check deep-fail 3 "$FUSEC" compile "$TMP/long2.yaml" -o "$DEEP" --emit relative
+check deep-fail-nothing 0 test ! -e "$TMP/deep"
+
+# 8 compiles of 8 different graphs with one name, into one folder, at once: every
+# round ends with a plan whose hash is its PTX's, and no temporary files.
+ok=0
+for round in 1 2 3 4 5 6; do
+	for k in 1 2 3 4 5 6 7 8; do
+		graph same "$k" neg >"$TMP/c$k.yaml"
+		"$FUSEC" compile "$TMP/c$k.yaml" -o "$TMP/conc" 2>>"$TMP/conc.err" &
+	done
+	wait
+	plan_matches "$TMP/conc/same.plan.json" "$TMP/conc/same.ptx" || ok=1
+	ls -A "$TMP/conc" | grep -q '^.fusec-' && ok=1
+	rm -rf "$TMP/conc"
+done
+check concurrent-consistent 0 test $ok -eq 0
+same concurrent-no-errors "$TMP/conc.err" ""
+
+# Output lost on stdout (a full disk): exit non-zero, for every command.
+if [ -w /dev/full ]; then
+	G=docs/examples/reuse.yaml
+	check full-normalize 3 sh -c "'$FUSEC' normalize $G >/dev/full"
+	contains full-normalize-msg "$TMP/err" "cannot write the output"
+	check full-explain 3 sh -c "'$FUSEC' explain $G >/dev/full"
+	check full-help 3 sh -c "'$FUSEC' --help >/dev/full"
+	check full-version 3 sh -c "'$FUSEC' --version >/dev/full"
+	check full-compile-help 3 sh -c "'$FUSEC' compile --help >/dev/full"
+	check full-run-plan 3 sh -c "'$(dirname "$FUSEC")/fusec-run' tests/runtime/axpb.plan.json --plan-only >/dev/full"
+fi
