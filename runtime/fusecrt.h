@@ -96,6 +96,14 @@ typedef struct {
 	uint64_t scratch_bytes;  /* the largest {"scratch": N} argument; 0 when none */
 } RtPlan;
 
+/* Check every kernel of the plan against its .entry in the PTX text: the entry is
+ * there, with as many parameters as the plan lists, each of the plan's kind (ptr and
+ * i64: a 64-bit integer; i32: a 32-bit integer; f64, f32). The driver reads the
+ * launch arguments by the PTX's signature, so a plan that disagrees would make it
+ * read past them. Returns 0, or -1 with *d set. Linear in the PTX's size plus
+ * n log n in the kernels. */
+int rt_ptx_check_params(const RtPlan *p, const char *ptx, size_t len, Diag *d);
+
 /* Bounds on what the runtime reads: larger files are refused unread. */
 #define RT_PLAN_MAX_BYTES ((size_t)1 << 30)
 #define RT_PTX_MAX_BYTES ((size_t)1 << 30)

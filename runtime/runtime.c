@@ -863,6 +863,134 @@ static void trim_log(char *log)
 		log[--n] = '\0';
 }
 
+/* ---- PTX entry signatures -------------------------------------------------- */
+
+typedef struct {
+	const char *name;
+	size_t nlen;
+	const char *params;    /* just after the '(' */
+} PtxEntry;
+
+static int entry_cmp(const void *a, const void *b)
+{
+	const PtxEntry *x = a, *y = b;
+	size_t n = x->nlen < y->nlen ? x->nlen : y->nlen;
+	int c = memcmp(x->name, y->name, n);
+	return c ? c : (x->nlen > y->nlen) - (x->nlen < y->nlen);
+}
+
+static bool ident_char(char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+	       c == '_' || c == '$' || c == '.';
+}
+
+static const char *skip_space(const char *q, const char *end)
+{
+	while (q < end && (*q == ' ' || *q == '\t' || *q == '\n' || *q == '\r'))
+		q++;
+	return q;
+}
+
+/* The kind a PTX parameter type stands for, or -1: .u64/.s64/.b64 (ptr or i64),
+ * .u32/.s32/.b32 (i32), .f64, .f32. */
+static int ptx_param_kind(const char *t, size_t n)
+{
+	if (n == 4 && (!memcmp(t, ".u64", 4) || !memcmp(t, ".s64", 4) || !memcmp(t, ".b64", 4)))
+		return RT_P_I64;
+	if (n == 4 && (!memcmp(t, ".u32", 4) || !memcmp(t, ".s32", 4) || !memcmp(t, ".b32", 4)))
+		return RT_P_I32;
+	if (n == 4 && !memcmp(t, ".f64", 4))
+		return RT_P_F64;
+	if (n == 4 && !memcmp(t, ".f32", 4))
+		return RT_P_F32;
+	return -1;
+}
+
+/* Check one entry's parameter list (from just after '(') against kernel k. */
+static int check_entry(const RtKernel *k, const char *q, const char *end, const char *file,
+		       Diag *d)
+{
+	int i = 0;
+	for (;;) {
+		q = skip_space(q, end);
+		if (q < end && *q == ')')
+			break;
+		if (q >= end || strncmp(q, ".param", 6) != 0) {
+			diag_set(d, file, 0, 0, "entry '%s': cannot read parameter %d", k->entry, i);
+			return -1;
+		}
+		q = skip_space(q + 6, end);
+		const char *t = q;
+		while (q < end && ident_char(*q))
+			q++;
+		int kind = ptx_param_kind(t, (size_t)(q - t));
+		if (i < k->nparams) {
+			RtParamType want = k->params[i] == RT_P_PTR ? RT_P_I64 : k->params[i];
+			if (kind != (int)want) {
+				diag_set(d, file, 0, 0, "entry '%s': parameter %d is '%.*s' in the PTX "
+					 "but %s in the plan", k->entry, i, (int)(q - t) > 16 ? 16 : (int)(q - t),
+					 t, rt_param_name(k->params[i]));
+				return -1;
+			}
+		}
+		i++;
+		while (q < end && *q != ',' && *q != ')')
+			q++;
+		if (q < end && *q == ',')
+			q++;
+	}
+	if (i != k->nparams) {
+		diag_set(d, file, 0, 0, "entry '%s' takes %d parameters in the PTX but the plan "
+			 "lists %d", k->entry, i, k->nparams);
+		return -1;
+	}
+	return 0;
+}
+
+int rt_ptx_check_params(const RtPlan *p, const char *ptx, size_t len, Diag *d)
+{
+	const char *file = p->ptx_path ? p->ptx_path : "<ptx>", *end = ptx + len;
+	int n = 0, cap = 16;
+	PtxEntry *e = xmalloc((size_t)cap * sizeof *e);
+	for (const char *q = ptx; q + 6 <= end; ) {
+		if (*q != '.' || memcmp(q, ".entry", 6) != 0) {
+			q++;
+			continue;
+		}
+		bool word = (q == ptx || !ident_char(q[-1])) && q + 6 < end && !ident_char(q[6]);
+		q += 6;
+		if (!word)
+			continue;
+		const char *nm = skip_space(q, end), *ne = nm;
+		while (ne < end && ident_char(*ne))
+			ne++;
+		const char *paren = skip_space(ne, end);
+		if (ne == nm || paren >= end || *paren != '(')
+			continue;
+		if (n == cap)
+			e = xrealloc(e, (size_t)(cap *= 2) * sizeof *e);
+		e[n++] = (PtxEntry){nm, (size_t)(ne - nm), paren + 1};
+		q = paren + 1;
+	}
+	qsort(e, (size_t)n, sizeof *e, entry_cmp);
+	int rc = 0;
+	for (int k = 0; rc == 0 && k < p->nkernels; k++) {
+		const RtKernel *kn = &p->kernels[k];
+		PtxEntry key = {kn->entry, strlen(kn->entry), NULL};
+		const PtxEntry *hit = bsearch(&key, e, (size_t)n, sizeof *e, entry_cmp);
+		if (!hit) {
+			diag_set(d, file, 0, 0, "kernel '%s': the PTX has no entry '%s'", kn->name,
+				 kn->entry);
+			rc = -1;
+		} else {
+			rc = check_entry(kn, hit->params, end, file, d);
+		}
+	}
+	free(e);
+	return rc;
+}
+
 static RtStatus load_module(RtSession *s, Diag *d)
 {
 	const RtPlan *pl = s->plan;
@@ -882,6 +1010,10 @@ static RtStatus load_module(RtSession *s, Diag *d)
 				 "files of different compiles", pl->path, sha, pl->ptx_sha256);
 			return RT_ERR_INPUT;
 		}
+	}
+	if (rt_ptx_check_params(pl, ptx, len, d) < 0) {
+		free(ptx);
+		return RT_ERR_INPUT;
 	}
 	char *errlog = xcalloc(JIT_LOG_SIZE, 1), *infolog = xcalloc(JIT_LOG_SIZE, 1);
 	int opts[4] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,

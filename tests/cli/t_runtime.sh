@@ -116,8 +116,18 @@ check rt_bad_device 3 "$RUN" $FIX --device 2
 same rt_bad_device_msg "$TMP/err" "fusec-run: error: there is no CUDA device 2 (1 device found)"
 sed 's/"entry": "fix_fma"/"entry": "fix_nope"/' $FIX >"$TMP/entry.plan.json"
 cp tests/runtime/axpb.ptx "$TMP/"
-check rt_bad_entry 3 "$RUN" "$TMP/entry.plan.json"
-same rt_bad_entry_msg "$TMP/err" "fusec-run: error: kernel 'k_fma' (entry 'fix_nope'): cuModuleGetFunction failed: CUDA_ERROR_NOT_FOUND (named symbol not found)"
+check rt_bad_entry 1 "$RUN" "$TMP/entry.plan.json"
+same rt_bad_entry_msg "$TMP/err" "$TMP/axpb.ptx: error: kernel 'k_fma': the PTX has no entry 'fix_nope'"
+# The plan's parameters are checked against the PTX entry's signature before any
+# launch: too few (the driver would read past the arguments), or of another kind.
+sed -e 's/"params": \["ptr", "ptr", "ptr", "f64", "i64", "ptr"\]/"params": ["ptr", "ptr", "ptr", "f64", "i64"]/' \
+    -e 's/{"i64": 37000}, {"tensor": "t"}\]/{"i64": 37000}]/' $FIX >"$TMP/few.plan.json"
+check rt_few_params 1 "$RUN" "$TMP/few.plan.json"
+same rt_few_params_msg "$TMP/err" "$TMP/axpb.ptx: error: entry 'fix_fma' takes 6 parameters in the PTX but the plan lists 5"
+sed -e 's/"params": \["ptr", "f32", "f32", "i32"/"params": ["ptr", "f32", "f32", "i64"/' \
+    -e 's/{"i32": 37000}/{"i64": 37000}/' $FIX >"$TMP/kind.plan.json"
+check rt_param_kind 1 "$RUN" "$TMP/kind.plan.json"
+same rt_param_kind_msg "$TMP/err" "$TMP/axpb.ptx: error: entry 'fix_affine': parameter 3 is '.u32' in the PTX but i64 in the plan"
 
 # A grid too small leaves output elements unwritten: they read back as NaN.
 sed 's/"grid": \[290, 1, 1\]/"grid": [200, 1, 1]/' $FIX >"$TMP/grid.plan.json"
