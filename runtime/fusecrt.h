@@ -83,6 +83,11 @@ typedef struct {
 } RtStep;
 
 typedef struct {
+	int *slot;             /* open addressing: an index or -1 */
+	uint32_t mask;
+} RtNameIndex;
+
+typedef struct {
 	Arena *arena;
 	const char *path;      /* the plan file as given */
 	const char *ptx_path;  /* the PTX file, resolved beside the plan */
@@ -94,6 +99,7 @@ typedef struct {
 	RtStep *steps; int nsteps;
 	RtLaunch *launches; int nlaunches;   /* every step's launches, in order */
 	uint64_t scratch_bytes;  /* the largest {"scratch": N} argument; 0 when none */
+	RtNameIndex tensor_index, kernel_index;   /* names to indices (runtime.c) */
 } RtPlan;
 
 /* Check every kernel of the plan against its .entry in the PTX text: the entry is

@@ -18,6 +18,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -302,20 +303,69 @@ static int parse_kernel(Parser *p, const cJSON *j, const char *path, RtKernel *k
 	return 0;
 }
 
+/* Names to indices: an open-addressing table of n + 1 entries' indices (-1: free),
+ * twice as many slots as names, so that lookups stay constant-time and loading a
+ * plan stays linear in its size. */
+static uint32_t name_slot(const char *name, uint32_t mask)
+{
+	return (uint32_t)hash_u64(hash_bytes(HASH_SEED, name, strlen(name)), 0) & mask;
+}
+
+static void index_new(Arena *a, RtNameIndex *x, int n)
+{
+	uint32_t cap = 16;
+	while (cap < 2u * (uint32_t)n + 2)
+		cap *= 2;
+	x->slot = ARENA_NEW(a, int, cap);
+	memset(x->slot, 0xff, cap * sizeof *x->slot);
+	x->mask = cap - 1;
+}
+
+/* Index of `name` among names[] (an array of structs `stride` bytes apart whose
+ * first member is the name), or -1. */
+static int index_find(const RtNameIndex *x, const void *base, size_t stride, const char *name)
+{
+	if (!x->slot)
+		return -1;
+	for (uint32_t h = name_slot(name, x->mask);; h = (h + 1) & x->mask) {
+		int i = x->slot[h];
+		if (i < 0)
+			return -1;
+		if (strcmp(*(const char *const *)((const char *)base + (size_t)i * stride), name) == 0)
+			return i;
+	}
+}
+
+/* Add entry i; returns the index of an entry with the same name already there, or -1. */
+static int index_add(RtNameIndex *x, const void *base, size_t stride, int i)
+{
+	const char *name = *(const char *const *)((const char *)base + (size_t)i * stride);
+	uint32_t h = name_slot(name, x->mask);
+	for (; x->slot[h] >= 0; h = (h + 1) & x->mask)
+		if (strcmp(*(const char *const *)((const char *)base + (size_t)x->slot[h] * stride),
+			   name) == 0)
+			return x->slot[h];
+	x->slot[h] = i;
+	return -1;
+}
+
+_Static_assert(offsetof(RtTensor, name) == 0 && offsetof(RtKernel, name) == 0,
+	       "the name index reads names at the start of each entry");
+
 static int find_kernel(const RtPlan *pl, const char *name)
 {
-	for (int i = 0; i < pl->nkernels; i++)
-		if (strcmp(pl->kernels[i].name, name) == 0)
-			return i;
-	return -1;
+	return index_find(&pl->kernel_index, pl->kernels, sizeof *pl->kernels, name);
 }
 
 int rt_plan_find_tensor(const RtPlan *p, const char *name)
 {
-	for (int i = 0; i < p->ntensors; i++)
-		if (strcmp(p->tensors[i].name, name) == 0)
-			return i;
-	return -1;
+	if (!p->tensor_index.slot) {   /* a plan built by hand, without the index */
+		for (int i = 0; i < p->ntensors; i++)
+			if (strcmp(p->tensors[i].name, name) == 0)
+				return i;
+		return -1;
+	}
+	return index_find(&p->tensor_index, p->tensors, sizeof *p->tensors, name);
 }
 
 /* A float argument: a number, or "inf", "-inf", "nan". */
@@ -476,28 +526,32 @@ static int parse_root(Parser *p, RtPlan *pl, const cJSON *root)
 	if (!ts)
 		return -1;
 	pl->tensors = ARENA_NEW(p->a, RtTensor, pl->ntensors + 1);
-	for (int i = 0; i < pl->ntensors; i++) {
+	index_new(p->a, &pl->tensor_index, pl->ntensors);
+	const cJSON *it = ts->child;
+	for (int i = 0; i < pl->ntensors; i++, it = it->next) {
 		indexpath(ip, "tensors", i);
-		if (parse_tensor(p, cJSON_GetArrayItem(ts, i), ip, &pl->tensors[i]) < 0)
+		if (parse_tensor(p, it, ip, &pl->tensors[i]) < 0)
 			return -1;
-		for (int k = 0; k < i; k++)
-			if (strcmp(pl->tensors[k].name, pl->tensors[i].name) == 0)
-				return perr(p, ip, "tensor '%s' is listed twice (also tensors[%d])",
-					    pl->tensors[i].name, k);
+		int k = index_add(&pl->tensor_index, pl->tensors, sizeof *pl->tensors, i);
+		if (k >= 0)
+			return perr(p, ip, "tensor '%s' is listed twice (also tensors[%d])",
+				    pl->tensors[i].name, k);
 	}
 
 	const cJSON *ks = get_array(p, root, "", "kernels", &pl->nkernels);
 	if (!ks)
 		return -1;
 	pl->kernels = ARENA_NEW(p->a, RtKernel, pl->nkernels + 1);
-	for (int i = 0; i < pl->nkernels; i++) {
+	index_new(p->a, &pl->kernel_index, pl->nkernels);
+	it = ks->child;
+	for (int i = 0; i < pl->nkernels; i++, it = it->next) {
 		indexpath(ip, "kernels", i);
-		if (parse_kernel(p, cJSON_GetArrayItem(ks, i), ip, &pl->kernels[i]) < 0)
+		if (parse_kernel(p, it, ip, &pl->kernels[i]) < 0)
 			return -1;
-		for (int k = 0; k < i; k++)
-			if (strcmp(pl->kernels[k].name, pl->kernels[i].name) == 0)
-				return perr(p, ip, "kernel '%s' is listed twice (also kernels[%d])",
-					    pl->kernels[i].name, k);
+		int k = index_add(&pl->kernel_index, pl->kernels, sizeof *pl->kernels, i);
+		if (k >= 0)
+			return perr(p, ip, "kernel '%s' is listed twice (also kernels[%d])",
+				    pl->kernels[i].name, k);
 	}
 
 	const cJSON *ss = get_array(p, root, "", "steps", &pl->nsteps);
@@ -505,8 +559,9 @@ static int parse_root(Parser *p, RtPlan *pl, const cJSON *root)
 		return -1;
 	pl->steps = ARENA_NEW(p->a, RtStep, pl->nsteps + 1);
 	int total = 0;
-	for (int i = 0; i < pl->nsteps; i++) {
-		const cJSON *s = cJSON_GetArrayItem(ss, i);
+	it = ss->child;
+	for (int i = 0; i < pl->nsteps; i++, it = it->next) {
+		const cJSON *s = it;
 		indexpath(ip, "steps", i);
 		if (!cJSON_IsObject(s))
 			return perr(p, ip, "expected an object, got %s", type_name(s));
@@ -516,8 +571,9 @@ static int parse_root(Parser *p, RtPlan *pl, const cJSON *root)
 		total += n;
 	}
 	pl->launches = ARENA_NEW(p->a, RtLaunch, total + 1);
-	for (int i = 0; i < pl->nsteps; i++) {
-		const cJSON *s = cJSON_GetArrayItem(ss, i);
+	it = ss->child;
+	for (int i = 0; i < pl->nsteps; i++, it = it->next) {
+		const cJSON *s = it;
 		RtStep *st = &pl->steps[i];
 		int64_t seg, plan;
 		indexpath(ip, "steps", i);
@@ -530,13 +586,14 @@ static int parse_root(Parser *p, RtPlan *pl, const cJSON *root)
 		const cJSON *ls = cJSON_GetObjectItemCaseSensitive(s, "launches");
 		st->first_launch = pl->nlaunches;
 		st->nlaunches = cJSON_GetArraySize(ls);
-		for (int k = 0; k < st->nlaunches; k++) {
+		const cJSON *lit = ls->child;
+		for (int k = 0; k < st->nlaunches; k++, lit = lit->next) {
 			char sp[PATH_MAX_];
 			subpath(sp, ip, "launches");
 			indexpath(lp, sp, k);
 			RtLaunch *l = &pl->launches[pl->nlaunches++];
 			l->step = i;
-			if (parse_launch(p, pl, cJSON_GetArrayItem(ls, k), lp, l) < 0)
+			if (parse_launch(p, pl, lit, lp, l) < 0)
 				return -1;
 		}
 	}
@@ -1257,29 +1314,33 @@ RtStatus rt_open_and_upload(const char *plan_path, const RtNamed *inputs, int ni
 	RtPlan *pl = *plp = rt_plan_load(plan_path, d);
 	if (!pl)
 		return RT_ERR_INPUT;
-	for (int i = 0; i < pl->ntensors; i++) {
-		if (pl->tensors[i].role != ROLE_INPUT)
-			continue;
-		int k = 0;
-		while (k < ninputs && strcmp(inputs[k].name, pl->tensors[i].name) != 0)
-			k++;
-		if (k == ninputs) {
-			diag_set(d, "", 0, 0, "no value given for input '%s'", pl->tensors[i].name);
-			return RT_ERR_INPUT;
-		}
-		RtStatus st = check_shape(&pl->tensors[i], &inputs[k].t, d);
-		if (st != RT_OK)
-			return st;
+	/* given[t]: the input value for plan tensor t (a lookup per input, not a scan
+	 * of the inputs per tensor: linear in the plan). */
+	int *given = xmalloc(((size_t)pl->ntensors + 1) * sizeof *given);
+	for (int i = 0; i < pl->ntensors; i++)
+		given[i] = -1;
+	for (int k = 0; k < ninputs; k++) {
+		int t = rt_plan_find_tensor(pl, inputs[k].name);
+		if (t >= 0 && given[t] < 0)
+			given[t] = k;
 	}
-	RtStatus st = rt_session_open(sp, pl, 0, d);
+	RtStatus st = RT_OK;
 	for (int i = 0; st == RT_OK && i < pl->ntensors; i++) {
 		if (pl->tensors[i].role != ROLE_INPUT)
 			continue;
-		int k = 0;
-		while (strcmp(inputs[k].name, pl->tensors[i].name) != 0)
-			k++;
-		st = rt_session_upload(*sp, i, &inputs[k].t, d);
+		if (given[i] < 0) {
+			diag_set(d, "", 0, 0, "no value given for input '%s'", pl->tensors[i].name);
+			st = RT_ERR_INPUT;
+		} else {
+			st = check_shape(&pl->tensors[i], &inputs[given[i]].t, d);
+		}
 	}
+	if (st == RT_OK)
+		st = rt_session_open(sp, pl, 0, d);
+	for (int i = 0; st == RT_OK && i < pl->ntensors; i++)
+		if (pl->tensors[i].role == ROLE_INPUT)
+			st = rt_session_upload(*sp, i, &inputs[given[i]].t, d);
+	free(given);
 	return st;
 }
 

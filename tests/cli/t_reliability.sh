@@ -73,3 +73,18 @@ if [ -w /dev/full ]; then
 	check full-compile-help 3 sh -c "'$FUSEC' compile --help >/dev/full"
 	check full-run-plan 3 sh -c "'$(dirname "$FUSEC")/fusec-run' tests/runtime/axpb.plan.json --plan-only >/dev/full"
 fi
+
+# Loading a plan is linear: 100,000 tensors and as many launches load in seconds
+# (a quadratic loader takes minutes). The launches look every tensor up by name.
+awk 'BEGIN {
+	n = 100000
+	printf "{\"format\": \"fusec-plan/1\", \"ptx\": \"big.ptx\", \"tensors\": ["
+	for (i = 0; i < n; i++)
+		printf "%s{\"name\": \"t%d\", \"dtype\": \"f32\", \"shape\": [4], \"role\": \"%s\", \"buffer\": true}", (i ? "," : ""), i, (i ? "output" : "input")
+	printf "], \"kernels\": [{\"name\": \"k\", \"entry\": \"k\", \"params\": [\"ptr\", \"ptr\"], \"block\": [32, 1, 1]}], \"steps\": [{\"launches\": ["
+	for (i = 1; i < n; i++)
+		printf "%s{\"kernel\": \"k\", \"grid\": [1, 1, 1], \"args\": [{\"tensor\": \"t%d\"}, {\"tensor\": \"t%d\"}]}", (i > 1 ? "," : ""), i - 1, i
+	printf "]}]}\n"
+}' >"$TMP/big.plan.json"
+check plan-load-linear 0 timeout 30 "$(dirname "$FUSEC")/fusec-run" "$TMP/big.plan.json" --plan-only
+contains plan-load-linear-out "$TMP/out" "t99999"
