@@ -240,6 +240,21 @@ static int read_dims(Builder *b, const DocNode *n, const char *path, bool allow_
 	return 0;
 }
 
+/* A tensor's byte size (elements × dtype size) must fit int64: codegen, plans and
+ * runtimes all compute it. `what` names the tensor in the message. */
+static int check_bytes(Builder *b, const DocNode *n, const char *what, DType dt, int rank,
+		       const int64_t *dim)
+{
+	int64_t count = 1, bytes;
+	for (int k = 0; k < rank; k++)
+		if (__builtin_mul_overflow(count, dim[k], &count))
+			return fail(b, n, "%s: element count overflows", what);
+	if (__builtin_mul_overflow(count, (int64_t)ir_dtype_size(dt), &bytes))
+		return fail(b, n, "%s: %s × %d bytes (%s) overflows a 64-bit byte size", what,
+			    ir_shape_text(rank, dim).s, ir_dtype_size(dt), ir_dtype_name(dt));
+	return 0;
+}
+
 /* A list of at most `max` small integers (axes). */
 static int read_axes(Builder *b, const DocNode *n, const char *path, int want, int *out,
 		     int *count)
@@ -414,7 +429,8 @@ static int read_inputs(Builder *b, const DocNode *n)
 		if (read_dtype(b, slot[0], sub, &t.dtype))
 			return -1;
 		snprintf(sub, sizeof sub, "%s.shape", path);
-		if (read_dims(b, slot[1], sub, false, &t.rank, t.dim))
+		if (read_dims(b, slot[1], sub, false, &t.rank, t.dim) ||
+		    check_bytes(b, slot[1], sub, t.dtype, t.rank, t.dim))
 			return -1;
 		int id = new_tensor(b, e->key, -1);
 		Tensor *dst = &g->tensors[id];
@@ -665,6 +681,10 @@ static int read_op(Builder *b, const DocNode *n, int index, int *max_stream)
 	if (op->kind == OP_SYNC)
 		return 0;
 	if (op_stated(b, &r, &out))
+		return -1;
+	char what[300];
+	snprintf(what, sizeof what, "op '%s' (%s): output", r.name, r.at);
+	if (check_bytes(b, n, what, out.dtype, out.rank, out.dim))
 		return -1;
 
 	int id = new_tensor(b, r.result->text, index);
