@@ -88,3 +88,40 @@ awk 'BEGIN {
 }' >"$TMP/big.plan.json"
 check plan-load-linear 0 timeout 30 "$(dirname "$FUSEC")/fusec-run" "$TMP/big.plan.json" --plan-only
 contains plan-load-linear-out "$TMP/out" "t99999"
+
+# Wrong numbers: the kernels (JIT on the CPU) against the reference interpreter.
+# div_scalar by a scalar whose reciprocal overflows (1e-40 in f32), or is subnormal.
+numgraph() {   # numgraph DTYPE OPS...: input a of DTYPE, ops one per argument, output y
+	dt=$1; shift
+	printf 'format: fusec-graph/1\ninputs: {a: {dtype: %s, shape: [300]}}\nops:\n' "$dt"
+	for o in "$@"; do printf '  - %s\n' "$o"; done
+	printf 'outputs: [y]\n'
+}
+for dt in f32 f64 bf16 f16; do
+	numgraph $dt "{op: mul_scalar, in: [a], scalar: 1.0e-38, out: t}" \
+		"{op: div_scalar, in: [t], scalar: 1.0e-40, out: y}" >"$TMP/div.yaml"
+	check "div-tiny-$dt" 0 "$FUSEC" run "$TMP/div.yaml" --backend cpu --check
+	numgraph $dt "{op: div_scalar, in: [a], scalar: 1.0e+39, out: y}" >"$TMP/div.yaml"
+	check "div-huge-$dt" 0 "$FUSEC" run "$TMP/div.yaml" --backend cpu --check
+done
+numgraph f64 "{op: div_scalar, in: [a], scalar: 1.0e-310, out: y}" >"$TMP/div.yaml"
+check div-tiny-f64-subnormal 0 "$FUSEC" run "$TMP/div.yaml" --backend cpu --check
+# f16/bf16 intermediates round where the reference rounds, before ops that are
+# discontinuous in their input.
+for dt in bf16 f16; do
+	numgraph $dt "{op: exp, in: [a], out: e}" "{op: add_scalar, in: [e], scalar: 0.5, out: d}" \
+		"{op: rem, in: [a, d], out: y}" >"$TMP/rem.yaml"
+	check "fused-rem-$dt" 0 "$FUSEC" run "$TMP/rem.yaml" --backend cpu --check
+	for op in floor ceil round trunc sign; do
+		numgraph $dt "{op: mul_scalar, in: [a], scalar: 3.7, out: t}" \
+			"{op: add_scalar, in: [t], scalar: 0.31, out: u}" "{op: $op, in: [u], out: y}" >"$TMP/d.yaml"
+		check "fused-$op-$dt" 0 "$FUSEC" run "$TMP/d.yaml" --backend cpu --check
+	done
+	numgraph $dt "{op: mul_scalar, in: [a], scalar: 3.7, out: t}" \
+		"{op: add_scalar, in: [t], scalar: 0.31, out: u}" "{op: cast, in: [u], dtype: i32, out: y}" >"$TMP/d.yaml"
+	check "fused-cast-$dt" 0 "$FUSEC" run "$TMP/d.yaml" --backend cpu --check
+	numgraph $dt "{op: mul_scalar, in: [a], scalar: 3.7, out: t}" \
+		"{op: add_scalar, in: [t], scalar: 0.31, out: u}" "{op: gt_scalar, in: [u], scalar: 1.0, out: c}" \
+		"{op: cast, in: [c], dtype: f32, out: y}" >"$TMP/d.yaml"
+	check "fused-compare-$dt" 0 "$FUSEC" run "$TMP/d.yaml" --backend cpu --check
+done
