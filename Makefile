@@ -113,7 +113,21 @@ $(BUILD)/fuzz_read: $(FUZZ_SRC) ir/ir.h ir/doc.h ir/ops.def support/support.h
 	  -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
 	  $(shell $(PKG_CONFIG) --cflags libcjson yaml-0.1) -o $@ $(FUZZ_SRC) \
 	  $(shell $(PKG_CONFIG) --libs libcjson yaml-0.1 libcrypto) -lm
-fuzz: $(BUILD)/fuzz_read
+# libFuzzer target for the runtime's plan reader: a plan.json and a PTX stub.
+FUZZ_PLAN_SRC = tests/fuzz/fuzz_plan.c runtime/runtime.c support/support.c ir/ops.c host/host.c
+$(BUILD)/fuzz_plan: $(FUZZ_PLAN_SRC) runtime/fusecrt.h runtime/rt_driver.h support/support.h
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) -std=c11 -D_POSIX_C_SOURCE=200809L $(WARN) -O1 -g -fno-omit-frame-pointer \
+	  -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
+	  $(shell $(PKG_CONFIG) --cflags libcjson libcrypto) -o $@ $(FUZZ_PLAN_SRC) \
+	  $(shell $(PKG_CONFIG) --libs libcjson libcrypto) -ldl -lm
+fuzz: $(BUILD)/fuzz_read $(BUILD)/fuzz_plan
+
+# Every fuzz target for FUZZ_SECONDS (60) from the seed corpora (tests/fuzz/smoke.sh);
+# part of CI.
+FUZZ_SECONDS ?= 60
+fuzz-smoke: $(BUILD)/fuzz_read $(BUILD)/fuzz_plan $(BUILD)/tests/fakecuda.so
+	sh tests/fuzz/smoke.sh $(BUILD) $(FUZZ_SECONDS)
 
 sanitize:
 	$(MAKE) BUILD=build-san CFLAGS="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" test
@@ -129,6 +143,6 @@ deps:
 clean:
 	rm -rf build build-san
 
-.PHONY: all test sanitize deps clean static math-accuracy fuzz bench
+.PHONY: all test sanitize deps clean static math-accuracy fuzz fuzz-smoke bench
 -include $(CORE_OBJ:.o=.d) $(CMD_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(BUILD)/cmd/fusec_run.d \
          $(BENCH_SRC:%.c=$(BUILD)/%.d)

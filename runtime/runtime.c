@@ -55,6 +55,15 @@ typedef struct {
 
 enum { PATH_MAX_ = 160 };
 
+/* Messages quote strings from the plan, which may hold anything: control
+ * characters become '?', so that a message stays one line. */
+static void one_line(char *s)
+{
+	for (; *s; s++)
+		if ((unsigned char)*s < 0x20 || *s == 0x7f)
+			*s = '?';
+}
+
 static int perr(Parser *p, const char *path, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 static int perr(Parser *p, const char *path, const char *fmt, ...)
@@ -64,6 +73,7 @@ static int perr(Parser *p, const char *path, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof msg, fmt, ap);
 	va_end(ap);
+	one_line(msg);
 	if (path[0])
 		diag_set(p->d, p->file, 0, 0, "%s: %s", path, msg);
 	else
@@ -1045,6 +1055,8 @@ int rt_ptx_check_params(const RtPlan *p, const char *ptx, size_t len, Diag *d)
 		}
 	}
 	free(e);
+	if (rc < 0)
+		one_line(d->msg);
 	return rc;
 }
 
