@@ -26,6 +26,8 @@
 
 enum { MAX_STREAM = 1023, MAX_INPUT_BYTES = 1 << 30 };
 
+IrLimits ir_limits = {10000000, 20000000, INT64_C(1) << 44};
+
 /* ---- the tensor name table -------------------------------------------------- */
 
 typedef struct {
@@ -116,6 +118,7 @@ typedef struct {
 	const char *file;
 	Names names;
 	const char *opkeys[NOPKEYS];
+	int64_t elements;        /* summed over the tensors read so far */
 } Builder;
 
 static int fail_at(Builder *b, int line, int col, const char *fmt, ...)
@@ -252,6 +255,10 @@ static int check_bytes(Builder *b, const DocNode *n, const char *what, DType dt,
 	if (__builtin_mul_overflow(count, (int64_t)ir_dtype_size(dt), &bytes))
 		return fail(b, n, "%s: %s × %d bytes (%s) overflows a 64-bit byte size", what,
 			    ir_shape_text(rank, dim).s, ir_dtype_size(dt), ir_dtype_name(dt));
+	if (__builtin_add_overflow(b->elements, count, &b->elements) ||
+	    b->elements > ir_limits.max_elements)
+		return fail(b, n, "%s: the graph's tensors hold more than %lld elements in all, "
+			    "the limit (--max-elements)", what, (long long)ir_limits.max_elements);
 	return 0;
 }
 
@@ -816,6 +823,16 @@ static Graph *build(Arena *a, const char *file, const DocNode *root, Diag *d)
 	}
 	if (ops->kind != DOC_SEQ) {
 		fail(&b, ops, "ops: expected a list of ops, got %s", describe(ops).s);
+		return NULL;
+	}
+	if ((int64_t)ops->n > ir_limits.max_ops) {
+		fail(&b, ops, "ops: %zu ops, more than the limit of %lld (--max-ops)",
+		     (size_t)ops->n, (long long)ir_limits.max_ops);
+		return NULL;
+	}
+	if ((int64_t)in->n + (int64_t)ops->n > ir_limits.max_tensors) {
+		fail(&b, root, "%zu tensors (inputs and op results), more than the limit of %lld "
+		     "(--max-tensors)", (size_t)in->n + (size_t)ops->n, (long long)ir_limits.max_tensors);
 		return NULL;
 	}
 	size_t maxt = (size_t)in->n + (size_t)ops->n;

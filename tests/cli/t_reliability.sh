@@ -125,3 +125,15 @@ for dt in bf16 f16; do
 		"{op: cast, in: [c], dtype: f32, out: y}" >"$TMP/d.yaml"
 	check "fused-compare-$dt" 0 "$FUSEC" run "$TMP/d.yaml" --backend cpu --check
 done
+
+# Resource caps: every command, a positioned error, exit 1, nothing written.
+G=docs/examples/reuse.yaml
+check cap-ops 1 "$FUSEC" compile $G --max-ops 2 -o "$TMP/cap"
+contains cap-ops-msg "$TMP/err" "ops, more than the limit of 2 (--max-ops)"
+check cap-ops-nothing 0 test ! -e "$TMP/cap"
+check cap-tensors 1 "$FUSEC" normalize --max-tensors=3 $G
+contains cap-tensors-msg "$TMP/err" "more than the limit of 3 (--max-tensors)"
+check cap-elements 1 "$FUSEC" run $G --max-elements 100
+contains cap-elements-msg "$TMP/err" "the graph's tensors hold more than 100 elements in all, the limit (--max-elements)"
+check cap-raised 0 "$FUSEC" explain $G --max-ops 100 --max-elements 1000000000
+check cap-bad 2 "$FUSEC" normalize $G --max-ops 0
