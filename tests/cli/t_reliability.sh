@@ -137,3 +137,7 @@ check cap-elements 1 "$FUSEC" run $G --max-elements 100
 contains cap-elements-msg "$TMP/err" "the graph's tensors hold more than 100 elements in all, the limit (--max-elements)"
 check cap-raised 0 "$FUSEC" explain $G --max-ops 100 --max-elements 1000000000
 check cap-bad 2 "$FUSEC" normalize $G --max-ops 0
+
+# Inputs read from .npy files: regular files only.
+check npy-dev-zero 1 "$FUSEC" run docs/examples/reuse.yaml --inputs a=/dev/zero
+same npy-dev-zero-msg "$TMP/err" "/dev/zero: error: not a regular file (a device)"
