@@ -344,9 +344,15 @@ static int commit_outputs(const char *dir, const char *name, const OutFile *file
 			status = EXIT_FAIL;
 		}
 	}
+	/* FUSEC_TEST_FAIL_RENAME=K makes the K-th rename fail (EIO), for the tests of
+	 * the rollback below (tests/cli/t_reliability.sh). */
+	const char *fault = getenv("FUSEC_TEST_FAIL_RENAME");
+	int fail_at = fault ? atoi(fault) : 0;
 	for (int k = 1; status == EXIT_OK && k <= nout; k++) {
 		Output *o = &out[k % nout];
-		if (rename(o->tmp, o->final) != 0) {
+		if (k == fail_at)
+			errno = EIO;
+		if (k == fail_at || rename(o->tmp, o->final) != 0) {
 			cmd_error("cannot write '%s': %s", o->final, strerror(errno));
 			status = EXIT_FAIL;
 		}

@@ -34,6 +34,16 @@ snapshot "$TMP/keep" >"$TMP/before"
 check rel-fail-dot 3 "$FUSEC" compile "$TMP/long2.yaml" -o "$TMP/keep" --emit dot,ll
 snapshot "$TMP/keep" >"$TMP/after"
 same_files rel-fail-dot-unchanged "$TMP/before" "$TMP/after"
+# A rename that fails part-way (injected): the files already renamed are put back.
+rm -rf "$TMP/keep/$LONG.dot"
+check rel-first-emit 0 "$FUSEC" compile "$TMP/long.yaml" -o "$TMP/keep" --emit ll,dot
+snapshot "$TMP/keep" >"$TMP/before"
+for k in 1 2 3 4; do
+	check "rel-rollback-$k" 3 env FUSEC_TEST_FAIL_RENAME=$k "$FUSEC" compile "$TMP/long2.yaml" \
+		-o "$TMP/keep" --emit ll,dot
+	snapshot "$TMP/keep" >"$TMP/after"
+	same_files "rel-rollback-$k-unchanged" "$TMP/before" "$TMP/after"
+done
 # A successful recompile replaces the set, and the plan names its PTX's hash.
 check rel-replace 0 "$FUSEC" compile "$TMP/long2.yaml" -o "$TMP/keep"
 check rel-replace-hash 0 plan_matches "$TMP/keep/$LONG.plan.json" "$TMP/keep/$LONG.ptx"
