@@ -26,7 +26,7 @@ static const char usage_text[] =
 	"GRAPH is a fusec-graph/1 file (.json, .yaml, .yml) or - for stdin.\n"
 	"Every command takes the resource caps on the graphs it reads:\n"
 	"  --max-ops N (default 10000000), --max-tensors N (20000000),\n"
-	"  --max-elements N (elements of all tensors together, 17592186044416)\n"
+	"  --max-elements N (elements of all tensors together, 4611686018427387904)\n"
 	"`fusec COMMAND --help` describes each command.\n"
 	"\n"
 	"exit status: 0 success, 1 invalid input, 2 usage error, 3 code generation\n"

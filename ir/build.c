@@ -26,7 +26,7 @@
 
 enum { MAX_STREAM = 1023, MAX_INPUT_BYTES = 1 << 30 };
 
-IrLimits ir_limits = {10000000, 20000000, INT64_C(1) << 44};
+IrLimits ir_limits = {10000000, 20000000, INT64_C(1) << 62};
 
 /* ---- the tensor name table -------------------------------------------------- */
 

@@ -224,7 +224,7 @@ typedef enum { FMT_AUTO, FMT_JSON, FMT_YAML } GraphFormat;
 typedef struct {
 	int64_t max_ops;        /* default 10,000,000 */
 	int64_t max_tensors;    /* inputs plus op results; default 20,000,000 */
-	int64_t max_elements;   /* summed over every tensor; default 2^44 */
+	int64_t max_elements;   /* summed over every tensor; default 2^62 */
 } IrLimits;
 extern IrLimits ir_limits;
 
