@@ -18,9 +18,9 @@ WERROR      ?=
 WARN    = -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
           -Wno-unused-parameter -Wvla $(WERROR)
 CFLAGS ?= -O2 -g
-DEPS_CFLAGS := $(shell $(PKG_CONFIG) --cflags libcjson yaml-0.1 libprotobuf-c 2>/dev/null) \
+DEPS_CFLAGS := $(shell $(PKG_CONFIG) --cflags libcjson yaml-0.1 libprotobuf-c libcrypto 2>/dev/null) \
                -I$(shell $(LLVM_CONFIG) --includedir 2>/dev/null)
-DEPS_LIBS   := $(shell $(PKG_CONFIG) --libs libcjson yaml-0.1 libprotobuf-c 2>/dev/null) \
+DEPS_LIBS   := $(shell $(PKG_CONFIG) --libs libcjson yaml-0.1 libprotobuf-c libcrypto 2>/dev/null) \
                $(shell $(LLVM_CONFIG) --ldflags 2>/dev/null) \
                $(shell $(LLVM_CONFIG) --libs 2>/dev/null) -lm
 CMOCKA_CFLAGS := $(shell $(PKG_CONFIG) --cflags cmocka 2>/dev/null)
@@ -53,7 +53,7 @@ $(BUILD)/fusec: $(CORE_OBJ) $(CMD_OBJ)
 	$(CC) $(CFLAGS) -pthread -o $@ $^ $(DEPS_LIBS) -ldl
 
 $(BUILD)/fusec-run: $(RUN_OBJ)
-	$(CC) $(CFLAGS) -o $@ $^ $(shell $(PKG_CONFIG) --libs libcjson) -ldl -lm
+	$(CC) $(CFLAGS) -o $@ $^ $(shell $(PKG_CONFIG) --libs libcjson libcrypto) -ldl -lm
 
 # A host-only stand-in for libcuda.so.1 that runs the tests/runtime fixture's kernels.
 $(BUILD)/tests/fakecuda.so: tests/runtime/fakecuda.c
@@ -66,7 +66,7 @@ $(BUILD)/tests/fakecuda.so: tests/runtime/fakecuda.c
 LLVM_STATIC_LIBS = $(shell $(LLVM_CONFIG) --link-static --libs core nvptx passes orcjit native bitreader linker ipo 2>/dev/null)
 $(BUILD)/fusec-static: $(CORE_OBJ) $(CMD_OBJ)
 	$(CXX) $(CFLAGS) -o $@ $^ -L$(shell $(LLVM_CONFIG) --libdir) $(LLVM_STATIC_LIBS) \
-		$(shell $(PKG_CONFIG) --libs libcjson yaml-0.1 libprotobuf-c) -lz $(wildcard /usr/lib/*/libzstd.so.1) \
+		$(shell $(PKG_CONFIG) --libs libcjson yaml-0.1 libprotobuf-c libcrypto) -lz $(wildcard /usr/lib/*/libzstd.so.1) \
 		-lrt -ldl -lm -lpthread -Wl,--gc-sections
 
 static: $(BUILD)/fusec-static
@@ -140,8 +140,22 @@ $(BUILD)/fuzz_read: $(FUZZ_SRC) ir/ir.h ir/doc.h ir/ops.def support/support.h
 	$(FUZZ_CC) -std=c11 -D_POSIX_C_SOURCE=200809L $(WARN) -O1 -g -fno-omit-frame-pointer \
 	  -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
 	  $(shell $(PKG_CONFIG) --cflags libcjson yaml-0.1) -o $@ $(FUZZ_SRC) \
-	  $(shell $(PKG_CONFIG) --libs libcjson yaml-0.1) -lm
-fuzz: $(BUILD)/fuzz_read
+	  $(shell $(PKG_CONFIG) --libs libcjson yaml-0.1 libcrypto) -lm
+# libFuzzer target for the runtime's plan reader: a plan.json and a PTX stub.
+FUZZ_PLAN_SRC = tests/fuzz/fuzz_plan.c runtime/runtime.c support/support.c ir/ops.c host/host.c
+$(BUILD)/fuzz_plan: $(FUZZ_PLAN_SRC) runtime/fusecrt.h runtime/rt_driver.h support/support.h
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) -std=c11 -D_POSIX_C_SOURCE=200809L $(WARN) -O1 -g -fno-omit-frame-pointer \
+	  -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
+	  $(shell $(PKG_CONFIG) --cflags libcjson libcrypto) -o $@ $(FUZZ_PLAN_SRC) \
+	  $(shell $(PKG_CONFIG) --libs libcjson libcrypto) -ldl -lm
+fuzz: $(BUILD)/fuzz_read $(BUILD)/fuzz_plan
+
+# Every fuzz target for FUZZ_SECONDS (60) from the seed corpora (tests/fuzz/smoke.sh);
+# part of CI.
+FUZZ_SECONDS ?= 60
+fuzz-smoke: $(BUILD)/fuzz_read $(BUILD)/fuzz_plan $(BUILD)/tests/fakecuda.so
+	sh tests/fuzz/smoke.sh $(BUILD) $(FUZZ_SECONDS)
 
 # libFuzzer target for the ONNX reader: seed it with tests/onnx/models/*/model.onnx.
 FUZZ_ONNX_SRC = tests/fuzz/fuzz_onnx.c $(SUPPORT_SRC) $(IR_SRC) $(HOST_SRC) $(ONNX_SRC) \
@@ -158,7 +172,7 @@ sanitize:
 	$(MAKE) BUILD=build-san CFLAGS="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" test
 
 deps:
-	@missing=""; for p in llvm-19-dev libcjson-dev libyaml-dev libcmocka-dev libprotobuf-c-dev protobuf-c-compiler libonnx-dev libonnx-testdata pkg-config make gcc; do \
+	@missing=""; for p in llvm-19-dev libcjson-dev libyaml-dev libcmocka-dev libprotobuf-c-dev protobuf-c-compiler libonnx-dev libonnx-testdata libssl-dev pkg-config make gcc; do \
 	  dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing:$$missing"; \
@@ -168,6 +182,6 @@ deps:
 clean:
 	rm -rf build build-san
 
-.PHONY: all test sanitize deps clean static math-accuracy fuzz fuzz-onnx bench onnx-conformance
+.PHONY: all test sanitize deps clean static math-accuracy fuzz fuzz-onnx fuzz-smoke bench onnx-conformance
 -include $(filter-out $(BUILD)/gen/%,$(CORE_OBJ:.o=.d)) $(CMD_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(BUILD)/cmd/fusec_run.d \
          $(BENCH_SRC:%.c=$(BUILD)/%.d)

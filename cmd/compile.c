@@ -11,6 +11,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -52,22 +54,40 @@ static const char compile_usage[] =
 	"                         for a CUDA install (default: fusec's own math)\n";
 
 typedef struct {
-	char *tmp, *final;
-	bool renamed;
+	char *tmp, *final;   /* the new file, written under a temporary name; its name */
+	char *backup;        /* a hard link to the file `final` named before; NULL if none */
+	bool renamed;        /* tmp is now final */
 } Output;
+
+/* A fresh name DIR/.fusec-XXXXXX (short: the final name may be long), created as an
+ * empty file. Returns NULL with errno set. */
+static char *temp_name(const char *dir, int *fdp)
+{
+	char *t = malloc(strlen(dir) + 16);
+	sprintf(t, "%s/.fusec-XXXXXX", dir);
+	int fd = mkstemp(t);
+	if (fd < 0) {
+		int e = errno;
+		free(t);
+		errno = e;
+		return NULL;
+	}
+	if (fdp)
+		*fdp = fd;
+	else
+		close(fd);
+	return t;
+}
 
 static int write_tmp(Output *o, const char *dir, const char *name, const char *ext,
 		     const char *text, size_t len)
 {
 	o->final = malloc(strlen(dir) + strlen(name) + strlen(ext) + 3);
 	sprintf(o->final, "%s/%s%s", dir, name, ext);
-	o->tmp = malloc(strlen(dir) + 16);
-	sprintf(o->tmp, "%s/.fusec-XXXXXX", dir);   /* short: the final name may be long */
-	int fd = mkstemp(o->tmp);
-	if (fd < 0) {
+	int fd;
+	o->tmp = temp_name(dir, &fd);
+	if (!o->tmp) {
 		cmd_error("cannot create a file in '%s': %s", dir, strerror(errno));
-		free(o->tmp);
-		o->tmp = NULL;
 		return -1;
 	}
 	mode_t mask = umask(0);
@@ -75,17 +95,20 @@ static int write_tmp(Output *o, const char *dir, const char *name, const char *e
 	fchmod(fd, 0666 & ~mask);
 	FILE *f = fdopen(fd, "w");
 	size_t n = fwrite(text, 1, len, f);
-	if (fclose(f) != 0 || n != len) {
+	/* fsync before the rename: after a crash the folder holds the old set or the
+	 * new one, not a new name over an empty file. */
+	int bad = n != len || fflush(f) != 0 || fsync(fd) != 0;
+	if (fclose(f) != 0 || bad) {
 		cmd_error("cannot write '%s': %s", o->tmp, strerror(errno));
 		return -1;
 	}
 	return 0;
 }
 
-/* mkdir -p: create dir and any missing parents, remembering the folders it made
+/* mkdir -p: create dir and any missing parents, remembering every folder it made
  * (innermost last) so that a failed compile can take them away again. */
 typedef struct {
-	char *made[IR_MAX_DEPTH];
+	char **made;
 	int n;
 } MadeDirs;
 
@@ -100,8 +123,8 @@ static int make_dirs(const char *dir, MadeDirs *md)
 		char c = p[i];
 		p[i] = 0;
 		if (mkdir(p, 0777) == 0) {
-			if (md->n < IR_MAX_DEPTH)
-				md->made[md->n++] = strdup(p);
+			md->made = realloc(md->made, (size_t)(md->n + 1) * sizeof *md->made);
+			md->made[md->n++] = strdup(p);
 		} else if (errno != EEXIST) {
 			rc = -1;
 		}
@@ -119,6 +142,8 @@ static void remove_dirs(MadeDirs *md, bool remove)
 			rmdir(d);
 		free(d);
 	}
+	free(md->made);
+	md->made = NULL;
 }
 
 static bool valid_arch(const char *s)
@@ -309,10 +334,15 @@ typedef struct {
 	size_t len;
 } OutFile;
 
-/* Write files[0..n) as DIR/NAME<ext>, all or none: each goes to a temporary file
- * first, and they are renamed when all are complete, files[0] (the plan, which names
- * the others and which runtimes open) last. Folders made for them are taken away
- * again on failure. */
+/* Write files[0..n) as DIR/NAME<ext>, all or none (docs/reliability.md):
+ *  1. every file is written to a temporary file in DIR and synced;
+ *  2. under an exclusive flock on DIR, so that concurrent compiles into one folder
+ *     publish one after the other, each existing file is kept as a hard link to a
+ *     temporary name, then the new files are renamed over the old, files[0] (the
+ *     plan, which names the others and records their hashes) last;
+ *  3. if any step fails, the renamed files are put back from the links (or removed
+ *     when there was none), and the folders made for them are taken away: the folder
+ *     is left as it was. On success the links are removed. */
 static int commit_outputs(const char *dir, const char *name, const OutFile *files, int n)
 {
 	int status = EXIT_OK;
@@ -326,27 +356,81 @@ static int commit_outputs(const char *dir, const char *name, const OutFile *file
 	for (int i = 0; status == EXIT_OK && i < n; i++)
 		if (write_tmp(&out[nout++], dir, name, files[i].ext, files[i].text, files[i].len) < 0)
 			status = EXIT_FAIL;
+	int dfd = status == EXIT_OK ? open(dir, O_RDONLY | O_DIRECTORY) : -1;
+	/* A file system without locks (some network ones) still gets the all-or-nothing
+	 * commit; concurrent compiles there are caught by the plan's hash. */
+	if (status == EXIT_OK && (dfd < 0 || (flock(dfd, LOCK_EX) != 0 && errno != ENOLCK &&
+					      errno != EOPNOTSUPP && errno != EINVAL))) {
+		cmd_error("cannot lock '%s': %s", dir, strerror(errno));
+		status = EXIT_FAIL;
+	}
+	long name_max = status == EXIT_OK ? fpathconf(dfd, _PC_NAME_MAX) : -1;
 	for (int i = 0; status == EXIT_OK && i < nout; i++) {
 		struct stat sb;
-		if (lstat(out[i].final, &sb) == 0 && S_ISDIR(sb.st_mode)) {
-			cmd_error("cannot write '%s': it is a folder", out[i].final);
+		const char *base = out[i].final + strlen(dir) + 1;
+		if (name_max > 0 && strlen(base) > (size_t)name_max) {
+			cmd_error("cannot write '%s': the name is longer than %ld bytes (the graph's "
+				  "name is %zu bytes)", out[i].final, name_max, strlen(name));
+			status = EXIT_FAIL;
+		} else if (lstat(out[i].final, &sb) == 0) {
+			if (S_ISDIR(sb.st_mode)) {
+				cmd_error("cannot write '%s': it is a folder", out[i].final);
+				status = EXIT_FAIL;
+				break;
+			}
+			/* The old file, kept under a fresh name until the new set is in place. */
+			char *b = temp_name(dir, NULL);
+			if (!b || unlink(b) != 0 || link(out[i].final, b) != 0) {
+				cmd_error("cannot keep a copy of '%s' while replacing it: %s",
+					  out[i].final, strerror(errno));
+				if (b)
+					unlink(b);
+				free(b);
+				status = EXIT_FAIL;
+			} else {
+				out[i].backup = b;
+			}
+		} else if (errno != ENOENT) {
+			cmd_error("cannot write '%s': %s", out[i].final, strerror(errno));
 			status = EXIT_FAIL;
 		}
 	}
+	/* FUSEC_TEST_FAIL_RENAME=K makes the K-th rename fail (EIO), for the tests of
+	 * the rollback below (tests/cli/t_reliability.sh). */
+	const char *fault = getenv("FUSEC_TEST_FAIL_RENAME");
+	int fail_at = fault ? atoi(fault) : 0;
 	for (int k = 1; status == EXIT_OK && k <= nout; k++) {
 		Output *o = &out[k % nout];
-		if (rename(o->tmp, o->final) != 0) {
+		if (k == fail_at)
+			errno = EIO;
+		if (k == fail_at || rename(o->tmp, o->final) != 0) {
 			cmd_error("cannot write '%s': %s", o->final, strerror(errno));
 			status = EXIT_FAIL;
 		}
 		o->renamed = status == EXIT_OK;
 	}
-	for (int i = 0; i < nout; i++) {
-		if (status != EXIT_OK && (out[i].renamed || out[i].tmp))
-			unlink(out[i].renamed ? out[i].final : out[i].tmp);
-		free(out[i].tmp);
-		free(out[i].final);
+	if (status == EXIT_OK && fsync(dfd) != 0 && errno != EINVAL) {
+		cmd_error("cannot sync '%s': %s", dir, strerror(errno));
+		status = EXIT_FAIL;
 	}
+	for (int i = 0; i < nout; i++) {
+		Output *o = &out[i];
+		if (status != EXIT_OK) {
+			if (o->renamed && o->backup)
+				rename(o->backup, o->final);
+			else if (o->renamed)
+				unlink(o->final);
+			else if (o->tmp)
+				unlink(o->tmp);
+		}
+		if (o->backup && (status == EXIT_OK || !o->renamed))
+			unlink(o->backup);
+		free(o->tmp);
+		free(o->final);
+		free(o->backup);
+	}
+	if (dfd >= 0)
+		close(dfd);   /* releases the lock */
 	remove_dirs(&made, status != EXIT_OK);
 	return status;
 }
@@ -477,7 +561,7 @@ int cmd_compile(int argc, char **argv)
 	snprintf(wname, sizeof wname, "%s.weights.bin", g->name);
 	PlanFileInfo info = {o.arch, ptxname, o.libdevice, cg_weights_layout_size(g) ? wname : NULL,
 			     o.pretty, cache, o.jobs, isatty(STDERR_FILENO) ? show_progress : NULL,
-			     o.allow_tf32};
+			     o.allow_tf32, NULL};
 	CgOutputs co = {0};
 	if (o.verify && pass_verify(s, &d)) {
 		cmd_print_diag(&d);

@@ -29,6 +29,9 @@ static const char usage_text[] =
 	"GRAPH is a fusec-graph/1 file (.json, .yaml, .yml), an ONNX model (.onnx;\n"
 	"docs/onnx.md) or - for stdin. For ONNX models, --input-shape NAME=1x3x224x224\n"
 	"fixes the shape of an input whose dims the model leaves symbolic.\n"
+	"Every command takes the resource caps on the graphs it reads:\n"
+	"  --max-ops N (default 10000000), --max-tensors N (20000000),\n"
+	"  --max-elements N (elements of all tensors together; default no cap)\n"
 	"`fusec COMMAND --help` describes each command.\n"
 	"\n"
 	"exit status: 0 success, 1 invalid input, 2 usage error, 3 code generation\n"
@@ -167,9 +170,49 @@ static int take_input_shapes(const char *sub, int *argc, char **argv)
 	return 0;
 }
 
-int main(int argc, char **argv)
+
+/* Take the resource caps (--max-ops N, --max-tensors N, --max-elements N, or
+ * --opt=N) out of argv, wherever they stand, into ir_limits. Returns the new argc,
+ * or -1 after a usage error. */
+static int take_limits(int argc, char **argv)
+{
+	static const struct { const char *name; int64_t *v; } caps[] = {
+		{"--max-ops", &ir_limits.max_ops},
+		{"--max-tensors", &ir_limits.max_tensors},
+		{"--max-elements", &ir_limits.max_elements},
+	};
+	int out = 1;
+	for (int i = 1; i < argc; i++) {
+		size_t k = 0, n = 0;
+		for (; k < COUNTOF(caps); k++) {
+			n = strlen(caps[k].name);
+			if (!strncmp(argv[i], caps[k].name, n) && (argv[i][n] == 0 || argv[i][n] == '='))
+				break;
+		}
+		if (k == COUNTOF(caps)) {
+			argv[out++] = argv[i];
+			continue;
+		}
+		const char *val = argv[i][n] == '=' ? argv[i] + n + 1 : i + 1 < argc ? argv[++i] : "";
+		char *end;
+		errno = 0;
+		long long v = strtoll(val, &end, 10);
+		if (errno || end == val || *end || v < 1) {
+			fprintf(stderr, "%s: option '%s' needs a positive integer, got '%s'\n",
+				cmd_prog, caps[k].name, val);
+			return -1;
+		}
+		*caps[k].v = v;
+	}
+	argv[out] = NULL;
+	return out;
+}
+
+static int run_command(int argc, char **argv)
 {
 	opterr = 0;   /* each subcommand words its own usage errors */
+	if ((argc = take_limits(argc, argv)) < 0)
+		return EXIT_USAGE;
 	if (argc < 2) {
 		fputs(usage_text, stderr);
 		return EXIT_USAGE;
@@ -193,4 +236,10 @@ int main(int argc, char **argv)
 		}
 	fprintf(stderr, "%s: unknown command '%s'\n\n%s", cmd_prog, c, usage_text);
 	return EXIT_USAGE;
+}
+
+int main(int argc, char **argv)
+{
+	/* A write to stdout that failed (a full disk, a closed pipe) fails the command. */
+	return finish_stdout(cmd_prog, run_command(argc, argv));
 }

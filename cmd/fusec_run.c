@@ -332,7 +332,7 @@ static int run(const Options *o, const RtPlan *pl, HostTensor *host, Diag *d)
 	return EXIT_OK;
 }
 
-int main(int argc, char **argv)
+static int run_main(int argc, char **argv)
 {
 	Options o;
 	int rc = parse_args(argc, argv, &o);
@@ -355,6 +355,11 @@ int main(int argc, char **argv)
 	rt_plan_free(pl);
 	if (rc != EXIT_OK)
 		return report(&d, rc);
-	fflush(stdout);
-	return ferror(stdout) ? EXIT_FAIL : EXIT_OK;
+	return EXIT_OK;
+}
+
+int main(int argc, char **argv)
+{
+	/* A write to stdout that failed (a full disk, a closed pipe) fails the run. */
+	return finish_stdout("fusec-run", run_main(argc, argv));
 }

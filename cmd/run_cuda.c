@@ -20,7 +20,8 @@ typedef struct {
 static int write_file(const char *path, const char *text, size_t len, Diag *d)
 {
 	FILE *f = fopen(path, "w");
-	if (!f || fwrite(text, 1, len, f) != len || fclose(f)) {
+	bool bad = !f || fwrite(text, 1, len, f) != len;
+	if ((f && fclose(f)) || bad) {
 		diag_set(d, path, 0, 0, "cannot write the compiled plan");
 		return -1;
 	}

@@ -134,6 +134,9 @@ LLVMValueRef cg_narrow(CgKb *kb, LLVMValueRef v, DType t);  /* compute -> storag
 LLVMValueRef cg_load(CgKb *kb, int tensor, LLVMValueRef offset);
 void cg_store(CgKb *kb, int tensor, LLVMValueRef offset, LLVMValueRef v);
 LLVMValueRef cg_convert(CgKb *kb, LLVMValueRef v, DType from, DType to);
+/* An f16/bf16 value computed in f32, rounded to its dtype's precision (a no-op for
+ * other dtypes): what storing and loading it again would give. */
+LLVMValueRef cg_round_to(CgKb *kb, LLVMValueRef v, DType t);
 LLVMValueRef cg_placeholder(CgKb *kb, int n);   /* double */
 LLVMValueRef cg_scalar_as(CgKb *kb, int n, DType t);
 

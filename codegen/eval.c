@@ -85,6 +85,13 @@ LLVMValueRef cg_eval(CgKb *kb, int t, CgIdx *x)
 		if (eval_family[f].dims)
 			cg_idx_dims(kb, x);
 		v = eval_family[f].fn(kb, op, x);
+		/* An f16/bf16 result is rounded to its dtype where it is made, as the
+		 * reference rounds every tensor it stores: an op that is discontinuous in
+		 * its input (rem, floor, round, a cast, a comparison) fused after it then
+		 * sees the value the reference sees (docs/tolerances.md). A view moves
+		 * values already rounded. */
+		if (f != FAM_VIEW && !kb->failed)
+			v = cg_round_to(kb, v, (DType)kb->tinfo[t]->dtype);
 	}
 	cg_memo_add(kb, t, &key, v);
 	return v;

@@ -242,6 +242,10 @@ char *cg_plan_json(const Schedule *s, const CgProgram *prog, const PlanFileInfo 
 	jw_str(w, info->arch);
 	jw_key(w, "ptx");
 	jw_str(w, info->ptx);
+	if (info->ptx_sha256) {
+		jw_key(w, "ptx_sha256");
+		jw_str(w, info->ptx_sha256);
+	}
 	if (info->weights) {
 		jw_key(w, "weights");
 		jw_str(w, info->weights);
@@ -468,7 +472,11 @@ int cg_compile_schedule(const Schedule *s, const PlanFileInfo *info, bool want_l
 	if (!rc) {
 		if (info->progress)
 			info->progress("plan", prog.nkernels);
-		char *text = cg_plan_json(s, &prog, info);
+		char sha[65];
+		sha256_hex(out->ptx.data, out->ptx.len, sha);
+		PlanFileInfo hashed = *info;
+		hashed.ptx_sha256 = sha;
+		char *text = cg_plan_json(s, &prog, &hashed);
 		size_t len = strlen(text);
 		out->plan = xrealloc(text, len + 2);
 		out->plan[len] = '\n';

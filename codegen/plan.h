@@ -25,6 +25,7 @@ typedef struct {
 	 * "llvm", "plan") with the number of distinct kernels (0 before they are known). */
 	void (*progress)(const char *phase, int nkernels);
 	bool allow_tf32;       /* --allow-tf32: f32 matmuls may use tf32 tensor cores */
+	const char *ptx_sha256;  /* the PTX's SHA-256 (hex); set by cg_compile_schedule */
 } PlanFileInfo;
 
 /* The weights file: every constant of the graph (Tensor.data), in tensor order,

@@ -152,7 +152,7 @@ void cg_store(CgKb *kb, int tensor, LLVMValueRef offset, LLVMValueRef v)
 }
 
 /* Round a float compute value to the precision of f16 / bf16. */
-static LLVMValueRef round_to(CgKb *kb, LLVMValueRef v, DType t)
+LLVMValueRef cg_round_to(CgKb *kb, LLVMValueRef v, DType t)
 {
 	if (t != DT_F16 && t != DT_BF16)
 		return v;
@@ -193,7 +193,7 @@ LLVMValueRef cg_convert(CgKb *kb, LLVMValueRef v, DType from, DType to)
 		} else {
 			r = LLVMBuildSIToFP(b, v, ct, "");
 		}
-		return round_to(kb, r, to);
+		return cg_round_to(kb, r, to);
 	}
 	if (ir_dtype_is_float(from))
 		return float_to_int(kb, v, to);

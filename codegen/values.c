@@ -82,6 +82,46 @@ static LLVMValueRef int_pow(CgKb *kb, DType t, LLVMValueRef a, LLVMValueRef e)
 	return LLVMBuildSelect(bd, LLVMBuildICmp(bd, LLVMIntSLT, e, zero, ""), negres, r, "");
 }
 
+/* x / s for a float scalar s. x · (1/s) is within 1 ulp of x / s, and the reciprocal
+ * is loop-invariant, so the kernel multiplies instead of dividing per element; but
+ * only while 1/s is a normal number of the type: for |s| below ~1/MAX (1e-40 in f32)
+ * the reciprocal overflows to inf, and above ~1/MIN it loses bits as a subnormal.
+ * Otherwise (and for s = 0, inf, nan, where both agree anyway) the kernel divides.
+ * The test is on the scalar alone, a uniform branch that LLVM may hoist. */
+static LLVMValueRef div_scalar(CgKb *kb, LLVMValueRef x, LLVMValueRef s)
+{
+	LLVMBuilderRef bd = kb->b;
+	LLVMTypeRef ty = LLVMTypeOf(s);
+	double lo, hi;
+	switch (LLVMGetTypeKind(ty)) {
+	case LLVMDoubleTypeKind: lo = 2.2250738585072014e-308; hi = 1.7976931348623157e308; break;
+	case LLVMHalfTypeKind: lo = 6.103515625e-05; hi = 65504.0; break;
+	case LLVMBFloatTypeKind: lo = 1.1754943508222875e-38; hi = 3.3895313892515355e38; break;
+	default: lo = 1.1754943508222875e-38; hi = 3.4028234663852886e38; break;
+	}
+	LLVMValueRef r = LLVMBuildFDiv(bd, LLVMConstReal(ty, 1.0), s, "recip");
+	LLVMValueRef ar = cg_intrinsic(kb, "llvm.fabs", &ty, 1, &r, 1);
+	LLVMValueRef ok = LLVMBuildAnd(bd, LLVMBuildFCmp(bd, LLVMRealOGE, ar, LLVMConstReal(ty, lo), ""),
+				       LLVMBuildFCmp(bd, LLVMRealOLE, ar, LLVMConstReal(ty, hi), ""), "");
+	LLVMContextRef c = kb->m->ctx;
+	LLVMBasicBlockRef bmul = LLVMAppendBasicBlockInContext(c, kb->fn, "recip_mul");
+	LLVMBasicBlockRef bdiv = LLVMAppendBasicBlockInContext(c, kb->fn, "div");
+	LLVMBasicBlockRef join = LLVMAppendBasicBlockInContext(c, kb->fn, "div_done");
+	LLVMBuildCondBr(bd, ok, bmul, bdiv);
+	LLVMPositionBuilderAtEnd(bd, bmul);
+	LLVMValueRef vm = LLVMBuildFMul(bd, x, r, "");
+	LLVMBuildBr(bd, join);
+	LLVMPositionBuilderAtEnd(bd, bdiv);
+	LLVMValueRef vd = LLVMBuildFDiv(bd, x, s, "");
+	LLVMBuildBr(bd, join);
+	LLVMPositionBuilderAtEnd(bd, join);
+	LLVMValueRef phi = LLVMBuildPhi(bd, LLVMTypeOf(x), "q");
+	LLVMValueRef vals[2] = {vm, vd};
+	LLVMBasicBlockRef from[2] = {bmul, bdiv};
+	LLVMAddIncoming(phi, vals, from, 2);
+	return phi;
+}
+
 LLVMValueRef cg_binary_value(CgKb *kb, OpKind op, DType t, LLVMValueRef a, LLVMValueRef b)
 {
 	LLVMBuilderRef bd = kb->b;
@@ -96,11 +136,8 @@ LLVMValueRef cg_binary_value(CgKb *kb, OpKind op, DType t, LLVMValueRef a, LLVMV
 	case OP_DIV:
 		return fl ? LLVMBuildFDiv(bd, a, b, "") : int_divrem(kb, t, a, b, false);
 	case OP_DIV_SCALAR:
-		/* x · (1/s): the reciprocal is loop-invariant and hoisted, so the kernel
-		 * multiplies instead of dividing per element (within 1 ulp of x / s) */
 		if (fl)
-			return LLVMBuildFMul(bd, a, LLVMBuildFDiv(bd, LLVMConstReal(LLVMTypeOf(b), 1.0),
-								  b, ""), "");
+			return div_scalar(kb, a, b);
 		return int_divrem(kb, t, a, b, false);
 	case OP_REM: case OP_REM_SCALAR:
 		return fl ? cg_math_binary(&kb->math, op, a, b) : int_divrem(kb, t, a, b, true);

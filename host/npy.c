@@ -238,7 +238,7 @@ int npy_read_file(const char *path, HostTensor *out, Diag *d)
 {
 	memset(out, 0, sizeof *out);
 	size_t len = 0;
-	char *bytes = read_file(path, 0, &len, d);
+	char *bytes = read_regular_file(path, 0, &len, d);   /* not /dev/zero, a FIFO */
 	if (!bytes)
 		return -1;
 	int rc = npy_read_mem(path, bytes, len, out, d);

@@ -26,6 +26,8 @@
 
 enum { MAX_STREAM = 1023, MAX_INPUT_BYTES = 1 << 30 };
 
+IrLimits ir_limits = {10000000, 20000000, INT64_MAX};
+
 /* ---- the tensor name table -------------------------------------------------- */
 
 typedef struct {
@@ -116,6 +118,7 @@ typedef struct {
 	const char *file;
 	Names names;
 	const char *opkeys[NOPKEYS];
+	int64_t elements;        /* summed over the tensors read so far */
 } Builder;
 
 static int fail_at(Builder *b, int line, int col, const char *fmt, ...)
@@ -237,6 +240,25 @@ static int read_dims(Builder *b, const DocNode *n, const char *path, bool allow_
 			return fail(b, n, "%s: element count overflows", path);
 	}
 	*rank = k;
+	return 0;
+}
+
+/* A tensor's byte size (elements × dtype size) must fit int64: codegen, plans and
+ * runtimes all compute it. `what` names the tensor in the message. */
+static int check_bytes(Builder *b, const DocNode *n, const char *what, DType dt, int rank,
+		       const int64_t *dim)
+{
+	int64_t count = 1, bytes;
+	for (int k = 0; k < rank; k++)
+		if (__builtin_mul_overflow(count, dim[k], &count))
+			return fail(b, n, "%s: element count overflows", what);
+	if (__builtin_mul_overflow(count, (int64_t)ir_dtype_size(dt), &bytes))
+		return fail(b, n, "%s: %s × %d bytes (%s) overflows a 64-bit byte size", what,
+			    ir_shape_text(rank, dim).s, ir_dtype_size(dt), ir_dtype_name(dt));
+	if (__builtin_add_overflow(b->elements, count, &b->elements) ||
+	    b->elements > ir_limits.max_elements)
+		return fail(b, n, "%s: the graph's tensors hold more than %lld elements in all, "
+			    "the limit (--max-elements)", what, (long long)ir_limits.max_elements);
 	return 0;
 }
 
@@ -414,7 +436,8 @@ static int read_inputs(Builder *b, const DocNode *n)
 		if (read_dtype(b, slot[0], sub, &t.dtype))
 			return -1;
 		snprintf(sub, sizeof sub, "%s.shape", path);
-		if (read_dims(b, slot[1], sub, false, &t.rank, t.dim))
+		if (read_dims(b, slot[1], sub, false, &t.rank, t.dim) ||
+		    check_bytes(b, slot[1], sub, t.dtype, t.rank, t.dim))
 			return -1;
 		int id = new_tensor(b, e->key, -1);
 		Tensor *dst = &g->tensors[id];
@@ -774,6 +797,10 @@ static int read_op(Builder *b, const DocNode *n, int index, int *max_stream)
 		return 0;
 	if (op_stated(b, &r, &out))
 		return -1;
+	char what[300];
+	snprintf(what, sizeof what, "op '%s' (%s): output", r.name, r.at);
+	if (check_bytes(b, n, what, out.dtype, out.rank, out.dim))
+		return -1;
 
 	int id = new_tensor(b, r.result->text, index);
 	Tensor *t = &g->tensors[id];
@@ -908,7 +935,17 @@ static Graph *build(Arena *a, const char *file, const DocNode *root, Diag *d)
 		return NULL;
 	}
 	const DocNode *cn = slot[R_CONSTANTS];
+	if ((int64_t)ops->n > ir_limits.max_ops) {
+		fail(&b, ops, "ops: %zu ops, more than the limit of %lld (--max-ops)",
+		     (size_t)ops->n, (long long)ir_limits.max_ops);
+		return NULL;
+	}
 	size_t maxt = (size_t)in->n + (size_t)ops->n + (cn ? (size_t)cn->n : 0);
+	if ((int64_t)maxt > ir_limits.max_tensors) {
+		fail(&b, root, "%zu tensors (inputs, constants and op results), more than the limit "
+		     "of %lld (--max-tensors)", maxt, (long long)ir_limits.max_tensors);
+		return NULL;
+	}
 	g->tensors = ARENA_NEW(a, Tensor, maxt + 1);
 	g->ops = ARENA_NEW(a, Op, ops->n + 1);
 	size_t cap = 16;

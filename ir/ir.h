@@ -231,6 +231,17 @@ DType ir_op_value_dtype(const Graph *g, const Op *op);
 
 typedef enum { FMT_AUTO, FMT_JSON, FMT_YAML } GraphFormat;
 
+/* Resource caps a graph must stay within, checked while it is read (before its ops
+ * are built), so that a huge graph is refused with a positioned error instead of
+ * exhausting memory. Every fusec command takes --max-ops, --max-tensors and
+ * --max-elements to change them (docs/reliability.md). */
+typedef struct {
+	int64_t max_ops;        /* default 10,000,000 */
+	int64_t max_tensors;    /* inputs plus op results; default 20,000,000 */
+	int64_t max_elements;   /* summed over every tensor; default INT64_MAX (no cap) */
+} IrLimits;
+extern IrLimits ir_limits;
+
 /* Read and validate a graph. `file` is the name used in messages and for the
  * default graph name; `path` "-" reads stdin. Returns NULL and fills *d on error. */
 Graph *ir_read_file(Arena *a, const char *path, GraphFormat fmt, Diag *d);

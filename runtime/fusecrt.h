@@ -85,10 +85,16 @@ typedef struct {
 } RtStep;
 
 typedef struct {
+	int *slot;             /* open addressing: an index or -1 */
+	uint32_t mask;
+} RtNameIndex;
+
+typedef struct {
 	Arena *arena;
 	const char *path;      /* the plan file as given */
 	const char *ptx_path;  /* the PTX file, resolved beside the plan */
 	const char *weights_path; /* the weights file beside the plan; NULL when none */
+	const char *ptx_sha256;  /* its SHA-256 as the plan records it; "" when omitted */
 	const char *arch;      /* "sm_90"; "" when omitted */
 	const char *compiler;  /* "" when omitted */
 	RtTensor *tensors; int ntensors;
@@ -96,7 +102,20 @@ typedef struct {
 	RtStep *steps; int nsteps;
 	RtLaunch *launches; int nlaunches;   /* every step's launches, in order */
 	uint64_t scratch_bytes;  /* the largest {"scratch": N} argument; 0 when none */
+	RtNameIndex tensor_index, kernel_index;   /* names to indices (runtime.c) */
 } RtPlan;
+
+/* Check every kernel of the plan against its .entry in the PTX text: the entry is
+ * there, with as many parameters as the plan lists, each of the plan's kind (ptr and
+ * i64: a 64-bit integer; i32: a 32-bit integer; f64, f32). The driver reads the
+ * launch arguments by the PTX's signature, so a plan that disagrees would make it
+ * read past them. Returns 0, or -1 with *d set. Linear in the PTX's size plus
+ * n log n in the kernels. */
+int rt_ptx_check_params(const RtPlan *p, const char *ptx, size_t len, Diag *d);
+
+/* Bounds on what the runtime reads: larger files are refused unread. */
+#define RT_PLAN_MAX_BYTES ((size_t)1 << 30)
+#define RT_PTX_MAX_BYTES ((size_t)1 << 30)
 
 /* Load a plan from a file, or from a folder holding exactly one *.plan.json.
  * Returns NULL with *d set (the file name and JSON path of the problem). */

@@ -18,6 +18,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,6 +55,15 @@ typedef struct {
 
 enum { PATH_MAX_ = 160 };
 
+/* Messages quote strings from the plan, which may hold anything: control
+ * characters become '?', so that a message stays one line. */
+static void one_line(char *s)
+{
+	for (; *s; s++)
+		if ((unsigned char)*s < 0x20 || *s == 0x7f)
+			*s = '?';
+}
+
 static int perr(Parser *p, const char *path, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 static int perr(Parser *p, const char *path, const char *fmt, ...)
@@ -63,6 +73,7 @@ static int perr(Parser *p, const char *path, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof msg, fmt, ap);
 	va_end(ap);
+	one_line(msg);
 	if (path[0])
 		diag_set(p->d, p->file, 0, 0, "%s: %s", path, msg);
 	else
@@ -315,20 +326,69 @@ static int parse_kernel(Parser *p, const cJSON *j, const char *path, RtKernel *k
 	return 0;
 }
 
+/* Names to indices: an open-addressing table of n + 1 entries' indices (-1: free),
+ * twice as many slots as names, so that lookups stay constant-time and loading a
+ * plan stays linear in its size. */
+static uint32_t name_slot(const char *name, uint32_t mask)
+{
+	return (uint32_t)hash_u64(hash_bytes(HASH_SEED, name, strlen(name)), 0) & mask;
+}
+
+static void index_new(Arena *a, RtNameIndex *x, int n)
+{
+	uint32_t cap = 16;
+	while (cap < 2u * (uint32_t)n + 2)
+		cap *= 2;
+	x->slot = ARENA_NEW(a, int, cap);
+	memset(x->slot, 0xff, cap * sizeof *x->slot);
+	x->mask = cap - 1;
+}
+
+/* Index of `name` among names[] (an array of structs `stride` bytes apart whose
+ * first member is the name), or -1. */
+static int index_find(const RtNameIndex *x, const void *base, size_t stride, const char *name)
+{
+	if (!x->slot)
+		return -1;
+	for (uint32_t h = name_slot(name, x->mask);; h = (h + 1) & x->mask) {
+		int i = x->slot[h];
+		if (i < 0)
+			return -1;
+		if (strcmp(*(const char *const *)((const char *)base + (size_t)i * stride), name) == 0)
+			return i;
+	}
+}
+
+/* Add entry i; returns the index of an entry with the same name already there, or -1. */
+static int index_add(RtNameIndex *x, const void *base, size_t stride, int i)
+{
+	const char *name = *(const char *const *)((const char *)base + (size_t)i * stride);
+	uint32_t h = name_slot(name, x->mask);
+	for (; x->slot[h] >= 0; h = (h + 1) & x->mask)
+		if (strcmp(*(const char *const *)((const char *)base + (size_t)x->slot[h] * stride),
+			   name) == 0)
+			return x->slot[h];
+	x->slot[h] = i;
+	return -1;
+}
+
+_Static_assert(offsetof(RtTensor, name) == 0 && offsetof(RtKernel, name) == 0,
+	       "the name index reads names at the start of each entry");
+
 static int find_kernel(const RtPlan *pl, const char *name)
 {
-	for (int i = 0; i < pl->nkernels; i++)
-		if (strcmp(pl->kernels[i].name, name) == 0)
-			return i;
-	return -1;
+	return index_find(&pl->kernel_index, pl->kernels, sizeof *pl->kernels, name);
 }
 
 int rt_plan_find_tensor(const RtPlan *p, const char *name)
 {
-	for (int i = 0; i < p->ntensors; i++)
-		if (strcmp(p->tensors[i].name, name) == 0)
-			return i;
-	return -1;
+	if (!p->tensor_index.slot) {   /* a plan built by hand, without the index */
+		for (int i = 0; i < p->ntensors; i++)
+			if (strcmp(p->tensors[i].name, name) == 0)
+				return i;
+		return -1;
+	}
+	return index_find(&p->tensor_index, p->tensors, sizeof *p->tensors, name);
 }
 
 /* A float argument: a number, or "inf", "-inf", "nan". */
@@ -471,6 +531,12 @@ static int parse_root(Parser *p, RtPlan *pl, const cJSON *root)
 		return -1;
 	if (!ptx[0])
 		return perr(p, "ptx", "empty PTX file name");
+	if (get_string(p, root, "", "ptx_sha256", false, &pl->ptx_sha256) < 0)
+		return -1;
+	if (pl->ptx_sha256[0] && strspn(pl->ptx_sha256, "0123456789abcdef") != 64)
+		return perr(p, "ptx_sha256", "expected 64 lowercase hex digits");
+	if (pl->ptx_sha256[0] && pl->ptx_sha256[64])
+		return perr(p, "ptx_sha256", "expected 64 lowercase hex digits");
 	if (ptx[0] == '/') {
 		pl->ptx_path = ptx;
 	} else {
@@ -494,28 +560,32 @@ static int parse_root(Parser *p, RtPlan *pl, const cJSON *root)
 	if (!ts)
 		return -1;
 	pl->tensors = ARENA_NEW(p->a, RtTensor, pl->ntensors + 1);
-	for (int i = 0; i < pl->ntensors; i++) {
+	index_new(p->a, &pl->tensor_index, pl->ntensors);
+	const cJSON *it = ts->child;
+	for (int i = 0; i < pl->ntensors; i++, it = it->next) {
 		indexpath(ip, "tensors", i);
-		if (parse_tensor(p, cJSON_GetArrayItem(ts, i), ip, &pl->tensors[i]) < 0)
+		if (parse_tensor(p, it, ip, &pl->tensors[i]) < 0)
 			return -1;
-		for (int k = 0; k < i; k++)
-			if (strcmp(pl->tensors[k].name, pl->tensors[i].name) == 0)
-				return perr(p, ip, "tensor '%s' is listed twice (also tensors[%d])",
-					    pl->tensors[i].name, k);
+		int k = index_add(&pl->tensor_index, pl->tensors, sizeof *pl->tensors, i);
+		if (k >= 0)
+			return perr(p, ip, "tensor '%s' is listed twice (also tensors[%d])",
+				    pl->tensors[i].name, k);
 	}
 
 	const cJSON *ks = get_array(p, root, "", "kernels", &pl->nkernels);
 	if (!ks)
 		return -1;
 	pl->kernels = ARENA_NEW(p->a, RtKernel, pl->nkernels + 1);
-	for (int i = 0; i < pl->nkernels; i++) {
+	index_new(p->a, &pl->kernel_index, pl->nkernels);
+	it = ks->child;
+	for (int i = 0; i < pl->nkernels; i++, it = it->next) {
 		indexpath(ip, "kernels", i);
-		if (parse_kernel(p, cJSON_GetArrayItem(ks, i), ip, &pl->kernels[i]) < 0)
+		if (parse_kernel(p, it, ip, &pl->kernels[i]) < 0)
 			return -1;
-		for (int k = 0; k < i; k++)
-			if (strcmp(pl->kernels[k].name, pl->kernels[i].name) == 0)
-				return perr(p, ip, "kernel '%s' is listed twice (also kernels[%d])",
-					    pl->kernels[i].name, k);
+		int k = index_add(&pl->kernel_index, pl->kernels, sizeof *pl->kernels, i);
+		if (k >= 0)
+			return perr(p, ip, "kernel '%s' is listed twice (also kernels[%d])",
+				    pl->kernels[i].name, k);
 	}
 
 	const cJSON *ss = get_array(p, root, "", "steps", &pl->nsteps);
@@ -523,8 +593,9 @@ static int parse_root(Parser *p, RtPlan *pl, const cJSON *root)
 		return -1;
 	pl->steps = ARENA_NEW(p->a, RtStep, pl->nsteps + 1);
 	int total = 0;
-	for (int i = 0; i < pl->nsteps; i++) {
-		const cJSON *s = cJSON_GetArrayItem(ss, i);
+	it = ss->child;
+	for (int i = 0; i < pl->nsteps; i++, it = it->next) {
+		const cJSON *s = it;
 		indexpath(ip, "steps", i);
 		if (!cJSON_IsObject(s))
 			return perr(p, ip, "expected an object, got %s", type_name(s));
@@ -534,8 +605,9 @@ static int parse_root(Parser *p, RtPlan *pl, const cJSON *root)
 		total += n;
 	}
 	pl->launches = ARENA_NEW(p->a, RtLaunch, total + 1);
-	for (int i = 0; i < pl->nsteps; i++) {
-		const cJSON *s = cJSON_GetArrayItem(ss, i);
+	it = ss->child;
+	for (int i = 0; i < pl->nsteps; i++, it = it->next) {
+		const cJSON *s = it;
 		RtStep *st = &pl->steps[i];
 		int64_t seg, plan;
 		indexpath(ip, "steps", i);
@@ -548,13 +620,14 @@ static int parse_root(Parser *p, RtPlan *pl, const cJSON *root)
 		const cJSON *ls = cJSON_GetObjectItemCaseSensitive(s, "launches");
 		st->first_launch = pl->nlaunches;
 		st->nlaunches = cJSON_GetArraySize(ls);
-		for (int k = 0; k < st->nlaunches; k++) {
+		const cJSON *lit = ls->child;
+		for (int k = 0; k < st->nlaunches; k++, lit = lit->next) {
 			char sp[PATH_MAX_];
 			subpath(sp, ip, "launches");
 			indexpath(lp, sp, k);
 			RtLaunch *l = &pl->launches[pl->nlaunches++];
 			l->step = i;
-			if (parse_launch(p, pl, cJSON_GetArrayItem(ls, k), lp, l) < 0)
+			if (parse_launch(p, pl, lit, lp, l) < 0)
 				return -1;
 		}
 	}
@@ -642,7 +715,7 @@ RtPlan *rt_plan_load(const char *path, Diag *d)
 		return NULL;
 	const char *file = dirplan ? dirplan : path;
 	size_t len;
-	char *text = read_file(file, 0, &len, d);
+	char *text = read_regular_file(file, RT_PLAN_MAX_BYTES, &len, d);
 	RtPlan *pl = text ? rt_plan_parse(file, text, len, d) : NULL;
 	free(text);
 	free(dirplan);
@@ -881,13 +954,158 @@ static void trim_log(char *log)
 		log[--n] = '\0';
 }
 
+/* ---- PTX entry signatures -------------------------------------------------- */
+
+typedef struct {
+	const char *name;
+	size_t nlen;
+	const char *params;    /* just after the '(' */
+} PtxEntry;
+
+static int entry_cmp(const void *a, const void *b)
+{
+	const PtxEntry *x = a, *y = b;
+	size_t n = x->nlen < y->nlen ? x->nlen : y->nlen;
+	int c = memcmp(x->name, y->name, n);
+	return c ? c : (x->nlen > y->nlen) - (x->nlen < y->nlen);
+}
+
+static bool ident_char(char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+	       c == '_' || c == '$' || c == '.';
+}
+
+static const char *skip_space(const char *q, const char *end)
+{
+	while (q < end && (*q == ' ' || *q == '\t' || *q == '\n' || *q == '\r'))
+		q++;
+	return q;
+}
+
+/* The kind a PTX parameter type stands for, or -1: .u64/.s64/.b64 (ptr or i64),
+ * .u32/.s32/.b32 (i32), .f64, .f32. */
+static int ptx_param_kind(const char *t, size_t n)
+{
+	if (n == 4 && (!memcmp(t, ".u64", 4) || !memcmp(t, ".s64", 4) || !memcmp(t, ".b64", 4)))
+		return RT_P_I64;
+	if (n == 4 && (!memcmp(t, ".u32", 4) || !memcmp(t, ".s32", 4) || !memcmp(t, ".b32", 4)))
+		return RT_P_I32;
+	if (n == 4 && !memcmp(t, ".f64", 4))
+		return RT_P_F64;
+	if (n == 4 && !memcmp(t, ".f32", 4))
+		return RT_P_F32;
+	return -1;
+}
+
+/* Check one entry's parameter list (from just after '(') against kernel k. */
+static int check_entry(const RtKernel *k, const char *q, const char *end, const char *file,
+		       Diag *d)
+{
+	int i = 0;
+	for (;;) {
+		q = skip_space(q, end);
+		if (q < end && *q == ')')
+			break;
+		if (q >= end || strncmp(q, ".param", 6) != 0) {
+			diag_set(d, file, 0, 0, "entry '%s': cannot read parameter %d", k->entry, i);
+			return -1;
+		}
+		q = skip_space(q + 6, end);
+		const char *t = q;
+		while (q < end && ident_char(*q))
+			q++;
+		int kind = ptx_param_kind(t, (size_t)(q - t));
+		if (i < k->nparams) {
+			RtParamType want = k->params[i] == RT_P_PTR ? RT_P_I64 : k->params[i];
+			if (kind != (int)want) {
+				diag_set(d, file, 0, 0, "entry '%s': parameter %d is '%.*s' in the PTX "
+					 "but %s in the plan", k->entry, i, (int)(q - t) > 16 ? 16 : (int)(q - t),
+					 t, rt_param_name(k->params[i]));
+				return -1;
+			}
+		}
+		i++;
+		while (q < end && *q != ',' && *q != ')')
+			q++;
+		if (q < end && *q == ',')
+			q++;
+	}
+	if (i != k->nparams) {
+		diag_set(d, file, 0, 0, "entry '%s' takes %d parameters in the PTX but the plan "
+			 "lists %d", k->entry, i, k->nparams);
+		return -1;
+	}
+	return 0;
+}
+
+int rt_ptx_check_params(const RtPlan *p, const char *ptx, size_t len, Diag *d)
+{
+	const char *file = p->ptx_path ? p->ptx_path : "<ptx>", *end = ptx + len;
+	int n = 0, cap = 16;
+	PtxEntry *e = xmalloc((size_t)cap * sizeof *e);
+	for (const char *q = ptx; q + 6 <= end; ) {
+		if (*q != '.' || memcmp(q, ".entry", 6) != 0) {
+			q++;
+			continue;
+		}
+		bool word = (q == ptx || !ident_char(q[-1])) && q + 6 < end && !ident_char(q[6]);
+		q += 6;
+		if (!word)
+			continue;
+		const char *nm = skip_space(q, end), *ne = nm;
+		while (ne < end && ident_char(*ne))
+			ne++;
+		const char *paren = skip_space(ne, end);
+		if (ne == nm || paren >= end || *paren != '(')
+			continue;
+		if (n == cap)
+			e = xrealloc(e, (size_t)(cap *= 2) * sizeof *e);
+		e[n++] = (PtxEntry){nm, (size_t)(ne - nm), paren + 1};
+		q = paren + 1;
+	}
+	qsort(e, (size_t)n, sizeof *e, entry_cmp);
+	int rc = 0;
+	for (int k = 0; rc == 0 && k < p->nkernels; k++) {
+		const RtKernel *kn = &p->kernels[k];
+		PtxEntry key = {kn->entry, strlen(kn->entry), NULL};
+		const PtxEntry *hit = bsearch(&key, e, (size_t)n, sizeof *e, entry_cmp);
+		if (!hit) {
+			diag_set(d, file, 0, 0, "kernel '%s': the PTX has no entry '%s'", kn->name,
+				 kn->entry);
+			rc = -1;
+		} else {
+			rc = check_entry(kn, hit->params, end, file, d);
+		}
+	}
+	free(e);
+	if (rc < 0)
+		one_line(d->msg);
+	return rc;
+}
+
 static RtStatus load_module(RtSession *s, Diag *d)
 {
 	const RtPlan *pl = s->plan;
 	size_t len;
-	char *ptx = read_file(pl->ptx_path, 0, &len, d);
+	char *ptx = read_regular_file(pl->ptx_path, RT_PTX_MAX_BYTES, &len, d);
 	if (!ptx) {
 		diag_prefix(d, "the plan's PTX file");
+		return RT_ERR_INPUT;
+	}
+	if (pl->ptx_sha256[0]) {
+		char sha[65];
+		sha256_hex(ptx, len, sha);
+		if (strcmp(sha, pl->ptx_sha256) != 0) {
+			free(ptx);
+			diag_set(d, pl->ptx_path, 0, 0, "the PTX is not the one %s was compiled with "
+				 "(SHA-256 %.12s…, the plan records %.12s…): the folder holds "
+				 "files of different compiles", pl->path, sha, pl->ptx_sha256);
+			return RT_ERR_INPUT;
+		}
+	}
+	if (rt_ptx_check_params(pl, ptx, len, d) < 0) {
+		free(ptx);
 		return RT_ERR_INPUT;
 	}
 	char *errlog = xcalloc(JIT_LOG_SIZE, 1), *infolog = xcalloc(JIT_LOG_SIZE, 1);
@@ -1173,29 +1391,33 @@ RtStatus rt_open_and_upload(const char *plan_path, const RtNamed *inputs, int ni
 	RtPlan *pl = *plp = rt_plan_load(plan_path, d);
 	if (!pl)
 		return RT_ERR_INPUT;
-	for (int i = 0; i < pl->ntensors; i++) {
-		if (pl->tensors[i].role != ROLE_INPUT || pl->tensors[i].constant)
-			continue;
-		int k = 0;
-		while (k < ninputs && strcmp(inputs[k].name, pl->tensors[i].name) != 0)
-			k++;
-		if (k == ninputs) {
-			diag_set(d, "", 0, 0, "no value given for input '%s'", pl->tensors[i].name);
-			return RT_ERR_INPUT;
-		}
-		RtStatus st = check_shape(&pl->tensors[i], &inputs[k].t, d);
-		if (st != RT_OK)
-			return st;
+	/* given[t]: the input value for plan tensor t (a lookup per input, not a scan
+	 * of the inputs per tensor: linear in the plan). */
+	int *given = xmalloc(((size_t)pl->ntensors + 1) * sizeof *given);
+	for (int i = 0; i < pl->ntensors; i++)
+		given[i] = -1;
+	for (int k = 0; k < ninputs; k++) {
+		int t = rt_plan_find_tensor(pl, inputs[k].name);
+		if (t >= 0 && given[t] < 0)
+			given[t] = k;
 	}
-	RtStatus st = rt_session_open(sp, pl, 0, d);
+	RtStatus st = RT_OK;
 	for (int i = 0; st == RT_OK && i < pl->ntensors; i++) {
 		if (pl->tensors[i].role != ROLE_INPUT || pl->tensors[i].constant)
 			continue;
-		int k = 0;
-		while (strcmp(inputs[k].name, pl->tensors[i].name) != 0)
-			k++;
-		st = rt_session_upload(*sp, i, &inputs[k].t, d);
+		if (given[i] < 0) {
+			diag_set(d, "", 0, 0, "no value given for input '%s'", pl->tensors[i].name);
+			st = RT_ERR_INPUT;
+		} else {
+			st = check_shape(&pl->tensors[i], &inputs[given[i]].t, d);
+		}
 	}
+	if (st == RT_OK)
+		st = rt_session_open(sp, pl, 0, d);
+	for (int i = 0; st == RT_OK && i < pl->ntensors; i++)
+		if (pl->tensors[i].role == ROLE_INPUT && !pl->tensors[i].constant)
+			st = rt_session_upload(*sp, i, &inputs[given[i]].t, d);
+	free(given);
 	return st;
 }
 

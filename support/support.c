@@ -8,7 +8,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+
+#include <openssl/sha.h>
+
 
 #include "support.h"
 
@@ -234,6 +238,51 @@ double clock_seconds(void)
 }
 
 /* ---- files ----------------------------------------------------------------- */
+
+char *read_regular_file(const char *path, size_t max, size_t *len, Diag *d)
+{
+	struct stat sb;
+	if (stat(path, &sb) != 0) {
+		diag_set(d, path, 0, 0, "cannot open: %s", strerror(errno));
+		return NULL;
+	}
+	if (!S_ISREG(sb.st_mode)) {
+		diag_set(d, path, 0, 0, "not a regular file (%s)",
+			 S_ISDIR(sb.st_mode) ? "a folder" : S_ISCHR(sb.st_mode) ? "a device" :
+			 S_ISFIFO(sb.st_mode) ? "a pipe" : "a special file");
+		return NULL;
+	}
+	if (max && (uint64_t)sb.st_size >= max) {
+		diag_set(d, path, 0, 0, "file is larger than %zu MiB", max >> 20);
+		return NULL;
+	}
+	/* read_file still stops at max: the file may grow, or be swapped for another,
+	 * between the stat and the read. */
+	return read_file(path, max, len, d);
+}
+
+int finish_stdout(const char *prog, int status)
+{
+	int bad = fflush(stdout) != 0 || ferror(stdout);
+	int err = errno;
+	if (fclose(stdout) != 0 && !bad) {
+		bad = 1;
+		err = errno;
+	}
+	if (!bad)
+		return status;
+	fprintf(stderr, "%s: error: cannot write the output: %s\n", prog,
+		err ? strerror(err) : "write error");
+	return status ? status : 3;
+}
+
+void sha256_hex(const void *p, size_t n, char out[65])
+{
+	unsigned char md[32];
+	SHA256(p, n, md);
+	for (int i = 0; i < 32; i++)
+		snprintf(out + 2 * i, 3, "%02x", md[i]);
+}
 
 char *read_file(const char *path, size_t max, size_t *len, Diag *d)
 {

@@ -77,6 +77,15 @@ void *xrealloc(void *p, size_t n);
  * than N MiB" when max > 0 and the file holds max bytes or more). Messages name
  * the file as `path`, or "<stdin>". */
 char *read_file(const char *path, size_t max, size_t *len, Diag *d);
+/* The same for a file a program trusts less (a compiled plan, its PTX): only a
+ * regular file is read (not a FIFO, a device such as /dev/zero, or a folder), and
+ * one of max bytes or more is refused before it is read. */
+char *read_regular_file(const char *path, size_t max, size_t *len, Diag *d);
+
+/* Flush stdout and report a write error on it (a full disk, a closed pipe):
+ * returns `status`, or 3 with a message on stderr when anything written to stdout
+ * was lost. Every command that prints to stdout ends through it. */
+int finish_stdout(const char *prog, int status);
 
 /* ---- hashing --------------------------------------------------------------- */
 
@@ -95,6 +104,10 @@ static inline uint64_t hash_u64(uint64_t h, uint64_t v)
 	return h ^ (h >> 31);
 }
 #define HASH_SEED 0xcbf29ce484222325ULL
+
+/* SHA-256 of n bytes as 64 lowercase hex digits and a NUL (OpenSSL's libcrypto).
+ * Plans record it for the files they name (docs/reliability.md). */
+void sha256_hex(const void *p, size_t n, char out[65]);
 
 
 

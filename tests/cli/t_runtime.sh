@@ -86,11 +86,26 @@ contains rt_bench_one_set "$TMP/out" "1 buffer set rotated"
 # Device failures: exit 3 with the driver's words.
 cp tests/runtime/axpb.ptx "$TMP/axpb.ptx" && echo "FAKE_JIT_ERROR" >>"$TMP/axpb.ptx"
 cp $FIX "$TMP/axpb.plan.json"
+# The plan's hash catches a PTX that is not the one it was compiled with.
+check rt_ptx_hash 1 "$RUN" "$TMP/axpb.plan.json"
+contains rt_ptx_hash_msg "$TMP/err" "$TMP/axpb.ptx: error: the PTX is not the one $TMP/axpb.plan.json was compiled with (SHA-256 "
+contains rt_ptx_hash_msg2 "$TMP/err" "the folder holds files of different compiles"
+grep -v '"ptx_sha256"' $FIX >"$TMP/axpb.plan.json"
 check rt_bad_ptx 3 "$RUN" "$TMP/axpb.plan.json"
 same rt_bad_ptx_msg "$TMP/err" "fusec-run: error: loading $TMP/axpb.ptx: cuModuleLoadDataEx failed: CUDA_ERROR_INVALID_PTX (a PTX JIT compilation failed): ptxas application ptx input, line 3; fatal   : Parsing error near 'FAKE_JIT_ERROR'"
 rm "$TMP/axpb.ptx"
 check rt_no_ptx 1 "$RUN" "$TMP/axpb.plan.json"
 same rt_no_ptx_msg "$TMP/err" "$TMP/axpb.ptx: error: the plan's PTX file: cannot open: No such file or directory"
+# Only regular files are read, and within bounds: not a device, a pipe or a folder.
+sed 's|"ptx": "axpb.ptx"|"ptx": "/dev/zero"|' $FIX | grep -v '"ptx_sha256"' >"$TMP/zero.plan.json"
+check rt_ptx_dev_zero 1 "$RUN" "$TMP/zero.plan.json"
+same rt_ptx_dev_zero_msg "$TMP/err" "/dev/zero: error: the plan's PTX file: not a regular file (a device)"
+check rt_plan_dev_zero 1 "$RUN" /dev/zero
+same rt_plan_dev_zero_msg "$TMP/err" "/dev/zero: error: not a regular file (a device)"
+mkfifo "$TMP/fifo.plan.json"
+check rt_plan_fifo 1 "$RUN" "$TMP/fifo.plan.json"
+same rt_plan_fifo_msg "$TMP/err" "$TMP/fifo.plan.json: error: not a regular file (a pipe)"
+rm -f "$TMP/fifo.plan.json"
 check rt_oom 3 env FAKECUDA_MEM=300000 "$RUN" $FIX
 same rt_oom_msg "$TMP/err" "fusec-run: error: allocating 148000 bytes for tensor 'c': cuMemAlloc_v2 failed: CUDA_ERROR_OUT_OF_MEMORY (out of memory)"
 check rt_no_device 3 env FAKECUDA_NO_DEVICE=1 "$RUN" $FIX
@@ -101,8 +116,18 @@ check rt_bad_device 3 "$RUN" $FIX --device 2
 same rt_bad_device_msg "$TMP/err" "fusec-run: error: there is no CUDA device 2 (1 device found)"
 sed 's/"entry": "fix_fma"/"entry": "fix_nope"/' $FIX >"$TMP/entry.plan.json"
 cp tests/runtime/axpb.ptx "$TMP/"
-check rt_bad_entry 3 "$RUN" "$TMP/entry.plan.json"
-same rt_bad_entry_msg "$TMP/err" "fusec-run: error: kernel 'k_fma' (entry 'fix_nope'): cuModuleGetFunction failed: CUDA_ERROR_NOT_FOUND (named symbol not found)"
+check rt_bad_entry 1 "$RUN" "$TMP/entry.plan.json"
+same rt_bad_entry_msg "$TMP/err" "$TMP/axpb.ptx: error: kernel 'k_fma': the PTX has no entry 'fix_nope'"
+# The plan's parameters are checked against the PTX entry's signature before any
+# launch: too few (the driver would read past the arguments), or of another kind.
+sed -e 's/"params": \["ptr", "ptr", "ptr", "f64", "i64", "ptr"\]/"params": ["ptr", "ptr", "ptr", "f64", "i64"]/' \
+    -e 's/{"i64": 37000}, {"tensor": "t"}\]/{"i64": 37000}]/' $FIX >"$TMP/few.plan.json"
+check rt_few_params 1 "$RUN" "$TMP/few.plan.json"
+same rt_few_params_msg "$TMP/err" "$TMP/axpb.ptx: error: entry 'fix_fma' takes 6 parameters in the PTX but the plan lists 5"
+sed -e 's/"params": \["ptr", "f32", "f32", "i32"/"params": ["ptr", "f32", "f32", "i64"/' \
+    -e 's/{"i32": 37000}/{"i64": 37000}/' $FIX >"$TMP/kind.plan.json"
+check rt_param_kind 1 "$RUN" "$TMP/kind.plan.json"
+same rt_param_kind_msg "$TMP/err" "$TMP/axpb.ptx: error: entry 'fix_affine': parameter 3 is '.u32' in the PTX but i64 in the plan"
 
 # A grid too small leaves output elements unwritten: they read back as NaN.
 sed 's/"grid": \[290, 1, 1\]/"grid": [200, 1, 1]/' $FIX >"$TMP/grid.plan.json"

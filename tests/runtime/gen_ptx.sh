@@ -7,3 +7,5 @@ set -eu
 nvcc -ptx -arch=sm_90 -O3 -o axpb.ptx axpb.cu
 sed -i 's/^\.version .*/.version 7.8/' axpb.ptx
 ptxas -arch=sm_90 -o /dev/null axpb.ptx
+# The plan records the PTX's hash (docs/reliability.md).
+sed -i "s/\"ptx_sha256\": \"[0-9a-f]*\"/\"ptx_sha256\": \"$(sha256sum axpb.ptx | cut -d' ' -f1)\"/" axpb.plan.json

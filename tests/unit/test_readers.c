@@ -676,11 +676,19 @@ static void test_shape_limits(void **state)
 	assert_string_equal(test_graph_error("s.yaml",
 		"format: fusec-graph/1\ninputs: {a: {dtype: f32, shape: [65536, 65536, 65536, 32768]}}\nops: []\noutputs: []\n"),
 		"s.yaml:2:33: error: inputs.a.shape: element count overflows");
-	/* just below the limit: 2^62 elements */
+	/* just below the limit: 2^62 elements of 1 byte; of 4 bytes, the byte size
+	 * overflows */
 	Arena *a = arena_new();
 	Graph *g = read_as(a, "s.yaml",
-		"format: fusec-graph/1\ninputs: {a: {dtype: f32, shape: [65536, 65536, 65536, 16384]}}\nops: []\noutputs: [a]\n");
+		"format: fusec-graph/1\ninputs: {a: {dtype: u8, shape: [65536, 65536, 65536, 16384]}}\nops: []\noutputs: [a]\n");
 	assert_int_equal(g->tensors[0].dim[3], 16384);
+	assert_string_equal(test_graph_error("s.yaml",
+		"format: fusec-graph/1\ninputs: {a: {dtype: f32, shape: [65536, 65536, 65536, 16384]}}\nops: []\noutputs: [a]\n"),
+		"s.yaml:2:33: error: inputs.a.shape: [65536,65536,65536,16384] × 4 bytes (f32) overflows a 64-bit byte size");
+	assert_string_equal(test_graph_error("s.yaml",
+		"format: fusec-graph/1\ninputs: {a: {dtype: u8, shape: [4611686018427387904]}}\n"
+		"ops:\n  - {op: cast, in: [a], dtype: f16, out: y}\noutputs: [y]\n"),
+		"s.yaml:4:5: error: op 'cast' (ops[0]): output: [4611686018427387904] × 2 bytes (f16) overflows a 64-bit byte size");
 	/* rank 8 and rank 0 */
 	g = read_as(a, "s.yaml",
 		"format: fusec-graph/1\ninputs: {a: {dtype: f32, shape: [1,2,1,2,1,2,1,2]}, b: {dtype: i8, shape: []}}\n"

@@ -1,0 +1,153 @@
+# t_reliability.sh: the guarantees of docs/reliability.md: a failed compile leaves
+# the output folder as it was, concurrent compiles into one folder leave a
+# consistent set, and a lost write to stdout is an error.
+
+# A graph named N (SHAPE and OP vary the content).
+graph() {
+	printf 'format: fusec-graph/1\nname: %s\ninputs: {a: {dtype: f32, shape: [%s]}}\nops:\n  - {op: %s, in: [a], out: y}\noutputs: [y]\n' "$1" "$2" "$3"
+}
+# plan_matches PLAN PTX: the plan's ptx_sha256 is the PTX's hash.
+plan_matches() {
+	grep -q "\"ptx_sha256\":[[:space:]]*\"$(sha256sum "$2" | cut -d' ' -f1)\"" "$1"
+}
+# snapshot DIR: names, sizes and hashes of what DIR holds.
+snapshot() {
+	(cd "$1" && find . -print | sort | while read -r f; do
+		if [ -f "$f" ]; then echo "$f $(sha256sum <"$f")"; else echo "$f"; fi
+	done)
+}
+
+# A compile that fails on its last output (a name too long for .relative.txt but
+# not for .plan.json) leaves the previous compile's files, byte for byte.
+LONG=$(printf 'n%.0s' $(seq 244))
+graph "$LONG" 4 neg >"$TMP/long.yaml"
+check rel-first 0 "$FUSEC" compile "$TMP/long.yaml" -o "$TMP/keep"
+snapshot "$TMP/keep" >"$TMP/before"
+graph "$LONG" 8 exp >"$TMP/long2.yaml"
+check rel-fail-keeps 3 "$FUSEC" compile "$TMP/long2.yaml" -o "$TMP/keep" --emit relative &&
+	contains rel-fail-keeps-msg "$TMP/err" "the name is longer than"
+snapshot "$TMP/keep" >"$TMP/after"
+same_files rel-fail-folder-unchanged "$TMP/before" "$TMP/after"
+# The same when the failure is a folder in the way of one output.
+mkdir "$TMP/keep/$LONG.dot"
+snapshot "$TMP/keep" >"$TMP/before"
+check rel-fail-dot 3 "$FUSEC" compile "$TMP/long2.yaml" -o "$TMP/keep" --emit dot,ll
+snapshot "$TMP/keep" >"$TMP/after"
+same_files rel-fail-dot-unchanged "$TMP/before" "$TMP/after"
+# A rename that fails part-way (injected): the files already renamed are put back.
+rm -rf "$TMP/keep/$LONG.dot"
+check rel-first-emit 0 "$FUSEC" compile "$TMP/long.yaml" -o "$TMP/keep" --emit ll,dot
+snapshot "$TMP/keep" >"$TMP/before"
+for k in 1 2 3 4; do
+	check "rel-rollback-$k" 3 env FUSEC_TEST_FAIL_RENAME=$k "$FUSEC" compile "$TMP/long2.yaml" \
+		-o "$TMP/keep" --emit ll,dot
+	snapshot "$TMP/keep" >"$TMP/after"
+	same_files "rel-rollback-$k-unchanged" "$TMP/before" "$TMP/after"
+done
+# A successful recompile replaces the set, and the plan names its PTX's hash.
+check rel-replace 0 "$FUSEC" compile "$TMP/long2.yaml" -o "$TMP/keep"
+check rel-replace-hash 0 plan_matches "$TMP/keep/$LONG.plan.json" "$TMP/keep/$LONG.ptx"
+check rel-replace-no-temp 0 sh -c "! ls -A '$TMP/keep' | grep -q '^.fusec-'"
+
+# A failed compile into a deep new path (more than 64 levels) takes every folder
+# it made away again.
+DEEP="$TMP/deep"
+for i in $(seq 80); do DEEP="$DEEP/d"; done
+check deep-fail 3 "$FUSEC" compile "$TMP/long2.yaml" -o "$DEEP" --emit relative
+check deep-fail-nothing 0 test ! -e "$TMP/deep"
+
+# 8 compiles of 8 different graphs with one name, into one folder, at once: every
+# round ends with a plan whose hash is its PTX's, and no temporary files.
+ok=0
+for round in 1 2 3 4 5 6; do
+	for k in 1 2 3 4 5 6 7 8; do
+		graph same "$k" neg >"$TMP/c$k.yaml"
+		"$FUSEC" compile "$TMP/c$k.yaml" -o "$TMP/conc" 2>>"$TMP/conc.err" &
+	done
+	wait
+	plan_matches "$TMP/conc/same.plan.json" "$TMP/conc/same.ptx" || ok=1
+	ls -A "$TMP/conc" | grep -q '^.fusec-' && ok=1
+	rm -rf "$TMP/conc"
+done
+check concurrent-consistent 0 test $ok -eq 0
+same concurrent-no-errors "$TMP/conc.err" ""
+
+# Output lost on stdout (a full disk): exit non-zero, for every command.
+if [ -w /dev/full ]; then
+	G=docs/examples/reuse.yaml
+	check full-normalize 3 sh -c "'$FUSEC' normalize $G >/dev/full"
+	contains full-normalize-msg "$TMP/err" "cannot write the output"
+	check full-explain 3 sh -c "'$FUSEC' explain $G >/dev/full"
+	check full-help 3 sh -c "'$FUSEC' --help >/dev/full"
+	check full-version 3 sh -c "'$FUSEC' --version >/dev/full"
+	check full-compile-help 3 sh -c "'$FUSEC' compile --help >/dev/full"
+	check full-run-plan 3 sh -c "'$(dirname "$FUSEC")/fusec-run' tests/runtime/axpb.plan.json --plan-only >/dev/full"
+fi
+
+# Loading a plan is linear: 100,000 tensors and as many launches load in seconds
+# (a quadratic loader takes minutes). The launches look every tensor up by name.
+awk 'BEGIN {
+	n = 100000
+	printf "{\"format\": \"fusec-plan/1\", \"ptx\": \"big.ptx\", \"tensors\": ["
+	for (i = 0; i < n; i++)
+		printf "%s{\"name\": \"t%d\", \"dtype\": \"f32\", \"shape\": [4], \"role\": \"%s\", \"buffer\": true}", (i ? "," : ""), i, (i ? "output" : "input")
+	printf "], \"kernels\": [{\"name\": \"k\", \"entry\": \"k\", \"params\": [\"ptr\", \"ptr\"], \"block\": [32, 1, 1]}], \"steps\": [{\"launches\": ["
+	for (i = 1; i < n; i++)
+		printf "%s{\"kernel\": \"k\", \"grid\": [1, 1, 1], \"args\": [{\"tensor\": \"t%d\"}, {\"tensor\": \"t%d\"}]}", (i > 1 ? "," : ""), i - 1, i
+	printf "]}]}\n"
+}' >"$TMP/big.plan.json"
+check plan-load-linear 0 timeout 30 "$(dirname "$FUSEC")/fusec-run" "$TMP/big.plan.json" --plan-only
+contains plan-load-linear-out "$TMP/out" "t99999"
+
+# Wrong numbers: the kernels (JIT on the CPU) against the reference interpreter.
+# div_scalar by a scalar whose reciprocal overflows (1e-40 in f32), or is subnormal.
+numgraph() {   # numgraph DTYPE OPS...: input a of DTYPE, ops one per argument, output y
+	dt=$1; shift
+	printf 'format: fusec-graph/1\ninputs: {a: {dtype: %s, shape: [300]}}\nops:\n' "$dt"
+	for o in "$@"; do printf '  - %s\n' "$o"; done
+	printf 'outputs: [y]\n'
+}
+for dt in f32 f64 bf16 f16; do
+	numgraph $dt "{op: mul_scalar, in: [a], scalar: 1.0e-38, out: t}" \
+		"{op: div_scalar, in: [t], scalar: 1.0e-40, out: y}" >"$TMP/div.yaml"
+	check "div-tiny-$dt" 0 "$FUSEC" run "$TMP/div.yaml" --backend cpu --check
+	numgraph $dt "{op: div_scalar, in: [a], scalar: 1.0e+39, out: y}" >"$TMP/div.yaml"
+	check "div-huge-$dt" 0 "$FUSEC" run "$TMP/div.yaml" --backend cpu --check
+done
+numgraph f64 "{op: div_scalar, in: [a], scalar: 1.0e-310, out: y}" >"$TMP/div.yaml"
+check div-tiny-f64-subnormal 0 "$FUSEC" run "$TMP/div.yaml" --backend cpu --check
+# f16/bf16 intermediates round where the reference rounds, before ops that are
+# discontinuous in their input.
+for dt in bf16 f16; do
+	numgraph $dt "{op: exp, in: [a], out: e}" "{op: add_scalar, in: [e], scalar: 0.5, out: d}" \
+		"{op: rem, in: [a, d], out: y}" >"$TMP/rem.yaml"
+	check "fused-rem-$dt" 0 "$FUSEC" run "$TMP/rem.yaml" --backend cpu --check
+	for op in floor ceil round trunc sign; do
+		numgraph $dt "{op: mul_scalar, in: [a], scalar: 3.7, out: t}" \
+			"{op: add_scalar, in: [t], scalar: 0.31, out: u}" "{op: $op, in: [u], out: y}" >"$TMP/d.yaml"
+		check "fused-$op-$dt" 0 "$FUSEC" run "$TMP/d.yaml" --backend cpu --check
+	done
+	numgraph $dt "{op: mul_scalar, in: [a], scalar: 3.7, out: t}" \
+		"{op: add_scalar, in: [t], scalar: 0.31, out: u}" "{op: cast, in: [u], dtype: i32, out: y}" >"$TMP/d.yaml"
+	check "fused-cast-$dt" 0 "$FUSEC" run "$TMP/d.yaml" --backend cpu --check
+	numgraph $dt "{op: mul_scalar, in: [a], scalar: 3.7, out: t}" \
+		"{op: add_scalar, in: [t], scalar: 0.31, out: u}" "{op: gt_scalar, in: [u], scalar: 1.0, out: c}" \
+		"{op: cast, in: [c], dtype: f32, out: y}" >"$TMP/d.yaml"
+	check "fused-compare-$dt" 0 "$FUSEC" run "$TMP/d.yaml" --backend cpu --check
+done
+
+# Resource caps: every command, a positioned error, exit 1, nothing written.
+G=docs/examples/reuse.yaml
+check cap-ops 1 "$FUSEC" compile $G --max-ops 2 -o "$TMP/cap"
+contains cap-ops-msg "$TMP/err" "ops, more than the limit of 2 (--max-ops)"
+check cap-ops-nothing 0 test ! -e "$TMP/cap"
+check cap-tensors 1 "$FUSEC" normalize --max-tensors=3 $G
+contains cap-tensors-msg "$TMP/err" "more than the limit of 3 (--max-tensors)"
+check cap-elements 1 "$FUSEC" run $G --max-elements 100
+contains cap-elements-msg "$TMP/err" "the graph's tensors hold more than 100 elements in all, the limit (--max-elements)"
+check cap-raised 0 "$FUSEC" explain $G --max-ops 100 --max-elements 1000000000
+check cap-bad 2 "$FUSEC" normalize $G --max-ops 0
+
+# Inputs read from .npy files: regular files only.
+check npy-dev-zero 1 "$FUSEC" run docs/examples/reuse.yaml --inputs a=/dev/zero
+same npy-dev-zero-msg "$TMP/err" "/dev/zero: error: not a regular file (a device)"

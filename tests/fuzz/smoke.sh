@@ -1,0 +1,39 @@
+#!/bin/sh
+# smoke.sh BUILD SECONDS: run every fuzz target for SECONDS from its seed corpus
+# (make fuzz-smoke; part of CI). Corpora and crash artifacts go to a temporary
+# folder; a crash fails the run and leaves the artifact's path in the log.
+set -eu
+B=$1
+T=${2:-60}
+W=$(mktemp -d)
+trap 'rm -rf "$W"' EXIT
+mkdir -p "$W/read" "$W/plan" "$W/art"
+i=0
+for f in docs/examples/* tests/errors/*.json tests/errors/*.yaml tests/golden/*.yaml; do
+	i=$((i + 1)); cp "$f" "$W/read/$i-$(basename "$f")"
+done
+# Plan seeds: the fixture with its PTX, and plans fusec compiles when it is built.
+{ cat tests/runtime/axpb.plan.json; echo "//PTX"; cat tests/runtime/axpb.ptx; } >"$W/plan/axpb"
+if [ -x build/fusec ]; then
+	for g in docs/examples/*.yaml; do
+		n=$(basename "$g" .yaml)
+		if build/fusec compile "$g" -o "$W/c/$n" 2>/dev/null; then
+			{ cat "$W/c/$n"/*.plan.json; echo "//PTX"; cat "$W/c/$n"/*.ptx; } >"$W/plan/$n"
+		fi
+	done
+fi
+status=0
+run() {   # run TARGET CORPUS EXTRA...
+	t=$1; c=$2; shift 2
+	echo "fuzz-smoke: $t for ${T}s"
+	if ! "$B/$t" -max_total_time="$T" -timeout=10 -rss_limit_mb=2048 -max_len=65536 \
+		-artifact_prefix="$W/art/$t-" -print_final_stats=1 "$@" "$c" >"$W/$t.log" 2>&1; then
+		echo "fuzz-smoke: $t FAILED"; tail -40 "$W/$t.log"
+		mkdir -p fuzz-artifacts && cp "$W"/art/* fuzz-artifacts/ 2>/dev/null || true
+		status=1
+	fi
+	grep -E '^stat::number_of_executed_units|^stat::new_units_added' "$W/$t.log" | sed "s/^/fuzz-smoke: $t /"
+}
+run fuzz_read "$W/read" -dict=tests/fuzz/graph.dict
+FUSEC_LIBCUDA=$B/tests/fakecuda.so run fuzz_plan "$W/plan" -dict=tests/fuzz/plan.dict
+exit $status
