@@ -32,6 +32,8 @@ static const char compile_usage[] =
 	"  --max-explorations N   explorations per stream, then unfused (default unlimited)\n"
 	"  --max-bindings N       buffers one fused kernel may bind (default 32)\n"
 	"  --log LEVEL            off, basic, medium, full (also 0, 1); or FUSEC_LOG\n"
+	"  --log-format F         text (burn's lines) or json (JSON lines, docs/logs.md);\n"
+	"                         or FUSEC_LOG_FORMAT; json alone means --log full\n"
 	"  --emit LIST            extra outputs, comma-separated: ll, relative, dot\n"
 	"  --time                 print the time of each phase to stderr\n"
 	"  --verify               check the schedule before generating code: every op\n"
@@ -158,6 +160,7 @@ static int parse_options(int argc, char **argv, CompileOptions *o)
 		{"max-explorations", required_argument, NULL, 'x'},
 		{"max-bindings", required_argument, NULL, 'n'},
 		{"log", required_argument, NULL, 'l'},
+		{"log-format", required_argument, NULL, 'L'},
 		{"emit", required_argument, NULL, 'e'},
 		{"libdevice", required_argument, NULL, 'd'},
 		{"time", no_argument, NULL, 't'},
@@ -169,6 +172,7 @@ static int parse_options(int argc, char **argv, CompileOptions *o)
 	o->dir = ".";
 	o->arch = "sm_90";
 	const char *log = getenv("FUSEC_LOG");
+	const char *log_format = getenv("FUSEC_LOG_FORMAT");
 	int c;
 	long v;
 	optind = 1;
@@ -214,6 +218,9 @@ static int parse_options(int argc, char **argv, CompileOptions *o)
 		case 'l':
 			log = optarg;
 			break;
+		case 'L':
+			log_format = optarg;
+			break;
 		case 'e':
 			if (parse_emit(o, optarg) != EXIT_OK)
 				return EXIT_USAGE;
@@ -244,6 +251,16 @@ static int parse_options(int argc, char **argv, CompileOptions *o)
 	if (log && *log && pass_log_parse(log, &o->search.log_level) < 0) {
 		cmd_usage_error("compile", "bad log level '%s' (off, basic, medium, full)", log);
 		return EXIT_USAGE;
+	}
+	if (log_format && *log_format) {
+		if (strcmp(log_format, "text") && strcmp(log_format, "json")) {
+			cmd_usage_error("compile", "bad log format '%s' (text, json)", log_format);
+			return EXIT_USAGE;
+		}
+		o->search.log_json = !strcmp(log_format, "json");
+		/* asking for JSON logs without a level asks for all of them */
+		if (o->search.log_json && !(log && *log))
+			o->search.log_level = LOG_FULL;
 	}
 	o->search.log = stderr;
 	o->graph = argv[optind];

@@ -103,7 +103,7 @@ static Desc describe(const DocNode *n)
 
 /* ---- the builder ------------------------------------------------------------ */
 
-enum { K_OP, K_IN, K_OUT, K_STREAM, K_ATTR0, NOPKEYS = K_ATTR0 + A_COUNT_ };
+enum { K_OP, K_IN, K_OUT, K_STREAM, K_NAME, K_ATTR0, NOPKEYS = K_ATTR0 + A_COUNT_ };
 
 static int attr_slot(unsigned bit)
 {
@@ -646,6 +646,21 @@ static int read_op(Builder *b, const DocNode *n, int index, int *max_stream)
 		if (op->stream > *max_stream)
 			*max_stream = op->stream;
 	}
+	if (r.slot[K_NAME]) {
+		/* the op's own name (an ONNX node name): shown beside it in logs */
+		const DocNode *nn = r.slot[K_NAME];
+		char path[48];
+		snprintf(path, sizeof path, "%s.name", r.at);
+		if (nn->kind != DOC_STR)
+			return fail(b, nn, "%s: expected an op name, got %s", path, describe(nn).s);
+		if (!nn->text[0])
+			return fail(b, nn, "%s: op names must not be empty", path);
+		for (const char *p = nn->text; *p; p++)
+			if ((unsigned char)*p < 0x20 || *p == 0x7f)
+				return fail(b, nn, "%s: op name '%s' contains a control character",
+					    path, clip(nn->text).s);
+		op->name = arena_strdup(g->arena, nn->text);
+	}
 	Attrs attr = {0};
 	if (op_attrs(b, &r, &attr))
 		return -1;
@@ -756,6 +771,7 @@ static Graph *build(Arena *a, const char *file, const DocNode *root, Diag *d)
 	b.opkeys[K_IN] = "in";
 	b.opkeys[K_OUT] = "out";
 	b.opkeys[K_STREAM] = "stream";
+	b.opkeys[K_NAME] = "name";
 	for (int i = 0; i < A_COUNT_; i++)
 		b.opkeys[K_ATTR0 + i] = ir_attr_name(1u << i);
 

@@ -150,3 +150,14 @@ const char *ir_op_display(const Graph *g, const Op *op, char *buf, size_t size)
 		 info->variant);
 	return buf;
 }
+
+const char *ir_op_ref(const Graph *g, int op, char *buf, size_t size)
+{
+	const Op *o = &g->ops[op];
+	int n = snprintf(buf, size, "ops[%d]", op);
+	if (o->name && n >= 0 && (size_t)n < size)
+		n += snprintf(buf + n, size - (size_t)n, " '%s'", o->name);
+	if (o->nout > 0 && n >= 0 && (size_t)n < size)
+		snprintf(buf + n, size - (size_t)n, " → %s", g->tensors[o->out[0]].name);
+	return buf;
+}
