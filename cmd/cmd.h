@@ -25,4 +25,9 @@ Graph *cmd_load_graph(Arena *a, const char *path);
 /* Parse a non-negative integer option value; prints a usage error and returns -1 if bad. */
 long cmd_parse_count(const char *sub, const char *opt, const char *val);
 
+/* Graphviz at run time (cmd/graphviz.c): is `dot` on PATH; DOT text to SVG (prints
+ * its own error, returns -1). */
+bool cmd_have_dot(void);
+int cmd_dot_to_svg(const char *dot, size_t len, Buf *svg);
+
 #endif

@@ -34,7 +34,8 @@ static const char compile_usage[] =
 	"  --log LEVEL            off, basic, medium, full (also 0, 1); or FUSEC_LOG\n"
 	"  --log-format F         text (burn's lines) or json (JSON lines, docs/logs.md);\n"
 	"                         or FUSEC_LOG_FORMAT; json alone means --log full\n"
-	"  --emit LIST            extra outputs, comma-separated: ll, relative, dot\n"
+	"  --emit LIST            extra outputs, comma-separated: ll, relative, dot, svg\n"
+	"                         (svg runs Graphviz's dot when it is installed)\n"
 	"  --time                 print the time of each phase to stderr\n"
 	"  --verify               check the schedule before generating code: every op\n"
 	"                         runs once, launches read only what is written earlier\n"
@@ -126,7 +127,7 @@ static bool valid_arch(const char *s)
 typedef struct {
 	const char *graph, *dir, *arch, *libdevice;
 	SearchOptions search;
-	bool emit_ll, emit_relative, emit_dot, timing, verify;
+	bool emit_ll, emit_relative, emit_dot, emit_svg, timing, verify;
 } CompileOptions;
 
 static int parse_emit(CompileOptions *o, const char *arg)
@@ -138,10 +139,12 @@ static int parse_emit(CompileOptions *o, const char *arg)
 			o->emit_relative = true;
 		else if (!strcmp(t, "dot"))
 			o->emit_dot = true;
+		else if (!strcmp(t, "svg"))
+			o->emit_svg = true;
 		else if (!strcmp(t, "ll"))
 			o->emit_ll = true;
 		else if (strcmp(t, "ptx") && strcmp(t, "plan")) {
-			cmd_usage_error("compile", "unknown --emit item '%s' (ll, relative, dot)", t);
+			cmd_usage_error("compile", "unknown --emit item '%s' (ll, relative, dot, svg)", t);
 			rc = EXIT_USAGE;
 		}
 	}
@@ -224,6 +227,12 @@ static int parse_options(int argc, char **argv, CompileOptions *o)
 		case 'e':
 			if (parse_emit(o, optarg) != EXIT_OK)
 				return EXIT_USAGE;
+			if (o->emit_svg && !cmd_have_dot()) {
+				cmd_usage_error("compile", "--emit svg needs Graphviz's `dot` on PATH "
+						"(Debian: apt-get install graphviz); --emit dot writes "
+						"the DOT text without it");
+				return EXIT_USAGE;
+			}
 			break;
 		case 'd':
 			if (strcmp(optarg, "auto") && access(optarg, R_OK) != 0) {
@@ -320,8 +329,8 @@ static int commit_outputs(const char *dir, const char *name, const OutFile *file
 /* The plan, the PTX and what --emit asked for, committed together. */
 static int write_outputs(const CompileOptions *o, const Schedule *s, const CgOutputs *co)
 {
-	Buf rel = {0}, dot = {0};
-	OutFile files[5];
+	Buf rel = {0}, dot = {0}, svg = {0};
+	OutFile files[6];
 	int n = 0;
 	files[n++] = (OutFile){".plan.json", co->plan, strlen(co->plan)};
 	files[n++] = (OutFile){".ptx", co->ptx.data, co->ptx.len};
@@ -331,13 +340,23 @@ static int write_outputs(const CompileOptions *o, const Schedule *s, const CgOut
 		pass_dump_relative(s, &rel);
 		files[n++] = (OutFile){".relative.txt", rel.data ? rel.data : "", rel.len};
 	}
-	if (o->emit_dot) {
+	if (o->emit_dot || o->emit_svg)
 		pass_dump_dot(s, &dot);
+	if (o->emit_dot)
 		files[n++] = (OutFile){".dot", dot.data, dot.len};
+	if (o->emit_svg) {
+		if (cmd_dot_to_svg(dot.data, dot.len, &svg) < 0) {
+			buf_free(&rel);
+			buf_free(&dot);
+			buf_free(&svg);
+			return EXIT_FAIL;
+		}
+		files[n++] = (OutFile){".svg", svg.data, svg.len};
 	}
 	int status = commit_outputs(o->dir, s->g->name, files, n);
 	buf_free(&rel);
 	buf_free(&dot);
+	buf_free(&svg);
 	return status;
 }
 

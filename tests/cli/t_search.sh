@@ -107,3 +107,22 @@ fused=[o for o in d["ops"] if o.get("fused")]
 assert fused and all(o["fuser"] and o["score"] is not None for o in fused)
 assert all(o["why_not_fused"] for o in d["ops"] if not o.get("fused"))
 ' "$TMP/out"; then pass=$((pass + 1)); else echo "FAIL explain-json-parse"; fail=$((fail + 1)); fi
+
+# the picture: DOT text golden (clusters per kernel, inputs, outputs, shapes, legend)
+check dot 0 "$FUSEC" compile $G/fusers.yaml --emit dot -o "$TMP/dot"
+same_files dot-golden "$TMP/dot/fusers.dot" $G/fusers.dot
+contains dot-cluster "$TMP/dot/fusers.dot" 'label="#1 fusec_k1_0 · Matmul · score 310 · 3 ops"'
+contains dot-legend "$TMP/dot/fusers.dot" 'subgraph cluster_legend'
+contains dot-edge-shape "$TMP/dot/fusers.dot" 'op6 -> op7 [label="mm f32[64,16]"]'
+check dot-names 0 "$FUSEC" compile docs/examples/resnet_block.yaml --emit dot -o "$TMP/dotr"
+contains dot-node-name "$TMP/dotr/resnet_block.dot" 'label="0 Module::Conv2d\nstem.conv"'
+[ "$(grep -c 'subgraph cluster_[0-9]' "$TMP/dotr/resnet_block.dot")" = 4 ] && pass=$((pass + 1)) ||
+	{ echo "FAIL dot-clusters: want 4 fused kernels in resnet_block"; fail=$((fail + 1)); }
+# svg when Graphviz is installed; a clear usage error when it is not
+if command -v dot >/dev/null 2>&1; then
+	check svg 0 "$FUSEC" compile $G/fusers.yaml --emit svg -o "$TMP/svg"
+	contains svg-text "$TMP/svg/fusers.svg" '<svg'
+fi
+check svg-no-dot 2 env PATH=/nonexistent "$FUSEC" compile $G/fusers.yaml --emit svg -o "$TMP/nosvg"
+contains svg-no-dot-msg "$TMP/err" "--emit svg needs Graphviz's \`dot\` on PATH"
+[ ! -e "$TMP/nosvg" ] && pass=$((pass + 1)) || { echo "FAIL svg-no-dot wrote files"; fail=$((fail + 1)); }
