@@ -30,10 +30,10 @@ ALL_CFLAGS = -std=c11 -D_POSIX_C_SOURCE=200809L $(WARN) $(CFLAGS) $(DEPS_CFLAGS)
 # Sources, per layer from the ground up. Keep each list sorted.
 SUPPORT_SRC = support/support.c
 IR_SRC      = ir/build.c ir/doc.c ir/infer.c ir/liveness.c ir/ops.c ir/read_json.c ir/read_yaml.c ir/relative.c
-PASSES_SRC  = passes/block.c passes/dump.c passes/explain.c passes/explorer.c passes/fuser_elemwise.c passes/fuser_matmul.c passes/fuser_reduce.c passes/fuser_reduce_bcast.c passes/fusers.c passes/intset.c passes/log.c passes/log_json.c passes/plan_store.c passes/processor.c passes/record.c passes/score.c passes/verify.c
+PASSES_SRC  = passes/block.c passes/dump.c passes/explain.c passes/explorer.c passes/fuser_elemwise.c passes/fuser_matmul.c passes/fuser_probe.c passes/fuser_reduce.c passes/fuser_reduce_bcast.c passes/fusers.c passes/intset.c passes/log.c passes/log_json.c passes/plan_store.c passes/processor.c passes/record.c passes/score.c passes/verify.c
 CODEGEN_SRC = codegen/coop.c codegen/eval.c codegen/frame.c codegen/host_exec.c codegen/jit.c codegen/kernel_elemwise.c codegen/kernel_join_window.c codegen/kernel_matmul.c codegen/kernel_reduce.c codegen/lower.c codegen/math.c codegen/module.c codegen/plan.c codegen/toolbox.c codegen/values.c
 HOST_SRC    = host/check.c host/host.c host/interp.c host/npy.c
-CMD_SRC     = cmd/bench.c cmd/compile.c cmd/explain.c cmd/fusec.c cmd/graphviz.c cmd/normalize.c cmd/run.c cmd/run_cpu.c cmd/run_cuda.c
+CMD_SRC     = cmd/bench.c cmd/compile.c cmd/explain.c cmd/fusec.c cmd/graphviz.c cmd/normalize.c cmd/ops.c cmd/run.c cmd/run_cpu.c cmd/run_cuda.c
 RT_SRC      = runtime/bench.c runtime/runtime.c
 TEST_SRC    = tests/unit/main.c tests/unit/graphgen.c tests/unit/test_backends.c tests/unit/test_codegen.c tests/unit/test_coop.c tests/unit/test_hostile.c tests/unit/test_infer.c tests/unit/test_interp.c tests/unit/test_math.c tests/unit/test_readers.c tests/unit/test_relative.c tests/unit/test_runtime.c tests/unit/test_search.c
 BENCH_SRC   = tests/bench/bench_search.c tests/bench/gen_graph.c
@@ -119,7 +119,8 @@ sanitize:
 	$(MAKE) BUILD=build-san CFLAGS="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" test
 
 deps:
-	@missing=""; for p in llvm-19-dev libcjson-dev libyaml-dev libcmocka-dev pkg-config make gcc; do \
+	@missing=""; for p in llvm-19-dev libcjson-dev libyaml-dev libcmocka-dev pkg-config make gcc \
+	           python3 python3-jsonschema python3-yaml; do \
 	  dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing:$$missing"; \

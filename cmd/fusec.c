@@ -22,6 +22,7 @@ static const char usage_text[] =
 	"  explain GRAPH [--op I]   show why each op was or was not fused\n"
 	"  run GRAPH --backend B    execute a graph: interp, cpu (JIT) or cuda\n"
 	"  bench GRAPH|DIR          time a graph or compiled plan on the GPU\n"
+	"  ops [--json]             list every op: arity, attributes, dtypes, fusers\n"
 	"\n"
 	"GRAPH is a fusec-graph/1 file (.json, .yaml, .yml) or - for stdin.\n"
 	"`fusec COMMAND --help` describes each command.\n"
@@ -87,6 +88,7 @@ static const struct {
 	{"explain", cmd_explain},
 	{"run", cmd_run},
 	{"bench", cmd_bench},
+	{"ops", cmd_ops},
 };
 
 int main(int argc, char **argv)

@@ -528,7 +528,7 @@ static int check_arity(Infer *c, const OpInfo *info)
 static int dispatch(Infer *c, ShapeRule rule)
 {
 	switch (rule) {
-	case SR_NONE: return 0;
+	case SR_NONE: case SR_COUNT_: return 0;
 	case SR_BINARY: return rule_binary(c, NEED_NUMERIC, false);
 	case SR_BINARY_FLOAT: return rule_binary(c, NEED_FLOAT, false);
 	case SR_BINARY_BOOL: return rule_binary(c, NEED_BOOL, false);

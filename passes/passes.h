@@ -139,6 +139,9 @@ int pass_verify(const Schedule *s, Diag *d);
 
 int pass_nfusers(void);
 const char *pass_fuser_name(int i);      /* "ElementWise" */
+/* Fusers (bit i: registry index i) that take an op of this kind as a first op; in
+ * *after_matmul those that take it only after a matmul (fuser_probe.c). */
+unsigned pass_fusers_taking(int kind, unsigned *after_matmul);
 
 /* ---- rendering from the record ----------------------------------------------- */
 
