@@ -98,6 +98,11 @@ static inline uint64_t hash_u64(uint64_t h, uint64_t v)
 
 
 
+/* "Did you mean": the candidate closest to s by edit distance (insertions,
+ * deletions, substitutions, swaps of neighbours), or NULL when none is close
+ * (distance above a third of the longer word, at least 1, at most 3). */
+const char *closest_word(const char *s, const char *const *cand, int n);
+
 /* Seconds on a monotonic clock, for phase timings. */
 double clock_seconds(void);
 
