@@ -21,6 +21,9 @@ extern const char *cmd_prog;                 /* "fusec" */
 void cmd_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void cmd_usage_error(const char *sub, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void cmd_print_diag(const Diag *d);
+/* The same with a code for --diagnostics json ("invalid-input", "error", "usage"). */
+void cmd_print_diag_code(const Diag *d, const char *code);
+extern bool cmd_diag_json;   /* --diagnostics json */
 /* Read a graph named on the command line ("-" is stdin); prints the error itself. */
 Graph *cmd_load_graph(Arena *a, const char *path);
 /* Parse a non-negative integer option value; prints a usage error and returns -1 if bad. */

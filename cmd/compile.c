@@ -24,7 +24,9 @@ static const char compile_usage[] =
 	"                     [--emit LIST] [--libdevice PATH] [--verify]\n"
 	"\n"
 	"Search fusions for GRAPH, generate PTX, and write DIR/NAME.ptx and\n"
-	"DIR/NAME.plan.json (DIR defaults to .).\n"
+	"DIR/NAME.plan.json (DIR defaults to .). NAME is the graph's `name` key, or\n"
+	"else the file name without its extension (tf1.json with name: transformer_1\n"
+	"writes transformer_1.ptx). One line on stdout names the files written.\n"
 	"\n"
 	"  -o DIR                 output folder, created if missing\n"
 	"  --arch sm_XX           target architecture (default sm_90)\n"
@@ -37,6 +39,9 @@ static const char compile_usage[] =
 	"  --emit LIST            extra outputs, comma-separated: ll, relative, dot, svg\n"
 	"                         (svg runs Graphviz's dot when it is installed)\n"
 	"  --time                 print the time of each phase to stderr\n"
+	"  -q, --quiet            do not print the line naming the files written\n"
+	"  -M, --depfile FILE     write a make rule: the outputs depend on GRAPH (and\n"
+	"                         the files it reads)\n"
 	"  --verify               check the schedule before generating code: every op\n"
 	"                         runs once, launches read only what is written earlier\n"
 	"  --libdevice PATH       link libdevice bitcode for precise math; `auto` looks\n"
@@ -127,7 +132,8 @@ static bool valid_arch(const char *s)
 typedef struct {
 	const char *graph, *dir, *arch, *libdevice;
 	SearchOptions search;
-	bool emit_ll, emit_relative, emit_dot, emit_svg, timing, verify;
+	const char *depfile;
+	bool emit_ll, emit_relative, emit_dot, emit_svg, timing, verify, quiet;
 } CompileOptions;
 
 static int parse_emit(CompileOptions *o, const char *arg)
@@ -168,18 +174,20 @@ static int parse_options(int argc, char **argv, CompileOptions *o)
 		{"libdevice", required_argument, NULL, 'd'},
 		{"time", no_argument, NULL, 't'},
 		{"verify", no_argument, NULL, 'v'},
+		{"quiet", no_argument, NULL, 'q'},
+		{"depfile", required_argument, NULL, 'M'},
 		{0, 0, 0, 0},
 	};
 	memset(o, 0, sizeof *o);
 	pass_default_options(&o->search);
 	o->dir = ".";
-	o->arch = "sm_90";
+	o->arch = CG_DEFAULT_ARCH;
 	const char *log = getenv("FUSEC_LOG");
 	const char *log_format = getenv("FUSEC_LOG_FORMAT");
 	int c;
 	long v;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "ho:", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "ho:qM:", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'h':
 			fputs(compile_usage, stdout);
@@ -247,6 +255,16 @@ static int parse_options(int argc, char **argv, CompileOptions *o)
 			break;
 		case 'v':
 			o->verify = true;
+			break;
+		case 'q':
+			o->quiet = true;
+			break;
+		case 'M':
+			if (!*optarg) {
+				cmd_usage_error("compile", "option '--depfile' needs a file name");
+				return EXIT_USAGE;
+			}
+			o->depfile = optarg;
 			break;
 		default:
 			cmd_usage_error("compile", "unknown option or missing value '%s'", argv[optind - 1]);
@@ -326,6 +344,61 @@ static int commit_outputs(const char *dir, const char *name, const OutFile *file
 	return status;
 }
 
+/* A path in a make rule: spaces, '#' and '$' escaped as make reads them. */
+static void make_path(Buf *b, const char *p)
+{
+	for (; *p; p++) {
+		if (*p == ' ' || *p == '#' || *p == '\\')
+			buf_putc(b, '\\');
+		if (*p == '$')
+			buf_putc(b, '$');
+		buf_putc(b, *p);
+	}
+}
+
+/* -M FILE: "DIR/NAME.plan.json DIR/NAME.ptx ...: GRAPH", plus a phony rule for the
+ * graph so a deleted input does not stop make. Written to FILE.tmp, then renamed. */
+static int write_depfile(const CompileOptions *o, const Graph *g, const OutFile *files, int n)
+{
+	Buf b = {0};
+	for (int i = 0; i < n; i++) {
+		char path[1024];
+		snprintf(path, sizeof path, "%s/%s%s", o->dir, g->name, files[i].ext);
+		if (i)
+			buf_putc(&b, ' ');
+		make_path(&b, path);
+	}
+	buf_puts(&b, ":");
+	/* the files the graph was read from; constants' data files join here */
+	bool from_file = strcmp(o->graph, "-") != 0;
+	if (from_file) {
+		buf_putc(&b, ' ');
+		make_path(&b, o->graph);
+	}
+	buf_putc(&b, '\n');
+	if (from_file) {
+		buf_putc(&b, '\n');
+		make_path(&b, o->graph);
+		buf_puts(&b, ":\n");
+	}
+	char *tmp = malloc(strlen(o->depfile) + 8);
+	sprintf(tmp, "%s.tmp", o->depfile);
+	FILE *f = fopen(tmp, "w");
+	int status = EXIT_OK;
+	if (!f || fwrite(b.data, 1, b.len, f) != b.len || fclose(f) != 0) {
+		cmd_error("cannot write depfile '%s': %s", o->depfile, strerror(errno));
+		status = EXIT_FAIL;
+		unlink(tmp);
+	} else if (rename(tmp, o->depfile) != 0) {
+		cmd_error("cannot write depfile '%s': %s", o->depfile, strerror(errno));
+		status = EXIT_FAIL;
+		unlink(tmp);
+	}
+	free(tmp);
+	buf_free(&b);
+	return status;
+}
+
 /* The plan, the PTX and what --emit asked for, committed together. */
 static int write_outputs(const CompileOptions *o, const Schedule *s, const CgOutputs *co)
 {
@@ -354,6 +427,22 @@ static int write_outputs(const CompileOptions *o, const Schedule *s, const CgOut
 		files[n++] = (OutFile){".svg", svg.data, svg.len};
 	}
 	int status = commit_outputs(o->dir, s->g->name, files, n);
+	if (status == EXIT_OK && o->depfile)
+		status = write_depfile(o, s->g, files, n);
+	if (status == EXIT_OK && !o->quiet) {
+		Buf line = {0};
+		buf_puts(&line, "wrote");
+		for (int i = 0; i < n; i++)
+			buf_printf(&line, " %s/%s%s", o->dir, s->g->name, files[i].ext);
+		if (o->depfile)
+			buf_printf(&line, " %s", o->depfile);
+		buf_putc(&line, '\n');
+		if (fwrite(line.data, 1, line.len, stdout) != line.len || fflush(stdout) != 0) {
+			cmd_error("cannot write to standard output: %s", strerror(errno));
+			status = EXIT_FAIL;
+		}
+		buf_free(&line);
+	}
 	buf_free(&rel);
 	buf_free(&dot);
 	buf_free(&svg);
