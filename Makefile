@@ -7,6 +7,8 @@
 # make bench      search-and-plan throughput sweep (docs/benchmarks.md)
 # make fuzz       libFuzzer target for the graph readers (tests/fuzz/README.md)
 # make static     build/fusec-static: LLVM linked in, for GPU machines without LLVM
+# make install    PREFIX=/usr/local DESTDIR=: fusec, fusec-run, libfusecrt.{a,so} and
+#                 its headers, fusecrt.pc, man pages, bash completion
 # make clean
 
 BUILD       ?= build
@@ -70,6 +72,43 @@ $(BUILD)/fusec-static: $(CORE_OBJ) $(CMD_OBJ)
 
 static: $(BUILD)/fusec-static
 
+# The runtime as a library (libfusecrt.a, libfusecrt.so): plan loading, the driver
+# through dlopen, launches and timing, with the host tensors and .npy it uses.
+LIBRT_SRC = runtime/bench.c runtime/runtime.c host/host.c host/npy.c ir/ops.c support/support.c
+LIBRT_OBJ = $(LIBRT_SRC:%.c=$(BUILD)/pic/%.o)
+$(BUILD)/pic/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -fPIC -c -o $@ $<
+$(BUILD)/libfusecrt.a: $(LIBRT_OBJ)
+	rm -f $@
+	$(AR) rcs $@ $^
+$(BUILD)/libfusecrt.so: $(LIBRT_OBJ)
+	$(CC) $(CFLAGS) -shared -Wl,-soname,libfusecrt.so.0 -o $@ $^ \
+	  $(shell $(PKG_CONFIG) --libs libcjson) -ldl -lm
+lib: $(BUILD)/libfusecrt.a $(BUILD)/libfusecrt.so
+
+PREFIX     ?= /usr/local
+DESTDIR    ?=
+BINDIR      = $(DESTDIR)$(PREFIX)/bin
+LIBDIR      = $(DESTDIR)$(PREFIX)/lib
+INCDIR      = $(DESTDIR)$(PREFIX)/include/fusec
+MANDIR      = $(DESTDIR)$(PREFIX)/share/man/man1
+COMPDIR     = $(DESTDIR)$(PREFIX)/share/bash-completion/completions
+# The header keeps its neighbours' relative paths: include <fusec/runtime/fusecrt.h>.
+RT_HEADERS  = runtime/fusecrt.h host/host.h ir/ir.h ir/ops.def support/support.h
+install: all lib
+	install -d $(BINDIR) $(LIBDIR)/pkgconfig $(MANDIR) $(COMPDIR)
+	install -m 755 $(BUILD)/fusec $(BUILD)/fusec-run $(BINDIR)/
+	install -m 644 $(BUILD)/libfusecrt.a $(LIBDIR)/
+	install -m 755 $(BUILD)/libfusecrt.so $(LIBDIR)/libfusecrt.so.0
+	ln -sf libfusecrt.so.0 $(LIBDIR)/libfusecrt.so
+	for h in $(RT_HEADERS); do install -d $(INCDIR)/$$(dirname $$h); \
+	  install -m 644 $$h $(INCDIR)/$$h; done
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(shell sed -n 's/^#define FUSEC_VERSION "\(.*\)"/\1/p' support/support.h)|' \
+	  docs/fusecrt.pc.in > $(LIBDIR)/pkgconfig/fusecrt.pc
+	install -m 644 docs/man/fusec.1 docs/man/fusec-run.1 $(MANDIR)/
+	install -m 644 docs/completion/fusec $(COMPDIR)/fusec
+
 $(BUILD)/unit: $(CORE_OBJ) $(TEST_OBJ)
 	$(CC) $(CFLAGS) -o $@ $^ $(DEPS_LIBS) $(CMOCKA_LIBS) -ldl
 
@@ -83,7 +122,7 @@ $(BUILD)/%.o: %.c
 
 # CLI tests first, the cmocka run last: `make test` ends with its summary line.
 test: $(BUILD)/fusec $(BUILD)/unit $(BUILD)/fusec-run $(BUILD)/tests/fakecuda.so
-	FUSEC=$(BUILD)/fusec sh tests/cli/run.sh
+	FUSEC=$(BUILD)/fusec BUILD=$(BUILD) sh tests/cli/run.sh
 	cd tests && ../$(BUILD)/unit
 
 # Accuracy sweep of codegen/math.c against libm (docs/math.md); MATH_POINTS per function.
@@ -130,6 +169,6 @@ deps:
 clean:
 	rm -rf build build-san
 
-.PHONY: all test sanitize deps clean static math-accuracy fuzz bench
+.PHONY: all test sanitize deps clean static math-accuracy fuzz bench lib install
 -include $(CORE_OBJ:.o=.d) $(CMD_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(BUILD)/cmd/fusec_run.d \
          $(BENCH_SRC:%.c=$(BUILD)/%.d)
