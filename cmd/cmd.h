@@ -15,6 +15,7 @@ int cmd_explain(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_ops(int argc, char **argv);
+int cmd_import(int argc, char **argv);
 
 /* Shared helpers (cmd/fusec.c). */
 extern const char *cmd_prog;                 /* "fusec" */

@@ -21,7 +21,8 @@
 static const char compile_usage[] =
 	"usage: fusec compile GRAPH [-o DIR] [--arch sm_XX] [--max-blocks N]\n"
 	"                     [--max-explorations N] [--max-bindings N] [--log LEVEL]\n"
-	"                     [--emit LIST] [--libdevice PATH] [--verify]\n"
+	"                     [--emit LIST] [--plan-style STYLE] [--libdevice PATH]\n"
+	"                     [--cache-dir DIR | --no-cache] [-j N] [--time] [--verify]\n"
 	"\n"
 	"Search fusions for GRAPH, generate PTX, and write DIR/NAME.ptx and\n"
 	"DIR/NAME.plan.json (DIR defaults to .). NAME is the graph's `name` key, or\n"
@@ -38,6 +39,14 @@ static const char compile_usage[] =
 	"                         or FUSEC_LOG_FORMAT; json alone means --log full\n"
 	"  --emit LIST            extra outputs, comma-separated: ll, relative, dot, svg\n"
 	"                         (svg runs Graphviz's dot when it is installed)\n"
+	"  --plan-style STYLE     compact (default) or pretty: the plan indented for\n"
+	"                         people; both are the same JSON document\n"
+	"  --cache-dir DIR        the kernel cache (default $XDG_CACHE_HOME/fusec, or\n"
+	"                         ~/.cache/fusec): PTX of kernels compiled before is\n"
+	"                         reused instead of running LLVM again\n"
+	"  --no-cache             neither read nor write the kernel cache\n"
+	"  -j, --jobs N           LLVM threads (default: the CPUs, at most 8); the\n"
+	"                         outputs are the same for every N\n"
 	"  --time                 print the time of each phase to stderr\n"
 	"  -q, --quiet            do not print the line naming the files written\n"
 	"  -M, --depfile FILE     write a make rule: the outputs depend on GRAPH (and\n"
@@ -134,6 +143,9 @@ typedef struct {
 	SearchOptions search;
 	const char *depfile;
 	bool emit_ll, emit_relative, emit_dot, emit_svg, timing, verify, quiet;
+	bool pretty, no_cache;
+	const char *cache_dir;   /* --cache-dir, or NULL */
+	int jobs;                /* -j, or 0 */
 } CompileOptions;
 
 static int parse_emit(CompileOptions *o, const char *arg)
@@ -176,6 +188,10 @@ static int parse_options(int argc, char **argv, CompileOptions *o)
 		{"verify", no_argument, NULL, 'v'},
 		{"quiet", no_argument, NULL, 'q'},
 		{"depfile", required_argument, NULL, 'M'},
+		{"plan-style", required_argument, NULL, 'p'},
+		{"cache-dir", required_argument, NULL, 'c'},
+		{"no-cache", no_argument, NULL, 'C'},
+		{"jobs", required_argument, NULL, 'j'},
 		{0, 0, 0, 0},
 	};
 	memset(o, 0, sizeof *o);
@@ -187,7 +203,7 @@ static int parse_options(int argc, char **argv, CompileOptions *o)
 	int c;
 	long v;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "ho:qM:", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "ho:qM:j:", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'h':
 			fputs(compile_usage, stdout);
@@ -265,6 +281,33 @@ static int parse_options(int argc, char **argv, CompileOptions *o)
 				return EXIT_USAGE;
 			}
 			o->depfile = optarg;
+			break;
+		case 'p':
+			if (strcmp(optarg, "compact") && strcmp(optarg, "pretty")) {
+				cmd_usage_error("compile", "unknown --plan-style '%s' (compact, pretty)",
+						optarg);
+				return EXIT_USAGE;
+			}
+			o->pretty = !strcmp(optarg, "pretty");
+			break;
+		case 'c':
+			if (!*optarg) {
+				cmd_usage_error("compile", "option '--cache-dir' needs a folder name");
+				return EXIT_USAGE;
+			}
+			o->cache_dir = optarg;
+			break;
+		case 'C':
+			o->no_cache = true;
+			break;
+		case 'j':
+			if ((v = cmd_parse_count("compile", "--jobs", optarg)) < 0)
+				return EXIT_USAGE;
+			if (v < 1 || v > 256) {
+				cmd_usage_error("compile", "option '--jobs' needs 1 to 256");
+				return EXIT_USAGE;
+			}
+			o->jobs = (int)v;
 			break;
 		default:
 			cmd_usage_error("compile", "unknown option or missing value '%s'", argv[optind - 1]);
@@ -375,12 +418,24 @@ static int write_depfile(const CompileOptions *o, const Graph *g, const OutFile 
 		buf_putc(&b, ' ');
 		make_path(&b, o->graph);
 	}
+	for (int t = 0; t < g->ntensors; t++)
+		if (g->tensors[t].src && g->tensors[t].src->npy) {
+			buf_putc(&b, ' ');
+			make_path(&b, g->tensors[t].src->npy);
+		}
 	buf_putc(&b, '\n');
+	/* a phony rule per input, so that deleting one does not stop make */
 	if (from_file) {
 		buf_putc(&b, '\n');
 		make_path(&b, o->graph);
 		buf_puts(&b, ":\n");
 	}
+	for (int t = 0; t < g->ntensors; t++)
+		if (g->tensors[t].src && g->tensors[t].src->npy) {
+			buf_putc(&b, '\n');
+			make_path(&b, g->tensors[t].src->npy);
+			buf_puts(&b, ":\n");
+		}
 	char *tmp = malloc(strlen(o->depfile) + 8);
 	sprintf(tmp, "%s.tmp", o->depfile);
 	FILE *f = fopen(tmp, "w");
@@ -402,11 +457,15 @@ static int write_depfile(const CompileOptions *o, const Graph *g, const OutFile 
 /* The plan, the PTX and what --emit asked for, committed together. */
 static int write_outputs(const CompileOptions *o, const Schedule *s, const CgOutputs *co)
 {
-	Buf rel = {0}, dot = {0}, svg = {0};
-	OutFile files[6];
+	Buf rel = {0}, dot = {0}, svg = {0}, weights = {0};
+	OutFile files[8];
 	int n = 0;
 	files[n++] = (OutFile){".plan.json", co->plan, strlen(co->plan)};
 	files[n++] = (OutFile){".ptx", co->ptx.data, co->ptx.len};
+	if (cg_weights_layout_size(s->g)) {
+		cg_weights_write(s->g, &weights);
+		files[n++] = (OutFile){".weights.bin", weights.data, weights.len};
+	}
 	if (o->emit_ll)
 		files[n++] = (OutFile){".ll", co->ll.data, co->ll.len};
 	if (o->emit_relative) {
@@ -422,6 +481,7 @@ static int write_outputs(const CompileOptions *o, const Schedule *s, const CgOut
 			buf_free(&rel);
 			buf_free(&dot);
 			buf_free(&svg);
+			buf_free(&weights);
 			return EXIT_FAIL;
 		}
 		files[n++] = (OutFile){".svg", svg.data, svg.len};
@@ -446,7 +506,50 @@ static int write_outputs(const CompileOptions *o, const Schedule *s, const CgOut
 	buf_free(&rel);
 	buf_free(&dot);
 	buf_free(&svg);
+	buf_free(&weights);
 	return status;
+}
+
+/* ---- the kernel cache and progress ---------------------------------------------- */
+
+/* The cache folder: --cache-dir, else $XDG_CACHE_HOME/fusec (when absolute), else
+ * $HOME/.cache/fusec; NULL when there is none. malloc'd. */
+static char *default_cache_dir(const char *opt)
+{
+	if (opt)
+		return strdup(opt);
+	const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+	char *p = NULL;
+	if (xdg && xdg[0] == '/') {
+		p = malloc(strlen(xdg) + 8);
+		sprintf(p, "%s/fusec", xdg);
+	} else if (home && home[0] == '/') {
+		p = malloc(strlen(home) + 16);
+		sprintf(p, "%s/.cache/fusec", home);
+	}
+	return p;
+}
+
+/* Progress on a terminal: one line, rewritten in place, cleared at the end. */
+static bool progress_shown;
+
+static void show_progress(const char *phase, int nkernels)
+{
+	if (!strcmp(phase, "llvm"))
+		fprintf(stderr, "\rfusec: optimizing and emitting %d kernel%s with LLVM...", nkernels,
+			nkernels == 1 ? "" : "s");
+	else if (!strcmp(phase, "kernels"))
+		fputs("\rfusec: building kernels...", stderr);
+	else
+		fputs("\rfusec: writing the plan...                                   ", stderr);
+	progress_shown = true;
+}
+
+static void clear_progress(void)
+{
+	if (progress_shown)
+		fputs("\r\033[K", stderr);
+	progress_shown = false;
 }
 
 /* ---- the pipeline ------------------------------------------------------------- */
@@ -456,10 +559,17 @@ static void print_times(const Graph *g, const double t[3], const CgOutputs *co)
 	double t3 = clock_seconds(), llvm = co->t_kernels + co->t_optimize + co->t_emit;
 	fprintf(stderr, "time: read %.3fs, search %.3fs, kernels %.3fs, optimize %.3fs, "
 		"emit %.3fs, plan %.3fs, write %.3fs; total %.3fs for %d ops (%.0f ops/s)\n"
-		"time: LLVM %.3fs for %d distinct kernels (%.1f ms per kernel)\n",
+		"time: LLVM %.3fs for %d distinct kernels (%.1f ms per kernel) in %d chunk%s "
+		"on %d thread%s",
 		t[1] - t[0], t[2] - t[1], co->t_kernels, co->t_optimize, co->t_emit, co->t_plan,
 		t3 - t[2] - llvm - co->t_plan, t3 - t[0], g->nops, g->nops / (t3 - t[0]), llvm,
-		co->nkernels, co->nkernels ? llvm * 1e3 / co->nkernels : 0.0);
+		co->nkernels, co->nkernels ? llvm * 1e3 / co->nkernels : 0.0, co->chunks,
+		co->chunks == 1 ? "" : "s", co->threads, co->threads == 1 ? "" : "s");
+	if (co->cache_hits >= 0)
+		fprintf(stderr, "; kernel cache: %d of %d chunk%s hit%s", co->cache_hits, co->chunks,
+			co->chunks == 1 ? "" : "s",
+			co->cache_hits == co->chunks && co->chunks ? " (LLVM skipped)" : "");
+	fputc('\n', stderr);
 }
 
 int cmd_compile(int argc, char **argv)
@@ -492,15 +602,22 @@ int cmd_compile(int argc, char **argv)
 	Diag d;
 	char ptxname[512];
 	snprintf(ptxname, sizeof ptxname, "%s.ptx", g->name);
-	PlanFileInfo info = {o.arch, ptxname, o.libdevice};
+	char *cache = o.no_cache ? NULL : default_cache_dir(o.cache_dir);
+	char wname[512];
+	snprintf(wname, sizeof wname, "%s.weights.bin", g->name);
+	PlanFileInfo info = {o.arch, ptxname, o.libdevice, cg_weights_layout_size(g) ? wname : NULL,
+			     o.pretty, cache, o.jobs, isatty(STDERR_FILENO) ? show_progress : NULL};
 	CgOutputs co = {0};
 	if (o.verify && pass_verify(s, &d)) {
 		cmd_print_diag(&d);
 		status = EXIT_FAIL;
 	} else if (cg_compile_schedule(s, &info, o.emit_ll, &co, &d)) {
+		clear_progress();
 		cmd_print_diag(&d);
 		status = EXIT_FAIL;
 	}
+	clear_progress();
+	free(cache);
 	if (status == EXIT_OK)
 		status = write_outputs(&o, s, &co);
 	if (o.timing && status == EXIT_OK)

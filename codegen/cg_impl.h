@@ -55,6 +55,14 @@ struct CgModule {
 	int nentries, capentries;
 	bool finished;
 	bool taken;              /* module and context given away */
+	bool chunked;            /* NVPTX, cg_module_chunked: kernels built in chunks */
+	/* chunked mode (emit_par.c): closed chunks, each a context and module with
+	 * entries [first, first + n); the open chunk is ctx/mod, from chunk_first on */
+	struct CgChunk { LLVMContextRef ctx; LLVMModuleRef mod; int first, n; } *chunks;
+	int nchunks, capchunks;
+	int chunk_first;
+	char *triple;            /* of every module (malloc) */
+	char *datalayout;        /* (malloc) */
 	LLVMTypeRef t_void, t_i1, t_i8, t_i16, t_i32, t_i64, t_f16, t_f32, t_f64, t_ptr;
 };
 
@@ -213,5 +221,11 @@ int cg_module_check_diag(CgModule *m, Diag *d, const char *when);
 CgEntry *cg_module_find(CgModule *m, const CgKernelSpec *s, uint64_t hash);
 void cg_module_add(CgModule *m, const CgKernelSpec *s, uint64_t hash, CgKernel *k);
 uint64_t cg_spec_hash(const CgKernelSpec *s);
+/* A target machine for the module's target and arch (the caller disposes of it). */
+LLVMTargetMachineRef cg_module_target_machine(const CgModule *m);
+/* Close the open chunk (chunked mode): it joins m->chunks, a fresh one opens. */
+void cg_module_close_chunk(CgModule *m);
+/* Every call in mod goes to something the backend resolves itself. */
+int cg_check_calls(LLVMModuleRef mod, CgTarget target, Diag *d);
 
 #endif

@@ -10,7 +10,14 @@
  *
  * Kernels are deduplicated here: a spec is hashed (kind, ops with their placeholder
  * numbers, written set), and cg_kernel (frame.c) returns the kernel already built for
- * an equal spec. */
+ * an equal spec.
+ *
+ * In chunked mode the kernels are not all built into one module: after a kernel
+ * whose spec hash is 0 mod CHUNK_DIV, or once a chunk holds CHUNK_MAX kernels, the
+ * module and its context are set aside as a chunk and a fresh pair opens (in
+ * cg_module_add), so that emit_par.c can optimize and emit the chunks on several
+ * threads and cache each on its own. Chunk boundaries depend only on the kernels,
+ * never on the threads. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +27,7 @@
 #include <llvm-c/Transforms/PassBuilder.h>
 
 #include "cg_impl.h"
+#include "emit_par.h"
 #include "math.h"
 
 #define NVPTX_TRIPLE "nvptx64-nvidia-cuda"
@@ -86,6 +94,74 @@ bool cg_arch_known(const char *arch)
 	return false;
 }
 
+enum { CHUNK_DIV = 8, CHUNK_MAX = 32 };
+
+static LLVMTargetMachineRef make_tm(const CgOptions *opt, const char *triple)
+{
+	LLVMTargetRef target;
+	char *msg = NULL;
+	if (LLVMGetTargetFromTriple(triple, &target, &msg)) {
+		LLVMDisposeMessage(msg);
+		return NULL;
+	}
+	bool host = opt->target != CG_TARGET_NVPTX;
+	char *cpu = host ? LLVMGetHostCPUName() : NULL;
+	char *features = host ? LLVMGetHostCPUFeatures() : NULL;
+	LLVMTargetMachineRef tm = LLVMCreateTargetMachine(
+		target, triple, host ? cpu : opt->arch, host ? features : "",
+		LLVMCodeGenLevelAggressive, LLVMRelocDefault,
+		host ? LLVMCodeModelJITDefault : LLVMCodeModelDefault);
+	LLVMDisposeMessage(cpu);
+	LLVMDisposeMessage(features);
+	return tm;
+}
+
+LLVMTargetMachineRef cg_module_target_machine(const CgModule *m)
+{
+	return make_tm(&m->opt, m->triple);
+}
+
+/* A fresh context, module, builder and types: at creation, and per chunk. */
+static void open_llvm(CgModule *m)
+{
+	m->ctx = LLVMContextCreate();
+	LLVMContextSetDiagnosticHandler(m->ctx, cg_diag_handler, m);
+	m->mod = LLVMModuleCreateWithNameInContext(m->opt.name, m->ctx);
+	LLVMSetTarget(m->mod, m->triple);
+	LLVMSetDataLayout(m->mod, m->datalayout);
+	m->b = LLVMCreateBuilderInContext(m->ctx);
+	m->t_void = LLVMVoidTypeInContext(m->ctx);
+	m->t_i1 = LLVMInt1TypeInContext(m->ctx);
+	m->t_i8 = LLVMInt8TypeInContext(m->ctx);
+	m->t_i16 = LLVMInt16TypeInContext(m->ctx);
+	m->t_i32 = LLVMInt32TypeInContext(m->ctx);
+	m->t_i64 = LLVMInt64TypeInContext(m->ctx);
+	m->t_f16 = LLVMHalfTypeInContext(m->ctx);
+	m->t_f32 = LLVMFloatTypeInContext(m->ctx);
+	m->t_f64 = LLVMDoubleTypeInContext(m->ctx);
+	m->t_ptr = LLVMPointerTypeInContext(m->ctx, m->opt.target == CG_TARGET_NVPTX ? 1 : 0);
+}
+
+void cg_module_chunked(CgModule *m)
+{
+	m->chunked = m->opt.target == CG_TARGET_NVPTX && m->nentries == 0;
+}
+
+void cg_module_close_chunk(CgModule *m)
+{
+	if (m->nentries == m->chunk_first)
+		return;
+	if (m->nchunks == m->capchunks) {
+		m->capchunks = m->capchunks ? 2 * m->capchunks : 16;
+		m->chunks = xrealloc(m->chunks, sizeof *m->chunks * (size_t)m->capchunks);
+	}
+	m->chunks[m->nchunks++] = (struct CgChunk){m->ctx, m->mod, m->chunk_first,
+						    m->nentries - m->chunk_first};
+	m->chunk_first = m->nentries;
+	LLVMDisposeBuilder(m->b);
+	open_llvm(m);
+}
+
 CgModule *cg_module_new(const CgOptions *o, Arena *a, Diag *d)
 {
 	CgOptions opt = *o;
@@ -114,17 +190,7 @@ CgModule *cg_module_new(const CgOptions *o, Arena *a, Diag *d)
 		LLVMDisposeMessage(triple);
 		return NULL;
 	}
-	char *cpu = NULL, *features = NULL;
-	if (triple) {
-		cpu = LLVMGetHostCPUName();
-		features = LLVMGetHostCPUFeatures();
-	}
-	LLVMTargetMachineRef tm = LLVMCreateTargetMachine(
-		target, tt, triple ? cpu : opt.arch, triple ? features : "",
-		LLVMCodeGenLevelAggressive, LLVMRelocDefault,
-		triple ? LLVMCodeModelJITDefault : LLVMCodeModelDefault);
-	LLVMDisposeMessage(cpu);
-	LLVMDisposeMessage(features);
+	LLVMTargetMachineRef tm = make_tm(&opt, tt);
 	if (!tm) {
 		diag_set(d, "codegen", 0, 0, "cannot create a target machine for %s (%s)", tt,
 			 opt.arch);
@@ -136,28 +202,16 @@ CgModule *cg_module_new(const CgOptions *o, Arena *a, Diag *d)
 	m->opt = opt;
 	m->arena = a;
 	m->tm = tm;
-	m->ctx = LLVMContextCreate();
-	LLVMContextSetDiagnosticHandler(m->ctx, cg_diag_handler, m);
-	m->mod = LLVMModuleCreateWithNameInContext(opt.name, m->ctx);
-	LLVMSetTarget(m->mod, tt);
+	m->triple = xmalloc(strlen(tt) + 1);
+	strcpy(m->triple, tt);
+	LLVMDisposeMessage(triple);
 	LLVMTargetDataRef td = LLVMCreateTargetDataLayout(tm);
 	char *dl = LLVMCopyStringRepOfTargetData(td);
-	LLVMSetDataLayout(m->mod, dl);
+	m->datalayout = xmalloc(strlen(dl) + 1);
+	strcpy(m->datalayout, dl);
 	LLVMDisposeMessage(dl);
 	LLVMDisposeTargetData(td);
-	LLVMDisposeMessage(triple);
-	m->b = LLVMCreateBuilderInContext(m->ctx);
-
-	m->t_void = LLVMVoidTypeInContext(m->ctx);
-	m->t_i1 = LLVMInt1TypeInContext(m->ctx);
-	m->t_i8 = LLVMInt8TypeInContext(m->ctx);
-	m->t_i16 = LLVMInt16TypeInContext(m->ctx);
-	m->t_i32 = LLVMInt32TypeInContext(m->ctx);
-	m->t_i64 = LLVMInt64TypeInContext(m->ctx);
-	m->t_f16 = LLVMHalfTypeInContext(m->ctx);
-	m->t_f32 = LLVMFloatTypeInContext(m->ctx);
-	m->t_f64 = LLVMDoubleTypeInContext(m->ctx);
-	m->t_ptr = LLVMPointerTypeInContext(m->ctx, opt.target == CG_TARGET_NVPTX ? 1 : 0);
+	open_llvm(m);
 	return m;
 }
 
@@ -170,6 +224,15 @@ void cg_module_free(CgModule *m)
 		free(m->entries[i].written);
 	}
 	free(m->entries);
+	for (int i = 0; i < m->nchunks; i++) {
+		if (m->chunks[i].mod)
+			LLVMDisposeModule(m->chunks[i].mod);
+		if (m->chunks[i].ctx)
+			LLVMContextDispose(m->chunks[i].ctx);
+	}
+	free(m->chunks);
+	free(m->triple);
+	free(m->datalayout);
 	if (m->b)
 		LLVMDisposeBuilder(m->b);
 	if (!m->taken) {
@@ -281,6 +344,8 @@ void cg_module_add(CgModule *m, const CgKernelSpec *s, uint64_t hash, CgKernel *
 	if (s->nwritten)
 		memcpy(e->written, s->written, (size_t)s->nwritten);
 	e->k = k;
+	if (m->chunked && (hash % CHUNK_DIV == 0 || m->nentries - m->chunk_first >= CHUNK_MAX))
+		cg_module_close_chunk(m);
 }
 
 /* ---- finishing and emission ------------------------------------------------ */
@@ -301,9 +366,9 @@ static bool bad_intrinsic(const char *name)
 }
 
 /* Every called declaration must be something the backend resolves itself. */
-static int check_calls(CgModule *m, Diag *d)
+int cg_check_calls(LLVMModuleRef mod, CgTarget target, Diag *d)
 {
-	for (LLVMValueRef f = LLVMGetFirstFunction(m->mod); f; f = LLVMGetNextFunction(f)) {
+	for (LLVMValueRef f = LLVMGetFirstFunction(mod); f; f = LLVMGetNextFunction(f)) {
 		if (!LLVMIsDeclaration(f) || !LLVMGetFirstUse(f))
 			continue;
 		size_t len;
@@ -312,7 +377,7 @@ static int check_calls(CgModule *m, Diag *d)
 		if (!intrinsic || bad_intrinsic(name)) {
 			diag_set(d, "codegen", 0, 0,
 				 "kernel calls '%s', which the %s backend cannot resolve", name,
-				 m->opt.target == CG_TARGET_NVPTX ? "NVPTX" : "host");
+				 target == CG_TARGET_NVPTX ? "NVPTX" : "host");
 			return -1;
 		}
 	}
@@ -323,6 +388,10 @@ int cg_module_finish(CgModule *m, Diag *d)
 {
 	if (m->finished)
 		return 0;
+	if (m->chunked) {
+		diag_set(d, "codegen", 0, 0, "internal: a chunked module is finished by emit_par.c");
+		return -1;
+	}
 	m->finished = true;
 	char *msg = NULL;
 	if (LLVMVerifyModule(m->mod, LLVMReturnStatusAction, &msg)) {
@@ -345,7 +414,7 @@ int cg_module_finish(CgModule *m, Diag *d)
 	}
 	if (cg_module_check_diag(m, d, "optimizing"))
 		return -1;
-	if (!m->opt.no_call_check && check_calls(m, d))
+	if (!m->opt.no_call_check && cg_check_calls(m->mod, m->opt.target, d))
 		return -1;
 	return 0;
 }

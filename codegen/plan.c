@@ -11,73 +11,76 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <cjson/cJSON.h>
-
+#include "emit_par.h"
+#include "json_write.h"
 #include "plan.h"
 
-/* Numbers go in as raw JSON text: cJSON prints a number with sprintf and reads it
- * back with sscanf to check it, which was most of the time of a large plan. */
-static cJSON *integer(int64_t v)
-{
-	char text[24];
-	snprintf(text, sizeof text, "%lld", (long long)v);
-	return cJSON_CreateRaw(text);
-}
+/* The plan is written as it is walked (json_write.h), compact unless a person asked
+ * for the pretty layout; building a cJSON tree of a large plan and printing it was
+ * most of the time of a compile. */
 
-static cJSON *int_array(const int *v, int n)
+static void int_array(JsonW *w, const int *v, int n)
 {
-	cJSON *a = cJSON_CreateArray();
+	jw_arr(w);
 	for (int i = 0; i < n; i++)
-		cJSON_AddItemToArray(a, integer(v[i]));
-	return a;
+		jw_int(w, v[i]);
+	jw_end(w);
 }
 
 /* A double as the shortest text that reads back the same; non-finite values as
  * the strings "nan", "inf", "-inf" (docs/plan-format.md). */
-static cJSON *number(double v)
+static void number(JsonW *w, double v)
 {
 	char text[40];
 	fmt_double(text, sizeof text, v);
 	if (v != v || v > 1.7976931348623157e308 || v < -1.7976931348623157e308)
-		return cJSON_CreateString(text);
-	return cJSON_CreateRaw(text);
+		jw_str(w, text);
+	else
+		jw_raw(w, text);
 }
 
-static cJSON *relops(const RelOp *ops, int n)
+static void relops(JsonW *w, const RelOp *ops, int n, Buf *tmp)
 {
-	cJSON *a = cJSON_CreateArray();
+	jw_arr(w);
 	for (int i = 0; i < n; i++) {
-		Buf b = {0};
-		ir_rel_print(&b, &ops[i]);
-		cJSON_AddItemToArray(a, cJSON_CreateString(b.data ? b.data : ""));
-		buf_free(&b);
+		tmp->len = 0;
+		ir_rel_print(tmp, &ops[i]);
+		jw_str(w, tmp->data ? tmp->data : "");
 	}
-	return a;
+	jw_end(w);
 }
 
-static cJSON *strategy(const Strategy *st)
+static void strategy(JsonW *w, const Strategy *st)
 {
-	cJSON *o = cJSON_CreateObject();
+	jw_obj(w);
 	switch (st->kind) {
 	case STRAT_FUSED:
-		cJSON_AddStringToObject(o, "kind", "optimization");
-		cJSON_AddStringToObject(o, "fuser", pass_fuser_name(st->fuser));
-		cJSON_AddItemToObject(o, "score", integer((int64_t)st->score));
-		cJSON_AddItemToObject(o, "ordering", int_array(st->ordering, st->n));
+		jw_key(w, "kind");
+		jw_str(w, "optimization");
+		jw_key(w, "fuser");
+		jw_str(w, pass_fuser_name(st->fuser));
+		jw_key(w, "score");
+		jw_int(w, (int64_t)st->score);
+		jw_key(w, "ordering");
+		int_array(w, st->ordering, st->n);
 		break;
 	case STRAT_OPS:
-		cJSON_AddStringToObject(o, "kind", "operations");
-		cJSON_AddItemToObject(o, "ordering", int_array(st->ordering, st->n));
+		jw_key(w, "kind");
+		jw_str(w, "operations");
+		jw_key(w, "ordering");
+		int_array(w, st->ordering, st->n);
 		break;
-	case STRAT_COMPOSED: {
-		cJSON_AddStringToObject(o, "kind", "composed");
-		cJSON *a = cJSON_AddArrayToObject(o, "strategies");
+	case STRAT_COMPOSED:
+		jw_key(w, "kind");
+		jw_str(w, "composed");
+		jw_key(w, "strategies");
+		jw_arr(w);
 		for (int i = 0; i < st->n; i++)
-			cJSON_AddItemToArray(a, strategy(st->sub[i]));
+			strategy(w, st->sub[i]);
+		jw_end(w);
 		break;
 	}
-	}
-	return o;
+	jw_end(w);
 }
 
 static const char *step_mode(const Step *st)
@@ -101,191 +104,324 @@ static const char *param_type(const CgParam *p)
 	return "?";
 }
 
-static cJSON *dim3(int64_t x, int64_t y, int64_t z)
+static void dim3(JsonW *w, int64_t x, int64_t y, int64_t z)
 {
-	cJSON *a = cJSON_CreateArray();
-	cJSON_AddItemToArray(a, integer(x));
-	cJSON_AddItemToArray(a, integer(y));
-	cJSON_AddItemToArray(a, integer(z));
-	return a;
+	jw_arr(w);
+	jw_int(w, x);
+	jw_int(w, y);
+	jw_int(w, z);
+	jw_end(w);
 }
 
-static cJSON *launch_json(const Schedule *s, const CgBound *b)
+static void launch_json(JsonW *w, const Schedule *s, const CgBound *b)
 {
 	const Graph *g = s->g;
 	const CgKernel *k = b->kernel;
 	const Kernel *unit = &s->kernels[b->unit];
-	cJSON *o = cJSON_CreateObject();
-	cJSON_AddStringToObject(o, "kernel", k->name);
-	cJSON_AddStringToObject(o, "unit", unit->name);
+	jw_obj(w);
+	jw_key(w, "kernel");
+	jw_str(w, k->name);
+	jw_key(w, "unit");
+	jw_str(w, unit->name);
 	const Launch *l = NULL;
 	const Step *st = &s->steps[b->step];
 	for (int i = 0; i < st->nlaunch && !l; i++)
 		if (st->launch[i].kernel == b->unit)
 			l = &st->launch[i];
-	if (l)
-		cJSON_AddItemToObject(o, "ops", int_array(l->ops, l->nops));
-	cJSON *reads = cJSON_AddArrayToObject(o, "reads");
-	cJSON *writes = cJSON_AddArrayToObject(o, "writes");
-	for (int p = 0; p < k->nparams; p++) {
-		if (k->params[p].kind != CG_PARAM_BUFFER)
-			continue;
-		const char *name = g->tensors[b->args[p].tensor].name;
-		if (k->params[p].read)
-			cJSON_AddItemToArray(reads, cJSON_CreateString(name));
-		if (k->params[p].written)
-			cJSON_AddItemToArray(writes, cJSON_CreateString(name));
+	if (l) {
+		jw_key(w, "ops");
+		int_array(w, l->ops, l->nops);
 	}
-	cJSON_AddItemToObject(o, "grid", dim3(b->at.grid[0], b->at.grid[1], b->at.grid[2]));
-	cJSON_AddItemToObject(o, "block", dim3(b->at.block[0], b->at.block[1], b->at.block[2]));
-	cJSON_AddItemToObject(o, "shared_bytes", integer(b->at.shared_bytes));
-	cJSON *args = cJSON_AddArrayToObject(o, "args");
+	for (int pass = 0; pass < 2; pass++) {
+		jw_key(w, pass ? "writes" : "reads");
+		jw_arr(w);
+		for (int p = 0; p < k->nparams; p++)
+			if (k->params[p].kind == CG_PARAM_BUFFER &&
+			    (pass ? k->params[p].written : k->params[p].read))
+				jw_str(w, g->tensors[b->args[p].tensor].name);
+		jw_end(w);
+	}
+	jw_key(w, "grid");
+	dim3(w, b->at.grid[0], b->at.grid[1], b->at.grid[2]);
+	jw_key(w, "block");
+	dim3(w, b->at.block[0], b->at.block[1], b->at.block[2]);
+	jw_key(w, "shared_bytes");
+	jw_int(w, b->at.shared_bytes);
+	jw_key(w, "args");
+	jw_arr(w);
 	for (int p = 0; p < b->nargs; p++) {
 		const CgArg *a = &b->args[p];
-		cJSON *ao = cJSON_CreateObject();
+		jw_obj(w);
 		switch (a->kind) {
 		case CG_ARG_TENSOR:
-			cJSON_AddStringToObject(ao, "tensor", g->tensors[a->tensor].name);
+			jw_key(w, "tensor");
+			jw_str(w, g->tensors[a->tensor].name);
 			break;
 		case CG_ARG_F64:
-			cJSON_AddItemToObject(ao, "f64", number(a->f));
+			jw_key(w, "f64");
+			number(w, a->f);
 			break;
 		case CG_ARG_I64:
-			cJSON_AddItemToObject(ao, "i64", integer(a->i));
+			jw_key(w, "i64");
+			jw_int(w, a->i);
 			break;
 		case CG_ARG_SCRATCH:
-			cJSON_AddItemToObject(ao, "scratch", integer(a->i));
+			jw_key(w, "scratch");
+			jw_int(w, a->i);
 			break;
 		}
-		cJSON_AddItemToArray(args, ao);
+		jw_end(w);
 	}
-	return o;
+	jw_end(w);
+	jw_end(w);
+}
+
+uint64_t cg_weights_layout(const Graph *g, int64_t *offsets)
+{
+	uint64_t at = 0;
+	for (int i = 0; i < g->ntensors; i++) {
+		const Tensor *t = &g->tensors[i];
+		offsets[i] = -1;
+		if (!t->data)
+			continue;
+		uint64_t n = (uint64_t)ir_dtype_size(t->dtype);
+		for (int k = 0; k < t->rank; k++)
+			n *= (uint64_t)t->dim[k];
+		at = (at + CG_WEIGHTS_ALIGN - 1) / CG_WEIGHTS_ALIGN * CG_WEIGHTS_ALIGN;
+		offsets[i] = (int64_t)at;
+		at += n;
+	}
+	return at;
+}
+
+uint64_t cg_weights_layout_size(const Graph *g)
+{
+	int64_t *off = xmalloc(sizeof *off * (size_t)(g->ntensors + 1));
+	uint64_t n = cg_weights_layout(g, off);
+	free(off);
+	return n;
+}
+
+void cg_weights_write(const Graph *g, Buf *b)
+{
+	static const char zero[CG_WEIGHTS_ALIGN];
+	size_t start = b->len, total = (size_t)cg_weights_layout_size(g);
+	if (b->cap < start + total + 1) {   /* one allocation, not a doubling series */
+		b->data = xrealloc(b->data, start + total + 1);
+		b->cap = start + total + 1;
+	}
+	for (int i = 0; i < g->ntensors; i++) {
+		const Tensor *t = &g->tensors[i];
+		if (!t->data)
+			continue;
+		size_t n = (size_t)ir_dtype_size(t->dtype);
+		for (int k = 0; k < t->rank; k++)
+			n *= (size_t)t->dim[k];
+		size_t pad = (CG_WEIGHTS_ALIGN - (b->len - start) % CG_WEIGHTS_ALIGN) % CG_WEIGHTS_ALIGN;
+		buf_write(b, zero, pad);
+		buf_write(b, t->data, n);
+	}
 }
 
 char *cg_plan_json(const Schedule *s, const CgProgram *prog, const PlanFileInfo *info)
 {
 	const Graph *g = s->g;
-	cJSON *root = cJSON_CreateObject();
-	cJSON_AddStringToObject(root, "format", "fusec-plan/1");
-	cJSON_AddStringToObject(root, "compiler", "fusec " FUSEC_VERSION);
-	cJSON_AddStringToObject(root, "name", g->name);
-	cJSON_AddStringToObject(root, "arch", info->arch);
-	cJSON_AddStringToObject(root, "ptx", info->ptx);
-	cJSON *opts = cJSON_AddObjectToObject(root, "options");
-	cJSON_AddItemToObject(opts, "max_blocks", integer(s->opt.max_blocks));
+	int64_t *woff = xmalloc(sizeof *woff * (size_t)(g->ntensors + 1));
+	cg_weights_layout(g, woff);
+	Buf out = {0}, tmp = {0};
+	JsonW jw, *w = &jw;
+	jw_init(w, &out, info->pretty);
+	jw_obj(w);
+	jw_key(w, "format");
+	jw_str(w, "fusec-plan/1");
+	jw_key(w, "compiler");
+	jw_str(w, "fusec " FUSEC_VERSION);
+	jw_key(w, "name");
+	jw_str(w, g->name);
+	jw_key(w, "arch");
+	jw_str(w, info->arch);
+	jw_key(w, "ptx");
+	jw_str(w, info->ptx);
+	if (info->weights) {
+		jw_key(w, "weights");
+		jw_str(w, info->weights);
+	}
+	jw_key(w, "options");
+	jw_obj(w);
+	jw_key(w, "max_blocks");
+	jw_int(w, s->opt.max_blocks);
+	jw_key(w, "max_explorations");
 	if (s->opt.max_explorations >= 0)
-		cJSON_AddItemToObject(opts, "max_explorations", integer(s->opt.max_explorations));
+		jw_int(w, s->opt.max_explorations);
 	else
-		cJSON_AddNullToObject(opts, "max_explorations");
-	cJSON_AddItemToObject(opts, "max_bindings", integer(s->opt.max_bindings));
-	if (info->libdevice)
-		cJSON_AddStringToObject(opts, "libdevice", info->libdevice);
+		jw_null(w);
+	jw_key(w, "max_bindings");
+	jw_int(w, s->opt.max_bindings);
+	if (info->libdevice) {
+		jw_key(w, "libdevice");
+		jw_str(w, info->libdevice);
+	}
+	jw_end(w);
 
-	cJSON *tensors = cJSON_AddArrayToObject(root, "tensors");
+	jw_key(w, "tensors");
+	jw_arr(w);
 	for (int i = 0; i < g->ntensors; i++) {
 		const Tensor *t = &g->tensors[i];
-		cJSON *o = cJSON_CreateObject();
-		cJSON_AddStringToObject(o, "name", t->name);
-		cJSON_AddStringToObject(o, "dtype", ir_dtype_name(t->dtype));
-		cJSON *shape = cJSON_AddArrayToObject(o, "shape");
+		jw_obj(w);
+		jw_key(w, "name");
+		jw_str(w, t->name);
+		jw_key(w, "dtype");
+		jw_str(w, ir_dtype_name(t->dtype));
+		jw_key(w, "shape");
+		jw_arr(w);
 		for (int d = 0; d < t->rank; d++)
-			cJSON_AddItemToArray(shape, integer(t->dim[d]));
-		const char *role = t->role == ROLE_INPUT ? "input" :
-			t->is_output ? "output" : "intermediate";
-		cJSON_AddStringToObject(o, "role", role);
-		if (t->role == ROLE_INPUT && t->is_output)
-			cJSON_AddBoolToObject(o, "output", 1);
-		cJSON_AddBoolToObject(o, "buffer", prog->buffer[i]);
-		cJSON_AddItemToArray(tensors, o);
+			jw_int(w, t->dim[d]);
+		jw_end(w);
+		jw_key(w, "role");
+		jw_str(w, t->role == ROLE_INPUT ? "input" : t->is_output ? "output" : "intermediate");
+		if (t->role == ROLE_INPUT && t->is_output) {
+			jw_key(w, "output");
+			jw_bool(w, true);
+		}
+		if (t->data && info->weights) {
+			jw_key(w, "constant");
+			jw_int(w, woff[i]);
+		}
+		jw_key(w, "buffer");
+		jw_bool(w, prog->buffer[i]);
+		jw_end(w);
 	}
+	jw_end(w);
 
 	/* the first launch of each kernel names its fuser, score and ops */
 	int nidx = 1;
 	for (int i = 0; i < prog->nkernels; i++)
 		if (prog->kernels[i]->index + 1 > nidx)
 			nidx = prog->kernels[i]->index + 1;
-	const CgBound **first = calloc((size_t)nidx, sizeof *first);
+	const CgBound **first = xcalloc((size_t)nidx, sizeof *first);
 	for (int i = prog->nlaunch - 1; i >= 0; i--)
 		first[prog->launch[i].kernel->index] = &prog->launch[i];
-	cJSON *kernels = cJSON_AddArrayToObject(root, "kernels");
+	jw_key(w, "kernels");
+	jw_arr(w);
 	for (int i = 0; i < prog->nkernels; i++) {
 		const CgKernel *ck = prog->kernels[i];
 		const Kernel *k = &s->kernels[first[ck->index]->unit];
-		cJSON *o = cJSON_CreateObject();
-		cJSON_AddStringToObject(o, "name", ck->name);
-		cJSON_AddStringToObject(o, "entry", ck->name);
-		cJSON_AddStringToObject(o, "kind", cg_kernel_kind_name(ck->kind));
-		cJSON *params = cJSON_AddArrayToObject(o, "params");
+		jw_obj(w);
+		jw_key(w, "name");
+		jw_str(w, ck->name);
+		jw_key(w, "entry");
+		jw_str(w, ck->name);
+		jw_key(w, "kind");
+		jw_str(w, cg_kernel_kind_name(ck->kind));
+		jw_key(w, "params");
+		jw_arr(w);
 		for (int p = 0; p < ck->nparams; p++)
-			cJSON_AddItemToArray(params, cJSON_CreateString(param_type(&ck->params[p])));
-		cJSON_AddItemToObject(o, "block", dim3(ck->launch.block, 1, 1));
-		cJSON_AddItemToObject(o, "shared_bytes", integer(0));
-		cJSON_AddBoolToObject(o, "vectorized", ck->vectorized);
-		if (ck->shape)
-			cJSON_AddStringToObject(o, "shape", ck->shape);
-		if (ck->variant > 0)
-			cJSON_AddStringToObject(o, "tiles", cg_matmul_variant_name(ck->variant));
-		cJSON_AddStringToObject(o, "fuser", k->fuser >= 0 ? pass_fuser_name(k->fuser) : "none");
-		cJSON_AddItemToObject(o, "score", integer((int64_t)k->score));
-		cJSON_AddItemToObject(o, "ops", int_array(k->ops, k->nops));
-		cJSON *names = cJSON_AddArrayToObject(o, "op_names");
+			jw_str(w, param_type(&ck->params[p]));
+		jw_end(w);
+		jw_key(w, "block");
+		dim3(w, ck->launch.block, 1, 1);
+		jw_key(w, "shared_bytes");
+		jw_int(w, 0);
+		jw_key(w, "vectorized");
+		jw_bool(w, ck->vectorized);
+		if (ck->shape) {
+			jw_key(w, "shape");
+			jw_str(w, ck->shape);
+		}
+		if (ck->variant > 0) {
+			jw_key(w, "tiles");
+			jw_str(w, cg_matmul_variant_name(ck->variant));
+		}
+		jw_key(w, "fuser");
+		jw_str(w, k->fuser >= 0 ? pass_fuser_name(k->fuser) : "none");
+		jw_key(w, "score");
+		jw_int(w, (int64_t)k->score);
+		jw_key(w, "ops");
+		int_array(w, k->ops, k->nops);
+		jw_key(w, "op_names");
+		jw_arr(w);
 		for (int j = 0; j < k->nops; j++) {
 			char buf[96];
-			cJSON_AddItemToArray(names, cJSON_CreateString(
-				ir_op_display(g, &g->ops[k->ops[j]], buf, sizeof buf)));
+			jw_str(w, ir_op_display(g, &g->ops[k->ops[j]], buf, sizeof buf));
 		}
-		cJSON_AddItemToArray(kernels, o);
+		jw_end(w);
+		jw_end(w);
 	}
+	jw_end(w);
 	free(first);
 
-	cJSON *plans = cJSON_AddArrayToObject(root, "plans");
+	jw_key(w, "plans");
+	jw_arr(w);
 	for (int i = 0; i < s->nplans; i++) {
 		const Plan *p = s->plans[i];
-		cJSON *o = cJSON_CreateObject();
-		cJSON_AddItemToObject(o, "id", integer(p->id));
-		cJSON_AddItemToObject(o, "ops", relops(p->ops, p->nops));
-		cJSON *trig = cJSON_AddArrayToObject(o, "triggers");
+		jw_obj(w);
+		jw_key(w, "id");
+		jw_int(w, p->id);
+		jw_key(w, "ops");
+		relops(w, p->ops, p->nops, &tmp);
+		jw_key(w, "triggers");
+		jw_arr(w);
 		for (int t = 0; t < p->ntriggers; t++) {
-			cJSON *to = cJSON_CreateObject();
-			cJSON_AddStringToObject(to, "kind", pass_trigger_name(p->triggers[t].kind));
-			if (p->triggers[t].kind == TRIG_ON_OPERATIONS)
-				cJSON_AddItemToObject(to, "ops", relops(p->triggers[t].ops,
-									p->triggers[t].nops));
-			cJSON_AddItemToArray(trig, to);
+			jw_obj(w);
+			jw_key(w, "kind");
+			jw_str(w, pass_trigger_name(p->triggers[t].kind));
+			if (p->triggers[t].kind == TRIG_ON_OPERATIONS) {
+				jw_key(w, "ops");
+				relops(w, p->triggers[t].ops, p->triggers[t].nops, &tmp);
+			}
+			jw_end(w);
 		}
-		cJSON_AddItemToObject(o, "strategy", strategy(p->strategy));
-		cJSON *units = cJSON_AddArrayToObject(o, "units");
+		jw_end(w);
+		jw_key(w, "strategy");
+		strategy(w, p->strategy);
+		jw_key(w, "units");
+		jw_arr(w);
 		for (int k = 0; k < p->nkernels; k++)
-			cJSON_AddItemToArray(units, cJSON_CreateString(s->kernels[p->first_kernel + k].name));
-		cJSON_AddItemToArray(plans, o);
+			jw_str(w, s->kernels[p->first_kernel + k].name);
+		jw_end(w);
+		jw_end(w);
 	}
+	jw_end(w);
 
-	cJSON *steps = cJSON_AddArrayToObject(root, "steps");
+	jw_key(w, "steps");
+	jw_arr(w);
 	int bi = 0;
 	for (int i = 0; i < s->nsteps; i++) {
 		const Step *st = &s->steps[i];
-		cJSON *o = cJSON_CreateObject();
-		cJSON_AddItemToObject(o, "segment", integer(st->segment));
-		cJSON_AddItemToObject(o, "stream", integer(st->stream));
+		jw_obj(w);
+		jw_key(w, "segment");
+		jw_int(w, st->segment);
+		jw_key(w, "stream");
+		jw_int(w, st->stream);
+		jw_key(w, "plan");
 		if (st->plan >= 0)
-			cJSON_AddItemToObject(o, "plan", integer(st->plan));
+			jw_int(w, st->plan);
 		else
-			cJSON_AddNullToObject(o, "plan");
-		cJSON_AddStringToObject(o, "mode", step_mode(st));
-		cJSON_AddStringToObject(o, "exec", st->mode == MODE_SYNC ? "sync" : "lazy");
-		if (st->guarded)
-			cJSON_AddBoolToObject(o, "unfused_guard", 1);
-		cJSON_AddItemToObject(o, "ops", int_array(st->ops, st->nops));
-		cJSON *launches = cJSON_AddArrayToObject(o, "launches");
+			jw_null(w);
+		jw_key(w, "mode");
+		jw_str(w, step_mode(st));
+		jw_key(w, "exec");
+		jw_str(w, st->mode == MODE_SYNC ? "sync" : "lazy");
+		if (st->guarded) {
+			jw_key(w, "unfused_guard");
+			jw_bool(w, true);
+		}
+		jw_key(w, "ops");
+		int_array(w, st->ops, st->nops);
+		jw_key(w, "launches");
+		jw_arr(w);
 		for (; bi < prog->nlaunch && prog->launch[bi].step == i; bi++)
-			cJSON_AddItemToArray(launches, launch_json(s, &prog->launch[bi]));
-		cJSON_AddItemToArray(steps, o);
+			launch_json(w, s, &prog->launch[bi]);
+		jw_end(w);
+		jw_end(w);
 	}
-	char *text = cJSON_PrintBuffered(root, 1 << 20, 1);
-	if (!text)
-		die("out of memory printing the plan");
-	cJSON_Delete(root);
-	return text;
+	jw_end(w);
+	jw_end(w);
+	buf_free(&tmp);
+	free(woff);
+	if (!out.data)
+		die("empty plan text");
+	return out.data;
 }
 
 int cg_compile_schedule(const Schedule *s, const PlanFileInfo *info, bool want_ll,
@@ -297,16 +433,36 @@ int cg_compile_schedule(const Schedule *s, const PlanFileInfo *info, bool want_l
 	CgOptions co = {.target = CG_TARGET_NVPTX, .arch = info->arch,
 			.libdevice = info->libdevice, .name = s->g->name};
 	double t0 = clock_seconds();
+	if (info->progress)
+		info->progress("kernels", 0);
 	CgModule *m = cg_module_new(&co, a, d);
+	if (m && !want_ll)
+		cg_module_chunked(m);
 	int rc = !m || cg_lower(m, s, a, &prog, d) ? -1 : 0;
-	double t1 = clock_seconds();
-	rc = rc || cg_module_finish(m, d) ? -1 : 0;
-	double t2 = clock_seconds();
-	rc = rc || cg_module_emit_ptx(m, &out->ptx, d) ||
-	     (want_ll && cg_module_emit_ll(m, &out->ll, d)) ? -1 : 0;
-	double t3 = clock_seconds();
+	double t1 = clock_seconds(), t2 = t1, t3;
+	out->cache_hits = -1;
+	if (!rc && info->progress)
+		info->progress("llvm", prog.nkernels);
+	if (!want_ll) {
+		CgEmitStats es = {0};
+		int threads = info->threads > 0 ? info->threads : cg_default_threads();
+		rc = rc || cg_module_emit_chunked(m, threads, info->cache_dir, &out->ptx, &es, d);
+		out->chunks = es.chunks;
+		out->threads = es.threads;
+		if (info->cache_dir)
+			out->cache_hits = es.hits;
+	} else {
+		rc = rc || cg_module_finish(m, d) ? -1 : 0;
+		t2 = clock_seconds();
+		rc = rc || cg_module_emit_ptx(m, &out->ptx, d) || cg_module_emit_ll(m, &out->ll, d)
+			? -1 : 0;
+		out->threads = 1;
+	}
+	t3 = clock_seconds();
 	cg_module_free(m);
 	if (!rc) {
+		if (info->progress)
+			info->progress("plan", prog.nkernels);
 		char *text = cg_plan_json(s, &prog, info);
 		size_t len = strlen(text);
 		out->plan = xrealloc(text, len + 2);

@@ -2,7 +2,8 @@
  *
  * In:  a Schedule from the search (passes/passes.h), its lowering (CgProgram) and
  *      what the compile was asked.
- * Out: the plan document as text (cJSON_Print: deterministic key order and numbers).
+ * Out: the plan document as text, compact or pretty (json_write.h), deterministic
+ *      byte for byte: fixed key order, integers exact, doubles shortest round-trip.
  * Memory: the returned text is malloc'd; the caller frees it.
  *
  * The kernels and bound launches come from cg_lower (codegen.h): per kernel its
@@ -19,7 +20,23 @@ typedef struct {
 	const char *arch;      /* "sm_90" */
 	const char *ptx;       /* "reuse.ptx" */
 	const char *libdevice; /* NULL when not given */
+	const char *weights;   /* "reuse.weights.bin"; NULL when the graph has no constants */
+	bool pretty;           /* indented for people (--plan-style pretty); else compact */
+	const char *cache_dir; /* the kernel cache (kcache.h), or NULL for none */
+	int threads;           /* LLVM worker threads; 0: cg_default_threads() */
+	/* Called, when not NULL, as each phase of cg_compile_schedule starts ("kernels",
+	 * "llvm", "plan") with the number of distinct kernels (0 before they are known). */
+	void (*progress)(const char *phase, int nkernels);
 } PlanFileInfo;
+
+/* The weights file: every constant of the graph (Tensor.data), in tensor order,
+ * each at an offset aligned to CG_WEIGHTS_ALIGN, zero bytes between. offsets gets
+ * one entry per tensor (-1 for tensors that are not constants); returns the file
+ * size (0 when there are no constants). cg_weights_write appends the file to b. */
+enum { CG_WEIGHTS_ALIGN = 256 };
+uint64_t cg_weights_layout(const Graph *g, int64_t *offsets);
+uint64_t cg_weights_layout_size(const Graph *g);
+void cg_weights_write(const Graph *g, Buf *b);
 
 char *cg_plan_json(const Schedule *s, const CgProgram *prog, const PlanFileInfo *info);
 
@@ -33,10 +50,16 @@ typedef struct {
 	double t_optimize;     /* verify, libdevice, default<O3> (cg_module_finish) */
 	double t_emit;         /* NVPTX instruction selection and PTX text */
 	double t_plan;         /* rendering the plan JSON */
+	int chunks;            /* kernel chunks optimized apart (emit_par.h); 0: one module */
+	int cache_hits;        /* chunks the kernel cache had; -1: no cache */
+	int threads;           /* LLVM worker threads used */
 } CgOutputs;
 
 /* Generate the kernels of s for NVPTX (arch, libdevice from info), emit the PTX
- * (and the optimized LLVM IR when want_ll), and render the plan. 0, or -1 with *d
+ * (and the optimized LLVM IR when want_ll), and render the plan. Without want_ll
+ * the kernels are built in chunks, optimized and emitted on info->threads threads
+ * (emit_par.h), and with a cache_dir a chunk whose PTX is cached skips LLVM; a
+ * miss stores what it emitted. With want_ll, one module, no threads, no cache. 0, or -1 with *d
  * (nothing to free then). cg_outputs_free releases a filled CgOutputs. */
 int cg_compile_schedule(const Schedule *s, const PlanFileInfo *info, bool want_ll,
 			CgOutputs *out, Diag *d);

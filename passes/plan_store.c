@@ -11,7 +11,11 @@
  * then checked: OnOperations compares the ops that follow the plan, Always holds at
  * once, OnSync holds only at a sync. Lazy mode defers while anything is still being
  * compared; sync mode executes an available plan that covers the whole queue, or,
- * failing that, the longest available plan with an OnSync trigger. */
+ * failing that, the longest available plan with an OnSync trigger.
+ *
+ * Once no candidate is left and every OnOperations trigger of the available plans
+ * has been decided, nothing a further op brings can change the answer: the policy
+ * is settled, and the processor stops converting ops just to show them to it. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -164,6 +168,33 @@ void policy_reset(Policy *p)
 	p->ncand = 0;
 	p->nops = 0;
 	p->found_id = -1;
+	p->settled = false;
+}
+
+bool policy_settled(const Policy *p)
+{
+	return p->settled;
+}
+
+void policy_skip(Policy *p, int n)
+{
+	if (!p->settled)
+		die("policy skipped %d ops while unsettled", n);
+	p->nops += n;
+}
+
+/* Whether no op can change what policy_action answers from now on. */
+static bool settled_now(const Policy *p)
+{
+	if (p->ncand)
+		return false;
+	for (int i = 0; i < p->navail; i++)
+		for (int t = 0; t < p->avail[i].ntrig; t++) {
+			const struct TrigVal *tv = &p->avail[i].trig[t];
+			if (tv->kind == TRIG_ON_OPERATIONS && (!tv->init || tv->state == V_VALIDATING))
+				return false;
+		}
+	return true;
 }
 
 void policy_update(Policy *p, const PlanStore *st, const RelOp *op)
@@ -238,6 +269,7 @@ void policy_update(Policy *p, const PlanStore *st, const RelOp *op)
 			}
 		}
 	p->nops++;
+	p->settled = settled_now(p);
 }
 
 Action policy_action(const Policy *p, const PlanStore *st, int nops, ExecMode mode)

@@ -7,8 +7,14 @@
  * processor runs in Lazy mode; every `sync`, and the end of the graph, drains all
  * streams in Sync mode. Each processor pass loops: Execute a stored plan whose
  * trigger holds, Defer while a candidate is still being compared (Lazy only), or
- * Explore. Executing a plan turns it into a Step with its launches, drops its ops
- * from the queue and re-converts the rest into relative form from the new head.
+ * Explore. Executing a plan turns it into a Step with its launches and drops its
+ * ops from the queue; the rest is in relative form from the new head.
+ *
+ * The cost of executing a plan does not depend on the queue's length: the queue is
+ * converted into relative form lazily, behind a watermark, only as far as the
+ * policy, the explorer or a launch reads it, and the policy's replay of the queue
+ * stops as soon as no further op can change its answer (policy_settled). A long
+ * segment that only a final sync executes, plan after plan, stays linear.
  *
  * Streams share tensors: an op that reads a tensor whose producer still waits in
  * another stream's queue first drains that stream in Sync mode (as burn does for a
@@ -22,10 +28,13 @@
 
 typedef struct {
 	int stream;
-	int *ops;              /* queued global op indices */
-	RelOp *rel;            /* their relative form, from the queue head */
-	int *shapes;           /* shape ids assigned after converting each op */
+	int *ops;              /* queued global op indices: opbuf + head */
+	int *opbuf;            /* cap slots; the queue is [head, head + n) */
+	int head;
+	RelOp *rel;            /* their relative form, from the queue head: [0, nconv) */
+	int *shapes;           /* shape ids assigned after converting each op: [0, nconv) */
 	int n, cap;
+	int nconv;             /* the watermark: ops converted since the head last moved */
 	Arena *rel_arena;
 	RelConv *conv;
 	Policy policy;
@@ -59,17 +68,44 @@ static void convert(Stream *st, int k)
 	st->shapes[k] = n;
 }
 
+/* Convert the queue up to (not including) k. */
+static void convert_upto(Stream *st, int k)
+{
+	while (st->nconv < k) {
+		convert(st, st->nconv);
+		st->nconv++;
+	}
+}
+
+static const RelOp *rel_at(Stream *st, int i)
+{
+	convert_upto(st, i + 1);
+	return &st->rel[i];
+}
+
+static int shapes_at(Stream *st, int i)
+{
+	convert_upto(st, i + 1);
+	return st->shapes[i];
+}
+
 static void queue_push(Stream *st, int op)
 {
-	if (st->n == st->cap) {
-		st->cap = st->cap ? st->cap * 2 : 64;
-		st->ops = xrealloc(st->ops, sizeof(int) * (size_t)st->cap);
-		st->rel = xrealloc(st->rel, sizeof(RelOp) * (size_t)st->cap);
-		st->shapes = xrealloc(st->shapes, sizeof(int) * (size_t)st->cap);
+	if (st->head + st->n == st->cap) {
+		if (st->head > 0 && st->head >= st->cap / 2) {
+			/* drained ops hold at least half the buffer: slide the queue down */
+			memmove(st->opbuf, st->ops, sizeof(int) * (size_t)st->n);
+			st->head = 0;
+		} else {
+			st->cap = st->cap ? st->cap * 2 : 64;
+			st->opbuf = xrealloc(st->opbuf, sizeof(int) * (size_t)st->cap);
+			st->rel = xrealloc(st->rel, sizeof(RelOp) * (size_t)st->cap);
+			st->shapes = xrealloc(st->shapes, sizeof(int) * (size_t)st->cap);
+		}
+		st->ops = st->opbuf + st->head;
 	}
 	st->ops[st->n] = op;
 	st->queued[op] = true;
-	convert(st, st->n);
 	st->n++;
 	st->ctx.global = st->ops;
 }
@@ -78,13 +114,14 @@ static void queue_drain(Stream *st, int k)
 {
 	for (int i = 0; i < k; i++)
 		st->queued[st->ops[i]] = false;
-	memmove(st->ops, st->ops + k, sizeof(int) * (size_t)(st->n - k));
+	st->head += k;
+	st->ops += k;
 	st->n -= k;
+	st->ctx.global = st->ops;
 	Arena *old = st->rel_arena;
 	st->rel_arena = arena_new();
 	ir_rel_reset(st->conv);
-	for (int i = 0; i < st->n; i++)
-		convert(st, i);
+	st->nconv = 0;
 	arena_free(old);
 }
 
@@ -245,11 +282,12 @@ static void step_unfused(Search *se, Stream *st, Step *step, int n)
 	Schedule *s = se->s;
 	step->ops = ARENA_NEW(s->arena, int, n);
 	step->launch = ARENA_NEW(s->arena, Launch, n);
+	int nsizes = shapes_at(st, n - 1);
 	for (int i = 0; i < n; i++) {
 		char name[48];
 		snprintf(name, sizeof name, "fusec_op%d", st->ops[i]);
 		int k = new_kernel(se, name, -1, 0, -1, &i, &st->ops[i], 1);
-		add_launch(se, st, step, k, &i, 1, st->shapes[n - 1]);
+		add_launch(se, st, step, k, &i, 1, nsizes);
 		step->ops[step->nops++] = st->ops[i];
 	}
 }
@@ -265,7 +303,7 @@ static void execute_plan(Search *se, Stream *st, int id, StepKind kind, ExecMode
 	Schedule *s = se->s;
 	Plan *p = se->store.plans[id];
 	int len = p->nops;
-	int assigned = st->shapes[len - 1];
+	int assigned = shapes_at(st, (len < st->n ? len : st->n) - 1);
 	Step *step = new_step(se, st, kind, mode, id);
 	if (p->max_shape_id >= assigned || len > st->n) {
 		if (s->rec->on) {
@@ -289,14 +327,29 @@ static void execute_plan(Search *se, Stream *st, int id, StepKind kind, ExecMode
 
 /* ---- the processor ------------------------------------------------------------------ */
 
+/* Offer queued op i (the next one the policy has not seen) to the policy; once the
+ * policy is settled, no op can change it, and none is converted for it. */
+static void policy_feed(Search *se, Stream *st, int i)
+{
+	if (policy_settled(&st->policy))
+		policy_skip(&st->policy, 1);
+	else
+		policy_update(&st->policy, &se->store, rel_at(st, i));
+}
+
 static void processor_reset(Search *se, Stream *st)
 {
 	sopt_reset(&st->opt);
 	st->num_deferred = st->n;
 	st->still_optimizing = true;
 	policy_reset(&st->policy);
-	for (int i = 0; i < st->n; i++)
-		policy_update(&st->policy, &se->store, &st->rel[i]);
+	for (int i = 0; i < st->n; i++) {
+		if (policy_settled(&st->policy)) {
+			policy_skip(&st->policy, st->n - i);
+			break;
+		}
+		policy_update(&st->policy, &se->store, rel_at(st, i));
+	}
 }
 
 static int on_exploration_completed(Search *se, Stream *st, BlockOpt bo, ExecMode mode)
@@ -307,6 +360,7 @@ static int on_exploration_completed(Search *se, Stream *st, BlockOpt bo, ExecMod
 	if (mode == MODE_LAZY) {
 		t.kind = n == st->n ? TRIG_ALWAYS : TRIG_ON_OPERATIONS;
 		t.nops = st->n - n;
+		convert_upto(st, st->n);
 		t.ops = st->rel + n;
 	}
 	int id = -1;
@@ -325,6 +379,7 @@ static int on_exploration_completed(Search *se, Stream *st, BlockOpt bo, ExecMod
 	Plan *p = ARENA_NEW(s->arena, Plan, 1);
 	p->nops = n;
 	p->ops = ARENA_NEW(s->arena, RelOp, n);
+	convert_upto(st, n);
 	for (int i = 0; i < n; i++) {
 		ir_rel_copy(s->arena, &p->ops[i], &st->rel[i]);
 		int m = ir_rel_max_shape_id(&p->ops[i]);
@@ -366,7 +421,7 @@ static void explore(Search *se, Stream *st, ExecMode mode)
 	for (int i = st->num_deferred - 1; i >= 0; i--) {
 		if (!st->still_optimizing)
 			break;
-		sopt_register(&st->opt, &st->rel[st->n - 1 - i]);
+		sopt_register(&st->opt, rel_at(st, st->n - 1 - i));
 		bool before = st->still_optimizing;
 		st->still_optimizing = sopt_still_optimizing(&st->opt);
 		if (before && !st->still_optimizing && s->rec->on) {
@@ -389,7 +444,7 @@ static void process(Search *se, Stream *st, ExecMode mode)
 {
 	Schedule *s = se->s;
 	if (mode == MODE_LAZY) {
-		policy_update(&st->policy, &se->store, &st->rel[st->n - 1]);
+		policy_feed(se, st, st->n - 1);
 		st->num_deferred++;
 	}
 	while (st->n > 0) {
@@ -475,7 +530,7 @@ static void search_close(Search *se)
 		policy_free(&st->policy);
 		ir_rel_free(st->conv);
 		arena_free(st->rel_arena);
-		free(st->ops);
+		free(st->opbuf);
 		free(st->rel);
 		free(st->shapes);
 	}

@@ -259,12 +259,18 @@ typedef struct {
 	Available *avail; int navail, capavail;
 	int found_id, found_size;   /* found_id < 0: none */
 	int nops;                   /* ops analysed */
+	bool settled;               /* no further op can change the policy's answer */
 } Policy;
 
 void policy_init(Policy *p);
 void policy_free(Policy *p);
 void policy_reset(Policy *p);
 void policy_update(Policy *p, const PlanStore *st, const RelOp *op);
+/* Settled: no candidate is being compared and no OnOperations trigger of an
+ * available plan is still following the queue, so every further update would only
+ * count the op. policy_skip counts n ops without looking at them; only while settled. */
+bool policy_settled(const Policy *p);
+void policy_skip(Policy *p, int n);
 Action policy_action(const Policy *p, const PlanStore *st, int nops, ExecMode mode);
 
 #endif

@@ -14,13 +14,14 @@
  * handed out.
  *
  * Usage: bench_search GRAPH [--record] [--ptx] [--header] [--dump PREFIX]
- *                     [--max-blocks N]
+ *                     [--max-blocks N] [--pretty]
  *   --record      keep the decision record, as `fusec compile` does (default: not)
  *   --ptx         also run cg_module_finish and cg_module_emit_ptx (column ptx_s)
  *   --header      print the column names first
  *   --dump        write PREFIX.plan.json and, with --record, the full log PREFIX.log
  *                 (to check that an optimization changes no output)
  *   --max-blocks  the search's block cap (default 5)
+ *   --pretty      render the plan indented (--plan-style pretty) instead of compact
  * Prints one line of whitespace-separated columns (see `header` below). Exit status
  * 0, 1 when the graph does not validate or code generation fails, 2 on a usage error. */
 #include <stdio.h>
@@ -55,7 +56,7 @@ static const char header[] =
 static void usage(void)
 {
 	fprintf(stderr, "usage: bench_search GRAPH [--record] [--ptx] [--header] [--dump PREFIX] "
-		"[--max-blocks N]\n");
+		"[--max-blocks N] [--pretty]\n");
 	exit(2);
 }
 
@@ -95,12 +96,14 @@ int main(int argc, char **argv)
 {
 	const char *path = NULL, *dump = NULL;
 	int max_blocks = 5;
-	bool record = false, ptx = false, want_header = false;
+	bool record = false, ptx = false, want_header = false, pretty = false;
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--record"))
 			record = true;
 		else if (!strcmp(argv[i], "--ptx"))
 			ptx = true;
+		else if (!strcmp(argv[i], "--pretty"))
+			pretty = true;
 		else if (!strcmp(argv[i], "--header"))
 			want_header = true;
 		else if (!strcmp(argv[i], "--dump") && i + 1 < argc)
@@ -140,7 +143,7 @@ int main(int argc, char **argv)
 	if (!m || cg_lower(m, s, ca, &prog, &d))
 		return fail(&d);
 	double t3 = now();
-	PlanFileInfo info = {"sm_90", "bench.ptx", NULL};
+	PlanFileInfo info = {.arch = "sm_90", .ptx = "bench.ptx", .pretty = pretty};
 	char *text = cg_plan_json(s, &prog, &info);
 	size_t plan_bytes = strlen(text);
 	double t4 = now();

@@ -2,6 +2,7 @@
  * (docs/benchmarks.md). Standalone C, so CI machines need no scripting language.
  *
  *   gen_graph transformer L [--hidden H] [--seq S] [--heads N] [--sync-per-layer]
+ *   gen_graph transformer2d L [--hidden H] [--seq S] [--sync-per-layer]
  *   gen_graph random N [--seed S]
  *
  * `transformer` stacks L pre-norm transformer layers on x[S,H]: layer norm
@@ -12,6 +13,14 @@
  * plus a `sync` with --sync-per-layer. Every layer has weights of its own, but in
  * relative form all layers look alike, so later layers hit the plans the first one
  * settled.
+ *
+ * `transformer2d` is the same stack as a new user would first write it, on 2-D
+ * activations x[S,H] (default [512,768]) with a single head: layer norm in nine
+ * ops, Q/K/V matmuls without bias, swap_dims of K, the scores matmul, a scale, a
+ * five-op softmax, p @ v, the output projection without bias, the residual, a
+ * second layer norm, matmul + bias + tanh gelu, matmul + bias and the residual:
+ * 38 ops a layer (3,000 layers: 114,000 ops). Without --sync-per-layer the graph is
+ * one long segment.
  *
  * `random` writes N ops of a random DAG over f32 tensors of rank 2 to 4 with dims
  * from a small palette: unary math, scalar ops, broadcasting binary ops, select,
@@ -33,6 +42,7 @@ enum { MAX_RANK = 4, WINDOW = 24 };
 static void usage(void)
 {
 	fputs("usage: gen_graph transformer L [--hidden H] [--seq S] [--heads N] [--sync-per-layer]\n"
+	      "       gen_graph transformer2d L [--hidden H] [--seq S] [--sync-per-layer]\n"
 	      "       gen_graph random N [--seed S]\n", stderr);
 	exit(2);
 }
@@ -209,6 +219,89 @@ static void gen_transformer(int argc, char **argv)
 		t.layer = l;
 		nm(out, l, "y");
 		tf_layer(&t, prev, out);
+		if (sync) {
+			op_begin(&t);
+			fputs("{\"op\": \"sync\"}", stdout);
+		}
+		memcpy(prev, out, sizeof prev);
+	}
+	printf("],\n\"outputs\": [\"%s\"]}\n", prev);
+}
+
+/* One layer of the 2-D, single-head stack (`transformer2d`). */
+static void tf2d_layer(Tf *t, const char *x, const char *out)
+{
+	int l = t->layer;
+	char a[48], b[48], c[48], e[48], h[48], r1[48], q[48], k[48], v[48], extra[96];
+	nm(h, l, "h");
+	tf_layer_norm(t, x, "ln1", h);
+	tf_op(t, "matmul", h, nm(c, l, "wq"), nm(q, l, "q"), NULL);
+	tf_op(t, "matmul", h, nm(c, l, "wk"), nm(k, l, "k"), NULL);
+	tf_op(t, "matmul", h, nm(c, l, "wv"), nm(v, l, "v"), NULL);
+	tf_op(t, "swap_dims", k, NULL, nm(a, l, "kt"), "\"dims\": [0, 1]");
+	tf_op(t, "matmul", q, a, nm(b, l, "sc"), NULL);
+	snprintf(extra, sizeof extra, "\"scalar\": %.17g", 1.0 / sqrt((double)t->h));
+	tf_op(t, "mul_scalar", b, NULL, nm(a, l, "scs"), extra);
+	tf_op(t, "max_dim", a, NULL, nm(c, l, "sm_m"), "\"axis\": 1");
+	tf_op(t, "sub", a, c, nm(b, l, "sm_d"), NULL);
+	tf_op(t, "exp", b, NULL, nm(e, l, "sm_e"), NULL);
+	tf_op(t, "sum", e, NULL, nm(c, l, "sm_s"), "\"axis\": 1");
+	tf_op(t, "div", e, c, nm(b, l, "p"), NULL);
+	tf_op(t, "matmul", b, v, nm(a, l, "ctx"), NULL);
+	tf_op(t, "matmul", a, nm(c, l, "wo"), nm(b, l, "o"), NULL);
+	tf_op(t, "add", x, b, nm(r1, l, "r1"), NULL);
+	tf_layer_norm(t, r1, "ln2", nm(h, l, "h2"));
+	tf_op(t, "matmul", h, nm(c, l, "w1"), nm(a, l, "f0"), NULL);
+	tf_op(t, "add", a, nm(c, l, "b1"), nm(b, l, "f1"), NULL);
+	tf_op(t, "gelu", b, NULL, nm(a, l, "f2"), "\"approximate\": \"tanh\"");
+	tf_op(t, "matmul", a, nm(c, l, "w2"), nm(b, l, "f3"), NULL);
+	tf_op(t, "add", b, nm(c, l, "b2"), nm(a, l, "f4"), NULL);
+	tf_op(t, "add", r1, a, out, NULL);
+}
+
+static void gen_transformer2d(int argc, char **argv)
+{
+	if (argc < 1)
+		usage();
+	long layers = parse_pos(argv[0]);
+	Tf t = {.s = 512, .h = 768, .n = 1};
+	int sync = 0;
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--sync-per-layer"))
+			sync = 1;
+		else if (i + 1 < argc && !strcmp(argv[i], "--hidden"))
+			t.h = parse_pos(argv[++i]);
+		else if (i + 1 < argc && !strcmp(argv[i], "--seq"))
+			t.s = parse_pos(argv[++i]);
+		else
+			usage();
+	}
+	t.d = t.h;
+	t.f = 4 * t.h;
+
+	printf("{\"format\": \"fusec-graph/1\", \"name\": \"transformer2d_%ld\",\n\"inputs\": {",
+	       layers);
+	int first = 1;
+	tf_input(&first, "x", t.s, t.h);
+	char nbuf[48];
+	for (int l = 0; l < layers; l++) {
+		static const char *const vec[] = {"ln1_g", "ln1_b", "ln2_g", "ln2_b", "b2"};
+		for (size_t i = 0; i < sizeof vec / sizeof vec[0]; i++)
+			tf_input(&first, nm(nbuf, l, vec[i]), 1, t.h);
+		tf_input(&first, nm(nbuf, l, "wq"), t.h, t.h);
+		tf_input(&first, nm(nbuf, l, "wk"), t.h, t.h);
+		tf_input(&first, nm(nbuf, l, "wv"), t.h, t.h);
+		tf_input(&first, nm(nbuf, l, "wo"), t.h, t.h);
+		tf_input(&first, nm(nbuf, l, "w1"), t.h, t.f);
+		tf_input(&first, nm(nbuf, l, "b1"), 1, t.f);
+		tf_input(&first, nm(nbuf, l, "w2"), t.f, t.h);
+	}
+	fputs("},\n\"ops\": [", stdout);
+	char prev[48] = "x", out[48];
+	for (int l = 0; l < layers; l++) {
+		t.layer = l;
+		nm(out, l, "y");
+		tf2d_layer(&t, prev, out);
 		if (sync) {
 			op_begin(&t);
 			fputs("{\"op\": \"sync\"}", stdout);
@@ -564,6 +657,8 @@ int main(int argc, char **argv)
 		usage();
 	if (!strcmp(argv[1], "transformer"))
 		gen_transformer(argc - 2, argv + 2);
+	else if (!strcmp(argv[1], "transformer2d"))
+		gen_transformer2d(argc - 2, argv + 2);
 	else if (!strcmp(argv[1], "random"))
 		gen_random(argc - 2, argv + 2);
 	else

@@ -1,9 +1,10 @@
 # search_sweep.sh: the search-and-plan throughput sweep behind `make bench`
 # (docs/benchmarks.md). Not a test: it prints figures and never fails on them.
 #
-#   sh tests/bench/search_sweep.sh BUILD "LAYERS..." RANDOM_OPS
+#   sh tests/bench/search_sweep.sh BUILD "LAYERS..." RANDOM_OPS ["LAYERS2D..."]
 #
-# Writes transformer graphs of each size in LAYERS (one sync per layer) and a random
+# Writes transformer graphs of each size in LAYERS (one sync per layer), transformer2d
+# graphs (the 2-D stack, one segment, no sync) of each size in LAYERS2D, and a random
 # DAG of RANDOM_OPS ops (seed 1) into BUILD/bench/, runs bench_search on each RUNS
 # times (default 3) pinned to CPU BENCH_CPU (default 1) with taskset when there is
 # one, and prints the run with the median search+plan throughput of each point:
@@ -13,6 +14,7 @@ set -eu
 BUILD=$1
 LAYERS=$2
 RANDOM_OPS=$3
+LAYERS2D=${4:-}
 RUNS=${RUNS:-3}
 CPU=${BENCH_CPU:-1}
 DIR=$BUILD/bench
@@ -48,6 +50,11 @@ for l in $LAYERS; do
 	g=$DIR/transformer_$l.json
 	"$BUILD/gen_graph" transformer "$l" --sync-per-layer >"$g"
 	point "transformer $l" "$g"
+done
+for l in $LAYERS2D; do
+	g=$DIR/transformer2d_$l.json
+	"$BUILD/gen_graph" transformer2d "$l" >"$g"
+	point "transformer2d $l" "$g"
 done
 for n in $RANDOM_OPS; do
 	g=$DIR/random_$n.json

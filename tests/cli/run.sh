@@ -9,7 +9,9 @@ total_pass=0
 total_fail=0
 for t in tests/cli/t_*.sh; do
 	TMP=$(mktemp -d)
-	export TMP
+	# the kernel cache of every compile goes here, not into ~/.cache
+	XDG_CACHE_HOME=$TMP/xdg-cache
+	export TMP XDG_CACHE_HOME
 	res=$(sh -c '. tests/cli/lib.sh; . "$1"; echo "RESULT $pass $fail"' sh "$t")
 	echo "$res" | grep -v '^RESULT '
 	set -- $(echo "$res" | grep '^RESULT ' | tail -1)

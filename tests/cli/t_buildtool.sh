@@ -16,7 +16,7 @@ check names 0 "$FUSEC" compile "$TMP/tf1.yaml" -o "$TMP/n"
 same names-line "$TMP/out" "wrote $TMP/n/transformer_1.plan.json $TMP/n/transformer_1.ptx"
 [ -f "$TMP/n/transformer_1.ptx" ] && [ ! -e "$TMP/n/tf1.ptx" ] && pass=$((pass + 1)) ||
 	{ echo "FAIL names-files: $(ls "$TMP/n")"; fail=$((fail + 1)); }
-contains version-plan-format "$TMP/n/transformer_1.plan.json" "\"format\":	\"$fmt\""
+contains version-plan-format "$TMP/n/transformer_1.plan.json" "\"format\":\"$fmt\""
 check quiet 0 "$FUSEC" compile $G/lone.yaml -q -o "$TMP/q"
 same quiet-silent "$TMP/out" ""
 check emit-line 0 "$FUSEC" compile $G/lone.yaml --emit dot -o "$TMP/e"
@@ -48,3 +48,26 @@ same diag-json-text "$TMP/err" '{"severity":"error","file":"tests/errors/typo_op
 check diag-json-env 2 env FUSEC_DIAGNOSTICS=json "$FUSEC" compile
 same diag-json-usage "$TMP/err" '{"severity":"error","file":null,"line":0,"col":0,"code":"usage","message":"expected one GRAPH argument"}'
 check diag-bad 2 "$FUSEC" --diagnostics xml compile $G/lone.yaml
+
+# the depfile lists the .npy files constants come from
+python3 - "$TMP/w.npy" <<'PY'
+import struct, sys
+hdr = "{'descr': '<f4', 'fortran_order': False, 'shape': (4,), }"
+hdr += " " * (64 - 10 - len(hdr) - 1) + "\n"
+with open(sys.argv[1], "wb") as f:
+    f.write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(hdr)) + hdr.encode())
+    f.write(struct.pack("<4f", 1, 2, 3, 4))
+PY
+cat > "$TMP/c.yaml" <<'YAML'
+format: fusec-graph/1
+name: consts
+inputs:
+  x: {dtype: f32, shape: [4]}
+constants:
+  w: {dtype: f32, shape: [4], npy: w.npy}
+ops:
+  - {op: mul, in: [x, w], out: y}
+outputs: [y]
+YAML
+check depfile-npy 0 "$FUSEC" compile "$TMP/c.yaml" -o "$TMP/c" -M "$TMP/c.mk" -q
+contains depfile-npy-rule "$TMP/c.mk" "$TMP/c/consts.plan.json $TMP/c/consts.ptx $TMP/c/consts.weights.bin: $TMP/c.yaml $TMP/w.npy"

@@ -27,7 +27,89 @@ check compile-invalid-nothing 0 test ! -e "$TMP/inv"
 # an input that is also an output is read back by runtimes: "output": true
 printf 'format: fusec-graph/1\ninputs: {a: {dtype: f32, shape: [4]}}\nops:\n  - {op: neg, in: [a], out: y}\noutputs: [a, y]\n' > "$TMP/io.yaml"
 check compile-input-output 0 "$FUSEC" compile "$TMP/io.yaml" -o "$TMP/io" &&
-	contains compile-input-output-flag "$TMP/io/io.plan.json" '"output":	true'
+	contains compile-input-output-flag "$TMP/io/io.plan.json" '"output":true'
+# --plan-style: compact by default (one line), pretty indented for people; the same
+# document either way, and deterministic
+check compile-pretty 0 "$FUSEC" compile $G -o "$TMP/pp" --plan-style pretty &&
+	contains compile-pretty-tabs "$TMP/pp/reuse.plan.json" '	"format":	"fusec-plan/1",'
+same compile-compact-lines "$(wc -l < "$TMP/ok2/reuse.plan.json" > "$TMP/wc"; echo "$TMP/wc")" "1"
+contains compile-compact-head "$TMP/ok2/reuse.plan.json" '{"format":"fusec-plan/1","compiler":"fusec '
+check compile-pretty-same-doc 0 python3 -c '
+import json, sys
+a = json.load(open(sys.argv[1])); b = json.load(open(sys.argv[2]))
+sys.exit(0 if a == b else 1)' "$TMP/pp/reuse.plan.json" "$TMP/ok2/reuse.plan.json"
+check compile-pretty-again 0 "$FUSEC" compile $G -o "$TMP/pp2" --plan-style pretty
+same_files compile-pretty-deterministic "$TMP/pp/reuse.plan.json" "$TMP/pp2/reuse.plan.json"
+check compile-bad-plan-style 2 "$FUSEC" compile $G --plan-style fancy -o "$TMP/ps" &&
+	contains compile-bad-plan-style-msg "$TMP/err" "unknown --plan-style 'fancy'"
+# names that need escaping reach the plan as valid JSON and read back unchanged
+printf '{"format": "fusec-graph/1", "name": "esc", "inputs": {"a\\"b\\\\c/\\u00e9": {"dtype": "f32", "shape": [4]}},\n "ops": [{"op": "neg", "in": ["a\\"b\\\\c/\\u00e9"], "out": "y"}], "outputs": ["y"]}\n' > "$TMP/esc.json"
+check compile-escape 0 "$FUSEC" compile "$TMP/esc.json" -o "$TMP/esc" &&
+	check compile-escape-names 0 python3 -c '
+import json, sys
+p = json.load(open(sys.argv[1], encoding="utf-8"))
+names = [t["name"] for t in p["tensors"]]
+sys.exit(0 if names == ["a\"b\\c/\u00e9", "y"] else 1)' "$TMP/esc/esc.plan.json"
+contains compile-escape-text "$TMP/esc/esc.plan.json" '"name":"a\"b\\c/é"'
+# the kernel cache: a second compile of the same kernels skips LLVM and writes the
+# very same files; --no-cache neither reads nor writes it
+check cache-cold 0 "$FUSEC" compile $G -o "$TMP/kc1" --cache-dir "$TMP/kc" --time &&
+	contains cache-cold-miss "$TMP/err" "kernel cache: 0 of 1 chunk hit"
+check cache-warm 0 "$FUSEC" compile $G -o "$TMP/kc2" --cache-dir "$TMP/kc" --time &&
+	contains cache-warm-hit "$TMP/err" "kernel cache: 1 of 1 chunk hit (LLVM skipped)"
+check cache-off 0 "$FUSEC" compile $G -o "$TMP/kc3" --no-cache --time &&
+	check cache-off-silent 1 grep -q "kernel cache" "$TMP/err"
+same_files cache-same-ptx "$TMP/kc1/reuse.ptx" "$TMP/kc2/reuse.ptx"
+same_files cache-same-ptx-off "$TMP/kc1/reuse.ptx" "$TMP/kc3/reuse.ptx"
+same_files cache-same-plan "$TMP/kc1/reuse.plan.json" "$TMP/kc2/reuse.plan.json"
+same cache-one-entry "$(ls "$TMP/kc" | wc -l > "$TMP/n"; echo "$TMP/n")" "1"
+# another arch is another entry
+check cache-arch 0 "$FUSEC" compile $G -o "$TMP/kc4" --cache-dir "$TMP/kc" --arch sm_80 --time &&
+	contains cache-arch-miss "$TMP/err" "kernel cache: 0 of 1 chunk hit"
+contains cache-arch-ptx "$TMP/kc4/reuse.ptx" ".target sm_80"
+# a damaged entry is a miss, and is replaced
+for f in "$TMP"/kc/*.ptx; do printf 'garbage' > "$f"; done
+check cache-damaged 0 "$FUSEC" compile $G -o "$TMP/kc5" --cache-dir "$TMP/kc" --time &&
+	contains cache-damaged-miss "$TMP/err" "kernel cache: 0 of 1 chunk hit"
+same_files cache-damaged-ptx "$TMP/kc1/reuse.ptx" "$TMP/kc5/reuse.ptx"
+check cache-repaired 0 "$FUSEC" compile $G -o "$TMP/kc6" --cache-dir "$TMP/kc" --time &&
+	contains cache-repaired-hit "$TMP/err" "(LLVM skipped)"
+# the default folder is $XDG_CACHE_HOME/fusec
+check cache-xdg 0 env XDG_CACHE_HOME="$TMP/xdg" "$FUSEC" compile $G -o "$TMP/kc7"
+check cache-xdg-entry 0 sh -c 'ls "$1"/xdg/fusec/*.ptx' sh "$TMP"
+# a cache that cannot be written is skipped
+check cache-unwritable 0 "$FUSEC" compile $G -o "$TMP/kc8" --cache-dir /proc/fusec-cache
+same_files cache-unwritable-ptx "$TMP/kc1/reuse.ptx" "$TMP/kc8/reuse.ptx"
+check cache-empty-dir 2 "$FUSEC" compile $G --cache-dir "" -o "$TMP/kc9"
+# 8 compiles at once sharing one cache: every output is the one a lone compile writes
+for g in tests/golden/chains.yaml tests/golden/fusers.yaml; do
+	n=$(basename "$g" .yaml)
+	"$FUSEC" compile "$g" -o "$TMP/par-ref" --no-cache 2>/dev/null
+	i=0
+	while [ $i -lt 8 ]; do
+		"$FUSEC" compile "$g" -o "$TMP/par$i" --cache-dir "$TMP/kpar" 2>/dev/null &
+		i=$((i + 1))
+	done
+	wait
+	i=0
+	while [ $i -lt 8 ]; do
+		same_files "cache-parallel-$n-$i" "$TMP/par-ref/$n.ptx" "$TMP/par$i/$n.ptx"
+		i=$((i + 1))
+	done
+done
+check cache-parallel-no-temp 1 sh -c 'ls -A "$1"/kpar | grep -q "^\.tmp"' sh "$TMP"
+# LLVM threads: the same files for every -j, and the same PTX with --emit ll (one
+# module, no threads)
+for g in tests/golden/chains.yaml tests/golden/fusers.yaml tests/golden/holes.yaml; do
+	n=$(basename "$g" .yaml)
+	check "jobs-1-$n" 0 "$FUSEC" compile "$g" -o "$TMP/j1" -j 1 --no-cache
+	check "jobs-3-$n" 0 "$FUSEC" compile "$g" -o "$TMP/j3" --jobs 3 --no-cache
+	same_files "jobs-ptx-$n" "$TMP/j1/$n.ptx" "$TMP/j3/$n.ptx"
+	same_files "jobs-plan-$n" "$TMP/j1/$n.plan.json" "$TMP/j3/$n.plan.json"
+	check "jobs-ll-$n" 0 "$FUSEC" compile "$g" -o "$TMP/jll" --emit ll --no-cache
+	check "jobs-ll-entries-$n" 0 sh -c '[ "$(grep -c "^.visible .entry" "$1")" = "$(grep -c "^.visible .entry" "$2")" ]' sh "$TMP/j1/$n.ptx" "$TMP/jll/$n.ptx"
+done
+check jobs-zero 2 "$FUSEC" compile $G -j 0 -o "$TMP/j0"
 
 # the schedule verifier (--verify) between search and codegen, on every example and
 # benchmark graph (the goldens go through it in t_search.sh)

@@ -44,12 +44,12 @@ contains reuse-kernel "$TMP/r/reuse.plan.json" '"fusec_k1_0"'
 check chains 0 "$FUSEC" compile $G/chains.yaml -o "$TMP/c" --log full
 contains chains-5-blocks "$TMP/err" "[stream] op 32 NumericFloat::MulScalar [ops[32] → c4_1] → new block (total: 5)"
 contains chains-score "$TMP/err" "▸ fused ElementWise (score=7390, 40 ops)"
-contains chains-reads "$TMP/c/chains.plan.json" '"reads":	["x0", "x1", "x2", "x3", "x4"]'
-contains chains-writes "$TMP/c/chains.plan.json" '"writes":	["y0", "y1", "y2", "y3", "y4"]'
+contains chains-reads "$TMP/c/chains.plan.json" '"reads":["x0","x1","x2","x3","x4"]'
+contains chains-writes "$TMP/c/chains.plan.json" '"writes":["y0","y1","y2","y3","y4"]'
 check lone 0 "$FUSEC" compile $G/lone.yaml -o "$TMP/l" --log full
 contains lone-unfused "$TMP/err" "▸ un-fused (1 op)"
-contains lone-unit "$TMP/l/lone.plan.json" '"unit":	"fusec_k0_0"'
-contains lone-kernel "$TMP/l/lone.plan.json" '"kind":	"single"'
+contains lone-unit "$TMP/l/lone.plan.json" '"unit":"fusec_k0_0"'
+contains lone-kernel "$TMP/l/lone.plan.json" '"kind":"single"'
 check maxblocks 0 "$FUSEC" compile $G/maxblocks.yaml --max-blocks 2 -o "$TMP/m" --log medium
 contains maxblocks-stop "$TMP/err" "[stream] stopped (max_blocks=2 reached) at op 32 (NumericFloat::Add [ops[32] → c4_1])"
 check fusers 0 "$FUSEC" compile $G/fusers.yaml -o "$TMP/f" --log full
@@ -63,7 +63,7 @@ contains holes-filled "$TMP/err" "[holes] 1 unclaimed op(s) between claimed ones
 check lazy 0 "$FUSEC" compile $G/lazy_triggers.yaml -o "$TMP/z" --log full
 contains lazy-onops "$TMP/err" "[plan] cache hit: execute plan #0 (lazy, segment has 3 ops)"
 contains lazy-always "$TMP/err" "[plan] cache hit: execute plan #1 (lazy, segment has 2 ops)"
-contains lazy-triggers "$TMP/z/lazy_triggers.plan.json" '"kind":	"Always"'
+contains lazy-triggers "$TMP/z/lazy_triggers.plan.json" '"kind":"Always"'
 
 # options
 check log-env 0 env FUSEC_LOG=basic "$FUSEC" compile $G/lone.yaml -o "$TMP/e"

@@ -1,0 +1,36 @@
+/* kcache.h: the on-disk kernel cache of `fusec compile` (docs/kernel-cache.md).
+ *
+ * In:  a chunk of a module's kernels (emit_par.c), built and not yet optimized, and
+ *      the compile's options.
+ * Out: the PTX the chunk would emit, when an earlier compile stored it; or a new
+ *      entry stored after the chunk was optimized and emitted.
+ *
+ * The key is the text of everything the PTX depends on: the cache format, fusec's
+ * version, LLVM's version, the target and arch, the libdevice file (path, size and
+ * a hash of its bytes), the module name, and the spec of every kernel of the chunk
+ * in order (kind, relative ops with their placeholder numbers, written set). An entry is
+ * the file DIR/<32 hex digits of two hashes of the key>.ptx, holding the key
+ * itself and then the PTX; a read compares the whole key, so a hash collision is a
+ * miss, never a wrong answer. Entries are written to a temporary file in DIR and
+ * renamed into place, so parallel compiles sharing DIR see whole entries or none.
+ * A cache that cannot be read or written is skipped: the compile goes on without.
+ * Memory: the key is malloc'd (cg_cache_key_free). */
+#ifndef FUSEC_KCACHE_H
+#define FUSEC_KCACHE_H
+
+#include "codegen.h"
+
+typedef struct {
+	Buf text;              /* the key */
+	char name[33];         /* its file name stem: 32 hex digits */
+} CgCacheKey;
+
+/* The key of the module's kernels [first, first + n) (entries in creation order). */
+void cg_cache_key(CgModule *m, int first, int n, CgCacheKey *k);
+void cg_cache_key_free(CgCacheKey *k);
+/* The cached PTX of key k in dir, appended to *ptx: true on a hit. */
+bool cg_cache_get(const char *dir, const CgCacheKey *k, Buf *ptx);
+/* Store ptx under key k in dir (created when missing). 0, or -1 (nothing stored). */
+int cg_cache_put(const char *dir, const CgCacheKey *k, const char *ptx, size_t len);
+
+#endif
