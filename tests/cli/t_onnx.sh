@@ -7,11 +7,11 @@ M=tests/onnx/models
 
 # compile: plan, PTX and weights; byte-identical when repeated
 check onnx-compile 0 "$FUSEC" compile "$M/gpt2/model.onnx" -o "$TMP/p1" &&
-	contains onnx-compile-weights "$TMP/p1/model.plan.json" '"weights":	"model.weights.bin"'
+	contains onnx-compile-weights "$TMP/p1/model.plan.json" '"weights":"model.weights.bin"'
 check onnx-compile-again 0 "$FUSEC" compile "$M/gpt2/model.onnx" -o "$TMP/p2"
 same_files onnx-weights-deterministic "$TMP/p1/model.weights.bin" "$TMP/p2/model.weights.bin"
 same_files onnx-plan-deterministic "$TMP/p1/model.plan.json" "$TMP/p2/model.plan.json"
-contains onnx-compile-constant "$TMP/p1/model.plan.json" '"constant":	0,'
+contains onnx-compile-constant "$TMP/p1/model.plan.json" '"constant":0,'
 
 # sniffed by content: the same model under another extension
 cp "$M/bert/model.onnx" "$TMP/bert.bin"
