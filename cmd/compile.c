@@ -35,7 +35,7 @@ static const char compile_usage[] =
 	"  --max-explorations N   explorations per stream, then unfused (default unlimited)\n"
 	"  --max-bindings N       buffers one fused kernel may bind (default 32)\n"
 	"  --log LEVEL            off, basic, medium, full (also 0, 1); or FUSEC_LOG\n"
-	"  --log-format F         text (burn's lines) or json (JSON lines, docs/logs.md);\n"
+	"  --log-format F         text (burn's lines) or json (JSON lines, docs/inspect.md);\n"
 	"                         or FUSEC_LOG_FORMAT; json alone means --log full\n"
 	"  --emit LIST            extra outputs, comma-separated: ll, relative, dot, svg\n"
 	"                         (svg runs Graphviz's dot when it is installed)\n"

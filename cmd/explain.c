@@ -1,7 +1,7 @@
 /* explain.c: `fusec explain GRAPH [--op OP] [--json]`: why each op was or was not
  * fused. Runs the same search as compile (default options, or those given) and
  * prints, from its record, each op's segment, step, kernel, block and competing
- * fusers; --json prints the same as one JSON document (docs/explain.md). */
+ * fusers; --json prints the same as one JSON document (docs/inspect.md). */
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,7 +19,7 @@ static const char explain_usage[] =
 	"\n"
 	"  --op OP     one op: its index in `ops` (ops[OP]), the name of the tensor it\n"
 	"              writes, or its own `name` (an ONNX node name)\n"
-	"  --json      one JSON document (format fusec-explain/1, docs/explain.md)\n";
+	"  --json      one JSON document (format fusec-explain/1, docs/inspect.md)\n";
 
 /* --op: an index, else a tensor an op writes, else an op's own name. -1: none. */
 static long find_op(const Graph *g, const char *spec)

@@ -1,7 +1,7 @@
 /* log_json.c: the decision record as JSON lines (--log-format json, FUSEC_LOG_FORMAT).
  *
  * The same events, at the same levels, as the text log of log.c: one object a
- * line, "event" naming the kind. Field names are stable (docs/logs.md lists them);
+ * line, "event" naming the kind. Field names are stable (docs/inspect.md lists them);
  * every event about an op carries its global index ("op"), burn's display name
  * ("kind"), its own name ("name", null without one) and the tensor it writes
  * ("out"). An execution is one "execute" object with its launches and their ops. */

@@ -146,7 +146,7 @@ unsigned pass_fusers_taking(int kind, unsigned *after_matmul);
 /* ---- rendering from the record ----------------------------------------------- */
 
 /* Write the log lines of `level` and below (SPEC §4) to f: text, or with
- * s->opt.log_json one JSON object a line (docs/logs.md names the fields). */
+ * s->opt.log_json one JSON object a line (docs/inspect.md names the fields). */
 void pass_log_write(const Schedule *s, LogLevel level, FILE *f);
 /* The same events as JSON lines (log_json.c). */
 void pass_log_write_json(const Schedule *s, LogLevel level, Buf *b);
@@ -155,7 +155,7 @@ LogLevel pass_event_level(int kind);
 /* The fusion trace table of one step, as logged after each execution. */
 void pass_trace_table(const Schedule *s, int step, Buf *out);
 /* `fusec explain`: every op (op < 0) or one op; text, or one JSON document
- * ("format": "fusec-explain/1", docs/explain.md). */
+ * ("format": "fusec-explain/1", docs/inspect.md). */
 void pass_explain(const Schedule *s, int op, Buf *out);
 void pass_explain_ex(const Schedule *s, int op, bool json, Buf *out);
 

@@ -14,7 +14,7 @@ mkdir -p "$TMP/plans"
 ok=1
 for g in $graphs; do
 	args=$(sed -n 's/^# args: //p' "$g")
-	"$FUSEC" compile "$g" $args -o "$TMP/plans" 2>"$TMP/err" || { ok=0; echo "FAIL schema-compile $g"; }
+	"$FUSEC" compile "$g" $args -q -o "$TMP/plans" 2>"$TMP/err" || { ok=0; echo "FAIL schema-compile $g"; }
 done
 [ $ok = 1 ] && pass=$((pass + 1)) || fail=$((fail + 1))
 if python3 tests/schema/validate.py $S/fusec-plan-1.schema.json "$TMP"/plans/*.plan.json \
