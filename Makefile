@@ -7,6 +7,8 @@
 # make bench      search-and-plan throughput sweep (docs/benchmarks.md)
 # make fuzz       libFuzzer target for the graph readers (tests/fuzz/README.md)
 # make static     build/fusec-static: LLVM linked in, for GPU machines without LLVM
+# make install    PREFIX=/usr/local DESTDIR=: fusec, fusec-run, libfusecrt.{a,so} and
+#                 its headers, fusecrt.pc, man pages, bash completion
 # make clean
 
 BUILD       ?= build
@@ -31,10 +33,10 @@ ALL_CFLAGS = -std=c11 -D_POSIX_C_SOURCE=200809L -pthread $(WARN) $(CFLAGS) $(DEP
 SUPPORT_SRC = support/support.c
 IR_SRC      = ir/build.c ir/doc.c ir/infer.c ir/liveness.c ir/ops.c ir/read_json.c ir/read_yaml.c ir/relative.c
 ONNX_SRC    = onnx/import.c onnx/load.c onnx/ops.c
-PASSES_SRC  = passes/block.c passes/dump.c passes/explain.c passes/explorer.c passes/fuser_elemwise.c passes/fuser_matmul.c passes/fuser_reduce.c passes/fuser_reduce_bcast.c passes/fusers.c passes/intset.c passes/log.c passes/plan_store.c passes/processor.c passes/record.c passes/score.c passes/verify.c
+PASSES_SRC  = passes/block.c passes/dump.c passes/explain.c passes/explorer.c passes/fuser_elemwise.c passes/fuser_matmul.c passes/fuser_probe.c passes/fuser_reduce.c passes/fuser_reduce_bcast.c passes/fusers.c passes/intset.c passes/log.c passes/log_json.c passes/plan_store.c passes/processor.c passes/record.c passes/score.c passes/verify.c
 CODEGEN_SRC = codegen/coop.c codegen/emit_par.c codegen/eval.c codegen/frame.c codegen/host_exec.c codegen/jit.c codegen/json_write.c codegen/kcache.c codegen/kernel_elemwise.c codegen/kernel_join_window.c codegen/kernel_matmul.c codegen/kernel_reduce.c codegen/lower.c codegen/math.c codegen/module.c codegen/plan.c codegen/toolbox.c codegen/values.c
 HOST_SRC    = host/check.c host/constants.c host/host.c host/interp.c host/npy.c
-CMD_SRC     = cmd/bench.c cmd/compile.c cmd/explain.c cmd/fusec.c cmd/import.c cmd/normalize.c cmd/run.c cmd/run_cpu.c cmd/run_cuda.c
+CMD_SRC     = cmd/bench.c cmd/compile.c cmd/explain.c cmd/fusec.c cmd/graphviz.c cmd/import.c cmd/normalize.c cmd/ops.c cmd/run.c cmd/run_cpu.c cmd/run_cuda.c
 RT_SRC      = runtime/bench.c runtime/runtime.c
 TEST_SRC    = tests/unit/main.c tests/unit/graphgen.c tests/unit/test_backends.c tests/unit/test_check.c tests/unit/test_codegen.c tests/unit/test_coop.c tests/unit/test_hostile.c tests/unit/test_infer.c tests/unit/test_interp.c tests/unit/test_json_write.c tests/unit/test_math.c tests/unit/test_onnx.c tests/unit/test_readers.c tests/unit/test_relative.c tests/unit/test_runtime.c tests/unit/test_search.c
 BENCH_SRC   = tests/bench/bench_search.c tests/bench/gen_graph.c
@@ -71,6 +73,43 @@ $(BUILD)/fusec-static: $(CORE_OBJ) $(CMD_OBJ)
 
 static: $(BUILD)/fusec-static
 
+# The runtime as a library (libfusecrt.a, libfusecrt.so): plan loading, the driver
+# through dlopen, launches and timing, with the host tensors and .npy it uses.
+LIBRT_SRC = runtime/bench.c runtime/runtime.c host/host.c host/npy.c ir/ops.c support/support.c
+LIBRT_OBJ = $(LIBRT_SRC:%.c=$(BUILD)/pic/%.o)
+$(BUILD)/pic/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -fPIC -c -o $@ $<
+$(BUILD)/libfusecrt.a: $(LIBRT_OBJ)
+	rm -f $@
+	$(AR) rcs $@ $^
+$(BUILD)/libfusecrt.so: $(LIBRT_OBJ)
+	$(CC) $(CFLAGS) -shared -Wl,-soname,libfusecrt.so.0 -o $@ $^ \
+	  $(shell $(PKG_CONFIG) --libs libcjson) -ldl -lm
+lib: $(BUILD)/libfusecrt.a $(BUILD)/libfusecrt.so
+
+PREFIX     ?= /usr/local
+DESTDIR    ?=
+BINDIR      = $(DESTDIR)$(PREFIX)/bin
+LIBDIR      = $(DESTDIR)$(PREFIX)/lib
+INCDIR      = $(DESTDIR)$(PREFIX)/include/fusec
+MANDIR      = $(DESTDIR)$(PREFIX)/share/man/man1
+COMPDIR     = $(DESTDIR)$(PREFIX)/share/bash-completion/completions
+# The header keeps its neighbours' relative paths: include <fusec/runtime/fusecrt.h>.
+RT_HEADERS  = runtime/fusecrt.h host/host.h ir/ir.h ir/ops.def support/support.h
+install: all lib
+	install -d $(BINDIR) $(LIBDIR)/pkgconfig $(MANDIR) $(COMPDIR)
+	install -m 755 $(BUILD)/fusec $(BUILD)/fusec-run $(BINDIR)/
+	install -m 644 $(BUILD)/libfusecrt.a $(LIBDIR)/
+	install -m 755 $(BUILD)/libfusecrt.so $(LIBDIR)/libfusecrt.so.0
+	ln -sf libfusecrt.so.0 $(LIBDIR)/libfusecrt.so
+	for h in $(RT_HEADERS); do install -d $(INCDIR)/$$(dirname $$h); \
+	  install -m 644 $$h $(INCDIR)/$$h; done
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(shell sed -n 's/^#define FUSEC_VERSION "\(.*\)"/\1/p' support/support.h)|' \
+	  docs/fusecrt.pc.in > $(LIBDIR)/pkgconfig/fusecrt.pc
+	install -m 644 docs/man/fusec.1 docs/man/fusec-run.1 $(MANDIR)/
+	install -m 644 docs/completion/fusec $(COMPDIR)/fusec
+
 $(BUILD)/unit: $(CORE_OBJ) $(TEST_OBJ)
 	$(CC) $(CFLAGS) -o $@ $^ $(DEPS_LIBS) $(CMOCKA_LIBS) -ldl
 
@@ -96,7 +135,7 @@ $(BUILD)/onnx/%.o: onnx/%.c $(BUILD)/gen/onnx.pb-c.h
 
 # CLI tests first, the cmocka run last: `make test` ends with its summary line.
 test: $(BUILD)/fusec $(BUILD)/unit $(BUILD)/fusec-run $(BUILD)/tests/fakecuda.so $(BUILD)/onnx_conformance
-	FUSEC=$(BUILD)/fusec sh tests/cli/run.sh
+	FUSEC=$(BUILD)/fusec BUILD=$(BUILD) sh tests/cli/run.sh
 	$(BUILD)/onnx_conformance -q -v --list tests/onnx/fast.list $(ONNX_TESTDATA)/node
 	$(BUILD)/onnx_conformance -q tests/onnx/models
 	cd tests && ../$(BUILD)/unit
@@ -172,7 +211,8 @@ sanitize:
 	$(MAKE) BUILD=build-san CFLAGS="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" test
 
 deps:
-	@missing=""; for p in llvm-19-dev libcjson-dev libyaml-dev libcmocka-dev libprotobuf-c-dev protobuf-c-compiler libonnx-dev libonnx-testdata libssl-dev pkg-config make gcc; do \
+	@missing=""; for p in llvm-19-dev libcjson-dev libyaml-dev libcmocka-dev libprotobuf-c-dev protobuf-c-compiler libonnx-dev libonnx-testdata libssl-dev pkg-config make gcc \
+	           python3 python3-jsonschema python3-yaml; do \
 	  dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing:$$missing"; \
@@ -182,6 +222,6 @@ deps:
 clean:
 	rm -rf build build-san
 
-.PHONY: all test sanitize deps clean static math-accuracy fuzz fuzz-onnx fuzz-smoke bench onnx-conformance
+.PHONY: all test sanitize deps clean static math-accuracy fuzz fuzz-onnx fuzz-smoke bench onnx-conformance lib install
 -include $(filter-out $(BUILD)/gen/%,$(CORE_OBJ:.o=.d)) $(CMD_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(BUILD)/cmd/fusec_run.d \
          $(BENCH_SRC:%.c=$(BUILD)/%.d)

@@ -14,6 +14,7 @@ int cmd_compile(int argc, char **argv);
 int cmd_explain(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
+int cmd_ops(int argc, char **argv);
 int cmd_import(int argc, char **argv);
 
 /* Shared helpers (cmd/fusec.c). */
@@ -21,9 +22,17 @@ extern const char *cmd_prog;                 /* "fusec" */
 void cmd_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void cmd_usage_error(const char *sub, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void cmd_print_diag(const Diag *d);
+/* The same with a code for --diagnostics json ("invalid-input", "error", "usage"). */
+void cmd_print_diag_code(const Diag *d, const char *code);
+extern bool cmd_diag_json;   /* --diagnostics json */
 /* Read a graph named on the command line ("-" is stdin); prints the error itself. */
 Graph *cmd_load_graph(Arena *a, const char *path);
 /* Parse a non-negative integer option value; prints a usage error and returns -1 if bad. */
 long cmd_parse_count(const char *sub, const char *opt, const char *val);
+
+/* Graphviz at run time (cmd/graphviz.c): is `dot` on PATH; DOT text to SVG (prints
+ * its own error, returns -1). */
+bool cmd_have_dot(void);
+int cmd_dot_to_svg(const char *dot, size_t len, Buf *svg);
 
 #endif

@@ -28,7 +28,9 @@ static const char compile_usage[] =
 	"                     [--allow-tf32]\n"
 	"\n"
 	"Search fusions for GRAPH, generate PTX, and write DIR/NAME.ptx and\n"
-	"DIR/NAME.plan.json (DIR defaults to .).\n"
+	"DIR/NAME.plan.json (DIR defaults to .). NAME is the graph's `name` key, or\n"
+	"else the file name without its extension (tf1.json with name: transformer_1\n"
+	"writes transformer_1.ptx). One line on stdout names the files written.\n"
 	"\n"
 	"  -o DIR                 output folder, created if missing\n"
 	"  --arch sm_XX           target architecture (default sm_90)\n"
@@ -36,7 +38,10 @@ static const char compile_usage[] =
 	"  --max-explorations N   explorations per stream, then unfused (default unlimited)\n"
 	"  --max-bindings N       buffers one fused kernel may bind (default 32)\n"
 	"  --log LEVEL            off, basic, medium, full (also 0, 1); or FUSEC_LOG\n"
-	"  --emit LIST            extra outputs, comma-separated: ll, relative, dot\n"
+	"  --log-format F         text (burn's lines) or json (JSON lines, docs/inspect.md);\n"
+	"                         or FUSEC_LOG_FORMAT; json alone means --log full\n"
+	"  --emit LIST            extra outputs, comma-separated: ll, relative, dot, svg\n"
+	"                         (svg runs Graphviz's dot when it is installed)\n"
 	"  --plan-style STYLE     compact (default) or pretty: the plan indented for\n"
 	"                         people; both are the same JSON document\n"
 	"  --cache-dir DIR        the kernel cache (default $XDG_CACHE_HOME/fusec, or\n"
@@ -46,6 +51,9 @@ static const char compile_usage[] =
 	"  -j, --jobs N           LLVM threads (default: the CPUs, at most 8); the\n"
 	"                         outputs are the same for every N\n"
 	"  --time                 print the time of each phase to stderr\n"
+	"  -q, --quiet            do not print the line naming the files written\n"
+	"  -M, --depfile FILE     write a make rule: the outputs depend on GRAPH (and\n"
+	"                         the files it reads)\n"
 	"  --verify               check the schedule before generating code: every op\n"
 	"                         runs once, launches read only what is written earlier\n"
 	"  --allow-tf32           f32 matmuls run on tensor cores as tf32 (10-bit\n"
@@ -161,7 +169,8 @@ static bool valid_arch(const char *s)
 typedef struct {
 	const char *graph, *dir, *arch, *libdevice;
 	SearchOptions search;
-	bool emit_ll, emit_relative, emit_dot, timing, verify;
+	const char *depfile;
+	bool emit_ll, emit_relative, emit_dot, emit_svg, timing, verify, quiet;
 	bool pretty, no_cache;
 	const char *cache_dir;   /* --cache-dir, or NULL */
 	int jobs;                /* -j, or 0 */
@@ -177,10 +186,12 @@ static int parse_emit(CompileOptions *o, const char *arg)
 			o->emit_relative = true;
 		else if (!strcmp(t, "dot"))
 			o->emit_dot = true;
+		else if (!strcmp(t, "svg"))
+			o->emit_svg = true;
 		else if (!strcmp(t, "ll"))
 			o->emit_ll = true;
 		else if (strcmp(t, "ptx") && strcmp(t, "plan")) {
-			cmd_usage_error("compile", "unknown --emit item '%s' (ll, relative, dot)", t);
+			cmd_usage_error("compile", "unknown --emit item '%s' (ll, relative, dot, svg)", t);
 			rc = EXIT_USAGE;
 		}
 	}
@@ -199,10 +210,13 @@ static int parse_options(int argc, char **argv, CompileOptions *o)
 		{"max-explorations", required_argument, NULL, 'x'},
 		{"max-bindings", required_argument, NULL, 'n'},
 		{"log", required_argument, NULL, 'l'},
+		{"log-format", required_argument, NULL, 'L'},
 		{"emit", required_argument, NULL, 'e'},
 		{"libdevice", required_argument, NULL, 'd'},
 		{"time", no_argument, NULL, 't'},
 		{"verify", no_argument, NULL, 'v'},
+		{"quiet", no_argument, NULL, 'q'},
+		{"depfile", required_argument, NULL, 'M'},
 		{"plan-style", required_argument, NULL, 'p'},
 		{"cache-dir", required_argument, NULL, 'c'},
 		{"no-cache", no_argument, NULL, 'C'},
@@ -213,12 +227,13 @@ static int parse_options(int argc, char **argv, CompileOptions *o)
 	memset(o, 0, sizeof *o);
 	pass_default_options(&o->search);
 	o->dir = ".";
-	o->arch = "sm_90";
+	o->arch = CG_DEFAULT_ARCH;
 	const char *log = getenv("FUSEC_LOG");
+	const char *log_format = getenv("FUSEC_LOG_FORMAT");
 	int c;
 	long v;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "ho:j:", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "ho:qM:j:", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'h':
 			fputs(compile_usage, stdout);
@@ -260,9 +275,18 @@ static int parse_options(int argc, char **argv, CompileOptions *o)
 		case 'l':
 			log = optarg;
 			break;
+		case 'L':
+			log_format = optarg;
+			break;
 		case 'e':
 			if (parse_emit(o, optarg) != EXIT_OK)
 				return EXIT_USAGE;
+			if (o->emit_svg && !cmd_have_dot()) {
+				cmd_usage_error("compile", "--emit svg needs Graphviz's `dot` on PATH "
+						"(Debian: apt-get install graphviz); --emit dot writes "
+						"the DOT text without it");
+				return EXIT_USAGE;
+			}
 			break;
 		case 'd':
 			if (strcmp(optarg, "auto") && access(optarg, R_OK) != 0) {
@@ -277,6 +301,16 @@ static int parse_options(int argc, char **argv, CompileOptions *o)
 			break;
 		case 'v':
 			o->verify = true;
+			break;
+		case 'q':
+			o->quiet = true;
+			break;
+		case 'M':
+			if (!*optarg) {
+				cmd_usage_error("compile", "option '--depfile' needs a file name");
+				return EXIT_USAGE;
+			}
+			o->depfile = optarg;
 			break;
 		case 'p':
 			if (strcmp(optarg, "compact") && strcmp(optarg, "pretty")) {
@@ -320,6 +354,16 @@ static int parse_options(int argc, char **argv, CompileOptions *o)
 	if (log && *log && pass_log_parse(log, &o->search.log_level) < 0) {
 		cmd_usage_error("compile", "bad log level '%s' (off, basic, medium, full)", log);
 		return EXIT_USAGE;
+	}
+	if (log_format && *log_format) {
+		if (strcmp(log_format, "text") && strcmp(log_format, "json")) {
+			cmd_usage_error("compile", "bad log format '%s' (text, json)", log_format);
+			return EXIT_USAGE;
+		}
+		o->search.log_json = !strcmp(log_format, "json");
+		/* asking for JSON logs without a level asks for all of them */
+		if (o->search.log_json && !(log && *log))
+			o->search.log_level = LOG_FULL;
 	}
 	o->search.log = stderr;
 	o->graph = argv[optind];
@@ -435,11 +479,78 @@ static int commit_outputs(const char *dir, const char *name, const OutFile *file
 	return status;
 }
 
+/* A path in a make rule: spaces, '#' and '$' escaped as make reads them. */
+static void make_path(Buf *b, const char *p)
+{
+	for (; *p; p++) {
+		if (*p == ' ' || *p == '#' || *p == '\\')
+			buf_putc(b, '\\');
+		if (*p == '$')
+			buf_putc(b, '$');
+		buf_putc(b, *p);
+	}
+}
+
+/* -M FILE: "DIR/NAME.plan.json DIR/NAME.ptx ...: GRAPH", plus a phony rule for the
+ * graph so a deleted input does not stop make. Written to FILE.tmp, then renamed. */
+static int write_depfile(const CompileOptions *o, const Graph *g, const OutFile *files, int n)
+{
+	Buf b = {0};
+	for (int i = 0; i < n; i++) {
+		char path[1024];
+		snprintf(path, sizeof path, "%s/%s%s", o->dir, g->name, files[i].ext);
+		if (i)
+			buf_putc(&b, ' ');
+		make_path(&b, path);
+	}
+	buf_puts(&b, ":");
+	/* the files the graph was read from; constants' data files join here */
+	bool from_file = strcmp(o->graph, "-") != 0;
+	if (from_file) {
+		buf_putc(&b, ' ');
+		make_path(&b, o->graph);
+	}
+	for (int t = 0; t < g->ntensors; t++)
+		if (g->tensors[t].src && g->tensors[t].src->npy) {
+			buf_putc(&b, ' ');
+			make_path(&b, g->tensors[t].src->npy);
+		}
+	buf_putc(&b, '\n');
+	/* a phony rule per input, so that deleting one does not stop make */
+	if (from_file) {
+		buf_putc(&b, '\n');
+		make_path(&b, o->graph);
+		buf_puts(&b, ":\n");
+	}
+	for (int t = 0; t < g->ntensors; t++)
+		if (g->tensors[t].src && g->tensors[t].src->npy) {
+			buf_putc(&b, '\n');
+			make_path(&b, g->tensors[t].src->npy);
+			buf_puts(&b, ":\n");
+		}
+	char *tmp = malloc(strlen(o->depfile) + 8);
+	sprintf(tmp, "%s.tmp", o->depfile);
+	FILE *f = fopen(tmp, "w");
+	int status = EXIT_OK;
+	if (!f || fwrite(b.data, 1, b.len, f) != b.len || fclose(f) != 0) {
+		cmd_error("cannot write depfile '%s': %s", o->depfile, strerror(errno));
+		status = EXIT_FAIL;
+		unlink(tmp);
+	} else if (rename(tmp, o->depfile) != 0) {
+		cmd_error("cannot write depfile '%s': %s", o->depfile, strerror(errno));
+		status = EXIT_FAIL;
+		unlink(tmp);
+	}
+	free(tmp);
+	buf_free(&b);
+	return status;
+}
+
 /* The plan, the PTX and what --emit asked for, committed together. */
 static int write_outputs(const CompileOptions *o, const Schedule *s, const CgOutputs *co)
 {
-	Buf rel = {0}, dot = {0}, weights = {0};
-	OutFile files[6];
+	Buf rel = {0}, dot = {0}, svg = {0}, weights = {0};
+	OutFile files[8];
 	int n = 0;
 	files[n++] = (OutFile){".plan.json", co->plan, strlen(co->plan)};
 	files[n++] = (OutFile){".ptx", co->ptx.data, co->ptx.len};
@@ -453,13 +564,40 @@ static int write_outputs(const CompileOptions *o, const Schedule *s, const CgOut
 		pass_dump_relative(s, &rel);
 		files[n++] = (OutFile){".relative.txt", rel.data ? rel.data : "", rel.len};
 	}
-	if (o->emit_dot) {
+	if (o->emit_dot || o->emit_svg)
 		pass_dump_dot(s, &dot);
+	if (o->emit_dot)
 		files[n++] = (OutFile){".dot", dot.data, dot.len};
+	if (o->emit_svg) {
+		if (cmd_dot_to_svg(dot.data, dot.len, &svg) < 0) {
+			buf_free(&rel);
+			buf_free(&dot);
+			buf_free(&svg);
+			buf_free(&weights);
+			return EXIT_FAIL;
+		}
+		files[n++] = (OutFile){".svg", svg.data, svg.len};
 	}
 	int status = commit_outputs(o->dir, s->g->name, files, n);
+	if (status == EXIT_OK && o->depfile)
+		status = write_depfile(o, s->g, files, n);
+	if (status == EXIT_OK && !o->quiet) {
+		Buf line = {0};
+		buf_puts(&line, "wrote");
+		for (int i = 0; i < n; i++)
+			buf_printf(&line, " %s/%s%s", o->dir, s->g->name, files[i].ext);
+		if (o->depfile)
+			buf_printf(&line, " %s", o->depfile);
+		buf_putc(&line, '\n');
+		if (fwrite(line.data, 1, line.len, stdout) != line.len || fflush(stdout) != 0) {
+			cmd_error("cannot write to standard output: %s", strerror(errno));
+			status = EXIT_FAIL;
+		}
+		buf_free(&line);
+	}
 	buf_free(&rel);
 	buf_free(&dot);
+	buf_free(&svg);
 	buf_free(&weights);
 	return status;
 }

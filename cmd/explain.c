@@ -1,25 +1,48 @@
-/* explain.c: `fusec explain GRAPH [--op I]`: why each op was or was not fused.
- * Runs the same search as compile (default options, or those given) and prints,
- * from its record, each op's segment, step, kernel, block and competing fusers. */
+/* explain.c: `fusec explain GRAPH [--op OP] [--json]`: why each op was or was not
+ * fused. Runs the same search as compile (default options, or those given) and
+ * prints, from its record, each op's segment, step, kernel, block and competing
+ * fusers; --json prints the same as one JSON document (docs/inspect.md). */
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "../passes/passes.h"
 #include "cmd.h"
 
 static const char explain_usage[] =
-	"usage: fusec explain GRAPH [--op I] [--max-blocks N] [--max-bindings N]\n"
+	"usage: fusec explain GRAPH [--op OP] [--json] [--max-blocks N] [--max-bindings N]\n"
 	"\n"
-	"Show, for every op of GRAPH (or only op I), the segment and block it was settled\n"
+	"Show, for every op of GRAPH (or only OP), the segment and block it was settled\n"
 	"in, the fuser that took it or why none did, the op each fuser closed on with the\n"
-	"reason, and the scores that competed.\n";
+	"reason, and the scores that competed.\n"
+	"\n"
+	"  --op OP     one op: its index in `ops` (ops[OP]), the name of the tensor it\n"
+	"              writes, or its own `name` (an ONNX node name)\n"
+	"  --json      one JSON document (format fusec-explain/1, docs/inspect.md)\n";
+
+/* --op: an index, else a tensor an op writes, else an op's own name. -1: none. */
+static long find_op(const Graph *g, const char *spec)
+{
+	char *end;
+	long v = strtol(spec, &end, 10);
+	if (*spec && !*end && v >= 0)
+		return v;
+	for (int t = 0; t < g->ntensors; t++)
+		if (!strcmp(g->tensors[t].name, spec))
+			return g->tensors[t].producer >= 0 ? g->tensors[t].producer : -2;
+	for (int i = 0; i < g->nops; i++)
+		if (g->ops[i].name && !strcmp(g->ops[i].name, spec))
+			return i;
+	return -1;
+}
 
 int cmd_explain(int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{"help", no_argument, NULL, 'h'},
 		{"op", required_argument, NULL, 'o'},
+		{"json", no_argument, NULL, 'j'},
 		{"max-blocks", required_argument, NULL, 'b'},
 		{"max-bindings", required_argument, NULL, 'n'},
 		{0, 0, 0, 0},
@@ -27,6 +50,8 @@ int cmd_explain(int argc, char **argv)
 	SearchOptions so;
 	pass_default_options(&so);
 	long op = -1, v;
+	const char *opspec = NULL;
+	bool json = false;
 	int c;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
@@ -35,8 +60,14 @@ int cmd_explain(int argc, char **argv)
 			fputs(explain_usage, stdout);
 			return EXIT_OK;
 		case 'o':
-			if ((op = cmd_parse_count("explain", "--op", optarg)) < 0)
+			if (!*optarg) {
+				cmd_usage_error("explain", "option '--op' needs an op index or name");
 				return EXIT_USAGE;
+			}
+			opspec = optarg;
+			break;
+		case 'j':
+			json = true;
 			break;
 		case 'b':
 			if ((v = cmd_parse_count("explain", "--max-blocks", optarg)) < 1) {
@@ -66,14 +97,25 @@ int cmd_explain(int argc, char **argv)
 		arena_free(a);
 		return EXIT_INPUT;
 	}
-	if (op >= g->nops) {
-		cmd_usage_error("explain", "--op %ld: the graph has %d ops", op, g->nops);
-		arena_free(a);
-		return EXIT_USAGE;
+	if (opspec) {
+		op = find_op(g, opspec);
+		if (op == -2 || op == -1 || op >= g->nops) {
+			if (op == -2)
+				cmd_usage_error("explain", "--op %s: a graph input; no op writes it",
+						opspec);
+			else if (op == -1)
+				cmd_usage_error("explain", "--op %s: no op has this index, writes a "
+						"tensor of this name or has this name", opspec);
+			else
+				cmd_usage_error("explain", "--op %s: the graph has %d ops", opspec,
+						g->nops);
+			arena_free(a);
+			return EXIT_USAGE;
+		}
 	}
 	Schedule *s = pass_search(g, &so);
 	Buf b = {0};
-	pass_explain(s, (int)op, &b);
+	pass_explain_ex(s, (int)op, json, &b);
 	if (b.len)
 		fwrite(b.data, 1, b.len, stdout);
 	buf_free(&b);

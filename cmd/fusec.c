@@ -7,11 +7,36 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <cjson/cJSON.h>
+#include <llvm-c/Core.h>
+
+#include "../codegen/plan.h"
 #include "../host/host.h"
 #include "../onnx/onnx.h"
 #include "cmd.h"
 
 const char *cmd_prog = "fusec";
+bool cmd_diag_json;
+
+/* --diagnostics json: each error one JSON line on stderr (file, line, col, code,
+ * message), for build systems and editors. */
+static void json_diag(const char *file, int line, int col, const char *code, const char *msg)
+{
+	cJSON *o = cJSON_CreateObject();
+	cJSON_AddStringToObject(o, "severity", "error");
+	if (file && *file)
+		cJSON_AddStringToObject(o, "file", file);
+	else
+		cJSON_AddNullToObject(o, "file");
+	cJSON_AddNumberToObject(o, "line", line);
+	cJSON_AddNumberToObject(o, "col", col);
+	cJSON_AddStringToObject(o, "code", code);
+	cJSON_AddStringToObject(o, "message", msg);
+	char *text = cJSON_PrintUnformatted(o);
+	fprintf(stderr, "%s\n", text);
+	cJSON_free(text);
+	cJSON_Delete(o);
+}
 
 static const char usage_text[] =
 	"usage: fusec COMMAND [OPTIONS] ...\n"
@@ -24,6 +49,7 @@ static const char usage_text[] =
 	"  explain GRAPH [--op I]   show why each op was or was not fused\n"
 	"  run GRAPH --backend B    execute a graph: interp, cpu (JIT) or cuda\n"
 	"  bench GRAPH|DIR          time a graph or compiled plan on the GPU\n"
+	"  ops [--json]             list every op: arity, attributes, dtypes, fusers\n"
 	"  import GRAPH [-o OUT]    write GRAPH (e.g. an ONNX model) as fusec-graph/1\n"
 	"\n"
 	"GRAPH is a fusec-graph/1 file (.json, .yaml, .yml), an ONNX model (.onnx;\n"
@@ -32,6 +58,8 @@ static const char usage_text[] =
 	"Every command takes the resource caps on the graphs it reads:\n"
 	"  --max-ops N (default 10000000), --max-tensors N (20000000),\n"
 	"  --max-elements N (elements of all tensors together; default no cap)\n"
+	"--diagnostics json (any command, or FUSEC_DIAGNOSTICS=json) writes errors as\n"
+	"JSON lines on stderr: file, line, col, code, message.\n"
 	"`fusec COMMAND --help` describes each command.\n"
 	"\n"
 	"exit status: 0 success, 1 invalid input, 2 usage error, 3 code generation\n"
@@ -41,9 +69,15 @@ void cmd_error(const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
-	fprintf(stderr, "%s: error: ", cmd_prog);
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
+	if (cmd_diag_json) {
+		char msg[1200];
+		vsnprintf(msg, sizeof msg, fmt, ap);
+		json_diag(NULL, 0, 0, "error", msg);
+	} else {
+		fprintf(stderr, "%s: error: ", cmd_prog);
+		vfprintf(stderr, fmt, ap);
+		fputc('\n', stderr);
+	}
 	va_end(ap);
 }
 
@@ -51,14 +85,33 @@ void cmd_usage_error(const char *sub, const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
-	fprintf(stderr, "%s %s: ", cmd_prog, sub);
-	vfprintf(stderr, fmt, ap);
-	fprintf(stderr, "\nTry '%s %s --help'.\n", cmd_prog, sub);
+	if (cmd_diag_json) {
+		char msg[1200];
+		vsnprintf(msg, sizeof msg, fmt, ap);
+		json_diag(NULL, 0, 0, "usage", msg);
+	} else {
+		fprintf(stderr, "%s %s: ", cmd_prog, sub);
+		vfprintf(stderr, fmt, ap);
+		fprintf(stderr, "\nTry '%s %s --help'.\n", cmd_prog, sub);
+	}
 	va_end(ap);
+}
+
+void cmd_print_diag_code(const Diag *d, const char *code)
+{
+	if (cmd_diag_json) {
+		json_diag(d->file, d->line, d->col, code, d->msg);
+		return;
+	}
+	cmd_print_diag(d);
 }
 
 void cmd_print_diag(const Diag *d)
 {
+	if (cmd_diag_json) {
+		json_diag(d->file, d->line, d->col, "error", d->msg);
+		return;
+	}
 	char line[1200];
 	diag_format(d, line, sizeof line);
 	/* a message that names no file still says who speaks */
@@ -101,7 +154,7 @@ Graph *cmd_load_graph(Arena *a, const char *path)
 			g = NULL;
 	}
 	if (!g)
-		cmd_print_diag(&d);
+		cmd_print_diag_code(&d, "invalid-input");
 	return g;
 }
 
@@ -126,8 +179,35 @@ static const struct {
 	{"explain", cmd_explain},
 	{"run", cmd_run},
 	{"bench", cmd_bench},
+	{"ops", cmd_ops},
 	{"import", cmd_import},
 };
+
+/* Take --diagnostics FORMAT (or --diagnostics=FORMAT, or FUSEC_DIAGNOSTICS) out of
+ * argv wherever it stands. Returns -1 on a bad format. */
+static int take_diagnostics(int *argc, char **argv)
+{
+	const char *fmt = getenv("FUSEC_DIAGNOSTICS");
+	int w = 1;
+	for (int r = 1; r < *argc; r++) {
+		if (!strcmp(argv[r], "--diagnostics") && r + 1 < *argc)
+			fmt = argv[++r];
+		else if (!strncmp(argv[r], "--diagnostics=", 14))
+			fmt = argv[r] + 14;
+		else
+			argv[w++] = argv[r];
+	}
+	*argc = w;
+	argv[w] = NULL;
+	if (!fmt || !*fmt || !strcmp(fmt, "text"))
+		return 0;
+	if (strcmp(fmt, "json")) {
+		fprintf(stderr, "%s: --diagnostics: unknown format '%s' (text, json)\n", cmd_prog, fmt);
+		return -1;
+	}
+	cmd_diag_json = true;
+	return 0;
+}
 
 /* Remove every --input-shape SPEC (or --input-shape=SPEC) from argv. */
 static int take_input_shapes(const char *sub, int *argc, char **argv)
@@ -211,7 +291,7 @@ static int take_limits(int argc, char **argv)
 static int run_command(int argc, char **argv)
 {
 	opterr = 0;   /* each subcommand words its own usage errors */
-	if ((argc = take_limits(argc, argv)) < 0)
+	if ((argc = take_limits(argc, argv)) < 0 || take_diagnostics(&argc, argv) < 0)
 		return EXIT_USAGE;
 	if (argc < 2) {
 		fputs(usage_text, stderr);
@@ -223,7 +303,10 @@ static int run_command(int argc, char **argv)
 		return EXIT_OK;
 	}
 	if (!strcmp(c, "--version") || !strcmp(c, "-V")) {
-		printf("fusec %s\n", FUSEC_VERSION);
+		unsigned major, minor, patch;
+		LLVMGetVersion(&major, &minor, &patch);
+		printf("fusec %s\nLLVM %u.%u.%u (NVPTX)\ndefault arch %s\nplan format %s\n",
+		       FUSEC_VERSION, major, minor, patch, CG_DEFAULT_ARCH, CG_PLAN_FORMAT);
 		return EXIT_OK;
 	}
 	for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)

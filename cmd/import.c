@@ -249,6 +249,11 @@ static int write_graph(Buf *b, const Graph *g, bool yaml, const char *datadir,
 			key(b, yaml, "stream");
 			buf_printf(b, "%d", op->stream);
 		}
+		if (op->name) {
+			buf_puts(b, ", ");
+			key(b, yaml, "name");
+			str(b, op->name);
+		}
 		attrs(b, yaml, op);
 		buf_puts(b, yaml ? "}\n" : "}");
 	}

@@ -11,6 +11,9 @@
 #ifndef FUSEC_PLAN_H
 #define FUSEC_PLAN_H
 
+#define CG_PLAN_FORMAT "fusec-plan/1"   /* the plan's "format" (docs/plan-format.md) */
+#define CG_DEFAULT_ARCH "sm_90"         /* compile's --arch default */
+
 #include "codegen.h"
 
 typedef struct {

@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "doc.h"
 #include "ir.h"
@@ -105,7 +106,7 @@ static Desc describe(const DocNode *n)
 
 /* ---- the builder ------------------------------------------------------------ */
 
-enum { K_OP, K_IN, K_OUT, K_STREAM, K_ATTR0, NOPKEYS = K_ATTR0 + A_COUNT_ };
+enum { K_OP, K_IN, K_OUT, K_STREAM, K_NAME, K_ATTR0, NOPKEYS = K_ATTR0 + A_COUNT_ };
 
 static int attr_slot(unsigned bit)
 {
@@ -145,8 +146,13 @@ static int scan_map(Builder *b, const DocNode *n, const char *path, const char *
 		int k = 0;
 		while (k < nkeys && strcmp(keys[k], e->key))
 			k++;
-		if (k == nkeys)
+		if (k == nkeys) {
+			const char *near = closest_word(e->key, keys, nkeys);
+			if (near)
+				return fail_key(b, e, "%s%sunknown key '%s'; did you mean '%s'?", path,
+						sep, clip(e->key).s, near);
 			return fail_key(b, e, "%s%sunknown key '%s'", path, sep, clip(e->key).s);
+		}
 		if (slot[k])
 			return fail_key(b, e, "%s%sduplicate key '%s'", path, sep, clip(e->key).s);
 		slot[k] = e;
@@ -202,9 +208,30 @@ static int read_dtype(Builder *b, const DocNode *n, const char *path, DType *out
 {
 	if (n->kind != DOC_STR)
 		return fail(b, n, "%s: expected a dtype name, got %s", path, describe(n).s);
-	if (ir_dtype_parse(n->text, out))
-		return fail(b, n, "%s: unknown dtype '%s'", path, clip(n->text).s);
-	return 0;
+	if (ir_dtype_parse(n->text, out) == 0)
+		return 0;
+	/* other frameworks' spellings, then the nearest of ours */
+	static const struct { const char *alias, *dtype; } aliases[] = {
+		{"float64", "f64"}, {"double", "f64"}, {"float32", "f32"}, {"float", "f32"},
+		{"float16", "f16"}, {"half", "f16"}, {"bfloat16", "bf16"}, {"int64", "i64"},
+		{"long", "i64"}, {"int32", "i32"}, {"int", "i32"}, {"int16", "i16"},
+		{"short", "i16"}, {"int8", "i8"}, {"uint8", "u8"}, {"byte", "u8"},
+		{"boolean", "bool"},
+	};
+	const char *near = NULL;
+	for (size_t i = 0; i < COUNTOF(aliases) && !near; i++)
+		if (!strcasecmp(n->text, aliases[i].alias))
+			near = aliases[i].dtype;
+	const char *names[DT_COUNT];
+	for (int t = 0; t < DT_COUNT; t++)
+		names[t] = ir_dtype_name((DType)t);
+	if (!near)
+		near = closest_word(n->text, names, DT_COUNT);
+	if (near)
+		return fail(b, n, "%s: unknown dtype '%s'; did you mean '%s'?", path,
+			    clip(n->text).s, near);
+	return fail(b, n, "%s: unknown dtype '%s' (f64, f32, f16, bf16, i64, i32, i16, i8, "
+		    "u8, bool)", path, clip(n->text).s);
 }
 
 /* A list of dimensions: positive integers (one -1 where allowed), rank <= 8, and an
@@ -610,6 +637,33 @@ typedef struct {
 	Op *op;
 } OpRead;
 
+/* An attribute the op does not take: the nearest it does take, and all of them. */
+static int unknown_attr(Builder *b, const OpRead *r, const DocNode *e, unsigned allowed)
+{
+	const char *names[A_COUNT_] = {0};
+	char list[256] = "";
+	size_t len = 0;
+	for (int i = 0; i < A_COUNT_; i++)
+		if (allowed & (1u << i)) {
+			names[i] = ir_attr_name(1u << i);
+			len += (size_t)snprintf(list + len, sizeof list - len, "%s%s", len ? ", " : "",
+						names[i]);
+			if (len >= sizeof list)
+				len = sizeof list - 1;
+		}
+	const char *near = closest_word(e->key, names, A_COUNT_);
+	char hint[320];
+	if (!allowed)
+		snprintf(hint, sizeof hint, "; '%s' takes no attributes", r->name);
+	else if (near)
+		snprintf(hint, sizeof hint, "; did you mean '%s'? ('%s' takes: %s)", near, r->name,
+			 list);
+	else
+		snprintf(hint, sizeof hint, " ('%s' takes: %s)", r->name, list);
+	return fail_key(b, e, "%s: unknown attribute '%s' for op '%s'%s", r->at, clip(e->key).s,
+			r->name, hint);
+}
+
 /* Keys in document order: attributes the op does not take, sync's operands, and
  * `dtype`/`shape` as output statements where they are not attributes. */
 static int op_keys(Builder *b, OpRead *r)
@@ -634,8 +688,7 @@ static int op_keys(Builder *b, OpRead *r)
 		else if (!sync && bit == A_SHAPE)
 			r->stated_shape = e;
 		else
-			return fail_key(b, e, "%s: unknown attribute '%s' for op '%s'", r->at,
-					clip(e->key).s, r->name);
+			return unknown_attr(b, r, e, allowed);
 	}
 	return 0;
 }
@@ -751,8 +804,17 @@ static int read_op(Builder *b, const DocNode *n, int index, int *max_stream)
 	if (kn->kind != DOC_STR)
 		return fail(b, kn, "%s.op: expected an op name, got %s", r.at, describe(kn).s);
 	int kind = ir_op_lookup(kn->text);
-	if (kind < 0)
-		return fail(b, kn, "%s.op: unknown op '%s'", r.at, clip(kn->text).s);
+	if (kind < 0) {
+		const char *names[OP_COUNT];
+		for (int k = 0; k < OP_COUNT; k++)
+			names[k] = ir_ops[k].file;
+		const char *near = closest_word(kn->text, names, OP_COUNT);
+		if (near)
+			return fail(b, kn, "%s.op: unknown op '%s'; did you mean '%s'?", r.at,
+				    clip(kn->text).s, near);
+		return fail(b, kn, "%s.op: unknown op '%s' (`fusec ops` lists them)", r.at,
+			    clip(kn->text).s);
+	}
 	r.info = &ir_ops[kind];
 	r.name = r.info->file;
 	op->kind = (OpKind)kind;
@@ -776,6 +838,21 @@ static int read_op(Builder *b, const DocNode *n, int index, int *max_stream)
 		op->stream = (int)s;
 		if (op->stream > *max_stream)
 			*max_stream = op->stream;
+	}
+	if (r.slot[K_NAME]) {
+		/* the op's own name (an ONNX node name): shown beside it in logs */
+		const DocNode *nn = r.slot[K_NAME];
+		char path[48];
+		snprintf(path, sizeof path, "%s.name", r.at);
+		if (nn->kind != DOC_STR)
+			return fail(b, nn, "%s: expected an op name, got %s", path, describe(nn).s);
+		if (!nn->text[0])
+			return fail(b, nn, "%s: op names must not be empty", path);
+		for (const char *p = nn->text; *p; p++)
+			if ((unsigned char)*p < 0x20 || *p == 0x7f)
+				return fail(b, nn, "%s: op name '%s' contains a control character",
+					    path, clip(nn->text).s);
+		op->name = arena_strdup(g->arena, nn->text);
 	}
 	Attrs attr = {0};
 	if (op_attrs(b, &r, &attr))
@@ -892,6 +969,7 @@ static Graph *build(Arena *a, const char *file, const DocNode *root, Diag *d)
 	b.opkeys[K_IN] = "in";
 	b.opkeys[K_OUT] = "out";
 	b.opkeys[K_STREAM] = "stream";
+	b.opkeys[K_NAME] = "name";
 	for (int i = 0; i < A_COUNT_; i++)
 		b.opkeys[K_ATTR0 + i] = ir_attr_name(1u << i);
 

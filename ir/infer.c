@@ -129,8 +129,18 @@ static bool dims_broadcast(const Tensor *a, const Tensor *b)
 
 static int check_broadcast(Infer *c, const Tensor *a, const Tensor *b)
 {
-	if (same_rank(c, a->rank, b->rank))
-		return -1;
+	if (a->rank != b->rank) {
+		/* burn broadcasts only tensors of one rank: say how to get there */
+		const Tensor *lo = a->rank < b->rank ? a : b, *hi = lo == a ? b : a;
+		int64_t dim[IR_MAX_RANK];
+		int pad = hi->rank - lo->rank;
+		for (int i = 0; i < hi->rank; i++)
+			dim[i] = i < pad ? 1 : lo->dim[i - pad];
+		return fail(c, "ranks %d and %d differ (%s and %s); operands broadcast only at "
+			    "the same rank: reshape the %s operand to %s first", a->rank, b->rank,
+			    tensor_text(a).s, tensor_text(b).s, ir_shape_text(lo->rank, lo->dim).s,
+			    ir_shape_text(hi->rank, dim).s);
+	}
 	if (!dims_broadcast(a, b))
 		return fail(c, "shapes %s and %s do not broadcast", tensor_text(a).s,
 			    tensor_text(b).s);
@@ -528,7 +538,7 @@ static int check_arity(Infer *c, const OpInfo *info)
 static int dispatch(Infer *c, ShapeRule rule)
 {
 	switch (rule) {
-	case SR_NONE: return 0;
+	case SR_NONE: case SR_COUNT_: return 0;
 	case SR_BINARY: return rule_binary(c, NEED_NUMERIC, false);
 	case SR_BINARY_FLOAT: return rule_binary(c, NEED_FLOAT, false);
 	case SR_BINARY_BOOL: return rule_binary(c, NEED_BOOL, false);

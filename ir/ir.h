@@ -114,7 +114,10 @@ typedef enum {
 	SR_RESHAPE, SR_PERMUTE, SR_SWAP_DIMS, SR_EXPAND, SR_SLICE,
 	SR_REDUCE, SR_ARG_REDUCE,
 	SR_MATMUL, SR_CAT, SR_GATHER, SR_CONV2D, SR_POOL2D,
+	SR_COUNT_
 } ShapeRule;
+/* The dtypes a rule accepts, in words: "float", "numeric (not bool)", ... */
+const char *ir_rule_dtypes(ShapeRule r);
 
 typedef enum {
 #define X(e, file, variant, cat, fam, nmin, nmax, req, opt, rule) e,
@@ -198,6 +201,8 @@ typedef struct {
 	int out[IR_MAX_OUT];     /* tensor ids */
 	const Attrs *attr;       /* NULL when the op has no attributes */
 	int line, col;           /* position in the source document */
+	const char *name;        /* the op's own name (its `name` key; an ONNX importer
+				    puts the node name there); NULL when it has none */
 } Op;
 
 /* A segment: the ops of one stream between two syncs (or the end of the graph). */
@@ -224,6 +229,10 @@ typedef struct {
 const char *ir_category_prefix(OpCategory cat, DType t);
 /* Display name in burn style: "NumericFloat::MulScalar". Writes into buf, returns buf. */
 const char *ir_op_display(const Graph *g, const Op *op, char *buf, size_t size);
+/* Where a person finds op `op` in their file: "ops[12] → y" (its global index and
+ * the tensor it writes), with its own name when it has one: "ops[12] 'Add_3' → y".
+ * Every message about an op carries this beside burn's relative numbering. */
+const char *ir_op_ref(const Graph *g, int op, char *buf, size_t size);
 /* The dtype that decides the display category (where: its `a` operand). */
 DType ir_op_value_dtype(const Graph *g, const Op *op);
 

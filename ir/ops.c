@@ -150,3 +150,47 @@ const char *ir_op_display(const Graph *g, const Op *op, char *buf, size_t size)
 		 info->variant);
 	return buf;
 }
+
+const char *ir_op_ref(const Graph *g, int op, char *buf, size_t size)
+{
+	const Op *o = &g->ops[op];
+	int n = snprintf(buf, size, "ops[%d]", op);
+	if (o->name && n >= 0 && (size_t)n < size)
+		n += snprintf(buf + n, size - (size_t)n, " '%s'", o->name);
+	if (o->nout > 0 && n >= 0 && (size_t)n < size)
+		snprintf(buf + n, size - (size_t)n, " → %s", g->tensors[o->out[0]].name);
+	return buf;
+}
+
+/* ORDER SR: one entry per ShapeRule, checked against the rules of infer.c. */
+static const char *const rule_dtypes[] = {
+	"-",                              /* SR_NONE */
+	"numeric (not bool)",             /* SR_BINARY */
+	"float",                          /* SR_BINARY_FLOAT */
+	"bool",                           /* SR_BINARY_BOOL */
+	"numeric (not bool)",             /* SR_UNARY */
+	"float, signed int",              /* SR_UNARY_SIGNED */
+	"numeric (not bool)",             /* SR_UNARY_NUMERIC */
+	"float",                          /* SR_UNARY_FLOAT */
+	"float -> bool",                  /* SR_UNARY_FLOAT_TO_BOOL */
+	"bool",                           /* SR_UNARY_BOOL */
+	"any -> bool",                    /* SR_COMPARE */
+	"any -> bool",                    /* SR_COMPARE_SCALAR */
+	"bool mask, any",                 /* SR_WHERE */
+	"any, bool mask",                 /* SR_MASK_FILL */
+	"any -> dtype",                   /* SR_CAST */
+	"any", "any", "any", "any", "any", /* SR_RESHAPE .. SR_SLICE */
+	"numeric (not bool)",             /* SR_REDUCE */
+	"numeric -> i64",                 /* SR_ARG_REDUCE */
+	"numeric (not bool)",             /* SR_MATMUL */
+	"any",                            /* SR_CAT */
+	"any, index i32 or i64",          /* SR_GATHER */
+	"float",                          /* SR_CONV2D */
+	"float",                          /* SR_POOL2D */
+};
+_Static_assert(COUNTOF(rule_dtypes) == SR_COUNT_, "rule_dtypes: one per ShapeRule");
+
+const char *ir_rule_dtypes(ShapeRule r)
+{
+	return (unsigned)r < SR_COUNT_ ? rule_dtypes[r] : "?";
+}

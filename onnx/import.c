@@ -274,6 +274,10 @@ Val *imp_emit(Imp *m, OpKind k, Val **in, int n, const Attrs *at)
 	op->attr = ap;
 	op->line = m->node + 1;
 	op->col = 1;
+	/* the ONNX node's name, so logs and explain name the node (every op a node
+	 * decomposes into carries it) */
+	if (m->node_name && m->node_name[0])
+		op->name = arena_strdup(g->arena, m->node_name);
 	Tensor out = {0};
 	char msg[512];
 	if (ir_infer(g, op, ap, &out, msg, sizeof msg)) {

@@ -38,11 +38,16 @@ static const char *mode_name(int m)
 	return m == MODE_SYNC ? "sync" : "lazy";
 }
 
+/* burn's display name, then where the op is in the user's file: "NumericFloat::Mul
+ * [ops[5] → p1]" (relative positions stay burn's; the bracket is the graph's own). */
 static const char *kind_of(const Schedule *s, int op, char *buf, size_t size)
 {
 	if (op < 0)
 		return "?";
-	return ir_op_display(s->g, &s->g->ops[op], buf, size);
+	char kind[96], ref[256];
+	snprintf(buf, size, "%s [%s]", ir_op_display(s->g, &s->g->ops[op], kind, sizeof kind),
+		 ir_op_ref(s->g, op, ref, sizeof ref));
+	return buf;
 }
 
 static const char *merge_refusal(int r)
@@ -65,7 +70,7 @@ static void tensors_text(const Graph *g, const int *ids, int n, Buf *b)
 {
 	for (int i = 0; i < n; i++) {
 		const Tensor *t = &g->tensors[ids[i]];
-		buf_printf(b, "%st%d:%s[", i ? ", " : "", ids[i], ir_dtype_name(t->dtype));
+		buf_printf(b, "%st%d(%s):%s[", i ? ", " : "", ids[i], t->name, ir_dtype_name(t->dtype));
 		for (int d = 0; d < t->rank; d++)
 			buf_printf(b, "%s%lld", d ? "," : "", (long long)t->dim[d]);
 		buf_putc(b, ']');
@@ -135,41 +140,47 @@ void pass_trace_table(const Schedule *s, int si, Buf *out)
 			 step->nops == 1 ? "op" : "ops");
 		add_block(s, &t, head, step->ops, step->nops);
 	}
-	static const char *titles[5] = {"idx", "block", "op", "inputs", "outputs"};
+	enum { NCOL = 6 };
+	static const char *titles[NCOL] = {"idx", "block", "op", "graph op", "inputs", "outputs"};
 	char ***cells = xcalloc((size_t)t.nrows + 1, sizeof(char **));
-	int w[5];
-	for (int c = 0; c < 5; c++)
+	int w[NCOL];
+	for (int c = 0; c < NCOL; c++)
 		w[c] = (int)strlen(titles[c]);
 	for (int r = 0; r < t.nrows; r++) {
 		const Op *op = &g->ops[t.rows[r].op];
-		char kind[96];
+		char kind[96], ref[256];
 		Buf in = {0}, outs = {0};
 		tensors_text(g, op->in, op->nin, &in);
 		tensors_text(g, op->out, op->nout, &outs);
-		cells[r] = xcalloc(5, sizeof(char *));
+		cells[r] = xcalloc(NCOL, sizeof(char *));
 		cells[r][0] = arena_printf(s->arena, "%d", r);
 		cells[r][1] = (char *)(t.rows[r].header ? t.rows[r].header : "");
 		cells[r][2] = arena_strdup(s->arena, ir_op_display(g, op, kind, sizeof kind));
-		cells[r][3] = arena_strdup(s->arena, in.data ? in.data : "");
-		cells[r][4] = arena_strdup(s->arena, outs.data ? outs.data : "");
+		snprintf(ref, sizeof ref, "ops[%d]%s%s%s", t.rows[r].op, op->name ? " '" : "",
+			 op->name ? op->name : "", op->name ? "'" : "");
+		cells[r][3] = arena_strdup(s->arena, ref);
+		cells[r][4] = arena_strdup(s->arena, in.data ? in.data : "");
+		cells[r][5] = arena_strdup(s->arena, outs.data ? outs.data : "");
 		buf_free(&in);
 		buf_free(&outs);
-		for (int c = 0; c < 5; c++)
+		for (int c = 0; c < NCOL; c++)
 			if (utf8_len(cells[r][c]) > w[c])
 				w[c] = utf8_len(cells[r][c]);
 	}
-	int width = w[0] + w[1] + w[2] + w[3] + w[4] + 8;
+	int width = 2 * (NCOL - 1);
+	for (int c = 0; c < NCOL; c++)
+		width += w[c];
 	for (int i = 0; i < width; i++)
 		buf_puts(out, "═");
 	buf_printf(out, "\nfusion trace (%d op%s, %d block%s)\n", t.nrows, t.nrows == 1 ? "" : "s",
 		   t.nblocks, t.nblocks == 1 ? "" : "s");
-	for (int c = 0; c < 5; c++) {
+	for (int c = 0; c < NCOL; c++) {
 		if (c)
 			buf_puts(out, "  ");
 		pad(out, titles[c], w[c]);
 	}
 	buf_putc(out, '\n');
-	for (int c = 0; c < 5; c++) {
+	for (int c = 0; c < NCOL; c++) {
 		if (c)
 			buf_puts(out, "  ");
 		for (int i = 0; i < w[c]; i++)
@@ -177,7 +188,7 @@ void pass_trace_table(const Schedule *s, int si, Buf *out)
 	}
 	for (int r = 0; r < t.nrows; r++) {
 		buf_putc(out, '\n');
-		for (int c = 0; c < 5; c++) {
+		for (int c = 0; c < NCOL; c++) {
 			if (c)
 				buf_puts(out, "  ");
 			pad(out, cells[r][c], w[c]);
@@ -191,9 +202,9 @@ void pass_trace_table(const Schedule *s, int si, Buf *out)
 
 /* ---- the log ------------------------------------------------------------------------- */
 
-static LogLevel event_level(const Event *e)
+LogLevel pass_event_level(int kind)
 {
-	switch ((EventKind)e->kind) {
+	switch ((EventKind)kind) {
 	case EV_SELECTED:
 		return LOG_BASIC;
 	case EV_STOPPED: case EV_MERGE: case EV_MERGE_REFUSED: case EV_EXPLORATION_LIMIT:
@@ -206,7 +217,7 @@ static LogLevel event_level(const Event *e)
 
 static void write_event(const Schedule *s, const Event *e, Buf *b)
 {
-	char k[96];
+	char k[400];
 	switch ((EventKind)e->kind) {
 	case EV_REGISTER_NEW:
 		buf_printf(b, "[stream] op %d %s → new block (total: %d)\n", e->a,
@@ -317,6 +328,13 @@ void pass_log_write(const Schedule *s, LogLevel level, FILE *f)
 	if (level == LOG_OFF)
 		return;
 	Buf b = {0};
+	if (s->opt.log_json) {
+		pass_log_write_json(s, level, &b);
+		if (b.len)
+			fwrite(b.data, 1, b.len, f);
+		buf_free(&b);
+		return;
+	}
 	for (int i = 0; i < s->rec->n; i++) {
 		const Event *e = &s->rec->ev[i];
 		if (e->kind == EV_EXECUTE) {
@@ -324,7 +342,7 @@ void pass_log_write(const Schedule *s, LogLevel level, FILE *f)
 				pass_trace_table(s, e->a, &b);
 				buf_putc(&b, '\n');
 			}
-		} else if (event_level(e) <= level) {
+		} else if (pass_event_level(e->kind) <= level) {
 			write_event(s, e, &b);
 		}
 		if (b.len > 1 << 16) {

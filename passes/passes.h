@@ -29,6 +29,7 @@ typedef struct {
 	int max_explorations;  /* per stream; -1 unlimited */
 	int max_bindings;      /* buffers one fused kernel may bind; default 32 */
 	LogLevel log_level;
+	bool log_json;         /* logs as JSON lines (--log-format json), not text */
 	FILE *log;             /* where logs go (NULL: no logs) */
 	bool no_record;        /* keep no decision record (benchmarks): no logs, no explain */
 } SearchOptions;
@@ -138,15 +139,25 @@ int pass_verify(const Schedule *s, Diag *d);
 
 int pass_nfusers(void);
 const char *pass_fuser_name(int i);      /* "ElementWise" */
+/* Fusers (bit i: registry index i) that take an op of this kind as a first op; in
+ * *after_matmul those that take it only after a matmul (fuser_probe.c). */
+unsigned pass_fusers_taking(int kind, unsigned *after_matmul);
 
 /* ---- rendering from the record ----------------------------------------------- */
 
-/* Write the log lines of `level` and below (SPEC §4) to f. */
+/* Write the log lines of `level` and below (SPEC §4) to f: text, or with
+ * s->opt.log_json one JSON object a line (docs/inspect.md names the fields). */
 void pass_log_write(const Schedule *s, LogLevel level, FILE *f);
+/* The same events as JSON lines (log_json.c). */
+void pass_log_write_json(const Schedule *s, LogLevel level, Buf *b);
+/* Level of an event kind (log.c); shared by both log formats. */
+LogLevel pass_event_level(int kind);
 /* The fusion trace table of one step, as logged after each execution. */
 void pass_trace_table(const Schedule *s, int step, Buf *out);
-/* `fusec explain`: every op (op < 0) or one op. */
+/* `fusec explain`: every op (op < 0) or one op; text, or one JSON document
+ * ("format": "fusec-explain/1", docs/inspect.md). */
 void pass_explain(const Schedule *s, int op, Buf *out);
+void pass_explain_ex(const Schedule *s, int op, bool json, Buf *out);
 
 /* ---- dumping a schedule (dump.c) --------------------------------------------- */
 

@@ -327,3 +327,52 @@ char *read_file(const char *path, size_t max, size_t *len, Diag *d)
 	*len = n;
 	return buf;
 }
+
+static int edit_distance(const char *a, const char *b)
+{
+	enum { MAXW = 64 };
+	int la = (int)strlen(a), lb = (int)strlen(b);
+	if (la >= MAXW || lb >= MAXW)
+		return MAXW;
+	int d[MAXW + 1][MAXW + 1];
+	for (int i = 0; i <= la; i++)
+		d[i][0] = i;
+	for (int j = 0; j <= lb; j++)
+		d[0][j] = j;
+	for (int i = 1; i <= la; i++)
+		for (int j = 1; j <= lb; j++) {
+			int cost = a[i - 1] != b[j - 1];
+			int v = d[i - 1][j] + 1;
+			if (d[i][j - 1] + 1 < v)
+				v = d[i][j - 1] + 1;
+			if (d[i - 1][j - 1] + cost < v)
+				v = d[i - 1][j - 1] + cost;
+			if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] &&
+			    d[i - 2][j - 2] + 1 < v)
+				v = d[i - 2][j - 2] + 1;
+			d[i][j] = v;
+		}
+	return d[la][lb];
+}
+
+const char *closest_word(const char *s, const char *const *cand, int n)
+{
+	const char *best = NULL;
+	int bestd = 0;
+	for (int i = 0; i < n; i++) {
+		if (!cand[i])
+			continue;
+		int d = edit_distance(s, cand[i]);
+		int la = (int)strlen(s), lc = (int)strlen(cand[i]);
+		int limit = (la > lc ? la : lc) / 3;
+		if (limit < 1)
+			limit = 1;
+		if (limit > 3)
+			limit = 3;
+		if (d <= limit && (!best || d < bestd)) {
+			best = cand[i];
+			bestd = d;
+		}
+	}
+	return best;
+}

@@ -111,6 +111,11 @@ void sha256_hex(const void *p, size_t n, char out[65]);
 
 
 
+/* "Did you mean": the candidate closest to s by edit distance (insertions,
+ * deletions, substitutions, swaps of neighbours), or NULL when none is close
+ * (distance above a third of the longer word, at least 1, at most 3). */
+const char *closest_word(const char *s, const char *const *cand, int n);
+
 /* Seconds on a monotonic clock, for phase timings. */
 double clock_seconds(void);
 

@@ -84,10 +84,10 @@ check cache-empty-dir 2 "$FUSEC" compile $G --cache-dir "" -o "$TMP/kc9"
 # 8 compiles at once sharing one cache: every output is the one a lone compile writes
 for g in tests/golden/chains.yaml tests/golden/fusers.yaml; do
 	n=$(basename "$g" .yaml)
-	"$FUSEC" compile "$g" -o "$TMP/par-ref" --no-cache 2>/dev/null
+	"$FUSEC" compile "$g" -q -o "$TMP/par-ref" --no-cache 2>/dev/null
 	i=0
 	while [ $i -lt 8 ]; do
-		"$FUSEC" compile "$g" -o "$TMP/par$i" --cache-dir "$TMP/kpar" 2>/dev/null &
+		"$FUSEC" compile "$g" -q -o "$TMP/par$i" --cache-dir "$TMP/kpar" 2>/dev/null &
 		i=$((i + 1))
 	done
 	wait

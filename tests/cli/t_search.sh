@@ -19,6 +19,17 @@ for y in $G/*.yaml; do
 		[ -n "${UPDATE_GOLDEN:-}" ] && cp "$TMP/out" "$G/$n.explain"
 		same_files "explain-$n-out" "$TMP/out" "$G/$n.explain"
 	fi
+	# NAME.explain.json: `explain --json`; NAME.log.jsonl: `--log-format json`
+	if [ -f "$G/$n.explain.json" ] || { [ -n "${UPDATE_GOLDEN:-}" ] && grep -q '^# explain' "$y"; }; then
+		check "explain-json-$n" 0 "$FUSEC" explain "$y" $args --json || continue
+		[ -n "${UPDATE_GOLDEN:-}" ] && cp "$TMP/out" "$G/$n.explain.json"
+		same_files "explain-json-$n-out" "$TMP/out" "$G/$n.explain.json"
+	fi
+	if [ -f "$G/$n.log.jsonl" ] || { [ -n "${UPDATE_GOLDEN:-}" ] && grep -q '^# explain' "$y"; }; then
+		check "log-json-$n" 0 "$FUSEC" compile "$y" $args -o "$TMP/j" --log-format json || continue
+		[ -n "${UPDATE_GOLDEN:-}" ] && cp "$TMP/err" "$G/$n.log.jsonl"
+		same_files "log-json-$n-out" "$TMP/err" "$G/$n.log.jsonl"
+	fi
 done
 
 # The stories the goldens tell, checked on their own so a regenerated golden
@@ -31,7 +42,7 @@ check reuse 0 "$FUSEC" compile $G/reuse.yaml -o "$TMP/r" --log full
 contains reuse-score "$TMP/err" "▸ fused ElementWise (score=630, 4 ops)"
 contains reuse-kernel "$TMP/r/reuse.plan.json" '"fusec_k1_0"'
 check chains 0 "$FUSEC" compile $G/chains.yaml -o "$TMP/c" --log full
-contains chains-5-blocks "$TMP/err" "[stream] op 32 NumericFloat::MulScalar → new block (total: 5)"
+contains chains-5-blocks "$TMP/err" "[stream] op 32 NumericFloat::MulScalar [ops[32] → c4_1] → new block (total: 5)"
 contains chains-score "$TMP/err" "▸ fused ElementWise (score=7390, 40 ops)"
 contains chains-reads "$TMP/c/chains.plan.json" '"reads":["x0","x1","x2","x3","x4"]'
 contains chains-writes "$TMP/c/chains.plan.json" '"writes":["y0","y1","y2","y3","y4"]'
@@ -40,7 +51,7 @@ contains lone-unfused "$TMP/err" "▸ un-fused (1 op)"
 contains lone-unit "$TMP/l/lone.plan.json" '"unit":"fusec_k0_0"'
 contains lone-kernel "$TMP/l/lone.plan.json" '"kind":"single"'
 check maxblocks 0 "$FUSEC" compile $G/maxblocks.yaml --max-blocks 2 -o "$TMP/m" --log medium
-contains maxblocks-stop "$TMP/err" "[stream] stopped (max_blocks=2 reached) at op 32 (NumericFloat::Add)"
+contains maxblocks-stop "$TMP/err" "[stream] stopped (max_blocks=2 reached) at op 32 (NumericFloat::Add [ops[32] → c4_1])"
 check fusers 0 "$FUSEC" compile $G/fusers.yaml -o "$TMP/f" --log full
 contains fusers-softmax "$TMP/err" "▸ fused ReduceBroadcasted (score=730, 5 ops)"
 contains fusers-matmul "$TMP/err" "▸ fused Matmul (score=310, 3 ops)"
@@ -69,3 +80,49 @@ contains limit-text "$TMP/err" "[explorer] max_explorations reached: running 1 o
 check explain-op 0 "$FUSEC" explain $G/reuse.yaml --op 7
 contains explain-op-text "$TMP/out" "decided when plan #0 was explored (step 0, op 2)"
 check explain-bad-op 2 "$FUSEC" explain $G/reuse.yaml --op 999
+# the user's names: a tensor an op writes, an op's own name, not a graph input
+check explain-op-tensor 0 "$FUSEC" explain $G/reuse.yaml --op y1
+contains explain-op-tensor-text "$TMP/out" "op 8 Float::Exp [ops[8] → y1]"
+check explain-op-node 0 "$FUSEC" explain $G/view_break.yaml --op Exp_1
+contains explain-op-node-text "$TMP/out" "op 2 Float::Exp [ops[2] 'Exp_1' → e]"
+check explain-op-input 2 "$FUSEC" explain $G/reuse.yaml --op a0
+contains explain-op-input-text "$TMP/err" "a graph input; no op writes it"
+check explain-op-none 2 "$FUSEC" explain $G/reuse.yaml --op nosuch
+# every line of a JSON log and every explain --json document parses
+check log-json 0 env FUSEC_LOG_FORMAT=json "$FUSEC" compile $G/fusers.yaml -o "$TMP/lj"
+if python3 -c 'import json,sys
+n=0
+for l in open(sys.argv[1]):
+    e=json.loads(l); n+=1
+    assert "event" in e and "stream" in e, l
+kinds={json.loads(l)["event"] for l in open(sys.argv[1])}
+assert {"block","block_fuser","execute","completed"} <= kinds, kinds
+' "$TMP/err"; then pass=$((pass + 1)); else echo "FAIL log-json-parse"; fail=$((fail + 1)); fi
+check bad-log-format 2 "$FUSEC" compile $G/lone.yaml --log-format xml -o "$TMP/e"
+check explain-json 0 "$FUSEC" explain $G/fusers.yaml --json
+if python3 -c 'import json,sys
+d=json.load(open(sys.argv[1]))
+assert d["format"]=="fusec-explain/1"
+fused=[o for o in d["ops"] if o.get("fused")]
+assert fused and all(o["fuser"] and o["score"] is not None for o in fused)
+assert all(o["why_not_fused"] for o in d["ops"] if not o.get("fused"))
+' "$TMP/out"; then pass=$((pass + 1)); else echo "FAIL explain-json-parse"; fail=$((fail + 1)); fi
+
+# the picture: DOT text golden (clusters per kernel, inputs, outputs, shapes, legend)
+check dot 0 "$FUSEC" compile $G/fusers.yaml --emit dot -o "$TMP/dot"
+same_files dot-golden "$TMP/dot/fusers.dot" $G/fusers.dot
+contains dot-cluster "$TMP/dot/fusers.dot" 'label="#1 fusec_k1_0 · Matmul · score 310 · 3 ops"'
+contains dot-legend "$TMP/dot/fusers.dot" 'subgraph cluster_legend'
+contains dot-edge-shape "$TMP/dot/fusers.dot" 'op6 -> op7 [label="mm f32[64,16]"]'
+check dot-names 0 "$FUSEC" compile docs/examples/resnet_block.yaml --emit dot -o "$TMP/dotr"
+contains dot-node-name "$TMP/dotr/resnet_block.dot" 'label="0 Module::Conv2d\nstem.conv"'
+[ "$(grep -c 'subgraph cluster_[0-9]' "$TMP/dotr/resnet_block.dot")" = 4 ] && pass=$((pass + 1)) ||
+	{ echo "FAIL dot-clusters: want 4 fused kernels in resnet_block"; fail=$((fail + 1)); }
+# svg when Graphviz is installed; a clear usage error when it is not
+if command -v dot >/dev/null 2>&1; then
+	check svg 0 "$FUSEC" compile $G/fusers.yaml --emit svg -o "$TMP/svg"
+	contains svg-text "$TMP/svg/fusers.svg" '<svg'
+fi
+check svg-no-dot 2 env PATH=/nonexistent "$FUSEC" compile $G/fusers.yaml --emit svg -o "$TMP/nosvg"
+contains svg-no-dot-msg "$TMP/err" "--emit svg needs Graphviz's \`dot\` on PATH"
+[ ! -e "$TMP/nosvg" ] && pass=$((pass + 1)) || { echo "FAIL svg-no-dot wrote files"; fail=$((fail + 1)); }

@@ -408,11 +408,42 @@ static bool accepts(OpKind k, DType dt)
 	case SR_CAST: case SR_RESHAPE: case SR_PERMUTE: case SR_SWAP_DIMS: case SR_EXPAND:
 	case SR_SLICE: case SR_CAT: case SR_GATHER:
 		return true;
-	case SR_NONE:
+	case SR_NONE: case SR_COUNT_:
 		break;
 	}
 	fail_msg("op %s: no dtype rule in test_backends.c", ir_ops[k].file);
 	return false;
+}
+
+/* `fusec ops` words each rule's dtypes (ir_rule_dtypes); the words must say what
+ * the rule accepts, as this file's accepts() knows it. */
+static void test_rule_dtypes_words(void **state)
+{
+	(void)state;
+	for (int k = 0; k < OP_COUNT; k++) {
+		if (ir_ops[k].rule == SR_NONE)
+			continue;
+		const char *w = ir_rule_dtypes(ir_ops[k].rule);
+		for (int t = 0; t < DT_COUNT; t++) {
+			DType dt = (DType)t;
+			bool want;
+			if (!strncmp(w, "any", 3) || !strncmp(w, "bool mask", 9))
+				want = true;
+			else if (!strncmp(w, "numeric", 7))
+				want = dt != DT_BOOL;
+			else if (!strcmp(w, "float, signed int"))
+				want = ir_dtype_is_signed(dt);
+			else if (!strncmp(w, "float", 5))
+				want = ir_dtype_is_float(dt);
+			else if (!strcmp(w, "bool"))
+				want = dt == DT_BOOL;
+			else
+				fail_msg("op %s: dtype words '%s' not understood", ir_ops[k].file, w);
+			if (want != accepts((OpKind)k, dt))
+				fail_msg("op %s: '%s' but the rule %s %s", ir_ops[k].file, w,
+					 want ? "rejects" : "accepts", ir_dtype_name(dt));
+		}
+	}
 }
 
 /* Variants of an op at one dtype: separate cases (gelu's approximations, reduction
@@ -1635,6 +1666,7 @@ static void test_dead_ops(void **state)
 
 const struct CMUnitTest backends_tests[] = {
 	cmocka_unit_test(test_dead_ops),
+	cmocka_unit_test(test_rule_dtypes_words),
 	cmocka_unit_test(test_reduce_shapes),
 	cmocka_unit_test(test_golden_kernel_counts),
 	cmocka_unit_test(test_golden_numbers),

@@ -1,0 +1,73 @@
+# t_buildtool.sh: fusec in build pipelines: --version, the line naming what compile
+# wrote (and -q), output names from the graph's name, -M/--depfile, and
+# --diagnostics json.
+G=tests/golden
+check version 0 "$FUSEC" --version
+contains version-fusec "$TMP/out" "fusec "
+grep -Eq '^LLVM 19\.[0-9]+\.[0-9]+' "$TMP/out" && pass=$((pass + 1)) ||
+	{ echo "FAIL version-llvm"; cat "$TMP/out"; fail=$((fail + 1)); }
+contains version-arch "$TMP/out" "default arch sm_90"
+fmt=$(sed -n 's/^plan format //p' "$TMP/out")
+
+# names follow the graph's `name`: a file lone.yaml naming itself "lone", and a
+# graph read from tf1.json whose name is transformer_1
+sed 's/^name: .*/name: transformer_1/' $G/lone.yaml > "$TMP/tf1.yaml"
+check names 0 "$FUSEC" compile "$TMP/tf1.yaml" -o "$TMP/n"
+same names-line "$TMP/out" "wrote $TMP/n/transformer_1.plan.json $TMP/n/transformer_1.ptx"
+[ -f "$TMP/n/transformer_1.ptx" ] && [ ! -e "$TMP/n/tf1.ptx" ] && pass=$((pass + 1)) ||
+	{ echo "FAIL names-files: $(ls "$TMP/n")"; fail=$((fail + 1)); }
+contains version-plan-format "$TMP/n/transformer_1.plan.json" "\"format\":\"$fmt\""
+check quiet 0 "$FUSEC" compile $G/lone.yaml -q -o "$TMP/q"
+same quiet-silent "$TMP/out" ""
+check emit-line 0 "$FUSEC" compile $G/lone.yaml --emit dot -o "$TMP/e"
+same emit-line-text "$TMP/out" "wrote $TMP/e/lone.plan.json $TMP/e/lone.ptx $TMP/e/lone.dot"
+
+# -M: a make rule naming the outputs and the graph; make then rebuilds only when
+# the graph is newer
+cp $G/lone.yaml "$TMP/g.yaml"
+check depfile 0 "$FUSEC" compile "$TMP/g.yaml" -o "$TMP/d" -M "$TMP/d.mk" -q
+same depfile-text "$TMP/d.mk" "$TMP/d/lone.plan.json $TMP/d/lone.ptx: $TMP/g.yaml
+
+$TMP/g.yaml:"
+printf 'all: %s\n%s:\n\t@echo rebuild\ninclude %s\n' "$TMP/d/lone.plan.json" \
+	"$TMP/d/lone.plan.json" "$TMP/d.mk" > "$TMP/Makefile"
+check depfile-make 0 make -s -f "$TMP/Makefile"
+same depfile-uptodate "$TMP/out" ""
+touch -d '+2 seconds' "$TMP/g.yaml"
+check depfile-make-again 0 make -s -f "$TMP/Makefile"
+same depfile-stale "$TMP/out" "rebuild"
+check depfile-long 0 "$FUSEC" compile "$TMP/g.yaml" -o "$TMP/d2" --depfile "$TMP/d2.mk" -q
+[ -f "$TMP/d2.mk" ] && pass=$((pass + 1)) || { echo "FAIL depfile-long"; fail=$((fail + 1)); }
+rm -rf "$TMP/bad"
+check depfile-bad 1 "$FUSEC" compile tests/errors/typo_op.yaml -o "$TMP/bad" -M "$TMP/bad.mk"
+[ ! -e "$TMP/bad.mk" ] && pass=$((pass + 1)) || { echo "FAIL depfile-bad: written"; fail=$((fail + 1)); }
+
+# --diagnostics json: one JSON line per error with file, line, col, code, message
+check diag-json 1 "$FUSEC" compile tests/errors/typo_op.yaml --diagnostics json -o "$TMP/bad"
+same diag-json-text "$TMP/err" '{"severity":"error","file":"tests/errors/typo_op.yaml","line":5,"col":10,"code":"invalid-input","message":"ops[0].op: unknown op '"'relue'; did you mean 'relu'?"'"}'
+check diag-json-env 2 env FUSEC_DIAGNOSTICS=json "$FUSEC" compile
+same diag-json-usage "$TMP/err" '{"severity":"error","file":null,"line":0,"col":0,"code":"usage","message":"expected one GRAPH argument"}'
+check diag-bad 2 "$FUSEC" --diagnostics xml compile $G/lone.yaml
+
+# the depfile lists the .npy files constants come from
+python3 - "$TMP/w.npy" <<'PY'
+import struct, sys
+hdr = "{'descr': '<f4', 'fortran_order': False, 'shape': (4,), }"
+hdr += " " * (64 - 10 - len(hdr) - 1) + "\n"
+with open(sys.argv[1], "wb") as f:
+    f.write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(hdr)) + hdr.encode())
+    f.write(struct.pack("<4f", 1, 2, 3, 4))
+PY
+cat > "$TMP/c.yaml" <<'YAML'
+format: fusec-graph/1
+name: consts
+inputs:
+  x: {dtype: f32, shape: [4]}
+constants:
+  w: {dtype: f32, shape: [4], npy: w.npy}
+ops:
+  - {op: mul, in: [x, w], out: y}
+outputs: [y]
+YAML
+check depfile-npy 0 "$FUSEC" compile "$TMP/c.yaml" -o "$TMP/c" -M "$TMP/c.mk" -q
+contains depfile-npy-rule "$TMP/c.mk" "$TMP/c/consts.plan.json $TMP/c/consts.ptx $TMP/c/consts.weights.bin: $TMP/c.yaml $TMP/w.npy"

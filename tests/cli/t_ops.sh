@@ -1,0 +1,26 @@
+# t_ops.sh: `fusec ops` lists every op of ir/ops.def with arity, attributes, dtypes
+# and the fusers that take it (asked of the fusers themselves).
+check ops 0 "$FUSEC" ops
+n=$(grep -c '^X(' ir/ops.def)
+[ "$(($(wc -l < "$TMP/out") - 1))" = "$n" ] && pass=$((pass + 1)) ||
+	{ echo "FAIL ops-count: want $n rows"; fail=$((fail + 1)); }
+# spot checks against the fusers' own rules
+grep -E '^matmul +Matmul +2 +- +- +numeric \(not bool\) +Matmul$' "$TMP/out" >/dev/null &&
+	pass=$((pass + 1)) || { echo "FAIL ops-matmul"; grep '^matmul' "$TMP/out"; fail=$((fail + 1)); }
+grep -E '^relu .*ElementWise, Matmul \(after matmul\), Reduce, ReduceBroadcasted$' "$TMP/out" >/dev/null &&
+	pass=$((pass + 1)) || { echo "FAIL ops-relu"; grep '^relu' "$TMP/out"; fail=$((fail + 1)); }
+grep -E '^reshape .* ElementWise$' "$TMP/out" >/dev/null && pass=$((pass + 1)) ||
+	{ echo "FAIL ops-reshape"; grep '^reshape' "$TMP/out"; fail=$((fail + 1)); }
+grep -E '^sum .*axis .* Reduce, ReduceBroadcasted$' "$TMP/out" >/dev/null && pass=$((pass + 1)) ||
+	{ echo "FAIL ops-sum"; grep '^sum' "$TMP/out"; fail=$((fail + 1)); }
+grep -E '^conv2d +Conv2d +2-3 +- +stride,padding,dilation,groups +float +none \(runs alone\)$' "$TMP/out" >/dev/null &&
+	pass=$((pass + 1)) || { echo "FAIL ops-conv2d"; grep '^conv2d' "$TMP/out"; fail=$((fail + 1)); }
+check ops-json 0 "$FUSEC" ops --json
+python3 -c 'import json,sys
+d=json.load(open(sys.argv[1])); ops={o["op"]:o for o in d["ops"]}
+assert ops["gelu"]["optional"]==["approximate"], ops["gelu"]
+assert ops["cat"]["inputs_max"] is None
+assert ops["matmul"]["fusers"]==["Matmul"]
+assert "Matmul" in ops["add"]["fusers_after_matmul"]
+' "$TMP/out" && pass=$((pass + 1)) || { echo "FAIL ops-json"; fail=$((fail + 1)); }
+check ops-extra 2 "$FUSEC" ops extra

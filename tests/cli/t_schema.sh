@@ -1,0 +1,46 @@
+# t_schema.sh: the JSON Schemas of docs/schema/ (Debian's python3-jsonschema).
+# Every example graph validates against fusec-graph/1, the plan of every one of them
+# against fusec-plan/1; broken graphs and plans do not; the graph schema is the one
+# tests/schema/make_graph_schema.py generates from `fusec ops --json` (ir/ops.def).
+S=docs/schema
+if ! python3 -c 'import jsonschema, yaml' 2>/dev/null; then
+	echo "FAIL schema: python3-jsonschema and python3-yaml are needed (make deps)"
+	fail=$((fail + 1)); return
+fi
+graphs=$(ls docs/examples/*.yaml docs/examples/*.json tests/golden/*.yaml tests/bench/gpu/*.json)
+if python3 tests/schema/validate.py $S/fusec-graph-1.schema.json $graphs; then
+	pass=$((pass + 1)); else echo "FAIL schema-graphs"; fail=$((fail + 1)); fi
+mkdir -p "$TMP/plans"
+ok=1
+for g in $graphs; do
+	args=$(sed -n 's/^# args: //p' "$g")
+	"$FUSEC" compile "$g" $args -q -o "$TMP/plans" 2>"$TMP/err" || { ok=0; echo "FAIL schema-compile $g"; }
+done
+[ $ok = 1 ] && pass=$((pass + 1)) || fail=$((fail + 1))
+if python3 tests/schema/validate.py $S/fusec-plan-1.schema.json "$TMP"/plans/*.plan.json \
+	tests/runtime/axpb.plan.json; then
+	pass=$((pass + 1)); else echo "FAIL schema-plans"; fail=$((fail + 1)); fi
+[ "$(ls "$TMP"/plans/*.plan.json | wc -l)" -ge 30 ] && pass=$((pass + 1)) ||
+	{ echo "FAIL schema-plans: too few plans"; fail=$((fail + 1)); }
+
+# the schemas can fail: an unknown op, an attribute the op does not take, a missing
+# key, a plan launch argument of an unknown kind
+bad() {
+	printf '%s\n' "$2" > "$TMP/$1"
+	if python3 tests/schema/validate.py "$3" "$TMP/$1" > "$TMP/out"; then
+		echo "FAIL schema-rejects-$1: validated"; fail=$((fail + 1))
+	else pass=$((pass + 1)); fi
+}
+G=$S/fusec-graph-1.schema.json
+bad relue.json '{"format":"fusec-graph/1","inputs":{"x":{"dtype":"f32","shape":[2]}},"ops":[{"op":"relue","in":["x"],"out":"y"}],"outputs":["y"]}' $G
+bad axes.json '{"format":"fusec-graph/1","inputs":{"x":{"dtype":"f32","shape":[2]}},"ops":[{"op":"sum","in":["x"],"axes":[0],"out":"y"}],"outputs":["y"]}' $G
+bad noaxis.json '{"format":"fusec-graph/1","inputs":{"x":{"dtype":"f32","shape":[2]}},"ops":[{"op":"sum","in":["x"],"out":"y"}],"outputs":["y"]}' $G
+bad float32.json '{"format":"fusec-graph/1","inputs":{"x":{"dtype":"float32","shape":[2]}},"ops":[],"outputs":["x"]}' $G
+bad arity.json '{"format":"fusec-graph/1","inputs":{"x":{"dtype":"f32","shape":[2]}},"ops":[{"op":"add","in":["x"],"out":"y"}],"outputs":["y"]}' $G
+sed 's/"i64":/"u64":/' "$TMP/plans/reuse.plan.json" > "$TMP/badplan.json"
+if python3 tests/schema/validate.py $S/fusec-plan-1.schema.json "$TMP/badplan.json" >/dev/null; then
+	echo "FAIL schema-rejects-plan"; fail=$((fail + 1)); else pass=$((pass + 1)); fi
+
+# the graph schema follows ops.def
+python3 tests/schema/make_graph_schema.py "$FUSEC" > "$TMP/gen.json"
+same_files schema-generated "$TMP/gen.json" $G
