@@ -85,7 +85,7 @@ $(BUILD)/libfusecrt.a: $(LIBRT_OBJ)
 	$(AR) rcs $@ $^
 $(BUILD)/libfusecrt.so: $(LIBRT_OBJ)
 	$(CC) $(CFLAGS) -shared -Wl,-soname,libfusecrt.so.0 -o $@ $^ \
-	  $(shell $(PKG_CONFIG) --libs libcjson) -ldl -lm
+	  $(shell $(PKG_CONFIG) --libs libcjson libcrypto) -ldl -lm
 lib: $(BUILD)/libfusecrt.a $(BUILD)/libfusecrt.so
 
 PREFIX     ?= /usr/local
