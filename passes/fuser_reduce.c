@@ -30,6 +30,10 @@ static void rd_fuse(Fuser *f, const RelOp *op)
 			return;
 		}
 	} else if (ir_op_is_elementwise(op->kind)) {
+		if (stats_at_cap(&r->st)) {
+			fuser_close(f, CR_MAX_OPS);
+			return;
+		}
 		if (r->has_ref && !ir_rel_shape_equal(out, &r->ref)) {
 			fuser_close(f, r->phase == 1 ? CR_BROADCAST : CR_SHAPE);
 			return;

@@ -10,7 +10,7 @@
  * (its prologue), and when no reduction follows, those trailing ops are the last
  * block's epilogue. So the fuser keeps the scores of finished blocks, the current
  * block P, the tentative next block T, and P+T for the case T never gets a
- * reduction. Ready with a reduction and at least one broadcast back. */
+ * reduction. Each block holds at most TRACE_MAX_OPS elementwise ops. Ready with a reduction and at least one broadcast back. */
 #include "search.h"
 
 typedef struct {
@@ -60,6 +60,12 @@ static void rb_fuse(Fuser *f, const RelOp *op)
 		return;
 	}
 	FuseStats *cur = b->t_used ? &b->t : &b->p;
+	/* burn's blocks are Reduce fusers, each with its own trace and op cap */
+	bool opens_t = !red && to_s && b->p_red && !b->t_used;
+	if (!red && !opens_t && stats_at_cap(cur)) {
+		fuser_close(f, CR_MAX_OPS);
+		return;
+	}
 	if (stats_bindings_after(&b->pt, op) > f->max_bindings) {
 		fuser_close(f, CR_BINDINGS);
 		return;

@@ -53,6 +53,9 @@ check lazy 0 "$FUSEC" compile $G/lazy_triggers.yaml -o "$TMP/z" --log full
 contains lazy-onops "$TMP/err" "[plan] cache hit: execute plan #0 (lazy, segment has 3 ops)"
 contains lazy-always "$TMP/err" "[plan] cache hit: execute plan #1 (lazy, segment has 2 ops)"
 contains lazy-triggers "$TMP/z/lazy_triggers.plan.json" '"kind":"Always"'
+check cap 0 "$FUSEC" compile $G/cap.yaml -o "$TMP/k" --log full
+contains cap-elemwise "$TMP/err" "[fuser] closed on Float::Exp (ElementWise, max-ops); had 66 ops"
+contains cap-matmul "$TMP/err" "[fuser] closed on Float::Exp (Matmul, max-ops); had 66 ops"
 
 # options
 check log-env 0 env FUSEC_LOG=basic "$FUSEC" compile $G/lone.yaml -o "$TMP/e"
