@@ -5,7 +5,9 @@
  * (max, sub, exp, sum, div) and layer norm (mean, sub, square, mean, rsqrt, mul) in
  * one kernel. Every elementwise output has shape S or R; every reduction reads S.
  *
- * The score is the sum of the Reduce blocks' scores. The ops split into blocks at
+ * The score is the sum of the Reduce blocks' scores, each counting its elementwise
+ * ops only, not the reduction (burn: reduce_broadcasted/fuser/base.rs, properties,
+ * sums the blocks' ReduceFuser scores). The ops split into blocks at
  * each reduction: an S-shaped op after a block's reduction opens the next block
  * (its prologue), and when no reduction follows, those trailing ops are the last
  * block's epilogue. So the fuser keeps the scores of finished blocks, the current
@@ -81,7 +83,7 @@ static void rb_fuse(Fuser *f, const RelOp *op)
 		}
 		if (b->p_red && b->t_used) {
 			/* T gets its reduction: P is finished */
-			stats_add(&b->t, op, true);
+			stats_add(&b->t, op, false);
 			b->done += stats_score(&b->p);
 			stats_copy(&b->p, &b->t);
 			stats_copy(&b->pt, &b->t);
@@ -90,11 +92,11 @@ static void rb_fuse(Fuser *f, const RelOp *op)
 		} else if (b->p_red) {
 			b->done += stats_score(&b->p);
 			stats_clear(&b->p);
-			stats_add(&b->p, op, true);
+			stats_add(&b->p, op, false);
 			stats_copy(&b->pt, &b->p);
 		} else {
-			stats_add(&b->p, op, true);
-			stats_add(&b->pt, op, true);
+			stats_add(&b->p, op, false);
+			stats_add(&b->pt, op, false);
 		}
 		b->p_red = true;
 	} else {

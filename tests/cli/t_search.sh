@@ -42,12 +42,13 @@ contains lone-kernel "$TMP/l/lone.plan.json" '"kind":"single"'
 check maxblocks 0 "$FUSEC" compile $G/maxblocks.yaml --max-blocks 2 -o "$TMP/m" --log medium
 contains maxblocks-stop "$TMP/err" "[stream] stopped (max_blocks=2 reached) at op 32 (NumericFloat::Add)"
 check fusers 0 "$FUSEC" compile $G/fusers.yaml -o "$TMP/f" --log full
-contains fusers-softmax "$TMP/err" "▸ fused ReduceBroadcasted (score=730, 5 ops)"
+contains fusers-softmax "$TMP/err" "▸ fused ReduceBroadcasted (score=520, 5 ops)"
 contains fusers-matmul "$TMP/err" "▸ fused Matmul (score=310, 3 ops)"
-contains fusers-reduce "$TMP/err" "▸ fused Reduce (score=630, 4 ops)"
+contains fusers-reduce "$TMP/err" "▸ fused Reduce (score=420, 4 ops)"
 check cycle 0 "$FUSEC" compile $G/cycle.yaml --max-blocks 8 -o "$TMP/y" --log medium
 contains cycle-refused "$TMP/err" "[merge] refused: blocks starting at op 1 and op 10 (would create a cycle)"
 check holes 0 "$FUSEC" compile $G/holes.yaml -o "$TMP/h" --log medium
+contains holes-score "$TMP/err" "best Reduce (score=210, 3 ops)"
 contains holes-filled "$TMP/err" "[holes] 1 unclaimed op(s) between claimed ones: searching them again"
 check lazy 0 "$FUSEC" compile $G/lazy_triggers.yaml -o "$TMP/z" --log full
 contains lazy-onops "$TMP/err" "[plan] cache hit: execute plan #0 (lazy, segment has 3 ops)"
