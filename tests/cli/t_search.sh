@@ -48,8 +48,9 @@ contains fusers-reduce "$TMP/err" "▸ fused Reduce (score=420, 4 ops)"
 check cycle 0 "$FUSEC" compile $G/cycle.yaml --max-blocks 8 -o "$TMP/y" --log medium
 contains cycle-refused "$TMP/err" "[merge] refused: blocks starting at op 1 and op 10 (would create a cycle)"
 check holes 0 "$FUSEC" compile $G/holes.yaml -o "$TMP/h" --log medium
-contains holes-score "$TMP/err" "best Reduce (score=210, 3 ops)"
 contains holes-filled "$TMP/err" "[holes] 1 unclaimed op(s) between claimed ones: searching them again"
+check holes-full 0 "$FUSEC" compile $G/holes.yaml -o "$TMP/h2" --log full
+contains holes-score "$TMP/err" "best Reduce (score=210, 3 ops)"
 check lazy 0 "$FUSEC" compile $G/lazy_triggers.yaml -o "$TMP/z" --log full
 contains lazy-onops "$TMP/err" "[plan] cache hit: execute plan #0 (lazy, segment has 3 ops)"
 contains lazy-always "$TMP/err" "[plan] cache hit: execute plan #1 (lazy, segment has 2 ops)"
