@@ -12,7 +12,7 @@
  * (its prologue), and when no reduction follows, those trailing ops are the last
  * block's epilogue. So the fuser keeps the scores of finished blocks, the current
  * block P, the tentative next block T, and P+T for the case T never gets a
- * reduction. Each block holds at most TRACE_MAX_OPS elementwise ops. Ready with a reduction and at least one broadcast back. */
+ * reduction. Each block holds at most TRACE_MAX_OPS elementwise ops. Ready once a reduction is in, as in burn. */
 #include "search.h"
 
 typedef struct {
@@ -118,7 +118,9 @@ static void rb_fuse(Fuser *f, const RelOp *op)
 static FuserProps rb_properties(const Fuser *f)
 {
 	const ReduceBcastFuser *b = (const ReduceBcastFuser *)f;
-	return (FuserProps){b->p_red && b->broadcast, b->done + stats_score(&b->pt)};
+	/* burn (reduce_broadcasted/fuser/base.rs, properties): ready once out of Starting,
+	 * i.e. once a reduction is fused; no broadcast back is needed */
+	return (FuserProps){b->p_red, b->done + stats_score(&b->pt)};
 }
 
 static int rb_len(const Fuser *f)

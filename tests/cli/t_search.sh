@@ -58,6 +58,8 @@ contains lazy-triggers "$TMP/z/lazy_triggers.plan.json" '"kind":"Always"'
 check cap 0 "$FUSEC" compile $G/cap.yaml -o "$TMP/k" --log full
 contains cap-elemwise "$TMP/err" "[fuser] closed on Float::Exp (ElementWise, max-ops); had 66 ops"
 contains cap-matmul "$TMP/err" "[fuser] closed on Float::Exp (Matmul, max-ops); had 66 ops"
+check rb-ready 0 "$FUSEC" compile $G/rb_ready.yaml -o "$TMP/rb" --log full
+contains rb-ready-fused "$TMP/err" "▸ fused ReduceBroadcasted (score=310, 5 ops)"
 
 # options
 check log-env 0 env FUSEC_LOG=basic "$FUSEC" compile $G/lone.yaml -o "$TMP/e"
