@@ -18,9 +18,9 @@ WERROR      ?=
 WARN    = -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
           -Wno-unused-parameter -Wvla $(WERROR)
 CFLAGS ?= -O2 -g
-DEPS_CFLAGS := $(shell $(PKG_CONFIG) --cflags libcjson yaml-0.1 2>/dev/null) \
+DEPS_CFLAGS := $(shell $(PKG_CONFIG) --cflags libcjson yaml-0.1 libprotobuf-c 2>/dev/null) \
                -I$(shell $(LLVM_CONFIG) --includedir 2>/dev/null)
-DEPS_LIBS   := $(shell $(PKG_CONFIG) --libs libcjson yaml-0.1 2>/dev/null) \
+DEPS_LIBS   := $(shell $(PKG_CONFIG) --libs libcjson yaml-0.1 libprotobuf-c 2>/dev/null) \
                $(shell $(LLVM_CONFIG) --ldflags 2>/dev/null) \
                $(shell $(LLVM_CONFIG) --libs 2>/dev/null) -lm
 CMOCKA_CFLAGS := $(shell $(PKG_CONFIG) --cflags cmocka 2>/dev/null)
@@ -30,16 +30,17 @@ ALL_CFLAGS = -std=c11 -D_POSIX_C_SOURCE=200809L -pthread $(WARN) $(CFLAGS) $(DEP
 # Sources, per layer from the ground up. Keep each list sorted.
 SUPPORT_SRC = support/support.c
 IR_SRC      = ir/build.c ir/doc.c ir/infer.c ir/liveness.c ir/ops.c ir/read_json.c ir/read_yaml.c ir/relative.c
+ONNX_SRC    = onnx/import.c onnx/load.c onnx/ops.c
 PASSES_SRC  = passes/block.c passes/dump.c passes/explain.c passes/explorer.c passes/fuser_elemwise.c passes/fuser_matmul.c passes/fuser_reduce.c passes/fuser_reduce_bcast.c passes/fusers.c passes/intset.c passes/log.c passes/plan_store.c passes/processor.c passes/record.c passes/score.c passes/verify.c
 CODEGEN_SRC = codegen/coop.c codegen/emit_par.c codegen/eval.c codegen/frame.c codegen/host_exec.c codegen/jit.c codegen/json_write.c codegen/kcache.c codegen/kernel_elemwise.c codegen/kernel_join_window.c codegen/kernel_matmul.c codegen/kernel_reduce.c codegen/lower.c codegen/math.c codegen/module.c codegen/plan.c codegen/toolbox.c codegen/values.c
-HOST_SRC    = host/check.c host/host.c host/interp.c host/npy.c
-CMD_SRC     = cmd/bench.c cmd/compile.c cmd/explain.c cmd/fusec.c cmd/normalize.c cmd/run.c cmd/run_cpu.c cmd/run_cuda.c
+HOST_SRC    = host/check.c host/constants.c host/host.c host/interp.c host/npy.c
+CMD_SRC     = cmd/bench.c cmd/compile.c cmd/explain.c cmd/fusec.c cmd/import.c cmd/normalize.c cmd/run.c cmd/run_cpu.c cmd/run_cuda.c
 RT_SRC      = runtime/bench.c runtime/runtime.c
-TEST_SRC    = tests/unit/main.c tests/unit/graphgen.c tests/unit/test_backends.c tests/unit/test_codegen.c tests/unit/test_coop.c tests/unit/test_hostile.c tests/unit/test_infer.c tests/unit/test_interp.c tests/unit/test_json_write.c tests/unit/test_math.c tests/unit/test_readers.c tests/unit/test_relative.c tests/unit/test_runtime.c tests/unit/test_search.c
+TEST_SRC    = tests/unit/main.c tests/unit/graphgen.c tests/unit/test_backends.c tests/unit/test_check.c tests/unit/test_codegen.c tests/unit/test_coop.c tests/unit/test_hostile.c tests/unit/test_infer.c tests/unit/test_interp.c tests/unit/test_json_write.c tests/unit/test_math.c tests/unit/test_onnx.c tests/unit/test_readers.c tests/unit/test_relative.c tests/unit/test_runtime.c tests/unit/test_search.c
 BENCH_SRC   = tests/bench/bench_search.c tests/bench/gen_graph.c
 
-CORE_SRC = $(SUPPORT_SRC) $(IR_SRC) $(PASSES_SRC) $(CODEGEN_SRC) $(HOST_SRC) $(RT_SRC)
-CORE_OBJ = $(CORE_SRC:%.c=$(BUILD)/%.o)
+CORE_SRC = $(SUPPORT_SRC) $(IR_SRC) $(PASSES_SRC) $(CODEGEN_SRC) $(HOST_SRC) $(ONNX_SRC) $(RT_SRC)
+CORE_OBJ = $(CORE_SRC:%.c=$(BUILD)/%.o) $(BUILD)/gen/onnx.pb-c.o
 CMD_OBJ  = $(CMD_SRC:%.c=$(BUILD)/%.o)
 TEST_OBJ = $(TEST_SRC:%.c=$(BUILD)/%.o)
 # fusec-run: the runtime alone, without LLVM or libyaml (libc, libm, libdl, cJSON).
@@ -65,7 +66,7 @@ $(BUILD)/tests/fakecuda.so: tests/runtime/fakecuda.c
 LLVM_STATIC_LIBS = $(shell $(LLVM_CONFIG) --link-static --libs core nvptx passes orcjit native bitreader linker ipo 2>/dev/null)
 $(BUILD)/fusec-static: $(CORE_OBJ) $(CMD_OBJ)
 	$(CXX) $(CFLAGS) -o $@ $^ -L$(shell $(LLVM_CONFIG) --libdir) $(LLVM_STATIC_LIBS) \
-		$(shell $(PKG_CONFIG) --libs libcjson yaml-0.1) -lz $(wildcard /usr/lib/*/libzstd.so.1) \
+		$(shell $(PKG_CONFIG) --libs libcjson yaml-0.1 libprotobuf-c) -lz $(wildcard /usr/lib/*/libzstd.so.1) \
 		-lrt -ldl -lm -lpthread -Wl,--gc-sections
 
 static: $(BUILD)/fusec-static
@@ -73,18 +74,43 @@ static: $(BUILD)/fusec-static
 $(BUILD)/unit: $(CORE_OBJ) $(TEST_OBJ)
 	$(CC) $(CFLAGS) -o $@ $^ $(DEPS_LIBS) $(CMOCKA_LIBS) -ldl
 
-$(BUILD)/tests/%.o: tests/%.c
+$(BUILD)/tests/%.o: tests/%.c $(BUILD)/gen/onnx.pb-c.h
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) $(CMOCKA_CFLAGS) -c -o $@ $<
+	$(CC) $(ALL_CFLAGS) $(CMOCKA_CFLAGS) -I$(BUILD)/gen -c -o $@ $<
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -c -o $@ $<
 
+# ONNX: the protobuf-c code for Debian's onnx.proto (libonnx-dev), generated here.
+ONNX_PROTO ?= /usr/include/onnx/onnx.proto
+$(BUILD)/gen/onnx.pb-c.c: $(ONNX_PROTO)
+	@mkdir -p $(dir $@)
+	protoc-c --c_out=$(BUILD)/gen -I$(dir $(ONNX_PROTO)) $(ONNX_PROTO)
+$(BUILD)/gen/onnx.pb-c.h: $(BUILD)/gen/onnx.pb-c.c
+$(BUILD)/gen/onnx.pb-c.o: $(BUILD)/gen/onnx.pb-c.c
+	$(CC) -std=c11 $(CFLAGS) $(DEPS_CFLAGS) -c -o $@ $<
+$(BUILD)/onnx/%.o: onnx/%.c $(BUILD)/gen/onnx.pb-c.h
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -I$(BUILD)/gen -c -o $@ $<
+
 # CLI tests first, the cmocka run last: `make test` ends with its summary line.
-test: $(BUILD)/fusec $(BUILD)/unit $(BUILD)/fusec-run $(BUILD)/tests/fakecuda.so
+test: $(BUILD)/fusec $(BUILD)/unit $(BUILD)/fusec-run $(BUILD)/tests/fakecuda.so $(BUILD)/onnx_conformance
 	FUSEC=$(BUILD)/fusec sh tests/cli/run.sh
+	$(BUILD)/onnx_conformance -q -v --list tests/onnx/fast.list $(ONNX_TESTDATA)/node
+	$(BUILD)/onnx_conformance -q tests/onnx/models
 	cd tests && ../$(BUILD)/unit
+
+# ONNX backend node tests from libonnx-testdata (docs/onnx.md); not part of `make test`,
+# which runs the subset in tests/onnx/fast.list.
+ONNX_TESTDATA ?= /usr/share/libonnx-testdata/data
+$(BUILD)/onnx_conformance: $(BUILD)/tests/onnx/conformance.o $(BUILD)/cmd/run_cpu.o $(CORE_OBJ)
+	$(CC) $(CFLAGS) -o $@ $^ $(DEPS_LIBS) -ldl
+$(BUILD)/tests/onnx/conformance.o: tests/onnx/conformance.c $(BUILD)/gen/onnx.pb-c.h
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -I$(BUILD)/gen -c -o $@ $<
+onnx-conformance: $(BUILD)/onnx_conformance
+	$(BUILD)/onnx_conformance -v $(ONNX_TESTDATA)/node
 
 # Accuracy sweep of codegen/math.c against libm (docs/math.md); MATH_POINTS per function.
 MATH_POINTS ?= 4194304
@@ -117,11 +143,22 @@ $(BUILD)/fuzz_read: $(FUZZ_SRC) ir/ir.h ir/doc.h ir/ops.def support/support.h
 	  $(shell $(PKG_CONFIG) --libs libcjson yaml-0.1) -lm
 fuzz: $(BUILD)/fuzz_read
 
+# libFuzzer target for the ONNX reader: seed it with tests/onnx/models/*/model.onnx.
+FUZZ_ONNX_SRC = tests/fuzz/fuzz_onnx.c $(SUPPORT_SRC) $(IR_SRC) $(HOST_SRC) $(ONNX_SRC) \
+                $(BUILD)/gen/onnx.pb-c.c
+$(BUILD)/fuzz_onnx: $(FUZZ_ONNX_SRC) $(BUILD)/gen/onnx.pb-c.h
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) -std=c11 -D_POSIX_C_SOURCE=200809L -O1 -g -fno-omit-frame-pointer \
+	  -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -I$(BUILD)/gen \
+	  $(shell $(PKG_CONFIG) --cflags libcjson yaml-0.1 libprotobuf-c) -o $@ $(FUZZ_ONNX_SRC) \
+	  $(shell $(PKG_CONFIG) --libs libcjson yaml-0.1 libprotobuf-c) -lm
+fuzz-onnx: $(BUILD)/fuzz_onnx
+
 sanitize:
 	$(MAKE) BUILD=build-san CFLAGS="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" test
 
 deps:
-	@missing=""; for p in llvm-19-dev libcjson-dev libyaml-dev libcmocka-dev pkg-config make gcc; do \
+	@missing=""; for p in llvm-19-dev libcjson-dev libyaml-dev libcmocka-dev libprotobuf-c-dev protobuf-c-compiler libonnx-dev libonnx-testdata pkg-config make gcc; do \
 	  dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing:$$missing"; \
@@ -131,6 +168,6 @@ deps:
 clean:
 	rm -rf build build-san
 
-.PHONY: all test sanitize deps clean static math-accuracy fuzz bench
--include $(CORE_OBJ:.o=.d) $(CMD_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(BUILD)/cmd/fusec_run.d \
+.PHONY: all test sanitize deps clean static math-accuracy fuzz fuzz-onnx bench onnx-conformance
+-include $(filter-out $(BUILD)/gen/%,$(CORE_OBJ:.o=.d)) $(CMD_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(BUILD)/cmd/fusec_run.d \
          $(BENCH_SRC:%.c=$(BUILD)/%.d)

@@ -14,6 +14,7 @@ int cmd_compile(int argc, char **argv);
 int cmd_explain(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
+int cmd_import(int argc, char **argv);
 
 /* Shared helpers (cmd/fusec.c). */
 extern const char *cmd_prog;                 /* "fusec" */

@@ -346,11 +346,15 @@ static int commit_outputs(const char *dir, const char *name, const OutFile *file
 /* The plan, the PTX and what --emit asked for, committed together. */
 static int write_outputs(const CompileOptions *o, const Schedule *s, const CgOutputs *co)
 {
-	Buf rel = {0}, dot = {0};
-	OutFile files[5];
+	Buf rel = {0}, dot = {0}, weights = {0};
+	OutFile files[6];
 	int n = 0;
 	files[n++] = (OutFile){".plan.json", co->plan, strlen(co->plan)};
 	files[n++] = (OutFile){".ptx", co->ptx.data, co->ptx.len};
+	if (cg_weights_layout_size(s->g)) {
+		cg_weights_write(s->g, &weights);
+		files[n++] = (OutFile){".weights.bin", weights.data, weights.len};
+	}
 	if (o->emit_ll)
 		files[n++] = (OutFile){".ll", co->ll.data, co->ll.len};
 	if (o->emit_relative) {
@@ -364,6 +368,7 @@ static int write_outputs(const CompileOptions *o, const Schedule *s, const CgOut
 	int status = commit_outputs(o->dir, s->g->name, files, n);
 	buf_free(&rel);
 	buf_free(&dot);
+	buf_free(&weights);
 	return status;
 }
 
@@ -460,8 +465,10 @@ int cmd_compile(int argc, char **argv)
 	char ptxname[512];
 	snprintf(ptxname, sizeof ptxname, "%s.ptx", g->name);
 	char *cache = o.no_cache ? NULL : default_cache_dir(o.cache_dir);
-	PlanFileInfo info = {o.arch, ptxname, o.libdevice, o.pretty, cache, o.jobs,
-			     isatty(STDERR_FILENO) ? show_progress : NULL};
+	char wname[512];
+	snprintf(wname, sizeof wname, "%s.weights.bin", g->name);
+	PlanFileInfo info = {o.arch, ptxname, o.libdevice, cg_weights_layout_size(g) ? wname : NULL,
+			     o.pretty, cache, o.jobs, isatty(STDERR_FILENO) ? show_progress : NULL};
 	CgOutputs co = {0};
 	if (o.verify && pass_verify(s, &d)) {
 		cmd_print_diag(&d);

@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../host/host.h"
+#include "../onnx/onnx.h"
 #include "cmd.h"
 
 const char *cmd_prog = "fusec";
@@ -22,8 +24,11 @@ static const char usage_text[] =
 	"  explain GRAPH [--op I]   show why each op was or was not fused\n"
 	"  run GRAPH --backend B    execute a graph: interp, cpu (JIT) or cuda\n"
 	"  bench GRAPH|DIR          time a graph or compiled plan on the GPU\n"
+	"  import GRAPH [-o OUT]    write GRAPH (e.g. an ONNX model) as fusec-graph/1\n"
 	"\n"
-	"GRAPH is a fusec-graph/1 file (.json, .yaml, .yml) or - for stdin.\n"
+	"GRAPH is a fusec-graph/1 file (.json, .yaml, .yml), an ONNX model (.onnx;\n"
+	"docs/onnx.md) or - for stdin. For ONNX models, --input-shape NAME=1x3x224x224\n"
+	"fixes the shape of an input whose dims the model leaves symbolic.\n"
 	"`fusec COMMAND --help` describes each command.\n"
 	"\n"
 	"exit status: 0 success, 1 invalid input, 2 usage error, 3 code generation\n"
@@ -57,10 +62,41 @@ void cmd_print_diag(const Diag *d)
 	fprintf(stderr, "%s%s\n", d->file[0] ? "" : "fusec: ", line);
 }
 
+/* --input-shape NAME=DxD..., taken out of argv by main for every command. */
+static OnnxInputShape input_shapes[64];
+static int ninput_shapes;
+static Arena *shape_arena;
+
+/* Whether path names an ONNX model: by extension, or by its first byte. */
+static bool is_onnx(const char *path)
+{
+	if (!strcmp(path, "-"))
+		return false;
+	unsigned char head[1];
+	size_t n = 0;
+	FILE *f = fopen(path, "rb");
+	if (f) {
+		n = fread(head, 1, 1, f);
+		fclose(f);
+	}
+	return onnx_sniff(path, head, n);
+}
+
 Graph *cmd_load_graph(Arena *a, const char *path)
 {
 	Diag d;
-	Graph *g = ir_read_file(a, path, FMT_AUTO, &d);
+	Graph *g;
+	if (is_onnx(path)) {
+		OnnxOptions o = {input_shapes, ninput_shapes, NULL, 0};
+		g = onnx_read_file(a, path, &o, &d);
+	} else if (ninput_shapes) {
+		diag_set(&d, path, 0, 0, "--input-shape applies to ONNX models only");
+		g = NULL;
+	} else {
+		g = ir_read_file(a, path, FMT_AUTO, &d);
+		if (g && host_load_constants(g, &d))
+			g = NULL;
+	}
 	if (!g)
 		cmd_print_diag(&d);
 	return g;
@@ -87,7 +123,49 @@ static const struct {
 	{"explain", cmd_explain},
 	{"run", cmd_run},
 	{"bench", cmd_bench},
+	{"import", cmd_import},
 };
+
+/* Remove every --input-shape SPEC (or --input-shape=SPEC) from argv. */
+static int take_input_shapes(const char *sub, int *argc, char **argv)
+{
+	int k = 1;
+	shape_arena = arena_new();
+	for (int i = 1; i < *argc; i++) {
+		const char *spec = NULL;
+		if (!strcmp(argv[i], "--"))  {
+			while (i < *argc)
+				argv[k++] = argv[i++];
+			break;
+		}
+		if (!strcmp(argv[i], "--input-shape")) {
+			if (i + 1 >= *argc) {
+				cmd_usage_error(sub, "option '--input-shape' needs NAME=DxD...");
+				return EXIT_USAGE;
+			}
+			spec = argv[++i];
+		} else if (!strncmp(argv[i], "--input-shape=", 14)) {
+			spec = argv[i] + 14;
+		} else {
+			argv[k++] = argv[i];
+			continue;
+		}
+		char msg[200];
+		if (ninput_shapes == (int)(sizeof input_shapes / sizeof input_shapes[0])) {
+			cmd_usage_error(sub, "too many --input-shape options");
+			return EXIT_USAGE;
+		}
+		if (onnx_parse_shape(shape_arena, spec, &input_shapes[ninput_shapes], msg,
+				     sizeof msg)) {
+			cmd_usage_error(sub, "--input-shape: %s", msg);
+			return EXIT_USAGE;
+		}
+		ninput_shapes++;
+	}
+	argv[k] = NULL;
+	*argc = k;
+	return 0;
+}
 
 int main(int argc, char **argv)
 {
@@ -106,8 +184,13 @@ int main(int argc, char **argv)
 		return EXIT_OK;
 	}
 	for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-		if (!strcmp(c, commands[i].name))
-			return commands[i].fn(argc - 1, argv + 1);
+		if (!strcmp(c, commands[i].name)) {
+			int rc = take_input_shapes(c, &argc, argv);
+			if (!rc)
+				rc = commands[i].fn(argc - 1, argv + 1);
+			arena_free(shape_arena);
+			return rc;
+		}
 	fprintf(stderr, "%s: unknown command '%s'\n\n%s", cmd_prog, c, usage_text);
 	return EXIT_USAGE;
 }

@@ -162,7 +162,7 @@ static int make_input(const RtPlan *pl, int t, const char *dir, uint64_t seed, H
 		return EXIT_OK;
 	}
 	char path[1024];
-	snprintf(path, sizeof path, "%s/%s.npy", dir, rt->name);
+	npy_path(path, sizeof path, dir, rt->name);
 	HostTensor f;
 	if (npy_read_file(path, &f, d) < 0)
 		return EXIT_INPUT;
@@ -269,7 +269,7 @@ static int parse_args(int argc, char **argv, Options *o)
 static int run(const Options *o, const RtPlan *pl, HostTensor *host, Diag *d)
 {
 	for (int t = 0; t < pl->ntensors; t++) {
-		if (pl->tensors[t].role != ROLE_INPUT)
+		if (pl->tensors[t].role != ROLE_INPUT || pl->tensors[t].constant)
 			continue;
 		int rc = make_input(pl, t, o->inputs, (uint64_t)o->seed, &host[t], d);
 		if (rc != EXIT_OK)
@@ -282,12 +282,13 @@ static int run(const Options *o, const RtPlan *pl, HostTensor *host, Diag *d)
 	if (st != RT_OK)
 		return (int)st;
 	for (int t = 0; st == RT_OK && t < pl->ntensors; t++)
-		if (pl->tensors[t].role == ROLE_INPUT)
+		if (pl->tensors[t].role == ROLE_INPUT && !pl->tensors[t].constant)
 			st = rt_session_upload(s, t, &host[t], d);
 	if (st == RT_OK)
 		st = rt_session_run(s, d);
 	for (int t = 0; st == RT_OK && t < pl->ntensors; t++)
-		if (pl->tensors[t].role == ROLE_OUTPUT)
+		if (pl->tensors[t].role == ROLE_OUTPUT ||
+		    (pl->tensors[t].constant && pl->tensors[t].output))
 			st = rt_session_download(s, t, &host[t], d);   /* inputs stay in host[] */
 	RtBenchResult br = {0};
 	if (st == RT_OK && o->bench)
@@ -296,7 +297,7 @@ static int run(const Options *o, const RtPlan *pl, HostTensor *host, Diag *d)
 		const RtDeviceInfo *dv = rt_session_device(s);
 		printf("device %d: %s (sm_%d%d)\n", dv->ordinal, dv->name, dv->cc_major, dv->cc_minor);
 		for (int t = 0; t < pl->ntensors; t++)
-			if (pl->tensors[t].role == ROLE_INPUT)
+			if (pl->tensors[t].role == ROLE_INPUT && !pl->tensors[t].constant)
 				print_checksum("input", pl->tensors[t].name, &host[t]);
 		for (int t = 0; t < pl->ntensors; t++)
 			if (pl->tensors[t].output)
@@ -316,14 +317,14 @@ static int run(const Options *o, const RtPlan *pl, HostTensor *host, Diag *d)
 	char path[1024];
 	for (int t = 0; t < pl->ntensors; t++) {
 		const RtTensor *rt = &pl->tensors[t];
-		const char *dirs[2] = {rt->role == ROLE_INPUT ? o->save_inputs : NULL,
+		const char *dirs[2] = {rt->role == ROLE_INPUT && !rt->constant ? o->save_inputs : NULL,
 				       rt->output ? o->outputs : NULL};
 		for (int k = 0; k < 2; k++) {
 			if (!dirs[k])
 				continue;
 			if (ensure_dir(dirs[k], d) < 0)
 				return EXIT_INPUT;
-			snprintf(path, sizeof path, "%s/%s.npy", dirs[k], rt->name);
+			npy_path(path, sizeof path, dirs[k], rt->name);
 			if (npy_write_file(path, &host[t], d) < 0)
 				return EXIT_INPUT;
 		}

@@ -1,6 +1,7 @@
 /* run.c: `fusec run GRAPH --backend B` executes a graph and prints a short summary
  * of every output; `--check` compares each output against the reference
- * interpreter with the tolerances of docs/tolerances.md.
+ * interpreter, each element against the error bound the interpreter carries
+ * (docs/tolerances.md), or against --atol/--rtol.
  *
  * Inputs are seeded random by default: each input draws from its own stream of
  * one --seed (host_input_stream: a hash of its name), with the ranges of
@@ -11,6 +12,7 @@
  * line with a NULL vtable names a backend still to come. */
 #include <errno.h>
 #include <getopt.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,7 +24,7 @@
 
 static const char run_usage[] =
 	"usage: fusec run GRAPH [--backend interp|cpu|cuda] [--inputs DIR|NAME=FILE,...]\n"
-	"                 [--outputs DIR] [--seed N] [--check]\n"
+	"                 [--outputs DIR] [--seed N] [--check [--atol A] [--rtol R]]\n"
 	"       fusec run DIR --backend cuda [--inputs DIR] [--outputs DIR] [--seed N]\n"
 	"\n"
 	"Execute GRAPH and print, per output, its dtype, shape, the sum of its elements\n"
@@ -32,12 +34,18 @@ static const char run_usage[] =
 	"  --backend B      interp (the plain-C reference interpreter; default), cpu (the\n"
 	"                   generated kernels, JIT-compiled for this CPU) or cuda (the\n"
 	"                   PTX on GPU 0, through libcuda.so.1)\n"
-	"  --inputs DIR     read each graph input NAME from DIR/NAME.npy\n"
+	"  --inputs DIR     read each graph input NAME from DIR/NAME.npy (characters of\n"
+	"                   NAME outside [A-Za-z0-9._-] become _; constants need none)\n"
 	"  --inputs N=F,..  read input N from the .npy file F; other inputs are random\n"
 	"  --seed N         seed of the random inputs (default 0)\n"
-	"  --outputs DIR    write each output to DIR/NAME.npy (bf16 is written as <f4)\n"
-	"  --check          compare every output against the interpreter; exit 3 when\n"
-	"                   one is over its tolerance (docs/tolerances.md)\n"
+	"  --outputs DIR    write each output to DIR/NAME.npy (bf16 is written as <f4);\n"
+	"                   --backend interp also writes DIR/NAME.bound.npy, the error\n"
+	"                   bound of each element (<f8, docs/tolerances.md)\n"
+	"  --check          compare every output against the interpreter, each element\n"
+	"                   against its error bound (docs/tolerances.md); print the worst\n"
+	"                   elements; exit 3 when one is over\n"
+	"  --atol A, --rtol R  with --check: a flat bound atol + rtol*|reference| instead\n"
+	"                   (either alone: the other is 0)\n"
 	"\n"
 	"exit status: 0 success, 1 invalid graph or inputs, 2 usage error, 3 runtime\n"
 	"failure or a failed check.\n";
@@ -141,12 +149,15 @@ static int load_input(const Graph *g, int i, const char *path, HostTensor *t)
 	return 0;
 }
 
+static char *file_name(Arena *a, const char *dir, const char *name);
+
 int run_load_inputs(const Graph *g, const char *spec, HostTensor *in)
 {
 	if (!strchr(spec, '=')) {
 		for (int i = 0; i < g->ninputs; i++) {
-			char *path = arena_printf(g->arena, "%s/%s.npy", spec,
-						  g->tensors[g->inputs[i]].name);
+			if (g->tensors[g->inputs[i]].data)
+				continue;  /* a constant: the graph holds its value */
+			char *path = file_name(g->arena, spec, g->tensors[g->inputs[i]].name);
 			if (load_input(g, i, path, &in[i]))
 				return -1;
 		}
@@ -164,6 +175,11 @@ int run_load_inputs(const Graph *g, const char *spec, HostTensor *in)
 		int i = find_input(g, p, (size_t)(eq - p));
 		if (i < 0) {
 			cmd_error("--inputs: the graph has no input '%.*s'", (int)(eq - p), p);
+			return -1;
+		}
+		if (g->tensors[g->inputs[i]].data) {
+			cmd_error("--inputs: '%s' is a constant of the graph, not an input",
+				  g->tensors[g->inputs[i]].name);
 			return -1;
 		}
 		if (in[i].data) {
@@ -208,6 +224,10 @@ int run_random_inputs(const Graph *g, uint64_t seed, HostTensor *in)
 			cmd_error("input '%s': %s", t->name, d.msg);
 			return -1;
 		}
+		if (t->data) {  /* a constant */
+			memcpy(in[i].data, t->data, (size_t)in[i].n * (size_t)ir_dtype_size(t->dtype));
+			continue;
+		}
 		HostRng r;
 		host_rng_init(&r, seed, host_input_stream(t->name));
 		double lo, hi;
@@ -238,22 +258,19 @@ static void print_summary(const Graph *g, const HostTensor *outs)
 	}
 }
 
-/* A file name for a tensor name: characters outside [A-Za-z0-9_.-] and a leading
- * dot become '_'. */
+/* DIR/NAME.npy, NAME sanitized (npy_path). */
 static char *file_name(Arena *a, const char *dir, const char *name)
 {
-	char *s = arena_strdup(a, name);
-	for (char *p = s; *p; p++) {
-		char c = *p;
-		bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-			  (c >= '0' && c <= '9') || c == '_' || c == '-' || (c == '.' && p != s);
-		if (!ok)
-			*p = '_';
-	}
-	return arena_printf(a, "%s/%s.npy", dir, s);
+	size_t size = strlen(dir) + strlen(name) + 8;
+	char *buf = arena_alloc(a, size);
+	npy_path(buf, size, dir, name);
+	return buf;
 }
 
-static int write_outputs(const Graph *g, const char *dir, const HostTensor *outs)
+/* Write each output to DIR/NAME.npy and, when bounds is not NULL, its error bound
+ * to DIR/NAME.bound.npy. */
+static int write_outputs(const Graph *g, const char *dir, const HostTensor *outs,
+			 const HostTensor *bounds)
 {
 	if (mkdir(dir, 0777) && errno != EEXIST) {
 		cmd_error("cannot create '%s': %s", dir, strerror(errno));
@@ -261,8 +278,11 @@ static int write_outputs(const Graph *g, const char *dir, const HostTensor *outs
 	}
 	for (int i = 0; i < g->noutputs; i++) {
 		Diag d;
-		if (npy_write_file(file_name(g->arena, dir, g->tensors[g->outputs[i]].name),
-				   &outs[i], &d)) {
+		const char *name = g->tensors[g->outputs[i]].name;
+		if (npy_write_file(file_name(g->arena, dir, name), &outs[i], &d) ||
+		    (bounds && npy_write_file(file_name(g->arena, dir,
+						       arena_printf(g->arena, "%s.bound", name)),
+					      &bounds[i], &d))) {
 			cmd_print_diag(&d);
 			return -1;
 		}
@@ -270,30 +290,71 @@ static int write_outputs(const Graph *g, const char *dir, const HostTensor *outs
 	return 0;
 }
 
+/* The multi-index of flat element i of t, as "[i,j,k]". */
+static const char *index_text(const HostTensor *t, int64_t i, char *buf, size_t size)
+{
+	int64_t c[IR_MAX_RANK];
+	for (int k = t->rank - 1; k >= 0; k--) {
+		c[k] = t->dim[k] ? i % t->dim[k] : 0;
+		i = t->dim[k] ? i / t->dim[k] : 0;
+	}
+	size_t n = (size_t)snprintf(buf, size, "[");
+	for (int k = 0; k < t->rank && n < size; k++)
+		n += (size_t)snprintf(buf + n, size - n, k ? ",%lld" : "%lld", (long long)c[k]);
+	if (n < size)
+		snprintf(buf + n, size - n, "]");
+	return buf;
+}
+
+/* One output's check: a summary line, then its worst elements (all kept when it
+ * fails, the worst one when it passes). */
+static void print_check(const char *name, const HostTensor *want, const CheckResult *r,
+			bool flat, double atol, double rtol)
+{
+	printf("check %s: max_abs=%.3g max_err/bound=%.3g", name, r->max_abs, r->max_ratio);
+	if (flat)
+		printf(" (atol=%.3g rtol=%.3g)", atol, rtol);
+	if (r->nbad)
+		printf(" bad=%lld", (long long)r->nbad);
+	if (r->nunbounded)
+		printf(" unbounded=%lld", (long long)r->nunbounded);
+	printf(" %s\n", r->ok ? "ok" : "FAIL");
+	int show = r->ok && r->nworst ? 1 : r->nworst;
+	for (int k = 0; k < show; k++) {
+		const CheckElem *e = &r->worst[k];
+		char idx[160];
+		printf("  worst %s: got %.9g want %.9g err %.3g bound %.3g err/bound %.3g\n",
+		       index_text(want, e->index, idx, sizeof idx), e->got, e->want,
+		       fabs(e->got - e->want), e->bound, e->ratio);
+	}
+}
+
 /* Compare outs against the interpreter; returns the number of failed outputs,
- * or -1 if the interpreter itself failed. */
-static int check_outputs(const Graph *g, const HostTensor *in, const HostTensor *outs)
+ * or -1 if the interpreter itself failed. flat: use atol/rtol, not the bounds. */
+static int check_outputs(const Graph *g, const HostTensor *in, const HostTensor *outs, bool flat,
+			 double atol, double rtol)
 {
 	HostTensor *ref = xcalloc((size_t)g->noutputs + 1, sizeof *ref);
+	HostTensor *bound = xcalloc((size_t)g->noutputs + 1, sizeof *bound);
 	Diag d;
 	int nfail = 0;
-	if (backend_run(&interp_backend, g, in, ref, &d)) {
+	if (interp_run_bounds(g, in, ref, bound, &d)) {
 		cmd_print_diag(&d);
 		nfail = -1;
 	}
 	for (int i = 0; nfail >= 0 && i < g->noutputs; i++) {
-		Tolerance tol = check_tensor_tolerance(g, g->outputs[i]);
-		HostCompare cmp;
-		host_compare(&outs[i], &ref[i], tol.atol, tol.rtol, &cmp);
-		printf("check %s: max_abs=%.3g max_rel=%.3g atol=%.3g rtol=%.3g %s\n",
-		       g->tensors[g->outputs[i]].name, cmp.max_abs, cmp.max_rel, tol.atol,
-		       tol.rtol, cmp.ok ? "ok" : "FAIL");
-		if (!cmp.ok)
+		CheckResult r;
+		check_compare(&outs[i], &ref[i], flat ? NULL : &bound[i], atol, rtol, &r);
+		print_check(g->tensors[g->outputs[i]].name, &ref[i], &r, flat, atol, rtol);
+		if (!r.ok)
 			nfail++;
 	}
-	for (int i = 0; i < g->noutputs; i++)
+	for (int i = 0; i < g->noutputs; i++) {
 		host_free(&ref[i]);
+		host_free(&bound[i]);
+	}
 	free(ref);
+	free(bound);
 	return nfail;
 }
 
@@ -341,6 +402,20 @@ static int run_compiled(const char *path, const char *inputs, const char *output
 
 /* ---- the command ----------------------------------------------------------- */
 
+/* A tolerance: a finite number >= 0. */
+static int parse_tol(const char *opt, const char *val, double *out)
+{
+	char *end;
+	errno = 0;
+	double v = strtod(val, &end);
+	if (errno || end == val || *end || !(v >= 0) || isinf(v)) {
+		cmd_usage_error("run", "option '%s' needs a number >= 0, got '%s'", opt, val);
+		return -1;
+	}
+	*out = v;
+	return 0;
+}
+
 int cmd_run(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -350,11 +425,14 @@ int cmd_run(int argc, char **argv)
 		{"outputs", required_argument, NULL, 'o'},
 		{"seed", required_argument, NULL, 's'},
 		{"check", no_argument, NULL, 'c'},
+		{"atol", required_argument, NULL, 'A'},
+		{"rtol", required_argument, NULL, 'R'},
 		{0, 0, 0, 0},
 	};
 	const char *backend = "interp", *inputs = NULL, *outputs = NULL;
 	long seed = 0;
-	bool check = false;
+	bool check = false, flat = false;
+	double tol[2] = {0, 0};       /* atol, rtol */
 	int c;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
@@ -368,6 +446,11 @@ int cmd_run(int argc, char **argv)
 				return EXIT_USAGE;
 			break;
 		case 'c': check = true; break;
+		case 'A': case 'R':
+			if (parse_tol(c == 'A' ? "--atol" : "--rtol", optarg, &tol[c == 'R']))
+				return EXIT_USAGE;
+			flat = true;
+			break;
 		default:
 			cmd_usage_error("run", "unknown option or missing value '%s'",
 					argv[optind - 1]);
@@ -376,6 +459,10 @@ int cmd_run(int argc, char **argv)
 	}
 	if (argc - optind != 1) {
 		cmd_usage_error("run", "expected one GRAPH argument");
+		return EXIT_USAGE;
+	}
+	if (flat && !check) {
+		cmd_usage_error("run", "--atol and --rtol apply to --check");
 		return EXIT_USAGE;
 	}
 	const RunBackend *vt = NULL;
@@ -409,27 +496,35 @@ int cmd_run(int argc, char **argv)
 	}
 	HostTensor *in = xcalloc((size_t)g->ninputs + 1, sizeof *in);
 	HostTensor *outs = xcalloc((size_t)g->noutputs + 1, sizeof *outs);
+	/* the interpreter writing outputs also writes their error bounds */
+	HostTensor *bounds = vt == &interp_backend && outputs
+			     ? xcalloc((size_t)g->noutputs + 1, sizeof *bounds) : NULL;
 	int status = EXIT_OK;
 	Diag d;
 	if ((inputs && run_load_inputs(g, inputs, in)) || run_random_inputs(g, (uint64_t)seed, in)) {
 		status = EXIT_INPUT;
-	} else if (backend_run(vt, g, in, outs, &d)) {
+	} else if (bounds ? interp_run_bounds(g, in, outs, bounds, &d)
+			  : backend_run(vt, g, in, outs, &d)) {
 		cmd_print_diag(&d);
 		status = EXIT_FAIL;
 	} else {
 		print_summary(g, outs);
-		if (outputs && write_outputs(g, outputs, outs))
+		if (outputs && write_outputs(g, outputs, outs, bounds))
 			status = EXIT_FAIL;
-		if (check && check_outputs(g, in, outs) != 0)
+		if (check && check_outputs(g, in, outs, flat, tol[0], tol[1]) != 0)
 			status = EXIT_FAIL;
 	}
 	fflush(stdout);
 	for (int i = 0; i < g->ninputs; i++)
 		host_free(&in[i]);
-	for (int i = 0; i < g->noutputs; i++)
+	for (int i = 0; i < g->noutputs; i++) {
 		host_free(&outs[i]);
+		if (bounds)
+			host_free(&bounds[i]);
+	}
 	free(in);
 	free(outs);
+	free(bounds);
 	arena_free(a);
 	return status;
 }

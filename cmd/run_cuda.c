@@ -140,13 +140,13 @@ int run_plan_open(const char *path, const char *inputs, uint64_t seed, RunPlan *
 		const RtTensor *rt = &p->tensors[t];
 		if (rt->output)
 			rp->out[rp->nout++].name = rt->name;
-		if (rt->role != ROLE_INPUT)
+		if (rt->role != ROLE_INPUT || rt->constant)
 			continue;
 		RtNamed *in = &rp->in[rp->nin++];
 		in->name = rt->name;
 		if (inputs) {
 			char file[1024];
-			snprintf(file, sizeof file, "%s/%s.npy", inputs, rt->name);
+			npy_path(file, sizeof file, inputs, rt->name);
 			if (npy_read_file(file, &in->t, d))
 				return -1;
 			continue;

@@ -176,9 +176,58 @@ static void launch_json(JsonW *w, const Schedule *s, const CgBound *b)
 	jw_end(w);
 }
 
+uint64_t cg_weights_layout(const Graph *g, int64_t *offsets)
+{
+	uint64_t at = 0;
+	for (int i = 0; i < g->ntensors; i++) {
+		const Tensor *t = &g->tensors[i];
+		offsets[i] = -1;
+		if (!t->data)
+			continue;
+		uint64_t n = (uint64_t)ir_dtype_size(t->dtype);
+		for (int k = 0; k < t->rank; k++)
+			n *= (uint64_t)t->dim[k];
+		at = (at + CG_WEIGHTS_ALIGN - 1) / CG_WEIGHTS_ALIGN * CG_WEIGHTS_ALIGN;
+		offsets[i] = (int64_t)at;
+		at += n;
+	}
+	return at;
+}
+
+uint64_t cg_weights_layout_size(const Graph *g)
+{
+	int64_t *off = xmalloc(sizeof *off * (size_t)(g->ntensors + 1));
+	uint64_t n = cg_weights_layout(g, off);
+	free(off);
+	return n;
+}
+
+void cg_weights_write(const Graph *g, Buf *b)
+{
+	static const char zero[CG_WEIGHTS_ALIGN];
+	size_t start = b->len, total = (size_t)cg_weights_layout_size(g);
+	if (b->cap < start + total + 1) {   /* one allocation, not a doubling series */
+		b->data = xrealloc(b->data, start + total + 1);
+		b->cap = start + total + 1;
+	}
+	for (int i = 0; i < g->ntensors; i++) {
+		const Tensor *t = &g->tensors[i];
+		if (!t->data)
+			continue;
+		size_t n = (size_t)ir_dtype_size(t->dtype);
+		for (int k = 0; k < t->rank; k++)
+			n *= (size_t)t->dim[k];
+		size_t pad = (CG_WEIGHTS_ALIGN - (b->len - start) % CG_WEIGHTS_ALIGN) % CG_WEIGHTS_ALIGN;
+		buf_write(b, zero, pad);
+		buf_write(b, t->data, n);
+	}
+}
+
 char *cg_plan_json(const Schedule *s, const CgProgram *prog, const PlanFileInfo *info)
 {
 	const Graph *g = s->g;
+	int64_t *woff = xmalloc(sizeof *woff * (size_t)(g->ntensors + 1));
+	cg_weights_layout(g, woff);
 	Buf out = {0}, tmp = {0};
 	JsonW jw, *w = &jw;
 	jw_init(w, &out, info->pretty);
@@ -193,6 +242,10 @@ char *cg_plan_json(const Schedule *s, const CgProgram *prog, const PlanFileInfo 
 	jw_str(w, info->arch);
 	jw_key(w, "ptx");
 	jw_str(w, info->ptx);
+	if (info->weights) {
+		jw_key(w, "weights");
+		jw_str(w, info->weights);
+	}
 	jw_key(w, "options");
 	jw_obj(w);
 	jw_key(w, "max_blocks");
@@ -229,6 +282,10 @@ char *cg_plan_json(const Schedule *s, const CgProgram *prog, const PlanFileInfo 
 		if (t->role == ROLE_INPUT && t->is_output) {
 			jw_key(w, "output");
 			jw_bool(w, true);
+		}
+		if (t->data && info->weights) {
+			jw_key(w, "constant");
+			jw_int(w, woff[i]);
 		}
 		jw_key(w, "buffer");
 		jw_bool(w, prog->buffer[i]);
@@ -361,6 +418,7 @@ char *cg_plan_json(const Schedule *s, const CgProgram *prog, const PlanFileInfo 
 	jw_end(w);
 	jw_end(w);
 	buf_free(&tmp);
+	free(woff);
 	if (!out.data)
 		die("empty plan text");
 	return out.data;

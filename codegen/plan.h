@@ -17,6 +17,7 @@ typedef struct {
 	const char *arch;      /* "sm_90" */
 	const char *ptx;       /* "reuse.ptx" */
 	const char *libdevice; /* NULL when not given */
+	const char *weights;   /* "reuse.weights.bin"; NULL when the graph has no constants */
 	bool pretty;           /* indented for people (--plan-style pretty); else compact */
 	const char *cache_dir; /* the kernel cache (kcache.h), or NULL for none */
 	int threads;           /* LLVM worker threads; 0: cg_default_threads() */
@@ -24,6 +25,15 @@ typedef struct {
 	 * "llvm", "plan") with the number of distinct kernels (0 before they are known). */
 	void (*progress)(const char *phase, int nkernels);
 } PlanFileInfo;
+
+/* The weights file: every constant of the graph (Tensor.data), in tensor order,
+ * each at an offset aligned to CG_WEIGHTS_ALIGN, zero bytes between. offsets gets
+ * one entry per tensor (-1 for tensors that are not constants); returns the file
+ * size (0 when there are no constants). cg_weights_write appends the file to b. */
+enum { CG_WEIGHTS_ALIGN = 256 };
+uint64_t cg_weights_layout(const Graph *g, int64_t *offsets);
+uint64_t cg_weights_layout_size(const Graph *g);
+void cg_weights_write(const Graph *g, Buf *b);
 
 char *cg_plan_json(const Schedule *s, const CgProgram *prog, const PlanFileInfo *info);
 

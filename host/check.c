@@ -1,68 +1,68 @@
-/* check.c: the tolerance table of `fusec run --check` (docs/tolerances.md).
+/* check.c: the comparison of `fusec run --check` (docs/tolerances.md).
  *
- * A tolerance is a base per float dtype (about ten units in the last place of that
- * dtype) times a factor per op family: exact families (views, casts, selects,
- * joins, comparisons) get 0, plain arithmetic 1, transcendental math 4 (kernels use
- * short approximations), and everything that sums many terms 16 (reductions,
- * matmul, conv and pools, whose summation order differs). An output's tolerance is
- * that of the loosest op it depends on, since an error made early flows through
- * the rest. Integer and bool results must match exactly. */
-#include <stdlib.h>
+ * The reference interpreter gives, beside every output element, an error bound
+ * (interp_run_bounds: a first-order model of how far a correct kernel may be from
+ * the exact f64 result, built op by op from the magnitudes of what was summed and
+ * the ulps of each op). check_compare holds each element to its bound, or to a
+ * flat atol + rtol·|want| when the user gives one, and keeps the worst elements
+ * for the report. */
+#include <math.h>
+#include <string.h>
 
 #include "host.h"
 
-static double dtype_base(DType t)
+/* Insert e among r's worst elements: larger ratio first, then lower index. */
+static void keep_worst(CheckResult *r, CheckElem e)
 {
-	switch (t) {
-	case DT_F64: return 1e-12;
-	case DT_F32: return 1e-5;
-	case DT_F16: return 1e-2;
-	case DT_BF16: return 8e-2;
-	default: return 0;
+	int k = r->nworst;
+	if (k == CHECK_WORST) {
+		if (!(e.ratio > r->worst[k - 1].ratio))
+			return;
+		k--;
+	} else {
+		r->nworst++;
 	}
-}
-
-static double family_factor(OpFamily fam)
-{
-	switch (fam) {
-	case FAM_BINARY: case FAM_SCALAR: return 1;
-	case FAM_UNARY: return 4;
-	case FAM_REDUCE: case FAM_MATMUL: case FAM_MODULE: return 16;
-	default: return 0;
+	while (k > 0 && e.ratio > r->worst[k - 1].ratio) {
+		r->worst[k] = r->worst[k - 1];
+		k--;
 	}
+	r->worst[k] = e;
 }
 
-Tolerance check_tolerance(DType dtype, OpFamily fam)
+void check_compare(const HostTensor *got, const HostTensor *want, const HostTensor *bound,
+		   double atol, double rtol, CheckResult *r)
 {
-	double t = dtype_base(dtype) * family_factor(fam);
-	return (Tolerance){t, t};
-}
-
-Tolerance check_tensor_tolerance(const Graph *g, int tensor)
-{
-	DType dt = g->tensors[tensor].dtype;
-	double factor = 0;
-	char *seen = xcalloc((size_t)g->ntensors + 1, 1);
-	int *stack = xmalloc(((size_t)g->ntensors + 1) * sizeof *stack);
-	int top = 0;
-	stack[top++] = tensor;
-	seen[tensor] = 1;
-	while (top) {
-		int p = g->tensors[stack[--top]].producer;
-		if (p < 0)
+	memset(r, 0, sizeof *r);
+	bool same = got->dtype == want->dtype && got->rank == want->rank && got->n == want->n;
+	for (int i = 0; same && i < got->rank; i++)
+		same = got->dim[i] == want->dim[i];
+	if (!same || (bound && bound->n != want->n)) {
+		r->nbad = want->n ? want->n : 1;
+		r->max_abs = r->max_ratio = INFINITY;
+		return;
+	}
+	for (int64_t i = 0; i < got->n; i++) {
+		double g = host_get(got, i), w = host_get(want, i), err;
+		double b = bound ? host_get(bound, i) : atol + rtol * (isfinite(w) ? fabs(w) : 0);
+		bool special = !isfinite(g) || !isfinite(w);
+		if (special)
+			err = (isnan(g) && isnan(w)) || g == w ? 0 : INFINITY;
+		else
+			err = fabs(g - w);
+		if (!special && err > r->max_abs)
+			r->max_abs = err;
+		if (isinf(b) && !special) {
+			r->nunbounded++;
 			continue;
-		const Op *op = &g->ops[p];
-		double f = family_factor(ir_ops[op->kind].family);
-		if (f > factor)
-			factor = f;
-		for (int k = 0; k < op->nin; k++)
-			if (!seen[op->in[k]]) {
-				seen[op->in[k]] = 1;
-				stack[top++] = op->in[k];
-			}
+		}
+		if (err == 0)
+			continue;
+		double ratio = special || !(b > 0) ? INFINITY : err / b;
+		if (ratio > r->max_ratio)
+			r->max_ratio = ratio;
+		if (ratio > 1)
+			r->nbad++;
+		keep_worst(r, (CheckElem){i, g, w, b, ratio});
 	}
-	free(seen);
-	free(stack);
-	double t = dtype_base(dt) * factor;
-	return (Tolerance){t, t};
+	r->ok = r->nbad == 0;
 }

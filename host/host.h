@@ -102,19 +102,45 @@ int npy_read_file(const char *path, HostTensor *out, Diag *d);
 /* Write format 1.0 with a 64-byte aligned header. bf16 has no NumPy dtype: it is
  * written as <f4, which holds every bf16 value exactly. */
 void npy_write_buf(Buf *b, const HostTensor *t);
+/* DIR/NAME.npy for a tensor name: characters outside [A-Za-z0-9._-], and a
+ * leading '.', become '_' (docs/graph-format.md). Writes into buf, returns it. */
+const char *npy_path(char *buf, size_t size, const char *dir, const char *name);
 /* Write atomically: PATH.tmp then rename. */
 int npy_write_file(const char *path, const HostTensor *t, Diag *d);
 
-/* ---- tolerances (host/check.c; docs/tolerances.md) -------------------------- */
+/* ---- constants of graph files (host/constants.c) ------------------------------ */
+
+/* Give every constant read from a graph file (Tensor.src) its Tensor.data: inline
+ * values stored as its dtype stores them, or its .npy file, which must hold its
+ * dtype and shape. 0, or -1 with *d set (positioned at the constant). */
+int host_load_constants(Graph *g, Diag *d);
+
+/* ---- checks (host/check.c; docs/tolerances.md) ----------------------------- */
+
+enum { CHECK_WORST = 5 };
 
 typedef struct {
-	double atol, rtol;
-} Tolerance;
+	int64_t index;         /* flat (C order) index of the element */
+	double got, want;
+	double bound;          /* what |got - want| was allowed */
+	double ratio;          /* |got - want| / bound; +inf for a NaN/inf mismatch */
+} CheckElem;
 
-/* The tolerance of one op family at one dtype. */
-Tolerance check_tolerance(DType dtype, OpFamily fam);
-/* The tolerance of a graph tensor: the loosest family among the ops it depends on,
- * at the tensor's dtype (float dtypes only; ints and bool are exact). */
-Tolerance check_tensor_tolerance(const Graph *g, int tensor);
+typedef struct {
+	bool ok;               /* nbad == 0 and the shapes and dtypes agree */
+	int64_t nbad;          /* elements over their bound */
+	int64_t nunbounded;    /* elements whose bound is +inf: not checked */
+	double max_abs;        /* max |got - want| over pairs of finite values */
+	double max_ratio;      /* max |got - want| / bound */
+	int nworst;
+	CheckElem worst[CHECK_WORST];   /* largest ratio first, then lowest index */
+} CheckResult;
+
+/* Compare got with want element by element. An element passes when |got - want| <=
+ * its bound: bound[i] (f64, want's shape; from interp_run_bounds) or, when bound
+ * is NULL, atol + rtol·|want|. NaN matches NaN and an infinity the same infinity,
+ * whatever the bound. A shape or dtype mismatch fails with every element bad. */
+void check_compare(const HostTensor *got, const HostTensor *want, const HostTensor *bound,
+		   double atol, double rtol, CheckResult *r);
 
 #endif

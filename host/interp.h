@@ -7,6 +7,8 @@
  * Every op computes in double (ints in int64) and stores its result rounded to its
  * output dtype, so intermediates hold what a real run would store. The semantics
  * chosen where torch and burn leave room are listed in host/interp.c.
+ * With interp_run_bounds each value also carries an error bound, propagated op by
+ * op (the model of docs/tolerances.md).
  * The Graph is only read; it stays owned by its arena. */
 #ifndef FUSEC_INTERP_H
 #define FUSEC_INTERP_H
@@ -18,5 +20,11 @@ int interp_check_input(const Graph *g, int i, const HostTensor *t, Diag *d);
 /* Returns 0, or -1 with *d set (a wrong input, or a runtime error such as a
  * gather index out of range). */
 int interp_run(const Graph *g, const HostTensor *inputs, HostTensor *outputs, Diag *d);
+/* interp_run, and beside each output its error bound (docs/tolerances.md): bounds
+ * gets one f64 tensor per output, of the output's shape, holding for each element
+ * how far a correct kernel's result may lie from the reference value (+inf: not
+ * bounded). The caller frees them with host_free; nothing is allocated on failure. */
+int interp_run_bounds(const Graph *g, const HostTensor *inputs, HostTensor *outputs,
+		      HostTensor *bounds, Diag *d);
 
 #endif

@@ -304,3 +304,17 @@ int npy_write_file(const char *path, const HostTensor *t, Diag *d)
 	buf_free(&b);
 	return rc;
 }
+
+const char *npy_path(char *buf, size_t size, const char *dir, const char *name)
+{
+	int n = snprintf(buf, size, "%s/", dir);
+	size_t k = n < 0 ? 0 : (size_t)n;
+	for (const char *p = name; *p && k + 5 < size; p++, k++) {
+		char c = *p;
+		bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+			  (c >= '0' && c <= '9') || c == '_' || c == '-' || (c == '.' && p != name);
+		buf[k] = ok ? c : '_';
+	}
+	snprintf(buf + k, size - k, ".npy");
+	return buf;
+}

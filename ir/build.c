@@ -427,6 +427,114 @@ static int read_inputs(Builder *b, const DocNode *n)
 	return 0;
 }
 
+/* A .npy path of a constant: relative, inside the graph file's folder. */
+static bool safe_rel_path(const char *p)
+{
+	if (!p[0] || p[0] == '/')
+		return false;
+	for (const char *q = p; *q;) {
+		const char *slash = strchr(q, '/');
+		size_t n = slash ? (size_t)(slash - q) : strlen(q);
+		if (n == 2 && q[0] == '.' && q[1] == '.')
+			return false;
+		q += n + (slash ? 1 : 0);
+	}
+	return true;
+}
+
+/* `constants`: name: {dtype, shape, data: [...]} or {dtype, shape, npy: FILE};
+ * each becomes an input of the graph that carries its value (Tensor.data). */
+static int read_constants(Builder *b, const DocNode *n)
+{
+	static const char *const keys[] = {"dtype", "shape", "data", "npy"};
+	Graph *g = b->g;
+	if (n->kind != DOC_MAP)
+		return fail(b, n, "constants: expected a map of name: {dtype, shape, data or npy}, "
+			    "got %s", describe(n).s);
+	for (const DocNode *e = n->first; e; e = e->next) {
+		char path[128], sub[160];
+		snprintf(path, sizeof path, "constants.%s", clip(e->key).s);
+		if (!e->key[0])
+			return fail_key(b, e, "constants: tensor names must not be empty");
+		if (names_find(&b->names, g->tensors, e->key) >= 0)
+			return fail_key(b, e, "%s: tensor '%s' is already defined", path,
+					clip(e->key).s);
+		for (const char *p = e->key; *p; p++)
+			if ((unsigned char)*p < 0x20 || *p == 0x7f)
+				return fail_key(b, e, "constants: tensor name '%s' contains a control "
+						"character", clip(e->key).s);
+		if (e->kind != DOC_MAP)
+			return fail(b, e, "%s: expected a map with dtype, shape and data or npy, got %s",
+				    path, describe(e).s);
+		const DocNode *slot[4] = {0};
+		if (scan_map(b, e, path, keys, 4, slot))
+			return -1;
+		for (int k = 0; k < 2; k++)
+			if (!slot[k])
+				return fail(b, e, "%s: missing key '%s'", path, keys[k]);
+		if (!slot[2] == !slot[3])
+			return fail(b, e, "%s: needs exactly one of 'data' and 'npy'", path);
+		Tensor t = {0};
+		snprintf(sub, sizeof sub, "%s.dtype", path);
+		if (read_dtype(b, slot[0], sub, &t.dtype))
+			return -1;
+		snprintf(sub, sizeof sub, "%s.shape", path);
+		if (read_dims(b, slot[1], sub, false, &t.rank, t.dim))
+			return -1;
+		int64_t count = 1;
+		for (int k = 0; k < t.rank; k++)
+			count *= t.dim[k];
+		ConstSource *src = ARENA_NEW(g->arena, ConstSource, 1);
+		src->line = e->line;
+		src->col = e->col;
+		if (slot[3]) {
+			const DocNode *f = slot[3];
+			snprintf(sub, sizeof sub, "%s.npy", path);
+			if (f->kind != DOC_STR || !safe_rel_path(f->text))
+				return fail(b, f, "%s: expected a relative path inside the graph's "
+					    "folder, got %s", sub, describe(f).s);
+			const char *slash = strrchr(b->file, '/');
+			src->npy = slash ? arena_printf(g->arena, "%.*s/%s", (int)(slash - b->file),
+							b->file, f->text)
+					 : arena_strdup(g->arena, f->text);
+		} else {
+			const DocNode *dn = slot[2];
+			snprintf(sub, sizeof sub, "%s.data", path);
+			if (dn->kind != DOC_SEQ)
+				return fail(b, dn, "%s: expected a list of %lld numbers, got %s", sub,
+					    (long long)count, describe(dn).s);
+			if (dn->n != count)
+				return fail(b, dn, "%s: has %d values, the shape needs %lld", sub, dn->n,
+					    (long long)count);
+			bool isint = ir_dtype_is_int(t.dtype) || t.dtype == DT_BOOL;
+			double *dv = isint ? NULL : ARENA_NEW(g->arena, double, count);
+			int64_t *iv = isint ? ARENA_NEW(g->arena, int64_t, count) : NULL;
+			int64_t k = 0;
+			for (const DocNode *v = dn->first; v; v = v->next, k++) {
+				char at[200];
+				snprintf(at, sizeof at, "%s[%lld]", sub, (long long)k);
+				if (t.dtype == DT_BOOL && v->kind == DOC_BOOL)
+					iv[k] = v->bval;
+				else if (isint && read_int(b, v, at, INT64_MIN, INT64_MAX, &iv[k]))
+					return -1;
+				else if (!isint && read_real(b, v, at, &dv[k]))
+					return -1;
+			}
+			src->values = dv;
+			src->ivalues = iv;
+		}
+		int id = new_tensor(b, e->key, -1);
+		Tensor *dst = &g->tensors[id];
+		dst->dtype = t.dtype;
+		dst->rank = t.rank;
+		memcpy(dst->dim, t.dim, sizeof t.dim);
+		dst->role = ROLE_INPUT;
+		dst->src = src;
+		g->inputs[g->ninputs++] = id;
+	}
+	return 0;
+}
+
 static int read_operands(Builder *b, const DocNode *in, const char *at, const char *name,
 			 const OpInfo *info, Op *op)
 {
@@ -746,8 +854,9 @@ static int read_name(Builder *b, const DocNode *n)
 
 static Graph *build(Arena *a, const char *file, const DocNode *root, Diag *d)
 {
-	static const char *const keys[] = {"format", "name", "inputs", "ops", "outputs"};
-	enum { R_FORMAT, R_NAME, R_INPUTS, R_OPS, R_OUTPUTS, NROOT };
+	static const char *const keys[] = {"format", "name", "inputs", "ops", "outputs",
+					   "constants"};
+	enum { R_FORMAT, R_NAME, R_INPUTS, R_OPS, R_OUTPUTS, R_CONSTANTS, NROOT };
 	Graph *g = ARENA_NEW(a, Graph, 1);
 	g->arena = a;
 	g->file = arena_strdup(a, file);
@@ -776,7 +885,7 @@ static Graph *build(Arena *a, const char *file, const DocNode *root, Diag *d)
 		fail(&b, f, "format: expected 'fusec-graph/1', got %s", describe(f).s);
 		return NULL;
 	}
-	for (int k = R_INPUTS; k < NROOT; k++)
+	for (int k = R_INPUTS; k <= R_OUTPUTS; k++)
 		if (!slot[k]) {
 			fail(&b, root, "missing key '%s'", keys[k]);
 			return NULL;
@@ -798,7 +907,8 @@ static Graph *build(Arena *a, const char *file, const DocNode *root, Diag *d)
 		fail(&b, ops, "ops: expected a list of ops, got %s", describe(ops).s);
 		return NULL;
 	}
-	size_t maxt = (size_t)in->n + (size_t)ops->n;
+	const DocNode *cn = slot[R_CONSTANTS];
+	size_t maxt = (size_t)in->n + (size_t)ops->n + (cn ? (size_t)cn->n : 0);
 	g->tensors = ARENA_NEW(a, Tensor, maxt + 1);
 	g->ops = ARENA_NEW(a, Op, ops->n + 1);
 	size_t cap = 16;
@@ -807,7 +917,16 @@ static Graph *build(Arena *a, const char *file, const DocNode *root, Diag *d)
 	b.names.slot = xcalloc(cap, sizeof(int));
 	b.names.mask = cap - 1;
 
+	if (cn)
+		g->inputs = NULL;
 	int max_stream = 0, rc = read_inputs(&b, in);
+	if (!rc && cn) {
+		/* inputs then constants in one list */
+		int *all = ARENA_NEW(a, int, (size_t)in->n + (size_t)cn->n + 1);
+		memcpy(all, g->inputs, sizeof *all * (size_t)g->ninputs);
+		g->inputs = all;
+		rc = read_constants(&b, cn);
+	}
 	int i = 0;
 	for (const DocNode *e = ops->first; e && !rc; e = e->next, i++) {
 		rc = read_op(&b, e, i, &max_stream);

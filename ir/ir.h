@@ -157,7 +157,21 @@ typedef struct {
 	int last_read;    /* op index of the last op reading it; -1 if never read */
 	TensorRole role;  /* ROLE_OUTPUT when listed in outputs (inputs stay ROLE_INPUT) */
 	bool is_output;   /* listed in outputs, whatever its role */
+	const void *data; /* a constant: its elements (dtype, C order, little-endian),
+			     in the graph's arena; NULL for every other tensor. A
+			     constant is a graph input whose value the graph carries. */
+	const struct ConstSource *src; /* a constant of a graph file before
+			     host_load_constants (host/host.h) turns it into data */
 } Tensor;
+
+/* Where a constant of a fusec-graph/1 file comes from (docs/graph-format.md):
+ * values written inline, or a .npy file (path resolved beside the graph). */
+typedef struct ConstSource {
+	const char *npy;
+	const double *values;    /* float dtypes: count values */
+	const int64_t *ivalues;  /* int and bool dtypes */
+	int line, col;           /* of the constant, for messages */
+} ConstSource;
 
 typedef enum { GELU_NONE, GELU_TANH } GeluApprox;
 

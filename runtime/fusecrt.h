@@ -47,6 +47,8 @@ typedef struct {
 	bool output;           /* read back after the run: role output, or an input the
 				  graph also lists as an output ("output": true) */
 	bool buffer;           /* the runtime allocates a device buffer for it */
+	bool constant;         /* an input whose value is in the weights file */
+	uint64_t offset;       /* constant: where its bytes start in that file */
 } RtTensor;
 
 typedef struct {
@@ -86,6 +88,7 @@ typedef struct {
 	Arena *arena;
 	const char *path;      /* the plan file as given */
 	const char *ptx_path;  /* the PTX file, resolved beside the plan */
+	const char *weights_path; /* the weights file beside the plan; NULL when none */
 	const char *arch;      /* "sm_90"; "" when omitted */
 	const char *compiler;  /* "" when omitted */
 	RtTensor *tensors; int ntensors;

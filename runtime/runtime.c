@@ -258,6 +258,19 @@ static int parse_tensor(Parser *p, const cJSON *j, const char *path, RtTensor *t
 	if (!buf)
 		return -1;
 	t->buffer = cJSON_IsTrue(buf);
+	const cJSON *co = member(p, j, path, "constant", cJSON_Number, false, &absent);
+	if (!co && !absent)
+		return -1;
+	if (co) {
+		int64_t off;
+		subpath(sp, path, "constant");
+		if (check_int(p, co, sp, 0, INT64_C(1) << 50, &off) < 0)
+			return -1;
+		if (t->role != ROLE_INPUT)
+			return perr(p, sp, "only an input can be a constant");
+		t->constant = true;
+		t->offset = (uint64_t)off;
+	}
 	if (!t->buffer && t->role != ROLE_INTERMEDIATE) {
 		subpath(sp, path, "buffer");
 		return perr(p, sp, "%s tensor '%s' must have a buffer",
@@ -464,6 +477,17 @@ static int parse_root(Parser *p, RtPlan *pl, const cJSON *root)
 		const char *slash = strrchr(p->file, '/');
 		pl->ptx_path = slash ? arena_printf(p->a, "%.*s/%s", (int)(slash - p->file), p->file, ptx)
 				     : ptx;
+	}
+	const char *weights = NULL;
+	if (get_string(p, root, "", "weights", false, &weights) < 0)
+		return -1;
+	if (weights[0] && strchr(weights, '/'))
+		return perr(p, "weights", "the weights file must be a plain file name beside the plan");
+	if (weights[0]) {
+		const char *slash = strrchr(p->file, '/');
+		pl->weights_path = slash ? arena_printf(p->a, "%.*s/%s", (int)(slash - p->file),
+							p->file, weights)
+					 : weights;
 	}
 
 	const cJSON *ts = get_array(p, root, "", "tensors", &pl->ntensors);
@@ -921,6 +945,45 @@ static RtStatus get_functions(RtSession *s, Diag *d)
 	return RT_OK;
 }
 
+/* Upload every constant from the plan's weights file (read once). */
+static RtStatus upload_constants(RtSession *s, Diag *d)
+{
+	const RtPlan *pl = s->plan;
+	bool any = false;
+	for (int i = 0; i < pl->ntensors; i++)
+		any = any || pl->tensors[i].constant;
+	if (!any)
+		return RT_OK;
+	if (!pl->weights_path) {
+		diag_set(d, pl->path, 0, 0, "the plan has constants but names no weights file");
+		return RT_ERR_INPUT;
+	}
+	size_t len;
+	char *w = read_file(pl->weights_path, 0, &len, d);
+	if (!w)
+		return RT_ERR_INPUT;
+	RtStatus st = RT_OK;
+	for (int i = 0; st == RT_OK && i < pl->ntensors; i++) {
+		const RtTensor *t = &pl->tensors[i];
+		if (!t->constant)
+			continue;
+		if (t->offset > len || len - t->offset < t->bytes) {
+			diag_set(d, pl->weights_path, 0, 0,
+				 "constant '%s' (%llu bytes at %llu) lies past the end of the file "
+				 "(%zu bytes)", t->name, (unsigned long long)t->bytes,
+				 (unsigned long long)t->offset, len);
+			st = RT_ERR_INPUT;
+			break;
+		}
+		HostTensor h = {.dtype = t->dtype, .rank = t->rank, .n = t->n,
+				.data = w + t->offset};
+		memcpy(h.dim, t->dim, sizeof h.dim);
+		st = rt_session_upload(s, i, &h, d);
+	}
+	free(w);
+	return st;
+}
+
 static RtStatus alloc_buffers(RtSession *s, Diag *d)
 {
 	const RtPlan *pl = s->plan;
@@ -980,6 +1043,8 @@ RtStatus rt_session_open(RtSession **out, const RtPlan *plan, int ordinal, Diag 
 		st = get_functions(s, d);
 	if (st == RT_OK)
 		st = alloc_buffers(s, d);
+	if (st == RT_OK)
+		st = upload_constants(s, d);
 	if (st != RT_OK) {
 		rt_session_close(s);
 		return st;
@@ -1109,7 +1174,7 @@ RtStatus rt_open_and_upload(const char *plan_path, const RtNamed *inputs, int ni
 	if (!pl)
 		return RT_ERR_INPUT;
 	for (int i = 0; i < pl->ntensors; i++) {
-		if (pl->tensors[i].role != ROLE_INPUT)
+		if (pl->tensors[i].role != ROLE_INPUT || pl->tensors[i].constant)
 			continue;
 		int k = 0;
 		while (k < ninputs && strcmp(inputs[k].name, pl->tensors[i].name) != 0)
@@ -1124,7 +1189,7 @@ RtStatus rt_open_and_upload(const char *plan_path, const RtNamed *inputs, int ni
 	}
 	RtStatus st = rt_session_open(sp, pl, 0, d);
 	for (int i = 0; st == RT_OK && i < pl->ntensors; i++) {
-		if (pl->tensors[i].role != ROLE_INPUT)
+		if (pl->tensors[i].role != ROLE_INPUT || pl->tensors[i].constant)
 			continue;
 		int k = 0;
 		while (strcmp(inputs[k].name, pl->tensors[i].name) != 0)

@@ -58,6 +58,11 @@ wc -c <"$TMP/o1/t.npy" | tr -d ' ' >"$TMP/n"
 same run-outputs-size "$TMP/n" "144"
 contains run-outputs-header "$TMP/o1/t.npy" "{'descr': '<f4', 'fortran_order': False, 'shape': (4,), }"
 contains run-outputs-bf16 "$TMP/o1/h.npy" "'descr': '<f4'"
+# the interpreter also writes each output's error bound, <f8
+for f in t s h; do
+	same_files "run-outputs-bound-$f" "$TMP/o1/$f.bound.npy" "$TMP/o2/$f.bound.npy"
+done
+contains run-outputs-bound "$TMP/o1/t.bound.npy" "{'descr': '<f8', 'fortran_order': False, 'shape': (4,), }"
 # an output written by run reads back as an input
 check run-outputs-read-back 0 "$FUSEC" run "$TMP/sq.yaml" --inputs "a=$TMP/o1/t.npy,b=$TMP/in/b.npy" &&
 	contains run-outputs-read-back-out "$TMP/out" "t: f32[4] sum=100 first=[1, 8, 27, 64]"
@@ -75,7 +80,29 @@ else
 fi
 
 check run-check 0 "$FUSEC" run "$TMP/sq.yaml" --check &&
-	contains run-check-out "$TMP/out" "check s: max_abs=0 max_rel=0 atol=0.00016 rtol=0.00016 ok"
+	contains run-check-out "$TMP/out" "check s: max_abs=0 max_err/bound=0 ok"
+
+# --check holds each element to the interpreter's error bound; --atol/--rtol
+# replace it, and a failing output lists its worst elements.
+cat >"$TMP/expsum.yaml" <<'EOF2'
+format: fusec-graph/1
+inputs: {x: {dtype: f32, shape: [16, 512]}}
+ops:
+  - {op: exp, in: [x], out: e}
+  - {op: sum, in: [e], axis: 1, out: s}
+outputs: [s]
+EOF2
+check run-check-bound 0 "$FUSEC" run "$TMP/expsum.yaml" --backend cpu --check &&
+	contains run-check-bound-out "$TMP/out" "check s: max_abs=" &&
+	contains run-check-bound-worst "$TMP/out" "  worst ["
+check run-check-flat 3 "$FUSEC" run "$TMP/expsum.yaml" --backend cpu --check --atol 0 --rtol 0 &&
+	contains run-check-flat-out "$TMP/out" "(atol=0 rtol=0) bad=16 FAIL" &&
+	contains run-check-flat-worst "$TMP/out" "  worst [0,0]: got "
+check run-check-loose 0 "$FUSEC" run "$TMP/expsum.yaml" --backend cpu --check --rtol 1e-3
+check run-atol-alone 2 "$FUSEC" run "$TMP/expsum.yaml" --atol 1 &&
+	contains run-atol-alone-err "$TMP/err" "--atol and --rtol apply to --check"
+check run-rtol-bad 2 "$FUSEC" run "$TMP/expsum.yaml" --check --rtol -1 &&
+	contains run-rtol-bad-err "$TMP/err" "option '--rtol' needs a number >= 0, got '-1'"
 
 # Bad inputs exit 1 with a clear message.
 check run-input-missing 1 "$FUSEC" run "$TMP/sq.yaml" --inputs "$TMP/nowhere" &&

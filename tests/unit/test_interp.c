@@ -696,28 +696,105 @@ static void test_compare(void **state)
 	host_free(&w);
 }
 
-static void test_tolerances(void **state)
+/* The bound of one output of a one-input graph at given input values. */
+static double bound_of(const char *yaml, DType dt, const double *x, int64_t n, int64_t at,
+		       double *value)
+{
+	Arena *a = arena_new();
+	Graph *g = test_graph(a, "t.yaml", yaml);
+	Diag d;
+	HostTensor in, out, b;
+	assert_int_equal(host_alloc(&in, dt, 1, (int64_t[]){n}, &d), 0);
+	for (int64_t i = 0; i < n; i++)
+		host_set(&in, i, x[i]);
+	assert_int_equal(interp_run_bounds(g, &in, &out, &b, &d), 0);
+	double r = host_get(&b, at);
+	if (value)
+		*value = host_get(&out, at);
+	host_free(&in);
+	host_free(&out);
+	host_free(&b);
+	arena_free(a);
+	return r;
+}
+
+static void test_bounds(void **state)
 {
 	(void)state;
-	assert_true(check_tolerance(DT_F32, FAM_VIEW).rtol == 0);
-	assert_true(check_tolerance(DT_I32, FAM_REDUCE).atol == 0);
-	assert_true(check_tolerance(DT_F32, FAM_BINARY).rtol > 0);
-	assert_true(check_tolerance(DT_F32, FAM_UNARY).rtol > check_tolerance(DT_F32, FAM_BINARY).rtol);
-	assert_true(check_tolerance(DT_F16, FAM_BINARY).rtol > check_tolerance(DT_F32, FAM_BINARY).rtol);
-	assert_true(check_tolerance(DT_BF16, FAM_BINARY).rtol > check_tolerance(DT_F16, FAM_BINARY).rtol);
-	Arena *a = arena_new();
-	Graph *g = test_graph(a, "t.yaml",
-		"format: fusec-graph/1\n"
-		"inputs: {a: {dtype: f32, shape: [2, 2]}}\n"
-		"ops:\n"
-		"  - {op: exp, in: [a], out: e}\n"
-		"  - {op: reshape, in: [e], shape: [4], out: y}\n"
-		"  - {op: reshape, in: [a], shape: [4], out: z}\n"
-		"outputs: [y, z]\n");
-	assert_true(check_tensor_tolerance(g, g->outputs[0]).rtol ==
-		    check_tolerance(DT_F32, FAM_UNARY).rtol);
-	assert_true(check_tensor_tolerance(g, g->outputs[1]).rtol == 0);
-	arena_free(a);
+	double x[4096], v;
+	for (int i = 0; i < 4096; i++)
+		x[i] = (i % 2 ? -1 : 1) * (1 + i / 4096.0);
+	/* views and casts that widen are exact */
+	assert_true(bound_of("format: fusec-graph/1\n"
+			     "inputs: {a: {dtype: f32, shape: [4]}}\n"
+			     "ops: [{op: reshape, in: [a], shape: [2, 2], out: y}]\n"
+			     "outputs: [y]\n", DT_F32, x, 4, 0, NULL) == 0);
+	/* exp: its ulp budget (4: ex2.approx on the GPU) and the rounding, nothing more */
+	double e = bound_of("format: fusec-graph/1\n"
+			    "inputs: {a: {dtype: f32, shape: [4]}}\n"
+			    "ops: [{op: exp, in: [a], out: y}]\n"
+			    "outputs: [y]\n", DT_F32, x, 4, 0, &v);
+	assert_true(e > 2 * 0x1p-24 * v && e < 12 * 0x1p-24 * v);
+	/* a cancelling sum is judged against its terms: the result is about -2048·(1/4096)
+	 * = -0.5, the terms' magnitudes sum to 6144 */
+	e = bound_of("format: fusec-graph/1\n"
+		     "inputs: {a: {dtype: f32, shape: [4096]}}\n"
+		     "ops: [{op: sum, in: [a], axis: 0, out: y}]\n"
+		     "outputs: [y]\n", DT_F32, x, 4096, 0, &v);
+	assert_true(fabs(v) < 1);
+	assert_true(e > 0x1p-24 * 6144 && e < 4096 * 0x1p-24 * 6144);
+	/* the same sum in f16 (accumulated in f32): the same, plus at most the f16
+	 * rounding of the result */
+	double e16 = bound_of("format: fusec-graph/1\n"
+			      "inputs: {a: {dtype: f16, shape: [4096]}}\n"
+			      "ops: [{op: sum, in: [a], axis: 0, out: y}]\n"
+			      "outputs: [y]\n", DT_F16, x, 4096, 0, &v);
+	assert_true(e16 > 0 && e16 <= 2 * e + 0x1p-11 * fabs(v));
+	/* sqrt of a value whose interval reaches below 0 is not bounded */
+	double z[2] = {1e-30, 1};
+	e = bound_of("format: fusec-graph/1\n"
+		     "inputs: {a: {dtype: f32, shape: [2]}}\n"
+		     "ops: [{op: sub_scalar, in: [a], scalar: 1e-30, out: t},\n"
+		     "      {op: exp, in: [t], out: u}, {op: sub_scalar, in: [u], scalar: 1, out: w},\n"
+		     "      {op: sqrt, in: [w], out: y}]\n"
+		     "outputs: [y]\n", DT_F32, z, 2, 0, NULL);
+	assert_true(isinf(e));
+}
+
+static void test_check_compare(void **state)
+{
+	(void)state;
+	Diag d;
+	HostTensor g, w, b;
+	int64_t dim[1] = {8};
+	assert_int_equal(host_alloc(&g, DT_F32, 1, dim, &d), 0);
+	assert_int_equal(host_alloc(&w, DT_F32, 1, dim, &d), 0);
+	assert_int_equal(host_alloc(&b, DT_F64, 1, dim, &d), 0);
+	for (int i = 0; i < 8; i++) {
+		host_set(&w, i, i);
+		host_set(&g, i, i + 0.01 * i);
+		host_set(&b, i, 0.055);
+	}
+	host_set(&b, 7, INFINITY);
+	CheckResult r;
+	check_compare(&g, &w, &b, 0, 0, &r);
+	/* elements 6 (err 0.06) is over; 7 is unbounded; 5 is the next worst */
+	assert_false(r.ok);
+	assert_int_equal(r.nbad, 1);
+	assert_int_equal(r.nunbounded, 1);
+	assert_int_equal(r.worst[0].index, 6);
+	assert_int_equal(r.worst[1].index, 5);
+	assert_true(fabs(r.worst[0].ratio - 0.06 / 0.055) < 1e-5);
+	/* a flat tolerance instead */
+	check_compare(&g, &w, NULL, 0.1, 0, &r);
+	assert_true(r.ok);
+	host_set(&g, 3, NAN);
+	check_compare(&g, &w, &b, 0, 0, &r);
+	assert_int_equal(r.worst[0].index, 3);
+	assert_true(isinf(r.worst[0].ratio));
+	host_free(&g);
+	host_free(&w);
+	host_free(&b);
 }
 
 /* ---- .npy ------------------------------------------------------------------ */
@@ -868,7 +945,8 @@ const struct CMUnitTest interp_tests[] = {
 	cmocka_unit_test(test_int_store_rules),
 	cmocka_unit_test(test_random_fill),
 	cmocka_unit_test(test_compare),
-	cmocka_unit_test(test_tolerances),
+	cmocka_unit_test(test_bounds),
+	cmocka_unit_test(test_check_compare),
 	cmocka_unit_test(test_npy_round_trip),
 	cmocka_unit_test(test_npy_exact_bytes),
 	cmocka_unit_test(test_npy_rejects),

@@ -1,58 +1,105 @@
 #!/usr/bin/env python3
-"""check_outputs.py: compares two folders of .npy outputs (expected from
-`fusec run --backend interp`, got from fusec-run on the GPU), one line per output
-with the max abs and rel error, NaN positions required to agree. Tolerances per
-dtype follow docs/tolerances.md loosely (math and reductions need the wider ones).
+"""check_outputs.py: compares two folders of .npy outputs, element by element, with
+the bound of `fusec run --check` (docs/tolerances.md).
 
-    python3 check_outputs.py EXPECTED_DIR GOT_DIR [--rtol R]
-Exit status 1 when an output is missing or over tolerance.
+EXPECTED_DIR is what `fusec run GRAPH --backend interp --outputs DIR` wrote: NAME.npy
+(the reference) and NAME.bound.npy (<f8, the error bound of every element). GOT_DIR
+holds NAME.npy from fusec-run on the GPU. An element passes when
+
+    |got - want| <= bound
+
+(the same formula as host/check.c); NaN matches NaN and an infinity the same
+infinity; a finite pair whose bound is +inf is not checked (counted "unbounded").
+Integer and bool outputs are compared the same way (their bounds are 0 unless a
+comparison may flip). --atol A / --rtol R replace the bound by A + R*|want| (either
+alone: the other is 0), as `fusec run --check --atol/--rtol` does.
+
+    python3 check_outputs.py EXPECTED_DIR GOT_DIR [--atol A] [--rtol R]
+
+Prints one line per output with the max abs error and the max err/bound, and the
+worst elements (index, got, want, bound) of a failing one. Exit status 1 when an
+output is missing, has another shape or dtype, or is over its bound.
 """
 import os
 import sys
 
 import numpy as np
 
-TOL = {np.dtype(np.float64): 1e-9, np.dtype(np.float32): 2e-4, np.dtype(np.float16): 2e-2}
+WORST = 5
+
+
+def option(name):
+    if name not in sys.argv:
+        return None
+    return float(sys.argv[sys.argv.index(name) + 1])
+
+
+def compare(want, got, bound):
+    """Returns (ok, max_abs, max_ratio, nbad, nunbounded, worst[(index, ratio)])."""
+    w = want.astype(np.float64).ravel()
+    g = got.astype(np.float64).ravel()
+    b = np.broadcast_to(bound, want.shape).astype(np.float64).ravel()
+    special = ~np.isfinite(w) | ~np.isfinite(g)
+    with np.errstate(invalid="ignore"):
+        err = np.where(special,
+                       np.where((np.isnan(w) & np.isnan(g)) | (w == g), 0.0, np.inf),
+                       np.abs(g - w))
+    finite = ~special
+    max_abs = float(err[finite].max()) if finite.any() else 0.0
+    unbounded = finite & np.isinf(b)
+    checked = ~unbounded & (err > 0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = np.where(special | ~(b > 0), np.inf, err / np.where(b > 0, b, 1.0))
+    ratio = np.where(checked, ratio, 0.0)
+    nbad = int(np.count_nonzero(ratio > 1))
+    max_ratio = float(ratio.max()) if ratio.size else 0.0
+    order = np.lexsort((np.arange(ratio.size), -ratio))[:WORST]
+    worst = [(int(i), float(ratio[i]), float(g[i]), float(w[i]), float(b[i]))
+             for i in order if checked[i]]
+    return nbad == 0, max_abs, max_ratio, nbad, int(np.count_nonzero(unbounded)), worst
 
 
 def main():
+    if len(sys.argv) < 3:
+        print(__doc__)
+        sys.exit(2)
     exp_dir, got_dir = sys.argv[1], sys.argv[2]
-    scale = float(sys.argv[sys.argv.index("--rtol") + 1]) if "--rtol" in sys.argv else 1.0
+    atol, rtol = option("--atol"), option("--rtol")
+    flat = atol is not None or rtol is not None
+    atol, rtol = atol or 0.0, rtol or 0.0
     bad = 0
-    names = sorted(f for f in os.listdir(exp_dir) if f.endswith(".npy"))
-    for f in names:
-        want = np.load(os.path.join(exp_dir, f))
-        path = os.path.join(got_dir, f)
+    names = sorted(f[:-4] for f in os.listdir(exp_dir)
+                   if f.endswith(".npy") and not f.endswith(".bound.npy"))
+    for n in names:
+        want = np.load(os.path.join(exp_dir, n + ".npy"))
+        path = os.path.join(got_dir, n + ".npy")
         if not os.path.exists(path):
-            print("%-16s MISSING" % f[:-4])
+            print("%-16s MISSING" % n)
             bad += 1
             continue
         got = np.load(path)
         if got.shape != want.shape or got.dtype != want.dtype:
-            print("%-16s shape/dtype %s %s vs %s %s" % (f[:-4], got.shape, got.dtype, want.shape, want.dtype))
+            print("%-16s shape/dtype %s %s vs %s %s" % (n, got.shape, got.dtype, want.shape, want.dtype))
             bad += 1
             continue
-        if want.dtype.kind in "biu":
-            diff = int(np.count_nonzero(got != want))
-            ok = diff == 0
-            print("%-16s %-8s %8d mismatches %s" % (f[:-4], want.dtype, diff, "ok" if ok else "FAIL"))
+        if flat:
+            bound = atol + rtol * np.where(np.isfinite(want), np.abs(want.astype(np.float64)), 0.0)
         else:
-            w, g = want.astype(np.float64), got.astype(np.float64)
-            nan_ok = np.array_equal(np.isnan(w), np.isnan(g))
-            fin = np.isfinite(w) & np.isfinite(g)
-            inf_ok = np.array_equal(w[~np.isfinite(w) & ~np.isnan(w)], g[~np.isfinite(w) & ~np.isnan(w)])
-            abs_err = np.abs(w[fin] - g[fin])
-            rel = abs_err / np.maximum(np.abs(w[fin]), 1.0)
-            mrel = float(rel.max()) if rel.size else 0.0
-            mabs = float(abs_err.max()) if abs_err.size else 0.0
-            tol = TOL.get(want.dtype, 2e-4) * scale
-            if want.dtype == np.float32 and want.size and \
-                    not np.any(want.view(np.uint32) & 0xFFFF):
-                tol = 1.6e-2 * scale   # bf16 values, written as f32 (host/npy.c)
-            ok = nan_ok and inf_ok and mrel <= tol
-            print("%-16s %-8s max_abs=%.2e max_rel=%.2e tol=%.0e nan/inf %s %s" %
-                  (f[:-4], want.dtype, mabs, mrel, tol, "agree" if nan_ok and inf_ok else "DIFFER",
-                   "ok" if ok else "FAIL"))
+            bpath = os.path.join(exp_dir, n + ".bound.npy")
+            if not os.path.exists(bpath):
+                print("%-16s no %s.bound.npy: write the expectations with `fusec run "
+                      "--backend interp --outputs`, or give --atol/--rtol" % (n, n))
+                bad += 1
+                continue
+            bound = np.load(bpath)
+        ok, max_abs, max_ratio, nbad, nunb, worst = compare(want, got, bound)
+        print("%-16s %-8s max_abs=%.3g max_err/bound=%.3g%s%s %s" %
+              (n, want.dtype, max_abs, max_ratio, " bad=%d" % nbad if nbad else "",
+               " unbounded=%d" % nunb if nunb else "", "ok" if ok else "FAIL"))
+        for i, r, g, w, b in (worst if not ok else worst[:1]):
+            idx = np.unravel_index(i, want.shape) if want.ndim else ()
+            print("  worst %s: got %.9g want %.9g err %.3g bound %.3g err/bound %.3g" %
+                  (list(map(int, idx)), g, w, abs(g - w), b, r))
         bad += not ok
     print("%d outputs, %d failed" % (len(names), bad))
     sys.exit(1 if bad else 0)

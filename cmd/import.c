@@ -1,0 +1,334 @@
+/* import.c: `fusec import MODEL -o GRAPH.json|GRAPH.yaml` writes any graph fusec
+ * reads (an ONNX model, or a fusec-graph/1 file) as a fusec-graph/1 document that
+ * people can read and edit (docs/graph-format.md).
+ *
+ * Constants of at most INLINE_MAX elements are written inline (`data`); larger
+ * ones go to .npy files in GRAPH.data/ beside the output (`npy`). Strings are
+ * written JSON-escaped, which YAML reads the same in double quotes; non-finite
+ * numbers as the strings "nan", "inf", "-inf". The output is a function of the
+ * graph: no dates, no hash order. */
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "../host/host.h"
+#include "cmd.h"
+
+enum { INLINE_MAX = 64 };
+
+static const char import_usage[] =
+	"usage: fusec import GRAPH [-o OUT.json|OUT.yaml]\n"
+	"\n"
+	"Write GRAPH (an ONNX model or a fusec-graph/1 file) as a fusec-graph/1 document:\n"
+	"JSON, or YAML when OUT ends in .yaml or .yml; standard output (JSON) without -o.\n"
+	"Constants of more than 64 elements go to OUT.data/*.npy beside OUT.\n"
+	"\n"
+	"options:\n"
+	"  -o OUT                the file to write\n"
+	"  --input-shape N=DxD   fix a symbolic input dim of an ONNX model\n"
+	"\n"
+	"exit status: 0 success, 1 invalid input, 2 usage error, 3 write failure.\n";
+
+static void str(Buf *b, const char *s)
+{
+	buf_putc(b, '"');
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+		if (*p == '"' || *p == '\\')
+			buf_printf(b, "\\%c", *p);
+		else if (*p < 0x20 || *p == 0x7f)
+			buf_printf(b, "\\u%04x", *p);
+		else
+			buf_putc(b, (char)*p);
+	}
+	buf_putc(b, '"');
+}
+
+static void num(Buf *b, double v)
+{
+	if (isnan(v)) {
+		buf_puts(b, "\"nan\"");
+	} else if (isinf(v)) {
+		buf_puts(b, v > 0 ? "\"inf\"" : "\"-inf\"");
+	} else {
+		char t[40];
+		fmt_double(t, sizeof t, v);
+		buf_puts(b, t);
+	}
+}
+
+static void ints(Buf *b, const int64_t *v, int n)
+{
+	buf_putc(b, '[');
+	for (int i = 0; i < n; i++)
+		buf_printf(b, i ? ", %lld" : "%lld", (long long)v[i]);
+	buf_putc(b, ']');
+}
+
+static void pair(Buf *b, const int *v)
+{
+	buf_printf(b, "[%d, %d]", v[0], v[1]);
+}
+
+/* `"key": ` in JSON, `key: ` in YAML (keys are plain words). */
+static void key(Buf *b, bool yaml, const char *k)
+{
+	if (yaml)
+		buf_printf(b, "%s: ", k);
+	else
+		buf_printf(b, "\"%s\": ", k);
+}
+
+static void attrs(Buf *b, bool yaml, const Op *op)
+{
+	const Attrs *a = op->attr;
+	unsigned bits = ir_ops[op->kind].required | ir_ops[op->kind].optional;
+	if (!a)
+		return;
+	for (int i = 0; i < A_COUNT_; i++) {
+		unsigned bit = 1u << i;
+		if (!(bits & bit))
+			continue;
+		buf_puts(b, ", ");
+		key(b, yaml, ir_attr_name(bit));
+		switch (bit) {
+		case A_SCALAR: num(b, a->scalar); break;
+		case A_MIN: num(b, a->min); break;
+		case A_MAX: num(b, a->max); break;
+		case A_DTYPE: str(b, ir_dtype_name(a->dtype)); break;
+		case A_SHAPE: ints(b, a->shape, a->n); break;
+		case A_AXES:
+		case A_DIMS: {
+			int64_t v[IR_MAX_RANK];
+			int n = bit == A_DIMS ? 2 : a->n;
+			for (int k = 0; k < n; k++)
+				v[k] = a->axes[k];
+			ints(b, v, n);
+			break;
+		}
+		case A_RANGES:
+			buf_putc(b, '[');
+			for (int k = 0; k < a->n; k++)
+				buf_printf(b, k ? ", [%lld, %lld]" : "[%lld, %lld]",
+					   (long long)a->range[k][0], (long long)a->range[k][1]);
+			buf_putc(b, ']');
+			break;
+		case A_AXIS: buf_printf(b, "%d", a->axis); break;
+		case A_STRIDE: pair(b, a->stride); break;
+		case A_PADDING: pair(b, a->padding); break;
+		case A_DILATION: pair(b, a->dilation); break;
+		case A_KERNEL: pair(b, a->kernel); break;
+		case A_GROUPS: buf_printf(b, "%d", a->groups); break;
+		case A_APPROX: str(b, a->approx == GELU_TANH ? "tanh" : "none"); break;
+		}
+	}
+}
+
+static int64_t count_of(const Tensor *t)
+{
+	int64_t n = 1;
+	for (int i = 0; i < t->rank; i++)
+		n *= t->dim[i];
+	return n;
+}
+
+/* The constant's data: inline, or a .npy file in datadir (named in `rel`). */
+static int constant(Buf *b, bool yaml, const Tensor *t, int index, const char *datadir,
+		    const char *datarel, Arena *a)
+{
+	HostTensor v = {.dtype = t->dtype, .rank = t->rank, .n = count_of(t),
+			.data = (void *)t->data};
+	memcpy(v.dim, t->dim, sizeof v.dim);
+	key(b, yaml, "dtype");
+	str(b, ir_dtype_name(t->dtype));
+	buf_puts(b, ", ");
+	key(b, yaml, "shape");
+	ints(b, t->dim, t->rank);
+	buf_puts(b, ", ");
+	if (v.n <= INLINE_MAX || !datadir) {
+		key(b, yaml, "data");
+		buf_putc(b, '[');
+		for (int64_t k = 0; k < v.n; k++) {
+			if (k)
+				buf_puts(b, ", ");
+			if (ir_dtype_is_float(t->dtype))
+				num(b, host_get(&v, k));
+			else
+				buf_printf(b, "%lld", (long long)host_get_i64(&v, k));
+		}
+		buf_putc(b, ']');
+		return 0;
+	}
+	char *base = arena_printf(a, "c%d_%s.npy", index, t->name);
+	for (char *p = base; *p; p++)
+		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+		      (*p >= '0' && *p <= '9') || *p == '_' || *p == '-' || *p == '.'))
+			*p = '_';
+	Diag d;
+	if (npy_write_file(arena_printf(a, "%s/%s", datadir, base), &v, &d)) {
+		cmd_print_diag(&d);
+		return -1;
+	}
+	key(b, yaml, "npy");
+	str(b, arena_printf(a, "%s/%s", datarel, base));
+	return 0;
+}
+
+static int write_graph(Buf *b, const Graph *g, bool yaml, const char *datadir,
+		       const char *datarel, Arena *a)
+{
+	const char *nl = yaml ? "\n" : ",\n";
+	if (yaml)
+		buf_printf(b, "format: fusec-graph/1\nname: ");
+	else
+		buf_printf(b, "{\n\"format\": \"fusec-graph/1\",\n\"name\": ");
+	str(b, g->name);
+	buf_puts(b, nl);
+	int nin = 0, nconst = 0;
+	for (int i = 0; i < g->ninputs; i++)
+		g->tensors[g->inputs[i]].data ? nconst++ : nin++;
+	buf_puts(b, yaml ? (nin ? "inputs:\n" : "inputs: {}\n") : "\"inputs\": {");
+	for (int i = 0, k = 0; i < g->ninputs; i++) {
+		const Tensor *t = &g->tensors[g->inputs[i]];
+		if (t->data)
+			continue;
+		buf_puts(b, yaml ? "  " : k ? ",\n  " : "\n  ");
+		k++;
+		str(b, t->name);
+		buf_puts(b, yaml ? ": {" : ": {");
+		key(b, yaml, "dtype");
+		str(b, ir_dtype_name(t->dtype));
+		buf_puts(b, ", ");
+		key(b, yaml, "shape");
+		ints(b, t->dim, t->rank);
+		buf_puts(b, yaml ? "}\n" : "}");
+	}
+	if (!yaml)
+		buf_puts(b, nin ? "\n},\n" : "},\n");
+	if (nconst) {
+		buf_puts(b, yaml ? "constants:\n" : "\"constants\": {");
+		for (int i = 0, k = 0; i < g->ninputs; i++) {
+			const Tensor *t = &g->tensors[g->inputs[i]];
+			if (!t->data)
+				continue;
+			buf_puts(b, yaml ? "  " : k ? ",\n  " : "\n  ");
+			str(b, t->name);
+			buf_puts(b, ": {");
+			if (constant(b, yaml, t, k, datadir, datarel, a))
+				return -1;
+			k++;
+			buf_puts(b, yaml ? "}\n" : "}");
+		}
+		if (!yaml)
+			buf_puts(b, "\n},\n");
+	}
+	buf_puts(b, yaml ? (g->nops ? "ops:\n" : "ops: []\n") : "\"ops\": [");
+	for (int i = 0; i < g->nops; i++) {
+		const Op *op = &g->ops[i];
+		buf_puts(b, yaml ? "  - {" : i ? ",\n  {" : "\n  {");
+		key(b, yaml, "op");
+		str(b, ir_ops[op->kind].file);
+		if (op->kind != OP_SYNC) {
+			buf_puts(b, ", ");
+			key(b, yaml, "in");
+			buf_putc(b, '[');
+			for (int k = 0; k < op->nin; k++) {
+				if (k)
+					buf_puts(b, ", ");
+				str(b, g->tensors[op->in[k]].name);
+			}
+			buf_puts(b, "], ");
+			key(b, yaml, "out");
+			str(b, g->tensors[op->out[0]].name);
+		}
+		if (op->stream) {
+			buf_puts(b, ", ");
+			key(b, yaml, "stream");
+			buf_printf(b, "%d", op->stream);
+		}
+		attrs(b, yaml, op);
+		buf_puts(b, yaml ? "}\n" : "}");
+	}
+	if (!yaml)
+		buf_puts(b, g->nops ? "\n],\n" : "],\n");
+	buf_puts(b, yaml ? "outputs: [" : "\"outputs\": [");
+	for (int i = 0; i < g->noutputs; i++) {
+		if (i)
+			buf_puts(b, ", ");
+		str(b, g->tensors[g->outputs[i]].name);
+	}
+	buf_puts(b, yaml ? "]\n" : "]\n}\n");
+	return 0;
+}
+
+static bool ends_with(const char *s, const char *suffix)
+{
+	size_t n = strlen(s), m = strlen(suffix);
+	return n >= m && !strcmp(s + n - m, suffix);
+}
+
+int cmd_import(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{"help", no_argument, NULL, 'h'},
+		{"output", required_argument, NULL, 'o'},
+		{0, 0, 0, 0},
+	};
+	const char *out = NULL;
+	int c;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "ho:", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'h': fputs(import_usage, stdout); return EXIT_OK;
+		case 'o': out = optarg; break;
+		default:
+			cmd_usage_error("import", "unknown option or missing value '%s'",
+					argv[optind - 1]);
+			return EXIT_USAGE;
+		}
+	}
+	if (argc - optind != 1) {
+		cmd_usage_error("import", "expected one GRAPH argument");
+		return EXIT_USAGE;
+	}
+	Arena *a = arena_new();
+	Graph *g = cmd_load_graph(a, argv[optind]);
+	if (!g) {
+		arena_free(a);
+		return EXIT_INPUT;
+	}
+	bool yaml = out && (ends_with(out, ".yaml") || ends_with(out, ".yml"));
+	const char *datadir = NULL, *datarel = NULL;
+	bool big = false;
+	for (int i = 0; i < g->ninputs; i++) {
+		const Tensor *t = &g->tensors[g->inputs[i]];
+		big = big || (t->data && count_of(t) > INLINE_MAX);
+	}
+	int status = EXIT_OK;
+	if (out && big) {
+		const char *dot = strrchr(out, '.'), *slash = strrchr(out, '/');
+		size_t stem = dot && (!slash || dot > slash) ? (size_t)(dot - out) : strlen(out);
+		datadir = arena_printf(a, "%.*s.data", (int)stem, out);
+		datarel = slash ? datadir + (slash - out) + 1 : datadir;
+		if (mkdir(datadir, 0777) && errno != EEXIST) {
+			cmd_error("cannot create '%s': %s", datadir, strerror(errno));
+			status = EXIT_FAIL;
+		}
+	}
+	Buf b = {0};
+	if (status == EXIT_OK && write_graph(&b, g, yaml, datadir, datarel, a))
+		status = EXIT_FAIL;
+	if (status == EXIT_OK) {
+		FILE *f = out ? fopen(out, "wb") : stdout;
+		if (!f || fwrite(b.data, 1, b.len, f) != b.len || (out && fclose(f))) {
+			cmd_error("cannot write '%s': %s", out ? out : "<stdout>", strerror(errno));
+			status = EXIT_FAIL;
+		}
+	}
+	buf_free(&b);
+	arena_free(a);
+	return status;
+}

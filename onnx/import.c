@@ -1,0 +1,666 @@
+/* import.c: an ONNX graph -> fusec's graph IR (docs/onnx.md).
+ *
+ * Nodes are visited in order (ONNX requires a topological order). Every ONNX value
+ * becomes a Val: a constant (a host tensor: initializers, Constant nodes, and
+ * everything computed from constants only) or a graph tensor. Each node is
+ * decomposed by its handler (ops.c) into fusec's primitive ops through emit(),
+ * which folds an op whose operands are all constants by running it through the
+ * reference interpreter, so shape chains (Shape -> Gather -> Concat -> Reshape),
+ * transposed weights and folded batch norms never reach the graph, and an op's
+ * attributes that ONNX passes as tensors (Reshape's shape, Slice's starts) are
+ * known when they are needed. Constants that a graph op reads become graph
+ * constants (inputs with Tensor.data) the first time one does.
+ *
+ * ONNX's multidirectional broadcasting becomes explicit reshapes (leading 1s);
+ * equal-rank broadcasting over dims of 1 is what fusec's binary ops do already.
+ * Graph tensors take the ONNX name of the value they hold; tensors made inside a
+ * decomposition are named after the node's first output, "NAME~K". */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../host/interp.h"
+#include "onnx.pb-c.h"
+#include "import.h"
+
+/* ---- names ----------------------------------------------------------------- */
+
+static size_t str_hash(const char *s)
+{
+	return (size_t)hash_u64(hash_bytes(HASH_SEED, s, strlen(s)), 0);
+}
+
+static void map_grow(NameMap *m);
+
+static void **map_slot(NameMap *m, const char *key, bool add)
+{
+	if (add && (m->n + 1) * 2 > m->cap)
+		map_grow(m);
+	if (!m->cap)
+		return NULL;
+	for (size_t i = str_hash(key) & (m->cap - 1);; i = (i + 1) & (m->cap - 1)) {
+		if (!m->key[i]) {
+			if (!add)
+				return NULL;
+			m->key[i] = key;
+			m->n++;
+			return &m->val[i];
+		}
+		if (!strcmp(m->key[i], key))
+			return &m->val[i];
+	}
+}
+
+static void map_grow(NameMap *m)
+{
+	NameMap old = *m;
+	m->cap = old.cap ? old.cap * 2 : 64;
+	m->key = xcalloc(m->cap, sizeof *m->key);
+	m->val = xcalloc(m->cap, sizeof *m->val);
+	m->n = 0;
+	for (size_t i = 0; i < old.cap; i++)
+		if (old.key[i])
+			*map_slot(m, old.key[i], true) = old.val[i];
+	free(old.key);
+	free(old.val);
+}
+
+void *imp_map_get(NameMap *m, const char *key)
+{
+	void **s = map_slot(m, key, false);
+	return s ? *s : NULL;
+}
+
+void imp_map_put(NameMap *m, const char *key, void *v)
+{
+	*map_slot(m, key, true) = v;
+}
+
+static void map_free(NameMap *m)
+{
+	free(m->key);
+	free(m->val);
+	memset(m, 0, sizeof *m);
+}
+
+/* ---- messages -------------------------------------------------------------- */
+
+int imp_fail(Imp *m, const char *fmt, ...)
+{
+	char msg[600];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	if (m->node >= 0)
+		diag_set(m->d, m->file, 0, 0, "node %d '%.60s' (%.40s, opset %d): %s", m->node,
+			 m->node_name, m->op_type, m->opset, msg);
+	else
+		diag_set(m->d, m->file, 0, 0, "%s", msg);
+	return -1;
+}
+
+/* ---- values and the graph being built --------------------------------------- */
+
+Val *imp_const(Imp *m, HostTensor *k)
+{
+	Val *v = ARENA_NEW(m->tmp, Val, 1);
+	v->dt = k->dtype;
+	v->rank = k->rank;
+	memcpy(v->dim, k->dim, sizeof v->dim);
+	v->k = *k;
+	v->is_const = true;
+	v->tensor = -1;
+	memset(k, 0, sizeof *k);
+	if (m->nconsts == m->cconsts) {
+		m->cconsts = m->cconsts ? 2 * m->cconsts : 64;
+		m->consts = xrealloc(m->consts, m->cconsts * sizeof *m->consts);
+	}
+	m->consts[m->nconsts++] = v;
+	return v;
+}
+
+static int new_tensor(Imp *m, DType dt, int rank, const int64_t *dim, int producer)
+{
+	Graph *g = m->g;
+	if (g->ntensors == m->tcap) {
+		m->tcap = m->tcap ? 2 * m->tcap : 256;
+		g->tensors = xrealloc(g->tensors, (size_t)m->tcap * sizeof *g->tensors);
+	}
+	int id = g->ntensors++;
+	Tensor *t = &g->tensors[id];
+	memset(t, 0, sizeof *t);
+	t->dtype = dt;
+	t->rank = rank;
+	memcpy(t->dim, dim, sizeof t->dim);
+	t->producer = producer;
+	t->last_read = -1;
+	if (id == m->hcap) {
+		m->hcap = m->hcap ? 2 * m->hcap : 256;
+		m->hint = xrealloc(m->hint, (size_t)m->hcap * sizeof *m->hint);
+	}
+	m->hint[id] = m->cur_hint;
+	return id;
+}
+
+static void add_input(Imp *m, int id)
+{
+	Graph *g = m->g;
+	if (g->ninputs == m->icap) {
+		m->icap = m->icap ? 2 * m->icap : 64;
+		g->inputs = xrealloc(g->inputs, (size_t)m->icap * sizeof *g->inputs);
+	}
+	g->inputs[g->ninputs++] = id;
+}
+
+/* The graph tensor of v, making a constant of it on first use. */
+int imp_tensor(Imp *m, Val *v)
+{
+	if (v->tensor >= 0)
+		return v->tensor;
+	int id = new_tensor(m, v->dt, v->rank, v->dim, -1);
+	size_t bytes = (size_t)v->k.n * (size_t)ir_dtype_size(v->dt);
+	void *data = arena_alloc(m->g->arena, bytes ? bytes : 1);
+	memcpy(data, v->k.data, bytes);
+	m->g->tensors[id].data = data;
+	m->g->tensors[id].role = ROLE_INPUT;
+	if (v->name)
+		m->g->tensors[id].name = v->name;
+	add_input(m, id);
+	v->tensor = id;
+	return id;
+}
+
+Val *imp_graph_input(Imp *m, const char *name, DType dt, int rank, const int64_t *dim)
+{
+	Val *v = ARENA_NEW(m->tmp, Val, 1);
+	v->dt = dt;
+	v->rank = rank;
+	memcpy(v->dim, dim, sizeof v->dim);
+	v->tensor = new_tensor(m, dt, rank, dim, -1);
+	v->name = name;
+	m->g->tensors[v->tensor].name = name;
+	m->g->tensors[v->tensor].role = ROLE_INPUT;
+	add_input(m, v->tensor);
+	return v;
+}
+
+Attrs imp_attrs(OpKind k)
+{
+	Attrs a = {0};
+	a.has = ir_ops[k].required | ir_ops[k].optional;
+	if (a.has & A_STRIDE)
+		a.stride[0] = a.stride[1] = 0;
+	if (a.has & A_DILATION)
+		a.dilation[0] = a.dilation[1] = 1;
+	if (a.has & A_GROUPS)
+		a.groups = 1;
+	return a;
+}
+
+/* Run one op on constant operands through the interpreter. */
+static Val *fold(Imp *m, OpKind k, Val **in, int n, const Attrs *at)
+{
+	Tensor ts[IR_MAX_IN + 1];
+	int ids[IR_MAX_IN + 1], outs[1] = {n};
+	HostTensor hin[IR_MAX_IN];
+	memset(ts, 0, sizeof(Tensor) * (size_t)(n + 1));
+	for (int i = 0; i < n; i++) {
+		ts[i].name = "c";
+		ts[i].dtype = in[i]->dt;
+		ts[i].rank = in[i]->rank;
+		memcpy(ts[i].dim, in[i]->dim, sizeof ts[i].dim);
+		ts[i].producer = -1;
+		ids[i] = i;
+		hin[i] = in[i]->k;
+	}
+	Attrs attr = at ? *at : (Attrs){0};
+	Op op = {.kind = k, .nin = n, .nout = 1, .in = ids, .out = {n},
+		 .attr = at ? &attr : NULL};
+	Graph mg = {.arena = m->tmp, .file = m->file, .name = "fold", .tensors = ts,
+		    .ntensors = n + 1, .ops = &op, .nops = 1, .inputs = ids, .ninputs = n,
+		    .outputs = outs, .noutputs = 1, .nstreams = 1};
+	char msg[512];
+	if (ir_infer(&mg, &op, op.attr ? &attr : NULL, &ts[n], msg, sizeof msg)) {
+		imp_fail(m, "%s: %s", ir_ops[k].file, msg);
+		return NULL;
+	}
+	ts[n].name = "r";
+	ts[n].producer = 0;
+	ts[n].is_output = true;
+	HostTensor res = {0};
+	Diag d;
+	if (interp_run(&mg, hin, &res, &d)) {
+		imp_fail(m, "folding %s: %s", ir_ops[k].file, d.msg);
+		return NULL;
+	}
+	return imp_const(m, &res);
+}
+
+Val *imp_emit(Imp *m, OpKind k, Val **in, int n, const Attrs *at)
+{
+	for (int i = 0; i < n; i++)
+		if (in[i]->is_const && in[i]->k.n == 0) {
+			imp_fail(m, "empty tensors are not supported (as an operand of %s)",
+				 ir_ops[k].file);
+			return NULL;
+		}
+	bool all = n > 0;
+	for (int i = 0; i < n; i++)
+		all = all && in[i]->is_const;
+	if (all)
+		return fold(m, k, in, n, at);
+	Graph *g = m->g;
+	if (g->nops == m->ocap) {
+		m->ocap = m->ocap ? 2 * m->ocap : 256;
+		g->ops = xrealloc(g->ops, (size_t)m->ocap * sizeof *g->ops);
+	}
+	int index = g->nops;
+	Op *op = &g->ops[index];
+	memset(op, 0, sizeof *op);
+	op->kind = k;
+	op->nin = n;
+	op->in = ARENA_NEW(g->arena, int, n ? n : 1);
+	op->in_status = ARENA_NEW(g->arena, uint8_t, n ? n : 1);
+	for (int i = 0; i < n; i++)
+		op->in[i] = imp_tensor(m, in[i]);
+	op = &g->ops[index];  /* imp_tensor does not move ops, but stay safe */
+	Attrs *ap = NULL;
+	if (at && at->has) {
+		ap = ARENA_NEW(g->arena, Attrs, 1);
+		*ap = *at;
+	}
+	op->attr = ap;
+	op->line = m->node + 1;
+	op->col = 1;
+	Tensor out = {0};
+	char msg[512];
+	if (ir_infer(g, op, ap, &out, msg, sizeof msg)) {
+		imp_fail(m, "%s: %s", ir_ops[k].file, msg);
+		return NULL;
+	}
+	g->nops++;
+	Val *v = ARENA_NEW(m->tmp, Val, 1);
+	v->dt = out.dtype;
+	v->rank = out.rank;
+	memcpy(v->dim, out.dim, sizeof v->dim);
+	v->tensor = new_tensor(m, out.dtype, out.rank, out.dim, index);
+	g->ops[index].out[0] = v->tensor;
+	g->ops[index].nout = 1;
+	return v;
+}
+
+/* ---- the model -------------------------------------------------------------- */
+
+static const char *default_name(Arena *a, const char *file)
+{
+	const char *base = strrchr(file, '/');
+	base = base ? base + 1 : file;
+	const char *dot = strrchr(base, '.');
+	size_t len = dot && dot > base ? (size_t)(dot - base) : strlen(base);
+	if (!len)
+		return "model";
+	char *s = arena_strndup(a, base, len);
+	for (char *p = s; *p; p++)
+		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+		      (*p >= '0' && *p <= '9') || *p == '_' || *p == '-' || *p == '.'))
+			*p = '_';
+	if (s[0] == '.')
+		s[0] = '_';
+	return s;
+}
+
+static bool bad_name(const char *s)
+{
+	if (!s || !s[0])
+		return true;
+	for (const char *p = s; *p; p++)
+		if ((unsigned char)*p < 0x20 || *p == 0x7f)
+			return true;
+	return false;
+}
+
+/* The static shape of graph input vi, with --input-shape applied. */
+static int input_shape(Imp *m, const Onnx__ValueInfoProto *vi, DType *dt, int *rank,
+		       int64_t *dim)
+{
+	const char *name = vi->name;
+	const Onnx__TypeProto *tp = vi->type;
+	if (!tp || tp->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE || !tp->tensor_type)
+		return imp_fail(m, "input '%.80s' is not a tensor (sequences, maps and "
+			       "optionals are not supported yet)", name);
+	const Onnx__TypeProto__Tensor *tt = tp->tensor_type;
+	int t = onnx_dtype(tt->elem_type);
+	if (t < 0)
+		return imp_fail(m, "input '%.80s' has element type %s, not supported yet", name,
+				onnx_elem_name(tt->elem_type));
+	*dt = (DType)t;
+	const OnnxInputShape *fix = NULL;
+	for (int i = 0; m->opt && i < m->opt->nshapes; i++)
+		if (!strcmp(m->opt->shapes[i].name, name))
+			fix = &m->opt->shapes[i];
+	if (fix) {
+		m->used_shapes++;
+		if (tt->shape && tt->shape->n_dim != (size_t)fix->rank)
+			return imp_fail(m, "--input-shape %s gives rank %d, the model says %zu",
+					name, fix->rank, tt->shape->n_dim);
+		for (size_t i = 0; tt->shape && i < tt->shape->n_dim; i++) {
+			const Onnx__TensorShapeProto__Dimension *dm = tt->shape->dim[i];
+			if (dm->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE &&
+			    dm->dim_value != fix->dim[i])
+				return imp_fail(m, "--input-shape %s gives dim %zu = %lld, the model "
+						"fixes it to %lld", name, i, (long long)fix->dim[i],
+						(long long)dm->dim_value);
+		}
+		for (int i = 0; i < fix->rank; i++)
+			if (fix->dim[i] < 1)
+				return imp_fail(m, "input '%.80s': empty tensors (a dim of 0) are not "
+						"supported", name);
+		*rank = fix->rank;
+		memcpy(dim, fix->dim, sizeof(int64_t) * IR_MAX_RANK);
+		return 0;
+	}
+	if (!tt->shape)
+		return imp_fail(m, "input '%.80s' has no shape: give one with --input-shape "
+			       "%.80s=DxD...", name, name);
+	if (tt->shape->n_dim > IR_MAX_RANK)
+		return imp_fail(m, "input '%.80s' has rank %zu, more than %d", name,
+				tt->shape->n_dim, IR_MAX_RANK);
+	*rank = (int)tt->shape->n_dim;
+	for (size_t i = 0; i < tt->shape->n_dim; i++) {
+		const Onnx__TensorShapeProto__Dimension *dm = tt->shape->dim[i];
+		if (dm->value_case != ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE ||
+		    dm->dim_value < 1) {
+			const char *sym =
+				dm->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM
+					? dm->dim_param : "?";
+			return imp_fail(m, "input '%.80s' dim %zu ('%.40s') is not static: fix "
+				       "the shape with --input-shape %.80s=DxD...", name, i, sym,
+				       name);
+		}
+		dim[i] = dm->dim_value;
+	}
+	return 0;
+}
+
+static int bind(Imp *m, const char *name, Val *v)
+{
+	if (!name || !name[0])
+		return 0;
+	if (imp_map_get(&m->vals, name))
+		return imp_fail(m, "value '%.80s' is defined twice", name);
+	imp_map_put(&m->vals, name, v);
+	if (v->tensor >= 0) {
+		Tensor *t = &m->g->tensors[v->tensor];
+		if (!t->name && !imp_map_get(&m->used, name)) {
+			t->name = name;
+			imp_map_put(&m->used, name, v);
+		}
+	} else if (!v->name) {
+		v->name = name;
+	}
+	return 0;
+}
+
+static int run_node(Imp *m, const Onnx__NodeProto *n)
+{
+	m->n = n;
+	m->node_name = n->name && n->name[0] ? n->name : (n->n_output ? n->output[0] : "");
+	m->op_type = n->op_type ? n->op_type : "";
+	m->cur_hint = n->n_output && n->output[0][0] ? n->output[0] : m->node_name;
+	if (n->domain && n->domain[0] && strcmp(n->domain, "ai.onnx"))
+		return imp_fail(m, "op domain '%.60s' is not supported (only the default ONNX "
+			       "domain)", n->domain);
+	if (n->n_input > IR_MAX_IN || n->n_output > 64)
+		return imp_fail(m, "too many inputs or outputs");
+	const OnnxHandler *h = onnx_handler(m->op_type);
+	if (!h)
+		return imp_fail(m, "op %s has no mapping to fusec ops yet", m->op_type);
+	Val *in[IR_MAX_IN + 1] = {0};
+	for (size_t i = 0; i < n->n_input; i++) {
+		const char *nm = n->input[i];
+		if (!nm || !nm[0])
+			continue;
+		in[i] = imp_map_get(&m->vals, nm);
+		if (!in[i])
+			return imp_fail(m, "input %zu '%.80s' is not defined above", i, nm);
+	}
+	Val *out[64] = {0};
+	int nout = (int)n->n_output;
+	if (h->fn(m, h, in, (int)n->n_input, out, nout))
+		return -1;
+	for (int i = 0; i < nout; i++) {
+		const char *nm = n->output[i];
+		if (!nm || !nm[0])
+			continue;
+		if (!out[i])
+			return imp_fail(m, "output %d '%.80s' is not supported yet", i, nm);
+		if (bad_name(nm))
+			return imp_fail(m, "output %d has a name with control characters", i);
+		if (bind(m, nm, out[i]))
+			return -1;
+	}
+	return 0;
+}
+
+/* A graph output: a tensor named as the ONNX output. A value that already has
+ * another name (an input, a constant, an Identity) gets a reshape to itself. */
+static int add_output(Imp *m, const char *name)
+{
+	Val *v = imp_map_get(&m->vals, name);
+	if (!v)
+		return imp_fail(m, "graph output '%.80s' is not computed by any node", name);
+	if (v->is_const && v->k.n == 0)
+		return imp_fail(m, "graph output '%.80s' is empty: empty tensors are not supported",
+				name);
+	int id = imp_tensor(m, v);
+	Graph *g = m->g;
+	if (!g->tensors[id].name || strcmp(g->tensors[id].name, name) ||
+	    g->tensors[id].is_output) {
+		Attrs at = imp_attrs(OP_RESHAPE);
+		at.n = v->rank;
+		memcpy(at.shape, v->dim, sizeof at.shape);
+		bool was = v->is_const;
+		v->is_const = false;   /* keep the copy in the graph */
+		Val *c = imp_emit(m, OP_RESHAPE, &v, 1, &at);
+		v->is_const = was;
+		if (!c)
+			return -1;
+		id = c->tensor;
+		if (!g->tensors[id].name && !imp_map_get(&m->used, name))
+			g->tensors[id].name = name;
+		else
+			return imp_fail(m, "graph output '%.80s' is listed twice", name);
+		imp_map_put(&m->used, name, c);
+	}
+	g->tensors[id].is_output = true;
+	g->outputs[g->noutputs++] = id;
+	return 0;
+}
+
+/* Names for the tensors a decomposition made: "HINT~K", unique. */
+static void name_rest(Imp *m)
+{
+	Graph *g = m->g;
+	int k = 0;
+	for (int i = 0; i < g->ntensors; i++) {
+		if (g->tensors[i].name)
+			continue;
+		const char *h = m->hint[i] && m->hint[i][0] ? m->hint[i] : "t";
+		for (;;) {
+			char *s = arena_printf(g->arena, "%s~%d", h, ++k);
+			if (!imp_map_get(&m->used, s) && !imp_map_get(&m->vals, s)) {
+				g->tensors[i].name = s;
+				imp_map_put(&m->used, s, g);
+				break;
+			}
+		}
+	}
+}
+
+/* Move the growable arrays into the arena. */
+static void settle(Imp *m)
+{
+	Graph *g = m->g;
+	Tensor *t = ARENA_NEW(g->arena, Tensor, g->ntensors + 1);
+	memcpy(t, g->tensors, sizeof *t * (size_t)g->ntensors);
+	free(g->tensors);
+	g->tensors = t;
+	Op *o = ARENA_NEW(g->arena, Op, g->nops + 1);
+	if (g->nops)
+		memcpy(o, g->ops, sizeof *o * (size_t)g->nops);
+	free(g->ops);
+	g->ops = o;
+	int *in = ARENA_NEW(g->arena, int, g->ninputs + 1);
+	if (g->ninputs)
+		memcpy(in, g->inputs, sizeof *in * (size_t)g->ninputs);
+	free(g->inputs);
+	g->inputs = in;
+}
+
+static int opset_of(Imp *m, const Onnx__ModelProto *mp)
+{
+	m->opset = -1;
+	for (size_t i = 0; i < mp->n_opset_import; i++) {
+		const Onnx__OperatorSetIdProto *o = mp->opset_import[i];
+		if (!o->domain || !o->domain[0] || !strcmp(o->domain, "ai.onnx"))
+			m->opset = (int)o->version;
+	}
+	if (m->opset < 0)
+		return imp_fail(m, "models without the default ONNX domain (only %.60s) are not "
+				"supported", mp->n_opset_import && mp->opset_import[0]->domain
+				? mp->opset_import[0]->domain : "none");
+	if (m->opset < ONNX_OPSET_MIN || m->opset > ONNX_OPSET_MAX)
+		return imp_fail(m, "opset %d is not supported (opsets %d to %d are)", m->opset,
+				ONNX_OPSET_MIN, ONNX_OPSET_MAX);
+	return 0;
+}
+
+static int import_graph(Imp *m, const Onnx__GraphProto *gp)
+{
+	Graph *g = m->g;
+	for (size_t i = 0; i < gp->n_initializer; i++) {
+		const Onnx__TensorProto *tp = gp->initializer[i];
+		if (bad_name(tp->name))
+			return imp_fail(m, "initializer %zu has an empty or bad name", i);
+		HostTensor k;
+		char msg[400];
+		if (onnx_tensor(tp, m->dir, &k, msg, sizeof msg))
+			return imp_fail(m, "initializer '%.80s': %s", tp->name, msg);
+		Val *v = imp_const(m, &k);
+		if (bind(m, tp->name, v))
+			return -1;
+	}
+	for (size_t i = 0; i < gp->n_input; i++) {
+		const Onnx__ValueInfoProto *vi = gp->input[i];
+		if (bad_name(vi->name))
+			return imp_fail(m, "graph input %zu has an empty or bad name", i);
+		if (imp_map_get(&m->vals, vi->name))
+			continue;  /* an initializer: a constant (its default value) */
+		const HostTensor *given = NULL;
+		for (int k = 0; m->opt && k < m->opt->nvalues; k++)
+			if (!strcmp(m->opt->values[k].name, vi->name))
+				given = m->opt->values[k].value;
+		if (given) {
+			HostTensor c;
+			Diag hd;
+			if (host_alloc(&c, given->dtype, given->rank, given->dim, &hd))
+				return imp_fail(m, "input '%.80s': %s", vi->name, hd.msg);
+			memcpy(c.data, given->data,
+			       (size_t)c.n * (size_t)ir_dtype_size(c.dtype));
+			if (bind(m, vi->name, imp_const(m, &c)))
+				return -1;
+			continue;
+		}
+		DType dt = DT_F32;
+		int rank = 0;
+		int64_t dim[IR_MAX_RANK] = {0};
+		if (input_shape(m, vi, &dt, &rank, dim))
+			return -1;
+		Val *v = imp_graph_input(m, vi->name, dt, rank, dim);
+		imp_map_put(&m->vals, vi->name, v);
+		imp_map_put(&m->used, vi->name, v);
+	}
+	if (m->opt && m->used_shapes < m->opt->nshapes)
+		for (int i = 0; i < m->opt->nshapes; i++) {
+			bool found = false;
+			for (size_t k = 0; k < gp->n_input && !found; k++)
+				found = gp->input[k]->name &&
+					!strcmp(gp->input[k]->name, m->opt->shapes[i].name);
+			if (!found)
+				return imp_fail(m, "--input-shape: the model has no input '%.80s'",
+						m->opt->shapes[i].name);
+		}
+	for (size_t i = 0; i < gp->n_node; i++) {
+		m->node = (int)i;
+		if (run_node(m, gp->node[i]))
+			return -1;
+	}
+	m->node = -1;
+	if (!gp->n_output)
+		return imp_fail(m, "the graph has no outputs");
+	g->outputs = ARENA_NEW(g->arena, int, gp->n_output);
+	for (size_t i = 0; i < gp->n_output; i++) {
+		if (bad_name(gp->output[i]->name))
+			return imp_fail(m, "graph output %zu has an empty or bad name", i);
+		if (add_output(m, gp->output[i]->name))
+			return -1;
+	}
+	name_rest(m);
+	return 0;
+}
+
+Graph *onnx_import_bytes(Arena *a, const char *file, const char *dir, const void *buf,
+			 size_t len, bool own, const OnnxOptions *o, Diag *d)
+{
+	Onnx__ModelProto *mp = onnx__model_proto__unpack(NULL, len, buf);
+	if (own)
+		free((void *)buf);
+	if (!mp) {
+		diag_set(d, file, 0, 0, "not a valid ONNX model (the protobuf does not parse: "
+			 "truncated or corrupt)");
+		return NULL;
+	}
+	Imp m = {.a = a, .tmp = arena_new(), .d = d, .file = file, .dir = dir, .opt = o,
+		 .node = -1};
+	Graph *g = ARENA_NEW(a, Graph, 1);
+	g->arena = a;
+	g->file = arena_strdup(a, file);
+	g->name = default_name(a, file);
+	g->nstreams = 1;
+	m.g = g;
+	int rc = -1;
+	if (!mp->graph)
+		imp_fail(&m, "the model has no graph");
+	else if (mp->graph->n_sparse_initializer)
+		imp_fail(&m, "sparse initializers are not supported");
+	else if (!opset_of(&m, mp))
+		rc = import_graph(&m, mp->graph);
+	if (!rc) {
+		settle(&m);
+		/* names were borrowed from the protobuf: copy them before it goes */
+		for (int i = 0; i < g->ntensors; i++) {
+			Tensor *t = &g->tensors[i];
+			t->name = arena_strdup(a, t->name);
+			t->role = t->producer < 0 ? ROLE_INPUT : t->is_output ? ROLE_OUTPUT
+									      : ROLE_INTERMEDIATE;
+		}
+	} else {
+		free(g->tensors);
+		free(g->ops);
+		free(g->inputs);
+	}
+	for (size_t i = 0; i < m.nconsts; i++)
+		host_free(&m.consts[i]->k);
+	free(m.consts);
+	free(m.hint);
+	map_free(&m.vals);
+	map_free(&m.used);
+	onnx__model_proto__free_unpacked(mp, NULL);
+	arena_free(m.tmp);
+	if (rc)
+		return NULL;
+	ir_finish(g);
+	return g;
+}

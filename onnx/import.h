@@ -1,0 +1,75 @@
+/* import.h: the importer's state and its helpers, shared by import.c (values,
+ * folding, the model) and ops.c (one handler per ONNX op). Private to onnx/. */
+#ifndef FUSEC_ONNX_IMPORT_H
+#define FUSEC_ONNX_IMPORT_H
+
+#include "onnx_impl.h"
+
+enum { ONNX_OPSET_MIN = 1, ONNX_OPSET_MAX = 21 };
+
+struct Onnx__NodeProto;
+
+/* A string-keyed open-addressing table; keys are borrowed. */
+typedef struct {
+	const char **key;
+	void **val;
+	size_t n, cap;
+} NameMap;
+
+/* One ONNX value: a constant (k holds it) or a graph tensor, or both once a
+ * constant has been made a graph constant. */
+typedef struct {
+	DType dt;
+	int rank;
+	int64_t dim[IR_MAX_RANK];
+	bool is_const;
+	HostTensor k;          /* the value of a constant */
+	int tensor;            /* graph tensor id, or -1 */
+	const char *name;      /* the ONNX name a constant gets in the graph */
+} Val;
+
+typedef struct {
+	Arena *a, *tmp;        /* the graph's arena; scratch (Vals) */
+	Graph *g;              /* tensors, ops and inputs in growable arrays */
+	int tcap, ocap, icap, hcap;
+	const char **hint;     /* per tensor: the node output it was made for */
+	const char *cur_hint;
+	Diag *d;
+	const char *file, *dir;
+	const OnnxOptions *opt;
+	int used_shapes;
+	NameMap vals;          /* ONNX name -> Val */
+	NameMap used;          /* tensor names taken */
+	Val **consts;          /* every constant, freed at the end */
+	size_t nconsts, cconsts;
+	int opset;
+	int node;              /* the node being imported, -1 outside */
+	const char *node_name, *op_type;
+	const struct Onnx__NodeProto *n;
+} Imp;
+
+typedef struct OnnxHandler OnnxHandler;
+struct OnnxHandler {
+	const char *name;      /* ONNX op_type */
+	int (*fn)(Imp *m, const OnnxHandler *h, Val **in, int nin, Val **out, int nout);
+	OpKind kind;           /* the primitive op, for handlers shared by several */
+	int arg;               /* handler-specific */
+};
+const OnnxHandler *onnx_handler(const char *op_type);  /* ops.c; NULL when unmapped */
+/* The ONNX ops with a mapping, in table order (for docs and the conformance run). */
+int onnx_handler_count(void);
+const char *onnx_handler_name(int i);
+
+int imp_fail(Imp *m, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void *imp_map_get(NameMap *m, const char *key);
+void imp_map_put(NameMap *m, const char *key, void *v);
+/* A constant from a host tensor (taken over; *k is left empty). */
+Val *imp_const(Imp *m, HostTensor *k);
+Val *imp_graph_input(Imp *m, const char *name, DType dt, int rank, const int64_t *dim);
+int imp_tensor(Imp *m, Val *v);
+/* Attributes for op k with every bit it takes set, options at their defaults. */
+Attrs imp_attrs(OpKind k);
+/* Add op k (folded when all operands are constants); NULL with the Diag filled. */
+Val *imp_emit(Imp *m, OpKind k, Val **in, int n, const Attrs *at);
+
+#endif

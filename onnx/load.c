@@ -1,0 +1,335 @@
+/* load.c: ONNX files in: bytes -> ModelProto (protobuf-c, generated at build time
+ * from Debian's onnx.proto) -> import.c; tensors out of TensorProtos, with their
+ * data inline (typed fields or raw_data) or in an external file beside the model.
+ *
+ * Everything read is untrusted: sizes are checked against the bytes actually
+ * present before anything is allocated, external data paths must stay inside the
+ * model's folder (no absolute paths, no ".."), and offsets and lengths must lie
+ * within the file. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "onnx.pb-c.h"
+#include "onnx.h"
+#include "import.h"
+
+enum { MAX_MODEL_BYTES = 1 << 30 };
+
+bool onnx_sniff(const char *path, const void *head, size_t n)
+{
+	size_t len = strlen(path);
+	if (len >= 5 && !strcmp(path + len - 5, ".onnx"))
+		return true;
+	return n > 0 && ((const unsigned char *)head)[0] == 0x08;
+}
+
+int onnx_dtype(int elem_type)
+{
+	switch (elem_type) {
+	case ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT: return DT_F32;
+	case ONNX__TENSOR_PROTO__DATA_TYPE__DOUBLE: return DT_F64;
+	case ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT16: return DT_F16;
+	case ONNX__TENSOR_PROTO__DATA_TYPE__BFLOAT16: return DT_BF16;
+	case ONNX__TENSOR_PROTO__DATA_TYPE__INT64: return DT_I64;
+	case ONNX__TENSOR_PROTO__DATA_TYPE__INT32: return DT_I32;
+	case ONNX__TENSOR_PROTO__DATA_TYPE__INT16: return DT_I16;
+	case ONNX__TENSOR_PROTO__DATA_TYPE__INT8: return DT_I8;
+	case ONNX__TENSOR_PROTO__DATA_TYPE__UINT8: return DT_U8;
+	case ONNX__TENSOR_PROTO__DATA_TYPE__BOOL: return DT_BOOL;
+	}
+	return -1;
+}
+
+const char *onnx_elem_name(int elem_type)
+{
+	static const char *const names[] = {
+		"UNDEFINED", "FLOAT", "UINT8", "INT8", "UINT16", "INT16", "INT32", "INT64",
+		"STRING", "BOOL", "FLOAT16", "DOUBLE", "UINT32", "UINT64", "COMPLEX64",
+		"COMPLEX128", "BFLOAT16", "FLOAT8E4M3FN", "FLOAT8E4M3FNUZ", "FLOAT8E5M2",
+		"FLOAT8E5M2FNUZ", "UINT4", "INT4",
+	};
+	if (elem_type >= 0 && (size_t)elem_type < sizeof names / sizeof names[0])
+		return names[elem_type];
+	return "unknown";
+}
+
+/* ---- external data ------------------------------------------------------------ */
+
+static bool safe_location(const char *loc)
+{
+	if (!loc[0] || loc[0] == '/')
+		return false;
+	for (const char *p = loc; *p;) {
+		const char *slash = strchr(p, '/');
+		size_t n = slash ? (size_t)(slash - p) : strlen(p);
+		if (n == 2 && p[0] == '.' && p[1] == '.')
+			return false;
+		p += n + (slash ? 1 : 0);
+	}
+	return true;
+}
+
+static int parse_u64(const char *s, uint64_t *out)
+{
+	char *end;
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, 10);
+	if (errno || end == s || *end || s[0] == '-')
+		return -1;
+	*out = v;
+	return 0;
+}
+
+/* Read `want` bytes of tp's external data into dst. */
+static int read_external(const Onnx__TensorProto *tp, const char *dir, void *dst, size_t want,
+			 char *msg, size_t size)
+{
+	const char *loc = NULL;
+	uint64_t off = 0, len = want;
+	bool has_len = false;
+	for (size_t i = 0; i < tp->n_external_data; i++) {
+		const Onnx__StringStringEntryProto *e = tp->external_data[i];
+		if (!e->key || !e->value)
+			continue;
+		if (!strcmp(e->key, "location"))
+			loc = e->value;
+		else if (!strcmp(e->key, "offset") && parse_u64(e->value, &off)) {
+			snprintf(msg, size, "external data offset '%.40s' is not a number", e->value);
+			return -1;
+		} else if (!strcmp(e->key, "length")) {
+			if (parse_u64(e->value, &len)) {
+				snprintf(msg, size, "external data length '%.40s' is not a number",
+					 e->value);
+				return -1;
+			}
+			has_len = true;
+		}
+	}
+	if (!loc) {
+		snprintf(msg, size, "external data without a location");
+		return -1;
+	}
+	if (!dir) {
+		snprintf(msg, size, "external data '%.80s' but the model was not read from a file",
+			 loc);
+		return -1;
+	}
+	if (!safe_location(loc)) {
+		snprintf(msg, size, "external data location '%.80s' leaves the model's folder", loc);
+		return -1;
+	}
+	if (has_len && len != want) {
+		snprintf(msg, size, "external data '%.80s' has length %llu, the tensor needs %zu",
+			 loc, (unsigned long long)len, want);
+		return -1;
+	}
+	size_t plen = strlen(dir) + strlen(loc) + 2;
+	char *path = xmalloc(plen);
+	snprintf(path, plen, "%s/%s", dir, loc);
+	FILE *f = fopen(path, "rb");
+	int rc = -1;
+	struct stat st;
+	if (!f) {
+		snprintf(msg, size, "cannot open external data '%.120s': %s", path, strerror(errno));
+	} else if (fstat(fileno(f), &st) || (uint64_t)st.st_size < off ||
+		   (uint64_t)st.st_size - off < want) {
+		snprintf(msg, size, "external data '%.120s' is shorter than offset %llu + %zu bytes",
+			 path, (unsigned long long)off, want);
+	} else if (fseeko(f, (off_t)off, SEEK_SET) || fread(dst, 1, want, f) != want) {
+		snprintf(msg, size, "cannot read external data '%.120s'", path);
+	} else {
+		rc = 0;
+	}
+	if (f)
+		fclose(f);
+	free(path);
+	return rc;
+}
+
+/* ---- tensors ---------------------------------------------------------------- */
+
+int onnx_tensor(const Onnx__TensorProto *tp, const char *dir, HostTensor *out, char *msg,
+		size_t size)
+{
+	memset(out, 0, sizeof *out);
+	int dt = onnx_dtype(tp->data_type);
+	if (dt < 0) {
+		snprintf(msg, size, "element type %s is not supported yet",
+			 onnx_elem_name(tp->data_type));
+		return -1;
+	}
+	if (tp->n_dims > IR_MAX_RANK) {
+		snprintf(msg, size, "rank %zu exceeds the maximum of %d", tp->n_dims, IR_MAX_RANK);
+		return -1;
+	}
+	int64_t n = 1;
+	for (size_t i = 0; i < tp->n_dims; i++) {
+		if (tp->dims[i] < 0) {
+			snprintf(msg, size, "negative dim %lld", (long long)tp->dims[i]);
+			return -1;
+		}
+		if (tp->dims[i] == 0 && tp->n_dims == 1) {
+			n = 0;   /* an empty list (of axes, say): fine as a constant */
+			continue;
+		}
+		if (tp->dims[i] == 0) {
+			snprintf(msg, size, "empty tensors (a dim of 0) are not supported yet");
+			return -1;
+		}
+		if (__builtin_mul_overflow(n, tp->dims[i], &n) || n > ((int64_t)1 << 34)) {
+			snprintf(msg, size, "too many elements");
+			return -1;
+		}
+	}
+	DType t = (DType)dt;
+	size_t es = (size_t)ir_dtype_size(t), bytes = (size_t)n * es;
+	bool external = tp->has_data_location &&
+			tp->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL;
+	size_t have;
+	if (external)
+		have = (size_t)n;
+	else if (tp->has_raw_data)
+		have = tp->raw_data.len / es;
+	else if (t == DT_F32)
+		have = tp->n_float_data;
+	else if (t == DT_F64)
+		have = tp->n_double_data;
+	else if (t == DT_I64)
+		have = tp->n_int64_data;
+	else
+		have = tp->n_int32_data;
+	if ((!external && tp->has_raw_data && tp->raw_data.len != bytes) || have != (size_t)n) {
+		snprintf(msg, size, "holds %zu elements, its dims need %lld",
+			 tp->has_raw_data && !external ? tp->raw_data.len / es : have, (long long)n);
+		return -1;
+	}
+	Diag d;
+	int64_t dim[IR_MAX_RANK];
+	for (size_t i = 0; i < tp->n_dims; i++)
+		dim[i] = tp->dims[i];
+	if (host_alloc(out, t, (int)tp->n_dims, dim, &d)) {
+		snprintf(msg, size, "%s", d.msg);
+		return -1;
+	}
+	if (external) {
+		if (read_external(tp, dir, out->data, bytes, msg, size)) {
+			host_free(out);
+			return -1;
+		}
+		return 0;
+	}
+	if (tp->has_raw_data) {
+		if (bytes)
+			memcpy(out->data, tp->raw_data.data, bytes);
+		return 0;
+	}
+	for (int64_t i = 0; i < n; i++) {
+		switch (t) {
+		case DT_F32: ((float *)out->data)[i] = tp->float_data[i]; break;
+		case DT_F64: ((double *)out->data)[i] = tp->double_data[i]; break;
+		case DT_I64: ((int64_t *)out->data)[i] = tp->int64_data[i]; break;
+		case DT_F16:
+		case DT_BF16: ((uint16_t *)out->data)[i] = (uint16_t)tp->int32_data[i]; break;
+		default: host_set_i64(out, i, tp->int32_data[i]); break;
+		}
+	}
+	return 0;
+}
+
+/* ---- shapes given on the command line ----------------------------------------- */
+
+int onnx_parse_shape(Arena *a, const char *spec, OnnxInputShape *s, char *msg, size_t size)
+{
+	const char *eq = strrchr(spec, '=');
+	if (!eq || eq == spec || !eq[1]) {
+		snprintf(msg, size, "expected NAME=DxDx..., got '%.80s'", spec);
+		return -1;
+	}
+	s->name = arena_strndup(a, spec, (size_t)(eq - spec));
+	s->rank = 0;
+	const char *p = eq + 1;
+	if (!strcmp(p, "scalar"))
+		return 0;
+	for (;;) {
+		char *end;
+		errno = 0;
+		long long v = strtoll(p, &end, 10);
+		if (end == p || errno || v < 1 || (*end && *end != 'x')) {
+			snprintf(msg, size, "expected positive dims separated by 'x' in '%.80s'", spec);
+			return -1;
+		}
+		if (s->rank == IR_MAX_RANK) {
+			snprintf(msg, size, "more than %d dims in '%.80s'", IR_MAX_RANK, spec);
+			return -1;
+		}
+		s->dim[s->rank++] = v;
+		if (!*end)
+			return 0;
+		p = end + 1;
+	}
+}
+
+/* ---- models ----------------------------------------------------------------- */
+
+Graph *onnx_read_mem(Arena *a, const char *file, const void *buf, size_t len,
+		     const OnnxOptions *o, Diag *d)
+{
+	return onnx_import_bytes(a, file, NULL, buf, len, false, o, d);
+}
+
+static char *folder_of(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	if (!slash)
+		return strdup(".");
+	if (slash == path)
+		return strdup("/");
+	size_t n = (size_t)(slash - path);
+	char *s = xmalloc(n + 1);
+	memcpy(s, path, n);
+	s[n] = 0;
+	return s;
+}
+
+Graph *onnx_read_file(Arena *a, const char *path, const OnnxOptions *o, Diag *d)
+{
+	FILE *f = fopen(path, "rb");
+	if (!f) {
+		diag_set(d, path, 0, 0, "cannot open: %s", strerror(errno));
+		return NULL;
+	}
+	size_t cap = 1 << 16, n = 0;
+	char *buf = xmalloc(cap);
+	for (;;) {
+		if (n == cap) {
+			if (cap >= MAX_MODEL_BYTES) {
+				diag_set(d, path, 0, 0,
+					 "model is larger than %d MiB (keep large weights as external data)",
+					 MAX_MODEL_BYTES >> 20);
+				free(buf);
+				fclose(f);
+				return NULL;
+			}
+			cap *= 2;
+			buf = xrealloc(buf, cap);
+		}
+		size_t got = fread(buf + n, 1, cap - n, f);
+		n += got;
+		if (!got)
+			break;
+	}
+	bool bad = ferror(f);
+	fclose(f);
+	if (bad) {
+		diag_set(d, path, 0, 0, "cannot read: %s", strerror(errno));
+		free(buf);
+		return NULL;
+	}
+	char *dir = folder_of(path);
+	Graph *g = onnx_import_bytes(a, path, dir, buf, n, true, o, d);
+	free(dir);
+	return g;
+}

@@ -1,0 +1,70 @@
+/* onnx.h: reading ONNX models into fusec's graph IR (docs/onnx.md).
+ *
+ * In:  an ONNX ModelProto (a .onnx file, parsed with protobuf-c from the onnx.proto
+ *      Debian ships), its external data files beside it, and fixed shapes for
+ *      inputs whose dims the model leaves symbolic.
+ * Out: a Graph (ir/ir.h) as the JSON and YAML readers build it: every ONNX node is
+ *      decomposed into fusec's primitive ops, shapes are static, initializers,
+ *      Constant nodes and everything computable at import time (shape chains,
+ *      weight transposes, folded batch norms) are constants (Tensor.data).
+ * Memory: the Graph and every constant live in the arena given; the protobuf
+ *      message and the scratch values are freed before returning.
+ *
+ * Errors name the node ("node 12 'Conv_3' (Conv, opset 13): ..."), come back in the
+ * Diag, and leave nothing allocated outside the arena. Prefix: onnx_. */
+#ifndef FUSEC_ONNX_H
+#define FUSEC_ONNX_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "../host/host.h"
+
+/* A fixed shape for one graph input: --input-shape NAME=1x3x224x224. */
+typedef struct {
+	const char *name;
+	int rank;
+	int64_t dim[IR_MAX_RANK];
+} OnnxInputShape;
+
+/* A value for one graph input, which then becomes a constant (a shape or axes
+ * tensor a model takes as an input, say). */
+typedef struct {
+	const char *name;
+	const HostTensor *value;
+} OnnxInputValue;
+
+typedef struct {
+	const OnnxInputShape *shapes;
+	int nshapes;
+	const OnnxInputValue *values;
+	int nvalues;
+} OnnxOptions;
+
+/* Whether a file looks like ONNX: the extension .onnx, or a protobuf that starts
+ * with ModelProto's ir_version field (byte 0x08), which no JSON or YAML text does. */
+bool onnx_sniff(const char *path, const void *head, size_t n);
+
+/* Parse "NAME=1x3x224x224" into *s (name points into `spec`'s copy in a).
+ * Returns 0, or -1 with a message in msg. */
+int onnx_parse_shape(Arena *a, const char *spec, OnnxInputShape *s, char *msg, size_t size);
+
+/* Read and import a model. `path` is also where external data files are looked
+ * for (its folder). Returns NULL with *d filled on any error. */
+Graph *onnx_read_file(Arena *a, const char *path, const OnnxOptions *o, Diag *d);
+Graph *onnx_read_mem(Arena *a, const char *file, const void *buf, size_t len,
+		     const OnnxOptions *o, Diag *d);
+
+/* ---- internal: shared by load.c and import.c -------------------------------- */
+
+struct Onnx__TensorProto;
+/* Convert a TensorProto (inline, raw or external data; `dir` is the model's
+ * folder, NULL when external data is not allowed) into a host tensor. A rank-0
+ * tensor gets rank 0 and n 1. Returns 0, or -1 with msg filled. */
+int onnx_tensor(const struct Onnx__TensorProto *tp, const char *dir, HostTensor *out,
+		char *msg, size_t size);
+/* The fusec dtype of an ONNX element type, or -1 when fusec has none. */
+int onnx_dtype(int elem_type);
+const char *onnx_elem_name(int elem_type);
+
+#endif

@@ -1,0 +1,1886 @@
+/* ops.c: one handler per ONNX op, decomposing it into fusec's primitive ops
+ * (docs/onnx.md lists the mapping). Handlers build with the helpers below; every
+ * helper goes through imp_emit, so an op whose operands are constants is folded
+ * at import time. Operands ONNX passes as tensors but fusec takes as attributes
+ * (shapes, axes, slice bounds, pads) must be constants after folding; a computed
+ * one is an error naming it. Anything an op allows that fusec cannot express yet
+ * (asymmetric padding, ceil_mode, a second output) is an error, never a guess. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "onnx.pb-c.h"
+#include "import.h"
+
+/* ---- attributes ------------------------------------------------------------- */
+
+static const Onnx__AttributeProto *attr(Imp *m, const char *name)
+{
+	const Onnx__NodeProto *n = m->n;
+	for (size_t i = 0; i < n->n_attribute; i++)
+		if (n->attribute[i]->name && !strcmp(n->attribute[i]->name, name))
+			return n->attribute[i];
+	return NULL;
+}
+
+static int64_t ai(Imp *m, const char *name, int64_t def)
+{
+	const Onnx__AttributeProto *a = attr(m, name);
+	return a && a->has_i ? a->i : def;
+}
+
+static double af(Imp *m, const char *name, double def)
+{
+	const Onnx__AttributeProto *a = attr(m, name);
+	return a && a->has_f ? a->f : def;
+}
+
+/* An ints attribute: its count (at most max), -1 when absent, -2 (error set) if
+ * longer than max. */
+static int aints(Imp *m, const char *name, int64_t *v, int max)
+{
+	const Onnx__AttributeProto *a = attr(m, name);
+	if (!a || (!a->n_ints && a->type != ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS))
+		return -1;
+	if (a->n_ints > (size_t)max) {
+		imp_fail(m, "attribute %s has %zu values, at most %d are supported", name,
+			 a->n_ints, max);
+		return -2;
+	}
+	for (size_t i = 0; i < a->n_ints; i++)
+		v[i] = a->ints[i];
+	return (int)a->n_ints;
+}
+
+static void astr(Imp *m, const char *name, char *out, size_t size, const char *def)
+{
+	const Onnx__AttributeProto *a = attr(m, name);
+	if (!a || !a->has_s) {
+		snprintf(out, size, "%s", def);
+		return;
+	}
+	size_t n = a->s.len < size - 1 ? a->s.len : size - 1;
+	memcpy(out, a->s.data, n);
+	out[n] = 0;
+	for (size_t i = 0; i < n; i++)
+		if ((unsigned char)out[i] < 0x20 || (unsigned char)out[i] >= 0x7f)
+			out[i] = '?';
+}
+
+/* ---- constants -------------------------------------------------------------- */
+
+static Val *kfull(Imp *m, DType t, int rank, const int64_t *dim, double v)
+{
+	HostTensor k;
+	Diag d;
+	if (host_alloc(&k, t, rank, dim, &d)) {
+		imp_fail(m, "%s", d.msg);
+		return NULL;
+	}
+	for (int64_t i = 0; i < k.n; i++)
+		host_set(&k, i, v);
+	return imp_const(m, &k);
+}
+
+static Val *kints(Imp *m, const int64_t *v, int n)
+{
+	HostTensor k;
+	Diag d;
+	int64_t dim[1] = {n};
+	if (host_alloc(&k, DT_I64, 1, dim, &d)) {
+		imp_fail(m, "%s", d.msg);
+		return NULL;
+	}
+	memcpy(k.data, v, sizeof *v * (size_t)n);
+	return imp_const(m, &k);
+}
+
+/* The values of a constant integer tensor of at most max elements. */
+static int ints_of(Imp *m, const Val *v, const char *what, int64_t *out, int max)
+{
+	if (!v)
+		return imp_fail(m, "%s is missing", what);
+	if (!v->is_const)
+		return imp_fail(m, "%s is computed at run time: only constant %s are supported "
+				"(fix the input with a value or compute it from constants)", what, what);
+	if (!ir_dtype_is_int(v->dt))
+		return imp_fail(m, "%s must be an integer tensor, got %s", what,
+				ir_dtype_name(v->dt));
+	if (v->k.n > max)
+		return imp_fail(m, "%s has %lld values, at most %d are supported", what,
+				(long long)v->k.n, max);
+	for (int64_t i = 0; i < v->k.n; i++)
+		out[i] = host_get_i64(&v->k, i);
+	return (int)v->k.n;
+}
+
+static int scalar_of(Imp *m, const Val *v, const char *what, double *out)
+{
+	if (!v->is_const || v->k.n != 1)
+		return imp_fail(m, "%s must be a constant scalar: a computed one is not supported",
+				what);
+	*out = host_get(&v->k, 0);
+	return 0;
+}
+
+static int norm_axis(Imp *m, int64_t *axis, int rank)
+{
+	if (*axis < -rank || *axis >= (rank ? rank : 1))
+		return imp_fail(m, "axis %lld is out of range for rank %d", (long long)*axis, rank);
+	if (*axis < 0)
+		*axis += rank;
+	return 0;
+}
+
+static int64_t count(const Val *v)
+{
+	int64_t n = 1;
+	for (int i = 0; i < v->rank; i++)
+		n *= v->dim[i];
+	return n;
+}
+
+/* ---- primitive builders ------------------------------------------------------ */
+
+static Val *reshape(Imp *m, Val *x, int rank, const int64_t *dim)
+{
+	if (!x)
+		return NULL;
+	if (rank == x->rank && !memcmp(dim, x->dim, sizeof *dim * (size_t)rank))
+		return x;
+	Attrs at = imp_attrs(OP_RESHAPE);
+	at.n = rank;
+	memcpy(at.shape, dim, sizeof *dim * (size_t)rank);
+	return imp_emit(m, OP_RESHAPE, &x, 1, &at);
+}
+
+/* Leading dims of 1 up to rank r (ONNX multidirectional broadcasting). */
+static Val *lift(Imp *m, Val *x, int r)
+{
+	if (!x || x->rank >= r)
+		return x;
+	int64_t dim[IR_MAX_RANK];
+	int pad = r - x->rank;
+	for (int i = 0; i < r; i++)
+		dim[i] = i < pad ? 1 : x->dim[i - pad];
+	return reshape(m, x, r, dim);
+}
+
+static Val *expand(Imp *m, Val *x, int rank, const int64_t *dim)
+{
+	x = lift(m, x, rank);
+	if (!x)
+		return NULL;
+	if (!memcmp(dim, x->dim, sizeof *dim * (size_t)rank))
+		return x;
+	Attrs at = imp_attrs(OP_EXPAND);
+	at.n = rank;
+	memcpy(at.shape, dim, sizeof *dim * (size_t)rank);
+	return imp_emit(m, OP_EXPAND, &x, 1, &at);
+}
+
+static Val *permute(Imp *m, Val *x, const int *axes)
+{
+	if (!x)
+		return NULL;
+	bool id = true;
+	for (int i = 0; i < x->rank; i++)
+		id = id && axes[i] == i;
+	if (id)
+		return x;
+	Attrs at = imp_attrs(OP_PERMUTE);
+	at.n = x->rank;
+	memcpy(at.axes, axes, sizeof *axes * (size_t)x->rank);
+	return imp_emit(m, OP_PERMUTE, &x, 1, &at);
+}
+
+static Val *cast(Imp *m, Val *x, DType t)
+{
+	if (!x || x->dt == t)
+		return x;
+	Attrs at = imp_attrs(OP_CAST);
+	at.dtype = t;
+	return imp_emit(m, OP_CAST, &x, 1, &at);
+}
+
+static Val *un(Imp *m, OpKind k, Val *x)
+{
+	if (!x)
+		return NULL;
+	Attrs at = imp_attrs(k);
+	return imp_emit(m, k, &x, 1, &at);
+}
+
+static Val *sc(Imp *m, OpKind k, Val *x, double s)
+{
+	if (!x)
+		return NULL;
+	Attrs at = imp_attrs(k);
+	at.scalar = s;
+	return imp_emit(m, k, &x, 1, &at);
+}
+
+static Val *clampv(Imp *m, Val *x, double lo, double hi)
+{
+	if (!x)
+		return NULL;
+	Attrs at = imp_attrs(OP_CLAMP);
+	at.min = lo;
+	at.max = hi;
+	return imp_emit(m, OP_CLAMP, &x, 1, &at);
+}
+
+static OpKind scalar_kind(OpKind k)
+{
+	switch (k) {
+	case OP_ADD: return OP_ADD_SCALAR;
+	case OP_SUB: return OP_SUB_SCALAR;
+	case OP_MUL: return OP_MUL_SCALAR;
+	case OP_DIV: return OP_DIV_SCALAR;
+	case OP_POW: return OP_POW_SCALAR;
+	default: return OP_COUNT;
+	}
+}
+
+/* a (k) b with ONNX broadcasting; a constant scalar b becomes a scalar op. */
+static Val *bin(Imp *m, OpKind k, Val *a, Val *b)
+{
+	if (!a || !b)
+		return NULL;
+	OpKind ks = scalar_kind(k);
+	if (ks != OP_COUNT && !a->is_const && b->is_const && b->k.n == 1 &&
+	    b->rank <= a->rank && b->dt == a->dt && ir_dtype_is_float(a->dt))
+		return sc(m, ks, a, host_get(&b->k, 0));
+	if ((k == OP_ADD || k == OP_MUL) && a->is_const && !b->is_const)
+		return bin(m, k, b, a);
+	int r = a->rank > b->rank ? a->rank : b->rank;
+	Val *in[2] = {lift(m, a, r), lift(m, b, r)};
+	if (!in[0] || !in[1])
+		return NULL;
+	Attrs at = imp_attrs(k);
+	return imp_emit(m, k, in, 2, &at);
+}
+
+static Val *where3(Imp *m, Val *c, Val *a, Val *b)
+{
+	if (!c || !a || !b)
+		return NULL;
+	int r = c->rank;
+	if (a->rank > r)
+		r = a->rank;
+	if (b->rank > r)
+		r = b->rank;
+	Val *in[3] = {lift(m, c, r), lift(m, a, r), lift(m, b, r)};
+	if (!in[0] || !in[1] || !in[2])
+		return NULL;
+	return imp_emit(m, OP_WHERE, in, 3, NULL);
+}
+
+static Val *reduce(Imp *m, OpKind k, Val *x, int axis)
+{
+	if (!x)
+		return NULL;
+	Attrs at = imp_attrs(k);
+	at.axis = axis;
+	return imp_emit(m, k, &x, 1, &at);
+}
+
+/* Reduce over several axes (chained); without keep, the axes are dropped. */
+static Val *reduce_axes(Imp *m, OpKind k, Val *x, const bool *on, bool keep)
+{
+	int rank = x->rank;
+	for (int i = 0; i < rank && x; i++)
+		if (on[i] && x->dim[i] > 1)
+			x = reduce(m, k, x, i);
+	if (!x || keep)
+		return x;
+	int64_t dim[IR_MAX_RANK];
+	int r = 0;
+	for (int i = 0; i < rank; i++)
+		if (!on[i])
+			dim[r++] = x->dim[i];
+	return reshape(m, x, r, dim);
+}
+
+static Val *slice1(Imp *m, Val *x, int axis, int64_t start, int64_t end)
+{
+	if (!x)
+		return NULL;
+	if (start == 0 && end == x->dim[axis])
+		return x;
+	Attrs at = imp_attrs(OP_SLICE);
+	at.n = axis + 1;
+	for (int i = 0; i <= axis; i++) {
+		at.range[i][0] = i == axis ? start : 0;
+		at.range[i][1] = i == axis ? end : x->dim[i];
+	}
+	return imp_emit(m, OP_SLICE, &x, 1, &at);
+}
+
+static Val *cat(Imp *m, Val **in, int n, int axis)
+{
+	if (n == 1)
+		return in[0];
+	Attrs at = imp_attrs(OP_CAT);
+	at.axis = axis;
+	return imp_emit(m, OP_CAT, in, n, &at);
+}
+
+/* Pick `k` indices along axis (gather with a constant index). */
+static Val *take(Imp *m, Val *x, int axis, const int64_t *idx, int64_t k)
+{
+	int64_t dim[IR_MAX_RANK];
+	memcpy(dim, x->dim, sizeof dim);
+	dim[axis] = k;
+	HostTensor t;
+	Diag d;
+	if (host_alloc(&t, DT_I64, x->rank, dim, &d)) {
+		imp_fail(m, "%s", d.msg);
+		return NULL;
+	}
+	int64_t inner = 1;
+	for (int i = axis + 1; i < x->rank; i++)
+		inner *= dim[i];
+	for (int64_t i = 0; i < t.n; i++)
+		((int64_t *)t.data)[i] = idx[(i / inner) % k];
+	Val *in[2] = {x, imp_const(m, &t)};
+	Attrs at = imp_attrs(OP_GATHER);
+	at.axis = axis;
+	return imp_emit(m, OP_GATHER, in, 2, &at);
+}
+
+/* ---- elementwise ------------------------------------------------------------- */
+
+#define H(name) static int name(Imp *m, const OnnxHandler *h, Val **in, int nin, Val **out, \
+				int nout)
+
+static int need_in(Imp *m, Val **in, int nin, int want)
+{
+	for (int i = 0; i < want; i++)
+		if (i >= nin || !in[i])
+			return imp_fail(m, "input %d is missing", i);
+	return 0;
+}
+
+static int one_output(Imp *m, int nout)
+{
+	if (nout > 1)
+		return imp_fail(m, "output 1 and after are not supported yet");
+	return 0;
+}
+
+#define NEED(n) do { if (need_in(m, in, nin, (n)) || one_output(m, nout)) return -1; } while (0)
+#define OUT(v) do { out[0] = (v); return out[0] ? 0 : -1; } while (0)
+
+H(h_binary)
+{
+	NEED(2);
+	if (m->opset < 7 && ai(m, "broadcast", 0) && attr(m, "axis"))
+		return imp_fail(m, "legacy broadcasting with an axis (opset < 7) is not supported");
+	OUT(bin(m, h->kind, in[0], in[1]));
+}
+
+H(h_pow)
+{
+	NEED(2);
+	Val *x = in[0], *y = in[1];
+	if (y->is_const && y->k.n == 1 && y->rank <= x->rank && !x->is_const) {
+		double e = host_get(&y->k, 0);
+		if (e == 1)
+			OUT(x);
+		if (e == 2)
+			OUT(bin(m, OP_MUL, x, x));
+		if (e == 0.5 && ir_dtype_is_float(x->dt))
+			OUT(un(m, OP_SQRT, x));
+		OUT(sc(m, OP_POW_SCALAR, x, e));
+	}
+	if (ir_dtype_is_float(x->dt))
+		OUT(bin(m, OP_POWF, x, cast(m, y, x->dt)));
+	OUT(bin(m, OP_POW, x, cast(m, y, x->dt)));
+}
+
+H(h_variadic)
+{
+	if (nin < 1 || one_output(m, nout))
+		return imp_fail(m, "needs at least one input");
+	Val *acc = in[0];
+	for (int i = 1; i < nin && acc; i++) {
+		if (!in[i])
+			return imp_fail(m, "input %d is missing", i);
+		acc = bin(m, h->kind, acc, in[i]);
+	}
+	if (acc && h->arg)  /* Mean */
+		acc = sc(m, OP_DIV_SCALAR, acc, nin);
+	OUT(acc);
+}
+
+H(h_unary)
+{
+	NEED(1);
+	OUT(un(m, h->kind, in[0]));
+}
+
+H(h_identity)
+{
+	if (need_in(m, in, nin, 1))
+		return -1;
+	if (nout > 1 && h->arg)
+		return imp_fail(m, "the mask output of Dropout is not supported");
+	if (h->arg && nin > 2 && in[2]) {
+		double t = 0;
+		if (scalar_of(m, in[2], "training_mode", &t))
+			return -1;
+		if (t != 0)
+			return imp_fail(m, "Dropout in training mode is not supported");
+	}
+	out[0] = in[0];
+	return 0;
+}
+
+H(h_mod)
+{
+	NEED(2);
+	Val *a = in[0], *b = in[1];
+	if (!ai(m, "fmod", 0))
+		OUT(bin(m, OP_REM, a, b));
+	/* C fmod: a - trunc(a / b) * b (integer division truncates already) */
+	Val *q = bin(m, OP_DIV, a, b);
+	if (ir_dtype_is_float(a->dt))
+		q = un(m, OP_TRUNC, q);
+	OUT(bin(m, OP_SUB, a, bin(m, OP_MUL, q, b)));
+}
+
+H(h_tan)
+{
+	NEED(1);
+	OUT(bin(m, OP_DIV, un(m, OP_SIN, in[0]), un(m, OP_COS, in[0])));
+}
+
+H(h_isinf)
+{
+	NEED(1);
+	bool pos = ai(m, "detect_positive", 1), neg = ai(m, "detect_negative", 1);
+	if (pos && neg)
+		OUT(un(m, OP_IS_INF, in[0]));
+	OUT(sc(m, OP_EQ_SCALAR, in[0], pos ? INFINITY : -INFINITY));
+}
+
+/* ---- activations ------------------------------------------------------------- */
+
+static Val *clamp1(Imp *m, OpKind k, Val *x, double v);
+
+static Val *hard_sigmoid(Imp *m, Val *x, double alpha, double beta)
+{
+	return clampv(m, sc(m, OP_ADD_SCALAR, sc(m, OP_MUL_SCALAR, x, alpha), beta), 0, 1);
+}
+
+static Val *zero_like(Imp *m, Val *x)
+{
+	int64_t one[IR_MAX_RANK] = {1, 1, 1, 1, 1, 1, 1, 1};
+	return kfull(m, x->dt, x->rank, one, 0);
+}
+
+H(h_act)
+{
+	NEED(1);
+	Val *x = in[0];
+	if (!ir_dtype_is_float(x->dt))
+		return imp_fail(m, "needs a float tensor, got %s", ir_dtype_name(x->dt));
+	double alpha, beta;
+	Val *neg = NULL;
+	switch (h->arg) {
+	case 0: /* HardSigmoid */
+		OUT(hard_sigmoid(m, x, af(m, "alpha", 0.2), af(m, "beta", 0.5)));
+	case 1: /* HardSwish */
+		OUT(bin(m, OP_MUL, x, hard_sigmoid(m, x, 1.0 / 6, 0.5)));
+	case 2: /* LeakyRelu */
+		alpha = af(m, "alpha", 0.01);
+		OUT(where3(m, sc(m, OP_LT_SCALAR, x, 0), sc(m, OP_MUL_SCALAR, x, alpha), x));
+	case 3: /* Elu */
+		alpha = af(m, "alpha", 1.0);
+		neg = sc(m, OP_MUL_SCALAR, sc(m, OP_SUB_SCALAR, un(m, OP_EXP, x), 1), alpha);
+		OUT(where3(m, sc(m, OP_LT_SCALAR, x, 0), neg, x));
+	case 4: /* Selu */
+		alpha = af(m, "alpha", 1.67326319217681884765625);
+		beta = af(m, "gamma", 1.05070102214813232421875);
+		neg = sc(m, OP_MUL_SCALAR, sc(m, OP_SUB_SCALAR, un(m, OP_EXP, x), 1), alpha);
+		OUT(sc(m, OP_MUL_SCALAR, where3(m, sc(m, OP_LE_SCALAR, x, 0), neg, x), beta));
+	case 5: /* Softplus: log(1 + exp(x)) */
+		OUT(un(m, OP_LOG1P, un(m, OP_EXP, x)));
+	case 6: /* Softsign */
+		OUT(bin(m, OP_DIV, x, sc(m, OP_ADD_SCALAR, un(m, OP_ABS, x), 1)));
+	case 7: /* Mish: x tanh(softplus(x)) */
+		OUT(bin(m, OP_MUL, x, un(m, OP_TANH, un(m, OP_LOG1P, un(m, OP_EXP, x)))));
+	case 8: /* ThresholdedRelu */
+		alpha = af(m, "alpha", 1.0);
+		OUT(where3(m, sc(m, OP_GT_SCALAR, x, alpha), x, zero_like(m, x)));
+	case 9: { /* Gelu */
+		char ap[16];
+		astr(m, "approximate", ap, sizeof ap, "none");
+		Attrs at = imp_attrs(OP_GELU);
+		if (!strcmp(ap, "tanh"))
+			at.approx = GELU_TANH;
+		else if (strcmp(ap, "none"))
+			return imp_fail(m, "approximate '%s' is not 'none' or 'tanh'", ap);
+		OUT(imp_emit(m, OP_GELU, &x, 1, &at));
+	}
+	case 10: /* Celu: max(0,x) + min(0, alpha (exp(x/alpha) - 1)) */
+		alpha = af(m, "alpha", 1.0);
+		neg = sc(m, OP_MUL_SCALAR,
+			 sc(m, OP_SUB_SCALAR, un(m, OP_EXP, sc(m, OP_DIV_SCALAR, x, alpha)), 1),
+			 alpha);
+		OUT(bin(m, OP_ADD, un(m, OP_RELU, x), clamp1(m, OP_CLAMP_MAX, neg, 0)));
+	}
+	return imp_fail(m, "internal: activation %d", h->arg);
+}
+
+static Val *clamp1(Imp *m, OpKind k, Val *x, double v)
+{
+	if (!x)
+		return NULL;
+	Attrs at = imp_attrs(k);
+	if (k == OP_CLAMP_MIN)
+		at.min = v;
+	else
+		at.max = v;
+	return imp_emit(m, k, &x, 1, &at);
+}
+
+H(h_prelu)
+{
+	NEED(2);
+	Val *x = in[0];
+	OUT(where3(m, sc(m, OP_LT_SCALAR, x, 0), bin(m, OP_MUL, x, in[1]), x));
+}
+
+H(h_clip)
+{
+	if (need_in(m, in, nin, 1) || one_output(m, nout))
+		return -1;
+	Val *x = in[0];
+	Val *lo = nin > 1 ? in[1] : NULL, *hi = nin > 2 ? in[2] : NULL;
+	if (attr(m, "min") || attr(m, "max"))
+		return imp_fail(m, "Clip with min/max attributes (opset < 11) is not supported");
+	if (lo && !lo->is_const)
+		x = bin(m, OP_MAX, x, lo), lo = NULL;
+	if (hi && !hi->is_const)
+		x = bin(m, OP_MIN, x, hi), hi = NULL;
+	double a = 0, b = 0;
+	if ((lo && scalar_of(m, lo, "min", &a)) || (hi && scalar_of(m, hi, "max", &b)))
+		return -1;
+	if (lo && hi && a <= b)
+		OUT(clampv(m, x, a, b));
+	if (lo)
+		x = clamp1(m, OP_CLAMP_MIN, x, a);
+	if (hi)
+		x = clamp1(m, OP_CLAMP_MAX, x, b);
+	OUT(x);
+}
+
+H(h_cast)
+{
+	NEED(1);
+	if (h->arg) {  /* CastLike */
+		if (need_in(m, in, nin, 2))
+			return -1;
+		OUT(cast(m, in[0], in[1]->dt));
+	}
+	int64_t to = ai(m, "to", -1);
+	int t = onnx_dtype((int)to);
+	if (t < 0)
+		return imp_fail(m, "cast to %s is not supported", onnx_elem_name((int)to));
+	OUT(cast(m, in[0], (DType)t));
+}
+
+/* ---- shapes ------------------------------------------------------------------ */
+
+H(h_reshape)
+{
+	NEED(2);
+	Val *x = in[0];
+	int64_t s[IR_MAX_RANK];
+	int n = ints_of(m, in[1], "the shape", s, IR_MAX_RANK);
+	if (n < 0)
+		return -1;
+	bool allowzero = ai(m, "allowzero", 0);
+	for (int i = 0; i < n; i++) {
+		if (s[i] == 0 && !allowzero) {
+			if (i >= x->rank)
+				return imp_fail(m, "shape entry %d is 0 but the input has rank %d", i,
+						x->rank);
+			s[i] = x->dim[i];
+		} else if (s[i] == 0 || s[i] < -1) {
+			return imp_fail(m, "shape entry %d is %lld (empty tensors are not supported)",
+					i, (long long)s[i]);
+		}
+	}
+	int minus = -1;
+	int64_t known = 1;
+	for (int i = 0; i < n; i++)
+		if (s[i] == -1)
+			minus = i;
+		else
+			known *= s[i];
+	if (minus >= 0 && known > 0)
+		s[minus] = count(x) / known;
+	OUT(reshape(m, x, n, s));
+}
+
+H(h_flatten)
+{
+	NEED(1);
+	Val *x = in[0];
+	int64_t axis = ai(m, "axis", 1);
+	if (axis < 0)
+		axis += x->rank;
+	if (axis < 0 || axis > x->rank)
+		return imp_fail(m, "axis %lld is out of range", (long long)axis);
+	int64_t d[2] = {1, 1};
+	for (int i = 0; i < x->rank; i++)
+		d[i >= axis] *= x->dim[i];
+	OUT(reshape(m, x, 2, d));
+}
+
+/* Axes from the attribute (older opsets) or the second input. -1 absent. */
+static int axes_of(Imp *m, Val **in, int nin, int which, int64_t *ax, int max)
+{
+	int n = aints(m, "axes", ax, max);
+	if (n == -2)
+		return -2;
+	if (n >= 0)
+		return n;
+	if (nin > which && in[which])
+		return ints_of(m, in[which], "axes", ax, max) < 0 ? -2 : (int)in[which]->k.n;
+	return -1;
+}
+
+H(h_squeeze)
+{
+	NEED(1);
+	Val *x = in[0];
+	int64_t ax[IR_MAX_RANK];
+	int n = axes_of(m, in, nin, 1, ax, IR_MAX_RANK);
+	if (n == -2)
+		return -1;
+	bool drop[IR_MAX_RANK] = {false};
+	for (int i = 0; i < n; i++) {
+		if (norm_axis(m, &ax[i], x->rank))
+			return -1;
+		if (x->dim[ax[i]] != 1)
+			return imp_fail(m, "cannot squeeze axis %lld of size %lld", (long long)ax[i],
+					(long long)x->dim[ax[i]]);
+		drop[ax[i]] = true;
+	}
+	int64_t d[IR_MAX_RANK];
+	int r = 0;
+	for (int i = 0; i < x->rank; i++)
+		if (!(n < 0 ? x->dim[i] == 1 : drop[i]))
+			d[r++] = x->dim[i];
+	OUT(reshape(m, x, r, d));
+}
+
+H(h_unsqueeze)
+{
+	NEED(1);
+	Val *x = in[0];
+	int64_t ax[IR_MAX_RANK];
+	int n = axes_of(m, in, nin, 1, ax, IR_MAX_RANK);
+	if (n == -2)
+		return -1;
+	if (n < 0)
+		return imp_fail(m, "axes are missing");
+	int r = x->rank + n;
+	if (r > IR_MAX_RANK)
+		return imp_fail(m, "result rank %d exceeds %d", r, IR_MAX_RANK);
+	bool ins[IR_MAX_RANK] = {false};
+	for (int i = 0; i < n; i++) {
+		if (norm_axis(m, &ax[i], r))
+			return -1;
+		if (ins[ax[i]])
+			return imp_fail(m, "axis %lld repeats", (long long)ax[i]);
+		ins[ax[i]] = true;
+	}
+	int64_t d[IR_MAX_RANK];
+	for (int i = 0, k = 0; i < r; i++)
+		d[i] = ins[i] ? 1 : x->dim[k++];
+	OUT(reshape(m, x, r, d));
+}
+
+H(h_transpose)
+{
+	NEED(1);
+	Val *x = in[0];
+	int64_t p[IR_MAX_RANK];
+	int n = aints(m, "perm", p, IR_MAX_RANK);
+	if (n == -2)
+		return -1;
+	int axes[IR_MAX_RANK];
+	if (n < 0) {
+		for (int i = 0; i < x->rank; i++)
+			axes[i] = x->rank - 1 - i;
+	} else {
+		if (n != x->rank)
+			return imp_fail(m, "perm has %d entries for rank %d", n, x->rank);
+		for (int i = 0; i < n; i++) {
+			if (norm_axis(m, &p[i], x->rank))
+				return -1;
+			axes[i] = (int)p[i];
+		}
+	}
+	OUT(permute(m, x, axes));
+}
+
+/* The ONNX broadcast of two shapes, or -1 (error set). */
+static int broadcast_shape(Imp *m, int ra, const int64_t *a, int rb, const int64_t *b,
+			   int *r, int64_t *out)
+{
+	*r = ra > rb ? ra : rb;
+	for (int i = 0; i < *r; i++) {
+		int64_t x = i - (*r - ra) >= 0 ? a[i - (*r - ra)] : 1;
+		int64_t y = i - (*r - rb) >= 0 ? b[i - (*r - rb)] : 1;
+		if (x != y && x != 1 && y != 1)
+			return imp_fail(m, "dims %lld and %lld do not broadcast", (long long)x,
+					(long long)y);
+		out[i] = x == 1 ? y : x;
+	}
+	return 0;
+}
+
+H(h_expand)
+{
+	NEED(2);
+	Val *x = in[0];
+	int64_t s[IR_MAX_RANK], d[IR_MAX_RANK];
+	int n = ints_of(m, in[1], "the shape", s, IR_MAX_RANK), r;
+	if (n < 0 || broadcast_shape(m, x->rank, x->dim, n, s, &r, d))
+		return -1;
+	OUT(expand(m, x, r, d));
+}
+
+H(h_concat)
+{
+	if (nin < 1 || one_output(m, nout))
+		return imp_fail(m, "needs at least one input");
+	int64_t axis = ai(m, "axis", 0);
+	Val *v[IR_MAX_IN];
+	int n = 0;
+	for (int i = 0; i < nin; i++) {
+		if (!in[i])
+			continue;
+		v[n++] = in[i];
+	}
+	if (!n || norm_axis(m, &axis, v[0]->rank))
+		return -1;
+	OUT(cat(m, v, n, (int)axis));
+}
+
+H(h_split)
+{
+	if (need_in(m, in, nin, 1))
+		return -1;
+	Val *x = in[0];
+	int64_t axis = ai(m, "axis", 0);
+	if (norm_axis(m, &axis, x->rank))
+		return -1;
+	int64_t sz[64];
+	int n = aints(m, "split", sz, 64);
+	if (n == -2)
+		return -1;
+	if (n < 0 && nin > 1 && in[1] && (n = ints_of(m, in[1], "split", sz, 64)) < 0)
+		return -1;
+	int64_t total = x->dim[axis];
+	if (n < 0) {
+		int64_t parts = ai(m, "num_outputs", nout);
+		if (parts != nout || parts < 1)
+			return imp_fail(m, "num_outputs %lld and %d outputs differ", (long long)parts,
+					nout);
+		int64_t each = (total + parts - 1) / parts;
+		for (int i = 0; i < nout; i++) {
+			int64_t left = total - each * i;
+			sz[i] = left < each ? left : each;
+		}
+		n = nout;
+	}
+	if (n != nout)
+		return imp_fail(m, "%d split sizes for %d outputs", n, nout);
+	int64_t at = 0;
+	for (int i = 0; i < n; i++) {
+		if (sz[i] < 1 || at + sz[i] > total)
+			return imp_fail(m, "split sizes do not fit dim %lld of size %lld",
+					(long long)axis, (long long)total);
+		out[i] = slice1(m, x, (int)axis, at, at + sz[i]);
+		if (!out[i])
+			return -1;
+		at += sz[i];
+	}
+	if (at != total)
+		return imp_fail(m, "split sizes sum to %lld, the dim is %lld", (long long)at,
+				(long long)total);
+	return 0;
+}
+
+H(h_slice)
+{
+	int64_t st[IR_MAX_RANK], en[IR_MAX_RANK], ax[IR_MAX_RANK], sp[IR_MAX_RANK];
+	int n;
+	if (m->opset < 10) {  /* starts, ends and axes are attributes */
+		NEED(1);
+		n = aints(m, "starts", st, IR_MAX_RANK);
+		if (n < 0 || aints(m, "ends", en, IR_MAX_RANK) != n)
+			return n == -2 ? -1 : imp_fail(m, "starts and ends are missing or differ");
+		for (int i = 0; i < n; i++)
+			ax[i] = i, sp[i] = 1;
+		int na = aints(m, "axes", ax, IR_MAX_RANK);
+		if (na >= 0 && na != n)
+			return imp_fail(m, "axes and starts differ in length");
+	} else {
+		NEED(3);
+		n = ints_of(m, in[1], "starts", st, IR_MAX_RANK);
+		if (n < 0 || ints_of(m, in[2], "ends", en, IR_MAX_RANK) != n)
+			return n < 0 ? -1 : imp_fail(m, "starts and ends differ in length");
+		for (int i = 0; i < n; i++)
+			ax[i] = i, sp[i] = 1;
+		if (nin > 3 && in[3] && ints_of(m, in[3], "axes", ax, IR_MAX_RANK) != n)
+			return imp_fail(m, "axes and starts differ in length");
+		if (nin > 4 && in[4] && ints_of(m, in[4], "steps", sp, IR_MAX_RANK) != n)
+			return imp_fail(m, "steps and starts differ in length");
+	}
+	Val *x = in[0];
+	Val *v = x;
+	for (int i = 0; i < n && v; i++) {
+		if (norm_axis(m, &ax[i], x->rank))
+			return -1;
+		int64_t d = x->dim[ax[i]], s = st[i], e = en[i], k = sp[i];
+		if (k == 0)
+			return imp_fail(m, "step 0");
+		if (s < 0)
+			s += d;
+		if (e < 0)
+			e += d;
+		if (k > 0) {
+			s = s < 0 ? 0 : s > d ? d : s;
+			e = e < 0 ? 0 : e > d ? d : e;
+		} else {
+			s = s < 0 ? -1 : s > d - 1 ? d - 1 : s;
+			e = e < -1 ? -1 : e > d - 1 ? d - 1 : e;
+		}
+		int64_t len = k > 0 ? (e - s + k - 1) / k : (s - e + (-k) - 1) / (-k);
+		if (len <= 0)
+			return imp_fail(m, "the slice of axis %lld is empty (not supported)",
+					(long long)ax[i]);
+		if (k == 1) {
+			v = slice1(m, v, (int)ax[i], s, e);
+			continue;
+		}
+		int64_t *idx = xmalloc(sizeof *idx * (size_t)len);
+		for (int64_t j = 0; j < len; j++)
+			idx[j] = s + j * k;
+		v = take(m, v, (int)ax[i], idx, len);
+		free(idx);
+	}
+	OUT(v);
+}
+
+/* Indices made non-negative: constant ones now, computed ones with a where. */
+static Val *fix_index(Imp *m, Val *idx, int64_t size)
+{
+	if (!idx || !ir_dtype_is_signed(idx->dt))
+		return idx;
+	return where3(m, sc(m, OP_LT_SCALAR, idx, 0), sc(m, OP_ADD_SCALAR, idx, (double)size),
+		      idx);
+}
+
+H(h_gather)
+{
+	NEED(2);
+	Val *x = in[0], *idx = in[1];
+	int64_t axis = ai(m, "axis", 0);
+	if (norm_axis(m, &axis, x->rank))
+		return -1;
+	if (idx->dt != DT_I64 && idx->dt != DT_I32)
+		return imp_fail(m, "indices must be int32 or int64, got %s", ir_dtype_name(idx->dt));
+	int r = x->rank - 1 + idx->rank;
+	if (r > IR_MAX_RANK)
+		return imp_fail(m, "result rank %d exceeds %d", r, IR_MAX_RANK);
+	int64_t k = count(idx);
+	idx = fix_index(m, idx, x->dim[axis]);
+	int64_t flat[IR_MAX_RANK], full[IR_MAX_RANK];
+	for (int i = 0; i < x->rank; i++) {
+		flat[i] = i == axis ? k : 1;
+		full[i] = i == axis ? k : x->dim[i];
+	}
+	Val *ix = expand(m, reshape(m, idx, x->rank, flat), x->rank, full);
+	if (!ix)
+		return -1;
+	Val *gin[2] = {x, ix};
+	Attrs at = imp_attrs(OP_GATHER);
+	at.axis = (int)axis;
+	Val *g = imp_emit(m, OP_GATHER, gin, 2, &at);
+	if (!g)
+		return -1;
+	int64_t d[IR_MAX_RANK];
+	int n = 0;
+	for (int i = 0; i < axis; i++)
+		d[n++] = x->dim[i];
+	for (int i = 0; i < idx->rank; i++)
+		d[n++] = idx->dim[i];
+	for (int i = (int)axis + 1; i < x->rank; i++)
+		d[n++] = x->dim[i];
+	OUT(reshape(m, g, n, d));
+}
+
+H(h_gather_elements)
+{
+	NEED(2);
+	Val *x = in[0], *idx = in[1];
+	int64_t axis = ai(m, "axis", 0);
+	if (norm_axis(m, &axis, x->rank))
+		return -1;
+	idx = fix_index(m, idx, x->dim[axis]);
+	Val *gin[2] = {x, idx};
+	Attrs at = imp_attrs(OP_GATHER);
+	at.axis = (int)axis;
+	OUT(imp_emit(m, OP_GATHER, gin, 2, &at));
+}
+
+H(h_where)
+{
+	NEED(3);
+	OUT(where3(m, in[0], in[1], in[2]));
+}
+
+H(h_tile)
+{
+	NEED(2);
+	Val *x = in[0];
+	int64_t rep[IR_MAX_RANK];
+	int n = ints_of(m, in[1], "repeats", rep, IR_MAX_RANK);
+	if (n < 0)
+		return -1;
+	if (n != x->rank)
+		return imp_fail(m, "%d repeats for rank %d", n, x->rank);
+	for (int i = 0; i < n && x; i++) {
+		if (rep[i] < 1 || rep[i] > IR_MAX_IN)
+			return imp_fail(m, "repeat %lld is not supported", (long long)rep[i]);
+		Val *copies[IR_MAX_IN];
+		for (int k = 0; k < rep[i]; k++)
+			copies[k] = x;
+		x = cat(m, copies, (int)rep[i], i);
+	}
+	OUT(x);
+}
+
+H(h_trilu)
+{
+	NEED(1);
+	Val *x = in[0];
+	if (x->rank < 2)
+		return imp_fail(m, "needs rank 2 or more");
+	double kd = 0;
+	if (nin > 1 && in[1] && scalar_of(m, in[1], "k", &kd))
+		return -1;
+	int64_t k = (int64_t)kd;
+	bool upper = ai(m, "upper", 1);
+	int64_t d[IR_MAX_RANK];
+	for (int i = 0; i < x->rank; i++)
+		d[i] = i < x->rank - 2 ? 1 : x->dim[i];
+	Val *mask = kfull(m, DT_BOOL, x->rank, d, 0);
+	if (!mask)
+		return -1;
+	int64_t rows = d[x->rank - 2], cols = d[x->rank - 1];
+	for (int64_t r = 0; r < rows; r++)
+		for (int64_t c = 0; c < cols; c++) {
+			bool keep = upper ? c - r >= k : c - r <= k;
+			((uint8_t *)mask->k.data)[r * cols + c] = !keep;
+		}
+	Val *min[2] = {x, mask};
+	Attrs at = imp_attrs(OP_MASK_FILL);
+	at.scalar = 0;
+	OUT(imp_emit(m, OP_MASK_FILL, min, 2, &at));
+}
+
+/* x with `before` and `after` entries of value around axis a (a cat). */
+static Val *pad_axis(Imp *m, Val *x, int a, int64_t before, int64_t after, double value)
+{
+	if (!x || (!before && !after))
+		return x;
+	Val *parts[3];
+	int k = 0;
+	int64_t d[IR_MAX_RANK];
+	memcpy(d, x->dim, sizeof d);
+	if (before) {
+		d[a] = before;
+		parts[k++] = kfull(m, x->dt, x->rank, d, value);
+	}
+	parts[k++] = x;
+	if (after) {
+		d[a] = after;
+		parts[k++] = kfull(m, x->dt, x->rank, d, value);
+	}
+	for (int j = 0; j < k; j++)
+		if (!parts[j])
+			return NULL;
+	return cat(m, parts, k, a);
+}
+
+H(h_pad)
+{
+	NEED(1);
+	Val *x = in[0];
+	char mode[16];
+	astr(m, "mode", mode, sizeof mode, "constant");
+	bool edge = !strcmp(mode, "edge"), reflect = !strcmp(mode, "reflect");
+	if (strcmp(mode, "constant") && !edge && !reflect)
+		return imp_fail(m, "pad mode '%s' is not supported yet", mode);
+	int64_t p[2 * IR_MAX_RANK];
+	double value = 0;
+	int n;
+	if (m->opset < 11) {
+		n = aints(m, "pads", p, 2 * IR_MAX_RANK);
+		if (n < 0)
+			return n == -2 ? -1 : imp_fail(m, "pads are missing");
+		value = af(m, "value", 0);
+	} else {
+		NEED(2);
+		n = ints_of(m, in[1], "pads", p, 2 * IR_MAX_RANK);
+		if (n < 0)
+			return -1;
+		if (nin > 2 && in[2] && scalar_of(m, in[2], "constant_value", &value))
+			return -1;
+	}
+	int64_t ax[IR_MAX_RANK];
+	int na = x->rank;
+	for (int i = 0; i < na; i++)
+		ax[i] = i;
+	if (nin > 3 && in[3] && (na = ints_of(m, in[3], "axes", ax, IR_MAX_RANK)) < 0)
+		return -1;
+	if (n != 2 * na)
+		return imp_fail(m, "%d pads for %d axes", n, na);
+	for (int i = 0; i < na && x; i++) {
+		if (norm_axis(m, &ax[i], x->rank))
+			return -1;
+		if (p[i] < 0 || p[i + na] < 0)
+			return imp_fail(m, "negative pads are not supported yet");
+		if (p[i] > (1 << 20) || p[i + na] > (1 << 20))
+			return imp_fail(m, "pads over 2^20 are not supported");
+		if (edge || reflect) {
+			/* gather with clamped (edge) or mirrored (reflect) indices */
+			int a = (int)ax[i];
+			int64_t dlen = x->dim[a], n2 = dlen + p[i] + p[i + na];
+			if (reflect && (p[i] >= dlen || p[i + na] >= dlen))
+				return imp_fail(m, "reflect pads of %lld and %lld need a dim larger "
+						"than both (is %lld): not supported", (long long)p[i],
+						(long long)p[i + na], (long long)dlen);
+			if (!p[i] && !p[i + na])
+				continue;
+			int64_t *idx = xmalloc(sizeof *idx * (size_t)n2);
+			for (int64_t j = 0; j < n2; j++) {
+				int64_t s0 = j - p[i];
+				if (edge)
+					idx[j] = s0 < 0 ? 0 : s0 >= dlen ? dlen - 1 : s0;
+				else
+					idx[j] = s0 < 0 ? -s0 : s0 >= dlen ? 2 * (dlen - 1) - s0 : s0;
+			}
+			x = take(m, x, a, idx, n2);
+			free(idx);
+			continue;
+		}
+		x = pad_axis(m, x, (int)ax[i], p[i], p[i + na], value);
+	}
+	OUT(x);
+}
+
+/* DepthToSpace (arg 0) and SpaceToDepth (arg 1): reshape, permute, reshape. */
+H(h_space_depth)
+{
+	NEED(1);
+	Val *x = in[0];
+	int64_t b = ai(m, "blocksize", 0);
+	if (x->rank != 4 || b < 1 || b > (1 << 16))
+		return imp_fail(m, "needs a rank-4 input and a positive blocksize");
+	int64_t n = x->dim[0], c = x->dim[1], hh = x->dim[2], w = x->dim[3];
+	char mode[8];
+	astr(m, "mode", mode, sizeof mode, "DCR");
+	if (h->arg == 0) {
+		if (c % (b * b))
+			return imp_fail(m, "channels %lld are not divisible by blocksize^2",
+					(long long)c);
+		bool crd = !strcmp(mode, "CRD");
+		int64_t d6[6] = {n, b, b, c / (b * b), hh, w};
+		static const int dcr[6] = {0, 3, 4, 1, 5, 2}, crdp[6] = {0, 1, 4, 2, 5, 3};
+		if (crd) {
+			d6[1] = c / (b * b);
+			d6[2] = b;
+			d6[3] = b;
+		}
+		int64_t d4[4] = {n, c / (b * b), hh * b, w * b};
+		OUT(reshape(m, permute(m, reshape(m, x, 6, d6), crd ? crdp : dcr), 4, d4));
+	}
+	if (hh % b || w % b)
+		return imp_fail(m, "spatial dims are not divisible by blocksize");
+	int64_t d6[6] = {n, c, hh / b, b, w / b, b};
+	static const int p[6] = {0, 3, 5, 1, 2, 4};
+	int64_t d4[4] = {n, c * b * b, hh / b, w / b};
+	OUT(reshape(m, permute(m, reshape(m, x, 6, d6), p), 4, d4));
+}
+
+/* ---- constants and shape queries ------------------------------------------------ */
+
+H(h_constant)
+{
+	if (one_output(m, nout))
+		return -1;
+	const Onnx__NodeProto *n = m->n;
+	if (n->n_attribute != 1)
+		return imp_fail(m, "needs exactly one value attribute");
+	const Onnx__AttributeProto *a = n->attribute[0];
+	HostTensor k;
+	Diag d;
+	const char *nm = a->name ? a->name : "";
+	if (!strcmp(nm, "value") && a->t) {
+		char msg[400];
+		if (onnx_tensor(a->t, m->dir, &k, msg, sizeof msg))
+			return imp_fail(m, "value: %s", msg);
+		OUT(imp_const(m, &k));
+	}
+	int64_t one = (int64_t)(a->n_ints ? a->n_ints : a->n_floats);
+	if (!strcmp(nm, "value_float") || !strcmp(nm, "value_int")) {
+		bool f = nm[6] == 'f';
+		if (host_alloc(&k, f ? DT_F32 : DT_I64, 0, NULL, &d))
+			return imp_fail(m, "%s", d.msg);
+		if (f)
+			host_set(&k, 0, a->f);
+		else
+			host_set_i64(&k, 0, a->i);
+		OUT(imp_const(m, &k));
+	}
+	if ((!strcmp(nm, "value_floats") || !strcmp(nm, "value_ints")) && one > 0) {
+		bool f = nm[6] == 'f';
+		if (host_alloc(&k, f ? DT_F32 : DT_I64, 1, &one, &d))
+			return imp_fail(m, "%s", d.msg);
+		for (int64_t i = 0; i < one; i++)
+			if (f)
+				host_set(&k, i, a->floats[i]);
+			else
+				host_set_i64(&k, i, a->ints[i]);
+		OUT(imp_const(m, &k));
+	}
+	return imp_fail(m, "attribute '%.40s' is not supported", nm);
+}
+
+H(h_shape)
+{
+	NEED(1);
+	Val *x = in[0];
+	int64_t s = ai(m, "start", 0), e = ai(m, "end", x->rank);
+	if (s < 0)
+		s += x->rank;
+	if (e < 0)
+		e += x->rank;
+	s = s < 0 ? 0 : s > x->rank ? x->rank : s;
+	e = e < 0 ? 0 : e > x->rank ? x->rank : e;
+	if (e <= s)
+		return imp_fail(m, "the shape slice is empty (not supported)");
+	OUT(kints(m, x->dim + s, (int)(e - s)));
+}
+
+H(h_size)
+{
+	NEED(1);
+	Val *v = kfull(m, DT_I64, 0, NULL, 0);
+	if (v)
+		host_set_i64(&v->k, 0, count(in[0]));
+	OUT(v);
+}
+
+H(h_constant_of_shape)
+{
+	NEED(1);
+	int64_t s[IR_MAX_RANK];
+	int n = ints_of(m, in[0], "the shape", s, IR_MAX_RANK);
+	if (n < 0)
+		return -1;
+	int64_t total = 1;
+	for (int i = 0; i < n; i++) {
+		if (s[i] < 1)
+			return imp_fail(m, "dim %lld is not supported (empty tensors)", (long long)s[i]);
+		if (__builtin_mul_overflow(total, s[i], &total) || total > (1 << 28))
+			return imp_fail(m, "the constant is too large");
+	}
+	const Onnx__AttributeProto *a = attr(m, "value");
+	DType t = DT_F32;
+	double v = 0;
+	if (a && a->t) {
+		HostTensor k;
+		char msg[400];
+		if (onnx_tensor(a->t, m->dir, &k, msg, sizeof msg))
+			return imp_fail(m, "value: %s", msg);
+		t = k.dtype;
+		v = host_get(&k, 0);
+		if (t == DT_I64)
+			v = (double)host_get_i64(&k, 0);
+		host_free(&k);
+	}
+	OUT(kfull(m, t, n, s, v));
+}
+
+H(h_range)
+{
+	NEED(3);
+	for (int i = 0; i < 3; i++)
+		if (!in[i]->is_const || in[i]->k.n != 1)
+			return imp_fail(m, "start, limit and delta must be constant scalars: computed "
+					"ones are not supported");
+	DType t = in[0]->dt;
+	double s = host_get(&in[0]->k, 0), l = host_get(&in[1]->k, 0), dl = host_get(&in[2]->k, 0);
+	if (dl == 0)
+		return imp_fail(m, "delta is 0");
+	double cnt = ceil((l - s) / dl);
+	if (!(cnt >= 1) || cnt > (1 << 28))
+		return imp_fail(m, "the range has %g elements (empty or too large)", cnt);
+	int64_t n = (int64_t)cnt;
+	Val *v = kfull(m, t, 1, &n, 0);
+	if (!v)
+		return -1;
+	for (int64_t i = 0; i < n; i++) {
+		if (ir_dtype_is_int(t))
+			host_set_i64(&v->k, i, host_get_i64(&in[0]->k, 0) + i * host_get_i64(&in[2]->k, 0));
+		else
+			host_set(&v->k, i, s + (double)i * dl);
+	}
+	OUT(v);
+}
+
+/* ---- reductions ---------------------------------------------------------------- */
+
+enum { RED_PLAIN, RED_L1, RED_L2, RED_SUMSQ, RED_LOGSUM, RED_LOGSUMEXP };
+
+H(h_reduce)
+{
+	NEED(1);
+	Val *x = in[0];
+	int64_t ax[IR_MAX_RANK];
+	int n = axes_of(m, in, nin, 1, ax, IR_MAX_RANK);
+	if (n == -2)
+		return -1;
+	bool keep = ai(m, "keepdims", 1);
+	bool on[IR_MAX_RANK] = {false};
+	if (n <= 0) {
+		if (ai(m, "noop_with_empty_axes", 0))
+			OUT(x);
+		for (int i = 0; i < x->rank; i++)
+			on[i] = true;
+	}
+	for (int i = 0; i < n; i++) {
+		if (norm_axis(m, &ax[i], x->rank))
+			return -1;
+		on[ax[i]] = true;
+	}
+	switch (h->arg) {
+	case RED_L1: x = un(m, OP_ABS, x); break;
+	case RED_L2:
+	case RED_SUMSQ: x = bin(m, OP_MUL, x, x); break;
+	case RED_LOGSUMEXP: x = un(m, OP_EXP, x); break;
+	}
+	if (!x)
+		return -1;
+	Val *r = reduce_axes(m, h->kind, x, on, keep);
+	if (h->arg == RED_L2)
+		r = un(m, OP_SQRT, r);
+	if (h->arg == RED_LOGSUM || h->arg == RED_LOGSUMEXP)
+		r = un(m, OP_LOG, r);
+	OUT(r);
+}
+
+H(h_argreduce)
+{
+	NEED(1);
+	Val *x = in[0];
+	int64_t axis = ai(m, "axis", 0);
+	if (norm_axis(m, &axis, x->rank))
+		return -1;
+	Val *r;
+	if (ai(m, "select_last_index", 0)) {
+		/* the first extreme of the reversed axis, counted from the end */
+		int64_t n = x->dim[axis];
+		int64_t *rev = xmalloc(sizeof *rev * (size_t)n);
+		for (int64_t i = 0; i < n; i++)
+			rev[i] = n - 1 - i;
+		r = take(m, x, (int)axis, rev, n);
+		free(rev);
+		r = un(m, OP_NEG, sc(m, OP_SUB_SCALAR, reduce(m, h->kind, r, (int)axis),
+				     (double)(n - 1)));
+	} else {
+		r = reduce(m, h->kind, x, (int)axis);
+	}
+	if (r && !ai(m, "keepdims", 1)) {
+		bool on[IR_MAX_RANK] = {false};
+		on[axis] = true;
+		int64_t d[IR_MAX_RANK];
+		int k = 0;
+		for (int i = 0; i < x->rank; i++)
+			if (!on[i])
+				d[k++] = r->dim[i];
+		r = reshape(m, r, k, d);
+	}
+	OUT(r);
+}
+
+/* ---- matmul ---------------------------------------------------------------------- */
+
+static Val *matmul(Imp *m, Val *a, Val *b)
+{
+	if (!a || !b)
+		return NULL;
+	if (a->dt != b->dt)
+		return imp_fail(m, "operand dtypes %s and %s differ", ir_dtype_name(a->dt),
+				ir_dtype_name(b->dt)), NULL;
+	int ra = a->rank, rb = b->rank;
+	if (ra < 1 || rb < 1)
+		return imp_fail(m, "matmul of a scalar"), NULL;
+	/* [.., M, K] x [K, N] as one [M', K] x [K, N] */
+	if (rb <= 2 && ra >= 2) {
+		int64_t K = a->dim[ra - 1], M = count(a) / K;
+		int64_t a2[2] = {M, K};
+		Val *bb = rb == 1 ? reshape(m, b, 2, (int64_t[]){b->dim[0], 1}) : b;
+		if (!bb)
+			return NULL;
+		Val *in[2] = {reshape(m, a, 2, a2), bb};
+		if (!in[0])
+			return NULL;
+		Val *r = imp_emit(m, OP_MATMUL, in, 2, NULL);
+		if (!r)
+			return NULL;
+		int64_t d[IR_MAX_RANK];
+		memcpy(d, a->dim, sizeof d);
+		if (rb == 1)
+			return reshape(m, r, ra - 1, d);
+		d[ra - 1] = b->dim[1];
+		return reshape(m, r, ra, d);
+	}
+	int64_t da[IR_MAX_RANK], db[IR_MAX_RANK];
+	bool va = ra == 1, vb = rb == 1;
+	Val *aa = va ? reshape(m, a, 2, (int64_t[]){1, a->dim[0]}) : a;
+	Val *bb = vb ? reshape(m, b, 2, (int64_t[]){b->dim[0], 1}) : b;
+	if (!aa || !bb)
+		return NULL;
+	int r = aa->rank > bb->rank ? aa->rank : bb->rank;
+	aa = lift(m, aa, r);
+	bb = lift(m, bb, r);
+	if (!aa || !bb)
+		return NULL;
+	memcpy(da, aa->dim, sizeof da);
+	memcpy(db, bb->dim, sizeof db);
+	/* batch dims broadcast explicitly */
+	for (int i = 0; i < r - 2; i++) {
+		int64_t t = da[i] > db[i] ? da[i] : db[i];
+		if ((da[i] != t && da[i] != 1) || (db[i] != t && db[i] != 1))
+			return imp_fail(m, "matmul batch dims %lld and %lld do not broadcast",
+					(long long)da[i], (long long)db[i]), NULL;
+		da[i] = db[i] = t;
+	}
+	aa = expand(m, aa, r, da);
+	bb = expand(m, bb, r, db);
+	Val *in[2] = {aa, bb};
+	if (!aa || !bb)
+		return NULL;
+	Val *res = imp_emit(m, OP_MATMUL, in, 2, NULL);
+	if (!res || (!va && !vb))
+		return res;
+	int64_t d[IR_MAX_RANK];
+	int k = 0;
+	for (int i = 0; i < r; i++)
+		if (!((va && i == r - 2) || (vb && i == r - 1)))
+			d[k++] = res->dim[i];
+	return reshape(m, res, k, d);
+}
+
+H(h_matmul)
+{
+	NEED(2);
+	OUT(matmul(m, in[0], in[1]));
+}
+
+H(h_gemm)
+{
+	NEED(2);
+	Val *a = in[0], *b = in[1];
+	if (a->rank != 2 || b->rank != 2)
+		return imp_fail(m, "A and B must have rank 2");
+	static const int swap[2] = {1, 0};
+	if (ai(m, "transA", 0))
+		a = permute(m, a, swap);
+	if (ai(m, "transB", 0))
+		b = permute(m, b, swap);
+	Val *y = matmul(m, a, b);
+	double alpha = af(m, "alpha", 1.0), beta = af(m, "beta", 1.0);
+	if (y && alpha != 1)
+		y = sc(m, OP_MUL_SCALAR, y, alpha);
+	if (y && nin > 2 && in[2] && beta != 0) {
+		Val *c = in[2];
+		if (beta != 1)
+			c = sc(m, OP_MUL_SCALAR, c, beta);
+		y = bin(m, OP_ADD, y, c);
+	}
+	OUT(y);
+}
+
+/* ---- convolution and pooling ------------------------------------------------------ */
+
+typedef struct {
+	int nsp;                        /* spatial dims: 1 or 2 */
+	int64_t kernel[2], stride[2], dil[2], lo[2], hi[2];
+	int64_t extra[2];               /* of hi: added by ceil_mode */
+} Window;
+
+/* kernel_shape, strides, dilations, pads and auto_pad for nsp spatial dims of x. */
+static int window(Imp *m, const Val *x, const int64_t *kdim, Window *w, bool pool)
+{
+	int nsp = x->rank - 2;
+	w->nsp = nsp;
+	int64_t k[4], s[4], dl[4], p[4];
+	int nk = aints(m, "kernel_shape", k, 4);
+	if (nk == -2)
+		return -1;
+	if (nk < 0 && kdim)
+		for (int i = 0; i < nsp; i++)
+			k[i] = kdim[i];
+	else if (nk != nsp)
+		return imp_fail(m, "kernel_shape has %d entries for %d spatial dims", nk, nsp);
+	int ns = aints(m, "strides", s, 4), nd = aints(m, "dilations", dl, 4),
+	    np = aints(m, "pads", p, 4);
+	if (ns == -2 || nd == -2 || np == -2)
+		return -1;
+	if ((ns >= 0 && ns != nsp) || (nd >= 0 && nd != nsp) || (np >= 0 && np != 2 * nsp))
+		return imp_fail(m, "strides, dilations or pads do not match %d spatial dims", nsp);
+	char ap[24];
+	astr(m, "auto_pad", ap, sizeof ap, "NOTSET");
+	for (int i = 0; i < nsp; i++) {
+		w->kernel[i] = k[i];
+		w->stride[i] = ns >= 0 ? s[i] : 1;
+		w->dil[i] = nd >= 0 ? dl[i] : 1;
+		if (w->stride[i] < 1 || w->dil[i] < 1 || w->kernel[i] < 1 ||
+		    w->kernel[i] > (1 << 20) || w->stride[i] > (1 << 20) || w->dil[i] > (1 << 20))
+			return imp_fail(m, "kernel, strides and dilations must be positive (and "
+					"below 2^20)");
+		if (pool && w->dil[i] != 1)
+			return imp_fail(m, "pooling with dilations is not supported yet");
+		int64_t lo = 0, hi = 0;
+		if (!strcmp(ap, "SAME_UPPER") || !strcmp(ap, "SAME_LOWER")) {
+			int64_t in = x->dim[2 + i], o = (in + w->stride[i] - 1) / w->stride[i];
+			int64_t tot = (o - 1) * w->stride[i] + w->dil[i] * (w->kernel[i] - 1) + 1 - in;
+			if (tot < 0)
+				tot = 0;
+			lo = ap[5] == 'U' ? tot / 2 : tot - tot / 2;
+			hi = tot - lo;
+		} else if (!strcmp(ap, "NOTSET")) {
+			lo = np >= 0 ? p[i] : 0;
+			hi = np >= 0 ? p[i + nsp] : 0;
+		} else if (strcmp(ap, "VALID")) {
+			return imp_fail(m, "auto_pad '%s' is not supported", ap);
+		}
+		if (lo < 0 || hi < 0 || lo > (1 << 20) || hi > (1 << 20))
+			return imp_fail(m, "pads %lld, %lld are not supported", (long long)lo,
+					(long long)hi);
+		if (ai(m, "ceil_mode", 0)) {
+			/* ceil_mode: extra padding at the end where the last window starts
+			 * inside the input (or its front padding) */
+			int64_t span = w->dil[i] * (w->kernel[i] - 1) + 1;
+			int64_t len = x->dim[2 + i] + lo + hi - span;
+			if (len >= 0 && len % w->stride[i]) {
+				int64_t extra = w->stride[i] - len % w->stride[i];
+				int64_t o = len / w->stride[i] + 1;
+				if (o * w->stride[i] < x->dim[2 + i] + lo) {
+					hi += extra;
+					w->extra[i] = extra;
+				}
+			}
+		}
+		w->lo[i] = lo;
+		w->hi[i] = hi;
+	}
+	if (nsp == 1) {
+		w->kernel[1] = 1, w->stride[1] = 1, w->dil[1] = 1, w->lo[1] = w->hi[1] = 0;
+	}
+	return 0;
+}
+
+/* 1-D spatial tensors go through the 2-D ops as [N, C, L, 1]. */
+static Val *to2d(Imp *m, Val *x)
+{
+	if (!x || x->rank != 3)
+		return x;
+	int64_t d[4] = {x->dim[0], x->dim[1], x->dim[2], 1};
+	return reshape(m, x, 4, d);
+}
+
+static Val *from2d(Imp *m, Val *y, int rank)
+{
+	if (!y || rank != 3)
+		return y;
+	int64_t d[3] = {y->dim[0], y->dim[1], y->dim[2]};
+	return reshape(m, y, 3, d);
+}
+
+/* Padding the op can do itself (symmetric, and for pools at most half the kernel)
+ * goes into pad[]; the rest becomes explicit padding of x with value. */
+static Val *split_padding(Imp *m, Val *x, const Window *w, bool pool, double value, int *pad)
+{
+	for (int i = 0; i < 2 && x; i++) {
+		int64_t lo = w->lo[i], hi = w->hi[i];
+		int64_t own = lo < hi ? lo : hi;
+		if (pool && own > w->kernel[i] / 2)
+			own = w->kernel[i] / 2;
+		pad[i] = (int)own;
+		x = pad_axis(m, x, 2 + i, lo - own, hi - own, value);
+	}
+	return x;
+}
+
+H(h_conv)
+{
+	NEED(2);
+	Val *x = in[0], *w = in[1];
+	if (x->rank != 4 && x->rank != 3)
+		return imp_fail(m, "convolution of rank-%d inputs is not supported (1-D and 2-D "
+				"are)", x->rank);
+	if (w->rank != x->rank)
+		return imp_fail(m, "weight rank %d differs from input rank %d", w->rank, x->rank);
+	Window wi = {0};
+	if (window(m, x, w->dim + 2, &wi, false))
+		return -1;
+	Attrs at = imp_attrs(OP_CONV2D);
+	for (int i = 0; i < 2; i++) {
+		at.stride[i] = (int)wi.stride[i];
+		at.dilation[i] = (int)wi.dil[i];
+	}
+	int64_t g = ai(m, "group", 1);
+	if (g < 1 || g > (1 << 20))
+		return imp_fail(m, "group %lld is not supported", (long long)g);
+	at.groups = (int)g;
+	Val *x2 = split_padding(m, to2d(m, x), &wi, false, 0, at.padding);
+	Val *cin[3] = {x2, to2d(m, w), nin > 2 ? in[2] : NULL};
+	if (!cin[0] || !cin[1])
+		return -1;
+	Val *y = imp_emit(m, OP_CONV2D, cin, cin[2] ? 3 : 2, &at);
+	OUT(from2d(m, y, x->rank));
+}
+
+H(h_pool)
+{
+	NEED(1);
+	if (nout > 1)
+		return imp_fail(m, "the Indices output is not supported yet");
+	Val *x = in[0];
+	if (x->rank != 4 && x->rank != 3)
+		return imp_fail(m, "pooling of rank-%d inputs is not supported (1-D and 2-D are)",
+				x->rank);
+	OpKind k = h->kind;
+	DType dt = x->dt;
+	if (!ir_dtype_is_float(dt)) {
+		if (k != OP_MAX_POOL2D || dt == DT_I64 || dt == DT_BOOL)
+			return imp_fail(m, "pooling %s is not supported", ir_dtype_name(dt));
+		x = cast(m, x, DT_F64);   /* exact for every int up to 32 bits */
+	}
+	Window wi = {0};
+	if (window(m, x, NULL, &wi, true))
+		return -1;
+	Attrs at = imp_attrs(k);
+	for (int i = 0; i < 2; i++) {
+		at.kernel[i] = (int)wi.kernel[i];
+		at.stride[i] = (int)wi.stride[i];
+	}
+	double fill = k == OP_MAX_POOL2D ? -INFINITY : 0;
+	Val *x2 = split_padding(m, to2d(m, x), &wi, true, fill, at.padding);
+	if (!x2)
+		return -1;
+	Val *y = imp_emit(m, k, &x2, 1, &at);
+	bool include = ai(m, "count_include_pad", 0);
+	bool padded = wi.lo[0] || wi.lo[1] || wi.hi[0] || wi.hi[1];
+	if (y && k == OP_AVG_POOL2D && padded) {
+		/* divide by the share of each window that lies inside the input (or, with
+		 * count_include_pad, inside the input and its pads, not the ceil_mode
+		 * extension) */
+		Val *x4 = to2d(m, x);
+		int64_t d[4] = {1, 1, x4->dim[2], x4->dim[3]};
+		Val *ones = kfull(m, x->dt, 4, d, 1);
+		int pad[2];
+		Window w2 = wi;
+		if (include) {
+			for (int i = 0; i < wi.nsp; i++) {
+				ones = pad_axis(m, ones, 2 + i, wi.lo[i], wi.hi[i] - wi.extra[i], 1);
+				w2.lo[i] = 0;
+				w2.hi[i] = wi.extra[i];
+			}
+		}
+		ones = split_padding(m, ones, &w2, true, 0, pad);
+		Attrs a2 = at;
+		a2.padding[0] = pad[0];
+		a2.padding[1] = pad[1];
+		Val *share = ones ? imp_emit(m, k, &ones, 1, &a2) : NULL;
+		y = share ? bin(m, OP_DIV, y, share) : NULL;
+	}
+	y = from2d(m, y, x->rank);
+	OUT(cast(m, y, dt));
+}
+
+H(h_global_pool)
+{
+	NEED(1);
+	Val *x = in[0];
+	bool on[IR_MAX_RANK] = {false};
+	for (int i = 2; i < x->rank; i++)
+		on[i] = true;
+	OUT(reduce_axes(m, h->kind, x, on, true));
+}
+
+/* ---- normalization and softmax ------------------------------------------------------ */
+
+/* Per-channel [C] parameter as [1, C, 1, ...] for an input of rank r. */
+static Val *channel(Imp *m, Val *p, int r)
+{
+	if (!p || p->rank != 1)
+		return p;
+	int64_t d[IR_MAX_RANK];
+	for (int i = 0; i < r; i++)
+		d[i] = i == 1 ? p->dim[0] : 1;
+	return reshape(m, p, r, d);
+}
+
+H(h_batchnorm)
+{
+	NEED(5);
+	if (nout > 1)
+		return imp_fail(m, "training outputs (running mean and var) are not supported");
+	if (nin > 5)
+		return imp_fail(m, "too many inputs");
+	if (ai(m, "training_mode", 0))
+		return imp_fail(m, "training_mode=1 is not supported");
+	Val *x = in[0];
+	double eps = af(m, "epsilon", 1e-5);
+	/* y = x * s + t, s = scale / sqrt(var + eps), t = B - mean * s: constants fold */
+	Val *s = bin(m, OP_DIV, in[1], un(m, OP_SQRT, sc(m, OP_ADD_SCALAR, in[4], eps)));
+	Val *t = bin(m, OP_SUB, in[2], bin(m, OP_MUL, in[3], s));
+	OUT(bin(m, OP_ADD, bin(m, OP_MUL, x, channel(m, s, x->rank)), channel(m, t, x->rank)));
+}
+
+/* (x - mean) / sqrt(var + eps) over the axes marked in on (kept as 1s). */
+static Val *normalize(Imp *m, Val *x, const bool *on, double eps, Val **mean_out,
+		      Val **inv_out)
+{
+	Val *mu = reduce_axes(m, OP_MEAN, x, on, true);
+	Val *d = bin(m, OP_SUB, x, mu);
+	Val *var = reduce_axes(m, OP_MEAN, d ? bin(m, OP_MUL, d, d) : NULL, on, true);
+	Val *inv = un(m, OP_RECIP, un(m, OP_SQRT, sc(m, OP_ADD_SCALAR, var, eps)));
+	if (mean_out)
+		*mean_out = mu;
+	if (inv_out)
+		*inv_out = inv;
+	return bin(m, OP_MUL, d, inv);
+}
+
+H(h_layernorm)
+{
+	if (need_in(m, in, nin, 2))
+		return -1;
+	if (nout > 3)
+		return imp_fail(m, "too many outputs");
+	Val *x = in[0];
+	if (!ir_dtype_is_float(x->dt))
+		return imp_fail(m, "needs a float input");
+	int64_t axis = ai(m, "axis", -1);
+	if (norm_axis(m, &axis, x->rank))
+		return -1;
+	bool on[IR_MAX_RANK] = {false};
+	for (int i = (int)axis; i < x->rank; i++)
+		on[i] = true;
+	Val *mu, *inv;
+	Val *y = normalize(m, x, on, af(m, "epsilon", 1e-5), &mu, &inv);
+	y = bin(m, OP_MUL, y, in[1]);
+	if (nin > 2 && in[2])
+		y = bin(m, OP_ADD, y, in[2]);
+	out[0] = y;
+	if (nout > 1)
+		out[1] = mu;
+	if (nout > 2)
+		out[2] = inv;
+	return y ? 0 : -1;
+}
+
+H(h_instancenorm)
+{
+	NEED(3);
+	Val *x = in[0];
+	bool on[IR_MAX_RANK] = {false};
+	for (int i = 2; i < x->rank; i++)
+		on[i] = true;
+	Val *y = normalize(m, x, on, af(m, "epsilon", 1e-5), NULL, NULL);
+	y = bin(m, OP_MUL, y, channel(m, in[1], x->rank));
+	OUT(bin(m, OP_ADD, y, channel(m, in[2], x->rank)));
+}
+
+H(h_softmax)
+{
+	NEED(1);
+	Val *x = in[0];
+	if (!ir_dtype_is_float(x->dt))
+		return imp_fail(m, "needs a float input");
+	int64_t axis = ai(m, "axis", m->opset >= 13 ? -1 : 1);
+	if (norm_axis(m, &axis, x->rank))
+		return -1;
+	Val *v = x;
+	int ax = (int)axis;
+	if (m->opset < 13 && axis != x->rank - 1) {
+		/* old semantics: over the flattened dims from axis on */
+		int64_t d[2] = {1, 1};
+		for (int i = 0; i < x->rank; i++)
+			d[i >= axis] *= x->dim[i];
+		v = reshape(m, x, 2, d);
+		ax = 1;
+	}
+	Val *mx = reduce(m, OP_MAX_DIM, v, ax);
+	Val *sh = bin(m, OP_SUB, v, mx);
+	Val *e = un(m, OP_EXP, sh);
+	Val *s = reduce(m, OP_SUM, e, ax);
+	Val *y;
+	if (h->arg == 1)      /* LogSoftmax */
+		y = bin(m, OP_SUB, sh, un(m, OP_LOG, s));
+	else
+		y = bin(m, OP_DIV, e, s);
+	if (y && v != x)
+		y = reshape(m, y, x->rank, x->dim);
+	OUT(y);
+}
+
+/* ---- the table ------------------------------------------------------------------------ */
+
+static const OnnxHandler handlers[] = {
+	{"Abs", h_unary, OP_ABS, 0},
+	{"Add", h_binary, OP_ADD, 0},
+	{"And", h_binary, OP_AND, 0},
+	{"ArgMax", h_argreduce, OP_ARGMAX, 0},
+	{"ArgMin", h_argreduce, OP_ARGMIN, 0},
+	{"AveragePool", h_pool, OP_AVG_POOL2D, 0},
+	{"BatchNormalization", h_batchnorm, OP_COUNT, 0},
+	{"Cast", h_cast, OP_CAST, 0},
+	{"CastLike", h_cast, OP_CAST, 1},
+	{"Ceil", h_unary, OP_CEIL, 0},
+	{"Celu", h_act, OP_COUNT, 10},
+	{"Clip", h_clip, OP_CLAMP, 0},
+	{"Concat", h_concat, OP_CAT, 0},
+	{"Constant", h_constant, OP_COUNT, 0},
+	{"ConstantOfShape", h_constant_of_shape, OP_COUNT, 0},
+	{"Conv", h_conv, OP_CONV2D, 0},
+	{"Cos", h_unary, OP_COS, 0},
+	{"DepthToSpace", h_space_depth, OP_PERMUTE, 0},
+	{"Div", h_binary, OP_DIV, 0},
+	{"Dropout", h_identity, OP_COUNT, 1},
+	{"Elu", h_act, OP_COUNT, 3},
+	{"Equal", h_binary, OP_EQ, 0},
+	{"Erf", h_unary, OP_ERF, 0},
+	{"Exp", h_unary, OP_EXP, 0},
+	{"Expand", h_expand, OP_EXPAND, 0},
+	{"Flatten", h_flatten, OP_RESHAPE, 0},
+	{"Floor", h_unary, OP_FLOOR, 0},
+	{"Gather", h_gather, OP_GATHER, 0},
+	{"GatherElements", h_gather_elements, OP_GATHER, 0},
+	{"Gelu", h_act, OP_GELU, 9},
+	{"Gemm", h_gemm, OP_MATMUL, 0},
+	{"GlobalAveragePool", h_global_pool, OP_MEAN, 0},
+	{"GlobalMaxPool", h_global_pool, OP_MAX_DIM, 0},
+	{"Greater", h_binary, OP_GT, 0},
+	{"GreaterOrEqual", h_binary, OP_GE, 0},
+	{"HardSigmoid", h_act, OP_COUNT, 0},
+	{"HardSwish", h_act, OP_COUNT, 1},
+	{"Identity", h_identity, OP_COUNT, 0},
+	{"InstanceNormalization", h_instancenorm, OP_COUNT, 0},
+	{"IsInf", h_isinf, OP_IS_INF, 0},
+	{"IsNaN", h_unary, OP_IS_NAN, 0},
+	{"LayerNormalization", h_layernorm, OP_COUNT, 0},
+	{"LeakyRelu", h_act, OP_COUNT, 2},
+	{"Less", h_binary, OP_LT, 0},
+	{"LessOrEqual", h_binary, OP_LE, 0},
+	{"Log", h_unary, OP_LOG, 0},
+	{"LogSoftmax", h_softmax, OP_COUNT, 1},
+	{"MatMul", h_matmul, OP_MATMUL, 0},
+	{"Max", h_variadic, OP_MAX, 0},
+	{"MaxPool", h_pool, OP_MAX_POOL2D, 0},
+	{"Mean", h_variadic, OP_ADD, 1},
+	{"Min", h_variadic, OP_MIN, 0},
+	{"Mish", h_act, OP_COUNT, 7},
+	{"Mod", h_mod, OP_REM, 0},
+	{"Mul", h_binary, OP_MUL, 0},
+	{"Neg", h_unary, OP_NEG, 0},
+	{"Not", h_unary, OP_NOT, 0},
+	{"Or", h_binary, OP_OR, 0},
+	{"PRelu", h_prelu, OP_COUNT, 0},
+	{"Pad", h_pad, OP_CAT, 0},
+	{"Pow", h_pow, OP_POW, 0},
+	{"Range", h_range, OP_COUNT, 0},
+	{"Reciprocal", h_unary, OP_RECIP, 0},
+	{"ReduceL1", h_reduce, OP_SUM, RED_L1},
+	{"ReduceL2", h_reduce, OP_SUM, RED_L2},
+	{"ReduceLogSum", h_reduce, OP_SUM, RED_LOGSUM},
+	{"ReduceLogSumExp", h_reduce, OP_SUM, RED_LOGSUMEXP},
+	{"ReduceMax", h_reduce, OP_MAX_DIM, 0},
+	{"ReduceMean", h_reduce, OP_MEAN, 0},
+	{"ReduceMin", h_reduce, OP_MIN_DIM, 0},
+	{"ReduceProd", h_reduce, OP_PROD, 0},
+	{"ReduceSum", h_reduce, OP_SUM, 0},
+	{"ReduceSumSquare", h_reduce, OP_SUM, RED_SUMSQ},
+	{"Relu", h_unary, OP_RELU, 0},
+	{"Reshape", h_reshape, OP_RESHAPE, 0},
+	{"Round", h_unary, OP_ROUND, 0},
+	{"Selu", h_act, OP_COUNT, 4},
+	{"Shape", h_shape, OP_COUNT, 0},
+	{"Sigmoid", h_unary, OP_SIGMOID, 0},
+	{"Sign", h_unary, OP_SIGN, 0},
+	{"Sin", h_unary, OP_SIN, 0},
+	{"Size", h_size, OP_COUNT, 0},
+	{"Slice", h_slice, OP_SLICE, 0},
+	{"Softmax", h_softmax, OP_COUNT, 0},
+	{"Softplus", h_act, OP_COUNT, 5},
+	{"Softsign", h_act, OP_COUNT, 6},
+	{"SpaceToDepth", h_space_depth, OP_PERMUTE, 1},
+	{"Split", h_split, OP_SLICE, 0},
+	{"Sqrt", h_unary, OP_SQRT, 0},
+	{"Squeeze", h_squeeze, OP_RESHAPE, 0},
+	{"Sub", h_binary, OP_SUB, 0},
+	{"Sum", h_variadic, OP_ADD, 0},
+	{"Tan", h_tan, OP_COUNT, 0},
+	{"Tanh", h_unary, OP_TANH, 0},
+	{"ThresholdedRelu", h_act, OP_COUNT, 8},
+	{"Tile", h_tile, OP_CAT, 0},
+	{"Transpose", h_transpose, OP_PERMUTE, 0},
+	{"Trilu", h_trilu, OP_MASK_FILL, 0},
+	{"Unsqueeze", h_unsqueeze, OP_RESHAPE, 0},
+	{"Where", h_where, OP_WHERE, 0},
+	{"Xor", h_binary, OP_XOR, 0},
+};
+
+const OnnxHandler *onnx_handler(const char *op_type)
+{
+	size_t lo = 0, hi = sizeof handlers / sizeof handlers[0];
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		int c = strcmp(handlers[mid].name, op_type);
+		if (!c)
+			return &handlers[mid];
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return NULL;
+}
+
+int onnx_handler_count(void)
+{
+	return (int)(sizeof handlers / sizeof handlers[0]);
+}
+
+const char *onnx_handler_name(int i)
+{
+	return handlers[i].name;
+}

@@ -1,0 +1,91 @@
+# t_onnx.sh: ONNX models on the command line: every command takes a .onnx file
+# (sniffed by extension or content), constants go to a weights file beside the
+# plan, inputs and outputs by sanitized name, import to fusec-graph/1 and back,
+# --input-shape, and the errors of truncated files, unmapped ops and symbolic dims.
+NODE=${ONNX_TESTDATA:-/usr/share/libonnx-testdata/data}/node
+M=tests/onnx/models
+
+# compile: plan, PTX and weights; byte-identical when repeated
+check onnx-compile 0 "$FUSEC" compile "$M/gpt2/model.onnx" -o "$TMP/p1" &&
+	contains onnx-compile-weights "$TMP/p1/model.plan.json" '"weights":"model.weights.bin"'
+check onnx-compile-again 0 "$FUSEC" compile "$M/gpt2/model.onnx" -o "$TMP/p2"
+same_files onnx-weights-deterministic "$TMP/p1/model.weights.bin" "$TMP/p2/model.weights.bin"
+same_files onnx-plan-deterministic "$TMP/p1/model.plan.json" "$TMP/p2/model.plan.json"
+contains onnx-compile-constant "$TMP/p1/model.plan.json" '"constant":0,'
+
+# sniffed by content: the same model under another extension
+cp "$M/bert/model.onnx" "$TMP/bert.bin"
+check onnx-sniff 0 "$FUSEC" normalize "$TMP/bert.bin" &&
+	contains onnx-sniff-out "$TMP/out" "Matmul"
+check onnx-explain 0 "$FUSEC" explain "$M/vit2/model.onnx"
+
+# run by name: inputs DIR/NAME.npy, outputs DIR/NAME.npy; interp and cpu agree
+mkdir -p "$TMP/in"
+check onnx-run-seeded 0 "$FUSEC" run "$M/bert/model.onnx" --outputs "$TMP/o1"
+check onnx-run-outputs-named 0 test -f "$TMP/o1/pooled.npy"
+check onnx-run-cpu-check 0 "$FUSEC" run "$M/llama/model.onnx" --backend cpu --check &&
+	contains onnx-run-cpu-check-out "$TMP/out" "check logits:"
+cp "$TMP/o1/pooled.npy" "$TMP/in/x.npy"
+check onnx-run-bad-input 1 "$FUSEC" run "$M/resnet18/model.onnx" --inputs "$TMP/in" &&
+	contains onnx-run-bad-input-msg "$TMP/err" "input 'x' needs f32[1,3,32,32], got f32[1,32]"
+
+
+# import writes fusec-graph/1 that reads back to the same results
+check onnx-import-json 0 "$FUSEC" import "$M/gpt2/model.onnx" -o "$TMP/g.json"
+check onnx-import-yaml 0 "$FUSEC" import "$M/gpt2/model.onnx" -o "$TMP/g.yaml"
+check onnx-import-npy 0 test -d "$TMP/g.data"
+check onnx-run-onnx 0 "$FUSEC" run "$M/gpt2/model.onnx" --seed 3
+cp "$TMP/out" "$TMP/want"
+check onnx-run-json 0 "$FUSEC" run "$TMP/g.json" --seed 3 &&
+	same_files onnx-json-same "$TMP/out" "$TMP/want"
+check onnx-run-yaml 0 "$FUSEC" run "$TMP/g.yaml" --seed 3 &&
+	same_files onnx-yaml-same "$TMP/out" "$TMP/want"
+
+# errors
+head -c 300 "$M/gpt2/model.onnx" >"$TMP/cut.onnx"
+check onnx-truncated 1 "$FUSEC" compile "$TMP/cut.onnx" -o "$TMP/cut" &&
+	contains onnx-truncated-msg "$TMP/err" "not a valid ONNX model"
+check onnx-truncated-nothing-written 1 test -e "$TMP/cut"
+check onnx-unmapped 1 "$FUSEC" run "$NODE/test_lrn/model.onnx" &&
+	same onnx-unmapped-msg "$TMP/err" "$NODE/test_lrn/model.onnx: error: node 0 'y' (LRN, opset 13): op LRN has no mapping to fusec ops yet"
+check onnx-symbolic 1 "$FUSEC" run "$NODE/test_reshape_allowzero_reordered/model.onnx" &&
+	contains onnx-symbolic-msg "$TMP/err" "input 'data' dim 0 ('?') is not static: fix the shape with --input-shape data=DxD..."
+check onnx-input-shape 0 "$FUSEC" run "$M/bert/model.onnx" --input-shape input_ids=1x16
+check onnx-input-shape-contradicts 1 "$FUSEC" run "$M/bert/model.onnx" --input-shape=input_ids=1x8 &&
+	contains onnx-input-shape-contradicts-msg "$TMP/err" "--input-shape input_ids gives dim 1 = 8, the model fixes it to 16"
+check onnx-input-shape-bad 2 "$FUSEC" run "$M/bert/model.onnx" --input-shape input_ids=1xx
+check onnx-input-shape-missing 2 "$FUSEC" run "$M/bert/model.onnx" --input-shape
+check onnx-input-shape-unknown 1 "$FUSEC" run "$M/bert/model.onnx" --input-shape nope=1x16 &&
+	contains onnx-input-shape-unknown-msg "$TMP/err" "--input-shape: the model has no input 'nope'"
+check onnx-input-shape-not-onnx 1 "$FUSEC" run "$TMP/g.json" --input-shape x=1
+
+# names outside [A-Za-z0-9._-] become '_' in file names, for inputs and outputs
+cat >"$TMP/names.json" <<'JSON'
+{"format": "fusec-graph/1", "inputs": {"a/b:0": {"dtype": "f32", "shape": [1, 32]}},
+ "ops": [{"op": "relu", "in": ["a/b:0"], "out": "y:1"}], "outputs": ["y:1"]}
+JSON
+mkdir -p "$TMP/named"
+cp "$TMP/o1/pooled.npy" "$TMP/named/a_b_0.npy"
+check onnx-sanitized-names 0 "$FUSEC" run "$TMP/names.json" --inputs "$TMP/named" --outputs "$TMP/named-out"
+check onnx-sanitized-output 0 test -f "$TMP/named-out/y_1.npy"
+
+# A plan with a constant: fusec-run uploads it from the weights file beside the
+# plan (through the fake driver of tests/runtime) and takes --inputs for the rest.
+RUN=$(dirname "$FUSEC")/fusec-run
+FAKE=$(dirname "$FUSEC")/tests/fakecuda.so
+mkdir -p "$TMP/wplan" "$TMP/win"
+cp tests/runtime/axpb.ptx "$TMP/wplan/"
+check onnx-rt-ref 0 env FUSEC_LIBCUDA="$FAKE" "$RUN" tests/runtime/axpb.plan.json \
+	--save-inputs "$TMP/win" --outputs "$TMP/wo1"
+# c becomes a constant at offset 256 (a zero gap first), its bytes from c.npy
+{ head -c 256 /dev/zero; tail -c 148000 "$TMP/win/c.npy"; } >"$TMP/wplan/axpb.weights.bin"
+sed -e 's|"ptx": "axpb.ptx",|"ptx": "axpb.ptx", "weights": "axpb.weights.bin",|' \
+    -e 's|{"name": "c", "dtype": "f32", "shape": \[1000, 37\], "role": "input",|&  "constant": 256,|' \
+    tests/runtime/axpb.plan.json >"$TMP/wplan/axpb.plan.json"
+rm "$TMP/win/c.npy"
+check onnx-rt-constant 0 env FUSEC_LIBCUDA="$FAKE" "$RUN" "$TMP/wplan/axpb.plan.json" \
+	--inputs "$TMP/win" --outputs "$TMP/wo2"
+same_files onnx-rt-constant-same "$TMP/wo1/y.npy" "$TMP/wo2/y.npy"
+head -c 1000 "$TMP/wplan/axpb.weights.bin" >"$TMP/short.bin" && mv "$TMP/short.bin" "$TMP/wplan/axpb.weights.bin"
+check onnx-rt-short-weights 1 env FUSEC_LIBCUDA="$FAKE" "$RUN" "$TMP/wplan/axpb.plan.json" --inputs "$TMP/win" &&
+	contains onnx-rt-short-weights-msg "$TMP/err" "constant 'c' (148000 bytes at 256) lies past the end of the file (1000 bytes)"

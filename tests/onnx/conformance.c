@@ -1,0 +1,470 @@
+/* conformance.c: ONNX's backend node tests (Debian's libonnx-testdata) on fusec.
+ *
+ * usage: onnx_conformance [-v] [-q] [--backend cpu|interp] DIR... | --list FILE
+ *
+ * Each DIR is one test (model.onnx and test_data_set_N/{input,output}_K.pb), or a
+ * folder of tests (data/node). Per test: import the model; a model using an op
+ * that has no mapping (onnx/ops.c) is "unsupported", and so is one the importer
+ * rejects with a "not supported" message (a documented limit, such as asymmetric
+ * padding); otherwise every data set runs on the backend (default cpu: the
+ * generated kernels, JIT-compiled) and each output must match the expected one
+ * within atol 1e-4 + rtol 1e-3 (NaN matches NaN). Anything else is "failed", with
+ * its reason. Each test runs in a child process, so a crash fails one test only.
+ * Prints one line per op: passed, failed, unsupported; then the totals, and with
+ * -v every failure and unsupported test with its reason. Exit 1 if any failed. */
+#include <dirent.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "../../cmd/run.h"
+#include "../../host/interp.h"
+#include "../../onnx/onnx.h"
+#include "onnx.pb-c.h"
+
+enum { R_PASS, R_FAIL, R_UNSUP };
+
+typedef struct {
+	char name[128];
+	char op[64];
+	int result;
+	char reason[400];
+} Result;
+
+static const char *backend = "cpu";
+
+static void *slurp(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	if (!f)
+		return NULL;
+	size_t cap = 1 << 16, n = 0;
+	char *buf = xmalloc(cap);
+	for (;;) {
+		if (n == cap)
+			buf = xrealloc(buf, cap *= 2);
+		size_t got = fread(buf + n, 1, cap - n, f);
+		n += got;
+		if (!got)
+			break;
+	}
+	fclose(f);
+	*len = n;
+	return buf;
+}
+
+static int read_pb(const char *path, HostTensor *t, char *name, size_t nsize, char *msg,
+		   size_t size)
+{
+	size_t len;
+	void *buf = slurp(path, &len);
+	if (!buf) {
+		snprintf(msg, size, "cannot read %s", path);
+		return -1;
+	}
+	Onnx__TensorProto *tp = onnx__tensor_proto__unpack(NULL, len, buf);
+	free(buf);
+	if (!tp) {
+		snprintf(msg, size, "%s is not a TensorProto (sequence or optional data?)", path);
+		return -1;
+	}
+	snprintf(name, nsize, "%.200s", tp->name ? tp->name : "");
+	int rc = onnx_tensor(tp, NULL, t, msg, size);
+	onnx__tensor_proto__free_unpacked(tp, NULL);
+	return rc;
+}
+
+/* The main op of a model: the op of its first node, or "multi-op" models tagged
+ * with the test name's suffix. */
+static void model_op(const char *model, char *op, size_t size)
+{
+	size_t len;
+	void *buf = slurp(model, &len);
+	snprintf(op, size, "?");
+	if (!buf)
+		return;
+	Onnx__ModelProto *mp = onnx__model_proto__unpack(NULL, len, buf);
+	free(buf);
+	if (!mp)
+		return;
+	if (mp->graph && mp->graph->n_node == 1)
+		snprintf(op, size, "%s", mp->graph->node[0]->op_type);
+	else if (mp->graph && mp->graph->n_node > 1 && strstr(model, "_expanded/"))
+		snprintf(op, size, "(expanded)");
+	else if (mp->graph && mp->graph->n_node > 1)
+		snprintf(op, size, "(model)");
+	onnx__model_proto__free_unpacked(mp, NULL);
+}
+
+static bool unsupported_msg(const char *msg)
+{
+	return strstr(msg, "not supported") || strstr(msg, "no mapping") ||
+	       strstr(msg, "is not a tensor");
+}
+
+static const RunBackend *pick_backend(void);
+
+static int run_set(const Graph *g, const char *set, char *msg, size_t size)
+{
+	HostTensor *in = xcalloc((size_t)g->ninputs + 1, sizeof *in);
+	HostTensor *outs = xcalloc((size_t)g->noutputs + 1, sizeof *outs);
+	int rc = 0, real = 0;
+	for (int i = 0; i < g->ninputs && !rc; i++) {
+		const Tensor *t = &g->tensors[g->inputs[i]];
+		Diag d;
+		if (t->data) {
+			rc = host_alloc(&in[i], t->dtype, t->rank, t->dim, &d);
+			if (!rc)
+				memcpy(in[i].data, t->data,
+				       (size_t)in[i].n * (size_t)ir_dtype_size(t->dtype));
+			continue;
+		}
+		char path[1400], name[256];
+		snprintf(path, sizeof path, "%s/input_%d.pb", set, real++);
+		rc = read_pb(path, &in[i], name, sizeof name, msg, size);
+		if (!rc && in[i].dtype == t->dtype && in[i].rank == 0 && t->rank == 0)
+			continue;
+		while (!rc && name[0] && strcmp(name, t->name)) {
+			/* an input given as a constant: its data file is skipped */
+			host_free(&in[i]);
+			snprintf(path, sizeof path, "%s/input_%d.pb", set, real++);
+			rc = read_pb(path, &in[i], name, sizeof name, msg, size);
+		}
+		if (!rc && interp_check_input(g, i, &in[i], &d)) {
+			snprintf(msg, size, "%.300s", d.msg);
+			rc = -1;
+		}
+	}
+	RunCtx c = {g, in, NULL};
+	const RunBackend *vt = pick_backend();
+	Diag d;
+	if (!rc) {
+		rc = vt->prepare(&c, &d);
+		if (!rc)
+			rc = vt->run(&c, &d);
+		if (!rc)
+			rc = vt->outputs(&c, outs, &d);
+		vt->release(&c);
+		if (rc)
+			snprintf(msg, size, "run: %.300s", d.msg);
+	}
+	for (int i = 0; i < g->noutputs && !rc; i++) {
+		char path[1400], name[256];
+		HostTensor want;
+		snprintf(path, sizeof path, "%s/output_%d.pb", set, i);
+		if (read_pb(path, &want, name, sizeof name, msg, size)) {
+			rc = -1;
+			break;
+		}
+		HostCompare cmp;
+		host_compare(&outs[i], &want, 1e-4, 1e-3, &cmp);
+		if (!cmp.ok) {
+			char a[128], b[128];
+			snprintf(msg, size, "output %d: got %s want %s, max_abs %.3g max_rel %.3g, "
+				 "%lld bad (first at %lld: %.6g vs %.6g)", i,
+				 host_shape_text(outs[i].dtype, outs[i].rank, outs[i].dim, a, sizeof a),
+				 host_shape_text(want.dtype, want.rank, want.dim, b, sizeof b),
+				 cmp.max_abs, cmp.max_rel, (long long)cmp.nbad,
+				 (long long)cmp.first_bad,
+				 cmp.first_bad >= 0 && cmp.first_bad < outs[i].n
+					 ? host_get(&outs[i], cmp.first_bad) : 0.0,
+				 cmp.first_bad >= 0 && cmp.first_bad < want.n
+					 ? host_get(&want, cmp.first_bad) : 0.0);
+			rc = -1;
+		}
+		host_free(&want);
+	}
+	for (int i = 0; i < g->ninputs; i++)
+		host_free(&in[i]);
+	for (int i = 0; i < g->noutputs; i++)
+		host_free(&outs[i]);
+	free(in);
+	free(outs);
+	return rc;
+}
+
+static int ip_prepare(RunCtx *c, Diag *d)
+{
+	c->state = xcalloc((size_t)c->g->noutputs + 1, sizeof(HostTensor));
+	return 0;
+}
+
+static int ip_run(RunCtx *c, Diag *d)
+{
+	return interp_run(c->g, c->inputs, c->state, d);
+}
+
+static int ip_outputs(RunCtx *c, HostTensor *outs, Diag *d)
+{
+	memcpy(outs, c->state, sizeof *outs * (size_t)c->g->noutputs);
+	memset(c->state, 0, sizeof *outs * (size_t)c->g->noutputs);
+	return 0;
+}
+
+static void ip_release(RunCtx *c)
+{
+	HostTensor *r = c->state;
+	for (int i = 0; r && i < c->g->noutputs; i++)
+		host_free(&r[i]);
+	free(r);
+}
+
+static const RunBackend interp_vt = {ip_prepare, ip_run, ip_outputs, ip_release};
+
+static const RunBackend *pick_backend(void)
+{
+	return strcmp(backend, "interp") ? &run_cpu_backend : &interp_vt;
+}
+
+enum { MAXIN = 64 };
+
+static bool set0_empty;    /* data set 0 holds an empty tensor */
+
+/* The inputs of data set 0 by name, for a retry: some tests feed shapes, axes or
+ * pads as inputs, which fusec needs at import time, or leave dims symbolic. */
+static int set0_inputs(const char *dir, Arena *a, OnnxInputShape *shapes,
+		       OnnxInputValue *values, HostTensor *store, int *nvalues)
+{
+	int n = 0;
+	*nvalues = 0;
+	for (; n < MAXIN; n++) {
+		char path[1200], name[256], msg[400];
+		struct stat st;
+		snprintf(path, sizeof path, "%s/test_data_set_0/input_%d.pb", dir, n);
+		if (stat(path, &st))
+			break;
+		if (read_pb(path, &store[n], name, sizeof name, msg, sizeof msg)) {
+			if (strstr(msg, "empty"))
+				set0_empty = true;
+			break;
+		}
+		shapes[n].name = arena_strdup(a, name);
+		shapes[n].rank = store[n].rank;
+		memcpy(shapes[n].dim, store[n].dim, sizeof shapes[n].dim);
+		if (ir_dtype_is_int(store[n].dtype) || store[n].n == 1) {
+			values[*nvalues].name = shapes[n].name;
+			values[(*nvalues)++].value = &store[n];
+		}
+	}
+	return n;
+}
+
+static int retried;
+
+/* The test itself, in the child: writes "R reason" to fd. */
+static void child(const char *dir, int fd)
+{
+	char model[1100], msg[400] = "";
+	snprintf(model, sizeof model, "%s/model.onnx", dir);
+	Arena *a = arena_new();
+	Diag d;
+	int result = R_PASS;
+	Graph *g = onnx_read_file(a, model, NULL, &d);
+	OnnxInputShape shapes[MAXIN];
+	OnnxInputValue values[MAXIN];
+	HostTensor store[MAXIN];
+	if (!g && (strstr(d.msg, "is not static") || strstr(d.msg, "computed at run time") ||
+		   strstr(d.msg, "a computed one") || strstr(d.msg, "computed ones"))) {
+		int nv, ns = set0_inputs(dir, a, shapes, values, store, &nv);
+		bool computed = !strstr(d.msg, "is not static");
+		OnnxOptions o = {shapes, ns, values, computed ? nv : 0};
+		g = onnx_read_file(a, model, &o, &d);
+		if (!g && !computed && (strstr(d.msg, "computed") ||
+					strstr(d.msg, "is not static") || strstr(d.msg, "empty"))) {
+			o.nvalues = nv;
+			g = onnx_read_file(a, model, &o, &d);
+		}
+		retried = 1;
+	}
+	if (!g && set0_empty) {
+		snprintf(msg, sizeof msg, "the test data holds empty tensors, which are not "
+			 "supported");
+		result = R_UNSUP;
+	} else if (!g) {
+		snprintf(msg, sizeof msg, "%.300s", d.msg);
+		result = unsupported_msg(d.msg) ? R_UNSUP : R_FAIL;
+	}
+	for (int s = 0; g && result == R_PASS; s++) {
+		char set[1200];
+		struct stat st;
+		snprintf(set, sizeof set, "%s/test_data_set_%d", dir, s);
+		if (stat(set, &st))
+			break;
+		if (run_set(g, set, msg, sizeof msg))
+			result = unsupported_msg(msg) && !strstr(msg, "output ") ? R_UNSUP : R_FAIL;
+	}
+	char line[512];
+	int n = snprintf(line, sizeof line, "%d %s%.300s", result,
+			 retried && result == R_PASS ? "(inputs fixed from data set 0) " : "", msg);
+	if (write(fd, line, (size_t)n) < 0)
+		_exit(2);
+	arena_free(a);
+	_exit(0);
+}
+
+static void run_test(const char *dir, Result *r)
+{
+	const char *base = strrchr(dir, '/');
+	snprintf(r->name, sizeof r->name, "%s", base ? base + 1 : dir);
+	char model[1100];
+	snprintf(model, sizeof model, "%s/model.onnx", dir);
+	model_op(model, r->op, sizeof r->op);
+	int p[2];
+	if (pipe(p)) {
+		r->result = R_FAIL;
+		snprintf(r->reason, sizeof r->reason, "pipe: %s", strerror(errno));
+		return;
+	}
+	fflush(stdout);
+	pid_t pid = fork();
+	if (pid == 0) {
+		close(p[0]);
+		alarm(60);
+		child(dir, p[1]);
+	}
+	close(p[1]);
+	char buf[512];
+	ssize_t n = 0, got;
+	while ((got = read(p[0], buf + n, sizeof buf - 1 - (size_t)n)) > 0)
+		n += got;
+	close(p[0]);
+	buf[n > 0 ? n : 0] = 0;
+	int status = 0;
+	waitpid(pid, &status, 0);
+	if (n > 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0) {
+		r->result = buf[0] - '0';
+		snprintf(r->reason, sizeof r->reason, "%.390s", buf[1] ? buf + 2 : "");
+	} else {
+		r->result = R_FAIL;
+		snprintf(r->reason, sizeof r->reason, "the test process %s %d",
+			 WIFSIGNALED(status) ? "died of signal" : "exited with",
+			 WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
+	}
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static int cmp_op(const void *a, const void *b)
+{
+	const Result *x = a, *y = b;
+	int c = strcmp(x->op, y->op);
+	return c ? c : strcmp(x->name, y->name);
+}
+
+/* The tests under dir: dir itself when it has a model, else its subfolders. */
+static void collect(const char *dir, char ***list, int *n, int *cap)
+{
+	char model[1100];
+	struct stat st;
+	snprintf(model, sizeof model, "%s/model.onnx", dir);
+	if (!stat(model, &st)) {
+		if (*n == *cap)
+			*list = xrealloc(*list, sizeof **list * (size_t)(*cap = *cap ? 2 * *cap : 64));
+		(*list)[(*n)++] = strdup(dir);
+		return;
+	}
+	DIR *d = opendir(dir);
+	if (!d)
+		return;
+	char **sub = NULL;
+	int ns = 0, cs = 0;
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		if (e->d_name[0] == '.')
+			continue;
+		if (ns == cs)
+			sub = xrealloc(sub, sizeof *sub * (size_t)(cs = cs ? 2 * cs : 64));
+		size_t len = strlen(dir) + strlen(e->d_name) + 2;
+		sub[ns] = xmalloc(len);
+		snprintf(sub[ns++], len, "%s/%s", dir, e->d_name);
+	}
+	closedir(d);
+	qsort(sub, (size_t)ns, sizeof *sub, cmp_str);
+	for (int i = 0; i < ns; i++) {
+		snprintf(model, sizeof model, "%s/model.onnx", sub[i]);
+		if (!stat(model, &st)) {
+			if (*n == *cap)
+				*list = xrealloc(*list,
+						 sizeof **list * (size_t)(*cap = *cap ? 2 * *cap : 64));
+			(*list)[(*n)++] = sub[i];
+		} else {
+			free(sub[i]);
+		}
+	}
+	free(sub);
+}
+
+int main(int argc, char **argv)
+{
+	bool verbose = false, quiet = false;
+	char **tests = NULL;
+	int n = 0, cap = 0;
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "-v"))
+			verbose = true;
+		else if (!strcmp(argv[i], "-q"))
+			quiet = true;
+		else if (!strcmp(argv[i], "--backend") && i + 1 < argc)
+			backend = argv[++i];
+		else if (!strcmp(argv[i], "--list") && i + 2 < argc) {
+			/* --list FILE ROOT: test names, one a line, under ROOT */
+			FILE *f = fopen(argv[i + 1], "r");
+			if (!f) {
+				fprintf(stderr, "cannot open %s\n", argv[i + 1]);
+				return 2;
+			}
+			char line[256];
+			while (fgets(line, sizeof line, f)) {
+				line[strcspn(line, "\n")] = 0;
+				if (!line[0] || line[0] == '#')
+					continue;
+				char path[1024];
+				snprintf(path, sizeof path, "%s/%s", argv[i + 2], line);
+				collect(path, &tests, &n, &cap);
+			}
+			fclose(f);
+			i += 2;
+		} else
+			collect(argv[i], &tests, &n, &cap);
+	}
+	if (!n) {
+		fprintf(stderr, "usage: onnx_conformance [-v] [-q] [--backend cpu|interp] DIR... | "
+				"--list FILE ROOT\n");
+		return 2;
+	}
+	Result *res = xcalloc((size_t)n, sizeof *res);
+	for (int i = 0; i < n; i++) {
+		run_test(tests[i], &res[i]);
+		free(tests[i]);
+	}
+	free(tests);
+	qsort(res, (size_t)n, sizeof *res, cmp_op);
+	int tot[3] = {0};
+	if (!quiet)
+		printf("%-28s %6s %6s %11s\n", "op", "passed", "failed", "unsupported");
+	for (int i = 0; i < n;) {
+		int c[3] = {0}, j = i;
+		for (; j < n && !strcmp(res[j].op, res[i].op); j++)
+			c[res[j].result]++;
+		if (!quiet)
+			printf("%-28s %6d %6d %11d\n", res[i].op, c[0], c[1], c[2]);
+		for (int k = 0; k < 3; k++)
+			tot[k] += c[k];
+		i = j;
+	}
+	printf("%d passed, %d failed, %d unsupported\n", tot[0], tot[1], tot[2]);
+	for (int i = 0; i < n; i++)
+		if (res[i].result == R_FAIL || (verbose && res[i].result == R_UNSUP))
+			printf("%s %s: %s\n", res[i].result == R_FAIL ? "FAIL" : "unsupported",
+			       res[i].name, res[i].reason);
+	free(res);
+	return tot[1] ? 1 : 0;
+}

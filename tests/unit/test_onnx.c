@@ -1,0 +1,485 @@
+/* test_onnx.c: the ONNX reader (onnx/): models built here with the generated
+ * protobuf-c structs, packed to bytes and imported.
+ *
+ * Checks what the import produces (constants, folded shape chains, decompositions
+ * run through the interpreter against hand-computed values), the errors a user
+ * meets (an unmapped op names the op, node and opset; a symbolic dim names the
+ * input and is fixed by an input shape), external data beside the model (and
+ * paths that leave its folder), and hostile bytes: every truncation of a valid
+ * model and seeded random corruptions must fail cleanly or import, never crash
+ * (the sanitizer build runs this too). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../../host/interp.h"
+#include "../../onnx/onnx.h"
+#include "onnx.pb-c.h"
+#include "test.h"
+
+/* ---- building models -------------------------------------------------------------- */
+
+typedef struct {
+	Onnx__ModelProto model;
+	Onnx__GraphProto graph;
+	Onnx__OperatorSetIdProto opset, *opsets[1];
+	Onnx__NodeProto nodes[16], *pnodes[16];
+	Onnx__ValueInfoProto vis[16], *pin[8], *pout[8];
+	Onnx__TypeProto types[16];
+	Onnx__TypeProto__Tensor tts[16];
+	Onnx__TensorShapeProto shapes[16];
+	Onnx__TensorShapeProto__Dimension dims[16][4], *pdims[16][4];
+	Onnx__TensorProto inits[8], *pinits[8];
+	Onnx__AttributeProto attrs[16], *pattrs[16];
+	int nvi, nattr;
+} Model;
+
+static void model_init(Model *m, int opset)
+{
+	memset(m, 0, sizeof *m);
+	onnx__model_proto__init(&m->model);
+	onnx__graph_proto__init(&m->graph);
+	onnx__operator_set_id_proto__init(&m->opset);
+	m->model.has_ir_version = 1;
+	m->model.ir_version = 8;
+	m->opset.has_version = 1;
+	m->opset.version = opset;
+	m->opset.domain = "";
+	m->opsets[0] = &m->opset;
+	m->model.n_opset_import = 1;
+	m->model.opset_import = m->opsets;
+	m->model.graph = &m->graph;
+	m->graph.name = "g";
+	m->graph.node = m->pnodes;
+	m->graph.input = m->pin;
+	m->graph.output = m->pout;
+	m->graph.initializer = m->pinits;
+}
+
+/* A float value info; dims < 0 are symbolic ("N"). */
+static Onnx__ValueInfoProto *value_info(Model *m, const char *name, int rank, const int64_t *d)
+{
+	int k = m->nvi++;
+	Onnx__ValueInfoProto *v = &m->vis[k];
+	onnx__value_info_proto__init(v);
+	onnx__type_proto__init(&m->types[k]);
+	onnx__type_proto__tensor__init(&m->tts[k]);
+	onnx__tensor_shape_proto__init(&m->shapes[k]);
+	v->name = (char *)name;
+	v->type = &m->types[k];
+	m->types[k].value_case = ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE;
+	m->types[k].tensor_type = &m->tts[k];
+	m->tts[k].has_elem_type = 1;
+	m->tts[k].elem_type = ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT;
+	m->tts[k].shape = &m->shapes[k];
+	m->shapes[k].n_dim = (size_t)rank;
+	m->shapes[k].dim = m->pdims[k];
+	for (int i = 0; i < rank; i++) {
+		Onnx__TensorShapeProto__Dimension *dm = &m->dims[k][i];
+		onnx__tensor_shape_proto__dimension__init(dm);
+		if (d[i] < 0) {
+			dm->value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM;
+			dm->dim_param = "N";
+		} else {
+			dm->value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE;
+			dm->dim_value = d[i];
+		}
+		m->pdims[k][i] = dm;
+	}
+	return v;
+}
+
+static void add_input(Model *m, const char *name, int rank, const int64_t *d)
+{
+	m->pin[m->graph.n_input++] = value_info(m, name, rank, d);
+}
+
+static void add_output(Model *m, const char *name)
+{
+	m->pout[m->graph.n_output++] = value_info(m, name, 0, NULL);
+}
+
+static Onnx__NodeProto *add_node(Model *m, const char *op, int nin, char **in, int nout,
+				 char **out)
+{
+	Onnx__NodeProto *n = &m->nodes[m->graph.n_node];
+	onnx__node_proto__init(n);
+	n->op_type = (char *)op;
+	n->n_input = (size_t)nin;
+	n->input = in;
+	n->n_output = (size_t)nout;
+	n->output = out;
+	n->name = (char *)out[0];
+	m->pnodes[m->graph.n_node++] = n;
+	return n;
+}
+
+static void node_int(Model *m, Onnx__NodeProto *n, const char *name, int64_t v)
+{
+	Onnx__AttributeProto *a = &m->attrs[m->nattr];
+	onnx__attribute_proto__init(a);
+	a->name = (char *)name;
+	a->has_type = 1;
+	a->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT;
+	a->has_i = 1;
+	a->i = v;
+	m->pattrs[m->nattr] = a;
+	if (!n->attribute)
+		n->attribute = &m->pattrs[m->nattr];
+	n->n_attribute++;
+	m->nattr++;
+}
+
+/* A float (or int64 when ints) initializer with raw data. */
+static void add_init(Model *m, const char *name, int rank, int64_t *dims, const void *data,
+		     size_t bytes, bool ints)
+{
+	Onnx__TensorProto *t = &m->inits[m->graph.n_initializer];
+	onnx__tensor_proto__init(t);
+	t->name = (char *)name;
+	t->n_dims = (size_t)rank;
+	t->dims = dims;
+	t->has_data_type = 1;
+	t->data_type = ints ? ONNX__TENSOR_PROTO__DATA_TYPE__INT64
+			    : ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT;
+	t->has_raw_data = 1;
+	t->raw_data.len = bytes;
+	t->raw_data.data = (uint8_t *)data;
+	m->pinits[m->graph.n_initializer++] = t;
+}
+
+static uint8_t *pack(Model *m, size_t *len)
+{
+	*len = onnx__model_proto__get_packed_size(&m->model);
+	uint8_t *buf = malloc(*len + 1);
+	onnx__model_proto__pack(&m->model, buf);
+	return buf;
+}
+
+static Graph *import(Arena *a, Model *m, const OnnxOptions *o, Diag *d)
+{
+	size_t len;
+	uint8_t *buf = pack(m, &len);
+	Graph *g = onnx_read_mem(a, "m.onnx", buf, len, o, d);
+	free(buf);
+	return g;
+}
+
+/* x [2,3] + w (initializer [3]) -> relu -> y */
+static char *in_add[] = {"x", "w"}, *out_add[] = {"s"}, *in_relu[] = {"s"}, *out_y[] = {"y"};
+static int64_t d23[] = {2, 3}, d3[] = {3};
+static const float wvals[3] = {1, -2, 0.5f};
+
+static void add_relu_model(Model *m)
+{
+	model_init(m, 17);
+	add_input(m, "x", 2, d23);
+	add_init(m, "w", 1, d3, wvals, sizeof wvals, false);
+	add_node(m, "Add", 2, in_add, 1, out_add);
+	add_node(m, "Relu", 1, in_relu, 1, out_y);
+	add_output(m, "y");
+}
+
+/* ---- tests ---------------------------------------------------------------------- */
+
+static void test_initializer_constant_and_run(void **state)
+{
+	(void)state;
+	Model m;
+	add_relu_model(&m);
+	Arena *a = arena_new();
+	Diag d;
+	Graph *g = import(a, &m, NULL, &d);
+	assert_non_null(g);
+	assert_int_equal(g->ninputs, 2);
+	assert_int_equal(g->nops, 2);   /* add, relu: w reshaped to [1,3] at import */
+	const Tensor *w = NULL;
+	for (int i = 0; i < g->ninputs; i++)
+		if (g->tensors[g->inputs[i]].data)
+			w = &g->tensors[g->inputs[i]];
+	assert_non_null(w);
+	assert_int_equal(w->rank, 2);
+	assert_int_equal(w->dim[0], 1);
+	assert_memory_equal(w->data, wvals, sizeof wvals);
+	assert_string_equal(g->tensors[g->outputs[0]].name, "y");
+
+	HostTensor in[2] = {{0}}, out[1] = {{0}};
+	for (int i = 0; i < 2; i++) {
+		const Tensor *t = &g->tensors[g->inputs[i]];
+		assert_int_equal(host_alloc(&in[i], t->dtype, t->rank, t->dim, &d), 0);
+		if (t->data)
+			memcpy(in[i].data, t->data, (size_t)in[i].n * 4);
+		else
+			for (int k = 0; k < 6; k++)
+				host_set(&in[i], k, k - 2);
+	}
+	assert_int_equal(interp_run(g, in, out, &d), 0);
+	/* x = [-2,-1,0,1,2,3]; + [1,-2,.5] per row; relu */
+	const double want[6] = {0, 0, 0.5, 2, 0, 3.5};
+	for (int k = 0; k < 6; k++)
+		assert_true(host_get(&out[0], k) == want[k]);
+	host_free(&in[0]);
+	host_free(&in[1]);
+	host_free(&out[0]);
+	arena_free(a);
+}
+
+/* Shape -> Gather -> Unsqueeze -> Concat -> Reshape folds to one reshape. */
+static void test_shape_chain_folds(void **state)
+{
+	(void)state;
+	static char *i0[] = {"x"}, *o0[] = {"shp"};
+	static char *i1[] = {"shp", "idx"}, *o1[] = {"d0"};
+	static char *i2[] = {"d0", "ax"}, *o2[] = {"d0u"};
+	static char *i3[] = {"d0u", "minus1"}, *o3[] = {"newshape"};
+	static char *i4[] = {"x", "newshape"}, *o4[] = {"y"};
+	static int64_t idx = 0, ax = 0, minus1 = -1, d1[] = {1}, d0[] = {0};
+	static int64_t dx[] = {4, 2, 3};
+	Model m;
+	model_init(&m, 13);
+	add_input(&m, "x", 3, dx);
+	add_init(&m, "idx", 0, d0, &idx, 8, true);
+	add_init(&m, "ax", 1, d1, &ax, 8, true);
+	add_init(&m, "minus1", 1, d1, &minus1, 8, true);
+	add_node(&m, "Shape", 1, i0, 1, o0);
+	add_node(&m, "Gather", 2, i1, 1, o1);
+	add_node(&m, "Unsqueeze", 2, i2, 1, o2);
+	Onnx__NodeProto *c = add_node(&m, "Concat", 2, i3, 1, o3);
+	node_int(&m, c, "axis", 0);
+	add_node(&m, "Reshape", 2, i4, 1, o4);
+	add_output(&m, "y");
+	Arena *a = arena_new();
+	Diag d;
+	Graph *g = import(a, &m, NULL, &d);
+	assert_non_null(g);
+	assert_int_equal(g->nops, 1);
+	assert_int_equal(g->ops[0].kind, OP_RESHAPE);
+	const Tensor *y = &g->tensors[g->outputs[0]];
+	assert_int_equal(y->rank, 2);
+	assert_int_equal(y->dim[0], 4);
+	assert_int_equal(y->dim[1], 6);
+	arena_free(a);
+}
+
+static void test_unmapped_op_error(void **state)
+{
+	(void)state;
+	static char *i0[] = {"x"}, *o0[] = {"y"};
+	static int64_t dx[] = {2};
+	Model m;
+	model_init(&m, 15);
+	add_input(&m, "x", 1, dx);
+	add_node(&m, "Relu", 1, i0, 1, o0);
+	static char *o1[] = {"z"}, *i1[] = {"y"};
+	add_node(&m, "NoSuchOp", 1, i1, 1, o1);
+	add_output(&m, "z");
+	Arena *a = arena_new();
+	Diag d;
+	assert_null(import(a, &m, NULL, &d));
+	assert_string_equal(d.msg, "node 1 'z' (NoSuchOp, opset 15): op NoSuchOp has no mapping "
+				   "to fusec ops yet");
+	arena_free(a);
+}
+
+static void test_symbolic_dim_and_input_shape(void **state)
+{
+	(void)state;
+	static int64_t dyn[] = {-1, 3};
+	Model m;
+	add_relu_model(&m);
+	m.pin[0] = value_info(&m, "x", 2, dyn);
+	Arena *a = arena_new();
+	Diag d;
+	assert_null(import(a, &m, NULL, &d));
+	assert_string_equal(d.msg, "input 'x' dim 0 ('N') is not static: fix the shape with "
+				   "--input-shape x=DxD...");
+	OnnxInputShape s;
+	char msg[200];
+	assert_int_equal(onnx_parse_shape(a, "x=5x3", &s, msg, sizeof msg), 0);
+	OnnxOptions o = {&s, 1, NULL, 0};
+	Graph *g = import(a, &m, &o, &d);
+	assert_non_null(g);
+	assert_int_equal(g->tensors[g->outputs[0]].dim[0], 5);
+	/* a shape that contradicts the model */
+	assert_int_equal(onnx_parse_shape(a, "x=5x4", &s, msg, sizeof msg), 0);
+	assert_null(import(a, &m, &o, &d));
+	assert_string_equal(d.msg, "--input-shape x gives dim 1 = 4, the model fixes it to 3");
+	assert_int_equal(onnx_parse_shape(a, "x=5y3", &s, msg, sizeof msg), -1);
+	assert_int_equal(onnx_parse_shape(a, "=5", &s, msg, sizeof msg), -1);
+	assert_int_equal(onnx_parse_shape(a, "x=0x3", &s, msg, sizeof msg), -1);
+	arena_free(a);
+}
+
+static void test_external_data(void **state)
+{
+	(void)state;
+	char dir[] = "/tmp/fusec-onnx-XXXXXX";
+	assert_non_null(mkdtemp(dir));
+	char path[256];
+	snprintf(path, sizeof path, "%s/w.bin", dir);
+	FILE *f = fopen(path, "wb");
+	assert_non_null(f);
+	fwrite("pad!", 1, 4, f);
+	fwrite(wvals, 1, sizeof wvals, f);
+	fclose(f);
+	Model m;
+	add_relu_model(&m);
+	Onnx__TensorProto *t = &m.inits[0];
+	Onnx__StringStringEntryProto e[3], *pe[3];
+	const char *keys[3] = {"location", "offset", "length"};
+	char *vals[3] = {"w.bin", "4", "12"};
+	for (int i = 0; i < 3; i++) {
+		onnx__string_string_entry_proto__init(&e[i]);
+		e[i].key = (char *)keys[i];
+		e[i].value = vals[i];
+		pe[i] = &e[i];
+	}
+	t->has_raw_data = 0;
+	t->n_external_data = 3;
+	t->external_data = pe;
+	t->has_data_location = 1;
+	t->data_location = ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL;
+	size_t len;
+	uint8_t *buf = pack(&m, &len);
+	snprintf(path, sizeof path, "%s/m.onnx", dir);
+	f = fopen(path, "wb");
+	fwrite(buf, 1, len, f);
+	fclose(f);
+	Arena *a = arena_new();
+	Diag d;
+	Graph *g = onnx_read_file(a, path, NULL, &d);
+	if (!g)
+		fail_msg("%s", d.msg);
+	bool found = false;
+	for (int i = 0; i < g->ninputs; i++)
+		if (g->tensors[g->inputs[i]].data) {
+			assert_memory_equal(g->tensors[g->inputs[i]].data, wvals, sizeof wvals);
+			found = true;
+		}
+	assert_true(found);
+	/* from memory there is no folder to read from */
+	assert_null(onnx_read_mem(a, "m.onnx", buf, len, NULL, &d));
+	assert_non_null(strstr(d.msg, "not read from a file"));
+	free(buf);
+	/* a location outside the model's folder, and one past the end of the file */
+	const char *bad[2][2] = {{"../w.bin", "leaves the model's folder"},
+				 {"w.bin", "shorter than"}};
+	for (int k = 0; k < 2; k++) {
+		e[0].value = (char *)bad[k][0];
+		e[1].value = k ? "8" : "4";
+		buf = pack(&m, &len);
+		f = fopen(path, "wb");
+		fwrite(buf, 1, len, f);
+		fclose(f);
+		free(buf);
+		assert_null(onnx_read_file(a, path, NULL, &d));
+		assert_non_null(strstr(d.msg, bad[k][1]));
+	}
+	unlink(path);
+	snprintf(path, sizeof path, "%s/w.bin", dir);
+	unlink(path);
+	rmdir(dir);
+	arena_free(a);
+}
+
+/* Every prefix of a valid model, and seeded random corruptions of it, fail with a
+ * message or import; none may crash or leak (ASan). */
+static void test_hostile_bytes(void **state)
+{
+	(void)state;
+	Model m;
+	add_relu_model(&m);
+	size_t len;
+	uint8_t *good = pack(&m, &len);
+	uint8_t *buf = malloc(len);
+	int ok = 0, failed = 0;
+	for (size_t n = 0; n < len; n++) {
+		Arena *a = arena_new();
+		Diag d;
+		Graph *g = onnx_read_mem(a, "t.onnx", good, n, NULL, &d);
+		g ? ok++ : failed++;
+		if (!g)
+			assert_true(d.msg[0] != 0);
+		arena_free(a);
+	}
+	assert_true(failed > 0);
+	uint64_t s = 12345;
+	for (int round = 0; round < 3000; round++) {
+		memcpy(buf, good, len);
+		int flips = 1 + round % 4;
+		for (int k = 0; k < flips; k++) {
+			s = s * 6364136223846793005ull + 1442695040888963407ull;
+			buf[(s >> 33) % len] = (uint8_t)(s >> 17);
+		}
+		Arena *a = arena_new();
+		Diag d;
+		Graph *g = onnx_read_mem(a, "t.onnx", buf, len, NULL, &d);
+		if (!g)
+			assert_true(d.msg[0] != 0);
+		arena_free(a);
+	}
+	/* not protobuf at all */
+	Arena *a = arena_new();
+	Diag d;
+	assert_null(onnx_read_mem(a, "t.onnx", "{\"format\": 1}", 13, NULL, &d));
+	assert_non_null(strstr(d.msg, "not a valid ONNX model"));
+	arena_free(a);
+	free(buf);
+	free(good);
+}
+
+/* Initializers whose data disagree with their dims, and bad element types. */
+static void test_bad_initializers(void **state)
+{
+	(void)state;
+	Model m;
+	add_relu_model(&m);
+	Arena *a = arena_new();
+	Diag d;
+	m.inits[0].raw_data.len = 8;   /* 2 floats for dims [3] */
+	assert_null(import(a, &m, NULL, &d));
+	assert_string_equal(d.msg, "initializer 'w': holds 2 elements, its dims need 3");
+	m.inits[0].raw_data.len = 12;
+	m.inits[0].data_type = ONNX__TENSOR_PROTO__DATA_TYPE__STRING;
+	assert_null(import(a, &m, NULL, &d));
+	assert_string_equal(d.msg, "initializer 'w': element type STRING is not supported yet");
+	m.inits[0].data_type = ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT;
+	int64_t neg[1] = {-3};
+	m.inits[0].dims = neg;
+	assert_null(import(a, &m, NULL, &d));
+	assert_string_equal(d.msg, "initializer 'w': negative dim -3");
+	arena_free(a);
+}
+
+static void test_opset_and_domain(void **state)
+{
+	(void)state;
+	Model m;
+	add_relu_model(&m);
+	Arena *a = arena_new();
+	Diag d;
+	m.opset.version = 22;
+	assert_null(import(a, &m, NULL, &d));
+	assert_string_equal(d.msg, "opset 22 is not supported (opsets 1 to 21 are)");
+	m.opset.version = 17;
+	m.nodes[1].domain = "com.microsoft";
+	assert_null(import(a, &m, NULL, &d));
+	assert_string_equal(d.msg, "node 1 'y' (Relu, opset 17): op domain 'com.microsoft' is "
+				   "not supported (only the default ONNX domain)");
+	arena_free(a);
+}
+
+const struct CMUnitTest onnx_tests[] = {
+	cmocka_unit_test(test_initializer_constant_and_run),
+	cmocka_unit_test(test_shape_chain_folds),
+	cmocka_unit_test(test_unmapped_op_error),
+	cmocka_unit_test(test_symbolic_dim_and_input_shape),
+	cmocka_unit_test(test_external_data),
+	cmocka_unit_test(test_hostile_bytes),
+	cmocka_unit_test(test_bad_initializers),
+	cmocka_unit_test(test_opset_and_domain),
+};
+const size_t onnx_ntests = SUITE_COUNT(onnx_tests);
