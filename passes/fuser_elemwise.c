@@ -1,12 +1,11 @@
 /* fuser_elemwise.c: the ElementWise fuser (SPEC §3, fuser 1).
  *
  * Takes elementwise, scalar, comparison, cast and select ops, with broadcasting of
- * size-1 input dims, plus, as in burn, a swap_dims or a rank-keeping (or raising)
- * reshape of a tensor the kernel already reads from memory (index arithmetic on
- * the load). Every fused op writes over one iteration shape, the output shape of
- * the first op. It closes on any other op, on a view of a tensor it produced
- * itself or not yet read, on permute, expand, slice and rank-lowering reshapes,
- * on an output of another shape,
+ * size-1 input dims, plus views read from kernel inputs (a reshape / swap_dims /
+ * permute / expand of a tensor that comes from memory is index arithmetic on the
+ * load). Every fused op writes over one iteration shape, the output shape of the
+ * first op. It closes on any other op, on a view of a tensor it produced itself
+ * (that would need the value in memory), on slices, on an output of another shape,
  * past 65 non-view ops (TRACE_MAX_OPS) and past the binding limit. Ready with one op or more. */
 #include "search.h"
 
@@ -22,21 +21,12 @@ static void ew_fuse(Fuser *f, const RelOp *op)
 	int fam = ir_ops[op->kind].family;
 	const RelTensor *out = &op->t[op->nin];
 	if (fam == FAM_VIEW) {
-		/* burn (engine/fuser.rs, fuse_base) fuses only swap_dims and a reshape
-		 * that keeps or raises the rank; permute, expand and slice close it */
-		if (!(op->kind == OP_SWAP_DIMS ||
-		      (op->kind == OP_RESHAPE && out->rank >= op->t[0].rank))) {
+		if (op->kind == OP_SLICE) {
 			fuser_close(f, CR_VIEW_UNSUPPORTED);
 			return;
 		}
 		if (iset_has(&e->st.produced, op->t[0].id)) {
 			fuser_close(f, CR_VIEW_INTERMEDIATE);
-			return;
-		}
-		/* engine/trace/block.rs, input_swap_dims / input_reshaped: the input
-		 * must already be read by the kernel; a single-use view is not fused */
-		if (!iset_has(&e->st.inputs, op->t[0].id)) {
-			fuser_close(f, CR_VIEW_FIRST_USE);
 			return;
 		}
 	} else if (!ir_op_is_elementwise(op->kind)) {

@@ -20,7 +20,7 @@ static const FuserVT *const registry[] = {
 static const char *const close_reason_names[] = {
 	"none", "not-elementwise", "shape-mismatch", "max-ops", "max-bindings",
 	"view-of-intermediate", "view-unsupported", "not-matmul", "second-matmul",
-	"second-reduction", "broadcast-after-reduction", "axis-mismatch", "view-first-use",
+	"second-reduction", "broadcast-after-reduction", "axis-mismatch",
 };
 _Static_assert(COUNTOF(close_reason_names) == CR_COUNT_, "close_reason_names: one per CloseReason");
 

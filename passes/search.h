@@ -118,13 +118,12 @@ typedef enum {
 	CR_MAX_OPS,             /* 65 trace ops (TRACE_MAX_OPS) */
 	CR_BINDINGS,            /* binding limit */
 	CR_VIEW_INTERMEDIATE,   /* a view of a tensor produced inside the kernel */
-	CR_VIEW_UNSUPPORTED,    /* permute, expand, slice, a rank-lowering reshape */
+	CR_VIEW_UNSUPPORTED,    /* slice */
 	CR_NOT_MATMUL,          /* Matmul starts only with matmul */
 	CR_SECOND_MATMUL,
 	CR_SECOND_REDUCTION,
 	CR_BROADCAST,           /* elementwise op broadcasting a reduced value back */
 	CR_AXIS,                /* reduction over another axis / not the last */
-	CR_VIEW_FIRST_USE,      /* a view of a tensor the kernel does not read yet */
 	CR_COUNT_
 } CloseReason;
 

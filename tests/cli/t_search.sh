@@ -60,10 +60,6 @@ contains cap-elemwise "$TMP/err" "[fuser] closed on Float::Exp (ElementWise, max
 contains cap-matmul "$TMP/err" "[fuser] closed on Float::Exp (Matmul, max-ops); had 66 ops"
 check rb-ready 0 "$FUSEC" compile $G/rb_ready.yaml -o "$TMP/rb" --log full
 contains rb-ready-fused "$TMP/err" "▸ fused ReduceBroadcasted (score=310, 5 ops)"
-check views 0 "$FUSEC" compile $G/views.yaml -o "$TMP/vw" --log full
-contains views-fused "$TMP/err" "▸ fused ElementWise (score=520, 3 ops)"
-contains views-first-use "$TMP/err" "[fuser] closed on BaseFloat::SwapDims (ElementWise, view-first-use); had 0 ops"
-contains views-permute "$TMP/err" "[fuser] closed on BaseFloat::Permute (ElementWise, view-unsupported); had 1 op"
 
 # options
 check log-env 0 env FUSEC_LOG=basic "$FUSEC" compile $G/lone.yaml -o "$TMP/e"
