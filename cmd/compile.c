@@ -23,6 +23,7 @@ static const char compile_usage[] =
 	"                     [--max-explorations N] [--max-bindings N] [--log LEVEL]\n"
 	"                     [--emit LIST] [--plan-style STYLE] [--libdevice PATH]\n"
 	"                     [--cache-dir DIR | --no-cache] [-j N] [--time] [--verify]\n"
+	"                     [--allow-tf32]\n"
 	"\n"
 	"Search fusions for GRAPH, generate PTX, and write DIR/NAME.ptx and\n"
 	"DIR/NAME.plan.json (DIR defaults to .).\n"
@@ -45,6 +46,8 @@ static const char compile_usage[] =
 	"  --time                 print the time of each phase to stderr\n"
 	"  --verify               check the schedule before generating code: every op\n"
 	"                         runs once, launches read only what is written earlier\n"
+	"  --allow-tf32           f32 matmuls run on tensor cores as tf32 (10-bit\n"
+	"                         mantissa operands; sm_80 and later); the plan says so\n"
 	"  --libdevice PATH       link libdevice bitcode for precise math; `auto` looks\n"
 	"                         for a CUDA install (default: fusec's own math)\n";
 
@@ -137,6 +140,7 @@ typedef struct {
 	bool pretty, no_cache;
 	const char *cache_dir;   /* --cache-dir, or NULL */
 	int jobs;                /* -j, or 0 */
+	bool allow_tf32;
 } CompileOptions;
 
 static int parse_emit(CompileOptions *o, const char *arg)
@@ -178,6 +182,7 @@ static int parse_options(int argc, char **argv, CompileOptions *o)
 		{"cache-dir", required_argument, NULL, 'c'},
 		{"no-cache", no_argument, NULL, 'C'},
 		{"jobs", required_argument, NULL, 'j'},
+		{"allow-tf32", no_argument, NULL, 'f'},
 		{0, 0, 0, 0},
 	};
 	memset(o, 0, sizeof *o);
@@ -274,6 +279,9 @@ static int parse_options(int argc, char **argv, CompileOptions *o)
 				return EXIT_USAGE;
 			}
 			o->jobs = (int)v;
+			break;
+		case 'f':
+			o->allow_tf32 = true;
 			break;
 		default:
 			cmd_usage_error("compile", "unknown option or missing value '%s'", argv[optind - 1]);
@@ -468,7 +476,8 @@ int cmd_compile(int argc, char **argv)
 	char wname[512];
 	snprintf(wname, sizeof wname, "%s.weights.bin", g->name);
 	PlanFileInfo info = {o.arch, ptxname, o.libdevice, cg_weights_layout_size(g) ? wname : NULL,
-			     o.pretty, cache, o.jobs, isatty(STDERR_FILENO) ? show_progress : NULL};
+			     o.pretty, cache, o.jobs, isatty(STDERR_FILENO) ? show_progress : NULL,
+			     o.allow_tf32};
 	CgOutputs co = {0};
 	if (o.verify && pass_verify(s, &d)) {
 		cmd_print_diag(&d);

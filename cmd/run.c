@@ -25,6 +25,7 @@
 static const char run_usage[] =
 	"usage: fusec run GRAPH [--backend interp|cpu|cuda] [--inputs DIR|NAME=FILE,...]\n"
 	"                 [--outputs DIR] [--seed N] [--check [--atol A] [--rtol R]]\n"
+	"                 [--allow-tf32]\n"
 	"       fusec run DIR --backend cuda [--inputs DIR] [--outputs DIR] [--seed N]\n"
 	"\n"
 	"Execute GRAPH and print, per output, its dtype, shape, the sum of its elements\n"
@@ -46,6 +47,8 @@ static const char run_usage[] =
 	"                   elements; exit 3 when one is over\n"
 	"  --atol A, --rtol R  with --check: a flat bound atol + rtol*|reference| instead\n"
 	"                   (either alone: the other is 0)\n"
+	"  --allow-tf32     f32 matmuls may use tf32 tensor cores (cpu: emulated); the\n"
+	"                   check's bounds count their operands as tf32 (as compile's)\n"
 	"\n"
 	"exit status: 0 success, 1 invalid graph or inputs, 2 usage error, 3 runtime\n"
 	"failure or a failed check.\n";
@@ -97,9 +100,10 @@ static const struct {
 
 /* Prepare, run and collect; outs must hold g->noutputs empty tensors. */
 static int backend_run(const RunBackend *vt, const Graph *g, const HostTensor *inputs,
+		       bool tf32,
 		       HostTensor *outs, Diag *d)
 {
-	RunCtx c = {g, inputs, NULL};
+	RunCtx c = {g, inputs, NULL, tf32};
 	int rc = vt->prepare(&c, d);
 	if (!rc)
 		rc = vt->run(&c, d);
@@ -332,13 +336,13 @@ static void print_check(const char *name, const HostTensor *want, const CheckRes
 /* Compare outs against the interpreter; returns the number of failed outputs,
  * or -1 if the interpreter itself failed. flat: use atol/rtol, not the bounds. */
 static int check_outputs(const Graph *g, const HostTensor *in, const HostTensor *outs, bool flat,
-			 double atol, double rtol)
+			 double atol, double rtol, bool tf32)
 {
 	HostTensor *ref = xcalloc((size_t)g->noutputs + 1, sizeof *ref);
 	HostTensor *bound = xcalloc((size_t)g->noutputs + 1, sizeof *bound);
 	Diag d;
 	int nfail = 0;
-	if (interp_run_bounds(g, in, ref, bound, &d)) {
+	if (interp_run_bounds_tf32(g, in, ref, bound, tf32, &d)) {
 		cmd_print_diag(&d);
 		nfail = -1;
 	}
@@ -427,11 +431,12 @@ int cmd_run(int argc, char **argv)
 		{"check", no_argument, NULL, 'c'},
 		{"atol", required_argument, NULL, 'A'},
 		{"rtol", required_argument, NULL, 'R'},
+		{"allow-tf32", no_argument, NULL, 't'},
 		{0, 0, 0, 0},
 	};
 	const char *backend = "interp", *inputs = NULL, *outputs = NULL;
 	long seed = 0;
-	bool check = false, flat = false;
+	bool check = false, flat = false, tf32 = false;
 	double tol[2] = {0, 0};       /* atol, rtol */
 	int c;
 	optind = 1;
@@ -446,6 +451,7 @@ int cmd_run(int argc, char **argv)
 				return EXIT_USAGE;
 			break;
 		case 'c': check = true; break;
+		case 't': tf32 = true; break;
 		case 'A': case 'R':
 			if (parse_tol(c == 'A' ? "--atol" : "--rtol", optarg, &tol[c == 'R']))
 				return EXIT_USAGE;
@@ -503,15 +509,15 @@ int cmd_run(int argc, char **argv)
 	Diag d;
 	if ((inputs && run_load_inputs(g, inputs, in)) || run_random_inputs(g, (uint64_t)seed, in)) {
 		status = EXIT_INPUT;
-	} else if (bounds ? interp_run_bounds(g, in, outs, bounds, &d)
-			  : backend_run(vt, g, in, outs, &d)) {
+	} else if (bounds ? interp_run_bounds_tf32(g, in, outs, bounds, tf32, &d)
+			  : backend_run(vt, g, in, tf32, outs, &d)) {
 		cmd_print_diag(&d);
 		status = EXIT_FAIL;
 	} else {
 		print_summary(g, outs);
 		if (outputs && write_outputs(g, outputs, outs, bounds))
 			status = EXIT_FAIL;
-		if (check && check_outputs(g, in, outs, flat, tol[0], tol[1]) != 0)
+		if (check && check_outputs(g, in, outs, flat, tol[0], tol[1], tf32) != 0)
 			status = EXIT_FAIL;
 	}
 	fflush(stdout);

@@ -21,7 +21,7 @@ static int cpu_prepare(RunCtx *c, Diag *d)
 	SearchOptions so;
 	pass_default_options(&so);
 	st->s = pass_search(c->g, &so);
-	st->h = cg_host_new(st->s, d);
+	st->h = cg_host_new(st->s, c->allow_tf32, d);
 	return st->h ? 0 : -1;
 }
 

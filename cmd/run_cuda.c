@@ -27,7 +27,7 @@ static int write_file(const char *path, const char *text, size_t len, Diag *d)
 	return 0;
 }
 
-int run_cuda_compile(const Graph *g, RunTemp *t, Diag *d)
+int run_cuda_compile(const Graph *g, bool allow_tf32, RunTemp *t, Diag *d)
 {
 	memset(t, 0, sizeof *t);
 	const char *tmp = getenv("TMPDIR");
@@ -42,7 +42,7 @@ int run_cuda_compile(const Graph *g, RunTemp *t, Diag *d)
 	Schedule *s = pass_search(g, &so);
 	char ptxname[300];
 	snprintf(ptxname, sizeof ptxname, "%s.ptx", g->name);
-	PlanFileInfo info = {.arch = "sm_90", .ptx = ptxname};
+	PlanFileInfo info = {.arch = "sm_90", .ptx = ptxname, .allow_tf32 = allow_tf32};
 	CgOutputs co;
 	int rc = cg_compile_schedule(s, &info, false, &co, d);
 	pass_free_schedule(s);
@@ -71,7 +71,7 @@ static int cuda_prepare(RunCtx *c, Diag *d)
 {
 	CudaState *st = xcalloc(1, sizeof *st);
 	c->state = st;
-	return run_cuda_compile(c->g, &st->tmp, d);
+	return run_cuda_compile(c->g, c->allow_tf32, &st->tmp, d);
 }
 
 static int cuda_run(RunCtx *c, Diag *d)

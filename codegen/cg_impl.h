@@ -99,6 +99,9 @@ typedef struct CgKb {
 	LLVMValueRef *vload;          /* vector path: per relative id, loaded vector */
 	LLVMValueRef vbase;           /* vector path: flat index of lane 0 */
 	int vec;                      /* vector width in elements */
+	bool vrow;                    /* reduce rows' vector path: a lane's tensor offset
+					 minus its lane is lane 0's (tensors along vrow_axis) */
+	int vrow_axis;
 	CgMemo *memo;
 	int nmemo, capmemo;
 	CgMath math;
@@ -193,6 +196,41 @@ LLVMValueRef cg_vector_loops(CgKb *kb, int rank, const uint32_t *ref, const int 
 			     LLVMValueRef n);
 
 /* kernel_reduce.c */
+/* The constants of the reduce kernels' schedule, measured on the H200 (variants of
+ * G3, G4, G7, G8 side by side: docs/benchmarks.md, "Reductions"). */
+#ifndef FUSEC_RED_ELEMS          /* a build knob for measuring the rule */
+#define FUSEC_RED_ELEMS 32
+#endif
+enum {
+	CG_RED_MAX = 16,         /* reductions in one cooperative kernel */
+	CG_RED_ELEMS = FUSEC_RED_ELEMS, /* rows mode: elements per thread of a block-per-row row */
+	CG_RED_UNROLL = 4,       /* scalar path: positions of a row a thread loads a trip */
+	CG_RED_THREADS = 512,    /* the most threads of a reduce block */
+	CG_RED_MAXNREG = 48,     /* registers per thread (.maxnreg): occupancy over spills */
+};
+/* The structure of a cooperative reduce kernel (kernel_reduce.c, cg_reduce_plan). */
+typedef struct {
+	int axis, rank;
+	uint32_t full[IR_MAX_RANK];   /* the reduced inputs' shape: ref with the axis */
+	uint32_t n;                   /* shape id of the axis */
+	bool bcast;                   /* results broadcast back over the axis */
+	bool column;                  /* dims after the axis: columns mode */
+	bool split;                   /* one reduction, not broadcast: may split over grid.y */
+	bool has_arg;                 /* argmax / argmin among the reductions */
+	int vec;                      /* rows mode: elements a 16-byte load brings of the
+					 row tensors (vt), when aligned; 1: no vector path */
+	int vt[CG_RED_MAX];           /* global tensors read along the whole axis */
+	int nvt;
+	int red[CG_RED_MAX];          /* op index of each reduction, in op order */
+	int level[CG_RED_MAX];        /* its pass: after the reductions it reads */
+	int nred, npass;
+} CgRed;
+/* Whether the kernel (iteration space ref) is built as a cooperative reduce kernel. */
+bool cg_reduce_plan(CgKb *kb, const CgKernelSpec *s, int rank, const uint32_t *ref, CgRed *r);
+/* Its body, inside cg_coop_function / cg_coop_finish; sets k's launch rule. */
+void cg_reduce_kernel(CgKb *kb, CgCoop *c, const CgRed *r, const uint32_t *ref, const int *wr,
+		      int nw, CgKernel *k);
+int64_t cg_reduce_row_threads(int64_t n);
 LLVMValueRef cg_eval_reduce(CgKb *kb, const RelOp *op, CgIdx *out);
 int cg_row_axis(const CgKernelSpec *s, int rank, const uint32_t *ref);
 void cg_row_loops(CgKb *kb, int rank, const uint32_t *ref, int axis, const int *wr, int nw);
@@ -203,7 +241,10 @@ LLVMValueRef cg_eval_matmul(CgKb *kb, const RelOp *op, CgIdx *out);
  * the frame made the function; wr lists the written tensors. cg_matmul_launch sets
  * the launch rule of such kernels. */
 int cg_matmul_tiled(CgKb *kb, int variant, const int *wr, int nw);
-void cg_matmul_launch(int variant, const RelOp *mm, CgLaunch *l);
+void cg_matmul_launch(int variant, const CgKernelSpec *s, CgLaunch *l);
+/* The index of the matmul in s->ops after its leading swap_dims / permute operand
+ * views, or -1 (kernel_matmul.c). */
+int cg_matmul_index(const CgKernelSpec *s);
 
 /* kernel_join_window.c: cat and gather; conv2d and the pools */
 LLVMValueRef cg_eval_join(CgKb *kb, const RelOp *op, CgIdx *out);

@@ -91,6 +91,7 @@ typedef struct {
 	const char *libdevice;   /* libdevice .bc to link for precise math, or NULL */
 	const char *name;        /* module name; "fusec" when NULL */
 	bool no_call_check;      /* tests only: skip the unresolved-call check */
+	bool allow_tf32;         /* f32 matmuls may run on tensor cores as tf32 */
 } CgOptions;
 
 typedef enum {
@@ -186,13 +187,15 @@ int cg_module_take(CgModule *m, LLVMModuleRef *mod, LLVMContextRef *ctx, Diag *d
 LLVMModuleRef cg_module_llvm(CgModule *m);
 const char *cg_module_arch(const CgModule *m);   /* NVPTX arch, "sm_90" by default */
 bool cg_module_is_host(const CgModule *m);
+bool cg_module_allow_tf32(const CgModule *m);
 void cg_module_free(CgModule *m);
 
 /* The tile configuration of a matmul kernel for the segment's dims (dims[shape id]),
  * from the table of codegen/kernel_matmul.c: 0 (not tiled) unless spec is a Matmul or
- * single matmul kernel over f16/bf16 (arch sm_80 or later, or host) or f32. */
+ * single matmul kernel over f16/bf16 (arch sm_80 or later, or host) or f32; f32 on
+ * tensor cores (tf32) only when allow_tf32 (and sm_80 or later, or host). */
 int cg_matmul_variant(const CgKernelSpec *spec, const char *arch, bool host,
-		      const int64_t *dims, int ndims);
+		      bool allow_tf32, const int64_t *dims, int ndims);
 const char *cg_matmul_variant_name(int variant);  /* "tc128x128x32s3"; "plain" for 0 */
 int cg_matmul_nvariants(void);                    /* table size, 0 included */
 
@@ -251,7 +254,7 @@ int cg_lower(CgModule *m, const Schedule *s, Arena *a, CgProgram *out, Diag *d);
 typedef struct CgHost CgHost;
 
 /* Lower s for the host and JIT it. NULL with *d on error. */
-CgHost *cg_host_new(const Schedule *s, Diag *d);
+CgHost *cg_host_new(const Schedule *s, bool allow_tf32, Diag *d);
 /* Which tensors need memory (inputs, outputs, written intermediates). */
 const bool *cg_host_buffers(const CgHost *h);
 /* Run every launch; data[t] is tensor t's dense buffer (NULL for tensors that need

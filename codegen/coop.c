@@ -156,6 +156,12 @@ void cg_coop_function(CgKb *kb, const char *name, const CgParam *ps, int np,
 	split3(kb, c->block, c->nctaid, c->ctaid);
 }
 
+void cg_coop_annotate(CgCoop *c, const char *key, int value)
+{
+	if (c->gpu)
+		annotate(c->kb->m, c->kb->fn, key, value);
+}
+
 void cg_coop_finish(CgCoop *c)
 {
 	CgKb *kb = c->kb;

@@ -90,6 +90,8 @@ typedef struct {
  * the blocks this call runs. kb->fn is set; the builder is positioned in uniform code. */
 void cg_coop_function(CgKb *kb, const char *name, const CgParam *ps, int np,
 		      int max_threads, CgCoop *c);
+/* GPU: one more !nvvm.annotations entry for the kernel ("maxnreg", 64); host: none. */
+void cg_coop_annotate(CgCoop *c, const char *key, int value);
 /* Close the per-block body and return. */
 void cg_coop_finish(CgCoop *c);
 

@@ -17,16 +17,21 @@ static LLVMValueRef load_global(CgKb *kb, int t, CgIdx *x)
 		cg_fail(kb, "internal: tensor t%d has no buffer", t);
 		return LLVMGetUndef(cg_ctype(kb->m, (DType)kb->tinfo[t]->dtype));
 	}
-	if (x->lane < 0)
+	const RelTensor *ti = kb->tinfo[t];
+	bool row_scalar = kb->vrow && (kb->vrow_axis >= ti->rank || ti->shape[kb->vrow_axis] == 0);
+	if (x->lane < 0 || row_scalar)
 		return cg_load(kb, t, cg_offset(kb, x));
-	DType dt = (DType)kb->tinfo[t]->dtype;
+	DType dt = (DType)ti->dtype;
 	if (!kb->vload[t]) {
 		CgModule *m = kb->m;
 		int bytes = kb->vec * ir_dtype_size(dt);
 		LLVMTypeRef it = bytes == 16 ? LLVMVectorType(m->t_i32, 4)
 					     : LLVMIntTypeInContext(m->ctx, (unsigned)bytes * 8);
 		LLVMTypeRef st = cg_stype(m, dt);
-		LLVMValueRef p = LLVMBuildGEP2(kb->b, st, kb->buf[t], &kb->vbase, 1, "");
+		LLVMValueRef base = kb->vbase;
+		if (kb->vrow)   /* reduce rows: lane 0 is `lane` elements before this one */
+			base = LLVMBuildSub(kb->b, cg_offset(kb, x), cg_i64(kb, x->lane), "");
+		LLVMValueRef p = LLVMBuildGEP2(kb->b, st, kb->buf[t], &base, 1, "");
 		LLVMValueRef v = LLVMBuildLoad2(kb->b, it, p, "");
 		LLVMSetAlignment(v, (unsigned)bytes);
 		kb->vload[t] = LLVMBuildBitCast(kb->b, v, LLVMVectorType(st, (unsigned)kb->vec), "");

@@ -256,7 +256,9 @@ CgKernel *cg_build(CgModule *m, const CgKernelSpec *s, uint64_t hash, Diag *d)
 	/* row mode: a reduction whose result is broadcast back over its axis (softmax,
 	 * layer norm) is computed once per row, then the row's elements are written
 	 * (kernel_reduce.c) */
-	int row_axis = vector ? -1 : cg_row_axis(s, rank, ref);
+	CgRed red;
+	bool coop = !vector && cg_reduce_plan(kb, s, rank, ref, &red);
+	int row_axis = vector || coop ? -1 : cg_row_axis(s, rank, ref);
 
 	/* parameters */
 	int np = 0;
@@ -266,6 +268,7 @@ CgKernel *cg_build(CgModule *m, const CgKernelSpec *s, uint64_t hash, Diag *d)
 		np += u.placeused[i];
 	for (int i = 0; i < u.maxdim; i++)
 		np += u.dimused[i];
+	np += coop && red.split;   /* the scratch of split reductions */
 	k = ARENA_NEW(m->arena, CgKernel, 1);
 	k->params = ARENA_NEW(m->arena, CgParam, np + 1);
 	for (int i = 0; i < u.ntensors; i++)
@@ -278,6 +281,8 @@ CgKernel *cg_build(CgModule *m, const CgKernelSpec *s, uint64_t hash, Diag *d)
 	for (int i = 0; i < u.maxdim; i++)
 		if (u.dimused[i])
 			k->params[k->nparams++] = (CgParam){CG_PARAM_DIM, i, DT_I64, false, false};
+	if (coop && red.split)
+		k->params[k->nparams++] = (CgParam){CG_PARAM_SCRATCH, 0, DT_U8, true, true};
 	char name[96];
 	kernel_name(m, s, hash, name, sizeof name);
 	k->name = arena_strdup(m->arena, name);
@@ -297,6 +302,16 @@ CgKernel *cg_build(CgModule *m, const CgKernelSpec *s, uint64_t hash, Diag *d)
 	kb->scalar = xcalloc((size_t)u.maxplace + 1, sizeof *kb->scalar);
 	kb->ndims = u.maxdim;
 	kb->dim = xcalloc((size_t)u.maxdim + 1, sizeof *kb->dim);
+	if (coop) {
+		CgCoop c;
+		cg_coop_function(kb, name, k->params, k->nparams, CG_RED_THREADS, &c);
+		cg_coop_annotate(&c, "maxnreg", CG_RED_MAXNREG);
+		kb->math = (CgMath){m->ctx, m->mod, kb->b, m->opt.target == CG_TARGET_NVPTX,
+				    m->opt.libdevice != NULL && m->opt.target == CG_TARGET_NVPTX};
+		cg_reduce_kernel(kb, &c, &red, ref, wr, nw, k);
+		cg_coop_finish(&c);
+		goto built;
+	}
 	make_function(kb, name, k->params, k->nparams);
 	kb->math = (CgMath){m->ctx, m->mod, kb->b, m->opt.target == CG_TARGET_NVPTX,
 			    m->opt.libdevice != NULL && m->opt.target == CG_TARGET_NVPTX};
@@ -308,7 +323,7 @@ CgKernel *cg_build(CgModule *m, const CgKernelSpec *s, uint64_t hash, Diag *d)
 	if (vector)
 		tail = cg_vector_loops(kb, rank, ref, wr, nw, n);
 	if (s->variant > 0) {
-		cg_matmul_launch(s->variant, &s->ops[0], &k->launch);
+		cg_matmul_launch(s->variant, s, &k->launch);
 		cg_matmul_tiled(kb, s->variant, wr, nw);
 	} else if (row_axis >= 0)
 		cg_row_loops(kb, rank, ref, row_axis, wr, nw);
@@ -322,7 +337,7 @@ CgKernel *cg_build(CgModule *m, const CgKernelSpec *s, uint64_t hash, Diag *d)
 		cg_loop_end(kb, &l);
 	}
 	LLVMBuildRetVoid(kb->b);
-
+built:
 	if (!kb->failed && cg_module_check_diag(m, d, "building a kernel"))
 		kb->failed = true;
 out:

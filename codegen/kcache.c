@@ -10,7 +10,7 @@
 #include "cg_impl.h"
 #include "kcache.h"
 
-static const char magic[] = "fusec-kcache/1\n";
+static const char magic[] = "fusec-kcache/2\n";   /* 2: cooperative reduce kernels */
 
 /* A second, independent 64-bit hash for the file name (the first is FNV-1a). */
 static uint64_t mix_hash(const char *p, size_t n)
@@ -56,7 +56,9 @@ void cg_cache_key(CgModule *m, int first, int n, CgCacheKey *k)
 		key_file(k, m->opt.libdevice);
 	for (int i = first; i < first + n; i++) {
 		const CgEntry *e = &m->entries[i];
-		buf_printf(&k->text, "kernel %d %d\n", (int)e->kind, e->nops);
+		/* the variant (matmul tile configuration) is part of a kernel's identity:
+		 * the same ops get other code at other sizes or under --allow-tf32 */
+		buf_printf(&k->text, "kernel %d %d %d\n", (int)e->kind, e->nops, e->variant);
 		for (int j = 0; j < e->nops; j++) {
 			buf_printf(&k->text, " %d ", e->ops[j].place0);
 			ir_rel_print(&k->text, &e->ops[j]);

@@ -8,7 +8,7 @@
  * The key is the text of everything the PTX depends on: the cache format, fusec's
  * version, LLVM's version, the target and arch, the libdevice file (path, size and
  * a hash of its bytes), the module name, and the spec of every kernel of the chunk
- * in order (kind, relative ops with their placeholder numbers, written set). An entry is
+ * in order (kind, variant, relative ops with their placeholder numbers, written set). An entry is
  * the file DIR/<32 hex digits of two hashes of the key>.ptx, holding the key
  * itself and then the PTX; a read compares the whole key, so a hash collision is a
  * miss, never a wrong answer. Entries are written to a temporary file in DIR and

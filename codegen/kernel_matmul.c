@@ -84,6 +84,14 @@ LLVMValueRef cg_eval_matmul(CgKb *kb, const RelOp *op, CgIdx *out)
  * ldmatrix's and mma's register layouts are checked by the numeric check on the
  * GPU (tests/bench/gpu/run_gpu.sh check).
  *
+ * Operands may arrive through swap_dims / permute views (the Matmul fuser takes them
+ * in front of the matmul): operand_layout turns the view into strides of the tensor
+ * it reads; an operand whose rows are contiguous (transposed) is kept transposed in
+ * shared memory and read with the other ldmatrix form. Tiny M (M <= 16) takes the
+ * gemv configuration (gemv_tile_loop below); --allow-tf32 the tf32 configurations
+ * (mma.sync m16n8k8, operands rounded by cvt.rna.tf32.f32, the host rounding the
+ * same way before the scalar fragment).
+ *
  * Launch: a cooperative launch (codegen.h) of MM_THREADS threads per block and one
  * block per output tile (mm_rule); the loop over tiles makes any grid correct. Shared
  * memory is static (at most 48 KiB), so no dynamic shared bytes. On the host the
@@ -95,13 +103,18 @@ enum {
 	MM_GROUP_M = 8,          /* tile rows per L2 group */
 	MM_SMEM_MAX = 48 * 1024, /* static shared memory limit */
 	MM_WAVE = 132,           /* H200 multiprocessors: tiles below this favour smaller tiles */
+	MM_GEMV_M = 16,          /* rows up to which the gemv configuration is chosen */
+	MM_GEMV = 7,             /* its index in the table */
 };
 
 /* The tile-configuration table (docs/design.md, "Matmul tiles"). Index 0 is "no
  * tiling". Every entry fits MM_THREADS threads and MM_SMEM_MAX bytes. */
 typedef struct {
 	const char *name;
-	bool tc;                 /* tensor cores (f16/bf16) or SIMT FMA (f32) */
+	bool tc;                 /* tensor cores (f16/bf16, or tf32) or SIMT FMA (f32) */
+	bool tf32;               /* tc over f32 operands rounded to tf32 (--allow-tf32) */
+	bool gemv;               /* tiny M: BM rows x BN columns per block, K split over
+				    the 8 warps (bk = 8), summed in warp order */
 	int min_blocks;          /* blocks per SM to ask of ptxas (minnctapersm), 0: none */
 	int bm, bn, bk;          /* block tile */
 	int wm, wn;              /* tc: warps along M and N (wm * wn = 8) */
@@ -109,13 +122,19 @@ typedef struct {
 } MmConfig;
 
 static const MmConfig mm_configs[] = {
-	{"plain", false, 0, 0, 0, 0, 0, 0, 0},
+	{"plain", false, false, false, 0, 0, 0, 0, 0, 0, 0},
 	/* 2 blocks per SM: ptxas fits 128 registers (180 unbounded) with a few bytes
 	 * of spills, and 16 warps hide ldmatrix and mma latency better than 8 */
-	{"tc128x128x32s3", true, 2, 128, 128, 32, 2, 4, 3},
-	{"tc64x64x32s3", true, 0, 64, 64, 32, 2, 4, 3},
-	{"fma128x128x16s3", false, 0, 128, 128, 16, 0, 0, 3},
-	{"fma64x64x16s3", false, 0, 64, 64, 16, 0, 0, 3},
+	{"tc128x128x32s3", true, false, false, 2, 128, 128, 32, 2, 4, 3},
+	{"tc64x64x32s3", true, false, false, 0, 64, 64, 32, 2, 4, 3},
+	{"fma128x128x16s3", false, false, false, 0, 128, 128, 16, 0, 0, 3},
+	{"fma64x64x16s3", false, false, false, 0, 64, 64, 16, 0, 0, 3},
+	/* --allow-tf32: mma.sync m16n8k8 tf32; f32 stages are twice the bytes, so the
+	 * large tile takes half the K of tc128 to stay within 48 KiB */
+	{"tf32x128x128x16s3", true, true, false, 0, 128, 128, 16, 2, 4, 3},
+	{"tf32x64x64x32s3", true, true, false, 0, 64, 64, 32, 2, 4, 3},
+	/* M <= MM_GEMV_M (decode): no shared operand tiles, every dtype and arch */
+	{"gemv16x64k8", false, false, true, 0, 16, 64, 8, 0, 0, 0},
 };
 enum { MM_NCONFIGS = (int)(sizeof mm_configs / sizeof mm_configs[0]) };
 
@@ -129,21 +148,56 @@ int cg_matmul_nvariants(void)
 	return MM_NCONFIGS;
 }
 
-/* Whether spec is a matmul the tiled kernel takes: ops[0] a matmul of f16, bf16 or
- * f32 operands, every other op elementwise, every written tensor of the matmul's
- * output shape. */
+/* The index of the matmul in spec's ops, after its leading views: swap_dims or
+ * permute ops that read a tensor from memory and whose result is an operand of the
+ * matmul and nothing else (the Matmul fuser's transposed operands); -1 if the ops do
+ * not start that way. */
+int cg_matmul_index(const CgKernelSpec *s)
+{
+	int i = 0;
+	while (i < s->nops && (s->ops[i].kind == OP_SWAP_DIMS || s->ops[i].kind == OP_PERMUTE))
+		i++;
+	if (i >= s->nops || s->ops[i].kind != OP_MATMUL || i > 2)
+		return -1;
+	const RelOp *mm = &s->ops[i];
+	for (int v = 0; v < i; v++) {
+		const RelOp *op = &s->ops[v];
+		int id = op->t[1].id;
+		if (mm->t[0].id != id && mm->t[1].id != id)
+			return -1;
+		if (id < s->nwritten && s->written[id])
+			return -1;
+		for (int u = 0; u < v; u++)
+			if (s->ops[u].t[1].id == op->t[0].id)
+				return -1;
+		if (op->kind == OP_PERMUTE && op->attr.n != op->t[1].rank)
+			return -1;
+		for (int d = 0; d < op->attr.n && op->kind == OP_PERMUTE; d++)
+			if (op->attr.axes[d] >= op->t[1].rank)
+				return -1;
+		if (op->kind == OP_SWAP_DIMS && (op->attr.axes[0] >= op->t[1].rank ||
+						 op->attr.axes[1] >= op->t[1].rank))
+			return -1;
+	}
+	return i;
+}
+
+/* Whether spec is a matmul the tiled kernel takes: the matmul (after its leading
+ * views, cg_matmul_index) of f16, bf16 or f32 operands, every later op elementwise,
+ * every written tensor of the matmul's output shape. */
 static bool eligible(const CgKernelSpec *s)
 {
-	if (s->nops < 1 || s->ops[0].kind != OP_MATMUL)
+	int mi = cg_matmul_index(s);
+	if (mi < 0)
 		return false;
-	const RelOp *mm = &s->ops[0];
+	const RelOp *mm = &s->ops[mi];
 	DType t = (DType)mm->t[0].dtype;
 	if (t != DT_F16 && t != DT_BF16 && t != DT_F32)
 		return false;
 	if (mm->t[1].dtype != t || mm->t[0].rank < 2 || mm->t[1].rank != mm->t[0].rank)
 		return false;
 	const RelTensor *out = &mm->t[mm->nin];
-	for (int i = 1; i < s->nops; i++) {
+	for (int i = mi + 1; i < s->nops; i++) {
 		const RelOp *op = &s->ops[i];
 		OpFamily f = ir_ops[op->kind].family;
 		if (f != FAM_BINARY && f != FAM_SCALAR && f != FAM_UNARY && f != FAM_COMPARE &&
@@ -162,7 +216,7 @@ static bool eligible(const CgKernelSpec *s)
 		if (!s->written[i])
 			continue;
 		bool found = false;
-		for (int j = 0; j < s->nops && !found; j++) {
+		for (int j = mi; j < s->nops && !found; j++) {
 			const RelOp *op = &s->ops[j];
 			for (int k = 0; k < op->nout; k++)
 				if (op->t[op->nin + k].id == i)
@@ -179,12 +233,22 @@ static int64_t dim_of(uint32_t id, const int64_t *dims, int ndims)
 	return id == 0 || (int)id >= ndims ? 1 : dims[id];
 }
 
-int cg_matmul_variant(const CgKernelSpec *s, const char *arch, bool host,
+/* Whether configuration c computes operands of dtype t (tf32: when allowed). */
+static bool fits(const MmConfig *c, DType t, bool tf32)
+{
+	if (c->gemv)
+		return true;
+	if (t != DT_F32)
+		return c->tc && !c->tf32;
+	return !c->tc || (c->tf32 && tf32);
+}
+
+int cg_matmul_variant(const CgKernelSpec *s, const char *arch, bool host, bool allow_tf32,
 		      const int64_t *dims, int ndims)
 {
 	if ((s->kind != CG_KERNEL_MATMUL && s->kind != CG_KERNEL_SINGLE) || !eligible(s))
 		return 0;
-	const RelOp *mm = &s->ops[0];
+	const RelOp *mm = &s->ops[cg_matmul_index(s)];
 	const RelTensor *out = &mm->t[mm->nin];
 	DType t = (DType)mm->t[0].dtype;
 	int r = out->rank;
@@ -196,15 +260,21 @@ int cg_matmul_variant(const CgKernelSpec *s, const char *arch, bool host,
 	int64_t big = batch * ((m + 127) / 128) * ((n + 127) / 128);
 	/* measuring the table (docs/benchmarks.md): FUSEC_MATMUL_TILES=NAME forces the
 	 * configuration NAME wherever its kind (tc or fma) applies */
+	/* mma.sync (m16n8k16, m16n8k8 tf32) and cp.async need sm_80 */
+	bool sm80 = host || (arch && !strncmp(arch, "sm_", 3) && atoi(arch + 3) >= 80);
+	bool tf32 = allow_tf32 && sm80;
 	const char *force = getenv("FUSEC_MATMUL_TILES");
 	for (int v = 1; force && v < MM_NCONFIGS; v++)
-		if (!strcmp(force, mm_configs[v].name) && mm_configs[v].tc == (t != DT_F32) &&
-		    (t == DT_F32 || host || (arch && !strncmp(arch, "sm_", 3) && atoi(arch + 3) >= 80)))
+		if (!strcmp(force, mm_configs[v].name) && fits(&mm_configs[v], t, tf32) &&
+		    (!mm_configs[v].tc || sm80) && (!mm_configs[v].gemv || m <= MM_GEMV_M))
 			return v;
+	if (m <= MM_GEMV_M)
+		return MM_GEMV;
+	if (t == DT_F32 && tf32)
+		return big >= MM_WAVE ? 5 : 6;
 	if (t == DT_F32)
 		return big >= MM_WAVE ? 3 : 4;
-	/* mma.sync m16n8k16 and cp.async need sm_80 */
-	if (!host && (!arch || strncmp(arch, "sm_", 3) || atoi(arch + 3) < 80))
+	if (!sm80)
 		return 0;
 	return big >= MM_WAVE ? 1 : 2;
 }
@@ -222,6 +292,15 @@ typedef struct {
 	const RelOp *op;
 	const RelTensor *ta, *tb, *to;
 	int rank;
+	/* per operand (0 = A, 1 = B): the buffer it is read from (its own, or the one
+	 * its leading view reads) and the element strides of its dims there (i64):
+	 * batch dims, then the tile's rows (dim rank-2) and columns (dim rank-1) */
+	LLVMValueRef src[2];
+	LLVMValueRef ost[2][IR_MAX_RANK];
+	/* operand w is stored transposed (its rows contiguous: a swap_dims or permute
+	 * of the last two dims): its shared tile is kept in that layout, columns x
+	 * rows, and read with the other ldmatrix form */
+	bool trans[2];
 	LLVMValueRef M, N, K;
 	LLVMValueRef smem;        /* i8 pointer: shared memory (GPU) or a stack array */
 	LLVMTypeRef sptr;         /* its pointer type */
@@ -450,18 +529,24 @@ static void load_tile(Mm *x, int w, LLVMValueRef s, LLVMValueRef kt)
 	CgKb *kb = x->kb;
 	CgModule *m = kb->m;
 	const MmConfig *c = x->c;
+	bool tr = x->trans[w];
 	int rows = w ? c->bk : c->bm, cols = w ? c->bn : c->bk;
 	int cpr = x->cpr[w];
-	int per = rows * cpr / MM_THREADS;
+	int per = (tr ? cols : rows) * cpr / MM_THREADS;
 	LLVMValueRef r0 = w ? mulc(x, kt, c->bk) : x->m0;
 	LLVMValueRef c0 = w ? x->n0 : mulc(x, kt, c->bk);
 	LLVMValueRef nrows = w ? x->K : x->M, ncols = w ? x->N : x->K;
-	LLVMValueRef buf = kb->buf[w ? x->tb->id : x->ta->id];
+	LLVMValueRef ldr = x->ost[w][x->rank - 2], ldc = x->ost[w][x->rank - 1];
+	/* the shared tile's rows (outer) and contiguous columns (inner): the operand's
+	 * rows and columns, or the other way round when it is stored transposed */
+	LLVMValueRef o0 = tr ? c0 : r0, i0 = tr ? r0 : c0;
+	LLVMValueRef obound = tr ? ncols : nrows, ibound = tr ? nrows : ncols;
+	LLVMValueRef ostr = tr ? ldc : ldr, istr = tr ? ldr : ldc;
+	LLVMValueRef buf = x->src[w];
 	LLVMValueRef soff = stage_off(x, s, w);
 	LLVMValueRef tids = to_ot(x, phase_begin(x));
 	LLVMTypeRef vt = LLVMVectorType(m->t_i32, 4);
 	LLVMTypeRef rt = raw_type(x);
-	(void)cols;
 
 	LLVMBasicBlockRef bfast = LLVMAppendBasicBlockInContext(m->ctx, kb->fn, "ld.fast");
 	LLVMBasicBlockRef bslow = LLVMAppendBasicBlockInContext(m->ctx, kb->fn, "ld.elem");
@@ -478,17 +563,17 @@ static void load_tile(Mm *x, int w, LLVMValueRef s, LLVMValueRef kt)
 		for (int i = 0; i < per; i++) {
 			LLVMValueRef q = addc(x, tids, (int64_t)i * MM_THREADS);
 			LLVMValueRef r = udivc(x, q, cpr), ch = uremc(x, q, cpr);
-			LLVMValueRef gr = add(x, r0, to64(x, r));
-			LLVMValueRef gc = add(x, c0, to64(x, mulc(x, ch, x->ce)));
-			LLVMValueRef rowok = lt(x, gr, nrows);
+			LLVMValueRef go = add(x, o0, to64(x, r));
+			LLVMValueRef gi = add(x, i0, to64(x, mulc(x, ch, x->ce)));
+			LLVMValueRef rowok = lt(x, go, obound);
 			LLVMValueRef doff = add(x, soff, swz(x, r, ch, cpr));
 			LLVMValueRef dst = smem_at(x, doff);
-			LLVMValueRef goff = add(x, x->base[w], add(x, mul(x, gr, ncols), gc));
+			LLVMValueRef goff = add(x, x->base[w], mul(x, go, ostr));
 			if (pass == 0) {
 				/* the leading dimension is a multiple of a chunk: the chunk
 				 * is wholly inside or wholly outside */
-				LLVMValueRef ok = LLVMBuildAnd(x->b, rowok, lt(x, gc, ncols), "");
-				goff = LLVMBuildSelect(x->b, ok, goff, i64c(x, 0), "");
+				LLVMValueRef ok = LLVMBuildAnd(x->b, rowok, lt(x, gi, ibound), "");
+				goff = LLVMBuildSelect(x->b, ok, add(x, goff, gi), i64c(x, 0), "");
 				LLVMValueRef src = LLVMBuildGEP2(x->b, rt, buf, &goff, 1, "");
 				if (x->gpu) {
 					LLVMValueRef args[3] = {saddr(x, doff), src,
@@ -506,9 +591,9 @@ static void load_tile(Mm *x, int w, LLVMValueRef s, LLVMValueRef kt)
 			}
 			LLVMValueRef vec = LLVMConstNull(LLVMVectorType(rt, (unsigned)x->ce));
 			for (int e = 0; e < x->ce; e++) {
-				LLVMValueRef gce = add(x, gc, i64c(x, e));
-				LLVMValueRef ok = LLVMBuildAnd(x->b, rowok, lt(x, gce, ncols), "");
-				LLVMValueRef o = LLVMBuildSelect(x->b, ok, add(x, goff, i64c(x, e)),
+				LLVMValueRef gie = add(x, gi, i64c(x, e));
+				LLVMValueRef ok = LLVMBuildAnd(x->b, rowok, lt(x, gie, ibound), "");
+				LLVMValueRef o = LLVMBuildSelect(x->b, ok, add(x, goff, mul(x, gie, istr)),
 								 i64c(x, 0), "");
 				LLVMValueRef p = LLVMBuildGEP2(x->b, rt, buf, &o, 1, "");
 				LLVMValueRef v = LLVMBuildLoad2(x->b, rt, p, "");
@@ -535,6 +620,11 @@ static LLVMValueRef smem_elem(Mm *x, int w, LLVMValueRef soff, LLVMValueRef row,
 			      LLVMValueRef col)
 {
 	CgModule *m = x->kb->m;
+	if (x->trans[w]) {
+		LLVMValueRef t = row;
+		row = col;
+		col = t;
+	}
 	row = to_ot(x, row);
 	col = to_ot(x, col);
 	LLVMValueRef ch = udivc(x, col, x->ce), within = uremc(x, col, x->ce);
@@ -552,6 +642,25 @@ static LLVMValueRef smem_elem(Mm *x, int w, LLVMValueRef soff, LLVMValueRef row,
 		return LLVMBuildFPExt(x->b, LLVMBuildBitCast(x->b, v, m->t_f16, ""), m->t_f32, "");
 	v = LLVMBuildShl(x->b, LLVMBuildZExt(x->b, v, m->t_i32, ""), i32c(x, 16), "");
 	return LLVMBuildBitCast(x->b, v, m->t_f32, "");
+}
+
+/* tf32 (round to nearest, ties away from zero: cvt.rna.tf32.f32) of the f32 v, as the
+ * f32 it stands for: GPU the conversion instruction, host its definition (the 13 low
+ * mantissa bits rounded off; infinities and NaNs kept). */
+static LLVMValueRef to_tf32(Mm *x, LLVMValueRef v)
+{
+	CgModule *m = x->kb->m;
+	if (x->gpu) {
+		LLVMValueRef r = intrinsic(x, "llvm.nvvm.f2tf32.rna", NULL, 0, &v, 1);
+		return LLVMBuildBitCast(x->b, r, m->t_f32, "");
+	}
+	LLVMValueRef bits = LLVMBuildBitCast(x->b, v, m->t_i32, "");
+	LLVMValueRef exp = LLVMBuildAnd(x->b, bits, i32c(x, 0x7f800000), "");
+	LLVMValueRef special = LLVMBuildICmp(x->b, LLVMIntEQ, exp, i32c(x, 0x7f800000), "");
+	LLVMValueRef r = LLVMBuildAnd(x->b, add(x, bits, i32c(x, 0x1000)),
+				      LLVMConstInt(m->t_i32, 0xffffe000u, 0), "");
+	r = LLVMBuildSelect(x->b, special, bits, r, "");
+	return LLVMBuildBitCast(x->b, r, m->t_f32, "");
 }
 
 /* tc: the (row, col) in the block tile of accumulator e of thread tid. */
@@ -591,19 +700,67 @@ static void tc_compute_gpu(Mm *x, LLVMValueRef s)
 	LLVMValueRef sa = saddr(x, stage_off(x, s, 0)), sb = saddr(x, stage_off(x, s, 1));
 	LLVMTypeRef h2 = LLVMVectorType(m->t_f16, 2);
 	LLVMValueRef afr[8][4], bfr[16][2];
-	for (int kk = 0; kk < c->bk / 16; kk++) {
-		for (int mi = 0; mi < x->mi; mi++) {
-			LLVMValueRef row = add(x, addc(x, mulc(x, wmi, x->wtm), mi * 16),
-					       add(x, l8, j1));
-			LLVMValueRef ch = addc(x, j2, kk * 2);
-			LLVMValueRef r = ldmatrix4(x, add(x, sa, swz(x, row, ch, x->cpr[0])), false);
+	/* tf32 (m16n8k8): a fragment element is one f32, an ldmatrix 8x8 b16 matrix
+	 * is 8 x 4 of them, which gives A's fragment (row lane/4, k lane%4) from an
+	 * m x k tile and B's (k lane%4, n lane/4) from an n x k tile; ldmatrix cannot
+	 * transpose 32-bit elements, so the other two layouts load fragments element by
+	 * element */
+	LLVMValueRef g = udivc(x, lane, 4), t4 = uremc(x, lane, 4);
+	LLVMValueRef ssa = stage_off(x, s, 0), ssb = stage_off(x, s, 1);
+	int kstep = c->tf32 ? 8 : 16;
+	for (int kk = 0; kk < c->bk / kstep; kk++) {
+		if (c->tf32 && x->trans[0]) {
+			for (int mi = 0; mi < x->mi; mi++)
+				for (int q = 0; q < 4; q++) {
+					LLVMValueRef row = add(x, addc(x, mulc(x, wmi, x->wtm),
+								  mi * 16 + (q % 2) * 8), g);
+					LLVMValueRef col = addc(x, t4, kk * 8 + (q / 2) * 4);
+					afr[mi][q] = LLVMBuildBitCast(x->b,
+						smem_elem(x, 0, ssa, row, col), m->t_i32, "");
+				}
+		}
+		if (c->tf32 && !x->trans[1]) {
+			for (int ni = 0; ni < x->ni; ni++)
+				for (int q = 0; q < 2; q++) {
+					LLVMValueRef col = add(x, addc(x, mulc(x, wni, x->wtn), ni * 8), g);
+					LLVMValueRef row = addc(x, t4, kk * 8 + q * 4);
+					bfr[ni][q] = LLVMBuildBitCast(x->b,
+						smem_elem(x, 1, ssb, row, col), m->t_i32, "");
+				}
+		}
+		/* A fragments: the four 8x8 matrices (rows 0-7 | 8-15) x (k 0-7 | 8-15),
+		 * lanes 8q..8q+7 giving the rows of matrix q; stored transposed (k x m)
+		 * they are read as k rows and transposed by ldmatrix */
+		for (int mi = 0; mi < x->mi && !(c->tf32 && x->trans[0]); mi++) {
+			LLVMValueRef mrow = addc(x, mulc(x, wmi, x->wtm), mi * 16);
+			LLVMValueRef row, ch;
+			if (x->trans[0]) {
+				row = add(x, addc(x, mulc(x, j2, 8), kk * 16), l8);
+				ch = add(x, udivc(x, mrow, 8), udivc(x, j1, 8));
+			} else {
+				row = add(x, mrow, add(x, l8, j1));
+				ch = addc(x, j2, kk * 2);
+			}
+			LLVMValueRef r = ldmatrix4(x, add(x, sa, swz(x, row, ch, x->cpr[0])),
+						   x->trans[0]);
 			for (int q = 0; q < 4; q++)
 				afr[mi][q] = LLVMBuildExtractValue(x->b, r, (unsigned)q, "");
 		}
-		for (int nj = 0; nj < x->ni / 2; nj++) {
-			LLVMValueRef krow = addc(x, add(x, l8, j1), kk * 16);
-			LLVMValueRef ch = add(x, udivc(x, addc(x, mulc(x, wni, x->wtn), nj * 16), 8), j2);
-			LLVMValueRef r = ldmatrix4(x, add(x, sb, swz(x, krow, ch, x->cpr[1])), true);
+		/* B fragments of two n8 tiles: matrices (k 0-7, n 0-7), (k 8-15, n 0-7),
+		 * (k 0-7, n 8-15), (k 8-15, n 8-15); stored k x n they are transposed by
+		 * ldmatrix, stored transposed (n x k) they are read as they are */
+		for (int nj = 0; nj < x->ni / 2 && !(c->tf32 && !x->trans[1]); nj++) {
+			LLVMValueRef ncol = addc(x, mulc(x, wni, x->wtn), nj * 16);
+			LLVMValueRef row, ch;
+			if (x->trans[1]) {
+				row = add(x, add(x, ncol, mulc(x, j2, 8)), l8);
+				ch = addc(x, udivc(x, j1, 8), kk * 2);
+			} else {
+				row = addc(x, add(x, l8, j1), kk * 16);
+				ch = add(x, udivc(x, ncol, 8), j2);
+			}
+			LLVMValueRef r = ldmatrix4(x, add(x, sb, swz(x, row, ch, x->cpr[1])),
+						   !x->trans[1]);
 			for (int q = 0; q < 4; q++)
 				bfr[2 * nj + q / 2][q % 2] = LLVMBuildExtractValue(x->b, r, (unsigned)q, "");
 		}
@@ -617,10 +774,16 @@ static void tc_compute_gpu(Mm *x, LLVMValueRef s)
 				if (x->dt == DT_F16)
 					for (int q = 0; q < 6; q++)
 						args[q] = LLVMBuildBitCast(x->b, args[q], h2, "");
+				if (c->tf32)
+					for (int q = 0; q < 6; q++)
+						args[q] = LLVMBuildBitCast(x->b, to_tf32(x,
+							LLVMBuildBitCast(x->b, args[q], m->t_f32, "")),
+							m->t_i32, "");
 				int e0 = (mi * x->ni + ni) * 4;
 				for (int q = 0; q < 4; q++)
 					args[6 + q] = acc_load(x, i64c(x, e0 + q));
-				LLVMValueRef r = intrinsic(x, x->dt == DT_F16 ?
+				LLVMValueRef r = intrinsic(x, c->tf32 ?
+					"llvm.nvvm.mma.m16n8k8.row.col.tf32" : x->dt == DT_F16 ?
 					"llvm.nvvm.mma.m16n8k16.row.col.f32.f32" :
 					"llvm.nvvm.mma.m16n8k16.row.col.bf16", NULL, 0, args, 10);
 				for (int q = 0; q < 4; q++)
@@ -644,6 +807,10 @@ static void tc_compute_host(Mm *x, LLVMValueRef s)
 	LLVMValueRef sum = cg_carry(kb, &lk, LLVMConstReal(kb->m->t_f32, 0));
 	LLVMValueRef a = smem_elem(x, 0, sa, row, lk.i);
 	LLVMValueRef bv = smem_elem(x, 1, sb, lk.i, col);
+	if (x->c->tf32) {
+		a = to_tf32(x, a);
+		bv = to_tf32(x, bv);
+	}
 	cg_carry_next(kb, &lk, sum, LLVMBuildFAdd(x->b, sum, LLVMBuildFMul(x->b, a, bv, ""), ""));
 	cg_loop_end(kb, &lk);
 	acc_store(x, le.i, LLVMBuildFAdd(x->b, acc_load(x, le.i), sum, ""));
@@ -670,7 +837,11 @@ static void simt_compute(Mm *x, LLVMValueRef s)
 			LLVMValueRef row = addc(x, mulc(x, ty, 4), (i / 4) * 64 + i % 4);
 			av[i] = smem_elem(x, 0, sa, row, kr);
 		}
-		for (int j = 0; j < x->rn; j += 4) {
+		for (int j = 0; j < x->rn && x->trans[1]; j++) {
+			LLVMValueRef col = addc(x, mulc(x, tx, 4), (j / 4) * 64 + j % 4);
+			bv[j] = smem_elem(x, 1, sb, kr, col);
+		}
+		for (int j = 0; j < x->rn && !x->trans[1]; j += 4) {
 			LLVMValueRef ch = addc(x, tx, (j / 4) * 16);
 			LLVMValueRef p = smem_at(x, add(x, sb, swz(x, kr, ch, x->cpr[1])));
 			LLVMValueRef v = LLVMBuildLoad2(x->b, v4, p, "");
@@ -834,14 +1005,14 @@ static void epi_vector(Mm *x, LLVMValueRef r, LLVMValueRef cc, LLVMValueRef gr,
  * evaluate the written tensors there and store them, as one vector per tensor where
  * the columns are inside and the buffers allow, else element by element. One copy
  * of the epilogue's code serves the vector step, one the edge. */
+static void epi_walk(Mm *x, int h, const int *wr, int nw);
+
 static void epilogue(Mm *x, const int *wr, int nw)
 {
 	CgKb *kb = x->kb;
 	CgModule *m = kb->m;
 	const MmConfig *c = x->c;
 	int R = x->epi_rows;
-	int per_row = c->bn / MM_EPI_V;
-	int steps = (R * per_row + MM_THREADS - 1) / MM_THREADS;
 	LLVMTypeRef f2 = LLVMVectorType(m->t_f32, 2);
 	for (int h = 0; h < c->bm / R; h++) {
 		/* nobody reads the stages (or the previous pass) any more */
@@ -868,8 +1039,23 @@ static void epilogue(Mm *x, const int *wr, int nw)
 		}
 		phase_end(x);
 		barrier(x);
+		epi_walk(x, h, wr, nw);
+	}
+}
 
-		tid = opaque_tid(x, phase_begin(x));
+/* The second half of an epilogue pass h: the threads walk the staged rows
+ * h*epi_rows .. MM_EPI_V columns at a time, evaluate the written tensors and store
+ * them. */
+static void epi_walk(Mm *x, int h, const int *wr, int nw)
+{
+	CgKb *kb = x->kb;
+	CgModule *m = kb->m;
+	const MmConfig *c = x->c;
+	int R = x->epi_rows;
+	int per_row = c->bn / MM_EPI_V;
+	int steps = (R * per_row + MM_THREADS - 1) / MM_THREADS;
+	{
+		LLVMValueRef tid = opaque_tid(x, phase_begin(x));
 		CgLoop ls;
 		cg_loop_begin(kb, &ls, i64c(x, 0), i64c(x, steps), i64c(x, 1));
 		LLVMValueRef q = add(x, tid, mulc(x, ls.i, MM_THREADS));
@@ -904,25 +1090,70 @@ static void epilogue(Mm *x, const int *wr, int nw)
 	}
 }
 
-/* Element offset, in operand t (A or B), of the first element of the matrix at batch
- * position bpos (size-1 batch dims of t broadcast). */
-static LLVMValueRef batch_base(Mm *x, const RelTensor *t)
+/* Element offset, in the buffer operand w (A or B) is read from, of the first
+ * element of the matrix at batch position bpos (size-1 batch dims broadcast). */
+static LLVMValueRef batch_base(Mm *x, int w)
 {
-	CgIdx i = cg_idx_of(t->rank, t->shape);
-	i.has_dims = true;
+	const RelTensor *t = w ? x->tb : x->ta;
+	LLVMValueRef o = i64c(x, 0);
 	for (int d = 0; d < t->rank - 2; d++)
-		i.i[d] = t->shape[d] == 0 ? i64c(x, 0) : x->bpos[d];
-	i.i[t->rank - 2] = i.i[t->rank - 1] = i64c(x, 0);
-	return cg_offset(x->kb, &i);
+		if (t->shape[d] != 0)
+			o = add(x, o, mul(x, x->bpos[d], x->ost[w][d]));
+	return o;
 }
 
-static LLVMValueRef is_aligned16(Mm *x, LLVMValueRef ld, int w)
+/* The buffer and strides of operand w (Mm.src, Mm.ost): a tensor the kernel reads
+ * is dense in C order; a swap_dims or permute in front of the matmul only reorders
+ * the strides of the tensor it reads. */
+static void operand_layout(Mm *x, const CgKernelSpec *s, int mi, int w)
 {
 	CgKb *kb = x->kb;
-	LLVMValueRef p = LLVMBuildPtrToInt(x->b, kb->buf[w ? x->tb->id : x->ta->id], kb->m->t_i64, "");
+	const RelTensor *t = w ? x->tb : x->ta, *src = t;
+	int r = t->rank, perm[IR_MAX_RANK];
+	for (int d = 0; d < r; d++)
+		perm[d] = d;
+	for (int v = 0; v < mi; v++) {
+		const RelOp *op = &s->ops[v];
+		if (op->t[1].id != t->id)
+			continue;
+		src = &op->t[0];
+		if (op->kind == OP_SWAP_DIMS) {
+			perm[op->attr.axes[0]] = op->attr.axes[1];
+			perm[op->attr.axes[1]] = op->attr.axes[0];
+		} else {
+			for (int d = 0; d < r; d++)
+				perm[d] = op->attr.axes[d];
+		}
+	}
+	LLVMValueRef sst[IR_MAX_RANK];
+	sst[r - 1] = i64c(x, 1);
+	for (int d = r - 2; d >= 0; d--)
+		sst[d] = mul(x, sst[d + 1], cg_dim(kb, src->shape[d + 1]));
+	for (int d = 0; d < r; d++)
+		x->ost[w][d] = sst[perm[d]];
+	x->src[w] = kb->buf[src->id];
+	x->trans[w] = perm[r - 2] == r - 1;
+}
+
+/* Whether operand w's tile rows may be copied as whole 16-byte chunks: its columns
+ * are contiguous, and its buffer, row stride and batch strides are 16-byte aligned. */
+static LLVMValueRef is_aligned16(Mm *x, int w)
+{
+	CgKb *kb = x->kb;
+	const RelTensor *t = w ? x->tb : x->ta;
+	LLVMValueRef p = LLVMBuildPtrToInt(x->b, x->src[w], kb->m->t_i64, "");
 	LLVMValueRef ok = LLVMBuildICmp(x->b, LLVMIntEQ, uremc(x, p, 16), i64c(x, 0), "");
-	LLVMValueRef ldok = LLVMBuildICmp(x->b, LLVMIntEQ, uremc(x, ld, x->ce), i64c(x, 0), "");
-	return LLVMBuildAnd(x->b, ok, ldok, "");
+	int inner = x->trans[w] ? x->rank - 2 : x->rank - 1;
+	ok = LLVMBuildAnd(x->b, ok, LLVMBuildICmp(x->b, LLVMIntEQ, x->ost[w][inner],
+						  i64c(x, 1), ""), "");
+	for (int d = 0; d < x->rank; d++) {
+		if (d == inner || (d < x->rank - 2 && t->shape[d] == 0))
+			continue;
+		LLVMValueRef ldok = LLVMBuildICmp(x->b, LLVMIntEQ, uremc(x, x->ost[w][d], x->ce),
+						  i64c(x, 0), "");
+		ok = LLVMBuildAnd(x->b, ok, ldok, "");
+	}
+	return ok;
 }
 
 static LLVMValueRef sreg(Mm *x, const char *name)
@@ -966,8 +1197,8 @@ static void tile_loop(Mm *x, LLVMValueRef block, LLVMValueRef nblocks, const int
 		x->bpos[d] = LLVMBuildURem(x->b, f, n, "");
 		f = LLVMBuildUDiv(x->b, f, n, "");
 	}
-	x->base[0] = batch_base(x, x->ta);
-	x->base[1] = batch_base(x, x->tb);
+	x->base[0] = batch_base(x, 0);
+	x->base[1] = batch_base(x, 1);
 
 	/* accumulators to zero */
 	phase_begin(x);
@@ -1028,6 +1259,140 @@ static void tile_loop(Mm *x, LLVMValueRef block, LLVMValueRef nblocks, const int
 	cg_loop_end(kb, &lt_);
 }
 
+/* ---- tiny M: the gemv configuration ---------------------------------------------
+ *
+ * A block takes BM (16) rows x BN (64) columns of the output. Thread (warp w, lane l)
+ * owns columns 2l and 2l+1 of the tile for all BM rows and sums k = w, w + 8, w + 16
+ * ... in order: B is read once, coalesced (a warp reads 64 consecutive columns of a
+ * row of B), and the A element of a row is one broadcast load. Rows past M end the
+ * thread's row loop early, so M = 1 costs one row. Then every warp writes its
+ * partial tile to shared memory and the threads sum the 8 partials of each element
+ * in warp order: the reduction order is fixed by the configuration alone (no
+ * atomics, no dependence on block order), and the epilogue runs as for the other
+ * tiles from the summed tile. */
+enum { MM_GEMV_COLS = 2, MM_GEMV_WARPS = MM_THREADS / 32 };
+
+/* Element (row, col) of operand w of the current tile's batch, from global memory,
+ * as f32 (row, col inside the operand). */
+static LLVMValueRef gload(Mm *x, int w, LLVMValueRef row, LLVMValueRef col)
+{
+	CgModule *m = x->kb->m;
+	LLVMValueRef off = add(x, x->base[w], add(x, mul(x, row, x->ost[w][x->rank - 2]),
+						 mul(x, col, x->ost[w][x->rank - 1])));
+	LLVMTypeRef rt = raw_type(x);
+	LLVMValueRef v = LLVMBuildLoad2(x->b, rt, LLVMBuildGEP2(x->b, rt, x->src[w], &off, 1, ""), "");
+	LLVMSetAlignment(v, (unsigned)x->es);
+	if (x->dt == DT_F32)
+		return LLVMBuildBitCast(x->b, v, m->t_f32, "");
+	if (x->dt == DT_F16)
+		return LLVMBuildFPExt(x->b, LLVMBuildBitCast(x->b, v, m->t_f16, ""), m->t_f32, "");
+	v = LLVMBuildShl(x->b, LLVMBuildZExt(x->b, v, m->t_i32, ""), i32c(x, 16), "");
+	return LLVMBuildBitCast(x->b, v, m->t_f32, "");
+}
+
+/* Byte offset of warp w's partial of tile element (row, col): after the staged tile. */
+static LLVMValueRef gemv_partial(Mm *x, LLVMValueRef w, LLVMValueRef row, LLVMValueRef col)
+{
+	const MmConfig *c = x->c;
+	int base = c->bm * (c->bn + MM_EPI_PAD) * 4;
+	LLVMValueRef i = add(x, mulc(x, add(x, mulc(x, w, c->bm), row), c->bn), col);
+	return smem_at(x, to_ot(x, addc(x, mulc(x, i, 4), base)));
+}
+
+static void gemv_tile_loop(Mm *x, LLVMValueRef block, LLVMValueRef nblocks, const int *wr, int nw)
+{
+	CgKb *kb = x->kb;
+	CgModule *m = kb->m;
+	const MmConfig *c = x->c;
+	int r = x->rank;
+	LLVMValueRef nb = i64c(x, 1);
+	for (int d = 0; d < r - 2; d++)
+		nb = mul(x, nb, cg_dim(kb, x->to->shape[d]));
+	LLVMValueRef ntm = ceil_div(x, x->M, c->bm), ntn = ceil_div(x, x->N, c->bn);
+	LLVMValueRef per_batch = mul(x, ntm, ntn);
+	CgLoop lt_;
+	cg_loop_begin(kb, &lt_, block, mul(x, nb, per_batch), nblocks);
+	kb->nmemo = 0;
+	LLVMValueRef t = lt_.i;
+	LLVMValueRef f = LLVMBuildUDiv(x->b, t, per_batch, "");
+	LLVMValueRef within = LLVMBuildURem(x->b, t, per_batch, "");
+	x->m0 = mulc(x, LLVMBuildUDiv(x->b, within, ntn, ""), c->bm);
+	x->n0 = mulc(x, LLVMBuildURem(x->b, within, ntn, ""), c->bn);
+	for (int d = r - 3; d >= 0; d--) {
+		LLVMValueRef n = cg_dim(kb, x->to->shape[d]);
+		x->bpos[d] = LLVMBuildURem(x->b, f, n, "");
+		f = LLVMBuildUDiv(x->b, f, n, "");
+	}
+	x->base[0] = batch_base(x, 0);
+	x->base[1] = batch_base(x, 1);
+	LLVMValueRef rows = min64(x, LLVMBuildSub(x->b, x->M, x->m0, ""), i64c(x, c->bm));
+
+	/* every thread: its columns of every row, over its share of K */
+	LLVMValueRef tid = phase_begin(x);
+	LLVMValueRef warp = udivc(x, tid, 32), lane = uremc(x, tid, 32);
+	for (int e = 0; e < x->nacc; e++)
+		acc_store(x, i64c(x, e), LLVMConstReal(m->t_f32, 0));
+	LLVMValueRef col[MM_GEMV_COLS], cok[MM_GEMV_COLS];
+	for (int j = 0; j < MM_GEMV_COLS; j++) {
+		col[j] = add(x, x->n0, addc(x, mulc(x, lane, MM_GEMV_COLS), j));
+		cok[j] = lt(x, col[j], x->N);
+	}
+	CgLoop lk;
+	cg_loop_begin(kb, &lk, warp, x->K, i64c(x, MM_GEMV_WARPS));
+	LLVMValueRef bv[MM_GEMV_COLS];
+	for (int j = 0; j < MM_GEMV_COLS; j++) {
+		LLVMValueRef cc = LLVMBuildSelect(x->b, cok[j], col[j], i64c(x, 0), "");
+		bv[j] = LLVMBuildSelect(x->b, cok[j], gload(x, 1, lk.i, cc),
+					LLVMConstReal(m->t_f32, 0), "");
+	}
+	LLVMBasicBlockRef bend = LLVMAppendBasicBlockInContext(m->ctx, kb->fn, "gemv.rows");
+	for (int i = 0; i < c->bm; i++) {
+		LLVMBasicBlockRef brow = LLVMAppendBasicBlockInContext(m->ctx, kb->fn, "gemv.row");
+		LLVMBuildCondBr(x->b, lt(x, i64c(x, i), rows), brow, bend);
+		LLVMPositionBuilderAtEnd(x->b, brow);
+		LLVMValueRef a = gload(x, 0, addc(x, x->m0, i), lk.i);
+		for (int j = 0; j < MM_GEMV_COLS; j++) {
+			LLVMValueRef e = i64c(x, i * MM_GEMV_COLS + j);
+			LLVMValueRef args[3] = {a, bv[j], acc_load(x, e)};
+			acc_store(x, e, intrinsic(x, "llvm.fmuladd.f32", &m->t_f32, 1, args, 3));
+		}
+	}
+	LLVMBuildBr(x->b, bend);
+	LLVMPositionBuilderAtEnd(x->b, bend);
+	cg_loop_end(kb, &lk);
+	/* the partial tile of this warp */
+	for (int i = 0; i < c->bm; i++)
+		for (int j = 0; j < MM_GEMV_COLS; j++) {
+			LLVMValueRef p = gemv_partial(x, warp, i64c(x, i),
+						      addc(x, mulc(x, lane, MM_GEMV_COLS), j));
+			LLVMSetAlignment(LLVMBuildStore(x->b, acc_load(x, i64c(x, i * MM_GEMV_COLS + j)),
+							p), 4);
+		}
+	phase_end(x);
+	barrier(x);
+
+	/* the 8 partials of every element, summed in warp order, staged */
+	tid = phase_begin(x);
+	for (int q0 = 0; q0 < c->bm * c->bn; q0 += MM_THREADS) {
+		LLVMValueRef q = addc(x, tid, q0);
+		LLVMValueRef row = udivc(x, q, c->bn), cc = uremc(x, q, c->bn);
+		LLVMValueRef sum = NULL;
+		for (int w = 0; w < MM_GEMV_WARPS; w++) {
+			LLVMValueRef v = LLVMBuildLoad2(x->b, m->t_f32,
+							gemv_partial(x, i64c(x, w), row, cc), "");
+			LLVMSetAlignment(v, 4);
+			sum = sum ? LLVMBuildFAdd(x->b, sum, v, "") : v;
+		}
+		LLVMSetAlignment(LLVMBuildStore(x->b, sum, staged(x, row, cc)), 4);
+	}
+	phase_end(x);
+	barrier(x);
+	epi_walk(x, 0, wr, nw);
+	/* nobody writes the partials of the next tile before everyone is done */
+	barrier(x);
+	cg_loop_end(kb, &lt_);
+}
+
 int cg_matmul_tiled(CgKb *kb, int variant, const int *wr, int nw)
 {
 	if (variant <= 0 || variant >= MM_NCONFIGS || !eligible(kb->spec))
@@ -1039,7 +1404,8 @@ int cg_matmul_tiled(CgKb *kb, int variant, const int *wr, int nw)
 	x->b = kb->b;
 	x->c = &mm_configs[variant];
 	x->gpu = m->opt.target == CG_TARGET_NVPTX;
-	x->op = &kb->spec->ops[0];
+	int mi = cg_matmul_index(kb->spec);
+	x->op = &kb->spec->ops[mi];
 	x->ta = &x->op->t[0];
 	x->tb = &x->op->t[1];
 	x->to = &x->op->t[x->op->nin];
@@ -1048,18 +1414,22 @@ int cg_matmul_tiled(CgKb *kb, int variant, const int *wr, int nw)
 	x->ce = 16 / x->es;
 	x->rank = x->to->rank;
 	const MmConfig *c = x->c;
-	if (c->tc != (x->dt != DT_F32))
+	if (!fits(c, x->dt, true))
 		return cg_fail(kb, "internal: tile configuration %s does not fit %s", c->name,
 			       ir_dtype_name(x->dt));
 	int r = x->rank;
 	x->M = cg_dim(kb, x->to->shape[r - 2]);
 	x->N = cg_dim(kb, x->to->shape[r - 1]);
 	x->K = cg_dim(kb, x->ta->shape[r - 1]);
-	x->cpr[0] = c->bk * x->es / 16;
-	x->cpr[1] = c->bn * x->es / 16;
+	operand_layout(x, kb->spec, mi, 0);
+	operand_layout(x, kb->spec, mi, 1);
+	x->cpr[0] = (x->trans[0] ? c->bm : c->bk) * x->es / 16;
+	x->cpr[1] = (x->trans[1] ? c->bk : c->bn) * x->es / 16;
 	x->a_bytes = c->bm * c->bk * x->es;
 	x->stage_bytes = x->a_bytes + c->bk * c->bn * x->es;
-	if (c->tc) {
+	if (c->gemv) {
+		x->nacc = c->bm * MM_GEMV_COLS;
+	} else if (c->tc) {
 		x->wtm = c->bm / c->wm;
 		x->wtn = c->bn / c->wn;
 		x->mi = x->wtm / 16;
@@ -1071,6 +1441,8 @@ int cg_matmul_tiled(CgKb *kb, int variant, const int *wr, int nw)
 		x->nacc = x->rm * x->rn;
 	}
 	int smem_bytes = x->stage_bytes * c->stages;
+	if (c->gemv)   /* the staged tile, then one partial tile per warp */
+		smem_bytes = c->bm * (c->bn + MM_EPI_PAD) * 4 + MM_GEMV_WARPS * c->bm * c->bn * 4;
 
 	/* storage: shared memory and accumulators */
 	LLVMBasicBlockRef entry = LLVMGetInsertBlock(x->b);
@@ -1110,12 +1482,16 @@ int cg_matmul_tiled(CgKb *kb, int variant, const int *wr, int nw)
 	(void)entry;
 	LLVMValueRef block = x->gpu ? sreg(x, "llvm.nvvm.read.ptx.sreg.ctaid.x") : LLVMGetParam(kb->fn, 1);
 	LLVMValueRef nblocks = x->gpu ? sreg(x, "llvm.nvvm.read.ptx.sreg.nctaid.x") : LLVMGetParam(kb->fn, 2);
-	x->fast[0] = is_aligned16(x, x->K, 0);
-	x->fast[1] = is_aligned16(x, x->N, 1);
+	x->fast[0] = is_aligned16(x, 0);
+	x->fast[1] = is_aligned16(x, 1);
 	x->vecok = vector_ok(x, wr, nw);
 	x->epi_rows = c->bm;
 	while (x->epi_rows * (c->bn + MM_EPI_PAD) * 4 > smem_bytes)
 		x->epi_rows /= 2;
+	if (c->gemv) {
+		gemv_tile_loop(x, block, nblocks, wr, nw);
+		return kb->failed ? -1 : 0;
+	}
 
 	/* two copies of the tile loop: one where both operands are copied by whole
 	 * chunks (its registers and code hold nothing of the element path), one for
@@ -1155,8 +1531,9 @@ static void mm_rule(const CgKernel *k, const int64_t *dims, int ndims, CgDims *o
 	out->threads = tiles * MM_THREADS;
 }
 
-void cg_matmul_launch(int variant, const RelOp *mm, CgLaunch *l)
+void cg_matmul_launch(int variant, const CgKernelSpec *s, CgLaunch *l)
 {
+	const RelOp *mm = &s->ops[cg_matmul_index(s)];
 	const MmConfig *c = &mm_configs[variant];
 	const RelTensor *out = &mm->t[mm->nin];
 	int r = out->rank;

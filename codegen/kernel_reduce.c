@@ -12,7 +12,13 @@
  * layer norm: a ReduceBroadcasted block), each thread takes whole rows. Per row it
  * evaluates every reduction once, then loops over the axis writing the row, and the
  * memo hands the row's reductions to every element. The launch rule then counts rows
- * (the frame leaves the axis out of the launch's work). */
+ * (the frame leaves the axis out of the launch's work).
+ *
+ * Both are now the fallbacks: a kernel whose reductions share one axis is built as a
+ * cooperative reduce kernel (the second half of this file), and only kernels that
+ * also hold a matmul, a join or a window op, or reduce along several axes, take the
+ * plain paths. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "cg_impl.h"
@@ -141,4 +147,997 @@ void cg_row_loops(CgKb *kb, int rank, const uint32_t *ref, int axis, const int *
 	cg_store_written(kb, &x, wr, nw);
 	cg_loop_end(kb, &la);
 	cg_loop_end(kb, &lr);
+}
+
+/* ---- cooperative reduce kernels ------------------------------------------------
+ *
+ * A kernel whose reductions all run along one axis, over inputs of the iteration
+ * space's rank, is built as a cooperative kernel (codegen/coop.h) instead of one
+ * thread per row. Its "rows" are the positions of the iteration space without the
+ * axis; each row is reduced by a group of threads:
+ *
+ *   - rows mode (the axis is the last dim that is not 1: elements of a row are
+ *     adjacent): block (G, R): G threads per row read its elements j = tx, tx + G, ...
+ *     (consecutive threads, consecutive elements), R rows per block. The group reduce
+ *     is a butterfly over the lanes, then one value per warp through shared memory
+ *     when G > 32 (cg_coop_group_reduce).
+ *   - columns mode (dims after the axis): block (32, Ry): the 32 threads of a warp take
+ *     32 adjacent rows (adjacent in memory), the Ry warps split the axis; the Ry
+ *     partials of a column meet in shared memory and every thread combines them in
+ *     order.
+ *
+ * Reductions that read other reductions (layer norm's variance reads the mean) run in
+ * later passes over the row; reductions of one pass share its loop. Every thread of a
+ * group ends a pass holding the results in thread-private variables, and each later
+ * phase hands them to the evaluator through the memo, so a ReduceBroadcasted chain
+ * (softmax, layer norm) writes its row in the same launch. Rows are re-read from
+ * memory on each pass (L1/L2 keep a block's row close). Results are bitwise the same
+ * run to run: the tree depends on the launch's geometry alone.
+ *
+ * Split: a kernel with one reduction whose result is not broadcast may split long
+ * rows (or columns) over grid.y = S blocks. Each block writes its partial to the
+ * launch's scratch, then bumps the row's counter; the block that brings it to S
+ * combines the S partials in index order, writes the result and puts the counter
+ * back to 0. No float atomics: the order is fixed.
+ *
+ * The launch rule (reduce_rule) is documented beside it. */
+
+enum {
+	RED_TARGET_BLOCKS = 528,  /* 4 blocks per SM of the H200 (132 SMs) */
+};
+
+/* The pass of each reduction: 0 when its input reads no reduction of the kernel,
+ * else one more than the latest it reads. Returns the number of reductions upstream
+ * of tensor t along the longest path (memo per tensor; -1 unknown). */
+static int upstream(CgKb *kb, CgRed *r, int t, int *memo)
+{
+	int p = kb->producer[t];
+	if (p < 0)
+		return 0;
+	if (memo[t] >= 0)
+		return memo[t];
+	const RelOp *op = &kb->spec->ops[p];
+	int res = 0;
+	if (ir_ops[op->kind].family == FAM_REDUCE) {
+		int lv = upstream(kb, r, op->t[0].id, memo);
+		res = lv + 1;
+	} else {
+		for (int i = 0; i < op->nin; i++) {
+			int u = upstream(kb, r, op->t[i].id, memo);
+			if (u > res)
+				res = u;
+		}
+	}
+	memo[t] = res;
+	return res;
+}
+
+bool cg_reduce_plan(CgKb *kb, const CgKernelSpec *s, int rank, const uint32_t *ref, CgRed *r)
+{
+	memset(r, 0, sizeof *r);
+	int ax = -1;
+	for (int i = 0; i < s->nops; i++) {
+		const RelOp *op = &s->ops[i];
+		OpFamily f = ir_ops[op->kind].family;
+		if (f == FAM_MATMUL || f == FAM_JOIN || f == FAM_MODULE)
+			return false;
+		if (f != FAM_REDUCE)
+			continue;
+		if (op->t[0].rank != rank || r->nred == CG_RED_MAX)
+			return false;
+		if (ax >= 0 && op->attr.axis != ax)
+			return false;
+		ax = op->attr.axis;
+		r->red[r->nred++] = i;
+	}
+	if (r->nred == 0 || ax < 0 || ax >= rank)
+		return false;
+	uint32_t n = s->ops[r->red[0]].t[0].shape[ax];
+	for (int k = 0; k < r->nred; k++) {
+		const RelTensor *in = &s->ops[r->red[k]].t[0];
+		if (in->shape[ax] != n)
+			return false;
+		for (int d = 0; d < rank; d++)
+			if (d != ax && in->shape[d] != 0 && in->shape[d] != ref[d])
+				return false;
+	}
+	if (ref[ax] != 0 && ref[ax] != n)
+		return false;
+	r->axis = ax;
+	r->rank = rank;
+	r->n = n;
+	r->bcast = ref[ax] != 0;
+	memcpy(r->full, ref, sizeof *ref * (size_t)rank);
+	r->full[ax] = n;
+	for (int d = ax + 1; d < rank; d++)
+		r->column |= r->full[d] != 0;
+	int *memo = xmalloc(sizeof *memo * ((size_t)kb->ntensors + 1));
+	for (int i = 0; i <= kb->ntensors; i++)
+		memo[i] = -1;
+	for (int k = 0; k < r->nred; k++) {
+		r->level[k] = upstream(kb, r, s->ops[r->red[k]].t[0].id, memo);
+		if (r->level[k] + 1 > r->npass)
+			r->npass = r->level[k] + 1;
+	}
+	free(memo);
+	r->split = !r->bcast && r->nred == 1;
+	/* rows mode: 16-byte loads of the tensors read along the whole row, when the kernel
+	 * has no view (a lane's element is then the next one in memory) */
+	r->vec = 1;
+	bool views = false;
+	int maxsize = 1;
+	for (int i = 0; i < s->nops && !r->column && n != 0; i++) {
+		const RelOp *op = &s->ops[i];
+		views |= ir_ops[op->kind].family == FAM_VIEW;
+		for (int k = 0; k < op->nin; k++) {
+			const RelTensor *t = &op->t[k];
+			if (kb->producer[t->id] >= 0 || t->rank != rank || t->shape[ax] != n)
+				continue;
+			bool seen = false;
+			for (int q = 0; q < r->nvt; q++)
+				seen |= r->vt[q] == t->id;
+			if (seen)
+				continue;
+			if (r->nvt == CG_RED_MAX) {
+				views = true;
+				break;
+			}
+			r->vt[r->nvt++] = t->id;
+			if (ir_dtype_size((DType)t->dtype) > maxsize)
+				maxsize = ir_dtype_size((DType)t->dtype);
+		}
+	}
+	if (!views && r->nvt > 0)
+		r->vec = 16 / maxsize;
+	for (int k = 0; k < r->nred; k++) {
+		OpKind kind = (OpKind)s->ops[r->red[k]].kind;
+		r->has_arg |= kind == OP_ARGMAX || kind == OP_ARGMIN;
+	}
+	return true;
+}
+
+/* ---- the launch rule -------------------------------------------------------- */
+
+static int64_t pow2ceil(int64_t v)
+{
+	int64_t p = 1;
+	while (p < v)
+		p *= 2;
+	return p;
+}
+
+static int64_t ceil_div(int64_t a, int64_t b)
+{
+	return (a + b - 1) / b;
+}
+
+static int64_t round16(int64_t v)
+{
+	return (v + 15) / 16 * 16;
+}
+
+/* Threads per row in rows mode, for rows of n elements:
+ *   n <= 32       the next power of two (several rows per warp, 256 threads a block)
+ *   n <= 1024     32: a warp per row, 8 rows a block
+ *   larger        a block per row of pow2ceil(n / RED_ELEMS) threads, 64 to 512
+ * RED_ELEMS (elements per thread for block-per-row rows) was measured on the H200:
+ * docs/benchmarks.md, "Reductions". */
+int64_t cg_reduce_row_threads(int64_t n)
+{
+	if (n <= 32)
+		return pow2ceil(n < 1 ? 1 : n);
+	if (n <= 1024)
+		return 32;
+	int64_t g = pow2ceil(ceil_div(n, CG_RED_ELEMS));
+	return g < 64 ? 64 : g > CG_RED_THREADS ? CG_RED_THREADS : g;
+}
+
+/* The launch rule of cooperative reduce kernels (CgLaunch.arg: column, split, arg,
+ * axis, rank, then the full shape ids):
+ *   rows mode: block (G, R) with G = cg_reduce_row_threads(n), R = 256 / G rows per
+ *     block when G < 256 (else 1); grid.x = ceil(rows / R).
+ *   columns mode: block (32, Ry), Ry = min(16, pow2ceil(n)); grid.x = one block per 32
+ *     adjacent columns.
+ *   split (one reduction, not broadcast): when grid.x is below RED_TARGET_BLOCKS and
+ *     the rows are long, grid.y = S = min(ceil(RED_TARGET_BLOCKS / grid.x), n / (8
+ *     threads' worth), G or 64), rows mode then with G = 512. The scratch holds a u32
+ *     counter per row (columns: per block of columns), 16-byte aligned, then S 8-byte
+ *     partials per output element, then S 8-byte indices (argmax/argmin). */
+static void reduce_rule(const CgKernel *k, const int64_t *dims, int ndims, CgDims *o)
+{
+	const int64_t *a = k->launch.arg;
+	bool column = a[0], split = a[1], arg = a[2];
+	int ax = (int)a[3], rank = (int)a[4];
+	int64_t d[IR_MAX_RANK] = {0};
+	for (int i = 0; i < rank && i < IR_MAX_RANK; i++) {
+		uint32_t id = (uint32_t)a[5 + i];
+		d[i] = id == 0 || (int)id >= ndims ? 1 : dims[id];
+	}
+	int64_t n = d[ax], rows = 1, outer = 1, inner = 1;
+	for (int i = 0; i < rank; i++) {
+		if (i == ax)
+			continue;
+		rows *= d[i];
+		if (i < ax)
+			outer *= d[i];
+		else
+			inner *= d[i];
+	}
+	int64_t S = 1, counters = 0;
+	const int64_t cap = (int64_t)1 << 30;
+	if (!column) {
+		int64_t G = cg_reduce_row_threads(n);
+		if (split && rows < RED_TARGET_BLOCKS && n > CG_RED_THREADS * 8 * 2) {
+			G = CG_RED_THREADS;
+			S = ceil_div(RED_TARGET_BLOCKS, rows);
+			if (S > n / (G * 8))
+				S = n / (G * 8);
+			if (S > G)
+				S = G;
+			if (S < 1)
+				S = 1;
+		}
+		int64_t R = G < 256 ? 256 / G : 1;
+		if (S > 1)
+			R = 1;
+		int64_t g = ceil_div(rows, R);
+		o->grid[0] = g < 1 ? 1 : g > cap ? cap : g;
+		o->block[0] = (int)G;
+		o->block[1] = (int)R;
+		counters = rows;
+	} else {
+		int64_t Ry = pow2ceil(n);
+		if (Ry > CG_RED_THREADS / 32)
+			Ry = CG_RED_THREADS / 32;
+		int64_t tiles = outer * ceil_div(inner, 32);
+		if (split && tiles < RED_TARGET_BLOCKS) {
+			S = ceil_div(RED_TARGET_BLOCKS, tiles);
+			if (S > n / (Ry * 8))
+				S = n / (Ry * 8);
+			if (S > 64)
+				S = 64;
+			if (S < 1)
+				S = 1;
+		}
+		o->grid[0] = tiles < 1 ? 1 : tiles > cap ? cap : tiles;
+		o->block[0] = 32;
+		o->block[1] = (int)Ry;
+		counters = tiles;
+	}
+	o->grid[1] = S;
+	if (S > 1)
+		o->scratch_bytes = round16(4 * counters) + rows * S * 8 * (arg ? 2 : 1);
+	else if (split)
+		o->scratch_bytes = 16;   /* the parameter exists; nothing is used */
+	o->threads = (int64_t)o->grid[0] * o->grid[1] * o->block[0] * o->block[1];
+}
+
+/* ---- the kernel -------------------------------------------------------------- */
+
+typedef struct {
+	CgKb *kb;
+	CgCoop *c;
+	const CgRed *r;
+	const uint32_t *ref;
+	uint32_t rows_shape[IR_MAX_RANK];
+	CgVar acc[CG_RED_MAX][2];   /* value, and index for argmax/argmin */
+	bool done[CG_RED_MAX];
+	/* uniform */
+	LLVMValueRef n, nrows, outer, inner, G, R, S, s, lo, hi, unit;
+	LLVMValueRef vok;             /* i1: the rows' vector path may run */
+	LLVMValueRef colsh;           /* columns mode: the shared buffer of column_reduce */
+	int vlanes;                   /* bodies: 0 scalar, else positions are V-groups */
+	/* per phase */
+	LLVMValueRef row, valid, lane, stride, pos[IR_MAX_RANK];
+} Red;
+
+static const RelOp *red_op(Red *x, int k)
+{
+	return &x->kb->spec->ops[x->r->red[k]];
+}
+
+static DType acc_dtype(const RelOp *op)
+{
+	DType it = (DType)op->t[0].dtype;
+	return ir_dtype_is_float(it) ? it : DT_I64;
+}
+
+static bool is_arg(const RelOp *op)
+{
+	return op->kind == OP_ARGMAX || op->kind == OP_ARGMIN;
+}
+
+static LLVMValueRef sentinel(CgKb *kb)
+{
+	return cg_i64(kb, INT64_MAX);
+}
+
+/* The identity of op's accumulation, and (args) the sentinel index. */
+static void identity(CgKb *kb, const RelOp *op, LLVMValueRef *v)
+{
+	OpKind k = (OpKind)op->kind;
+	DType it = (DType)op->t[0].dtype, t = acc_dtype(op);
+	bool max = k == OP_MAX_DIM || k == OP_ARGMAX;
+	LLVMValueRef init;
+	if (k == OP_SUM || k == OP_MEAN)
+		init = cg_zero(kb, t);
+	else if (k == OP_PROD)
+		init = cg_one(kb, t);
+	else
+		init = cg_convert(kb, cg_extreme(kb, it, max), it, t);
+	v[0] = init;
+	v[1] = is_arg(op) ? sentinel(kb) : NULL;
+}
+
+/* acc (+) other for op; both hold (value, index). Commutative, ties of argmax/argmin
+ * to the lower index, a NaN counts as the extreme, the sentinel index loses. */
+static void combine(CgCoop *c, LLVMValueRef *acc, const LLVMValueRef *o, void *ctx)
+{
+	CgKb *kb = c->kb;
+	LLVMBuilderRef b = kb->b;
+	const RelOp *op = ctx;
+	OpKind k = (OpKind)op->kind;
+	DType t = acc_dtype(op);
+	bool max = k == OP_MAX_DIM || k == OP_ARGMAX;
+	switch (k) {
+	case OP_SUM: case OP_MEAN:
+		acc[0] = cg_binary_value(kb, OP_ADD, t, acc[0], o[0]);
+		return;
+	case OP_PROD:
+		acc[0] = cg_binary_value(kb, OP_MUL, t, acc[0], o[0]);
+		return;
+	case OP_MAX_DIM: case OP_MIN_DIM:
+		acc[0] = cg_select_max(kb, t, acc[0], o[0], max);
+		return;
+	default:
+		break;
+	}
+	LLVMValueRef a = acc[0], bv = o[0], ai = acc[1], bi = o[1];
+	LLVMValueRef lower = LLVMBuildICmp(b, LLVMIntSLT, bi, ai, "");  /* b's index first */
+	LLVMValueRef take;   /* take b */
+	if (ir_dtype_is_float(t)) {
+		LLVMValueRef better = LLVMBuildFCmp(b, max ? LLVMRealOGT : LLVMRealOLT, bv, a, "");
+		LLVMValueRef eq = LLVMBuildFCmp(b, LLVMRealOEQ, bv, a, "");
+		LLVMValueRef an = LLVMBuildFCmp(b, LLVMRealUNO, a, a, "");
+		LLVMValueRef bn = LLVMBuildFCmp(b, LLVMRealUNO, bv, bv, "");
+		/* both NaN or equal: the lower index; one NaN: that one; else the better */
+		LLVMValueRef same = LLVMBuildOr(b, eq, LLVMBuildAnd(b, an, bn, ""), "");
+		LLVMValueRef onlyb = LLVMBuildAnd(b, bn, LLVMBuildNot(b, an, ""), "");
+		LLVMValueRef plain = LLVMBuildAnd(b, better, LLVMBuildNot(b, an, ""), "");
+		take = LLVMBuildOr(b, LLVMBuildAnd(b, same, lower, ""), LLVMBuildOr(b, onlyb, plain, ""), "");
+	} else {
+		LLVMValueRef better = LLVMBuildICmp(b, max ? LLVMIntSGT : LLVMIntSLT, bv, a, "");
+		LLVMValueRef eq = LLVMBuildICmp(b, LLVMIntEQ, bv, a, "");
+		take = LLVMBuildOr(b, better, LLVMBuildAnd(b, eq, lower, ""), "");
+	}
+	/* an empty side (sentinel index) never wins */
+	LLVMValueRef aempty = LLVMBuildICmp(b, LLVMIntEQ, ai, sentinel(kb), "");
+	LLVMValueRef bempty = LLVMBuildICmp(b, LLVMIntEQ, bi, sentinel(kb), "");
+	take = LLVMBuildAnd(b, LLVMBuildOr(b, take, aempty, ""), LLVMBuildNot(b, bempty, ""), "");
+	acc[0] = LLVMBuildSelect(b, take, bv, a, "");
+	acc[1] = LLVMBuildSelect(b, take, bi, ai, "");
+}
+
+/* The reduction's result (in the output's compute type) from its accumulator. */
+static LLVMValueRef finalize(Red *x, int k, LLVMValueRef v, LLVMValueRef idx)
+{
+	CgKb *kb = x->kb;
+	const RelOp *op = red_op(x, k);
+	DType t = acc_dtype(op), ot = (DType)op->t[op->nin].dtype;
+	if (is_arg(op))
+		return cg_convert(kb, idx, DT_I64, ot);
+	if (op->kind == OP_MEAN)
+		v = cg_binary_value(kb, OP_DIV, t, v, cg_convert(kb, x->n, DT_I64,
+				    t == DT_F16 || t == DT_BF16 ? DT_F32 : t));
+	return cg_convert(kb, v, t, ot);
+}
+
+/* Start of a phase: this thread's row, whether it exists, its position in the row's
+ * group, and the memo seeded with the reductions finished so far. */
+static void row_begin(Red *x, LLVMValueRef unit)
+{
+	CgKb *kb = x->kb;
+	CgCoop *c = x->c;
+	LLVMBuilderRef b = kb->b;
+	const CgRed *r = x->r;
+	if (!r->column) {
+		x->row = LLVMBuildAdd(b, LLVMBuildMul(b, unit, x->R, ""), c->tidx[1], "row");
+		x->valid = LLVMBuildICmp(b, LLVMIntULT, x->row, x->nrows, "");
+		x->lane = c->tidx[0];
+		x->stride = x->G;
+	} else {
+		LLVMValueRef itiles = LLVMBuildUDiv(b, LLVMBuildAdd(b, x->inner, cg_i64(kb, 31), ""),
+						    cg_i64(kb, 32), "");
+		LLVMValueRef o = LLVMBuildUDiv(b, unit, itiles, "");
+		LLVMValueRef i = LLVMBuildAdd(b, LLVMBuildMul(b, LLVMBuildURem(b, unit, itiles, ""),
+							      cg_i64(kb, 32), ""), c->tidx[0], "");
+		x->valid = LLVMBuildICmp(b, LLVMIntULT, i, x->inner, "");
+		x->row = LLVMBuildAdd(b, LLVMBuildMul(b, o, x->inner, ""), i, "row");
+		x->lane = c->tidx[1];
+		x->stride = x->R;
+	}
+	/* positions: rows_shape has the axis at size 1; an invalid row reads nothing */
+	LLVMValueRef safe = LLVMBuildSelect(b, x->valid, x->row, cg_i64(kb, 0), "");
+	CgIdx ri = cg_idx_of(r->rank, x->rows_shape);
+	ri.flat = safe;
+	cg_idx_dims(kb, &ri);
+	for (int d = 0; d < r->rank; d++)
+		x->pos[d] = d == r->axis ? cg_i64(kb, 0) : ri.i[d];
+	for (int k = 0; k < r->nred; k++) {
+		if (!x->done[k])
+			continue;
+		const RelOp *op = red_op(x, k);
+		const RelTensor *out = &op->t[op->nin];
+		CgIdx oi = cg_idx_of(out->rank, out->shape);
+		oi.has_dims = true;
+		for (int d = 0; d < out->rank; d++)
+			oi.i[d] = out->shape[d] == 0 ? cg_i64(kb, 0) : x->pos[d];
+		LLVMValueRef v = cg_coop_get(c, x->acc[k][0]);
+		LLVMValueRef idx = is_arg(op) ? cg_coop_get(c, x->acc[k][1]) : NULL;
+		LLVMValueRef f = finalize(x, k, v, idx);
+		for (int lane = -1; lane < (r->vec > 1 ? r->vec : 0); lane++) {
+			oi.lane = lane;   /* the vector path asks per lane */
+			cg_memo_add(kb, out->id, &oi, f);
+		}
+	}
+}
+
+/* The index of the full iteration space at this row and position j of the axis. */
+static CgIdx at_axis(Red *x, const uint32_t *shape, LLVMValueRef j)
+{
+	CgIdx e = cg_idx_of(x->r->rank, shape);
+	e.has_dims = true;
+	for (int d = 0; d < x->r->rank; d++)
+		e.i[d] = d == x->r->axis ? j : shape[d] == 0 ? cg_i64(x->kb, 0) : x->pos[d];
+	return e;
+}
+
+/* Accumulate the reductions ks[q0..q1) at positions j[0..nj) of the row, in order:
+ * every value is evaluated (loaded) first, then combined, so the loads of one trip
+ * are in flight together. */
+static void accumulate(Red *x, const int *ks, int q0, int q1, LLVMValueRef *j, int nj,
+		       LLVMValueRef (*acc)[2])
+{
+	CgKb *kb = x->kb;
+	int V = x->vlanes ? x->vlanes : 1;
+	LLVMValueRef v[CG_RED_UNROLL * 16][2], at[CG_RED_UNROLL * 16];
+	for (int u = 0; u < nj; u++) {
+		if (x->vlanes)
+			memset(kb->vload, 0, sizeof *kb->vload * (size_t)kb->ntensors);
+		for (int l = 0; l < V; l++) {
+			int e0 = u * V + l;
+			at[e0] = x->vlanes ? LLVMBuildAdd(kb->b, j[u], cg_i64(kb, l), "") : j[u];
+			for (int q = q0; q < q1; q++) {
+				const RelOp *op = red_op(x, ks[q]);
+				const RelTensor *in = &op->t[0];
+				CgIdx e = at_axis(x, in->shape, at[e0]);
+				e.lane = x->vlanes ? l : -1;
+				v[e0][q - q0] = cg_convert(kb, cg_eval(kb, in->id, &e),
+							   (DType)in->dtype, acc_dtype(op));
+			}
+		}
+	}
+	for (int e0 = 0; e0 < nj * V; e0++)
+		for (int q = q0; q < q1; q++) {
+			LLVMValueRef other[2] = {v[e0][q - q0], at[e0]};
+			combine(x->c, acc[q - q0], other, (void *)red_op(x, ks[q]));
+		}
+	if (x->vlanes)
+		memset(kb->vload, 0, sizeof *kb->vload * (size_t)kb->ntensors);
+}
+
+/* for (j = start; j < end; j += stride) body, CG_RED_UNROLL positions a trip, then
+ * one at a time; carries[] (nc of them) go through both loops. */
+typedef void (*RowBody)(Red *x, LLVMValueRef *j, int nj, LLVMValueRef *carry, void *ctx);
+
+static void row_loop(Red *x, LLVMValueRef start, LLVMValueRef end, LLVMValueRef stride,
+		     LLVMValueRef *carry, int nc, RowBody body, void *ctx)
+{
+	CgKb *kb = x->kb;
+	LLVMBuilderRef b = kb->b;
+	/* positions a trip: the vector path 1 (V elements, one 16-byte load per row
+	 * tensor); the scalar path CG_RED_UNROLL, or 1 where it is only the fallback of a
+	 * vector path (registers: docs/benchmarks.md) */
+	const int U = x->vlanes || x->r->vec > 1 ? 1 : CG_RED_UNROLL;
+	LLVMValueRef span = LLVMBuildMul(b, stride, cg_i64(kb, U - 1), "");
+	CgLoop l;
+	cg_loop_begin(kb, &l, start, LLVMBuildSub(b, end, span, ""),
+		      LLVMBuildMul(b, stride, cg_i64(kb, U), ""));
+	LLVMValueRef phi[4], cur[4];
+	for (int k = 0; k < nc; k++)
+		cur[k] = phi[k] = cg_carry(kb, &l, carry[k]);
+	LLVMValueRef js[CG_RED_UNROLL];
+	for (int u = 0; u < U; u++)
+		js[u] = u == 0 ? l.i : LLVMBuildAdd(b, l.i, LLVMBuildMul(b, stride, cg_i64(kb, u), ""), "");
+	body(x, js, U, cur, ctx);
+	for (int k = 0; k < nc; k++)
+		cg_carry_next(kb, &l, phi[k], cur[k]);
+	cg_loop_end(kb, &l);
+	CgLoop t;
+	cg_loop_begin(kb, &t, l.i, end, stride);
+	for (int k = 0; k < nc; k++)
+		cur[k] = phi[k] = cg_carry(kb, &t, phi[k]);
+	body(x, &t.i, 1, cur, ctx);
+	for (int k = 0; k < nc; k++)
+		cg_carry_next(kb, &t, phi[k], cur[k]);
+	cg_loop_end(kb, &t);
+	for (int k = 0; k < nc; k++)
+		carry[k] = phi[k];
+}
+
+/* Run a row loop over [start, end) by `stride` (one thread's share) twice: the vector
+ * path (V-groups of elements, 16-byte loads) when x->vok, else the scalar one. `done`
+ * runs after either, in its branch (it stores the carries to variables). */
+typedef void (*RowDone)(Red *x, LLVMValueRef *carry, void *ctx);
+
+static void row_loops(Red *x, LLVMValueRef start, LLVMValueRef end, LLVMValueRef stride,
+		      const LLVMValueRef *init, int nc, RowBody body, RowDone done, void *ctx)
+{
+	CgKb *kb = x->kb;
+	LLVMBuilderRef b = kb->b;
+	LLVMValueRef carry[4];
+	LLVMBasicBlockRef join = NULL;
+	if (x->r->vec > 1) {
+		int V = x->r->vec;
+		LLVMBasicBlockRef vb = LLVMAppendBasicBlockInContext(kb->m->ctx, kb->fn, "rowvec");
+		LLVMBasicBlockRef sb = LLVMAppendBasicBlockInContext(kb->m->ctx, kb->fn, "rowscalar");
+		join = LLVMAppendBasicBlockInContext(kb->m->ctx, kb->fn, "rowjoin");
+		LLVMBuildCondBr(b, x->vok, vb, sb);
+		LLVMPositionBuilderAtEnd(b, vb);
+		int mark = cg_memo_mark(kb);
+		memcpy(carry, init, sizeof *carry * (size_t)nc);
+		x->vlanes = V;
+		kb->vrow = true;
+		/* thread lane takes groups lane, lane + G, ... : elements (lo + lane*V ..) */
+		LLVMValueRef vstart = LLVMBuildAdd(b, LLVMBuildSub(b, start, x->lane, ""),
+						   LLVMBuildMul(b, x->lane, cg_i64(kb, V), ""), "");
+		row_loop(x, vstart, end, LLVMBuildMul(b, stride, cg_i64(kb, V), ""), carry, nc,
+			 body, ctx);
+		x->vlanes = 0;
+		kb->vrow = false;
+		if (done)
+			done(x, carry, ctx);
+		cg_memo_release(kb, mark);
+		LLVMBuildBr(b, join);
+		LLVMPositionBuilderAtEnd(b, sb);
+	}
+	memcpy(carry, init, sizeof *carry * (size_t)nc);
+	row_loop(x, start, end, stride, carry, nc, body, ctx);
+	if (done)
+		done(x, carry, ctx);
+	if (join) {
+		LLVMBuildBr(b, join);
+		LLVMPositionBuilderAtEnd(b, join);
+	}
+}
+
+typedef struct {
+	const int *ks;
+	int q0, q1;
+} PassCtx;
+
+static void pass_body(Red *x, LLVMValueRef *j, int nj, LLVMValueRef *carry, void *ctx)
+{
+	PassCtx *p = ctx;
+	LLVMValueRef acc[2][2];
+	int k = 0;
+	for (int q = p->q0; q < p->q1; q++) {
+		acc[q - p->q0][0] = carry[k++];
+		acc[q - p->q0][1] = is_arg(red_op(x, p->ks[q])) ? carry[k++] : NULL;
+	}
+	accumulate(x, p->ks, p->q0, p->q1, j, nj, acc);
+	k = 0;
+	for (int q = p->q0; q < p->q1; q++) {
+		carry[k++] = acc[q - p->q0][0];
+		if (acc[q - p->q0][1])
+			carry[k++] = acc[q - p->q0][1];
+	}
+}
+
+static void pass_done(Red *x, LLVMValueRef *carry, void *ctx)
+{
+	PassCtx *p = ctx;
+	int nc = 0;
+	for (int q = p->q0; q < p->q1; q++) {
+		cg_coop_set(x->c, x->acc[p->ks[q]][0], carry[nc++]);
+		if (is_arg(red_op(x, p->ks[q])))
+			cg_coop_set(x->c, x->acc[p->ks[q]][1], carry[nc++]);
+	}
+}
+
+/* One pass: every reduction of level `lv` accumulated over [lo, hi) of the row. */
+static void pass(Red *x, int lv, LLVMValueRef unit)
+{
+	CgKb *kb = x->kb;
+	CgCoop *c = x->c;
+	LLVMBuilderRef b = kb->b;
+	const CgRed *r = x->r;
+	cg_coop_phase_begin(c);
+	row_begin(x, unit);
+	LLVMValueRef start = LLVMBuildAdd(b, x->lo, x->lane, "");
+	LLVMValueRef end = LLVMBuildSelect(b, x->valid, x->hi, cg_i64(kb, 0), "");
+	int ks[CG_RED_MAX], nk = 0;
+	for (int k = 0; k < r->nred; k++)
+		if (r->level[k] == lv)
+			ks[nk++] = k;
+	/* two reductions a loop at most: four carries (value, index) */
+	for (int q0 = 0; q0 < nk; q0 += 2) {
+		int q1 = q0 + 2 < nk ? q0 + 2 : nk;
+		LLVMValueRef carry[4];
+		int nc = 0;
+		for (int q = q0; q < q1; q++) {
+			LLVMValueRef init[2];
+			identity(kb, red_op(x, ks[q]), init);
+			carry[nc++] = init[0];
+			if (init[1])
+				carry[nc++] = init[1];
+		}
+		PassCtx pc = {ks, q0, q1};
+		row_loops(x, start, end, x->stride, carry, nc, pass_body, pass_done, &pc);
+	}
+	cg_coop_phase_end(c);
+}
+
+/* Columns mode: combine the Ry partials of each column (threads with one tx) through
+ * shared memory; every thread ends with its column's values, combined in ty order. */
+static void column_reduce(Red *x, CgVar *v, int nv, const RelOp *op)
+{
+	CgKb *kb = x->kb;
+	CgCoop *c = x->c;
+	LLVMBuilderRef b = kb->b;
+	/* one shared buffer for every column reduction of the kernel: 8-byte slots, the
+	 * values at [0, 512), the indices at [512, 1024) (the barrier at the end lets the
+	 * next reduction reuse it) */
+	if (!x->colsh)
+		x->colsh = cg_coop_shared(c, kb->m->t_i64, 1024);
+	LLVMValueRef sh[2];
+	for (int q = 0; q < nv; q++) {
+		LLVMValueRef idx[2] = {cg_i64(kb, 0), cg_i64(kb, 512 * q)};
+		sh[q] = LLVMBuildGEP2(b, LLVMArrayType2(kb->m->t_i64, 1024), x->colsh, idx, 2, "");
+	}
+	cg_coop_phase_begin(c);
+	for (int q = 0; q < nv; q++) {
+		LLVMValueRef idx[2] = {cg_i64(kb, 0), c->tid};
+		LLVMBuildStore(b, cg_coop_get(c, v[q]),
+			       LLVMBuildGEP2(b, kb->m->t_i64, sh[q], &idx[1], 1, ""));
+	}
+	cg_coop_phase_end(c);
+	cg_coop_barrier(c);
+	cg_coop_phase_begin(c);
+	LLVMValueRef a0[2];
+	for (int q = 0; q < nv; q++) {
+		LLVMValueRef idx[2] = {cg_i64(kb, 0), c->tidx[0]};
+		a0[q] = LLVMBuildLoad2(b, v[q].type,
+			LLVMBuildGEP2(b, kb->m->t_i64, sh[q], &idx[1], 1, ""), "");
+	}
+	CgLoop l;
+	cg_loop_begin(kb, &l, cg_i64(kb, 1), x->R, cg_i64(kb, 1));
+	LLVMValueRef carry[2] = {0}, o[2] = {0}, acc[2] = {0};
+	for (int q = 0; q < nv; q++)
+		carry[q] = cg_carry(kb, &l, a0[q]);
+	LLVMValueRef slot = LLVMBuildAdd(b, LLVMBuildMul(b, l.i, cg_i64(kb, 32), ""), c->tidx[0], "");
+	for (int q = 0; q < nv; q++) {
+		LLVMValueRef idx[2] = {cg_i64(kb, 0), slot};
+		o[q] = LLVMBuildLoad2(b, v[q].type,
+			LLVMBuildGEP2(b, kb->m->t_i64, sh[q], &idx[1], 1, ""), "");
+		acc[q] = carry[q];
+	}
+	combine(c, acc, o, (void *)op);
+	for (int q = 0; q < nv; q++)
+		cg_carry_next(kb, &l, carry[q], acc[q]);
+	cg_loop_end(kb, &l);
+	for (int q = 0; q < nv; q++)
+		cg_coop_set(c, v[q], carry[q]);
+	cg_coop_phase_end(c);
+	cg_coop_barrier(c);
+}
+
+static void group_reduce(Red *x, int k)
+{
+	const RelOp *op = red_op(x, k);
+	int nv = is_arg(op) ? 2 : 1;
+	if (x->r->column)
+		column_reduce(x, x->acc[k], nv, op);
+	else
+		cg_coop_group_reduce(x->c, x->acc[k], nv, x->G, combine, (void *)op);
+}
+
+/* if (cond) { ... } in the current block; returns the join block. */
+static LLVMBasicBlockRef branch_if(CgKb *kb, LLVMValueRef cond, const char *name)
+{
+	LLVMBasicBlockRef then = LLVMAppendBasicBlockInContext(kb->m->ctx, kb->fn, name);
+	LLVMBasicBlockRef join = LLVMAppendBasicBlockInContext(kb->m->ctx, kb->fn, "endif");
+	LLVMBuildCondBr(kb->b, cond, then, join);
+	LLVMPositionBuilderAtEnd(kb->b, then);
+	return join;
+}
+
+static void end_if(CgKb *kb, LLVMBasicBlockRef join)
+{
+	LLVMBuildBr(kb->b, join);
+	LLVMPositionBuilderAtEnd(kb->b, join);
+}
+
+typedef struct {
+	const int *wr;
+	int nw;
+} WriteCtx;
+
+static void write_body(Red *x, LLVMValueRef *j, int nj, LLVMValueRef *carry, void *ctx)
+{
+	(void)carry;
+	WriteCtx *w = ctx;
+	CgKb *kb = x->kb;
+	int V = x->vlanes ? x->vlanes : 1;
+	for (int u = 0; u < nj; u++) {
+		if (x->vlanes)
+			memset(kb->vload, 0, sizeof *kb->vload * (size_t)kb->ntensors);
+		for (int l = 0; l < V; l++) {
+			LLVMValueRef jl = x->vlanes ? LLVMBuildAdd(kb->b, j[u], cg_i64(kb, l), "") : j[u];
+			CgIdx e = at_axis(x, x->ref, jl);
+			e.lane = x->vlanes ? l : -1;
+			cg_store_written(kb, &e, w->wr, w->nw);
+		}
+	}
+	if (x->vlanes)
+		memset(kb->vload, 0, sizeof *kb->vload * (size_t)kb->ntensors);
+}
+
+
+/* Write the row: the whole axis when the results are broadcast back over it, else
+ * the one position (by the group's first thread). */
+static void write_rows(Red *x, LLVMValueRef unit, const int *wr, int nw)
+{
+	CgKb *kb = x->kb;
+	CgCoop *c = x->c;
+	LLVMBuilderRef b = kb->b;
+	cg_coop_phase_begin(c);
+	row_begin(x, unit);
+	if (x->r->bcast) {
+		LLVMValueRef end = LLVMBuildSelect(b, x->valid, x->n, cg_i64(kb, 0), "");
+		WriteCtx wc = {wr, nw};
+		row_loops(x, x->lane, end, x->stride, NULL, 0, write_body, NULL, &wc);
+	} else {
+		LLVMValueRef first = LLVMBuildICmp(b, LLVMIntEQ, x->lane, cg_i64(kb, 0), "");
+		LLVMBasicBlockRef join = branch_if(kb, LLVMBuildAnd(b, x->valid, first, ""), "write");
+		CgIdx e = at_axis(x, x->ref, cg_i64(kb, 0));
+		cg_store_written(kb, &e, wr, nw);
+		end_if(kb, join);
+	}
+	cg_coop_phase_end(c);
+}
+
+static LLVMValueRef scratch_at(Red *x, LLVMValueRef byte_offset)
+{
+	return LLVMBuildGEP2(x->kb->b, x->kb->m->t_i8, x->c->scratch[0], &byte_offset, 1, "");
+}
+
+static void fence(Red *x)
+{
+	if (x->c->gpu)
+		cg_intrinsic(x->kb, "llvm.nvvm.membar.gl", NULL, 0, NULL, 0);
+}
+
+/* Split rows or columns: partials to the scratch, the last block combines them. */
+static void split_finish(Red *x, LLVMValueRef unit, const int *wr, int nw)
+{
+	CgKb *kb = x->kb;
+	CgCoop *c = x->c;
+	CgModule *m = kb->m;
+	LLVMBuilderRef b = kb->b;
+	const RelOp *op = red_op(x, 0);
+	bool arg = is_arg(op);
+	CgVar *v = x->acc[0];
+	LLVMValueRef ncount = x->nrows;    /* counters: one per row, or per 32 columns */
+	if (x->r->column) {
+		LLVMValueRef itiles = LLVMBuildUDiv(b, LLVMBuildAdd(b, x->inner, cg_i64(kb, 31), ""),
+						    cg_i64(kb, 32), "");
+		ncount = LLVMBuildMul(b, x->outer, itiles, "");
+	}
+	LLVMValueRef cbytes = LLVMBuildAnd(b, LLVMBuildAdd(b, LLVMBuildMul(b, ncount, cg_i64(kb, 4), ""),
+							  cg_i64(kb, 15), ""), cg_i64(kb, ~(int64_t)15), "");
+	LLVMValueRef nslots = LLVMBuildMul(b, x->nrows, x->S, "");
+	LLVMValueRef ibase = LLVMBuildAdd(b, cbytes, LLVMBuildMul(b, nslots, cg_i64(kb, 8), ""), "");
+	LLVMValueRef flag = cg_coop_shared(c, m->t_i32, 1);
+	LLVMValueRef zero2[2] = {cg_i64(kb, 0), cg_i64(kb, 0)};
+	LLVMValueRef flagp = LLVMBuildGEP2(b, LLVMArrayType2(m->t_i32, 1), flag, zero2, 2, "");
+
+	/* the partial of this block, one per row (per column) */
+	cg_coop_phase_begin(c);
+	row_begin(x, unit);
+	LLVMValueRef first = LLVMBuildICmp(b, LLVMIntEQ, x->lane, cg_i64(kb, 0), "");
+	LLVMBasicBlockRef join = branch_if(kb, LLVMBuildAnd(b, x->valid, first, ""), "partial");
+	LLVMValueRef slot = LLVMBuildAdd(b, LLVMBuildMul(b, x->row, x->S, ""), x->s, "");
+	LLVMValueRef off = LLVMBuildAdd(b, cbytes, LLVMBuildMul(b, slot, cg_i64(kb, 8), ""), "");
+	LLVMBuildStore(b, cg_coop_get(c, v[0]), scratch_at(x, off));
+	if (arg) {
+		off = LLVMBuildAdd(b, ibase, LLVMBuildMul(b, slot, cg_i64(kb, 8), ""), "");
+		LLVMBuildStore(b, cg_coop_get(c, v[1]), scratch_at(x, off));
+	}
+	end_if(kb, join);
+	fence(x);
+	cg_coop_phase_end(c);
+	cg_coop_barrier(c);
+	/* one thread counts the block in */
+	cg_coop_phase_begin(c);
+	join = branch_if(kb, LLVMBuildICmp(b, LLVMIntEQ, c->tid, cg_i64(kb, 0), ""), "count");
+	LLVMValueRef cnt = LLVMBuildGEP2(b, m->t_i32, c->scratch[0], &unit, 1, "");
+	LLVMValueRef old = LLVMBuildAtomicRMW(b, LLVMAtomicRMWBinOpAdd, cnt, LLVMConstInt(m->t_i32, 1, 0),
+					      LLVMAtomicOrderingMonotonic, 0);
+	LLVMValueRef last = LLVMBuildICmp(b, LLVMIntEQ, LLVMBuildZExt(b, old, m->t_i64, ""),
+					  LLVMBuildSub(b, x->S, cg_i64(kb, 1), ""), "");
+	LLVMBuildStore(b, LLVMBuildZExt(b, last, m->t_i32, ""), flagp);
+	end_if(kb, join);
+	cg_coop_phase_end(c);
+	cg_coop_barrier(c);
+	LLVMValueRef lastv = LLVMBuildLoad2(b, m->t_i32, flagp, "");
+	LLVMSetVolatile(lastv, 1);
+	LLVMBasicBlockRef after = branch_if(kb, LLVMBuildICmp(b, LLVMIntNE, lastv,
+							     LLVMConstInt(m->t_i32, 0, 0), ""), "last");
+	fence(x);
+	/* the last block: combine the S partials of each row in index order */
+	cg_coop_phase_begin(c);
+	row_begin(x, unit);
+	LLVMValueRef init[2];
+	identity(kb, op, init);
+	LLVMValueRef base = LLVMBuildMul(b, LLVMBuildSelect(b, x->valid, x->row, cg_i64(kb, 0), ""),
+					 x->S, "");
+	LLVMValueRef endq = LLVMBuildSelect(b, x->valid, x->S, cg_i64(kb, 0), "");
+	CgLoop l;
+	/* rows: thread q takes partials q, q + G, ... then the group tree; columns: the
+	 * first thread of each column takes all S in order */
+	LLVMValueRef qstart = x->r->column ? cg_i64(kb, 0) : x->lane;
+	LLVMValueRef qstep = x->r->column ? cg_i64(kb, 1) : x->G;
+	if (x->r->column)
+		endq = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntEQ, x->lane, cg_i64(kb, 0), ""),
+				       endq, cg_i64(kb, 0), "");
+	cg_loop_begin(kb, &l, qstart, endq, qstep);
+	LLVMValueRef a0 = cg_carry(kb, &l, init[0]);
+	LLVMValueRef a1 = arg ? cg_carry(kb, &l, init[1]) : NULL;
+	LLVMValueRef sl = LLVMBuildAdd(b, base, l.i, "");
+	LLVMValueRef pv = LLVMBuildLoad2(b, v[0].type, scratch_at(x, LLVMBuildAdd(b, cbytes,
+					 LLVMBuildMul(b, sl, cg_i64(kb, 8), ""), "")), "");
+	LLVMSetVolatile(pv, 1);
+	LLVMValueRef pi = NULL;
+	if (arg) {
+		pi = LLVMBuildLoad2(b, m->t_i64, scratch_at(x, LLVMBuildAdd(b, ibase,
+				    LLVMBuildMul(b, sl, cg_i64(kb, 8), ""), "")), "");
+		LLVMSetVolatile(pi, 1);
+	}
+	LLVMValueRef acc[2] = {a0, a1}, other[2] = {pv, pi};
+	combine(c, acc, other, (void *)op);
+	cg_carry_next(kb, &l, a0, acc[0]);
+	if (arg)
+		cg_carry_next(kb, &l, a1, acc[1]);
+	cg_loop_end(kb, &l);
+	cg_coop_set(c, v[0], a0);
+	if (arg)
+		cg_coop_set(c, v[1], a1);
+	join = branch_if(kb, LLVMBuildICmp(b, LLVMIntEQ, c->tid, cg_i64(kb, 0), ""), "reset");
+	LLVMBuildStore(b, LLVMConstInt(m->t_i32, 0, 0), LLVMBuildGEP2(b, m->t_i32, c->scratch[0],
+								     &unit, 1, ""));
+	end_if(kb, join);
+	cg_coop_phase_end(c);
+	if (!x->r->column)
+		cg_coop_group_reduce(c, v, arg ? 2 : 1, x->G, combine, (void *)op);
+	write_rows(x, unit, wr, nw);
+	end_if(kb, after);
+	cg_coop_barrier(c);   /* the flag is read again by the next unit */
+}
+
+void cg_reduce_kernel(CgKb *kb, CgCoop *c, const CgRed *r, const uint32_t *ref, const int *wr,
+		      int nw, CgKernel *k)
+{
+	LLVMBuilderRef b = kb->b;
+	Red x0, *x = &x0;
+	memset(x, 0, sizeof *x);
+	x->kb = kb;
+	x->c = c;
+	x->r = r;
+	x->ref = ref;
+	memcpy(x->rows_shape, r->full, sizeof *r->full * (size_t)r->rank);
+	x->rows_shape[r->axis] = 0;
+	for (int q = 0; q < r->nred; q++) {
+		const RelOp *op = red_op(x, q);
+		x->acc[q][0] = cg_coop_var(c, cg_ctype(kb->m, acc_dtype(op)));
+		if (is_arg(op))
+			x->acc[q][1] = cg_coop_var(c, kb->m->t_i64);
+	}
+	x->n = cg_dim(kb, r->n);
+	x->nrows = cg_i64(kb, 1);
+	x->outer = cg_i64(kb, 1);
+	x->inner = cg_i64(kb, 1);
+	for (int d = 0; d < r->rank; d++) {
+		if (d == r->axis)
+			continue;
+		LLVMValueRef v = cg_dim(kb, r->full[d]);
+		x->nrows = LLVMBuildMul(b, x->nrows, v, "");
+		if (d < r->axis)
+			x->outer = LLVMBuildMul(b, x->outer, v, "");
+		else
+			x->inner = LLVMBuildMul(b, x->inner, v, "");
+	}
+	x->G = c->ntid[0];
+	x->R = c->ntid[1];
+	x->S = c->nctaid[1];
+	x->s = c->ctaid[1];
+	/* this block's part of the axis: [lo, hi) of ceil(n / S) elements */
+	LLVMValueRef chunk = LLVMBuildUDiv(b, LLVMBuildSub(b, LLVMBuildAdd(b, x->n, x->S, ""),
+							   cg_i64(kb, 1), ""), x->S, "");
+	x->lo = LLVMBuildMul(b, x->s, chunk, "");
+	LLVMValueRef hi = LLVMBuildAdd(b, x->lo, chunk, "");
+	x->hi = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSLT, hi, x->n, ""), hi, x->n, "");
+	/* the rows' vector path: row tensors 16-byte aligned, the row's part a multiple
+	 * of V elements (n, and lo, hi when split) */
+	kb->vec = r->vec;
+	kb->vrow_axis = r->axis;
+	if (r->vec > 1) {
+		LLVMValueRef mis = cg_i64(kb, 0);
+		for (int q = 0; q < r->nvt; q++)
+			mis = LLVMBuildOr(b, mis, LLVMBuildPtrToInt(b, kb->buf[r->vt[q]], kb->m->t_i64, ""), "");
+		mis = LLVMBuildAnd(b, mis, cg_i64(kb, 15), "");
+		LLVMValueRef vm = cg_i64(kb, r->vec - 1);
+		mis = LLVMBuildOr(b, mis, LLVMBuildAnd(b, LLVMBuildOr(b, x->n, LLVMBuildOr(b, x->lo,
+				  x->hi, ""), ""), vm, ""), "");
+		x->vok = LLVMBuildICmp(b, LLVMIntEQ, mis, cg_i64(kb, 0), "vok");
+	}
+	LLVMValueRef nunits;
+	if (!r->column) {
+		nunits = LLVMBuildUDiv(b, LLVMBuildSub(b, LLVMBuildAdd(b, x->nrows, x->R, ""),
+						       cg_i64(kb, 1), ""), x->R, "");
+	} else {
+		LLVMValueRef itiles = LLVMBuildUDiv(b, LLVMBuildAdd(b, x->inner, cg_i64(kb, 31), ""),
+						    cg_i64(kb, 32), "");
+		nunits = LLVMBuildMul(b, x->outer, itiles, "");
+	}
+	CgLoop lu;
+	cg_loop_begin(kb, &lu, c->ctaid[0], nunits, c->nctaid[0]);
+	for (int q = 0; q < r->nred; q++)
+		x->done[q] = false;
+	for (int lv = 0; lv < r->npass; lv++) {
+		pass(x, lv, lu.i);
+		for (int q = 0; q < r->nred; q++)
+			if (r->level[q] == lv)
+				group_reduce(x, q);
+		for (int q = 0; q < r->nred; q++)
+			if (r->level[q] == lv)
+				x->done[q] = true;
+	}
+	if (r->split) {
+		LLVMValueRef many = LLVMBuildICmp(b, LLVMIntUGT, x->S, cg_i64(kb, 1), "");
+		LLVMBasicBlockRef one = LLVMAppendBasicBlockInContext(kb->m->ctx, kb->fn, "unsplit");
+		LLVMBasicBlockRef sp = LLVMAppendBasicBlockInContext(kb->m->ctx, kb->fn, "split");
+		LLVMBasicBlockRef join = LLVMAppendBasicBlockInContext(kb->m->ctx, kb->fn, "written");
+		LLVMBuildCondBr(b, many, sp, one);
+		LLVMPositionBuilderAtEnd(b, sp);
+		split_finish(x, lu.i, wr, nw);
+		LLVMBuildBr(b, join);
+		LLVMPositionBuilderAtEnd(b, one);
+		write_rows(x, lu.i, wr, nw);
+		LLVMBuildBr(b, join);
+		LLVMPositionBuilderAtEnd(b, join);
+	} else {
+		write_rows(x, lu.i, wr, nw);
+	}
+	cg_loop_end(kb, &lu);
+
+	CgLaunch *L = &k->launch;
+	L->coop = true;
+	L->rule = reduce_rule;
+	L->block = CG_RED_THREADS;
+	L->vec = 1;
+	L->max_grid = (int64_t)1 << 30;
+	L->arg[0] = r->column;
+	L->arg[1] = r->split;
+	L->arg[2] = r->has_arg;
+	L->arg[3] = r->axis;
+	L->arg[4] = r->rank;
+	for (int d = 0; d < r->rank; d++)
+		L->arg[5 + d] = r->full[d];
+	k->shape = r->column ? (r->bcast ? "columns, broadcast back: (32 x Ry) threads per 32 columns"
+				: r->split ? "columns: (32 x Ry) threads per 32 columns, long columns may split over grid.y"
+				: "columns: (32 x Ry) threads per 32 columns")
+		 : r->bcast ? "rows, broadcast back: G threads per row, R rows per block"
+		 : r->split ? "rows: G threads per row, R rows per block, long rows may split over grid.y"
+		 : "rows: G threads per row, R rows per block";
 }

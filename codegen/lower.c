@@ -134,7 +134,8 @@ int cg_lower(CgModule *m, const Schedule *s, Arena *a, CgProgram *out, Diag *d)
 			const double *vals = ir_rel_values(conv, &nvals);
 			CgKernelSpec spec = {kernel_kind(unit->fuser), rel, l->nops, written, nrel, 0};
 			spec.variant = cg_matmul_variant(&spec, cg_module_arch(m),
-							 cg_module_is_host(m), dims, ndims);
+							 cg_module_is_host(m),
+							 cg_module_allow_tf32(m), dims, ndims);
 			const CgKernel *k = cg_kernel(m, &spec, d);
 			if (!k) {
 				status = -1;

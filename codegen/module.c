@@ -259,6 +259,11 @@ bool cg_module_is_host(const CgModule *m)
 	return m->opt.target == CG_TARGET_HOST;
 }
 
+bool cg_module_allow_tf32(const CgModule *m)
+{
+	return m->opt.allow_tf32;
+}
+
 const char *cg_kernel_kind_name(CgKernelKind k)
 {
 	switch (k) {

@@ -261,6 +261,10 @@ char *cg_plan_json(const Schedule *s, const CgProgram *prog, const PlanFileInfo 
 		jw_key(w, "libdevice");
 		jw_str(w, info->libdevice);
 	}
+	if (info->allow_tf32) {
+		jw_key(w, "allow_tf32");
+		jw_bool(w, true);
+	}
 	jw_end(w);
 
 	jw_key(w, "tensors");
@@ -431,7 +435,8 @@ int cg_compile_schedule(const Schedule *s, const PlanFileInfo *info, bool want_l
 	Arena *a = arena_new();
 	CgProgram prog;
 	CgOptions co = {.target = CG_TARGET_NVPTX, .arch = info->arch,
-			.libdevice = info->libdevice, .name = s->g->name};
+			.libdevice = info->libdevice, .name = s->g->name,
+			.allow_tf32 = info->allow_tf32};
 	double t0 = clock_seconds();
 	if (info->progress)
 		info->progress("kernels", 0);

@@ -24,6 +24,7 @@ typedef struct {
 	/* Called, when not NULL, as each phase of cg_compile_schedule starts ("kernels",
 	 * "llvm", "plan") with the number of distinct kernels (0 before they are known). */
 	void (*progress)(const char *phase, int nkernels);
+	bool allow_tf32;       /* --allow-tf32: f32 matmuls may use tf32 tensor cores */
 } PlanFileInfo;
 
 /* The weights file: every constant of the graph (Tensor.data), in tensor order,

@@ -41,6 +41,7 @@ typedef struct {
 	Diag *d;
 	int opi;               /* the op being run, for messages */
 	HostTensor *err;       /* NULL, or one f64 error bound per value (see bounds) */
+	bool tf32;             /* f32 matmul operands rounded to tf32 (--allow-tf32) */
 } Interp;
 
 static void contiguous_strides(const HostTensor *t, int64_t *st)
@@ -1019,8 +1020,12 @@ static void bound_matmul(Interp *ip, const Op *op, const HostTensor *out, double
 				}
 				/* each product rounds once (0 with fma), then the sum */
 				double u = unit_round(compute_dtype(out->dtype));
+				/* --allow-tf32: both operands of every product rounded to tf32
+				 * (10 mantissa bits, relative error 2^-11 each), bounded in the
+				 * worst case: (2 * 2^-11 + 2^-22) * sum |a b| */
+				double tf = ip->tf32 && a->dtype == DT_F32 ? (0x1p-10 + 0x1p-22) * mag : 0;
 				e[oi] = finish(out->dtype, s, y,
-					       prop + u * mag + reduce_err(out->dtype, kk, mag, m2, s));
+					       prop + tf + u * mag + reduce_err(out->dtype, kk, mag, m2, s));
 			}
 	}
 }
@@ -1236,12 +1241,18 @@ int interp_run(const Graph *g, const HostTensor *inputs, HostTensor *outputs, Di
 int interp_run_bounds(const Graph *g, const HostTensor *inputs, HostTensor *outputs,
 		      HostTensor *bounds, Diag *d)
 {
+	return interp_run_bounds_tf32(g, inputs, outputs, bounds, false, d);
+}
+
+int interp_run_bounds_tf32(const Graph *g, const HostTensor *inputs, HostTensor *outputs,
+			   HostTensor *bounds, bool tf32, Diag *d)
+{
 	for (int i = 0; i < g->ninputs; i++)
 		if (interp_check_input(g, i, &inputs[i], d))
 			return -1;
 	size_t nt = (size_t)g->ntensors + 1;
 	Interp ip = {g, xcalloc(nt, sizeof(HostTensor)), d, -1,
-		     bounds ? xcalloc(nt, sizeof(HostTensor)) : NULL};
+		     bounds ? xcalloc(nt, sizeof(HostTensor)) : NULL, tf32};
 	int *last = xmalloc(nt * sizeof *last);
 	for (int t = 0; t < g->ntensors; t++)
 		last[t] = g->tensors[t].is_output ? g->nops : -1;

@@ -26,5 +26,9 @@ int interp_run(const Graph *g, const HostTensor *inputs, HostTensor *outputs, Di
  * bounded). The caller frees them with host_free; nothing is allocated on failure. */
 int interp_run_bounds(const Graph *g, const HostTensor *inputs, HostTensor *outputs,
 		      HostTensor *bounds, Diag *d);
+/* The same, for kernels run with --allow-tf32 when tf32 is set: an f32 matmul's
+ * operands count as rounded to tf32 (relative error 2^-11 each, docs/tolerances.md). */
+int interp_run_bounds_tf32(const Graph *g, const HostTensor *inputs, HostTensor *outputs,
+			   HostTensor *bounds, bool tf32, Diag *d);
 
 #endif

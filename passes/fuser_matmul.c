@@ -1,15 +1,21 @@
 /* fuser_matmul.c: the Matmul fuser (SPEC §3, fuser 2).
  *
- * Starts only with a matmul, then takes an elementwise epilogue over the matmul's
- * output shape (bias, activation, scaling). The matmul itself is neither counted in
- * N nor in U: the score is what the epilogue saves, with the matmul's result
- * counted as already in registers. A second matmul, a view, a reduction or an
- * output of another shape closes it. Ready with at least one epilogue op. */
+ * Starts with a matmul, or with at most two swap_dims / permute views of tensors
+ * read from memory that are the matmul's operands and read by it alone (its last
+ * read of them: the transposed operands the tiled kernel reads in place, codegen/
+ * kernel_matmul.c), then takes an elementwise epilogue over the matmul's output
+ * shape (bias, activation, scaling). The matmul itself is neither counted in N nor
+ * in U: the score is what the views and the epilogue save, with the matmul's result
+ * counted as already in registers. A second matmul, a view after the matmul, a
+ * reduction or an output of another shape closes it. Ready with at least one view
+ * or epilogue op. */
 #include "search.h"
 
 typedef struct {
 	Fuser base;
 	bool has_matmul;
+	int nviews;            /* leading operand views */
+	int32_t view_out[2];   /* their results */
 	RelTensor out;         /* the matmul's result */
 	FuseStats epi;
 } MatmulFuser;
@@ -18,9 +24,25 @@ static void mm_fuse(Fuser *f, const RelOp *op)
 {
 	MatmulFuser *m = (MatmulFuser *)f;
 	if (!m->has_matmul) {
+		if ((op->kind == OP_SWAP_DIMS || op->kind == OP_PERMUTE) && m->nviews < 2 &&
+		    !iset_has(&m->epi.produced, op->t[0].id)) {
+			m->view_out[m->nviews++] = op->t[1].id;
+			stats_add(&m->epi, op, true);
+			return;
+		}
 		if (op->kind != OP_MATMUL) {
 			fuser_close(f, CR_NOT_MATMUL);
 			return;
+		}
+		/* every view is an operand, read here for the last time */
+		for (int v = 0; v < m->nviews; v++) {
+			bool used = false;
+			for (int k = 0; k < op->nin; k++)
+				used |= op->t[k].id == m->view_out[v] && op->t[k].status == ST_READ_WRITE;
+			if (!used) {
+				fuser_close(f, CR_NOT_MATMUL);
+				return;
+			}
 		}
 		m->has_matmul = true;
 		m->out = op->t[op->nin];
@@ -68,6 +90,7 @@ static void mm_reset(Fuser *f)
 {
 	MatmulFuser *m = (MatmulFuser *)f;
 	m->has_matmul = false;
+	m->nviews = 0;
 	stats_clear(&m->epi);
 }
 

@@ -116,3 +116,19 @@ check jobs-zero 2 "$FUSEC" compile $G -j 0 -o "$TMP/j0"
 for g in docs/examples/*.yaml docs/examples/*.json tests/bench/gpu/*.json; do
 	check "compile-verify-$(basename "$g")" 0 "$FUSEC" compile "$g" -o "$TMP/v" --verify
 done
+
+# --allow-tf32: the plan records it and f32 matmuls (M > 16) take tf32 tiles;
+# without it neither; run --backend cpu emulates it and checks at tf32's tolerance
+TF=tests/bench/gpu/mm_check_tf32.json
+check compile-tf32 0 "$FUSEC" compile $TF -o "$TMP/tf" --allow-tf32
+contains compile-tf32-option "$TMP/tf/mm_check_tf32.plan.json" '"allow_tf32":'
+contains compile-tf32-tiles "$TMP/tf/mm_check_tf32.plan.json" '"tf32x128x128x16s3"'
+check compile-no-tf32 0 "$FUSEC" compile $TF -o "$TMP/ntf"
+check compile-no-tf32-option 1 grep -q '"allow_tf32"\|"tf32x' "$TMP/ntf/mm_check_tf32.plan.json"
+check run-tf32-check 0 "$FUSEC" run $TF --backend cpu --check --allow-tf32
+contains run-tf32-bound "$TMP/out" 'check at_big_y: '
+# the kernel cache keys kernels with their tile configuration: the same ops compiled
+# again with --allow-tf32 (other tiles, other entry names) must not hit f32 entries
+check compile-tf32-cache-1 0 "$FUSEC" compile $TF -o "$TMP/kc1" --cache-dir "$TMP/kc"
+check compile-tf32-cache-2 0 "$FUSEC" compile $TF -o "$TMP/kc2" --cache-dir "$TMP/kc" --allow-tf32
+contains compile-tf32-cache-ptx "$TMP/kc2/mm_check_tf32.ptx" 'mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32'

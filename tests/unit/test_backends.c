@@ -45,6 +45,7 @@ static bool exact_compare;       /* run_both: outputs must equal the interpreter
 static double ptx_seconds;       /* NVPTX lowering, emission and ptxas */
 static double ptxas_seconds;     /* of which ptxas */
 static int ptx_kernels, ptx_runs;
+static int ptx_coop;             /* cooperative kernels among them */
 
 /* ---- one graph: build, search, run on both sides, compare --------------------- */
 
@@ -54,6 +55,7 @@ typedef struct {
 	Schedule *s;
 	char *text;
 	char label[96];
+	bool tf32;               /* the cpu backend lowers with allow_tf32 */
 } Built;
 
 static void built_free(Built *b)
@@ -136,13 +138,13 @@ static int run_both(Built *b, const GenGraph *gg, uint64_t seed, const char *con
 	}
 	HostTensor *ref = xcalloc((size_t)g->noutputs + 1, sizeof *ref);
 	HostTensor *bound = xcalloc((size_t)g->noutputs + 1, sizeof *bound);
-	if (interp_run_bounds(g, in, ref, bound, &d)) {
+	if (interp_run_bounds_tf32(g, in, ref, bound, b->tf32, &d)) {
 		diag_format(&d, msg, sizeof msg);
 		fprintf(stderr, "%s\n", b->text);
 		fail_msg("%s: interpreter: %s", b->label, msg);
 	}
 
-	CgHost *h = cg_host_new(b->s, &d);
+	CgHost *h = cg_host_new(b->s, b->tf32, &d);
 	if (!h) {
 		diag_format(&d, msg, sizeof msg);
 		fprintf(stderr, "%s\n", b->text);
@@ -315,9 +317,11 @@ static void ptx_batch(Built *items, int n, const char *arch)
 	Arena *a = arena_new();
 	Diag d;
 	char msg[1100];
-	CgOptions o = {CG_TARGET_NVPTX, arch, NULL, "backends", false};
+	CgOptions o = {CG_TARGET_NVPTX, arch, NULL, "backends", false, items[0].tf32};
 	CgModule *m = cg_module_new(&o, a, &d);
 	assert_non_null(m);
+	for (int i = 0; i < n; i++)
+		assert_int_equal(items[i].tf32, items[0].tf32);   /* one module, one option */
 	int nkernels = 0;
 	for (int i = 0; i < n; i++) {
 		CgProgram prog;
@@ -327,9 +331,11 @@ static void ptx_batch(Built *items, int n, const char *arch)
 			fail_msg("%s: lowering for %s: %s", items[i].label, arch, msg);
 		}
 		assert_true(prog.nkernels >= 1);
-		for (int k = 0; k < prog.nkernels; k++)
+		for (int k = 0; k < prog.nkernels; k++) {
 			if (prog.kernels[k]->index + 1 > nkernels)
 				nkernels = prog.kernels[k]->index + 1;
+			ptx_coop += prog.kernels[k]->launch.coop;
+		}
 	}
 	if (cg_module_finish(m, &d) ) {
 		diag_format(&d, msg, sizeof msg);
@@ -1037,7 +1043,7 @@ static void golden_open(Golden *o, const char *path)
 	SearchOptions so;
 	pass_default_options(&so);
 	o->s = test_search(o->g, &so);
-	CgOptions co = {CG_TARGET_NVPTX, "sm_90", NULL, "golden", false};
+	CgOptions co = {CG_TARGET_NVPTX, "sm_90", NULL, "golden", false, false};
 	o->m = cg_module_new(&co, o->arena, &d);
 	assert_non_null(o->m);
 	if (cg_lower(o->m, o->s, o->arena, &o->prog, &d)) {
@@ -1148,6 +1154,10 @@ typedef struct {
 	const char *epi;        /* none, bias_relu, residual_gelu, scale_cast (f32 casts
 				 * to f16), also_mm */
 	bool exact;             /* step-quantized inputs whose products and sums are exact */
+	int trans;              /* operands through views: 1 a = swap_dims(a^T), 2 b =
+				 * swap_dims(b^T), 4 (two batch dims) a = permute of
+				 * [b0, m, b1, k] and b = permute of [b0, b1, n, k] */
+	bool tf32;              /* lowered with allow_tf32 (f32 on tensor cores) */
 } MmCase;
 
 /* The matmul cases: every tile configuration of codegen/kernel_matmul.c (checked
@@ -1157,30 +1167,63 @@ typedef struct {
  * too. The host runs the same tiling as the GPU with the mma fragment replaced by
  * its scalar definition. */
 static const MmCase mm_cases[] = {
-	{"1x1x1", DT_F32, {0}, {0}, 1, 1, 1, "none", true},
-	{"17x33x40", DT_F32, {0}, {0}, 17, 33, 40, "bias_relu", true},
-	{"33x17x8", DT_F32, {0}, {0}, 33, 17, 8, "also_mm", true},
-	{"127x65x17", DT_F32, {0}, {0}, 127, 65, 17, "residual_gelu", false},
-	{"batch 3x1 by 1x2", DT_F32, {3, 1}, {1, 2}, 20, 36, 24, "bias_relu", true},
-	{"big tiles 144 batches", DT_F32, {12, 1}, {1, 12}, 5, 9, 16, "bias_relu", true},
-	{"big tiles 130x136x24", DT_F32, {6, 1}, {1, 6}, 130, 136, 24, "scale_cast", false},
-	{"gemv 1x300x72", DT_F32, {0}, {0}, 1, 300, 72, "bias_relu", true},
-	{"1x1x1", DT_F16, {0}, {0}, 1, 1, 1, "none", true},
-	{"17x33x40", DT_F16, {0}, {0}, 17, 33, 40, "bias_relu", true},
-	{"33x17x8", DT_F16, {0}, {0}, 33, 17, 8, "also_mm", true},
-	{"127x65x17", DT_F16, {0}, {0}, 127, 65, 17, "residual_gelu", false},
-	{"batch 3x1 by 1x2", DT_F16, {3, 1}, {1, 2}, 20, 36, 24, "bias_relu", true},
-	{"big tiles 144 batches", DT_F16, {12, 1}, {1, 12}, 5, 9, 16, "bias_relu", true},
-	{"big tiles 130x136x24", DT_F16, {6, 1}, {1, 6}, 130, 136, 24, "scale_cast", false},
-	{"gemv 1x300x72", DT_F16, {0}, {0}, 1, 300, 72, "bias_relu", false},
-	{"1x1x1", DT_BF16, {0}, {0}, 1, 1, 1, "none", true},
-	{"17x33x40", DT_BF16, {0}, {0}, 17, 33, 40, "bias_relu", false},
-	{"33x17x8", DT_BF16, {0}, {0}, 33, 17, 8, "also_mm", false},
-	{"127x65x17", DT_BF16, {0}, {0}, 127, 65, 17, "residual_gelu", false},
-	{"batch 3x1 by 1x2", DT_BF16, {3, 1}, {1, 2}, 20, 36, 24, "bias_relu", false},
-	{"big tiles 144 batches", DT_BF16, {12, 1}, {1, 12}, 5, 9, 16, "bias_relu", false},
-	{"big tiles 130x136x24", DT_BF16, {6, 1}, {1, 6}, 130, 136, 24, "scale_cast", false},
-	{"gemv 1x300x72", DT_BF16, {0}, {0}, 1, 300, 72, "bias_relu", false},
+	{"1x1x1", DT_F32, {0}, {0}, 1, 1, 1, "none", true, 0, false},
+	{"17x33x40", DT_F32, {0}, {0}, 17, 33, 40, "bias_relu", true, 0, false},
+	{"33x17x8", DT_F32, {0}, {0}, 33, 17, 8, "also_mm", true, 0, false},
+	{"127x65x17", DT_F32, {0}, {0}, 127, 65, 17, "residual_gelu", false, 0, false},
+	{"batch 3x1 by 1x2", DT_F32, {3, 1}, {1, 2}, 20, 36, 24, "bias_relu", true, 0, false},
+	{"big tiles 144 batches", DT_F32, {12, 1}, {1, 12}, 5, 9, 16, "bias_relu", true, 0, false},
+	{"big tiles 130x136x24", DT_F32, {6, 1}, {1, 6}, 130, 136, 24, "scale_cast", false, 0, false},
+	{"gemv 1x300x72", DT_F32, {0}, {0}, 1, 300, 72, "bias_relu", true, 0, false},
+	{"a^T 17x33x40", DT_F32, {0}, {0}, 17, 33, 40, "bias_relu", true, 1, false},
+	{"b^T 127x65x17", DT_F32, {0}, {0}, 127, 65, 17, "none", false, 2, false},
+	{"a^T b^T batch 3x1 by 1x2", DT_F32, {3, 1}, {1, 2}, 20, 36, 24, "also_mm", true, 3, false},
+	{"a^T b^T 64x64x64", DT_F32, {0}, {0}, 64, 64, 64, "none", true, 3, false},
+	{"permuted big tiles 130x136x24", DT_F32, {6, 1}, {1, 6}, 130, 136, 24, "scale_cast", false, 4, false},
+	{"gemv 16x65x33", DT_F32, {0}, {0}, 16, 65, 33, "residual_gelu", false, 0, false},
+	{"gemv b^T 3x130x40 batch 2x1 by 1x3", DT_F32, {2, 1}, {1, 3}, 3, 130, 40, "bias_relu", true, 2, false},
+	{"gemv a^T 9x64x1", DT_F32, {0}, {0}, 9, 64, 1, "also_mm", true, 1, false},
+	/* --allow-tf32: f32 on tensor cores, operands rounded to tf32 on the host */
+	{"tf32 1x1x1", DT_F32, {0}, {0}, 1, 1, 1, "none", true, 0, true},
+	{"tf32 17x33x40", DT_F32, {0}, {0}, 17, 33, 40, "bias_relu", true, 0, true},
+	{"tf32 127x65x17", DT_F32, {0}, {0}, 127, 65, 17, "residual_gelu", false, 0, true},
+	{"tf32 big tiles 130x136x24", DT_F32, {6, 1}, {1, 6}, 130, 136, 24, "scale_cast", false, 0, true},
+	{"tf32 a^T 33x17x8", DT_F32, {0}, {0}, 33, 17, 8, "also_mm", false, 1, true},
+	{"tf32 b^T 64x64x64", DT_F32, {0}, {0}, 64, 64, 64, "none", false, 2, true},
+	{"tf32 a^T b^T batch 3x1 by 1x2", DT_F32, {3, 1}, {1, 2}, 20, 36, 24, "bias_relu", false, 3, true},
+	{"tf32 permuted big tiles 130x136x24", DT_F32, {6, 1}, {1, 6}, 130, 136, 24, "none", false, 4, true},
+	{"1x1x1", DT_F16, {0}, {0}, 1, 1, 1, "none", true, 0, false},
+	{"17x33x40", DT_F16, {0}, {0}, 17, 33, 40, "bias_relu", true, 0, false},
+	{"33x17x8", DT_F16, {0}, {0}, 33, 17, 8, "also_mm", true, 0, false},
+	{"127x65x17", DT_F16, {0}, {0}, 127, 65, 17, "residual_gelu", false, 0, false},
+	{"batch 3x1 by 1x2", DT_F16, {3, 1}, {1, 2}, 20, 36, 24, "bias_relu", true, 0, false},
+	{"big tiles 144 batches", DT_F16, {12, 1}, {1, 12}, 5, 9, 16, "bias_relu", true, 0, false},
+	{"big tiles 130x136x24", DT_F16, {6, 1}, {1, 6}, 130, 136, 24, "scale_cast", false, 0, false},
+	{"gemv 1x300x72", DT_F16, {0}, {0}, 1, 300, 72, "bias_relu", false, 0, false},
+	{"a^T 17x33x40", DT_F16, {0}, {0}, 17, 33, 40, "bias_relu", true, 1, false},
+	{"b^T 127x65x17", DT_F16, {0}, {0}, 127, 65, 17, "none", false, 2, false},
+	{"a^T b^T batch 3x1 by 1x2", DT_F16, {3, 1}, {1, 2}, 20, 36, 24, "also_mm", true, 3, false},
+	{"a^T b^T 64x64x64", DT_F16, {0}, {0}, 64, 64, 64, "none", true, 3, false},
+	{"permuted big tiles 130x136x24", DT_F16, {6, 1}, {1, 6}, 130, 136, 24, "scale_cast", false, 4, false},
+	{"gemv 16x65x33", DT_F16, {0}, {0}, 16, 65, 33, "residual_gelu", false, 0, false},
+	{"gemv b^T 3x130x40 batch 2x1 by 1x3", DT_F16, {2, 1}, {1, 3}, 3, 130, 40, "bias_relu", false, 2, false},
+	{"gemv a^T 9x64x1", DT_F16, {0}, {0}, 9, 64, 1, "also_mm", false, 1, false},
+	{"1x1x1", DT_BF16, {0}, {0}, 1, 1, 1, "none", true, 0, false},
+	{"17x33x40", DT_BF16, {0}, {0}, 17, 33, 40, "bias_relu", false, 0, false},
+	{"33x17x8", DT_BF16, {0}, {0}, 33, 17, 8, "also_mm", false, 0, false},
+	{"127x65x17", DT_BF16, {0}, {0}, 127, 65, 17, "residual_gelu", false, 0, false},
+	{"batch 3x1 by 1x2", DT_BF16, {3, 1}, {1, 2}, 20, 36, 24, "bias_relu", false, 0, false},
+	{"big tiles 144 batches", DT_BF16, {12, 1}, {1, 12}, 5, 9, 16, "bias_relu", false, 0, false},
+	{"big tiles 130x136x24", DT_BF16, {6, 1}, {1, 6}, 130, 136, 24, "scale_cast", false, 0, false},
+	{"gemv 1x300x72", DT_BF16, {0}, {0}, 1, 300, 72, "bias_relu", false, 0, false},
+	{"a^T 17x33x40", DT_BF16, {0}, {0}, 17, 33, 40, "bias_relu", false, 1, false},
+	{"b^T 127x65x17", DT_BF16, {0}, {0}, 127, 65, 17, "none", false, 2, false},
+	{"a^T b^T batch 3x1 by 1x2", DT_BF16, {3, 1}, {1, 2}, 20, 36, 24, "also_mm", false, 3, false},
+	{"a^T b^T 64x64x64", DT_BF16, {0}, {0}, 64, 64, 64, "none", false, 3, false},
+	{"permuted big tiles 130x136x24", DT_BF16, {6, 1}, {1, 6}, 130, 136, 24, "scale_cast", false, 4, false},
+	{"gemv 16x65x33", DT_BF16, {0}, {0}, 16, 65, 33, "residual_gelu", false, 0, false},
+	{"gemv b^T 3x130x40 batch 2x1 by 1x3", DT_BF16, {2, 1}, {1, 3}, 3, 130, 40, "bias_relu", false, 2, false},
+	{"gemv a^T 9x64x1", DT_BF16, {0}, {0}, 9, 64, 1, "also_mm", false, 1, false},
 };
 enum { MM_NCASES = (int)(sizeof mm_cases / sizeof mm_cases[0]) };
 
@@ -1197,15 +1240,38 @@ static void mm_graph(GenGraph *gg, const MmCase *c)
 	}
 	da[nb] = c->m, da[nb + 1] = c->k;
 	db[nb] = c->k, db[nb + 1] = c->n;
+	/* the operands as stored: transposed, or with a batch dim after the rows */
+	int64_t sa[4], sb[4];
+	memcpy(sa, da, sizeof sa);
+	memcpy(sb, db, sizeof sb);
+	if (c->trans & 1)
+		sa[nb] = c->k, sa[nb + 1] = c->m;
+	if (c->trans & 2)
+		sb[nb] = c->n, sb[nb + 1] = c->k;
+	if (c->trans & 4) {
+		assert_int_equal(nb, 2);
+		sa[1] = c->m, sa[2] = c->ba[1];
+		sb[2] = c->n, sb[3] = c->k;
+	}
 	dbias[nb] = 1, dbias[nb + 1] = c->n;
 	dres[nb] = c->m, dres[nb + 1] = c->n;
 	/* exact: multiples of 1/4 in [-1, 1): products multiples of 1/16, sums of at most
 	 * 72 of them need 11 bits, which f16 and f32 hold; bf16 rounds at the store */
 	double step = c->exact ? 0.25 : 0;
-	const char *a = gen_input(gg, c->dt, r, da, -1, 1);
+	const char *a = gen_input(gg, c->dt, r, sa, -1, 1);
 	gg->in[gg->ninputs - 1].step = step;
-	const char *b = gen_input(gg, c->dt, r, db, -1, 1);
+	const char *b = gen_input(gg, c->dt, r, sb, -1, 1);
 	gg->in[gg->ninputs - 1].step = step;
+	char swap[64];
+	snprintf(swap, sizeof swap, "\"dims\": [%d, %d]", nb, nb + 1);
+	if (c->trans & 1)
+		a = gen_op(gg, "swap_dims", 1, &a, swap);
+	if (c->trans & 2)
+		b = gen_op(gg, "swap_dims", 1, &b, swap);
+	if (c->trans & 4) {
+		a = gen_op(gg, "permute", 1, &a, "\"axes\": [0, 2, 1, 3]");
+		b = gen_op(gg, "permute", 1, &b, "\"axes\": [0, 1, 3, 2]");
+	}
 	const char *in2[2] = {a, b};
 	const char *mm = gen_op(gg, "matmul", 2, in2, NULL);
 	const char *y = mm;
@@ -1233,17 +1299,19 @@ static void mm_graph(GenGraph *gg, const MmCase *c)
 	gen_output(gg, y);
 }
 
-/* The tile configurations the host lowering of b picks, as a bit set. */
-static unsigned mm_variants(const Built *b)
+/* The tile configurations the host lowering of b picks, as a bit set; *nlaunch the
+ * launches. */
+static unsigned mm_variants(const Built *b, int *nlaunch)
 {
 	Arena *a = arena_new();
 	Diag d;
-	CgOptions o = {CG_TARGET_HOST, NULL, NULL, "mm", false};
+	CgOptions o = {CG_TARGET_HOST, NULL, NULL, "mm", false, b->tf32};
 	CgModule *m = cg_module_new(&o, a, &d);
 	assert_non_null(m);
 	CgProgram prog;
 	assert_int_equal(cg_lower(m, b->s, a, &prog, &d), 0);
 	unsigned set = 0;
+	*nlaunch = prog.nlaunch;
 	for (int k = 0; k < prog.nkernels; k++)
 		set |= 1u << prog.kernels[k]->variant;
 	/* one block per output tile: batch x ceil(M / BM) x ceil(N / BN) */
@@ -1254,7 +1322,8 @@ static unsigned mm_variants(const Built *b)
 			continue;
 		int bm, bn;
 		const char *nm = cg_matmul_variant_name(v);
-		nm += strcspn(nm, "0123456789");   /* "tc128x128x32s3": 128, 128 */
+		/* "tc128x128x32s3", "tf32x64x64x32s3": 128, 128; 64, 64 */
+		nm += strncmp(nm, "tf32x", 5) ? strcspn(nm, "0123456789") : 5;
 		assert_int_equal(sscanf(nm, "%dx%d", &bm, &bn), 2);
 		const Graph *g = b->s->g;
 		const Tensor *out = NULL;
@@ -1287,9 +1356,14 @@ static void test_matmul_tiles(void **state)
 		snprintf(label, sizeof label, "matmul %s %s %s", c->label, ir_dtype_name(c->dt), c->epi);
 		Built b;
 		built_new(&b, &gg, label);
-		unsigned v = mm_variants(&b);
+		b.tf32 = c->tf32;
+		int nl;
+		unsigned v = mm_variants(&b, &nl);
 		if (!(v & ~1u))
 			fail_msg("%s: no tiled kernel", label);
+		/* views of the operands are read in place: one kernel, no copies */
+		if (c->trans && nl != 1)
+			fail_msg("%s: %d launches, not one", label, nl);
 		seen |= v;
 		exact_compare = c->exact;
 		bad += run_both(&b, &gg, 7, NULL) > 0;
@@ -1304,23 +1378,33 @@ static void test_matmul_tiles(void **state)
 		fail_msg("%d matmul cases differ from the interpreter", bad);
 }
 
-/* Every case through NVPTX for sm_90 and sm_80 and ptxas. */
+/* Every case through NVPTX for sm_90 and sm_80 and ptxas (the tf32 cases in a
+ * module of their own: allow_tf32 is a module option). */
 static void test_matmul_tiles_ptx(void **state)
 {
 	(void)state;
 	need_ptxas();
 	Built *items = xcalloc(MM_NCASES, sizeof *items);
 	GenGraph *ggs = xcalloc(MM_NCASES, sizeof *ggs);
-	for (int i = 0; i < MM_NCASES; i++) {
-		mm_graph(&ggs[i], &mm_cases[i]);
-		char label[96];
-		snprintf(label, sizeof label, "matmul %s %s", mm_cases[i].label,
-			 ir_dtype_name(mm_cases[i].dt));
-		built_new(&items[i], &ggs[i], label);
+	int n = 0;
+	for (int pass = 0; pass < 2; pass++) {
+		int first = n;
+		for (int i = 0; i < MM_NCASES; i++) {
+			if (mm_cases[i].tf32 != (pass == 1))
+				continue;
+			mm_graph(&ggs[n], &mm_cases[i]);
+			char label[96];
+			snprintf(label, sizeof label, "matmul %s %s", mm_cases[i].label,
+				 ir_dtype_name(mm_cases[i].dt));
+			built_new(&items[n], &ggs[n], label);
+			items[n].tf32 = mm_cases[i].tf32;
+			n++;
+		}
+		if (n > first)
+			ptx_both(items + first, n - first);
 	}
-	ptx_both(items, MM_NCASES);
 	ptxas_wait();
-	for (int i = 0; i < MM_NCASES; i++) {
+	for (int i = 0; i < n; i++) {
 		built_free(&items[i]);
 		gen_free(&ggs[i]);
 	}
@@ -1328,9 +1412,186 @@ static void test_matmul_tiles_ptx(void **state)
 	free(ggs);
 }
 
+/* tf32 on the host is cvt.rna.tf32.f32: each operand keeps 10 mantissa bits, rounded
+ * to nearest with ties away from zero. a x b with a's row 0 = [1 + 2^-11 (a tie:
+ * up), 1 + 2^-12 (down), 1 + 3 * 2^-12 (up), -(1 + 2^-11) (a tie: away from zero)]
+ * and b = [1, 2, 4, 8] is -1 - 3 * 2^-10 in tf32 and -1 in f32, both exact. a has
+ * 17 rows (the others zero): M <= 16 would take the gemv configuration, never tf32. */
+static void test_matmul_tf32_rounding(void **state)
+{
+	(void)state;
+	static const char *const text =
+		"{\"format\": \"fusec-graph/1\", \"name\": \"tf32\",\n"
+		"\"inputs\": {\"a\": {\"dtype\": \"f32\", \"shape\": [17, 4]},\n"
+		"  \"b\": {\"dtype\": \"f32\", \"shape\": [4, 1]}},\n"
+		"\"ops\": [{\"op\": \"matmul\", \"in\": [\"a\", \"b\"], \"out\": \"y\"}],\n"
+		"\"outputs\": [\"y\"]}\n";
+	float a[17 * 4] = {1 + 0x1p-11f, 1 + 0x1p-12f, 1 + 3 * 0x1p-12f, -(1 + 0x1p-11f)};
+	float b[4] = {1, 2, 4, 8};
+	Arena *ar = arena_new();
+	Graph *g = test_graph(ar, "tf32.json", text);
+	SearchOptions so;
+	pass_default_options(&so);
+	so.no_record = true;
+	Schedule *sc = test_search(g, &so);
+	for (int tf32 = 0; tf32 < 2; tf32++) {
+		Diag d;
+		CgHost *h = cg_host_new(sc, tf32, &d);
+		assert_non_null(h);
+		float y[17] = {0};
+		void *data[8] = {0};
+		assert_true(g->ntensors <= 8);
+		data[g->inputs[0]] = a;
+		data[g->inputs[1]] = b;
+		data[g->outputs[0]] = y;
+		assert_int_equal(cg_host_run(h, data, &d), 0);
+		if (tf32)
+			assert_true(y[0] == -1 - 3 * 0x1p-10f);
+		else
+			assert_true(y[0] == -1);
+		for (int i = 1; i < 17; i++)
+			assert_true(y[i] == 0);
+		cg_host_free(h);
+	}
+	pass_free_schedule(sc);
+	arena_free(ar);
+}
+
 /* Regression: a launch none of whose results is read (dead ops) made cg_lower ask
  * for a kernel that writes nothing ("internal: kernel writes no tensor", exit 3 from
  * compile and run). Dead ops alone, dead fused blocks, and dead ops beside live ones. */
+/* ---- cooperative reduce kernels at odd sizes -------------------------------------
+ *
+ * Every reduction op and dtype, after a prologue and before an epilogue, along rows
+ * (1 to 40000 long: a warp per row, a block per row, several rows a block, rows split
+ * over blocks), columns (3 to 20000 long, split too) and whole tensors; and softmax,
+ * log-softmax, layer norm and RMSNorm along rows and columns. The cpu backend runs the
+ * kernels' own geometry (coop.h); the interpreter sums in f64 in index order, so
+ * float sums differ by reordering, within docs/tolerances.md. Inputs are multiples of
+ * 1/4 (ties for argmax/argmin, which must pick the lowest index) and the max/arg input
+ * has NaN and infinities planted. All kernels also go through ptxas. */
+static const char *reduce_graph(GenGraph *gg, DType dt, int rank, const int64_t *dim, int axis)
+{
+	bool fl = ir_dtype_is_float(dt);
+	const char *x = gen_input(gg, dt, rank, dim, fl ? -4 : -3, fl ? 4 : 3);
+	gg->in[gg->ninputs - 1].step = 0.25;
+	const char *xs = gen_input(gg, dt, rank, dim, fl ? -4 : -3, fl ? 4 : 3);
+	gg->in[gg->ninputs - 1].step = 0.25;
+	gg->in[gg->ninputs - 1].special = fl;
+	const char *xp = gen_input(gg, dt, rank, dim, fl ? 0.75 : 1, fl ? 1.25 : 1);
+	static const char *const ops[] = {"sum", "mean", "prod", "max_dim", "min_dim", "argmax",
+					  "argmin"};
+	char ax[32];
+	snprintf(ax, sizeof ax, "\"axis\": %d", axis);
+	const char *px = prologue(gg, dt, x);
+	const char *pxs = prologue(gg, dt, xs);
+	for (size_t i = 0; i < sizeof ops / sizeof *ops; i++) {
+		if (!fl && !strcmp(ops[i], "mean"))
+			continue;
+		if (!strcmp(ops[i], "prod") && dim[axis] > 64)
+			continue;
+		bool extreme = !strcmp(ops[i], "max_dim") || !strcmp(ops[i], "min_dim") ||
+			       !strncmp(ops[i], "arg", 3);
+		const char *in = !strcmp(ops[i], "prod") ? xp : extreme ? pxs : px;
+		const char *r = gen_op(gg, ops[i], 1, &in, ax);
+		gen_output(gg, !strncmp(ops[i], "arg", 3) ? r : epilogue(gg, dt, r));
+	}
+	if (!fl)
+		return x;
+	/* softmax, log-softmax, layer norm, RMSNorm along the axis */
+	const char *m = gen_op(gg, "max_dim", 1, &px, ax);
+	const char *dd[2] = {px, m};
+	const char *d = gen_op(gg, "sub", 2, dd, NULL);
+	const char *e = gen_op(gg, "exp", 1, &d, NULL);
+	const char *sum = gen_op(gg, "sum", 1, &e, ax);
+	const char *es[2] = {e, sum};
+	gen_output(gg, epilogue(gg, dt, gen_op(gg, "div", 2, es, NULL)));
+	const char *l = gen_op(gg, "log", 1, &sum, NULL);
+	const char *dl[2] = {d, l};
+	gen_output(gg, gen_op(gg, "sub", 2, dl, NULL));
+	const char *mu = gen_op(gg, "mean", 1, &px, ax);
+	const char *xm[2] = {px, mu};
+	const char *c = gen_op(gg, "sub", 2, xm, NULL);
+	const char *cc[2] = {c, c};
+	const char *c2 = gen_op(gg, "mul", 2, cc, NULL);
+	const char *var = gen_op(gg, "mean", 1, &c2, ax);
+	const char *ve = gen_op(gg, "add_scalar", 1, &var, "\"scalar\": 0.00001");
+	const char *sd = gen_op(gg, "sqrt", 1, &ve, NULL);
+	const char *cs[2] = {c, sd};
+	gen_output(gg, gen_op(gg, "div", 2, cs, NULL));
+	const char *xx[2] = {x, x};
+	const char *sq = gen_op(gg, "mul", 2, xx, NULL);
+	const char *ms = gen_op(gg, "mean", 1, &sq, ax);
+	const char *me = gen_op(gg, "add_scalar", 1, &ms, "\"scalar\": 0.000001");
+	const char *rms = gen_op(gg, "sqrt", 1, &me, NULL);
+	const char *xr[2] = {x, rms};
+	gen_output(gg, epilogue(gg, dt, gen_op(gg, "div", 2, xr, NULL)));
+	return x;
+}
+
+static void test_reduce_shapes(void **state)
+{
+	(void)state;
+	static const DType dts[] = {DT_F32, DT_F16, DT_BF16, DT_F64, DT_I32, DT_I64, DT_I8};
+	static const struct {
+		int rank;
+		int64_t dim[3];
+		int axis;
+	} shapes[] = {
+		{2, {1, 1}, 1}, {2, {3, 31}, 1}, {2, {5, 33}, 1}, {2, {2, 127}, 1},
+		{2, {3, 4097}, 1}, {2, {300, 3}, 1}, {2, {1, 40000}, 1}, {1, {100000}, 0},
+		{2, {4097, 3}, 0}, {2, {33, 31}, 0}, {3, {2, 20000, 5}, 1}, {2, {1000, 64}, 0},
+		{3, {3, 7, 1}, 1}, {3, {2, 129, 65}, 2},
+	};
+	enum { NS = sizeof shapes / sizeof *shapes, ND = sizeof dts / sizeof *dts };
+	Built *items = xcalloc(NS * ND, sizeof *items);
+	int n = 0, bad = 0;
+	double t0 = clock_seconds();
+	for (int di = 0; di < ND; di++)
+		for (int si = 0; si < NS; si++) {
+			int64_t elems = 1;
+			for (int k = 0; k < shapes[si].rank; k++)
+				elems *= shapes[si].dim[k];
+			if (elems > 20000 && dts[di] != DT_F32 && dts[di] != DT_BF16 &&
+			    dts[di] != DT_I32)
+				continue;   /* the long rows and columns: three dtypes suffice */
+			GenGraph gg;
+			gen_init(&gg);
+			reduce_graph(&gg, dts[di], shapes[si].rank, shapes[si].dim, shapes[si].axis);
+			char label[96];
+			snprintf(label, sizeof label, "reduce %s [%lld,%lld,%lld] axis %d",
+				 ir_dtype_name(dts[di]), (long long)shapes[si].dim[0],
+				 (long long)shapes[si].dim[1], (long long)shapes[si].dim[2],
+				 shapes[si].axis);
+			built_new(&items[n], &gg, label);
+			bad += run_both(&items[n], &gg, 7 + (uint64_t)si, NULL) != 0;
+			n++;
+			gen_free(&gg);
+		}
+	double t1 = clock_seconds();
+	/* ptxas sees the kernels of three dtypes (every kernel shape: rows, columns,
+	 * split, broadcast back, vector path); the op matrix assembles the rest */
+	ptx_coop = 0;
+	Built *asm_items = xcalloc((size_t)n + 1, sizeof *asm_items);
+	int na = 0;
+	for (int i = 0; i < n; i++)
+		if (strstr(items[i].label, "reduce f32 ") || strstr(items[i].label, "reduce bf16 ") ||
+		    strstr(items[i].label, "reduce i32 "))
+			asm_items[na++] = items[i];
+	for (int i = 0; i < na; i += PTX_BATCH)
+		ptx_both(asm_items + i, na - i < PTX_BATCH ? na - i : PTX_BATCH);
+	free(asm_items);
+	ptxas_wait();
+	fprintf(stderr, "[backends] reduce shapes: %d graphs on cpu and interp %.1fs, %d "
+		"cooperative kernels through ptxas (sm_90, sm_80) %.1fs\n", n, t1 - t0, ptx_coop,
+		clock_seconds() - t1);
+	assert_true(ptx_coop >= na);    /* every graph has cooperative kernels */
+	for (int i = 0; i < n; i++)
+		built_free(&items[i]);
+	free(items);
+	assert_int_equal(bad, 0);
+}
+
 static void test_dead_ops(void **state)
 {
 	(void)state;
@@ -1374,6 +1635,7 @@ static void test_dead_ops(void **state)
 
 const struct CMUnitTest backends_tests[] = {
 	cmocka_unit_test(test_dead_ops),
+	cmocka_unit_test(test_reduce_shapes),
 	cmocka_unit_test(test_golden_kernel_counts),
 	cmocka_unit_test(test_golden_numbers),
 	cmocka_unit_test(test_op_matrix),
@@ -1383,5 +1645,6 @@ const struct CMUnitTest backends_tests[] = {
 	cmocka_unit_test(test_random_graphs_ptx),
 	cmocka_unit_test(test_matmul_tiles),
 	cmocka_unit_test(test_matmul_tiles_ptx),
+	cmocka_unit_test(test_matmul_tf32_rounding),
 };
 const size_t backends_ntests = SUITE_COUNT(backends_tests);

@@ -121,7 +121,7 @@ static void ptx_for(const CgKernelSpec *specs, int n, const char *arch, Buf *out
 {
 	Arena *a = arena_new();
 	Diag d;
-	CgOptions o = {CG_TARGET_NVPTX, arch, NULL, "t", false};
+	CgOptions o = {CG_TARGET_NVPTX, arch, NULL, "t", false, false};
 	CgModule *m = cg_module_new(&o, a, &d);
 	assert_non_null(m);
 	int distinct = 0;
@@ -270,7 +270,7 @@ static void host_run(Rel *r, Tensors *ts, const CgKernelSpec *specs, int n, int 
 {
 	Arena *a = arena_new();
 	Diag d;
-	CgOptions o = {CG_TARGET_HOST, NULL, NULL, "h", false};
+	CgOptions o = {CG_TARGET_HOST, NULL, NULL, "h", false, false};
 	CgModule *m = cg_module_new(&o, a, &d);
 	assert_non_null(m);
 	const CgKernel **ks = calloc((size_t)n, sizeof *ks);
@@ -380,7 +380,7 @@ static void test_reuse_same_kernel(void **state)
 
 	Arena *a = arena_new();
 	Diag d;
-	CgOptions o = {CG_TARGET_NVPTX, "sm_90", NULL, "t", false};
+	CgOptions o = {CG_TARGET_NVPTX, "sm_90", NULL, "t", false, false};
 	/* two separate modules build byte-identical functions */
 	CgModule *m1 = cg_module_new(&o, a, &d), *m2 = cg_module_new(&o, a, &d);
 	const CgKernel *k1 = cg_kernel(m1, &s64, &d);
@@ -687,7 +687,7 @@ static void test_backend_error_is_diag(void **state)
 	Arena *a = arena_new();
 	Diag d;
 	/* the check before emission names the culprit */
-	CgOptions o = {CG_TARGET_NVPTX, "sm_90", NULL, "t", false};
+	CgOptions o = {CG_TARGET_NVPTX, "sm_90", NULL, "t", false, false};
 	CgModule *m = cg_module_new(&o, a, &d);
 	add_bad_kernel(m, "llvm.exp.f32");
 	d.msg[0] = 0;
@@ -780,7 +780,7 @@ static void test_unsupported_is_diag(void **state)
 		     "outputs: [t, y]\n");
 	Arena *a = arena_new();
 	Diag d;
-	CgOptions o = {CG_TARGET_NVPTX, "sm_90", NULL, "t", false};
+	CgOptions o = {CG_TARGET_NVPTX, "sm_90", NULL, "t", false, false};
 	CgModule *m = cg_module_new(&o, a, &d);
 	CgKernelSpec s = rel_spec(&r, CG_KERNEL_ELEMWISE, 0, 2);
 	assert_null(cg_kernel(m, &s, &d));
@@ -1148,8 +1148,8 @@ static void test_host_single_families(void **state)
 	rel_close(&r);
 }
 
-/* A reduce block with ops fused on read and on write (softmax with its max, in row
- * mode), and a matmul with an epilogue; each one kernel. */
+/* A reduce block with ops fused on read and on write (softmax with its max, one
+ * cooperative kernel), and a matmul with an epilogue; each one kernel. */
 static void test_host_fused_reduce_matmul(void **state)
 {
 	(void)state;
@@ -1169,16 +1169,22 @@ static void test_host_fused_reduce_matmul(void **state)
 		     "outputs: [y, s, z]\n");
 	CgKernelSpec s[2] = {rel_spec(&r, CG_KERNEL_REDUCE, 0, 5), rel_spec(&r, CG_KERNEL_MATMUL, 5, 3)};
 
-	/* the softmax kernel runs one thread per row: work is the row count only */
+	/* the softmax kernel is a cooperative reduce kernel: rows of 10 take groups of 16
+	 * threads, 16 rows a block, so the 4 rows are one block */
 	Arena *a = arena_new();
 	Diag d;
-	CgOptions o = {CG_TARGET_NVPTX, "sm_90", NULL, "t", false};
+	CgOptions o = {CG_TARGET_NVPTX, "sm_90", NULL, "t", false, false};
 	CgModule *m = cg_module_new(&o, a, &d);
 	const CgKernel *k = cg_kernel(m, &s[0], &d);
 	assert_non_null(k);
-	assert_int_equal(k->launch.nwork, 1);
-	assert_int_equal(k->launch.work[0], 1);     /* 4 is shape id 1, 10 is 2 */
+	assert_true(k->launch.coop);
 	assert_false(k->vectorized);
+	CgDims at;
+	cg_launch_dims(k, r.dims, r.ndims, &at);
+	assert_int_equal(at.block[0], 16);
+	assert_int_equal(at.block[1], 16);
+	assert_int_equal(at.grid[0], 1);
+	assert_int_equal(at.scratch_bytes, 0);
 	const CgKernel *km = cg_kernel(m, &s[1], &d);
 	assert_non_null(km);
 	assert_int_equal(km->launch.nwork, 2);

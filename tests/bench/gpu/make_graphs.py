@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""make_graphs.py: writes the GPU benchmark graphs G1-G5 (fusec-graph/1, JSON).
+"""make_graphs.py: writes the GPU benchmark graphs G1-G5 and G7-G10 (fusec-graph/1, JSON).
 
 G6 (the 12-layer transformer) comes from the C generator in tests/bench/.
 Run from this folder: python3 make_graphs.py
@@ -75,7 +75,83 @@ def g5(dtype):
           ["y"])
 
 
+def g7():
+    """RMSNorm at LLM size: bf16 in and out, f32 math inside the kernel."""
+    r, c = 16384, 4096
+    graph("g7_rmsnorm_bf16", {"x": ("bf16", [r, c]), "w": ("bf16", [1, c])},
+          [op("mul", ["x", "x"], "x2"), op("mean", ["x2"], "ms", axis=1),
+           op("add_scalar", ["ms"], "me", scalar=1e-6), op("sqrt", ["me"], "rms"),
+           op("div", ["x", "rms"], "n"), op("mul", ["n", "w"], "y")], ["y"])
+
+
+def g8():
+    """The 5-op softmax of G3 in bf16 at LLM size."""
+    s = [16384, 4096]
+    graph("g8_softmax_bf16", {"x": ("bf16", s)},
+          [op("max_dim", ["x"], "m", axis=1), op("sub", ["x", "m"], "d"),
+           op("exp", ["d"], "e"), op("sum", ["e"], "s", axis=1), op("div", ["e", "s"], "y")],
+          ["y"])
+
+
+def g9():
+    """A column sum of a large f32 matrix (reduction over axis 0)."""
+    graph("g9_colsum", {"x": ("f32", [16384, 4096])}, [op("sum", ["x"], "y", axis=0)], ["y"])
+
+
+def g10():
+    """A full sum of 2^26 f32 values (one row, split across blocks)."""
+    graph("g10_fullsum", {"x": ("f32", [1 << 26])}, [op("sum", ["x"], "y", axis=0)], ["y"])
+
+
+def reduce_odd():
+    """Cooperative reduce kernels at odd sizes, every result an output: the GPU numeric
+    check of rows (warp, block, several rows a block), columns, split rows and
+    columns, ReduceBroadcasted chains, each reduction op and dtype (not timed)."""
+    ins, ops, outs = {}, [], []
+
+    def o(kind, i, out, keep=True, **kw):
+        ops.append(op(kind, i, out, **kw))
+        if keep:
+            outs.append(out)
+    for dt, shape in [("f32", [37, 4097]), ("f16", [31, 127]), ("bf16", [33, 31]),
+                      ("f64", [5, 1000]), ("i32", [3, 70000]), ("f32", [1, 300000])]:
+        x = "x_%s_%d" % (dt, shape[1])
+        ins[x] = (dt, shape)
+        for k in ["sum", "max_dim", "min_dim", "argmax", "argmin"] + \
+                 ([] if dt.startswith("i") else ["mean"]):
+            o(k, [x], "%s_%s_r" % (k, x), axis=1)
+        o(k, [x], "%s_%s_c" % (k, x), axis=0)
+    ins["p"] = ("f32", [6, 9])
+    o("prod", ["p"], "prod_r", axis=1)
+    # columns split over blocks, and a layer norm and softmax along each axis
+    ins["tall"] = ("f32", [40000, 5])
+    o("sum", ["tall"], "tall_sum", axis=0)
+    o("argmax", ["tall"], "tall_argmax", axis=0)
+    for ax in [0, 1]:
+        ins["s%d" % ax] = ("f32", [129, 65])
+        s = "s%d" % ax
+        o("max_dim", [s], s + "m", keep=False, axis=ax)
+        o("sub", [s, s + "m"], s + "d", keep=False)
+        o("exp", [s + "d"], s + "e", keep=False)
+        o("sum", [s + "e"], s + "s", keep=False, axis=ax)
+        o("div", [s + "e", s + "s"], s + "_softmax")
+    ins["ln"] = ("bf16", [7, 2049])
+    o("mean", ["ln"], "lnmu", axis=1)
+    o("sub", ["ln", "lnmu"], "lnd", keep=False)
+    o("mul", ["lnd", "lnd"], "lnd2", keep=False)
+    o("mean", ["lnd2"], "lnvar", keep=False, axis=1)
+    o("add_scalar", ["lnvar"], "lnve", keep=False, scalar=1e-5)
+    o("sqrt", ["lnve"], "lnsd", keep=False)
+    o("div", ["lnd", "lnsd"], "ln_y")
+    graph("reduce_odd", ins, ops, outs)
+
+
 if __name__ == "__main__":
+    reduce_odd()
+    g7()
+    g8()
+    g9()
+    g10()
     g1()
     g2(256)
     g2(4096)
@@ -243,8 +319,65 @@ def mm_check(dt):
     graph("mm_check_" + dt, ins, ops, outs)
 
 
+def mm_check_views(dt, name):
+    """The GPU check of operands read through views and of tiny M: per case a matmul
+    whose a and/or b arrive through swap_dims (stored transposed: ldmatrix with the
+    other .trans, or element fragments for tf32) or permute (a batch dim between
+    the rows and the columns), with and without 16-byte rows (cp.async or element
+    copies), large tiles (144 tiles) and small, and the gemv configuration (M <= 16),
+    each with a bias + gelu epilogue. `name` mm_check_tf32 is compiled with
+    --allow-tf32 (prepare.sh)."""
+    ins, ops, outs = {}, [], []
+    # (name, batch a, batch b, M, N, K, a view, b view): view "t" swap_dims of the
+    # transposed operand, "p" permute (a: [b0, m, b1, k]; b: [b0, b1, n, k])
+    cases = [("at_big", [6, 1], [1, 6], 136, 136, 64, "t", ""),
+             ("bt_big", [6, 1], [1, 6], 129, 136, 72, "", "t"),
+             ("abt_odd", [2, 1], [1, 3], 33, 65, 17, "t", "t"),
+             ("abt_fast", [2, 1], [1, 3], 64, 96, 48, "t", "t"),
+             ("perm", [2, 1], [1, 3], 100, 88, 40, "p", "p"),
+             ("gemv_bt", [], [], 1, 300, 136, "", "t"),
+             ("gemv16", [2, 1], [1, 3], 16, 130, 71, "", ""),
+             ("gemv_at", [], [], 9, 64, 33, "t", "")]
+    for cn, ba, bb, m, n, k, va, vb in cases:
+        nb = len(ba)
+        r = nb + 2
+        sa, sb = ba + [m, k], bb + [k, n]
+        if va == "t":
+            sa = ba + [k, m]
+        if vb == "t":
+            sb = bb + [n, k]
+        if va == "p":
+            sa = [ba[0], m, ba[1], k]
+        if vb == "p":
+            sb = [bb[0], bb[1], n, k]
+        ins[cn + "_a"] = (dt, sa)
+        ins[cn + "_b"] = (dt, sb)
+        ins[cn + "_bias"] = (dt, [1] * (r - 1) + [n])
+        a, b = cn + "_a", cn + "_b"
+        if va == "t":
+            ops.append(op("swap_dims", [a], cn + "_av", dims=[nb, nb + 1]))
+        if va == "p":
+            ops.append(op("permute", [a], cn + "_av", axes=[0, 2, 1, 3]))
+        if vb == "t":
+            ops.append(op("swap_dims", [b], cn + "_bv", dims=[nb, nb + 1]))
+        if vb == "p":
+            ops.append(op("permute", [b], cn + "_bv", axes=[0, 1, 3, 2]))
+        a = cn + "_av" if va else a
+        b = cn + "_bv" if vb else b
+        ops.append(op("matmul", [a, b], cn + "_mm"))
+        ops.append(op("add", [cn + "_mm", cn + "_bias"], cn + "_h"))
+        ops.append(op("gelu", [cn + "_h"], cn + "_y", approximate="tanh"))
+        outs.append(cn + "_y")
+        # each case its own segment: fused as it would be alone (the search's
+        # block limit would otherwise split a view from its matmul)
+        ops.append({"op": "sync"})
+    graph(name, ins, ops, outs)
+
+
 if __name__ == "__main__":
     g7()
     g8()
     for t in ["bf16", "f16", "f32"]:
         mm_check(t)
+        mm_check_views(t, "mm_check_views_" + t)
+    mm_check_views("f32", "mm_check_tf32")

@@ -1,13 +1,14 @@
 #!/usr/bin/env python3
 """Time the reference architectures in torch eager and torch.compile on a GPU.
 
-usage: bench_torch.py [--size tiny|small|base] [--iters N] [MODEL...]
+usage: bench_torch.py [--size tiny|small|gpu|base] [--iters N] [MODEL...]
 
 The modules and inputs are exactly those export.py exports (same code, same
 seeds), so the figures sit beside `fusec-run DIR --bench` on the plans compiled
 from those .onnx files (docs/onnx.md, docs/benchmarks.md). Prints one line per
 model: eager and torch.compile milliseconds per forward (median of N, CUDA
-events, after warm-up). Needs torch with CUDA; not part of any test.
+events, after warm-up; f32 without TF32). Needs torch with CUDA (no onnx);
+not part of any test. gpu_bench.py runs fusec-run beside it and checks outputs.
 """
 import os
 import statistics
@@ -16,7 +17,7 @@ import sys
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from export import models  # noqa: E402
+from export import seeded_models  # noqa: E402
 
 
 def time_ms(fn, args, iters):
@@ -45,12 +46,12 @@ def main():
         k = args.index("--iters")
         iters = int(args[k + 1])
         del args[k:k + 2]
-    torch.manual_seed(0)
-    for name, (m, inputs, _, _) in models(size).items():
+    torch.backends.cuda.matmul.allow_tf32 = False  # strict f32, as fusec computes
+    torch.backends.cudnn.allow_tf32 = False
+    for name, (m, inputs, _, _) in seeded_models(size).items():
         if args and name not in args:
             continue
-        torch.manual_seed(1)
-        m = m.cuda().eval()
+        m = m.cuda()
         inputs = tuple(x.cuda() for x in inputs)
         with torch.no_grad():
             eager = time_ms(m, inputs, iters)

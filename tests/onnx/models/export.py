@@ -1,14 +1,16 @@
 #!/usr/bin/env python3
 """Export the six reference architectures to ONNX with random weights.
 
-usage: export.py OUTDIR [--size tiny|small|base]
+usage: export.py OUTDIR [--size tiny|small|gpu|base]
 
 ResNet-18, MobileNetV3-small, a 2-layer ViT, BERT, GPT-2 and a Llama-style decoder,
 written here in plain torch (no torchvision or transformers), exported with
 torch.onnx.export (TorchScript exporter, opset 17). `tiny` dims keep the models
 small enough to commit as test fixtures; `small` is closer to the real shapes
-(fewer layers) for timing imports and compiles; `base` exports BERT-base, GPT-2
-small and a 12-layer Llama-style decoder at width 768. Deterministic: seeded weights.
+(fewer layers) for timing imports and compiles; `gpu` is `small` with narrower
+ResNet-18 (width 32), d=192 transformers, vocab 1024 and 100 classes, so that all
+six compiled plans fit one 40 MiB GPU bundle (tests/onnx/models/gpu_bench.py);
+`base` exports BERT-base, GPT-2 small and a 12-layer Llama-style decoder at width 768. Deterministic: seeded weights.
 Test-only: needs torch (PyPI, CPU wheel).
 """
 import math
@@ -141,7 +143,7 @@ class Attention(nn.Module):
         q, k, v = (z.reshape(b, t, self.h, d // self.h).transpose(1, 2) for z in (q, k, v))
         a = q @ k.transpose(-2, -1) / math.sqrt(d // self.h)
         if self.causal:
-            keep = torch.tril(torch.ones(t, t, dtype=torch.bool))
+            keep = torch.tril(torch.ones(t, t, dtype=torch.bool, device=x.device))
             a = a.masked_fill(~keep, float("-inf"))
         if mask is not None:  # [b, t] of 1 (attend) / 0 (padding)
             a = a + (1.0 - mask[:, None, None, :].to(a.dtype)) * -10000.0
@@ -199,7 +201,7 @@ class Bert(nn.Module):
 
     def forward(self, ids, mask):
         t = ids.shape[1]
-        pos = torch.arange(t).unsqueeze(0)
+        pos = torch.arange(t, device=ids.device).unsqueeze(0)
         x = self.norm(self.tok(ids) + self.pos(pos) + self.typ(torch.zeros_like(ids)))
         for b in self.blocks:
             x = b(x, mask)
@@ -216,7 +218,7 @@ class GPT2(nn.Module):
 
     def forward(self, ids):
         t = ids.shape[1]
-        x = self.tok(ids) + self.pos(torch.arange(t).unsqueeze(0))
+        x = self.tok(ids) + self.pos(torch.arange(t, device=ids.device).unsqueeze(0))
         for b in self.blocks:
             x = b(x)
         return self.norm(x) @ self.tok.weight.t()
@@ -261,7 +263,7 @@ class LlamaBlock(nn.Module):
         k = k.repeat_interleave(rep, dim=1)
         v = v.repeat_interleave(rep, dim=1)
         a = q @ k.transpose(-2, -1) / math.sqrt(self.hd)
-        keep = torch.tril(torch.ones(t, t, dtype=torch.bool))
+        keep = torch.tril(torch.ones(t, t, dtype=torch.bool, device=x.device))
         a = a.masked_fill(~keep, float("-inf")).softmax(-1)
         x = x + self.o((a @ v).transpose(1, 2).reshape(b, t, d))
         h = self.n2(x)
@@ -314,6 +316,26 @@ def models(size):
                                 hidden=2048, seq=seq),
                           (torch.randint(0, 32000, (1, seq)),), ["input_ids"], ["logits"]),
         }
+    if size == "gpu":  # `small` cut to fit a 40 MiB GPU bundle (docs/onnx.md)
+        d, vocab, cls = 192, 1024, 100
+        return {
+            "resnet18": (ResNet18(width=32, classes=cls),
+                         (torch.randn(1, 3, img, img),), ["x"], ["logits"]),
+            "mobilenetv3_small": (MobileNetV3Small(mult=1.0, classes=cls),
+                                  (torch.randn(1, 3, img, img),), ["x"], ["logits"]),
+            "vit2": (ViT(img=img, patch=16, d=d, heads=3, layers=2, classes=cls),
+                     (torch.randn(1, 3, img, img),), ["x"], ["logits"]),
+            "bert": (Bert(vocab=vocab, d=d, heads=3, layers=2, seq=seq),
+                     (torch.randint(0, vocab, (1, seq)),
+                      torch.cat([torch.ones(1, seq - 3, dtype=torch.int64),
+                                 torch.zeros(1, 3, dtype=torch.int64)], 1)),
+                     ["input_ids", "attention_mask"], ["hidden", "pooled"]),
+            "gpt2": (GPT2(vocab=vocab, d=d, heads=3, layers=2, seq=seq),
+                     (torch.randint(0, vocab, (1, seq)),), ["input_ids"], ["logits"]),
+            "llama": (Llama(vocab=vocab, d=d, heads=3, kv_heads=1, layers=2, hidden=512,
+                            seq=seq),
+                      (torch.randint(0, vocab, (1, seq)),), ["input_ids"], ["logits"]),
+        }
     return {
         "resnet18": (ResNet18(width=8 if tiny else 64, classes=10 if tiny else 1000),
                      (torch.randn(1, 3, img, img),), ["x"], ["logits"]),
@@ -336,20 +358,28 @@ def models(size):
     }
 
 
-def main():
-    if len(sys.argv) < 2:
-        sys.exit(__doc__)
-    out = sys.argv[1]
-    size = sys.argv[3] if len(sys.argv) > 3 and sys.argv[2] == "--size" else "tiny"
-    os.makedirs(out, exist_ok=True)
+def seeded_models(size):
+    """models(size) with the seeds and batch norm statistics every exported file has:
+    what bench_torch.py and gpu_bench.py run, so their modules are the exported ones."""
     torch.manual_seed(0)
-    for name, (m, args, ins, outs) in models(size).items():
+    ms = models(size)
+    for m, _, _, _ in ms.values():
         torch.manual_seed(1)
         m.eval()
         for p in m.modules():  # non-trivial batch norm statistics
             if isinstance(p, nn.BatchNorm2d):
                 p.running_mean.uniform_(-0.1, 0.1)
                 p.running_var.uniform_(0.5, 1.5)
+    return ms
+
+
+def main():
+    if len(sys.argv) < 2:
+        sys.exit(__doc__)
+    out = sys.argv[1]
+    size = sys.argv[3] if len(sys.argv) > 3 and sys.argv[2] == "--size" else "tiny"
+    os.makedirs(out, exist_ok=True)
+    for name, (m, args, ins, outs) in seeded_models(size).items():
         path = os.path.join(out, name + ".onnx")
         kw = {"dynamo": False} if "dynamo" in torch.onnx.export.__code__.co_varnames else {}
         torch.onnx.export(m, args, path, input_names=ins, output_names=outs,
