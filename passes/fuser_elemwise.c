@@ -6,10 +6,8 @@
  * load). Every fused op writes over one iteration shape, the output shape of the
  * first op. It closes on any other op, on a view of a tensor it produced itself
  * (that would need the value in memory), on slices, on an output of another shape,
- * past 64 ops and past the binding limit. Ready with one op or more. */
+ * past 65 non-view ops (TRACE_MAX_OPS) and past the binding limit. Ready with one op or more. */
 #include "search.h"
-
-enum { ELEMWISE_MAX_OPS = 64 };
 
 typedef struct {
 	Fuser base;
@@ -35,7 +33,7 @@ static void ew_fuse(Fuser *f, const RelOp *op)
 		fuser_close(f, CR_NOT_ELEMENTWISE);
 		return;
 	}
-	if (e->st.n >= ELEMWISE_MAX_OPS) {
+	if (stats_at_cap(&e->st)) {
 		fuser_close(f, CR_MAX_OPS);
 		return;
 	}

@@ -59,6 +59,10 @@ static void mm_fuse(Fuser *f, const RelOp *op)
 		fuser_close(f, CR_NOT_ELEMENTWISE);
 		return;
 	}
+	if (stats_at_cap(&m->epi)) {
+		fuser_close(f, CR_MAX_OPS);
+		return;
+	}
 	if (!ir_rel_shape_equal(&op->t[op->nin], &m->out)) {
 		fuser_close(f, CR_SHAPE);
 		return;

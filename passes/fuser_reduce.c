@@ -5,7 +5,7 @@
  * on its output (fused on write; outputs of the reduced shape). A second reduction
  * closes it, and so does an elementwise op that broadcasts a reduced value back to
  * the full shape: that is ReduceBroadcasted's pattern. Ready once the reduction is
- * in. Sum, mean and prod of f16/bf16 accumulate in f32 (codegen's business). */
+ * in. The score counts the elementwise ops only, as burn's does. Sum, mean and prod of f16/bf16 accumulate in f32 (codegen's business). */
 #include "search.h"
 
 typedef struct {
@@ -30,6 +30,10 @@ static void rd_fuse(Fuser *f, const RelOp *op)
 			return;
 		}
 	} else if (ir_op_is_elementwise(op->kind)) {
+		if (stats_at_cap(&r->st)) {
+			fuser_close(f, CR_MAX_OPS);
+			return;
+		}
 		if (r->has_ref && !ir_rel_shape_equal(out, &r->ref)) {
 			fuser_close(f, r->phase == 1 ? CR_BROADCAST : CR_SHAPE);
 			return;
@@ -49,7 +53,10 @@ static void rd_fuse(Fuser *f, const RelOp *op)
 		r->ref = *out;
 	}
 	r->has_ref = true;
-	stats_add(&r->st, op, true);
+	/* burn scores the trace of the ops fused on read and on write; the reduction
+	 * is kept outside it (optim/reduce/fuser.rs, properties): not counted, like
+	 * Matmul's matmul */
+	stats_add(&r->st, op, ir_ops[op->kind].family != FAM_REDUCE);
 }
 
 static FuserProps rd_properties(const Fuser *f)
@@ -60,7 +67,8 @@ static FuserProps rd_properties(const Fuser *f)
 
 static int rd_len(const Fuser *f)
 {
-	return ((const ReduceFuser *)f)->st.n;
+	const ReduceFuser *r = (const ReduceFuser *)f;
+	return r->st.n + r->phase;   /* the reduction is fused, though not scored */
 }
 
 static void rd_reset(Fuser *f)

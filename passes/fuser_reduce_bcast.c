@@ -5,12 +5,14 @@
  * (max, sub, exp, sum, div) and layer norm (mean, sub, square, mean, rsqrt, mul) in
  * one kernel. Every elementwise output has shape S or R; every reduction reads S.
  *
- * The score is the sum of the Reduce blocks' scores. The ops split into blocks at
+ * The score is the sum of the Reduce blocks' scores, each counting its elementwise
+ * ops only, not the reduction (burn: reduce_broadcasted/fuser/base.rs, properties,
+ * sums the blocks' ReduceFuser scores). The ops split into blocks at
  * each reduction: an S-shaped op after a block's reduction opens the next block
  * (its prologue), and when no reduction follows, those trailing ops are the last
  * block's epilogue. So the fuser keeps the scores of finished blocks, the current
  * block P, the tentative next block T, and P+T for the case T never gets a
- * reduction. Ready with a reduction and at least one broadcast back. */
+ * reduction. Each block holds at most TRACE_MAX_OPS elementwise ops. Ready once a reduction is in, as in burn. */
 #include "search.h"
 
 typedef struct {
@@ -60,6 +62,12 @@ static void rb_fuse(Fuser *f, const RelOp *op)
 		return;
 	}
 	FuseStats *cur = b->t_used ? &b->t : &b->p;
+	/* burn's blocks are Reduce fusers, each with its own trace and op cap */
+	bool opens_t = !red && to_s && b->p_red && !b->t_used;
+	if (!red && !opens_t && stats_at_cap(cur)) {
+		fuser_close(f, CR_MAX_OPS);
+		return;
+	}
 	if (stats_bindings_after(&b->pt, op) > f->max_bindings) {
 		fuser_close(f, CR_BINDINGS);
 		return;
@@ -75,7 +83,7 @@ static void rb_fuse(Fuser *f, const RelOp *op)
 		}
 		if (b->p_red && b->t_used) {
 			/* T gets its reduction: P is finished */
-			stats_add(&b->t, op, true);
+			stats_add(&b->t, op, false);
 			b->done += stats_score(&b->p);
 			stats_copy(&b->p, &b->t);
 			stats_copy(&b->pt, &b->t);
@@ -84,11 +92,11 @@ static void rb_fuse(Fuser *f, const RelOp *op)
 		} else if (b->p_red) {
 			b->done += stats_score(&b->p);
 			stats_clear(&b->p);
-			stats_add(&b->p, op, true);
+			stats_add(&b->p, op, false);
 			stats_copy(&b->pt, &b->p);
 		} else {
-			stats_add(&b->p, op, true);
-			stats_add(&b->pt, op, true);
+			stats_add(&b->p, op, false);
+			stats_add(&b->pt, op, false);
 		}
 		b->p_red = true;
 	} else {
@@ -110,7 +118,9 @@ static void rb_fuse(Fuser *f, const RelOp *op)
 static FuserProps rb_properties(const Fuser *f)
 {
 	const ReduceBcastFuser *b = (const ReduceBcastFuser *)f;
-	return (FuserProps){b->p_red && b->broadcast, b->done + stats_score(&b->pt)};
+	/* burn (reduce_broadcasted/fuser/base.rs, properties): ready once out of Starting,
+	 * i.e. once a reduction is fused; no broadcast back is needed */
+	return (FuserProps){b->p_red, b->done + stats_score(&b->pt)};
 }
 
 static int rb_len(const Fuser *f)

@@ -36,6 +36,9 @@ void stats_add(FuseStats *s, const RelOp *op, bool count)
 	for (int i = 0; i < op->nout; i++)
 		iset_add(&s->produced, op->t[op->nin + i].id);
 	if (count) {
+		int fam = ir_ops[op->kind].family;
+		if (fam != FAM_VIEW && fam != FAM_REDUCE && op->kind != OP_MATMUL)
+			s->traced++;
 		s->n++;
 		s->u += op->nin + op->nout;
 	}
@@ -46,6 +49,7 @@ void stats_copy(FuseStats *dst, const FuseStats *src)
 	dst->n = src->n;
 	dst->u = src->u;
 	dst->v = src->v;
+	dst->traced = src->traced;
 	iset_copy(&dst->inputs, &src->inputs);
 	iset_copy(&dst->produced, &src->produced);
 	iset_copy(&dst->freed, &src->freed);
@@ -63,7 +67,7 @@ void stats_free(FuseStats *s)
 	iset_free(&s->inputs);
 	iset_free(&s->produced);
 	iset_free(&s->freed);
-	s->n = s->v = 0;
+	s->n = s->v = s->traced = 0;
 	s->u = 0;
 }
 
@@ -72,7 +76,7 @@ void stats_clear(FuseStats *s)
 	iset_clear(&s->inputs);
 	iset_clear(&s->produced);
 	iset_clear(&s->freed);
-	s->n = s->v = 0;
+	s->n = s->v = s->traced = 0;
 	s->u = 0;
 }
 

@@ -86,12 +86,18 @@ typedef struct {
 	int n;                 /* N: ops counted */
 	int64_t u;             /* U: reads + writes if each op ran alone */
 	int v;                 /* V: kernel inputs read through reshape/swap_dims/permute */
+	int traced;            /* ops counted that are not views, reductions or matmuls */
 	IntSet inputs;         /* relative ids read before being produced here */
 	IntSet produced;
 	IntSet freed;          /* produced here and read ReadWrite here: never written */
 } FuseStats;
 
 void stats_add(FuseStats *s, const RelOp *op, bool count);
+/* burn's cap on a trace (engine/fuser.rs, TryTraceFuser::fuse: an op is refused once
+ * num_ops_fused() > max_ops = 64): a trace holds at most 65 ops. Its ops are the
+ * elementwise ones; views, the reduction and the matmul are not trace ops. */
+enum { TRACE_MAX_OPS = 65 };
+static inline bool stats_at_cap(const FuseStats *s) { return s->traced >= TRACE_MAX_OPS; }
 void stats_copy(FuseStats *dst, const FuseStats *src);
 void stats_own(FuseStats *s);  /* after a bytewise copy: own the sets */
 void stats_free(FuseStats *s);
@@ -109,7 +115,7 @@ typedef enum {
 	CR_NONE,
 	CR_NOT_ELEMENTWISE,     /* an op this fuser never fuses */
 	CR_SHAPE,               /* output shape incompatible with the kernel's */
-	CR_MAX_OPS,             /* 64-op cap */
+	CR_MAX_OPS,             /* 65 trace ops (TRACE_MAX_OPS) */
 	CR_BINDINGS,            /* binding limit */
 	CR_VIEW_INTERMEDIATE,   /* a view of a tensor produced inside the kernel */
 	CR_VIEW_UNSUPPORTED,    /* slice */

@@ -53,17 +53,24 @@ contains lone-kernel "$TMP/l/lone.plan.json" '"kind":"single"'
 check maxblocks 0 "$FUSEC" compile $G/maxblocks.yaml --max-blocks 2 -o "$TMP/m" --log medium
 contains maxblocks-stop "$TMP/err" "[stream] stopped (max_blocks=2 reached) at op 32 (NumericFloat::Add [ops[32] → c4_1])"
 check fusers 0 "$FUSEC" compile $G/fusers.yaml -o "$TMP/f" --log full
-contains fusers-softmax "$TMP/err" "▸ fused ReduceBroadcasted (score=730, 5 ops)"
+contains fusers-softmax "$TMP/err" "▸ fused ReduceBroadcasted (score=520, 5 ops)"
 contains fusers-matmul "$TMP/err" "▸ fused Matmul (score=310, 3 ops)"
-contains fusers-reduce "$TMP/err" "▸ fused Reduce (score=630, 4 ops)"
+contains fusers-reduce "$TMP/err" "▸ fused Reduce (score=420, 4 ops)"
 check cycle 0 "$FUSEC" compile $G/cycle.yaml --max-blocks 8 -o "$TMP/y" --log medium
 contains cycle-refused "$TMP/err" "[merge] refused: blocks starting at op 1 and op 10 (would create a cycle)"
 check holes 0 "$FUSEC" compile $G/holes.yaml -o "$TMP/h" --log medium
 contains holes-filled "$TMP/err" "[holes] 1 unclaimed op(s) between claimed ones: searching them again"
+check holes-full 0 "$FUSEC" compile $G/holes.yaml -o "$TMP/h2" --log full
+contains holes-score "$TMP/err" "best Reduce (score=210, 3 ops)"
 check lazy 0 "$FUSEC" compile $G/lazy_triggers.yaml -o "$TMP/z" --log full
 contains lazy-onops "$TMP/err" "[plan] cache hit: execute plan #0 (lazy, segment has 3 ops)"
 contains lazy-always "$TMP/err" "[plan] cache hit: execute plan #1 (lazy, segment has 2 ops)"
 contains lazy-triggers "$TMP/z/lazy_triggers.plan.json" '"kind":"Always"'
+check cap 0 "$FUSEC" compile $G/cap.yaml -o "$TMP/k" --log full
+contains cap-elemwise "$TMP/err" "[fuser] closed on Float::Exp [ops[66] → a65] (ElementWise, max-ops); had 66 ops"
+contains cap-matmul "$TMP/err" "[fuser] closed on Float::Exp [ops[133] → m66] (Matmul, max-ops); had 66 ops"
+check rb-ready 0 "$FUSEC" compile $G/rb_ready.yaml -o "$TMP/rb" --log full
+contains rb-ready-fused "$TMP/err" "▸ fused ReduceBroadcasted (score=310, 5 ops)"
 
 # options
 check log-env 0 env FUSEC_LOG=basic "$FUSEC" compile $G/lone.yaml -o "$TMP/e"
