@@ -140,7 +140,7 @@ static int run_set(const Graph *g, const char *set, char *msg, size_t size)
 			rc = -1;
 		}
 	}
-	RunCtx c = {g, in, NULL};
+	RunCtx c = {.g = g, .inputs = in};
 	const RunBackend *vt = pick_backend();
 	Diag d;
 	if (!rc) {
