@@ -685,7 +685,8 @@ static void row_loops(Red *x, LLVMValueRef start, LLVMValueRef end, LLVMValueRef
 		LLVMBuildCondBr(b, x->vok, vb, sb);
 		LLVMPositionBuilderAtEnd(b, vb);
 		int mark = cg_memo_mark(kb);
-		memcpy(carry, init, sizeof *carry * (size_t)nc);
+		if (nc > 0)
+			memcpy(carry, init, sizeof *carry * (size_t)nc);
 		x->vlanes = V;
 		kb->vrow = true;
 		/* thread lane takes groups lane, lane + G, ... : elements (lo + lane*V ..) */
@@ -701,7 +702,8 @@ static void row_loops(Red *x, LLVMValueRef start, LLVMValueRef end, LLVMValueRef
 		LLVMBuildBr(b, join);
 		LLVMPositionBuilderAtEnd(b, sb);
 	}
-	memcpy(carry, init, sizeof *carry * (size_t)nc);
+	if (nc > 0)
+		memcpy(carry, init, sizeof *carry * (size_t)nc);
 	row_loop(x, start, end, stride, carry, nc, body, ctx);
 	if (done)
 		done(x, carry, ctx);

@@ -31,10 +31,10 @@ same depfile-text "$TMP/d.mk" "$TMP/d/lone.plan.json $TMP/d/lone.ptx: $TMP/g.yam
 $TMP/g.yaml:"
 printf 'all: %s\n%s:\n\t@echo rebuild\ninclude %s\n' "$TMP/d/lone.plan.json" \
 	"$TMP/d/lone.plan.json" "$TMP/d.mk" > "$TMP/Makefile"
-check depfile-make 0 make -s -f "$TMP/Makefile"
+check depfile-make 0 env MAKEFLAGS= MAKELEVEL= make -s --no-print-directory -f "$TMP/Makefile"
 same depfile-uptodate "$TMP/out" ""
 touch -d '+2 seconds' "$TMP/g.yaml"
-check depfile-make-again 0 make -s -f "$TMP/Makefile"
+check depfile-make-again 0 env MAKEFLAGS= MAKELEVEL= make -s --no-print-directory -f "$TMP/Makefile"
 same depfile-stale "$TMP/out" "rebuild"
 check depfile-long 0 "$FUSEC" compile "$TMP/g.yaml" -o "$TMP/d2" --depfile "$TMP/d2.mk" -q
 [ -f "$TMP/d2.mk" ] && pass=$((pass + 1)) || { echo "FAIL depfile-long"; fail=$((fail + 1)); }
