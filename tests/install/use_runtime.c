@@ -33,19 +33,22 @@ int main(int argc, char **argv)
 		if (t->output)
 			out[nout++].name = t->name;
 	}
+	int rc = 0;
 	if (rt_cuda_run(argv[1], in, nin, out, nout, &d) != RT_OK) {
 		fprintf(stderr, "run: %s\n", d.msg);
-		return 3;
+		rc = 3;
 	}
 	for (int i = 0; i < nout; i++) {
-		double sum = 0;
-		for (int64_t k = 0; k < out[i].t.n; k++)
-			sum += host_get(&out[i].t, k);
-		printf("output %s sum=%.6g\n", out[i].name, sum);
+		if (!rc) {
+			double sum = 0;
+			for (int64_t k = 0; k < out[i].t.n; k++)
+				sum += host_get(&out[i].t, k);
+			printf("output %s sum=%.6g\n", out[i].name, sum);
+		}
 		host_free(&out[i].t);
 	}
 	for (int i = 0; i < nin; i++)
 		host_free(&in[i].t);
 	rt_plan_free(p);
-	return 0;
+	return rc;
 }
