@@ -289,6 +289,18 @@ bool cg_reduce_plan(CgKb *kb, const CgKernelSpec *s, int rank, const uint32_t *r
 	}
 	if (!views && r->nvt > 0)
 		r->vec = 16 / maxsize;
+	/* the row cache: rows broadcast back on the vector path keep the row tensors of
+	 * the full shape (not the ones broadcast over rows, which L1 holds) in registers */
+	r->cache = r->bcast && !r->column && r->vec > 1;
+	for (int q = 0; q < r->nvt && r->cache && r->nct < CG_RED_CACHE_T; q++) {
+		const RelTensor *t = kb->tinfo[r->vt[q]];
+		bool full = true;
+		for (int d = 0; d < rank; d++)
+			full &= d == ax || t->shape[d] == r->full[d];
+		if (full)
+			r->ct[r->nct++] = r->vt[q];
+	}
+	r->cache &= r->nct > 0;
 	for (int k = 0; k < r->nred; k++) {
 		OpKind kind = (OpKind)s->ops[r->red[k]].kind;
 		r->has_arg |= kind == OP_ARGMAX || kind == OP_ARGMIN;
@@ -332,9 +344,25 @@ int64_t cg_reduce_row_threads(int64_t n)
 	return g < 64 ? 64 : g > CG_RED_THREADS ? CG_RED_THREADS : g;
 }
 
+/* Threads per row of a kernel with the row cache (rows broadcast back, vector path):
+ *   n <= 32       as cg_reduce_row_threads
+ *   larger        pow2ceil(n / CG_RED_CACHE), 32 to 512: a warp per row up to
+ *                 32 * CG_RED_CACHE elements, then a block per row; rows up to
+ *                 512 * CG_RED_CACHE elements are then held in registers, CG_RED_CACHE
+ *                 a thread (measured on the H200: docs/benchmarks.md, "Reductions").
+ * Longer rows (or rows the vector path cannot take) run the passes over memory. */
+int64_t cg_reduce_cache_threads(int64_t n)
+{
+	if (n <= 32)
+		return cg_reduce_row_threads(n);
+	int64_t g = pow2ceil(ceil_div(n, CG_RED_CACHE));
+	return g < 32 ? 32 : g > CG_RED_THREADS ? CG_RED_THREADS : g;
+}
+
 /* The launch rule of cooperative reduce kernels (CgLaunch.arg: column, split, arg,
- * axis, rank, then the full shape ids):
- *   rows mode: block (G, R) with G = cg_reduce_row_threads(n), R = 256 / G rows per
+ * axis, rank, the full shape ids, and at [13] whether the kernel has the row cache):
+ *   rows mode: block (G, R) with G = cg_reduce_row_threads(n) (with the row cache
+ *     cg_reduce_cache_threads(n)), R = 256 / G rows per
  *     block when G < 256 (else 1); grid.x = ceil(rows / R).
  *   columns mode: block (32, Ry), Ry = min(16, pow2ceil(n)); grid.x = one block per 32
  *     adjacent columns.
@@ -346,7 +374,7 @@ int64_t cg_reduce_row_threads(int64_t n)
 static void reduce_rule(const CgKernel *k, const int64_t *dims, int ndims, CgDims *o)
 {
 	const int64_t *a = k->launch.arg;
-	bool column = a[0], split = a[1], arg = a[2];
+	bool column = a[0], split = a[1], arg = a[2], cache = a[13];
 	int ax = (int)a[3], rank = (int)a[4];
 	int64_t d[IR_MAX_RANK] = {0};
 	for (int i = 0; i < rank && i < IR_MAX_RANK; i++) {
@@ -366,7 +394,7 @@ static void reduce_rule(const CgKernel *k, const int64_t *dims, int ndims, CgDim
 	int64_t S = 1, counters = 0;
 	const int64_t cap = (int64_t)1 << 30;
 	if (!column) {
-		int64_t G = cg_reduce_row_threads(n);
+		int64_t G = cache ? cg_reduce_cache_threads(n) : cg_reduce_row_threads(n);
 		if (split && rows < RED_TARGET_BLOCKS && n > CG_RED_THREADS * 8 * 2) {
 			G = CG_RED_THREADS;
 			S = ceil_div(RED_TARGET_BLOCKS, rows);
@@ -427,6 +455,13 @@ typedef struct {
 	LLVMValueRef vok;             /* i1: the rows' vector path may run */
 	LLVMValueRef colsh;           /* columns mode: the shared buffer of column_reduce */
 	int vlanes;                   /* bodies: 0 scalar, else positions are V-groups */
+	/* the row cache: cv[q][u] holds tensor ct[q]'s vector of trip u; filled[q] once
+	 * a phase has stored every trip (later phases read it instead of memory) */
+	CgVar cv[CG_RED_CACHE_T][CG_RED_CACHE];
+	bool filled[CG_RED_CACHE_T], filling[CG_RED_CACHE_T];
+	int K;                        /* trips of V elements a thread holds */
+	LLVMValueRef cok;             /* i1, uniform: this launch's rows fit the cache */
+	int trip;                     /* building the cached path: the trip, else -1 */
 	/* per phase */
 	LLVMValueRef row, valid, lane, stride, pos[IR_MAX_RANK];
 } Red;
@@ -592,6 +627,52 @@ static CgIdx at_axis(Red *x, const uint32_t *shape, LLVMValueRef j)
 	return e;
 }
 
+/* if (cond) { ... } in the current block; returns the join block. */
+static LLVMBasicBlockRef branch_if(CgKb *kb, LLVMValueRef cond, const char *name)
+{
+	LLVMBasicBlockRef then = LLVMAppendBasicBlockInContext(kb->m->ctx, kb->fn, name);
+	LLVMBasicBlockRef join = LLVMAppendBasicBlockInContext(kb->m->ctx, kb->fn, "endif");
+	LLVMBuildCondBr(kb->b, cond, then, join);
+	LLVMPositionBuilderAtEnd(kb->b, then);
+	return join;
+}
+
+static void end_if(CgKb *kb, LLVMBasicBlockRef join)
+{
+	LLVMBuildBr(kb->b, join);
+	LLVMPositionBuilderAtEnd(kb->b, join);
+}
+
+/* A trip of the vector path begins: no vector loaded yet; on the cached path the
+ * vectors of the cached tensors come from their registers once a phase filled them. */
+static void trip_begin(Red *x)
+{
+	CgKb *kb = x->kb;
+	memset(kb->vload, 0, sizeof *kb->vload * (size_t)kb->ntensors);
+	if (x->trip < 0)
+		return;
+	for (int q = 0; q < x->r->nct; q++)
+		if (x->filled[q])
+			kb->vload[x->r->ct[q]] = cg_coop_get(x->c, x->cv[q][x->trip]);
+}
+
+/* A trip ends: on the cached path, the vectors this phase loaded go to registers. */
+static void trip_end(Red *x)
+{
+	CgKb *kb = x->kb;
+	for (int q = 0; q < x->r->nct && x->trip >= 0; q++) {
+		LLVMValueRef v = kb->vload[x->r->ct[q]];
+		if (x->filled[q] || !v)
+			continue;
+		CgVar *cv = &x->cv[q][x->trip];
+		if (!cv->slot)
+			*cv = cg_coop_var(x->c, LLVMTypeOf(v));
+		cg_coop_set(x->c, *cv, v);
+		x->filling[q] = true;
+	}
+	memset(kb->vload, 0, sizeof *kb->vload * (size_t)kb->ntensors);
+}
+
 /* Accumulate the reductions ks[q0..q1) at positions j[0..nj) of the row, in order:
  * every value is evaluated (loaded) first, then combined, so the loads of one trip
  * are in flight together. */
@@ -603,7 +684,7 @@ static void accumulate(Red *x, const int *ks, int q0, int q1, LLVMValueRef *j, i
 	LLVMValueRef v[CG_RED_UNROLL * 16][2], at[CG_RED_UNROLL * 16];
 	for (int u = 0; u < nj; u++) {
 		if (x->vlanes)
-			memset(kb->vload, 0, sizeof *kb->vload * (size_t)kb->ntensors);
+			trip_begin(x);   /* nj is 1 on the vector path */
 		for (int l = 0; l < V; l++) {
 			int e0 = u * V + l;
 			at[e0] = x->vlanes ? LLVMBuildAdd(kb->b, j[u], cg_i64(kb, l), "") : j[u];
@@ -623,7 +704,7 @@ static void accumulate(Red *x, const int *ks, int q0, int q1, LLVMValueRef *j, i
 			combine(x->c, acc[q - q0], other, (void *)red_op(x, ks[q]));
 		}
 	if (x->vlanes)
-		memset(kb->vload, 0, sizeof *kb->vload * (size_t)kb->ntensors);
+		trip_end(x);
 }
 
 /* for (j = start; j < end; j += stride) body, CG_RED_UNROLL positions a trip, then
@@ -676,12 +757,59 @@ static void row_loops(Red *x, LLVMValueRef start, LLVMValueRef end, LLVMValueRef
 	CgKb *kb = x->kb;
 	LLVMBuilderRef b = kb->b;
 	LLVMValueRef carry[4];
-	LLVMBasicBlockRef join = NULL;
+	LLVMBasicBlockRef join = LLVMAppendBasicBlockInContext(kb->m->ctx, kb->fn, "rowjoin");
+	if (x->r->cache) {
+		/* the row in registers: K trips unrolled, trip u at elements lane*V + u*G*V;
+		 * a trip past the row's end reads element 0 and its result is dropped (the
+		 * carries keep their values; the write phase branches around its stores) */
+		int V = x->r->vec;
+		LLVMBasicBlockRef cb = LLVMAppendBasicBlockInContext(kb->m->ctx, kb->fn, "rowcache");
+		LLVMBasicBlockRef ob = LLVMAppendBasicBlockInContext(kb->m->ctx, kb->fn, "rowmem");
+		LLVMBuildCondBr(b, x->cok, cb, ob);
+		LLVMPositionBuilderAtEnd(b, cb);
+		int mark = cg_memo_mark(kb);
+		if (nc > 0)
+			memcpy(carry, init, sizeof *carry * (size_t)nc);
+		x->vlanes = V;
+		kb->vrow = true;
+		LLVMValueRef vstart = LLVMBuildAdd(b, LLVMBuildSub(b, start, x->lane, ""),
+						   LLVMBuildMul(b, x->lane, cg_i64(kb, V), ""), "");
+		LLVMValueRef vstride = LLVMBuildMul(b, stride, cg_i64(kb, V), "");
+		for (int u = 0; u < x->K; u++) {
+			LLVMValueRef j = LLVMBuildAdd(b, vstart, LLVMBuildMul(b, vstride,
+						      cg_i64(kb, u), ""), "");
+			LLVMValueRef ok = LLVMBuildICmp(b, LLVMIntSLT, j, end, "");
+			x->trip = u;
+			if (nc == 0) {
+				int tm = cg_memo_mark(kb);
+				LLVMBasicBlockRef tj = branch_if(kb, ok, "trip");
+				body(x, &j, 1, carry, ctx);
+				end_if(kb, tj);
+				cg_memo_release(kb, tm);
+				continue;
+			}
+			LLVMValueRef jc = LLVMBuildSelect(b, ok, j, cg_i64(kb, 0), "");
+			LLVMValueRef old[4];
+			memcpy(old, carry, sizeof *carry * (size_t)nc);
+			body(x, &jc, 1, carry, ctx);
+			for (int k = 0; k < nc; k++)
+				carry[k] = LLVMBuildSelect(b, ok, carry[k], old[k], "");
+		}
+		x->trip = -1;
+		x->vlanes = 0;
+		kb->vrow = false;
+		for (int q = 0; q < x->r->nct; q++)
+			x->filled[q] |= x->filling[q];
+		if (done)
+			done(x, carry, ctx);
+		cg_memo_release(kb, mark);
+		LLVMBuildBr(b, join);
+		LLVMPositionBuilderAtEnd(b, ob);
+	}
 	if (x->r->vec > 1) {
 		int V = x->r->vec;
 		LLVMBasicBlockRef vb = LLVMAppendBasicBlockInContext(kb->m->ctx, kb->fn, "rowvec");
 		LLVMBasicBlockRef sb = LLVMAppendBasicBlockInContext(kb->m->ctx, kb->fn, "rowscalar");
-		join = LLVMAppendBasicBlockInContext(kb->m->ctx, kb->fn, "rowjoin");
 		LLVMBuildCondBr(b, x->vok, vb, sb);
 		LLVMPositionBuilderAtEnd(b, vb);
 		int mark = cg_memo_mark(kb);
@@ -707,10 +835,8 @@ static void row_loops(Red *x, LLVMValueRef start, LLVMValueRef end, LLVMValueRef
 	row_loop(x, start, end, stride, carry, nc, body, ctx);
 	if (done)
 		done(x, carry, ctx);
-	if (join) {
-		LLVMBuildBr(b, join);
-		LLVMPositionBuilderAtEnd(b, join);
-	}
+	LLVMBuildBr(b, join);
+	LLVMPositionBuilderAtEnd(b, join);
 }
 
 typedef struct {
@@ -844,22 +970,6 @@ static void group_reduce(Red *x, int k)
 		cg_coop_group_reduce(x->c, x->acc[k], nv, x->G, combine, (void *)op);
 }
 
-/* if (cond) { ... } in the current block; returns the join block. */
-static LLVMBasicBlockRef branch_if(CgKb *kb, LLVMValueRef cond, const char *name)
-{
-	LLVMBasicBlockRef then = LLVMAppendBasicBlockInContext(kb->m->ctx, kb->fn, name);
-	LLVMBasicBlockRef join = LLVMAppendBasicBlockInContext(kb->m->ctx, kb->fn, "endif");
-	LLVMBuildCondBr(kb->b, cond, then, join);
-	LLVMPositionBuilderAtEnd(kb->b, then);
-	return join;
-}
-
-static void end_if(CgKb *kb, LLVMBasicBlockRef join)
-{
-	LLVMBuildBr(kb->b, join);
-	LLVMPositionBuilderAtEnd(kb->b, join);
-}
-
 typedef struct {
 	const int *wr;
 	int nw;
@@ -873,16 +983,16 @@ static void write_body(Red *x, LLVMValueRef *j, int nj, LLVMValueRef *carry, voi
 	int V = x->vlanes ? x->vlanes : 1;
 	for (int u = 0; u < nj; u++) {
 		if (x->vlanes)
-			memset(kb->vload, 0, sizeof *kb->vload * (size_t)kb->ntensors);
+			trip_begin(x);
 		for (int l = 0; l < V; l++) {
 			LLVMValueRef jl = x->vlanes ? LLVMBuildAdd(kb->b, j[u], cg_i64(kb, l), "") : j[u];
 			CgIdx e = at_axis(x, x->ref, jl);
 			e.lane = x->vlanes ? l : -1;
 			cg_store_written(kb, &e, w->wr, w->nw);
 		}
+		if (x->vlanes)
+			trip_end(x);
 	}
-	if (x->vlanes)
-		memset(kb->vload, 0, sizeof *kb->vload * (size_t)kb->ntensors);
 }
 
 
@@ -1083,6 +1193,15 @@ void cg_reduce_kernel(CgKb *kb, CgCoop *c, const CgRed *r, const uint32_t *ref, 
 				  x->hi, ""), ""), vm, ""), "");
 		x->vok = LLVMBuildICmp(b, LLVMIntEQ, mis, cg_i64(kb, 0), "vok");
 	}
+	/* the row cache: rows of 1 to G * K * V elements on the vector path */
+	x->trip = -1;
+	if (r->cache) {
+		x->K = CG_RED_CACHE / r->vec < 1 ? 1 : CG_RED_CACHE / r->vec;
+		LLVMValueRef cap = LLVMBuildMul(b, x->G, cg_i64(kb, (int64_t)x->K * r->vec), "");
+		LLVMValueRef fits = LLVMBuildAnd(b, LLVMBuildICmp(b, LLVMIntULE, x->n, cap, ""),
+						 LLVMBuildICmp(b, LLVMIntUGT, x->n, cg_i64(kb, 0), ""), "");
+		x->cok = LLVMBuildAnd(b, x->vok, fits, "cok");
+	}
 	LLVMValueRef nunits;
 	if (!r->column) {
 		nunits = LLVMBuildUDiv(b, LLVMBuildSub(b, LLVMBuildAdd(b, x->nrows, x->R, ""),
@@ -1136,6 +1255,7 @@ void cg_reduce_kernel(CgKb *kb, CgCoop *c, const CgRed *r, const uint32_t *ref, 
 	L->arg[4] = r->rank;
 	for (int d = 0; d < r->rank; d++)
 		L->arg[5 + d] = r->full[d];
+	L->arg[13] = r->cache;
 	k->shape = r->column ? (r->bcast ? "columns, broadcast back: (32 x Ry) threads per 32 columns"
 				: r->split ? "columns: (32 x Ry) threads per 32 columns, long columns may split over grid.y"
 				: "columns: (32 x Ry) threads per 32 columns")
