@@ -218,6 +218,7 @@ enum {
 	CG_RED_MAXNREG = FUSEC_RED_MAXNREG, /* registers per thread (.maxnreg): occupancy over spills */
 	CG_RED_CACHE = FUSEC_RED_CACHE, /* rows kept in registers: elements per thread */
 	CG_RED_CACHE_T = 2,      /* row tensors a row cache holds */
+	CG_RED_CACHE_BYTES = 32768, /* its shared memory a block (static: 48 KiB at most) */
 };
 /* The structure of a cooperative reduce kernel (kernel_reduce.c, cg_reduce_plan). */
 typedef struct {

@@ -290,15 +290,20 @@ bool cg_reduce_plan(CgKb *kb, const CgKernelSpec *s, int rank, const uint32_t *r
 	if (!views && r->nvt > 0)
 		r->vec = 16 / maxsize;
 	/* the row cache: rows broadcast back on the vector path keep the row tensors of
-	 * the full shape (not the ones broadcast over rows, which L1 holds) in registers */
+	 * the full shape (not the ones broadcast over rows, which L1 holds) in shared
+	 * memory, CG_RED_CACHE elements a thread, CG_RED_CACHE_BYTES a block at most */
 	r->cache = r->bcast && !r->column && r->vec > 1;
+	int trips = CG_RED_CACHE / r->vec < 1 ? 1 : CG_RED_CACHE / r->vec;
+	int64_t bytes = 0, per = (int64_t)CG_RED_THREADS * trips * 16;  /* shared memory */
 	for (int q = 0; q < r->nvt && r->cache && r->nct < CG_RED_CACHE_T; q++) {
 		const RelTensor *t = kb->tinfo[r->vt[q]];
 		bool full = true;
 		for (int d = 0; d < rank; d++)
 			full &= d == ax || t->shape[d] == r->full[d];
-		if (full)
+		if (full && bytes + per <= CG_RED_CACHE_BYTES) {
 			r->ct[r->nct++] = r->vt[q];
+			bytes += per;
+		}
 	}
 	r->cache &= r->nct > 0;
 	for (int k = 0; k < r->nred; k++) {
@@ -455,13 +460,17 @@ typedef struct {
 	LLVMValueRef vok;             /* i1: the rows' vector path may run */
 	LLVMValueRef colsh;           /* columns mode: the shared buffer of column_reduce */
 	int vlanes;                   /* bodies: 0 scalar, else positions are V-groups */
-	/* the row cache: cv[q][u] holds tensor ct[q]'s vector of trip u; filled[q] once
-	 * a phase has stored every trip (later phases read it instead of memory) */
-	CgVar cv[CG_RED_CACHE_T][CG_RED_CACHE];
+	/* the row cache: shared memory cs[q] holds tensor ct[q]'s vector of trip u of
+	 * thread tid at u * CG_RED_THREADS + tid (each thread reads back only what it
+	 * stored: no barrier); filled[q] once a phase has stored every trip (later phases
+	 * read it instead of memory) */
+	LLVMValueRef cs[CG_RED_CACHE_T];
+	LLVMTypeRef cst[CG_RED_CACHE_T];
 	bool filled[CG_RED_CACHE_T], filling[CG_RED_CACHE_T];
-	int K;                        /* trips of V elements a thread holds */
+	int K;                        /* V-groups a thread holds */
 	LLVMValueRef cok;             /* i1, uniform: this launch's rows fit the cache */
-	int trip;                     /* building the cached path: the trip, else -1 */
+	LLVMValueRef cap_groups;      /* V-groups a row's slots span: G * K */
+	bool caching;                 /* building the cached path */
 	/* per phase */
 	LLVMValueRef row, valid, lane, stride, pos[IR_MAX_RANK];
 } Red;
@@ -645,29 +654,43 @@ static void end_if(CgKb *kb, LLVMBasicBlockRef join)
 
 /* A trip of the vector path begins: no vector loaded yet; on the cached path the
  * vectors of the cached tensors come from their registers once a phase filled them. */
-static void trip_begin(Red *x)
+static LLVMValueRef cache_slot(Red *x, int q, LLVMValueRef j)
+{
+	CgKb *kb = x->kb;
+	LLVMBuilderRef b = kb->b;
+	/* the V-group j / V of the row, after the rows of the block before this one */
+	LLVMValueRef i = LLVMBuildAdd(b, LLVMBuildMul(b, x->c->tidx[1], x->cap_groups, ""),
+				      LLVMBuildUDiv(b, j, cg_i64(kb, x->r->vec), ""), "");
+	return LLVMBuildGEP2(b, x->cst[q], x->cs[q], &i, 1, "");
+}
+
+/* A V-group (position j of the row) of the vector path begins: no vector loaded yet;
+ * on the cached path the vectors of the cached tensors come from shared memory once
+ * a phase filled it. */
+static void trip_begin(Red *x, LLVMValueRef j)
 {
 	CgKb *kb = x->kb;
 	memset(kb->vload, 0, sizeof *kb->vload * (size_t)kb->ntensors);
-	if (x->trip < 0)
+	if (!x->caching)
 		return;
 	for (int q = 0; q < x->r->nct; q++)
 		if (x->filled[q])
-			kb->vload[x->r->ct[q]] = cg_coop_get(x->c, x->cv[q][x->trip]);
+			kb->vload[x->r->ct[q]] = LLVMBuildLoad2(kb->b, x->cst[q], cache_slot(x, q, j), "");
 }
 
-/* A trip ends: on the cached path, the vectors this phase loaded go to registers. */
-static void trip_end(Red *x)
+/* It ends: on the cached path, the vectors this phase loaded go to shared memory. */
+static void trip_end(Red *x, LLVMValueRef j)
 {
 	CgKb *kb = x->kb;
-	for (int q = 0; q < x->r->nct && x->trip >= 0; q++) {
+	for (int q = 0; q < x->r->nct && x->caching; q++) {
 		LLVMValueRef v = kb->vload[x->r->ct[q]];
 		if (x->filled[q] || !v)
 			continue;
-		CgVar *cv = &x->cv[q][x->trip];
-		if (!cv->slot)
-			*cv = cg_coop_var(x->c, LLVMTypeOf(v));
-		cg_coop_set(x->c, *cv, v);
+		if (!x->cs[q]) {
+			x->cst[q] = LLVMTypeOf(v);
+			x->cs[q] = cg_coop_shared(x->c, x->cst[q], CG_RED_THREADS * x->K);
+		}
+		LLVMBuildStore(kb->b, v, cache_slot(x, q, j));
 		x->filling[q] = true;
 	}
 	memset(kb->vload, 0, sizeof *kb->vload * (size_t)kb->ntensors);
@@ -684,7 +707,7 @@ static void accumulate(Red *x, const int *ks, int q0, int q1, LLVMValueRef *j, i
 	LLVMValueRef v[CG_RED_UNROLL * 16][2], at[CG_RED_UNROLL * 16];
 	for (int u = 0; u < nj; u++) {
 		if (x->vlanes)
-			trip_begin(x);   /* nj is 1 on the vector path */
+			trip_begin(x, j[u]);   /* nj is 1 on the vector path */
 		for (int l = 0; l < V; l++) {
 			int e0 = u * V + l;
 			at[e0] = x->vlanes ? LLVMBuildAdd(kb->b, j[u], cg_i64(kb, l), "") : j[u];
@@ -704,7 +727,7 @@ static void accumulate(Red *x, const int *ks, int q0, int q1, LLVMValueRef *j, i
 			combine(x->c, acc[q - q0], other, (void *)red_op(x, ks[q]));
 		}
 	if (x->vlanes)
-		trip_end(x);
+		trip_end(x, j[nj - 1]);
 }
 
 /* for (j = start; j < end; j += stride) body, CG_RED_UNROLL positions a trip, then
@@ -759,9 +782,8 @@ static void row_loops(Red *x, LLVMValueRef start, LLVMValueRef end, LLVMValueRef
 	LLVMValueRef carry[4];
 	LLVMBasicBlockRef join = LLVMAppendBasicBlockInContext(kb->m->ctx, kb->fn, "rowjoin");
 	if (x->r->cache) {
-		/* the row in registers: K trips unrolled, trip u at elements lane*V + u*G*V;
-		 * a trip past the row's end reads element 0 and its result is dropped (the
-		 * carries keep their values; the write phase branches around its stores) */
+		/* the row cache: the vector path's loop, its row tensors' vectors kept in
+		 * shared memory by the first phase that loads them */
 		int V = x->r->vec;
 		LLVMBasicBlockRef cb = LLVMAppendBasicBlockInContext(kb->m->ctx, kb->fn, "rowcache");
 		LLVMBasicBlockRef ob = LLVMAppendBasicBlockInContext(kb->m->ctx, kb->fn, "rowmem");
@@ -771,31 +793,13 @@ static void row_loops(Red *x, LLVMValueRef start, LLVMValueRef end, LLVMValueRef
 		if (nc > 0)
 			memcpy(carry, init, sizeof *carry * (size_t)nc);
 		x->vlanes = V;
+		x->caching = true;
 		kb->vrow = true;
 		LLVMValueRef vstart = LLVMBuildAdd(b, LLVMBuildSub(b, start, x->lane, ""),
 						   LLVMBuildMul(b, x->lane, cg_i64(kb, V), ""), "");
-		LLVMValueRef vstride = LLVMBuildMul(b, stride, cg_i64(kb, V), "");
-		for (int u = 0; u < x->K; u++) {
-			LLVMValueRef j = LLVMBuildAdd(b, vstart, LLVMBuildMul(b, vstride,
-						      cg_i64(kb, u), ""), "");
-			LLVMValueRef ok = LLVMBuildICmp(b, LLVMIntSLT, j, end, "");
-			x->trip = u;
-			if (nc == 0) {
-				int tm = cg_memo_mark(kb);
-				LLVMBasicBlockRef tj = branch_if(kb, ok, "trip");
-				body(x, &j, 1, carry, ctx);
-				end_if(kb, tj);
-				cg_memo_release(kb, tm);
-				continue;
-			}
-			LLVMValueRef jc = LLVMBuildSelect(b, ok, j, cg_i64(kb, 0), "");
-			LLVMValueRef old[4];
-			memcpy(old, carry, sizeof *carry * (size_t)nc);
-			body(x, &jc, 1, carry, ctx);
-			for (int k = 0; k < nc; k++)
-				carry[k] = LLVMBuildSelect(b, ok, carry[k], old[k], "");
-		}
-		x->trip = -1;
+		row_loop(x, vstart, end, LLVMBuildMul(b, stride, cg_i64(kb, V), ""), carry, nc,
+			 body, ctx);
+		x->caching = false;
 		x->vlanes = 0;
 		kb->vrow = false;
 		for (int q = 0; q < x->r->nct; q++)
@@ -983,7 +987,7 @@ static void write_body(Red *x, LLVMValueRef *j, int nj, LLVMValueRef *carry, voi
 	int V = x->vlanes ? x->vlanes : 1;
 	for (int u = 0; u < nj; u++) {
 		if (x->vlanes)
-			trip_begin(x);
+			trip_begin(x, j[u]);
 		for (int l = 0; l < V; l++) {
 			LLVMValueRef jl = x->vlanes ? LLVMBuildAdd(kb->b, j[u], cg_i64(kb, l), "") : j[u];
 			CgIdx e = at_axis(x, x->ref, jl);
@@ -991,7 +995,7 @@ static void write_body(Red *x, LLVMValueRef *j, int nj, LLVMValueRef *carry, voi
 			cg_store_written(kb, &e, w->wr, w->nw);
 		}
 		if (x->vlanes)
-			trip_end(x);
+			trip_end(x, j[u]);
 	}
 }
 
@@ -1194,9 +1198,9 @@ void cg_reduce_kernel(CgKb *kb, CgCoop *c, const CgRed *r, const uint32_t *ref, 
 		x->vok = LLVMBuildICmp(b, LLVMIntEQ, mis, cg_i64(kb, 0), "vok");
 	}
 	/* the row cache: rows of 1 to G * K * V elements on the vector path */
-	x->trip = -1;
 	if (r->cache) {
 		x->K = CG_RED_CACHE / r->vec < 1 ? 1 : CG_RED_CACHE / r->vec;
+		x->cap_groups = LLVMBuildMul(b, x->G, cg_i64(kb, x->K), "");
 		LLVMValueRef cap = LLVMBuildMul(b, x->G, cg_i64(kb, (int64_t)x->K * r->vec), "");
 		LLVMValueRef fits = LLVMBuildAnd(b, LLVMBuildICmp(b, LLVMIntULE, x->n, cap, ""),
 						 LLVMBuildICmp(b, LLVMIntUGT, x->n, cg_i64(kb, 0), ""), "");

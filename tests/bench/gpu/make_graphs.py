@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""make_graphs.py: writes the GPU benchmark graphs G1-G5 and G7-G10 (fusec-graph/1, JSON).
+"""make_graphs.py: writes the GPU benchmark graphs G1-G5 and G7-G13 (fusec-graph/1, JSON).
 
 G6 (the 12-layer transformer) comes from the C generator in tests/bench/.
 Run from this folder: python3 make_graphs.py
@@ -103,6 +103,21 @@ def g10():
     graph("g10_fullsum", {"x": ("f32", [1 << 26])}, [op("sum", ["x"], "y", axis=0)], ["y"])
 
 
+def g11():
+    """An elementwise chain with transcendental math over a 1 GiB f32 tensor."""
+    graph("g11_sigmoid_tanh", {"x": ("f32", [16384, 16384])},
+          [op("sigmoid", ["x"], "s"), op("tanh", ["x"], "t"), op("mul", ["s", "t"], "y")],
+          ["y"])
+
+
+def softmax_at(name, shape):
+    """G3's five-op softmax at another shape (the launch rule away from 8192)."""
+    graph(name, {"x": ("f32", shape)},
+          [op("max_dim", ["x"], "m", axis=1), op("sub", ["x", "m"], "d"),
+           op("exp", ["d"], "e"), op("sum", ["e"], "s", axis=1), op("div", ["e", "s"], "y")],
+          ["y"])
+
+
 def reduce_odd():
     """Cooperative reduce kernels at odd sizes, every result an output: the GPU numeric
     check of rows (warp, block, several rows a block), columns, split rows and
@@ -152,6 +167,9 @@ if __name__ == "__main__":
     g8()
     g9()
     g10()
+    g11()
+    softmax_at("g12_softmax_1000", [65536, 1000])
+    softmax_at("g13_softmax_16384", [4096, 16384])
     g1()
     g2(256)
     g2(4096)
