@@ -471,6 +471,7 @@ typedef struct {
 	LLVMValueRef cok;             /* i1, uniform: this launch's rows fit the cache */
 	LLVMValueRef cap_groups;      /* V-groups a row's slots span: G * K */
 	bool caching;                 /* building the cached path */
+	bool vst[CG_RED_MAX];         /* written tensor k: 16-byte stores on the vector path */
 	/* per phase */
 	LLVMValueRef row, valid, lane, stride, pos[IR_MAX_RANK];
 } Red;
@@ -979,23 +980,63 @@ typedef struct {
 	int nw;
 } WriteCtx;
 
+/* The vector path's write of one V-group at j: the written tensors of the row's shape
+ * (x->vst) as one V-lane store each (16 bytes at most: the warp's stores cover whole
+ * sectors), the others (results broadcast over rows) element by element. */
+static void write_vector(Red *x, const WriteCtx *w, LLVMValueRef j)
+{
+	CgKb *kb = x->kb;
+	CgModule *m = kb->m;
+	int V = x->vlanes;
+	LLVMValueRef lanes[CG_RED_MAX][16], off[CG_RED_MAX];
+	trip_begin(x, j);
+	for (int l = 0; l < V; l++) {
+		LLVMValueRef jl = l == 0 ? j : LLVMBuildAdd(kb->b, j, cg_i64(kb, l), "");
+		CgIdx e = at_axis(x, x->ref, jl);
+		e.lane = l;
+		for (int k = 0; k < w->nw; k++) {
+			if (k >= CG_RED_MAX || !x->vst[k]) {
+				cg_store_written(kb, &e, &w->wr[k], 1);
+				continue;
+			}
+			CgIdx y = e;
+			y.shape = kb->tinfo[w->wr[k]]->shape;
+			lanes[k][l] = cg_eval(kb, w->wr[k], &y);
+			if (l == 0)
+				off[k] = cg_offset(kb, &y);
+		}
+	}
+	for (int k = 0; k < w->nw && k < CG_RED_MAX; k++) {
+		if (!x->vst[k])
+			continue;
+		DType dt = (DType)kb->tinfo[w->wr[k]]->dtype;
+		LLVMTypeRef st = cg_stype(m, dt);
+		LLVMValueRef vec = LLVMGetUndef(LLVMVectorType(st, (unsigned)V));
+		for (int l = 0; l < V; l++)
+			vec = LLVMBuildInsertElement(kb->b, vec, cg_narrow(kb, lanes[k][l], dt),
+						     LLVMConstInt(m->t_i32, (unsigned)l, 0), "");
+		int bytes = V * ir_dtype_size(dt);
+		LLVMTypeRef it = bytes == 16 ? LLVMVectorType(m->t_i32, 4)
+					     : LLVMIntTypeInContext(m->ctx, (unsigned)bytes * 8);
+		LLVMValueRef p = LLVMBuildGEP2(kb->b, st, kb->buf[w->wr[k]], &off[k], 1, "");
+		LLVMValueRef sv = LLVMBuildStore(kb->b, LLVMBuildBitCast(kb->b, vec, it, ""), p);
+		LLVMSetAlignment(sv, (unsigned)bytes);
+	}
+	trip_end(x, j);
+}
+
 static void write_body(Red *x, LLVMValueRef *j, int nj, LLVMValueRef *carry, void *ctx)
 {
 	(void)carry;
 	WriteCtx *w = ctx;
 	CgKb *kb = x->kb;
-	int V = x->vlanes ? x->vlanes : 1;
 	for (int u = 0; u < nj; u++) {
-		if (x->vlanes)
-			trip_begin(x, j[u]);
-		for (int l = 0; l < V; l++) {
-			LLVMValueRef jl = x->vlanes ? LLVMBuildAdd(kb->b, j[u], cg_i64(kb, l), "") : j[u];
-			CgIdx e = at_axis(x, x->ref, jl);
-			e.lane = x->vlanes ? l : -1;
-			cg_store_written(kb, &e, w->wr, w->nw);
+		if (x->vlanes) {
+			write_vector(x, w, j[u]);
+			continue;
 		}
-		if (x->vlanes)
-			trip_end(x, j[u]);
+		CgIdx e = at_axis(x, x->ref, j[u]);
+		cg_store_written(kb, &e, w->wr, w->nw);
 	}
 }
 
@@ -1191,6 +1232,15 @@ void cg_reduce_kernel(CgKb *kb, CgCoop *c, const CgRed *r, const uint32_t *ref, 
 		LLVMValueRef mis = cg_i64(kb, 0);
 		for (int q = 0; q < r->nvt; q++)
 			mis = LLVMBuildOr(b, mis, LLVMBuildPtrToInt(b, kb->buf[r->vt[q]], kb->m->t_i64, ""), "");
+		/* written tensors of the row's shape: V-lane stores of at most 16 bytes */
+		for (int q = 0; q < nw && q < CG_RED_MAX && r->bcast; q++) {
+			const RelTensor *w = kb->tinfo[wr[q]];
+			int bytes = r->vec * ir_dtype_size((DType)w->dtype);
+			x->vst[q] = cg_same_shape(w->rank, w->shape, r->rank, ref) &&
+				    (bytes == 4 || bytes == 8 || bytes == 16);
+			if (x->vst[q])
+				mis = LLVMBuildOr(b, mis, LLVMBuildPtrToInt(b, kb->buf[wr[q]], kb->m->t_i64, ""), "");
+		}
 		mis = LLVMBuildAnd(b, mis, cg_i64(kb, 15), "");
 		LLVMValueRef vm = cg_i64(kb, r->vec - 1);
 		mis = LLVMBuildOr(b, mis, LLVMBuildAnd(b, LLVMBuildOr(b, x->n, LLVMBuildOr(b, x->lo,
