@@ -170,9 +170,12 @@ void cg_row_loops(CgKb *kb, int rank, const uint32_t *ref, int axis, const int *
  * later passes over the row; reductions of one pass share its loop. Every thread of a
  * group ends a pass holding the results in thread-private variables, and each later
  * phase hands them to the evaluator through the memo, so a ReduceBroadcasted chain
- * (softmax, layer norm) writes its row in the same launch. Rows are re-read from
- * memory on each pass (L1/L2 keep a block's row close). Results are bitwise the same
- * run to run: the tree depends on the launch's geometry alone.
+ * (softmax, layer norm) writes its row in the same launch. On the vector path such a
+ * kernel keeps its row tensors in shared memory when the row fits (the row cache:
+ * read once, cg_reduce_cache_threads); otherwise rows are re-read from memory on each
+ * pass (L1/L2 keep a block's row close). The write phase stores V lanes at once.
+ * Results are bitwise the same run to run: the tree depends on the launch's geometry
+ * alone (the cache changes where values come from, not the order they combine in).
  *
  * Split: a kernel with one reduction whose result is not broadcast may split long
  * rows (or columns) over grid.y = S blocks. Each block writes its partial to the
