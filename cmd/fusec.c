@@ -138,6 +138,11 @@ static bool is_onnx(const char *path)
 	return onnx_sniff(path, head, n);
 }
 
+bool cmd_graph_cacheable(const char *path)
+{
+	return strcmp(path, "-") && !ninput_shapes && !is_onnx(path);
+}
+
 Graph *cmd_load_graph(Arena *a, const char *path)
 {
 	Diag d;
