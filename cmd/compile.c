@@ -653,18 +653,23 @@ static char *default_cache_dir(const char *opt)
 	return p;
 }
 
-/* Progress on a terminal: one line, rewritten in place, cleared at the end. */
+/* Progress on a terminal, once a compile has run for a second: one line,
+ * rewritten in place (LLVM's part counts kernels as they are done), cleared at the
+ * end. */
 static bool progress_shown;
+static double progress_start;
 
-static void show_progress(const char *phase, int nkernels)
+static void show_progress(const char *phase, int done, int total)
 {
+	if (clock_seconds() - progress_start < 1.0)
+		return;
 	if (!strcmp(phase, "llvm"))
-		fprintf(stderr, "\rfusec: optimizing and emitting %d kernel%s with LLVM...", nkernels,
-			nkernels == 1 ? "" : "s");
+		fprintf(stderr, "\rfusec: optimizing and emitting kernels with LLVM: %d of %d...  ",
+			done, total);
 	else if (!strcmp(phase, "kernels"))
-		fputs("\rfusec: building kernels...", stderr);
+		fprintf(stderr, "\r%-72s", "fusec: building kernels...");
 	else
-		fputs("\rfusec: writing the plan...                                   ", stderr);
+		fprintf(stderr, "\r%-72s", "fusec: writing the plan...");
 	progress_shown = true;
 }
 
@@ -785,6 +790,7 @@ int cmd_compile(int argc, char **argv)
 
 	double t[3];
 	t[0] = clock_seconds();
+	progress_start = t[0];
 	char *cache = o.no_cache ? NULL : default_cache_dir(o.cache_dir);
 	Buf rkey = {0};
 	bool use_rc = cache && result_key(&o, argc, argv, &rkey);

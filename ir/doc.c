@@ -128,7 +128,8 @@ bool doc_parse_number(DocNode *n, const char *s, bool yaml_special)
 		long long v = strtoll(s, NULL, 10);
 		n->int_ok = errno != ERANGE;
 		n->ival = v;
-		n->dval = strtod(s, NULL);
+		/* an int64 converts to the nearest double, as strtod rounds the literal */
+		n->dval = n->int_ok ? (double)v : strtod(s, NULL);
 		return true;
 	}
 	bool frac = false;
