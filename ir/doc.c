@@ -128,8 +128,9 @@ bool doc_parse_number(DocNode *n, const char *s, bool yaml_special)
 		long long v = strtoll(s, NULL, 10);
 		n->int_ok = errno != ERANGE;
 		n->ival = v;
-		/* an int64 converts to the nearest double, as strtod rounds the literal */
-		n->dval = n->int_ok ? (double)v : strtod(s, NULL);
+		/* an int64 converts to the nearest double, as strtod rounds the literal
+		 * (but "-0" is -0.0) */
+		n->dval = n->int_ok && !(neg && v == 0) ? (double)v : strtod(s, NULL);
 		return true;
 	}
 	bool frac = false;
