@@ -28,7 +28,7 @@ run() {
 	label=$1 ops=$2 what=$3 graph=$4
 	shift 4
 	"$TIME" -f '%e %U %S %M' -o "$DIR/time.txt" "$BUILD/fusec" compile "$graph" \
-		-o "$DIR/out" "$@" 2>/dev/null
+		-o "$DIR/out" -q "$@" 2>/dev/null
 	awk -v l="$label" -v w="$what" -v n="$ops" '{
 		cpu = $2 + $3
 		printf "%-20s %-10s %8d %8.2f %8.2f %10.0f %10.0f %8.1f\n", l, w, n, $1, cpu,
