@@ -587,9 +587,10 @@ static int publish(const CompileOptions *o, const char *name, const char *const 
 }
 
 /* The plan, the PTX and what --emit asked for, committed together; stored in the
- * result cache under rkey when it is given. */
+ * result cache under rkey when it is given, with dep_sha the SHA-256 of each of
+ * graph_deps' files as the graph read them. */
 static int write_outputs(const CompileOptions *o, const Schedule *s, const CgOutputs *co,
-			 const char *cache, const Buf *rkey)
+			 const char *cache, const Buf *rkey, const char (*dep_sha)[65])
 {
 	Buf rel = {0}, dot = {0}, svg = {0}, weights = {0};
 	OutFile files[8];
@@ -624,7 +625,7 @@ static int write_outputs(const CompileOptions *o, const Schedule *s, const CgOut
 	int ndeps = graph_deps(s->g, deps);
 	int status = publish(o, s->g->name, deps, ndeps, files, n);
 	if (status == EXIT_OK && rkey)
-		rc_put(cache, rkey, s->g->name, (long)s->g->nops, deps, ndeps, files, n);
+		rc_put(cache, rkey, s->g->name, (long)s->g->nops, deps, dep_sha, ndeps, files, n);
 	free(deps);
 	buf_free(&rel);
 	buf_free(&dot);
@@ -709,7 +710,8 @@ static bool key_skips(const char *arg, bool *with_value)
  * when this compile does not use the result cache: a log is asked for (it is
  * printed while the search runs), the graph is on stdin or an ONNX model,
  * --emit svg (an outside program), or a file of the key cannot be read. */
-static bool result_key(const CompileOptions *o, int argc, char **argv, Buf *key)
+static bool result_key(const CompileOptions *o, int argc, char **argv, Buf *key,
+		       char **text, size_t *len)
 {
 	if (o->no_result_cache || o->search.log_level != LOG_OFF || o->emit_svg ||
 	    !cmd_graph_cacheable(o->graph) ||
@@ -734,14 +736,17 @@ static bool result_key(const CompileOptions *o, int argc, char **argv, Buf *key)
 		}
 		buf_printf(key, "arg %zu %s\n", strlen(argv[i]), argv[i]);
 	}
-	if (rc_key_file(key, "graph", o->graph))
+	if (rc_key_file(key, "graph", o->graph, text, len))
 		return false;
 	if (o->libdevice) {
 		const char *lib = strcmp(o->libdevice, "auto") ? o->libdevice
 							: cg_math_find_libdevice();
 		buf_printf(key, "libdevice %s\n", lib ? lib : "(none)");
-		if (lib && rc_key_file(key, "libdevice-file", lib))
+		if (lib && rc_key_file(key, "libdevice-file", lib, NULL, NULL)) {
+			free(*text);
+			*text = NULL;
 			return false;
+		}
 	}
 	return true;
 }
@@ -793,23 +798,43 @@ int cmd_compile(int argc, char **argv)
 	progress_start = t[0];
 	char *cache = o.no_cache ? NULL : default_cache_dir(o.cache_dir);
 	Buf rkey = {0};
-	bool use_rc = cache && result_key(&o, argc, argv, &rkey);
+	char *text = NULL;
+	size_t len = 0;
+	bool use_rc = cache && result_key(&o, argc, argv, &rkey, &text, &len);
 	RcEntry hit;
 	if (use_rc && rc_get(cache, &rkey, &hit)) {
 		status = from_result_cache(&o, &hit, t[0]);
 		rc_entry_free(&hit);
 		buf_free(&rkey);
+		free(text);
 		free(cache);
 		return status;
 	}
 
+	/* with the result cache, the graph is read from the bytes its key names */
 	Arena *a = arena_new();
-	Graph *g = cmd_load_graph(a, o.graph);
+	Graph *g = text ? cmd_load_graph_text(a, o.graph, text, len) : cmd_load_graph(a, o.graph);
+	free(text);
 	if (!g) {
 		arena_free(a);
 		buf_free(&rkey);
 		free(cache);
 		return EXIT_INPUT;
+	}
+	/* the files the graph read besides itself, hashed now (a file changed while the
+	 * compile runs must not be recorded with outputs made from its old bytes) */
+	char (*dep_sha)[65] = NULL;
+	if (use_rc) {
+		const char **deps = malloc(sizeof *deps * ((size_t)g->ntensors + 1));
+		int ndeps = graph_deps(g, deps);
+		dep_sha = ndeps <= 64 ? calloc((size_t)ndeps + 1, sizeof *dep_sha) : NULL;
+		for (int i = 0; dep_sha && i < ndeps; i++)
+			if (rc_file_sha(deps[i], dep_sha[i])) {
+				free(dep_sha);
+				dep_sha = NULL;
+			}
+		use_rc = dep_sha != NULL;
+		free(deps);
 	}
 	if (o.libdevice && !strcmp(o.libdevice, "auto")) {
 		o.libdevice = cg_math_find_libdevice();
@@ -817,6 +842,7 @@ int cmd_compile(int argc, char **argv)
 			cmd_error("--libdevice auto: no CUDA install with libdevice found");
 			arena_free(a);
 			buf_free(&rkey);
+			free(dep_sha);
 			free(cache);
 			return EXIT_FAIL;
 		}
@@ -844,7 +870,8 @@ int cmd_compile(int argc, char **argv)
 	}
 	clear_progress();
 	if (status == EXIT_OK)
-		status = write_outputs(&o, s, &co, cache, use_rc ? &rkey : NULL);
+		status = write_outputs(&o, s, &co, cache, use_rc ? &rkey : NULL, dep_sha);
+	free(dep_sha);
 	free(cache);
 	buf_free(&rkey);
 	if (o.timing && status == EXIT_OK)

@@ -23,7 +23,7 @@
 static const char magic[] = "fusec-result/1\n";
 
 /* Graphs and outputs can be large; entries beyond this are not kept. */
-#define MAX_ENTRY_BYTES ((size_t)1 << 31)
+#define MAX_ENTRY_BYTES ((size_t)1 << 30)   /* the graph readers' limit too */
 
 /* The contents of a regular file (malloc'd), or NULL. */
 static char *slurp(const char *path, size_t max, size_t *len)
@@ -35,7 +35,7 @@ static char *slurp(const char *path, size_t max, size_t *len)
 	return read_file(path, max, len, &d);
 }
 
-int rc_key_file(Buf *key, const char *label, const char *path)
+int rc_key_file(Buf *key, const char *label, const char *path, char **keep, size_t *keep_len)
 {
 	size_t len;
 	char *text = slurp(path, MAX_ENTRY_BYTES, &len);
@@ -43,8 +43,24 @@ int rc_key_file(Buf *key, const char *label, const char *path)
 		return -1;
 	char sha[65];
 	sha256_hex(text, len, sha);
-	free(text);
 	buf_printf(key, "%s %zu %s\n", label, len, sha);
+	if (keep) {
+		*keep = text;
+		*keep_len = len;
+	} else {
+		free(text);
+	}
+	return 0;
+}
+
+int rc_file_sha(const char *path, char out[65])
+{
+	size_t len;
+	char *text = slurp(path, MAX_ENTRY_BYTES, &len);
+	if (!text)
+		return -1;
+	sha256_hex(text, len, out);
+	free(text);
 	return 0;
 }
 
@@ -99,14 +115,8 @@ static char *bytes(Cursor *c, long long n)
 
 static bool dep_unchanged(const char *path, const char *want)
 {
-	size_t len;
-	char *text = slurp(path, MAX_ENTRY_BYTES, &len);
-	if (!text)
-		return false;
 	char sha[65];
-	sha256_hex(text, len, sha);
-	free(text);
-	return !strcmp(sha, want);
+	return rc_file_sha(path, sha) == 0 && !strcmp(sha, want);
 }
 
 bool rc_get(const char *dir, const Buf *key, RcEntry *e)
@@ -187,32 +197,17 @@ static bool put_bytes(FILE *f, char tag, const char *s, size_t n)
 }
 
 int rc_put(const char *dir, const Buf *key, const char *name, long nops,
-	   const char *const *deps, int ndeps, const RcFile *files, int nfiles)
+	   const char *const *deps, const char (*sha)[65], int ndeps, const RcFile *files,
+	   int nfiles)
 {
-	if (ndeps > 64 || nfiles > 8)
+	if (ndeps > 64 || nfiles > 8 || make_dir(dir))
 		return -1;
-	char (*sha)[65] = xcalloc((size_t)(ndeps ? ndeps : 1), sizeof *sha);
-	for (int i = 0; i < ndeps; i++) {
-		size_t len;
-		char *text = slurp(deps[i], MAX_ENTRY_BYTES, &len);
-		if (!text) {
-			free(sha);
-			return -1;
-		}
-		sha256_hex(text, len, sha[i]);
-		free(text);
-	}
-	if (make_dir(dir)) {
-		free(sha);
-		return -1;
-	}
 	size_t n = strlen(dir) + 24;
 	char *tmp = xmalloc(n);
 	snprintf(tmp, n, "%s/.tmp-XXXXXX", dir);
 	int fd = mkstemp(tmp);
 	if (fd < 0) {
 		free(tmp);
-		free(sha);
 		return -1;
 	}
 	FILE *f = fdopen(fd, "wb");
@@ -232,6 +227,5 @@ int rc_put(const char *dir, const Buf *key, const char *name, long nops,
 		unlink(tmp);
 	free(path);
 	free(tmp);
-	free(sha);
 	return ok ? 0 : -1;
 }

@@ -40,13 +40,19 @@ typedef struct {
 } RcEntry;
 
 /* Append "LABEL SIZE SHA256\n" for a regular file to key. -1 when it is not one
- * or cannot be read (the result cache is then not used). */
-int rc_key_file(Buf *key, const char *label, const char *path);
+ * or cannot be read (the result cache is then not used). With text, the file's
+ * bytes are kept there (malloc'd, NUL-terminated, *len bytes), so that the compile
+ * reads the very bytes the key names. */
+int rc_key_file(Buf *key, const char *label, const char *path, char **text, size_t *len);
+/* The SHA-256 of a regular file's bytes; -1 when it cannot be read. */
+int rc_file_sha(const char *path, char out[65]);
 /* The entry for key in dir: true on a hit (every dependency unchanged). */
 bool rc_get(const char *dir, const Buf *key, RcEntry *e);
 void rc_entry_free(RcEntry *e);
-/* Store an entry (dir created when missing). 0, or -1 when nothing was stored. */
+/* Store an entry (dir created when missing): deps with their SHA-256 (taken when
+ * the graph read them, rc_file_sha). 0, or -1 when nothing was stored. */
 int rc_put(const char *dir, const Buf *key, const char *name, long nops,
-	   const char *const *deps, int ndeps, const RcFile *files, int nfiles);
+	   const char *const *deps, const char (*dep_sha)[65], int ndeps,
+	   const RcFile *files, int nfiles);
 
 #endif
