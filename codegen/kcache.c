@@ -48,8 +48,8 @@ void cg_cache_key(CgModule *m, int first, int n, CgCacheKey *k)
 	memset(k, 0, sizeof *k);
 	unsigned major, minor, patch;
 	LLVMGetVersion(&major, &minor, &patch);
-	buf_printf(&k->text, "%sfusec %s\nllvm %u.%u.%u\ntarget %d %s\nname %s\ncheck %d\n",
-		   magic, FUSEC_VERSION, major, minor, patch, (int)m->opt.target,
+	buf_printf(&k->text, "%sfusec %s\nbuild %s\nllvm %u.%u.%u\ntarget %d %s\nname %s\ncheck %d\n",
+		   magic, FUSEC_VERSION, fusec_build_id(), major, minor, patch, (int)m->opt.target,
 		   m->opt.arch ? m->opt.arch : "", m->opt.name ? m->opt.name : "",
 		   !m->opt.no_call_check);
 	if (m->opt.libdevice)
