@@ -129,6 +129,13 @@ typedef enum {
 
 const char *pass_close_reason(CloseReason r);
 
+/* burn's output_is_compatible (engine/fuser.rs) with broadcasting on: out fits the
+ * reference shape ref when the ranks are equal and every dim is equal, or size 1 in
+ * out, or (when grow) size 1 in ref; a grown reference must then equal out exactly.
+ * *grown receives the reference after out (ref itself, or out when it grew). */
+bool rel_output_compatible(const RelTensor *ref, const RelTensor *out, bool grow,
+			   RelTensor *grown);
+
 typedef struct { bool ready; uint64_t score; } FuserProps;
 
 typedef struct Fuser Fuser;

@@ -71,6 +71,9 @@ contains cap-elemwise "$TMP/err" "[fuser] closed on Float::Exp [ops[66] → a65]
 contains cap-matmul "$TMP/err" "[fuser] closed on Float::Exp [ops[133] → m66] (Matmul, max-ops); had 66 ops"
 check rb-ready 0 "$FUSEC" compile $G/rb_ready.yaml -o "$TMP/rb" --log full
 contains rb-ready-fused "$TMP/err" "▸ fused ReduceBroadcasted (score=310, 5 ops)"
+check size1 0 "$FUSEC" compile $G/size1.yaml -o "$TMP/s1" --log full
+contains size1-fused "$TMP/err" "▸ fused ElementWise (score=530, 4 ops)"
+check size1-run 0 "$FUSEC" run $G/size1.yaml --backend cpu --check
 
 # options
 check log-env 0 env FUSEC_LOG=basic "$FUSEC" compile $G/lone.yaml -o "$TMP/e"
