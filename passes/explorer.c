@@ -388,6 +388,7 @@ static bool fresh_fuser_would_start(const SearchCtx *c, const RelOp *op)
 	bool start = false;
 	for (int i = 0; i < fusers_count() && !start; i++) {
 		Fuser *f = fuser_new(i, c->max_bindings);
+		f->burn_exact = c->burn_exact;
 		fuser_fuse(f, op);
 		start = f->status == FS_OPEN;
 		fuser_free(f);
@@ -425,6 +426,10 @@ static Strategy *block_optimize(SearchCtx *c, Block *b, Arena *a)
 		int n = head + 1;
 		while (n < b->nops && !fresh_fuser_would_start(c, &b->ops[n]))
 			n++;
+		/* burn (search/block.rs, optimize): no winner runs the whole block
+		 * unfused; fusec settles only its unfusable head (row 12, deliberate) */
+		if (c->burn_exact)
+			n = b->nops;
 		s = strat_new(a, STRAT_OPS, n);
 		memcpy(s->ordering, b->pos, sizeof(int) * (size_t)n);
 	}

@@ -511,7 +511,9 @@ static void search_open(Search *se, Schedule *s)
 		st->still_optimizing = true;
 		st->queued = se->queued;
 		policy_init(&st->policy);
-		st->ctx = (SearchCtx){s, s->rec, i, s->opt.max_blocks, s->opt.max_bindings, NULL, 0};
+		st->policy.burn_exact = s->opt.burn_exact;
+		st->ctx = (SearchCtx){s, s->rec, i, s->opt.max_blocks, s->opt.max_bindings, NULL, 0,
+				      s->opt.burn_exact};
 		sopt_init(&st->opt, &st->ctx);
 	}
 }

@@ -157,6 +157,7 @@ struct Fuser {
 	int seen;              /* ops offered so far */
 	int closed_at;         /* index (in offer order) of the op it closed on */
 	int max_bindings;
+	bool burn_exact;       /* --burn-exact: burn's rule for a leading reduction (row 5) */
 };
 
 /* The registry: fresh fusers in registration order (ElementWise, Matmul, Reduce,
@@ -216,6 +217,7 @@ struct SearchCtx {
 	int max_bindings;
 	const int *global;     /* segment position -> global op index */
 	int block_serial;      /* next block id for the record */
+	bool burn_exact;       /* --burn-exact (docs/burn-fidelity.md rows 5, 7, 12) */
 };
 
 typedef struct {
@@ -273,6 +275,7 @@ typedef struct {
 	int found_id, found_size;   /* found_id < 0: none */
 	int nops;                   /* ops analysed */
 	bool settled;               /* no further op can change the policy's answer */
+	bool burn_exact;            /* a sync runs only a plan of the whole queue (row 7) */
 } Policy;
 
 void policy_init(Policy *p);

@@ -74,6 +74,22 @@ contains rb-ready-fused "$TMP/err" "▸ fused ReduceBroadcasted (score=310, 5 op
 check size1 0 "$FUSEC" compile $G/size1.yaml -o "$TMP/s1" --log full
 contains size1-fused "$TMP/err" "▸ fused ElementWise (score=530, 4 ops)"
 check size1-run 0 "$FUSEC" run $G/size1.yaml --backend cpu --check
+check sync-whole 0 "$FUSEC" compile $G/sync_whole.yaml --burn-exact -o "$TMP/sw" --log full
+contains sync-whole-fused "$TMP/err" "[plan] exploration completed: sync, 3/3 ops optimized"
+! grep -q "cache hit" "$TMP/err" && pass=$((pass + 1)) || { echo "FAIL sync-whole: a cache hit at the sync"; fail=$((fail + 1)); }
+# without --burn-exact fusec keeps its deliberate deviations (rows 5, 7, 12)
+check sync-whole-fusec 0 "$FUSEC" compile $G/sync_whole.yaml -o "$TMP/sw2" --log full
+contains sync-whole-fusec-hit "$TMP/err" "[plan] cache hit: execute plan #0 (sync, segment has 3 ops)"
+check lead-reduce 0 "$FUSEC" compile $G/lead_reduce.yaml --burn-exact -o "$TMP/lr" --log full
+contains lead-reduce-alone "$TMP/err" "[fuser] closed on NumericFloat::MaxDim [ops[0] → m] (Reduce, shape-mismatch); had 0 ops"
+contains lead-reduce-rest "$TMP/err" "▸ fused ReduceBroadcasted (score=520, 4 ops)"
+check lead-reduce-fusec 0 "$FUSEC" compile $G/lead_reduce.yaml -o "$TMP/lr2" --log full
+contains lead-reduce-fusec-one "$TMP/err" "▸ fused ReduceBroadcasted (score=520, 5 ops)"
+check no-winner 0 "$FUSEC" compile $G/no_winner.yaml --burn-exact -o "$TMP/nw" --log full
+contains no-winner-all "$TMP/err" "▸ un-fused (4 ops)"
+check no-winner-fusec 0 "$FUSEC" compile $G/no_winner.yaml -o "$TMP/nw2" --log full
+contains no-winner-fusec-rest "$TMP/err" "▸ fused ElementWise (score=210, 2 ops)"
+check explain-burn-exact 0 "$FUSEC" explain $G/no_winner.yaml --burn-exact
 
 # options
 check log-env 0 env FUSEC_LOG=basic "$FUSEC" compile $G/lone.yaml -o "$TMP/e"
