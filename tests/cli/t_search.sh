@@ -58,6 +58,9 @@ contains fusers-matmul "$TMP/err" "▸ fused Matmul (score=310, 3 ops)"
 contains fusers-reduce "$TMP/err" "▸ fused Reduce (score=420, 4 ops)"
 check cycle 0 "$FUSEC" compile $G/cycle.yaml --max-blocks 8 -o "$TMP/y" --log medium
 contains cycle-refused "$TMP/err" "[merge] refused: blocks starting at op 1 and op 10 (would create a cycle)"
+contains cycle-halving "$TMP/err" "[merge] 6 blocks merged into 3 (before settling)"
+check cycle-full 0 "$FUSEC" compile $G/cycle.yaml --max-blocks 8 -o "$TMP/y2" --log full
+contains cycle-burn-merge "$TMP/err" "[block] 5 ops, starting at NumericFloat::Add [ops[9] → c]: best ElementWise (score=640, 5 ops)"
 check holes 0 "$FUSEC" compile $G/holes.yaml -o "$TMP/h" --log medium
 contains holes-filled "$TMP/err" "[holes] 1 unclaimed op(s) between claimed ones: searching them again"
 check holes-full 0 "$FUSEC" compile $G/holes.yaml -o "$TMP/h2" --log full
