@@ -982,3 +982,24 @@ BlockOpt sopt_optimize(StreamOpt *o, const RelOp *ops, int nops, Arena *a)
 	(void)nops;
 	return res;
 }
+
+BlockOpt sopt_include_trailing(BlockOpt bo, int nops, Arena *a)
+{
+	if (bo.n >= nops)
+		return bo;
+	Strategy *tail = strat_new(a, STRAT_OPS, nops - bo.n);
+	for (int i = 0; i < nops - bo.n; i++)
+		tail->ordering[i] = bo.n + i;
+	Strategy *old = bo.strategy;
+	int nsub = old->kind == STRAT_COMPOSED ? old->n + 1 : 2;
+	Strategy *s = strat_new(a, STRAT_COMPOSED, nsub);
+	if (old->kind == STRAT_COMPOSED)
+		memcpy(s->sub, old->sub, sizeof(Strategy *) * (size_t)old->n);
+	else
+		s->sub[0] = old;
+	s->sub[nsub - 1] = tail;
+	int *ord = ARENA_NEW(a, int, nops);
+	memcpy(ord, bo.ordering, sizeof(int) * (size_t)bo.n);
+	memcpy(ord + bo.n, tail->ordering, sizeof(int) * (size_t)(nops - bo.n));
+	return (BlockOpt){s, nops, ord};
+}

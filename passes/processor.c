@@ -433,6 +433,10 @@ static void explore(Search *se, Stream *st, ExecMode mode)
 	if (mode == MODE_LAZY && st->still_optimizing)
 		return;
 	BlockOpt bo = sopt_optimize(&st->opt, st->rel, st->n, s->arena);
+	/* fusec explores the tail left at a sync again (row 13, deliberate); burn
+	 * folds it into the plan unfused */
+	if (mode == MODE_SYNC && s->opt.burn_exact)
+		bo = sopt_include_trailing(bo, st->n, s->arena);
 	st->num_explorations++;
 	s->nexplorations++;
 	int id = on_exploration_completed(se, st, bo, mode);

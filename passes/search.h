@@ -242,6 +242,9 @@ bool sopt_still_optimizing(const StreamOpt *o);
 /* Settle a plan for the registered ops; `ops` holds the segment's relative ops by position.
  * Strategies are allocated in arena a. */
 BlockOpt sopt_optimize(StreamOpt *o, const RelOp *ops, int nops, Arena *a);
+/* burn's include_trailing (search/block.rs), --burn-exact at a sync: the positions
+ * bo leaves uncovered (a trailing run up to nops) run unfused after it. */
+BlockOpt sopt_include_trailing(BlockOpt bo, int nops, Arena *a);
 
 /* ---- plan store and policy (plan_store.c) ------------------------------------- */
 

@@ -92,6 +92,12 @@ check no-winner 0 "$FUSEC" compile $G/no_winner.yaml --burn-exact -o "$TMP/nw" -
 contains no-winner-all "$TMP/err" "▸ un-fused (4 ops)"
 check no-winner-fusec 0 "$FUSEC" compile $G/no_winner.yaml -o "$TMP/nw2" --log full
 contains no-winner-fusec-rest "$TMP/err" "▸ fused ElementWise (score=210, 2 ops)"
+check tail-sync 0 "$FUSEC" compile $G/tail_sync.yaml --burn-exact -o "$TMP/ts" --log full
+contains tail-sync-one-plan "$TMP/err" "[plan] exploration completed: sync, 5/5 ops optimized"
+contains tail-sync-unfused "$TMP/err" "▸ un-fused (2 ops)                      Float::Matmul"
+check tail-sync-fusec 0 "$FUSEC" compile $G/tail_sync.yaml -o "$TMP/ts2" --log full
+contains tail-sync-fusec-again "$TMP/err" "[plan] exploration completed: sync, 3/5 ops optimized"
+contains tail-sync-fusec-matmul "$TMP/err" "▸ fused Matmul (score=100, 2 ops)"
 check explain-burn-exact 0 "$FUSEC" explain $G/no_winner.yaml --burn-exact
 
 # options
