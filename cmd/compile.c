@@ -28,8 +28,7 @@ static const char compile_usage[] =
 	"                     [--max-explorations N] [--max-bindings N] [--log LEVEL]\n"
 	"                     [--emit LIST] [--plan-style STYLE] [--libdevice PATH]\n"
 	"                     [--cache-dir DIR | --no-cache | --no-result-cache] [-j N]\n"
-	"                     [--time] [--verify]\n"
-	"                     [--allow-tf32]\n"
+	"                     [--time] [--verify] [--allow-tf32] [--burn-exact]\n"
 	"\n"
 	"Search fusions for GRAPH, generate PTX, and write DIR/NAME.ptx and\n"
 	"DIR/NAME.plan.json (DIR defaults to .). NAME is the graph's `name` key, or\n"
@@ -64,6 +63,8 @@ static const char compile_usage[] =
 	"                         runs once, launches read only what is written earlier\n"
 	"  --allow-tf32           f32 matmuls run on tensor cores as tf32 (10-bit\n"
 	"                         mantissa operands; sm_80 and later); the plan says so\n"
+	"  --burn-exact           search with burn-fusion's rules where fusec deviates on\n"
+	"                         purpose (docs/burn-fidelity.md), to compare with burn\n"
 	"  --libdevice PATH       link libdevice bitcode for precise math; `auto` looks\n"
 	"                         for a CUDA install (default: fusec's own math)\n";
 
@@ -229,6 +230,7 @@ static int parse_options(int argc, char **argv, CompileOptions *o)
 		{"no-result-cache", no_argument, NULL, 'R'},
 		{"jobs", required_argument, NULL, 'j'},
 		{"allow-tf32", no_argument, NULL, 'f'},
+		{"burn-exact", no_argument, NULL, 'E'},
 		{0, 0, 0, 0},
 	};
 	memset(o, 0, sizeof *o);
@@ -351,6 +353,9 @@ static int parse_options(int argc, char **argv, CompileOptions *o)
 			break;
 		case 'f':
 			o->allow_tf32 = true;
+			break;
+		case 'E':
+			o->search.burn_exact = true;
 			break;
 		default:
 			cmd_usage_error("compile", "unknown option or missing value '%s'", argv[optind - 1]);

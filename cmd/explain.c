@@ -12,6 +12,7 @@
 
 static const char explain_usage[] =
 	"usage: fusec explain GRAPH [--op OP] [--json] [--max-blocks N] [--max-bindings N]\n"
+	"                     [--burn-exact]\n"
 	"\n"
 	"Show, for every op of GRAPH (or only OP), the segment and block it was settled\n"
 	"in, the fuser that took it or why none did, the op each fuser closed on with the\n"
@@ -19,7 +20,9 @@ static const char explain_usage[] =
 	"\n"
 	"  --op OP     one op: its index in `ops` (ops[OP]), the name of the tensor it\n"
 	"              writes, or its own `name` (an ONNX node name)\n"
-	"  --json      one JSON document (format fusec-explain/1, docs/inspect.md)\n";
+	"  --json      one JSON document (format fusec-explain/1, docs/inspect.md)\n"
+	"  --burn-exact  burn-fusion's rules where fusec deviates on purpose\n"
+	"              (docs/burn-fidelity.md)\n";
 
 /* --op: an index, else a tensor an op writes, else an op's own name. -1: none. */
 static long find_op(const Graph *g, const char *spec)
@@ -45,6 +48,7 @@ int cmd_explain(int argc, char **argv)
 		{"json", no_argument, NULL, 'j'},
 		{"max-blocks", required_argument, NULL, 'b'},
 		{"max-bindings", required_argument, NULL, 'n'},
+		{"burn-exact", no_argument, NULL, 'E'},
 		{0, 0, 0, 0},
 	};
 	SearchOptions so;
@@ -81,6 +85,9 @@ int cmd_explain(int argc, char **argv)
 			if ((v = cmd_parse_count("explain", "--max-bindings", optarg)) < 0)
 				return EXIT_USAGE;
 			so.max_bindings = (int)v;
+			break;
+		case 'E':
+			so.burn_exact = true;
 			break;
 		default:
 			cmd_usage_error("explain", "unknown option or missing value '%s'", argv[optind - 1]);

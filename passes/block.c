@@ -22,8 +22,10 @@ Block *block_new(const SearchCtx *c)
 	Block *b = xcalloc(1, sizeof *b);
 	b->nfusers = fusers_count();
 	b->fusers = xmalloc(sizeof(Fuser *) * (size_t)b->nfusers);
-	for (int i = 0; i < b->nfusers; i++)
+	for (int i = 0; i < b->nfusers; i++) {
 		b->fusers[i] = fuser_new(i, c->max_bindings);
+		b->fusers[i]->burn_exact = c->burn_exact;
+	}
 	b->start_pos = 1 << 30;
 	b->end_pos = 0;
 	return b;

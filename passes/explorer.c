@@ -140,63 +140,303 @@ static void record_refused(SearchCtx *c, const Block *a, const Block *b, int rea
 /* Merge the blocks of cand (n of them) as far as the rules allow. `all` are every
  * block of the optimizer (for the cycle guard). Returns the resulting blocks in
  * *out (some may be the originals); the caller frees originals not returned. */
+/* ---- merging, as burn's search/merging.rs ----------------------------------------
+ *
+ * A group of blocks merges by recursive halving: two blocks merge directly; more are
+ * cut into chunks of n/2, each chunk merged recursively into full, partial (merged
+ * and failed) or failed results; then accumulator passes fold the partial ones, the
+ * partial with the failed, the full ones, the full with the failed, and the full with
+ * the partial (merge_step2). A pair merges when the guard sees no cycle through a
+ * block outside both, and one append order is valid and accepted (block_merge's
+ * rule), self first. Each result remembers the original blocks it holds (the guard
+ * reasons over those). */
+
+typedef struct {
+	Block *b;
+	int *orig;             /* indices in `all` of the original blocks it holds */
+	int norig;
+} MBlock;
+
+typedef struct {
+	SearchCtx *c;
+	Block **all; int nall;
+	uint8_t *dep;          /* depends() cache over `all` */
+	int *others;
+	Block **made; int nmade, capmade;     /* blocks allocated here */
+	int **ints; int nints, capints;       /* orig lists allocated here */
+	int *refused; int nrefused, caprefused; /* pairs of start positions recorded */
+} MergeCtx;
+
+typedef struct {
+	MBlock *v; int n, cap;
+} MList;
+
+static void ml_push(MList *l, MBlock b)
+{
+	if (l->n == l->cap) {
+		l->cap = l->cap ? l->cap * 2 : 8;
+		l->v = xrealloc(l->v, sizeof(MBlock) * (size_t)l->cap);
+	}
+	l->v[l->n++] = b;
+}
+
+static void ml_append(MList *dst, MList *src)   /* moves src's items to dst's end */
+{
+	for (int i = 0; i < src->n; i++)
+		ml_push(dst, src->v[i]);
+	src->n = 0;
+}
+
+static void ml_set(MList *dst, const MList *src)
+{
+	dst->n = 0;
+	for (int i = 0; i < src->n; i++)
+		ml_push(dst, src->v[i]);
+}
+
+static bool mb_holds(const MBlock *x, int i)
+{
+	for (int k = 0; k < x->norig; k++)
+		if (x->orig[k] == i)
+			return true;
+	return false;
+}
+
+/* Record a refused pair once per merge group (burn's passes may retry a pair). */
+static void mc_refused(MergeCtx *m, const Block *a, const Block *b, int reason)
+{
+	int lo = a->start_pos < b->start_pos ? a->start_pos : b->start_pos;
+	int hi = a->start_pos < b->start_pos ? b->start_pos : a->start_pos;
+	for (int i = 0; i < m->nrefused; i++)
+		if (m->refused[2 * i] == lo && m->refused[2 * i + 1] == hi)
+			return;
+	if (m->nrefused == m->caprefused) {
+		m->caprefused = m->caprefused ? m->caprefused * 2 : 8;
+		m->refused = xrealloc(m->refused, sizeof(int) * 2 * (size_t)m->caprefused);
+	}
+	m->refused[2 * m->nrefused] = lo;
+	m->refused[2 * m->nrefused + 1] = hi;
+	m->nrefused++;
+	record_refused(m->c, a, b, reason);
+}
+
+static bool merge_two(MergeCtx *m, const MBlock *x, const MBlock *y, MBlock *res)
+{
+	int n = 0;
+	for (int i = 0; i < m->nall; i++)
+		if (!mb_holds(x, i) && !mb_holds(y, i))
+			m->others[n++] = i;
+	if (!contract_ok(x->b, y->b, m->all, m->dep, m->nall, m->others, n)) {
+		mc_refused(m, x->b, y->b, MERGE_CYCLE);
+		return false;
+	}
+	Block *r = NULL;
+	bool ordered = false;
+	if (block_can_append(x->b, y->b)) {
+		ordered = true;
+		r = block_merged(x->b, y->b);
+	}
+	if (!r && block_can_append(y->b, x->b)) {
+		ordered = true;
+		r = block_merged(y->b, x->b);
+	}
+	if (!r) {
+		mc_refused(m, x->b, y->b, ordered ? MERGE_NO_GAIN : MERGE_ORDER);
+		return false;
+	}
+	if (m->nmade == m->capmade) {
+		m->capmade = m->capmade ? m->capmade * 2 : 8;
+		m->made = xrealloc(m->made, sizeof(Block *) * (size_t)m->capmade);
+	}
+	m->made[m->nmade++] = r;
+	int *orig = xmalloc(sizeof(int) * (size_t)(x->norig + y->norig));
+	memcpy(orig, x->orig, sizeof(int) * (size_t)x->norig);
+	memcpy(orig + x->norig, y->orig, sizeof(int) * (size_t)y->norig);
+	if (m->nints == m->capints) {
+		m->capints = m->capints ? m->capints * 2 : 8;
+		m->ints = xrealloc(m->ints, sizeof(int *) * (size_t)m->capints);
+	}
+	m->ints[m->nints++] = orig;
+	*res = (MBlock){r, orig, x->norig + y->norig};
+	return true;
+}
+
+typedef enum { MR_FAIL, MR_FULL, MR_PARTIAL } MergeRes;
+
+/* burn's merge_accumulator: fold l[1..] into l[0]; *full when every one merged,
+ * else merged = [base] and failed = the refused ones. Fail: nothing merged. */
+static MergeRes merge_accumulate(MergeCtx *m, const MList *l, MBlock *full, MList *merged,
+				 MList *failed)
+{
+	MBlock base = l->v[0];
+	bool any = false;
+	MList fl = {0};
+	for (int i = 1; i < l->n; i++) {
+		MBlock r;
+		if (merge_two(m, &base, &l->v[i], &r)) {
+			base = r;
+			any = true;
+		} else {
+			ml_push(&fl, l->v[i]);
+		}
+	}
+	MergeRes res = MR_FAIL;
+	if (any && fl.n == 0) {
+		*full = base;
+		res = MR_FULL;
+	} else if (any) {
+		merged->n = 0;
+		ml_push(merged, base);
+		ml_append(failed, &fl);
+		res = MR_PARTIAL;
+	}
+	free(fl.v);
+	return res;
+}
+
+static MergeRes merge_rec(MergeCtx *m, const MBlock *bl, int n, MBlock *full, MList *merged,
+			  MList *failed);
+
+/* One accumulator pass of merge_step2 over list l: l becomes [full], or the
+ * merged ones (the refused go to failed), or stays as it was. */
+static void step2_pass(MergeCtx *m, MList *l, MList *failed)
+{
+	MBlock full;
+	MList merged = {0};
+	MergeRes r = merge_accumulate(m, l, &full, &merged, failed);
+	if (r == MR_FULL) {
+		l->n = 0;
+		ml_push(l, full);
+	} else if (r == MR_PARTIAL) {
+		ml_set(l, &merged);
+	}
+	free(merged.v);
+}
+
+static MergeRes merge_rec(MergeCtx *m, const MBlock *bl, int n, MBlock *full, MList *merged,
+			  MList *failed)
+{
+	if (n == 0)
+		return MR_FAIL;
+	if (n == 1) {
+		*full = bl[0];
+		return MR_FULL;
+	}
+	if (n == 2)
+		return merge_two(m, &bl[0], &bl[1], full) ? MR_FULL : MR_FAIL;
+	/* step 1: halves */
+	MList sf = {0}, sp = {0}, sx = {0};
+	int step = n / 2;
+	for (int start = 0; start < n; start += step) {
+		int k = start + step < n ? step : n - start;
+		MBlock f;
+		MList mg = {0}, fl = {0};
+		MergeRes r = merge_rec(m, bl + start, k, &f, &mg, &fl);
+		if (r == MR_FULL)
+			ml_push(&sf, f);
+		else if (r == MR_PARTIAL) {
+			ml_append(&sp, &mg);
+			ml_append(&sx, &fl);
+		} else
+			for (int i = 0; i < k; i++)
+				ml_push(&sx, bl[start + i]);
+		free(mg.v);
+		free(fl.v);
+	}
+	MergeRes res;
+	if (sf.n == 1 && sx.n == 0 && sp.n == 0) {
+		*full = sf.v[0];
+		res = MR_FULL;
+	} else if (sp.n == 1 && sx.n == 0 && sf.n == 0) {
+		*full = sp.v[0];
+		res = MR_FULL;
+	} else {
+		/* step 2: accumulator passes */
+		if (sp.n > 1)
+			step2_pass(m, &sp, &sx);
+		if (sx.n > 0) {
+			ml_append(&sp, &sx);
+			step2_pass(m, &sp, &sx);
+		}
+		if (sf.n > 1)
+			step2_pass(m, &sf, &sx);
+		if (sf.n > 0) {
+			ml_append(&sf, &sx);
+			step2_pass(m, &sf, &sx);
+		}
+		if (sf.n > 0 || sp.n > 0) {
+			ml_append(&sf, &sp);
+			step2_pass(m, &sf, &sx);
+		}
+		if (sf.n == 0) {
+			res = MR_FAIL;
+		} else if (sx.n == 0 && sf.n == 1) {
+			*full = sf.v[0];
+			res = MR_FULL;
+		} else {
+			ml_set(merged, &sf);
+			failed->n = 0;
+			ml_append(failed, &sx);
+			res = MR_PARTIAL;
+		}
+	}
+	free(sf.v);
+	free(sp.v);
+	free(sx.v);
+	return res;
+}
+
+/* Merge the blocks of cand (n of them, each one of `all`) as far as burn's rules
+ * allow. Returns the resulting blocks in *out (some may be the originals); the
+ * caller frees originals not returned. */
 static int merge_group(SearchCtx *c, Block **all, int nall, Block **cand, int n, Block **out)
 {
-	Block **remaining = xmalloc(sizeof(Block *) * (size_t)n);
-	Block **failed = xmalloc(sizeof(Block *) * (size_t)n);
-	Block **members = xmalloc(sizeof(Block *) * (size_t)n);
-	int *others = xmalloc(sizeof(int) * (size_t)(nall ? nall : 1));
-	uint8_t *dep = xcalloc((size_t)(nall ? nall * nall : 1), 1);
-	memcpy(remaining, cand, sizeof(Block *) * (size_t)n);
-	sort_blocks(remaining, n);
-	int nrem = n, nout = 0;
-	while (nrem > 0) {
-		Block *base = remaining[0];
-		int nmem = 1, nfail = 0;
-		members[0] = base;
-		for (int k = 1; k < nrem; k++) {
-			Block *b = remaining[k];
-			int nothers = 0;
-			for (int i = 0; i < nall; i++)
-				if (all[i] != b && !in_list(members, nmem, all[i]))
-					others[nothers++] = i;
-			if (!contract_ok(base, b, all, dep, nall, others, nothers)) {
-				record_refused(c, base, b, MERGE_CYCLE);
-				failed[nfail++] = b;
-				continue;
-			}
-			/* base is the optimizer's own block the first time, then a merge
-			 * result of this loop, which may be merged into in place */
-			bool own = !in_list(cand, n, base);
-			Block *m = NULL;
-			bool ordered = false;
-			if (block_can_append(base, b)) {
-				ordered = true;
-				m = own ? (block_merge(base, b) ? base : NULL) : block_merged(base, b);
-			}
-			if (!m && block_can_append(b, base)) {
-				ordered = true;
-				m = block_merged(b, base);
-			}
-			if (!m) {
-				record_refused(c, base, b, ordered ? MERGE_NO_GAIN : MERGE_ORDER);
-				failed[nfail++] = b;
-				continue;
-			}
-			if (own && m != base)
-				block_free(base);
-			base = m;
-			members[nmem++] = b;
-		}
-		out[nout++] = base;
-		memcpy(remaining, failed, sizeof(Block *) * (size_t)nfail);
-		nrem = nfail;
+	MergeCtx m = {0};
+	m.c = c;
+	m.all = all;
+	m.nall = nall;
+	m.dep = xcalloc((size_t)(nall ? nall * nall : 1), 1);
+	m.others = xmalloc(sizeof(int) * (size_t)(nall ? nall : 1));
+	Block **sorted = xmalloc(sizeof(Block *) * (size_t)n);
+	memcpy(sorted, cand, sizeof(Block *) * (size_t)n);
+	sort_blocks(sorted, n);
+	int *idx = xmalloc(sizeof(int) * (size_t)n);
+	MBlock *bl = xmalloc(sizeof(MBlock) * (size_t)n);
+	for (int k = 0; k < n; k++) {
+		for (int i = 0; i < nall; i++)
+			if (all[i] == sorted[k])
+				idx[k] = i;
+		bl[k] = (MBlock){sorted[k], &idx[k], 1};
 	}
-	free(remaining);
-	free(failed);
-	free(members);
-	free(others);
-	free(dep);
+	MBlock full;
+	MList merged = {0}, failed = {0};
+	MergeRes r = merge_rec(&m, bl, n, &full, &merged, &failed);
+	int nout = 0;
+	if (r == MR_FULL)
+		out[nout++] = full.b;
+	else if (r == MR_PARTIAL) {
+		for (int i = 0; i < merged.n; i++)
+			out[nout++] = merged.v[i].b;
+		for (int i = 0; i < failed.n; i++)
+			out[nout++] = failed.v[i].b;
+	} else
+		for (int i = 0; i < n; i++)
+			out[nout++] = sorted[i];
+	for (int i = 0; i < m.nmade; i++)
+		if (!in_list(out, nout, m.made[i]))
+			block_free(m.made[i]);
+	for (int i = 0; i < m.nints; i++)
+		free(m.ints[i]);
+	free(m.made);
+	free(m.ints);
+	free(m.refused);
+	free(merged.v);
+	free(failed.v);
+	free(bl);
+	free(idx);
+	free(sorted);
+	free(m.others);
+	free(m.dep);
 	return nout;
 }
 
@@ -388,6 +628,7 @@ static bool fresh_fuser_would_start(const SearchCtx *c, const RelOp *op)
 	bool start = false;
 	for (int i = 0; i < fusers_count() && !start; i++) {
 		Fuser *f = fuser_new(i, c->max_bindings);
+		f->burn_exact = c->burn_exact;
 		fuser_fuse(f, op);
 		start = f->status == FS_OPEN;
 		fuser_free(f);
@@ -425,6 +666,10 @@ static Strategy *block_optimize(SearchCtx *c, Block *b, Arena *a)
 		int n = head + 1;
 		while (n < b->nops && !fresh_fuser_would_start(c, &b->ops[n]))
 			n++;
+		/* burn (search/block.rs, optimize): no winner runs the whole block
+		 * unfused; fusec settles only its unfusable head (row 12, deliberate) */
+		if (c->burn_exact)
+			n = b->nops;
 		s = strat_new(a, STRAT_OPS, n);
 		memcpy(s->ordering, b->pos, sizeof(int) * (size_t)n);
 	}
@@ -736,4 +981,25 @@ BlockOpt sopt_optimize(StreamOpt *o, const RelOp *ops, int nops, Arena *a)
 	free(g.ord);
 	(void)nops;
 	return res;
+}
+
+BlockOpt sopt_include_trailing(BlockOpt bo, int nops, Arena *a)
+{
+	if (bo.n >= nops)
+		return bo;
+	Strategy *tail = strat_new(a, STRAT_OPS, nops - bo.n);
+	for (int i = 0; i < nops - bo.n; i++)
+		tail->ordering[i] = bo.n + i;
+	Strategy *old = bo.strategy;
+	int nsub = old->kind == STRAT_COMPOSED ? old->n + 1 : 2;
+	Strategy *s = strat_new(a, STRAT_COMPOSED, nsub);
+	if (old->kind == STRAT_COMPOSED)
+		memcpy(s->sub, old->sub, sizeof(Strategy *) * (size_t)old->n);
+	else
+		s->sub[0] = old;
+	s->sub[nsub - 1] = tail;
+	int *ord = ARENA_NEW(a, int, nops);
+	memcpy(ord, bo.ordering, sizeof(int) * (size_t)bo.n);
+	memcpy(ord + bo.n, tail->ordering, sizeof(int) * (size_t)(nops - bo.n));
+	return (BlockOpt){s, nops, ord};
 }

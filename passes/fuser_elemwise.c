@@ -3,10 +3,14 @@
  * Takes elementwise, scalar, comparison, cast and select ops, with broadcasting of
  * size-1 input dims, plus views read from kernel inputs (a reshape / swap_dims /
  * permute / expand of a tensor that comes from memory is index arithmetic on the
- * load). Every fused op writes over one iteration shape, the output shape of the
- * first op. It closes on any other op, on a view of a tensor it produced itself
- * (that would need the value in memory), on slices, on an output of another shape,
- * past 65 non-view ops (TRACE_MAX_OPS) and past the binding limit. Ready with one op or more. */
+ * load). Every fused op writes within one reference shape, as burn's trace fuser does
+ * (engine/fuser.rs, output_is_compatible; docs/burn-fidelity.md row 1): the first
+ * op's output shape, grown where it has a size-1 dim and a later output does not. An
+ * output may be smaller than the reference on size-1 dims; the kernel iterates the
+ * reference and writes such an output once per position (codegen/eval.c). It closes
+ * on any other op, on a view of a tensor it produced itself (that would need the
+ * value in memory), on slices, on an output that is neither, past 65 non-view ops
+ * (TRACE_MAX_OPS) and past the binding limit. Ready with one op or more. */
 #include "search.h"
 
 typedef struct {
@@ -37,7 +41,8 @@ static void ew_fuse(Fuser *f, const RelOp *op)
 		fuser_close(f, CR_MAX_OPS);
 		return;
 	}
-	if (e->st.n > 0 && !ir_rel_shape_equal(out, &e->ref)) {
+	RelTensor grown = e->ref;
+	if (e->st.n > 0 && !rel_output_compatible(&e->ref, out, true, &grown)) {
 		fuser_close(f, CR_SHAPE);
 		return;
 	}
@@ -45,8 +50,7 @@ static void ew_fuse(Fuser *f, const RelOp *op)
 		fuser_close(f, CR_BINDINGS);
 		return;
 	}
-	if (e->st.n == 0)
-		e->ref = *out;
+	e->ref = e->st.n == 0 ? *out : grown;
 	stats_add(&e->st, op, true);
 }
 

@@ -25,7 +25,11 @@ static void rd_fuse(Fuser *f, const RelOp *op)
 			fuser_close(f, CR_SECOND_REDUCTION);
 			return;
 		}
-		if (r->has_ref && !ir_rel_shape_equal(&op->t[0], &r->ref)) {
+		/* burn (optim/reduce/fuser.rs, on_reduce) compares the input with the
+		 * trace's reference shape, empty before the first op, so a leading
+		 * reduction closes it; fusec starts a kernel with it (row 5, deliberate) */
+		if ((r->has_ref && !ir_rel_shape_equal(&op->t[0], &r->ref)) ||
+		    (!r->has_ref && f->burn_exact)) {
 			fuser_close(f, CR_SHAPE);
 			return;
 		}

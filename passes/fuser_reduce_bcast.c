@@ -46,7 +46,9 @@ static void rb_fuse(Fuser *f, const RelOp *op)
 			fuser_close(f, CR_AXIS);
 			return;
 		}
-		if (b->has_s && !ir_rel_shape_equal(in, &b->s)) {
+		/* --burn-exact: its first block is a Reduce fuser, which closes on a
+		 * leading reduction (fuser_reduce.c, row 5) */
+		if ((b->has_s && !ir_rel_shape_equal(in, &b->s)) || (!b->has_s && f->burn_exact)) {
 			fuser_close(f, CR_SHAPE);
 			return;
 		}

@@ -29,6 +29,31 @@ const char *pass_close_reason(CloseReason r)
 	return (unsigned)r < CR_COUNT_ ? close_reason_names[r] : "?";
 }
 
+bool rel_output_compatible(const RelTensor *ref, const RelTensor *out, bool grow,
+			   RelTensor *grown)
+{
+	*grown = *ref;
+	if (ref->rank != out->rank)
+		return false;
+	bool grew = false;
+	for (int d = 0; d < ref->rank; d++) {
+		if (ref->shape[d] == out->shape[d] || out->shape[d] == 0)
+			continue;
+		if (ref->shape[d] == 0 && grow) {
+			grown->shape[d] = out->shape[d];
+			grew = true;
+			continue;
+		}
+		return false;
+	}
+	if (grew) {
+		if (!ir_rel_shape_equal(grown, out))
+			return false;
+		*grown = *out;
+	}
+	return true;
+}
+
 int fusers_count(void)
 {
 	return (int)(sizeof registry / sizeof registry[0]);

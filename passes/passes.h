@@ -32,6 +32,8 @@ typedef struct {
 	bool log_json;         /* logs as JSON lines (--log-format json), not text */
 	FILE *log;             /* where logs go (NULL: no logs) */
 	bool no_record;        /* keep no decision record (benchmarks): no logs, no explain */
+	bool burn_exact;       /* burn's rules where fusec deviates on purpose
+				* (docs/burn-fidelity.md, --burn-exact) */
 } SearchOptions;
 
 void pass_default_options(SearchOptions *o);

@@ -257,14 +257,17 @@ void policy_update(Policy *p, const PlanStore *st, const RelOp *op)
 			tv->checked++;
 		}
 	}
-	/* a trigger that holds */
-	for (int i = 0; i < p->navail && p->found_id < 0; i++)
+	/* a trigger that holds: after every update, the first available plan (in the
+	 * order they became available) with one, as burn's check_availables does; a
+	 * found trigger stays found, so found only moves to an earlier plan */
+	for (int i = 0, hit = 0; i < p->navail && !hit; i++)
 		for (int t = 0; t < p->avail[i].ntrig; t++) {
 			const struct TrigVal *tv = &p->avail[i].trig[t];
 			if (tv->kind == TRIG_ALWAYS ||
 			    (tv->kind == TRIG_ON_OPERATIONS && tv->state == V_FOUND)) {
 				p->found_id = p->avail[i].id;
 				p->found_size = p->avail[i].size;
+				hit = 1;
 				break;
 			}
 		}
@@ -277,6 +280,8 @@ Action policy_action(const Policy *p, const PlanStore *st, int nops, ExecMode mo
 	(void)st;
 	if (p->nops < nops)
 		die("policy asked about %d ops, analysed %d", nops, p->nops);
+	/* found runs whatever its size (burn's action); the processor asks with the
+	 * queue the policy analysed, so the size check below never refuses */
 	if (p->found_id >= 0 && p->found_size <= nops)
 		return (Action){ACT_EXECUTE, p->found_id};
 	if (mode == MODE_LAZY) {
@@ -292,9 +297,17 @@ Action policy_action(const Policy *p, const PlanStore *st, int nops, ExecMode mo
 		}
 		return (Action){ACT_EXPLORE, -1};
 	}
+	/* burn's action_sync: a plan of the whole queue (a candidate of the queue's
+	 * length has become available at its last op) */
 	for (int i = 0; i < p->navail; i++)
 		if (p->avail[i].size == nops)
 			return (Action){ACT_EXECUTE, p->avail[i].id};
+	if (p->burn_exact)
+		return (Action){ACT_EXPLORE, -1};
+	/* fusec (docs/burn-fidelity.md row 7, deliberate): else the longest shorter
+	 * plan with an OnSync trigger. burn explores again here, and each exploration
+	 * re-reads the whole rest of the queue: quadratic when a segment is long and
+	 * an open fuser keeps the explorer waiting (the issue-10 transformer) */
 	int best = -1, best_size = 0;
 	for (int i = 0; i < p->navail; i++) {
 		if (p->avail[i].size > nops || p->avail[i].size <= best_size)

@@ -433,6 +433,10 @@ static void explore(Search *se, Stream *st, ExecMode mode)
 	if (mode == MODE_LAZY && st->still_optimizing)
 		return;
 	BlockOpt bo = sopt_optimize(&st->opt, st->rel, st->n, s->arena);
+	/* fusec explores the tail left at a sync again (row 13, deliberate); burn
+	 * folds it into the plan unfused */
+	if (mode == MODE_SYNC && s->opt.burn_exact)
+		bo = sopt_include_trailing(bo, st->n, s->arena);
 	st->num_explorations++;
 	s->nexplorations++;
 	int id = on_exploration_completed(se, st, bo, mode);
@@ -511,7 +515,9 @@ static void search_open(Search *se, Schedule *s)
 		st->still_optimizing = true;
 		st->queued = se->queued;
 		policy_init(&st->policy);
-		st->ctx = (SearchCtx){s, s->rec, i, s->opt.max_blocks, s->opt.max_bindings, NULL, 0};
+		st->policy.burn_exact = s->opt.burn_exact;
+		st->ctx = (SearchCtx){s, s->rec, i, s->opt.max_blocks, s->opt.max_bindings, NULL, 0,
+				      s->opt.burn_exact};
 		sopt_init(&st->opt, &st->ctx);
 	}
 }

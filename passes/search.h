@@ -129,6 +129,13 @@ typedef enum {
 
 const char *pass_close_reason(CloseReason r);
 
+/* burn's output_is_compatible (engine/fuser.rs) with broadcasting on: out fits the
+ * reference shape ref when the ranks are equal and every dim is equal, or size 1 in
+ * out, or (when grow) size 1 in ref; a grown reference must then equal out exactly.
+ * *grown receives the reference after out (ref itself, or out when it grew). */
+bool rel_output_compatible(const RelTensor *ref, const RelTensor *out, bool grow,
+			   RelTensor *grown);
+
 typedef struct { bool ready; uint64_t score; } FuserProps;
 
 typedef struct Fuser Fuser;
@@ -150,6 +157,7 @@ struct Fuser {
 	int seen;              /* ops offered so far */
 	int closed_at;         /* index (in offer order) of the op it closed on */
 	int max_bindings;
+	bool burn_exact;       /* --burn-exact: burn's rule for a leading reduction (row 5) */
 };
 
 /* The registry: fresh fusers in registration order (ElementWise, Matmul, Reduce,
@@ -209,6 +217,7 @@ struct SearchCtx {
 	int max_bindings;
 	const int *global;     /* segment position -> global op index */
 	int block_serial;      /* next block id for the record */
+	bool burn_exact;       /* --burn-exact (docs/burn-fidelity.md rows 5, 7, 12) */
 };
 
 typedef struct {
@@ -233,6 +242,9 @@ bool sopt_still_optimizing(const StreamOpt *o);
 /* Settle a plan for the registered ops; `ops` holds the segment's relative ops by position.
  * Strategies are allocated in arena a. */
 BlockOpt sopt_optimize(StreamOpt *o, const RelOp *ops, int nops, Arena *a);
+/* burn's include_trailing (search/block.rs), --burn-exact at a sync: the positions
+ * bo leaves uncovered (a trailing run up to nops) run unfused after it. */
+BlockOpt sopt_include_trailing(BlockOpt bo, int nops, Arena *a);
 
 /* ---- plan store and policy (plan_store.c) ------------------------------------- */
 
@@ -266,6 +278,7 @@ typedef struct {
 	int found_id, found_size;   /* found_id < 0: none */
 	int nops;                   /* ops analysed */
 	bool settled;               /* no further op can change the policy's answer */
+	bool burn_exact;            /* a sync runs only a plan of the whole queue (row 7) */
 } Policy;
 
 void policy_init(Policy *p);

@@ -58,6 +58,9 @@ contains fusers-matmul "$TMP/err" "▸ fused Matmul (score=310, 3 ops)"
 contains fusers-reduce "$TMP/err" "▸ fused Reduce (score=420, 4 ops)"
 check cycle 0 "$FUSEC" compile $G/cycle.yaml --max-blocks 8 -o "$TMP/y" --log medium
 contains cycle-refused "$TMP/err" "[merge] refused: blocks starting at op 1 and op 10 (would create a cycle)"
+contains cycle-halving "$TMP/err" "[merge] 6 blocks merged into 3 (before settling)"
+check cycle-full 0 "$FUSEC" compile $G/cycle.yaml --max-blocks 8 -o "$TMP/y2" --log full
+contains cycle-burn-merge "$TMP/err" "[block] 5 ops, starting at NumericFloat::Add [ops[9] → c]: best ElementWise (score=640, 5 ops)"
 check holes 0 "$FUSEC" compile $G/holes.yaml -o "$TMP/h" --log medium
 contains holes-filled "$TMP/err" "[holes] 1 unclaimed op(s) between claimed ones: searching them again"
 check holes-full 0 "$FUSEC" compile $G/holes.yaml -o "$TMP/h2" --log full
@@ -71,6 +74,31 @@ contains cap-elemwise "$TMP/err" "[fuser] closed on Float::Exp [ops[66] → a65]
 contains cap-matmul "$TMP/err" "[fuser] closed on Float::Exp [ops[133] → m66] (Matmul, max-ops); had 66 ops"
 check rb-ready 0 "$FUSEC" compile $G/rb_ready.yaml -o "$TMP/rb" --log full
 contains rb-ready-fused "$TMP/err" "▸ fused ReduceBroadcasted (score=310, 5 ops)"
+check size1 0 "$FUSEC" compile $G/size1.yaml -o "$TMP/s1" --log full
+contains size1-fused "$TMP/err" "▸ fused ElementWise (score=530, 4 ops)"
+check size1-run 0 "$FUSEC" run $G/size1.yaml --backend cpu --check
+check sync-whole 0 "$FUSEC" compile $G/sync_whole.yaml --burn-exact -o "$TMP/sw" --log full
+contains sync-whole-fused "$TMP/err" "[plan] exploration completed: sync, 3/3 ops optimized"
+! grep -q "cache hit" "$TMP/err" && pass=$((pass + 1)) || { echo "FAIL sync-whole: a cache hit at the sync"; fail=$((fail + 1)); }
+# without --burn-exact fusec keeps its deliberate deviations (rows 5, 7, 12)
+check sync-whole-fusec 0 "$FUSEC" compile $G/sync_whole.yaml -o "$TMP/sw2" --log full
+contains sync-whole-fusec-hit "$TMP/err" "[plan] cache hit: execute plan #0 (sync, segment has 3 ops)"
+check lead-reduce 0 "$FUSEC" compile $G/lead_reduce.yaml --burn-exact -o "$TMP/lr" --log full
+contains lead-reduce-alone "$TMP/err" "[fuser] closed on NumericFloat::MaxDim [ops[0] → m] (Reduce, shape-mismatch); had 0 ops"
+contains lead-reduce-rest "$TMP/err" "▸ fused ReduceBroadcasted (score=520, 4 ops)"
+check lead-reduce-fusec 0 "$FUSEC" compile $G/lead_reduce.yaml -o "$TMP/lr2" --log full
+contains lead-reduce-fusec-one "$TMP/err" "▸ fused ReduceBroadcasted (score=520, 5 ops)"
+check no-winner 0 "$FUSEC" compile $G/no_winner.yaml --burn-exact -o "$TMP/nw" --log full
+contains no-winner-all "$TMP/err" "▸ un-fused (4 ops)"
+check no-winner-fusec 0 "$FUSEC" compile $G/no_winner.yaml -o "$TMP/nw2" --log full
+contains no-winner-fusec-rest "$TMP/err" "▸ fused ElementWise (score=210, 2 ops)"
+check tail-sync 0 "$FUSEC" compile $G/tail_sync.yaml --burn-exact -o "$TMP/ts" --log full
+contains tail-sync-one-plan "$TMP/err" "[plan] exploration completed: sync, 5/5 ops optimized"
+contains tail-sync-unfused "$TMP/err" "▸ un-fused (2 ops)                      Float::Matmul"
+check tail-sync-fusec 0 "$FUSEC" compile $G/tail_sync.yaml -o "$TMP/ts2" --log full
+contains tail-sync-fusec-again "$TMP/err" "[plan] exploration completed: sync, 3/5 ops optimized"
+contains tail-sync-fusec-matmul "$TMP/err" "▸ fused Matmul (score=100, 2 ops)"
+check explain-burn-exact 0 "$FUSEC" explain $G/no_winner.yaml --burn-exact
 
 # options
 check log-env 0 env FUSEC_LOG=basic "$FUSEC" compile $G/lone.yaml -o "$TMP/e"

@@ -1669,8 +1669,94 @@ static void test_dead_ops(void **state)
 	built_free(&b);
 }
 
+/* Size-1 dims in a fused output (docs/burn-fidelity.md row 1): ElementWise grows its
+ * reference shape where it has size 1, and takes outputs smaller on size-1 dims. At
+ * odd sizes, each graph must be one kernel (or, for the incompatible one, more) and
+ * match the interpreter; the smaller outputs are written once per position (the
+ * poisoned buffers of run_both show a missed or a stray write). */
+static void test_size1_dims(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *label;
+		int kernels;
+		const char *text;
+	} cases[] = {
+		{"exp [1,37] + [29,37], neg, and the [1,37] again", 1,
+		 "{\"format\": \"fusec-graph/1\", \"name\": \"s1a\",\n"
+		 "\"inputs\": {\"x0\": {\"dtype\": \"f32\", \"shape\": [1, 37]},\n"
+		 "  \"x1\": {\"dtype\": \"f32\", \"shape\": [29, 37]}},\n"
+		 "\"ops\": [{\"op\": \"exp\", \"in\": [\"x0\"], \"out\": \"e\"},\n"
+		 "  {\"op\": \"add\", \"in\": [\"e\", \"x1\"], \"out\": \"a\"},\n"
+		 "  {\"op\": \"neg\", \"in\": [\"a\"], \"out\": \"y\"},\n"
+		 "  {\"op\": \"mul_scalar\", \"in\": [\"e\"], \"scalar\": 3, \"out\": \"w\"},\n"
+		 "  {\"op\": \"sync\"}],\n"
+		 "\"outputs\": [\"y\", \"w\", \"e\"]}\n"},
+		{"growing twice, rank 3, f16", 1,
+		 "{\"format\": \"fusec-graph/1\", \"name\": \"s1b\",\n"
+		 "\"inputs\": {\"x0\": {\"dtype\": \"f16\", \"shape\": [1, 1, 5]},\n"
+		 "  \"x1\": {\"dtype\": \"f16\", \"shape\": [3, 1, 5]},\n"
+		 "  \"x2\": {\"dtype\": \"f16\", \"shape\": [3, 7, 5]}},\n"
+		 "\"ops\": [{\"op\": \"tanh\", \"in\": [\"x0\"], \"out\": \"t\"},\n"
+		 "  {\"op\": \"mul\", \"in\": [\"t\", \"x1\"], \"out\": \"m\"},\n"
+		 "  {\"op\": \"sub\", \"in\": [\"m\", \"x2\"], \"out\": \"y\"},\n"
+		 "  {\"op\": \"abs\", \"in\": [\"m\"], \"out\": \"u\"},\n"
+		 "  {\"op\": \"sync\"}],\n"
+		 "\"outputs\": [\"y\", \"u\", \"t\"]}\n"},
+		{"a smaller output after the reference, written per column", 1,
+		 "{\"format\": \"fusec-graph/1\", \"name\": \"s1c\",\n"
+		 "\"inputs\": {\"x0\": {\"dtype\": \"f32\", \"shape\": [11, 13]},\n"
+		 "  \"x1\": {\"dtype\": \"f32\", \"shape\": [1, 13]}},\n"
+		 "\"ops\": [{\"op\": \"add\", \"in\": [\"x0\", \"x1\"], \"out\": \"a\"},\n"
+		 "  {\"op\": \"exp\", \"in\": [\"x1\"], \"out\": \"er\"},\n"
+		 "  {\"op\": \"mul\", \"in\": [\"a\", \"er\"], \"out\": \"y\"},\n"
+		 "  {\"op\": \"sync\"}],\n"
+		 "\"outputs\": [\"y\", \"er\"]}\n"},
+		/* [1,13] grown by the reshape's [13,1] would be [13,13], not that output's
+		 * shape: refused, so exp and the reshape are not fused (and add runs alone) */
+		{"[1,13] then [13,1]: not compatible", 3,
+		 "{\"format\": \"fusec-graph/1\", \"name\": \"s1d\",\n"
+		 "\"inputs\": {\"x0\": {\"dtype\": \"f32\", \"shape\": [1, 13]}},\n"
+		 "\"ops\": [{\"op\": \"exp\", \"in\": [\"x0\"], \"out\": \"e\"},\n"
+		 "  {\"op\": \"reshape\", \"in\": [\"x0\"], \"shape\": [13, 1], \"out\": \"r\"},\n"
+		 "  {\"op\": \"add\", \"in\": [\"r\", \"e\"], \"out\": \"y\"},\n"
+		 "  {\"op\": \"sync\"}],\n"
+		 "\"outputs\": [\"y\", \"e\"]}\n"},
+	};
+	for (size_t i = 0; i < COUNTOF(cases); i++) {
+		Built b;
+		memset(&b, 0, sizeof b);
+		snprintf(b.label, sizeof b.label, "size-1 dims: %s", cases[i].label);
+		b.text = strdup(cases[i].text);
+		b.arena = arena_new();
+		b.g = test_graph(b.arena, "size1.json", cases[i].text);
+		SearchOptions so;
+		pass_default_options(&so);
+		so.no_record = true;
+		b.s = test_search(b.g, &so);
+		GenGraph gg;
+		gen_init(&gg);
+		for (int t = 0; t < b.g->ninputs; t++) {
+			const Tensor *gt = &b.g->tensors[b.g->inputs[t]];
+			gen_input(&gg, gt->dtype, gt->rank, gt->dim, -1, 1);
+		}
+		int launches = 0;
+		for (int k = 0; k < b.s->nsteps; k++)
+			launches += b.s->steps[k].nlaunch;
+		if (launches != cases[i].kernels)
+			fail_msg("%s: %d kernels, want %d", b.label, launches, cases[i].kernels);
+		assert_int_equal(run_both(&b, &gg, 7 + i, NULL), 0);
+		if (test_find_ptxas())
+			ptx_both(&b, 1);
+		ptxas_wait();
+		gen_free(&gg);
+		built_free(&b);
+	}
+}
+
 const struct CMUnitTest backends_tests[] = {
 	cmocka_unit_test(test_dead_ops),
+	cmocka_unit_test(test_size1_dims),
 	cmocka_unit_test(test_rule_dtypes_words),
 	cmocka_unit_test(test_reduce_shapes),
 	cmocka_unit_test(test_golden_kernel_counts),

@@ -297,14 +297,78 @@ static void test_store_and_triggers(void **state)
 	policy_update(&pol, &st, &q[0]);
 	policy_update(&pol, &st, &q[0]);
 	assert_int_equal(policy_action(&pol, &st, 2, MODE_LAZY).kind, ACT_EXPLORE);
-	/* at a sync only an OnSync trigger or the whole queue would do */
+	/* at a sync, burn runs only a plan of the whole queue (action_sync); fusec
+	 * also runs the longest shorter OnSync plan (docs/burn-fidelity.md row 7),
+	 * unless --burn-exact */
 	assert_int_equal(policy_action(&pol, &st, 2, MODE_SYNC).kind, ACT_EXPLORE);
 	Trigger ts = {TRIG_ON_SYNC, 0, NULL};
 	store_add_trigger(&st, 0, &ts, a);
 	policy_reset(&pol);
 	policy_update(&pol, &st, &q[0]);
 	policy_update(&pol, &st, &q[0]);
-	assert_int_equal(policy_action(&pol, &st, 2, MODE_SYNC).kind, ACT_EXECUTE);
+	act = policy_action(&pol, &st, 2, MODE_SYNC);
+	assert_int_equal(act.kind, ACT_EXECUTE);
+	assert_int_equal(act.plan, 0);
+	pol.burn_exact = true;
+	assert_int_equal(policy_action(&pol, &st, 2, MODE_SYNC).kind, ACT_EXPLORE);
+	policy_reset(&pol);
+	policy_update(&pol, &st, &q[0]);
+	act = policy_action(&pol, &st, 1, MODE_SYNC);
+	assert_int_equal(act.kind, ACT_EXECUTE);
+	assert_int_equal(act.plan, 0);
+	policy_free(&pol);
+	store_free(&st);
+	ir_rel_free(conv);
+	arena_free(a);
+}
+
+/* burn's check_availables (docs/burn-fidelity.md row 8): after every update, found is
+ * the first available plan, in the order they became available, whose trigger
+ * holds. P0 = [exp] waits for [neg, abs, sin]; P1 = [exp, neg] waits for [abs]. P1's
+ * trigger holds at abs, P0's one op later at sin: found moves back to P0. */
+static void test_policy_found_first_available(void **state)
+{
+	(void)state;
+	static const char yaml[] =
+		"format: fusec-graph/1\n"
+		"inputs:\n"
+		"  x: {dtype: f32, shape: [4, 8]}\n"
+		"ops:\n"
+		"  - {op: exp, in: [x], out: a}\n"
+		"  - {op: neg, in: [a], out: b}\n"
+		"  - {op: abs, in: [b], out: c}\n"
+		"  - {op: sin, in: [c], out: d}\n"
+		"outputs: [d]\n";
+	Arena *a = arena_new();
+	Graph *g = test_graph(a, "t.yaml", yaml);
+	RelConv *conv = ir_rel_new(g);
+	RelOp r[4];
+	for (int i = 0; i < 4; i++)
+		ir_rel_op(conv, a, i, &r[i]);
+	PlanStore st;
+	store_init(&st);
+	Plan p0 = {0}, p1 = {0};
+	p0.nops = 1;
+	p0.ops = r;
+	p1.nops = 2;
+	p1.ops = r;
+	assert_int_equal(store_add(&st, &p0), 0);
+	assert_int_equal(store_add(&st, &p1), 1);
+	Trigger t0 = {TRIG_ON_OPERATIONS, 3, &r[1]};
+	Trigger t1 = {TRIG_ON_OPERATIONS, 1, &r[2]};
+	store_add_trigger(&st, 0, &t0, a);
+	store_add_trigger(&st, 1, &t1, a);
+	Policy pol;
+	policy_init(&pol);
+	for (int i = 0; i < 3; i++)
+		policy_update(&pol, &st, &r[i]);
+	Action act = policy_action(&pol, &st, 3, MODE_LAZY);
+	assert_int_equal(act.kind, ACT_EXECUTE);
+	assert_int_equal(act.plan, 1);
+	policy_update(&pol, &st, &r[3]);
+	act = policy_action(&pol, &st, 4, MODE_LAZY);
+	assert_int_equal(act.kind, ACT_EXECUTE);
+	assert_int_equal(act.plan, 0);
 	policy_free(&pol);
 	store_free(&st);
 	ir_rel_free(conv);
@@ -394,6 +458,7 @@ const struct CMUnitTest search_tests[] = {
 	cmocka_unit_test(test_merge_acceptance),
 	cmocka_unit_test(test_intset),
 	cmocka_unit_test(test_store_and_triggers),
+	cmocka_unit_test(test_policy_found_first_available),
 	cmocka_unit_test(test_verify_schedule),
 };
 const size_t search_ntests = SUITE_COUNT(search_tests);
