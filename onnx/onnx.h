@@ -55,6 +55,9 @@ Graph *onnx_read_file(Arena *a, const char *path, const OnnxOptions *o, Diag *d)
 Graph *onnx_read_mem(Arena *a, const char *file, const void *buf, size_t len,
 		     const OnnxOptions *o, Diag *d);
 
+/* Whether an ONNX op (default domain) has a mapping to fusec ops (onnx/ops.c). */
+bool onnx_op_mapped(const char *op_type);
+
 /* ---- internal: shared by load.c and import.c -------------------------------- */
 
 struct Onnx__TensorProto;

@@ -425,17 +425,22 @@ H(h_identity)
 {
 	if (need_in(m, in, nin, 1))
 		return -1;
-	if (nout > 1 && h->arg)
-		return imp_fail(m, "the mask output of Dropout is not supported");
-	if (h->arg && nin > 2 && in[2]) {
-		double t = 0;
+	if (nout > 1 && !h->arg)
+		return one_output(m, nout);
+	if (h->arg && nin > 2 && in[2]) {  /* Dropout: random unless inference or ratio 0 */
+		double t = 0, ratio = 0.5;
 		if (scalar_of(m, in[2], "training_mode", &t))
 			return -1;
-		if (t != 0)
-			return imp_fail(m, "Dropout in training mode is not supported");
+		if (t != 0 && in[1] && scalar_of(m, in[1], "ratio", &ratio))
+			return -1;
+		if (t != 0 && ratio != 0)
+			return imp_fail(m, "Dropout in training mode with a ratio above 0 (random) "
+				       "is not supported");
 	}
 	out[0] = in[0];
-	return 0;
+	if (nout > 1)  /* Dropout's mask: every element kept */
+		out[1] = kfull(m, DT_BOOL, in[0]->rank, in[0]->dim, 1);
+	return nout > 1 && !out[1] ? -1 : 0;
 }
 
 H(h_mod)
@@ -1873,6 +1878,11 @@ const OnnxHandler *onnx_handler(const char *op_type)
 			hi = mid;
 	}
 	return NULL;
+}
+
+bool onnx_op_mapped(const char *op_type)
+{
+	return op_type && onnx_handler(op_type);
 }
 
 int onnx_handler_count(void)
