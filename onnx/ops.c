@@ -777,6 +777,13 @@ H(h_concat)
 	}
 	if (!n || norm_axis(m, &axis, v[0]->rank))
 		return -1;
+	int k = 0;  /* empty constants (a shape's empty prefix, say) add nothing */
+	for (int i = 0; i < n; i++)
+		if (!(v[i]->is_const && v[i]->k.n == 0 && v[i]->rank == v[0]->rank))
+			v[k++] = v[i];
+	if (!k)
+		OUT(v[0]);
+	n = k;
 	OUT(cat(m, v, n, (int)axis));
 }
 
@@ -871,6 +878,13 @@ H(h_slice)
 			e = e < -1 ? -1 : e > d - 1 ? d - 1 : e;
 		}
 		int64_t len = k > 0 ? (e - s + k - 1) / k : (s - e + (-k) - 1) / (-k);
+		if (len <= 0 && v->is_const) {  /* an empty constant: a shape's empty prefix */
+			int64_t dim[IR_MAX_RANK];
+			memcpy(dim, v->dim, sizeof dim);
+			dim[ax[i]] = 0;
+			v = kfull(m, v->dt, v->rank, dim, 0);
+			continue;
+		}
 		if (len <= 0)
 			return imp_fail(m, "the slice of axis %lld is empty (not supported)",
 					(long long)ax[i]);
