@@ -39,6 +39,10 @@ int onnx_dtype(int elem_type)
 	case ONNX__TENSOR_PROTO__DATA_TYPE__INT8: return DT_I8;
 	case ONNX__TENSOR_PROTO__DATA_TYPE__UINT8: return DT_U8;
 	case ONNX__TENSOR_PROTO__DATA_TYPE__BOOL: return DT_BOOL;
+	/* fusec has no uint16/uint32: they are held in the next wider signed type,
+	 * which holds every value (docs/onnx.md) */
+	case ONNX__TENSOR_PROTO__DATA_TYPE__UINT16: return DT_I32;
+	case ONNX__TENSOR_PROTO__DATA_TYPE__UINT32: return DT_I64;
 	}
 	return -1;
 }
@@ -185,7 +189,16 @@ int onnx_tensor(const Onnx__TensorProto *tp, const char *dir, HostTensor *out, c
 		}
 	}
 	DType t = (DType)dt;
-	size_t es = (size_t)ir_dtype_size(t), bytes = (size_t)n * es;
+	bool u16 = tp->data_type == ONNX__TENSOR_PROTO__DATA_TYPE__UINT16,
+	     u32 = tp->data_type == ONNX__TENSOR_PROTO__DATA_TYPE__UINT32;
+	if ((u16 || u32) && tp->has_data_location &&
+	    tp->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL) {
+		snprintf(msg, size, "%s tensors in external data are not supported yet",
+			 onnx_elem_name(tp->data_type));
+		return -1;
+	}
+	/* es: the size of one stored element (raw data), which a widened type exceeds */
+	size_t es = u16 ? 2 : u32 ? 4 : (size_t)ir_dtype_size(t), bytes = (size_t)n * es;
 	bool external = tp->has_data_location &&
 			tp->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL;
 	size_t have;
@@ -197,6 +210,8 @@ int onnx_tensor(const Onnx__TensorProto *tp, const char *dir, HostTensor *out, c
 		have = tp->n_float_data;
 	else if (t == DT_F64)
 		have = tp->n_double_data;
+	else if (u32)
+		have = tp->n_uint64_data;
 	else if (t == DT_I64)
 		have = tp->n_int64_data;
 	else
@@ -221,6 +236,21 @@ int onnx_tensor(const Onnx__TensorProto *tp, const char *dir, HostTensor *out, c
 		}
 		return 0;
 	}
+	if (tp->has_raw_data && (u16 || u32)) {
+		const uint8_t *r = tp->raw_data.data;
+		for (int64_t i = 0; i < n; i++) {
+			uint16_t a;
+			uint32_t b;
+			if (u16) {
+				memcpy(&a, r + 2 * i, 2);
+				((int32_t *)out->data)[i] = a;
+			} else {
+				memcpy(&b, r + 4 * i, 4);
+				((int64_t *)out->data)[i] = b;
+			}
+		}
+		return 0;
+	}
 	if (tp->has_raw_data) {
 		if (bytes)
 			memcpy(out->data, tp->raw_data.data, bytes);
@@ -230,10 +260,15 @@ int onnx_tensor(const Onnx__TensorProto *tp, const char *dir, HostTensor *out, c
 		switch (t) {
 		case DT_F32: ((float *)out->data)[i] = tp->float_data[i]; break;
 		case DT_F64: ((double *)out->data)[i] = tp->double_data[i]; break;
-		case DT_I64: ((int64_t *)out->data)[i] = tp->int64_data[i]; break;
+		case DT_I64:
+			((int64_t *)out->data)[i] = u32 ? (int64_t)(uint32_t)tp->uint64_data[i]
+						       : tp->int64_data[i];
+			break;
 		case DT_F16:
 		case DT_BF16: ((uint16_t *)out->data)[i] = (uint16_t)tp->int32_data[i]; break;
-		default: host_set_i64(out, i, tp->int32_data[i]); break;
+		default:
+			host_set_i64(out, i, u16 ? (uint16_t)tp->int32_data[i] : tp->int32_data[i]);
+			break;
 		}
 	}
 	return 0;

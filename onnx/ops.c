@@ -595,6 +595,13 @@ H(h_cast)
 	int t = onnx_dtype((int)to);
 	if (t < 0)
 		return imp_fail(m, "cast to %s is not supported", onnx_elem_name((int)to));
+	bool wide = to == ONNX__TENSOR_PROTO__DATA_TYPE__UINT16 ||
+		    to == ONNX__TENSOR_PROTO__DATA_TYPE__UINT32;
+	if (wide && in[0]->dt != DT_U8 && in[0]->dt != DT_BOOL)
+		return imp_fail(m, "cast from %s to %s is not supported yet (fusec holds %s in a "
+				"wider signed type, where negative values would not wrap)",
+				ir_dtype_name(in[0]->dt), onnx_elem_name((int)to),
+				onnx_elem_name((int)to));
 	OUT(cast(m, in[0], (DType)t));
 }
 
