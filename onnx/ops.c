@@ -1674,17 +1674,53 @@ static Val *channel(Imp *m, Val *p, int r)
 	return reshape(m, p, r, d);
 }
 
+static Val *normalize(Imp *m, Val *x, const bool *on, double eps, Val **mean_out,
+		      Val **inv_out);
+
 H(h_batchnorm)
 {
-	NEED(5);
-	if (nout > 1)
-		return imp_fail(m, "training outputs (running mean and var) are not supported");
+	if (need_in(m, in, nin, 5))
+		return -1;
 	if (nin > 5)
 		return imp_fail(m, "too many inputs");
-	if (ai(m, "training_mode", 0))
-		return imp_fail(m, "training_mode=1 is not supported");
 	Val *x = in[0];
 	double eps = af(m, "epsilon", 1e-5);
+	bool training = m->opset >= 14 ? ai(m, "training_mode", 0) : nout > 1;
+	if (nout > 3)
+		return imp_fail(m, "outputs 3 and after (saved mean and variance, opset < 14) are "
+				"not supported");
+	if (training) {
+		/* the batch's statistics over every axis but the channel's; running
+		 * statistics: input * momentum + batch's * (1 - momentum), with the
+		 * population variance (docs/onnx.md) */
+		double mom = af(m, "momentum", 0.9);
+		bool on[IR_MAX_RANK] = {false};
+		for (int i = 0; i < x->rank; i++)
+			on[i] = i != 1;
+		Val *mu = NULL, *inv = NULL;
+		Val *y = normalize(m, x, on, eps, &mu, &inv);
+		y = bin(m, OP_ADD, bin(m, OP_MUL, y, channel(m, in[1], x->rank)),
+			channel(m, in[2], x->rank));
+		out[0] = y;
+		if (!y)
+			return -1;
+		for (int k = 1; k < nout; k++) {
+			Val *stat = mu;
+			if (k == 2) {  /* var = mean((x - mu)^2), again: exact, not 1/inv^2 - eps */
+				Val *d = bin(m, OP_SUB, x, mu);
+				stat = reduce_axes(m, OP_MEAN, d ? bin(m, OP_MUL, d, d) : NULL, on,
+						   true);
+			}
+			stat = stat ? reshape(m, stat, 1, &x->dim[1]) : NULL;
+			out[k] = bin(m, OP_ADD, sc(m, OP_MUL_SCALAR, in[2 + k], mom),
+				     sc(m, OP_MUL_SCALAR, stat, 1 - mom));
+			if (!out[k])
+				return -1;
+		}
+		return 0;
+	}
+	if (nout > 1)
+		return imp_fail(m, "the running mean and variance outputs need training_mode=1");
 	/* y = x * s + t, s = scale / sqrt(var + eps), t = B - mean * s: constants fold */
 	Val *s = bin(m, OP_DIV, in[1], un(m, OP_SQRT, sc(m, OP_ADD_SCALAR, in[4], eps)));
 	Val *t = bin(m, OP_SUB, in[2], bin(m, OP_MUL, in[3], s));
