@@ -65,7 +65,16 @@ typedef struct {
 	char *tmp, *final;   /* the new file, written under a temporary name; its name */
 	char *backup;        /* a hard link to the file `final` named before; NULL if none */
 	bool renamed;        /* tmp is now final */
+	bool same;           /* final holds these bytes already: left as it is */
 } Output;
+
+typedef struct {
+	const char *ext;         /* ".ptx" */
+	const char *text;
+	size_t len;
+	const Graph *weights;    /* set: the weights file of this graph, written tensor by
+				  * tensor instead of text */
+} OutFile;
 
 /* A fresh name DIR/.fusec-XXXXXX (short: the final name may be long), created as an
  * empty file. Returns NULL with errno set. */
@@ -87,11 +96,21 @@ static char *temp_name(const char *dir, int *fdp)
 	return t;
 }
 
-static int write_tmp(Output *o, const char *dir, const char *name, const char *ext,
-		     const char *text, size_t len)
+static int write_tmp(Output *o, const char *dir, const char *name, const OutFile *of)
 {
-	o->final = malloc(strlen(dir) + strlen(name) + strlen(ext) + 3);
-	sprintf(o->final, "%s/%s%s", dir, name, ext);
+	const char *ext = of->ext, *text = of->text;
+	size_t len = of->len;
+	if (!o->final) {
+		o->final = malloc(strlen(dir) + strlen(name) + strlen(ext) + 3);
+		sprintf(o->final, "%s/%s%s", dir, name, ext);
+	}
+	/* an unchanged weights file (a recompile) is neither written nor synced again;
+	 * commit_outputs checks once more under the lock */
+	if (of->weights && !o->same && cg_weights_same(of->weights, o->final)) {
+		o->same = true;
+		return 0;
+	}
+	o->same = false;
 	int fd;
 	o->tmp = temp_name(dir, &fd);
 	if (!o->tmp) {
@@ -102,10 +121,11 @@ static int write_tmp(Output *o, const char *dir, const char *name, const char *e
 	umask(mask);
 	fchmod(fd, 0666 & ~mask);
 	FILE *f = fdopen(fd, "w");
-	size_t n = fwrite(text, 1, len, f);
+	bool short_write = of->weights ? cg_weights_write_file(of->weights, f) != 0
+				       : fwrite(text, 1, len, f) != len;
 	/* fsync before the rename: after a crash the folder holds the old set or the
 	 * new one, not a new name over an empty file. */
-	int bad = n != len || fflush(f) != 0 || fsync(fd) != 0;
+	int bad = short_write || fflush(f) != 0 || fsync(fd) != 0;
 	if (fclose(f) != 0 || bad) {
 		cmd_error("cannot write '%s': %s", o->tmp, strerror(errno));
 		return -1;
@@ -372,11 +392,6 @@ static int parse_options(int argc, char **argv, CompileOptions *o)
 
 /* ---- writing the outputs -------------------------------------------------------- */
 
-typedef struct {
-	const char *ext;         /* ".ptx" */
-	const char *text;
-	size_t len;
-} OutFile;
 
 /* Write files[0..n) as DIR/NAME<ext>, all or none (docs/reliability.md):
  *  1. every file is written to a temporary file in DIR and synced;
@@ -398,7 +413,7 @@ static int commit_outputs(const char *dir, const char *name, const OutFile *file
 	Output out[8] = {{0}};
 	int nout = 0;
 	for (int i = 0; status == EXIT_OK && i < n; i++)
-		if (write_tmp(&out[nout++], dir, name, files[i].ext, files[i].text, files[i].len) < 0)
+		if (write_tmp(&out[nout++], dir, name, &files[i]) < 0)
 			status = EXIT_FAIL;
 	int dfd = status == EXIT_OK ? open(dir, O_RDONLY | O_DIRECTORY) : -1;
 	/* A file system without locks (some network ones) still gets the all-or-nothing
@@ -409,8 +424,14 @@ static int commit_outputs(const char *dir, const char *name, const OutFile *file
 		status = EXIT_FAIL;
 	}
 	long name_max = status == EXIT_OK ? fpathconf(dfd, _PC_NAME_MAX) : -1;
+	for (int i = 0; status == EXIT_OK && i < nout; i++)
+		if (out[i].same && !cg_weights_same(files[i].weights, out[i].final) &&
+		    write_tmp(&out[i], dir, name, &files[i]) < 0)  /* changed meanwhile */
+			status = EXIT_FAIL;
 	for (int i = 0; status == EXIT_OK && i < nout; i++) {
 		struct stat sb;
+		if (out[i].same)
+			continue;
 		const char *base = out[i].final + strlen(dir) + 1;
 		if (name_max > 0 && strlen(base) > (size_t)name_max) {
 			cmd_error("cannot write '%s': the name is longer than %ld bytes (the graph's "
@@ -445,6 +466,8 @@ static int commit_outputs(const char *dir, const char *name, const OutFile *file
 	int fail_at = fault ? atoi(fault) : 0;
 	for (int k = 1; status == EXIT_OK && k <= nout; k++) {
 		Output *o = &out[k % nout];
+		if (o->same)
+			continue;
 		if (k == fail_at)
 			errno = EIO;
 		if (k == fail_at || rename(o->tmp, o->final) != 0) {
@@ -549,34 +572,31 @@ static int write_depfile(const CompileOptions *o, const Graph *g, const OutFile 
 /* The plan, the PTX and what --emit asked for, committed together. */
 static int write_outputs(const CompileOptions *o, const Schedule *s, const CgOutputs *co)
 {
-	Buf rel = {0}, dot = {0}, svg = {0}, weights = {0};
+	Buf rel = {0}, dot = {0}, svg = {0};
 	OutFile files[8];
 	int n = 0;
-	files[n++] = (OutFile){".plan.json", co->plan, strlen(co->plan)};
-	files[n++] = (OutFile){".ptx", co->ptx.data, co->ptx.len};
-	if (cg_weights_layout_size(s->g)) {
-		cg_weights_write(s->g, &weights);
-		files[n++] = (OutFile){".weights.bin", weights.data, weights.len};
-	}
+	files[n++] = (OutFile){".plan.json", co->plan, strlen(co->plan), NULL};
+	files[n++] = (OutFile){".ptx", co->ptx.data, co->ptx.len, NULL};
+	if (cg_weights_layout_size(s->g))
+		files[n++] = (OutFile){".weights.bin", "", 0, s->g};
 	if (o->emit_ll)
-		files[n++] = (OutFile){".ll", co->ll.data, co->ll.len};
+		files[n++] = (OutFile){".ll", co->ll.data, co->ll.len, NULL};
 	if (o->emit_relative) {
 		pass_dump_relative(s, &rel);
-		files[n++] = (OutFile){".relative.txt", rel.data ? rel.data : "", rel.len};
+		files[n++] = (OutFile){".relative.txt", rel.data ? rel.data : "", rel.len, NULL};
 	}
 	if (o->emit_dot || o->emit_svg)
 		pass_dump_dot(s, &dot);
 	if (o->emit_dot)
-		files[n++] = (OutFile){".dot", dot.data, dot.len};
+		files[n++] = (OutFile){".dot", dot.data, dot.len, NULL};
 	if (o->emit_svg) {
 		if (cmd_dot_to_svg(dot.data, dot.len, &svg) < 0) {
 			buf_free(&rel);
 			buf_free(&dot);
 			buf_free(&svg);
-			buf_free(&weights);
 			return EXIT_FAIL;
 		}
-		files[n++] = (OutFile){".svg", svg.data, svg.len};
+		files[n++] = (OutFile){".svg", svg.data, svg.len, NULL};
 	}
 	int status = commit_outputs(o->dir, s->g->name, files, n);
 	if (status == EXIT_OK && o->depfile)
@@ -598,7 +618,6 @@ static int write_outputs(const CompileOptions *o, const Schedule *s, const CgOut
 	buf_free(&rel);
 	buf_free(&dot);
 	buf_free(&svg);
-	buf_free(&weights);
 	return status;
 }
 

@@ -10,7 +10,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "onnx.pb-c.h"
 #include "onnx.h"
@@ -155,8 +158,23 @@ static int read_external(const Onnx__TensorProto *tp, const char *dir, void *dst
 
 /* ---- tensors ---------------------------------------------------------------- */
 
+static int tensor(const Onnx__TensorProto *tp, const char *dir, HostTensor *out, char *msg,
+		  size_t size, bool borrow);
+
 int onnx_tensor(const Onnx__TensorProto *tp, const char *dir, HostTensor *out, char *msg,
 		size_t size)
+{
+	return tensor(tp, dir, out, msg, size, false);
+}
+
+int onnx_tensor_borrow(const Onnx__TensorProto *tp, const char *dir, HostTensor *out,
+		       char *msg, size_t size)
+{
+	return tensor(tp, dir, out, msg, size, true);
+}
+
+static int tensor(const Onnx__TensorProto *tp, const char *dir, HostTensor *out, char *msg,
+		  size_t size, bool borrow)
 {
 	memset(out, 0, sizeof *out);
 	int dt = onnx_dtype(tp->data_type);
@@ -225,6 +243,14 @@ int onnx_tensor(const Onnx__TensorProto *tp, const char *dir, HostTensor *out, c
 	int64_t dim[IR_MAX_RANK];
 	for (size_t i = 0; i < tp->n_dims; i++)
 		dim[i] = tp->dims[i];
+	if (borrow && !external && tp->has_raw_data && !u16 && !u32 && bytes >= ONNX_ARENA_MIN) {
+		out->dtype = t;
+		out->rank = (int)tp->n_dims;
+		memcpy(out->dim, dim, sizeof(int64_t) * tp->n_dims);
+		out->n = n;
+		out->data = tp->raw_data.data;
+		return 1;
+	}
 	if (host_alloc(out, t, (int)tp->n_dims, dim, &d)) {
 		snprintf(msg, size, "%s", d.msg);
 		return -1;
@@ -331,40 +357,38 @@ static char *folder_of(const char *path)
 
 Graph *onnx_read_file(Arena *a, const char *path, const OnnxOptions *o, Diag *d)
 {
-	FILE *f = fopen(path, "rb");
-	if (!f) {
+	int fd = open(path, O_RDONLY);
+	struct stat st;
+	if (fd < 0 || fstat(fd, &st)) {
 		diag_set(d, path, 0, 0, "cannot open: %s", strerror(errno));
+		if (fd >= 0)
+			close(fd);
 		return NULL;
 	}
-	size_t cap = 1 << 16, n = 0;
-	char *buf = xmalloc(cap);
-	for (;;) {
-		if (n == cap) {
-			if (cap >= MAX_MODEL_BYTES) {
-				diag_set(d, path, 0, 0,
-					 "model is larger than %d MiB (keep large weights as external data)",
-					 MAX_MODEL_BYTES >> 20);
-				free(buf);
-				fclose(f);
-				return NULL;
-			}
-			cap *= 2;
-			buf = xrealloc(buf, cap);
-		}
-		size_t got = fread(buf + n, 1, cap - n, f);
-		n += got;
-		if (!got)
-			break;
+	if (!S_ISREG(st.st_mode)) {
+		close(fd);
+		diag_set(d, path, 0, 0, "cannot read: not a regular file");
+		return NULL;
 	}
-	bool bad = ferror(f);
-	fclose(f);
-	if (bad) {
+	if ((uint64_t)st.st_size > MAX_MODEL_BYTES) {
+		close(fd);
+		diag_set(d, path, 0, 0,
+			 "model is larger than %d MiB (keep large weights as external data)",
+			 MAX_MODEL_BYTES >> 20);
+		return NULL;
+	}
+	/* mapped, not read: the protobuf is unpacked straight from the page cache */
+	size_t n = (size_t)st.st_size;
+	void *buf = n ? mmap(NULL, n, PROT_READ, MAP_PRIVATE, fd, 0) : NULL;
+	close(fd);
+	if (n && buf == MAP_FAILED) {
 		diag_set(d, path, 0, 0, "cannot read: %s", strerror(errno));
-		free(buf);
 		return NULL;
 	}
 	char *dir = folder_of(path);
-	Graph *g = onnx_import_bytes(a, path, dir, buf, n, true, o, d);
+	Graph *g = onnx_import_bytes(a, path, dir, n ? buf : "", n, false, o, d);
 	free(dir);
+	if (n)
+		munmap(buf, n);
 	return g;
 }
