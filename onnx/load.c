@@ -6,6 +6,7 @@
  * present before anything is allocated, external data paths must stay inside the
  * model's folder (no absolute paths, no ".."), and offsets and lengths must lie
  * within the file. */
+#define _DEFAULT_SOURCE   /* MAP_POPULATE, where the system has it */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -379,7 +380,10 @@ Graph *onnx_read_file(Arena *a, const char *path, const OnnxOptions *o, Diag *d)
 	}
 	/* mapped, not read: the protobuf is unpacked straight from the page cache */
 	size_t n = (size_t)st.st_size;
-	void *buf = n ? mmap(NULL, n, PROT_READ, MAP_PRIVATE, fd, 0) : NULL;
+#ifndef MAP_POPULATE
+#define MAP_POPULATE 0
+#endif
+	void *buf = n ? mmap(NULL, n, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0) : NULL;
 	close(fd);
 	if (n && buf == MAP_FAILED) {
 		diag_set(d, path, 0, 0, "cannot read: %s", strerror(errno));
