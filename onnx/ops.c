@@ -1455,18 +1455,20 @@ H(h_gemm)
 /* ---- convolution and pooling ------------------------------------------------------ */
 
 typedef struct {
-	int nsp;                        /* spatial dims: 1 or 2 */
-	int64_t kernel[2], stride[2], dil[2], lo[2], hi[2];
-	int64_t extra[2];               /* of hi: added by ceil_mode */
+	int nsp;                        /* spatial dims: 1, 2 (or 3 for pools) */
+	int64_t kernel[3], stride[3], dil[3], lo[3], hi[3];
+	int64_t extra[3];               /* of hi: added by ceil_mode */
 } Window;
 
 /* kernel_shape, strides, dilations, pads and auto_pad for nsp spatial dims of x. */
+static bool pool_dilations;   /* set by h_pool around window(): MaxPool takes them */
+
 static int window(Imp *m, const Val *x, const int64_t *kdim, Window *w, bool pool)
 {
 	int nsp = x->rank - 2;
 	w->nsp = nsp;
-	int64_t k[4], s[4], dl[4], p[4];
-	int nk = aints(m, "kernel_shape", k, 4);
+	int64_t k[6], s[6], dl[6], p[6];
+	int nk = aints(m, "kernel_shape", k, 6);
 	if (nk == -2)
 		return -1;
 	if (nk < 0 && kdim)
@@ -1474,8 +1476,8 @@ static int window(Imp *m, const Val *x, const int64_t *kdim, Window *w, bool poo
 			k[i] = kdim[i];
 	else if (nk != nsp)
 		return imp_fail(m, "kernel_shape has %d entries for %d spatial dims", nk, nsp);
-	int ns = aints(m, "strides", s, 4), nd = aints(m, "dilations", dl, 4),
-	    np = aints(m, "pads", p, 4);
+	int ns = aints(m, "strides", s, 6), nd = aints(m, "dilations", dl, 6),
+	    np = aints(m, "pads", p, 6);
 	if (ns == -2 || nd == -2 || np == -2)
 		return -1;
 	if ((ns >= 0 && ns != nsp) || (nd >= 0 && nd != nsp) || (np >= 0 && np != 2 * nsp))
@@ -1490,8 +1492,8 @@ static int window(Imp *m, const Val *x, const int64_t *kdim, Window *w, bool poo
 		    w->kernel[i] > (1 << 20) || w->stride[i] > (1 << 20) || w->dil[i] > (1 << 20))
 			return imp_fail(m, "kernel, strides and dilations must be positive (and "
 					"below 2^20)");
-		if (pool && w->dil[i] != 1)
-			return imp_fail(m, "pooling with dilations is not supported yet");
+		if (pool && w->dil[i] != 1 && !pool_dilations)
+			return imp_fail(m, "AveragePool with dilations is not supported yet");
 		int64_t lo = 0, hi = 0;
 		if (!strcmp(ap, "SAME_UPPER") || !strcmp(ap, "SAME_LOWER")) {
 			int64_t in = x->dim[2 + i], o = (in + w->stride[i] - 1) / w->stride[i];
@@ -1593,51 +1595,71 @@ H(h_conv)
 	OUT(from2d(m, y, x->rank));
 }
 
-H(h_pool)
+/* Max pooling with dilations: the max of kernel-many strided views of x padded with
+ * -inf (x: [N, C, H, W], w over its two spatial dims). */
+static Val *dilated_max(Imp *m, Val *x, const Window *w)
 {
-	NEED(1);
-	if (nout > 1)
-		return imp_fail(m, "the Indices output is not supported yet");
-	Val *x = in[0];
-	if (x->rank != 4 && x->rank != 3)
-		return imp_fail(m, "pooling of rank-%d inputs is not supported (1-D and 2-D are)",
-				x->rank);
-	OpKind k = h->kind;
-	DType dt = x->dt;
-	if (!ir_dtype_is_float(dt)) {
-		if (k != OP_MAX_POOL2D || dt == DT_I64 || dt == DT_BOOL)
-			return imp_fail(m, "pooling %s is not supported", ir_dtype_name(dt));
-		x = cast(m, x, DT_F64);   /* exact for every int up to 32 bits */
-	}
-	Window wi = {0};
-	if (window(m, x, NULL, &wi, true))
-		return -1;
+	for (int i = 0; i < 2 && x; i++)
+		x = pad_axis(m, x, 2 + i, w->lo[i], w->hi[i], -INFINITY);
+	if (!x)
+		return NULL;
+	int64_t o[2];
+	for (int i = 0; i < 2; i++)
+		o[i] = (x->dim[2 + i] - (w->dil[i] * (w->kernel[i] - 1) + 1)) / w->stride[i] + 1;
+	Val *acc = NULL;
+	for (int64_t a = 0; a < w->kernel[0]; a++)
+		for (int64_t b = 0; b < w->kernel[1]; b++) {
+			Val *v = x;
+			int64_t start[2] = {a * w->dil[0], b * w->dil[1]};
+			for (int i = 0; i < 2 && v; i++) {
+				if (w->stride[i] == 1) {
+					v = slice1(m, v, 2 + i, start[i], start[i] + o[i]);
+					continue;
+				}
+				int64_t *idx = xmalloc(sizeof *idx * (size_t)o[i]);
+				for (int64_t j = 0; j < o[i]; j++)
+					idx[j] = start[i] + j * w->stride[i];
+				v = take(m, v, 2 + i, idx, o[i]);
+				free(idx);
+			}
+			acc = acc && v ? bin(m, OP_MAX, acc, v) : v;
+			if (!acc)
+				return NULL;
+		}
+	return acc;
+}
+
+/* One 2-D pool of x ([N, C, H, W]) over the window w (its first two dims). */
+static Val *pool2d(Imp *m, OpKind k, Val *x, const Window *w, bool include)
+{
+	if (!x)
+		return NULL;
+	if (w->dil[0] != 1 || w->dil[1] != 1)
+		return dilated_max(m, x, w);
 	Attrs at = imp_attrs(k);
 	for (int i = 0; i < 2; i++) {
-		at.kernel[i] = (int)wi.kernel[i];
-		at.stride[i] = (int)wi.stride[i];
+		at.kernel[i] = (int)w->kernel[i];
+		at.stride[i] = (int)w->stride[i];
 	}
 	double fill = k == OP_MAX_POOL2D ? -INFINITY : 0;
-	Val *x2 = split_padding(m, to2d(m, x), &wi, true, fill, at.padding);
+	Val *x2 = split_padding(m, x, w, true, fill, at.padding);
 	if (!x2)
-		return -1;
+		return NULL;
 	Val *y = imp_emit(m, k, &x2, 1, &at);
-	bool include = ai(m, "count_include_pad", 0);
-	bool padded = wi.lo[0] || wi.lo[1] || wi.hi[0] || wi.hi[1];
+	bool padded = w->lo[0] || w->lo[1] || w->hi[0] || w->hi[1];
 	if (y && k == OP_AVG_POOL2D && padded) {
 		/* divide by the share of each window that lies inside the input (or, with
 		 * count_include_pad, inside the input and its pads, not the ceil_mode
 		 * extension) */
-		Val *x4 = to2d(m, x);
-		int64_t d[4] = {1, 1, x4->dim[2], x4->dim[3]};
+		int64_t d[4] = {1, 1, x->dim[2], x->dim[3]};
 		Val *ones = kfull(m, x->dt, 4, d, 1);
 		int pad[2];
-		Window w2 = wi;
+		Window w2 = *w;
 		if (include) {
-			for (int i = 0; i < wi.nsp; i++) {
-				ones = pad_axis(m, ones, 2 + i, wi.lo[i], wi.hi[i] - wi.extra[i], 1);
+			for (int i = 0; i < 2; i++) {
+				ones = pad_axis(m, ones, 2 + i, w->lo[i], w->hi[i] - w->extra[i], 1);
 				w2.lo[i] = 0;
-				w2.hi[i] = wi.extra[i];
+				w2.hi[i] = w->extra[i];
 			}
 		}
 		ones = split_padding(m, ones, &w2, true, 0, pad);
@@ -1647,8 +1669,67 @@ H(h_pool)
 		Val *share = ones ? imp_emit(m, k, &ones, 1, &a2) : NULL;
 		y = share ? bin(m, OP_DIV, y, share) : NULL;
 	}
-	y = from2d(m, y, x->rank);
-	OUT(cast(m, y, dt));
+	return y;
+}
+
+/* The window of spatial dims a and b of w (b < 0: a 1-wide one). */
+static Window sub_window(const Window *w, int a, int b)
+{
+	Window s = {.nsp = 2};
+	int from[2] = {a, b};
+	for (int i = 0; i < 2; i++) {
+		int j = from[i];
+		s.kernel[i] = j >= 0 ? w->kernel[j] : 1;
+		s.stride[i] = j >= 0 ? w->stride[j] : 1;
+		s.dil[i] = j >= 0 ? w->dil[j] : 1;
+		s.lo[i] = j >= 0 ? w->lo[j] : 0;
+		s.hi[i] = j >= 0 ? w->hi[j] : 0;
+		s.extra[i] = j >= 0 ? w->extra[j] : 0;
+	}
+	return s;
+}
+
+H(h_pool)
+{
+	NEED(1);
+	if (nout > 1)
+		return imp_fail(m, "the Indices output is not supported yet");
+	Val *x = in[0];
+	if (x->rank < 3 || x->rank > 5)
+		return imp_fail(m, "pooling of rank-%d inputs is not supported (1-D, 2-D and 3-D "
+				"are)", x->rank);
+	OpKind k = h->kind;
+	DType dt = x->dt;
+	if (!ir_dtype_is_float(dt)) {
+		if (k != OP_MAX_POOL2D || dt == DT_I64 || dt == DT_BOOL)
+			return imp_fail(m, "pooling %s is not supported", ir_dtype_name(dt));
+		x = cast(m, x, DT_F64);   /* exact for every int up to 32 bits */
+	}
+	Window wi = {0};
+	pool_dilations = k == OP_MAX_POOL2D;
+	int rc = window(m, x, NULL, &wi, true);
+	pool_dilations = false;
+	if (rc)
+		return -1;
+	bool include = ai(m, "count_include_pad", 0);
+	if (x->rank < 5) {
+		Val *y = from2d(m, pool2d(m, k, to2d(m, x), &wi, include), x->rank);
+		OUT(cast(m, y, dt));
+	}
+	/* 3-D: separable, as max and mean over a box are (so are the shares of a
+	 * padded box): first H and W on [N, C*D, H, W], then D on [N, C, D, H'*W'] */
+	int64_t d4[4] = {x->dim[0], x->dim[1] * x->dim[2], x->dim[3], x->dim[4]};
+	Window hw = sub_window(&wi, 1, 2), dd = sub_window(&wi, 0, -1);
+	Val *y = pool2d(m, k, reshape(m, x, 4, d4), &hw, include);
+	if (!y)
+		return -1;
+	int64_t oh = y->dim[2], ow = y->dim[3];
+	int64_t e4[4] = {x->dim[0], x->dim[1], x->dim[2], oh * ow};
+	y = pool2d(m, k, reshape(m, y, 4, e4), &dd, include);
+	if (!y)
+		return -1;
+	int64_t d5[5] = {x->dim[0], x->dim[1], y->dim[2], oh, ow};
+	OUT(cast(m, reshape(m, y, 5, d5), dt));
 }
 
 H(h_global_pool)
