@@ -1595,37 +1595,71 @@ H(h_conv)
 	OUT(from2d(m, y, x->rank));
 }
 
-/* Max pooling with dilations: the max of kernel-many strided views of x padded with
- * -inf (x: [N, C, H, W], w over its two spatial dims). */
-static Val *dilated_max(Imp *m, Val *x, const Window *w)
+/* Max pooling as the max of kernel-many strided views of x padded with -inf (x:
+ * [N, C, H, W], w over its two spatial dims): for dilations, and for the Indices
+ * output, which follows the view that wins (the first, in row-major order of the
+ * kernel, on ties) through a constant of flat input indices. */
+static Val *view_max(Imp *m, Val *x, const Window *w, int storage_order, Val **indices)
 {
-	for (int i = 0; i < 2 && x; i++)
+	Val *ix = NULL;
+	if (indices) {  /* flat index of each element of x (column-major within an image) */
+		HostTensor t;
+		Diag d;
+		if (host_alloc(&t, DT_I64, 4, x->dim, &d)) {
+			imp_fail(m, "%s", d.msg);
+			return NULL;
+		}
+		int64_t H = x->dim[2], W = x->dim[3];
+		for (int64_t i = 0; i < t.n; i++) {
+			int64_t img = i / (H * W), h = i / W % H, c = i % W;
+			((int64_t *)t.data)[i] = img * H * W + (storage_order ? c * H + h : h * W + c);
+		}
+		ix = imp_const(m, &t);
+	}
+	for (int i = 0; i < 2 && x; i++) {
 		x = pad_axis(m, x, 2 + i, w->lo[i], w->hi[i], -INFINITY);
-	if (!x)
+		ix = ix ? pad_axis(m, ix, 2 + i, w->lo[i], w->hi[i], -1) : NULL;
+	}
+	if (!x || (indices && !ix))
 		return NULL;
 	int64_t o[2];
 	for (int i = 0; i < 2; i++)
 		o[i] = (x->dim[2 + i] - (w->dil[i] * (w->kernel[i] - 1) + 1)) / w->stride[i] + 1;
-	Val *acc = NULL;
+	Val *acc = NULL, *acc_i = NULL;
 	for (int64_t a = 0; a < w->kernel[0]; a++)
 		for (int64_t b = 0; b < w->kernel[1]; b++) {
-			Val *v = x;
+			Val *v = x, *vi = ix;
 			int64_t start[2] = {a * w->dil[0], b * w->dil[1]};
 			for (int i = 0; i < 2 && v; i++) {
 				if (w->stride[i] == 1) {
 					v = slice1(m, v, 2 + i, start[i], start[i] + o[i]);
+					vi = vi ? slice1(m, vi, 2 + i, start[i], start[i] + o[i]) : NULL;
 					continue;
 				}
 				int64_t *idx = xmalloc(sizeof *idx * (size_t)o[i]);
 				for (int64_t j = 0; j < o[i]; j++)
 					idx[j] = start[i] + j * w->stride[i];
 				v = take(m, v, 2 + i, idx, o[i]);
+				vi = vi ? take(m, vi, 2 + i, idx, o[i]) : NULL;
 				free(idx);
 			}
-			acc = acc && v ? bin(m, OP_MAX, acc, v) : v;
-			if (!acc)
+			if (!v || (indices && !vi))
+				return NULL;
+			if (!acc) {
+				acc = v;
+				acc_i = vi;
+				continue;
+			}
+			if (indices) {
+				Val *gt = bin(m, OP_GT, v, acc);
+				acc_i = where3(m, gt, vi, acc_i);
+			}
+			acc = bin(m, OP_MAX, acc, v);
+			if (!acc || (indices && !acc_i))
 				return NULL;
 		}
+	if (indices)
+		*indices = acc_i;
 	return acc;
 }
 
@@ -1635,7 +1669,7 @@ static Val *pool2d(Imp *m, OpKind k, Val *x, const Window *w, bool include)
 	if (!x)
 		return NULL;
 	if (w->dil[0] != 1 || w->dil[1] != 1)
-		return dilated_max(m, x, w);
+		return view_max(m, x, w, 0, NULL);
 	Attrs at = imp_attrs(k);
 	for (int i = 0; i < 2; i++) {
 		at.kernel[i] = (int)w->kernel[i];
@@ -1691,10 +1725,14 @@ static Window sub_window(const Window *w, int a, int b)
 
 H(h_pool)
 {
-	NEED(1);
-	if (nout > 1)
-		return imp_fail(m, "the Indices output is not supported yet");
+	if (need_in(m, in, nin, 1))
+		return -1;
+	if (nout > 2 || (nout > 1 && h->kind != OP_MAX_POOL2D))
+		return imp_fail(m, "output %d is not supported", nout > 2 ? 2 : 1);
 	Val *x = in[0];
+	if (nout > 1 && x->rank != 4)
+		return imp_fail(m, "the Indices output of MaxPool is supported for 2-D pooling "
+				"only (rank-4 inputs), not rank %d", x->rank);
 	if (x->rank < 3 || x->rank > 5)
 		return imp_fail(m, "pooling of rank-%d inputs is not supported (1-D, 2-D and 3-D "
 				"are)", x->rank);
@@ -1712,6 +1750,15 @@ H(h_pool)
 	if (rc)
 		return -1;
 	bool include = ai(m, "count_include_pad", 0);
+	if (nout > 1) {  /* MaxPool's Indices */
+		Val *ind = NULL;
+		Val *y = view_max(m, x, &wi, (int)ai(m, "storage_order", 0), &ind);
+		if (!y)
+			return -1;
+		out[0] = cast(m, y, dt);
+		out[1] = ind;
+		return out[0] ? 0 : -1;
+	}
 	if (x->rank < 5) {
 		Val *y = from2d(m, pool2d(m, k, to2d(m, x), &wi, include), x->rank);
 		OUT(cast(m, y, dt));
