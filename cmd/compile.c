@@ -392,7 +392,6 @@ static int parse_options(int argc, char **argv, CompileOptions *o)
 
 /* ---- writing the outputs -------------------------------------------------------- */
 
-
 /* Write files[0..n) as DIR/NAME<ext>, all or none (docs/reliability.md):
  *  1. every file is written to a temporary file in DIR and synced;
  *  2. under an exclusive flock on DIR, so that concurrent compiles into one folder
