@@ -207,27 +207,6 @@ uint64_t cg_weights_layout_size(const Graph *g)
 	return n;
 }
 
-void cg_weights_write(const Graph *g, Buf *b)
-{
-	static const char zero[CG_WEIGHTS_ALIGN];
-	size_t start = b->len, total = (size_t)cg_weights_layout_size(g);
-	if (b->cap < start + total + 1) {   /* one allocation, not a doubling series */
-		b->data = xrealloc(b->data, start + total + 1);
-		b->cap = start + total + 1;
-	}
-	for (int i = 0; i < g->ntensors; i++) {
-		const Tensor *t = &g->tensors[i];
-		if (!t->data)
-			continue;
-		size_t n = (size_t)ir_dtype_size(t->dtype);
-		for (int k = 0; k < t->rank; k++)
-			n *= (size_t)t->dim[k];
-		size_t pad = (CG_WEIGHTS_ALIGN - (b->len - start) % CG_WEIGHTS_ALIGN) % CG_WEIGHTS_ALIGN;
-		buf_write(b, zero, pad);
-		buf_write(b, t->data, n);
-	}
-}
-
 int cg_weights_write_file(const Graph *g, FILE *f)
 {
 	static const char zero[CG_WEIGHTS_ALIGN];
