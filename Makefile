@@ -136,8 +136,8 @@ $(BUILD)/onnx/%.o: onnx/%.c $(BUILD)/gen/onnx.pb-c.h
 # CLI tests first, the cmocka run last: `make test` ends with its summary line.
 test: $(BUILD)/fusec $(BUILD)/unit $(BUILD)/fusec-run $(BUILD)/tests/fakecuda.so $(BUILD)/onnx_conformance
 	FUSEC=$(BUILD)/fusec BUILD=$(BUILD) sh tests/cli/run.sh
-	$(BUILD)/onnx_conformance -q -v --list tests/onnx/fast.list $(ONNX_TESTDATA)/node
-	$(BUILD)/onnx_conformance -q tests/onnx/models
+	$(BUILD)/onnx_conformance -q -v --strict --list tests/onnx/fast.list $(ONNX_TESTDATA)/node
+	$(BUILD)/onnx_conformance -q --strict tests/onnx/models tests/onnx/pool
 	cd tests && ../$(BUILD)/unit
 
 # ONNX backend node tests from libonnx-testdata (docs/onnx.md); not part of `make test`,

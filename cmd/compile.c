@@ -72,7 +72,16 @@ typedef struct {
 	char *tmp, *final;   /* the new file, written under a temporary name; its name */
 	char *backup;        /* a hard link to the file `final` named before; NULL if none */
 	bool renamed;        /* tmp is now final */
+	bool same;           /* final holds these bytes already: left as it is */
 } Output;
+
+typedef struct {
+	const char *ext;         /* ".ptx" */
+	const char *text;
+	size_t len;
+	const Graph *weights;    /* set: the weights file of this graph, written tensor by
+				  * tensor instead of text */
+} OutFile;
 
 /* A fresh name DIR/.fusec-XXXXXX (short: the final name may be long), created as an
  * empty file. Returns NULL with errno set. */
@@ -94,11 +103,21 @@ static char *temp_name(const char *dir, int *fdp)
 	return t;
 }
 
-static int write_tmp(Output *o, const char *dir, const char *name, const char *ext,
-		     const char *text, size_t len)
+static int write_tmp(Output *o, const char *dir, const char *name, const OutFile *of)
 {
-	o->final = malloc(strlen(dir) + strlen(name) + strlen(ext) + 3);
-	sprintf(o->final, "%s/%s%s", dir, name, ext);
+	const char *ext = of->ext, *text = of->text;
+	size_t len = of->len;
+	if (!o->final) {
+		o->final = malloc(strlen(dir) + strlen(name) + strlen(ext) + 3);
+		sprintf(o->final, "%s/%s%s", dir, name, ext);
+	}
+	/* an unchanged weights file (a recompile) is neither written nor synced again;
+	 * commit_outputs checks once more under the lock */
+	if (of->weights && !o->same && cg_weights_same(of->weights, o->final)) {
+		o->same = true;
+		return 0;
+	}
+	o->same = false;
 	int fd;
 	o->tmp = temp_name(dir, &fd);
 	if (!o->tmp) {
@@ -109,10 +128,11 @@ static int write_tmp(Output *o, const char *dir, const char *name, const char *e
 	umask(mask);
 	fchmod(fd, 0666 & ~mask);
 	FILE *f = fdopen(fd, "w");
-	size_t n = fwrite(text, 1, len, f);
+	bool short_write = of->weights ? cg_weights_write_file(of->weights, f) != 0
+				       : fwrite(text, 1, len, f) != len;
 	/* fsync before the rename: after a crash the folder holds the old set or the
 	 * new one, not a new name over an empty file. */
-	int bad = n != len || fflush(f) != 0 || fsync(fd) != 0;
+	int bad = short_write || fflush(f) != 0 || fsync(fd) != 0;
 	if (fclose(f) != 0 || bad) {
 		cmd_error("cannot write '%s': %s", o->tmp, strerror(errno));
 		return -1;
@@ -387,8 +407,6 @@ static int parse_options(int argc, char **argv, CompileOptions *o)
 
 /* ---- writing the outputs -------------------------------------------------------- */
 
-typedef RcFile OutFile;     /* ext (".ptx"), text, len */
-
 /* Write files[0..n) as DIR/NAME<ext>, all or none (docs/reliability.md):
  *  1. every file is written to a temporary file in DIR and synced;
  *  2. under an exclusive flock on DIR, so that concurrent compiles into one folder
@@ -409,7 +427,7 @@ static int commit_outputs(const char *dir, const char *name, const OutFile *file
 	Output out[8] = {{0}};
 	int nout = 0;
 	for (int i = 0; status == EXIT_OK && i < n; i++)
-		if (write_tmp(&out[nout++], dir, name, files[i].ext, files[i].text, files[i].len) < 0)
+		if (write_tmp(&out[nout++], dir, name, &files[i]) < 0)
 			status = EXIT_FAIL;
 	int dfd = status == EXIT_OK ? open(dir, O_RDONLY | O_DIRECTORY) : -1;
 	/* A file system without locks (some network ones) still gets the all-or-nothing
@@ -420,8 +438,14 @@ static int commit_outputs(const char *dir, const char *name, const OutFile *file
 		status = EXIT_FAIL;
 	}
 	long name_max = status == EXIT_OK ? fpathconf(dfd, _PC_NAME_MAX) : -1;
+	for (int i = 0; status == EXIT_OK && i < nout; i++)
+		if (out[i].same && !cg_weights_same(files[i].weights, out[i].final) &&
+		    write_tmp(&out[i], dir, name, &files[i]) < 0)  /* changed meanwhile */
+			status = EXIT_FAIL;
 	for (int i = 0; status == EXIT_OK && i < nout; i++) {
 		struct stat sb;
+		if (out[i].same)
+			continue;
 		const char *base = out[i].final + strlen(dir) + 1;
 		if (name_max > 0 && strlen(base) > (size_t)name_max) {
 			cmd_error("cannot write '%s': the name is longer than %ld bytes (the graph's "
@@ -456,6 +480,8 @@ static int commit_outputs(const char *dir, const char *name, const OutFile *file
 	int fail_at = fault ? atoi(fault) : 0;
 	for (int k = 1; status == EXIT_OK && k <= nout; k++) {
 		Output *o = &out[k % nout];
+		if (o->same)
+			continue;
 		if (k == fail_at)
 			errno = EIO;
 		if (k == fail_at || rename(o->tmp, o->final) != 0) {
@@ -591,51 +617,79 @@ static int publish(const CompileOptions *o, const char *name, const char *const 
 	return status;
 }
 
+/* Store the outputs in the result cache. The weights file, written tensor by tensor
+ * when published, is put in memory here; a graph whose weights pass
+ * RC_MAX_WEIGHTS is not stored (its recompile reads the .npy files again). */
+#define RC_MAX_WEIGHTS ((uint64_t)64 << 20)
+
+static void cache_outputs(const char *cache, const Buf *rkey, const Graph *g,
+			  const char *const *deps, const char (*dep_sha)[65], int ndeps,
+			  const OutFile *files, int n)
+{
+	RcFile rf[8];
+	char *wbuf = NULL;
+	size_t wlen = 0;
+	for (int i = 0; i < n; i++) {
+		rf[i] = (RcFile){files[i].ext, files[i].text, files[i].len};
+		if (!files[i].weights)
+			continue;
+		if (cg_weights_layout_size(files[i].weights) > RC_MAX_WEIGHTS)
+			goto out;
+		FILE *f = open_memstream(&wbuf, &wlen);
+		if (!f)
+			goto out;
+		int bad = cg_weights_write_file(files[i].weights, f);
+		if (fclose(f) != 0 || bad)
+			goto out;
+		rf[i].text = wbuf;
+		rf[i].len = wlen;
+	}
+	rc_put(cache, rkey, g->name, (long)g->nops, deps, dep_sha, ndeps, rf, n);
+out:
+	free(wbuf);
+}
+
 /* The plan, the PTX and what --emit asked for, committed together; stored in the
  * result cache under rkey when it is given, with dep_sha the SHA-256 of each of
  * graph_deps' files as the graph read them. */
 static int write_outputs(const CompileOptions *o, const Schedule *s, const CgOutputs *co,
 			 const char *cache, const Buf *rkey, const char (*dep_sha)[65])
 {
-	Buf rel = {0}, dot = {0}, svg = {0}, weights = {0};
+	Buf rel = {0}, dot = {0}, svg = {0};
 	OutFile files[8];
 	int n = 0;
-	files[n++] = (OutFile){".plan.json", co->plan, strlen(co->plan)};
-	files[n++] = (OutFile){".ptx", co->ptx.data, co->ptx.len};
-	if (cg_weights_layout_size(s->g)) {
-		cg_weights_write(s->g, &weights);
-		files[n++] = (OutFile){".weights.bin", weights.data, weights.len};
-	}
+	files[n++] = (OutFile){".plan.json", co->plan, strlen(co->plan), NULL};
+	files[n++] = (OutFile){".ptx", co->ptx.data, co->ptx.len, NULL};
+	if (cg_weights_layout_size(s->g))
+		files[n++] = (OutFile){".weights.bin", "", 0, s->g};
 	if (o->emit_ll)
-		files[n++] = (OutFile){".ll", co->ll.data, co->ll.len};
+		files[n++] = (OutFile){".ll", co->ll.data, co->ll.len, NULL};
 	if (o->emit_relative) {
 		pass_dump_relative(s, &rel);
-		files[n++] = (OutFile){".relative.txt", rel.data ? rel.data : "", rel.len};
+		files[n++] = (OutFile){".relative.txt", rel.data ? rel.data : "", rel.len, NULL};
 	}
 	if (o->emit_dot || o->emit_svg)
 		pass_dump_dot(s, &dot);
 	if (o->emit_dot)
-		files[n++] = (OutFile){".dot", dot.data, dot.len};
+		files[n++] = (OutFile){".dot", dot.data, dot.len, NULL};
 	if (o->emit_svg) {
 		if (cmd_dot_to_svg(dot.data, dot.len, &svg) < 0) {
 			buf_free(&rel);
 			buf_free(&dot);
 			buf_free(&svg);
-			buf_free(&weights);
 			return EXIT_FAIL;
 		}
-		files[n++] = (OutFile){".svg", svg.data, svg.len};
+		files[n++] = (OutFile){".svg", svg.data, svg.len, NULL};
 	}
 	const char **deps = malloc(sizeof *deps * ((size_t)s->g->ntensors + 1));
 	int ndeps = graph_deps(s->g, deps);
 	int status = publish(o, s->g->name, deps, ndeps, files, n);
 	if (status == EXIT_OK && rkey)
-		rc_put(cache, rkey, s->g->name, (long)s->g->nops, deps, dep_sha, ndeps, files, n);
+		cache_outputs(cache, rkey, s->g, deps, dep_sha, ndeps, files, n);
 	free(deps);
 	buf_free(&rel);
 	buf_free(&dot);
 	buf_free(&svg);
-	buf_free(&weights);
 	return status;
 }
 
@@ -760,9 +814,12 @@ static bool result_key(const CompileOptions *o, int argc, char **argv, Buf *key,
 static int from_result_cache(const CompileOptions *o, RcEntry *e, double t0)
 {
 	const char *deps[64];
+	OutFile files[8];
 	for (int i = 0; i < e->ndeps; i++)
 		deps[i] = e->deps[i];
-	int status = publish(o, e->name, deps, e->ndeps, e->files, e->nfiles);
+	for (int i = 0; i < e->nfiles; i++)
+		files[i] = (OutFile){e->files[i].ext, e->files[i].text, e->files[i].len, NULL};
+	int status = publish(o, e->name, deps, e->ndeps, files, e->nfiles);
 	if (o->timing && status == EXIT_OK) {
 		double t = clock_seconds() - t0;
 		fprintf(stderr, "time: result cache hit (read, search and LLVM skipped); total "

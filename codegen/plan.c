@@ -8,8 +8,13 @@
  * and steps in execution order with their launches: the plan unit it runs
  * (fusec_k<plan>_<unit>, or fusec_op<op> for an op run without a plan), its ops,
  * the tensors it reads and writes, grid, block and one argument per parameter. */
+#include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "emit_par.h"
 #include "json_write.h"
@@ -202,14 +207,10 @@ uint64_t cg_weights_layout_size(const Graph *g)
 	return n;
 }
 
-void cg_weights_write(const Graph *g, Buf *b)
+int cg_weights_write_file(const Graph *g, FILE *f)
 {
 	static const char zero[CG_WEIGHTS_ALIGN];
-	size_t start = b->len, total = (size_t)cg_weights_layout_size(g);
-	if (b->cap < start + total + 1) {   /* one allocation, not a doubling series */
-		b->data = xrealloc(b->data, start + total + 1);
-		b->cap = start + total + 1;
-	}
+	uint64_t at = 0;
 	for (int i = 0; i < g->ntensors; i++) {
 		const Tensor *t = &g->tensors[i];
 		if (!t->data)
@@ -217,10 +218,46 @@ void cg_weights_write(const Graph *g, Buf *b)
 		size_t n = (size_t)ir_dtype_size(t->dtype);
 		for (int k = 0; k < t->rank; k++)
 			n *= (size_t)t->dim[k];
-		size_t pad = (CG_WEIGHTS_ALIGN - (b->len - start) % CG_WEIGHTS_ALIGN) % CG_WEIGHTS_ALIGN;
-		buf_write(b, zero, pad);
-		buf_write(b, t->data, n);
+		size_t pad = (CG_WEIGHTS_ALIGN - at % CG_WEIGHTS_ALIGN) % CG_WEIGHTS_ALIGN;
+		if (fwrite(zero, 1, pad, f) != pad || fwrite(t->data, 1, n, f) != n)
+			return -1;
+		at += pad + n;
 	}
+	return 0;
+}
+
+bool cg_weights_same(const Graph *g, const char *path)
+{
+	uint64_t total = cg_weights_layout_size(g);
+	int fd = open(path, O_RDONLY);
+	struct stat st;
+	if (fd < 0)
+		return false;
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || (uint64_t)st.st_size != total || !total) {
+		close(fd);
+		return false;
+	}
+	const unsigned char *m = mmap(NULL, (size_t)total, PROT_READ, MAP_PRIVATE, fd, 0);
+	close(fd);
+	if (m == MAP_FAILED)
+		return false;
+	bool same = true;
+	uint64_t at = 0;
+	for (int i = 0; i < g->ntensors && same; i++) {
+		const Tensor *t = &g->tensors[i];
+		if (!t->data)
+			continue;
+		size_t n = (size_t)ir_dtype_size(t->dtype);
+		for (int k = 0; k < t->rank; k++)
+			n *= (size_t)t->dim[k];
+		uint64_t start = (at + CG_WEIGHTS_ALIGN - 1) / CG_WEIGHTS_ALIGN * CG_WEIGHTS_ALIGN;
+		for (uint64_t k = at; k < start && same; k++)
+			same = m[k] == 0;
+		same = same && !memcmp(m + start, t->data, n);
+		at = start + n;
+	}
+	munmap((void *)m, (size_t)total);
+	return same;
 }
 
 char *cg_plan_json(const Schedule *s, const CgProgram *prog, const PlanFileInfo *info)

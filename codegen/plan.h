@@ -36,11 +36,16 @@ typedef struct {
 /* The weights file: every constant of the graph (Tensor.data), in tensor order,
  * each at an offset aligned to CG_WEIGHTS_ALIGN, zero bytes between. offsets gets
  * one entry per tensor (-1 for tensors that are not constants); returns the file
- * size (0 when there are no constants). cg_weights_write appends the file to b. */
+ * size (0 when there are no constants). */
 enum { CG_WEIGHTS_ALIGN = 256 };
 uint64_t cg_weights_layout(const Graph *g, int64_t *offsets);
 uint64_t cg_weights_layout_size(const Graph *g);
-void cg_weights_write(const Graph *g, Buf *b);
+/* The file written to f, tensor by tensor (no copy of the whole file); returns 0,
+ * or -1 when a write fails (errno set). */
+int cg_weights_write_file(const Graph *g, FILE *f);
+/* Whether the file at path holds exactly those bytes (a recompile need not write
+ * and sync an unchanged weights file again). */
+bool cg_weights_same(const Graph *g, const char *path);
 
 char *cg_plan_json(const Schedule *s, const CgProgram *prog, const PlanFileInfo *info);
 

@@ -161,8 +161,11 @@ int imp_tensor(Imp *m, Val *v)
 		return v->tensor;
 	int id = new_tensor(m, v->dt, v->rank, v->dim, -1);
 	size_t bytes = (size_t)v->k.n * (size_t)ir_dtype_size(v->dt);
-	void *data = arena_alloc(m->g->arena, bytes ? bytes : 1);
-	memcpy(data, v->k.data, bytes);
+	void *data = v->k.data;  /* borrowed: in the graph's arena already */
+	if (!v->borrowed) {
+		data = arena_alloc_raw(m->g->arena, bytes ? bytes : 1);
+		memcpy(data, v->k.data, bytes);
+	}
 	m->g->tensors[id].data = data;
 	m->g->tensors[id].role = ROLE_INPUT;
 	if (v->name)
@@ -550,9 +553,11 @@ static int import_graph(Imp *m, const Onnx__GraphProto *gp)
 			return imp_fail(m, "initializer %zu has an empty or bad name", i);
 		HostTensor k;
 		char msg[400];
-		if (onnx_tensor(tp, m->dir, &k, msg, sizeof msg))
+		int rc = onnx_tensor_borrow(tp, m->dir, &k, msg, sizeof msg);
+		if (rc < 0)
 			return imp_fail(m, "initializer '%.80s': %s", tp->name, msg);
 		Val *v = imp_const(m, &k);
+		v->borrowed = rc == 1;
 		if (bind(m, tp->name, v))
 			return -1;
 	}
@@ -615,10 +620,37 @@ static int import_graph(Imp *m, const Onnx__GraphProto *gp)
 	return 0;
 }
 
+/* protobuf-c's allocator for the model: blocks of ONNX_ARENA_MIN bytes and more (the
+ * bytes of tensors) come unzeroed from the graph's arena, so an initializer becomes
+ * a graph constant without a copy (onnx_tensor_borrow); smaller ones from malloc. A
+ * 16-byte header says which, for pb_free. */
+static void *pb_alloc(void *data, size_t size)
+{
+	unsigned char *p;
+	if (size >= ONNX_ARENA_MIN) {
+		p = arena_alloc_raw(data, size + 16);
+		p[0] = 1;
+	} else {
+		p = malloc(size + 16);
+		if (!p)
+			return NULL;
+		p[0] = 0;
+	}
+	return p + 16;
+}
+
+static void pb_free(void *data, void *ptr)
+{
+	unsigned char *p = ptr;
+	if (p && !p[-16])
+		free(p - 16);
+}
+
 Graph *onnx_import_bytes(Arena *a, const char *file, const char *dir, const void *buf,
 			 size_t len, bool own, const OnnxOptions *o, Diag *d)
 {
-	Onnx__ModelProto *mp = onnx__model_proto__unpack(NULL, len, buf);
+	ProtobufCAllocator pa = {pb_alloc, pb_free, a};
+	Onnx__ModelProto *mp = onnx__model_proto__unpack(&pa, len, buf);
 	if (own)
 		free((void *)buf);
 	if (!mp) {
@@ -656,12 +688,13 @@ Graph *onnx_import_bytes(Arena *a, const char *file, const char *dir, const void
 		free(g->inputs);
 	}
 	for (size_t i = 0; i < m.nconsts; i++)
-		host_free(&m.consts[i]->k);
+		if (!m.consts[i]->borrowed)
+			host_free(&m.consts[i]->k);
 	free(m.consts);
 	free(m.hint);
 	map_free(&m.vals);
 	map_free(&m.used);
-	onnx__model_proto__free_unpacked(mp, NULL);
+	onnx__model_proto__free_unpacked(mp, &pa);
 	arena_free(m.tmp);
 	if (rc)
 		return NULL;

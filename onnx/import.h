@@ -26,6 +26,7 @@ typedef struct {
 	HostTensor k;          /* the value of a constant */
 	int tensor;            /* graph tensor id, or -1 */
 	const char *name;      /* the ONNX name a constant gets in the graph */
+	bool borrowed;         /* k.data lies in the graph's arena: not freed, not copied */
 } Val;
 
 typedef struct {

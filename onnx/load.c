@@ -6,11 +6,15 @@
  * present before anything is allocated, external data paths must stay inside the
  * model's folder (no absolute paths, no ".."), and offsets and lengths must lie
  * within the file. */
+#define _DEFAULT_SOURCE   /* MAP_POPULATE, where the system has it */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "onnx.pb-c.h"
 #include "onnx.h"
@@ -39,6 +43,10 @@ int onnx_dtype(int elem_type)
 	case ONNX__TENSOR_PROTO__DATA_TYPE__INT8: return DT_I8;
 	case ONNX__TENSOR_PROTO__DATA_TYPE__UINT8: return DT_U8;
 	case ONNX__TENSOR_PROTO__DATA_TYPE__BOOL: return DT_BOOL;
+	/* fusec has no uint16/uint32: they are held in the next wider signed type,
+	 * which holds every value (docs/onnx.md) */
+	case ONNX__TENSOR_PROTO__DATA_TYPE__UINT16: return DT_I32;
+	case ONNX__TENSOR_PROTO__DATA_TYPE__UINT32: return DT_I64;
 	}
 	return -1;
 }
@@ -151,8 +159,23 @@ static int read_external(const Onnx__TensorProto *tp, const char *dir, void *dst
 
 /* ---- tensors ---------------------------------------------------------------- */
 
+static int tensor(const Onnx__TensorProto *tp, const char *dir, HostTensor *out, char *msg,
+		  size_t size, bool borrow);
+
 int onnx_tensor(const Onnx__TensorProto *tp, const char *dir, HostTensor *out, char *msg,
 		size_t size)
+{
+	return tensor(tp, dir, out, msg, size, false);
+}
+
+int onnx_tensor_borrow(const Onnx__TensorProto *tp, const char *dir, HostTensor *out,
+		       char *msg, size_t size)
+{
+	return tensor(tp, dir, out, msg, size, true);
+}
+
+static int tensor(const Onnx__TensorProto *tp, const char *dir, HostTensor *out, char *msg,
+		  size_t size, bool borrow)
 {
 	memset(out, 0, sizeof *out);
 	int dt = onnx_dtype(tp->data_type);
@@ -185,7 +208,16 @@ int onnx_tensor(const Onnx__TensorProto *tp, const char *dir, HostTensor *out, c
 		}
 	}
 	DType t = (DType)dt;
-	size_t es = (size_t)ir_dtype_size(t), bytes = (size_t)n * es;
+	bool u16 = tp->data_type == ONNX__TENSOR_PROTO__DATA_TYPE__UINT16,
+	     u32 = tp->data_type == ONNX__TENSOR_PROTO__DATA_TYPE__UINT32;
+	if ((u16 || u32) && tp->has_data_location &&
+	    tp->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL) {
+		snprintf(msg, size, "%s tensors in external data are not supported yet",
+			 onnx_elem_name(tp->data_type));
+		return -1;
+	}
+	/* es: the size of one stored element (raw data), which a widened type exceeds */
+	size_t es = u16 ? 2 : u32 ? 4 : (size_t)ir_dtype_size(t), bytes = (size_t)n * es;
 	bool external = tp->has_data_location &&
 			tp->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL;
 	size_t have;
@@ -197,6 +229,8 @@ int onnx_tensor(const Onnx__TensorProto *tp, const char *dir, HostTensor *out, c
 		have = tp->n_float_data;
 	else if (t == DT_F64)
 		have = tp->n_double_data;
+	else if (u32)
+		have = tp->n_uint64_data;
 	else if (t == DT_I64)
 		have = tp->n_int64_data;
 	else
@@ -210,6 +244,14 @@ int onnx_tensor(const Onnx__TensorProto *tp, const char *dir, HostTensor *out, c
 	int64_t dim[IR_MAX_RANK];
 	for (size_t i = 0; i < tp->n_dims; i++)
 		dim[i] = tp->dims[i];
+	if (borrow && !external && tp->has_raw_data && !u16 && !u32 && bytes >= ONNX_ARENA_MIN) {
+		out->dtype = t;
+		out->rank = (int)tp->n_dims;
+		memcpy(out->dim, dim, sizeof(int64_t) * tp->n_dims);
+		out->n = n;
+		out->data = tp->raw_data.data;
+		return 1;
+	}
 	if (host_alloc(out, t, (int)tp->n_dims, dim, &d)) {
 		snprintf(msg, size, "%s", d.msg);
 		return -1;
@@ -218,6 +260,21 @@ int onnx_tensor(const Onnx__TensorProto *tp, const char *dir, HostTensor *out, c
 		if (read_external(tp, dir, out->data, bytes, msg, size)) {
 			host_free(out);
 			return -1;
+		}
+		return 0;
+	}
+	if (tp->has_raw_data && (u16 || u32)) {
+		const uint8_t *r = tp->raw_data.data;
+		for (int64_t i = 0; i < n; i++) {
+			uint16_t a;
+			uint32_t b;
+			if (u16) {
+				memcpy(&a, r + 2 * i, 2);
+				((int32_t *)out->data)[i] = a;
+			} else {
+				memcpy(&b, r + 4 * i, 4);
+				((int64_t *)out->data)[i] = b;
+			}
 		}
 		return 0;
 	}
@@ -230,10 +287,15 @@ int onnx_tensor(const Onnx__TensorProto *tp, const char *dir, HostTensor *out, c
 		switch (t) {
 		case DT_F32: ((float *)out->data)[i] = tp->float_data[i]; break;
 		case DT_F64: ((double *)out->data)[i] = tp->double_data[i]; break;
-		case DT_I64: ((int64_t *)out->data)[i] = tp->int64_data[i]; break;
+		case DT_I64:
+			((int64_t *)out->data)[i] = u32 ? (int64_t)(uint32_t)tp->uint64_data[i]
+						       : tp->int64_data[i];
+			break;
 		case DT_F16:
 		case DT_BF16: ((uint16_t *)out->data)[i] = (uint16_t)tp->int32_data[i]; break;
-		default: host_set_i64(out, i, tp->int32_data[i]); break;
+		default:
+			host_set_i64(out, i, u16 ? (uint16_t)tp->int32_data[i] : tp->int32_data[i]);
+			break;
 		}
 	}
 	return 0;
@@ -296,40 +358,41 @@ static char *folder_of(const char *path)
 
 Graph *onnx_read_file(Arena *a, const char *path, const OnnxOptions *o, Diag *d)
 {
-	FILE *f = fopen(path, "rb");
-	if (!f) {
+	int fd = open(path, O_RDONLY);
+	struct stat st;
+	if (fd < 0 || fstat(fd, &st)) {
 		diag_set(d, path, 0, 0, "cannot open: %s", strerror(errno));
+		if (fd >= 0)
+			close(fd);
 		return NULL;
 	}
-	size_t cap = 1 << 16, n = 0;
-	char *buf = xmalloc(cap);
-	for (;;) {
-		if (n == cap) {
-			if (cap >= MAX_MODEL_BYTES) {
-				diag_set(d, path, 0, 0,
-					 "model is larger than %d MiB (keep large weights as external data)",
-					 MAX_MODEL_BYTES >> 20);
-				free(buf);
-				fclose(f);
-				return NULL;
-			}
-			cap *= 2;
-			buf = xrealloc(buf, cap);
-		}
-		size_t got = fread(buf + n, 1, cap - n, f);
-		n += got;
-		if (!got)
-			break;
+	if (!S_ISREG(st.st_mode)) {
+		close(fd);
+		diag_set(d, path, 0, 0, "cannot read: not a regular file");
+		return NULL;
 	}
-	bool bad = ferror(f);
-	fclose(f);
-	if (bad) {
+	if ((uint64_t)st.st_size > MAX_MODEL_BYTES) {
+		close(fd);
+		diag_set(d, path, 0, 0,
+			 "model is larger than %d MiB (keep large weights as external data)",
+			 MAX_MODEL_BYTES >> 20);
+		return NULL;
+	}
+	/* mapped, not read: the protobuf is unpacked straight from the page cache */
+	size_t n = (size_t)st.st_size;
+#ifndef MAP_POPULATE
+#define MAP_POPULATE 0
+#endif
+	void *buf = n ? mmap(NULL, n, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0) : NULL;
+	close(fd);
+	if (n && buf == MAP_FAILED) {
 		diag_set(d, path, 0, 0, "cannot read: %s", strerror(errno));
-		free(buf);
 		return NULL;
 	}
 	char *dir = folder_of(path);
-	Graph *g = onnx_import_bytes(a, path, dir, buf, n, true, o, d);
+	Graph *g = onnx_import_bytes(a, path, dir, n ? buf : "", n, false, o, d);
 	free(dir);
+	if (n)
+		munmap(buf, n);
 	return g;
 }

@@ -55,6 +55,9 @@ Graph *onnx_read_file(Arena *a, const char *path, const OnnxOptions *o, Diag *d)
 Graph *onnx_read_mem(Arena *a, const char *file, const void *buf, size_t len,
 		     const OnnxOptions *o, Diag *d);
 
+/* Whether an ONNX op (default domain) has a mapping to fusec ops (onnx/ops.c). */
+bool onnx_op_mapped(const char *op_type);
+
 /* ---- internal: shared by load.c and import.c -------------------------------- */
 
 struct Onnx__TensorProto;
@@ -63,6 +66,12 @@ struct Onnx__TensorProto;
  * tensor gets rank 0 and n 1. Returns 0, or -1 with msg filled. */
 int onnx_tensor(const struct Onnx__TensorProto *tp, const char *dir, HostTensor *out,
 		char *msg, size_t size);
+/* The same, but raw data of ONNX_ARENA_MIN bytes or more, which the importer's
+ * protobuf allocator put in the graph's arena, is not copied: out->data points at
+ * it and must not be freed. Returns 1 then, 0 for a copy, -1 on error. */
+enum { ONNX_ARENA_MIN = 4096 };
+int onnx_tensor_borrow(const struct Onnx__TensorProto *tp, const char *dir, HostTensor *out,
+		       char *msg, size_t size);
 /* The fusec dtype of an ONNX element type, or -1 when fusec has none. */
 int onnx_dtype(int elem_type);
 const char *onnx_elem_name(int elem_type);

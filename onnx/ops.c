@@ -425,17 +425,22 @@ H(h_identity)
 {
 	if (need_in(m, in, nin, 1))
 		return -1;
-	if (nout > 1 && h->arg)
-		return imp_fail(m, "the mask output of Dropout is not supported");
-	if (h->arg && nin > 2 && in[2]) {
-		double t = 0;
+	if (nout > 1 && !h->arg)
+		return one_output(m, nout);
+	if (h->arg && nin > 2 && in[2]) {  /* Dropout: random unless inference or ratio 0 */
+		double t = 0, ratio = 0.5;
 		if (scalar_of(m, in[2], "training_mode", &t))
 			return -1;
-		if (t != 0)
-			return imp_fail(m, "Dropout in training mode is not supported");
+		if (t != 0 && in[1] && scalar_of(m, in[1], "ratio", &ratio))
+			return -1;
+		if (t != 0 && ratio != 0)
+			return imp_fail(m, "Dropout in training mode with a ratio above 0 (random) "
+				       "is not supported");
 	}
 	out[0] = in[0];
-	return 0;
+	if (nout > 1)  /* Dropout's mask: every element kept */
+		out[1] = kfull(m, DT_BOOL, in[0]->rank, in[0]->dim, 1);
+	return nout > 1 && !out[1] ? -1 : 0;
 }
 
 H(h_mod)
@@ -590,6 +595,13 @@ H(h_cast)
 	int t = onnx_dtype((int)to);
 	if (t < 0)
 		return imp_fail(m, "cast to %s is not supported", onnx_elem_name((int)to));
+	bool wide = to == ONNX__TENSOR_PROTO__DATA_TYPE__UINT16 ||
+		    to == ONNX__TENSOR_PROTO__DATA_TYPE__UINT32;
+	if (wide && in[0]->dt != DT_U8 && in[0]->dt != DT_BOOL)
+		return imp_fail(m, "cast from %s to %s is not supported yet (fusec holds %s in a "
+				"wider signed type, where negative values would not wrap)",
+				ir_dtype_name(in[0]->dt), onnx_elem_name((int)to),
+				onnx_elem_name((int)to));
 	OUT(cast(m, in[0], (DType)t));
 }
 
@@ -772,6 +784,13 @@ H(h_concat)
 	}
 	if (!n || norm_axis(m, &axis, v[0]->rank))
 		return -1;
+	int k = 0;  /* empty constants (a shape's empty prefix, say) add nothing */
+	for (int i = 0; i < n; i++)
+		if (!(v[i]->is_const && v[i]->k.n == 0 && v[i]->rank == v[0]->rank))
+			v[k++] = v[i];
+	if (!k)
+		OUT(v[0]);
+	n = k;
 	OUT(cat(m, v, n, (int)axis));
 }
 
@@ -866,6 +885,13 @@ H(h_slice)
 			e = e < -1 ? -1 : e > d - 1 ? d - 1 : e;
 		}
 		int64_t len = k > 0 ? (e - s + k - 1) / k : (s - e + (-k) - 1) / (-k);
+		if (len <= 0 && v->is_const) {  /* an empty constant: a shape's empty prefix */
+			int64_t dim[IR_MAX_RANK];
+			memcpy(dim, v->dim, sizeof dim);
+			dim[ax[i]] = 0;
+			v = kfull(m, v->dt, v->rank, dim, 0);
+			continue;
+		}
 		if (len <= 0)
 			return imp_fail(m, "the slice of axis %lld is empty (not supported)",
 					(long long)ax[i]);
@@ -1429,18 +1455,20 @@ H(h_gemm)
 /* ---- convolution and pooling ------------------------------------------------------ */
 
 typedef struct {
-	int nsp;                        /* spatial dims: 1 or 2 */
-	int64_t kernel[2], stride[2], dil[2], lo[2], hi[2];
-	int64_t extra[2];               /* of hi: added by ceil_mode */
+	int nsp;                        /* spatial dims: 1, 2 (or 3 for pools) */
+	int64_t kernel[3], stride[3], dil[3], lo[3], hi[3];
+	int64_t extra[3];               /* of hi: added by ceil_mode */
 } Window;
 
 /* kernel_shape, strides, dilations, pads and auto_pad for nsp spatial dims of x. */
+static bool pool_dilations;   /* set by h_pool around window(): MaxPool takes them */
+
 static int window(Imp *m, const Val *x, const int64_t *kdim, Window *w, bool pool)
 {
 	int nsp = x->rank - 2;
 	w->nsp = nsp;
-	int64_t k[4], s[4], dl[4], p[4];
-	int nk = aints(m, "kernel_shape", k, 4);
+	int64_t k[6], s[6], dl[6], p[6];
+	int nk = aints(m, "kernel_shape", k, 6);
 	if (nk == -2)
 		return -1;
 	if (nk < 0 && kdim)
@@ -1448,8 +1476,8 @@ static int window(Imp *m, const Val *x, const int64_t *kdim, Window *w, bool poo
 			k[i] = kdim[i];
 	else if (nk != nsp)
 		return imp_fail(m, "kernel_shape has %d entries for %d spatial dims", nk, nsp);
-	int ns = aints(m, "strides", s, 4), nd = aints(m, "dilations", dl, 4),
-	    np = aints(m, "pads", p, 4);
+	int ns = aints(m, "strides", s, 6), nd = aints(m, "dilations", dl, 6),
+	    np = aints(m, "pads", p, 6);
 	if (ns == -2 || nd == -2 || np == -2)
 		return -1;
 	if ((ns >= 0 && ns != nsp) || (nd >= 0 && nd != nsp) || (np >= 0 && np != 2 * nsp))
@@ -1464,8 +1492,8 @@ static int window(Imp *m, const Val *x, const int64_t *kdim, Window *w, bool poo
 		    w->kernel[i] > (1 << 20) || w->stride[i] > (1 << 20) || w->dil[i] > (1 << 20))
 			return imp_fail(m, "kernel, strides and dilations must be positive (and "
 					"below 2^20)");
-		if (pool && w->dil[i] != 1)
-			return imp_fail(m, "pooling with dilations is not supported yet");
+		if (pool && w->dil[i] != 1 && !pool_dilations)
+			return imp_fail(m, "AveragePool with dilations is not supported yet");
 		int64_t lo = 0, hi = 0;
 		if (!strcmp(ap, "SAME_UPPER") || !strcmp(ap, "SAME_LOWER")) {
 			int64_t in = x->dim[2 + i], o = (in + w->stride[i] - 1) / w->stride[i];
@@ -1567,51 +1595,105 @@ H(h_conv)
 	OUT(from2d(m, y, x->rank));
 }
 
-H(h_pool)
+/* Max pooling as the max of kernel-many strided views of x padded with -inf (x:
+ * [N, C, H, W], w over its two spatial dims): for dilations, and for the Indices
+ * output, which follows the view that wins (the first, in row-major order of the
+ * kernel, on ties) through a constant of flat input indices. */
+static Val *view_max(Imp *m, Val *x, const Window *w, int storage_order, Val **indices)
 {
-	NEED(1);
-	if (nout > 1)
-		return imp_fail(m, "the Indices output is not supported yet");
-	Val *x = in[0];
-	if (x->rank != 4 && x->rank != 3)
-		return imp_fail(m, "pooling of rank-%d inputs is not supported (1-D and 2-D are)",
-				x->rank);
-	OpKind k = h->kind;
-	DType dt = x->dt;
-	if (!ir_dtype_is_float(dt)) {
-		if (k != OP_MAX_POOL2D || dt == DT_I64 || dt == DT_BOOL)
-			return imp_fail(m, "pooling %s is not supported", ir_dtype_name(dt));
-		x = cast(m, x, DT_F64);   /* exact for every int up to 32 bits */
+	Val *ix = NULL;
+	if (indices) {  /* flat index of each element of x (column-major within an image) */
+		HostTensor t;
+		Diag d;
+		if (host_alloc(&t, DT_I64, 4, x->dim, &d)) {
+			imp_fail(m, "%s", d.msg);
+			return NULL;
+		}
+		int64_t H = x->dim[2], W = x->dim[3];
+		for (int64_t i = 0; i < t.n; i++) {
+			int64_t img = i / (H * W), h = i / W % H, c = i % W;
+			((int64_t *)t.data)[i] = img * H * W + (storage_order ? c * H + h : h * W + c);
+		}
+		ix = imp_const(m, &t);
 	}
-	Window wi = {0};
-	if (window(m, x, NULL, &wi, true))
-		return -1;
+	for (int i = 0; i < 2 && x; i++) {
+		x = pad_axis(m, x, 2 + i, w->lo[i], w->hi[i], -INFINITY);
+		ix = ix ? pad_axis(m, ix, 2 + i, w->lo[i], w->hi[i], -1) : NULL;
+	}
+	if (!x || (indices && !ix))
+		return NULL;
+	int64_t o[2];
+	for (int i = 0; i < 2; i++)
+		o[i] = (x->dim[2 + i] - (w->dil[i] * (w->kernel[i] - 1) + 1)) / w->stride[i] + 1;
+	Val *acc = NULL, *acc_i = NULL;
+	for (int64_t a = 0; a < w->kernel[0]; a++)
+		for (int64_t b = 0; b < w->kernel[1]; b++) {
+			Val *v = x, *vi = ix;
+			int64_t start[2] = {a * w->dil[0], b * w->dil[1]};
+			for (int i = 0; i < 2 && v; i++) {
+				if (w->stride[i] == 1) {
+					v = slice1(m, v, 2 + i, start[i], start[i] + o[i]);
+					vi = vi ? slice1(m, vi, 2 + i, start[i], start[i] + o[i]) : NULL;
+					continue;
+				}
+				int64_t *idx = xmalloc(sizeof *idx * (size_t)o[i]);
+				for (int64_t j = 0; j < o[i]; j++)
+					idx[j] = start[i] + j * w->stride[i];
+				v = take(m, v, 2 + i, idx, o[i]);
+				vi = vi ? take(m, vi, 2 + i, idx, o[i]) : NULL;
+				free(idx);
+			}
+			if (!v || (indices && !vi))
+				return NULL;
+			if (!acc) {
+				acc = v;
+				acc_i = vi;
+				continue;
+			}
+			if (indices) {
+				Val *gt = bin(m, OP_GT, v, acc);
+				acc_i = where3(m, gt, vi, acc_i);
+			}
+			acc = bin(m, OP_MAX, acc, v);
+			if (!acc || (indices && !acc_i))
+				return NULL;
+		}
+	if (indices)
+		*indices = acc_i;
+	return acc;
+}
+
+/* One 2-D pool of x ([N, C, H, W]) over the window w (its first two dims). */
+static Val *pool2d(Imp *m, OpKind k, Val *x, const Window *w, bool include)
+{
+	if (!x)
+		return NULL;
+	if (w->dil[0] != 1 || w->dil[1] != 1)
+		return view_max(m, x, w, 0, NULL);
 	Attrs at = imp_attrs(k);
 	for (int i = 0; i < 2; i++) {
-		at.kernel[i] = (int)wi.kernel[i];
-		at.stride[i] = (int)wi.stride[i];
+		at.kernel[i] = (int)w->kernel[i];
+		at.stride[i] = (int)w->stride[i];
 	}
 	double fill = k == OP_MAX_POOL2D ? -INFINITY : 0;
-	Val *x2 = split_padding(m, to2d(m, x), &wi, true, fill, at.padding);
+	Val *x2 = split_padding(m, x, w, true, fill, at.padding);
 	if (!x2)
-		return -1;
+		return NULL;
 	Val *y = imp_emit(m, k, &x2, 1, &at);
-	bool include = ai(m, "count_include_pad", 0);
-	bool padded = wi.lo[0] || wi.lo[1] || wi.hi[0] || wi.hi[1];
+	bool padded = w->lo[0] || w->lo[1] || w->hi[0] || w->hi[1];
 	if (y && k == OP_AVG_POOL2D && padded) {
 		/* divide by the share of each window that lies inside the input (or, with
 		 * count_include_pad, inside the input and its pads, not the ceil_mode
 		 * extension) */
-		Val *x4 = to2d(m, x);
-		int64_t d[4] = {1, 1, x4->dim[2], x4->dim[3]};
+		int64_t d[4] = {1, 1, x->dim[2], x->dim[3]};
 		Val *ones = kfull(m, x->dt, 4, d, 1);
 		int pad[2];
-		Window w2 = wi;
+		Window w2 = *w;
 		if (include) {
-			for (int i = 0; i < wi.nsp; i++) {
-				ones = pad_axis(m, ones, 2 + i, wi.lo[i], wi.hi[i] - wi.extra[i], 1);
+			for (int i = 0; i < 2; i++) {
+				ones = pad_axis(m, ones, 2 + i, w->lo[i], w->hi[i] - w->extra[i], 1);
 				w2.lo[i] = 0;
-				w2.hi[i] = wi.extra[i];
+				w2.hi[i] = w->extra[i];
 			}
 		}
 		ones = split_padding(m, ones, &w2, true, 0, pad);
@@ -1621,8 +1703,80 @@ H(h_pool)
 		Val *share = ones ? imp_emit(m, k, &ones, 1, &a2) : NULL;
 		y = share ? bin(m, OP_DIV, y, share) : NULL;
 	}
-	y = from2d(m, y, x->rank);
-	OUT(cast(m, y, dt));
+	return y;
+}
+
+/* The window of spatial dims a and b of w (b < 0: a 1-wide one). */
+static Window sub_window(const Window *w, int a, int b)
+{
+	Window s = {.nsp = 2};
+	int from[2] = {a, b};
+	for (int i = 0; i < 2; i++) {
+		int j = from[i];
+		s.kernel[i] = j >= 0 ? w->kernel[j] : 1;
+		s.stride[i] = j >= 0 ? w->stride[j] : 1;
+		s.dil[i] = j >= 0 ? w->dil[j] : 1;
+		s.lo[i] = j >= 0 ? w->lo[j] : 0;
+		s.hi[i] = j >= 0 ? w->hi[j] : 0;
+		s.extra[i] = j >= 0 ? w->extra[j] : 0;
+	}
+	return s;
+}
+
+H(h_pool)
+{
+	if (need_in(m, in, nin, 1))
+		return -1;
+	if (nout > 2 || (nout > 1 && h->kind != OP_MAX_POOL2D))
+		return imp_fail(m, "output %d is not supported", nout > 2 ? 2 : 1);
+	Val *x = in[0];
+	if (nout > 1 && x->rank != 4)
+		return imp_fail(m, "the Indices output of MaxPool is supported for 2-D pooling "
+				"only (rank-4 inputs), not rank %d", x->rank);
+	if (x->rank < 3 || x->rank > 5)
+		return imp_fail(m, "pooling of rank-%d inputs is not supported (1-D, 2-D and 3-D "
+				"are)", x->rank);
+	OpKind k = h->kind;
+	DType dt = x->dt;
+	if (!ir_dtype_is_float(dt)) {
+		if (k != OP_MAX_POOL2D || dt == DT_I64 || dt == DT_BOOL)
+			return imp_fail(m, "pooling %s is not supported", ir_dtype_name(dt));
+		x = cast(m, x, DT_F64);   /* exact for every int up to 32 bits */
+	}
+	Window wi = {0};
+	pool_dilations = k == OP_MAX_POOL2D;
+	int rc = window(m, x, NULL, &wi, true);
+	pool_dilations = false;
+	if (rc)
+		return -1;
+	bool include = ai(m, "count_include_pad", 0);
+	if (nout > 1) {  /* MaxPool's Indices */
+		Val *ind = NULL;
+		Val *y = view_max(m, x, &wi, (int)ai(m, "storage_order", 0), &ind);
+		if (!y)
+			return -1;
+		out[0] = cast(m, y, dt);
+		out[1] = ind;
+		return out[0] ? 0 : -1;
+	}
+	if (x->rank < 5) {
+		Val *y = from2d(m, pool2d(m, k, to2d(m, x), &wi, include), x->rank);
+		OUT(cast(m, y, dt));
+	}
+	/* 3-D: separable, as max and mean over a box are (so are the shares of a
+	 * padded box): first H and W on [N, C*D, H, W], then D on [N, C, D, H'*W'] */
+	int64_t d4[4] = {x->dim[0], x->dim[1] * x->dim[2], x->dim[3], x->dim[4]};
+	Window hw = sub_window(&wi, 1, 2), dd = sub_window(&wi, 0, -1);
+	Val *y = pool2d(m, k, reshape(m, x, 4, d4), &hw, include);
+	if (!y)
+		return -1;
+	int64_t oh = y->dim[2], ow = y->dim[3];
+	int64_t e4[4] = {x->dim[0], x->dim[1], x->dim[2], oh * ow};
+	y = pool2d(m, k, reshape(m, y, 4, e4), &dd, include);
+	if (!y)
+		return -1;
+	int64_t d5[5] = {x->dim[0], x->dim[1], y->dim[2], oh, ow};
+	OUT(cast(m, reshape(m, y, 5, d5), dt));
 }
 
 H(h_global_pool)
@@ -1648,17 +1802,53 @@ static Val *channel(Imp *m, Val *p, int r)
 	return reshape(m, p, r, d);
 }
 
+static Val *normalize(Imp *m, Val *x, const bool *on, double eps, Val **mean_out,
+		      Val **inv_out);
+
 H(h_batchnorm)
 {
-	NEED(5);
-	if (nout > 1)
-		return imp_fail(m, "training outputs (running mean and var) are not supported");
+	if (need_in(m, in, nin, 5))
+		return -1;
 	if (nin > 5)
 		return imp_fail(m, "too many inputs");
-	if (ai(m, "training_mode", 0))
-		return imp_fail(m, "training_mode=1 is not supported");
 	Val *x = in[0];
 	double eps = af(m, "epsilon", 1e-5);
+	bool training = m->opset >= 14 ? ai(m, "training_mode", 0) : nout > 1;
+	if (nout > 3)
+		return imp_fail(m, "outputs 3 and after (saved mean and variance, opset < 14) are "
+				"not supported");
+	if (training) {
+		/* the batch's statistics over every axis but the channel's; running
+		 * statistics: input * momentum + batch's * (1 - momentum), with the
+		 * population variance (docs/onnx.md) */
+		double mom = af(m, "momentum", 0.9);
+		bool on[IR_MAX_RANK] = {false};
+		for (int i = 0; i < x->rank; i++)
+			on[i] = i != 1;
+		Val *mu = NULL, *inv = NULL;
+		Val *y = normalize(m, x, on, eps, &mu, &inv);
+		y = bin(m, OP_ADD, bin(m, OP_MUL, y, channel(m, in[1], x->rank)),
+			channel(m, in[2], x->rank));
+		out[0] = y;
+		if (!y)
+			return -1;
+		for (int k = 1; k < nout; k++) {
+			Val *stat = mu;
+			if (k == 2) {  /* var = mean((x - mu)^2), again: exact, not 1/inv^2 - eps */
+				Val *d = bin(m, OP_SUB, x, mu);
+				stat = reduce_axes(m, OP_MEAN, d ? bin(m, OP_MUL, d, d) : NULL, on,
+						   true);
+			}
+			stat = stat ? reshape(m, stat, 1, &x->dim[1]) : NULL;
+			out[k] = bin(m, OP_ADD, sc(m, OP_MUL_SCALAR, in[2 + k], mom),
+				     sc(m, OP_MUL_SCALAR, stat, 1 - mom));
+			if (!out[k])
+				return -1;
+		}
+		return 0;
+	}
+	if (nout > 1)
+		return imp_fail(m, "the running mean and variance outputs need training_mode=1");
 	/* y = x * s + t, s = scale / sqrt(var + eps), t = B - mean * s: constants fold */
 	Val *s = bin(m, OP_DIV, in[1], un(m, OP_SQRT, sc(m, OP_ADD_SCALAR, in[4], eps)));
 	Val *t = bin(m, OP_SUB, in[2], bin(m, OP_MUL, in[3], s));
@@ -1873,6 +2063,11 @@ const OnnxHandler *onnx_handler(const char *op_type)
 			hi = mid;
 	}
 	return NULL;
+}
+
+bool onnx_op_mapped(const char *op_type)
+{
+	return op_type && onnx_handler(op_type);
 }
 
 int onnx_handler_count(void)

@@ -66,6 +66,13 @@ void arena_free(Arena *a)
 
 void *arena_alloc(Arena *a, size_t size)
 {
+	void *p = arena_alloc_raw(a, size);
+	memset(p, 0, (size + 15) & ~(size_t)15);
+	return p;
+}
+
+void *arena_alloc_raw(Arena *a, size_t size)
+{
 	size = (size + 15) & ~(size_t)15;
 	ArenaChunk *c = a->head;
 	if (!c || c->cap - c->used < size) {
@@ -86,7 +93,6 @@ void *arena_alloc(Arena *a, size_t size)
 	void *p = c->mem + c->used;
 	c->used += size;
 	a->total += size;
-	memset(p, 0, size);
 	return p;
 }
 

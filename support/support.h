@@ -23,6 +23,7 @@ typedef struct {
 Arena *arena_new(void);
 void arena_free(Arena *a);
 void *arena_alloc(Arena *a, size_t size);          /* zeroed, 16-byte aligned */
+void *arena_alloc_raw(Arena *a, size_t size);      /* the same, not zeroed */
 char *arena_strdup(Arena *a, const char *s);
 char *arena_strndup(Arena *a, const char *s, size_t n);
 char *arena_printf(Arena *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

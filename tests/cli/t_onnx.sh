@@ -12,6 +12,15 @@ check onnx-compile-again 0 "$FUSEC" compile "$M/gpt2/model.onnx" -o "$TMP/p2"
 same_files onnx-weights-deterministic "$TMP/p1/model.weights.bin" "$TMP/p2/model.weights.bin"
 same_files onnx-plan-deterministic "$TMP/p1/model.plan.json" "$TMP/p2/model.plan.json"
 contains onnx-compile-constant "$TMP/p1/model.plan.json" '"constant":0,'
+# a recompile into the same folder leaves an unchanged weights file as it is (same
+# inode: not written again) and rewrites one that differs
+ino1=$(stat -c %i "$TMP/p1/model.weights.bin")
+check onnx-recompile 0 "$FUSEC" compile "$M/gpt2/model.onnx" -o "$TMP/p1"
+stat -c %i "$TMP/p1/model.weights.bin" >"$TMP/ino2"
+same onnx-recompile-keeps-weights "$TMP/ino2" "$ino1"
+printf 'X' | dd of="$TMP/p1/model.weights.bin" bs=1 seek=300 conv=notrunc 2>/dev/null
+check onnx-recompile-changed 0 "$FUSEC" compile "$M/gpt2/model.onnx" -o "$TMP/p1"
+same_files onnx-recompile-rewrites-weights "$TMP/p1/model.weights.bin" "$TMP/p2/model.weights.bin"
 
 # sniffed by content: the same model under another extension
 cp "$M/bert/model.onnx" "$TMP/bert.bin"

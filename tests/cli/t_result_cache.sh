@@ -77,6 +77,10 @@ check rc-npy-cold 0 "$FUSEC" compile "$TMP/c.yaml" -o "$TMP/c1" --cache-dir "$RC
 check rc-npy-warm 0 "$FUSEC" compile "$TMP/c.yaml" -o "$TMP/c1" --cache-dir "$RC" -M "$TMP/c2.mk" --time &&
 	contains rc-npy-warm-hit "$TMP/err" "result cache hit"
 same_files rc-npy-depfile "$TMP/c1.mk" "$TMP/c2.mk"
+# a hit into a fresh folder writes the weights file the cold compile wrote
+check rc-npy-warm-fresh 0 "$FUSEC" compile "$TMP/c.yaml" -o "$TMP/c1b" --cache-dir "$RC" --time &&
+	contains rc-npy-warm-fresh-hit "$TMP/err" "result cache hit"
+same_files rc-npy-warm-weights "$TMP/c1/consts.weights.bin" "$TMP/c1b/consts.weights.bin"
 cp "$TMP/c1/consts.weights.bin" "$TMP/w1.bin"
 python3 - "$TMP/w.npy" 7 <<'PY'
 import struct, sys

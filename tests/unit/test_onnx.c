@@ -454,6 +454,92 @@ static void test_bad_initializers(void **state)
 	arena_free(a);
 }
 
+/* uint16 and uint32 tensors are held in i32 and i64 (raw and typed data; values
+ * above the signed range of their own width stay positive). */
+static void test_wide_unsigned(void **state)
+{
+	(void)state;
+	Onnx__TensorProto t;
+	onnx__tensor_proto__init(&t);
+	int64_t dims[1] = {3};
+	t.n_dims = 1;
+	t.dims = dims;
+	t.has_data_type = 1;
+	t.data_type = ONNX__TENSOR_PROTO__DATA_TYPE__UINT16;
+	const uint16_t r16[3] = {0, 40000, 65535};
+	t.has_raw_data = 1;
+	t.raw_data.len = sizeof r16;
+	t.raw_data.data = (uint8_t *)r16;
+	HostTensor h;
+	char msg[200];
+	assert_int_equal(onnx_tensor(&t, NULL, &h, msg, sizeof msg), 0);
+	assert_int_equal(h.dtype, DT_I32);
+	assert_int_equal(host_get_i64(&h, 1), 40000);
+	assert_int_equal(host_get_i64(&h, 2), 65535);
+	host_free(&h);
+	t.raw_data.len = 4;   /* 2 elements for dims [3] */
+	assert_int_equal(onnx_tensor(&t, NULL, &h, msg, sizeof msg), -1);
+	assert_string_equal(msg, "holds 2 elements, its dims need 3");
+	int32_t typed16[3] = {1, 50000, 65535};
+	t.has_raw_data = 0;
+	t.n_int32_data = 3;
+	t.int32_data = typed16;
+	assert_int_equal(onnx_tensor(&t, NULL, &h, msg, sizeof msg), 0);
+	assert_int_equal(host_get_i64(&h, 1), 50000);
+	host_free(&h);
+	t.n_int32_data = 0;
+	t.data_type = ONNX__TENSOR_PROTO__DATA_TYPE__UINT32;
+	uint64_t typed32[3] = {7, 3000000000u, 4294967295u};
+	t.n_uint64_data = 3;
+	t.uint64_data = typed32;
+	assert_int_equal(onnx_tensor(&t, NULL, &h, msg, sizeof msg), 0);
+	assert_int_equal(h.dtype, DT_I64);
+	assert_int_equal(host_get_i64(&h, 1), 3000000000LL);
+	assert_int_equal(host_get_i64(&h, 2), 4294967295LL);
+	host_free(&h);
+	const uint32_t r32[3] = {1, 2147483648u, 4294967295u};
+	t.n_uint64_data = 0;
+	t.has_raw_data = 1;
+	t.raw_data.len = sizeof r32;
+	t.raw_data.data = (uint8_t *)r32;
+	assert_int_equal(onnx_tensor(&t, NULL, &h, msg, sizeof msg), 0);
+	assert_int_equal(host_get_i64(&h, 1), 2147483648LL);
+	assert_int_equal(host_get_i64(&h, 2), 4294967295LL);
+	host_free(&h);
+}
+
+/* A large initializer (its bytes unpacked into the graph's arena and used in
+ * place) keeps its values after the model's bytes are gone; a small one is copied. */
+static void test_large_initializer(void **state)
+{
+	(void)state;
+	enum { N = 3000 };
+	static float big[N];
+	static int64_t dbig[2] = {1000, 3};
+	for (int i = 0; i < N; i++)
+		big[i] = (float)i * 0.5f - 7;
+	static char *in_mm[] = {"w", "x"}, *out_mm[] = {"y"};
+	static int64_t d32[2] = {3, 2};
+	Model m;
+	model_init(&m, 17);
+	add_input(&m, "x", 2, d32);   /* y = w [1000, 3] x [3, 2] */
+	add_init(&m, "w", 2, dbig, big, sizeof big, false);
+	add_node(&m, "MatMul", 2, in_mm, 1, out_mm);
+	add_output(&m, "y");
+	Arena *a = arena_new();
+	Diag d;
+	Graph *g = import(a, &m, NULL, &d);
+	assert_non_null(g);
+	const Tensor *w = NULL;
+	for (int i = 0; i < g->ninputs; i++)
+		if (g->tensors[g->inputs[i]].data)
+			w = &g->tensors[g->inputs[i]];
+	assert_non_null(w);
+	assert_int_equal(w->dim[0], 1000);
+	assert_memory_equal(w->data, big, sizeof big);
+	arena_free(a);
+}
+
 static void test_opset_and_domain(void **state)
 {
 	(void)state;
@@ -481,5 +567,7 @@ const struct CMUnitTest onnx_tests[] = {
 	cmocka_unit_test(test_hostile_bytes),
 	cmocka_unit_test(test_bad_initializers),
 	cmocka_unit_test(test_opset_and_domain),
+	cmocka_unit_test(test_wide_unsigned),
+	cmocka_unit_test(test_large_initializer),
 };
 const size_t onnx_ntests = SUITE_COUNT(onnx_tests);
