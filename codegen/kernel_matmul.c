@@ -94,21 +94,23 @@ LLVMValueRef cg_eval_matmul(CgKb *kb, const RelOp *op, CgIdx *out)
  *
  * Launch: a cooperative launch (codegen.h) of MM_THREADS threads per block and one
  * block per output tile (mm_rule); the loop over tiles makes any grid correct. Shared
- * memory is static (at most 48 KiB), so no dynamic shared bytes. On the host the
+ * memory is static up to 48 KiB; configurations needing more take the launch's
+ * dynamic shared memory (mm_rule sets its bytes). On the host the
  * function keeps the plain signature: called as thread 0 of 1 it runs every tile. */
 
 
 enum {
 	MM_THREADS = 256,        /* = CG_BLOCK, the kernels' maxntid */
 	MM_GROUP_M = 8,          /* tile rows per L2 group */
-	MM_SMEM_MAX = 48 * 1024, /* static shared memory limit */
+	MM_SMEM_STATIC = 48 * 1024, /* static shared memory limit; above it, dynamic */
 	MM_WAVE = 132,           /* H200 multiprocessors: tiles below this favour smaller tiles */
 	MM_GEMV_M = 16,          /* rows up to which the gemv configuration is chosen */
 	MM_GEMV = 7,             /* its index in the table */
 };
 
 /* The tile-configuration table (docs/design.md, "Matmul tiles"). Index 0 is "no
- * tiling". Every entry fits MM_THREADS threads and MM_SMEM_MAX bytes. */
+ * tiling". Every entry fits MM_THREADS threads; entries whose shared memory (mm_smem)
+ * exceeds MM_SMEM_STATIC take it as the launch's dynamic shared memory. */
 typedef struct {
 	const char *name;
 	bool tc;                 /* tensor cores (f16/bf16, or tf32) or SIMT FMA (f32) */
@@ -135,8 +137,23 @@ static const MmConfig mm_configs[] = {
 	{"tf32x64x64x32s3", true, true, false, 0, 64, 64, 32, 2, 4, 3},
 	/* M <= MM_GEMV_M (decode): no shared operand tiles, every dtype and arch */
 	{"gemv16x64k8", false, false, true, 0, 16, 64, 8, 0, 0, 0},
+	/* more than 48 KiB of stages: dynamic shared memory (mm_rule asks for it) */
+	{"tc128x256x32s3", true, false, false, 1, 128, 256, 32, 2, 4, 3},
+	{"tc128x128x64s3", true, false, false, 2, 128, 128, 64, 2, 4, 3},
+	{"tc256x128x32s3", true, false, false, 1, 256, 128, 32, 4, 2, 3},
+	{"tc128x256x32s4", true, false, false, 1, 128, 256, 32, 2, 4, 4},
+	{"tc128x128x32s4", true, false, false, 2, 128, 128, 32, 2, 4, 4},
 };
 enum { MM_NCONFIGS = (int)(sizeof mm_configs / sizeof mm_configs[0]) };
+
+/* Shared bytes of configuration c over elements of es bytes: its stages, or for gemv
+ * the staged tile and one partial tile per warp. */
+static int mm_smem(const MmConfig *c, int es)
+{
+	if (c->gemv)
+		return c->bm * (c->bn + 8) * 4 + (MM_THREADS / 32) * c->bm * c->bn * 4;
+	return (c->bm * c->bk + c->bk * c->bn) * es * c->stages;
+}
 
 const char *cg_matmul_variant_name(int v)
 {
@@ -1440,9 +1457,8 @@ int cg_matmul_tiled(CgKb *kb, int variant, const int *wr, int nw)
 		x->rn = c->bn / 16;
 		x->nacc = x->rm * x->rn;
 	}
-	int smem_bytes = x->stage_bytes * c->stages;
-	if (c->gemv)   /* the staged tile, then one partial tile per warp */
-		smem_bytes = c->bm * (c->bn + MM_EPI_PAD) * 4 + MM_GEMV_WARPS * c->bm * c->bn * 4;
+	int smem_bytes = mm_smem(c, x->es);
+	bool dynamic = smem_bytes > MM_SMEM_STATIC;
 
 	/* storage: shared memory and accumulators */
 	LLVMBasicBlockRef entry = LLVMGetInsertBlock(x->b);
@@ -1458,11 +1474,26 @@ int cg_matmul_tiled(CgKb *kb, int variant, const int *wr, int nw)
 	}
 	if (x->gpu) {
 		char name[128];
-		snprintf(name, sizeof name, "%s_smem", LLVMGetValueName(kb->fn));
-		LLVMValueRef g = LLVMAddGlobalInAddressSpace(m->mod, sty, name, 3);
-		LLVMSetLinkage(g, LLVMInternalLinkage);
-		LLVMSetInitializer(g, LLVMGetUndef(sty));
-		LLVMSetAlignment(g, 128);
+		LLVMValueRef g;
+		if (dynamic) {
+			/* the launch's dynamic shared memory (mm_rule asks for smem_bytes);
+			 * the kernel has no static shared memory, so it starts at the
+			 * window's base, 128-byte aligned as the swizzle assumes */
+			snprintf(name, sizeof name, "fusec_dynamic_shared");
+			g = LLVMGetNamedGlobal(m->mod, name);
+			if (!g) {
+				g = LLVMAddGlobalInAddressSpace(m->mod, LLVMArrayType2(m->t_i8, 0),
+								name, 3);
+				LLVMSetLinkage(g, LLVMExternalLinkage);
+				LLVMSetAlignment(g, 16);
+			}
+		} else {
+			snprintf(name, sizeof name, "%s_smem", LLVMGetValueName(kb->fn));
+			g = LLVMAddGlobalInAddressSpace(m->mod, sty, name, 3);
+			LLVMSetLinkage(g, LLVMInternalLinkage);
+			LLVMSetInitializer(g, LLVMGetUndef(sty));
+			LLVMSetAlignment(g, 128);
+		}
 		x->smem = g;
 		x->sptr = LLVMPointerTypeInContext(m->ctx, 3);
 		x->ot = m->t_i32;
@@ -1512,9 +1543,10 @@ int cg_matmul_tiled(CgKb *kb, int variant, const int *wr, int nw)
 
 
 /* The launch rule of tiled kernels (a cooperative launch, codegen.h): one block of
- * MM_THREADS per output tile, grid.x = batch x tile rows x tile columns; no dynamic
- * shared memory (the tiles' is static). arg: BM, BN, the shape ids of M and N, the
- * number of batch dims, their shape ids. */
+ * MM_THREADS per output tile, grid.x = batch x tile rows x tile columns; dynamic
+ * shared memory only for configurations past MM_SMEM_STATIC. arg: BM, BN, the shape
+ * ids of M and N, the number of batch dims, their shape ids, the dynamic shared bytes
+ * (0: static). */
 static void mm_rule(const CgKernel *k, const int64_t *dims, int ndims, CgDims *out)
 {
 	const int64_t *a = k->launch.arg;
@@ -1528,6 +1560,7 @@ static void mm_rule(const CgKernel *k, const int64_t *dims, int ndims, CgDims *o
 		tiles = (int64_t)1 << 30;   /* the kernel loops over the rest */
 	out->grid[0] = tiles;
 	out->block[0] = MM_THREADS;
+	out->shared_bytes = a[5 + a[4]];
 	out->threads = tiles * MM_THREADS;
 }
 
@@ -1550,4 +1583,6 @@ void cg_matmul_launch(int variant, const CgKernelSpec *s, CgLaunch *l)
 	l->arg[4] = r - 2;
 	for (int d = 0; d < r - 2; d++)
 		l->arg[5 + d] = out->shape[d];
+	int smem = mm_smem(c, ir_dtype_size((DType)mm->t[0].dtype));
+	l->arg[5 + r - 2] = smem > MM_SMEM_STATIC ? smem : 0;
 }
