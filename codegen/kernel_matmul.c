@@ -106,6 +106,8 @@ enum {
 	MM_WAVE = 132,           /* H200 multiprocessors: tiles below this favour smaller tiles */
 	MM_GEMV_M = 16,          /* rows up to which the gemv configuration is chosen */
 	MM_GEMV = 7,             /* its index in the table */
+	MM_TC256 = 8,            /* tc128x256x32s4's index */
+	MM_LONG_K = 2048,        /* K from which tc128x256x32s4 is taken (given a wave) */
 };
 
 /* The tile-configuration table (docs/design.md, "Matmul tiles"). Index 0 is "no
@@ -125,24 +127,23 @@ typedef struct {
 
 static const MmConfig mm_configs[] = {
 	{"plain", false, false, false, 0, 0, 0, 0, 0, 0, 0},
-	/* 2 blocks per SM: ptxas fits 128 registers (180 unbounded) with a few bytes
-	 * of spills, and 16 warps hide ldmatrix and mma latency better than 8 */
-	{"tc128x128x32s3", true, false, false, 2, 128, 128, 32, 2, 4, 3},
+	/* 2 blocks per SM: ptxas fits 128 registers (a few hundred bytes of spills), and
+	 * 16 warps hide ldmatrix and mma latency better than 8; BK = 64 and 96 KiB of
+	 * dynamic shared memory: half the barriers of BK = 32, and a short K (G7,
+	 * K = 256) is in flight after the prologue */
+	{"tc128x128x64s3", true, false, false, 2, 128, 128, 64, 2, 4, 3},
 	{"tc64x64x32s3", true, false, false, 0, 64, 64, 32, 2, 4, 3},
 	{"fma128x128x16s3", false, false, false, 0, 128, 128, 16, 0, 0, 3},
 	{"fma64x64x16s3", false, false, false, 0, 64, 64, 16, 0, 0, 3},
 	/* --allow-tf32: mma.sync m16n8k8 tf32; f32 stages are twice the bytes, so the
-	 * large tile takes half the K of tc128 to stay within 48 KiB */
+	 * large tile takes half the K of the bf16 tiles to stay within 48 KiB */
 	{"tf32x128x128x16s3", true, true, false, 0, 128, 128, 16, 2, 4, 3},
 	{"tf32x64x64x32s3", true, true, false, 0, 64, 64, 32, 2, 4, 3},
 	/* M <= MM_GEMV_M (decode): no shared operand tiles, every dtype and arch */
 	{"gemv16x64k8", false, false, true, 0, 16, 64, 8, 0, 0, 0},
-	/* more than 48 KiB of stages: dynamic shared memory (mm_rule asks for it) */
-	{"tc128x256x32s3", true, false, false, 1, 128, 256, 32, 2, 4, 3},
-	{"tc128x128x64s3", true, false, false, 2, 128, 128, 64, 2, 4, 3},
-	{"tc256x128x32s3", true, false, false, 1, 256, 128, 32, 4, 2, 3},
+	/* long K with a wave of 128x256 tiles (G5): 64x64 warp tiles (8 ldmatrix.x4
+	 * per 32 mma), 4 stages (96 KiB), 255 registers, one block per SM */
 	{"tc128x256x32s4", true, false, false, 1, 128, 256, 32, 2, 4, 4},
-	{"tc128x128x32s4", true, false, false, 2, 128, 128, 32, 2, 4, 4},
 };
 enum { MM_NCONFIGS = (int)(sizeof mm_configs / sizeof mm_configs[0]) };
 
@@ -293,6 +294,10 @@ int cg_matmul_variant(const CgKernelSpec *s, const char *arch, bool host, bool a
 		return big >= MM_WAVE ? 3 : 4;
 	if (!sm80)
 		return 0;
+	int64_t k = dim_of(mm->t[0].shape[r - 1], dims, ndims);
+	int64_t big256 = batch * ((m + 127) / 128) * ((n + 255) / 256);
+	if (big256 >= MM_WAVE && k >= MM_LONG_K)
+		return MM_TC256;
 	return big >= MM_WAVE ? 1 : 2;
 }
 
