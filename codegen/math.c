@@ -580,17 +580,44 @@ static LLVMValueRef erfc_any(Em *e, LLVMValueRef z, LLVMValueRef zh, LLVMValueRe
  * about a third of erfc_any's instructions, which made matmul + bias + gelu
  * epilogues compute-bound (docs/benchmarks.md, G7). exp(-a^2) underflows to 0 past
  * a ~ 10.1 by itself, and a = inf gives r = 0. */
+/* A PTX instruction of one f32 operand through its NVVM intrinsic. */
+static LLVMValueRef nvvm_f32(Em *e, const char *name, LLVMValueRef x)
+{
+	unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
+	LLVMValueRef fn = LLVMGetIntrinsicDeclaration(e->m->mod, id, NULL, 0);
+	LLVMTypeRef fty = LLVMIntrinsicGetType(e->m->ctx, id, NULL, 0);
+	return LLVMBuildCall2(e->b, fty, fn, &x, 1, "");
+}
+
 static LLVMValueRef erfc_t(Em *e, LLVMValueRef z, LLVMValueRef zh, LLVMValueRef zl)
 {
 	LLVMValueRef a = fabs_(e, z);
-	LLVMValueRef r = fdiv(e, K(e, 1.0), add(e, a, K(e, 2.0)));
+	LLVMValueRef ex, r, cut;
+	if (e->m->gpu) {
+		/* GPU: rcp.approx (1 ulp: the product below errs by one more) and
+		 * exp(-zh) for zh in [0, 87] with one scaling (n >= -126: a normal
+		 * 2^n); past a = 9.3 (zh > 86.5) erfc(a) < 2^-126, which the GPU's
+		 * ftz exp flushes anyway: 0 there */
+		r = nvvm_f32(e, "llvm.nvvm.rcp.approx.ftz.f", add(e, a, K(e, 2.0)));
+		LLVMValueRef x = I2(e, "llvm.minnum", zh, K(e, 87.0));
+		LLVMValueRef n = I1(e, "llvm.rint", mul(e, x, K(e, -LOG2E)));
+		LLVMValueRef rr = fma_(e, n, K(e, -LN2_HI_F32), neg(e, x));
+		rr = fma_(e, n, K(e, -LN2_LO_F32), rr);
+		LLVMValueRef p = ex2_approx_f32(e, mul(e, rr, K(e, LOG2E)));
+		LLVMValueRef ni = LLVMBuildFPToSI(e->b, n, e->it, "");
+		ex = mul(e, p, pow2i(e, ni));
+		cut = K(e, 9.3);
+	} else {
+		r = fdiv(e, K(e, 1.0), add(e, a, K(e, 2.0)));
+		ex = em_exp(e, neg(e, zh));
+		cut = K(e, 10.1);
+	}
 	LLVMValueRef t = fma_(e, K(e, -4.0), r, K(e, 1.0));
 	LLVMValueRef g = horner(e, t, erfc_t_f32, 13);
-	LLVMValueRef ex = em_exp(e, neg(e, zh));
 	ex = fma_(e, ex, neg(e, zl), ex);
 	LLVMValueRef c = mul(e, mul(e, g, r), ex);
 	/* past the underflow point (and a = inf, where zl is NaN) erfc(a) is 0 */
-	c = sel(e, fcmp(e, LLVMRealOGT, a, K(e, 10.1)), K(e, 0.0), c);
+	c = sel(e, fcmp(e, LLVMRealOGT, a, cut), K(e, 0.0), c);
 	LLVMValueRef tail = sel(e, fcmp(e, LLVMRealOLT, z, K(e, 0.0)), sub(e, K(e, 2.0), c), c);
 	/* |z| < 0.5: 1 - erf(z), whose error is a small part of a result near 1 (the
 	 * product above errs by a few ulps of it there) */
