@@ -1367,7 +1367,7 @@ static unsigned mm_variants(const Built *b, int *nlaunch)
 			continue;
 		int bm, bn;
 		const char *nm = cg_matmul_variant_name(v);
-		/* "tc128x128x32s3", "tf32x64x64x32s3": 128, 128; 64, 64 */
+		/* "tc128x256x32s4", "tf32x64x64x32s3": 128, 256; 64, 64 */
 		nm += strncmp(nm, "tf32x", 5) ? strcspn(nm, "0123456789") : 5;
 		assert_int_equal(sscanf(nm, "%dx%d", &bm, &bn), 2);
 		const Graph *g = b->s->g;
