@@ -27,6 +27,11 @@ void cmd_print_diag_code(const Diag *d, const char *code);
 extern bool cmd_diag_json;   /* --diagnostics json */
 /* Read a graph named on the command line ("-" is stdin); prints the error itself. */
 Graph *cmd_load_graph(Arena *a, const char *path);
+/* The same for a graph file's text, already read (not ONNX). */
+Graph *cmd_load_graph_text(Arena *a, const char *path, const char *text, size_t len);
+/* Whether a compile of path may use the result cache: a graph file (not stdin, not
+ * an ONNX model), no --input-shape. */
+bool cmd_graph_cacheable(const char *path);
 /* Parse a non-negative integer option value; prints a usage error and returns -1 if bad. */
 long cmd_parse_count(const char *sub, const char *opt, const char *val);
 

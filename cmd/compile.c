@@ -16,15 +16,19 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <llvm-c/Core.h>
+
 #include "../codegen/math.h"
 #include "../codegen/plan.h"
 #include "cmd.h"
+#include "result_cache.h"
 
 static const char compile_usage[] =
 	"usage: fusec compile GRAPH [-o DIR] [--arch sm_XX] [--max-blocks N]\n"
 	"                     [--max-explorations N] [--max-bindings N] [--log LEVEL]\n"
 	"                     [--emit LIST] [--plan-style STYLE] [--libdevice PATH]\n"
-	"                     [--cache-dir DIR | --no-cache] [-j N] [--time] [--verify]\n"
+	"                     [--cache-dir DIR | --no-cache | --no-result-cache] [-j N]\n"
+	"                     [--time] [--verify]\n"
 	"                     [--allow-tf32]\n"
 	"\n"
 	"Search fusions for GRAPH, generate PTX, and write DIR/NAME.ptx and\n"
@@ -44,10 +48,12 @@ static const char compile_usage[] =
 	"                         (svg runs Graphviz's dot when it is installed)\n"
 	"  --plan-style STYLE     compact (default) or pretty: the plan indented for\n"
 	"                         people; both are the same JSON document\n"
-	"  --cache-dir DIR        the kernel cache (default $XDG_CACHE_HOME/fusec, or\n"
+	"  --cache-dir DIR        the cache (default $XDG_CACHE_HOME/fusec, or\n"
 	"                         ~/.cache/fusec): PTX of kernels compiled before is\n"
-	"                         reused instead of running LLVM again\n"
-	"  --no-cache             neither read nor write the kernel cache\n"
+	"                         reused instead of running LLVM again, and a compile\n"
+	"                         done before copies its outputs (docs/kernel-cache.md)\n"
+	"  --no-cache             neither read nor write the cache\n"
+	"  --no-result-cache      use the cache for kernels only, not whole compiles\n"
 	"  -j, --jobs N           LLVM threads (default: the CPUs, at most 8); the\n"
 	"                         outputs are the same for every N\n"
 	"  --time                 print the time of each phase to stderr\n"
@@ -171,7 +177,7 @@ typedef struct {
 	SearchOptions search;
 	const char *depfile;
 	bool emit_ll, emit_relative, emit_dot, emit_svg, timing, verify, quiet;
-	bool pretty, no_cache;
+	bool pretty, no_cache, no_result_cache;
 	const char *cache_dir;   /* --cache-dir, or NULL */
 	int jobs;                /* -j, or 0 */
 	bool allow_tf32;
@@ -220,6 +226,7 @@ static int parse_options(int argc, char **argv, CompileOptions *o)
 		{"plan-style", required_argument, NULL, 'p'},
 		{"cache-dir", required_argument, NULL, 'c'},
 		{"no-cache", no_argument, NULL, 'C'},
+		{"no-result-cache", no_argument, NULL, 'R'},
 		{"jobs", required_argument, NULL, 'j'},
 		{"allow-tf32", no_argument, NULL, 'f'},
 		{0, 0, 0, 0},
@@ -330,6 +337,9 @@ static int parse_options(int argc, char **argv, CompileOptions *o)
 		case 'C':
 			o->no_cache = true;
 			break;
+		case 'R':
+			o->no_result_cache = true;
+			break;
 		case 'j':
 			if ((v = cmd_parse_count("compile", "--jobs", optarg)) < 0)
 				return EXIT_USAGE;
@@ -372,11 +382,7 @@ static int parse_options(int argc, char **argv, CompileOptions *o)
 
 /* ---- writing the outputs -------------------------------------------------------- */
 
-typedef struct {
-	const char *ext;         /* ".ptx" */
-	const char *text;
-	size_t len;
-} OutFile;
+typedef RcFile OutFile;     /* ext (".ptx"), text, len */
 
 /* Write files[0..n) as DIR/NAME<ext>, all or none (docs/reliability.md):
  *  1. every file is written to a temporary file in DIR and synced;
@@ -493,12 +499,13 @@ static void make_path(Buf *b, const char *p)
 
 /* -M FILE: "DIR/NAME.plan.json DIR/NAME.ptx ...: GRAPH", plus a phony rule for the
  * graph so a deleted input does not stop make. Written to FILE.tmp, then renamed. */
-static int write_depfile(const CompileOptions *o, const Graph *g, const OutFile *files, int n)
+static int write_depfile(const CompileOptions *o, const char *name, const char *const *deps,
+			 int ndeps, const OutFile *files, int n)
 {
 	Buf b = {0};
 	for (int i = 0; i < n; i++) {
 		char path[1024];
-		snprintf(path, sizeof path, "%s/%s%s", o->dir, g->name, files[i].ext);
+		snprintf(path, sizeof path, "%s/%s%s", o->dir, name, files[i].ext);
 		if (i)
 			buf_putc(&b, ' ');
 		make_path(&b, path);
@@ -510,11 +517,10 @@ static int write_depfile(const CompileOptions *o, const Graph *g, const OutFile 
 		buf_putc(&b, ' ');
 		make_path(&b, o->graph);
 	}
-	for (int t = 0; t < g->ntensors; t++)
-		if (g->tensors[t].src && g->tensors[t].src->npy) {
-			buf_putc(&b, ' ');
-			make_path(&b, g->tensors[t].src->npy);
-		}
+	for (int i = 0; i < ndeps; i++) {
+		buf_putc(&b, ' ');
+		make_path(&b, deps[i]);
+	}
 	buf_putc(&b, '\n');
 	/* a phony rule per input, so that deleting one does not stop make */
 	if (from_file) {
@@ -522,12 +528,11 @@ static int write_depfile(const CompileOptions *o, const Graph *g, const OutFile 
 		make_path(&b, o->graph);
 		buf_puts(&b, ":\n");
 	}
-	for (int t = 0; t < g->ntensors; t++)
-		if (g->tensors[t].src && g->tensors[t].src->npy) {
-			buf_putc(&b, '\n');
-			make_path(&b, g->tensors[t].src->npy);
-			buf_puts(&b, ":\n");
-		}
+	for (int i = 0; i < ndeps; i++) {
+		buf_putc(&b, '\n');
+		make_path(&b, deps[i]);
+		buf_puts(&b, ":\n");
+	}
 	char *tmp = malloc(strlen(o->depfile) + 8);
 	sprintf(tmp, "%s.tmp", o->depfile);
 	FILE *f = fopen(tmp, "w");
@@ -546,8 +551,46 @@ static int write_depfile(const CompileOptions *o, const Graph *g, const OutFile 
 	return status;
 }
 
-/* The plan, the PTX and what --emit asked for, committed together. */
-static int write_outputs(const CompileOptions *o, const Schedule *s, const CgOutputs *co)
+/* The files a graph read besides itself (constants' .npy files), in tensor order:
+ * the depfile's prerequisites and the result cache's dependencies. */
+static int graph_deps(const Graph *g, const char **deps)
+{
+	int n = 0;
+	for (int t = 0; t < g->ntensors; t++)
+		if (g->tensors[t].src && g->tensors[t].src->npy)
+			deps[n++] = g->tensors[t].src->npy;
+	return n;
+}
+
+/* Commit files, then the depfile and the line naming what was written. */
+static int publish(const CompileOptions *o, const char *name, const char *const *deps,
+		   int ndeps, const OutFile *files, int n)
+{
+	int status = commit_outputs(o->dir, name, files, n);
+	if (status == EXIT_OK && o->depfile)
+		status = write_depfile(o, name, deps, ndeps, files, n);
+	if (status == EXIT_OK && !o->quiet) {
+		Buf line = {0};
+		buf_puts(&line, "wrote");
+		for (int i = 0; i < n; i++)
+			buf_printf(&line, " %s/%s%s", o->dir, name, files[i].ext);
+		if (o->depfile)
+			buf_printf(&line, " %s", o->depfile);
+		buf_putc(&line, '\n');
+		if (fwrite(line.data, 1, line.len, stdout) != line.len || fflush(stdout) != 0) {
+			cmd_error("cannot write to standard output: %s", strerror(errno));
+			status = EXIT_FAIL;
+		}
+		buf_free(&line);
+	}
+	return status;
+}
+
+/* The plan, the PTX and what --emit asked for, committed together; stored in the
+ * result cache under rkey when it is given, with dep_sha the SHA-256 of each of
+ * graph_deps' files as the graph read them. */
+static int write_outputs(const CompileOptions *o, const Schedule *s, const CgOutputs *co,
+			 const char *cache, const Buf *rkey, const char (*dep_sha)[65])
 {
 	Buf rel = {0}, dot = {0}, svg = {0}, weights = {0};
 	OutFile files[8];
@@ -578,23 +621,12 @@ static int write_outputs(const CompileOptions *o, const Schedule *s, const CgOut
 		}
 		files[n++] = (OutFile){".svg", svg.data, svg.len};
 	}
-	int status = commit_outputs(o->dir, s->g->name, files, n);
-	if (status == EXIT_OK && o->depfile)
-		status = write_depfile(o, s->g, files, n);
-	if (status == EXIT_OK && !o->quiet) {
-		Buf line = {0};
-		buf_puts(&line, "wrote");
-		for (int i = 0; i < n; i++)
-			buf_printf(&line, " %s/%s%s", o->dir, s->g->name, files[i].ext);
-		if (o->depfile)
-			buf_printf(&line, " %s", o->depfile);
-		buf_putc(&line, '\n');
-		if (fwrite(line.data, 1, line.len, stdout) != line.len || fflush(stdout) != 0) {
-			cmd_error("cannot write to standard output: %s", strerror(errno));
-			status = EXIT_FAIL;
-		}
-		buf_free(&line);
-	}
+	const char **deps = malloc(sizeof *deps * ((size_t)s->g->ntensors + 1));
+	int ndeps = graph_deps(s->g, deps);
+	int status = publish(o, s->g->name, deps, ndeps, files, n);
+	if (status == EXIT_OK && rkey)
+		rc_put(cache, rkey, s->g->name, (long)s->g->nops, deps, dep_sha, ndeps, files, n);
+	free(deps);
 	buf_free(&rel);
 	buf_free(&dot);
 	buf_free(&svg);
@@ -622,18 +654,23 @@ static char *default_cache_dir(const char *opt)
 	return p;
 }
 
-/* Progress on a terminal: one line, rewritten in place, cleared at the end. */
+/* Progress on a terminal, once a compile has run for a second: one line,
+ * rewritten in place (LLVM's part counts kernels as they are done), cleared at the
+ * end. */
 static bool progress_shown;
+static double progress_start;
 
-static void show_progress(const char *phase, int nkernels)
+static void show_progress(const char *phase, int done, int total)
 {
+	if (clock_seconds() - progress_start < 1.0)
+		return;
 	if (!strcmp(phase, "llvm"))
-		fprintf(stderr, "\rfusec: optimizing and emitting %d kernel%s with LLVM...", nkernels,
-			nkernels == 1 ? "" : "s");
+		fprintf(stderr, "\rfusec: optimizing and emitting kernels with LLVM: %d of %d...  ",
+			done, total);
 	else if (!strcmp(phase, "kernels"))
-		fputs("\rfusec: building kernels...", stderr);
+		fprintf(stderr, "\r%-72s", "fusec: building kernels...");
 	else
-		fputs("\rfusec: writing the plan...                                   ", stderr);
+		fprintf(stderr, "\r%-72s", "fusec: writing the plan...");
 	progress_shown = true;
 }
 
@@ -642,6 +679,91 @@ static void clear_progress(void)
 	if (progress_shown)
 		fputs("\r\033[K", stderr);
 	progress_shown = false;
+}
+
+/* ---- the result cache ----------------------------------------------------------- */
+
+/* Options that change nothing in the outputs, left out of the result cache's key;
+ * with_value: the next argument is their value. Any other option, including ones
+ * added later, is in the key as written. */
+static bool key_skips(const char *arg, bool *with_value)
+{
+	static const char *const flags[] = {"-q", "--quiet", "--time"};
+	/* -o and --depfile say where outputs go, not what they hold */
+	static const char *const valued[] = {"-j", "--jobs", "--cache-dir", "-o", "-M",
+					     "--depfile"};
+	*with_value = false;
+	for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++)
+		if (!strcmp(arg, flags[i]))
+			return true;
+	for (size_t i = 0; i < sizeof valued / sizeof valued[0]; i++) {
+		size_t n = strlen(valued[i]);
+		if (!strcmp(arg, valued[i]))
+			return *with_value = true;
+		if (!strncmp(arg, valued[i], n) && (arg[n] == '=' || (n == 2 && arg[n])))
+			return true;
+	}
+	return false;
+}
+
+/* The key of a whole compile (docs/kernel-cache.md, "The result cache"). false
+ * when this compile does not use the result cache: a log is asked for (it is
+ * printed while the search runs), the graph is on stdin or an ONNX model,
+ * --emit svg (an outside program), or a file of the key cannot be read. */
+static bool result_key(const CompileOptions *o, int argc, char **argv, Buf *key,
+		       char **text, size_t *len)
+{
+	if (o->no_result_cache || o->search.log_level != LOG_OFF || o->emit_svg ||
+	    !cmd_graph_cacheable(o->graph) ||
+	    !fusec_build_id()[0])
+		return false;
+	unsigned major, minor, patch;
+	LLVMGetVersion(&major, &minor, &patch);
+	char cwd[4096];
+	if (!getcwd(cwd, sizeof cwd))
+		return false;
+	const char *tiles = getenv("FUSEC_MATMUL_TILES");
+	buf_printf(key, "fusec-result/1\nfusec %s\nbuild %s\nllvm %u.%u.%u\ncwd %s\n"
+		   "limits %lld %lld %lld\nFUSEC_MATMUL_TILES %s\n", FUSEC_VERSION,
+		   fusec_build_id(), major, minor, patch, cwd, (long long)ir_limits.max_ops,
+		   (long long)ir_limits.max_tensors, (long long)ir_limits.max_elements,
+		   tiles ? tiles : "(unset)");
+	for (int i = 1; i < argc; i++) {
+		bool value;
+		if (key_skips(argv[i], &value)) {
+			i += value;
+			continue;
+		}
+		buf_printf(key, "arg %zu %s\n", strlen(argv[i]), argv[i]);
+	}
+	if (rc_key_file(key, "graph", o->graph, text, len))
+		return false;
+	if (o->libdevice) {
+		const char *lib = strcmp(o->libdevice, "auto") ? o->libdevice
+							: cg_math_find_libdevice();
+		buf_printf(key, "libdevice %s\n", lib ? lib : "(none)");
+		if (lib && rc_key_file(key, "libdevice-file", lib, NULL, NULL)) {
+			free(*text);
+			*text = NULL;
+			return false;
+		}
+	}
+	return true;
+}
+
+/* A hit: the outputs of the same compile before, written again. */
+static int from_result_cache(const CompileOptions *o, RcEntry *e, double t0)
+{
+	const char *deps[64];
+	for (int i = 0; i < e->ndeps; i++)
+		deps[i] = e->deps[i];
+	int status = publish(o, e->name, deps, e->ndeps, e->files, e->nfiles);
+	if (o->timing && status == EXIT_OK) {
+		double t = clock_seconds() - t0;
+		fprintf(stderr, "time: result cache hit (read, search and LLVM skipped); total "
+			"%.3fs for %ld ops (%.0f ops/s)\n", t, e->nops, e->nops / (t > 0 ? t : 1e-9));
+	}
+	return status;
 }
 
 /* ---- the pipeline ------------------------------------------------------------- */
@@ -671,19 +793,57 @@ int cmd_compile(int argc, char **argv)
 	if (status != EXIT_OK || !o.graph)
 		return status;
 
-	Arena *a = arena_new();
 	double t[3];
 	t[0] = clock_seconds();
-	Graph *g = cmd_load_graph(a, o.graph);
+	progress_start = t[0];
+	char *cache = o.no_cache ? NULL : default_cache_dir(o.cache_dir);
+	Buf rkey = {0};
+	char *text = NULL;
+	size_t len = 0;
+	bool use_rc = cache && result_key(&o, argc, argv, &rkey, &text, &len);
+	RcEntry hit;
+	if (use_rc && rc_get(cache, &rkey, &hit)) {
+		status = from_result_cache(&o, &hit, t[0]);
+		rc_entry_free(&hit);
+		buf_free(&rkey);
+		free(text);
+		free(cache);
+		return status;
+	}
+
+	/* with the result cache, the graph is read from the bytes its key names */
+	Arena *a = arena_new();
+	Graph *g = text ? cmd_load_graph_text(a, o.graph, text, len) : cmd_load_graph(a, o.graph);
+	free(text);
 	if (!g) {
 		arena_free(a);
+		buf_free(&rkey);
+		free(cache);
 		return EXIT_INPUT;
+	}
+	/* the files the graph read besides itself, hashed now (a file changed while the
+	 * compile runs must not be recorded with outputs made from its old bytes) */
+	char (*dep_sha)[65] = NULL;
+	if (use_rc) {
+		const char **deps = malloc(sizeof *deps * ((size_t)g->ntensors + 1));
+		int ndeps = graph_deps(g, deps);
+		dep_sha = ndeps <= 64 ? calloc((size_t)ndeps + 1, sizeof *dep_sha) : NULL;
+		for (int i = 0; dep_sha && i < ndeps; i++)
+			if (rc_file_sha(deps[i], dep_sha[i])) {
+				free(dep_sha);
+				dep_sha = NULL;
+			}
+		use_rc = dep_sha != NULL;
+		free(deps);
 	}
 	if (o.libdevice && !strcmp(o.libdevice, "auto")) {
 		o.libdevice = cg_math_find_libdevice();
 		if (!o.libdevice) {
 			cmd_error("--libdevice auto: no CUDA install with libdevice found");
 			arena_free(a);
+			buf_free(&rkey);
+			free(dep_sha);
+			free(cache);
 			return EXIT_FAIL;
 		}
 	}
@@ -694,7 +854,6 @@ int cmd_compile(int argc, char **argv)
 	Diag d;
 	char ptxname[512];
 	snprintf(ptxname, sizeof ptxname, "%s.ptx", g->name);
-	char *cache = o.no_cache ? NULL : default_cache_dir(o.cache_dir);
 	char wname[512];
 	snprintf(wname, sizeof wname, "%s.weights.bin", g->name);
 	PlanFileInfo info = {o.arch, ptxname, o.libdevice, cg_weights_layout_size(g) ? wname : NULL,
@@ -710,9 +869,11 @@ int cmd_compile(int argc, char **argv)
 		status = EXIT_FAIL;
 	}
 	clear_progress();
-	free(cache);
 	if (status == EXIT_OK)
-		status = write_outputs(&o, s, &co);
+		status = write_outputs(&o, s, &co, cache, use_rc ? &rkey : NULL, dep_sha);
+	free(dep_sha);
+	free(cache);
+	buf_free(&rkey);
 	if (o.timing && status == EXIT_OK)
 		print_times(g, t, &co);
 	cg_outputs_free(&co);

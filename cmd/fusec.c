@@ -138,6 +138,22 @@ static bool is_onnx(const char *path)
 	return onnx_sniff(path, head, n);
 }
 
+Graph *cmd_load_graph_text(Arena *a, const char *path, const char *text, size_t len)
+{
+	Diag d;
+	Graph *g = ir_read_mem(a, path, text, len, FMT_AUTO, &d);
+	if (g && host_load_constants(g, &d))
+		g = NULL;
+	if (!g)
+		cmd_print_diag_code(&d, "invalid-input");
+	return g;
+}
+
+bool cmd_graph_cacheable(const char *path)
+{
+	return strcmp(path, "-") && !ninput_shapes && !is_onnx(path);
+}
+
 Graph *cmd_load_graph(Arena *a, const char *path)
 {
 	Diag d;

@@ -41,7 +41,20 @@ typedef struct {
 	Job *jobs;
 	int njobs, next;
 	pthread_mutex_t lock;
+	void (*progress)(void *arg, int done, int total);
+	void *arg;
+	int done, total;       /* kernels, for progress */
 } Pool;
+
+static void count_done(Pool *p, const Job *j)
+{
+	if (!p->progress)
+		return;
+	pthread_mutex_lock(&p->lock);
+	p->done += j->chunk->n;
+	p->progress(p->arg, p->done, p->total);
+	pthread_mutex_unlock(&p->lock);
+}
 
 static void job_diag_handler(LLVMDiagnosticInfoRef di, void *arg)
 {
@@ -116,8 +129,10 @@ static void *worker(void *arg)
 		if (i < 0)
 			break;
 		Job *j = &p->jobs[i];
-		if (j->cached)
+		if (j->cached) {
+			count_done(p, j);
 			continue;
+		}
 		if (!tm) {
 			diag_set(&j->d, "codegen", 0, 0, "cannot create a target machine for %s",
 				 p->m->opt.arch);
@@ -130,6 +145,7 @@ static void *worker(void *arg)
 		LLVMContextDispose(j->chunk->ctx);
 		j->chunk->mod = NULL;
 		j->chunk->ctx = NULL;
+		count_done(p, j);
 	}
 	if (tm)
 		LLVMDisposeTargetMachine(tm);
@@ -203,8 +219,9 @@ static bool module_level_decl(const char *s, size_t len)
 	return false;
 }
 
-int cg_module_emit_chunked(CgModule *m, int threads, const char *cache_dir, Buf *out,
-			   CgEmitStats *st, Diag *d)
+int cg_module_emit_chunked(CgModule *m, int threads, const char *cache_dir,
+			   void (*progress)(void *arg, int done, int total), void *arg,
+			   Buf *out, CgEmitStats *st, Diag *d)
 {
 	memset(st, 0, sizeof *st);
 	if (!m->chunked || m->finished || m->taken) {
@@ -252,7 +269,7 @@ int cg_module_emit_chunked(CgModule *m, int threads, const char *cache_dir, Buf 
 	if (threads > todo)
 		threads = todo;
 	st->threads = threads;
-	Pool pool = {m, jobs, n, 0, PTHREAD_MUTEX_INITIALIZER};
+	Pool pool = {m, jobs, n, 0, PTHREAD_MUTEX_INITIALIZER, progress, arg, 0, m->nentries};
 	if (threads <= 1) {
 		worker(&pool);
 	} else {

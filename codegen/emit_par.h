@@ -26,9 +26,12 @@ typedef struct {
  * chunk's context and module are set aside and a fresh pair opens. */
 void cg_module_chunked(CgModule *m);
 
-/* 0, or -1 with *d (the first failing chunk, in chunk order). */
-int cg_module_emit_chunked(CgModule *m, int threads, const char *cache_dir, Buf *out,
-			   CgEmitStats *st, Diag *d);
+/* 0, or -1 with *d (the first failing chunk, in chunk order). progress, when not
+ * NULL, is called with arg after each chunk (cached ones included) with the kernels
+ * done so far and in all, from the worker threads, under a lock. */
+int cg_module_emit_chunked(CgModule *m, int threads, const char *cache_dir,
+			   void (*progress)(void *arg, int done, int total), void *arg,
+			   Buf *out, CgEmitStats *st, Diag *d);
 
 /* Worker threads by default: the CPUs online, at most 8. */
 int cg_default_threads(void);

@@ -10,9 +10,10 @@
 #include "cg_impl.h"
 #include "kcache.h"
 
-/* 2: cooperative reduce kernels; 3: f32 gelu's one-piece erfc, bf16 rounding by
- * cvt.rn on sm_80+, the matmul tile table remade (variant numbers changed) */
-static const char magic[] = "fusec-kcache/3\n";
+/* 2: cooperative reduce kernels; 3: reduce rows kept in registers; 4: f32 gelu's
+ * one-piece erfc, bf16 rounding by cvt.rn on sm_80+, the matmul tile table remade
+ * (variant numbers changed) */
+static const char magic[] = "fusec-kcache/4\n";
 
 /* A second, independent 64-bit hash for the file name (the first is FNV-1a). */
 static uint64_t mix_hash(const char *p, size_t n)
@@ -50,8 +51,8 @@ void cg_cache_key(CgModule *m, int first, int n, CgCacheKey *k)
 	memset(k, 0, sizeof *k);
 	unsigned major, minor, patch;
 	LLVMGetVersion(&major, &minor, &patch);
-	buf_printf(&k->text, "%sfusec %s\nllvm %u.%u.%u\ntarget %d %s\nname %s\ncheck %d\n",
-		   magic, FUSEC_VERSION, major, minor, patch, (int)m->opt.target,
+	buf_printf(&k->text, "%sfusec %s\nbuild %s\nllvm %u.%u.%u\ntarget %d %s\nname %s\ncheck %d\n",
+		   magic, FUSEC_VERSION, fusec_build_id(), major, minor, patch, (int)m->opt.target,
 		   m->opt.arch ? m->opt.arch : "", m->opt.name ? m->opt.name : "",
 		   !m->opt.no_call_check);
 	if (m->opt.libdevice)

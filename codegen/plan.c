@@ -432,6 +432,12 @@ char *cg_plan_json(const Schedule *s, const CgProgram *prog, const PlanFileInfo 
 	return out.data;
 }
 
+static void llvm_progress(void *arg, int done, int total)
+{
+	const PlanFileInfo *info = arg;
+	info->progress("llvm", done, total);
+}
+
 int cg_compile_schedule(const Schedule *s, const PlanFileInfo *info, bool want_ll,
 			CgOutputs *out, Diag *d)
 {
@@ -443,7 +449,7 @@ int cg_compile_schedule(const Schedule *s, const PlanFileInfo *info, bool want_l
 			.allow_tf32 = info->allow_tf32};
 	double t0 = clock_seconds();
 	if (info->progress)
-		info->progress("kernels", 0);
+		info->progress("kernels", 0, 0);
 	CgModule *m = cg_module_new(&co, a, d);
 	if (m && !want_ll)
 		cg_module_chunked(m);
@@ -451,11 +457,13 @@ int cg_compile_schedule(const Schedule *s, const PlanFileInfo *info, bool want_l
 	double t1 = clock_seconds(), t2 = t1, t3;
 	out->cache_hits = -1;
 	if (!rc && info->progress)
-		info->progress("llvm", prog.nkernels);
+		info->progress("llvm", 0, prog.nkernels);
 	if (!want_ll) {
 		CgEmitStats es = {0};
 		int threads = info->threads > 0 ? info->threads : cg_default_threads();
-		rc = rc || cg_module_emit_chunked(m, threads, info->cache_dir, &out->ptx, &es, d);
+		rc = rc || cg_module_emit_chunked(m, threads, info->cache_dir,
+						  info->progress ? llvm_progress : NULL, (void *)info,
+						  &out->ptx, &es, d);
 		out->chunks = es.chunks;
 		out->threads = es.threads;
 		if (info->cache_dir)
@@ -471,7 +479,7 @@ int cg_compile_schedule(const Schedule *s, const PlanFileInfo *info, bool want_l
 	cg_module_free(m);
 	if (!rc) {
 		if (info->progress)
-			info->progress("plan", prog.nkernels);
+			info->progress("plan", prog.nkernels, prog.nkernels);
 		char sha[65];
 		sha256_hex(out->ptx.data, out->ptx.len, sha);
 		PlanFileInfo hashed = *info;

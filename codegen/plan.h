@@ -25,8 +25,10 @@ typedef struct {
 	const char *cache_dir; /* the kernel cache (kcache.h), or NULL for none */
 	int threads;           /* LLVM worker threads; 0: cg_default_threads() */
 	/* Called, when not NULL, as each phase of cg_compile_schedule starts ("kernels",
-	 * "llvm", "plan") with the number of distinct kernels (0 before they are known). */
-	void (*progress)(const char *phase, int nkernels);
+	 * "llvm", "plan"), and in "llvm" again as kernels are done: done of total
+	 * distinct kernels (0 of 0 before they are known). In "llvm" it may be called
+	 * from LLVM's worker threads, one call at a time. */
+	void (*progress)(const char *phase, int done, int total);
 	bool allow_tf32;       /* --allow-tf32: f32 matmuls may use tf32 tensor cores */
 	const char *ptx_sha256;  /* the PTX's SHA-256 (hex); set by cg_compile_schedule */
 } PlanFileInfo;

@@ -53,31 +53,37 @@ static int utf8_seq(const unsigned char *s, size_t avail)
 int doc_check_text(const char *file, const char *text, size_t len, Diag *d)
 {
 	const unsigned char *s = (const unsigned char *)text;
-	int line = 1, col = 1;
+	const uint64_t high = 0x8080808080808080ull, ones = 0x0101010101010101ull;
 	bool blank = true;
+	int line, col;
 	for (size_t i = doc_bom_len(text, len); i < len;) {
+		/* eight ASCII bytes, none of them NUL, at once; positions are counted only
+		 * for a message */
+		uint64_t w;
+		if (!blank && len - i >= 8 && (memcpy(&w, s + i, 8), !(w & high)) &&
+		    !((w - ones) & ~w & high)) {
+			i += 8;
+			continue;
+		}
 		unsigned char c = s[i];
 		if (c == 0) {
+			doc_position(text, i, &line, &col);
 			diag_set(d, file, line, col, "NUL byte in the input (not a text file?)");
 			return -1;
 		}
 		if (c < 0x80) {
 			if (c != ' ' && c != '\t' && c != '\n' && c != '\r')
 				blank = false;
-			if (c == '\n')
-				line++, col = 1;
-			else
-				col++;
 			i++;
 			continue;
 		}
 		int n = utf8_seq(s + i, len - i);
 		if (!n) {
+			doc_position(text, i, &line, &col);
 			diag_set(d, file, line, col, "invalid UTF-8 (byte 0x%02x)", c);
 			return -1;
 		}
 		blank = false;
-		col++;
 		i += (size_t)n;
 	}
 	if (blank) {
@@ -122,7 +128,9 @@ bool doc_parse_number(DocNode *n, const char *s, bool yaml_special)
 		long long v = strtoll(s, NULL, 10);
 		n->int_ok = errno != ERANGE;
 		n->ival = v;
-		n->dval = strtod(s, NULL);
+		/* an int64 converts to the nearest double, as strtod rounds the literal
+		 * (but "-0" is -0.0) */
+		n->dval = n->int_ok && !(neg && v == 0) ? (double)v : strtod(s, NULL);
 		return true;
 	}
 	bool frac = false;

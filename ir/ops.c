@@ -105,7 +105,7 @@ bool ir_op_is_elementwise(int kind)
 int ir_op_lookup(const char *name)
 {
 	for (int i = 0; i < OP_COUNT; i++)
-		if (!strcmp(ir_ops[i].file, name))
+		if (ir_ops[i].file[0] == name[0] && !strcmp(ir_ops[i].file, name))
 			return i;
 	return -1;
 }

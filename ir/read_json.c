@@ -9,7 +9,13 @@
  *
  * Before cJSON sees the text, a bracket count (outside strings) refuses nesting
  * deeper than IR_MAX_DEPTH, so hostile input never reaches cJSON's recursion.
- * A syntax error is placed at the offset where cJSON stopped. */
+ * A syntax error is placed at the offset where cJSON stopped.
+ *
+ * Speed: while it parses, cJSON allocates from the document's arena (its hooks
+ * are pointed at the arena for the call and reset after it), so its nodes are
+ * never freed one by one, and the walk takes cJSON's strings and keys as they are
+ * instead of copying them. The hooks are process-wide: the graph readers are not
+ * called from several threads at once. */
 #include <stdio.h>
 #include <string.h>
 
@@ -17,6 +23,19 @@
 
 #include "doc.h"
 #include "ir.h"
+
+/* The arena cJSON allocates from during doc_read_json's parse. */
+static Arena *parse_arena;
+
+static void *parse_alloc(size_t n)
+{
+	return arena_alloc(parse_arena, n);
+}
+
+static void parse_free(void *p)
+{
+	(void)p; /* the arena owns it */
+}
 
 typedef struct {
 	const char *p, *end;
@@ -100,7 +119,7 @@ static DocNode *walk_children(Walk *w, const cJSON *j, DocNode *n, char close)
 		if (!child)
 			break;
 		if (is_map) {
-			child->key = arena_strdup(w->a, c->string ? c->string : "");
+			child->key = c->string ? c->string : "";
 			child->key_line = kl;
 			child->key_col = kc;
 		}
@@ -134,7 +153,7 @@ static DocNode *walk(Walk *w, const cJSON *j)
 	}
 	if (cJSON_IsString(j)) {
 		n = doc_new(w->a, DOC_STR, line, col);
-		n->text = arena_strdup(w->a, j->valuestring ? j->valuestring : "");
+		n->text = j->valuestring ? j->valuestring : "";
 		skip_string(w);
 		return w->failed ? NULL : n;
 	}
@@ -227,7 +246,11 @@ DocNode *doc_read_json(Arena *a, const char *file, const char *text, size_t len,
 	const char *end = text + len;
 	const char *stop = NULL;
 	/* len + 1 takes in the terminating NUL, so a truncated text fails at its end. */
+	parse_arena = a;
+	cJSON_InitHooks(&(cJSON_Hooks){parse_alloc, parse_free});
 	cJSON *root = cJSON_ParseWithLengthOpts(text, len + 1, &stop, 0);
+	cJSON_InitHooks(NULL);
+	parse_arena = NULL;
 	if (!root) {
 		if (!stop || stop < text || stop > end)
 			stop = end;
@@ -254,14 +277,11 @@ DocNode *doc_read_json(Arena *a, const char *file, const char *text, size_t len,
 		excerpt(stop, end, ex, sizeof ex);
 		diag_set(d, file, line, col, "JSON syntax error: unexpected '%s' after the document",
 			 ex);
-		cJSON_Delete(root);
 		return NULL;
 	}
 
 	Walk w = {.p = text, .end = end, .line = 1, .col = 1, .a = a, .file = file, .d = d};
 	if (len >= 3 && !memcmp(text, "\xef\xbb\xbf", 3))
 		w.p += 3;
-	DocNode *n = walk(&w, root);
-	cJSON_Delete(root);
-	return n;
+	return walk(&w, root);
 }

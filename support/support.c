@@ -284,6 +284,22 @@ void sha256_hex(const void *p, size_t n, char out[65])
 		snprintf(out + 2 * i, 3, "%02x", md[i]);
 }
 
+const char *fusec_build_id(void)
+{
+	static char id[128];
+	static int done;
+	if (!done) {
+		struct stat st;
+		if (stat("/proc/self/exe", &st) == 0)
+			snprintf(id, sizeof id, "%llx:%llx:%lld:%lld.%09ld",
+				 (unsigned long long)st.st_dev, (unsigned long long)st.st_ino,
+				 (long long)st.st_size, (long long)st.st_mtim.tv_sec,
+				 (long)st.st_mtim.tv_nsec);
+		done = 1;
+	}
+	return id;
+}
+
 char *read_file(const char *path, size_t max, size_t *len, Diag *d)
 {
 	bool std = !strcmp(path, "-");

@@ -109,6 +109,12 @@ static inline uint64_t hash_u64(uint64_t h, uint64_t v)
  * Plans record it for the files they name (docs/reliability.md). */
 void sha256_hex(const void *p, size_t n, char out[65]);
 
+/* Which build of fusec this is, for cache keys: FUSEC_VERSION alone does not change
+ * when the code does, so the keys also take the executable's identity (device,
+ * inode, size and modification time of /proc/self/exe). "" when it cannot be told;
+ * caches then must not be used. Static storage. */
+const char *fusec_build_id(void);
+
 
 
 /* "Did you mean": the candidate closest to s by edit distance (insertions,

@@ -4,6 +4,7 @@
  *   gen_graph transformer L [--hidden H] [--seq S] [--heads N] [--sync-per-layer]
  *   gen_graph transformer2d L [--hidden H] [--seq S] [--sync-per-layer]
  *   gen_graph random N [--seed S]
+ *   gen_graph chain N [--dim D]
  *
  * `transformer` stacks L pre-norm transformer layers on x[S,H]: layer norm
  * decomposed into nine ops, Q/K/V projections with bias, reshape and permute into
@@ -30,6 +31,10 @@
  * vary from segment to segment, so the plan cache rarely hits. Every op result
  * nobody reads is an output. Same seed, same graph, on any machine.
  *
+ * `chain` writes N unary ops in one chain on a [D,D] tensor (default 8), cycling
+ * through neg, abs, relu, tanh, sigmoid and sin, in one segment without syncs
+ * (issue 15's long chain of small ops).
+ *
  * The graph goes to stdout, one op a line. Exit status 0, or 2 on a usage error. */
 #include <math.h>
 #include <stdint.h>
@@ -43,7 +48,8 @@ static void usage(void)
 {
 	fputs("usage: gen_graph transformer L [--hidden H] [--seq S] [--heads N] [--sync-per-layer]\n"
 	      "       gen_graph transformer2d L [--hidden H] [--seq S] [--sync-per-layer]\n"
-	      "       gen_graph random N [--seed S]\n", stderr);
+	      "       gen_graph random N [--seed S]\n"
+	      "       gen_graph chain N [--dim D]\n", stderr);
 	exit(2);
 }
 
@@ -651,6 +657,27 @@ static void gen_random(int argc, char **argv)
 	free(g.t);
 }
 
+static void gen_chain(int argc, char **argv)
+{
+	static const char *const ops[] = {"neg", "abs", "relu", "tanh", "sigmoid", "sin"};
+	if (argc < 1)
+		usage();
+	long n = parse_pos(argv[0]), d = 8;
+	for (int i = 1; i < argc; i++) {
+		if (i + 1 < argc && !strcmp(argv[i], "--dim"))
+			d = parse_pos(argv[++i]);
+		else
+			usage();
+	}
+	printf("{\"format\": \"fusec-graph/1\", \"name\": \"chain_%ld\",\n"
+	       "\"inputs\": {\"t0\": {\"dtype\": \"f32\", \"shape\": [%ld, %ld]}},\n\"ops\": [\n",
+	       n, d, d);
+	for (long i = 0; i < n; i++)
+		printf("{\"op\": \"%s\", \"in\": [\"t%ld\"], \"out\": \"t%ld\"}%s\n",
+		       ops[i % 6], i, i + 1, i + 1 < n ? "," : "");
+	printf("],\n\"outputs\": [\"t%ld\"]}\n", n);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2)
@@ -661,6 +688,8 @@ int main(int argc, char **argv)
 		gen_transformer2d(argc - 2, argv + 2);
 	else if (!strcmp(argv[1], "random"))
 		gen_random(argc - 2, argv + 2);
+	else if (!strcmp(argv[1], "chain"))
+		gen_chain(argc - 2, argv + 2);
 	else
 		usage();
 	return 0;

@@ -14,7 +14,7 @@ check compile-no-libdevice 2 "$FUSEC" compile $G --libdevice /nonexistent/libdev
 check compile-bad-emit 2 "$FUSEC" compile $G --emit pdf
 check compile-emit 0 "$FUSEC" compile $G -o "$TMP/e" --emit ll,relative,dot &&
 	check compile-emit-files 0 ls "$TMP/e/reuse.ll" "$TMP/e/reuse.relative.txt" "$TMP/e/reuse.dot"
-check compile-time 0 "$FUSEC" compile $G -o "$TMP/t" --time &&
+check compile-time 0 "$FUSEC" compile $G -o "$TMP/t" --time --no-result-cache &&
 	contains compile-time-msg "$TMP/err" "time: read"
 # an output path taken by a folder: exit 3 and nothing written beside it
 mkdir -p "$TMP/busy/reuse.ptx"
@@ -52,10 +52,11 @@ names = [t["name"] for t in p["tensors"]]
 sys.exit(0 if names == ["a\"b\\c/\u00e9", "y"] else 1)' "$TMP/esc/esc.plan.json"
 contains compile-escape-text "$TMP/esc/esc.plan.json" '"name":"a\"b\\c/é"'
 # the kernel cache: a second compile of the same kernels skips LLVM and writes the
-# very same files; --no-cache neither reads nor writes it
-check cache-cold 0 "$FUSEC" compile $G -o "$TMP/kc1" --cache-dir "$TMP/kc" --time &&
+# very same files; --no-cache neither reads nor writes it (--no-result-cache: the
+# whole-compile cache of t_result_cache.sh would answer first)
+check cache-cold 0 "$FUSEC" compile $G -o "$TMP/kc1" --cache-dir "$TMP/kc" --no-result-cache --time &&
 	contains cache-cold-miss "$TMP/err" "kernel cache: 0 of 1 chunk hit"
-check cache-warm 0 "$FUSEC" compile $G -o "$TMP/kc2" --cache-dir "$TMP/kc" --time &&
+check cache-warm 0 "$FUSEC" compile $G -o "$TMP/kc2" --cache-dir "$TMP/kc" --no-result-cache --time &&
 	contains cache-warm-hit "$TMP/err" "kernel cache: 1 of 1 chunk hit (LLVM skipped)"
 check cache-off 0 "$FUSEC" compile $G -o "$TMP/kc3" --no-cache --time &&
 	check cache-off-silent 1 grep -q "kernel cache" "$TMP/err"
@@ -64,15 +65,15 @@ same_files cache-same-ptx-off "$TMP/kc1/reuse.ptx" "$TMP/kc3/reuse.ptx"
 same_files cache-same-plan "$TMP/kc1/reuse.plan.json" "$TMP/kc2/reuse.plan.json"
 same cache-one-entry "$(ls "$TMP/kc" | wc -l > "$TMP/n"; echo "$TMP/n")" "1"
 # another arch is another entry
-check cache-arch 0 "$FUSEC" compile $G -o "$TMP/kc4" --cache-dir "$TMP/kc" --arch sm_80 --time &&
+check cache-arch 0 "$FUSEC" compile $G -o "$TMP/kc4" --cache-dir "$TMP/kc" --no-result-cache --arch sm_80 --time &&
 	contains cache-arch-miss "$TMP/err" "kernel cache: 0 of 1 chunk hit"
 contains cache-arch-ptx "$TMP/kc4/reuse.ptx" ".target sm_80"
 # a damaged entry is a miss, and is replaced
 for f in "$TMP"/kc/*.ptx; do printf 'garbage' > "$f"; done
-check cache-damaged 0 "$FUSEC" compile $G -o "$TMP/kc5" --cache-dir "$TMP/kc" --time &&
+check cache-damaged 0 "$FUSEC" compile $G -o "$TMP/kc5" --cache-dir "$TMP/kc" --no-result-cache --time &&
 	contains cache-damaged-miss "$TMP/err" "kernel cache: 0 of 1 chunk hit"
 same_files cache-damaged-ptx "$TMP/kc1/reuse.ptx" "$TMP/kc5/reuse.ptx"
-check cache-repaired 0 "$FUSEC" compile $G -o "$TMP/kc6" --cache-dir "$TMP/kc" --time &&
+check cache-repaired 0 "$FUSEC" compile $G -o "$TMP/kc6" --cache-dir "$TMP/kc" --no-result-cache --time &&
 	contains cache-repaired-hit "$TMP/err" "(LLVM skipped)"
 # the default folder is $XDG_CACHE_HOME/fusec
 check cache-xdg 0 env XDG_CACHE_HOME="$TMP/xdg" "$FUSEC" compile $G -o "$TMP/kc7"
