@@ -196,7 +196,7 @@ void cg_module_free(CgModule *m);
  * tensor cores (tf32) only when allow_tf32 (and sm_80 or later, or host). */
 int cg_matmul_variant(const CgKernelSpec *spec, const char *arch, bool host,
 		      bool allow_tf32, const int64_t *dims, int ndims);
-const char *cg_matmul_variant_name(int variant);  /* "tc128x128x32s3"; "plain" for 0 */
+const char *cg_matmul_variant_name(int variant);  /* "tc128x128x64s3"; "plain" for 0 */
 int cg_matmul_nvariants(void);                    /* table size, 0 included */
 
 /* Whether LLVM 19's NVPTX backend knows the arch ("sm_80", "sm_90a"). */

@@ -12,7 +12,8 @@
  * from their first line after the header. A chunk whose PTX declares anything at
  * module level besides its entry points (a .global, .const, .shared, .func or
  * .extern) could clash with another chunk's, so it is refused as an internal error
- * rather than joined. */
+ * rather than joined; the one exception is the dynamic shared memory's .extern,
+ * the same line wherever it appears, written once after the header. */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -173,7 +174,36 @@ static size_t header_len(const char *s, size_t len)
 	return (size_t)(e - s);
 }
 
-/* Does the body declare anything at module level besides entry points? */
+/* The one module-level declaration parts may share: the launch's dynamic shared
+ * memory (kernel_matmul.c's large tiles), the same line in every part that has it,
+ * written once after the header of the joined PTX. */
+static const char dyn_shared_decl[] = ".extern .shared .align 16 .b8 fusec_dynamic_shared[];";
+
+static bool is_dyn_shared(const char *p, size_t n)
+{
+	return n == sizeof dyn_shared_decl - 1 && !memcmp(p, dyn_shared_decl, n);
+}
+
+/* Append the body s to out without its dynamic shared declaration; *had: it was there. */
+static void write_body(Buf *out, const char *s, size_t len, bool *had)
+{
+	for (const char *p = s; p < s + len;) {
+		const char *nl = memchr(p, '\n', (size_t)(s + len - p));
+		size_t n = nl ? (size_t)(nl - p) : (size_t)(s + len - p);
+		if (is_dyn_shared(p, n)) {
+			*had = true;
+			/* and the blank line LLVM puts after it */
+			if (nl && nl + 1 < s + len && nl[1] == '\n')
+				nl++;
+		} else {
+			buf_write(out, p, nl ? n + 1 : n);
+		}
+		p += nl ? (size_t)(nl - p) + 1 : n;
+	}
+}
+
+/* Does the body declare anything at module level besides entry points (and the
+ * dynamic shared memory)? */
 static bool module_level_decl(const char *s, size_t len)
 {
 	static const char *const bad[] = {".global", ".const", ".shared", ".func", ".extern",
@@ -181,7 +211,7 @@ static bool module_level_decl(const char *s, size_t len)
 	for (const char *p = s; p < s + len;) {
 		const char *nl = memchr(p, '\n', (size_t)(s + len - p));
 		size_t n = nl ? (size_t)(nl - p) : (size_t)(s + len - p);
-		for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+		for (size_t i = 0; i < sizeof bad / sizeof bad[0] && !is_dyn_shared(p, n); i++)
 			if (n >= strlen(bad[i]) && !strncmp(p, bad[i], strlen(bad[i])))
 				return true;
 		p += n + 1;
@@ -256,6 +286,8 @@ int cg_module_emit_chunked(CgModule *m, int threads, const char *cache_dir,
 	}
 	int rc = 0;
 	size_t head = 0;
+	Buf bodies = {0};
+	bool dyn = false;
 	for (int i = 0; i < n && !rc; i++) {
 		Job *j = &jobs[i];
 		if (j->rc) {
@@ -273,13 +305,20 @@ int cg_module_emit_chunked(CgModule *m, int threads, const char *cache_dir,
 		}
 		if (i == 0) {
 			head = h;
-			buf_write(out, j->ptx.data, j->ptx.len);
-		} else {
-			buf_write(out, j->ptx.data + h, j->ptx.len - h);
+			buf_write(out, j->ptx.data, h);
 		}
+		write_body(&bodies, j->ptx.data + h, j->ptx.len - h, &dyn);
 		if (cache_dir && !j->cached)
 			cg_cache_put(cache_dir, &j->key, j->ptx.data, j->ptx.len);
 	}
+	if (!rc) {
+		if (dyn) {
+			buf_write(out, dyn_shared_decl, sizeof dyn_shared_decl - 1);
+			buf_write(out, "\n\n", 2);
+		}
+		buf_write(out, bodies.data ? bodies.data : "", bodies.len);
+	}
+	buf_free(&bodies);
 	for (int i = 0; i < n; i++) {
 		if (cache_dir)
 			cg_cache_key_free(&jobs[i].key);

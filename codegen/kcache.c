@@ -10,7 +10,10 @@
 #include "cg_impl.h"
 #include "kcache.h"
 
-static const char magic[] = "fusec-kcache/3\n";   /* 3: reduce rows kept in registers */
+/* 2: cooperative reduce kernels; 3: reduce rows kept in registers; 4: f32 gelu's
+ * one-piece erfc, bf16 rounding by cvt.rn on sm_80+, the matmul tile table remade
+ * (variant numbers changed) */
+static const char magic[] = "fusec-kcache/4\n";
 
 /* A second, independent 64-bit hash for the file name (the first is FNV-1a). */
 static uint64_t mix_hash(const char *p, size_t n)

@@ -94,21 +94,25 @@ LLVMValueRef cg_eval_matmul(CgKb *kb, const RelOp *op, CgIdx *out)
  *
  * Launch: a cooperative launch (codegen.h) of MM_THREADS threads per block and one
  * block per output tile (mm_rule); the loop over tiles makes any grid correct. Shared
- * memory is static (at most 48 KiB), so no dynamic shared bytes. On the host the
+ * memory is static up to 48 KiB; configurations needing more take the launch's
+ * dynamic shared memory (mm_rule sets its bytes). On the host the
  * function keeps the plain signature: called as thread 0 of 1 it runs every tile. */
 
 
 enum {
 	MM_THREADS = 256,        /* = CG_BLOCK, the kernels' maxntid */
 	MM_GROUP_M = 8,          /* tile rows per L2 group */
-	MM_SMEM_MAX = 48 * 1024, /* static shared memory limit */
+	MM_SMEM_STATIC = 48 * 1024, /* static shared memory limit; above it, dynamic */
 	MM_WAVE = 132,           /* H200 multiprocessors: tiles below this favour smaller tiles */
 	MM_GEMV_M = 16,          /* rows up to which the gemv configuration is chosen */
 	MM_GEMV = 7,             /* its index in the table */
+	MM_TC256 = 8,            /* tc128x256x32s4's index */
+	MM_LONG_K = 2048,        /* K from which tc128x256x32s4 is taken (given a wave) */
 };
 
 /* The tile-configuration table (docs/design.md, "Matmul tiles"). Index 0 is "no
- * tiling". Every entry fits MM_THREADS threads and MM_SMEM_MAX bytes. */
+ * tiling". Every entry fits MM_THREADS threads; entries whose shared memory (mm_smem)
+ * exceeds MM_SMEM_STATIC take it as the launch's dynamic shared memory. */
 typedef struct {
 	const char *name;
 	bool tc;                 /* tensor cores (f16/bf16, or tf32) or SIMT FMA (f32) */
@@ -123,20 +127,34 @@ typedef struct {
 
 static const MmConfig mm_configs[] = {
 	{"plain", false, false, false, 0, 0, 0, 0, 0, 0, 0},
-	/* 2 blocks per SM: ptxas fits 128 registers (180 unbounded) with a few bytes
-	 * of spills, and 16 warps hide ldmatrix and mma latency better than 8 */
-	{"tc128x128x32s3", true, false, false, 2, 128, 128, 32, 2, 4, 3},
+	/* 2 blocks per SM: ptxas fits 128 registers (a few hundred bytes of spills), and
+	 * 16 warps hide ldmatrix and mma latency better than 8; BK = 64 and 96 KiB of
+	 * dynamic shared memory: half the barriers of BK = 32, and a short K (G7,
+	 * K = 256) is in flight after the prologue */
+	{"tc128x128x64s3", true, false, false, 2, 128, 128, 64, 2, 4, 3},
 	{"tc64x64x32s3", true, false, false, 0, 64, 64, 32, 2, 4, 3},
 	{"fma128x128x16s3", false, false, false, 0, 128, 128, 16, 0, 0, 3},
 	{"fma64x64x16s3", false, false, false, 0, 64, 64, 16, 0, 0, 3},
 	/* --allow-tf32: mma.sync m16n8k8 tf32; f32 stages are twice the bytes, so the
-	 * large tile takes half the K of tc128 to stay within 48 KiB */
+	 * large tile takes half the K of the bf16 tiles to stay within 48 KiB */
 	{"tf32x128x128x16s3", true, true, false, 0, 128, 128, 16, 2, 4, 3},
 	{"tf32x64x64x32s3", true, true, false, 0, 64, 64, 32, 2, 4, 3},
 	/* M <= MM_GEMV_M (decode): no shared operand tiles, every dtype and arch */
 	{"gemv16x64k8", false, false, true, 0, 16, 64, 8, 0, 0, 0},
+	/* long K with a wave of 128x256 tiles (G5): 64x64 warp tiles (8 ldmatrix.x4
+	 * per 32 mma), 4 stages (96 KiB), 255 registers, one block per SM */
+	{"tc128x256x32s4", true, false, false, 1, 128, 256, 32, 2, 4, 4},
 };
 enum { MM_NCONFIGS = (int)(sizeof mm_configs / sizeof mm_configs[0]) };
+
+/* Shared bytes of configuration c over elements of es bytes: its stages, or for gemv
+ * the staged tile and one partial tile per warp. */
+static int mm_smem(const MmConfig *c, int es)
+{
+	if (c->gemv)
+		return c->bm * (c->bn + 8) * 4 + (MM_THREADS / 32) * c->bm * c->bn * 4;
+	return (c->bm * c->bk + c->bk * c->bn) * es * c->stages;
+}
 
 const char *cg_matmul_variant_name(int v)
 {
@@ -276,6 +294,10 @@ int cg_matmul_variant(const CgKernelSpec *s, const char *arch, bool host, bool a
 		return big >= MM_WAVE ? 3 : 4;
 	if (!sm80)
 		return 0;
+	int64_t k = dim_of(mm->t[0].shape[r - 1], dims, ndims);
+	int64_t big256 = batch * ((m + 127) / 128) * ((n + 255) / 256);
+	if (big256 >= MM_WAVE && k >= MM_LONG_K)
+		return MM_TC256;
 	return big >= MM_WAVE ? 1 : 2;
 }
 
@@ -1440,9 +1462,8 @@ int cg_matmul_tiled(CgKb *kb, int variant, const int *wr, int nw)
 		x->rn = c->bn / 16;
 		x->nacc = x->rm * x->rn;
 	}
-	int smem_bytes = x->stage_bytes * c->stages;
-	if (c->gemv)   /* the staged tile, then one partial tile per warp */
-		smem_bytes = c->bm * (c->bn + MM_EPI_PAD) * 4 + MM_GEMV_WARPS * c->bm * c->bn * 4;
+	int smem_bytes = mm_smem(c, x->es);
+	bool dynamic = smem_bytes > MM_SMEM_STATIC;
 
 	/* storage: shared memory and accumulators */
 	LLVMBasicBlockRef entry = LLVMGetInsertBlock(x->b);
@@ -1458,11 +1479,26 @@ int cg_matmul_tiled(CgKb *kb, int variant, const int *wr, int nw)
 	}
 	if (x->gpu) {
 		char name[128];
-		snprintf(name, sizeof name, "%s_smem", LLVMGetValueName(kb->fn));
-		LLVMValueRef g = LLVMAddGlobalInAddressSpace(m->mod, sty, name, 3);
-		LLVMSetLinkage(g, LLVMInternalLinkage);
-		LLVMSetInitializer(g, LLVMGetUndef(sty));
-		LLVMSetAlignment(g, 128);
+		LLVMValueRef g;
+		if (dynamic) {
+			/* the launch's dynamic shared memory (mm_rule asks for smem_bytes);
+			 * the kernel has no static shared memory, so it starts at the
+			 * window's base, 128-byte aligned as the swizzle assumes */
+			snprintf(name, sizeof name, "fusec_dynamic_shared");
+			g = LLVMGetNamedGlobal(m->mod, name);
+			if (!g) {
+				g = LLVMAddGlobalInAddressSpace(m->mod, LLVMArrayType2(m->t_i8, 0),
+								name, 3);
+				LLVMSetLinkage(g, LLVMExternalLinkage);
+				LLVMSetAlignment(g, 16);
+			}
+		} else {
+			snprintf(name, sizeof name, "%s_smem", LLVMGetValueName(kb->fn));
+			g = LLVMAddGlobalInAddressSpace(m->mod, sty, name, 3);
+			LLVMSetLinkage(g, LLVMInternalLinkage);
+			LLVMSetInitializer(g, LLVMGetUndef(sty));
+			LLVMSetAlignment(g, 128);
+		}
 		x->smem = g;
 		x->sptr = LLVMPointerTypeInContext(m->ctx, 3);
 		x->ot = m->t_i32;
@@ -1512,9 +1548,10 @@ int cg_matmul_tiled(CgKb *kb, int variant, const int *wr, int nw)
 
 
 /* The launch rule of tiled kernels (a cooperative launch, codegen.h): one block of
- * MM_THREADS per output tile, grid.x = batch x tile rows x tile columns; no dynamic
- * shared memory (the tiles' is static). arg: BM, BN, the shape ids of M and N, the
- * number of batch dims, their shape ids. */
+ * MM_THREADS per output tile, grid.x = batch x tile rows x tile columns; dynamic
+ * shared memory only for configurations past MM_SMEM_STATIC. arg: BM, BN, the shape
+ * ids of M and N, the number of batch dims, their shape ids, the dynamic shared bytes
+ * (0: static). */
 static void mm_rule(const CgKernel *k, const int64_t *dims, int ndims, CgDims *out)
 {
 	const int64_t *a = k->launch.arg;
@@ -1528,6 +1565,7 @@ static void mm_rule(const CgKernel *k, const int64_t *dims, int ndims, CgDims *o
 		tiles = (int64_t)1 << 30;   /* the kernel loops over the rest */
 	out->grid[0] = tiles;
 	out->block[0] = MM_THREADS;
+	out->shared_bytes = a[5 + a[4]];
 	out->threads = tiles * MM_THREADS;
 }
 
@@ -1550,4 +1588,6 @@ void cg_matmul_launch(int variant, const CgKernelSpec *s, CgLaunch *l)
 	l->arg[4] = r - 2;
 	for (int d = 0; d < r - 2; d++)
 		l->arg[5 + d] = out->shape[d];
+	int smem = mm_smem(c, ir_dtype_size((DType)mm->t[0].dtype));
+	l->arg[5 + r - 2] = smem > MM_SMEM_STATIC ? smem : 0;
 }

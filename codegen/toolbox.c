@@ -114,6 +114,15 @@ LLVMValueRef cg_narrow(CgKb *kb, LLVMValueRef v, DType t)
 	case DT_F16:
 		return LLVMBuildFPTrunc(b, v, m->t_f16, "");
 	case DT_BF16: {
+		/* sm_80 and later round in one instruction (cvt.rn.bf16.f32): the same
+		 * value, a NaN's payload aside (a NaN either way); the bit sequence
+		 * below is ten, and bf16 epilogues of matmuls were made of them */
+		const char *arch = m->opt.arch;
+		if (m->opt.target == CG_TARGET_NVPTX && arch && !strncmp(arch, "sm_", 3) &&
+		    atoi(arch + 3) >= 80) {
+			LLVMValueRef h = LLVMBuildFPTrunc(b, v, LLVMBFloatTypeInContext(m->ctx), "");
+			return LLVMBuildBitCast(b, h, m->t_i16, "");
+		}
 		LLVMValueRef u = LLVMBuildBitCast(b, v, m->t_i32, "");
 		LLVMValueRef hi = LLVMBuildLShr(b, u, LLVMConstInt(m->t_i32, 16, 0), "");
 		LLVMValueRef odd = LLVMBuildAnd(b, hi, LLVMConstInt(m->t_i32, 1, 0), "");

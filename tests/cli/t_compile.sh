@@ -111,6 +111,15 @@ for g in tests/golden/chains.yaml tests/golden/fusers.yaml tests/golden/holes.ya
 	check "jobs-ll-entries-$n" 0 sh -c '[ "$(grep -c "^.visible .entry" "$1")" = "$(grep -c "^.visible .entry" "$2")" ]' sh "$TMP/j1/$n.ptx" "$TMP/jll/$n.ptx"
 done
 check jobs-zero 2 "$FUSEC" compile $G -j 0 -o "$TMP/j0"
+# matmul tiles past 48 KiB of shared memory declare the launch's dynamic shared
+# memory at module level: joined once whatever the chunks, the launches ask for it
+g=tests/bench/gpu/mm_check_long_bf16.json
+check jobs-dynshared-1 0 "$FUSEC" compile "$g" -o "$TMP/d1" -j 1 --no-cache
+check jobs-dynshared-3 0 "$FUSEC" compile "$g" -o "$TMP/d3" -j 3 --no-cache
+same_files jobs-dynshared-ptx "$TMP/d1/mm_check_long_bf16.ptx" "$TMP/d3/mm_check_long_bf16.ptx"
+check jobs-dynshared-once 0 sh -c '[ "$(grep -c "^\.extern \.shared .* fusec_dynamic_shared\[\];" "$1")" = 1 ]' sh "$TMP/d3/mm_check_long_bf16.ptx"
+contains jobs-dynshared-tiles "$TMP/d3/mm_check_long_bf16.plan.json" '"tiles":"tc128x256x32s4"'
+contains jobs-dynshared-bytes "$TMP/d3/mm_check_long_bf16.plan.json" '"shared_bytes":98304'
 
 # the schedule verifier (--verify) between search and codegen, on every example and
 # benchmark graph (the goldens go through it in t_search.sh)

@@ -350,7 +350,9 @@ static void ptx_batch(Built *items, int n, const char *arch)
 	for (const char *p = ptx.data; (p = strstr(p, ".entry")); p++)
 		entries++;
 	assert_int_equal(entries, nkernels);
-	assert_null(strstr(ptx.data, ".extern"));
+	/* nothing external but the launch's dynamic shared memory (large matmul tiles) */
+	for (const char *p = ptx.data; (p = strstr(p, ".extern")); p++)
+		assert_true(!strncmp(p, ".extern .shared .align 16 .b8 fusec_dynamic_shared[];", 53));
 	char target[32];
 	snprintf(target, sizeof target, ".target %s", arch);
 	assert_non_null(strstr(ptx.data, target));
@@ -1189,6 +1191,8 @@ typedef struct {
 				 * swap_dims(b^T), 4 (two batch dims) a = permute of
 				 * [b0, m, b1, k] and b = permute of [b0, b1, n, k] */
 	bool tf32;              /* lowered with allow_tf32 (f32 on tensor cores) */
+	const char *force;      /* FUSEC_MATMUL_TILES while lowering: a configuration the
+				 * rule takes only at sizes too large for the host */
 } MmCase;
 
 /* The matmul cases: every tile configuration of codegen/kernel_matmul.c (checked
@@ -1198,63 +1202,73 @@ typedef struct {
  * too. The host runs the same tiling as the GPU with the mma fragment replaced by
  * its scalar definition. */
 static const MmCase mm_cases[] = {
-	{"1x1x1", DT_F32, {0}, {0}, 1, 1, 1, "none", true, 0, false},
-	{"17x33x40", DT_F32, {0}, {0}, 17, 33, 40, "bias_relu", true, 0, false},
-	{"33x17x8", DT_F32, {0}, {0}, 33, 17, 8, "also_mm", true, 0, false},
-	{"127x65x17", DT_F32, {0}, {0}, 127, 65, 17, "residual_gelu", false, 0, false},
-	{"batch 3x1 by 1x2", DT_F32, {3, 1}, {1, 2}, 20, 36, 24, "bias_relu", true, 0, false},
-	{"big tiles 144 batches", DT_F32, {12, 1}, {1, 12}, 5, 9, 16, "bias_relu", true, 0, false},
-	{"big tiles 130x136x24", DT_F32, {6, 1}, {1, 6}, 130, 136, 24, "scale_cast", false, 0, false},
-	{"gemv 1x300x72", DT_F32, {0}, {0}, 1, 300, 72, "bias_relu", true, 0, false},
-	{"a^T 17x33x40", DT_F32, {0}, {0}, 17, 33, 40, "bias_relu", true, 1, false},
-	{"b^T 127x65x17", DT_F32, {0}, {0}, 127, 65, 17, "none", false, 2, false},
-	{"a^T b^T batch 3x1 by 1x2", DT_F32, {3, 1}, {1, 2}, 20, 36, 24, "also_mm", true, 3, false},
-	{"a^T b^T 64x64x64", DT_F32, {0}, {0}, 64, 64, 64, "none", true, 3, false},
-	{"permuted big tiles 130x136x24", DT_F32, {6, 1}, {1, 6}, 130, 136, 24, "scale_cast", false, 4, false},
-	{"gemv 16x65x33", DT_F32, {0}, {0}, 16, 65, 33, "residual_gelu", false, 0, false},
-	{"gemv b^T 3x130x40 batch 2x1 by 1x3", DT_F32, {2, 1}, {1, 3}, 3, 130, 40, "bias_relu", true, 2, false},
-	{"gemv a^T 9x64x1", DT_F32, {0}, {0}, 9, 64, 1, "also_mm", true, 1, false},
+	{"1x1x1", DT_F32, {0}, {0}, 1, 1, 1, "none", true, 0, false, NULL},
+	{"17x33x40", DT_F32, {0}, {0}, 17, 33, 40, "bias_relu", true, 0, false, NULL},
+	{"33x17x8", DT_F32, {0}, {0}, 33, 17, 8, "also_mm", true, 0, false, NULL},
+	{"127x65x17", DT_F32, {0}, {0}, 127, 65, 17, "residual_gelu", false, 0, false, NULL},
+	{"batch 3x1 by 1x2", DT_F32, {3, 1}, {1, 2}, 20, 36, 24, "bias_relu", true, 0, false, NULL},
+	{"big tiles 144 batches", DT_F32, {12, 1}, {1, 12}, 5, 9, 16, "bias_relu", true, 0, false, NULL},
+	{"big tiles 130x136x24", DT_F32, {6, 1}, {1, 6}, 130, 136, 24, "scale_cast", false, 0, false, NULL},
+	{"gemv 1x300x72", DT_F32, {0}, {0}, 1, 300, 72, "bias_relu", true, 0, false, NULL},
+	{"a^T 17x33x40", DT_F32, {0}, {0}, 17, 33, 40, "bias_relu", true, 1, false, NULL},
+	{"b^T 127x65x17", DT_F32, {0}, {0}, 127, 65, 17, "none", false, 2, false, NULL},
+	{"a^T b^T batch 3x1 by 1x2", DT_F32, {3, 1}, {1, 2}, 20, 36, 24, "also_mm", true, 3, false, NULL},
+	{"a^T b^T 64x64x64", DT_F32, {0}, {0}, 64, 64, 64, "none", true, 3, false, NULL},
+	{"permuted big tiles 130x136x24", DT_F32, {6, 1}, {1, 6}, 130, 136, 24, "scale_cast", false, 4, false, NULL},
+	{"gemv 16x65x33", DT_F32, {0}, {0}, 16, 65, 33, "residual_gelu", false, 0, false, NULL},
+	{"gemv b^T 3x130x40 batch 2x1 by 1x3", DT_F32, {2, 1}, {1, 3}, 3, 130, 40, "bias_relu", true, 2, false, NULL},
+	{"gemv a^T 9x64x1", DT_F32, {0}, {0}, 9, 64, 1, "also_mm", true, 1, false, NULL},
 	/* --allow-tf32: f32 on tensor cores, operands rounded to tf32 on the host */
-	{"tf32 1x1x1", DT_F32, {0}, {0}, 1, 1, 1, "none", true, 0, true},
-	{"tf32 17x33x40", DT_F32, {0}, {0}, 17, 33, 40, "bias_relu", true, 0, true},
-	{"tf32 127x65x17", DT_F32, {0}, {0}, 127, 65, 17, "residual_gelu", false, 0, true},
-	{"tf32 big tiles 130x136x24", DT_F32, {6, 1}, {1, 6}, 130, 136, 24, "scale_cast", false, 0, true},
-	{"tf32 a^T 33x17x8", DT_F32, {0}, {0}, 33, 17, 8, "also_mm", false, 1, true},
-	{"tf32 b^T 64x64x64", DT_F32, {0}, {0}, 64, 64, 64, "none", false, 2, true},
-	{"tf32 a^T b^T batch 3x1 by 1x2", DT_F32, {3, 1}, {1, 2}, 20, 36, 24, "bias_relu", false, 3, true},
-	{"tf32 permuted big tiles 130x136x24", DT_F32, {6, 1}, {1, 6}, 130, 136, 24, "none", false, 4, true},
-	{"1x1x1", DT_F16, {0}, {0}, 1, 1, 1, "none", true, 0, false},
-	{"17x33x40", DT_F16, {0}, {0}, 17, 33, 40, "bias_relu", true, 0, false},
-	{"33x17x8", DT_F16, {0}, {0}, 33, 17, 8, "also_mm", true, 0, false},
-	{"127x65x17", DT_F16, {0}, {0}, 127, 65, 17, "residual_gelu", false, 0, false},
-	{"batch 3x1 by 1x2", DT_F16, {3, 1}, {1, 2}, 20, 36, 24, "bias_relu", true, 0, false},
-	{"big tiles 144 batches", DT_F16, {12, 1}, {1, 12}, 5, 9, 16, "bias_relu", true, 0, false},
-	{"big tiles 130x136x24", DT_F16, {6, 1}, {1, 6}, 130, 136, 24, "scale_cast", false, 0, false},
-	{"gemv 1x300x72", DT_F16, {0}, {0}, 1, 300, 72, "bias_relu", false, 0, false},
-	{"a^T 17x33x40", DT_F16, {0}, {0}, 17, 33, 40, "bias_relu", true, 1, false},
-	{"b^T 127x65x17", DT_F16, {0}, {0}, 127, 65, 17, "none", false, 2, false},
-	{"a^T b^T batch 3x1 by 1x2", DT_F16, {3, 1}, {1, 2}, 20, 36, 24, "also_mm", true, 3, false},
-	{"a^T b^T 64x64x64", DT_F16, {0}, {0}, 64, 64, 64, "none", true, 3, false},
-	{"permuted big tiles 130x136x24", DT_F16, {6, 1}, {1, 6}, 130, 136, 24, "scale_cast", false, 4, false},
-	{"gemv 16x65x33", DT_F16, {0}, {0}, 16, 65, 33, "residual_gelu", false, 0, false},
-	{"gemv b^T 3x130x40 batch 2x1 by 1x3", DT_F16, {2, 1}, {1, 3}, 3, 130, 40, "bias_relu", false, 2, false},
-	{"gemv a^T 9x64x1", DT_F16, {0}, {0}, 9, 64, 1, "also_mm", false, 1, false},
-	{"1x1x1", DT_BF16, {0}, {0}, 1, 1, 1, "none", true, 0, false},
-	{"17x33x40", DT_BF16, {0}, {0}, 17, 33, 40, "bias_relu", false, 0, false},
-	{"33x17x8", DT_BF16, {0}, {0}, 33, 17, 8, "also_mm", false, 0, false},
-	{"127x65x17", DT_BF16, {0}, {0}, 127, 65, 17, "residual_gelu", false, 0, false},
-	{"batch 3x1 by 1x2", DT_BF16, {3, 1}, {1, 2}, 20, 36, 24, "bias_relu", false, 0, false},
-	{"big tiles 144 batches", DT_BF16, {12, 1}, {1, 12}, 5, 9, 16, "bias_relu", false, 0, false},
-	{"big tiles 130x136x24", DT_BF16, {6, 1}, {1, 6}, 130, 136, 24, "scale_cast", false, 0, false},
-	{"gemv 1x300x72", DT_BF16, {0}, {0}, 1, 300, 72, "bias_relu", false, 0, false},
-	{"a^T 17x33x40", DT_BF16, {0}, {0}, 17, 33, 40, "bias_relu", false, 1, false},
-	{"b^T 127x65x17", DT_BF16, {0}, {0}, 127, 65, 17, "none", false, 2, false},
-	{"a^T b^T batch 3x1 by 1x2", DT_BF16, {3, 1}, {1, 2}, 20, 36, 24, "also_mm", false, 3, false},
-	{"a^T b^T 64x64x64", DT_BF16, {0}, {0}, 64, 64, 64, "none", false, 3, false},
-	{"permuted big tiles 130x136x24", DT_BF16, {6, 1}, {1, 6}, 130, 136, 24, "scale_cast", false, 4, false},
-	{"gemv 16x65x33", DT_BF16, {0}, {0}, 16, 65, 33, "residual_gelu", false, 0, false},
-	{"gemv b^T 3x130x40 batch 2x1 by 1x3", DT_BF16, {2, 1}, {1, 3}, 3, 130, 40, "bias_relu", false, 2, false},
-	{"gemv a^T 9x64x1", DT_BF16, {0}, {0}, 9, 64, 1, "also_mm", false, 1, false},
+	{"tf32 1x1x1", DT_F32, {0}, {0}, 1, 1, 1, "none", true, 0, true, NULL},
+	{"tf32 17x33x40", DT_F32, {0}, {0}, 17, 33, 40, "bias_relu", true, 0, true, NULL},
+	{"tf32 127x65x17", DT_F32, {0}, {0}, 127, 65, 17, "residual_gelu", false, 0, true, NULL},
+	{"tf32 big tiles 130x136x24", DT_F32, {6, 1}, {1, 6}, 130, 136, 24, "scale_cast", false, 0, true, NULL},
+	{"tf32 a^T 33x17x8", DT_F32, {0}, {0}, 33, 17, 8, "also_mm", false, 1, true, NULL},
+	{"tf32 b^T 64x64x64", DT_F32, {0}, {0}, 64, 64, 64, "none", false, 2, true, NULL},
+	{"tf32 a^T b^T batch 3x1 by 1x2", DT_F32, {3, 1}, {1, 2}, 20, 36, 24, "bias_relu", false, 3, true, NULL},
+	{"tf32 permuted big tiles 130x136x24", DT_F32, {6, 1}, {1, 6}, 130, 136, 24, "none", false, 4, true, NULL},
+	{"1x1x1", DT_F16, {0}, {0}, 1, 1, 1, "none", true, 0, false, NULL},
+	{"17x33x40", DT_F16, {0}, {0}, 17, 33, 40, "bias_relu", true, 0, false, NULL},
+	{"33x17x8", DT_F16, {0}, {0}, 33, 17, 8, "also_mm", true, 0, false, NULL},
+	{"127x65x17", DT_F16, {0}, {0}, 127, 65, 17, "residual_gelu", false, 0, false, NULL},
+	{"batch 3x1 by 1x2", DT_F16, {3, 1}, {1, 2}, 20, 36, 24, "bias_relu", true, 0, false, NULL},
+	{"big tiles 144 batches", DT_F16, {12, 1}, {1, 12}, 5, 9, 16, "bias_relu", true, 0, false, NULL},
+	{"big tiles 130x136x24", DT_F16, {6, 1}, {1, 6}, 130, 136, 24, "scale_cast", false, 0, false, NULL},
+	{"gemv 1x300x72", DT_F16, {0}, {0}, 1, 300, 72, "bias_relu", false, 0, false, NULL},
+	{"a^T 17x33x40", DT_F16, {0}, {0}, 17, 33, 40, "bias_relu", true, 1, false, NULL},
+	{"b^T 127x65x17", DT_F16, {0}, {0}, 127, 65, 17, "none", false, 2, false, NULL},
+	{"a^T b^T batch 3x1 by 1x2", DT_F16, {3, 1}, {1, 2}, 20, 36, 24, "also_mm", true, 3, false, NULL},
+	{"a^T b^T 64x64x64", DT_F16, {0}, {0}, 64, 64, 64, "none", true, 3, false, NULL},
+	{"permuted big tiles 130x136x24", DT_F16, {6, 1}, {1, 6}, 130, 136, 24, "scale_cast", false, 4, false, NULL},
+	{"gemv 16x65x33", DT_F16, {0}, {0}, 16, 65, 33, "residual_gelu", false, 0, false, NULL},
+	{"gemv b^T 3x130x40 batch 2x1 by 1x3", DT_F16, {2, 1}, {1, 3}, 3, 130, 40, "bias_relu", false, 2, false, NULL},
+	{"gemv a^T 9x64x1", DT_F16, {0}, {0}, 9, 64, 1, "also_mm", false, 1, false, NULL},
+	{"1x1x1", DT_BF16, {0}, {0}, 1, 1, 1, "none", true, 0, false, NULL},
+	{"17x33x40", DT_BF16, {0}, {0}, 17, 33, 40, "bias_relu", false, 0, false, NULL},
+	{"33x17x8", DT_BF16, {0}, {0}, 33, 17, 8, "also_mm", false, 0, false, NULL},
+	{"127x65x17", DT_BF16, {0}, {0}, 127, 65, 17, "residual_gelu", false, 0, false, NULL},
+	{"batch 3x1 by 1x2", DT_BF16, {3, 1}, {1, 2}, 20, 36, 24, "bias_relu", false, 0, false, NULL},
+	{"big tiles 144 batches", DT_BF16, {12, 1}, {1, 12}, 5, 9, 16, "bias_relu", false, 0, false, NULL},
+	{"big tiles 130x136x24", DT_BF16, {6, 1}, {1, 6}, 130, 136, 24, "scale_cast", false, 0, false, NULL},
+	{"gemv 1x300x72", DT_BF16, {0}, {0}, 1, 300, 72, "bias_relu", false, 0, false, NULL},
+	{"a^T 17x33x40", DT_BF16, {0}, {0}, 17, 33, 40, "bias_relu", false, 1, false, NULL},
+	{"b^T 127x65x17", DT_BF16, {0}, {0}, 127, 65, 17, "none", false, 2, false, NULL},
+	{"a^T b^T batch 3x1 by 1x2", DT_BF16, {3, 1}, {1, 2}, 20, 36, 24, "also_mm", false, 3, false, NULL},
+	{"a^T b^T 64x64x64", DT_BF16, {0}, {0}, 64, 64, 64, "none", false, 3, false, NULL},
+	{"permuted big tiles 130x136x24", DT_BF16, {6, 1}, {1, 6}, 130, 136, 24, "scale_cast", false, 4, false, NULL},
+	{"gemv 16x65x33", DT_BF16, {0}, {0}, 16, 65, 33, "residual_gelu", false, 0, false, NULL},
+	{"gemv b^T 3x130x40 batch 2x1 by 1x3", DT_BF16, {2, 1}, {1, 3}, 3, 130, 40, "bias_relu", false, 2, false, NULL},
+	{"gemv a^T 9x64x1", DT_BF16, {0}, {0}, 9, 64, 1, "also_mm", false, 1, false, NULL},
+	/* tc128x256x32s4 (a wave of 128x256 tiles and K >= 2048 on the GPU): edges in
+	 * every dim, the transposed layouts, the element-chunk path */
+	{"128x256 tiles 130x260x72", DT_BF16, {2, 1}, {1, 1}, 130, 260, 72, "bias_relu", false, 0,
+	 false, "tc128x256x32s4"},
+	{"128x256 tiles a^T b^T 129x300x40", DT_BF16, {0}, {0}, 129, 300, 40, "residual_gelu",
+	 false, 3, false, "tc128x256x32s4"},
+	{"128x256 tiles 100x257x33", DT_F16, {0}, {0}, 100, 257, 33, "scale_cast", false, 0,
+	 false, "tc128x256x32s4"},
+	{"128x256 tiles b^T 64x256x96", DT_F16, {0}, {0}, 64, 256, 96, "also_mm", true, 2, false,
+	 "tc128x256x32s4"},
 };
 enum { MM_NCASES = (int)(sizeof mm_cases / sizeof mm_cases[0]) };
 
@@ -1353,7 +1367,7 @@ static unsigned mm_variants(const Built *b, int *nlaunch)
 			continue;
 		int bm, bn;
 		const char *nm = cg_matmul_variant_name(v);
-		/* "tc128x128x32s3", "tf32x64x64x32s3": 128, 128; 64, 64 */
+		/* "tc128x256x32s4", "tf32x64x64x32s3": 128, 256; 64, 64 */
 		nm += strncmp(nm, "tf32x", 5) ? strcspn(nm, "0123456789") : 5;
 		assert_int_equal(sscanf(nm, "%dx%d", &bm, &bn), 2);
 		const Graph *g = b->s->g;
@@ -1389,6 +1403,8 @@ static void test_matmul_tiles(void **state)
 		built_new(&b, &gg, label);
 		b.tf32 = c->tf32;
 		int nl;
+		if (c->force)
+			setenv("FUSEC_MATMUL_TILES", c->force, 1);
 		unsigned v = mm_variants(&b, &nl);
 		if (!(v & ~1u))
 			fail_msg("%s: no tiled kernel", label);
@@ -1399,6 +1415,7 @@ static void test_matmul_tiles(void **state)
 		exact_compare = c->exact;
 		bad += run_both(&b, &gg, 7, NULL) > 0;
 		exact_compare = false;
+		unsetenv("FUSEC_MATMUL_TILES");
 		built_free(&b);
 		gen_free(&gg);
 	}
@@ -1418,10 +1435,11 @@ static void test_matmul_tiles_ptx(void **state)
 	Built *items = xcalloc(MM_NCASES, sizeof *items);
 	GenGraph *ggs = xcalloc(MM_NCASES, sizeof *ggs);
 	int n = 0;
-	for (int pass = 0; pass < 2; pass++) {
+	/* pass 0: the rule's choices, 1: tf32, 2: forced tc128x256x32s4 */
+	for (int pass = 0; pass < 3; pass++) {
 		int first = n;
 		for (int i = 0; i < MM_NCASES; i++) {
-			if (mm_cases[i].tf32 != (pass == 1))
+			if (mm_cases[i].tf32 != (pass == 1) || (mm_cases[i].force != NULL) != (pass == 2))
 				continue;
 			mm_graph(&ggs[n], &mm_cases[i]);
 			char label[96];
@@ -1431,8 +1449,11 @@ static void test_matmul_tiles_ptx(void **state)
 			items[n].tf32 = mm_cases[i].tf32;
 			n++;
 		}
+		if (pass == 2)
+			setenv("FUSEC_MATMUL_TILES", "tc128x256x32s4", 1);
 		if (n > first)
 			ptx_both(items + first, n - first);
+		unsetenv("FUSEC_MATMUL_TILES");
 	}
 	ptxas_wait();
 	for (int i = 0; i < n; i++) {

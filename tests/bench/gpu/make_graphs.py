@@ -378,6 +378,27 @@ def mm_check(dt):
     graph("mm_check_" + dt, ins, ops, outs)
 
 
+def mm_check_long(dt):
+    """The GPU check of the long-K configuration (tc128x256x32s4: a wave of 128x256
+    tiles, K >= 2048): 12 x 11 broadcast batches of small matrices (132 tiles, each
+    mostly edge), K a multiple of 8 (cp.async) or not (element copies), with a bias
+    and gelu (erf form, then tanh form) epilogue."""
+    ins, ops, outs = {}, [], []
+    cases = [("long_fast", 40, 72, 2056, "none"), ("long_odd", 33, 65, 2049, "tanh")]
+    for name, m, n, k, approx in cases:
+        ins[name + "_a"] = (dt, [12, 1, m, k])
+        ins[name + "_b"] = (dt, [1, 11, k, n])
+        ins[name + "_bias"] = (dt, [1, 1, 1, n])
+        ops.append(op("matmul", [name + "_a", name + "_b"], name + "_mm"))
+        ops.append(op("add", [name + "_mm", name + "_bias"], name + "_h"))
+        if approx == "none":
+            ops.append(op("gelu", [name + "_h"], name + "_y"))
+        else:
+            ops.append(op("gelu", [name + "_h"], name + "_y", approximate=approx))
+        outs.append(name + "_y")
+    graph("mm_check_long_" + dt, ins, ops, outs)
+
+
 def mm_check_views(dt, name):
     """The GPU check of operands read through views and of tiny M: per case a matmul
     whose a and/or b arrive through swap_dims (stored transposed: ldmatrix with the
@@ -440,3 +461,5 @@ if __name__ == "__main__":
         mm_check(t)
         mm_check_views(t, "mm_check_views_" + t)
     mm_check_views("f32", "mm_check_tf32")
+    for t in ["bf16", "f16"]:
+        mm_check_long(t)
