@@ -203,8 +203,8 @@ $(BUILD)/fuzz_onnx: $(FUZZ_ONNX_SRC) $(BUILD)/gen/onnx.pb-c.h
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) -std=c11 -D_POSIX_C_SOURCE=200809L -O1 -g -fno-omit-frame-pointer \
 	  -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -I$(BUILD)/gen \
-	  $(shell $(PKG_CONFIG) --cflags libcjson yaml-0.1 libprotobuf-c) -o $@ $(FUZZ_ONNX_SRC) \
-	  $(shell $(PKG_CONFIG) --libs libcjson yaml-0.1 libprotobuf-c) -lm
+	  $(shell $(PKG_CONFIG) --cflags libcjson yaml-0.1 libprotobuf-c libcrypto) -o $@ $(FUZZ_ONNX_SRC) \
+	  $(shell $(PKG_CONFIG) --libs libcjson yaml-0.1 libprotobuf-c libcrypto) -lm
 fuzz-onnx: $(BUILD)/fuzz_onnx
 
 sanitize:

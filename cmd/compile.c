@@ -14,6 +14,7 @@
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "../codegen/math.h"
@@ -440,11 +441,16 @@ static int commit_outputs(const char *dir, const char *name, const OutFile *file
 		}
 	}
 	/* FUSEC_TEST_FAIL_RENAME=K makes the K-th rename fail (EIO), for the tests of
-	 * the rollback below (tests/cli/t_reliability.sh). */
+	 * the rollback below; FUSEC_TEST_RENAME_DELAY_MS=N waits N ms before each rename
+	 * after the first, widening the window in which an unlocked publish would mix
+	 * with another (tests/cli/t_reliability.sh). */
 	const char *fault = getenv("FUSEC_TEST_FAIL_RENAME");
-	int fail_at = fault ? atoi(fault) : 0;
+	const char *delay = getenv("FUSEC_TEST_RENAME_DELAY_MS");
+	int fail_at = fault ? atoi(fault) : 0, delay_ms = delay ? atoi(delay) : 0;
 	for (int k = 1; status == EXIT_OK && k <= nout; k++) {
 		Output *o = &out[k % nout];
+		if (k > 1 && delay_ms > 0 && delay_ms <= 1000)
+			nanosleep(&(struct timespec){0, delay_ms * 1000000L}, NULL);
 		if (k == fail_at)
 			errno = EIO;
 		if (k == fail_at || rename(o->tmp, o->final) != 0) {
@@ -547,17 +553,16 @@ static int write_depfile(const CompileOptions *o, const Graph *g, const OutFile 
 }
 
 /* The plan, the PTX and what --emit asked for, committed together. */
-static int write_outputs(const CompileOptions *o, const Schedule *s, const CgOutputs *co)
+static int write_outputs(const CompileOptions *o, const Schedule *s, const CgOutputs *co,
+			 const Buf *weights)
 {
-	Buf rel = {0}, dot = {0}, svg = {0}, weights = {0};
+	Buf rel = {0}, dot = {0}, svg = {0};
 	OutFile files[8];
 	int n = 0;
 	files[n++] = (OutFile){".plan.json", co->plan, strlen(co->plan)};
 	files[n++] = (OutFile){".ptx", co->ptx.data, co->ptx.len};
-	if (cg_weights_layout_size(s->g)) {
-		cg_weights_write(s->g, &weights);
-		files[n++] = (OutFile){".weights.bin", weights.data, weights.len};
-	}
+	if (weights->len)
+		files[n++] = (OutFile){".weights.bin", weights->data, weights->len};
 	if (o->emit_ll)
 		files[n++] = (OutFile){".ll", co->ll.data, co->ll.len};
 	if (o->emit_relative) {
@@ -573,7 +578,6 @@ static int write_outputs(const CompileOptions *o, const Schedule *s, const CgOut
 			buf_free(&rel);
 			buf_free(&dot);
 			buf_free(&svg);
-			buf_free(&weights);
 			return EXIT_FAIL;
 		}
 		files[n++] = (OutFile){".svg", svg.data, svg.len};
@@ -598,7 +602,6 @@ static int write_outputs(const CompileOptions *o, const Schedule *s, const CgOut
 	buf_free(&rel);
 	buf_free(&dot);
 	buf_free(&svg);
-	buf_free(&weights);
 	return status;
 }
 
@@ -697,9 +700,16 @@ int cmd_compile(int argc, char **argv)
 	char *cache = o.no_cache ? NULL : default_cache_dir(o.cache_dir);
 	char wname[512];
 	snprintf(wname, sizeof wname, "%s.weights.bin", g->name);
-	PlanFileInfo info = {o.arch, ptxname, o.libdevice, cg_weights_layout_size(g) ? wname : NULL,
+	/* The weights file is built first: the plan records its hash (docs/reliability.md). */
+	Buf weights = {0};
+	char wsha[65];
+	if (cg_weights_layout_size(g)) {
+		cg_weights_write(g, &weights);
+		sha256_hex(weights.data, weights.len, wsha);
+	}
+	PlanFileInfo info = {o.arch, ptxname, o.libdevice, weights.len ? wname : NULL,
 			     o.pretty, cache, o.jobs, isatty(STDERR_FILENO) ? show_progress : NULL,
-			     o.allow_tf32, NULL};
+			     o.allow_tf32, NULL, weights.len ? wsha : NULL};
 	CgOutputs co = {0};
 	if (o.verify && pass_verify(s, &d)) {
 		cmd_print_diag(&d);
@@ -712,7 +722,8 @@ int cmd_compile(int argc, char **argv)
 	clear_progress();
 	free(cache);
 	if (status == EXIT_OK)
-		status = write_outputs(&o, s, &co);
+		status = write_outputs(&o, s, &co, &weights);
+	buf_free(&weights);
 	if (o.timing && status == EXIT_OK)
 		print_times(g, t, &co);
 	cg_outputs_free(&co);

@@ -249,6 +249,10 @@ char *cg_plan_json(const Schedule *s, const CgProgram *prog, const PlanFileInfo 
 	if (info->weights) {
 		jw_key(w, "weights");
 		jw_str(w, info->weights);
+		if (info->weights_sha256) {
+			jw_key(w, "weights_sha256");
+			jw_str(w, info->weights_sha256);
+		}
 	}
 	jw_key(w, "options");
 	jw_obj(w);

@@ -29,6 +29,7 @@ typedef struct {
 	void (*progress)(const char *phase, int nkernels);
 	bool allow_tf32;       /* --allow-tf32: f32 matmuls may use tf32 tensor cores */
 	const char *ptx_sha256;  /* the PTX's SHA-256 (hex); set by cg_compile_schedule */
+	const char *weights_sha256; /* the weights file's SHA-256 (hex); NULL when none */
 } PlanFileInfo;
 
 /* The weights file: every constant of the graph (Tensor.data), in tensor order,
