@@ -58,6 +58,7 @@ static const char usage_text[] =
 	"Every command takes the resource caps on the graphs it reads:\n"
 	"  --max-ops N (default 10000000), --max-tensors N (20000000),\n"
 	"  --max-elements N (elements of all tensors together; default no cap)\n"
+	"and --max-errors N: errors to report per graph file (default 20).\n"
 	"--diagnostics json (any command, or FUSEC_DIAGNOSTICS=json) writes errors as\n"
 	"JSON lines on stderr: file, line, col, code, message.\n"
 	"`fusec COMMAND --help` describes each command.\n"
@@ -138,10 +139,15 @@ static bool is_onnx(const char *path)
 	return onnx_sniff(path, head, n);
 }
 
+/* --max-errors N: how many errors to report per graph file (at most MAX_ERRORS). */
+enum { MAX_ERRORS = 1000 };
+static int64_t max_errors = 20;
+
 Graph *cmd_load_graph(Arena *a, const char *path)
 {
 	Diag d;
 	Graph *g;
+	int nd = 1;
 	if (is_onnx(path)) {
 		OnnxOptions o = {input_shapes, ninput_shapes, NULL, 0};
 		g = onnx_read_file(a, path, &o, &d);
@@ -149,7 +155,19 @@ Graph *cmd_load_graph(Arena *a, const char *path)
 		diag_set(&d, path, 0, 0, "--input-shape applies to ONNX models only");
 		g = NULL;
 	} else {
-		g = ir_read_file(a, path, FMT_AUTO, &d);
+		int maxd = max_errors < MAX_ERRORS ? (int)max_errors : MAX_ERRORS;
+		Diag *all = xmalloc(sizeof *all * (size_t)maxd);
+		g = ir_read_file_errors(a, path, FMT_AUTO, all, maxd, &nd);
+		d = all[0];
+		for (int i = 0; !g && i + 1 < nd; i++)
+			cmd_print_diag_code(&all[i], "invalid-input");
+		if (!g)
+			d = all[nd - 1];
+		if (!g && nd == maxd && maxd > 1) {
+			cmd_print_diag_code(&d, "invalid-input");
+			diag_set(&d, path, 0, 0, "stopped after %d errors (--max-errors N reports more)", nd);
+		}
+		free(all);
 		if (g && host_load_constants(g, &d))
 			g = NULL;
 	}
@@ -252,14 +270,15 @@ static int take_input_shapes(const char *sub, int *argc, char **argv)
 
 
 /* Take the resource caps (--max-ops N, --max-tensors N, --max-elements N, or
- * --opt=N) out of argv, wherever they stand, into ir_limits. Returns the new argc,
- * or -1 after a usage error. */
+ * --opt=N) out of argv, wherever they stand, into ir_limits, and --max-errors N.
+ * Returns the new argc, or -1 after a usage error. */
 static int take_limits(int argc, char **argv)
 {
 	static const struct { const char *name; int64_t *v; } caps[] = {
 		{"--max-ops", &ir_limits.max_ops},
 		{"--max-tensors", &ir_limits.max_tensors},
 		{"--max-elements", &ir_limits.max_elements},
+		{"--max-errors", &max_errors},
 	};
 	int out = 1;
 	for (int i = 1; i < argc; i++) {

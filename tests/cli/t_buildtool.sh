@@ -48,6 +48,22 @@ same diag-json-text "$TMP/err" '{"severity":"error","file":"tests/errors/typo_op
 check diag-json-env 2 env FUSEC_DIAGNOSTICS=json "$FUSEC" compile
 same diag-json-usage "$TMP/err" '{"severity":"error","file":null,"line":0,"col":0,"code":"usage","message":"expected one GRAPH argument"}'
 check diag-bad 2 "$FUSEC" --diagnostics xml compile $G/lone.yaml
+# Several errors in one file: every one, in order, one JSON line each; --max-errors
+# stops early and says so.
+check diag-json-multi 1 "$FUSEC" --diagnostics json normalize tests/errors/multi_errors.yaml
+same diag-json-multi-text "$TMP/err" '{"severity":"error","file":"tests/errors/multi_errors.yaml","line":3,"col":14,"code":"invalid-input","message":"inputs.x.dtype: unknown dtype '"'float32'; did you mean 'f32'?"'"}
+{"severity":"error","file":"tests/errors/multi_errors.yaml","line":7,"col":10,"code":"invalid-input","message":"ops[0].op: unknown op '"'relue'; did you mean 'relu'?"'"}
+{"severity":"error","file":"tests/errors/multi_errors.yaml","line":9,"col":5,"code":"invalid-input","message":"op '"'add' (ops[2]): ranks 2 and 1 differ ([8,64] and [8]); operands broadcast only at the same rank: reshape the [8] operand to [8,1] first"'"}
+{"severity":"error","file":"tests/errors/multi_errors.yaml","line":10,"col":24,"code":"invalid-input","message":"ops[3]: unknown attribute '"'axes' for op 'sum'; did you mean 'axis'? ('sum' takes: axis)"'"}
+{"severity":"error","file":"tests/errors/multi_errors.yaml","line":12,"col":20,"code":"invalid-input","message":"ops[5].in[0]: tensor '"'q' is not defined above"'"}
+{"severity":"error","file":"tests/errors/multi_errors.yaml","line":13,"col":24,"code":"invalid-input","message":"ops[6]: unknown key '"'otu'; did you mean 'out'?"'"}'
+check max-errors-2 1 "$FUSEC" normalize tests/errors/multi_errors.json --max-errors 2
+same max-errors-2-text "$TMP/err" "tests/errors/multi_errors.json:2:68: error: inputs.m.dtype: unknown dtype 'boolean'; did you mean 'bool'?
+tests/errors/multi_errors.json:3:60: error: constants.w.data: has 3 values, the shape needs 8
+tests/errors/multi_errors.json: error: stopped after 2 errors (--max-errors N reports more)"
+check max-errors-1 1 "$FUSEC" --max-errors=1 compile tests/errors/multi_errors.json -o "$TMP/bad"
+same max-errors-1-text "$TMP/err" "tests/errors/multi_errors.json:2:68: error: inputs.m.dtype: unknown dtype 'boolean'; did you mean 'bool'?"
+check max-errors-bad 2 "$FUSEC" normalize tests/errors/multi_errors.json --max-errors 0
 
 # the depfile lists the .npy files constants come from
 python3 - "$TMP/w.npy" <<'PY'

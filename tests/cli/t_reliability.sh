@@ -207,3 +207,12 @@ check cap-bad 2 "$FUSEC" normalize $G --max-ops 0
 # Inputs read from .npy files: regular files only.
 check npy-dev-zero 1 "$FUSEC" run docs/examples/reuse.yaml --inputs a=/dev/zero
 same npy-dev-zero-msg "$TMP/err" "/dev/zero: error: not a regular file (a device)"
+
+# Inputs the fuzzers found (tests/fuzz/regress/, named after what they broke): each is
+# refused with exit 1 and a one-line message (make sanitize also checks for UB here).
+for f in tests/fuzz/regress/*.onnx tests/fuzz/regress/*.json tests/fuzz/regress/*.yaml; do
+	[ -f "$f" ] || continue
+	n=$(basename "$f")
+	check "fuzz-regress-$n" 1 "$FUSEC" normalize "$f" &&
+		check "fuzz-regress-$n-one-line" 0 test "$(wc -l <"$TMP/err")" -eq 1
+done
