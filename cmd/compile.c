@@ -19,6 +19,7 @@
 
 #include "../codegen/math.h"
 #include "../codegen/plan.h"
+#include "../onnx/onnx.h"
 #include "cmd.h"
 
 static const char compile_usage[] =
@@ -521,6 +522,14 @@ static int write_depfile(const CompileOptions *o, const Graph *g, const OutFile 
 			buf_putc(&b, ' ');
 			make_path(&b, g->tensors[t].src->npy);
 		}
+	/* an ONNX model's external data files */
+	Arena *xa = arena_new();
+	const char **ext = NULL;
+	int next = from_file && cmd_is_onnx(o->graph) ? onnx_external_files(xa, o->graph, &ext) : 0;
+	for (int i = 0; i < next; i++) {
+		buf_putc(&b, ' ');
+		make_path(&b, ext[i]);
+	}
 	buf_putc(&b, '\n');
 	/* a phony rule per input, so that deleting one does not stop make */
 	if (from_file) {
@@ -534,6 +543,12 @@ static int write_depfile(const CompileOptions *o, const Graph *g, const OutFile 
 			make_path(&b, g->tensors[t].src->npy);
 			buf_puts(&b, ":\n");
 		}
+	for (int i = 0; i < next; i++) {
+		buf_putc(&b, '\n');
+		make_path(&b, ext[i]);
+		buf_puts(&b, ":\n");
+	}
+	arena_free(xa);
 	char *tmp = malloc(strlen(o->depfile) + 8);
 	sprintf(tmp, "%s.tmp", o->depfile);
 	FILE *f = fopen(tmp, "w");

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include <cjson/cJSON.h>
 #include <llvm-c/Core.h>
@@ -125,13 +126,16 @@ static int ninput_shapes;
 static Arena *shape_arena;
 
 /* Whether path names an ONNX model: by extension, or by its first byte. */
-static bool is_onnx(const char *path)
+bool cmd_is_onnx(const char *path)
 {
 	if (!strcmp(path, "-"))
 		return false;
 	unsigned char head[1];
 	size_t n = 0;
-	FILE *f = fopen(path, "rb");
+	/* only a regular file is peeked at: reading a byte of a pipe (/dev/stdin, <(...))
+	 * would take it, and stdio's buffer with it, from the graph reader */
+	struct stat sb;
+	FILE *f = stat(path, &sb) == 0 && S_ISREG(sb.st_mode) ? fopen(path, "rb") : NULL;
 	if (f) {
 		n = fread(head, 1, 1, f);
 		fclose(f);
@@ -148,7 +152,7 @@ Graph *cmd_load_graph(Arena *a, const char *path)
 	Diag d;
 	Graph *g;
 	int nd = 1;
-	if (is_onnx(path)) {
+	if (cmd_is_onnx(path)) {
 		OnnxOptions o = {input_shapes, ninput_shapes, NULL, 0};
 		g = onnx_read_file(a, path, &o, &d);
 	} else if (ninput_shapes) {

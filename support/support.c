@@ -293,6 +293,17 @@ char *read_file(const char *path, size_t max, size_t *len, Diag *d)
 		diag_set(d, name, 0, 0, "cannot open: %s", strerror(errno));
 		return NULL;
 	}
+	/* A device (/dev/zero, a disk) or a folder is no file to read: refuse it before
+	 * reading up to max bytes of it. Pipes are read, up to max. */
+	struct stat sb;
+	if (fstat(fileno(f), &sb) == 0 && (S_ISCHR(sb.st_mode) || S_ISBLK(sb.st_mode) ||
+					   S_ISDIR(sb.st_mode)) && !(std && S_ISCHR(sb.st_mode))) {
+		diag_set(d, name, 0, 0, "not a regular file (%s)",
+			 S_ISDIR(sb.st_mode) ? "a folder" : "a device");
+		if (!std)
+			fclose(f);
+		return NULL;
+	}
 	size_t cap = 1 << 16, n = 0;
 	char *buf = xmalloc(cap);
 	errno = 0;

@@ -216,3 +216,14 @@ for f in tests/fuzz/regress/*.onnx tests/fuzz/regress/*.json tests/fuzz/regress/
 	check "fuzz-regress-$n" 1 "$FUSEC" normalize "$f" &&
 		check "fuzz-regress-$n-one-line" 0 test "$(wc -l <"$TMP/err")" -eq 1
 done
+
+# Graph and model files that are devices are refused before reading (not read up to
+# the 1 GiB bound); a pipe is read, and a path naming one is not peeked at first.
+ln -s /dev/zero "$TMP/zero.onnx" && ln -s /dev/zero "$TMP/zero.yaml"
+for f in /dev/zero "$TMP/zero.onnx" "$TMP/zero.yaml"; do
+	check "read-device-$(basename "$f")" 1 "$FUSEC" normalize "$f" &&
+		contains "read-device-$(basename "$f")-msg" "$TMP/err" "not a regular file (a device)"
+done
+check read-folder 1 "$FUSEC" normalize "$TMP"
+check read-dev-stdin-pipe 0 sh -c "cat docs/examples/reuse.yaml | '$FUSEC' normalize /dev/stdin"
+contains read-dev-stdin-pipe-out "$TMP/out" "segment 0"
