@@ -290,14 +290,22 @@ static int parse_options(int argc, char **argv, CompileOptions *o)
 				return EXIT_USAGE;
 			}
 			break;
-		case 'd':
+		case 'd': {
+			struct stat sb;
 			if (strcmp(optarg, "auto") && access(optarg, R_OK) != 0) {
 				cmd_usage_error("compile", "cannot read --libdevice '%s': %s", optarg,
 						strerror(errno));
 				return EXIT_USAGE;
 			}
+			/* not a device or pipe: the kernel cache hashes it to its end */
+			if (strcmp(optarg, "auto") && (stat(optarg, &sb) || !S_ISREG(sb.st_mode))) {
+				cmd_usage_error("compile", "--libdevice '%s' is not a regular file",
+						optarg);
+				return EXIT_USAGE;
+			}
 			o->libdevice = optarg;
 			break;
+		}
 		case 't':
 			o->timing = true;
 			break;

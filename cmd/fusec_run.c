@@ -226,7 +226,7 @@ static int parse_args(int argc, char **argv, Options *o)
 		switch (c) {
 		case 'h':
 			fputs(usage_text, stdout);
-			exit(EXIT_OK);
+			exit(finish_stdout("fusec-run", EXIT_OK));
 		case O_BENCH: o->bench = true; break;
 		case O_PLAN_ONLY: o->plan_only = true; break;
 		case O_INPUTS: o->inputs = optarg; break;

@@ -138,6 +138,12 @@ if [ -w /dev/full ]; then
 	check full-version 3 sh -c "'$FUSEC' --version >/dev/full"
 	check full-compile-help 3 sh -c "'$FUSEC' compile --help >/dev/full"
 	check full-run-plan 3 sh -c "'$(dirname "$FUSEC")/fusec-run' tests/runtime/axpb.plan.json --plan-only >/dev/full"
+	check full-run-help 3 sh -c "'$(dirname "$FUSEC")/fusec-run' --help >/dev/full"
+	check full-ops 3 sh -c "'$FUSEC' ops --json >/dev/full"
+	check full-explain-json 3 sh -c "'$FUSEC' explain $G --json >/dev/full"
+	check full-import 3 sh -c "'$FUSEC' import $G >/dev/full"
+	check full-run-interp 3 sh -c "'$FUSEC' run $G --backend interp >/dev/full"
+	check full-compile-wrote 3 sh -c "'$FUSEC' compile $G -o '$TMP/full' >/dev/full"
 fi
 
 # Loading a plan is linear: 100,000 tensors and as many launches load in seconds
@@ -216,6 +222,10 @@ for f in tests/fuzz/regress/*.onnx tests/fuzz/regress/*.json tests/fuzz/regress/
 	check "fuzz-regress-$n" 1 "$FUSEC" normalize "$f" &&
 		check "fuzz-regress-$n-one-line" 0 test "$(wc -l <"$TMP/err")" -eq 1
 done
+
+# --libdevice must be a regular file (the kernel cache hashes it to its end).
+check libdevice-device 2 "$FUSEC" compile docs/examples/reuse.yaml -o "$TMP/ld" --libdevice /dev/zero
+contains libdevice-device-msg "$TMP/err" "--libdevice '/dev/zero' is not a regular file"
 
 # Graph and model files that are devices are refused before reading (not read up to
 # the 1 GiB bound); a pipe is read, and a path naming one is not peeked at first.
