@@ -55,7 +55,7 @@ static const char compile_usage[] =
 	"  --time                 print the time of each phase to stderr\n"
 	"  -q, --quiet            do not print the line naming the files written\n"
 	"  -M, --depfile FILE     write a make rule: the outputs depend on GRAPH (and\n"
-	"                         the files it reads)\n"
+	"                         its .npy and ONNX external data files)\n"
 	"  --verify               check the schedule before generating code: every op\n"
 	"                         runs once, launches read only what is written earlier\n"
 	"  --allow-tf32           f32 matmuls run on tensor cores as tf32 (10-bit\n"
