@@ -193,7 +193,7 @@ fuzz: $(BUILD)/fuzz_read $(BUILD)/fuzz_plan
 # Every fuzz target for FUZZ_SECONDS (60) from the seed corpora (tests/fuzz/smoke.sh);
 # part of CI.
 FUZZ_SECONDS ?= 60
-fuzz-smoke: $(BUILD)/fuzz_read $(BUILD)/fuzz_plan $(BUILD)/tests/fakecuda.so
+fuzz-smoke: $(BUILD)/fuzz_read $(BUILD)/fuzz_plan $(BUILD)/fuzz_onnx $(BUILD)/tests/fakecuda.so
 	sh tests/fuzz/smoke.sh $(BUILD) $(FUZZ_SECONDS)
 
 # libFuzzer target for the ONNX reader: seed it with tests/onnx/models/*/model.onnx.
