@@ -1018,7 +1018,7 @@ static int check_entry(const RtKernel *k, const char *q, const char *end, const 
 		q = skip_space(q, end);
 		if (q < end && *q == ')')
 			break;
-		if (q >= end || strncmp(q, ".param", 6) != 0) {
+		if (end - q < 6 || memcmp(q, ".param", 6) != 0) {
 			diag_set(d, file, 0, 0, "entry '%s': cannot read parameter %d", k->entry, i);
 			return -1;
 		}

@@ -20,6 +20,9 @@ for f in tests/onnx/models/*/model.onnx tests/fuzz/regress/*.onnx; do
 done
 # Plan seeds: the fixture with its PTX, and plans fusec compiles when it is built.
 { cat tests/runtime/axpb.plan.json; echo "//PTX"; cat tests/runtime/axpb.ptx; } >"$W/plan/axpb"
+for f in tests/fuzz/regress/*.plan; do
+	if [ -f "$f" ]; then cp "$f" "$W/plan/$(basename "$f")"; fi
+done
 if [ -x build/fusec ]; then
 	for g in docs/examples/*.yaml; do
 		n=$(basename "$g" .yaml)
