@@ -237,3 +237,13 @@ done
 check read-folder 1 "$FUSEC" normalize "$TMP"
 check read-dev-stdin-pipe 0 sh -c "cat docs/examples/reuse.yaml | '$FUSEC' normalize /dev/stdin"
 contains read-dev-stdin-pipe-out "$TMP/out" "segment 0"
+
+# import -o OUT is written under a temporary name and renamed: a write that fails
+# (here the file size limit, as on a full disk) leaves the previous OUT as it was.
+mkdir -p "$TMP/imp"
+check import-first 0 "$FUSEC" import docs/examples/reuse.yaml -o "$TMP/imp/g.yaml"
+cp "$TMP/imp/g.yaml" "$TMP/imp-before"
+check import-fail 3 sh -c "trap '' XFSZ; ulimit -f 2; '$FUSEC' import docs/examples/resnet_block.yaml -o '$TMP/imp/g.yaml'"
+contains import-fail-msg "$TMP/err" "cannot write '$TMP/imp/g.yaml': File too large"
+same_files import-fail-unchanged "$TMP/imp-before" "$TMP/imp/g.yaml"
+check import-fail-no-temp 0 sh -c "! ls -A '$TMP/imp' | grep -q fusec-"
