@@ -204,12 +204,21 @@ LLVMValueRef cg_vector_loops(CgKb *kb, int rank, const uint32_t *ref, const int 
 #ifndef FUSEC_RED_ELEMS          /* a build knob for measuring the rule */
 #define FUSEC_RED_ELEMS 32
 #endif
+#ifndef FUSEC_RED_CACHE          /* a build knob for measuring the rule */
+#define FUSEC_RED_CACHE 16
+#endif
+#ifndef FUSEC_RED_MAXNREG        /* a build knob for measuring the rule */
+#define FUSEC_RED_MAXNREG 48
+#endif
 enum {
 	CG_RED_MAX = 16,         /* reductions in one cooperative kernel */
 	CG_RED_ELEMS = FUSEC_RED_ELEMS, /* rows mode: elements per thread of a block-per-row row */
 	CG_RED_UNROLL = 4,       /* scalar path: positions of a row a thread loads a trip */
 	CG_RED_THREADS = 512,    /* the most threads of a reduce block */
-	CG_RED_MAXNREG = 48,     /* registers per thread (.maxnreg): occupancy over spills */
+	CG_RED_MAXNREG = FUSEC_RED_MAXNREG, /* registers per thread (.maxnreg): occupancy over spills */
+	CG_RED_CACHE = FUSEC_RED_CACHE, /* rows kept in registers: elements per thread */
+	CG_RED_CACHE_T = 2,      /* row tensors a row cache holds */
+	CG_RED_CACHE_BYTES = 32768, /* its shared memory a block (static: 48 KiB at most) */
 };
 /* The structure of a cooperative reduce kernel (kernel_reduce.c, cg_reduce_plan). */
 typedef struct {
@@ -224,6 +233,10 @@ typedef struct {
 					 row tensors (vt), when aligned; 1: no vector path */
 	int vt[CG_RED_MAX];           /* global tensors read along the whole axis */
 	int nvt;
+	bool cache;                   /* rows broadcast back: the row may stay in registers
+					 between passes (the ct tensors, read once) */
+	int ct[CG_RED_CACHE_T];       /* the cached tensors: vt of the full row shape */
+	int nct;
 	int red[CG_RED_MAX];          /* op index of each reduction, in op order */
 	int level[CG_RED_MAX];        /* its pass: after the reductions it reads */
 	int nred, npass;
@@ -234,6 +247,7 @@ bool cg_reduce_plan(CgKb *kb, const CgKernelSpec *s, int rank, const uint32_t *r
 void cg_reduce_kernel(CgKb *kb, CgCoop *c, const CgRed *r, const uint32_t *ref, const int *wr,
 		      int nw, CgKernel *k);
 int64_t cg_reduce_row_threads(int64_t n);
+int64_t cg_reduce_cache_threads(int64_t n);
 LLVMValueRef cg_eval_reduce(CgKb *kb, const RelOp *op, CgIdx *out);
 int cg_row_axis(const CgKernelSpec *s, int rank, const uint32_t *ref);
 void cg_row_loops(CgKb *kb, int rank, const uint32_t *ref, int axis, const int *wr, int nw);

@@ -10,7 +10,7 @@
 #include "cg_impl.h"
 #include "kcache.h"
 
-static const char magic[] = "fusec-kcache/2\n";   /* 2: cooperative reduce kernels */
+static const char magic[] = "fusec-kcache/3\n";   /* 3: reduce rows kept in registers */
 
 /* A second, independent 64-bit hash for the file name (the first is FNV-1a). */
 static uint64_t mix_hash(const char *p, size_t n)

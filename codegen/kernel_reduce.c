@@ -170,9 +170,12 @@ void cg_row_loops(CgKb *kb, int rank, const uint32_t *ref, int axis, const int *
  * later passes over the row; reductions of one pass share its loop. Every thread of a
  * group ends a pass holding the results in thread-private variables, and each later
  * phase hands them to the evaluator through the memo, so a ReduceBroadcasted chain
- * (softmax, layer norm) writes its row in the same launch. Rows are re-read from
- * memory on each pass (L1/L2 keep a block's row close). Results are bitwise the same
- * run to run: the tree depends on the launch's geometry alone.
+ * (softmax, layer norm) writes its row in the same launch. On the vector path such a
+ * kernel keeps its row tensors in shared memory when the row fits (the row cache:
+ * read once, cg_reduce_cache_threads); otherwise rows are re-read from memory on each
+ * pass (L1/L2 keep a block's row close). The write phase stores V lanes at once.
+ * Results are bitwise the same run to run: the tree depends on the launch's geometry
+ * alone (the cache changes where values come from, not the order they combine in).
  *
  * Split: a kernel with one reduction whose result is not broadcast may split long
  * rows (or columns) over grid.y = S blocks. Each block writes its partial to the
@@ -289,6 +292,23 @@ bool cg_reduce_plan(CgKb *kb, const CgKernelSpec *s, int rank, const uint32_t *r
 	}
 	if (!views && r->nvt > 0)
 		r->vec = 16 / maxsize;
+	/* the row cache: rows broadcast back on the vector path keep the row tensors of
+	 * the full shape (not the ones broadcast over rows, which L1 holds) in shared
+	 * memory, CG_RED_CACHE elements a thread, CG_RED_CACHE_BYTES a block at most */
+	r->cache = r->bcast && !r->column && r->vec > 1;
+	int trips = CG_RED_CACHE / r->vec < 1 ? 1 : CG_RED_CACHE / r->vec;
+	int64_t bytes = 0, per = (int64_t)CG_RED_THREADS * trips * 16;  /* shared memory */
+	for (int q = 0; q < r->nvt && r->cache && r->nct < CG_RED_CACHE_T; q++) {
+		const RelTensor *t = kb->tinfo[r->vt[q]];
+		bool full = true;
+		for (int d = 0; d < rank; d++)
+			full &= d == ax || t->shape[d] == r->full[d];
+		if (full && bytes + per <= CG_RED_CACHE_BYTES) {
+			r->ct[r->nct++] = r->vt[q];
+			bytes += per;
+		}
+	}
+	r->cache &= r->nct > 0;
 	for (int k = 0; k < r->nred; k++) {
 		OpKind kind = (OpKind)s->ops[r->red[k]].kind;
 		r->has_arg |= kind == OP_ARGMAX || kind == OP_ARGMIN;
@@ -332,9 +352,25 @@ int64_t cg_reduce_row_threads(int64_t n)
 	return g < 64 ? 64 : g > CG_RED_THREADS ? CG_RED_THREADS : g;
 }
 
+/* Threads per row of a kernel with the row cache (rows broadcast back, vector path):
+ *   n <= 32       as cg_reduce_row_threads
+ *   larger        pow2ceil(n / CG_RED_CACHE), 32 to 512: a warp per row up to
+ *                 32 * CG_RED_CACHE elements, then a block per row; rows up to
+ *                 512 * CG_RED_CACHE elements are then held in registers, CG_RED_CACHE
+ *                 a thread (measured on the H200: docs/benchmarks.md, "Reductions").
+ * Longer rows (or rows the vector path cannot take) run the passes over memory. */
+int64_t cg_reduce_cache_threads(int64_t n)
+{
+	if (n <= 32)
+		return cg_reduce_row_threads(n);
+	int64_t g = pow2ceil(ceil_div(n, CG_RED_CACHE));
+	return g < 32 ? 32 : g > CG_RED_THREADS ? CG_RED_THREADS : g;
+}
+
 /* The launch rule of cooperative reduce kernels (CgLaunch.arg: column, split, arg,
- * axis, rank, then the full shape ids):
- *   rows mode: block (G, R) with G = cg_reduce_row_threads(n), R = 256 / G rows per
+ * axis, rank, the full shape ids, and at [13] whether the kernel has the row cache):
+ *   rows mode: block (G, R) with G = cg_reduce_row_threads(n) (with the row cache
+ *     cg_reduce_cache_threads(n)), R = 256 / G rows per
  *     block when G < 256 (else 1); grid.x = ceil(rows / R).
  *   columns mode: block (32, Ry), Ry = min(16, pow2ceil(n)); grid.x = one block per 32
  *     adjacent columns.
@@ -346,7 +382,7 @@ int64_t cg_reduce_row_threads(int64_t n)
 static void reduce_rule(const CgKernel *k, const int64_t *dims, int ndims, CgDims *o)
 {
 	const int64_t *a = k->launch.arg;
-	bool column = a[0], split = a[1], arg = a[2];
+	bool column = a[0], split = a[1], arg = a[2], cache = a[13];
 	int ax = (int)a[3], rank = (int)a[4];
 	int64_t d[IR_MAX_RANK] = {0};
 	for (int i = 0; i < rank && i < IR_MAX_RANK; i++) {
@@ -366,7 +402,7 @@ static void reduce_rule(const CgKernel *k, const int64_t *dims, int ndims, CgDim
 	int64_t S = 1, counters = 0;
 	const int64_t cap = (int64_t)1 << 30;
 	if (!column) {
-		int64_t G = cg_reduce_row_threads(n);
+		int64_t G = cache ? cg_reduce_cache_threads(n) : cg_reduce_row_threads(n);
 		if (split && rows < RED_TARGET_BLOCKS && n > CG_RED_THREADS * 8 * 2) {
 			G = CG_RED_THREADS;
 			S = ceil_div(RED_TARGET_BLOCKS, rows);
@@ -427,6 +463,18 @@ typedef struct {
 	LLVMValueRef vok;             /* i1: the rows' vector path may run */
 	LLVMValueRef colsh;           /* columns mode: the shared buffer of column_reduce */
 	int vlanes;                   /* bodies: 0 scalar, else positions are V-groups */
+	/* the row cache: shared memory cs[q] holds tensor ct[q]'s vector of trip u of
+	 * thread tid at u * CG_RED_THREADS + tid (each thread reads back only what it
+	 * stored: no barrier); filled[q] once a phase has stored every trip (later phases
+	 * read it instead of memory) */
+	LLVMValueRef cs[CG_RED_CACHE_T];
+	LLVMTypeRef cst[CG_RED_CACHE_T];
+	bool filled[CG_RED_CACHE_T], filling[CG_RED_CACHE_T];
+	int K;                        /* V-groups a thread holds */
+	LLVMValueRef cok;             /* i1, uniform: this launch's rows fit the cache */
+	LLVMValueRef cap_groups;      /* V-groups a row's slots span: G * K */
+	bool caching;                 /* building the cached path */
+	bool vst[CG_RED_MAX];         /* written tensor k: 16-byte stores on the vector path */
 	/* per phase */
 	LLVMValueRef row, valid, lane, stride, pos[IR_MAX_RANK];
 } Red;
@@ -592,6 +640,66 @@ static CgIdx at_axis(Red *x, const uint32_t *shape, LLVMValueRef j)
 	return e;
 }
 
+/* if (cond) { ... } in the current block; returns the join block. */
+static LLVMBasicBlockRef branch_if(CgKb *kb, LLVMValueRef cond, const char *name)
+{
+	LLVMBasicBlockRef then = LLVMAppendBasicBlockInContext(kb->m->ctx, kb->fn, name);
+	LLVMBasicBlockRef join = LLVMAppendBasicBlockInContext(kb->m->ctx, kb->fn, "endif");
+	LLVMBuildCondBr(kb->b, cond, then, join);
+	LLVMPositionBuilderAtEnd(kb->b, then);
+	return join;
+}
+
+static void end_if(CgKb *kb, LLVMBasicBlockRef join)
+{
+	LLVMBuildBr(kb->b, join);
+	LLVMPositionBuilderAtEnd(kb->b, join);
+}
+
+/* A trip of the vector path begins: no vector loaded yet; on the cached path the
+ * vectors of the cached tensors come from their registers once a phase filled them. */
+static LLVMValueRef cache_slot(Red *x, int q, LLVMValueRef j)
+{
+	CgKb *kb = x->kb;
+	LLVMBuilderRef b = kb->b;
+	/* the V-group j / V of the row, after the rows of the block before this one */
+	LLVMValueRef i = LLVMBuildAdd(b, LLVMBuildMul(b, x->c->tidx[1], x->cap_groups, ""),
+				      LLVMBuildUDiv(b, j, cg_i64(kb, x->r->vec), ""), "");
+	return LLVMBuildGEP2(b, x->cst[q], x->cs[q], &i, 1, "");
+}
+
+/* A V-group (position j of the row) of the vector path begins: no vector loaded yet;
+ * on the cached path the vectors of the cached tensors come from shared memory once
+ * a phase filled it. */
+static void trip_begin(Red *x, LLVMValueRef j)
+{
+	CgKb *kb = x->kb;
+	memset(kb->vload, 0, sizeof *kb->vload * (size_t)kb->ntensors);
+	if (!x->caching)
+		return;
+	for (int q = 0; q < x->r->nct; q++)
+		if (x->filled[q])
+			kb->vload[x->r->ct[q]] = LLVMBuildLoad2(kb->b, x->cst[q], cache_slot(x, q, j), "");
+}
+
+/* It ends: on the cached path, the vectors this phase loaded go to shared memory. */
+static void trip_end(Red *x, LLVMValueRef j)
+{
+	CgKb *kb = x->kb;
+	for (int q = 0; q < x->r->nct && x->caching; q++) {
+		LLVMValueRef v = kb->vload[x->r->ct[q]];
+		if (x->filled[q] || !v)
+			continue;
+		if (!x->cs[q]) {
+			x->cst[q] = LLVMTypeOf(v);
+			x->cs[q] = cg_coop_shared(x->c, x->cst[q], CG_RED_THREADS * x->K);
+		}
+		LLVMBuildStore(kb->b, v, cache_slot(x, q, j));
+		x->filling[q] = true;
+	}
+	memset(kb->vload, 0, sizeof *kb->vload * (size_t)kb->ntensors);
+}
+
 /* Accumulate the reductions ks[q0..q1) at positions j[0..nj) of the row, in order:
  * every value is evaluated (loaded) first, then combined, so the loads of one trip
  * are in flight together. */
@@ -603,7 +711,7 @@ static void accumulate(Red *x, const int *ks, int q0, int q1, LLVMValueRef *j, i
 	LLVMValueRef v[CG_RED_UNROLL * 16][2], at[CG_RED_UNROLL * 16];
 	for (int u = 0; u < nj; u++) {
 		if (x->vlanes)
-			memset(kb->vload, 0, sizeof *kb->vload * (size_t)kb->ntensors);
+			trip_begin(x, j[u]);   /* nj is 1 on the vector path */
 		for (int l = 0; l < V; l++) {
 			int e0 = u * V + l;
 			at[e0] = x->vlanes ? LLVMBuildAdd(kb->b, j[u], cg_i64(kb, l), "") : j[u];
@@ -623,7 +731,7 @@ static void accumulate(Red *x, const int *ks, int q0, int q1, LLVMValueRef *j, i
 			combine(x->c, acc[q - q0], other, (void *)red_op(x, ks[q]));
 		}
 	if (x->vlanes)
-		memset(kb->vload, 0, sizeof *kb->vload * (size_t)kb->ntensors);
+		trip_end(x, j[nj - 1]);
 }
 
 /* for (j = start; j < end; j += stride) body, CG_RED_UNROLL positions a trip, then
@@ -676,12 +784,40 @@ static void row_loops(Red *x, LLVMValueRef start, LLVMValueRef end, LLVMValueRef
 	CgKb *kb = x->kb;
 	LLVMBuilderRef b = kb->b;
 	LLVMValueRef carry[4];
-	LLVMBasicBlockRef join = NULL;
+	LLVMBasicBlockRef join = LLVMAppendBasicBlockInContext(kb->m->ctx, kb->fn, "rowjoin");
+	if (x->r->cache) {
+		/* the row cache: the vector path's loop, its row tensors' vectors kept in
+		 * shared memory by the first phase that loads them */
+		int V = x->r->vec;
+		LLVMBasicBlockRef cb = LLVMAppendBasicBlockInContext(kb->m->ctx, kb->fn, "rowcache");
+		LLVMBasicBlockRef ob = LLVMAppendBasicBlockInContext(kb->m->ctx, kb->fn, "rowmem");
+		LLVMBuildCondBr(b, x->cok, cb, ob);
+		LLVMPositionBuilderAtEnd(b, cb);
+		int mark = cg_memo_mark(kb);
+		if (nc > 0)
+			memcpy(carry, init, sizeof *carry * (size_t)nc);
+		x->vlanes = V;
+		x->caching = true;
+		kb->vrow = true;
+		LLVMValueRef vstart = LLVMBuildAdd(b, LLVMBuildSub(b, start, x->lane, ""),
+						   LLVMBuildMul(b, x->lane, cg_i64(kb, V), ""), "");
+		row_loop(x, vstart, end, LLVMBuildMul(b, stride, cg_i64(kb, V), ""), carry, nc,
+			 body, ctx);
+		x->caching = false;
+		x->vlanes = 0;
+		kb->vrow = false;
+		for (int q = 0; q < x->r->nct; q++)
+			x->filled[q] |= x->filling[q];
+		if (done)
+			done(x, carry, ctx);
+		cg_memo_release(kb, mark);
+		LLVMBuildBr(b, join);
+		LLVMPositionBuilderAtEnd(b, ob);
+	}
 	if (x->r->vec > 1) {
 		int V = x->r->vec;
 		LLVMBasicBlockRef vb = LLVMAppendBasicBlockInContext(kb->m->ctx, kb->fn, "rowvec");
 		LLVMBasicBlockRef sb = LLVMAppendBasicBlockInContext(kb->m->ctx, kb->fn, "rowscalar");
-		join = LLVMAppendBasicBlockInContext(kb->m->ctx, kb->fn, "rowjoin");
 		LLVMBuildCondBr(b, x->vok, vb, sb);
 		LLVMPositionBuilderAtEnd(b, vb);
 		int mark = cg_memo_mark(kb);
@@ -707,10 +843,8 @@ static void row_loops(Red *x, LLVMValueRef start, LLVMValueRef end, LLVMValueRef
 	row_loop(x, start, end, stride, carry, nc, body, ctx);
 	if (done)
 		done(x, carry, ctx);
-	if (join) {
-		LLVMBuildBr(b, join);
-		LLVMPositionBuilderAtEnd(b, join);
-	}
+	LLVMBuildBr(b, join);
+	LLVMPositionBuilderAtEnd(b, join);
 }
 
 typedef struct {
@@ -844,45 +978,69 @@ static void group_reduce(Red *x, int k)
 		cg_coop_group_reduce(x->c, x->acc[k], nv, x->G, combine, (void *)op);
 }
 
-/* if (cond) { ... } in the current block; returns the join block. */
-static LLVMBasicBlockRef branch_if(CgKb *kb, LLVMValueRef cond, const char *name)
-{
-	LLVMBasicBlockRef then = LLVMAppendBasicBlockInContext(kb->m->ctx, kb->fn, name);
-	LLVMBasicBlockRef join = LLVMAppendBasicBlockInContext(kb->m->ctx, kb->fn, "endif");
-	LLVMBuildCondBr(kb->b, cond, then, join);
-	LLVMPositionBuilderAtEnd(kb->b, then);
-	return join;
-}
-
-static void end_if(CgKb *kb, LLVMBasicBlockRef join)
-{
-	LLVMBuildBr(kb->b, join);
-	LLVMPositionBuilderAtEnd(kb->b, join);
-}
-
 typedef struct {
 	const int *wr;
 	int nw;
 } WriteCtx;
+
+/* The vector path's write of one V-group at j: the written tensors of the row's shape
+ * (x->vst) as one V-lane store each (16 bytes at most: the warp's stores cover whole
+ * sectors), the others (results broadcast over rows) element by element. */
+static void write_vector(Red *x, const WriteCtx *w, LLVMValueRef j)
+{
+	CgKb *kb = x->kb;
+	CgModule *m = kb->m;
+	int V = x->vlanes;
+	LLVMValueRef lanes[CG_RED_MAX][16], off[CG_RED_MAX];
+	trip_begin(x, j);
+	for (int l = 0; l < V; l++) {
+		LLVMValueRef jl = l == 0 ? j : LLVMBuildAdd(kb->b, j, cg_i64(kb, l), "");
+		CgIdx e = at_axis(x, x->ref, jl);
+		e.lane = l;
+		for (int k = 0; k < w->nw; k++) {
+			if (k >= CG_RED_MAX || !x->vst[k]) {
+				cg_store_written(kb, &e, &w->wr[k], 1);
+				continue;
+			}
+			CgIdx y = e;
+			y.shape = kb->tinfo[w->wr[k]]->shape;
+			lanes[k][l] = cg_eval(kb, w->wr[k], &y);
+			if (l == 0)
+				off[k] = cg_offset(kb, &y);
+		}
+	}
+	for (int k = 0; k < w->nw && k < CG_RED_MAX; k++) {
+		if (!x->vst[k])
+			continue;
+		DType dt = (DType)kb->tinfo[w->wr[k]]->dtype;
+		LLVMTypeRef st = cg_stype(m, dt);
+		LLVMValueRef vec = LLVMGetUndef(LLVMVectorType(st, (unsigned)V));
+		for (int l = 0; l < V; l++)
+			vec = LLVMBuildInsertElement(kb->b, vec, cg_narrow(kb, lanes[k][l], dt),
+						     LLVMConstInt(m->t_i32, (unsigned)l, 0), "");
+		int bytes = V * ir_dtype_size(dt);
+		LLVMTypeRef it = bytes == 16 ? LLVMVectorType(m->t_i32, 4)
+					     : LLVMIntTypeInContext(m->ctx, (unsigned)bytes * 8);
+		LLVMValueRef p = LLVMBuildGEP2(kb->b, st, kb->buf[w->wr[k]], &off[k], 1, "");
+		LLVMValueRef sv = LLVMBuildStore(kb->b, LLVMBuildBitCast(kb->b, vec, it, ""), p);
+		LLVMSetAlignment(sv, (unsigned)bytes);
+	}
+	trip_end(x, j);
+}
 
 static void write_body(Red *x, LLVMValueRef *j, int nj, LLVMValueRef *carry, void *ctx)
 {
 	(void)carry;
 	WriteCtx *w = ctx;
 	CgKb *kb = x->kb;
-	int V = x->vlanes ? x->vlanes : 1;
 	for (int u = 0; u < nj; u++) {
-		if (x->vlanes)
-			memset(kb->vload, 0, sizeof *kb->vload * (size_t)kb->ntensors);
-		for (int l = 0; l < V; l++) {
-			LLVMValueRef jl = x->vlanes ? LLVMBuildAdd(kb->b, j[u], cg_i64(kb, l), "") : j[u];
-			CgIdx e = at_axis(x, x->ref, jl);
-			e.lane = x->vlanes ? l : -1;
-			cg_store_written(kb, &e, w->wr, w->nw);
+		if (x->vlanes) {
+			write_vector(x, w, j[u]);
+			continue;
 		}
+		CgIdx e = at_axis(x, x->ref, j[u]);
+		cg_store_written(kb, &e, w->wr, w->nw);
 	}
-	if (x->vlanes)
-		memset(kb->vload, 0, sizeof *kb->vload * (size_t)kb->ntensors);
 }
 
 
@@ -1077,11 +1235,29 @@ void cg_reduce_kernel(CgKb *kb, CgCoop *c, const CgRed *r, const uint32_t *ref, 
 		LLVMValueRef mis = cg_i64(kb, 0);
 		for (int q = 0; q < r->nvt; q++)
 			mis = LLVMBuildOr(b, mis, LLVMBuildPtrToInt(b, kb->buf[r->vt[q]], kb->m->t_i64, ""), "");
+		/* written tensors of the row's shape: V-lane stores of at most 16 bytes */
+		for (int q = 0; q < nw && q < CG_RED_MAX && r->bcast; q++) {
+			const RelTensor *w = kb->tinfo[wr[q]];
+			int bytes = r->vec * ir_dtype_size((DType)w->dtype);
+			x->vst[q] = cg_same_shape(w->rank, w->shape, r->rank, ref) &&
+				    (bytes == 4 || bytes == 8 || bytes == 16);
+			if (x->vst[q])
+				mis = LLVMBuildOr(b, mis, LLVMBuildPtrToInt(b, kb->buf[wr[q]], kb->m->t_i64, ""), "");
+		}
 		mis = LLVMBuildAnd(b, mis, cg_i64(kb, 15), "");
 		LLVMValueRef vm = cg_i64(kb, r->vec - 1);
 		mis = LLVMBuildOr(b, mis, LLVMBuildAnd(b, LLVMBuildOr(b, x->n, LLVMBuildOr(b, x->lo,
 				  x->hi, ""), ""), vm, ""), "");
 		x->vok = LLVMBuildICmp(b, LLVMIntEQ, mis, cg_i64(kb, 0), "vok");
+	}
+	/* the row cache: rows of 1 to G * K * V elements on the vector path */
+	if (r->cache) {
+		x->K = CG_RED_CACHE / r->vec < 1 ? 1 : CG_RED_CACHE / r->vec;
+		x->cap_groups = LLVMBuildMul(b, x->G, cg_i64(kb, x->K), "");
+		LLVMValueRef cap = LLVMBuildMul(b, x->G, cg_i64(kb, (int64_t)x->K * r->vec), "");
+		LLVMValueRef fits = LLVMBuildAnd(b, LLVMBuildICmp(b, LLVMIntULE, x->n, cap, ""),
+						 LLVMBuildICmp(b, LLVMIntUGT, x->n, cg_i64(kb, 0), ""), "");
+		x->cok = LLVMBuildAnd(b, x->vok, fits, "cok");
 	}
 	LLVMValueRef nunits;
 	if (!r->column) {
@@ -1136,6 +1312,7 @@ void cg_reduce_kernel(CgKb *kb, CgCoop *c, const CgRed *r, const uint32_t *ref, 
 	L->arg[4] = r->rank;
 	for (int d = 0; d < r->rank; d++)
 		L->arg[5 + d] = r->full[d];
+	L->arg[13] = r->cache;
 	k->shape = r->column ? (r->bcast ? "columns, broadcast back: (32 x Ry) threads per 32 columns"
 				: r->split ? "columns: (32 x Ry) threads per 32 columns, long columns may split over grid.y"
 				: "columns: (32 x Ry) threads per 32 columns")

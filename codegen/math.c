@@ -250,25 +250,16 @@ static LLVMValueRef em_exp(Em *e, LLVMValueRef x)
 	return em_helper(e, "exp", 1, &x, body_exp);
 }
 
-static LLVMValueRef body_expm1(Em *e, LLVMValueRef *a)
+/* expm1(x) for x whose 2^n (n = rint(x log2 e)) is a normal number:
+ * 2^n (e^r - 1) + (2^n - 1), e^r - 1 = r + r^2 q(r). */
+static LLVMValueRef expm1_reduced(Em *e, LLVMValueRef x)
 {
-	LLVMValueRef x = a[0];
-	LLVMValueRef xc = I2(e, "llvm.minnum", I2(e, "llvm.maxnum", x, K(e, -2.0)), K(e, 2.0));
 	LLVMValueRef n;
-	LLVMValueRef r = reduce_ln2(e, xc, &n);
+	LLVMValueRef r = reduce_ln2(e, x, &n);
 	LLVMValueRef q = e->f64 ? horner(e, r, expm1_f64, 14) : horner(e, r, expm1_f32, 8);
 	LLVMValueRef pr = fma_(e, mul(e, r, r), q, r);
 	LLVMValueRef s = pow2i(e, LLVMBuildFPToSI(e->b, n, e->it, ""));
-	LLVMValueRef near = fma_(e, s, pr, sub(e, s, K(e, 1.0)));
-	LLVMValueRef far = sub(e, em_exp(e, x), K(e, 1.0));
-	return sel(e, fcmp(e, LLVMRealOLE, fabs_(e, x), K(e, 2.0)), near, far);
-}
-
-static LLVMValueRef em_expm1(Em *e, LLVMValueRef x)
-{
-	if (em_nv_mode(e))
-		return em_nv(e, e->f64 ? "__nv_expm1" : "__nv_expm1f", 1, &x);
-	return em_helper(e, "expm1", 1, &x, body_expm1);
+	return fma_(e, s, pr, sub(e, s, K(e, 1.0)));
 }
 
 /* ---- log ------------------------------------------------------------------- */
@@ -482,16 +473,19 @@ static LLVMValueRef body_cos(Em *e, LLVMValueRef *a)
 
 /* ---- tanh, erf, erfc -------------------------------------------------------- */
 
+/* tanh|x| = u / (u + 2) with u = expm1(2|x|), one expm1 and one division for every
+ * x: 2|x| is clamped to 20 (f32; 40 for f64), where the quotient already rounds to 1,
+ * so expm1's reduction 2^n (e^r - 1) + (2^n - 1) needs no overflow path. The quotient
+ * damps u's relative error (its derivative is 2 / (u + 2) < 1). Half the instructions
+ * of an expm1 and an exp with a division each (docs/benchmarks.md, G11). */
 static LLVMValueRef body_tanh(Em *e, LLVMValueRef *a)
 {
 	LLVMValueRef x = a[0];
-	LLVMValueRef ax = fabs_(e, x);
-	LLVMValueRef ax2 = mul(e, K(e, 2.0), ax);
-	LLVMValueRef u = em_expm1(e, ax2);
-	LLVMValueRef small = fdiv(e, u, add(e, u, K(e, 2.0)));
-	LLVMValueRef big = sub(e, K(e, 1.0), fdiv(e, K(e, 2.0), add(e, em_exp(e, ax2), K(e, 1.0))));
-	LLVMValueRef res = sel(e, fcmp(e, LLVMRealOLT, ax, K(e, 0.625)), small, big);
-	return I2(e, "llvm.copysign", res, x);
+	LLVMValueRef y = I2(e, "llvm.minnum", mul(e, K(e, 2.0), fabs_(e, x)),
+			    KT(e, 20.0, 40.0));
+	LLVMValueRef u = expm1_reduced(e, y);
+	LLVMValueRef res = fdiv(e, u, add(e, u, K(e, 2.0)));
+	return sel(e, isnan_(e, x), x, I2(e, "llvm.copysign", res, x));
 }
 
 /* erf(x) = x*P(x^2) for |x| < 1, as x + x*(P - 1) to keep the leading 1 exact. */

@@ -1495,7 +1495,7 @@ static void test_matmul_tf32_rounding(void **state)
  *
  * Every reduction op and dtype, after a prologue and before an epilogue, along rows
  * (1 to 40000 long: a warp per row, a block per row, several rows a block, rows split
- * over blocks), columns (3 to 20000 long, split too) and whole tensors; and softmax,
+ * over blocks, rows kept in shared memory between passes), columns (3 to 20000 long, split too) and whole tensors; and softmax,
  * log-softmax, layer norm and RMSNorm along rows and columns. The cpu backend runs the
  * kernels' own geometry (coop.h); the interpreter sums in f64 in index order, so
  * float sums differ by reordering, within docs/tolerances.md. Inputs are multiples of
@@ -1573,6 +1573,11 @@ static void test_reduce_shapes(void **state)
 		{2, {3, 4097}, 1}, {2, {300, 3}, 1}, {2, {1, 40000}, 1}, {1, {100000}, 0},
 		{2, {4097, 3}, 0}, {2, {33, 31}, 0}, {3, {2, 20000, 5}, 1}, {2, {1000, 64}, 0},
 		{3, {3, 7, 1}, 1}, {3, {2, 129, 65}, 2},
+		/* rows broadcast back held in shared memory (the row cache): a block per
+		 * row at 16 elements a thread, warps with a partial last block, the cache's
+		 * capacity, and a row past it (passes over memory) */
+		{2, {3, 4096}, 1}, {2, {300, 264}, 1}, {2, {9, 1000}, 1}, {2, {2, 8192}, 1},
+		{2, {2, 12288}, 1},
 	};
 	enum { NS = sizeof shapes / sizeof *shapes, ND = sizeof dts / sizeof *dts };
 	Built *items = xcalloc(NS * ND, sizeof *items);

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""make_graphs.py: writes the GPU benchmark graphs G1-G5 and G7-G10 (fusec-graph/1, JSON).
+"""make_graphs.py: writes the GPU benchmark graphs G1-G5 and G7-G13 (fusec-graph/1, JSON).
 
 G6 (the 12-layer transformer) comes from the C generator in tests/bench/.
 Run from this folder: python3 make_graphs.py
@@ -103,6 +103,61 @@ def g10():
     graph("g10_fullsum", {"x": ("f32", [1 << 26])}, [op("sum", ["x"], "y", axis=0)], ["y"])
 
 
+def g11():
+    """An elementwise chain with transcendental math over a 1 GiB f32 tensor."""
+    graph("g11_sigmoid_tanh", {"x": ("f32", [16384, 16384])},
+          [op("sigmoid", ["x"], "s"), op("tanh", ["x"], "t"), op("mul", ["s", "t"], "y")],
+          ["y"])
+
+
+def softmax_at(name, shape):
+    """G3's five-op softmax at another shape (the launch rule away from 8192)."""
+    graph(name, {"x": ("f32", shape)},
+          [op("max_dim", ["x"], "m", axis=1), op("sub", ["x", "m"], "d"),
+           op("exp", ["d"], "e"), op("sum", ["e"], "s", axis=1), op("div", ["e", "s"], "y")],
+          ["y"])
+
+
+def reduce_cache():
+    """ReduceBroadcasted chains whose rows stay in shared memory between passes (the
+    row cache), at sizes around its rule, and one past it (GPU numeric check)."""
+    ins, ops, outs = {}, [], []
+
+    def o(kind, i, out, keep=False, **kw):
+        ops.append(op(kind, i, out, **kw))
+        if keep:
+            outs.append(out)
+    for dt, shape in [("f32", [37, 4096]), ("f32", [300, 264]), ("f16", [9, 1000]),
+                      ("f32", [3, 8192]), ("f32", [2, 12288]), ("bf16", [5, 520])]:
+        s = "sm_%s_%d_%d" % (dt, shape[0], shape[1])
+        ins[s] = (dt, shape)
+        o("max_dim", [s], s + "m", axis=1)
+        o("sub", [s, s + "m"], s + "d")
+        o("exp", [s + "d"], s + "e")
+        o("sum", [s + "e"], s + "s", axis=1)
+        o("div", [s + "e", s + "s"], s + "_y", keep=True)
+    # layer norm with gamma and beta (broadcast over rows: read, not cached), bf16
+    ins["ln"], ins["gamma"], ins["beta"] = ("bf16", [33, 2056]), ("bf16", [1, 2056]), ("bf16", [1, 2056])
+    o("mean", ["ln"], "lnmu", axis=1)
+    o("sub", ["ln", "lnmu"], "lnd")
+    o("mul", ["lnd", "lnd"], "lnd2")
+    o("mean", ["lnd2"], "lnvar", axis=1)
+    o("add_scalar", ["lnvar"], "lnve", scalar=1e-5)
+    o("sqrt", ["lnve"], "lnsd")
+    o("div", ["lnd", "lnsd"], "lnn")
+    o("mul", ["lnn", "gamma"], "lng")
+    o("add", ["lng", "beta"], "ln_y", keep=True)
+    # RMSNorm of two row tensors' sum (two cached tensors), f32
+    ins["ra"], ins["rb"] = ("f32", [17, 3072]), ("f32", [17, 3072])
+    o("add", ["ra", "rb"], "rs")
+    o("mul", ["rs", "rs"], "rs2")
+    o("mean", ["rs2"], "rms", axis=1)
+    o("add_scalar", ["rms"], "rmse", scalar=1e-6)
+    o("sqrt", ["rmse"], "rmsd")
+    o("div", ["rs", "rmsd"], "rms_y", keep=True)
+    graph("reduce_cache", ins, ops, outs)
+
+
 def reduce_odd():
     """Cooperative reduce kernels at odd sizes, every result an output: the GPU numeric
     check of rows (warp, block, several rows a block), columns, split rows and
@@ -148,10 +203,14 @@ def reduce_odd():
 
 if __name__ == "__main__":
     reduce_odd()
+    reduce_cache()
     g7()
     g8()
     g9()
     g10()
+    g11()
+    softmax_at("g12_softmax_1000", [65536, 1000])
+    softmax_at("g13_softmax_16384", [4096, 16384])
     g1()
     g2(256)
     g2(4096)

@@ -22,7 +22,7 @@ for g in tests/bench/gpu/*.json tests/golden/*.yaml; do
 	case $n in *tf32*) tf32=--allow-tf32 ;; *) tf32= ;; esac
 	"$FUSEC" compile "$g" $tf32 -o "$G/plans/$n" > /dev/null
 done
-for g in tests/bench/gpu/allops_*.json tests/bench/gpu/mm_check_*.json tests/bench/gpu/reduce_odd.json tests/golden/*.yaml; do
+for g in tests/bench/gpu/allops_*.json tests/bench/gpu/mm_check_*.json tests/bench/gpu/reduce_odd.json tests/bench/gpu/reduce_cache.json tests/golden/*.yaml; do
 	n=$(basename "${g%.*}")
 	case $n in *tf32*) tf32=--allow-tf32 ;; *) tf32= ;; esac
 	"$FUSEC" run "$g" --backend interp --seed 1 $tf32 --outputs "$G/expect/$n" > /dev/null
