@@ -193,7 +193,7 @@ fuzz: $(BUILD)/fuzz_read $(BUILD)/fuzz_plan
 # Every fuzz target for FUZZ_SECONDS (60) from the seed corpora (tests/fuzz/smoke.sh);
 # part of CI.
 FUZZ_SECONDS ?= 60
-fuzz-smoke: $(BUILD)/fuzz_read $(BUILD)/fuzz_plan $(BUILD)/tests/fakecuda.so
+fuzz-smoke: $(BUILD)/fuzz_read $(BUILD)/fuzz_plan $(BUILD)/fuzz_onnx $(BUILD)/tests/fakecuda.so
 	sh tests/fuzz/smoke.sh $(BUILD) $(FUZZ_SECONDS)
 
 # libFuzzer target for the ONNX reader: seed it with tests/onnx/models/*/model.onnx.
@@ -203,8 +203,8 @@ $(BUILD)/fuzz_onnx: $(FUZZ_ONNX_SRC) $(BUILD)/gen/onnx.pb-c.h
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) -std=c11 -D_POSIX_C_SOURCE=200809L -O1 -g -fno-omit-frame-pointer \
 	  -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -I$(BUILD)/gen \
-	  $(shell $(PKG_CONFIG) --cflags libcjson yaml-0.1 libprotobuf-c) -o $@ $(FUZZ_ONNX_SRC) \
-	  $(shell $(PKG_CONFIG) --libs libcjson yaml-0.1 libprotobuf-c) -lm
+	  $(shell $(PKG_CONFIG) --cflags libcjson yaml-0.1 libprotobuf-c libcrypto) -o $@ $(FUZZ_ONNX_SRC) \
+	  $(shell $(PKG_CONFIG) --libs libcjson yaml-0.1 libprotobuf-c libcrypto) -lm
 fuzz-onnx: $(BUILD)/fuzz_onnx
 
 sanitize:

@@ -25,6 +25,8 @@ void cmd_print_diag(const Diag *d);
 /* The same with a code for --diagnostics json ("invalid-input", "error", "usage"). */
 void cmd_print_diag_code(const Diag *d, const char *code);
 extern bool cmd_diag_json;   /* --diagnostics json */
+/* Whether path names an ONNX model: by extension, or by its first byte. */
+bool cmd_is_onnx(const char *path);
 /* Read a graph named on the command line ("-" is stdin); prints the error itself. */
 Graph *cmd_load_graph(Arena *a, const char *path);
 /* The same for a graph file's text, already read (not ONNX). */

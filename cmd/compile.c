@@ -14,12 +14,14 @@
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <llvm-c/Core.h>
 
 #include "../codegen/math.h"
 #include "../codegen/plan.h"
+#include "../onnx/onnx.h"
 #include "cmd.h"
 #include "result_cache.h"
 
@@ -58,7 +60,7 @@ static const char compile_usage[] =
 	"  --time                 print the time of each phase to stderr\n"
 	"  -q, --quiet            do not print the line naming the files written\n"
 	"  -M, --depfile FILE     write a make rule: the outputs depend on GRAPH (and\n"
-	"                         the files it reads)\n"
+	"                         its .npy and ONNX external data files)\n"
 	"  --verify               check the schedule before generating code: every op\n"
 	"                         runs once, launches read only what is written earlier\n"
 	"  --allow-tf32           f32 matmuls run on tensor cores as tf32 (10-bit\n"
@@ -317,14 +319,22 @@ static int parse_options(int argc, char **argv, CompileOptions *o)
 				return EXIT_USAGE;
 			}
 			break;
-		case 'd':
+		case 'd': {
+			struct stat sb;
 			if (strcmp(optarg, "auto") && access(optarg, R_OK) != 0) {
 				cmd_usage_error("compile", "cannot read --libdevice '%s': %s", optarg,
 						strerror(errno));
 				return EXIT_USAGE;
 			}
+			/* not a device or pipe: the kernel cache hashes it to its end */
+			if (strcmp(optarg, "auto") && (stat(optarg, &sb) || !S_ISREG(sb.st_mode))) {
+				cmd_usage_error("compile", "--libdevice '%s' is not a regular file",
+						optarg);
+				return EXIT_USAGE;
+			}
 			o->libdevice = optarg;
 			break;
+		}
 		case 't':
 			o->timing = true;
 			break;
@@ -475,13 +485,18 @@ static int commit_outputs(const char *dir, const char *name, const OutFile *file
 		}
 	}
 	/* FUSEC_TEST_FAIL_RENAME=K makes the K-th rename fail (EIO), for the tests of
-	 * the rollback below (tests/cli/t_reliability.sh). */
+	 * the rollback below; FUSEC_TEST_RENAME_DELAY_MS=N waits N ms before each rename
+	 * after the first, widening the window in which an unlocked publish would mix
+	 * with another (tests/cli/t_reliability.sh). */
 	const char *fault = getenv("FUSEC_TEST_FAIL_RENAME");
-	int fail_at = fault ? atoi(fault) : 0;
+	const char *delay = getenv("FUSEC_TEST_RENAME_DELAY_MS");
+	int fail_at = fault ? atoi(fault) : 0, delay_ms = delay ? atoi(delay) : 0;
 	for (int k = 1; status == EXIT_OK && k <= nout; k++) {
 		Output *o = &out[k % nout];
 		if (o->same)
 			continue;
+		if (k > 1 && delay_ms > 0 && delay_ms <= 1000)
+			nanosleep(&(struct timespec){0, delay_ms * 1000000L}, NULL);
 		if (k == fail_at)
 			errno = EIO;
 		if (k == fail_at || rename(o->tmp, o->final) != 0) {
@@ -552,6 +567,14 @@ static int write_depfile(const CompileOptions *o, const char *name, const char *
 		buf_putc(&b, ' ');
 		make_path(&b, deps[i]);
 	}
+	/* an ONNX model's external data files */
+	Arena *xa = arena_new();
+	const char **ext = NULL;
+	int next = from_file && cmd_is_onnx(o->graph) ? onnx_external_files(xa, o->graph, &ext) : 0;
+	for (int i = 0; i < next; i++) {
+		buf_putc(&b, ' ');
+		make_path(&b, ext[i]);
+	}
 	buf_putc(&b, '\n');
 	/* a phony rule per input, so that deleting one does not stop make */
 	if (from_file) {
@@ -564,6 +587,12 @@ static int write_depfile(const CompileOptions *o, const char *name, const char *
 		make_path(&b, deps[i]);
 		buf_puts(&b, ":\n");
 	}
+	for (int i = 0; i < next; i++) {
+		buf_putc(&b, '\n');
+		make_path(&b, ext[i]);
+		buf_puts(&b, ":\n");
+	}
+	arena_free(xa);
 	char *tmp = malloc(strlen(o->depfile) + 8);
 	sprintf(tmp, "%s.tmp", o->depfile);
 	FILE *f = fopen(tmp, "w");
@@ -918,9 +947,14 @@ int cmd_compile(int argc, char **argv)
 	snprintf(ptxname, sizeof ptxname, "%s.ptx", g->name);
 	char wname[512];
 	snprintf(wname, sizeof wname, "%s.weights.bin", g->name);
-	PlanFileInfo info = {o.arch, ptxname, o.libdevice, cg_weights_layout_size(g) ? wname : NULL,
+	/* the plan records the weights file's hash (docs/reliability.md) */
+	bool has_weights = cg_weights_layout_size(g) != 0;
+	char wsha[65];
+	if (has_weights)
+		cg_weights_sha256(g, wsha);
+	PlanFileInfo info = {o.arch, ptxname, o.libdevice, has_weights ? wname : NULL,
 			     o.pretty, cache, o.jobs, isatty(STDERR_FILENO) ? show_progress : NULL,
-			     o.allow_tf32, NULL};
+			     o.allow_tf32, NULL, has_weights ? wsha : NULL};
 	CgOutputs co = {0};
 	if (o.verify && pass_verify(s, &d)) {
 		cmd_print_diag(&d);

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include <cjson/cJSON.h>
 #include <llvm-c/Core.h>
@@ -58,6 +59,7 @@ static const char usage_text[] =
 	"Every command takes the resource caps on the graphs it reads:\n"
 	"  --max-ops N (default 10000000), --max-tensors N (20000000),\n"
 	"  --max-elements N (elements of all tensors together; default no cap)\n"
+	"and --max-errors N: errors to report per graph file (default 20).\n"
 	"--diagnostics json (any command, or FUSEC_DIAGNOSTICS=json) writes errors as\n"
 	"JSON lines on stderr: file, line, col, code, message.\n"
 	"`fusec COMMAND --help` describes each command.\n"
@@ -124,13 +126,16 @@ static int ninput_shapes;
 static Arena *shape_arena;
 
 /* Whether path names an ONNX model: by extension, or by its first byte. */
-static bool is_onnx(const char *path)
+bool cmd_is_onnx(const char *path)
 {
 	if (!strcmp(path, "-"))
 		return false;
 	unsigned char head[1];
 	size_t n = 0;
-	FILE *f = fopen(path, "rb");
+	/* only a regular file is peeked at: reading a byte of a pipe (/dev/stdin, <(...))
+	 * would take it, and stdio's buffer with it, from the graph reader */
+	struct stat sb;
+	FILE *f = stat(path, &sb) == 0 && S_ISREG(sb.st_mode) ? fopen(path, "rb") : NULL;
 	if (f) {
 		n = fread(head, 1, 1, f);
 		fclose(f);
@@ -138,10 +143,29 @@ static bool is_onnx(const char *path)
 	return onnx_sniff(path, head, n);
 }
 
-Graph *cmd_load_graph_text(Arena *a, const char *path, const char *text, size_t len)
+/* --max-errors N: how many errors to report per graph file (at most MAX_ERRORS). */
+enum { MAX_ERRORS = 1000 };
+static int64_t max_errors = 20;
+
+/* A graph file's text read with up to --max-errors messages: text is the file's
+ * bytes when the caller read them already (the result cache hashes the very bytes
+ * it compiles), NULL to read path. */
+static Graph *load_graph_file(Arena *a, const char *path, const char *text, size_t len)
 {
-	Diag d;
-	Graph *g = ir_read_mem(a, path, text, len, FMT_AUTO, &d);
+	int maxd = max_errors < MAX_ERRORS ? (int)max_errors : MAX_ERRORS, nd = 1;
+	Diag *all = xmalloc(sizeof *all * (size_t)maxd);
+	Graph *g = text ? ir_read_mem_errors(a, path, text, len, FMT_AUTO, all, maxd, &nd)
+			: ir_read_file_errors(a, path, FMT_AUTO, all, maxd, &nd);
+	Diag d = all[0];
+	for (int i = 0; !g && i + 1 < nd; i++)
+		cmd_print_diag_code(&all[i], "invalid-input");
+	if (!g)
+		d = all[nd - 1];
+	if (!g && nd == maxd && maxd > 1) {
+		cmd_print_diag_code(&d, "invalid-input");
+		diag_set(&d, path, 0, 0, "stopped after %d errors (--max-errors N reports more)", nd);
+	}
+	free(all);
 	if (g && host_load_constants(g, &d))
 		g = NULL;
 	if (!g)
@@ -149,25 +173,28 @@ Graph *cmd_load_graph_text(Arena *a, const char *path, const char *text, size_t 
 	return g;
 }
 
+Graph *cmd_load_graph_text(Arena *a, const char *path, const char *text, size_t len)
+{
+	return load_graph_file(a, path, text, len);
+}
+
 bool cmd_graph_cacheable(const char *path)
 {
-	return strcmp(path, "-") && !ninput_shapes && !is_onnx(path);
+	return strcmp(path, "-") && !ninput_shapes && !cmd_is_onnx(path);
 }
 
 Graph *cmd_load_graph(Arena *a, const char *path)
 {
 	Diag d;
 	Graph *g;
-	if (is_onnx(path)) {
+	if (cmd_is_onnx(path)) {
 		OnnxOptions o = {input_shapes, ninput_shapes, NULL, 0};
 		g = onnx_read_file(a, path, &o, &d);
 	} else if (ninput_shapes) {
 		diag_set(&d, path, 0, 0, "--input-shape applies to ONNX models only");
 		g = NULL;
 	} else {
-		g = ir_read_file(a, path, FMT_AUTO, &d);
-		if (g && host_load_constants(g, &d))
-			g = NULL;
+		return load_graph_file(a, path, NULL, 0);
 	}
 	if (!g)
 		cmd_print_diag_code(&d, "invalid-input");
@@ -268,14 +295,15 @@ static int take_input_shapes(const char *sub, int *argc, char **argv)
 
 
 /* Take the resource caps (--max-ops N, --max-tensors N, --max-elements N, or
- * --opt=N) out of argv, wherever they stand, into ir_limits. Returns the new argc,
- * or -1 after a usage error. */
+ * --opt=N) out of argv, wherever they stand, into ir_limits, and --max-errors N.
+ * Returns the new argc, or -1 after a usage error. */
 static int take_limits(int argc, char **argv)
 {
 	static const struct { const char *name; int64_t *v; } caps[] = {
 		{"--max-ops", &ir_limits.max_ops},
 		{"--max-tensors", &ir_limits.max_tensors},
 		{"--max-elements", &ir_limits.max_elements},
+		{"--max-errors", &max_errors},
 	};
 	int out = 1;
 	for (int i = 1; i < argc; i++) {

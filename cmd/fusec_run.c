@@ -37,6 +37,7 @@ static const char usage_text[] =
 	"  --warmup N         untimed runs before timing (default 3)\n"
 	"  --iters N          timed runs (default 50)\n"
 	"  --plan-only        validate the plan and print its launches; no GPU needed\n"
+	"  --version          print the version and the plan format it reads\n"
 	"\n"
 	"FUSEC_LIBCUDA names the driver library to load instead of libcuda.so.1.\n"
 	"exit status: 0 success, 1 invalid plan or inputs, 2 usage error, 3 driver or\n"
@@ -202,9 +203,10 @@ typedef struct {
 static int parse_args(int argc, char **argv, Options *o)
 {
 	enum { O_BENCH = 256, O_PLAN_ONLY, O_INPUTS, O_SAVE_INPUTS, O_OUTPUTS, O_SEED, O_DEVICE,
-	       O_WARMUP, O_ITERS };
+	       O_WARMUP, O_ITERS, O_VERSION };
 	static const struct option longopts[] = {
 		{"help", no_argument, NULL, 'h'},
+		{"version", no_argument, NULL, O_VERSION},
 		{"bench", no_argument, NULL, O_BENCH},
 		{"plan-only", no_argument, NULL, O_PLAN_ONLY},
 		{"inputs", required_argument, NULL, O_INPUTS},
@@ -226,7 +228,10 @@ static int parse_args(int argc, char **argv, Options *o)
 		switch (c) {
 		case 'h':
 			fputs(usage_text, stdout);
-			exit(EXIT_OK);
+			exit(finish_stdout("fusec-run", EXIT_OK));
+		case O_VERSION:
+			fputs("fusec-run " FUSEC_VERSION "\nplan format fusec-plan/1\n", stdout);
+			exit(finish_stdout("fusec-run", EXIT_OK));
 		case O_BENCH: o->bench = true; break;
 		case O_PLAN_ONLY: o->plan_only = true; break;
 		case O_INPUTS: o->inputs = optarg; break;

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "../host/host.h"
 #include "cmd.h"
@@ -326,11 +327,28 @@ int cmd_import(int argc, char **argv)
 	Buf b = {0};
 	if (status == EXIT_OK && write_graph(&b, g, yaml, datadir, datarel, a))
 		status = EXIT_FAIL;
-	if (status == EXIT_OK) {
-		FILE *f = out ? fopen(out, "wb") : stdout;
-		if (!f || fwrite(b.data, 1, b.len, f) != b.len || (out && fclose(f))) {
-			cmd_error("cannot write '%s': %s", out ? out : "<stdout>", strerror(errno));
+	if (status == EXIT_OK && !out) {
+		if (fwrite(b.data, 1, b.len, stdout) != b.len) {
+			cmd_error("cannot write '<stdout>': %s", strerror(errno));
 			status = EXIT_FAIL;
+		}
+	} else if (status == EXIT_OK) {
+		/* written beside OUT under a temporary name, then renamed over it: a failed
+		 * write (a full disk) leaves the previous OUT as it was */
+		char *tmp = arena_printf(a, "%s.fusec-XXXXXX", out);
+		int fd = mkstemp(tmp);
+		FILE *f = fd >= 0 ? fdopen(fd, "wb") : NULL;
+		if (fd >= 0 && !f)
+			close(fd);
+		bool ok = f && fwrite(b.data, 1, b.len, f) == b.len;
+		ok = f && fclose(f) == 0 && ok;
+		mode_t mask = umask(0);
+		umask(mask);   /* mkstemp made it 0600: give it the mode fopen would */
+		if (!ok || chmod(tmp, 0666 & ~mask) != 0 || rename(tmp, out) != 0) {
+			cmd_error("cannot write '%s': %s", out, strerror(errno));
+			status = EXIT_FAIL;
+			if (fd >= 0)
+				unlink(tmp);
 		}
 	}
 	buf_free(&b);

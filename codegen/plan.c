@@ -226,6 +226,26 @@ int cg_weights_write_file(const Graph *g, FILE *f)
 	return 0;
 }
 
+void cg_weights_sha256(const Graph *g, char out[65])
+{
+	static const char zero[CG_WEIGHTS_ALIGN];
+	Sha256 *h = sha256_begin();
+	uint64_t at = 0;
+	for (int i = 0; i < g->ntensors; i++) {
+		const Tensor *t = &g->tensors[i];
+		if (!t->data)
+			continue;
+		size_t n = (size_t)ir_dtype_size(t->dtype);
+		for (int k = 0; k < t->rank; k++)
+			n *= (size_t)t->dim[k];
+		size_t pad = (CG_WEIGHTS_ALIGN - at % CG_WEIGHTS_ALIGN) % CG_WEIGHTS_ALIGN;
+		sha256_add(h, zero, pad);
+		sha256_add(h, t->data, n);
+		at += pad + n;
+	}
+	sha256_end(h, out);
+}
+
 bool cg_weights_same(const Graph *g, const char *path)
 {
 	uint64_t total = cg_weights_layout_size(g);
@@ -286,6 +306,10 @@ char *cg_plan_json(const Schedule *s, const CgProgram *prog, const PlanFileInfo 
 	if (info->weights) {
 		jw_key(w, "weights");
 		jw_str(w, info->weights);
+		if (info->weights_sha256) {
+			jw_key(w, "weights_sha256");
+			jw_str(w, info->weights_sha256);
+		}
 	}
 	jw_key(w, "options");
 	jw_obj(w);

@@ -31,6 +31,7 @@ typedef struct {
 	void (*progress)(const char *phase, int done, int total);
 	bool allow_tf32;       /* --allow-tf32: f32 matmuls may use tf32 tensor cores */
 	const char *ptx_sha256;  /* the PTX's SHA-256 (hex); set by cg_compile_schedule */
+	const char *weights_sha256; /* the weights file's SHA-256 (hex); NULL when none */
 } PlanFileInfo;
 
 /* The weights file: every constant of the graph (Tensor.data), in tensor order,
@@ -46,6 +47,8 @@ int cg_weights_write_file(const Graph *g, FILE *f);
 /* Whether the file at path holds exactly those bytes (a recompile need not write
  * and sync an unchanged weights file again). */
 bool cg_weights_same(const Graph *g, const char *path);
+/* The SHA-256 of the file cg_weights_write_file writes, computed tensor by tensor. */
+void cg_weights_sha256(const Graph *g, char out[65]);
 
 char *cg_plan_json(const Schedule *s, const CgProgram *prog, const PlanFileInfo *info);
 

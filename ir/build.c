@@ -143,7 +143,11 @@ static int attr_slot(unsigned bit)
 
 typedef struct {
 	Graph *g;
-	Diag *d;
+	Diag *d;                 /* room for maxd messages; the next goes to d[nd] */
+	int maxd, nd;
+	bool *poison;            /* per tensor id: a name whose definition failed */
+	int maxt;                /* room in g->tensors */
+	int lost;                /* failed entries whose result name is unknown */
 	const char *file;
 	Names names;
 	const char *opkeys[NOPKEYS];
@@ -159,7 +163,7 @@ static int fail_at(Builder *b, int line, int col, const char *fmt, ...)
 	char msg[sizeof b->d->msg];
 	vsnprintf(msg, sizeof msg, fmt, ap);
 	va_end(ap);
-	diag_set(b->d, b->file, line, col, "%s", msg);
+	diag_set(&b->d[b->nd], b->file, line, col, "%s", msg);
 	return -1;
 }
 #define fail(b, n, ...) fail_at((b), (n)->line, (n)->col, __VA_ARGS__)
@@ -480,50 +484,73 @@ static int new_tensor(Builder *b, const char *name, int producer)
 	return id;
 }
 
-static int read_inputs(Builder *b, const DocNode *n)
+/* After an entry failed with rc (-1: its message is in d[nd]; -2: it read a name
+ * whose definition failed, and says nothing more): count the message, and define
+ * `name` (the entry's own, when known) as failed too, so that entries reading it
+ * fail silently instead of piling up "not defined" errors. Whether to go on
+ * reading: up to maxd messages per file (--max-errors). */
+static bool more_errors(Builder *b, int rc, const char *name, int producer)
+{
+	if (rc == -1)
+		b->nd++;
+	if (!name && producer >= 0)
+		b->lost++;   /* a failed op without a readable `out`: names may be missing */
+	if (name && b->g->ntensors < b->maxt && names_find(&b->names, b->g->tensors, name) < 0)
+		b->poison[new_tensor(b, name, producer)] = true;
+	return b->nd < b->maxd;
+}
+
+static int read_input(Builder *b, const DocNode *e)
 {
 	static const char *const keys[] = {"dtype", "shape"};
+	Graph *g = b->g;
+	if (!e->key[0])
+		return fail_key(b, e, "inputs: tensor names must not be empty");
+	if (names_find(&b->names, g->tensors, e->key) >= 0)
+		return fail_key(b, e, "inputs: duplicate key '%s'", clip(e->key).s);
+	for (const char *p = e->key; *p; p++)
+		if ((unsigned char)*p < 0x20 || *p == 0x7f)
+			return fail_key(b, e, "inputs: tensor name '%s' contains a control character",
+					clip(e->key).s);
+	char path[128], sub[160];
+	snprintf(path, sizeof path, "inputs.%s", clip(e->key).s);
+	if (e->kind != DOC_MAP)
+		return fail(b, e, "%s: expected a map with dtype and shape, got %s", path,
+			    describe(e).s);
+	const DocNode *slot[2] = {0};
+	if (scan_map(b, e, path, keys, 2, slot))
+		return -1;
+	for (int k = 0; k < 2; k++)
+		if (!slot[k])
+			return fail(b, e, "%s: missing key '%s'", path, keys[k]);
+	Tensor t = {0};
+	snprintf(sub, sizeof sub, "%s.dtype", path);
+	if (read_dtype(b, slot[0], sub, &t.dtype))
+		return -1;
+	snprintf(sub, sizeof sub, "%s.shape", path);
+	if (read_dims(b, slot[1], sub, false, &t.rank, t.dim) ||
+	    check_bytes(b, slot[1], sub, t.dtype, t.rank, t.dim))
+		return -1;
+	int id = new_tensor(b, e->key, -1);
+	Tensor *dst = &g->tensors[id];
+	dst->dtype = t.dtype;
+	dst->rank = t.rank;
+	memcpy(dst->dim, t.dim, sizeof t.dim);
+	dst->role = ROLE_INPUT;
+	g->inputs[g->ninputs++] = id;
+	return 0;
+}
+
+static int read_inputs(Builder *b, const DocNode *n)
+{
 	Graph *g = b->g;
 	if (n->kind != DOC_MAP)
 		return fail(b, n, "inputs: expected a map of name: {dtype, shape}, got %s",
 			    describe(n).s);
 	g->inputs = ARENA_NEW(g->arena, int, n->n);
-	for (const DocNode *e = n->first; e; e = e->next) {
-		if (!e->key[0])
-			return fail_key(b, e, "inputs: tensor names must not be empty");
-		if (names_find(&b->names, g->tensors, e->key) >= 0)
-			return fail_key(b, e, "inputs: duplicate key '%s'", clip(e->key).s);
-		for (const char *p = e->key; *p; p++)
-			if ((unsigned char)*p < 0x20 || *p == 0x7f)
-				return fail_key(b, e, "inputs: tensor name '%s' contains a control character",
-						clip(e->key).s);
-		char path[128], sub[160];
-		path_cat(path, sizeof path, "inputs.", clip(e->key).s, "", -1);
-		if (e->kind != DOC_MAP)
-			return fail(b, e, "%s: expected a map with dtype and shape, got %s", path,
-				    describe(e).s);
-		const DocNode *slot[2] = {0};
-		if (scan_map(b, e, path, keys, 2, slot))
-			return -1;
-		for (int k = 0; k < 2; k++)
-			if (!slot[k])
-				return fail(b, e, "%s: missing key '%s'", path, keys[k]);
-		Tensor t = {0};
-		path_cat(sub, sizeof sub, path, ".dtype", "", -1);
-		if (read_dtype(b, slot[0], sub, &t.dtype))
-			return -1;
-		path_cat(sub, sizeof sub, path, ".shape", "", -1);
-		if (read_dims(b, slot[1], sub, false, &t.rank, t.dim) ||
-		    check_bytes(b, slot[1], sub, t.dtype, t.rank, t.dim))
-			return -1;
-		int id = new_tensor(b, e->key, -1);
-		Tensor *dst = &g->tensors[id];
-		dst->dtype = t.dtype;
-		dst->rank = t.rank;
-		memcpy(dst->dim, t.dim, sizeof t.dim);
-		dst->role = ROLE_INPUT;
-		g->inputs[g->ninputs++] = id;
-	}
+	for (const DocNode *e = n->first; e; e = e->next)
+		if (read_input(b, e) && !more_errors(b, -1, e->key[0] ? e->key : NULL, -1))
+			return -3;
 	return 0;
 }
 
@@ -544,94 +571,100 @@ static bool safe_rel_path(const char *p)
 
 /* `constants`: name: {dtype, shape, data: [...]} or {dtype, shape, npy: FILE};
  * each becomes an input of the graph that carries its value (Tensor.data). */
-static int read_constants(Builder *b, const DocNode *n)
+static int read_constant(Builder *b, const DocNode *e)
 {
 	static const char *const keys[] = {"dtype", "shape", "data", "npy"};
 	Graph *g = b->g;
+	char path[128], sub[160];
+	snprintf(path, sizeof path, "constants.%s", clip(e->key).s);
+	if (!e->key[0])
+		return fail_key(b, e, "constants: tensor names must not be empty");
+	if (names_find(&b->names, g->tensors, e->key) >= 0)
+		return fail_key(b, e, "%s: tensor '%s' is already defined", path,
+				clip(e->key).s);
+	for (const char *p = e->key; *p; p++)
+		if ((unsigned char)*p < 0x20 || *p == 0x7f)
+			return fail_key(b, e, "constants: tensor name '%s' contains a control "
+					"character", clip(e->key).s);
+	if (e->kind != DOC_MAP)
+		return fail(b, e, "%s: expected a map with dtype, shape and data or npy, got %s",
+			    path, describe(e).s);
+	const DocNode *slot[4] = {0};
+	if (scan_map(b, e, path, keys, 4, slot))
+		return -1;
+	for (int k = 0; k < 2; k++)
+		if (!slot[k])
+			return fail(b, e, "%s: missing key '%s'", path, keys[k]);
+	if (!slot[2] == !slot[3])
+		return fail(b, e, "%s: needs exactly one of 'data' and 'npy'", path);
+	Tensor t = {0};
+	snprintf(sub, sizeof sub, "%s.dtype", path);
+	if (read_dtype(b, slot[0], sub, &t.dtype))
+		return -1;
+	snprintf(sub, sizeof sub, "%s.shape", path);
+	if (read_dims(b, slot[1], sub, false, &t.rank, t.dim))
+		return -1;
+	int64_t count = 1;
+	for (int k = 0; k < t.rank; k++)
+		count *= t.dim[k];
+	ConstSource *src = ARENA_NEW(g->arena, ConstSource, 1);
+	src->line = e->line;
+	src->col = e->col;
+	if (slot[3]) {
+		const DocNode *f = slot[3];
+		snprintf(sub, sizeof sub, "%s.npy", path);
+		if (f->kind != DOC_STR || !safe_rel_path(f->text))
+			return fail(b, f, "%s: expected a relative path inside the graph's "
+				    "folder, got %s", sub, describe(f).s);
+		const char *slash = strrchr(b->file, '/');
+		src->npy = slash ? arena_printf(g->arena, "%.*s/%s", (int)(slash - b->file),
+						b->file, f->text)
+				 : arena_strdup(g->arena, f->text);
+	} else {
+		const DocNode *dn = slot[2];
+		snprintf(sub, sizeof sub, "%s.data", path);
+		if (dn->kind != DOC_SEQ)
+			return fail(b, dn, "%s: expected a list of %lld numbers, got %s", sub,
+				    (long long)count, describe(dn).s);
+		if (dn->n != count)
+			return fail(b, dn, "%s: has %d values, the shape needs %lld", sub, dn->n,
+				    (long long)count);
+		bool isint = ir_dtype_is_int(t.dtype) || t.dtype == DT_BOOL;
+		double *dv = isint ? NULL : ARENA_NEW(g->arena, double, count);
+		int64_t *iv = isint ? ARENA_NEW(g->arena, int64_t, count) : NULL;
+		int64_t k = 0;
+		for (const DocNode *v = dn->first; v; v = v->next, k++) {
+			char at[200];
+			snprintf(at, sizeof at, "%s[%lld]", sub, (long long)k);
+			if (t.dtype == DT_BOOL && v->kind == DOC_BOOL)
+				iv[k] = v->bval;
+			else if (isint && read_int(b, v, at, INT64_MIN, INT64_MAX, &iv[k]))
+				return -1;
+			else if (!isint && read_real(b, v, at, &dv[k]))
+				return -1;
+		}
+		src->values = dv;
+		src->ivalues = iv;
+	}
+	int id = new_tensor(b, e->key, -1);
+	Tensor *dst = &g->tensors[id];
+	dst->dtype = t.dtype;
+	dst->rank = t.rank;
+	memcpy(dst->dim, t.dim, sizeof t.dim);
+	dst->role = ROLE_INPUT;
+	dst->src = src;
+	g->inputs[g->ninputs++] = id;
+	return 0;
+}
+
+static int read_constants(Builder *b, const DocNode *n)
+{
 	if (n->kind != DOC_MAP)
 		return fail(b, n, "constants: expected a map of name: {dtype, shape, data or npy}, "
 			    "got %s", describe(n).s);
-	for (const DocNode *e = n->first; e; e = e->next) {
-		char path[128], sub[160];
-		path_cat(path, sizeof path, "constants.", clip(e->key).s, "", -1);
-		if (!e->key[0])
-			return fail_key(b, e, "constants: tensor names must not be empty");
-		if (names_find(&b->names, g->tensors, e->key) >= 0)
-			return fail_key(b, e, "%s: tensor '%s' is already defined", path,
-					clip(e->key).s);
-		for (const char *p = e->key; *p; p++)
-			if ((unsigned char)*p < 0x20 || *p == 0x7f)
-				return fail_key(b, e, "constants: tensor name '%s' contains a control "
-						"character", clip(e->key).s);
-		if (e->kind != DOC_MAP)
-			return fail(b, e, "%s: expected a map with dtype, shape and data or npy, got %s",
-				    path, describe(e).s);
-		const DocNode *slot[4] = {0};
-		if (scan_map(b, e, path, keys, 4, slot))
-			return -1;
-		for (int k = 0; k < 2; k++)
-			if (!slot[k])
-				return fail(b, e, "%s: missing key '%s'", path, keys[k]);
-		if (!slot[2] == !slot[3])
-			return fail(b, e, "%s: needs exactly one of 'data' and 'npy'", path);
-		Tensor t = {0};
-		path_cat(sub, sizeof sub, path, ".dtype", "", -1);
-		if (read_dtype(b, slot[0], sub, &t.dtype))
-			return -1;
-		path_cat(sub, sizeof sub, path, ".shape", "", -1);
-		if (read_dims(b, slot[1], sub, false, &t.rank, t.dim))
-			return -1;
-		int64_t count = 1;
-		for (int k = 0; k < t.rank; k++)
-			count *= t.dim[k];
-		ConstSource *src = ARENA_NEW(g->arena, ConstSource, 1);
-		src->line = e->line;
-		src->col = e->col;
-		if (slot[3]) {
-			const DocNode *f = slot[3];
-			path_cat(sub, sizeof sub, path, ".npy", "", -1);
-			if (f->kind != DOC_STR || !safe_rel_path(f->text))
-				return fail(b, f, "%s: expected a relative path inside the graph's "
-					    "folder, got %s", sub, describe(f).s);
-			const char *slash = strrchr(b->file, '/');
-			src->npy = slash ? arena_printf(g->arena, "%.*s/%s", (int)(slash - b->file),
-							b->file, f->text)
-					 : arena_strdup(g->arena, f->text);
-		} else {
-			const DocNode *dn = slot[2];
-			path_cat(sub, sizeof sub, path, ".data", "", -1);
-			if (dn->kind != DOC_SEQ)
-				return fail(b, dn, "%s: expected a list of %lld numbers, got %s", sub,
-					    (long long)count, describe(dn).s);
-			if (dn->n != count)
-				return fail(b, dn, "%s: has %d values, the shape needs %lld", sub, dn->n,
-					    (long long)count);
-			bool isint = ir_dtype_is_int(t.dtype) || t.dtype == DT_BOOL;
-			double *dv = isint ? NULL : ARENA_NEW(g->arena, double, count);
-			int64_t *iv = isint ? ARENA_NEW(g->arena, int64_t, count) : NULL;
-			int64_t k = 0;
-			for (const DocNode *v = dn->first; v; v = v->next, k++) {
-				char at[200];
-				snprintf(at, sizeof at, "%s[%lld]", sub, (long long)k);
-				if (t.dtype == DT_BOOL && v->kind == DOC_BOOL)
-					iv[k] = v->bval;
-				else if (isint && read_int(b, v, at, INT64_MIN, INT64_MAX, &iv[k]))
-					return -1;
-				else if (!isint && read_real(b, v, at, &dv[k]))
-					return -1;
-			}
-			src->values = dv;
-			src->ivalues = iv;
-		}
-		int id = new_tensor(b, e->key, -1);
-		Tensor *dst = &g->tensors[id];
-		dst->dtype = t.dtype;
-		dst->rank = t.rank;
-		memcpy(dst->dim, t.dim, sizeof t.dim);
-		dst->role = ROLE_INPUT;
-		dst->src = src;
-		g->inputs[g->ninputs++] = id;
-	}
+	for (const DocNode *e = n->first; e; e = e->next)
+		if (read_constant(b, e) && !more_errors(b, -1, e->key[0] ? e->key : NULL, -1))
+			return -3;
 	return 0;
 }
 
@@ -659,6 +692,7 @@ static int read_operands(Builder *b, const DocNode *in, const char *at, const ch
 	op->in = ARENA_NEW(g->arena, int, n);
 	op->in_status = ARENA_NEW(g->arena, uint8_t, n);
 	int k = 0;
+	bool failed = false;
 	for (const DocNode *e = in->first; e; e = e->next, k++) {
 		/* a defined name is a valid one: the path is needed only for a message */
 		int id = e->kind == DOC_STR ? names_find(&b->names, g->tensors, e->text) : -1;
@@ -667,13 +701,16 @@ static int read_operands(Builder *b, const DocNode *in, const char *at, const ch
 			path_cat(path, sizeof path, at, ".in", "", k);
 			if (check_name(b, e, path))
 				return -1;
+			if (b->lost)
+				return -2;   /* perhaps the result of an op that failed: said already */
 			return fail(b, e, "%s: tensor '%s' is not defined above", path,
 				    clip(e->text).s);
 		}
+		failed = failed || b->poison[id];
 		op->in[k] = id;
 	}
 	op->nin = n;
-	return 0;
+	return failed ? -2 : 0;
 }
 
 /* What read_op knows about the op it is reading. */
@@ -878,8 +915,9 @@ static int read_op(Builder *b, const DocNode *n, int index, int *max_stream)
 	if (r.info->nin_max != 0) {
 		if (!r.slot[K_IN])
 			return fail(b, n, "%s: missing key 'in'", r.at);
-		if (read_operands(b, r.slot[K_IN], r.at, r.name, r.info, op))
-			return -1;
+		int rc = read_operands(b, r.slot[K_IN], r.at, r.name, r.info, op);
+		if (rc)
+			return rc;
 	}
 	if (r.slot[K_STREAM]) {
 		char path[48];
@@ -953,13 +991,24 @@ static int read_outputs(Builder *b, const DocNode *n)
 	for (const DocNode *e = n->first; e; e = e->next, k++) {
 		char path[32];
 		path_cat(path, sizeof path, "outputs", "", "", k);
-		if (check_name(b, e, path))
-			return -1;
-		int id = names_find(&b->names, g->tensors, e->text);
+		if (check_name(b, e, path)) {
+			if (!more_errors(b, -1, NULL, -1))
+				return -3;
+			continue;
+		}
+		int id = names_find(&b->names, g->tensors, e->text), rc = 0;
+		if (id < 0 && b->lost)
+			continue;
 		if (id < 0)
-			return fail(b, e, "%s: tensor '%s' is not defined", path, clip(e->text).s);
-		if (g->tensors[id].is_output)
-			return fail(b, e, "%s: tensor '%s' is listed twice", path, clip(e->text).s);
+			rc = fail(b, e, "%s: tensor '%s' is not defined", path, clip(e->text).s);
+		else if (b->poison[id])
+			continue;
+		else if (g->tensors[id].is_output)
+			rc = fail(b, e, "%s: tensor '%s' is listed twice", path, clip(e->text).s);
+		if (rc && !more_errors(b, rc, NULL, -1))
+			return -3;
+		if (rc)
+			continue;
 		g->tensors[id].is_output = true;
 		g->outputs[g->noutputs++] = id;
 	}
@@ -1009,7 +1058,24 @@ static int read_name(Builder *b, const DocNode *n)
 	return 0;
 }
 
-static Graph *build(Arena *a, const char *file, const DocNode *root, Diag *d)
+/* The name an op's map gives its result (`out`, or the first of a list); NULL when
+ * it has none that reads as a name. */
+static const char *op_out_name(const DocNode *n)
+{
+	if (n->kind != DOC_MAP)
+		return NULL;
+	for (const DocNode *e = n->first; e; e = e->next)
+		if (!strcmp(e->key, "out")) {
+			if (e->kind == DOC_SEQ)
+				e = e->first;
+			return e && e->kind == DOC_STR && e->text[0] ? e->text : NULL;
+		}
+	return NULL;
+}
+
+/* Read root into a Graph; on errors, d[0..*nd) holds up to maxd messages. */
+static Graph *build(Arena *a, const char *file, const DocNode *root, Diag *d, int maxd,
+		    int *nd)
 {
 	static const char *const keys[] = {"format", "name", "inputs", "ops", "outputs",
 					   "constants"};
@@ -1017,7 +1083,8 @@ static Graph *build(Arena *a, const char *file, const DocNode *root, Diag *d)
 	Graph *g = ARENA_NEW(a, Graph, 1);
 	g->arena = a;
 	g->file = arena_strdup(a, file);
-	Builder b = {.g = g, .d = d, .file = file};
+	Builder b = {.g = g, .d = d, .maxd = maxd, .file = file};
+	*nd = 1;   /* until the ops: every error ends the reading */
 	b.opkeys[K_OP] = "op";
 	b.opkeys[K_IN] = "in";
 	b.opkeys[K_OUT] = "out";
@@ -1084,6 +1151,8 @@ static Graph *build(Arena *a, const char *file, const DocNode *root, Diag *d)
 		cap *= 2;
 	b.names.slot = xcalloc(cap, sizeof(int));
 	b.names.mask = cap - 1;
+	b.poison = xcalloc(maxt + 1, sizeof *b.poison);
+	b.maxt = (int)maxt;
 
 	if (cn)
 		g->inputs = NULL;
@@ -1095,16 +1164,21 @@ static Graph *build(Arena *a, const char *file, const DocNode *root, Diag *d)
 		g->inputs = all;
 		rc = read_constants(&b, cn);
 	}
+	/* An entry (input, constant, op, output) that fails is counted and reading goes
+	 * on with the next, up to maxd messages (more_errors). */
 	int i = 0;
 	for (const DocNode *e = ops->first; e && !rc; e = e->next, i++) {
-		rc = read_op(&b, e, i, &max_stream);
-		if (!rc)
-			g->nops = i + 1;
+		int r = read_op(&b, e, i, &max_stream);
+		if (r && !more_errors(&b, r, op_out_name(e), i))
+			rc = -3;
+		g->nops = i + 1;
 	}
 	if (!rc)
 		rc = read_outputs(&b, slot[R_OUTPUTS]);
 	free(b.names.slot);
-	if (rc)
+	free(b.poison);
+	*nd = b.nd + (rc == -1);
+	if (rc || b.nd)
 		return NULL;
 
 	for (int t = 0; t < g->ntensors; t++) {
@@ -1143,6 +1217,16 @@ static GraphFormat choose_format(const char *file, const char *text, size_t len)
 Graph *ir_read_mem(Arena *a, const char *file, const char *text, size_t len,
 		   GraphFormat fmt, Diag *d)
 {
+	int n;
+	return ir_read_mem_errors(a, file, text, len, fmt, d, 1, &n);
+}
+
+Graph *ir_read_mem_errors(Arena *a, const char *file, const char *text, size_t len,
+			  GraphFormat fmt, Diag *d, int maxd, int *nd)
+{
+	*nd = 1;
+	if (maxd < 1)
+		maxd = 1;
 	if (!file)
 		file = "<memory>";
 	if (doc_check_text(file, text, len, d))
@@ -1156,7 +1240,7 @@ Graph *ir_read_mem(Arena *a, const char *file, const char *text, size_t len,
 	Arena *tmp = arena_new();
 	DocNode *root = fmt == FMT_JSON ? doc_read_json(tmp, file, copy, len, d)
 					: doc_read_yaml(tmp, file, copy, len, d);
-	Graph *g = root ? build(a, file, root, d) : NULL;
+	Graph *g = root ? build(a, file, root, d, maxd, nd) : NULL;
 	arena_free(tmp);
 	free(copy);
 	return g;
@@ -1164,11 +1248,20 @@ Graph *ir_read_mem(Arena *a, const char *file, const char *text, size_t len,
 
 Graph *ir_read_file(Arena *a, const char *path, GraphFormat fmt, Diag *d)
 {
+	int n;
+	return ir_read_file_errors(a, path, fmt, d, 1, &n);
+}
+
+Graph *ir_read_file_errors(Arena *a, const char *path, GraphFormat fmt, Diag *d, int maxd,
+			   int *nd)
+{
 	size_t len = 0;
+	*nd = 1;
 	char *text = read_file(path, MAX_INPUT_BYTES, &len, d);
 	if (!text)
 		return NULL;
-	Graph *g = ir_read_mem(a, strcmp(path, "-") ? path : "<stdin>", text, len, fmt, d);
+	Graph *g = ir_read_mem_errors(a, strcmp(path, "-") ? path : "<stdin>", text, len, fmt,
+				      d, maxd, nd);
 	free(text);
 	return g;
 }

@@ -127,15 +127,41 @@ static bool dims_broadcast(const Tensor *a, const Tensor *b)
 	return true;
 }
 
+/* Place lo's dims lo[0..k) at increasing positions below `end` of a shape of hi's
+ * rank (1 elsewhere) so that the result broadcasts with hi: the last dim goes as far
+ * right as it can, so the first placement tried is numpy's (leading 1s). */
+static bool place_dims(const int64_t *lo, int k, const int64_t *hi, int end, int64_t *dim)
+{
+	if (k == 0) {
+		for (int i = 0; i < end; i++)
+			dim[i] = 1;
+		return true;
+	}
+	for (int p = end - 1; p >= k - 1; p--) {
+		if (lo[k - 1] != hi[p] && lo[k - 1] != 1 && hi[p] != 1)
+			continue;
+		for (int i = p + 1; i < end; i++)
+			dim[i] = 1;
+		dim[p] = lo[k - 1];
+		if (place_dims(lo, k - 1, hi, p, dim))
+			return true;
+	}
+	return false;
+}
+
 static int check_broadcast(Infer *c, const Tensor *a, const Tensor *b)
 {
 	if (a->rank != b->rank) {
-		/* burn broadcasts only tensors of one rank: say how to get there */
+		/* burn broadcasts only tensors of one rank: say how to get there, with a
+		 * reshape that broadcasts ([8] against [8,64] becomes [8,1], not [1,8]) */
 		const Tensor *lo = a->rank < b->rank ? a : b, *hi = lo == a ? b : a;
 		int64_t dim[IR_MAX_RANK];
-		int pad = hi->rank - lo->rank;
-		for (int i = 0; i < hi->rank; i++)
-			dim[i] = i < pad ? 1 : lo->dim[i - pad];
+		if (!place_dims(lo->dim, lo->rank, hi->dim, hi->rank, dim))
+			return fail(c, "ranks %d and %d differ (%s and %s); operands broadcast only "
+				    "at the same rank, and no reshape of the %s operand to rank %d "
+				    "broadcasts with %s", a->rank, b->rank, tensor_text(a).s,
+				    tensor_text(b).s, ir_shape_text(lo->rank, lo->dim).s, hi->rank,
+				    ir_shape_text(hi->rank, hi->dim).s);
 		return fail(c, "ranks %d and %d differ (%s and %s); operands broadcast only at "
 			    "the same rank: reshape the %s operand to %s first", a->rank, b->rank,
 			    tensor_text(a).s, tensor_text(b).s, ir_shape_text(lo->rank, lo->dim).s,

@@ -256,6 +256,14 @@ extern IrLimits ir_limits;
 Graph *ir_read_file(Arena *a, const char *path, GraphFormat fmt, Diag *d);
 Graph *ir_read_mem(Arena *a, const char *file, const char *text, size_t len,
 		   GraphFormat fmt, Diag *d);
+/* The same, reporting up to maxd errors: d points to maxd Diags, and *nd tells how
+ * many were filled when NULL is returned. After an input, constant, op or output
+ * that fails, reading goes on with the next; entries that read a tensor whose
+ * definition failed fail silently, so one mistake gives one message. */
+Graph *ir_read_file_errors(Arena *a, const char *path, GraphFormat fmt, Diag *d, int maxd,
+			   int *nd);
+Graph *ir_read_mem_errors(Arena *a, const char *file, const char *text, size_t len,
+			  GraphFormat fmt, Diag *d, int maxd, int *nd);
 
 /* ---- inference ------------------------------------------------------------- */
 

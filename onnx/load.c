@@ -368,7 +368,9 @@ Graph *onnx_read_file(Arena *a, const char *path, const OnnxOptions *o, Diag *d)
 	}
 	if (!S_ISREG(st.st_mode)) {
 		close(fd);
-		diag_set(d, path, 0, 0, "cannot read: not a regular file");
+		diag_set(d, path, 0, 0, "not a regular file (%s)",
+			 S_ISDIR(st.st_mode) ? "a folder" : S_ISFIFO(st.st_mode) ? "a pipe"
+			 : S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) ? "a device" : "not a file");
 		return NULL;
 	}
 	if ((uint64_t)st.st_size > MAX_MODEL_BYTES) {
@@ -395,4 +397,61 @@ Graph *onnx_read_file(Arena *a, const char *path, const OnnxOptions *o, Diag *d)
 	if (n)
 		munmap(buf, n);
 	return g;
+}
+
+/* ---- the files a model reads (compile -M) -------------------------------------- */
+
+static void add_external(Arena *a, const Onnx__TensorProto *tp, const char *dir,
+			 const char ***files, int *n, int *cap)
+{
+	if (!tp || !tp->has_data_location ||
+	    tp->data_location != ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL)
+		return;
+	for (size_t i = 0; i < tp->n_external_data; i++) {
+		const Onnx__StringStringEntryProto *e = tp->external_data[i];
+		if (!e->key || !e->value || strcmp(e->key, "location") || !safe_location(e->value))
+			continue;
+		const char *path = strcmp(dir, ".") ? arena_printf(a, "%s/%s", dir, e->value)
+						    : arena_strdup(a, e->value);
+		for (int k = 0; k < *n; k++)
+			if (!strcmp((*files)[k], path))
+				return;
+		if (*n == *cap) {
+			*cap = *cap ? 2 * *cap : 8;
+			const char **grown = ARENA_NEW(a, const char *, (size_t)*cap);
+			if (*n)
+				memcpy(grown, *files, sizeof *grown * (size_t)*n);
+			*files = grown;
+		}
+		(*files)[(*n)++] = path;
+	}
+}
+
+int onnx_external_files(Arena *a, const char *path, const char ***files)
+{
+	*files = NULL;
+	Diag d;
+	size_t len;
+	char *buf = read_regular_file(path, (size_t)MAX_MODEL_BYTES + 1, &len, &d);
+	if (!buf)
+		return 0;
+	Onnx__ModelProto *mp = onnx__model_proto__unpack(NULL, len, (const uint8_t *)buf);
+	free(buf);
+	if (!mp)
+		return 0;
+	char *dir = folder_of(path);
+	int n = 0, cap = 0;
+	const Onnx__GraphProto *gp = mp->graph;
+	for (size_t i = 0; gp && i < gp->n_initializer; i++)
+		add_external(a, gp->initializer[i], dir, files, &n, &cap);
+	for (size_t i = 0; gp && i < gp->n_node; i++)
+		for (size_t j = 0; j < gp->node[i]->n_attribute; j++) {
+			const Onnx__AttributeProto *at = gp->node[i]->attribute[j];
+			add_external(a, at->t, dir, files, &n, &cap);
+			for (size_t k = 0; k < at->n_tensors; k++)
+				add_external(a, at->tensors[k], dir, files, &n, &cap);
+		}
+	free(dir);
+	onnx__model_proto__free_unpacked(mp, NULL);
+	return n;
 }

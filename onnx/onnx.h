@@ -52,6 +52,9 @@ int onnx_parse_shape(Arena *a, const char *spec, OnnxInputShape *s, char *msg, s
 /* Read and import a model. `path` is also where external data files are looked
  * for (its folder). Returns NULL with *d filled on any error. */
 Graph *onnx_read_file(Arena *a, const char *path, const OnnxOptions *o, Diag *d);
+/* The external data files a model's tensors name (initializers and node attributes),
+ * each once, as paths beside the model, in a; returns how many (compile -M). */
+int onnx_external_files(Arena *a, const char *path, const char ***files);
 Graph *onnx_read_mem(Arena *a, const char *file, const void *buf, size_t len,
 		     const OnnxOptions *o, Diag *d);
 

@@ -632,8 +632,8 @@ H(h_reshape)
 	for (int i = 0; i < n; i++)
 		if (s[i] == -1)
 			minus = i;
-		else
-			known *= s[i];
+		else if (__builtin_mul_overflow(known, s[i], &known))
+			return imp_fail(m, "the shape's sizes multiply past 64 bits");
 	if (minus >= 0 && known > 0)
 		s[minus] = count(x) / known;
 	OUT(reshape(m, x, n, s));

@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include <cjson/cJSON.h>
 
@@ -79,6 +80,12 @@ static int perr(Parser *p, const char *path, const char *fmt, ...)
 	else
 		diag_set(p->d, p->file, 0, 0, "%s", msg);
 	return -1;
+}
+
+/* "" (omitted) or exactly 64 lowercase hex digits. */
+static bool sha256_ok(const char *s)
+{
+	return !s[0] || (strspn(s, "0123456789abcdef") == 64 && !s[64]);
 }
 
 static const char *type_name(const cJSON *j)
@@ -533,10 +540,12 @@ static int parse_root(Parser *p, RtPlan *pl, const cJSON *root)
 		return perr(p, "ptx", "empty PTX file name");
 	if (get_string(p, root, "", "ptx_sha256", false, &pl->ptx_sha256) < 0)
 		return -1;
-	if (pl->ptx_sha256[0] && strspn(pl->ptx_sha256, "0123456789abcdef") != 64)
+	if (get_string(p, root, "", "weights_sha256", false, &pl->weights_sha256) < 0)
+		return -1;
+	if (!sha256_ok(pl->ptx_sha256))
 		return perr(p, "ptx_sha256", "expected 64 lowercase hex digits");
-	if (pl->ptx_sha256[0] && pl->ptx_sha256[64])
-		return perr(p, "ptx_sha256", "expected 64 lowercase hex digits");
+	if (!sha256_ok(pl->weights_sha256))
+		return perr(p, "weights_sha256", "expected 64 lowercase hex digits");
 	if (ptx[0] == '/') {
 		pl->ptx_path = ptx;
 	} else {
@@ -549,6 +558,8 @@ static int parse_root(Parser *p, RtPlan *pl, const cJSON *root)
 		return -1;
 	if (weights[0] && strchr(weights, '/'))
 		return perr(p, "weights", "the weights file must be a plain file name beside the plan");
+	if (pl->weights_sha256[0] && !weights[0])
+		return perr(p, "weights_sha256", "the plan names no weights file");
 	if (weights[0]) {
 		const char *slash = strrchr(p->file, '/');
 		pl->weights_path = slash ? arena_printf(p->a, "%.*s/%s", (int)(slash - p->file),
@@ -1007,7 +1018,7 @@ static int check_entry(const RtKernel *k, const char *q, const char *end, const 
 		q = skip_space(q, end);
 		if (q < end && *q == ')')
 			break;
-		if (q >= end || strncmp(q, ".param", 6) != 0) {
+		if (end - q < 6 || memcmp(q, ".param", 6) != 0) {
 			diag_set(d, file, 0, 0, "entry '%s': cannot read parameter %d", k->entry, i);
 			return -1;
 		}
@@ -1176,10 +1187,39 @@ static RtStatus upload_constants(RtSession *s, Diag *d)
 		diag_set(d, pl->path, 0, 0, "the plan has constants but names no weights file");
 		return RT_ERR_INPUT;
 	}
-	size_t len;
-	char *w = read_file(pl->weights_path, 0, &len, d);
-	if (!w)
+	/* Read no more than the constants need: the file is a regular file of exactly
+	 * their extent (codegen/plan.c), and a hostile plan or file bounds nothing. */
+	uint64_t need = 0;
+	for (int i = 0; i < pl->ntensors; i++) {
+		const RtTensor *t = &pl->tensors[i];
+		if (t->constant)
+			need = t->bytes > UINT64_MAX - t->offset ? UINT64_MAX
+				: t->offset + t->bytes > need ? t->offset + t->bytes : need;
+	}
+	struct stat sb;
+	if (stat(pl->weights_path, &sb) == 0 && S_ISREG(sb.st_mode) && (uint64_t)sb.st_size > need) {
+		diag_set(d, pl->weights_path, 0, 0, "the weights file has %llu bytes, more than the "
+			 "%llu the plan's constants take: it is not the one %s was compiled with",
+			 (unsigned long long)sb.st_size, (unsigned long long)need, pl->path);
 		return RT_ERR_INPUT;
+	}
+	size_t len;
+	char *w = read_regular_file(pl->weights_path, need >= SIZE_MAX ? 0 : (size_t)need + 1, &len, d);
+	if (!w) {
+		diag_prefix(d, "the plan's weights file");
+		return RT_ERR_INPUT;
+	}
+	if (pl->weights_sha256 && pl->weights_sha256[0]) {
+		char sha[65];
+		sha256_hex(w, len, sha);
+		if (strcmp(sha, pl->weights_sha256) != 0) {
+			free(w);
+			diag_set(d, pl->weights_path, 0, 0, "the weights are not the ones %s was "
+				 "compiled with (SHA-256 %.12s…, the plan records %.12s…): the folder "
+				 "holds files of different compiles", pl->path, sha, pl->weights_sha256);
+			return RT_ERR_INPUT;
+		}
+	}
 	RtStatus st = RT_OK;
 	for (int i = 0; st == RT_OK && i < pl->ntensors; i++) {
 		const RtTensor *t = &pl->tensors[i];

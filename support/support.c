@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include <openssl/evp.h>
 #include <openssl/sha.h>
 
 
@@ -290,6 +291,43 @@ void sha256_hex(const void *p, size_t n, char out[65])
 		snprintf(out + 2 * i, 3, "%02x", md[i]);
 }
 
+struct Sha256 {
+	EVP_MD_CTX *ctx;
+};
+
+Sha256 *sha256_begin(void)
+{
+	Sha256 *h = xmalloc(sizeof *h);
+	h->ctx = EVP_MD_CTX_new();
+	if (!h->ctx || EVP_DigestInit_ex(h->ctx, EVP_sha256(), NULL) != 1) {
+		fprintf(stderr, "fusec: libcrypto cannot start a SHA-256\n");
+		abort();
+	}
+	return h;
+}
+
+void sha256_add(Sha256 *h, const void *p, size_t n)
+{
+	if (n && EVP_DigestUpdate(h->ctx, p, n) != 1) {
+		fprintf(stderr, "fusec: libcrypto SHA-256 update failed\n");
+		abort();
+	}
+}
+
+void sha256_end(Sha256 *h, char out[65])
+{
+	unsigned char md[EVP_MAX_MD_SIZE];
+	unsigned int len = 0;
+	if (EVP_DigestFinal_ex(h->ctx, md, &len) != 1 || len != 32) {
+		fprintf(stderr, "fusec: libcrypto SHA-256 final failed\n");
+		abort();
+	}
+	for (int i = 0; i < 32; i++)
+		snprintf(out + 2 * i, 3, "%02x", md[i]);
+	EVP_MD_CTX_free(h->ctx);
+	free(h);
+}
+
 const char *fusec_build_id(void)
 {
 	static char id[128];
@@ -313,6 +351,17 @@ char *read_file(const char *path, size_t max, size_t *len, Diag *d)
 	FILE *f = std ? stdin : fopen(path, "rb");
 	if (!f) {
 		diag_set(d, name, 0, 0, "cannot open: %s", strerror(errno));
+		return NULL;
+	}
+	/* A device (/dev/zero, a disk) or a folder is no file to read: refuse it before
+	 * reading up to max bytes of it. Pipes are read, up to max. */
+	struct stat sb;
+	if (fstat(fileno(f), &sb) == 0 && (S_ISCHR(sb.st_mode) || S_ISBLK(sb.st_mode) ||
+					   S_ISDIR(sb.st_mode)) && !(std && S_ISCHR(sb.st_mode))) {
+		diag_set(d, name, 0, 0, "not a regular file (%s)",
+			 S_ISDIR(sb.st_mode) ? "a folder" : "a device");
+		if (!std)
+			fclose(f);
 		return NULL;
 	}
 	size_t cap = 1 << 16, n = 0;

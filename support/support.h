@@ -109,6 +109,12 @@ static inline uint64_t hash_u64(uint64_t h, uint64_t v)
 /* SHA-256 of n bytes as 64 lowercase hex digits and a NUL (OpenSSL's libcrypto).
  * Plans record it for the files they name (docs/reliability.md). */
 void sha256_hex(const void *p, size_t n, char out[65]);
+/* The same over pieces: sha256_begin, sha256_add for each piece in order, then
+ * sha256_end, which writes the digest and frees the state. */
+typedef struct Sha256 Sha256;
+Sha256 *sha256_begin(void);
+void sha256_add(Sha256 *h, const void *p, size_t n);
+void sha256_end(Sha256 *h, char out[65]);
 
 /* Which build of fusec this is, for cache keys: FUSEC_VERSION alone does not change
  * when the code does, so the keys also take the executable's identity (device,

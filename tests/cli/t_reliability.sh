@@ -6,9 +6,17 @@
 graph() {
 	printf 'format: fusec-graph/1\nname: %s\ninputs: {a: {dtype: f32, shape: [%s]}}\nops:\n  - {op: %s, in: [a], out: y}\noutputs: [y]\n' "$1" "$2" "$3"
 }
-# plan_matches PLAN PTX: the plan's ptx_sha256 is the PTX's hash.
+# graphw NAME K: a graph named NAME with a constant; its op (so its PTX), shape and
+# constant (so its weights) depend on K.
+graphw() {
+	printf 'format: fusec-graph/1\nname: %s\ninputs: {a: {dtype: f32, shape: [%s]}}\nconstants:\n  c: {dtype: f32, shape: [%s], data: [%s]}\nops:\n  - {op: %s, in: [a, c], out: y}\noutputs: [y]\n' \
+		"$1" "$2" "$2" "$(seq -s, "$2")" "$(echo add sub mul div rem pow max min | cut -d' ' -f$(($2 % 8 + 1)))"
+}
+# plan_matches PLAN PTX [WEIGHTS]: the plan's ptx_sha256 is the PTX's hash (and its
+# weights_sha256 the weights file's).
 plan_matches() {
-	grep -q "\"ptx_sha256\":[[:space:]]*\"$(sha256sum "$2" | cut -d' ' -f1)\"" "$1"
+	grep -q "\"ptx_sha256\":[[:space:]]*\"$(sha256sum "$2" | cut -d' ' -f1)\"" "$1" &&
+	{ [ $# -lt 3 ] || grep -q "\"weights_sha256\":[[:space:]]*\"$(sha256sum "$3" | cut -d' ' -f1)\"" "$1"; }
 }
 # snapshot DIR: names, sizes and hashes of what DIR holds.
 snapshot() {
@@ -56,21 +64,69 @@ for i in $(seq 80); do DEEP="$DEEP/d"; done
 check deep-fail 3 "$FUSEC" compile "$TMP/long2.yaml" -o "$DEEP" --emit relative
 check deep-fail-nothing 0 test ! -e "$TMP/deep"
 
-# 8 compiles of 8 different graphs with one name, into one folder, at once: every
-# round ends with a plan whose hash is its PTX's, and no temporary files.
-ok=0
-for round in 1 2 3 4 5 6; do
+# 8 compiles of 8 different graphs with one name (each with its own PTX and weights),
+# into one folder, at once, 50 rounds (issue 15's reproducer): every round ends with
+# a plan whose hashes are its PTX's and its weights', and no temporary files. Each
+# round's plan is from one compile, so the 8 graphs are told apart by shape: the
+# published set is some k's, whole. (Without the lock, the renames of two compiles
+# interleave and rounds end mixed: docs/reliability.md.)
+for k in 1 2 3 4 5 6 7 8; do graphw same "$k" >"$TMP/c$k.yaml"; done
+bad=0
+for round in $(seq 50); do
 	for k in 1 2 3 4 5 6 7 8; do
-		graph same "$k" neg >"$TMP/c$k.yaml"
-		"$FUSEC" compile "$TMP/c$k.yaml" -o "$TMP/conc" 2>>"$TMP/conc.err" &
+		FUSEC_TEST_RENAME_DELAY_MS=5 "$FUSEC" compile -q "$TMP/c$k.yaml" -o "$TMP/conc" \
+			2>>"$TMP/conc.err" &
 	done
 	wait
-	plan_matches "$TMP/conc/same.plan.json" "$TMP/conc/same.ptx" || ok=1
-	ls -A "$TMP/conc" | grep -q '^.fusec-' && ok=1
-	rm -rf "$TMP/conc"
+	if ! plan_matches "$TMP/conc/same.plan.json" "$TMP/conc/same.ptx" "$TMP/conc/same.weights.bin" ||
+	   ls -A "$TMP/conc" | grep -q '^.fusec-'; then
+		bad=$((bad + 1)); cp -r "$TMP/conc" "$TMP/conc-bad-$round"
+	fi
+	[ "$round" -lt 50 ] && rm -rf "$TMP/conc"
 done
-check concurrent-consistent 0 test $ok -eq 0
+check concurrent-consistent 0 test "$bad" -eq 0 || echo "    $bad of 50 rounds left a mixed set"
 same concurrent-no-errors "$TMP/conc.err" ""
+# The check can fail: a set mixed by hand (the last round's plan, another compile's
+# PTX or weights) is caught by it, and refused by the runtime.
+"$FUSEC" compile -q "$TMP/c3.yaml" -o "$TMP/other" && "$FUSEC" compile -q "$TMP/c5.yaml" -o "$TMP/other2"
+if grep -q '"shape":\[3\]' "$TMP/conc/same.plan.json"; then O=$TMP/other2; else O=$TMP/other; fi
+check concurrent-check-fails-ptx 1 plan_matches "$TMP/conc/same.plan.json" "$O/same.ptx" "$TMP/conc/same.weights.bin"
+check concurrent-check-fails-weights 1 plan_matches "$TMP/conc/same.plan.json" "$TMP/conc/same.ptx" "$O/same.weights.bin"
+cp "$O/same.weights.bin" "$TMP/conc/"
+check concurrent-mixed-refused 1 env FUSEC_LIBCUDA="$(dirname "$FUSEC")/tests/fakecuda.so" \
+	"$(dirname "$FUSEC")/fusec-run" "$TMP/conc"
+contains concurrent-mixed-refused-msg "$TMP/err" "same.plan.json was compiled with"
+
+# The weights file is checked like the PTX: its hash is in the plan, and a file that
+# is corrupted, swapped for another compile's, longer, or not a regular file is refused
+# before any kernel runs.
+RUN=$(dirname "$FUSEC")/fusec-run
+FAKE=$(dirname "$FUSEC")/tests/fakecuda.so
+graphw wg 300 >"$TMP/w1.yaml"
+check weights-compile 0 "$FUSEC" compile -q "$TMP/w1.yaml" -o "$TMP/w1"
+check weights-hash 0 plan_matches "$TMP/w1/wg.plan.json" "$TMP/w1/wg.ptx" "$TMP/w1/wg.weights.bin"
+# the untouched set uploads its constants (the stand-in driver then fails the launch,
+# as it runs only tests/runtime/axpb's kernels)
+env FUSEC_LIBCUDA="$FAKE" "$RUN" "$TMP/w1" >/dev/null 2>"$TMP/w-ok.err"
+check weights-good-accepted 1 grep -q weights "$TMP/w-ok.err"
+cp -r "$TMP/w1" "$TMP/w2"
+printf '\001' | dd of="$TMP/w2/wg.weights.bin" bs=1 seek=300 conv=notrunc 2>/dev/null
+check weights-corrupt 1 env FUSEC_LIBCUDA="$FAKE" "$RUN" "$TMP/w2"
+contains weights-corrupt-msg "$TMP/err" "wg.weights.bin: error: the weights are not the ones $TMP/w2/wg.plan.json was compiled with (SHA-256 "
+sed 's/data: \[1,/data: [7,/' "$TMP/w1.yaml" >"$TMP/w3.yaml"
+check weights-other-compile 0 "$FUSEC" compile -q "$TMP/w3.yaml" -o "$TMP/w3"
+cp "$TMP/w3/wg.weights.bin" "$TMP/w2/wg.weights.bin"
+check weights-swapped 1 env FUSEC_LIBCUDA="$FAKE" "$RUN" "$TMP/w2"
+contains weights-swapped-msg "$TMP/err" "the folder holds files of different compiles"
+{ cat "$TMP/w1/wg.weights.bin"; printf x; } >"$TMP/w2/wg.weights.bin"
+check weights-longer 1 env FUSEC_LIBCUDA="$FAKE" "$RUN" "$TMP/w2"
+contains weights-longer-msg "$TMP/err" "the weights file has 1201 bytes, more than the 1200 the plan's constants take"
+rm "$TMP/w2/wg.weights.bin" && ln -s /dev/zero "$TMP/w2/wg.weights.bin"
+check weights-dev-zero 1 env FUSEC_LIBCUDA="$FAKE" "$RUN" "$TMP/w2"
+contains weights-dev-zero-msg "$TMP/err" "$TMP/w2/wg.weights.bin: error: the plan's weights file: not a regular file (a device)"
+sed 's/"weights_sha256":"[0-9a-f]*"/"weights_sha256":"abc"/' "$TMP/w1/wg.plan.json" >"$TMP/w2/wg.plan.json"
+check weights-bad-hash-text 1 env FUSEC_LIBCUDA="$FAKE" "$RUN" "$TMP/w2/wg.plan.json"
+contains weights-bad-hash-text-msg "$TMP/err" "weights_sha256: expected 64 lowercase hex digits"
 
 # Output lost on stdout (a full disk): exit non-zero, for every command.
 if [ -w /dev/full ]; then
@@ -82,6 +138,12 @@ if [ -w /dev/full ]; then
 	check full-version 3 sh -c "'$FUSEC' --version >/dev/full"
 	check full-compile-help 3 sh -c "'$FUSEC' compile --help >/dev/full"
 	check full-run-plan 3 sh -c "'$(dirname "$FUSEC")/fusec-run' tests/runtime/axpb.plan.json --plan-only >/dev/full"
+	check full-run-help 3 sh -c "'$(dirname "$FUSEC")/fusec-run' --help >/dev/full"
+	check full-ops 3 sh -c "'$FUSEC' ops --json >/dev/full"
+	check full-explain-json 3 sh -c "'$FUSEC' explain $G --json >/dev/full"
+	check full-import 3 sh -c "'$FUSEC' import $G >/dev/full"
+	check full-run-interp 3 sh -c "'$FUSEC' run $G --backend interp >/dev/full"
+	check full-compile-wrote 3 sh -c "'$FUSEC' compile $G -o '$TMP/full' >/dev/full"
 fi
 
 # Loading a plan is linear: 100,000 tensors and as many launches load in seconds
@@ -151,3 +213,37 @@ check cap-bad 2 "$FUSEC" normalize $G --max-ops 0
 # Inputs read from .npy files: regular files only.
 check npy-dev-zero 1 "$FUSEC" run docs/examples/reuse.yaml --inputs a=/dev/zero
 same npy-dev-zero-msg "$TMP/err" "/dev/zero: error: not a regular file (a device)"
+
+# Inputs the fuzzers found (tests/fuzz/regress/, named after what they broke): each is
+# refused with exit 1 and a one-line message (make sanitize also checks for UB here).
+for f in tests/fuzz/regress/*.onnx tests/fuzz/regress/*.json tests/fuzz/regress/*.yaml; do
+	[ -f "$f" ] || continue
+	n=$(basename "$f")
+	check "fuzz-regress-$n" 1 "$FUSEC" normalize "$f" &&
+		check "fuzz-regress-$n-one-line" 0 test "$(wc -l <"$TMP/err")" -eq 1
+done
+
+# --libdevice must be a regular file (the kernel cache hashes it to its end).
+check libdevice-device 2 "$FUSEC" compile docs/examples/reuse.yaml -o "$TMP/ld" --libdevice /dev/zero
+contains libdevice-device-msg "$TMP/err" "--libdevice '/dev/zero' is not a regular file"
+
+# Graph and model files that are devices are refused before reading (not read up to
+# the 1 GiB bound); a pipe is read, and a path naming one is not peeked at first.
+ln -s /dev/zero "$TMP/zero.onnx" && ln -s /dev/zero "$TMP/zero.yaml"
+for f in /dev/zero "$TMP/zero.onnx" "$TMP/zero.yaml"; do
+	check "read-device-$(basename "$f")" 1 "$FUSEC" normalize "$f" &&
+		contains "read-device-$(basename "$f")-msg" "$TMP/err" "not a regular file (a device)"
+done
+check read-folder 1 "$FUSEC" normalize "$TMP"
+check read-dev-stdin-pipe 0 sh -c "cat docs/examples/reuse.yaml | '$FUSEC' normalize /dev/stdin"
+contains read-dev-stdin-pipe-out "$TMP/out" "segment 0"
+
+# import -o OUT is written under a temporary name and renamed: a write that fails
+# (here the file size limit, as on a full disk) leaves the previous OUT as it was.
+mkdir -p "$TMP/imp"
+check import-first 0 "$FUSEC" import docs/examples/reuse.yaml -o "$TMP/imp/g.yaml"
+cp "$TMP/imp/g.yaml" "$TMP/imp-before"
+check import-fail 3 sh -c "trap '' XFSZ; ulimit -f 2; '$FUSEC' import docs/examples/resnet_block.yaml -o '$TMP/imp/g.yaml'"
+contains import-fail-msg "$TMP/err" "cannot write '$TMP/imp/g.yaml': File too large"
+same_files import-fail-unchanged "$TMP/imp-before" "$TMP/imp/g.yaml"
+check import-fail-no-temp 0 sh -c "! ls -A '$TMP/imp' | grep -q fusec-"

@@ -88,6 +88,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	/* the hash is checked elsewhere; a fuzzer cannot forge it */
 	p->ptx_sha256 = "";
+	p->weights_sha256 = "";
 	(void)rt_plan_bytes_in(p);
 	(void)rt_plan_bytes_out(p);
 	uint64_t *bufs = calloc((size_t)p->ntensors + 1, sizeof *bufs);

@@ -53,17 +53,24 @@ static void relative_form(const Graph *g)
 static void read_as(const uint8_t *data, size_t size, const char *file, GraphFormat fmt)
 {
 	Arena *a = arena_new();
-	Diag d;
-	memset(&d, 0, sizeof d);
-	Graph *g = ir_read_mem(a, file, (const char *)data, size, fmt, &d);
+	/* the sniffed read collects up to 8 errors (--max-errors), the others one */
+	enum { MAXD = 8 };
+	Diag d[MAXD];
+	memset(d, 0, sizeof d);
+	int nd = 0, maxd = fmt == FMT_AUTO ? MAXD : 1;
+	Graph *g = ir_read_mem_errors(a, file, (const char *)data, size, fmt, d, maxd, &nd);
 	if (g) {
 		check_graph(g);
 		relative_form(g);
 	} else {
-		char msg[1100];
-		diag_format(&d, msg, sizeof msg);
-		if (!d.msg[0] || d.line < 0 || d.col < 0 || strchr(msg, '\n'))
+		if (nd < 1 || nd > maxd)
 			__builtin_trap();
+		for (int i = 0; i < nd; i++) {
+			char msg[1100];
+			diag_format(&d[i], msg, sizeof msg);
+			if (!d[i].msg[0] || d[i].line < 0 || d[i].col < 0 || strchr(msg, '\n'))
+				__builtin_trap();
+		}
 	}
 	arena_free(a);
 }

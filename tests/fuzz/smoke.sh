@@ -7,17 +7,26 @@ B=$1
 T=${2:-60}
 W=$(mktemp -d)
 trap 'rm -rf "$W"' EXIT
-mkdir -p "$W/read" "$W/plan" "$W/art"
+mkdir -p "$W/read" "$W/plan" "$W/onnx" "$W/art"
 i=0
-for f in docs/examples/* tests/errors/*.json tests/errors/*.yaml tests/golden/*.yaml; do
+for f in docs/examples/* tests/errors/*.json tests/errors/*.yaml tests/golden/*.yaml \
+	 tests/fuzz/regress/*.json tests/fuzz/regress/*.yaml; do
+	[ -f "$f" ] || continue
 	i=$((i + 1)); cp "$f" "$W/read/$i-$(basename "$f")"
+done
+# ONNX seeds: the model fixtures and the inputs that once broke the reader.
+for f in tests/onnx/models/*/model.onnx tests/fuzz/regress/*.onnx; do
+	if [ -f "$f" ]; then i=$((i + 1)); cp "$f" "$W/onnx/$i.onnx"; fi
 done
 # Plan seeds: the fixture with its PTX, and plans fusec compiles when it is built.
 { cat tests/runtime/axpb.plan.json; echo "//PTX"; cat tests/runtime/axpb.ptx; } >"$W/plan/axpb"
+for f in tests/fuzz/regress/*.plan; do
+	if [ -f "$f" ]; then cp "$f" "$W/plan/$(basename "$f")"; fi
+done
 if [ -x build/fusec ]; then
 	for g in docs/examples/*.yaml; do
 		n=$(basename "$g" .yaml)
-		if build/fusec compile "$g" -o "$W/c/$n" 2>/dev/null; then
+		if build/fusec compile -q "$g" -o "$W/c/$n" 2>/dev/null; then
 			{ cat "$W/c/$n"/*.plan.json; echo "//PTX"; cat "$W/c/$n"/*.ptx; } >"$W/plan/$n"
 		fi
 	done
@@ -36,4 +45,5 @@ run() {   # run TARGET CORPUS EXTRA...
 }
 run fuzz_read "$W/read" -dict=tests/fuzz/graph.dict
 FUSEC_LIBCUDA=$B/tests/fakecuda.so run fuzz_plan "$W/plan" -dict=tests/fuzz/plan.dict
+run fuzz_onnx "$W/onnx"
 exit $status

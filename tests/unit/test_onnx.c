@@ -360,6 +360,12 @@ static void test_external_data(void **state)
 			found = true;
 		}
 	assert_true(found);
+	/* the depfile's list (compile -M): the one external file, beside the model */
+	const char **files;
+	assert_int_equal(onnx_external_files(a, path, &files), 1);
+	char want[300];
+	snprintf(want, sizeof want, "%s/w.bin", dir);
+	assert_string_equal(files[0], want);
 	/* from memory there is no folder to read from */
 	assert_null(onnx_read_mem(a, "m.onnx", buf, len, NULL, &d));
 	assert_non_null(strstr(d.msg, "not read from a file"));

@@ -759,7 +759,48 @@ static void test_read_file(void **state)
 	arena_free(a);
 }
 
+/* Several errors per file: each failing entry once, in order; entries that read a
+ * failed definition stay silent; maxd bounds the count; one slot is the old API. */
+static void test_several_errors(void **state)
+{
+	(void)state;
+	static const char text[] =
+		"{\"format\": \"fusec-graph/1\",\n"
+		" \"inputs\": {\"a\": {\"dtype\": \"f3\", \"shape\": [4]},\n"
+		"            \"b\": {\"dtype\": \"f32\", \"shape\": [4]}},\n"
+		" \"ops\": [{\"op\": \"neg\", \"in\": [\"a\"], \"out\": \"x\"},\n"
+		"         {\"op\": \"exp\", \"in\": [\"x\"], \"out\": \"y\"},\n"
+		"         {\"op\": \"nope\", \"in\": [\"b\"], \"out\": \"z\"},\n"
+		"         {\"op\": \"abs\", \"in\": [\"c\"], \"out\": \"w\"}],\n"
+		" \"outputs\": [\"y\", \"z\", \"v\"]}\n";
+	Diag d[8];
+	int nd = 0;
+	Arena *a = arena_new();
+	assert_null(ir_read_mem_errors(a, "m.json", text, sizeof text - 1, FMT_AUTO, d, 8, &nd));
+	assert_int_equal(nd, 4);
+	assert_int_equal(d[0].line, 2);
+	assert_non_null(strstr(d[0].msg, "unknown dtype 'f3'"));
+	assert_int_equal(d[1].line, 6);   /* not ops[0] or ops[1]: they read a */
+	assert_non_null(strstr(d[1].msg, "unknown op 'nope'"));
+	assert_int_equal(d[2].line, 7);
+	assert_non_null(strstr(d[2].msg, "tensor 'c' is not defined above"));
+	assert_int_equal(d[3].line, 8);   /* y and z failed: only v is news */
+	assert_non_null(strstr(d[3].msg, "tensor 'v' is not defined"));
+	assert_null(ir_read_mem_errors(a, "m.json", text, sizeof text - 1, FMT_AUTO, d, 2, &nd));
+	assert_int_equal(nd, 2);
+	assert_int_equal(d[1].line, 6);
+	Diag one;
+	assert_null(ir_read_mem(a, "m.json", text, sizeof text - 1, FMT_AUTO, &one));
+	assert_string_equal(one.msg, d[0].msg);
+	/* a graph that reads is untouched by the machinery */
+	static const char good[] = "{\"format\": \"fusec-graph/1\", \"inputs\": "
+		"{\"a\": {\"dtype\": \"f32\", \"shape\": [4]}}, \"ops\": [], \"outputs\": [\"a\"]}";
+	assert_non_null(ir_read_mem_errors(a, "g.json", good, sizeof good - 1, FMT_AUTO, d, 8, &nd));
+	arena_free(a);
+}
+
 const struct CMUnitTest readers_tests[] = {
+	cmocka_unit_test(test_several_errors),
 	cmocka_unit_test(test_json_and_yaml_give_the_same_ir),
 	cmocka_unit_test(test_comparison_can_fail),
 	cmocka_unit_test(test_fields_of_the_kinds_graph),

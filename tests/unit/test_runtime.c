@@ -384,7 +384,34 @@ static void test_no_driver(void **state)
 	}
 }
 
+/* rt_ptx_check_params reads the PTX as (pointer, length), never past the length:
+ * each text below is cut inside a parameter list, copied into a buffer of exactly
+ * its size (no NUL after it, so ASan sees a read past the end; found by fuzz_plan). */
+static void test_ptx_check_bounded(void **state)
+{
+	(void)state;
+	static const char *const cut[] = {
+		".visible .entry fusec_k0(\n\t.par",
+		".visible .entry fusec_k0(\n\t.param .u64 a,\n\t.p",
+		".visible .entry fusec_k0(",
+		".visible .entry fusec_k0(\n\t.param .u6",
+	};
+	Diag d;
+	RtPlan *p = rt_plan_parse("dir/g.plan.json", base_plan, strlen(base_plan), &d);
+	assert_non_null(p);
+	for (size_t i = 0; i < sizeof cut / sizeof cut[0]; i++) {
+		size_t n = strlen(cut[i]);
+		char *ptx = malloc(n);
+		memcpy(ptx, cut[i], n);
+		assert_int_equal(rt_ptx_check_params(p, ptx, n, &d), -1);
+		assert_non_null(strstr(d.msg, "fusec_k0"));
+		free(ptx);
+	}
+	rt_plan_free(p);
+}
+
 const struct CMUnitTest runtime_tests[] = {
+	cmocka_unit_test(test_ptx_check_bounded),
 	cmocka_unit_test(test_plan_good),
 	cmocka_unit_test(test_plan_scratch),
 	cmocka_unit_test(test_plan_input_also_output),
