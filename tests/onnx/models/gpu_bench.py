@@ -130,7 +130,7 @@ def main():
     start = time.time()
     rows = []
     models = seeded_models(size)
-    for name in ORDER:
+    for name in [n for n in ORDER if n in models] + [n for n in models if n not in ORDER]:
         m, inputs, in_names, out_names = models[name]
         params = sum(p.numel() for p in m.parameters())
         row = {"name": name, "params": params, "fusec": None, "eager": None,
