@@ -1623,8 +1623,17 @@ static Val *view_max(Imp *m, Val *x, const Window *w, int storage_order, Val **i
 	if (!x || (indices && !ix))
 		return NULL;
 	int64_t o[2];
-	for (int i = 0; i < 2; i++)
-		o[i] = (x->dim[2 + i] - (w->dil[i] * (w->kernel[i] - 1) + 1)) / w->stride[i] + 1;
+	for (int i = 0; i < 2; i++) {
+		/* the dilated window must fit the padded input: at least one output */
+		int64_t span = w->dil[i] * (w->kernel[i] - 1) + 1;
+		if (span > x->dim[2 + i]) {
+			imp_fail(m, "pooling window spans %lld along axis %d, more than the "
+					"padded input's %lld", (long long)span, 2 + i,
+					(long long)x->dim[2 + i]);
+			return NULL;
+		}
+		o[i] = (x->dim[2 + i] - span) / w->stride[i] + 1;
+	}
 	Val *acc = NULL, *acc_i = NULL;
 	for (int64_t a = 0; a < w->kernel[0]; a++)
 		for (int64_t b = 0; b < w->kernel[1]; b++) {
