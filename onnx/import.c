@@ -435,8 +435,12 @@ static int run_node(Imp *m, const Onnx__NodeProto *n)
 	}
 	Val *out[64] = {0};
 	int nout = (int)n->n_output;
-	if (h->fn(m, h, in, (int)n->n_input, out, nout))
+	if (h->fn(m, h, in, (int)n->n_input, out, nout)) {
+		/* a handler that met a missing input may have said nothing: say it here */
+		if (!m->d->msg[0])
+			imp_fail(m, "an input it needs is missing (empty name) or not supported");
 		return -1;
+	}
 	for (int i = 0; i < nout; i++) {
 		const char *nm = n->output[i];
 		if (!nm || !nm[0])
@@ -650,6 +654,7 @@ Graph *onnx_import_bytes(Arena *a, const char *file, const char *dir, const void
 			 size_t len, bool own, const OnnxOptions *o, Diag *d)
 {
 	ProtobufCAllocator pa = {pb_alloc, pb_free, a};
+	memset(d, 0, sizeof *d);
 	Onnx__ModelProto *mp = onnx__model_proto__unpack(&pa, len, buf);
 	if (own)
 		free((void *)buf);

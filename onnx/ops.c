@@ -330,6 +330,11 @@ static Val *cat(Imp *m, Val **in, int n, int axis)
 /* Pick `k` indices along axis (gather with a constant index). */
 static Val *take(Imp *m, Val *x, int axis, const int64_t *idx, int64_t k)
 {
+	if (axis < 0 || axis >= x->rank || k < 1) {
+		imp_fail(m, "picking %lld indices along axis %d of a rank-%d tensor is not "
+			 "supported (empty or scalar)", (long long)k, axis, x->rank);
+		return NULL;
+	}
 	int64_t dim[IR_MAX_RANK];
 	memcpy(dim, x->dim, sizeof dim);
 	dim[axis] = k;
@@ -404,6 +409,8 @@ H(h_variadic)
 {
 	if (nin < 1 || one_output(m, nout))
 		return imp_fail(m, "needs at least one input");
+	if (!in[0])
+		return imp_fail(m, "input 0 is missing");
 	Val *acc = in[0];
 	for (int i = 1; i < nin && acc; i++) {
 		if (!in[i])
