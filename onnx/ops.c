@@ -1606,9 +1606,21 @@ H(h_conv)
  * [N, C, H, W], w over its two spatial dims): for dilations, and for the Indices
  * output, which follows the view that wins (the first, in row-major order of the
  * kernel, on ties) through a constant of flat input indices. */
+enum { VIEW_MAX_POSITIONS = 256, VIEW_MAX_INDEX_ELEMENTS = 1 << 22 };
+
 static Val *view_max(Imp *m, Val *x, const Window *w, int storage_order, Val **indices)
 {
 	Val *ix = NULL;
+	/* one slice and max per window position, and for Indices a constant of x's size
+	 * folded along: bounded, so that a hostile model cannot make the import slow */
+	if (w->kernel[0] * w->kernel[1] > VIEW_MAX_POSITIONS ||
+	    (indices && count(x) > VIEW_MAX_INDEX_ELEMENTS)) {
+		imp_fail(m, "not supported yet: MaxPool with dilations or Indices over a %lldx%lld "
+			 "window of a %lld-element input (at most %d positions; Indices at most "
+			 "%d elements)", (long long)w->kernel[0], (long long)w->kernel[1],
+			 (long long)count(x), VIEW_MAX_POSITIONS, VIEW_MAX_INDEX_ELEMENTS);
+		return NULL;
+	}
 	if (indices) {  /* flat index of each element of x (column-major within an image) */
 		HostTensor t;
 		Diag d;
