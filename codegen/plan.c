@@ -207,7 +207,11 @@ uint64_t cg_weights_layout_size(const Graph *g)
 	return n;
 }
 
-int cg_weights_write_file(const Graph *g, FILE *f)
+/* The weights file's bytes in order, as pieces (zero padding, then a constant's
+ * data): piece returns 0 to go on. The one walk behind writing, hashing and
+ * comparing the file, so the three cannot disagree on the layout. */
+static int weights_each(const Graph *g, int (*piece)(void *ctx, const void *p, size_t n),
+			void *ctx)
 {
 	static const char zero[CG_WEIGHTS_ALIGN];
 	uint64_t at = 0;
@@ -219,31 +223,46 @@ int cg_weights_write_file(const Graph *g, FILE *f)
 		for (int k = 0; k < t->rank; k++)
 			n *= (size_t)t->dim[k];
 		size_t pad = (CG_WEIGHTS_ALIGN - at % CG_WEIGHTS_ALIGN) % CG_WEIGHTS_ALIGN;
-		if (fwrite(zero, 1, pad, f) != pad || fwrite(t->data, 1, n, f) != n)
+		if ((pad && piece(ctx, zero, pad)) || piece(ctx, t->data, n))
 			return -1;
 		at += pad + n;
 	}
 	return 0;
 }
 
+static int piece_write(void *f, const void *p, size_t n)
+{
+	return fwrite(p, 1, n, f) == n ? 0 : -1;
+}
+
+int cg_weights_write_file(const Graph *g, FILE *f)
+{
+	return weights_each(g, piece_write, f);
+}
+
+static int piece_hash(void *h, const void *p, size_t n)
+{
+	sha256_add(h, p, n);
+	return 0;
+}
+
 void cg_weights_sha256(const Graph *g, char out[65])
 {
-	static const char zero[CG_WEIGHTS_ALIGN];
 	Sha256 *h = sha256_begin();
-	uint64_t at = 0;
-	for (int i = 0; i < g->ntensors; i++) {
-		const Tensor *t = &g->tensors[i];
-		if (!t->data)
-			continue;
-		size_t n = (size_t)ir_dtype_size(t->dtype);
-		for (int k = 0; k < t->rank; k++)
-			n *= (size_t)t->dim[k];
-		size_t pad = (CG_WEIGHTS_ALIGN - at % CG_WEIGHTS_ALIGN) % CG_WEIGHTS_ALIGN;
-		sha256_add(h, zero, pad);
-		sha256_add(h, t->data, n);
-		at += pad + n;
-	}
+	weights_each(g, piece_hash, h);
 	sha256_end(h, out);
+}
+
+typedef struct {
+	const unsigned char *at;   /* the mapped file, advanced piece by piece */
+} Cursor;
+
+static int piece_compare(void *c, const void *p, size_t n)
+{
+	Cursor *cur = c;
+	int rc = memcmp(cur->at, p, n) ? -1 : 0;
+	cur->at += n;
+	return rc;
 }
 
 bool cg_weights_same(const Graph *g, const char *path)
@@ -261,21 +280,8 @@ bool cg_weights_same(const Graph *g, const char *path)
 	close(fd);
 	if (m == MAP_FAILED)
 		return false;
-	bool same = true;
-	uint64_t at = 0;
-	for (int i = 0; i < g->ntensors && same; i++) {
-		const Tensor *t = &g->tensors[i];
-		if (!t->data)
-			continue;
-		size_t n = (size_t)ir_dtype_size(t->dtype);
-		for (int k = 0; k < t->rank; k++)
-			n *= (size_t)t->dim[k];
-		uint64_t start = (at + CG_WEIGHTS_ALIGN - 1) / CG_WEIGHTS_ALIGN * CG_WEIGHTS_ALIGN;
-		for (uint64_t k = at; k < start && same; k++)
-			same = m[k] == 0;
-		same = same && !memcmp(m + start, t->data, n);
-		at = start + n;
-	}
+	Cursor cur = {m};
+	bool same = weights_each(g, piece_compare, &cur) == 0;
 	munmap((void *)m, (size_t)total);
 	return same;
 }
