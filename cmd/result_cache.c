@@ -171,26 +171,6 @@ void rc_entry_free(RcEntry *e)
 
 /* ---- writing ---------------------------------------------------------------- */
 
-static int make_dir(const char *dir)
-{
-	char *p = xmalloc(strlen(dir) + 1);
-	strcpy(p, dir);
-	int rc = 0;
-	for (char *s = p + 1; rc == 0; s++) {
-		if (*s != '/' && *s)
-			continue;
-		char ch = *s;
-		*s = 0;
-		if (mkdir(p, 0777) != 0 && errno != EEXIST)
-			rc = -1;
-		*s = ch;
-		if (!ch)
-			break;
-	}
-	free(p);
-	return rc;
-}
-
 static bool put_bytes(FILE *f, char tag, const char *s, size_t n)
 {
 	return fprintf(f, "%c %zu\n", tag, n) > 0 && fwrite(s, 1, n, f) == n && putc('\n', f) != EOF;
@@ -200,7 +180,7 @@ int rc_put(const char *dir, const Buf *key, const char *name, long nops,
 	   const char *const *deps, const char (*sha)[65], int ndeps, const RcFile *files,
 	   int nfiles)
 {
-	if (ndeps > 64 || nfiles > 8 || make_dir(dir))
+	if (ndeps > 64 || nfiles > 8 || mkdir_p(dir))
 		return -1;
 	size_t n = strlen(dir) + 24;
 	char *tmp = xmalloc(n);

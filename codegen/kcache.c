@@ -125,30 +125,9 @@ bool cg_cache_get(const char *dir, const CgCacheKey *k, Buf *ptx)
 	return hit;
 }
 
-/* mkdir -p */
-static int make_dir(const char *dir)
-{
-	char *p = xmalloc(strlen(dir) + 1);
-	strcpy(p, dir);
-	int rc = 0;
-	for (char *s = p + 1; rc == 0; s++) {
-		if (*s != '/' && *s)
-			continue;
-		char c = *s;
-		*s = 0;
-		if (mkdir(p, 0777) != 0 && errno != EEXIST)
-			rc = -1;
-		*s = c;
-		if (!c)
-			break;
-	}
-	free(p);
-	return rc;
-}
-
 int cg_cache_put(const char *dir, const CgCacheKey *k, const char *ptx, size_t len)
 {
-	if (make_dir(dir))
+	if (mkdir_p(dir))
 		return -1;
 	size_t n = strlen(dir) + 24;
 	char *tmp = xmalloc(n);

@@ -291,6 +291,26 @@ void sha256_hex(const void *p, size_t n, char out[65])
 		snprintf(out + 2 * i, 3, "%02x", md[i]);
 }
 
+int mkdir_p(const char *dir)
+{
+	char *p = xmalloc(strlen(dir) + 1);
+	strcpy(p, dir);
+	int rc = 0;
+	for (char *s = p + 1; rc == 0; s++) {
+		if (*s != '/' && *s)
+			continue;
+		char ch = *s;
+		*s = 0;
+		if (mkdir(p, 0777) != 0 && errno != EEXIST)
+			rc = -1;
+		*s = ch;
+		if (!ch)
+			break;
+	}
+	free(p);
+	return rc;
+}
+
 struct Sha256 {
 	EVP_MD_CTX *ctx;
 };

@@ -109,6 +109,8 @@ static inline uint64_t hash_u64(uint64_t h, uint64_t v)
 /* SHA-256 of n bytes as 64 lowercase hex digits and a NUL (OpenSSL's libcrypto).
  * Plans record it for the files they name (docs/reliability.md). */
 void sha256_hex(const void *p, size_t n, char out[65]);
+/* mkdir -p: dir and its missing parents (0777 before the umask); 0, or -1 (errno). */
+int mkdir_p(const char *dir);
 /* The same over pieces: sha256_begin, sha256_add for each piece in order, then
  * sha256_end, which writes the digest and frees the state. */
 typedef struct Sha256 Sha256;
