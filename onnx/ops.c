@@ -11,11 +11,11 @@
 #include <string.h>
 
 #include "onnx.pb-c.h"
-#include "import.h"
+#include "ops_util.h"
 
 /* ---- attributes ------------------------------------------------------------- */
 
-static const Onnx__AttributeProto *attr(Imp *m, const char *name)
+const Onnx__AttributeProto *attr(Imp *m, const char *name)
 {
 	const Onnx__NodeProto *n = m->n;
 	for (size_t i = 0; i < n->n_attribute; i++)
@@ -24,13 +24,13 @@ static const Onnx__AttributeProto *attr(Imp *m, const char *name)
 	return NULL;
 }
 
-static int64_t ai(Imp *m, const char *name, int64_t def)
+int64_t ai(Imp *m, const char *name, int64_t def)
 {
 	const Onnx__AttributeProto *a = attr(m, name);
 	return a && a->has_i ? a->i : def;
 }
 
-static double af(Imp *m, const char *name, double def)
+double af(Imp *m, const char *name, double def)
 {
 	const Onnx__AttributeProto *a = attr(m, name);
 	return a && a->has_f ? a->f : def;
@@ -38,7 +38,7 @@ static double af(Imp *m, const char *name, double def)
 
 /* An ints attribute: its count (at most max), -1 when absent, -2 (error set) if
  * longer than max. */
-static int aints(Imp *m, const char *name, int64_t *v, int max)
+int aints(Imp *m, const char *name, int64_t *v, int max)
 {
 	const Onnx__AttributeProto *a = attr(m, name);
 	if (!a || (!a->n_ints && a->type != ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS))
@@ -53,7 +53,7 @@ static int aints(Imp *m, const char *name, int64_t *v, int max)
 	return (int)a->n_ints;
 }
 
-static void astr(Imp *m, const char *name, char *out, size_t size, const char *def)
+void astr(Imp *m, const char *name, char *out, size_t size, const char *def)
 {
 	const Onnx__AttributeProto *a = attr(m, name);
 	if (!a || !a->has_s) {
@@ -70,7 +70,7 @@ static void astr(Imp *m, const char *name, char *out, size_t size, const char *d
 
 /* ---- constants -------------------------------------------------------------- */
 
-static Val *kfull(Imp *m, DType t, int rank, const int64_t *dim, double v)
+Val *kfull(Imp *m, DType t, int rank, const int64_t *dim, double v)
 {
 	HostTensor k;
 	Diag d;
@@ -83,7 +83,7 @@ static Val *kfull(Imp *m, DType t, int rank, const int64_t *dim, double v)
 	return imp_const(m, &k);
 }
 
-static Val *kints(Imp *m, const int64_t *v, int n)
+Val *kints(Imp *m, const int64_t *v, int n)
 {
 	HostTensor k;
 	Diag d;
@@ -97,7 +97,7 @@ static Val *kints(Imp *m, const int64_t *v, int n)
 }
 
 /* The values of a constant integer tensor of at most max elements. */
-static int ints_of(Imp *m, const Val *v, const char *what, int64_t *out, int max)
+int ints_of(Imp *m, const Val *v, const char *what, int64_t *out, int max)
 {
 	if (!v)
 		return imp_fail(m, "%s is missing", what);
@@ -115,7 +115,7 @@ static int ints_of(Imp *m, const Val *v, const char *what, int64_t *out, int max
 	return (int)v->k.n;
 }
 
-static int scalar_of(Imp *m, const Val *v, const char *what, double *out)
+int scalar_of(Imp *m, const Val *v, const char *what, double *out)
 {
 	if (!v->is_const || v->k.n != 1)
 		return imp_fail(m, "%s must be a constant scalar: a computed one is not supported",
@@ -124,7 +124,7 @@ static int scalar_of(Imp *m, const Val *v, const char *what, double *out)
 	return 0;
 }
 
-static int norm_axis(Imp *m, int64_t *axis, int rank)
+int norm_axis(Imp *m, int64_t *axis, int rank)
 {
 	if (*axis < -rank || *axis >= (rank ? rank : 1))
 		return imp_fail(m, "axis %lld is out of range for rank %d", (long long)*axis, rank);
@@ -133,7 +133,7 @@ static int norm_axis(Imp *m, int64_t *axis, int rank)
 	return 0;
 }
 
-static int64_t count(const Val *v)
+int64_t count(const Val *v)
 {
 	int64_t n = 1;
 	for (int i = 0; i < v->rank; i++)
@@ -143,7 +143,7 @@ static int64_t count(const Val *v)
 
 /* ---- primitive builders ------------------------------------------------------ */
 
-static Val *reshape(Imp *m, Val *x, int rank, const int64_t *dim)
+Val *reshape(Imp *m, Val *x, int rank, const int64_t *dim)
 {
 	if (!x)
 		return NULL;
@@ -156,7 +156,7 @@ static Val *reshape(Imp *m, Val *x, int rank, const int64_t *dim)
 }
 
 /* Leading dims of 1 up to rank r (ONNX multidirectional broadcasting). */
-static Val *lift(Imp *m, Val *x, int r)
+Val *lift(Imp *m, Val *x, int r)
 {
 	if (!x || x->rank >= r)
 		return x;
@@ -167,7 +167,7 @@ static Val *lift(Imp *m, Val *x, int r)
 	return reshape(m, x, r, dim);
 }
 
-static Val *expand(Imp *m, Val *x, int rank, const int64_t *dim)
+Val *expand(Imp *m, Val *x, int rank, const int64_t *dim)
 {
 	x = lift(m, x, rank);
 	if (!x)
@@ -180,7 +180,7 @@ static Val *expand(Imp *m, Val *x, int rank, const int64_t *dim)
 	return imp_emit(m, OP_EXPAND, &x, 1, &at);
 }
 
-static Val *permute(Imp *m, Val *x, const int *axes)
+Val *permute(Imp *m, Val *x, const int *axes)
 {
 	if (!x)
 		return NULL;
@@ -195,7 +195,7 @@ static Val *permute(Imp *m, Val *x, const int *axes)
 	return imp_emit(m, OP_PERMUTE, &x, 1, &at);
 }
 
-static Val *cast(Imp *m, Val *x, DType t)
+Val *cast(Imp *m, Val *x, DType t)
 {
 	if (!x || x->dt == t)
 		return x;
@@ -204,7 +204,7 @@ static Val *cast(Imp *m, Val *x, DType t)
 	return imp_emit(m, OP_CAST, &x, 1, &at);
 }
 
-static Val *un(Imp *m, OpKind k, Val *x)
+Val *un(Imp *m, OpKind k, Val *x)
 {
 	if (!x)
 		return NULL;
@@ -212,7 +212,7 @@ static Val *un(Imp *m, OpKind k, Val *x)
 	return imp_emit(m, k, &x, 1, &at);
 }
 
-static Val *sc(Imp *m, OpKind k, Val *x, double s)
+Val *sc(Imp *m, OpKind k, Val *x, double s)
 {
 	if (!x)
 		return NULL;
@@ -221,7 +221,7 @@ static Val *sc(Imp *m, OpKind k, Val *x, double s)
 	return imp_emit(m, k, &x, 1, &at);
 }
 
-static Val *clampv(Imp *m, Val *x, double lo, double hi)
+Val *clampv(Imp *m, Val *x, double lo, double hi)
 {
 	if (!x)
 		return NULL;
@@ -244,7 +244,7 @@ static OpKind scalar_kind(OpKind k)
 }
 
 /* a (k) b with ONNX broadcasting; a constant scalar b becomes a scalar op. */
-static Val *bin(Imp *m, OpKind k, Val *a, Val *b)
+Val *bin(Imp *m, OpKind k, Val *a, Val *b)
 {
 	if (!a || !b)
 		return NULL;
@@ -262,7 +262,7 @@ static Val *bin(Imp *m, OpKind k, Val *a, Val *b)
 	return imp_emit(m, k, in, 2, &at);
 }
 
-static Val *where3(Imp *m, Val *c, Val *a, Val *b)
+Val *where3(Imp *m, Val *c, Val *a, Val *b)
 {
 	if (!c || !a || !b)
 		return NULL;
@@ -277,7 +277,7 @@ static Val *where3(Imp *m, Val *c, Val *a, Val *b)
 	return imp_emit(m, OP_WHERE, in, 3, NULL);
 }
 
-static Val *reduce(Imp *m, OpKind k, Val *x, int axis)
+Val *reduce(Imp *m, OpKind k, Val *x, int axis)
 {
 	if (!x)
 		return NULL;
@@ -287,7 +287,7 @@ static Val *reduce(Imp *m, OpKind k, Val *x, int axis)
 }
 
 /* Reduce over several axes (chained); without keep, the axes are dropped. */
-static Val *reduce_axes(Imp *m, OpKind k, Val *x, const bool *on, bool keep)
+Val *reduce_axes(Imp *m, OpKind k, Val *x, const bool *on, bool keep)
 {
 	int rank = x->rank;
 	for (int i = 0; i < rank && x; i++)
@@ -303,7 +303,7 @@ static Val *reduce_axes(Imp *m, OpKind k, Val *x, const bool *on, bool keep)
 	return reshape(m, x, r, dim);
 }
 
-static Val *slice1(Imp *m, Val *x, int axis, int64_t start, int64_t end)
+Val *slice1(Imp *m, Val *x, int axis, int64_t start, int64_t end)
 {
 	if (!x)
 		return NULL;
@@ -318,7 +318,7 @@ static Val *slice1(Imp *m, Val *x, int axis, int64_t start, int64_t end)
 	return imp_emit(m, OP_SLICE, &x, 1, &at);
 }
 
-static Val *cat(Imp *m, Val **in, int n, int axis)
+Val *cat(Imp *m, Val **in, int n, int axis)
 {
 	if (n == 1)
 		return in[0];
@@ -328,7 +328,7 @@ static Val *cat(Imp *m, Val **in, int n, int axis)
 }
 
 /* Pick `k` indices along axis (gather with a constant index). */
-static Val *take(Imp *m, Val *x, int axis, const int64_t *idx, int64_t k)
+Val *take(Imp *m, Val *x, int axis, const int64_t *idx, int64_t k)
 {
 	if (axis < 0 || axis >= x->rank || k < 1) {
 		imp_fail(m, "picking %lld indices along axis %d of a rank-%d tensor is not "
@@ -357,10 +357,7 @@ static Val *take(Imp *m, Val *x, int axis, const int64_t *idx, int64_t k)
 
 /* ---- elementwise ------------------------------------------------------------- */
 
-#define H(name) static int name(Imp *m, const OnnxHandler *h, Val **in, int nin, Val **out, \
-				int nout)
-
-static int need_in(Imp *m, Val **in, int nin, int want)
+int need_in(Imp *m, Val **in, int nin, int want)
 {
 	for (int i = 0; i < want; i++)
 		if (i >= nin || !in[i])
@@ -368,15 +365,13 @@ static int need_in(Imp *m, Val **in, int nin, int want)
 	return 0;
 }
 
-static int one_output(Imp *m, int nout)
+int one_output(Imp *m, int nout)
 {
 	if (nout > 1)
 		return imp_fail(m, "output 1 and after are not supported yet");
 	return 0;
 }
 
-#define NEED(n) do { if (need_in(m, in, nin, (n)) || one_output(m, nout)) return -1; } while (0)
-#define OUT(v) do { out[0] = (v); return out[0] ? 0 : -1; } while (0)
 
 H(h_binary)
 {
@@ -916,7 +911,7 @@ H(h_slice)
 }
 
 /* Indices made non-negative: constant ones now, computed ones with a where. */
-static Val *fix_index(Imp *m, Val *idx, int64_t size)
+Val *fix_index(Imp *m, Val *idx, int64_t size)
 {
 	if (!idx || !ir_dtype_is_signed(idx->dt))
 		return idx;
@@ -1034,7 +1029,7 @@ H(h_trilu)
 }
 
 /* x with `before` and `after` entries of value around axis a (a cat). */
-static Val *pad_axis(Imp *m, Val *x, int a, int64_t before, int64_t after, double value)
+Val *pad_axis(Imp *m, Val *x, int a, int64_t before, int64_t after, double value)
 {
 	if (!x || (!before && !after))
 		return x;
@@ -1362,7 +1357,7 @@ H(h_argreduce)
 
 /* ---- matmul ---------------------------------------------------------------------- */
 
-static Val *matmul(Imp *m, Val *a, Val *b)
+Val *matmul(Imp *m, Val *a, Val *b)
 {
 	if (!a || !b)
 		return NULL;
@@ -2086,6 +2081,7 @@ static const OnnxHandler handlers[] = {
 	{"ReduceSumSquare", h_reduce, OP_SUM, RED_SUMSQ},
 	{"Relu", h_unary, OP_RELU, 0},
 	{"Reshape", h_reshape, OP_RESHAPE, 0},
+	{"Resize", h_resize, OP_GATHER, 0},
 	{"Round", h_unary, OP_ROUND, 0},
 	{"Selu", h_act, OP_COUNT, 4},
 	{"Shape", h_shape, OP_COUNT, 0},
@@ -2110,6 +2106,7 @@ static const OnnxHandler handlers[] = {
 	{"Transpose", h_transpose, OP_PERMUTE, 0},
 	{"Trilu", h_trilu, OP_MASK_FILL, 0},
 	{"Unsqueeze", h_unsqueeze, OP_RESHAPE, 0},
+	{"Upsample", h_upsample, OP_GATHER, 0},
 	{"Where", h_where, OP_WHERE, 0},
 	{"Xor", h_binary, OP_XOR, 0},
 };

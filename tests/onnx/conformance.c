@@ -274,7 +274,7 @@ static bool set0_empty;    /* data set 0 holds an empty tensor */
  * data is read as bfloat16 (fusec has no uint16; a model with a uint16 input stops
  * before any retry). */
 static int set0_inputs(const char *dir, Arena *a, OnnxInputShape *shapes,
-		       OnnxInputValue *values, HostTensor *store, int *nvalues)
+		       OnnxInputValue *values, HostTensor *store, int *nvalues, bool vectors)
 {
 	int n = 0;
 	*nvalues = 0;
@@ -292,7 +292,8 @@ static int set0_inputs(const char *dir, Arena *a, OnnxInputShape *shapes,
 		shapes[n].name = arena_strdup(a, name);
 		shapes[n].rank = store[n].rank;
 		memcpy(shapes[n].dim, store[n].dim, sizeof shapes[n].dim);
-		if (ir_dtype_is_int(store[n].dtype) || store[n].n == 1) {
+		if (ir_dtype_is_int(store[n].dtype) || store[n].n == 1 ||
+		    (vectors && store[n].rank == 1 && store[n].n <= 16)) {
 			values[*nvalues].name = shapes[n].name;
 			values[(*nvalues)++].value = &store[n];
 		}
@@ -316,7 +317,9 @@ static void child(const char *dir, int fd)
 	HostTensor store[MAXIN];
 	if (!g && (strstr(d.msg, "is not static") || strstr(d.msg, "computed at run time") ||
 		   strstr(d.msg, "a computed one") || strstr(d.msg, "computed ones"))) {
-		int nv, ns = set0_inputs(dir, a, shapes, values, store, &nv);
+		/* Resize's scales and roi: float vectors */
+		bool vec = strstr(d.msg, "scales is computed") || strstr(d.msg, "roi is computed");
+		int nv, ns = set0_inputs(dir, a, shapes, values, store, &nv, vec);
 		bool computed = !strstr(d.msg, "is not static");
 		OnnxOptions o = {shapes, ns, values, computed ? nv : 0};
 		g = onnx_read_file(a, model, &o, &d);
@@ -346,7 +349,7 @@ static void child(const char *dir, int fd)
 		if (!retried && !s && strstr(msg, " needs ") && strstr(msg, "input '")) {
 			/* data set 0 contradicts a declared input shape: take its
 			 * scalar and integer inputs as values, once */
-			int nv, ns = set0_inputs(dir, a, shapes, values, store, &nv);
+			int nv, ns = set0_inputs(dir, a, shapes, values, store, &nv, false);
 			OnnxOptions o = {shapes, 0, values, nv};
 			(void)ns;
 			retried = 1;
