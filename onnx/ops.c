@@ -2022,6 +2022,7 @@ static const OnnxHandler handlers[] = {
 	{"Constant", h_constant, OP_COUNT, 0},
 	{"ConstantOfShape", h_constant_of_shape, OP_COUNT, 0},
 	{"Conv", h_conv, OP_CONV2D, 0},
+	{"ConvTranspose", h_conv_transpose, OP_CONV2D, 0},
 	{"Cos", h_unary, OP_COS, 0},
 	{"DepthToSpace", h_space_depth, OP_PERMUTE, 0},
 	{"Div", h_binary, OP_DIV, 0},

@@ -56,6 +56,7 @@ int one_output(Imp *m, int nout);
 /* handlers defined outside ops.c, for its table */
 #define HANDLER(name) int name(Imp *m, const OnnxHandler *h, Val **in, int nin, Val **out, \
 			       int nout)
+HANDLER(h_conv_transpose);
 HANDLER(h_resize);
 HANDLER(h_upsample);
 
