@@ -171,3 +171,291 @@ HANDLER(h_conv_transpose)
 		y = reshape(m, y, 3, y->dim);
 	OUT(y);
 }
+
+/* ---- elementwise ---------------------------------------------------------------------- */
+
+/* Sinh, Cosh, Asinh, Acosh, Atanh from exp, log and sqrt (arg selects). */
+HANDLER(h_hyperbolic)
+{
+	NEED(1);
+	Val *x = in[0];
+	if (!ir_dtype_is_float(x->dt))
+		return imp_fail(m, "%s of %s is not supported", m->op_type, ir_dtype_name(x->dt));
+	switch (h->arg) {
+	case 0:   /* sinh = (e^x - e^-x) / 2 */
+	case 1: { /* cosh = (e^x + e^-x) / 2 */
+		Val *e = un(m, OP_EXP, x), *f = un(m, OP_EXP, un(m, OP_NEG, x));
+		OUT(sc(m, OP_MUL_SCALAR, bin(m, h->arg ? OP_ADD : OP_SUB, e, f), 0.5));
+	}
+	case 2: { /* asinh = sign(x) log(|x| + sqrt(x^2 + 1)): no cancellation for x < 0 */
+		Val *a = un(m, OP_ABS, x);
+		Val *r = un(m, OP_SQRT, sc(m, OP_ADD_SCALAR, bin(m, OP_MUL, a, a), 1));
+		OUT(bin(m, OP_MUL, un(m, OP_SIGN, x), un(m, OP_LOG, bin(m, OP_ADD, a, r))));
+	}
+	case 3: { /* acosh = log(x + sqrt(x^2 - 1)) */
+		Val *r = un(m, OP_SQRT, sc(m, OP_SUB_SCALAR, bin(m, OP_MUL, x, x), 1));
+		OUT(un(m, OP_LOG, bin(m, OP_ADD, x, r)));
+	}
+	default: { /* atanh = (log1p(x) - log1p(-x)) / 2 */
+		Val *p = un(m, OP_LOG1P, x), *q = un(m, OP_LOG1P, un(m, OP_NEG, x));
+		OUT(sc(m, OP_MUL_SCALAR, bin(m, OP_SUB, p, q), 0.5));
+	}
+	}
+}
+
+/* Shrink: x + bias below -lambd, x - bias above lambd, 0 between. */
+HANDLER(h_shrink)
+{
+	NEED(1);
+	Val *x = in[0];
+	double l = af(m, "lambd", 0.5), b = af(m, "bias", 0);
+	Val *z = kfull(m, x->dt, 0, NULL, 0);
+	Val *lo = where3(m, sc(m, OP_LT_SCALAR, x, -l), sc(m, OP_ADD_SCALAR, x, b), z);
+	OUT(where3(m, sc(m, OP_GT_SCALAR, x, l), sc(m, OP_SUB_SCALAR, x, b), lo));
+}
+
+/* ---- constants from shapes ----------------------------------------------------------- */
+
+enum { SHAPE_CONST_MAX = 1 << 24 };   /* elements of a constant built from a shape */
+
+/* EyeLike: a constant of the input's shape, ones on diagonal k. */
+HANDLER(h_eyelike)
+{
+	NEED(1);
+	Val *x = in[0];
+	if (x->rank != 2)
+		return imp_fail(m, "EyeLike takes a rank-2 input, not rank %d", x->rank);
+	const Onnx__AttributeProto *da = attr(m, "dtype");
+	int dt = da ? onnx_dtype((int)da->i) : (int)x->dt;
+	if (dt < 0)
+		return imp_fail(m, "dtype %lld is not supported", (long long)da->i);
+	if (count(x) > SHAPE_CONST_MAX)
+		return imp_fail(m, "not supported yet: EyeLike of more than %d elements",
+				SHAPE_CONST_MAX);
+	int64_t k = ai(m, "k", 0);
+	Val *e = kfull(m, (DType)dt, 2, x->dim, 0);
+	if (!e)
+		return -1;
+	for (int64_t i = 0; i < x->dim[0]; i++)
+		if (i + k >= 0 && i + k < x->dim[1])
+			host_set(&e->k, i * x->dim[1] + i + k, 1);
+	OUT(e);
+}
+
+/* [1.., 0..n-1 at axis, ..1] of i64 */
+static Val *iota(Imp *m, int rank, int axis, int64_t n)
+{
+	int64_t dim[IR_MAX_RANK];
+	for (int i = 0; i < rank; i++)
+		dim[i] = i == axis ? n : 1;
+	Val *v = kfull(m, DT_I64, rank, dim, 0);
+	for (int64_t i = 0; v && i < n; i++)
+		((int64_t *)v->k.data)[i] = i;
+	return v;
+}
+
+/* Hardmax: 1 where the first maximum along axis is, else 0 (before opset 13 over
+ * the input flattened to 2-D at axis). */
+HANDLER(h_hardmax)
+{
+	NEED(1);
+	Val *x = in[0];
+	bool old = m->opset < 13;
+	int64_t axis = ai(m, "axis", old ? 1 : -1);
+	if (norm_axis(m, &axis, x->rank))
+		return -1;
+	Val *v = x;
+	if (old) {
+		int64_t a = 1, b = 1;
+		for (int i = 0; i < x->rank; i++)
+			*(i < axis ? &a : &b) *= x->dim[i];
+		v = reshape(m, x, 2, (int64_t[]){a, b});
+		axis = 1;
+	}
+	if (!v)
+		return -1;
+	Val *am = reduce(m, OP_ARGMAX, v, (int)axis);
+	Val *y = cast(m, bin(m, OP_EQ, am, iota(m, v->rank, (int)axis, v->dim[axis])), x->dt);
+	OUT(y && old ? reshape(m, y, x->rank, x->dim) : y);
+}
+
+/* CumSum: log2(n) steps of y += y shifted by 1, 2, 4, .. along axis (exact for
+ * integers); exclusive shifts the result once more, reverse shifts the other way. */
+static Val *shift(Imp *m, Val *y, int axis, int64_t by, bool rev)
+{
+	int64_t n = y->dim[axis];
+	if (by >= n)
+		return NULL;
+	Val *s = rev ? slice1(m, y, axis, by, n) : slice1(m, y, axis, 0, n - by);
+	return pad_axis(m, s, axis, rev ? 0 : by, rev ? by : 0, 0);
+}
+
+HANDLER(h_cumsum)
+{
+	NEED(2);
+	Val *x = in[0];
+	int64_t axis;
+	if (ints_of(m, in[1], "axis", &axis, 1) != 1)
+		return -1;
+	if (norm_axis(m, &axis, x->rank))
+		return -1;
+	bool ex = ai(m, "exclusive", 0), rev = ai(m, "reverse", 0);
+	Val *y = x;
+	int64_t n = x->dim[axis];
+	for (int64_t by = 1; by < n && y; by *= 2)
+		y = bin(m, OP_ADD, y, shift(m, y, (int)axis, by, rev));
+	if (ex && y)
+		y = n > 1 ? shift(m, y, (int)axis, 1, rev) : kfull(m, x->dt, x->rank, x->dim, 0);
+	if (y == x)
+		y = sc(m, OP_MUL_SCALAR, x, 1);
+	OUT(y);
+}
+
+/* OneHot: where(indices == iota, on, off) with depth inserted at axis. */
+HANDLER(h_onehot)
+{
+	NEED(3);
+	Val *idx = in[0], *dv = in[1], *vals = in[2];
+	double depth_f;
+	if (scalar_of(m, dv, "depth", &depth_f))
+		return -1;
+	int64_t depth = (int64_t)depth_f;
+	if (depth < 1 || depth > (1 << 24))
+		return imp_fail(m, "depth %lld is not supported (1 to 2^24)", (long long)depth);
+	if (vals->rank != 1 || vals->dim[0] != 2)
+		return imp_fail(m, "values must hold 2 values [off, on]");
+	int r = idx->rank + 1;
+	if (r > IR_MAX_RANK)
+		return imp_fail(m, "result rank %d exceeds %d", r, IR_MAX_RANK);
+	int64_t axis = ai(m, "axis", -1);
+	if (norm_axis(m, &axis, r))
+		return -1;
+	Val *ix = cast(m, idx, DT_I64);
+	if (ix && ir_dtype_is_float(idx->dt))
+		ix = cast(m, un(m, OP_TRUNC, idx), DT_I64);
+	ix = where3(m, sc(m, OP_LT_SCALAR, ix, 0), sc(m, OP_ADD_SCALAR, ix, (double)depth), ix);
+	int64_t d[IR_MAX_RANK];
+	for (int i = 0, j = 0; i < r; i++)
+		d[i] = i == axis ? 1 : idx->dim[j++];
+	ix = reshape(m, ix, r, d);
+	Val *hit = bin(m, OP_EQ, ix, iota(m, r, (int)axis, depth));
+	OUT(where3(m, hit, slice1(m, vals, 0, 1, 2), slice1(m, vals, 0, 0, 1)));
+}
+
+/* ---- normalization ----------------------------------------------------------------- */
+
+/* MeanVarianceNormalization: (x - mean) / (sqrt(var) + 1e-9) over axes. */
+HANDLER(h_mvn)
+{
+	NEED(1);
+	Val *x = in[0];
+	int64_t ax[IR_MAX_RANK] = {0, 2, 3};
+	int na = aints(m, "axes", ax, IR_MAX_RANK);
+	if (na == -2)
+		return -1;
+	if (na < 0)
+		na = 3;
+	bool on[IR_MAX_RANK] = {false};
+	for (int i = 0; i < na; i++) {
+		if (norm_axis(m, &ax[i], x->rank))
+			return -1;
+		on[ax[i]] = true;
+	}
+	Val *d = bin(m, OP_SUB, x, reduce_axes(m, OP_MEAN, x, on, true));
+	Val *var = reduce_axes(m, OP_MEAN, bin(m, OP_MUL, d, d), on, true);
+	OUT(bin(m, OP_DIV, d, sc(m, OP_ADD_SCALAR, un(m, OP_SQRT, var), 1e-9)));
+}
+
+/* LRN: x / (bias + alpha / size * sum of squares over size channels)^beta, the
+ * window sum as size shifted slices of the zero-padded squares. */
+HANDLER(h_lrn)
+{
+	NEED(1);
+	Val *x = in[0];
+	int64_t size = ai(m, "size", 0);
+	if (x->rank < 3 || !ir_dtype_is_float(x->dt))
+		return imp_fail(m, "LRN takes a float input of rank 3 or more");
+	if (size < 1 || size > 64)
+		return imp_fail(m, "not supported yet: LRN of size %lld (1 to 64 are)",
+				(long long)size);
+	double alpha = af(m, "alpha", 1e-4), beta = af(m, "beta", 0.75), bias = af(m, "bias", 1);
+	int64_t lo = (size - 1) / 2, hi = size - 1 - lo, c = x->dim[1];
+	Val *sq = pad_axis(m, bin(m, OP_MUL, x, x), 1, lo, hi, 0);
+	Val *s = NULL;
+	for (int64_t i = 0; i < size && sq; i++) {
+		Val *t = slice1(m, sq, 1, i, i + c);
+		s = s ? bin(m, OP_ADD, s, t) : t;
+	}
+	Val *den = sc(m, OP_ADD_SCALAR, sc(m, OP_MUL_SCALAR, s, alpha / (double)size), bias);
+	OUT(bin(m, OP_MUL, x, sc(m, OP_POW_SCALAR, den, -beta)));
+}
+
+/* ---- GatherND ------------------------------------------------------------------------ */
+
+/* data reshaped to [P, R] (P: the batch and indexed dims, R: the rest), each index
+ * row made one flat position into P (constant strides, and a constant offset for
+ * the batch it belongs to), a gather along axis 0, reshaped back. */
+HANDLER(h_gathernd)
+{
+	NEED(2);
+	Val *x = in[0], *idx = in[1];
+	int64_t b = ai(m, "batch_dims", 0);
+	if (idx->dt != DT_I64 && idx->dt != DT_I32)
+		return imp_fail(m, "indices must be int32 or int64, got %s", ir_dtype_name(idx->dt));
+	if (idx->rank < 1 || b < 0 || b >= idx->rank || b >= x->rank)
+		return imp_fail(m, "batch_dims %lld does not fit ranks %d and %d", (long long)b,
+				x->rank, idx->rank);
+	int64_t k = idx->dim[idx->rank - 1];
+	if (k < 1 || b + k > x->rank)
+		return imp_fail(m, "index rows of %lld do not fit data of rank %d", (long long)k,
+				x->rank);
+	for (int i = 0; i < b; i++)
+		if (idx->dim[i] != x->dim[i])
+			return imp_fail(m, "batch dim %d differs between data and indices", i);
+	int64_t q = count(idx) / k, bp = 1, kp = 1, rr = 1;
+	for (int i = 0; i < b; i++)
+		bp *= x->dim[i];
+	for (int i = (int)b; i < b + k; i++)
+		kp *= x->dim[i];
+	for (int i = (int)(b + k); i < x->rank; i++)
+		rr *= x->dim[i];
+	if (q > SHAPE_CONST_MAX)
+		return imp_fail(m, "not supported yet: GatherND with more than %d index rows",
+				SHAPE_CONST_MAX);
+	/* components made non-negative, times the strides, summed */
+	int64_t st[IR_MAX_RANK], dd[IR_MAX_RANK];
+	int64_t acc = 1;
+	for (int64_t j = k - 1; j >= 0; j--) {
+		st[j] = acc;
+		dd[j] = x->dim[b + j];
+		acc *= x->dim[b + j];
+	}
+	Val *ix = cast(m, idx, DT_I64);
+	Val *dims = kints(m, dd, (int)k), *strides = kints(m, st, (int)k);
+	ix = where3(m, sc(m, OP_LT_SCALAR, ix, 0), bin(m, OP_ADD, ix, dims), ix);
+	ix = reduce(m, OP_SUM, bin(m, OP_MUL, ix, strides), idx->rank - 1);
+	ix = reshape(m, ix, 1, (int64_t[]){q});
+	if (b > 0 && ix) {   /* row i belongs to batch i / (q / bp) */
+		Val *off = kfull(m, DT_I64, 1, (int64_t[]){q}, 0);
+		for (int64_t i = 0; off && i < q; i++)
+			((int64_t *)off->k.data)[i] = i / (q / bp) * kp;
+		ix = bin(m, OP_ADD, ix, off);
+	}
+	Val *x2 = reshape(m, x, 2, (int64_t[]){bp * kp, rr});
+	ix = expand(m, reshape(m, ix, 2, (int64_t[]){q, 1}), 2, (int64_t[]){q, rr});
+	if (!x2 || !ix)
+		return -1;
+	Val *gin[2] = {x2, ix};
+	Attrs at = imp_attrs(OP_GATHER);
+	at.axis = 0;
+	Val *g = imp_emit(m, OP_GATHER, gin, 2, &at);
+	int64_t od[IR_MAX_RANK];
+	int n = 0;
+	for (int i = 0; i < idx->rank - 1; i++)
+		od[n++] = idx->dim[i];
+	for (int i = (int)(b + k); i < x->rank; i++)
+		od[n++] = x->dim[i];
+	if (n > IR_MAX_RANK)
+		return imp_fail(m, "result rank %d exceeds %d", n, IR_MAX_RANK);
+	OUT(reshape(m, g, n, od));
+}

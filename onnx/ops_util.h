@@ -57,6 +57,15 @@ int one_output(Imp *m, int nout);
 #define HANDLER(name) int name(Imp *m, const OnnxHandler *h, Val **in, int nin, Val **out, \
 			       int nout)
 HANDLER(h_conv_transpose);
+HANDLER(h_cumsum);
+HANDLER(h_eyelike);
+HANDLER(h_gathernd);
+HANDLER(h_hardmax);
+HANDLER(h_hyperbolic);
+HANDLER(h_lrn);
+HANDLER(h_mvn);
+HANDLER(h_onehot);
+HANDLER(h_shrink);
 HANDLER(h_resize);
 HANDLER(h_upsample);
 
