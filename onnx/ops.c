@@ -2032,6 +2032,7 @@ static const OnnxHandler handlers[] = {
 	{"DepthToSpace", h_space_depth, OP_PERMUTE, 0},
 	{"Div", h_binary, OP_DIV, 0},
 	{"Dropout", h_identity, OP_COUNT, 1},
+	{"Einsum", h_einsum, OP_MATMUL, 0},
 	{"Elu", h_act, OP_COUNT, 3},
 	{"Equal", h_binary, OP_EQ, 0},
 	{"Erf", h_unary, OP_ERF, 0},

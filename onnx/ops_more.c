@@ -459,3 +459,303 @@ HANDLER(h_gathernd)
 		return imp_fail(m, "result rank %d exceeds %d", n, IR_MAX_RANK);
 	OUT(reshape(m, g, n, od));
 }
+
+/* ---- Einsum -------------------------------------------------------------------------- */
+
+/* One operand's labels (one char per dim; an ellipsis's dims get the labels 1, 2,
+ * .. counted from its right end, so that they line up across operands). */
+typedef struct {
+	int rank;
+	char lab[IR_MAX_RANK];
+	int64_t dim[IR_MAX_RANK];
+} Term;
+
+static int parse_term(Imp *m, const char *s, size_t n, int rank, Term *t)
+{
+	int before = 0, ell = -1;
+	for (size_t i = 0; i < n; i++) {
+		if (s[i] == '.') {
+			if (ell >= 0 || i + 2 >= n + 0 || s[i + 1] != '.' || s[i + 2] != '.')
+				return imp_fail(m, "equation: a malformed ellipsis");
+			ell = before;
+			i += 2;
+		} else if ((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z')) {
+			before++;
+		} else if (s[i] != ' ') {
+			return imp_fail(m, "equation: unexpected character '%c'", s[i]);
+		}
+	}
+	int nell = ell >= 0 ? rank - before : 0;
+	if (nell < 0 || (ell < 0 && before != rank))
+		return imp_fail(m, "equation: a term of %d labels for an operand of rank %d",
+				before, rank);
+	t->rank = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (s[i] == '.') {
+			for (int j = 0; j < nell; j++)
+				t->lab[t->rank++] = (char)(nell - j);
+			i += 2;
+		} else if (s[i] != ' ') {
+			t->lab[t->rank++] = s[i];
+		}
+	}
+	return 0;
+}
+
+/* A label repeated in one term takes the diagonal: both dims moved last, merged,
+ * and every (n+1)-th element picked. */
+static Val *diagonals(Imp *m, Val *x, Term *t)
+{
+	for (int q = 0; q < t->rank && x; q++) {
+		int p = 0;
+		while (p < q && t->lab[p] != t->lab[q])
+			p++;
+		if (p == q)
+			continue;
+		int64_t n = t->dim[q];
+		if (t->dim[p] != n || n > (1 << 16)) {
+			imp_fail(m, "not supported yet: an Einsum diagonal of dims %lld and %lld",
+				 (long long)t->dim[p], (long long)n);
+			return NULL;
+		}
+		int perm[IR_MAX_RANK], k = 0;
+		Term r = {0};
+		for (int i = 0; i < t->rank; i++)
+			if (i != p && i != q) {
+				perm[k++] = i;
+				r.lab[r.rank] = t->lab[i];
+				r.dim[r.rank++] = t->dim[i];
+			}
+		perm[k++] = p;
+		perm[k++] = q;
+		r.lab[r.rank] = t->lab[p];
+		r.dim[r.rank++] = n;
+		int64_t d[IR_MAX_RANK];
+		memcpy(d, r.dim, sizeof d);
+		d[r.rank - 1] = n * n;
+		x = reshape(m, permute(m, x, perm), r.rank, d);
+		int64_t *idx = xcalloc((size_t)n, sizeof *idx);
+		for (int64_t i = 0; i < n; i++)
+			idx[i] = i * (n + 1);
+		x = x ? take(m, x, r.rank - 1, idx, n) : NULL;
+		free(idx);
+		*t = r;
+		q = -1;   /* labels moved: look again from the start */
+	}
+	return x;
+}
+
+static int find_lab(const Term *t, char c)
+{
+	for (int i = 0; i < t->rank; i++)
+		if (t->lab[i] == c)
+			return i;
+	return -1;
+}
+
+/* x with the labels not in keep summed out; t updated. */
+static Val *sum_out(Imp *m, Val *x, Term *t, const char *keep)
+{
+	bool on[IR_MAX_RANK] = {false};
+	bool any = false;
+	Term r = {0};
+	for (int i = 0; i < t->rank; i++) {
+		on[i] = !strchr(keep, t->lab[i]) || !t->lab[i];
+		any = any || on[i];
+		if (!on[i]) {
+			r.lab[r.rank] = t->lab[i];
+			r.dim[r.rank++] = t->dim[i];
+		}
+	}
+	if (!any)
+		return x;
+	*t = r;
+	return reduce_axes(m, OP_SUM, x, on, false);
+}
+
+/* a (ta) times b (tb), summing the labels of both not in keep: a batched matmul
+ * [batch, M, K] x [batch, K, N]; the result's labels are batch, a's, b's. */
+static Val *contract(Imp *m, Val *a, Term *ta, Val *b, const Term *tb, const char *keep,
+		     Term *tr)
+{
+	char bl[IR_MAX_RANK], al[IR_MAX_RANK], kl[IR_MAX_RANK], nl[IR_MAX_RANK];
+	int nb = 0, na = 0, nk = 0, nn = 0;
+	for (int i = 0; i < ta->rank; i++) {
+		char c = ta->lab[i];
+		if (find_lab(tb, c) < 0)
+			al[na++] = c;
+		else if (strchr(keep, c))
+			bl[nb++] = c;
+		else
+			kl[nk++] = c;
+	}
+	for (int i = 0; i < tb->rank; i++)
+		if (find_lab(ta, tb->lab[i]) < 0)
+			nl[nn++] = tb->lab[i];
+	if (nb + na + nn > IR_MAX_RANK || nb + 2 > IR_MAX_RANK)
+		return imp_fail(m, "Einsum: the result rank exceeds %d", IR_MAX_RANK), NULL;
+	int pa[IR_MAX_RANK], pb[IR_MAX_RANK], k = 0;
+	int64_t B = 1, M = 1, K = 1, N = 1, bd[IR_MAX_RANK];
+	for (int i = 0; i < nb; i++) {
+		int ia = find_lab(ta, bl[i]), ib = find_lab(tb, bl[i]);
+		if (ta->dim[ia] != tb->dim[ib])
+			return imp_fail(m, "not supported yet: Einsum label with dims %lld and %lld "
+					"(broadcasting)", (long long)ta->dim[ia],
+					(long long)tb->dim[ib]), NULL;
+		pa[k++] = ia;
+		bd[i] = ta->dim[ia];
+		B *= bd[i];
+	}
+	for (int i = 0; i < na; i++) {
+		pa[k++] = find_lab(ta, al[i]);
+		M *= ta->dim[pa[k - 1]];
+	}
+	for (int i = 0; i < nk; i++) {
+		int ia = find_lab(ta, kl[i]), ib = find_lab(tb, kl[i]);
+		if (ta->dim[ia] != tb->dim[ib])
+			return imp_fail(m, "not supported yet: Einsum label with dims %lld and %lld "
+					"(broadcasting)", (long long)ta->dim[ia],
+					(long long)tb->dim[ib]), NULL;
+		pa[k++] = ia;
+		K *= ta->dim[ia];
+	}
+	k = 0;
+	for (int i = 0; i < nb; i++)
+		pb[k++] = find_lab(tb, bl[i]);
+	for (int i = 0; i < nk; i++)
+		pb[k++] = find_lab(tb, kl[i]);
+	for (int i = 0; i < nn; i++) {
+		pb[k++] = find_lab(tb, nl[i]);
+		N *= tb->dim[pb[k - 1]];
+	}
+	Val *aa = reshape(m, permute(m, a, pa), 3, (int64_t[]){B, M, K});
+	Val *bb = reshape(m, permute(m, b, pb), 3, (int64_t[]){B, K, N});
+	Val *y = matmul(m, aa, bb);
+	tr->rank = 0;
+	for (int i = 0; i < nb; i++)
+		tr->lab[tr->rank] = bl[i], tr->dim[tr->rank++] = bd[i];
+	for (int i = 0; i < na; i++)
+		tr->lab[tr->rank] = al[i], tr->dim[tr->rank++] = ta->dim[find_lab(ta, al[i])];
+	for (int i = 0; i < nn; i++)
+		tr->lab[tr->rank] = nl[i], tr->dim[tr->rank++] = tb->dim[find_lab(tb, nl[i])];
+	return reshape(m, y, tr->rank, tr->dim);
+}
+
+/* Einsum without diagonals: each operand's labels that no later term and not the
+ * output hold are summed out, operands are joined left to right by batched
+ * matmuls, and the result is permuted to the output's order. */
+HANDLER(h_einsum)
+{
+	NEED(1);
+	char eq[256];
+	astr(m, "equation", eq, sizeof eq, "");
+	if (nin > 8)
+		return imp_fail(m, "not supported yet: Einsum of %d operands (8 at most)", nin);
+	Term t[8], ot;
+	const char *arrow = strstr(eq, "->");
+	size_t lhs = arrow ? (size_t)(arrow - eq) : strlen(eq);
+	size_t p = 0;
+	for (int i = 0; i < nin; i++) {
+		if (!in[i])
+			return imp_fail(m, "input %d is missing", i);
+		size_t e = p;
+		while (e < lhs && eq[e] != ',')
+			e++;
+		if ((e == lhs) != (i == nin - 1))
+			return imp_fail(m, "equation '%s' does not have %d terms", eq, nin);
+		if (parse_term(m, eq + p, e - p, in[i]->rank, &t[i]))
+			return -1;
+		memcpy(t[i].dim, in[i]->dim, sizeof t[i].dim);
+		p = e + 1;
+	}
+	char keep[64] = "";   /* labels live after the operand being joined */
+	if (arrow) {
+		/* the output's ellipsis has the rank of the widest operand's */
+		int ell = 0;
+		for (int i = 0; i < nin; i++)
+			for (int j = 0; j < t[i].rank; j++)
+				if (t[i].lab[j] > 0 && t[i].lab[j] < 16 && t[i].lab[j] > ell)
+					ell = t[i].lab[j];
+		const char *o = arrow + 2;
+		bool has_ell = strstr(o, "...") != NULL;
+		int nlab = 0;
+		for (const char *c = o; *c; c++)
+			nlab += *c != '.' && *c != ' ';
+		if (parse_term(m, o, strlen(o), nlab + (has_ell ? ell : 0), &ot))
+			return -1;
+	} else {  /* implicit: the ellipsis, then labels seen once, alphabetically */
+		ot.rank = 0;
+		int ell = 0;
+		for (int i = 0; i < nin; i++)
+			for (int j = 0; j < t[i].rank; j++)
+				if (t[i].lab[j] > 0 && t[i].lab[j] < 16 && t[i].lab[j] > ell)
+					ell = t[i].lab[j];
+		for (int j = ell; j > 0; j--)
+			ot.lab[ot.rank++] = (char)j;
+		for (int c = 'A'; c <= 'z'; c++) {
+			int seen = 0;
+			for (int i = 0; i < nin; i++)
+				seen += find_lab(&t[i], (char)c) >= 0;
+			if (seen == 1 && ot.rank < IR_MAX_RANK)
+				ot.lab[ot.rank++] = (char)c;
+		}
+	}
+	for (int i = 0; i < nin; i++)
+		if (!ir_dtype_is_float(in[i]->dt) && nin > 1)
+			return imp_fail(m, "not supported yet: Einsum of %s operands (float only)",
+					ir_dtype_name(in[i]->dt));
+	Val *acc = NULL;
+	Term ta = {0};
+	for (int i = 0; i < nin; i++) {
+		/* keep: the output's labels and those of the terms after i */
+		int n = 0;
+		for (int j = 0; j < ot.rank; j++)
+			keep[n++] = ot.lab[j];
+		for (int k = i + 1; k < nin; k++)
+			for (int j = 0; j < t[k].rank && n < 63; j++)
+				keep[n++] = t[k].lab[j];
+		keep[n] = 0;
+		Term ti = t[i];
+		Val *xi = diagonals(m, in[i], &ti);
+		if (!xi)
+			return -1;
+		/* labels of operand i also in acc are kept for the join */
+		char keep_i[80];
+		snprintf(keep_i, sizeof keep_i, "%s", keep);
+		size_t ln = strlen(keep_i);
+		for (int j = 0; j < ta.rank && acc && ln < 79; j++)
+			keep_i[ln++] = ta.lab[j];
+		keep_i[ln] = 0;
+		Val *x = sum_out(m, xi, &ti, keep_i);
+		if (!x)
+			return -1;
+		if (!acc) {
+			acc = x;
+			ta = ti;
+			continue;
+		}
+		Term tr;
+		acc = contract(m, acc, &ta, x, &ti, keep, &tr);
+		if (!acc)
+			return -1;
+		ta = tr;
+	}
+	/* the labels of out present in ta, in out's order */
+	char ol[IR_MAX_RANK + 1] = {0};
+	for (int i = 0; i < ot.rank; i++)
+		ol[i] = ot.lab[i];
+	acc = sum_out(m, acc, &ta, ol);
+	int perm[IR_MAX_RANK];
+	if (!acc)
+		return -1;
+	for (int i = 0; i < ot.rank; i++)
+		for (int j = 0; j < i; j++)
+			if (ot.lab[i] == ot.lab[j])
+				return imp_fail(m, "not supported yet: Einsum with a repeated output "
+						"label");
+	if (ta.rank != ot.rank)
+		return imp_fail(m, "equation '%s': an output label is in no input", eq);
+	for (int i = 0; i < ot.rank; i++)
+		perm[i] = find_lab(&ta, ot.lab[i]);
+	OUT(permute(m, acc, perm));
+}

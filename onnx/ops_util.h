@@ -58,6 +58,7 @@ int one_output(Imp *m, int nout);
 			       int nout)
 HANDLER(h_conv_transpose);
 HANDLER(h_cumsum);
+HANDLER(h_einsum);
 HANDLER(h_eyelike);
 HANDLER(h_gathernd);
 HANDLER(h_hardmax);
