@@ -759,3 +759,101 @@ HANDLER(h_einsum)
 		perm[i] = find_lab(&ta, ot.lab[i]);
 	OUT(permute(m, acc, perm));
 }
+
+/* ---- losses ------------------------------------------------------------------------ */
+
+/* NegativeLogLikelihoodLoss of log-probabilities x [N, C, d..] at targets t [N, d..]
+ * with optional class weights w [C]: -x[n, t, d..] * w[t], 0 where t is
+ * ignore_index; reduced to a sum, or a mean weighted by the picked w. */
+static Val *nll(Imp *m, Val *x, Val *t, Val *w, const char *red)
+{
+	if (!x || !t)
+		return NULL;
+	if (x->rank < 2 || t->rank != x->rank - 1 || !ir_dtype_is_float(x->dt) ||
+	    !ir_dtype_is_int(t->dt))
+		return imp_fail(m, "input [N, C, d..] (float) and target [N, d..] (int) expected"),
+		       NULL;
+	for (int i = 0; i < t->rank; i++)
+		if (t->dim[i] != x->dim[i ? i + 1 : 0])
+			return imp_fail(m, "target dims do not match the input's"), NULL;
+	bool none = !strcmp(red, "none"), sum = !strcmp(red, "sum");
+	if (!none && !sum && strcmp(red, "mean"))
+		return imp_fail(m, "reduction '%s' is not supported", red), NULL;
+	int64_t c = x->dim[1];
+	const Onnx__AttributeProto *iia = attr(m, "ignore_index");
+	Val *tt = cast(m, t, DT_I64), *mask = NULL;
+	if (iia) {
+		mask = sc(m, OP_EQ_SCALAR, tt, (double)iia->i);
+		tt = where3(m, mask, kfull(m, DT_I64, 0, NULL, 0), tt);
+	}
+	/* the picked log-probability */
+	int64_t d[IR_MAX_RANK];
+	d[0] = x->dim[0];
+	d[1] = 1;
+	for (int i = 2; i < x->rank; i++)
+		d[i] = x->dim[i];
+	Val *gin[2] = {x, reshape(m, tt, x->rank, d)};
+	if (!gin[1])
+		return NULL;
+	Attrs at = imp_attrs(OP_GATHER);
+	at.axis = 1;
+	Val *pick = reshape(m, imp_emit(m, OP_GATHER, gin, 2, &at), t->rank, t->dim);
+	/* the weight of each target */
+	Val *wt = NULL;
+	if (w) {
+		if (w->rank != 1 || w->dim[0] != c || w->dt != x->dt)
+			return imp_fail(m, "weight must be [C] of the input's dtype"), NULL;
+		int64_t q = count(t);
+		Val *win[2] = {w, reshape(m, tt, 1, (int64_t[]){q})};
+		if (!win[1])
+			return NULL;
+		Attrs a0 = imp_attrs(OP_GATHER);
+		a0.axis = 0;
+		wt = reshape(m, imp_emit(m, OP_GATHER, win, 2, &a0), t->rank, t->dim);
+		if (mask)
+			wt = where3(m, mask, kfull(m, x->dt, 0, NULL, 0), wt);
+	} else if (mask) {
+		wt = where3(m, mask, kfull(m, x->dt, 0, NULL, 0), kfull(m, x->dt, 0, NULL, 1));
+	}
+	Val *loss = un(m, OP_NEG, wt ? bin(m, OP_MUL, pick, wt) : pick);
+	if (none || !loss)
+		return loss;
+	bool on[IR_MAX_RANK];
+	for (int i = 0; i < IR_MAX_RANK; i++)
+		on[i] = true;
+	Val *s = reduce_axes(m, OP_SUM, loss, on, false);
+	if (sum)
+		return s;
+	if (!wt)
+		return sc(m, OP_DIV_SCALAR, s, (double)count(t));
+	return bin(m, OP_DIV, s, reduce_axes(m, OP_SUM, wt, on, false));
+}
+
+HANDLER(h_nllloss)
+{
+	NEED(2);
+	char red[16];
+	astr(m, "reduction", red, sizeof red, "mean");
+	OUT(nll(m, in[0], in[1], nin > 2 ? in[2] : NULL, red));
+}
+
+/* SoftmaxCrossEntropyLoss: log_softmax over axis 1 (max_dim, sub, exp, sum, log,
+ * sub), then NegativeLogLikelihoodLoss; the second output is the log_softmax. */
+HANDLER(h_sce_loss)
+{
+	if (need_in(m, in, nin, 2))
+		return -1;
+	if (nout > 2)
+		return imp_fail(m, "output 2 and after are not supported");
+	Val *x = in[0];
+	if (x->rank < 2 || !ir_dtype_is_float(x->dt))
+		return imp_fail(m, "scores must be float [N, C, d..]");
+	Val *sh = bin(m, OP_SUB, x, reduce(m, OP_MAX_DIM, x, 1));
+	Val *lp = bin(m, OP_SUB, sh, un(m, OP_LOG, reduce(m, OP_SUM, un(m, OP_EXP, sh), 1)));
+	char red[16];
+	astr(m, "reduction", red, sizeof red, "mean");
+	out[0] = nll(m, lp, in[1], nin > 2 ? in[2] : NULL, red);
+	if (nout > 1)
+		out[1] = lp;
+	return out[0] && (nout < 2 || out[1]) ? 0 : -1;
+}

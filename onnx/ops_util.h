@@ -65,9 +65,11 @@ HANDLER(h_hardmax);
 HANDLER(h_hyperbolic);
 HANDLER(h_lrn);
 HANDLER(h_mvn);
+HANDLER(h_nllloss);
 HANDLER(h_onehot);
 HANDLER(h_shrink);
 HANDLER(h_resize);
+HANDLER(h_sce_loss);
 HANDLER(h_upsample);
 
 #endif
