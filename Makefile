@@ -137,7 +137,7 @@ $(BUILD)/onnx/%.o: onnx/%.c $(BUILD)/gen/onnx.pb-c.h
 test: $(BUILD)/fusec $(BUILD)/unit $(BUILD)/fusec-run $(BUILD)/tests/fakecuda.so $(BUILD)/onnx_conformance
 	FUSEC=$(BUILD)/fusec BUILD=$(BUILD) sh tests/cli/run.sh
 	$(BUILD)/onnx_conformance -q -v --strict --list tests/onnx/fast.list $(ONNX_TESTDATA)/node
-	$(BUILD)/onnx_conformance -q --strict tests/onnx/models tests/onnx/pool
+	$(BUILD)/onnx_conformance -q --strict tests/onnx/models tests/onnx/pool tests/onnx/extra
 	cd tests && ../$(BUILD)/unit
 
 # ONNX backend node tests from libonnx-testdata (docs/onnx.md); not part of `make test`,
