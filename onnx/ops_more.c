@@ -10,6 +10,8 @@
 #include "onnx.pb-c.h"
 #include "ops_util.h"
 
+static const double PI = 3.14159265358979323846;
+
 /* ---- ConvTranspose ----------------------------------------------------------------- */
 
 /* x with s-1 zeros after every element of spatial axis a (of [N, C, H, W]), the
@@ -856,4 +858,362 @@ HANDLER(h_sce_loss)
 	if (nout > 1)
 		out[1] = lp;
 	return out[0] && (nout < 2 || out[1]) ? 0 : -1;
+}
+
+/* ---- Atan, Asin, Acos ---------------------------------------------------------------- */
+
+/* atan on [-1, 1]: two half-angle steps (u = t / (1 + sqrt(1 + t^2)) halves the
+ * angle) bring |u| under tan(pi/8), where 9 terms of the series are exact to
+ * 1e-9; times 4. */
+static Val *atan_unit(Imp *m, Val *t)
+{
+	for (int i = 0; i < 2; i++)
+		t = bin(m, OP_DIV, t, sc(m, OP_ADD_SCALAR,
+					 un(m, OP_SQRT, sc(m, OP_ADD_SCALAR, bin(m, OP_MUL, t, t), 1)),
+					 1));
+	Val *u2 = bin(m, OP_MUL, t, t);
+	/* u (1 - u2/3 + u2^2/5 - ...): Horner from the 17th power down */
+	Val *p = NULL;
+	for (int k = 8; k >= 0; k--) {
+		double c = (k % 2 ? -1.0 : 1.0) / (double)(2 * k + 1);
+		p = p ? sc(m, OP_ADD_SCALAR, bin(m, OP_MUL, p, u2), c)
+		      : kfull(m, t ? t->dt : DT_F32, 0, NULL, c);
+	}
+	return sc(m, OP_MUL_SCALAR, bin(m, OP_MUL, t, p), 4);
+}
+
+/* atan(x) = atan_unit(x) for |x| <= 1, sign(x) pi/2 - atan_unit(1/x) beyond */
+static Val *atan_full(Imp *m, Val *x)
+{
+	Val *big = sc(m, OP_GT_SCALAR, un(m, OP_ABS, x), 1);
+	Val *in_ = where3(m, big, un(m, OP_RECIP, x), x);
+	Val *a = atan_unit(m, in_);
+	Val *far = bin(m, OP_SUB, sc(m, OP_MUL_SCALAR, un(m, OP_SIGN, x), PI / 2), a);
+	return where3(m, big, far, a);
+}
+
+HANDLER(h_arc)
+{
+	NEED(1);
+	Val *x = in[0];
+	if (!ir_dtype_is_float(x->dt))
+		return imp_fail(m, "%s of %s is not supported", m->op_type, ir_dtype_name(x->dt));
+	if (h->arg == 0)
+		OUT(atan_full(m, x));
+	/* asin(x) = 2 atan(x / (1 + sqrt(1 - x^2))): the argument stays in [-1, 1] */
+	Val *r = un(m, OP_SQRT, sc(m, OP_ADD_SCALAR, un(m, OP_NEG, bin(m, OP_MUL, x, x)), 1));
+	Val *as = sc(m, OP_MUL_SCALAR,
+		     atan_unit(m, bin(m, OP_DIV, x, sc(m, OP_ADD_SCALAR, r, 1))), 2);
+	if (h->arg == 1)
+		OUT(as);
+	/* acos = pi/2 - asin */
+	OUT(sc(m, OP_ADD_SCALAR, un(m, OP_NEG, as), PI / 2));
+}
+
+/* ---- windows ------------------------------------------------------------------------- */
+
+/* HannWindow, HammingWindow, BlackmanWindow: constants a0 - a1 cos(2 pi n / N)
+ * + a2 cos(4 pi n / N), N = size (periodic) or size - 1. */
+HANDLER(h_window)
+{
+	NEED(1);
+	double sz;
+	if (scalar_of(m, in[0], "size", &sz))
+		return -1;
+	int64_t n = (int64_t)sz;
+	if (n < 1 || n > SHAPE_CONST_MAX)
+		return imp_fail(m, "window size %lld is not supported (1 to %d)", (long long)n,
+				SHAPE_CONST_MAX);
+	int dt = onnx_dtype((int)ai(m, "output_datatype", 1));
+	if (dt < 0)
+		return imp_fail(m, "output_datatype %lld is not supported",
+				(long long)ai(m, "output_datatype", 1));
+	double N = ai(m, "periodic", 1) ? (double)n : (double)(n - 1);
+	static const double a[3][3] = {{0.5, 0.5, 0}, {25.0 / 46, 21.0 / 46, 0}, {0.42, 0.5, 0.08}};
+	const double *c = a[h->arg];
+	Val *w = kfull(m, (DType)dt, 1, (int64_t[]){n}, 0);
+	for (int64_t i = 0; w && i < n; i++)
+		host_set(&w->k, i, c[0] - c[1] * cos(2 * PI * (double)i / N) +
+				   c[2] * cos(4 * PI * (double)i / N));
+	OUT(w);
+}
+
+/* ---- quantization ---------------------------------------------------------------------- */
+
+/* A scale or zero point: a scalar, or [C] along axis of x as [1.., C, ..1]. */
+static Val *per_axis(Imp *m, Val *p, const Val *x, int64_t axis)
+{
+	if (!p || p->rank == 0 || (p->rank == 1 && p->dim[0] == 1))
+		return p ? reshape(m, p, 0, NULL) : NULL;
+	if (p->rank != 1)
+		return imp_fail(m, "not supported yet: a scale or zero point of rank %d (blocked "
+				"quantization); a scalar or one per channel of axis are", p->rank),
+		       NULL;
+	if (norm_axis(m, &axis, x->rank))
+		return NULL;
+	if (p->dim[0] != x->dim[axis])
+		return imp_fail(m, "a scale or zero point of %lld values for axis %lld of %lld",
+				(long long)p->dim[0], (long long)axis, (long long)x->dim[axis]), NULL;
+	int64_t d[IR_MAX_RANK];
+	for (int i = 0; i < x->rank; i++)
+		d[i] = i == axis ? p->dim[0] : 1;
+	return reshape(m, p, x->rank, d);
+}
+
+/* round(x / scale) + zero point, clamped to the zero point's type */
+HANDLER(h_quantize)
+{
+	NEED(2);
+	Val *x = in[0];
+	int64_t axis = ai(m, "axis", 1);
+	if (ai(m, "block_size", 0))
+		return imp_fail(m, "not supported yet: blocked quantization (block_size)");
+	Val *zp = nin > 2 ? in[2] : NULL;
+	DType out_t = zp ? zp->dt : DT_U8;
+	if (!zp && attr(m, "output_dtype")) {
+		int t = onnx_dtype((int)ai(m, "output_dtype", 2));
+		out_t = t < 0 ? DT_COUNT : (DType)t;
+	}
+	double lo, hi;
+	switch (out_t) {
+	case DT_U8: lo = 0, hi = 255; break;
+	case DT_I8: lo = -128, hi = 127; break;
+	case DT_I16: lo = -32768, hi = 32767; break;
+	case DT_I32: lo = 0, hi = 65535; break;   /* uint16, held in i32 */
+	default:
+		return imp_fail(m, "not supported yet: quantizing to %s (uint8, int8, int16 and "
+				"uint16 are)", out_t == DT_COUNT ? "that type" : ir_dtype_name(out_t));
+	}
+	DType ft = ir_dtype_is_float(x->dt) ? x->dt : DT_F32;
+	Val *s = per_axis(m, cast(m, in[1], ft), x, axis);
+	Val *q = un(m, OP_ROUND, bin(m, OP_DIV, cast(m, x, ft), s));
+	if (zp)
+		q = bin(m, OP_ADD, q, per_axis(m, cast(m, zp, ft), x, axis));
+	OUT(cast(m, clampv(m, q, lo, hi), out_t));
+}
+
+/* (x - zero point) * scale */
+HANDLER(h_dequantize)
+{
+	NEED(2);
+	Val *x = in[0];
+	int64_t axis = ai(m, "axis", 1);
+	if (ai(m, "block_size", 0))
+		return imp_fail(m, "not supported yet: blocked quantization (block_size)");
+	DType ft = in[1]->dt;
+	if (!ir_dtype_is_float(ft))
+		return imp_fail(m, "the scale must be a float tensor");
+	Val *v = cast(m, x, ft);
+	if (nin > 2 && in[2])
+		v = bin(m, OP_SUB, v, per_axis(m, cast(m, in[2], ft), x, axis));
+	OUT(bin(m, OP_MUL, v, per_axis(m, in[1], x, axis)));
+}
+
+/* DynamicQuantizeLinear: uint8 with scale (max(0, max x) - min(0, min x)) / 255 and
+ * zero point round(-min / scale) clamped to [0, 255]. */
+HANDLER(h_dyn_quantize)
+{
+	if (need_in(m, in, nin, 1))
+		return -1;
+	if (nout > 3)
+		return imp_fail(m, "output 3 and after are not supported");
+	Val *x = in[0];
+	if (x->dt != DT_F32)
+		return imp_fail(m, "DynamicQuantizeLinear takes f32, not %s", ir_dtype_name(x->dt));
+	bool on[IR_MAX_RANK];
+	for (int i = 0; i < IR_MAX_RANK; i++)
+		on[i] = true;
+	Val *mx = clampv(m, reduce_axes(m, OP_MAX_DIM, x, on, false), 0, INFINITY);
+	Val *mn = clampv(m, reduce_axes(m, OP_MIN_DIM, x, on, false), -INFINITY, 0);
+	Val *s = sc(m, OP_DIV_SCALAR, bin(m, OP_SUB, mx, mn), 255);
+	Val *zf = clampv(m, un(m, OP_ROUND, bin(m, OP_DIV, un(m, OP_NEG, mn), s)), 0, 255);
+	Val *q = clampv(m, bin(m, OP_ADD, un(m, OP_ROUND, bin(m, OP_DIV, x, s)), zf), 0, 255);
+	out[0] = cast(m, q, DT_U8);
+	if (nout > 1)
+		out[1] = s;
+	if (nout > 2)
+		out[2] = cast(m, zf, DT_U8);
+	for (int i = 0; i < nout; i++)
+		if (!out[i])
+			return -1;
+	return 0;
+}
+
+/* ---- Scatter ---------------------------------------------------------------------------- */
+
+/* Scatters with constant indices: for each output position, the flat positions of
+ * the updates that land on it (at most SCATTER_MAX_HITS, in order) as constant
+ * gather indices into the flattened updates; the result is the data where no
+ * update lands, else the last update (none), or the data combined with every hit
+ * (add, mul, max, min). */
+enum { SCATTER_MAX_HITS = 16 };
+
+typedef struct {
+	int64_t *src;     /* [hits][P]: update positions, -1 for none */
+	int hits;
+} Hits;
+
+static int hits_add(Imp *m, Hits *t, int64_t p, int64_t u, int64_t P)
+{
+	int k = 0;
+	while (k < t->hits && t->src[(int64_t)k * P + p] >= 0)
+		k++;
+	if (k == SCATTER_MAX_HITS)
+		return imp_fail(m, "not supported yet: more than %d updates to one position",
+				SCATTER_MAX_HITS);
+	if (k == t->hits) {
+		t->src = xrealloc(t->src, (size_t)(P * (k + 1)) * sizeof *t->src);
+		for (int64_t i = 0; i < P; i++)
+			t->src[(int64_t)k * P + i] = -1;
+		t->hits++;
+	}
+	t->src[(int64_t)k * P + p] = u;
+	return 0;
+}
+
+static Val *scatter_apply(Imp *m, Val *x, Val *upd, Hits *t, const char *red)
+{
+	int64_t P = count(x), U = count(upd);
+	OpKind k;
+	if (!strcmp(red, "none"))
+		k = OP_COUNT;
+	else if (!strcmp(red, "add"))
+		k = OP_ADD;
+	else if (!strcmp(red, "mul"))
+		k = OP_MUL;
+	else if (!strcmp(red, "max"))
+		k = OP_MAX;
+	else if (!strcmp(red, "min"))
+		k = OP_MIN;
+	else
+		return imp_fail(m, "reduction '%s' is not supported", red), NULL;
+	Val *uf = reshape(m, upd, 1, (int64_t[]){U});
+	Val *y = x;
+	for (int h = 0; h < t->hits && y; h++) {
+		/* none: only the last hit counts */
+		if (k == OP_COUNT && h + 1 < t->hits) {
+			for (int64_t p = 0; p < P; p++)
+				if (t->src[(int64_t)(h + 1) * P + p] >= 0)
+					t->src[(int64_t)h * P + p] = -1;
+		}
+		Val *idx = kfull(m, DT_I64, 1, (int64_t[]){P}, 0);
+		Val *mask = kfull(m, DT_BOOL, 1, (int64_t[]){P}, 0);
+		if (!idx || !mask)
+			return NULL;
+		for (int64_t p = 0; p < P; p++) {
+			int64_t s = t->src[(int64_t)h * P + p];
+			((int64_t *)idx->k.data)[p] = s < 0 ? 0 : s;
+			host_set(&mask->k, p, s >= 0);
+		}
+		Val *gin[2] = {uf, idx};
+		Attrs at = imp_attrs(OP_GATHER);
+		at.axis = 0;
+		Val *g = reshape(m, imp_emit(m, OP_GATHER, gin, 2, &at), x->rank, x->dim);
+		mask = reshape(m, mask, x->rank, x->dim);
+		Val *v = k == OP_COUNT ? g : bin(m, k, y, g);
+		y = where3(m, mask, v, y);
+	}
+	return y;
+}
+
+static const char *reduction_of(Imp *m, char *buf, size_t n)
+{
+	astr(m, "reduction", buf, n, "none");
+	return buf;
+}
+
+/* ScatterElements (and the deprecated Scatter) */
+HANDLER(h_scatter_elements)
+{
+	NEED(3);
+	Val *x = in[0], *iv = in[1], *upd = in[2];
+	int64_t axis = ai(m, "axis", 0);
+	if (norm_axis(m, &axis, x->rank))
+		return -1;
+	if (!iv->is_const)
+		return imp_fail(m, "not supported yet: indices computed at run time (only constant "
+				"indices are supported)");
+	if (iv->rank != x->rank || upd->rank != x->rank || upd->dt != x->dt)
+		return imp_fail(m, "indices and updates must have the data's rank (and updates "
+				"its dtype)");
+	for (int i = 0; i < x->rank; i++)
+		if (iv->dim[i] != upd->dim[i] || iv->dim[i] > x->dim[i])
+			return imp_fail(m, "indices and updates must have one shape, within the "
+					"data's");
+	int64_t P = count(x), U = count(upd);
+	if (P > SHAPE_CONST_MAX / SCATTER_MAX_HITS)
+		return imp_fail(m, "not supported yet: a scatter into more than %d elements",
+				SHAPE_CONST_MAX / SCATTER_MAX_HITS);
+	Hits t = {0};
+	for (int64_t u = 0; u < U; u++) {
+		int64_t rem = u, p = 0, mul = 1;
+		for (int i = x->rank - 1; i >= 0; i--) {
+			int64_t c = rem % iv->dim[i];
+			rem /= iv->dim[i];
+			if (i == axis) {
+				c = host_get_i64(&iv->k, u);
+				if (c < -x->dim[i] || c >= x->dim[i]) {
+					free(t.src);
+					return imp_fail(m, "index %lld is out of range for dim %lld",
+							(long long)c, (long long)x->dim[i]);
+				}
+				if (c < 0)
+					c += x->dim[i];
+			}
+			p += c * mul;
+			mul *= x->dim[i];
+		}
+		if (hits_add(m, &t, p, u, P)) {
+			free(t.src);
+			return -1;
+		}
+	}
+	char red[16];
+	Val *y = scatter_apply(m, x, upd, &t, reduction_of(m, red, sizeof red));
+	free(t.src);
+	OUT(y);
+}
+
+HANDLER(h_scatternd)
+{
+	NEED(3);
+	Val *x = in[0], *iv = in[1], *upd = in[2];
+	if (!iv->is_const)
+		return imp_fail(m, "not supported yet: indices computed at run time (only constant "
+				"indices are supported)");
+	if (iv->rank < 1 || upd->dt != x->dt)
+		return imp_fail(m, "indices must have rank 1 or more, updates the data's dtype");
+	int64_t k = iv->dim[iv->rank - 1];
+	if (k < 1 || k > x->rank || upd->rank != iv->rank - 1 + x->rank - k)
+		return imp_fail(m, "index rows of %lld do not fit data of rank %d and updates of "
+				"rank %d", (long long)k, x->rank, upd->rank);
+	int64_t P = count(x), Q = count(iv) / k, R = 1;
+	for (int i = (int)k; i < x->rank; i++)
+		R *= x->dim[i];
+	if (P > SHAPE_CONST_MAX / SCATTER_MAX_HITS || count(upd) != Q * R)
+		return imp_fail(m, "not supported yet: a scatter into more than %d elements (or "
+				"updates of another size than the index rows select)",
+				SHAPE_CONST_MAX / SCATTER_MAX_HITS);
+	Hits t = {0};
+	for (int64_t q = 0; q < Q; q++) {
+		int64_t base = 0;
+		for (int j = 0; j < k; j++) {
+			int64_t c = host_get_i64(&iv->k, q * k + j);
+			if (c < -x->dim[j] || c >= x->dim[j]) {
+				free(t.src);
+				return imp_fail(m, "index %lld is out of range for dim %lld",
+						(long long)c, (long long)x->dim[j]);
+			}
+			base = base * x->dim[j] + (c < 0 ? c + x->dim[j] : c);
+		}
+		for (int64_t r = 0; r < R; r++)
+			if (hits_add(m, &t, base * R + r, q * R + r, P)) {
+				free(t.src);
+				return -1;
+			}
+	}
+	char red[16];
+	Val *y = scatter_apply(m, x, upd, &t, reduction_of(m, red, sizeof red));
+	free(t.src);
+	OUT(y);
 }

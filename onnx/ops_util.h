@@ -56,7 +56,10 @@ int one_output(Imp *m, int nout);
 /* handlers defined outside ops.c, for its table */
 #define HANDLER(name) int name(Imp *m, const OnnxHandler *h, Val **in, int nin, Val **out, \
 			       int nout)
+HANDLER(h_arc);
 HANDLER(h_conv_transpose);
+HANDLER(h_dequantize);
+HANDLER(h_dyn_quantize);
 HANDLER(h_cumsum);
 HANDLER(h_einsum);
 HANDLER(h_eyelike);
@@ -67,8 +70,12 @@ HANDLER(h_lrn);
 HANDLER(h_mvn);
 HANDLER(h_nllloss);
 HANDLER(h_onehot);
+HANDLER(h_quantize);
 HANDLER(h_shrink);
+HANDLER(h_window);
 HANDLER(h_resize);
+HANDLER(h_scatter_elements);
+HANDLER(h_scatternd);
 HANDLER(h_sce_loss);
 HANDLER(h_upsample);
 
