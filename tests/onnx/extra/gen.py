@@ -5,7 +5,8 @@ keep_aspect_ratio_policy; ConvTranspose with groups, strides, pads, output_paddi
 dilations, auto_pad and output_shape; CumSum of integers; Einsum of three operands
 and with an ellipsis; GatherND with batch_dims and negative indices; OneHot, LRN, opset-11
 Hardmax; SoftmaxCrossEntropyLoss with weights and
-ignore_index), in the node-test layout (tNN_OP/model.onnx, test_data_set_0) with
+ignore_index; Atan, Asin and Acos over their whole range; per-axis QuantizeLinear and
+DequantizeLinear; ScatterND and ScatterElements with duplicate indices), in the node-test layout (tNN_OP/model.onnx, test_data_set_0) with
 onnxruntime's outputs. Scales, sizes, roi, axes and depth are initializers.
 `make test` runs the stored folders (onnx_conformance --strict); this script
 remakes them: gen.py [DIR] (default: beside it). Test-only: numpy, onnx and
@@ -112,8 +113,25 @@ cases.append(('SoftmaxCrossEntropyLoss',
 cases.append(('NegativeLogLikelihoodLoss',
               [('x', x4((3, 5)), False), ('t', np.array([4, 0, 2], np.int64), False)],
               dict(reduction='mean'), 13, 1))
+cases.append(('Atan', [('x', (x4((4, 25)) * 30).astype(f32), False)], {}, 7, 1))
+cases.append(('Asin', [('x', np.linspace(-1, 1, 41, dtype=f32), False)], {}, 7, 1))
+cases.append(('Acos', [('x', np.linspace(-1, 1, 41, dtype=f32), False)], {}, 7, 1))
+cases.append(('QuantizeLinear', [('x', (x4((2, 3, 4)) * 50).astype(f32), False),
+                                 ('s', np.array([0.5, 1, 2], f32), True),
+                                 ('z', np.array([-3, 0, 5], np.int8), True)], dict(axis=1), 13, 1))
+cases.append(('DequantizeLinear', [('x', rng.integers(0, 255, (2, 3, 4)).astype(np.uint8), False),
+                                   ('s', np.array([0.5, 1, 2, 4], f32), True),
+                                   ('z', np.array([128, 0, 5, 255], np.uint8), True)],
+              dict(axis=-1), 13, 1))
+cases.append(('ScatterND', [('x', x4((4, 3, 2)), False),
+                            ('i', np.array([[1, 0], [3, 2], [1, 0]], np.int64), True),
+                            ('u', x4((3, 2)), False)], dict(reduction='max'), 18, 1))
+cases.append(('ScatterElements', [('x', x4((3, 4)), False),
+                                  ('i', np.array([[1, -1, 1], [0, 0, 3]], np.int64), True),
+                                  ('u', x4((2, 3)), False)], dict(axis=1, reduction='mul'), 18, 1))
 
-TYPES = {np.dtype(f32): 1, np.dtype(np.int64): 7, np.dtype(np.int32): 6}
+TYPES = {np.dtype(f32): 1, np.dtype(np.int64): 7, np.dtype(np.int32): 6, np.dtype(np.int8): 3,
+         np.dtype(np.uint8): 2}
 for i, (op, ins, attrs, opset, nout) in enumerate(cases):
     names = ['y', 'y2'][:nout]
     node = oh.make_node(op, [n for n, _, _ in ins], names, **attrs)
