@@ -12,7 +12,40 @@
 
 static const double PI = 3.14159265358979323846;
 
+/* Bounds on what an import computes: the elements of a constant built from a shape
+ * or attributes, and of a result folded from constant operands that is larger
+ * than they are (a hostile model must not make the import slow or huge). */
+enum { SHAPE_CONST_MAX = 1 << 22, FOLD_MAX = 1 << 22 };
+
 /* ---- ConvTranspose ----------------------------------------------------------------- */
+
+/* x with before and after zeros around axis a: a cat with one zero expanded (a
+ * view), so that no constant of the input's size is made. */
+static Val *zpad(Imp *m, Val *x, int a, int64_t before, int64_t after)
+{
+	if (!x || (!before && !after))
+		return x;
+	if (x->is_const)
+		return pad_axis(m, x, a, before, after, 0);
+	int64_t one[IR_MAX_RANK], d[IR_MAX_RANK];
+	for (int i = 0; i < x->rank; i++)
+		one[i] = 1, d[i] = x->dim[i];
+	Val *parts[3];
+	int k = 0;
+	if (before) {
+		d[a] = before;
+		parts[k++] = expand(m, kfull(m, x->dt, x->rank, one, 0), x->rank, d);
+	}
+	parts[k++] = x;
+	if (after) {
+		d[a] = after;
+		parts[k++] = expand(m, kfull(m, x->dt, x->rank, one, 0), x->rank, d);
+	}
+	for (int j = 0; j < k; j++)
+		if (!parts[j])
+			return NULL;
+	return cat(m, parts, k, a);
+}
 
 /* x with s-1 zeros after every element of spatial axis a (of [N, C, H, W]), the
  * trailing ones dropped: [.., (L-1)*s+1, ..]. */
@@ -29,7 +62,7 @@ static Val *zero_insert(Imp *m, Val *x, int a, int64_t s)
 			d[r++] = 1;
 	}
 	back[a] = x->dim[a] * s;
-	Val *v = pad_axis(m, reshape(m, x, r, d), a + 1, 0, s - 1, 0);
+	Val *v = zpad(m, reshape(m, x, r, d), a + 1, 0, s - 1);
 	v = reshape(m, v, x->rank, back);
 	return slice1(m, v, a, 0, (x->dim[a] - 1) * s + 1);
 }
@@ -47,7 +80,7 @@ static Val *pad_or_crop(Imp *m, Val *x, int a, int64_t lo, int64_t hi)
 		}
 		x = slice1(m, x, a, b, e);
 	}
-	return pad_axis(m, x, a, lo > 0 ? lo : 0, hi > 0 ? hi : 0, 0);
+	return zpad(m, x, a, lo > 0 ? lo : 0, hi > 0 ? hi : 0);
 }
 
 /* A conv2d of the input with zeros inserted between its elements (strides), padded
@@ -133,6 +166,12 @@ HANDLER(h_conv_transpose)
 	}
 	if (nsp == 1)
 		k[1] = 1, s[1] = 1, dl[1] = 1, op[1] = 0, p[2] = p[3] = 0;
+	if (x->is_const) {
+		double big = (double)count(x) * (double)s[0] * (double)s[1] * (double)w->dim[1] * (double)g;
+		if (big > FOLD_MAX)
+			return imp_fail(m, "not supported yet: ConvTranspose of a constant input to "
+					"more than %d elements (folded at import)", FOLD_MAX);
+	}
 	/* the weight: [C, M/g, kh, kw] -> [g, C/g, M/g, kh, kw] -> [g, M/g, C/g, ..],
 	 * flipped, as [M, C/g, kh, kw] */
 	Val *wt = w->rank == 3 ? reshape(m, w, 4, (int64_t[]){w->dim[0], w->dim[1], w->dim[2], 1})
@@ -150,7 +189,7 @@ HANDLER(h_conv_transpose)
 			return imp_fail(m, "kernels above 1024 are not supported");
 		for (int64_t j = 0; j < k[i]; j++)
 			rev[j] = k[i] - 1 - j;
-		wt = take(m, wt, 2 + i, rev, k[i]);
+		wt = take_axis(m, wt, 2 + i, rev, k[i]);
 	}
 	Val *xx = x->rank == 3 ? reshape(m, x, 4, (int64_t[]){x->dim[0], x->dim[1], x->dim[2], 1})
 			       : x;
@@ -218,7 +257,6 @@ HANDLER(h_shrink)
 
 /* ---- constants from shapes ----------------------------------------------------------- */
 
-enum { SHAPE_CONST_MAX = 1 << 24 };   /* elements of a constant built from a shape */
 
 /* EyeLike: a constant of the input's shape, ones on diagonal k. */
 HANDLER(h_eyelike)
@@ -276,6 +314,9 @@ HANDLER(h_hardmax)
 	}
 	if (!v)
 		return -1;
+	if (v->dim[axis] > SHAPE_CONST_MAX)
+		return imp_fail(m, "not supported yet: Hardmax over more than %d elements",
+				SHAPE_CONST_MAX);
 	Val *am = reduce(m, OP_ARGMAX, v, (int)axis);
 	Val *y = cast(m, bin(m, OP_EQ, am, iota(m, v->rank, (int)axis, v->dim[axis])), x->dt);
 	OUT(y && old ? reshape(m, y, x->rank, x->dim) : y);
@@ -289,7 +330,7 @@ static Val *shift(Imp *m, Val *y, int axis, int64_t by, bool rev)
 	if (by >= n)
 		return NULL;
 	Val *s = rev ? slice1(m, y, axis, by, n) : slice1(m, y, axis, 0, n - by);
-	return pad_axis(m, s, axis, rev ? 0 : by, rev ? by : 0, 0);
+	return zpad(m, s, axis, rev ? 0 : by, rev ? by : 0);
 }
 
 HANDLER(h_cumsum)
@@ -332,6 +373,9 @@ HANDLER(h_onehot)
 	int64_t axis = ai(m, "axis", -1);
 	if (norm_axis(m, &axis, r))
 		return -1;
+	if (idx->is_const && (double)count(idx) * (double)depth > FOLD_MAX)
+		return imp_fail(m, "not supported yet: OneHot of constant indices to more than %d "
+				"elements (folded at import)", FOLD_MAX);
 	Val *ix = cast(m, idx, DT_I64);
 	if (ix && ir_dtype_is_float(idx->dt))
 		ix = cast(m, un(m, OP_TRUNC, idx), DT_I64);
@@ -382,7 +426,7 @@ HANDLER(h_lrn)
 				(long long)size);
 	double alpha = af(m, "alpha", 1e-4), beta = af(m, "beta", 0.75), bias = af(m, "bias", 1);
 	int64_t lo = (size - 1) / 2, hi = size - 1 - lo, c = x->dim[1];
-	Val *sq = pad_axis(m, bin(m, OP_MUL, x, x), 1, lo, hi, 0);
+	Val *sq = zpad(m, bin(m, OP_MUL, x, x), 1, lo, hi);
 	Val *s = NULL;
 	for (int64_t i = 0; i < size && sq; i++) {
 		Val *t = slice1(m, sq, 1, i, i + c);
@@ -539,7 +583,7 @@ static Val *diagonals(Imp *m, Val *x, Term *t)
 		int64_t *idx = xcalloc((size_t)n, sizeof *idx);
 		for (int64_t i = 0; i < n; i++)
 			idx[i] = i * (n + 1);
-		x = x ? take(m, x, r.rank - 1, idx, n) : NULL;
+		x = x ? take_axis(m, x, r.rank - 1, idx, n) : NULL;
 		free(idx);
 		*t = r;
 		q = -1;   /* labels moved: look again from the start */
@@ -630,6 +674,9 @@ static Val *contract(Imp *m, Val *a, Term *ta, Val *b, const Term *tb, const cha
 		pb[k++] = find_lab(tb, nl[i]);
 		N *= tb->dim[pb[k - 1]];
 	}
+	if (a->is_const && b->is_const && (double)B * (double)M * (double)N * (double)K > FOLD_MAX)
+		return imp_fail(m, "not supported yet: an Einsum of constants of more than %d "
+				"products (folded at import)", FOLD_MAX), NULL;
 	Val *aa = reshape(m, permute(m, a, pa), 3, (int64_t[]){B, M, K});
 	Val *bb = reshape(m, permute(m, b, pb), 3, (int64_t[]){B, K, N});
 	Val *y = matmul(m, aa, bb);

@@ -221,8 +221,9 @@ static Val *axis_const(Imp *m, DType dt, int rank, int axis, const double *v,
 	return imp_const(m, &k);
 }
 
-/* x gathered along axis at n constant positions: a [1.., n, ..1] index expanded. */
-static Val *gather_axis(Imp *m, Val *x, int axis, const int64_t *idx, int64_t n)
+/* x gathered along axis at n constant positions: a [1.., n, ..1] index expanded
+ * (unlike take(), no index constant of the result's size). */
+Val *take_axis(Imp *m, Val *x, int axis, const int64_t *idx, int64_t n)
 {
 	Val *ix = axis_const(m, DT_I64, x->rank, axis, NULL, idx, n);
 	int64_t dim[IR_MAX_RANK];
@@ -242,7 +243,7 @@ static Val *resize_axis(Imp *m, const Resize *r, Val *x, int axis, const Taps *t
 	Val *y = NULL;
 	for (int j = 0; j < t->k && x; j++) {
 		const double *w = t->w + (int64_t)j * out;
-		Val *g = gather_axis(m, x, axis, t->idx + (int64_t)j * out, out);
+		Val *g = take_axis(m, x, axis, t->idx + (int64_t)j * out, out);
 		bool ones = true;
 		for (int64_t o = 0; o < out; o++)
 			ones = ones && w[o] == 1;
@@ -426,9 +427,15 @@ static int resize(Imp *m, Val *x, Val *roi_v, Val *scales_v, Val *sizes_v, bool 
 						(long long)osz[a], a, RESIZE_MAX_TABLE);
 		}
 	}
-	for (int i = 0; i < rank; i++)
+	double total = 1;
+	for (int i = 0; i < rank; i++) {
 		if (osz[i] < 1)
 			return imp_fail(m, "Resize to an empty dim (axis %d) is not supported", i);
+		total *= (double)osz[i];
+	}
+	if (x->is_const && total > RESIZE_MAX_TABLE)
+		return imp_fail(m, "not supported yet: resizing a constant to more than %d "
+				"elements (folded at import)", RESIZE_MAX_TABLE);
 	Val *y = x;
 	for (int i = 0; i < na && y; i++) {
 		int a = (int)axes[i];
