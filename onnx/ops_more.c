@@ -19,27 +19,27 @@ enum { SHAPE_CONST_MAX = 1 << 22, FOLD_MAX = 1 << 22 };
 
 /* ---- ConvTranspose ----------------------------------------------------------------- */
 
-/* x with before and after zeros around axis a: a cat with one zero expanded (a
- * view), so that no constant of the input's size is made. */
+/* x with before and after zeros around axis a: a cat with a computed zero expanded
+ * (a view), so that no constant of the input's size is made. */
 static Val *zpad(Imp *m, Val *x, int a, int64_t before, int64_t after)
 {
 	if (!x || (!before && !after))
 		return x;
 	if (x->is_const)
 		return pad_axis(m, x, a, before, after, 0);
-	int64_t one[IR_MAX_RANK], d[IR_MAX_RANK];
-	for (int i = 0; i < x->rank; i++)
-		one[i] = 1, d[i] = x->dim[i];
+	int64_t d[IR_MAX_RANK];
+	memcpy(d, x->dim, sizeof d);
+	Val *z = zero_of(m, x, x->dt);
 	Val *parts[3];
 	int k = 0;
 	if (before) {
 		d[a] = before;
-		parts[k++] = expand(m, kfull(m, x->dt, x->rank, one, 0), x->rank, d);
+		parts[k++] = expand(m, z, x->rank, d);
 	}
 	parts[k++] = x;
 	if (after) {
 		d[a] = after;
-		parts[k++] = expand(m, kfull(m, x->dt, x->rank, one, 0), x->rank, d);
+		parts[k++] = expand(m, z, x->rank, d);
 	}
 	for (int j = 0; j < k; j++)
 		if (!parts[j])
@@ -160,7 +160,8 @@ HANDLER(h_conv_transpose)
 			p[2 * i] = upper ? half : tot - half;
 			p[2 * i + 1] = tot - p[2 * i];
 		}
-		if (full - p[2 * i] - p[2 * i + 1] < 1 || full > (1 << 24))
+		if (full - p[2 * i] - p[2 * i + 1] < 1 || full > (1 << 24) ||
+		    full - p[2 * i] - p[2 * i + 1] > (1 << 24))
 			return imp_fail(m, "the output of spatial axis %d would have %lld elements",
 					i, (long long)(full - p[2 * i] - p[2 * i + 1]));
 	}
@@ -276,7 +277,7 @@ HANDLER(h_eyelike)
 	Val *e = kfull(m, (DType)dt, 2, x->dim, 0);
 	if (!e)
 		return -1;
-	for (int64_t i = 0; i < x->dim[0]; i++)
+	for (int64_t i = 0; i < x->dim[0] && k > -x->dim[0] && k < x->dim[1]; i++)
 		if (i + k >= 0 && i + k < x->dim[1])
 			host_set(&e->k, i * x->dim[1] + i + k, 1);
 	OUT(e);

@@ -221,11 +221,40 @@ static Val *axis_const(Imp *m, DType dt, int rank, int axis, const double *v,
 	return imp_const(m, &k);
 }
 
-/* x gathered along axis at n constant positions: a [1.., n, ..1] index expanded
- * (unlike take(), no index constant of the result's size). */
+/* A zero of dtype dt and x's rank, all dims 1, computed from x's first element
+ * (a comparison that is false for every value, NaN too, cast): an op, not a
+ * constant, so that what is expanded from it stays a view and is not folded into
+ * a constant of the expanded size. A constant zero when x is a constant. */
+Val *zero_of(Imp *m, Val *x, DType dt)
+{
+	int64_t one[IR_MAX_RANK];
+	for (int i = 0; i < x->rank; i++)
+		one[i] = 1;
+	if (x->is_const)
+		return kfull(m, dt, x->rank, one, 0);
+	Val *v = x;
+	if (count(x) > 1) {
+		Attrs at = imp_attrs(OP_SLICE);
+		at.n = x->rank;
+		for (int i = 0; i < x->rank; i++)
+			at.range[i][0] = 0, at.range[i][1] = 1;
+		v = imp_emit(m, OP_SLICE, &x, 1, &at);
+	}
+	if (v && v->dt == DT_BOOL)
+		v = bin(m, OP_AND, v, un(m, OP_NOT, v));
+	else
+		v = sc(m, OP_LT_SCALAR, v, -INFINITY);
+	return cast(m, v, dt);
+}
+
+/* x gathered along axis at n constant positions: a [1.., n, ..1] index (plus a
+ * computed zero when x is not a constant) expanded: no index constant of the
+ * result's size, unlike take(). */
 Val *take_axis(Imp *m, Val *x, int axis, const int64_t *idx, int64_t n)
 {
 	Val *ix = axis_const(m, DT_I64, x->rank, axis, NULL, idx, n);
+	if (!x->is_const)
+		ix = bin(m, OP_ADD, ix, zero_of(m, x, DT_I64));
 	int64_t dim[IR_MAX_RANK];
 	memcpy(dim, x->dim, sizeof dim);
 	dim[axis] = n;

@@ -41,7 +41,10 @@ Val *reduce_axes(Imp *m, OpKind k, Val *x, const bool *on, bool keep);
 Val *slice1(Imp *m, Val *x, int axis, int64_t start, int64_t end);
 Val *cat(Imp *m, Val **in, int n, int axis);
 Val *take(Imp *m, Val *x, int axis, const int64_t *idx, int64_t k);
-Val *take_axis(Imp *m, Val *x, int axis, const int64_t *idx, int64_t n);  /* ops_resize.c */
+/* ops_resize.c: a computed zero [1, .., 1] (expands to a view, not a constant);
+ * a gather at constant positions along one axis through an expanded index */
+Val *zero_of(Imp *m, Val *x, DType dt);
+Val *take_axis(Imp *m, Val *x, int axis, const int64_t *idx, int64_t n);
 Val *pad_axis(Imp *m, Val *x, int a, int64_t before, int64_t after, double value);
 Val *fix_index(Imp *m, Val *idx, int64_t size);
 Val *matmul(Imp *m, Val *a, Val *b);
