@@ -270,9 +270,10 @@ static bool set0_empty;    /* data set 0 holds an empty tensor */
 
 /* The inputs of data set 0 by name, for a retry: some tests feed shapes, axes or
  * pads as inputs, which fusec needs at import time, or leave dims symbolic, or (the
- * CastLike tests) feed an input of another shape than the model declares. UINT16
- * data is read as bfloat16 (fusec has no uint16; a model with a uint16 input stops
- * before any retry). */
+ * CastLike tests) feed an input of another shape than the model declares. Integer
+ * and one-element inputs are fixed as values; with `vectors`, float vectors of up
+ * to 16 values too (Resize's scales and roi). UINT16 data is read as bfloat16
+ * (fusec has no uint16; a model with a uint16 input stops before any retry). */
 static int set0_inputs(const char *dir, Arena *a, OnnxInputShape *shapes,
 		       OnnxInputValue *values, HostTensor *store, int *nvalues, bool vectors)
 {
