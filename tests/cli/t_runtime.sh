@@ -159,7 +159,7 @@ contains rt_alias_args "$TMP/out" "  args: t2, f32 0.5, f32 1, i32 37000, y, m"
 check rt_alias_run 0 "$RUN" "$TMP/alias.plan.json" --inputs "$TMP/in" --outputs "$TMP/o3"
 same rt_alias_clean "$TMP/err" ""
 check rt_alias_y 0 cmp "$TMP/o1/y.npy" "$TMP/o3/y.npy"
-check rt_alias_values 0 python3 - "$TMP/in" "$TMP/o3" <<'PY'
+cat >"$TMP/rt_alias_values.py" <<'PY'
 import struct, sys
 def npy(path):
     b = open(path, "rb").read()
@@ -173,6 +173,7 @@ for i in range(37000):
     want = a[i] * b[i] + 2 * c[i]
     assert abs(tv[i] - want) <= 1e-5 * (1 + abs(want)), (i, tv[i], want)
 PY
+check rt_alias_values 0 python3 "$TMP/rt_alias_values.py" "$TMP/in" "$TMP/o3"
 check rt_alias_bench 0 "$RUN" "$TMP/alias.plan.json" --bench --iters 3
 same rt_alias_bench_clean "$TMP/err" ""
 # alias errors: an alias with a buffer, of a tensor without one, of another size
