@@ -3,7 +3,8 @@
 # intermediates, a chain of reshapes, outputs aliasing an input, an intermediate
 # and another output, a reshape of a constant. Each graph's plan is read back
 # (which tensors alias which, how many launches), and the kernels run on the cpu
-# backend against the interpreter (--check).
+# backend against the interpreter (--check). Last, --burn-exact in the plan and
+# the result cache.
 cat >"$TMP/alias.yaml" <<'G'
 format: fusec-graph/1
 name: alias
@@ -58,3 +59,21 @@ contains alias_runtime_dump "$TMP/out" "tensor mo f32[128] output alias of m"
 # plans stay deterministic
 check alias_compile_again 0 "$FUSEC" compile "$TMP/alias.yaml" -o "$TMP/b" --plan-style pretty --no-cache
 same_files alias_deterministic "$TMP/a/alias.plan.json" "$TMP/b/alias.plan.json"
+
+# --burn-exact is recorded in the plan (options.burn_exact), and the result cache
+# keeps the two compiles apart: the same graph, same cache, with and without it.
+G=tests/golden/lead_reduce.yaml
+check burn_plan_default 0 "$FUSEC" compile $G -o "$TMP/d1" --time
+check burn_plan_exact 0 "$FUSEC" compile $G -o "$TMP/e1" --burn-exact --time
+contains burn_plan_field "$TMP/e1/lead_reduce.plan.json" '"max_bindings":32,"burn_exact":true}'
+if grep -q burn_exact "$TMP/d1/lead_reduce.plan.json"; then
+	echo "FAIL burn_plan_absent: a default plan says burn_exact"; fail=$((fail + 1))
+else
+	pass=$((pass + 1))
+fi
+check burn_plan_default_hit 0 "$FUSEC" compile $G -o "$TMP/d2" --time
+contains burn_plan_default_hit_msg "$TMP/err" "result cache hit"
+same_files burn_plan_default_same "$TMP/d1/lead_reduce.plan.json" "$TMP/d2/lead_reduce.plan.json"
+check burn_plan_exact_hit 0 "$FUSEC" compile $G -o "$TMP/e2" --burn-exact --time
+contains burn_plan_exact_hit_msg "$TMP/err" "result cache hit"
+same_files burn_plan_exact_same "$TMP/e1/lead_reduce.plan.json" "$TMP/e2/lead_reduce.plan.json"
