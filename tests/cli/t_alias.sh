@@ -77,3 +77,21 @@ same_files burn_plan_default_same "$TMP/d1/lead_reduce.plan.json" "$TMP/d2/lead_
 check burn_plan_exact_hit 0 "$FUSEC" compile $G -o "$TMP/e2" --burn-exact --time
 contains burn_plan_exact_hit_msg "$TMP/err" "result cache hit"
 same_files burn_plan_exact_same "$TMP/e1/lead_reduce.plan.json" "$TMP/e2/lead_reduce.plan.json"
+
+# burn's view rule (docs/burn-fidelity.md row 2; golden tests/golden/views.yaml):
+# the first-use and rank-lowering reshapes run alone as aliases, the reshape of an
+# input the kernel already reads fuses; the same with --burn-exact.
+for flag in "" --burn-exact; do
+	check "views_compile$flag" 0 "$FUSEC" compile tests/golden/views.yaml -o "$TMP/v$flag" $flag
+	cat >"$TMP/views.py" <<'PY'
+import json, sys
+p = json.load(open(sys.argv[1]))
+launches = [l["ops"] for s in p["steps"] for l in s["launches"]]
+assert launches == [[1, 2, 3, 4, 6]], launches
+views = [(a["op"], a["tensor"], a["of"]) for s in p["steps"] for a in s.get("aliases", [])]
+assert views == [(0, "r", "z"), (5, "f", "v")], views
+PY
+	check "views_plan$flag" 0 python3 "$TMP/views.py" "$TMP/v$flag/views.plan.json"
+done
+check views_cpu_check 0 "$FUSEC" run tests/golden/views.yaml --backend cpu --check
+contains views_cpu_ok "$TMP/out" "max_err/bound="
