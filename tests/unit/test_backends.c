@@ -1136,6 +1136,22 @@ static void test_golden_kernel_counts(void **state)
 	/* the 32x32 hit binds the same kernel with other sizes and the 3.0 scalar */
 	assert_int_equal(o.prog.launch[0].kernel->kind, CG_KERNEL_ELEMWISE);
 	golden_close(&o);
+
+	/* the un-fused reshapes launch nothing: r and f share z's and v's buffers */
+	golden_open(&o, "golden/views.yaml");
+	assert_int_equal(o.prog.nlaunch, 1);
+	assert_int_equal(o.prog.naliases, 2);
+	static const int reshapes[] = {0, 5};
+	for (int i = 0; i < 2; i++) {
+		const Op *op = &o.g->ops[reshapes[i]];
+		const CgAlias *al = &o.prog.aliases[i];
+		assert_int_equal(al->op, reshapes[i]);
+		assert_int_equal(al->tensor, op->out[0]);
+		assert_int_equal(al->of, op->in[0]);
+		assert_int_equal(o.prog.alias[op->out[0]], op->in[0]);
+		assert_false(o.prog.buffer[op->out[0]]);
+	}
+	golden_close(&o);
 }
 
 /* The golden cases also compute the right numbers on the cpu backend. */
@@ -1146,7 +1162,7 @@ static void test_golden_numbers(void **state)
 					    "golden/reuse.yaml", "golden/fusers.yaml",
 					    "golden/holes.yaml", "golden/cycle.yaml",
 					    "golden/view_break.yaml", "golden/maxblocks.yaml",
-					    "golden/lazy_triggers.yaml"};
+					    "golden/lazy_triggers.yaml", "golden/views.yaml"};
 	int bad = 0;
 	for (size_t i = 0; i < SUITE_COUNT(files); i++) {
 		Built b;
