@@ -689,6 +689,20 @@ static int add_case(GenGraph *gg, OpKind k, DType dt, int v, bool fused)
 		return op;
 	}
 	case FAM_VIEW: {
+		if (k == OP_RESHAPE && fused) {
+			/* burn's rule (docs/burn-fidelity.md row 2): a reshape fuses when
+			 * the kernel already reads its input, and keeps or raises the rank:
+			 * b [1,20] is read by the first op, then reshaped to [20,1] */
+			const char *bin = dt == DT_BOOL ? "xor" : "add";
+			const char *b = in_for(gg, k, dt, 0, 2, (const int64_t[]){1, 20});
+			const char *first[2] = {in_for(gg, k, dt, 1, 2, (const int64_t[]){20, 20}), b};
+			const char *a = gen_op(gg, bin, 2, first, NULL);
+			op = gg->nops;
+			const char *r = gen_op(gg, file, 1, &b, "\"shape\": [20, 1]");
+			const char *last[2] = {a, r};
+			y = gen_op(gg, bin, 2, last, NULL);
+			break;
+		}
 		in[0] = in_for(gg, k, dt, 0, 3, k == OP_EXPAND ? (const int64_t[]){3, 1, 5} : s3);
 		static const int64_t reshaped[] = {12, 5}, permuted[] = {5, 3, 4},
 			swapped[] = {5, 4, 3}, sliced[] = {2, 4, 3};
