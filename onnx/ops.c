@@ -1603,35 +1603,38 @@ H(h_conv)
 }
 
 /* Every stride-th element along axis, o of them from start, through views only:
- * a slice (padded up to o * stride), a reshape that splits the axis into
- * [o, stride], the first of each stride, and a reshape back. No constant of the
- * tensor's size is built, so the cost is a few ops whatever the shape. */
+ * a slice, a reshape that splits the axis into [groups, stride], the first of each
+ * group and a reshape back; when the last group would run past the end, it is
+ * sliced on its own and joined. No constant is built, so the cost is a few ops
+ * whatever the shape and the stride. */
 static Val *pick_strided(Imp *m, Val *x, int axis, int64_t start, int64_t stride, int64_t o)
 {
-	if (!x || stride == 1)
-		return x ? slice1(m, x, axis, start, start + o) : NULL;
+	if (!x || stride == 1 || o == 1)
+		return x ? slice1(m, x, axis, start, start + (stride == 1 ? o : 1)) : NULL;
 	if (x->rank + 1 > IR_MAX_RANK) {
 		imp_fail(m, "a strided view of a rank-%d tensor is not supported (rank %d at "
 			 "most)", x->rank, IR_MAX_RANK - 1);
 		return NULL;
 	}
-	int64_t end = start + o * stride, have = x->dim[axis];
-	/* the padding is never picked: start + (o - 1) * stride < have */
-	Val *v = slice1(m, x, axis, start, end < have ? end : have);
-	if (end > have)
-		v = pad_axis(m, v, axis, 0, end - have, 0);
+	/* start + (o - 1) * stride < x->dim[axis]: whole groups while they fit */
+	int64_t groups = start + o * stride <= x->dim[axis] ? o : o - 1;
+	Val *v = slice1(m, x, axis, start, start + groups * stride);
 	if (!v)
 		return NULL;
 	int64_t split[IR_MAX_RANK], back[IR_MAX_RANK];
 	int r = 0;
 	for (int i = 0; i < v->rank; i++) {
-		back[i] = i == axis ? o : v->dim[i];
-		split[r++] = i == axis ? o : v->dim[i];
+		back[i] = i == axis ? groups : v->dim[i];
+		split[r++] = i == axis ? groups : v->dim[i];
 		if (i == axis)
 			split[r++] = stride;
 	}
-	v = slice1(m, reshape(m, v, r, split), axis + 1, 0, 1);
-	return reshape(m, v, x->rank, back);
+	v = reshape(m, slice1(m, reshape(m, v, r, split), axis + 1, 0, 1), x->rank, back);
+	if (groups == o || !v)
+		return v;
+	int64_t last = start + groups * stride;
+	Val *parts[2] = {v, slice1(m, x, axis, last, last + 1)};
+	return parts[1] ? cat(m, parts, 2, axis) : NULL;
 }
 
 /* Max pooling as the max of kernel-many strided views of x padded with -inf (x:
