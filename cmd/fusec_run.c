@@ -109,9 +109,11 @@ static void print_plan(const RtPlan *pl)
 	static const char *const roles[] = {"input", "intermediate", "output"};
 	for (int i = 0; i < pl->ntensors; i++) {
 		const RtTensor *t = &pl->tensors[i];
-		printf("tensor %s %s %s%s\n", t->name,
+		printf("tensor %s %s %s%s%s%s\n", t->name,
 		       host_shape_text(t->dtype, t->rank, t->dim, shape, sizeof shape),
-		       roles[t->role], t->buffer ? " buffer" : "");
+		       roles[t->role], t->buffer ? " buffer" : "",
+		       t->alias >= 0 ? " alias of " : "",
+		       t->alias >= 0 ? pl->tensors[t->alias].name : "");
 	}
 	for (int i = 0; i < pl->nlaunches; i++) {
 		const RtLaunch *l = &pl->launches[i];

@@ -213,7 +213,15 @@ void cg_launch_dims(const CgKernel *k, const int64_t *dims, int ndims, CgDims *o
  * on their own (a fresh segment), so the kernel depends only on the launch's
  * relative form: every step that hits the same plan, at 64x64 or 32x32, binds the
  * same kernel. A tensor a launch produces is written to global memory when it is a
- * graph output or an op outside the launch reads it; all else stays in registers. */
+ * graph output or an op outside the launch reads it; all else stays in registers.
+ *
+ * A launch of a lone `reshape` (a view the search left un-fused) gets no kernel: its
+ * input is in memory, dense and in C order, so the output is the same bytes under
+ * another shape. The output becomes an alias of the input's buffer (of the buffer
+ * the input itself aliases, so an alias always names a tensor with a buffer of its
+ * own): CgProgram.alias, CgAlias, `"alias"` in the plan (docs/plan-format.md). No
+ * launch ever writes an alias or its root after the alias is made (every tensor is
+ * written once, before it is read), so sharing the bytes is safe. */
 
 typedef enum { CG_ARG_TENSOR, CG_ARG_F64, CG_ARG_I64, CG_ARG_SCRATCH } CgArgKind;
 
@@ -234,11 +242,21 @@ typedef struct {
 } CgBound;
 
 typedef struct {
+	int step;                /* index in Schedule.steps */
+	int op;                  /* the reshape (global op id) */
+	int tensor;              /* its output, which gets no buffer */
+	int of;                  /* the tensor whose buffer it shares (which has one) */
+} CgAlias;
+
+typedef struct {
 	CgBound *launch;         /* every step's launches, in execution order */
 	int nlaunch;
 	const CgKernel **kernels;/* distinct kernels, in order of first use */
 	int nkernels;
 	bool *buffer;            /* per global tensor: needs a buffer (input, output, written) */
+	int *alias;              /* per global tensor: the tensor whose buffer it shares, or -1 */
+	CgAlias *aliases;        /* the reshapes made aliases, in execution order */
+	int naliases;
 } CgProgram;
 
 /* Build the kernels of every launch of s into m and bind the launches. Everything
@@ -258,8 +276,10 @@ CgHost *cg_host_new(const Schedule *s, bool allow_tf32, Diag *d);
 /* Which tensors need memory (inputs, outputs, written intermediates). */
 const bool *cg_host_buffers(const CgHost *h);
 /* Run every launch; data[t] is tensor t's dense buffer (NULL for tensors that need
- * none). 0, or -1 with *d when a launch names a tensor without a buffer. */
-int cg_host_run(CgHost *h, void *const *data, Diag *d);
+ * none). An alias tensor's entry (CgProgram.alias) is set here to its buffer's, so
+ * callers read outputs from data[] as usual. 0, or -1 with *d when a launch names a
+ * tensor without a buffer. */
+int cg_host_run(CgHost *h, void **data, Diag *d);
 void cg_host_free(CgHost *h);
 
 #endif

@@ -78,8 +78,12 @@ typedef union {
 	int64_t i64;
 } ArgSlot;
 
-int cg_host_run(CgHost *h, void *const *data, Diag *d)
+int cg_host_run(CgHost *h, void **data, Diag *d)
 {
+	for (int i = 0; i < h->prog.naliases; i++) {
+		const CgAlias *al = &h->prog.aliases[i];
+		data[al->tensor] = data[al->of];
+	}
 	int max = 0;
 	for (int i = 0; i < h->prog.nlaunch; i++)
 		if (h->prog.launch[i].nargs > max)

@@ -40,6 +40,25 @@ static int *count_readers(const Graph *g)
 	return n;
 }
 
+/* A launch of one reshape whose input is in memory: no kernel, the output shares
+ * the input's buffer (codegen.h). Returns whether it was made an alias. */
+static bool alias_launch(const Graph *g, const Launch *l, bool *ready, CgProgram *out,
+			 int step)
+{
+	if (l->nops != 1)
+		return false;
+	const Op *op = &g->ops[l->ops[0]];
+	if (op->kind != OP_RESHAPE || !ready[op->in[0]])
+		return false;
+	int x = op->in[0], y = op->out[0];
+	int root = out->alias[x] >= 0 ? out->alias[x] : x;
+	out->alias[y] = root;
+	out->buffer[y] = false;
+	ready[y] = true;
+	out->aliases[out->naliases++] = (CgAlias){step, l->ops[0], y, root};
+	return true;
+}
+
 int cg_lower(CgModule *m, const Schedule *s, Arena *a, CgProgram *out, Diag *d)
 {
 	const Graph *g = s->g;
@@ -60,8 +79,12 @@ int cg_lower(CgModule *m, const Schedule *s, Arena *a, CgProgram *out, Diag *d)
 	out->launch = ARENA_NEW(a, CgBound, total);
 	out->kernels = ARENA_NEW(a, const CgKernel *, total);
 	out->buffer = ARENA_NEW(a, bool, nt);
-	for (int t = 0; t < g->ntensors; t++)
+	out->alias = ARENA_NEW(a, int, nt);
+	out->aliases = ARENA_NEW(a, CgAlias, total);
+	for (int t = 0; t < g->ntensors; t++) {
 		out->buffer[t] = g->tensors[t].role == ROLE_INPUT || g->tensors[t].is_output;
+		out->alias[t] = -1;
+	}
 
 	int cap_ops = 16;
 	RelOp *rel = xmalloc(sizeof *rel * (size_t)cap_ops);
@@ -75,6 +98,8 @@ int cg_lower(CgModule *m, const Schedule *s, Arena *a, CgProgram *out, Diag *d)
 		const Step *st = &s->steps[si];
 		for (int li = 0; li < st->nlaunch && !status; li++) {
 			const Launch *l = &st->launch[li];
+			if (alias_launch(g, l, ready, out, si))
+				continue;
 			Arena *scratch = arena_new();
 			if (l->nops > cap_ops) {
 				cap_ops = l->nops;

@@ -7,7 +7,8 @@
  * plans (relative ops as `fusec normalize` prints them, triggers, strategy tree),
  * and steps in execution order with their launches: the plan unit it runs
  * (fusec_k<plan>_<unit>, or fusec_op<op> for an op run without a plan), its ops,
- * the tensors it reads and writes, grid, block and one argument per parameter. */
+ * the tensors it reads and writes, grid, block and one argument per parameter; and
+ * the reshapes of the step made aliases, which launch nothing (codegen.h). */
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -336,6 +337,10 @@ char *cg_plan_json(const Schedule *s, const CgProgram *prog, const PlanFileInfo 
 		jw_key(w, "allow_tf32");
 		jw_bool(w, true);
 	}
+	if (s->opt.burn_exact) {
+		jw_key(w, "burn_exact");
+		jw_bool(w, true);
+	}
 	jw_end(w);
 
 	jw_key(w, "tensors");
@@ -361,6 +366,10 @@ char *cg_plan_json(const Schedule *s, const CgProgram *prog, const PlanFileInfo 
 		if (t->data && info->weights) {
 			jw_key(w, "constant");
 			jw_int(w, woff[i]);
+		}
+		if (prog->alias[i] >= 0) {
+			jw_key(w, "alias");
+			jw_str(w, g->tensors[prog->alias[i]].name);
 		}
 		jw_key(w, "buffer");
 		jw_bool(w, prog->buffer[i]);
@@ -460,7 +469,7 @@ char *cg_plan_json(const Schedule *s, const CgProgram *prog, const PlanFileInfo 
 
 	jw_key(w, "steps");
 	jw_arr(w);
-	int bi = 0;
+	int bi = 0, ai = 0;
 	for (int i = 0; i < s->nsteps; i++) {
 		const Step *st = &s->steps[i];
 		jw_obj(w);
@@ -488,6 +497,22 @@ char *cg_plan_json(const Schedule *s, const CgProgram *prog, const PlanFileInfo 
 		for (; bi < prog->nlaunch && prog->launch[bi].step == i; bi++)
 			launch_json(w, s, &prog->launch[bi]);
 		jw_end(w);
+		if (ai < prog->naliases && prog->aliases[ai].step == i) {
+			jw_key(w, "aliases");
+			jw_arr(w);
+			for (; ai < prog->naliases && prog->aliases[ai].step == i; ai++) {
+				const CgAlias *al = &prog->aliases[ai];
+				jw_obj(w);
+				jw_key(w, "op");
+				jw_int(w, al->op);
+				jw_key(w, "tensor");
+				jw_str(w, g->tensors[al->tensor].name);
+				jw_key(w, "of");
+				jw_str(w, g->tensors[al->of].name);
+				jw_end(w);
+			}
+			jw_end(w);
+		}
 		jw_end(w);
 	}
 	jw_end(w);

@@ -119,6 +119,13 @@ static void op_head(const Graph *g, int op, Buf *b)
 		   ir_op_ref(g, op, ref, sizeof ref));
 }
 
+/* A kernel of one reshape launches nothing: its input is in memory, so the plan
+ * makes the result an alias of its buffer (codegen/lower.c, alias_launch). */
+static bool kernel_is_alias(const Graph *g, const Kernel *k)
+{
+	return k->nops == 1 && g->ops[k->ops[0]].kind == OP_RESHAPE;
+}
+
 static void explain_text(const Schedule *s, const Facts *f, Buf *b)
 {
 	const Graph *g = s->g;
@@ -143,6 +150,9 @@ static void explain_text(const Schedule *s, const Facts *f, Buf *b)
 			   pass_fuser_name(kern->fuser), (unsigned long long)kern->score, kern->nops);
 	else
 		buf_printf(b, "  kernel %s: un-fused\n", kern->name);
+	if (kernel_is_alias(g, kern))
+		buf_puts(b, "  alias: the reshape launches nothing; its result shares its input's "
+			 "buffer\n");
 	if (st->guarded || st->kind == STEP_UNFUSED) {
 		buf_printf(b, "  why: %s\n", f->why);
 		if (!st->guarded)
@@ -236,6 +246,7 @@ static cJSON *explain_json(const Schedule *s, const Facts *f)
 		cJSON_AddNullToObject(o, "score");
 	}
 	cJSON_AddNumberToObject(o, "kernel_ops", f->kern->nops);
+	cJSON_AddBoolToObject(o, "alias", kernel_is_alias(g, f->kern));
 	if (f->why)
 		cJSON_AddStringToObject(o, "why_not_fused", st->guarded ? GUARD_WHY : f->why);
 	else

@@ -10,7 +10,9 @@
  * reference and writes such an output once per position (codegen/eval.c). It closes
  * on any other op, on a view of a tensor it produced itself (that would need the
  * value in memory), on slices, on an output that is neither, past 65 non-view ops
- * (TRACE_MAX_OPS) and past the binding limit. Ready with one op or more. */
+ * (TRACE_MAX_OPS) and past the binding limit. A reshape follows burn's rule: it
+ * fuses only when the kernel already reads its input, and never to a lower rank
+ * (docs/burn-fidelity.md row 2). Ready with one op or more. */
 #include "search.h"
 
 typedef struct {
@@ -32,6 +34,21 @@ static void ew_fuse(Fuser *f, const RelOp *op)
 		if (iset_has(&e->st.produced, op->t[0].id)) {
 			fuser_close(f, CR_VIEW_INTERMEDIATE);
 			return;
+		}
+		/* burn (engine/fuser.rs, fuse_base; trace/block.rs, input_reshaped): a
+		 * reshape to another shape fuses only when its input is already read
+		 * in the kernel, and never to a lower rank. Un-fused it costs nothing:
+		 * an alias of its input's buffer (codegen/lower.c), as it is a metadata
+		 * update in burn (docs/burn-fidelity.md row 2) */
+		if (op->kind == OP_RESHAPE && !ir_rel_shape_equal(&op->t[0], out)) {
+			if (out->rank < op->t[0].rank) {
+				fuser_close(f, CR_VIEW_RANK);
+				return;
+			}
+			if (!iset_has(&e->st.inputs, op->t[0].id)) {
+				fuser_close(f, CR_VIEW_FIRST_USE);
+				return;
+			}
 		}
 	} else if (!ir_op_is_elementwise(op->kind)) {
 		fuser_close(f, CR_NOT_ELEMENTWISE);

@@ -20,7 +20,8 @@ static const FuserVT *const registry[] = {
 static const char *const close_reason_names[] = {
 	"none", "not-elementwise", "shape-mismatch", "max-ops", "max-bindings",
 	"view-of-intermediate", "view-unsupported", "not-matmul", "second-matmul",
-	"second-reduction", "broadcast-after-reduction", "axis-mismatch",
+	"second-reduction", "broadcast-after-reduction", "axis-mismatch", "view-first-use",
+	"view-lowers-rank",
 };
 _Static_assert(COUNTOF(close_reason_names) == CR_COUNT_, "close_reason_names: one per CloseReason");
 

@@ -124,6 +124,9 @@ typedef enum {
 	CR_SECOND_REDUCTION,
 	CR_BROADCAST,           /* elementwise op broadcasting a reduced value back */
 	CR_AXIS,                /* reduction over another axis / not the last */
+	CR_VIEW_FIRST_USE,      /* a reshape of a tensor the kernel does not read yet
+				   (burn fuses no single-use view) */
+	CR_VIEW_RANK,           /* a reshape that lowers the rank */
 	CR_COUNT_
 } CloseReason;
 

@@ -128,6 +128,9 @@ static RtStatus sets_alloc(RtSession *s, Sets *st, int nsets, Diag *d)
 			else
 				RT_CU(s, d, cuMemsetD8(p, 0xff, (size_t)rt->bytes));
 		}
+		for (int t = 0; t < pl->ntensors; t++)
+			if (pl->tensors[t].alias >= 0)
+				st->bufs[k][t] = st->bufs[k][pl->tensors[t].alias];
 		st->bufs[k][pl->ntensors] = s->bufs[pl->ntensors];   /* the shared scratch */
 		for (int l = 0; l < pl->nlaunches; l++) {
 			int na = pl->launches[l].nargs;

@@ -47,6 +47,8 @@ typedef struct {
 	bool output;           /* read back after the run: role output, or an input the
 				  graph also lists as an output ("output": true) */
 	bool buffer;           /* the runtime allocates a device buffer for it */
+	int alias;             /* "alias": the tensor whose buffer it shares (one with a
+				  buffer, same dtype and size), or -1 */
 	bool constant;         /* an input whose value is in the weights file */
 	uint64_t offset;       /* constant: where its bytes start in that file */
 } RtTensor;

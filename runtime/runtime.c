@@ -220,6 +220,8 @@ static int get_dim3(Parser *p, const cJSON *obj, const char *path, const char *k
 static const int64_t grid_lim[3] = {2147483647, 65535, 65535};
 static const int64_t block_lim[3] = {1024, 1024, 64};
 
+enum { ALIAS_PENDING = -2 };
+
 static int parse_tensor(Parser *p, const cJSON *j, const char *path, RtTensor *t)
 {
 	if (!cJSON_IsObject(j))
@@ -289,11 +291,50 @@ static int parse_tensor(Parser *p, const cJSON *j, const char *path, RtTensor *t
 		t->constant = true;
 		t->offset = (uint64_t)off;
 	}
-	if (!t->buffer && t->role != ROLE_INTERMEDIATE) {
+	const char *alias;
+	if (get_string(p, j, path, "alias", false, &alias) < 0)
+		return -1;
+	t->alias = -1;
+	if (alias[0]) {
+		subpath(sp, path, "alias");
+		if (t->role == ROLE_INPUT)
+			return perr(p, sp, "input tensor '%s' cannot be an alias", t->name);
+		if (t->buffer)
+			return perr(p, sp, "tensor '%s' is an alias, so it has no buffer of its "
+				    "own (\"buffer\": false)", t->name);
+		t->alias = ALIAS_PENDING;   /* resolve_alias, once every tensor is known */
+	}
+	if (!t->buffer && t->role != ROLE_INTERMEDIATE && t->alias == -1) {
 		subpath(sp, path, "buffer");
 		return perr(p, sp, "%s tensor '%s' must have a buffer",
 			    t->role == ROLE_INPUT ? "input" : "output", t->name);
 	}
+	return 0;
+}
+
+/* Tensor i's "alias": a tensor with a buffer of its own, of the same dtype and
+ * size (docs/plan-format.md); the runtime binds and reads i through that buffer. */
+static int resolve_alias(Parser *p, RtPlan *pl, const cJSON *j, int i)
+{
+	char path[PATH_MAX_], sp[PATH_MAX_];
+	indexpath(path, "tensors", i);
+	subpath(sp, path, "alias");
+	RtTensor *t = &pl->tensors[i];
+	const char *name;
+	if (get_string(p, j, path, "alias", true, &name) < 0)
+		return -1;
+	int k = rt_plan_find_tensor(pl, name);
+	if (k < 0)
+		return perr(p, sp, "unknown tensor '%s'", name);
+	const RtTensor *of = &pl->tensors[k];
+	if (!of->buffer)
+		return perr(p, sp, "tensor '%s' is an alias of '%s', which has no buffer of its own",
+			    t->name, name);
+	if (of->dtype != t->dtype || of->bytes != t->bytes)
+		return perr(p, sp, "tensor '%s' (%s, %llu bytes) cannot alias '%s' (%s, %llu bytes)",
+			    t->name, ir_dtype_name(t->dtype), (unsigned long long)t->bytes, name,
+			    ir_dtype_name(of->dtype), (unsigned long long)of->bytes);
+	t->alias = k;
 	return 0;
 }
 
@@ -450,7 +491,7 @@ static int parse_arg(Parser *p, RtPlan *pl, const RtKernel *k, int i, const cJSO
 		arg->tensor = rt_plan_find_tensor(pl, v->valuestring);
 		if (arg->tensor < 0)
 			return perr(p, vp, "unknown tensor '%s'", v->valuestring);
-		if (!pl->tensors[arg->tensor].buffer)
+		if (!pl->tensors[arg->tensor].buffer && pl->tensors[arg->tensor].alias < 0)
 			return perr(p, vp, "tensor '%s' is bound to a pointer but has no buffer",
 				    v->valuestring);
 		return 0;
@@ -582,6 +623,11 @@ static int parse_root(Parser *p, RtPlan *pl, const cJSON *root)
 			return perr(p, ip, "tensor '%s' is listed twice (also tensors[%d])",
 				    pl->tensors[i].name, k);
 	}
+
+	it = ts->child;
+	for (int i = 0; i < pl->ntensors; i++, it = it->next)
+		if (pl->tensors[i].alias != -1 && resolve_alias(p, pl, it, i) < 0)
+			return -1;
 
 	const cJSON *ks = get_array(p, root, "", "kernels", &pl->nkernels);
 	if (!ks)
@@ -763,9 +809,19 @@ uint64_t rt_launch_bytes(const RtPlan *p, const RtLaunch *l)
 	for (int i = 0; i < l->nargs; i++) {
 		if (l->args[i].type != RT_P_PTR)
 			continue;
+		/* an alias and the tensor it shares are one buffer */
+		int t = l->args[i].tensor;
+		if (t < p->ntensors && p->tensors[t].alias >= 0)
+			t = p->tensors[t].alias;
 		bool seen = false;
-		for (int k = 0; k < i; k++)
-			seen |= l->args[k].type == RT_P_PTR && l->args[k].tensor == l->args[i].tensor;
+		for (int k = 0; k < i; k++) {
+			int u = l->args[k].tensor;
+			if (l->args[k].type != RT_P_PTR)
+				continue;
+			if (u < p->ntensors && p->tensors[u].alias >= 0)
+				u = p->tensors[u].alias;
+			seen |= u == t;
+		}
 		if (!seen)
 			b += l->args[i].tensor < p->ntensors ? p->tensors[l->args[i].tensor].bytes : 0;
 	}
@@ -1262,6 +1318,9 @@ static RtStatus alloc_buffers(RtSession *s, Diag *d)
 		if (t->role != ROLE_INPUT)
 			RT_CU(s, d, cuMemsetD8(p, 0xff, (size_t)t->bytes));
 	}
+	for (int i = 0; i < pl->ntensors; i++)
+		if (pl->tensors[i].alias >= 0)
+			s->bufs[i] = s->bufs[pl->tensors[i].alias];
 	if (pl->scratch_bytes) {
 		/* one zeroed workspace serves every launch: they run in order on one
 		 * stream, and each kernel leaves the zeros it relies on (codegen.h) */
@@ -1473,7 +1532,7 @@ RtStatus rt_cuda_run(const char *plan_path, const RtNamed *inputs, int ninputs,
 		st = rt_session_run(s, d);
 	for (int i = 0; st == RT_OK && i < noutputs; i++) {
 		int t = rt_plan_find_tensor(pl, outputs[i].name);
-		if (t < 0 || !pl->tensors[t].buffer) {
+		if (t < 0 || (!pl->tensors[t].buffer && pl->tensors[t].alias < 0)) {
 			diag_set(d, pl->path, 0, 0, "the plan has no buffer for output '%s'",
 				 outputs[i].name);
 			st = RT_ERR_INPUT;

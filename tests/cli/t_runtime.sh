@@ -137,3 +137,53 @@ sed 's/"grid": \[290, 1, 1\]/"grid": [200, 1, 1]/' $FIX >"$TMP/grid.plan.json"
 check rt_short_grid 0 "$RUN" "$TMP/grid.plan.json"
 contains rt_short_grid_nan "$TMP/out" "nan=11400 "
 unset FUSEC_LIBCUDA
+
+# Aliases (docs/plan-format.md): a tensor without a buffer of its own reads its
+# bytes from another's. k_affine reads t through the alias t2 of another shape;
+# tv (an output) aliases the intermediate t, yv (an output) the output y.
+export FUSEC_LIBCUDA="$FAKE"
+python3 - $FIX "$TMP/alias.plan.json" <<'PY'
+import json, sys
+p = json.load(open(sys.argv[1]))
+p["tensors"] += [
+    {"name": "t2", "dtype": "f32", "shape": [37000], "role": "intermediate", "alias": "t", "buffer": False},
+    {"name": "tv", "dtype": "f32", "shape": [37, 1000], "role": "output", "alias": "t", "buffer": False},
+    {"name": "yv", "dtype": "f32", "shape": [37000], "role": "output", "alias": "y", "buffer": False}]
+p["steps"][1]["launches"][0]["args"][0] = {"tensor": "t2"}
+json.dump(p, open(sys.argv[2], "w"))
+PY
+cp tests/runtime/axpb.ptx "$TMP/"
+check rt_alias_plan 0 "$RUN" "$TMP/alias.plan.json" --plan-only
+contains rt_alias_dump "$TMP/out" "tensor t2 f32[37000] intermediate alias of t"
+contains rt_alias_args "$TMP/out" "  args: t2, f32 0.5, f32 1, i32 37000, y, m"
+check rt_alias_run 0 "$RUN" "$TMP/alias.plan.json" --inputs "$TMP/in" --outputs "$TMP/o3"
+same rt_alias_clean "$TMP/err" ""
+check rt_alias_y 0 cmp "$TMP/o1/y.npy" "$TMP/o3/y.npy"
+cat >"$TMP/rt_alias_values.py" <<'PY'
+import struct, sys
+def npy(path):
+    b = open(path, "rb").read()
+    n = struct.unpack("<H", b[8:10])[0]
+    data = b[10 + n:]
+    return struct.unpack("<%df" % (len(data) // 4), data)
+a, b, c = (npy("%s/%s.npy" % (sys.argv[1], k)) for k in "abc")
+tv, y, yv = (npy("%s/%s.npy" % (sys.argv[2], k)) for k in ("tv", "y", "yv"))
+assert len(tv) == 37000 and yv == y, "alias outputs differ"
+for i in range(37000):
+    want = a[i] * b[i] + 2 * c[i]
+    assert abs(tv[i] - want) <= 1e-5 * (1 + abs(want)), (i, tv[i], want)
+PY
+check rt_alias_values 0 python3 "$TMP/rt_alias_values.py" "$TMP/in" "$TMP/o3"
+check rt_alias_bench 0 "$RUN" "$TMP/alias.plan.json" --bench --iters 3
+same rt_alias_bench_clean "$TMP/err" ""
+# alias errors: an alias with a buffer, of a tensor without one, of another size
+sed 's/"name": "ab", "dtype": "f32", "shape": \[1000, 37\], "role": "intermediate", "buffer": false/"name": "ab", "dtype": "f32", "shape": [1000, 37], "role": "intermediate", "alias": "t", "buffer": true/' $FIX >"$TMP/ab.plan.json"
+check rt_alias_own_buffer 1 "$RUN" "$TMP/ab.plan.json" --plan-only
+same rt_alias_own_buffer_msg "$TMP/err" "$TMP/ab.plan.json: error: tensors[3].alias: tensor 'ab' is an alias, so it has no buffer of its own (\"buffer\": false)"
+sed 's/"name": "t", "dtype": "f32", "shape": \[1000, 37\], "role": "intermediate", "buffer": true/"name": "t", "dtype": "f32", "shape": [1000, 37], "role": "intermediate", "alias": "ab", "buffer": false/' $FIX >"$TMP/nb.plan.json"
+check rt_alias_no_buffer 1 "$RUN" "$TMP/nb.plan.json" --plan-only
+same rt_alias_no_buffer_msg "$TMP/err" "$TMP/nb.plan.json: error: tensors[4].alias: tensor 't' is an alias of 'ab', which has no buffer of its own"
+sed 's/"name": "ab", "dtype": "f32", "shape": \[1000, 37\], "role": "intermediate", "buffer": false/"name": "ab", "dtype": "f32", "shape": [1000], "role": "intermediate", "alias": "t", "buffer": false/' $FIX >"$TMP/sz.plan.json"
+check rt_alias_size 1 "$RUN" "$TMP/sz.plan.json" --plan-only
+same rt_alias_size_msg "$TMP/err" "$TMP/sz.plan.json: error: tensors[3].alias: tensor 'ab' (f32, 4000 bytes) cannot alias 't' (f32, 148000 bytes)"
+unset FUSEC_LIBCUDA

@@ -40,6 +40,12 @@ bad arity.json '{"format":"fusec-graph/1","inputs":{"x":{"dtype":"f32","shape":[
 sed 's/"i64":/"u64":/' "$TMP/plans/reuse.plan.json" > "$TMP/badplan.json"
 if python3 tests/schema/validate.py $S/fusec-plan-1.schema.json "$TMP/badplan.json" >/dev/null; then
 	echo "FAIL schema-rejects-plan"; fail=$((fail + 1)); else pass=$((pass + 1)); fi
+# an alias (docs/plan-format.md) has no buffer of its own
+grep -q '"alias":"t","buffer":false' "$TMP/plans/view_break.plan.json" && pass=$((pass + 1)) ||
+	{ echo "FAIL schema-alias: view_break's reshape is no alias"; fail=$((fail + 1)); }
+sed 's/"alias":"t","buffer":false/"alias":"t","buffer":true/' "$TMP/plans/view_break.plan.json" > "$TMP/badalias.json"
+if python3 tests/schema/validate.py $S/fusec-plan-1.schema.json "$TMP/badalias.json" >/dev/null; then
+	echo "FAIL schema-rejects-alias-buffer"; fail=$((fail + 1)); else pass=$((pass + 1)); fi
 
 # the graph schema follows ops.def
 python3 tests/schema/make_graph_schema.py "$FUSEC" > "$TMP/gen.json"

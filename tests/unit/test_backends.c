@@ -689,6 +689,20 @@ static int add_case(GenGraph *gg, OpKind k, DType dt, int v, bool fused)
 		return op;
 	}
 	case FAM_VIEW: {
+		if (k == OP_RESHAPE && fused) {
+			/* burn's rule (docs/burn-fidelity.md row 2): a reshape fuses when
+			 * the kernel already reads its input, and keeps or raises the rank:
+			 * b [1,20] is read by the first op, then reshaped to [20,1] */
+			const char *bin = dt == DT_BOOL ? "xor" : "add";
+			const char *b = in_for(gg, k, dt, 0, 2, (const int64_t[]){1, 20});
+			const char *first[2] = {in_for(gg, k, dt, 1, 2, (const int64_t[]){20, 20}), b};
+			const char *a = gen_op(gg, bin, 2, first, NULL);
+			op = gg->nops;
+			const char *r = gen_op(gg, file, 1, &b, "\"shape\": [20, 1]");
+			const char *last[2] = {a, r};
+			y = gen_op(gg, bin, 2, last, NULL);
+			break;
+		}
 		in[0] = in_for(gg, k, dt, 0, 3, k == OP_EXPAND ? (const int64_t[]){3, 1, 5} : s3);
 		static const int64_t reshaped[] = {12, 5}, permuted[] = {5, 3, 4},
 			swapped[] = {5, 4, 3}, sliced[] = {2, 4, 3};
@@ -1136,6 +1150,22 @@ static void test_golden_kernel_counts(void **state)
 	/* the 32x32 hit binds the same kernel with other sizes and the 3.0 scalar */
 	assert_int_equal(o.prog.launch[0].kernel->kind, CG_KERNEL_ELEMWISE);
 	golden_close(&o);
+
+	/* the un-fused reshapes launch nothing: r and f share z's and v's buffers */
+	golden_open(&o, "golden/views.yaml");
+	assert_int_equal(o.prog.nlaunch, 1);
+	assert_int_equal(o.prog.naliases, 2);
+	static const int reshapes[] = {0, 5};
+	for (int i = 0; i < 2; i++) {
+		const Op *op = &o.g->ops[reshapes[i]];
+		const CgAlias *al = &o.prog.aliases[i];
+		assert_int_equal(al->op, reshapes[i]);
+		assert_int_equal(al->tensor, op->out[0]);
+		assert_int_equal(al->of, op->in[0]);
+		assert_int_equal(o.prog.alias[op->out[0]], op->in[0]);
+		assert_false(o.prog.buffer[op->out[0]]);
+	}
+	golden_close(&o);
 }
 
 /* The golden cases also compute the right numbers on the cpu backend. */
@@ -1146,7 +1176,7 @@ static void test_golden_numbers(void **state)
 					    "golden/reuse.yaml", "golden/fusers.yaml",
 					    "golden/holes.yaml", "golden/cycle.yaml",
 					    "golden/view_break.yaml", "golden/maxblocks.yaml",
-					    "golden/lazy_triggers.yaml"};
+					    "golden/lazy_triggers.yaml", "golden/views.yaml"};
 	int bad = 0;
 	for (size_t i = 0; i < SUITE_COUNT(files); i++) {
 		Built b;
