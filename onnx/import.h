@@ -29,6 +29,14 @@ typedef struct {
 	bool borrowed;         /* k.data lies in the graph's arena: not freed, not copied */
 } Val;
 
+/* Bounds on what the import itself computes, so that a hostile model cannot make
+ * it slow or large: constants a handler makes (index tables, masks, fills) have at
+ * most IMP_MAX_MADE elements, and folding ops on constants does at most
+ * IMP_FOLD_MAX_WORK element reads, writes and multiply-adds in all (an op past
+ * that stays in the graph, to run with the rest). */
+enum { IMP_MAX_MADE = 1 << 26 };
+#define IMP_FOLD_MAX_WORK ((int64_t)1 << 28)
+
 typedef struct {
 	Arena *a, *tmp;        /* the graph's arena; scratch (Vals) */
 	Graph *g;              /* tensors, ops and inputs in growable arrays */
@@ -45,6 +53,8 @@ typedef struct {
 	size_t nconsts, cconsts;
 	int opset;
 	int node;              /* the node being imported, -1 outside */
+	int64_t elements;      /* of every graph tensor so far (--max-elements) */
+	int64_t fold_work;     /* spent folding so far (IMP_FOLD_MAX_WORK) */
 	const char *node_name, *op_type;
 	const struct Onnx__NodeProto *n;
 } Imp;

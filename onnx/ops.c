@@ -70,10 +70,33 @@ static void astr(Imp *m, const char *name, char *out, size_t size, const char *d
 
 /* ---- constants -------------------------------------------------------------- */
 
+/* A constant a handler makes (a fill, a mask, an index table) has at most
+ * IMP_MAX_MADE elements (import.h): -1 (error set) when one of shape dim would not. */
+static int made_fits(Imp *m, int rank, const int64_t *dim)
+{
+	int64_t n = 1;
+	for (int i = 0; i < rank; i++)
+		if (__builtin_mul_overflow(n, dim[i], &n) || n > IMP_MAX_MADE)
+			return imp_fail(m, "it would make a constant of shape %s at import, more than "
+					"%d elements: not supported yet", ir_shape_text(rank, dim).s,
+					IMP_MAX_MADE);
+	return 0;
+}
+
+/* An index table of n entries for take() (freed by the caller), or NULL (error set). */
+static int64_t *index_table(Imp *m, int64_t n)
+{
+	if (made_fits(m, 1, &n))
+		return NULL;
+	return xmalloc(sizeof(int64_t) * (size_t)(n > 0 ? n : 1));
+}
+
 static Val *kfull(Imp *m, DType t, int rank, const int64_t *dim, double v)
 {
 	HostTensor k;
 	Diag d;
+	if (made_fits(m, rank, dim))
+		return NULL;
 	if (host_alloc(&k, t, rank, dim, &d)) {
 		imp_fail(m, "%s", d.msg);
 		return NULL;
@@ -133,11 +156,14 @@ static int norm_axis(Imp *m, int64_t *axis, int rank)
 	return 0;
 }
 
+/* A value's element count. Every graph tensor's count fits int64 (check_tensor in
+ * import.c) and so does every constant's (host_alloc); saturates all the same. */
 static int64_t count(const Val *v)
 {
 	int64_t n = 1;
 	for (int i = 0; i < v->rank; i++)
-		n *= v->dim[i];
+		if (__builtin_mul_overflow(n, v->dim[i], &n))
+			return INT64_MAX;
 	return n;
 }
 
@@ -340,6 +366,8 @@ static Val *take(Imp *m, Val *x, int axis, const int64_t *idx, int64_t k)
 	dim[axis] = k;
 	HostTensor t;
 	Diag d;
+	if (made_fits(m, x->rank, dim))
+		return NULL;
 	if (host_alloc(&t, DT_I64, x->rank, dim, &d)) {
 		imp_fail(m, "%s", d.msg);
 		return NULL;
@@ -657,7 +685,8 @@ H(h_flatten)
 		return imp_fail(m, "axis %lld is out of range", (long long)axis);
 	int64_t d[2] = {1, 1};
 	for (int i = 0; i < x->rank; i++)
-		d[i >= axis] *= x->dim[i];
+		if (__builtin_mul_overflow(d[i >= axis], x->dim[i], &d[i >= axis]))
+			return imp_fail(m, "the flattened dims multiply past 64 bits");
 	OUT(reshape(m, x, 2, d));
 }
 
@@ -906,7 +935,9 @@ H(h_slice)
 			v = slice1(m, v, (int)ax[i], s, e);
 			continue;
 		}
-		int64_t *idx = xmalloc(sizeof *idx * (size_t)len);
+		int64_t *idx = index_table(m, len);
+		if (!idx)
+			return -1;
 		for (int64_t j = 0; j < len; j++)
 			idx[j] = s + j * k;
 		v = take(m, v, (int)ax[i], idx, len);
@@ -1107,7 +1138,9 @@ H(h_pad)
 						(long long)p[i + na], (long long)dlen);
 			if (!p[i] && !p[i + na])
 				continue;
-			int64_t *idx = xmalloc(sizeof *idx * (size_t)n2);
+			int64_t *idx = index_table(m, n2);
+			if (!idx)
+				return -1;
 			for (int64_t j = 0; j < n2; j++) {
 				int64_t s0 = j - p[i];
 				if (edge)
@@ -1277,9 +1310,13 @@ H(h_range)
 	if (!v)
 		return -1;
 	for (int64_t i = 0; i < n; i++) {
-		if (ir_dtype_is_int(t))
-			host_set_i64(&v->k, i, host_get_i64(&in[0]->k, 0) + i * host_get_i64(&in[2]->k, 0));
-		else
+		int64_t e = 0;
+		if (ir_dtype_is_int(t)) {
+			if (__builtin_mul_overflow(i, host_get_i64(&in[2]->k, 0), &e) ||
+			    __builtin_add_overflow(e, host_get_i64(&in[0]->k, 0), &e))
+				return imp_fail(m, "the range's values overflow int64");
+			host_set_i64(&v->k, i, e);
+		} else
 			host_set(&v->k, i, s + (double)i * dl);
 	}
 	OUT(v);
@@ -1337,7 +1374,9 @@ H(h_argreduce)
 	if (ai(m, "select_last_index", 0)) {
 		/* the first extreme of the reversed axis, counted from the end */
 		int64_t n = x->dim[axis];
-		int64_t *rev = xmalloc(sizeof *rev * (size_t)n);
+		int64_t *rev = index_table(m, n);
+		if (!rev)
+			return -1;
 		for (int64_t i = 0; i < n; i++)
 			rev[i] = n - 1 - i;
 		r = take(m, x, (int)axis, rev, n);
@@ -1664,7 +1703,9 @@ static Val *view_max(Imp *m, Val *x, const Window *w, int storage_order, Val **i
 					vi = vi ? slice1(m, vi, 2 + i, start[i], start[i] + o[i]) : NULL;
 					continue;
 				}
-				int64_t *idx = xmalloc(sizeof *idx * (size_t)o[i]);
+				int64_t *idx = index_table(m, o[i]);
+				if (!idx)
+					return NULL;
 				for (int64_t j = 0; j < o[i]; j++)
 					idx[j] = start[i] + j * w->stride[i];
 				v = take(m, v, 2 + i, idx, o[i]);
@@ -1953,7 +1994,8 @@ H(h_softmax)
 		/* old semantics: over the flattened dims from axis on */
 		int64_t d[2] = {1, 1};
 		for (int i = 0; i < x->rank; i++)
-			d[i >= axis] *= x->dim[i];
+			if (__builtin_mul_overflow(d[i >= axis], x->dim[i], &d[i >= axis]))
+				return imp_fail(m, "the flattened dims multiply past 64 bits");
 		v = reshape(m, x, 2, d);
 		ax = 1;
 	}
