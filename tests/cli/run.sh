@@ -7,7 +7,8 @@ FUSEC=$(cd "$(dirname "$FUSEC")" && pwd)/$(basename "$FUSEC")
 export FUSEC
 total_pass=0
 total_fail=0
-for t in tests/cli/t_*.sh; do
+# FUSEC_TEST_FILES: the test files to run (default all; tests/valgrind/run.sh)
+for t in ${FUSEC_TEST_FILES:-tests/cli/t_*.sh}; do
 	TMP=$(mktemp -d)
 	# the kernel cache of every compile goes here, not into ~/.cache
 	# (FUSEC_TEST_CACHE: one shared folder instead, tests/valgrind/run.sh)
