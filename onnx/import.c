@@ -257,8 +257,8 @@ static int64_t fold_work(OpKind k, Val **in, int n, const Attrs *at, const Tenso
 }
 
 /* Run one op on constant operands through the interpreter. NULL with *big set (no
- * error) when folding it would take the import's folding past IMP_FOLD_MAX_WORK in
- * all: the op is then
+ * error) when folding it would take the import's folding past its budget
+ * (IMP_FOLD_WORK, more for a model that carries large initializers): the op is then
  * emitted into the graph as it is, to run with the rest, so that a model cannot
  * make its import run for minutes or fill memory with a folded constant. */
 static Val *fold(Imp *m, OpKind k, Val **in, int n, const Attrs *at, bool *big)
@@ -288,7 +288,7 @@ static Val *fold(Imp *m, OpKind k, Val **in, int n, const Attrs *at, bool *big)
 		return NULL;
 	}
 	int64_t work = fold_work(k, in, n, at, &ts[n]);
-	if (work > IMP_FOLD_MAX_WORK - m->fold_work) {
+	if (work > m->fold_budget - m->fold_work) {
 		*big = true;
 		return NULL;
 	}
@@ -641,6 +641,12 @@ static int import_graph(Imp *m, const Onnx__GraphProto *gp)
 		int rc = onnx_tensor_borrow(tp, m->dir, &k, msg, sizeof msg);
 		if (rc < 0)
 			return imp_fail(m, "initializer '%.80s': %s", tp->name, msg);
+		/* folding may touch each value the model carries a few times (a transposed
+		 * weight: read once, written once) beyond the fixed budget */
+		int64_t more;
+		if (__builtin_mul_overflow(k.n, (int64_t)IMP_FOLD_PER_VALUE, &more) ||
+		    __builtin_add_overflow(m->fold_budget, more, &m->fold_budget))
+			m->fold_budget = INT64_MAX;
 		Val *v = imp_const(m, &k);
 		v->borrowed = rc == 1;
 		if (bind(m, tp->name, v))
@@ -747,7 +753,7 @@ Graph *onnx_import_bytes(Arena *a, const char *file, const char *dir, const void
 		return NULL;
 	}
 	Imp m = {.a = a, .tmp = arena_new(), .d = d, .file = file, .dir = dir, .opt = o,
-		 .node = -1};
+		 .node = -1, .fold_budget = IMP_FOLD_WORK};
 	Graph *g = ARENA_NEW(a, Graph, 1);
 	g->arena = a;
 	g->file = arena_strdup(a, file);
