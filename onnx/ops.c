@@ -1282,6 +1282,10 @@ H(h_constant_of_shape)
 		char msg[400];
 		if (onnx_tensor(a->t, m->dir, &k, msg, sizeof msg))
 			return imp_fail(m, "value: %s", msg);
+		if (k.n != 1) {
+			host_free(&k);
+			return imp_fail(m, "value holds %lld elements, not one", (long long)k.n);
+		}
 		t = k.dtype;
 		v = host_get(&k, 0);
 		if (t == DT_I64)

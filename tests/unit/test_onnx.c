@@ -538,6 +538,33 @@ static void test_import_bounds(void **state)
 	assert_int_equal(g->nops, 1);
 	assert_int_equal(g->ops[0].kind, OP_EXPAND);
 	assert_int_equal(g->tensors[g->outputs[0]].dim[0], 65536);
+
+	/* ConstantOfShape whose value is an empty tensor (was read past its end) */
+	static char *i_cs[] = {"shape"}, *o_cs[] = {"y"};
+	static int64_t empty_dims[] = {0}, small[] = {2, 3};
+	model_init(&m, 17);
+	add_init(&m, "shape", 1, d2, small, sizeof small, true);
+	Onnx__NodeProto *cs = add_node(&m, "ConstantOfShape", 1, i_cs, 1, o_cs);
+	Onnx__TensorProto val;
+	onnx__tensor_proto__init(&val);
+	val.n_dims = 1;
+	val.dims = empty_dims;
+	val.has_data_type = 1;
+	val.data_type = ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT;
+	val.has_raw_data = 1;
+	val.raw_data.len = 0;
+	Onnx__AttributeProto *va = &m.attrs[m.nattr];
+	onnx__attribute_proto__init(va);
+	va->name = "value";
+	va->has_type = 1;
+	va->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR;
+	va->t = &val;
+	m.pattrs[m.nattr] = va;
+	cs->attribute = &m.pattrs[m.nattr++];
+	cs->n_attribute = 1;
+	add_output(&m, "y");
+	assert_null(import(a, &m, NULL, &d));
+	assert_non_null(strstr(d.msg, "value holds 0 elements, not one"));
 	arena_free(a);
 }
 
