@@ -1210,7 +1210,6 @@ H(h_constant)
 			return imp_fail(m, "value: %s", msg);
 		OUT(imp_const(m, &k));
 	}
-	int64_t one = (int64_t)(a->n_ints ? a->n_ints : a->n_floats);
 	if (!strcmp(nm, "value_float") || !strcmp(nm, "value_int")) {
 		bool f = nm[6] == 'f';
 		if (host_alloc(&k, f ? DT_F32 : DT_I64, 0, NULL, &d))
@@ -1221,8 +1220,14 @@ H(h_constant)
 			host_set_i64(&k, 0, a->i);
 		OUT(imp_const(m, &k));
 	}
-	if ((!strcmp(nm, "value_floats") || !strcmp(nm, "value_ints")) && one > 0) {
-		bool f = nm[6] == 'f';
+	/* the list the name says (a value_floats attribute may carry ints instead) */
+	bool fl = !strcmp(nm, "value_floats");
+	int64_t one = (int64_t)(fl ? a->n_floats : a->n_ints);
+	if (fl || !strcmp(nm, "value_ints")) {
+		bool f = fl;
+		if (one < 1)
+			return imp_fail(m, "%s holds no %s (empty constants are not supported)", nm,
+					f ? "floats" : "ints");
 		if (host_alloc(&k, f ? DT_F32 : DT_I64, 1, &one, &d))
 			return imp_fail(m, "%s", d.msg);
 		for (int64_t i = 0; i < one; i++)

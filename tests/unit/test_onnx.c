@@ -565,6 +565,23 @@ static void test_import_bounds(void **state)
 	add_output(&m, "y");
 	assert_null(import(a, &m, NULL, &d));
 	assert_non_null(strstr(d.msg, "value holds 0 elements, not one"));
+
+	/* a Constant whose value_floats attribute carries ints (read floats[] before) */
+	static char *o_c[] = {"y"};
+	static int64_t three[] = {1, 2, 3};
+	model_init(&m, 17);
+	Onnx__NodeProto *c = add_node(&m, "Constant", 0, NULL, 1, o_c);
+	Onnx__AttributeProto *ca = &m.attrs[m.nattr];
+	onnx__attribute_proto__init(ca);
+	ca->name = "value_floats";
+	ca->n_ints = 3;
+	ca->ints = three;
+	m.pattrs[m.nattr] = ca;
+	c->attribute = &m.pattrs[m.nattr++];
+	c->n_attribute = 1;
+	add_output(&m, "y");
+	assert_null(import(a, &m, NULL, &d));
+	assert_non_null(strstr(d.msg, "value_floats holds no floats"));
 	arena_free(a);
 }
 
