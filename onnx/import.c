@@ -234,6 +234,16 @@ Attrs imp_attrs(OpKind k)
 	return a;
 }
 
+int imp_charge(Imp *m, int64_t n)
+{
+	if (n > m->fold_budget - m->fold_work)
+		return imp_fail(m, "it would take the import past %lld element operations (its "
+				"budget: 2^21, plus 8 per element of the model's initializers): not "
+				"supported yet", (long long)m->fold_budget);
+	m->fold_work += n;
+	return 0;
+}
+
 /* Work to fold an op at import: elements read and written, and for matmul, conv2d
  * and the pools the multiply-adds or window reads per output element. Saturates. */
 static int64_t fold_work(OpKind k, Val **in, int n, const Attrs *at, const Tensor *out)

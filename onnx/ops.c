@@ -71,7 +71,8 @@ static void astr(Imp *m, const char *name, char *out, size_t size, const char *d
 /* ---- constants -------------------------------------------------------------- */
 
 /* A constant a handler makes (a fill, a mask, an index table) has at most
- * IMP_MAX_MADE elements (import.h): -1 (error set) when one of shape dim would not. */
+ * IMP_MAX_MADE elements, and its elements are spent from the import's budget
+ * (import.h): -1 (error set) when one of shape dim may not be made. */
 static int made_fits(Imp *m, int rank, const int64_t *dim)
 {
 	int64_t n = 1;
@@ -80,7 +81,7 @@ static int made_fits(Imp *m, int rank, const int64_t *dim)
 			return imp_fail(m, "it would make a constant of shape %s at import, more than "
 					"%d elements: not supported yet", ir_shape_text(rank, dim).s,
 					IMP_MAX_MADE);
-	return 0;
+	return imp_charge(m, n);
 }
 
 /* An index table of n entries for take() (freed by the caller), or NULL (error set). */
@@ -1319,12 +1320,13 @@ H(h_range)
 	if (!v)
 		return -1;
 	for (int64_t i = 0; i < n; i++) {
-		int64_t e = 0;
 		if (ir_dtype_is_int(t)) {
-			if (__builtin_mul_overflow(i, host_get_i64(&in[2]->k, 0), &e) ||
-			    __builtin_add_overflow(e, host_get_i64(&in[0]->k, 0), &e))
+			/* exact (i · delta alone may pass int64 while the sum does not) */
+			__int128 e = (__int128)host_get_i64(&in[0]->k, 0) +
+				     (__int128)i * host_get_i64(&in[2]->k, 0);
+			if (e > INT64_MAX || e < INT64_MIN)
 				return imp_fail(m, "the range's values overflow int64");
-			host_set_i64(&v->k, i, e);
+			host_set_i64(&v->k, i, (int64_t)e);
 		} else
 			host_set(&v->k, i, s + (double)i * dl);
 	}
@@ -1672,6 +1674,8 @@ static Val *view_max(Imp *m, Val *x, const Window *w, int storage_order, Val **i
 	if (indices) {  /* flat index of each element of x (column-major within an image) */
 		HostTensor t;
 		Diag d;
+		if (made_fits(m, 4, x->dim))
+			return NULL;
 		if (host_alloc(&t, DT_I64, 4, x->dim, &d)) {
 			imp_fail(m, "%s", d.msg);
 			return NULL;
