@@ -70,7 +70,7 @@ for part in "$@"; do
 	echo "$part: $(( $(date +%s) - start )) s" >>"$OUT/times"
 done
 nlogs=$(ls "$OUT/logs" | wc -l)
-bad=$(find "$OUT/logs" -name "*.log" -size +0 | wc -l)
+bad=$(find "$OUT/logs" -type f -name "*.log" -size +0 | wc -l)
 echo "valgrind: $nlogs processes, $bad with memcheck reports (logs in $OUT/logs)"
 cat "$OUT/times"
 [ "$bad" -eq 0 ] && [ "$rc" -eq 0 ]
