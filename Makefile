@@ -191,11 +191,11 @@ $(BUILD)/fuzz_plan: $(FUZZ_PLAN_SRC) runtime/fusecrt.h runtime/rt_driver.h suppo
 	  $(shell $(PKG_CONFIG) --libs libcjson libcrypto) -ldl -lm
 fuzz: $(BUILD)/fuzz_read $(BUILD)/fuzz_plan
 
-# Every fuzz target for FUZZ_SECONDS (60) from the seed corpora (tests/fuzz/smoke.sh);
-# part of CI.
-FUZZ_SECONDS ?= 60
+# Every fuzz target for FUZZ_RUNS inputs from the seed corpora with a fixed seed
+# (tests/fuzz/smoke.sh): a reproducible gate, part of CI.
+FUZZ_RUNS ?= 200000
 fuzz-smoke: $(BUILD)/fuzz_read $(BUILD)/fuzz_plan $(BUILD)/fuzz_onnx $(BUILD)/tests/fakecuda.so
-	sh tests/fuzz/smoke.sh $(BUILD) $(FUZZ_SECONDS)
+	sh tests/fuzz/smoke.sh $(BUILD) $(FUZZ_RUNS)
 
 # libFuzzer target for the ONNX reader: seed it with tests/onnx/models/*/model.onnx.
 FUZZ_ONNX_SRC = tests/fuzz/fuzz_onnx.c $(SUPPORT_SRC) $(IR_SRC) $(HOST_SRC) $(ONNX_SRC) \

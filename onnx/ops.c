@@ -1652,46 +1652,69 @@ H(h_conv)
 	OUT(from2d(m, y, x->rank));
 }
 
+/* Every stride-th element along axis, o of them from start, through views only:
+ * a slice, a reshape that splits the axis into [groups, stride], the first of each
+ * group and a reshape back; when the last group would run past the end, it is
+ * sliced on its own and joined. No constant is built, so the cost is a few ops
+ * whatever the shape and the stride. */
+static Val *pick_strided(Imp *m, Val *x, int axis, int64_t start, int64_t stride, int64_t o)
+{
+	if (!x || stride == 1 || o == 1)
+		return x ? slice1(m, x, axis, start, start + (stride == 1 ? o : 1)) : NULL;
+	if (x->rank + 1 > IR_MAX_RANK) {
+		imp_fail(m, "a strided view of a rank-%d tensor is not supported (rank %d at "
+			 "most)", x->rank, IR_MAX_RANK - 1);
+		return NULL;
+	}
+	/* start + (o - 1) * stride < x->dim[axis]: whole groups while they fit */
+	int64_t groups = start + o * stride <= x->dim[axis] ? o : o - 1;
+	Val *v = slice1(m, x, axis, start, start + groups * stride);
+	if (!v)
+		return NULL;
+	int64_t split[IR_MAX_RANK], back[IR_MAX_RANK];
+	int r = 0;
+	for (int i = 0; i < v->rank; i++) {
+		back[i] = i == axis ? groups : v->dim[i];
+		split[r++] = i == axis ? groups : v->dim[i];
+		if (i == axis)
+			split[r++] = stride;
+	}
+	v = reshape(m, slice1(m, reshape(m, v, r, split), axis + 1, 0, 1), x->rank, back);
+	if (groups == o || !v)
+		return v;
+	int64_t last = start + groups * stride;
+	Val *parts[2] = {v, slice1(m, x, axis, last, last + 1)};
+	return parts[1] ? cat(m, parts, 2, axis) : NULL;
+}
+
 /* Max pooling as the max of kernel-many strided views of x padded with -inf (x:
  * [N, C, H, W], w over its two spatial dims): for dilations, and for the Indices
- * output, which follows the view that wins (the first, in row-major order of the
- * kernel, on ties) through a constant of flat input indices. */
+ * output. Indices follow the view that wins (the first in row-major order of the
+ * kernel, on ties) as a scalar offset per window position, added at the end to one
+ * constant: the flat index of each window's origin. A window whose winner is -inf
+ * (all padding, or only -inf values) gets index -1, as onnxruntime gives. */
 enum { VIEW_MAX_POSITIONS = 256, VIEW_MAX_INDEX_ELEMENTS = 1 << 22 };
 
 static Val *view_max(Imp *m, Val *x, const Window *w, int storage_order, Val **indices)
 {
-	Val *ix = NULL;
-	/* one slice and max per window position, and for Indices a constant of x's size
-	 * folded along: bounded, so that a hostile model cannot make the import slow */
-	if (w->kernel[0] * w->kernel[1] > VIEW_MAX_POSITIONS ||
-	    (indices && count(x) > VIEW_MAX_INDEX_ELEMENTS)) {
+	/* a few views and a max per window position; Indices add one constant of the
+	 * output's size. x constant folds each view: bounded by the same caps. */
+	int64_t positions = w->kernel[0] * w->kernel[1];
+	if (positions > VIEW_MAX_POSITIONS ||
+	    (indices && count(x) > VIEW_MAX_INDEX_ELEMENTS) ||
+	    (x->is_const && count(x) > VIEW_MAX_INDEX_ELEMENTS / positions)) {
 		imp_fail(m, "not supported yet: MaxPool with dilations or Indices over a %lldx%lld "
 			 "window of a %lld-element input (at most %d positions; Indices at most "
-			 "%d elements)", (long long)w->kernel[0], (long long)w->kernel[1],
-			 (long long)count(x), VIEW_MAX_POSITIONS, VIEW_MAX_INDEX_ELEMENTS);
+			 "%d elements; a constant input, folded once per position, at most %d "
+			 "elements in all)", (long long)w->kernel[0], (long long)w->kernel[1],
+			 (long long)count(x), VIEW_MAX_POSITIONS, VIEW_MAX_INDEX_ELEMENTS,
+			 VIEW_MAX_INDEX_ELEMENTS);
 		return NULL;
 	}
-	if (indices) {  /* flat index of each element of x (column-major within an image) */
-		HostTensor t;
-		Diag d;
-		if (made_fits(m, 4, x->dim))
-			return NULL;
-		if (host_alloc(&t, DT_I64, 4, x->dim, &d)) {
-			imp_fail(m, "%s", d.msg);
-			return NULL;
-		}
-		int64_t H = x->dim[2], W = x->dim[3];
-		for (int64_t i = 0; i < t.n; i++) {
-			int64_t img = i / (H * W), h = i / W % H, c = i % W;
-			((int64_t *)t.data)[i] = img * H * W + (storage_order ? c * H + h : h * W + c);
-		}
-		ix = imp_const(m, &t);
-	}
-	for (int i = 0; i < 2 && x; i++) {
+	int64_t H = x->dim[2], W = x->dim[3];
+	for (int i = 0; i < 2 && x; i++)
 		x = pad_axis(m, x, 2 + i, w->lo[i], w->hi[i], -INFINITY);
-		ix = ix ? pad_axis(m, ix, 2 + i, w->lo[i], w->hi[i], -1) : NULL;
-	}
-	if (!x || (indices && !ix))
+	if (!x)
 		return NULL;
 	int64_t o[2];
 	for (int i = 0; i < 2; i++) {
@@ -1705,44 +1728,56 @@ static Val *view_max(Imp *m, Val *x, const Window *w, int storage_order, Val **i
 		}
 		o[i] = (x->dim[2 + i] - span) / w->stride[i] + 1;
 	}
-	Val *acc = NULL, *acc_i = NULL;
+	Val *acc = NULL, *acc_off = NULL;
 	for (int64_t a = 0; a < w->kernel[0]; a++)
 		for (int64_t b = 0; b < w->kernel[1]; b++) {
-			Val *v = x, *vi = ix;
-			int64_t start[2] = {a * w->dil[0], b * w->dil[1]};
-			for (int i = 0; i < 2 && v; i++) {
-				if (w->stride[i] == 1) {
-					v = slice1(m, v, 2 + i, start[i], start[i] + o[i]);
-					vi = vi ? slice1(m, vi, 2 + i, start[i], start[i] + o[i]) : NULL;
-					continue;
-				}
-				int64_t *idx = index_table(m, o[i]);
-				if (!idx)
-					return NULL;
-				for (int64_t j = 0; j < o[i]; j++)
-					idx[j] = start[i] + j * w->stride[i];
-				v = take(m, v, 2 + i, idx, o[i]);
-				vi = vi ? take(m, vi, 2 + i, idx, o[i]) : NULL;
-				free(idx);
-			}
-			if (!v || (indices && !vi))
+			int64_t dh = a * w->dil[0], dw = b * w->dil[1];
+			Val *v = pick_strided(m, x, 2, dh, w->stride[0], o[0]);
+			v = pick_strided(m, v, 3, dw, w->stride[1], o[1]);
+			Val *off = NULL;
+			if (indices)  /* this position's offset from the window's origin */
+				off = kfull(m, DT_I64, 0, NULL,
+					    (double)(storage_order ? dw * H + dh : dh * W + dw));
+			if (!v || (indices && !off))
 				return NULL;
 			if (!acc) {
 				acc = v;
-				acc_i = vi;
+				acc_off = off;
 				continue;
 			}
-			if (indices) {
-				Val *gt = bin(m, OP_GT, v, acc);
-				acc_i = where3(m, gt, vi, acc_i);
-			}
+			if (indices)
+				acc_off = where3(m, bin(m, OP_GT, v, acc), off, acc_off);
 			acc = bin(m, OP_MAX, acc, v);
-			if (!acc || (indices && !acc_i))
+			if (!acc || (indices && !acc_off))
 				return NULL;
 		}
-	if (indices)
-		*indices = acc_i;
-	return acc;
+	if (!indices)
+		return acc;
+	/* the flat input index of each window's origin (it may lie in the padding) */
+	int64_t od[4] = {acc->dim[0], acc->dim[1], o[0], o[1]};
+	if (od[0] * od[1] * o[0] > VIEW_MAX_INDEX_ELEMENTS / o[1]) {
+		imp_fail(m, "not supported yet: MaxPool Indices of more than %d elements",
+			 VIEW_MAX_INDEX_ELEMENTS);
+		return NULL;
+	}
+	HostTensor t;
+	Diag d;
+	if (made_fits(m, 4, od))
+		return NULL;
+	if (host_alloc(&t, DT_I64, 4, od, &d)) {
+		imp_fail(m, "%s", d.msg);
+		return NULL;
+	}
+	for (int64_t i = 0; i < t.n; i++) {
+		int64_t img = i / (o[0] * o[1]);
+		int64_t h = i / o[1] % o[0] * w->stride[0] - w->lo[0];
+		int64_t c = i % o[1] * w->stride[1] - w->lo[1];
+		((int64_t *)t.data)[i] = img * H * W + (storage_order ? c * H + h : h * W + c);
+	}
+	Val *at = bin(m, OP_ADD, imp_const(m, &t), acc_off);
+	Val *none = bin(m, OP_EQ, acc, kfull(m, acc->dt, 0, NULL, -INFINITY));
+	*indices = where3(m, none, kfull(m, DT_I64, 0, NULL, -1), at);
+	return *indices ? acc : NULL;
 }
 
 /* One 2-D pool of x ([N, C, H, W]) over the window w (its first two dims). */
