@@ -4,6 +4,7 @@
 # make deps       install the Debian packages fusec needs (root)
 # make test       unit tests (cmocka) and CLI tests
 # make sanitize   the same under ASan and UBSan, in build-san/
+# make valgrind   the same under valgrind memcheck (slow; tests/valgrind/run.sh)
 # make bench      search-and-plan throughput sweep (docs/benchmarks.md)
 # make fuzz       libFuzzer target for the graph readers (tests/fuzz/README.md)
 # make static     build/fusec-static: LLVM linked in, for GPU machines without LLVM
@@ -207,6 +208,12 @@ $(BUILD)/fuzz_onnx: $(FUZZ_ONNX_SRC) $(BUILD)/gen/onnx.pb-c.h
 	  $(shell $(PKG_CONFIG) --libs libcjson yaml-0.1 libprotobuf-c libcrypto) -lm
 fuzz-onnx: $(BUILD)/fuzz_onnx
 
+# make test under valgrind memcheck, each process's log kept (tests/valgrind/run.sh;
+# hours of CPU: docs/reliability.md). VG_PARTS: unit conformance cli (default all).
+VG_OUT ?= $(BUILD)/valgrind
+valgrind: $(BUILD)/fusec $(BUILD)/unit $(BUILD)/fusec-run $(BUILD)/tests/fakecuda.so $(BUILD)/onnx_conformance
+	sh tests/valgrind/run.sh $(BUILD) $(VG_OUT) $(VG_PARTS)
+
 sanitize:
 	$(MAKE) BUILD=build-san CFLAGS="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" test
 
@@ -222,6 +229,6 @@ deps:
 clean:
 	rm -rf build build-san
 
-.PHONY: all test sanitize deps clean static math-accuracy fuzz fuzz-onnx fuzz-smoke bench onnx-conformance lib install
+.PHONY: all test sanitize valgrind deps clean static math-accuracy fuzz fuzz-onnx fuzz-smoke bench onnx-conformance lib install
 -include $(filter-out $(BUILD)/gen/%,$(CORE_OBJ:.o=.d)) $(CMD_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(BUILD)/cmd/fusec_run.d \
          $(BENCH_SRC:%.c=$(BUILD)/%.d)

@@ -6,8 +6,16 @@
  * ones go to .npy files in GRAPH.data/ beside the output (`npy`). Strings are
  * written JSON-escaped, which YAML reads the same in double quotes; non-finite
  * numbers as the strings "nan", "inf", "-inf". The output is a function of the
- * graph: no dates, no hash order. */
+ * graph: no dates, no hash order.
+ *
+ * All or nothing: OUT.data is staged whole in a temporary folder beside it (the
+ * files it held linked in, the new .npy files written over them), OUT under a
+ * temporary name; then the staged folder is exchanged with OUT.data and OUT renamed
+ * into place. A failure at any step leaves OUT and OUT.data as they were. */
+#define _GNU_SOURCE   /* renameat2 */
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <math.h>
 #include <stdio.h>
@@ -136,9 +144,10 @@ static int64_t count_of(const Tensor *t)
 	return n;
 }
 
-/* The constant's data: inline, or a .npy file in datadir (named in `rel`). */
-static int constant(Buf *b, bool yaml, const Tensor *t, int index, const char *datadir,
-		    const char *datarel, Arena *a)
+/* The constant's data: inline, or a .npy file written into stage, the staging
+ * folder of datadir (named in the graph as datarel/FILE). */
+static int constant(Buf *b, bool yaml, const Tensor *t, int index, const char *stage,
+		    const char *datadir, const char *datarel, Arena *a)
 {
 	HostTensor v = {.dtype = t->dtype, .rank = t->rank, .n = count_of(t),
 			.data = (void *)t->data};
@@ -149,7 +158,7 @@ static int constant(Buf *b, bool yaml, const Tensor *t, int index, const char *d
 	key(b, yaml, "shape");
 	ints(b, t->dim, t->rank);
 	buf_puts(b, ", ");
-	if (v.n <= INLINE_MAX || !datadir) {
+	if (v.n <= INLINE_MAX || !stage) {
 		key(b, yaml, "data");
 		buf_putc(b, '[');
 		for (int64_t k = 0; k < v.n; k++) {
@@ -169,7 +178,9 @@ static int constant(Buf *b, bool yaml, const Tensor *t, int index, const char *d
 		      (*p >= '0' && *p <= '9') || *p == '_' || *p == '-' || *p == '.'))
 			*p = '_';
 	Diag d;
-	if (npy_write_file(arena_printf(a, "%s/%s", datadir, base), &v, &d)) {
+	if (npy_write_file(arena_printf(a, "%s/%s", stage, base), &v, &d)) {
+		/* named as it would be published */
+		snprintf(d.file, sizeof d.file, "%.200s/%.50s", datadir, base);
 		cmd_print_diag(&d);
 		return -1;
 	}
@@ -178,8 +189,8 @@ static int constant(Buf *b, bool yaml, const Tensor *t, int index, const char *d
 	return 0;
 }
 
-static int write_graph(Buf *b, const Graph *g, bool yaml, const char *datadir,
-		       const char *datarel, Arena *a)
+static int write_graph(Buf *b, const Graph *g, bool yaml, const char *stage,
+		       const char *datadir, const char *datarel, Arena *a)
 {
 	const char *nl = yaml ? "\n" : ",\n";
 	if (yaml)
@@ -218,7 +229,7 @@ static int write_graph(Buf *b, const Graph *g, bool yaml, const char *datadir,
 			buf_puts(b, yaml ? "  " : k ? ",\n  " : "\n  ");
 			str(b, t->name);
 			buf_puts(b, ": {");
-			if (constant(b, yaml, t, k, datadir, datarel, a))
+			if (constant(b, yaml, t, k, stage, datadir, datarel, a))
 				return -1;
 			k++;
 			buf_puts(b, yaml ? "}\n" : "}");
@@ -270,6 +281,77 @@ static int write_graph(Buf *b, const Graph *g, bool yaml, const char *datadir,
 	return 0;
 }
 
+/* Remove a folder of files (a staging folder: flat). */
+static void remove_flat(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	while (d && (e = readdir(d)))
+		if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
+			unlinkat(dirfd(d), e->d_name, 0);
+	if (d)
+		closedir(d);
+	rmdir(dir);
+}
+
+/* A staging folder for datadir: a fresh folder beside it holding a hard link to
+ * each file datadir has (so files this import does not write stay), or NULL
+ * (message printed). A folder inside datadir is not copied: refused. */
+static char *stage_data(Arena *a, const char *datadir)
+{
+	char *stage = arena_printf(a, "%s.fusec-XXXXXX", datadir);
+	if (!mkdtemp(stage)) {
+		cmd_error("cannot create a folder beside '%s': %s", datadir, strerror(errno));
+		return NULL;
+	}
+	mode_t mask = umask(0);
+	umask(mask);   /* mkdtemp made it 0700: give it the mode mkdir would */
+	chmod(stage, 0777 & ~mask);
+	DIR *d = opendir(datadir);
+	if (!d && errno == ENOENT)
+		return stage;
+	if (!d) {
+		cmd_error("cannot read '%s': %s", datadir, strerror(errno));
+		rmdir(stage);
+		return NULL;
+	}
+	struct dirent *e;
+	const char *bad = NULL;
+	int err = 0;
+	while (!bad && (e = readdir(d))) {
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		struct stat st;
+		if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) || S_ISDIR(st.st_mode) ||
+		    linkat(dirfd(d), e->d_name, AT_FDCWD, arena_printf(a, "%s/%s", stage, e->d_name),
+			   0)) {
+			err = S_ISDIR(st.st_mode) ? EISDIR : errno;
+			bad = arena_strdup(a, e->d_name);
+		}
+	}
+	closedir(d);
+	if (bad) {
+		cmd_error("cannot keep '%s/%s' in the new constants folder: %s", datadir, bad,
+			  strerror(err));
+		remove_flat(stage);
+		return NULL;
+	}
+	return stage;
+}
+
+/* Exchange the folders a and b (b may not exist: then a is renamed to b, and
+ * *created set). 0, or -1 with errno. */
+static int exchange(const char *a, const char *b, bool *created)
+{
+	if (!renameat2(AT_FDCWD, a, AT_FDCWD, b, RENAME_EXCHANGE))
+		return 0;
+	if (errno == ENOENT) {
+		*created = true;
+		return renameat2(AT_FDCWD, a, AT_FDCWD, b, RENAME_NOREPLACE);
+	}
+	return -1;
+}
+
 static bool ends_with(const char *s, const char *suffix)
 {
 	size_t n = strlen(s), m = strlen(suffix);
@@ -314,18 +396,18 @@ int cmd_import(int argc, char **argv)
 		big = big || (t->data && count_of(t) > INLINE_MAX);
 	}
 	int status = EXIT_OK;
+	char *stage = NULL;   /* OUT.data's new contents, published with OUT */
 	if (out && big) {
 		const char *dot = strrchr(out, '.'), *slash = strrchr(out, '/');
 		size_t stem = dot && (!slash || dot > slash) ? (size_t)(dot - out) : strlen(out);
 		datadir = arena_printf(a, "%.*s.data", (int)stem, out);
 		datarel = slash ? datadir + (slash - out) + 1 : datadir;
-		if (mkdir(datadir, 0777) && errno != EEXIST) {
-			cmd_error("cannot create '%s': %s", datadir, strerror(errno));
+		stage = stage_data(a, datadir);
+		if (!stage)
 			status = EXIT_FAIL;
-		}
 	}
 	Buf b = {0};
-	if (status == EXIT_OK && write_graph(&b, g, yaml, datadir, datarel, a))
+	if (status == EXIT_OK && write_graph(&b, g, yaml, stage, datadir, datarel, a))
 		status = EXIT_FAIL;
 	if (status == EXIT_OK && !out) {
 		if (fwrite(b.data, 1, b.len, stdout) != b.len) {
@@ -344,13 +426,30 @@ int cmd_import(int argc, char **argv)
 		ok = f && fclose(f) == 0 && ok;
 		mode_t mask = umask(0);
 		umask(mask);   /* mkstemp made it 0600: give it the mode fopen would */
-		if (!ok || chmod(tmp, 0666 & ~mask) != 0 || rename(tmp, out) != 0) {
-			cmd_error("cannot write '%s': %s", out, strerror(errno));
+		ok = ok && chmod(tmp, 0666 & ~mask) == 0;
+		/* the constants first, then the graph that names them; undone on failure */
+		bool created = false, swapped = false;
+		if (ok && stage) {
+			swapped = exchange(stage, datadir, &created) == 0;
+			if (!swapped)
+				cmd_error("cannot replace '%s': %s", datadir, strerror(errno));
+		}
+		if (ok && (swapped || !stage) && rename(tmp, out) == 0) {
+			if (created)
+				stage = NULL;   /* it is OUT.data now; nothing old to remove */
+		} else {
+			if (!ok || swapped || !stage)
+				cmd_error("cannot write '%s': %s", out, strerror(errno));
 			status = EXIT_FAIL;
+			if (swapped && (created ? rename(datadir, stage)
+						: exchange(stage, datadir, &created)))
+				cmd_error("cannot put back '%s': %s", datadir, strerror(errno));
 			if (fd >= 0)
 				unlink(tmp);
 		}
 	}
+	if (stage)
+		remove_flat(stage);   /* the unpublished new folder, or the old one */
 	buf_free(&b);
 	arena_free(a);
 	return status;

@@ -121,6 +121,32 @@ Val *imp_const(Imp *m, HostTensor *k)
 	return v;
 }
 
+/* Every graph tensor's element count and byte size fit int64, and the graph stays
+ * under the caps of --max-ops, --max-tensors and --max-elements (ir_limits), as in
+ * the YAML/JSON reader (ir/build.c): so shape arithmetic on a tensor's dims in the
+ * handlers (a count, Flatten's products) cannot overflow, and a hostile model gets
+ * a message instead of an out-of-memory kill. -1 (error set) when not. */
+static int check_tensor(Imp *m, const char *what, DType dt, int rank, const int64_t *dim)
+{
+	int64_t n = 1, bytes, total;
+	for (int i = 0; i < rank; i++)
+		if (dim[i] < 0 || __builtin_mul_overflow(n, dim[i], &n))
+			return imp_fail(m, "%s: shape %s has more elements than fit 64 bits", what,
+					ir_shape_text(rank, dim).s);
+	if (__builtin_mul_overflow(n, (int64_t)ir_dtype_size(dt), &bytes))
+		return imp_fail(m, "%s: %lld elements × %d bytes (%s) overflows a 64-bit byte "
+				"size", what, (long long)n, ir_dtype_size(dt), ir_dtype_name(dt));
+	if (__builtin_add_overflow(m->elements, n, &total) || total > ir_limits.max_elements)
+		return imp_fail(m, "%s: the graph's tensors hold more than %lld elements in all, "
+				"the limit (--max-elements)", what,
+				(long long)ir_limits.max_elements);
+	if ((int64_t)m->g->ntensors >= ir_limits.max_tensors)
+		return imp_fail(m, "%s: more than %lld tensors, the limit (--max-tensors)", what,
+				(long long)ir_limits.max_tensors);
+	m->elements = total;
+	return 0;
+}
+
 static int new_tensor(Imp *m, DType dt, int rank, const int64_t *dim, int producer)
 {
 	Graph *g = m->g;
@@ -159,6 +185,8 @@ int imp_tensor(Imp *m, Val *v)
 {
 	if (v->tensor >= 0)
 		return v->tensor;
+	if (check_tensor(m, v->name ? v->name : "a constant", v->dt, v->rank, v->dim))
+		return -1;
 	int id = new_tensor(m, v->dt, v->rank, v->dim, -1);
 	size_t bytes = (size_t)v->k.n * (size_t)ir_dtype_size(v->dt);
 	void *data = v->k.data;  /* borrowed: in the graph's arena already */
@@ -177,6 +205,10 @@ int imp_tensor(Imp *m, Val *v)
 
 Val *imp_graph_input(Imp *m, const char *name, DType dt, int rank, const int64_t *dim)
 {
+	char what[120];
+	snprintf(what, sizeof what, "input '%.80s'", name);
+	if (check_tensor(m, what, dt, rank, dim))
+		return NULL;
 	Val *v = ARENA_NEW(m->tmp, Val, 1);
 	v->dt = dt;
 	v->rank = rank;
@@ -202,8 +234,44 @@ Attrs imp_attrs(OpKind k)
 	return a;
 }
 
-/* Run one op on constant operands through the interpreter. */
-static Val *fold(Imp *m, OpKind k, Val **in, int n, const Attrs *at)
+int imp_charge(Imp *m, int64_t n)
+{
+	if (n > m->fold_budget - m->fold_work)
+		return imp_fail(m, "it would take the import past %lld element operations (its "
+				"budget: 2^21, plus 8 per element of the model's initializers): not "
+				"supported yet", (long long)m->fold_budget);
+	m->fold_work += n;
+	return 0;
+}
+
+/* Work to fold an op at import: elements read and written, and for matmul, conv2d
+ * and the pools the multiply-adds or window reads per output element. Saturates. */
+static int64_t fold_work(OpKind k, Val **in, int n, const Attrs *at, const Tensor *out)
+{
+	int64_t cnt = 1, w = 0, per = 0;
+	for (int i = 0; i < out->rank; i++)
+		if (__builtin_mul_overflow(cnt, out->dim[i], &cnt))
+			return INT64_MAX;
+	for (int i = 0; i < n; i++)
+		if (__builtin_add_overflow(w, in[i]->k.n, &w))
+			return INT64_MAX;
+	if (k == OP_MATMUL && in[0]->rank)
+		per = in[0]->dim[in[0]->rank - 1];
+	else if (k == OP_CONV2D && n > 1 && in[1]->rank && in[1]->dim[0] > 0)
+		per = in[1]->k.n / in[1]->dim[0];
+	else if ((k == OP_MAX_POOL2D || k == OP_AVG_POOL2D) && at)
+		per = (int64_t)at->kernel[0] * at->kernel[1];
+	if (__builtin_mul_overflow(cnt, per + 1, &per) || __builtin_add_overflow(w, per, &w))
+		return INT64_MAX;
+	return w;
+}
+
+/* Run one op on constant operands through the interpreter. NULL with *big set (no
+ * error) when folding it would take the import's folding past its budget
+ * (IMP_FOLD_WORK, more for a model that carries large initializers): the op is then
+ * emitted into the graph as it is, to run with the rest, so that a model cannot
+ * make its import run for minutes or fill memory with a folded constant. */
+static Val *fold(Imp *m, OpKind k, Val **in, int n, const Attrs *at, bool *big)
 {
 	Tensor ts[IR_MAX_IN + 1];
 	int ids[IR_MAX_IN + 1], outs[1] = {n};
@@ -229,6 +297,12 @@ static Val *fold(Imp *m, OpKind k, Val **in, int n, const Attrs *at)
 		imp_fail(m, "%s: %s", ir_ops[k].file, msg);
 		return NULL;
 	}
+	int64_t work = fold_work(k, in, n, at, &ts[n]);
+	if (work > m->fold_budget - m->fold_work) {
+		*big = true;
+		return NULL;
+	}
+	m->fold_work += work;
 	ts[n].name = "r";
 	ts[n].producer = 0;
 	ts[n].is_output = true;
@@ -252,9 +326,22 @@ Val *imp_emit(Imp *m, OpKind k, Val **in, int n, const Attrs *at)
 	bool all = n > 0;
 	for (int i = 0; i < n; i++)
 		all = all && in[i]->is_const;
-	if (all)
-		return fold(m, k, in, n, at);
+	bool big = false;
+	if (all) {
+		Val *v = fold(m, k, in, n, at, &big);
+		if (v || !big)
+			return v;
+	}
 	Graph *g = m->g;
+	if ((int64_t)g->nops >= ir_limits.max_ops) {
+		imp_fail(m, "more than %lld ops, the limit (--max-ops)",
+			 (long long)ir_limits.max_ops);
+		return NULL;
+	}
+	/* the graph tensors of constant operands first (a failure leaves no op) */
+	for (int i = 0; i < n; i++)
+		if (imp_tensor(m, in[i]) < 0)
+			return NULL;
 	if (g->nops == m->ocap) {
 		m->ocap = m->ocap ? 2 * m->ocap : 256;
 		g->ops = xrealloc(g->ops, (size_t)m->ocap * sizeof *g->ops);
@@ -287,6 +374,8 @@ Val *imp_emit(Imp *m, OpKind k, Val **in, int n, const Attrs *at)
 		imp_fail(m, "%s: %s", ir_ops[k].file, msg);
 		return NULL;
 	}
+	if (check_tensor(m, ir_ops[k].file, out.dtype, out.rank, out.dim))
+		return NULL;
 	g->nops++;
 	Val *v = ARENA_NEW(m->tmp, Val, 1);
 	v->dt = out.dtype;
@@ -466,6 +555,8 @@ static int add_output(Imp *m, const char *name)
 		return imp_fail(m, "graph output '%.80s' is empty: empty tensors are not supported",
 				name);
 	int id = imp_tensor(m, v);
+	if (id < 0)
+		return -1;
 	Graph *g = m->g;
 	if (!g->tensors[id].name || strcmp(g->tensors[id].name, name) ||
 	    g->tensors[id].is_output) {
@@ -560,6 +651,12 @@ static int import_graph(Imp *m, const Onnx__GraphProto *gp)
 		int rc = onnx_tensor_borrow(tp, m->dir, &k, msg, sizeof msg);
 		if (rc < 0)
 			return imp_fail(m, "initializer '%.80s': %s", tp->name, msg);
+		/* folding may touch each value the model carries a few times (a transposed
+		 * weight: read once, written once) beyond the fixed budget */
+		int64_t more;
+		if (__builtin_mul_overflow(k.n, (int64_t)IMP_FOLD_PER_VALUE, &more) ||
+		    __builtin_add_overflow(m->fold_budget, more, &m->fold_budget))
+			m->fold_budget = INT64_MAX;
 		Val *v = imp_const(m, &k);
 		v->borrowed = rc == 1;
 		if (bind(m, tp->name, v))
@@ -592,6 +689,8 @@ static int import_graph(Imp *m, const Onnx__GraphProto *gp)
 		if (input_shape(m, vi, &dt, &rank, dim))
 			return -1;
 		Val *v = imp_graph_input(m, vi->name, dt, rank, dim);
+		if (!v)
+			return -1;
 		imp_map_put(&m->vals, vi->name, v);
 		imp_map_put(&m->used, vi->name, v);
 	}
@@ -664,7 +763,7 @@ Graph *onnx_import_bytes(Arena *a, const char *file, const char *dir, const void
 		return NULL;
 	}
 	Imp m = {.a = a, .tmp = arena_new(), .d = d, .file = file, .dir = dir, .opt = o,
-		 .node = -1};
+		 .node = -1, .fold_budget = IMP_FOLD_WORK};
 	Graph *g = ARENA_NEW(a, Graph, 1);
 	g->arena = a;
 	g->file = arena_strdup(a, file);

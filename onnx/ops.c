@@ -70,10 +70,34 @@ void astr(Imp *m, const char *name, char *out, size_t size, const char *def)
 
 /* ---- constants -------------------------------------------------------------- */
 
+/* A constant a handler makes (a fill, a mask, an index table) has at most
+ * IMP_MAX_MADE elements, and its elements are spent from the import's budget
+ * (import.h): -1 (error set) when one of shape dim may not be made. */
+static int made_fits(Imp *m, int rank, const int64_t *dim)
+{
+	int64_t n = 1;
+	for (int i = 0; i < rank; i++)
+		if (__builtin_mul_overflow(n, dim[i], &n) || n > IMP_MAX_MADE)
+			return imp_fail(m, "it would make a constant of shape %s at import, more than "
+					"%d elements: not supported yet", ir_shape_text(rank, dim).s,
+					IMP_MAX_MADE);
+	return imp_charge(m, n);
+}
+
+/* An index table of n entries for take() (freed by the caller), or NULL (error set). */
+static int64_t *index_table(Imp *m, int64_t n)
+{
+	if (made_fits(m, 1, &n))
+		return NULL;
+	return xmalloc(sizeof(int64_t) * (size_t)(n > 0 ? n : 1));
+}
+
 Val *kfull(Imp *m, DType t, int rank, const int64_t *dim, double v)
 {
 	HostTensor k;
 	Diag d;
+	if (made_fits(m, rank, dim))
+		return NULL;
 	if (host_alloc(&k, t, rank, dim, &d)) {
 		imp_fail(m, "%s", d.msg);
 		return NULL;
@@ -133,11 +157,14 @@ int norm_axis(Imp *m, int64_t *axis, int rank)
 	return 0;
 }
 
+/* A value's element count. Every graph tensor's count fits int64 (check_tensor in
+ * import.c) and so does every constant's (host_alloc); saturates all the same. */
 int64_t count(const Val *v)
 {
 	int64_t n = 1;
 	for (int i = 0; i < v->rank; i++)
-		n *= v->dim[i];
+		if (__builtin_mul_overflow(n, v->dim[i], &n))
+			return INT64_MAX;
 	return n;
 }
 
@@ -340,6 +367,8 @@ Val *take(Imp *m, Val *x, int axis, const int64_t *idx, int64_t k)
 	dim[axis] = k;
 	HostTensor t;
 	Diag d;
+	if (made_fits(m, x->rank, dim))
+		return NULL;
 	if (host_alloc(&t, DT_I64, x->rank, dim, &d)) {
 		imp_fail(m, "%s", d.msg);
 		return NULL;
@@ -652,7 +681,8 @@ H(h_flatten)
 		return imp_fail(m, "axis %lld is out of range", (long long)axis);
 	int64_t d[2] = {1, 1};
 	for (int i = 0; i < x->rank; i++)
-		d[i >= axis] *= x->dim[i];
+		if (__builtin_mul_overflow(d[i >= axis], x->dim[i], &d[i >= axis]))
+			return imp_fail(m, "the flattened dims multiply past 64 bits");
 	OUT(reshape(m, x, 2, d));
 }
 
@@ -901,7 +931,9 @@ H(h_slice)
 			v = slice1(m, v, (int)ax[i], s, e);
 			continue;
 		}
-		int64_t *idx = xmalloc(sizeof *idx * (size_t)len);
+		int64_t *idx = index_table(m, len);
+		if (!idx)
+			return -1;
 		for (int64_t j = 0; j < len; j++)
 			idx[j] = s + j * k;
 		v = take(m, v, (int)ax[i], idx, len);
@@ -1102,7 +1134,9 @@ H(h_pad)
 						(long long)p[i + na], (long long)dlen);
 			if (!p[i] && !p[i + na])
 				continue;
-			int64_t *idx = xmalloc(sizeof *idx * (size_t)n2);
+			int64_t *idx = index_table(m, n2);
+			if (!idx)
+				return -1;
 			for (int64_t j = 0; j < n2; j++) {
 				int64_t s0 = j - p[i];
 				if (edge)
@@ -1172,7 +1206,6 @@ H(h_constant)
 			return imp_fail(m, "value: %s", msg);
 		OUT(imp_const(m, &k));
 	}
-	int64_t one = (int64_t)(a->n_ints ? a->n_ints : a->n_floats);
 	if (!strcmp(nm, "value_float") || !strcmp(nm, "value_int")) {
 		bool f = nm[6] == 'f';
 		if (host_alloc(&k, f ? DT_F32 : DT_I64, 0, NULL, &d))
@@ -1183,8 +1216,14 @@ H(h_constant)
 			host_set_i64(&k, 0, a->i);
 		OUT(imp_const(m, &k));
 	}
-	if ((!strcmp(nm, "value_floats") || !strcmp(nm, "value_ints")) && one > 0) {
-		bool f = nm[6] == 'f';
+	/* the list the name says (a value_floats attribute may carry ints instead) */
+	bool fl = !strcmp(nm, "value_floats");
+	int64_t one = (int64_t)(fl ? a->n_floats : a->n_ints);
+	if (fl || !strcmp(nm, "value_ints")) {
+		bool f = fl;
+		if (one < 1)
+			return imp_fail(m, "%s holds no %s (empty constants are not supported)", nm,
+					f ? "floats" : "ints");
 		if (host_alloc(&k, f ? DT_F32 : DT_I64, 1, &one, &d))
 			return imp_fail(m, "%s", d.msg);
 		for (int64_t i = 0; i < one; i++)
@@ -1244,6 +1283,10 @@ H(h_constant_of_shape)
 		char msg[400];
 		if (onnx_tensor(a->t, m->dir, &k, msg, sizeof msg))
 			return imp_fail(m, "value: %s", msg);
+		if (k.n != 1) {
+			host_free(&k);
+			return imp_fail(m, "value holds %lld elements, not one", (long long)k.n);
+		}
 		t = k.dtype;
 		v = host_get(&k, 0);
 		if (t == DT_I64)
@@ -1272,9 +1315,14 @@ H(h_range)
 	if (!v)
 		return -1;
 	for (int64_t i = 0; i < n; i++) {
-		if (ir_dtype_is_int(t))
-			host_set_i64(&v->k, i, host_get_i64(&in[0]->k, 0) + i * host_get_i64(&in[2]->k, 0));
-		else
+		if (ir_dtype_is_int(t)) {
+			/* exact (i · delta alone may pass int64 while the sum does not) */
+			__int128 e = (__int128)host_get_i64(&in[0]->k, 0) +
+				     (__int128)i * host_get_i64(&in[2]->k, 0);
+			if (e > INT64_MAX || e < INT64_MIN)
+				return imp_fail(m, "the range's values overflow int64");
+			host_set_i64(&v->k, i, (int64_t)e);
+		} else
 			host_set(&v->k, i, s + (double)i * dl);
 	}
 	OUT(v);
@@ -1332,7 +1380,9 @@ H(h_argreduce)
 	if (ai(m, "select_last_index", 0)) {
 		/* the first extreme of the reversed axis, counted from the end */
 		int64_t n = x->dim[axis];
-		int64_t *rev = xmalloc(sizeof *rev * (size_t)n);
+		int64_t *rev = index_table(m, n);
+		if (!rev)
+			return -1;
 		for (int64_t i = 0; i < n; i++)
 			rev[i] = n - 1 - i;
 		r = take(m, x, (int)axis, rev, n);
@@ -1707,6 +1757,8 @@ static Val *view_max(Imp *m, Val *x, const Window *w, int storage_order, Val **i
 	}
 	HostTensor t;
 	Diag d;
+	if (made_fits(m, 4, od))
+		return NULL;
 	if (host_alloc(&t, DT_I64, 4, od, &d)) {
 		imp_fail(m, "%s", d.msg);
 		return NULL;
@@ -1985,7 +2037,8 @@ H(h_softmax)
 		/* old semantics: over the flattened dims from axis on */
 		int64_t d[2] = {1, 1};
 		for (int i = 0; i < x->rank; i++)
-			d[i >= axis] *= x->dim[i];
+			if (__builtin_mul_overflow(d[i >= axis], x->dim[i], &d[i >= axis]))
+				return imp_fail(m, "the flattened dims multiply past 64 bits");
 		v = reshape(m, x, 2, d);
 		ax = 1;
 	}

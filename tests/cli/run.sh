@@ -7,10 +7,12 @@ FUSEC=$(cd "$(dirname "$FUSEC")" && pwd)/$(basename "$FUSEC")
 export FUSEC
 total_pass=0
 total_fail=0
-for t in tests/cli/t_*.sh; do
+# FUSEC_TEST_FILES: the test files to run (default all; tests/valgrind/run.sh)
+for t in ${FUSEC_TEST_FILES:-tests/cli/t_*.sh}; do
 	TMP=$(mktemp -d)
 	# the kernel cache of every compile goes here, not into ~/.cache
-	XDG_CACHE_HOME=$TMP/xdg-cache
+	# (FUSEC_TEST_CACHE: one shared folder instead, tests/valgrind/run.sh)
+	XDG_CACHE_HOME=${FUSEC_TEST_CACHE:-$TMP/xdg-cache}
 	export TMP XDG_CACHE_HOME
 	res=$(sh -c '. tests/cli/lib.sh; . "$1"; echo "RESULT $pass $fail"' sh "$t")
 	echo "$res" | grep -v '^RESULT '

@@ -98,3 +98,11 @@ same_files onnx-rt-constant-same "$TMP/wo1/y.npy" "$TMP/wo2/y.npy"
 head -c 1000 "$TMP/wplan/axpb.weights.bin" >"$TMP/short.bin" && mv "$TMP/short.bin" "$TMP/wplan/axpb.weights.bin"
 check onnx-rt-short-weights 1 env FUSEC_LIBCUDA="$FAKE" "$RUN" "$TMP/wplan/axpb.plan.json" --inputs "$TMP/win" &&
 	contains onnx-rt-short-weights-msg "$TMP/err" "constant 'c' (148000 bytes at 256) lies past the end of the file (1000 bytes)"
+
+# the resource caps hold for ONNX models too (onnx/import.c, check_tensor)
+check onnx-cap-ops 1 "$FUSEC" normalize --max-ops 3 "$M/resnet18/model.onnx" &&
+	contains onnx-cap-ops-msg "$TMP/err" "(Conv, opset 17): more than 3 ops, the limit (--max-ops)"
+check onnx-cap-tensors 1 "$FUSEC" normalize --max-tensors 5 "$M/resnet18/model.onnx" &&
+	contains onnx-cap-tensors-msg "$TMP/err" "more than 5 tensors, the limit (--max-tensors)"
+check onnx-cap-elements 1 "$FUSEC" normalize --max-elements 1000 "$M/resnet18/model.onnx" &&
+	contains onnx-cap-elements-msg "$TMP/err" "input 'x': the graph's tensors hold more than 1000 elements in all, the limit (--max-elements)"

@@ -168,7 +168,15 @@ int main(void)
 			all[k++] = suites[i].tests[j];
 	if (getenv("FUSEC_TEST"))      /* a glob over test names: FUSEC_TEST='test_coop*' */
 		cmocka_set_test_filter(getenv("FUSEC_TEST"));
-	int failed = _cmocka_run_group_tests("fusec", all, total, NULL, NULL);
+	if (getenv("FUSEC_TEST_SKIP")) /* a glob of tests not to run */
+		cmocka_set_skip_filter(getenv("FUSEC_TEST_SKIP"));
+	/* FUSEC_TEST_FROM=NAME: start at that test, in run order (resuming a slow run,
+	 * tests/valgrind/run.sh) */
+	size_t from = 0;
+	for (size_t i = 0; getenv("FUSEC_TEST_FROM") && i < total; i++)
+		if (!strcmp(all[i].name, getenv("FUSEC_TEST_FROM")))
+			from = i;
+	int failed = _cmocka_run_group_tests("fusec", all + from, total - from, NULL, NULL);
 	free(all);
 	return failed ? 1 : 0;
 }

@@ -460,6 +460,137 @@ static void test_bad_initializers(void **state)
 	arena_free(a);
 }
 
+/* The importer's bounds (fuzzing, issue 15): a graph input whose element count or
+ * byte size overflows int64 and one over --max-elements are refused with a message;
+ * an int64 Range whose values overflow is refused; a constant a handler would make
+ * (a Slice's index table) over IMP_MAX_MADE elements is "not supported yet"; and
+ * an op on constants too costly to fold stays in the graph, without the import
+ * allocating its result (an Expand of a scalar to 2^32 elements: 16 GB). */
+static void test_import_bounds(void **state)
+{
+	(void)state;
+	static char *i_relu[] = {"x"}, *o_relu[] = {"y"};
+	static int64_t huge[] = {(int64_t)1 << 32, (int64_t)1 << 32};
+	static int64_t bytes[] = {(int64_t)1 << 31, (int64_t)1 << 31};
+	static int64_t d20[] = {20, 20};
+	Arena *a = arena_new();
+	Diag d;
+	Model m;
+	model_init(&m, 17);
+	add_input(&m, "x", 2, huge);
+	add_node(&m, "Relu", 1, i_relu, 1, o_relu);
+	add_output(&m, "y");
+	assert_null(import(a, &m, NULL, &d));
+	assert_non_null(strstr(d.msg, "input 'x': shape [4294967296,4294967296] has more "
+				      "elements than fit 64 bits"));
+	m.dims[0][0].dim_value = bytes[0];
+	m.dims[0][1].dim_value = bytes[1];
+	assert_null(import(a, &m, NULL, &d));
+	assert_non_null(strstr(d.msg, "overflows a 64-bit byte size"));
+	m.dims[0][0].dim_value = d20[0];
+	m.dims[0][1].dim_value = d20[1];
+	int64_t old = ir_limits.max_elements;
+	ir_limits.max_elements = 500;   /* x and y: 800 elements */
+	assert_null(import(a, &m, NULL, &d));
+	ir_limits.max_elements = old;
+	assert_non_null(strstr(d.msg, "more than 500 elements in all, the limit "
+				      "(--max-elements)"));
+	assert_non_null(import(a, &m, NULL, &d));
+
+	/* an int64 Range over the whole int64 line: i · delta passes int64 (3 · 2^62)
+	 * where start + i · delta does not (signed overflow before, seen by UBSan) */
+	static char *i_range[] = {"s", "l", "dl"}, *o_range[] = {"y"};
+	static int64_t s0 = INT64_MIN, l0 = INT64_MAX, dl0 = (int64_t)1 << 62, d0[] = {0};
+	model_init(&m, 17);
+	add_init(&m, "s", 0, d0, &s0, 8, true);
+	add_init(&m, "l", 0, d0, &l0, 8, true);
+	add_init(&m, "dl", 0, d0, &dl0, 8, true);
+	add_node(&m, "Range", 3, i_range, 1, o_range);
+	add_output(&m, "y");
+	Graph *g = import(a, &m, NULL, &d);
+	assert_non_null(g);
+	const Tensor *r = &g->tensors[g->outputs[0]];
+	assert_int_equal(r->dim[0], 4);
+	const int64_t *rv = r->data;
+	assert_true(rv[0] == INT64_MIN && rv[1] == -((int64_t)1 << 62) && rv[2] == 0 &&
+		    rv[3] == (int64_t)1 << 62);
+
+	/* a Slice with step 2 over 2^28 elements: an index table of 2^27 entries */
+	static char *i_sl[] = {"x", "st", "en", "ax", "sp"}, *o_sl[] = {"y"};
+	static int64_t dbig[] = {1, (int64_t)1 << 28}, st = 0, en = INT64_MAX, ax = 1, sp = 2;
+	static int64_t d1[] = {1};
+	model_init(&m, 17);
+	add_input(&m, "x", 2, dbig);
+	add_init(&m, "st", 1, d1, &st, 8, true);
+	add_init(&m, "en", 1, d1, &en, 8, true);
+	add_init(&m, "ax", 1, d1, &ax, 8, true);
+	add_init(&m, "sp", 1, d1, &sp, 8, true);
+	add_node(&m, "Slice", 5, i_sl, 1, o_sl);
+	add_output(&m, "y");
+	assert_null(import(a, &m, NULL, &d));
+	assert_non_null(strstr(d.msg, "more than 67108864 elements: not supported yet"));
+
+	/* Expand of a constant scalar to [65536, 65536]: kept as an op, not folded */
+	static char *i_ex[] = {"c", "shape"}, *o_ex[] = {"y"};
+	static const float one = 1;
+	static int64_t shape[] = {65536, 65536}, d2[] = {2};
+	model_init(&m, 17);
+	add_init(&m, "c", 0, d0, &one, 4, false);
+	add_init(&m, "shape", 1, d2, shape, sizeof shape, true);
+	add_node(&m, "Expand", 2, i_ex, 1, o_ex);
+	add_output(&m, "y");
+	g = import(a, &m, NULL, &d);
+	assert_non_null(g);
+	assert_int_equal(g->nops, 1);
+	assert_int_equal(g->ops[0].kind, OP_EXPAND);
+	assert_int_equal(g->tensors[g->outputs[0]].dim[0], 65536);
+
+	/* ConstantOfShape whose value is an empty tensor (was read past its end) */
+	static char *i_cs[] = {"shape"}, *o_cs[] = {"y"};
+	static int64_t empty_dims[] = {0}, small[] = {2, 3};
+	model_init(&m, 17);
+	add_init(&m, "shape", 1, d2, small, sizeof small, true);
+	Onnx__NodeProto *cs = add_node(&m, "ConstantOfShape", 1, i_cs, 1, o_cs);
+	Onnx__TensorProto val;
+	onnx__tensor_proto__init(&val);
+	val.n_dims = 1;
+	val.dims = empty_dims;
+	val.has_data_type = 1;
+	val.data_type = ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT;
+	val.has_raw_data = 1;
+	val.raw_data.len = 0;
+	Onnx__AttributeProto *va = &m.attrs[m.nattr];
+	onnx__attribute_proto__init(va);
+	va->name = "value";
+	va->has_type = 1;
+	va->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR;
+	va->t = &val;
+	m.pattrs[m.nattr] = va;
+	cs->attribute = &m.pattrs[m.nattr++];
+	cs->n_attribute = 1;
+	add_output(&m, "y");
+	assert_null(import(a, &m, NULL, &d));
+	assert_non_null(strstr(d.msg, "value holds 0 elements, not one"));
+
+	/* a Constant whose value_floats attribute carries ints (read floats[] before) */
+	static char *o_c[] = {"y"};
+	static int64_t three[] = {1, 2, 3};
+	model_init(&m, 17);
+	Onnx__NodeProto *c = add_node(&m, "Constant", 0, NULL, 1, o_c);
+	Onnx__AttributeProto *ca = &m.attrs[m.nattr];
+	onnx__attribute_proto__init(ca);
+	ca->name = "value_floats";
+	ca->n_ints = 3;
+	ca->ints = three;
+	m.pattrs[m.nattr] = ca;
+	c->attribute = &m.pattrs[m.nattr++];
+	c->n_attribute = 1;
+	add_output(&m, "y");
+	assert_null(import(a, &m, NULL, &d));
+	assert_non_null(strstr(d.msg, "value_floats holds no floats"));
+	arena_free(a);
+}
+
 /* uint16 and uint32 tensors are held in i32 and i64 (raw and typed data; values
  * above the signed range of their own width stay positive). */
 static void test_wide_unsigned(void **state)
@@ -572,6 +703,7 @@ const struct CMUnitTest onnx_tests[] = {
 	cmocka_unit_test(test_external_data),
 	cmocka_unit_test(test_hostile_bytes),
 	cmocka_unit_test(test_bad_initializers),
+	cmocka_unit_test(test_import_bounds),
 	cmocka_unit_test(test_opset_and_domain),
 	cmocka_unit_test(test_wide_unsigned),
 	cmocka_unit_test(test_large_initializer),
