@@ -45,7 +45,7 @@ for part in "$@"; do
 			"$OUT/bin/onnx_conformance.real" -q -v --strict --list tests/onnx/fast.list \
 			"$ONNX_TESTDATA/node" >"$OUT/conformance.out" 2>&1 || rc=1
 		FUSEC_TEST_ALARM=3600 $VG --log-file="$OUT/logs/conformance.%p.log" \
-			"$OUT/bin/onnx_conformance.real" -q --strict tests/onnx/models tests/onnx/pool \
+			"$OUT/bin/onnx_conformance.real" -q --strict tests/onnx/models tests/onnx/pool tests/onnx/extra \
 			>>"$OUT/conformance.out" 2>&1 || rc=1 ;;
 	cli)
 		if [ "${VG_CLI_WARM:-0}" = 1 ]; then
