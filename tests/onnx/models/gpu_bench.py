@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """fusec-run beside torch eager and torch.compile on the six reference models.
 
-usage: gpu_bench.py BUNDLE [--size gpu] [--iters N] [--out FILE] [--dry-run FUSEC ONNXDIR]
+usage: gpu_bench.py BUNDLE [--size gpu] [--iters N] [--out FILE] [--models A,B,...]
+                     [--dry-run FUSEC ONNXDIR]
 
 BUNDLE holds fusec-run, libcjson.so.1 and plans/NAME/ (`fusec compile` of the
 files `export.py OUT --size SIZE` writes). For each model: the inputs export.py
@@ -12,6 +13,8 @@ GPU, strict f32 (no TF32), median of N CUDA-event timings after warm-up; fusec's
 outputs are compared with eager's (relative L2 = |fusec - eager| / |eager|).
 Prints one table and writes it to FILE (default $OUT/onnx_gpu.txt when OUT is set).
 Needs torch with CUDA and numpy; no onnx or onnxruntime.
+
+--models runs only the named models (default all six).
 
 --dry-run FUSEC ONNXDIR checks the logic on a machine without a GPU: fusec-run only
 validates each plan (--plan-only), the outputs come from `FUSEC run ONNXDIR/NAME.onnx
@@ -98,7 +101,7 @@ def main():
     if not argv or argv[0].startswith("-"):
         sys.exit(__doc__)
     bundle, argv = argv[0], argv[1:]
-    size, iters, out, dry = "gpu", 50, None, None
+    size, iters, out, dry, only = "gpu", 50, None, None, None
     while argv:
         a = argv.pop(0)
         if a == "--size":
@@ -107,6 +110,8 @@ def main():
             iters = int(argv.pop(0))
         elif a == "--out":
             out = argv.pop(0)
+        elif a == "--models":
+            only = argv.pop(0).split(",")
         elif a == "--dry-run":
             dry = (argv.pop(0), argv.pop(0))
         else:
@@ -130,7 +135,11 @@ def main():
     start = time.time()
     rows = []
     models = seeded_models(size)
-    for name in [n for n in ORDER if n in models] + [n for n in models if n not in ORDER]:
+    names = [n for n in ORDER if n in models] + [n for n in models if n not in ORDER]
+    unknown = [n for n in only or [] if n not in models]
+    if unknown:
+        sys.exit(f"gpu_bench.py: unknown model(s) {', '.join(unknown)}; known: {', '.join(names)}")
+    for name in [n for n in names if only is None or n in only]:
         m, inputs, in_names, out_names = models[name]
         params = sum(p.numel() for p in m.parameters())
         row = {"name": name, "params": params, "fusec": None, "eager": None,
