@@ -870,6 +870,8 @@ static void print_times(const Graph *g, const double t[3], const CgOutputs *co)
 		t3 - t[2] - llvm - co->t_plan, t3 - t[0], g->nops, g->nops / (t3 - t[0]), llvm,
 		co->nkernels, co->nkernels ? llvm * 1e3 / co->nkernels : 0.0, co->chunks,
 		co->chunks == 1 ? "" : "s", co->threads, co->threads == 1 ? "" : "s");
+	if (co->twins > 0)
+		fprintf(stderr, " (%d compiled once for another: same code)", co->twins);
 	if (co->cache_hits >= 0)
 		fprintf(stderr, "; kernel cache: %d of %d chunk%s hit%s", co->cache_hits, co->chunks,
 			co->chunks == 1 ? "" : "s",

@@ -41,6 +41,8 @@ typedef struct {
 	bool *written;
 	int nwritten;
 	CgKernel *k;
+	int twin;                /* chunked: the earlier entry whose code this one's is
+				    (module.c, cg_module_twin), or -1 */
 } CgEntry;
 
 struct CgModule {
@@ -61,6 +63,10 @@ struct CgModule {
 	struct CgChunk { LLVMContextRef ctx; LLVMModuleRef mod; int first, n; } *chunks;
 	int nchunks, capchunks;
 	int chunk_first;
+	/* twins (cg_module_twin): a hash of the code of each large kernel built */
+	struct CgTwinKey { uint64_t hash; int entry; } *twinkeys;
+	int ntwinkeys, captwinkeys;
+	bool no_twins;           /* FUSEC_NO_TWINS set: every kernel compiled */
 	char *triple;            /* of every module (malloc) */
 	char *datalayout;        /* (malloc) */
 	LLVMTypeRef t_void, t_i1, t_i8, t_i16, t_i32, t_i64, t_f16, t_f32, t_f64, t_ptr;
@@ -283,6 +289,10 @@ uint64_t cg_spec_hash(const CgKernelSpec *s);
 LLVMTargetMachineRef cg_module_target_machine(const CgModule *m);
 /* Close the open chunk (chunked mode): it joins m->chunks, a fresh one opens. */
 void cg_module_close_chunk(CgModule *m);
+/* Chunked mode, right after kernel k (the last entry) was built: when its code is
+ * that of an earlier kernel but for its name, its body becomes a stub and the entry
+ * records the twin; emit_par.c writes the twin's PTX under its name. */
+void cg_module_twin(CgModule *m, const CgKernel *k);
 /* Every call in mod goes to something the backend resolves itself. */
 int cg_check_calls(LLVMModuleRef mod, CgTarget target, Diag *d);
 

@@ -219,6 +219,105 @@ static bool module_level_decl(const char *s, size_t len)
 	return false;
 }
 
+/* ---- twins (module.c, cg_module_twin) ----
+ *
+ * A twin's chunk holds a stub under the twin's name; its PTX function (from
+ * ".visible .entry NAME(" to the closing "}" line) is replaced by the original's,
+ * renamed, with its branch labels ($L__BB<f>_, f: the function's number in its
+ * chunk) renumbered to the stub's. */
+
+/* The first occurrence of p[0..n) in s[0..len), or NULL. */
+static const char *find_bytes(const char *s, size_t len, const char *p, size_t n)
+{
+	for (const char *q = s; n <= len && q <= s + len - n; q++) {
+		q = memchr(q, p[0], (size_t)(s + len - n - q) + 1);
+		if (!q)
+			return NULL;
+		if (!memcmp(q, p, n))
+			return q;
+	}
+	return NULL;
+}
+
+/* The PTX function of kernel name in s: [*at, *at + *len); false when absent. */
+static bool find_function(const char *s, size_t slen, const char *name, size_t *at, size_t *len)
+{
+	Buf pat = {0};
+	buf_printf(&pat, "\n.visible .entry %s(", name);
+	const char *p = find_bytes(s, slen, pat.data, pat.len);
+	buf_free(&pat);
+	if (!p)
+		return false;
+	p++;
+	const char *e = find_bytes(p, slen - (size_t)(p - s), "\n}\n", 3);
+	if (!e)
+		return false;
+	*at = (size_t)(p - s);
+	*len = (size_t)(e + 3 - p);
+	return true;
+}
+
+/* Append f (a function's PTX) to out with name a replaced by b and labels
+ * $L__BB<fa>_ by $L__BB<fb>_; -1 when f has a label of another number. */
+static int put_twin(Buf *out, const char *f, size_t n, const char *a, const char *b, int fa,
+		    int fb)
+{
+	char la[32], lb[32];
+	snprintf(la, sizeof la, "$L__BB%d_", fa);
+	snprintf(lb, sizeof lb, "$L__BB%d_", fb);
+	size_t na = strlen(a), nla = strlen(la);
+	for (size_t i = 0; i < n;) {
+		if (n - i >= na && f[i] == a[0] && !memcmp(f + i, a, na)) {
+			buf_puts(out, b);
+			i += na;
+		} else if (n - i >= 6 && f[i] == '$' && !memcmp(f + i, "$L__BB", 6)) {
+			if (n - i < nla || memcmp(f + i, la, nla))
+				return -1;
+			buf_puts(out, lb);
+			i += nla;
+		} else {
+			buf_putc(out, f[i++]);
+		}
+	}
+	return 0;
+}
+
+/* Put the originals' PTX in place of the stubs of chunk c (job j). */
+static int patch_twins(CgModule *m, Job *jobs, int c, Diag *d)
+{
+	const struct CgChunk *ch = &m->chunks[c];
+	for (int e = ch->first; e < ch->first + ch->n; e++) {
+		int o = m->entries[e].twin;
+		if (o < 0)
+			continue;
+		int oc = 0;
+		while (oc + 1 < m->nchunks && m->chunks[oc + 1].first <= o)
+			oc++;
+		const char *on = m->entries[o].k->name, *en = m->entries[e].k->name;
+		Buf *src = &jobs[oc].ptx, *dst = &jobs[c].ptx;
+		size_t oat, olen, eat, elen;
+		if (!src->data || !dst->data || !find_function(src->data, src->len, on, &oat, &olen) ||
+		    !find_function(dst->data, dst->len, en, &eat, &elen)) {
+			diag_set(d, "codegen", 0, 0, "internal: kernel %s (a twin of %s) not found in "
+				 "the PTX", en, on);
+			return -1;
+		}
+		Buf out = {0};
+		buf_write(&out, dst->data, eat);
+		if (put_twin(&out, src->data + oat, olen, on, en, o - m->chunks[oc].first,
+			     e - ch->first)) {
+			buf_free(&out);
+			diag_set(d, "codegen", 0, 0, "internal: the PTX of kernel %s has labels of "
+				 "another function", on);
+			return -1;
+		}
+		buf_write(&out, dst->data + eat + elen, dst->len - eat - elen);
+		buf_free(dst);
+		*dst = out;
+	}
+	return 0;
+}
+
 int cg_module_emit_chunked(CgModule *m, int threads, const char *cache_dir,
 			   void (*progress)(void *arg, int done, int total), void *arg,
 			   Buf *out, CgEmitStats *st, Diag *d)
@@ -264,6 +363,8 @@ int cg_module_emit_chunked(CgModule *m, int threads, const char *cache_dir,
 		}
 	}
 	st->chunks = n;
+	for (int i = 0; i < m->nentries; i++)
+		st->twins += m->entries[i].twin >= 0;
 	if (threads < 1)
 		threads = 1;
 	if (threads > todo)
@@ -292,6 +393,10 @@ int cg_module_emit_chunked(CgModule *m, int threads, const char *cache_dir,
 		Job *j = &jobs[i];
 		if (j->rc) {
 			*d = j->d;
+			rc = -1;
+			break;
+		}
+		if (!j->cached && patch_twins(m, jobs, i, d)) {
 			rc = -1;
 			break;
 		}

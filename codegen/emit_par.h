@@ -19,6 +19,7 @@ typedef struct {
 	int chunks;            /* chunks in the module */
 	int hits;              /* of which the cache had */
 	int threads;           /* worker threads used */
+	int twins;             /* kernels whose PTX is an earlier kernel's, renamed */
 } CgEmitStats;
 
 /* Build the kernels of m in chunks from now on (NVPTX modules, before any kernel):

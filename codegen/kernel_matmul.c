@@ -344,6 +344,9 @@ typedef struct {
 	int cpr[2];               /* chunks per shared row: A (BK), B (BN) */
 	int wtm, wtn, mi, ni;     /* tc: warp tile and its m16 / n8 counts */
 	int rm, rn;               /* simt: rows and columns per thread */
+	/* the builder's value numbering (mm_cse below) */
+	struct MmCse *cse;
+	size_t ncse, capcse;
 } Mm;
 
 static LLVMValueRef i64c(Mm *x, int64_t v)
@@ -356,19 +359,140 @@ static LLVMValueRef i32c(Mm *x, int v)
 	return LLVMConstInt(x->kb->m->t_i32, (unsigned)v, 0);
 }
 
+/* ---- value numbering while building ----
+ *
+ * The tile code computes the same index arithmetic many times over (a shared
+ * address per element of every unrolled K step, each from the thread id), and
+ * LLVM's InstCombine and GVN spent most of a kernel's optimization time merging it
+ * again. The integer helpers below build an instruction only once per basic block:
+ * an operation on the same operands in the same block returns the instruction built
+ * before (the builder only ever appends, so that one precedes the use), and the
+ * neutral cases (x + 0, x * 1, x ^ 0, x / 1, ...) return their operand. Only pure
+ * integer operations are numbered; loads, stores and calls never. */
+typedef struct MmCse {
+	int op;                   /* LLVMOpcode, or MM_CSE_* below */
+	void *a, *b;
+	LLVMBasicBlockRef bb;
+	LLVMValueRef r;           /* NULL: a free slot */
+} MmCse;
+
+enum { MM_CSE_ICMP = 1000, MM_CSE_GEP = 2000 };
+
+static size_t cse_slot(const Mm *x, int op, const void *a, const void *b, LLVMBasicBlockRef bb)
+{
+	uint64_t h = hash_u64(HASH_SEED, (uint64_t)op);
+	h = hash_u64(h, (uint64_t)(uintptr_t)a);
+	h = hash_u64(h, (uint64_t)(uintptr_t)b);
+	h = hash_u64(h, (uint64_t)(uintptr_t)bb);
+	size_t mask = x->capcse - 1, i = (size_t)h & mask;
+	while (x->cse[i].r && !(x->cse[i].op == op && x->cse[i].a == a && x->cse[i].b == b &&
+				x->cse[i].bb == bb))
+		i = (i + 1) & mask;
+	return i;
+}
+
+/* The value built before for (op, a, b) in the current block, or NULL; *slot: where
+ * to record a new one (mm_cse_put). */
+static LLVMValueRef cse_get(Mm *x, int op, const void *a, const void *b)
+{
+	if (2 * (x->ncse + 1) > x->capcse) {
+		size_t old = x->capcse;
+		MmCse *t = x->cse;
+		x->capcse = old ? 2 * old : 1024;
+		x->cse = xcalloc(x->capcse, sizeof *x->cse);
+		for (size_t i = 0; i < old; i++)
+			if (t[i].r)
+				x->cse[cse_slot(x, t[i].op, t[i].a, t[i].b, t[i].bb)] = t[i];
+		free(t);
+	}
+	MmCse *e = &x->cse[cse_slot(x, op, a, b, LLVMGetInsertBlock(x->b))];
+	return e->r;
+}
+
+static LLVMValueRef cse_put(Mm *x, int op, void *a, void *b, LLVMValueRef r)
+{
+	/* a constant-folded result needs no record */
+	if (!LLVMIsAInstruction(r))
+		return r;
+	LLVMBasicBlockRef bb = LLVMGetInsertBlock(x->b);
+	MmCse *e = &x->cse[cse_slot(x, op, a, b, bb)];
+	*e = (MmCse){op, a, b, bb, r};
+	x->ncse++;
+	return r;
+}
+
+/* v is the integer constant k */
+static bool is_int(LLVMValueRef v, long long k)
+{
+	return LLVMIsAConstantInt(v) && LLVMConstIntGetSExtValue(v) == k;
+}
+
+static LLVMValueRef bin(Mm *x, LLVMOpcode op, LLVMValueRef a, LLVMValueRef b)
+{
+	switch (op) {
+	case LLVMAdd: case LLVMOr: case LLVMXor:
+		if (is_int(b, 0))
+			return a;
+		if (is_int(a, 0))
+			return b;
+		break;
+	case LLVMSub:
+		if (is_int(b, 0))
+			return a;
+		break;
+	case LLVMMul:
+		if (is_int(b, 1))
+			return a;
+		if (is_int(a, 1))
+			return b;
+		if (is_int(b, 0))
+			return b;
+		break;
+	case LLVMUDiv:
+		if (is_int(b, 1))
+			return a;
+		break;
+	case LLVMURem:
+		if (is_int(b, 1))
+			return LLVMConstNull(LLVMTypeOf(a));
+		break;
+	case LLVMAnd:
+		if (is_int(b, 0))
+			return b;
+		break;
+	default:
+		break;
+	}
+	LLVMValueRef r = cse_get(x, (int)op, a, b);
+	if (r)
+		return r;
+	return cse_put(x, (int)op, a, b, LLVMBuildBinOp(x->b, op, a, b, ""));
+}
+
+static LLVMValueRef cast(Mm *x, LLVMOpcode op, LLVMValueRef a, LLVMTypeRef t)
+{
+	LLVMValueRef r = cse_get(x, (int)op, a, t);
+	if (r)
+		return r;
+	return cse_put(x, (int)op, a, t, LLVMBuildCast(x->b, op, a, t, ""));
+}
+
 static LLVMValueRef add(Mm *x, LLVMValueRef a, LLVMValueRef b)
 {
-	return LLVMBuildAdd(x->b, a, b, "");
+	return bin(x, LLVMAdd, a, b);
 }
 
 static LLVMValueRef mul(Mm *x, LLVMValueRef a, LLVMValueRef b)
 {
-	return LLVMBuildMul(x->b, a, b, "");
+	return bin(x, LLVMMul, a, b);
 }
 
 static LLVMValueRef lt(Mm *x, LLVMValueRef a, LLVMValueRef b)
 {
-	return LLVMBuildICmp(x->b, LLVMIntSLT, a, b, "");
+	LLVMValueRef r = cse_get(x, MM_CSE_ICMP + LLVMIntSLT, a, b);
+	if (r)
+		return r;
+	return cse_put(x, MM_CSE_ICMP + LLVMIntSLT, a, b, LLVMBuildICmp(x->b, LLVMIntSLT, a, b, ""));
 }
 
 /* the constant v of a's integer type */
@@ -379,33 +503,33 @@ static LLVMValueRef cst(LLVMValueRef a, int64_t v)
 
 static LLVMValueRef addc(Mm *x, LLVMValueRef a, int64_t c)
 {
-	return LLVMBuildAdd(x->b, a, cst(a, c), "");
+	return bin(x, LLVMAdd, a, cst(a, c));
 }
 
 static LLVMValueRef mulc(Mm *x, LLVMValueRef a, int64_t c)
 {
-	return LLVMBuildMul(x->b, a, cst(a, c), "");
+	return bin(x, LLVMMul, a, cst(a, c));
 }
 
 static LLVMValueRef udivc(Mm *x, LLVMValueRef a, int64_t c)
 {
-	return LLVMBuildUDiv(x->b, a, cst(a, c), "");
+	return bin(x, LLVMUDiv, a, cst(a, c));
 }
 
 static LLVMValueRef uremc(Mm *x, LLVMValueRef a, int64_t c)
 {
-	return LLVMBuildURem(x->b, a, cst(a, c), "");
+	return bin(x, LLVMURem, a, cst(a, c));
 }
 
 /* a shared-memory offset (x->ot) as i64, or the other way */
 static LLVMValueRef to64(Mm *x, LLVMValueRef a)
 {
-	return LLVMTypeOf(a) == x->kb->m->t_i64 ? a : LLVMBuildZExt(x->b, a, x->kb->m->t_i64, "");
+	return LLVMTypeOf(a) == x->kb->m->t_i64 ? a : cast(x, LLVMZExt, a, x->kb->m->t_i64);
 }
 
 static LLVMValueRef to_ot(Mm *x, LLVMValueRef a)
 {
-	return LLVMTypeOf(a) == x->ot ? a : LLVMBuildTrunc(x->b, a, x->ot, "");
+	return LLVMTypeOf(a) == x->ot ? a : cast(x, LLVMTrunc, a, x->ot);
 }
 
 static LLVMValueRef ceil_div(Mm *x, LLVMValueRef a, int64_t c)
@@ -490,14 +614,18 @@ static LLVMValueRef swz(Mm *x, LLVMValueRef row, LLVMValueRef ch, int cpr)
 	int mask = (cpr >= 8 ? 8 : cpr) - 1;
 	row = to_ot(x, row);
 	ch = to_ot(x, ch);
-	LLVMValueRef bits = LLVMBuildAnd(x->b, udivc(x, row, per_line), cst(row, mask), "");
-	LLVMValueRef phys = LLVMBuildXor(x->b, ch, bits, "");
+	LLVMValueRef bits = bin(x, LLVMAnd, udivc(x, row, per_line), cst(row, mask));
+	LLVMValueRef phys = bin(x, LLVMXor, ch, bits);
 	return add(x, mulc(x, row, (int64_t)cpr * 16), mulc(x, phys, 16));
 }
 
 static LLVMValueRef smem_at(Mm *x, LLVMValueRef byte)
 {
-	return LLVMBuildGEP2(x->b, x->kb->m->t_i8, x->smem, &byte, 1, "");
+	LLVMValueRef r = cse_get(x, MM_CSE_GEP, x->smem, byte);
+	if (r)
+		return r;
+	return cse_put(x, MM_CSE_GEP, x->smem, byte,
+		       LLVMBuildGEP2(x->b, x->kb->m->t_i8, x->smem, &byte, 1, ""));
 }
 
 /* GPU: the 32-bit shared address of a byte offset */
@@ -1526,6 +1654,7 @@ int cg_matmul_tiled(CgKb *kb, int variant, const int *wr, int nw)
 		x->epi_rows /= 2;
 	if (c->gemv) {
 		gemv_tile_loop(x, block, nblocks, wr, nw);
+		free(x->cse);
 		return kb->failed ? -1 : 0;
 	}
 
@@ -1543,6 +1672,7 @@ int cg_matmul_tiled(CgKb *kb, int variant, const int *wr, int nw)
 		LLVMBuildBr(x->b, bd);
 	}
 	LLVMPositionBuilderAtEnd(x->b, bd);
+	free(x->cse);
 	return kb->failed ? -1 : 0;
 }
 

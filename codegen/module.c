@@ -145,6 +145,8 @@ static void open_llvm(CgModule *m)
 void cg_module_chunked(CgModule *m)
 {
 	m->chunked = m->opt.target == CG_TARGET_NVPTX && m->nentries == 0;
+	const char *nt = getenv("FUSEC_NO_TWINS");
+	m->no_twins = nt && *nt && strcmp(nt, "0");
 }
 
 void cg_module_close_chunk(CgModule *m)
@@ -231,6 +233,7 @@ void cg_module_free(CgModule *m)
 			LLVMContextDispose(m->chunks[i].ctx);
 	}
 	free(m->chunks);
+	free(m->twinkeys);
 	free(m->triple);
 	free(m->datalayout);
 	if (m->b)
@@ -349,8 +352,158 @@ void cg_module_add(CgModule *m, const CgKernelSpec *s, uint64_t hash, CgKernel *
 	if (s->nwritten)
 		memcpy(e->written, s->written, (size_t)s->nwritten);
 	e->k = k;
+	e->twin = -1;
+	cg_module_twin(m, k);
 	if (m->chunked && (hash % CHUNK_DIV == 0 || m->nentries - m->chunk_first >= CHUNK_MAX))
 		cg_module_close_chunk(m);
+}
+
+/* ---- twins ------------------------------------------------------------------
+ *
+ * Two kernels of different specs can have the same code: the transformer's Q and K
+ * projections differ only in whether their input may be overwritten, which no
+ * kernel family reads. LLVM would optimize and emit the same function twice (a
+ * tiled matmul takes 0.2 s). So, once a large kernel is built, the text of
+ * everything its PTX depends on (the function's IR, the kernel's own module
+ * globals, its nvvm.annotations), with its name replaced by a mark, is compared
+ * with that of the earlier large kernels. On a match the new function is replaced
+ * by a stub that keeps its name, type and globals (so that the chunk's PTX keeps
+ * every line outside the function in place) and emit_par.c puts the earlier
+ * kernel's PTX, renamed, in place of the stub's. The result is byte for byte what
+ * compiling both would give (tests/cli compares with FUSEC_NO_TWINS=1). */
+
+enum { TWIN_MIN_INSNS = 400 };   /* smaller kernels are cheap to compile: not compared */
+
+static bool large_function(LLVMValueRef fn)
+{
+	int n = 0;
+	for (LLVMBasicBlockRef b = LLVMGetFirstBasicBlock(fn); b; b = LLVMGetNextBasicBlock(b))
+		for (LLVMValueRef i = LLVMGetFirstInstruction(b); i; i = LLVMGetNextInstruction(i))
+			if (++n >= TWIN_MIN_INSNS)
+				return true;
+	return false;
+}
+
+/* Append s to out with every occurrence of name replaced by a mark. */
+static void put_renamed(Buf *out, const char *s, const char *name)
+{
+	size_t n = strlen(name);
+	for (const char *p; (p = strstr(s, name)); s = p + n) {
+		buf_write(out, s, (size_t)(p - s));
+		buf_puts(out, "\x01");
+	}
+	buf_puts(out, s);
+}
+
+static void put_value(Buf *out, LLVMValueRef v, const char *name)
+{
+	char *t = LLVMPrintValueToString(v);
+	/* a metadata node prints after its address, "<0x...> = " */
+	const char *body = t, *eq = strstr(t, "> = ");
+	if (!strncmp(t, "<0x", 3) && eq)
+		body = eq + 4;
+	put_renamed(out, body, name);
+	buf_putc(out, '\n');
+	LLVMDisposeMessage(t);
+}
+
+/* Does global g belong to kernel name (name_smem, name_shared0, ...)? */
+static bool own_global(LLVMValueRef g, const char *name, size_t n)
+{
+	size_t len;
+	const char *gn = LLVMGetValueName2(g, &len);
+	return len > n && !strncmp(gn, name, n) && gn[n] == '_';
+}
+
+/* The text of kernel name in mod that its PTX depends on, names masked. */
+static void twin_text(LLVMModuleRef mod, const char *name, Buf *out)
+{
+	LLVMValueRef fn = LLVMGetNamedFunction(mod, name);
+	size_t n = strlen(name);
+	put_value(out, fn, name);
+	for (LLVMValueRef g = LLVMGetFirstGlobal(mod); g; g = LLVMGetNextGlobal(g))
+		if (own_global(g, name, n))
+			put_value(out, g, name);
+	unsigned na = LLVMGetNamedMetadataNumOperands(mod, "nvvm.annotations");
+	if (na) {
+		LLVMValueRef *nodes = xmalloc(sizeof *nodes * na);
+		LLVMGetNamedMetadataOperands(mod, "nvvm.annotations", nodes);
+		for (unsigned i = 0; i < na; i++) {
+			unsigned k = LLVMGetMDNodeNumOperands(nodes[i]);
+			if (!k)
+				continue;
+			LLVMValueRef *ops = xmalloc(sizeof *ops * k);
+			LLVMGetMDNodeOperands(nodes[i], ops);
+			if (ops[0] == fn)
+				put_value(out, nodes[i], name);
+			free(ops);
+		}
+		free(nodes);
+	}
+}
+
+/* The module (open or closed chunk) that holds entry i. */
+static LLVMModuleRef entry_module(CgModule *m, int i)
+{
+	for (int c = 0; c < m->nchunks; c++)
+		if (i >= m->chunks[c].first && i < m->chunks[c].first + m->chunks[c].n)
+			return m->chunks[c].mod;
+	return m->mod;
+}
+
+/* Replace fn by a stub of the same name, type and calling convention that touches
+ * the kernel's own globals (so that they stay, as the original's do) and returns. */
+static void make_stub(CgModule *m, LLVMValueRef fn, const char *name)
+{
+	LLVMTypeRef ft = LLVMGlobalGetValueType(fn);
+	unsigned cc = LLVMGetFunctionCallConv(fn);
+	LLVMDeleteFunction(fn);
+	fn = LLVMAddFunction(m->mod, name, ft);
+	LLVMSetFunctionCallConv(fn, cc);
+	LLVMBuilderRef bld = LLVMCreateBuilderInContext(m->ctx);
+	LLVMPositionBuilderAtEnd(bld, LLVMAppendBasicBlockInContext(m->ctx, fn, "entry"));
+	size_t n = strlen(name);
+	for (LLVMValueRef g = LLVMGetFirstGlobal(m->mod); g; g = LLVMGetNextGlobal(g))
+		if (own_global(g, name, n))
+			LLVMSetVolatile(LLVMBuildStore(bld, LLVMConstInt(m->t_i8, 0, 0), g), 1);
+	LLVMBuildRetVoid(bld);
+	LLVMDisposeBuilder(bld);
+}
+
+void cg_module_twin(CgModule *m, const CgKernel *k)
+{
+	if (!m->chunked || m->no_twins || m->nentries == 0)
+		return;
+	int self = m->nentries - 1;
+	LLVMValueRef fn = LLVMGetNamedFunction(m->mod, k->name);
+	if (!fn || !large_function(fn))
+		return;
+	Buf t = {0};
+	twin_text(m->mod, k->name, &t);
+	uint64_t h = hash_bytes(HASH_SEED, t.data, t.len);
+	h = hash_u64(h, (uint64_t)strlen(k->name));
+	for (int i = 0; i < m->ntwinkeys; i++) {
+		const struct CgTwinKey *tk = &m->twinkeys[i];
+		const CgEntry *o = &m->entries[tk->entry];
+		if (tk->hash != h || strlen(o->k->name) != strlen(k->name))
+			continue;
+		Buf u = {0};
+		twin_text(entry_module(m, tk->entry), o->k->name, &u);
+		bool same = u.len == t.len && !memcmp(u.data, t.data, t.len);
+		buf_free(&u);
+		if (same) {
+			make_stub(m, fn, k->name);
+			m->entries[self].twin = tk->entry;
+			buf_free(&t);
+			return;
+		}
+	}
+	buf_free(&t);
+	if (m->ntwinkeys == m->captwinkeys) {
+		m->captwinkeys = m->captwinkeys ? 2 * m->captwinkeys : 16;
+		m->twinkeys = xrealloc(m->twinkeys, sizeof *m->twinkeys * (size_t)m->captwinkeys);
+	}
+	m->twinkeys[m->ntwinkeys++] = (struct CgTwinKey){h, self};
 }
 
 /* ---- finishing and emission ------------------------------------------------ */

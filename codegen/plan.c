@@ -558,6 +558,7 @@ int cg_compile_schedule(const Schedule *s, const PlanFileInfo *info, bool want_l
 						  &out->ptx, &es, d);
 		out->chunks = es.chunks;
 		out->threads = es.threads;
+		out->twins = es.twins;
 		if (info->cache_dir)
 			out->cache_hits = es.hits;
 	} else {

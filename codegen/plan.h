@@ -65,6 +65,7 @@ typedef struct {
 	int chunks;            /* kernel chunks optimized apart (emit_par.h); 0: one module */
 	int cache_hits;        /* chunks the kernel cache had; -1: no cache */
 	int threads;           /* LLVM worker threads used */
+	int twins;             /* kernels whose code an earlier one has (emit_par.h) */
 } CgOutputs;
 
 /* Generate the kernels of s for NVPTX (arch, libdevice from info), emit the PTX
