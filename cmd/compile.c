@@ -812,10 +812,11 @@ static bool result_key(const CompileOptions *o, int argc, char **argv, Buf *key,
 		return false;
 	const char *tiles = getenv("FUSEC_MATMUL_TILES");
 	buf_printf(key, "fusec-result/1\nfusec %s\nbuild %s\nllvm %u.%u.%u\ncwd %s\n"
-		   "limits %lld %lld %lld\nFUSEC_MATMUL_TILES %s\n", FUSEC_VERSION,
-		   fusec_build_id(), major, minor, patch, cwd, (long long)ir_limits.max_ops,
-		   (long long)ir_limits.max_tensors, (long long)ir_limits.max_elements,
-		   tiles ? tiles : "(unset)");
+		   "limits %lld %lld %lld\nFUSEC_MATMUL_TILES %s\nnvptx codegen level %d\n",
+		   FUSEC_VERSION, fusec_build_id(), major, minor, patch, cwd,
+		   (long long)ir_limits.max_ops, (long long)ir_limits.max_tensors,
+		   (long long)ir_limits.max_elements, tiles ? tiles : "(unset)",
+		   cg_nvptx_codegen_level());
 	for (int i = 1; i < argc; i++) {
 		bool value;
 		if (key_skips(argv[i], &value)) {

@@ -201,6 +201,9 @@ int cg_matmul_nvariants(void);                    /* table size, 0 included */
 
 /* Whether LLVM 19's NVPTX backend knows the arch ("sm_80", "sm_90a"). */
 bool cg_arch_known(const char *arch);
+/* The NVPTX back end's optimization level, 3 or (FUSEC_CODEGEN_LEVEL=2) 2: part of
+ * the kernel cache's and the result cache's keys (docs/kernel-cache.md). */
+int cg_nvptx_codegen_level(void);
 const char *cg_kernel_kind_name(CgKernelKind k);   /* "elemwise" */
 /* Concrete launch of k for the dims of a segment (dims[shape id], as ir_rel_dims):
  * the grid-stride rule or the kernel's own (CgLaunch). */

@@ -51,10 +51,11 @@ void cg_cache_key(CgModule *m, int first, int n, CgCacheKey *k)
 	memset(k, 0, sizeof *k);
 	unsigned major, minor, patch;
 	LLVMGetVersion(&major, &minor, &patch);
-	buf_printf(&k->text, "%sfusec %s\nbuild %s\nllvm %u.%u.%u\ntarget %d %s\nname %s\ncheck %d\n",
+	buf_printf(&k->text, "%sfusec %s\nbuild %s\nllvm %u.%u.%u\ntarget %d %s\nname %s\ncheck %d\n"
+		   "codegen level %d\n",
 		   magic, FUSEC_VERSION, fusec_build_id(), major, minor, patch, (int)m->opt.target,
 		   m->opt.arch ? m->opt.arch : "", m->opt.name ? m->opt.name : "",
-		   !m->opt.no_call_check);
+		   !m->opt.no_call_check, cg_nvptx_codegen_level());
 	if (m->opt.libdevice)
 		key_file(k, m->opt.libdevice);
 	for (int i = first; i < first + n; i++) {

@@ -96,6 +96,17 @@ bool cg_arch_known(const char *arch)
 
 enum { CHUNK_DIV = 8, CHUNK_MAX = 32 };
 
+/* The NVPTX back end's optimization level: 3 (LLVMCodeGenLevelAggressive, the
+ * default) or, with FUSEC_CODEGEN_LEVEL=2, LLVMCodeGenLevelDefault. At 2 NVPTX runs
+ * EarlyCSE where 3 runs GVN, twice, after its address reassociation: a quarter of
+ * the back end's time on the tiled matmuls, with PTX that differs a little
+ * (docs/benchmarks.md has the measurements; the GPU decides the default). */
+int cg_nvptx_codegen_level(void)
+{
+	const char *v = getenv("FUSEC_CODEGEN_LEVEL");
+	return v && !strcmp(v, "2") ? 2 : 3;
+}
+
 static LLVMTargetMachineRef make_tm(const CgOptions *opt, const char *triple)
 {
 	LLVMTargetRef target;
@@ -109,8 +120,9 @@ static LLVMTargetMachineRef make_tm(const CgOptions *opt, const char *triple)
 	char *features = host ? LLVMGetHostCPUFeatures() : NULL;
 	LLVMTargetMachineRef tm = LLVMCreateTargetMachine(
 		target, triple, host ? cpu : opt->arch, host ? features : "",
-		LLVMCodeGenLevelAggressive, LLVMRelocDefault,
-		host ? LLVMCodeModelJITDefault : LLVMCodeModelDefault);
+		host || cg_nvptx_codegen_level() == 3 ? LLVMCodeGenLevelAggressive
+						       : LLVMCodeGenLevelDefault,
+		LLVMRelocDefault, host ? LLVMCodeModelJITDefault : LLVMCodeModelDefault);
 	LLVMDisposeMessage(cpu);
 	LLVMDisposeMessage(features);
 	return tm;
