@@ -56,7 +56,7 @@ static int bench_graph(const char *path, const char *inputs, uint64_t seed, cons
 	int status = EXIT_OK;
 	if ((inputs && run_load_inputs(g, inputs, in)) || run_random_inputs(g, seed, in)) {
 		status = EXIT_INPUT;
-	} else if (run_cuda_compile(g, false, &tmp, &d)) {
+	} else if (run_cuda_compile(g, false, false, &tmp, &d)) {
 		cmd_print_diag(&d);
 		status = EXIT_FAIL;
 	} else {

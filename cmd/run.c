@@ -25,7 +25,7 @@
 static const char run_usage[] =
 	"usage: fusec run GRAPH [--backend interp|cpu|cuda] [--inputs DIR|NAME=FILE,...]\n"
 	"                 [--outputs DIR] [--seed N] [--check [--atol A] [--rtol R]]\n"
-	"                 [--allow-tf32]\n"
+	"                 [--allow-tf32] [--burn-exact]\n"
 	"       fusec run DIR --backend cuda [--inputs DIR] [--outputs DIR] [--seed N]\n"
 	"\n"
 	"Execute GRAPH and print, per output, its dtype, shape, the sum of its elements\n"
@@ -49,6 +49,8 @@ static const char run_usage[] =
 	"                   (either alone: the other is 0)\n"
 	"  --allow-tf32     f32 matmuls may use tf32 tensor cores (cpu: emulated); the\n"
 	"                   check's bounds count their operands as tf32 (as compile's)\n"
+	"  --burn-exact     cpu, cuda: search with burn-fusion's rules where fusec\n"
+	"                   deviates on purpose, as `fusec compile --burn-exact`\n"
 	"\n"
 	"exit status: 0 success, 1 invalid graph or inputs, 2 usage error, 3 runtime\n"
 	"failure or a failed check.\n";
@@ -100,10 +102,9 @@ static const struct {
 
 /* Prepare, run and collect; outs must hold g->noutputs empty tensors. */
 static int backend_run(const RunBackend *vt, const Graph *g, const HostTensor *inputs,
-		       bool tf32,
-		       HostTensor *outs, Diag *d)
+		       bool tf32, bool burn_exact, HostTensor *outs, Diag *d)
 {
-	RunCtx c = {g, inputs, NULL, tf32};
+	RunCtx c = {g, inputs, NULL, tf32, burn_exact};
 	int rc = vt->prepare(&c, d);
 	if (!rc)
 		rc = vt->run(&c, d);
@@ -432,11 +433,12 @@ int cmd_run(int argc, char **argv)
 		{"atol", required_argument, NULL, 'A'},
 		{"rtol", required_argument, NULL, 'R'},
 		{"allow-tf32", no_argument, NULL, 't'},
+		{"burn-exact", no_argument, NULL, 'E'},
 		{0, 0, 0, 0},
 	};
 	const char *backend = "interp", *inputs = NULL, *outputs = NULL;
 	long seed = 0;
-	bool check = false, flat = false, tf32 = false;
+	bool check = false, flat = false, tf32 = false, burn_exact = false;
 	double tol[2] = {0, 0};       /* atol, rtol */
 	int c;
 	optind = 1;
@@ -452,6 +454,7 @@ int cmd_run(int argc, char **argv)
 			break;
 		case 'c': check = true; break;
 		case 't': tf32 = true; break;
+		case 'E': burn_exact = true; break;
 		case 'A': case 'R':
 			if (parse_tol(c == 'A' ? "--atol" : "--rtol", optarg, &tol[c == 'R']))
 				return EXIT_USAGE;
@@ -510,7 +513,7 @@ int cmd_run(int argc, char **argv)
 	if ((inputs && run_load_inputs(g, inputs, in)) || run_random_inputs(g, (uint64_t)seed, in)) {
 		status = EXIT_INPUT;
 	} else if (bounds ? interp_run_bounds_tf32(g, in, outs, bounds, tf32, &d)
-			  : backend_run(vt, g, in, tf32, outs, &d)) {
+			  : backend_run(vt, g, in, tf32, burn_exact, outs, &d)) {
 		cmd_print_diag(&d);
 		status = EXIT_FAIL;
 	} else {

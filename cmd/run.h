@@ -16,6 +16,7 @@ typedef struct {
 	const HostTensor *inputs;  /* g->ninputs, in g->inputs order, checked to fit */
 	void *state;               /* the backend's own */
 	bool allow_tf32;           /* --allow-tf32 (cpu, cuda) */
+	bool burn_exact;           /* --burn-exact: search with burn's rules (cpu, cuda) */
 } RunCtx;
 
 typedef struct {
@@ -30,7 +31,7 @@ typedef struct {
 	char dir[256];
 	char plan[640], ptx[640];
 } RunTemp;
-int run_cuda_compile(const Graph *g, bool allow_tf32, RunTemp *t, Diag *d);
+int run_cuda_compile(const Graph *g, bool allow_tf32, bool burn_exact, RunTemp *t, Diag *d);
 void run_cuda_cleanup(RunTemp *t);
 
 /* A compiled plan (a folder, or NAME.plan.json) with inputs for it: DIR/NAME.npy

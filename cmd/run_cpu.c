@@ -20,6 +20,7 @@ static int cpu_prepare(RunCtx *c, Diag *d)
 	c->state = st;
 	SearchOptions so;
 	pass_default_options(&so);
+	so.burn_exact = c->burn_exact;
 	st->s = pass_search(c->g, &so);
 	st->h = cg_host_new(st->s, c->allow_tf32, d);
 	return st->h ? 0 : -1;

@@ -28,7 +28,7 @@ static int write_file(const char *path, const char *text, size_t len, Diag *d)
 	return 0;
 }
 
-int run_cuda_compile(const Graph *g, bool allow_tf32, RunTemp *t, Diag *d)
+int run_cuda_compile(const Graph *g, bool allow_tf32, bool burn_exact, RunTemp *t, Diag *d)
 {
 	memset(t, 0, sizeof *t);
 	const char *tmp = getenv("TMPDIR");
@@ -40,6 +40,7 @@ int run_cuda_compile(const Graph *g, bool allow_tf32, RunTemp *t, Diag *d)
 	}
 	SearchOptions so;
 	pass_default_options(&so);
+	so.burn_exact = burn_exact;
 	Schedule *s = pass_search(g, &so);
 	char ptxname[300];
 	snprintf(ptxname, sizeof ptxname, "%s.ptx", g->name);
@@ -72,7 +73,7 @@ static int cuda_prepare(RunCtx *c, Diag *d)
 {
 	CudaState *st = xcalloc(1, sizeof *st);
 	c->state = st;
-	return run_cuda_compile(c->g, c->allow_tf32, &st->tmp, d);
+	return run_cuda_compile(c->g, c->allow_tf32, c->burn_exact, &st->tmp, d);
 }
 
 static int cuda_run(RunCtx *c, Diag *d)

@@ -1417,6 +1417,16 @@ Val *matmul(Imp *m, Val *a, Val *b)
 	int ra = a->rank, rb = b->rank;
 	if (ra < 1 || rb < 1)
 		return imp_fail(m, "matmul of a scalar"), NULL;
+	/* [1, .., 1, M, K] x [K, N]: B lifted to [1, .., 1, K, N], so that A and the
+	 * result need no reshape and the ops after the matmul can fuse as its epilogue
+	 * (a reshape after a matmul closes the Matmul fuser) */
+	bool unit_batch = ra >= 3 && rb == 2;
+	for (int i = 0; i < ra - 2 && unit_batch; i++)
+		unit_batch = a->dim[i] == 1;
+	if (unit_batch) {
+		Val *in[2] = {a, lift(m, b, ra)};
+		return in[1] ? imp_emit(m, OP_MATMUL, in, 2, NULL) : NULL;
+	}
 	/* [.., M, K] x [K, N] as one [M', K] x [K, N] */
 	if (rb <= 2 && ra >= 2) {
 		int64_t K = a->dim[ra - 1], M = count(a) / K;

@@ -1170,6 +1170,27 @@ static const char *reduction_of(Imp *m, char *buf, size_t n)
 	return buf;
 }
 
+/* The scatters' shared refusal: indices known only at run time. */
+static int need_const_indices(Imp *m, const Val *iv)
+{
+	if (iv->is_const)
+		return 0;
+	return imp_fail(m, "not supported yet: indices computed at run time (only constant "
+			"indices are supported)");
+}
+
+/* A scatter index c into a dim of n, negative counting from the end, made 0..n-1;
+ * -1 with the message when it is out of range. */
+static int scatter_index(Imp *m, int64_t *c, int64_t n)
+{
+	if (*c < -n || *c >= n)
+		return imp_fail(m, "index %lld is out of range for dim %lld", (long long)*c,
+				(long long)n);
+	if (*c < 0)
+		*c += n;
+	return 0;
+}
+
 /* ScatterElements (and the deprecated Scatter) */
 HANDLER(h_scatter_elements)
 {
@@ -1178,9 +1199,8 @@ HANDLER(h_scatter_elements)
 	int64_t axis = ai(m, "axis", 0);
 	if (norm_axis(m, &axis, x->rank))
 		return -1;
-	if (!iv->is_const)
-		return imp_fail(m, "not supported yet: indices computed at run time (only constant "
-				"indices are supported)");
+	if (need_const_indices(m, iv))
+		return -1;
 	if (iv->rank != x->rank || upd->rank != x->rank || upd->dt != x->dt)
 		return imp_fail(m, "indices and updates must have the data's rank (and updates "
 				"its dtype)");
@@ -1200,13 +1220,10 @@ HANDLER(h_scatter_elements)
 			rem /= iv->dim[i];
 			if (i == axis) {
 				c = host_get_i64(&iv->k, u);
-				if (c < -x->dim[i] || c >= x->dim[i]) {
+				if (scatter_index(m, &c, x->dim[i])) {
 					free(t.src);
-					return imp_fail(m, "index %lld is out of range for dim %lld",
-							(long long)c, (long long)x->dim[i]);
+					return -1;
 				}
-				if (c < 0)
-					c += x->dim[i];
 			}
 			p += c * mul;
 			mul *= x->dim[i];
@@ -1226,9 +1243,8 @@ HANDLER(h_scatternd)
 {
 	NEED(3);
 	Val *x = in[0], *iv = in[1], *upd = in[2];
-	if (!iv->is_const)
-		return imp_fail(m, "not supported yet: indices computed at run time (only constant "
-				"indices are supported)");
+	if (need_const_indices(m, iv))
+		return -1;
 	if (iv->rank < 1 || upd->dt != x->dt)
 		return imp_fail(m, "indices must have rank 1 or more, updates the data's dtype");
 	int64_t k = iv->dim[iv->rank - 1];
@@ -1247,12 +1263,11 @@ HANDLER(h_scatternd)
 		int64_t base = 0;
 		for (int j = 0; j < k; j++) {
 			int64_t c = host_get_i64(&iv->k, q * k + j);
-			if (c < -x->dim[j] || c >= x->dim[j]) {
+			if (scatter_index(m, &c, x->dim[j])) {
 				free(t.src);
-				return imp_fail(m, "index %lld is out of range for dim %lld",
-						(long long)c, (long long)x->dim[j]);
+				return -1;
 			}
-			base = base * x->dim[j] + (c < 0 ? c + x->dim[j] : c);
+			base = base * x->dim[j] + c;
 		}
 		for (int64_t r = 0; r < R; r++)
 			if (hits_add(m, &t, base * R + r, q * R + r, P)) {

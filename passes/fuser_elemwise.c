@@ -12,7 +12,8 @@
  * value in memory), on slices, on an output that is neither, past 65 non-view ops
  * (TRACE_MAX_OPS) and past the binding limit. A reshape follows burn's rule: it
  * fuses only when the kernel already reads its input, and never to a lower rank
- * (docs/burn-fidelity.md row 2). Ready with one op or more. */
+ * (docs/burn-fidelity.md row 2); under --burn-exact a swap_dims too, and a permute or
+ * an expand closes it. Ready with one op or more. */
 #include "search.h"
 
 typedef struct {
@@ -40,6 +41,19 @@ static void ew_fuse(Fuser *f, const RelOp *op)
 		 * in the kernel, and never to a lower rank. Un-fused it costs nothing:
 		 * an alias of its input's buffer (codegen/lower.c), as it is a metadata
 		 * update in burn (docs/burn-fidelity.md row 2) */
+		/* --burn-exact: burn fuses no permute or expand (they are not in
+		 * fuse_base), and a swap_dims only as a reshape, once its input is read
+		 * (input_swap_dims); fusec fuses both by default, as index arithmetic on
+		 * the load (docs/burn-fidelity.md row 2) */
+		if (f->burn_exact && (op->kind == OP_PERMUTE || op->kind == OP_EXPAND)) {
+			fuser_close(f, CR_VIEW_UNSUPPORTED);
+			return;
+		}
+		if (f->burn_exact && op->kind == OP_SWAP_DIMS &&
+		    !iset_has(&e->st.inputs, op->t[0].id)) {
+			fuser_close(f, CR_VIEW_FIRST_USE);
+			return;
+		}
 		if (op->kind == OP_RESHAPE && !ir_rel_shape_equal(&op->t[0], out)) {
 			if (out->rank < op->t[0].rank) {
 				fuser_close(f, CR_VIEW_RANK);

@@ -118,14 +118,14 @@ typedef enum {
 	CR_MAX_OPS,             /* 65 trace ops (TRACE_MAX_OPS) */
 	CR_BINDINGS,            /* binding limit */
 	CR_VIEW_INTERMEDIATE,   /* a view of a tensor produced inside the kernel */
-	CR_VIEW_UNSUPPORTED,    /* slice */
+	CR_VIEW_UNSUPPORTED,    /* slice; under --burn-exact also permute and expand */
 	CR_NOT_MATMUL,          /* Matmul starts only with matmul */
 	CR_SECOND_MATMUL,
 	CR_SECOND_REDUCTION,
 	CR_BROADCAST,           /* elementwise op broadcasting a reduced value back */
 	CR_AXIS,                /* reduction over another axis / not the last */
-	CR_VIEW_FIRST_USE,      /* a reshape of a tensor the kernel does not read yet
-				   (burn fuses no single-use view) */
+	CR_VIEW_FIRST_USE,      /* a reshape (--burn-exact: or swap_dims) of a tensor the
+				   kernel does not read yet (burn fuses no single-use view) */
 	CR_VIEW_RANK,           /* a reshape that lowers the rank */
 	CR_COUNT_
 } CloseReason;

@@ -192,6 +192,9 @@ typedef struct {
 	double *launch_min_ms; /* minimum per launch */
 	double total_ms;       /* median of one whole run (first launch to last) */
 	double total_min_ms;
+	double latency_ms;     /* median of one run issued alone, the host waiting for it
+				  (its launch cost included, no per-launch events) */
+	double latency_min_ms;
 	uint64_t bytes_in, bytes_out;  /* bytes that must move */
 	double gbps;           /* (bytes_in + bytes_out) / total_ms */
 } RtBenchResult;

@@ -27,6 +27,11 @@ cp "$M/bert/model.onnx" "$TMP/bert.bin"
 check onnx-sniff 0 "$FUSEC" normalize "$TMP/bert.bin" &&
 	contains onnx-sniff-out "$TMP/out" "Matmul"
 check onnx-explain 0 "$FUSEC" explain "$M/vit2/model.onnx"
+# MatMul of a [1, S, K] activation by a [K, N] weight stays rank 3 (no reshape
+# around the matmul), so the bias Add after it fuses as the matmul's epilogue
+check onnx-matmul-epilogue 0 "$FUSEC" explain "$M/bert/model.onnx" &&
+	grep -A2 "'/blocks.0/attn/qkv/Add'" "$TMP/out" > "$TMP/qkv" &&
+	contains onnx-matmul-epilogue-fused "$TMP/qkv" "fused Matmul"
 
 # run by name: inputs DIR/NAME.npy, outputs DIR/NAME.npy; interp and cpu agree
 mkdir -p "$TMP/in"

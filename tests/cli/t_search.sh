@@ -98,6 +98,13 @@ contains tail-sync-unfused "$TMP/err" "▸ un-fused (2 ops)                     
 check tail-sync-fusec 0 "$FUSEC" compile $G/tail_sync.yaml -o "$TMP/ts2" --log full
 contains tail-sync-fusec-again "$TMP/err" "[plan] exploration completed: sync, 3/5 ops optimized"
 contains tail-sync-fusec-matmul "$TMP/err" "▸ fused Matmul (score=100, 2 ops)"
+check views-burn 0 "$FUSEC" compile $G/views_burn.yaml --burn-exact -o "$TMP/vb" --log full
+contains views-burn-swap-first-use "$TMP/err" "[fuser] closed on BaseFloat::SwapDims [ops[3] → yt] (ElementWise, view-first-use); had 0 ops"
+contains views-burn-permute "$TMP/err" "[fuser] closed on BaseFloat::Permute [ops[5] → zp] (ElementWise, view-unsupported); had 0 ops"
+contains views-burn-rest "$TMP/err" "▸ fused ElementWise (score=940, 5 ops)"
+check views-burn-fusec 0 "$FUSEC" compile $G/views_burn.yaml -o "$TMP/vb2" --log full
+contains views-burn-fusec-one "$TMP/err" "▸ fused ElementWise (score=1260, 7 ops)"
+check views-burn-run 0 "$FUSEC" run $G/views_burn.yaml --burn-exact --backend cpu --check
 check explain-burn-exact 0 "$FUSEC" explain $G/no_winner.yaml --burn-exact
 
 # options

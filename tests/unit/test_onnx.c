@@ -460,6 +460,38 @@ static void test_bad_initializers(void **state)
 	arena_free(a);
 }
 
+/* The scatters' constant indices: a negative index counts from the end, one out of
+ * range is refused with its value and dim, in ScatterElements and in ScatterND. */
+static void test_scatter_indices(void **state)
+{
+	(void)state;
+	static char *in_se[] = {"x", "i", "u"}, *out_se[] = {"y"};
+	static int64_t d4[] = {4}, d2[] = {2}, d21[] = {2, 1};
+	static const float upd[2] = {5, 6};
+	for (int nd = 0; nd < 2; nd++) {
+		for (int bad = 0; bad < 2; bad++) {
+			int64_t idx[2] = {-1, bad ? 4 : 1};
+			Model m;
+			model_init(&m, 18);
+			add_input(&m, "x", 1, d4);
+			add_init(&m, "i", nd ? 2 : 1, nd ? d21 : d2, idx, sizeof idx, true);
+			add_init(&m, "u", 1, d2, upd, sizeof upd, false);
+			add_node(&m, nd ? "ScatterND" : "ScatterElements", 3, in_se, 1, out_se);
+			add_output(&m, "y");
+			Arena *a = arena_new();
+			Diag d;
+			Graph *g = import(a, &m, NULL, &d);
+			if (bad) {
+				assert_null(g);
+				assert_non_null(strstr(d.msg, "index 4 is out of range for dim 4"));
+			} else {
+				assert_non_null(g);
+			}
+			arena_free(a);
+		}
+	}
+}
+
 /* The importer's bounds (fuzzing, issue 15): a graph input whose element count or
  * byte size overflows int64 and one over --max-elements are refused with a message;
  * an int64 Range whose values overflow is refused; a constant a handler would make
@@ -704,6 +736,7 @@ const struct CMUnitTest onnx_tests[] = {
 	cmocka_unit_test(test_hostile_bytes),
 	cmocka_unit_test(test_bad_initializers),
 	cmocka_unit_test(test_import_bounds),
+	cmocka_unit_test(test_scatter_indices),
 	cmocka_unit_test(test_opset_and_domain),
 	cmocka_unit_test(test_wide_unsigned),
 	cmocka_unit_test(test_large_initializer),
