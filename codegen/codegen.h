@@ -224,7 +224,16 @@ void cg_launch_dims(const CgKernel *k, const int64_t *dims, int ndims, CgDims *o
  * the input itself aliases, so an alias always names a tensor with a buffer of its
  * own): CgProgram.alias, CgAlias, `"alias"` in the plan (docs/plan-format.md). No
  * launch ever writes an alias or its root after the alias is made (every tensor is
- * written once, before it is read), so sharing the bytes is safe. */
+ * written once, before it is read), so sharing the bytes is safe.
+ *
+ * A launch of a lone view that passes/views.c sinks (pass_view_sink: every reader
+ * can read through it) gets no kernel either, and its output no buffer: every
+ * launch reading it gets the sunk views it reads (pass_view_chain) in front of its
+ * own ops, so its kernel is built from that longer list and reads the view's input
+ * buffer through the view's index arithmetic, as for a view the search fused
+ * (CgProgram.views; `"views"` of a step in the plan). A lone op that gains views
+ * becomes a kernel of its family (elemwise, reduce, matmul). Launches that read no
+ * sunk view are lowered exactly as before. */
 
 typedef enum { CG_ARG_TENSOR, CG_ARG_F64, CG_ARG_I64, CG_ARG_SCRATCH } CgArgKind;
 
@@ -252,6 +261,13 @@ typedef struct {
 } CgAlias;
 
 typedef struct {
+	int step;                /* index in Schedule.steps */
+	int op;                  /* the view (global op id) that launches nothing */
+	int tensor;              /* its output, which gets no buffer */
+	int of;                  /* the tensor in memory its readers' kernels read through it */
+} CgView;
+
+typedef struct {
 	CgBound *launch;         /* every step's launches, in execution order */
 	int nlaunch;
 	const CgKernel **kernels;/* distinct kernels, in order of first use */
@@ -260,6 +276,8 @@ typedef struct {
 	int *alias;              /* per global tensor: the tensor whose buffer it shares, or -1 */
 	CgAlias *aliases;        /* the reshapes made aliases, in execution order */
 	int naliases;
+	CgView *views;           /* the views sunk into their readers, in execution order */
+	int nviews;
 } CgProgram;
 
 /* Build the kernels of every launch of s into m and bind the launches. Everything

@@ -59,10 +59,42 @@ static bool alias_launch(const Graph *g, const Launch *l, bool *ready, CgProgram
 	return true;
 }
 
+/* The kernel kind of a launch that reads through sunk views: a lone op gains ops,
+ * so it becomes the kernel of its family. */
+static CgKernelKind kind_with_views(const Graph *g, const Launch *l, CgKernelKind k)
+{
+	if (k != CG_KERNEL_SINGLE)
+		return k;
+	switch (ir_ops[g->ops[l->ops[0]].kind].family) {
+	case FAM_MATMUL: return CG_KERNEL_MATMUL;
+	case FAM_REDUCE: return CG_KERNEL_REDUCE;
+	default: return CG_KERNEL_ELEMWISE;
+	}
+}
+
+/* A launch of a view that sinks into its readers (passes.h, pass_view_sink): no
+ * kernel, no buffer for its result. */
+static bool sink_launch(const Graph *g, const Launch *l, const ViewSink *vs, CgProgram *out,
+			int step)
+{
+	if (l->nops != 1 || !vs->sunk[l->ops[0]])
+		return false;
+	int op = l->ops[0], y = g->ops[op].out[0], x = g->ops[op].in[0];
+	while (vs->producer[x] >= 0 && vs->sunk[vs->producer[x]])
+		x = g->ops[vs->producer[x]].in[0];
+	out->buffer[y] = false;
+	out->views[out->nviews++] = (CgView){step, op, y, x};
+	return true;
+}
+
 int cg_lower(CgModule *m, const Schedule *s, Arena *a, CgProgram *out, Diag *d)
 {
 	const Graph *g = s->g;
 	int nt = g->ntensors ? g->ntensors : 1;
+	ViewSink *vs = pass_view_sink(s);
+	int *chain = xmalloc(sizeof *chain * (size_t)(g->nops ? g->nops : 1));
+	int *lops = NULL;   /* the launch's ops after its chain */
+	int cap_lops = 0;
 	int *nreaders = count_readers(g);
 	int *inside = xcalloc((size_t)nt, sizeof *inside);    /* readers within the launch */
 	uint32_t *tstamp = xcalloc((size_t)nt, sizeof *tstamp);
@@ -81,6 +113,7 @@ int cg_lower(CgModule *m, const Schedule *s, Arena *a, CgProgram *out, Diag *d)
 	out->buffer = ARENA_NEW(a, bool, nt);
 	out->alias = ARENA_NEW(a, int, nt);
 	out->aliases = ARENA_NEW(a, CgAlias, total);
+	out->views = ARENA_NEW(a, CgView, total);
 	for (int t = 0; t < g->ntensors; t++) {
 		out->buffer[t] = g->tensors[t].role == ROLE_INPUT || g->tensors[t].is_output;
 		out->alias[t] = -1;
@@ -98,18 +131,26 @@ int cg_lower(CgModule *m, const Schedule *s, Arena *a, CgProgram *out, Diag *d)
 		const Step *st = &s->steps[si];
 		for (int li = 0; li < st->nlaunch && !status; li++) {
 			const Launch *l = &st->launch[li];
-			if (alias_launch(g, l, ready, out, si))
+			if (sink_launch(g, l, vs, out, si) || alias_launch(g, l, ready, out, si))
 				continue;
 			Arena *scratch = arena_new();
-			if (l->nops > cap_ops) {
-				cap_ops = l->nops;
+			int nchain = pass_view_chain(vs, l, chain);
+			int nops = nchain + l->nops;
+			if (nops > cap_ops) {
+				cap_ops = nops;
 				rel = xrealloc(rel, sizeof *rel * (size_t)cap_ops);
 			}
+			if (nops > cap_lops) {
+				cap_lops = nops;
+				lops = xrealloc(lops, sizeof *lops * (size_t)cap_lops);
+			}
+			memcpy(lops, chain, sizeof *lops * (size_t)nchain);
+			memcpy(lops + nchain, l->ops, sizeof *lops * (size_t)l->nops);
 			stamp++;
 			ir_rel_reset(conv);
-			for (int k = 0; k < l->nops; k++) {
-				const Op *op = &g->ops[l->ops[k]];
-				ir_rel_op(conv, scratch, l->ops[k], &rel[k]);
+			for (int k = 0; k < nops; k++) {
+				const Op *op = &g->ops[lops[k]];
+				ir_rel_op(conv, scratch, lops[k], &rel[k]);
 				for (int j = 0; j < op->nin; j++) {
 					int t = op->in[j];
 					bool dup = false;
@@ -133,8 +174,8 @@ int cg_lower(CgModule *m, const Schedule *s, Arena *a, CgProgram *out, Diag *d)
 			memset(written, 0, sizeof *written * (size_t)nrel);
 			/* produced here = the output of one of the launch's ops */
 			bool any = false;
-			for (int k = 0; k < l->nops; k++) {
-				const Op *op = &g->ops[l->ops[k]];
+			for (int k = nchain; k < nops; k++) {
+				const Op *op = &g->ops[lops[k]];
 				for (int j = 0; j < op->nout; j++) {
 					int t = op->out[j];
 					int here = tstamp[t] == stamp ? inside[t] : 0;
@@ -149,7 +190,7 @@ int cg_lower(CgModule *m, const Schedule *s, Arena *a, CgProgram *out, Diag *d)
 			 * kernel: it writes the last op's results to a buffer of their own */
 			for (int j = 0; !any && j < g->ops[l->ops[l->nops - 1]].nout; j++) {
 				const Op *op = &g->ops[l->ops[l->nops - 1]];
-				written[rel[l->nops - 1].t[op->nin + j].id] = true;
+				written[rel[nops - 1].t[op->nin + j].id] = true;
 				out->buffer[op->out[j]] = true;
 			}
 
@@ -157,7 +198,10 @@ int cg_lower(CgModule *m, const Schedule *s, Arena *a, CgProgram *out, Diag *d)
 			int ndims, nvals;
 			const int64_t *dims = ir_rel_dims(conv, &ndims);
 			const double *vals = ir_rel_values(conv, &nvals);
-			CgKernelSpec spec = {kernel_kind(unit->fuser), rel, l->nops, written, nrel, 0};
+			CgKernelKind kind = kernel_kind(unit->fuser);
+			if (nchain)
+				kind = kind_with_views(g, l, kind);
+			CgKernelSpec spec = {kind, rel, nops, written, nrel, 0};
 			spec.variant = cg_matmul_variant(&spec, cg_module_arch(m),
 							 cg_module_is_host(m),
 							 cg_module_allow_tf32(m), dims, ndims);
@@ -223,6 +267,9 @@ int cg_lower(CgModule *m, const Schedule *s, Arena *a, CgProgram *out, Diag *d)
 	}
 	free(ready);
 	free(rel);
+	free(lops);
+	free(chain);
+	pass_view_sink_free(vs);
 	free(written);
 	free(seen);
 	free(nreaders);

@@ -8,7 +8,8 @@
  * and steps in execution order with their launches: the plan unit it runs
  * (fusec_k<plan>_<unit>, or fusec_op<op> for an op run without a plan), its ops,
  * the tensors it reads and writes, grid, block and one argument per parameter; and
- * the reshapes of the step made aliases, which launch nothing (codegen.h). */
+ * the reshapes of the step made aliases and the views sunk into their readers,
+ * which launch nothing (codegen.h). */
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -469,7 +470,7 @@ char *cg_plan_json(const Schedule *s, const CgProgram *prog, const PlanFileInfo 
 
 	jw_key(w, "steps");
 	jw_arr(w);
-	int bi = 0, ai = 0;
+	int bi = 0, ai = 0, vi = 0;
 	for (int i = 0; i < s->nsteps; i++) {
 		const Step *st = &s->steps[i];
 		jw_obj(w);
@@ -509,6 +510,22 @@ char *cg_plan_json(const Schedule *s, const CgProgram *prog, const PlanFileInfo 
 				jw_str(w, g->tensors[al->tensor].name);
 				jw_key(w, "of");
 				jw_str(w, g->tensors[al->of].name);
+				jw_end(w);
+			}
+			jw_end(w);
+		}
+		if (vi < prog->nviews && prog->views[vi].step == i) {
+			jw_key(w, "views");
+			jw_arr(w);
+			for (; vi < prog->nviews && prog->views[vi].step == i; vi++) {
+				const CgView *v = &prog->views[vi];
+				jw_obj(w);
+				jw_key(w, "op");
+				jw_int(w, v->op);
+				jw_key(w, "tensor");
+				jw_str(w, g->tensors[v->tensor].name);
+				jw_key(w, "read_through");
+				jw_str(w, g->tensors[v->of].name);
 				jw_end(w);
 			}
 			jw_end(w);

@@ -33,7 +33,53 @@ typedef struct {
 	int block_ev;
 	bool taken;            /* in the settled part of its block */
 	const char *why;       /* why it is not fused, NULL when fused */
+	const int *readers;    /* a sunk view (passes.h, pass_view_sink): the kernels
+				  that read through it; NULL otherwise */
+	int nreaders;
 } Facts;
+
+/* Per op: the kernels (Schedule.kernels) whose launches read through it, when it is
+ * a view that launches nothing (views.c). */
+typedef struct {
+	int *n, **k;
+} ViewReaders;
+
+static ViewReaders view_readers(const Schedule *s)
+{
+	const Graph *g = s->g;
+	int no = g->nops ? g->nops : 1;
+	ViewReaders r = {xcalloc((size_t)no, sizeof(int)), xcalloc((size_t)no, sizeof(int *))};
+	ViewSink *vs = pass_view_sink(s);
+	int *chain = xmalloc(sizeof *chain * (size_t)no);
+	for (int i = 0; i < s->nsteps && vs->nsunk; i++)
+		for (int k = 0; k < s->steps[i].nlaunch; k++) {
+			const Launch *l = &s->steps[i].launch[k];
+			if (l->nops == 1 && vs->sunk[l->ops[0]])
+				continue;
+			int n = pass_view_chain(vs, l, chain);
+			for (int c = 0; c < n; c++) {
+				int o = chain[c];
+				bool have = false;
+				for (int q = 0; q < r.n[o]; q++)
+					have |= r.k[o][q] == l->kernel;
+				if (have)
+					continue;
+				r.k[o] = xrealloc(r.k[o], sizeof **r.k * (size_t)(r.n[o] + 1));
+				r.k[o][r.n[o]++] = l->kernel;
+			}
+		}
+	free(chain);
+	pass_view_sink_free(vs);
+	return r;
+}
+
+static void view_readers_free(ViewReaders *r, int nops)
+{
+	for (int i = 0; i < nops; i++)
+		free(r->k[i]);
+	free(r->k);
+	free(r->n);
+}
 
 #define GUARD_WHY "the cached plan needs shape ids this segment lacks; run unfused"
 
@@ -150,9 +196,15 @@ static void explain_text(const Schedule *s, const Facts *f, Buf *b)
 			   pass_fuser_name(kern->fuser), (unsigned long long)kern->score, kern->nops);
 	else
 		buf_printf(b, "  kernel %s: un-fused\n", kern->name);
-	if (kernel_is_alias(g, kern))
+	if (f->readers) {
+		buf_puts(b, "  view: no kernel; read through by kernel");
+		for (int i = 0; i < f->nreaders; i++)
+			buf_printf(b, "%s %s", i ? "," : "", s->kernels[f->readers[i]].name);
+		buf_putc(b, '\n');
+	} else if (kernel_is_alias(g, kern)) {
 		buf_puts(b, "  alias: the reshape launches nothing; its result shares its input's "
 			 "buffer\n");
+	}
 	if (st->guarded || st->kind == STEP_UNFUSED) {
 		buf_printf(b, "  why: %s\n", f->why);
 		if (!st->guarded)
@@ -246,7 +298,12 @@ static cJSON *explain_json(const Schedule *s, const Facts *f)
 		cJSON_AddNullToObject(o, "score");
 	}
 	cJSON_AddNumberToObject(o, "kernel_ops", f->kern->nops);
-	cJSON_AddBoolToObject(o, "alias", kernel_is_alias(g, f->kern));
+	cJSON_AddBoolToObject(o, "alias", !f->readers && kernel_is_alias(g, f->kern));
+	if (f->readers) {
+		cJSON *rd = cJSON_AddArrayToObject(o, "read_through_by");
+		for (int i = 0; i < f->nreaders; i++)
+			cJSON_AddItemToArray(rd, cJSON_CreateString(s->kernels[f->readers[i]].name));
+	}
 	if (f->why)
 		cJSON_AddStringToObject(o, "why_not_fused", st->guarded ? GUARD_WHY : f->why);
 	else
@@ -312,6 +369,7 @@ void pass_explain_ex(const Schedule *s, int op, bool json, Buf *b)
 		else if (e->kind == EV_BLOCK_OP && e->op >= 0 && (e->c || info[e->op].block_ev < 0))
 			info[e->op].block_ev = cur;
 	}
+	ViewReaders vr = view_readers(s);
 	cJSON *root = NULL, *ops = NULL;
 	if (json) {
 		root = cJSON_CreateObject();
@@ -324,6 +382,10 @@ void pass_explain_ex(const Schedule *s, int op, bool json, Buf *b)
 			continue;
 		Facts f;
 		decide(s, info, i, &f);
+		if (vr.n[i]) {
+			f.readers = vr.k[i];
+			f.nreaders = vr.n[i];
+		}
 		if (json)
 			cJSON_AddItemToArray(ops, explain_json(s, &f));
 		else
@@ -337,6 +399,7 @@ void pass_explain_ex(const Schedule *s, int op, bool json, Buf *b)
 		cJSON_Delete(root);
 	}
 	free(info);
+	view_readers_free(&vr, g->nops);
 }
 
 void pass_explain(const Schedule *s, int op, Buf *b)

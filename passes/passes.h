@@ -137,6 +137,34 @@ void pass_free_schedule(Schedule *s);
  * by a later launch or output by the graph. 0, or -1 with the first fault in *d. */
 int pass_verify(const Schedule *s, Diag *d);
 
+/* ---- views that launch nothing (views.c) -------------------------------------
+ *
+ * A launch of one un-fused view (swap_dims, permute, expand, slice, or a reshape of
+ * such a view) gets no kernel when every op reading its result runs in a launch
+ * whose kernel can read through it: that launch's kernel gets the view's op (and
+ * the sunk views it reads in turn) in front of its own ops and reads the view's
+ * input buffer (codegen/lower.c). Readers that can: launches of elementwise, view
+ * and reduce ops; a launch with a matmul when the view is a swap_dims or a full
+ * permute whose result is an operand of the matmul alone, at most two such views
+ * in front of it with its own (the matmul kernel's strided operands). Never sunk:
+ * a graph output, a view read by a conv, pool, cat or gather launch or by another
+ * view that keeps its kernel, and a reshape of a tensor in memory (an alias). A
+ * function of the schedule alone, so compile, run and explain agree. */
+typedef struct {
+	const Graph *g;
+	bool *sunk;            /* per op: a lone view launch that gets no kernel */
+	int nsunk;
+	int *producer;         /* per tensor: the op writing it, -1 */
+	int *pos;              /* per op: its position in execution order */
+	uint32_t *mark, stamp; /* pass_view_chain's scratch */
+} ViewSink;
+
+ViewSink *pass_view_sink(const Schedule *s);
+/* The sunk views launch l reads through, in execution order, into out (room for
+ * every op of the graph); returns how many. */
+int pass_view_chain(ViewSink *v, const Launch *l, int *out);
+void pass_view_sink_free(ViewSink *v);
+
 /* ---- fusers ----------------------------------------------------------------- */
 
 int pass_nfusers(void);

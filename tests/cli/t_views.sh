@@ -1,0 +1,83 @@
+# t_views.sh: a lone swap_dims / permute / expand / slice the search leaves
+# un-fused launches nothing when every reader can read through it (view sinking:
+# passes/views.c, codegen/lower.c; docs/plan-format.md "Views that launch
+# nothing"). The graph tests/bench/gpu/views_sink_f32.json (and its bf16 twin, for
+# the tensor-core matmul) has views of intermediates read by an elementwise kernel,
+# a reduce kernel (softmax), both matmul operands (transposed and not, a 4-D
+# permute that also swaps batch dims), two kernels in two segments, a view of an
+# input, of a constant and of an alias, a slice and a reshape sunk together, and
+# views that keep their copy kernel: a slice read by cat, a swap_dims that is a
+# graph output. Odd sizes throughout. The plan is read back, the kernels run on the
+# cpu backend against the interpreter, explain names the readers, the PTX goes
+# through ptxas, and plans are byte-identical across -j and the kernel cache.
+G=tests/bench/gpu/views_sink_f32.json
+check views_compile 0 "$FUSEC" compile $G -o "$TMP/a" -j 1 --no-cache
+cat >"$TMP/views_plan.py" <<'PY'
+import json, sys
+p = json.load(open(sys.argv[1]))
+t = {x["name"]: x for x in p["tensors"]}
+views = [(v["op"], v["tensor"], v["read_through"]) for s in p["steps"] for v in s.get("views", [])]
+want = [(1, "tt", "t"), (4, "ut", "u"), (7, "vp", "v"), (14, "xs", "x"), (16, "ks", "k"),
+        (20, "ws", "wr"), (21, "wsr", "wr"), (28, "qp", "qs"), (31, "gp", "g")]
+assert views == want, views
+for _, n, _ in want:
+    assert t[n]["buffer"] is False and "alias" not in t[n], n
+assert t["wr"]["alias"] == "w", t["wr"]             # the reshape under the slice: an alias
+launches = [l for s in p["steps"] for l in s["launches"]]
+ops = sorted(o for l in launches for o in l["ops"])
+for o, _, _ in want:
+    assert o not in ops, o                          # no kernel for a sunk view
+assert 23 in ops and 26 in ops, ops                 # slice -> cat, swap_dims -> output: copies
+assert len(launches) == 20, len(launches)
+reads = {r for l in launches for r in l["reads"]}
+for _, n, _ in want:
+    assert n not in reads, n                        # nobody binds a sunk view
+mm = {l["ops"][0]: l for l in launches if l["ops"] in ([2], [5], [29], [33])}
+for o in (2, 5, 29, 33):
+    assert mm[o]["kernel"].startswith("matmul_fused_"), mm[o]   # a lone matmul that gained a view
+ks = {k["name"]: k for k in p["kernels"]}
+for o in (2, 5, 33):
+    assert ks[mm[o]["kernel"]]["tiles"].startswith("fma"), ks[mm[o]["kernel"]]
+PY
+check views_plan 0 python3 "$TMP/views_plan.py" "$TMP/a/views_sink_f32.plan.json"
+for dt in f32 bf16; do
+	check views_cpu_check_$dt 0 "$FUSEC" run tests/bench/gpu/views_sink_$dt.json --backend cpu --check
+	n=$(grep -c "^check .* ok$" "$TMP/out")
+	if [ "$n" -ne 13 ]; then
+		echo "FAIL views_cpu_values_$dt: $n of 13 outputs checked ok"; fail=$((fail + 1))
+	else
+		pass=$((pass + 1))
+	fi
+done
+# explain: a line per sunk view naming the kernels that read through it
+check views_explain 0 "$FUSEC" explain $G --op vp
+contains views_explain_line "$TMP/out" "  view: no kernel; read through by kernel fusec_k1_6, fusec_k4_0"
+check views_explain_copy 0 "$FUSEC" explain $G --op e6
+if grep -q "view:" "$TMP/out"; then
+	echo "FAIL views_explain_copy: a graph output view said it launches nothing"; fail=$((fail + 1))
+else
+	pass=$((pass + 1))
+fi
+check views_explain_json 0 "$FUSEC" explain $G --op ws --json
+cp "$TMP/out" "$TMP/explain.json"
+check views_explain_json_key 0 python3 -c '
+import json, sys
+o = json.load(open(sys.argv[1]))["ops"][0]
+assert o["read_through_by"] == ["fusec_k2_5"] and o["alias"] is False, o' "$TMP/explain.json"
+# the runtime accepts the plan (no buffer for a sunk view, nothing binds it)
+check views_runtime_plan 0 "$(dirname "$FUSEC")/fusec-run" "$TMP/a" --plan-only
+# ptxas takes every kernel, the tensor-core ones with sunk operand views included
+PTXAS=$(command -v ptxas || echo /usr/local/cuda/bin/ptxas)
+if [ -x "$PTXAS" ]; then
+	check views_ptxas 0 "$PTXAS" -arch=sm_90 "$TMP/a/views_sink_f32.ptx" -o "$TMP/f32.cubin"
+	check views_compile_bf16 0 "$FUSEC" compile tests/bench/gpu/views_sink_bf16.json -o "$TMP/h"
+	check views_ptxas_bf16 0 "$PTXAS" -arch=sm_90 "$TMP/h/views_sink_bf16.ptx" -o "$TMP/bf16.cubin"
+fi
+# deterministic: -j 1 without the kernel cache, -j 2 filling it, -j 2 from it
+export XDG_CACHE_HOME="$TMP/cache"
+check views_compile_j2 0 "$FUSEC" compile $G -o "$TMP/b" -j 2
+check views_compile_j2_cached 0 "$FUSEC" compile $G -o "$TMP/c" -j 2 --no-result-cache
+for f in views_sink_f32.plan.json views_sink_f32.ptx; do
+	same_files views_same_j2_$f "$TMP/a/$f" "$TMP/b/$f"
+	same_files views_same_cached_$f "$TMP/a/$f" "$TMP/c/$f"
+done
