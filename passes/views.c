@@ -76,6 +76,16 @@ static int consumer_takes(const Graph *g, const Launch *l, const Op *v, int y, i
 	return 2;
 }
 
+/* Whether input j of op is its first operand naming that tensor (an op reading a
+ * tensor twice counts as one reader). */
+static bool first_read(const Op *op, int j)
+{
+	for (int q = 0; q < j; q++)
+		if (op->in[q] == op->in[j])
+			return false;
+	return true;
+}
+
 ViewSink *pass_view_sink(const Schedule *s)
 {
 	const Graph *g = s->g;
@@ -118,10 +128,7 @@ ViewSink *pass_view_sink(const Schedule *s)
 	int *rstart = xcalloc((size_t)nt + 1, sizeof *rstart);
 	for (int i = 0; i < g->nops; i++)
 		for (int j = 0; j < g->ops[i].nin; j++) {
-			bool dup = false;
-			for (int q = 0; q < j; q++)
-				dup |= g->ops[i].in[q] == g->ops[i].in[j];
-			if (!dup)
+			if (first_read(&g->ops[i], j))
 				rstart[g->ops[i].in[j] + 1]++;
 		}
 	for (int t = 0; t < nt; t++)
@@ -131,10 +138,7 @@ ViewSink *pass_view_sink(const Schedule *s)
 	memcpy(fill, rstart, sizeof *fill * (size_t)nt);
 	for (int i = 0; i < g->nops; i++)
 		for (int j = 0; j < g->ops[i].nin; j++) {
-			bool dup = false;
-			for (int q = 0; q < j; q++)
-				dup |= g->ops[i].in[q] == g->ops[i].in[j];
-			if (!dup)
+			if (first_read(&g->ops[i], j))
 				rop[fill[g->ops[i].in[j]]++] = i;
 		}
 
