@@ -101,6 +101,8 @@ typedef struct CgKb {
 	int nplace;
 	LLVMValueRef *dim;            /* per shape id: i64 value */
 	int ndims;
+	LLVMValueRef scratch;         /* the CG_PARAM_SCRATCH parameter of a plain-signature
+					 kernel (split-K matmul), or NULL */
 	LLVMValueRef thread, nthreads;
 	LLVMValueRef *vload;          /* vector path: per relative id, loaded vector */
 	LLVMValueRef vbase;           /* vector path: flat index of lane 0 */
@@ -265,6 +267,9 @@ LLVMValueRef cg_eval_matmul(CgKb *kb, const RelOp *op, CgIdx *out);
  * the launch rule of such kernels. */
 int cg_matmul_tiled(CgKb *kb, int variant, const int *wr, int nw);
 void cg_matmul_launch(int variant, const CgKernelSpec *s, CgLaunch *l);
+/* Whether configuration variant splits K over blocks: its kernel then takes a
+ * CG_PARAM_SCRATCH parameter (the partial tiles and a counter per tile), last. */
+bool cg_matmul_splits(int variant);
 /* The index of the matmul in s->ops after its leading swap_dims / permute operand
  * views, or -1 (kernel_matmul.c). */
 int cg_matmul_index(const CgKernelSpec *s);

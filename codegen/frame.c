@@ -113,7 +113,8 @@ static LLVMValueRef sreg(CgKb *kb, const char *name)
 
 static LLVMTypeRef param_type(CgModule *m, const CgParam *p)
 {
-	return p->kind == CG_PARAM_BUFFER ? m->t_ptr : p->kind == CG_PARAM_SCALAR ? m->t_f64 : m->t_i64;
+	return p->kind == CG_PARAM_BUFFER || p->kind == CG_PARAM_SCRATCH ? m->t_ptr :
+	       p->kind == CG_PARAM_SCALAR ? m->t_f64 : m->t_i64;
 }
 
 /* One !nvvm.annotations entry {fn, key, value} (the NVPTX backend reads them). */
@@ -162,12 +163,15 @@ static void make_function(CgKb *kb, const char *name, const CgParam *ps, int np)
 		const CgParam *p = &ps[i];
 		char nm[32];
 		snprintf(nm, sizeof nm, "%s%d", p->kind == CG_PARAM_BUFFER ? "t" :
-			 p->kind == CG_PARAM_SCALAR ? "s" : "d", p->id);
+			 p->kind == CG_PARAM_SCALAR ? "s" : p->kind == CG_PARAM_SCRATCH ? "scratch" :
+			 "d", p->id);
 		LLVMSetValueName2(vals[i], nm, strlen(nm));
 		if (p->kind == CG_PARAM_BUFFER)
 			kb->buf[p->id] = vals[i];
 		else if (p->kind == CG_PARAM_SCALAR)
 			kb->scalar[p->id] = vals[i];
+		else if (p->kind == CG_PARAM_SCRATCH)
+			kb->scratch = vals[i];
 		else
 			kb->dim[p->id] = vals[i];
 	}
@@ -269,6 +273,8 @@ CgKernel *cg_build(CgModule *m, const CgKernelSpec *s, uint64_t hash, Diag *d)
 	for (int i = 0; i < u.maxdim; i++)
 		np += u.dimused[i];
 	np += coop && red.split;   /* the scratch of split reductions */
+	bool mm_split = !coop && s->variant > 0 && cg_matmul_splits(s->variant);
+	np += mm_split;            /* the scratch of split-K matmuls */
 	k = ARENA_NEW(m->arena, CgKernel, 1);
 	k->params = ARENA_NEW(m->arena, CgParam, np + 1);
 	for (int i = 0; i < u.ntensors; i++)
@@ -281,7 +287,7 @@ CgKernel *cg_build(CgModule *m, const CgKernelSpec *s, uint64_t hash, Diag *d)
 	for (int i = 0; i < u.maxdim; i++)
 		if (u.dimused[i])
 			k->params[k->nparams++] = (CgParam){CG_PARAM_DIM, i, DT_I64, false, false};
-	if (coop && red.split)
+	if ((coop && red.split) || mm_split)
 		k->params[k->nparams++] = (CgParam){CG_PARAM_SCRATCH, 0, DT_U8, true, true};
 	char name[96];
 	kernel_name(m, s, hash, name, sizeof name);

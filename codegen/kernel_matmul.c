@@ -123,27 +123,41 @@ typedef struct {
 	int bm, bn, bk;          /* block tile */
 	int wm, wn;              /* tc: warps along M and N (wm * wn = 8) */
 	int stages;              /* shared-memory pipeline depth */
+	int split;               /* split-K: blocks per output tile (0: one) */
 } MmConfig;
 
 static const MmConfig mm_configs[] = {
-	{"plain", false, false, false, 0, 0, 0, 0, 0, 0, 0},
+	{"plain", false, false, false, 0, 0, 0, 0, 0, 0, 0, 0},
 	/* 2 blocks per SM: ptxas fits 128 registers (a few hundred bytes of spills), and
 	 * 16 warps hide ldmatrix and mma latency better than 8; BK = 64 and 96 KiB of
 	 * dynamic shared memory: half the barriers of BK = 32, and a short K (G7,
 	 * K = 256) is in flight after the prologue */
-	{"tc128x128x64s3", true, false, false, 2, 128, 128, 64, 2, 4, 3},
-	{"tc64x64x32s3", true, false, false, 0, 64, 64, 32, 2, 4, 3},
-	{"fma128x128x16s3", false, false, false, 0, 128, 128, 16, 0, 0, 3},
-	{"fma64x64x16s3", false, false, false, 0, 64, 64, 16, 0, 0, 3},
+	{"tc128x128x64s3", true, false, false, 2, 128, 128, 64, 2, 4, 3, 0},
+	{"tc64x64x32s3", true, false, false, 0, 64, 64, 32, 2, 4, 3, 0},
+	{"fma128x128x16s3", false, false, false, 0, 128, 128, 16, 0, 0, 3, 0},
+	{"fma64x64x16s3", false, false, false, 0, 64, 64, 16, 0, 0, 3, 0},
 	/* --allow-tf32: mma.sync m16n8k8 tf32; f32 stages are twice the bytes, so the
 	 * large tile takes half the K of the bf16 tiles to stay within 48 KiB */
-	{"tf32x128x128x16s3", true, true, false, 0, 128, 128, 16, 2, 4, 3},
-	{"tf32x64x64x32s3", true, true, false, 0, 64, 64, 32, 2, 4, 3},
+	{"tf32x128x128x16s3", true, true, false, 0, 128, 128, 16, 2, 4, 3, 0},
+	{"tf32x64x64x32s3", true, true, false, 0, 64, 64, 32, 2, 4, 3, 0},
 	/* M <= MM_GEMV_M (decode): no shared operand tiles, every dtype and arch */
-	{"gemv16x64k8", false, false, true, 0, 16, 64, 8, 0, 0, 0},
+	{"gemv16x64k8", false, false, true, 0, 16, 64, 8, 0, 0, 0, 0},
 	/* long K with a wave of 128x256 tiles (G5): 64x64 warp tiles (8 ldmatrix.x4
 	 * per 32 mma), 4 stages (96 KiB), 255 registers, one block per SM */
-	{"tc128x256x32s4", true, false, false, 1, 128, 256, 32, 2, 4, 4},
+	{"tc128x256x32s4", true, false, false, 1, 128, 256, 32, 2, 4, 4, 0},
+	/* split-K (under a wave of output tiles): `split` blocks share an output tile,
+	 * each taking a contiguous share of K; their partial tiles go to the launch's
+	 * scratch and the last of them sums the partials in split order, then runs the
+	 * epilogue (split_combine) */
+	{"fma64x64x16s3sk2", false, false, false, 2, 64, 64, 16, 0, 0, 3, 2},
+	{"fma64x64x16s3sk3", false, false, false, 2, 64, 64, 16, 0, 0, 3, 3},
+	{"fma64x64x16s3sk4", false, false, false, 2, 64, 64, 16, 0, 0, 3, 4},
+	{"fma64x64x16s3sk6", false, false, false, 2, 64, 64, 16, 0, 0, 3, 6},
+	{"fma64x64x16s3sk8", false, false, false, 2, 64, 64, 16, 0, 0, 3, 8},
+	{"fma128x128x16s3sk4", false, false, false, 0, 128, 128, 16, 0, 0, 3, 4},
+	{"fma128x128x16s3sk8", false, false, false, 0, 128, 128, 16, 0, 0, 3, 8},
+	{"tc64x64x32s3sk2", true, false, false, 2, 64, 64, 32, 2, 4, 3, 2},
+	{"tc64x64x32s3sk4", true, false, false, 2, 64, 64, 32, 2, 4, 3, 4},
 };
 enum { MM_NCONFIGS = (int)(sizeof mm_configs / sizeof mm_configs[0]) };
 
@@ -159,6 +173,11 @@ static int mm_smem(const MmConfig *c, int es)
 const char *cg_matmul_variant_name(int v)
 {
 	return v > 0 && v < MM_NCONFIGS ? mm_configs[v].name : "plain";
+}
+
+bool cg_matmul_splits(int v)
+{
+	return v > 0 && v < MM_NCONFIGS && mm_configs[v].split > 1;
 }
 
 int cg_matmul_nvariants(void)
@@ -1311,6 +1330,104 @@ static LLVMValueRef sreg(Mm *x, const char *name)
 	return LLVMBuildZExt(x->b, intrinsic(x, name, NULL, 0, NULL, 0), x->kb->m->t_i64, "");
 }
 
+static void fence(Mm *x)
+{
+	if (x->gpu)
+		intrinsic(x, "llvm.nvvm.membar.gl", NULL, 0, NULL, 0);
+}
+
+/* Split-K, after the main loop of split `split` of tile `tile` (of `total`): the
+ * block's accumulators go to its partial slot of the scratch, the block counts
+ * itself in at the tile's counter, and all but the last block of the tile to arrive
+ * are done with it. The last resets the counter and replaces every accumulator by
+ * the sum of the S partials in split order (its own read back like the others), so
+ * the result depends on neither block order nor timing; the epilogue follows as
+ * without a split. Returns the block the other blocks continue at (the caller
+ * branches there after the epilogue).
+ *
+ * The scratch: a u32 counter per tile (rounded up to 16 bytes), then per unit
+ * (tile * S + split) nacc x MM_THREADS floats, accumulator e of thread t at
+ * e * MM_THREADS + t (coalesced writes and reads). The flag "last" is passed
+ * through the first word of shared memory, between barriers. */
+static LLVMBasicBlockRef split_combine(Mm *x, LLVMValueRef tile, LLVMValueRef split,
+				       LLVMValueRef total)
+{
+	CgKb *kb = x->kb;
+	CgModule *m = kb->m;
+	int S = x->c->split;
+	LLVMValueRef scratch = kb->scratch;
+	LLVMValueRef cbytes = bin(x, LLVMAnd, addc(x, mulc(x, total, 4), 15), i64c(x, ~(int64_t)15));
+	LLVMValueRef unit = add(x, mulc(x, tile, S), split);
+	int64_t ubytes = (int64_t)x->nacc * MM_THREADS * 4;
+	/* this block's partial */
+	LLVMValueRef tid = phase_begin(x);
+	LLVMValueRef ubase = add(x, cbytes, mulc(x, unit, ubytes));
+	for (int e = 0; e < x->nacc; e++) {
+		LLVMValueRef off = add(x, ubase, mulc(x, addc(x, tid, (int64_t)e * MM_THREADS), 4));
+		LLVMValueRef p = LLVMBuildGEP2(x->b, m->t_i8, scratch, &off, 1, "");
+		LLVMSetAlignment(LLVMBuildStore(x->b, acc_load(x, i64c(x, e)), p), 4);
+	}
+	fence(x);
+	phase_end(x);
+	/* everyone's partial is out (and nobody reads the stages any more) */
+	barrier(x);
+	LLVMValueRef flagp = smem_at(x, LLVMConstInt(x->ot, 0, 0));
+	tid = phase_begin(x);
+	LLVMBasicBlockRef bcount = LLVMAppendBasicBlockInContext(m->ctx, kb->fn, "split.count");
+	LLVMBasicBlockRef bcounted = LLVMAppendBasicBlockInContext(m->ctx, kb->fn, "split.counted");
+	LLVMBuildCondBr(x->b, LLVMBuildICmp(x->b, LLVMIntEQ, tid, i64c(x, 0), ""), bcount, bcounted);
+	LLVMPositionBuilderAtEnd(x->b, bcount);
+	LLVMValueRef cnt = LLVMBuildGEP2(x->b, m->t_i32, scratch, &tile, 1, "");
+	LLVMValueRef old = LLVMBuildAtomicRMW(x->b, LLVMAtomicRMWBinOpAdd, cnt, i32c(x, 1),
+					      LLVMAtomicOrderingMonotonic, 0);
+	LLVMValueRef last = LLVMBuildICmp(x->b, LLVMIntEQ, old, i32c(x, S - 1), "");
+	/* the last arrival sets the counter back to zero for the next launch */
+	LLVMBasicBlockRef breset = LLVMAppendBasicBlockInContext(m->ctx, kb->fn, "split.reset");
+	LLVMBasicBlockRef bflag = LLVMAppendBasicBlockInContext(m->ctx, kb->fn, "split.flag");
+	LLVMBuildCondBr(x->b, last, breset, bflag);
+	LLVMPositionBuilderAtEnd(x->b, breset);
+	LLVMBuildStore(x->b, i32c(x, 0), cnt);
+	LLVMBuildBr(x->b, bflag);
+	LLVMPositionBuilderAtEnd(x->b, bflag);
+	LLVMValueRef fs = LLVMBuildStore(x->b, LLVMBuildZExt(x->b, last, m->t_i32, ""), flagp);
+	LLVMSetVolatile(fs, 1);
+	LLVMBuildBr(x->b, bcounted);
+	LLVMPositionBuilderAtEnd(x->b, bcounted);
+	phase_end(x);
+	barrier(x);
+	LLVMValueRef flag = LLVMBuildLoad2(x->b, m->t_i32, flagp, "");
+	LLVMSetVolatile(flag, 1);
+	LLVMBasicBlockRef blast = LLVMAppendBasicBlockInContext(m->ctx, kb->fn, "split.last");
+	LLVMBasicBlockRef bafter = LLVMAppendBasicBlockInContext(m->ctx, kb->fn, "split.done");
+	LLVMBuildCondBr(x->b, LLVMBuildICmp(x->b, LLVMIntNE, flag, i32c(x, 0), ""), blast, bafter);
+	LLVMPositionBuilderAtEnd(x->b, blast);
+	fence(x);
+	/* the last block: accumulator e = partial 0 + partial 1 + ... in split order;
+	 * the loop over the splits kept a loop (its count opaque on the GPU): unrolled,
+	 * ptxas issued every load before the first add and spilled at 128 registers */
+	tid = phase_begin(x);
+	LLVMValueRef tbase = add(x, cbytes, mulc(x, mulc(x, tile, S), ubytes));
+	LLVMValueRef toff = add(x, tbase, mulc(x, tid, 4));
+	for (int q = 0; q < 2; q++) {
+		CgLoop lq;
+		if (q == 1)
+			cg_loop_begin(kb, &lq, i64c(x, 1), opaque_tid(x, i64c(x, S)), i64c(x, 1));
+		LLVMValueRef qoff = q ? add(x, toff, mul(x, lq.i, i64c(x, ubytes))) : toff;
+		for (int e = 0; e < x->nacc; e++) {
+			LLVMValueRef o = addc(x, qoff, (int64_t)e * MM_THREADS * 4);
+			LLVMValueRef p = LLVMBuildGEP2(x->b, m->t_i8, scratch, &o, 1, "");
+			LLVMValueRef v = LLVMBuildLoad2(x->b, m->t_f32, p, "");
+			LLVMSetAlignment(v, 4);
+			LLVMSetVolatile(v, 1);
+			acc_store(x, i64c(x, e), q ? LLVMBuildFAdd(x->b, acc_load(x, i64c(x, e)), v, "") : v);
+		}
+		if (q == 1)
+			cg_loop_end(kb, &lq);
+	}
+	phase_end(x);
+	return bafter;
+}
+
 /* The block-stride loop over output tiles. */
 static void tile_loop(Mm *x, LLVMValueRef block, LLVMValueRef nblocks, const int *wr, int nw)
 {
@@ -1326,10 +1443,24 @@ static void tile_loop(Mm *x, LLVMValueRef block, LLVMValueRef nblocks, const int
 	LLVMValueRef per_batch = mul(x, ntm, ntn);
 	LLVMValueRef total = mul(x, nb, per_batch);
 	LLVMValueRef nk = ceil_div(x, x->K, c->bk);
+	/* split-K: unit u is split u % S of tile u / S; split s takes the K steps
+	 * [s * ks, min(nk, (s + 1) * ks)), ks = ceil(nk / S) (empty ones sum zeros) */
+	int S = c->split > 1 ? c->split : 1;
+	LLVMValueRef kbeg = i64c(x, 0);
 	CgLoop lt_;
-	cg_loop_begin(kb, &lt_, block, total, nblocks);
+	cg_loop_begin(kb, &lt_, block, mul(x, total, i64c(x, S)), nblocks);
 	kb->nmemo = 0;
 	LLVMValueRef t = lt_.i;
+	LLVMValueRef split = NULL;
+	if (S > 1) {
+		split = LLVMBuildURem(x->b, t, i64c(x, S), "");
+		t = LLVMBuildUDiv(x->b, t, i64c(x, S), "");
+		LLVMValueRef ks = ceil_div(x, nk, S);
+		kbeg = mul(x, split, ks);
+		LLVMValueRef kend = min64(x, add(x, kbeg, ks), nk);
+		LLVMValueRef has = lt(x, kbeg, kend);
+		nk = LLVMBuildSelect(x->b, has, LLVMBuildSub(x->b, kend, kbeg, ""), i64c(x, 0), "");
+	}
 	LLVMValueRef bflat = LLVMBuildUDiv(x->b, t, per_batch, "");
 	LLVMValueRef within = LLVMBuildURem(x->b, t, per_batch, "");
 	LLVMValueRef gsize = mul(x, ntn, i64c(x, MM_GROUP_M));
@@ -1363,7 +1494,7 @@ static void tile_loop(Mm *x, LLVMValueRef block, LLVMValueRef nblocks, const int
 		LLVMBuildCondBr(x->b, lt(x, i64c(x, s), nk), bl, bc);
 		LLVMPositionBuilderAtEnd(x->b, bl);
 		load_stage(x, LLVMConstInt(x->ot, (unsigned long long)s * x->stage_bytes, 0),
-			   i64c(x, s));
+			   add(x, kbeg, i64c(x, s)));
 		LLVMBuildBr(x->b, bc);
 		LLVMPositionBuilderAtEnd(x->b, bc);
 		if (x->gpu)
@@ -1387,7 +1518,7 @@ static void tile_loop(Mm *x, LLVMValueRef block, LLVMValueRef nblocks, const int
 	LLVMBasicBlockRef bc = LLVMAppendBasicBlockInContext(m->ctx, kb->fn, "main.commit");
 	LLVMBuildCondBr(x->b, lt(x, kn, nk), bl, bc);
 	LLVMPositionBuilderAtEnd(x->b, bl);
-	load_stage(x, wrs, kn);
+	load_stage(x, wrs, add(x, kbeg, kn));
 	LLVMBuildBr(x->b, bc);
 	LLVMPositionBuilderAtEnd(x->b, bc);
 	if (x->gpu)
@@ -1403,7 +1534,14 @@ static void tile_loop(Mm *x, LLVMValueRef block, LLVMValueRef nblocks, const int
 		LLVMValueRef n = i32c(x, 0);
 		intrinsic(x, "llvm.nvvm.cp.async.wait.group", NULL, 0, &n, 1);
 	}
+	LLVMBasicBlockRef after = NULL;
+	if (S > 1)
+		after = split_combine(x, t, split, total);
 	epilogue(x, wr, nw);
+	if (after) {
+		LLVMBuildBr(x->b, after);
+		LLVMPositionBuilderAtEnd(x->b, after);
+	}
 	/* nobody refills shared memory for the next tile before everyone is done */
 	barrier(x);
 	cg_loop_end(kb, &lt_);
@@ -1689,6 +1827,11 @@ static void mm_rule(const CgKernel *k, const int64_t *dims, int ndims, CgDims *o
 	int64_t tiles = ((m + a[0] - 1) / a[0]) * ((n + a[1] - 1) / a[1]);
 	for (int d = 0; d < a[4]; d++)
 		tiles *= dim_of((uint32_t)a[5 + d], dims, ndims);
+	int64_t split = a[6 + a[4]];
+	if (split > 1)
+		/* the counters (16-byte rounded), then a partial tile per unit */
+		out->scratch_bytes = ((4 * tiles + 15) & ~(int64_t)15) + tiles * split * a[7 + a[4]];
+	tiles *= split > 1 ? split : 1;
 	if (tiles < 1)
 		tiles = 1;
 	if (tiles > (int64_t)1 << 30)
@@ -1720,4 +1863,11 @@ void cg_matmul_launch(int variant, const CgKernelSpec *s, CgLaunch *l)
 		l->arg[5 + d] = out->shape[d];
 	int smem = mm_smem(c, ir_dtype_size((DType)mm->t[0].dtype));
 	l->arg[5 + r - 2] = smem > MM_SMEM_STATIC ? smem : 0;
+	if (c->split > 1) {
+		l->arg[6 + r - 2] = c->split;
+		/* a unit's partial: every accumulator of every thread */
+		int nacc = c->tc ? (c->bm / c->wm / 16) * (c->bn / c->wn / 8) * 4 :
+			   (c->bm / 16) * (c->bn / 16);
+		l->arg[7 + r - 2] = (int64_t)nacc * MM_THREADS * 4;
+	}
 }

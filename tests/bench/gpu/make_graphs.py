@@ -463,3 +463,43 @@ if __name__ == "__main__":
     mm_check_views("f32", "mm_check_tf32")
     for t in ["bf16", "f16"]:
         mm_check_long(t)
+
+
+def mm_check_split(dt):
+    """The GPU check of split-K (outputs under a wave of tiles; checked under every
+    split configuration forced with FUSEC_MATMUL_TILES, docs/benchmarks.md "Matmul
+    under a wave"): K not a multiple of the tile's BK nor of the split (777), K
+    shorter than the splits (40: empty splits), 16-byte rows or not, broadcast
+    batches, a transposed operand, and bias + gelu or bias + residual epilogues."""
+    ins, ops, outs = {}, [], []
+    # (name, batch a, batch b, M, N, K, a transposed, epilogue)
+    cases = [("odd", [], [], 100, 131, 777, False, "gelu"),
+             ("fast", [], [], 128, 192, 1024, False, "residual"),
+             ("batch", [2, 1], [1, 3], 65, 72, 520, False, "gelu"),
+             ("short", [], [], 70, 70, 40, False, "residual"),
+             ("at", [], [], 64, 96, 600, True, "gelu")]
+    for cn, ba, bb, m, n, k, at, epi in cases:
+        nb = len(ba)
+        r = nb + 2
+        ins[cn + "_a"] = (dt, ba + ([k, m] if at else [m, k]))
+        ins[cn + "_b"] = (dt, bb + [k, n])
+        ins[cn + "_bias"] = (dt, [1] * (r - 1) + [n])
+        a = cn + "_a"
+        if at:
+            ops.append(op("swap_dims", [a], cn + "_av", dims=[nb, nb + 1]))
+            a = cn + "_av"
+        ops.append(op("matmul", [a, cn + "_b"], cn + "_mm"))
+        ops.append(op("add", [cn + "_mm", cn + "_bias"], cn + "_h"))
+        if epi == "gelu":
+            ops.append(op("gelu", [cn + "_h"], cn + "_y", approximate="tanh"))
+        else:
+            ins[cn + "_res"] = (dt, [max(x, y) for x, y in zip(ba, bb)] + [m, n])
+            ops.append(op("add", [cn + "_h", cn + "_res"], cn + "_y"))
+        outs.append(cn + "_y")
+        ops.append({"op": "sync"})
+    graph("mm_check_split_" + dt, ins, ops, outs)
+
+
+if __name__ == "__main__":
+    for t in ["f32", "bf16"]:
+        mm_check_split(t)

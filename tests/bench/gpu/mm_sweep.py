@@ -1,0 +1,163 @@
+#!/usr/bin/env python3
+"""mm_sweep.py: the matmul shapes of the full-size transformers (BERT-base, GPT-2
+small, a 12-layer Llama: batch 1, sequence 128, width 768) and of G6 (sequence 512,
+width 1024), each with its epilogue, timed under every tile configuration of a
+list against torch on the same inputs. docs/benchmarks.md, "Matmul under a wave".
+
+On the build machine (no torch needed), the graphs:
+    python3 tests/bench/gpu/mm_sweep.py make DIR         # DIR/NAME.json
+then one plan folder per graph and configuration, compiled with
+FUSEC_MATMUL_TILES=CONFIG into P/CONFIG/NAME (and the rule's own into P/rule/NAME).
+
+On the GPU machine:
+    python3 tests/bench/gpu/mm_sweep.py run --fusec-run G/fusec-run --graphs DIR \\
+        --plans P [--iters N]
+prints, per graph, fusec-run's total median for every configuration folder that
+holds the graph, torch.matmul alone and torch eager (matmul + epilogue), both f32
+without TF32, and the largest relative error of fusec's output against torch.
+"""
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+# (name, dtype, M, N, K, epilogue): none, bias, bias_gelu (tanh), bias_residual
+SHAPES = [
+    ("mm_128x768x768", "f32", 128, 768, 768, "none"),
+    ("mm_128x2304x768_bias", "f32", 128, 2304, 768, "bias"),
+    ("mm_128x3072x768_bias_gelu", "f32", 128, 3072, 768, "bias_gelu"),
+    ("mm_128x768x3072_bias_res", "f32", 128, 768, 3072, "bias_residual"),
+    ("mm_512x1024x1024_bias", "f32", 512, 1024, 1024, "bias"),
+    ("mm_512x4096x1024_bias_gelu", "f32", 512, 4096, 1024, "bias_gelu"),
+    ("mm_512x1024x4096_bias_res", "f32", 512, 1024, 4096, "bias_residual"),
+    ("mm_128x768x768_bf16", "bf16", 128, 768, 768, "none"),
+    ("mm_128x3072x768_bias_gelu_bf16", "bf16", 128, 3072, 768, "bias_gelu"),
+    ("mm_128x768x3072_bias_res_bf16", "bf16", 128, 768, 3072, "bias_residual"),
+    ("mm_512x1024x4096_bias_res_bf16", "bf16", 512, 1024, 4096, "bias_residual"),
+]
+
+
+def make(out):
+    os.makedirs(out, exist_ok=True)
+    for name, dt, m, n, k, epi in SHAPES:
+        ins = {"a": {"dtype": dt, "shape": [m, k]}, "w": {"dtype": dt, "shape": [k, n]}}
+        ops = [{"op": "matmul", "in": ["a", "w"], "out": "mm"}]
+        y = "mm"
+        if epi.startswith("bias"):
+            ins["bias"] = {"dtype": dt, "shape": [1, n]}
+            ops.append({"op": "add", "in": ["mm", "bias"], "out": "h"})
+            y = "h"
+        if epi == "bias_gelu":
+            ops.append({"op": "gelu", "in": ["h"], "out": "y", "approximate": "tanh"})
+            y = "y"
+        if epi == "bias_residual":
+            ins["res"] = {"dtype": dt, "shape": [m, n]}
+            ops.append({"op": "add", "in": ["h", "res"], "out": "y"})
+            y = "y"
+        doc = {"format": "fusec-graph/1", "name": name, "inputs": ins, "ops": ops,
+               "outputs": [y]}
+        with open(os.path.join(out, name + ".json"), "w") as f:
+            json.dump(doc, f, indent=1)
+            f.write("\n")
+
+
+def run_sweep(args):
+    import numpy as np
+    import torch
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import bench
+    import torch_graph
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    print("device: %s, torch %s, CUDA %s, allow_tf32 %s" % (
+        torch.cuda.get_device_name(), torch.__version__, torch.version.cuda,
+        torch.backends.cuda.matmul.allow_tf32))
+    configs = sorted(os.listdir(args.plans))
+    rows = []
+    for name, dt, m, n, k, epi in SHAPES:
+        path = os.path.join(args.graphs, name + ".json")
+        if not os.path.exists(path):
+            continue
+        graph = json.load(open(path))
+        arrays = bench.make_inputs(graph, 1)
+        tmp = tempfile.mkdtemp()
+        in_dir = os.path.join(tmp, "in")
+        os.makedirs(in_dir)
+        for key, a in arrays.items():
+            np.save(os.path.join(in_dir, key + ".npy"), a)
+        x = bench.to_torch(graph, arrays)
+        f = torch_graph.build(graph)
+        a, w = x["a"], x["w"]
+        with torch.no_grad():
+            ref = f(x)
+            t_mm = bench.time_cuda(lambda _: torch.matmul(a, w), [None], args.iters, 5)
+            t_eager = bench.time_cuda(f, [x], args.iters, 5)
+        flop = 2.0 * m * n * k
+        res = {}
+        for c in configs:
+            plan = os.path.join(args.plans, c, name)
+            if not os.path.isdir(plan):
+                continue
+            out_dir = os.path.join(tmp, "out_" + c)
+            try:
+                txt = bench.run([args.fusec_run, plan, "--inputs", in_dir, "--outputs", out_dir,
+                                 "--bench", "--iters", str(args.iters), "--warmup", "5"])
+            except RuntimeError as e:
+                print("%s %s: %s" % (name, c, e))
+                res[c] = (float("nan"), "", float("nan"))
+                continue
+            ms = float(re.search(r"total: median ([0-9.]+) us", txt).group(1)) / 1e3
+            tiles = ""
+            pj = json.load(open(os.path.join(plan, name + ".plan.json")))
+            for kk in pj["kernels"]:
+                tiles = kk.get("tiles", tiles)
+            err = bench.compare(graph, ref, out_dir, name)
+            res[c] = (ms, tiles, err)
+        rows.append((name, m, n, k, flop, t_mm, t_eager, res))
+        print("%s: torch.matmul %.4f ms (%.1f TFLOP/s), eager %.4f ms" %
+              (name, t_mm, flop / t_mm / 1e9, t_eager))
+        for c, (ms, tiles, err) in sorted(res.items()):
+            print("  %-22s %-22s %.4f ms %6.1f TFLOP/s  x%.2f of torch.matmul  err %.1e" %
+                  (c, tiles, ms, flop / ms / 1e9, ms / t_mm, err))
+        sys.stdout.flush()
+    # one table: rows graphs, columns configurations (ms), best marked
+    print()
+    print("| graph | torch.matmul ms | eager ms | " + " | ".join(configs) + " | best |")
+    print("|---|---|---|" + "---|" * len(configs) + "---|")
+    for name, m, n, k, flop, t_mm, t_eager, res in rows:
+        cells = []
+        best = None
+        for c in configs:
+            if c in res and res[c][0] == res[c][0]:
+                cells.append("%.4f" % res[c][0])
+                if best is None or res[c][0] < res[best][0]:
+                    best = c
+            else:
+                cells.append("-")
+        print("| %s | %.4f | %.4f | %s | %s |" % (name, t_mm, t_eager, " | ".join(cells), best))
+    worst = max((r[2] for row in rows for r in row[7].values() if r[2] == r[2]), default=0.0)
+    print("largest relative error against torch: %.1e" % worst)
+
+
+def main():
+    import argparse
+    ap = argparse.ArgumentParser()
+    sub = ap.add_subparsers(dest="what", required=True)
+    mk = sub.add_parser("make")
+    mk.add_argument("dir")
+    rn = sub.add_parser("run")
+    rn.add_argument("--fusec-run", required=True)
+    rn.add_argument("--graphs", required=True)
+    rn.add_argument("--plans", required=True)
+    rn.add_argument("--iters", type=int, default=50)
+    args = ap.parse_args()
+    if args.what == "make":
+        make(args.dir)
+    else:
+        run_sweep(args)
+
+
+if __name__ == "__main__":
+    main()
