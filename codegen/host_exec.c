@@ -5,7 +5,10 @@
  * run a kernel's whole grid. Launches are then called in plan order with their
  * arguments packed the way cuLaunchKernel reads kernelParams: args[k] points to the
  * value of parameter k. Cooperative kernels also get their launch's geometry in the
- * slot after the last parameter, and a zero-filled scratch buffer of their own. */
+ * slot after the last parameter, and the scratch: as on the GPU (runtime.c), one
+ * buffer of the largest size any launch asks, zero-filled once per run and shared by
+ * every launch, so a kernel that leaves a counter nonzero breaks the next launch
+ * here too. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -90,10 +93,17 @@ int cg_host_run(CgHost *h, void **data, Diag *d)
 			max = h->prog.launch[i].nargs;
 	ArgSlot *slot = xcalloc((size_t)max + 1, sizeof *slot);
 	void **argv = xcalloc((size_t)max + 2, sizeof *argv);
+	int64_t sbytes = 0;
+	for (int i = 0; i < h->prog.nlaunch; i++)
+		for (int p = 0; p < h->prog.launch[i].nargs; p++) {
+			const CgArg *a = &h->prog.launch[i].args[p];
+			if (a->kind == CG_ARG_SCRATCH && a->i > sbytes)
+				sbytes = a->i;
+		}
+	void *scratch = sbytes ? xcalloc((size_t)sbytes, 1) : NULL;
 	int rc = 0;
 	for (int i = 0; i < h->prog.nlaunch && !rc; i++) {
 		const CgBound *b = &h->prog.launch[i];
-		void *scratch = NULL;
 		int64_t geom[7] = {b->at.grid[0], b->at.grid[1], b->at.grid[2], b->at.block[0],
 				   b->at.block[1], b->at.block[2], b->at.shared_bytes};
 		argv[b->nargs] = geom;
@@ -115,8 +125,6 @@ int cg_host_run(CgHost *h, void **data, Diag *d)
 				slot[p].i64 = a->i;
 				break;
 			case CG_ARG_SCRATCH:
-				if (!scratch)
-					scratch = xcalloc((size_t)a->i, 1);
 				slot[p].ptr = scratch;
 				break;
 			}
@@ -124,8 +132,8 @@ int cg_host_run(CgHost *h, void **data, Diag *d)
 		}
 		if (!rc)
 			h->fn[b->kernel->index](argv, 0, 1);
-		free(scratch);
 	}
+	free(scratch);
 	free(slot);
 	free(argv);
 	return rc;

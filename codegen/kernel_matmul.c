@@ -1348,7 +1348,10 @@ static void fence(Mm *x)
  * The scratch: a u32 counter per tile (rounded up to 16 bytes), then per unit
  * (tile * S + split) nacc x MM_THREADS floats, accumulator e of thread t at
  * e * MM_THREADS + t (coalesced writes and reads). The flag "last" is passed
- * through the first word of shared memory, between barriers. */
+ * through the first word of shared memory, between barriers. The launches of a plan
+ * share one scratch (runtime.c; host_exec.c the same) and a later kernel's counters
+ * may lie where these partials were, so the last block sets the partials back to
+ * zero as it reads them, and the counter too: the kernel leaves zeros (codegen.h). */
 static LLVMBasicBlockRef split_combine(Mm *x, LLVMValueRef tile, LLVMValueRef split,
 				       LLVMValueRef total)
 {
@@ -1419,6 +1422,8 @@ static LLVMBasicBlockRef split_combine(Mm *x, LLVMValueRef tile, LLVMValueRef sp
 			LLVMValueRef v = LLVMBuildLoad2(x->b, m->t_f32, p, "");
 			LLVMSetAlignment(v, 4);
 			LLVMSetVolatile(v, 1);
+			/* read once: back to zero, for the launches after this one */
+			LLVMSetAlignment(LLVMBuildStore(x->b, LLVMConstReal(m->t_f32, 0), p), 4);
 			acc_store(x, i64c(x, e), q ? LLVMBuildFAdd(x->b, acc_load(x, i64c(x, e)), v, "") : v);
 		}
 		if (q == 1)
