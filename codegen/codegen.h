@@ -51,8 +51,10 @@
  *     share of the work when the grid is capped).
  *   - A kernel may have CG_PARAM_SCRATCH parameters, last of all: a device pointer to
  *     a zero-filled workspace of CgDims.scratch_bytes bytes that belongs to this launch
- *     alone. A kernel that needs zeros in it (counters) sets them back to zero before
- *     it returns, so the runtime zeroes the buffer once, when it allocates it. Results
+ *     alone. The launches of a plan share one buffer (the largest size asked), zeroed
+ *     once when it is allocated, so a kernel leaves zeros in every byte it wrote
+ *     before it returns: counters, and partials too, since a later kernel's counters
+ *     may lie where they were (the host executor shares it the same way). Results
  *     never depend on block order (no float atomics): split reductions write partials
  *     to the scratch and the last block to finish combines them in a fixed order.
  *   - On the host, the same function signature; args[nparams] (one slot after the

@@ -1155,14 +1155,19 @@ static void split_finish(Red *x, LLVMValueRef unit, const int *wr, int nw)
 	LLVMValueRef a0 = cg_carry(kb, &l, init[0]);
 	LLVMValueRef a1 = arg ? cg_carry(kb, &l, init[1]) : NULL;
 	LLVMValueRef sl = LLVMBuildAdd(b, base, l.i, "");
-	LLVMValueRef pv = LLVMBuildLoad2(b, v[0].type, scratch_at(x, LLVMBuildAdd(b, cbytes,
-					 LLVMBuildMul(b, sl, cg_i64(kb, 8), ""), "")), "");
+	/* each partial read is set back to zero: the plan's launches share one scratch,
+	 * and a later kernel's counters may lie where these partials were (codegen.h) */
+	LLVMValueRef pvp = scratch_at(x, LLVMBuildAdd(b, cbytes, LLVMBuildMul(b, sl, cg_i64(kb, 8), ""), ""));
+	LLVMValueRef pv = LLVMBuildLoad2(b, v[0].type, pvp, "");
 	LLVMSetVolatile(pv, 1);
+	LLVMBuildStore(b, LLVMConstNull(v[0].type), pvp);
 	LLVMValueRef pi = NULL;
 	if (arg) {
-		pi = LLVMBuildLoad2(b, m->t_i64, scratch_at(x, LLVMBuildAdd(b, ibase,
-				    LLVMBuildMul(b, sl, cg_i64(kb, 8), ""), "")), "");
+		LLVMValueRef pip = scratch_at(x, LLVMBuildAdd(b, ibase,
+					      LLVMBuildMul(b, sl, cg_i64(kb, 8), ""), ""));
+		pi = LLVMBuildLoad2(b, m->t_i64, pip, "");
 		LLVMSetVolatile(pi, 1);
+		LLVMBuildStore(b, LLVMConstNull(m->t_i64), pip);
 	}
 	LLVMValueRef acc[2] = {a0, a1}, other[2] = {pv, pi};
 	combine(c, acc, other, (void *)op);

@@ -1299,6 +1299,30 @@ static const MmCase mm_cases[] = {
 	 false, "tc128x256x32s4"},
 	{"128x256 tiles b^T 64x256x96", DT_F16, {0}, {0}, 64, 256, 96, "also_mm", true, 2, false,
 	 "tc128x256x32s4"},
+	/* split-K (under a wave): K not a multiple of BK nor of the split (777, 259),
+	 * K shorter than the splits (40: empty splits), batches broadcast, transposed
+	 * operands, epilogues; the exact cases fail on any partial lost or counted
+	 * twice */
+	{"split 100x131x777", DT_F32, {0}, {0}, 100, 131, 777, "residual_gelu", false, 0, false,
+	 "fma64x64x16s3sk3"},
+	{"split exact batch 3x1 by 1x2", DT_F32, {3, 1}, {1, 2}, 65, 72, 259, "bias_relu", true, 0,
+	 false, "fma64x64x16s3sk2"},
+	{"split exact 70x70x40", DT_F32, {0}, {0}, 70, 70, 40, "also_mm", true, 0, false,
+	 "fma64x64x16s3sk8"},
+	{"split a^T b^T 64x96x600", DT_F32, {0}, {0}, 64, 96, 600, "bias_relu", false, 3, false,
+	 "fma64x64x16s3sk4"},
+	{"split exact 33x17x520", DT_F32, {0}, {0}, 33, 17, 520, "none", true, 0, false,
+	 "fma64x64x16s3sk6"},
+	{"split 128 tiles 130x136x333", DT_F32, {0}, {0}, 130, 136, 333, "scale_cast", false, 0, false,
+	 "fma128x128x16s3sk4"},
+	{"split 128 tiles exact batch 2x1 by 1x2", DT_F32, {2, 1}, {1, 2}, 20, 36, 200, "bias_relu",
+	 true, 0, false, "fma128x128x16s3sk8"},
+	{"split 100x131x777", DT_BF16, {0}, {0}, 100, 131, 777, "residual_gelu", false, 0, false,
+	 "tc64x64x32s3sk2"},
+	{"split exact batch 3x1 by 1x2", DT_F16, {3, 1}, {1, 2}, 65, 72, 104, "bias_relu", true, 0,
+	 false, "tc64x64x32s3sk4"},
+	{"split b^T 70x70x40", DT_BF16, {0}, {0}, 70, 70, 40, "also_mm", false, 2, false,
+	 "tc64x64x32s3sk4"},
 };
 enum { MM_NCASES = (int)(sizeof mm_cases / sizeof mm_cases[0]) };
 
@@ -1395,8 +1419,11 @@ static unsigned mm_variants(const Built *b, int *nlaunch)
 		int v = l->kernel->variant;
 		if (v == 0)
 			continue;
-		int bm, bn;
+		int bm, bn, split = 1;
 		const char *nm = cg_matmul_variant_name(v);
+		/* split-K "fma64x64x16s3sk4": 4 blocks per tile */
+		if (strstr(nm, "sk"))
+			assert_int_equal(sscanf(strstr(nm, "sk"), "sk%d", &split), 1);
 		/* "tc128x256x32s4", "tf32x64x64x32s3": 128, 256; 64, 64 */
 		nm += strncmp(nm, "tf32x", 5) ? strcspn(nm, "0123456789") : 5;
 		assert_int_equal(sscanf(nm, "%dx%d", &bm, &bn), 2);
@@ -1410,7 +1437,11 @@ static unsigned mm_variants(const Built *b, int *nlaunch)
 				((out->dim[out->rank - 1] + bn - 1) / bn);
 		for (int j = 0; j < out->rank - 2; j++)
 			tiles *= out->dim[j];
-		assert_int_equal(l->at.grid[0], tiles);
+		assert_int_equal(l->at.grid[0], tiles * split);
+		/* split: a counter per tile (16-byte rounded), a partial tile per block */
+		if (split > 1)
+			assert_true(l->at.scratch_bytes >= ((4 * tiles + 15) & ~15) +
+				    tiles * split * bm * bn * 4);
 		assert_int_equal(l->at.block[0], 256);
 	}
 	cg_module_free(m);
@@ -1465,11 +1496,23 @@ static void test_matmul_tiles_ptx(void **state)
 	Built *items = xcalloc(MM_NCASES, sizeof *items);
 	GenGraph *ggs = xcalloc(MM_NCASES, sizeof *ggs);
 	int n = 0;
-	/* pass 0: the rule's choices, 1: tf32, 2: forced tc128x256x32s4 */
-	for (int pass = 0; pass < 3; pass++) {
+	/* pass 0: the rule's choices, 1: tf32, 2...: the cases of each forced
+	 * configuration (FUSEC_MATMUL_TILES is read while lowering) */
+	const char *forced[MM_NCASES];
+	int nforced = 0;
+	for (int i = 0; i < MM_NCASES; i++) {
+		int j = 0;
+		while (mm_cases[i].force && j < nforced && strcmp(forced[j], mm_cases[i].force))
+			j++;
+		if (mm_cases[i].force && j == nforced)
+			forced[nforced++] = mm_cases[i].force;
+	}
+	for (int pass = 0; pass < 2 + nforced; pass++) {
 		int first = n;
+		const char *force = pass >= 2 ? forced[pass - 2] : NULL;
 		for (int i = 0; i < MM_NCASES; i++) {
-			if (mm_cases[i].tf32 != (pass == 1) || (mm_cases[i].force != NULL) != (pass == 2))
+			if (mm_cases[i].tf32 != (pass == 1) || (mm_cases[i].force != NULL) != (pass >= 2) ||
+			    (force && strcmp(force, mm_cases[i].force)))
 				continue;
 			mm_graph(&ggs[n], &mm_cases[i]);
 			char label[96];
@@ -1479,8 +1522,8 @@ static void test_matmul_tiles_ptx(void **state)
 			items[n].tf32 = mm_cases[i].tf32;
 			n++;
 		}
-		if (pass == 2)
-			setenv("FUSEC_MATMUL_TILES", "tc128x256x32s4", 1);
+		if (force)
+			setenv("FUSEC_MATMUL_TILES", force, 1);
 		if (n > first)
 			ptx_both(items + first, n - first);
 		unsetenv("FUSEC_MATMUL_TILES");

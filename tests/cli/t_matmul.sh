@@ -1,0 +1,53 @@
+# t_matmul.sh: matmuls under a wave of output tiles take split-K configurations
+# (codegen/kernel_matmul.c): blocks split K, write partial tiles to the launch's
+# scratch, and the last block of a tile sums them in split order, then runs the
+# epilogue. The cpu backend runs that algorithm (the scratch shared by the plan's
+# launches, as on the GPU), checked here against the interpreter.
+
+# the check graphs of the GPU (K 777, 1024, 520, 40, 600; broadcast batches, a
+# transposed operand, bias + gelu and bias + residual; five launches sharing the
+# scratch) under the rule and under every split configuration forced
+for t in f32 bf16; do
+	g=tests/bench/gpu/mm_check_split_$t.json
+	check "split-rule-$t" 0 "$FUSEC" run "$g" --backend cpu --check
+done
+for c in $SPLIT_F32; do
+	check "split-$c" 0 env FUSEC_MATMUL_TILES=$c "$FUSEC" run tests/bench/gpu/mm_check_split_f32.json --backend cpu --check
+done
+for c in $SPLIT_BF16; do
+	check "split-$c" 0 env FUSEC_MATMUL_TILES=$c "$FUSEC" run tests/bench/gpu/mm_check_split_bf16.json --backend cpu --check
+done
+
+# the rule's choice at the base models' shapes (M = 128, width 768: 24 tiles of 64)
+cat > "$TMP/mlp.json" <<'EOF'
+{"format": "fusec-graph/1", "name": "mlp",
+ "inputs": {"x": {"dtype": "f32", "shape": [1, 128, 3072]}, "w": {"dtype": "f32", "shape": [3072, 768]},
+            "b": {"dtype": "f32", "shape": [768]}, "r": {"dtype": "f32", "shape": [1, 128, 768]}},
+ "ops": [{"op": "matmul", "in": ["x", "w"], "out": "mm"}, {"op": "add", "in": ["mm", "b"], "out": "h"},
+         {"op": "add", "in": ["h", "r"], "out": "y"}],
+ "outputs": ["y"]}
+EOF
+check split-compile 0 "$FUSEC" compile "$TMP/mlp.json" -o "$TMP/mlp"
+contains split-compile-tiles "$TMP/mlp/mlp.plan.json" "\"tiles\":\"$SPLIT_RULE_MLP\""
+contains split-compile-scratch "$TMP/mlp/mlp.plan.json" '{"scratch":'
+check split-compile-again 0 "$FUSEC" compile "$TMP/mlp.json" -o "$TMP/mlp2" --no-cache
+same_files split-compile-ptx "$TMP/mlp/mlp.ptx" "$TMP/mlp2/mlp.ptx"
+same_files split-compile-plan "$TMP/mlp/mlp.plan.json" "$TMP/mlp2/mlp.plan.json"
+# outputs byte for byte the same from run to run
+check split-run-1 0 "$FUSEC" run tests/bench/gpu/mm_check_split_f32.json --backend cpu --seed 3 --outputs "$TMP/o1"
+check split-run-2 0 "$FUSEC" run tests/bench/gpu/mm_check_split_f32.json --backend cpu --seed 3 --outputs "$TMP/o2"
+for f in "$TMP"/o1/*.npy; do
+	same_files "split-run-same-$(basename "$f")" "$f" "$TMP/o2/$(basename "$f")"
+done
+
+# the scratch is shared by the plan's launches: the second split reduction's
+# counters lie where the first one's partials were, so each kernel leaves its
+# partials zero (this failed on the GPU before, and here once the host shared it)
+cat > "$TMP/two_splits.json" <<'EOF'
+{"format": "fusec-graph/1", "name": "two_splits",
+ "inputs": {"a": {"dtype": "f32", "shape": [2, 1048576]}, "b": {"dtype": "f32", "shape": [64, 262144]}},
+ "ops": [{"op": "sum", "in": ["a"], "out": "ya", "axis": 1}, {"op": "sync"},
+         {"op": "sum", "in": ["b"], "out": "yb", "axis": 1}],
+ "outputs": ["ya", "yb"]}
+EOF
+check shared-scratch-reductions 0 "$FUSEC" run "$TMP/two_splits.json" --backend cpu --check
