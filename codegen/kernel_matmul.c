@@ -108,6 +108,12 @@ enum {
 	MM_GEMV = 7,             /* its index in the table */
 	MM_TC256 = 8,            /* tc128x256x32s4's index */
 	MM_LONG_K = 2048,        /* K from which tc128x256x32s4 is taken (given a wave) */
+	/* split-K (split_pick): outputs of fewer 64x64 tiles than MM_SPLIT_TILES split
+	 * K so that tiles x split reach MM_SPLIT_BLOCKS blocks (two per SM), each split
+	 * keeping at least MM_SPLIT_STEPS steps of BK */
+	MM_SPLIT_TILES = 2 * MM_WAVE,
+	MM_SPLIT_BLOCKS = 2 * MM_WAVE,
+	MM_SPLIT_STEPS = 4,
 };
 
 /* The tile-configuration table (docs/design.md, "Matmul tiles"). Index 0 is "no
@@ -280,6 +286,30 @@ static bool fits(const MmConfig *c, DType t, bool tf32)
 	return !c->tc || (c->tf32 && tf32);
 }
 
+/* Split-K for an output of `tiles` tiles of configuration base and K = k: below
+ * MM_SPLIT_TILES tiles, the split S of base's table entries (the smallest S whose
+ * tiles x S reach MM_SPLIT_BLOCKS blocks, else the largest) that leaves every split
+ * at least MM_SPLIT_STEPS K steps; base itself when none does. */
+static int split_pick(int base, int64_t tiles, int64_t k)
+{
+	const MmConfig *b = &mm_configs[base];
+	int64_t nk = (k + b->bk - 1) / b->bk;
+	if (tiles >= MM_SPLIT_TILES)
+		return base;
+	int pick = base;
+	for (int v = 1; v < MM_NCONFIGS; v++) {
+		const MmConfig *c = &mm_configs[v];
+		if (c->split < 2 || c->tc != b->tc || c->tf32 != b->tf32 || c->bm != b->bm ||
+		    c->bn != b->bn || c->bk != b->bk || nk < (int64_t)c->split * MM_SPLIT_STEPS)
+			continue;
+		if (pick == base || c->split > mm_configs[pick].split)
+			pick = v;   /* the table lists each base's splits in increasing order */
+		if (tiles * c->split >= MM_SPLIT_BLOCKS)
+			break;
+	}
+	return pick;
+}
+
 int cg_matmul_variant(const CgKernelSpec *s, const char *arch, bool host, bool allow_tf32,
 		      const int64_t *dims, int ndims)
 {
@@ -309,15 +339,16 @@ int cg_matmul_variant(const CgKernelSpec *s, const char *arch, bool host, bool a
 		return MM_GEMV;
 	if (t == DT_F32 && tf32)
 		return big >= MM_WAVE ? 5 : 6;
+	int64_t k = dim_of(mm->t[0].shape[r - 1], dims, ndims);
+	int64_t small = batch * ((m + 63) / 64) * ((n + 63) / 64);
 	if (t == DT_F32)
-		return big >= MM_WAVE ? 3 : 4;
+		return big >= MM_WAVE ? 3 : split_pick(4, small, k);
 	if (!sm80)
 		return 0;
-	int64_t k = dim_of(mm->t[0].shape[r - 1], dims, ndims);
 	int64_t big256 = batch * ((m + 127) / 128) * ((n + 255) / 256);
 	if (big256 >= MM_WAVE && k >= MM_LONG_K)
 		return MM_TC256;
-	return big >= MM_WAVE ? 1 : 2;
+	return big >= MM_WAVE ? 1 : split_pick(2, small, k);
 }
 
 /* ---- the builder ------------------------------------------------------------- */

@@ -4,6 +4,12 @@
 # epilogue. The cpu backend runs that algorithm (the scratch shared by the plan's
 # launches, as on the GPU), checked here against the interpreter.
 
+# the split configurations of the table (FUSEC_MATMUL_TILES names), and the one the
+# rule gives the MLP down projection of the base models below
+SPLIT_F32="fma64x64x16s3sk2 fma64x64x16s3sk3 fma64x64x16s3sk4 fma64x64x16s3sk6 fma64x64x16s3sk8 fma128x128x16s3sk4 fma128x128x16s3sk8"
+SPLIT_BF16="tc64x64x32s3sk2 tc64x64x32s3sk4"
+SPLIT_RULE_MLP=fma64x64x16s3sk8
+
 # the check graphs of the GPU (K 777, 1024, 520, 40, 600; broadcast batches, a
 # transposed operand, bias + gelu and bias + residual; five launches sharing the
 # scratch) under the rule and under every split configuration forced
@@ -21,8 +27,8 @@ done
 # the rule's choice at the base models' shapes (M = 128, width 768: 24 tiles of 64)
 cat > "$TMP/mlp.json" <<'EOF'
 {"format": "fusec-graph/1", "name": "mlp",
- "inputs": {"x": {"dtype": "f32", "shape": [1, 128, 3072]}, "w": {"dtype": "f32", "shape": [3072, 768]},
-            "b": {"dtype": "f32", "shape": [768]}, "r": {"dtype": "f32", "shape": [1, 128, 768]}},
+ "inputs": {"x": {"dtype": "f32", "shape": [1, 128, 3072]}, "w": {"dtype": "f32", "shape": [1, 3072, 768]},
+            "b": {"dtype": "f32", "shape": [1, 1, 768]}, "r": {"dtype": "f32", "shape": [1, 128, 768]}},
  "ops": [{"op": "matmul", "in": ["x", "w"], "out": "mm"}, {"op": "add", "in": ["mm", "b"], "out": "h"},
          {"op": "add", "in": ["h", "r"], "out": "y"}],
  "outputs": ["y"]}
