@@ -108,12 +108,14 @@ enum {
 	MM_GEMV = 7,             /* its index in the table */
 	MM_TC256 = 8,            /* tc128x256x32s4's index */
 	MM_LONG_K = 2048,        /* K from which tc128x256x32s4 is taken (given a wave) */
-	/* split-K (split_pick): outputs of fewer 64x64 tiles than MM_SPLIT_TILES split
-	 * K so that tiles x split reach MM_SPLIT_BLOCKS blocks (two per SM), each split
-	 * keeping at least MM_SPLIT_STEPS steps of BK */
-	MM_SPLIT_TILES = 2 * MM_WAVE,
-	MM_SPLIT_BLOCKS = 2 * MM_WAVE,
-	MM_SPLIT_STEPS = 4,
+	/* the rule under a wave (cg_matmul_variant, measured: docs/benchmarks.md,
+	 * "Matmul under a wave"); indices of the split entries below */
+	MM_F64SK3 = 9, MM_F64SK4 = 10, MM_F128SK4 = 11, MM_TCSK2 = 12, MM_TCSK4 = 13,
+	MM_FULL = 118,           /* blocks counted as a wave (0.9 x 132) for fma128x128 */
+	MM_SPLIT_FEW = 33,       /* 64x64 tiles up to which K splits 4 ways (4 x 33 = 132) */
+	MM_SPLIT_SOME = 96,      /* f32: 64x64 tiles below which K splits 3 ways */
+	MM_SPLIT_STEPS = 4,      /* BK steps a split keeps at least */
+	MM_SPLIT_STEPS128 = 16,  /* the same for fma128x128x16s3sk4 */
 };
 
 /* The tile-configuration table (docs/design.md, "Matmul tiles"). Index 0 is "no
@@ -154,14 +156,12 @@ static const MmConfig mm_configs[] = {
 	/* split-K (under a wave of output tiles): `split` blocks share an output tile,
 	 * each taking a contiguous share of K; their partial tiles go to the launch's
 	 * scratch and the last of them sums the partials in split order, then runs the
-	 * epilogue (split_combine) */
-	{"fma64x64x16s3sk2", false, false, false, 2, 64, 64, 16, 0, 0, 3, 2},
+	 * epilogue (split_combine). Two blocks per SM asked of ptxas (128 registers):
+	 * unbounded, the combine's loads took up to 207 (docs/benchmarks.md, "Matmul
+	 * under a wave") */
 	{"fma64x64x16s3sk3", false, false, false, 2, 64, 64, 16, 0, 0, 3, 3},
 	{"fma64x64x16s3sk4", false, false, false, 2, 64, 64, 16, 0, 0, 3, 4},
-	{"fma64x64x16s3sk6", false, false, false, 2, 64, 64, 16, 0, 0, 3, 6},
-	{"fma64x64x16s3sk8", false, false, false, 2, 64, 64, 16, 0, 0, 3, 8},
 	{"fma128x128x16s3sk4", false, false, false, 0, 128, 128, 16, 0, 0, 3, 4},
-	{"fma128x128x16s3sk8", false, false, false, 0, 128, 128, 16, 0, 0, 3, 8},
 	{"tc64x64x32s3sk2", true, false, false, 2, 64, 64, 32, 2, 4, 3, 2},
 	{"tc64x64x32s3sk4", true, false, false, 2, 64, 64, 32, 2, 4, 3, 4},
 };
@@ -286,28 +286,36 @@ static bool fits(const MmConfig *c, DType t, bool tf32)
 	return !c->tc || (c->tf32 && tf32);
 }
 
-/* Split-K for an output of `tiles` tiles of configuration base and K = k: below
- * MM_SPLIT_TILES tiles, the split S of base's table entries (the smallest S whose
- * tiles x S reach MM_SPLIT_BLOCKS blocks, else the largest) that leaves every split
- * at least MM_SPLIT_STEPS K steps; base itself when none does. */
-static int split_pick(int base, int64_t tiles, int64_t k)
+/* f32 and f16/bf16 (tc) below a wave of 128x128 tiles; big: 128x128 tiles, small:
+ * 64x64 tiles, k: K. The table (docs/benchmarks.md, "Matmul under a wave"):
+ *   - f32: fma128x128x16s3 from 0.9 of a wave of 128x128 tiles (MLP up of G6, 128
+ *     tiles: 133 us against 169 with 64x64 tiles); fma128x128x16s3sk4 where 4 splits
+ *     of at least 16 steps bring it there (G6's projections and MLP down);
+ *   - else 64x64 tiles, K split 4 ways up to 33 tiles (4 x 33 blocks: one per SM;
+ *     the base models' 768-wide outputs at M = 128, 24 tiles), 3 ways below 96
+ *     tiles (2304 wide: 72 tiles), not from 96 (3072 wide: splitting was slower);
+ *   - tc: K split 4 ways up to 33 tiles, 2 ways below two waves when K >= 2048 (G6's
+ *     MLP down in bf16, 128 tiles: 33 us against 48), else none;
+ * each split keeping at least MM_SPLIT_STEPS steps of BK (fewer splits where K is
+ * short). */
+static int under_wave(DType t, int64_t big, int64_t small, int64_t k)
 {
-	const MmConfig *b = &mm_configs[base];
-	int64_t nk = (k + b->bk - 1) / b->bk;
-	if (tiles >= MM_SPLIT_TILES)
-		return base;
-	int pick = base;
-	for (int v = 1; v < MM_NCONFIGS; v++) {
-		const MmConfig *c = &mm_configs[v];
-		if (c->split < 2 || c->tc != b->tc || c->tf32 != b->tf32 || c->bm != b->bm ||
-		    c->bn != b->bn || c->bk != b->bk || nk < (int64_t)c->split * MM_SPLIT_STEPS)
-			continue;
-		if (pick == base || c->split > mm_configs[pick].split)
-			pick = v;   /* the table lists each base's splits in increasing order */
-		if (tiles * c->split >= MM_SPLIT_BLOCKS)
-			break;
+	if (t == DT_F32) {
+		if (big >= MM_FULL)
+			return 3;
+		if (big * 4 >= MM_FULL && k >= 4 * 16 * MM_SPLIT_STEPS128)
+			return MM_F128SK4;
+		if (small <= MM_SPLIT_FEW && k >= 4 * 16 * MM_SPLIT_STEPS)
+			return MM_F64SK4;
+		if (small < MM_SPLIT_SOME && k >= 3 * 16 * MM_SPLIT_STEPS)
+			return MM_F64SK3;
+		return 4;
 	}
-	return pick;
+	if (small <= MM_SPLIT_FEW && k >= 4 * 32 * MM_SPLIT_STEPS)
+		return MM_TCSK4;
+	if (small < 2 * MM_WAVE && k >= MM_LONG_K)
+		return MM_TCSK2;
+	return 2;
 }
 
 int cg_matmul_variant(const CgKernelSpec *s, const char *arch, bool host, bool allow_tf32,
@@ -342,13 +350,13 @@ int cg_matmul_variant(const CgKernelSpec *s, const char *arch, bool host, bool a
 	int64_t k = dim_of(mm->t[0].shape[r - 1], dims, ndims);
 	int64_t small = batch * ((m + 63) / 64) * ((n + 63) / 64);
 	if (t == DT_F32)
-		return big >= MM_WAVE ? 3 : split_pick(4, small, k);
+		return under_wave(t, big, small, k);
 	if (!sm80)
 		return 0;
 	int64_t big256 = batch * ((m + 127) / 128) * ((n + 255) / 256);
 	if (big256 >= MM_WAVE && k >= MM_LONG_K)
 		return MM_TC256;
-	return big >= MM_WAVE ? 1 : split_pick(2, small, k);
+	return big >= MM_WAVE ? 1 : under_wave(t, big, small, k);
 }
 
 /* ---- the builder ------------------------------------------------------------- */
