@@ -92,8 +92,15 @@ LLVMValueRef cg_eval_matmul(CgKb *kb, const RelOp *op, CgIdx *out)
  * (mma.sync m16n8k8, operands rounded by cvt.rna.tf32.f32, the host rounding the
  * same way before the scalar fragment).
  *
+ * Under a wave of output tiles the split-K configurations (`...skS`) give each tile
+ * S blocks over contiguous shares of K: each writes its accumulators to the launch's
+ * scratch, and the last block of the tile to finish sums the S partials in split
+ * order, zeroes them, and runs the epilogue (split_combine): the same bytes from run
+ * to run, no float atomics; the host runs the same units in order.
+ *
  * Launch: a cooperative launch (codegen.h) of MM_THREADS threads per block and one
- * block per output tile (mm_rule); the loop over tiles makes any grid correct. Shared
+ * block per output tile, S per tile for split-K (mm_rule, which also asks for the
+ * scratch); the loop over tiles makes any grid correct. Shared
  * memory is static up to 48 KiB; configurations needing more take the launch's
  * dynamic shared memory (mm_rule sets its bytes). On the host the
  * function keeps the plain signature: called as thread 0 of 1 it runs every tile. */
@@ -1860,10 +1867,11 @@ int cg_matmul_tiled(CgKb *kb, int variant, const int *wr, int nw)
 
 
 /* The launch rule of tiled kernels (a cooperative launch, codegen.h): one block of
- * MM_THREADS per output tile, grid.x = batch x tile rows x tile columns; dynamic
- * shared memory only for configurations past MM_SMEM_STATIC. arg: BM, BN, the shape
- * ids of M and N, the number of batch dims, their shape ids, the dynamic shared bytes
- * (0: static). */
+ * MM_THREADS per output tile, grid.x = batch x tile rows x tile columns (times the
+ * split for split-K); dynamic shared memory only for configurations past
+ * MM_SMEM_STATIC. arg: BM, BN, the shape ids of M and N, the number of batch dims,
+ * their shape ids, the dynamic shared bytes (0: static), then for split-K the split
+ * and the bytes of one block's partial (the scratch: counters, then partials). */
 static void mm_rule(const CgKernel *k, const int64_t *dims, int ndims, CgDims *out)
 {
 	const int64_t *a = k->launch.arg;
