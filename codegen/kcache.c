@@ -12,8 +12,9 @@
 
 /* 2: cooperative reduce kernels; 3: reduce rows kept in registers; 4: f32 gelu's
  * one-piece erfc, bf16 rounding by cvt.rn on sm_80+, the matmul tile table remade
- * (variant numbers changed) */
-static const char magic[] = "fusec-kcache/4\n";
+ * (variant numbers changed); 5: split reductions zero their partials (the same
+ * spec, new code), split-K matmul configurations */
+static const char magic[] = "fusec-kcache/5\n";
 
 /* A second, independent 64-bit hash for the file name (the first is FNV-1a). */
 static uint64_t mix_hash(const char *p, size_t n)
