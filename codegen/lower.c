@@ -12,10 +12,19 @@
 
 #include "codegen.h"
 
-static CgKernelKind kernel_kind(int fuser)
+static bool is_pool(const Op *op)
+{
+	return op->kind == OP_MAX_POOL2D || op->kind == OP_AVG_POOL2D;
+}
+
+static CgKernelKind kernel_kind(const Graph *g, int fuser, const Launch *l)
 {
 	if (fuser < 0)
 		return CG_KERNEL_SINGLE;
+	/* NHWCRelayout runs its trace as an elementwise kernel, then the pool alone */
+	if (fuser == pass_nhwc_fuser())
+		return l->nops == 1 && is_pool(&g->ops[l->ops[0]]) ? CG_KERNEL_SINGLE
+								   : CG_KERNEL_ELEMWISE;
 	const char *name = pass_fuser_name(fuser);
 	if (!strcmp(name, "ElementWise"))
 		return CG_KERNEL_ELEMWISE;
@@ -72,6 +81,39 @@ static CgKernelKind kind_with_views(const Graph *g, const Launch *l, CgKernelKin
 	}
 }
 
+/* NHWCRelayout (docs/burn-fidelity.md row 11): launch li of step st is its trace
+ * and li + 1 its pool. The pool's input x is written channel-last when the trace
+ * makes it and nothing but the trace's own ops and the pool reads it (burn takes a
+ * pool only at its input's last use; an input the trace does not make stays as it
+ * is, as burn's relayout then has no output to apply to). Returns x, or -1. */
+static int nhwc_tensor(const Schedule *s, const Step *st, int li, const int *nreaders)
+{
+	const Graph *g = s->g;
+	const Launch *l = &st->launch[li];
+	if (li + 1 >= st->nlaunch || s->kernels[l->kernel].fuser != pass_nhwc_fuser())
+		return -1;
+	const Launch *p = &st->launch[li + 1];
+	if (s->kernels[p->kernel].fuser != pass_nhwc_fuser() || p->nops != 1 ||
+	    !is_pool(&g->ops[p->ops[0]]))
+		return -1;
+	int x = g->ops[p->ops[0]].in[0];
+	if (g->tensors[x].is_output || g->tensors[x].role == ROLE_INPUT ||
+	    g->tensors[x].rank != 4)
+		return -1;
+	bool made = false;
+	int readers = 0;
+	for (int k = 0; k < l->nops; k++) {
+		const Op *op = &g->ops[l->ops[k]];
+		for (int j = 0; j < op->nout; j++)
+			made |= op->out[j] == x;
+		bool reads = false;
+		for (int j = 0; j < op->nin; j++)
+			reads |= op->in[j] == x;
+		readers += reads;
+	}
+	return made && nreaders[x] == readers + 1 ? x : -1;
+}
+
 /* A launch of a view that sinks into its readers (passes.h, pass_view_sink): no
  * kernel, no buffer for its result. */
 static bool sink_launch(const Graph *g, const Launch *l, const ViewSink *vs, CgProgram *out,
@@ -114,6 +156,7 @@ int cg_lower(CgModule *m, const Schedule *s, Arena *a, CgProgram *out, Diag *d)
 	out->alias = ARENA_NEW(a, int, nt);
 	out->aliases = ARENA_NEW(a, CgAlias, total);
 	out->views = ARENA_NEW(a, CgView, total);
+	out->nhwc = ARENA_NEW(a, bool, nt);
 	for (int t = 0; t < g->ntensors; t++) {
 		out->buffer[t] = g->tensors[t].role == ROLE_INPUT || g->tensors[t].is_output;
 		out->alias[t] = -1;
@@ -198,10 +241,21 @@ int cg_lower(CgModule *m, const Schedule *s, Arena *a, CgProgram *out, Diag *d)
 			int ndims, nvals;
 			const int64_t *dims = ir_rel_dims(conv, &ndims);
 			const double *vals = ir_rel_values(conv, &nvals);
-			CgKernelKind kind = kernel_kind(unit->fuser);
+			CgKernelKind kind = kernel_kind(g, unit->fuser, l);
 			if (nchain)
 				kind = kind_with_views(g, l, kind);
-			CgKernelSpec spec = {kind, rel, nops, written, nrel, 0};
+			CgKernelSpec spec = {kind, rel, nops, written, nrel, 0, 0};
+			/* the channel-last tensor: written by an NHWCRelayout trace, read
+			 * by its pool (the launch after it) */
+			int xl = nhwc_tensor(s, st, li, nreaders);
+			if (xl < 0 && unit->fuser == pass_nhwc_fuser() && l->nops == 1 &&
+			    is_pool(&g->ops[l->ops[0]]) && out->nhwc[g->ops[l->ops[0]].in[0]])
+				xl = g->ops[l->ops[0]].in[0];
+			for (int r = 0; xl >= 0 && r < nrel; r++)
+				if (global[r] == xl) {
+					spec.nhwc = r + 1;
+					out->nhwc[xl] = true;
+				}
 			spec.variant = cg_matmul_variant(&spec, cg_module_arch(m),
 							 cg_module_is_host(m),
 							 cg_module_allow_tf32(m), dims, ndims);

@@ -169,6 +169,10 @@ void pass_view_sink_free(ViewSink *v);
 
 int pass_nfusers(void);
 const char *pass_fuser_name(int i);      /* "ElementWise" */
+/* The registry index of NHWCRelayout, whose fused strategy runs as two launches: its
+ * elementwise trace, then the pool alone (processor.c; codegen/lower.c decides which
+ * tensor the trace writes channel-last). */
+int pass_nhwc_fuser(void);
 /* Fusers (bit i: registry index i) that take an op of this kind as a first op; in
  * *after_matmul those that take it only after a matmul (fuser_probe.c). */
 unsigned pass_fusers_taking(int kind, unsigned *after_matmul);
