@@ -17,7 +17,8 @@ static const char ops_usage[] =
 	"\n"
 	"List every op of the graph format: its name, burn's display variant, how many\n"
 	"inputs it takes, its required and optional attributes, the dtypes it accepts,\n"
-	"and the fusers that take it (\"after matmul\": only as a matmul's epilogue).\n"
+	"and the fusers that take it (\"after matmul\": only as a matmul's epilogue;\n"
+	"\"ends a trace\": only after an elementwise op, at its input's last use).\n"
 	"\n"
 	"  --json   one JSON document instead of the table\n";
 
@@ -45,13 +46,15 @@ static void arity(char *buf, size_t n, const OpInfo *o)
 
 static void fuser_list(Buf *b, int kind)
 {
-	unsigned epi, first = pass_fusers_taking(kind, &epi);
+	unsigned epi, first = pass_fusers_taking(kind, &epi), end = pass_fusers_ending(kind);
 	bool any = false;
 	for (int f = 0; f < pass_nfusers(); f++) {
 		if (first & (1u << f))
 			buf_printf(b, "%s%s", any ? ", " : "", pass_fuser_name(f));
 		else if (epi & (1u << f))
 			buf_printf(b, "%s%s (after matmul)", any ? ", " : "", pass_fuser_name(f));
+		else if (end & (1u << f))
+			buf_printf(b, "%s%s (ends a trace)", any ? ", " : "", pass_fuser_name(f));
 		else
 			continue;
 		any = true;
@@ -87,13 +90,16 @@ static void print_json(void)
 		cJSON_AddItemToObject(x, "required", attr_array(o->required));
 		cJSON_AddItemToObject(x, "optional", attr_array(o->optional));
 		cJSON_AddStringToObject(x, "dtypes", ir_rule_dtypes(o->rule));
-		unsigned epi, first = pass_fusers_taking(k, &epi);
+		unsigned epi, first = pass_fusers_taking(k, &epi), end = pass_fusers_ending(k);
 		cJSON *fa = cJSON_AddArrayToObject(x, "fusers"), *fe = cJSON_AddArrayToObject(x, "fusers_after_matmul");
+		cJSON *fn = cJSON_AddArrayToObject(x, "fusers_ending");
 		for (int f = 0; f < pass_nfusers(); f++) {
 			if (first & (1u << f))
 				cJSON_AddItemToArray(fa, cJSON_CreateString(pass_fuser_name(f)));
 			if (epi & (1u << f))
 				cJSON_AddItemToArray(fe, cJSON_CreateString(pass_fuser_name(f)));
+			if (end & (1u << f))
+				cJSON_AddItemToArray(fn, cJSON_CreateString(pass_fuser_name(f)));
 		}
 		cJSON_AddItemToArray(ops, x);
 	}

@@ -14,7 +14,7 @@
 
 static bool is_pool(const Op *op)
 {
-	return op->kind == OP_MAX_POOL2D || op->kind == OP_AVG_POOL2D;
+	return pass_op_is_pool(op->kind);
 }
 
 static CgKernelKind kernel_kind(const Graph *g, int fuser, const Launch *l)
@@ -79,39 +79,6 @@ static CgKernelKind kind_with_views(const Graph *g, const Launch *l, CgKernelKin
 	case FAM_REDUCE: return CG_KERNEL_REDUCE;
 	default: return CG_KERNEL_ELEMWISE;
 	}
-}
-
-/* NHWCRelayout (docs/burn-fidelity.md row 11): launch li of step st is its trace
- * and li + 1 its pool. The pool's input x is written channel-last when the trace
- * makes it and nothing but the trace's own ops and the pool reads it (burn takes a
- * pool only at its input's last use; an input the trace does not make stays as it
- * is, as burn's relayout then has no output to apply to). Returns x, or -1. */
-static int nhwc_tensor(const Schedule *s, const Step *st, int li, const int *nreaders)
-{
-	const Graph *g = s->g;
-	const Launch *l = &st->launch[li];
-	if (li + 1 >= st->nlaunch || s->kernels[l->kernel].fuser != pass_nhwc_fuser())
-		return -1;
-	const Launch *p = &st->launch[li + 1];
-	if (s->kernels[p->kernel].fuser != pass_nhwc_fuser() || p->nops != 1 ||
-	    !is_pool(&g->ops[p->ops[0]]))
-		return -1;
-	int x = g->ops[p->ops[0]].in[0];
-	if (g->tensors[x].is_output || g->tensors[x].role == ROLE_INPUT ||
-	    g->tensors[x].rank != 4)
-		return -1;
-	bool made = false;
-	int readers = 0;
-	for (int k = 0; k < l->nops; k++) {
-		const Op *op = &g->ops[l->ops[k]];
-		for (int j = 0; j < op->nout; j++)
-			made |= op->out[j] == x;
-		bool reads = false;
-		for (int j = 0; j < op->nin; j++)
-			reads |= op->in[j] == x;
-		readers += reads;
-	}
-	return made && nreaders[x] == readers + 1 ? x : -1;
 }
 
 /* A launch of a view that sinks into its readers (passes.h, pass_view_sink): no
@@ -247,7 +214,7 @@ int cg_lower(CgModule *m, const Schedule *s, Arena *a, CgProgram *out, Diag *d)
 			CgKernelSpec spec = {kind, rel, nops, written, nrel, 0, 0};
 			/* the channel-last tensor: written by an NHWCRelayout trace, read
 			 * by its pool (the launch after it) */
-			int xl = nhwc_tensor(s, st, li, nreaders);
+			int xl = pass_nhwc_relayout(s, st, li);
 			if (xl < 0 && unit->fuser == pass_nhwc_fuser() && l->nops == 1 &&
 			    is_pool(&g->ops[l->ops[0]]) && out->nhwc[g->ops[l->ops[0]].in[0]])
 				xl = g->ops[l->ops[0]].in[0];

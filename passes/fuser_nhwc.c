@@ -26,7 +26,7 @@ typedef struct {
 	bool pool;             /* the closing pool is in */
 } NhwcFuser;
 
-static bool is_pool(int kind)
+bool pass_op_is_pool(int kind)
 {
 	return kind == OP_MAX_POOL2D || kind == OP_AVG_POOL2D;
 }
@@ -34,7 +34,7 @@ static bool is_pool(int kind)
 static void nhwc_fuse(Fuser *f, const RelOp *op)
 {
 	NhwcFuser *e = (NhwcFuser *)f;
-	if (is_pool(op->kind) && op->t[0].status == ST_READ_WRITE) {
+	if (pass_op_is_pool(op->kind) && op->t[0].status == ST_READ_WRITE) {
 		e->pool = true;
 		fuser_close(f, CR_POOL_TAKEN);
 		return;
@@ -75,3 +75,40 @@ const FuserVT fuser_nhwc_vt = {
 	"NHWCRelayout", sizeof(NhwcFuser), nhwc_fuse, nhwc_properties, nhwc_len,
 	nhwc_reset, nhwc_clone_into, nhwc_release,
 };
+
+int pass_nhwc_relayout(const Schedule *s, const Step *st, int li)
+{
+	const Graph *g = s->g;
+	const Launch *l = &st->launch[li];
+	int nhwc = pass_nhwc_fuser();
+	if (li + 1 >= st->nlaunch || s->kernels[l->kernel].fuser != nhwc)
+		return -1;
+	const Launch *p = &st->launch[li + 1];
+	if (s->kernels[p->kernel].fuser != nhwc || p->nops != 1 ||
+	    !pass_op_is_pool(g->ops[p->ops[0]].kind))
+		return -1;
+	int x = g->ops[p->ops[0]].in[0];
+	const Tensor *t = &g->tensors[x];
+	if (t->is_output || t->role == ROLE_INPUT || t->rank != 4 || t->producer < 0)
+		return -1;
+	bool made = false;
+	for (int k = 0; k < l->nops; k++)
+		made |= l->ops[k] == t->producer;
+	if (!made)
+		return -1;
+	/* its readers lie between its producer and its last read */
+	for (int i = t->producer + 1; i <= t->last_read && i < g->nops; i++) {
+		const Op *op = &g->ops[i];
+		bool reads = false;
+		for (int j = 0; j < op->nin; j++)
+			reads |= op->in[j] == x;
+		if (!reads || i == p->ops[0])
+			continue;
+		bool inside = false;
+		for (int k = 0; k < l->nops; k++)
+			inside |= l->ops[k] == i;
+		if (!inside)
+			return -1;
+	}
+	return x;
+}

@@ -4,7 +4,9 @@
  * each fuser is offered a small op of the kind (rank-2 f32 operands of one shape,
  * reductions on the last axis); if it stays open, it takes the kind as a first op.
  * Otherwise it is offered a matmul first and then the op: if it stays open, it
- * takes the kind after a matmul (an epilogue). */
+ * takes the kind after a matmul (an epilogue). pass_fusers_ending offers an exp and
+ * then the op at its input's last use: a fuser that counts it without taking it
+ * first takes it to end its trace (NHWCRelayout and the pools). */
 #include <string.h>
 
 #include "search.h"
@@ -65,4 +67,30 @@ unsigned pass_fusers_taking(int kind, unsigned *after_matmul)
 	if (after_matmul)
 		*after_matmul = epi;
 	return first;
+}
+
+unsigned pass_fusers_ending(int kind)
+{
+	unsigned ending = 0, first = pass_fusers_taking(kind, NULL);
+	RelTensor t[IR_MAX_IN + 1], et[2];
+	RelOp op, ex;
+	for (int f = 0; f < fusers_count(); f++) {
+		if (first & (1u << f))
+			continue;
+		Fuser *fu = fuser_new(f, 32);
+		probe_op(&ex, et, OP_EXP, 0);
+		et[1].id = 50;
+		fuser_fuse(fu, &ex);
+		int before = fu->vt->len(fu);
+		if (fu->status == FS_OPEN && before == 1) {
+			probe_op(&op, t, kind, 50);
+			if (op.nin > 0)
+				t[0].status = ST_READ_WRITE;
+			fuser_fuse(fu, &op);
+			if (fu->vt->len(fu) == before + 1)
+				ending |= 1u << f;
+		}
+		fuser_free(fu);
+	}
+	return ending;
 }

@@ -173,9 +173,20 @@ const char *pass_fuser_name(int i);      /* "ElementWise" */
  * elementwise trace, then the pool alone (processor.c; codegen/lower.c decides which
  * tensor the trace writes channel-last). */
 int pass_nhwc_fuser(void);
+/* Launch li of step st as an NHWCRelayout trace (the launch after it its pool): the
+ * tensor it writes channel-last, or -1 (not such a launch, or the pool's input is
+ * not made by the trace, is a graph output, or is read by anything but the trace's
+ * ops and the pool). A function of the schedule alone (fuser_nhwc.c), so compile,
+ * run and explain agree. */
+int pass_nhwc_relayout(const Schedule *s, const Step *st, int li);
+/* max_pool2d and avg_pool2d: the ops that end an NHWCRelayout trace. */
+bool pass_op_is_pool(int kind);
 /* Fusers (bit i: registry index i) that take an op of this kind as a first op; in
  * *after_matmul those that take it only after a matmul (fuser_probe.c). */
 unsigned pass_fusers_taking(int kind, unsigned *after_matmul);
+/* Fusers that take an op of this kind, at its input's last use, to end an
+ * elementwise trace (NHWCRelayout and the pools). */
+unsigned pass_fusers_ending(int kind);
 
 /* ---- rendering from the record ----------------------------------------------- */
 
