@@ -187,6 +187,17 @@ static void make_function(CgKb *kb, const char *name, const CgParam *ps, int np)
 	free(vals);
 }
 
+/* Build knobs for measuring the thread order of the two NHWCRelayout kernels: 1 runs
+ * the trace's (WRITE) or the pool's (POOL) threads in NCHW order instead, the
+ * channel-last tensor still addressed channel-last (docs/benchmarks.md,
+ * "NHWCRelayout"). */
+#ifndef FUSEC_NHWC_WRITE_NCHW
+#define FUSEC_NHWC_WRITE_NCHW 0
+#endif
+#ifndef FUSEC_NHWC_POOL_NCHW
+#define FUSEC_NHWC_POOL_NCHW 0
+#endif
+
 /* The grid-stride loop of a kernel with a channel-last tensor (CgKernelSpec.nhwc):
  * consecutive threads take consecutive positions of the rank-4 iteration space
  * (N, C, H, W) in the order N, H, W, C, so a warp's accesses to the channel-last
@@ -373,7 +384,7 @@ CgKernel *cg_build(CgModule *m, const CgKernelSpec *s, uint64_t hash, Diag *d)
 		cg_matmul_tiled(kb, s->variant, wr, nw);
 	} else if (row_axis >= 0)
 		cg_row_loops(kb, rank, ref, row_axis, wr, nw);
-	else if (nhwc)
+	else if (nhwc && !(u.written[s->nhwc - 1] ? FUSEC_NHWC_WRITE_NCHW : FUSEC_NHWC_POOL_NCHW))
 		nhwc_loop(kb, ref, n, wr, nw);
 	else {
 		CgLoop l;
