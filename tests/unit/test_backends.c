@@ -862,6 +862,20 @@ static void check_fusion(const Built *b, const MatrixCase *c)
 	int fuser = b->s->kernels[l->kernel].fuser;
 	const char *got = fuser < 0 ? "(unfused)" : pass_fuser_name(fuser);
 	const char *want = c->fused ? expected_fuser(c->kind) : NULL;
+	if (c->fused && (c->kind == OP_MAX_POOL2D || c->kind == OP_AVG_POOL2D)) {
+		/* burn's NHWCRelayout (docs/burn-fidelity.md row 11): the prologue's
+		 * trace, then the pool alone, on the pool's input written channel-last */
+		const Launch *prev = NULL;
+		for (int i = 0; i < b->s->nsteps; i++)
+			for (int j = 1; j < b->s->steps[i].nlaunch; j++)
+				if (&b->s->steps[i].launch[j] == l)
+					prev = &b->s->steps[i].launch[j - 1];
+		if (strcmp(got, "NHWCRelayout") || l->nops != 1 || !prev ||
+		    b->s->kernels[prev->kernel].fuser != fuser)
+			fail_msg("%s: expected an NHWCRelayout trace, then the pool alone; got %s "
+				 "with %d ops", c->label, got, l->nops);
+		return;
+	}
 	if (!want) {
 		if (fuser >= 0 || l->nops != 1)
 			fail_msg("%s: expected its own kernel, got %s with %d ops", c->label, got,
@@ -1002,8 +1016,11 @@ static void test_random_graphs(void **state)
 	assert_int_equal(bad, 0);
 	/* the generator must reach the fusers and the syncs it is meant to */
 	assert_true(syncs >= 20);
+	/* no matmuls, and no rank-4 pools (NHWCRelayout: test_op_matrix's fused pool
+	 * cases and tests/cli/t_nhwc.sh) in the random graphs */
 	for (int f = 0; f < pass_nfusers() && f < 8; f++)
-		if (strcmp(pass_fuser_name(f), "Matmul") && fusers[f] < 5)
+		if (strcmp(pass_fuser_name(f), "Matmul") && strcmp(pass_fuser_name(f), "NHWCRelayout") &&
+		    fusers[f] < 5)
 			fail_msg("random graphs reached fuser %s only %d times", pass_fuser_name(f),
 				 fusers[f]);
 }
@@ -1176,7 +1193,8 @@ static void test_golden_numbers(void **state)
 					    "golden/reuse.yaml", "golden/fusers.yaml",
 					    "golden/holes.yaml", "golden/cycle.yaml",
 					    "golden/view_break.yaml", "golden/maxblocks.yaml",
-					    "golden/lazy_triggers.yaml", "golden/views.yaml"};
+					    "golden/lazy_triggers.yaml", "golden/views.yaml",
+					    "golden/nhwc.yaml"};
 	int bad = 0;
 	for (size_t i = 0; i < SUITE_COUNT(files); i++) {
 		Built b;
