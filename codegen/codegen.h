@@ -257,19 +257,18 @@ typedef struct {
 	int nargs;
 } CgBound;
 
+/* A launch that launches nothing: a reshape made an alias (CgProgram.aliases: `of`
+ * is the tensor whose buffer it shares, which has one) or a view sunk into its
+ * readers (CgProgram.views: `of` is the tensor in memory they read through it). */
 typedef struct {
 	int step;                /* index in Schedule.steps */
-	int op;                  /* the reshape (global op id) */
+	int op;                  /* the reshape or view (global op id) */
 	int tensor;              /* its output, which gets no buffer */
-	int of;                  /* the tensor whose buffer it shares (which has one) */
-} CgAlias;
+	int of;                  /* see above */
+} CgNoLaunch;
 
-typedef struct {
-	int step;                /* index in Schedule.steps */
-	int op;                  /* the view (global op id) that launches nothing */
-	int tensor;              /* its output, which gets no buffer */
-	int of;                  /* the tensor in memory its readers' kernels read through it */
-} CgView;
+typedef CgNoLaunch CgAlias;
+typedef CgNoLaunch CgView;
 
 typedef struct {
 	CgBound *launch;         /* every step's launches, in execution order */

@@ -13,7 +13,8 @@
  * an equal spec.
  *
  * In chunked mode the kernels are not all built into one module: after a kernel
- * whose spec hash is 0 mod CHUNK_DIV, or once a chunk holds CHUNK_MAX kernels, the
+ * whose spec hash is 0 mod CHUNK_DIV, after a heavy kernel (heavy_kernel), or once a
+ * chunk holds CHUNK_MAX kernels, the
  * module and its context are set aside as a chunk and a fresh pair opens (in
  * cg_module_add), so that emit_par.c can optimize and emit the chunks on several
  * threads and cache each on its own. Chunk boundaries depend only on the kernels,
@@ -94,7 +95,7 @@ bool cg_arch_known(const char *arch)
 	return false;
 }
 
-enum { CHUNK_DIV = 8, CHUNK_MAX = 32 };
+enum { CHUNK_DIV = 8, CHUNK_MAX = 32, CHUNK_HEAVY_INSNS = 800 }; /* heavy_kernel */
 
 /* The NVPTX back end's optimization level: 3 (LLVMCodeGenLevelAggressive, the
  * default) or, with FUSEC_CODEGEN_LEVEL=2, LLVMCodeGenLevelDefault. At 2 NVPTX runs
@@ -337,6 +338,23 @@ CgEntry *cg_module_find(CgModule *m, const CgKernelSpec *s, uint64_t hash)
 	return NULL;
 }
 
+/* Whether kernel k (just built into the open module) is one that LLVM takes long
+ * over, a tiled matmul or a cooperative reduction (0.1-0.25 s each): such a kernel
+ * closes its chunk, so that two of them are not optimized one after the other on
+ * one thread while another thread idles. Asked before the twin search (which may
+ * make k a stub), so that the chunks are the same with and without twins; like the
+ * rest of the chunking rule, this depends on the kernels only. */
+static bool heavy_kernel(CgModule *m, const CgKernel *k)
+{
+	LLVMValueRef fn = LLVMGetNamedFunction(m->mod, k->name);
+	int n = 0;
+	for (LLVMBasicBlockRef b = fn ? LLVMGetFirstBasicBlock(fn) : NULL; b; b = LLVMGetNextBasicBlock(b))
+		for (LLVMValueRef i = LLVMGetFirstInstruction(b); i; i = LLVMGetNextInstruction(i))
+			if (++n >= CHUNK_HEAVY_INSNS)
+				return true;
+	return false;
+}
+
 void cg_module_add(CgModule *m, const CgKernelSpec *s, uint64_t hash, CgKernel *k)
 {
 	if (m->nentries == m->capentries) {
@@ -369,8 +387,9 @@ void cg_module_add(CgModule *m, const CgKernelSpec *s, uint64_t hash, CgKernel *
 		memcpy(e->written, s->written, (size_t)s->nwritten);
 	e->k = k;
 	e->twin = -1;
+	bool heavy = m->chunked && heavy_kernel(m, k);
 	cg_module_twin(m, k);
-	if (m->chunked && (hash % CHUNK_DIV == 0 || m->nentries - m->chunk_first >= CHUNK_MAX))
+	if (m->chunked && (hash % CHUNK_DIV == 0 || m->nentries - m->chunk_first >= CHUNK_MAX || heavy))
 		cg_module_close_chunk(m);
 }
 

@@ -111,6 +111,28 @@ static const char *param_type(const CgParam *p)
 	return "?";
 }
 
+/* The step's records in list[*at..] (its aliases or its sunk views, in execution
+ * order) as `key: [{op, tensor, <of_key>}]`; nothing when it has none. Advances *at. */
+static void no_launch(JsonW *w, const Graph *g, const char *key, const char *of_key,
+		      const CgNoLaunch *list, int n, int *at, int step)
+{
+	if (*at >= n || list[*at].step != step)
+		return;
+	jw_key(w, key);
+	jw_arr(w);
+	for (; *at < n && list[*at].step == step; ++*at) {
+		jw_obj(w);
+		jw_key(w, "op");
+		jw_int(w, list[*at].op);
+		jw_key(w, "tensor");
+		jw_str(w, g->tensors[list[*at].tensor].name);
+		jw_key(w, of_key);
+		jw_str(w, g->tensors[list[*at].of].name);
+		jw_end(w);
+	}
+	jw_end(w);
+}
+
 static void dim3(JsonW *w, int64_t x, int64_t y, int64_t z)
 {
 	jw_arr(w);
@@ -505,38 +527,8 @@ char *cg_plan_json(const Schedule *s, const CgProgram *prog, const PlanFileInfo 
 		for (; bi < prog->nlaunch && prog->launch[bi].step == i; bi++)
 			launch_json(w, s, &prog->launch[bi]);
 		jw_end(w);
-		if (ai < prog->naliases && prog->aliases[ai].step == i) {
-			jw_key(w, "aliases");
-			jw_arr(w);
-			for (; ai < prog->naliases && prog->aliases[ai].step == i; ai++) {
-				const CgAlias *al = &prog->aliases[ai];
-				jw_obj(w);
-				jw_key(w, "op");
-				jw_int(w, al->op);
-				jw_key(w, "tensor");
-				jw_str(w, g->tensors[al->tensor].name);
-				jw_key(w, "of");
-				jw_str(w, g->tensors[al->of].name);
-				jw_end(w);
-			}
-			jw_end(w);
-		}
-		if (vi < prog->nviews && prog->views[vi].step == i) {
-			jw_key(w, "views");
-			jw_arr(w);
-			for (; vi < prog->nviews && prog->views[vi].step == i; vi++) {
-				const CgView *v = &prog->views[vi];
-				jw_obj(w);
-				jw_key(w, "op");
-				jw_int(w, v->op);
-				jw_key(w, "tensor");
-				jw_str(w, g->tensors[v->tensor].name);
-				jw_key(w, "read_through");
-				jw_str(w, g->tensors[v->of].name);
-				jw_end(w);
-			}
-			jw_end(w);
-		}
+		no_launch(w, g, "aliases", "of", prog->aliases, prog->naliases, &ai, i);
+		no_launch(w, g, "views", "read_through", prog->views, prog->nviews, &vi, i);
 		jw_end(w);
 	}
 	jw_end(w);

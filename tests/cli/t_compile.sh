@@ -111,6 +111,12 @@ for g in tests/golden/chains.yaml tests/golden/fusers.yaml tests/golden/holes.ya
 	check "jobs-ll-entries-$n" 0 sh -c '[ "$(grep -c "^.visible .entry" "$1")" = "$(grep -c "^.visible .entry" "$2")" ]' sh "$TMP/j1/$n.ptx" "$TMP/jll/$n.ptx"
 done
 check jobs-zero 2 "$FUSEC" compile $G -j 0 -o "$TMP/j0"
+# a heavy kernel (a tiled matmul, a cooperative reduction) ends its chunk, so that
+# such kernels go to different threads: as many chunks as tiled kernels here
+g=tests/bench/gpu/mm_check_f32.json
+check jobs-heavy-chunks 0 sh -c '"$1" compile "$2" -o "$3" -j 2 --no-cache --time 2>"$3.err" &&
+	t=$(grep -o "\"tiles\":\"" "$3/mm_check_f32.plan.json" | wc -l) && [ "$t" -ge 2 ] &&
+	grep -q "in $t chunks on 2 threads" "$3.err"' sh "$FUSEC" "$g" "$TMP/heavy"
 # matmul tiles past 48 KiB of shared memory declare the launch's dynamic shared
 # memory at module level: joined once whatever the chunks, the launches ask for it
 g=tests/bench/gpu/mm_check_long_bf16.json
