@@ -34,13 +34,14 @@ static void probe_op(RelOp *op, RelTensor *t, int kind, int first_id)
 	op->attr.axis = 1;
 }
 
-unsigned pass_fusers_taking(int kind, unsigned *after_matmul)
+unsigned pass_fusers_taking(int kind, bool burn_exact, unsigned *after_matmul)
 {
 	unsigned first = 0, epi = 0;
 	RelTensor t[IR_MAX_IN + 1], mt[3];
 	RelOp op, mm;
-	for (int f = 0; f < fusers_count(); f++) {
+	for (int f = 0; f < fusers_active(burn_exact); f++) {
 		Fuser *fu = fuser_new(f, 32);
+		fu->burn_exact = burn_exact;
 		probe_op(&op, t, kind, 0);
 		fuser_fuse(fu, &op);
 		if (fu->status == FS_OPEN) {
@@ -51,6 +52,7 @@ unsigned pass_fusers_taking(int kind, unsigned *after_matmul)
 		fuser_free(fu);
 		/* a matmul [1,2]x[2,3] -> [1,3] (shape ids), then the op reading its result */
 		fu = fuser_new(f, 32);
+		fu->burn_exact = burn_exact;
 		probe_op(&mm, mt, OP_MATMUL, 100);
 		mt[0].shape[1] = 2;
 		mt[1].shape[0] = 2;
@@ -69,15 +71,16 @@ unsigned pass_fusers_taking(int kind, unsigned *after_matmul)
 	return first;
 }
 
-unsigned pass_fusers_ending(int kind)
+unsigned pass_fusers_ending(int kind, bool burn_exact)
 {
-	unsigned ending = 0, first = pass_fusers_taking(kind, NULL);
+	unsigned ending = 0, first = pass_fusers_taking(kind, burn_exact, NULL);
 	RelTensor t[IR_MAX_IN + 1], et[2];
 	RelOp op, ex;
-	for (int f = 0; f < fusers_count(); f++) {
+	for (int f = 0; f < fusers_active(burn_exact); f++) {
 		if (first & (1u << f))
 			continue;
 		Fuser *fu = fuser_new(f, 32);
+		fu->burn_exact = burn_exact;
 		probe_op(&ex, et, OP_EXP, 0);
 		et[1].id = 50;
 		fuser_fuse(fu, &ex);

@@ -62,6 +62,14 @@ int pass_nhwc_fuser(void)
 	return 4;
 }
 
+/* NHWCRelayout competes only under --burn-exact: on the H200 its relayout made
+ * every pooling graph slower (docs/burn-fidelity.md row 11, docs/benchmarks.md
+ * "NHWCRelayout"), so by default the search runs the four other fusers. */
+int fusers_active(bool burn_exact)
+{
+	return burn_exact ? fusers_count() : pass_nhwc_fuser();
+}
+
 int fusers_count(void)
 {
 	return (int)(sizeof registry / sizeof registry[0]);

@@ -183,10 +183,11 @@ int pass_nhwc_relayout(const Schedule *s, const Step *st, int li);
 bool pass_op_is_pool(int kind);
 /* Fusers (bit i: registry index i) that take an op of this kind as a first op; in
  * *after_matmul those that take it only after a matmul (fuser_probe.c). */
-unsigned pass_fusers_taking(int kind, unsigned *after_matmul);
+unsigned pass_fusers_taking(int kind, bool burn_exact, unsigned *after_matmul);
 /* Fusers that take an op of this kind, at its input's last use, to end an
- * elementwise trace (NHWCRelayout and the pools). */
-unsigned pass_fusers_ending(int kind);
+ * elementwise trace (NHWCRelayout and the pools). burn_exact: the fusers of
+ * --burn-exact (NHWCRelayout competes only there), else the default ones. */
+unsigned pass_fusers_ending(int kind, bool burn_exact);
 
 /* ---- rendering from the record ----------------------------------------------- */
 

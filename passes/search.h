@@ -165,8 +165,11 @@ struct Fuser {
 };
 
 /* The registry: fresh fusers in registration order (ElementWise, Matmul, Reduce,
- * ReduceBroadcasted, NHWCRelayout). */
+ * ReduceBroadcasted, NHWCRelayout; the last only under --burn-exact). */
 int fusers_count(void);
+/* The fusers a search runs: all of them under --burn-exact, else all but
+ * NHWCRelayout (the last registered). */
+int fusers_active(bool burn_exact);
 Fuser *fuser_new(int i, int max_bindings);
 Fuser *fuser_clone(const Fuser *f);
 void fuser_free(Fuser *f);
