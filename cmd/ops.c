@@ -17,9 +17,11 @@ static const char ops_usage[] =
 	"\n"
 	"List every op of the graph format: its name, burn's display variant, how many\n"
 	"inputs it takes, its required and optional attributes, the dtypes it accepts,\n"
-	"and the fusers that take it (\"after matmul\": only as a matmul's epilogue).\n"
+	"and the fusers that take it (\"after matmul\": only as a matmul's epilogue;\n"
+	"\"ends a trace\": only after an elementwise op, at its input's last use).\n"
 	"\n"
-	"  --json   one JSON document instead of the table\n";
+	"  --json         one JSON document instead of the table\n"
+	"  --burn-exact   the fusers of a --burn-exact search (NHWCRelayout too)\n";
 
 static void attr_list(Buf *b, unsigned bits)
 {
@@ -43,15 +45,18 @@ static void arity(char *buf, size_t n, const OpInfo *o)
 		snprintf(buf, n, "%d-%d", o->nin_min, o->nin_max);
 }
 
-static void fuser_list(Buf *b, int kind)
+static void fuser_list(Buf *b, int kind, bool burn)
 {
-	unsigned epi, first = pass_fusers_taking(kind, &epi);
+	unsigned epi, first = pass_fusers_taking(kind, burn, &epi),
+		 end = pass_fusers_ending(kind, burn);
 	bool any = false;
 	for (int f = 0; f < pass_nfusers(); f++) {
 		if (first & (1u << f))
 			buf_printf(b, "%s%s", any ? ", " : "", pass_fuser_name(f));
 		else if (epi & (1u << f))
 			buf_printf(b, "%s%s (after matmul)", any ? ", " : "", pass_fuser_name(f));
+		else if (end & (1u << f))
+			buf_printf(b, "%s%s (ends a trace)", any ? ", " : "", pass_fuser_name(f));
 		else
 			continue;
 		any = true;
@@ -69,7 +74,7 @@ static cJSON *attr_array(unsigned bits)
 	return a;
 }
 
-static void print_json(void)
+static void print_json(bool burn)
 {
 	cJSON *root = cJSON_CreateObject();
 	cJSON_AddStringToObject(root, "format", "fusec-ops/1");
@@ -87,13 +92,17 @@ static void print_json(void)
 		cJSON_AddItemToObject(x, "required", attr_array(o->required));
 		cJSON_AddItemToObject(x, "optional", attr_array(o->optional));
 		cJSON_AddStringToObject(x, "dtypes", ir_rule_dtypes(o->rule));
-		unsigned epi, first = pass_fusers_taking(k, &epi);
+		unsigned epi, first = pass_fusers_taking(k, burn, &epi),
+			 end = pass_fusers_ending(k, burn);
 		cJSON *fa = cJSON_AddArrayToObject(x, "fusers"), *fe = cJSON_AddArrayToObject(x, "fusers_after_matmul");
+		cJSON *fn = cJSON_AddArrayToObject(x, "fusers_ending");
 		for (int f = 0; f < pass_nfusers(); f++) {
 			if (first & (1u << f))
 				cJSON_AddItemToArray(fa, cJSON_CreateString(pass_fuser_name(f)));
 			if (epi & (1u << f))
 				cJSON_AddItemToArray(fe, cJSON_CreateString(pass_fuser_name(f)));
+			if (end & (1u << f))
+				cJSON_AddItemToArray(fn, cJSON_CreateString(pass_fuser_name(f)));
 		}
 		cJSON_AddItemToArray(ops, x);
 	}
@@ -108,9 +117,10 @@ int cmd_ops(int argc, char **argv)
 	static const struct option longopts[] = {
 		{"help", no_argument, NULL, 'h'},
 		{"json", no_argument, NULL, 'j'},
+		{"burn-exact", no_argument, NULL, 'b'},
 		{0, 0, 0, 0},
 	};
-	bool json = false;
+	bool json = false, burn = false;
 	int c;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
@@ -122,6 +132,10 @@ int cmd_ops(int argc, char **argv)
 			json = true;
 			continue;
 		}
+		if (c == 'b') {
+			burn = true;
+			continue;
+		}
 		cmd_usage_error("ops", "unknown option '%s'", argv[optind - 1]);
 		return EXIT_USAGE;
 	}
@@ -130,7 +144,7 @@ int cmd_ops(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	if (json) {
-		print_json();
+		print_json(burn);
 		return EXIT_OK;
 	}
 	static const char *titles[7] = {"op", "variant", "inputs", "required", "optional",
@@ -153,7 +167,7 @@ int cmd_ops(int argc, char **argv)
 			case 3: attr_list(&cell[k][j], o->required); break;
 			case 4: attr_list(&cell[k][j], o->optional); break;
 			case 5: buf_puts(&cell[k][j], ir_rule_dtypes(o->rule)); break;
-			case 6: fuser_list(&cell[k][j], k - 1); break;
+			case 6: fuser_list(&cell[k][j], k - 1, burn); break;
 			}
 		}
 		for (int j = 0; j < 7; j++)

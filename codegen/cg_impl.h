@@ -36,6 +36,7 @@ typedef struct {
 	uint64_t hash;
 	CgKernelKind kind;
 	int variant;
+	int nhwc;                /* CgKernelSpec.nhwc */
 	RelOp *ops;              /* deep copy, module-owned (malloc) */
 	int nops;
 	bool *written;
@@ -110,6 +111,10 @@ typedef struct CgKb {
 	bool vrow;                    /* reduce rows' vector path: a lane's tensor offset
 					 minus its lane is lane 0's (tensors along vrow_axis) */
 	int vrow_axis;
+	int nhwc;                     /* relative id of the channel-last tensor, or -1 */
+	LLVMValueRef nhwc_flat;       /* NHWC loop: the iteration index, which is the
+					 offset of the channel-last tensor written at
+					 the loop's own index (cg_store_written) */
 	CgMemo *memo;
 	int nmemo, capmemo;
 	CgMath math;
@@ -153,6 +158,9 @@ CgIdx cg_idx_of(int rank, const uint32_t *shape);
 CgIdx cg_idx_at(const RelTensor *t, LLVMValueRef *pos);   /* per-dim positions */
 void cg_idx_dims(CgKb *kb, CgIdx *idx);
 LLVMValueRef cg_offset(CgKb *kb, CgIdx *idx);   /* linear offset of idx */
+/* The offset of idx in tensor t: channel-last for the kernel's NHWC tensor
+ * (CgKernelSpec.nhwc), cg_offset otherwise. */
+LLVMValueRef cg_offset_of(CgKb *kb, int t, CgIdx *idx);
 bool cg_same_shape(int ra, const uint32_t *a, int rb, const uint32_t *b);
 /* The index of operand `in` of an elementwise op whose output index is out. */
 CgIdx cg_idx_broadcast(CgKb *kb, CgIdx *out, const RelTensor *in);

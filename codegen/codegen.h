@@ -110,6 +110,10 @@ typedef struct {
 	const bool *written;     /* per relative tensor id: must reach global memory */
 	int nwritten;            /* entries in written; ids beyond it are not written */
 	int variant;             /* matmul tile configuration (cg_matmul_variant); 0: none */
+	int nhwc;                /* 1 + the relative id of the rank-4 tensor kept channel-last
+				    in memory (NCHW dims at [0, 2, 3, 1]), 0: none. Written: the
+				    kernel's threads run over it in that order; read (a pool):
+				    over the output in NHWC order. NHWCRelayout (lower.c) */
 } CgKernelSpec;
 
 typedef enum { CG_PARAM_BUFFER, CG_PARAM_SCALAR, CG_PARAM_DIM, CG_PARAM_SCRATCH } CgParamKind;
@@ -279,6 +283,8 @@ typedef struct {
 	int naliases;
 	CgView *views;           /* the views sunk into their readers, in execution order */
 	int nviews;
+	bool *nhwc;              /* per global tensor: kept channel-last in memory (an
+				    NHWCRelayout trace writes it, its pool reads it) */
 } CgProgram;
 
 /* Build the kernels of every launch of s into m and bind the launches. Everything

@@ -20,7 +20,7 @@ static LLVMValueRef load_global(CgKb *kb, int t, CgIdx *x)
 	const RelTensor *ti = kb->tinfo[t];
 	bool row_scalar = kb->vrow && (kb->vrow_axis >= ti->rank || ti->shape[kb->vrow_axis] == 0);
 	if (x->lane < 0 || row_scalar)
-		return cg_load(kb, t, cg_offset(kb, x));
+		return cg_load(kb, t, cg_offset_of(kb, t, x));
 	DType dt = (DType)ti->dtype;
 	if (!kb->vload[t]) {
 		CgModule *m = kb->m;
@@ -106,7 +106,9 @@ void cg_store_written(CgKb *kb, CgIdx *ref, const int *wr, int nw)
 			CgIdx x = *ref;
 			x.shape = w->shape;
 			LLVMValueRef v = cg_eval(kb, w->id, &x);
-			cg_store(kb, w->id, cg_offset(kb, &x), v);
+			LLVMValueRef at = w->id == kb->nhwc && kb->nhwc_flat ? kb->nhwc_flat
+									     : cg_offset_of(kb, w->id, &x);
+			cg_store(kb, w->id, at, v);
 			continue;
 		}
 		cg_idx_dims(kb, ref);
@@ -122,7 +124,7 @@ void cg_store_written(CgKb *kb, CgIdx *ref, const int *wr, int nw)
 		int mark = cg_memo_mark(kb);
 		CgIdx x = cg_idx_broadcast(kb, ref, w);
 		LLVMValueRef v = cg_eval(kb, w->id, &x);
-		cg_store(kb, w->id, cg_offset(kb, &x), v);
+		cg_store(kb, w->id, cg_offset_of(kb, w->id, &x), v);
 		cg_memo_release(kb, mark);
 		LLVMBuildBr(kb->b, cont);
 		LLVMPositionBuilderAtEnd(kb->b, cont);

@@ -100,9 +100,10 @@ static void kernel_name(CgModule *m, const CgKernelSpec *s, uint64_t hash, char 
 		base = ir_ops[s->ops[0].kind].file;
 	else if (s->kind != CG_KERNEL_ELEMWISE)
 		base = s->kind == CG_KERNEL_MATMUL ? "matmul_fused" : "reduce_fused";
-	snprintf(buf, n, "%s_%016llx", base, (unsigned long long)hash);
+	const char *lay = s->nhwc ? "_nhwc" : "";
+	snprintf(buf, n, "%s%s_%016llx", base, lay, (unsigned long long)hash);
 	for (int k = 1; LLVMGetNamedFunction(m->mod, buf); k++)
-		snprintf(buf, n, "%s_%016llx_%d", base, (unsigned long long)hash, k);
+		snprintf(buf, n, "%s%s_%016llx_%d", base, lay, (unsigned long long)hash, k);
 }
 
 static LLVMValueRef sreg(CgKb *kb, const char *name)
@@ -190,6 +191,52 @@ static void make_function(CgKb *kb, const char *name, const CgParam *ps, int np)
 	free(vals);
 }
 
+/* Build knobs for measuring the thread order of the two NHWCRelayout kernels: 1 runs
+ * the trace's (WRITE) or the pool's (POOL) threads in NCHW order instead, the
+ * channel-last tensor still addressed channel-last (docs/benchmarks.md,
+ * "NHWCRelayout"). */
+#ifndef FUSEC_NHWC_WRITE_NCHW
+#define FUSEC_NHWC_WRITE_NCHW 0
+#endif
+#ifndef FUSEC_NHWC_POOL_NCHW
+#define FUSEC_NHWC_POOL_NCHW 0
+#endif
+
+/* The grid-stride loop of a kernel with a channel-last tensor (CgKernelSpec.nhwc):
+ * consecutive threads take consecutive positions of the rank-4 iteration space
+ * (N, C, H, W) in the order N, H, W, C, so a warp's accesses to the channel-last
+ * tensor are consecutive: the trace's stores of it, or the pool's loads of a window
+ * position over 32 channels. Other tensors are addressed as usual (NCHW), reads
+ * through the index arithmetic. */
+static void nhwc_loop(CgKb *kb, const uint32_t *ref, LLVMValueRef n, const int *wr, int nw)
+{
+	static const int inner_first[4] = {1, 3, 2, 0};   /* C, W, H, N */
+	CgLoop l;
+	cg_loop_begin(kb, &l, kb->thread, n, kb->nthreads);
+	kb->nmemo = 0;
+	CgIdx x = cg_idx_of(4, ref);
+	LLVMValueRef f = l.i;
+	for (int k = 0; k < 4; k++) {
+		int d = inner_first[k];
+		if (ref[d] == 0) {
+			x.i[d] = cg_i64(kb, 0);
+			continue;
+		}
+		if (k == 3) {
+			x.i[d] = f;
+			continue;
+		}
+		LLVMValueRef size = cg_dim(kb, ref[d]);
+		x.i[d] = LLVMBuildURem(kb->b, f, size, "");
+		f = LLVMBuildUDiv(kb->b, f, size, "");
+	}
+	x.has_dims = true;
+	kb->nhwc_flat = l.i;
+	cg_store_written(kb, &x, wr, nw);
+	kb->nhwc_flat = NULL;
+	cg_loop_end(kb, &l);
+}
+
 static void kb_free(CgKb *kb)
 {
 	free(kb->tinfo);
@@ -217,6 +264,7 @@ CgKernel *cg_build(CgModule *m, const CgKernelSpec *s, uint64_t hash, Diag *d)
 	kb->b = m->b;
 	kb->spec = s;
 	kb->d = d;
+	kb->nhwc = s->nhwc - 1;
 	Usage u;
 	CgKernel *k = NULL;
 	int *wr = NULL;
@@ -253,16 +301,25 @@ CgKernel *cg_build(CgModule *m, const CgKernelSpec *s, uint64_t hash, Diag *d)
 		}
 	}
 
+	/* a channel-last tensor (NHWCRelayout): one plain loop in NHWC order */
+	bool nhwc = s->nhwc > 0;
+	if (nhwc && (rank != 4 || s->nhwc > u.ntensors || !(u.read[s->nhwc - 1] ||
+							    u.written[s->nhwc - 1]))) {
+		cg_fail(kb, "internal: channel-last tensor t%d is not a rank-4 tensor of the kernel",
+			s->nhwc - 1);
+		goto out;
+	}
+
 	/* vector path? (kernel_elemwise.c) */
-	kb->vec = cg_vector_width(kb, rank, ref, u.read, u.written);
+	kb->vec = nhwc ? 1 : cg_vector_width(kb, rank, ref, u.read, u.written);
 	bool vector = kb->vec > 1;
 
 	/* row mode: a reduction whose result is broadcast back over its axis (softmax,
 	 * layer norm) is computed once per row, then the row's elements are written
 	 * (kernel_reduce.c) */
 	CgRed red;
-	bool coop = !vector && cg_reduce_plan(kb, s, rank, ref, &red);
-	int row_axis = vector || coop ? -1 : cg_row_axis(s, rank, ref);
+	bool coop = !vector && !nhwc && cg_reduce_plan(kb, s, rank, ref, &red);
+	int row_axis = vector || coop || nhwc ? -1 : cg_row_axis(s, rank, ref);
 
 	/* parameters */
 	int np = 0;
@@ -333,6 +390,8 @@ CgKernel *cg_build(CgModule *m, const CgKernelSpec *s, uint64_t hash, Diag *d)
 		cg_matmul_tiled(kb, s->variant, wr, nw);
 	} else if (row_axis >= 0)
 		cg_row_loops(kb, rank, ref, row_axis, wr, nw);
+	else if (nhwc && !(u.written[s->nhwc - 1] ? FUSEC_NHWC_WRITE_NCHW : FUSEC_NHWC_POOL_NCHW))
+		nhwc_loop(kb, ref, n, wr, nw);
 	else {
 		CgLoop l;
 		cg_loop_begin(kb, &l, tail, n, kb->nthreads);

@@ -64,6 +64,8 @@ void cg_cache_key(CgModule *m, int first, int n, CgCacheKey *k)
 		/* the variant (matmul tile configuration) is part of a kernel's identity:
 		 * the same ops get other code at other sizes or under --allow-tf32 */
 		buf_printf(&k->text, "kernel %d %d %d\n", (int)e->kind, e->nops, e->variant);
+		if (e->nhwc)   /* a channel-last tensor (NHWCRelayout): other code */
+			buf_printf(&k->text, " nhwc %d\n", e->nhwc - 1);
 		for (int j = 0; j < e->nops; j++) {
 			buf_printf(&k->text, " %d ", e->ops[j].place0);
 			ir_rel_print(&k->text, &e->ops[j]);

@@ -12,10 +12,19 @@
 
 #include "codegen.h"
 
-static CgKernelKind kernel_kind(int fuser)
+static bool is_pool(const Op *op)
+{
+	return pass_op_is_pool(op->kind);
+}
+
+static CgKernelKind kernel_kind(const Graph *g, int fuser, const Launch *l)
 {
 	if (fuser < 0)
 		return CG_KERNEL_SINGLE;
+	/* NHWCRelayout runs its trace as an elementwise kernel, then the pool alone */
+	if (fuser == pass_nhwc_fuser())
+		return l->nops == 1 && is_pool(&g->ops[l->ops[0]]) ? CG_KERNEL_SINGLE
+								   : CG_KERNEL_ELEMWISE;
 	const char *name = pass_fuser_name(fuser);
 	if (!strcmp(name, "ElementWise"))
 		return CG_KERNEL_ELEMWISE;
@@ -114,6 +123,7 @@ int cg_lower(CgModule *m, const Schedule *s, Arena *a, CgProgram *out, Diag *d)
 	out->alias = ARENA_NEW(a, int, nt);
 	out->aliases = ARENA_NEW(a, CgAlias, total);
 	out->views = ARENA_NEW(a, CgView, total);
+	out->nhwc = ARENA_NEW(a, bool, nt);
 	for (int t = 0; t < g->ntensors; t++) {
 		out->buffer[t] = g->tensors[t].role == ROLE_INPUT || g->tensors[t].is_output;
 		out->alias[t] = -1;
@@ -198,10 +208,21 @@ int cg_lower(CgModule *m, const Schedule *s, Arena *a, CgProgram *out, Diag *d)
 			int ndims, nvals;
 			const int64_t *dims = ir_rel_dims(conv, &ndims);
 			const double *vals = ir_rel_values(conv, &nvals);
-			CgKernelKind kind = kernel_kind(unit->fuser);
+			CgKernelKind kind = kernel_kind(g, unit->fuser, l);
 			if (nchain)
 				kind = kind_with_views(g, l, kind);
-			CgKernelSpec spec = {kind, rel, nops, written, nrel, 0};
+			CgKernelSpec spec = {kind, rel, nops, written, nrel, 0, 0};
+			/* the channel-last tensor: written by an NHWCRelayout trace, read
+			 * by its pool (the launch after it) */
+			int xl = pass_nhwc_relayout(s, st, li);
+			if (xl < 0 && unit->fuser == pass_nhwc_fuser() && l->nops == 1 &&
+			    is_pool(&g->ops[l->ops[0]]) && out->nhwc[g->ops[l->ops[0]].in[0]])
+				xl = g->ops[l->ops[0]].in[0];
+			for (int r = 0; xl >= 0 && r < nrel; r++)
+				if (global[r] == xl) {
+					spec.nhwc = r + 1;
+					out->nhwc[xl] = true;
+				}
 			spec.variant = cg_matmul_variant(&spec, cg_module_arch(m),
 							 cg_module_is_host(m),
 							 cg_module_allow_tf32(m), dims, ndims);

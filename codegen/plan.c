@@ -375,11 +375,18 @@ char *cg_plan_json(const Schedule *s, const CgProgram *prog, const PlanFileInfo 
 		jw_str(w, t->name);
 		jw_key(w, "dtype");
 		jw_str(w, ir_dtype_name(t->dtype));
+		/* a channel-last tensor (NHWCRelayout): its dims in memory order */
+		bool nhwc = prog->nhwc && prog->nhwc[i] && t->rank == 4;
+		static const int nhwc_order[4] = {0, 2, 3, 1};
 		jw_key(w, "shape");
 		jw_arr(w);
 		for (int d = 0; d < t->rank; d++)
-			jw_int(w, t->dim[d]);
+			jw_int(w, t->dim[nhwc ? nhwc_order[d] : d]);
 		jw_end(w);
+		if (nhwc) {
+			jw_key(w, "layout");
+			jw_str(w, "nhwc");
+		}
 		jw_key(w, "role");
 		jw_str(w, t->role == ROLE_INPUT ? "input" : t->is_output ? "output" : "intermediate");
 		if (t->role == ROLE_INPUT && t->is_output) {

@@ -304,6 +304,22 @@ LLVMValueRef cg_offset(CgKb *kb, CgIdx *x)
 	return f;
 }
 
+/* Channel-last: the dims (N, C, H, W) are laid out in memory as N, H, W, C. */
+LLVMValueRef cg_offset_of(CgKb *kb, int t, CgIdx *x)
+{
+	if (t != kb->nhwc || x->rank != 4)
+		return cg_offset(kb, x);
+	cg_idx_dims(kb, x);
+	static const int order[4] = {0, 2, 3, 1};
+	LLVMValueRef f = cg_i64(kb, 0);
+	for (int k = 0; k < 4; k++) {
+		int d = order[k];
+		f = LLVMBuildMul(kb->b, f, cg_dim(kb, x->shape[d]), "");
+		f = LLVMBuildAdd(kb->b, f, x->i[d], "");
+	}
+	return f;
+}
+
 bool cg_same_shape(int ra, const uint32_t *a, int rb, const uint32_t *b)
 {
 	return ra == rb && !memcmp(a, b, sizeof *a * (size_t)ra);

@@ -20,7 +20,7 @@
 Block *block_new(const SearchCtx *c)
 {
 	Block *b = xcalloc(1, sizeof *b);
-	b->nfusers = fusers_count();
+	b->nfusers = fusers_active(c->burn_exact);
 	b->fusers = xmalloc(sizeof(Fuser *) * (size_t)b->nfusers);
 	for (int i = 0; i < b->nfusers; i++) {
 		b->fusers[i] = fuser_new(i, c->max_bindings);

@@ -95,10 +95,18 @@ void pass_dump_dot(const Schedule *s, Buf *b)
 			if (kern->fuser >= 0) {
 				used[kern->fuser] = true;
 				buf_printf(b, "  subgraph cluster_%d {\n    label=\"#%d %s · %s · score %llu · "
-					   "%d op%s\";\n    labeljust=l; style=\"rounded,filled\"; "
-					   "fillcolor=\"%s\"; color=\"#333333\"; penwidth=1.2;\n", li, li,
-					   kern->name, pass_fuser_name(kern->fuser),
-					   (unsigned long long)kern->score, l->nops, l->nops == 1 ? "" : "s",
+					   "%d op%s", li, li, kern->name, pass_fuser_name(kern->fuser),
+					   (unsigned long long)kern->score, l->nops, l->nops == 1 ? "" : "s");
+				/* NHWCRelayout: the tensor kept channel-last between its launches */
+				int x = pass_nhwc_relayout(s, &s->steps[i], k), px = k > 0 ?
+					pass_nhwc_relayout(s, &s->steps[i], k - 1) : -1;
+				if (x >= 0 || px >= 0) {
+					buf_printf(b, " · %s ", x >= 0 ? "writes" : "reads");
+					dot_escape(b, g->tensors[x >= 0 ? x : px].name);
+					buf_puts(b, " NHWC");
+				}
+				buf_printf(b, "\";\n    labeljust=l; style=\"rounded,filled\"; "
+					   "fillcolor=\"%s\"; color=\"#333333\"; penwidth=1.2;\n",
 					   fuser_color(kern->fuser));
 				indent = "    ";
 			} else {

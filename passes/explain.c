@@ -36,6 +36,10 @@ typedef struct {
 	const int *readers;    /* a sunk view (passes.h, pass_view_sink): the kernels
 				  that read through it; NULL otherwise */
 	int nreaders;
+	int nhwc;              /* NHWCRelayout: the tensor kept channel-last that its
+				  launch writes (the trace) or reads (the pool), -1 */
+	bool nhwc_pool;        /* the op's launch is the pool */
+	const Kernel *nhwc_other; /* the kernel of the other launch of the pair */
 } Facts;
 
 /* Per op: the kernels (Schedule.kernels) whose launches read through it, when it is
@@ -114,6 +118,13 @@ static void decide(const Schedule *s, const OpInfo2 *info, int op, Facts *f)
 	f->st = &s->steps[in->step];
 	const Launch *l = &f->st->launch[in->launch];
 	f->kern = &s->kernels[l->kernel];
+	f->nhwc = -1;
+	if (f->kern->fuser == pass_nhwc_fuser()) {
+		f->nhwc_pool = l->nops == 1 && pass_op_is_pool(g->ops[l->ops[0]].kind);
+		int tr = f->nhwc_pool ? in->launch - 1 : in->launch;
+		if (tr >= 0 && (f->nhwc = pass_nhwc_relayout(s, f->st, tr)) >= 0)
+			f->nhwc_other = &s->kernels[f->st->launch[f->nhwc_pool ? tr : tr + 1].kernel];
+	}
 	if (f->st->kind == STEP_UNFUSED) {
 		f->why = "max_explorations reached; cache misses run unfused";
 		return;
@@ -201,6 +212,10 @@ static void explain_text(const Schedule *s, const Facts *f, Buf *b)
 		for (int i = 0; i < f->nreaders; i++)
 			buf_printf(b, "%s %s", i ? "," : "", s->kernels[f->readers[i]].name);
 		buf_putc(b, '\n');
+	} else if (f->nhwc >= 0) {
+		buf_printf(b, "  layout: %s %s channel-last (NHWC), %s kernel %s\n",
+			   f->nhwc_pool ? "reads" : "writes", g->tensors[f->nhwc].name,
+			   f->nhwc_pool ? "written so by" : "for the pool's", f->nhwc_other->name);
 	} else if (kernel_is_alias(g, kern)) {
 		buf_puts(b, "  alias: the reshape launches nothing; its result shares its input's "
 			 "buffer\n");
@@ -299,6 +314,12 @@ static cJSON *explain_json(const Schedule *s, const Facts *f)
 	}
 	cJSON_AddNumberToObject(o, "kernel_ops", f->kern->nops);
 	cJSON_AddBoolToObject(o, "alias", !f->readers && kernel_is_alias(g, f->kern));
+	if (f->nhwc >= 0) {
+		cJSON *nh = cJSON_AddObjectToObject(o, "channel_last");
+		cJSON_AddStringToObject(nh, "tensor", g->tensors[f->nhwc].name);
+		cJSON_AddStringToObject(nh, f->nhwc_pool ? "written_by" : "read_by",
+					f->nhwc_other->name);
+	}
 	if (f->readers) {
 		cJSON *rd = cJSON_AddArrayToObject(o, "read_through_by");
 		for (int i = 0; i < f->nreaders; i++)

@@ -626,7 +626,7 @@ static Strategy *strat_new(Arena *a, StrategyKind k, int n)
 static bool fresh_fuser_would_start(const SearchCtx *c, const RelOp *op)
 {
 	bool start = false;
-	for (int i = 0; i < fusers_count() && !start; i++) {
+	for (int i = 0; i < fusers_active(c->burn_exact) && !start; i++) {
 		Fuser *f = fuser_new(i, c->max_bindings);
 		f->burn_exact = c->burn_exact;
 		fuser_fuse(f, op);

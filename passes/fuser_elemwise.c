@@ -22,9 +22,10 @@ typedef struct {
 	RelTensor ref;         /* the iteration shape (shape ids) */
 } ElemwiseFuser;
 
-static void ew_fuse(Fuser *f, const RelOp *op)
+/* The trace rule itself, shared with the NHWCRelayout fuser (fuser_nhwc.c), whose
+ * trace is burn's same TraceOperationFuser with the same settings. */
+void trace_fuse(Fuser *f, FuseStats *st, RelTensor *ref, const RelOp *op)
 {
-	ElemwiseFuser *e = (ElemwiseFuser *)f;
 	int fam = ir_ops[op->kind].family;
 	const RelTensor *out = &op->t[op->nin];
 	if (fam == FAM_VIEW) {
@@ -32,7 +33,7 @@ static void ew_fuse(Fuser *f, const RelOp *op)
 			fuser_close(f, CR_VIEW_UNSUPPORTED);
 			return;
 		}
-		if (iset_has(&e->st.produced, op->t[0].id)) {
+		if (iset_has(&st->produced, op->t[0].id)) {
 			fuser_close(f, CR_VIEW_INTERMEDIATE);
 			return;
 		}
@@ -50,7 +51,7 @@ static void ew_fuse(Fuser *f, const RelOp *op)
 			return;
 		}
 		if (f->burn_exact && op->kind == OP_SWAP_DIMS &&
-		    !iset_has(&e->st.inputs, op->t[0].id)) {
+		    !iset_has(&st->inputs, op->t[0].id)) {
 			fuser_close(f, CR_VIEW_FIRST_USE);
 			return;
 		}
@@ -59,7 +60,7 @@ static void ew_fuse(Fuser *f, const RelOp *op)
 				fuser_close(f, CR_VIEW_RANK);
 				return;
 			}
-			if (!iset_has(&e->st.inputs, op->t[0].id)) {
+			if (!iset_has(&st->inputs, op->t[0].id)) {
 				fuser_close(f, CR_VIEW_FIRST_USE);
 				return;
 			}
@@ -68,21 +69,27 @@ static void ew_fuse(Fuser *f, const RelOp *op)
 		fuser_close(f, CR_NOT_ELEMENTWISE);
 		return;
 	}
-	if (stats_at_cap(&e->st)) {
+	if (stats_at_cap(st)) {
 		fuser_close(f, CR_MAX_OPS);
 		return;
 	}
-	RelTensor grown = e->ref;
-	if (e->st.n > 0 && !rel_output_compatible(&e->ref, out, true, &grown)) {
+	RelTensor grown = *ref;
+	if (st->n > 0 && !rel_output_compatible(ref, out, true, &grown)) {
 		fuser_close(f, CR_SHAPE);
 		return;
 	}
-	if (stats_bindings_after(&e->st, op) > f->max_bindings) {
+	if (stats_bindings_after(st, op) > f->max_bindings) {
 		fuser_close(f, CR_BINDINGS);
 		return;
 	}
-	e->ref = e->st.n == 0 ? *out : grown;
-	stats_add(&e->st, op, true);
+	*ref = st->n == 0 ? *out : grown;
+	stats_add(st, op, true);
+}
+
+static void ew_fuse(Fuser *f, const RelOp *op)
+{
+	ElemwiseFuser *e = (ElemwiseFuser *)f;
+	trace_fuse(f, &e->st, &e->ref, op);
 }
 
 static FuserProps ew_properties(const Fuser *f)

@@ -4,7 +4,9 @@
  * each fuser is offered a small op of the kind (rank-2 f32 operands of one shape,
  * reductions on the last axis); if it stays open, it takes the kind as a first op.
  * Otherwise it is offered a matmul first and then the op: if it stays open, it
- * takes the kind after a matmul (an epilogue). */
+ * takes the kind after a matmul (an epilogue). pass_fusers_ending offers an exp and
+ * then the op at its input's last use: a fuser that counts it without taking it
+ * first takes it to end its trace (NHWCRelayout and the pools). */
 #include <string.h>
 
 #include "search.h"
@@ -32,13 +34,14 @@ static void probe_op(RelOp *op, RelTensor *t, int kind, int first_id)
 	op->attr.axis = 1;
 }
 
-unsigned pass_fusers_taking(int kind, unsigned *after_matmul)
+unsigned pass_fusers_taking(int kind, bool burn_exact, unsigned *after_matmul)
 {
 	unsigned first = 0, epi = 0;
 	RelTensor t[IR_MAX_IN + 1], mt[3];
 	RelOp op, mm;
-	for (int f = 0; f < fusers_count(); f++) {
+	for (int f = 0; f < fusers_active(burn_exact); f++) {
 		Fuser *fu = fuser_new(f, 32);
+		fu->burn_exact = burn_exact;
 		probe_op(&op, t, kind, 0);
 		fuser_fuse(fu, &op);
 		if (fu->status == FS_OPEN) {
@@ -49,6 +52,7 @@ unsigned pass_fusers_taking(int kind, unsigned *after_matmul)
 		fuser_free(fu);
 		/* a matmul [1,2]x[2,3] -> [1,3] (shape ids), then the op reading its result */
 		fu = fuser_new(f, 32);
+		fu->burn_exact = burn_exact;
 		probe_op(&mm, mt, OP_MATMUL, 100);
 		mt[0].shape[1] = 2;
 		mt[1].shape[0] = 2;
@@ -65,4 +69,31 @@ unsigned pass_fusers_taking(int kind, unsigned *after_matmul)
 	if (after_matmul)
 		*after_matmul = epi;
 	return first;
+}
+
+unsigned pass_fusers_ending(int kind, bool burn_exact)
+{
+	unsigned ending = 0, first = pass_fusers_taking(kind, burn_exact, NULL);
+	RelTensor t[IR_MAX_IN + 1], et[2];
+	RelOp op, ex;
+	for (int f = 0; f < fusers_active(burn_exact); f++) {
+		if (first & (1u << f))
+			continue;
+		Fuser *fu = fuser_new(f, 32);
+		fu->burn_exact = burn_exact;
+		probe_op(&ex, et, OP_EXP, 0);
+		et[1].id = 50;
+		fuser_fuse(fu, &ex);
+		int before = fu->vt->len(fu);
+		if (fu->status == FS_OPEN && before == 1) {
+			probe_op(&op, t, kind, 50);
+			if (op.nin > 0)
+				t[0].status = ST_READ_WRITE;
+			fuser_fuse(fu, &op);
+			if (fu->vt->len(fu) == before + 1)
+				ending |= 1u << f;
+		}
+		fuser_free(fu);
+	}
+	return ending;
 }

@@ -14,6 +14,7 @@ static const FuserVT *const registry[] = {
 	&fuser_matmul_vt,
 	&fuser_reduce_vt,
 	&fuser_reduce_bcast_vt,
+	&fuser_nhwc_vt,
 };
 
 /* ORDER REASON */
@@ -21,8 +22,9 @@ static const char *const close_reason_names[] = {
 	"none", "not-elementwise", "shape-mismatch", "max-ops", "max-bindings",
 	"view-of-intermediate", "view-unsupported", "not-matmul", "second-matmul",
 	"second-reduction", "broadcast-after-reduction", "axis-mismatch", "view-first-use",
-	"view-lowers-rank",
+	"view-lowers-rank", "pool-taken",
 };
+_Static_assert(COUNTOF(registry) == 5, "pass_nhwc_fuser: NHWCRelayout is registry[4]");
 _Static_assert(COUNTOF(close_reason_names) == CR_COUNT_, "close_reason_names: one per CloseReason");
 
 const char *pass_close_reason(CloseReason r)
@@ -53,6 +55,19 @@ bool rel_output_compatible(const RelTensor *ref, const RelTensor *out, bool grow
 		*grown = *out;
 	}
 	return true;
+}
+
+int pass_nhwc_fuser(void)
+{
+	return 4;
+}
+
+/* NHWCRelayout competes only under --burn-exact: on the H200 its relayout made
+ * every pooling graph slower (docs/burn-fidelity.md row 11, docs/benchmarks.md
+ * "NHWCRelayout"), so by default the search runs the four other fusers. */
+int fusers_active(bool burn_exact)
+{
+	return burn_exact ? fusers_count() : pass_nhwc_fuser();
 }
 
 int fusers_count(void)

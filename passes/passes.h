@@ -169,9 +169,25 @@ void pass_view_sink_free(ViewSink *v);
 
 int pass_nfusers(void);
 const char *pass_fuser_name(int i);      /* "ElementWise" */
+/* The registry index of NHWCRelayout, whose fused strategy runs as two launches: its
+ * elementwise trace, then the pool alone (processor.c; codegen/lower.c decides which
+ * tensor the trace writes channel-last). */
+int pass_nhwc_fuser(void);
+/* Launch li of step st as an NHWCRelayout trace (the launch after it its pool): the
+ * tensor it writes channel-last, or -1 (not such a launch, or the pool's input is
+ * not made by the trace, is a graph output, or is read by anything but the trace's
+ * ops and the pool). A function of the schedule alone (fuser_nhwc.c), so compile,
+ * run and explain agree. */
+int pass_nhwc_relayout(const Schedule *s, const Step *st, int li);
+/* max_pool2d and avg_pool2d: the ops that end an NHWCRelayout trace. */
+bool pass_op_is_pool(int kind);
 /* Fusers (bit i: registry index i) that take an op of this kind as a first op; in
  * *after_matmul those that take it only after a matmul (fuser_probe.c). */
-unsigned pass_fusers_taking(int kind, unsigned *after_matmul);
+unsigned pass_fusers_taking(int kind, bool burn_exact, unsigned *after_matmul);
+/* Fusers that take an op of this kind, at its input's last use, to end an
+ * elementwise trace (NHWCRelayout and the pools). burn_exact: the fusers of
+ * --burn-exact (NHWCRelayout competes only there), else the default ones. */
+unsigned pass_fusers_ending(int kind, bool burn_exact);
 
 /* ---- rendering from the record ----------------------------------------------- */
 

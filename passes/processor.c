@@ -228,6 +228,23 @@ static void add_launch(Search *se, Stream *st, Step *step, int kernel, const int
 		l->sizes[i] = dims[i + 1];
 }
 
+/* An NHWCRelayout strategy runs as burn's does (optim/nhwc_relayout/optimization.rs):
+ * a launch of its trace, then one of the pool alone (its last op). */
+static bool nhwc_split(const Strategy *st)
+{
+	return st->kind == STRAT_FUSED && st->fuser == pass_nhwc_fuser() && st->n >= 2;
+}
+
+/* The length of the launch starting at position i of a fused or unfused strategy. */
+static int launch_len(const Strategy *s, int i)
+{
+	if (s->kind != STRAT_FUSED)
+		return 1;
+	if (nhwc_split(s))
+		return i == 0 ? s->n - 1 : 1;
+	return s->n;
+}
+
 static int count_launches(const Strategy *st)
 {
 	if (st->kind == STRAT_COMPOSED) {
@@ -236,7 +253,7 @@ static int count_launches(const Strategy *st)
 			n += count_launches(st->sub[i]);
 		return n;
 	}
-	return st->kind == STRAT_FUSED ? 1 : st->n;
+	return st->kind == STRAT_FUSED ? 1 + nhwc_split(st) : st->n;
 }
 
 static void plan_kernels(Search *se, Stream *st, Plan *p, const Strategy *s, int *unit)
@@ -246,8 +263,8 @@ static void plan_kernels(Search *se, Stream *st, Plan *p, const Strategy *s, int
 			plan_kernels(se, st, p, s->sub[i], unit);
 		return;
 	}
-	int per = s->kind == STRAT_FUSED ? s->n : 1;
-	for (int i = 0; i < s->n; i += per) {
+	for (int i = 0, per; i < s->n; i += per) {
+		per = launch_len(s, i);
 		char name[64];
 		int *gops = xmalloc(sizeof(int) * (size_t)per);
 		for (int k = 0; k < per; k++)
@@ -267,8 +284,8 @@ static void step_launches(Search *se, Stream *st, Step *step, const Strategy *s,
 			step_launches(se, st, step, s->sub[i], kernel, nsizes);
 		return;
 	}
-	int per = s->kind == STRAT_FUSED ? s->n : 1;
-	for (int i = 0; i < s->n; i += per) {
+	for (int i = 0, per; i < s->n; i += per) {
+		per = launch_len(s, i);
 		add_launch(se, st, step, *kernel, s->ordering + i, per, nsizes);
 		(*kernel)++;
 	}

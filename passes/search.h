@@ -127,6 +127,7 @@ typedef enum {
 	CR_VIEW_FIRST_USE,      /* a reshape (--burn-exact: or swap_dims) of a tensor the
 				   kernel does not read yet (burn fuses no single-use view) */
 	CR_VIEW_RANK,           /* a reshape that lowers the rank */
+	CR_POOL_TAKEN,          /* NHWCRelayout: took the pool that ends its trace */
 	CR_COUNT_
 } CloseReason;
 
@@ -164,8 +165,11 @@ struct Fuser {
 };
 
 /* The registry: fresh fusers in registration order (ElementWise, Matmul, Reduce,
- * ReduceBroadcasted). */
+ * ReduceBroadcasted, NHWCRelayout; the last only under --burn-exact). */
 int fusers_count(void);
+/* The fusers a search runs: all of them under --burn-exact, else all but
+ * NHWCRelayout (the last registered). */
+int fusers_active(bool burn_exact);
 Fuser *fuser_new(int i, int max_bindings);
 Fuser *fuser_clone(const Fuser *f);
 void fuser_free(Fuser *f);
@@ -174,7 +178,12 @@ void fuser_reset(Fuser *f);
 void fuser_close(Fuser *f, CloseReason r);
 
 extern const FuserVT fuser_elemwise_vt, fuser_matmul_vt, fuser_reduce_vt,
-	fuser_reduce_bcast_vt;
+	fuser_reduce_bcast_vt, fuser_nhwc_vt;
+
+/* ElementWise's trace rule (fuser_elemwise.c): accept op into the trace st whose
+ * reference shape is *ref, or close f with the reason. */
+void trace_fuse(Fuser *f, FuseStats *st, RelTensor *ref, const RelOp *op);
+
 
 /* ---- blocks (block.c) --------------------------------------------------------- */
 

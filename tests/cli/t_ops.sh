@@ -13,6 +13,17 @@ grep -E '^reshape .* ElementWise$' "$TMP/out" >/dev/null && pass=$((pass + 1)) |
 	{ echo "FAIL ops-reshape"; grep '^reshape' "$TMP/out"; fail=$((fail + 1)); }
 grep -E '^sum .*axis .* Reduce, ReduceBroadcasted$' "$TMP/out" >/dev/null && pass=$((pass + 1)) ||
 	{ echo "FAIL ops-sum"; grep '^sum' "$TMP/out"; fail=$((fail + 1)); }
+# by default no fuser takes a pool; under --burn-exact burn's NHWCRelayout takes one
+# to end a trace, and takes what ElementWise takes (docs/burn-fidelity.md row 11)
+grep -E '^max_pool2d +MaxPool2d .* none \(runs alone\)$' "$TMP/out" >/dev/null &&
+	pass=$((pass + 1)) || { echo "FAIL ops-max_pool2d"; grep '^max_pool2d' "$TMP/out"; fail=$((fail + 1)); }
+cp "$TMP/out" "$TMP/ops_default"
+check ops-burn 0 "$FUSEC" ops --burn-exact
+grep -E '^max_pool2d +MaxPool2d .* NHWCRelayout \(ends a trace\)$' "$TMP/out" >/dev/null &&
+	pass=$((pass + 1)) || { echo "FAIL ops-burn-max_pool2d"; grep '^max_pool2d' "$TMP/out"; fail=$((fail + 1)); }
+grep -E '^relu .*ElementWise, Matmul \(after matmul\), Reduce, ReduceBroadcasted, NHWCRelayout$' "$TMP/out" >/dev/null &&
+	pass=$((pass + 1)) || { echo "FAIL ops-burn-relu"; grep '^relu' "$TMP/out"; fail=$((fail + 1)); }
+cp "$TMP/ops_default" "$TMP/out"
 grep -E '^conv2d +Conv2d +2-3 +- +stride,padding,dilation,groups +float +none \(runs alone\)$' "$TMP/out" >/dev/null &&
 	pass=$((pass + 1)) || { echo "FAIL ops-conv2d"; grep '^conv2d' "$TMP/out"; fail=$((fail + 1)); }
 check ops-json 0 "$FUSEC" ops --json
@@ -22,5 +33,12 @@ assert ops["gelu"]["optional"]==["approximate"], ops["gelu"]
 assert ops["cat"]["inputs_max"] is None
 assert ops["matmul"]["fusers"]==["Matmul"]
 assert "Matmul" in ops["add"]["fusers_after_matmul"]
+assert ops["avg_pool2d"]["fusers"]==[] and ops["avg_pool2d"]["fusers_ending"]==[]
 ' "$TMP/out" && pass=$((pass + 1)) || { echo "FAIL ops-json"; fail=$((fail + 1)); }
+check ops-json-burn 0 "$FUSEC" ops --json --burn-exact
+python3 -c 'import json,sys
+d=json.load(open(sys.argv[1])); ops={o["op"]:o for o in d["ops"]}
+assert ops["avg_pool2d"]["fusers"]==[] and ops["avg_pool2d"]["fusers_ending"]==["NHWCRelayout"]
+assert ops["add"]["fusers_ending"]==[] and "NHWCRelayout" in ops["add"]["fusers"]
+' "$TMP/out" && pass=$((pass + 1)) || { echo "FAIL ops-json-burn"; fail=$((fail + 1)); }
 check ops-extra 2 "$FUSEC" ops extra

@@ -162,6 +162,14 @@ contains dot-node-name "$TMP/dotr/resnet_block.dot" 'label="0 Module::Conv2d\nst
 # 2), so the classifier's matmul takes its bias add as an epilogue
 [ "$(grep -c 'subgraph cluster_[0-9]' "$TMP/dotr/resnet_block.dot")" = 5 ] && pass=$((pass + 1)) ||
 	{ echo "FAIL dot-clusters: want 5 fused kernels in resnet_block"; fail=$((fail + 1)); }
+# --burn-exact, 7: both pools end an NHWCRelayout trace (row 11), each two
+# launches: the trace and the pool
+check dot-burn 0 "$FUSEC" compile docs/examples/resnet_block.yaml --emit dot --burn-exact -o "$TMP/dotb"
+[ "$(grep -c 'subgraph cluster_[0-9]' "$TMP/dotb/resnet_block.dot")" = 7 ] && pass=$((pass + 1)) ||
+	{ echo "FAIL dot-clusters-burn: want 7 fused kernels in resnet_block"; fail=$((fail + 1)); }
+mv "$TMP/dotb/resnet_block.dot" "$TMP/dotr/resnet_block.dot"
+contains dot-nhwc-write "$TMP/dotr/resnet_block.dot" 'NHWCRelayout · score 520 · 3 ops · writes stem_r NHWC"'
+contains dot-nhwc-read "$TMP/dotr/resnet_block.dot" 'NHWCRelayout · score 520 · 1 op · reads stem_r NHWC"'
 # svg when Graphviz is installed; a clear usage error when it is not
 if command -v dot >/dev/null 2>&1; then
 	check svg 0 "$FUSEC" compile $G/fusers.yaml --emit svg -o "$TMP/svg"

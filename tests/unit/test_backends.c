@@ -1002,8 +1002,11 @@ static void test_random_graphs(void **state)
 	assert_int_equal(bad, 0);
 	/* the generator must reach the fusers and the syncs it is meant to */
 	assert_true(syncs >= 20);
+	/* no matmuls in the random graphs; NHWCRelayout competes only under
+	 * --burn-exact (test_golden_numbers' golden/nhwc.yaml, tests/cli/t_nhwc.sh) */
 	for (int f = 0; f < pass_nfusers() && f < 8; f++)
-		if (strcmp(pass_fuser_name(f), "Matmul") && fusers[f] < 5)
+		if (strcmp(pass_fuser_name(f), "Matmul") && strcmp(pass_fuser_name(f), "NHWCRelayout") &&
+		    fusers[f] < 5)
 			fail_msg("random graphs reached fuser %s only %d times", pass_fuser_name(f),
 				 fusers[f]);
 }
@@ -1176,7 +1179,8 @@ static void test_golden_numbers(void **state)
 					    "golden/reuse.yaml", "golden/fusers.yaml",
 					    "golden/holes.yaml", "golden/cycle.yaml",
 					    "golden/view_break.yaml", "golden/maxblocks.yaml",
-					    "golden/lazy_triggers.yaml", "golden/views.yaml"};
+					    "golden/lazy_triggers.yaml", "golden/views.yaml",
+					    "golden/nhwc.yaml"};
 	int bad = 0;
 	for (size_t i = 0; i < SUITE_COUNT(files); i++) {
 		Built b;
@@ -1190,6 +1194,12 @@ static void test_golden_numbers(void **state)
 		SearchOptions so;
 		pass_default_options(&so);
 		so.no_record = true;
+		/* a golden compiled with --burn-exact (its `# args:` line) runs so here
+		 * too: golden/nhwc.yaml's NHWCRelayout pairs (docs/burn-fidelity.md row 11) */
+		size_t len = 0;
+		char *text = read_file(files[i], 1 << 20, &len, &d);
+		so.burn_exact = text && strstr(text, "\n# args: --burn-exact") != NULL;
+		free(text);
 		b.s = test_search(b.g, &so);
 		GenGraph gg;
 		gen_init(&gg);

@@ -1,0 +1,96 @@
+# t_nhwc.sh: burn's NHWCRelayout fuser (docs/burn-fidelity.md row 11), which
+# competes only under --burn-exact (slower on the H200 by default: docs/benchmarks.md,
+# "NHWCRelayout"). An elementwise trace that ends at a pool whose input is at its
+# last use runs as two launches: the trace writes the pool's input channel-last (tensors[].layout
+# "nhwc", its shape in memory order), the pool reads it with threads fastest over C.
+# tests/bench/gpu/nhwc_check_{f32,bf16}.json (tests/bench/gpu/make_nhwc.py: odd
+# C/H/W, padding, strides, avg and max, a trace with a second output, a pool input
+# still read after the pool, a pool input the trace does not make, size-1 growth)
+# run on the cpu backend against the interpreter; the plan says which tensors are
+# channel-last; explain and the dot picture agree; ptxas takes the kernels; plans are
+# byte-identical across -j and the kernel cache. Without the flag nothing is
+# channel-last and no log names the fuser.
+G=tests/bench/gpu/nhwc_check_f32.json
+B=--burn-exact
+check nhwc_default 0 "$FUSEC" compile $G -o "$TMP/dflt" --log full
+if grep -q NHWCRelayout "$TMP/err" || grep -q '"layout"' "$TMP/dflt/nhwc_check_f32.plan.json"; then
+	echo "FAIL nhwc_default_off: NHWCRelayout competes without --burn-exact"; fail=$((fail + 1))
+else
+	pass=$((pass + 1))
+fi
+check nhwc_compile 0 "$FUSEC" compile $G $B -o "$TMP/a" -j 1 --no-cache
+cat >"$TMP/nhwc_plan.py" <<'PY'
+import json, sys
+p = json.load(open(sys.argv[1]))
+t = {x["name"]: x for x in p["tensors"]}
+lay = sorted((x["name"], x["shape"]) for x in p["tensors"] if x.get("layout") == "nhwc")
+# a, b, d, e: the trace's result pooled at its last use, in memory order N, H, W, C;
+# c: still read after the pool (not taken); f: not the trace's result (NCHW)
+assert lay == [("a_r", [2, 9, 7, 5]), ("b_r", [1, 10, 9, 7]), ("d_m", [2, 11, 13, 3]),
+               ("e_r", [3, 7, 5, 33])], lay
+for n in ("c_r", "f_z", "b_nb", "a_y"):
+    assert "layout" not in t[n], n
+assert t["b_nb"]["buffer"] is True          # the trace's second output, NCHW
+ks = [l["kernel"] for s in p["steps"] for l in s["launches"]]
+nh = [k for k in ks if "_nhwc_" in k]
+assert [k.split("_nhwc_")[0] for k in nh] == ["elemwise", "max_pool2d", "elemwise", "avg_pool2d",
+                                              "elemwise", "avg_pool2d", "elemwise", "max_pool2d"], nh
+assert any(k.startswith("max_pool2d_") and "_nhwc_" not in k for k in ks)   # c's pool, alone
+assert any(k.startswith("avg_pool2d_") and "_nhwc_" not in k for k in ks)   # f's pool, NCHW
+fus = {k["name"]: k["fuser"] for k in p["kernels"]}
+assert all(fus[k] == "NHWCRelayout" for k in nh), fus
+PY
+check nhwc_plan 0 python3 "$TMP/nhwc_plan.py" "$TMP/a/nhwc_check_f32.plan.json"
+for dt in f32 bf16; do
+	check nhwc_cpu_check_$dt 0 "$FUSEC" run tests/bench/gpu/nhwc_check_$dt.json --backend cpu --check $B
+	n=$(grep -c "^check .* ok$" "$TMP/out")
+	if [ "$n" -ne 9 ]; then
+		echo "FAIL nhwc_cpu_values_$dt: $n of 9 outputs checked ok"; fail=$((fail + 1))
+	else
+		pass=$((pass + 1))
+	fi
+	check nhwc_cpu_check_default_$dt 0 "$FUSEC" run tests/bench/gpu/nhwc_check_$dt.json --backend cpu \
+		--check
+done
+# the resnet example (two pools, conv in between) and the golden, on the cpu backend
+check nhwc_cpu_resnet 0 "$FUSEC" run docs/examples/resnet_block.yaml --backend cpu --check $B
+contains nhwc_cpu_resnet_ok "$TMP/out" "check logits:"
+check nhwc_cpu_golden 0 "$FUSEC" run tests/golden/nhwc.yaml --backend cpu --check $B
+check nhwc_log_burn 0 "$FUSEC" compile $G -o "$TMP/l2" --log full $B
+contains nhwc_log_taken "$TMP/err" "(NHWCRelayout, pool-taken); had 4 ops"
+contains nhwc_log_readonly "$TMP/err" "[fuser] closed on Module::MaxPool2d [ops[12] → c_y] (NHWCRelayout, not-elementwise); had 2 ops"
+# explain names the channel-last tensor and the other kernel of the pair
+check nhwc_explain 0 "$FUSEC" explain $G $B --op a_r
+contains nhwc_explain_writes "$TMP/out" "layout: writes a_r channel-last (NHWC), for the pool's kernel fusec_k0_1"
+check nhwc_explain_pool 0 "$FUSEC" explain $G $B --op a_y
+contains nhwc_explain_reads "$TMP/out" "layout: reads a_r channel-last (NHWC), written so by kernel fusec_k0_0"
+check nhwc_explain_json 0 "$FUSEC" explain $G $B --op a_y --json
+cp "$TMP/out" "$TMP/explain.json"
+check nhwc_explain_json_key 0 python3 -c '
+import json, sys
+o = json.load(open(sys.argv[1]))["ops"][0]
+assert o["channel_last"] == {"tensor": "a_r", "written_by": "fusec_k0_0"}, o' "$TMP/explain.json"
+check nhwc_explain_c 0 "$FUSEC" explain $G $B --op c_y
+if grep -q "layout:" "$TMP/out"; then
+	echo "FAIL nhwc_explain_c: a pool input read after the pool is not channel-last"; fail=$((fail + 1))
+else
+	pass=$((pass + 1))
+fi
+check nhwc_dot 0 "$FUSEC" compile $G $B --emit dot -o "$TMP/d"
+contains nhwc_dot_label "$TMP/d/nhwc_check_f32.dot" "NHWCRelayout · score 520 · 1 op · reads a_r NHWC"
+# the runtime accepts the plan; ptxas takes every kernel
+check nhwc_runtime_plan 0 "$(dirname "$FUSEC")/fusec-run" "$TMP/a" --plan-only
+PTXAS=$(command -v ptxas || echo /usr/local/cuda/bin/ptxas)
+if [ -x "$PTXAS" ]; then
+	check nhwc_ptxas 0 "$PTXAS" -arch=sm_90 "$TMP/a/nhwc_check_f32.ptx" -o "$TMP/f32.cubin"
+	check nhwc_compile_bf16 0 "$FUSEC" compile tests/bench/gpu/nhwc_check_bf16.json $B -o "$TMP/h"
+	check nhwc_ptxas_bf16 0 "$PTXAS" -arch=sm_90 "$TMP/h/nhwc_check_bf16.ptx" -o "$TMP/bf16.cubin"
+fi
+# deterministic: -j 1 without the kernel cache, -j 2 filling it, -j 2 from it
+export XDG_CACHE_HOME="$TMP/cache"
+check nhwc_compile_j2 0 "$FUSEC" compile $G $B -o "$TMP/b" -j 2
+check nhwc_compile_j2_cached 0 "$FUSEC" compile $G $B -o "$TMP/c" -j 2 --no-result-cache
+for f in nhwc_check_f32.plan.json nhwc_check_f32.ptx; do
+	same_files nhwc_same_j2_$f "$TMP/a/$f" "$TMP/b/$f"
+	same_files nhwc_same_cached_$f "$TMP/a/$f" "$TMP/c/$f"
+done
