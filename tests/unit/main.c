@@ -166,6 +166,12 @@ int main(void)
 	for (size_t i = 0; i < SUITE_COUNT(suites); i++)
 		for (size_t j = 0; j < *suites[i].n; j++)
 			all[k++] = suites[i].tests[j];
+	if (getenv("FUSEC_TEST_LIST")) { /* the names in run order, one a line (tests/valgrind/run.sh) */
+		for (size_t i = 0; i < total; i++)
+			printf("%s\n", all[i].name);
+		free(all);
+		return 0;
+	}
 	if (getenv("FUSEC_TEST"))      /* a glob over test names: FUSEC_TEST='test_coop*' */
 		cmocka_set_test_filter(getenv("FUSEC_TEST"));
 	if (getenv("FUSEC_TEST_SKIP")) /* a glob of tests not to run */

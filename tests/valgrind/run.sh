@@ -5,6 +5,8 @@
 # `make test`), cli (tests/cli/run.sh with fusec and fusec-run under memcheck);
 # all three when none is given. The binaries are copied into OUT/bin first (a rebuild
 # meanwhile does not change what runs); each process writes OUT/logs/NAME.PID.log.
+# VG_JOBS=N: the unit part as one memcheck process per test, N at a time
+# (FUSEC_TEST_FROM=NAME starts at that test in run order).
 # VG_CLI_FILES: the CLI test files to run (default all, tests/cli/t_*.sh).
 # VG_CLI_WARM=1: run the CLI suite natively once first with one shared kernel cache
 # and give the memcheck run the same cache, so that its compiles find their kernels
@@ -37,8 +39,25 @@ for part in "$@"; do
 	start=$(date +%s)
 	case $part in
 	unit)
-		(cd tests && $VG --log-file="$OUT/logs/unit.%p.log" "$OUT/bin/unit.real") \
-			>"$OUT/unit.out" 2>&1 || rc=1 ;;
+		if [ "${VG_JOBS:-1}" -le 1 ]; then
+			(cd tests && $VG --log-file="$OUT/logs/unit.%p.log" "$OUT/bin/unit.real") \
+				>"$OUT/unit.out" 2>&1 || rc=1
+		else
+			# one memcheck process per test, VG_JOBS at a time, from FUSEC_TEST_FROM
+			# on in run order; each test's output in OUT/unit/NAME.out, its status
+			# in OUT/unit/NAME.rc
+			mkdir -p "$OUT/unit"
+			(cd tests && FUSEC_TEST_LIST=1 "$OUT/bin/unit.real") |
+				awk -v from="${FUSEC_TEST_FROM:-}" 'from == "" || $0 == from { on = 1 } on' \
+				>"$OUT/unit/list"
+			export VG OUT
+			(cd tests && xargs -P "$VG_JOBS" -I{} sh -c \
+				'FUSEC_TEST={} $VG --log-file="$OUT/logs/unit-{}.%p.log" "$OUT/bin/unit.real" \
+					>"$OUT/unit/{}.out" 2>&1; echo $? >"$OUT/unit/{}.rc"' <"$OUT/unit/list")
+			for t in $(cat "$OUT/unit/list"); do
+				[ "$(cat "$OUT/unit/$t.rc" 2>/dev/null)" = 0 ] || { echo "unit: $t failed" >>"$OUT/unit.out"; rc=1; }
+			done
+		fi ;;
 	conformance)
 		# the harness gives each test child 60 s; memcheck needs many times that
 		FUSEC_TEST_ALARM=3600 $VG --log-file="$OUT/logs/conformance.%p.log" \
