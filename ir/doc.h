@@ -61,6 +61,11 @@ static inline void doc_append(DocNode *parent, DocNode *child)
  * position) on a syntax error, too deep nesting, YAML aliases or several documents. */
 DocNode *doc_read_json(Arena *a, const char *file, const char *text, size_t len, Diag *d);
 DocNode *doc_read_yaml(Arena *a, const char *file, const char *text, size_t len, Diag *d);
+/* doc_read_json's two paths after its nesting check, for the tests that hold them
+ * to the same tree (read_json.c): the fast one (NULL, and no message, where it
+ * steps aside) and the whole-document one (every syntax error message is its). */
+DocNode *doc_read_json_fast(Arena *a, const char *file, const char *text, size_t len);
+DocNode *doc_read_json_whole(Arena *a, const char *file, const char *text, size_t len, Diag *d);
 
 /* Shared helpers (doc.c). */
 

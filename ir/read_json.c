@@ -44,6 +44,7 @@ typedef struct {
 	const char *file;
 	Diag *d;
 	bool failed;
+	bool copy;               /* copy cJSON's strings and keys into a (a scratch parse) */
 } Walk;
 
 /* cJSON counts every byte up to 32 as whitespace; so does the walker. */
@@ -102,6 +103,7 @@ static void skip_string(Walk *w)
 }
 
 static DocNode *walk(Walk *w, const cJSON *j);
+static bool only_space(const char *p, const char *end);
 
 static DocNode *walk_children(Walk *w, const cJSON *j, DocNode *n, char close)
 {
@@ -119,7 +121,7 @@ static DocNode *walk_children(Walk *w, const cJSON *j, DocNode *n, char close)
 		if (!child)
 			break;
 		if (is_map) {
-			child->key = c->string ? c->string : "";
+			child->key = !c->string ? "" : w->copy ? arena_strdup(w->a, c->string) : c->string;
 			child->key_line = kl;
 			child->key_col = kc;
 		}
@@ -153,7 +155,8 @@ static DocNode *walk(Walk *w, const cJSON *j)
 	}
 	if (cJSON_IsString(j)) {
 		n = doc_new(w->a, DOC_STR, line, col);
-		n->text = j->valuestring ? j->valuestring : "";
+		n->text = !j->valuestring ? "" : w->copy ? arena_strdup(w->a, j->valuestring)
+							 : j->valuestring;
 		skip_string(w);
 		return w->failed ? NULL : n;
 	}
@@ -185,6 +188,111 @@ lost:
 		diag_set(w->d, w->file, line, col, "JSON reader lost its place");
 	w->failed = true;
 	return NULL;
+}
+
+/* ---- the fast path ------------------------------------------------------------
+ * A graph is one map whose few entries hold the many small values: inputs, ops,
+ * outputs. Parsed whole, cJSON's tree of it is as large as the document tree
+ * and lives as long, so a large graph touches twice the memory it needs (fresh
+ * memory is most of the read's cost: docs/benchmarks.md). Here the root and the
+ * containers directly in it are read by the walker itself, and each value below
+ * them is parsed by cJSON on its own into a scratch arena that is emptied after
+ * its walk (strings and keys copied out). Anything this path does not expect
+ * (a syntax error, an escape in a key at those two levels, trailing text) ends
+ * it with no message, and the whole text is read again by the path below, whose
+ * tree is the same and whose errors are the reader's. */
+
+/* A key at the top two levels: its bytes as written, when they hold no escape
+ * and no control character (cJSON would decode or keep those); NULL otherwise. */
+static const char *plain_key(Walk *w)
+{
+	if (w->p >= w->end || *w->p != '"')
+		return NULL;
+	const char *start = w->p + 1, *q = start;
+	while (q < w->end && *q != '"') {
+		if (*q == '\\' || (unsigned char)*q < 0x20)
+			return NULL;
+		q++;
+	}
+	if (q >= w->end)
+		return NULL;
+	const char *key = arena_strndup(w->a, start, (size_t)(q - start));
+	while (w->p <= q)
+		step(w);
+	return key;
+}
+
+static DocNode *fast_value(Walk *w, Arena *scratch, int depth)
+{
+	skip_space(w);
+	if (w->p >= w->end)
+		return NULL;
+	char open = *w->p;
+	if (depth < 2 && (open == '{' || open == '[')) {
+		char close = open == '{' ? '}' : ']';
+		DocNode *n = doc_new(w->a, open == '{' ? DOC_MAP : DOC_SEQ, w->line, w->col);
+		step(w);
+		skip_space(w);
+		if (w->p < w->end && *w->p == close) {
+			step(w);
+			return n;
+		}
+		for (;;) {
+			skip_space(w);
+			int kl = w->line, kc = w->col;
+			const char *key = NULL;
+			if (close == '}') {
+				if (!(key = plain_key(w)))
+					return NULL;
+				skip_space(w);
+				if (w->p >= w->end || *w->p != ':')
+					return NULL;
+				step(w);
+			}
+			DocNode *child = fast_value(w, scratch, depth + 1);
+			if (!child)
+				return NULL;
+			if (key) {
+				child->key = key;
+				child->key_line = kl;
+				child->key_col = kc;
+			}
+			doc_append(n, child);
+			skip_space(w);
+			if (w->p < w->end && *w->p == ',') {
+				step(w);
+				continue;
+			}
+			if (w->p < w->end && *w->p == close) {
+				step(w);
+				return n;
+			}
+			return NULL;
+		}
+	}
+	parse_arena = scratch;
+	cJSON_InitHooks(&(cJSON_Hooks){parse_alloc, parse_free});
+	const char *stop = NULL;
+	cJSON *j = cJSON_ParseWithLengthOpts(w->p, (size_t)(w->end - w->p) + 1, &stop, 0);
+	cJSON_InitHooks(NULL);
+	parse_arena = NULL;
+	DocNode *n = j ? walk(w, j) : NULL;
+	arena_reset(scratch);
+	return w->failed ? NULL : n;
+}
+
+/* The document tree by the fast path, or NULL when it stepped aside. */
+DocNode *doc_read_json_fast(Arena *a, const char *file, const char *text, size_t len)
+{
+	Diag quiet = {0};
+	Walk w = {.p = text, .end = text + len, .line = 1, .col = 1, .a = a, .file = file,
+		  .d = &quiet, .copy = true};
+	if (len >= 3 && !memcmp(text, "\xef\xbb\xbf", 3))
+		w.p += 3;
+	Arena *scratch = arena_new();
+	DocNode *root = fast_value(&w, scratch, 0);
+	arena_free(scratch);
+	return root && only_space(w.p, w.end) ? root : NULL;
 }
 
 /* Refuse nesting deeper than IR_MAX_DEPTH before cJSON recurses into it. */
@@ -243,6 +351,12 @@ DocNode *doc_read_json(Arena *a, const char *file, const char *text, size_t len,
 {
 	if (check_depth(file, text, len, d))
 		return NULL;
+	DocNode *fast = doc_read_json_fast(a, file, text, len);
+	return fast ? fast : doc_read_json_whole(a, file, text, len, d);
+}
+
+DocNode *doc_read_json_whole(Arena *a, const char *file, const char *text, size_t len, Diag *d)
+{
 	const char *end = text + len;
 	const char *stop = NULL;
 	/* len + 1 takes in the terminating NUL, so a truncated text fails at its end. */

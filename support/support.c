@@ -65,6 +65,24 @@ void arena_free(Arena *a)
 	free(a);
 }
 
+void arena_reset(Arena *a)
+{
+	ArenaChunk *keep = NULL;
+	for (ArenaChunk *c = a->head, *next; c; c = next) {
+		next = c->next;
+		if (!keep && c->cap == ARENA_CHUNK)
+			keep = c;
+		else
+			free(c);
+	}
+	if (keep) {
+		keep->used = 0;
+		keep->next = NULL;
+	}
+	a->head = keep;
+	a->total = 0;
+}
+
 void *arena_alloc(Arena *a, size_t size)
 {
 	void *p = arena_alloc_raw(a, size);

@@ -22,6 +22,7 @@ typedef struct {
 
 Arena *arena_new(void);
 void arena_free(Arena *a);
+void arena_reset(Arena *a);                       /* empty it, keeping one chunk */
 void *arena_alloc(Arena *a, size_t size);          /* zeroed, 16-byte aligned */
 void *arena_alloc_raw(Arena *a, size_t size);      /* the same, not zeroed */
 char *arena_strdup(Arena *a, const char *s);

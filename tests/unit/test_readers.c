@@ -12,7 +12,10 @@
 #include <string.h>
 #include <time.h>
 
+#include <glob.h>
+
 #include "test.h"
+#include "../../ir/doc.h"
 
 /* ---- comparing graphs ------------------------------------------------------- */
 
@@ -799,7 +802,132 @@ static void test_several_errors(void **state)
 	arena_free(a);
 }
 
+/* ---- the JSON reader's fast path (read_json.c) ------------------------------- */
+
+/* Where two document trees first differ ("" when they are the same). */
+static bool same_doc(const DocNode *x, const DocNode *y, char *why, size_t size)
+{
+#define NODE_DIFF(what) do { snprintf(why, size, "%s at %d:%d", what, x->line, x->col); return false; } while (0)
+	if (x->kind != y->kind) NODE_DIFF("kind");
+	if (x->line != y->line || x->col != y->col) NODE_DIFF("position");
+	if (!x->key != !y->key || (x->key && strcmp(x->key, y->key))) NODE_DIFF("key");
+	if (x->key_line != y->key_line || x->key_col != y->key_col) NODE_DIFF("key position");
+	if (!x->text != !y->text || (x->text && strcmp(x->text, y->text))) NODE_DIFF("text");
+	if (x->n != y->n) NODE_DIFF("child count");
+	if (x->bval != y->bval || x->is_int != y->is_int || x->int_ok != y->int_ok ||
+	    x->ival != y->ival || memcmp(&x->dval, &y->dval, sizeof x->dval)) NODE_DIFF("value");
+#undef NODE_DIFF
+	for (const DocNode *a = x->first, *b = y->first; a || b; a = a->next, b = b->next)
+		if (!a || !b || !same_doc(a, b, why, size))
+			return a && b ? false : (snprintf(why, size, "children end apart"), false);
+	return true;
+}
+
+/* Both paths on one text: the same tree, or the same refusal. Returns whether the
+ * fast path took it. */
+static bool check_fast_path(const char *name, const char *text)
+{
+	Arena *a = arena_new();
+	Diag d;
+	size_t len = strlen(text);
+	DocNode *whole = doc_read_json_whole(a, name, text, len, &d);
+	DocNode *fast = doc_read_json_fast(a, name, text, len);
+	char why[200] = "";
+	if (!whole && fast)
+		fail_msg("%s: the fast path accepts what the whole-document path refuses", name);
+	if (whole && fast && !same_doc(whole, fast, why, sizeof why))
+		fail_msg("%s: the two paths give other trees: %s", name, why);
+	arena_free(a);
+	return fast != NULL;
+}
+
+static char *slurp(const char *path)
+{
+	FILE *f = fopen(path, "rb");
+	assert_non_null(f);
+	fseek(f, 0, SEEK_END);
+	long n = ftell(f);
+	fseek(f, 0, SEEK_SET);
+	char *s = malloc((size_t)n + 1);
+	assert_int_equal(fread(s, 1, (size_t)n, f), (size_t)n);
+	s[n] = 0;
+	fclose(f);
+	return s;
+}
+
+static void test_json_fast_path(void **state)
+{
+	(void)state;
+	/* every JSON file of the repository (tests run from tests/): each valid one
+	 * takes the fast path, to the same tree */
+	static const char *const globs[] = {"bench/gpu/*.json", "errors/*.json", "golden/*.json",
+					     "runtime/*.json", "../docs/examples/*.json",
+					     "../docs/schema/*.json"};
+	int files = 0, fast = 0, valid = 0;
+	for (size_t k = 0; k < SUITE_COUNT(globs); k++) {
+		glob_t gl;
+		if (glob(globs[k], 0, NULL, &gl))
+			continue;
+		for (size_t i = 0; i < gl.gl_pathc; i++) {
+			char *text = slurp(gl.gl_pathv[i]);
+			Arena *a = arena_new();
+			Diag d;
+			valid += doc_read_json_whole(a, gl.gl_pathv[i], text, strlen(text), &d) != NULL;
+			arena_free(a);
+			fast += check_fast_path(gl.gl_pathv[i], text);
+			files++;
+			free(text);
+		}
+		globfree(&gl);
+	}
+	assert_true(files >= 70);
+	assert_int_equal(fast, valid);
+	/* texts made to probe the edges: {text, whether the fast path takes it} */
+	static const struct { const char *text; bool fast; } cases[] = {
+		{"{}", true},
+		{" \n\t{ } \n", true},
+		{"\xef\xbb\xbf{\"a\": 1}", true},
+		{"[]", true},
+		{"[[], {}, [[1, 2]], {\"k\": {\"x\": [true, false, null]}}]", true},
+		{"{\"a\": {\"b\": {\"c\": [1.5e3, -0, 12345678901234567890, 1E-2]}}}", true},
+		{"{\"é\": \"\\u00e9\\n\", \"b\": {\"ü\": \"\\\"q\\\"\"}}", true},
+		{"{\"a\": \"x\",\n  \"b\" :\n [ 1 ,2 ] , \"c\":{}}", true},
+		{"{\"a\": 1, \"a\": 2}", true},
+		{"\"just a string\"", true},
+		{"42", true},
+		{"{\"a\\u0041\": 1}", false},          /* an escape in a top-level key */
+		{"{\"x\": {\"a\\n\": 1}}", false},       /* ... or a second-level one */
+		{"{\"x\": [{\"a\\n\": 1}]}", true},      /* a third-level one is cJSON's */
+		{"{\"a\": 1,}", false},
+		{"{\"a\": 1} x", false},
+		{"{\"a\" 1}", false},
+		{"[1 2]", false},
+		{"{\"a\": [1, 2}", false},
+		{"{\"a\": tru}", false},
+		{"{\"a\": \"unterminated}", false},
+		{"{\"a", false},
+		{"", false},
+	};
+	for (size_t i = 0; i < SUITE_COUNT(cases); i++) {
+		char name[32];
+		snprintf(name, sizeof name, "case%zu.json", i);
+		if (check_fast_path(name, cases[i].text) != cases[i].fast)
+			fail_msg("%s (%s): the fast path %s", name, cases[i].text,
+				 cases[i].fast ? "stepped aside" : "took it");
+	}
+	/* the comparison can fail: one column apart */
+	Arena *a = arena_new();
+	Diag d;
+	DocNode *x = doc_read_json_whole(a, "x.json", "{\"a\": [1]}", 10, &d);
+	DocNode *y = doc_read_json_fast(a, "y.json", "{\"a\": [ 1]}", 11);
+	char why[200];
+	assert_false(same_doc(x, y, why, sizeof why));
+	assert_string_equal(why, "position at 1:8");
+	arena_free(a);
+}
+
 const struct CMUnitTest readers_tests[] = {
+	cmocka_unit_test(test_json_fast_path),
 	cmocka_unit_test(test_several_errors),
 	cmocka_unit_test(test_json_and_yaml_give_the_same_ir),
 	cmocka_unit_test(test_comparison_can_fail),
