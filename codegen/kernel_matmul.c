@@ -123,6 +123,8 @@ enum {
 	MM_SPLIT_SOME = 96,      /* f32: 64x64 tiles below which K splits 3 ways */
 	MM_SPLIT_STEPS = 4,      /* BK steps a split keeps at least */
 	MM_SPLIT_STEPS128 = 16,  /* the same for fma128x128x16s3sk4 */
+	MM_TINY_K = 64,          /* f32 matmuls of K up to this ... */
+	MM_TINY_OUT = 65536,     /* ... and up to this many outputs run plain */
 };
 
 /* The tile-configuration table (docs/design.md, "Matmul tiles"). Index 0 is "no
@@ -341,20 +343,29 @@ int cg_matmul_variant(const CgKernelSpec *s, const char *arch, bool host, bool a
 	int64_t n = dim_of(out->shape[r - 1], dims, ndims);
 	int64_t big = batch * ((m + 127) / 128) * ((n + 127) / 128);
 	/* measuring the table (docs/benchmarks.md): FUSEC_MATMUL_TILES=NAME forces the
-	 * configuration NAME wherever its kind (tc or fma) applies */
+	 * configuration NAME wherever its kind (tc or fma) applies; "plain" the
+	 * one-thread-per-output evaluator */
 	/* mma.sync (m16n8k16, m16n8k8 tf32) and cp.async need sm_80 */
 	bool sm80 = host || (arch && !strncmp(arch, "sm_", 3) && atoi(arch + 3) >= 80);
 	bool tf32 = allow_tf32 && sm80;
 	const char *force = getenv("FUSEC_MATMUL_TILES");
+	if (force && !strcmp(force, "plain"))
+		return 0;
 	for (int v = 1; force && v < MM_NCONFIGS; v++)
 		if (!strcmp(force, mm_configs[v].name) && fits(&mm_configs[v], t, tf32) &&
 		    (!mm_configs[v].tc || sm80) && (!mm_configs[v].gemv || m <= MM_GEMV_M))
 			return v;
+	int64_t k = dim_of(mm->t[0].shape[r - 1], dims, ndims);
+	/* a tiny f32 problem runs plain: one thread per output, at most MM_TINY_K FMAs
+	 * each, is as fast as a tile (the launch is most of the time) and up to 3.5x
+	 * faster than gemv at short K; its code is a tenth of a tile kernel's to
+	 * compile (docs/benchmarks.md, "Tiny matmuls") */
+	if (t == DT_F32 && !tf32 && k <= MM_TINY_K && batch * m * n <= MM_TINY_OUT)
+		return 0;
 	if (m <= MM_GEMV_M)
 		return MM_GEMV;
 	if (t == DT_F32 && tf32)
 		return big >= MM_WAVE ? 5 : 6;
-	int64_t k = dim_of(mm->t[0].shape[r - 1], dims, ndims);
 	int64_t small = batch * ((m + 63) / 64) * ((n + 63) / 64);
 	if (t == DT_F32)
 		return under_wave(t, big, small, k);

@@ -76,3 +76,38 @@ cat > "$TMP/two_splits.json" <<'EOF'
  "outputs": ["ya", "yb"]}
 EOF
 check shared-scratch-reductions 0 "$FUSEC" run "$TMP/two_splits.json" --backend cpu --check
+
+# tiny f32 matmuls (K <= 64, at most 65,536 outputs) run plain, one thread per
+# output: as fast as a tile on the H200 and up to 3.5x faster than gemv at short K,
+# a tenth of the compile (docs/benchmarks.md, "Tiny matmuls"). The rule at the
+# measured shapes (mm_sweep.py --small): NAME, then the configuration or "plain"
+python3 tests/bench/gpu/mm_sweep.py make "$TMP/tiny" --small
+while read -r n cfg; do
+	check "tiny-$n" 0 "$FUSEC" compile "$TMP/tiny/$n.json" -o "$TMP/tinyp/$n"
+	if [ "$cfg" = plain ]; then
+		grep -q '"tiles"' "$TMP/tinyp/$n/$n.plan.json" &&
+			{ echo "FAIL tiny-$n-plain: a tile configuration was chosen"; fail=$((fail + 1)); } ||
+			pass=$((pass + 1))
+	else
+		contains "tiny-$n-tiles" "$TMP/tinyp/$n/$n.plan.json" "\"tiles\":\"$cfg\""
+	fi
+done <<'EOF2'
+t_96x96x1 plain
+t_256x256x1 plain
+t_64x64x8 plain
+t_128x256x64_bias_gelu plain
+t_256x256x64 plain
+t_128x128x128 fma64x64x16s3
+t_64x64x1024 fma64x64x16s3sk4
+t_512x512x16 fma64x64x16s3
+b3_t_128x128x64 plain
+b12_t_128x128x64 fma64x64x16s3
+t_1x96x64 plain
+t_16x4096x64 plain
+t_16x3072x64_bias_gelu plain
+t_1x768x768 gemv16x64k8
+t_128x128x64_bf16 tc64x64x32s3
+EOF2
+# the plain kernel with its epilogue, and a batched one, on the cpu backend
+check tiny-run-gelu 0 "$FUSEC" run "$TMP/tiny/t_16x3072x64_bias_gelu.json" --backend cpu --check
+check tiny-run-batched 0 "$FUSEC" run "$TMP/tiny/b12_t_8x96x8.json" --backend cpu --check

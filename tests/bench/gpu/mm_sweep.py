@@ -5,13 +5,13 @@ width 1024), each with its epilogue, timed under every tile configuration of a
 list against torch on the same inputs. docs/benchmarks.md, "Matmul under a wave".
 
 On the build machine (no torch needed), the graphs:
-    python3 tests/bench/gpu/mm_sweep.py make DIR         # DIR/NAME.json
+    python3 tests/bench/gpu/mm_sweep.py make DIR [--small]   # DIR/NAME.json
 then one plan folder per graph and configuration, compiled with
 FUSEC_MATMUL_TILES=CONFIG into P/CONFIG/NAME (and the rule's own into P/rule/NAME).
 
 On the GPU machine:
     python3 tests/bench/gpu/mm_sweep.py run --fusec-run G/fusec-run --graphs DIR \\
-        --plans P [--iters N]
+        --plans P [--iters N] [--small]
 prints, per graph, fusec-run's total median for every configuration folder that
 holds the graph, torch.matmul alone and torch eager (matmul + epilogue), both f32
 without TF32, and the largest relative error of fusec's output against torch.
@@ -38,11 +38,53 @@ SHAPES = [
     ("mm_512x1024x4096_bias_res_bf16", "bf16", 512, 1024, 4096, "bias_residual"),
 ]
 
+# --small: tiny matmuls (a few million FMAs and less: random graphs, small attention
+# heads, outer products), where the tiled kernels' machinery is all overhead and the
+# plain kernel (one thread per output) competes; "Tiny matmuls" in
+# docs/benchmarks.md. A leading batch dim where the name starts with bB_.
+SMALL = [
+    ("t_96x96x1", "f32", 96, 96, 1, "none"),
+    ("t_256x256x1", "f32", 256, 256, 1, "none"),
+    ("t_64x64x8", "f32", 64, 64, 8, "none"),
+    ("t_96x64x64", "f32", 96, 64, 64, "none"),
+    ("t_128x128x16", "f32", 128, 128, 16, "none"),
+    ("t_128x128x64", "f32", 128, 128, 64, "none"),
+    ("t_128x256x64_bias_gelu", "f32", 128, 256, 64, "bias_gelu"),
+    ("t_256x256x16", "f32", 256, 256, 16, "none"),
+    ("t_128x128x128", "f32", 128, 128, 128, "none"),
+    ("t_256x256x64", "f32", 256, 256, 64, "none"),
+    ("t_64x64x1024", "f32", 64, 64, 1024, "none"),
+    ("t_512x512x16", "f32", 512, 512, 16, "none"),
+    ("t_256x256x256", "f32", 256, 256, 256, "none"),
+    ("b3_t_128x128x64", "f32", 128, 128, 64, "none"),
+    ("b3_t_128x64x128", "f32", 128, 64, 128, "none"),
+    ("b12_t_128x128x64", "f32", 128, 128, 64, "none"),
+    # M <= 16: the gemv configuration's ground
+    ("t_1x64x1", "f32", 1, 64, 1, "none"),
+    ("t_1x96x64", "f32", 1, 96, 64, "none"),
+    ("t_8x8x16", "f32", 8, 8, 16, "none"),
+    ("b12_t_8x96x8", "f32", 8, 96, 8, "none"),
+    ("t_4x4096x32", "f32", 4, 4096, 32, "none"),
+    ("t_16x1024x64", "f32", 16, 1024, 64, "none"),
+    ("t_16x4096x64", "f32", 16, 4096, 64, "none"),
+    ("t_16x3072x64_bias_gelu", "f32", 16, 3072, 64, "bias_gelu"),
+    ("t_1x768x768", "f32", 1, 768, 768, "none"),
+    ("t_128x128x64_bf16", "bf16", 128, 128, 64, "none"),
+    ("t_256x256x64_bf16", "bf16", 256, 256, 64, "none"),
+    ("t_256x256x256_bf16", "bf16", 256, 256, 256, "none"),
+    ("b3_t_128x128x64_bf16", "bf16", 128, 128, 64, "none"),
+]
 
-def make(out):
+
+def batch_of(name):
+    return int(name[1:name.index("_")]) if re.match(r"b[0-9]+_", name) else 0
+
+
+def make(out, shapes):
     os.makedirs(out, exist_ok=True)
-    for name, dt, m, n, k, epi in SHAPES:
-        ins = {"a": {"dtype": dt, "shape": [m, k]}, "w": {"dtype": dt, "shape": [k, n]}}
+    for name, dt, m, n, k, epi in shapes:
+        b = [batch_of(name)] if batch_of(name) else []
+        ins = {"a": {"dtype": dt, "shape": b + [m, k]}, "w": {"dtype": dt, "shape": b + [k, n]}}
         ops = [{"op": "matmul", "in": ["a", "w"], "out": "mm"}]
         y = "mm"
         if epi.startswith("bias"):
@@ -76,7 +118,7 @@ def run_sweep(args):
         torch.backends.cuda.matmul.allow_tf32))
     configs = sorted(os.listdir(args.plans))
     rows = []
-    for name, dt, m, n, k, epi in SHAPES:
+    for name, dt, m, n, k, epi in (SMALL if args.small else SHAPES):
         path = os.path.join(args.graphs, name + ".json")
         if not os.path.exists(path):
             continue
@@ -94,7 +136,7 @@ def run_sweep(args):
             ref = f(x)
             t_mm = bench.time_cuda(lambda _: torch.matmul(a, w), [None], args.iters, 5)
             t_eager = bench.time_cuda(f, [x], args.iters, 5)
-        flop = 2.0 * m * n * k
+        flop = 2.0 * m * n * k * max(1, batch_of(name))
         res = {}
         for c in configs:
             plan = os.path.join(args.plans, c, name)
@@ -147,14 +189,16 @@ def main():
     sub = ap.add_subparsers(dest="what", required=True)
     mk = sub.add_parser("make")
     mk.add_argument("dir")
+    mk.add_argument("--small", action="store_true")
     rn = sub.add_parser("run")
+    rn.add_argument("--small", action="store_true")
     rn.add_argument("--fusec-run", required=True)
     rn.add_argument("--graphs", required=True)
     rn.add_argument("--plans", required=True)
     rn.add_argument("--iters", type=int, default=50)
     args = ap.parse_args()
     if args.what == "make":
-        make(args.dir)
+        make(args.dir, SMALL if args.small else SHAPES)
     else:
         run_sweep(args)
 
