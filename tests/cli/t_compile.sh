@@ -112,11 +112,13 @@ for g in tests/golden/chains.yaml tests/golden/fusers.yaml tests/golden/holes.ya
 done
 check jobs-zero 2 "$FUSEC" compile $G -j 0 -o "$TMP/j0"
 # a heavy kernel (a tiled matmul, a cooperative reduction) ends its chunk, so that
-# such kernels go to different threads: as many chunks as tiled kernels here
+# such kernels go to different threads: at least as many chunks as tiled kernels
+# here (three kernels, two of them tiled: one chunk each, and one for the plain one)
 g=tests/bench/gpu/mm_check_f32.json
 check jobs-heavy-chunks 0 sh -c '"$1" compile "$2" -o "$3" -j 2 --no-cache --time 2>"$3.err" &&
 	t=$(grep -o "\"tiles\":\"" "$3/mm_check_f32.plan.json" | wc -l) && [ "$t" -ge 2 ] &&
-	grep -q "in $t chunks on 2 threads" "$3.err"' sh "$FUSEC" "$g" "$TMP/heavy"
+	c=$(sed -n "s/.* in \([0-9]*\) chunks on 2 threads.*/\1/p" "$3.err") && [ "$c" -ge "$t" ]' \
+	sh "$FUSEC" "$g" "$TMP/heavy"
 # matmul tiles past 48 KiB of shared memory declare the launch's dynamic shared
 # memory at module level: joined once whatever the chunks, the launches ask for it
 g=tests/bench/gpu/mm_check_long_bf16.json
@@ -148,13 +150,13 @@ contains run-tf32-bound "$TMP/out" 'check at_big_y: '
 check compile-tf32-cache-1 0 "$FUSEC" compile $TF -o "$TMP/kc1" --cache-dir "$TMP/kc"
 check compile-tf32-cache-2 0 "$FUSEC" compile $TF -o "$TMP/kc2" --cache-dir "$TMP/kc" --allow-tf32
 contains compile-tf32-cache-ptx "$TMP/kc2/mm_check_tf32.ptx" 'mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32'
-# twins (codegen/module.c): the two matmuls differ only in whether x may be
-# overwritten, so their code is the same; LLVM compiles it once and the second
+# twins (codegen/module.c): the two matmuls (tiled: K = 128) differ only in
+# whether x may be overwritten, so their code is the same; LLVM compiles it once and the second
 # kernel's PTX is the first's renamed, the same bytes as compiling both
-printf 'format: fusec-graph/1\nname: twins\ninputs:\n  x0: {dtype: f32, shape: [64, 64]}\n  w1: {dtype: f32, shape: [64, 64]}\n  w2: {dtype: f32, shape: [64, 64]}\nops:\n  - {op: neg, in: [x0], out: x}\n  - {op: sync}\n  - {op: matmul, in: [x, w1], out: q}\n  - {op: matmul, in: [x, w2], out: k}\n  - {op: sync}\n  - {op: add, in: [q, k], out: y}\noutputs: [y]\n' > "$TMP/twins.yaml"
+printf 'format: fusec-graph/1\nname: twins\ninputs:\n  x0: {dtype: f32, shape: [64, 128]}\n  w1: {dtype: f32, shape: [128, 64]}\n  w2: {dtype: f32, shape: [128, 64]}\nops:\n  - {op: neg, in: [x0], out: x}\n  - {op: sync}\n  - {op: matmul, in: [x, w1], out: q}\n  - {op: matmul, in: [x, w2], out: k}\n  - {op: sync}\n  - {op: add, in: [q, k], out: y}\noutputs: [y]\n' > "$TMP/twins.yaml"
 check twins 0 "$FUSEC" compile "$TMP/twins.yaml" -o "$TMP/tw1" --no-cache --time &&
 	contains twins-found "$TMP/err" "(1 compiled once for another: same code)"
 check twins-off 0 env FUSEC_NO_TWINS=1 "$FUSEC" compile "$TMP/twins.yaml" -o "$TMP/tw2" --no-cache
 same_files twins-same-ptx "$TMP/tw1/twins.ptx" "$TMP/tw2/twins.ptx"
 same_files twins-same-plan "$TMP/tw1/twins.plan.json" "$TMP/tw2/twins.plan.json"
-check twins-entries 0 grep -q "matmul_34ec3682e4d3d41a" "$TMP/tw1/twins.ptx"
+check twins-entries 0 sh -c 'grep -q "entry matmul_3e3aeb898856d01a" "$1" && grep -q "entry matmul_aaca2ed40f745c76" "$1"' sh "$TMP/tw1/twins.ptx"
