@@ -108,6 +108,13 @@ t_16x3072x64_bias_gelu plain
 t_1x768x768 gemv16x64k8
 t_128x128x64_bf16 tc64x64x32s3
 EOF2
+# every plan of the sweep through ptxas (when the CUDA toolkit is here)
+PTXAS=$(command -v ptxas || echo /usr/local/cuda/bin/ptxas)
+if [ -x "$PTXAS" ]; then
+	for p in "$TMP"/tinyp/*/*.ptx; do
+		check "tiny-ptxas-$(basename "$p" .ptx)" 0 "$PTXAS" -arch=sm_90 "$p" -o "$TMP/tiny.cubin"
+	done
+fi
 # the plain kernel with its epilogue, and a batched one, on the cpu backend
 check tiny-run-gelu 0 "$FUSEC" run "$TMP/tiny/t_16x3072x64_bias_gelu.json" --backend cpu --check
 check tiny-run-batched 0 "$FUSEC" run "$TMP/tiny/b12_t_8x96x8.json" --backend cpu --check
