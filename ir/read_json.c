@@ -11,11 +11,14 @@
  * deeper than IR_MAX_DEPTH, so hostile input never reaches cJSON's recursion.
  * A syntax error is placed at the offset where cJSON stopped.
  *
- * Speed: while it parses, cJSON allocates from the document's arena (its hooks
- * are pointed at the arena for the call and reset after it), so its nodes are
- * never freed one by one, and the walk takes cJSON's strings and keys as they are
- * instead of copying them. The hooks are process-wide: the graph readers are not
- * called from several threads at once. */
+ * Speed: the fast path (below) reads the root and its containers itself and
+ * gives cJSON one value below them at a time, in a scratch arena emptied after
+ * each, so cJSON's tree of the whole document never exists; the walk copies those
+ * values' strings and keys into the document's arena. The whole-document path,
+ * taken only when the fast one steps aside (an error, an unusual key), parses in
+ * the document's arena and takes cJSON's strings as they are. cJSON's allocation
+ * hooks are pointed at an arena for each call and reset after it; they are
+ * process-wide, so the graph readers are not called from several threads at once. */
 #include <stdio.h>
 #include <string.h>
 
