@@ -44,7 +44,7 @@ int run_cuda_compile(const Graph *g, bool allow_tf32, bool burn_exact, RunTemp *
 	Schedule *s = pass_search(g, &so);
 	char ptxname[300];
 	snprintf(ptxname, sizeof ptxname, "%s.ptx", g->name);
-	PlanFileInfo info = {.arch = "sm_90", .ptx = ptxname, .allow_tf32 = allow_tf32};
+	PlanFileInfo info = {.arch = CG_DEFAULT_ARCH, .ptx = ptxname, .allow_tf32 = allow_tf32};
 	CgOutputs co;
 	int rc = cg_compile_schedule(s, &info, false, &co, d);
 	pass_free_schedule(s);

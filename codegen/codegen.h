@@ -82,6 +82,11 @@
 #include "../ir/ir.h"
 #include "../passes/passes.h"
 
+/* The arch of compile's default (--arch): Hopper's own, so that matmuls take wgmma
+ * (kernel_matmul.c); --arch sm_90 gives PTX that later GPUs can still load. The host
+ * backend runs the same arch's kernel choices. */
+#define CG_DEFAULT_ARCH "sm_90a"
+
 typedef enum {
 	CG_TARGET_NVPTX,   /* nvptx64-nvidia-cuda, PTX text */
 	CG_TARGET_HOST,    /* the host CPU, for the JIT */
@@ -89,7 +94,7 @@ typedef enum {
 
 typedef struct {
 	CgTarget target;
-	const char *arch;        /* "sm_90" when NULL; NVPTX only */
+	const char *arch;        /* CG_DEFAULT_ARCH when NULL */
 	const char *libdevice;   /* libdevice .bc to link for precise math, or NULL */
 	const char *name;        /* module name; "fusec" when NULL */
 	bool no_call_check;      /* tests only: skip the unresolved-call check */
@@ -191,7 +196,7 @@ int cg_module_emit_ll(CgModule *m, Buf *out, Diag *d);
 int cg_module_take(CgModule *m, LLVMModuleRef *mod, LLVMContextRef *ctx, Diag *d);
 /* The LLVM module (tests and debugging); NULL after cg_module_take. */
 LLVMModuleRef cg_module_llvm(CgModule *m);
-const char *cg_module_arch(const CgModule *m);   /* NVPTX arch, "sm_90" by default */
+const char *cg_module_arch(const CgModule *m);   /* the arch, CG_DEFAULT_ARCH by default */
 bool cg_module_is_host(const CgModule *m);
 bool cg_module_allow_tf32(const CgModule *m);
 void cg_module_free(CgModule *m);

@@ -125,6 +125,8 @@ enum {
 	MM_SPLIT_STEPS128 = 16,  /* the same for fma128x128x16s3sk4 */
 	MM_TINY_K = 64,          /* f32 matmuls of K up to this ... */
 	MM_TINY_OUT = 65536,     /* ... and up to this many outputs run plain */
+	MM_WG128 = 14, MM_WG256 = 15, /* the wgmma entries (sm_90a) */
+	MM_WG_ALIGN = 1024,      /* wgmma's 128-byte swizzle repeats every 1024 bytes */
 };
 
 /* The tile-configuration table (docs/design.md, "Matmul tiles"). Index 0 is "no
@@ -141,48 +143,63 @@ typedef struct {
 	int wm, wn;              /* tc: warps along M and N (wm * wn = 8) */
 	int stages;              /* shared-memory pipeline depth */
 	int split;               /* split-K: blocks per output tile (0: one) */
+	bool wg;                 /* sm_90a: wgmma from shared memory (panel layout) */
 } MmConfig;
 
 static const MmConfig mm_configs[] = {
-	{"plain", false, false, false, 0, 0, 0, 0, 0, 0, 0, 0},
+	{"plain", false, false, false, 0, 0, 0, 0, 0, 0, 0, 0, false},
 	/* 2 blocks per SM: ptxas fits 128 registers (a few hundred bytes of spills), and
 	 * 16 warps hide ldmatrix and mma latency better than 8; BK = 64 and 96 KiB of
 	 * dynamic shared memory: half the barriers of BK = 32, and a short K (G7,
 	 * K = 256) is in flight after the prologue */
-	{"tc128x128x64s3", true, false, false, 2, 128, 128, 64, 2, 4, 3, 0},
-	{"tc64x64x32s3", true, false, false, 0, 64, 64, 32, 2, 4, 3, 0},
-	{"fma128x128x16s3", false, false, false, 0, 128, 128, 16, 0, 0, 3, 0},
-	{"fma64x64x16s3", false, false, false, 0, 64, 64, 16, 0, 0, 3, 0},
+	{"tc128x128x64s3", true, false, false, 2, 128, 128, 64, 2, 4, 3, 0, false},
+	{"tc64x64x32s3", true, false, false, 0, 64, 64, 32, 2, 4, 3, 0, false},
+	{"fma128x128x16s3", false, false, false, 0, 128, 128, 16, 0, 0, 3, 0, false},
+	{"fma64x64x16s3", false, false, false, 0, 64, 64, 16, 0, 0, 3, 0, false},
 	/* --allow-tf32: mma.sync m16n8k8 tf32; f32 stages are twice the bytes, so the
 	 * large tile takes half the K of the bf16 tiles to stay within 48 KiB */
-	{"tf32x128x128x16s3", true, true, false, 0, 128, 128, 16, 2, 4, 3, 0},
-	{"tf32x64x64x32s3", true, true, false, 0, 64, 64, 32, 2, 4, 3, 0},
+	{"tf32x128x128x16s3", true, true, false, 0, 128, 128, 16, 2, 4, 3, 0, false},
+	{"tf32x64x64x32s3", true, true, false, 0, 64, 64, 32, 2, 4, 3, 0, false},
 	/* M <= MM_GEMV_M (decode): no shared operand tiles, every dtype and arch */
-	{"gemv16x64k8", false, false, true, 0, 16, 64, 8, 0, 0, 0, 0},
+	{"gemv16x64k8", false, false, true, 0, 16, 64, 8, 0, 0, 0, 0, false},
 	/* long K with a wave of 128x256 tiles (G5): 64x64 warp tiles (8 ldmatrix.x4
 	 * per 32 mma), 4 stages (96 KiB), 255 registers, one block per SM */
-	{"tc128x256x32s4", true, false, false, 1, 128, 256, 32, 2, 4, 4, 0},
+	{"tc128x256x32s4", true, false, false, 1, 128, 256, 32, 2, 4, 4, 0, false},
 	/* split-K (under a wave of output tiles): `split` blocks share an output tile,
 	 * each taking a contiguous share of K; their partial tiles go to the launch's
 	 * scratch and the last of them sums the partials in split order, then runs the
 	 * epilogue (split_combine). Two blocks per SM asked of ptxas (128 registers):
 	 * unbounded, the combine's loads took up to 207 (docs/benchmarks.md, "Matmul
 	 * under a wave") */
-	{"fma64x64x16s3sk3", false, false, false, 2, 64, 64, 16, 0, 0, 3, 3},
-	{"fma64x64x16s3sk4", false, false, false, 2, 64, 64, 16, 0, 0, 3, 4},
-	{"fma128x128x16s3sk4", false, false, false, 0, 128, 128, 16, 0, 0, 3, 4},
-	{"tc64x64x32s3sk2", true, false, false, 2, 64, 64, 32, 2, 4, 3, 2},
-	{"tc64x64x32s3sk4", true, false, false, 2, 64, 64, 32, 2, 4, 3, 4},
+	{"fma64x64x16s3sk3", false, false, false, 2, 64, 64, 16, 0, 0, 3, 3, false},
+	{"fma64x64x16s3sk4", false, false, false, 2, 64, 64, 16, 0, 0, 3, 4, false},
+	{"fma128x128x16s3sk4", false, false, false, 0, 128, 128, 16, 0, 0, 3, 4, false},
+	{"tc64x64x32s3sk2", true, false, false, 2, 64, 64, 32, 2, 4, 3, 2, false},
+	{"tc64x64x32s3sk4", true, false, false, 2, 64, 64, 32, 2, 4, 3, 4, false},
+	/* sm_90a (the default arch): wgmma.mma_async m64nBNk16 straight from the
+	 * stages, one warpgroup per 64 rows (the warp grid 8 x 1 is the accumulator
+	 * layout of wgmma: warp w holds rows 16w..16w+15 of the block tile, the same
+	 * fragment-to-element map as mma.sync's m16n8 repeated along N); operand
+	 * tiles in 128-byte panels with the 128-byte swizzle (wg_desc) */
+	{"wg128x128x64s4", true, false, false, 1, 128, 128, 64, 8, 1, 4, 0, true},
+	{"wg128x256x64s4", true, false, false, 1, 128, 256, 64, 8, 1, 4, 0, true},
 };
 enum { MM_NCONFIGS = (int)(sizeof mm_configs / sizeof mm_configs[0]) };
 
 /* Shared bytes of configuration c over elements of es bytes: its stages, or for gemv
  * the staged tile and one partial tile per warp. */
-static int mm_smem(const MmConfig *c, int es)
+static int mm_stages_bytes(const MmConfig *c, int es)
 {
 	if (c->gemv)
 		return c->bm * (c->bn + 8) * 4 + (MM_THREADS / 32) * c->bm * c->bn * 4;
 	return (c->bm * c->bk + c->bk * c->bn) * es * c->stages;
+}
+
+/* What the launch asks for: the stages, and for wgmma room to align them to
+ * MM_WG_ALIGN at run time. */
+static int mm_smem(const MmConfig *c, int es)
+{
+	return mm_stages_bytes(c, es) + (c->wg ? MM_WG_ALIGN : 0);
 }
 
 const char *cg_matmul_variant_name(int v)
@@ -345,15 +362,18 @@ int cg_matmul_variant(const CgKernelSpec *s, const char *arch, bool host, bool a
 	/* measuring the table (docs/benchmarks.md): FUSEC_MATMUL_TILES=NAME forces the
 	 * configuration NAME wherever its kind (tc or fma) applies; "plain" the
 	 * one-thread-per-output evaluator */
-	/* mma.sync (m16n8k16, m16n8k8 tf32) and cp.async need sm_80 */
+	/* mma.sync (m16n8k16, m16n8k8 tf32) and cp.async need sm_80; wgmma sm_90a (the
+	 * host runs the arch's tiling: the cpu backend checks what the GPU plan runs) */
 	bool sm80 = host || (arch && !strncmp(arch, "sm_", 3) && atoi(arch + 3) >= 80);
+	bool wg = arch && !strcmp(arch, "sm_90a");
 	bool tf32 = allow_tf32 && sm80;
 	const char *force = getenv("FUSEC_MATMUL_TILES");
 	if (force && !strcmp(force, "plain"))
 		return 0;
 	for (int v = 1; force && v < MM_NCONFIGS; v++)
 		if (!strcmp(force, mm_configs[v].name) && fits(&mm_configs[v], t, tf32) &&
-		    (!mm_configs[v].tc || sm80) && (!mm_configs[v].gemv || m <= MM_GEMV_M))
+		    (!mm_configs[v].tc || sm80) && (!mm_configs[v].wg || wg) &&
+		    (!mm_configs[v].gemv || m <= MM_GEMV_M))
 			return v;
 	int64_t k = dim_of(mm->t[0].shape[r - 1], dims, ndims);
 	/* a tiny f32 problem runs plain: one thread per output, at most MM_TINY_K FMAs
@@ -372,6 +392,14 @@ int cg_matmul_variant(const CgKernelSpec *s, const char *arch, bool host, bool a
 	if (!sm80)
 		return 0;
 	int64_t big256 = batch * ((m + 127) / 128) * ((n + 255) / 256);
+	/* sm_90a (docs/benchmarks.md, "wgmma"): 128x256 tiles from three waves of
+	 * them (8192^3, 4096^3), 128x128 from half a wave of those (BERT at batch 8:
+	 * 96 to 384 tiles, 1.3 to 2x faster than 128x256 there and than mma.sync's
+	 * split-K under a wave), the mma.sync rule below that */
+	if (wg && big256 >= 3 * MM_WAVE)
+		return MM_WG256;
+	if (wg && 2 * big >= MM_WAVE)
+		return MM_WG128;
 	if (big256 >= MM_WAVE && k >= MM_LONG_K)
 		return MM_TC256;
 	return big >= MM_WAVE ? 1 : under_wave(t, big, small, k);
@@ -418,6 +446,8 @@ typedef struct {
 	LLVMValueRef m0, n0;
 	int a_bytes, stage_bytes;
 	int cpr[2];               /* chunks per shared row: A (BK), B (BN) */
+	int outer[2];             /* rows of each shared tile (its outer dimension) */
+	bool panel;               /* wgmma: tiles in 128-byte panels (swz) */
 	int wtm, wtn, mi, ni;     /* tc: warp tile and its m16 / n8 counts */
 	int rm, rn;               /* simt: rows and columns per thread */
 	/* the builder's value numbering (mm_cse below) */
@@ -684,8 +714,20 @@ static void acc_store(Mm *x, LLVMValueRef e, LLVMValueRef v)
 /* Byte offset in a shared tile with cpr 16-byte chunks per row of (row, chunk):
  * the chunk is XORed with bits of the row so that 8 consecutive rows at one chunk
  * fall in 8 different 16-byte groups of a 128-byte line. */
-static LLVMValueRef swz(Mm *x, LLVMValueRef row, LLVMValueRef ch, int cpr)
+static LLVMValueRef swz(Mm *x, int w, LLVMValueRef row, LLVMValueRef ch)
 {
+	int cpr = x->cpr[w];
+	if (x->panel) {
+		/* wgmma's layout: the tile's rows cut into panels of 128 bytes (8
+		 * chunks), each panel outer rows x 128 bytes, chunk XOR row % 8 (the
+		 * 128-byte swizzle; a row of 128 bytes is one panel, the layout above) */
+		row = to_ot(x, row);
+		ch = to_ot(x, ch);
+		LLVMValueRef phys = bin(x, LLVMXor, bin(x, LLVMAnd, ch, cst(ch, 7)),
+					bin(x, LLVMAnd, row, cst(row, 7)));
+		LLVMValueRef pan = mulc(x, udivc(x, ch, 8), (int64_t)x->outer[w] * 128);
+		return add(x, add(x, pan, mulc(x, row, 128)), mulc(x, phys, 16));
+	}
 	int per_line = cpr >= 8 ? 1 : 8 / cpr;   /* rows per 128-byte line */
 	int mask = (cpr >= 8 ? 8 : cpr) - 1;
 	row = to_ot(x, row);
@@ -792,7 +834,7 @@ static void load_tile(Mm *x, int w, LLVMValueRef s, LLVMValueRef kt)
 			LLVMValueRef go = add(x, o0, to64(x, r));
 			LLVMValueRef gi = add(x, i0, to64(x, mulc(x, ch, x->ce)));
 			LLVMValueRef rowok = lt(x, go, obound);
-			LLVMValueRef doff = add(x, soff, swz(x, r, ch, cpr));
+			LLVMValueRef doff = add(x, soff, swz(x, w, r, ch));
 			LLVMValueRef dst = smem_at(x, doff);
 			LLVMValueRef goff = add(x, x->base[w], mul(x, go, ostr));
 			if (pass == 0) {
@@ -854,7 +896,7 @@ static LLVMValueRef smem_elem(Mm *x, int w, LLVMValueRef soff, LLVMValueRef row,
 	row = to_ot(x, row);
 	col = to_ot(x, col);
 	LLVMValueRef ch = udivc(x, col, x->ce), within = uremc(x, col, x->ce);
-	LLVMValueRef off = add(x, add(x, soff, swz(x, row, ch, x->cpr[w])),
+	LLVMValueRef off = add(x, add(x, soff, swz(x, w, row, ch)),
 			       mulc(x, within, x->es));
 	LLVMValueRef p = smem_at(x, off);
 	if (x->dt == DT_F32) {
@@ -967,7 +1009,7 @@ static void tc_compute_gpu(Mm *x, LLVMValueRef s)
 				row = add(x, mrow, add(x, l8, j1));
 				ch = addc(x, j2, kk * 2);
 			}
-			LLVMValueRef r = ldmatrix4(x, add(x, sa, swz(x, row, ch, x->cpr[0])),
+			LLVMValueRef r = ldmatrix4(x, add(x, sa, swz(x, 0, row, ch)),
 						   x->trans[0]);
 			for (int q = 0; q < 4; q++)
 				afr[mi][q] = LLVMBuildExtractValue(x->b, r, (unsigned)q, "");
@@ -985,7 +1027,7 @@ static void tc_compute_gpu(Mm *x, LLVMValueRef s)
 				row = addc(x, add(x, l8, j1), kk * 16);
 				ch = add(x, udivc(x, ncol, 8), j2);
 			}
-			LLVMValueRef r = ldmatrix4(x, add(x, sb, swz(x, row, ch, x->cpr[1])),
+			LLVMValueRef r = ldmatrix4(x, add(x, sb, swz(x, 1, row, ch)),
 						   !x->trans[1]);
 			for (int q = 0; q < 4; q++)
 				bfr[2 * nj + q / 2][q % 2] = LLVMBuildExtractValue(x->b, r, (unsigned)q, "");
@@ -1044,6 +1086,126 @@ static void tc_compute_host(Mm *x, LLVMValueRef s)
 	phase_end(x);
 }
 
+
+/* wgmma's matrix descriptor of the shared tile at 32-bit shared address addr: the
+ * address, the leading and the stride byte offsets (16-byte units) and the 128-byte
+ * swizzle (mode 1, bits 62-63). K-major tiles (rows of 128 bytes along K): the
+ * stride offset is the 1024 bytes between groups of 8 rows, the leading one unused
+ * (16). MN-major tiles (panels of 64 elements along M or N, K rows each): the
+ * leading offset is the stride between panels, the stride offset again the 1024
+ * bytes between groups of 8 rows of K. */
+static LLVMValueRef wg_desc(Mm *x, LLVMValueRef addr, int64_t lbo, int64_t sbo)
+{
+	CgModule *m = x->kb->m;
+	LLVMValueRef a = LLVMBuildLShr(x->b, LLVMBuildAnd(x->b, addr, i32c(x, 0x3ffff), ""),
+				       i32c(x, 4), "");
+	a = LLVMBuildZExt(x->b, a, m->t_i64, "");
+	uint64_t hi = ((uint64_t)(lbo >> 4) & 0x3fff) << 16 |
+		      ((uint64_t)(sbo >> 4) & 0x3fff) << 32 | (uint64_t)1 << 62;
+	return LLVMBuildOr(x->b, a, LLVMConstInt(m->t_i64, hi, 0), "");
+}
+
+/* Inline PTX over the accumulators: text with $0 .. $nacc-1 the accumulators
+ * (read and written), then the extra inputs; returns nothing, the accumulators are
+ * stored back. An empty text pins them: no use of them moves above it. */
+static void wg_asm(Mm *x, const char *text, LLVMValueRef *extra, int nextra)
+{
+	CgModule *m = x->kb->m;
+	int n = x->nacc;
+	LLVMTypeRef *ft = xmalloc(sizeof *ft * (size_t)n);
+	LLVMValueRef *args = xmalloc(sizeof *args * (size_t)(n + nextra));
+	LLVMTypeRef *at = xmalloc(sizeof *at * (size_t)(n + nextra));
+	char *cons = xmalloc((size_t)n * 10 + (size_t)nextra * 4 + 16);
+	size_t len = 0;
+	for (int i = 0; i < n; i++) {
+		ft[i] = m->t_f32;
+		len += (size_t)sprintf(cons + len, "%s=f", i ? "," : "");
+	}
+	for (int i = 0; i < nextra; i++) {
+		args[i] = extra[i];
+		at[i] = LLVMTypeOf(extra[i]);
+		len += (size_t)sprintf(cons + len, ",%s", at[i] == m->t_i64 ? "l" : "r");
+	}
+	for (int i = 0; i < n; i++) {
+		args[nextra + i] = acc_load(x, i64c(x, i));
+		at[nextra + i] = m->t_f32;
+		len += (size_t)sprintf(cons + len, ",%d", i);
+	}
+	len += (size_t)sprintf(cons + len, ",~{memory}");
+	LLVMTypeRef st = LLVMStructTypeInContext(m->ctx, ft, (unsigned)n, 0);
+	LLVMTypeRef fty = LLVMFunctionType(st, at, (unsigned)(n + nextra), 0);
+	LLVMValueRef fn = LLVMGetInlineAsm(fty, (char *)text, strlen(text), cons, len, 1, 0,
+					   LLVMInlineAsmDialectATT, 0);
+	LLVMValueRef r = LLVMBuildCall2(x->b, fty, fn, args, (unsigned)(n + nextra), "");
+	for (int i = 0; i < n; i++)
+		acc_store(x, i64c(x, i), LLVMBuildExtractValue(x->b, r, (unsigned)i, ""));
+	free(ft);
+	free(args);
+	free(at);
+	free(cons);
+}
+
+/* Wait until at most n groups of wgmma are in flight; at 0 the accumulators are
+ * final, and pinned there (wg_asm with no text) so that nothing reads them sooner. */
+static void wg_wait(Mm *x, int n)
+{
+	CgModule *m = x->kb->m;
+	char text[64];
+	int len = snprintf(text, sizeof text, "wgmma.wait_group.sync.aligned %d;", n);
+	LLVMTypeRef vt = LLVMFunctionType(m->t_void, NULL, 0, 0);
+	LLVMValueRef w = LLVMGetInlineAsm(vt, text, (size_t)len, "~{memory}", 9, 1, 0,
+					  LLVMInlineAsmDialectATT, 0);
+	LLVMBuildCall2(x->b, vt, w, NULL, 0, "");
+	if (n == 0)
+		wg_asm(x, "", NULL, 0);
+}
+
+/* wgmma on the GPU over the stage at s: each warpgroup (threads 128g..128g+127)
+ * multiplies its 64 rows of the A tile by the whole B tile, BK / 16 instructions of
+ * m64nBNk16 issued back to back as one group, then waits until only that group is
+ * in flight (the stage it reads is refilled two steps later, tile_loop's lead); the
+ * accumulators are Mm.acc (tc_pos maps them, as for mma.sync with warps 8 x 1). */
+static void wg_compute_gpu(Mm *x, LLVMValueRef s)
+{
+	CgModule *m = x->kb->m;
+	const MmConfig *c = x->c;
+	LLVMValueRef g = udivc(x, to_ot(x, x->tid), 128);
+	LLVMValueRef sa = saddr(x, stage_off(x, s, 0)), sb = saddr(x, stage_off(x, s, 1));
+	/* warpgroup g's 64 rows: 64 rows of 128 bytes (K-major) or panel g (MN-major) */
+	sa = add(x, sa, mul(x, g, i32c(x, x->trans[0] ? c->bk * 128 : 64 * 128)));
+	const char *ty = x->dt == DT_F16 ? "f16" : "bf16";
+	char *text = xmalloc((size_t)x->nacc * 8 + 256);
+	size_t len = (size_t)sprintf(text, "wgmma.mma_async.sync.aligned.m64n%dk16.f32.%s.%s {",
+				     c->bn, ty, ty);
+	for (int i = 0; i < x->nacc; i++)
+		len += (size_t)sprintf(text + len, "%s$%d", i ? ", " : "", i);
+	sprintf(text + len, "}, $%d, $%d, p, 1, 1, %d, %d;", x->nacc, x->nacc + 1,
+		x->trans[0] ? 1 : 0, x->trans[1] ? 0 : 1);
+	char *full = xmalloc(strlen(text) + 128);
+	sprintf(full, "{\n.reg .pred p;\nsetp.ne.b32 p, $%d, 0;\n%s\n}", x->nacc + 2, text);
+	LLVMTypeRef vt = LLVMFunctionType(m->t_void, NULL, 0, 0);
+	LLVMValueRef fence = LLVMGetInlineAsm(vt, "wgmma.fence.sync.aligned;", 25, "~{memory}", 9,
+					      1, 0, LLVMInlineAsmDialectATT, 0);
+	LLVMBuildCall2(x->b, vt, fence, NULL, 0, "");
+	for (int kk = 0; kk < c->bk / 16; kk++) {
+		/* K-major: the next 32 bytes of each row; MN-major: the next 16 rows */
+		LLVMValueRef a = addc(x, sa, x->trans[0] ? kk * 16 * 128 : kk * 32);
+		LLVMValueRef b = addc(x, sb, x->trans[1] ? kk * 32 : kk * 16 * 128);
+		LLVMValueRef ex[3] = {
+			wg_desc(x, a, x->trans[0] ? (int64_t)c->bk * 128 : 16, 1024),
+			wg_desc(x, b, x->trans[1] ? 16 : (int64_t)c->bk * 128, 1024),
+			i32c(x, 1),
+		};
+		wg_asm(x, full, ex, 3);
+	}
+	LLVMValueRef commit = LLVMGetInlineAsm(vt, "wgmma.commit_group.sync.aligned;", 32,
+					       "~{memory}", 9, 1, 0, LLVMInlineAsmDialectATT, 0);
+	LLVMBuildCall2(x->b, vt, commit, NULL, 0, "");
+	wg_wait(x, 1);
+	free(text);
+	free(full);
+}
+
 /* simt, both targets: FMAs from shared memory, B read as 4-float vectors. */
 static void simt_compute(Mm *x, LLVMValueRef s)
 {
@@ -1069,7 +1231,7 @@ static void simt_compute(Mm *x, LLVMValueRef s)
 		}
 		for (int j = 0; j < x->rn && !x->trans[1]; j += 4) {
 			LLVMValueRef ch = addc(x, tx, (j / 4) * 16);
-			LLVMValueRef p = smem_at(x, add(x, sb, swz(x, kr, ch, x->cpr[1])));
+			LLVMValueRef p = smem_at(x, add(x, sb, swz(x, 1, kr, ch)));
 			LLVMValueRef v = LLVMBuildLoad2(x->b, v4, p, "");
 			LLVMSetAlignment(v, 16);
 			for (int q = 0; q < 4; q++)
@@ -1090,6 +1252,8 @@ static void compute_stage(Mm *x, LLVMValueRef s)
 {
 	if (!x->c->tc)
 		simt_compute(x, s);
+	else if (x->gpu && x->c->wg)
+		wg_compute_gpu(x, s);
 	else if (x->gpu)
 		tc_compute_gpu(x, s);
 	else
@@ -1549,8 +1713,13 @@ static void tile_loop(Mm *x, LLVMValueRef block, LLVMValueRef nblocks, const int
 		acc_store(x, i64c(x, e), LLVMConstReal(m->t_f32, 0));
 	phase_end(x);
 
-	/* prologue: stages 0 .. STAGES-2 */
-	for (int s = 0; s < c->stages - 1; s++) {
+	/* the K steps loaded ahead of the one computed: STAGES - 1, so that the stage
+	 * refilled at step kt is the one read at kt - 1; wgmma on the GPU leaves its
+	 * group of step kt in flight while step kt + 1 is issued (wg_compute_gpu), so
+	 * there the stage refilled is the one read at kt - 2 */
+	int lead = x->gpu && c->wg ? c->stages - 2 : c->stages - 1;
+	/* prologue: stages 0 .. lead-1 */
+	for (int s = 0; s < lead; s++) {
 		LLVMBasicBlockRef bl = LLVMAppendBasicBlockInContext(m->ctx, kb->fn, "pro.load");
 		LLVMBasicBlockRef bc = LLVMAppendBasicBlockInContext(m->ctx, kb->fn, "pro.commit");
 		LLVMBuildCondBr(x->b, lt(x, i64c(x, s), nk), bl, bc);
@@ -1568,14 +1737,18 @@ static void tile_loop(Mm *x, LLVMValueRef block, LLVMValueRef nblocks, const int
 	/* the stage read at this step and the one refilled (read at the step before) */
 	LLVMValueRef rd = cg_carry(kb, &lk, LLVMConstInt(x->ot, 0, 0));
 	LLVMValueRef wrs = cg_carry(kb, &lk, LLVMConstInt(x->ot, (unsigned long long)
-					 (c->stages - 1) * x->stage_bytes, 0));
+					 lead * x->stage_bytes, 0));
 	LLVMValueRef wrap = LLVMConstInt(x->ot, (unsigned long long)c->stages * x->stage_bytes, 0);
 	if (x->gpu) {
-		LLVMValueRef n = i32c(x, c->stages - 2);
+		LLVMValueRef n = i32c(x, lead - 1);
 		intrinsic(x, "llvm.nvvm.cp.async.wait.group", NULL, 0, &n, 1);
+		/* wgmma reads the stage through the async proxy: the copies this
+		 * thread saw land are ordered before it (then the barrier orders all) */
+		if (c->wg)
+			asm_call(x, m->t_void, "fence.proxy.async.shared::cta;", "~{memory}", NULL, 0);
 	}
 	barrier(x);
-	LLVMValueRef kn = add(x, lk.i, i64c(x, c->stages - 1));
+	LLVMValueRef kn = add(x, lk.i, i64c(x, lead));
 	LLVMBasicBlockRef bl = LLVMAppendBasicBlockInContext(m->ctx, kb->fn, "main.load");
 	LLVMBasicBlockRef bc = LLVMAppendBasicBlockInContext(m->ctx, kb->fn, "main.commit");
 	LLVMBuildCondBr(x->b, lt(x, kn, nk), bl, bc);
@@ -1596,6 +1769,8 @@ static void tile_loop(Mm *x, LLVMValueRef block, LLVMValueRef nblocks, const int
 		LLVMValueRef n = i32c(x, 0);
 		intrinsic(x, "llvm.nvvm.cp.async.wait.group", NULL, 0, &n, 1);
 	}
+	if (x->gpu && c->wg)
+		wg_wait(x, 0);
 	LLVMBasicBlockRef after = NULL;
 	if (S > 1)
 		after = split_combine(x, t, split, total);
@@ -1775,6 +1950,9 @@ int cg_matmul_tiled(CgKb *kb, int variant, const int *wr, int nw)
 	operand_layout(x, kb->spec, mi, 1);
 	x->cpr[0] = (x->trans[0] ? c->bm : c->bk) * x->es / 16;
 	x->cpr[1] = (x->trans[1] ? c->bk : c->bn) * x->es / 16;
+	x->outer[0] = x->trans[0] ? c->bk : c->bm;
+	x->outer[1] = x->trans[1] ? c->bn : c->bk;
+	x->panel = c->wg;
 	x->a_bytes = c->bm * c->bk * x->es;
 	x->stage_bytes = x->a_bytes + c->bk * c->bn * x->es;
 	if (c->gemv) {
@@ -1831,6 +2009,15 @@ int cg_matmul_tiled(CgKb *kb, int variant, const int *wr, int nw)
 		x->sptr = LLVMPointerTypeInContext(m->ctx, 3);
 		x->ot = m->t_i32;
 		x->sbase = LLVMBuildTrunc(x->b, LLVMBuildPtrToInt(x->b, g, m->t_i64, ""), m->t_i32, "");
+		if (c->wg) {
+			/* the stages start at the next multiple of MM_WG_ALIGN (mm_smem
+			 * asked for the room) */
+			LLVMValueRef al = LLVMBuildAnd(x->b, LLVMBuildAdd(x->b, x->sbase,
+				i32c(x, MM_WG_ALIGN - 1), ""), i32c(x, -MM_WG_ALIGN), "");
+			LLVMValueRef pad = LLVMBuildSub(x->b, al, x->sbase, "");
+			x->smem = LLVMBuildGEP2(x->b, m->t_i8, g, &pad, 1, "");
+			x->sbase = al;
+		}
 		LLVMValueRef a = LLVMBuildAlloca(x->b, LLVMArrayType(m->t_f32, (unsigned)x->nacc), "acc");
 		x->acc = a;
 		x->tid = sreg(x, "llvm.nvvm.read.ptx.sreg.tid.x");
@@ -1850,7 +2037,7 @@ int cg_matmul_tiled(CgKb *kb, int variant, const int *wr, int nw)
 	x->fast[1] = is_aligned16(x, 1);
 	x->vecok = vector_ok(x, wr, nw);
 	x->epi_rows = c->bm;
-	while (x->epi_rows * (c->bn + MM_EPI_PAD) * 4 > smem_bytes)
+	while (x->epi_rows * (c->bn + MM_EPI_PAD) * 4 > mm_stages_bytes(c, x->es))
 		x->epi_rows /= 2;
 	if (c->gemv) {
 		gemv_tile_loop(x, block, nblocks, wr, nw);

@@ -181,7 +181,7 @@ CgModule *cg_module_new(const CgOptions *o, Arena *a, Diag *d)
 {
 	CgOptions opt = *o;
 	if (!opt.arch)
-		opt.arch = "sm_90";
+		opt.arch = CG_DEFAULT_ARCH;
 	if (!opt.name)
 		opt.name = "fusec";
 	if (opt.target == CG_TARGET_NVPTX && !cg_arch_known(opt.arch)) {

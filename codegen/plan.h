@@ -12,12 +12,11 @@
 #define FUSEC_PLAN_H
 
 #define CG_PLAN_FORMAT "fusec-plan/1"   /* the plan's "format" (docs/plan-format.md) */
-#define CG_DEFAULT_ARCH "sm_90"         /* compile's --arch default */
 
 #include "codegen.h"
 
 typedef struct {
-	const char *arch;      /* "sm_90" */
+	const char *arch;      /* "sm_90a" */
 	const char *ptx;       /* "reuse.ptx" */
 	const char *libdevice; /* NULL when not given */
 	const char *weights;   /* "reuse.weights.bin"; NULL when the graph has no constants */

@@ -6,7 +6,7 @@ check version 0 "$FUSEC" --version
 contains version-fusec "$TMP/out" "fusec "
 grep -Eq '^LLVM 19\.[0-9]+\.[0-9]+' "$TMP/out" && pass=$((pass + 1)) ||
 	{ echo "FAIL version-llvm"; cat "$TMP/out"; fail=$((fail + 1)); }
-contains version-arch "$TMP/out" "default arch sm_90"
+contains version-arch "$TMP/out" "default arch sm_90a"
 fmt=$(sed -n 's/^plan format //p' "$TMP/out")
 
 # names follow the graph's `name`: a file lone.yaml naming itself "lone", and a

@@ -126,8 +126,8 @@ check jobs-dynshared-1 0 "$FUSEC" compile "$g" -o "$TMP/d1" -j 1 --no-cache
 check jobs-dynshared-3 0 "$FUSEC" compile "$g" -o "$TMP/d3" -j 3 --no-cache
 same_files jobs-dynshared-ptx "$TMP/d1/mm_check_long_bf16.ptx" "$TMP/d3/mm_check_long_bf16.ptx"
 check jobs-dynshared-once 0 sh -c '[ "$(grep -c "^\.extern \.shared .* fusec_dynamic_shared\[\];" "$1")" = 1 ]' sh "$TMP/d3/mm_check_long_bf16.ptx"
-contains jobs-dynshared-tiles "$TMP/d3/mm_check_long_bf16.plan.json" '"tiles":"tc128x256x32s4"'
-contains jobs-dynshared-bytes "$TMP/d3/mm_check_long_bf16.plan.json" '"shared_bytes":98304'
+contains jobs-dynshared-tiles "$TMP/d3/mm_check_long_bf16.plan.json" '"tiles":"wg128x128x64s4"'
+contains jobs-dynshared-bytes "$TMP/d3/mm_check_long_bf16.plan.json" '"shared_bytes":132096'
 
 # the schedule verifier (--verify) between search and codegen, on every example and
 # benchmark graph (the goldens go through it in t_search.sh)

@@ -112,7 +112,7 @@ EOF2
 PTXAS=$(command -v ptxas || echo /usr/local/cuda/bin/ptxas)
 if [ -x "$PTXAS" ]; then
 	for p in "$TMP"/tinyp/*/*.ptx; do
-		check "tiny-ptxas-$(basename "$p" .ptx)" 0 "$PTXAS" -arch=sm_90 "$p" -o "$TMP/tiny.cubin"
+		check "tiny-ptxas-$(basename "$p" .ptx)" 0 "$PTXAS" -arch=sm_90a "$p" -o "$TMP/tiny.cubin"
 	done
 fi
 # the plain kernel with its epilogue, and a batched one, on the cpu backend

@@ -82,9 +82,9 @@ contains nhwc_dot_label "$TMP/d/nhwc_check_f32.dot" "NHWCRelayout Â· score 520 Â
 check nhwc_runtime_plan 0 "$(dirname "$FUSEC")/fusec-run" "$TMP/a" --plan-only
 PTXAS=$(command -v ptxas || echo /usr/local/cuda/bin/ptxas)
 if [ -x "$PTXAS" ]; then
-	check nhwc_ptxas 0 "$PTXAS" -arch=sm_90 "$TMP/a/nhwc_check_f32.ptx" -o "$TMP/f32.cubin"
+	check nhwc_ptxas 0 "$PTXAS" -arch=sm_90a "$TMP/a/nhwc_check_f32.ptx" -o "$TMP/f32.cubin"
 	check nhwc_compile_bf16 0 "$FUSEC" compile tests/bench/gpu/nhwc_check_bf16.json $B -o "$TMP/h"
-	check nhwc_ptxas_bf16 0 "$PTXAS" -arch=sm_90 "$TMP/h/nhwc_check_bf16.ptx" -o "$TMP/bf16.cubin"
+	check nhwc_ptxas_bf16 0 "$PTXAS" -arch=sm_90a "$TMP/h/nhwc_check_bf16.ptx" -o "$TMP/bf16.cubin"
 fi
 # deterministic: -j 1 without the kernel cache, -j 2 filling it, -j 2 from it
 export XDG_CACHE_HOME="$TMP/cache"

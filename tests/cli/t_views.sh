@@ -76,10 +76,10 @@ check views_runtime_plan 0 "$(dirname "$FUSEC")/fusec-run" "$TMP/a" --plan-only
 # ptxas takes every kernel, the tensor-core ones with sunk operand views included
 PTXAS=$(command -v ptxas || echo /usr/local/cuda/bin/ptxas)
 if [ -x "$PTXAS" ]; then
-	check views_ptxas 0 "$PTXAS" -arch=sm_90 "$TMP/a/views_sink_f32.ptx" -o "$TMP/f32.cubin"
-	check views_ptxas_tiled 0 "$PTXAS" -arch=sm_90 "$TMP/at/views_sink_f32.ptx" -o "$TMP/f32t.cubin"
+	check views_ptxas 0 "$PTXAS" -arch=sm_90a "$TMP/a/views_sink_f32.ptx" -o "$TMP/f32.cubin"
+	check views_ptxas_tiled 0 "$PTXAS" -arch=sm_90a "$TMP/at/views_sink_f32.ptx" -o "$TMP/f32t.cubin"
 	check views_compile_bf16 0 "$FUSEC" compile tests/bench/gpu/views_sink_bf16.json -o "$TMP/h"
-	check views_ptxas_bf16 0 "$PTXAS" -arch=sm_90 "$TMP/h/views_sink_bf16.ptx" -o "$TMP/bf16.cubin"
+	check views_ptxas_bf16 0 "$PTXAS" -arch=sm_90a "$TMP/h/views_sink_bf16.ptx" -o "$TMP/bf16.cubin"
 fi
 # deterministic: -j 1 without the kernel cache, -j 2 filling it, -j 2 from it
 export XDG_CACHE_HOME="$TMP/cache"

@@ -375,13 +375,21 @@ static void ptx_batch(Built *items, int n, const char *arch)
 	arena_free(a);
 }
 
-
 static void ptx_both(Built *items, int n)
 {
 	double t0 = clock_seconds();
 	ptx_batch(items, n, "sm_90");
 	ptx_batch(items, n, "sm_80");
 	ptx_seconds += clock_seconds() - t0;
+}
+
+/* The matmul cases also for sm_90a, the default arch, where the tiles take wgmma. */
+static void ptx_three(Built *items, int n)
+{
+	double t0 = clock_seconds();
+	ptx_batch(items, n, "sm_90a");
+	ptx_seconds += clock_seconds() - t0;
+	ptx_both(items, n);
 }
 
 /* ---- the op matrix --------------------------------------------------------------- */
@@ -1298,6 +1306,9 @@ static const MmCase mm_cases[] = {
 	{"a^T b^T batch 3x1 by 1x2", DT_BF16, {3, 1}, {1, 2}, 20, 36, 24, "also_mm", false, 3, false, NULL},
 	{"a^T b^T 64x64x64", DT_BF16, {0}, {0}, 64, 64, 64, "none", false, 3, false, NULL},
 	{"permuted big tiles 130x136x24", DT_BF16, {6, 1}, {1, 6}, 130, 136, 24, "scale_cast", false, 4, false, NULL},
+	/* mma.sync's 128x128 tile: the rule's under --arch sm_90 and sm_80 (wgmma's on sm_90a) */
+	{"big tiles 130x136x24", DT_BF16, {6, 1}, {1, 6}, 130, 136, 24, "bias_relu", false, 4, false,
+	 "tc128x128x64s3"},
 	{"gemv 16x65x33", DT_BF16, {0}, {0}, 16, 65, 33, "residual_gelu", false, 0, false, NULL},
 	{"gemv b^T 3x130x40 batch 2x1 by 1x3", DT_BF16, {2, 1}, {1, 3}, 3, 130, 40, "bias_relu", false, 2, false, NULL},
 	{"gemv a^T 9x64x1", DT_BF16, {0}, {0}, 9, 64, 1, "also_mm", false, 1, false, NULL},
@@ -1335,6 +1346,21 @@ static const MmCase mm_cases[] = {
 	 false, "tc64x64x32s3sk4"},
 	{"split b^T 70x70x40", DT_BF16, {0}, {0}, 70, 70, 40, "also_mm", false, 2, false,
 	 "tc64x64x32s3sk4"},
+	/* wgmma (sm_90a, the default arch): the panel layout of every operand form
+	 * (K-major and MN-major A and B), edges in every dim, the element-chunk path
+	 * (N or K not a multiple of 8), batches broadcast, the epilogues */
+	{"wg 128x128 tiles 130x260x72", DT_BF16, {2, 1}, {1, 1}, 130, 260, 72, "bias_relu", false, 0,
+	 false, "wg128x128x64s4"},
+	{"wg 128x256 tiles a^T b^T 129x300x40", DT_BF16, {0}, {0}, 129, 300, 40, "residual_gelu",
+	 false, 3, false, "wg128x256x64s4"},
+	{"wg 128x256 tiles 100x257x33", DT_F16, {0}, {0}, 100, 257, 33, "scale_cast", false, 0,
+	 false, "wg128x256x64s4"},
+	{"wg 128x128 tiles b^T 64x256x96", DT_F16, {0}, {0}, 64, 256, 96, "also_mm", true, 2, false,
+	 "wg128x128x64s4"},
+	{"wg 128x128 tiles a^T 200x136x130", DT_BF16, {0}, {0}, 200, 136, 130, "bias_relu", false, 1,
+	 false, "wg128x128x64s4"},
+	{"wg 128x256 tiles exact batch 3x1 by 1x2", DT_BF16, {3, 1}, {1, 2}, 65, 72, 136, "none", true,
+	 0, false, "wg128x256x64s4"},
 };
 enum { MM_NCASES = (int)(sizeof mm_cases / sizeof mm_cases[0]) };
 
@@ -1499,7 +1525,7 @@ static void test_matmul_tiles(void **state)
 		fail_msg("%d matmul cases differ from the interpreter", bad);
 }
 
-/* Every case through NVPTX for sm_90 and sm_80 and ptxas (the tf32 cases in a
+/* Every case through NVPTX for sm_90a, sm_90 and sm_80 and ptxas (the tf32 cases in a
  * module of their own: allow_tf32 is a module option). */
 static void test_matmul_tiles_ptx(void **state)
 {
@@ -1537,7 +1563,7 @@ static void test_matmul_tiles_ptx(void **state)
 		if (force)
 			setenv("FUSEC_MATMUL_TILES", force, 1);
 		if (n > first)
-			ptx_both(items + first, n - first);
+			ptx_three(items + first, n - first);
 		unsetenv("FUSEC_MATMUL_TILES");
 	}
 	ptxas_wait();

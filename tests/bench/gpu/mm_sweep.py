@@ -75,6 +75,31 @@ SMALL = [
     ("b3_t_128x128x64_bf16", "bf16", 128, 128, 64, "none"),
 ]
 
+# --big: the shapes of issue 22's targets, where a wave of tiles is full: G5's
+# 8192^3, 4096^3, ViT-B/16's MLP at batch 16 (3152 tokens), BERT-base at batch 8,
+# sequence 256 (2048 tokens: the QKV, the MLP up and down)
+BIG = [
+    ("g_8192x8192x8192_bias_bf16", "bf16", 8192, 8192, 8192, "bias"),
+    ("g_4096x4096x4096_bf16", "bf16", 4096, 4096, 4096, "none"),
+    ("g_3152x3072x768_bias_gelu_bf16", "bf16", 3152, 3072, 768, "bias_gelu"),
+    ("g_3152x768x3072_bias_res_bf16", "bf16", 3152, 768, 3072, "bias_residual"),
+    ("g_2048x2304x768_bias_bf16", "bf16", 2048, 2304, 768, "bias"),
+    ("g_2048x768x768_bias_bf16", "bf16", 2048, 768, 768, "bias"),
+    ("g_2048x3072x768_bias_gelu_bf16", "bf16", 2048, 3072, 768, "bias_gelu"),
+    ("g_2048x768x3072_bias_res_bf16", "bf16", 2048, 768, 3072, "bias_residual"),
+    ("g_4096x4096x4096", "f32", 4096, 4096, 4096, "none"),
+    ("g_3152x3072x768_bias_gelu", "f32", 3152, 3072, 768, "bias_gelu"),
+    ("g_3152x768x3072_bias_res", "f32", 3152, 768, 3072, "bias_residual"),
+    ("g_2048x2304x768_bias", "f32", 2048, 2304, 768, "bias"),
+    ("g_2048x768x768_bias", "f32", 2048, 768, 768, "bias"),
+    ("g_2048x3072x768_bias_gelu", "f32", 2048, 3072, 768, "bias_gelu"),
+    ("g_2048x768x3072_bias_res", "f32", 2048, 768, 3072, "bias_residual"),
+]
+
+
+def shapes_of(args):
+    return SMALL if args.small else BIG if args.big else SHAPES
+
 
 def batch_of(name):
     return int(name[1:name.index("_")]) if re.match(r"b[0-9]+_", name) else 0
@@ -118,7 +143,7 @@ def run_sweep(args):
         torch.backends.cuda.matmul.allow_tf32))
     configs = sorted(os.listdir(args.plans))
     rows = []
-    for name, dt, m, n, k, epi in (SMALL if args.small else SHAPES):
+    for name, dt, m, n, k, epi in shapes_of(args):
         path = os.path.join(args.graphs, name + ".json")
         if not os.path.exists(path):
             continue
@@ -190,15 +215,17 @@ def main():
     mk = sub.add_parser("make")
     mk.add_argument("dir")
     mk.add_argument("--small", action="store_true")
+    mk.add_argument("--big", action="store_true")
     rn = sub.add_parser("run")
     rn.add_argument("--small", action="store_true")
+    rn.add_argument("--big", action="store_true")
     rn.add_argument("--fusec-run", required=True)
     rn.add_argument("--graphs", required=True)
     rn.add_argument("--plans", required=True)
     rn.add_argument("--iters", type=int, default=50)
     args = ap.parse_args()
     if args.what == "make":
-        make(args.dir, SMALL if args.small else SHAPES)
+        make(args.dir, shapes_of(args))
     else:
         run_sweep(args)
 

@@ -3,7 +3,10 @@
 #   G/fusec-run, G/libcjson.so.1        the launcher and its one library
 #   G/plans/NAME/                        `fusec compile` of every benchmark and check graph
 #                                        (NAME *tf32*: with --allow-tf32)
+#   G/plans/NAME__CONFIG/                the matmul check graphs with a configuration forced,
+#                                        and NAME__sm_90 compiled for sm_90 (mma.sync)
 #   G/expect/NAME/                       `fusec run --backend interp --seed 1` outputs
+#                                        (expect.sh; NO_EXPECT=1 leaves them out)
 # Usage: sh tests/bench/gpu/prepare.sh G   (after `make`; then carry G to the GPU
 # machine and run tests/bench/gpu/run_gpu.sh there)
 set -eu
@@ -22,9 +25,21 @@ for g in tests/bench/gpu/*.json tests/golden/*.yaml; do
 	case $n in *tf32*) tf32=--allow-tf32 ;; *) tf32= ;; esac
 	"$FUSEC" compile "$g" $tf32 -o "$G/plans/$n" > /dev/null
 done
-for g in tests/bench/gpu/allops_*.json tests/bench/gpu/mm_check_*.json tests/bench/gpu/reduce_odd.json tests/bench/gpu/reduce_cache.json tests/golden/*.yaml; do
+# every configuration of the wgmma path forced on the matmul check graphs
+# (NAME__CONFIG), so that the check covers each whatever the rule picks
+for g in tests/bench/gpu/mm_check_bf16.json tests/bench/gpu/mm_check_f16.json tests/bench/gpu/mm_check_views_bf16.json tests/bench/gpu/mm_check_views_f16.json tests/bench/gpu/mm_check_long_bf16.json tests/bench/gpu/mm_check_long_f16.json; do
+	for c in ${WG_FORCED:-wg128x128x64s4 wg128x256x64s4}; do
+		n=$(basename "${g%.*}")__$c
+		FUSEC_MATMUL_TILES=$c "$FUSEC" compile "$g" --no-cache -o "$G/plans/$n" > /dev/null
+	done
+done
+# the mma.sync path: every matmul check graph for --arch sm_90 too (NAME__sm_90)
+for g in tests/bench/gpu/mm_check_*.json; do
 	n=$(basename "${g%.*}")
 	case $n in *tf32*) tf32=--allow-tf32 ;; *) tf32= ;; esac
-	"$FUSEC" run "$g" --backend interp --seed 1 $tf32 --outputs "$G/expect/$n" > /dev/null
+	"$FUSEC" compile "$g" --arch sm_90 $tf32 --no-cache -o "$G/plans/${n}__sm_90" > /dev/null
 done
+# NO_EXPECT=1: leave the expectations to the GPU machine (expect.sh with a static
+# fusec): they are hundreds of MB, the plans a few
+[ -n "${NO_EXPECT:-}" ] || FUSEC=$FUSEC sh tests/bench/gpu/expect.sh "$G"
 du -sh "$G"
