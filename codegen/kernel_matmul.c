@@ -345,7 +345,8 @@ int cg_matmul_variant(const CgKernelSpec *s, const char *arch, bool host, bool a
 	/* measuring the table (docs/benchmarks.md): FUSEC_MATMUL_TILES=NAME forces the
 	 * configuration NAME wherever its kind (tc or fma) applies; "plain" the
 	 * one-thread-per-output evaluator */
-	/* mma.sync (m16n8k16, m16n8k8 tf32) and cp.async need sm_80 */
+	/* mma.sync (m16n8k16, m16n8k8 tf32) and cp.async need sm_80: every tile
+	 * configuration but gemv stages its operands with cp.async */
 	bool sm80 = host || (arch && !strncmp(arch, "sm_", 3) && atoi(arch + 3) >= 80);
 	bool tf32 = allow_tf32 && sm80;
 	const char *force = getenv("FUSEC_MATMUL_TILES");
@@ -353,7 +354,7 @@ int cg_matmul_variant(const CgKernelSpec *s, const char *arch, bool host, bool a
 		return 0;
 	for (int v = 1; force && v < MM_NCONFIGS; v++)
 		if (!strcmp(force, mm_configs[v].name) && fits(&mm_configs[v], t, tf32) &&
-		    (!mm_configs[v].tc || sm80) && (!mm_configs[v].gemv || m <= MM_GEMV_M))
+		    (mm_configs[v].gemv || sm80) && (!mm_configs[v].gemv || m <= MM_GEMV_M))
 			return v;
 	int64_t k = dim_of(mm->t[0].shape[r - 1], dims, ndims);
 	/* a tiny f32 problem runs plain: one thread per output, at most MM_TINY_K FMAs
@@ -366,11 +367,11 @@ int cg_matmul_variant(const CgKernelSpec *s, const char *arch, bool host, bool a
 		return MM_GEMV;
 	if (t == DT_F32 && tf32)
 		return big >= MM_WAVE ? 5 : 6;
+	if (!sm80)
+		return 0;
 	int64_t small = batch * ((m + 63) / 64) * ((n + 63) / 64);
 	if (t == DT_F32)
 		return under_wave(t, big, small, k);
-	if (!sm80)
-		return 0;
 	int64_t big256 = batch * ((m + 127) / 128) * ((n + 255) / 256);
 	if (big256 >= MM_WAVE && k >= MM_LONG_K)
 		return MM_TC256;
