@@ -134,10 +134,11 @@ int cmd_bench(int argc, char **argv)
 		return bench_graph(path, inputs, (uint64_t)seed, &o);
 	RunPlan rp;
 	Diag d;
-	if (run_plan_open(path, inputs, (uint64_t)seed, &rp, &d)) {
+	RtStatus st = run_plan_open(path, inputs, NULL, (uint64_t)seed, &rp, &d);
+	if (st != RT_OK) {
 		cmd_print_diag(&d);
 		run_plan_close(&rp);
-		return EXIT_INPUT;
+		return (int)st;
 	}
 	int status = bench_plan(path, rp.in, rp.nin, &o);
 	run_plan_close(&rp);
