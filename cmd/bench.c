@@ -53,8 +53,10 @@ static int bench_graph(const char *path, const char *inputs, uint64_t seed, cons
 	RtNamed *named = xcalloc((size_t)g->ninputs + 1, sizeof *named);
 	RunTemp tmp = {0};
 	Diag d;
-	int status = EXIT_OK;
-	if ((inputs && run_load_inputs(g, inputs, in)) || run_random_inputs(g, seed, in)) {
+	int status = run_precheck(g, &run_cuda_backend, inputs, NULL, false, false);
+	if (status != EXIT_OK) {
+		/* printed */
+	} else if ((inputs && run_load_inputs(g, inputs, in)) || run_random_inputs(g, seed, in)) {
 		status = EXIT_INPUT;
 	} else if (run_cuda_compile(g, false, false, &tmp, &d)) {
 		cmd_print_diag(&d);

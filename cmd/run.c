@@ -427,11 +427,7 @@ static uint64_t add_sat(uint64_t a, uint64_t b)
 	return a > UINT64_MAX - b ? UINT64_MAX : a + b;
 }
 
-/* What can fail before any input is made: two tensors of one file name under
- * --inputs DIR or --outputs DIR (their error bounds too), too little memory for
- * the inputs, outputs and the interpreter's values (its peak, interp_peak_bytes),
- * no driver or device for cuda. Prints the error; returns the exit status. */
-static int run_precheck(const Graph *g, const RunBackend *vt, const char *inputs,
+int run_precheck(const Graph *g, const RunBackend *vt, const char *inputs,
 			const char *outputs, bool check, bool bounds)
 {
 	Diag d;

@@ -54,6 +54,14 @@ void run_plan_close(RunPlan *rp);
  * Each prints its own error and returns -1. */
 int run_random_inputs(const Graph *g, uint64_t seed, HostTensor *in);
 int run_load_inputs(const Graph *g, const char *spec, HostTensor *in);
+/* What can fail before the inputs of backend vt are made: two tensors of one file
+ * name under --inputs DIR or --outputs DIR (with bounds, the interpreter's error
+ * bounds too), too little memory for the inputs, then the interpreter's values at
+ * their peak (interp_peak_bytes) or the outputs, and with check the reference run;
+ * for cuda, no driver or device 0 (rt_device_check). Prints the error; returns the
+ * exit status. */
+int run_precheck(const Graph *g, const RunBackend *vt, const char *inputs, const char *outputs,
+		 bool check, bool bounds);
 
 /* The backends beside interp (cmd/run_cpu.c, cmd/run_cuda.c). */
 extern const RunBackend run_cpu_backend;

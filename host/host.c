@@ -350,10 +350,28 @@ static void mem_lower(uint64_t *avail, const char **what, uint64_t v, const char
 	}
 }
 
+/* The value of "KEY N" in a cgroup's memory.stat; 0 when absent. */
+static int64_t stat_value(const char *file, const char *key)
+{
+	FILE *f = fopen(file, "r");
+	if (!f)
+		return 0;
+	char line[256];
+	int64_t v = 0;
+	size_t n = strlen(key);
+	while (fgets(line, sizeof line, f))
+		if (!strncmp(line, key, n) && line[n] == ' ')
+			v = strtoll(line + n + 1, NULL, 10);
+	fclose(f);
+	return v;
+}
+
 /* Lower *avail to the room under a cgroup's limit: the group at base/path, and
- * each one above it up to base itself. */
+ * each one above it up to base itself. Its page cache (cache_key in memory.stat)
+ * counts as room: the kernel reclaims it before it fails an allocation. */
 static void cgroup_bound(const char *base, char *path, const char *max_file,
-			 const char *cur_file, uint64_t *avail, const char **what)
+			 const char *cur_file, const char *cache_key, uint64_t *avail,
+			 const char **what)
 {
 	char file[1400];
 	for (;;) {
@@ -361,6 +379,11 @@ static void cgroup_bound(const char *base, char *path, const char *max_file,
 		int64_t max = file_number(file);
 		snprintf(file, sizeof file, "%s%s/%s", base, path, cur_file);
 		int64_t cur = file_number(file);
+		if (cur >= 0) {
+			snprintf(file, sizeof file, "%s%s/memory.stat", base, path);
+			int64_t cache = stat_value(file, cache_key);
+			cur = cur > cache ? cur - cache : 0;
+		}
 		if (max >= 0 && cur >= 0)
 			mem_lower(avail, what, max > cur ? (uint64_t)(max - cur) : 0,
 				  "the cgroup's memory limit");
@@ -398,7 +421,8 @@ uint64_t host_mem_available(const char **what)
 		if (v2 || (q - p - 1 == 6 && !strncmp(p + 1, "memory", 6)))
 			cgroup_bound(v2 ? "/sys/fs/cgroup" : "/sys/fs/cgroup/memory", q + 1,
 				     v2 ? "memory.max" : "memory.limit_in_bytes",
-				     v2 ? "memory.current" : "memory.usage_in_bytes", &avail, what);
+				     v2 ? "memory.current" : "memory.usage_in_bytes",
+				     v2 ? "file" : "total_cache", &avail, what);
 	}
 	if (f)
 		fclose(f);

@@ -193,6 +193,10 @@ check drv-first-plan-nodev 3 env FUSEC_LIBCUDA="$FAKE" FAKECUDA_NO_DEVICE=1 "$FU
 check drv-first-graph 3 env FUSEC_LIBCUDA=$NODRV "$FUSEC" run "$TMP/red.yaml" --backend cuda --inputs "$TMP/noin" &&
 	contains drv-first-graph-msg "$TMP/err" "fusec: error: cannot load the CUDA driver library '$NODRV'"
 check drv-first-bench 3 env FUSEC_LIBCUDA=$NODRV "$FUSEC" bench tests/runtime --inputs "$TMP/noin"
+check drv-first-bench-graph 3 env FUSEC_LIBCUDA=$NODRV "$FUSEC" bench "$TMP/red.yaml" --inputs "$TMP/noin" &&
+	contains drv-first-bench-graph-msg "$TMP/err" "fusec: error: cannot load the CUDA driver library '$NODRV'"
+check mem-huge-bench 1 env FUSEC_LIBCUDA=$NODRV "$FUSEC" bench "$TMP/huge.yaml" &&
+	contains mem-huge-bench-msg "$TMP/err" "fusec: error: the run needs "
 # the fixture still runs through the fake driver, inputs made after the session
 check drv-first-rt-ok 0 env FUSEC_LIBCUDA="$FAKE" "$RUN" $FIX --save-inputs "$TMP/si" --outputs "$TMP/so" &&
 	same drv-first-rt-ok-clean "$TMP/err" ""
