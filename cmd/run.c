@@ -427,8 +427,8 @@ static uint64_t add_sat(uint64_t a, uint64_t b)
 	return a > UINT64_MAX - b ? UINT64_MAX : a + b;
 }
 
-int run_precheck(const Graph *g, const RunBackend *vt, const char *inputs,
-			const char *outputs, bool check, bool bounds)
+int run_precheck(const Graph *g, const RunBackend *vt, const char *inputs, const char *outputs,
+		 bool check, bool bounds)
 {
 	Diag d;
 	Arena *a = g->arena;
