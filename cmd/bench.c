@@ -53,8 +53,10 @@ static int bench_graph(const char *path, const char *inputs, uint64_t seed, cons
 	RtNamed *named = xcalloc((size_t)g->ninputs + 1, sizeof *named);
 	RunTemp tmp = {0};
 	Diag d;
-	int status = EXIT_OK;
-	if ((inputs && run_load_inputs(g, inputs, in)) || run_random_inputs(g, seed, in)) {
+	int status = run_precheck(g, &run_cuda_backend, inputs, NULL, false, false);
+	if (status != EXIT_OK) {
+		/* printed */
+	} else if ((inputs && run_load_inputs(g, inputs, in)) || run_random_inputs(g, seed, in)) {
 		status = EXIT_INPUT;
 	} else if (run_cuda_compile(g, false, false, &tmp, &d)) {
 		cmd_print_diag(&d);
@@ -134,10 +136,11 @@ int cmd_bench(int argc, char **argv)
 		return bench_graph(path, inputs, (uint64_t)seed, &o);
 	RunPlan rp;
 	Diag d;
-	if (run_plan_open(path, inputs, (uint64_t)seed, &rp, &d)) {
+	RtStatus st = run_plan_open(path, inputs, NULL, (uint64_t)seed, &rp, &d);
+	if (st != RT_OK) {
 		cmd_print_diag(&d);
 		run_plan_close(&rp);
-		return EXIT_INPUT;
+		return (int)st;
 	}
 	int status = bench_plan(path, rp.in, rp.nin, &o);
 	run_plan_close(&rp);

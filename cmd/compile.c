@@ -38,8 +38,8 @@ static const char compile_usage[] =
 	"writes transformer_1.ptx). One line on stdout names the files written.\n"
 	"\n"
 	"  -o DIR                 output folder, created if missing\n"
-	"  --arch sm_XX           target architecture (default sm_90a: Hopper, wgmma;\n"
-	"                         sm_90 for PTX that later GPUs load too)\n"
+	"  --arch sm_XX           target architecture, sm_70 or later (default sm_90a:\n"
+	"                         Hopper, wgmma; sm_90 for PTX that later GPUs load too)\n"
 	"  --max-blocks N         blocks per stream optimizer (default 5)\n"
 	"  --max-explorations N   explorations per stream, then unfused (default unlimited)\n"
 	"  --max-bindings N       buffers one fused kernel may bind (default 32)\n"
@@ -282,6 +282,12 @@ static int parse_options(int argc, char **argv, CompileOptions *o)
 				cmd_usage_error("compile", "unknown --arch '%s' (LLVM 19 knows sm_20 to "
 						"sm_90a, e.g. sm_80, sm_90)", optarg);
 				return EXIT_USAGE;
+			}
+			if (!cg_arch_supported(optarg)) {
+				cmd_error("--arch %s is older than the kernels need (shfl.sync, "
+					  "PTX 6.0): the lowest supported is sm_%d", optarg,
+					  CG_MIN_ARCH);
+				return EXIT_INPUT;
 			}
 			o->arch = optarg;
 			break;

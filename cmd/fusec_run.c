@@ -1,7 +1,8 @@
 /* fusec_run.c: `fusec-run`, the standalone launcher of compiled plans.
  *
  * It is what goes onto a GPU machine: linked only against libc, libm, libdl and
- * cJSON (no LLVM, no libyaml), it loads NAME.plan.json and NAME.ptx, makes the
+ * cJSON (no LLVM, no libyaml), it loads NAME.plan.json, checks that the host has
+ * the memory, opens the driver and the device and loads NAME.ptx, then makes the
  * inputs (seeded random values, or NAME.npy files), runs every launch once, and
  * prints a checksum line per tensor so two runs or two machines can be compared
  * by eye; --outputs writes the outputs as .npy for checking elsewhere (numpy).
@@ -20,6 +21,7 @@
 #include "../runtime/fusecrt.h"
 
 enum { EXIT_OK = 0, EXIT_INPUT = 1, EXIT_USAGE = 2, EXIT_FAIL = 3 };
+enum { PATH_SIZE = 1024 };   /* DIR/NAME.npy */
 
 static const char usage_text[] =
 	"usage: fusec-run DIR|PLAN.json [OPTIONS]\n"
@@ -166,7 +168,7 @@ static int make_input(const RtPlan *pl, int t, const char *dir, uint64_t seed, H
 		host_fill_random(out, &r, lo, hi);
 		return EXIT_OK;
 	}
-	char path[1024];
+	char path[PATH_SIZE];
 	npy_path(path, sizeof path, dir, rt->name);
 	HostTensor f;
 	if (npy_read_file(path, &f, d) < 0)
@@ -275,24 +277,74 @@ static int parse_args(int argc, char **argv, Options *o)
 	return EXIT_OK;
 }
 
+/* The length of dir without trailing "/" and "/." ("out/./" and "out" alike). */
+static size_t dir_len(const char *dir)
+{
+	size_t n = strlen(dir);
+	while (n > 1 && (dir[n - 1] == '/' || (n > 2 && dir[n - 1] == '.' && dir[n - 2] == '/')))
+		n -= dir[n - 1] == '/' ? 1 : 2;
+	return n;
+}
+
+/* One folder: the same inode, or (not made yet) the same name. */
+static bool same_dir(const char *a, const char *b)
+{
+	struct stat x, y;
+	if (!stat(a, &x) && !stat(b, &y))
+		return x.st_dev == y.st_dev && x.st_ino == y.st_ino;
+	return dir_len(a) == dir_len(b) && !strncmp(a, b, dir_len(a));
+}
+
+/* Distinct files for the tensors each folder holds: --inputs and --save-inputs
+ * (the inputs), --outputs (the outputs; the inputs too when --save-inputs names
+ * the same folder). */
+static int check_names(const Options *o, const RtPlan *pl, Diag *d)
+{
+	const char **names = xcalloc((size_t)pl->ntensors + 1, sizeof *names);
+	const char *dirs[3] = {o->inputs, o->save_inputs, o->outputs};
+	static const char *const opts[3] = {"--inputs", "--save-inputs", "--outputs"};
+	bool both = o->save_inputs && o->outputs && same_dir(o->save_inputs, o->outputs);
+	int bad = 0;
+	for (int k = 0; k < 3 && !bad; k++) {
+		int n = 0;
+		for (int t = 0; dirs[k] && t < pl->ntensors; t++) {
+			const RtTensor *rt = &pl->tensors[t];
+			bool in = rt->role == ROLE_INPUT && !rt->constant;
+			if (k < 2 ? in : rt->output || (both && in))
+				names[n++] = rt->name;
+		}
+		bad = dirs[k] && npy_check_names(dirs[k], names, NULL, n, PATH_SIZE, opts[k],
+						 k ? "written to" : "read from", d);
+	}
+	free(names);
+	return bad ? EXIT_INPUT : EXIT_OK;
+}
+
 static int run(const Options *o, const RtPlan *pl, HostTensor *host, Diag *d)
 {
-	for (int t = 0; t < pl->ntensors; t++) {
-		if (pl->tensors[t].role != ROLE_INPUT || pl->tensors[t].constant)
-			continue;
-		int rc = make_input(pl, t, o->inputs, (uint64_t)o->seed, &host[t], d);
-		if (rc != EXIT_OK)
-			return rc;
-	}
+	int rc = check_names(o, pl, d);
+	if (rc != EXIT_OK)
+		return rc;
+	if (rt_plan_host_check(pl, d) != RT_OK)
+		return EXIT_INPUT;
 	if (o->save_inputs && ensure_dir(o->save_inputs, d) < 0)
 		return EXIT_INPUT;
+	/* the driver and the device before the inputs: a machine without a GPU fails
+	 * at once, not after making gigabytes of inputs */
 	RtSession *s;
 	RtStatus st = rt_session_open(&s, pl, (int)o->device, d);
 	if (st != RT_OK)
 		return (int)st;
-	for (int t = 0; st == RT_OK && t < pl->ntensors; t++)
-		if (pl->tensors[t].role == ROLE_INPUT && !pl->tensors[t].constant)
-			st = rt_session_upload(s, t, &host[t], d);
+	for (int t = 0; st == RT_OK && t < pl->ntensors; t++) {
+		if (pl->tensors[t].role != ROLE_INPUT || pl->tensors[t].constant)
+			continue;
+		rc = make_input(pl, t, o->inputs, (uint64_t)o->seed, &host[t], d);
+		if (rc != EXIT_OK) {
+			rt_session_close(s);
+			return rc;
+		}
+		st = rt_session_upload(s, t, &host[t], d);
+	}
 	if (st == RT_OK)
 		st = rt_session_run(s, d);
 	for (int t = 0; st == RT_OK && t < pl->ntensors; t++)
@@ -323,7 +375,7 @@ static int run(const Options *o, const RtPlan *pl, HostTensor *host, Diag *d)
 	if (st != RT_OK)
 		return (int)st;
 
-	char path[1024];
+	char path[PATH_SIZE];
 	for (int t = 0; t < pl->ntensors; t++) {
 		const RtTensor *rt = &pl->tensors[t];
 		const char *dirs[2] = {rt->role == ROLE_INPUT && !rt->constant ? o->save_inputs : NULL,

@@ -370,9 +370,9 @@ static int run_compiled(const char *path, const char *inputs, const char *output
 	Diag d;
 	RtStatus rs;
 	int status = EXIT_OK;
-	if (run_plan_open(path, inputs, seed, &rp, &d)) {
+	if ((rs = run_plan_open(path, inputs, outputs, seed, &rp, &d)) != RT_OK) {
 		cmd_print_diag(&d);
-		status = EXIT_INPUT;
+		status = (int)rs;
 	} else if ((rs = rt_cuda_run(path, rp.in, rp.nin, rp.out, rp.nout, &d)) != RT_OK) {
 		cmd_print_diag(&d);
 		status = rs == RT_ERR_INPUT ? EXIT_INPUT : EXIT_FAIL;
@@ -419,6 +419,71 @@ static int parse_tol(const char *opt, const char *val, double *out)
 	}
 	*out = v;
 	return 0;
+}
+
+/* a + b, saturating */
+static uint64_t add_sat(uint64_t a, uint64_t b)
+{
+	return a > UINT64_MAX - b ? UINT64_MAX : a + b;
+}
+
+int run_precheck(const Graph *g, const RunBackend *vt, const char *inputs, const char *outputs,
+		 bool check, bool bounds)
+{
+	Diag d;
+	Arena *a = g->arena;
+	int n = 0, nmax = 2 * (g->ninputs + g->noutputs) + 1;
+	const char **names = arena_alloc(a, (size_t)nmax * sizeof *names);
+	const char **labels = arena_alloc(a, (size_t)nmax * sizeof *labels);
+	for (int i = 0; inputs && !strchr(inputs, '=') && i < g->ninputs; i++)
+		if (!g->tensors[g->inputs[i]].data)
+			names[n++] = g->tensors[g->inputs[i]].name;
+	if (npy_check_names(inputs ? inputs : "", names, NULL, n, SIZE_MAX, "--inputs",
+			    "read from", &d))
+		goto bad;
+	n = 0;
+	for (int i = 0; outputs && i < g->noutputs; i++) {
+		const char *name = g->tensors[g->outputs[i]].name;
+		labels[n] = name;
+		names[n++] = name;
+		if (bounds) {
+			labels[n] = arena_printf(a, "the error bound of %s", name);
+			names[n++] = arena_printf(a, "%s.bound", name);
+		}
+	}
+	if (npy_check_names(outputs ? outputs : "", names, labels, n, SIZE_MAX, "--outputs",
+			    "written to", &d))
+		goto bad;
+
+	uint64_t in = 0, out = 0;
+	for (int i = 0; i < g->ninputs; i++) {
+		const Tensor *t = &g->tensors[g->inputs[i]];
+		in = add_sat(in, interp_tensor_bytes(t, t->dtype));
+	}
+	for (int i = 0; i < g->noutputs; i++) {
+		const Tensor *t = &g->tensors[g->outputs[i]];
+		out = add_sat(out, interp_tensor_bytes(t, t->dtype));
+	}
+	bool interp = vt == &interp_backend;
+	uint64_t run = interp ? interp_peak_bytes(g, bounds) : out;
+	uint64_t ref = check ? add_sat(out, interp_peak_bytes(g, true)) : 0;
+	char x[32], y[32], z[32], detail[200];
+	int k = snprintf(detail, sizeof detail, "inputs %s, %s %s", host_bytes_text(in, x, sizeof x),
+			 interp ? "the interpreter's values at their peak" : "outputs",
+			 host_bytes_text(run, y, sizeof y));
+	if (check)
+		snprintf(detail + k, sizeof detail - (size_t)k, "; with --check's reference %s",
+			 host_bytes_text(ref, z, sizeof z));
+	if (host_mem_check(add_sat(in, run > ref ? run : ref), detail, &d))
+		goto bad;
+	if (vt == &run_cuda_backend && rt_device_check(NULL, 0, NULL, &d) != RT_OK) {
+		cmd_print_diag(&d);
+		return EXIT_FAIL;
+	}
+	return EXIT_OK;
+bad:
+	cmd_print_diag(&d);
+	return EXIT_INPUT;
 }
 
 int cmd_run(int argc, char **argv)
@@ -508,9 +573,12 @@ int cmd_run(int argc, char **argv)
 	/* the interpreter writing outputs also writes their error bounds */
 	HostTensor *bounds = vt == &interp_backend && outputs
 			     ? xcalloc((size_t)g->noutputs + 1, sizeof *bounds) : NULL;
-	int status = EXIT_OK;
+	int status = run_precheck(g, vt, inputs, outputs, check, bounds != NULL);
 	Diag d;
-	if ((inputs && run_load_inputs(g, inputs, in)) || run_random_inputs(g, (uint64_t)seed, in)) {
+	if (status != EXIT_OK) {
+		/* printed */
+	} else if ((inputs && run_load_inputs(g, inputs, in)) ||
+		   run_random_inputs(g, (uint64_t)seed, in)) {
 		status = EXIT_INPUT;
 	} else if (bounds ? interp_run_bounds_tf32(g, in, outs, bounds, tf32, &d)
 			  : backend_run(vt, g, in, tf32, burn_exact, outs, &d)) {

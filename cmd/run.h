@@ -35,20 +35,33 @@ int run_cuda_compile(const Graph *g, bool allow_tf32, bool burn_exact, RunTemp *
 void run_cuda_cleanup(RunTemp *t);
 
 /* A compiled plan (a folder, or NAME.plan.json) with inputs for it: DIR/NAME.npy
- * files, or seeded random values drawn as `fusec run` and fusec-run draw them. */
+ * files, or seeded random values drawn as `fusec run` and fusec-run draw them.
+ * Before any input is made, run_plan_open checks that the inputs (from DIR) and
+ * the outputs (to DIR `outputs`, NULL for none) map to distinct files, that the
+ * host has the memory (rt_plan_host_check) and that the driver loads with device 0
+ * fit for the plan (rt_device_check). RT_OK, RT_ERR_INPUT or RT_ERR_DEVICE. */
 typedef struct {
 	RtPlan *plan;
 	RtNamed *in, *out;       /* graph inputs; outputs (filled by rt_cuda_run) */
 	int nin, nout;
 } RunPlan;
 bool run_is_plan(const char *path);
-int run_plan_open(const char *path, const char *inputs, uint64_t seed, RunPlan *rp, Diag *d);
+RtStatus run_plan_open(const char *path, const char *inputs, const char *outputs, uint64_t seed,
+		       RunPlan *rp, Diag *d);
 void run_plan_close(RunPlan *rp);
 
 /* Inputs of a graph (cmd/run.c): seeded random, or .npy files (DIR, or NAME=FILE,...).
  * Each prints its own error and returns -1. */
 int run_random_inputs(const Graph *g, uint64_t seed, HostTensor *in);
 int run_load_inputs(const Graph *g, const char *spec, HostTensor *in);
+/* What can fail before the inputs of backend vt are made: two tensors of one file
+ * name under --inputs DIR or --outputs DIR (with bounds, the interpreter's error
+ * bounds too), too little memory for the inputs, then the interpreter's values at
+ * their peak (interp_peak_bytes) or the outputs, and with check the reference run;
+ * for cuda, no driver or device 0 (rt_device_check). Prints the error; returns the
+ * exit status. */
+int run_precheck(const Graph *g, const RunBackend *vt, const char *inputs, const char *outputs,
+		 bool check, bool bounds);
 
 /* The backends beside interp (cmd/run_cpu.c, cmd/run_cuda.c). */
 extern const RunBackend run_cpu_backend;

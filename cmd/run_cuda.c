@@ -12,6 +12,8 @@
 #include "../runtime/fusecrt.h"
 #include "run.h"
 
+enum { PLAN_PATH_MAX = 1024 };  /* DIR/NAME.npy of an input of a plan */
+
 typedef struct {
 	RunTemp tmp;
 	RtNamed *out;
@@ -129,12 +131,34 @@ bool run_is_plan(const char *path)
 	return n > 10 && !strcmp(path + n - 10, ".plan.json");
 }
 
-int run_plan_open(const char *path, const char *inputs, uint64_t seed, RunPlan *rp, Diag *d)
+/* What can fail before any input is made: two tensors of one file name, too
+ * little memory on the host, no driver or device. */
+static RtStatus plan_precheck(const RunPlan *rp, const char *inputs, const char *outputs,
+			      Diag *d)
+{
+	const char **names = xcalloc((size_t)rp->plan->ntensors + 1, sizeof *names);
+	for (int i = 0; i < rp->nin; i++)
+		names[i] = rp->in[i].name;
+	int bad = inputs && npy_check_names(inputs, names, NULL, rp->nin, PLAN_PATH_MAX,
+					    "--inputs", "read from", d);
+	for (int i = 0; i < rp->nout; i++)
+		names[i] = rp->out[i].name;
+	bad = bad || (outputs && npy_check_names(outputs, names, NULL, rp->nout, SIZE_MAX,
+						 "--outputs", "written to", d));
+	free(names);
+	if (bad)
+		return RT_ERR_INPUT;
+	RtStatus st = rt_plan_host_check(rp->plan, d);
+	return st != RT_OK ? st : rt_device_check(rp->plan, 0, NULL, d);
+}
+
+RtStatus run_plan_open(const char *path, const char *inputs, const char *outputs, uint64_t seed,
+		       RunPlan *rp, Diag *d)
 {
 	memset(rp, 0, sizeof *rp);
 	rp->plan = rt_plan_load(path, d);
 	if (!rp->plan)
-		return -1;
+		return RT_ERR_INPUT;
 	const RtPlan *p = rp->plan;
 	rp->in = xcalloc((size_t)p->ntensors + 1, sizeof *rp->in);
 	rp->out = xcalloc((size_t)p->ntensors + 1, sizeof *rp->out);
@@ -142,26 +166,31 @@ int run_plan_open(const char *path, const char *inputs, uint64_t seed, RunPlan *
 		const RtTensor *rt = &p->tensors[t];
 		if (rt->output)
 			rp->out[rp->nout++].name = rt->name;
-		if (rt->role != ROLE_INPUT || rt->constant)
-			continue;
-		RtNamed *in = &rp->in[rp->nin++];
-		in->name = rt->name;
+		if (rt->role == ROLE_INPUT && !rt->constant)
+			rp->in[rp->nin++].name = rt->name;
+	}
+	RtStatus st = plan_precheck(rp, inputs, outputs, d);
+	if (st != RT_OK)
+		return st;
+	for (int i = 0; i < rp->nin; i++) {
+		RtNamed *in = &rp->in[i];
+		const RtTensor *rt = &p->tensors[rt_plan_find_tensor(p, in->name)];
 		if (inputs) {
-			char file[1024];
+			char file[PLAN_PATH_MAX];
 			npy_path(file, sizeof file, inputs, rt->name);
 			if (npy_read_file(file, &in->t, d))
-				return -1;
+				return RT_ERR_INPUT;
 			continue;
 		}
 		if (host_alloc(&in->t, rt->dtype, rt->rank, rt->dim, d))
-			return -1;
+			return RT_ERR_INPUT;
 		HostRng r;
 		double lo, hi;
 		host_rng_init(&r, seed, host_input_stream(rt->name));
 		host_default_range(rt->dtype, &lo, &hi);
 		host_fill_random(&in->t, &r, lo, hi);
 	}
-	return 0;
+	return RT_OK;
 }
 
 void run_plan_close(RunPlan *rp)

@@ -203,8 +203,9 @@ void cg_module_free(CgModule *m);
 
 /* The tile configuration of a matmul kernel for the segment's dims (dims[shape id]),
  * from the table of codegen/kernel_matmul.c: 0 (not tiled) unless spec is a Matmul or
- * single matmul kernel over f16/bf16 (arch sm_80 or later, or host) or f32; f32 on
- * tensor cores (tf32) only when allow_tf32 (and sm_80 or later, or host). */
+ * single matmul kernel over f16/bf16 or f32 on sm_80 or later (or host), or one of
+ * at most 16 rows (gemv) on any arch; f32 on tensor cores (tf32) only when
+ * allow_tf32 (and sm_80 or later, or host). */
 int cg_matmul_variant(const CgKernelSpec *spec, const char *arch, bool host,
 		      bool allow_tf32, const int64_t *dims, int ndims);
 const char *cg_matmul_variant_name(int variant);  /* "tc128x128x64s3"; "plain" for 0 */
@@ -212,6 +213,13 @@ int cg_matmul_nvariants(void);                    /* table size, 0 included */
 
 /* Whether LLVM 19's NVPTX backend knows the arch ("sm_80", "sm_90a"). */
 bool cg_arch_known(const char *arch);
+/* The oldest arch the kernels run on: the cooperative kernels shuffle with
+ * shfl.sync, which LLVM 19 selects from sm_70 (PTX 6.0) on; the tiled matmuls
+ * (cp.async, mma.sync) are chosen from sm_80 on (cg_matmul_variant). fusec-run
+ * names the same floor for a device (RT_MIN_ARCH in runtime/runtime.c; grep MIN ARCH). */
+#define CG_MIN_ARCH 70
+/* Whether a known arch is at least sm_CG_MIN_ARCH. */
+bool cg_arch_supported(const char *arch);
 /* The NVPTX back end's optimization level, 3 or (FUSEC_CODEGEN_LEVEL=2) 2: part of
  * the kernel cache's and the result cache's keys (docs/kernel-cache.md). */
 int cg_nvptx_codegen_level(void);

@@ -362,7 +362,8 @@ int cg_matmul_variant(const CgKernelSpec *s, const char *arch, bool host, bool a
 	/* measuring the table (docs/benchmarks.md): FUSEC_MATMUL_TILES=NAME forces the
 	 * configuration NAME wherever its kind (tc or fma) applies; "plain" the
 	 * one-thread-per-output evaluator */
-	/* mma.sync (m16n8k16, m16n8k8 tf32) and cp.async need sm_80; wgmma sm_90a (the
+	/* mma.sync (m16n8k16, m16n8k8 tf32) and cp.async need sm_80: every tile
+	 * configuration but gemv stages its operands with cp.async; wgmma sm_90a (the
 	 * host runs the arch's tiling: the cpu backend checks what the GPU plan runs) */
 	bool sm80 = host || (arch && !strncmp(arch, "sm_", 3) && atoi(arch + 3) >= 80);
 	bool wg = arch && !strcmp(arch, "sm_90a");
@@ -372,7 +373,7 @@ int cg_matmul_variant(const CgKernelSpec *s, const char *arch, bool host, bool a
 		return 0;
 	for (int v = 1; force && v < MM_NCONFIGS; v++)
 		if (!strcmp(force, mm_configs[v].name) && fits(&mm_configs[v], t, tf32) &&
-		    (!mm_configs[v].tc || sm80) && (!mm_configs[v].wg || wg) &&
+		    (mm_configs[v].gemv || sm80) && (!mm_configs[v].wg || wg) &&
 		    (!mm_configs[v].gemv || m <= MM_GEMV_M))
 			return v;
 	int64_t k = dim_of(mm->t[0].shape[r - 1], dims, ndims);
@@ -386,11 +387,11 @@ int cg_matmul_variant(const CgKernelSpec *s, const char *arch, bool host, bool a
 		return MM_GEMV;
 	if (t == DT_F32 && tf32)
 		return big >= MM_WAVE ? 5 : 6;
+	if (!sm80)
+		return 0;
 	int64_t small = batch * ((m + 63) / 64) * ((n + 63) / 64);
 	if (t == DT_F32)
 		return under_wave(t, big, small, k);
-	if (!sm80)
-		return 0;
 	int64_t big256 = batch * ((m + 127) / 128) * ((n + 255) / 256);
 	/* sm_90a (docs/benchmarks.md, "wgmma"): 128x256 tiles from three waves of
 	 * them (8192^3, 4096^3), 128x128 from half a wave of those (BERT at batch 8:

@@ -95,6 +95,11 @@ bool cg_arch_known(const char *arch)
 	return false;
 }
 
+bool cg_arch_supported(const char *arch)
+{
+	return !strncmp(arch, "sm_", 3) && atoi(arch + 3) >= CG_MIN_ARCH;
+}
+
 enum { CHUNK_DIV = 8, CHUNK_MAX = 32, CHUNK_HEAVY_INSNS = 800 }; /* heavy_kernel */
 
 /* The NVPTX back end's optimization level: 3 (LLVMCodeGenLevelAggressive, the
@@ -188,6 +193,11 @@ CgModule *cg_module_new(const CgOptions *o, Arena *a, Diag *d)
 		diag_set(d, "codegen", 0, 0,
 			 "unknown arch '%s' (LLVM 19 knows sm_20 to sm_90a, e.g. sm_80, sm_90)",
 			 opt.arch);
+		return NULL;
+	}
+	if (opt.target == CG_TARGET_NVPTX && !cg_arch_supported(opt.arch)) {
+		diag_set(d, "codegen", 0, 0, "arch '%s' is older than the kernels need: the "
+			 "lowest supported is sm_%d", opt.arch, CG_MIN_ARCH);
 		return NULL;
 	}
 	if (init_targets(opt.target)) {

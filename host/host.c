@@ -12,6 +12,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include "host.h"
 
@@ -308,4 +310,165 @@ void host_compare(const HostTensor *got, const HostTensor *want, double atol, do
 		}
 	}
 	out->ok = out->nbad == 0;
+}
+
+/* ---- memory ---------------------------------------------------------------- */
+
+/* The value of "KEY: N kB" in a /proc file, in bytes; -1 when absent. */
+static int64_t proc_kb(const char *file, const char *key)
+{
+	FILE *f = fopen(file, "r");
+	if (!f)
+		return -1;
+	char line[256];
+	int64_t v = -1;
+	size_t n = strlen(key);
+	while (v < 0 && fgets(line, sizeof line, f))
+		if (!strncmp(line, key, n) && line[n] == ':')
+			v = strtoll(line + n + 1, NULL, 10) * 1024;
+	fclose(f);
+	return v;
+}
+
+/* One number from a file, or -1 ("max" and unreadable files alike). */
+static int64_t file_number(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return -1;
+	char line[64] = "";
+	bool ok = fgets(line, sizeof line, f) && line[0] >= '0' && line[0] <= '9';
+	fclose(f);
+	return ok ? strtoll(line, NULL, 10) : -1;
+}
+
+static void mem_lower(uint64_t *avail, const char **what, uint64_t v, const char *why)
+{
+	if (v < *avail) {
+		*avail = v;
+		*what = why;
+	}
+}
+
+/* The value of "KEY N" in a cgroup's memory.stat; 0 when absent. */
+static int64_t stat_value(const char *file, const char *key)
+{
+	FILE *f = fopen(file, "r");
+	if (!f)
+		return 0;
+	char line[256];
+	int64_t v = 0;
+	size_t n = strlen(key);
+	while (fgets(line, sizeof line, f))
+		if (!strncmp(line, key, n) && line[n] == ' ')
+			v = strtoll(line + n + 1, NULL, 10);
+	fclose(f);
+	return v;
+}
+
+/* Lower *avail to the room under a cgroup's limit: the group at base/path, and
+ * each one above it up to base itself. Its page cache (cache_key in memory.stat)
+ * counts as room: the kernel reclaims it before it fails an allocation. */
+static void cgroup_bound(const char *base, char *path, const char *max_file,
+			 const char *cur_file, const char *cache_key, uint64_t *avail,
+			 const char **what)
+{
+	char file[1400];
+	for (;;) {
+		snprintf(file, sizeof file, "%s%s/%s", base, path, max_file);
+		int64_t max = file_number(file);
+		snprintf(file, sizeof file, "%s%s/%s", base, path, cur_file);
+		int64_t cur = file_number(file);
+		if (cur >= 0) {
+			snprintf(file, sizeof file, "%s%s/memory.stat", base, path);
+			int64_t cache = stat_value(file, cache_key);
+			cur = cur > cache ? cur - cache : 0;
+		}
+		if (max >= 0 && cur >= 0)
+			mem_lower(avail, what, max > cur ? (uint64_t)(max - cur) : 0,
+				  "the cgroup's memory limit");
+		char *slash = strrchr(path, '/');
+		if (!slash)
+			break;
+		*slash = 0;     /* "/a/b" -> "/a" -> "" (base itself) */
+	}
+}
+
+uint64_t host_mem_available(const char **what)
+{
+	uint64_t avail = UINT64_MAX;
+	*what = "unknown";
+	int64_t mem = proc_kb("/proc/meminfo", "MemAvailable");
+	int64_t swap = proc_kb("/proc/meminfo", "SwapFree");
+	long page = sysconf(_SC_PAGESIZE);
+	if (mem < 0 && sysconf(_SC_AVPHYS_PAGES) > 0 && page > 0)
+		mem = (int64_t)sysconf(_SC_AVPHYS_PAGES) * page;
+	if (mem >= 0)
+		mem_lower(&avail, what, (uint64_t)mem + (uint64_t)(swap > 0 ? swap : 0),
+			  swap > 0 ? "MemAvailable + SwapFree" : "MemAvailable");
+	/* the limit of this process's memory cgroup and of every group above it, v2
+	 * ("0::/PATH") or v1 ("N:memory:/PATH"; in a container the mount's root is the
+	 * container's group) */
+	FILE *f = fopen("/proc/self/cgroup", "r");
+	char line[1024];
+	while (f && fgets(line, sizeof line, f)) {
+		line[strcspn(line, "\n")] = 0;
+		char *p = strchr(line, ':');
+		char *q = p ? strchr(p + 1, ':') : NULL;
+		if (!q || q[1] != '/')
+			continue;
+		bool v2 = !strncmp(line, "0::", 3);
+		if (v2 || (q - p - 1 == 6 && !strncmp(p + 1, "memory", 6)))
+			cgroup_bound(v2 ? "/sys/fs/cgroup" : "/sys/fs/cgroup/memory", q + 1,
+				     v2 ? "memory.max" : "memory.limit_in_bytes",
+				     v2 ? "memory.current" : "memory.usage_in_bytes",
+				     v2 ? "file" : "total_cache", &avail, what);
+	}
+	if (f)
+		fclose(f);
+	/* the process's own limits, less what it has mapped already */
+	long size = -1, data = -1;
+	f = fopen("/proc/self/statm", "r");
+	if (f && fscanf(f, "%ld %*d %*d %*d %*d %ld", &size, &data) != 2)
+		size = data = -1;
+	if (f)
+		fclose(f);
+	static const struct { int res; const char *why; } lims[] = {
+		{RLIMIT_AS, "RLIMIT_AS, ulimit -v"},
+		{RLIMIT_DATA, "RLIMIT_DATA, ulimit -d"},
+	};
+	for (int k = 0; k < 2; k++) {
+		struct rlimit rl;
+		long used = k == 0 ? size : data;
+		if (getrlimit(lims[k].res, &rl) || rl.rlim_cur == RLIM_INFINITY || used < 0 ||
+		    page <= 0)
+			continue;
+		uint64_t u = (uint64_t)used * (uint64_t)page;
+		mem_lower(&avail, what, rl.rlim_cur > u ? rl.rlim_cur - u : 0, lims[k].why);
+	}
+	return avail;
+}
+
+const char *host_bytes_text(uint64_t n, char *buf, size_t size)
+{
+	if (n < 1024 * 1024)
+		snprintf(buf, size, "%llu bytes", (unsigned long long)n);
+	else if (n < (uint64_t)1 << 30)
+		snprintf(buf, size, "%.1f MiB", (double)n / (1 << 20));
+	else
+		snprintf(buf, size, "%.1f GiB", (double)n / (1 << 30));
+	return buf;
+}
+
+int host_mem_check(uint64_t need, const char *detail, Diag *d)
+{
+	const char *what;
+	uint64_t avail = host_mem_available(&what);
+	if (need <= avail)
+		return 0;
+	char a[32], b[32];
+	diag_set(d, "", 0, 0, "the run needs %s of memory (%s) but %s is available (%s)",
+		 host_bytes_text(need, a, sizeof a), detail, host_bytes_text(avail, b, sizeof b),
+		 what);
+	return -1;
 }

@@ -92,6 +92,20 @@ typedef struct {
 void host_compare(const HostTensor *got, const HostTensor *want, double atol, double rtol,
 		  HostCompare *out);
 
+/* ---- memory ------------------------------------------------------------------ */
+
+/* The bytes this process may still take: the least of MemAvailable + SwapFree
+ * (/proc/meminfo; sysconf where it is unreadable), the cgroup's memory.max less
+ * memory.current (cgroup v2, each group up to the root) and RLIMIT_AS / RLIMIT_DATA
+ * less what the process maps now. *what names the bound that decided it;
+ * UINT64_MAX when none is known. */
+uint64_t host_mem_available(const char **what);
+/* 0 when need bytes fit in host_mem_available, else -1 with d set: "the run needs
+ * N of memory (detail) but A is available (what)". */
+int host_mem_check(uint64_t need, const char *detail, Diag *d);
+/* "812 bytes", "3.5 MiB", "4.0 GiB" into buf; returns buf. */
+const char *host_bytes_text(uint64_t n, char *buf, size_t size);
+
 /* ---- .npy files (host/npy.c) ------------------------------------------------ */
 
 /* Read NumPy format 1.0 or 2.0, little-endian, C order, descr one of <f8 <f4 <f2
@@ -105,6 +119,13 @@ void npy_write_buf(Buf *b, const HostTensor *t);
 /* DIR/NAME.npy for a tensor name: characters outside [A-Za-z0-9._-], and a
  * leading '.', become '_' (docs/graph-format.md). Writes into buf, returns it. */
 const char *npy_path(char *buf, size_t size, const char *dir, const char *name);
+/* Check that the n distinct tensors names[] get n distinct files DIR/NAME.npy from
+ * npy_path into buffers of size bytes: two names it makes alike ("y:0", "y_0") or
+ * a path that does not fit are refused in d, with the option (opt, "--outputs"),
+ * the tensors (labels[i], or names[i] when labels is NULL) and the file, "written
+ * to" or "read from" (verb). 0, or -1. */
+int npy_check_names(const char *dir, const char *const *names, const char *const *labels,
+		    int n, size_t size, const char *opt, const char *verb, Diag *d);
 /* Write atomically: PATH.tmp then rename. */
 int npy_write_file(const char *path, const HostTensor *t, Diag *d);
 

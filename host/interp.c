@@ -1307,3 +1307,60 @@ int interp_run_bounds_tf32(const Graph *g, const HostTensor *inputs, HostTensor 
 		free_values(ip.err, g->ntensors);
 	return rc;
 }
+
+/* a + b, saturating */
+static uint64_t add_sat(uint64_t a, uint64_t b)
+{
+	return a > UINT64_MAX - b ? UINT64_MAX : a + b;
+}
+
+uint64_t interp_tensor_bytes(const Tensor *t, DType dtype)
+{
+	uint64_t n = (uint64_t)ir_dtype_size(dtype);
+	for (int k = 0; k < t->rank; k++)
+		if (t->dim[k] < 0 || __builtin_mul_overflow(n, (uint64_t)t->dim[k], &n))
+			return UINT64_MAX;
+	return n;
+}
+
+uint64_t interp_peak_bytes(const Graph *g, bool bounds)
+{
+	size_t nt = (size_t)g->ntensors + 1;
+	uint64_t *size = xcalloc(nt, sizeof *size);
+	int *last = xmalloc(nt * sizeof *last);
+	for (int t = 0; t < g->ntensors; t++) {
+		const Tensor *x = &g->tensors[t];
+		size[t] = add_sat(interp_tensor_bytes(x, x->dtype),
+				  bounds ? interp_tensor_bytes(x, DT_F64) : 0);
+		last[t] = x->is_output ? g->nops : -1;
+	}
+	for (int i = 0; i < g->nops; i++)
+		for (int k = 0; k < g->ops[i].nin; k++)
+			if (last[g->ops[i].in[k]] < i)
+				last[g->ops[i].in[k]] = i;
+	/* as interp_run_bounds_tf32 allocates and frees: its copies of the inputs, each
+	 * op's value as it runs, values freed after their last reader, then the copies
+	 * of the outputs handed back */
+	uint64_t live = 0, peak = 0;
+	for (int i = 0; i < g->ninputs; i++)
+		live = add_sat(live, size[g->inputs[i]]);
+	for (int i = 0; i < g->nops; i++) {
+		const Op *op = &g->ops[i];
+		if (op->kind == OP_SYNC)
+			continue;
+		live = add_sat(live, size[op->out[0]]);
+		peak = live > peak ? live : peak;
+		for (int k = 0; k < op->nin; k++) {
+			int t = op->in[k];
+			if (last[t] == i && g->tensors[t].producer >= 0 && live != UINT64_MAX) {
+				live -= size[t];
+				size[t] = 0;   /* freed once, however often it is read */
+			}
+		}
+	}
+	for (int i = 0; i < g->noutputs; i++)
+		live = add_sat(live, size[g->outputs[i]]);
+	free(size);
+	free(last);
+	return live > peak ? live : peak;
+}

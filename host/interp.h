@@ -31,4 +31,11 @@ int interp_run_bounds(const Graph *g, const HostTensor *inputs, HostTensor *outp
 int interp_run_bounds_tf32(const Graph *g, const HostTensor *inputs, HostTensor *outputs,
 			   HostTensor *bounds, bool tf32, Diag *d);
 
+/* The bytes of a tensor of t's shape in dtype (UINT64_MAX when they overflow). */
+uint64_t interp_tensor_bytes(const Tensor *t, DType dtype);
+/* The most memory interp_run (bounds false) or interp_run_bounds (true) holds at
+ * once, its own copies of the inputs and the outputs it hands back included; not
+ * the caller's inputs. Saturates at UINT64_MAX. */
+uint64_t interp_peak_bytes(const Graph *g, bool bounds);
+
 #endif

@@ -318,3 +318,52 @@ const char *npy_path(char *buf, size_t size, const char *dir, const char *name)
 	snprintf(buf + k, size - k, ".npy");
 	return buf;
 }
+
+typedef struct {
+	const char *file;      /* the name as npy_path makes it */
+	int i;                 /* index into the caller's arrays */
+} NpyName;
+
+static int npy_name_cmp(const void *a, const void *b)
+{
+	const NpyName *x = a, *y = b;
+	int c = strcmp(x->file, y->file);
+	return c ? c : (x->i > y->i) - (x->i < y->i);
+}
+
+int npy_check_names(const char *dir, const char *const *names, const char *const *labels,
+		    int n, size_t size, const char *opt, const char *verb, Diag *d)
+{
+	NpyName *v = xcalloc((size_t)n + 1, sizeof *v);
+	int rc = 0;
+	for (int i = 0; i < n; i++) {
+		size_t len = strlen(dir) + strlen(names[i]) + 6;
+		char *p = xmalloc(len);
+		v[i] = (NpyName){npy_path(p, len, dir, names[i]), i};
+		/* npy_path cuts a name that does not fit: a cut name could be another's */
+		if (len - 1 >= size && !rc) {
+			diag_set(d, "", 0, 0, "%s: the file name of '%s' would be longer than %zu "
+				 "bytes", opt, labels ? labels[i] : names[i], size - 1);
+			rc = -1;
+		}
+	}
+	if (!rc)
+		qsort(v, (size_t)n, sizeof *v, npy_name_cmp);
+	/* of the clashes, the one of the earliest name in the caller's order */
+	int best = 0;
+	for (int k = 1; k < n && !rc; k++)
+		if (!strcmp(v[k - 1].file, v[k].file) && (!best || v[k - 1].i < v[best - 1].i))
+			best = k;
+	if (best) {
+		const char *a = labels ? labels[v[best - 1].i] : names[v[best - 1].i];
+		const char *b = labels ? labels[v[best].i] : names[v[best].i];
+		diag_set(d, "", 0, 0, "%s: '%s' and '%s' would both be %s %s (characters outside "
+			 "[A-Za-z0-9._-] become _); rename one of them", opt, a, b, verb,
+			 v[best].file);
+		rc = -1;
+	}
+	for (int i = 0; i < n; i++)
+		free((char *)v[i].file);
+	free(v);
+	return rc;
+}

@@ -131,6 +131,10 @@ int rt_plan_find_tensor(const RtPlan *p, const char *name);  /* index or -1 */
 /* Bytes that must move: every input read once and every output written once. */
 uint64_t rt_plan_bytes_in(const RtPlan *p);
 uint64_t rt_plan_bytes_out(const RtPlan *p);
+/* Whether this host can hold what a run of the plan keeps in its memory at once:
+ * the inputs, the constants (the weights file is read whole to upload them) and
+ * the outputs read back (host_mem_check); RT_ERR_INPUT with the sizes if not. */
+RtStatus rt_plan_host_check(const RtPlan *p, Diag *d);
 /* Bytes of the distinct buffers a launch binds (an upper bound on what it moves). */
 uint64_t rt_launch_bytes(const RtPlan *p, const RtLaunch *l);
 
@@ -162,6 +166,11 @@ typedef struct {
 	int driver_version;    /* 12080 for 12.8 */
 } RtDeviceInfo;
 
+/* Load the driver and check that device `ordinal` exists and is recent enough
+ * for the kernels (sm_70) and for the plan's arch, as rt_session_open does first:
+ * a caller checks before it spends time and memory on inputs. The library stays
+ * loaded for the session that follows. info may be NULL. */
+RtStatus rt_device_check(const RtPlan *plan, int ordinal, RtDeviceInfo *info, Diag *d);
 /* Load the driver, create a context on device `ordinal`, load the plan's PTX
  * (a JIT error log is part of the message), look up every kernel and allocate
  * every buffer. Outputs and intermediates are filled with 0xff bytes first, so an

@@ -803,6 +803,28 @@ uint64_t rt_plan_bytes_out(const RtPlan *p)
 	return b;
 }
 
+RtStatus rt_plan_host_check(const RtPlan *p, Diag *d)
+{
+	uint64_t in = 0, w = 0, out = 0;
+	for (int i = 0; i < p->ntensors; i++) {
+		const RtTensor *t = &p->tensors[i];
+		uint64_t *to = t->constant ? &w : t->role == ROLE_INPUT ? &in : NULL;
+		if (to)
+			*to = *to > UINT64_MAX - t->bytes ? UINT64_MAX : *to + t->bytes;
+		if (t->output)
+			out = out > UINT64_MAX - t->bytes ? UINT64_MAX : out + t->bytes;
+	}
+	uint64_t need = in > UINT64_MAX - w ? UINT64_MAX : in + w;
+	need = need > UINT64_MAX - out ? UINT64_MAX : need + out;
+	char a[32], b[32], c[32], detail[160];
+	snprintf(detail, sizeof detail, "inputs %s, constants %s, outputs %s",
+		 host_bytes_text(in, a, sizeof a), host_bytes_text(w, b, sizeof b),
+		 host_bytes_text(out, c, sizeof c));
+	if (host_mem_check(need, detail, d))
+		return RT_ERR_INPUT;
+	return RT_OK;
+}
+
 uint64_t rt_launch_bytes(const RtPlan *p, const RtLaunch *l)
 {
 	uint64_t b = 0;
@@ -955,6 +977,10 @@ static RtStatus driver_open(RtDriver *drv, Diag *d)
 	return RT_OK;
 }
 
+/* The oldest device the kernels run on: CG_MIN_ARCH (codegen/codegen.h), which
+ * fusec-run does not link. MIN ARCH */
+enum { RT_MIN_ARCH = 70 };
+
 /* "sm_90" -> 90, "sm_90a" -> 90 with *exact; -1 if not of that shape. */
 static int arch_number(const char *arch, bool *exact)
 {
@@ -972,7 +998,9 @@ static int arch_number(const char *arch, bool *exact)
 	return *end ? -1 : (int)v;
 }
 
-static RtStatus open_device(RtSession *s, int ordinal, Diag *d)
+/* Initialise the driver and fill s->dev for device `ordinal`, which must exist and
+ * be recent enough for the kernels and for s->plan's arch. */
+static RtStatus device_info(RtSession *s, int ordinal, Diag *d)
 {
 	RtDeviceInfo *dev = &s->dev;
 	int count = 0;
@@ -999,14 +1027,28 @@ static RtStatus open_device(RtSession *s, int ordinal, Diag *d)
 					 s->device));
 	RT_CU(s, d, cuDeviceGetAttribute(&dev->l2_bytes, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE,
 					 s->device));
-	bool exact;
-	int need = arch_number(s->plan->arch, &exact);
 	int have = dev->cc_major * 10 + dev->cc_minor;
+	if (have < RT_MIN_ARCH) {
+		diag_set(d, "", 0, 0, "device %d (%s) is sm_%d, older than fusec's kernels "
+			 "need: the lowest supported is sm_%d", ordinal, dev->name, have,
+			 RT_MIN_ARCH);
+		return RT_ERR_DEVICE;
+	}
+	bool exact = false;
+	int need = s->plan ? arch_number(s->plan->arch, &exact) : -1;
 	if (need > 0 && (exact ? have != need : have < need)) {
 		diag_set(d, "", 0, 0, "the plan targets %s but device %d (%s) is sm_%d; compile it "
 			 "with --arch sm_%d", s->plan->arch, ordinal, dev->name, have, have);
 		return RT_ERR_DEVICE;
 	}
+	return RT_OK;
+}
+
+static RtStatus open_device(RtSession *s, int ordinal, Diag *d)
+{
+	RtStatus st = device_info(s, ordinal, d);
+	if (st != RT_OK)
+		return st;
 	RT_CU(s, d, cuDevicePrimaryCtxRetain(&s->ctx, s->device));
 	RT_CU(s, d, cuCtxSetCurrent(s->ctx));
 	return RT_OK;
@@ -1368,6 +1410,19 @@ RtStatus rt_session_open(RtSession **out, const RtPlan *plan, int ordinal, Diag 
 	}
 	*out = s;
 	return RT_OK;
+}
+
+RtStatus rt_device_check(const RtPlan *plan, int ordinal, RtDeviceInfo *info, Diag *d)
+{
+	RtSession s = {.plan = plan};
+	RtStatus st = driver_open(&s.drv, d);
+	if (st == RT_OK)
+		st = device_info(&s, ordinal, d);
+	if (st == RT_OK && info)
+		*info = s.dev;
+	/* the library stays loaded (not dlclose'd): the session that follows opens it
+	 * again, initialised */
+	return st;
 }
 
 void rt_session_close(RtSession *s)

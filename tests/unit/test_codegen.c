@@ -721,6 +721,11 @@ static void test_backend_error_is_diag(void **state)
 	o.arch = "sm_999";
 	assert_null(cg_module_new(&o, a, &d));
 	assert_non_null(strstr(d.msg, "unknown arch 'sm_999'"));
+	/* known to LLVM, older than the kernels need (shfl.sync) */
+	o.arch = "sm_62";
+	assert_null(cg_module_new(&o, a, &d));
+	assert_non_null(strstr(d.msg, "arch 'sm_62' is older than the kernels need: the "
+				"lowest supported is sm_70"));
 	arena_free(a);
 }
 
