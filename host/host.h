@@ -105,7 +105,8 @@ void npy_write_buf(Buf *b, const HostTensor *t);
 /* DIR/NAME.npy for a tensor name: characters outside [A-Za-z0-9._-], and a
  * leading '.', become '_' (docs/graph-format.md). Writes into buf, returns it. */
 const char *npy_path(char *buf, size_t size, const char *dir, const char *name);
-/* Write atomically: PATH.tmp then rename. */
+/* Write atomically: a fresh temporary name in PATH's folder (support.h, file_temp),
+ * then renamed over PATH. A pipe, a device or a socket at PATH is refused. */
 int npy_write_file(const char *path, const HostTensor *t, Diag *d);
 
 /* ---- constants of graph files (host/constants.c) ------------------------------ */
