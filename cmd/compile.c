@@ -606,20 +606,24 @@ static int commit_outputs(const char *dir, const char *name, const OutFile *file
 }
 
 /* A path as make reads it in a rule (GNU make; the depfile's targets and
- * prerequisites, and a phony rule per input): ' ', tab, '#', ':' and the wildcard
- * characters '*', '?', '[' take a backslash, and so do the backslashes right
- * before one of them; '$' becomes "$$". What make has no escape for is refused
- * with a message naming the path: a line break, ';' (starts a recipe), '=' (a
- * variable assignment), '%' (a pattern rule), '|' (order-only prerequisites), a
- * '\' at the end, a name ending in "(...)" (an archive member), a leading '~' (a
- * home folder). Returns -1 after the message. */
+ * prerequisites, and a phony rule per input). ' ', '#' and ':' take a backslash,
+ * and so do the backslashes right before one of them; '$' becomes "$$". make
+ * expands the wildcards '*', '?' and '[' in file names as a glob does, so in a path
+ * that has one, they and every backslash are escaped for the glob first: it then
+ * finds the file itself (a file that does not exist yet keeps the escaped name,
+ * which only matters before the first build). What make has no escape for is
+ * refused with a message naming the path: a line break or another control
+ * character (a tab), ';' (starts a recipe), '=' (a variable assignment), '%' (a
+ * pattern rule), '|' (order-only prerequisites), a '\' at the end, a name ending in
+ * "(...)" (an archive member), a leading '~' (a home folder). Returns -1 after the
+ * message. */
 static int make_path(Buf *b, const char *depfile, const char *p)
 {
-	static const char escaped[] = " \t#:*?[";
 	const char *why = NULL;
 	size_t n = strlen(p);
 	for (const char *c = p; *c && !why; c++)
 		why = *c == '\n' || *c == '\r' ? "a line break"
+		    : (unsigned char)*c < 0x20 || *c == 0x7f ? "a control character"
 		    : *c == ';' ? "';' (make reads a recipe after it)"
 		    : *c == '=' ? "'=' (make reads a variable assignment)"
 		    : *c == '%' ? "'%' (make reads a pattern rule)"
@@ -635,8 +639,8 @@ static int make_path(Buf *b, const char *depfile, const char *p)
 		for (const char *c = p; *c; c++)
 			if (*c == '\n')
 				buf_puts(&q, "\\n");
-			else if (*c == '\r')
-				buf_puts(&q, "\\r");
+			else if ((unsigned char)*c < 0x20 || *c == 0x7f)
+				buf_printf(&q, "\\x%02x", (unsigned char)*c);
 			else
 				buf_putc(&q, *c);
 		cmd_error("cannot write depfile '%s': the path '%s' has %s, which a make rule "
@@ -644,7 +648,15 @@ static int make_path(Buf *b, const char *depfile, const char *p)
 		buf_free(&q);
 		return -1;
 	}
+	Buf g = {0};   /* the path as the glob reads it */
+	bool wild = strpbrk(p, "*?[") != NULL;
 	for (const char *c = p; *c; c++) {
+		if (wild && strchr("*?[\\", *c))
+			buf_putc(&g, '\\');
+		buf_putc(&g, *c);
+	}
+	static const char escaped[] = " #:";
+	for (const char *c = g.data; *c; c++) {
 		if (*c == '\\') {
 			size_t run = strspn(c, "\\");
 			bool before = c[run] && strchr(escaped, c[run]);
@@ -659,6 +671,7 @@ static int make_path(Buf *b, const char *depfile, const char *p)
 			buf_putc(b, '$');
 		buf_putc(b, *c);
 	}
+	buf_free(&g);
 	return 0;
 }
 
@@ -668,7 +681,7 @@ static int depfile_text(const CompileOptions *o, const char *name, const char *c
 			int ndeps, const OutFile *files, int n, Buf *b)
 {
 	int bad = 0;
-	for (int i = 0; i < n; i++) {
+	for (int i = 0; i < n && !bad; i++) {
 		char *path = malloc(strlen(o->dir) + strlen(name) + strlen(files[i].ext) + 2);
 		sprintf(path, "%s/%s%s", o->dir, name, files[i].ext);
 		if (i)
