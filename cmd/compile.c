@@ -3,9 +3,10 @@
  *
  * Writes DIR/NAME.ptx and DIR/NAME.plan.json and, with --emit, DIR/NAME.ll (the
  * optimized LLVM IR), DIR/NAME.relative.txt (the relative ops of every plan) and
- * DIR/NAME.dot (the ops coloured by kernel). Every file is
- * first written to a temporary file in DIR and renamed when all are complete, so a
- * failed compile leaves nothing behind. Logs (--log / FUSEC_LOG) go to stderr. */
+ * DIR/NAME.dot (the ops coloured by kernel). Every file, the depfile included, is
+ * first written to a temporary file beside it and renamed when all are complete, so
+ * a failed compile, or one ended by SIGINT or SIGTERM, leaves nothing behind. Logs
+ * (--log / FUSEC_LOG) go to stderr. */
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
@@ -60,7 +61,9 @@ static const char compile_usage[] =
 	"  --time                 print the time of each phase to stderr\n"
 	"  -q, --quiet            do not print the line naming the files written\n"
 	"  -M, --depfile FILE     write a make rule: the outputs depend on GRAPH (and\n"
-	"                         its .npy and ONNX external data files)\n"
+	"                         its .npy and ONNX external data files), published\n"
+	"                         with the outputs; a FILE that is not a regular file\n"
+	"                         (/dev/stdout, a pipe, a link) is written in place\n"
 	"  --verify               check the schedule before generating code: every op\n"
 	"                         runs once, launches read only what is written earlier\n"
 	"  --allow-tf32           f32 matmuls run on tensor cores as tf32 (10-bit\n"
