@@ -221,8 +221,9 @@ int file_open_in_place(const char *path)
 	/* non-blocking: a pipe that no process reads is an error (ENXIO), not a hang;
 	 * not truncated yet: file_write_in_place does that when it writes */
 	int fd = open(path, O_WRONLY | O_CREAT | O_NONBLOCK | O_CLOEXEC, 0666);
+	struct stat st;
 	if (fd < 0) {
-		if (errno == ENXIO)
+		if (errno == ENXIO && stat(path, &st) == 0 && S_ISFIFO(st.st_mode))
 			errno = EPIPE;
 		return -1;
 	}

@@ -18,11 +18,12 @@ snapshot() {
 		if [ -f "$f" ]; then echo "$f $(sha256sum <"$f")"; else echo "$f"; fi
 	done)
 }
-# wait_temp DIR: wait (at most 30 s) until a temporary file of fusec's shows in DIR
+# wait_temp DIR [TEXT]: wait (at most 30 s) until a temporary file of fusec's (or a
+# name with TEXT) shows in DIR
 wait_temp() {
 	i=0
 	while [ $i -lt 600 ]; do
-		ls -A "$1" 2>/dev/null | grep -q 'fusec-' && return 0
+		ls -A "$1" 2>/dev/null | grep -qF "${2:-fusec-}" && return 0
 		sleep 0.05; i=$((i + 1))
 	done
 	return 1
@@ -222,7 +223,7 @@ snapshot "$TMP/sig3" >"$TMP/sig3.before"
 sed 's/data: \[0,/data: [7,/' "$TMP/big.yaml" >"$TMP/big2.yaml"
 FUSEC_TEST_RENAME_DELAY_MS=5000 "$FUSEC" import "$TMP/big2.yaml" -o "$TMP/sig3/g.yaml" 2>"$TMP/sig3.err" &
 pid=$!
-wait_temp "$TMP/sig3"
+wait_temp "$TMP/sig3" g.yaml.fusec-   # written just before OUT.data is exchanged
 sleep 0.3
 kill -TERM $pid
 wait $pid 2>/dev/null
@@ -234,7 +235,7 @@ check sigterm-import-no-temp 0 no_temp "$TMP/sig3" "$TMP/sig3/g.data"
 mkdir "$TMP/sig4"
 FUSEC_TEST_RENAME_DELAY_MS=5000 "$FUSEC" import "$TMP/big.yaml" -o "$TMP/sig4/g.yaml" 2>"$TMP/sig4.err" &
 pid=$!
-wait_temp "$TMP/sig4"
+wait_temp "$TMP/sig4" g.yaml.fusec-
 sleep 0.3
 kill -TERM $pid
 wait $pid 2>/dev/null
