@@ -31,7 +31,7 @@ CMOCKA_LIBS   := $(shell $(PKG_CONFIG) --libs cmocka 2>/dev/null)
 ALL_CFLAGS = -std=c11 -D_POSIX_C_SOURCE=200809L -pthread $(WARN) $(CFLAGS) $(DEPS_CFLAGS) -MMD -MP
 
 # Sources, per layer from the ground up. Keep each list sorted.
-SUPPORT_SRC = support/support.c
+SUPPORT_SRC = support/files.c support/support.c
 IR_SRC      = ir/build.c ir/doc.c ir/infer.c ir/liveness.c ir/ops.c ir/read_json.c ir/read_yaml.c ir/relative.c
 ONNX_SRC    = onnx/import.c onnx/load.c onnx/ops.c onnx/ops_resize.c onnx/ops_more.c
 PASSES_SRC  = passes/block.c passes/dump.c passes/explain.c passes/explorer.c passes/fuser_elemwise.c passes/fuser_matmul.c passes/fuser_nhwc.c passes/fuser_probe.c passes/fuser_reduce.c passes/fuser_reduce_bcast.c passes/fusers.c passes/intset.c passes/log.c passes/log_json.c passes/plan_store.c passes/processor.c passes/record.c passes/score.c passes/verify.c passes/views.c
@@ -47,7 +47,7 @@ CORE_OBJ = $(CORE_SRC:%.c=$(BUILD)/%.o) $(BUILD)/gen/onnx.pb-c.o
 CMD_OBJ  = $(CMD_SRC:%.c=$(BUILD)/%.o)
 TEST_OBJ = $(TEST_SRC:%.c=$(BUILD)/%.o)
 # fusec-run: the runtime alone, without LLVM or libyaml (libc, libm, libdl, cJSON).
-RUN_OBJ  = $(addprefix $(BUILD)/,cmd/fusec_run.o ir/ops.o host/host.o host/npy.o support/support.o) \
+RUN_OBJ  = $(addprefix $(BUILD)/,cmd/fusec_run.o ir/ops.o host/host.o host/npy.o support/files.o support/support.o) \
            $(RT_SRC:%.c=$(BUILD)/%.o)
 
 all: $(BUILD)/fusec $(BUILD)/fusec-run
@@ -76,7 +76,7 @@ static: $(BUILD)/fusec-static
 
 # The runtime as a library (libfusecrt.a, libfusecrt.so): plan loading, the driver
 # through dlopen, launches and timing, with the host tensors and .npy it uses.
-LIBRT_SRC = runtime/bench.c runtime/runtime.c host/host.c host/npy.c ir/ops.c support/support.c
+LIBRT_SRC = runtime/bench.c runtime/runtime.c host/host.c host/npy.c ir/ops.c support/files.c support/support.c
 LIBRT_OBJ = $(LIBRT_SRC:%.c=$(BUILD)/pic/%.o)
 $(BUILD)/pic/%.o: %.c
 	@mkdir -p $(dir $@)

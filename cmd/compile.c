@@ -3,9 +3,10 @@
  *
  * Writes DIR/NAME.ptx and DIR/NAME.plan.json and, with --emit, DIR/NAME.ll (the
  * optimized LLVM IR), DIR/NAME.relative.txt (the relative ops of every plan) and
- * DIR/NAME.dot (the ops coloured by kernel). Every file is
- * first written to a temporary file in DIR and renamed when all are complete, so a
- * failed compile leaves nothing behind. Logs (--log / FUSEC_LOG) go to stderr. */
+ * DIR/NAME.dot (the ops coloured by kernel). Every file, the depfile included, is
+ * first written to a temporary file beside it and renamed when all are complete, so
+ * a failed compile, or one ended by SIGINT or SIGTERM, leaves nothing behind. Logs
+ * (--log / FUSEC_LOG) go to stderr. */
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
@@ -61,7 +62,9 @@ static const char compile_usage[] =
 	"  --time                 print the time of each phase to stderr\n"
 	"  -q, --quiet            do not print the line naming the files written\n"
 	"  -M, --depfile FILE     write a make rule: the outputs depend on GRAPH (and\n"
-	"                         its .npy and ONNX external data files)\n"
+	"                         its .npy and ONNX external data files), published\n"
+	"                         with the outputs; a FILE that is not a regular file\n"
+	"                         (/dev/stdout, a pipe, a link) is written in place\n"
 	"  --verify               check the schedule before generating code: every op\n"
 	"                         runs once, launches read only what is written earlier\n"
 	"  --allow-tf32           f32 matmuls run on tensor cores as tf32 (10-bit\n"
@@ -72,47 +75,61 @@ static const char compile_usage[] =
 	"                         for a CUDA install (default: fusec's own math)\n";
 
 typedef struct {
-	char *tmp, *final;   /* the new file, written under a temporary name; its name */
-	char *backup;        /* a hard link to the file `final` named before; NULL if none */
-	bool renamed;        /* tmp is now final */
-	bool same;           /* final holds these bytes already: left as it is */
-} Output;
-
-typedef struct {
 	const char *ext;         /* ".ptx" */
 	const char *text;
 	size_t len;
 	const Graph *weights;    /* set: the weights file of this graph, written tensor by
 				  * tensor instead of text */
+	const char *path;        /* set: a file the user named (the depfile), written there
+				  * instead of DIR/NAME<ext> */
 } OutFile;
 
-/* A fresh name DIR/.fusec-XXXXXX (short: the final name may be long), created as an
- * empty file. Returns NULL with errno set. */
-static char *temp_name(const char *dir, int *fdp)
-{
-	char *t = malloc(strlen(dir) + 16);
-	sprintf(t, "%s/.fusec-XXXXXX", dir);
-	int fd = mkstemp(t);
-	if (fd < 0) {
-		int e = errno;
-		free(t);
-		errno = e;
-		return NULL;
-	}
-	if (fdp)
-		*fdp = fd;
-	else
-		close(fd);
-	return t;
-}
+typedef struct {
+	char *tmp, *final;   /* the new file, written under a temporary name; its name */
+	char *backup;        /* a hard link to the file `final` named before; NULL if none */
+	bool renamed;        /* tmp is now final */
+	bool same;           /* final holds these bytes already: left as it is */
+	bool user;           /* a file the user named (the depfile) */
+	int in_place;        /* >= 0: a user's file that is not a regular file (a device,
+			      * a pipe, a symbolic link), open to be written in place after
+			      * the renames, never replaced; -1 */
+	UndoStep *undo_tmp, *undo_backup, *undo_publish;   /* steps run on a signal */
+} Output;
+
+/* "'DIR/NAME.ptx'" in messages; "depfile 'FILE'" for the depfile. */
+#define OUT_FMT "%s'%s'"
+#define OUT_ARG(o) (o)->user ? "depfile " : "", (o)->final
 
 static int write_tmp(Output *o, const char *dir, const char *name, const OutFile *of)
 {
 	const char *ext = of->ext, *text = of->text;
 	size_t len = of->len;
 	if (!o->final) {
-		o->final = malloc(strlen(dir) + strlen(name) + strlen(ext) + 3);
-		sprintf(o->final, "%s/%s%s", dir, name, ext);
+		o->user = of->path != NULL;
+		o->in_place = -1;
+		if (of->path) {
+			o->final = strdup(of->path);
+		} else {
+			o->final = malloc(strlen(dir) + strlen(name) + strlen(ext) + 3);
+			sprintf(o->final, "%s/%s%s", dir, name, ext);
+		}
+	}
+	/* a file the user named that is not a regular file (-M /dev/null, a pipe, a
+	 * symbolic link) is written in place, never replaced */
+	struct stat sb;
+	if (o->user && lstat(o->final, &sb) == 0 && !S_ISREG(sb.st_mode)) {
+		if (S_ISDIR(sb.st_mode)) {
+			cmd_error("cannot write " OUT_FMT ": it is a folder", OUT_ARG(o));
+			return -1;
+		}
+		o->in_place = file_open_in_place(o->final);
+		if (o->in_place < 0) {
+			cmd_error("cannot write " OUT_FMT ": %s", OUT_ARG(o),
+				  errno == EPIPE ? "it is a pipe that no process reads"
+						 : strerror(errno));
+			return -1;
+		}
+		return 0;
 	}
 	/* an unchanged weights file (a recompile) is neither written nor synced again;
 	 * commit_outputs checks once more under the lock */
@@ -121,32 +138,43 @@ static int write_tmp(Output *o, const char *dir, const char *name, const OutFile
 		return 0;
 	}
 	o->same = false;
-	int fd;
-	o->tmp = temp_name(dir, &fd);
-	if (!o->tmp) {
-		cmd_error("cannot create a file in '%s': %s", dir, strerror(errno));
+	char *prefix = file_dir_prefix(o->final);
+	int fd = file_temp(prefix, &o->tmp, &o->undo_tmp);
+	free(prefix);
+	/* errors name the user's file, not the temporary one */
+	if (fd < 0) {
+		cmd_error("cannot write " OUT_FMT ": %s", OUT_ARG(o), strerror(errno));
 		return -1;
 	}
-	mode_t mask = umask(0);
-	umask(mask);
-	fchmod(fd, 0666 & ~mask);
 	FILE *f = fdopen(fd, "w");
+	if (!f) {
+		cmd_error("cannot write " OUT_FMT ": %s", OUT_ARG(o), strerror(errno));
+		close(fd);
+		return -1;
+	}
+	errno = 0;
 	bool short_write = of->weights ? cg_weights_write_file(of->weights, f) != 0
 				       : fwrite(text, 1, len, f) != len;
 	/* fsync before the rename: after a crash the folder holds the old set or the
 	 * new one, not a new name over an empty file. */
 	int bad = short_write || fflush(f) != 0 || fsync(fd) != 0;
-	if (fclose(f) != 0 || bad) {
-		cmd_error("cannot write '%s': %s", o->tmp, strerror(errno));
+	int err = errno;
+	if (fclose(f) != 0 && !bad) {
+		bad = 1;
+		err = errno;
+	}
+	if (bad) {
+		cmd_error("cannot write " OUT_FMT ": %s", OUT_ARG(o), err ? strerror(err) : "write error");
 		return -1;
 	}
 	return 0;
 }
 
 /* mkdir -p: create dir and any missing parents, remembering every folder it made
- * (innermost last) so that a failed compile can take them away again. */
+ * (innermost last) so that a failed compile, or a signal, can take them away again. */
 typedef struct {
 	char **made;
+	UndoStep **undo;
 	int n;
 } MadeDirs;
 
@@ -160,12 +188,16 @@ static int make_dirs(const char *dir, MadeDirs *md)
 			continue;
 		char c = p[i];
 		p[i] = 0;
+		undo_hold();
 		if (mkdir(p, 0777) == 0) {
 			md->made = realloc(md->made, (size_t)(md->n + 1) * sizeof *md->made);
-			md->made[md->n++] = strdup(p);
+			md->undo = realloc(md->undo, (size_t)(md->n + 1) * sizeof *md->undo);
+			md->made[md->n] = strdup(p);
+			md->undo[md->n++] = undo_push(UNDO_RMDIR, p, NULL);
 		} else if (errno != EEXIST) {
 			rc = -1;
 		}
+		undo_release();
 		p[i] = c;
 	}
 	free(p);
@@ -178,10 +210,13 @@ static void remove_dirs(MadeDirs *md, bool remove)
 		char *d = md->made[--md->n];
 		if (remove)
 			rmdir(d);
+		undo_drop(md->undo[md->n]);
 		free(d);
 	}
 	free(md->made);
+	free(md->undo);
 	md->made = NULL;
+	md->undo = NULL;
 }
 
 static bool valid_arch(const char *s)
@@ -424,15 +459,20 @@ static int parse_options(int argc, char **argv, CompileOptions *o)
 
 /* ---- writing the outputs -------------------------------------------------------- */
 
-/* Write files[0..n) as DIR/NAME<ext>, all or none (docs/reliability.md):
- *  1. every file is written to a temporary file in DIR and synced;
+/* Write files[0..n) as DIR/NAME<ext> (or the path a file names: the depfile), all
+ * or none (docs/reliability.md):
+ *  1. every file is written to a temporary file beside its name and synced;
  *  2. under an exclusive flock on DIR, so that concurrent compiles into one folder
- *     publish one after the other, each existing file is kept as a hard link to a
+ *     publish one after the other, every name is checked (a folder, a pipe or a
+ *     device in the way is refused), each existing file is kept as a hard link to a
  *     temporary name, then the new files are renamed over the old, files[0] (the
- *     plan, which names the others and records their hashes) last;
+ *     plan, which names the others and records their hashes) last; a depfile that
+ *     is not a regular file (/dev/null, a pipe) is written in place after them;
  *  3. if any step fails, the renamed files are put back from the links (or removed
  *     when there was none), and the folders made for them are taken away: the folder
- *     is left as it was. On success the links are removed. */
+ *     is left as it was. On success the links are removed.
+ * Every temporary file, link and folder is registered with the undo list, so a
+ * signal in the middle does the same as a failure (support/files.c). */
 static int commit_outputs(const char *dir, const char *name, const OutFile *files, int n)
 {
 	int status = EXIT_OK;
@@ -441,12 +481,12 @@ static int commit_outputs(const char *dir, const char *name, const OutFile *file
 		cmd_error("cannot create '%s': %s", dir, strerror(errno));
 		status = EXIT_FAIL;
 	}
-	Output out[8] = {{0}};
+	Output *out = calloc((size_t)n, sizeof *out);
 	int nout = 0;
 	for (int i = 0; status == EXIT_OK && i < n; i++)
 		if (write_tmp(&out[nout++], dir, name, &files[i]) < 0)
 			status = EXIT_FAIL;
-	int dfd = status == EXIT_OK ? open(dir, O_RDONLY | O_DIRECTORY) : -1;
+	int dfd = status == EXIT_OK ? open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
 	/* A file system without locks (some network ones) still gets the all-or-nothing
 	 * commit; concurrent compiles there are caught by the plan's hash. */
 	if (status == EXIT_OK && (dfd < 0 || (flock(dfd, LOCK_EX) != 0 && errno != ENOLCK &&
@@ -461,56 +501,87 @@ static int commit_outputs(const char *dir, const char *name, const OutFile *file
 			status = EXIT_FAIL;
 	for (int i = 0; status == EXIT_OK && i < nout; i++) {
 		struct stat sb;
-		if (out[i].same)
+		Output *o = &out[i];
+		if (o->same || o->in_place >= 0)
 			continue;
-		const char *base = out[i].final + strlen(dir) + 1;
-		if (name_max > 0 && strlen(base) > (size_t)name_max) {
+		const char *base = o->user ? o->final : o->final + strlen(dir) + 1;
+		if (!o->user && name_max > 0 && strlen(base) > (size_t)name_max) {
 			cmd_error("cannot write '%s': the name is longer than %ld bytes (the graph's "
-				  "name is %zu bytes)", out[i].final, name_max, strlen(name));
+				  "name is %zu bytes)", o->final, name_max, strlen(name));
 			status = EXIT_FAIL;
-		} else if (lstat(out[i].final, &sb) == 0) {
-			if (S_ISDIR(sb.st_mode)) {
-				cmd_error("cannot write '%s': it is a folder", out[i].final);
+		} else if (lstat(o->final, &sb) == 0) {
+			/* a symbolic link is replaced (never what it names); a folder, a pipe,
+			 * a device or a socket is not fusec's to replace */
+			if (!S_ISREG(sb.st_mode) && !S_ISLNK(sb.st_mode)) {
+				cmd_error("cannot write " OUT_FMT ": it is %s, not a regular file%s",
+					  OUT_ARG(o), file_kind(sb.st_mode),
+					  S_ISDIR(sb.st_mode) ? "" : " (remove it to compile here)");
 				status = EXIT_FAIL;
 				break;
 			}
 			/* The old file, kept under a fresh name until the new set is in place. */
-			char *b = temp_name(dir, NULL);
-			if (!b || unlink(b) != 0 || link(out[i].final, b) != 0) {
+			char *prefix = file_dir_prefix(o->final), *b = NULL;
+			int fd = file_temp(prefix, &b, &o->undo_backup);
+			free(prefix);
+			if (fd >= 0)
+				close(fd);
+			if (fd < 0 || unlink(b) != 0 || link(o->final, b) != 0) {
 				cmd_error("cannot keep a copy of '%s' while replacing it: %s",
-					  out[i].final, strerror(errno));
+					  o->final, strerror(errno));
 				if (b)
 					unlink(b);
 				free(b);
+				undo_drop(o->undo_backup);
+				o->undo_backup = NULL;
 				status = EXIT_FAIL;
 			} else {
-				out[i].backup = b;
+				o->backup = b;
 			}
 		} else if (errno != ENOENT) {
-			cmd_error("cannot write '%s': %s", out[i].final, strerror(errno));
+			cmd_error("cannot write " OUT_FMT ": %s", OUT_ARG(o), strerror(errno));
 			status = EXIT_FAIL;
 		}
 	}
 	/* FUSEC_TEST_FAIL_RENAME=K makes the K-th rename fail (EIO), for the tests of
 	 * the rollback below; FUSEC_TEST_RENAME_DELAY_MS=N waits N ms before each rename
 	 * after the first, widening the window in which an unlocked publish would mix
-	 * with another (tests/cli/t_reliability.sh). */
+	 * with another (tests/cli/t_reliability.sh) or a signal arrives
+	 * (t_harden_files.sh). */
 	const char *fault = getenv("FUSEC_TEST_FAIL_RENAME");
 	const char *delay = getenv("FUSEC_TEST_RENAME_DELAY_MS");
 	int fail_at = fault ? atoi(fault) : 0, delay_ms = delay ? atoi(delay) : 0;
 	for (int k = 1; status == EXIT_OK && k <= nout; k++) {
 		Output *o = &out[k % nout];
-		if (o->same)
+		if (o->same || o->in_place >= 0)
 			continue;
 		if (k > 1 && delay_ms > 0 && delay_ms <= 1000)
-			nanosleep(&(struct timespec){0, delay_ms * 1000000L}, NULL);
+			nanosleep(&(struct timespec){delay_ms / 1000, (delay_ms % 1000) * 1000000L},
+				  NULL);
 		if (k == fail_at)
 			errno = EIO;
+		/* the rename and the step that undoes it, with no signal between */
+		undo_hold();
 		if (k == fail_at || rename(o->tmp, o->final) != 0) {
-			cmd_error("cannot write '%s': %s", o->final, strerror(errno));
+			cmd_error("cannot write " OUT_FMT ": %s", OUT_ARG(o), strerror(errno));
+			status = EXIT_FAIL;
+		} else {
+			o->renamed = true;
+			o->undo_publish = o->backup ? undo_push(UNDO_RENAME, o->backup, o->final)
+						    : undo_push(UNDO_UNLINK, o->final, NULL);
+			undo_drop(o->undo_tmp);
+			o->undo_tmp = NULL;
+		}
+		undo_release();
+	}
+	/* then the depfile written in place: it cannot be taken back, so it comes after
+	 * every rename, and a failure still undoes them */
+	for (int i = 0; status == EXIT_OK && i < nout; i++) {
+		Output *o = &out[i];
+		if (o->in_place >= 0 &&
+		    file_write_in_place(o->in_place, files[i].text, files[i].len) != 0) {
+			cmd_error("cannot write " OUT_FMT ": %s", OUT_ARG(o), strerror(errno));
 			status = EXIT_FAIL;
 		}
-		o->renamed = status == EXIT_OK;
 	}
 	if (status == EXIT_OK && fsync(dfd) != 0 && errno != EINVAL) {
 		cmd_error("cannot sync '%s': %s", dir, strerror(errno));
@@ -526,96 +597,138 @@ static int commit_outputs(const char *dir, const char *name, const OutFile *file
 			else if (o->tmp)
 				unlink(o->tmp);
 		}
+		undo_drop(o->undo_publish);
+		undo_drop(o->undo_tmp);
 		if (o->backup && (status == EXIT_OK || !o->renamed))
 			unlink(o->backup);
+		undo_drop(o->undo_backup);
+		if (o->in_place >= 0)
+			close(o->in_place);
 		free(o->tmp);
 		free(o->final);
 		free(o->backup);
 	}
+	free(out);
 	if (dfd >= 0)
 		close(dfd);   /* releases the lock */
 	remove_dirs(&made, status != EXIT_OK);
 	return status;
 }
 
-/* A path in a make rule: spaces, '#' and '$' escaped as make reads them. */
-static void make_path(Buf *b, const char *p)
+/* A path as make reads it in a rule (GNU make; the depfile's targets and
+ * prerequisites, and a phony rule per input). ' ', '#' and ':' take a backslash,
+ * and so do the backslashes right before one of them; '$' becomes "$$". make
+ * expands the wildcards '*', '?' and '[' in file names as a glob does, so in a path
+ * that has one, they and every backslash are escaped for the glob first: it then
+ * finds the file itself (a file that does not exist yet keeps the escaped name,
+ * which only matters before the first build). What make has no escape for is
+ * refused with a message naming the path: a line break or another control
+ * character (a tab), ';' (starts a recipe), '=' (a variable assignment), '%' (a
+ * pattern rule), '|' (order-only prerequisites), a '\' at the end, a name ending in
+ * "(...)" (an archive member), a leading '~' (a home folder). Returns -1 after the
+ * message. */
+static int make_path(Buf *b, const char *depfile, const char *p)
 {
-	for (; *p; p++) {
-		if (*p == ' ' || *p == '#' || *p == '\\')
-			buf_putc(b, '\\');
-		if (*p == '$')
-			buf_putc(b, '$');
-		buf_putc(b, *p);
+	const char *why = NULL;
+	size_t n = strlen(p);
+	for (const char *c = p; *c && !why; c++)
+		why = *c == '\n' || *c == '\r' ? "a line break"
+		    : (unsigned char)*c < 0x20 || *c == 0x7f ? "a control character"
+		    : *c == ';' ? "';' (make reads a recipe after it)"
+		    : *c == '=' ? "'=' (make reads a variable assignment)"
+		    : *c == '%' ? "'%' (make reads a pattern rule)"
+		    : *c == '|' ? "'|' (make reads order-only prerequisites)" : NULL;
+	if (!why && n && p[n - 1] == '\\')
+		why = "a '\\' at its end";
+	if (!why && n && p[n - 1] == ')' && strchr(p, '('))
+		why = "a name ending in parentheses (make reads an archive member)";
+	if (!why && p[0] == '~')
+		why = "a '~' at its start (make reads a home folder)";
+	if (why) {
+		Buf q = {0};   /* the path on one line */
+		for (const char *c = p; *c; c++)
+			if (*c == '\n')
+				buf_puts(&q, "\\n");
+			else if ((unsigned char)*c < 0x20 || *c == 0x7f)
+				buf_printf(&q, "\\x%02x", (unsigned char)*c);
+			else
+				buf_putc(&q, *c);
+		cmd_error("cannot write depfile '%s': the path '%s' has %s, which a make rule "
+			  "cannot hold; rename it, or leave out --depfile", depfile, q.data, why);
+		buf_free(&q);
+		return -1;
 	}
+	Buf g = {0};   /* the path as the glob reads it */
+	bool wild = strpbrk(p, "*?[") != NULL;
+	for (const char *c = p; *c; c++) {
+		if (wild && strchr("*?[\\", *c))
+			buf_putc(&g, '\\');
+		buf_putc(&g, *c);
+	}
+	static const char escaped[] = " #:";
+	for (const char *c = g.data; *c; c++) {
+		if (*c == '\\') {
+			size_t run = strspn(c, "\\");
+			bool before = c[run] && strchr(escaped, c[run]);
+			for (size_t k = 0; k < run * (before ? 2 : 1); k++)
+				buf_putc(b, '\\');
+			c += run - 1;
+			continue;
+		}
+		if (strchr(escaped, *c))
+			buf_putc(b, '\\');
+		if (*c == '$')
+			buf_putc(b, '$');
+		buf_putc(b, *c);
+	}
+	buf_free(&g);
+	return 0;
 }
 
 /* -M FILE: "DIR/NAME.plan.json DIR/NAME.ptx ...: GRAPH", plus a phony rule for the
- * graph so a deleted input does not stop make. Written to FILE.tmp, then renamed. */
-static int write_depfile(const CompileOptions *o, const char *name, const char *const *deps,
-			 int ndeps, const OutFile *files, int n)
+ * graph so a deleted input does not stop make, into b. -1 after a message. */
+static int depfile_text(const CompileOptions *o, const char *name, const char *const *deps,
+			int ndeps, const OutFile *files, int n, Buf *b)
 {
-	Buf b = {0};
-	for (int i = 0; i < n; i++) {
-		char path[1024];
-		snprintf(path, sizeof path, "%s/%s%s", o->dir, name, files[i].ext);
+	int bad = 0;
+	for (int i = 0; i < n && !bad; i++) {
+		char *path = malloc(strlen(o->dir) + strlen(name) + strlen(files[i].ext) + 2);
+		sprintf(path, "%s/%s%s", o->dir, name, files[i].ext);
 		if (i)
-			buf_putc(&b, ' ');
-		make_path(&b, path);
+			buf_putc(b, ' ');
+		bad |= make_path(b, o->depfile, path);
+		free(path);
 	}
-	buf_puts(&b, ":");
-	/* the files the graph was read from; constants' data files join here */
+	buf_puts(b, ":");
+	/* the files the graph was read from; constants' data files join here, then an
+	 * ONNX model's external data files */
 	bool from_file = strcmp(o->graph, "-") != 0;
-	if (from_file) {
-		buf_putc(&b, ' ');
-		make_path(&b, o->graph);
-	}
-	for (int i = 0; i < ndeps; i++) {
-		buf_putc(&b, ' ');
-		make_path(&b, deps[i]);
-	}
-	/* an ONNX model's external data files */
 	Arena *xa = arena_new();
 	const char **ext = NULL;
 	int next = from_file && cmd_is_onnx(o->graph) ? onnx_external_files(xa, o->graph, &ext) : 0;
-	for (int i = 0; i < next; i++) {
-		buf_putc(&b, ' ');
-		make_path(&b, ext[i]);
+	int nin = (from_file ? 1 : 0) + ndeps + next;
+	const char **in = malloc(sizeof *in * (size_t)(nin + 1));
+	int k = 0;
+	if (from_file)
+		in[k++] = o->graph;
+	for (int i = 0; i < ndeps; i++)
+		in[k++] = deps[i];
+	for (int i = 0; i < next; i++)
+		in[k++] = ext[i];
+	for (int i = 0; i < nin && !bad; i++) {
+		buf_putc(b, ' ');
+		bad |= make_path(b, o->depfile, in[i]);
 	}
-	buf_putc(&b, '\n');
+	buf_putc(b, '\n');
 	/* a phony rule per input, so that deleting one does not stop make */
-	if (from_file) {
-		buf_putc(&b, '\n');
-		make_path(&b, o->graph);
-		buf_puts(&b, ":\n");
+	for (int i = 0; i < nin && !bad; i++) {
+		buf_putc(b, '\n');
+		make_path(b, o->depfile, in[i]);
+		buf_puts(b, ":\n");
 	}
-	for (int i = 0; i < ndeps; i++) {
-		buf_putc(&b, '\n');
-		make_path(&b, deps[i]);
-		buf_puts(&b, ":\n");
-	}
-	for (int i = 0; i < next; i++) {
-		buf_putc(&b, '\n');
-		make_path(&b, ext[i]);
-		buf_puts(&b, ":\n");
-	}
+	free(in);
 	arena_free(xa);
-	char *tmp = malloc(strlen(o->depfile) + 8);
-	sprintf(tmp, "%s.tmp", o->depfile);
-	FILE *f = fopen(tmp, "w");
-	int status = EXIT_OK;
-	if (!f || fwrite(b.data, 1, b.len, f) != b.len || fclose(f) != 0) {
-		cmd_error("cannot write depfile '%s': %s", o->depfile, strerror(errno));
-		status = EXIT_FAIL;
-		unlink(tmp);
-	} else if (rename(tmp, o->depfile) != 0) {
-		cmd_error("cannot write depfile '%s': %s", o->depfile, strerror(errno));
-		status = EXIT_FAIL;
-		unlink(tmp);
-	}
-	free(tmp);
-	buf_free(&b);
-	return status;
+	return bad ? -1 : 0;
 }
 
 /* The files a graph read besides itself (constants' .npy files), in tensor order:
@@ -629,13 +742,24 @@ static int graph_deps(const Graph *g, const char **deps)
 	return n;
 }
 
-/* Commit files, then the depfile and the line naming what was written. */
+/* Commit files and the depfile together, then print the line naming what was
+ * written. */
 static int publish(const CompileOptions *o, const char *name, const char *const *deps,
 		   int ndeps, const OutFile *files, int n)
 {
-	int status = commit_outputs(o->dir, name, files, n);
-	if (status == EXIT_OK && o->depfile)
-		status = write_depfile(o, name, deps, ndeps, files, n);
+	Buf dep = {0};
+	OutFile *all = malloc(sizeof *all * (size_t)(n + 1));
+	memcpy(all, files, sizeof *all * (size_t)n);
+	int status = EXIT_OK;
+	if (o->depfile) {
+		if (depfile_text(o, name, deps, ndeps, files, n, &dep) != 0)
+			status = EXIT_FAIL;
+		all[n] = (OutFile){"", dep.data, dep.len, NULL, o->depfile};
+	}
+	if (status == EXIT_OK)
+		status = commit_outputs(o->dir, name, all, n + (o->depfile != NULL));
+	free(all);
+	buf_free(&dep);
 	if (status == EXIT_OK && !o->quiet) {
 		Buf line = {0};
 		buf_puts(&line, "wrote");
@@ -694,20 +818,20 @@ static int write_outputs(const CompileOptions *o, const Schedule *s, const CgOut
 	Buf rel = {0}, dot = {0}, svg = {0};
 	OutFile files[8];
 	int n = 0;
-	files[n++] = (OutFile){".plan.json", co->plan, strlen(co->plan), NULL};
-	files[n++] = (OutFile){".ptx", co->ptx.data, co->ptx.len, NULL};
+	files[n++] = (OutFile){".plan.json", co->plan, strlen(co->plan), NULL, NULL};
+	files[n++] = (OutFile){".ptx", co->ptx.data, co->ptx.len, NULL, NULL};
 	if (cg_weights_layout_size(s->g))
-		files[n++] = (OutFile){".weights.bin", "", 0, s->g};
+		files[n++] = (OutFile){".weights.bin", "", 0, s->g, NULL};
 	if (o->emit_ll)
-		files[n++] = (OutFile){".ll", co->ll.data, co->ll.len, NULL};
+		files[n++] = (OutFile){".ll", co->ll.data, co->ll.len, NULL, NULL};
 	if (o->emit_relative) {
 		pass_dump_relative(s, &rel);
-		files[n++] = (OutFile){".relative.txt", rel.data ? rel.data : "", rel.len, NULL};
+		files[n++] = (OutFile){".relative.txt", rel.data ? rel.data : "", rel.len, NULL, NULL};
 	}
 	if (o->emit_dot || o->emit_svg)
 		pass_dump_dot(s, &dot);
 	if (o->emit_dot)
-		files[n++] = (OutFile){".dot", dot.data, dot.len, NULL};
+		files[n++] = (OutFile){".dot", dot.data, dot.len, NULL, NULL};
 	if (o->emit_svg) {
 		if (cmd_dot_to_svg(dot.data, dot.len, &svg) < 0) {
 			buf_free(&rel);
@@ -715,7 +839,7 @@ static int write_outputs(const CompileOptions *o, const Schedule *s, const CgOut
 			buf_free(&svg);
 			return EXIT_FAIL;
 		}
-		files[n++] = (OutFile){".svg", svg.data, svg.len, NULL};
+		files[n++] = (OutFile){".svg", svg.data, svg.len, NULL, NULL};
 	}
 	const char **deps = malloc(sizeof *deps * ((size_t)s->g->ntensors + 1));
 	int ndeps = graph_deps(s->g, deps);
@@ -855,7 +979,7 @@ static int from_result_cache(const CompileOptions *o, RcEntry *e, double t0)
 	for (int i = 0; i < e->ndeps; i++)
 		deps[i] = e->deps[i];
 	for (int i = 0; i < e->nfiles; i++)
-		files[i] = (OutFile){e->files[i].ext, e->files[i].text, e->files[i].len, NULL};
+		files[i] = (OutFile){e->files[i].ext, e->files[i].text, e->files[i].len, NULL, NULL};
 	int status = publish(o, e->name, deps, e->ndeps, files, e->nfiles);
 	if (o->timing && status == EXIT_OK) {
 		double t = clock_seconds() - t0;

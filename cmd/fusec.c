@@ -367,6 +367,8 @@ static int run_command(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
+	/* SIGINT, SIGTERM, SIGHUP take back what a command has made so far (support.h) */
+	undo_install();
 	/* A write to stdout that failed (a full disk, a closed pipe) fails the command. */
 	return finish_stdout(cmd_prog, run_command(argc, argv));
 }

@@ -33,21 +33,15 @@ bool cmd_have_dot(void)
 	return found;
 }
 
-int cmd_dot_to_svg(const char *dot, size_t len, Buf *svg)
+/* dot's input written to fd (the temporary file tmp, closed here), its SVG to svg. */
+static int run_dot(int fd, char *tmp, const char *dot, size_t len, Buf *svg)
 {
-	char tmp[] = "/tmp/fusec-dot-XXXXXX";
-	int fd = mkstemp(tmp);
-	if (fd < 0) {
-		cmd_error("--emit svg: cannot create a temporary file: %s", strerror(errno));
-		return -1;
-	}
 	size_t off = 0;
 	while (off < len) {
 		ssize_t w = write(fd, dot + off, len - off);
 		if (w <= 0) {
 			cmd_error("--emit svg: cannot write '%s': %s", tmp, strerror(errno));
 			close(fd);
-			unlink(tmp);
 			return -1;
 		}
 		off += (size_t)w;
@@ -56,7 +50,6 @@ int cmd_dot_to_svg(const char *dot, size_t len, Buf *svg)
 	int p[2];
 	if (pipe(p) != 0) {
 		cmd_error("--emit svg: pipe: %s", strerror(errno));
-		unlink(tmp);
 		return -1;
 	}
 	posix_spawn_file_actions_t fa;
@@ -72,7 +65,6 @@ int cmd_dot_to_svg(const char *dot, size_t len, Buf *svg)
 	if (rc != 0) {
 		cmd_error("--emit svg: cannot run Graphviz's dot: %s", strerror(rc));
 		close(p[0]);
-		unlink(tmp);
 		return -1;
 	}
 	char chunk[65536];
@@ -84,11 +76,28 @@ int cmd_dot_to_svg(const char *dot, size_t len, Buf *svg)
 	int st = 0;
 	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
 		;
-	unlink(tmp);
 	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0 || svg->len == 0) {
 		cmd_error("--emit svg: Graphviz's dot failed (status %d)",
 			  WIFEXITED(st) ? WEXITSTATUS(st) : -1);
 		return -1;
 	}
 	return 0;
+}
+
+int cmd_dot_to_svg(const char *dot, size_t len, Buf *svg)
+{
+	/* registered: a signal removes it (support.h) */
+	char *tmp = NULL;
+	UndoStep *undo = NULL;
+	int fd = file_temp("/tmp/fusec-dot-", &tmp, &undo);
+	if (fd < 0) {
+		cmd_error("--emit svg: cannot create a temporary file: %s", strerror(errno));
+		return -1;
+	}
+	fchmod(fd, 0600);   /* in /tmp: for this user only */
+	int rc = run_dot(fd, tmp, dot, len, svg);
+	unlink(tmp);
+	undo_drop(undo);
+	free(tmp);
+	return rc;
 }

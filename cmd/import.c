@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "../host/host.h"
@@ -281,38 +282,38 @@ static int write_graph(Buf *b, const Graph *g, bool yaml, const char *stage,
 	return 0;
 }
 
-/* Remove a folder of files (a staging folder: flat). */
-static void remove_flat(const char *dir)
+/* Remove a folder of files (a staging folder: flat; a symbolic link in its place is
+ * unlinked, never followed), and forget the step that removes it on a signal. */
+static void remove_flat(const char *dir, UndoStep *undo)
 {
-	DIR *d = opendir(dir);
-	struct dirent *e;
-	while (d && (e = readdir(d)))
-		if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
-			unlinkat(dirfd(d), e->d_name, 0);
-	if (d)
-		closedir(d);
-	rmdir(dir);
+	dir_remove_flat(dir);
+	undo_drop(undo);
 }
 
 /* A staging folder for datadir: a fresh folder beside it holding a hard link to
  * each file datadir has (so files this import does not write stay), or NULL
- * (message printed). A folder inside datadir is not copied: refused. */
-static char *stage_data(Arena *a, const char *datadir)
+ * (message printed). A folder inside datadir is not copied: refused. datadir is
+ * never followed through a symbolic link (cmd_import refuses one). The staging
+ * folder is registered to be removed on a signal (*undo). */
+static char *stage_data(Arena *a, const char *datadir, UndoStep **undo)
 {
-	char *stage = arena_printf(a, "%s.fusec-XXXXXX", datadir);
-	if (!mkdtemp(stage)) {
+	char *prefix = arena_printf(a, "%s.fusec-", datadir);
+	char *made = dir_temp(prefix, undo);
+	if (!made) {
 		cmd_error("cannot create a folder beside '%s': %s", datadir, strerror(errno));
 		return NULL;
 	}
-	mode_t mask = umask(0);
-	umask(mask);   /* mkdtemp made it 0700: give it the mode mkdir would */
-	chmod(stage, 0777 & ~mask);
-	DIR *d = opendir(datadir);
-	if (!d && errno == ENOENT)
+	char *stage = arena_strdup(a, made);
+	free(made);
+	int dfd = open(datadir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
+	if (!d && dfd < 0 && errno == ENOENT)
 		return stage;
 	if (!d) {
 		cmd_error("cannot read '%s': %s", datadir, strerror(errno));
-		rmdir(stage);
+		if (dfd >= 0)
+			close(dfd);
+		remove_flat(stage, *undo);
 		return NULL;
 	}
 	struct dirent *e;
@@ -333,7 +334,7 @@ static char *stage_data(Arena *a, const char *datadir)
 	if (bad) {
 		cmd_error("cannot keep '%s/%s' in the new constants folder: %s", datadir, bad,
 			  strerror(err));
-		remove_flat(stage);
+		remove_flat(stage, *undo);
 		return NULL;
 	}
 	return stage;
@@ -350,6 +351,122 @@ static int exchange(const char *a, const char *b, bool *created)
 		return renameat2(AT_FDCWD, a, AT_FDCWD, b, RENAME_NOREPLACE);
 	}
 	return -1;
+}
+
+/* OUT as given to -o: a regular file or a new name is replaced by a rename (below);
+ * anything else (/dev/stdout, a pipe, a symbolic link) is opened here to be written
+ * in place, never replaced (*in_place); a folder is refused. */
+static int open_out(const char *out, int *in_place)
+{
+	struct stat st;
+	*in_place = -1;
+	if (lstat(out, &st) != 0 || S_ISREG(st.st_mode))
+		return EXIT_OK;
+	if (S_ISDIR(st.st_mode)) {
+		cmd_error("cannot write '%s': it is a folder", out);
+		return EXIT_FAIL;
+	}
+	*in_place = file_open_in_place(out);
+	if (*in_place < 0) {
+		cmd_error("cannot write '%s': %s", out,
+			  errno == EPIPE ? "it is a pipe that no process reads" : strerror(errno));
+		return EXIT_FAIL;
+	}
+	return EXIT_OK;
+}
+
+/* OUT.data is replaced whole, so it must be a folder (or not exist): a symbolic
+ * link there is refused, never followed (the files of the folder it names would be
+ * taken for OUT.data's). */
+static int check_datadir(const char *datadir)
+{
+	struct stat st;
+	if (lstat(datadir, &st) != 0 || S_ISDIR(st.st_mode))
+		return EXIT_OK;
+	if (S_ISLNK(st.st_mode))
+		cmd_error("cannot write the constants to '%s': it is a symbolic link; fusec "
+			  "replaces that folder whole and does not follow a link there (remove "
+			  "the link, or import into the folder it names)", datadir);
+	else
+		cmd_error("cannot write the constants to '%s': it is %s, not a folder", datadir,
+			  file_kind(st.st_mode));
+	return EXIT_FAIL;
+}
+
+/* Publish the graph text b as OUT and the staged folder *stage (when there is one)
+ * as OUT.data: the constants first, then the graph that names them; undone on
+ * failure, and on a signal (the undo list). A failed write (a full disk) leaves the
+ * previous OUT as it was. *stage becomes NULL when it is OUT.data now (nothing old
+ * to remove). */
+static int publish(Arena *a, const char *out, const Buf *b, char **stage, const char *datadir,
+		   int in_place)
+{
+	/* written beside OUT under a fresh name, then renamed over it */
+	char *tmp = NULL;
+	UndoStep *tmp_undo = NULL;
+	int err = 0;
+	if (in_place < 0) {
+		int fd = file_temp(arena_printf(a, "%s.fusec-", out), &tmp, &tmp_undo);
+		if (fd < 0) {
+			err = errno;
+		} else {
+			if (file_write_all(fd, b->data, b->len))
+				err = errno;
+			if (close(fd) && !err)
+				err = errno;
+		}
+	}
+	bool created = false, swapped = false;
+	UndoStep *swap_undo = NULL;
+	if (err) {
+		cmd_error("cannot write '%s': %s", out, strerror(err));
+	} else if (*stage) {
+		undo_hold();
+		swapped = exchange(*stage, datadir, &created) == 0;
+		err = swapped ? 0 : errno;
+		if (swapped)
+			swap_undo = created ? undo_push(UNDO_CLEAR_DIR, datadir, NULL)
+					    : undo_push(UNDO_EXCHANGE, *stage, datadir);
+		undo_release();
+		if (!swapped)
+			cmd_error("cannot replace '%s': %s", datadir, strerror(err));
+	}
+	/* FUSEC_TEST_RENAME_DELAY_MS=N: wait N ms here, between the constants and the
+	 * graph, for the signal tests (tests/cli/t_harden_files.sh) */
+	const char *delay = getenv("FUSEC_TEST_RENAME_DELAY_MS");
+	int delay_ms = delay ? atoi(delay) : 0;
+	if (!err && delay_ms > 0 && delay_ms <= 10000)
+		nanosleep(&(struct timespec){delay_ms / 1000, (delay_ms % 1000) * 1000000L}, NULL);
+	if (!err) {
+		int rc;
+		if (in_place >= 0) {
+			rc = file_write_in_place(in_place, b->data, b->len);
+			err = rc ? errno : 0;
+			undo_hold();
+		} else {
+			undo_hold();
+			rc = rename(tmp, out);
+			err = rc ? errno : 0;
+		}
+		if (!err) {
+			undo_drop(swap_undo);
+			undo_drop(tmp_undo);
+			swap_undo = tmp_undo = NULL;
+		}
+		undo_release();
+		if (err)
+			cmd_error("cannot write '%s': %s", out, strerror(err));
+	}
+	if (err && swapped && (created ? rename(datadir, *stage) : exchange(*stage, datadir, &created)))
+		cmd_error("cannot put back '%s': %s", datadir, strerror(errno));
+	undo_drop(swap_undo);
+	if (err && tmp)
+		unlink(tmp);
+	undo_drop(tmp_undo);
+	free(tmp);
+	if (!err && created)
+		*stage = NULL;
+	return err ? EXIT_FAIL : EXIT_OK;
 }
 
 static bool ends_with(const char *s, const char *suffix)
@@ -395,15 +512,17 @@ int cmd_import(int argc, char **argv)
 		const Tensor *t = &g->tensors[g->inputs[i]];
 		big = big || (t->data && count_of(t) > INLINE_MAX);
 	}
-	int status = EXIT_OK;
+	int in_place = -1;   /* OUT, when it is written in place */
+	int status = out ? open_out(out, &in_place) : EXIT_OK;
 	char *stage = NULL;   /* OUT.data's new contents, published with OUT */
-	if (out && big) {
+	UndoStep *stage_undo = NULL;
+	if (status == EXIT_OK && out && big) {
 		const char *dot = strrchr(out, '.'), *slash = strrchr(out, '/');
 		size_t stem = dot && (!slash || dot > slash) ? (size_t)(dot - out) : strlen(out);
 		datadir = arena_printf(a, "%.*s.data", (int)stem, out);
 		datarel = slash ? datadir + (slash - out) + 1 : datadir;
-		stage = stage_data(a, datadir);
-		if (!stage)
+		status = check_datadir(datadir);
+		if (status == EXIT_OK && !(stage = stage_data(a, datadir, &stage_undo)))
 			status = EXIT_FAIL;
 	}
 	Buf b = {0};
@@ -415,41 +534,13 @@ int cmd_import(int argc, char **argv)
 			status = EXIT_FAIL;
 		}
 	} else if (status == EXIT_OK) {
-		/* written beside OUT under a temporary name, then renamed over it: a failed
-		 * write (a full disk) leaves the previous OUT as it was */
-		char *tmp = arena_printf(a, "%s.fusec-XXXXXX", out);
-		int fd = mkstemp(tmp);
-		FILE *f = fd >= 0 ? fdopen(fd, "wb") : NULL;
-		if (fd >= 0 && !f)
-			close(fd);
-		bool ok = f && fwrite(b.data, 1, b.len, f) == b.len;
-		ok = f && fclose(f) == 0 && ok;
-		mode_t mask = umask(0);
-		umask(mask);   /* mkstemp made it 0600: give it the mode fopen would */
-		ok = ok && chmod(tmp, 0666 & ~mask) == 0;
-		/* the constants first, then the graph that names them; undone on failure */
-		bool created = false, swapped = false;
-		if (ok && stage) {
-			swapped = exchange(stage, datadir, &created) == 0;
-			if (!swapped)
-				cmd_error("cannot replace '%s': %s", datadir, strerror(errno));
-		}
-		if (ok && (swapped || !stage) && rename(tmp, out) == 0) {
-			if (created)
-				stage = NULL;   /* it is OUT.data now; nothing old to remove */
-		} else {
-			if (!ok || swapped || !stage)
-				cmd_error("cannot write '%s': %s", out, strerror(errno));
-			status = EXIT_FAIL;
-			if (swapped && (created ? rename(datadir, stage)
-						: exchange(stage, datadir, &created)))
-				cmd_error("cannot put back '%s': %s", datadir, strerror(errno));
-			if (fd >= 0)
-				unlink(tmp);
-		}
+		status = publish(a, out, &b, &stage, datadir, in_place);
 	}
 	if (stage)
-		remove_flat(stage);   /* the unpublished new folder, or the old one */
+		remove_flat(stage, stage_undo);   /* the unpublished new folder, or the old one */
+	undo_drop(stage_undo);
+	if (in_place >= 0)
+		close(in_place);
 	buf_free(&b);
 	arena_free(a);
 	return status;

@@ -30,6 +30,7 @@ typedef struct {
 typedef struct {
 	char dir[256];
 	char plan[640], ptx[640];
+	UndoStep *undo;   /* removes dir on a signal */
 } RunTemp;
 int run_cuda_compile(const Graph *g, bool allow_tf32, bool burn_exact, RunTemp *t, Diag *d);
 void run_cuda_cleanup(RunTemp *t);

@@ -34,12 +34,17 @@ int run_cuda_compile(const Graph *g, bool allow_tf32, bool burn_exact, RunTemp *
 {
 	memset(t, 0, sizeof *t);
 	const char *tmp = getenv("TMPDIR");
-	snprintf(t->dir, sizeof t->dir, "%s/fusec-run-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-	if (!mkdtemp(t->dir)) {
+	snprintf(t->dir, sizeof t->dir, "%s/fusec-run-", tmp && *tmp ? tmp : "/tmp");
+	/* registered: a signal takes the folder away again (support.h) */
+	char *dir = dir_temp(t->dir, &t->undo);
+	if (!dir) {
 		diag_set(d, t->dir, 0, 0, "cannot create a temporary folder");
 		t->dir[0] = 0;
 		return -1;
 	}
+	chmod(dir, 0700);   /* private, as mkdtemp makes it */
+	snprintf(t->dir, sizeof t->dir, "%s", dir);
+	free(dir);
 	SearchOptions so;
 	pass_default_options(&so);
 	so.burn_exact = burn_exact;
@@ -68,6 +73,7 @@ void run_cuda_cleanup(RunTemp *t)
 		unlink(t->ptx);
 	if (t->dir[0])
 		rmdir(t->dir);
+	undo_drop(t->undo);
 	memset(t, 0, sizeof *t);
 }
 

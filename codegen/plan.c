@@ -292,7 +292,9 @@ static int piece_compare(void *c, const void *p, size_t n)
 bool cg_weights_same(const Graph *g, const char *path)
 {
 	uint64_t total = cg_weights_layout_size(g);
-	int fd = open(path, O_RDONLY);
+	/* only a regular file is compared (and so kept): opening a pipe must not wait
+	 * for a writer, and a symbolic link is replaced like any other output */
+	int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
 	struct stat st;
 	if (fd < 0)
 		return false;

@@ -44,7 +44,8 @@ uint64_t cg_weights_layout_size(const Graph *g);
  * or -1 when a write fails (errno set). */
 int cg_weights_write_file(const Graph *g, FILE *f);
 /* Whether the file at path holds exactly those bytes (a recompile need not write
- * and sync an unchanged weights file again). */
+ * and sync an unchanged weights file again). Only a regular file, not followed
+ * through a symbolic link, can be the same; a pipe is not waited on. */
 bool cg_weights_same(const Graph *g, const char *path);
 /* The SHA-256 of the file cg_weights_write_file writes, computed tensor by tensor. */
 void cg_weights_sha256(const Graph *g, char out[65]);

@@ -126,7 +126,8 @@ const char *npy_path(char *buf, size_t size, const char *dir, const char *name);
  * to" or "read from" (verb). 0, or -1. */
 int npy_check_names(const char *dir, const char *const *names, const char *const *labels,
 		    int n, size_t size, const char *opt, const char *verb, Diag *d);
-/* Write atomically: PATH.tmp then rename. */
+/* Write atomically: a fresh temporary name in PATH's folder (support.h, file_temp),
+ * then renamed over PATH. A pipe, a device or a socket at PATH is refused. */
 int npy_write_file(const char *path, const HostTensor *t, Diag *d);
 
 /* ---- constants of graph files (host/constants.c) ------------------------------ */

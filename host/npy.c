@@ -12,6 +12,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "host.h"
 
@@ -280,27 +282,39 @@ void npy_write_buf(Buf *b, const HostTensor *t)
 
 int npy_write_file(const char *path, const HostTensor *t, Diag *d)
 {
+	/* a pipe, a device or a socket in the way is refused, not replaced; a symbolic
+	 * link is replaced (the link, never the file it names) */
+	struct stat st;
+	if (lstat(path, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISLNK(st.st_mode)) {
+		diag_set(d, path, 0, 0, "cannot write: it is %s, not a regular file",
+			 file_kind(st.st_mode));
+		return -1;
+	}
 	Buf b = {0};
 	npy_write_buf(&b, t);
-	size_t plen = strlen(path);
-	char *tmp = xmalloc(plen + 5);
-	memcpy(tmp, path, plen);
-	memcpy(tmp + plen, ".tmp", 5);
-	FILE *f = fopen(tmp, "wb");
+	/* a fresh name beside it (O_EXCL: never a file or link someone put there) */
+	char *prefix = file_dir_prefix(path), *tmp = NULL;
+	UndoStep *undo = NULL;
+	int fd = file_temp(prefix, &tmp, &undo);
 	int rc = -1;
-	if (!f) {
+	if (fd < 0) {
 		diag_set(d, path, 0, 0, "cannot write: %s", strerror(errno));
 	} else {
-		bool ok = fwrite(b.data, 1, b.len, f) == b.len;
-		ok = (fclose(f) == 0) && ok;
-		if (!ok || rename(tmp, path)) {
-			diag_set(d, path, 0, 0, "cannot write: %s", strerror(errno));
-			remove(tmp);
+		int err = file_write_all(fd, b.data, b.len) ? errno : 0;
+		if (close(fd) && !err)
+			err = errno;
+		if (!err && rename(tmp, path))
+			err = errno;
+		if (err) {
+			diag_set(d, path, 0, 0, "cannot write: %s", strerror(err));
+			unlink(tmp);
 		} else {
 			rc = 0;
 		}
+		undo_drop(undo);
 	}
 	free(tmp);
+	free(prefix);
 	buf_free(&b);
 	return rc;
 }

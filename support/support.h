@@ -89,6 +89,58 @@ char *read_regular_file(const char *path, size_t max, size_t *len, Diag *d);
  * was lost. Every command that prints to stdout ends through it. */
 int finish_stdout(const char *prog, int status);
 
+/* ---- writing files (files.c) ----------------------------------------------- */
+
+/* Undo on a signal: what a command made and has not yet handed over is taken away
+ * again when SIGINT, SIGTERM or SIGHUP ends it (docs/reliability.md). undo_install
+ * (once, by a command; never by library code) installs the handlers, keeping a
+ * signal the process ignores ignored; until then the calls below do nothing but
+ * their own work. undo_push registers a step, run by the handler newest first;
+ * undo_drop forgets it (NULL is fine). Make a thing and push its step between
+ * undo_hold and undo_release (signals blocked, nestable), so no signal falls
+ * between the two. */
+typedef enum {
+	UNDO_UNLINK = 1,     /* unlink(a) */
+	UNDO_RMDIR,          /* rmdir(a) */
+	UNDO_CLEAR_DIR,      /* dir_remove_flat(a) */
+	UNDO_RENAME,         /* rename(a, b): put a kept file back */
+	UNDO_EXCHANGE,       /* exchange a and b again */
+} UndoKind;
+typedef struct UndoStep UndoStep;
+void undo_install(void);
+void undo_hold(void);
+void undo_release(void);
+UndoStep *undo_push(UndoKind kind, const char *a, const char *b);
+void undo_drop(UndoStep *s);
+
+/* A new empty file PREFIXxxxxxx (random; O_EXCL, so an existing name or a symbolic
+ * link is never opened), mode 0666 less the umask. Returns its descriptor and sets
+ * *path (malloc'd); -1 with errno. With undo, its removal is registered there (the
+ * caller drops it once the file is renamed away); without, nothing is registered. */
+int file_temp(const char *prefix, char **path, UndoStep **undo);
+/* The same for a folder (mode 0777 less the umask), registered as UNDO_CLEAR_DIR.
+ * NULL with errno. */
+char *dir_temp(const char *prefix, UndoStep **undo);
+/* "DIR/.fusec-" for path "DIR/NAME" (".fusec-" without a slash): temporary files
+ * beside path, in its folder, so a rename publishes them. malloc'd. */
+char *file_dir_prefix(const char *path);
+/* "a folder", "a pipe (FIFO)", "a device", "a symbolic link", ... for an st_mode. */
+const char *file_kind(unsigned mode);
+/* Open a path the user named that is not a regular file (a device, a pipe, a
+ * symbolic link) to write it in place: never replaced by a rename. A pipe no
+ * process reads fails with EPIPE instead of blocking. Not truncated yet (the
+ * open may come before a commit that fails). -1 with errno. */
+int file_open_in_place(const char *path);
+/* Write the whole content of a file opened so: a regular file (through a link) is
+ * truncated first. 0, or -1 with errno. */
+int file_write_in_place(int fd, const void *p, size_t n);
+/* write(2) all n bytes (EINTR and short writes retried); 0, or -1 with errno. */
+int file_write_all(int fd, const void *p, size_t n);
+/* Remove a flat folder of files and the folder, never following a symbolic link:
+ * a link (or a file) at dir is unlinked, what it names left alone.
+ * Async-signal-safe. */
+void dir_remove_flat(const char *dir);
+
 /* ---- hashing --------------------------------------------------------------- */
 
 /* 64-bit FNV-1a step and a final mix; stable across runs and machines. */
