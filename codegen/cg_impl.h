@@ -12,10 +12,11 @@
  *
  * The rooms, from the bottom: toolbox.c (LLVM types, loads and stores, conversions,
  * index math, memo, loops), values.c (per-dtype arithmetic), eval.c (the evaluator),
- * kernel_elemwise.c, kernel_reduce.c, kernel_matmul.c, kernel_join_window.c (the
- * families), frame.c (the kernel frame and the launch rule), module.c (the LLVM
- * module, deduplication, emission). coop.c (coop.h) is the cooperative-kernel builder
- * beside the toolbox: phases, barriers, shared memory and shuffles for NVPTX and host. */
+ * kernel_elemwise.c, kernel_reduce.c, kernel_matmul.c (the tiled matmul in matmul.h
+ * and matmul_*.c), kernel_join_window.c (the families), frame.c (the kernel frame
+ * and the launch rule), module.c (the LLVM module, deduplication, emission). coop.c
+ * (coop.h) is the cooperative-kernel builder beside the toolbox: phases, barriers,
+ * shared memory and shuffles for NVPTX and host. */
 #ifndef FUSEC_CG_IMPL_H
 #define FUSEC_CG_IMPL_H
 
@@ -268,7 +269,7 @@ LLVMValueRef cg_eval_reduce(CgKb *kb, const RelOp *op, CgIdx *out);
 int cg_row_axis(const CgKernelSpec *s, int rank, const uint32_t *ref);
 void cg_row_loops(CgKb *kb, int rank, const uint32_t *ref, int axis, const int *wr, int nw);
 
-/* kernel_matmul.c */
+/* kernel_matmul.c; the tiled kernel in matmul_*.c (matmul.h) */
 LLVMValueRef cg_eval_matmul(CgKb *kb, const RelOp *op, CgIdx *out);
 /* The tiled kernel body for a tile configuration (codegen.h cg_matmul_variant), after
  * the frame made the function; wr lists the written tensors. cg_matmul_launch sets
@@ -279,7 +280,7 @@ void cg_matmul_launch(int variant, const CgKernelSpec *s, CgLaunch *l);
  * CG_PARAM_SCRATCH parameter (the partial tiles and a counter per tile), last. */
 bool cg_matmul_splits(int variant);
 /* The index of the matmul in s->ops after its leading swap_dims / permute operand
- * views, or -1 (kernel_matmul.c). */
+ * views, or -1 (matmul_pick.c). */
 int cg_matmul_index(const CgKernelSpec *s);
 
 /* kernel_join_window.c: cat and gather; conv2d and the pools */

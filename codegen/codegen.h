@@ -83,7 +83,7 @@
 #include "../passes/passes.h"
 
 /* The arch of compile's default (--arch): Hopper's own, so that matmuls take wgmma
- * (kernel_matmul.c); --arch sm_90 gives PTX that later GPUs can still load. The host
+ * (matmul_wgmma.c); --arch sm_90 gives PTX that later GPUs can still load. The host
  * backend runs the same arch's kernel choices. */
 #define CG_DEFAULT_ARCH "sm_90a"
 
@@ -202,7 +202,7 @@ bool cg_module_allow_tf32(const CgModule *m);
 void cg_module_free(CgModule *m);
 
 /* The tile configuration of a matmul kernel for the segment's dims (dims[shape id]),
- * from the table of codegen/kernel_matmul.c: 0 (not tiled) unless spec is a Matmul or
+ * from the table of codegen/matmul_pick.c: 0 (not tiled) unless spec is a Matmul or
  * single matmul kernel over f16/bf16 or f32 on sm_80 or later (or host), or one of
  * at most 16 rows (gemv) on any arch; f32 on tensor cores (tf32) only when
  * allow_tf32 (and sm_80 or later, or host). */

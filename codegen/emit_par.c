@@ -175,7 +175,7 @@ static size_t header_len(const char *s, size_t len)
 }
 
 /* The one module-level declaration parts may share: the launch's dynamic shared
- * memory (kernel_matmul.c's large tiles), the same line in every part that has it,
+ * memory (matmul_tile.c's large tiles), the same line in every part that has it,
  * written once after the header of the joined PTX. */
 static const char dyn_shared_decl[] = ".extern .shared .align 16 .b8 fusec_dynamic_shared[];";
 

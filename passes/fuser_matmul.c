@@ -3,7 +3,7 @@
  * Starts with a matmul, or with at most two swap_dims / permute views of tensors
  * read from memory that are the matmul's operands and read by it alone (its last
  * read of them: the transposed operands the tiled kernel reads in place, codegen/
- * kernel_matmul.c), then takes an elementwise epilogue over the matmul's output
+ * matmul_tile.c), then takes an elementwise epilogue over the matmul's output
  * shape (bias, activation, scaling). The matmul itself is neither counted in N nor
  * in U: the score is what the views and the epilogue save, with the matmul's result
  * counted as already in registers. A second matmul, a view after the matmul, a

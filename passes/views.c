@@ -53,7 +53,7 @@ static int consumer_takes(const Graph *g, const Launch *l, const Op *v, int y, i
 	}
 	if (mm < 0)
 		return 1;
-	/* the matmul kernel's leading operand views (codegen/kernel_matmul.c,
+	/* the matmul kernel's leading operand views (codegen/matmul_pick.c,
 	 * cg_matmul_index): at most two swap_dims / full permutes, each reading
 	 * memory, each result an operand of the matmul and read by nothing else */
 	if (lead < 0 || lead + mm_taken + 1 > 2)

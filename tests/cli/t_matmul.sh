@@ -1,5 +1,5 @@
 # t_matmul.sh: matmuls under a wave of output tiles take split-K configurations
-# (codegen/kernel_matmul.c): blocks split K, write partial tiles to the launch's
+# (codegen/matmul_epilogue.c): blocks split K, write partial tiles to the launch's
 # scratch, and the last block of a tile sums them in split order, then runs the
 # epilogue. The cpu backend runs that algorithm (the scratch shared by the plan's
 # launches, as on the GPU), checked here against the interpreter.

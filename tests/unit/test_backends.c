@@ -1243,7 +1243,7 @@ typedef struct {
 				 * rule takes only at sizes too large for the host */
 } MmCase;
 
-/* The matmul cases: every tile configuration of codegen/kernel_matmul.c (checked
+/* The matmul cases: every tile configuration of codegen/matmul_pick.c (checked
  * below), both chunk paths (K and N multiples of 8 elements or not), edges in M, N
  * and K (1, 17, 33, 127 ...), batch dims broadcast on both sides, epilogues with
  * bias, residual, activations, scale and cast, and a matmul result that is written

@@ -1,0 +1,273 @@
+/* matmul.h: the matmul family's internal contract, shared by its rooms and nobody
+ * outside codegen/ (kernel_matmul.c has the map of the rooms).
+ *
+ * It holds what a kernel built from matmul tiles needs: the tile configuration
+ * (MmConfig: block tile, warp grid, stages, split, the compute kind), the builder
+ * state (Mm: the operands, the shared stages, the accumulators, the current tile)
+ * and the helpers that build a tile kernel for both targets:
+ *   - integer and address helpers with value numbering (mm_add, mm_mul, mm_lt,
+ *     mm_bin ...: matmul_tile.c), shared-memory offsets (mm_swz, mm_smem_at,
+ *     mm_stage_off, mm_saddr), inline PTX (mm_asm_call);
+ *   - phases and accumulators (mm_phase_begin / mm_phase_end, mm_barrier,
+ *     mm_acc_load / mm_acc_store): on the host a phase is a loop over the block's
+ *     threads and the accumulators an array indexed by thread id;
+ *   - stage loads (mm_load_stage: cp.async or element by element into the swizzled
+ *     layout), shared element reads (mm_smem_elem), operand strides
+ *     (mm_operand_layout, mm_batch_base, mm_is_aligned16), the output tiles
+ *     (mm_tile_grid, mm_tile_batch);
+ *   - the compute of one stage (mm_compute_stage: mma.sync, wgmma, SIMT FMA; each
+ *     also on its own: matmul_mma.c, matmul_wgmma.c, matmul_simt.c) and the map from
+ *     an accumulator to its (row, column) in the block tile (mm_tc_pos, mm_simt_pos);
+ *   - the epilogue (mm_epilogue, mm_epi_walk: the written tensors evaluated on the
+ *     matmul's values) and the split-K combine (mm_split_combine).
+ * A convolution or attention kernel can reuse them by filling an Mm with its own
+ * MmConfig and operands: a stage filled in the layout mm_swz describes (by
+ * mm_load_stage, or by an im2col load written against the same layout) is
+ * multiplied by mm_compute_stage, and mm_epilogue evaluates and stores the written
+ * tensors at the accumulators' positions (Mm.to, Mm.m0, Mm.n0, Mm.bpos). No such
+ * kernel exists yet: the matmul is the rooms' only user. */
+#ifndef FUSEC_MATMUL_H
+#define FUSEC_MATMUL_H
+
+#include "cg_impl.h"
+
+enum {
+	MM_THREADS = 256,        /* = CG_BLOCK, the kernels' maxntid */
+	MM_SMEM_STATIC = 48 * 1024, /* static shared memory limit; above it, dynamic */
+	MM_WG_ALIGN = 1024,      /* wgmma's 128-byte swizzle repeats every 1024 bytes */
+	MM_GEMV_COLS = 2,        /* gemv: columns per thread (matmul_simt.c) */
+	MM_GEMV_WARPS = MM_THREADS / 32,
+	MM_EPI_V = 8,            /* epilogue: consecutive columns per thread and step */
+	MM_EPI_PAD = 8,          /* floats after each staged row: no bank conflicts */
+	MM_EPI_MAXW = 8,         /* written tensors the vector stores take */
+};
+
+/* A tile configuration (the table is in matmul_pick.c; docs/design.md, "Matmul
+ * tiles"). */
+typedef struct {
+	const char *name;
+	bool tc;                 /* tensor cores (f16/bf16, or tf32) or SIMT FMA (f32) */
+	bool tf32;               /* tc over f32 operands rounded to tf32 (--allow-tf32) */
+	bool gemv;               /* tiny M: BM rows x BN columns per block, K split over
+				    the 8 warps (bk = 8), summed in warp order */
+	int min_blocks;          /* blocks per SM to ask of ptxas (minnctapersm), 0: none */
+	int bm, bn, bk;          /* block tile */
+	int wm, wn;              /* tc: warps along M and N (wm * wn = 8) */
+	int stages;              /* shared-memory pipeline depth */
+	int split;               /* split-K: blocks per output tile (0: one) */
+	bool wg;                 /* sm_90a: wgmma from shared memory (panel layout) */
+} MmConfig;
+
+/* The builder state of one tiled kernel. */
+typedef struct {
+	CgKb *kb;
+	LLVMBuilderRef b;
+	const MmConfig *c;
+	bool gpu;
+	DType dt;
+	int es;                   /* element bytes */
+	int ce;                   /* elements per 16-byte chunk */
+	const RelOp *op;
+	const RelTensor *ta, *tb, *to;
+	int rank;
+	/* per operand (0 = A, 1 = B): the buffer it is read from (its own, or the one
+	 * its leading view reads) and the element strides of its dims there (i64):
+	 * batch dims, then the tile's rows (dim rank-2) and columns (dim rank-1) */
+	LLVMValueRef src[2];
+	LLVMValueRef ost[2][IR_MAX_RANK];
+	/* operand w is stored transposed (its rows contiguous: a swap_dims or permute
+	 * of the last two dims): its shared tile is kept in that layout, columns x
+	 * rows, and read with the other ldmatrix form */
+	bool trans[2];
+	LLVMValueRef M, N, K;
+	LLVMValueRef smem;        /* i8 pointer: shared memory (GPU) or a stack array */
+	LLVMTypeRef sptr;         /* its pointer type */
+	LLVMValueRef acc;         /* float array: GPU [nacc], host [MM_THREADS * nacc] */
+	int nacc;
+	LLVMValueRef tid;         /* i64 thread id within the block (current phase on the host) */
+	LLVMTypeRef ot;           /* shared-memory offsets: i32 on the GPU, i64 on the host */
+	LLVMValueRef sbase;       /* GPU: the shared array's address, i32 */
+	LLVMValueRef soff[2];     /* stage offsets (ot) read and refilled by this K step */
+	CgLoop phase;
+	LLVMValueRef fast[2];     /* i1 per operand: 16-byte chunks may be copied whole */
+	bool all_fast;            /* this copy of the tile loop knows both are */
+	LLVMValueRef vecok;       /* i1: the epilogue may store column vectors */
+	int epi_rows;             /* rows of the block tile per epilogue pass */
+	LLVMValueRef base[2];     /* element offset of the current tile's batch in A, B */
+	LLVMValueRef bpos[IR_MAX_RANK]; /* batch position of the current tile */
+	LLVMValueRef m0, n0;
+	int a_bytes, stage_bytes;
+	int cpr[2];               /* chunks per shared row: A (BK), B (BN) */
+	int outer[2];             /* rows of each shared tile (its outer dimension) */
+	bool panel;               /* wgmma: tiles in 128-byte panels (mm_swz) */
+	int wtm, wtn, mi, ni;     /* tc: warp tile and its m16 / n8 counts */
+	int rm, rn;               /* simt: rows and columns per thread */
+	/* the builder's value numbering (matmul_tile.c; freed by the kernel's builder) */
+	struct MmCse *cse;
+	size_t ncse, capcse;
+} Mm;
+
+/* ---- matmul_pick.c: the table ---- */
+
+/* Configuration variant of the table, NULL for 0 (plain) or out of range. */
+const MmConfig *mm_config(int variant);
+/* Whether spec is a matmul the tiled kernel takes (and which operand dtypes a
+ * configuration computes: tf32 when allowed). */
+bool mm_eligible(const CgKernelSpec *s);
+bool mm_fits(const MmConfig *c, DType t, bool tf32);
+/* Shared bytes of the stages (gemv: its staged and partial tiles) over elements of es
+ * bytes, and what the launch asks for (wgmma: room to align the stages). */
+int mm_stages_bytes(const MmConfig *c, int es);
+int mm_smem(const MmConfig *c, int es);
+
+/* ---- matmul_tile.c: the builder's helpers ---- */
+
+/* Integer operations, built once per basic block (value numbering) and folded where
+ * an operand is neutral. */
+LLVMValueRef mm_bin(Mm *x, LLVMOpcode op, LLVMValueRef a, LLVMValueRef b);
+LLVMValueRef mm_lt(Mm *x, LLVMValueRef a, LLVMValueRef b);
+/* a shared-memory offset (x->ot) as i64, or the other way */
+LLVMValueRef mm_to64(Mm *x, LLVMValueRef a);
+LLVMValueRef mm_to_ot(Mm *x, LLVMValueRef a);
+
+static inline LLVMValueRef mm_i64c(Mm *x, int64_t v)
+{
+	return cg_i64(x->kb, v);
+}
+
+static inline LLVMValueRef mm_i32c(Mm *x, int v)
+{
+	return LLVMConstInt(x->kb->m->t_i32, (unsigned)v, 0);
+}
+
+static inline LLVMValueRef mm_add(Mm *x, LLVMValueRef a, LLVMValueRef b)
+{
+	return mm_bin(x, LLVMAdd, a, b);
+}
+
+static inline LLVMValueRef mm_mul(Mm *x, LLVMValueRef a, LLVMValueRef b)
+{
+	return mm_bin(x, LLVMMul, a, b);
+}
+
+/* the constant v of a's integer type */
+static inline LLVMValueRef mm_cst(LLVMValueRef a, int64_t v)
+{
+	return LLVMConstInt(LLVMTypeOf(a), (unsigned long long)v, 1);
+}
+
+static inline LLVMValueRef mm_addc(Mm *x, LLVMValueRef a, int64_t c)
+{
+	return mm_bin(x, LLVMAdd, a, mm_cst(a, c));
+}
+
+static inline LLVMValueRef mm_mulc(Mm *x, LLVMValueRef a, int64_t c)
+{
+	return mm_bin(x, LLVMMul, a, mm_cst(a, c));
+}
+
+static inline LLVMValueRef mm_udivc(Mm *x, LLVMValueRef a, int64_t c)
+{
+	return mm_bin(x, LLVMUDiv, a, mm_cst(a, c));
+}
+
+static inline LLVMValueRef mm_uremc(Mm *x, LLVMValueRef a, int64_t c)
+{
+	return mm_bin(x, LLVMURem, a, mm_cst(a, c));
+}
+
+static inline LLVMValueRef mm_ceil_div(Mm *x, LLVMValueRef a, int64_t c)
+{
+	return mm_udivc(x, mm_add(x, a, mm_i64c(x, c - 1)), c);
+}
+
+static inline LLVMValueRef mm_min64(Mm *x, LLVMValueRef a, LLVMValueRef b)
+{
+	return LLVMBuildSelect(x->b, mm_lt(x, a, b), a, b, "");
+}
+
+static inline LLVMValueRef mm_intrinsic(Mm *x, const char *name, LLVMTypeRef *types,
+					int ntypes, LLVMValueRef *args, int nargs)
+{
+	return cg_intrinsic(x->kb, name, types, ntypes, args, nargs);
+}
+
+static inline void mm_barrier(Mm *x)
+{
+	if (x->gpu)
+		mm_intrinsic(x, "llvm.nvvm.barrier0", NULL, 0, NULL, 0);
+}
+
+/* GPU: the 32-bit shared address of a byte offset */
+static inline LLVMValueRef mm_saddr(Mm *x, LLVMValueRef byte)
+{
+	return mm_add(x, x->sbase, byte);
+}
+
+/* Byte offset (ot) of the shared copy of operand w (0 = A, 1 = B) in a stage whose
+ * offset is s (ot). */
+static inline LLVMValueRef mm_stage_off(Mm *x, LLVMValueRef s, int w)
+{
+	return w ? mm_addc(x, s, x->a_bytes) : s;
+}
+
+/* raw storage integer of one element: i16 or i32 */
+static inline LLVMTypeRef mm_raw_type(Mm *x)
+{
+	return x->es == 2 ? x->kb->m->t_i16 : x->kb->m->t_i32;
+}
+
+/* Phases (code between two barriers; the host loops over the thread ids), the
+ * thread id hidden from hoisting (GPU), the accumulators of the current thread. */
+LLVMValueRef mm_phase_begin(Mm *x);
+void mm_phase_end(Mm *x);
+LLVMValueRef mm_opaque_tid(Mm *x, LLVMValueRef tid);
+LLVMValueRef mm_acc_load(Mm *x, LLVMValueRef e);
+void mm_acc_store(Mm *x, LLVMValueRef e, LLVMValueRef v);
+/* Shared memory: the swizzled byte offset of (row, chunk) in operand w's tile, a
+ * pointer to a byte offset, and inline PTX. */
+LLVMValueRef mm_swz(Mm *x, int w, LLVMValueRef row, LLVMValueRef ch);
+LLVMValueRef mm_smem_at(Mm *x, LLVMValueRef byte);
+LLVMValueRef mm_asm_call(Mm *x, LLVMTypeRef ret, const char *text, const char *cons,
+			 LLVMValueRef *args, int nargs);
+/* Stage loads (both operands for K step kt into the stage at s), the f32 value of an
+ * element of a shared tile. */
+void mm_load_stage(Mm *x, LLVMValueRef s, LLVMValueRef kt);
+LLVMValueRef mm_smem_elem(Mm *x, int w, LLVMValueRef soff, LLVMValueRef row,
+			  LLVMValueRef col);
+/* Operands: the buffer and strides of operand w of the matmul at spec->ops[mi],
+ * the offset of the current tile's batch, whether 16-byte chunks may be copied. */
+void mm_operand_layout(Mm *x, const CgKernelSpec *s, int mi, int w);
+LLVMValueRef mm_batch_base(Mm *x, int w);
+LLVMValueRef mm_is_aligned16(Mm *x, int w);
+/* Output tiles: the batch count and tile rows and columns (returns the tiles per
+ * batch), and for a tile's flat batch index its batch position and operand offsets
+ * (Mm.bpos, Mm.base). */
+LLVMValueRef mm_tile_grid(Mm *x, LLVMValueRef *nb, LLVMValueRef *ntm, LLVMValueRef *ntn);
+void mm_tile_batch(Mm *x, LLVMValueRef f);
+/* The compute of the stage at s, by the configuration's kind. */
+void mm_compute_stage(Mm *x, LLVMValueRef s);
+
+/* ---- matmul_mma.c, matmul_wgmma.c, matmul_simt.c: the compute ---- */
+
+void mm_tc_compute_gpu(Mm *x, LLVMValueRef s);
+void mm_tc_compute_host(Mm *x, LLVMValueRef s);
+void mm_tc_pos(Mm *x, LLVMValueRef tid, LLVMValueRef e, LLVMValueRef *row, LLVMValueRef *col);
+void mm_wg_compute_gpu(Mm *x, LLVMValueRef s);
+void mm_wg_wait(Mm *x, int n);
+void mm_simt_compute(Mm *x, LLVMValueRef s);
+void mm_simt_pos(Mm *x, LLVMValueRef tid, int e, LLVMValueRef *row, LLVMValueRef *col);
+/* The gemv configuration's loop over output tiles (tiny M). */
+void mm_gemv_tile_loop(Mm *x, LLVMValueRef block, LLVMValueRef nblocks, const int *wr,
+		       int nw);
+
+/* ---- matmul_epilogue.c ---- */
+
+LLVMValueRef mm_vector_ok(Mm *x, const int *wr, int nw);
+LLVMValueRef mm_staged(Mm *x, LLVMValueRef row, LLVMValueRef col);
+void mm_epilogue(Mm *x, const int *wr, int nw);
+void mm_epi_walk(Mm *x, int h, const int *wr, int nw);
+LLVMBasicBlockRef mm_split_combine(Mm *x, LLVMValueRef tile, LLVMValueRef split,
+				   LLVMValueRef total);
+
+#endif

@@ -1,0 +1,365 @@
+/* matmul_pick.c: which tile configuration a matmul gets, and how it is launched.
+ *
+ * A Matmul kernel (a matmul and its elementwise epilogue, or a matmul alone) whose
+ * operands are f16, bf16 or f32 runs as a tiled kernel (matmul_tile.c) when lower.c
+ * picks a tile configuration for it (cg_matmul_variant; 0 keeps the
+ * one-thread-per-element evaluator, cg_eval_matmul in kernel_matmul.c, for the other
+ * dtypes and archs before sm_80). Here: the table of configurations, which kernels
+ * are eligible (cg_matmul_index, mm_eligible) and which configurations fit a dtype
+ * (mm_fits), the picker with its rule under a wave (under_wave), and the launch rule.
+ *
+ * Launch: a cooperative launch (codegen.h) of MM_THREADS threads per block and one
+ * block per output tile, S per tile for split-K (mm_rule, which also asks for the
+ * scratch); the loop over tiles makes any grid correct. Shared
+ * memory is static up to 48 KiB; configurations needing more take the launch's
+ * dynamic shared memory (mm_rule sets its bytes). On the host the
+ * function keeps the plain signature: called as thread 0 of 1 it runs every tile. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "matmul.h"
+
+enum {
+	MM_WAVE = 132,           /* H200 multiprocessors: tiles below this favour smaller tiles */
+	MM_GEMV_M = 16,          /* rows up to which the gemv configuration is chosen */
+	MM_GEMV = 7,             /* its index in the table */
+	MM_TC256 = 8,            /* tc128x256x32s4's index */
+	MM_LONG_K = 2048,        /* K from which tc128x256x32s4 is taken (given a wave) */
+	/* the rule under a wave (cg_matmul_variant, measured: docs/benchmarks.md,
+	 * "Matmul under a wave"); indices of the split entries below */
+	MM_F64SK3 = 9, MM_F64SK4 = 10, MM_F128SK4 = 11, MM_TCSK2 = 12, MM_TCSK4 = 13,
+	MM_FULL = 118,           /* blocks counted as a wave (0.9 x 132) for fma128x128 */
+	MM_SPLIT_FEW = 33,       /* 64x64 tiles up to which K splits 4 ways (4 x 33 = 132) */
+	MM_SPLIT_SOME = 96,      /* f32: 64x64 tiles below which K splits 3 ways */
+	MM_SPLIT_STEPS = 4,      /* BK steps a split keeps at least */
+	MM_SPLIT_STEPS128 = 16,  /* the same for fma128x128x16s3sk4 */
+	MM_TINY_K = 64,          /* f32 matmuls of K up to this ... */
+	MM_TINY_OUT = 65536,     /* ... and up to this many outputs run plain */
+	MM_WG128 = 14, MM_WG256 = 15, /* the wgmma entries (sm_90a) */
+};
+
+/* The tile-configuration table (docs/design.md, "Matmul tiles"). Index 0 is "no
+ * tiling". Every entry fits MM_THREADS threads; entries whose shared memory (mm_smem)
+ * exceeds MM_SMEM_STATIC take it as the launch's dynamic shared memory. */
+static const MmConfig mm_configs[] = {
+	{"plain", false, false, false, 0, 0, 0, 0, 0, 0, 0, 0, false},
+	/* 2 blocks per SM: ptxas fits 128 registers (a few hundred bytes of spills), and
+	 * 16 warps hide ldmatrix and mma latency better than 8; BK = 64 and 96 KiB of
+	 * dynamic shared memory: half the barriers of BK = 32, and a short K (G7,
+	 * K = 256) is in flight after the prologue */
+	{"tc128x128x64s3", true, false, false, 2, 128, 128, 64, 2, 4, 3, 0, false},
+	{"tc64x64x32s3", true, false, false, 0, 64, 64, 32, 2, 4, 3, 0, false},
+	{"fma128x128x16s3", false, false, false, 0, 128, 128, 16, 0, 0, 3, 0, false},
+	{"fma64x64x16s3", false, false, false, 0, 64, 64, 16, 0, 0, 3, 0, false},
+	/* --allow-tf32: mma.sync m16n8k8 tf32; f32 stages are twice the bytes, so the
+	 * large tile takes half the K of the bf16 tiles to stay within 48 KiB */
+	{"tf32x128x128x16s3", true, true, false, 0, 128, 128, 16, 2, 4, 3, 0, false},
+	{"tf32x64x64x32s3", true, true, false, 0, 64, 64, 32, 2, 4, 3, 0, false},
+	/* M <= MM_GEMV_M (decode): no shared operand tiles, every dtype and arch */
+	{"gemv16x64k8", false, false, true, 0, 16, 64, 8, 0, 0, 0, 0, false},
+	/* long K with a wave of 128x256 tiles (G5): 64x64 warp tiles (8 ldmatrix.x4
+	 * per 32 mma), 4 stages (96 KiB), 255 registers, one block per SM */
+	{"tc128x256x32s4", true, false, false, 1, 128, 256, 32, 2, 4, 4, 0, false},
+	/* split-K (under a wave of output tiles): `split` blocks share an output tile,
+	 * each taking a contiguous share of K; their partial tiles go to the launch's
+	 * scratch and the last of them sums the partials in split order, then runs the
+	 * epilogue (mm_split_combine). Two blocks per SM asked of ptxas (128 registers):
+	 * unbounded, the combine's loads took up to 207 (docs/benchmarks.md, "Matmul
+	 * under a wave") */
+	{"fma64x64x16s3sk3", false, false, false, 2, 64, 64, 16, 0, 0, 3, 3, false},
+	{"fma64x64x16s3sk4", false, false, false, 2, 64, 64, 16, 0, 0, 3, 4, false},
+	{"fma128x128x16s3sk4", false, false, false, 0, 128, 128, 16, 0, 0, 3, 4, false},
+	{"tc64x64x32s3sk2", true, false, false, 2, 64, 64, 32, 2, 4, 3, 2, false},
+	{"tc64x64x32s3sk4", true, false, false, 2, 64, 64, 32, 2, 4, 3, 4, false},
+	/* sm_90a (the default arch): wgmma.mma_async m64nBNk16 straight from the
+	 * stages, one warpgroup per 64 rows (the warp grid 8 x 1 is the accumulator
+	 * layout of wgmma: warp w holds rows 16w..16w+15 of the block tile, the same
+	 * fragment-to-element map as mma.sync's m16n8 repeated along N); operand
+	 * tiles in 128-byte panels with the 128-byte swizzle (wg_desc, matmul_wgmma.c) */
+	{"wg128x128x64s4", true, false, false, 1, 128, 128, 64, 8, 1, 4, 0, true},
+	{"wg128x256x64s4", true, false, false, 1, 128, 256, 64, 8, 1, 4, 0, true},
+};
+enum { MM_NCONFIGS = (int)(sizeof mm_configs / sizeof mm_configs[0]) };
+
+/* Shared bytes of configuration c over elements of es bytes: its stages, or for gemv
+ * the staged tile and one partial tile per warp. */
+int mm_stages_bytes(const MmConfig *c, int es)
+{
+	if (c->gemv)
+		return c->bm * (c->bn + 8) * 4 + (MM_THREADS / 32) * c->bm * c->bn * 4;
+	return (c->bm * c->bk + c->bk * c->bn) * es * c->stages;
+}
+
+/* What the launch asks for: the stages, and for wgmma room to align them to
+ * MM_WG_ALIGN at run time. */
+int mm_smem(const MmConfig *c, int es)
+{
+	return mm_stages_bytes(c, es) + (c->wg ? MM_WG_ALIGN : 0);
+}
+
+const char *cg_matmul_variant_name(int v)
+{
+	return v > 0 && v < MM_NCONFIGS ? mm_configs[v].name : "plain";
+}
+
+bool cg_matmul_splits(int v)
+{
+	return v > 0 && v < MM_NCONFIGS && mm_configs[v].split > 1;
+}
+
+int cg_matmul_nvariants(void)
+{
+	return MM_NCONFIGS;
+}
+
+const MmConfig *mm_config(int v)
+{
+	return v > 0 && v < MM_NCONFIGS ? &mm_configs[v] : NULL;
+}
+
+/* The index of the matmul in spec's ops, after its leading views: swap_dims or
+ * permute ops that read a tensor from memory and whose result is an operand of the
+ * matmul and nothing else (the Matmul fuser's transposed operands); -1 if the ops do
+ * not start that way. */
+int cg_matmul_index(const CgKernelSpec *s)
+{
+	int i = 0;
+	while (i < s->nops && (s->ops[i].kind == OP_SWAP_DIMS || s->ops[i].kind == OP_PERMUTE))
+		i++;
+	if (i >= s->nops || s->ops[i].kind != OP_MATMUL || i > 2)
+		return -1;
+	const RelOp *mm = &s->ops[i];
+	for (int v = 0; v < i; v++) {
+		const RelOp *op = &s->ops[v];
+		int id = op->t[1].id;
+		if (mm->t[0].id != id && mm->t[1].id != id)
+			return -1;
+		if (id < s->nwritten && s->written[id])
+			return -1;
+		for (int u = 0; u < v; u++)
+			if (s->ops[u].t[1].id == op->t[0].id)
+				return -1;
+		if (op->kind == OP_PERMUTE && op->attr.n != op->t[1].rank)
+			return -1;
+		for (int d = 0; d < op->attr.n && op->kind == OP_PERMUTE; d++)
+			if (op->attr.axes[d] >= op->t[1].rank)
+				return -1;
+		if (op->kind == OP_SWAP_DIMS && (op->attr.axes[0] >= op->t[1].rank ||
+						 op->attr.axes[1] >= op->t[1].rank))
+			return -1;
+	}
+	return i;
+}
+
+/* Whether spec is a matmul the tiled kernel takes: the matmul (after its leading
+ * views, cg_matmul_index) of f16, bf16 or f32 operands, every later op elementwise,
+ * every written tensor of the matmul's output shape. */
+bool mm_eligible(const CgKernelSpec *s)
+{
+	int mi = cg_matmul_index(s);
+	if (mi < 0)
+		return false;
+	const RelOp *mm = &s->ops[mi];
+	DType t = (DType)mm->t[0].dtype;
+	if (t != DT_F16 && t != DT_BF16 && t != DT_F32)
+		return false;
+	if (mm->t[1].dtype != t || mm->t[0].rank < 2 || mm->t[1].rank != mm->t[0].rank)
+		return false;
+	const RelTensor *out = &mm->t[mm->nin];
+	for (int i = mi + 1; i < s->nops; i++) {
+		const RelOp *op = &s->ops[i];
+		OpFamily f = ir_ops[op->kind].family;
+		if (f != FAM_BINARY && f != FAM_SCALAR && f != FAM_UNARY && f != FAM_COMPARE &&
+		    f != FAM_SELECT && f != FAM_CAST)
+			return false;
+		for (int k = 0; k < op->nin + op->nout; k++)
+			if (op->t[k].rank != out->rank)
+				return false;
+		for (int k = 0; k < op->nout; k++) {
+			const RelTensor *r = &op->t[op->nin + k];
+			if (memcmp(r->shape, out->shape, sizeof *r->shape * (size_t)out->rank))
+				return false;
+		}
+	}
+	for (int i = 0; i < s->nwritten; i++) {
+		if (!s->written[i])
+			continue;
+		bool found = false;
+		for (int j = mi; j < s->nops && !found; j++) {
+			const RelOp *op = &s->ops[j];
+			for (int k = 0; k < op->nout; k++)
+				if (op->t[op->nin + k].id == i)
+					found = true;
+		}
+		if (!found)
+			return false;
+	}
+	return true;
+}
+
+static int64_t dim_of(uint32_t id, const int64_t *dims, int ndims)
+{
+	return id == 0 || (int)id >= ndims ? 1 : dims[id];
+}
+
+/* Whether configuration c computes operands of dtype t (tf32: when allowed). */
+bool mm_fits(const MmConfig *c, DType t, bool tf32)
+{
+	if (c->gemv)
+		return true;
+	if (t != DT_F32)
+		return c->tc && !c->tf32;
+	return !c->tc || (c->tf32 && tf32);
+}
+
+/* f32 and f16/bf16 (tc) below a wave of 128x128 tiles; big: 128x128 tiles, small:
+ * 64x64 tiles, k: K. The table (docs/benchmarks.md, "Matmul under a wave"):
+ *   - f32: fma128x128x16s3 from 0.9 of a wave of 128x128 tiles (MLP up of G6, 128
+ *     tiles: 133 us against 169 with 64x64 tiles); fma128x128x16s3sk4 where 4 splits
+ *     of at least 16 steps bring it there (G6's projections and MLP down);
+ *   - else 64x64 tiles, K split 4 ways up to 33 tiles (4 x 33 blocks: one per SM;
+ *     the base models' 768-wide outputs at M = 128, 24 tiles), 3 ways below 96
+ *     tiles (2304 wide: 72 tiles), not from 96 (3072 wide: splitting was slower);
+ *   - tc: K split 4 ways up to 33 tiles, 2 ways below two waves when K >= 2048 (G6's
+ *     MLP down in bf16, 128 tiles: 33 us against 48), else none;
+ * each split keeping at least MM_SPLIT_STEPS steps of BK (fewer splits where K is
+ * short). */
+static int under_wave(DType t, int64_t big, int64_t small, int64_t k)
+{
+	if (t == DT_F32) {
+		if (big >= MM_FULL)
+			return 3;
+		if (big * 4 >= MM_FULL && k >= 4 * 16 * MM_SPLIT_STEPS128)
+			return MM_F128SK4;
+		if (small <= MM_SPLIT_FEW && k >= 4 * 16 * MM_SPLIT_STEPS)
+			return MM_F64SK4;
+		if (small < MM_SPLIT_SOME && k >= 3 * 16 * MM_SPLIT_STEPS)
+			return MM_F64SK3;
+		return 4;
+	}
+	if (small <= MM_SPLIT_FEW && k >= 4 * 32 * MM_SPLIT_STEPS)
+		return MM_TCSK4;
+	if (small < 2 * MM_WAVE && k >= MM_LONG_K)
+		return MM_TCSK2;
+	return 2;
+}
+
+int cg_matmul_variant(const CgKernelSpec *s, const char *arch, bool host, bool allow_tf32,
+		      const int64_t *dims, int ndims)
+{
+	if ((s->kind != CG_KERNEL_MATMUL && s->kind != CG_KERNEL_SINGLE) || !mm_eligible(s))
+		return 0;
+	const RelOp *mm = &s->ops[cg_matmul_index(s)];
+	const RelTensor *out = &mm->t[mm->nin];
+	DType t = (DType)mm->t[0].dtype;
+	int r = out->rank;
+	int64_t batch = 1;
+	for (int d = 0; d < r - 2; d++)
+		batch *= dim_of(out->shape[d], dims, ndims);
+	int64_t m = dim_of(out->shape[r - 2], dims, ndims);
+	int64_t n = dim_of(out->shape[r - 1], dims, ndims);
+	int64_t big = batch * ((m + 127) / 128) * ((n + 127) / 128);
+	/* measuring the table (docs/benchmarks.md): FUSEC_MATMUL_TILES=NAME forces the
+	 * configuration NAME wherever its kind (tc or fma) applies; "plain" the
+	 * one-thread-per-output evaluator */
+	/* mma.sync (m16n8k16, m16n8k8 tf32) and cp.async need sm_80: every tile
+	 * configuration but gemv stages its operands with cp.async; wgmma sm_90a (the
+	 * host runs the arch's tiling: the cpu backend checks what the GPU plan runs) */
+	bool sm80 = host || (arch && !strncmp(arch, "sm_", 3) && atoi(arch + 3) >= 80);
+	bool wg = arch && !strcmp(arch, "sm_90a");
+	bool tf32 = allow_tf32 && sm80;
+	const char *force = getenv("FUSEC_MATMUL_TILES");
+	if (force && !strcmp(force, "plain"))
+		return 0;
+	for (int v = 1; force && v < MM_NCONFIGS; v++)
+		if (!strcmp(force, mm_configs[v].name) && mm_fits(&mm_configs[v], t, tf32) &&
+		    (mm_configs[v].gemv || sm80) && (!mm_configs[v].wg || wg) &&
+		    (!mm_configs[v].gemv || m <= MM_GEMV_M))
+			return v;
+	int64_t k = dim_of(mm->t[0].shape[r - 1], dims, ndims);
+	/* a tiny f32 problem runs plain: one thread per output, at most MM_TINY_K FMAs
+	 * each, is as fast as a tile (the launch is most of the time) and up to 3.5x
+	 * faster than gemv at short K; its code is a tenth of a tile kernel's to
+	 * compile (docs/benchmarks.md, "Tiny matmuls") */
+	if (t == DT_F32 && !tf32 && k <= MM_TINY_K && batch * m * n <= MM_TINY_OUT)
+		return 0;
+	if (m <= MM_GEMV_M)
+		return MM_GEMV;
+	if (t == DT_F32 && tf32)
+		return big >= MM_WAVE ? 5 : 6;
+	if (!sm80)
+		return 0;
+	int64_t small = batch * ((m + 63) / 64) * ((n + 63) / 64);
+	if (t == DT_F32)
+		return under_wave(t, big, small, k);
+	int64_t big256 = batch * ((m + 127) / 128) * ((n + 255) / 256);
+	/* sm_90a (docs/benchmarks.md, "wgmma on sm_90a"): 128x256 tiles from three waves of
+	 * them (8192^3, 4096^3), 128x128 from half a wave of those (BERT at batch 8:
+	 * 96 to 384 tiles, 1.3 to 2x faster than 128x256 there and than mma.sync's
+	 * split-K under a wave), the mma.sync rule below that */
+	if (wg && big256 >= 3 * MM_WAVE)
+		return MM_WG256;
+	if (wg && 2 * big >= MM_WAVE)
+		return MM_WG128;
+	if (big256 >= MM_WAVE && k >= MM_LONG_K)
+		return MM_TC256;
+	return big >= MM_WAVE ? 1 : under_wave(t, big, small, k);
+}
+
+/* The launch rule of tiled kernels (a cooperative launch, codegen.h): one block of
+ * MM_THREADS per output tile, grid.x = batch x tile rows x tile columns (times the
+ * split for split-K); dynamic shared memory only for configurations past
+ * MM_SMEM_STATIC. arg: BM, BN, the shape ids of M and N, the number of batch dims,
+ * their shape ids, the dynamic shared bytes (0: static), then for split-K the split
+ * and the bytes of one block's partial (the scratch: counters, then partials). */
+static void mm_rule(const CgKernel *k, const int64_t *dims, int ndims, CgDims *out)
+{
+	const int64_t *a = k->launch.arg;
+	int64_t m = dim_of((uint32_t)a[2], dims, ndims), n = dim_of((uint32_t)a[3], dims, ndims);
+	int64_t tiles = ((m + a[0] - 1) / a[0]) * ((n + a[1] - 1) / a[1]);
+	for (int d = 0; d < a[4]; d++)
+		tiles *= dim_of((uint32_t)a[5 + d], dims, ndims);
+	int64_t split = a[6 + a[4]];
+	if (split > 1)
+		/* the counters (16-byte rounded), then a partial tile per unit */
+		out->scratch_bytes = ((4 * tiles + 15) & ~(int64_t)15) + tiles * split * a[7 + a[4]];
+	tiles *= split > 1 ? split : 1;
+	if (tiles < 1)
+		tiles = 1;
+	if (tiles > (int64_t)1 << 30)
+		tiles = (int64_t)1 << 30;   /* the kernel loops over the rest */
+	out->grid[0] = tiles;
+	out->block[0] = MM_THREADS;
+	out->shared_bytes = a[5 + a[4]];
+	out->threads = tiles * MM_THREADS;
+}
+
+void cg_matmul_launch(int variant, const CgKernelSpec *s, CgLaunch *l)
+{
+	const RelOp *mm = &s->ops[cg_matmul_index(s)];
+	const MmConfig *c = &mm_configs[variant];
+	const RelTensor *out = &mm->t[mm->nin];
+	int r = out->rank;
+	memset(l, 0, sizeof *l);
+	l->coop = true;
+	l->rule = mm_rule;
+	l->block = MM_THREADS;
+	l->max_grid = (int64_t)1 << 30;
+	l->vec = 1;
+	l->arg[0] = c->bm;
+	l->arg[1] = c->bn;
+	l->arg[2] = out->shape[r - 2];
+	l->arg[3] = out->shape[r - 1];
+	l->arg[4] = r - 2;
+	for (int d = 0; d < r - 2; d++)
+		l->arg[5 + d] = out->shape[d];
+	int smem = mm_smem(c, ir_dtype_size((DType)mm->t[0].dtype));
+	l->arg[5 + r - 2] = smem > MM_SMEM_STATIC ? smem : 0;
+	if (c->split > 1) {
+		l->arg[6 + r - 2] = c->split;
+		/* a unit's partial: every accumulator of every thread */
+		int nacc = c->tc ? (c->bm / c->wm / 16) * (c->bn / c->wn / 8) * 4 :
+			   (c->bm / 16) * (c->bn / 16);
+		l->arg[7 + r - 2] = (int64_t)nacc * MM_THREADS * 4;
+	}
+}

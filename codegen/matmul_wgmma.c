@@ -1,0 +1,151 @@
+/* matmul_wgmma.c: the compute of a stage with wgmma (sm_90a).
+ *
+ * On sm_90a, the default arch, f16 and bf16 matmuls (M > 16) take the wgmma
+ * configurations: wg128x256x64s4 from three waves of 128x256 tiles, wg128x128x64s4
+ * from half a wave of 128x128 tiles, the mma.sync rule below that (matmul_pick.c).
+ * The tile loop is that of mma.sync (matmul_tile.c) with these differences:
+ *   - cp.async fills the 4 stages in 128-byte panels with the 128-byte swizzle
+ *     (mm_swz with Mm.panel: a tile's rows cut into panels of 128 bytes, each panel
+ *     outer rows x 128 bytes, chunk XOR row % 8), the stages aligned at run time to
+ *     MM_WG_ALIGN (1024 bytes, where the swizzle repeats; mm_smem asks for the room);
+ *   - wgmma.mma_async m64nNk16 (N = BN) reads both operands from shared memory
+ *     through matrix descriptors (wg_desc): K-major or MN-major, so operands kept
+ *     transposed need no other path. Each warpgroup of 4 warps takes 64 rows of the
+ *     block tile; the 8 x 1 warp grid of the configurations is wgmma's accumulator
+ *     layout (warp w holds rows 16w..16w+15, the fragment-to-element map of
+ *     mma.sync's m16n8 repeated along N), so the epilogue reads the accumulators
+ *     through mm_tc_pos as for mma.sync;
+ *   - a stage's BK / 16 instructions are issued as one group, and one group is kept
+ *     in flight (wgmma.wait_group 1) while the next step is issued: the stage a
+ *     group reads is refilled two steps later (the tile loop's lead is STAGES - 2,
+ *     not STAGES - 1), and fence.proxy.async orders the copies that landed before
+ *     wgmma reads them; after the last step wait_group 0 pins the accumulators
+ *     (mm_wg_wait).
+ * --arch sm_90 keeps mma.sync (PTX that later GPUs can still load). The host backend
+ * runs the same tiling (configuration, panels, stages) with the scalar fragment of
+ * mm_tc_compute_host (matmul_mma.c), so the cpu backend checks the plan the GPU
+ * runs. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "matmul.h"
+
+/* wgmma's matrix descriptor of the shared tile at 32-bit shared address addr: the
+ * address, the leading and the stride byte offsets (16-byte units) and the 128-byte
+ * swizzle (mode 1, bits 62-63). K-major tiles (rows of 128 bytes along K): the
+ * stride offset is the 1024 bytes between groups of 8 rows, the leading one unused
+ * (16). MN-major tiles (panels of 64 elements along M or N, K rows each): the
+ * leading offset is the stride between panels, the stride offset again the 1024
+ * bytes between groups of 8 rows of K. */
+static LLVMValueRef wg_desc(Mm *x, LLVMValueRef addr, int64_t lbo, int64_t sbo)
+{
+	CgModule *m = x->kb->m;
+	LLVMValueRef a = LLVMBuildLShr(x->b, LLVMBuildAnd(x->b, addr, mm_i32c(x, 0x3ffff), ""),
+				       mm_i32c(x, 4), "");
+	a = LLVMBuildZExt(x->b, a, m->t_i64, "");
+	uint64_t hi = ((uint64_t)(lbo >> 4) & 0x3fff) << 16 |
+		      ((uint64_t)(sbo >> 4) & 0x3fff) << 32 | (uint64_t)1 << 62;
+	return LLVMBuildOr(x->b, a, LLVMConstInt(m->t_i64, hi, 0), "");
+}
+
+/* Inline PTX over the accumulators: text with $0 .. $nacc-1 the accumulators
+ * (read and written), then the extra inputs; returns nothing, the accumulators are
+ * stored back. An empty text pins them: no use of them moves above it. */
+static void wg_asm(Mm *x, const char *text, LLVMValueRef *extra, int nextra)
+{
+	CgModule *m = x->kb->m;
+	int n = x->nacc;
+	LLVMTypeRef *ft = xmalloc(sizeof *ft * (size_t)n);
+	LLVMValueRef *args = xmalloc(sizeof *args * (size_t)(n + nextra));
+	LLVMTypeRef *at = xmalloc(sizeof *at * (size_t)(n + nextra));
+	char *cons = xmalloc((size_t)n * 10 + (size_t)nextra * 4 + 16);
+	size_t len = 0;
+	for (int i = 0; i < n; i++) {
+		ft[i] = m->t_f32;
+		len += (size_t)sprintf(cons + len, "%s=f", i ? "," : "");
+	}
+	for (int i = 0; i < nextra; i++) {
+		args[i] = extra[i];
+		at[i] = LLVMTypeOf(extra[i]);
+		len += (size_t)sprintf(cons + len, ",%s", at[i] == m->t_i64 ? "l" : "r");
+	}
+	for (int i = 0; i < n; i++) {
+		args[nextra + i] = mm_acc_load(x, mm_i64c(x, i));
+		at[nextra + i] = m->t_f32;
+		len += (size_t)sprintf(cons + len, ",%d", i);
+	}
+	len += (size_t)sprintf(cons + len, ",~{memory}");
+	LLVMTypeRef st = LLVMStructTypeInContext(m->ctx, ft, (unsigned)n, 0);
+	LLVMTypeRef fty = LLVMFunctionType(st, at, (unsigned)(n + nextra), 0);
+	LLVMValueRef fn = LLVMGetInlineAsm(fty, (char *)text, strlen(text), cons, len, 1, 0,
+					   LLVMInlineAsmDialectATT, 0);
+	LLVMValueRef r = LLVMBuildCall2(x->b, fty, fn, args, (unsigned)(n + nextra), "");
+	for (int i = 0; i < n; i++)
+		mm_acc_store(x, mm_i64c(x, i), LLVMBuildExtractValue(x->b, r, (unsigned)i, ""));
+	free(ft);
+	free(args);
+	free(at);
+	free(cons);
+}
+
+/* Wait until at most n groups of wgmma are in flight; at 0 the accumulators are
+ * final, and pinned there (wg_asm with no text) so that nothing reads them sooner. */
+void mm_wg_wait(Mm *x, int n)
+{
+	CgModule *m = x->kb->m;
+	char text[64];
+	int len = snprintf(text, sizeof text, "wgmma.wait_group.sync.aligned %d;", n);
+	LLVMTypeRef vt = LLVMFunctionType(m->t_void, NULL, 0, 0);
+	LLVMValueRef w = LLVMGetInlineAsm(vt, text, (size_t)len, "~{memory}", 9, 1, 0,
+					  LLVMInlineAsmDialectATT, 0);
+	LLVMBuildCall2(x->b, vt, w, NULL, 0, "");
+	if (n == 0)
+		wg_asm(x, "", NULL, 0);
+}
+
+/* wgmma on the GPU over the stage at s: each warpgroup (threads 128g..128g+127)
+ * multiplies its 64 rows of the A tile by the whole B tile, BK / 16 instructions of
+ * m64nBNk16 issued back to back as one group, then waits until only that group is
+ * in flight (the stage it reads is refilled two steps later: tile_loop's lead, matmul_tile.c); the
+ * accumulators are Mm.acc (mm_tc_pos maps them, as for mma.sync with warps 8 x 1). */
+void mm_wg_compute_gpu(Mm *x, LLVMValueRef s)
+{
+	CgModule *m = x->kb->m;
+	const MmConfig *c = x->c;
+	LLVMValueRef g = mm_udivc(x, mm_to_ot(x, x->tid), 128);
+	LLVMValueRef sa = mm_saddr(x, mm_stage_off(x, s, 0)), sb = mm_saddr(x, mm_stage_off(x, s, 1));
+	/* warpgroup g's 64 rows: 64 rows of 128 bytes (K-major) or panel g (MN-major) */
+	sa = mm_add(x, sa, mm_mul(x, g, mm_i32c(x, x->trans[0] ? c->bk * 128 : 64 * 128)));
+	const char *ty = x->dt == DT_F16 ? "f16" : "bf16";
+	char *text = xmalloc((size_t)x->nacc * 8 + 256);
+	size_t len = (size_t)sprintf(text, "wgmma.mma_async.sync.aligned.m64n%dk16.f32.%s.%s {",
+				     c->bn, ty, ty);
+	for (int i = 0; i < x->nacc; i++)
+		len += (size_t)sprintf(text + len, "%s$%d", i ? ", " : "", i);
+	sprintf(text + len, "}, $%d, $%d, p, 1, 1, %d, %d;", x->nacc, x->nacc + 1,
+		x->trans[0] ? 1 : 0, x->trans[1] ? 0 : 1);
+	char *full = xmalloc(strlen(text) + 128);
+	sprintf(full, "{\n.reg .pred p;\nsetp.ne.b32 p, $%d, 0;\n%s\n}", x->nacc + 2, text);
+	LLVMTypeRef vt = LLVMFunctionType(m->t_void, NULL, 0, 0);
+	LLVMValueRef fence = LLVMGetInlineAsm(vt, "wgmma.fence.sync.aligned;", 25, "~{memory}", 9,
+					      1, 0, LLVMInlineAsmDialectATT, 0);
+	LLVMBuildCall2(x->b, vt, fence, NULL, 0, "");
+	for (int kk = 0; kk < c->bk / 16; kk++) {
+		/* K-major: the next 32 bytes of each row; MN-major: the next 16 rows */
+		LLVMValueRef a = mm_addc(x, sa, x->trans[0] ? kk * 16 * 128 : kk * 32);
+		LLVMValueRef b = mm_addc(x, sb, x->trans[1] ? kk * 32 : kk * 16 * 128);
+		LLVMValueRef ex[3] = {
+			wg_desc(x, a, x->trans[0] ? (int64_t)c->bk * 128 : 16, 1024),
+			wg_desc(x, b, x->trans[1] ? 16 : (int64_t)c->bk * 128, 1024),
+			mm_i32c(x, 1),
+		};
+		wg_asm(x, full, ex, 3);
+	}
+	LLVMValueRef commit = LLVMGetInlineAsm(vt, "wgmma.commit_group.sync.aligned;", 32,
+					       "~{memory}", 9, 1, 0, LLVMInlineAsmDialectATT, 0);
+	LLVMBuildCall2(x->b, vt, commit, NULL, 0, "");
+	mm_wg_wait(x, 1);
+	free(text);
+	free(full);
+}
