@@ -294,3 +294,16 @@ check hc-plan-compiled 0 "$FUSEC" compile "$TMP/n6/c.yaml" -o "$TMP/n6o" --no-ca
 check hc-plan-compiled-ok 0 "$RUN" "$TMP/n6o/consts.plan.json" --plan-only
 contains hc-plan-compiled-ptx "$TMP/n6o/consts.plan.json" "\"ptx_sha256\":\"$(sha256sum "$TMP/n6o/consts.ptx" | cut -d' ' -f1)\""
 contains hc-plan-compiled-weights "$TMP/n6o/consts.plan.json" "\"weights_sha256\":\"$(sha256sum "$TMP/n6o/consts.weights.bin" | cut -d' ' -f1)\""
+# the plan's schema says the same (docs/schema/fusec-plan-1.schema.json)
+if python3 -c 'import jsonschema' 2>/dev/null; then
+	S=docs/schema/fusec-plan-1.schema.json
+	check hc-schema-ok 0 python3 tests/schema/validate.py $S "$TMP/n6o/consts.plan.json"
+	sed 's/"ptx_sha256":"[0-9a-f]*",//' "$TMP/n6o/consts.plan.json" >"$TMP/s1.plan.json"
+	check hc-schema-no-ptx-hash 1 python3 tests/schema/validate.py $S "$TMP/s1.plan.json"
+	sed 's/,"weights_sha256":"[0-9a-f]*"//' "$TMP/n6o/consts.plan.json" >"$TMP/s2.plan.json"
+	check hc-schema-no-weights-hash 1 python3 tests/schema/validate.py $S "$TMP/s2.plan.json"
+	for p in /etc/passwd ..; do
+		sed "s|\"ptx\":\"consts.ptx\"|\"ptx\":\"$p\"|" "$TMP/n6o/consts.plan.json" >"$TMP/s3.plan.json"
+		check "hc-schema-ptx-$p" 1 python3 tests/schema/validate.py $S "$TMP/s3.plan.json"
+	done
+fi
