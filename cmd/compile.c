@@ -20,6 +20,7 @@
 
 #include <llvm-c/Core.h>
 
+#include "../codegen/kcache.h"
 #include "../codegen/math.h"
 #include "../codegen/plan.h"
 #include "../onnx/onnx.h"
@@ -30,7 +31,8 @@ static const char compile_usage[] =
 	"usage: fusec compile GRAPH [-o DIR] [--arch sm_XX] [--max-blocks N]\n"
 	"                     [--max-explorations N] [--max-bindings N] [--log LEVEL]\n"
 	"                     [--emit LIST] [--plan-style STYLE] [--libdevice PATH]\n"
-	"                     [--cache-dir DIR | --no-cache | --no-result-cache] [-j N]\n"
+	"                     [--cache-dir DIR | --no-cache | --no-result-cache]\n"
+	"                     [--trust-cache-dir] [-j N]\n"
 	"                     [--time] [--verify] [--allow-tf32] [--burn-exact]\n"
 	"\n"
 	"Search fusions for GRAPH, generate PTX, and write DIR/NAME.ptx and\n"
@@ -57,6 +59,8 @@ static const char compile_usage[] =
 	"                         done before copies its outputs (docs/kernel-cache.md)\n"
 	"  --no-cache             neither read nor write the cache\n"
 	"  --no-result-cache      use the cache for kernels only, not whole compiles\n"
+	"  --trust-cache-dir      use the cache folder even when other users can write\n"
+	"                         it (a shared cache; or FUSEC_TRUST_CACHE_DIR=1)\n"
 	"  -j, --jobs N           LLVM threads (default: the CPUs, at most 8); the\n"
 	"                         outputs are the same for every N\n"
 	"  --time                 print the time of each phase to stderr\n"
@@ -238,6 +242,7 @@ typedef struct {
 	bool emit_ll, emit_relative, emit_dot, emit_svg, timing, verify, quiet;
 	bool pretty, no_cache, no_result_cache;
 	const char *cache_dir;   /* --cache-dir, or NULL */
+	bool trust_cache;        /* --trust-cache-dir, FUSEC_TRUST_CACHE_DIR=1 */
 	int jobs;                /* -j, or 0 */
 	bool allow_tf32;
 } CompileOptions;
@@ -286,6 +291,7 @@ static int parse_options(int argc, char **argv, CompileOptions *o)
 		{"cache-dir", required_argument, NULL, 'c'},
 		{"no-cache", no_argument, NULL, 'C'},
 		{"no-result-cache", no_argument, NULL, 'R'},
+		{"trust-cache-dir", no_argument, NULL, 'T'},
 		{"jobs", required_argument, NULL, 'j'},
 		{"allow-tf32", no_argument, NULL, 'f'},
 		{"burn-exact", no_argument, NULL, 'E'},
@@ -413,6 +419,9 @@ static int parse_options(int argc, char **argv, CompileOptions *o)
 			break;
 		case 'R':
 			o->no_result_cache = true;
+			break;
+		case 'T':
+			o->trust_cache = true;
 			break;
 		case 'j':
 			if ((v = cmd_parse_count("compile", "--jobs", optarg)) < 0)
@@ -873,6 +882,26 @@ static char *default_cache_dir(const char *opt)
 	return p;
 }
 
+/* Make the cache folder, and refuse one that other users could change
+ * (codegen/kcache.h, cg_cache_dir_check); one that cannot be made is not used. */
+static int check_cache_dir(const CompileOptions *o, char **cache)
+{
+	const char *env = getenv("FUSEC_TRUST_CACHE_DIR");
+	bool trust = o->trust_cache || (env && !strcmp(env, "1"));
+	char why[4200];   /* a path and a few words */
+	CgCacheDir st = cg_cache_dir_check(*cache, trust, why, sizeof why);
+	if (st == CG_CACHE_UNSAFE)
+		cmd_error("the cache folder '%s' is not safe to use: %s, so another user could "
+			  "change what compiles read from it; make it private, choose another "
+			  "(--cache-dir), compile without it (--no-cache), or trust it "
+			  "(--trust-cache-dir, FUSEC_TRUST_CACHE_DIR=1)", *cache, why);
+	if (st != CG_CACHE_OK) {
+		free(*cache);
+		*cache = NULL;
+	}
+	return st == CG_CACHE_UNSAFE ? EXIT_INPUT : EXIT_OK;
+}
+
 /* Progress on a terminal, once a compile has run for a second: one line,
  * rewritten in place (LLVM's part counts kernels as they are done), cleared at the
  * end. */
@@ -907,7 +936,7 @@ static void clear_progress(void)
  * added later, is in the key as written. */
 static bool key_skips(const char *arg, bool *with_value)
 {
-	static const char *const flags[] = {"-q", "--quiet", "--time"};
+	static const char *const flags[] = {"-q", "--quiet", "--time", "--trust-cache-dir"};
 	/* -o and --depfile say where outputs go, not what they hold */
 	static const char *const valued[] = {"-j", "--jobs", "--cache-dir", "-o", "-M",
 					     "--depfile"};
@@ -942,7 +971,7 @@ static bool result_key(const CompileOptions *o, int argc, char **argv, Buf *key,
 	if (!getcwd(cwd, sizeof cwd))
 		return false;
 	const char *tiles = getenv("FUSEC_MATMUL_TILES");
-	buf_printf(key, "fusec-result/1\nfusec %s\nbuild %s\nllvm %u.%u.%u\ncwd %s\n"
+	buf_printf(key, RC_FORMAT "\nfusec %s\nbuild %s\nllvm %u.%u.%u\ncwd %s\n"
 		   "limits %lld %lld %lld\nFUSEC_MATMUL_TILES %s\nnvptx codegen level %d\n",
 		   FUSEC_VERSION, fusec_build_id(), major, minor, patch, cwd,
 		   (long long)ir_limits.max_ops, (long long)ir_limits.max_tensors,
@@ -1022,12 +1051,14 @@ int cmd_compile(int argc, char **argv)
 	t[0] = clock_seconds();
 	progress_start = t[0];
 	char *cache = o.no_cache ? NULL : default_cache_dir(o.cache_dir);
+	if (cache && (status = check_cache_dir(&o, &cache)) != EXIT_OK)
+		return status;
 	Buf rkey = {0};
 	char *text = NULL;
 	size_t len = 0;
 	bool use_rc = cache && result_key(&o, argc, argv, &rkey, &text, &len);
 	RcEntry hit;
-	if (use_rc && rc_get(cache, &rkey, &hit)) {
+	if (use_rc && rc_get(cache, &rkey, o.graph, &hit)) {
 		status = from_result_cache(&o, &hit, t[0]);
 		rc_entry_free(&hit);
 		buf_free(&rkey);
@@ -1046,18 +1077,17 @@ int cmd_compile(int argc, char **argv)
 		free(cache);
 		return EXIT_INPUT;
 	}
-	/* the files the graph read besides itself, hashed now (a file changed while the
-	 * compile runs must not be recorded with outputs made from its old bytes) */
+	/* the files the graph read besides itself, with the hash of the very bytes read
+	 * (a file changed while the compile runs must not be recorded with outputs made
+	 * from its old bytes) */
 	char (*dep_sha)[65] = NULL;
 	if (use_rc) {
 		const char **deps = malloc(sizeof *deps * ((size_t)g->ntensors + 1));
 		int ndeps = graph_deps(g, deps);
 		dep_sha = ndeps <= 64 ? calloc((size_t)ndeps + 1, sizeof *dep_sha) : NULL;
-		for (int i = 0; dep_sha && i < ndeps; i++)
-			if (rc_file_sha(deps[i], dep_sha[i])) {
-				free(dep_sha);
-				dep_sha = NULL;
-			}
+		for (int k = 0, i = 0; dep_sha && k < g->ntensors; k++)
+			if (g->tensors[k].src && g->tensors[k].src->npy)
+				memcpy(dep_sha[i++], g->tensors[k].src->npy_sha256, 65);
 		use_rc = dep_sha != NULL;
 		free(deps);
 	}

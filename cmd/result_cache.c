@@ -3,13 +3,17 @@
  * An entry is a sequence of records, each a tag letter, a number and a newline,
  * then as many bytes and a newline:
  *
- *     fusec-result/1
+ *     fusec-result/2
  *     K <n>  the key                       N <n>  the graph's name
  *     O <ops>                              D <n>  a dependency's path, then a line
  *     F <n>  an extension, then "<n>" and      with its SHA-256
- *            that many bytes of the file   E      the end
+ *            that many bytes of the file   S 64   the SHA-256 of all that precedes
+ *     E      the end
  *
- * so that a truncated or damaged entry is refused, never half read. */
+ * so that a truncated, damaged or changed entry is refused, never half read. The
+ * entry is input like any other file: its name must be one a graph could have,
+ * its extensions the ones a compile writes, and its dependencies files inside the
+ * graph's folder, so nothing in it decides a path outside the output folder. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -18,9 +22,18 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../codegen/kcache.h"
+#include "../host/host.h"
 #include "result_cache.h"
 
-static const char magic[] = "fusec-result/1\n";
+static const char magic[] = RC_FORMAT "\n";
+
+/* The files a compile writes (write_outputs in compile.c): an entry names no other. */
+static const char *const exts[] = {".plan.json", ".ptx", ".weights.bin", ".ll",
+				   ".relative.txt", ".dot", ".svg"};
+
+/* "S 64\n", the digest, "\nE\n" */
+#define TAIL_BYTES (5 + 64 + 3)
 
 /* Graphs and outputs can be large; entries beyond this are not kept. */
 #define MAX_ENTRY_BYTES ((size_t)1 << 30)   /* the graph readers' limit too */
@@ -50,17 +63,6 @@ int rc_key_file(Buf *key, const char *label, const char *path, char **keep, size
 	} else {
 		free(text);
 	}
-	return 0;
-}
-
-int rc_file_sha(const char *path, char out[65])
-{
-	size_t len;
-	char *text = slurp(path, MAX_ENTRY_BYTES, &len);
-	if (!text)
-		return -1;
-	sha256_hex(text, len, out);
-	free(text);
 	return 0;
 }
 
@@ -113,37 +115,82 @@ static char *bytes(Cursor *c, long long n)
 	return s;
 }
 
-static bool dep_unchanged(const char *path, const char *want)
+/* The dependency as the graph names it (a path inside the graph's folder, joined
+ * as ir/build.c joins it), or NULL when the graph could not have named it. */
+static const char *dep_rel(const char *graph, const char *dep)
 {
-	char sha[65];
-	return rc_file_sha(path, sha) == 0 && !strcmp(sha, want);
+	const char *slash = strrchr(graph, '/');
+	size_t n = slash ? (size_t)(slash - graph) + 1 : 0;
+	if (strncmp(dep, graph, n) || !dep[n] || dep[n] == '/')
+		return NULL;
+	for (const char *p = dep + n; *p;) {
+		size_t k = strcspn(p, "/");
+		if (k == 2 && p[0] == '.' && p[1] == '.')
+			return NULL;
+		p += k + (p[k] == '/');
+	}
+	return dep + n;
 }
 
-bool rc_get(const char *dir, const Buf *key, RcEntry *e)
+/* The dependency holds the bytes it held: read as the graph reads it (no link). */
+static bool dep_unchanged(const char *graph, const char *dep, const char *want)
+{
+	const char *rel = dep_rel(graph, dep);
+	if (!rel)
+		return false;
+	size_t len;
+	Diag d;
+	char *text = host_read_constant_file(graph, rel, dep, &len, &d);
+	if (!text)
+		return false;
+	char sha[65];
+	sha256_hex(text, len, sha);
+	free(text);
+	return !strcmp(sha, want);
+}
+
+static bool ext_known(const RcEntry *e, const char *ext)
+{
+	for (int i = 0; i < e->nfiles; i++)
+		if (!strcmp(e->files[i].ext, ext))
+			return false;   /* twice */
+	for (size_t i = 0; i < sizeof exts / sizeof exts[0]; i++)
+		if (!strcmp(ext, exts[i]))
+			return true;
+	return false;
+}
+
+bool rc_get(const char *dir, const Buf *key, const char *graph, RcEntry *e)
 {
 	memset(e, 0, sizeof *e);
 	char *path = entry_path(dir, key);
 	size_t len;
-	e->data = slurp(path, MAX_ENTRY_BYTES, &len);
+	e->data = cg_cache_read(path, MAX_ENTRY_BYTES, &len);
 	free(path);
 	if (!e->data)
 		return false;
-	Cursor c = {e->data, e->data + len, false};
+	/* the digest first: nothing of a changed entry is looked at */
 	size_t m = sizeof magic - 1;
-	if (len < m || memcmp(e->data, magic, m))
+	if (len < m + TAIL_BYTES || memcmp(e->data, magic, m))
 		goto miss;
-	c.p += m;
+	char *tail = e->data + len - TAIL_BYTES, sha[65];
+	sha256_hex(e->data, len - TAIL_BYTES, sha);
+	if (memcmp(tail, "S 64\n", 5) || memcmp(tail + 5, sha, 64) || memcmp(tail + 69, "\nE\n", 3))
+		goto miss;
+	Cursor c = {e->data + m, tail, false};
 	long long kn = record(&c, 'K');
 	const char *k = bytes(&c, kn);
 	if (c.bad || (size_t)kn != key->len || memcmp(k, key->data, key->len))
 		goto miss;
 	e->name = bytes(&c, record(&c, 'N'));
 	e->nops = (long)record(&c, 'O');
+	if (c.bad || !ir_graph_name_ok(e->name))
+		goto miss;
 	while (!c.bad && c.p < c.end && *c.p == 'D') {
 		const char *dep = bytes(&c, record(&c, 'D'));
-		const char *sha = bytes(&c, 64);
+		const char *dsha = bytes(&c, 64);
 		if (c.bad || e->ndeps == (int)(sizeof e->deps / sizeof e->deps[0]) ||
-		    !dep_unchanged(dep, sha))
+		    !dep_unchanged(graph, dep, dsha))
 			goto miss;
 		e->deps[e->ndeps++] = dep;
 	}
@@ -151,11 +198,13 @@ bool rc_get(const char *dir, const Buf *key, RcEntry *e)
 		const char *ext = bytes(&c, record(&c, 'F'));
 		long long n = record(&c, 'L');
 		const char *text = bytes(&c, n);
-		if (c.bad || e->nfiles == (int)(sizeof e->files / sizeof e->files[0]))
+		if (c.bad || e->nfiles == (int)(sizeof e->files / sizeof e->files[0]) ||
+		    !ext_known(e, ext))
 			goto miss;
 		e->files[e->nfiles++] = (RcFile){ext, text, (size_t)n};
 	}
-	if (c.bad || c.end - c.p != 2 || memcmp(c.p, "E\n", 2) || !e->nfiles || !e->name[0])
+	if (c.bad || c.p != c.end || e->nfiles < 2 || strcmp(e->files[0].ext, exts[0]) ||
+	    strcmp(e->files[1].ext, exts[1]))
 		goto miss;
 	return true;
 miss:
@@ -171,16 +220,35 @@ void rc_entry_free(RcEntry *e)
 
 /* ---- writing ---------------------------------------------------------------- */
 
-static bool put_bytes(FILE *f, char tag, const char *s, size_t n)
+/* The entry being written, and the digest of what was written so far. */
+typedef struct {
+	FILE *f;
+	Sha256 *h;
+	bool ok;
+} Writer;
+
+static void put(Writer *w, const void *p, size_t n)
 {
-	return fprintf(f, "%c %zu\n", tag, n) > 0 && fwrite(s, 1, n, f) == n && putc('\n', f) != EOF;
+	if (w->ok && fwrite(p, 1, n, w->f) == n)
+		sha256_add(w->h, p, n);
+	else
+		w->ok = false;
+}
+
+static void put_bytes(Writer *w, char tag, const char *s, size_t n)
+{
+	char head[32];
+	int k = snprintf(head, sizeof head, "%c %zu\n", tag, n);
+	put(w, head, (size_t)k);
+	put(w, s, n);
+	put(w, "\n", 1);
 }
 
 int rc_put(const char *dir, const Buf *key, const char *name, long nops,
 	   const char *const *deps, const char (*sha)[65], int ndeps, const RcFile *files,
 	   int nfiles)
 {
-	if (ndeps > 64 || nfiles > 8 || mkdir_p(dir))
+	if (ndeps > 64 || nfiles > 8)
 		return -1;
 	size_t n = strlen(dir) + 24;
 	char *tmp = xmalloc(n);
@@ -190,16 +258,26 @@ int rc_put(const char *dir, const Buf *key, const char *name, long nops,
 		free(tmp);
 		return -1;
 	}
-	FILE *f = fdopen(fd, "wb");
-	bool ok = f && fputs(magic, f) != EOF && put_bytes(f, 'K', key->data, key->len) &&
-		  put_bytes(f, 'N', name, strlen(name)) && fprintf(f, "O %ld\n", nops) > 0;
-	for (int i = 0; ok && i < ndeps; i++)
-		ok = put_bytes(f, 'D', deps[i], strlen(deps[i])) && fprintf(f, "%s\n", sha[i]) > 0;
-	for (int i = 0; ok && i < nfiles; i++)
-		ok = put_bytes(f, 'F', files[i].ext, strlen(files[i].ext)) &&
-		     put_bytes(f, 'L', files[i].text, files[i].len);
-	ok = ok && fputs("E\n", f) != EOF;
-	ok = (f ? fclose(f) == 0 : (close(fd), false)) && ok;
+	Writer w = {fdopen(fd, "wb"), sha256_begin(), true};
+	w.ok = w.f != NULL;
+	put(&w, magic, sizeof magic - 1);
+	put_bytes(&w, 'K', key->data, key->len);
+	put_bytes(&w, 'N', name, strlen(name));
+	char ops[32];
+	put(&w, ops, (size_t)snprintf(ops, sizeof ops, "O %ld\n", nops));
+	for (int i = 0; i < ndeps; i++) {
+		put_bytes(&w, 'D', deps[i], strlen(deps[i]));
+		put(&w, sha[i], 64);
+		put(&w, "\n", 1);
+	}
+	for (int i = 0; i < nfiles; i++) {
+		put_bytes(&w, 'F', files[i].ext, strlen(files[i].ext));
+		put_bytes(&w, 'L', files[i].text, files[i].len);
+	}
+	char digest[65];
+	sha256_end(w.h, digest);
+	bool ok = w.ok && fprintf(w.f, "S 64\n%s\nE\n", digest) > 0;
+	ok = (w.f ? fclose(w.f) == 0 : (close(fd), false)) && ok;
 	char *path = entry_path(dir, key);
 	if (ok)
 		ok = chmod(tmp, 0644) == 0 && rename(tmp, path) == 0;

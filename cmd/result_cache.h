@@ -9,12 +9,16 @@
  *      successful compile, a new entry.
  *
  * An entry also lists the files the graph read besides itself (constants' .npy
- * files) with their SHA-256; a hit requires each to still hold the same bytes.
- * Entries are DIR/r-<SHA-256 of the key>.res and hold the key itself, which a read
- * compares whole. They are written to a temporary file in DIR and renamed into
- * place, so parallel compiles sharing DIR see whole entries or none; an entry that
- * is damaged or unreadable is a miss. Memory: an entry is one malloc'd block
- * (rc_entry_free). */
+ * files) with the SHA-256 of the bytes the graph read; a hit requires each to
+ * still hold the same bytes, read as the graph reads them. Entries are
+ * DIR/r-<SHA-256 of the key>.res and hold the key itself, which a read compares
+ * whole, and end with the SHA-256 of all they hold: an entry that is damaged,
+ * changed, unreadable, or that names a file outside the output folder (its name
+ * or an extension) or a dependency outside the graph's folder is a miss, and the
+ * compile writes it again. They are written to a temporary file in DIR and renamed
+ * into place, so parallel compiles sharing DIR see whole entries or none. DIR has
+ * passed cg_cache_dir_check (codegen/kcache.h). Memory: an entry is one malloc'd
+ * block (rc_entry_free). */
 #ifndef FUSEC_RESULT_CACHE_H
 #define FUSEC_RESULT_CACHE_H
 
@@ -22,6 +26,10 @@
 #include <stddef.h>
 
 #include "../support/support.h"
+
+/* The first line of an entry and of a key (compile.c, result_key): a new format
+ * makes every older entry a miss. */
+#define RC_FORMAT "fusec-result/2"
 
 typedef struct {
 	const char *ext;         /* ".ptx" */
@@ -44,13 +52,12 @@ typedef struct {
  * bytes are kept there (malloc'd, NUL-terminated, *len bytes), so that the compile
  * reads the very bytes the key names. */
 int rc_key_file(Buf *key, const char *label, const char *path, char **text, size_t *len);
-/* The SHA-256 of a regular file's bytes; -1 when it cannot be read. */
-int rc_file_sha(const char *path, char out[65]);
-/* The entry for key in dir: true on a hit (every dependency unchanged). */
-bool rc_get(const char *dir, const Buf *key, RcEntry *e);
+/* The entry for key in dir, for a compile of the graph file graph: true on a hit
+ * (the entry whole and unchanged, every dependency unchanged). */
+bool rc_get(const char *dir, const Buf *key, const char *graph, RcEntry *e);
 void rc_entry_free(RcEntry *e);
-/* Store an entry (dir created when missing): deps with their SHA-256 (taken when
- * the graph read them, rc_file_sha). 0, or -1 when nothing was stored. */
+/* Store an entry: deps with the SHA-256 of the bytes the graph read
+ * (ConstSource.npy_sha256). 0, or -1 when nothing was stored. */
 int rc_put(const char *dir, const Buf *key, const char *name, long nops,
 	   const char *const *deps, const char (*dep_sha)[65], int ndeps,
 	   const RcFile *files, int nfiles);

@@ -1,6 +1,19 @@
-/* kcache.c: the on-disk kernel cache (kcache.h). */
+/* kcache.c: the on-disk kernel cache (kcache.h), and what both caches share: the
+ * folder's check and the reading of an entry.
+ *
+ * A cache is input fusec did not necessarily write: anyone who can write the
+ * folder can plant an entry, and a disk or a killed copy can leave a damaged one.
+ * So a folder that other users can write (or that lies under one they can rename)
+ * is refused unless the user trusts it, an entry is opened without following a
+ * link or waiting on a pipe, and it carries its lengths and the SHA-256 of the key
+ * and the PTX: a short, long or changed entry is a miss, and the compile that
+ * misses writes it again. */
+#define _DEFAULT_SOURCE   /* realpath, S_ISVTX */
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
+#include <limits.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,8 +26,12 @@
 /* 2: cooperative reduce kernels; 3: reduce rows kept in registers; 4: f32 gelu's
  * one-piece erfc, bf16 rounding by cvt.rn on sm_80+, the matmul tile table remade
  * (variant numbers changed); 5: split reductions zero their partials (the same
- * spec, new code), split-K matmul configurations */
-static const char magic[] = "fusec-kcache/5\n";
+ * spec, new code), split-K matmul configurations; 6: entries carry their lengths
+ * and a SHA-256 of the key and the PTX */
+static const char magic[] = "fusec-kcache/6\n";
+
+/* Entries beyond this are not read (a chunk's PTX is at most a few MB). */
+#define MAX_ENTRY_BYTES ((size_t)1 << 30)
 
 /* A second, independent 64-bit hash for the file name (the first is FNV-1a). */
 static uint64_t mix_hash(const char *p, size_t n)
@@ -96,43 +113,47 @@ static char *entry_path(const char *dir, const CgCacheKey *k)
 	return p;
 }
 
+/* "<digits>" then the character after: the number, or NULL past the end. */
+static const char *number(const char *p, const char *end, char after, uint64_t *v)
+{
+	const char *q = p;
+	*v = 0;
+	while (q < end && *q >= '0' && *q <= '9' && *v < ((uint64_t)1 << 40))
+		*v = *v * 10 + (uint64_t)(*q++ - '0');
+	return q > p && q < end && *q == after ? q + 1 : NULL;
+}
+
+/* An entry is "<key length> <PTX length> <SHA-256 of key and PTX>\n", the key,
+ * then the PTX: exactly so long, with that digest, and the very key asked for. */
 bool cg_cache_get(const char *dir, const CgCacheKey *k, Buf *ptx)
 {
 	char *path = entry_path(dir, k);
-	FILE *f = fopen(path, "rb");
+	size_t len;
+	char *data = cg_cache_read(path, MAX_ENTRY_BYTES, &len);
 	free(path);
-	if (!f)
+	if (!data)
 		return false;
-	bool hit = false;
-	char line[32];
-	unsigned long long keylen;
-	if (fgets(line, sizeof line, f) && sscanf(line, "%llu", &keylen) == 1 &&
-	    keylen == k->text.len) {
-		char *key = xmalloc(k->text.len + 1);
-		hit = fread(key, 1, k->text.len, f) == k->text.len &&
-		      !memcmp(key, k->text.data, k->text.len);
-		free(key);
-	}
+	const char *end = data + len, *p = data;
+	uint64_t kn = 0, pn = 0;
+	p = number(p, end, ' ', &kn);
+	p = p ? number(p, end, ' ', &pn) : NULL;
+	bool hit = p && end - p > 65 && p[64] == '\n' && strspn(p, "0123456789abcdef") >= 64;
+	const char *body = hit ? p + 65 : NULL;
+	hit = hit && kn == k->text.len && pn > 0 && (uint64_t)(end - body) == kn + pn &&
+	      !memcmp(body, k->text.data, kn);
 	if (hit) {
-		size_t start = ptx->len, n;
-		char chunk[65536];
-		while ((n = fread(chunk, 1, sizeof chunk, f)) > 0)
-			buf_write(ptx, chunk, n);
-		if (ferror(f) || ptx->len == start) {
-			ptx->len = start;
-			if (ptx->data)
-				ptx->data[start] = 0;
-			hit = false;
-		}
+		char sha[65];
+		sha256_hex(body, (size_t)(kn + pn), sha);
+		hit = !memcmp(sha, p, 64);
 	}
-	fclose(f);
+	if (hit)
+		buf_write(ptx, body + kn, (size_t)pn);
+	free(data);
 	return hit;
 }
 
 int cg_cache_put(const char *dir, const CgCacheKey *k, const char *ptx, size_t len)
 {
-	if (mkdir_p(dir))
-		return -1;
 	size_t n = strlen(dir) + 24;
 	char *tmp = xmalloc(n);
 	snprintf(tmp, n, "%s/.tmp-XXXXXX", dir);
@@ -141,8 +162,13 @@ int cg_cache_put(const char *dir, const CgCacheKey *k, const char *ptx, size_t l
 		free(tmp);
 		return -1;
 	}
+	char sha[65];
+	Sha256 *h = sha256_begin();
+	sha256_add(h, k->text.data, k->text.len);
+	sha256_add(h, ptx, len);
+	sha256_end(h, sha);
 	FILE *f = fdopen(fd, "wb");
-	bool ok = f && fprintf(f, "%zu\n", k->text.len) > 0 &&
+	bool ok = f && fprintf(f, "%zu %zu %s\n", k->text.len, len, sha) > 0 &&
 		  fwrite(k->text.data, 1, k->text.len, f) == k->text.len &&
 		  fwrite(ptx, 1, len, f) == len;
 	ok = (f ? fclose(f) == 0 : (close(fd), false)) && ok;
@@ -154,4 +180,115 @@ int cg_cache_put(const char *dir, const CgCacheKey *k, const char *ptx, size_t l
 	free(path);
 	free(tmp);
 	return ok ? 0 : -1;
+}
+
+/* ---- what both caches share ------------------------------------------------------ */
+
+char *cg_cache_read(const char *path, size_t max, size_t *len)
+{
+	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
+		return NULL;
+	struct stat sb;
+	char *data = NULL;
+	if (fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) && (uint64_t)sb.st_size <= max) {
+		size_t size = (size_t)sb.st_size, got = 0;
+		data = xmalloc(size + 1);
+		ssize_t r = 1;
+		while (got < size && (r = read(fd, data + got, size - got)) != 0)
+			if (r > 0)
+				got += (size_t)r;
+			else if (errno != EINTR)
+				break;
+		/* shorter than fstat said (truncated meanwhile), or longer: not whole */
+		char extra;
+		if (got != size || read(fd, &extra, 1) != 0) {
+			free(data);
+			data = NULL;
+		} else {
+			data[size] = 0;
+			*len = size;
+		}
+	}
+	close(fd);
+	return data;
+}
+
+/* A group of the user alone: the user's own primary group, named as the user, with
+ * no other member (the "user private group" of most Linux distributions, under
+ * which umask 002 makes folders group-writable). */
+static bool private_group(gid_t gid)
+{
+	struct passwd *pw = getpwuid(geteuid());
+	struct group *gr = pw ? getgrgid(gid) : NULL;
+	if (!gr || gid != pw->pw_gid || strcmp(gr->gr_name, pw->pw_name))
+		return false;
+	for (char **m = gr->gr_mem; *m; m++)
+		if (strcmp(*m, pw->pw_name))
+			return false;
+	return true;
+}
+
+/* Whether another user can change what folder p holds (last: the cache folder
+ * itself, where a sticky bit does not help: others could add entries). */
+static bool unsafe_folder(const char *p, bool last, char *why, size_t n)
+{
+	struct stat sb;
+	if (lstat(p, &sb) != 0) {
+		snprintf(why, n, "'%s' cannot be examined: %s", p, strerror(errno));
+		return true;
+	}
+	if (!S_ISDIR(sb.st_mode)) {
+		snprintf(why, n, "'%s' is not a folder", p);
+		return true;
+	}
+	if (sb.st_uid != geteuid() && sb.st_uid != 0) {
+		snprintf(why, n, "'%s' belongs to another user (uid %u)", p, (unsigned)sb.st_uid);
+		return true;
+	}
+	bool others = (sb.st_mode & S_IWOTH) || ((sb.st_mode & S_IWGRP) && !private_group(sb.st_gid));
+	if (others && (last || !(sb.st_mode & S_ISVTX))) {
+		snprintf(why, n, "'%s' can be written by other users (mode %04o)", p,
+			 (unsigned)(sb.st_mode & 07777));
+		return true;
+	}
+	return false;
+}
+
+CgCacheDir cg_cache_dir_check(const char *dir, bool trust, char *why, size_t n)
+{
+	why[0] = 0;
+	/* missing folders are made private: only their user reads or writes them */
+	char *p = xmalloc(strlen(dir) + 1);
+	strcpy(p, dir);
+	bool made = true;
+	for (char *s = p + 1; made; s++) {
+		if (*s != '/' && *s)
+			continue;
+		char ch = *s;
+		*s = 0;
+		made = mkdir(p, 0700) == 0 || errno == EEXIST;
+		*s = ch;
+		if (!ch)
+			break;
+	}
+	free(p);
+	if (!made)
+		return CG_CACHE_UNUSABLE;
+	if (trust)
+		return CG_CACHE_OK;
+	char real[PATH_MAX];
+	if (!realpath(dir, real))
+		return CG_CACHE_UNUSABLE;
+	/* every folder on the way: another user who can rename one can swap the cache */
+	bool unsafe = unsafe_folder("/", !real[1], why, n);
+	for (char *s = real + 1; !unsafe && *s; s++) {
+		if (s[1] && s[1] != '/')
+			continue;
+		char ch = s[1];
+		s[1] = 0;
+		unsafe = unsafe_folder(real, !ch, why, n);
+		s[1] = ch;
+	}
+	return unsafe ? CG_CACHE_UNSAFE : CG_CACHE_OK;
 }

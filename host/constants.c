@@ -4,17 +4,129 @@
  * path of a .npy file beside the graph) without touching host tensors; this turns
  * each into Tensor.data, in the graph's arena, as the dtype stores it (floats
  * rounded to nearest even, ints wrapped, as host_set does). A .npy file must hold
- * exactly the constant's dtype and shape (bf16 constants read <f4 files). */
+ * exactly the constant's dtype and shape (bf16 constants read <f4 files).
+ *
+ * A .npy file is read once, and the result cache records the SHA-256 of those very
+ * bytes (a file rewritten during a compile must not pair old outputs with its new
+ * hash). It must be a regular file inside the graph's folder reached through no
+ * symbolic link, to a file or to a folder: a graph cannot pull some other file
+ * into NAME.weights.bin (docs/reliability.md). */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "host.h"
+
+/* Why component name of folder fd could not be opened: a link is named as one. */
+static void open_failed(int fd, const char *name, const char *path, size_t upto, Diag *d)
+{
+	int err = errno;
+	struct stat sb;
+	if (fstatat(fd, name, &sb, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(sb.st_mode)) {
+		if (path[upto])
+			diag_set(d, path, 0, 0, "'%.*s' is a symbolic link: a constant's file must "
+				 "lie inside the graph's folder, reached through no link", (int)upto,
+				 path);
+		else
+			diag_set(d, path, 0, 0, "is a symbolic link: a constant's file must be a "
+				 "regular file inside the graph's folder, not a link (copy it there)");
+	} else {
+		diag_set(d, path, 0, 0, "cannot open: %s", strerror(err));
+	}
+}
+
+char *host_read_constant_file(const char *graph_file, const char *rel, const char *path,
+			      size_t *len, Diag *d)
+{
+	const char *slash = strrchr(graph_file, '/');
+	char *dir = slash ? strndup(graph_file, (size_t)(slash - graph_file) + 1) : strdup(".");
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	free(dir);
+	if (fd < 0) {
+		diag_set(d, path, 0, 0, "cannot open its folder: %s", strerror(errno));
+		return NULL;
+	}
+	/* one component at a time, none of them a link; path's tail is rel */
+	size_t base = strlen(path) - strlen(rel);
+	for (const char *p = rel; fd >= 0;) {
+		const char *end = strchr(p, '/');
+		size_t n = end ? (size_t)(end - p) : strlen(p);
+		char *name = strndup(p, n);
+		if (!end) {
+			int f = openat(fd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+			if (f < 0)
+				open_failed(fd, name, path, base + (size_t)(p - rel) + n, d);
+			free(name);
+			close(fd);
+			fd = f;
+			break;
+		}
+		if (n && strcmp(name, ".")) {
+			int sub = openat(fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			if (sub < 0)
+				open_failed(fd, name, path, base + (size_t)(p - rel) + n, d);
+			close(fd);
+			fd = sub;
+		}
+		free(name);
+		p = end + 1;
+	}
+	if (fd < 0)
+		return NULL;
+	struct stat sb;
+	if (fstat(fd, &sb) != 0) {
+		diag_set(d, path, 0, 0, "cannot read: %s", strerror(errno));
+		close(fd);
+		return NULL;
+	}
+	if (!S_ISREG(sb.st_mode)) {
+		diag_set(d, path, 0, 0, "not a regular file (%s)",
+			 S_ISDIR(sb.st_mode) ? "a folder" : S_ISCHR(sb.st_mode) ? "a device" :
+			 S_ISFIFO(sb.st_mode) ? "a pipe" : "a special file");
+		close(fd);
+		return NULL;
+	}
+	/* to the end, which may lie past the size fstat saw */
+	size_t cap = (size_t)sb.st_size + 1, got = 0;
+	char *bytes = xmalloc(cap + 1);
+	for (;;) {
+		if (got == cap)
+			bytes = xrealloc(bytes, (cap *= 2) + 1);
+		ssize_t r = read(fd, bytes + got, cap - got);
+		if (r == 0)
+			break;
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			diag_set(d, path, 0, 0, "cannot read: %s", strerror(errno));
+			free(bytes);
+			close(fd);
+			return NULL;
+		}
+		got += (size_t)r;
+	}
+	close(fd);
+	bytes[got] = 0;
+	*len = got;
+	return bytes;
+}
 
 static int load_one(Graph *g, Tensor *t, Diag *d)
 {
 	const ConstSource *src = t->src;
 	HostTensor h;
 	if (src->npy) {
-		if (npy_read_file(src->npy, &h, d))
+		size_t len;
+		char *bytes = host_read_constant_file(g->file, src->npy_rel, src->npy, &len, d);
+		if (!bytes)
+			return -1;
+		sha256_hex(bytes, len, src->npy_sha256);
+		int bad = npy_read_mem(src->npy, bytes, len, &h, d);
+		free(bytes);
+		if (bad)
 			return -1;
 		if (h.dtype == DT_F32 && t->dtype == DT_BF16) {
 			HostTensor c;

@@ -134,8 +134,15 @@ int npy_write_file(const char *path, const HostTensor *t, Diag *d);
 
 /* Give every constant read from a graph file (Tensor.src) its Tensor.data: inline
  * values stored as its dtype stores them, or its .npy file, which must hold its
- * dtype and shape. 0, or -1 with *d set (positioned at the constant). */
+ * dtype and shape; the SHA-256 of the bytes read goes to src->npy_sha256. 0, or
+ * -1 with *d set (positioned at the constant). */
 int host_load_constants(Graph *g, Diag *d);
+/* The bytes of a constant's file: rel (ConstSource.npy_rel) inside the folder of
+ * graph_file, a regular file reached through no symbolic link, read once without
+ * waiting on a pipe. malloc'd (*len bytes, then a NUL), or NULL with *d set at the
+ * file (path: rel joined to the graph's folder, ConstSource.npy). */
+char *host_read_constant_file(const char *graph_file, const char *rel, const char *path,
+			      size_t *len, Diag *d);
 
 /* ---- checks (host/check.c; docs/tolerances.md) ----------------------------- */
 

@@ -620,6 +620,8 @@ static int read_constant(Builder *b, const DocNode *e)
 		src->npy = slash ? arena_printf(g->arena, "%.*s/%s", (int)(slash - b->file),
 						b->file, f->text)
 				 : arena_strdup(g->arena, f->text);
+		src->npy_rel = arena_strdup(g->arena, f->text);
+		src->npy_sha256 = arena_alloc(g->arena, 65);
 	} else {
 		const DocNode *dn = slot[2];
 		snprintf(sub, sizeof sub, "%s.data", path);
@@ -1042,18 +1044,25 @@ static const char *default_name(Arena *a, const char *file)
 	return s;
 }
 
+bool ir_graph_name_ok(const char *s)
+{
+	for (const char *p = s; *p; p++)
+		if (!name_char(*p) || (p == s && *p == '.'))
+			return false;
+	return s[0] != 0;
+}
+
 static int read_name(Builder *b, const DocNode *n)
 {
 	if (n->kind != DOC_STR)
 		return fail(b, n, "name: expected a string, got %s", describe(n).s);
 	if (!n->text[0])
 		return fail(b, n, "name: must not be empty");
-	for (const char *p = n->text; *p; p++)
-		if (!name_char(*p) || (p == n->text && *p == '.'))
-			return fail(b, n,
-				    "name: '%s' may only contain letters, digits, '_', '-' and '.' "
-				    "(and not start with '.')",
-				    clip(n->text).s);
+	if (!ir_graph_name_ok(n->text))
+		return fail(b, n,
+			    "name: '%s' may only contain letters, digits, '_', '-' and '.' "
+			    "(and not start with '.')",
+			    clip(n->text).s);
 	b->g->name = arena_strdup(b->g->arena, n->text);
 	return 0;
 }

@@ -170,7 +170,10 @@ typedef struct {
 /* Where a constant of a fusec-graph/1 file comes from (docs/graph-format.md):
  * values written inline, or a .npy file (path resolved beside the graph). */
 typedef struct ConstSource {
-	const char *npy;
+	const char *npy;         /* the file: npy_rel joined to the graph's folder */
+	const char *npy_rel;     /* the file as the graph names it */
+	char *npy_sha256;        /* 65 bytes: the SHA-256 of the bytes host_load_constants
+				    read (the result cache's record of them) */
 	const double *values;    /* float dtypes: count values */
 	const int64_t *ivalues;  /* int and bool dtypes */
 	int line, col;           /* of the constant, for messages */
@@ -264,6 +267,9 @@ Graph *ir_read_file_errors(Arena *a, const char *path, GraphFormat fmt, Diag *d,
 			   int *nd);
 Graph *ir_read_mem_errors(Arena *a, const char *file, const char *text, size_t len,
 			  GraphFormat fmt, Diag *d, int maxd, int *nd);
+/* Whether s may be a graph's name, and so the stem of its output files: letters,
+ * digits, '_', '-' and '.', not empty and not starting with '.'. */
+bool ir_graph_name_ok(const char *s);
 
 /* ---- inference ------------------------------------------------------------- */
 

@@ -96,8 +96,9 @@ typedef struct {
 	const char *path;      /* the plan file as given */
 	const char *ptx_path;  /* the PTX file, resolved beside the plan */
 	const char *weights_path; /* the weights file beside the plan; NULL when none */
-	const char *ptx_sha256;  /* its SHA-256 as the plan records it; "" when omitted */
-	const char *weights_sha256; /* the weights file's SHA-256; "" when omitted */
+	const char *ptx_sha256;  /* its SHA-256 as the plan records it (required) */
+	const char *weights_sha256; /* the weights file's SHA-256 (required with the file);
+				       "" when the plan names none */
 	const char *arch;      /* "sm_90"; "" when omitted */
 	const char *compiler;  /* "" when omitted */
 	RtTensor *tensors; int ntensors;

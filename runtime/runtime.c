@@ -82,10 +82,17 @@ static int perr(Parser *p, const char *path, const char *fmt, ...)
 	return -1;
 }
 
-/* "" (omitted) or exactly 64 lowercase hex digits. */
-static bool sha256_ok(const char *s)
+/* The SHA-256 of a file beside the plan, at root key `key`: required, and exactly
+ * 64 lowercase hex digits. Without it a runtime could not tell that the file is
+ * the one the plan was compiled with. */
+static int get_sha256(Parser *p, const cJSON *root, const char *key, const char *what,
+		      const char **out);
+
+/* A file beside the plan: a plain file name, so that nothing a plan holds names a
+ * file elsewhere. */
+static bool plain_file_name(const char *s)
 {
-	return !s[0] || (strspn(s, "0123456789abcdef") == 64 && !s[64]);
+	return s[0] && !strchr(s, '/') && strcmp(s, ".") && strcmp(s, "..");
 }
 
 static const char *type_name(const cJSON *j)
@@ -562,6 +569,20 @@ static const cJSON *get_array(Parser *p, const cJSON *obj, const char *path, con
 	return j;
 }
 
+static int get_sha256(Parser *p, const cJSON *root, const char *key, const char *what,
+		      const char **out)
+{
+	if (!cJSON_GetObjectItemCaseSensitive(root, key))
+		return perr(p, "", "missing key \"%s\": a plan must record the SHA-256 of its %s, "
+			    "so that no other file is used in its place (fusec compile writes it)",
+			    key, what);
+	if (get_string(p, root, "", key, true, out) < 0)
+		return -1;
+	if (strspn(*out, "0123456789abcdef") != 64 || (*out)[64])
+		return perr(p, key, "expected 64 lowercase hex digits");
+	return 0;
+}
+
 static int parse_root(Parser *p, RtPlan *pl, const cJSON *root)
 {
 	char ip[PATH_MAX_], lp[PATH_MAX_];
@@ -579,34 +600,29 @@ static int parse_root(Parser *p, RtPlan *pl, const cJSON *root)
 		return -1;
 	if (!ptx[0])
 		return perr(p, "ptx", "empty PTX file name");
-	if (get_string(p, root, "", "ptx_sha256", false, &pl->ptx_sha256) < 0)
+	if (!plain_file_name(ptx))
+		return perr(p, "ptx", "\"%s\" is not a plain file name: the PTX file must lie "
+			    "beside the plan", ptx);
+	if (get_sha256(p, root, "ptx_sha256", "PTX file", &pl->ptx_sha256) < 0)
 		return -1;
-	if (get_string(p, root, "", "weights_sha256", false, &pl->weights_sha256) < 0)
-		return -1;
-	if (!sha256_ok(pl->ptx_sha256))
-		return perr(p, "ptx_sha256", "expected 64 lowercase hex digits");
-	if (!sha256_ok(pl->weights_sha256))
-		return perr(p, "weights_sha256", "expected 64 lowercase hex digits");
-	if (ptx[0] == '/') {
-		pl->ptx_path = ptx;
-	} else {
-		const char *slash = strrchr(p->file, '/');
-		pl->ptx_path = slash ? arena_printf(p->a, "%.*s/%s", (int)(slash - p->file), p->file, ptx)
-				     : ptx;
-	}
+	const char *slash = strrchr(p->file, '/');
+	pl->ptx_path = slash ? arena_printf(p->a, "%.*s/%s", (int)(slash - p->file), p->file, ptx)
+			     : ptx;
 	const char *weights = NULL;
 	if (get_string(p, root, "", "weights", false, &weights) < 0)
 		return -1;
-	if (weights[0] && strchr(weights, '/'))
+	if (weights[0] && !plain_file_name(weights))
 		return perr(p, "weights", "the weights file must be a plain file name beside the plan");
-	if (pl->weights_sha256[0] && !weights[0])
+	pl->weights_sha256 = "";
+	if (!weights[0] && cJSON_GetObjectItemCaseSensitive(root, "weights_sha256"))
 		return perr(p, "weights_sha256", "the plan names no weights file");
-	if (weights[0]) {
-		const char *slash = strrchr(p->file, '/');
+	if (weights[0] && get_sha256(p, root, "weights_sha256", "weights file",
+				     &pl->weights_sha256) < 0)
+		return -1;
+	if (weights[0])
 		pl->weights_path = slash ? arena_printf(p->a, "%.*s/%s", (int)(slash - p->file),
 							p->file, weights)
 					 : weights;
-	}
 
 	const cJSON *ts = get_array(p, root, "", "tensors", &pl->ntensors);
 	if (!ts)
@@ -1202,16 +1218,14 @@ static RtStatus load_module(RtSession *s, Diag *d)
 		diag_prefix(d, "the plan's PTX file");
 		return RT_ERR_INPUT;
 	}
-	if (pl->ptx_sha256[0]) {
-		char sha[65];
-		sha256_hex(ptx, len, sha);
-		if (strcmp(sha, pl->ptx_sha256) != 0) {
-			free(ptx);
-			diag_set(d, pl->ptx_path, 0, 0, "the PTX is not the one %s was compiled with "
-				 "(SHA-256 %.12s…, the plan records %.12s…): the folder holds "
-				 "files of different compiles", pl->path, sha, pl->ptx_sha256);
-			return RT_ERR_INPUT;
-		}
+	char sha[65];
+	sha256_hex(ptx, len, sha);
+	if (strcmp(sha, pl->ptx_sha256) != 0) {
+		free(ptx);
+		diag_set(d, pl->ptx_path, 0, 0, "the PTX is not the one %s was compiled with "
+			 "(SHA-256 %.12s…, the plan records %.12s…): the folder holds "
+			 "files of different compiles", pl->path, sha, pl->ptx_sha256);
+		return RT_ERR_INPUT;
 	}
 	if (rt_ptx_check_params(pl, ptx, len, d) < 0) {
 		free(ptx);
@@ -1307,16 +1321,14 @@ static RtStatus upload_constants(RtSession *s, Diag *d)
 		diag_prefix(d, "the plan's weights file");
 		return RT_ERR_INPUT;
 	}
-	if (pl->weights_sha256 && pl->weights_sha256[0]) {
-		char sha[65];
-		sha256_hex(w, len, sha);
-		if (strcmp(sha, pl->weights_sha256) != 0) {
-			free(w);
-			diag_set(d, pl->weights_path, 0, 0, "the weights are not the ones %s was "
-				 "compiled with (SHA-256 %.12s…, the plan records %.12s…): the folder "
-				 "holds files of different compiles", pl->path, sha, pl->weights_sha256);
-			return RT_ERR_INPUT;
-		}
+	char sha[65];
+	sha256_hex(w, len, sha);
+	if (strcmp(sha, pl->weights_sha256) != 0) {
+		free(w);
+		diag_set(d, pl->weights_path, 0, 0, "the weights are not the ones %s was "
+			 "compiled with (SHA-256 %.12s…, the plan records %.12s…): the folder "
+			 "holds files of different compiles", pl->path, sha, pl->weights_sha256);
+		return RT_ERR_INPUT;
 	}
 	RtStatus st = RT_OK;
 	for (int i = 0; st == RT_OK && i < pl->ntensors; i++) {

@@ -93,14 +93,19 @@ check onnx-rt-ref 0 env FUSEC_LIBCUDA="$FAKE" "$RUN" tests/runtime/axpb.plan.jso
 	--save-inputs "$TMP/win" --outputs "$TMP/wo1"
 # c becomes a constant at offset 256 (a zero gap first), its bytes from c.npy
 { head -c 256 /dev/zero; tail -c 148000 "$TMP/win/c.npy"; } >"$TMP/wplan/axpb.weights.bin"
-sed -e 's|"ptx": "axpb.ptx",|"ptx": "axpb.ptx", "weights": "axpb.weights.bin",|' \
-    -e 's|{"name": "c", "dtype": "f32", "shape": \[1000, 37\], "role": "input",|&  "constant": 256,|' \
-    tests/runtime/axpb.plan.json >"$TMP/wplan/axpb.plan.json"
+# wplan WEIGHTS: the plan naming the weights file, with its hash
+wplan() {
+	sed -e "s|\"ptx\": \"axpb.ptx\",|\"ptx\": \"axpb.ptx\", \"weights\": \"axpb.weights.bin\", \"weights_sha256\": \"$(sha256sum "$1" | cut -d' ' -f1)\",|" \
+	    -e 's|{"name": "c", "dtype": "f32", "shape": \[1000, 37\], "role": "input",|&  "constant": 256,|' \
+	    tests/runtime/axpb.plan.json >"$TMP/wplan/axpb.plan.json"
+}
+wplan "$TMP/wplan/axpb.weights.bin"
 rm "$TMP/win/c.npy"
 check onnx-rt-constant 0 env FUSEC_LIBCUDA="$FAKE" "$RUN" "$TMP/wplan/axpb.plan.json" \
 	--inputs "$TMP/win" --outputs "$TMP/wo2"
 same_files onnx-rt-constant-same "$TMP/wo1/y.npy" "$TMP/wo2/y.npy"
 head -c 1000 "$TMP/wplan/axpb.weights.bin" >"$TMP/short.bin" && mv "$TMP/short.bin" "$TMP/wplan/axpb.weights.bin"
+wplan "$TMP/wplan/axpb.weights.bin"   # its hash recorded: the bounds are checked
 check onnx-rt-short-weights 1 env FUSEC_LIBCUDA="$FAKE" "$RUN" "$TMP/wplan/axpb.plan.json" --inputs "$TMP/win" &&
 	contains onnx-rt-short-weights-msg "$TMP/err" "constant 'c' (148000 bytes at 256) lies past the end of the file (1000 bytes)"
 

@@ -150,7 +150,7 @@ fi
 # (a quadratic loader takes minutes). The launches look every tensor up by name.
 awk 'BEGIN {
 	n = 100000
-	printf "{\"format\": \"fusec-plan/1\", \"ptx\": \"big.ptx\", \"tensors\": ["
+	printf "{\"format\": \"fusec-plan/1\", \"ptx\": \"big.ptx\", \"ptx_sha256\": \"%064d\", \"tensors\": [", 0
 	for (i = 0; i < n; i++)
 		printf "%s{\"name\": \"t%d\", \"dtype\": \"f32\", \"shape\": [4], \"role\": \"%s\", \"buffer\": true}", (i ? "," : ""), i, (i ? "output" : "input")
 	printf "], \"kernels\": [{\"name\": \"k\", \"entry\": \"k\", \"params\": [\"ptr\", \"ptr\"], \"block\": [32, 1, 1]}], \"steps\": [{\"launches\": ["

@@ -10,9 +10,13 @@
 #include "test.h"
 #include "../../runtime/rt_driver.h"
 
+/* any 64 hex digits: these plans are parsed, their PTX never read */
+#define SHA "6c409d3742a15491674570b069529ae9ecb2a25ce42955ff2c78cb2b093de54f"
+
 static const char base_plan[] =
 	"{\"format\": \"fusec-plan/1\", \"compiler\": \"fusec 0.1.0\", \"arch\": \"sm_90\",\n"
 	" \"ptx\": \"g.ptx\", \"plans\": [{\"id\": 0}],\n"
+	" \"ptx_sha256\": \"" SHA "\",\n"
 	" \"tensors\": [\n"
 	"  {\"name\": \"a\", \"dtype\": \"f32\", \"shape\": [64, 64], \"role\": \"input\", \"buffer\": true},\n"
 	"  {\"name\": \"s\", \"dtype\": \"i64\", \"shape\": [], \"role\": \"input\", \"buffer\": true},\n"
@@ -149,6 +153,25 @@ static void test_plan_errors(void **state)
 		 "ptx: expected a string, got a number"},
 		{"\"tensors\"", "\"tensorz\"",
 		 "missing key \"tensors\""},
+		/* the files beside the plan: plain names, with their hashes (issue 25) */
+		{"\"ptx\": \"g.ptx\"", "\"ptx\": \"/etc/passwd\"",
+		 "ptx: \"/etc/passwd\" is not a plain file name: the PTX file must lie beside the plan"},
+		{"\"ptx\": \"g.ptx\"", "\"ptx\": \"../g.ptx\"",
+		 "ptx: \"../g.ptx\" is not a plain file name: the PTX file must lie beside the plan"},
+		{"\"ptx\": \"g.ptx\"", "\"ptx\": \"..\"",
+		 "ptx: \"..\" is not a plain file name: the PTX file must lie beside the plan"},
+		{" \"ptx_sha256\": \"" SHA "\",\n", "",
+		 "missing key \"ptx_sha256\": a plan must record the SHA-256 of its PTX file, so "
+		 "that no other file is used in its place (fusec compile writes it)"},
+		{"\"ptx_sha256\": \"" SHA "\"", "\"ptx_sha256\": \"\"",
+		 "ptx_sha256: expected 64 lowercase hex digits"},
+		{"\"ptx_sha256\": \"" SHA "\"", "\"ptx_sha256\": \"" SHA "\", \"weights\": \"g.weights.bin\"",
+		 "missing key \"weights_sha256\": a plan must record the SHA-256 of its weights file, "
+		 "so that no other file is used in its place (fusec compile writes it)"},
+		{"\"ptx_sha256\": \"" SHA "\"", "\"ptx_sha256\": \"" SHA "\", \"weights\": \"..\"",
+		 "weights: the weights file must be a plain file name beside the plan"},
+		{"\"ptx_sha256\": \"" SHA "\"", "\"ptx_sha256\": \"" SHA "\", \"weights_sha256\": \"" SHA "\"",
+		 "weights_sha256: the plan names no weights file"},
 		{"\"dtype\": \"f32\", \"shape\": [64, 64], \"role\": \"input\"", "\"dtype\": \"f33\", \"shape\": [64, 64], \"role\": \"input\"",
 		 "tensors[0].dtype: unknown dtype \"f33\""},
 		{"\"shape\": [64, 64], \"role\": \"input\"", "\"shape\": [64, 0], \"role\": \"input\"",
