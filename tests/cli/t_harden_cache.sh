@@ -43,7 +43,7 @@ for r in recs:
         r[1] = value
 if field == "byte":
     r = next(r for r in recs if r[0] == b"L" and r[1].startswith(b"{"))
-    i = r[1].index(b'"sm_90"') + 5
+    i = r[1].index(b'"sm_90') + 5
     r[1] = r[1][:i] + b"1" + r[1][i + 1:]
 out = magic
 for tag, body, extra in recs:
@@ -81,7 +81,7 @@ check hc-rc-ext 0 "$FUSEC" compile $G -o "$TMP/o2" --cache-dir "$RC" --time && m
 check hc-rc-ext-outside 1 test -e "$TMP/escape.ptx"
 same_files hc-rc-ext-ptx "$TMP/ref/fusers.ptx" "$TMP/o2/fusers.ptx"
 
-# 4. A result-cache entry changed by one byte (its plan says sm_91) is a miss, and
+# 4. A result-cache entry changed by one byte (its plan says sm_91a) is a miss, and
 # is written again.
 RC="$TMP/rc3"
 check hc-rc-byte-cold 0 "$FUSEC" compile $G -o "$TMP/o3" --cache-dir "$RC"
