@@ -437,7 +437,6 @@ static int input_shape(Imp *m, const Onnx__ValueInfoProto *vi, DType *dt, int *r
 		if (!strcmp(m->opt->shapes[i].name, name))
 			fix = &m->opt->shapes[i];
 	if (fix) {
-		m->used_shapes++;
 		if (tt->shape && tt->shape->n_dim != (size_t)fix->rank)
 			return imp_fail(m, "--input-shape %s gives rank %d, the model says %zu",
 					name, fix->rank, tt->shape->n_dim);
