@@ -191,11 +191,13 @@ $(BUILD)/fuzz_plan: $(FUZZ_PLAN_SRC) runtime/fusecrt.h runtime/rt_driver.h suppo
 	  $(shell $(PKG_CONFIG) --libs libcjson libcrypto) -ldl -lm
 fuzz: $(BUILD)/fuzz_read $(BUILD)/fuzz_plan
 
-# Every fuzz target for FUZZ_RUNS inputs from the seed corpora with a fixed seed
-# (tests/fuzz/smoke.sh): a reproducible gate, part of CI.
+# Every fuzz target for FUZZ_RUNS inputs (the ONNX reader FUZZ_RUNS_ONNX, of whole
+# models) from the seed corpora with a fixed seed (tests/fuzz/smoke.sh): a
+# reproducible gate, part of CI.
 FUZZ_RUNS ?= 200000
+FUZZ_RUNS_ONNX ?= 60000
 fuzz-smoke: $(BUILD)/fuzz_read $(BUILD)/fuzz_plan $(BUILD)/fuzz_onnx $(BUILD)/tests/fakecuda.so
-	sh tests/fuzz/smoke.sh $(BUILD) $(FUZZ_RUNS)
+	sh tests/fuzz/smoke.sh $(BUILD) $(FUZZ_RUNS) $(FUZZ_RUNS_ONNX)
 
 # libFuzzer target for the ONNX reader: seed it with tests/onnx/models/*/model.onnx.
 FUZZ_ONNX_SRC = tests/fuzz/fuzz_onnx.c $(SUPPORT_SRC) $(IR_SRC) $(HOST_SRC) $(ONNX_SRC) \

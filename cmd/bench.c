@@ -134,6 +134,8 @@ int cmd_bench(int argc, char **argv)
 	const char *path = argv[optind];
 	if (!run_is_plan(path))
 		return bench_graph(path, inputs, (uint64_t)seed, &o);
+	if (cmd_refuse_input_shapes(path))
+		return EXIT_INPUT;
 	RunPlan rp;
 	Diag d;
 	RtStatus st = run_plan_open(path, inputs, NULL, (uint64_t)seed, &rp, &d);

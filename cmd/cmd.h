@@ -34,6 +34,9 @@ Graph *cmd_load_graph_text(Arena *a, const char *path, const char *text, size_t 
 /* Whether a compile of path may use the result cache: a graph file (not stdin, not
  * an ONNX model), no --input-shape. */
 bool cmd_graph_cacheable(const char *path);
+/* For a command given a compiled plan: 1 (the error printed) when --input-shape was
+ * given, which applies to ONNX models only; else 0. */
+int cmd_refuse_input_shapes(const char *path);
 /* Parse a non-negative integer option value; prints a usage error and returns -1 if bad. */
 long cmd_parse_count(const char *sub, const char *opt, const char *val);
 

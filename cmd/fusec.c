@@ -183,6 +183,16 @@ bool cmd_graph_cacheable(const char *path)
 	return strcmp(path, "-") && !ninput_shapes && !cmd_is_onnx(path);
 }
 
+int cmd_refuse_input_shapes(const char *path)
+{
+	if (!ninput_shapes)
+		return 0;
+	Diag d;
+	diag_set(&d, path, 0, 0, "--input-shape applies to ONNX models only");
+	cmd_print_diag_code(&d, "invalid-input");
+	return 1;
+}
+
 Graph *cmd_load_graph(Arena *a, const char *path)
 {
 	Diag d;
@@ -356,6 +366,11 @@ static int run_command(int argc, char **argv)
 	for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
 		if (!strcmp(c, commands[i].name)) {
 			int rc = take_input_shapes(c, &argc, argv);
+			if (!rc && ninput_shapes && !strcmp(c, "ops")) {
+				cmd_usage_error(c, "--input-shape applies to commands that read a "
+						"model");
+				rc = EXIT_USAGE;
+			}
 			if (!rc)
 				rc = commands[i].fn(argc - 1, argv + 1);
 			arena_free(shape_arena);

@@ -554,6 +554,8 @@ int cmd_run(int argc, char **argv)
 	}
 	const char *path = argv[optind];
 	if (run_is_plan(path)) {
+		if (cmd_refuse_input_shapes(path))
+			return EXIT_INPUT;
 		if (vt != &run_cuda_backend || check) {
 			cmd_usage_error("run", "'%s' is a compiled plan: it runs with --backend cuda "
 					"and without --check (give the graph file for those)", path);

@@ -437,7 +437,6 @@ static int input_shape(Imp *m, const Onnx__ValueInfoProto *vi, DType *dt, int *r
 		if (!strcmp(m->opt->shapes[i].name, name))
 			fix = &m->opt->shapes[i];
 	if (fix) {
-		m->used_shapes++;
 		if (tt->shape && tt->shape->n_dim != (size_t)fix->rank)
 			return imp_fail(m, "--input-shape %s gives rank %d, the model says %zu",
 					name, fix->rank, tt->shape->n_dim);
@@ -639,6 +638,43 @@ static int opset_of(Imp *m, const Onnx__ModelProto *mp)
 	return 0;
 }
 
+/* Every --input-shape names an input whose shape the user gives: not an unknown
+ * name (a typo would leave the shape the model says), nor an initializer (a constant:
+ * its shape is its data's). Checked before the inputs, so that a misspelt name is
+ * what the error says, not the symbolic dim it failed to fix. */
+static int check_shape_names(Imp *m, const Onnx__GraphProto *gp)
+{
+	for (int i = 0; m->opt && i < m->opt->nshapes; i++) {
+		const char *want = m->opt->shapes[i].name;
+		bool found = false;
+		for (size_t k = 0; k < gp->n_input && !found; k++)
+			found = gp->input[k]->name && !strcmp(gp->input[k]->name, want);
+		if (found && imp_map_get(&m->vals, want))
+			return imp_fail(m, "--input-shape: input '%.80s' is an initializer (a "
+					"constant): its shape is its data's", want);
+		if (found)
+			continue;
+		/* the inputs the model has, to choose from */
+		Buf b = {0};
+		int n = 0;
+		for (size_t k = 0; k < gp->n_input; k++) {
+			const char *nm = gp->input[k]->name;
+			if (bad_name(nm) || imp_map_get(&m->vals, nm))
+				continue;
+			if (n < 6)
+				buf_printf(&b, "%s'%.40s'", n ? ", " : "", nm);
+			n++;
+		}
+		if (n > 6)
+			buf_printf(&b, " and %d more", n - 6);
+		imp_fail(m, "--input-shape: the model has no input '%.80s' (%s%s)", want,
+			 n ? "its inputs: " : "it has no inputs to shape", n ? b.data : "");
+		free(b.data);
+		return -1;
+	}
+	return 0;
+}
+
 static int import_graph(Imp *m, const Onnx__GraphProto *gp)
 {
 	Graph *g = m->g;
@@ -662,6 +698,8 @@ static int import_graph(Imp *m, const Onnx__GraphProto *gp)
 		if (bind(m, tp->name, v))
 			return -1;
 	}
+	if (check_shape_names(m, gp))
+		return -1;
 	for (size_t i = 0; i < gp->n_input; i++) {
 		const Onnx__ValueInfoProto *vi = gp->input[i];
 		if (bad_name(vi->name))
@@ -694,16 +732,6 @@ static int import_graph(Imp *m, const Onnx__GraphProto *gp)
 		imp_map_put(&m->vals, vi->name, v);
 		imp_map_put(&m->used, vi->name, v);
 	}
-	if (m->opt && m->used_shapes < m->opt->nshapes)
-		for (int i = 0; i < m->opt->nshapes; i++) {
-			bool found = false;
-			for (size_t k = 0; k < gp->n_input && !found; k++)
-				found = gp->input[k]->name &&
-					!strcmp(gp->input[k]->name, m->opt->shapes[i].name);
-			if (!found)
-				return imp_fail(m, "--input-shape: the model has no input '%.80s'",
-						m->opt->shapes[i].name);
-		}
 	for (size_t i = 0; i < gp->n_node; i++) {
 		m->node = (int)i;
 		if (run_node(m, gp->node[i]))
@@ -754,12 +782,12 @@ Graph *onnx_import_bytes(Arena *a, const char *file, const char *dir, const void
 {
 	ProtobufCAllocator pa = {pb_alloc, pb_free, a};
 	memset(d, 0, sizeof *d);
-	Onnx__ModelProto *mp = onnx__model_proto__unpack(&pa, len, buf);
+	char msg[200];
+	Onnx__ModelProto *mp = onnx_unpack(&pa, buf, len, msg, sizeof msg);
 	if (own)
 		free((void *)buf);
 	if (!mp) {
-		diag_set(d, file, 0, 0, "not a valid ONNX model (the protobuf does not parse: "
-			 "truncated or corrupt)");
+		diag_set(d, file, 0, 0, "%s", msg);
 		return NULL;
 	}
 	Imp m = {.a = a, .tmp = arena_new(), .d = d, .file = file, .dir = dir, .opt = o,

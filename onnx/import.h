@@ -50,7 +50,6 @@ typedef struct {
 	Diag *d;
 	const char *file, *dir;
 	const OnnxOptions *opt;
-	int used_shapes;
 	NameMap vals;          /* ONNX name -> Val */
 	NameMap used;          /* tensor names taken */
 	Val **consts;          /* every constant, freed at the end */

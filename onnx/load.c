@@ -64,6 +64,86 @@ const char *onnx_elem_name(int elem_type)
 	return "unknown";
 }
 
+/* ---- nesting ---------------------------------------------------------------------- */
+
+/* protobuf-c unpacks a nested message by recursing, a stack frame or two per level,
+ * and ONNX nests without end: a graph attribute holds a graph whose nodes hold graph
+ * attributes, and a TypeProto a sequence of TypeProtos. A 138 KB model of 5,000
+ * nested graphs overflowed the stack. So the wire format is walked first, with the
+ * generated descriptors saying which fields are messages, to the depth of the
+ * deepest one; a model nested deeper than ONNX_MAX_NESTING is refused before it is
+ * unpacked. The walk recurses too, but never past that bound. It reads the wire as
+ * protobuf-c does (tags and lengths of at most 5 bytes, varints of at most 10,
+ * wire types 0, 1, 2 and 5); bytes it cannot read are corrupt to protobuf-c too,
+ * which refuses them before descending, so the walk stops there and leaves the
+ * message to protobuf-c. */
+
+static bool wire_varint(const uint8_t **p, const uint8_t *end, int max, uint64_t *v)
+{
+	*v = 0;
+	for (int i = 0; i < max && *p < end; i++) {
+		uint8_t b = *(*p)++;
+		*v |= (uint64_t)(b & 0x7f) << (7 * i);
+		if (!(b & 0x80))
+			return true;
+	}
+	return false;
+}
+
+/* 1 when a message in [p, end) (of type desc) nests more than `left` levels, else 0. */
+static int too_deep(const ProtobufCMessageDescriptor *desc, const uint8_t *p,
+		    const uint8_t *end, int left)
+{
+	while (p < end) {
+		uint64_t key, n;
+		if (!(*p & 0xf8) || !wire_varint(&p, end, 5, &key))
+			return 0;
+		switch (key & 7) {
+		case PROTOBUF_C_WIRE_TYPE_VARINT:
+			if (!wire_varint(&p, end, 10, &n))
+				return 0;
+			break;
+		case PROTOBUF_C_WIRE_TYPE_64BIT:
+		case PROTOBUF_C_WIRE_TYPE_32BIT:
+			n = (key & 7) == PROTOBUF_C_WIRE_TYPE_64BIT ? 8 : 4;
+			if ((size_t)(end - p) < n)
+				return 0;
+			p += n;
+			break;
+		case PROTOBUF_C_WIRE_TYPE_LENGTH_PREFIXED: {
+			if (!wire_varint(&p, end, 5, &n) || n > (uint64_t)(end - p))
+				return 0;
+			const ProtobufCFieldDescriptor *f =
+				protobuf_c_message_descriptor_get_field(desc, (unsigned)(key >> 3));
+			if (f && f->type == PROTOBUF_C_TYPE_MESSAGE &&
+			    (left == 0 || too_deep(f->descriptor, p, p + n, left - 1)))
+				return 1;
+			p += n;
+			break;
+		}
+		default:
+			return 0;
+		}
+	}
+	return 0;
+}
+
+Onnx__ModelProto *onnx_unpack(ProtobufCAllocator *pa, const void *buf, size_t len,
+			      char *msg, size_t size)
+{
+	const uint8_t *p = buf;
+	if (too_deep(&onnx__model_proto__descriptor, p, p + len, ONNX_MAX_NESTING - 1)) {
+		snprintf(msg, size, "not supported: messages nested more than %d deep (graphs "
+			 "in the attributes of graphs, or types in types)", ONNX_MAX_NESTING);
+		return NULL;
+	}
+	Onnx__ModelProto *mp = onnx__model_proto__unpack(pa, len, p);
+	if (!mp)
+		snprintf(msg, size, "not a valid ONNX model (the protobuf does not parse: "
+			 "truncated or corrupt)");
+	return mp;
+}
+
 /* ---- external data ------------------------------------------------------------ */
 
 static bool safe_location(const char *loc)
@@ -89,6 +169,59 @@ static int parse_u64(const char *s, uint64_t *out)
 		return -1;
 	*out = v;
 	return 0;
+}
+
+/* Open loc beneath the folder dir, one component at a time, each with O_NOFOLLOW:
+ * a symbolic link anywhere in loc (to a file, or a folder it passes through) fails
+ * with ELOOP, so that a model cannot name a file outside its folder. The last
+ * component is opened with O_NONBLOCK, so that a FIFO does not block the open (the
+ * caller refuses anything but a regular file). The model's folder itself may be a
+ * link: the user named it. Returns an fd, or -1 with errno set. */
+static int open_beneath(const char *dir, const char *loc)
+{
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	const char *p = loc;
+	while (fd >= 0) {
+		while (*p == '/')
+			p++;
+		size_t n = strcspn(p, "/");
+		const char *next = p + n;
+		while (*next == '/')
+			next++;
+		bool last = !*next;
+		char part[256];
+		if (n >= sizeof part) {
+			close(fd);
+			errno = ENAMETOOLONG;
+			return -1;
+		}
+		memcpy(part, p, n);
+		part[n] = 0;
+		if (!n || !strcmp(part, "."))
+			strcpy(part, ".");   /* the folder itself: not a regular file */
+		int flags = O_RDONLY | O_NOFOLLOW | O_CLOEXEC |
+			    (last ? O_NONBLOCK : O_DIRECTORY);
+		int sub = openat(fd, part, flags);
+		int e = errno;
+		struct stat st;
+		/* a link to a folder fails as ENOTDIR under O_DIRECTORY: say it is a link */
+		if (sub < 0 && e == ENOTDIR && !fstatat(fd, part, &st, AT_SYMLINK_NOFOLLOW) &&
+		    S_ISLNK(st.st_mode))
+			e = ELOOP;
+		close(fd);
+		errno = e;
+		fd = sub;
+		if (last)
+			break;
+		p = next;
+	}
+	return fd;
+}
+
+static const char *file_kind(mode_t m)
+{
+	return S_ISDIR(m) ? "a folder" : S_ISFIFO(m) ? "a FIFO" : S_ISSOCK(m) ? "a socket"
+	       : S_ISCHR(m) || S_ISBLK(m) ? "a device" : "not a plain file";
 }
 
 /* Read `want` bytes of tp's external data into dst. */
@@ -134,26 +267,43 @@ static int read_external(const Onnx__TensorProto *tp, const char *dir, void *dst
 			 loc, (unsigned long long)len, want);
 		return -1;
 	}
-	size_t plen = strlen(dir) + strlen(loc) + 2;
-	char *path = xmalloc(plen);
-	snprintf(path, plen, "%s/%s", dir, loc);
-	FILE *f = fopen(path, "rb");
-	int rc = -1;
+	int fd = open_beneath(dir, loc);
 	struct stat st;
-	if (!f) {
-		snprintf(msg, size, "cannot open external data '%.120s': %s", path, strerror(errno));
-	} else if (fstat(fileno(f), &st) || (uint64_t)st.st_size < off ||
-		   (uint64_t)st.st_size - off < want) {
-		snprintf(msg, size, "external data '%.120s' is shorter than offset %llu + %zu bytes",
-			 path, (unsigned long long)off, want);
-	} else if (fseeko(f, (off_t)off, SEEK_SET) || fread(dst, 1, want, f) != want) {
-		snprintf(msg, size, "cannot read external data '%.120s'", path);
-	} else {
-		rc = 0;
+	if (fd < 0) {
+		if (errno == ELOOP)
+			snprintf(msg, size, "external data location '%.80s' is a symbolic link or "
+				 "passes through one (refused: it could name any file)", loc);
+		else
+			snprintf(msg, size, "cannot open external data '%.80s' in '%.80s': %s", loc,
+				 dir, strerror(errno));
+		return -1;
 	}
-	if (f)
-		fclose(f);
-	free(path);
+	int rc = -1;
+	if (fstat(fd, &st)) {
+		snprintf(msg, size, "cannot open external data '%.80s': %s", loc, strerror(errno));
+	} else if (!S_ISREG(st.st_mode)) {
+		snprintf(msg, size, "external data location '%.80s' is %s, not a regular file", loc,
+			 file_kind(st.st_mode));
+	} else if ((uint64_t)st.st_size < off || (uint64_t)st.st_size - off < want) {
+		snprintf(msg, size, "external data '%.80s' is shorter than offset %llu + %zu bytes",
+			 loc, (unsigned long long)off, want);
+	} else {
+		size_t got = 0;
+		ssize_t r = 1;
+		while (got < want && r > 0) {
+			r = pread(fd, (char *)dst + got, want - got, (off_t)(off + got));
+			if (r < 0 && errno == EINTR)
+				r = 1;
+			else if (r > 0)
+				got += (size_t)r;
+		}
+		if (got == want)
+			rc = 0;
+		else
+			snprintf(msg, size, "cannot read external data '%.80s': %s", loc,
+				 r < 0 ? strerror(errno) : "the file became shorter");
+	}
+	close(fd);
 	return rc;
 }
 
@@ -358,7 +508,9 @@ static char *folder_of(const char *path)
 
 Graph *onnx_read_file(Arena *a, const char *path, const OnnxOptions *o, Diag *d)
 {
-	int fd = open(path, O_RDONLY);
+	/* O_NONBLOCK: a FIFO fails below as not a regular file, without waiting for
+	 * a writer in open */
+	int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
 	struct stat st;
 	if (fd < 0 || fstat(fd, &st)) {
 		diag_set(d, path, 0, 0, "cannot open: %s", strerror(errno));
@@ -435,7 +587,8 @@ int onnx_external_files(Arena *a, const char *path, const char ***files)
 	char *buf = read_regular_file(path, (size_t)MAX_MODEL_BYTES + 1, &len, &d);
 	if (!buf)
 		return 0;
-	Onnx__ModelProto *mp = onnx__model_proto__unpack(NULL, len, (const uint8_t *)buf);
+	char msg[200];
+	Onnx__ModelProto *mp = onnx_unpack(NULL, buf, len, msg, sizeof msg);
 	free(buf);
 	if (!mp)
 		return 0;

@@ -4,6 +4,17 @@
 
 #include "onnx.h"
 
+struct ProtobufCAllocator;
+struct Onnx__ModelProto;
+
+/* Unpack a ModelProto (protobuf-c), refusing first a model whose messages nest
+ * more than ONNX_MAX_NESTING deep, which would overflow protobuf-c's recursion
+ * (load.c). NULL with msg filled when refused or corrupt. protobuf's own C++
+ * parser stops at 100 levels; real models nest under 20. */
+enum { ONNX_MAX_NESTING = 100 };
+struct Onnx__ModelProto *onnx_unpack(struct ProtobufCAllocator *pa, const void *buf,
+				     size_t len, char *msg, size_t size);
+
 /* Unpack the bytes of a ModelProto and import its graph. `dir` is the folder
  * external data files are read from; NULL refuses external data. With `own`, buf
  * is malloc'd and freed as soon as it is unpacked (large models hold their

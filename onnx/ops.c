@@ -174,11 +174,12 @@ Val *reshape(Imp *m, Val *x, int rank, const int64_t *dim)
 {
 	if (!x)
 		return NULL;
-	if (rank == x->rank && !memcmp(dim, x->dim, sizeof *dim * (size_t)rank))
+	if (rank == x->rank && (!rank || !memcmp(dim, x->dim, sizeof *dim * (size_t)rank)))
 		return x;
 	Attrs at = imp_attrs(OP_RESHAPE);
 	at.n = rank;
-	memcpy(at.shape, dim, sizeof *dim * (size_t)rank);
+	if (rank)
+		memcpy(at.shape, dim, sizeof *dim * (size_t)rank);
 	return imp_emit(m, OP_RESHAPE, &x, 1, &at);
 }
 
@@ -316,6 +317,8 @@ Val *reduce(Imp *m, OpKind k, Val *x, int axis)
 /* Reduce over several axes (chained); without keep, the axes are dropped. */
 Val *reduce_axes(Imp *m, OpKind k, Val *x, const bool *on, bool keep)
 {
+	if (!x)
+		return NULL;
 	int rank = x->rank;
 	for (int i = 0; i < rank && x; i++)
 		if (on[i] && x->dim[i] > 1)
@@ -391,6 +394,16 @@ int need_in(Imp *m, Val **in, int nin, int want)
 	for (int i = 0; i < want; i++)
 		if (i >= nin || !in[i])
 			return imp_fail(m, "input %d is missing", i);
+	return 0;
+}
+
+/* Ops whose decomposition takes means, roots or quotients (the normalizations,
+ * softmax, the float activations) need a float input, as ONNX says: -1 (error set)
+ * for another dtype, before a builder fails deep inside them. */
+int need_float(Imp *m, const Val *x)
+{
+	if (!ir_dtype_is_float(x->dt))
+		return imp_fail(m, "needs a float input, got %s", ir_dtype_name(x->dt));
 	return 0;
 }
 
@@ -521,8 +534,8 @@ H(h_act)
 {
 	NEED(1);
 	Val *x = in[0];
-	if (!ir_dtype_is_float(x->dt))
-		return imp_fail(m, "needs a float tensor, got %s", ir_dtype_name(x->dt));
+	if (need_float(m, x))
+		return -1;
 	double alpha, beta;
 	Val *neg = NULL;
 	switch (h->arg) {
@@ -1934,6 +1947,8 @@ H(h_batchnorm)
 	if (nin > 5)
 		return imp_fail(m, "too many inputs");
 	Val *x = in[0];
+	if (need_float(m, x))
+		return -1;
 	double eps = af(m, "epsilon", 1e-5);
 	bool training = m->opset >= 14 ? ai(m, "training_mode", 0) : nout > 1;
 	if (nout > 3)
@@ -1999,8 +2014,8 @@ H(h_layernorm)
 	if (nout > 3)
 		return imp_fail(m, "too many outputs");
 	Val *x = in[0];
-	if (!ir_dtype_is_float(x->dt))
-		return imp_fail(m, "needs a float input");
+	if (need_float(m, x))
+		return -1;
 	int64_t axis = ai(m, "axis", -1);
 	if (norm_axis(m, &axis, x->rank))
 		return -1;
@@ -2024,6 +2039,8 @@ H(h_instancenorm)
 {
 	NEED(3);
 	Val *x = in[0];
+	if (need_float(m, x))
+		return -1;
 	bool on[IR_MAX_RANK] = {false};
 	for (int i = 2; i < x->rank; i++)
 		on[i] = true;
@@ -2036,8 +2053,8 @@ H(h_softmax)
 {
 	NEED(1);
 	Val *x = in[0];
-	if (!ir_dtype_is_float(x->dt))
-		return imp_fail(m, "needs a float input");
+	if (need_float(m, x))
+		return -1;
 	int64_t axis = ai(m, "axis", m->opset >= 13 ? -1 : 1);
 	if (norm_axis(m, &axis, x->rank))
 		return -1;

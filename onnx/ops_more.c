@@ -112,14 +112,18 @@ HANDLER(h_conv_transpose)
 		if (n >= 0 && (n != nsp || v[i] != k[i]))
 			return imp_fail(m, "kernel_shape differs from the weight's shape");
 	}
-	if ((n = aints(m, "strides", v, 2)) == -2)
-		return -1;
-	for (int i = 0; i < n; i++)
-		s[i] = v[i];
-	if ((n = aints(m, "dilations", v, 2)) == -2)
-		return -1;
-	for (int i = 0; i < n; i++)
-		dl[i] = v[i];
+	/* each list attribute has one value per spatial dim (output_shape may give N
+	 * and C too; pads two): a shorter one would be read past its end */
+	static const char *const per_dim[3] = {"strides", "dilations", "output_padding"};
+	int64_t *dst[3] = {s, dl, op};
+	for (int a = 0; a < 3; a++) {
+		if ((n = aints(m, per_dim[a], v, 2)) == -2)
+			return -1;
+		if (n >= 0 && n != nsp)
+			return imp_fail(m, "%s has %d values for %d spatial dims", per_dim[a], n, nsp);
+		for (int i = 0; i < n; i++)
+			dst[a][i] = v[i];
+	}
 	int np = aints(m, "pads", v, 4);
 	if (np == -2)
 		return -1;
@@ -127,16 +131,15 @@ HANDLER(h_conv_transpose)
 		return imp_fail(m, "pads has %d values for %d spatial dims", np, nsp);
 	for (int i = 0; i < np; i++)
 		p[i % nsp * 2 + i / nsp] = v[i];   /* p[2i] lo, p[2i+1] hi */
-	if ((n = aints(m, "output_padding", v, 2)) == -2)
-		return -1;
-	for (int i = 0; i < n && i < nsp; i++)
-		op[i] = v[i];
 	int nos = aints(m, "output_shape", v, 4);
 	if (nos == -2)
 		return -1;
-	if (nos >= 0 && nos != nsp)  /* with N and C given too: the last nsp */
+	if (nos >= 0 && nos != nsp && nos != nsp + 2)
+		return imp_fail(m, "output_shape has %d values for %d spatial dims (give %d, or "
+				"%d with N and C)", nos, nsp, nsp, nsp + 2);
+	if (nos == nsp + 2)  /* with N and C given too: the last nsp */
 		for (int i = 0; i < nsp; i++)
-			v[i] = v[nos - nsp + i];
+			v[i] = v[2 + i];
 	for (int i = 0; i < nsp; i++)
 		os[i] = nos >= nsp ? v[i] : -1;
 	char ap[24];
@@ -396,6 +399,8 @@ HANDLER(h_mvn)
 {
 	NEED(1);
 	Val *x = in[0];
+	if (need_float(m, x))
+		return -1;
 	int64_t ax[IR_MAX_RANK] = {0, 2, 3};
 	int na = aints(m, "axes", ax, IR_MAX_RANK);
 	if (na == -2)

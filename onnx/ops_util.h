@@ -50,6 +50,7 @@ Val *fix_index(Imp *m, Val *idx, int64_t size);
 Val *matmul(Imp *m, Val *a, Val *b);
 
 int need_in(Imp *m, Val **in, int nin, int want);
+int need_float(Imp *m, const Val *x);
 int one_output(Imp *m, int nout);
 
 #define H(name) static int name(Imp *m, const OnnxHandler *h, Val **in, int nin, Val **out, \

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "../../host/interp.h"
+#include "../../onnx/import.h"
 #include "../../onnx/onnx.h"
 #include "onnx.pb-c.h"
 #include "test.h"
@@ -310,6 +311,21 @@ static void test_symbolic_dim_and_input_shape(void **state)
 	assert_int_equal(onnx_parse_shape(a, "x=5y3", &s, msg, sizeof msg), -1);
 	assert_int_equal(onnx_parse_shape(a, "=5", &s, msg, sizeof msg), -1);
 	assert_int_equal(onnx_parse_shape(a, "x=0x3", &s, msg, sizeof msg), -1);
+	/* a name that fixes nothing (issue 25): an initializer listed as an input was
+	 * left as it was, and a misspelt name was reported as the dim it did not fix */
+	OnnxInputShape two[2];
+	assert_int_equal(onnx_parse_shape(a, "x=5x3", &two[0], msg, sizeof msg), 0);
+	assert_int_equal(onnx_parse_shape(a, "w=7", &two[1], msg, sizeof msg), 0);
+	m.pin[m.graph.n_input++] = value_info(&m, "w", 1, d3);
+	OnnxOptions o2 = {two, 2, NULL, 0};
+	assert_null(import(a, &m, &o2, &d));
+	assert_string_equal(d.msg, "--input-shape: input 'w' is an initializer (a constant): its "
+				   "shape is its data's");
+	assert_int_equal(onnx_parse_shape(a, "X=5x3", &two[1], msg, sizeof msg), 0);
+	o2.shapes = &two[1];
+	o2.nshapes = 1;
+	assert_null(import(a, &m, &o2, &d));
+	assert_string_equal(d.msg, "--input-shape: the model has no input 'X' (its inputs: 'x')");
 	arena_free(a);
 }
 
@@ -727,6 +743,196 @@ static void test_opset_and_domain(void **state)
 	arena_free(a);
 }
 
+/* wrap(b, at, field): the bytes at b[at..] become field `field` (length-delimited)
+ * of a message, written in front of them; returns the new start. */
+static size_t wrap(uint8_t *b, size_t at, size_t end, unsigned field)
+{
+	uint8_t hdr[16];
+	size_t n = 0, len = end - at;
+	hdr[n++] = (uint8_t)(field << 3 | 2);
+	do {
+		hdr[n++] = (uint8_t)((len & 0x7f) | (len > 0x7f ? 0x80 : 0));
+		len >>= 7;
+	} while (len);
+	memcpy(b + at - n, hdr, n);
+	return at - n;
+}
+
+/* protobuf-c unpacks nested messages recursively: 5,000 graphs each in an attribute
+ * of a node of the graph above overflowed the stack (issue 25, 138 KB), and so
+ * would types in types (a sequence of sequences). Both are refused before the
+ * unpack past ONNX_MAX_NESTING levels; a model just within the bound imports. */
+static void test_nesting_depth(void **state)
+{
+	(void)state;
+	size_t cap = 1 << 20, end = cap;
+	uint8_t *b = malloc(cap);
+	Arena *a = arena_new();
+	Diag d;
+	for (int kind = 0; kind < 2; kind++) {
+		size_t at = end;
+		for (int i = 0; i < 5000; i++) {
+			if (kind == 0) {
+				/* GraphProto.node -> NodeProto.attribute -> AttributeProto.g */
+				at = wrap(b, at, end, 6);
+				at = wrap(b, at, end, 5);
+				at = wrap(b, at, end, 1);
+			} else {
+				/* TypeProto.sequence_type -> Sequence.elem_type */
+				at = wrap(b, at, end, 1);
+				at = wrap(b, at, end, 4);
+			}
+		}
+		/* ModelProto.graph, or ModelProto.graph.input.type */
+		if (kind == 1) {
+			at = wrap(b, at, end, 2);
+			at = wrap(b, at, end, 11);
+		}
+		at = wrap(b, at, end, 7);
+		assert_null(onnx_read_mem(a, "deep.onnx", b + at, end - at, NULL, &d));
+		assert_string_equal(d.msg, "not supported: messages nested more than 100 deep "
+					   "(graphs in the attributes of graphs, or types in types)");
+	}
+	/* model 1, graph 2, then node, attribute and graph per nesting: 32 end at level
+	 * 98 and are unpacked (the import then fails on the empty graph), 33 at 101 */
+	for (int levels = 32; levels <= 33; levels++) {
+		size_t at = end;
+		for (int i = 0; i < levels; i++) {
+			at = wrap(b, at, end, 6);
+			at = wrap(b, at, end, 5);
+			at = wrap(b, at, end, 1);
+		}
+		at = wrap(b, at, end, 7);
+		assert_null(onnx_read_mem(a, "ok.onnx", b + at, end - at, NULL, &d));
+		assert_true((strstr(d.msg, "nested") != NULL) == (levels == 33));
+	}
+	free(b);
+	arena_free(a);
+}
+
+/* ConvTranspose's list attributes hold one value per spatial dim: an output_shape
+ * shorter than that was read at v[-1] (issue 25; ASan), and a short strides,
+ * dilations or output_padding took 1 for the dims it left out. */
+static void test_conv_transpose_attr_lengths(void **state)
+{
+	(void)state;
+	static char *in_ct[] = {"x", "w"}, *out_ct[] = {"y"};
+	static int64_t dx[] = {1, 1, 3, 3}, dw[] = {1, 1, 2, 2};
+	static const float wv[4] = {1, 2, 3, 4};
+	static const struct { const char *name; int n; int64_t v[4]; const char *err; } cases[] = {
+		{"output_shape", 1, {5}, "output_shape has 1 values for 2 spatial dims (give 2, "
+					 "or 4 with N and C)"},
+		{"output_shape", 0, {0}, "output_shape has 0 values for 2 spatial dims"},
+		{"output_shape", 3, {1, 5, 5}, "output_shape has 3 values for 2 spatial dims"},
+		{"strides", 1, {2}, "strides has 1 values for 2 spatial dims"},
+		{"dilations", 1, {1}, "dilations has 1 values for 2 spatial dims"},
+		{"output_padding", 1, {0}, "output_padding has 1 values for 2 spatial dims"},
+		{"output_shape", 2, {5, 5}, NULL},
+		{"output_shape", 4, {1, 1, 5, 5}, NULL},
+		{"strides", 2, {2, 2}, NULL},
+	};
+	for (size_t c = 0; c < COUNTOF(cases); c++) {
+		Model m;
+		model_init(&m, 17);
+		add_input(&m, "x", 4, dx);
+		add_init(&m, "w", 4, dw, wv, sizeof wv, false);
+		Onnx__NodeProto *n = add_node(&m, "ConvTranspose", 2, in_ct, 1, out_ct);
+		node_int(&m, n, cases[c].name, 0);
+		Onnx__AttributeProto *at = &m.attrs[m.nattr - 1];
+		at->has_i = 0;
+		at->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS;
+		at->n_ints = (size_t)cases[c].n;
+		at->ints = (int64_t *)cases[c].v;
+		add_output(&m, "y");
+		Arena *a = arena_new();
+		Diag d;
+		Graph *g = import(a, &m, NULL, &d);
+		if (cases[c].err) {
+			assert_null(g);
+			assert_non_null(strstr(d.msg, cases[c].err));
+		} else if (!g) {
+			fail_msg("%s: %s", cases[c].name, d.msg);
+		}
+		arena_free(a);
+	}
+}
+
+/* One node of op `op` over nin inputs of element type dt and rank r (dims of 2),
+ * the first a graph input, the others graph inputs or (konst) initializers of
+ * small values, with nout outputs. Returns the import's Diag message, "" when it
+ * imported. */
+static const char *import_node(const char *op, int dt, int rank, int nin, bool konst,
+			       int nout)
+{
+	static char *names[] = {"a", "b", "c", "d", "e"}, *outs[] = {"y", "z", "w"};
+	static int64_t dims[IR_MAX_RANK] = {2, 2, 2, 2, 2, 2, 2, 2};
+	static const uint8_t ones[16 * 8] = {1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0,
+					     1, 0, 0, 0, 0, 0, 0, 0, 1};
+	static char msg[sizeof ((Diag *)0)->msg];
+	size_t es = dt == ONNX__TENSOR_PROTO__DATA_TYPE__INT64 ? 8
+		    : dt == ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT ? 4 : 1;
+	Model m;
+	model_init(&m, 17);
+	for (int i = 0; i < nin; i++) {
+		if (konst && i > 0) {
+			Onnx__TensorProto *tp = &m.inits[m.graph.n_initializer];
+			add_init(&m, names[i], rank, dims, ones, ((size_t)1 << rank) * es, false);
+			tp->data_type = dt;
+		} else {
+			add_input(&m, names[i], rank, dims);
+			m.tts[m.nvi - 1].elem_type = dt;
+		}
+	}
+	add_node(&m, op, nin, names, nout, outs);
+	for (int i = 0; i < nout; i++)
+		add_output(&m, outs[i]);
+	Arena *a = arena_new();
+	Diag d;
+	Graph *g = import(a, &m, NULL, &d);
+	snprintf(msg, sizeof msg, "%s", g ? "" : d.msg[0] ? d.msg : "(failed without a message)");
+	arena_free(a);
+	return msg;
+}
+
+/* Every mapped op over inputs of each dtype class (bool, int64, uint8, f32), of
+ * ranks 0 to 4, 1 to 5 inputs as graph inputs or constants, 1 or 3 outputs: each
+ * imports or fails with a message, never crashes (ASan and UBSan in make sanitize).
+ * InstanceNormalization of a bool input dereferenced NULL (issue 25): a builder
+ * that failed on the dtype passed NULL to reduce_axes, which read its rank. */
+static void test_every_op_every_dtype(void **state)
+{
+	(void)state;
+	static const int dts[] = {ONNX__TENSOR_PROTO__DATA_TYPE__BOOL,
+				  ONNX__TENSOR_PROTO__DATA_TYPE__INT64,
+				  ONNX__TENSOR_PROTO__DATA_TYPE__UINT8,
+				  ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT};
+	static const int ranks[] = {0, 1, 3, 4};
+	int tried = 0, imported = 0;
+	for (int h = 0; h < onnx_handler_count(); h++)
+		for (size_t t = 0; t < COUNTOF(dts); t++)
+			for (size_t r = 0; r < COUNTOF(ranks); r++)
+				for (int k = 0; k < 12; k++) {
+					const char *msg = import_node(onnx_handler_name(h), dts[t],
+								      ranks[r], 1 + 2 * (k % 3),
+								      k / 3 % 2, 1 + 2 * (k / 6));
+					if (strstr(msg, "without a message"))
+						fail_msg("%s: %s", onnx_handler_name(h), msg);
+					tried++;
+					imported += !msg[0];
+				}
+	assert_true(imported > 0 && imported < tried);
+	/* the float-only decompositions say so first */
+	const char *bool_ops[] = {"InstanceNormalization", "MeanVarianceNormalization",
+				  "BatchNormalization", "LayerNormalization", "Softmax", "Elu"};
+	for (size_t i = 0; i < COUNTOF(bool_ops); i++) {
+		char want[200];
+		snprintf(want, sizeof want, "node 0 'y' (%s, opset 17): needs a float input, got "
+			 "bool", bool_ops[i]);
+		assert_string_equal(import_node(bool_ops[i], ONNX__TENSOR_PROTO__DATA_TYPE__BOOL,
+						4, 5, false, 1), want);
+	}
+}
+
 const struct CMUnitTest onnx_tests[] = {
 	cmocka_unit_test(test_initializer_constant_and_run),
 	cmocka_unit_test(test_shape_chain_folds),
@@ -740,5 +946,8 @@ const struct CMUnitTest onnx_tests[] = {
 	cmocka_unit_test(test_opset_and_domain),
 	cmocka_unit_test(test_wide_unsigned),
 	cmocka_unit_test(test_large_initializer),
+	cmocka_unit_test(test_every_op_every_dtype),
+	cmocka_unit_test(test_nesting_depth),
+	cmocka_unit_test(test_conv_transpose_attr_lengths),
 };
 const size_t onnx_ntests = SUITE_COUNT(onnx_tests);
