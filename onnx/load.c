@@ -218,12 +218,6 @@ static int open_beneath(const char *dir, const char *loc)
 	return fd;
 }
 
-static const char *file_kind(mode_t m)
-{
-	return S_ISDIR(m) ? "a folder" : S_ISFIFO(m) ? "a FIFO" : S_ISSOCK(m) ? "a socket"
-	       : S_ISCHR(m) || S_ISBLK(m) ? "a device" : "not a plain file";
-}
-
 /* Read `want` bytes of tp's external data into dst. */
 static int read_external(const Onnx__TensorProto *tp, const char *dir, void *dst, size_t want,
 			 char *msg, size_t size)

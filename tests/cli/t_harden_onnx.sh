@@ -121,7 +121,7 @@ check harden-onnx-ext-folder 1 "$FUSEC" normalize "$X/folder.onnx" &&
 mkfifo "$X/fifo.bin"
 mk external "$X/fifo.onnx" fifo.bin
 check harden-onnx-ext-fifo 1 timeout 10 "$FUSEC" compile "$X/fifo.onnx" -o "$TMP/c-fifo" &&
-	contains harden-onnx-ext-fifo-msg "$TMP/err" "initializer 'w': external data location 'fifo.bin' is a FIFO, not a regular file"
+	contains harden-onnx-ext-fifo-msg "$TMP/err" "initializer 'w': external data location 'fifo.bin' is a pipe (FIFO), not a regular file"
 # the model itself a FIFO
 mkfifo "$TMP/model-fifo.onnx"
 check harden-onnx-model-fifo 1 timeout 10 "$FUSEC" normalize "$TMP/model-fifo.onnx" &&
