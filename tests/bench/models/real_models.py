@@ -717,7 +717,9 @@ def main():
         fusec_run = ""
     env = dict(os.environ, FUSEC=fusec, FUSEC_RUN=os.path.abspath(fusec_run) if fusec_run else "",
                FUSEC_LIB=os.environ.get("FUSEC_LIB") or bundle or "",
-               FUSEC_RUN_LIB=bundle or os.path.dirname(fusec_run or fusec),
+               # fusec-run wants libcjson (and libcrypto) too: T, and T/extra where set
+               FUSEC_RUN_LIB=os.environ.get("FUSEC_LIB") or bundle or
+               os.path.dirname(fusec_run or fusec),
                PYTHONUNBUFFERED="1")
     ncpu = len(os.sched_getaffinity(0))
     if args.dry_run:

@@ -19,8 +19,8 @@ case "${1:-}" in
 	exec "$PY" "$here/real_models.py" "$@" ;;
 esac
 T=$(cd "$1" && pwd); shift
-# the bundled libraries for fusec only (real_models.py passes them to fusec, and the
-# bundle to fusec-run, through LD_LIBRARY_PATH of those commands alone)
+# the bundled libraries, for fusec and fusec-run only: real_models.py sets them in
+# LD_LIBRARY_PATH of those two commands alone, never for python and torch
 FUSEC_LIB=$T
 ldconfig -p 2>/dev/null | grep -q 'libcrypto.so.3 ' || FUSEC_LIB=$T:$T/extra
 export FUSEC_LIB
