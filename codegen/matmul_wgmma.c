@@ -126,7 +126,9 @@ void mm_wg_compute_gpu(Mm *x, LLVMValueRef s)
 	sprintf(text + len, "}, $%d, $%d, p, 1, 1, %d, %d;", x->nacc, x->nacc + 1,
 		x->trans[0] ? 1 : 0, x->trans[1] ? 0 : 1);
 	char *full = xmalloc(strlen(text) + 128);
-	sprintf(full, "{\n.reg .pred p;\nsetp.ne.b32 p, $%d, 0;\n%s\n}", x->nacc + 2, text);
+	/* one line: a line of its own starting with '}' would read as the end of the
+	 * kernel's function to emit_par.c (find_function, which copies twins) */
+	sprintf(full, "{ .reg .pred p; setp.ne.b32 p, $%d, 0; %s }", x->nacc + 2, text);
 	LLVMTypeRef vt = LLVMFunctionType(m->t_void, NULL, 0, 0);
 	LLVMValueRef fence = LLVMGetInlineAsm(vt, "wgmma.fence.sync.aligned;", 25, "~{memory}", 9,
 					      1, 0, LLVMInlineAsmDialectATT, 0);

@@ -496,12 +496,33 @@ static LLVMModuleRef entry_module(CgModule *m, int i)
 	return m->mod;
 }
 
+/* Whether an instruction of fn reads global g, directly or through a constant
+ * expression (a GEP at a constant offset). */
+static bool fn_uses_global(LLVMValueRef fn, LLVMValueRef g)
+{
+	for (LLVMBasicBlockRef b = LLVMGetFirstBasicBlock(fn); b; b = LLVMGetNextBasicBlock(b))
+		for (LLVMValueRef i = LLVMGetFirstInstruction(b); i; i = LLVMGetNextInstruction(i)) {
+			int n = LLVMGetNumOperands(i);
+			for (int k = 0; k < n; k++) {
+				LLVMValueRef v = LLVMGetOperand(i, (unsigned)k);
+				if (v == g || (v && LLVMIsAConstantExpr(v) && LLVMGetNumOperands(v) > 0 &&
+					       LLVMGetOperand(v, 0) == g))
+					return true;
+			}
+		}
+	return false;
+}
+
 /* Replace fn by a stub of the same name, type and calling convention that touches
- * the kernel's own globals (so that they stay, as the original's do) and returns. */
+ * the kernel's own globals, and the launch's dynamic shared memory where fn used it
+ * (so that they stay, as the original's do: the chunk's PTX outside the function,
+ * its declarations included, is what compiling fn would give) and returns. */
 static void make_stub(CgModule *m, LLVMValueRef fn, const char *name)
 {
 	LLVMTypeRef ft = LLVMGlobalGetValueType(fn);
 	unsigned cc = LLVMGetFunctionCallConv(fn);
+	LLVMValueRef dyn = LLVMGetNamedGlobal(m->mod, "fusec_dynamic_shared");
+	bool uses_dyn = dyn && fn_uses_global(fn, dyn);
 	LLVMDeleteFunction(fn);
 	fn = LLVMAddFunction(m->mod, name, ft);
 	LLVMSetFunctionCallConv(fn, cc);
@@ -511,6 +532,8 @@ static void make_stub(CgModule *m, LLVMValueRef fn, const char *name)
 	for (LLVMValueRef g = LLVMGetFirstGlobal(m->mod); g; g = LLVMGetNextGlobal(g))
 		if (own_global(g, name, n))
 			LLVMSetVolatile(LLVMBuildStore(bld, LLVMConstInt(m->t_i8, 0, 0), g), 1);
+	if (uses_dyn)
+		LLVMSetVolatile(LLVMBuildStore(bld, LLVMConstInt(m->t_i8, 0, 0), dyn), 1);
 	LLVMBuildRetVoid(bld);
 	LLVMDisposeBuilder(bld);
 }
