@@ -250,14 +250,15 @@ int rc_put(const char *dir, const Buf *key, const char *name, long nops,
 {
 	if (ndeps > 64 || nfiles > 8)
 		return -1;
-	size_t n = strlen(dir) + 24;
-	char *tmp = xmalloc(n);
-	snprintf(tmp, n, "%s/.tmp-XXXXXX", dir);
-	int fd = mkstemp(tmp);
-	if (fd < 0) {
-		free(tmp);
+	/* a fresh name (file_temp), taken away again if a signal ends the compile */
+	size_t n = strlen(dir) + 8;
+	char *prefix = xmalloc(n), *tmp;
+	snprintf(prefix, n, "%s/.tmp-", dir);
+	UndoStep *undo = NULL;
+	int fd = file_temp(prefix, &tmp, &undo);
+	free(prefix);
+	if (fd < 0)
 		return -1;
-	}
 	Writer w = {fdopen(fd, "wb"), sha256_begin(), true};
 	w.ok = w.f != NULL;
 	put(&w, magic, sizeof magic - 1);
@@ -283,6 +284,7 @@ int rc_put(const char *dir, const Buf *key, const char *name, long nops,
 		ok = chmod(tmp, 0644) == 0 && rename(tmp, path) == 0;
 	if (!ok)
 		unlink(tmp);
+	undo_drop(undo);
 	free(path);
 	free(tmp);
 	return ok ? 0 : -1;

@@ -154,14 +154,15 @@ bool cg_cache_get(const char *dir, const CgCacheKey *k, Buf *ptx)
 
 int cg_cache_put(const char *dir, const CgCacheKey *k, const char *ptx, size_t len)
 {
-	size_t n = strlen(dir) + 24;
-	char *tmp = xmalloc(n);
-	snprintf(tmp, n, "%s/.tmp-XXXXXX", dir);
-	int fd = mkstemp(tmp);
-	if (fd < 0) {
-		free(tmp);
+	/* a fresh name (file_temp), taken away again if a signal ends the compile */
+	size_t n = strlen(dir) + 8;
+	char *prefix = xmalloc(n), *tmp;
+	snprintf(prefix, n, "%s/.tmp-", dir);
+	UndoStep *undo = NULL;
+	int fd = file_temp(prefix, &tmp, &undo);
+	free(prefix);
+	if (fd < 0)
 		return -1;
-	}
 	char sha[65];
 	Sha256 *h = sha256_begin();
 	sha256_add(h, k->text.data, k->text.len);
@@ -177,6 +178,7 @@ int cg_cache_put(const char *dir, const CgCacheKey *k, const char *ptx, size_t l
 		ok = chmod(tmp, 0644) == 0 && rename(tmp, path) == 0;
 	if (!ok)
 		unlink(tmp);
+	undo_drop(undo);
 	free(path);
 	free(tmp);
 	return ok ? 0 : -1;
