@@ -31,6 +31,7 @@ enum {
 	CG_BLOCK = 256,          /* threads per block */
 	CG_MAX_GRID = 65535,     /* grid.x cap */
 	CG_VEC_BYTES = 16,
+	CG_CHUNK = 4,            /* elements a thread on the chunked scalar path (frame.c) */
 };
 
 typedef struct {

@@ -12,9 +12,18 @@
  * written tensor smaller than the iteration space (a broadcast dim) is evaluated and
  * stored only where its broadcast positions are 0.
  *
+ * The plain loop of a rank >= 2 iteration space is chunked: a thread takes CG_CHUNK
+ * consecutive elements, the per-dim position of the first from divisions, of the
+ * others by a carry (chunk_loops). These are the kernels the vector path turns down,
+ * views and broadcasts, whose reads need the positions; a 64-bit division by a shape
+ * held in a parameter is some twenty instructions even when LLVM narrows it to 32
+ * bits, and ran the slices and permutes of a transformer compute-bound at a sixth of
+ * the bandwidth on the H200 (docs/benchmarks.md).
+ *
  * The launch rule (cg_launch_dims): CG_BLOCK threads per block, one thread per element
- * of the launch's work dims (per V elements on the vector path, per row in row mode),
- * the grid capped at CG_MAX_GRID; the loops stride by the grid's size. */
+ * of the launch's work dims (per V elements on the vector path, per CG_CHUNK on the
+ * chunked one, per row in row mode), the grid capped at CG_MAX_GRID; the loops stride
+ * by the grid's size. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -237,6 +246,64 @@ static void nhwc_loop(CgKb *kb, const uint32_t *ref, LLVMValueRef n, const int *
 	cg_loop_end(kb, &l);
 }
 
+/* Position x one element further: the innermost dim that is not broadcast steps, a
+ * dim that reaches its size goes back to 0 and carries outwards. The outermost takes
+ * the carry without a bound (past the end only in the last chunk, which is guarded). */
+static void step_dims(CgKb *kb, CgIdx *x)
+{
+	LLVMValueRef c = cg_i64(kb, 1);
+	int outer = 0;
+	while (outer < x->rank && x->shape[outer] == 0)
+		outer++;
+	for (int d = x->rank - 1; d >= outer; d--) {
+		if (x->shape[d] == 0)
+			continue;
+		LLVMValueRef inc = LLVMBuildAdd(kb->b, x->i[d], c, "");
+		if (d == outer) {
+			x->i[d] = inc;
+			break;
+		}
+		LLVMValueRef wrap = LLVMBuildICmp(kb->b, LLVMIntEQ, inc, cg_dim(kb, x->shape[d]), "");
+		x->i[d] = LLVMBuildSelect(kb->b, wrap, cg_i64(kb, 0), inc, "");
+		c = LLVMBuildZExt(kb->b, wrap, kb->m->t_i64, "");
+	}
+}
+
+/* The chunked grid-stride loop (see the top of the file): chunk c covers elements
+ * [c*CG_CHUNK, c*CG_CHUNK + CG_CHUNK) of the n, each stored under its own guard. */
+static void chunk_loops(CgKb *kb, int rank, const uint32_t *ref, LLVMValueRef n,
+			const int *wr, int nw)
+{
+	LLVMContextRef ctx = kb->m->ctx;
+	LLVMValueRef u = cg_i64(kb, CG_CHUNK);
+	LLVMValueRef nch = LLVMBuildUDiv(kb->b, LLVMBuildAdd(kb->b, n, cg_i64(kb, CG_CHUNK - 1), ""),
+					u, "");
+	CgLoop l;
+	cg_loop_begin(kb, &l, kb->thread, nch, kb->nthreads);
+	kb->nmemo = 0;
+	LLVMValueRef base = LLVMBuildMul(kb->b, l.i, u, "");
+	CgIdx x = cg_idx_of(rank, ref);
+	x.flat = base;
+	cg_idx_dims(kb, &x);
+	for (int k = 0; k < CG_CHUNK; k++) {
+		if (k > 0) {
+			step_dims(kb, &x);
+			x.flat = LLVMBuildAdd(kb->b, base, cg_i64(kb, k), "");
+		}
+		LLVMBasicBlockRef in = LLVMAppendBasicBlockInContext(ctx, kb->fn, "chunk.in");
+		LLVMBasicBlockRef next = LLVMAppendBasicBlockInContext(ctx, kb->fn, "chunk.next");
+		LLVMBuildCondBr(kb->b, LLVMBuildICmp(kb->b, LLVMIntSLT, x.flat, n, ""), in, next);
+		LLVMPositionBuilderAtEnd(kb->b, in);
+		int mark = cg_memo_mark(kb);
+		CgIdx y = x;
+		cg_store_written(kb, &y, wr, nw);
+		cg_memo_release(kb, mark);
+		LLVMBuildBr(kb->b, next);
+		LLVMPositionBuilderAtEnd(kb->b, next);
+	}
+	cg_loop_end(kb, &l);
+}
+
 static void kb_free(CgKb *kb)
 {
 	free(kb->tinfo);
@@ -352,7 +419,14 @@ CgKernel *cg_build(CgModule *m, const CgKernelSpec *s, uint64_t hash, Diag *d)
 	k->kind = s->kind;
 	k->vectorized = vector;
 	k->variant = s->variant;
-	k->launch.vec = kb->vec;
+	bool chunk = !vector && !coop && !nhwc && row_axis < 0 && s->variant == 0 && rank >= 2;
+	for (int i = 0; i < s->nops && chunk; i++) {
+		OpFamily f = ir_ops[s->ops[i].kind].family;
+		/* an element of a reduction, a matmul or a window is a loop of its own:
+		 * those keep a thread each */
+		chunk = f != FAM_REDUCE && f != FAM_MATMUL && f != FAM_MODULE;
+	}
+	k->launch.vec = chunk ? CG_CHUNK : kb->vec;
 	k->launch.block = CG_BLOCK;
 	k->launch.max_grid = CG_MAX_GRID;
 	for (int dd = 0; dd < rank; dd++)
@@ -392,6 +466,8 @@ CgKernel *cg_build(CgModule *m, const CgKernelSpec *s, uint64_t hash, Diag *d)
 		cg_row_loops(kb, rank, ref, row_axis, wr, nw);
 	else if (nhwc && !(u.written[s->nhwc - 1] ? FUSEC_NHWC_WRITE_NCHW : FUSEC_NHWC_POOL_NCHW))
 		nhwc_loop(kb, ref, n, wr, nw);
+	else if (chunk)
+		chunk_loops(kb, rank, ref, n, wr, nw);
 	else {
 		CgLoop l;
 		cg_loop_begin(kb, &l, tail, n, kb->nthreads);
