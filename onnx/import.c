@@ -180,11 +180,41 @@ static void add_input(Imp *m, int id)
 	g->inputs[g->ninputs++] = id;
 }
 
-/* The graph tensor of v, making a constant of it on first use. */
+/* A value of the given shape holding flat's elements, not yet a graph tensor. */
+Val *imp_flat(Imp *m, Val *flat, int rank, const int64_t *dim)
+{
+	if (!flat)
+		return NULL;
+	Val *v = ARENA_NEW(m->tmp, Val, 1);
+	v->dt = flat->dt;
+	v->rank = rank;
+	memcpy(v->dim, dim, sizeof *dim * (size_t)rank);
+	v->tensor = -1;
+	v->flat = flat;
+	return v;
+}
+
+/* The graph tensor of v, making a constant of it on first use, or the reshape of a
+ * value kept flat (Val.flat). */
 int imp_tensor(Imp *m, Val *v)
 {
 	if (v->tensor >= 0)
 		return v->tensor;
+	if (v->flat && !v->is_const) {
+		Attrs at = imp_attrs(OP_RESHAPE);
+		at.n = v->rank;
+		memcpy(at.shape, v->dim, sizeof at.shape);
+		Val *r = imp_emit(m, OP_RESHAPE, &v->flat, 1, &at);
+		if (!r)
+			return -1;
+		v->tensor = r->tensor;
+		Tensor *t = &m->g->tensors[v->tensor];
+		if (v->name && !imp_map_get(&m->used, v->name)) {  /* bind() met it unmade */
+			t->name = v->name;
+			imp_map_put(&m->used, v->name, v);
+		}
+		return v->tensor;
+	}
 	if (check_tensor(m, v->name ? v->name : "a constant", v->dt, v->rank, v->dim))
 		return -1;
 	int id = new_tensor(m, v->dt, v->rank, v->dim, -1);

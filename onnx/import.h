@@ -18,7 +18,7 @@ typedef struct {
 
 /* One ONNX value: a constant (k holds it) or a graph tensor, or both once a
  * constant has been made a graph constant. */
-typedef struct {
+typedef struct Val {
 	DType dt;
 	int rank;
 	int64_t dim[IR_MAX_RANK];
@@ -27,6 +27,12 @@ typedef struct {
 	int tensor;            /* graph tensor id, or -1 */
 	const char *name;      /* the ONNX name a constant gets in the graph */
 	bool borrowed;         /* k.data lies in the graph's arena: not freed, not copied */
+	/* The same elements as a [rows, last dim] matrix: the matmul of a [.., M, K] by a
+	 * [K, N] (flat = the [M', K] x [K, N] product) and the elementwise ops after it.
+	 * Such a value is made a graph tensor (a reshape of flat) only when an op needs
+	 * it whole (imp_tensor); the elementwise ops (un, sc, bin, cast) run on flat,
+	 * so they follow the matmul without a reshape between and fuse as its epilogue. */
+	struct Val *flat;
 } Val;
 
 /* Bounds on what the import itself computes, so that a hostile model cannot make
@@ -82,6 +88,7 @@ void imp_map_put(NameMap *m, const char *key, void *v);
 Val *imp_const(Imp *m, HostTensor *k);
 Val *imp_graph_input(Imp *m, const char *name, DType dt, int rank, const int64_t *dim);
 int imp_tensor(Imp *m, Val *v);
+Val *imp_flat(Imp *m, Val *flat, int rank, const int64_t *dim);
 /* Spend n element operations of the import's budget: -1 (error set) when past it. */
 int imp_charge(Imp *m, int64_t n);
 /* Attributes for op k with every bit it takes set, options at their defaults. */

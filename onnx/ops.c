@@ -176,6 +176,10 @@ Val *reshape(Imp *m, Val *x, int rank, const int64_t *dim)
 		return NULL;
 	if (rank == x->rank && (!rank || !memcmp(dim, x->dim, sizeof *dim * (size_t)rank)))
 		return x;
+	if (x->flat && x->tensor < 0)   /* one reshape, not two */
+		x = x->flat;
+	if (rank == x->rank && (!rank || !memcmp(dim, x->dim, sizeof *dim * (size_t)rank)))
+		return x;
 	Attrs at = imp_attrs(OP_RESHAPE);
 	at.n = rank;
 	if (rank)
@@ -223,10 +227,22 @@ Val *permute(Imp *m, Val *x, const int *axes)
 	return imp_emit(m, OP_PERMUTE, &x, 1, &at);
 }
 
+/* The flat twin of a one-operand elementwise op's result (Val.flat): NULL when x
+ * is not flat. */
+#define ON_FLAT(m, x, call) \
+	do { \
+		if ((x)->flat) { \
+			Val *x_ = (x); \
+			(x) = x_->flat; \
+			return imp_flat((m), (call), x_->rank, x_->dim); \
+		} \
+	} while (0)
+
 Val *cast(Imp *m, Val *x, DType t)
 {
 	if (!x || x->dt == t)
 		return x;
+	ON_FLAT(m, x, cast(m, x, t));
 	Attrs at = imp_attrs(OP_CAST);
 	at.dtype = t;
 	return imp_emit(m, OP_CAST, &x, 1, &at);
@@ -236,6 +252,7 @@ Val *un(Imp *m, OpKind k, Val *x)
 {
 	if (!x)
 		return NULL;
+	ON_FLAT(m, x, un(m, k, x));
 	Attrs at = imp_attrs(k);
 	return imp_emit(m, k, &x, 1, &at);
 }
@@ -244,6 +261,7 @@ Val *sc(Imp *m, OpKind k, Val *x, double s)
 {
 	if (!x)
 		return NULL;
+	ON_FLAT(m, x, sc(m, k, x, s));
 	Attrs at = imp_attrs(k);
 	at.scalar = s;
 	return imp_emit(m, k, &x, 1, &at);
@@ -253,6 +271,7 @@ Val *clampv(Imp *m, Val *x, double lo, double hi)
 {
 	if (!x)
 		return NULL;
+	ON_FLAT(m, x, clampv(m, x, lo, hi));
 	Attrs at = imp_attrs(OP_CLAMP);
 	at.min = lo;
 	at.max = hi;
@@ -271,6 +290,39 @@ static OpKind scalar_kind(OpKind k)
 	}
 }
 
+/* The operands of a binary op as their flat twins (Val.flat), when one is flat and
+ * the result has its shape: the other is flat too with that shape, or a constant
+ * that broadcasts over every dim but the last (a bias), reshaped to [1, n]. False
+ * otherwise (the op then runs on whole tensors). */
+static bool flat_pair(Imp *m, Val *a, Val *b, Val **fa, Val **fb)
+{
+	Val *f = a->flat ? a : b->flat ? b : NULL;
+	if (!f || f->flat->rank != 2)
+		return false;
+	Val *in[2] = {a, b}, *out[2];
+	for (int i = 0; i < 2; i++) {
+		Val *v = in[i];
+		if (v->flat && v->rank == f->rank && !memcmp(v->dim, f->dim, sizeof *v->dim * (size_t)v->rank)) {
+			out[i] = v->flat;
+			continue;
+		}
+		if (!v->is_const || v->rank > f->rank)
+			return false;
+		for (int d = 0; d < v->rank - 1; d++)
+			if (v->dim[d] != 1)
+				return false;
+		int64_t last = v->rank ? v->dim[v->rank - 1] : 1;
+		if (last != 1 && last != f->dim[f->rank - 1])
+			return false;
+		out[i] = reshape(m, v, 2, (int64_t[]){1, last});
+		if (!out[i])
+			return false;
+	}
+	*fa = out[0];
+	*fb = out[1];
+	return true;
+}
+
 /* a (k) b with ONNX broadcasting; a constant scalar b becomes a scalar op. */
 Val *bin(Imp *m, OpKind k, Val *a, Val *b)
 {
@@ -282,6 +334,11 @@ Val *bin(Imp *m, OpKind k, Val *a, Val *b)
 		return sc(m, ks, a, host_get(&b->k, 0));
 	if ((k == OP_ADD || k == OP_MUL) && a->is_const && !b->is_const)
 		return bin(m, k, b, a);
+	Val *fa, *fb;
+	if (flat_pair(m, a, b, &fa, &fb)) {
+		Val *f = a->flat ? a : b;
+		return imp_flat(m, bin(m, k, fa, fb), f->rank, f->dim);
+	}
 	int r = a->rank > b->rank ? a->rank : b->rank;
 	Val *in[2] = {lift(m, a, r), lift(m, b, r)};
 	if (!in[0] || !in[1])
@@ -1458,7 +1515,7 @@ Val *matmul(Imp *m, Val *a, Val *b)
 		if (rb == 1)
 			return reshape(m, r, ra - 1, d);
 		d[ra - 1] = b->dim[1];
-		return reshape(m, r, ra, d);
+		return ra == 2 ? r : imp_flat(m, r, ra, d);
 	}
 	int64_t da[IR_MAX_RANK], db[IR_MAX_RANK];
 	bool va = ra == 1, vb = rb == 1;

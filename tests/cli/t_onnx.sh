@@ -116,3 +116,18 @@ check onnx-cap-tensors 1 "$FUSEC" normalize --max-tensors 5 "$M/resnet18/model.o
 	contains onnx-cap-tensors-msg "$TMP/err" "more than 5 tensors, the limit (--max-tensors)"
 check onnx-cap-elements 1 "$FUSEC" normalize --max-elements 1000 "$M/resnet18/model.onnx" &&
 	contains onnx-cap-elements-msg "$TMP/err" "input 'x': the graph's tensors hold more than 1000 elements in all, the limit (--max-elements)"
+# A batched Linear ([B, S, K] x [K, N], then the bias) stays a flat [B*S, N] matrix
+# through the elementwise ops after it (onnx/ops.c, Val.flat), so the bias and the
+# erf GELU fuse into the matmul's epilogue; the residual, a whole [B, S, K] tensor,
+# takes the reshape back and runs on its own. tests/onnx/extra/t43_Linear has the
+# model and numpy's output (onnx_conformance checks the values).
+check onnx-linear-compile 0 "$FUSEC" compile tests/onnx/extra/t43_Linear/model.onnx -o "$TMP/lin" --no-cache
+check onnx-linear-epilogue 0 python3 -c '
+import json, sys
+p = json.load(open(sys.argv[1]))
+k = {x["name"]: [n.split("::")[1] for n in x["op_names"]] for x in p["kernels"]}
+got = [k[l["kernel"]] for s in p["steps"] for l in s["launches"]]
+want = [["Matmul", "Add", "DivScalar", "Erf", "AddScalar", "Mul", "MulScalar"], ["Matmul", "Add"], ["Add"]]
+assert got == want, got
+' "$TMP/lin/model.plan.json"
+check onnx-linear-check 0 "$FUSEC" run tests/onnx/extra/t43_Linear/model.onnx --backend cpu --check

@@ -1,0 +1,56 @@
+#!/usr/bin/env python3
+"""t43_Linear: a batched Linear as torch.onnx.export writes one (MatMul of a
+[B, S, K] activation by a [K, N] weight, then Add of the bias), then an erf GELU
+and a second Linear, the case the importer keeps flat so that the bias and the
+GELU fuse into the matmul's epilogue (onnx/ops.c, Val.flat). The expected output
+comes from numpy in float64. gen_linear.py [DIR] (default: beside it). Test-only:
+numpy and onnx from PyPI (docs/onnx.md)."""
+import math
+import os
+import sys
+
+import numpy as np
+import onnx
+import onnx.helper as oh
+import onnx.numpy_helper as nh
+
+root = sys.argv[1] if len(sys.argv) > 1 else os.path.dirname(os.path.abspath(__file__))
+rng = np.random.default_rng(43)
+B, S, K, N = 3, 5, 12, 7
+x = rng.standard_normal((B, S, K)).astype(np.float32)
+w1 = (rng.standard_normal((K, N)) / 3).astype(np.float32)
+b1 = rng.standard_normal(N).astype(np.float32)
+w2 = (rng.standard_normal((N, K)) / 3).astype(np.float32)
+b2 = rng.standard_normal(K).astype(np.float32)
+inits = [nh.from_array(w1, 'w1'), nh.from_array(b1, 'b1'), nh.from_array(w2, 'w2'),
+         nh.from_array(b2, 'b2'), nh.from_array(np.array(math.sqrt(2), np.float32), 'r2'),
+         nh.from_array(np.array(1, np.float32), 'one'),
+         nh.from_array(np.array(0.5, np.float32), 'half')]
+nodes = [oh.make_node('MatMul', ['x', 'w1'], ['m1']),
+         oh.make_node('Add', ['b1', 'm1'], ['h']),            # bias first, as torch writes it
+         oh.make_node('Div', ['h', 'r2'], ['hd']),
+         oh.make_node('Erf', ['hd'], ['e']),
+         oh.make_node('Add', ['e', 'one'], ['e1']),
+         oh.make_node('Mul', ['h', 'e1'], ['g']),
+         oh.make_node('Mul', ['g', 'half'], ['gh']),
+         oh.make_node('MatMul', ['gh', 'w2'], ['m2']),
+         oh.make_node('Add', ['m2', 'b2'], ['y2']),
+         oh.make_node('Add', ['y2', 'x'], ['y'])]            # a residual: not flat
+g = oh.make_graph(nodes, 'linear', [oh.make_tensor_value_info('x', onnx.TensorProto.FLOAT, [B, S, K])],
+                  [oh.make_tensor_value_info('y', onnx.TensorProto.FLOAT, [B, S, K])], inits)
+model = oh.make_model(g, opset_imports=[oh.make_opsetid('', 17)])
+onnx.checker.check_model(model)
+
+erf = np.vectorize(math.erf)
+xd = x.astype(np.float64)
+h = xd @ w1 + b1
+gh = h * (erf(h / math.sqrt(2)) + 1) * 0.5
+y = (gh @ w2 + b2 + xd).astype(np.float32)
+
+d = os.path.join(root, 't43_Linear')
+os.makedirs(os.path.join(d, 'test_data_set_0'), exist_ok=True)
+onnx.save(model, os.path.join(d, 'model.onnx'))
+for name, arr in (('input_0.pb', nh.from_array(x, 'x')), ('output_0.pb', nh.from_array(y, 'y'))):
+    with open(os.path.join(d, 'test_data_set_0', name), 'wb') as fh:
+        fh.write(arr.SerializeToString())
+print(d)
