@@ -541,6 +541,8 @@ static void sq2(Em *e, LLVMValueRef a, LLVMValueRef *hi, LLVMValueRef *lo)
 	*lo = fma_(e, a, a, neg(e, *hi));
 }
 
+static LLVMValueRef erfc_t_pos(Em *e, LLVMValueRef a, LLVMValueRef zh, LLVMValueRef zl);
+
 static LLVMValueRef body_erf(Em *e, LLVMValueRef *a)
 {
 	LLVMValueRef x = a[0];
@@ -548,7 +550,11 @@ static LLVMValueRef body_erf(Em *e, LLVMValueRef *a)
 		return em_nv(e, e->f64 ? "__nv_erf" : "__nv_erff", 1, &x);
 	LLVMValueRef ax = fabs_(e, x), zh, zl;
 	sq2(e, ax, &zh, &zl);
-	LLVMValueRef big = I2(e, "llvm.copysign", sub(e, K(e, 1.0), erfc_core(e, ax, zh, zl)), x);
+	/* f32: |x| >= 1 through the one-piece erfc (below): erfc(1) < 0.16, so its few
+	 * ulps are a fraction of an ulp of 1 - erfc; a third of erfc_core's work, which
+	 * made matmul + bias + erf-GELU epilogues (BERT's) compute-bound */
+	LLVMValueRef tail = e->f64 ? erfc_core(e, ax, zh, zl) : erfc_t_pos(e, ax, zh, zl);
+	LLVMValueRef big = I2(e, "llvm.copysign", sub(e, K(e, 1.0), tail), x);
 	LLVMValueRef res = sel(e, fcmp(e, LLVMRealOLT, ax, K(e, 1.0)), erf_small(e, x), big);
 	return sel(e, isnan_(e, x), x, res);
 }
@@ -583,9 +589,9 @@ static LLVMValueRef nvvm_f32(Em *e, const char *name, LLVMValueRef x)
 	return LLVMBuildCall2(e->b, fty, fn, &x, 1, "");
 }
 
-static LLVMValueRef erfc_t(Em *e, LLVMValueRef z, LLVMValueRef zh, LLVMValueRef zl)
+/* erfc(a) for a >= 0.5 (a = |z|, a^2 = zh + zl): the one-piece fit below. */
+static LLVMValueRef erfc_t_pos(Em *e, LLVMValueRef a, LLVMValueRef zh, LLVMValueRef zl)
 {
-	LLVMValueRef a = fabs_(e, z);
 	LLVMValueRef ex, r, cut;
 	if (e->m->gpu) {
 		/* GPU: rcp.approx (1 ulp: the product below errs by one more) and
@@ -611,7 +617,13 @@ static LLVMValueRef erfc_t(Em *e, LLVMValueRef z, LLVMValueRef zh, LLVMValueRef 
 	ex = fma_(e, ex, neg(e, zl), ex);
 	LLVMValueRef c = mul(e, mul(e, g, r), ex);
 	/* past the underflow point (and a = inf, where zl is NaN) erfc(a) is 0 */
-	c = sel(e, fcmp(e, LLVMRealOGT, a, cut), K(e, 0.0), c);
+	return sel(e, fcmp(e, LLVMRealOGT, a, cut), K(e, 0.0), c);
+}
+
+static LLVMValueRef erfc_t(Em *e, LLVMValueRef z, LLVMValueRef zh, LLVMValueRef zl)
+{
+	LLVMValueRef a = fabs_(e, z);
+	LLVMValueRef c = erfc_t_pos(e, a, zh, zl);
 	LLVMValueRef tail = sel(e, fcmp(e, LLVMRealOLT, z, K(e, 0.0)), sub(e, K(e, 2.0), c), c);
 	/* |z| < 0.5: 1 - erf(z), whose error is a small part of a result near 1 (the
 	 * product above errs by a few ulps of it there) */
