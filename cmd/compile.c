@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <cjson/cJSON.h>
 #include <llvm-c/Core.h>
 
 #include "../codegen/kcache.h"
@@ -40,7 +41,7 @@ static const char compile_usage[] =
 	"else the file name without its extension (tf1.json with name: transformer_1\n"
 	"writes transformer_1.ptx). One line on stdout names the files written.\n"
 	"\n"
-	"  -o DIR                 output folder, created if missing\n"
+	"  -o, --output DIR       output folder, created if missing\n"
 	"  --arch sm_XX           target architecture, sm_70 or later (default sm_90a:\n"
 	"                         Hopper, wgmma; sm_90 for PTX that later GPUs load too)\n"
 	"  --max-blocks N         blocks per stream optimizer (default 5)\n"
@@ -64,7 +65,9 @@ static const char compile_usage[] =
 	"  -j, --jobs N           LLVM threads (default: the CPUs, at most 8); the\n"
 	"                         outputs are the same for every N\n"
 	"  --time                 print the time of each phase to stderr\n"
-	"  -q, --quiet            do not print the line naming the files written\n"
+	"  -q, --quiet            print neither the line naming the files written nor\n"
+	"                         the summary on stderr (ops, launches, kernels, bytes\n"
+	"                         moved, time)\n"
 	"  -M, --depfile FILE     write a make rule: the outputs depend on GRAPH (and\n"
 	"                         its .npy and ONNX external data files), published\n"
 	"                         with the outputs; a FILE that is not a regular file\n"
@@ -275,6 +278,7 @@ static int parse_options(int argc, char **argv, CompileOptions *o)
 {
 	static const struct option longopts[] = {
 		{"help", no_argument, NULL, 'h'},
+		{"output", required_argument, NULL, 'o'},
 		{"arch", required_argument, NULL, 'a'},
 		{"max-blocks", required_argument, NULL, 'b'},
 		{"max-explorations", required_argument, NULL, 'x'},
@@ -439,8 +443,7 @@ static int parse_options(int argc, char **argv, CompileOptions *o)
 			o->search.burn_exact = true;
 			break;
 		default:
-			cmd_usage_error("compile", "unknown option or missing value '%s'", argv[optind - 1]);
-			return EXIT_USAGE;
+			return cmd_bad_option("compile", longopts, "ho:qM:j:", argv, optind);
 		}
 	}
 	if (argc - optind != 1) {
@@ -902,23 +905,25 @@ static int check_cache_dir(const CompileOptions *o, char **cache)
 	return st == CG_CACHE_UNSAFE ? EXIT_INPUT : EXIT_OK;
 }
 
-/* Progress on a terminal, once a compile has run for a second: one line,
- * rewritten in place (LLVM's part counts kernels as they are done), cleared at the
- * end. */
-static bool progress_shown;
+/* Progress on a terminal, once a compile has run for a second: one line, rewritten
+ * in place as ninja does ("[12/40] kernels": LLVM's part counts distinct kernels
+ * as they are done), cleared at the end. Never on a pipe or a file, so logs and
+ * tests see nothing of it; FUSEC_PROGRESS=1 shows it anyway, from the start (the
+ * tests of it), FUSEC_PROGRESS=0 never. */
+static bool progress_shown, progress_forced;
 static double progress_start;
 
 static void show_progress(const char *phase, int done, int total)
 {
-	if (clock_seconds() - progress_start < 1.0)
+	if (!progress_forced && clock_seconds() - progress_start < 1.0)
 		return;
-	if (!strcmp(phase, "llvm"))
-		fprintf(stderr, "\rfusec: optimizing and emitting kernels with LLVM: %d of %d...  ",
-			done, total);
-	else if (!strcmp(phase, "kernels"))
-		fprintf(stderr, "\r%-72s", "fusec: building kernels...");
+	if (!strcmp(phase, "llvm") && total > 0)
+		fprintf(stderr, "\r[%d/%d] kernels\033[K", done, total);
+	else if (!strcmp(phase, "llvm") || !strcmp(phase, "kernels"))
+		fputs("\r[0/?] kernels: building\033[K", stderr);
 	else
-		fprintf(stderr, "\r%-72s", "fusec: writing the plan...");
+		fprintf(stderr, "\r[%d/%d] kernels: writing the plan\033[K", done, total);
+	fflush(stderr);
 	progress_shown = true;
 }
 
@@ -927,6 +932,127 @@ static void clear_progress(void)
 	if (progress_shown)
 		fputs("\r\033[K", stderr);
 	progress_shown = false;
+}
+
+/* Whether to show progress: on a terminal, unless FUSEC_PROGRESS says otherwise. */
+static bool want_progress(void)
+{
+	const char *env = getenv("FUSEC_PROGRESS");
+	progress_forced = env && !strcmp(env, "1");
+	if (env && !strcmp(env, "0"))
+		return false;
+	return progress_forced || isatty(STDERR_FILENO);
+}
+
+/* ---- the summary ----------------------------------------------------------------- */
+
+static long real_ops(const Graph *g)
+{
+	long n = 0;
+	for (int i = 0; i < g->nops; i++)
+		n += g->ops[i].kind != OP_SYNC;
+	return n;
+}
+
+typedef struct {
+	const char *name;
+	double bytes;
+} TensorBytes;
+
+static int tb_cmp(const void *a, const void *b)
+{
+	return strcmp(((const TensorBytes *)a)->name, ((const TensorBytes *)b)->name);
+}
+
+static void human_bytes(double v, char *out, size_t n)
+{
+	static const char *const unit[] = {"B", "KB", "MB", "GB", "TB"};
+	int u = 0;
+	while (v >= 1000 && u < 4) {
+		v /= 1000;
+		u++;
+	}
+	snprintf(out, n, u ? "%.1f %s" : "%.0f %s", v, unit[u]);
+}
+
+/* The line after a compile, from the plan it wrote (the same for a result cache
+ * hit): "fusec: compiled NAME: 49 ops → 30 launches, 21 distinct kernels, 12.3 MB
+ * moved, 0.14 s". Bytes moved: per launch, the bytes of every tensor it reads and
+ * writes, summed over the launches (an estimate of the memory traffic of a run).
+ * With --log-format json, one JSON line (event "compiled"). nops < 0: count the ops
+ * the plan's steps run (launches' ops, aliases and views), syncs left out. */
+static void print_summary(const CompileOptions *o, const char *name, long nops,
+			  const char *plan, double seconds, bool cached)
+{
+	cJSON *doc = cJSON_Parse(plan);
+	if (!doc)
+		return;
+	const cJSON *tensors = cJSON_GetObjectItemCaseSensitive(doc, "tensors");
+	const cJSON *kernels = cJSON_GetObjectItemCaseSensitive(doc, "kernels");
+	const cJSON *steps = cJSON_GetObjectItemCaseSensitive(doc, "steps");
+	int nt = cJSON_GetArraySize(tensors), k = 0;
+	TensorBytes *tb = xmalloc(sizeof *tb * (size_t)(nt ? nt : 1));
+	const cJSON *t, *st, *l, *x;
+	cJSON_ArrayForEach(t, tensors) {
+		const cJSON *tn = cJSON_GetObjectItemCaseSensitive(t, "name");
+		const cJSON *dt = cJSON_GetObjectItemCaseSensitive(t, "dtype");
+		DType d;
+		if (!cJSON_IsString(tn) || !cJSON_IsString(dt) || ir_dtype_parse(dt->valuestring, &d))
+			continue;
+		double e = ir_dtype_size(d);
+		cJSON_ArrayForEach(x, cJSON_GetObjectItemCaseSensitive(t, "shape"))
+			e *= x->valuedouble;
+		tb[k++] = (TensorBytes){tn->valuestring, e};
+	}
+	qsort(tb, (size_t)k, sizeof *tb, tb_cmp);
+	long launches = 0, counted = 0;
+	double bytes = 0;
+	cJSON_ArrayForEach(st, steps) {
+		counted += cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(st, "aliases")) +
+			   cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(st, "views"));
+		cJSON_ArrayForEach(l, cJSON_GetObjectItemCaseSensitive(st, "launches")) {
+			launches++;
+			counted += cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(l, "ops"));
+			for (int pass = 0; pass < 2; pass++)
+				cJSON_ArrayForEach(x, cJSON_GetObjectItemCaseSensitive(
+						 l, pass ? "writes" : "reads")) {
+					if (!cJSON_IsString(x))
+						continue;
+					TensorBytes key = {x->valuestring, 0};
+					TensorBytes *hit = bsearch(&key, tb, (size_t)k, sizeof *tb, tb_cmp);
+					if (hit)
+						bytes += hit->bytes;
+				}
+		}
+	}
+	if (nops < 0)
+		nops = counted;
+	int nk = cJSON_GetArraySize(kernels);
+	if (o->search.log_json) {
+		cJSON *e = cJSON_CreateObject();
+		cJSON_AddStringToObject(e, "event", "compiled");
+		cJSON_AddNullToObject(e, "stream");
+		cJSON_AddStringToObject(e, "graph", name);
+		cJSON_AddNumberToObject(e, "ops", (double)nops);
+		cJSON_AddNumberToObject(e, "launches", (double)launches);
+		cJSON_AddNumberToObject(e, "kernels", nk);
+		cJSON_AddNumberToObject(e, "bytes", bytes);
+		cJSON_AddNumberToObject(e, "seconds", seconds);
+		cJSON_AddBoolToObject(e, "result_cache", cached);
+		char *text = cJSON_PrintUnformatted(e);
+		fprintf(stderr, "%s\n", text);
+		cJSON_free(text);
+		cJSON_Delete(e);
+	} else {
+		char b[32];
+		human_bytes(bytes, b, sizeof b);
+		fprintf(stderr, "fusec: compiled %s: %ld op%s → %ld launch%s, %d distinct kernel%s, "
+			"%s moved, %.2f s%s\n", name, nops, nops == 1 ? "" : "s", launches,
+			launches == 1 ? "" : "es", nk, nk == 1 ? "" : "s", b, seconds,
+			cached ? " (result cache hit)" : "");
+	}
+	free(tb);
+	cJSON_Delete(doc);
 }
 
 /* ---- the result cache ----------------------------------------------------------- */
@@ -938,8 +1064,8 @@ static bool key_skips(const char *arg, bool *with_value)
 {
 	static const char *const flags[] = {"-q", "--quiet", "--time", "--trust-cache-dir"};
 	/* -o and --depfile say where outputs go, not what they hold */
-	static const char *const valued[] = {"-j", "--jobs", "--cache-dir", "-o", "-M",
-					     "--depfile"};
+	static const char *const valued[] = {"-j", "--jobs", "--cache-dir", "-o", "--output",
+					     "-M", "--depfile"};
 	*with_value = false;
 	for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++)
 		if (!strcmp(arg, flags[i]))
@@ -1010,6 +1136,13 @@ static int from_result_cache(const CompileOptions *o, RcEntry *e, double t0)
 	for (int i = 0; i < e->nfiles; i++)
 		files[i] = (OutFile){e->files[i].ext, e->files[i].text, e->files[i].len, NULL, NULL};
 	int status = publish(o, e->name, deps, e->ndeps, files, e->nfiles);
+	if (status == EXIT_OK && !o->quiet)
+		for (int i = 0; i < e->nfiles; i++)
+			if (!strcmp(e->files[i].ext, ".plan.json")) {
+				char *plan = strndup(e->files[i].text, e->files[i].len);
+				print_summary(o, e->name, -1, plan, clock_seconds() - t0, true);
+				free(plan);
+			}
 	if (o->timing && status == EXIT_OK) {
 		double t = clock_seconds() - t0;
 		fprintf(stderr, "time: result cache hit (read, search and LLVM skipped); total "
@@ -1117,7 +1250,7 @@ int cmd_compile(int argc, char **argv)
 	if (has_weights)
 		cg_weights_sha256(g, wsha);
 	PlanFileInfo info = {o.arch, ptxname, o.libdevice, has_weights ? wname : NULL,
-			     o.pretty, cache, o.jobs, isatty(STDERR_FILENO) ? show_progress : NULL,
+			     o.pretty, cache, o.jobs, want_progress() ? show_progress : NULL,
 			     o.allow_tf32, NULL, has_weights ? wsha : NULL};
 	CgOutputs co = {0};
 	if (o.verify && pass_verify(s, &d)) {
@@ -1136,6 +1269,8 @@ int cmd_compile(int argc, char **argv)
 	buf_free(&rkey);
 	if (o.timing && status == EXIT_OK)
 		print_times(g, t, &co);
+	if (status == EXIT_OK && !o.quiet)
+		print_summary(&o, g->name, real_ops(g), co.plan, clock_seconds() - t[0], false);
 	cg_outputs_free(&co);
 	pass_free_schedule(s);
 	arena_free(a);

@@ -90,8 +90,7 @@ int cmd_explain(int argc, char **argv)
 			so.burn_exact = true;
 			break;
 		default:
-			cmd_usage_error("explain", "unknown option or missing value '%s'", argv[optind - 1]);
-			return EXIT_USAGE;
+			return cmd_bad_option("explain", longopts, "h", argv, optind);
 		}
 	}
 	if (argc - optind != 1) {

@@ -490,9 +490,7 @@ int cmd_import(int argc, char **argv)
 		case 'h': fputs(import_usage, stdout); return EXIT_OK;
 		case 'o': out = optarg; break;
 		default:
-			cmd_usage_error("import", "unknown option or missing value '%s'",
-					argv[optind - 1]);
-			return EXIT_USAGE;
+			return cmd_bad_option("import", longopts, "ho:", argv, optind);
 		}
 	}
 	if (argc - optind != 1) {
