@@ -233,6 +233,15 @@ int cmd_bad_option(const char *sub, const struct option *longopts, const char *s
 		   char **argv, int optind_now)
 {
 	const char *arg = argv[optind_now - 1];
+	/* --flag=VALUE for an option that takes none */
+	size_t eq = strcspn(arg, "=");
+	for (const struct option *o = longopts; optopt && arg[eq] && !strncmp(arg, "--", 2) &&
+	     o->name; o++)
+		if (o->has_arg == no_argument && strlen(o->name) == eq - 2 &&
+		    !strncmp(arg + 2, o->name, eq - 2)) {
+			cmd_usage_error(sub, "option '--%s' takes no value", o->name);
+			return EXIT_USAGE;
+		}
 	/* a known option without its value: getopt leaves its val in optopt */
 	if (optopt) {
 		for (const struct option *o = longopts; o->name; o++)

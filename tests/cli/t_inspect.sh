@@ -254,6 +254,9 @@ check dym-short 2 "$FUSEC" compile -Z $RB
 contains dym-short-text "$TMP/err" "fusec compile: unknown option '-Z'"
 check dym-short-missing 2 "$FUSEC" compile $RB -o
 contains dym-short-missing-text "$TMP/err" "fusec compile: option '-o' needs a value"
+check dym-no-value 2 "$FUSEC" explain $RB --json=yes
+same dym-no-value-text "$TMP/err" "fusec explain: option '--json' takes no value
+Try 'fusec explain --help'."
 check dym-json 2 "$FUSEC" --diagnostics json compil
 same dym-json-text "$TMP/err" '{"severity":"error","file":null,"line":0,"col":0,"code":"usage","message":"unknown command '"'compil'; did you mean 'compile'?"'"}'
 # --output is -o
