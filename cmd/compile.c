@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -907,41 +908,97 @@ static int check_cache_dir(const CompileOptions *o, char **cache)
 
 /* Progress on a terminal, once a compile has run for a second: one line, rewritten
  * in place as ninja does ("[12/40] kernels": LLVM's part counts distinct kernels
- * as they are done), cleared at the end. Never on a pipe or a file, so logs and
- * tests see nothing of it; FUSEC_PROGRESS=1 shows it anyway, from the start (the
- * tests of it), FUSEC_PROGRESS=0 never. */
-static bool progress_shown, progress_forced;
-static double progress_start;
+ * as they are done), cleared at the end. Codegen reports its phases and kernels
+ * (PlanFileInfo.progress, possibly from LLVM's threads); the reading and the search
+ * are marked by cmd_compile; and a ticker thread writes the current phase once the
+ * first second has passed, so that a long phase without reports is not silent.
+ * Never on a pipe or a file, so logs and tests see nothing of it; FUSEC_PROGRESS=1
+ * shows it anyway, every report from the start (the tests of it), FUSEC_PROGRESS=0
+ * never. One mutex orders the state and the writes. */
+static struct {
+	pthread_mutex_t mu;
+	pthread_t ticker;
+	bool on, forced, shown, stop;
+	double start;
+	char line[96];         /* the current state, as the line shows it */
+} prog = {.mu = PTHREAD_MUTEX_INITIALIZER};
+
+/* Under prog.mu: write the line when it is time. */
+static void progress_write(bool tick)
+{
+	if (!prog.forced && clock_seconds() - prog.start < 1.0)
+		return;
+	if (tick && prog.shown)
+		return;
+	fprintf(stderr, "\r%s\033[K", prog.line);
+	fflush(stderr);
+	prog.shown = true;
+}
+
+static void progress_set(const char *line)
+{
+	if (!prog.on)
+		return;
+	pthread_mutex_lock(&prog.mu);
+	snprintf(prog.line, sizeof prog.line, "%s", line);
+	progress_write(false);
+	pthread_mutex_unlock(&prog.mu);
+}
 
 static void show_progress(const char *phase, int done, int total)
 {
-	if (!progress_forced && clock_seconds() - progress_start < 1.0)
-		return;
+	char line[96];
 	if (!strcmp(phase, "llvm") && total > 0)
-		fprintf(stderr, "\r[%d/%d] kernels\033[K", done, total);
+		snprintf(line, sizeof line, "[%d/%d] kernels", done, total);
 	else if (!strcmp(phase, "llvm") || !strcmp(phase, "kernels"))
-		fputs("\r[0/?] kernels: building\033[K", stderr);
+		snprintf(line, sizeof line, "[0/?] kernels: building");
 	else
-		fprintf(stderr, "\r[%d/%d] kernels: writing the plan\033[K", done, total);
-	fflush(stderr);
-	progress_shown = true;
+		snprintf(line, sizeof line, "[%d/%d] kernels: writing the plan", done, total);
+	progress_set(line);
 }
 
-static void clear_progress(void)
+static void *progress_tick(void *arg)
 {
-	if (progress_shown)
-		fputs("\r\033[K", stderr);
-	progress_shown = false;
+	(void)arg;
+	for (;;) {
+		nanosleep(&(struct timespec){0, 100 * 1000000L}, NULL);
+		pthread_mutex_lock(&prog.mu);
+		bool stop = prog.stop;
+		if (!stop)
+			progress_write(true);
+		pthread_mutex_unlock(&prog.mu);
+		if (stop)
+			return NULL;
+	}
 }
 
-/* Whether to show progress: on a terminal, unless FUSEC_PROGRESS says otherwise. */
-static bool want_progress(void)
+/* Start showing progress when stderr is a terminal that no log is written to,
+ * unless FUSEC_PROGRESS says otherwise. */
+static void progress_begin(double start, bool logs)
 {
 	const char *env = getenv("FUSEC_PROGRESS");
-	progress_forced = env && !strcmp(env, "1");
-	if (env && !strcmp(env, "0"))
-		return false;
-	return progress_forced || isatty(STDERR_FILENO);
+	prog.forced = env && !strcmp(env, "1");
+	prog.on = prog.forced ||
+		  (!(env && !strcmp(env, "0")) && !logs && isatty(STDERR_FILENO));
+	prog.start = start;
+	prog.stop = prog.shown = false;
+	snprintf(prog.line, sizeof prog.line, "fusec: reading the graph");
+	if (prog.on && pthread_create(&prog.ticker, NULL, progress_tick, NULL) != 0)
+		prog.on = false;
+}
+
+/* Stop the ticker and clear the line. */
+static void progress_end(void)
+{
+	if (!prog.on)
+		return;
+	pthread_mutex_lock(&prog.mu);
+	prog.stop = true;
+	pthread_mutex_unlock(&prog.mu);
+	pthread_join(prog.ticker, NULL);
+	if (prog.shown)
+		fputs("\r\033[K", stderr);
+	prog.on = prog.shown = false;
 }
 
 /* ---- the summary ----------------------------------------------------------------- */
@@ -1182,7 +1239,6 @@ int cmd_compile(int argc, char **argv)
 
 	double t[3];
 	t[0] = clock_seconds();
-	progress_start = t[0];
 	char *cache = o.no_cache ? NULL : default_cache_dir(o.cache_dir);
 	if (cache && (status = check_cache_dir(&o, &cache)) != EXIT_OK)
 		return status;
@@ -1201,10 +1257,12 @@ int cmd_compile(int argc, char **argv)
 	}
 
 	/* with the result cache, the graph is read from the bytes its key names */
+	progress_begin(t[0], o.search.log_level != LOG_OFF);
 	Arena *a = arena_new();
 	Graph *g = text ? cmd_load_graph_text(a, o.graph, text, len) : cmd_load_graph(a, o.graph);
 	free(text);
 	if (!g) {
+		progress_end();
 		arena_free(a);
 		buf_free(&rkey);
 		free(cache);
@@ -1227,6 +1285,7 @@ int cmd_compile(int argc, char **argv)
 	if (o.libdevice && !strcmp(o.libdevice, "auto")) {
 		o.libdevice = cg_math_find_libdevice();
 		if (!o.libdevice) {
+			progress_end();
 			cmd_error("--libdevice auto: no CUDA install with libdevice found");
 			arena_free(a);
 			buf_free(&rkey);
@@ -1236,6 +1295,13 @@ int cmd_compile(int argc, char **argv)
 		}
 	}
 	t[1] = clock_seconds();
+	progress_set("fusec: searching fusions");
+	/* FUSEC_TEST_PROGRESS_DELAY_MS=N (at most 5000) waits before the search: a
+	 * compile long enough for the progress line on a terminal (t_inspect.sh) */
+	const char *pdelay = getenv("FUSEC_TEST_PROGRESS_DELAY_MS");
+	long pms = pdelay ? atol(pdelay) : 0;
+	if (pms > 0 && pms <= 5000)
+		nanosleep(&(struct timespec){pms / 1000, (pms % 1000) * 1000000L}, NULL);
 	Schedule *s = pass_search(g, &o.search);
 	t[2] = clock_seconds();
 
@@ -1250,18 +1316,19 @@ int cmd_compile(int argc, char **argv)
 	if (has_weights)
 		cg_weights_sha256(g, wsha);
 	PlanFileInfo info = {o.arch, ptxname, o.libdevice, has_weights ? wname : NULL,
-			     o.pretty, cache, o.jobs, want_progress() ? show_progress : NULL,
+			     o.pretty, cache, o.jobs, prog.on ? show_progress : NULL,
 			     o.allow_tf32, NULL, has_weights ? wsha : NULL};
 	CgOutputs co = {0};
 	if (o.verify && pass_verify(s, &d)) {
+		progress_end();
 		cmd_print_diag(&d);
 		status = EXIT_FAIL;
 	} else if (cg_compile_schedule(s, &info, o.emit_ll, &co, &d)) {
-		clear_progress();
+		progress_end();
 		cmd_print_diag(&d);
 		status = EXIT_FAIL;
 	}
-	clear_progress();
+	progress_end();
 	if (status == EXIT_OK)
 		status = write_outputs(&o, s, &co, cache, use_rc ? &rkey : NULL, dep_sha);
 	free(dep_sha);

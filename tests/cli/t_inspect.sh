@@ -214,11 +214,26 @@ else
 fi
 same_files progress-same-ptx "$TMP/p1/model.ptx" "$TMP/p2/model.ptx"
 same_files progress-same-plan "$TMP/p1/model.plan.json" "$TMP/p2/model.plan.json"
-# on a terminal, through script(1) when it is there: a short compile shows nothing
+# on a terminal, through script(1) when it is there: a short compile shows nothing;
+# one held 1.5 s before its search (FUSEC_TEST_PROGRESS_DELAY_MS) shows the phase it
+# is in, from the ticker, then the kernels, and clears the line; with a log, nothing
 if command -v script >/dev/null 2>&1; then
 	script -qec "$FUSEC compile -q $RB -o $TMP/p4 --no-cache" /dev/null >"$TMP/tty" 2>&1
 	if grep -q "kernels" "$TMP/tty"; then
 		echo "FAIL progress-tty-short: progress for a compile under a second"; fail=$((fail + 1))
+	else
+		pass=$((pass + 1))
+	fi
+	script -qec "env FUSEC_TEST_PROGRESS_DELAY_MS=1500 $FUSEC compile -q $R18 -o $TMP/p5 --no-cache" \
+		/dev/null >"$TMP/tty" 2>&1
+	tr '\r' '\n' <"$TMP/tty" >"$TMP/tty_lines"
+	contains progress-tty-search "$TMP/tty_lines" "fusec: searching fusions"
+	contains progress-tty-kernels "$TMP/tty_lines" "[21/21] kernels"
+	contains progress-tty-clear "$TMP/tty" "$(printf 'plan\033[K\r\033[K')"
+	script -qec "env FUSEC_TEST_PROGRESS_DELAY_MS=1500 $FUSEC compile -q $R18 -o $TMP/p6 --no-cache --log basic" \
+		/dev/null >"$TMP/tty" 2>&1
+	if grep -q "kernels\|searching" "$TMP/tty"; then
+		echo "FAIL progress-tty-log: progress mixed into a log"; fail=$((fail + 1))
 	else
 		pass=$((pass + 1))
 	fi
