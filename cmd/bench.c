@@ -123,8 +123,7 @@ int cmd_bench(int argc, char **argv)
 				return EXIT_USAGE;
 			break;
 		default:
-			cmd_usage_error("bench", "unknown option or missing value '%s'", argv[optind - 1]);
-			return EXIT_USAGE;
+			return cmd_bad_option("bench", longopts, "h", argv, optind);
 		}
 	}
 	if (argc - optind != 1) {

@@ -37,6 +37,13 @@ bool cmd_graph_cacheable(const char *path);
 /* For a command given a compiled plan: 1 (the error printed) when --input-shape was
  * given, which applies to ONNX models only; else 0. */
 int cmd_refuse_input_shapes(const char *path);
+/* A getopt_long call of subcommand sub returned '?' (opterr is 0): say which option
+ * was unknown, with a "did you mean" from longopts and the driver's own options
+ * (--max-ops, --input-shape, ...), or which one lacks its value. Always returns
+ * EXIT_USAGE. */
+struct option;
+int cmd_bad_option(const char *sub, const struct option *longopts, const char *shortopts,
+		   char **argv, int optind_now);
 /* Parse a non-negative integer option value; prints a usage error and returns -1 if bad. */
 long cmd_parse_count(const char *sub, const char *opt, const char *val);
 

@@ -13,11 +13,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
+#include <cjson/cJSON.h>
 #include <llvm-c/Core.h>
 
 #include "../codegen/kcache.h"
@@ -40,7 +42,7 @@ static const char compile_usage[] =
 	"else the file name without its extension (tf1.json with name: transformer_1\n"
 	"writes transformer_1.ptx). One line on stdout names the files written.\n"
 	"\n"
-	"  -o DIR                 output folder, created if missing\n"
+	"  -o, --output DIR       output folder, created if missing\n"
 	"  --arch sm_XX           target architecture, sm_70 or later (default sm_90a:\n"
 	"                         Hopper, wgmma; sm_90 for PTX that later GPUs load too)\n"
 	"  --max-blocks N         blocks per stream optimizer (default 5)\n"
@@ -64,7 +66,9 @@ static const char compile_usage[] =
 	"  -j, --jobs N           LLVM threads (default: the CPUs, at most 8); the\n"
 	"                         outputs are the same for every N\n"
 	"  --time                 print the time of each phase to stderr\n"
-	"  -q, --quiet            do not print the line naming the files written\n"
+	"  -q, --quiet            print neither the line naming the files written nor\n"
+	"                         the summary on stderr (ops, launches, kernels, bytes\n"
+	"                         moved, time)\n"
 	"  -M, --depfile FILE     write a make rule: the outputs depend on GRAPH (and\n"
 	"                         its .npy and ONNX external data files), published\n"
 	"                         with the outputs; a FILE that is not a regular file\n"
@@ -275,6 +279,7 @@ static int parse_options(int argc, char **argv, CompileOptions *o)
 {
 	static const struct option longopts[] = {
 		{"help", no_argument, NULL, 'h'},
+		{"output", required_argument, NULL, 'o'},
 		{"arch", required_argument, NULL, 'a'},
 		{"max-blocks", required_argument, NULL, 'b'},
 		{"max-explorations", required_argument, NULL, 'x'},
@@ -439,8 +444,7 @@ static int parse_options(int argc, char **argv, CompileOptions *o)
 			o->search.burn_exact = true;
 			break;
 		default:
-			cmd_usage_error("compile", "unknown option or missing value '%s'", argv[optind - 1]);
-			return EXIT_USAGE;
+			return cmd_bad_option("compile", longopts, "ho:qM:j:", argv, optind);
 		}
 	}
 	if (argc - optind != 1) {
@@ -902,31 +906,210 @@ static int check_cache_dir(const CompileOptions *o, char **cache)
 	return st == CG_CACHE_UNSAFE ? EXIT_INPUT : EXIT_OK;
 }
 
-/* Progress on a terminal, once a compile has run for a second: one line,
- * rewritten in place (LLVM's part counts kernels as they are done), cleared at the
- * end. */
-static bool progress_shown;
-static double progress_start;
+/* Progress on a terminal, once a compile has run for a second: one line, rewritten
+ * in place as ninja does ("[12/40] kernels": LLVM's part counts distinct kernels
+ * as they are done), cleared at the end. Codegen reports its phases and kernels
+ * (PlanFileInfo.progress, possibly from LLVM's threads); the reading and the search
+ * are marked by cmd_compile; and a ticker thread writes the current phase once the
+ * first second has passed, so that a long phase without reports is not silent.
+ * Never on a pipe or a file, so logs and tests see nothing of it; FUSEC_PROGRESS=1
+ * shows it anyway, every report from the start (the tests of it), FUSEC_PROGRESS=0
+ * never. One mutex orders the state and the writes. */
+static struct {
+	pthread_mutex_t mu;
+	pthread_t ticker;
+	bool on, forced, shown, stop;
+	double start;
+	char line[96];         /* the current state, as the line shows it */
+} prog = {.mu = PTHREAD_MUTEX_INITIALIZER};
+
+/* Under prog.mu: write the line when it is time. */
+static void progress_write(bool tick)
+{
+	if (!prog.forced && clock_seconds() - prog.start < 1.0)
+		return;
+	if (tick && prog.shown)
+		return;
+	fprintf(stderr, "\r%s\033[K", prog.line);
+	fflush(stderr);
+	prog.shown = true;
+}
+
+static void progress_set(const char *line)
+{
+	if (!prog.on)
+		return;
+	pthread_mutex_lock(&prog.mu);
+	snprintf(prog.line, sizeof prog.line, "%s", line);
+	progress_write(false);
+	pthread_mutex_unlock(&prog.mu);
+}
 
 static void show_progress(const char *phase, int done, int total)
 {
-	if (clock_seconds() - progress_start < 1.0)
-		return;
-	if (!strcmp(phase, "llvm"))
-		fprintf(stderr, "\rfusec: optimizing and emitting kernels with LLVM: %d of %d...  ",
-			done, total);
-	else if (!strcmp(phase, "kernels"))
-		fprintf(stderr, "\r%-72s", "fusec: building kernels...");
+	char line[96];
+	if (!strcmp(phase, "llvm") && total > 0)
+		snprintf(line, sizeof line, "[%d/%d] kernels", done, total);
+	else if (!strcmp(phase, "llvm") || !strcmp(phase, "kernels"))
+		snprintf(line, sizeof line, "[0/?] kernels: building");
 	else
-		fprintf(stderr, "\r%-72s", "fusec: writing the plan...");
-	progress_shown = true;
+		snprintf(line, sizeof line, "[%d/%d] kernels: writing the plan", done, total);
+	progress_set(line);
 }
 
-static void clear_progress(void)
+static void *progress_tick(void *arg)
 {
-	if (progress_shown)
+	(void)arg;
+	for (;;) {
+		nanosleep(&(struct timespec){0, 100 * 1000000L}, NULL);
+		pthread_mutex_lock(&prog.mu);
+		bool stop = prog.stop;
+		if (!stop)
+			progress_write(true);
+		pthread_mutex_unlock(&prog.mu);
+		if (stop)
+			return NULL;
+	}
+}
+
+/* Start showing progress when stderr is a terminal that no log is written to,
+ * unless FUSEC_PROGRESS says otherwise. */
+static void progress_begin(double start, bool logs)
+{
+	const char *env = getenv("FUSEC_PROGRESS");
+	prog.forced = env && !strcmp(env, "1");
+	prog.on = prog.forced ||
+		  (!(env && !strcmp(env, "0")) && !logs && isatty(STDERR_FILENO));
+	prog.start = start;
+	prog.stop = prog.shown = false;
+	snprintf(prog.line, sizeof prog.line, "fusec: reading the graph");
+	if (prog.on && pthread_create(&prog.ticker, NULL, progress_tick, NULL) != 0)
+		prog.on = false;
+}
+
+/* Stop the ticker and clear the line. */
+static void progress_end(void)
+{
+	if (!prog.on)
+		return;
+	pthread_mutex_lock(&prog.mu);
+	prog.stop = true;
+	pthread_mutex_unlock(&prog.mu);
+	pthread_join(prog.ticker, NULL);
+	if (prog.shown)
 		fputs("\r\033[K", stderr);
-	progress_shown = false;
+	prog.on = prog.shown = false;
+}
+
+/* ---- the summary ----------------------------------------------------------------- */
+
+static long real_ops(const Graph *g)
+{
+	long n = 0;
+	for (int i = 0; i < g->nops; i++)
+		n += g->ops[i].kind != OP_SYNC;
+	return n;
+}
+
+typedef struct {
+	const char *name;
+	double bytes;
+} TensorBytes;
+
+static int tb_cmp(const void *a, const void *b)
+{
+	return strcmp(((const TensorBytes *)a)->name, ((const TensorBytes *)b)->name);
+}
+
+static void human_bytes(double v, char *out, size_t n)
+{
+	static const char *const unit[] = {"B", "KB", "MB", "GB", "TB"};
+	int u = 0;
+	while (v >= 1000 && u < 4) {
+		v /= 1000;
+		u++;
+	}
+	snprintf(out, n, u ? "%.1f %s" : "%.0f %s", v, unit[u]);
+}
+
+/* The line after a compile, from the plan it wrote (the same for a result cache
+ * hit): "fusec: compiled NAME: 49 ops → 30 launches, 21 distinct kernels, 12.3 MB
+ * moved, 0.14 s". Bytes moved: per launch, the bytes of every tensor it reads and
+ * writes, summed over the launches (an estimate of the memory traffic of a run).
+ * With --log-format json, one JSON line (event "compiled"). nops < 0: count the ops
+ * the plan's steps run (launches' ops, aliases and views), syncs left out. */
+static void print_summary(const CompileOptions *o, const char *name, long nops,
+			  const char *plan, double seconds, bool cached)
+{
+	cJSON *doc = cJSON_Parse(plan);
+	if (!doc)
+		return;
+	const cJSON *tensors = cJSON_GetObjectItemCaseSensitive(doc, "tensors");
+	const cJSON *kernels = cJSON_GetObjectItemCaseSensitive(doc, "kernels");
+	const cJSON *steps = cJSON_GetObjectItemCaseSensitive(doc, "steps");
+	int nt = cJSON_GetArraySize(tensors), k = 0;
+	TensorBytes *tb = xmalloc(sizeof *tb * (size_t)(nt ? nt : 1));
+	const cJSON *t, *st, *l, *x;
+	cJSON_ArrayForEach(t, tensors) {
+		const cJSON *tn = cJSON_GetObjectItemCaseSensitive(t, "name");
+		const cJSON *dt = cJSON_GetObjectItemCaseSensitive(t, "dtype");
+		DType d;
+		if (!cJSON_IsString(tn) || !cJSON_IsString(dt) || ir_dtype_parse(dt->valuestring, &d))
+			continue;
+		double e = ir_dtype_size(d);
+		cJSON_ArrayForEach(x, cJSON_GetObjectItemCaseSensitive(t, "shape"))
+			e *= x->valuedouble;
+		tb[k++] = (TensorBytes){tn->valuestring, e};
+	}
+	qsort(tb, (size_t)k, sizeof *tb, tb_cmp);
+	long launches = 0, counted = 0;
+	double bytes = 0;
+	cJSON_ArrayForEach(st, steps) {
+		counted += cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(st, "aliases")) +
+			   cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(st, "views"));
+		cJSON_ArrayForEach(l, cJSON_GetObjectItemCaseSensitive(st, "launches")) {
+			launches++;
+			counted += cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(l, "ops"));
+			for (int pass = 0; pass < 2; pass++)
+				cJSON_ArrayForEach(x, cJSON_GetObjectItemCaseSensitive(
+						 l, pass ? "writes" : "reads")) {
+					if (!cJSON_IsString(x))
+						continue;
+					TensorBytes key = {x->valuestring, 0};
+					TensorBytes *hit = bsearch(&key, tb, (size_t)k, sizeof *tb, tb_cmp);
+					if (hit)
+						bytes += hit->bytes;
+				}
+		}
+	}
+	if (nops < 0)
+		nops = counted;
+	int nk = cJSON_GetArraySize(kernels);
+	if (o->search.log_json) {
+		cJSON *e = cJSON_CreateObject();
+		cJSON_AddStringToObject(e, "event", "compiled");
+		cJSON_AddNullToObject(e, "stream");
+		cJSON_AddStringToObject(e, "graph", name);
+		cJSON_AddNumberToObject(e, "ops", (double)nops);
+		cJSON_AddNumberToObject(e, "launches", (double)launches);
+		cJSON_AddNumberToObject(e, "kernels", nk);
+		cJSON_AddNumberToObject(e, "bytes", bytes);
+		cJSON_AddNumberToObject(e, "seconds", seconds);
+		cJSON_AddBoolToObject(e, "result_cache", cached);
+		char *text = cJSON_PrintUnformatted(e);
+		fprintf(stderr, "%s\n", text);
+		cJSON_free(text);
+		cJSON_Delete(e);
+	} else {
+		char b[32];
+		human_bytes(bytes, b, sizeof b);
+		fprintf(stderr, "fusec: compiled %s: %ld op%s → %ld launch%s, %d distinct kernel%s, "
+			"%s moved, %.2f s%s\n", name, nops, nops == 1 ? "" : "s", launches,
+			launches == 1 ? "" : "es", nk, nk == 1 ? "" : "s", b, seconds,
+			cached ? " (result cache hit)" : "");
+	}
+	free(tb);
+	cJSON_Delete(doc);
 }
 
 /* ---- the result cache ----------------------------------------------------------- */
@@ -938,8 +1121,8 @@ static bool key_skips(const char *arg, bool *with_value)
 {
 	static const char *const flags[] = {"-q", "--quiet", "--time", "--trust-cache-dir"};
 	/* -o and --depfile say where outputs go, not what they hold */
-	static const char *const valued[] = {"-j", "--jobs", "--cache-dir", "-o", "-M",
-					     "--depfile"};
+	static const char *const valued[] = {"-j", "--jobs", "--cache-dir", "-o", "--output",
+					     "-M", "--depfile"};
 	*with_value = false;
 	for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++)
 		if (!strcmp(arg, flags[i]))
@@ -1010,6 +1193,13 @@ static int from_result_cache(const CompileOptions *o, RcEntry *e, double t0)
 	for (int i = 0; i < e->nfiles; i++)
 		files[i] = (OutFile){e->files[i].ext, e->files[i].text, e->files[i].len, NULL, NULL};
 	int status = publish(o, e->name, deps, e->ndeps, files, e->nfiles);
+	if (status == EXIT_OK && !o->quiet)
+		for (int i = 0; i < e->nfiles; i++)
+			if (!strcmp(e->files[i].ext, ".plan.json")) {
+				char *plan = strndup(e->files[i].text, e->files[i].len);
+				print_summary(o, e->name, -1, plan, clock_seconds() - t0, true);
+				free(plan);
+			}
 	if (o->timing && status == EXIT_OK) {
 		double t = clock_seconds() - t0;
 		fprintf(stderr, "time: result cache hit (read, search and LLVM skipped); total "
@@ -1049,7 +1239,6 @@ int cmd_compile(int argc, char **argv)
 
 	double t[3];
 	t[0] = clock_seconds();
-	progress_start = t[0];
 	char *cache = o.no_cache ? NULL : default_cache_dir(o.cache_dir);
 	if (cache && (status = check_cache_dir(&o, &cache)) != EXIT_OK)
 		return status;
@@ -1068,10 +1257,12 @@ int cmd_compile(int argc, char **argv)
 	}
 
 	/* with the result cache, the graph is read from the bytes its key names */
+	progress_begin(t[0], o.search.log_level != LOG_OFF);
 	Arena *a = arena_new();
 	Graph *g = text ? cmd_load_graph_text(a, o.graph, text, len) : cmd_load_graph(a, o.graph);
 	free(text);
 	if (!g) {
+		progress_end();
 		arena_free(a);
 		buf_free(&rkey);
 		free(cache);
@@ -1094,6 +1285,7 @@ int cmd_compile(int argc, char **argv)
 	if (o.libdevice && !strcmp(o.libdevice, "auto")) {
 		o.libdevice = cg_math_find_libdevice();
 		if (!o.libdevice) {
+			progress_end();
 			cmd_error("--libdevice auto: no CUDA install with libdevice found");
 			arena_free(a);
 			buf_free(&rkey);
@@ -1103,6 +1295,13 @@ int cmd_compile(int argc, char **argv)
 		}
 	}
 	t[1] = clock_seconds();
+	progress_set("fusec: searching fusions");
+	/* FUSEC_TEST_PROGRESS_DELAY_MS=N (at most 5000) waits before the search: a
+	 * compile long enough for the progress line on a terminal (t_inspect.sh) */
+	const char *pdelay = getenv("FUSEC_TEST_PROGRESS_DELAY_MS");
+	long pms = pdelay ? atol(pdelay) : 0;
+	if (pms > 0 && pms <= 5000)
+		nanosleep(&(struct timespec){pms / 1000, (pms % 1000) * 1000000L}, NULL);
 	Schedule *s = pass_search(g, &o.search);
 	t[2] = clock_seconds();
 
@@ -1117,18 +1316,19 @@ int cmd_compile(int argc, char **argv)
 	if (has_weights)
 		cg_weights_sha256(g, wsha);
 	PlanFileInfo info = {o.arch, ptxname, o.libdevice, has_weights ? wname : NULL,
-			     o.pretty, cache, o.jobs, isatty(STDERR_FILENO) ? show_progress : NULL,
+			     o.pretty, cache, o.jobs, prog.on ? show_progress : NULL,
 			     o.allow_tf32, NULL, has_weights ? wsha : NULL};
 	CgOutputs co = {0};
 	if (o.verify && pass_verify(s, &d)) {
+		progress_end();
 		cmd_print_diag(&d);
 		status = EXIT_FAIL;
 	} else if (cg_compile_schedule(s, &info, o.emit_ll, &co, &d)) {
-		clear_progress();
+		progress_end();
 		cmd_print_diag(&d);
 		status = EXIT_FAIL;
 	}
-	clear_progress();
+	progress_end();
 	if (status == EXIT_OK)
 		status = write_outputs(&o, s, &co, cache, use_rc ? &rkey : NULL, dep_sha);
 	free(dep_sha);
@@ -1136,6 +1336,8 @@ int cmd_compile(int argc, char **argv)
 	buf_free(&rkey);
 	if (o.timing && status == EXIT_OK)
 		print_times(g, t, &co);
+	if (status == EXIT_OK && !o.quiet)
+		print_summary(&o, g->name, real_ops(g), co.plan, clock_seconds() - t[0], false);
 	cg_outputs_free(&co);
 	pass_free_schedule(s);
 	arena_free(a);

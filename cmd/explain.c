@@ -1,28 +1,75 @@
 /* explain.c: `fusec explain GRAPH [--op OP] [--json]`: why each op was or was not
  * fused. Runs the same search as compile (default options, or those given) and
  * prints, from its record, each op's segment, step, kernel, block and competing
- * fusers; --json prints the same as one JSON document (docs/inspect.md). */
+ * fusers; --json prints the same as one JSON document (docs/inspect.md).
+ *
+ * Kernels are named as in the plan, the PTX and a profiler: the schedule is
+ * lowered as compile lowers it (codegen's cg_lower, for the same --arch and
+ * --allow-tf32; no LLVM optimization or emission), which names each launch's
+ * kernel. */
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "../codegen/emit_par.h"
 #include "../passes/passes.h"
 #include "cmd.h"
 
 static const char explain_usage[] =
 	"usage: fusec explain GRAPH [--op OP] [--json] [--max-blocks N] [--max-bindings N]\n"
-	"                     [--burn-exact]\n"
+	"                     [--burn-exact] [--arch sm_XX] [--allow-tf32]\n"
 	"\n"
 	"Show, for every op of GRAPH (or only OP), the segment and block it was settled\n"
 	"in, the fuser that took it or why none did, the op each fuser closed on with the\n"
-	"reason, and the scores that competed.\n"
+	"reason, and the scores that competed. An op no fuser took gets a `why:` line\n"
+	"saying what each fuser said about it. Kernels are named as in the plan and the\n"
+	"PTX (the plan's kernels[].name, the PTX .entry), with the search's unit beside.\n"
 	"\n"
 	"  --op OP     one op: its index in `ops` (ops[OP]), the name of the tensor it\n"
 	"              writes, or its own `name` (an ONNX node name)\n"
 	"  --json      one JSON document (format fusec-explain/1, docs/inspect.md)\n"
 	"  --burn-exact  burn-fusion's rules where fusec deviates on purpose\n"
-	"              (docs/burn-fidelity.md)\n";
+	"              (docs/burn-fidelity.md)\n"
+	"  --arch sm_XX, --allow-tf32\n"
+	"              as for compile: the kernel names are those of that compile\n";
+
+/* The PTX entry of every launch of s (steps, then launches), NULL where a launch
+ * launches nothing; strings in arena a. NULL after a message when the lowering
+ * fails: explain then names kernels by their search unit. */
+static const char **entry_names(const Schedule *s, const char *arch, bool tf32, Arena *a)
+{
+	Diag d;
+	CgOptions co = {.target = CG_TARGET_NVPTX, .arch = arch, .name = s->g->name,
+			.allow_tf32 = tf32};
+	CgModule *m = cg_module_new(&co, a, &d);
+	CgProgram prog;
+	if (m)
+		cg_module_chunked(m);
+	if (!m || cg_lower(m, s, a, &prog, &d)) {
+		cmd_print_diag(&d);
+		fprintf(stderr, "%s: explain: the kernels could not be built; they are named by "
+			"their search unit below\n", cmd_prog);
+		if (m)
+			cg_module_free(m);
+		return NULL;
+	}
+	int total = 0;
+	for (int i = 0; i < s->nsteps; i++)
+		total += s->steps[i].nlaunch;
+	const char **names = ARENA_NEW(a, const char *, total + 1);
+	int b = 0, flat = 0;
+	for (int i = 0; i < s->nsteps; i++)
+		for (int k = 0; k < s->steps[i].nlaunch; k++, flat++) {
+			const CgBound *cb = b < prog.nlaunch ? &prog.launch[b] : NULL;
+			if (cb && cb->step == i && cb->unit == s->steps[i].launch[k].kernel) {
+				names[flat] = arena_strdup(a, cb->kernel->name);
+				b++;
+			}
+		}
+	cg_module_free(m);
+	return names;
+}
 
 /* --op: an index, else a tensor an op writes, else an op's own name. -1: none. */
 static long find_op(const Graph *g, const char *spec)
@@ -49,8 +96,12 @@ int cmd_explain(int argc, char **argv)
 		{"max-blocks", required_argument, NULL, 'b'},
 		{"max-bindings", required_argument, NULL, 'n'},
 		{"burn-exact", no_argument, NULL, 'E'},
+		{"arch", required_argument, NULL, 'a'},
+		{"allow-tf32", no_argument, NULL, 'f'},
 		{0, 0, 0, 0},
 	};
+	const char *arch = CG_DEFAULT_ARCH;
+	bool tf32 = false;
 	SearchOptions so;
 	pass_default_options(&so);
 	long op = -1, v;
@@ -89,9 +140,19 @@ int cmd_explain(int argc, char **argv)
 		case 'E':
 			so.burn_exact = true;
 			break;
+		case 'a':
+			if (!cg_arch_known(optarg) || !cg_arch_supported(optarg)) {
+				cmd_usage_error("explain", "unknown or unsupported --arch '%s' (e.g. "
+						"sm_80, sm_90, sm_90a)", optarg);
+				return EXIT_USAGE;
+			}
+			arch = optarg;
+			break;
+		case 'f':
+			tf32 = true;
+			break;
 		default:
-			cmd_usage_error("explain", "unknown option or missing value '%s'", argv[optind - 1]);
-			return EXIT_USAGE;
+			return cmd_bad_option("explain", longopts, "h", argv, optind);
 		}
 	}
 	if (argc - optind != 1) {
@@ -122,7 +183,8 @@ int cmd_explain(int argc, char **argv)
 	}
 	Schedule *s = pass_search(g, &so);
 	Buf b = {0};
-	pass_explain_ex(s, (int)op, json, &b);
+	const char **entry = entry_names(s, arch, tf32, a);
+	pass_explain_ex(s, (int)op, json, entry, &b);
 	if (b.len)
 		fwrite(b.data, 1, b.len, stdout);
 	buf_free(&b);

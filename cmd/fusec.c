@@ -223,6 +223,67 @@ long cmd_parse_count(const char *sub, const char *opt, const char *val)
 	return v;
 }
 
+/* The options main takes out of argv for every command (take_limits,
+ * take_diagnostics, take_input_shapes): candidates of every "did you mean". */
+static const char *const driver_options[] = {
+	"max-ops", "max-tensors", "max-elements", "max-errors", "diagnostics", "input-shape",
+};
+
+int cmd_bad_option(const char *sub, const struct option *longopts, const char *shortopts,
+		   char **argv, int optind_now)
+{
+	const char *arg = argv[optind_now - 1];
+	/* --flag=VALUE for an option that takes none */
+	size_t eq = strcspn(arg, "=");
+	for (const struct option *o = longopts; optopt && arg[eq] && !strncmp(arg, "--", 2) &&
+	     o->name; o++)
+		if (o->has_arg == no_argument && strlen(o->name) == eq - 2 &&
+		    !strncmp(arg + 2, o->name, eq - 2)) {
+			cmd_usage_error(sub, "option '--%s' takes no value", o->name);
+			return EXIT_USAGE;
+		}
+	/* a known option without its value: getopt leaves its val in optopt */
+	if (optopt) {
+		for (const struct option *o = longopts; o->name; o++)
+			if (o->val == optopt && o->has_arg == required_argument &&
+			    !strncmp(arg, "--", 2) && !strncmp(arg + 2, o->name, strlen(o->name))) {
+				cmd_usage_error(sub, "option '--%s' needs a value", o->name);
+				return EXIT_USAGE;
+			}
+		const char *p = optopt != ':' ? strchr(shortopts, optopt) : NULL;
+		if (p && p[1] == ':') {
+			cmd_usage_error(sub, "option '-%c' needs a value", optopt);
+			return EXIT_USAGE;
+		}
+		if (!p) {
+			cmd_usage_error(sub, "unknown option '-%c'", optopt);
+			return EXIT_USAGE;
+		}
+	}
+	if (strncmp(arg, "--", 2) || !arg[2]) {
+		cmd_usage_error(sub, "unknown option '%s'", arg);
+		return EXIT_USAGE;
+	}
+	/* --name or --name=value: the name alone is compared */
+	char name[64];
+	snprintf(name, sizeof name, "%.*s", (int)strcspn(arg + 2, "="), arg + 2);
+	int n = 0;
+	for (const struct option *o = longopts; o->name; o++)
+		n++;
+	const char **cand = xmalloc(sizeof *cand * (size_t)(n + COUNTOF(driver_options)));
+	for (int i = 0; i < n; i++)
+		cand[i] = longopts[i].name;
+	for (size_t i = 0; i < COUNTOF(driver_options); i++)
+		cand[n + i] = driver_options[i];
+	const char *near = closest_word(name, cand, n + (int)COUNTOF(driver_options));
+	free(cand);
+	if (near)
+		cmd_usage_error(sub, "unknown option '--%s'; did you mean '--%s'?", name, near);
+	else
+		cmd_usage_error(sub, "unknown option '--%s'", name);
+	return EXIT_USAGE;
+}
+
 static const struct {
 	const char *name;
 	int (*fn)(int, char **);
@@ -376,7 +437,22 @@ static int run_command(int argc, char **argv)
 			arena_free(shape_arena);
 			return rc;
 		}
-	fprintf(stderr, "%s: unknown command '%s'\n\n%s", cmd_prog, c, usage_text);
+	/* a short error, with the nearest command when one is close */
+	const char *names[COUNTOF(commands) + 1];
+	for (size_t i = 0; i < COUNTOF(commands); i++)
+		names[i] = commands[i].name;
+	names[COUNTOF(commands)] = "help";
+	const char *near = closest_word(c, names, (int)COUNTOF(names));
+	char msg[300];
+	if (near)
+		snprintf(msg, sizeof msg, "unknown command '%.200s'; did you mean '%s'?", c, near);
+	else
+		snprintf(msg, sizeof msg, "unknown command '%.200s' (commands: compile, normalize, "
+			 "explain, run, bench, ops, import)", c);
+	if (cmd_diag_json)
+		json_diag(NULL, 0, 0, "usage", msg);
+	else
+		fprintf(stderr, "%s: %s\nTry '%s --help'.\n", cmd_prog, msg, cmd_prog);
 	return EXIT_USAGE;
 }
 

@@ -38,7 +38,7 @@ static const char import_usage[] =
 	"Constants of more than 64 elements go to OUT.data/*.npy beside OUT.\n"
 	"\n"
 	"options:\n"
-	"  -o OUT                the file to write\n"
+	"  -o, --output OUT      the file to write\n"
 	"  --input-shape N=DxD   fix a symbolic input dim of an ONNX model\n"
 	"\n"
 	"exit status: 0 success, 1 invalid input, 2 usage error, 3 write failure.\n";
@@ -490,9 +490,7 @@ int cmd_import(int argc, char **argv)
 		case 'h': fputs(import_usage, stdout); return EXIT_OK;
 		case 'o': out = optarg; break;
 		default:
-			cmd_usage_error("import", "unknown option or missing value '%s'",
-					argv[optind - 1]);
-			return EXIT_USAGE;
+			return cmd_bad_option("import", longopts, "ho:", argv, optind);
 		}
 	}
 	if (argc - optind != 1) {

@@ -65,8 +65,7 @@ int cmd_normalize(int argc, char **argv)
 			fputs(normalize_usage, stdout);
 			return EXIT_OK;
 		}
-		cmd_usage_error("normalize", "unknown option '%s'", argv[optind - 1]);
-		return EXIT_USAGE;
+		return cmd_bad_option("normalize", longopts, "h", argv, optind);
 	}
 	if (argc - optind != 1) {
 		cmd_usage_error("normalize", "expected one GRAPH argument");

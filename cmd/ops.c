@@ -136,8 +136,7 @@ int cmd_ops(int argc, char **argv)
 			burn = true;
 			continue;
 		}
-		cmd_usage_error("ops", "unknown option '%s'", argv[optind - 1]);
-		return EXIT_USAGE;
+		return cmd_bad_option("ops", longopts, "h", argv, optind);
 	}
 	if (optind != argc) {
 		cmd_usage_error("ops", "takes no arguments");

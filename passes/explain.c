@@ -6,8 +6,20 @@
  * executed through a cache hit was decided when its plan was explored; the op at
  * the same place of the exploring step stands in for it.
  *
+ * Kernels are named as the plan and the PTX name them (kernels[].name, the PTX
+ * .entry, what a profiler shows) when the caller lowered the schedule and passes
+ * each launch's entry (cmd/explain.c); the search's unit (fusec_k<plan>_<n>, the
+ * plan's launches[].unit) is shown beside it.
+ *
+ * An op that no fuser took gets one `why:` line that sums up, in words, what each
+ * fuser of its block said about it (why_fusers): it refused the op, stopped before
+ * it, or took it but was not ready, scored 0 or was outscored; fusers that said the
+ * same are named together. An op that launches nothing (a reshape alias, a view
+ * read through by its readers) says so first.
+ *
  * One walk (decide) gathers the facts of an op; the text and the JSON renderers
  * only print them, so the two cannot disagree. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -19,6 +31,27 @@ typedef struct {
 	int step, launch;      /* where the op ran */
 	int block_ev;          /* EV_BLOCK event that settled it, -1 none */
 } OpInfo2;
+
+/* What one fuser of the op's block said about it. */
+typedef enum {
+	V_REFUSED,             /* closed on the op itself */
+	V_BEFORE,              /* closed on an earlier op of the block: never saw it */
+	V_NOT_READY,           /* took it, but was not ready */
+	V_SCORE0,              /* took it, ready, but saves nothing */
+	V_OUTSCORED,           /* took it, but another fuser scored higher */
+	V_OTHER,               /* took it (its kernel ended before the op) */
+} Verdict;
+
+static const char *const verdict_names[] = {
+	"refused", "stopped_before", "not_ready", "score_0", "outscored", "other",
+};
+
+typedef struct {
+	int fuser;
+	Verdict v;
+	int reason;            /* CloseReason when closed, else CR_NONE */
+	char text[300];        /* in words */
+} FuserWhy;
 
 /* The facts about one op, as both renderers need them. */
 typedef struct {
@@ -40,15 +73,29 @@ typedef struct {
 				  launch writes (the trace) or reads (the pool), -1 */
 	bool nhwc_pool;        /* the op's launch is the pool */
 	const Kernel *nhwc_other; /* the kernel of the other launch of the pair */
+	int nhwc_other_flat;   /* its launch, as an index into the entry names */
+	int flat;              /* the op's launch: index over every step's launches */
+	FuserWhy fw[8];        /* why_fusers, for an op no fuser took */
+	int nfw;
+	char why_buf[1600];    /* the `why:` line built from fw */
 } Facts;
 
-/* Per op: the kernels (Schedule.kernels) whose launches read through it, when it is
- * a view that launches nothing (views.c). */
+/* The name of each launch's kernel, per launch in schedule order (steps, then
+ * their launches): the PTX entry when the caller gave them (NULL for a launch that
+ * launches nothing), else the search's unit. */
+typedef struct {
+	bool entries;          /* names are PTX entries */
+	const char **name;     /* per flat launch */
+	int *first;            /* per step: the flat index of its first launch */
+} Names;
+
+/* Per op: the launches (flat indices) that read through it, one per kernel, when it
+ * is a view that launches nothing (views.c). */
 typedef struct {
 	int *n, **k;
 } ViewReaders;
 
-static ViewReaders view_readers(const Schedule *s)
+static ViewReaders view_readers(const Schedule *s, const Names *nm)
 {
 	const Graph *g = s->g;
 	int no = g->nops ? g->nops : 1;
@@ -61,15 +108,17 @@ static ViewReaders view_readers(const Schedule *s)
 			if (l->nops == 1 && vs->sunk[l->ops[0]])
 				continue;
 			int n = pass_view_chain(vs, l, chain);
-			for (int c = 0; c < n; c++) {
+			int flat = nm->first[i] + k;
+			const char *name = nm->name[flat];
+			for (int c = 0; c < n && name; c++) {
 				int o = chain[c];
 				bool have = false;
 				for (int q = 0; q < r.n[o]; q++)
-					have |= r.k[o][q] == l->kernel;
+					have |= !strcmp(nm->name[r.k[o][q]], name);
 				if (have)
 					continue;
 				r.k[o] = xrealloc(r.k[o], sizeof **r.k * (size_t)(r.n[o] + 1));
-				r.k[o][r.n[o]++] = l->kernel;
+				r.k[o][r.n[o]++] = flat;
 			}
 		}
 	free(chain);
@@ -97,7 +146,183 @@ static const char *step_kind(const Step *st)
 	return "?";
 }
 
-static void decide(const Schedule *s, const OpInfo2 *info, int op, Facts *f)
+/* ---- why no fuser took an op ------------------------------------------------------ */
+
+/* The op as the user wrote it: "conv2d". */
+static const char *op_word(const Graph *g, int op)
+{
+	return ir_ops[g->ops[op].kind].file;
+}
+
+/* Why fuser `fuser` closed on op (of kind k), in words. */
+static void reason_words(const Graph *g, int fuser, CloseReason r, int op, char *out, size_t n)
+{
+	const char *w = op_word(g, op);
+	const char *fname = pass_fuser_name(fuser);
+	bool reduce = !strcmp(fname, "Reduce") || !strcmp(fname, "ReduceBroadcasted");
+	switch (r) {
+	case CR_NOT_ELEMENTWISE:
+		if (reduce)
+			snprintf(out, n, "%s is neither elementwise nor a reduction", w);
+		else if (!strcmp(fname, "Matmul"))
+			snprintf(out, n, "%s is not elementwise, so not an epilogue of the matmul", w);
+		else
+			snprintf(out, n, "%s is not elementwise", w);
+		return;
+	case CR_SHAPE:
+		snprintf(out, n, "%s's shape does not match the kernel's", w);
+		return;
+	case CR_MAX_OPS:
+		snprintf(out, n, "the kernel was full (%d ops)", TRACE_MAX_OPS);
+		return;
+	case CR_BINDINGS:
+		snprintf(out, n, "%s would make the kernel bind more buffers than --max-bindings", w);
+		return;
+	case CR_VIEW_INTERMEDIATE:
+		snprintf(out, n, "%s is a view of a tensor computed inside the kernel", w);
+		return;
+	case CR_VIEW_UNSUPPORTED:
+		snprintf(out, n, "%s is a view it cannot fuse", w);
+		return;
+	case CR_NOT_MATMUL:
+		if (g->ops[op].kind == OP_MATMUL)
+			snprintf(out, n, "the views before the matmul are not its operands");
+		else
+			snprintf(out, n, "%s is not a matmul", w);
+		return;
+	case CR_SECOND_MATMUL:
+		snprintf(out, n, "a second matmul");
+		return;
+	case CR_SECOND_REDUCTION:
+		snprintf(out, n, "a second reduction");
+		return;
+	case CR_BROADCAST:
+		snprintf(out, n, "%s broadcasts the reduced value back", w);
+		return;
+	case CR_AXIS:
+		snprintf(out, n, "%s reduces another axis than the last", w);
+		return;
+	case CR_VIEW_FIRST_USE:
+		snprintf(out, n, "a %s of a tensor the kernel does not read yet cannot start "
+			 "or join it", w);
+		return;
+	case CR_VIEW_RANK:
+		snprintf(out, n, "a reshape to a lower rank");
+		return;
+	case CR_POOL_TAKEN:
+		snprintf(out, n, "it ended at the pool after the trace");
+		return;
+	case CR_NONE:
+	case CR_COUNT_:
+		break;
+	}
+	snprintf(out, n, "%s", pass_close_reason(r));
+}
+
+/* What each fuser of f's block said about f->src (its index ix in the block), into
+ * f->fw, and the `why:` line from them into f->why_buf. */
+static void why_fusers(const Schedule *s, Facts *f)
+{
+	const Graph *g = s->g;
+	const Event *blk = f->block;
+	int ix = -1, nb = 0;
+	int *bops = xmalloc(sizeof *bops * (size_t)(blk->b + 1));
+	for (int i = f->block_ev + 1; i < s->rec->n && s->rec->ev[i].kind == EV_BLOCK_OP &&
+	     s->rec->ev[i].a == blk->a; i++) {
+		if (nb <= blk->b)
+			bops[nb++] = s->rec->ev[i].op;
+		if (s->rec->ev[i].op == f->src && ix < 0)
+			ix = nb - 1;
+	}
+	f->nfw = 0;
+	for (int i = f->block_ev + 1; i < s->rec->n && f->nfw < (int)COUNTOF(f->fw); i++) {
+		const Event *fe = &s->rec->ev[i];
+		if (fe->kind == EV_BLOCK_OP)
+			continue;
+		if (fe->kind != EV_BLOCK_FUSER || fe->a != blk->a)
+			break;
+		FuserWhy *w = &f->fw[f->nfw++];
+		w->fuser = fe->b;
+		w->reason = fe->c & BF_CLOSED ? fe->reason : CR_NONE;
+		int ic = nb;
+		for (int k = 0; (fe->c & BF_CLOSED) && fe->op >= 0 && k < nb; k++)
+			if (bops[k] == fe->op) {
+				ic = k;
+				break;
+			}
+		char r[200];
+		if (fe->c & BF_CLOSED)
+			reason_words(g, fe->b, (CloseReason)fe->reason, fe->op >= 0 ? fe->op : f->src,
+				     r, sizeof r);
+		if (ix >= 0 && ic == ix) {
+			w->v = V_REFUSED;
+			snprintf(w->text, sizeof w->text, "%s", r);
+			continue;
+		}
+		if (ix >= 0 && ic < ix) {
+			w->v = V_BEFORE;
+			snprintf(w->text, sizeof w->text, "stopped before it, at ops[%d]: %s", fe->op, r);
+			continue;
+		}
+		/* it took the op */
+		char after[260] = "";
+		if (fe->c & BF_CLOSED)
+			snprintf(after, sizeof after, "; it stopped at ops[%d]: %s", fe->op, r);
+		const char *fname = pass_fuser_name(fe->b);
+		if (!(fe->c & BF_READY)) {
+			w->v = V_NOT_READY;
+			if (!strcmp(fname, "Matmul"))
+				snprintf(w->text, sizeof w->text, "no matmul to fuse it with%s", after);
+			else if (!strcmp(fname, "Reduce") || !strcmp(fname, "ReduceBroadcasted"))
+				snprintf(w->text, sizeof w->text, "no reduction to fuse it with%s", after);
+			else if (fe->b == pass_nhwc_fuser())
+				snprintf(w->text, sizeof w->text, "no pool to end its trace%s", after);
+			else
+				snprintf(w->text, sizeof w->text, "not ready%s", after);
+		} else if (fe->score == 0) {
+			w->v = V_SCORE0;
+			if (fe->d <= 1)
+				snprintf(w->text, sizeof w->text, "alone it saves no memory traffic "
+					 "(score 0)%s", after);
+			else
+				snprintf(w->text, sizeof w->text, "its %d ops together save no memory "
+					 "traffic (score 0)%s", fe->d, after);
+		} else if (blk->c >= 0 && blk->c != fe->b) {
+			w->v = V_OUTSCORED;
+			snprintf(w->text, sizeof w->text, "score %llu, below %s's %llu",
+				 (unsigned long long)fe->score, pass_fuser_name(blk->c),
+				 (unsigned long long)blk->score);
+		} else {
+			w->v = V_OTHER;
+			snprintf(w->text, sizeof w->text, "took it (score %llu), but its kernel ran "
+				 "without it", (unsigned long long)fe->score);
+		}
+	}
+	free(bops);
+	/* the line: fusers that said the same, named together, in registry order */
+	Buf b = {0};
+	bool *done = xcalloc((size_t)f->nfw + 1, sizeof *done);
+	for (int i = 0; i < f->nfw; i++) {
+		if (done[i])
+			continue;
+		buf_puts(&b, b.len ? "; " : "");
+		buf_puts(&b, pass_fuser_name(f->fw[i].fuser));
+		for (int j = i + 1; j < f->nfw; j++)
+			if (!done[j] && !strcmp(f->fw[i].text, f->fw[j].text)) {
+				done[j] = true;
+				buf_printf(&b, ", %s", pass_fuser_name(f->fw[j].fuser));
+			}
+		buf_printf(&b, ": %s", f->fw[i].text);
+	}
+	free(done);
+	snprintf(f->why_buf, sizeof f->why_buf, "%s", b.data ? b.data : "no fuser competed");
+	buf_free(&b);
+	f->why = f->why_buf;
+}
+
+/* ---- the facts of one op ---------------------------------------------------------- */
+
+static void decide(const Schedule *s, const Names *nm, const OpInfo2 *info, int op, Facts *f)
 {
 	const Graph *g = s->g;
 	memset(f, 0, sizeof *f);
@@ -116,14 +341,18 @@ static void decide(const Schedule *s, const OpInfo2 *info, int op, Facts *f)
 	f->executed = true;
 	f->step = in->step;
 	f->st = &s->steps[in->step];
+	f->flat = nm->first[in->step] + in->launch;
 	const Launch *l = &f->st->launch[in->launch];
 	f->kern = &s->kernels[l->kernel];
 	f->nhwc = -1;
 	if (f->kern->fuser == pass_nhwc_fuser()) {
 		f->nhwc_pool = l->nops == 1 && pass_op_is_pool(g->ops[l->ops[0]].kind);
 		int tr = f->nhwc_pool ? in->launch - 1 : in->launch;
-		if (tr >= 0 && (f->nhwc = pass_nhwc_relayout(s, f->st, tr)) >= 0)
-			f->nhwc_other = &s->kernels[f->st->launch[f->nhwc_pool ? tr : tr + 1].kernel];
+		if (tr >= 0 && (f->nhwc = pass_nhwc_relayout(s, f->st, tr)) >= 0) {
+			int other = f->nhwc_pool ? tr : tr + 1;
+			f->nhwc_other = &s->kernels[f->st->launch[other].kernel];
+			f->nhwc_other_flat = nm->first[in->step] + other;
+		}
 	}
 	if (f->st->kind == STEP_UNFUSED) {
 		f->why = "max_explorations reached; cache misses run unfused";
@@ -145,6 +374,8 @@ static void decide(const Schedule *s, const OpInfo2 *info, int op, Facts *f)
 	if (bev < 0) {
 		if (f->kern->fuser < 0)
 			f->why = "no block record";
+		if (f->st->guarded)
+			f->why = GUARD_WHY;
 		return;
 	}
 	f->block_ev = bev;
@@ -155,7 +386,9 @@ static void decide(const Schedule *s, const OpInfo2 *info, int op, Facts *f)
 	if (f->kern->fuser < 0 && f->block->c >= 0 && f->taken)
 		f->why = "run alone";
 	else if (f->kern->fuser < 0)
-		f->why = "no fuser was ready with a score above 0";
+		why_fusers(s, f);
+	if (f->st->guarded)
+		f->why = GUARD_WHY;
 }
 
 /* The fuser events of the block that f->block opened. */
@@ -167,6 +400,36 @@ static void decide(const Schedule *s, const OpInfo2 *info, int op, Facts *f)
 				break;                                                      \
 			} else
 
+/* A kernel of one reshape launches nothing: its input is in memory, so the plan
+ * makes the result an alias of its buffer (codegen/lower.c, alias_launch). */
+static bool kernel_is_alias(const Graph *g, const Kernel *k)
+{
+	return k->nops == 1 && g->ops[k->ops[0]].kind == OP_RESHAPE;
+}
+
+/* What an op that launches nothing is, for the why line: "alias", "view", NULL. */
+static const char *launches_nothing(const Graph *g, const Facts *f)
+{
+	if (f->readers)
+		return "view";
+	if (f->nhwc < 0 && kernel_is_alias(g, f->kern))
+		return "alias";
+	return NULL;
+}
+
+/* The `why:` text: f->why, after what an op that launches nothing costs. */
+static void why_text(const Graph *g, const Facts *f, Buf *b)
+{
+	const char *nothing = launches_nothing(g, f);
+	if (nothing && !strcmp(nothing, "alias"))
+		buf_puts(b, "launches nothing (its result is an alias of its input's buffer), so "
+			 "it costs nothing un-fused; ");
+	else if (nothing)
+		buf_puts(b, "launches nothing (the kernels reading it read through it), so it "
+			 "costs nothing un-fused; ");
+	buf_puts(b, f->why ? f->why : "");
+}
+
 /* ---- text ----------------------------------------------------------------------- */
 
 static void op_head(const Graph *g, int op, Buf *b)
@@ -176,14 +439,7 @@ static void op_head(const Graph *g, int op, Buf *b)
 		   ir_op_ref(g, op, ref, sizeof ref));
 }
 
-/* A kernel of one reshape launches nothing: its input is in memory, so the plan
- * makes the result an alias of its buffer (codegen/lower.c, alias_launch). */
-static bool kernel_is_alias(const Graph *g, const Kernel *k)
-{
-	return k->nops == 1 && g->ops[k->ops[0]].kind == OP_RESHAPE;
-}
-
-static void explain_text(const Schedule *s, const Facts *f, Buf *b)
+static void explain_text(const Schedule *s, const Names *nm, const Facts *f, Buf *b)
 {
 	const Graph *g = s->g;
 	op_head(g, f->op, b);
@@ -202,20 +458,29 @@ static void explain_text(const Schedule *s, const Facts *f, Buf *b)
 		buf_printf(b, ", plan #%d", st->plan);
 	buf_puts(b, ")\n");
 	const Kernel *kern = f->kern;
-	if (kern->fuser >= 0)
-		buf_printf(b, "  kernel %s: fused %s (score=%llu, %d ops)\n", kern->name,
-			   pass_fuser_name(kern->fuser), (unsigned long long)kern->score, kern->nops);
+	const char *name = nm->name[f->flat];
+	if (!name)
+		buf_printf(b, "  kernel none, launches nothing (unit %s)", kern->name);
+	else if (nm->entries)
+		buf_printf(b, "  kernel %s (unit %s)", name, kern->name);
 	else
-		buf_printf(b, "  kernel %s: un-fused\n", kern->name);
+		buf_printf(b, "  kernel %s", name);
+	if (kern->fuser >= 0)
+		buf_printf(b, ": fused %s (score=%llu, %d ops)\n", pass_fuser_name(kern->fuser),
+			   (unsigned long long)kern->score, kern->nops);
+	else
+		buf_puts(b, ": un-fused\n");
 	if (f->readers) {
 		buf_puts(b, "  view: no kernel; read through by kernel");
 		for (int i = 0; i < f->nreaders; i++)
-			buf_printf(b, "%s %s", i ? "," : "", s->kernels[f->readers[i]].name);
+			buf_printf(b, "%s %s", i ? "," : "", nm->name[f->readers[i]]);
 		buf_putc(b, '\n');
 	} else if (f->nhwc >= 0) {
 		buf_printf(b, "  layout: %s %s channel-last (NHWC), %s kernel %s\n",
 			   f->nhwc_pool ? "reads" : "writes", g->tensors[f->nhwc].name,
-			   f->nhwc_pool ? "written so by" : "for the pool's", f->nhwc_other->name);
+			   f->nhwc_pool ? "written so by" : "for the pool's",
+			   nm->name[f->nhwc_other_flat] ? nm->name[f->nhwc_other_flat]
+							: f->nhwc_other->name);
 	} else if (kernel_is_alias(g, kern)) {
 		buf_puts(b, "  alias: the reshape launches nothing; its result shares its input's "
 			 "buffer\n");
@@ -258,8 +523,11 @@ static void explain_text(const Schedule *s, const Facts *f, Buf *b)
 			buf_puts(b, "  <- took it");
 		buf_putc(b, '\n');
 	}
-	if (kern->fuser < 0)
-		buf_printf(b, "  why: %s\n", f->why);
+	if (kern->fuser < 0 && !st->guarded) {
+		buf_puts(b, "  why: ");
+		why_text(g, f, b);
+		buf_putc(b, '\n');
+	}
 }
 
 /* ---- JSON ----------------------------------------------------------------------- */
@@ -282,7 +550,15 @@ static void add_op_ids(cJSON *o, const Graph *g, int op)
 	cJSON_AddNumberToObject(o, "line", x->line);
 }
 
-static cJSON *explain_json(const Schedule *s, const Facts *f)
+static void add_name(cJSON *o, const char *key, const char *name)
+{
+	if (name)
+		cJSON_AddStringToObject(o, key, name);
+	else
+		cJSON_AddNullToObject(o, key);
+}
+
+static cJSON *explain_json(const Schedule *s, const Names *nm, const Facts *f)
 {
 	const Graph *g = s->g;
 	cJSON *o = cJSON_CreateObject();
@@ -303,7 +579,8 @@ static cJSON *explain_json(const Schedule *s, const Facts *f)
 		cJSON_AddNumberToObject(o, "plan", st->plan);
 	else
 		cJSON_AddNullToObject(o, "plan");
-	cJSON_AddStringToObject(o, "kernel", f->kern->name);
+	add_name(o, "kernel", nm->name[f->flat]);
+	cJSON_AddStringToObject(o, "unit", f->kern->name);
 	cJSON_AddBoolToObject(o, "fused", f->kern->fuser >= 0);
 	if (f->kern->fuser >= 0) {
 		cJSON_AddStringToObject(o, "fuser", pass_fuser_name(f->kern->fuser));
@@ -317,18 +594,44 @@ static cJSON *explain_json(const Schedule *s, const Facts *f)
 	if (f->nhwc >= 0) {
 		cJSON *nh = cJSON_AddObjectToObject(o, "channel_last");
 		cJSON_AddStringToObject(nh, "tensor", g->tensors[f->nhwc].name);
-		cJSON_AddStringToObject(nh, f->nhwc_pool ? "written_by" : "read_by",
-					f->nhwc_other->name);
+		add_name(nh, f->nhwc_pool ? "written_by" : "read_by",
+			 nm->name[f->nhwc_other_flat] ? nm->name[f->nhwc_other_flat]
+						      : f->nhwc_other->name);
 	}
 	if (f->readers) {
 		cJSON *rd = cJSON_AddArrayToObject(o, "read_through_by");
 		for (int i = 0; i < f->nreaders; i++)
-			cJSON_AddItemToArray(rd, cJSON_CreateString(s->kernels[f->readers[i]].name));
+			cJSON_AddItemToArray(rd, cJSON_CreateString(nm->name[f->readers[i]]));
 	}
-	if (f->why)
-		cJSON_AddStringToObject(o, "why_not_fused", st->guarded ? GUARD_WHY : f->why);
-	else
+	if (f->why) {
+		Buf w = {0};
+		if (st->guarded)
+			buf_puts(&w, GUARD_WHY);
+		else
+			why_text(g, f, &w);
+		cJSON_AddStringToObject(o, "why_not_fused", w.data ? w.data : "");
+		buf_free(&w);
+	} else {
 		cJSON_AddNullToObject(o, "why_not_fused");
+	}
+	const char *nothing = f->kern->fuser < 0 ? launches_nothing(g, f) : NULL;
+	if (nothing)
+		cJSON_AddStringToObject(o, "launches_nothing", nothing);
+	if (f->nfw && !st->guarded) {
+		cJSON *ws = cJSON_AddArrayToObject(o, "why_fusers");
+		for (int i = 0; i < f->nfw; i++) {
+			cJSON *x = cJSON_CreateObject();
+			cJSON_AddStringToObject(x, "fuser", pass_fuser_name(f->fw[i].fuser));
+			cJSON_AddStringToObject(x, "verdict", verdict_names[f->fw[i].v]);
+			if (f->fw[i].reason != CR_NONE)
+				cJSON_AddStringToObject(x, "reason",
+							pass_close_reason((CloseReason)f->fw[i].reason));
+			else
+				cJSON_AddNullToObject(x, "reason");
+			cJSON_AddStringToObject(x, "text", f->fw[i].text);
+			cJSON_AddItemToArray(ws, x);
+		}
+	}
 	if (f->decided_step >= 0) {
 		cJSON *d = cJSON_AddObjectToObject(o, "decided_by");
 		cJSON_AddNumberToObject(d, "step", f->decided_step);
@@ -369,19 +672,29 @@ static cJSON *explain_json(const Schedule *s, const Facts *f)
 	return o;
 }
 
-void pass_explain_ex(const Schedule *s, int op, bool json, Buf *b)
+void pass_explain_ex(const Schedule *s, int op, bool json, const char *const *entry, Buf *b)
 {
 	const Graph *g = s->g;
 	OpInfo2 *info = xmalloc(sizeof(OpInfo2) * (size_t)(g->nops ? g->nops : 1));
 	for (int i = 0; i < g->nops; i++)
 		info[i] = (OpInfo2){-1, -1, -1};
+	Names nm = {entry != NULL, NULL, xcalloc((size_t)s->nsteps + 1, sizeof(int))};
+	int total = 0;
+	for (int i = 0; i < s->nsteps; i++) {
+		nm.first[i] = total;
+		total += s->steps[i].nlaunch;
+	}
+	nm.name = xcalloc((size_t)total + 1, sizeof *nm.name);
 	for (int i = 0; i < s->nsteps; i++)
-		for (int k = 0; k < s->steps[i].nlaunch; k++)
+		for (int k = 0; k < s->steps[i].nlaunch; k++) {
+			int flat = nm.first[i] + k;
+			nm.name[flat] = entry ? entry[flat] : s->kernels[s->steps[i].launch[k].kernel].name;
 			for (int j = 0; j < s->steps[i].launch[k].nops; j++) {
 				int o = s->steps[i].launch[k].ops[j];
 				info[o].step = i;
 				info[o].launch = k;
 			}
+		}
 	int cur = -1;
 	for (int i = 0; i < s->rec->n; i++) {
 		const Event *e = &s->rec->ev[i];
@@ -390,7 +703,7 @@ void pass_explain_ex(const Schedule *s, int op, bool json, Buf *b)
 		else if (e->kind == EV_BLOCK_OP && e->op >= 0 && (e->c || info[e->op].block_ev < 0))
 			info[e->op].block_ev = cur;
 	}
-	ViewReaders vr = view_readers(s);
+	ViewReaders vr = view_readers(s, &nm);
 	cJSON *root = NULL, *ops = NULL;
 	if (json) {
 		root = cJSON_CreateObject();
@@ -398,20 +711,21 @@ void pass_explain_ex(const Schedule *s, int op, bool json, Buf *b)
 		cJSON_AddStringToObject(root, "graph", g->name);
 		ops = cJSON_AddArrayToObject(root, "ops");
 	}
+	Facts *f = xmalloc(sizeof *f);
 	for (int i = 0; i < g->nops; i++) {
 		if (op >= 0 && op != i)
 			continue;
-		Facts f;
-		decide(s, info, i, &f);
+		decide(s, &nm, info, i, f);
 		if (vr.n[i]) {
-			f.readers = vr.k[i];
-			f.nreaders = vr.n[i];
+			f->readers = vr.k[i];
+			f->nreaders = vr.n[i];
 		}
 		if (json)
-			cJSON_AddItemToArray(ops, explain_json(s, &f));
+			cJSON_AddItemToArray(ops, explain_json(s, &nm, f));
 		else
-			explain_text(s, &f, b);
+			explain_text(s, &nm, f, b);
 	}
+	free(f);
 	if (json) {
 		char *text = cJSON_Print(root);
 		buf_puts(b, text);
@@ -420,10 +734,12 @@ void pass_explain_ex(const Schedule *s, int op, bool json, Buf *b)
 		cJSON_Delete(root);
 	}
 	free(info);
+	free(nm.first);
+	free(nm.name);
 	view_readers_free(&vr, g->nops);
 }
 
 void pass_explain(const Schedule *s, int op, Buf *b)
 {
-	pass_explain_ex(s, op, false, b);
+	pass_explain_ex(s, op, false, NULL, b);
 }

@@ -2,8 +2,15 @@
  *
  * The lines keep the shapes of burn's BURN_FUSION_LOG output, so a log of fusec
  * reads like a log of burn on the same program. Each event kind has one level;
- * a line is written when the chosen level includes it. The fusion trace table
- * after each execution is built from the step's launches and its plan's strategy. */
+ * a line is written when the chosen level includes it. The levels:
+ *  - basic: the strategy each exploration selected;
+ *  - medium: what was decided, not how: each block with its winning fuser and
+ *    score, each exploration's end or cache hit, stops, merges and the exploration
+ *    limit, and after each execution one line: its ops → its launches (fuser,
+ *    score, the ops of each);
+ *  - full: every registration, fuser closure and score, and after each execution
+ *    the fusion trace table in place of medium's line.
+ * The fusion trace table is built from the step's launches and its plan's strategy. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -202,13 +209,65 @@ void pass_trace_table(const Schedule *s, int si, Buf *out)
 
 /* ---- the log ------------------------------------------------------------------------- */
 
+/* Op indices as ranges: "ops[4]", "ops[1-3,7]". */
+static void op_ranges(Buf *b, const int *ops, int n)
+{
+	buf_puts(b, "ops[");
+	for (int i = 0; i < n;) {
+		int j = i;
+		while (j + 1 < n && ops[j + 1] == ops[j] + 1)
+			j++;
+		buf_printf(b, "%s%d", i ? "," : "", ops[i]);
+		if (j > i)
+			buf_printf(b, "-%d", ops[j]);
+		i = j + 1;
+	}
+	buf_putc(b, ']');
+}
+
+/* --log medium, after an execution: "[execute] step 1, segment 0 (explored, lazy,
+ * plan #1): 4 ops → 2 launches: fusec_k1_0 ElementWise score=420 ops[1-3];
+ * fusec_k1_1 un-fused Module::MaxPool2d ops[4]". */
+static void execute_line(const Schedule *s, int si, Buf *b)
+{
+	const Step *st = &s->steps[si];
+	static const char *const kinds[] = {"explored", "cache hit", "unfused"};
+	buf_printf(b, "[execute] step %d, segment %d (%s, %s", si, st->segment, kinds[st->kind],
+		   mode_name(st->mode));
+	if (st->plan >= 0)
+		buf_printf(b, ", plan #%d", st->plan);
+	if (st->guarded)
+		buf_puts(b, ", guarded: unfused");
+	int n = 0;
+	for (int i = 0; i < st->nops; i++)
+		n += s->g->ops[st->ops[i]].kind != OP_SYNC;
+	buf_printf(b, "): %d op%s → %d launch%s", n, n == 1 ? "" : "s", st->nlaunch,
+		   st->nlaunch == 1 ? "" : "es");
+	for (int i = 0; i < st->nlaunch; i++) {
+		const Launch *l = &st->launch[i];
+		const Kernel *k = &s->kernels[l->kernel];
+		buf_printf(b, "%s %s ", i ? ";" : ":", k->name);
+		if (k->fuser >= 0) {
+			buf_printf(b, "%s score=%llu ", pass_fuser_name(k->fuser),
+				   (unsigned long long)k->score);
+		} else {
+			char kind[96];
+			buf_printf(b, "un-fused %s ", l->nops == 1 ?
+				   ir_op_display(s->g, &s->g->ops[l->ops[0]], kind, sizeof kind) : "");
+		}
+		op_ranges(b, l->ops, l->nops);
+	}
+	buf_putc(b, '\n');
+}
+
 LogLevel pass_event_level(int kind)
 {
 	switch ((EventKind)kind) {
 	case EV_SELECTED:
 		return LOG_BASIC;
 	case EV_STOPPED: case EV_MERGE: case EV_MERGE_REFUSED: case EV_EXPLORATION_LIMIT:
-	case EV_HOLES: case EV_REPAIR: case EV_GUARD:
+	case EV_HOLES: case EV_REPAIR: case EV_GUARD: case EV_BLOCK: case EV_COMPLETED:
+	case EV_CACHE_HIT: case EV_EXECUTE:
 		return LOG_MEDIUM;
 	default:
 		return LOG_FULL;
@@ -341,6 +400,8 @@ void pass_log_write(const Schedule *s, LogLevel level, FILE *f)
 			if (level >= LOG_FULL) {
 				pass_trace_table(s, e->a, &b);
 				buf_putc(&b, '\n');
+			} else if (level == LOG_MEDIUM) {
+				execute_line(s, e->a, &b);
 			}
 		} else if (pass_event_level(e->kind) <= level) {
 			write_event(s, e, &b);

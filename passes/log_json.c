@@ -214,7 +214,7 @@ void pass_log_write_json(const Schedule *s, LogLevel level, Buf *b)
 {
 	for (int i = 0; i < s->rec->n; i++) {
 		const Event *e = &s->rec->ev[i];
-		LogLevel need = e->kind == EV_EXECUTE ? LOG_FULL : pass_event_level(e->kind);
+		LogLevel need = pass_event_level(e->kind);
 		if (need > level)
 			continue;
 		cJSON *o = cJSON_CreateObject();

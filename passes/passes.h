@@ -201,9 +201,13 @@ LogLevel pass_event_level(int kind);
 /* The fusion trace table of one step, as logged after each execution. */
 void pass_trace_table(const Schedule *s, int step, Buf *out);
 /* `fusec explain`: every op (op < 0) or one op; text, or one JSON document
- * ("format": "fusec-explain/1", docs/inspect.md). */
+ * ("format": "fusec-explain/1", docs/inspect.md). entry, when not NULL, names the
+ * PTX kernel of every launch (steps in order, each step's launches in order; NULL
+ * for a launch that launches nothing: an alias, a view read through), as the plan
+ * and the PTX name it; without it kernels are named by their search unit. */
 void pass_explain(const Schedule *s, int op, Buf *out);
-void pass_explain_ex(const Schedule *s, int op, bool json, Buf *out);
+void pass_explain_ex(const Schedule *s, int op, bool json, const char *const *entry,
+		     Buf *out);
 
 /* ---- dumping a schedule (dump.c) --------------------------------------------- */
 

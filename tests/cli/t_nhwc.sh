@@ -59,19 +59,21 @@ check nhwc_cpu_golden 0 "$FUSEC" run tests/golden/nhwc.yaml --backend cpu --chec
 check nhwc_log_burn 0 "$FUSEC" compile $G -o "$TMP/l2" --log full $B
 contains nhwc_log_taken "$TMP/err" "(NHWCRelayout, pool-taken); had 4 ops"
 contains nhwc_log_readonly "$TMP/err" "[fuser] closed on Module::MaxPool2d [ops[12] → c_y] (NHWCRelayout, not-elementwise); had 2 ops"
-# explain names the channel-last tensor and the other kernel of the pair
+# explain names the channel-last tensor and the other kernel of the pair, by the
+# names the plan and the PTX give them (the kernels of units fusec_k0_1, fusec_k0_0)
+kname() { grep -o "\"kernel\":\"[a-z_0-9]*\",\"unit\":\"$1\"" "$TMP/l2/nhwc_check_f32.plan.json" | head -1 | cut -d'"' -f4; }
 check nhwc_explain 0 "$FUSEC" explain $G $B --op a_r
-contains nhwc_explain_writes "$TMP/out" "layout: writes a_r channel-last (NHWC), for the pool's kernel fusec_k0_1"
+contains nhwc_explain_writes "$TMP/out" "layout: writes a_r channel-last (NHWC), for the pool's kernel $(kname fusec_k0_1)"
 check nhwc_explain_pool 0 "$FUSEC" explain $G $B --op a_y
-contains nhwc_explain_reads "$TMP/out" "layout: reads a_r channel-last (NHWC), written so by kernel fusec_k0_0"
+contains nhwc_explain_reads "$TMP/out" "layout: reads a_r channel-last (NHWC), written so by kernel $(kname fusec_k0_0)"
 check nhwc_explain_json 0 "$FUSEC" explain $G $B --op a_y --json
 cp "$TMP/out" "$TMP/explain.json"
 check nhwc_explain_json_key 0 python3 -c '
 import json, sys
 o = json.load(open(sys.argv[1]))["ops"][0]
-assert o["channel_last"] == {"tensor": "a_r", "written_by": "fusec_k0_0"}, o' "$TMP/explain.json"
+assert o["channel_last"] == {"tensor": "a_r", "written_by": sys.argv[2]}, o' "$TMP/explain.json" "$(kname fusec_k0_0)"
 check nhwc_explain_c 0 "$FUSEC" explain $G $B --op c_y
-if grep -q "layout:" "$TMP/out"; then
+if grep -q "^  layout:" "$TMP/out"; then
 	echo "FAIL nhwc_explain_c: a pool input read after the pool is not channel-last"; fail=$((fail + 1))
 else
 	pass=$((pass + 1))

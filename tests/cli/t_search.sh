@@ -2,12 +2,13 @@
 # For every tests/golden/NAME.yaml: `compile --log full` (plus the options on its
 # `# args:` line) must print exactly NAME.log on stderr and write a plan that is
 # byte-identical across runs; NAME.explain, when present, is `explain`'s output.
+# -q leaves out the summary line after the compile (it holds the time).
 # UPDATE_GOLDEN=1 rewrites the expected files: review every change by eye.
 G=tests/golden
 for y in $G/*.yaml; do
 	n=$(basename "$y" .yaml)
 	args=$(sed -n 's/^# args: //p' "$y")
-	check "search-$n" 0 "$FUSEC" compile "$y" $args -o "$TMP/a" --log full --verify || continue
+	check "search-$n" 0 "$FUSEC" compile -q "$y" $args -o "$TMP/a" --log full --verify || continue
 	if [ -n "${UPDATE_GOLDEN:-}" ]; then
 		cp "$TMP/err" "$G/$n.log"
 	fi
@@ -26,7 +27,7 @@ for y in $G/*.yaml; do
 		same_files "explain-json-$n-out" "$TMP/out" "$G/$n.explain.json"
 	fi
 	if [ -f "$G/$n.log.jsonl" ] || { [ -n "${UPDATE_GOLDEN:-}" ] && grep -q '^# explain' "$y"; }; then
-		check "log-json-$n" 0 "$FUSEC" compile "$y" $args -o "$TMP/j" --log-format json || continue
+		check "log-json-$n" 0 "$FUSEC" compile -q "$y" $args -o "$TMP/j" --log-format json || continue
 		[ -n "${UPDATE_GOLDEN:-}" ] && cp "$TMP/err" "$G/$n.log.jsonl"
 		same_files "log-json-$n-out" "$TMP/err" "$G/$n.log.jsonl"
 	fi
@@ -108,7 +109,7 @@ check views-burn-run 0 "$FUSEC" run $G/views_burn.yaml --burn-exact --backend cp
 check explain-burn-exact 0 "$FUSEC" explain $G/no_winner.yaml --burn-exact
 
 # options
-check log-env 0 env FUSEC_LOG=basic "$FUSEC" compile $G/lone.yaml -o "$TMP/e"
+check log-env 0 env FUSEC_LOG=basic "$FUSEC" compile -q $G/lone.yaml -o "$TMP/e"
 same log-env-text "$TMP/err" "selected single strategy"
 check bad-log 2 "$FUSEC" compile $G/lone.yaml --log loud -o "$TMP/e"
 check bad-arch 2 "$FUSEC" compile $G/lone.yaml --arch 90 -o "$TMP/e"

@@ -56,9 +56,11 @@ for dt in f32 bf16; do
 		pass=$((pass + 1))
 	fi
 done
-# explain: a line per sunk view naming the kernels that read through it
+# explain: a line per sunk view naming the kernels that read through it, by the
+# names the plan and the PTX give them (those of the units fusec_k1_6, fusec_k4_0)
+kname() { grep -o "\"kernel\":\"[a-z_0-9]*\",\"unit\":\"$1\"" "$TMP/a/views_sink_f32.plan.json" | head -1 | cut -d'"' -f4; }
 check views_explain 0 "$FUSEC" explain $G --op vp
-contains views_explain_line "$TMP/out" "  view: no kernel; read through by kernel fusec_k1_6, fusec_k4_0"
+contains views_explain_line "$TMP/out" "  view: no kernel; read through by kernel $(kname fusec_k1_6), $(kname fusec_k4_0)"
 check views_explain_copy 0 "$FUSEC" explain $G --op e6
 if grep -q "view:" "$TMP/out"; then
 	echo "FAIL views_explain_copy: a graph output view said it launches nothing"; fail=$((fail + 1))
@@ -70,7 +72,8 @@ cp "$TMP/out" "$TMP/explain.json"
 check views_explain_json_key 0 python3 -c '
 import json, sys
 o = json.load(open(sys.argv[1]))["ops"][0]
-assert o["read_through_by"] == ["fusec_k2_5"] and o["alias"] is False, o' "$TMP/explain.json"
+assert o["read_through_by"] == [sys.argv[2]] and o["alias"] is False, o
+assert o["kernel"] is None and o["launches_nothing"] == "view", o' "$TMP/explain.json" "$(kname fusec_k2_5)"
 # the runtime accepts the plan (no buffer for a sunk view, nothing binds it)
 check views_runtime_plan 0 "$(dirname "$FUSEC")/fusec-run" "$TMP/a" --plan-only
 # ptxas takes every kernel, the tensor-core ones with sunk operand views included
