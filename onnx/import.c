@@ -15,6 +15,7 @@
  * equal-rank broadcasting over dims of 1 is what fusec's binary ops do already.
  * Graph tensors take the ONNX name of the value they hold; tensors made inside a
  * decomposition are named after the node's first output, "NAME~K". */
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +24,8 @@
 #include "../host/interp.h"
 #include "onnx.pb-c.h"
 #include "import.h"
+#include "ops_util.h"
+#include "patterns.h"
 
 /* ---- names ----------------------------------------------------------------- */
 
@@ -82,6 +85,11 @@ static void map_free(NameMap *m)
 	free(m->key);
 	free(m->val);
 	memset(m, 0, sizeof *m);
+}
+
+void imp_map_free(NameMap *m)
+{
+	map_free(m);
 }
 
 /* ---- messages -------------------------------------------------------------- */
@@ -573,6 +581,88 @@ static int run_node(Imp *m, const Onnx__NodeProto *n)
 	return 0;
 }
 
+/* The scalar value of constant `name`, or NAN when it is not one. */
+static double const_scalar(Imp *m, const char *name)
+{
+	Val *v = imp_map_get(&m->vals, name);
+	if (!v || !v->is_const || v->k.n != 1 || !ir_dtype_is_float(v->dt))
+		return NAN;
+	return host_get(&v->k, 0);
+}
+
+/* GELU written out (patterns.c), ending at node i: one gelu op of x, bound to the
+ * last node's output. 1 when done; 0 when the constants are not GELU's (the nodes
+ * are then imported one by one). */
+static int run_gelu(Imp *m, const Onnx__GraphProto *gp, const OnnxGelu *g)
+{
+	Val *x = imp_map_get(&m->vals, g->x);
+	if (!x || x->is_const || !ir_dtype_is_float(x->dt))
+		return 0;
+	double eps = x->dt == DT_BF16 ? 0x1p-7 : x->dt == DT_F16 ? 0x1p-10 : x->dt == DT_F32 ? 0x1p-23 : 0x1p-52;
+	if (!onnx_gelu_constants(const_scalar(m, g->sqrt2), const_scalar(m, g->one),
+				 const_scalar(m, g->half), eps))
+		return 0;
+	const Onnx__NodeProto *last = gp->node[g->node[4]];
+	m->node = g->node[4];
+	m->node_name = last->name && last->name[0] ? last->name : last->output[0];
+	m->op_type = "Mul";
+	m->cur_hint = last->output[0];
+	Val *y = gelu(m, x, GELU_NONE);
+	if (!y || bind(m, last->output[0], y))
+		return -1;
+	return 1;
+}
+
+/* Every node in order. The first four nodes of a GELU written out wait for its last,
+ * which imports the five as one gelu op, or one by one when its constants say it is
+ * not GELU after all. */
+static int run_nodes(Imp *m, const Onnx__GraphProto *gp)
+{
+	OnnxIndex ix;
+	onnx_index_build(&ix, gp);
+	int *wait = xmalloc(sizeof *wait * (gp->n_node + 1));
+	OnnxGelu *pat = xcalloc(gp->n_node + 1, sizeof *pat);
+	for (size_t i = 0; i < gp->n_node; i++)
+		wait[i] = -1;
+	for (size_t i = 0; i < gp->n_node; i++) {
+		OnnxGelu g;
+		if (!onnx_gelu_find(&ix, i, &g))
+			continue;
+		bool taken = false;
+		for (int k = 0; k < 4; k++)
+			taken = taken || wait[g.node[k]] >= 0 || pat[g.node[k]].x;
+		if (taken)
+			continue;
+		for (int k = 0; k < 4; k++)
+			wait[g.node[k]] = (int)i;
+		pat[i] = g;
+	}
+	int rc = 0;
+	for (size_t i = 0; i < gp->n_node && !rc; i++) {
+		if (wait[i] >= 0)
+			continue;
+		if (pat[i].x) {
+			int done = run_gelu(m, gp, &pat[i]);
+			if (done < 0) {
+				rc = -1;
+				break;
+			}
+			for (int k = 0; k < 4 && !done && !rc; k++) {
+				m->node = pat[i].node[k];
+				rc = run_node(m, gp->node[pat[i].node[k]]);
+			}
+			if (done || rc)
+				continue;
+		}
+		m->node = (int)i;
+		rc = run_node(m, gp->node[i]);
+	}
+	free(wait);
+	free(pat);
+	onnx_index_free(&ix);
+	return rc;
+}
+
 /* A graph output: a tensor named as the ONNX output. A value that already has
  * another name (an input, a constant, an Identity) gets a reshape to itself. */
 static int add_output(Imp *m, const char *name)
@@ -762,11 +852,8 @@ static int import_graph(Imp *m, const Onnx__GraphProto *gp)
 		imp_map_put(&m->vals, vi->name, v);
 		imp_map_put(&m->used, vi->name, v);
 	}
-	for (size_t i = 0; i < gp->n_node; i++) {
-		m->node = (int)i;
-		if (run_node(m, gp->node[i]))
-			return -1;
-	}
+	if (run_nodes(m, gp))
+		return -1;
 	m->node = -1;
 	if (!gp->n_output)
 		return imp_fail(m, "the graph has no outputs");

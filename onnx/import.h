@@ -84,6 +84,7 @@ const char *onnx_handler_name(int i);
 int imp_fail(Imp *m, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void *imp_map_get(NameMap *m, const char *key);
 void imp_map_put(NameMap *m, const char *key, void *v);
+void imp_map_free(NameMap *m);
 /* A constant from a host tensor (taken over; *k is left empty). */
 Val *imp_const(Imp *m, HostTensor *k);
 Val *imp_graph_input(Imp *m, const char *name, DType dt, int rank, const int64_t *dim);

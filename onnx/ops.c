@@ -257,6 +257,16 @@ Val *un(Imp *m, OpKind k, Val *x)
 	return imp_emit(m, k, &x, 1, &at);
 }
 
+Val *gelu(Imp *m, Val *x, GeluApprox approx)
+{
+	if (!x)
+		return NULL;
+	ON_FLAT(m, x, gelu(m, x, approx));
+	Attrs at = imp_attrs(OP_GELU);
+	at.approx = approx;
+	return imp_emit(m, OP_GELU, &x, 1, &at);
+}
+
 Val *sc(Imp *m, OpKind k, Val *x, double s)
 {
 	if (!x)
@@ -624,12 +634,9 @@ H(h_act)
 	case 9: { /* Gelu */
 		char ap[16];
 		astr(m, "approximate", ap, sizeof ap, "none");
-		Attrs at = imp_attrs(OP_GELU);
-		if (!strcmp(ap, "tanh"))
-			at.approx = GELU_TANH;
-		else if (strcmp(ap, "none"))
+		if (strcmp(ap, "tanh") && strcmp(ap, "none"))
 			return imp_fail(m, "approximate '%s' is not 'none' or 'tanh'", ap);
-		OUT(imp_emit(m, OP_GELU, &x, 1, &at));
+		OUT(gelu(m, x, strcmp(ap, "tanh") ? GELU_NONE : GELU_TANH));
 	}
 	case 10: /* Celu: max(0,x) + min(0, alpha (exp(x/alpha) - 1)) */
 		alpha = af(m, "alpha", 1.0);

@@ -32,6 +32,7 @@ Val *expand(Imp *m, Val *x, int rank, const int64_t *dim);
 Val *permute(Imp *m, Val *x, const int *axes);
 Val *cast(Imp *m, Val *x, DType t);
 Val *un(Imp *m, OpKind k, Val *x);
+Val *gelu(Imp *m, Val *x, GeluApprox approx);
 Val *sc(Imp *m, OpKind k, Val *x, double s);
 Val *clampv(Imp *m, Val *x, double lo, double hi);
 Val *bin(Imp *m, OpKind k, Val *a, Val *b);    /* ONNX broadcasting */

@@ -3,7 +3,7 @@
 [B, S, K] activation by a [K, N] weight, then Add of the bias), then an erf GELU
 and a second Linear, the case the importer keeps flat so that the bias and the
 GELU fuse into the matmul's epilogue (onnx/ops.c, Val.flat). The expected output
-comes from numpy in float64. gen_linear.py [DIR] (default: beside it). Test-only:
+comes from numpy in float64. Also t44_GeluNot (below). gen_linear.py [DIR] (default: beside it). Test-only:
 numpy and onnx from PyPI (docs/onnx.md)."""
 import math
 import os
@@ -53,4 +53,34 @@ onnx.save(model, os.path.join(d, 'model.onnx'))
 for name, arr in (('input_0.pb', nh.from_array(x, 'x')), ('output_0.pb', nh.from_array(y, 'y'))):
     with open(os.path.join(d, 'test_data_set_0', name), 'wb') as fh:
         fh.write(arr.SerializeToString())
+print(d)
+
+# t44_GeluNot: two look-alikes the importer must take node by node: a Div by 2, not
+# sqrt 2, and a GELU whose Erf is also read by a graph output.
+x = rng.standard_normal((4, 6)).astype(np.float32)
+inits = [nh.from_array(np.array(2, np.float32), 'two'),
+         nh.from_array(np.array(math.sqrt(2), np.float32), 'r2'),
+         nh.from_array(np.array(1, np.float32), 'one'),
+         nh.from_array(np.array(0.5, np.float32), 'half')]
+nodes = [oh.make_node('Div', ['x', 'two'], ['d']), oh.make_node('Erf', ['d'], ['e']),
+         oh.make_node('Add', ['e', 'one'], ['a']), oh.make_node('Mul', ['x', 'a'], ['h']),
+         oh.make_node('Mul', ['h', 'half'], ['y']),
+         oh.make_node('Div', ['x', 'r2'], ['d2']), oh.make_node('Erf', ['d2'], ['e2']),
+         oh.make_node('Add', ['one', 'e2'], ['a2']), oh.make_node('Mul', ['a2', 'x'], ['h2']),
+         oh.make_node('Mul', ['half', 'h2'], ['y2'])]
+outs = [oh.make_tensor_value_info(n, onnx.TensorProto.FLOAT, [4, 6]) for n in ('y', 'y2', 'e2')]
+g = oh.make_graph(nodes, 'gelu_not', [oh.make_tensor_value_info('x', onnx.TensorProto.FLOAT, [4, 6])],
+                  outs, inits)
+model = oh.make_model(g, opset_imports=[oh.make_opsetid('', 17)])
+onnx.checker.check_model(model)
+xd = x.astype(np.float64)
+want = [xd * (erf(xd / 2) + 1) * 0.5, xd * (erf(xd / math.sqrt(2)) + 1) * 0.5, erf(xd / math.sqrt(2))]
+d = os.path.join(root, 't44_GeluNot')
+os.makedirs(os.path.join(d, 'test_data_set_0'), exist_ok=True)
+onnx.save(model, os.path.join(d, 'model.onnx'))
+with open(os.path.join(d, 'test_data_set_0', 'input_0.pb'), 'wb') as fh:
+    fh.write(nh.from_array(x, 'x').SerializeToString())
+for i, (n, w) in enumerate(zip(('y', 'y2', 'e2'), want)):
+    with open(os.path.join(d, 'test_data_set_0', f'output_{i}.pb'), 'wb') as fh:
+        fh.write(nh.from_array(w.astype(np.float32), n).SerializeToString())
 print(d)
