@@ -744,6 +744,12 @@ H(h_reshape)
 			return imp_fail(m, "the shape's sizes multiply past 64 bits");
 	if (minus >= 0 && known > 0)
 		s[minus] = count(x) / known;
+	/* a matrix regrouped above its last dim (GPT-2's view after addmm) stays flat,
+	 * so the elementwise ops after the view can still be the matmul's epilogue */
+	Val *f = x->flat ? x->flat : x->rank == 2 && !x->is_const ? x : NULL;
+	if (f && n >= 2 && s[n - 1] == f->dim[1] && count(x) == count(f) &&
+	    !(n == 2 && s[0] == f->dim[0]))
+		OUT(imp_flat(m, f, n, s));
 	OUT(reshape(m, x, n, s));
 }
 

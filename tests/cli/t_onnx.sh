@@ -141,3 +141,13 @@ p = json.load(open(sys.argv[1]))
 ops = [n.split("::")[1] for x in p["kernels"] for n in x["op_names"]]
 assert "Gelu" not in ops and ops.count("Erf") == 2, ops
 ' "$TMP/gn/model.plan.json"
+# A Reshape of a matmul's result that keeps its last dim (GPT-2's view after addmm)
+# keeps the value flat: the Tanh and Mul after it are the matmul's epilogue.
+check onnx-view-flat-compile 0 "$FUSEC" compile tests/onnx/extra/t45_ViewAfterMatMul/model.onnx -o "$TMP/vf" --no-cache -q
+check onnx-view-flat 0 python3 -c '
+import json, sys
+p = json.load(open(sys.argv[1]))
+k = {x["name"]: [n.split("::")[1] for n in x["op_names"]] for x in p["kernels"]}
+got = [k[l["kernel"]] for s in p["steps"] for l in s["launches"]]
+assert got == [["Matmul", "Add", "Tanh", "MulScalar"]], got
+' "$TMP/vf/model.plan.json"

@@ -3,7 +3,7 @@
 [B, S, K] activation by a [K, N] weight, then Add of the bias), then an erf GELU
 and a second Linear, the case the importer keeps flat so that the bias and the
 GELU fuse into the matmul's epilogue (onnx/ops.c, Val.flat). The expected output
-comes from numpy in float64. Also t44_GeluNot (below). gen_linear.py [DIR] (default: beside it). Test-only:
+comes from numpy in float64. Also t44_GeluNot and t45_ViewAfterMatMul (below). gen_linear.py [DIR] (default: beside it). Test-only:
 numpy and onnx from PyPI (docs/onnx.md)."""
 import math
 import os
@@ -83,4 +83,28 @@ with open(os.path.join(d, 'test_data_set_0', 'input_0.pb'), 'wb') as fh:
 for i, (n, w) in enumerate(zip(('y', 'y2', 'e2'), want)):
     with open(os.path.join(d, 'test_data_set_0', f'output_{i}.pb'), 'wb') as fh:
         fh.write(nh.from_array(w.astype(np.float32), n).SerializeToString())
+print(d)
+
+# t45_ViewAfterMatMul: GPT-2's Conv1D: a 2-D MatMul and bias, a Reshape to [B, S, N]
+# (the last dim kept), then elementwise ops: they stay on the flat matrix and fuse.
+x = rng.standard_normal((6, 8)).astype(np.float32)
+w = (rng.standard_normal((8, 5)) / 2).astype(np.float32)
+b = rng.standard_normal(5).astype(np.float32)
+inits = [nh.from_array(w, 'w'), nh.from_array(b, 'b'),
+         nh.from_array(np.array([2, 3, 5], np.int64), 'shape'),
+         nh.from_array(np.array(0.5, np.float32), 'half')]
+nodes = [oh.make_node('MatMul', ['x', 'w'], ['m']), oh.make_node('Add', ['m', 'b'], ['h']),
+         oh.make_node('Reshape', ['h', 'shape'], ['v']), oh.make_node('Tanh', ['v'], ['t']),
+         oh.make_node('Mul', ['t', 'half'], ['y'])]
+g = oh.make_graph(nodes, 'view_after_matmul', [oh.make_tensor_value_info('x', onnx.TensorProto.FLOAT, [6, 8])],
+                  [oh.make_tensor_value_info('y', onnx.TensorProto.FLOAT, [2, 3, 5])], inits)
+model = oh.make_model(g, opset_imports=[oh.make_opsetid('', 17)])
+onnx.checker.check_model(model)
+y = (np.tanh(x.astype(np.float64) @ w + b) * 0.5).reshape(2, 3, 5).astype(np.float32)
+d = os.path.join(root, 't45_ViewAfterMatMul')
+os.makedirs(os.path.join(d, 'test_data_set_0'), exist_ok=True)
+onnx.save(model, os.path.join(d, 'model.onnx'))
+for name, arr in (('input_0.pb', nh.from_array(x, 'x')), ('output_0.pb', nh.from_array(y, 'y'))):
+    with open(os.path.join(d, 'test_data_set_0', name), 'wb') as fh:
+        fh.write(arr.SerializeToString())
 print(d)
