@@ -590,32 +590,32 @@ static double const_scalar(Imp *m, const char *name)
 	return host_get(&v->k, 0);
 }
 
-/* GELU written out (patterns.c), ending at node i: one gelu op of x, bound to the
- * last node's output. 1 when done; 0 when the constants are not GELU's (the nodes
- * are then imported one by one). */
+/* GELU written out (patterns.c): one gelu op of x, bound to the last node's output.
+ * 1 when done; 0 when the constants are not GELU's (the nodes are then imported one
+ * by one). */
 static int run_gelu(Imp *m, const Onnx__GraphProto *gp, const OnnxGelu *g)
 {
 	Val *x = imp_map_get(&m->vals, g->x);
 	if (!x || x->is_const || !ir_dtype_is_float(x->dt))
 		return 0;
 	double eps = x->dt == DT_BF16 ? 0x1p-7 : x->dt == DT_F16 ? 0x1p-10 : x->dt == DT_F32 ? 0x1p-23 : 0x1p-52;
-	if (!onnx_gelu_constants(const_scalar(m, g->sqrt2), const_scalar(m, g->one),
-				 const_scalar(m, g->half), eps))
-		return 0;
-	const Onnx__NodeProto *last = gp->node[g->node[4]];
-	m->node = g->node[4];
+	for (int i = 0; i < g->nk; i++)
+		if (!onnx_gelu_constant(const_scalar(m, g->k[i]), g->want[i], eps))
+			return 0;
+	const Onnx__NodeProto *last = gp->node[g->node[g->n - 1]];
+	m->node = g->node[g->n - 1];
 	m->node_name = last->name && last->name[0] ? last->name : last->output[0];
 	m->op_type = "Mul";
 	m->cur_hint = last->output[0];
-	Val *y = gelu(m, x, GELU_NONE);
+	Val *y = gelu(m, x, g->tanh ? GELU_TANH : GELU_NONE);
 	if (!y || bind(m, last->output[0], y))
 		return -1;
 	return 1;
 }
 
-/* Every node in order. The first four nodes of a GELU written out wait for its last,
- * which imports the five as one gelu op, or one by one when its constants say it is
- * not GELU after all. */
+/* Every node in order. The first nodes of a GELU written out wait for its last, which
+ * imports them as one gelu op, or one by one when its constants say it is not GELU
+ * after all. */
 static int run_nodes(Imp *m, const Onnx__GraphProto *gp)
 {
 	OnnxIndex ix;
@@ -629,11 +629,11 @@ static int run_nodes(Imp *m, const Onnx__GraphProto *gp)
 		if (!onnx_gelu_find(&ix, i, &g))
 			continue;
 		bool taken = false;
-		for (int k = 0; k < 4; k++)
+		for (int k = 0; k < g.n - 1; k++)
 			taken = taken || wait[g.node[k]] >= 0 || pat[g.node[k]].x;
 		if (taken)
 			continue;
-		for (int k = 0; k < 4; k++)
+		for (int k = 0; k < g.n - 1; k++)
 			wait[g.node[k]] = (int)i;
 		pat[i] = g;
 	}
@@ -647,7 +647,7 @@ static int run_nodes(Imp *m, const Onnx__GraphProto *gp)
 				rc = -1;
 				break;
 			}
-			for (int k = 0; k < 4 && !done && !rc; k++) {
+			for (int k = 0; k < pat[i].n - 1 && !done && !rc; k++) {
 				m->node = pat[i].node[k];
 				rc = run_node(m, gp->node[pat[i].node[k]]);
 			}

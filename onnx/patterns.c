@@ -5,8 +5,9 @@
  *
  *     d = Div(x, sqrt 2)   e = Erf(d)   a = Add(e, 1)   h = Mul(x, a)   y = Mul(h, 0.5)
  *
- * (Add and Mul in either operand order). Imported node by node, that is six fusec
- * ops whose f16/bf16 intermediates are each rounded, and an erf per element; as one
+ * (Add and Mul in either operand order), and GPT-2's gelu_new, the tanh form, as
+ * eight: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))). Imported node by node, that is six fusec
+ * ops or more, whose f16/bf16 intermediates are each rounded, and an erf per element; as one
  * gelu op it is the function the model means, computed once in f32. onnx_gelu_find
  * finds the pattern by structure alone (through an index of producers and readers
  * built once): each intermediate is read once, by the next node, and is no graph output. The constants are checked when the last node comes
@@ -66,21 +67,19 @@ static int single(const OnnxIndex *x, const char *name, size_t upto, const char 
 	return (int)p;
 }
 
-int onnx_gelu_find(const OnnxIndex *ix, size_t last, OnnxGelu *g)
+/* The erf form, ending at Mul `last`: Mul(Mul(x, Add(Erf(Div(x, sqrt 2)), 1)), 0.5). */
+static int find_erf(const OnnxIndex *ix, size_t last, OnnxGelu *g)
 {
 	const Onnx__GraphProto *gp = ix->gp;
 	const Onnx__NodeProto *m2 = gp->node[last];
-	if (!is(m2, "Mul", 2))
-		return 0;
 	for (int side = 0; side < 2; side++) {
-		const char *h = m2->input[side];
-		int im1 = single(ix, h, last, "Mul", 2);
+		int im1 = single(ix, m2->input[side], last, "Mul", 2);
 		if (im1 < 0)
 			continue;
 		const Onnx__NodeProto *m1 = gp->node[im1];
 		for (int s1 = 0; s1 < 2; s1++) {
-			const char *a = m1->input[s1], *x = m1->input[1 - s1];
-			int ia = single(ix, a, (size_t)im1, "Add", 2);
+			const char *x = m1->input[1 - s1];
+			int ia = single(ix, m1->input[s1], (size_t)im1, "Add", 2);
 			if (ia < 0)
 				continue;
 			const Onnx__NodeProto *add = gp->node[ia];
@@ -92,11 +91,9 @@ int onnx_gelu_find(const OnnxIndex *ix, size_t last, OnnxGelu *g)
 				if (id < 0 || strcmp(gp->node[id]->input[0], x))
 					continue;
 				*g = (OnnxGelu){
-					.node = {id, ie, ia, im1, (int)last},
-					.x = x,
-					.sqrt2 = gp->node[id]->input[1],
-					.one = add->input[1 - s2],
-					.half = m2->input[1 - side],
+					.node = {id, ie, ia, im1, (int)last}, .n = 5, .x = x,
+					.k = {gp->node[id]->input[1], add->input[1 - s2], m2->input[1 - side]},
+					.want = {1.4142135623730951, 1, 0.5}, .nk = 3,
 				};
 				return 1;
 			}
@@ -105,8 +102,81 @@ int onnx_gelu_find(const OnnxIndex *ix, size_t last, OnnxGelu *g)
 	return 0;
 }
 
-bool onnx_gelu_constants(double sqrt2, double one, double half, double eps)
+/* The operand of two-input node n that is not `name`, or NULL. */
+static const char *other(const Onnx__NodeProto *n, const char *name)
 {
-	/* sqrt 2 as the model's dtype holds it: within half its epsilon */
-	return fabs(sqrt2 - sqrt(2.0)) <= 0.5 * eps * sqrt(2.0) && one == 1.0 && half == 0.5;
+	return !strcmp(n->input[0], name) ? n->input[1] : !strcmp(n->input[1], name) ? n->input[0] : NULL;
+}
+
+/* The tanh form (GPT-2's gelu_new), ending at Mul `last`:
+ * Mul(Mul(x, 0.5), Add(Tanh(Mul(Add(x, Mul(Pow(x, 3), 0.044715)), sqrt(2/pi))), 1)). */
+static int find_tanh(const OnnxIndex *ix, size_t last, OnnxGelu *g)
+{
+	const Onnx__GraphProto *gp = ix->gp;
+	const Onnx__NodeProto *y = gp->node[last];
+	for (int side = 0; side < 2; side++) {
+		int iu = single(ix, y->input[side], last, "Add", 2);
+		int ih = single(ix, y->input[1 - side], last, "Mul", 2);
+		if (iu < 0 || ih < 0)
+			continue;
+		const Onnx__NodeProto *u = gp->node[iu], *h = gp->node[ih];
+		for (int s1 = 0; s1 < 2; s1++) {
+			int it = single(ix, u->input[s1], (size_t)iu, "Tanh", 1);
+			if (it < 0)
+				continue;
+			int is_ = single(ix, gp->node[it]->input[0], (size_t)it, "Mul", 2);
+			if (is_ < 0)
+				continue;
+			const Onnx__NodeProto *sn = gp->node[is_];
+			for (int s2 = 0; s2 < 2; s2++) {
+				int ir = single(ix, sn->input[s2], (size_t)is_, "Add", 2);
+				if (ir < 0)
+					continue;
+				const Onnx__NodeProto *r = gp->node[ir];
+				for (int s3 = 0; s3 < 2; s3++) {
+					const char *x = r->input[1 - s3];
+					int iq = single(ix, r->input[s3], (size_t)ir, "Mul", 2);
+					if (iq < 0)
+						continue;
+					const Onnx__NodeProto *q = gp->node[iq];
+					for (int s4 = 0; s4 < 2; s4++) {
+						int ip = single(ix, q->input[s4], (size_t)iq, "Pow", 2);
+						if (ip < 0 || strcmp(gp->node[ip]->input[0], x))
+							continue;
+						const char *half = other(h, x);
+						if (!half)
+							continue;
+						*g = (OnnxGelu){
+							.node = {ih, ip, iq, ir, is_, it, iu, (int)last}, .n = 8,
+							.x = x, .tanh = true,
+							.k = {half, gp->node[ip]->input[1], q->input[1 - s4],
+							      sn->input[1 - s2], u->input[1 - s1]},
+							.want = {0.5, 3, 0.044715, 0.7978845608028654, 1}, .nk = 5,
+						};
+						return 1;
+					}
+				}
+			}
+		}
+	}
+	return 0;
+}
+
+int onnx_gelu_find(const OnnxIndex *ix, size_t last, OnnxGelu *g)
+{
+	if (!is(ix->gp->node[last], "Mul", 2) || !(find_erf(ix, last, g) || find_tanh(ix, last, g)))
+		return 0;
+	/* graph order, for importing them one by one when the constants disagree */
+	for (int i = 1; i < g->n; i++)
+		for (int j = i; j > 0 && g->node[j - 1] > g->node[j]; j--) {
+			int t = g->node[j];
+			g->node[j] = g->node[j - 1];
+			g->node[j - 1] = t;
+		}
+	return 1;
+}
+
+bool onnx_gelu_constant(double v, double want, double eps)
+{
+	return fabs(v - want) <= 0.5 * eps * fabs(want);
 }

@@ -20,17 +20,20 @@ typedef struct {
 void onnx_index_build(OnnxIndex *x, const struct Onnx__GraphProto *gp);
 void onnx_index_free(OnnxIndex *x);
 
-/* GELU written out: node[] = the Div, Erf, Add, Mul and Mul, the last being `last`;
- * the names of x and of the three constants (sqrt 2, 1, 0.5). */
+/* GELU written out: node[0..n) its nodes in graph order, the last ending it; x its
+ * operand; k[0..nk) the constants it reads and want[] the values they must have. */
 typedef struct {
-	int node[5];
-	const char *x, *sqrt2, *one, *half;
+	int node[8], n;
+	bool tanh;             /* the tanh approximation */
+	const char *x, *k[5];
+	double want[5];
+	int nk;
 } OnnxGelu;
 
 /* 1 when node `last` ends a GELU written out (by structure: the constants are not
  * looked at), filling g; else 0. */
 int onnx_gelu_find(const OnnxIndex *ix, size_t last, OnnxGelu *g);
-/* The constants' values make it GELU, for a dtype of machine epsilon eps. */
-bool onnx_gelu_constants(double sqrt2, double one, double half, double eps);
+/* A constant's value v is `want` as a dtype of machine epsilon eps holds it. */
+bool onnx_gelu_constant(double v, double want, double eps);
 
 #endif

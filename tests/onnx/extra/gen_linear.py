@@ -3,7 +3,7 @@
 [B, S, K] activation by a [K, N] weight, then Add of the bias), then an erf GELU
 and a second Linear, the case the importer keeps flat so that the bias and the
 GELU fuse into the matmul's epilogue (onnx/ops.c, Val.flat). The expected output
-comes from numpy in float64. Also t44_GeluNot and t45_ViewAfterMatMul (below). gen_linear.py [DIR] (default: beside it). Test-only:
+comes from numpy in float64. Also t44_GeluNot, t45_ViewAfterMatMul and t46_GeluTanh (below). gen_linear.py [DIR] (default: beside it). Test-only:
 numpy and onnx from PyPI (docs/onnx.md)."""
 import math
 import os
@@ -107,4 +107,37 @@ onnx.save(model, os.path.join(d, 'model.onnx'))
 for name, arr in (('input_0.pb', nh.from_array(x, 'x')), ('output_0.pb', nh.from_array(y, 'y'))):
     with open(os.path.join(d, 'test_data_set_0', name), 'wb') as fh:
         fh.write(arr.SerializeToString())
+print(d)
+
+# t46_GeluTanh: GPT-2's gelu_new written out (y), and the same with 0.044 for 0.044715
+# (y2), which stays node by node.
+x = rng.standard_normal((4, 6)).astype(np.float32)
+inits = [nh.from_array(np.array(v, np.float32), n) for n, v in
+         (('half', 0.5), ('three', 3.0), ('c', 0.044715), ('c2', 0.044),
+          ('k', math.sqrt(2 / math.pi)), ('one', 1.0))]
+nodes = []
+for sfx, c in (('', 'c'), ('2', 'c2')):
+    nodes += [oh.make_node('Mul', ['x', 'half'], ['h' + sfx]),
+              oh.make_node('Pow', ['x', 'three'], ['p' + sfx]),
+              oh.make_node('Mul', ['p' + sfx, c], ['q' + sfx]),
+              oh.make_node('Add', ['x', 'q' + sfx], ['r' + sfx]),
+              oh.make_node('Mul', ['r' + sfx, 'k'], ['s' + sfx]),
+              oh.make_node('Tanh', ['s' + sfx], ['t' + sfx]),
+              oh.make_node('Add', ['t' + sfx, 'one'], ['u' + sfx]),
+              oh.make_node('Mul', ['h' + sfx, 'u' + sfx], ['y' + sfx])]
+outs = [oh.make_tensor_value_info(n, onnx.TensorProto.FLOAT, [4, 6]) for n in ('y', 'y2')]
+g = oh.make_graph(nodes, 'gelu_tanh', [oh.make_tensor_value_info('x', onnx.TensorProto.FLOAT, [4, 6])],
+                  outs, inits)
+model = oh.make_model(g, opset_imports=[oh.make_opsetid('', 17)])
+onnx.checker.check_model(model)
+xd = x.astype(np.float64)
+want = [0.5 * xd * (1 + np.tanh(math.sqrt(2 / math.pi) * (xd + c * xd ** 3))) for c in (0.044715, 0.044)]
+d = os.path.join(root, 't46_GeluTanh')
+os.makedirs(os.path.join(d, 'test_data_set_0'), exist_ok=True)
+onnx.save(model, os.path.join(d, 'model.onnx'))
+with open(os.path.join(d, 'test_data_set_0', 'input_0.pb'), 'wb') as fh:
+    fh.write(nh.from_array(x, 'x').SerializeToString())
+for i, (n, w) in enumerate(zip(('y', 'y2'), want)):
+    with open(os.path.join(d, 'test_data_set_0', f'output_{i}.pb'), 'wb') as fh:
+        fh.write(nh.from_array(w.astype(np.float32), n).SerializeToString())
 print(d)
