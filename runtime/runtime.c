@@ -1646,6 +1646,7 @@ void rt_graph_release(RtSession *s, RtGraph *g)
 static bool fall_back(RtSession *s, RtGraph *g, const Diag *why)
 {
 	rt_graph_release(s, g);
+	rt_graph_release(s, &s->graph);
 	s->graph_mode = RT_GRAPH_FALLBACK;
 	snprintf(s->graph_why, sizeof s->graph_why, "%s", why->msg);
 	return false;
