@@ -377,6 +377,8 @@ static int run(const Options *o, const RtPlan *pl, HostTensor *host, Diag *d)
 	RtBenchResult br = {0};
 	if (st == RT_OK && o->bench)
 		st = rt_bench(s, &o->bo, &br, d);
+	if (st == RT_OK && o->bench && o->no_graph)
+		snprintf(br.graph_why, sizeof br.graph_why, "turned off by --no-graph");
 	if (st == RT_OK) {
 		const RtDeviceInfo *dv = rt_session_device(s);
 		printf("device %d: %s (sm_%d%d)\n", dv->ordinal, dv->name, dv->cc_major, dv->cc_minor);
