@@ -3,11 +3,12 @@
  * It is what goes onto a GPU machine: linked only against libc, libm, libdl and
  * cJSON (no LLVM, no libyaml), it loads NAME.plan.json, checks that the host has
  * the memory, opens the driver and the device and loads NAME.ptx, then makes the
- * inputs (seeded random values, or NAME.npy files), runs every launch once, and
- * prints a checksum line per tensor so two runs or two machines can be compared
- * by eye; --outputs writes the outputs as .npy for checking elsewhere (numpy).
- * --bench then times the plan; --plan-only stops after validating the plan and
- * needs no GPU at all.
+ * inputs (seeded random values, or NAME.npy files), runs every launch once
+ * (replayed as a CUDA graph unless --no-graph or FUSEC_NO_GRAPH=1), and prints a
+ * checksum line per tensor so two runs or two machines can be compared by eye;
+ * --outputs writes the outputs as .npy for checking elsewhere (numpy). --bench
+ * then times the plan, with direct launches and as a graph; --plan-only stops
+ * after validating the plan and needs no GPU at all.
  *
  * Exit status: 0 success, 1 invalid plan or inputs, 2 usage, 3 driver or device
  * failure. */
@@ -37,13 +38,17 @@ static const char usage_text[] =
 	"  --device N         CUDA device ordinal (default 0)\n"
 	"  --bench            then time the plan: per-launch and total medians of runs\n"
 	"                     issued back to back, bandwidth, and the latency of a run\n"
-	"                     issued alone (the host waiting for it)\n"
+	"                     issued alone (the host waiting for it); the total and the\n"
+	"                     latency again for runs replayed as a CUDA graph\n"
+	"  --no-graph         launch kernel by kernel instead of replaying the plan as a\n"
+	"                     CUDA graph (the same as FUSEC_NO_GRAPH=1)\n"
 	"  --warmup N         untimed runs before timing (default 3)\n"
 	"  --iters N          timed runs (default 50)\n"
 	"  --plan-only        validate the plan and print its launches; no GPU needed\n"
 	"  --version          print the version and the plan format it reads\n"
 	"\n"
-	"FUSEC_LIBCUDA names the driver library to load instead of libcuda.so.1.\n"
+	"FUSEC_LIBCUDA names the driver library to load instead of libcuda.so.1;\n"
+	"FUSEC_NO_GRAPH=1 turns CUDA graphs off.\n"
 	"exit status: 0 success, 1 invalid plan or inputs, 2 usage error, 3 driver or\n"
 	"device failure.\n";
 
@@ -153,6 +158,18 @@ static void print_plan(const RtPlan *pl)
 	       (unsigned long long)rt_plan_bytes_in(pl), (unsigned long long)rt_plan_bytes_out(pl));
 }
 
+/* How the run launched: "launches: 2, replayed as a CUDA graph", or direct and why. */
+static void print_launches(const RtPlan *pl, const RtGraphInfo *gi, bool no_graph)
+{
+	printf("launches: %d, ", pl->nlaunches);
+	if (gi->mode == RT_GRAPH_ON)
+		printf("replayed as a CUDA graph\n");
+	else if (gi->mode == RT_GRAPH_OFF)
+		printf("direct (graph %s)\n", no_graph ? "turned off by --no-graph" : gi->why);
+	else
+		printf("direct (the CUDA graph capture failed: %s)\n", gi->why);
+}
+
 /* Input `t` of the plan, from DIR/NAME.npy or random. */
 static int make_input(const RtPlan *pl, int t, const char *dir, uint64_t seed, HostTensor *out,
 		      Diag *d)
@@ -202,19 +219,20 @@ static int make_input(const RtPlan *pl, int t, const char *dir, uint64_t seed, H
 typedef struct {
 	const char *plan, *inputs, *save_inputs, *outputs;
 	long seed, device;
-	bool bench, plan_only;
+	bool bench, plan_only, no_graph;
 	RtBenchOptions bo;
 } Options;
 
 static int parse_args(int argc, char **argv, Options *o)
 {
 	enum { O_BENCH = 256, O_PLAN_ONLY, O_INPUTS, O_SAVE_INPUTS, O_OUTPUTS, O_SEED, O_DEVICE,
-	       O_WARMUP, O_ITERS, O_VERSION };
+	       O_WARMUP, O_ITERS, O_VERSION, O_NO_GRAPH };
 	static const struct option longopts[] = {
 		{"help", no_argument, NULL, 'h'},
 		{"version", no_argument, NULL, O_VERSION},
 		{"bench", no_argument, NULL, O_BENCH},
 		{"plan-only", no_argument, NULL, O_PLAN_ONLY},
+		{"no-graph", no_argument, NULL, O_NO_GRAPH},
 		{"inputs", required_argument, NULL, O_INPUTS},
 		{"save-inputs", required_argument, NULL, O_SAVE_INPUTS},
 		{"outputs", required_argument, NULL, O_OUTPUTS},
@@ -240,6 +258,7 @@ static int parse_args(int argc, char **argv, Options *o)
 			exit(finish_stdout("fusec-run", EXIT_OK));
 		case O_BENCH: o->bench = true; break;
 		case O_PLAN_ONLY: o->plan_only = true; break;
+		case O_NO_GRAPH: o->no_graph = true; break;
 		case O_INPUTS: o->inputs = optarg; break;
 		case O_SAVE_INPUTS: o->save_inputs = optarg; break;
 		case O_OUTPUTS: o->outputs = optarg; break;
@@ -335,6 +354,8 @@ static int run(const Options *o, const RtPlan *pl, HostTensor *host, Diag *d)
 	RtStatus st = rt_session_open(&s, pl, (int)o->device, d);
 	if (st != RT_OK)
 		return (int)st;
+	if (o->no_graph)
+		rt_session_set_graph(s, false);
 	for (int t = 0; st == RT_OK && t < pl->ntensors; t++) {
 		if (pl->tensors[t].role != ROLE_INPUT || pl->tensors[t].constant)
 			continue;
@@ -347,6 +368,8 @@ static int run(const Options *o, const RtPlan *pl, HostTensor *host, Diag *d)
 	}
 	if (st == RT_OK)
 		st = rt_session_run(s, d);
+	RtGraphInfo gi;
+	rt_session_graph_info(s, &gi);   /* the run's, before --bench captures more */
 	for (int t = 0; st == RT_OK && t < pl->ntensors; t++)
 		if (pl->tensors[t].role == ROLE_OUTPUT ||
 		    (pl->tensors[t].constant && pl->tensors[t].output))
@@ -354,9 +377,12 @@ static int run(const Options *o, const RtPlan *pl, HostTensor *host, Diag *d)
 	RtBenchResult br = {0};
 	if (st == RT_OK && o->bench)
 		st = rt_bench(s, &o->bo, &br, d);
+	if (st == RT_OK && o->bench && o->no_graph)
+		snprintf(br.graph_why, sizeof br.graph_why, "turned off by --no-graph");
 	if (st == RT_OK) {
 		const RtDeviceInfo *dv = rt_session_device(s);
 		printf("device %d: %s (sm_%d%d)\n", dv->ordinal, dv->name, dv->cc_major, dv->cc_minor);
+		print_launches(pl, &gi, o->no_graph);
 		for (int t = 0; t < pl->ntensors; t++)
 			if (pl->tensors[t].role == ROLE_INPUT && !pl->tensors[t].constant)
 				print_checksum("input", pl->tensors[t].name, &host[t]);

@@ -1,6 +1,6 @@
 /* bench.c: times a plan on the device with CUDA events.
  *
- * A run is every launch of the plan, back to back on the default stream, with an
+ * A run is every launch of the plan, back to back on the session's stream, with an
  * event recorded before the first launch and after each one; the gap between two
  * events is one launch's time and first-to-last is the run's. Runs are issued in
  * batches without host synchronization in between (so the host's launch latency
@@ -9,6 +9,12 @@
  * time: two events around the run's launches and the host waiting for the second
  * before it issues the next run. That is the latency a caller sees, the host's
  * launch cost included, and it is how a framework's per-call timing measures.
+ *
+ * Then the same two figures for runs replayed as CUDA graphs (runtime.c): one graph
+ * per buffer set, captured and launched once each before the timing (a graph's
+ * first launch uploads it), then timed with an event before and after each
+ * cuGraphLaunch, back to back and one at a time. The per-launch figures come from
+ * the direct launches only: a graph replays without events between its kernels.
  *
  * When a set of buffers is small next to the L2 cache, a run would find its
  * inputs left in L2 by the previous run and report cache bandwidth. Then more
@@ -81,8 +87,8 @@ static void sets_free(RtSession *s, Sets *st)
 	const RtPlan *pl = s->plan;
 	for (int k = 1; k < st->nsets; k++) {
 		if (st->bufs && st->bufs[k]) {
-			for (int t = 0; t < pl->ntensors; t++)
-				if (st->bufs[k][t])
+			for (int t = 0; t < pl->ntensors; t++)   /* not aliases: their owner's */
+				if (st->bufs[k][t] && pl->tensors[t].buffer)
 					s->drv.cuMemFree(st->bufs[k][t]);
 			free(st->bufs[k]);
 		}
@@ -178,15 +184,73 @@ static RtStatus latency_runs(RtSession *s, const Sets *st, CUevent *ev, int iter
 			     double *samp, Diag *d)
 {
 	for (int i = 0; i < iters; i++) {
-		RT_CU(s, d, cuEventRecord(ev[0], NULL));
+		RT_CU(s, d, cuEventRecord(ev[0], s->stream));
 		RtStatus rs = rt_launch_all(s, st->argv[i % st->nsets], NULL, d);
 		if (rs != RT_OK)
 			return rs;
-		RT_CU(s, d, cuEventRecord(ev[1], NULL));
+		RT_CU(s, d, cuEventRecord(ev[1], s->stream));
 		RT_CU(s, d, cuEventSynchronize(ev[1]));
 		float ms;
 		RT_CU(s, d, cuEventElapsedTime(&ms, ev[0], ev[1]));
 		samp[i] = ms;
+	}
+	return RT_OK;
+}
+
+/* Capture a graph per buffer set (g[0] is the session's own) and launch each once,
+ * then r->warmup more; false, with r->graph_why, when graphs are off or a capture
+ * failed. */
+static bool graph_warmup(RtSession *s, const Sets *st, RtGraph **g, RtBenchResult *r,
+			 RtStatus *rs, Diag *d)
+{
+	for (int k = 0; k < st->nsets; k++)
+		if (!rt_graph_prepare(s, g[k], st->bufs[k], st->argv[k])) {
+			snprintf(r->graph_why, sizeof r->graph_why, "%s", s->graph_why);
+			return false;
+		}
+	int n = st->nsets > r->warmup ? st->nsets : r->warmup;
+	for (int w = 0; *rs == RT_OK && w < n; w++)
+		*rs = rt_graph_launch(s, g[w % st->nsets], d);
+	if (*rs == RT_OK) {
+		CUresult cr = s->drv.cuCtxSynchronize();
+		if (cr != CUDA_SUCCESS)
+			*rs = rt_driver_fail(&s->drv, d, "cuCtxSynchronize", cr);
+	}
+	return *rs == RT_OK;
+}
+
+/* The graph runs: r->iters back to back in batches (an event pair around each
+ * cuGraphLaunch) into tsamp, then r->iters one at a time into latsamp. */
+static RtStatus graph_runs(RtSession *s, const Sets *st, RtGraph **g, CUevent *ev,
+			   int per_batch, RtBenchResult *r, double *tsamp, double *latsamp,
+			   Diag *d)
+{
+	float ms;
+	for (int done = 0; done < r->iters;) {
+		int batch = r->iters - done < per_batch ? r->iters - done : per_batch;
+		for (int b = 0; b < batch; b++) {
+			RT_CU(s, d, cuEventRecord(ev[2 * b], s->stream));
+			RtStatus rs = rt_graph_launch(s, g[(done + b) % st->nsets], d);
+			if (rs != RT_OK)
+				return rs;
+			RT_CU(s, d, cuEventRecord(ev[2 * b + 1], s->stream));
+		}
+		RT_CU(s, d, cuEventSynchronize(ev[2 * batch - 1]));
+		for (int b = 0; b < batch; b++) {
+			RT_CU(s, d, cuEventElapsedTime(&ms, ev[2 * b], ev[2 * b + 1]));
+			tsamp[done + b] = ms;
+		}
+		done += batch;
+	}
+	for (int i = 0; i < r->iters; i++) {
+		RT_CU(s, d, cuEventRecord(ev[0], s->stream));
+		RtStatus rs = rt_graph_launch(s, g[i % st->nsets], d);
+		if (rs != RT_OK)
+			return rs;
+		RT_CU(s, d, cuEventRecord(ev[1], s->stream));
+		RT_CU(s, d, cuEventSynchronize(ev[1]));
+		RT_CU(s, d, cuEventElapsedTime(&ms, ev[0], ev[1]));
+		latsamp[i] = ms;
 	}
 	return RT_OK;
 }
@@ -217,9 +281,7 @@ RtStatus rt_bench(RtSession *s, const RtBenchOptions *o, RtBenchResult *r, Diag 
 		per_batch = 1;
 	if (per_batch > r->iters)
 		per_batch = r->iters;
-	int nev = per_batch * (n + 1);
-	if (nev < 2)
-		nev = 2;            /* latency_runs' pair */
+	int nev = per_batch * (n + 1 > 2 ? n + 1 : 2);   /* graph_runs: a pair per run */
 	CUevent *ev = xcalloc((size_t)nev, sizeof *ev);
 	int created = 0;
 	for (int i = 0; rs == RT_OK && i < nev; i++) {
@@ -258,6 +320,28 @@ RtStatus rt_bench(RtSession *s, const RtBenchOptions *o, RtBenchResult *r, Diag 
 		r->latency_min_ms = min_of(latsamp, r->iters);
 		r->latency_ms = rt_median(latsamp, r->iters);
 	}
+
+	RtGraph **g = xcalloc((size_t)st.nsets + 1, sizeof *g);
+	for (int k = 0; k < st.nsets; k++) {
+		g[k] = k ? xcalloc(1, sizeof **g) : &s->graph;
+		if (k)
+			g[k]->bound = xcalloc((size_t)pl->ntensors + 1, sizeof *g[k]->bound);
+	}
+	if (rs == RT_OK && graph_warmup(s, &st, g, r, &rs, d))
+		rs = graph_runs(s, &st, g, ev, per_batch, r, tsamp, latsamp, d);
+	if (rs == RT_OK && !r->graph_why[0]) {
+		r->graph = true;
+		r->graph_total_min_ms = min_of(tsamp, r->iters);
+		r->graph_total_ms = rt_median(tsamp, r->iters);
+		r->graph_latency_min_ms = min_of(latsamp, r->iters);
+		r->graph_latency_ms = rt_median(latsamp, r->iters);
+	}
+	for (int k = 1; k < st.nsets; k++) {
+		rt_graph_release(s, g[k]);
+		free(g[k]->bound);
+		free(g[k]);
+	}
+	free(g);
 	free(latsamp);
 	free(lsamp);
 	free(tsamp);
@@ -313,10 +397,19 @@ void rt_bench_report(Buf *b, const RtSession *s, const RtBenchResult *r)
 			   pl->kernels[l->kernel].name, g, bl, ms * 1e3, r->launch_min_ms[i] * 1e3,
 			   gbps);
 	}
-	buf_printf(b, "total: median %.2f us, min %.2f us\n", r->total_ms * 1e3,
-		   r->total_min_ms * 1e3);
-	buf_printf(b, "latency: median %.2f us, min %.2f us (one run at a time, launch cost "
-		   "included)\n", r->latency_ms * 1e3, r->latency_min_ms * 1e3);
+	buf_printf(b, "total: median %.2f us, min %.2f us (direct launches, back to back, an "
+		   "event after each)\n", r->total_ms * 1e3, r->total_min_ms * 1e3);
+	buf_printf(b, "latency: median %.2f us, min %.2f us (direct launches, one run at a time, "
+		   "launch cost included)\n", r->latency_ms * 1e3, r->latency_min_ms * 1e3);
+	if (r->graph) {
+		buf_printf(b, "graph total: median %.2f us, min %.2f us (replayed as a CUDA graph, "
+			   "back to back)\n", r->graph_total_ms * 1e3, r->graph_total_min_ms * 1e3);
+		buf_printf(b, "graph latency: median %.2f us, min %.2f us (replayed as a CUDA graph, "
+			   "one run at a time, launch cost included)\n", r->graph_latency_ms * 1e3,
+			   r->graph_latency_min_ms * 1e3);
+	} else {
+		buf_printf(b, "graph: not timed: %s\n", r->graph_why);
+	}
 	buf_printf(b, "bytes that must move: %s (inputs %s + outputs %s)\n",
 		   human_bytes(r->bytes_in + r->bytes_out, h1, sizeof h1),
 		   human_bytes(r->bytes_in, h2, sizeof h2), human_bytes(r->bytes_out, h3, sizeof h3));

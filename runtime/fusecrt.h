@@ -5,7 +5,8 @@
  * Out: one HostTensor per graph output, or timings (rt_bench).
  * Memory: an RtPlan owns everything it points to (one arena); rt_plan_free frees it.
  *      An RtSession owns the driver library handle, the context reference, the
- *      module and every device buffer; rt_session_close releases them all. Host
+ *      module, its stream, its CUDA graphs and every device buffer it allocated
+ *      (not memory the caller binds); rt_session_close releases them all. Host
  *      tensors passed in stay the caller's; tensors filled by the runtime
  *      (rt_session_download, rt_cuda_run outputs) become the caller's, freed with
  *      host_free.
@@ -181,8 +182,42 @@ void rt_session_close(RtSession *s);           /* NULL is fine */
 const RtDeviceInfo *rt_session_device(const RtSession *s);
 /* Copy a host tensor into tensor `tensor`'s buffer; dtype and shape must match. */
 RtStatus rt_session_upload(RtSession *s, int tensor, const HostTensor *t, Diag *d);
-/* Launch every step in order on one stream and wait for the device. */
+/* Run the plan once and wait for the device: every step's launches in order on the
+ * session's stream. By default the launches are captured once into a CUDA graph
+ * (per set of bound buffers) and each run replays it with one cuGraphLaunch; the
+ * kernels, their order and their arguments are the same either way, so are the
+ * results. When the capture fails the run launches directly and
+ * rt_session_graph_info says why; that is not an error. */
 RtStatus rt_session_run(RtSession *s, Diag *d);
+
+/* Bind tensor `tensor` (one with a buffer) to device memory the caller owns, at
+ * least the tensor's bytes, from now on: runs read or write it there, uploads and
+ * downloads go there, tensors aliasing it follow. devptr 0 binds the session's own
+ * buffer again. The next run captures a new graph for the new set of addresses. */
+RtStatus rt_session_bind(RtSession *s, int tensor, uint64_t devptr, Diag *d);
+
+/* ---- CUDA graphs ------------------------------------------------------------ */
+
+typedef enum {
+	RT_GRAPH_ON,           /* runs replay a captured graph */
+	RT_GRAPH_OFF,          /* turned off: FUSEC_NO_GRAPH=1 when the session opened,
+				  or rt_session_set_graph(s, false) */
+	RT_GRAPH_FALLBACK,     /* a capture failed: runs launch directly */
+} RtGraphMode;
+
+typedef struct {
+	RtGraphMode mode;
+	const char *why;       /* OFF, FALLBACK: why, one line ("cuStreamBeginCapture_v2
+				  failed: CUDA_ERROR_…"); "" when on. The session's. */
+	int captures;          /* graphs captured so far (each set of bound buffers once) */
+	int replays;           /* runs replayed through a graph so far */
+} RtGraphInfo;
+
+void rt_session_graph_info(const RtSession *s, RtGraphInfo *out);
+/* Turn graphs off (the captured ones are destroyed) or on again (a failed capture
+ * is tried again at the next run). FUSEC_NO_GRAPH=1 in the environment when the
+ * session opens is the same as rt_session_set_graph(s, false) after it. */
+void rt_session_set_graph(RtSession *s, bool on);
 /* Copy tensor `tensor` back into a new host tensor. */
 RtStatus rt_session_download(RtSession *s, int tensor, HostTensor *out, Diag *d);
 
@@ -205,12 +240,22 @@ typedef struct {
 	double latency_ms;     /* median of one run issued alone, the host waiting for it
 				  (its launch cost included, no per-launch events) */
 	double latency_min_ms;
+	bool graph;            /* the graph figures below were measured */
+	char graph_why[768];   /* !graph: why not (graphs off, or the capture failed) */
+	double graph_total_ms; /* median of one run replayed as a CUDA graph, back to back
+				  (an event before and after each cuGraphLaunch) */
+	double graph_total_min_ms;
+	double graph_latency_ms; /* median of one graph run issued alone, the host waiting */
+	double graph_latency_min_ms;
 	uint64_t bytes_in, bytes_out;  /* bytes that must move */
 	double gbps;           /* (bytes_in + bytes_out) / total_ms */
 } RtBenchResult;
 
 void rt_bench_defaults(RtBenchOptions *o);
-/* Warm up, then time o->iters runs with CUDA events around every launch. When
+/* Warm up, then time o->iters runs with CUDA events around every launch (direct
+ * launches: the per-launch times, the total and the latency), then, unless the
+ * session's graphs are off, as many runs replayed as CUDA graphs (one graph per
+ * buffer set, captured before the timing), back to back and one at a time. When
  * one set of buffers is under twice the L2 size, further sets are allocated
  * (inputs copied from the uploaded ones) to span three times L2, and runs rotate
  * through them so that no run finds the previous run's data in L2. */
@@ -219,7 +264,8 @@ void rt_bench_result_free(RtBenchResult *r);
 /* The median of n values (mean of the middle two when n is even); v is sorted. */
 double rt_median(double *v, int n);
 /* The report fusec-run --bench and fusec bench print: one line per launch, then
- * the total and the achieved bandwidth. */
+ * the total and latency of direct launches, the same two of graph replays, and
+ * the achieved bandwidth. */
 void rt_bench_report(Buf *b, const RtSession *s, const RtBenchResult *r);
 
 /* ---- one call for `fusec run --backend cuda` / `fusec bench` -------------------- */

@@ -17,6 +17,8 @@ typedef struct CUmod_st *CUmodule;
 typedef struct CUfunc_st *CUfunction;
 typedef struct CUevent_st *CUevent;
 typedef struct CUstream_st *CUstream;
+typedef struct CUgraph_st *CUgraph;
+typedef struct CUgraphExec_st *CUgraphExec;
 
 enum {
 	CUDA_SUCCESS = 0,
@@ -34,9 +36,18 @@ enum {
 	CU_JIT_ERROR_LOG_BUFFER = 5,
 	CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES = 6,
 	CU_EVENT_DEFAULT = 0,
+	CU_STREAM_DEFAULT = 0,          /* a blocking stream: ordered after the legacy
+					   default stream's work, so copies there stay in order */
+	CU_STREAM_CAPTURE_MODE_THREAD_LOCAL = 1,   /* CUstreamCaptureMode: only this thread's
+						      unsafe calls break the capture */
 };
 
-/* X(return-less name used here, symbol looked up, required, parameter list) */
+/* X(return-less name used here, symbol looked up, required, parameter list).
+ * The graph calls are optional: a driver without them (before CUDA 11.4) runs every
+ * plan launch by launch (rt_graph_prepare says why). cuda.h maps cuStreamBeginCapture
+ * to cuStreamBeginCapture_v2 (the one with a mode) and, from CUDA 12,
+ * cuGraphInstantiate to cuGraphInstantiateWithFlags; the _ptsz variants are the
+ * per-thread default stream's, which the runtime does not use. */
 #define RT_DRIVER_FUNCS(X) \
 	X(cuGetErrorName, "cuGetErrorName", 1, (CUresult, const char **)) \
 	X(cuGetErrorString, "cuGetErrorString", 1, (CUresult, const char **)) \
@@ -68,7 +79,16 @@ enum {
 	X(cuEventRecord, "cuEventRecord", 1, (CUevent, CUstream)) \
 	X(cuEventSynchronize, "cuEventSynchronize", 1, (CUevent)) \
 	X(cuEventElapsedTime, "cuEventElapsedTime", 1, (float *, CUevent, CUevent)) \
-	X(cuEventDestroy, "cuEventDestroy_v2", 1, (CUevent))
+	X(cuEventDestroy, "cuEventDestroy_v2", 1, (CUevent)) \
+	X(cuStreamCreate, "cuStreamCreate", 1, (CUstream *, unsigned)) \
+	X(cuStreamDestroy, "cuStreamDestroy_v2", 1, (CUstream)) \
+	X(cuStreamBeginCapture, "cuStreamBeginCapture_v2", 0, (CUstream, int)) \
+	X(cuStreamEndCapture, "cuStreamEndCapture", 0, (CUstream, CUgraph *)) \
+	X(cuGraphInstantiate, "cuGraphInstantiateWithFlags", 0, \
+	  (CUgraphExec *, CUgraph, unsigned long long)) \
+	X(cuGraphLaunch, "cuGraphLaunch", 0, (CUgraphExec, CUstream)) \
+	X(cuGraphExecDestroy, "cuGraphExecDestroy", 0, (CUgraphExec)) \
+	X(cuGraphDestroy, "cuGraphDestroy", 0, (CUgraph))
 
 typedef struct {
 	void *lib;             /* dlopen handle */
@@ -78,6 +98,12 @@ typedef struct {
 #undef X
 } RtDriver;
 
+/* One captured CUDA graph: every launch of the plan with one set of bound buffers. */
+typedef struct {
+	CUgraphExec exec;      /* NULL until captured */
+	uint64_t *bound;       /* the addresses it was captured with (ntensors + 1) */
+} RtGraph;
+
 struct RtSession {
 	const RtPlan *plan;
 	RtDriver drv;
@@ -86,9 +112,18 @@ struct RtSession {
 	CUcontext ctx;         /* the device's primary context, retained */
 	CUmodule module;
 	CUfunction *funcs;     /* one per plan kernel */
-	uint64_t *bufs;        /* one device address per plan tensor; 0 without a buffer */
+	CUstream stream;       /* every launch and event record: the session's own, as
+				  the legacy default stream cannot be captured */
+	uint64_t *bufs;        /* one device address per plan tensor (+ the scratch at
+				  [ntensors]); 0 without a buffer */
+	uint64_t *own;         /* the same, of the allocations the session made (freed at
+				  close); bufs[t] differs where the caller bound its own */
 	RtArgSlot **slots;     /* per launch: packed argument values */
 	void ***argv;          /* per launch: kernelParams pointing into slots */
+	RtGraph graph;         /* the session's buffers' graph */
+	RtGraphMode graph_mode;
+	char graph_why[768];   /* graph_mode != RT_GRAPH_ON: why (a Diag message) */
+	int graph_captures, graph_replays;
 };
 
 /* Format "CALL failed: CUDA_ERROR_X (text)" into d and return RT_ERR_DEVICE. */
@@ -105,6 +140,16 @@ const char *rt_call_name_(const char *call_text);
 /* Launch step launches [0, n) with the buffer set whose packed arguments are argv
  * (argv[i] for launch i); between launches, record events ev[i] (may be NULL). */
 RtStatus rt_launch_all(RtSession *s, void ***argv, CUevent *ev, Diag *d);
+
+/* Make g a graph of the plan's launches with the buffer set `bufs` (argv packed from
+ * it): kept when it was captured with the same addresses, captured (again)
+ * otherwise; true when g is ready to launch. False when graphs are off, or when the
+ * capture failed: that is no error, the session falls back to direct launches and
+ * s->graph_why names the driver call and its CUresult. The capture runs nothing. */
+bool rt_graph_prepare(RtSession *s, RtGraph *g, const uint64_t *bufs, void ***argv);
+/* Replay g (prepared) on the session's stream; does not wait. */
+RtStatus rt_graph_launch(RtSession *s, RtGraph *g, Diag *d);
+void rt_graph_release(RtSession *s, RtGraph *g);
 
 /* Load the plan at plan_path, check the named inputs against it, open a session and
  * upload them (rt_cuda_run, rt_cuda_bench). *plp and *sp are set even on failure

@@ -12,8 +12,20 @@
  * needs the CUDA toolkit at build time. Every driver call is checked; a failure
  * becomes "CALL failed: CUDA_ERROR_NAME (description)", and a PTX that does not
  * JIT-compile brings the JIT's error log along. The session uses the device's
- * primary context, the default stream and one allocation per buffer tensor;
- * kernel arguments are packed once when the session opens. */
+ * primary context, one stream of its own and one allocation per buffer tensor;
+ * kernel arguments are packed once when the session opens (again when the caller
+ * binds a buffer of its own).
+ *
+ * A plan is a fixed list of launches, so a run is captured once into a CUDA graph
+ * (stream capture on the session's stream: the legacy default stream cannot be
+ * captured) and replayed with one cuGraphLaunch, which saves the per-launch host
+ * cost that dominates small batches. A graph holds the argument values it was
+ * captured with, so it is kept with the buffer addresses it bakes in and captured
+ * again when they change. The captured launches form one chain in plan order, as
+ * on a stream, so results are the same bits. Everything a capture may not do
+ * (cuFuncSetAttribute for large shared memory, allocation, copies) happens when the
+ * session opens. A capture that fails leaves runs on direct launches, with the
+ * failing call and its CUresult kept for the caller (rt_session_graph_info). */
 #include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
@@ -900,11 +912,15 @@ static const struct { int code; const char *name, *text; } known_errors[] = {
 	{209, "CUDA_ERROR_NO_BINARY_FOR_GPU", "no kernel image is available for execution on the device"},
 	{218, "CUDA_ERROR_INVALID_PTX", "a PTX JIT compilation failed"},
 	{222, "CUDA_ERROR_UNSUPPORTED_PTX_VERSION", "the provided PTX was compiled with an unsupported toolchain"},
+	{401, "CUDA_ERROR_ILLEGAL_STATE", "the operation cannot be performed in the present state"},
 	{500, "CUDA_ERROR_NOT_FOUND", "named symbol not found"},
 	{700, "CUDA_ERROR_ILLEGAL_ADDRESS", "an illegal memory access was encountered"},
 	{701, "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES", "too many resources requested for launch"},
 	{702, "CUDA_ERROR_LAUNCH_TIMEOUT", "the launch timed out and was terminated"},
 	{719, "CUDA_ERROR_LAUNCH_FAILED", "unspecified launch failure"},
+	{801, "CUDA_ERROR_NOT_SUPPORTED", "operation not supported"},
+	{900, "CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED", "operation not permitted when stream is capturing"},
+	{901, "CUDA_ERROR_STREAM_CAPTURE_INVALIDATED", "operation failed due to a previous error during capture"},
 	{999, "CUDA_ERROR_UNKNOWN", "unknown error"},
 };
 
@@ -1356,6 +1372,7 @@ static RtStatus alloc_buffers(RtSession *s, Diag *d)
 {
 	const RtPlan *pl = s->plan;
 	s->bufs = xcalloc((size_t)pl->ntensors + 1, sizeof *s->bufs);
+	s->own = xcalloc((size_t)pl->ntensors + 1, sizeof *s->own);
 	for (int i = 0; i < pl->ntensors; i++) {
 		const RtTensor *t = &pl->tensors[i];
 		if (!t->buffer)
@@ -1368,7 +1385,7 @@ static RtStatus alloc_buffers(RtSession *s, Diag *d)
 				    (unsigned long long)t->bytes, t->name);
 			return RT_ERR_DEVICE;
 		}
-		s->bufs[i] = p;
+		s->bufs[i] = s->own[i] = p;
 		if (t->role != ROLE_INPUT)
 			RT_CU(s, d, cuMemsetD8(p, 0xff, (size_t)t->bytes));
 	}
@@ -1386,7 +1403,7 @@ static RtStatus alloc_buffers(RtSession *s, Diag *d)
 				    (unsigned long long)pl->scratch_bytes);
 			return RT_ERR_DEVICE;
 		}
-		s->bufs[pl->ntensors] = p;
+		s->bufs[pl->ntensors] = s->own[pl->ntensors] = p;
 		RT_CU(s, d, cuMemsetD8(p, 0, (size_t)pl->scratch_bytes));
 	}
 	s->slots = xcalloc((size_t)pl->nlaunches + 1, sizeof *s->slots);
@@ -1400,14 +1417,33 @@ static RtStatus alloc_buffers(RtSession *s, Diag *d)
 	return RT_OK;
 }
 
+static RtStatus create_stream(RtSession *s, Diag *d)
+{
+	CUresult r = s->drv.cuStreamCreate(&s->stream, CU_STREAM_DEFAULT);
+	if (r != CUDA_SUCCESS) {
+		s->stream = NULL;
+		return rt_driver_fail(&s->drv, d, "cuStreamCreate", r);
+	}
+	return RT_OK;
+}
+
 RtStatus rt_session_open(RtSession **out, const RtPlan *plan, int ordinal, Diag *d)
 {
 	RtSession *s = xcalloc(1, sizeof *s);
 	s->plan = plan;
+	s->graph.bound = xcalloc((size_t)plan->ntensors + 1, sizeof *s->graph.bound);
+	const char *no = getenv("FUSEC_NO_GRAPH");
+	if (no && no[0] && strcmp(no, "0") != 0) {
+		s->graph_mode = RT_GRAPH_OFF;
+		snprintf(s->graph_why, sizeof s->graph_why, "turned off by FUSEC_NO_GRAPH=%.40s", no);
+		one_line(s->graph_why);
+	}
 	*out = NULL;
 	RtStatus st = driver_open(&s->drv, d);
 	if (st == RT_OK)
 		st = open_device(s, ordinal, d);
+	if (st == RT_OK)
+		st = create_stream(s, d);
 	if (st == RT_OK)
 		st = load_module(s, d);
 	if (st == RT_OK)
@@ -1442,10 +1478,14 @@ void rt_session_close(RtSession *s)
 	if (!s)
 		return;
 	const RtPlan *pl = s->plan;
-	if (s->bufs)
+	rt_graph_release(s, &s->graph);
+	free(s->graph.bound);
+	if (s->stream)
+		s->drv.cuStreamDestroy(s->stream);
+	if (s->own)
 		for (int i = 0; i <= pl->ntensors; i++)
-			if (s->bufs[i])
-				s->drv.cuMemFree(s->bufs[i]);
+			if (s->own[i])
+				s->drv.cuMemFree(s->own[i]);
 	if (s->module)
 		s->drv.cuModuleUnload(s->module);
 	if (s->ctx)
@@ -1460,6 +1500,7 @@ void rt_session_close(RtSession *s)
 	free(s->slots);
 	free(s->argv);
 	free(s->bufs);
+	free(s->own);
 	free(s->funcs);
 	free(s);
 }
@@ -1511,17 +1552,21 @@ RtStatus rt_session_download(RtSession *s, int tensor, HostTensor *out, Diag *d)
 	return RT_OK;
 }
 
+static CUresult launch(RtSession *s, const RtLaunch *l, void **argv)
+{
+	return s->drv.cuLaunchKernel(s->funcs[l->kernel], l->grid[0], l->grid[1], l->grid[2],
+				     l->block[0], l->block[1], l->block[2], l->shared_bytes,
+				     s->stream, argv, NULL);
+}
+
 RtStatus rt_launch_all(RtSession *s, void ***argv, CUevent *ev, Diag *d)
 {
 	const RtPlan *pl = s->plan;
 	if (ev)
-		RT_CU(s, d, cuEventRecord(ev[0], NULL));
+		RT_CU(s, d, cuEventRecord(ev[0], s->stream));
 	for (int i = 0; i < pl->nlaunches; i++) {
 		const RtLaunch *l = &pl->launches[i];
-		CUresult r = s->drv.cuLaunchKernel(s->funcs[l->kernel],
-						   l->grid[0], l->grid[1], l->grid[2],
-						   l->block[0], l->block[1], l->block[2],
-						   l->shared_bytes, NULL, argv[i], NULL);
+		CUresult r = launch(s, l, argv[i]);
 		if (r != CUDA_SUCCESS) {
 			rt_driver_fail(&s->drv, d, "cuLaunchKernel", r);
 			diag_prefix(d, "launch %d (step %d, kernel '%s')", i, l->step,
@@ -1529,22 +1574,160 @@ RtStatus rt_launch_all(RtSession *s, void ***argv, CUevent *ev, Diag *d)
 			return RT_ERR_DEVICE;
 		}
 		if (ev)
-			RT_CU(s, d, cuEventRecord(ev[i + 1], NULL));
+			RT_CU(s, d, cuEventRecord(ev[i + 1], s->stream));
 	}
 	return RT_OK;
 }
 
 RtStatus rt_session_run(RtSession *s, Diag *d)
 {
-	RtStatus st = rt_launch_all(s, s->argv, NULL, d);
+	bool graph = rt_graph_prepare(s, &s->graph, s->bufs, s->argv);
+	RtStatus st = graph ? rt_graph_launch(s, &s->graph, d) : rt_launch_all(s, s->argv, NULL, d);
 	if (st != RT_OK)
 		return st;
 	CUresult r = s->drv.cuCtxSynchronize();
 	if (r != CUDA_SUCCESS) {
 		rt_driver_fail(&s->drv, d, "cuCtxSynchronize", r);
-		diag_prefix(d, "running the plan's kernels");
+		diag_prefix(d, "running the plan's kernels%s", graph ? " (replayed as a CUDA graph)" : "");
 		return RT_ERR_DEVICE;
 	}
+	return RT_OK;
+}
+
+RtStatus rt_session_bind(RtSession *s, int tensor, uint64_t devptr, Diag *d)
+{
+	const RtPlan *pl = s->plan;
+	if (tensor < 0 || tensor >= pl->ntensors || !pl->tensors[tensor].buffer) {
+		diag_set(d, "", 0, 0, "cannot bind tensor %d: %s", tensor,
+			 tensor < 0 || tensor >= pl->ntensors ? "the plan has no such tensor"
+			 : "it has no buffer of its own (bind the tensor it aliases)");
+		return RT_ERR_INPUT;
+	}
+	uint64_t p = devptr ? devptr : s->own[tensor];
+	s->bufs[tensor] = p;
+	for (int i = 0; i < pl->ntensors; i++)
+		if (pl->tensors[i].alias == tensor)
+			s->bufs[i] = p;
+	for (int i = 0; i < pl->nlaunches; i++)
+		rt_pack_args(&pl->launches[i], s->bufs, s->slots[i], s->argv[i]);
+	return RT_OK;
+}
+
+/* ---- CUDA graphs ------------------------------------------------------------ */
+
+void rt_session_graph_info(const RtSession *s, RtGraphInfo *out)
+{
+	out->mode = s->graph_mode;
+	out->why = s->graph_mode == RT_GRAPH_ON ? "" : s->graph_why;
+	out->captures = s->graph_captures;
+	out->replays = s->graph_replays;
+}
+
+void rt_session_set_graph(RtSession *s, bool on)
+{
+	if (on) {
+		s->graph_mode = RT_GRAPH_ON;
+		s->graph_why[0] = '\0';
+		return;
+	}
+	rt_graph_release(s, &s->graph);
+	s->graph_mode = RT_GRAPH_OFF;
+	snprintf(s->graph_why, sizeof s->graph_why, "turned off by the caller");
+}
+
+void rt_graph_release(RtSession *s, RtGraph *g)
+{
+	if (g->exec)
+		s->drv.cuGraphExecDestroy(g->exec);
+	g->exec = NULL;
+}
+
+/* The capture failed as *why says: runs launch directly from now on. */
+static bool fall_back(RtSession *s, RtGraph *g, const Diag *why)
+{
+	rt_graph_release(s, g);
+	rt_graph_release(s, &s->graph);
+	s->graph_mode = RT_GRAPH_FALLBACK;
+	snprintf(s->graph_why, sizeof s->graph_why, "%s", why->msg);
+	return false;
+}
+
+bool rt_graph_prepare(RtSession *s, RtGraph *g, const uint64_t *bufs, void ***argv)
+{
+	const RtPlan *pl = s->plan;
+	size_t nb = ((size_t)pl->ntensors + 1) * sizeof *bufs;
+	if (s->graph_mode != RT_GRAPH_ON)
+		return false;
+	if (g->exec && memcmp(g->bound, bufs, nb) == 0)
+		return true;
+	rt_graph_release(s, g);
+	Diag why;
+	const char *missing = !s->drv.cuStreamBeginCapture ? "cuStreamBeginCapture_v2"
+		: !s->drv.cuStreamEndCapture ? "cuStreamEndCapture"
+		: !s->drv.cuGraphInstantiate ? "cuGraphInstantiateWithFlags"
+		: !s->drv.cuGraphLaunch ? "cuGraphLaunch"
+		: !s->drv.cuGraphExecDestroy ? "cuGraphExecDestroy"
+		: !s->drv.cuGraphDestroy ? "cuGraphDestroy" : NULL;
+	if (missing) {
+		diag_set(&why, "", 0, 0, "the CUDA driver library '%s' has no %s (CUDA 11.4 or "
+			 "later has)", s->drv.path, missing);
+		return fall_back(s, g, &why);
+	}
+	CUresult r = s->drv.cuStreamBeginCapture(s->stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL);
+	if (r != CUDA_SUCCESS) {
+		rt_driver_fail(&s->drv, &why, "cuStreamBeginCapture_v2", r);
+		return fall_back(s, g, &why);
+	}
+	bool failed = false;
+	for (int i = 0; i < pl->nlaunches && !failed; i++) {
+		const RtLaunch *l = &pl->launches[i];
+		r = launch(s, l, argv[i]);
+		if (r != CUDA_SUCCESS) {
+			rt_driver_fail(&s->drv, &why, "cuLaunchKernel", r);
+			diag_prefix(&why, "capturing launch %d (step %d, kernel '%s')", i, l->step,
+				    pl->kernels[l->kernel].name);
+			failed = true;
+		}
+	}
+	/* always: it ends the capture, failed or not, and hands back what it holds */
+	CUgraph graph = NULL;
+	r = s->drv.cuStreamEndCapture(s->stream, &graph);
+	if (!failed && r != CUDA_SUCCESS) {
+		rt_driver_fail(&s->drv, &why, "cuStreamEndCapture", r);
+		failed = true;
+	} else if (!failed && !graph) {
+		diag_set(&why, "", 0, 0, "cuStreamEndCapture returned no graph");
+		failed = true;
+	}
+	CUgraphExec exec = NULL;
+	if (!failed) {
+		r = s->drv.cuGraphInstantiate(&exec, graph, 0);
+		if (r != CUDA_SUCCESS) {
+			rt_driver_fail(&s->drv, &why, "cuGraphInstantiateWithFlags", r);
+			exec = NULL;
+			failed = true;
+		}
+	}
+	if (graph)   /* the executable graph does not need it */
+		s->drv.cuGraphDestroy(graph);
+	if (failed)
+		return fall_back(s, g, &why);
+	g->exec = exec;
+	memcpy(g->bound, bufs, nb);
+	s->graph_captures++;
+	return true;
+}
+
+RtStatus rt_graph_launch(RtSession *s, RtGraph *g, Diag *d)
+{
+	CUresult r = s->drv.cuGraphLaunch(g->exec, s->stream);
+	if (r != CUDA_SUCCESS) {
+		rt_driver_fail(&s->drv, d, "cuGraphLaunch", r);
+		diag_prefix(d, "replaying the plan's %d launches as a CUDA graph (FUSEC_NO_GRAPH=1 "
+			    "launches them one by one)", s->plan->nlaunches);
+		return RT_ERR_DEVICE;
+	}
+	s->graph_replays++;
 	return RT_OK;
 }
 

@@ -16,6 +16,8 @@ check run-plan-interp 2 "$FUSEC" run $FIX
 
 check bench-plan 0 env FUSEC_LIBCUDA="$FAKE" "$FUSEC" bench $FIX --iters 5 --warmup 1 &&
 	contains bench-plan-total "$TMP/out" "total: median" &&
+	contains bench-plan-graph "$TMP/out" "graph total: median 15.00 us" &&
+	contains bench-plan-graph-latency "$TMP/out" "graph latency: median 15.00 us" &&
 	contains bench-plan-bw "$TMP/out" "bandwidth:"
 check run-plan 0 env FUSEC_LIBCUDA="$FAKE" "$FUSEC" run $FIX --backend cuda --outputs "$TMP/o1" &&
 	contains run-plan-y "$TMP/out" "y: f32[1000,37] sum="

@@ -80,7 +80,7 @@ contains rt_bench_head "$TMP/out" "bench: 2 warm-up, 9 timed runs (median), 32 b
 contains rt_bench_k0 "$TMP/out" "0      0      k_fma                    [145,1,1]        [256,1,1]             10.00        10.00"
 contains rt_bench_k1 "$TMP/out" "1      1      k_affine                 [290,1,1]        [128,1,1]              5.00         5.00"
 contains rt_bench_total "$TMP/out" "total: median 15.00 us, min 15.00 us"
-contains rt_bench_latency "$TMP/out" "latency: median 15.00 us, min 15.00 us (one run at a time, launch cost included)"
+contains rt_bench_latency "$TMP/out" "latency: median 15.00 us, min 15.00 us (direct launches, one run at a time, launch cost included)"
 contains rt_bench_bytes "$TMP/out" "bytes that must move: 614.3 KiB (inputs 433.6 KiB + outputs 180.7 KiB)"
 contains rt_bench_bw "$TMP/out" "bandwidth: 41.9 GB/s"
 same rt_bench_clean "$TMP/err" ""

@@ -11,12 +11,37 @@
  * Time is a counter: each launch of fix_fma advances it by 10 us, fix_affine by
  * 5 us, so CUDA-event timings are exact.
  *
+ * Streams and CUDA graphs: work runs at once whatever the stream. A stream in
+ * capture (cuStreamBeginCapture_v2) runs nothing: each cuLaunchKernel on it
+ * becomes a node holding a copy of the argument values, sized by the entry's
+ * .param list in the PTX, as the driver copies them; cuStreamEndCapture hands the
+ * nodes over as a graph, cuGraphInstantiateWithFlags copies them into an
+ * executable graph, and cuGraphLaunch runs its nodes in capture order with those
+ * copied values, so a graph captured with other buffers writes into those. While
+ * a capture is on, the calls a capture forbids (allocation, copies, memset,
+ * synchronization, the legacy default stream) fail with
+ * CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED and invalidate it, and so does a launch
+ * with a bad configuration; cuStreamEndCapture then fails with
+ * CUDA_ERROR_STREAM_CAPTURE_INVALIDATED. The legacy (NULL) stream cannot be
+ * captured.
+ *
  * Knobs (environment): FAKECUDA_NO_DEVICE=1 (cuInit fails: no device),
  * FAKECUDA_CC=80 (compute capability), FAKECUDA_MEM=BYTES (allocation limit),
- * FAKECUDA_L2=BYTES (L2 size, default 50 MiB). A PTX containing FAKE_JIT_ERROR
- * fails to load with a JIT log. At unload it reports leaked allocations, events,
- * modules or context references on stderr. */
+ * FAKECUDA_L2=BYTES (L2 size, default 50 MiB). FAKECUDA_LAUNCH_US=N: the host's
+ * cost of one launch, as device time idle before it (each direct launch, each
+ * cuGraphLaunch once); default 0. FAKECUDA_CAPTURE_FAIL=begin|launch|end|
+ * instantiate|graph-launch fails that step of a graph (begin: not supported;
+ * launch: the first captured launch is refused, the capture invalidated;
+ * end: CUDA_ERROR_UNKNOWN; instantiate: out of memory; graph-launch:
+ * cuGraphLaunch fails with CUDA_ERROR_LAUNCH_FAILED). FAKECUDA_TRACE=FILE appends
+ * a line per kernel run (its entry, grid, block, shared bytes and argument values,
+ * a pointer as bufN+OFFSET into the Nth allocation slot, and "direct" or "graph")
+ * and per capture step. A PTX containing FAKE_JIT_ERROR fails to load with a JIT
+ * log. At unload it reports leaked allocations, events, modules, streams, graphs,
+ * executable graphs or context references on stderr; fakecuda_live() counts
+ * them. */
 #include <math.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,20 +52,58 @@ typedef unsigned long long CUdeviceptr;
 
 enum { MAX_ALLOCS = 4096 };
 
+enum { MAX_PARAMS = 64 };
+enum {
+	E_INVALID_VALUE = 1, E_OUT_OF_MEMORY = 2, E_ILLEGAL_STATE = 401, E_ILLEGAL_ADDRESS = 700,
+	E_LAUNCH_FAILED = 719, E_NOT_SUPPORTED = 801, E_CAPTURE_UNSUPPORTED = 900,
+	E_CAPTURE_INVALIDATED = 901, E_UNKNOWN = 999,
+};
+
 static struct { unsigned char *p; size_t n; } allocs[MAX_ALLOCS];
-static int nlive_allocs, nlive_events, nlive_modules, ctx_refs, inited;
+static int nlive_allocs, nlive_events, nlive_modules, nlive_streams, nlive_graphs,
+	nlive_execs, ctx_refs, inited;
 static size_t mem_used;
 static double clock_ms;
 
+typedef struct Func Func;
+struct Func {
+	int kind;              /* 1 fix_fma, 2 fix_affine, 0 unknown */
+	char name[128];
+	int nparams;
+	int psize[MAX_PARAMS]; /* bytes of each parameter, from the PTX */
+	Func *next;            /* the module's list */
+};
+
 typedef struct {
 	char *text;
+	Func *funcs;
 } Module;
 
+/* A captured launch, its argument values copied. */
 typedef struct {
-	int kind;              /* 1 fix_fma, 2 fix_affine, 0 unknown */
-} Func;
+	Func *f;
+	unsigned grid[3], block[3], shared;
+	unsigned char *args;   /* the values, back to back */
+} Node;
 
-static Func func_fma = {1}, func_affine = {2}, func_other = {0};
+typedef struct {
+	Node *nodes;
+	int n, cap;
+} NodeList;
+
+enum { STREAM_MAGIC = 0x57ea3 };
+
+typedef struct {
+	int magic;
+	int capturing, invalid; /* in capture; a step of it failed */
+	NodeList cap;
+} Stream;
+
+typedef struct {
+	NodeList nodes;
+} Graph;
+
+static Stream *capture;   /* the stream in capture, or NULL (one at a time here) */
 
 typedef struct {
 	double t;
@@ -51,6 +114,41 @@ static const char *env(const char *k)
 {
 	const char *v = getenv(k);
 	return v && v[0] ? v : NULL;
+}
+
+static int fail_at(const char *step)
+{
+	const char *v = env("FAKECUDA_CAPTURE_FAIL");
+	return v && strcmp(v, step) == 0;
+}
+
+static FILE *trace_file(void)
+{
+	const char *path = env("FAKECUDA_TRACE");
+	return path ? fopen(path, "a") : NULL;
+}
+
+static void trace(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void trace(const char *fmt, ...)
+{
+	FILE *f = trace_file();
+	if (!f)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	vfprintf(f, fmt, ap);
+	va_end(ap);
+	fputc('\n', f);
+	fclose(f);
+}
+
+/* A call a capture forbids: it fails, and invalidates the capture under way. */
+static int capture_forbids(void)
+{
+	if (!capture)
+		return 0;
+	capture->invalid = 1;
+	return 1;
 }
 
 /* The allocation holding [p, p + n), or -1. */
@@ -73,9 +171,14 @@ CUresult cuGetErrorName(CUresult r, const char **s)
 	case 3: *s = "CUDA_ERROR_NOT_INITIALIZED"; return 0;
 	case 100: *s = "CUDA_ERROR_NO_DEVICE"; return 0;
 	case 218: *s = "CUDA_ERROR_INVALID_PTX"; return 0;
+	case 401: *s = "CUDA_ERROR_ILLEGAL_STATE"; return 0;
 	case 500: *s = "CUDA_ERROR_NOT_FOUND"; return 0;
 	case 700: *s = "CUDA_ERROR_ILLEGAL_ADDRESS"; return 0;
 	case 719: *s = "CUDA_ERROR_LAUNCH_FAILED"; return 0;
+	case 801: *s = "CUDA_ERROR_NOT_SUPPORTED"; return 0;
+	case 900: *s = "CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED"; return 0;
+	case 901: *s = "CUDA_ERROR_STREAM_CAPTURE_INVALIDATED"; return 0;
+	case 999: *s = "CUDA_ERROR_UNKNOWN"; return 0;
 	}
 	*s = NULL;
 	return 1;
@@ -89,6 +192,11 @@ CUresult cuGetErrorString(CUresult r, const char **s)
 	case 218: *s = "a PTX JIT compilation failed"; return 0;
 	case 500: *s = "named symbol not found"; return 0;
 	case 700: *s = "an illegal memory access was encountered"; return 0;
+	case 719: *s = "unspecified launch failure"; return 0;
+	case 801: *s = "operation not supported"; return 0;
+	case 900: *s = "operation not permitted when stream is capturing"; return 0;
+	case 901: *s = "operation failed due to a previous error during capture"; return 0;
+	case 999: *s = "unknown error"; return 0;
 	}
 	*s = NULL;
 	return 1;
@@ -154,11 +262,18 @@ CUresult cuDevicePrimaryCtxRelease_v2(int dev)
 }
 
 CUresult cuCtxSetCurrent(void *ctx) { return ctx ? 0 : 1; }
-CUresult cuCtxSynchronize(void) { return ctx_refs > 0 ? 0 : 3; }
+CUresult cuCtxSynchronize(void)
+{
+	if (capture_forbids())
+		return E_CAPTURE_UNSUPPORTED;
+	return ctx_refs > 0 ? 0 : 3;
+}
 
 CUresult cuModuleLoadDataEx(void **mod, const void *image, unsigned nopt, int *opts, void **vals)
 {
 	const char *text = image;
+	if (capture_forbids())
+		return E_CAPTURE_UNSUPPORTED;
 	if (strstr(text, "FAKE_JIT_ERROR")) {
 		for (unsigned i = 0; i < nopt; i++)
 			if (opts[i] == 5) {
@@ -184,10 +299,53 @@ CUresult cuModuleLoadDataEx(void **mod, const void *image, unsigned nopt, int *o
 CUresult cuModuleUnload(void *mod)
 {
 	Module *m = mod;
+	while (m->funcs) {
+		Func *f = m->funcs;
+		m->funcs = f->next;
+		free(f);
+	}
 	free(m->text);
 	free(m);
 	nlive_modules--;
 	return 0;
+}
+
+/* The byte size of each parameter of `.entry NAME(` at p (just after the '('), as
+ * the driver reads them: .u64/.s64/.b64/.f64 8, the 32-bit kinds 4, an
+ * `.align N .b8 name[SIZE]` SIZE; -1 if the list cannot be read. */
+static int param_sizes(const char *p, int *size)
+{
+	int n = 0;
+	const char *end = strchr(p, ')');
+	if (!end)
+		return -1;
+	while (p < end) {
+		const char *q = strstr(p, ".param");
+		if (!q || q >= end)
+			break;
+		q += 6;
+		while (*q == ' ' || *q == '\t')
+			q++;
+		int sz = -1;
+		if (!strncmp(q, ".align", 6)) {
+			const char *br = strchr(q, '[');
+			if (br && br < end)
+				sz = atoi(br + 1);
+		} else if (!strncmp(q + 2, "64", 2)) {
+			sz = 8;
+		} else if (!strncmp(q + 2, "32", 2)) {
+			sz = 4;
+		} else if (!strncmp(q + 2, "16", 2)) {
+			sz = 2;
+		} else if (!strncmp(q + 2, "8", 1)) {
+			sz = 1;
+		}
+		if (sz <= 0 || n == MAX_PARAMS)
+			return -1;
+		size[n++] = sz;
+		p = q;
+	}
+	return n;
 }
 
 CUresult cuModuleGetFunction(void **f, void *mod, const char *name)
@@ -195,10 +353,16 @@ CUresult cuModuleGetFunction(void **f, void *mod, const char *name)
 	Module *m = mod;
 	char pat[300];
 	snprintf(pat, sizeof pat, ".entry %s(", name);
-	if (!strstr(m->text, pat))
+	const char *at = strstr(m->text, pat);
+	if (!at)
 		return 500;
-	*f = strcmp(name, "fix_fma") == 0 ? &func_fma
-	   : strcmp(name, "fix_affine") == 0 ? &func_affine : &func_other;
+	Func *fn = calloc(1, sizeof *fn);
+	fn->kind = strcmp(name, "fix_fma") == 0 ? 1 : strcmp(name, "fix_affine") == 0 ? 2 : 0;
+	snprintf(fn->name, sizeof fn->name, "%s", name);
+	fn->nparams = param_sizes(at + strlen(pat), fn->psize);
+	fn->next = m->funcs;
+	m->funcs = fn;
+	*f = fn;
 	return 0;
 }
 
@@ -207,6 +371,8 @@ CUresult cuFuncSetAttribute(void *f, int attr, int v) { return attr == 8 && v <=
 CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t n)
 {
 	size_t limit = env("FAKECUDA_MEM") ? (size_t)atoll(env("FAKECUDA_MEM")) : (size_t)1 << 32;
+	if (capture_forbids())
+		return E_CAPTURE_UNSUPPORTED;
 	if (n == 0)
 		return 1;
 	if (mem_used + n > limit)
@@ -226,6 +392,8 @@ CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t n)
 
 CUresult cuMemFree_v2(CUdeviceptr p)
 {
+	if (capture_forbids())
+		return E_CAPTURE_UNSUPPORTED;
 	for (int i = 0; i < MAX_ALLOCS; i++)
 		if ((uintptr_t)allocs[i].p == p && p) {
 			free(allocs[i].p);
@@ -239,6 +407,8 @@ CUresult cuMemFree_v2(CUdeviceptr p)
 
 CUresult cuMemcpyHtoD_v2(CUdeviceptr dst, const void *src, size_t n)
 {
+	if (capture_forbids())
+		return E_CAPTURE_UNSUPPORTED;
 	if (find(dst, n) < 0)
 		return 1;
 	memcpy((void *)(uintptr_t)dst, src, n);
@@ -247,6 +417,8 @@ CUresult cuMemcpyHtoD_v2(CUdeviceptr dst, const void *src, size_t n)
 
 CUresult cuMemcpyDtoH_v2(void *dst, CUdeviceptr src, size_t n)
 {
+	if (capture_forbids())
+		return E_CAPTURE_UNSUPPORTED;
 	if (find(src, n) < 0)
 		return 1;
 	memcpy(dst, (void *)(uintptr_t)src, n);
@@ -255,6 +427,8 @@ CUresult cuMemcpyDtoH_v2(void *dst, CUdeviceptr src, size_t n)
 
 CUresult cuMemcpyDtoD_v2(CUdeviceptr dst, CUdeviceptr src, size_t n)
 {
+	if (capture_forbids())
+		return E_CAPTURE_UNSUPPORTED;
 	if (find(dst, n) < 0 || find(src, n) < 0)
 		return 1;
 	memmove((void *)(uintptr_t)dst, (void *)(uintptr_t)src, n);
@@ -263,6 +437,8 @@ CUresult cuMemcpyDtoD_v2(CUdeviceptr dst, CUdeviceptr src, size_t n)
 
 CUresult cuMemsetD8_v2(CUdeviceptr dst, unsigned char v, size_t n)
 {
+	if (capture_forbids())
+		return E_CAPTURE_UNSUPPORTED;
 	if (find(dst, n) < 0)
 		return 1;
 	memset((void *)(uintptr_t)dst, v, n);
@@ -279,16 +455,36 @@ static void *arg_ptr(void **params, int i, long long n, size_t sz, int *bad)
 	return (void *)(uintptr_t)p;
 }
 
-CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
-			unsigned by, unsigned bz, unsigned shared, void *stream, void **params,
-			void **extra)
+/* One trace line for a kernel run: pointers as bufN+OFFSET, other values in hex. */
+static void trace_kernel(const Func *fn, const unsigned *grid, const unsigned *block,
+			 unsigned shared, void **params, const char *via)
 {
-	Func *fn = f;
-	if (!params || extra || gx == 0 || gy == 0 || gz == 0 || bx * by * bz > 1024 ||
-	    bx * by * bz == 0)
-		return 1;
-	long long threads = (long long)gx * bx;
+	FILE *f = trace_file();
+	if (!f)
+		return;
+	fprintf(f, "kernel %s grid %u,%u,%u block %u,%u,%u shared %u args", fn->name, grid[0],
+		grid[1], grid[2], block[0], block[1], block[2], shared);
+	for (int i = 0; i < fn->nparams; i++) {
+		unsigned long long v = 0;
+		memcpy(&v, params[i], (size_t)(fn->psize[i] < 8 ? fn->psize[i] : 8));
+		int k = fn->psize[i] == 8 ? find(v, 1) : -1;
+		if (k >= 0)
+			fprintf(f, "%sbuf%d+%llu", i ? "," : " ", k,
+				v - (unsigned long long)(uintptr_t)allocs[k].p);
+		else
+			fprintf(f, "%s0x%0*llx", i ? "," : " ", 2 * fn->psize[i], v);
+	}
+	fprintf(f, " (%s)\n", via);
+	fclose(f);
+}
+
+/* Run kernel fn over the grid with the argument values params points to. */
+static CUresult run_kernel(const Func *fn, const unsigned *grid, const unsigned *block,
+			   unsigned shared, void **params, const char *via)
+{
+	long long threads = (long long)grid[0] * block[0];
 	int bad = 0;
+	trace_kernel(fn, grid, block, shared, params, via);
 	if (fn->kind == 1) {
 		double s;
 		long long n;
@@ -299,7 +495,7 @@ CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned
 		const float *c = arg_ptr(params, 2, m, 4, &bad);
 		float *t = arg_ptr(params, 5, m, 4, &bad);
 		if (bad)
-			return 700;
+			return E_ILLEGAL_ADDRESS;
 		for (long long i = 0; i < m; i++)
 			t[i] = fmaf(a[i], b[i], c[i] * (float)s);
 		clock_ms += 0.010;
@@ -314,15 +510,237 @@ CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned
 		float *y = arg_ptr(params, 4, m, 4, &bad);
 		unsigned char *mk = arg_ptr(params, 5, m, 1, &bad);
 		if (bad)
-			return 700;
+			return E_ILLEGAL_ADDRESS;
 		for (long long i = 0; i < m; i++) {
 			y[i] = fmaf(t[i], alpha, beta);
 			mk[i] = y[i] > 1.0f;
 		}
 		clock_ms += 0.005;
 	} else {
-		return 719;
+		return E_LAUNCH_FAILED;
 	}
+	return 0;
+}
+
+static double launch_cost_ms(void)
+{
+	return env("FAKECUDA_LAUNCH_US") ? atof(env("FAKECUDA_LAUNCH_US")) / 1e3 : 0;
+}
+
+/* A stream handle: NULL (the legacy default stream) or a live Stream. */
+static int bad_stream(void *stream)
+{
+	return stream && ((Stream *)stream)->magic != STREAM_MAGIC;
+}
+
+static void nodes_free(NodeList *l)
+{
+	for (int i = 0; i < l->n; i++)
+		free(l->nodes[i].args);
+	free(l->nodes);
+	memset(l, 0, sizeof *l);
+}
+
+/* Copy a launch into l, its argument values by the entry's parameter sizes. */
+static void nodes_add(NodeList *l, Func *fn, const unsigned *grid, const unsigned *block,
+		      unsigned shared, void **params)
+{
+	if (l->n == l->cap) {
+		l->cap = l->cap ? 2 * l->cap : 8;
+		l->nodes = realloc(l->nodes, (size_t)l->cap * sizeof *l->nodes);
+	}
+	Node *nd = &l->nodes[l->n++];
+	size_t total = 0;
+	for (int i = 0; i < fn->nparams; i++)
+		total += (size_t)fn->psize[i];
+	nd->f = fn;
+	memcpy(nd->grid, grid, sizeof nd->grid);
+	memcpy(nd->block, block, sizeof nd->block);
+	nd->shared = shared;
+	nd->args = malloc(total + 1);
+	for (int i = 0, off = 0; i < fn->nparams; off += fn->psize[i], i++)
+		memcpy(nd->args + off, params[i], (size_t)fn->psize[i]);
+}
+
+static void nodes_copy(NodeList *to, const NodeList *from)
+{
+	for (int i = 0; i < from->n; i++) {
+		const Node *nd = &from->nodes[i];
+		void *params[MAX_PARAMS];
+		for (int k = 0, off = 0; k < nd->f->nparams; off += nd->f->psize[k], k++)
+			params[k] = nd->args + off;
+		nodes_add(to, nd->f, nd->grid, nd->block, nd->shared, params);
+	}
+}
+
+CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+			unsigned by, unsigned bz, unsigned shared, void *stream, void **params,
+			void **extra)
+{
+	Func *fn = f;
+	unsigned grid[3] = {gx, gy, gz}, block[3] = {bx, by, bz};
+	if (bad_stream(stream))
+		return E_INVALID_VALUE;
+	if (capture && stream != capture) {   /* the legacy stream, or another one */
+		capture->invalid = 1;
+		return E_CAPTURE_UNSUPPORTED;
+	}
+	if (!params || extra || gx == 0 || gy == 0 || gz == 0 || bx * by * bz > 1024 ||
+	    bx * by * bz == 0 || fn->nparams < 0) {
+		if (capture)
+			capture->invalid = 1;
+		return E_INVALID_VALUE;
+	}
+	if (capture) {
+		if (fail_at("launch") || capture->invalid) {
+			capture->invalid = 1;
+			return E_CAPTURE_UNSUPPORTED;
+		}
+		nodes_add(&capture->cap, fn, grid, block, shared, params);
+		trace("captured %s (%d)", fn->name, capture->cap.n);
+		return 0;
+	}
+	clock_ms += launch_cost_ms();
+	return run_kernel(fn, grid, block, shared, params, "direct");
+}
+
+CUresult cuStreamCreate(void **stream, unsigned flags)
+{
+	if (flags > 1)
+		return E_INVALID_VALUE;
+	Stream *s = calloc(1, sizeof *s);
+	s->magic = STREAM_MAGIC;
+	nlive_streams++;
+	*stream = s;
+	return 0;
+}
+
+CUresult cuStreamDestroy_v2(void *stream)
+{
+	Stream *s = stream;
+	if (!s || bad_stream(s))
+		return E_INVALID_VALUE;
+	if (capture == s)
+		capture = NULL;
+	nodes_free(&s->cap);
+	s->magic = 0;
+	free(s);
+	nlive_streams--;
+	return 0;
+}
+
+CUresult cuStreamSynchronize(void *stream)
+{
+	if (bad_stream(stream))
+		return E_INVALID_VALUE;
+	return capture_forbids() ? E_CAPTURE_UNSUPPORTED : 0;
+}
+
+CUresult cuStreamBeginCapture_v2(void *stream, int mode)
+{
+	Stream *s = stream;
+	if (!s)
+		return E_CAPTURE_UNSUPPORTED;   /* the legacy stream */
+	if (bad_stream(s) || mode < 0 || mode > 2)
+		return E_INVALID_VALUE;
+	if (capture)
+		return capture == s ? E_ILLEGAL_STATE : E_NOT_SUPPORTED;
+	if (fail_at("begin"))
+		return E_NOT_SUPPORTED;
+	s->capturing = 1;
+	s->invalid = 0;
+	capture = s;
+	trace("capture begin");
+	return 0;
+}
+
+CUresult cuStreamEndCapture(void *stream, void **graph)
+{
+	Stream *s = stream;
+	if (!s || bad_stream(s) || !graph)
+		return E_INVALID_VALUE;
+	if (!s->capturing)
+		return E_ILLEGAL_STATE;
+	s->capturing = 0;
+	capture = NULL;
+	*graph = NULL;
+	if (s->invalid) {
+		nodes_free(&s->cap);
+		trace("capture end: invalidated");
+		return E_CAPTURE_INVALIDATED;
+	}
+	if (fail_at("end")) {
+		nodes_free(&s->cap);
+		return E_UNKNOWN;
+	}
+	Graph *g = calloc(1, sizeof *g);
+	g->nodes = s->cap;
+	memset(&s->cap, 0, sizeof s->cap);
+	nlive_graphs++;
+	trace("capture end: %d launches", g->nodes.n);
+	*graph = g;
+	return 0;
+}
+
+CUresult cuGraphInstantiateWithFlags(void **exec, void *graph, unsigned long long flags)
+{
+	Graph *g = graph;
+	if (!g || !exec || flags > 15)
+		return E_INVALID_VALUE;
+	if (capture_forbids())
+		return E_CAPTURE_UNSUPPORTED;
+	if (fail_at("instantiate"))
+		return E_OUT_OF_MEMORY;
+	Graph *x = calloc(1, sizeof *x);
+	nodes_copy(&x->nodes, &g->nodes);   /* independent of the graph from now on */
+	nlive_execs++;
+	trace("instantiate: %d launches", x->nodes.n);
+	*exec = x;
+	return 0;
+}
+
+CUresult cuGraphLaunch(void *exec, void *stream)
+{
+	Graph *x = exec;
+	if (!x || bad_stream(stream))
+		return E_INVALID_VALUE;
+	if (capture_forbids())
+		return E_CAPTURE_UNSUPPORTED;
+	if (fail_at("graph-launch"))
+		return E_LAUNCH_FAILED;
+	trace("graph launch: %d launches", x->nodes.n);
+	clock_ms += launch_cost_ms();
+	for (int i = 0; i < x->nodes.n; i++) {
+		const Node *nd = &x->nodes.nodes[i];
+		void *params[MAX_PARAMS];
+		for (int k = 0, off = 0; k < nd->f->nparams; off += nd->f->psize[k], k++)
+			params[k] = nd->args + off;
+		CUresult r = run_kernel(nd->f, nd->grid, nd->block, nd->shared, params, "graph");
+		if (r)
+			return r;
+	}
+	return 0;
+}
+
+CUresult cuGraphExecDestroy(void *exec)
+{
+	Graph *x = exec;
+	if (!x)
+		return E_INVALID_VALUE;
+	nodes_free(&x->nodes);
+	free(x);
+	nlive_execs--;
+	return 0;
+}
+
+CUresult cuGraphDestroy(void *graph)
+{
+	Graph *g = graph;
+	if (!g)
+		return E_INVALID_VALUE;
+	nodes_free(&g->nodes);
+	free(g);
+	nlive_graphs--;
 	return 0;
 }
 
@@ -333,15 +751,25 @@ CUresult cuEventCreate(void **ev, unsigned flags)
 	return 0;
 }
 
+/* Recording into a capture would make an event node: not emulated. */
 CUresult cuEventRecord(void *ev, void *stream)
 {
 	Event *e = ev;
+	if (bad_stream(stream))
+		return E_INVALID_VALUE;
+	if (capture_forbids())
+		return stream == capture ? E_NOT_SUPPORTED : E_CAPTURE_UNSUPPORTED;
 	e->t = clock_ms;
 	e->recorded = 1;
 	return 0;
 }
 
-CUresult cuEventSynchronize(void *ev) { return ((Event *)ev)->recorded ? 0 : 1; }
+CUresult cuEventSynchronize(void *ev)
+{
+	if (capture_forbids())
+		return E_CAPTURE_UNSUPPORTED;
+	return ((Event *)ev)->recorded ? 0 : 1;
+}
 
 CUresult cuEventElapsedTime(float *ms, void *a, void *b)
 {
@@ -359,10 +787,19 @@ CUresult cuEventDestroy_v2(void *ev)
 	return 0;
 }
 
+/* Everything alive (for tests that hold the library open): allocations, events,
+ * modules, streams, graphs, executable graphs, context references. */
+int fakecuda_live(void)
+{
+	return nlive_allocs + nlive_events + nlive_modules + nlive_streams + nlive_graphs +
+	       nlive_execs + ctx_refs;
+}
+
 __attribute__((destructor)) static void report_leaks(void)
 {
-	if (nlive_allocs || nlive_events || nlive_modules || ctx_refs)
+	if (fakecuda_live())
 		fprintf(stderr, "fakecuda: leaked %d allocations, %d events, %d modules, "
-			"%d context references\n", nlive_allocs, nlive_events, nlive_modules,
-			ctx_refs);
+			"%d streams, %d graphs, %d executable graphs, %d context references\n",
+			nlive_allocs, nlive_events, nlive_modules, nlive_streams, nlive_graphs,
+			nlive_execs, ctx_refs);
 }

@@ -1,11 +1,17 @@
 /* test_runtime.c: the CUDA runtime's host side: plan validation and its messages,
  * kernel-argument packing, bytes that must move, medians, driver error text, and
- * the failure without a driver library. (The device path itself is run against a
- * stand-in driver by tests/cli/t_runtime.sh.) Runs from tests/. */
+ * the failure without a driver library; then CUDA graphs against the stand-in
+ * driver beside the unit binary (build/tests/fakecuda.so, which emulates
+ * tests/runtime/axpb's kernels and records what it runs): a graph replays the
+ * direct launches, a rebound buffer brings a new capture, a failed capture falls
+ * back, and nothing leaks. (fusec-run on the stand-in: tests/cli/t_runtime.sh,
+ * t_graph.sh.) Runs from tests/. */
+#include <dlfcn.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "test.h"
 #include "../../runtime/rt_driver.h"
@@ -433,6 +439,387 @@ static void test_ptx_check_bounded(void **state)
 	rt_plan_free(p);
 }
 
+/* ---- CUDA graphs on the stand-in driver ------------------------------------ */
+
+typedef struct {
+	void *lib;             /* fakecuda.so, held open: its counters outlive sessions */
+	int (*live)(void);     /* fakecuda_live: driver objects alive */
+	int live0;             /* alive before the test (a failed test's leftovers) */
+	char trace[64];        /* FAKECUDA_TRACE */
+	RtPlan *p;
+	RtSession *s;
+	int y, m;              /* output tensors */
+} Fake;
+
+/* Load the stand-in driver (skip the test when it is not built), point the runtime
+ * and its trace at it, and clear the knobs a test may set. */
+static void fake_begin(Fake *f)
+{
+	memset(f, 0, sizeof *f);
+	char exe[1024], lib[1100];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+	assert_true(n > 0);
+	exe[n] = '\0';
+	*strrchr(exe, '/') = '\0';
+	snprintf(lib, sizeof lib, "%s/tests/fakecuda.so", exe);
+	f->lib = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+	if (!f->lib)
+		skip();
+	f->live = (int (*)(void))dlsym(f->lib, "fakecuda_live");
+	assert_non_null(f->live);
+	f->live0 = f->live();
+	setenv("FUSEC_LIBCUDA", lib, 1);
+	snprintf(f->trace, sizeof f->trace, "/tmp/fusec-trace-XXXXXX");
+	int fd = mkstemp(f->trace);
+	assert_true(fd >= 0);
+	close(fd);
+	setenv("FAKECUDA_TRACE", f->trace, 1);
+	unsetenv("FAKECUDA_CAPTURE_FAIL");
+	unsetenv("FAKECUDA_LAUNCH_US");
+	unsetenv("FUSEC_NO_GRAPH");
+}
+
+/* Open a session on the fixture with inputs a, b, c of fixed values. */
+static void fake_open(Fake *f)
+{
+	Diag d;
+	f->p = rt_plan_load("runtime/axpb.plan.json", &d);
+	assert_non_null(f->p);
+	if (rt_session_open(&f->s, f->p, 0, &d) != RT_OK)
+		fail_msg("%s", d.msg);
+	f->y = rt_plan_find_tensor(f->p, "y");
+	f->m = rt_plan_find_tensor(f->p, "m");
+	int64_t dim[2] = {1000, 37};
+	for (int k = 0; k < 3; k++) {
+		HostTensor h;
+		assert_int_equal(host_alloc(&h, DT_F32, 2, dim, &d), 0);
+		for (int64_t i = 0; i < h.n; i++)
+			((float *)h.data)[i] = (float)((i * (k + 3)) % 17) / 8 - 1;
+		assert_int_equal(rt_session_upload(f->s, rt_plan_find_tensor(f->p, (const char *[]){"a", "b", "c"}[k]), &h, &d), RT_OK);
+		host_free(&h);
+	}
+}
+
+static void fake_close(Fake *f)
+{
+	rt_session_close(f->s);
+	rt_plan_free(f->p);
+	f->s = NULL;
+	f->p = NULL;
+}
+
+static void fake_end(Fake *f)
+{
+	assert_int_equal(f->live(), f->live0);   /* every stream, graph, buffer freed */
+	dlclose(f->lib);
+	unlink(f->trace);
+	unsetenv("FUSEC_LIBCUDA");
+	unsetenv("FAKECUDA_TRACE");
+	unsetenv("FAKECUDA_CAPTURE_FAIL");
+	unsetenv("FAKECUDA_LAUNCH_US");
+	unsetenv("FUSEC_NO_GRAPH");
+}
+
+/* The trace since the last call (then emptied); with kernels_only, only its kernel
+ * lines, each without its " (graph)" / " (direct)" tail, which *via receives (the
+ * last one's; "" without kernel lines). */
+static char *fake_trace(Fake *f, bool kernels_only, char *via, size_t vsize)
+{
+	Buf b = {0};
+	FILE *in = fopen(f->trace, "r");
+	assert_non_null(in);
+	char line[1024];
+	if (via)
+		via[0] = '\0';
+	while (fgets(line, sizeof line, in)) {
+		if (kernels_only) {
+			if (strncmp(line, "kernel ", 7) != 0)
+				continue;
+			char *tail = strrchr(line, '(');
+			assert_non_null(tail);
+			if (via)
+				snprintf(via, vsize, "%.*s", (int)strcspn(tail + 1, ")"), tail + 1);
+			strcpy(tail - 1, "\n");
+		}
+		buf_puts(&b, line);
+	}
+	fclose(in);
+	FILE *out = fopen(f->trace, "w");
+	assert_non_null(out);
+	fclose(out);
+	if (!b.data)
+		buf_puts(&b, "");
+	return b.data;
+}
+
+static void fake_outputs(Fake *f, HostTensor *y, HostTensor *m)
+{
+	Diag d;
+	assert_int_equal(rt_session_download(f->s, f->y, y, &d), RT_OK);
+	assert_int_equal(rt_session_download(f->s, f->m, m, &d), RT_OK);
+}
+
+/* Outputs back to "never written" (0xff bytes), as when the session opened. */
+static void fake_scrub(Fake *f)
+{
+	const RtPlan *p = f->p;
+	assert_int_equal(f->s->drv.cuMemsetD8(f->s->bufs[f->y], 0xff, p->tensors[f->y].bytes), 0);
+	assert_int_equal(f->s->drv.cuMemsetD8(f->s->bufs[f->m], 0xff, p->tensors[f->m].bytes), 0);
+}
+
+static void test_graph_replays_direct_launches(void **state)
+{
+	(void)state;
+	Fake f;
+	Diag d;
+	RtGraphInfo gi;
+	char via[16];
+	fake_begin(&f);
+	fake_open(&f);
+	rt_session_graph_info(f.s, &gi);
+	assert_int_equal(gi.mode, RT_GRAPH_ON);   /* the default */
+	assert_string_equal(gi.why, "");
+
+	rt_session_set_graph(f.s, false);
+	rt_session_graph_info(f.s, &gi);
+	assert_int_equal(gi.mode, RT_GRAPH_OFF);
+	assert_string_equal(gi.why, "turned off by the caller");
+	free(fake_trace(&f, false, NULL, 0));
+	assert_int_equal(rt_session_run(f.s, &d), RT_OK);
+	char *direct = fake_trace(&f, true, via, sizeof via);
+	assert_string_equal(via, "direct");
+	HostTensor y1, m1, y2, m2;
+	fake_outputs(&f, &y1, &m1);
+
+	fake_scrub(&f);
+	rt_session_set_graph(f.s, true);
+	assert_int_equal(rt_session_run(f.s, &d), RT_OK);
+	/* captured (nothing runs), instantiated, then replayed: the same kernels, in
+	 * the same order, with the same grids and argument values */
+	char *all = fake_trace(&f, false, NULL, 0);
+	assert_non_null(strstr(all, "capture begin\ncaptured fix_fma (1)\ncaptured fix_affine (2)\n"
+			       "capture end: 2 launches\ninstantiate: 2 launches\n"
+			       "graph launch: 2 launches\nkernel fix_fma "));
+	free(all);
+	assert_int_equal(rt_session_run(f.s, &d), RT_OK);
+	char *graph = fake_trace(&f, true, via, sizeof via);
+	assert_string_equal(via, "graph");
+	assert_string_equal(graph, direct);
+	fake_outputs(&f, &y2, &m2);
+	assert_memory_equal(y1.data, y2.data, f.p->tensors[f.y].bytes);
+	assert_memory_equal(m1.data, m2.data, f.p->tensors[f.m].bytes);
+	rt_session_graph_info(f.s, &gi);
+	assert_int_equal(gi.mode, RT_GRAPH_ON);
+	assert_int_equal(gi.captures, 1);   /* the second run replayed the same graph */
+	assert_int_equal(gi.replays, 2);
+	host_free(&y1), host_free(&m1), host_free(&y2), host_free(&m2);
+	free(direct);
+	free(graph);
+	fake_close(&f);
+	fake_end(&f);
+}
+
+/* A graph holds the addresses it was captured with: binding another buffer brings
+ * a new capture, and the kernels write into the new buffer, not the old one. */
+static void test_graph_rebind(void **state)
+{
+	(void)state;
+	Fake f;
+	Diag d;
+	RtGraphInfo gi;
+	fake_begin(&f);
+	fake_open(&f);
+	assert_int_equal(rt_session_run(f.s, &d), RT_OK);
+	HostTensor want, got, m;
+	fake_outputs(&f, &want, &m);
+	host_free(&m);
+	uint64_t bytes = f.p->tensors[f.y].bytes, old = f.s->bufs[f.y];
+	CUdeviceptr mine = 0;
+	assert_int_equal(f.s->drv.cuMemAlloc(&mine, bytes), 0);
+	assert_int_equal(f.s->drv.cuMemsetD8(old, 0, bytes), 0);
+
+	assert_int_equal(rt_session_bind(f.s, f.y, mine, &d), RT_OK);
+	free(fake_trace(&f, false, NULL, 0));
+	assert_int_equal(rt_session_run(f.s, &d), RT_OK);
+	rt_session_graph_info(f.s, &gi);
+	assert_int_equal(gi.captures, 2);
+	char *t = fake_trace(&f, false, NULL, 0);
+	assert_non_null(strstr(t, "capture begin\n"));
+	free(t);
+	unsigned char *raw = malloc(bytes);
+	assert_int_equal(f.s->drv.cuMemcpyDtoH(raw, mine, bytes), 0);
+	assert_memory_equal(raw, want.data, bytes);            /* written where bound */
+	assert_int_equal(f.s->drv.cuMemcpyDtoH(raw, old, bytes), 0);
+	for (uint64_t i = 0; i < bytes; i++)
+		if (raw[i])
+			fail_msg("the old buffer of y was written (byte %llu)", (unsigned long long)i);
+	assert_int_equal(rt_session_download(f.s, f.y, &got, &d), RT_OK);   /* from mine */
+	assert_memory_equal(got.data, want.data, bytes);
+	host_free(&got);
+
+	/* the same addresses again: no capture; the session's own buffer: one more */
+	assert_int_equal(rt_session_run(f.s, &d), RT_OK);
+	rt_session_graph_info(f.s, &gi);
+	assert_int_equal(gi.captures, 2);
+	assert_int_equal(rt_session_bind(f.s, f.y, 0, &d), RT_OK);
+	assert_int_equal(rt_session_run(f.s, &d), RT_OK);
+	rt_session_graph_info(f.s, &gi);
+	assert_int_equal(gi.captures, 3);
+	assert_int_equal(gi.replays, 4);
+	assert_int_equal(f.s->drv.cuMemcpyDtoH(raw, old, bytes), 0);
+	assert_memory_equal(raw, want.data, bytes);
+
+	int ab = rt_plan_find_tensor(f.p, "ab");
+	assert_int_equal(rt_session_bind(f.s, ab, mine, &d), RT_ERR_INPUT);
+	assert_string_equal(d.msg, "cannot bind tensor 3: it has no buffer of its own (bind the "
+			    "tensor it aliases)");
+	assert_int_equal(rt_session_bind(f.s, 99, mine, &d), RT_ERR_INPUT);
+	assert_string_equal(d.msg, "cannot bind tensor 99: the plan has no such tensor");
+	free(raw);
+	host_free(&want);
+	assert_int_equal(f.s->drv.cuMemFree(mine), 0);
+	fake_close(&f);
+	fake_end(&f);
+}
+
+/* A capture that fails at any step leaves the run on direct launches, with the
+ * same results and the failing call named; nothing of the capture is left. */
+static void test_graph_capture_fails(void **state)
+{
+	(void)state;
+	static const struct { const char *step, *why; } cases[] = {
+		{"begin", "cuStreamBeginCapture_v2 failed: CUDA_ERROR_NOT_SUPPORTED (operation not "
+		 "supported)"},
+		{"launch", "capturing launch 0 (step 0, kernel 'k_fma'): cuLaunchKernel failed: "
+		 "CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED (operation not permitted when stream is "
+		 "capturing)"},
+		{"end", "cuStreamEndCapture failed: CUDA_ERROR_UNKNOWN (unknown error)"},
+		{"instantiate", "cuGraphInstantiateWithFlags failed: CUDA_ERROR_OUT_OF_MEMORY (out "
+		 "of memory)"},
+	};
+	Fake f;
+	Diag d;
+	RtGraphInfo gi;
+	HostTensor want, wm, y, m;
+	char via[16];
+	fake_begin(&f);
+	setenv("FUSEC_NO_GRAPH", "1", 1);
+	fake_open(&f);
+	rt_session_graph_info(f.s, &gi);
+	assert_int_equal(gi.mode, RT_GRAPH_OFF);
+	assert_string_equal(gi.why, "turned off by FUSEC_NO_GRAPH=1");
+	assert_int_equal(rt_session_run(f.s, &d), RT_OK);
+	char *direct = fake_trace(&f, true, via, sizeof via);
+	fake_outputs(&f, &want, &wm);
+	rt_session_graph_info(f.s, &gi);
+	assert_int_equal(gi.captures, 0);
+	fake_close(&f);
+	setenv("FUSEC_NO_GRAPH", "0", 1);   /* "0" is not off */
+
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		setenv("FAKECUDA_CAPTURE_FAIL", cases[i].step, 1);
+		fake_open(&f);
+		free(fake_trace(&f, false, NULL, 0));
+		assert_int_equal(rt_session_run(f.s, &d), RT_OK);
+		rt_session_graph_info(f.s, &gi);
+		assert_int_equal(gi.mode, RT_GRAPH_FALLBACK);
+		assert_string_equal(gi.why, cases[i].why);
+		assert_int_equal(gi.captures, 0);
+		char *t = fake_trace(&f, true, via, sizeof via);
+		assert_string_equal(via, "direct");
+		assert_string_equal(t, direct);
+		free(t);
+		fake_outputs(&f, &y, &m);
+		assert_memory_equal(y.data, want.data, f.p->tensors[f.y].bytes);
+		assert_memory_equal(m.data, wm.data, f.p->tensors[f.m].bytes);
+		host_free(&y), host_free(&m);
+		/* the fallback stays: no capture is tried at every run */
+		assert_int_equal(rt_session_run(f.s, &d), RT_OK);
+		t = fake_trace(&f, false, NULL, 0);
+		assert_null(strstr(t, "capture"));
+		free(t);
+		/* asked for again, the capture is tried again (and fails the same way) */
+		rt_session_set_graph(f.s, true);
+		assert_int_equal(rt_session_run(f.s, &d), RT_OK);
+		rt_session_graph_info(f.s, &gi);
+		assert_int_equal(gi.mode, RT_GRAPH_FALLBACK);
+		fake_close(&f);
+		assert_int_equal(f.live(), f.live0);
+	}
+
+	/* a graph that fails to launch is an error of the run, named */
+	setenv("FAKECUDA_CAPTURE_FAIL", "graph-launch", 1);
+	fake_open(&f);
+	assert_int_equal(rt_session_run(f.s, &d), RT_ERR_DEVICE);
+	assert_string_equal(d.msg, "replaying the plan's 2 launches as a CUDA graph "
+			    "(FUSEC_NO_GRAPH=1 launches them one by one): cuGraphLaunch failed: "
+			    "CUDA_ERROR_LAUNCH_FAILED (unspecified launch failure)");
+	fake_close(&f);
+	host_free(&want), host_free(&wm);
+	free(direct);
+	fake_end(&f);
+}
+
+/* rt_bench times direct launches and graph replays; the stand-in's launch cost
+ * (3 us of idle device per direct launch, per graph launch once) tells them apart. */
+static void test_graph_bench(void **state)
+{
+	(void)state;
+	Fake f;
+	Diag d;
+	RtGraphInfo gi;
+	RtBenchOptions o;
+	RtBenchResult r;
+	fake_begin(&f);
+	setenv("FAKECUDA_LAUNCH_US", "3", 1);
+	fake_open(&f);
+	assert_int_equal(rt_session_run(f.s, &d), RT_OK);
+	rt_bench_defaults(&o);
+	o.iters = 5;
+	o.warmup = 1;
+	o.max_sets = 4;
+	if (rt_bench(f.s, &o, &r, &d) != RT_OK)
+		fail_msg("%s", d.msg);
+	assert_int_equal(r.nsets, 4);
+	assert_true(fabs(r.launch_ms[0] - 0.013) < 1e-6);
+	assert_true(fabs(r.launch_ms[1] - 0.008) < 1e-6);
+	assert_true(fabs(r.total_ms - 0.021) < 1e-6);
+	assert_true(fabs(r.latency_ms - 0.021) < 1e-6);
+	assert_true(r.graph);
+	assert_true(fabs(r.graph_total_ms - 0.018) < 1e-6);
+	assert_true(fabs(r.graph_total_min_ms - 0.018) < 1e-6);
+	assert_true(fabs(r.graph_latency_ms - 0.018) < 1e-6);
+	rt_session_graph_info(f.s, &gi);
+	assert_int_equal(gi.captures, 4);   /* the session's graph, then one per other set */
+	Buf b = {0};
+	rt_bench_report(&b, f.s, &r);
+	assert_non_null(strstr(b.data, "\ngraph total: median 18.00 us, min 18.00 us (replayed "
+			       "as a CUDA graph, back to back)\n"));
+	assert_non_null(strstr(b.data, "\ngraph latency: median 18.00 us, min 18.00 us "
+			       "(replayed as a CUDA graph, one run at a time, launch cost included)\n"));
+	buf_free(&b);
+	rt_bench_result_free(&r);
+	/* after the bench, the session's runs still replay its own graph */
+	assert_int_equal(rt_session_run(f.s, &d), RT_OK);
+	rt_session_graph_info(f.s, &gi);
+	assert_int_equal(gi.captures, 4);
+	fake_close(&f);
+
+	setenv("FAKECUDA_CAPTURE_FAIL", "instantiate", 1);
+	fake_open(&f);
+	assert_int_equal(rt_bench(f.s, &o, &r, &d), RT_OK);
+	assert_false(r.graph);
+	assert_string_equal(r.graph_why, "cuGraphInstantiateWithFlags failed: "
+			    "CUDA_ERROR_OUT_OF_MEMORY (out of memory)");
+	rt_bench_report(&b, f.s, &r);
+	assert_non_null(strstr(b.data, "\ngraph: not timed: cuGraphInstantiateWithFlags failed: "));
+	assert_null(strstr(b.data, "graph total"));
+	buf_free(&b);
+	rt_bench_result_free(&r);
+	fake_close(&f);
+	fake_end(&f);
+}
+
 const struct CMUnitTest runtime_tests[] = {
 	cmocka_unit_test(test_ptx_check_bounded),
 	cmocka_unit_test(test_plan_good),
@@ -446,5 +833,9 @@ const struct CMUnitTest runtime_tests[] = {
 	cmocka_unit_test(test_median),
 	cmocka_unit_test(test_driver_error_text),
 	cmocka_unit_test(test_no_driver),
+	cmocka_unit_test(test_graph_replays_direct_launches),
+	cmocka_unit_test(test_graph_rebind),
+	cmocka_unit_test(test_graph_capture_fails),
+	cmocka_unit_test(test_graph_bench),
 };
 const size_t runtime_ntests = SUITE_COUNT(runtime_tests);
