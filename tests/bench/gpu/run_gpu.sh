@@ -3,6 +3,7 @@
 # machine (see docs/benchmarks.md): fusec-run and libcjson.so.1, plans/NAME/ from
 # `fusec compile`, expect/NAME/ from `fusec run --backend interp --seed 1 --outputs`.
 #   sh tests/bench/gpu/run_gpu.sh G check          # numeric check of every plan with expectations
+#                                                   (CHECK_FROM=NAME: from NAME on, in name order)
 #   sh tests/bench/gpu/run_gpu.sh G bench ARGS...  # bench.py over the given graphs
 set -u
 G=$1; what=$2; shift 2
@@ -14,6 +15,8 @@ check)
 	fails=0
 	for e in "$G"/expect/*/; do
 		n=$(basename "$e")
+		# CHECK_FROM=NAME: start at NAME (in name order), to finish a cut-short run
+		[ -z "${CHECK_FROM:-}" ] || [ "$(printf '%s\n%s\n' "$CHECK_FROM" "$n" | LC_ALL=C sort | head -1)" = "$CHECK_FROM" ] || continue
 		echo "== $n"
 		mkdir -p /tmp/got
 		"$G/fusec-run" "$G/plans/$n" --seed 1 --outputs "/tmp/got/$n" > "/tmp/run_$n.txt" 2>&1 ||
