@@ -1,0 +1,43 @@
+/* interp_impl.h: what host/interp.c (the reference interpreter) and host/bounds.c
+ * (the error bounds it carries, docs/tolerances.md) share; not for other files.
+ * interp.c computes each op's values; bounds.c, given the values of an op's
+ * operands and result, the bound of each result element. */
+#ifndef FUSEC_INTERP_IMPL_H
+#define FUSEC_INTERP_IMPL_H
+
+#include "interp.h"
+
+static const double pi = 3.14159265358979323846;
+
+typedef struct Interp {
+	const Graph *g;
+	HostTensor *val;       /* one per graph tensor; empty until computed */
+	Diag *d;
+	int opi;               /* the op being run, for messages */
+	HostTensor *err;       /* NULL, or one f64 error bound per value (see bounds) */
+	bool tf32;             /* f32 matmul operands rounded to tf32 (--allow-tf32) */
+} Interp;
+
+/* Strides of a dense C-order tensor. */
+void interp_contiguous_strides(const HostTensor *t, int64_t *st);
+/* Strides of x read as a tensor of out's shape (equal ranks): size-1 dims repeat. */
+void interp_broadcast_strides(const HostTensor *x, int64_t *st);
+/* The offset of element i of a tensor shaped like out, read through strides st. */
+int64_t interp_offset_of(const HostTensor *out, int64_t i, const int64_t *st);
+/* The multi-index of flat element i of t. */
+void interp_coords_of(const HostTensor *t, int64_t i, int64_t *c);
+double interp_attr_scalar(const Op *op);
+/* One float elementwise result of op on operands a, b (value dtype vt). */
+double interp_float_elem(const Op *op, DType vt, double a, double b);
+/* The views and cat, on ip->val (bounds.c runs them on the bounds). */
+void interp_run_view(Interp *ip, const Op *op, HostTensor *out);
+void interp_run_cat(Interp *ip, const Op *op, HostTensor *out);
+/* The input position that window position k of output position o reads along
+ * spatial axis ax; -1 in the padding. */
+int64_t interp_window_pos(const Attrs *at, int ax, int64_t o, int64_t k, int dilation,
+			  int64_t size);
+
+/* bounds.c: fill eout (f64, out's shape) with the error bound of op's result out. */
+void bounds_op(Interp *ip, const Op *op, const HostTensor *out, HostTensor *eout);
+
+#endif
