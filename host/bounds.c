@@ -29,27 +29,50 @@
  * (it must be matched exactly); a finite one whose E cannot be bounded (an interval
  * that meets a pole or leaves a function's domain) gets +inf. Integer and bool
  * values get E = 0 unless a comparison, a float-to-int cast or an argmax may flip
- * within its inputs' errors. */
+ * within its inputs' errors.
+ *
+ * Part of E is tight (R <= E, carried beside it): the roundings to the stored
+ * dtype (finish), which a correct kernel may really differ by, as a whole, where
+ * its value lies on the other side of a rounding boundary or where it keeps in f32
+ * what the reference rounds (a tiled matmul's result in its epilogue). The rest,
+ * E - R, is wide: worst-case ulps of the kernel's arithmetic and sums already
+ * bounded at BOUND_LAMBDA standard deviations, which a real error reaches rarely.
+ * A sum treats the two differently (spread); elsewhere R goes where E goes. */
 
 /* Summation model: lambda of the probabilistic term of the kernel's own rounding
- * errors (sum_bound), and of the errors the terms bring (spread). */
+ * errors (sum_bound) and of the tight errors the terms bring (spread). */
 #define BOUND_LAMBDA 4.0
-#define SPREAD_LAMBDA BOUND_LAMBDA
 
-/* The error that terms with errors e_i (sum l = sum e_i, q = sum e_i^2) bring to a
- * sum: l when they all push one way; SPREAD_LAMBDA·sqrt(q) when they are
- * independent, as errors of different elements made by different roundings are.
- * An e_i is not always a wide bound: where a kernel keeps an f16/bf16 matmul
- * result in f32 for its epilogue and the reference rounds it, the deviation of
- * each element is a real rounding flip of about e_i itself (docs/tolerances.md,
- * "Fused intermediates"). Taken as independent zero-mean variables with
- * |delta_i| <= e_i, their sum has a standard deviation of at most sqrt(q); the
- * margin is the same BOUND_LAMBDA standard deviations as the kernel's own sum.
- * (With 1, a bf16 matmul -> add -> matmul at K = 1024 failed at 2.5.) */
-static double spread(double l, double q)
+/* Sums of terms with errors: the wide and tight parts of each term's error. */
+typedef struct {
+	double l;     /* sum of e_i */
+	double qw;    /* sum of (e_i - r_i)^2, the wide parts */
+	double qt;    /* sum of r_i^2, the tight parts */
+} Spread;
+
+static void spread_add(Spread *sp, double e, double r)
 {
-	double p = SPREAD_LAMBDA * sqrt(q);
-	return p < l ? p : l;
+	sp->l += e;
+	sp->qw += (e - r) * (e - r);
+	sp->qt += r * r;
+}
+
+/* The error that terms with errors e_i bring to a sum: sum e_i when they all push
+ * one way; less when they are independent, as errors of different elements made by
+ * different roundings are. A wide part is already a bound several standard
+ * deviations wide: their root-sum-square bounds the sum's spread. A tight part r_i
+ * is a rounding flip the kernel may really make, of about r_i itself (a bf16
+ * matmul result the tiled kernel keeps in f32 while the reference rounds it flips
+ * a quarter of the elements of the next op by an ulp; docs/tolerances.md, "Fused
+ * intermediates"): as independent zero-mean variables with |delta_i| <= r_i their
+ * sum has a standard deviation of at most sqrt(sum r_i^2), counted BOUND_LAMBDA
+ * times as the kernel's own sum is. (Counted once, a bf16 matmul -> add -> matmul
+ * at K = 1024 failed at 2.5; counting the wide parts 4 times too compounds layer
+ * over layer: 4^9 looser at the end of a two-block BERT.) */
+static double spread(const Spread *sp)
+{
+	double p = sqrt(sp->qw) + BOUND_LAMBDA * sqrt(sp->qt);
+	return p < sp->l ? p : sp->l;
 }
 
 static double unit_round(DType t)
@@ -287,7 +310,23 @@ static double err_at(const Interp *ip, int tensor, int64_t off)
 	return ((const double *)ip->err[tensor].data)[off];
 }
 
-static void bound_elementwise(Interp *ip, const Op *op, const HostTensor *out, double *e)
+/* The tight part of err_at (see the top of this section). */
+static double tight_at(const Interp *ip, int tensor, int64_t off)
+{
+	return ((const double *)ip->tight[tensor].data)[off];
+}
+
+/* A bound and its tight part for a result stored with finish: the rounding finish
+ * adds to pre is tight, and so is the share r of pre that came tight from the
+ * operands. */
+static void finish_r(DType t, double v, double y, double pre, double r, double *e, double *rt)
+{
+	*e = finish(t, v, y, pre);
+	*rt = isfinite(*e) && ir_dtype_is_float(t) ? fmin(r, pre) + (*e - pre) : 0;
+}
+
+static void bound_elementwise(Interp *ip, const Op *op, const HostTensor *out, double *e,
+			      double *rt)
 {
 	const HostTensor *x[3];
 	int64_t st[3][IR_MAX_RANK];
@@ -300,15 +339,18 @@ static void bound_elementwise(Interp *ip, const Op *op, const HostTensor *out, d
 	OpFamily fam = ir_ops[op->kind].family;
 	for (int64_t i = 0; i < out->n; i++) {
 		int64_t off[3];
-		double ex[3] = {0, 0, 0};
+		double ex[3] = {0, 0, 0}, rx[3] = {0, 0, 0};
 		for (int k = 0; k < op->nin; k++) {
 			off[k] = interp_offset_of(out, i, st[k]);
 			ex[k] = err_at(ip, op->in[k], off[k]);
+			rx[k] = tight_at(ip, op->in[k], off[k]);
 		}
 		double y = host_get(out, i);
+		rt[i] = 0;
 		if (op->kind == OP_WHERE) {
 			bool m = host_get_i64(x[0], off[0]) != 0;
 			e[i] = m ? ex[1] : ex[2];
+			rt[i] = m ? rx[1] : rx[2];
 			if (ex[0] > 0 && ir_dtype_is_float(out->dtype))
 				e[i] = fabs(host_get(x[1], off[1]) - host_get(x[2], off[2])) +
 				       fmax(ex[1], ex[2]);
@@ -317,10 +359,15 @@ static void bound_elementwise(Interp *ip, const Op *op, const HostTensor *out, d
 		} else if (op->kind == OP_MASK_FILL) {
 			bool m = host_get_i64(x[1], off[1]) != 0;
 			e[i] = m ? 0 : ex[0];
+			rt[i] = m ? 0 : rx[0];
 			if (ex[1] > 0)
 				e[i] = fl ? fabs(host_get(x[0], off[0]) - y) + ex[0] : INFINITY;
 		} else if (op->kind == OP_CAST) {
-			e[i] = bound_cast(x[0]->dtype, out->dtype, host_get(x[0], off[0]), ex[0], y);
+			double xv = host_get(x[0], off[0]);
+			e[i] = bound_cast(x[0]->dtype, out->dtype, xv, ex[0], y);
+			if (ir_dtype_is_float(x[0]->dtype) && ir_dtype_is_float(out->dtype) &&
+			    isfinite(e[i]))
+				rt[i] = fmin(e[i], rx[0] + fmax(e[i] - ex[0], 0));
 		} else if (fam == FAM_COMPARE) {
 			double a = host_get(x[0], off[0]), b = op->nin > 1 ? host_get(x[1], off[1]) : 0;
 			e[i] = bound_compare(op, vt, a, ex[0], b, ex[1]);
@@ -331,13 +378,18 @@ static void bound_elementwise(Interp *ip, const Op *op, const HostTensor *out, d
 			}
 			double a = host_get(x[0], off[0]), b = op->nin > 1 ? host_get(x[1], off[1]) : 0;
 			double v = interp_float_elem(op, vt, a, b);
-			double pre = propagate_elem(op, vt, a, ex[0], b, ex[1], y) +
-				     kernel_err(out->dtype, op_ulps(op, vt, a), v);
+			double prop = propagate_elem(op, vt, a, ex[0], b, ex[1], y);
+			double r = rx[0] > 0 || rx[1] > 0
+				   ? propagate_elem(op, vt, a, rx[0], b, rx[1], y) : 0;
+			double pre = prop + kernel_err(out->dtype, op_ulps(op, vt, a), v);
 			/* gelu's tail (x·Phi(x) for x << 0) errs by an ulp or so of x·u in
 			 * absolute terms, measured on the f64 kernels */
 			if (op->kind == OP_GELU)
 				pre += 4 * unit_round(compute_dtype(vt)) * fabs(a);
-			e[i] = ir_dtype_is_float(out->dtype) ? finish(out->dtype, v, y, pre) : pre;
+			if (ir_dtype_is_float(out->dtype))
+				finish_r(out->dtype, v, y, pre, fmin(r, prop), &e[i], &rt[i]);
+			else
+				e[i] = pre;
 		} else {
 			int64_t a = host_get_i64(x[0], off[0]);
 			int64_t b = op->nin > 1 ? host_get_i64(x[1], off[1]) : 0;
@@ -359,7 +411,7 @@ static bool extreme_uncertain(const Interp *ip, const HostTensor *x, int src, in
 	return false;
 }
 
-static void bound_reduce(Interp *ip, const Op *op, const HostTensor *out, double *e)
+static void bound_reduce(Interp *ip, const Op *op, const HostTensor *out, double *e, double *rt)
 {
 	const HostTensor *x = &ip->val[op->in[0]];
 	int src = op->in[0];
@@ -373,15 +425,15 @@ static void bound_reduce(Interp *ip, const Op *op, const HostTensor *out, double
 	for (int64_t o = 0; o < outer; o++)
 		for (int64_t j = 0; j < inner; j++) {
 			int64_t oi = o * inner + j, base = o * len * inner + j;
-			double y = host_get(out, oi), prop = 0, q = 0, m = 0, m2 = 0, s = 0;
+			double y = host_get(out, oi), prop = 0, rmax = 0, m = 0, m2 = 0, s = 0;
 			double wide = 1, pm = 1, pv = 1;
+			Spread sp = {0, 0, 0};
 			for (int64_t r = 0; r < len; r++) {
 				int64_t xi = base + r * inner;
 				double v = host_get(x, xi), ev = err_at(ip, src, xi);
 				switch (op->kind) {
 				case OP_SUM: case OP_MEAN:
-					prop += ev;
-					q += ev * ev;
+					spread_add(&sp, ev, tight_at(ip, src, xi));
 					m += fabs(v);
 					m2 += v * v;
 					s += v;
@@ -393,8 +445,10 @@ static void bound_reduce(Interp *ip, const Op *op, const HostTensor *out, double
 					break;
 				default:
 					prop = fmax(prop, ev);
+					rmax = fmax(rmax, tight_at(ip, src, xi));
 				}
 			}
+			rt[oi] = 0;
 			if (op->kind == OP_ARGMAX || op->kind == OP_ARGMIN ||
 			    ((op->kind == OP_MAX_DIM || op->kind == OP_MIN_DIM) && !fl)) {
 				int64_t best = host_get_i64(out, oi);
@@ -410,10 +464,11 @@ static void bound_reduce(Interp *ip, const Op *op, const HostTensor *out, double
 				e[oi] = fl ? 0 : prop;
 				continue;
 			}
-			double v = y, pre = prop;    /* max_dim, min_dim: exact */
+			double v = y, pre = prop, r = rmax;    /* max_dim, min_dim: exact */
 			if (op->kind == OP_SUM || op->kind == OP_MEAN) {
-				pre = spread(prop, q) + reduce_err(out->dtype, len, m, m2, s);
+				pre = spread(&sp) + reduce_err(out->dtype, len, m, m2, s);
 				v = s;
+				r = 0;   /* counted wide: spread's tight share is a bound now */
 				if (op->kind == OP_MEAN) {
 					v = s / (double)len;
 					pre = pre / (double)len + kernel_err(out->dtype, 1, v);
@@ -421,12 +476,13 @@ static void bound_reduce(Interp *ip, const Op *op, const HostTensor *out, double
 			} else if (op->kind == OP_PROD) {
 				v = pv;
 				pre = wide - pm + kernel_err(out->dtype, 0.5 * (double)len, v);
+				r = 0;
 			}
-			e[oi] = finish(out->dtype, v, y, pre);
+			finish_r(out->dtype, v, y, pre, r, &e[oi], &rt[oi]);
 		}
 }
 
-static void bound_matmul(Interp *ip, const Op *op, const HostTensor *out, double *e)
+static void bound_matmul(Interp *ip, const Op *op, const HostTensor *out, double *e, double *rt)
 {
 	const HostTensor *a = &ip->val[op->in[0]], *b = &ip->val[op->in[1]];
 	int r = out->rank;
@@ -446,21 +502,28 @@ static void bound_matmul(Interp *ip, const Op *op, const HostTensor *out, double
 		}
 		for (int64_t i = 0; i < m; i++)
 			for (int64_t j = 0; j < n; j++) {
-				double prop = 0, q = 0, mag = 0, m2 = 0, s = 0;
+				double mag = 0, m2 = 0, s = 0;
+				Spread sp = {0, 0, 0};
 				for (int64_t p = 0; p < kk; p++) {
 					int64_t ai = abase + i * kk + p, bi = bbase + p * n + j;
 					double va = host_get(a, ai), vb = host_get(b, bi);
 					double ea = err_at(ip, op->in[0], ai), eb = err_at(ip, op->in[1], bi);
 					double t = scaled(va, eb) + scaled(vb, ea) + ea * eb;
-					prop += t;
-					q += t * t;
+					double tr = 0;
+					if (t > 0) {
+						double ra = tight_at(ip, op->in[0], ai);
+						double rb = tight_at(ip, op->in[1], bi);
+						tr = fmin(t, scaled(va, rb) + scaled(vb, ra) + ra * rb);
+					}
+					spread_add(&sp, t, tr);
 					mag += fabs(va * vb);
 					m2 += va * vb * va * vb;
 					s += va * vb;
 				}
-				prop = spread(prop, q);
+				double prop = spread(&sp);
 				int64_t oi = bt * m * n + i * n + j;
 				double y = host_get(out, oi);
+				rt[oi] = 0;
 				if (!fl || !isfinite(y)) {
 					e[oi] = fl ? 0 : prop;
 					continue;
@@ -471,13 +534,14 @@ static void bound_matmul(Interp *ip, const Op *op, const HostTensor *out, double
 				 * (10 mantissa bits, relative error 2^-11 each), bounded in the
 				 * worst case: (2 * 2^-11 + 2^-22) * sum |a b| */
 				double tf = ip->tf32 && a->dtype == DT_F32 ? (0x1p-10 + 0x1p-22) * mag : 0;
-				e[oi] = finish(out->dtype, s, y,
-					       prop + tf + u * mag + reduce_err(out->dtype, kk, mag, m2, s));
+				finish_r(out->dtype, s, y,
+					 prop + tf + u * mag + reduce_err(out->dtype, kk, mag, m2, s), 0,
+					 &e[oi], &rt[oi]);
 			}
 	}
 }
 
-static void bound_conv2d(Interp *ip, const Op *op, const HostTensor *out, double *e)
+static void bound_conv2d(Interp *ip, const Op *op, const HostTensor *out, double *e, double *rt)
 {
 	const HostTensor *x = &ip->val[op->in[0]], *w = &ip->val[op->in[1]];
 	const Attrs *at = op->attr;
@@ -486,7 +550,8 @@ static void bound_conv2d(Interp *ip, const Op *op, const HostTensor *out, double
 	for (int64_t i = 0; i < out->n; i++) {
 		interp_coords_of(out, i, c);
 		int64_t c0 = c[1] / per_group * cg, nterm = 0;
-		double prop = 0, q = 0, mag = 0, m2 = 0, s = 0;
+		double mag = 0, m2 = 0, s = 0;
+		Spread sp = {0, 0, 0};
 		for (int64_t ch = 0; ch < cg; ch++)
 			for (int64_t kh = 0; kh < w->dim[2]; kh++) {
 				int64_t ih = interp_window_pos(at, 0, c[2], kh, at->dilation[0], x->dim[2]);
@@ -500,9 +565,9 @@ static void bound_conv2d(Interp *ip, const Op *op, const HostTensor *out, double
 						     w->dim[3] + kw;
 					double vx = host_get(x, xi), vw = host_get(w, wi);
 					double ex = err_at(ip, op->in[0], xi), ew = err_at(ip, op->in[1], wi);
+					double rx = tight_at(ip, op->in[0], xi), rw = tight_at(ip, op->in[1], wi);
 					double t = scaled(vx, ew) + scaled(vw, ex) + ex * ew;
-					prop += t;
-					q += t * t;
+					spread_add(&sp, t, fmin(t, scaled(vx, rw) + scaled(vw, rx) + rx * rw));
 					mag += fabs(vx * vw);
 					m2 += vx * vw * vx * vw;
 					s += vx * vw;
@@ -511,21 +576,20 @@ static void bound_conv2d(Interp *ip, const Op *op, const HostTensor *out, double
 			}
 		if (op->nin > 2) {   /* the bias is one more term */
 			double vb = host_get(&ip->val[op->in[2]], c[1]);
-			double t = err_at(ip, op->in[2], c[1]);
-			prop += t;
-			q += t * t;
+			spread_add(&sp, err_at(ip, op->in[2], c[1]), tight_at(ip, op->in[2], c[1]));
 			mag += fabs(vb);
 			m2 += vb * vb;
 			s += vb;
 			nterm++;
 		}
 		double y = host_get(out, i);
-		prop = spread(prop, q);
-		e[i] = finish(out->dtype, s, y, prop + u * mag + reduce_err(out->dtype, nterm, mag, m2, s));
+		finish_r(out->dtype, s, y,
+			 spread(&sp) + u * mag + reduce_err(out->dtype, nterm, mag, m2, s), 0,
+			 &e[i], &rt[i]);
 	}
 }
 
-static void bound_pool2d(Interp *ip, const Op *op, const HostTensor *out, double *e)
+static void bound_pool2d(Interp *ip, const Op *op, const HostTensor *out, double *e, double *rt)
 {
 	const HostTensor *x = &ip->val[op->in[0]];
 	const Attrs *at = op->attr;
@@ -533,7 +597,8 @@ static void bound_pool2d(Interp *ip, const Op *op, const HostTensor *out, double
 	int64_t c[4];
 	for (int64_t i = 0; i < out->n; i++) {
 		interp_coords_of(out, i, c);
-		double prop = 0, q = 0, mag = 0, m2 = 0, s = 0;
+		double prop = 0, rmax = 0, mag = 0, m2 = 0, s = 0;
+		Spread sp = {0, 0, 0};
 		int64_t nterm = 0;
 		for (int64_t kh = 0; kh < at->kernel[0]; kh++) {
 			int64_t ih = interp_window_pos(at, 0, c[2], kh, 1, x->dim[2]);
@@ -543,8 +608,10 @@ static void bound_pool2d(Interp *ip, const Op *op, const HostTensor *out, double
 					continue;
 				int64_t xi = ((c[0] * x->dim[1] + c[1]) * x->dim[2] + ih) * x->dim[3] + iw;
 				double v = host_get(x, xi), ev = err_at(ip, op->in[0], xi);
-				prop = is_max ? fmax(prop, ev) : prop + ev;
-				q += ev * ev;
+				double rv = tight_at(ip, op->in[0], xi);
+				prop = fmax(prop, ev);
+				rmax = fmax(rmax, rv);
+				spread_add(&sp, ev, rv);
 				mag += fabs(v);
 				m2 += v * v;
 				s += v;
@@ -552,25 +619,27 @@ static void bound_pool2d(Interp *ip, const Op *op, const HostTensor *out, double
 			}
 		}
 		double y = host_get(out, i);
+		rt[i] = 0;
 		if (is_max || !isfinite(y)) {
 			e[i] = isfinite(y) ? prop : 0;
+			rt[i] = isfinite(y) ? rmax : 0;
 			continue;
 		}
 		double area = (double)at->kernel[0] * at->kernel[1];
-		prop = spread(prop, q);
-		e[i] = finish(out->dtype, s / area, y,
-			      (prop + reduce_err(out->dtype, nterm, mag, m2, s)) / area +
-			      kernel_err(out->dtype, 1, s / area));
+		finish_r(out->dtype, s / area, y,
+			 (spread(&sp) + reduce_err(out->dtype, nterm, mag, m2, s)) / area +
+			 kernel_err(out->dtype, 1, s / area), 0, &e[i], &rt[i]);
 	}
 }
 
-static void bound_gather(Interp *ip, const Op *op, const HostTensor *out, double *e)
+static void bound_gather(Interp *ip, const Op *op, const HostTensor *out, double *e, double *rt)
 {
 	const HostTensor *x = &ip->val[op->in[0]], *idx = &ip->val[op->in[1]];
 	int axis = op->attr->axis;
 	int64_t xs[IR_MAX_RANK], c[IR_MAX_RANK];
 	interp_contiguous_strides(x, xs);
 	for (int64_t i = 0; i < out->n; i++) {
+		rt[i] = 0;
 		if (err_at(ip, op->in[1], i) > 0) {
 			e[i] = INFINITY;
 			continue;
@@ -581,41 +650,43 @@ static void bound_gather(Interp *ip, const Op *op, const HostTensor *out, double
 		for (int k = 0; k < x->rank; k++)
 			off += c[k] * xs[k];
 		e[i] = err_at(ip, op->in[0], off);
+		rt[i] = tight_at(ip, op->in[0], off);
 	}
 }
 
-/* Fill eout (f64, out's shape) with the error bound of op's result out. */
-void bounds_op(Interp *ip, const Op *op, const HostTensor *out, HostTensor *eout)
+void bounds_op(Interp *ip, const Op *op, const HostTensor *out, HostTensor *eout,
+	       HostTensor *rout)
 {
-	double *e = eout->data;
+	double *e = eout->data, *rt = rout->data;
 	switch (ir_ops[op->kind].family) {
 	case FAM_BINARY: case FAM_SCALAR: case FAM_UNARY: case FAM_COMPARE:
 	case FAM_SELECT: case FAM_CAST:
-		bound_elementwise(ip, op, out, e);
+		bound_elementwise(ip, op, out, e, rt);
 		return;
 	case FAM_VIEW: case FAM_JOIN:
 		if (op->kind == OP_GATHER) {
-			bound_gather(ip, op, out, e);
+			bound_gather(ip, op, out, e, rt);
 		} else {
 			/* errors move with the data: the same view or cat, on the errors */
 			Interp ie = *ip;
-			ie.val = ip->err;
-			if (op->kind == OP_CAT)
-				interp_run_cat(&ie, op, eout);
-			else
-				interp_run_view(&ie, op, eout);
+			for (int k = 0; k < 2; k++) {
+				ie.val = k ? ip->tight : ip->err;
+				if (op->kind == OP_CAT)
+					interp_run_cat(&ie, op, k ? rout : eout);
+				else
+					interp_run_view(&ie, op, k ? rout : eout);
+			}
 		}
 		return;
-	case FAM_REDUCE: bound_reduce(ip, op, out, e); return;
-	case FAM_MATMUL: bound_matmul(ip, op, out, e); return;
+	case FAM_REDUCE: bound_reduce(ip, op, out, e, rt); return;
+	case FAM_MATMUL: bound_matmul(ip, op, out, e, rt); return;
 	case FAM_MODULE:
 		if (op->kind == OP_CONV2D)
-			bound_conv2d(ip, op, out, e);
+			bound_conv2d(ip, op, out, e, rt);
 		else
-			bound_pool2d(ip, op, out, e);
+			bound_pool2d(ip, op, out, e, rt);
 		return;
 	case FAM_CONTROL: return;
 	}
 	die("bad op family");
 }
-

@@ -645,6 +645,7 @@ int interp_run_bounds_tf32(const Graph *g, const HostTensor *inputs, HostTensor 
 			return -1;
 	size_t nt = (size_t)g->ntensors + 1;
 	Interp ip = {g, xcalloc(nt, sizeof(HostTensor)), d, -1,
+		     bounds ? xcalloc(nt, sizeof(HostTensor)) : NULL,
 		     bounds ? xcalloc(nt, sizeof(HostTensor)) : NULL, tf32};
 	int *last = xmalloc(nt * sizeof *last);
 	for (int t = 0; t < g->ntensors; t++)
@@ -658,7 +659,8 @@ int interp_run_bounds_tf32(const Graph *g, const HostTensor *inputs, HostTensor 
 		HostTensor *v = &ip.val[g->inputs[i]];
 		rc = copy_tensor(v, &inputs[i], d);
 		if (!rc && bounds)   /* inputs are exact: host_alloc zero-fills */
-			rc = host_alloc(&ip.err[g->inputs[i]], DT_F64, v->rank, v->dim, d);
+			rc = host_alloc(&ip.err[g->inputs[i]], DT_F64, v->rank, v->dim, d) ||
+			     host_alloc(&ip.tight[g->inputs[i]], DT_F64, v->rank, v->dim, d);
 	}
 	for (int i = 0; i < g->nops && !rc; i++) {
 		const Op *op = &g->ops[i];
@@ -671,16 +673,19 @@ int interp_run_bounds_tf32(const Graph *g, const HostTensor *inputs, HostTensor 
 		if (!rc)
 			rc = run_op(&ip, op, out);
 		if (!rc && bounds) {
-			HostTensor *e = &ip.err[op->out[0]];
-			rc = host_alloc(e, DT_F64, t->rank, t->dim, d);
+			HostTensor *e = &ip.err[op->out[0]], *r = &ip.tight[op->out[0]];
+			rc = host_alloc(e, DT_F64, t->rank, t->dim, d) ||
+			     host_alloc(r, DT_F64, t->rank, t->dim, d);
 			if (!rc)
-				bounds_op(&ip, op, out, e);
+				bounds_op(&ip, op, out, e, r);
 		}
 		for (int k = 0; k < op->nin && !rc; k++)
 			if (last[op->in[k]] == i && g->tensors[op->in[k]].producer >= 0) {
 				host_free(&ip.val[op->in[k]]);
-				if (bounds)
+				if (bounds) {
 					host_free(&ip.err[op->in[k]]);
+					host_free(&ip.tight[op->in[k]]);
+				}
 			}
 	}
 	for (int i = 0; i < g->noutputs && !rc; i++) {
@@ -696,8 +701,10 @@ int interp_run_bounds_tf32(const Graph *g, const HostTensor *inputs, HostTensor 
 	}
 	free(last);
 	free_values(ip.val, g->ntensors);
-	if (bounds)
+	if (bounds) {
 		free_values(ip.err, g->ntensors);
+		free_values(ip.tight, g->ntensors);
+	}
 	return rc;
 }
 
@@ -724,7 +731,8 @@ uint64_t interp_peak_bytes(const Graph *g, bool bounds)
 	for (int t = 0; t < g->ntensors; t++) {
 		const Tensor *x = &g->tensors[t];
 		size[t] = add_sat(interp_tensor_bytes(x, x->dtype),
-				  bounds ? interp_tensor_bytes(x, DT_F64) : 0);
+				  bounds ? add_sat(interp_tensor_bytes(x, DT_F64),   /* err, tight */
+						   interp_tensor_bytes(x, DT_F64)) : 0);
 		last[t] = x->is_output ? g->nops : -1;
 	}
 	for (int i = 0; i < g->nops; i++)

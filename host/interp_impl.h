@@ -14,7 +14,8 @@ typedef struct Interp {
 	HostTensor *val;       /* one per graph tensor; empty until computed */
 	Diag *d;
 	int opi;               /* the op being run, for messages */
-	HostTensor *err;       /* NULL, or one f64 error bound per value (see bounds) */
+	HostTensor *err;       /* NULL, or one f64 error bound per value (bounds.c) */
+	HostTensor *tight;     /* with err: the tight part of each bound (bounds.c) */
 	bool tf32;             /* f32 matmul operands rounded to tf32 (--allow-tf32) */
 } Interp;
 
@@ -37,7 +38,9 @@ void interp_run_cat(Interp *ip, const Op *op, HostTensor *out);
 int64_t interp_window_pos(const Attrs *at, int ax, int64_t o, int64_t k, int dilation,
 			  int64_t size);
 
-/* bounds.c: fill eout (f64, out's shape) with the error bound of op's result out. */
-void bounds_op(Interp *ip, const Op *op, const HostTensor *out, HostTensor *eout);
+/* bounds.c: fill eout (f64, out's shape) with the error bound of op's result out,
+ * and rout (the same) with the tight part of each. */
+void bounds_op(Interp *ip, const Op *op, const HostTensor *out, HostTensor *eout,
+	       HostTensor *rout);
 
 #endif
