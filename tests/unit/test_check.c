@@ -5,8 +5,9 @@
  * host JIT) against the interpreter's bounds on long reductions (K = 4096 and
  * 16384), mixed signs with cancellation, f16/bf16 inputs, f16/bf16 MLPs whose
  * tiled matmul keeps its result in f32 for the epilogue while the reference rounds
- * it, and the ONNX transformer fixtures (tests/onnx/models: BERT, GPT-2, Llama,
- * ViT), each with every output element bounded.
+ * it, layer norm, rms norm and softmax as the ONNX importer lowers them, and the
+ * ONNX transformer fixtures (tests/onnx/models: BERT, GPT-2, Llama, ViT), each with
+ * every output element bounded.
  *
  * Faults, and where each is injected (nothing here edits a kernel's code):
  * - off-by-one index: the generated matmul kernel runs on B with its rows shifted
@@ -351,6 +352,73 @@ static CheckResult check_graphs(const Graph *g, const Graph *g_run, const HostTe
 	return worst;
 }
 
+/* Layer norm, rms norm and softmax over rows of 768, as the ONNX importer lowers
+ * them (mean, sub, mul, sqrt, recip; mul, mean, sqrt, div; max_dim, sub, exp, sum,
+ * div), then a matmul of the softmax with a second input: every element bounded,
+ * every bound kept, in f32, f16 and bf16. */
+static void test_correct_norms_softmax(void **state)
+{
+	(void)state;
+	static const char *const dts[] = {"f32", "f16", "bf16"};
+	for (int t = 0; t < 3; t++) {
+		char text[2048], what[64];
+		snprintf(text, sizeof text,
+			 "format: fusec-graph/1\n"
+			 "inputs:\n"
+			 "  x: {dtype: %s, shape: [64, 768]}\n"
+			 "  g: {dtype: %s, shape: [1, 768]}\n"
+			 "  v: {dtype: %s, shape: [768, 64]}\n"
+			 "constants:\n"
+			 "  one: {dtype: %s, shape: [1, 1], data: [1]}\n"
+			 "ops:\n"
+			 "  - {op: mean, in: [x], axis: 1, out: mu}\n"
+			 "  - {op: sub, in: [x, mu], out: xc}\n"
+			 "  - {op: mul, in: [xc, xc], out: sq}\n"
+			 "  - {op: mean, in: [sq], axis: 1, out: var}\n"
+			 "  - {op: add_scalar, in: [var], scalar: 1e-5, out: ve}\n"
+			 "  - {op: sqrt, in: [ve], out: sd}\n"
+			 "  - {op: recip, in: [sd], out: rs}\n"
+			 "  - {op: mul, in: [xc, rs], out: xn}\n"
+			 "  - {op: mul, in: [xn, g], out: ln}\n"
+			 "  - {op: mul, in: [ln, ln], out: p2}\n"
+			 "  - {op: mean, in: [p2], axis: 1, out: ms}\n"
+			 "  - {op: add_scalar, in: [ms], scalar: 1e-6, out: mse}\n"
+			 "  - {op: sqrt, in: [mse], out: rms}\n"
+			 "  - {op: div, in: [one, rms], out: rr}\n"
+			 "  - {op: mul, in: [ln, rr], out: rn}\n"
+			 "  - {op: mul_scalar, in: [rn], scalar: 2, out: z}\n"
+			 "  - {op: max_dim, in: [z], axis: 1, out: zm}\n"
+			 "  - {op: sub, in: [z, zm], out: zs}\n"
+			 "  - {op: exp, in: [zs], out: ze}\n"
+			 "  - {op: sum, in: [ze], axis: 1, out: zsum}\n"
+			 "  - {op: div, in: [ze, zsum], out: sm}\n"
+			 "  - {op: matmul, in: [sm, v], out: y}\n"
+			 "outputs: [rn, sm, y]\n",
+			 dts[t], dts[t], dts[t], dts[t]);
+		Arena *a = arena_new();
+		Graph *g = test_graph(a, "norms.yaml", text);
+		HostTensor *in = xcalloc((size_t)g->ninputs + 1, sizeof *in);
+		Diag d;
+		for (int i = 0; i < g->ninputs; i++) {
+			const Tensor *gt = &g->tensors[g->inputs[i]];
+			assert_int_equal(host_alloc(&in[i], gt->dtype, gt->rank, gt->dim, &d), 0);
+			if (gt->data) {
+				memcpy(in[i].data, gt->data,
+				       (size_t)in[i].n * (size_t)ir_dtype_size(gt->dtype));
+				continue;
+			}
+			HostRng r;
+			host_rng_init(&r, 12, host_input_stream(gt->name));
+			host_fill_random(&in[i], &r, -2, 2);
+		}
+		snprintf(what, sizeof what, "correct %s norms, softmax", dts[t]);
+		CheckResult r = check_graphs(g, g, in, what);
+		assert_int_equal(r.status, CHECK_OK);
+		free_tensors(in, g->ninputs);
+		arena_free(a);
+	}
+}
+
 static void test_correct_transformers(void **state)
 {
 	(void)state;
@@ -604,6 +672,7 @@ static void test_check_status(void **state)
 const struct CMUnitTest check_tests[] = {
 	cmocka_unit_test(test_check_status),
 	cmocka_unit_test(test_correct_half_mlp),
+	cmocka_unit_test(test_correct_norms_softmax),
 	cmocka_unit_test(test_correct_transformers),
 	cmocka_unit_test(test_fault_transformers),
 	cmocka_unit_test(test_correct_long_reductions),
