@@ -23,13 +23,17 @@
  * rounding (local): c units in the last place of the compute precision P (f32 for
  * f16, bf16 and f32; f64 for f64), c per op (op_ulps), plus the rounding to the
  * stored dtype T, once on the interpreter's side and once more on the kernel's when
- * T is narrower than P (a fused kernel may keep the value in an f32 register, or
- * store it rounded). A sum of n terms x_i adds u_P · acc(n), where acc is the
- * summation bound of the model (sum_bound). A non-finite reference value gets E = 0
- * (it must be matched exactly); a finite one whose E cannot be bounded (an interval
- * that meets a pole or leaves a function's domain) gets +inf. Integer and bool
- * values get E = 0 unless a comparison, a float-to-int cast or an argmax may flip
- * within its inputs' errors.
+ * T is narrower than P. The rule for fused intermediates (docs/tolerances.md): a
+ * kernel rounds every f16/bf16 result to its dtype where it is made, registers or
+ * not (codegen/eval.c), except a matmul's result in a tiled kernel's epilogue,
+ * which stays f32 (codegen/matmul_epilogue.c); the reference rounds every tensor,
+ * and the bound covers both (finish). A sum of n terms x_i adds u_P · acc(n),
+ * where acc is the summation bound of the model (sum_bound). A non-finite
+ * reference value gets E = 0 (it must be matched exactly); a finite one whose E
+ * cannot be bounded (an interval that meets a pole or leaves a function's domain)
+ * gets +inf, and `--check` calls its output `not checked`. Integer and bool values
+ * get E = 0 unless a comparison, a float-to-int cast or an argmax may flip within
+ * its inputs' errors.
  *
  * Part of E is tight (R <= E, carried beside it): the roundings to the stored
  * dtype (finish), which a correct kernel may really differ by, as a whole, where
