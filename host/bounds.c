@@ -317,10 +317,19 @@ static double err_at(const Interp *ip, int tensor, int64_t off)
 /* The tight part of err_at (see the top of this section). */
 static double tight_at(const Interp *ip, int tensor, int64_t off)
 {
-	return ((const double *)ip->tight[tensor].data)[off];
+	const double *r = ip->tight[tensor].data;
+	return r ? r[off] : 0;   /* none: no tight part (interp_tight_tensors) */
 }
 
-/* A bound and its tight part for a result stored with finish. Tight: the share r
+/* rt[i] = v, where rt holds tight parts (NULL: the tensor carries none). */
+static void put(double *rt, int64_t i, double v)
+{
+	if (rt)
+		rt[i] = v;
+}
+
+/* A bound and its tight part (rt NULL: not kept) for a result stored with finish.
+ * Tight: the share r
  * of pre that came tight from the operands, and the rounding to an f16/bf16 dtype
  * where a correct kernel may really differ by it as a whole: where pre reaches
  * across a rounding boundary (a flip), and for a matmul result (kept: the tiled
@@ -330,6 +339,8 @@ static void finish_r(DType t, double v, double y, double pre, double r, bool kep
 		     double *rt)
 {
 	*e = finish(t, v, y, pre);
+	if (!rt)
+		return;
 	*rt = 0;
 	if (!isfinite(*e) || !ir_dtype_is_float(t))
 		return;
@@ -360,11 +371,11 @@ static void bound_elementwise(Interp *ip, const Op *op, const HostTensor *out, d
 			rx[k] = tight_at(ip, op->in[k], off[k]);
 		}
 		double y = host_get(out, i);
-		rt[i] = 0;
+		put(rt, i, 0);
 		if (op->kind == OP_WHERE) {
 			bool m = host_get_i64(x[0], off[0]) != 0;
 			e[i] = m ? ex[1] : ex[2];
-			rt[i] = m ? rx[1] : rx[2];
+			put(rt, i, m ? rx[1] : rx[2]);
 			if (ex[0] > 0 && ir_dtype_is_float(out->dtype))
 				e[i] = fabs(host_get(x[1], off[1]) - host_get(x[2], off[2])) +
 				       fmax(ex[1], ex[2]);
@@ -373,7 +384,7 @@ static void bound_elementwise(Interp *ip, const Op *op, const HostTensor *out, d
 		} else if (op->kind == OP_MASK_FILL) {
 			bool m = host_get_i64(x[1], off[1]) != 0;
 			e[i] = m ? 0 : ex[0];
-			rt[i] = m ? 0 : rx[0];
+			put(rt, i, m ? 0 : rx[0]);
 			if (ex[1] > 0)
 				e[i] = fl ? fabs(host_get(x[0], off[0]) - y) + ex[0] : INFINITY;
 		} else if (op->kind == OP_CAST) {
@@ -381,7 +392,7 @@ static void bound_elementwise(Interp *ip, const Op *op, const HostTensor *out, d
 			e[i] = bound_cast(x[0]->dtype, out->dtype, xv, ex[0], y);
 			if (ir_dtype_is_float(x[0]->dtype) && ir_dtype_is_float(out->dtype) &&
 			    isfinite(e[i]))
-				rt[i] = fmin(e[i], rx[0] + fmax(e[i] - ex[0], 0));
+				put(rt, i, fmin(e[i], rx[0] + fmax(e[i] - ex[0], 0)));
 		} else if (fam == FAM_COMPARE) {
 			double a = host_get(x[0], off[0]), b = op->nin > 1 ? host_get(x[1], off[1]) : 0;
 			e[i] = bound_compare(op, vt, a, ex[0], b, ex[1]);
@@ -401,7 +412,8 @@ static void bound_elementwise(Interp *ip, const Op *op, const HostTensor *out, d
 			if (op->kind == OP_GELU)
 				pre += 4 * unit_round(compute_dtype(vt)) * fabs(a);
 			if (ir_dtype_is_float(out->dtype))
-				finish_r(out->dtype, v, y, pre, fmin(r, prop), false, &e[i], &rt[i]);
+				finish_r(out->dtype, v, y, pre, fmin(r, prop), false, &e[i],
+					 rt ? &rt[i] : NULL);
 			else
 				e[i] = pre;
 		} else {
@@ -462,7 +474,7 @@ static void bound_reduce(Interp *ip, const Op *op, const HostTensor *out, double
 					rmax = fmax(rmax, tight_at(ip, src, xi));
 				}
 			}
-			rt[oi] = 0;
+			put(rt, oi, 0);
 			if (op->kind == OP_ARGMAX || op->kind == OP_ARGMIN ||
 			    ((op->kind == OP_MAX_DIM || op->kind == OP_MIN_DIM) && !fl)) {
 				int64_t best = host_get_i64(out, oi);
@@ -492,7 +504,8 @@ static void bound_reduce(Interp *ip, const Op *op, const HostTensor *out, double
 				pre = wide - pm + kernel_err(out->dtype, 0.5 * (double)len, v);
 				r = 0;
 			}
-			finish_r(out->dtype, v, y, pre, r, false, &e[oi], &rt[oi]);
+			finish_r(out->dtype, v, y, pre, r, false, &e[oi],
+				 rt ? &rt[oi] : NULL);
 		}
 }
 
@@ -537,7 +550,7 @@ static void bound_matmul(Interp *ip, const Op *op, const HostTensor *out, double
 				double prop = spread(&sp);
 				int64_t oi = bt * m * n + i * n + j;
 				double y = host_get(out, oi);
-				rt[oi] = 0;
+				put(rt, oi, 0);
 				if (!fl || !isfinite(y)) {
 					e[oi] = fl ? 0 : prop;
 					continue;
@@ -550,7 +563,7 @@ static void bound_matmul(Interp *ip, const Op *op, const HostTensor *out, double
 				double tf = ip->tf32 && a->dtype == DT_F32 ? (0x1p-10 + 0x1p-22) * mag : 0;
 				finish_r(out->dtype, s, y,
 					 prop + tf + u * mag + reduce_err(out->dtype, kk, mag, m2, s), 0,
-					 true, &e[oi], &rt[oi]);
+					 true, &e[oi], rt ? &rt[oi] : NULL);
 			}
 	}
 }
@@ -599,7 +612,7 @@ static void bound_conv2d(Interp *ip, const Op *op, const HostTensor *out, double
 		double y = host_get(out, i);
 		finish_r(out->dtype, s, y,
 			 spread(&sp) + u * mag + reduce_err(out->dtype, nterm, mag, m2, s), 0,
-			 false, &e[i], &rt[i]);
+			 false, &e[i], rt ? &rt[i] : NULL);
 	}
 }
 
@@ -633,16 +646,17 @@ static void bound_pool2d(Interp *ip, const Op *op, const HostTensor *out, double
 			}
 		}
 		double y = host_get(out, i);
-		rt[i] = 0;
+		put(rt, i, 0);
 		if (is_max || !isfinite(y)) {
 			e[i] = isfinite(y) ? prop : 0;
-			rt[i] = isfinite(y) ? rmax : 0;
+			put(rt, i, isfinite(y) ? rmax : 0);
 			continue;
 		}
 		double area = (double)at->kernel[0] * at->kernel[1];
 		finish_r(out->dtype, s / area, y,
 			 (spread(&sp) + reduce_err(out->dtype, nterm, mag, m2, s)) / area +
-			 kernel_err(out->dtype, 1, s / area), 0, false, &e[i], &rt[i]);
+			 kernel_err(out->dtype, 1, s / area), 0, false, &e[i],
+			 rt ? &rt[i] : NULL);
 	}
 }
 
@@ -653,7 +667,7 @@ static void bound_gather(Interp *ip, const Op *op, const HostTensor *out, double
 	int64_t xs[IR_MAX_RANK], c[IR_MAX_RANK];
 	interp_contiguous_strides(x, xs);
 	for (int64_t i = 0; i < out->n; i++) {
-		rt[i] = 0;
+		put(rt, i, 0);
 		if (err_at(ip, op->in[1], i) > 0) {
 			e[i] = INFINITY;
 			continue;
@@ -664,14 +678,63 @@ static void bound_gather(Interp *ip, const Op *op, const HostTensor *out, double
 		for (int k = 0; k < x->rank; k++)
 			off += c[k] * xs[k];
 		e[i] = err_at(ip, op->in[0], off);
-		rt[i] = tight_at(ip, op->in[0], off);
+		put(rt, i, tight_at(ip, op->in[0], off));
+	}
+}
+
+/* The tight parts of a view or cat's result, moved as its values are. */
+static void move_tight(Interp *ip, const Op *op, HostTensor *rout)
+{
+	Interp ie = *ip;
+	HostTensor *tmp = xcalloc((size_t)ip->g->ntensors + 1, sizeof *tmp);
+	ie.val = tmp;
+	for (int k = 0; k < op->nin; k++) {
+		int t = op->in[k];
+		tmp[t] = ip->tight[t];
+		const HostTensor *v = &ip->val[t];
+		Diag d;
+		/* zeros (host_alloc zero-fills); without the memory, the whole bound
+		 * counts as tight, which only widens it */
+		if (!tmp[t].data && host_alloc(&tmp[t], DT_F64, v->rank, v->dim, &d)) {
+			memcpy(rout->data, ((const Interp *)ip)->err[op->out[0]].data,
+			       (size_t)rout->n * sizeof(double));
+			for (int j = 0; j < k; j++)
+				if (!ip->tight[op->in[j]].data)
+					host_free(&tmp[op->in[j]]);
+			free(tmp);
+			return;
+		}
+	}
+	if (op->kind == OP_CAT)
+		interp_run_cat(&ie, op, rout);
+	else
+		interp_run_view(&ie, op, rout);
+	for (int k = 0; k < op->nin; k++)
+		if (!ip->tight[op->in[k]].data && tmp[op->in[k]].data)
+			host_free(&tmp[op->in[k]]);
+	free(tmp);
+}
+
+void interp_tight_tensors(const Graph *g, bool *has)
+{
+	for (int t = 0; t < g->ntensors; t++)
+		has[t] = false;   /* graph inputs are exact */
+	for (int i = 0; i < g->nops; i++) {
+		const Op *op = &g->ops[i];
+		if (op->kind == OP_SYNC)
+			continue;
+		DType dt = g->tensors[op->out[0]].dtype;
+		bool h = dt == DT_F16 || dt == DT_BF16;
+		for (int k = 0; k < op->nin; k++)
+			h = h || has[op->in[k]];
+		has[op->out[0]] = h;
 	}
 }
 
 void bounds_op(Interp *ip, const Op *op, const HostTensor *out, HostTensor *eout,
 	       HostTensor *rout)
 {
-	double *e = eout->data, *rt = rout->data;
+	double *e = eout->data, *rt = rout->data;   /* rt NULL: no tight part kept */
 	switch (ir_ops[op->kind].family) {
 	case FAM_BINARY: case FAM_SCALAR: case FAM_UNARY: case FAM_COMPARE:
 	case FAM_SELECT: case FAM_CAST:
@@ -681,15 +744,16 @@ void bounds_op(Interp *ip, const Op *op, const HostTensor *out, HostTensor *eout
 		if (op->kind == OP_GATHER) {
 			bound_gather(ip, op, out, e, rt);
 		} else {
-			/* errors move with the data: the same view or cat, on the errors */
+			/* errors move with the data: the same view or cat, on the errors
+			 * (and on the tight parts, an operand without them as zeros) */
 			Interp ie = *ip;
-			for (int k = 0; k < 2; k++) {
-				ie.val = k ? ip->tight : ip->err;
-				if (op->kind == OP_CAT)
-					interp_run_cat(&ie, op, k ? rout : eout);
-				else
-					interp_run_view(&ie, op, k ? rout : eout);
-			}
+			ie.val = ip->err;
+			if (op->kind == OP_CAT)
+				interp_run_cat(&ie, op, eout);
+			else
+				interp_run_view(&ie, op, eout);
+			if (rt)
+				move_tight(ip, op, rout);
 		}
 		return;
 	case FAM_REDUCE: bound_reduce(ip, op, out, e, rt); return;

@@ -648,6 +648,8 @@ int interp_run_bounds_tf32(const Graph *g, const HostTensor *inputs, HostTensor 
 		     bounds ? xcalloc(nt, sizeof(HostTensor)) : NULL,
 		     bounds ? xcalloc(nt, sizeof(HostTensor)) : NULL, tf32};
 	int *last = xmalloc(nt * sizeof *last);
+	bool *has_tight = xcalloc(nt, sizeof *has_tight);
+	interp_tight_tensors(g, has_tight);
 	for (int t = 0; t < g->ntensors; t++)
 		last[t] = g->tensors[t].is_output ? g->nops : -1;
 	for (int i = 0; i < g->nops; i++)
@@ -659,8 +661,7 @@ int interp_run_bounds_tf32(const Graph *g, const HostTensor *inputs, HostTensor 
 		HostTensor *v = &ip.val[g->inputs[i]];
 		rc = copy_tensor(v, &inputs[i], d);
 		if (!rc && bounds)   /* inputs are exact: host_alloc zero-fills */
-			rc = host_alloc(&ip.err[g->inputs[i]], DT_F64, v->rank, v->dim, d) ||
-			     host_alloc(&ip.tight[g->inputs[i]], DT_F64, v->rank, v->dim, d);
+			rc = host_alloc(&ip.err[g->inputs[i]], DT_F64, v->rank, v->dim, d);
 	}
 	for (int i = 0; i < g->nops && !rc; i++) {
 		const Op *op = &g->ops[i];
@@ -675,7 +676,7 @@ int interp_run_bounds_tf32(const Graph *g, const HostTensor *inputs, HostTensor 
 		if (!rc && bounds) {
 			HostTensor *e = &ip.err[op->out[0]], *r = &ip.tight[op->out[0]];
 			rc = host_alloc(e, DT_F64, t->rank, t->dim, d) ||
-			     host_alloc(r, DT_F64, t->rank, t->dim, d);
+			     (has_tight[op->out[0]] && host_alloc(r, DT_F64, t->rank, t->dim, d));
 			if (!rc)
 				bounds_op(&ip, op, out, e, r);
 		}
@@ -700,6 +701,7 @@ int interp_run_bounds_tf32(const Graph *g, const HostTensor *inputs, HostTensor 
 			}
 	}
 	free(last);
+	free(has_tight);
 	free_values(ip.val, g->ntensors);
 	if (bounds) {
 		free_values(ip.err, g->ntensors);
@@ -728,11 +730,13 @@ uint64_t interp_peak_bytes(const Graph *g, bool bounds)
 	size_t nt = (size_t)g->ntensors + 1;
 	uint64_t *size = xcalloc(nt, sizeof *size);
 	int *last = xmalloc(nt * sizeof *last);
+	bool *has_tight = xcalloc(nt, sizeof *has_tight);
+	interp_tight_tensors(g, has_tight);
 	for (int t = 0; t < g->ntensors; t++) {
 		const Tensor *x = &g->tensors[t];
+		uint64_t e = bounds ? interp_tensor_bytes(x, DT_F64) : 0;   /* err */
 		size[t] = add_sat(interp_tensor_bytes(x, x->dtype),
-				  bounds ? add_sat(interp_tensor_bytes(x, DT_F64),   /* err, tight */
-						   interp_tensor_bytes(x, DT_F64)) : 0);
+				  add_sat(e, has_tight[t] ? e : 0));          /* tight */
 		last[t] = x->is_output ? g->nops : -1;
 	}
 	for (int i = 0; i < g->nops; i++)
@@ -762,6 +766,7 @@ uint64_t interp_peak_bytes(const Graph *g, bool bounds)
 	for (int i = 0; i < g->noutputs; i++)
 		live = add_sat(live, size[g->outputs[i]]);
 	free(size);
+	free(has_tight);
 	free(last);
 	return live > peak ? live : peak;
 }

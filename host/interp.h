@@ -33,8 +33,9 @@ int interp_run_bounds_tf32(const Graph *g, const HostTensor *inputs, HostTensor 
 
 /* The bytes of a tensor of t's shape in dtype (UINT64_MAX when they overflow). */
 uint64_t interp_tensor_bytes(const Tensor *t, DType dtype);
-/* The most memory interp_run (bounds false) or interp_run_bounds (true: two f64
- * per element beside each value, its bound and the bound's tight part) holds at
+/* The most memory interp_run (bounds false) or interp_run_bounds (true: an f64
+ * bound per element beside each value, and the bound's tight part beside those
+ * made from f16/bf16 values) holds at
  * once, its own copies of the inputs and the outputs it hands back included; not
  * the caller's inputs. Saturates at UINT64_MAX. */
 uint64_t interp_peak_bytes(const Graph *g, bool bounds);

@@ -15,7 +15,8 @@ typedef struct Interp {
 	Diag *d;
 	int opi;               /* the op being run, for messages */
 	HostTensor *err;       /* NULL, or one f64 error bound per value (bounds.c) */
-	HostTensor *tight;     /* with err: the tight part of each bound (bounds.c) */
+	HostTensor *tight;     /* with err: the tight part of each bound, or empty
+				  where it is all 0 (bounds.c) */
 	bool tf32;             /* f32 matmul operands rounded to tf32 (--allow-tf32) */
 } Interp;
 
@@ -38,8 +39,13 @@ void interp_run_cat(Interp *ip, const Op *op, HostTensor *out);
 int64_t interp_window_pos(const Attrs *at, int ax, int64_t o, int64_t k, int dilation,
 			  int64_t size);
 
+/* bounds.c: which tensors carry tight parts (has, one per tensor): an f16/bf16
+ * result and what an op makes of one; the others' tight parts are all 0 and are
+ * not kept (ip->tight[t] empty), so f32 and f64 graphs need no memory for them. */
+void interp_tight_tensors(const Graph *g, bool *has);
 /* bounds.c: fill eout (f64, out's shape) with the error bound of op's result out,
- * and rout (the same) with the tight part of each. */
+ * and rout (the same; empty when out carries no tight part) with the tight part of
+ * each. */
 void bounds_op(Interp *ip, const Op *op, const HostTensor *out, HostTensor *eout,
 	       HostTensor *rout);
 

@@ -92,3 +92,22 @@ done
 # scores: in bf16 whole rows of the softmax lose every bit, and the check says so
 check check-bert-bf16-random-mask 4 "$FUSEC" run "$TMP/bert_bf16.yaml" --backend cpu --check &&
 	contains check-bert-bf16-random-mask-line "$TMP/out" "unbounded=512 not checked"
+
+# the check's memory: an f32 graph's values carry one f64 bound each (64 Mi
+# elements: a, y 256 MiB + 512 MiB each, then the copies of y and its bound); a
+# bf16 graph's results also the bound's tight part (y: 512 MiB more, a none)
+cat >"$TMP/big16.yaml" <<'EOF'
+format: fusec-graph/1
+inputs:
+  a: {dtype: bf16, shape: [4096, 16384]}
+ops:
+  - {op: exp, in: [a], out: y}
+outputs: [y]
+EOF
+sed 's/bf16/f32/' "$TMP/big16.yaml" >"$TMP/big32.yaml"
+if sh -c "ulimit -v 1000000; exec '$FUSEC' --version" >/dev/null 2>&1; then
+	check check-mem-f32 1 sh -c "ulimit -v 1000000; exec '$FUSEC' run '$TMP/big32.yaml' --backend cpu --check" &&
+		contains check-mem-f32-msg "$TMP/err" "with --check's reference 2.5 GiB)"
+	check check-mem-bf16 1 sh -c "ulimit -v 1000000; exec '$FUSEC' run '$TMP/big16.yaml' --backend cpu --check" &&
+		contains check-mem-bf16-msg "$TMP/err" "with --check's reference 3.0 GiB)"
+fi
