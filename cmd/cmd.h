@@ -1,13 +1,15 @@
 /* cmd.h: the subcommands of the fusec driver. Each takes the arguments after its
  * name (argv[0] is the subcommand) and returns the process exit status (SPEC §7):
- * 0 success, 1 invalid input, 2 usage error, 3 code generation or runtime failure.
+ * 0 success, 1 invalid input, 2 usage error, 3 code generation or runtime failure;
+ * `run --check` adds 4: nothing failed, but some output element had no error bound
+ * and was not checked (docs/tolerances.md).
  * Only cmd/ prints errors for the user and decides exit codes. */
 #ifndef FUSEC_CMD_H
 #define FUSEC_CMD_H
 
 #include "../ir/ir.h"
 
-enum { EXIT_OK = 0, EXIT_INPUT = 1, EXIT_USAGE = 2, EXIT_FAIL = 3 };
+enum { EXIT_OK = 0, EXIT_INPUT = 1, EXIT_USAGE = 2, EXIT_FAIL = 3, EXIT_NOT_CHECKED = 4 };
 
 int cmd_normalize(int argc, char **argv);
 int cmd_compile(int argc, char **argv);

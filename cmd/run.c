@@ -44,7 +44,8 @@ static const char run_usage[] =
 	"                   bound of each element (<f8, docs/tolerances.md)\n"
 	"  --check          compare every output against the interpreter, each element\n"
 	"                   against its error bound (docs/tolerances.md); print the worst\n"
-	"                   elements; exit 3 when one is over\n"
+	"                   elements; exit 3 when one is over, 4 when none is but\n"
+	"                   some element has no bound (`not checked`)\n"
 	"  --atol A, --rtol R  with --check: a flat bound atol + rtol*|reference| instead\n"
 	"                   (either alone: the other is 0)\n"
 	"  --allow-tf32     f32 matmuls may use tf32 tensor cores (cpu: emulated); the\n"
@@ -53,7 +54,7 @@ static const char run_usage[] =
 	"                   deviates on purpose, as `fusec compile --burn-exact`\n"
 	"\n"
 	"exit status: 0 success, 1 invalid graph or inputs, 2 usage error, 3 runtime\n"
-	"failure or a failed check.\n";
+	"failure or a failed check, 4 (--check) no failure but some output not checked.\n";
 
 /* ---- backends -------------------------------------------------------------- */
 
@@ -323,7 +324,7 @@ static void print_check(const char *name, const HostTensor *want, const CheckRes
 		printf(" bad=%lld", (long long)r->nbad);
 	if (r->nunbounded)
 		printf(" unbounded=%lld", (long long)r->nunbounded);
-	printf(" %s\n", r->ok ? "ok" : "FAIL");
+	printf(" %s\n", check_status_name(r->status));
 	int show = r->ok && r->nworst ? 1 : r->nworst;
 	for (int k = 0; k < show; k++) {
 		const CheckElem *e = &r->worst[k];
@@ -334,11 +335,13 @@ static void print_check(const char *name, const HostTensor *want, const CheckRes
 	}
 }
 
-/* Compare outs against the interpreter; returns the number of failed outputs,
- * or -1 if the interpreter itself failed. flat: use atol/rtol, not the bounds. */
+/* Compare outs against the interpreter; returns the exit status: EXIT_FAIL when an
+ * output failed or the interpreter itself did, else EXIT_NOT_CHECKED when an output
+ * was not checked, else EXIT_OK. flat: use atol/rtol, not the bounds. */
 static int check_outputs(const Graph *g, const HostTensor *in, const HostTensor *outs, bool flat,
 			 double atol, double rtol, bool tf32)
 {
+	int nunchecked = 0;
 	HostTensor *ref = xcalloc((size_t)g->noutputs + 1, sizeof *ref);
 	HostTensor *bound = xcalloc((size_t)g->noutputs + 1, sizeof *bound);
 	Diag d;
@@ -351,8 +354,8 @@ static int check_outputs(const Graph *g, const HostTensor *in, const HostTensor 
 		CheckResult r;
 		check_compare(&outs[i], &ref[i], flat ? NULL : &bound[i], atol, rtol, &r);
 		print_check(g->tensors[g->outputs[i]].name, &ref[i], &r, flat, atol, rtol);
-		if (!r.ok)
-			nfail++;
+		nfail += r.status == CHECK_FAIL;
+		nunchecked += r.status == CHECK_NOT_CHECKED;
 	}
 	for (int i = 0; i < g->noutputs; i++) {
 		host_free(&ref[i]);
@@ -360,7 +363,7 @@ static int check_outputs(const Graph *g, const HostTensor *in, const HostTensor 
 	}
 	free(ref);
 	free(bound);
-	return nfail;
+	return nfail ? EXIT_FAIL : nunchecked ? EXIT_NOT_CHECKED : EXIT_OK;
 }
 
 /* `fusec run DIR --backend cuda`: a compiled plan, inputs drawn from the plan. */
@@ -590,8 +593,11 @@ int cmd_run(int argc, char **argv)
 		print_summary(g, outs);
 		if (outputs && write_outputs(g, outputs, outs, bounds))
 			status = EXIT_FAIL;
-		if (check && check_outputs(g, in, outs, flat, tol[0], tol[1], tf32) != 0)
-			status = EXIT_FAIL;
+		if (check) {
+			int cs = check_outputs(g, in, outs, flat, tol[0], tol[1], tf32);
+			if (cs == EXIT_FAIL || status == EXIT_OK)
+				status = cs;
+		}
 	}
 	fflush(stdout);
 	for (int i = 0; i < g->ninputs; i++)

@@ -5,7 +5,8 @@
  * the exact f64 result, built op by op from the magnitudes of what was summed and
  * the ulps of each op). check_compare holds each element to its bound, or to a
  * flat atol + rtol·|want| when the user gives one, and keeps the worst elements
- * for the report. */
+ * for the report. An element whose bound is +inf is not checked, and an output
+ * with such an element is `not checked`, never `ok`. */
 #include <math.h>
 #include <string.h>
 
@@ -39,6 +40,7 @@ void check_compare(const HostTensor *got, const HostTensor *want, const HostTens
 	if (!same || (bound && bound->n != want->n)) {
 		r->nbad = want->n ? want->n : 1;
 		r->max_abs = r->max_ratio = INFINITY;
+		r->status = CHECK_FAIL;
 		return;
 	}
 	for (int64_t i = 0; i < got->n; i++) {
@@ -65,4 +67,15 @@ void check_compare(const HostTensor *got, const HostTensor *want, const HostTens
 		keep_worst(r, (CheckElem){i, g, w, b, ratio});
 	}
 	r->ok = r->nbad == 0;
+	r->status = !r->ok ? CHECK_FAIL : r->nunbounded ? CHECK_NOT_CHECKED : CHECK_OK;
+}
+
+const char *check_status_name(CheckStatus s)
+{
+	switch (s) {
+	case CHECK_OK: return "ok";
+	case CHECK_FAIL: return "FAIL";
+	case CHECK_NOT_CHECKED: return "not checked";
+	}
+	return "?";
 }

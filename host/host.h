@@ -155,7 +155,14 @@ typedef struct {
 	double ratio;          /* |got - want| / bound; +inf for a NaN/inf mismatch */
 } CheckElem;
 
+/* The verdict on one output: every element within its bound (OK), some element
+ * over its bound or a shape/dtype mismatch (FAIL), or none over but some not
+ * bounded at all (NOT_CHECKED: a bound of +inf checks nothing, so the output is
+ * not called ok). */
+typedef enum { CHECK_OK, CHECK_FAIL, CHECK_NOT_CHECKED } CheckStatus;
+
 typedef struct {
+	CheckStatus status;
 	bool ok;               /* nbad == 0 and the shapes and dtypes agree */
 	int64_t nbad;          /* elements over their bound */
 	int64_t nunbounded;    /* elements whose bound is +inf: not checked */
@@ -168,8 +175,11 @@ typedef struct {
 /* Compare got with want element by element. An element passes when |got - want| <=
  * its bound: bound[i] (f64, want's shape; from interp_run_bounds) or, when bound
  * is NULL, atol + rtol·|want|. NaN matches NaN and an infinity the same infinity,
- * whatever the bound. A shape or dtype mismatch fails with every element bad. */
+ * whatever the bound; a finite element whose bound is +inf is counted unbounded.
+ * A shape or dtype mismatch fails with every element bad. r->status says which. */
 void check_compare(const HostTensor *got, const HostTensor *want, const HostTensor *bound,
 		   double atol, double rtol, CheckResult *r);
+/* "ok", "FAIL", "not checked". */
+const char *check_status_name(CheckStatus s);
 
 #endif

@@ -30,21 +30,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "interp.h"
+#include "interp_impl.h"
 
-static const double pi = 3.14159265358979323846;
 static const double sqrt2 = 1.41421356237309504880;
 
-typedef struct {
-	const Graph *g;
-	HostTensor *val;       /* one per graph tensor; empty until computed */
-	Diag *d;
-	int opi;               /* the op being run, for messages */
-	HostTensor *err;       /* NULL, or one f64 error bound per value (see bounds) */
-	bool tf32;             /* f32 matmul operands rounded to tf32 (--allow-tf32) */
-} Interp;
 
-static void contiguous_strides(const HostTensor *t, int64_t *st)
+void interp_contiguous_strides(const HostTensor *t, int64_t *st)
 {
 	int64_t s = 1;
 	for (int k = t->rank - 1; k >= 0; k--) {
@@ -54,16 +45,16 @@ static void contiguous_strides(const HostTensor *t, int64_t *st)
 }
 
 /* Strides of x read as a tensor of out's shape (equal ranks): size-1 dims repeat. */
-static void broadcast_strides(const HostTensor *x, int64_t *st)
+void interp_broadcast_strides(const HostTensor *x, int64_t *st)
 {
-	contiguous_strides(x, st);
+	interp_contiguous_strides(x, st);
 	for (int k = 0; k < x->rank; k++)
 		if (x->dim[k] == 1)
 			st[k] = 0;
 }
 
 /* The offset of element i of a tensor shaped like out, read through strides st. */
-static int64_t offset_of(const HostTensor *out, int64_t i, const int64_t *st)
+int64_t interp_offset_of(const HostTensor *out, int64_t i, const int64_t *st)
 {
 	int64_t off = 0;
 	for (int k = out->rank - 1; k >= 0; k--) {
@@ -73,7 +64,7 @@ static int64_t offset_of(const HostTensor *out, int64_t i, const int64_t *st)
 	return off;
 }
 
-static void coords_of(const HostTensor *t, int64_t i, int64_t *c)
+void interp_coords_of(const HostTensor *t, int64_t i, int64_t *c)
 {
 	for (int k = t->rank - 1; k >= 0; k--) {
 		c[k] = i % t->dim[k];
@@ -96,7 +87,7 @@ static int fail(Interp *ip, const char *fmt, ...)
 
 /* ---- elementwise ----------------------------------------------------------- */
 
-static double attr_scalar(const Op *op)
+double interp_attr_scalar(const Op *op)
 {
 	return op->attr ? op->attr->scalar : 0;
 }
@@ -117,9 +108,9 @@ static double nan_min(double a, double b)
 }
 
 /* One float result. a, b, c are operand values; the scalar is already rounded. */
-static double float_elem(const Op *op, DType vt, double a, double b)
+double interp_float_elem(const Op *op, DType vt, double a, double b)
 {
-	double s = host_round(vt, attr_scalar(op));
+	double s = host_round(vt, interp_attr_scalar(op));
 	switch (op->kind) {
 	case OP_ADD: return a + b;
 	case OP_SUB: return a - b;
@@ -222,7 +213,7 @@ static int64_t int_rem(int64_t a, int64_t b)
 /* One integer (or bool) result; the caller wraps it to the output dtype. */
 static int64_t int_elem(const Op *op, DType vt, int64_t a, int64_t b)
 {
-	int64_t s = host_to_int(vt, attr_scalar(op));
+	int64_t s = host_to_int(vt, interp_attr_scalar(op));
 	uint64_t ua = (uint64_t)a, ub = (uint64_t)b, us = (uint64_t)s;
 	switch (op->kind) {
 	case OP_ADD: return (int64_t)(ua + ub);
@@ -277,14 +268,14 @@ static void run_elementwise(Interp *ip, const Op *op, HostTensor *out)
 	int64_t st[3][IR_MAX_RANK];
 	for (int k = 0; k < op->nin; k++) {
 		x[k] = &ip->val[op->in[k]];
-		broadcast_strides(x[k], st[k]);
+		interp_broadcast_strides(x[k], st[k]);
 	}
 	DType vt = ir_op_value_dtype(ip->g, op);
 	bool fl = ir_dtype_is_float(vt);
 	for (int64_t i = 0; i < out->n; i++) {
 		int64_t off[3];
 		for (int k = 0; k < op->nin; k++)
-			off[k] = offset_of(out, i, st[k]);
+			off[k] = interp_offset_of(out, i, st[k]);
 		if (op->kind == OP_WHERE || op->kind == OP_MASK_FILL) {
 			bool m = op->kind == OP_WHERE ? host_get_i64(x[0], off[0]) != 0
 						      : host_get_i64(x[1], off[1]) != 0;
@@ -292,9 +283,9 @@ static void run_elementwise(Interp *ip, const Op *op, HostTensor *out)
 			int64_t so = op->kind == OP_WHERE ? (m ? off[1] : off[2]) : off[0];
 			if (op->kind == OP_MASK_FILL && m) {
 				if (fl)
-					host_set(out, i, attr_scalar(op));
+					host_set(out, i, interp_attr_scalar(op));
 				else
-					host_set_i64(out, i, host_to_int(vt, attr_scalar(op)));
+					host_set_i64(out, i, host_to_int(vt, interp_attr_scalar(op)));
 			} else if (fl) {
 				host_set(out, i, host_get(src, so));
 			} else {
@@ -310,7 +301,7 @@ static void run_elementwise(Interp *ip, const Op *op, HostTensor *out)
 		} else if (fl) {
 			double a = host_get(x[0], off[0]);
 			double b = op->nin > 1 ? host_get(x[1], off[1]) : 0;
-			host_set(out, i, float_elem(op, vt, a, b));
+			host_set(out, i, interp_float_elem(op, vt, a, b));
 		} else {
 			int64_t a = host_get_i64(x[0], off[0]);
 			int64_t b = op->nin > 1 ? host_get_i64(x[1], off[1]) : 0;
@@ -327,14 +318,14 @@ static void copy_strided(const HostTensor *x, HostTensor *out, int64_t base, con
 	size_t sz = (size_t)ir_dtype_size(x->dtype);
 	for (int64_t i = 0; i < out->n; i++)
 		memcpy((char *)out->data + (size_t)i * sz,
-		       (const char *)x->data + (size_t)(base + offset_of(out, i, st)) * sz, sz);
+		       (const char *)x->data + (size_t)(base + interp_offset_of(out, i, st)) * sz, sz);
 }
 
-static void run_view(Interp *ip, const Op *op, HostTensor *out)
+void interp_run_view(Interp *ip, const Op *op, HostTensor *out)
 {
 	const HostTensor *x = &ip->val[op->in[0]];
 	int64_t xs[IR_MAX_RANK], st[IR_MAX_RANK] = {0}, base = 0;
-	contiguous_strides(x, xs);
+	interp_contiguous_strides(x, xs);
 	switch (op->kind) {
 	case OP_RESHAPE:
 		memcpy(out->data, x->data, (size_t)x->n * (size_t)ir_dtype_size(x->dtype));
@@ -349,7 +340,7 @@ static void run_view(Interp *ip, const Op *op, HostTensor *out)
 		st[op->attr->axes[1]] = xs[op->attr->axes[0]];
 		break;
 	case OP_EXPAND:
-		broadcast_strides(x, st);
+		interp_broadcast_strides(x, st);
 		break;
 	case OP_SLICE:
 		memcpy(st, xs, sizeof xs);
@@ -425,9 +416,9 @@ static void run_matmul(Interp *ip, const Op *op, HostTensor *out)
 	int r = out->rank;
 	int64_t m = a->dim[r - 2], kk = a->dim[r - 1], n = b->dim[r - 1];
 	int64_t as[IR_MAX_RANK], bs[IR_MAX_RANK], os[IR_MAX_RANK];
-	broadcast_strides(a, as);
-	broadcast_strides(b, bs);
-	contiguous_strides(out, os);
+	interp_broadcast_strides(a, as);
+	interp_broadcast_strides(b, bs);
+	interp_contiguous_strides(out, os);
 	bool fl = ir_dtype_is_float(out->dtype);
 	int64_t nbatch = out->n / (m * n);
 	for (int64_t bt = 0; bt < nbatch; bt++) {
@@ -459,7 +450,7 @@ static void run_matmul(Interp *ip, const Op *op, HostTensor *out)
 	}
 }
 
-static void run_cat(Interp *ip, const Op *op, HostTensor *out)
+void interp_run_cat(Interp *ip, const Op *op, HostTensor *out)
 {
 	int axis = op->attr->axis;
 	size_t sz = (size_t)ir_dtype_size(out->dtype);
@@ -483,14 +474,14 @@ static int run_gather(Interp *ip, const Op *op, HostTensor *out)
 	const HostTensor *x = &ip->val[op->in[0]], *idx = &ip->val[op->in[1]];
 	int axis = op->attr->axis;
 	int64_t xs[IR_MAX_RANK], c[IR_MAX_RANK];
-	contiguous_strides(x, xs);
+	interp_contiguous_strides(x, xs);
 	size_t sz = (size_t)ir_dtype_size(x->dtype);
 	for (int64_t i = 0; i < out->n; i++) {
 		int64_t v = host_get_i64(idx, i);
 		if (v < 0 || v >= x->dim[axis])
 			return fail(ip, "index %lld is out of range for a dim of size %lld",
 				    (long long)v, (long long)x->dim[axis]);
-		coords_of(out, i, c);
+		interp_coords_of(out, i, c);
 		c[axis] = v;
 		int64_t off = 0;
 		for (int k = 0; k < x->rank; k++)
@@ -510,7 +501,7 @@ static double at4(const HostTensor *t, int64_t a, int64_t b, int64_t c, int64_t 
 
 /* The input row (or column) that window position k of output position o reads
  * along spatial axis ax; -1 when it falls in the padding. */
-static int64_t window_pos(const Attrs *at, int ax, int64_t o, int64_t k, int dilation,
+int64_t interp_window_pos(const Attrs *at, int ax, int64_t o, int64_t k, int dilation,
 			  int64_t size)
 {
 	int64_t i = o * at->stride[ax] - at->padding[ax] + k * dilation;
@@ -526,9 +517,9 @@ static double conv2d_at(const Op *op, const HostTensor *x, const HostTensor *w, 
 	double acc = 0;
 	for (int64_t c = 0; c < cg; c++)
 		for (int64_t kh = 0; kh < w->dim[2]; kh++) {
-			int64_t ih = window_pos(at, 0, oh, kh, at->dilation[0], x->dim[2]);
+			int64_t ih = interp_window_pos(at, 0, oh, kh, at->dilation[0], x->dim[2]);
 			for (int64_t kw = 0; kw < w->dim[3] && ih >= 0; kw++) {
-				int64_t iw = window_pos(at, 1, ow, kw, at->dilation[1], x->dim[3]);
+				int64_t iw = interp_window_pos(at, 1, ow, kw, at->dilation[1], x->dim[3]);
 				if (iw >= 0)
 					acc += at4(x, n, c0 + c, ih, iw) * at4(w, o, c, kh, kw);
 			}
@@ -542,7 +533,7 @@ static void run_conv2d(Interp *ip, const Op *op, HostTensor *out)
 	const HostTensor *bias = op->nin > 2 ? &ip->val[op->in[2]] : NULL;
 	int64_t c[4], per_group = out->dim[1] / op->attr->groups;
 	for (int64_t i = 0; i < out->n; i++) {
-		coords_of(out, i, c);
+		interp_coords_of(out, i, c);
 		double acc = conv2d_at(op, x, w, c[0], c[1], c[2], c[3], per_group);
 		host_set(out, i, acc + (bias ? host_get(bias, c[1]) : 0));
 	}
@@ -556,12 +547,12 @@ static void run_pool2d(Interp *ip, const Op *op, HostTensor *out)
 	bool is_max = op->kind == OP_MAX_POOL2D;
 	int64_t c[4];
 	for (int64_t i = 0; i < out->n; i++) {
-		coords_of(out, i, c);
+		interp_coords_of(out, i, c);
 		double acc = is_max ? -INFINITY : 0;
 		for (int64_t kh = 0; kh < at->kernel[0]; kh++) {
-			int64_t ih = window_pos(at, 0, c[2], kh, 1, x->dim[2]);
+			int64_t ih = interp_window_pos(at, 0, c[2], kh, 1, x->dim[2]);
 			for (int64_t kw = 0; kw < at->kernel[1] && ih >= 0; kw++) {
-				int64_t iw = window_pos(at, 1, c[3], kw, 1, x->dim[3]);
+				int64_t iw = interp_window_pos(at, 1, c[3], kw, 1, x->dim[3]);
 				if (iw < 0)
 					continue;
 				double v = at4(x, c[0], c[1], ih, iw);
@@ -574,604 +565,6 @@ static void run_pool2d(Interp *ip, const Op *op, HostTensor *out)
 	}
 }
 
-/* ---- error bounds (docs/tolerances.md) ------------------------------------- */
-
-/* Next to each value the interpreter can carry E >= 0 (f64, one per element): how
- * far the value a correct kernel computes may lie from the reference value, to
- * first order. E of a graph input is 0. Each op's E is what its inputs' errors can
- * do to its result (propagated: exact interval bounds for add, sub, mul, div, max,
- * min; the function evaluated at x - E and x + E for everything else, which is exact
- * for monotone functions and catches jumps of floor, round, rem, ...) plus its own
- * rounding (local): c units in the last place of the compute precision P (f32 for
- * f16, bf16 and f32; f64 for f64), c per op (op_ulps), plus the rounding to the
- * stored dtype T, once on the interpreter's side and once more on the kernel's when
- * T is narrower than P (a fused kernel may keep the value in an f32 register, or
- * store it rounded). A sum of n terms x_i adds u_P · acc(n), where acc is the
- * summation bound of the model (sum_bound). A non-finite reference value gets E = 0
- * (it must be matched exactly); a finite one whose E cannot be bounded (an interval
- * that meets a pole or leaves a function's domain) gets +inf. Integer and bool
- * values get E = 0 unless a comparison, a float-to-int cast or an argmax may flip
- * within its inputs' errors. */
-
-/* Summation model: lambda of the probabilistic term of the kernel's own rounding
- * errors (sum_bound), and of the errors the terms bring (spread). */
-#define BOUND_LAMBDA 4.0
-#define SPREAD_LAMBDA 1.0
-
-/* The error that terms with errors e_i (sum l = sum e_i, q = sum e_i^2) bring to a
- * sum: l when they all push one way; SPREAD_LAMBDA·sqrt(q) when they are
- * independent, as errors of different elements made by different roundings are. */
-static double spread(double l, double q)
-{
-	double p = SPREAD_LAMBDA * sqrt(q);
-	return p < l ? p : l;
-}
-
-static double unit_round(DType t)
-{
-	switch (t) {
-	case DT_F64: return 0x1p-53;
-	case DT_F32: return 0x1p-24;
-	case DT_F16: return 0x1p-11;
-	case DT_BF16: return 0x1p-8;
-	default: return 0;
-	}
-}
-
-/* The smallest positive subnormal: an absolute floor for one rounding. */
-static double tiny_of(DType t)
-{
-	switch (t) {
-	case DT_F64: return 0x1p-1074;
-	case DT_F32: return 0x1p-149;
-	case DT_F16: return 0x1p-24;
-	case DT_BF16: return 0x1p-133;
-	default: return 0;
-	}
-}
-
-static DType compute_dtype(DType t)
-{
-	return t == DT_F64 ? DT_F64 : DT_F32;
-}
-
-/* The kernel's own error, in P, of an op with result v computed with c ulps of P
- * (an ulp of P at v is taken as 2·u_P·|v|). In f64 the interpreter's libm is no
- * better than the kernel's: counted twice. */
-static double kernel_err(DType t, double c, double v)
-{
-	if (!ir_dtype_is_float(t) || c == 0)
-		return 0;
-	DType p = compute_dtype(t);
-	double e = c * (2 * unit_round(p) * fabs(v) + tiny_of(p));
-	return t == DT_F64 ? 2 * e : e;
-}
-
-/* The bound of a result the interpreter computed as v (in f64) and stored as y (v
- * rounded to t), when a correct kernel's value before any store lies within pre of
- * v. The kernel keeps that value (a fused intermediate: pre + |v - y| from y) or
- * stores it rounded to t: anything between rn(v - pre) and rn(v + pre). */
-static double finish(DType t, double v, double y, double pre)
-{
-	if (!ir_dtype_is_float(t))
-		return pre;
-	if (!isfinite(y))
-		return 0;
-	if (isinf(pre) || isnan(pre))
-		return INFINITY;
-	double e = pre + fabs(v - y);
-	if (t != compute_dtype(t)) {
-		e = fmax(e, fabs(host_round(t, v + pre) - y));
-		e = fmax(e, fabs(host_round(t, v - pre) - y));
-	}
-	return e;
-}
-
-/* The summation error, in units of u_P, of a sum of n terms with sum of magnitudes
- * m, sum of squares q and sum s, in any order (sequential, blocked, tree, split-K),
- * accumulated with round-to-nearest: addition k errs by delta_k·s_k, |delta_k| <= 1
- * (s_k its partial sum). A partial sum is a drift k·mu (mu = s/n) plus a walk of
- * about sqrt(k·q/n). With independent delta_k the two give, with a margin of
- * BOUND_LAMBDA standard deviations, sqrt(n·q) and |s|·sqrt(n/3). The delta_k are
- * not independent when the terms are nearly equal (0.1 added again and again
- * rounds the same way each time): then all n drift errors go one way,
- * (n + 1)/2·|s|; this term is weighted by how close the terms are, relative to the
- * spacing of the partial sums (weight 1 when their spread sigma is below
- * u·n·|mu|, falling as (u·n·|mu| / sigma)² above). Never more than the worst case
- * (n - 1)·m. */
-static double sum_bound(DType p, int64_t n, double m, double q, double s)
-{
-	if (n <= 1)
-		return 0;
-	double dn = (double)n, mu = s / dn, var = fmax(q / dn - mu * mu, 0);
-	double near = unit_round(p) * dn * fabs(mu);
-	double same = var <= near * near ? 1 : near * near / var;
-	double est = BOUND_LAMBDA * (sqrt(dn * q) + fabs(s) * sqrt(dn / 3)) +
-		     same * (dn + 1) / 2 * fabs(s);
-	double worst = (dn - 1) * m;
-	return worst < est ? worst : est;
-}
-
-/* The error of a reduction of n terms: the kernel's (u_P·sum_bound) and the
- * interpreter's own f64 sum, whose worst case is (n - 1)·u_f64·m. */
-static double reduce_err(DType t, int64_t n, double m, double q, double s)
-{
-	if (!ir_dtype_is_float(t))
-		return 0;
-	DType p = compute_dtype(t);
-	double e = unit_round(p) * sum_bound(p, n, m, q, s);
-	return e + unit_round(DT_F64) * (double)(n > 1 ? n - 1 : 0) * m;
-}
-
-/* m·e without 0·inf = NaN: an exact operand (e = 0) contributes nothing. */
-static double scaled(double m, double e)
-{
-	return e > 0 ? fabs(m) * e : 0;
-}
-
-static double gelu_tanh_arg(double x)
-{
-	return sqrt(2 / pi) * (x + 0.044715 * x * x * x);
-}
-
-/* The kernel's error of one float elementwise op at operand a, in ulps of P: 0.5 for
- * a correctly rounded op, 1 for arithmetic (which the optimizer may contract into
- * an fma with its neighbour), 1.5 for a division (x·(1/s)), the measured maximum of
- * docs/math.md (portable and libdevice lowerings) rounded up for math functions, 0
- * for exact ops. */
-static double op_ulps(const Op *op, DType vt, double a)
-{
-	switch (op->kind) {
-	case OP_SQRT: case OP_RECIP: return 0.5;
-	case OP_ADD: case OP_SUB: case OP_MUL: case OP_ADD_SCALAR: case OP_SUB_SCALAR:
-	case OP_MUL_SCALAR: case OP_REM: case OP_REM_SCALAR:
-		return 1;   /* 0.5, and as much again for a contraction into an fma */
-	case OP_DIV: case OP_DIV_SCALAR:
-		return 1.5; /* x·(1/s): two roundings */
-	/* f32 exp on the GPU is ex2.approx (2^-22, about 2 ulp) on the reduced
-	 * argument: 2 more ulps for exp and what is built on it */
-	case OP_LOG: case OP_SIN: case OP_COS: return 2;
-	case OP_LOG1P: return 3;
-	case OP_EXP: case OP_ERF: return 4;
-	case OP_TANH: case OP_SIGMOID: return 5;
-	case OP_SILU: return 6;
-	case OP_POW: case OP_POWF: case OP_POW_SCALAR: return vt == DT_F64 ? 2 : 4;
-	case OP_GELU:
-		/* the tails are ill-conditioned inside the formula: an ulp of the
-		 * argument of tanh (erfc) costs 2|u| (x²) ulps of the result */
-		if (op->attr && op->attr->approx == GELU_TANH)
-			return fmin(16 + 4 * fabs(gelu_tanh_arg(a)), 4096);
-		return fmin(8 + a * a, 4096);
-	default: return 0;
-	}
-}
-
-/* What errors ea, eb of the operands do to a float elementwise result y. */
-static double propagate_elem(const Op *op, DType vt, double a, double ea, double b, double eb,
-			     double y)
-{
-	if (ea == 0 && eb == 0)
-		return 0;
-	double s = host_round(vt, attr_scalar(op));
-	switch (op->kind) {
-	case OP_ADD: case OP_SUB: return ea + eb;
-	case OP_ADD_SCALAR: case OP_SUB_SCALAR: case OP_NEG: case OP_ABS: case OP_RELU:
-	case OP_CLAMP: case OP_CLAMP_MIN: case OP_CLAMP_MAX:
-		return ea;
-	case OP_MAX: case OP_MIN: return fmax(ea, eb);
-	case OP_MUL: return scaled(a, eb) + scaled(b, ea) + ea * eb;
-	case OP_MUL_SCALAR: return scaled(s, ea);
-	case OP_DIV_SCALAR: return ea / fabs(s);
-	case OP_DIV:
-		if (eb >= fabs(b))
-			return INFINITY;
-		return (scaled(b, ea) + scaled(a, eb)) / (fabs(b) * (fabs(b) - eb));
-	default: break;
-	}
-	/* everything else: the function at the corners of the operands' intervals */
-	double e = 0;
-	for (int i = -1; i <= 1; i += 2)
-		for (int j = -1; j <= 1; j += 2) {
-			if (j > 0 && eb == 0)
-				continue;
-			double v = float_elem(op, vt, a + i * ea, b + j * eb);
-			if (isnan(v) || isinf(v))
-				return INFINITY;
-			e = fmax(e, fabs(v - y));
-		}
-	return e;
-}
-
-/* A comparison (or a test against zero) that may come out either way. */
-static bool may_flip(double a, double ea, double b, double eb)
-{
-	return (ea > 0 || eb > 0) && !isnan(a) && !isnan(b) && fabs(a - b) <= ea + eb;
-}
-
-static double bound_compare(const Op *op, DType vt, double a, double ea, double b, double eb)
-{
-	if (op->kind == OP_IS_NAN || op->kind == OP_IS_INF)
-		return 0;
-	if (ir_ops[op->kind].family == FAM_SCALAR || op->nin == 1) {
-		b = host_round(vt, attr_scalar(op));
-		eb = 0;
-	}
-	return may_flip(a, ea, b, eb) ? 1 : 0;
-}
-
-/* An integer or bool op on operands that carry errors (from a flipped comparison or
- * cast): Lipschitz ops pass them on, logic ops flip, the rest is unbounded. */
-static double bound_int_elem(const Op *op, int64_t a, double ea, int64_t b, double eb)
-{
-	if (ea == 0 && eb == 0)
-		return 0;
-	switch (op->kind) {
-	case OP_ADD: case OP_SUB: return ea + eb;
-	case OP_NEG: case OP_ABS: case OP_RELU: case OP_ADD_SCALAR: case OP_SUB_SCALAR:
-	case OP_CLAMP: case OP_CLAMP_MIN: case OP_CLAMP_MAX:
-		return ea;
-	case OP_MAX: case OP_MIN: return fmax(ea, eb);
-	case OP_MUL: return scaled((double)a, eb) + scaled((double)b, ea) + ea * eb;
-	case OP_AND: case OP_OR: case OP_XOR: case OP_NOT: return 1;
-	default: return INFINITY;
-	}
-}
-
-/* A cast of x (error ex) to the output's dtype; y is the reference result. */
-static double bound_cast(DType from, DType to, double x, double ex, double y)
-{
-	bool ff = ir_dtype_is_float(from), tf = ir_dtype_is_float(to);
-	if (tf && !isfinite(y))
-		return 0;
-	if (to == DT_BOOL)
-		return ex > 0 && fabs(x) <= ex ? 1 : 0;
-	if (tf && compute_dtype(to) != to && from != DT_F32)
-		ex += unit_round(DT_F32) * fabs(x);   /* to f16/bf16 through f32: twice rounded */
-	if (tf)
-		return finish(to, x, y, ex);
-	if (!ff || ex == 0 || isnan(x))
-		return ex;
-	double lo = (double)host_to_int(to, x - ex), hi = (double)host_to_int(to, x + ex);
-	return fmax(fabs(hi - y), fabs(y - lo));
-}
-
-static double err_at(const Interp *ip, int tensor, int64_t off)
-{
-	return ((const double *)ip->err[tensor].data)[off];
-}
-
-static void bound_elementwise(Interp *ip, const Op *op, const HostTensor *out, double *e)
-{
-	const HostTensor *x[3];
-	int64_t st[3][IR_MAX_RANK];
-	for (int k = 0; k < op->nin; k++) {
-		x[k] = &ip->val[op->in[k]];
-		broadcast_strides(x[k], st[k]);
-	}
-	DType vt = ir_op_value_dtype(ip->g, op);
-	bool fl = ir_dtype_is_float(vt);
-	OpFamily fam = ir_ops[op->kind].family;
-	for (int64_t i = 0; i < out->n; i++) {
-		int64_t off[3];
-		double ex[3] = {0, 0, 0};
-		for (int k = 0; k < op->nin; k++) {
-			off[k] = offset_of(out, i, st[k]);
-			ex[k] = err_at(ip, op->in[k], off[k]);
-		}
-		double y = host_get(out, i);
-		if (op->kind == OP_WHERE) {
-			bool m = host_get_i64(x[0], off[0]) != 0;
-			e[i] = m ? ex[1] : ex[2];
-			if (ex[0] > 0 && ir_dtype_is_float(out->dtype))
-				e[i] = fabs(host_get(x[1], off[1]) - host_get(x[2], off[2])) +
-				       fmax(ex[1], ex[2]);
-			else if (ex[0] > 0)
-				e[i] = INFINITY;
-		} else if (op->kind == OP_MASK_FILL) {
-			bool m = host_get_i64(x[1], off[1]) != 0;
-			e[i] = m ? 0 : ex[0];
-			if (ex[1] > 0)
-				e[i] = fl ? fabs(host_get(x[0], off[0]) - y) + ex[0] : INFINITY;
-		} else if (op->kind == OP_CAST) {
-			e[i] = bound_cast(x[0]->dtype, out->dtype, host_get(x[0], off[0]), ex[0], y);
-		} else if (fam == FAM_COMPARE) {
-			double a = host_get(x[0], off[0]), b = op->nin > 1 ? host_get(x[1], off[1]) : 0;
-			e[i] = bound_compare(op, vt, a, ex[0], b, ex[1]);
-		} else if (fl) {
-			if (!isfinite(y)) {
-				e[i] = 0;
-				continue;
-			}
-			double a = host_get(x[0], off[0]), b = op->nin > 1 ? host_get(x[1], off[1]) : 0;
-			double v = float_elem(op, vt, a, b);
-			double pre = propagate_elem(op, vt, a, ex[0], b, ex[1], y) +
-				     kernel_err(out->dtype, op_ulps(op, vt, a), v);
-			/* gelu's tail (x·Phi(x) for x << 0) errs by an ulp or so of x·u in
-			 * absolute terms, measured on the f64 kernels */
-			if (op->kind == OP_GELU)
-				pre += 4 * unit_round(compute_dtype(vt)) * fabs(a);
-			e[i] = ir_dtype_is_float(out->dtype) ? finish(out->dtype, v, y, pre) : pre;
-		} else {
-			int64_t a = host_get_i64(x[0], off[0]);
-			int64_t b = op->nin > 1 ? host_get_i64(x[1], off[1]) : 0;
-			e[i] = bound_int_elem(op, a, ex[0], b, ex[1]);
-		}
-	}
-}
-
-/* Whether some other element of a reduction may beat the extreme x[best]. */
-static bool extreme_uncertain(const Interp *ip, const HostTensor *x, int src, int64_t base,
-			      int64_t len, int64_t inner, int64_t best)
-{
-	double vb = host_get(x, base + best * inner), eb = err_at(ip, src, base + best * inner);
-	for (int64_t r = 0; r < len; r++) {
-		int64_t xi = base + r * inner;
-		if (r != best && may_flip(host_get(x, xi), err_at(ip, src, xi), vb, eb))
-			return true;
-	}
-	return false;
-}
-
-static void bound_reduce(Interp *ip, const Op *op, const HostTensor *out, double *e)
-{
-	const HostTensor *x = &ip->val[op->in[0]];
-	int src = op->in[0];
-	int axis = op->attr->axis;
-	int64_t outer = 1, len = x->dim[axis], inner = 1;
-	for (int k = 0; k < axis; k++)
-		outer *= x->dim[k];
-	for (int k = axis + 1; k < x->rank; k++)
-		inner *= x->dim[k];
-	bool fl = ir_dtype_is_float(x->dtype);
-	for (int64_t o = 0; o < outer; o++)
-		for (int64_t j = 0; j < inner; j++) {
-			int64_t oi = o * inner + j, base = o * len * inner + j;
-			double y = host_get(out, oi), prop = 0, q = 0, m = 0, m2 = 0, s = 0;
-			double wide = 1, pm = 1, pv = 1;
-			for (int64_t r = 0; r < len; r++) {
-				int64_t xi = base + r * inner;
-				double v = host_get(x, xi), ev = err_at(ip, src, xi);
-				switch (op->kind) {
-				case OP_SUM: case OP_MEAN:
-					prop += ev;
-					q += ev * ev;
-					m += fabs(v);
-					m2 += v * v;
-					s += v;
-					break;
-				case OP_PROD:
-					wide *= fabs(v) + ev;
-					pm *= fabs(v);
-					pv *= v;
-					break;
-				default:
-					prop = fmax(prop, ev);
-				}
-			}
-			if (op->kind == OP_ARGMAX || op->kind == OP_ARGMIN ||
-			    ((op->kind == OP_MAX_DIM || op->kind == OP_MIN_DIM) && !fl)) {
-				int64_t best = host_get_i64(out, oi);
-				if (op->kind == OP_MAX_DIM || op->kind == OP_MIN_DIM)
-					e[oi] = prop;
-				else
-					e[oi] = fl && prop > 0 &&
-						extreme_uncertain(ip, x, src, base, len, inner, best)
-						? (double)len : 0;
-				continue;
-			}
-			if (!fl || !isfinite(y)) {
-				e[oi] = fl ? 0 : prop;
-				continue;
-			}
-			double v = y, pre = prop;    /* max_dim, min_dim: exact */
-			if (op->kind == OP_SUM || op->kind == OP_MEAN) {
-				pre = spread(prop, q) + reduce_err(out->dtype, len, m, m2, s);
-				v = s;
-				if (op->kind == OP_MEAN) {
-					v = s / (double)len;
-					pre = pre / (double)len + kernel_err(out->dtype, 1, v);
-				}
-			} else if (op->kind == OP_PROD) {
-				v = pv;
-				pre = wide - pm + kernel_err(out->dtype, 0.5 * (double)len, v);
-			}
-			e[oi] = finish(out->dtype, v, y, pre);
-		}
-}
-
-static void bound_matmul(Interp *ip, const Op *op, const HostTensor *out, double *e)
-{
-	const HostTensor *a = &ip->val[op->in[0]], *b = &ip->val[op->in[1]];
-	int r = out->rank;
-	int64_t m = a->dim[r - 2], kk = a->dim[r - 1], n = b->dim[r - 1];
-	int64_t as[IR_MAX_RANK], bs[IR_MAX_RANK];
-	broadcast_strides(a, as);
-	broadcast_strides(b, bs);
-	bool fl = ir_dtype_is_float(out->dtype);
-	int64_t nbatch = out->n / (m * n);
-	for (int64_t bt = 0; bt < nbatch; bt++) {
-		int64_t abase = 0, bbase = 0, rest = bt;
-		for (int k = r - 3; k >= 0; k--) {
-			int64_t c = rest % out->dim[k];
-			rest /= out->dim[k];
-			abase += c * as[k];
-			bbase += c * bs[k];
-		}
-		for (int64_t i = 0; i < m; i++)
-			for (int64_t j = 0; j < n; j++) {
-				double prop = 0, q = 0, mag = 0, m2 = 0, s = 0;
-				for (int64_t p = 0; p < kk; p++) {
-					int64_t ai = abase + i * kk + p, bi = bbase + p * n + j;
-					double va = host_get(a, ai), vb = host_get(b, bi);
-					double ea = err_at(ip, op->in[0], ai), eb = err_at(ip, op->in[1], bi);
-					double t = scaled(va, eb) + scaled(vb, ea) + ea * eb;
-					prop += t;
-					q += t * t;
-					mag += fabs(va * vb);
-					m2 += va * vb * va * vb;
-					s += va * vb;
-				}
-				prop = spread(prop, q);
-				int64_t oi = bt * m * n + i * n + j;
-				double y = host_get(out, oi);
-				if (!fl || !isfinite(y)) {
-					e[oi] = fl ? 0 : prop;
-					continue;
-				}
-				/* each product rounds once (0 with fma), then the sum */
-				double u = unit_round(compute_dtype(out->dtype));
-				/* --allow-tf32: both operands of every product rounded to tf32
-				 * (10 mantissa bits, relative error 2^-11 each), bounded in the
-				 * worst case: (2 * 2^-11 + 2^-22) * sum |a b| */
-				double tf = ip->tf32 && a->dtype == DT_F32 ? (0x1p-10 + 0x1p-22) * mag : 0;
-				e[oi] = finish(out->dtype, s, y,
-					       prop + tf + u * mag + reduce_err(out->dtype, kk, mag, m2, s));
-			}
-	}
-}
-
-static void bound_conv2d(Interp *ip, const Op *op, const HostTensor *out, double *e)
-{
-	const HostTensor *x = &ip->val[op->in[0]], *w = &ip->val[op->in[1]];
-	const Attrs *at = op->attr;
-	int64_t c[4], per_group = out->dim[1] / at->groups, cg = w->dim[1];
-	double u = unit_round(compute_dtype(out->dtype));
-	for (int64_t i = 0; i < out->n; i++) {
-		coords_of(out, i, c);
-		int64_t c0 = c[1] / per_group * cg, nterm = 0;
-		double prop = 0, q = 0, mag = 0, m2 = 0, s = 0;
-		for (int64_t ch = 0; ch < cg; ch++)
-			for (int64_t kh = 0; kh < w->dim[2]; kh++) {
-				int64_t ih = window_pos(at, 0, c[2], kh, at->dilation[0], x->dim[2]);
-				for (int64_t kw = 0; kw < w->dim[3] && ih >= 0; kw++) {
-					int64_t iw = window_pos(at, 1, c[3], kw, at->dilation[1], x->dim[3]);
-					if (iw < 0)
-						continue;
-					int64_t xi = ((c[0] * x->dim[1] + c0 + ch) * x->dim[2] + ih) *
-						     x->dim[3] + iw;
-					int64_t wi = ((c[1] * w->dim[1] + ch) * w->dim[2] + kh) *
-						     w->dim[3] + kw;
-					double vx = host_get(x, xi), vw = host_get(w, wi);
-					double ex = err_at(ip, op->in[0], xi), ew = err_at(ip, op->in[1], wi);
-					double t = scaled(vx, ew) + scaled(vw, ex) + ex * ew;
-					prop += t;
-					q += t * t;
-					mag += fabs(vx * vw);
-					m2 += vx * vw * vx * vw;
-					s += vx * vw;
-					nterm++;
-				}
-			}
-		if (op->nin > 2) {   /* the bias is one more term */
-			double vb = host_get(&ip->val[op->in[2]], c[1]);
-			double t = err_at(ip, op->in[2], c[1]);
-			prop += t;
-			q += t * t;
-			mag += fabs(vb);
-			m2 += vb * vb;
-			s += vb;
-			nterm++;
-		}
-		double y = host_get(out, i);
-		prop = spread(prop, q);
-		e[i] = finish(out->dtype, s, y, prop + u * mag + reduce_err(out->dtype, nterm, mag, m2, s));
-	}
-}
-
-static void bound_pool2d(Interp *ip, const Op *op, const HostTensor *out, double *e)
-{
-	const HostTensor *x = &ip->val[op->in[0]];
-	const Attrs *at = op->attr;
-	bool is_max = op->kind == OP_MAX_POOL2D;
-	int64_t c[4];
-	for (int64_t i = 0; i < out->n; i++) {
-		coords_of(out, i, c);
-		double prop = 0, q = 0, mag = 0, m2 = 0, s = 0;
-		int64_t nterm = 0;
-		for (int64_t kh = 0; kh < at->kernel[0]; kh++) {
-			int64_t ih = window_pos(at, 0, c[2], kh, 1, x->dim[2]);
-			for (int64_t kw = 0; kw < at->kernel[1] && ih >= 0; kw++) {
-				int64_t iw = window_pos(at, 1, c[3], kw, 1, x->dim[3]);
-				if (iw < 0)
-					continue;
-				int64_t xi = ((c[0] * x->dim[1] + c[1]) * x->dim[2] + ih) * x->dim[3] + iw;
-				double v = host_get(x, xi), ev = err_at(ip, op->in[0], xi);
-				prop = is_max ? fmax(prop, ev) : prop + ev;
-				q += ev * ev;
-				mag += fabs(v);
-				m2 += v * v;
-				s += v;
-				nterm++;
-			}
-		}
-		double y = host_get(out, i);
-		if (is_max || !isfinite(y)) {
-			e[i] = isfinite(y) ? prop : 0;
-			continue;
-		}
-		double area = (double)at->kernel[0] * at->kernel[1];
-		prop = spread(prop, q);
-		e[i] = finish(out->dtype, s / area, y,
-			      (prop + reduce_err(out->dtype, nterm, mag, m2, s)) / area +
-			      kernel_err(out->dtype, 1, s / area));
-	}
-}
-
-static void bound_gather(Interp *ip, const Op *op, const HostTensor *out, double *e)
-{
-	const HostTensor *x = &ip->val[op->in[0]], *idx = &ip->val[op->in[1]];
-	int axis = op->attr->axis;
-	int64_t xs[IR_MAX_RANK], c[IR_MAX_RANK];
-	contiguous_strides(x, xs);
-	for (int64_t i = 0; i < out->n; i++) {
-		if (err_at(ip, op->in[1], i) > 0) {
-			e[i] = INFINITY;
-			continue;
-		}
-		coords_of(out, i, c);
-		c[axis] = host_get_i64(idx, i);
-		int64_t off = 0;
-		for (int k = 0; k < x->rank; k++)
-			off += c[k] * xs[k];
-		e[i] = err_at(ip, op->in[0], off);
-	}
-}
-
-/* Fill eout (f64, out's shape) with the error bound of op's result out. */
-static void bound_op(Interp *ip, const Op *op, const HostTensor *out, HostTensor *eout)
-{
-	double *e = eout->data;
-	switch (ir_ops[op->kind].family) {
-	case FAM_BINARY: case FAM_SCALAR: case FAM_UNARY: case FAM_COMPARE:
-	case FAM_SELECT: case FAM_CAST:
-		bound_elementwise(ip, op, out, e);
-		return;
-	case FAM_VIEW: case FAM_JOIN:
-		if (op->kind == OP_GATHER) {
-			bound_gather(ip, op, out, e);
-		} else {
-			/* errors move with the data: the same view or cat, on the errors */
-			Interp ie = *ip;
-			ie.val = ip->err;
-			if (op->kind == OP_CAT)
-				run_cat(&ie, op, eout);
-			else
-				run_view(&ie, op, eout);
-		}
-		return;
-	case FAM_REDUCE: bound_reduce(ip, op, out, e); return;
-	case FAM_MATMUL: bound_matmul(ip, op, out, e); return;
-	case FAM_MODULE:
-		if (op->kind == OP_CONV2D)
-			bound_conv2d(ip, op, out, e);
-		else
-			bound_pool2d(ip, op, out, e);
-		return;
-	case FAM_CONTROL: return;
-	}
-	die("bad op family");
-}
-
 /* ---- driver ---------------------------------------------------------------- */
 
 static int run_op(Interp *ip, const Op *op, HostTensor *out)
@@ -1181,13 +574,13 @@ static int run_op(Interp *ip, const Op *op, HostTensor *out)
 		return 0;
 	}
 	switch (ir_ops[op->kind].family) {
-	case FAM_VIEW: run_view(ip, op, out); return 0;
+	case FAM_VIEW: interp_run_view(ip, op, out); return 0;
 	case FAM_REDUCE: run_reduce(ip, op, out); return 0;
 	case FAM_MATMUL: run_matmul(ip, op, out); return 0;
 	case FAM_JOIN:
 		if (op->kind == OP_GATHER)
 			return run_gather(ip, op, out);
-		run_cat(ip, op, out);
+		interp_run_cat(ip, op, out);
 		return 0;
 	case FAM_MODULE:
 		if (op->kind == OP_CONV2D)
@@ -1252,8 +645,11 @@ int interp_run_bounds_tf32(const Graph *g, const HostTensor *inputs, HostTensor 
 			return -1;
 	size_t nt = (size_t)g->ntensors + 1;
 	Interp ip = {g, xcalloc(nt, sizeof(HostTensor)), d, -1,
+		     bounds ? xcalloc(nt, sizeof(HostTensor)) : NULL,
 		     bounds ? xcalloc(nt, sizeof(HostTensor)) : NULL, tf32};
 	int *last = xmalloc(nt * sizeof *last);
+	bool *has_tight = xcalloc(nt, sizeof *has_tight);
+	interp_tight_tensors(g, has_tight);
 	for (int t = 0; t < g->ntensors; t++)
 		last[t] = g->tensors[t].is_output ? g->nops : -1;
 	for (int i = 0; i < g->nops; i++)
@@ -1278,16 +674,19 @@ int interp_run_bounds_tf32(const Graph *g, const HostTensor *inputs, HostTensor 
 		if (!rc)
 			rc = run_op(&ip, op, out);
 		if (!rc && bounds) {
-			HostTensor *e = &ip.err[op->out[0]];
-			rc = host_alloc(e, DT_F64, t->rank, t->dim, d);
+			HostTensor *e = &ip.err[op->out[0]], *r = &ip.tight[op->out[0]];
+			rc = host_alloc(e, DT_F64, t->rank, t->dim, d) ||
+			     (has_tight[op->out[0]] && host_alloc(r, DT_F64, t->rank, t->dim, d));
 			if (!rc)
-				bound_op(&ip, op, out, e);
+				bounds_op(&ip, op, out, e, r);
 		}
 		for (int k = 0; k < op->nin && !rc; k++)
 			if (last[op->in[k]] == i && g->tensors[op->in[k]].producer >= 0) {
 				host_free(&ip.val[op->in[k]]);
-				if (bounds)
+				if (bounds) {
 					host_free(&ip.err[op->in[k]]);
+					host_free(&ip.tight[op->in[k]]);
+				}
 			}
 	}
 	for (int i = 0; i < g->noutputs && !rc; i++) {
@@ -1302,9 +701,12 @@ int interp_run_bounds_tf32(const Graph *g, const HostTensor *inputs, HostTensor 
 			}
 	}
 	free(last);
+	free(has_tight);
 	free_values(ip.val, g->ntensors);
-	if (bounds)
+	if (bounds) {
 		free_values(ip.err, g->ntensors);
+		free_values(ip.tight, g->ntensors);
+	}
 	return rc;
 }
 
@@ -1328,10 +730,13 @@ uint64_t interp_peak_bytes(const Graph *g, bool bounds)
 	size_t nt = (size_t)g->ntensors + 1;
 	uint64_t *size = xcalloc(nt, sizeof *size);
 	int *last = xmalloc(nt * sizeof *last);
+	bool *has_tight = xcalloc(nt, sizeof *has_tight);
+	interp_tight_tensors(g, has_tight);
 	for (int t = 0; t < g->ntensors; t++) {
 		const Tensor *x = &g->tensors[t];
+		uint64_t e = bounds ? interp_tensor_bytes(x, DT_F64) : 0;   /* err */
 		size[t] = add_sat(interp_tensor_bytes(x, x->dtype),
-				  bounds ? interp_tensor_bytes(x, DT_F64) : 0);
+				  add_sat(e, has_tight[t] ? e : 0));          /* tight */
 		last[t] = x->is_output ? g->nops : -1;
 	}
 	for (int i = 0; i < g->nops; i++)
@@ -1361,6 +766,7 @@ uint64_t interp_peak_bytes(const Graph *g, bool bounds)
 	for (int i = 0; i < g->noutputs; i++)
 		live = add_sat(live, size[g->outputs[i]]);
 	free(size);
+	free(has_tight);
 	free(last);
 	return live > peak ? live : peak;
 }

@@ -8,7 +8,7 @@
  * output dtype, so intermediates hold what a real run would store. The semantics
  * chosen where torch and burn leave room are listed in host/interp.c.
  * With interp_run_bounds each value also carries an error bound, propagated op by
- * op (the model of docs/tolerances.md).
+ * op (host/bounds.c, the model of docs/tolerances.md).
  * The Graph is only read; it stays owned by its arena. */
 #ifndef FUSEC_INTERP_H
 #define FUSEC_INTERP_H
@@ -33,7 +33,9 @@ int interp_run_bounds_tf32(const Graph *g, const HostTensor *inputs, HostTensor 
 
 /* The bytes of a tensor of t's shape in dtype (UINT64_MAX when they overflow). */
 uint64_t interp_tensor_bytes(const Tensor *t, DType dtype);
-/* The most memory interp_run (bounds false) or interp_run_bounds (true) holds at
+/* The most memory interp_run (bounds false) or interp_run_bounds (true: an f64
+ * bound per element beside each value, and the bound's tight part beside those
+ * made from f16/bf16 values) holds at
  * once, its own copies of the inputs and the outputs it hands back included; not
  * the caller's inputs. Saturates at UINT64_MAX. */
 uint64_t interp_peak_bytes(const Graph *g, bool bounds);

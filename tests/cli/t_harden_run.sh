@@ -149,7 +149,8 @@ for b in interp cpu cuda; do
 		contains "mem-huge-$b-msg" "$TMP/err" "fusec: error: the run needs "
 done
 contains mem-huge-cuda-detail "$TMP/err" "of memory (inputs 4096.0 GiB, outputs 1024.0 GiB) but "
-# under ulimit -v: 2 x 256 MiB of inputs; the interpreter's values peak at 1 GiB
+# under ulimit -v: 2 x 256 MiB of inputs; the interpreter's values peak at 1 GiB (with
+# --check, each value also carries an f64 bound; f32 ones no tight part)
 cat >"$TMP/big.yaml" <<'EOF'
 format: fusec-graph/1
 inputs:

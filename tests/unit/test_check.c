@@ -3,7 +3,11 @@
  *
  * Correct results: the generated kernels (the cpu backend: fusion search, codegen,
  * host JIT) against the interpreter's bounds on long reductions (K = 4096 and
- * 16384), mixed signs with cancellation, and f16/bf16 inputs.
+ * 16384), mixed signs with cancellation, f16/bf16 inputs, f16/bf16 MLPs whose
+ * tiled matmul keeps its result in f32 for the epilogue while the reference rounds
+ * it, layer norm, rms norm and softmax as the ONNX importer lowers them, and the
+ * ONNX transformer fixtures (tests/onnx/models: BERT, GPT-2, Llama, ViT), each with
+ * every output element bounded.
  *
  * Faults, and where each is injected (nothing here edits a kernel's code):
  * - off-by-one index: the generated matmul kernel runs on B with its rows shifted
@@ -13,7 +17,11 @@
  * - wrong accumulation dtype: the f16 (bf16) matmul recomputed on the host in this
  *   file with its running sum rounded to f16 (bf16) after every term;
  * - bf16 rounding toward zero: the generated kernel of the f32 twin of a bf16 matmul
- *   (same values), its f32 result truncated to bf16 here.
+ *   (same values), its f32 result truncated to bf16 here;
+ * - a wrong constant in a transformer: the generated kernels of a fixture whose
+ *   attention scale (the div_scalar of the last block's attention) is off by 2^-8
+ *   of itself, or whose first layer norm's epsilon is 100 times too large, against
+ *   the reference of the fixture as it is.
  * Each check prints its worst err/bound, the figures docs/tolerances.md quotes. */
 #include <math.h>
 #include <stdio.h>
@@ -22,6 +30,7 @@
 
 #include "../../codegen/codegen.h"
 #include "../../host/interp.h"
+#include "../../onnx/onnx.h"
 #include "test.h"
 
 /* A graph: dense [M,K] x [K,N] matmul, optionally + bias[1,N] and relu. */
@@ -83,8 +92,9 @@ static void case_free(Case *c)
 	arena_free(c->arena);
 }
 
-/* Run g's generated kernels (cpu backend) on in; out gets output 0. */
-static void run_kernels(const Graph *g, const HostTensor *in, HostTensor *out)
+/* Run g's generated kernels (cpu backend) on in; out gets every output, in
+ * g->outputs order. */
+static void run_kernels_all(const Graph *g, const HostTensor *in, HostTensor *out)
 {
 	Diag d;
 	SearchOptions so;
@@ -107,14 +117,12 @@ static void run_kernels(const Graph *g, const HostTensor *in, HostTensor *out)
 		data[t] = own[t].data;
 	}
 	assert_int_equal(cg_host_run(h, data, &d), 0);
-	int o = g->outputs[0];
-	if (own[o].data) {
-		*out = own[o];
-		memset(&own[o], 0, sizeof own[o]);
-	} else {   /* an output that aliases another tensor's buffer (codegen.h) */
+	for (int k = 0; k < g->noutputs; k++) {
+		int o = g->outputs[k];
 		const Tensor *gt = &g->tensors[o];
-		assert_int_equal(host_alloc(out, gt->dtype, gt->rank, gt->dim, &d), 0);
-		memcpy(out->data, data[o], (size_t)out->n * (size_t)ir_dtype_size(gt->dtype));
+		/* a copy: an output may alias another tensor's buffer (codegen.h) */
+		assert_int_equal(host_alloc(&out[k], gt->dtype, gt->rank, gt->dim, &d), 0);
+		memcpy(out[k].data, data[o], (size_t)out[k].n * (size_t)ir_dtype_size(gt->dtype));
 	}
 	for (int t = 0; t < g->ntensors; t++)
 		host_free(&own[t]);
@@ -122,6 +130,17 @@ static void run_kernels(const Graph *g, const HostTensor *in, HostTensor *out)
 	free(data);
 	cg_host_free(h);
 	pass_free_schedule(s);
+}
+
+/* Run g's generated kernels on in; out gets output 0. */
+static void run_kernels(const Graph *g, const HostTensor *in, HostTensor *out)
+{
+	HostTensor *all = xcalloc((size_t)g->noutputs + 1, sizeof *all);
+	run_kernels_all(g, in, all);
+	*out = all[0];
+	for (int k = 1; k < g->noutputs; k++)
+		host_free(&all[k]);
+	free(all);
 }
 
 /* Check got against c's reference and bounds (output 0); prints the figures. */
@@ -210,6 +229,211 @@ static void test_correct_cancellation(void **state)
 		expect_ok(&c, what);
 		case_free(&c);
 	}
+}
+
+/* An MLP block at [16,256] x [256,1024] x [1024,256] in dt: matmul, bias, then
+ * gelu (mlp) or nothing, matmul (and its bias, mlp). The first matmul's tiled
+ * kernel keeps its result in f32 for the bias add while the reference rounds it to
+ * dt, so a quarter or so of the intermediate's elements round the other way, and
+ * the second matmul sums 1024 such flips (docs/tolerances.md, "Fused
+ * intermediates"). */
+static void mlp_text(char *s, size_t size, const char *dt, bool mlp)
+{
+	snprintf(s, size,
+		 "format: fusec-graph/1\n"
+		 "inputs:\n"
+		 "  x: {dtype: %s, shape: [16, 256]}\n"
+		 "  w1: {dtype: %s, shape: [256, 1024]}\n"
+		 "  b1: {dtype: %s, shape: [1, 1024]}\n"
+		 "  w2: {dtype: %s, shape: [1024, 256]}\n"
+		 "  b2: {dtype: %s, shape: [1, 256]}\n"
+		 "ops:\n"
+		 "  - {op: matmul, in: [x, w1], out: h}\n"
+		 "  - {op: add, in: [h, b1], out: hb}\n"
+		 "%s"
+		 "  - {op: matmul, in: [%s, w2], out: o}\n"
+		 "  - {op: %s, in: [o, b2], out: y}\n"
+		 "outputs: [y]\n",
+		 dt, dt, dt, dt, dt, mlp ? "  - {op: gelu, in: [hb], out: a}\n" : "",
+		 mlp ? "a" : "hb", mlp ? "add" : "max");
+}
+
+static void test_correct_half_mlp(void **state)
+{
+	(void)state;
+	static const struct { const char *dt; bool mlp; int seeds; } cases[] = {
+		{"bf16", true, 4}, {"bf16", false, 2}, {"f16", true, 1}, {"f16", false, 1},
+	};
+	for (size_t i = 0; i < SUITE_COUNT(cases); i++)
+		for (int seed = 0; seed < cases[i].seeds; seed++) {
+			char text[1024], what[96];
+			mlp_text(text, sizeof text, cases[i].dt, cases[i].mlp);
+			Case c;
+			case_new(&c, text, (uint64_t)seed);
+			snprintf(what, sizeof what, "correct %s %s, seed %d", cases[i].dt,
+				 cases[i].mlp ? "MLP (gelu)" : "matmul+add+matmul", seed);
+			expect_ok(&c, what);
+			case_free(&c);
+		}
+}
+
+/* ---- the ONNX transformer fixtures ------------------------------------------ */
+
+static const char *const fixtures[] = {"bert", "gpt2", "llama", "vit2"};
+
+static Graph *load_fixture(Arena *a, const char *name)
+{
+	char path[256];
+	snprintf(path, sizeof path, "onnx/models/%s/model.onnx", name);
+	Diag d;
+	Graph *g = onnx_read_file(a, path, NULL, &d);
+	if (!g)
+		fail_msg("%s: %s", path, d.msg);
+	return g;
+}
+
+/* Inputs as a model sees them: token ids in [0, 100) (the fixtures' vocabulary),
+ * an attention mask of ones, floats in [-1, 1]. */
+static HostTensor *fixture_inputs(const Graph *g, uint64_t seed)
+{
+	HostTensor *in = xcalloc((size_t)g->ninputs + 1, sizeof *in);
+	Diag d;
+	for (int i = 0; i < g->ninputs; i++) {
+		const Tensor *t = &g->tensors[g->inputs[i]];
+		assert_int_equal(host_alloc(&in[i], t->dtype, t->rank, t->dim, &d), 0);
+		if (t->data) {
+			memcpy(in[i].data, t->data, (size_t)in[i].n * (size_t)ir_dtype_size(t->dtype));
+			continue;
+		}
+		HostRng r;
+		host_rng_init(&r, seed, host_input_stream(t->name));
+		bool mask = strstr(t->name, "mask") != NULL;
+		host_fill_random(&in[i], &r, ir_dtype_is_float(t->dtype) ? -1 : mask ? 1 : 0,
+				 ir_dtype_is_float(t->dtype) ? 1 : mask ? 1 : 99);
+	}
+	return in;
+}
+
+static void free_tensors(HostTensor *t, int n)
+{
+	for (int i = 0; i < n; i++)
+		host_free(&t[i]);
+	free(t);
+}
+
+/* The kernels of g_run against the reference and bounds of g (same inputs); the
+ * worst output's result, every output's figures printed. */
+static CheckResult check_graphs(const Graph *g, const Graph *g_run, const HostTensor *in,
+				const char *what)
+{
+	HostTensor *got = xcalloc((size_t)g->noutputs + 1, sizeof *got);
+	HostTensor *ref = xcalloc((size_t)g->noutputs + 1, sizeof *ref);
+	HostTensor *bound = xcalloc((size_t)g->noutputs + 1, sizeof *bound);
+	Diag d;
+	run_kernels_all(g_run, in, got);
+	assert_int_equal(interp_run_bounds(g, in, ref, bound, &d), 0);
+	CheckResult worst = {0};
+	for (int k = 0; k < g->noutputs; k++) {
+		CheckResult r;
+		check_compare(&got[k], &ref[k], &bound[k], 0, 0, &r);
+		fprintf(stderr, "[check] %-30s %-8s max_err/bound %-9.3g bad %lld unbounded %lld "
+			"of %lld: %s\n", what, g->tensors[g->outputs[k]].name, r.max_ratio,
+			(long long)r.nbad, (long long)r.nunbounded, (long long)got[k].n,
+			check_status_name(r.status));
+		if (k == 0 || r.status == CHECK_FAIL || (worst.status != CHECK_FAIL &&
+							 r.max_ratio > worst.max_ratio))
+			worst = r;
+		if (r.nunbounded && worst.status == CHECK_OK)
+			worst.status = CHECK_NOT_CHECKED;
+	}
+	free_tensors(got, g->noutputs);
+	free_tensors(ref, g->noutputs);
+	free_tensors(bound, g->noutputs);
+	return worst;
+}
+
+/* Layer norm, rms norm and softmax over rows of 768, as the ONNX importer lowers
+ * them (mean, sub, mul, sqrt, recip; mul, mean, sqrt, div; max_dim, sub, exp, sum,
+ * div), then a matmul of the softmax with a second input: every element bounded,
+ * every bound kept, in f32, f16 and bf16. */
+static void test_correct_norms_softmax(void **state)
+{
+	(void)state;
+	static const char *const dts[] = {"f32", "f16", "bf16"};
+	for (int t = 0; t < 3; t++) {
+		char text[2048], what[64];
+		snprintf(text, sizeof text,
+			 "format: fusec-graph/1\n"
+			 "inputs:\n"
+			 "  x: {dtype: %s, shape: [64, 768]}\n"
+			 "  g: {dtype: %s, shape: [1, 768]}\n"
+			 "  v: {dtype: %s, shape: [768, 64]}\n"
+			 "constants:\n"
+			 "  one: {dtype: %s, shape: [1, 1], data: [1]}\n"
+			 "ops:\n"
+			 "  - {op: mean, in: [x], axis: 1, out: mu}\n"
+			 "  - {op: sub, in: [x, mu], out: xc}\n"
+			 "  - {op: mul, in: [xc, xc], out: sq}\n"
+			 "  - {op: mean, in: [sq], axis: 1, out: var}\n"
+			 "  - {op: add_scalar, in: [var], scalar: 1e-5, out: ve}\n"
+			 "  - {op: sqrt, in: [ve], out: sd}\n"
+			 "  - {op: recip, in: [sd], out: rs}\n"
+			 "  - {op: mul, in: [xc, rs], out: xn}\n"
+			 "  - {op: mul, in: [xn, g], out: ln}\n"
+			 "  - {op: mul, in: [ln, ln], out: p2}\n"
+			 "  - {op: mean, in: [p2], axis: 1, out: ms}\n"
+			 "  - {op: add_scalar, in: [ms], scalar: 1e-6, out: mse}\n"
+			 "  - {op: sqrt, in: [mse], out: rms}\n"
+			 "  - {op: div, in: [one, rms], out: rr}\n"
+			 "  - {op: mul, in: [ln, rr], out: rn}\n"
+			 "  - {op: mul_scalar, in: [rn], scalar: 2, out: z}\n"
+			 "  - {op: max_dim, in: [z], axis: 1, out: zm}\n"
+			 "  - {op: sub, in: [z, zm], out: zs}\n"
+			 "  - {op: exp, in: [zs], out: ze}\n"
+			 "  - {op: sum, in: [ze], axis: 1, out: zsum}\n"
+			 "  - {op: div, in: [ze, zsum], out: sm}\n"
+			 "  - {op: matmul, in: [sm, v], out: y}\n"
+			 "outputs: [rn, sm, y]\n",
+			 dts[t], dts[t], dts[t], dts[t]);
+		Arena *a = arena_new();
+		Graph *g = test_graph(a, "norms.yaml", text);
+		HostTensor *in = xcalloc((size_t)g->ninputs + 1, sizeof *in);
+		Diag d;
+		for (int i = 0; i < g->ninputs; i++) {
+			const Tensor *gt = &g->tensors[g->inputs[i]];
+			assert_int_equal(host_alloc(&in[i], gt->dtype, gt->rank, gt->dim, &d), 0);
+			if (gt->data) {
+				memcpy(in[i].data, gt->data,
+				       (size_t)in[i].n * (size_t)ir_dtype_size(gt->dtype));
+				continue;
+			}
+			HostRng r;
+			host_rng_init(&r, 12, host_input_stream(gt->name));
+			host_fill_random(&in[i], &r, -2, 2);
+		}
+		snprintf(what, sizeof what, "correct %s norms, softmax", dts[t]);
+		CheckResult r = check_graphs(g, g, in, what);
+		assert_int_equal(r.status, CHECK_OK);
+		free_tensors(in, g->ninputs);
+		arena_free(a);
+	}
+}
+
+static void test_correct_transformers(void **state)
+{
+	(void)state;
+	for (size_t i = 0; i < SUITE_COUNT(fixtures); i++)
+		for (uint64_t seed = 0; seed < 2; seed++) {
+			Arena *a = arena_new();
+			Graph *g = load_fixture(a, fixtures[i]);
+			HostTensor *in = fixture_inputs(g, seed);
+			char what[64];
+			snprintf(what, sizeof what, "correct %s f32, seed %d", fixtures[i], (int)seed);
+			CheckResult r = check_graphs(g, g, in, what);
+			assert_int_equal(r.status, CHECK_OK);
+			free_tensors(in, g->ninputs);
+			arena_free(a);
+		}
 }
 
 /* ---- faults are caught --------------------------------------------------------- */
@@ -354,7 +578,103 @@ static void test_fault_bf16_round_to_zero(void **state)
 	free(twin);
 }
 
+/* The last op of kind k whose scalar passes keep (NULL: any), in a's copy. */
+static Attrs *find_scalar_op(Graph *g, OpKind k, bool last, bool (*keep)(double))
+{
+	Attrs *found = NULL;
+	for (int i = 0; i < g->nops; i++) {
+		const Op *op = &g->ops[i];
+		if (op->kind != k || !op->attr || (keep && !keep(op->attr->scalar)))
+			continue;
+		found = (Attrs *)op->attr;
+		if (!last)
+			break;
+	}
+	if (!found)
+		fail_msg("no %s op to perturb", ir_ops[k].file);
+	return found;
+}
+
+static bool is_attention_scale(double s)
+{
+	return fabs(s - sqrt(8.0)) < 1e-6;   /* the fixtures' heads are 8 wide */
+}
+
+static bool is_epsilon(double s)
+{
+	return s > 0 && s < 1e-4;
+}
+
+static void test_fault_transformers(void **state)
+{
+	(void)state;
+	for (size_t i = 0; i < SUITE_COUNT(fixtures); i++)
+		for (int fault = 0; fault < 2; fault++) {
+			Arena *a = arena_new();
+			Graph *g = load_fixture(a, fixtures[i]);
+			Graph *bad = load_fixture(a, fixtures[i]);
+			HostTensor *in = fixture_inputs(g, 1);
+			char what[64];
+			if (fault == 0) {
+				find_scalar_op(bad, OP_DIV_SCALAR, true, is_attention_scale)->scalar *=
+					1 + 0x1p-8;
+				snprintf(what, sizeof what, "fault: %s attention scale", fixtures[i]);
+			} else {
+				/* llama's rms norm adds its epsilon with add_scalar too */
+				find_scalar_op(bad, OP_ADD_SCALAR, false, is_epsilon)->scalar *= 100;
+				snprintf(what, sizeof what, "fault: %s norm epsilon x100", fixtures[i]);
+			}
+			CheckResult r = check_graphs(g, bad, in, what);
+			assert_int_equal(r.status, CHECK_FAIL);
+			free_tensors(in, g->ninputs);
+			arena_free(a);
+		}
+}
+
+/* An output is ok only when every element was held to a finite bound: one
+ * unbounded element makes it `not checked`, one element over its bound `FAIL`. */
+static void test_check_status(void **state)
+{
+	(void)state;
+	HostTensor got, want, bound;
+	Diag d;
+	int64_t dim[1] = {4};
+	assert_int_equal(host_alloc(&got, DT_F32, 1, dim, &d), 0);
+	assert_int_equal(host_alloc(&want, DT_F32, 1, dim, &d), 0);
+	assert_int_equal(host_alloc(&bound, DT_F64, 1, dim, &d), 0);
+	for (int64_t k = 0; k < 4; k++) {
+		host_set(&got, k, 1.0 + 0x1p-20);
+		host_set(&want, k, 1.0);
+		host_set(&bound, k, 0x1p-19);
+	}
+	CheckResult r;
+	check_compare(&got, &want, &bound, 0, 0, &r);
+	assert_int_equal(r.status, CHECK_OK);
+	assert_string_equal(check_status_name(r.status), "ok");
+	host_set(&bound, 2, INFINITY);
+	check_compare(&got, &want, &bound, 0, 0, &r);
+	assert_int_equal(r.status, CHECK_NOT_CHECKED);
+	assert_true(r.ok);   /* nothing over its bound */
+	assert_int_equal(r.nunbounded, 1);
+	assert_string_equal(check_status_name(r.status), "not checked");
+	host_set(&bound, 1, 0x1p-22);
+	check_compare(&got, &want, &bound, 0, 0, &r);
+	assert_int_equal(r.status, CHECK_FAIL);
+	assert_string_equal(check_status_name(r.status), "FAIL");
+	/* a flat tolerance is finite: every element checked */
+	check_compare(&got, &want, NULL, 1e-3, 0, &r);
+	assert_int_equal(r.status, CHECK_OK);
+	host_free(&got);
+	host_free(&want);
+	host_free(&bound);
+}
+
 const struct CMUnitTest check_tests[] = {
+	cmocka_unit_test(test_check_status),
+	cmocka_unit_test(test_correct_half_mlp),
+	cmocka_unit_test(test_correct_norms_softmax),
+	cmocka_unit_test(test_correct_transformers),
+	cmocka_unit_test(test_fault_transformers),
 	cmocka_unit_test(test_correct_long_reductions),
 	cmocka_unit_test(test_correct_cancellation),
 	cmocka_unit_test(test_fault_off_by_one),

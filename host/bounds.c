@@ -1,0 +1,770 @@
+/* bounds.c: the error bounds of the reference interpreter (docs/tolerances.md).
+ *
+ * Beside each value it computes, host/interp.c can carry a bound: how far a
+ * correct kernel's result may lie from the reference value. bounds_op builds an
+ * op's bounds from its operands' values and bounds and its own result, op by op,
+ * in the same pass that computes the values; the model is derived and measured in
+ * docs/tolerances.md, and `fusec run --check` (host/check.c) holds each output
+ * element to it. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "interp_impl.h"
+
+/* ---- error bounds (docs/tolerances.md) ------------------------------------- */
+
+/* Next to each value the interpreter can carry E >= 0 (f64, one per element): how
+ * far the value a correct kernel computes may lie from the reference value, to
+ * first order. E of a graph input is 0. Each op's E is what its inputs' errors can
+ * do to its result (propagated: exact interval bounds for add, sub, mul, div, max,
+ * min; the function evaluated at x - E and x + E for everything else, which is exact
+ * for monotone functions and catches jumps of floor, round, rem, ...) plus its own
+ * rounding (local): c units in the last place of the compute precision P (f32 for
+ * f16, bf16 and f32; f64 for f64), c per op (op_ulps), plus the rounding to the
+ * stored dtype T, once on the interpreter's side and once more on the kernel's when
+ * T is narrower than P. The rule for fused intermediates (docs/tolerances.md): a
+ * kernel rounds every f16/bf16 result to its dtype where it is made, registers or
+ * not (codegen/eval.c), except a matmul's result in a tiled kernel's epilogue,
+ * which stays f32 (codegen/matmul_epilogue.c); the reference rounds every tensor,
+ * and the bound covers both (finish). A sum of n terms x_i adds u_P · acc(n),
+ * where acc is the summation bound of the model (sum_bound). A non-finite
+ * reference value gets E = 0 (it must be matched exactly); a finite one whose E
+ * cannot be bounded (an interval that meets a pole or leaves a function's domain)
+ * gets +inf, and `--check` calls its output `not checked`. Integer and bool values
+ * get E = 0 unless a comparison, a float-to-int cast or an argmax may flip within
+ * its inputs' errors.
+ *
+ * Part of E is tight (R <= E, carried beside it): the roundings to the stored
+ * dtype (finish), which a correct kernel may really differ by, as a whole, where
+ * its value lies on the other side of a rounding boundary or where it keeps in f32
+ * what the reference rounds (a tiled matmul's result in its epilogue). The rest,
+ * E - R, is wide: worst-case ulps of the kernel's arithmetic and sums already
+ * bounded at BOUND_LAMBDA standard deviations, which a real error reaches rarely.
+ * A sum treats the two differently (spread); elsewhere R goes where E goes. */
+
+/* Summation model: lambda of the probabilistic term of the kernel's own rounding
+ * errors (sum_bound) and of the tight errors the terms bring (spread). */
+#define BOUND_LAMBDA 4.0
+
+/* Sums of terms with errors: the wide and tight parts of each term's error. */
+typedef struct {
+	double l;     /* sum of e_i */
+	double qw;    /* sum of (e_i - r_i)^2, the wide parts */
+	double qt;    /* sum of r_i^2, the tight parts */
+} Spread;
+
+static void spread_add(Spread *sp, double e, double r)
+{
+	sp->l += e;
+	sp->qw += (e - r) * (e - r);
+	sp->qt += r * r;
+}
+
+/* The error that terms with errors e_i bring to a sum: sum e_i when they all push
+ * one way; less when they are independent, as errors of different elements made by
+ * different roundings are. A wide part is already a bound several standard
+ * deviations wide: their root-sum-square bounds the sum's spread. A tight part r_i
+ * is a rounding flip the kernel may really make, of about r_i itself (a bf16
+ * matmul result the tiled kernel keeps in f32 while the reference rounds it flips
+ * a quarter of the elements of the next op by an ulp; docs/tolerances.md, "Fused
+ * intermediates"): as independent zero-mean variables with |delta_i| <= r_i their
+ * sum has a standard deviation of at most sqrt(sum r_i^2), counted BOUND_LAMBDA
+ * times as the kernel's own sum is. (Counted once, a bf16 matmul -> add -> matmul
+ * at K = 1024 failed at 2.5; counting the wide parts 4 times too compounds layer
+ * over layer: 4^9 looser at the end of a two-block BERT.) */
+static double spread(const Spread *sp)
+{
+	double p = sqrt(sp->qw) + BOUND_LAMBDA * sqrt(sp->qt);
+	return p < sp->l ? p : sp->l;
+}
+
+static double unit_round(DType t)
+{
+	switch (t) {
+	case DT_F64: return 0x1p-53;
+	case DT_F32: return 0x1p-24;
+	case DT_F16: return 0x1p-11;
+	case DT_BF16: return 0x1p-8;
+	default: return 0;
+	}
+}
+
+/* The smallest positive subnormal: an absolute floor for one rounding. */
+static double tiny_of(DType t)
+{
+	switch (t) {
+	case DT_F64: return 0x1p-1074;
+	case DT_F32: return 0x1p-149;
+	case DT_F16: return 0x1p-24;
+	case DT_BF16: return 0x1p-133;
+	default: return 0;
+	}
+}
+
+static DType compute_dtype(DType t)
+{
+	return t == DT_F64 ? DT_F64 : DT_F32;
+}
+
+/* The kernel's own error, in P, of an op with result v computed with c ulps of P
+ * (an ulp of P at v is taken as 2·u_P·|v|). In f64 the interpreter's libm is no
+ * better than the kernel's: counted twice. */
+static double kernel_err(DType t, double c, double v)
+{
+	if (!ir_dtype_is_float(t) || c == 0)
+		return 0;
+	DType p = compute_dtype(t);
+	double e = c * (2 * unit_round(p) * fabs(v) + tiny_of(p));
+	return t == DT_F64 ? 2 * e : e;
+}
+
+/* The bound of a result the interpreter computed as v (in f64) and stored as y (v
+ * rounded to t), when a correct kernel's value before any store lies within pre of
+ * v. The kernel rounds it to t where it is made (every fused intermediate, and
+ * every store): anything between rn(v - pre) and rn(v + pre); or, for a matmul
+ * read by the epilogue of a tiled kernel, keeps it in f32: pre + |v - y| from y
+ * (docs/tolerances.md, "Fused intermediates"). The bound covers both. */
+static double finish(DType t, double v, double y, double pre)
+{
+	if (!ir_dtype_is_float(t))
+		return pre;
+	if (!isfinite(y))
+		return 0;
+	if (isinf(pre) || isnan(pre))
+		return INFINITY;
+	double e = pre + fabs(v - y);
+	if (t != compute_dtype(t)) {
+		e = fmax(e, fabs(host_round(t, v + pre) - y));
+		e = fmax(e, fabs(host_round(t, v - pre) - y));
+	}
+	return e;
+}
+
+/* The summation error, in units of u_P, of a sum of n terms with sum of magnitudes
+ * m, sum of squares q and sum s, in any order (sequential, blocked, tree, split-K),
+ * accumulated with round-to-nearest: addition k errs by delta_k·s_k, |delta_k| <= 1
+ * (s_k its partial sum). A partial sum is a drift k·mu (mu = s/n) plus a walk of
+ * about sqrt(k·q/n). With independent delta_k the two give, with a margin of
+ * BOUND_LAMBDA standard deviations, sqrt(n·q) and |s|·sqrt(n/3). The delta_k are
+ * not independent when the terms are nearly equal (0.1 added again and again
+ * rounds the same way each time): then all n drift errors go one way,
+ * (n + 1)/2·|s|; this term is weighted by how close the terms are, relative to the
+ * spacing of the partial sums (weight 1 when their spread sigma is below
+ * u·n·|mu|, falling as (u·n·|mu| / sigma)² above). Never more than the worst case
+ * (n - 1)·m. */
+static double sum_bound(DType p, int64_t n, double m, double q, double s)
+{
+	if (n <= 1)
+		return 0;
+	double dn = (double)n, mu = s / dn, var = fmax(q / dn - mu * mu, 0);
+	double near = unit_round(p) * dn * fabs(mu);
+	double same = var <= near * near ? 1 : near * near / var;
+	double est = BOUND_LAMBDA * (sqrt(dn * q) + fabs(s) * sqrt(dn / 3)) +
+		     same * (dn + 1) / 2 * fabs(s);
+	double worst = (dn - 1) * m;
+	return worst < est ? worst : est;
+}
+
+/* The error of a reduction of n terms: the kernel's (u_P·sum_bound) and the
+ * interpreter's own f64 sum, whose worst case is (n - 1)·u_f64·m. */
+static double reduce_err(DType t, int64_t n, double m, double q, double s)
+{
+	if (!ir_dtype_is_float(t))
+		return 0;
+	DType p = compute_dtype(t);
+	double e = unit_round(p) * sum_bound(p, n, m, q, s);
+	return e + unit_round(DT_F64) * (double)(n > 1 ? n - 1 : 0) * m;
+}
+
+/* m·e without 0·inf = NaN: an exact operand (e = 0) contributes nothing. */
+static double scaled(double m, double e)
+{
+	return e > 0 ? fabs(m) * e : 0;
+}
+
+static double gelu_tanh_arg(double x)
+{
+	return sqrt(2 / pi) * (x + 0.044715 * x * x * x);
+}
+
+/* The kernel's error of one float elementwise op at operand a, in ulps of P: 0.5 for
+ * a correctly rounded op, 1 for arithmetic (which the optimizer may contract into
+ * an fma with its neighbour), 1.5 for a division (x·(1/s)), the measured maximum of
+ * docs/math.md (portable and libdevice lowerings) rounded up for math functions, 0
+ * for exact ops. */
+static double op_ulps(const Op *op, DType vt, double a)
+{
+	switch (op->kind) {
+	case OP_SQRT: case OP_RECIP: return 0.5;
+	case OP_ADD: case OP_SUB: case OP_MUL: case OP_ADD_SCALAR: case OP_SUB_SCALAR:
+	case OP_MUL_SCALAR: case OP_REM: case OP_REM_SCALAR:
+		return 1;   /* 0.5, and as much again for a contraction into an fma */
+	case OP_DIV: case OP_DIV_SCALAR:
+		return 1.5; /* x·(1/s): two roundings */
+	/* f32 exp on the GPU is ex2.approx (2^-22, about 2 ulp) on the reduced
+	 * argument: 2 more ulps for exp and what is built on it */
+	case OP_LOG: case OP_SIN: case OP_COS: return 2;
+	case OP_LOG1P: return 3;
+	case OP_EXP: case OP_ERF: return 4;
+	case OP_TANH: case OP_SIGMOID: return 5;
+	case OP_SILU: return 6;
+	case OP_POW: case OP_POWF: case OP_POW_SCALAR: return vt == DT_F64 ? 2 : 4;
+	case OP_GELU:
+		/* the tails are ill-conditioned inside the formula: an ulp of the
+		 * argument of tanh (erfc) costs 2|u| (x²) ulps of the result */
+		if (op->attr && op->attr->approx == GELU_TANH)
+			return fmin(16 + 4 * fabs(gelu_tanh_arg(a)), 4096);
+		return fmin(8 + a * a, 4096);
+	default: return 0;
+	}
+}
+
+/* What errors ea, eb of the operands do to a float elementwise result y. */
+static double propagate_elem(const Op *op, DType vt, double a, double ea, double b, double eb,
+			     double y)
+{
+	if (ea == 0 && eb == 0)
+		return 0;
+	double s = host_round(vt, interp_attr_scalar(op));
+	switch (op->kind) {
+	case OP_ADD: case OP_SUB: return ea + eb;
+	case OP_ADD_SCALAR: case OP_SUB_SCALAR: case OP_NEG: case OP_ABS: case OP_RELU:
+	case OP_CLAMP: case OP_CLAMP_MIN: case OP_CLAMP_MAX:
+		return ea;
+	case OP_MAX: case OP_MIN: return fmax(ea, eb);
+	case OP_MUL: return scaled(a, eb) + scaled(b, ea) + ea * eb;
+	case OP_MUL_SCALAR: return scaled(s, ea);
+	case OP_DIV_SCALAR: return ea / fabs(s);
+	case OP_DIV:
+		if (eb >= fabs(b))
+			return INFINITY;
+		return (scaled(b, ea) + scaled(a, eb)) / (fabs(b) * (fabs(b) - eb));
+	default: break;
+	}
+	/* everything else: the function at the corners of the operands' intervals */
+	double e = 0;
+	for (int i = -1; i <= 1; i += 2)
+		for (int j = -1; j <= 1; j += 2) {
+			if (j > 0 && eb == 0)
+				continue;
+			double v = interp_float_elem(op, vt, a + i * ea, b + j * eb);
+			if (isnan(v) || isinf(v))
+				return INFINITY;
+			e = fmax(e, fabs(v - y));
+		}
+	return e;
+}
+
+/* A comparison (or a test against zero) that may come out either way. */
+static bool may_flip(double a, double ea, double b, double eb)
+{
+	return (ea > 0 || eb > 0) && !isnan(a) && !isnan(b) && fabs(a - b) <= ea + eb;
+}
+
+static double bound_compare(const Op *op, DType vt, double a, double ea, double b, double eb)
+{
+	if (op->kind == OP_IS_NAN || op->kind == OP_IS_INF)
+		return 0;
+	if (ir_ops[op->kind].family == FAM_SCALAR || op->nin == 1) {
+		b = host_round(vt, interp_attr_scalar(op));
+		eb = 0;
+	}
+	return may_flip(a, ea, b, eb) ? 1 : 0;
+}
+
+/* An integer or bool op on operands that carry errors (from a flipped comparison or
+ * cast): Lipschitz ops pass them on, logic ops flip, the rest is unbounded. */
+static double bound_int_elem(const Op *op, int64_t a, double ea, int64_t b, double eb)
+{
+	if (ea == 0 && eb == 0)
+		return 0;
+	switch (op->kind) {
+	case OP_ADD: case OP_SUB: return ea + eb;
+	case OP_NEG: case OP_ABS: case OP_RELU: case OP_ADD_SCALAR: case OP_SUB_SCALAR:
+	case OP_CLAMP: case OP_CLAMP_MIN: case OP_CLAMP_MAX:
+		return ea;
+	case OP_MAX: case OP_MIN: return fmax(ea, eb);
+	case OP_MUL: return scaled((double)a, eb) + scaled((double)b, ea) + ea * eb;
+	case OP_AND: case OP_OR: case OP_XOR: case OP_NOT: return 1;
+	default: return INFINITY;
+	}
+}
+
+/* A cast of x (error ex) to the output's dtype; y is the reference result. */
+static double bound_cast(DType from, DType to, double x, double ex, double y)
+{
+	bool ff = ir_dtype_is_float(from), tf = ir_dtype_is_float(to);
+	if (tf && !isfinite(y))
+		return 0;
+	if (to == DT_BOOL)
+		return ex > 0 && fabs(x) <= ex ? 1 : 0;
+	if (tf && compute_dtype(to) != to && from != DT_F32)
+		ex += unit_round(DT_F32) * fabs(x);   /* to f16/bf16 through f32: twice rounded */
+	if (tf)
+		return finish(to, x, y, ex);
+	if (!ff || ex == 0 || isnan(x))
+		return ex;
+	double lo = (double)host_to_int(to, x - ex), hi = (double)host_to_int(to, x + ex);
+	return fmax(fabs(hi - y), fabs(y - lo));
+}
+
+static double err_at(const Interp *ip, int tensor, int64_t off)
+{
+	return ((const double *)ip->err[tensor].data)[off];
+}
+
+/* The tight part of err_at (see the top of this section). */
+static double tight_at(const Interp *ip, int tensor, int64_t off)
+{
+	const double *r = ip->tight[tensor].data;
+	return r ? r[off] : 0;   /* none: no tight part (interp_tight_tensors) */
+}
+
+/* rt[i] = v, where rt holds tight parts (NULL: the tensor carries none). */
+static void put(double *rt, int64_t i, double v)
+{
+	if (rt)
+		rt[i] = v;
+}
+
+/* A bound and its tight part (rt NULL: not kept) for a result stored with finish.
+ * Tight: the share r
+ * of pre that came tight from the operands, and the rounding to an f16/bf16 dtype
+ * where a correct kernel may really differ by it as a whole: where pre reaches
+ * across a rounding boundary (a flip), and for a matmul result (kept: the tiled
+ * kernels keep it in f32 for their epilogue) everywhere. Elsewhere the kernel rounds
+ * v as the reference does, and the rounding is slack, not an error. */
+static void finish_r(DType t, double v, double y, double pre, double r, bool kept, double *e,
+		     double *rt)
+{
+	*e = finish(t, v, y, pre);
+	if (!rt)
+		return;
+	*rt = 0;
+	if (!isfinite(*e) || !ir_dtype_is_float(t))
+		return;
+	*rt = fmin(r, pre);
+	bool flips = *e > pre + fabs(v - y);
+	if (t != compute_dtype(t) && (kept || flips))
+		*rt += *e - pre;
+}
+
+static void bound_elementwise(Interp *ip, const Op *op, const HostTensor *out, double *e,
+			      double *rt)
+{
+	const HostTensor *x[3];
+	int64_t st[3][IR_MAX_RANK];
+	for (int k = 0; k < op->nin; k++) {
+		x[k] = &ip->val[op->in[k]];
+		interp_broadcast_strides(x[k], st[k]);
+	}
+	DType vt = ir_op_value_dtype(ip->g, op);
+	bool fl = ir_dtype_is_float(vt);
+	OpFamily fam = ir_ops[op->kind].family;
+	for (int64_t i = 0; i < out->n; i++) {
+		int64_t off[3];
+		double ex[3] = {0, 0, 0}, rx[3] = {0, 0, 0};
+		for (int k = 0; k < op->nin; k++) {
+			off[k] = interp_offset_of(out, i, st[k]);
+			ex[k] = err_at(ip, op->in[k], off[k]);
+			rx[k] = tight_at(ip, op->in[k], off[k]);
+		}
+		double y = host_get(out, i);
+		put(rt, i, 0);
+		if (op->kind == OP_WHERE) {
+			bool m = host_get_i64(x[0], off[0]) != 0;
+			e[i] = m ? ex[1] : ex[2];
+			put(rt, i, m ? rx[1] : rx[2]);
+			if (ex[0] > 0 && ir_dtype_is_float(out->dtype))
+				e[i] = fabs(host_get(x[1], off[1]) - host_get(x[2], off[2])) +
+				       fmax(ex[1], ex[2]);
+			else if (ex[0] > 0)
+				e[i] = INFINITY;
+		} else if (op->kind == OP_MASK_FILL) {
+			bool m = host_get_i64(x[1], off[1]) != 0;
+			e[i] = m ? 0 : ex[0];
+			put(rt, i, m ? 0 : rx[0]);
+			if (ex[1] > 0)
+				e[i] = fl ? fabs(host_get(x[0], off[0]) - y) + ex[0] : INFINITY;
+		} else if (op->kind == OP_CAST) {
+			double xv = host_get(x[0], off[0]);
+			e[i] = bound_cast(x[0]->dtype, out->dtype, xv, ex[0], y);
+			if (ir_dtype_is_float(x[0]->dtype) && ir_dtype_is_float(out->dtype) &&
+			    isfinite(e[i]))
+				put(rt, i, fmin(e[i], rx[0] + fmax(e[i] - ex[0], 0)));
+		} else if (fam == FAM_COMPARE) {
+			double a = host_get(x[0], off[0]), b = op->nin > 1 ? host_get(x[1], off[1]) : 0;
+			e[i] = bound_compare(op, vt, a, ex[0], b, ex[1]);
+		} else if (fl) {
+			if (!isfinite(y)) {
+				e[i] = 0;
+				continue;
+			}
+			double a = host_get(x[0], off[0]), b = op->nin > 1 ? host_get(x[1], off[1]) : 0;
+			double v = interp_float_elem(op, vt, a, b);
+			double prop = propagate_elem(op, vt, a, ex[0], b, ex[1], y);
+			double r = rx[0] > 0 || rx[1] > 0
+				   ? propagate_elem(op, vt, a, rx[0], b, rx[1], y) : 0;
+			double pre = prop + kernel_err(out->dtype, op_ulps(op, vt, a), v);
+			/* gelu's tail (x·Phi(x) for x << 0) errs by an ulp or so of x·u in
+			 * absolute terms, measured on the f64 kernels */
+			if (op->kind == OP_GELU)
+				pre += 4 * unit_round(compute_dtype(vt)) * fabs(a);
+			if (ir_dtype_is_float(out->dtype))
+				finish_r(out->dtype, v, y, pre, fmin(r, prop), false, &e[i],
+					 rt ? &rt[i] : NULL);
+			else
+				e[i] = pre;
+		} else {
+			int64_t a = host_get_i64(x[0], off[0]);
+			int64_t b = op->nin > 1 ? host_get_i64(x[1], off[1]) : 0;
+			e[i] = bound_int_elem(op, a, ex[0], b, ex[1]);
+		}
+	}
+}
+
+/* Whether some other element of a reduction may beat the extreme x[best]. */
+static bool extreme_uncertain(const Interp *ip, const HostTensor *x, int src, int64_t base,
+			      int64_t len, int64_t inner, int64_t best)
+{
+	double vb = host_get(x, base + best * inner), eb = err_at(ip, src, base + best * inner);
+	for (int64_t r = 0; r < len; r++) {
+		int64_t xi = base + r * inner;
+		if (r != best && may_flip(host_get(x, xi), err_at(ip, src, xi), vb, eb))
+			return true;
+	}
+	return false;
+}
+
+static void bound_reduce(Interp *ip, const Op *op, const HostTensor *out, double *e, double *rt)
+{
+	const HostTensor *x = &ip->val[op->in[0]];
+	int src = op->in[0];
+	int axis = op->attr->axis;
+	int64_t outer = 1, len = x->dim[axis], inner = 1;
+	for (int k = 0; k < axis; k++)
+		outer *= x->dim[k];
+	for (int k = axis + 1; k < x->rank; k++)
+		inner *= x->dim[k];
+	bool fl = ir_dtype_is_float(x->dtype);
+	for (int64_t o = 0; o < outer; o++)
+		for (int64_t j = 0; j < inner; j++) {
+			int64_t oi = o * inner + j, base = o * len * inner + j;
+			double y = host_get(out, oi), prop = 0, rmax = 0, m = 0, m2 = 0, s = 0;
+			double wide = 1, pm = 1, pv = 1;
+			Spread sp = {0, 0, 0};
+			for (int64_t r = 0; r < len; r++) {
+				int64_t xi = base + r * inner;
+				double v = host_get(x, xi), ev = err_at(ip, src, xi);
+				switch (op->kind) {
+				case OP_SUM: case OP_MEAN:
+					spread_add(&sp, ev, tight_at(ip, src, xi));
+					m += fabs(v);
+					m2 += v * v;
+					s += v;
+					break;
+				case OP_PROD:
+					wide *= fabs(v) + ev;
+					pm *= fabs(v);
+					pv *= v;
+					break;
+				default:
+					prop = fmax(prop, ev);
+					rmax = fmax(rmax, tight_at(ip, src, xi));
+				}
+			}
+			put(rt, oi, 0);
+			if (op->kind == OP_ARGMAX || op->kind == OP_ARGMIN ||
+			    ((op->kind == OP_MAX_DIM || op->kind == OP_MIN_DIM) && !fl)) {
+				int64_t best = host_get_i64(out, oi);
+				if (op->kind == OP_MAX_DIM || op->kind == OP_MIN_DIM)
+					e[oi] = prop;
+				else
+					e[oi] = fl && prop > 0 &&
+						extreme_uncertain(ip, x, src, base, len, inner, best)
+						? (double)len : 0;
+				continue;
+			}
+			if (!fl || !isfinite(y)) {
+				e[oi] = fl ? 0 : prop;
+				continue;
+			}
+			double v = y, pre = prop, r = rmax;    /* max_dim, min_dim: exact */
+			if (op->kind == OP_SUM || op->kind == OP_MEAN) {
+				pre = spread(&sp) + reduce_err(out->dtype, len, m, m2, s);
+				v = s;
+				r = 0;   /* counted wide: spread's tight share is a bound now */
+				if (op->kind == OP_MEAN) {
+					v = s / (double)len;
+					pre = pre / (double)len + kernel_err(out->dtype, 1, v);
+				}
+			} else if (op->kind == OP_PROD) {
+				v = pv;
+				pre = wide - pm + kernel_err(out->dtype, 0.5 * (double)len, v);
+				r = 0;
+			}
+			finish_r(out->dtype, v, y, pre, r, false, &e[oi],
+				 rt ? &rt[oi] : NULL);
+		}
+}
+
+static void bound_matmul(Interp *ip, const Op *op, const HostTensor *out, double *e, double *rt)
+{
+	const HostTensor *a = &ip->val[op->in[0]], *b = &ip->val[op->in[1]];
+	int r = out->rank;
+	int64_t m = a->dim[r - 2], kk = a->dim[r - 1], n = b->dim[r - 1];
+	int64_t as[IR_MAX_RANK], bs[IR_MAX_RANK];
+	interp_broadcast_strides(a, as);
+	interp_broadcast_strides(b, bs);
+	bool fl = ir_dtype_is_float(out->dtype);
+	int64_t nbatch = out->n / (m * n);
+	for (int64_t bt = 0; bt < nbatch; bt++) {
+		int64_t abase = 0, bbase = 0, rest = bt;
+		for (int k = r - 3; k >= 0; k--) {
+			int64_t c = rest % out->dim[k];
+			rest /= out->dim[k];
+			abase += c * as[k];
+			bbase += c * bs[k];
+		}
+		for (int64_t i = 0; i < m; i++)
+			for (int64_t j = 0; j < n; j++) {
+				double mag = 0, m2 = 0, s = 0;
+				Spread sp = {0, 0, 0};
+				for (int64_t p = 0; p < kk; p++) {
+					int64_t ai = abase + i * kk + p, bi = bbase + p * n + j;
+					double va = host_get(a, ai), vb = host_get(b, bi);
+					double ea = err_at(ip, op->in[0], ai), eb = err_at(ip, op->in[1], bi);
+					double t = scaled(va, eb) + scaled(vb, ea) + ea * eb;
+					double tr = 0;
+					if (t > 0) {
+						double ra = tight_at(ip, op->in[0], ai);
+						double rb = tight_at(ip, op->in[1], bi);
+						tr = fmin(t, scaled(va, rb) + scaled(vb, ra) + ra * rb);
+					}
+					spread_add(&sp, t, tr);
+					mag += fabs(va * vb);
+					m2 += va * vb * va * vb;
+					s += va * vb;
+				}
+				double prop = spread(&sp);
+				int64_t oi = bt * m * n + i * n + j;
+				double y = host_get(out, oi);
+				put(rt, oi, 0);
+				if (!fl || !isfinite(y)) {
+					e[oi] = fl ? 0 : prop;
+					continue;
+				}
+				/* each product rounds once (0 with fma), then the sum */
+				double u = unit_round(compute_dtype(out->dtype));
+				/* --allow-tf32: both operands of every product rounded to tf32
+				 * (10 mantissa bits, relative error 2^-11 each), bounded in the
+				 * worst case: (2 * 2^-11 + 2^-22) * sum |a b| */
+				double tf = ip->tf32 && a->dtype == DT_F32 ? (0x1p-10 + 0x1p-22) * mag : 0;
+				finish_r(out->dtype, s, y,
+					 prop + tf + u * mag + reduce_err(out->dtype, kk, mag, m2, s), 0,
+					 true, &e[oi], rt ? &rt[oi] : NULL);
+			}
+	}
+}
+
+static void bound_conv2d(Interp *ip, const Op *op, const HostTensor *out, double *e, double *rt)
+{
+	const HostTensor *x = &ip->val[op->in[0]], *w = &ip->val[op->in[1]];
+	const Attrs *at = op->attr;
+	int64_t c[4], per_group = out->dim[1] / at->groups, cg = w->dim[1];
+	double u = unit_round(compute_dtype(out->dtype));
+	for (int64_t i = 0; i < out->n; i++) {
+		interp_coords_of(out, i, c);
+		int64_t c0 = c[1] / per_group * cg, nterm = 0;
+		double mag = 0, m2 = 0, s = 0;
+		Spread sp = {0, 0, 0};
+		for (int64_t ch = 0; ch < cg; ch++)
+			for (int64_t kh = 0; kh < w->dim[2]; kh++) {
+				int64_t ih = interp_window_pos(at, 0, c[2], kh, at->dilation[0], x->dim[2]);
+				for (int64_t kw = 0; kw < w->dim[3] && ih >= 0; kw++) {
+					int64_t iw = interp_window_pos(at, 1, c[3], kw, at->dilation[1], x->dim[3]);
+					if (iw < 0)
+						continue;
+					int64_t xi = ((c[0] * x->dim[1] + c0 + ch) * x->dim[2] + ih) *
+						     x->dim[3] + iw;
+					int64_t wi = ((c[1] * w->dim[1] + ch) * w->dim[2] + kh) *
+						     w->dim[3] + kw;
+					double vx = host_get(x, xi), vw = host_get(w, wi);
+					double ex = err_at(ip, op->in[0], xi), ew = err_at(ip, op->in[1], wi);
+					double rx = tight_at(ip, op->in[0], xi), rw = tight_at(ip, op->in[1], wi);
+					double t = scaled(vx, ew) + scaled(vw, ex) + ex * ew;
+					spread_add(&sp, t, fmin(t, scaled(vx, rw) + scaled(vw, rx) + rx * rw));
+					mag += fabs(vx * vw);
+					m2 += vx * vw * vx * vw;
+					s += vx * vw;
+					nterm++;
+				}
+			}
+		if (op->nin > 2) {   /* the bias is one more term */
+			double vb = host_get(&ip->val[op->in[2]], c[1]);
+			spread_add(&sp, err_at(ip, op->in[2], c[1]), tight_at(ip, op->in[2], c[1]));
+			mag += fabs(vb);
+			m2 += vb * vb;
+			s += vb;
+			nterm++;
+		}
+		double y = host_get(out, i);
+		finish_r(out->dtype, s, y,
+			 spread(&sp) + u * mag + reduce_err(out->dtype, nterm, mag, m2, s), 0,
+			 false, &e[i], rt ? &rt[i] : NULL);
+	}
+}
+
+static void bound_pool2d(Interp *ip, const Op *op, const HostTensor *out, double *e, double *rt)
+{
+	const HostTensor *x = &ip->val[op->in[0]];
+	const Attrs *at = op->attr;
+	bool is_max = op->kind == OP_MAX_POOL2D;
+	int64_t c[4];
+	for (int64_t i = 0; i < out->n; i++) {
+		interp_coords_of(out, i, c);
+		double prop = 0, rmax = 0, mag = 0, m2 = 0, s = 0;
+		Spread sp = {0, 0, 0};
+		int64_t nterm = 0;
+		for (int64_t kh = 0; kh < at->kernel[0]; kh++) {
+			int64_t ih = interp_window_pos(at, 0, c[2], kh, 1, x->dim[2]);
+			for (int64_t kw = 0; kw < at->kernel[1] && ih >= 0; kw++) {
+				int64_t iw = interp_window_pos(at, 1, c[3], kw, 1, x->dim[3]);
+				if (iw < 0)
+					continue;
+				int64_t xi = ((c[0] * x->dim[1] + c[1]) * x->dim[2] + ih) * x->dim[3] + iw;
+				double v = host_get(x, xi), ev = err_at(ip, op->in[0], xi);
+				double rv = tight_at(ip, op->in[0], xi);
+				prop = fmax(prop, ev);
+				rmax = fmax(rmax, rv);
+				spread_add(&sp, ev, rv);
+				mag += fabs(v);
+				m2 += v * v;
+				s += v;
+				nterm++;
+			}
+		}
+		double y = host_get(out, i);
+		put(rt, i, 0);
+		if (is_max || !isfinite(y)) {
+			e[i] = isfinite(y) ? prop : 0;
+			put(rt, i, isfinite(y) ? rmax : 0);
+			continue;
+		}
+		double area = (double)at->kernel[0] * at->kernel[1];
+		finish_r(out->dtype, s / area, y,
+			 (spread(&sp) + reduce_err(out->dtype, nterm, mag, m2, s)) / area +
+			 kernel_err(out->dtype, 1, s / area), 0, false, &e[i],
+			 rt ? &rt[i] : NULL);
+	}
+}
+
+static void bound_gather(Interp *ip, const Op *op, const HostTensor *out, double *e, double *rt)
+{
+	const HostTensor *x = &ip->val[op->in[0]], *idx = &ip->val[op->in[1]];
+	int axis = op->attr->axis;
+	int64_t xs[IR_MAX_RANK], c[IR_MAX_RANK];
+	interp_contiguous_strides(x, xs);
+	for (int64_t i = 0; i < out->n; i++) {
+		put(rt, i, 0);
+		if (err_at(ip, op->in[1], i) > 0) {
+			e[i] = INFINITY;
+			continue;
+		}
+		interp_coords_of(out, i, c);
+		c[axis] = host_get_i64(idx, i);
+		int64_t off = 0;
+		for (int k = 0; k < x->rank; k++)
+			off += c[k] * xs[k];
+		e[i] = err_at(ip, op->in[0], off);
+		put(rt, i, tight_at(ip, op->in[0], off));
+	}
+}
+
+/* The tight parts of a view or cat's result, moved as its values are. */
+static void move_tight(Interp *ip, const Op *op, HostTensor *rout)
+{
+	Interp ie = *ip;
+	HostTensor *tmp = xcalloc((size_t)ip->g->ntensors + 1, sizeof *tmp);
+	ie.val = tmp;
+	for (int k = 0; k < op->nin; k++) {
+		int t = op->in[k];
+		tmp[t] = ip->tight[t];
+		const HostTensor *v = &ip->val[t];
+		Diag d;
+		/* zeros (host_alloc zero-fills); without the memory, the whole bound
+		 * counts as tight, which only widens it */
+		if (!tmp[t].data && host_alloc(&tmp[t], DT_F64, v->rank, v->dim, &d)) {
+			memcpy(rout->data, ((const Interp *)ip)->err[op->out[0]].data,
+			       (size_t)rout->n * sizeof(double));
+			for (int j = 0; j < k; j++)
+				if (!ip->tight[op->in[j]].data)
+					host_free(&tmp[op->in[j]]);
+			free(tmp);
+			return;
+		}
+	}
+	if (op->kind == OP_CAT)
+		interp_run_cat(&ie, op, rout);
+	else
+		interp_run_view(&ie, op, rout);
+	for (int k = 0; k < op->nin; k++)
+		if (!ip->tight[op->in[k]].data && tmp[op->in[k]].data)
+			host_free(&tmp[op->in[k]]);
+	free(tmp);
+}
+
+void interp_tight_tensors(const Graph *g, bool *has)
+{
+	for (int t = 0; t < g->ntensors; t++)
+		has[t] = false;   /* graph inputs are exact */
+	for (int i = 0; i < g->nops; i++) {
+		const Op *op = &g->ops[i];
+		if (op->kind == OP_SYNC)
+			continue;
+		DType dt = g->tensors[op->out[0]].dtype;
+		bool h = dt == DT_F16 || dt == DT_BF16;
+		for (int k = 0; k < op->nin; k++)
+			h = h || has[op->in[k]];
+		has[op->out[0]] = h;
+	}
+}
+
+void bounds_op(Interp *ip, const Op *op, const HostTensor *out, HostTensor *eout,
+	       HostTensor *rout)
+{
+	double *e = eout->data, *rt = rout->data;   /* rt NULL: no tight part kept */
+	switch (ir_ops[op->kind].family) {
+	case FAM_BINARY: case FAM_SCALAR: case FAM_UNARY: case FAM_COMPARE:
+	case FAM_SELECT: case FAM_CAST:
+		bound_elementwise(ip, op, out, e, rt);
+		return;
+	case FAM_VIEW: case FAM_JOIN:
+		if (op->kind == OP_GATHER) {
+			bound_gather(ip, op, out, e, rt);
+		} else {
+			/* errors move with the data: the same view or cat, on the errors
+			 * (and on the tight parts, an operand without them as zeros) */
+			Interp ie = *ip;
+			ie.val = ip->err;
+			if (op->kind == OP_CAT)
+				interp_run_cat(&ie, op, eout);
+			else
+				interp_run_view(&ie, op, eout);
+			if (rt)
+				move_tight(ip, op, rout);
+		}
+		return;
+	case FAM_REDUCE: bound_reduce(ip, op, out, e, rt); return;
+	case FAM_MATMUL: bound_matmul(ip, op, out, e, rt); return;
+	case FAM_MODULE:
+		if (op->kind == OP_CONV2D)
+			bound_conv2d(ip, op, out, e, rt);
+		else
+			bound_pool2d(ip, op, out, e, rt);
+		return;
+	case FAM_CONTROL: return;
+	}
+	die("bad op family");
+}
