@@ -17,8 +17,10 @@ alone: the other is 0), as `fusec run --check --atol/--rtol` does.
     python3 check_outputs.py EXPECTED_DIR GOT_DIR [--atol A] [--rtol R]
 
 Prints one line per output with the max abs error and the max err/bound, and the
-worst elements (index, got, want, bound) of a failing one. Exit status 1 when an
-output is missing, has another shape or dtype, or is over its bound.
+worst elements (index, got, want, bound) of a failing one; its status is ok, FAIL,
+or "not checked" when some elements have no bound and none is over. Exit status 1
+when an output is missing, has another shape or dtype, or is over its bound; else 4
+when an output was not checked; else 0.
 """
 import os
 import sys
@@ -67,7 +69,7 @@ def main():
     atol, rtol = option("--atol"), option("--rtol")
     flat = atol is not None or rtol is not None
     atol, rtol = atol or 0.0, rtol or 0.0
-    bad = 0
+    bad = unchecked = 0
     names = sorted(f[:-4] for f in os.listdir(exp_dir)
                    if f.endswith(".npy") and not f.endswith(".bound.npy"))
     for n in names:
@@ -93,16 +95,21 @@ def main():
                 continue
             bound = np.load(bpath)
         ok, max_abs, max_ratio, nbad, nunb, worst = compare(want, got, bound)
+        # as `fusec run --check`: an output with unbounded elements and none over
+        # its bound was not checked, not ok
+        status = "FAIL" if not ok else "not checked" if nunb else "ok"
         print("%-16s %-8s max_abs=%.3g max_err/bound=%.3g%s%s %s" %
               (n, want.dtype, max_abs, max_ratio, " bad=%d" % nbad if nbad else "",
-               " unbounded=%d" % nunb if nunb else "", "ok" if ok else "FAIL"))
+               " unbounded=%d" % nunb if nunb else "", status))
+        unchecked += ok and nunb > 0
         for i, r, g, w, b in (worst if not ok else worst[:1]):
             idx = np.unravel_index(i, want.shape) if want.ndim else ()
             print("  worst %s: got %.9g want %.9g err %.3g bound %.3g err/bound %.3g" %
                   (list(map(int, idx)), g, w, abs(g - w), b, r))
         bad += not ok
-    print("%d outputs, %d failed" % (len(names), bad))
-    sys.exit(1 if bad else 0)
+    print("%d outputs, %d failed%s" % (len(names), bad,
+                                       ", %d not checked" % unchecked if unchecked else ""))
+    sys.exit(1 if bad else 4 if unchecked else 0)
 
 
 if __name__ == "__main__":
