@@ -76,7 +76,7 @@ static: $(BUILD)/fusec-static
 
 # The runtime as a library (libfusecrt.a, libfusecrt.so): plan loading, the driver
 # through dlopen, launches and timing, with the host tensors and .npy it uses.
-LIBRT_SRC = runtime/bench.c runtime/runtime.c host/host.c host/npy.c ir/ops.c support/files.c support/support.c
+LIBRT_SRC = runtime/fusecrt.c runtime/bench.c runtime/runtime.c host/host.c host/npy.c ir/ops.c support/files.c support/support.c
 LIBRT_OBJ = $(LIBRT_SRC:%.c=$(BUILD)/pic/%.o)
 $(BUILD)/pic/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -84,8 +84,8 @@ $(BUILD)/pic/%.o: %.c
 $(BUILD)/libfusecrt.a: $(LIBRT_OBJ)
 	rm -f $@
 	$(AR) rcs $@ $^
-$(BUILD)/libfusecrt.so: $(LIBRT_OBJ)
-	$(CC) $(CFLAGS) -shared -Wl,-soname,libfusecrt.so.0 -o $@ $^ \
+$(BUILD)/libfusecrt.so: $(LIBRT_OBJ) runtime/fusecrt.map
+	$(CC) $(CFLAGS) -shared -Wl,-soname,libfusecrt.so.0 -Wl,--version-script=runtime/fusecrt.map -o $@ $(LIBRT_OBJ) \
 	  $(shell $(PKG_CONFIG) --libs libcjson libcrypto) -ldl -lm
 lib: $(BUILD)/libfusecrt.a $(BUILD)/libfusecrt.so
 
@@ -93,19 +93,19 @@ PREFIX     ?= /usr/local
 DESTDIR    ?=
 BINDIR      = $(DESTDIR)$(PREFIX)/bin
 LIBDIR      = $(DESTDIR)$(PREFIX)/lib
-INCDIR      = $(DESTDIR)$(PREFIX)/include/fusec
+INCDIR      = $(DESTDIR)$(PREFIX)/include
 MANDIR      = $(DESTDIR)$(PREFIX)/share/man/man1
 COMPDIR     = $(DESTDIR)$(PREFIX)/share/bash-completion/completions
-# The header keeps its neighbours' relative paths: include <fusec/runtime/fusecrt.h>.
-RT_HEADERS  = runtime/fusecrt.h host/host.h ir/ir.h ir/ops.def support/support.h
+# One self-contained header, <fusecrt.h> (C11 and C++17); the internal API stays in
+# the tree.
 install: all lib
 	install -d $(BINDIR) $(LIBDIR)/pkgconfig $(MANDIR) $(COMPDIR)
 	install -m 755 $(BUILD)/fusec $(BUILD)/fusec-run $(BINDIR)/
 	install -m 644 $(BUILD)/libfusecrt.a $(LIBDIR)/
 	install -m 755 $(BUILD)/libfusecrt.so $(LIBDIR)/libfusecrt.so.0
 	ln -sf libfusecrt.so.0 $(LIBDIR)/libfusecrt.so
-	for h in $(RT_HEADERS); do install -d $(INCDIR)/$$(dirname $$h); \
-	  install -m 644 $$h $(INCDIR)/$$h; done
+	install -d $(INCDIR)
+	install -m 644 runtime/fusecrt.h $(INCDIR)/fusecrt.h
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(shell sed -n 's/^#define FUSEC_VERSION "\(.*\)"/\1/p' support/support.h)|' \
 	  docs/fusecrt.pc.in > $(LIBDIR)/pkgconfig/fusecrt.pc
 	install -m 644 docs/man/fusec.1 docs/man/fusec-run.1 $(MANDIR)/
@@ -183,7 +183,7 @@ $(BUILD)/fuzz_read: $(FUZZ_SRC) ir/ir.h ir/doc.h ir/ops.def support/support.h
 	  $(shell $(PKG_CONFIG) --libs libcjson yaml-0.1 libcrypto) -lm
 # libFuzzer target for the runtime's plan reader: a plan.json and a PTX stub.
 FUZZ_PLAN_SRC = tests/fuzz/fuzz_plan.c runtime/runtime.c support/support.c ir/ops.c host/host.c
-$(BUILD)/fuzz_plan: $(FUZZ_PLAN_SRC) runtime/fusecrt.h runtime/rt_driver.h support/support.h
+$(BUILD)/fuzz_plan: $(FUZZ_PLAN_SRC) runtime/rt.h runtime/rt_driver.h support/support.h
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) -std=c11 -D_POSIX_C_SOURCE=200809L $(WARN) -O1 -g -fno-omit-frame-pointer \
 	  -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \

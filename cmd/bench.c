@@ -1,6 +1,6 @@
 /* bench.c: `fusec bench GRAPH|DIR --backend cuda` times a compiled plan on GPU 0:
  * warm-up runs, then CUDA-event timing of every launch, the median of --iters
- * runs, buffer sets rotated when one set fits in L2 (runtime/fusecrt.h, rt_bench).
+ * runs, buffer sets rotated when one set fits in L2 (runtime/rt.h, rt_bench).
  * A GRAPH is compiled first into a temporary folder; a DIR is used as it is. */
 #include <getopt.h>
 #include <stdio.h>

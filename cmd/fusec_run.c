@@ -19,7 +19,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "../runtime/fusecrt.h"
+#include "../runtime/rt.h"
 
 enum { EXIT_OK = 0, EXIT_INPUT = 1, EXIT_USAGE = 2, EXIT_FAIL = 3 };
 enum { PATH_SIZE = 1024 };   /* DIR/NAME.npy */

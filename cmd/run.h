@@ -9,7 +9,7 @@
 #ifndef FUSEC_RUN_H
 #define FUSEC_RUN_H
 
-#include "../runtime/fusecrt.h"
+#include "../runtime/rt.h"
 
 typedef struct {
 	const Graph *g;

@@ -1,6 +1,6 @@
 /* run_cuda.c: the `cuda` backend of `fusec run`: compile the graph (search, PTX,
  * plan) into a private temporary folder, then run the plan on GPU 0 through the
- * runtime (runtime/fusecrt.h), which reaches the driver through dlopen. `fusec bench`
+ * runtime (runtime/rt.h), which reaches the driver through dlopen. `fusec bench`
  * compiles the same way (run_cuda_compile). */
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "../codegen/plan.h"
-#include "../runtime/fusecrt.h"
+#include "../runtime/rt.h"
 #include "run.h"
 
 enum { PLAN_PATH_MAX = 1024 };  /* DIR/NAME.npy of an input of a plan */

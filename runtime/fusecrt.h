@@ -1,287 +1,125 @@
-/* fusecrt.h: the CUDA runtime that launches a compiled fusec plan.
+/* fusecrt.h: fusec's runtime, for programs that run a compiled plan (C11, C++17).
  *
- * In:  DIR/NAME.plan.json (fusec-plan/1, docs/plan-format.md) and the PTX file it
- *      names, plus one HostTensor per graph input.
- * Out: one HostTensor per graph output, or timings (rt_bench).
- * Memory: an RtPlan owns everything it points to (one arena); rt_plan_free frees it.
- *      An RtSession owns the driver library handle, the context reference, the
- *      module, its stream, its CUDA graphs and every device buffer it allocated
- *      (not memory the caller binds); rt_session_close releases them all. Host
- *      tensors passed in stay the caller's; tensors filled by the runtime
- *      (rt_session_download, rt_cuda_run outputs) become the caller's, freed with
- *      host_free.
+ * A plan is the folder `fusec compile GRAPH -o DIR` writes: NAME.plan.json, the PTX
+ * it names and the weights file. The runtime loads it, copies the inputs to a CUDA
+ * GPU, runs the plan's launches (replayed as a CUDA graph unless turned off) and
+ * copies the outputs back; or it runs on device memory the caller binds.
  *
- * The driver is reached only through dlopen("libcuda.so.1") (FUSEC_LIBCUDA names
- * another file), so neither building nor loading this library needs CUDA, LLVM or
- * libyaml. Every function returns an RtStatus whose values are the exit statuses
- * of SPEC §7, and fills a Diag on failure; nothing here prints or exits.
+ *     fusecrt_error e;
+ *     fusecrt_plan *p = fusecrt_plan_load("out", &e);          // a folder or a .plan.json
+ *     fusecrt_session *s = p ? fusecrt_session_open(p, 0, &e) : NULL;
+ *     // fusecrt_session_set_input(s, "x", data, bytes, &e) for every input, then
+ *     fusecrt_session_run(s, &e);
+ *     fusecrt_session_get_output(s, "y", out, bytes, &e);
+ *     fusecrt_session_close(s);
+ *     fusecrt_plan_free(p);
  *
- * Prefix: rt_. */
-#ifndef FUSEC_FUSECRT_H
-#define FUSEC_FUSECRT_H
+ * The driver is loaded at run time (dlopen of libcuda.so.1, or the file
+ * FUSEC_LIBCUDA names), so building against this header needs no CUDA. Link with
+ * `pkg-config --cflags --libs fusecrt`.
+ *
+ * Errors: every call that can fail takes a fusecrt_error (NULL is allowed) and
+ * returns FUSECRT_OK (0) or a status below; on failure the error holds the status,
+ * one line of message and, when a file is at fault, the file and position. Nothing
+ * here prints or exits.
+ *
+ * Memory: a plan owns everything its functions return pointers to (names, dtype
+ * names), valid until fusecrt_plan_free. A session owns the device memory it
+ * allocated (not memory the caller binds) and must be closed before its plan is
+ * freed. Data passed in stays the caller's.
+ *
+ * Threads: a plan may be shared by sessions on several threads once loaded; a
+ * session is used by one thread at a time. */
+#ifndef FUSECRT_H
+#define FUSECRT_H
 
-#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../host/host.h"
+#ifdef __cplusplus
+extern "C" {
+#endif
 
-typedef enum {
-	RT_OK = 0,
-	RT_ERR_INPUT = 1,      /* invalid plan, PTX file or inputs */
-	RT_ERR_DEVICE = 3,     /* driver or device failure: no GPU, bad PTX, out of memory */
-} RtStatus;
+enum {
+	FUSECRT_OK = 0,
+	FUSECRT_INVALID = 1,   /* an invalid plan, PTX or weights file, name or size */
+	FUSECRT_DEVICE = 3,    /* the driver or the device: no GPU, bad PTX, out of memory */
+};
 
-/* ---- the plan (docs/plan-format.md) ---------------------------------------- */
+typedef struct fusecrt_error {
+	int status;            /* one of the enum above; FUSECRT_OK when nothing failed */
+	char file[256];        /* the file at fault; "" when none */
+	int line, col;         /* its position, 0 when unknown */
+	char message[1024];    /* one line, without the file */
+} fusecrt_error;
 
-typedef enum { RT_P_PTR, RT_P_I64, RT_P_I32, RT_P_F64, RT_P_F32, RT_P_COUNT } RtParamType;
-const char *rt_param_name(RtParamType t);    /* "ptr", "i64", … */
+typedef struct fusecrt_plan fusecrt_plan;
+typedef struct fusecrt_session fusecrt_session;
 
-typedef struct {
-	const char *name;
-	DType dtype;
-	int rank;
-	int64_t dim[IR_MAX_RANK];
-	int64_t n;             /* element count */
-	uint64_t bytes;        /* n × dtype size */
-	TensorRole role;
-	bool output;           /* read back after the run: role output, or an input the
-				  graph also lists as an output ("output": true) */
-	bool buffer;           /* the runtime allocates a device buffer for it */
-	int alias;             /* "alias": the tensor whose buffer it shares (one with a
-				  buffer, same dtype and size), or -1 */
-	bool constant;         /* an input whose value is in the weights file */
-	uint64_t offset;       /* constant: where its bytes start in that file */
-} RtTensor;
+/* "fusec VERSION" and the plan format it reads ("fusec-plan/1"). */
+const char *fusecrt_version(void);
+const char *fusecrt_plan_format(void);
 
-typedef struct {
-	const char *name;      /* what launches refer to */
-	const char *entry;     /* the .entry symbol in the PTX */
-	RtParamType *params;
-	int nparams;
-	uint32_t block[3];     /* 0 when the plan gives none */
-	uint32_t shared_bytes;
-} RtKernel;
+/* ---- plans ---------------------------------------------------------------- */
 
-typedef struct {
-	RtParamType type;
-	int tensor;            /* RT_P_PTR: index into RtPlan.tensors; RtPlan.ntensors for
-				  the launch's scratch (i = its bytes) */
-	int64_t i;             /* RT_P_I64, RT_P_I32 */
-	double f;              /* RT_P_F64, RT_P_F32 */
-} RtArg;
+/* Load a plan: a NAME.plan.json file, or a folder holding exactly one. Reads and
+ * checks the plan and its PTX (no device needed). NULL on failure. */
+fusecrt_plan *fusecrt_plan_load(const char *path, fusecrt_error *err);
+void fusecrt_plan_free(fusecrt_plan *p);       /* NULL is fine */
 
-typedef struct {
-	int kernel;            /* index into RtPlan.kernels */
-	int step;              /* index into RtPlan.steps */
-	uint32_t grid[3], block[3];
-	uint32_t shared_bytes;
-	RtArg *args;           /* one per kernel parameter */
-	int nargs;
-} RtLaunch;
+/* The inputs the caller gives (constants are in the weights file) and the outputs
+ * a run produces, in the plan's order; i from 0. NULL past the end. */
+int fusecrt_plan_ninputs(const fusecrt_plan *p);
+const char *fusecrt_plan_input(const fusecrt_plan *p, int i);
+int fusecrt_plan_noutputs(const fusecrt_plan *p);
+const char *fusecrt_plan_output(const fusecrt_plan *p, int i);
 
-typedef struct {
-	int segment, plan;     /* -1 when the plan omits them */
-	const char *mode;      /* "explored", "cache hit"; "" when omitted */
-	int first_launch;      /* index into RtPlan.launches */
-	int nlaunches;
-} RtStep;
+/* A tensor's dtype ("f32", "bf16", "i64", ...: docs/graph-format.md), rank, dims (up
+ * to 8; dims may be NULL) and size in bytes (dense, row-major). FUSECRT_INVALID
+ * when the plan has no tensor of that name. */
+int fusecrt_plan_tensor(const fusecrt_plan *p, const char *name, const char **dtype,
+			int *rank, int64_t *dims, size_t *bytes, fusecrt_error *err);
+/* The arch the plan's PTX was built for ("sm_90a"). */
+const char *fusecrt_plan_arch(const fusecrt_plan *p);
 
-typedef struct {
-	int *slot;             /* open addressing: an index or -1 */
-	uint32_t mask;
-} RtNameIndex;
+/* ---- sessions --------------------------------------------------------------- */
 
-typedef struct {
-	Arena *arena;
-	const char *path;      /* the plan file as given */
-	const char *ptx_path;  /* the PTX file, resolved beside the plan */
-	const char *weights_path; /* the weights file beside the plan; NULL when none */
-	const char *ptx_sha256;  /* its SHA-256 as the plan records it (required) */
-	const char *weights_sha256; /* the weights file's SHA-256 (required with the file);
-				       "" when the plan names none */
-	const char *arch;      /* "sm_90"; "" when omitted */
-	const char *compiler;  /* "" when omitted */
-	RtTensor *tensors; int ntensors;
-	RtKernel *kernels; int nkernels;
-	RtStep *steps; int nsteps;
-	RtLaunch *launches; int nlaunches;   /* every step's launches, in order */
-	uint64_t scratch_bytes;  /* the largest {"scratch": N} argument; 0 when none */
-	RtNameIndex tensor_index, kernel_index;   /* names to indices (runtime.c) */
-} RtPlan;
+/* A session of the plan on CUDA device `device`: the driver loaded, a context, the
+ * PTX loaded (a JIT error log is part of the message), every buffer allocated and
+ * the constants uploaded. NULL on failure (FUSECRT_DEVICE when there is no usable
+ * GPU, or none that can run the plan's arch). */
+fusecrt_session *fusecrt_session_open(const fusecrt_plan *p, int device, fusecrt_error *err);
+void fusecrt_session_close(fusecrt_session *s);  /* NULL is fine */
 
-/* Check every kernel of the plan against its .entry in the PTX text: the entry is
- * there, with as many parameters as the plan lists, each of the plan's kind (ptr and
- * i64: a 64-bit integer; i32: a 32-bit integer; f64, f32). The driver reads the
- * launch arguments by the PTX's signature, so a plan that disagrees would make it
- * read past them. Returns 0, or -1 with *d set. Linear in the PTX's size plus
- * n log n in the kernels. */
-int rt_ptx_check_params(const RtPlan *p, const char *ptx, size_t len, Diag *d);
+/* Copy `bytes` of host data (the tensor's dtype, dense, row-major; bytes must be
+ * its size) into input `name`. */
+int fusecrt_session_set_input(fusecrt_session *s, const char *name, const void *data,
+			      size_t bytes, fusecrt_error *err);
+/* Run the plan once and wait for the device. Every input must have been set or
+ * bound (an input never set holds what the session allocated: garbage). */
+int fusecrt_session_run(fusecrt_session *s, fusecrt_error *err);
+/* Copy output (or any tensor with a buffer) `name` into `data`, `bytes` its size. */
+int fusecrt_session_get_output(fusecrt_session *s, const char *name, void *data,
+			       size_t bytes, fusecrt_error *err);
 
-/* Bounds on what the runtime reads: larger files are refused unread. */
-#define RT_PLAN_MAX_BYTES ((size_t)1 << 30)
-#define RT_PTX_MAX_BYTES ((size_t)1 << 30)
+/* Run on the caller's device memory: tensor `name` (an input or an output) is read
+ * or written at device address `devptr` (a CUdeviceptr, at least its size, in the
+ * session's device's primary context) from the next run on; 0 binds the session's
+ * own buffer again. set_input and get_output then copy there. Zero-copy for
+ * frameworks that own the tensors. */
+int fusecrt_session_bind(fusecrt_session *s, const char *name, uint64_t devptr,
+			 fusecrt_error *err);
 
-/* Load a plan from a file, or from a folder holding exactly one *.plan.json.
- * Returns NULL with *d set (the file name and JSON path of the problem). */
-RtPlan *rt_plan_load(const char *path, Diag *d);
-/* Parse plan text; `file` names it in messages and locates the PTX file. */
-RtPlan *rt_plan_parse(const char *file, const char *text, size_t len, Diag *d);
-void rt_plan_free(RtPlan *p);
-int rt_plan_find_tensor(const RtPlan *p, const char *name);  /* index or -1 */
+/* CUDA graphs: runs replay one captured graph per set of bound addresses (on by
+ * default; FUSEC_NO_GRAPH=1 in the environment turns it off for new sessions).
+ * fusecrt_session_graph returns 1 when the next run replays a graph, 0 when it
+ * launches kernel by kernel, with why (one line, or "" when on) if why is not NULL;
+ * the string is the session's. */
+void fusecrt_session_set_graph(fusecrt_session *s, int on);
+int fusecrt_session_graph(const fusecrt_session *s, const char **why);
 
-/* Bytes that must move: every input read once and every output written once. */
-uint64_t rt_plan_bytes_in(const RtPlan *p);
-uint64_t rt_plan_bytes_out(const RtPlan *p);
-/* Whether this host can hold what a run of the plan keeps in its memory at once:
- * the inputs, the constants (the weights file is read whole to upload them) and
- * the outputs read back (host_mem_check); RT_ERR_INPUT with the sizes if not. */
-RtStatus rt_plan_host_check(const RtPlan *p, Diag *d);
-/* Bytes of the distinct buffers a launch binds (an upper bound on what it moves). */
-uint64_t rt_launch_bytes(const RtPlan *p, const RtLaunch *l);
-
-/* ---- argument packing ------------------------------------------------------ */
-
-/* One kernel argument's storage; 4-byte values sit at offset 0. */
-typedef union {
-	uint64_t ptr;
-	int64_t i64;
-	int32_t i32;
-	double f64;
-	float f32;
-} RtArgSlot;
-
-/* Fill slots[i] with the value of launch argument i and argv[i] = &slots[i], the
- * kernelParams array cuLaunchKernel reads. bufs[t] is tensor t's device address. */
-void rt_pack_args(const RtLaunch *l, const uint64_t *bufs, RtArgSlot *slots, void **argv);
-
-/* ---- sessions on a device -------------------------------------------------- */
-
-typedef struct RtSession RtSession;
-
-typedef struct {
-	char name[128];        /* "NVIDIA H200" */
-	int ordinal;
-	int cc_major, cc_minor;
-	int sms;
-	int l2_bytes;
-	int driver_version;    /* 12080 for 12.8 */
-} RtDeviceInfo;
-
-/* Load the driver and check that device `ordinal` exists and is recent enough
- * for the kernels (sm_70) and for the plan's arch, as rt_session_open does first:
- * a caller checks before it spends time and memory on inputs. The library stays
- * loaded for the session that follows. info may be NULL. */
-RtStatus rt_device_check(const RtPlan *plan, int ordinal, RtDeviceInfo *info, Diag *d);
-/* Load the driver, create a context on device `ordinal`, load the plan's PTX
- * (a JIT error log is part of the message), look up every kernel and allocate
- * every buffer. Outputs and intermediates are filled with 0xff bytes first, so an
- * element no kernel writes reads back as NaN (floats) or all ones. */
-RtStatus rt_session_open(RtSession **out, const RtPlan *plan, int ordinal, Diag *d);
-void rt_session_close(RtSession *s);           /* NULL is fine */
-const RtDeviceInfo *rt_session_device(const RtSession *s);
-/* Copy a host tensor into tensor `tensor`'s buffer; dtype and shape must match. */
-RtStatus rt_session_upload(RtSession *s, int tensor, const HostTensor *t, Diag *d);
-/* Run the plan once and wait for the device: every step's launches in order on the
- * session's stream. By default the launches are captured once into a CUDA graph
- * (per set of bound buffers) and each run replays it with one cuGraphLaunch; the
- * kernels, their order and their arguments are the same either way, so are the
- * results. When the capture fails the run launches directly and
- * rt_session_graph_info says why; that is not an error. */
-RtStatus rt_session_run(RtSession *s, Diag *d);
-
-/* Bind tensor `tensor` (one with a buffer) to device memory the caller owns, at
- * least the tensor's bytes, from now on: runs read or write it there, uploads and
- * downloads go there, tensors aliasing it follow. devptr 0 binds the session's own
- * buffer again. The next run captures a new graph for the new set of addresses. */
-RtStatus rt_session_bind(RtSession *s, int tensor, uint64_t devptr, Diag *d);
-
-/* ---- CUDA graphs ------------------------------------------------------------ */
-
-typedef enum {
-	RT_GRAPH_ON,           /* runs replay a captured graph */
-	RT_GRAPH_OFF,          /* turned off: FUSEC_NO_GRAPH=1 when the session opened,
-				  or rt_session_set_graph(s, false) */
-	RT_GRAPH_FALLBACK,     /* a capture failed: runs launch directly */
-} RtGraphMode;
-
-typedef struct {
-	RtGraphMode mode;
-	const char *why;       /* OFF, FALLBACK: why, one line ("cuStreamBeginCapture_v2
-				  failed: CUDA_ERROR_…"); "" when on. The session's. */
-	int captures;          /* graphs captured so far (each set of bound buffers once) */
-	int replays;           /* runs replayed through a graph so far */
-} RtGraphInfo;
-
-void rt_session_graph_info(const RtSession *s, RtGraphInfo *out);
-/* Turn graphs off (the captured ones are destroyed) or on again (a failed capture
- * is tried again at the next run). FUSEC_NO_GRAPH=1 in the environment when the
- * session opens is the same as rt_session_set_graph(s, false) after it. */
-void rt_session_set_graph(RtSession *s, bool on);
-/* Copy tensor `tensor` back into a new host tensor. */
-RtStatus rt_session_download(RtSession *s, int tensor, HostTensor *out, Diag *d);
-
-/* ---- timing (runtime/bench.c) -------------------------------------------------- */
-
-typedef struct {
-	int warmup;            /* untimed runs first; default 3 */
-	int iters;             /* timed runs; default 50 */
-	int max_sets;          /* cap on rotated buffer sets; default 32 */
-} RtBenchOptions;
-
-typedef struct {
-	int iters, warmup;
-	int nsets;             /* buffer sets rotated across iterations */
-	int nlaunches;
-	double *launch_ms;     /* median per launch, nlaunches of them (malloc'd) */
-	double *launch_min_ms; /* minimum per launch */
-	double total_ms;       /* median of one whole run (first launch to last) */
-	double total_min_ms;
-	double latency_ms;     /* median of one run issued alone, the host waiting for it
-				  (its launch cost included, no per-launch events) */
-	double latency_min_ms;
-	bool graph;            /* the graph figures below were measured */
-	char graph_why[768];   /* !graph: why not (graphs off, or the capture failed) */
-	double graph_total_ms; /* median of one run replayed as a CUDA graph, back to back
-				  (an event before and after each cuGraphLaunch) */
-	double graph_total_min_ms;
-	double graph_latency_ms; /* median of one graph run issued alone, the host waiting */
-	double graph_latency_min_ms;
-	uint64_t bytes_in, bytes_out;  /* bytes that must move */
-	double gbps;           /* (bytes_in + bytes_out) / total_ms */
-} RtBenchResult;
-
-void rt_bench_defaults(RtBenchOptions *o);
-/* Warm up, then time o->iters runs with CUDA events around every launch (direct
- * launches: the per-launch times, the total and the latency), then, unless the
- * session's graphs are off, as many runs replayed as CUDA graphs (one graph per
- * buffer set, captured before the timing), back to back and one at a time. When
- * one set of buffers is under twice the L2 size, further sets are allocated
- * (inputs copied from the uploaded ones) to span three times L2, and runs rotate
- * through them so that no run finds the previous run's data in L2. */
-RtStatus rt_bench(RtSession *s, const RtBenchOptions *o, RtBenchResult *r, Diag *d);
-void rt_bench_result_free(RtBenchResult *r);
-/* The median of n values (mean of the middle two when n is even); v is sorted. */
-double rt_median(double *v, int n);
-/* The report fusec-run --bench and fusec bench print: one line per launch, then
- * the total and latency of direct launches, the same two of graph replays, and
- * the achieved bandwidth. */
-void rt_bench_report(Buf *b, const RtSession *s, const RtBenchResult *r);
-
-/* ---- one call for `fusec run --backend cuda` / `fusec bench` -------------------- */
-
-typedef struct {
-	const char *name;      /* graph tensor name */
-	HostTensor t;
-} RtNamed;
-
-/* Load the plan, run it once on device 0 with the given inputs (matched by name;
- * every plan input must be given) and fill outputs[i].t for each outputs[i].name.
- * On failure no output is left allocated. */
-RtStatus rt_cuda_run(const char *plan_path, const RtNamed *inputs, int ninputs,
-		     RtNamed *outputs, int noutputs, Diag *d);
-/* The same, then rt_bench; the report is appended to *report. */
-RtStatus rt_cuda_bench(const char *plan_path, const RtNamed *inputs, int ninputs,
-		       const RtBenchOptions *o, Buf *report, Diag *d);
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -1,5 +1,5 @@
 /* rt_driver.h: the CUDA driver API as the runtime sees it, and the layout of a
- * session. Private to runtime/runtime.c and runtime/bench.c; embedders use fusecrt.h.
+ * session. Private to runtime/runtime.c and runtime/bench.c; embedders use fusecrt.h, the rest rt.h.
  *
  * cuda.h is never included: the handful of types, enum values and signatures the
  * runtime calls are written out here (from the driver API's documented ABI) and
@@ -7,7 +7,7 @@
 #ifndef FUSEC_RT_DRIVER_H
 #define FUSEC_RT_DRIVER_H
 
-#include "fusecrt.h"
+#include "rt.h"
 
 typedef int CUresult;
 typedef int CUdevice;

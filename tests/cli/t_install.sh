@@ -1,7 +1,9 @@
-# t_install.sh: `make install` into a temporary prefix (and under DESTDIR), then a
-# program outside the tree (tests/install/use_runtime.c) links the installed runtime
-# through pkg-config, shared and static, and runs a compiled plan against the fake
-# driver (tests/runtime/fakecuda.c).
+# t_install.sh: `make install` into a temporary prefix (and under DESTDIR), then
+# programs outside the tree link the installed runtime through pkg-config and
+# <fusecrt.h> alone: tests/install/use_runtime.c (C11, shared and static) and
+# use_runtime.cpp (C++17), each running a compiled plan against the fake driver
+# (tests/runtime/fakecuda.c). The header compiles by itself, pedantic, as C11 and
+# as C++17, and the shared library exports the fusecrt_ API only.
 B=${BUILD:-$(dirname "$FUSEC")}
 P="$TMP/prefix"
 if ! make -s install BUILD="$B" PREFIX="$P" >"$TMP/out" 2>"$TMP/err"; then
@@ -10,7 +12,7 @@ if ! make -s install BUILD="$B" PREFIX="$P" >"$TMP/out" 2>"$TMP/err"; then
 fi
 pass=$((pass + 1))
 for f in bin/fusec bin/fusec-run lib/libfusecrt.a lib/libfusecrt.so lib/pkgconfig/fusecrt.pc \
-	include/fusec/runtime/fusecrt.h share/man/man1/fusec.1 share/man/man1/fusec-run.1 \
+	include/fusecrt.h share/man/man1/fusec.1 share/man/man1/fusec-run.1 \
 	share/bash-completion/completions/fusec; do
 	[ -e "$P/$f" ] && pass=$((pass + 1)) || { echo "FAIL install: no $f"; fail=$((fail + 1)); }
 done
@@ -29,10 +31,33 @@ check pc-cflags 0 pkg-config --cflags --libs fusecrt
 contains pc-cflags-text "$TMP/out" "-I$P/include"
 check link-shared 0 sh -c "cc -std=c11 $san -o '$TMP/use' tests/install/use_runtime.c \$(pkg-config --cflags --libs fusecrt)"
 check run-shared 0 env LD_LIBRARY_PATH="$P/lib" FUSEC_LIBCUDA="$FAKE" "$TMP/use" tests/runtime/axpb.plan.json
-contains run-shared-y "$TMP/out" "output y sum="
-contains run-shared-m "$TMP/out" "output m sum="
+contains run-shared-y "$TMP/out" "output y f32 sum="
+contains run-shared-m "$TMP/out" "output m u8 sum="
 cp "$TMP/out" "$TMP/shared.txt"
 check link-static 0 sh -c "cc -std=c11 $san -o '$TMP/use-static' tests/install/use_runtime.c \$(pkg-config --cflags fusecrt) '$P/lib/libfusecrt.a' \$(pkg-config --static --libs-only-l fusecrt | sed 's/-lfusecrt//')"
 check run-static 0 env FUSEC_LIBCUDA="$FAKE" "$TMP/use-static" tests/runtime/axpb.plan.json
 same_files run-static-same "$TMP/out" "$TMP/shared.txt"
 check run-no-driver 3 env LD_LIBRARY_PATH="$P/lib" FUSEC_LIBCUDA=/nonexistent "$TMP/use" tests/runtime/axpb.plan.json
+# the header alone: C11 and C++17, pedantic, warnings as errors; nothing else of
+# fusec's is installed beside it
+check header-c11 0 sh -c "echo '#include <fusecrt.h>' | cc -std=c11 -pedantic -Wall -Wextra -Werror -fsyntax-only -I'$P/include' -x c -"
+CXX_FOUND=
+for c in "${CXX:-}" c++ g++ clang++ clang++-14; do
+	[ -n "$c" ] && command -v "$c" >/dev/null 2>&1 && { CXX_FOUND=$c; break; }
+done
+if [ -z "$CXX_FOUND" ]; then
+	echo "FAIL install-cxx: no C++ compiler (c++, g++, clang++, clang++-14)"; fail=$((fail + 1))
+else
+	check header-cxx17 0 sh -c "echo '#include <fusecrt.h>' | $CXX_FOUND -std=c++17 -pedantic -Wall -Wextra -Werror -fsyntax-only -I'$P/include' -x c++ -"
+	check link-cxx 0 sh -c "$CXX_FOUND -std=c++17 $san -o '$TMP/use-cxx' tests/install/use_runtime.cpp \$(pkg-config --cflags --libs fusecrt)"
+	check run-cxx 0 env LD_LIBRARY_PATH="$P/lib" FUSEC_LIBCUDA="$FAKE" "$TMP/use-cxx" tests/runtime/axpb.plan.json
+	same_files run-cxx-same "$TMP/out" "$TMP/shared.txt"
+fi
+[ "$(ls "$P/include")" = "fusecrt.h" ] && pass=$((pass + 1)) ||
+	{ echo "FAIL install-one-header: $(ls "$P/include")"; fail=$((fail + 1)); }
+# errors come back structured: a missing plan is FUSECRT_INVALID, with the file
+check run-bad-plan 1 env LD_LIBRARY_PATH="$P/lib" FUSEC_LIBCUDA="$FAKE" "$TMP/use" "$TMP/nonexistent.plan.json"
+contains run-bad-plan-msg "$TMP/err" "nonexistent.plan.json"
+n=$(nm -D --defined-only "$P/lib/libfusecrt.so" | awk '$2 == "T" && $3 !~ /^fusecrt_/' | wc -l)
+[ "$n" -eq 0 ] && pass=$((pass + 1)) ||
+	{ echo "FAIL install-exports: $n functions outside fusecrt_ exported"; fail=$((fail + 1)); }

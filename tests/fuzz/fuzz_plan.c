@@ -15,7 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../../runtime/fusecrt.h"
+#include "../../runtime/rt.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerInitialize(int *argc, char ***argv);

@@ -1,10 +1,19 @@
 /* use_runtime.c: a program outside the tree that links the installed runtime through
- * pkg-config (`pkg-config --cflags --libs fusecrt`) and runs a compiled plan:
- * every input filled with 0.001 * i, one run, the sum of every output printed.
- * tests/cli/t_install.sh builds it against a temporary prefix. */
+ * pkg-config (`pkg-config --cflags --libs fusecrt`) and runs a compiled plan through
+ * <fusecrt.h> alone: every input filled with 0.001 * (i % 1000) (f32 inputs; others
+ * zero), one run, the sum of every f32 output printed. tests/cli/t_install.sh builds
+ * it against a temporary prefix. Exit status: the failing call's status. */
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
-#include <fusec/runtime/fusecrt.h>
+#include <fusecrt.h>
+
+static int die(const fusecrt_error *e)
+{
+	fprintf(stderr, "%s%s%s\n", e->file, e->file[0] ? ": " : "", e->message);
+	return e->status;
+}
 
 int main(int argc, char **argv)
 {
@@ -12,43 +21,47 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: use_runtime PLAN\n");
 		return 2;
 	}
-	Diag d;
-	RtPlan *p = rt_plan_load(argv[1], &d);
-	if (!p) {
-		fprintf(stderr, "%s\n", d.msg);
-		return 1;
-	}
-	RtNamed in[64] = {{0}}, out[64] = {{0}};
-	int nin = 0, nout = 0;
-	for (int i = 0; i < p->ntensors && nin < 64 && nout < 64; i++) {
-		const RtTensor *t = &p->tensors[i];
-		if (t->role == ROLE_INPUT) {
-			in[nin].name = t->name;
-			if (host_alloc(&in[nin].t, t->dtype, t->rank, t->dim, &d))
-				return 1;
-			for (int64_t k = 0; k < t->n; k++)
-				host_set(&in[nin].t, k, 0.001 * (double)(k % 1000));
-			nin++;
-		}
-		if (t->output)
-			out[nout++].name = t->name;
+	fusecrt_error e;
+	fusecrt_plan *p = fusecrt_plan_load(argv[1], &e);
+	if (!p)
+		return die(&e);
+	fusecrt_session *s = fusecrt_session_open(p, 0, &e);
+	if (!s) {
+		fusecrt_plan_free(p);
+		return die(&e);
 	}
 	int rc = 0;
-	if (rt_cuda_run(argv[1], in, nin, out, nout, &d) != RT_OK) {
-		fprintf(stderr, "run: %s\n", d.msg);
-		rc = 3;
+	for (int i = 0; i < fusecrt_plan_ninputs(p) && !rc; i++) {
+		const char *name = fusecrt_plan_input(p, i), *dt;
+		size_t bytes;
+		if (fusecrt_plan_tensor(p, name, &dt, NULL, NULL, &bytes, &e))
+			rc = die(&e);
+		unsigned char *buf = calloc(bytes ? bytes : 1, 1);
+		if (!strcmp(dt, "f32"))
+			for (size_t k = 0; k < bytes / 4; k++)
+				((float *)buf)[k] = 0.001f * (float)(k % 1000);
+		if (!rc && fusecrt_session_set_input(s, name, buf, bytes, &e))
+			rc = die(&e);
+		free(buf);
 	}
-	for (int i = 0; i < nout; i++) {
-		if (!rc) {
+	if (!rc && fusecrt_session_run(s, &e))
+		rc = die(&e);
+	for (int i = 0; i < fusecrt_plan_noutputs(p) && !rc; i++) {
+		const char *name = fusecrt_plan_output(p, i), *dt;
+		size_t bytes;
+		fusecrt_plan_tensor(p, name, &dt, NULL, NULL, &bytes, &e);
+		unsigned char *buf = malloc(bytes ? bytes : 1);
+		if (fusecrt_session_get_output(s, name, buf, bytes, &e)) {
+			rc = die(&e);
+		} else {
 			double sum = 0;
-			for (int64_t k = 0; k < out[i].t.n; k++)
-				sum += host_get(&out[i].t, k);
-			printf("output %s sum=%.6g\n", out[i].name, sum);
+			for (size_t k = 0; k < bytes; k++)
+				sum += !strcmp(dt, "f32") ? (k % 4 ? 0 : ((float *)buf)[k / 4]) : buf[k];
+			printf("output %s %s sum=%.6g\n", name, dt, sum);
 		}
-		host_free(&out[i].t);
+		free(buf);
 	}
-	for (int i = 0; i < nin; i++)
-		host_free(&in[i].t);
-	rt_plan_free(p);
+	fusecrt_session_close(s);
+	fusecrt_plan_free(p);
 	return rc;
 }
