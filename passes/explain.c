@@ -50,7 +50,7 @@ typedef struct {
 	int fuser;
 	Verdict v;
 	int reason;            /* CloseReason when closed, else CR_NONE */
-	char text[300];        /* in words */
+	char text[360];        /* in words (a fuser's words and a close reason) */
 } FuserWhy;
 
 /* The facts about one op, as both renderers need them. */
