@@ -1207,6 +1207,15 @@ int rt_ptx_check_params(const RtPlan *p, const char *ptx, size_t len, Diag *d)
 	}
 	qsort(e, (size_t)n, sizeof *e, entry_cmp);
 	int rc = 0;
+	/* an entry defined twice is PTX the driver rejects; which of the two a search
+	 * found would decide what was checked (found by fuzz_plan: the stand-in driver
+	 * read the other one's parameters) */
+	for (int k = 1; rc == 0 && k < n; k++)
+		if (entry_cmp(&e[k - 1], &e[k]) == 0) {
+			diag_set(d, file, 0, 0, "the PTX defines entry '%.*s' twice",
+				 (int)(e[k].nlen > 200 ? 200 : e[k].nlen), e[k].name);
+			rc = -1;
+		}
 	for (int k = 0; rc == 0 && k < p->nkernels; k++) {
 		const RtKernel *kn = &p->kernels[k];
 		PtxEntry key = {kn->entry, strlen(kn->entry), NULL};

@@ -342,6 +342,12 @@ static int param_sizes(const char *p, int *size)
 		}
 		if (sz <= 0 || n == MAX_PARAMS)
 			return -1;
+		/* declarations are separated by commas: a `.param` inside one (a mangled
+		 * name) is PTX the JIT would refuse; the runtime may count it otherwise */
+		const char *next = strstr(q, ".param");
+		const char *comma = strchr(q, ',');
+		if (next && next < end && (!comma || comma > next))
+			return -1;
 		size[n++] = sz;
 		p = q;
 	}

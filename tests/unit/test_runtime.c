@@ -439,6 +439,22 @@ static void test_ptx_check_bounded(void **state)
 	rt_plan_free(p);
 }
 
+/* A PTX that defines an entry twice is refused, whichever of the two would match
+ * the plan (found by fuzz_plan: the runtime checked one, the driver read the other). */
+static void test_ptx_check_duplicate_entry(void **state)
+{
+	(void)state;
+	static const char ptx[] =
+		".visible .entry fusec_k0(\n\t.param .u64 a\n)\n{\n}\n"
+		".visible .entry fusec_k0(\n\t.param .u64 a,\n\t.param .u64 b\n)\n{\n}\n";
+	Diag d;
+	RtPlan *p = rt_plan_parse("dir/g.plan.json", base_plan, strlen(base_plan), &d);
+	assert_non_null(p);
+	assert_int_equal(rt_ptx_check_params(p, ptx, sizeof ptx - 1, &d), -1);
+	assert_non_null(strstr(d.msg, "defines entry 'fusec_k0' twice"));
+	rt_plan_free(p);
+}
+
 /* ---- CUDA graphs on the stand-in driver ------------------------------------ */
 
 typedef struct {
@@ -822,6 +838,7 @@ static void test_graph_bench(void **state)
 
 const struct CMUnitTest runtime_tests[] = {
 	cmocka_unit_test(test_ptx_check_bounded),
+	cmocka_unit_test(test_ptx_check_duplicate_entry),
 	cmocka_unit_test(test_plan_good),
 	cmocka_unit_test(test_plan_scratch),
 	cmocka_unit_test(test_plan_input_also_output),
