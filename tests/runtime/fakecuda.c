@@ -40,6 +40,7 @@
  * log. At unload it reports leaked allocations, events, modules, streams, graphs,
  * executable graphs or context references on stderr; fakecuda_live() counts
  * them. */
+#include <ctype.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -359,7 +360,11 @@ CUresult cuModuleGetFunction(void **f, void *mod, const char *name)
 	Module *m = mod;
 	char pat[300];
 	snprintf(pat, sizeof pat, ".entry %s(", name);
+	/* a whole word, as the runtime reads it (not the tail of ".pred.entry") */
 	const char *at = strstr(m->text, pat);
+	while (at && at > m->text && (isalnum((unsigned char)at[-1]) || at[-1] == '_' ||
+				      at[-1] == '$' || at[-1] == '.'))
+		at = strstr(at + 1, pat);
 	if (!at)
 		return 500;
 	Func *fn = calloc(1, sizeof *fn);
@@ -591,8 +596,13 @@ CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned
 		capture->invalid = 1;
 		return E_CAPTURE_UNSUPPORTED;
 	}
+	int given = 0;   /* the runtime's argument arrays end with a NULL (runtime.c) */
+	while (params && given < fn->nparams && params[given])
+		given++;
 	if (!params || extra || gx == 0 || gy == 0 || gz == 0 || bx * by * bz > 1024 ||
-	    bx * by * bz == 0 || fn->nparams < 0) {
+	    bx * by * bz == 0 || fn->nparams < 0 || given < fn->nparams) {
+		/* fewer arguments than the entry's parameters (a PTX whose signature the
+		 * runtime read otherwise): the real driver would read past them */
 		if (capture)
 			capture->invalid = 1;
 		return E_INVALID_VALUE;
