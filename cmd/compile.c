@@ -1160,6 +1160,10 @@ static bool result_key(const CompileOptions *o, int argc, char **argv, Buf *key,
 		   (long long)ir_limits.max_ops, (long long)ir_limits.max_tensors,
 		   (long long)ir_limits.max_elements, tiles ? tiles : "(unset)",
 		   cg_nvptx_codegen_level());
+	/* main took --precision and --keep-f32 out of argv */
+	if (cmd_precision_name())
+		buf_printf(key, "precision %s\nkeep-f32 %s\n", cmd_precision_name(),
+			   cmd_precision_keep() ? cmd_precision_keep() : "(none)");
 	for (int i = 1; i < argc; i++) {
 		bool value;
 		if (key_skips(argv[i], &value)) {
@@ -1317,7 +1321,8 @@ int cmd_compile(int argc, char **argv)
 		cg_weights_sha256(g, wsha);
 	PlanFileInfo info = {o.arch, ptxname, o.libdevice, has_weights ? wname : NULL,
 			     o.pretty, cache, o.jobs, prog.on ? show_progress : NULL,
-			     o.allow_tf32, NULL, has_weights ? wsha : NULL};
+			     o.allow_tf32, NULL, has_weights ? wsha : NULL,
+			     cmd_precision_name(), cmd_precision_keep()};
 	CgOutputs co = {0};
 	if (o.verify && pass_verify(s, &d)) {
 		progress_end();

@@ -10,6 +10,7 @@
 
 #include "../codegen/plan.h"
 #include "../runtime/rt.h"
+#include "cmd.h"
 #include "run.h"
 
 enum { PLAN_PATH_MAX = 1024 };  /* DIR/NAME.npy of an input of a plan */
@@ -51,7 +52,8 @@ int run_cuda_compile(const Graph *g, bool allow_tf32, bool burn_exact, RunTemp *
 	Schedule *s = pass_search(g, &so);
 	char ptxname[300];
 	snprintf(ptxname, sizeof ptxname, "%s.ptx", g->name);
-	PlanFileInfo info = {.arch = CG_DEFAULT_ARCH, .ptx = ptxname, .allow_tf32 = allow_tf32};
+	PlanFileInfo info = {.arch = CG_DEFAULT_ARCH, .ptx = ptxname, .allow_tf32 = allow_tf32,
+			     .precision = cmd_precision_name(), .keep_f32 = cmd_precision_keep()};
 	CgOutputs co;
 	int rc = cg_compile_schedule(s, &info, false, &co, d);
 	pass_free_schedule(s);
