@@ -183,6 +183,9 @@ int cmd_explain(int argc, char **argv)
 	}
 	Schedule *s = pass_search(g, &so);
 	Buf b = {0};
+	/* --precision: what the conversion did, before the ops it made */
+	if (cmd_precision_info() && !json)
+		pass_precision_summary(g, cmd_precision_info(), &b);
 	const char **entry = entry_names(s, arch, tf32, a);
 	pass_explain_ex(s, (int)op, json, entry, &b);
 	if (b.len)
