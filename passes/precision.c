@@ -124,7 +124,6 @@ typedef struct {
 	int nops, capo;
 	int *cur;              /* per original tensor: the id holding its value now */
 	int *cast[2];          /* per original tensor: its cast to L [0] / to f32 [1]; -1 */
-	bool *votes;           /* per original tensor: its dtype decides an op's mode */
 } Rw;
 
 static int new_tensor(Rw *w, const Tensor *like, DType dt, const char *suffix)
@@ -320,17 +319,22 @@ static int parse_keep(const Graph *g, const char *list, bool *keep, bool *kinds,
 
 /* ---- the pass -------------------------------------------------------------------- */
 
-/* The mode of original op i: 'F', 'L', 'P', or 0 when it touches no f32 tensor. */
-static char op_mode(Rw *w, const Op *op, bool kept)
+/* The mode of op: 'F' (kept), 'L', 'P', or 0 when it touches no f32 tensor. now[t]
+ * is the dtype each original tensor has so far; only results promote (inputs,
+ * views of inputs (pass) and constants are converted to whatever their readers
+ * compute in). */
+static char op_mode(const Graph *g, const DType *now, const bool *pass, const Op *op,
+		    bool kept)
 {
-	bool touches = w->src_t[op->out[0]].dtype == DT_F32;
+	bool touches = g->tensors[op->out[0]].dtype == DT_F32;
 	bool promote = false;
 	for (int k = 0; k < op->nin; k++) {
-		int x = op->in[k];
-		if (w->src_t[x].dtype != DT_F32)
+		const Tensor *x = &g->tensors[op->in[k]];
+		if (x->dtype != DT_F32)
 			continue;
 		touches = true;
-		promote = promote || (w->votes[x] && w->t[w->cur[x]].dtype == DT_F32);
+		promote = promote || (x->producer >= 0 && !pass[op->in[k]] &&
+				      now[op->in[k]] == DT_F32);
 	}
 	if (!touches)
 		return 0;
@@ -339,6 +343,15 @@ static char op_mode(Rw *w, const Op *op, bool kept)
 	if (kind_low(op->kind))
 		return 'L';
 	return promote ? 'P' : 'L';
+}
+
+/* After op (new index) has made original tensor y: the casts of y its later
+ * readers need, right away, so that the search can fuse them into y's kernel. */
+static void casts_after(Rw *w, int y, const bool *need, const Op *op)
+{
+	for (int k = 0; k < 2; k++)
+		if (need[k] && w->src_t[y].dtype == DT_F32)
+			operand_as(w, y, k ? DT_F32 : w->to, op);
 }
 
 int pass_precision(Graph *g, const PrecisionOptions *o, PrecisionInfo *info, Diag *d)
@@ -352,6 +365,47 @@ int pass_precision(Graph *g, const PrecisionOptions *o, PrecisionInfo *info, Dia
 	if (parse_keep(g, o->keep, keep, kinds, user, d))
 		return -1;
 
+	/* first the mode of every op, and which dtypes each tensor is read in
+	 * (need[2t]: L, need[2t + 1]: f32) */
+	char *mode = ARENA_NEW(a, char, g->nops + 1);
+	DType *now = ARENA_NEW(a, DType, g->ntensors + 1);
+	bool *need = ARENA_NEW(a, bool, 2 * (size_t)g->ntensors + 2);
+	bool *pass = ARENA_NEW(a, bool, g->ntensors + 1);
+	for (int t = 0; t < g->ntensors; t++) {
+		now[t] = g->tensors[t].dtype;
+		pass[t] = g->tensors[t].producer < 0 && !g->tensors[t].data;
+	}
+	for (int i = 0; i < g->nops; i++) {
+		const Op *op = &g->ops[i];
+		if (op->kind == OP_SYNC)
+			continue;
+		bool kept = keep[i] || kinds[op->kind];
+		char m;
+		if (ir_ops[op->kind].family == FAM_VIEW && !kept && pass[op->in[0]] &&
+		    g->tensors[op->in[0]].dtype == DT_F32) {
+			/* a view of an input stays f32 and, like the input, is cast
+			 * where it is read in L (an input's reshape before a norm) */
+			m = 'P';
+			pass[op->out[0]] = true;
+		} else {
+			m = op_mode(g, now, pass, op, kept);
+		}
+		if (m == 'F' && (keep[i] || user[op->kind]))
+			m = 'K';   /* kept by --keep-f32 */
+		mode[i] = m;
+		if (!m)
+			continue;
+		DType dt = m == 'L' ? o->to : DT_F32;
+		for (int k = 0; k < op->nin && op->kind != OP_CAST; k++)
+			if (g->tensors[op->in[k]].dtype == DT_F32)
+				need[2 * op->in[k] + (dt == DT_F32)] = true;
+		if (g->tensors[op->out[0]].dtype == DT_F32)
+			now[op->out[0]] = dt;
+		info->nlow += m == 'L';
+		info->nkept += m == 'F' || m == 'K';
+		info->npromoted += m == 'P';
+	}
+
 	Rw w = {.g = g, .to = o->to, .src_t = g->tensors};
 	w.capt = g->ntensors * 2 + 16;
 	w.t = ARENA_NEW(a, Tensor, w.capt);
@@ -363,38 +417,28 @@ int pass_precision(Graph *g, const PrecisionOptions *o, PrecisionInfo *info, Dia
 	w.cur = ARENA_NEW(a, int, g->ntensors + 1);
 	w.cast[0] = ARENA_NEW(a, int, g->ntensors + 1);
 	w.cast[1] = ARENA_NEW(a, int, g->ntensors + 1);
-	w.votes = ARENA_NEW(a, bool, g->ntensors + 1);
 	const void **orig_data = ARENA_NEW(a, const void *, g->ntensors + 1);
 	for (int t = 0; t < g->ntensors; t++) {
 		w.cur[t] = t;
 		w.cast[0][t] = w.cast[1][t] = -1;
 		Tensor *x = &w.t[t];
 		orig_data[t] = x->data;
-		/* results vote; so do constants of more than one element (converted) */
-		w.votes[t] = x->producer >= 0 || (x->data && numel(x) > 1);
-		if (x->data && x->dtype == DT_F32 && numel(x) > 1)
+		/* a constant some op reads in L is converted once, here; one of a
+		 * single element (an epsilon, a scale) stays exact, cast where read */
+		if (x->data && x->dtype == DT_F32 && numel(x) > 1 && need[2 * t])
 			convert_constant(&w, x, info);
 	}
 
 	for (int i = 0; i < g->nops; i++) {
 		const Op *op = &g->ops[i];
-		if (op->kind == OP_SYNC) {
-			push_op(&w, op, 0);
-			continue;
-		}
-		bool kept = keep[i] || kinds[op->kind];
-		char m = op_mode(&w, op, kept);
-		if (m == 'F' && (keep[i] || user[op->kind]))
-			m = 'K';   /* kept by --keep-f32 */
+		char m = mode[i];
 		if (!m) {
-			w.t[op->out[0]].producer = w.nops;
+			if (op->kind != OP_SYNC)
+				w.t[op->out[0]].producer = w.nops;
 			push_op(&w, op, 0);
 			continue;
 		}
 		DType dt = m == 'L' ? o->to : DT_F32;
-		info->nlow += m == 'L';
-		info->nkept += m == 'F' || m == 'K';
-		info->npromoted += m == 'P';
 		int *in = ARENA_NEW(a, int, op->nin + 1);
 		for (int k = 0; k < op->nin; k++) {
 			int x = op->in[k];
@@ -430,6 +474,7 @@ int pass_precision(Graph *g, const PrecisionOptions *o, PrecisionInfo *info, Dia
 			w.t[y].producer = w.nops;
 			push_op(&w, &n, m);
 		}
+		casts_after(&w, y, &need[2 * y], op);
 	}
 	for (int i = 0; i < w.nops; i++)
 		info->ncasts += w.mode[i] == 'C';
