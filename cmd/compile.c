@@ -80,7 +80,10 @@ static const char compile_usage[] =
 	"  --burn-exact           search with burn-fusion's rules where fusec deviates on\n"
 	"                         purpose (docs/burn-fidelity.md), to compare with burn\n"
 	"  --libdevice PATH       link libdevice bitcode for precise math; `auto` looks\n"
-	"                         for a CUDA install (default: fusec's own math)\n";
+	"                         for a CUDA install (default: fusec's own math)\n"
+	"  --precision bf16|f16   compute an f32 graph in bf16 or f16 (--keep-f32 LIST\n"
+	"                         keeps op kinds, names or ops[N] in f32; the plan says\n"
+	"                         so; docs/precision.md)\n";
 
 typedef struct {
 	const char *ext;         /* ".ptx" */

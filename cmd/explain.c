@@ -32,7 +32,10 @@ static const char explain_usage[] =
 	"  --burn-exact  burn-fusion's rules where fusec deviates on purpose\n"
 	"              (docs/burn-fidelity.md)\n"
 	"  --arch sm_XX, --allow-tf32\n"
-	"              as for compile: the kernel names are those of that compile\n";
+	"              as for compile: the kernel names are those of that compile\n"
+	"  --precision bf16|f16, --keep-f32 LIST\n"
+	"              the graph converted as compile converts it; a first line says\n"
+	"              what was converted and kept (docs/precision.md)\n";
 
 /* The PTX entry of every launch of s (steps, then launches), NULL where a launch
  * launches nothing; strings in arena a. NULL after a message when the lowering

@@ -52,6 +52,9 @@ static const char run_usage[] =
 	"                   check's bounds count their operands as tf32 (as compile's)\n"
 	"  --burn-exact     cpu, cuda: search with burn-fusion's rules where fusec\n"
 	"                   deviates on purpose, as `fusec compile --burn-exact`\n"
+	"  --precision bf16|f16, --keep-f32 LIST  run the graph converted as `fusec\n"
+	"                   compile --precision` does; --check then holds it to the f32\n"
+	"                   graph and adds rel_l2 (docs/precision.md)\n"
 	"\n"
 	"exit status: 0 success, 1 invalid graph or inputs, 2 usage error, 3 runtime\n"
 	"failure or a failed check, 4 (--check) no failure but some output not checked.\n";
