@@ -3,7 +3,7 @@
  *
  * The rewrite is a walk over the ops in graph order that gives each op a mode,
  * as torch's autocast and TensorRT's --bf16 do:
- * - 'F' (kept): the op kinds of default_keep (sums, means and products, which
+ * - 'F' (kept; 'K' when --keep-f32 names it): the op kinds of default_keep (sums, means and products, which
  *   accumulate and whose results leave L's range or precision first: a variance,
  *   a softmax denominator; exp, log, log1p and the powers, whose results overflow
  *   f16) and the ops --keep-f32 names compute in f32: their operands are cast up;
@@ -17,13 +17,16 @@
  * Only tensors that were f32 change: integer, bool, f64, f16 and bf16 tensors and
  * the ops that make them stay as they are (a cast to f32 becomes a cast to L).
  *
- * Casts are ops of the graph, inserted where they are needed, so the search fuses
- * them like any other elementwise op: a cast of an operand right before its first
- * reader (one per tensor and dtype, reused by later readers), the cast of a graph
- * output right after its producer. Graph inputs and outputs keep their names and
- * dtypes. Constants of more than one element are converted here, once, rounded to
- * nearest even (saturated at L's largest finite value, counted), so the weights
- * file holds L's bytes.
+ * The modes are decided first, over the whole graph, so that the rewrite knows
+ * in which dtypes each tensor is read. Casts are ops of the graph, so the search
+ * fuses them like any other elementwise op: the casts of an op's result right
+ * after the op (fused on write into its kernel), the cast of a graph input or
+ * constant before its first reader that needs it, one per tensor and dtype,
+ * reused by later readers. Graph inputs and outputs keep their names and dtypes
+ * (an output made in L is written by a cast from NAME:L). A constant of more than
+ * one element that some op reads in L is converted here, once, rounded to nearest
+ * even (saturated at L's largest finite value, counted), so the weights file holds
+ * L's bytes; one of a single element stays f32.
  *
  * Beside the converted graph the pass builds its shadow (PrecisionInfo.shadow):
  * the same ops and tensors with every converted tensor back in f32 and converted
@@ -124,6 +127,7 @@ typedef struct {
 	int nops, capo;
 	int *cur;              /* per original tensor: the id holding its value now */
 	int *cast[2];          /* per original tensor: its cast to L [0] / to f32 [1]; -1 */
+	const char *sep;       /* between a name and its dtype in a cast's tensor name */
 } Rw;
 
 static int new_tensor(Rw *w, const Tensor *like, DType dt, const char *suffix)
@@ -142,8 +146,30 @@ static int new_tensor(Rw *w, const Tensor *like, DType dt, const char *suffix)
 	t->data = NULL;
 	t->src = NULL;
 	t->producer = -1;
-	t->name = arena_printf(w->g->arena, "%s:%s", like->name, suffix);
+	t->name = arena_printf(w->g->arena, "%s%s%s", like->name, w->sep, suffix);
 	return w->nt++;
+}
+
+/* ":" (x:bf16), or as many more colons as make the names of cast tensors new. */
+static const char *unused_separator(const Graph *g)
+{
+	static const char *const dts[] = {"bf16", "f16", "f32"};
+	for (int n = 1;; n++) {
+		char *sep = arena_alloc(g->arena, (size_t)n + 1);
+		memset(sep, ':', (size_t)n);
+		bool taken = false;
+		for (int t = 0; t < g->ntensors && !taken; t++) {
+			const char *name = g->tensors[t].name;
+			size_t len = strlen(name);
+			for (int k = 0; k < 3 && !taken; k++) {
+				size_t dl = strlen(dts[k]);
+				taken = len >= dl + (size_t)n && !strcmp(name + len - dl, dts[k]) &&
+					!strncmp(name + len - dl - (size_t)n, sep, (size_t)n);
+			}
+		}
+		if (!taken)
+			return sep;
+	}
 }
 
 static Op *push_op(Rw *w, const Op *op, char mode)
@@ -406,7 +432,7 @@ int pass_precision(Graph *g, const PrecisionOptions *o, PrecisionInfo *info, Dia
 		info->npromoted += m == 'P';
 	}
 
-	Rw w = {.g = g, .to = o->to, .src_t = g->tensors};
+	Rw w = {.g = g, .to = o->to, .src_t = g->tensors, .sep = unused_separator(g)};
 	w.capt = g->ntensors * 2 + 16;
 	w.t = ARENA_NEW(a, Tensor, w.capt);
 	memcpy(w.t, g->tensors, sizeof *w.t * (size_t)g->ntensors);

@@ -229,3 +229,23 @@ check prec-plan-dir 1 "$FUSEC" run "$TMP/cbf16" --backend cuda --precision bf16 
 sed 's/f32/f64/' "$TMP/ln.yaml" >"$TMP/ln64.yaml"
 check prec-f64 0 "$FUSEC" compile "$TMP/ln64.yaml" --precision bf16 -o "$TMP/c64" -q &&
 	contains prec-f64-warn "$TMP/err" "computes nothing in f32; nothing was converted"
+# a cast's tensor is NAME:bf16, with more colons where the graph has such a name
+cat >"$TMP/sep.yaml" <<'EOF2'
+format: fusec-graph/1
+inputs:
+  x: {dtype: f32, shape: [4, 8]}
+  w: {dtype: f32, shape: [8, 4]}
+ops:
+  - {op: relu, in: [x], out: "x:bf16"}
+  - {op: matmul, in: ["x:bf16", w], out: y}
+outputs: [y]
+EOF2
+check prec-sep 0 "$FUSEC" compile "$TMP/sep.yaml" --precision bf16 -o "$TMP/sep" -q &&
+	contains prec-sep-own "$TMP/sep/sep.plan.json" '{"name":"x:bf16","dtype":"bf16"' &&
+	contains prec-sep-cast "$TMP/sep/sep.plan.json" '{"name":"w::bf16","dtype":"bf16"'
+# the plans of converted graphs validate against the plan schema
+if python3 -c 'import jsonschema' 2>/dev/null; then
+	check prec-schema 0 python3 tests/schema/validate.py docs/schema/fusec-plan-1.schema.json \
+		"$TMP/cbf16/mlp.plan.json" "$TMP/cf16/mlp.plan.json" "$TMP/keep/mlp.plan.json" \
+		"$TMP/bert16/model.plan.json"
+fi
