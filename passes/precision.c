@@ -12,8 +12,8 @@
  * - 'P' (promoted): an elementwise op, view, join or reduction that reads an f32
  *   result computes in f32 too (a norm after its mean, a softmax's division by
  *   its sum), until a matmul or conv2d casts back to L. Graph inputs and
- *   one-element constants (an epsilon, a scale) do not promote: they are cast to
- *   the mode of the op that reads them, as a 0-dim tensor does in torch.
+ *   constants do not promote: they are cast to the mode of the op that reads
+ *   them, as a 0-dim tensor does in torch.
  * Only tensors that were f32 change: integer, bool, f64, f16 and bf16 tensors and
  * the ops that make them stay as they are (a cast to f32 becomes a cast to L).
  *
@@ -23,10 +23,10 @@
  * after the op (fused on write into its kernel), the cast of a graph input or
  * constant before its first reader that needs it, one per tensor and dtype,
  * reused by later readers. Graph inputs and outputs keep their names and dtypes
- * (an output made in L is written by a cast from NAME:L). A constant of more than
- * one element that some op reads in L is converted here, once, rounded to nearest
- * even (saturated at L's largest finite value, counted), so the weights file holds
- * L's bytes; one of a single element stays f32.
+ * (an output made in L is written by a cast from NAME:L). A constant that some op
+ * reads in L is converted here, once, rounded to nearest even (saturated at L's
+ * largest finite value, counted), so the weights file holds L's bytes; one of a
+ * single element that an op reads in f32 (an epsilon) stays f32.
  *
  * Beside the converted graph the pass builds its shadow (PrecisionInfo.shadow):
  * the same ops and tensors with every converted tensor back in f32 and converted
@@ -450,8 +450,10 @@ int pass_precision(Graph *g, const PrecisionOptions *o, PrecisionInfo *info, Dia
 		Tensor *x = &w.t[t];
 		orig_data[t] = x->data;
 		/* a constant some op reads in L is converted once, here; one of a
-		 * single element (an epsilon, a scale) stays exact, cast where read */
-		if (x->data && x->dtype == DT_F32 && numel(x) > 1 && need[2 * t])
+		 * single element (an epsilon, a scale) only when no op reads it in
+		 * f32, where it stays exact */
+		if (x->data && x->dtype == DT_F32 && need[2 * t] &&
+		    (numel(x) > 1 || !need[2 * t + 1]))
 			convert_constant(&w, x, info);
 	}
 
