@@ -430,6 +430,8 @@ def worker(args):
         if not cuda:  # dry run: the outputs from the CPU backend on the ONNX file
             cmd = [fusec, "run", onnx_path, "--backend", "cpu", "--inputs", ind,
                    "--outputs", outd]
+            if args.fusec_precision and dtype == "f32":
+                cmd += ["--precision", args.fusec_precision]
             r = run(cmd, 300, fusec_env)
             if r.returncode != 0:
                 row["notes"].append(f"fusec run --backend cpu exit {r.returncode}: "
