@@ -505,6 +505,37 @@ static bool extreme_uncertain(const Interp *ip, const HostTensor *x, int src, in
 	return false;
 }
 
+/* --precision's shadow (Interp.store): the share of a sum's tight errors that may
+ * be one error shared by every term. The reference there does not round where
+ * the kernels do, so an error made once and broadcast (the rounding of a
+ * softmax's row maximum, subtracted from every logit) moves all the terms of a
+ * later sum one way, which spread's root-sum-square counts sqrt(n) times too
+ * small; elsewhere the reference rounds as the kernels do and no such error
+ * exists. The smallest relative tight error c of the terms may be that shared
+ * error: c·sum |t_i| is counted whole, the rest r_i - c·|t_i| as independent. */
+static double shared_spread(const Interp *ip, const HostTensor *x, int src, int64_t base,
+			    int64_t len, int64_t inner, const Spread *sp)
+{
+	double c = INFINITY, m = 0;
+	for (int64_t r = 0; r < len; r++) {
+		int64_t xi = base + r * inner;
+		double v = fabs(host_get(x, xi)), t = tight_at(ip, src, xi);
+		if (v > 0 && isfinite(v))
+			c = fmin(c, t / v);
+		m += v;
+	}
+	if (!(c > 0) || isinf(c))
+		return spread(sp);
+	double qt = 0;
+	for (int64_t r = 0; r < len; r++) {
+		int64_t xi = base + r * inner;
+		double d = fmax(tight_at(ip, src, xi) - c * fabs(host_get(x, xi)), 0);
+		qt += d * d;
+	}
+	double p = sqrt(sp->qw) + BOUND_LAMBDA * sqrt(qt) + c * m;
+	return fmax(spread(sp), p < sp->l ? p : sp->l);
+}
+
 static void bound_reduce(Interp *ip, const Op *op, const HostTensor *out, double *e, double *rt)
 {
 	const HostTensor *x = &ip->val[op->in[0]];
@@ -560,7 +591,8 @@ static void bound_reduce(Interp *ip, const Op *op, const HostTensor *out, double
 			}
 			double v = y, pre = prop, r = rmax;    /* max_dim, min_dim: exact */
 			if (op->kind == OP_SUM || op->kind == OP_MEAN) {
-				pre = spread(&sp) + reduce_err(out->dtype, len, m, m2, s);
+				pre = (ip->store ? shared_spread(ip, x, src, base, len, inner, &sp)
+						 : spread(&sp)) + reduce_err(out->dtype, len, m, m2, s);
 				v = s;
 				r = 0;   /* counted wide: spread's tight share is a bound now */
 				if (op->kind == OP_MEAN) {
