@@ -260,3 +260,10 @@ for p in bf16 f16; do
 				"$TMP/out"
 	done
 done
+# bench converts as it loads (the GPU part: tests/bench/models/real_models.sh)
+check prec-bench-keep 1 "$FUSEC" bench "$TMP/m/mlp.yaml" --precision bf16 --keep-f32 prj &&
+	contains prec-bench-keep-msg "$TMP/err" "did you mean 'proj'?"
+check prec-bench-no-driver 3 env FUSEC_LIBCUDA=/nonexistent/libcuda.so.1 "$FUSEC" bench \
+	"$TMP/m/mlp.yaml" --precision bf16
+check prec-normalize 0 "$FUSEC" normalize "$TMP/m/mlp.yaml" --precision f16 &&
+	contains prec-normalize-cast "$TMP/out" "BaseFloat::Cast(t0:f32[1,2] ReadOnly, dtype=f16) -> t1:f16[1,2]"
