@@ -215,7 +215,98 @@ static int upstream(CgKb *kb, CgRed *r, int t, int *memo)
 	return res;
 }
 
-bool cg_reduce_plan(CgKb *kb, const CgKernelSpec *s, int rank, const uint32_t *ref, CgRed *r)
+/* Whether evaluating tensor t reads tensor target: through every op but a reduction
+ * (a row's result, held in the memo) and the tensors of stop (cached). seen marks the
+ * tensors already walked. */
+static bool reads(CgKb *kb, int t, int target, const int *stop, int nstop, bool *seen)
+{
+	if (t == target)
+		return true;
+	if (seen[t])
+		return false;
+	seen[t] = true;
+	for (int q = 0; q < nstop; q++)
+		if (t == stop[q])
+			return false;
+	int p = kb->producer[t];
+	if (p < 0 || ir_ops[kb->spec->ops[p].kind].family == FAM_REDUCE)
+		return false;
+	const RelOp *op = &kb->spec->ops[p];
+	for (int i = 0; i < op->nin; i++)
+		if (reads(kb, op->t[i].id, target, stop, nstop, seen))
+			return true;
+	return false;
+}
+
+/* Whether phase p (a pass 0 .. npass-1 reads its reductions' inputs; npass, the
+ * write, the written tensors) reads target when the made tensors cached by an
+ * earlier pass come from the cache. */
+static bool phase_reads(CgKb *kb, const CgRed *r, const bool *written, int p, int target)
+{
+	int stop[CG_RED_CACHE_T], ns = 0;
+	for (int q = 0; q < r->nct; q++)
+		if (r->ct_made[q] && r->ct_level[q] < p)
+			stop[ns++] = r->ct[q];
+	bool *seen = xcalloc((size_t)kb->ntensors + 1, sizeof *seen);
+	bool hit = false;
+	for (int t = 0; t < kb->ntensors && !hit; t++) {
+		bool root = p == r->npass && written[t];
+		for (int k = 0; k < r->nred && !root && p < r->npass; k++)
+			root = r->level[k] == p && kb->spec->ops[r->red[k]].t[0].id == t;
+		if (root)
+			hit = reads(kb, t, target, stop, ns, seen);
+	}
+	free(seen);
+	return hit;
+}
+
+/* The row cache's tensors (rows broadcast back, on the vector path): first the
+ * reductions' inputs the kernel computes and a later phase reads again (softmax's
+ * x - max and exp, a norm's centred row: no phase computes them twice), then the
+ * row tensors of the full shape (not those broadcast over rows, which L1 holds) that
+ * two phases load; CG_RED_CACHE elements a thread, CG_RED_CACHE_BYTES a block. */
+static void cache_plan(CgKb *kb, const CgKernelSpec *s, const bool *written, CgRed *r)
+{
+	int trips = CG_RED_CACHE / r->vec < 1 ? 1 : CG_RED_CACHE / r->vec;
+	int64_t bytes = 0;
+	for (int k = 0; k < r->nred && r->nct < CG_RED_CACHE_T; k++) {
+		const RelTensor *t = &s->ops[r->red[k]].t[0];
+		int64_t per = (int64_t)CG_RED_THREADS * trips * r->vec * ir_dtype_size((DType)t->dtype);
+		bool full = kb->producer[t->id] >= 0;
+		for (int d = 0; d < r->rank; d++)
+			full &= t->shape[d] == r->full[d];
+		for (int q = 0; q < r->nct; q++)
+			full &= r->ct[q] != t->id;
+		if (!full || bytes + per > CG_RED_CACHE_BYTES)
+			continue;
+		bool later = false;
+		for (int p = r->level[k] + 1; p <= r->npass && !later; p++)
+			later = phase_reads(kb, r, written, p, t->id);
+		if (later) {
+			r->ct_made[r->nct] = true;
+			r->ct_level[r->nct] = r->level[k];
+			r->ct[r->nct++] = t->id;
+			bytes += per;
+		}
+	}
+	for (int q = 0; q < r->nvt && r->nct < CG_RED_CACHE_T; q++) {
+		const RelTensor *t = kb->tinfo[r->vt[q]];
+		int64_t per = (int64_t)CG_RED_THREADS * trips * 16;
+		bool full = true;
+		for (int d = 0; d < r->rank; d++)
+			full &= d == r->axis || t->shape[d] == r->full[d];
+		int phases = 0;
+		for (int p = 0; p <= r->npass && full; p++)
+			phases += phase_reads(kb, r, written, p, t->id);
+		if (full && phases > 1 && bytes + per <= CG_RED_CACHE_BYTES) {
+			r->ct[r->nct++] = r->vt[q];
+			bytes += per;
+		}
+	}
+}
+
+bool cg_reduce_plan(CgKb *kb, const CgKernelSpec *s, int rank, const uint32_t *ref,
+		    const bool *written, CgRed *r)
 {
 	memset(r, 0, sizeof *r);
 	int ax = -1;
@@ -292,22 +383,10 @@ bool cg_reduce_plan(CgKb *kb, const CgKernelSpec *s, int rank, const uint32_t *r
 	}
 	if (!views && r->nvt > 0)
 		r->vec = 16 / maxsize;
-	/* the row cache: rows broadcast back on the vector path keep the row tensors of
-	 * the full shape (not the ones broadcast over rows, which L1 holds) in shared
-	 * memory, CG_RED_CACHE elements a thread, CG_RED_CACHE_BYTES a block at most */
+	/* the row cache, in shared memory */
 	r->cache = r->bcast && !r->column && r->vec > 1;
-	int trips = CG_RED_CACHE / r->vec < 1 ? 1 : CG_RED_CACHE / r->vec;
-	int64_t bytes = 0, per = (int64_t)CG_RED_THREADS * trips * 16;  /* shared memory */
-	for (int q = 0; q < r->nvt && r->cache && r->nct < CG_RED_CACHE_T; q++) {
-		const RelTensor *t = kb->tinfo[r->vt[q]];
-		bool full = true;
-		for (int d = 0; d < rank; d++)
-			full &= d == ax || t->shape[d] == r->full[d];
-		if (full && bytes + per <= CG_RED_CACHE_BYTES) {
-			r->ct[r->nct++] = r->vt[q];
-			bytes += per;
-		}
-	}
+	if (r->cache)
+		cache_plan(kb, s, written, r);
 	r->cache &= r->nct > 0;
 	for (int k = 0; k < r->nred; k++) {
 		OpKind kind = (OpKind)s->ops[r->red[k]].kind;
@@ -474,6 +553,8 @@ typedef struct {
 	LLVMValueRef cok;             /* i1, uniform: this launch's rows fit the cache */
 	LLVMValueRef cap_groups;      /* V-groups a row's slots span: G * K */
 	bool caching;                 /* building the cached path */
+	int lv;                       /* the phase being built: a pass, npass the write */
+	LLVMValueRef jl[16];          /* vector path: the V positions of the current trip */
 	bool vst[CG_RED_MAX];         /* written tensor k: 16-byte stores on the vector path */
 	/* per phase */
 	LLVMValueRef row, valid, lane, stride, pos[IR_MAX_RANK];
@@ -668,26 +749,63 @@ static LLVMValueRef cache_slot(Red *x, int q, LLVMValueRef j)
 	return LLVMBuildGEP2(b, x->cst[q], x->cs[q], &i, 1, "");
 }
 
-/* A V-group (position j of the row) of the vector path begins: no vector loaded yet;
- * on the cached path the vectors of the cached tensors come from shared memory once
- * a phase filled it. */
+/* The index of cached tensor q at lane l of the current trip. */
+static CgIdx cache_idx(Red *x, int q, int l)
+{
+	CgIdx e = at_axis(x, x->kb->tinfo[x->r->ct[q]]->shape, x->jl[l]);
+	e.lane = l;
+	return e;
+}
+
+/* A V-group (position j of the row) of the vector path begins: its positions, and no
+ * vector loaded yet. On the cached path, once a phase filled the cache, a loaded
+ * tensor's vector comes from shared memory, and a made tensor's lanes go to the memo
+ * (the phase then computes nothing that reads only them). */
 static void trip_begin(Red *x, LLVMValueRef j)
 {
 	CgKb *kb = x->kb;
+	for (int l = 0; l < x->vlanes; l++)
+		x->jl[l] = l == 0 ? j : LLVMBuildAdd(kb->b, j, cg_i64(kb, l), "");
 	memset(kb->vload, 0, sizeof *kb->vload * (size_t)kb->ntensors);
 	if (!x->caching)
 		return;
-	for (int q = 0; q < x->r->nct; q++)
-		if (x->filled[q])
-			kb->vload[x->r->ct[q]] = LLVMBuildLoad2(kb->b, x->cst[q], cache_slot(x, q, j), "");
+	for (int q = 0; q < x->r->nct; q++) {
+		if (!x->filled[q])
+			continue;
+		int t = x->r->ct[q];
+		LLVMValueRef v = LLVMBuildLoad2(kb->b, x->cst[q], cache_slot(x, q, j), "");
+		if (!x->r->ct_made[q]) {
+			kb->vload[t] = v;
+			continue;
+		}
+		for (int l = 0; l < x->vlanes; l++) {
+			CgIdx e = cache_idx(x, q, l);
+			LLVMValueRef lane = LLVMBuildExtractElement(kb->b, v,
+				LLVMConstInt(kb->m->t_i32, (unsigned)l, 0), "");
+			cg_memo_add(kb, t, &e, cg_widen(kb, lane, (DType)kb->tinfo[t]->dtype));
+		}
+	}
 }
 
-/* It ends: on the cached path, the vectors this phase loaded go to shared memory. */
+/* It ends: on the cached path, the vectors this phase loaded, and the made tensors
+ * of this pass, go to shared memory. */
 static void trip_end(Red *x, LLVMValueRef j)
 {
 	CgKb *kb = x->kb;
 	for (int q = 0; q < x->r->nct && x->caching; q++) {
-		LLVMValueRef v = kb->vload[x->r->ct[q]];
+		int t = x->r->ct[q];
+		LLVMValueRef v = kb->vload[t];
+		if (x->r->ct_made[q] && x->r->ct_level[q] == x->lv) {
+			DType dt = (DType)kb->tinfo[t]->dtype;
+			v = LLVMGetUndef(LLVMVectorType(cg_stype(kb->m, dt), (unsigned)x->vlanes));
+			for (int l = 0; l < x->vlanes; l++) {
+				CgIdx e = cache_idx(x, q, l);
+				v = LLVMBuildInsertElement(kb->b, v, cg_narrow(kb, cg_eval(kb, t, &e), dt),
+							   LLVMConstInt(kb->m->t_i32, (unsigned)l, 0), "");
+			}
+		} else if (x->r->ct_made[q]) {
+			v = NULL;
+		}
 		if (x->filled[q] || !v)
 			continue;
 		if (!x->cs[q]) {
@@ -714,7 +832,7 @@ static void accumulate(Red *x, const int *ks, int q0, int q1, LLVMValueRef *j, i
 			trip_begin(x, j[u]);   /* nj is 1 on the vector path */
 		for (int l = 0; l < V; l++) {
 			int e0 = u * V + l;
-			at[e0] = x->vlanes ? LLVMBuildAdd(kb->b, j[u], cg_i64(kb, l), "") : j[u];
+			at[e0] = x->vlanes ? x->jl[l] : j[u];
 			for (int q = q0; q < q1; q++) {
 				const RelOp *op = red_op(x, ks[q]);
 				const RelTensor *in = &op->t[0];
@@ -890,6 +1008,7 @@ static void pass(Red *x, int lv, LLVMValueRef unit)
 	const CgRed *r = x->r;
 	cg_coop_phase_begin(c);
 	row_begin(x, unit);
+	x->lv = lv;
 	LLVMValueRef start = LLVMBuildAdd(b, x->lo, x->lane, "");
 	LLVMValueRef end = LLVMBuildSelect(b, x->valid, x->hi, cg_i64(kb, 0), "");
 	int ks[CG_RED_MAX], nk = 0;
@@ -994,8 +1113,7 @@ static void write_vector(Red *x, const WriteCtx *w, LLVMValueRef j)
 	LLVMValueRef lanes[CG_RED_MAX][16], off[CG_RED_MAX];
 	trip_begin(x, j);
 	for (int l = 0; l < V; l++) {
-		LLVMValueRef jl = l == 0 ? j : LLVMBuildAdd(kb->b, j, cg_i64(kb, l), "");
-		CgIdx e = at_axis(x, x->ref, jl);
+		CgIdx e = at_axis(x, x->ref, x->jl[l]);
 		e.lane = l;
 		for (int k = 0; k < w->nw; k++) {
 			if (k >= CG_RED_MAX || !x->vst[k]) {
@@ -1053,6 +1171,7 @@ static void write_rows(Red *x, LLVMValueRef unit, const int *wr, int nw)
 	LLVMBuilderRef b = kb->b;
 	cg_coop_phase_begin(c);
 	row_begin(x, unit);
+	x->lv = x->r->npass;
 	if (x->r->bcast) {
 		LLVMValueRef end = LLVMBuildSelect(b, x->valid, x->n, cg_i64(kb, 0), "");
 		WriteCtx wc = {wr, nw};
@@ -1236,6 +1355,7 @@ void cg_reduce_kernel(CgKb *kb, CgCoop *c, const CgRed *r, const uint32_t *ref, 
 	 * of V elements (n, and lo, hi when split) */
 	kb->vec = r->vec;
 	kb->vrow_axis = r->axis;
+	kb->rowk = true;
 	if (r->vec > 1) {
 		LLVMValueRef mis = cg_i64(kb, 0);
 		for (int q = 0; q < r->nvt; q++)

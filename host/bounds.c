@@ -206,7 +206,11 @@ static double op_ulps(const Op *op, DType vt, double a)
 	 * argument: 2 more ulps for exp and what is built on it */
 	case OP_LOG: case OP_SIN: case OP_COS: return 2;
 	case OP_LOG1P: return 3;
-	case OP_EXP: case OP_ERF: return 4;
+	case OP_EXP:
+		/* an f16/bf16 result: one ex2.approx of x·log2 e (cg_math_exp_half),
+		 * whose rounded argument costs 2|x| ulps */
+		return vt == DT_F16 || vt == DT_BF16 ? 4 + 2 * fabs(a) : 4;
+	case OP_ERF: return 4;
 	case OP_TANH: case OP_SIGMOID: return 5;
 	case OP_SILU: return 6;
 	case OP_POW: case OP_POWF: case OP_POW_SCALAR: return vt == DT_F64 ? 2 : 4;
