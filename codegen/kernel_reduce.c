@@ -829,7 +829,7 @@ static void accumulate(Red *x, const int *ks, int q0, int q1, LLVMValueRef *j, i
 	LLVMValueRef v[CG_RED_UNROLL * 16][2], at[CG_RED_UNROLL * 16];
 	for (int u = 0; u < nj; u++) {
 		if (x->vlanes)
-			trip_begin(x, j[u]);   /* nj is 1 on the vector path */
+			trip_begin(x, j[u]);
 		for (int l = 0; l < V; l++) {
 			int e0 = u * V + l;
 			at[e0] = x->vlanes ? x->jl[l] : j[u];
@@ -842,14 +842,14 @@ static void accumulate(Red *x, const int *ks, int q0, int q1, LLVMValueRef *j, i
 							   (DType)in->dtype, acc_dtype(op));
 			}
 		}
+		if (x->vlanes)
+			trip_end(x, j[u]);
 	}
 	for (int e0 = 0; e0 < nj * V; e0++)
 		for (int q = q0; q < q1; q++) {
 			LLVMValueRef other[2] = {v[e0][q - q0], at[e0]};
 			combine(x->c, acc[q - q0], other, (void *)red_op(x, ks[q]));
 		}
-	if (x->vlanes)
-		trip_end(x, j[nj - 1]);
 }
 
 /* for (j = start; j < end; j += stride) body, CG_RED_UNROLL positions a trip, then
@@ -861,10 +861,14 @@ static void row_loop(Red *x, LLVMValueRef start, LLVMValueRef end, LLVMValueRef 
 {
 	CgKb *kb = x->kb;
 	LLVMBuilderRef b = kb->b;
-	/* positions a trip: the vector path 1 (V elements, one 16-byte load per row
-	 * tensor); the scalar path CG_RED_UNROLL, or 1 where it is only the fallback of a
-	 * vector path (registers: docs/benchmarks.md) */
-	const int U = x->vlanes || x->r->vec > 1 ? 1 : CG_RED_UNROLL;
+	/* positions a trip: on the cached path all K V-groups a thread holds (their loads
+	 * in flight together; a thread with fewer takes them one at a time after); the
+	 * vector path 1 (V elements, one 16-byte load per row tensor); the scalar path
+	 * CG_RED_UNROLL, or 1 where it is only the fallback of a vector path (registers:
+	 * docs/benchmarks.md) */
+	int U = x->vlanes || x->r->vec > 1 ? 1 : CG_RED_UNROLL;
+	if (x->caching)
+		U = x->K < CG_RED_UNROLL * 16 / x->vlanes ? x->K : CG_RED_UNROLL * 16 / x->vlanes;
 	LLVMValueRef span = LLVMBuildMul(b, stride, cg_i64(kb, U - 1), "");
 	CgLoop l;
 	cg_loop_begin(kb, &l, start, LLVMBuildSub(b, end, span, ""),
@@ -872,7 +876,7 @@ static void row_loop(Red *x, LLVMValueRef start, LLVMValueRef end, LLVMValueRef 
 	LLVMValueRef phi[4], cur[4];
 	for (int k = 0; k < nc; k++)
 		cur[k] = phi[k] = cg_carry(kb, &l, carry[k]);
-	LLVMValueRef js[CG_RED_UNROLL];
+	LLVMValueRef js[CG_RED_UNROLL * 16];
 	for (int u = 0; u < U; u++)
 		js[u] = u == 0 ? l.i : LLVMBuildAdd(b, l.i, LLVMBuildMul(b, stride, cg_i64(kb, u), ""), "");
 	body(x, js, U, cur, ctx);
