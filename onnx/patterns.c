@@ -17,7 +17,7 @@
 #include <string.h>
 
 #include "onnx.pb-c.h"
-#include "import.h"
+#include "values.h"
 #include "patterns.h"
 
 void onnx_index_build(OnnxIndex *x, const Onnx__GraphProto *gp)
