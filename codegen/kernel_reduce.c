@@ -861,14 +861,16 @@ static void row_loop(Red *x, LLVMValueRef start, LLVMValueRef end, LLVMValueRef 
 {
 	CgKb *kb = x->kb;
 	LLVMBuilderRef b = kb->b;
-	/* positions a trip: on the cached path all K V-groups a thread holds (their loads
-	 * in flight together; a thread with fewer takes them one at a time after); the
+	/* positions a trip: on the cached path CG_RED_TRIPS of the K V-groups a thread
+	 * holds (their loads in flight together; what is left, one at a time); the
 	 * vector path 1 (V elements, one 16-byte load per row tensor); the scalar path
 	 * CG_RED_UNROLL, or 1 where it is only the fallback of a vector path (registers:
 	 * docs/benchmarks.md) */
 	int U = x->vlanes || x->r->vec > 1 ? 1 : CG_RED_UNROLL;
-	if (x->caching)
-		U = x->K < CG_RED_UNROLL * 16 / x->vlanes ? x->K : CG_RED_UNROLL * 16 / x->vlanes;
+	if (x->caching) {
+		U = x->K < CG_RED_TRIPS ? x->K : CG_RED_TRIPS;
+		U = U < CG_RED_UNROLL * 16 / x->vlanes ? U : CG_RED_UNROLL * 16 / x->vlanes;
+	}
 	LLVMValueRef span = LLVMBuildMul(b, stride, cg_i64(kb, U - 1), "");
 	CgLoop l;
 	cg_loop_begin(kb, &l, start, LLVMBuildSub(b, end, span, ""),
