@@ -115,6 +115,11 @@ static void print_plan(const RtPlan *pl)
 	char shape[160], num[48];
 	printf("plan %s: arch %s, ptx %s\n", pl->path, pl->arch[0] ? pl->arch : "(none)",
 	       pl->ptx_path);
+	/* a plan of several arches: the others, which a device may run instead (the
+	 * launches below are the first arch's) */
+	for (int v = 1; v < pl->nvariants; v++)
+		printf("variant: arch %s, ptx %s, %d kernels\n", pl->variants[v].arch,
+		       pl->variants[v].ptx_path, pl->variants[v].nkernels);
 	static const char *const roles[] = {"input", "intermediate", "output"};
 	for (int i = 0; i < pl->ntensors; i++) {
 		const RtTensor *t = &pl->tensors[i];
@@ -382,6 +387,10 @@ static int run(const Options *o, const RtPlan *pl, HostTensor *host, Diag *d)
 	if (st == RT_OK) {
 		const RtDeviceInfo *dv = rt_session_device(s);
 		printf("device %d: %s (sm_%d%d)\n", dv->ordinal, dv->name, dv->cc_major, dv->cc_minor);
+		Buf arch = {0};   /* which of the plan's arches runs, when it has several */
+		rt_session_arch_line(s, &arch);
+		fputs(arch.data ? arch.data : "", stdout);
+		buf_free(&arch);
 		print_launches(pl, &gi, o->no_graph);
 		for (int t = 0; t < pl->ntensors; t++)
 			if (pl->tensors[t].role == ROLE_INPUT && !pl->tensors[t].constant)
