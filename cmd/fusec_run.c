@@ -2,7 +2,8 @@
  *
  * It is what goes onto a GPU machine: linked only against libc, libm, libdl and
  * cJSON (no LLVM, no libyaml), it loads NAME.plan.json, checks that the host has
- * the memory, opens the driver and the device and loads NAME.ptx, then makes the
+ * the memory, opens the driver and the device and loads NAME.ptx (of a plan for
+ * several arches, the PTX of the highest one the device runs), then makes the
  * inputs (seeded random values, or NAME.npy files), runs every launch once
  * (replayed as a CUDA graph unless --no-graph or FUSEC_NO_GRAPH=1), and prints a
  * checksum line per tensor so two runs or two machines can be compared by eye;
