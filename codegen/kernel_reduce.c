@@ -171,9 +171,14 @@ void cg_row_loops(CgKb *kb, int rank, const uint32_t *ref, int axis, const int *
  * group ends a pass holding the results in thread-private variables, and each later
  * phase hands them to the evaluator through the memo, so a ReduceBroadcasted chain
  * (softmax, layer norm) writes its row in the same launch. On the vector path such a
- * kernel keeps its row tensors in shared memory when the row fits (the row cache:
- * read once, cg_reduce_cache_threads); otherwise rows are re-read from memory on each
- * pass (L1/L2 keep a block's row close). The write phase stores V lanes at once.
+ * kernel keeps row tensors in shared memory when the row fits (the row cache,
+ * cg_reduce_cache_threads, chosen by cache_plan): first the reductions' inputs it
+ * makes and a later phase reads again (softmax's exp, a norm's centred row), stored
+ * as the pass that makes them computes them and handed to later phases through the
+ * memo, so no phase computes them twice; then the tensors two phases load, read
+ * once. Otherwise rows are re-read from memory on each pass (L1/L2 keep a block's
+ * row close). The write phase stores V lanes at once, and divides by a row's
+ * reduction with one reciprocal a row (cg_div_uniform).
  * Results are bitwise the same run to run: the tree depends on the launch's geometry
  * alone (the cache changes where values come from, not the order they combine in).
  *
