@@ -235,10 +235,10 @@ LLVMValueRef cg_vector_loops(CgKb *kb, int rank, const uint32_t *ref, const int 
 #define FUSEC_RED_ELEMS 32
 #endif
 #ifndef FUSEC_RED_CACHE          /* a build knob for measuring the rule */
-#define FUSEC_RED_CACHE 16
+#define FUSEC_RED_CACHE 32
 #endif
 #ifndef FUSEC_RED_CACHE_BLOCK    /* a build knob for measuring the rule */
-#define FUSEC_RED_CACHE_BLOCK 512
+#define FUSEC_RED_CACHE_BLOCK 256
 #endif
 #ifndef FUSEC_RED_TRIPS          /* a build knob for measuring the rule */
 #define FUSEC_RED_TRIPS 1
