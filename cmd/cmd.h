@@ -56,6 +56,16 @@ int cmd_bad_option(const char *sub, const struct option *longopts, const char *s
 		   char **argv, int optind_now);
 /* Parse a non-negative integer option value; prints a usage error and returns -1 if bad. */
 long cmd_parse_count(const char *sub, const char *opt, const char *val);
+/* --arch LIST of compile and explain: one arch or several, comma-separated
+ * ("sm_80,sm_90a"), each of the shape sm_NN or sm_NNN with an optional `a`, one
+ * LLVM 19 knows and the kernels run on (sm_70 on), none twice; at most max, copied
+ * into arch[] in the order given (*n of them). Returns EXIT_OK, or after the
+ * message EXIT_USAGE (not such a list) or EXIT_INPUT (an arch LLVM 19 does not
+ * know, such as sm_100, with the ones it knows; one older than sm_70; a
+ * duplicate). */
+enum { CMD_ARCH_LEN = 9 };
+int cmd_parse_arches(const char *sub, const char *list, char (*arch)[CMD_ARCH_LEN], int max,
+		     int *n);
 
 /* Graphviz at run time (cmd/graphviz.c): is `dot` on PATH; DOT text to SVG (prints
  * its own error, returns -1). */

@@ -30,7 +30,7 @@
 #include "result_cache.h"
 
 static const char compile_usage[] =
-	"usage: fusec compile GRAPH [-o DIR] [--arch sm_XX] [--max-blocks N]\n"
+	"usage: fusec compile GRAPH [-o DIR] [--arch sm_XX[,sm_YY...]] [--max-blocks N]\n"
 	"                     [--max-explorations N] [--max-bindings N] [--log LEVEL]\n"
 	"                     [--emit LIST] [--plan-style STYLE] [--libdevice PATH]\n"
 	"                     [--cache-dir DIR | --no-cache | --no-result-cache]\n"
@@ -44,7 +44,10 @@ static const char compile_usage[] =
 	"\n"
 	"  -o, --output DIR       output folder, created if missing\n"
 	"  --arch sm_XX           target architecture, sm_70 or later (default sm_90a:\n"
-	"                         Hopper, wgmma; sm_90 for PTX that later GPUs load too)\n"
+	"                         Hopper, wgmma; sm_90 for PTX that later GPUs load too);\n"
+	"                         a list (sm_80,sm_90a) writes one PTX per arch,\n"
+	"                         DIR/NAME.sm_80.ptx ..., and fusec-run picks the best\n"
+	"                         one for the device\n"
 	"  --max-blocks N         blocks per stream optimizer (default 5)\n"
 	"  --max-explorations N   explorations per stream, then unfused (default unlimited)\n"
 	"  --max-bindings N       buffers one fused kernel may bind (default 32)\n"
@@ -230,20 +233,12 @@ static void remove_dirs(MadeDirs *md, bool remove)
 	md->undo = NULL;
 }
 
-static bool valid_arch(const char *s)
-{
-	if (strncmp(s, "sm_", 3) || !s[3])
-		return false;
-	for (const char *p = s + 3; *p; p++)
-		if ((*p < '0' || *p > '9') && !(p[1] == 0 && p != s + 3 && (*p == 'a')))
-			return false;
-	return strlen(s) <= 8;
-}
-
 /* ---- options ------------------------------------------------------------------ */
 
 typedef struct {
-	const char *graph, *dir, *arch, *libdevice;
+	const char *graph, *dir, *libdevice;
+	char arch[CG_MAX_TARGETS][CMD_ARCH_LEN];   /* --arch, in the order given */
+	int narch;
 	SearchOptions search;
 	const char *depfile;
 	bool emit_ll, emit_relative, emit_dot, emit_svg, timing, verify, quiet;
@@ -308,7 +303,8 @@ static int parse_options(int argc, char **argv, CompileOptions *o)
 	memset(o, 0, sizeof *o);
 	pass_default_options(&o->search);
 	o->dir = ".";
-	o->arch = CG_DEFAULT_ARCH;
+	snprintf(o->arch[0], sizeof o->arch[0], "%s", CG_DEFAULT_ARCH);
+	o->narch = 1;
 	const char *log = getenv("FUSEC_LOG");
 	const char *log_format = getenv("FUSEC_LOG_FORMAT");
 	int c;
@@ -326,20 +322,13 @@ static int parse_options(int argc, char **argv, CompileOptions *o)
 			}
 			o->dir = optarg;
 			break;
-		case 'a':
-			if (!valid_arch(optarg) || !cg_arch_known(optarg)) {
-				cmd_usage_error("compile", "unknown --arch '%s' (LLVM 19 knows sm_20 to "
-						"sm_90a, e.g. sm_80, sm_90)", optarg);
-				return EXIT_USAGE;
-			}
-			if (!cg_arch_supported(optarg)) {
-				cmd_error("--arch %s is older than the kernels need (shfl.sync, "
-					  "PTX 6.0): the lowest supported is sm_%d", optarg,
-					  CG_MIN_ARCH);
-				return EXIT_INPUT;
-			}
-			o->arch = optarg;
+		case 'a': {
+			int rc = cmd_parse_arches("compile", optarg, o->arch, CG_MAX_TARGETS,
+						  &o->narch);
+			if (rc != EXIT_OK)
+				return rc;
 			break;
+		}
 		case 'b':
 			if ((v = cmd_parse_count("compile", "--max-blocks", optarg)) < 0)
 				return EXIT_USAGE;
@@ -802,7 +791,7 @@ static void cache_outputs(const char *cache, const Buf *rkey, const Graph *g,
 			  const char *const *deps, const char (*dep_sha)[65], int ndeps,
 			  const OutFile *files, int n)
 {
-	RcFile rf[8];
+	RcFile rf[RC_MAX_FILES];
 	char *wbuf = NULL;
 	size_t wlen = 0;
 	for (int i = 0; i < n; i++) {
@@ -825,6 +814,17 @@ out:
 	free(wbuf);
 }
 
+/* A file of target i (of o->narch): "NAME.ptx" (ext ".ptx") alone, "NAME.sm_80.ptx"
+ * beside other arches; with name NULL, only the extension (".sm_80.ptx"). */
+static void target_ext(const CompileOptions *o, int i, const char *ext, char *out, size_t n,
+		       const char *name)
+{
+	if (o->narch == 1)
+		snprintf(out, n, "%s%s", name ? name : "", ext);
+	else
+		snprintf(out, n, "%s.%s%s", name ? name : "", o->arch[i], ext);
+}
+
 /* The plan, the PTX and what --emit asked for, committed together; stored in the
  * result cache under rkey when it is given, with dep_sha the SHA-256 of each of
  * graph_deps' files as the graph read them. */
@@ -832,14 +832,20 @@ static int write_outputs(const CompileOptions *o, const Schedule *s, const CgOut
 			 const char *cache, const Buf *rkey, const char (*dep_sha)[65])
 {
 	Buf rel = {0}, dot = {0}, svg = {0};
-	OutFile files[8];
+	OutFile files[RC_MAX_FILES];
+	char ext[2][CG_MAX_TARGETS][32];   /* .ptx and .ll per target */
 	int n = 0;
 	files[n++] = (OutFile){".plan.json", co->plan, strlen(co->plan), NULL, NULL};
-	files[n++] = (OutFile){".ptx", co->ptx.data, co->ptx.len, NULL, NULL};
+	for (int i = 0; i < co->ntargets; i++) {
+		target_ext(o, i, ".ptx", ext[0][i], sizeof ext[0][i], NULL);
+		files[n++] = (OutFile){ext[0][i], co->ptx[i].data, co->ptx[i].len, NULL, NULL};
+	}
 	if (cg_weights_layout_size(s->g))
 		files[n++] = (OutFile){".weights.bin", "", 0, s->g, NULL};
-	if (o->emit_ll)
-		files[n++] = (OutFile){".ll", co->ll.data, co->ll.len, NULL, NULL};
+	for (int i = 0; o->emit_ll && i < co->ntargets; i++) {
+		target_ext(o, i, ".ll", ext[1][i], sizeof ext[1][i], NULL);
+		files[n++] = (OutFile){ext[1][i], co->ll[i].data, co->ll[i].len, NULL, NULL};
+	}
 	if (o->emit_relative) {
 		pass_dump_relative(s, &rel);
 		files[n++] = (OutFile){".relative.txt", rel.data ? rel.data : "", rel.len, NULL, NULL};
@@ -1037,7 +1043,8 @@ static void human_bytes(double v, char *out, size_t n)
 
 /* The line after a compile, from the plan it wrote (the same for a result cache
  * hit): "fusec: compiled NAME: 49 ops → 30 launches, 21 distinct kernels, 12.3 MB
- * moved, 0.14 s". Bytes moved: per launch, the bytes of every tensor it reads and
+ * moved, 0.14 s"; a plan for several arches names them after NAME ("compiled NAME
+ * for sm_80, sm_90a:"), its kernels counted in the first's PTX. Bytes moved: per launch, the bytes of every tensor it reads and
  * writes, summed over the launches (an estimate of the memory traffic of a run).
  * With --log-format json, one JSON line (event "compiled"). nops < 0: count the ops
  * the plan's steps run (launches' ops, aliases and views), syncs left out. */
@@ -1088,11 +1095,31 @@ static void print_summary(const CompileOptions *o, const char *name, long nops,
 	if (nops < 0)
 		nops = counted;
 	int nk = cJSON_GetArraySize(kernels);
+	const cJSON *variants = cJSON_GetObjectItemCaseSensitive(doc, "variants");
+	const cJSON *arch = cJSON_GetObjectItemCaseSensitive(doc, "arch");
+	Buf arches = {0};   /* ", "-separated, when the plan has several */
+	if (cJSON_GetArraySize(variants) > 0 && cJSON_IsString(arch)) {
+		buf_puts(&arches, arch->valuestring);
+		cJSON_ArrayForEach(x, variants) {
+			const cJSON *va = cJSON_GetObjectItemCaseSensitive(x, "arch");
+			if (cJSON_IsString(va))
+				buf_printf(&arches, ", %s", va->valuestring);
+		}
+	}
 	if (o->search.log_json) {
 		cJSON *e = cJSON_CreateObject();
 		cJSON_AddStringToObject(e, "event", "compiled");
 		cJSON_AddNullToObject(e, "stream");
 		cJSON_AddStringToObject(e, "graph", name);
+		if (arches.len) {
+			cJSON *list = cJSON_AddArrayToObject(e, "arches");
+			cJSON_AddItemToArray(list, cJSON_CreateString(arch->valuestring));
+			cJSON_ArrayForEach(x, variants) {
+				const cJSON *va = cJSON_GetObjectItemCaseSensitive(x, "arch");
+				if (cJSON_IsString(va))
+					cJSON_AddItemToArray(list, cJSON_CreateString(va->valuestring));
+			}
+		}
 		cJSON_AddNumberToObject(e, "ops", (double)nops);
 		cJSON_AddNumberToObject(e, "launches", (double)launches);
 		cJSON_AddNumberToObject(e, "kernels", nk);
@@ -1106,11 +1133,13 @@ static void print_summary(const CompileOptions *o, const char *name, long nops,
 	} else {
 		char b[32];
 		human_bytes(bytes, b, sizeof b);
-		fprintf(stderr, "fusec: compiled %s: %ld op%s → %ld launch%s, %d distinct kernel%s, "
-			"%s moved, %.2f s%s\n", name, nops, nops == 1 ? "" : "s", launches,
+		fprintf(stderr, "fusec: compiled %s%s%s: %ld op%s → %ld launch%s, %d distinct "
+			"kernel%s, %s moved, %.2f s%s\n", name, arches.len ? " for " : "",
+			arches.len ? arches.data : "", nops, nops == 1 ? "" : "s", launches,
 			launches == 1 ? "" : "es", nk, nk == 1 ? "" : "s", b, seconds,
 			cached ? " (result cache hit)" : "");
 	}
+	buf_free(&arches);
 	free(tb);
 	cJSON_Delete(doc);
 }
@@ -1194,7 +1223,7 @@ static bool result_key(const CompileOptions *o, int argc, char **argv, Buf *key,
 static int from_result_cache(const CompileOptions *o, RcEntry *e, double t0)
 {
 	const char *deps[64];
-	OutFile files[8];
+	OutFile files[RC_MAX_FILES];
 	for (int i = 0; i < e->ndeps; i++)
 		deps[i] = e->deps[i];
 	for (int i = 0; i < e->nfiles; i++)
@@ -1313,8 +1342,13 @@ int cmd_compile(int argc, char **argv)
 	t[2] = clock_seconds();
 
 	Diag d;
-	char ptxname[512];
-	snprintf(ptxname, sizeof ptxname, "%s.ptx", g->name);
+	/* one arch: NAME.ptx; several: NAME.ARCH.ptx each (docs/plan-format.md) */
+	char ptxname[CG_MAX_TARGETS][512];
+	PlanFileInfo info = {.ntargets = o.narch};
+	for (int i = 0; i < o.narch; i++) {
+		target_ext(&o, i, ".ptx", ptxname[i], sizeof ptxname[i], g->name);
+		info.target[i] = (PlanTarget){o.arch[i], ptxname[i], NULL};
+	}
 	char wname[512];
 	snprintf(wname, sizeof wname, "%s.weights.bin", g->name);
 	/* the plan records the weights file's hash (docs/reliability.md) */
@@ -1322,10 +1356,16 @@ int cmd_compile(int argc, char **argv)
 	char wsha[65];
 	if (has_weights)
 		cg_weights_sha256(g, wsha);
-	PlanFileInfo info = {o.arch, ptxname, o.libdevice, has_weights ? wname : NULL,
-			     o.pretty, cache, o.jobs, prog.on ? show_progress : NULL,
-			     o.allow_tf32, NULL, has_weights ? wsha : NULL,
-			     cmd_precision_name(), cmd_precision_keep()};
+	info.libdevice = o.libdevice;
+	info.weights = has_weights ? wname : NULL;
+	info.pretty = o.pretty;
+	info.cache_dir = cache;
+	info.threads = o.jobs;
+	info.progress = prog.on ? show_progress : NULL;
+	info.allow_tf32 = o.allow_tf32;
+	info.weights_sha256 = has_weights ? wsha : NULL;
+	info.precision = cmd_precision_name();
+	info.keep_f32 = cmd_precision_keep();
 	CgOutputs co = {0};
 	if (o.verify && pass_verify(s, &d)) {
 		progress_end();

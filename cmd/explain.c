@@ -6,19 +6,20 @@
  * Kernels are named as in the plan, the PTX and a profiler: the schedule is
  * lowered as compile lowers it (codegen's cg_lower, for the same --arch and
  * --allow-tf32; no LLVM optimization or emission), which names each launch's
- * kernel. */
+ * kernel. Given several arches, the first names them: the plan's top level. */
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "../codegen/emit_par.h"
+#include "../codegen/plan.h"
 #include "../passes/passes.h"
 #include "cmd.h"
 
 static const char explain_usage[] =
 	"usage: fusec explain GRAPH [--op OP] [--json] [--max-blocks N] [--max-bindings N]\n"
-	"                     [--burn-exact] [--arch sm_XX] [--allow-tf32]\n"
+	"                     [--burn-exact] [--arch sm_XX[,sm_YY...]] [--allow-tf32]\n"
 	"\n"
 	"Show, for every op of GRAPH (or only OP), the segment and block it was settled\n"
 	"in, the fuser that took it or why none did, the op each fuser closed on with the\n"
@@ -32,7 +33,8 @@ static const char explain_usage[] =
 	"  --burn-exact  burn-fusion's rules where fusec deviates on purpose\n"
 	"              (docs/burn-fidelity.md)\n"
 	"  --arch sm_XX, --allow-tf32\n"
-	"              as for compile: the kernel names are those of that compile\n"
+	"              as for compile: the kernel names are those of that compile (of\n"
+	"              a list of arches, the first's: the plan's top level)\n"
 	"  --precision bf16|f16, --keep-f32 LIST\n"
 	"              the graph converted as compile converts it; a first line says\n"
 	"              what was converted and kept (docs/precision.md)\n";
@@ -103,7 +105,9 @@ int cmd_explain(int argc, char **argv)
 		{"allow-tf32", no_argument, NULL, 'f'},
 		{0, 0, 0, 0},
 	};
-	const char *arch = CG_DEFAULT_ARCH;
+	char arch[CG_MAX_TARGETS][CMD_ARCH_LEN];
+	int narch = 1;
+	snprintf(arch[0], sizeof arch[0], "%s", CG_DEFAULT_ARCH);
 	bool tf32 = false;
 	SearchOptions so;
 	pass_default_options(&so);
@@ -143,14 +147,12 @@ int cmd_explain(int argc, char **argv)
 		case 'E':
 			so.burn_exact = true;
 			break;
-		case 'a':
-			if (!cg_arch_known(optarg) || !cg_arch_supported(optarg)) {
-				cmd_usage_error("explain", "unknown or unsupported --arch '%s' (e.g. "
-						"sm_80, sm_90, sm_90a)", optarg);
-				return EXIT_USAGE;
-			}
-			arch = optarg;
+		case 'a': {
+			int rc = cmd_parse_arches("explain", optarg, arch, CG_MAX_TARGETS, &narch);
+			if (rc != EXIT_OK)
+				return rc;
 			break;
+		}
 		case 'f':
 			tf32 = true;
 			break;
@@ -189,7 +191,7 @@ int cmd_explain(int argc, char **argv)
 	/* --precision: what the conversion did, before the ops it made */
 	if (cmd_precision_info() && !json)
 		pass_precision_summary(g, cmd_precision_info(), &b);
-	const char **entry = entry_names(s, arch, tf32, a);
+	const char **entry = entry_names(s, arch[0], tf32, a);
 	pass_explain_ex(s, (int)op, json, entry, &b);
 	if (b.len)
 		fwrite(b.data, 1, b.len, stdout);

@@ -2,7 +2,8 @@
  *
  * It is what goes onto a GPU machine: linked only against libc, libm, libdl and
  * cJSON (no LLVM, no libyaml), it loads NAME.plan.json, checks that the host has
- * the memory, opens the driver and the device and loads NAME.ptx, then makes the
+ * the memory, opens the driver and the device and loads NAME.ptx (of a plan for
+ * several arches, the PTX of the highest one the device runs), then makes the
  * inputs (seeded random values, or NAME.npy files), runs every launch once
  * (replayed as a CUDA graph unless --no-graph or FUSEC_NO_GRAPH=1), and prints a
  * checksum line per tensor so two runs or two machines can be compared by eye;
@@ -115,6 +116,11 @@ static void print_plan(const RtPlan *pl)
 	char shape[160], num[48];
 	printf("plan %s: arch %s, ptx %s\n", pl->path, pl->arch[0] ? pl->arch : "(none)",
 	       pl->ptx_path);
+	/* a plan of several arches: the others, which a device may run instead (the
+	 * launches below are the first arch's) */
+	for (int v = 1; v < pl->nvariants; v++)
+		printf("variant: arch %s, ptx %s, %d kernels\n", pl->variants[v].arch,
+		       pl->variants[v].ptx_path, pl->variants[v].nkernels);
 	static const char *const roles[] = {"input", "intermediate", "output"};
 	for (int i = 0; i < pl->ntensors; i++) {
 		const RtTensor *t = &pl->tensors[i];
@@ -382,6 +388,10 @@ static int run(const Options *o, const RtPlan *pl, HostTensor *host, Diag *d)
 	if (st == RT_OK) {
 		const RtDeviceInfo *dv = rt_session_device(s);
 		printf("device %d: %s (sm_%d%d)\n", dv->ordinal, dv->name, dv->cc_major, dv->cc_minor);
+		Buf arch = {0};   /* which of the plan's arches runs, when it has several */
+		rt_session_arch_line(s, &arch);
+		fputs(arch.data ? arch.data : "", stdout);
+		buf_free(&arch);
 		print_launches(pl, &gi, o->no_graph);
 		for (int t = 0; t < pl->ntensors; t++)
 			if (pl->tensors[t].role == ROLE_INPUT && !pl->tensors[t].constant)

@@ -149,6 +149,17 @@ static bool dep_unchanged(const char *graph, const char *dep, const char *want)
 	return !strcmp(sha, want);
 }
 
+/* ".ARCH" then suffix: a file of one arch among several (".sm_80.ptx", ".sm_90a.ll"):
+ * "sm_", two or three digits, at most an `a`. */
+static bool arch_ext(const char *ext, const char *suffix)
+{
+	size_t n = strlen(ext), m = strlen(suffix);
+	if (n <= m + 4 || strcmp(ext + n - m, suffix) || strncmp(ext, ".sm_", 4))
+		return false;
+	size_t d = strspn(ext + 4, "0123456789"), rest = n - m - 4 - d;
+	return d >= 2 && d <= 3 && (rest == 0 || (rest == 1 && ext[4 + d] == 'a'));
+}
+
 static bool ext_known(const RcEntry *e, const char *ext)
 {
 	for (int i = 0; i < e->nfiles; i++)
@@ -157,7 +168,7 @@ static bool ext_known(const RcEntry *e, const char *ext)
 	for (size_t i = 0; i < sizeof exts / sizeof exts[0]; i++)
 		if (!strcmp(ext, exts[i]))
 			return true;
-	return false;
+	return arch_ext(ext, ".ptx") || arch_ext(ext, ".ll");
 }
 
 bool rc_get(const char *dir, const Buf *key, const char *graph, RcEntry *e)
@@ -204,7 +215,7 @@ bool rc_get(const char *dir, const Buf *key, const char *graph, RcEntry *e)
 		e->files[e->nfiles++] = (RcFile){ext, text, (size_t)n};
 	}
 	if (c.bad || c.p != c.end || e->nfiles < 2 || strcmp(e->files[0].ext, exts[0]) ||
-	    strcmp(e->files[1].ext, exts[1]))
+	    (strcmp(e->files[1].ext, exts[1]) && !arch_ext(e->files[1].ext, ".ptx")))
 		goto miss;
 	return true;
 miss:
@@ -248,7 +259,7 @@ int rc_put(const char *dir, const Buf *key, const char *name, long nops,
 	   const char *const *deps, const char (*sha)[65], int ndeps, const RcFile *files,
 	   int nfiles)
 {
-	if (ndeps > 64 || nfiles > 8)
+	if (ndeps > 64 || nfiles > RC_MAX_FILES)
 		return -1;
 	/* a fresh name (file_temp), taken away again if a signal ends the compile */
 	size_t n = strlen(dir) + 8;

@@ -31,8 +31,12 @@
  * makes every older entry a miss. */
 #define RC_FORMAT "fusec-result/2"
 
+/* The most files a compile writes: the plan, a PTX and an .ll per arch (nine
+ * arches at most), the weights, relative, dot and svg files. */
+enum { RC_MAX_FILES = 24 };
+
 typedef struct {
-	const char *ext;         /* ".ptx" */
+	const char *ext;         /* ".ptx"; ".sm_80.ptx" beside other arches */
 	const char *text;
 	size_t len;
 } RcFile;
@@ -43,7 +47,7 @@ typedef struct {
 	long nops;
 	const char *deps[64];    /* files the graph read besides itself */
 	int ndeps;
-	RcFile files[8];
+	RcFile files[RC_MAX_FILES];
 	int nfiles;
 } RcEntry;
 

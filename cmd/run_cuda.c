@@ -52,8 +52,9 @@ int run_cuda_compile(const Graph *g, bool allow_tf32, bool burn_exact, RunTemp *
 	Schedule *s = pass_search(g, &so);
 	char ptxname[300];
 	snprintf(ptxname, sizeof ptxname, "%s.ptx", g->name);
-	PlanFileInfo info = {.arch = CG_DEFAULT_ARCH, .ptx = ptxname, .allow_tf32 = allow_tf32,
-			     .precision = cmd_precision_name(), .keep_f32 = cmd_precision_keep()};
+	PlanFileInfo info = {.target = {{CG_DEFAULT_ARCH, ptxname, NULL}}, .ntargets = 1,
+			     .allow_tf32 = allow_tf32, .precision = cmd_precision_name(),
+			     .keep_f32 = cmd_precision_keep()};
 	CgOutputs co;
 	int rc = cg_compile_schedule(s, &info, false, &co, d);
 	pass_free_schedule(s);
@@ -62,7 +63,7 @@ int run_cuda_compile(const Graph *g, bool allow_tf32, bool burn_exact, RunTemp *
 	snprintf(t->plan, sizeof t->plan, "%s/%s.plan.json", t->dir, g->name);
 	snprintf(t->ptx, sizeof t->ptx, "%s/%s", t->dir, ptxname);
 	rc = write_file(t->plan, co.plan, strlen(co.plan), d) ||
-	     write_file(t->ptx, co.ptx.data, co.ptx.len, d) ? -1 : 0;
+	     write_file(t->ptx, co.ptx[0].data, co.ptx[0].len, d) ? -1 : 0;
 	cg_outputs_free(&co);
 	return rc;
 }

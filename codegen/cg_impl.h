@@ -113,6 +113,9 @@ typedef struct CgKb {
 	bool vrow;                    /* reduce rows' vector path: a lane's tensor offset
 					 minus its lane is lane 0's (tensors along vrow_axis) */
 	int vrow_axis;
+	bool rowk;                    /* a cooperative reduce kernel: a tensor of size 1
+					 along vrow_axis is the same in a thread's loops
+					 over a row (cg_row_uniform) */
 	int nhwc;                     /* relative id of the channel-last tensor, or -1 */
 	LLVMValueRef nhwc_flat;       /* NHWC loop: the iteration index, which is the
 					 offset of the channel-last tensor written at
@@ -193,6 +196,15 @@ void cg_carry_next(CgKb *kb, CgLoop *l, LLVMValueRef phi, LLVMValueRef next);
 /* ---- values.c: arithmetic on compute values ------------------------------------ */
 
 LLVMValueRef cg_binary_value(CgKb *kb, OpKind op, DType t, LLVMValueRef a, LLVMValueRef b);
+/* x / s by x · (1/s) where 1/s is a normal number (else a division), for an s that
+ * stays the same over the thread's loop: the reciprocal is hoisted out of it. */
+LLVMValueRef cg_div_uniform(CgKb *kb, LLVMValueRef x, LLVMValueRef s);
+/* Whether t has size 1 along the row axis of a cooperative reduce kernel (the same
+ * value in every position of a thread's row). */
+static inline bool cg_row_uniform(const CgKb *kb, const RelTensor *t)
+{
+	return kb->rowk && (kb->vrow_axis >= t->rank || t->shape[kb->vrow_axis] == 0);
+}
 LLVMValueRef cg_compare(CgKb *kb, OpKind op, DType t, LLVMValueRef a, LLVMValueRef b);
 LLVMValueRef cg_int_unary(CgKb *kb, OpKind op, DType t, LLVMValueRef x);
 LLVMValueRef cg_select_max(CgKb *kb, DType t, LLVMValueRef a, LLVMValueRef b, bool max);
@@ -223,7 +235,13 @@ LLVMValueRef cg_vector_loops(CgKb *kb, int rank, const uint32_t *ref, const int 
 #define FUSEC_RED_ELEMS 32
 #endif
 #ifndef FUSEC_RED_CACHE          /* a build knob for measuring the rule */
-#define FUSEC_RED_CACHE 16
+#define FUSEC_RED_CACHE 32
+#endif
+#ifndef FUSEC_RED_CACHE_BLOCK    /* a build knob for measuring the rule */
+#define FUSEC_RED_CACHE_BLOCK 256
+#endif
+#ifndef FUSEC_RED_TRIPS          /* a build knob for measuring the rule */
+#define FUSEC_RED_TRIPS 1
 #endif
 #ifndef FUSEC_RED_MAXNREG        /* a build knob for measuring the rule */
 #define FUSEC_RED_MAXNREG 48
@@ -234,8 +252,10 @@ enum {
 	CG_RED_UNROLL = 4,       /* scalar path: positions of a row a thread loads a trip */
 	CG_RED_THREADS = 512,    /* the most threads of a reduce block */
 	CG_RED_MAXNREG = FUSEC_RED_MAXNREG, /* registers per thread (.maxnreg): occupancy over spills */
-	CG_RED_CACHE = FUSEC_RED_CACHE, /* rows kept in registers: elements per thread */
-	CG_RED_CACHE_T = 2,      /* row tensors a row cache holds */
+	CG_RED_CACHE = FUSEC_RED_CACHE, /* cached rows: elements per thread */
+	CG_RED_CACHE_BLOCK = FUSEC_RED_CACHE_BLOCK, /* cached rows: threads of a block */
+	CG_RED_TRIPS = FUSEC_RED_TRIPS, /* cached rows: V-groups a trip loads together */
+	CG_RED_CACHE_T = 3,      /* row tensors a row cache holds */
 	CG_RED_CACHE_BYTES = 32768, /* its shared memory a block (static: 48 KiB at most) */
 };
 /* The structure of a cooperative reduce kernel (kernel_reduce.c, cg_reduce_plan). */
@@ -253,14 +273,19 @@ typedef struct {
 	int nvt;
 	bool cache;                   /* rows broadcast back: the row may stay in registers
 					 between passes (the ct tensors, read once) */
-	int ct[CG_RED_CACHE_T];       /* the cached tensors: vt of the full row shape */
+	int ct[CG_RED_CACHE_T];       /* the cached tensors, of the full row shape: */
+	bool ct_made[CG_RED_CACHE_T]; /* a reduction's input the kernel computes, kept
+					 as its pass makes it; else one of vt, kept
+					 as the first pass loads it */
+	int ct_level[CG_RED_CACHE_T]; /* made: the pass that makes it */
 	int nct;
 	int red[CG_RED_MAX];          /* op index of each reduction, in op order */
 	int level[CG_RED_MAX];        /* its pass: after the reductions it reads */
 	int nred, npass;
 } CgRed;
 /* Whether the kernel (iteration space ref) is built as a cooperative reduce kernel. */
-bool cg_reduce_plan(CgKb *kb, const CgKernelSpec *s, int rank, const uint32_t *ref, CgRed *r);
+bool cg_reduce_plan(CgKb *kb, const CgKernelSpec *s, int rank, const uint32_t *ref,
+		    const bool *written, CgRed *r);
 /* Its body, inside cg_coop_function / cg_coop_finish; sets k's launch rule. */
 void cg_reduce_kernel(CgKb *kb, CgCoop *c, const CgRed *r, const uint32_t *ref, const int *wr,
 		      int nw, CgKernel *k);

@@ -220,6 +220,8 @@ bool cg_arch_known(const char *arch);
 #define CG_MIN_ARCH 70
 /* Whether a known arch is at least sm_CG_MIN_ARCH. */
 bool cg_arch_supported(const char *arch);
+/* The arches both known and supported, for messages: "sm_70, sm_72, ... and sm_90a". */
+void cg_arch_list(Buf *b);
 /* The NVPTX back end's optimization level, 3 or (FUSEC_CODEGEN_LEVEL=2) 2: part of
  * the kernel cache's and the result cache's keys (docs/kernel-cache.md). */
 int cg_nvptx_codegen_level(void);

@@ -385,7 +385,7 @@ CgKernel *cg_build(CgModule *m, const CgKernelSpec *s, uint64_t hash, Diag *d)
 	 * layer norm) is computed once per row, then the row's elements are written
 	 * (kernel_reduce.c) */
 	CgRed red;
-	bool coop = !vector && !nhwc && cg_reduce_plan(kb, s, rank, ref, &red);
+	bool coop = !vector && !nhwc && cg_reduce_plan(kb, s, rank, ref, u.written, &red);
 	int row_axis = vector || coop || nhwc ? -1 : cg_row_axis(s, rank, ref);
 
 	/* parameters */

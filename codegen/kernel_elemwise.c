@@ -28,6 +28,10 @@ LLVMValueRef cg_eval_elementwise(CgKb *kb, const RelOp *op, CgIdx *out)
 	DType t = (DType)op->t[0].dtype;
 	switch (ir_ops[k].family) {
 	case FAM_BINARY:
+		/* softmax's e / sum, a norm's d / sd: one reciprocal a row */
+		if (k == OP_DIV && ir_dtype_is_float(t) && cg_row_uniform(kb, &op->t[1]) &&
+		    !cg_row_uniform(kb, res))
+			return cg_div_uniform(kb, v[0], v[1]);
 		return cg_binary_value(kb, k, t, v[0], v[1]);
 	case FAM_SCALAR:
 		switch (k) {
@@ -46,6 +50,8 @@ LLVMValueRef cg_eval_elementwise(CgKb *kb, const RelOp *op, CgIdx *out)
 	case FAM_UNARY:
 		if (k == OP_NOT)
 			return LLVMBuildNot(kb->b, v[0], "");
+		if (k == OP_EXP && (res->dtype == DT_F16 || res->dtype == DT_BF16))
+			return cg_math_exp_half(&kb->math, v[0]);
 		if (ir_dtype_is_float(t))
 			return cg_math_unary(&kb->math, k, v[0], (GeluApprox)op->attr.approx);
 		return cg_int_unary(kb, k, t, v[0]);

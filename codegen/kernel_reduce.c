@@ -171,9 +171,14 @@ void cg_row_loops(CgKb *kb, int rank, const uint32_t *ref, int axis, const int *
  * group ends a pass holding the results in thread-private variables, and each later
  * phase hands them to the evaluator through the memo, so a ReduceBroadcasted chain
  * (softmax, layer norm) writes its row in the same launch. On the vector path such a
- * kernel keeps its row tensors in shared memory when the row fits (the row cache:
- * read once, cg_reduce_cache_threads); otherwise rows are re-read from memory on each
- * pass (L1/L2 keep a block's row close). The write phase stores V lanes at once.
+ * kernel keeps row tensors in shared memory when the row fits (the row cache,
+ * cg_reduce_cache_threads, chosen by cache_plan): first the reductions' inputs it
+ * makes and a later phase reads again (softmax's exp, a norm's centred row), stored
+ * as the pass that makes them computes them and handed to later phases through the
+ * memo, so no phase computes them twice; then the tensors two phases load, read
+ * once. Otherwise rows are re-read from memory on each pass (L1/L2 keep a block's
+ * row close). The write phase stores V lanes at once, and divides by a row's
+ * reduction with one reciprocal a row (cg_div_uniform).
  * Results are bitwise the same run to run: the tree depends on the launch's geometry
  * alone (the cache changes where values come from, not the order they combine in).
  *
@@ -215,7 +220,98 @@ static int upstream(CgKb *kb, CgRed *r, int t, int *memo)
 	return res;
 }
 
-bool cg_reduce_plan(CgKb *kb, const CgKernelSpec *s, int rank, const uint32_t *ref, CgRed *r)
+/* Whether evaluating tensor t reads tensor target: through every op but a reduction
+ * (a row's result, held in the memo) and the tensors of stop (cached). seen marks the
+ * tensors already walked. */
+static bool reads(CgKb *kb, int t, int target, const int *stop, int nstop, bool *seen)
+{
+	if (t == target)
+		return true;
+	if (seen[t])
+		return false;
+	seen[t] = true;
+	for (int q = 0; q < nstop; q++)
+		if (t == stop[q])
+			return false;
+	int p = kb->producer[t];
+	if (p < 0 || ir_ops[kb->spec->ops[p].kind].family == FAM_REDUCE)
+		return false;
+	const RelOp *op = &kb->spec->ops[p];
+	for (int i = 0; i < op->nin; i++)
+		if (reads(kb, op->t[i].id, target, stop, nstop, seen))
+			return true;
+	return false;
+}
+
+/* Whether phase p (a pass 0 .. npass-1 reads its reductions' inputs; npass, the
+ * write, the written tensors) reads target when the made tensors cached by an
+ * earlier pass come from the cache. */
+static bool phase_reads(CgKb *kb, const CgRed *r, const bool *written, int p, int target)
+{
+	int stop[CG_RED_CACHE_T], ns = 0;
+	for (int q = 0; q < r->nct; q++)
+		if (r->ct_made[q] && r->ct_level[q] < p)
+			stop[ns++] = r->ct[q];
+	bool *seen = xcalloc((size_t)kb->ntensors + 1, sizeof *seen);
+	bool hit = false;
+	for (int t = 0; t < kb->ntensors && !hit; t++) {
+		bool root = p == r->npass && written[t];
+		for (int k = 0; k < r->nred && !root && p < r->npass; k++)
+			root = r->level[k] == p && kb->spec->ops[r->red[k]].t[0].id == t;
+		if (root)
+			hit = reads(kb, t, target, stop, ns, seen);
+	}
+	free(seen);
+	return hit;
+}
+
+/* The row cache's tensors (rows broadcast back, on the vector path): first the
+ * reductions' inputs the kernel computes and a later phase reads again (softmax's
+ * x - max and exp, a norm's centred row: no phase computes them twice), then the
+ * row tensors of the full shape (not those broadcast over rows, which L1 holds) that
+ * two phases load; CG_RED_CACHE elements a thread, CG_RED_CACHE_BYTES a block. */
+static void cache_plan(CgKb *kb, const CgKernelSpec *s, const bool *written, CgRed *r)
+{
+	int trips = CG_RED_CACHE / r->vec < 1 ? 1 : CG_RED_CACHE / r->vec;
+	int64_t bytes = 0;
+	for (int k = 0; k < r->nred && r->nct < CG_RED_CACHE_T; k++) {
+		const RelTensor *t = &s->ops[r->red[k]].t[0];
+		int64_t per = (int64_t)CG_RED_CACHE_BLOCK * trips * r->vec * ir_dtype_size((DType)t->dtype);
+		bool full = kb->producer[t->id] >= 0;
+		for (int d = 0; d < r->rank; d++)
+			full &= t->shape[d] == r->full[d];
+		for (int q = 0; q < r->nct; q++)
+			full &= r->ct[q] != t->id;
+		if (!full || bytes + per > CG_RED_CACHE_BYTES)
+			continue;
+		bool later = false;
+		for (int p = r->level[k] + 1; p <= r->npass && !later; p++)
+			later = phase_reads(kb, r, written, p, t->id);
+		if (later) {
+			r->ct_made[r->nct] = true;
+			r->ct_level[r->nct] = r->level[k];
+			r->ct[r->nct++] = t->id;
+			bytes += per;
+		}
+	}
+	for (int q = 0; q < r->nvt && r->nct < CG_RED_CACHE_T; q++) {
+		const RelTensor *t = kb->tinfo[r->vt[q]];
+		int64_t per = (int64_t)CG_RED_CACHE_BLOCK * trips * 16;
+		bool full = true;
+		for (int d = 0; d < r->rank; d++)
+			full &= d == r->axis || t->shape[d] == r->full[d];
+		int phases = 0;
+		for (int p = 0; p <= r->npass && full; p++)
+			phases += phase_reads(kb, r, written, p, t->id);
+		if (full && phases > 1 && bytes + per <= CG_RED_CACHE_BYTES) {
+			r->ct[r->nct++] = r->vt[q];
+			bytes += per;
+		}
+	}
+}
+
+bool cg_reduce_plan(CgKb *kb, const CgKernelSpec *s, int rank, const uint32_t *ref,
+		    const bool *written, CgRed *r)
 {
 	memset(r, 0, sizeof *r);
 	int ax = -1;
@@ -292,22 +388,10 @@ bool cg_reduce_plan(CgKb *kb, const CgKernelSpec *s, int rank, const uint32_t *r
 	}
 	if (!views && r->nvt > 0)
 		r->vec = 16 / maxsize;
-	/* the row cache: rows broadcast back on the vector path keep the row tensors of
-	 * the full shape (not the ones broadcast over rows, which L1 holds) in shared
-	 * memory, CG_RED_CACHE elements a thread, CG_RED_CACHE_BYTES a block at most */
+	/* the row cache, in shared memory */
 	r->cache = r->bcast && !r->column && r->vec > 1;
-	int trips = CG_RED_CACHE / r->vec < 1 ? 1 : CG_RED_CACHE / r->vec;
-	int64_t bytes = 0, per = (int64_t)CG_RED_THREADS * trips * 16;  /* shared memory */
-	for (int q = 0; q < r->nvt && r->cache && r->nct < CG_RED_CACHE_T; q++) {
-		const RelTensor *t = kb->tinfo[r->vt[q]];
-		bool full = true;
-		for (int d = 0; d < rank; d++)
-			full &= d == ax || t->shape[d] == r->full[d];
-		if (full && bytes + per <= CG_RED_CACHE_BYTES) {
-			r->ct[r->nct++] = r->vt[q];
-			bytes += per;
-		}
-	}
+	if (r->cache)
+		cache_plan(kb, s, written, r);
 	r->cache &= r->nct > 0;
 	for (int k = 0; k < r->nred; k++) {
 		OpKind kind = (OpKind)s->ops[r->red[k]].kind;
@@ -354,17 +438,20 @@ int64_t cg_reduce_row_threads(int64_t n)
 
 /* Threads per row of a kernel with the row cache (rows broadcast back, vector path):
  *   n <= 32       as cg_reduce_row_threads
- *   larger        pow2ceil(n / CG_RED_CACHE), 32 to 512: a warp per row up to
- *                 32 * CG_RED_CACHE elements, then a block per row; rows up to
- *                 512 * CG_RED_CACHE elements are then held in registers, CG_RED_CACHE
- *                 a thread (measured on the H200: docs/benchmarks.md, "Reductions").
- * Longer rows (or rows the vector path cannot take) run the passes over memory. */
+ *   larger        pow2ceil(n / CG_RED_CACHE), 32 to CG_RED_CACHE_BLOCK: a warp per
+ *                 row up to 32 * CG_RED_CACHE elements, then a block per row; rows
+ *                 up to CG_RED_CACHE_BLOCK * CG_RED_CACHE elements are then held in
+ *                 shared memory, CG_RED_CACHE a thread (measured on the H200:
+ *                 docs/benchmarks.md, "Reductions" and session 31's "Norms and
+ *                 softmax").
+ * Longer rows (or rows the vector path cannot take) run the passes over memory,
+ * with cg_reduce_row_threads. */
 int64_t cg_reduce_cache_threads(int64_t n)
 {
-	if (n <= 32)
+	if (n <= 32 || n > (int64_t)CG_RED_CACHE_BLOCK * CG_RED_CACHE)
 		return cg_reduce_row_threads(n);
 	int64_t g = pow2ceil(ceil_div(n, CG_RED_CACHE));
-	return g < 32 ? 32 : g > CG_RED_THREADS ? CG_RED_THREADS : g;
+	return g < 32 ? 32 : g > CG_RED_CACHE_BLOCK ? CG_RED_CACHE_BLOCK : g;
 }
 
 /* The launch rule of cooperative reduce kernels (CgLaunch.arg: column, split, arg,
@@ -463,10 +550,10 @@ typedef struct {
 	LLVMValueRef vok;             /* i1: the rows' vector path may run */
 	LLVMValueRef colsh;           /* columns mode: the shared buffer of column_reduce */
 	int vlanes;                   /* bodies: 0 scalar, else positions are V-groups */
-	/* the row cache: shared memory cs[q] holds tensor ct[q]'s vector of trip u of
-	 * thread tid at u * CG_RED_THREADS + tid (each thread reads back only what it
-	 * stored: no barrier); filled[q] once a phase has stored every trip (later phases
-	 * read it instead of memory) */
+	/* the row cache: shared memory cs[q] holds tensor ct[q]'s V-group j / V of the
+	 * block's row r at r * G * K + j / V, CG_RED_CACHE_BLOCK * K slots (each thread
+	 * reads back only what it stored: no barrier); filled[q] once a phase has stored
+	 * every trip (later phases read it instead of memory) */
 	LLVMValueRef cs[CG_RED_CACHE_T];
 	LLVMTypeRef cst[CG_RED_CACHE_T];
 	bool filled[CG_RED_CACHE_T], filling[CG_RED_CACHE_T];
@@ -474,6 +561,8 @@ typedef struct {
 	LLVMValueRef cok;             /* i1, uniform: this launch's rows fit the cache */
 	LLVMValueRef cap_groups;      /* V-groups a row's slots span: G * K */
 	bool caching;                 /* building the cached path */
+	int lv;                       /* the phase being built: a pass, npass the write */
+	LLVMValueRef jl[16];          /* vector path: the V positions of the current trip */
 	bool vst[CG_RED_MAX];         /* written tensor k: 16-byte stores on the vector path */
 	/* per phase */
 	LLVMValueRef row, valid, lane, stride, pos[IR_MAX_RANK];
@@ -668,33 +757,74 @@ static LLVMValueRef cache_slot(Red *x, int q, LLVMValueRef j)
 	return LLVMBuildGEP2(b, x->cst[q], x->cs[q], &i, 1, "");
 }
 
-/* A V-group (position j of the row) of the vector path begins: no vector loaded yet;
- * on the cached path the vectors of the cached tensors come from shared memory once
- * a phase filled it. */
+/* The index of cached tensor q at lane l of the current trip. */
+static CgIdx cache_idx(Red *x, int q, int l)
+{
+	CgIdx e = at_axis(x, x->kb->tinfo[x->r->ct[q]]->shape, x->jl[l]);
+	e.lane = l;
+	return e;
+}
+
+/* A V-group (position j of the row) of the vector path begins: its positions, and no
+ * vector loaded yet. On the cached path, once a phase filled the cache, a loaded
+ * tensor's vector comes from shared memory, and a made tensor's lanes go to the memo
+ * (the phase then computes nothing that reads only them). */
 static void trip_begin(Red *x, LLVMValueRef j)
 {
 	CgKb *kb = x->kb;
+	for (int l = 0; l < x->vlanes; l++)
+		x->jl[l] = l == 0 ? j : LLVMBuildAdd(kb->b, j, cg_i64(kb, l), "");
 	memset(kb->vload, 0, sizeof *kb->vload * (size_t)kb->ntensors);
 	if (!x->caching)
 		return;
-	for (int q = 0; q < x->r->nct; q++)
-		if (x->filled[q])
-			kb->vload[x->r->ct[q]] = LLVMBuildLoad2(kb->b, x->cst[q], cache_slot(x, q, j), "");
+	for (int q = 0; q < x->r->nct; q++) {
+		if (!x->filled[q])
+			continue;
+		int t = x->r->ct[q];
+		LLVMValueRef v = LLVMBuildLoad2(kb->b, x->cst[q], cache_slot(x, q, j), "");
+		/* the cache is 16-byte aligned (cg_coop_shared); a made f32 tensor's
+		 * slot on a bf16 row's 8 lanes is 32 bytes, whose own alignment the
+		 * host's vector moves would assume */
+		LLVMSetAlignment(v, 16);
+		if (!x->r->ct_made[q]) {
+			kb->vload[t] = v;
+			continue;
+		}
+		for (int l = 0; l < x->vlanes; l++) {
+			CgIdx e = cache_idx(x, q, l);
+			LLVMValueRef lane = LLVMBuildExtractElement(kb->b, v,
+				LLVMConstInt(kb->m->t_i32, (unsigned)l, 0), "");
+			cg_memo_add(kb, t, &e, cg_widen(kb, lane, (DType)kb->tinfo[t]->dtype));
+		}
+	}
 }
 
-/* It ends: on the cached path, the vectors this phase loaded go to shared memory. */
+/* It ends: on the cached path, the vectors this phase loaded, and the made tensors
+ * of this pass, go to shared memory. */
 static void trip_end(Red *x, LLVMValueRef j)
 {
 	CgKb *kb = x->kb;
 	for (int q = 0; q < x->r->nct && x->caching; q++) {
-		LLVMValueRef v = kb->vload[x->r->ct[q]];
+		int t = x->r->ct[q];
+		LLVMValueRef v = kb->vload[t];
+		if (x->r->ct_made[q] && x->r->ct_level[q] == x->lv) {
+			DType dt = (DType)kb->tinfo[t]->dtype;
+			v = LLVMGetUndef(LLVMVectorType(cg_stype(kb->m, dt), (unsigned)x->vlanes));
+			for (int l = 0; l < x->vlanes; l++) {
+				CgIdx e = cache_idx(x, q, l);
+				v = LLVMBuildInsertElement(kb->b, v, cg_narrow(kb, cg_eval(kb, t, &e), dt),
+							   LLVMConstInt(kb->m->t_i32, (unsigned)l, 0), "");
+			}
+		} else if (x->r->ct_made[q]) {
+			v = NULL;
+		}
 		if (x->filled[q] || !v)
 			continue;
 		if (!x->cs[q]) {
 			x->cst[q] = LLVMTypeOf(v);
-			x->cs[q] = cg_coop_shared(x->c, x->cst[q], CG_RED_THREADS * x->K);
+			x->cs[q] = cg_coop_shared(x->c, x->cst[q], CG_RED_CACHE_BLOCK * x->K);
 		}
-		LLVMBuildStore(kb->b, v, cache_slot(x, q, j));
+		LLVMSetAlignment(LLVMBuildStore(kb->b, v, cache_slot(x, q, j)), 16);
 		x->filling[q] = true;
 	}
 	memset(kb->vload, 0, sizeof *kb->vload * (size_t)kb->ntensors);
@@ -711,10 +841,10 @@ static void accumulate(Red *x, const int *ks, int q0, int q1, LLVMValueRef *j, i
 	LLVMValueRef v[CG_RED_UNROLL * 16][2], at[CG_RED_UNROLL * 16];
 	for (int u = 0; u < nj; u++) {
 		if (x->vlanes)
-			trip_begin(x, j[u]);   /* nj is 1 on the vector path */
+			trip_begin(x, j[u]);
 		for (int l = 0; l < V; l++) {
 			int e0 = u * V + l;
-			at[e0] = x->vlanes ? LLVMBuildAdd(kb->b, j[u], cg_i64(kb, l), "") : j[u];
+			at[e0] = x->vlanes ? x->jl[l] : j[u];
 			for (int q = q0; q < q1; q++) {
 				const RelOp *op = red_op(x, ks[q]);
 				const RelTensor *in = &op->t[0];
@@ -724,14 +854,14 @@ static void accumulate(Red *x, const int *ks, int q0, int q1, LLVMValueRef *j, i
 							   (DType)in->dtype, acc_dtype(op));
 			}
 		}
+		if (x->vlanes)
+			trip_end(x, j[u]);
 	}
 	for (int e0 = 0; e0 < nj * V; e0++)
 		for (int q = q0; q < q1; q++) {
 			LLVMValueRef other[2] = {v[e0][q - q0], at[e0]};
 			combine(x->c, acc[q - q0], other, (void *)red_op(x, ks[q]));
 		}
-	if (x->vlanes)
-		trip_end(x, j[nj - 1]);
 }
 
 /* for (j = start; j < end; j += stride) body, CG_RED_UNROLL positions a trip, then
@@ -743,10 +873,16 @@ static void row_loop(Red *x, LLVMValueRef start, LLVMValueRef end, LLVMValueRef 
 {
 	CgKb *kb = x->kb;
 	LLVMBuilderRef b = kb->b;
-	/* positions a trip: the vector path 1 (V elements, one 16-byte load per row
-	 * tensor); the scalar path CG_RED_UNROLL, or 1 where it is only the fallback of a
-	 * vector path (registers: docs/benchmarks.md) */
-	const int U = x->vlanes || x->r->vec > 1 ? 1 : CG_RED_UNROLL;
+	/* positions a trip: on the cached path CG_RED_TRIPS of the K V-groups a thread
+	 * holds (their loads in flight together; what is left, one at a time); the
+	 * vector path 1 (V elements, one 16-byte load per row tensor); the scalar path
+	 * CG_RED_UNROLL, or 1 where it is only the fallback of a vector path (registers:
+	 * docs/benchmarks.md) */
+	int U = x->vlanes || x->r->vec > 1 ? 1 : CG_RED_UNROLL;
+	if (x->caching) {
+		U = x->K < CG_RED_TRIPS ? x->K : CG_RED_TRIPS;
+		U = U < CG_RED_UNROLL * 16 / x->vlanes ? U : CG_RED_UNROLL * 16 / x->vlanes;
+	}
 	LLVMValueRef span = LLVMBuildMul(b, stride, cg_i64(kb, U - 1), "");
 	CgLoop l;
 	cg_loop_begin(kb, &l, start, LLVMBuildSub(b, end, span, ""),
@@ -754,7 +890,7 @@ static void row_loop(Red *x, LLVMValueRef start, LLVMValueRef end, LLVMValueRef 
 	LLVMValueRef phi[4], cur[4];
 	for (int k = 0; k < nc; k++)
 		cur[k] = phi[k] = cg_carry(kb, &l, carry[k]);
-	LLVMValueRef js[CG_RED_UNROLL];
+	LLVMValueRef js[CG_RED_UNROLL * 16];
 	for (int u = 0; u < U; u++)
 		js[u] = u == 0 ? l.i : LLVMBuildAdd(b, l.i, LLVMBuildMul(b, stride, cg_i64(kb, u), ""), "");
 	body(x, js, U, cur, ctx);
@@ -890,6 +1026,7 @@ static void pass(Red *x, int lv, LLVMValueRef unit)
 	const CgRed *r = x->r;
 	cg_coop_phase_begin(c);
 	row_begin(x, unit);
+	x->lv = lv;
 	LLVMValueRef start = LLVMBuildAdd(b, x->lo, x->lane, "");
 	LLVMValueRef end = LLVMBuildSelect(b, x->valid, x->hi, cg_i64(kb, 0), "");
 	int ks[CG_RED_MAX], nk = 0;
@@ -994,8 +1131,7 @@ static void write_vector(Red *x, const WriteCtx *w, LLVMValueRef j)
 	LLVMValueRef lanes[CG_RED_MAX][16], off[CG_RED_MAX];
 	trip_begin(x, j);
 	for (int l = 0; l < V; l++) {
-		LLVMValueRef jl = l == 0 ? j : LLVMBuildAdd(kb->b, j, cg_i64(kb, l), "");
-		CgIdx e = at_axis(x, x->ref, jl);
+		CgIdx e = at_axis(x, x->ref, x->jl[l]);
 		e.lane = l;
 		for (int k = 0; k < w->nw; k++) {
 			if (k >= CG_RED_MAX || !x->vst[k]) {
@@ -1053,6 +1189,7 @@ static void write_rows(Red *x, LLVMValueRef unit, const int *wr, int nw)
 	LLVMBuilderRef b = kb->b;
 	cg_coop_phase_begin(c);
 	row_begin(x, unit);
+	x->lv = x->r->npass;
 	if (x->r->bcast) {
 		LLVMValueRef end = LLVMBuildSelect(b, x->valid, x->n, cg_i64(kb, 0), "");
 		WriteCtx wc = {wr, nw};
@@ -1236,6 +1373,7 @@ void cg_reduce_kernel(CgKb *kb, CgCoop *c, const CgRed *r, const uint32_t *ref, 
 	 * of V elements (n, and lo, hi when split) */
 	kb->vec = r->vec;
 	kb->vrow_axis = r->axis;
+	kb->rowk = true;
 	if (r->vec > 1) {
 		LLVMValueRef mis = cg_i64(kb, 0);
 		for (int q = 0; q < r->nvt; q++)
@@ -1262,6 +1400,9 @@ void cg_reduce_kernel(CgKb *kb, CgCoop *c, const CgRed *r, const uint32_t *ref, 
 		LLVMValueRef cap = LLVMBuildMul(b, x->G, cg_i64(kb, (int64_t)x->K * r->vec), "");
 		LLVMValueRef fits = LLVMBuildAnd(b, LLVMBuildICmp(b, LLVMIntULE, x->n, cap, ""),
 						 LLVMBuildICmp(b, LLVMIntUGT, x->n, cg_i64(kb, 0), ""), "");
+		/* the slots are those of CG_RED_CACHE_BLOCK threads */
+		fits = LLVMBuildAnd(b, fits, LLVMBuildICmp(b, LLVMIntULE, c->nthreads,
+				cg_i64(kb, CG_RED_CACHE_BLOCK), ""), "");
 		x->cok = LLVMBuildAnd(b, x->vok, fits, "cok");
 	}
 	LLVMValueRef nunits;

@@ -906,6 +906,23 @@ LLVMValueRef cg_math_unary(CgMath *m, OpKind op, LLVMValueRef x, GeluApprox appr
 	return math_emit(m, op, 1, &x, approx);
 }
 
+/* exp of an f32 value whose result is stored as f16 or bf16: on the GPU one
+ * ex2.approx (without ftz: subnormal results stay, as bf16 keeps them) of x·log2 e.
+ * Its error, 2 ulps of ex2 and 2|x| ulps from rounding x·log2 e and log2 e, is
+ * within 210 ulps of f32 for the x whose exp a half type holds, a 300th of a bf16
+ * ulp (host/bounds.c counts it). The host and libdevice mode keep the full exp. */
+LLVMValueRef cg_math_exp_half(CgMath *m, LLVMValueRef x)
+{
+	if (!m->gpu || m->libdevice || LLVMTypeOf(x) != LLVMFloatTypeInContext(m->ctx))
+		return math_emit(m, OP_EXP, 1, &x, GELU_NONE);
+	static const char name[] = "llvm.nvvm.ex2.approx.f";
+	unsigned id = LLVMLookupIntrinsicID(name, sizeof name - 1);
+	LLVMValueRef fn = LLVMGetIntrinsicDeclaration(m->mod, id, NULL, 0);
+	LLVMTypeRef fty = LLVMIntrinsicGetType(m->ctx, id, NULL, 0);
+	LLVMValueRef t = LLVMBuildFMul(m->b, x, LLVMConstReal(LLVMTypeOf(x), LOG2E), "");
+	return LLVMBuildCall2(m->b, fty, fn, &t, 1, "");
+}
+
 LLVMValueRef cg_math_binary(CgMath *m, OpKind op, LLVMValueRef x, LLVMValueRef y)
 {
 	LLVMValueRef a[2] = {x, y};

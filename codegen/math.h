@@ -39,6 +39,9 @@ typedef struct {
  * x is a float or double value; returns the same type. approx is read by OP_GELU only.
  * An op the table does not hold is an internal bug (die). */
 LLVMValueRef cg_math_unary(CgMath *m, OpKind op, LLVMValueRef x, GeluApprox approx);
+/* exp(x) for an f32 x whose result is rounded to f16 or bf16 where it is made: a
+ * shorter form on the GPU (math.c has its error; docs/math.md). */
+LLVMValueRef cg_math_exp_half(CgMath *m, LLVMValueRef x);
 /* Ops with two float operands: OP_POW, OP_POWF, OP_POW_SCALAR (x^y, C pow
  * semantics for specials) and OP_REM, OP_REM_SCALAR (x - y*floor(x/y): the
  * result has the sign of y, like torch.remainder). For the _SCALAR ops, y is

@@ -82,15 +82,16 @@ static int init_targets(CgTarget t)
 
 /* The processors of LLVM 19's NVPTX backend; any other name would make LLVM print a
  * warning and silently use a default. */
+static const char *const known_arches[] = {
+	"sm_20", "sm_21", "sm_30", "sm_32", "sm_35", "sm_37", "sm_50", "sm_52",
+	"sm_53", "sm_60", "sm_61", "sm_62", "sm_70", "sm_72", "sm_75", "sm_80",
+	"sm_86", "sm_87", "sm_89", "sm_90", "sm_90a",
+};
+
 bool cg_arch_known(const char *arch)
 {
-	static const char *const known[] = {
-		"sm_20", "sm_21", "sm_30", "sm_32", "sm_35", "sm_37", "sm_50", "sm_52",
-		"sm_53", "sm_60", "sm_61", "sm_62", "sm_70", "sm_72", "sm_75", "sm_80",
-		"sm_86", "sm_87", "sm_89", "sm_90", "sm_90a",
-	};
-	for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
-		if (!strcmp(arch, known[i]))
+	for (size_t i = 0; i < COUNTOF(known_arches); i++)
+		if (!strcmp(arch, known_arches[i]))
 			return true;
 	return false;
 }
@@ -98,6 +99,16 @@ bool cg_arch_known(const char *arch)
 bool cg_arch_supported(const char *arch)
 {
 	return !strncmp(arch, "sm_", 3) && atoi(arch + 3) >= CG_MIN_ARCH;
+}
+
+void cg_arch_list(Buf *b)
+{
+	int n = 0, k = 0;
+	for (size_t i = 0; i < COUNTOF(known_arches); i++)
+		n += cg_arch_supported(known_arches[i]);
+	for (size_t i = 0; i < COUNTOF(known_arches); i++)
+		if (cg_arch_supported(known_arches[i]))
+			buf_printf(b, "%s%s", k++ ? k == n ? " and " : ", " : "", known_arches[i]);
 }
 
 enum { CHUNK_DIV = 8, CHUNK_MAX = 32, CHUNK_HEAVY_INSNS = 800 }; /* heavy_kernel */

@@ -142,40 +142,8 @@ static void dim3(JsonW *w, int64_t x, int64_t y, int64_t z)
 	jw_end(w);
 }
 
-static void launch_json(JsonW *w, const Schedule *s, const CgBound *b)
+static void args_json(JsonW *w, const Graph *g, const CgBound *b)
 {
-	const Graph *g = s->g;
-	const CgKernel *k = b->kernel;
-	const Kernel *unit = &s->kernels[b->unit];
-	jw_obj(w);
-	jw_key(w, "kernel");
-	jw_str(w, k->name);
-	jw_key(w, "unit");
-	jw_str(w, unit->name);
-	const Launch *l = NULL;
-	const Step *st = &s->steps[b->step];
-	for (int i = 0; i < st->nlaunch && !l; i++)
-		if (st->launch[i].kernel == b->unit)
-			l = &st->launch[i];
-	if (l) {
-		jw_key(w, "ops");
-		int_array(w, l->ops, l->nops);
-	}
-	for (int pass = 0; pass < 2; pass++) {
-		jw_key(w, pass ? "writes" : "reads");
-		jw_arr(w);
-		for (int p = 0; p < k->nparams; p++)
-			if (k->params[p].kind == CG_PARAM_BUFFER &&
-			    (pass ? k->params[p].written : k->params[p].read))
-				jw_str(w, g->tensors[b->args[p].tensor].name);
-		jw_end(w);
-	}
-	jw_key(w, "grid");
-	dim3(w, b->at.grid[0], b->at.grid[1], b->at.grid[2]);
-	jw_key(w, "block");
-	dim3(w, b->at.block[0], b->at.block[1], b->at.block[2]);
-	jw_key(w, "shared_bytes");
-	jw_int(w, b->at.shared_bytes);
 	jw_key(w, "args");
 	jw_arr(w);
 	for (int p = 0; p < b->nargs; p++) {
@@ -202,6 +170,48 @@ static void launch_json(JsonW *w, const Schedule *s, const CgBound *b)
 		jw_end(w);
 	}
 	jw_end(w);
+}
+
+/* A launch of a step; `people`: with what a runtime does not read (the unit, its
+ * ops, the tensors read and written), which a variant's launch leaves to the
+ * launch of the top level in the same place. */
+static void launch_json(JsonW *w, const Schedule *s, const CgBound *b, bool people)
+{
+	const Graph *g = s->g;
+	const CgKernel *k = b->kernel;
+	const Kernel *unit = &s->kernels[b->unit];
+	jw_obj(w);
+	jw_key(w, "kernel");
+	jw_str(w, k->name);
+	if (people) {
+		jw_key(w, "unit");
+		jw_str(w, unit->name);
+		const Launch *l = NULL;
+		const Step *st = &s->steps[b->step];
+		for (int i = 0; i < st->nlaunch && !l; i++)
+			if (st->launch[i].kernel == b->unit)
+				l = &st->launch[i];
+		if (l) {
+			jw_key(w, "ops");
+			int_array(w, l->ops, l->nops);
+		}
+		for (int pass = 0; pass < 2; pass++) {
+			jw_key(w, pass ? "writes" : "reads");
+			jw_arr(w);
+			for (int p = 0; p < k->nparams; p++)
+				if (k->params[p].kind == CG_PARAM_BUFFER &&
+				    (pass ? k->params[p].written : k->params[p].read))
+					jw_str(w, g->tensors[b->args[p].tensor].name);
+			jw_end(w);
+		}
+	}
+	jw_key(w, "grid");
+	dim3(w, b->at.grid[0], b->at.grid[1], b->at.grid[2]);
+	jw_key(w, "block");
+	dim3(w, b->at.block[0], b->at.block[1], b->at.block[2]);
+	jw_key(w, "shared_bytes");
+	jw_int(w, b->at.shared_bytes);
+	args_json(w, g, b);
 	jw_end(w);
 }
 
@@ -312,6 +322,116 @@ bool cg_weights_same(const Graph *g, const char *path)
 	return same;
 }
 
+/* The distinct kernels of a lowering; the first launch of each names its fuser,
+ * score and ops. */
+static void kernels_json(JsonW *w, const Schedule *s, const CgProgram *prog)
+{
+	const Graph *g = s->g;
+	/* the first launch of each kernel names its fuser, score and ops */
+	int nidx = 1;
+	for (int i = 0; i < prog->nkernels; i++)
+		if (prog->kernels[i]->index + 1 > nidx)
+			nidx = prog->kernels[i]->index + 1;
+	const CgBound **first = xcalloc((size_t)nidx, sizeof *first);
+	for (int i = prog->nlaunch - 1; i >= 0; i--)
+		first[prog->launch[i].kernel->index] = &prog->launch[i];
+	jw_arr(w);
+	for (int i = 0; i < prog->nkernels; i++) {
+		const CgKernel *ck = prog->kernels[i];
+		const Kernel *k = &s->kernels[first[ck->index]->unit];
+		jw_obj(w);
+		jw_key(w, "name");
+		jw_str(w, ck->name);
+		jw_key(w, "entry");
+		jw_str(w, ck->name);
+		jw_key(w, "kind");
+		jw_str(w, cg_kernel_kind_name(ck->kind));
+		jw_key(w, "params");
+		jw_arr(w);
+		for (int p = 0; p < ck->nparams; p++)
+			jw_str(w, param_type(&ck->params[p]));
+		jw_end(w);
+		jw_key(w, "block");
+		dim3(w, ck->launch.block, 1, 1);
+		jw_key(w, "shared_bytes");
+		jw_int(w, 0);
+		jw_key(w, "vectorized");
+		jw_bool(w, ck->vectorized);
+		if (ck->shape) {
+			jw_key(w, "shape");
+			jw_str(w, ck->shape);
+		}
+		if (ck->variant > 0) {
+			jw_key(w, "tiles");
+			jw_str(w, cg_matmul_variant_name(ck->variant));
+		}
+		jw_key(w, "fuser");
+		jw_str(w, k->fuser >= 0 ? pass_fuser_name(k->fuser) : "none");
+		jw_key(w, "score");
+		jw_int(w, (int64_t)k->score);
+		jw_key(w, "ops");
+		int_array(w, k->ops, k->nops);
+		jw_key(w, "op_names");
+		jw_arr(w);
+		for (int j = 0; j < k->nops; j++) {
+			char buf[96];
+			jw_str(w, ir_op_display(g, &g->ops[k->ops[j]], buf, sizeof buf));
+		}
+		jw_end(w);
+		jw_end(w);
+	}
+	jw_end(w);
+	free(first);
+}
+
+/* Lowering for another arch must not change what the targets share (tensors,
+ * buffers, aliases, views, launches per step): the plan writes them once. */
+static void check_same_lowering(const Graph *g, const CgProgram *a, const CgProgram *b)
+{
+	bool same = a->nlaunch == b->nlaunch && a->naliases == b->naliases &&
+		    a->nviews == b->nviews;
+	for (int i = 0; same && i < a->nlaunch; i++)
+		same = a->launch[i].step == b->launch[i].step &&
+		       a->launch[i].unit == b->launch[i].unit;
+	for (int t = 0; same && t < g->ntensors; t++)
+		same = a->buffer[t] == b->buffer[t] && a->alias[t] == b->alias[t] &&
+		       a->nhwc[t] == b->nhwc[t];
+	if (!same)
+		die("the lowerings for two arches differ in more than kernels and launches");
+}
+
+/* "variants": every target after the first, each with its PTX and what differs:
+ * its kernels and, in execution order, its launches (one per launch of the
+ * steps). */
+static void variants_json(JsonW *w, const Schedule *s, const CgProgram *prog,
+			  const PlanFileInfo *info)
+{
+	jw_key(w, "variants");
+	jw_arr(w);
+	for (int t = 1; t < info->ntargets; t++) {
+		const PlanTarget *pt = &info->target[t];
+		check_same_lowering(s->g, &prog[0], &prog[t]);
+		jw_obj(w);
+		jw_key(w, "arch");
+		jw_str(w, pt->arch);
+		jw_key(w, "ptx");
+		jw_str(w, pt->ptx);
+		if (pt->ptx_sha256) {
+			jw_key(w, "ptx_sha256");
+			jw_str(w, pt->ptx_sha256);
+		}
+		jw_key(w, "kernels");
+		kernels_json(w, s, &prog[t]);
+		jw_key(w, "launches");
+		jw_arr(w);
+		for (int i = 0; i < prog[t].nlaunch; i++)
+			launch_json(w, s, &prog[t].launch[i], false);
+		jw_end(w);
+		jw_end(w);
+	}
+	jw_end(w);
+}
+
 char *cg_plan_json(const Schedule *s, const CgProgram *prog, const PlanFileInfo *info)
 {
 	const Graph *g = s->g;
@@ -322,18 +442,18 @@ char *cg_plan_json(const Schedule *s, const CgProgram *prog, const PlanFileInfo 
 	jw_init(w, &out, info->pretty);
 	jw_obj(w);
 	jw_key(w, "format");
-	jw_str(w, "fusec-plan/1");
+	jw_str(w, CG_PLAN_FORMAT);
 	jw_key(w, "compiler");
 	jw_str(w, "fusec " FUSEC_VERSION);
 	jw_key(w, "name");
 	jw_str(w, g->name);
 	jw_key(w, "arch");
-	jw_str(w, info->arch);
+	jw_str(w, info->target[0].arch);
 	jw_key(w, "ptx");
-	jw_str(w, info->ptx);
-	if (info->ptx_sha256) {
+	jw_str(w, info->target[0].ptx);
+	if (info->target[0].ptx_sha256) {
 		jw_key(w, "ptx_sha256");
-		jw_str(w, info->ptx_sha256);
+		jw_str(w, info->target[0].ptx_sha256);
 	}
 	if (info->weights) {
 		jw_key(w, "weights");
@@ -417,62 +537,8 @@ char *cg_plan_json(const Schedule *s, const CgProgram *prog, const PlanFileInfo 
 	}
 	jw_end(w);
 
-	/* the first launch of each kernel names its fuser, score and ops */
-	int nidx = 1;
-	for (int i = 0; i < prog->nkernels; i++)
-		if (prog->kernels[i]->index + 1 > nidx)
-			nidx = prog->kernels[i]->index + 1;
-	const CgBound **first = xcalloc((size_t)nidx, sizeof *first);
-	for (int i = prog->nlaunch - 1; i >= 0; i--)
-		first[prog->launch[i].kernel->index] = &prog->launch[i];
 	jw_key(w, "kernels");
-	jw_arr(w);
-	for (int i = 0; i < prog->nkernels; i++) {
-		const CgKernel *ck = prog->kernels[i];
-		const Kernel *k = &s->kernels[first[ck->index]->unit];
-		jw_obj(w);
-		jw_key(w, "name");
-		jw_str(w, ck->name);
-		jw_key(w, "entry");
-		jw_str(w, ck->name);
-		jw_key(w, "kind");
-		jw_str(w, cg_kernel_kind_name(ck->kind));
-		jw_key(w, "params");
-		jw_arr(w);
-		for (int p = 0; p < ck->nparams; p++)
-			jw_str(w, param_type(&ck->params[p]));
-		jw_end(w);
-		jw_key(w, "block");
-		dim3(w, ck->launch.block, 1, 1);
-		jw_key(w, "shared_bytes");
-		jw_int(w, 0);
-		jw_key(w, "vectorized");
-		jw_bool(w, ck->vectorized);
-		if (ck->shape) {
-			jw_key(w, "shape");
-			jw_str(w, ck->shape);
-		}
-		if (ck->variant > 0) {
-			jw_key(w, "tiles");
-			jw_str(w, cg_matmul_variant_name(ck->variant));
-		}
-		jw_key(w, "fuser");
-		jw_str(w, k->fuser >= 0 ? pass_fuser_name(k->fuser) : "none");
-		jw_key(w, "score");
-		jw_int(w, (int64_t)k->score);
-		jw_key(w, "ops");
-		int_array(w, k->ops, k->nops);
-		jw_key(w, "op_names");
-		jw_arr(w);
-		for (int j = 0; j < k->nops; j++) {
-			char buf[96];
-			jw_str(w, ir_op_display(g, &g->ops[k->ops[j]], buf, sizeof buf));
-		}
-		jw_end(w);
-		jw_end(w);
-	}
-	jw_end(w);
-	free(first);
+	kernels_json(w, s, prog);
 
 	jw_key(w, "plans");
 	jw_arr(w);
@@ -535,13 +601,15 @@ char *cg_plan_json(const Schedule *s, const CgProgram *prog, const PlanFileInfo 
 		jw_key(w, "launches");
 		jw_arr(w);
 		for (; bi < prog->nlaunch && prog->launch[bi].step == i; bi++)
-			launch_json(w, s, &prog->launch[bi]);
+			launch_json(w, s, &prog->launch[bi], true);
 		jw_end(w);
 		no_launch(w, g, "aliases", "of", prog->aliases, prog->naliases, &ai, i);
 		no_launch(w, g, "views", "read_through", prog->views, prog->nviews, &vi, i);
 		jw_end(w);
 	}
 	jw_end(w);
+	if (info->ntargets > 1)
+		variants_json(w, s, prog, info);
 	jw_end(w);
 	buf_free(&tmp);
 	free(woff);
@@ -556,13 +624,13 @@ static void llvm_progress(void *arg, int done, int total)
 	info->progress("llvm", done, total);
 }
 
-int cg_compile_schedule(const Schedule *s, const PlanFileInfo *info, bool want_ll,
-			CgOutputs *out, Diag *d)
+/* Lower s for one target and emit its PTX (and its IR with want_ll) into ptx, ll;
+ * prog lives in a. Adds its times and counts to *out. */
+static int compile_target(const Schedule *s, const PlanFileInfo *info, const char *arch,
+			  bool want_ll, Arena *a, CgProgram *prog, Buf *ptx, Buf *ll,
+			  CgOutputs *out, Diag *d)
 {
-	memset(out, 0, sizeof *out);
-	Arena *a = arena_new();
-	CgProgram prog;
-	CgOptions co = {.target = CG_TARGET_NVPTX, .arch = info->arch,
+	CgOptions co = {.target = CG_TARGET_NVPTX, .arch = arch,
 			.libdevice = info->libdevice, .name = s->g->name,
 			.allow_tf32 = info->allow_tf32};
 	double t0 = clock_seconds();
@@ -571,47 +639,67 @@ int cg_compile_schedule(const Schedule *s, const PlanFileInfo *info, bool want_l
 	CgModule *m = cg_module_new(&co, a, d);
 	if (m && !want_ll)
 		cg_module_chunked(m);
-	int rc = !m || cg_lower(m, s, a, &prog, d) ? -1 : 0;
-	double t1 = clock_seconds(), t2 = t1, t3;
-	out->cache_hits = -1;
+	int rc = !m || cg_lower(m, s, a, prog, d) ? -1 : 0;
+	double t1 = clock_seconds(), t2 = t1;
 	if (!rc && info->progress)
-		info->progress("llvm", 0, prog.nkernels);
+		info->progress("llvm", 0, prog->nkernels);
 	if (!want_ll) {
 		CgEmitStats es = {0};
 		int threads = info->threads > 0 ? info->threads : cg_default_threads();
 		rc = rc || cg_module_emit_chunked(m, threads, info->cache_dir,
 						  info->progress ? llvm_progress : NULL, (void *)info,
-						  &out->ptx, &es, d);
-		out->chunks = es.chunks;
-		out->threads = es.threads;
-		out->twins = es.twins;
+						  ptx, &es, d);
+		out->chunks += es.chunks;
+		out->threads = es.threads > out->threads ? es.threads : out->threads;
+		out->twins += es.twins;
 		if (info->cache_dir)
-			out->cache_hits = es.hits;
+			out->cache_hits += es.hits;
 	} else {
 		rc = rc || cg_module_finish(m, d) ? -1 : 0;
 		t2 = clock_seconds();
-		rc = rc || cg_module_emit_ptx(m, &out->ptx, d) || cg_module_emit_ll(m, &out->ll, d)
-			? -1 : 0;
+		rc = rc || cg_module_emit_ptx(m, ptx, d) || cg_module_emit_ll(m, ll, d) ? -1 : 0;
 		out->threads = 1;
 	}
-	t3 = clock_seconds();
+	double t3 = clock_seconds();
 	cg_module_free(m);
 	if (!rc) {
+		out->nkernels += prog->nkernels;
+		out->t_kernels += t1 - t0;
+		out->t_optimize += t2 - t1;
+		out->t_emit += t3 - t2;
+	}
+	return rc;
+}
+
+int cg_compile_schedule(const Schedule *s, const PlanFileInfo *info, bool want_ll,
+			CgOutputs *out, Diag *d)
+{
+	memset(out, 0, sizeof *out);
+	if (info->ntargets < 1 || info->ntargets > CG_MAX_TARGETS)
+		die("cg_compile_schedule: %d targets", info->ntargets);
+	Arena *a = arena_new();
+	CgProgram prog[CG_MAX_TARGETS];
+	out->ntargets = info->ntargets;
+	out->cache_hits = info->cache_dir ? 0 : -1;
+	int rc = 0;
+	for (int t = 0; t < info->ntargets && !rc; t++)
+		rc = compile_target(s, info, info->target[t].arch, want_ll, a, &prog[t],
+				    &out->ptx[t], &out->ll[t], out, d);
+	if (!rc) {
+		double t3 = clock_seconds();
 		if (info->progress)
-			info->progress("plan", prog.nkernels, prog.nkernels);
-		char sha[65];
-		sha256_hex(out->ptx.data, out->ptx.len, sha);
+			info->progress("plan", out->nkernels, out->nkernels);
+		char sha[CG_MAX_TARGETS][65];
 		PlanFileInfo hashed = *info;
-		hashed.ptx_sha256 = sha;
-		char *text = cg_plan_json(s, &prog, &hashed);
+		for (int t = 0; t < info->ntargets; t++) {
+			sha256_hex(out->ptx[t].data, out->ptx[t].len, sha[t]);
+			hashed.target[t].ptx_sha256 = sha[t];
+		}
+		char *text = cg_plan_json(s, prog, &hashed);
 		size_t len = strlen(text);
 		out->plan = xrealloc(text, len + 2);
 		out->plan[len] = '\n';
 		out->plan[len + 1] = 0;
-		out->nkernels = prog.nkernels;
-		out->t_kernels = t1 - t0;
-		out->t_optimize = t2 - t1;
-		out->t_emit = t3 - t2;
 		out->t_plan = clock_seconds() - t3;
 	} else {
 		cg_outputs_free(out);
@@ -622,8 +710,10 @@ int cg_compile_schedule(const Schedule *s, const PlanFileInfo *info, bool want_l
 
 void cg_outputs_free(CgOutputs *o)
 {
-	buf_free(&o->ptx);
-	buf_free(&o->ll);
+	for (int t = 0; t < CG_MAX_TARGETS; t++) {
+		buf_free(&o->ptx[t]);
+		buf_free(&o->ll[t]);
+	}
 	free(o->plan);
 	o->plan = NULL;
 }

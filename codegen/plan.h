@@ -1,7 +1,7 @@
 /* plan.h: the execution plan file NAME.plan.json (SPEC §6, docs/plan-format.md).
  *
- * In:  a Schedule from the search (passes/passes.h), its lowering (CgProgram) and
- *      what the compile was asked.
+ * In:  a Schedule from the search (passes/passes.h), its lowering (CgProgram) for
+ *      each arch asked, and what the compile was asked.
  * Out: the plan document as text, compact or pretty (json_write.h), deterministic
  *      byte for byte: fixed key order, integers exact, doubles shortest round-trip.
  * Memory: the returned text is malloc'd; the caller frees it.
@@ -15,9 +15,23 @@
 
 #include "codegen.h"
 
+/* The arches one plan carries (fusec compile --arch sm_80,sm_90a): no two alike, so
+ * at most the ones the kernels support (sm_70 to sm_90a, nine). */
+enum { CG_MAX_TARGETS = 9 };
+
+/* One arch of a plan and its PTX file. The search runs once; each target is
+ * lowered, optimized and emitted on its own (its tile configurations, launches and
+ * kernel cache entries are its own). The first is the plan's top level, the others
+ * its "variants" (docs/plan-format.md, "Several arches"). */
 typedef struct {
 	const char *arch;      /* "sm_90a" */
-	const char *ptx;       /* "reuse.ptx" */
+	const char *ptx;       /* "reuse.ptx"; "reuse.sm_80.ptx" beside other targets */
+	const char *ptx_sha256;  /* the PTX's SHA-256 (hex); set by cg_compile_schedule */
+} PlanTarget;
+
+typedef struct {
+	PlanTarget target[CG_MAX_TARGETS];
+	int ntargets;          /* at least 1 */
 	const char *libdevice; /* NULL when not given */
 	const char *weights;   /* "reuse.weights.bin"; NULL when the graph has no constants */
 	bool pretty;           /* indented for people (--plan-style pretty); else compact */
@@ -29,7 +43,6 @@ typedef struct {
 	 * from LLVM's worker threads, one call at a time. */
 	void (*progress)(const char *phase, int done, int total);
 	bool allow_tf32;       /* --allow-tf32: f32 matmuls may use tf32 tensor cores */
-	const char *ptx_sha256;  /* the PTX's SHA-256 (hex); set by cg_compile_schedule */
 	const char *weights_sha256; /* the weights file's SHA-256 (hex); NULL when none */
 	const char *precision; /* --precision: "bf16" or "f16"; NULL when not given */
 	const char *keep_f32;  /* with it, --keep-f32 LIST as given, or NULL */
@@ -52,14 +65,19 @@ bool cg_weights_same(const Graph *g, const char *path);
 /* The SHA-256 of the file cg_weights_write_file writes, computed tensor by tensor. */
 void cg_weights_sha256(const Graph *g, char out[65]);
 
+/* The plan of s lowered once per target: prog[t] for info->target[t]. The targets
+ * share the tensors and steps (lowering does not depend on the arch for them: a
+ * difference is an internal error); each has its kernels and launches. With one
+ * target the plan has no "variants". */
 char *cg_plan_json(const Schedule *s, const CgProgram *prog, const PlanFileInfo *info);
 
 /* Everything `fusec compile` writes, built in memory. */
 typedef struct {
-	Buf ptx;               /* NAME.ptx */
-	Buf ll;                /* NAME.ll, when asked */
+	Buf ptx[CG_MAX_TARGETS];  /* per target: its PTX file (PlanTarget.ptx) */
+	Buf ll[CG_MAX_TARGETS];   /* per target: the LLVM IR, when asked */
+	int ntargets;
 	char *plan;            /* NAME.plan.json text, ending in a newline (malloc'd) */
-	int nkernels;          /* distinct kernels in the PTX */
+	int nkernels;          /* distinct kernels in the PTX files, summed over targets */
 	double t_kernels;      /* seconds: building the kernels' IR (cg_lower) */
 	double t_optimize;     /* verify, libdevice, default<O3> (cg_module_finish) */
 	double t_emit;         /* NVPTX instruction selection and PTX text */
@@ -70,8 +88,9 @@ typedef struct {
 	int twins;             /* kernels whose code an earlier one has (emit_par.h) */
 } CgOutputs;
 
-/* Generate the kernels of s for NVPTX (arch, libdevice from info), emit the PTX
- * (and the optimized LLVM IR when want_ll), and render the plan. Without want_ll
+/* Generate the kernels of s for NVPTX (each target's arch, libdevice from info),
+ * emit each target's PTX (and the optimized LLVM IR when want_ll), and render the
+ * plan. The times and counts below add up the targets. Without want_ll
  * the kernels are built in chunks, optimized and emitted on info->threads threads
  * (emit_par.h), and with a cache_dir a chunk whose PTX is cached skips LLVM; a
  * miss stores what it emitted. With want_ll, one module, no threads, no cache. 0, or -1 with *d

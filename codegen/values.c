@@ -82,13 +82,14 @@ static LLVMValueRef int_pow(CgKb *kb, DType t, LLVMValueRef a, LLVMValueRef e)
 	return LLVMBuildSelect(bd, LLVMBuildICmp(bd, LLVMIntSLT, e, zero, ""), negres, r, "");
 }
 
-/* x / s for a float scalar s. x · (1/s) is within 1 ulp of x / s, and the reciprocal
+/* x / s for a float s the same in a thread's whole loop (a scalar, a row's
+ * reduction in a reduce kernel). x · (1/s) is within 1 ulp of x / s, and the reciprocal
  * is loop-invariant, so the kernel multiplies instead of dividing per element; but
  * only while 1/s is a normal number of the type: for |s| below ~1/MAX (1e-40 in f32)
  * the reciprocal overflows to inf, and above ~1/MIN it loses bits as a subnormal.
  * Otherwise (and for s = 0, inf, nan, where both agree anyway) the kernel divides.
  * The test is on the scalar alone, a uniform branch that LLVM may hoist. */
-static LLVMValueRef div_scalar(CgKb *kb, LLVMValueRef x, LLVMValueRef s)
+LLVMValueRef cg_div_uniform(CgKb *kb, LLVMValueRef x, LLVMValueRef s)
 {
 	LLVMBuilderRef bd = kb->b;
 	LLVMTypeRef ty = LLVMTypeOf(s);
@@ -137,7 +138,7 @@ LLVMValueRef cg_binary_value(CgKb *kb, OpKind op, DType t, LLVMValueRef a, LLVMV
 		return fl ? LLVMBuildFDiv(bd, a, b, "") : int_divrem(kb, t, a, b, false);
 	case OP_DIV_SCALAR:
 		if (fl)
-			return div_scalar(kb, a, b);
+			return cg_div_uniform(kb, a, b);
 		return int_divrem(kb, t, a, b, false);
 	case OP_REM: case OP_REM_SCALAR:
 		return fl ? cg_math_binary(&kb->math, op, a, b) : int_divrem(kb, t, a, b, true);

@@ -206,7 +206,12 @@ static double op_ulps(const Op *op, DType vt, double a)
 	 * argument: 2 more ulps for exp and what is built on it */
 	case OP_LOG: case OP_SIN: case OP_COS: return 2;
 	case OP_LOG1P: return 3;
-	case OP_EXP: case OP_ERF: return 4;
+	case OP_EXP:
+		/* an f16/bf16 result: one ex2.approx of x·log2 e (cg_math_exp_half),
+		 * whose rounded argument costs 2|x| ulps; past |x| = 104 the result
+		 * is 0 or inf either way */
+		return vt == DT_F16 || vt == DT_BF16 ? 4 + 2 * fmin(fabs(a), 104) : 4;
+	case OP_ERF: return 4;
 	case OP_TANH: case OP_SIGMOID: return 5;
 	case OP_SILU: return 6;
 	case OP_POW: case OP_POWF: case OP_POW_SCALAR: return vt == DT_F64 ? 2 : 4;
@@ -408,10 +413,7 @@ static void bound_elementwise(Interp *ip, const Op *op, const HostTensor *out, d
 {
 	const HostTensor *x[3];
 	int64_t st[3][IR_MAX_RANK];
-	for (int k = 0; k < op->nin; k++) {
-		x[k] = &ip->val[op->in[k]];
-		interp_broadcast_strides(x[k], st[k]);
-	}
+	interp_operands(ip, op, x, st);
 	DType vt = ir_op_value_dtype(ip->g, op);
 	bool fl = ir_dtype_is_float(vt);
 	OpFamily fam = ir_ops[op->kind].family;
@@ -466,7 +468,9 @@ static void bound_elementwise(Interp *ip, const Op *op, const HostTensor *out, d
 				   ? propagate_elem(op, vt, a, rx[0], b, rx[1], y) : 0;
 			if (se.any)
 				prop = fmax(prop, propagate_scalars(op, vt, a, ex[0], y, &se));
-			double pre = prop + kernel_err(out->dtype, op_ulps(op, vt, a), v);
+			/* the kernel's dtype picks its exp (the shadow's is f32) */
+			double pre = prop + kernel_err(out->dtype,
+						       op_ulps(op, interp_stored(ip, op->in[0]), a), v);
 			/* gelu's tail (x·Phi(x) for x << 0) errs by an ulp or so of x·u in
 			 * absolute terms, measured on the f64 kernels */
 			if (op->kind == OP_GELU)
@@ -541,11 +545,8 @@ static void bound_reduce(Interp *ip, const Op *op, const HostTensor *out, double
 	const HostTensor *x = &ip->val[op->in[0]];
 	int src = op->in[0];
 	int axis = op->attr->axis;
-	int64_t outer = 1, len = x->dim[axis], inner = 1;
-	for (int k = 0; k < axis; k++)
-		outer *= x->dim[k];
-	for (int k = axis + 1; k < x->rank; k++)
-		inner *= x->dim[k];
+	int64_t outer, len, inner;
+	interp_axis_split(x, axis, &outer, &len, &inner);
 	bool fl = ir_dtype_is_float(x->dtype);
 	for (int64_t o = 0; o < outer; o++)
 		for (int64_t j = 0; j < inner; j++) {
@@ -613,60 +614,48 @@ static void bound_reduce(Interp *ip, const Op *op, const HostTensor *out, double
 static void bound_matmul(Interp *ip, const Op *op, const HostTensor *out, double *e, double *rt)
 {
 	const HostTensor *a = &ip->val[op->in[0]], *b = &ip->val[op->in[1]];
-	int r = out->rank;
-	int64_t m = a->dim[r - 2], kk = a->dim[r - 1], n = b->dim[r - 1];
-	int64_t as[IR_MAX_RANK], bs[IR_MAX_RANK];
-	interp_broadcast_strides(a, as);
-	interp_broadcast_strides(b, bs);
+	MatmulShape sh;
+	interp_matmul_shape(a, b, out, &sh);
+	int64_t kk = sh.k, n = sh.n;
 	bool fl = ir_dtype_is_float(out->dtype);
-	int64_t nbatch = out->n / (m * n);
-	for (int64_t bt = 0; bt < nbatch; bt++) {
-		int64_t abase = 0, bbase = 0, rest = bt;
-		for (int k = r - 3; k >= 0; k--) {
-			int64_t c = rest % out->dim[k];
-			rest /= out->dim[k];
-			abase += c * as[k];
-			bbase += c * bs[k];
-		}
-		for (int64_t i = 0; i < m; i++)
-			for (int64_t j = 0; j < n; j++) {
-				double mag = 0, m2 = 0, s = 0;
-				Spread sp = {0, 0, 0};
-				for (int64_t p = 0; p < kk; p++) {
-					int64_t ai = abase + i * kk + p, bi = bbase + p * n + j;
-					double va = host_get(a, ai), vb = host_get(b, bi);
-					double ea = err_at(ip, op->in[0], ai), eb = err_at(ip, op->in[1], bi);
-					double t = scaled(va, eb) + scaled(vb, ea) + ea * eb;
-					double tr = 0;
-					if (t > 0) {
-						double ra = tight_at(ip, op->in[0], ai);
-						double rb = tight_at(ip, op->in[1], bi);
-						tr = fmin(t, scaled(va, rb) + scaled(vb, ra) + ra * rb);
-					}
-					spread_add(&sp, t, tr);
-					mag += fabs(va * vb);
-					m2 += va * vb * va * vb;
-					s += va * vb;
-				}
-				double prop = spread(&sp);
-				int64_t oi = bt * m * n + i * n + j;
-				double y = host_get(out, oi);
-				put(rt, oi, 0);
-				if (!fl || !isfinite(y)) {
-					e[oi] = fl ? 0 : prop;
-					continue;
-				}
-				/* each product rounds once (0 with fma), then the sum */
-				double u = unit_round(compute_dtype(out->dtype));
-				/* --allow-tf32: both operands of every product rounded to tf32
-				 * (10 mantissa bits, relative error 2^-11 each), bounded in the
-				 * worst case: (2 * 2^-11 + 2^-22) * sum |a b| */
-				double tf = ip->tf32 && interp_stored(ip, op->in[0]) == DT_F32
-					    ? (0x1p-10 + 0x1p-22) * mag : 0;
-				finish_r(interp_stored(ip, op->out[0]), s, y,
-					 prop + tf + u * mag + reduce_err(out->dtype, kk, mag, m2, s), 0,
-					 true, &e[oi], rt ? &rt[oi] : NULL);
+	for (int64_t oi = 0; oi < out->n; oi++) {
+		int64_t a0, b0;
+		interp_matmul_at(&sh, out, oi, &a0, &b0);
+		double mag = 0, m2 = 0, s = 0;
+		Spread sp = {0, 0, 0};
+		for (int64_t p = 0; p < kk; p++) {
+			int64_t ai = a0 + p, bi = b0 + p * n;
+			double va = host_get(a, ai), vb = host_get(b, bi);
+			double ea = err_at(ip, op->in[0], ai), eb = err_at(ip, op->in[1], bi);
+			double t = scaled(va, eb) + scaled(vb, ea) + ea * eb;
+			double tr = 0;
+			if (t > 0) {
+				double ra = tight_at(ip, op->in[0], ai);
+				double rb = tight_at(ip, op->in[1], bi);
+				tr = fmin(t, scaled(va, rb) + scaled(vb, ra) + ra * rb);
 			}
+			spread_add(&sp, t, tr);
+			mag += fabs(va * vb);
+			m2 += va * vb * va * vb;
+			s += va * vb;
+		}
+		double prop = spread(&sp);
+		double y = host_get(out, oi);
+		put(rt, oi, 0);
+		if (!fl || !isfinite(y)) {
+			e[oi] = fl ? 0 : prop;
+			continue;
+		}
+		/* each product rounds once (0 with fma), then the sum */
+		double u = unit_round(compute_dtype(out->dtype));
+		/* --allow-tf32: both operands of every product rounded to tf32
+		 * (10 mantissa bits, relative error 2^-11 each), bounded in the
+		 * worst case: (2 * 2^-11 + 2^-22) * sum |a b| */
+		double tf = ip->tf32 && interp_stored(ip, op->in[0]) == DT_F32
+			    ? (0x1p-10 + 0x1p-22) * mag : 0;
+		finish_r(interp_stored(ip, op->out[0]), s, y,
+			 prop + tf + u * mag + reduce_err(out->dtype, kk, mag, m2, s), 0,
+			 true, &e[oi], rt ? &rt[oi] : NULL);
 	}
 }
 
@@ -730,13 +719,11 @@ static void bound_pool2d(Interp *ip, const Op *op, const HostTensor *out, double
 		double prop = 0, rmax = 0, mag = 0, m2 = 0, s = 0;
 		Spread sp = {0, 0, 0};
 		int64_t nterm = 0;
-		for (int64_t kh = 0; kh < at->kernel[0]; kh++) {
-			int64_t ih = interp_window_pos(at, 0, c[2], kh, 1, x->dim[2]);
-			for (int64_t kw = 0; kw < at->kernel[1] && ih >= 0; kw++) {
-				int64_t iw = interp_window_pos(at, 1, c[3], kw, 1, x->dim[3]);
-				if (iw < 0)
+		for (int64_t kh = 0; kh < at->kernel[0]; kh++)
+			for (int64_t kw = 0; kw < at->kernel[1]; kw++) {
+				int64_t xi = interp_pool_at(at, x, c, kh, kw);
+				if (xi < 0)
 					continue;
-				int64_t xi = ((c[0] * x->dim[1] + c[1]) * x->dim[2] + ih) * x->dim[3] + iw;
 				double v = host_get(x, xi), ev = err_at(ip, op->in[0], xi);
 				double rv = tight_at(ip, op->in[0], xi);
 				prop = fmax(prop, ev);
@@ -747,7 +734,6 @@ static void bound_pool2d(Interp *ip, const Op *op, const HostTensor *out, double
 				s += v;
 				nterm++;
 			}
-		}
 		double y = host_get(out, i);
 		put(rt, i, 0);
 		if (is_max || !isfinite(y)) {

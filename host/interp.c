@@ -262,14 +262,20 @@ static int64_t int_elem(const Op *op, DType vt, int64_t a, int64_t b)
 
 /* Binary, scalar, unary, compare, select and cast ops: operands broadcast into
  * the output's shape. */
-static void run_elementwise(Interp *ip, const Op *op, HostTensor *out)
+void interp_operands(const Interp *ip, const Op *op, const HostTensor **x,
+		     int64_t (*st)[IR_MAX_RANK])
 {
-	const HostTensor *x[3];
-	int64_t st[3][IR_MAX_RANK];
 	for (int k = 0; k < op->nin; k++) {
 		x[k] = &ip->val[op->in[k]];
 		interp_broadcast_strides(x[k], st[k]);
 	}
+}
+
+static void run_elementwise(Interp *ip, const Op *op, HostTensor *out)
+{
+	const HostTensor *x[3];
+	int64_t st[3][IR_MAX_RANK];
+	interp_operands(ip, op, x, st);
 	DType vt = ir_op_value_dtype(ip->g, op);
 	bool fl = ir_dtype_is_float(vt);
 	for (int64_t i = 0; i < out->n; i++) {
@@ -366,15 +372,22 @@ static bool beats(const HostTensor *x, int64_t xi, int64_t bi, bool want_max)
 	return want_max ? v > b : v < b;
 }
 
+void interp_axis_split(const HostTensor *x, int axis, int64_t *outer, int64_t *len,
+		       int64_t *inner)
+{
+	*outer = 1, *len = x->dim[axis], *inner = 1;
+	for (int k = 0; k < axis; k++)
+		*outer *= x->dim[k];
+	for (int k = axis + 1; k < x->rank; k++)
+		*inner *= x->dim[k];
+}
+
 static void run_reduce(Interp *ip, const Op *op, HostTensor *out)
 {
 	const HostTensor *x = &ip->val[op->in[0]];
 	int axis = op->attr->axis;
-	int64_t outer = 1, len = x->dim[axis], inner = 1;
-	for (int k = 0; k < axis; k++)
-		outer *= x->dim[k];
-	for (int k = axis + 1; k < x->rank; k++)
-		inner *= x->dim[k];
+	int64_t outer, len, inner;
+	interp_axis_split(x, axis, &outer, &len, &inner);
 	bool fl = ir_dtype_is_float(x->dtype), prod = op->kind == OP_PROD;
 	bool want_max = op->kind == OP_MAX_DIM || op->kind == OP_ARGMAX;
 	for (int64_t o = 0; o < outer; o++)
@@ -410,43 +423,53 @@ static void run_reduce(Interp *ip, const Op *op, HostTensor *out)
 
 /* ---- matmul, joins --------------------------------------------------------- */
 
+void interp_matmul_shape(const HostTensor *a, const HostTensor *b, const HostTensor *out,
+			 MatmulShape *s)
+{
+	int r = out->rank;
+	s->m = a->dim[r - 2], s->k = a->dim[r - 1], s->n = b->dim[r - 1];
+	s->nbatch = out->n / (s->m * s->n);
+	interp_broadcast_strides(a, s->as);
+	interp_broadcast_strides(b, s->bs);
+}
+
+void interp_matmul_at(const MatmulShape *s, const HostTensor *out, int64_t o, int64_t *a0,
+		      int64_t *b0)
+{
+	int64_t rest = o / (s->m * s->n), i = o / s->n % s->m, j = o % s->n;
+	*a0 = i * s->k, *b0 = j;
+	for (int k = out->rank - 3; k >= 0; k--) {
+		int64_t c = rest % out->dim[k];
+		rest /= out->dim[k];
+		*a0 += c * s->as[k];
+		*b0 += c * s->bs[k];
+	}
+}
+
 static void run_matmul(Interp *ip, const Op *op, HostTensor *out)
 {
 	const HostTensor *a = &ip->val[op->in[0]], *b = &ip->val[op->in[1]];
-	int r = out->rank;
-	int64_t m = a->dim[r - 2], kk = a->dim[r - 1], n = b->dim[r - 1];
-	int64_t as[IR_MAX_RANK], bs[IR_MAX_RANK], os[IR_MAX_RANK];
-	interp_broadcast_strides(a, as);
-	interp_broadcast_strides(b, bs);
-	interp_contiguous_strides(out, os);
+	MatmulShape sh;
+	interp_matmul_shape(a, b, out, &sh);
+	int64_t kk = sh.k, n = sh.n;
 	bool fl = ir_dtype_is_float(out->dtype);
-	int64_t nbatch = out->n / (m * n);
-	for (int64_t bt = 0; bt < nbatch; bt++) {
-		int64_t abase = 0, bbase = 0, rest = bt;
-		for (int k = r - 3; k >= 0; k--) {
-			int64_t c = rest % out->dim[k];
-			rest /= out->dim[k];
-			abase += c * as[k];
-			bbase += c * bs[k];
+	for (int64_t oi = 0; oi < out->n; oi++) {
+		int64_t a0, b0;
+		interp_matmul_at(&sh, out, oi, &a0, &b0);
+		double acc = 0;
+		uint64_t iacc = 0;
+		for (int64_t p = 0; p < kk; p++) {
+			int64_t ai = a0 + p, bi = b0 + p * n;
+			if (fl)
+				acc += host_get(a, ai) * host_get(b, bi);
+			else
+				iacc += (uint64_t)host_get_i64(a, ai) *
+					(uint64_t)host_get_i64(b, bi);
 		}
-		for (int64_t i = 0; i < m; i++)
-			for (int64_t j = 0; j < n; j++) {
-				double acc = 0;
-				uint64_t iacc = 0;
-				for (int64_t p = 0; p < kk; p++) {
-					int64_t ai = abase + i * kk + p, bi = bbase + p * n + j;
-					if (fl)
-						acc += host_get(a, ai) * host_get(b, bi);
-					else
-						iacc += (uint64_t)host_get_i64(a, ai) *
-							(uint64_t)host_get_i64(b, bi);
-				}
-				int64_t oi = bt * m * n + i * n + j;
-				if (fl)
-					host_set(out, oi, acc);
-				else
-					host_set_i64(out, oi, (int64_t)iacc);
-			}
+		if (fl)
+			host_set(out, oi, acc);
+		else
+			host_set_i64(out, oi, (int64_t)iacc);
 	}
 }
 
@@ -539,6 +562,14 @@ static void run_conv2d(Interp *ip, const Op *op, HostTensor *out)
 	}
 }
 
+int64_t interp_pool_at(const Attrs *at, const HostTensor *x, const int64_t *c, int64_t kh,
+		       int64_t kw)
+{
+	int64_t ih = interp_window_pos(at, 0, c[2], kh, 1, x->dim[2]);
+	int64_t iw = ih < 0 ? -1 : interp_window_pos(at, 1, c[3], kw, 1, x->dim[3]);
+	return iw < 0 ? -1 : ((c[0] * x->dim[1] + c[1]) * x->dim[2] + ih) * x->dim[3] + iw;
+}
+
 /* max_pool2d skips the padding; avg_pool2d counts it in the divisor. */
 static void run_pool2d(Interp *ip, const Op *op, HostTensor *out)
 {
@@ -549,25 +580,23 @@ static void run_pool2d(Interp *ip, const Op *op, HostTensor *out)
 	for (int64_t i = 0; i < out->n; i++) {
 		interp_coords_of(out, i, c);
 		double acc = is_max ? -INFINITY : 0;
-		for (int64_t kh = 0; kh < at->kernel[0]; kh++) {
-			int64_t ih = interp_window_pos(at, 0, c[2], kh, 1, x->dim[2]);
-			for (int64_t kw = 0; kw < at->kernel[1] && ih >= 0; kw++) {
-				int64_t iw = interp_window_pos(at, 1, c[3], kw, 1, x->dim[3]);
-				if (iw < 0)
+		for (int64_t kh = 0; kh < at->kernel[0]; kh++)
+			for (int64_t kw = 0; kw < at->kernel[1]; kw++) {
+				int64_t xi = interp_pool_at(at, x, c, kh, kw);
+				if (xi < 0)
 					continue;
-				double v = at4(x, c[0], c[1], ih, iw);
+				double v = host_get(x, xi);
 				acc = is_max ? nan_max(acc, v) : acc + v;
 			}
-		}
 		if (!is_max)
 			acc /= (double)at->kernel[0] * at->kernel[1];
 		host_set(out, i, acc);
 	}
 }
 
-/* ---- driver ---------------------------------------------------------------- */
+/* ---- one op ---------------------------------------------------------------- */
 
-static int run_op(Interp *ip, const Op *op, HostTensor *out)
+int interp_run_op(Interp *ip, const Op *op, HostTensor *out)
 {
 	if (ir_op_is_elementwise(op->kind)) {
 		run_elementwise(ip, op, out);
@@ -592,225 +621,4 @@ static int run_op(Interp *ip, const Op *op, HostTensor *out)
 	default: break;   /* the elementwise families, above */
 	}
 	die("bad op family");
-}
-
-int interp_check_input(const Graph *g, int i, const HostTensor *t, Diag *d)
-{
-	const Tensor *want = &g->tensors[g->inputs[i]];
-	bool ok = t->dtype == want->dtype && t->rank == want->rank;
-	for (int k = 0; ok && k < t->rank; k++)
-		ok = t->dim[k] == want->dim[k];
-	if (!ok) {
-		char a[128], b[128];
-		diag_set(d, "", 0, 0, "input '%s' needs %s, got %s", want->name,
-			 host_shape_text(want->dtype, want->rank, want->dim, a, sizeof a),
-			 host_shape_text(t->dtype, t->rank, t->dim, b, sizeof b));
-		return -1;
-	}
-	return 0;
-}
-
-static void free_values(HostTensor *val, int n)
-{
-	for (int t = 0; t < n; t++)
-		host_free(&val[t]);
-	free(val);
-}
-
-/* Copy src into a fresh tensor *dst of the same dtype and shape. */
-static int copy_tensor(HostTensor *dst, const HostTensor *src, Diag *d)
-{
-	if (host_alloc(dst, src->dtype, src->rank, src->dim, d))
-		return -1;
-	memcpy(dst->data, src->data, (size_t)src->n * (size_t)ir_dtype_size(src->dtype));
-	return 0;
-}
-
-int interp_run(const Graph *g, const HostTensor *inputs, HostTensor *outputs, Diag *d)
-{
-	return interp_run_bounds(g, inputs, outputs, NULL, d);
-}
-
-int interp_run_bounds(const Graph *g, const HostTensor *inputs, HostTensor *outputs,
-		      HostTensor *bounds, Diag *d)
-{
-	return interp_run_bounds_tf32(g, inputs, outputs, bounds, false, d);
-}
-
-DType interp_stored(const Interp *ip, int t)
-{
-	return ip->store ? ip->store[t] : ip->g->tensors[t].dtype;
-}
-
-/* v rounded to t as --precision converts a constant: saturated at t's largest
- * finite value (passes/precision.c). */
-static double round_saturated(DType t, double v)
-{
-	double r = host_round(t, v);
-	if (isinf(r) && isfinite(v))
-		r = copysign(t == DT_F16 ? 65504.0 : 0x1.fep127, v);
-	return r;
-}
-
-/* The bound of an input: 0 (exact), or for a constant the kernels hold in a
- * narrower dtype than its value's, its rounding to that dtype, which is a real
- * error of the kernels (tight). */
-static int input_bound(Interp *ip, int t, bool tight, Diag *d)
-{
-	const HostTensor *v = &ip->val[t];
-	if (host_alloc(&ip->err[t], DT_F64, v->rank, v->dim, d))   /* zero-filled */
-		return -1;
-	DType st = interp_stored(ip, t);
-	if (st == v->dtype || !ir_dtype_is_float(st))
-		return 0;
-	if (tight && host_alloc(&ip->tight[t], DT_F64, v->rank, v->dim, d))
-		return -1;
-	double *e = ip->err[t].data, *r = ip->tight[t].data;
-	for (int64_t i = 0; i < v->n; i++) {
-		double x = host_get(v, i);
-		e[i] = isfinite(x) ? fabs(round_saturated(st, x) - x) : 0;
-		if (r)
-			r[i] = e[i];
-	}
-	return 0;
-}
-
-int interp_run_bounds_tf32(const Graph *g, const HostTensor *inputs, HostTensor *outputs,
-			   HostTensor *bounds, bool tf32, Diag *d)
-{
-	return interp_run_bounds_stored(g, NULL, inputs, outputs, bounds, tf32, d);
-}
-
-int interp_run_bounds_stored(const Graph *g, const DType *store, const HostTensor *inputs,
-			     HostTensor *outputs, HostTensor *bounds, bool tf32, Diag *d)
-{
-	for (int i = 0; i < g->ninputs; i++)
-		if (interp_check_input(g, i, &inputs[i], d))
-			return -1;
-	size_t nt = (size_t)g->ntensors + 1;
-	Interp ip = {g, xcalloc(nt, sizeof(HostTensor)), d, -1,
-		     bounds ? xcalloc(nt, sizeof(HostTensor)) : NULL,
-		     bounds ? xcalloc(nt, sizeof(HostTensor)) : NULL, tf32, store};
-	int *last = xmalloc(nt * sizeof *last);
-	bool *has_tight = xcalloc(nt, sizeof *has_tight);
-	interp_tight_tensors(g, store, has_tight);
-	for (int t = 0; t < g->ntensors; t++)
-		last[t] = g->tensors[t].is_output ? g->nops : -1;
-	for (int i = 0; i < g->nops; i++)
-		for (int k = 0; k < g->ops[i].nin; k++)
-			if (last[g->ops[i].in[k]] < i)
-				last[g->ops[i].in[k]] = i;
-	int rc = 0;
-	for (int i = 0; i < g->ninputs && !rc; i++) {
-		HostTensor *v = &ip.val[g->inputs[i]];
-		rc = copy_tensor(v, &inputs[i], d);
-		if (!rc && bounds)
-			rc = input_bound(&ip, g->inputs[i], has_tight[g->inputs[i]], d);
-	}
-	for (int i = 0; i < g->nops && !rc; i++) {
-		const Op *op = &g->ops[i];
-		if (op->kind == OP_SYNC)
-			continue;
-		ip.opi = i;
-		const Tensor *t = &g->tensors[op->out[0]];
-		HostTensor *out = &ip.val[op->out[0]];
-		rc = host_alloc(out, t->dtype, t->rank, t->dim, d);
-		if (!rc)
-			rc = run_op(&ip, op, out);
-		if (!rc && bounds) {
-			HostTensor *e = &ip.err[op->out[0]], *r = &ip.tight[op->out[0]];
-			rc = host_alloc(e, DT_F64, t->rank, t->dim, d) ||
-			     (has_tight[op->out[0]] && host_alloc(r, DT_F64, t->rank, t->dim, d));
-			if (!rc)
-				bounds_op(&ip, op, out, e, r);
-		}
-		for (int k = 0; k < op->nin && !rc; k++)
-			if (last[op->in[k]] == i && g->tensors[op->in[k]].producer >= 0) {
-				host_free(&ip.val[op->in[k]]);
-				if (bounds) {
-					host_free(&ip.err[op->in[k]]);
-					host_free(&ip.tight[op->in[k]]);
-				}
-			}
-	}
-	for (int i = 0; i < g->noutputs && !rc; i++) {
-		rc = copy_tensor(&outputs[i], &ip.val[g->outputs[i]], d);
-		if (!rc && bounds && (rc = copy_tensor(&bounds[i], &ip.err[g->outputs[i]], d)))
-			host_free(&outputs[i]);
-		if (rc)
-			while (i-- > 0) {
-				host_free(&outputs[i]);
-				if (bounds)
-					host_free(&bounds[i]);
-			}
-	}
-	free(last);
-	free(has_tight);
-	free_values(ip.val, g->ntensors);
-	if (bounds) {
-		free_values(ip.err, g->ntensors);
-		free_values(ip.tight, g->ntensors);
-	}
-	return rc;
-}
-
-/* a + b, saturating */
-static uint64_t add_sat(uint64_t a, uint64_t b)
-{
-	return a > UINT64_MAX - b ? UINT64_MAX : a + b;
-}
-
-uint64_t interp_tensor_bytes(const Tensor *t, DType dtype)
-{
-	uint64_t n = (uint64_t)ir_dtype_size(dtype);
-	for (int k = 0; k < t->rank; k++)
-		if (t->dim[k] < 0 || __builtin_mul_overflow(n, (uint64_t)t->dim[k], &n))
-			return UINT64_MAX;
-	return n;
-}
-
-uint64_t interp_peak_bytes(const Graph *g, bool bounds)
-{
-	size_t nt = (size_t)g->ntensors + 1;
-	uint64_t *size = xcalloc(nt, sizeof *size);
-	int *last = xmalloc(nt * sizeof *last);
-	bool *has_tight = xcalloc(nt, sizeof *has_tight);
-	interp_tight_tensors(g, NULL, has_tight);
-	for (int t = 0; t < g->ntensors; t++) {
-		const Tensor *x = &g->tensors[t];
-		uint64_t e = bounds ? interp_tensor_bytes(x, DT_F64) : 0;   /* err */
-		size[t] = add_sat(interp_tensor_bytes(x, x->dtype),
-				  add_sat(e, has_tight[t] ? e : 0));          /* tight */
-		last[t] = x->is_output ? g->nops : -1;
-	}
-	for (int i = 0; i < g->nops; i++)
-		for (int k = 0; k < g->ops[i].nin; k++)
-			if (last[g->ops[i].in[k]] < i)
-				last[g->ops[i].in[k]] = i;
-	/* as interp_run_bounds_tf32 allocates and frees: its copies of the inputs, each
-	 * op's value as it runs, values freed after their last reader, then the copies
-	 * of the outputs handed back */
-	uint64_t live = 0, peak = 0;
-	for (int i = 0; i < g->ninputs; i++)
-		live = add_sat(live, size[g->inputs[i]]);
-	for (int i = 0; i < g->nops; i++) {
-		const Op *op = &g->ops[i];
-		if (op->kind == OP_SYNC)
-			continue;
-		live = add_sat(live, size[op->out[0]]);
-		peak = live > peak ? live : peak;
-		for (int k = 0; k < op->nin; k++) {
-			int t = op->in[k];
-			if (last[t] == i && g->tensors[t].producer >= 0 && live != UINT64_MAX) {
-				live -= size[t];
-				size[t] = 0;   /* freed once, however often it is read */
-			}
-		}
-	}
-	for (int i = 0; i < g->noutputs; i++)
-		live = add_sat(live, size[g->outputs[i]]);
-	free(size);
-	free(has_tight);
-	free(last);
-	return live > peak ? live : peak;
 }

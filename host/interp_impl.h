@@ -1,7 +1,8 @@
-/* interp_impl.h: what host/interp.c (the reference interpreter) and host/bounds.c
- * (the error bounds it carries, docs/tolerances.md) share; not for other files.
- * interp.c computes each op's values; bounds.c, given the values of an op's
- * operands and result, the bound of each result element. */
+/* interp_impl.h: what host/interp.c (the reference interpreter), host/bounds.c
+ * (the error bounds it carries, docs/tolerances.md) and host/interp_run.c (the run
+ * of a whole graph) share; not for other files. interp.c computes each op's
+ * values; bounds.c, given the values of an op's operands and result, the bound of
+ * each result element; interp_run.c runs the two op by op. */
 #ifndef FUSEC_INTERP_IMPL_H
 #define FUSEC_INTERP_IMPL_H
 
@@ -34,6 +35,32 @@ void interp_coords_of(const HostTensor *t, int64_t i, int64_t *c);
 double interp_attr_scalar(const Op *op);
 /* One float elementwise result of op on operands a, b (value dtype vt). */
 double interp_float_elem(const Op *op, DType vt, double a, double b);
+/* Each operand of an elementwise op (x[k]) and its strides (st[k]) read as a
+ * tensor of the output's shape. */
+void interp_operands(const Interp *ip, const Op *op, const HostTensor **x,
+		     int64_t (*st)[IR_MAX_RANK]);
+/* The sizes of x before, along and after axis. */
+void interp_axis_split(const HostTensor *x, int axis, int64_t *outer, int64_t *len,
+		       int64_t *inner);
+/* A matmul [.., m, k] x [.., k, n] -> out: its sizes, its nbatch products, and the
+ * operands' strides read as tensors of out's shape (batch dims broadcast). */
+typedef struct {
+	int64_t m, k, n, nbatch;
+	int64_t as[IR_MAX_RANK], bs[IR_MAX_RANK];
+} MatmulShape;
+void interp_matmul_shape(const HostTensor *a, const HostTensor *b, const HostTensor *out,
+			 MatmulShape *s);
+/* Where the dot product of out's flat element o starts: in a (its row, read with
+ * step 1) and in b (its column, read with step n). */
+void interp_matmul_at(const MatmulShape *s, const HostTensor *out, int64_t o, int64_t *a0,
+		      int64_t *b0);
+/* The flat index in x (NCHW) that position (kh, kw) of the 2-d pool window of
+ * output position c (n, c, h, w) reads; -1 in the padding. */
+int64_t interp_pool_at(const Attrs *at, const HostTensor *x, const int64_t *c, int64_t kh,
+		       int64_t kw);
+/* Run one op (not sync) into out, allocated with its shape: 0, or -1 with ip->d
+ * set (a gather index out of range). */
+int interp_run_op(Interp *ip, const Op *op, HostTensor *out);
 /* The views and cat, on ip->val (bounds.c runs them on the bounds). */
 void interp_run_view(Interp *ip, const Op *op, HostTensor *out);
 void interp_run_cat(Interp *ip, const Op *op, HostTensor *out);

@@ -61,7 +61,7 @@ Graph *onnx_read_mem(Arena *a, const char *file, const void *buf, size_t len,
 /* Whether an ONNX op (default domain) has a mapping to fusec ops (onnx/ops.c). */
 bool onnx_op_mapped(const char *op_type);
 
-/* ---- internal: shared by load.c and import.c -------------------------------- */
+/* ---- internal: proto.c's, for load.c, import.c and values.c ------------------- */
 
 struct Onnx__TensorProto;
 /* Convert a TensorProto (inline, raw or external data; `dir` is the model's

@@ -1,493 +1,31 @@
-/* ops.c: one handler per ONNX op, decomposing it into fusec's primitive ops
- * (docs/onnx.md lists the mapping). Handlers build with the helpers below; every
- * helper goes through imp_emit, so an op whose operands are constants is folded
- * at import time. Operands ONNX passes as tensors but fusec takes as attributes
- * (shapes, axes, slice bounds, pads) must be constants after folding; a computed
- * one is an error naming it. Anything an op allows that fusec cannot express yet
- * (asymmetric padding, ceil_mode, a second output) is an error, never a guess. */
+/* ops.c: the table of ONNX op handlers, and the handlers of the common ops, each
+ * decomposing its op into fusec's primitive ops (docs/onnx.md lists the mapping);
+ * the other handlers live in ops_index.c, ops_math.c and ops_resize.c. Handlers
+ * build with the builders of builders.c; every builder goes through imp_emit, so
+ * an op whose operands are constants is folded at import time. Operands ONNX
+ * passes as tensors but fusec takes as attributes (shapes, axes, slice bounds,
+ * pads) must be constants after folding; a computed one is an error naming it.
+ * Anything an op allows that fusec cannot express yet (asymmetric padding,
+ * ceil_mode, a second output) is an error, never a guess. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "onnx.pb-c.h"
-#include "ops_util.h"
-
-/* ---- attributes ------------------------------------------------------------- */
-
-const Onnx__AttributeProto *attr(Imp *m, const char *name)
-{
-	const Onnx__NodeProto *n = m->n;
-	for (size_t i = 0; i < n->n_attribute; i++)
-		if (n->attribute[i]->name && !strcmp(n->attribute[i]->name, name))
-			return n->attribute[i];
-	return NULL;
-}
-
-int64_t ai(Imp *m, const char *name, int64_t def)
-{
-	const Onnx__AttributeProto *a = attr(m, name);
-	return a && a->has_i ? a->i : def;
-}
-
-double af(Imp *m, const char *name, double def)
-{
-	const Onnx__AttributeProto *a = attr(m, name);
-	return a && a->has_f ? a->f : def;
-}
-
-/* An ints attribute: its count (at most max), -1 when absent, -2 (error set) if
- * longer than max. */
-int aints(Imp *m, const char *name, int64_t *v, int max)
-{
-	const Onnx__AttributeProto *a = attr(m, name);
-	if (!a || (!a->n_ints && a->type != ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS))
-		return -1;
-	if (a->n_ints > (size_t)max) {
-		imp_fail(m, "attribute %s has %zu values, at most %d are supported", name,
-			 a->n_ints, max);
-		return -2;
-	}
-	for (size_t i = 0; i < a->n_ints; i++)
-		v[i] = a->ints[i];
-	return (int)a->n_ints;
-}
-
-void astr(Imp *m, const char *name, char *out, size_t size, const char *def)
-{
-	const Onnx__AttributeProto *a = attr(m, name);
-	if (!a || !a->has_s) {
-		snprintf(out, size, "%s", def);
-		return;
-	}
-	size_t n = a->s.len < size - 1 ? a->s.len : size - 1;
-	memcpy(out, a->s.data, n);
-	out[n] = 0;
-	for (size_t i = 0; i < n; i++)
-		if ((unsigned char)out[i] < 0x20 || (unsigned char)out[i] >= 0x7f)
-			out[i] = '?';
-}
-
-/* ---- constants -------------------------------------------------------------- */
-
-/* A constant a handler makes (a fill, a mask, an index table) has at most
- * IMP_MAX_MADE elements, and its elements are spent from the import's budget
- * (import.h): -1 (error set) when one of shape dim may not be made. */
-static int made_fits(Imp *m, int rank, const int64_t *dim)
-{
-	int64_t n = 1;
-	for (int i = 0; i < rank; i++)
-		if (__builtin_mul_overflow(n, dim[i], &n) || n > IMP_MAX_MADE)
-			return imp_fail(m, "it would make a constant of shape %s at import, more than "
-					"%d elements: not supported yet", ir_shape_text(rank, dim).s,
-					IMP_MAX_MADE);
-	return imp_charge(m, n);
-}
-
-/* An index table of n entries for take() (freed by the caller), or NULL (error set). */
-static int64_t *index_table(Imp *m, int64_t n)
-{
-	if (made_fits(m, 1, &n))
-		return NULL;
-	return xmalloc(sizeof(int64_t) * (size_t)(n > 0 ? n : 1));
-}
-
-Val *kfull(Imp *m, DType t, int rank, const int64_t *dim, double v)
-{
-	HostTensor k;
-	Diag d;
-	if (made_fits(m, rank, dim))
-		return NULL;
-	if (host_alloc(&k, t, rank, dim, &d)) {
-		imp_fail(m, "%s", d.msg);
-		return NULL;
-	}
-	for (int64_t i = 0; i < k.n; i++)
-		host_set(&k, i, v);
-	return imp_const(m, &k);
-}
-
-Val *kints(Imp *m, const int64_t *v, int n)
-{
-	HostTensor k;
-	Diag d;
-	int64_t dim[1] = {n};
-	if (host_alloc(&k, DT_I64, 1, dim, &d)) {
-		imp_fail(m, "%s", d.msg);
-		return NULL;
-	}
-	memcpy(k.data, v, sizeof *v * (size_t)n);
-	return imp_const(m, &k);
-}
-
-/* The values of a constant integer tensor of at most max elements. */
-int ints_of(Imp *m, const Val *v, const char *what, int64_t *out, int max)
-{
-	if (!v)
-		return imp_fail(m, "%s is missing", what);
-	if (!v->is_const)
-		return imp_fail(m, "%s is computed at run time: only constant %s are supported "
-				"(fix the input with a value or compute it from constants)", what, what);
-	if (!ir_dtype_is_int(v->dt))
-		return imp_fail(m, "%s must be an integer tensor, got %s", what,
-				ir_dtype_name(v->dt));
-	if (v->k.n > max)
-		return imp_fail(m, "%s has %lld values, at most %d are supported", what,
-				(long long)v->k.n, max);
-	for (int64_t i = 0; i < v->k.n; i++)
-		out[i] = host_get_i64(&v->k, i);
-	return (int)v->k.n;
-}
-
-int scalar_of(Imp *m, const Val *v, const char *what, double *out)
-{
-	if (!v->is_const || v->k.n != 1)
-		return imp_fail(m, "%s must be a constant scalar: a computed one is not supported",
-				what);
-	*out = host_get(&v->k, 0);
-	return 0;
-}
-
-int norm_axis(Imp *m, int64_t *axis, int rank)
-{
-	if (*axis < -rank || *axis >= (rank ? rank : 1))
-		return imp_fail(m, "axis %lld is out of range for rank %d", (long long)*axis, rank);
-	if (*axis < 0)
-		*axis += rank;
-	return 0;
-}
-
-/* A value's element count. Every graph tensor's count fits int64 (check_tensor in
- * import.c) and so does every constant's (host_alloc); saturates all the same. */
-int64_t count(const Val *v)
-{
-	int64_t n = 1;
-	for (int i = 0; i < v->rank; i++)
-		if (__builtin_mul_overflow(n, v->dim[i], &n))
-			return INT64_MAX;
-	return n;
-}
-
-/* ---- primitive builders ------------------------------------------------------ */
-
-Val *reshape(Imp *m, Val *x, int rank, const int64_t *dim)
-{
-	if (!x)
-		return NULL;
-	if (rank == x->rank && (!rank || !memcmp(dim, x->dim, sizeof *dim * (size_t)rank)))
-		return x;
-	if (x->flat && x->tensor < 0)   /* one reshape, not two */
-		x = x->flat;
-	if (rank == x->rank && (!rank || !memcmp(dim, x->dim, sizeof *dim * (size_t)rank)))
-		return x;
-	Attrs at = imp_attrs(OP_RESHAPE);
-	at.n = rank;
-	if (rank)
-		memcpy(at.shape, dim, sizeof *dim * (size_t)rank);
-	return imp_emit(m, OP_RESHAPE, &x, 1, &at);
-}
-
-/* Leading dims of 1 up to rank r (ONNX multidirectional broadcasting). */
-Val *lift(Imp *m, Val *x, int r)
-{
-	if (!x || x->rank >= r)
-		return x;
-	int64_t dim[IR_MAX_RANK];
-	int pad = r - x->rank;
-	for (int i = 0; i < r; i++)
-		dim[i] = i < pad ? 1 : x->dim[i - pad];
-	return reshape(m, x, r, dim);
-}
-
-Val *expand(Imp *m, Val *x, int rank, const int64_t *dim)
-{
-	x = lift(m, x, rank);
-	if (!x)
-		return NULL;
-	if (!memcmp(dim, x->dim, sizeof *dim * (size_t)rank))
-		return x;
-	Attrs at = imp_attrs(OP_EXPAND);
-	at.n = rank;
-	memcpy(at.shape, dim, sizeof *dim * (size_t)rank);
-	return imp_emit(m, OP_EXPAND, &x, 1, &at);
-}
-
-Val *permute(Imp *m, Val *x, const int *axes)
-{
-	if (!x)
-		return NULL;
-	bool id = true;
-	for (int i = 0; i < x->rank; i++)
-		id = id && axes[i] == i;
-	if (id)
-		return x;
-	Attrs at = imp_attrs(OP_PERMUTE);
-	at.n = x->rank;
-	memcpy(at.axes, axes, sizeof *axes * (size_t)x->rank);
-	return imp_emit(m, OP_PERMUTE, &x, 1, &at);
-}
-
-/* The flat twin of a one-operand elementwise op's result (Val.flat): NULL when x
- * is not flat. */
-#define ON_FLAT(m, x, call) \
-	do { \
-		if ((x)->flat) { \
-			Val *x_ = (x); \
-			(x) = x_->flat; \
-			return imp_flat((m), (call), x_->rank, x_->dim); \
-		} \
-	} while (0)
-
-Val *cast(Imp *m, Val *x, DType t)
-{
-	if (!x || x->dt == t)
-		return x;
-	ON_FLAT(m, x, cast(m, x, t));
-	Attrs at = imp_attrs(OP_CAST);
-	at.dtype = t;
-	return imp_emit(m, OP_CAST, &x, 1, &at);
-}
-
-Val *un(Imp *m, OpKind k, Val *x)
-{
-	if (!x)
-		return NULL;
-	ON_FLAT(m, x, un(m, k, x));
-	Attrs at = imp_attrs(k);
-	return imp_emit(m, k, &x, 1, &at);
-}
-
-Val *gelu(Imp *m, Val *x, GeluApprox approx)
-{
-	if (!x)
-		return NULL;
-	ON_FLAT(m, x, gelu(m, x, approx));
-	Attrs at = imp_attrs(OP_GELU);
-	at.approx = approx;
-	return imp_emit(m, OP_GELU, &x, 1, &at);
-}
-
-Val *sc(Imp *m, OpKind k, Val *x, double s)
-{
-	if (!x)
-		return NULL;
-	ON_FLAT(m, x, sc(m, k, x, s));
-	Attrs at = imp_attrs(k);
-	at.scalar = s;
-	return imp_emit(m, k, &x, 1, &at);
-}
-
-Val *clampv(Imp *m, Val *x, double lo, double hi)
-{
-	if (!x)
-		return NULL;
-	ON_FLAT(m, x, clampv(m, x, lo, hi));
-	Attrs at = imp_attrs(OP_CLAMP);
-	at.min = lo;
-	at.max = hi;
-	return imp_emit(m, OP_CLAMP, &x, 1, &at);
-}
-
-static OpKind scalar_kind(OpKind k)
-{
-	switch (k) {
-	case OP_ADD: return OP_ADD_SCALAR;
-	case OP_SUB: return OP_SUB_SCALAR;
-	case OP_MUL: return OP_MUL_SCALAR;
-	case OP_DIV: return OP_DIV_SCALAR;
-	case OP_POW: return OP_POW_SCALAR;
-	default: return OP_COUNT;
-	}
-}
-
-/* The operands of a binary op as their flat twins (Val.flat), when one is flat and
- * the result has its shape: the other is flat too with that shape, or a constant
- * that broadcasts over every dim but the last (a bias), reshaped to [1, n]. False
- * otherwise (the op then runs on whole tensors). */
-static bool flat_pair(Imp *m, Val *a, Val *b, Val **fa, Val **fb)
-{
-	Val *f = a->flat ? a : b->flat ? b : NULL;
-	if (!f || f->flat->rank != 2)
-		return false;
-	Val *in[2] = {a, b}, *out[2];
-	for (int i = 0; i < 2; i++) {
-		Val *v = in[i];
-		if (v->flat && v->rank == f->rank && !memcmp(v->dim, f->dim, sizeof *v->dim * (size_t)v->rank)) {
-			out[i] = v->flat;
-			continue;
-		}
-		if (!v->is_const || v->rank > f->rank)
-			return false;
-		for (int d = 0; d < v->rank - 1; d++)
-			if (v->dim[d] != 1)
-				return false;
-		int64_t last = v->rank ? v->dim[v->rank - 1] : 1;
-		if (last != 1 && last != f->dim[f->rank - 1])
-			return false;
-		out[i] = reshape(m, v, 2, (int64_t[]){1, last});
-		if (!out[i])
-			return false;
-	}
-	*fa = out[0];
-	*fb = out[1];
-	return true;
-}
-
-/* a (k) b with ONNX broadcasting; a constant scalar b becomes a scalar op. */
-Val *bin(Imp *m, OpKind k, Val *a, Val *b)
-{
-	if (!a || !b)
-		return NULL;
-	OpKind ks = scalar_kind(k);
-	if (ks != OP_COUNT && !a->is_const && b->is_const && b->k.n == 1 &&
-	    b->rank <= a->rank && b->dt == a->dt && ir_dtype_is_float(a->dt))
-		return sc(m, ks, a, host_get(&b->k, 0));
-	if ((k == OP_ADD || k == OP_MUL) && a->is_const && !b->is_const)
-		return bin(m, k, b, a);
-	Val *fa, *fb;
-	if (flat_pair(m, a, b, &fa, &fb)) {
-		Val *f = a->flat ? a : b;
-		return imp_flat(m, bin(m, k, fa, fb), f->rank, f->dim);
-	}
-	int r = a->rank > b->rank ? a->rank : b->rank;
-	Val *in[2] = {lift(m, a, r), lift(m, b, r)};
-	if (!in[0] || !in[1])
-		return NULL;
-	Attrs at = imp_attrs(k);
-	return imp_emit(m, k, in, 2, &at);
-}
-
-Val *where3(Imp *m, Val *c, Val *a, Val *b)
-{
-	if (!c || !a || !b)
-		return NULL;
-	int r = c->rank;
-	if (a->rank > r)
-		r = a->rank;
-	if (b->rank > r)
-		r = b->rank;
-	Val *in[3] = {lift(m, c, r), lift(m, a, r), lift(m, b, r)};
-	if (!in[0] || !in[1] || !in[2])
-		return NULL;
-	return imp_emit(m, OP_WHERE, in, 3, NULL);
-}
-
-Val *reduce(Imp *m, OpKind k, Val *x, int axis)
-{
-	if (!x)
-		return NULL;
-	Attrs at = imp_attrs(k);
-	at.axis = axis;
-	return imp_emit(m, k, &x, 1, &at);
-}
-
-/* Reduce over several axes (chained); without keep, the axes are dropped. */
-Val *reduce_axes(Imp *m, OpKind k, Val *x, const bool *on, bool keep)
-{
-	if (!x)
-		return NULL;
-	int rank = x->rank;
-	for (int i = 0; i < rank && x; i++)
-		if (on[i] && x->dim[i] > 1)
-			x = reduce(m, k, x, i);
-	if (!x || keep)
-		return x;
-	int64_t dim[IR_MAX_RANK];
-	int r = 0;
-	for (int i = 0; i < rank; i++)
-		if (!on[i])
-			dim[r++] = x->dim[i];
-	return reshape(m, x, r, dim);
-}
-
-Val *slice1(Imp *m, Val *x, int axis, int64_t start, int64_t end)
-{
-	if (!x)
-		return NULL;
-	if (start == 0 && end == x->dim[axis])
-		return x;
-	Attrs at = imp_attrs(OP_SLICE);
-	at.n = axis + 1;
-	for (int i = 0; i <= axis; i++) {
-		at.range[i][0] = i == axis ? start : 0;
-		at.range[i][1] = i == axis ? end : x->dim[i];
-	}
-	return imp_emit(m, OP_SLICE, &x, 1, &at);
-}
-
-Val *cat(Imp *m, Val **in, int n, int axis)
-{
-	if (n == 1)
-		return in[0];
-	Attrs at = imp_attrs(OP_CAT);
-	at.axis = axis;
-	return imp_emit(m, OP_CAT, in, n, &at);
-}
-
-/* Pick `k` indices along axis (gather with a constant index). */
-Val *take(Imp *m, Val *x, int axis, const int64_t *idx, int64_t k)
-{
-	if (axis < 0 || axis >= x->rank || k < 1) {
-		imp_fail(m, "picking %lld indices along axis %d of a rank-%d tensor is not "
-			 "supported (empty or scalar)", (long long)k, axis, x->rank);
-		return NULL;
-	}
-	int64_t dim[IR_MAX_RANK];
-	memcpy(dim, x->dim, sizeof dim);
-	dim[axis] = k;
-	HostTensor t;
-	Diag d;
-	if (made_fits(m, x->rank, dim))
-		return NULL;
-	if (host_alloc(&t, DT_I64, x->rank, dim, &d)) {
-		imp_fail(m, "%s", d.msg);
-		return NULL;
-	}
-	int64_t inner = 1;
-	for (int i = axis + 1; i < x->rank; i++)
-		inner *= dim[i];
-	for (int64_t i = 0; i < t.n; i++)
-		((int64_t *)t.data)[i] = idx[(i / inner) % k];
-	Val *in[2] = {x, imp_const(m, &t)};
-	Attrs at = imp_attrs(OP_GATHER);
-	at.axis = axis;
-	return imp_emit(m, OP_GATHER, in, 2, &at);
-}
+#include "ops.h"
+#include "ops_index.h"
+#include "ops_math.h"
+#include "ops_resize.h"
 
 /* ---- elementwise ------------------------------------------------------------- */
-
-int need_in(Imp *m, Val **in, int nin, int want)
-{
-	for (int i = 0; i < want; i++)
-		if (i >= nin || !in[i])
-			return imp_fail(m, "input %d is missing", i);
-	return 0;
-}
-
-/* Ops whose decomposition takes means, roots or quotients (the normalizations,
- * softmax, the float activations) need a float input, as ONNX says: -1 (error set)
- * for another dtype, before a builder fails deep inside them. */
-int need_float(Imp *m, const Val *x)
-{
-	if (!ir_dtype_is_float(x->dt))
-		return imp_fail(m, "needs a float input, got %s", ir_dtype_name(x->dt));
-	return 0;
-}
-
-int one_output(Imp *m, int nout)
-{
-	if (nout > 1)
-		return imp_fail(m, "output 1 and after are not supported yet");
-	return 0;
-}
-
 
 H(h_binary)
 {
 	NEED(2);
-	if (m->opset < 7 && ai(m, "broadcast", 0) && attr(m, "axis"))
+	if (m->opset < 7 && ob_ai(m, "broadcast", 0) && ob_attr(m, "axis"))
 		return imp_fail(m, "legacy broadcasting with an axis (opset < 7) is not supported");
-	OUT(bin(m, h->kind, in[0], in[1]));
+	OUT(ob_bin(m, h->kind, in[0], in[1]));
 }
 
 H(h_pow)
@@ -499,19 +37,19 @@ H(h_pow)
 		if (e == 1)
 			OUT(x);
 		if (e == 2)
-			OUT(bin(m, OP_MUL, x, x));
+			OUT(ob_bin(m, OP_MUL, x, x));
 		if (e == 0.5 && ir_dtype_is_float(x->dt))
-			OUT(un(m, OP_SQRT, x));
-		OUT(sc(m, OP_POW_SCALAR, x, e));
+			OUT(ob_un(m, OP_SQRT, x));
+		OUT(ob_sc(m, OP_POW_SCALAR, x, e));
 	}
 	if (ir_dtype_is_float(x->dt))
-		OUT(bin(m, OP_POWF, x, cast(m, y, x->dt)));
-	OUT(bin(m, OP_POW, x, cast(m, y, x->dt)));
+		OUT(ob_bin(m, OP_POWF, x, ob_cast(m, y, x->dt)));
+	OUT(ob_bin(m, OP_POW, x, ob_cast(m, y, x->dt)));
 }
 
 H(h_variadic)
 {
-	if (nin < 1 || one_output(m, nout))
+	if (nin < 1 || ob_one_output(m, nout))
 		return imp_fail(m, "needs at least one input");
 	if (!in[0])
 		return imp_fail(m, "input 0 is missing");
@@ -519,30 +57,30 @@ H(h_variadic)
 	for (int i = 1; i < nin && acc; i++) {
 		if (!in[i])
 			return imp_fail(m, "input %d is missing", i);
-		acc = bin(m, h->kind, acc, in[i]);
+		acc = ob_bin(m, h->kind, acc, in[i]);
 	}
 	if (acc && h->arg)  /* Mean */
-		acc = sc(m, OP_DIV_SCALAR, acc, nin);
+		acc = ob_sc(m, OP_DIV_SCALAR, acc, nin);
 	OUT(acc);
 }
 
 H(h_unary)
 {
 	NEED(1);
-	OUT(un(m, h->kind, in[0]));
+	OUT(ob_un(m, h->kind, in[0]));
 }
 
 H(h_identity)
 {
-	if (need_in(m, in, nin, 1))
+	if (ob_need_in(m, in, nin, 1))
 		return -1;
 	if (nout > 1 && !h->arg)
-		return one_output(m, nout);
+		return ob_one_output(m, nout);
 	if (h->arg && nin > 2 && in[2]) {  /* Dropout: random unless inference or ratio 0 */
 		double t = 0, ratio = 0.5;
-		if (scalar_of(m, in[2], "training_mode", &t))
+		if (ob_scalar_of(m, in[2], "training_mode", &t))
 			return -1;
-		if (t != 0 && in[1] && scalar_of(m, in[1], "ratio", &ratio))
+		if (t != 0 && in[1] && ob_scalar_of(m, in[1], "ratio", &ratio))
 			return -1;
 		if (t != 0 && ratio != 0)
 			return imp_fail(m, "Dropout in training mode with a ratio above 0 (random) "
@@ -550,7 +88,7 @@ H(h_identity)
 	}
 	out[0] = in[0];
 	if (nout > 1)  /* Dropout's mask: every element kept */
-		out[1] = kfull(m, DT_BOOL, in[0]->rank, in[0]->dim, 1);
+		out[1] = ob_kfull(m, DT_BOOL, in[0]->rank, in[0]->dim, 1);
 	return nout > 1 && !out[1] ? -1 : 0;
 }
 
@@ -558,28 +96,28 @@ H(h_mod)
 {
 	NEED(2);
 	Val *a = in[0], *b = in[1];
-	if (!ai(m, "fmod", 0))
-		OUT(bin(m, OP_REM, a, b));
+	if (!ob_ai(m, "fmod", 0))
+		OUT(ob_bin(m, OP_REM, a, b));
 	/* C fmod: a - trunc(a / b) * b (integer division truncates already) */
-	Val *q = bin(m, OP_DIV, a, b);
+	Val *q = ob_bin(m, OP_DIV, a, b);
 	if (ir_dtype_is_float(a->dt))
-		q = un(m, OP_TRUNC, q);
-	OUT(bin(m, OP_SUB, a, bin(m, OP_MUL, q, b)));
+		q = ob_un(m, OP_TRUNC, q);
+	OUT(ob_bin(m, OP_SUB, a, ob_bin(m, OP_MUL, q, b)));
 }
 
 H(h_tan)
 {
 	NEED(1);
-	OUT(bin(m, OP_DIV, un(m, OP_SIN, in[0]), un(m, OP_COS, in[0])));
+	OUT(ob_bin(m, OP_DIV, ob_un(m, OP_SIN, in[0]), ob_un(m, OP_COS, in[0])));
 }
 
 H(h_isinf)
 {
 	NEED(1);
-	bool pos = ai(m, "detect_positive", 1), neg = ai(m, "detect_negative", 1);
+	bool pos = ob_ai(m, "detect_positive", 1), neg = ob_ai(m, "detect_negative", 1);
 	if (pos && neg)
-		OUT(un(m, OP_IS_INF, in[0]));
-	OUT(sc(m, OP_EQ_SCALAR, in[0], pos ? INFINITY : -INFINITY));
+		OUT(ob_un(m, OP_IS_INF, in[0]));
+	OUT(ob_sc(m, OP_EQ_SCALAR, in[0], pos ? INFINITY : -INFINITY));
 }
 
 /* ---- activations ------------------------------------------------------------- */
@@ -588,62 +126,62 @@ static Val *clamp1(Imp *m, OpKind k, Val *x, double v);
 
 static Val *hard_sigmoid(Imp *m, Val *x, double alpha, double beta)
 {
-	return clampv(m, sc(m, OP_ADD_SCALAR, sc(m, OP_MUL_SCALAR, x, alpha), beta), 0, 1);
+	return ob_clampv(m, ob_sc(m, OP_ADD_SCALAR, ob_sc(m, OP_MUL_SCALAR, x, alpha), beta), 0, 1);
 }
 
 static Val *zero_like(Imp *m, Val *x)
 {
 	int64_t one[IR_MAX_RANK] = {1, 1, 1, 1, 1, 1, 1, 1};
-	return kfull(m, x->dt, x->rank, one, 0);
+	return ob_kfull(m, x->dt, x->rank, one, 0);
 }
 
 H(h_act)
 {
 	NEED(1);
 	Val *x = in[0];
-	if (need_float(m, x))
+	if (ob_need_float(m, x))
 		return -1;
 	double alpha, beta;
 	Val *neg = NULL;
 	switch (h->arg) {
 	case 0: /* HardSigmoid */
-		OUT(hard_sigmoid(m, x, af(m, "alpha", 0.2), af(m, "beta", 0.5)));
+		OUT(hard_sigmoid(m, x, ob_af(m, "alpha", 0.2), ob_af(m, "beta", 0.5)));
 	case 1: /* HardSwish */
-		OUT(bin(m, OP_MUL, x, hard_sigmoid(m, x, 1.0 / 6, 0.5)));
+		OUT(ob_bin(m, OP_MUL, x, hard_sigmoid(m, x, 1.0 / 6, 0.5)));
 	case 2: /* LeakyRelu */
-		alpha = af(m, "alpha", 0.01);
-		OUT(where3(m, sc(m, OP_LT_SCALAR, x, 0), sc(m, OP_MUL_SCALAR, x, alpha), x));
+		alpha = ob_af(m, "alpha", 0.01);
+		OUT(ob_where3(m, ob_sc(m, OP_LT_SCALAR, x, 0), ob_sc(m, OP_MUL_SCALAR, x, alpha), x));
 	case 3: /* Elu */
-		alpha = af(m, "alpha", 1.0);
-		neg = sc(m, OP_MUL_SCALAR, sc(m, OP_SUB_SCALAR, un(m, OP_EXP, x), 1), alpha);
-		OUT(where3(m, sc(m, OP_LT_SCALAR, x, 0), neg, x));
+		alpha = ob_af(m, "alpha", 1.0);
+		neg = ob_sc(m, OP_MUL_SCALAR, ob_sc(m, OP_SUB_SCALAR, ob_un(m, OP_EXP, x), 1), alpha);
+		OUT(ob_where3(m, ob_sc(m, OP_LT_SCALAR, x, 0), neg, x));
 	case 4: /* Selu */
-		alpha = af(m, "alpha", 1.67326319217681884765625);
-		beta = af(m, "gamma", 1.05070102214813232421875);
-		neg = sc(m, OP_MUL_SCALAR, sc(m, OP_SUB_SCALAR, un(m, OP_EXP, x), 1), alpha);
-		OUT(sc(m, OP_MUL_SCALAR, where3(m, sc(m, OP_LE_SCALAR, x, 0), neg, x), beta));
+		alpha = ob_af(m, "alpha", 1.67326319217681884765625);
+		beta = ob_af(m, "gamma", 1.05070102214813232421875);
+		neg = ob_sc(m, OP_MUL_SCALAR, ob_sc(m, OP_SUB_SCALAR, ob_un(m, OP_EXP, x), 1), alpha);
+		OUT(ob_sc(m, OP_MUL_SCALAR, ob_where3(m, ob_sc(m, OP_LE_SCALAR, x, 0), neg, x), beta));
 	case 5: /* Softplus: log(1 + exp(x)) */
-		OUT(un(m, OP_LOG1P, un(m, OP_EXP, x)));
+		OUT(ob_un(m, OP_LOG1P, ob_un(m, OP_EXP, x)));
 	case 6: /* Softsign */
-		OUT(bin(m, OP_DIV, x, sc(m, OP_ADD_SCALAR, un(m, OP_ABS, x), 1)));
+		OUT(ob_bin(m, OP_DIV, x, ob_sc(m, OP_ADD_SCALAR, ob_un(m, OP_ABS, x), 1)));
 	case 7: /* Mish: x tanh(softplus(x)) */
-		OUT(bin(m, OP_MUL, x, un(m, OP_TANH, un(m, OP_LOG1P, un(m, OP_EXP, x)))));
+		OUT(ob_bin(m, OP_MUL, x, ob_un(m, OP_TANH, ob_un(m, OP_LOG1P, ob_un(m, OP_EXP, x)))));
 	case 8: /* ThresholdedRelu */
-		alpha = af(m, "alpha", 1.0);
-		OUT(where3(m, sc(m, OP_GT_SCALAR, x, alpha), x, zero_like(m, x)));
+		alpha = ob_af(m, "alpha", 1.0);
+		OUT(ob_where3(m, ob_sc(m, OP_GT_SCALAR, x, alpha), x, zero_like(m, x)));
 	case 9: { /* Gelu */
 		char ap[16];
-		astr(m, "approximate", ap, sizeof ap, "none");
+		ob_astr(m, "approximate", ap, sizeof ap, "none");
 		if (strcmp(ap, "tanh") && strcmp(ap, "none"))
 			return imp_fail(m, "approximate '%s' is not 'none' or 'tanh'", ap);
-		OUT(gelu(m, x, strcmp(ap, "tanh") ? GELU_NONE : GELU_TANH));
+		OUT(ob_gelu(m, x, strcmp(ap, "tanh") ? GELU_NONE : GELU_TANH));
 	}
 	case 10: /* Celu: max(0,x) + min(0, alpha (exp(x/alpha) - 1)) */
-		alpha = af(m, "alpha", 1.0);
-		neg = sc(m, OP_MUL_SCALAR,
-			 sc(m, OP_SUB_SCALAR, un(m, OP_EXP, sc(m, OP_DIV_SCALAR, x, alpha)), 1),
+		alpha = ob_af(m, "alpha", 1.0);
+		neg = ob_sc(m, OP_MUL_SCALAR,
+			 ob_sc(m, OP_SUB_SCALAR, ob_un(m, OP_EXP, ob_sc(m, OP_DIV_SCALAR, x, alpha)), 1),
 			 alpha);
-		OUT(bin(m, OP_ADD, un(m, OP_RELU, x), clamp1(m, OP_CLAMP_MAX, neg, 0)));
+		OUT(ob_bin(m, OP_ADD, ob_un(m, OP_RELU, x), clamp1(m, OP_CLAMP_MAX, neg, 0)));
 	}
 	return imp_fail(m, "internal: activation %d", h->arg);
 }
@@ -664,26 +202,26 @@ H(h_prelu)
 {
 	NEED(2);
 	Val *x = in[0];
-	OUT(where3(m, sc(m, OP_LT_SCALAR, x, 0), bin(m, OP_MUL, x, in[1]), x));
+	OUT(ob_where3(m, ob_sc(m, OP_LT_SCALAR, x, 0), ob_bin(m, OP_MUL, x, in[1]), x));
 }
 
 H(h_clip)
 {
-	if (need_in(m, in, nin, 1) || one_output(m, nout))
+	if (ob_need_in(m, in, nin, 1) || ob_one_output(m, nout))
 		return -1;
 	Val *x = in[0];
 	Val *lo = nin > 1 ? in[1] : NULL, *hi = nin > 2 ? in[2] : NULL;
-	if (attr(m, "min") || attr(m, "max"))
+	if (ob_attr(m, "min") || ob_attr(m, "max"))
 		return imp_fail(m, "Clip with min/max attributes (opset < 11) is not supported");
 	if (lo && !lo->is_const)
-		x = bin(m, OP_MAX, x, lo), lo = NULL;
+		x = ob_bin(m, OP_MAX, x, lo), lo = NULL;
 	if (hi && !hi->is_const)
-		x = bin(m, OP_MIN, x, hi), hi = NULL;
+		x = ob_bin(m, OP_MIN, x, hi), hi = NULL;
 	double a = 0, b = 0;
-	if ((lo && scalar_of(m, lo, "min", &a)) || (hi && scalar_of(m, hi, "max", &b)))
+	if ((lo && ob_scalar_of(m, lo, "min", &a)) || (hi && ob_scalar_of(m, hi, "max", &b)))
 		return -1;
 	if (lo && hi && a <= b)
-		OUT(clampv(m, x, a, b));
+		OUT(ob_clampv(m, x, a, b));
 	if (lo)
 		x = clamp1(m, OP_CLAMP_MIN, x, a);
 	if (hi)
@@ -695,11 +233,11 @@ H(h_cast)
 {
 	NEED(1);
 	if (h->arg) {  /* CastLike */
-		if (need_in(m, in, nin, 2))
+		if (ob_need_in(m, in, nin, 2))
 			return -1;
-		OUT(cast(m, in[0], in[1]->dt));
+		OUT(ob_cast(m, in[0], in[1]->dt));
 	}
-	int64_t to = ai(m, "to", -1);
+	int64_t to = ob_ai(m, "to", -1);
 	int t = onnx_dtype((int)to);
 	if (t < 0)
 		return imp_fail(m, "cast to %s is not supported", onnx_elem_name((int)to));
@@ -710,7 +248,7 @@ H(h_cast)
 				"wider signed type, where negative values would not wrap)",
 				ir_dtype_name(in[0]->dt), onnx_elem_name((int)to),
 				onnx_elem_name((int)to));
-	OUT(cast(m, in[0], (DType)t));
+	OUT(ob_cast(m, in[0], (DType)t));
 }
 
 /* ---- shapes ------------------------------------------------------------------ */
@@ -720,10 +258,10 @@ H(h_reshape)
 	NEED(2);
 	Val *x = in[0];
 	int64_t s[IR_MAX_RANK];
-	int n = ints_of(m, in[1], "the shape", s, IR_MAX_RANK);
+	int n = ob_ints_of(m, in[1], "the shape", s, IR_MAX_RANK);
 	if (n < 0)
 		return -1;
-	bool allowzero = ai(m, "allowzero", 0);
+	bool allowzero = ob_ai(m, "allowzero", 0);
 	for (int i = 0; i < n; i++) {
 		if (s[i] == 0 && !allowzero) {
 			if (i >= x->rank)
@@ -743,21 +281,21 @@ H(h_reshape)
 		else if (__builtin_mul_overflow(known, s[i], &known))
 			return imp_fail(m, "the shape's sizes multiply past 64 bits");
 	if (minus >= 0 && known > 0)
-		s[minus] = count(x) / known;
+		s[minus] = ob_count(x) / known;
 	/* a matrix regrouped above its last dim (GPT-2's view after addmm) stays flat,
 	 * so the elementwise ops after the view can still be the matmul's epilogue */
 	Val *f = x->flat ? x->flat : x->rank == 2 && !x->is_const ? x : NULL;
-	if (f && n >= 2 && s[n - 1] == f->dim[1] && count(x) == count(f) &&
+	if (f && n >= 2 && s[n - 1] == f->dim[1] && ob_count(x) == ob_count(f) &&
 	    !(n == 2 && s[0] == f->dim[0]))
 		OUT(imp_flat(m, f, n, s));
-	OUT(reshape(m, x, n, s));
+	OUT(ob_reshape(m, x, n, s));
 }
 
 H(h_flatten)
 {
 	NEED(1);
 	Val *x = in[0];
-	int64_t axis = ai(m, "axis", 1);
+	int64_t axis = ob_ai(m, "axis", 1);
 	if (axis < 0)
 		axis += x->rank;
 	if (axis < 0 || axis > x->rank)
@@ -766,19 +304,19 @@ H(h_flatten)
 	for (int i = 0; i < x->rank; i++)
 		if (__builtin_mul_overflow(d[i >= axis], x->dim[i], &d[i >= axis]))
 			return imp_fail(m, "the flattened dims multiply past 64 bits");
-	OUT(reshape(m, x, 2, d));
+	OUT(ob_reshape(m, x, 2, d));
 }
 
 /* Axes from the attribute (older opsets) or the second input. -1 absent. */
 static int axes_of(Imp *m, Val **in, int nin, int which, int64_t *ax, int max)
 {
-	int n = aints(m, "axes", ax, max);
+	int n = ob_aints(m, "axes", ax, max);
 	if (n == -2)
 		return -2;
 	if (n >= 0)
 		return n;
 	if (nin > which && in[which])
-		return ints_of(m, in[which], "axes", ax, max) < 0 ? -2 : (int)in[which]->k.n;
+		return ob_ints_of(m, in[which], "axes", ax, max) < 0 ? -2 : (int)in[which]->k.n;
 	return -1;
 }
 
@@ -792,7 +330,7 @@ H(h_squeeze)
 		return -1;
 	bool drop[IR_MAX_RANK] = {false};
 	for (int i = 0; i < n; i++) {
-		if (norm_axis(m, &ax[i], x->rank))
+		if (ob_norm_axis(m, &ax[i], x->rank))
 			return -1;
 		if (x->dim[ax[i]] != 1)
 			return imp_fail(m, "cannot squeeze axis %lld of size %lld", (long long)ax[i],
@@ -804,7 +342,7 @@ H(h_squeeze)
 	for (int i = 0; i < x->rank; i++)
 		if (!(n < 0 ? x->dim[i] == 1 : drop[i]))
 			d[r++] = x->dim[i];
-	OUT(reshape(m, x, r, d));
+	OUT(ob_reshape(m, x, r, d));
 }
 
 H(h_unsqueeze)
@@ -822,7 +360,7 @@ H(h_unsqueeze)
 		return imp_fail(m, "result rank %d exceeds %d", r, IR_MAX_RANK);
 	bool ins[IR_MAX_RANK] = {false};
 	for (int i = 0; i < n; i++) {
-		if (norm_axis(m, &ax[i], r))
+		if (ob_norm_axis(m, &ax[i], r))
 			return -1;
 		if (ins[ax[i]])
 			return imp_fail(m, "axis %lld repeats", (long long)ax[i]);
@@ -831,7 +369,7 @@ H(h_unsqueeze)
 	int64_t d[IR_MAX_RANK];
 	for (int i = 0, k = 0; i < r; i++)
 		d[i] = ins[i] ? 1 : x->dim[k++];
-	OUT(reshape(m, x, r, d));
+	OUT(ob_reshape(m, x, r, d));
 }
 
 H(h_transpose)
@@ -839,7 +377,7 @@ H(h_transpose)
 	NEED(1);
 	Val *x = in[0];
 	int64_t p[IR_MAX_RANK];
-	int n = aints(m, "perm", p, IR_MAX_RANK);
+	int n = ob_aints(m, "perm", p, IR_MAX_RANK);
 	if (n == -2)
 		return -1;
 	int axes[IR_MAX_RANK];
@@ -850,12 +388,12 @@ H(h_transpose)
 		if (n != x->rank)
 			return imp_fail(m, "perm has %d entries for rank %d", n, x->rank);
 		for (int i = 0; i < n; i++) {
-			if (norm_axis(m, &p[i], x->rank))
+			if (ob_norm_axis(m, &p[i], x->rank))
 				return -1;
 			axes[i] = (int)p[i];
 		}
 	}
-	OUT(permute(m, x, axes));
+	OUT(ob_permute(m, x, axes));
 }
 
 /* The ONNX broadcast of two shapes, or -1 (error set). */
@@ -879,17 +417,17 @@ H(h_expand)
 	NEED(2);
 	Val *x = in[0];
 	int64_t s[IR_MAX_RANK], d[IR_MAX_RANK];
-	int n = ints_of(m, in[1], "the shape", s, IR_MAX_RANK), r;
+	int n = ob_ints_of(m, in[1], "the shape", s, IR_MAX_RANK), r;
 	if (n < 0 || broadcast_shape(m, x->rank, x->dim, n, s, &r, d))
 		return -1;
-	OUT(expand(m, x, r, d));
+	OUT(ob_expand(m, x, r, d));
 }
 
 H(h_concat)
 {
-	if (nin < 1 || one_output(m, nout))
+	if (nin < 1 || ob_one_output(m, nout))
 		return imp_fail(m, "needs at least one input");
-	int64_t axis = ai(m, "axis", 0);
+	int64_t axis = ob_ai(m, "axis", 0);
 	Val *v[IR_MAX_IN];
 	int n = 0;
 	for (int i = 0; i < nin; i++) {
@@ -897,7 +435,7 @@ H(h_concat)
 			continue;
 		v[n++] = in[i];
 	}
-	if (!n || norm_axis(m, &axis, v[0]->rank))
+	if (!n || ob_norm_axis(m, &axis, v[0]->rank))
 		return -1;
 	int k = 0;  /* empty constants (a shape's empty prefix, say) add nothing */
 	for (int i = 0; i < n; i++)
@@ -906,26 +444,26 @@ H(h_concat)
 	if (!k)
 		OUT(v[0]);
 	n = k;
-	OUT(cat(m, v, n, (int)axis));
+	OUT(ob_cat(m, v, n, (int)axis));
 }
 
 H(h_split)
 {
-	if (need_in(m, in, nin, 1))
+	if (ob_need_in(m, in, nin, 1))
 		return -1;
 	Val *x = in[0];
-	int64_t axis = ai(m, "axis", 0);
-	if (norm_axis(m, &axis, x->rank))
+	int64_t axis = ob_ai(m, "axis", 0);
+	if (ob_norm_axis(m, &axis, x->rank))
 		return -1;
 	int64_t sz[64];
-	int n = aints(m, "split", sz, 64);
+	int n = ob_aints(m, "split", sz, 64);
 	if (n == -2)
 		return -1;
-	if (n < 0 && nin > 1 && in[1] && (n = ints_of(m, in[1], "split", sz, 64)) < 0)
+	if (n < 0 && nin > 1 && in[1] && (n = ob_ints_of(m, in[1], "split", sz, 64)) < 0)
 		return -1;
 	int64_t total = x->dim[axis];
 	if (n < 0) {
-		int64_t parts = ai(m, "num_outputs", nout);
+		int64_t parts = ob_ai(m, "num_outputs", nout);
 		if (parts != nout || parts < 1)
 			return imp_fail(m, "num_outputs %lld and %d outputs differ", (long long)parts,
 					nout);
@@ -943,7 +481,7 @@ H(h_split)
 		if (sz[i] < 1 || at + sz[i] > total)
 			return imp_fail(m, "split sizes do not fit dim %lld of size %lld",
 					(long long)axis, (long long)total);
-		out[i] = slice1(m, x, (int)axis, at, at + sz[i]);
+		out[i] = ob_slice1(m, x, (int)axis, at, at + sz[i]);
 		if (!out[i])
 			return -1;
 		at += sz[i];
@@ -960,30 +498,30 @@ H(h_slice)
 	int n;
 	if (m->opset < 10) {  /* starts, ends and axes are attributes */
 		NEED(1);
-		n = aints(m, "starts", st, IR_MAX_RANK);
-		if (n < 0 || aints(m, "ends", en, IR_MAX_RANK) != n)
+		n = ob_aints(m, "starts", st, IR_MAX_RANK);
+		if (n < 0 || ob_aints(m, "ends", en, IR_MAX_RANK) != n)
 			return n == -2 ? -1 : imp_fail(m, "starts and ends are missing or differ");
 		for (int i = 0; i < n; i++)
 			ax[i] = i, sp[i] = 1;
-		int na = aints(m, "axes", ax, IR_MAX_RANK);
+		int na = ob_aints(m, "axes", ax, IR_MAX_RANK);
 		if (na >= 0 && na != n)
 			return imp_fail(m, "axes and starts differ in length");
 	} else {
 		NEED(3);
-		n = ints_of(m, in[1], "starts", st, IR_MAX_RANK);
-		if (n < 0 || ints_of(m, in[2], "ends", en, IR_MAX_RANK) != n)
+		n = ob_ints_of(m, in[1], "starts", st, IR_MAX_RANK);
+		if (n < 0 || ob_ints_of(m, in[2], "ends", en, IR_MAX_RANK) != n)
 			return n < 0 ? -1 : imp_fail(m, "starts and ends differ in length");
 		for (int i = 0; i < n; i++)
 			ax[i] = i, sp[i] = 1;
-		if (nin > 3 && in[3] && ints_of(m, in[3], "axes", ax, IR_MAX_RANK) != n)
+		if (nin > 3 && in[3] && ob_ints_of(m, in[3], "axes", ax, IR_MAX_RANK) != n)
 			return imp_fail(m, "axes and starts differ in length");
-		if (nin > 4 && in[4] && ints_of(m, in[4], "steps", sp, IR_MAX_RANK) != n)
+		if (nin > 4 && in[4] && ob_ints_of(m, in[4], "steps", sp, IR_MAX_RANK) != n)
 			return imp_fail(m, "steps and starts differ in length");
 	}
 	Val *x = in[0];
 	Val *v = x;
 	for (int i = 0; i < n && v; i++) {
-		if (norm_axis(m, &ax[i], x->rank))
+		if (ob_norm_axis(m, &ax[i], x->rank))
 			return -1;
 		int64_t d = x->dim[ax[i]], s = st[i], e = en[i], k = sp[i];
 		if (k == 0)
@@ -1004,33 +542,33 @@ H(h_slice)
 			int64_t dim[IR_MAX_RANK];
 			memcpy(dim, v->dim, sizeof dim);
 			dim[ax[i]] = 0;
-			v = kfull(m, v->dt, v->rank, dim, 0);
+			v = ob_kfull(m, v->dt, v->rank, dim, 0);
 			continue;
 		}
 		if (len <= 0)
 			return imp_fail(m, "the slice of axis %lld is empty (not supported)",
 					(long long)ax[i]);
 		if (k == 1) {
-			v = slice1(m, v, (int)ax[i], s, e);
+			v = ob_slice1(m, v, (int)ax[i], s, e);
 			continue;
 		}
-		int64_t *idx = index_table(m, len);
+		int64_t *idx = ob_index_table(m, len);
 		if (!idx)
 			return -1;
 		for (int64_t j = 0; j < len; j++)
 			idx[j] = s + j * k;
-		v = take(m, v, (int)ax[i], idx, len);
+		v = ob_take(m, v, (int)ax[i], idx, len);
 		free(idx);
 	}
 	OUT(v);
 }
 
 /* Indices made non-negative: constant ones now, computed ones with a where. */
-Val *fix_index(Imp *m, Val *idx, int64_t size)
+static Val *fix_index(Imp *m, Val *idx, int64_t size)
 {
 	if (!idx || !ir_dtype_is_signed(idx->dt))
 		return idx;
-	return where3(m, sc(m, OP_LT_SCALAR, idx, 0), sc(m, OP_ADD_SCALAR, idx, (double)size),
+	return ob_where3(m, ob_sc(m, OP_LT_SCALAR, idx, 0), ob_sc(m, OP_ADD_SCALAR, idx, (double)size),
 		      idx);
 }
 
@@ -1038,22 +576,22 @@ H(h_gather)
 {
 	NEED(2);
 	Val *x = in[0], *idx = in[1];
-	int64_t axis = ai(m, "axis", 0);
-	if (norm_axis(m, &axis, x->rank))
+	int64_t axis = ob_ai(m, "axis", 0);
+	if (ob_norm_axis(m, &axis, x->rank))
 		return -1;
 	if (idx->dt != DT_I64 && idx->dt != DT_I32)
 		return imp_fail(m, "indices must be int32 or int64, got %s", ir_dtype_name(idx->dt));
 	int r = x->rank - 1 + idx->rank;
 	if (r > IR_MAX_RANK)
 		return imp_fail(m, "result rank %d exceeds %d", r, IR_MAX_RANK);
-	int64_t k = count(idx);
+	int64_t k = ob_count(idx);
 	idx = fix_index(m, idx, x->dim[axis]);
 	int64_t flat[IR_MAX_RANK], full[IR_MAX_RANK];
 	for (int i = 0; i < x->rank; i++) {
 		flat[i] = i == axis ? k : 1;
 		full[i] = i == axis ? k : x->dim[i];
 	}
-	Val *ix = expand(m, reshape(m, idx, x->rank, flat), x->rank, full);
+	Val *ix = ob_expand(m, ob_reshape(m, idx, x->rank, flat), x->rank, full);
 	if (!ix)
 		return -1;
 	Val *gin[2] = {x, ix};
@@ -1070,15 +608,15 @@ H(h_gather)
 		d[n++] = idx->dim[i];
 	for (int i = (int)axis + 1; i < x->rank; i++)
 		d[n++] = x->dim[i];
-	OUT(reshape(m, g, n, d));
+	OUT(ob_reshape(m, g, n, d));
 }
 
 H(h_gather_elements)
 {
 	NEED(2);
 	Val *x = in[0], *idx = in[1];
-	int64_t axis = ai(m, "axis", 0);
-	if (norm_axis(m, &axis, x->rank))
+	int64_t axis = ob_ai(m, "axis", 0);
+	if (ob_norm_axis(m, &axis, x->rank))
 		return -1;
 	idx = fix_index(m, idx, x->dim[axis]);
 	Val *gin[2] = {x, idx};
@@ -1090,7 +628,7 @@ H(h_gather_elements)
 H(h_where)
 {
 	NEED(3);
-	OUT(where3(m, in[0], in[1], in[2]));
+	OUT(ob_where3(m, in[0], in[1], in[2]));
 }
 
 H(h_tile)
@@ -1098,7 +636,7 @@ H(h_tile)
 	NEED(2);
 	Val *x = in[0];
 	int64_t rep[IR_MAX_RANK];
-	int n = ints_of(m, in[1], "repeats", rep, IR_MAX_RANK);
+	int n = ob_ints_of(m, in[1], "repeats", rep, IR_MAX_RANK);
 	if (n < 0)
 		return -1;
 	if (n != x->rank)
@@ -1109,7 +647,7 @@ H(h_tile)
 		Val *copies[IR_MAX_IN];
 		for (int k = 0; k < rep[i]; k++)
 			copies[k] = x;
-		x = cat(m, copies, (int)rep[i], i);
+		x = ob_cat(m, copies, (int)rep[i], i);
 	}
 	OUT(x);
 }
@@ -1121,14 +659,14 @@ H(h_trilu)
 	if (x->rank < 2)
 		return imp_fail(m, "needs rank 2 or more");
 	double kd = 0;
-	if (nin > 1 && in[1] && scalar_of(m, in[1], "k", &kd))
+	if (nin > 1 && in[1] && ob_scalar_of(m, in[1], "k", &kd))
 		return -1;
 	int64_t k = (int64_t)kd;
-	bool upper = ai(m, "upper", 1);
+	bool upper = ob_ai(m, "upper", 1);
 	int64_t d[IR_MAX_RANK];
 	for (int i = 0; i < x->rank; i++)
 		d[i] = i < x->rank - 2 ? 1 : x->dim[i];
-	Val *mask = kfull(m, DT_BOOL, x->rank, d, 0);
+	Val *mask = ob_kfull(m, DT_BOOL, x->rank, d, 0);
 	if (!mask)
 		return -1;
 	int64_t rows = d[x->rank - 2], cols = d[x->rank - 1];
@@ -1143,36 +681,12 @@ H(h_trilu)
 	OUT(imp_emit(m, OP_MASK_FILL, min, 2, &at));
 }
 
-/* x with `before` and `after` entries of value around axis a (a cat). */
-Val *pad_axis(Imp *m, Val *x, int a, int64_t before, int64_t after, double value)
-{
-	if (!x || (!before && !after))
-		return x;
-	Val *parts[3];
-	int k = 0;
-	int64_t d[IR_MAX_RANK];
-	memcpy(d, x->dim, sizeof d);
-	if (before) {
-		d[a] = before;
-		parts[k++] = kfull(m, x->dt, x->rank, d, value);
-	}
-	parts[k++] = x;
-	if (after) {
-		d[a] = after;
-		parts[k++] = kfull(m, x->dt, x->rank, d, value);
-	}
-	for (int j = 0; j < k; j++)
-		if (!parts[j])
-			return NULL;
-	return cat(m, parts, k, a);
-}
-
 H(h_pad)
 {
 	NEED(1);
 	Val *x = in[0];
 	char mode[16];
-	astr(m, "mode", mode, sizeof mode, "constant");
+	ob_astr(m, "mode", mode, sizeof mode, "constant");
 	bool edge = !strcmp(mode, "edge"), reflect = !strcmp(mode, "reflect");
 	if (strcmp(mode, "constant") && !edge && !reflect)
 		return imp_fail(m, "pad mode '%s' is not supported yet", mode);
@@ -1180,28 +694,28 @@ H(h_pad)
 	double value = 0;
 	int n;
 	if (m->opset < 11) {
-		n = aints(m, "pads", p, 2 * IR_MAX_RANK);
+		n = ob_aints(m, "pads", p, 2 * IR_MAX_RANK);
 		if (n < 0)
 			return n == -2 ? -1 : imp_fail(m, "pads are missing");
-		value = af(m, "value", 0);
+		value = ob_af(m, "value", 0);
 	} else {
 		NEED(2);
-		n = ints_of(m, in[1], "pads", p, 2 * IR_MAX_RANK);
+		n = ob_ints_of(m, in[1], "pads", p, 2 * IR_MAX_RANK);
 		if (n < 0)
 			return -1;
-		if (nin > 2 && in[2] && scalar_of(m, in[2], "constant_value", &value))
+		if (nin > 2 && in[2] && ob_scalar_of(m, in[2], "constant_value", &value))
 			return -1;
 	}
 	int64_t ax[IR_MAX_RANK];
 	int na = x->rank;
 	for (int i = 0; i < na; i++)
 		ax[i] = i;
-	if (nin > 3 && in[3] && (na = ints_of(m, in[3], "axes", ax, IR_MAX_RANK)) < 0)
+	if (nin > 3 && in[3] && (na = ob_ints_of(m, in[3], "axes", ax, IR_MAX_RANK)) < 0)
 		return -1;
 	if (n != 2 * na)
 		return imp_fail(m, "%d pads for %d axes", n, na);
 	for (int i = 0; i < na && x; i++) {
-		if (norm_axis(m, &ax[i], x->rank))
+		if (ob_norm_axis(m, &ax[i], x->rank))
 			return -1;
 		if (p[i] < 0 || p[i + na] < 0)
 			return imp_fail(m, "negative pads are not supported yet");
@@ -1217,7 +731,7 @@ H(h_pad)
 						(long long)p[i + na], (long long)dlen);
 			if (!p[i] && !p[i + na])
 				continue;
-			int64_t *idx = index_table(m, n2);
+			int64_t *idx = ob_index_table(m, n2);
 			if (!idx)
 				return -1;
 			for (int64_t j = 0; j < n2; j++) {
@@ -1227,11 +741,11 @@ H(h_pad)
 				else
 					idx[j] = s0 < 0 ? -s0 : s0 >= dlen ? 2 * (dlen - 1) - s0 : s0;
 			}
-			x = take(m, x, a, idx, n2);
+			x = ob_take(m, x, a, idx, n2);
 			free(idx);
 			continue;
 		}
-		x = pad_axis(m, x, (int)ax[i], p[i], p[i + na], value);
+		x = ob_pad_axis(m, x, (int)ax[i], p[i], p[i + na], value);
 	}
 	OUT(x);
 }
@@ -1241,12 +755,12 @@ H(h_space_depth)
 {
 	NEED(1);
 	Val *x = in[0];
-	int64_t b = ai(m, "blocksize", 0);
+	int64_t b = ob_ai(m, "blocksize", 0);
 	if (x->rank != 4 || b < 1 || b > (1 << 16))
 		return imp_fail(m, "needs a rank-4 input and a positive blocksize");
 	int64_t n = x->dim[0], c = x->dim[1], hh = x->dim[2], w = x->dim[3];
 	char mode[8];
-	astr(m, "mode", mode, sizeof mode, "DCR");
+	ob_astr(m, "mode", mode, sizeof mode, "DCR");
 	if (h->arg == 0) {
 		if (c % (b * b))
 			return imp_fail(m, "channels %lld are not divisible by blocksize^2",
@@ -1260,21 +774,21 @@ H(h_space_depth)
 			d6[3] = b;
 		}
 		int64_t d4[4] = {n, c / (b * b), hh * b, w * b};
-		OUT(reshape(m, permute(m, reshape(m, x, 6, d6), crd ? crdp : dcr), 4, d4));
+		OUT(ob_reshape(m, ob_permute(m, ob_reshape(m, x, 6, d6), crd ? crdp : dcr), 4, d4));
 	}
 	if (hh % b || w % b)
 		return imp_fail(m, "spatial dims are not divisible by blocksize");
 	int64_t d6[6] = {n, c, hh / b, b, w / b, b};
 	static const int p[6] = {0, 3, 5, 1, 2, 4};
 	int64_t d4[4] = {n, c * b * b, hh / b, w / b};
-	OUT(reshape(m, permute(m, reshape(m, x, 6, d6), p), 4, d4));
+	OUT(ob_reshape(m, ob_permute(m, ob_reshape(m, x, 6, d6), p), 4, d4));
 }
 
 /* ---- constants and shape queries ------------------------------------------------ */
 
 H(h_constant)
 {
-	if (one_output(m, nout))
+	if (ob_one_output(m, nout))
 		return -1;
 	const Onnx__NodeProto *n = m->n;
 	if (n->n_attribute != 1)
@@ -1323,7 +837,7 @@ H(h_shape)
 {
 	NEED(1);
 	Val *x = in[0];
-	int64_t s = ai(m, "start", 0), e = ai(m, "end", x->rank);
+	int64_t s = ob_ai(m, "start", 0), e = ob_ai(m, "end", x->rank);
 	if (s < 0)
 		s += x->rank;
 	if (e < 0)
@@ -1332,15 +846,15 @@ H(h_shape)
 	e = e < 0 ? 0 : e > x->rank ? x->rank : e;
 	if (e <= s)
 		return imp_fail(m, "the shape slice is empty (not supported)");
-	OUT(kints(m, x->dim + s, (int)(e - s)));
+	OUT(ob_kints(m, x->dim + s, (int)(e - s)));
 }
 
 H(h_size)
 {
 	NEED(1);
-	Val *v = kfull(m, DT_I64, 0, NULL, 0);
+	Val *v = ob_kfull(m, DT_I64, 0, NULL, 0);
 	if (v)
-		host_set_i64(&v->k, 0, count(in[0]));
+		host_set_i64(&v->k, 0, ob_count(in[0]));
 	OUT(v);
 }
 
@@ -1348,7 +862,7 @@ H(h_constant_of_shape)
 {
 	NEED(1);
 	int64_t s[IR_MAX_RANK];
-	int n = ints_of(m, in[0], "the shape", s, IR_MAX_RANK);
+	int n = ob_ints_of(m, in[0], "the shape", s, IR_MAX_RANK);
 	if (n < 0)
 		return -1;
 	int64_t total = 1;
@@ -1358,7 +872,7 @@ H(h_constant_of_shape)
 		if (__builtin_mul_overflow(total, s[i], &total) || total > (1 << 28))
 			return imp_fail(m, "the constant is too large");
 	}
-	const Onnx__AttributeProto *a = attr(m, "value");
+	const Onnx__AttributeProto *a = ob_attr(m, "value");
 	DType t = DT_F32;
 	double v = 0;
 	if (a && a->t) {
@@ -1376,7 +890,7 @@ H(h_constant_of_shape)
 			v = (double)host_get_i64(&k, 0);
 		host_free(&k);
 	}
-	OUT(kfull(m, t, n, s, v));
+	OUT(ob_kfull(m, t, n, s, v));
 }
 
 H(h_range)
@@ -1394,7 +908,7 @@ H(h_range)
 	if (!(cnt >= 1) || cnt > (1 << 28))
 		return imp_fail(m, "the range has %g elements (empty or too large)", cnt);
 	int64_t n = (int64_t)cnt;
-	Val *v = kfull(m, t, 1, &n, 0);
+	Val *v = ob_kfull(m, t, 1, &n, 0);
 	if (!v)
 		return -1;
 	for (int64_t i = 0; i < n; i++) {
@@ -1423,32 +937,32 @@ H(h_reduce)
 	int n = axes_of(m, in, nin, 1, ax, IR_MAX_RANK);
 	if (n == -2)
 		return -1;
-	bool keep = ai(m, "keepdims", 1);
+	bool keep = ob_ai(m, "keepdims", 1);
 	bool on[IR_MAX_RANK] = {false};
 	if (n <= 0) {
-		if (ai(m, "noop_with_empty_axes", 0))
+		if (ob_ai(m, "noop_with_empty_axes", 0))
 			OUT(x);
 		for (int i = 0; i < x->rank; i++)
 			on[i] = true;
 	}
 	for (int i = 0; i < n; i++) {
-		if (norm_axis(m, &ax[i], x->rank))
+		if (ob_norm_axis(m, &ax[i], x->rank))
 			return -1;
 		on[ax[i]] = true;
 	}
 	switch (h->arg) {
-	case RED_L1: x = un(m, OP_ABS, x); break;
+	case RED_L1: x = ob_un(m, OP_ABS, x); break;
 	case RED_L2:
-	case RED_SUMSQ: x = bin(m, OP_MUL, x, x); break;
-	case RED_LOGSUMEXP: x = un(m, OP_EXP, x); break;
+	case RED_SUMSQ: x = ob_bin(m, OP_MUL, x, x); break;
+	case RED_LOGSUMEXP: x = ob_un(m, OP_EXP, x); break;
 	}
 	if (!x)
 		return -1;
-	Val *r = reduce_axes(m, h->kind, x, on, keep);
+	Val *r = ob_reduce_axes(m, h->kind, x, on, keep);
 	if (h->arg == RED_L2)
-		r = un(m, OP_SQRT, r);
+		r = ob_un(m, OP_SQRT, r);
 	if (h->arg == RED_LOGSUM || h->arg == RED_LOGSUMEXP)
-		r = un(m, OP_LOG, r);
+		r = ob_un(m, OP_LOG, r);
 	OUT(r);
 }
 
@@ -1456,26 +970,26 @@ H(h_argreduce)
 {
 	NEED(1);
 	Val *x = in[0];
-	int64_t axis = ai(m, "axis", 0);
-	if (norm_axis(m, &axis, x->rank))
+	int64_t axis = ob_ai(m, "axis", 0);
+	if (ob_norm_axis(m, &axis, x->rank))
 		return -1;
 	Val *r;
-	if (ai(m, "select_last_index", 0)) {
+	if (ob_ai(m, "select_last_index", 0)) {
 		/* the first extreme of the reversed axis, counted from the end */
 		int64_t n = x->dim[axis];
-		int64_t *rev = index_table(m, n);
+		int64_t *rev = ob_index_table(m, n);
 		if (!rev)
 			return -1;
 		for (int64_t i = 0; i < n; i++)
 			rev[i] = n - 1 - i;
-		r = take(m, x, (int)axis, rev, n);
+		r = ob_take(m, x, (int)axis, rev, n);
 		free(rev);
-		r = un(m, OP_NEG, sc(m, OP_SUB_SCALAR, reduce(m, h->kind, r, (int)axis),
+		r = ob_un(m, OP_NEG, ob_sc(m, OP_SUB_SCALAR, ob_reduce(m, h->kind, r, (int)axis),
 				     (double)(n - 1)));
 	} else {
-		r = reduce(m, h->kind, x, (int)axis);
+		r = ob_reduce(m, h->kind, x, (int)axis);
 	}
-	if (r && !ai(m, "keepdims", 1)) {
+	if (r && !ob_ai(m, "keepdims", 1)) {
 		bool on[IR_MAX_RANK] = {false};
 		on[axis] = true;
 		int64_t d[IR_MAX_RANK];
@@ -1483,94 +997,17 @@ H(h_argreduce)
 		for (int i = 0; i < x->rank; i++)
 			if (!on[i])
 				d[k++] = r->dim[i];
-		r = reshape(m, r, k, d);
+		r = ob_reshape(m, r, k, d);
 	}
 	OUT(r);
 }
 
 /* ---- matmul ---------------------------------------------------------------------- */
 
-Val *matmul(Imp *m, Val *a, Val *b)
-{
-	if (!a || !b)
-		return NULL;
-	if (a->dt != b->dt)
-		return imp_fail(m, "operand dtypes %s and %s differ", ir_dtype_name(a->dt),
-				ir_dtype_name(b->dt)), NULL;
-	int ra = a->rank, rb = b->rank;
-	if (ra < 1 || rb < 1)
-		return imp_fail(m, "matmul of a scalar"), NULL;
-	/* [1, .., 1, M, K] x [K, N]: B lifted to [1, .., 1, K, N], so that A and the
-	 * result need no reshape and the ops after the matmul can fuse as its epilogue
-	 * (a reshape after a matmul closes the Matmul fuser) */
-	bool unit_batch = ra >= 3 && rb == 2;
-	for (int i = 0; i < ra - 2 && unit_batch; i++)
-		unit_batch = a->dim[i] == 1;
-	if (unit_batch) {
-		Val *in[2] = {a, lift(m, b, ra)};
-		return in[1] ? imp_emit(m, OP_MATMUL, in, 2, NULL) : NULL;
-	}
-	/* [.., M, K] x [K, N] as one [M', K] x [K, N] */
-	if (rb <= 2 && ra >= 2) {
-		int64_t K = a->dim[ra - 1], M = count(a) / K;
-		int64_t a2[2] = {M, K};
-		Val *bb = rb == 1 ? reshape(m, b, 2, (int64_t[]){b->dim[0], 1}) : b;
-		if (!bb)
-			return NULL;
-		Val *in[2] = {reshape(m, a, 2, a2), bb};
-		if (!in[0])
-			return NULL;
-		Val *r = imp_emit(m, OP_MATMUL, in, 2, NULL);
-		if (!r)
-			return NULL;
-		int64_t d[IR_MAX_RANK];
-		memcpy(d, a->dim, sizeof d);
-		if (rb == 1)
-			return reshape(m, r, ra - 1, d);
-		d[ra - 1] = b->dim[1];
-		return ra == 2 ? r : imp_flat(m, r, ra, d);
-	}
-	int64_t da[IR_MAX_RANK], db[IR_MAX_RANK];
-	bool va = ra == 1, vb = rb == 1;
-	Val *aa = va ? reshape(m, a, 2, (int64_t[]){1, a->dim[0]}) : a;
-	Val *bb = vb ? reshape(m, b, 2, (int64_t[]){b->dim[0], 1}) : b;
-	if (!aa || !bb)
-		return NULL;
-	int r = aa->rank > bb->rank ? aa->rank : bb->rank;
-	aa = lift(m, aa, r);
-	bb = lift(m, bb, r);
-	if (!aa || !bb)
-		return NULL;
-	memcpy(da, aa->dim, sizeof da);
-	memcpy(db, bb->dim, sizeof db);
-	/* batch dims broadcast explicitly */
-	for (int i = 0; i < r - 2; i++) {
-		int64_t t = da[i] > db[i] ? da[i] : db[i];
-		if ((da[i] != t && da[i] != 1) || (db[i] != t && db[i] != 1))
-			return imp_fail(m, "matmul batch dims %lld and %lld do not broadcast",
-					(long long)da[i], (long long)db[i]), NULL;
-		da[i] = db[i] = t;
-	}
-	aa = expand(m, aa, r, da);
-	bb = expand(m, bb, r, db);
-	Val *in[2] = {aa, bb};
-	if (!aa || !bb)
-		return NULL;
-	Val *res = imp_emit(m, OP_MATMUL, in, 2, NULL);
-	if (!res || (!va && !vb))
-		return res;
-	int64_t d[IR_MAX_RANK];
-	int k = 0;
-	for (int i = 0; i < r; i++)
-		if (!((va && i == r - 2) || (vb && i == r - 1)))
-			d[k++] = res->dim[i];
-	return reshape(m, res, k, d);
-}
-
 H(h_matmul)
 {
 	NEED(2);
-	OUT(matmul(m, in[0], in[1]));
+	OUT(ob_matmul(m, in[0], in[1]));
 }
 
 H(h_gemm)
@@ -1580,19 +1017,19 @@ H(h_gemm)
 	if (a->rank != 2 || b->rank != 2)
 		return imp_fail(m, "A and B must have rank 2");
 	static const int swap[2] = {1, 0};
-	if (ai(m, "transA", 0))
-		a = permute(m, a, swap);
-	if (ai(m, "transB", 0))
-		b = permute(m, b, swap);
-	Val *y = matmul(m, a, b);
-	double alpha = af(m, "alpha", 1.0), beta = af(m, "beta", 1.0);
+	if (ob_ai(m, "transA", 0))
+		a = ob_permute(m, a, swap);
+	if (ob_ai(m, "transB", 0))
+		b = ob_permute(m, b, swap);
+	Val *y = ob_matmul(m, a, b);
+	double alpha = ob_af(m, "alpha", 1.0), beta = ob_af(m, "beta", 1.0);
 	if (y && alpha != 1)
-		y = sc(m, OP_MUL_SCALAR, y, alpha);
+		y = ob_sc(m, OP_MUL_SCALAR, y, alpha);
 	if (y && nin > 2 && in[2] && beta != 0) {
 		Val *c = in[2];
 		if (beta != 1)
-			c = sc(m, OP_MUL_SCALAR, c, beta);
-		y = bin(m, OP_ADD, y, c);
+			c = ob_sc(m, OP_MUL_SCALAR, c, beta);
+		y = ob_bin(m, OP_ADD, y, c);
 	}
 	OUT(y);
 }
@@ -1613,7 +1050,7 @@ static int window(Imp *m, const Val *x, const int64_t *kdim, Window *w, bool poo
 	int nsp = x->rank - 2;
 	w->nsp = nsp;
 	int64_t k[6], s[6], dl[6], p[6];
-	int nk = aints(m, "kernel_shape", k, 6);
+	int nk = ob_aints(m, "kernel_shape", k, 6);
 	if (nk == -2)
 		return -1;
 	if (nk < 0 && kdim)
@@ -1621,14 +1058,14 @@ static int window(Imp *m, const Val *x, const int64_t *kdim, Window *w, bool poo
 			k[i] = kdim[i];
 	else if (nk != nsp)
 		return imp_fail(m, "kernel_shape has %d entries for %d spatial dims", nk, nsp);
-	int ns = aints(m, "strides", s, 6), nd = aints(m, "dilations", dl, 6),
-	    np = aints(m, "pads", p, 6);
+	int ns = ob_aints(m, "strides", s, 6), nd = ob_aints(m, "dilations", dl, 6),
+	    np = ob_aints(m, "pads", p, 6);
 	if (ns == -2 || nd == -2 || np == -2)
 		return -1;
 	if ((ns >= 0 && ns != nsp) || (nd >= 0 && nd != nsp) || (np >= 0 && np != 2 * nsp))
 		return imp_fail(m, "strides, dilations or pads do not match %d spatial dims", nsp);
 	char ap[24];
-	astr(m, "auto_pad", ap, sizeof ap, "NOTSET");
+	ob_astr(m, "auto_pad", ap, sizeof ap, "NOTSET");
 	for (int i = 0; i < nsp; i++) {
 		w->kernel[i] = k[i];
 		w->stride[i] = ns >= 0 ? s[i] : 1;
@@ -1656,7 +1093,7 @@ static int window(Imp *m, const Val *x, const int64_t *kdim, Window *w, bool poo
 		if (lo < 0 || hi < 0 || lo > (1 << 20) || hi > (1 << 20))
 			return imp_fail(m, "pads %lld, %lld are not supported", (long long)lo,
 					(long long)hi);
-		if (ai(m, "ceil_mode", 0)) {
+		if (ob_ai(m, "ceil_mode", 0)) {
 			/* ceil_mode: extra padding at the end where the last window starts
 			 * inside the input (or its front padding) */
 			int64_t span = w->dil[i] * (w->kernel[i] - 1) + 1;
@@ -1685,7 +1122,7 @@ static Val *to2d(Imp *m, Val *x)
 	if (!x || x->rank != 3)
 		return x;
 	int64_t d[4] = {x->dim[0], x->dim[1], x->dim[2], 1};
-	return reshape(m, x, 4, d);
+	return ob_reshape(m, x, 4, d);
 }
 
 static Val *from2d(Imp *m, Val *y, int rank)
@@ -1693,7 +1130,7 @@ static Val *from2d(Imp *m, Val *y, int rank)
 	if (!y || rank != 3)
 		return y;
 	int64_t d[3] = {y->dim[0], y->dim[1], y->dim[2]};
-	return reshape(m, y, 3, d);
+	return ob_reshape(m, y, 3, d);
 }
 
 /* Padding the op can do itself (symmetric, and for pools at most half the kernel)
@@ -1706,7 +1143,7 @@ static Val *split_padding(Imp *m, Val *x, const Window *w, bool pool, double val
 		if (pool && own > w->kernel[i] / 2)
 			own = w->kernel[i] / 2;
 		pad[i] = (int)own;
-		x = pad_axis(m, x, 2 + i, lo - own, hi - own, value);
+		x = ob_pad_axis(m, x, 2 + i, lo - own, hi - own, value);
 	}
 	return x;
 }
@@ -1728,7 +1165,7 @@ H(h_conv)
 		at.stride[i] = (int)wi.stride[i];
 		at.dilation[i] = (int)wi.dil[i];
 	}
-	int64_t g = ai(m, "group", 1);
+	int64_t g = ob_ai(m, "group", 1);
 	if (g < 1 || g > (1 << 20))
 		return imp_fail(m, "group %lld is not supported", (long long)g);
 	at.groups = (int)g;
@@ -1748,7 +1185,7 @@ H(h_conv)
 static Val *pick_strided(Imp *m, Val *x, int axis, int64_t start, int64_t stride, int64_t o)
 {
 	if (!x || stride == 1 || o == 1)
-		return x ? slice1(m, x, axis, start, start + (stride == 1 ? o : 1)) : NULL;
+		return x ? ob_slice1(m, x, axis, start, start + (stride == 1 ? o : 1)) : NULL;
 	if (x->rank + 1 > IR_MAX_RANK) {
 		imp_fail(m, "a strided view of a rank-%d tensor is not supported (rank %d at "
 			 "most)", x->rank, IR_MAX_RANK - 1);
@@ -1756,7 +1193,7 @@ static Val *pick_strided(Imp *m, Val *x, int axis, int64_t start, int64_t stride
 	}
 	/* start + (o - 1) * stride < x->dim[axis]: whole groups while they fit */
 	int64_t groups = start + o * stride <= x->dim[axis] ? o : o - 1;
-	Val *v = slice1(m, x, axis, start, start + groups * stride);
+	Val *v = ob_slice1(m, x, axis, start, start + groups * stride);
 	if (!v)
 		return NULL;
 	int64_t split[IR_MAX_RANK], back[IR_MAX_RANK];
@@ -1767,12 +1204,12 @@ static Val *pick_strided(Imp *m, Val *x, int axis, int64_t start, int64_t stride
 		if (i == axis)
 			split[r++] = stride;
 	}
-	v = reshape(m, slice1(m, reshape(m, v, r, split), axis + 1, 0, 1), x->rank, back);
+	v = ob_reshape(m, ob_slice1(m, ob_reshape(m, v, r, split), axis + 1, 0, 1), x->rank, back);
 	if (groups == o || !v)
 		return v;
 	int64_t last = start + groups * stride;
-	Val *parts[2] = {v, slice1(m, x, axis, last, last + 1)};
-	return parts[1] ? cat(m, parts, 2, axis) : NULL;
+	Val *parts[2] = {v, ob_slice1(m, x, axis, last, last + 1)};
+	return parts[1] ? ob_cat(m, parts, 2, axis) : NULL;
 }
 
 /* Max pooling as the max of kernel-many strided views of x padded with -inf (x:
@@ -1789,19 +1226,19 @@ static Val *view_max(Imp *m, Val *x, const Window *w, int storage_order, Val **i
 	 * output's size. x constant folds each view: bounded by the same caps. */
 	int64_t positions = w->kernel[0] * w->kernel[1];
 	if (positions > VIEW_MAX_POSITIONS ||
-	    (indices && count(x) > VIEW_MAX_INDEX_ELEMENTS) ||
-	    (x->is_const && count(x) > VIEW_MAX_INDEX_ELEMENTS / positions)) {
+	    (indices && ob_count(x) > VIEW_MAX_INDEX_ELEMENTS) ||
+	    (x->is_const && ob_count(x) > VIEW_MAX_INDEX_ELEMENTS / positions)) {
 		imp_fail(m, "not supported yet: MaxPool with dilations or Indices over a %lldx%lld "
 			 "window of a %lld-element input (at most %d positions; Indices at most "
 			 "%d elements; a constant input, folded once per position, at most %d "
 			 "elements in all)", (long long)w->kernel[0], (long long)w->kernel[1],
-			 (long long)count(x), VIEW_MAX_POSITIONS, VIEW_MAX_INDEX_ELEMENTS,
+			 (long long)ob_count(x), VIEW_MAX_POSITIONS, VIEW_MAX_INDEX_ELEMENTS,
 			 VIEW_MAX_INDEX_ELEMENTS);
 		return NULL;
 	}
 	int64_t H = x->dim[2], W = x->dim[3];
 	for (int i = 0; i < 2 && x; i++)
-		x = pad_axis(m, x, 2 + i, w->lo[i], w->hi[i], -INFINITY);
+		x = ob_pad_axis(m, x, 2 + i, w->lo[i], w->hi[i], -INFINITY);
 	if (!x)
 		return NULL;
 	int64_t o[2];
@@ -1824,7 +1261,7 @@ static Val *view_max(Imp *m, Val *x, const Window *w, int storage_order, Val **i
 			v = pick_strided(m, v, 3, dw, w->stride[1], o[1]);
 			Val *off = NULL;
 			if (indices)  /* this position's offset from the window's origin */
-				off = kfull(m, DT_I64, 0, NULL,
+				off = ob_kfull(m, DT_I64, 0, NULL,
 					    (double)(storage_order ? dw * H + dh : dh * W + dw));
 			if (!v || (indices && !off))
 				return NULL;
@@ -1834,8 +1271,8 @@ static Val *view_max(Imp *m, Val *x, const Window *w, int storage_order, Val **i
 				continue;
 			}
 			if (indices)
-				acc_off = where3(m, bin(m, OP_GT, v, acc), off, acc_off);
-			acc = bin(m, OP_MAX, acc, v);
+				acc_off = ob_where3(m, ob_bin(m, OP_GT, v, acc), off, acc_off);
+			acc = ob_bin(m, OP_MAX, acc, v);
 			if (!acc || (indices && !acc_off))
 				return NULL;
 		}
@@ -1850,7 +1287,7 @@ static Val *view_max(Imp *m, Val *x, const Window *w, int storage_order, Val **i
 	}
 	HostTensor t;
 	Diag d;
-	if (made_fits(m, 4, od))
+	if (ob_made_fits(m, 4, od))
 		return NULL;
 	if (host_alloc(&t, DT_I64, 4, od, &d)) {
 		imp_fail(m, "%s", d.msg);
@@ -1862,9 +1299,9 @@ static Val *view_max(Imp *m, Val *x, const Window *w, int storage_order, Val **i
 		int64_t c = i % o[1] * w->stride[1] - w->lo[1];
 		((int64_t *)t.data)[i] = img * H * W + (storage_order ? c * H + h : h * W + c);
 	}
-	Val *at = bin(m, OP_ADD, imp_const(m, &t), acc_off);
-	Val *none = bin(m, OP_EQ, acc, kfull(m, acc->dt, 0, NULL, -INFINITY));
-	*indices = where3(m, none, kfull(m, DT_I64, 0, NULL, -1), at);
+	Val *at = ob_bin(m, OP_ADD, imp_const(m, &t), acc_off);
+	Val *none = ob_bin(m, OP_EQ, acc, ob_kfull(m, acc->dt, 0, NULL, -INFINITY));
+	*indices = ob_where3(m, none, ob_kfull(m, DT_I64, 0, NULL, -1), at);
 	return *indices ? acc : NULL;
 }
 
@@ -1891,12 +1328,12 @@ static Val *pool2d(Imp *m, OpKind k, Val *x, const Window *w, bool include)
 		 * count_include_pad, inside the input and its pads, not the ceil_mode
 		 * extension) */
 		int64_t d[4] = {1, 1, x->dim[2], x->dim[3]};
-		Val *ones = kfull(m, x->dt, 4, d, 1);
+		Val *ones = ob_kfull(m, x->dt, 4, d, 1);
 		int pad[2];
 		Window w2 = *w;
 		if (include) {
 			for (int i = 0; i < 2; i++) {
-				ones = pad_axis(m, ones, 2 + i, w->lo[i], w->hi[i] - w->extra[i], 1);
+				ones = ob_pad_axis(m, ones, 2 + i, w->lo[i], w->hi[i] - w->extra[i], 1);
 				w2.lo[i] = 0;
 				w2.hi[i] = w->extra[i];
 			}
@@ -1906,7 +1343,7 @@ static Val *pool2d(Imp *m, OpKind k, Val *x, const Window *w, bool include)
 		a2.padding[0] = pad[0];
 		a2.padding[1] = pad[1];
 		Val *share = ones ? imp_emit(m, k, &ones, 1, &a2) : NULL;
-		y = share ? bin(m, OP_DIV, y, share) : NULL;
+		y = share ? ob_bin(m, OP_DIV, y, share) : NULL;
 	}
 	return y;
 }
@@ -1930,7 +1367,7 @@ static Window sub_window(const Window *w, int a, int b)
 
 H(h_pool)
 {
-	if (need_in(m, in, nin, 1))
+	if (ob_need_in(m, in, nin, 1))
 		return -1;
 	if (nout > 2 || (nout > 1 && h->kind != OP_MAX_POOL2D))
 		return imp_fail(m, "output %d is not supported", nout > 2 ? 2 : 1);
@@ -1946,7 +1383,7 @@ H(h_pool)
 	if (!ir_dtype_is_float(dt)) {
 		if (k != OP_MAX_POOL2D || dt == DT_I64 || dt == DT_BOOL)
 			return imp_fail(m, "pooling %s is not supported", ir_dtype_name(dt));
-		x = cast(m, x, DT_F64);   /* exact for every int up to 32 bits */
+		x = ob_cast(m, x, DT_F64);   /* exact for every int up to 32 bits */
 	}
 	Window wi = {0};
 	pool_dilations = k == OP_MAX_POOL2D;
@@ -1954,34 +1391,34 @@ H(h_pool)
 	pool_dilations = false;
 	if (rc)
 		return -1;
-	bool include = ai(m, "count_include_pad", 0);
+	bool include = ob_ai(m, "count_include_pad", 0);
 	if (nout > 1) {  /* MaxPool's Indices */
 		Val *ind = NULL;
-		Val *y = view_max(m, x, &wi, (int)ai(m, "storage_order", 0), &ind);
+		Val *y = view_max(m, x, &wi, (int)ob_ai(m, "storage_order", 0), &ind);
 		if (!y)
 			return -1;
-		out[0] = cast(m, y, dt);
+		out[0] = ob_cast(m, y, dt);
 		out[1] = ind;
 		return out[0] ? 0 : -1;
 	}
 	if (x->rank < 5) {
 		Val *y = from2d(m, pool2d(m, k, to2d(m, x), &wi, include), x->rank);
-		OUT(cast(m, y, dt));
+		OUT(ob_cast(m, y, dt));
 	}
 	/* 3-D: separable, as max and mean over a box are (so are the shares of a
 	 * padded box): first H and W on [N, C*D, H, W], then D on [N, C, D, H'*W'] */
 	int64_t d4[4] = {x->dim[0], x->dim[1] * x->dim[2], x->dim[3], x->dim[4]};
 	Window hw = sub_window(&wi, 1, 2), dd = sub_window(&wi, 0, -1);
-	Val *y = pool2d(m, k, reshape(m, x, 4, d4), &hw, include);
+	Val *y = pool2d(m, k, ob_reshape(m, x, 4, d4), &hw, include);
 	if (!y)
 		return -1;
 	int64_t oh = y->dim[2], ow = y->dim[3];
 	int64_t e4[4] = {x->dim[0], x->dim[1], x->dim[2], oh * ow};
-	y = pool2d(m, k, reshape(m, y, 4, e4), &dd, include);
+	y = pool2d(m, k, ob_reshape(m, y, 4, e4), &dd, include);
 	if (!y)
 		return -1;
 	int64_t d5[5] = {x->dim[0], x->dim[1], y->dim[2], oh, ow};
-	OUT(cast(m, reshape(m, y, 5, d5), dt));
+	OUT(ob_cast(m, ob_reshape(m, y, 5, d5), dt));
 }
 
 H(h_global_pool)
@@ -1991,7 +1428,7 @@ H(h_global_pool)
 	bool on[IR_MAX_RANK] = {false};
 	for (int i = 2; i < x->rank; i++)
 		on[i] = true;
-	OUT(reduce_axes(m, h->kind, x, on, true));
+	OUT(ob_reduce_axes(m, h->kind, x, on, true));
 }
 
 /* ---- normalization and softmax ------------------------------------------------------ */
@@ -2004,7 +1441,7 @@ static Val *channel(Imp *m, Val *p, int r)
 	int64_t d[IR_MAX_RANK];
 	for (int i = 0; i < r; i++)
 		d[i] = i == 1 ? p->dim[0] : 1;
-	return reshape(m, p, r, d);
+	return ob_reshape(m, p, r, d);
 }
 
 static Val *normalize(Imp *m, Val *x, const bool *on, double eps, Val **mean_out,
@@ -2012,15 +1449,15 @@ static Val *normalize(Imp *m, Val *x, const bool *on, double eps, Val **mean_out
 
 H(h_batchnorm)
 {
-	if (need_in(m, in, nin, 5))
+	if (ob_need_in(m, in, nin, 5))
 		return -1;
 	if (nin > 5)
 		return imp_fail(m, "too many inputs");
 	Val *x = in[0];
-	if (need_float(m, x))
+	if (ob_need_float(m, x))
 		return -1;
-	double eps = af(m, "epsilon", 1e-5);
-	bool training = m->opset >= 14 ? ai(m, "training_mode", 0) : nout > 1;
+	double eps = ob_af(m, "epsilon", 1e-5);
+	bool training = m->opset >= 14 ? ob_ai(m, "training_mode", 0) : nout > 1;
 	if (nout > 3)
 		return imp_fail(m, "outputs 3 and after (saved mean and variance, opset < 14) are "
 				"not supported");
@@ -2028,13 +1465,13 @@ H(h_batchnorm)
 		/* the batch's statistics over every axis but the channel's; running
 		 * statistics: input * momentum + batch's * (1 - momentum), with the
 		 * population variance (docs/onnx.md) */
-		double mom = af(m, "momentum", 0.9);
+		double mom = ob_af(m, "momentum", 0.9);
 		bool on[IR_MAX_RANK] = {false};
 		for (int i = 0; i < x->rank; i++)
 			on[i] = i != 1;
 		Val *mu = NULL, *inv = NULL;
 		Val *y = normalize(m, x, on, eps, &mu, &inv);
-		y = bin(m, OP_ADD, bin(m, OP_MUL, y, channel(m, in[1], x->rank)),
+		y = ob_bin(m, OP_ADD, ob_bin(m, OP_MUL, y, channel(m, in[1], x->rank)),
 			channel(m, in[2], x->rank));
 		out[0] = y;
 		if (!y)
@@ -2042,13 +1479,13 @@ H(h_batchnorm)
 		for (int k = 1; k < nout; k++) {
 			Val *stat = mu;
 			if (k == 2) {  /* var = mean((x - mu)^2), again: exact, not 1/inv^2 - eps */
-				Val *d = bin(m, OP_SUB, x, mu);
-				stat = reduce_axes(m, OP_MEAN, d ? bin(m, OP_MUL, d, d) : NULL, on,
+				Val *d = ob_bin(m, OP_SUB, x, mu);
+				stat = ob_reduce_axes(m, OP_MEAN, d ? ob_bin(m, OP_MUL, d, d) : NULL, on,
 						   true);
 			}
-			stat = stat ? reshape(m, stat, 1, &x->dim[1]) : NULL;
-			out[k] = bin(m, OP_ADD, sc(m, OP_MUL_SCALAR, in[2 + k], mom),
-				     sc(m, OP_MUL_SCALAR, stat, 1 - mom));
+			stat = stat ? ob_reshape(m, stat, 1, &x->dim[1]) : NULL;
+			out[k] = ob_bin(m, OP_ADD, ob_sc(m, OP_MUL_SCALAR, in[2 + k], mom),
+				     ob_sc(m, OP_MUL_SCALAR, stat, 1 - mom));
 			if (!out[k])
 				return -1;
 		}
@@ -2057,46 +1494,46 @@ H(h_batchnorm)
 	if (nout > 1)
 		return imp_fail(m, "the running mean and variance outputs need training_mode=1");
 	/* y = x * s + t, s = scale / sqrt(var + eps), t = B - mean * s: constants fold */
-	Val *s = bin(m, OP_DIV, in[1], un(m, OP_SQRT, sc(m, OP_ADD_SCALAR, in[4], eps)));
-	Val *t = bin(m, OP_SUB, in[2], bin(m, OP_MUL, in[3], s));
-	OUT(bin(m, OP_ADD, bin(m, OP_MUL, x, channel(m, s, x->rank)), channel(m, t, x->rank)));
+	Val *s = ob_bin(m, OP_DIV, in[1], ob_un(m, OP_SQRT, ob_sc(m, OP_ADD_SCALAR, in[4], eps)));
+	Val *t = ob_bin(m, OP_SUB, in[2], ob_bin(m, OP_MUL, in[3], s));
+	OUT(ob_bin(m, OP_ADD, ob_bin(m, OP_MUL, x, channel(m, s, x->rank)), channel(m, t, x->rank)));
 }
 
 /* (x - mean) / sqrt(var + eps) over the axes marked in on (kept as 1s). */
 static Val *normalize(Imp *m, Val *x, const bool *on, double eps, Val **mean_out,
 		      Val **inv_out)
 {
-	Val *mu = reduce_axes(m, OP_MEAN, x, on, true);
-	Val *d = bin(m, OP_SUB, x, mu);
-	Val *var = reduce_axes(m, OP_MEAN, d ? bin(m, OP_MUL, d, d) : NULL, on, true);
-	Val *inv = un(m, OP_RECIP, un(m, OP_SQRT, sc(m, OP_ADD_SCALAR, var, eps)));
+	Val *mu = ob_reduce_axes(m, OP_MEAN, x, on, true);
+	Val *d = ob_bin(m, OP_SUB, x, mu);
+	Val *var = ob_reduce_axes(m, OP_MEAN, d ? ob_bin(m, OP_MUL, d, d) : NULL, on, true);
+	Val *inv = ob_un(m, OP_RECIP, ob_un(m, OP_SQRT, ob_sc(m, OP_ADD_SCALAR, var, eps)));
 	if (mean_out)
 		*mean_out = mu;
 	if (inv_out)
 		*inv_out = inv;
-	return bin(m, OP_MUL, d, inv);
+	return ob_bin(m, OP_MUL, d, inv);
 }
 
 H(h_layernorm)
 {
-	if (need_in(m, in, nin, 2))
+	if (ob_need_in(m, in, nin, 2))
 		return -1;
 	if (nout > 3)
 		return imp_fail(m, "too many outputs");
 	Val *x = in[0];
-	if (need_float(m, x))
+	if (ob_need_float(m, x))
 		return -1;
-	int64_t axis = ai(m, "axis", -1);
-	if (norm_axis(m, &axis, x->rank))
+	int64_t axis = ob_ai(m, "axis", -1);
+	if (ob_norm_axis(m, &axis, x->rank))
 		return -1;
 	bool on[IR_MAX_RANK] = {false};
 	for (int i = (int)axis; i < x->rank; i++)
 		on[i] = true;
 	Val *mu, *inv;
-	Val *y = normalize(m, x, on, af(m, "epsilon", 1e-5), &mu, &inv);
-	y = bin(m, OP_MUL, y, in[1]);
+	Val *y = normalize(m, x, on, ob_af(m, "epsilon", 1e-5), &mu, &inv);
+	y = ob_bin(m, OP_MUL, y, in[1]);
 	if (nin > 2 && in[2])
-		y = bin(m, OP_ADD, y, in[2]);
+		y = ob_bin(m, OP_ADD, y, in[2]);
 	out[0] = y;
 	if (nout > 1)
 		out[1] = mu;
@@ -2109,24 +1546,24 @@ H(h_instancenorm)
 {
 	NEED(3);
 	Val *x = in[0];
-	if (need_float(m, x))
+	if (ob_need_float(m, x))
 		return -1;
 	bool on[IR_MAX_RANK] = {false};
 	for (int i = 2; i < x->rank; i++)
 		on[i] = true;
-	Val *y = normalize(m, x, on, af(m, "epsilon", 1e-5), NULL, NULL);
-	y = bin(m, OP_MUL, y, channel(m, in[1], x->rank));
-	OUT(bin(m, OP_ADD, y, channel(m, in[2], x->rank)));
+	Val *y = normalize(m, x, on, ob_af(m, "epsilon", 1e-5), NULL, NULL);
+	y = ob_bin(m, OP_MUL, y, channel(m, in[1], x->rank));
+	OUT(ob_bin(m, OP_ADD, y, channel(m, in[2], x->rank)));
 }
 
 H(h_softmax)
 {
 	NEED(1);
 	Val *x = in[0];
-	if (need_float(m, x))
+	if (ob_need_float(m, x))
 		return -1;
-	int64_t axis = ai(m, "axis", m->opset >= 13 ? -1 : 1);
-	if (norm_axis(m, &axis, x->rank))
+	int64_t axis = ob_ai(m, "axis", m->opset >= 13 ? -1 : 1);
+	if (ob_norm_axis(m, &axis, x->rank))
 		return -1;
 	Val *v = x;
 	int ax = (int)axis;
@@ -2136,20 +1573,20 @@ H(h_softmax)
 		for (int i = 0; i < x->rank; i++)
 			if (__builtin_mul_overflow(d[i >= axis], x->dim[i], &d[i >= axis]))
 				return imp_fail(m, "the flattened dims multiply past 64 bits");
-		v = reshape(m, x, 2, d);
+		v = ob_reshape(m, x, 2, d);
 		ax = 1;
 	}
-	Val *mx = reduce(m, OP_MAX_DIM, v, ax);
-	Val *sh = bin(m, OP_SUB, v, mx);
-	Val *e = un(m, OP_EXP, sh);
-	Val *s = reduce(m, OP_SUM, e, ax);
+	Val *mx = ob_reduce(m, OP_MAX_DIM, v, ax);
+	Val *sh = ob_bin(m, OP_SUB, v, mx);
+	Val *e = ob_un(m, OP_EXP, sh);
+	Val *s = ob_reduce(m, OP_SUM, e, ax);
 	Val *y;
 	if (h->arg == 1)      /* LogSoftmax */
-		y = bin(m, OP_SUB, sh, un(m, OP_LOG, s));
+		y = ob_bin(m, OP_SUB, sh, ob_un(m, OP_LOG, s));
 	else
-		y = bin(m, OP_DIV, e, s);
+		y = ob_bin(m, OP_DIV, e, s);
 	if (y && v != x)
-		y = reshape(m, y, x->rank, x->dim);
+		y = ob_reshape(m, y, x->rank, x->dim);
 	OUT(y);
 }
 

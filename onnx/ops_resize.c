@@ -13,7 +13,8 @@
 #include <string.h>
 
 #include "onnx.pb-c.h"
-#include "ops_util.h"
+#include "builders.h"
+#include "ops_resize.h"
 
 /* Bounds on what an import builds: taps per output position (antialiasing by a
  * factor f takes about 2f or 4f), and taps x output positions per axis (the
@@ -199,86 +200,18 @@ static void taps_free(Taps *t)
 	free(t->extra);
 }
 
-/* A constant [1.., n at axis, ..1] of rank `rank`, from doubles. */
-static Val *axis_const(Imp *m, DType dt, int rank, int axis, const double *v,
-		       const int64_t *iv, int64_t n)
-{
-	int64_t dim[IR_MAX_RANK];
-	for (int i = 0; i < rank; i++)
-		dim[i] = i == axis ? n : 1;
-	HostTensor k;
-	Diag d;
-	if (host_alloc(&k, dt, rank, dim, &d)) {
-		imp_fail(m, "%s", d.msg);
-		return NULL;
-	}
-	for (int64_t i = 0; i < n; i++) {
-		if (iv)
-			((int64_t *)k.data)[i] = iv[i];
-		else
-			host_set(&k, i, v[i]);
-	}
-	return imp_const(m, &k);
-}
-
-/* A zero of dtype dt and x's rank, all dims 1, computed from x's first element
- * (a comparison that is false for every value, NaN too, cast): an op, not a
- * constant, so that what is expanded from it stays a view and is not folded into
- * a constant of the expanded size. A constant zero when x is a constant. */
-Val *zero_of(Imp *m, Val *x, DType dt)
-{
-	int64_t one[IR_MAX_RANK];
-	for (int i = 0; i < x->rank; i++)
-		one[i] = 1;
-	if (x->is_const)
-		return kfull(m, dt, x->rank, one, 0);
-	Val *v = x;
-	if (count(x) > 1) {
-		Attrs at = imp_attrs(OP_SLICE);
-		at.n = x->rank;
-		for (int i = 0; i < x->rank; i++)
-			at.range[i][0] = 0, at.range[i][1] = 1;
-		v = imp_emit(m, OP_SLICE, &x, 1, &at);
-	}
-	if (v && v->dt == DT_BOOL)
-		v = bin(m, OP_AND, v, un(m, OP_NOT, v));
-	else
-		v = sc(m, OP_LT_SCALAR, v, -INFINITY);
-	return cast(m, v, dt);
-}
-
-/* x gathered along axis at n constant positions: a [1.., n, ..1] index (plus a
- * computed zero when x is not a constant) expanded: no index constant of the
- * result's size, unlike take(). */
-Val *take_axis(Imp *m, Val *x, int axis, const int64_t *idx, int64_t n)
-{
-	Val *ix = axis_const(m, DT_I64, x->rank, axis, NULL, idx, n);
-	if (!x->is_const)
-		ix = bin(m, OP_ADD, ix, zero_of(m, x, DT_I64));
-	int64_t dim[IR_MAX_RANK];
-	memcpy(dim, x->dim, sizeof dim);
-	dim[axis] = n;
-	ix = expand(m, ix, x->rank, dim);
-	if (!ix)
-		return NULL;
-	Val *in[2] = {x, ix};
-	Attrs at = imp_attrs(OP_GATHER);
-	at.axis = axis;
-	return imp_emit(m, OP_GATHER, in, 2, &at);
-}
-
 static Val *resize_axis(Imp *m, const Resize *r, Val *x, int axis, const Taps *t, int64_t out)
 {
 	Val *y = NULL;
 	for (int j = 0; j < t->k && x; j++) {
 		const double *w = t->w + (int64_t)j * out;
-		Val *g = take_axis(m, x, axis, t->idx + (int64_t)j * out, out);
+		Val *g = ob_take_axis(m, x, axis, t->idx + (int64_t)j * out, out);
 		bool ones = true;
 		for (int64_t o = 0; o < out; o++)
 			ones = ones && w[o] == 1;
 		if (!ones)
-			g = bin(m, OP_MUL, g, axis_const(m, x->dt, x->rank, axis, w, NULL, out));
-		y = y ? bin(m, OP_ADD, y, g) : g;
+			g = ob_bin(m, OP_MUL, g, ob_axis_const(m, x->dt, x->rank, axis, w, NULL, out));
+		y = y ? ob_bin(m, OP_ADD, y, g) : g;
 		if (!g)
 			return NULL;
 	}
@@ -288,21 +221,21 @@ static Val *resize_axis(Imp *m, const Resize *r, Val *x, int axis, const Taps *t
 	double *e = xcalloc((size_t)out, sizeof *e);
 	for (int64_t o = 0; o < out; o++)
 		e[o] = t->extra[o] ? r->extrapolation : 0;
-	Val *ev = axis_const(m, x->dt, x->rank, axis, e, NULL, out);
+	Val *ev = ob_axis_const(m, x->dt, x->rank, axis, e, NULL, out);
 	free(e);
 	if (!y) {
 		int64_t dim[IR_MAX_RANK];
 		memcpy(dim, x->dim, sizeof dim);
 		dim[axis] = out;
-		return expand(m, ev, x->rank, dim);
+		return ob_expand(m, ev, x->rank, dim);
 	}
-	return r->extrapolation != 0 ? bin(m, OP_ADD, y, ev) : y;
+	return r->extrapolation != 0 ? ob_bin(m, OP_ADD, y, ev) : y;
 }
 
 static int parse_mode(Imp *m, Resize *r, bool legacy)
 {
 	char s[40];
-	astr(m, "mode", s, sizeof s, "nearest");
+	ob_astr(m, "mode", s, sizeof s, "nearest");
 	if (!strcmp(s, "nearest"))
 		r->mode = RM_NEAREST;
 	else if (!strcmp(s, "linear") || !strcmp(s, "bilinear"))
@@ -318,7 +251,7 @@ static int parse_mode(Imp *m, Resize *r, bool legacy)
 		r->a = -0.75;
 		return 0;
 	}
-	astr(m, "coordinate_transformation_mode", s, sizeof s, "half_pixel");
+	ob_astr(m, "coordinate_transformation_mode", s, sizeof s, "half_pixel");
 	static const char *cn[] = {"half_pixel", "half_pixel_symmetric", "pytorch_half_pixel",
 				   "align_corners", "asymmetric", "tf_half_pixel_for_nn",
 				   "tf_crop_and_resize"};
@@ -328,7 +261,7 @@ static int parse_mode(Imp *m, Resize *r, bool legacy)
 	if (i == 7)
 		return imp_fail(m, "coordinate_transformation_mode '%s' is not supported yet", s);
 	r->coord = (CoordMode)i;
-	astr(m, "nearest_mode", s, sizeof s, "round_prefer_floor");
+	ob_astr(m, "nearest_mode", s, sizeof s, "round_prefer_floor");
 	static const char *nn[] = {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"};
 	i = 0;
 	while (i < 4 && strcmp(s, nn[i]))
@@ -336,10 +269,10 @@ static int parse_mode(Imp *m, Resize *r, bool legacy)
 	if (i == 4)
 		return imp_fail(m, "nearest_mode '%s' is not supported yet", s);
 	r->nearest = (NearestMode)i;
-	r->a = af(m, "cubic_coeff_a", -0.75);
-	r->exclude = ai(m, "exclude_outside", 0) != 0;
-	r->antialias = ai(m, "antialias", 0) != 0 && r->mode != RM_NEAREST;
-	r->extrapolation = af(m, "extrapolation_value", 0);
+	r->a = ob_af(m, "cubic_coeff_a", -0.75);
+	r->exclude = ob_ai(m, "exclude_outside", 0) != 0;
+	r->antialias = ob_ai(m, "antialias", 0) != 0 && r->mode != RM_NEAREST;
+	r->extrapolation = ob_af(m, "extrapolation_value", 0);
 	return 0;
 }
 
@@ -372,7 +305,7 @@ static int resize(Imp *m, Val *x, Val *roi_v, Val *scales_v, Val *sizes_v, bool 
 		return imp_fail(m, "not supported yet: Resize mode linear or cubic of %s input "
 				"(nearest takes every dtype)", ir_dtype_name(x->dt));
 	int64_t axes[IR_MAX_RANK];
-	int na = aints(m, "axes", axes, IR_MAX_RANK);
+	int na = ob_aints(m, "axes", axes, IR_MAX_RANK);
 	if (na == -2)
 		return -1;
 	if (na < 0) {
@@ -382,7 +315,7 @@ static int resize(Imp *m, Val *x, Val *roi_v, Val *scales_v, Val *sizes_v, bool 
 	}
 	bool seen[IR_MAX_RANK] = {false};
 	for (int i = 0; i < na; i++) {
-		if (norm_axis(m, &axes[i], rank))
+		if (ob_norm_axis(m, &axes[i], rank))
 			return -1;
 		if (seen[axes[i]])
 			return imp_fail(m, "axis %lld is repeated in axes", (long long)axes[i]);
@@ -407,7 +340,7 @@ static int resize(Imp *m, Val *x, Val *roi_v, Val *scales_v, Val *sizes_v, bool 
 		return -1;
 	int nz = -1;
 	if (sizes_v && !(sizes_v->is_const && sizes_v->k.n == 0)) {
-		nz = ints_of(m, sizes_v, "sizes", zv, IR_MAX_RANK);
+		nz = ob_ints_of(m, sizes_v, "sizes", zv, IR_MAX_RANK);
 		if (nz < 0)
 			return -1;
 	}
@@ -432,7 +365,7 @@ static int resize(Imp *m, Val *x, Val *roi_v, Val *scales_v, Val *sizes_v, bool 
 		}
 	} else {
 		char pol[24];
-		astr(m, "keep_aspect_ratio_policy", pol, sizeof pol, "stretch");
+		ob_astr(m, "keep_aspect_ratio_policy", pol, sizeof pol, "stretch");
 		bool larger = !strcmp(pol, "not_larger"), smaller = !strcmp(pol, "not_smaller");
 		if (!larger && !smaller && strcmp(pol, "stretch"))
 			return imp_fail(m, "keep_aspect_ratio_policy '%s' is not supported", pol);
@@ -501,7 +434,7 @@ HANDLER(h_upsample)
 	if (m->opset >= 9)
 		return resize(m, in[0], NULL, nin > 1 ? in[1] : NULL, NULL, true, out);
 	/* opset 7: scales is an attribute */
-	const Onnx__AttributeProto *s = attr(m, "scales");
+	const Onnx__AttributeProto *s = ob_attr(m, "scales");
 	if (!s || !s->n_floats)
 		return imp_fail(m, "attribute scales is missing");
 	if (s->n_floats > IR_MAX_RANK)

@@ -17,7 +17,7 @@
 #include <string.h>
 
 #include "onnx.pb-c.h"
-#include "import.h"
+#include "values.h"
 #include "patterns.h"
 
 void onnx_index_build(OnnxIndex *x, const Onnx__GraphProto *gp)
@@ -67,39 +67,60 @@ static int single(const OnnxIndex *x, const char *name, size_t upto, const char 
 	return (int)p;
 }
 
-/* The erf form, ending at Mul `last`: Mul(Mul(x, Add(Erf(Div(x, sqrt 2)), 1)), 0.5). */
-static int find_erf(const OnnxIndex *ix, size_t last, OnnxGelu *g)
+/* A chain of nodes, each read by the one before it alone and making one of its
+ * operands: node[0] is where the chain ends (the pattern's last node). */
+typedef struct {
+	const char *op;        /* the kind of each link */
+	size_t nin;            /* and its inputs */
+} Link;
+
+typedef struct {
+	int node[8];           /* the node of each link */
+	int side[8];           /* side[k]: the operand of node[k - 1] that node[k] makes */
+} Chain;
+
+typedef int (*ChainEnd)(const OnnxIndex *ix, const Chain *c, OnnxGelu *g);
+
+/* Links k..n of chain c over c->node[k - 1], trying each operand of a two-input
+ * node in turn (operand 0 first) until end accepts a whole chain and fills g: 1
+ * then, else 0. */
+static int match_chain(const OnnxIndex *ix, const Link *link, int n, int k, Chain *c,
+		       ChainEnd end, OnnxGelu *g)
 {
-	const Onnx__GraphProto *gp = ix->gp;
-	const Onnx__NodeProto *m2 = gp->node[last];
-	for (int side = 0; side < 2; side++) {
-		int im1 = single(ix, m2->input[side], last, "Mul", 2);
-		if (im1 < 0)
+	if (k == n)
+		return end(ix, c, g);
+	const Onnx__NodeProto *p = ix->gp->node[c->node[k - 1]];
+	for (size_t s = 0; s < p->n_input; s++) {
+		int i = single(ix, p->input[s], (size_t)c->node[k - 1], link[k].op, link[k].nin);
+		if (i < 0)
 			continue;
-		const Onnx__NodeProto *m1 = gp->node[im1];
-		for (int s1 = 0; s1 < 2; s1++) {
-			const char *x = m1->input[1 - s1];
-			int ia = single(ix, m1->input[s1], (size_t)im1, "Add", 2);
-			if (ia < 0)
-				continue;
-			const Onnx__NodeProto *add = gp->node[ia];
-			for (int s2 = 0; s2 < 2; s2++) {
-				int ie = single(ix, add->input[s2], (size_t)ia, "Erf", 1);
-				if (ie < 0)
-					continue;
-				int id = single(ix, gp->node[ie]->input[0], (size_t)ie, "Div", 2);
-				if (id < 0 || strcmp(gp->node[id]->input[0], x))
-					continue;
-				*g = (OnnxGelu){
-					.node = {id, ie, ia, im1, (int)last}, .n = 5, .x = x,
-					.k = {gp->node[id]->input[1], add->input[1 - s2], m2->input[1 - side]},
-					.want = {1.4142135623730951, 1, 0.5}, .nk = 3,
-				};
-				return 1;
-			}
-		}
+		c->node[k] = i;
+		c->side[k] = (int)s;
+		if (match_chain(ix, link, n, k + 1, c, end, g))
+			return 1;
 	}
 	return 0;
+}
+
+/* The erf form, ending at Mul `last`: Mul(Mul(x, Add(Erf(Div(x, sqrt 2)), 1)), 0.5);
+ * the chain Mul <- Mul <- Add <- Erf <- Div. */
+static const Link erf_links[] = {{"Mul", 2}, {"Mul", 2}, {"Add", 2}, {"Erf", 1}, {"Div", 2}};
+
+static int erf_end(const OnnxIndex *ix, const Chain *c, OnnxGelu *g)
+{
+	Onnx__NodeProto *const *nd = ix->gp->node;
+	const Onnx__NodeProto *m2 = nd[c->node[0]], *m1 = nd[c->node[1]], *add = nd[c->node[2]];
+	const Onnx__NodeProto *div = nd[c->node[4]];
+	const char *x = m1->input[1 - c->side[2]];
+	if (strcmp(div->input[0], x))
+		return 0;
+	*g = (OnnxGelu){
+		.node = {c->node[4], c->node[3], c->node[2], c->node[1], c->node[0]}, .n = 5,
+		.x = x,
+		.k = {div->input[1], add->input[1 - c->side[3]], m2->input[1 - c->side[1]]},
+		.want = {1.4142135623730951, 1, 0.5}, .nk = 3,
+	};
+	return 1;
 }
 
 /* The operand of two-input node n that is not `name`, or NULL. */
@@ -109,62 +130,44 @@ static const char *other(const Onnx__NodeProto *n, const char *name)
 }
 
 /* The tanh form (GPT-2's gelu_new), ending at Mul `last`:
- * Mul(Mul(x, 0.5), Add(Tanh(Mul(Add(x, Mul(Pow(x, 3), 0.044715)), sqrt(2/pi))), 1)). */
-static int find_tanh(const OnnxIndex *ix, size_t last, OnnxGelu *g)
+ * Mul(Mul(x, 0.5), Add(Tanh(Mul(Add(x, Mul(Pow(x, 3), 0.044715)), sqrt(2/pi))), 1));
+ * the chain Mul <- Add <- Tanh <- Mul <- Add <- Mul <- Pow, and the Mul(x, 0.5) that
+ * makes the last Mul's other operand. */
+static const Link tanh_links[] = {
+	{"Mul", 2}, {"Add", 2}, {"Tanh", 1}, {"Mul", 2}, {"Add", 2}, {"Mul", 2}, {"Pow", 2},
+};
+
+static int tanh_end(const OnnxIndex *ix, const Chain *c, OnnxGelu *g)
 {
-	const Onnx__GraphProto *gp = ix->gp;
-	const Onnx__NodeProto *y = gp->node[last];
-	for (int side = 0; side < 2; side++) {
-		int iu = single(ix, y->input[side], last, "Add", 2);
-		int ih = single(ix, y->input[1 - side], last, "Mul", 2);
-		if (iu < 0 || ih < 0)
-			continue;
-		const Onnx__NodeProto *u = gp->node[iu], *h = gp->node[ih];
-		for (int s1 = 0; s1 < 2; s1++) {
-			int it = single(ix, u->input[s1], (size_t)iu, "Tanh", 1);
-			if (it < 0)
-				continue;
-			int is_ = single(ix, gp->node[it]->input[0], (size_t)it, "Mul", 2);
-			if (is_ < 0)
-				continue;
-			const Onnx__NodeProto *sn = gp->node[is_];
-			for (int s2 = 0; s2 < 2; s2++) {
-				int ir = single(ix, sn->input[s2], (size_t)is_, "Add", 2);
-				if (ir < 0)
-					continue;
-				const Onnx__NodeProto *r = gp->node[ir];
-				for (int s3 = 0; s3 < 2; s3++) {
-					const char *x = r->input[1 - s3];
-					int iq = single(ix, r->input[s3], (size_t)ir, "Mul", 2);
-					if (iq < 0)
-						continue;
-					const Onnx__NodeProto *q = gp->node[iq];
-					for (int s4 = 0; s4 < 2; s4++) {
-						int ip = single(ix, q->input[s4], (size_t)iq, "Pow", 2);
-						if (ip < 0 || strcmp(gp->node[ip]->input[0], x))
-							continue;
-						const char *half = other(h, x);
-						if (!half)
-							continue;
-						*g = (OnnxGelu){
-							.node = {ih, ip, iq, ir, is_, it, iu, (int)last}, .n = 8,
-							.x = x, .tanh = true,
-							.k = {half, gp->node[ip]->input[1], q->input[1 - s4],
-							      sn->input[1 - s2], u->input[1 - s1]},
-							.want = {0.5, 3, 0.044715, 0.7978845608028654, 1}, .nk = 5,
-						};
-						return 1;
-					}
-				}
-			}
-		}
-	}
-	return 0;
+	Onnx__NodeProto *const *nd = ix->gp->node;
+	const Onnx__NodeProto *y = nd[c->node[0]], *u = nd[c->node[1]], *sn = nd[c->node[3]];
+	const Onnx__NodeProto *r = nd[c->node[4]], *q = nd[c->node[5]], *pw = nd[c->node[6]];
+	int ih = single(ix, y->input[1 - c->side[1]], (size_t)c->node[0], "Mul", 2);
+	if (ih < 0)
+		return 0;
+	const char *x = r->input[1 - c->side[5]];
+	if (strcmp(pw->input[0], x))
+		return 0;
+	const char *half = other(nd[ih], x);
+	if (!half)
+		return 0;
+	*g = (OnnxGelu){
+		.node = {ih, c->node[6], c->node[5], c->node[4], c->node[3], c->node[2],
+			 c->node[1], c->node[0]}, .n = 8,
+		.x = x, .tanh = true,
+		.k = {half, pw->input[1], q->input[1 - c->side[6]], sn->input[1 - c->side[4]],
+		      u->input[1 - c->side[2]]},
+		.want = {0.5, 3, 0.044715, 0.7978845608028654, 1}, .nk = 5,
+	};
+	return 1;
 }
 
 int onnx_gelu_find(const OnnxIndex *ix, size_t last, OnnxGelu *g)
 {
-	if (!is(ix->gp->node[last], "Mul", 2) || !(find_erf(ix, last, g) || find_tanh(ix, last, g)))
+	Chain c = {.node = {(int)last}};
+	if (!is(ix->gp->node[last], "Mul", 2) ||
+	    !(match_chain(ix, erf_links, COUNTOF(erf_links), 1, &c, erf_end, g) ||
+	      match_chain(ix, tanh_links, COUNTOF(tanh_links), 1, &c, tanh_end, g)))
 		return 0;
 	/* graph order, for importing them one by one when the constants disagree */
 	for (int i = 1; i < g->n; i++)

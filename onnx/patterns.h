@@ -5,7 +5,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "import.h"
+#include "values.h"
 
 struct Onnx__GraphProto;
 

@@ -154,69 +154,49 @@ static const char *op_word(const Graph *g, int op)
 	return ir_ops[g->ops[op].kind].file;
 }
 
+static bool reduce_fuser(const char *fname)
+{
+	return !strcmp(fname, "Reduce") || !strcmp(fname, "ReduceBroadcasted");
+}
+
+/* The words for a reason a fuser closes, "%s" standing for the op's word; NULL
+ * where they depend on the fuser or the op (reason_words), or are the record's
+ * own (pass_close_reason). */
+static const char *const reason_text[CR_COUNT_] = {
+	[CR_SHAPE] = "%s's shape does not match the kernel's",
+	[CR_BINDINGS] = "%s would make the kernel bind more buffers than --max-bindings",
+	[CR_VIEW_INTERMEDIATE] = "%s is a view of a tensor computed inside the kernel",
+	[CR_VIEW_UNSUPPORTED] = "%s is a view it cannot fuse",
+	[CR_SECOND_MATMUL] = "a second matmul",
+	[CR_SECOND_REDUCTION] = "a second reduction",
+	[CR_BROADCAST] = "%s broadcasts the reduced value back",
+	[CR_AXIS] = "%s reduces another axis than the last",
+	[CR_VIEW_FIRST_USE] = "a %s of a tensor the kernel does not read yet cannot start or "
+			      "join it",
+	[CR_VIEW_RANK] = "a reshape to a lower rank",
+	[CR_POOL_TAKEN] = "it ended at the pool after the trace",
+};
+
 /* Why fuser `fuser` closed on op (of kind k), in words. */
 static void reason_words(const Graph *g, int fuser, CloseReason r, int op, char *out, size_t n)
 {
 	const char *w = op_word(g, op);
 	const char *fname = pass_fuser_name(fuser);
-	bool reduce = !strcmp(fname, "Reduce") || !strcmp(fname, "ReduceBroadcasted");
-	switch (r) {
-	case CR_NOT_ELEMENTWISE:
-		if (reduce)
-			snprintf(out, n, "%s is neither elementwise nor a reduction", w);
-		else if (!strcmp(fname, "Matmul"))
-			snprintf(out, n, "%s is not elementwise, so not an epilogue of the matmul", w);
-		else
-			snprintf(out, n, "%s is not elementwise", w);
-		return;
-	case CR_SHAPE:
-		snprintf(out, n, "%s's shape does not match the kernel's", w);
-		return;
-	case CR_MAX_OPS:
+	if (r == CR_NOT_ELEMENTWISE)
+		snprintf(out, n, reduce_fuser(fname) ? "%s is neither elementwise nor a reduction"
+			 : !strcmp(fname, "Matmul") ? "%s is not elementwise, so not an epilogue "
+						      "of the matmul"
+			 : "%s is not elementwise", w);
+	else if (r == CR_MAX_OPS)
 		snprintf(out, n, "the kernel was full (%d ops)", TRACE_MAX_OPS);
-		return;
-	case CR_BINDINGS:
-		snprintf(out, n, "%s would make the kernel bind more buffers than --max-bindings", w);
-		return;
-	case CR_VIEW_INTERMEDIATE:
-		snprintf(out, n, "%s is a view of a tensor computed inside the kernel", w);
-		return;
-	case CR_VIEW_UNSUPPORTED:
-		snprintf(out, n, "%s is a view it cannot fuse", w);
-		return;
-	case CR_NOT_MATMUL:
-		if (g->ops[op].kind == OP_MATMUL)
-			snprintf(out, n, "the views before the matmul are not its operands");
-		else
-			snprintf(out, n, "%s is not a matmul", w);
-		return;
-	case CR_SECOND_MATMUL:
-		snprintf(out, n, "a second matmul");
-		return;
-	case CR_SECOND_REDUCTION:
-		snprintf(out, n, "a second reduction");
-		return;
-	case CR_BROADCAST:
-		snprintf(out, n, "%s broadcasts the reduced value back", w);
-		return;
-	case CR_AXIS:
-		snprintf(out, n, "%s reduces another axis than the last", w);
-		return;
-	case CR_VIEW_FIRST_USE:
-		snprintf(out, n, "a %s of a tensor the kernel does not read yet cannot start "
-			 "or join it", w);
-		return;
-	case CR_VIEW_RANK:
-		snprintf(out, n, "a reshape to a lower rank");
-		return;
-	case CR_POOL_TAKEN:
-		snprintf(out, n, "it ended at the pool after the trace");
-		return;
-	case CR_NONE:
-	case CR_COUNT_:
-		break;
-	}
-	snprintf(out, n, "%s", pass_close_reason(r));
+	else if (r == CR_NOT_MATMUL && g->ops[op].kind == OP_MATMUL)
+		snprintf(out, n, "the views before the matmul are not its operands");
+	else if (r == CR_NOT_MATMUL)
+		snprintf(out, n, "%s is not a matmul", w);
+	else if (r > CR_NONE && r < CR_COUNT_ && reason_text[r])
+		snprintf(out, n, reason_text[r], w);
+	else
+		snprintf(out, n, "%s", pass_close_reason(r));
 }
 
 /* What each fuser of f's block said about f->src (its index ix in the block), into
@@ -271,22 +251,17 @@ static void why_fusers(const Schedule *s, Facts *f)
 		const char *fname = pass_fuser_name(fe->b);
 		if (!(fe->c & BF_READY)) {
 			w->v = V_NOT_READY;
-			if (!strcmp(fname, "Matmul"))
-				snprintf(w->text, sizeof w->text, "no matmul to fuse it with%s", after);
-			else if (!strcmp(fname, "Reduce") || !strcmp(fname, "ReduceBroadcasted"))
-				snprintf(w->text, sizeof w->text, "no reduction to fuse it with%s", after);
-			else if (fe->b == pass_nhwc_fuser())
-				snprintf(w->text, sizeof w->text, "no pool to end its trace%s", after);
-			else
-				snprintf(w->text, sizeof w->text, "not ready%s", after);
+			snprintf(w->text, sizeof w->text, "%s%s",
+				 !strcmp(fname, "Matmul") ? "no matmul to fuse it with"
+				 : reduce_fuser(fname) ? "no reduction to fuse it with"
+				 : fe->b == pass_nhwc_fuser() ? "no pool to end its trace" : "not ready",
+				 after);
 		} else if (fe->score == 0) {
 			w->v = V_SCORE0;
-			if (fe->d <= 1)
-				snprintf(w->text, sizeof w->text, "alone it saves no memory traffic "
-					 "(score 0)%s", after);
-			else
-				snprintf(w->text, sizeof w->text, "its %d ops together save no memory "
-					 "traffic (score 0)%s", fe->d, after);
+			char who[40] = "alone it saves";
+			if (fe->d > 1)
+				snprintf(who, sizeof who, "its %d ops together save", fe->d);
+			snprintf(w->text, sizeof w->text, "%s no memory traffic (score 0)%s", who, after);
 		} else if (blk->c >= 0 && blk->c != fe->b) {
 			w->v = V_OUTSCORED;
 			snprintf(w->text, sizeof w->text, "score %llu, below %s's %llu",

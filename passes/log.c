@@ -260,20 +260,6 @@ static void execute_line(const Schedule *s, int si, Buf *b)
 	buf_putc(b, '\n');
 }
 
-LogLevel pass_event_level(int kind)
-{
-	switch ((EventKind)kind) {
-	case EV_SELECTED:
-		return LOG_BASIC;
-	case EV_STOPPED: case EV_MERGE: case EV_MERGE_REFUSED: case EV_EXPLORATION_LIMIT:
-	case EV_HOLES: case EV_REPAIR: case EV_GUARD: case EV_BLOCK: case EV_COMPLETED:
-	case EV_CACHE_HIT: case EV_EXECUTE:
-		return LOG_MEDIUM;
-	default:
-		return LOG_FULL;
-	}
-}
-
 static void write_event(const Schedule *s, const Event *e, Buf *b)
 {
 	char k[400];

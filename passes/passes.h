@@ -196,7 +196,7 @@ unsigned pass_fusers_ending(int kind, bool burn_exact);
 void pass_log_write(const Schedule *s, LogLevel level, FILE *f);
 /* The same events as JSON lines (log_json.c). */
 void pass_log_write_json(const Schedule *s, LogLevel level, Buf *b);
-/* Level of an event kind (log.c); shared by both log formats. */
+/* Level of an event kind (record.c); shared by both log formats. */
 LogLevel pass_event_level(int kind);
 /* The fusion trace table of one step, as logged after each execution. */
 void pass_trace_table(const Schedule *s, int step, Buf *out);

@@ -2,7 +2,9 @@
  *
  * The search appends events (registrations, merges, closes, scores, selections,
  * cache hits, executions) in the order they happen; log.c, explain.c and the plan
- * writer read them back. One record, so the four views can never disagree. */
+ * writer read them back. One record, so the four views can never disagree. The
+ * level at which each kind is logged is here too, so that the text log (log.c)
+ * and the JSON log (log_json.c) share it. */
 #include <string.h>
 
 #include "search.h"
@@ -19,4 +21,18 @@ Event *rec_add(Record *r, EventKind kind, int stream)
 	e->stream = stream;
 	e->op = -1;
 	return e;
+}
+
+LogLevel pass_event_level(int kind)
+{
+	switch ((EventKind)kind) {
+	case EV_SELECTED:
+		return LOG_BASIC;
+	case EV_STOPPED: case EV_MERGE: case EV_MERGE_REFUSED: case EV_EXPLORATION_LIMIT:
+	case EV_HOLES: case EV_REPAIR: case EV_GUARD: case EV_BLOCK: case EV_COMPLETED:
+	case EV_CACHE_HIT: case EV_EXECUTE:
+		return LOG_MEDIUM;
+	default:
+		return LOG_FULL;
+	}
 }

@@ -383,6 +383,7 @@ void rt_bench_report(Buf *b, const RtSession *s, const RtBenchResult *r)
 		   dv->name, dv->cc_major, dv->cc_minor, dv->sms,
 		   human_bytes((uint64_t)(dv->l2_bytes > 0 ? dv->l2_bytes : 0), h1, sizeof h1),
 		   dv->driver_version / 1000, dv->driver_version % 1000 / 10);
+	rt_session_arch_line(s, b);
 	buf_printf(b, "bench: %d warm-up, %d timed runs (median), %d buffer set%s rotated\n",
 		   r->warmup, r->iters, r->nsets, r->nsets == 1 ? "" : "s");
 	buf_printf(b, "%-6s %-6s %-24s %-16s %-14s %12s %12s %10s\n", "launch", "step", "kernel",

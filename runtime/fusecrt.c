@@ -161,6 +161,11 @@ fusecrt_session *fusecrt_session_open(const fusecrt_plan *p, int device, fusecrt
 	return s;
 }
 
+const char *fusecrt_session_arch(const fusecrt_session *s)
+{
+	return s ? rt_session_plan(s->rt)->arch : "";
+}
+
 void fusecrt_session_close(fusecrt_session *s)
 {
 	if (!s)

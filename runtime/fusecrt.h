@@ -79,7 +79,9 @@ const char *fusecrt_plan_output(const fusecrt_plan *p, int i);
  * when the plan has no tensor of that name. */
 int fusecrt_plan_tensor(const fusecrt_plan *p, const char *name, const char **dtype,
 			int *rank, int64_t *dims, size_t *bytes, fusecrt_error *err);
-/* The arch the plan's PTX was built for ("sm_90a"). */
+/* The arch the plan's PTX was built for ("sm_90a"); of a plan compiled for several
+ * (--arch sm_80,sm_90a), the first: a session runs the one its device runs best
+ * (fusecrt_session_arch). */
 const char *fusecrt_plan_arch(const fusecrt_plan *p);
 
 /* ---- sessions --------------------------------------------------------------- */
@@ -90,6 +92,9 @@ const char *fusecrt_plan_arch(const fusecrt_plan *p);
  * GPU, or none that can run the plan's arch). */
 fusecrt_session *fusecrt_session_open(const fusecrt_plan *p, int device, fusecrt_error *err);
 void fusecrt_session_close(fusecrt_session *s);  /* NULL is fine */
+/* The arch of the PTX the session loaded: of a plan's arches, the highest its
+ * device can run (sm_90a only on compute capability 9.0 exactly). "" for NULL. */
+const char *fusecrt_session_arch(const fusecrt_session *s);
 
 /* Copy `bytes` of host data (the tensor's dtype, dense, row-major; bytes must be
  * its size) into input `name`. */

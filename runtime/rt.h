@@ -94,9 +94,27 @@ typedef struct {
 	uint32_t mask;
 } RtNameIndex;
 
+/* One arch's PTX and what differs between arches: the kernels and the launches
+ * (grids, blocks, shared and scratch bytes, arguments). A plan compiled for several
+ * arches (fusec compile --arch sm_80,sm_90a) has one per arch: the top level's
+ * first, then its "variants" (docs/plan-format.md, "Several arches"); tensors,
+ * weights and steps are the same for all. */
+typedef struct {
+	const char *arch;      /* "sm_90a"; "" when a plan of one arch omits it */
+	const char *ptx_path;  /* its PTX file, resolved beside the plan */
+	const char *ptx_sha256;
+	RtKernel *kernels; int nkernels;
+	RtLaunch *launches; int nlaunches;   /* as many as every variant's, in step order */
+	uint64_t scratch_bytes;
+	RtNameIndex kernel_index;
+} RtVariant;
+
 typedef struct {
 	Arena *arena;
 	const char *path;      /* the plan file as given */
+	/* ptx_path, ptx_sha256, arch, kernels, launches, scratch_bytes and kernel_index
+	 * are those of one variant: the first after loading, the device's in a
+	 * session (rt_plan_use) */
 	const char *ptx_path;  /* the PTX file, resolved beside the plan */
 	const char *weights_path; /* the weights file beside the plan; NULL when none */
 	const char *ptx_sha256;  /* its SHA-256 as the plan records it (required) */
@@ -110,7 +128,17 @@ typedef struct {
 	RtLaunch *launches; int nlaunches;   /* every step's launches, in order */
 	uint64_t scratch_bytes;  /* the largest {"scratch": N} argument; 0 when none */
 	RtNameIndex tensor_index, kernel_index;   /* names to indices (runtime.c) */
+	RtVariant *variants; int nvariants;       /* every arch's; at least one */
 } RtPlan;
+
+/* The variant for a device of compute capability major.minor: the highest arch it
+ * can run (sm_XYa only on exactly X.Y, sm_XY on X.Y and later; of sm_90 and sm_90a
+ * on a 9.0 device, sm_90a); a variant without an arch runs anywhere, below every
+ * other. -1 when none can. */
+int rt_plan_pick(const RtPlan *p, int major, int minor);
+/* Make variant v the plan's kernels, launches, PTX and arch (a copy of an RtPlan,
+ * as a session keeps, can take another variant than the plan it copies). */
+void rt_plan_use(RtPlan *p, int v);
 
 /* Check every kernel of the plan against its .entry in the PTX text: the entry is
  * there, with as many parameters as the plan lists, each of the plan's kind (ptr and
@@ -171,17 +199,24 @@ typedef struct {
 } RtDeviceInfo;
 
 /* Load the driver and check that device `ordinal` exists and is recent enough
- * for the kernels (sm_70) and for the plan's arch, as rt_session_open does first:
- * a caller checks before it spends time and memory on inputs. The library stays
- * loaded for the session that follows. info may be NULL. */
+ * for the kernels (sm_70) and for one of the plan's arches, as rt_session_open
+ * does first: a caller checks before it spends time and memory on inputs. The
+ * library stays loaded for the session that follows. info may be NULL. */
 RtStatus rt_device_check(const RtPlan *plan, int ordinal, RtDeviceInfo *info, Diag *d);
-/* Load the driver, create a context on device `ordinal`, load the plan's PTX
- * (a JIT error log is part of the message), look up every kernel and allocate
- * every buffer. Outputs and intermediates are filled with 0xff bytes first, so an
+/* Load the driver, create a context on device `ordinal`, pick the plan's variant
+ * for it (rt_plan_pick), load that PTX (a JIT error log is part of the message),
+ * look up every kernel and allocate every buffer. The plan must outlive the
+ * session. Outputs and intermediates are filled with 0xff bytes first, so an
  * element no kernel writes reads back as NaN (floats) or all ones. */
 RtStatus rt_session_open(RtSession **out, const RtPlan *plan, int ordinal, Diag *d);
 void rt_session_close(RtSession *s);           /* NULL is fine */
 const RtDeviceInfo *rt_session_device(const RtSession *s);
+/* The plan as the session runs it: the variant picked for its device (its kernels,
+ * launches, PTX and arch), everything else the plan's. */
+const RtPlan *rt_session_plan(const RtSession *s);
+/* "arch: sm_90a (of the plan's sm_80, sm_90a)\n" into b for a plan of several
+ * arches; nothing for a plan of one. */
+void rt_session_arch_line(const RtSession *s, Buf *b);
 /* Copy a host tensor into tensor `tensor`'s buffer; dtype and shape must match. */
 RtStatus rt_session_upload(RtSession *s, int tensor, const HostTensor *t, Diag *d);
 /* Run the plan once and wait for the device: every step's launches in order on the

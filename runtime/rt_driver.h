@@ -105,7 +105,9 @@ typedef struct {
 } RtGraph;
 
 struct RtSession {
-	const RtPlan *plan;
+	const RtPlan *plan;    /* &view once the device is known; the caller's before */
+	RtPlan view;           /* the caller's plan with the variant picked for the device */
+	int variant;           /* that variant (rt_plan_pick) */
 	RtDriver drv;
 	RtDeviceInfo dev;
 	CUdevice device;

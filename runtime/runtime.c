@@ -60,6 +60,23 @@ static int param_parse(const char *s, RtParamType *out)
 
 /* ---- plan validation ------------------------------------------------------- */
 
+/* "sm_90" -> 90, "sm_90a" -> 90 with *exact; -1 if not of that shape. */
+static int arch_number(const char *arch, bool *exact)
+{
+	*exact = false;
+	if (strncmp(arch, "sm_", 3) != 0)
+		return -1;
+	char *end;
+	long v = strtol(arch + 3, &end, 10);
+	if (end == arch + 3 || v <= 0 || v > 10000)
+		return -1;
+	if (*end == 'a' || *end == 'f') {
+		*exact = *end == 'a';
+		end++;
+	}
+	return *end ? -1 : (int)v;
+}
+
 typedef struct {
 	const char *file;
 	Diag *d;
@@ -97,8 +114,8 @@ static int perr(Parser *p, const char *path, const char *fmt, ...)
 /* The SHA-256 of a file beside the plan, at root key `key`: required, and exactly
  * 64 lowercase hex digits. Without it a runtime could not tell that the file is
  * the one the plan was compiled with. */
-static int get_sha256(Parser *p, const cJSON *root, const char *key, const char *what,
-		      const char **out);
+static int get_sha256(Parser *p, const cJSON *root, const char *path, const char *key,
+		      const char *what, const char **out);
 
 /* A file beside the plan: a plain file name, so that nothing a plan holds names a
  * file elsewhere. */
@@ -581,18 +598,191 @@ static const cJSON *get_array(Parser *p, const cJSON *obj, const char *path, con
 	return j;
 }
 
-static int get_sha256(Parser *p, const cJSON *root, const char *key, const char *what,
-		      const char **out)
+static int get_sha256(Parser *p, const cJSON *root, const char *path, const char *key,
+		      const char *what, const char **out)
 {
 	if (!cJSON_GetObjectItemCaseSensitive(root, key))
-		return perr(p, "", "missing key \"%s\": a plan must record the SHA-256 of its %s, "
+		return perr(p, path, "missing key \"%s\": a plan must record the SHA-256 of its %s, "
 			    "so that no other file is used in its place (fusec compile writes it)",
 			    key, what);
-	if (get_string(p, root, "", key, true, out) < 0)
+	if (get_string(p, root, path, key, true, out) < 0)
 		return -1;
+	char sp[PATH_MAX_];
+	subpath(sp, path, key);
 	if (strspn(*out, "0123456789abcdef") != 64 || (*out)[64])
-		return perr(p, key, "expected 64 lowercase hex digits");
+		return perr(p, sp, "expected 64 lowercase hex digits");
 	return 0;
+}
+
+/* A file beside the plan, from its plain name. */
+static const char *beside(Parser *p, const char *name)
+{
+	const char *slash = strrchr(p->file, '/');
+	return slash ? arena_printf(p->a, "%.*s/%s", (int)(slash - p->file), p->file, name)
+		     : name;
+}
+
+/* The PTX file of the top level or of a variant at path: "ptx" (a plain name) and
+ * "ptx_sha256", into pl's current variant. */
+static int parse_ptx(Parser *p, RtPlan *pl, const cJSON *obj, const char *path)
+{
+	const char *ptx;
+	char sp[PATH_MAX_];
+	subpath(sp, path, "ptx");
+	if (get_string(p, obj, path, "ptx", true, &ptx) < 0)
+		return -1;
+	if (!ptx[0])
+		return perr(p, sp, "empty PTX file name");
+	if (!plain_file_name(ptx))
+		return perr(p, sp, "\"%s\" is not a plain file name: the PTX file must lie "
+			    "beside the plan", ptx);
+	if (get_sha256(p, obj, path, "ptx_sha256", "PTX file", &pl->ptx_sha256) < 0)
+		return -1;
+	pl->ptx_path = beside(p, ptx);
+	return 0;
+}
+
+/* The "kernels" of the top level or of a variant at path, into pl's current
+ * variant, each name once. */
+static int parse_kernels(Parser *p, RtPlan *pl, const cJSON *obj, const char *path)
+{
+	char sp[PATH_MAX_], ip[PATH_MAX_];
+	bool absent;
+	const cJSON *ks = member(p, obj, path, "kernels", cJSON_Array, true, &absent);
+	if (!ks)
+		return -1;
+	subpath(sp, path, "kernels");
+	pl->nkernels = cJSON_GetArraySize(ks);
+	pl->kernels = ARENA_NEW(p->a, RtKernel, pl->nkernels + 1);
+	pl->kernel_index = (RtNameIndex){0};
+	index_new(p->a, &pl->kernel_index, pl->nkernels);
+	const cJSON *it = ks->child;
+	for (int i = 0; i < pl->nkernels; i++, it = it->next) {
+		indexpath(ip, sp, i);
+		if (parse_kernel(p, it, ip, &pl->kernels[i]) < 0)
+			return -1;
+		int k = index_add(&pl->kernel_index, pl->kernels, sizeof *pl->kernels, i);
+		if (k >= 0)
+			return perr(p, ip, "kernel '%s' is listed twice (also %s[%d])",
+				    pl->kernels[i].name, sp, k);
+	}
+	return 0;
+}
+
+/* The plan's current variant into v. */
+static void keep_variant(const RtPlan *pl, RtVariant *v)
+{
+	*v = (RtVariant){pl->arch, pl->ptx_path, pl->ptx_sha256, pl->kernels, pl->nkernels,
+			 pl->launches, pl->nlaunches, pl->scratch_bytes, pl->kernel_index};
+}
+
+void rt_plan_use(RtPlan *p, int v)
+{
+	const RtVariant *x = &p->variants[v];
+	p->arch = x->arch;
+	p->ptx_path = x->ptx_path;
+	p->ptx_sha256 = x->ptx_sha256;
+	p->kernels = x->kernels;
+	p->nkernels = x->nkernels;
+	p->launches = x->launches;
+	p->nlaunches = x->nlaunches;
+	p->scratch_bytes = x->scratch_bytes;
+	p->kernel_index = x->kernel_index;
+}
+
+/* One of "variants" (docs/plan-format.md, "Several arches"): an arch of its own,
+ * its PTX, its kernels and one launch for each of the top level's, in order (the
+ * steps are the top level's). Parsed into pl's current variant. */
+static int parse_variant(Parser *p, RtPlan *pl, const cJSON *j, const char *path, int nv)
+{
+	char sp[PATH_MAX_], lp[PATH_MAX_];
+	if (!cJSON_IsObject(j))
+		return perr(p, path, "expected an object, got %s", type_name(j));
+	bool exact;
+	subpath(sp, path, "arch");
+	if (get_string(p, j, path, "arch", true, &pl->arch) < 0)
+		return -1;
+	if (arch_number(pl->arch, &exact) < 0)
+		return perr(p, sp, "\"%s\" is not an arch (sm_80, sm_90a, ...)", pl->arch);
+	for (int k = 0; k < nv; k++)
+		if (!strcmp(pl->variants[k].arch, pl->arch))
+			return perr(p, sp, "the plan has a variant for %s already", pl->arch);
+	if (parse_ptx(p, pl, j, path) < 0)
+		return -1;
+	for (int k = 0; k < nv; k++)
+		if (!strcmp(pl->variants[k].ptx_path, pl->ptx_path)) {
+			subpath(sp, path, "ptx");
+			return perr(p, sp, "another variant's PTX file has this name");
+		}
+	if (parse_kernels(p, pl, j, path) < 0)
+		return -1;
+	int n;
+	const cJSON *ls = get_array(p, j, path, "launches", &n);
+	if (!ls)
+		return -1;
+	const RtVariant *top = &pl->variants[0];
+	subpath(sp, path, "launches");
+	if (n != top->nlaunches)
+		return perr(p, sp, "%d launches, but the plan's steps have %d", n, top->nlaunches);
+	pl->launches = ARENA_NEW(p->a, RtLaunch, n + 1);
+	pl->nlaunches = n;
+	pl->scratch_bytes = 0;
+	const cJSON *it = ls->child;
+	for (int i = 0; i < n; i++, it = it->next) {
+		indexpath(lp, sp, i);
+		pl->launches[i].step = top->launches[i].step;
+		if (parse_launch(p, pl, it, lp, &pl->launches[i]) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* The top level is variant 0; "variants", when present, add the others. A plan
+ * with variants names the arch of each, its top level's too. */
+static int parse_variants(Parser *p, RtPlan *pl, const cJSON *root)
+{
+	bool absent;
+	const cJSON *vs = member(p, root, "", "variants", cJSON_Array, false, &absent);
+	if (!vs && !absent)
+		return -1;
+	int n = vs ? cJSON_GetArraySize(vs) : 0;
+	pl->variants = ARENA_NEW(p->a, RtVariant, n + 1);
+	pl->nvariants = 1;
+	keep_variant(pl, &pl->variants[0]);
+	bool exact;
+	if (n && !pl->arch[0])
+		return perr(p, "", "missing key \"arch\": a plan with variants names the arch "
+			    "of its top level");
+	if (n && arch_number(pl->arch, &exact) < 0)
+		return perr(p, "arch", "\"%s\" is not an arch (sm_80, sm_90a, ...)", pl->arch);
+	const cJSON *it = vs ? vs->child : NULL;
+	for (int i = 0; i < n; i++, it = it->next) {
+		char ip[PATH_MAX_];
+		indexpath(ip, "variants", i);
+		if (parse_variant(p, pl, it, ip, pl->nvariants) < 0)
+			return -1;
+		keep_variant(pl, &pl->variants[pl->nvariants++]);
+	}
+	rt_plan_use(pl, 0);
+	return 0;
+}
+
+int rt_plan_pick(const RtPlan *p, int major, int minor)
+{
+	int have = major * 10 + minor, best = -1, best_rank = 0;
+	for (int v = 0; v < p->nvariants; v++) {
+		bool exact;
+		int need = arch_number(p->variants[v].arch, &exact);
+		if (need > 0 && (exact ? have != need : have < need))
+			continue;
+		/* higher arches first; of one number, the exact one (sm_90a) */
+		int rank = need > 0 ? 2 * need + exact + 1 : 0;
+		if (best < 0 || rank > best_rank) {
+			best = v;
+			best_rank = rank;
+		}
+	}
+	return best;
 }
 
 static int parse_root(Parser *p, RtPlan *pl, const cJSON *root)
@@ -600,7 +790,7 @@ static int parse_root(Parser *p, RtPlan *pl, const cJSON *root)
 	char ip[PATH_MAX_], lp[PATH_MAX_];
 	if (!cJSON_IsObject(root))
 		return perr(p, "", "a plan is a JSON object, got %s", type_name(root));
-	const char *format, *ptx;
+	const char *format;
 	if (get_string(p, root, "", "format", true, &format) < 0)
 		return -1;
 	if (strcmp(format, "fusec-plan/1") != 0)
@@ -608,18 +798,8 @@ static int parse_root(Parser *p, RtPlan *pl, const cJSON *root)
 			    format);
 	if (get_string(p, root, "", "compiler", false, &pl->compiler) < 0 ||
 	    get_string(p, root, "", "arch", false, &pl->arch) < 0 ||
-	    get_string(p, root, "", "ptx", true, &ptx) < 0)
+	    parse_ptx(p, pl, root, "") < 0)
 		return -1;
-	if (!ptx[0])
-		return perr(p, "ptx", "empty PTX file name");
-	if (!plain_file_name(ptx))
-		return perr(p, "ptx", "\"%s\" is not a plain file name: the PTX file must lie "
-			    "beside the plan", ptx);
-	if (get_sha256(p, root, "ptx_sha256", "PTX file", &pl->ptx_sha256) < 0)
-		return -1;
-	const char *slash = strrchr(p->file, '/');
-	pl->ptx_path = slash ? arena_printf(p->a, "%.*s/%s", (int)(slash - p->file), p->file, ptx)
-			     : ptx;
 	const char *weights = NULL;
 	if (get_string(p, root, "", "weights", false, &weights) < 0)
 		return -1;
@@ -628,13 +808,11 @@ static int parse_root(Parser *p, RtPlan *pl, const cJSON *root)
 	pl->weights_sha256 = "";
 	if (!weights[0] && cJSON_GetObjectItemCaseSensitive(root, "weights_sha256"))
 		return perr(p, "weights_sha256", "the plan names no weights file");
-	if (weights[0] && get_sha256(p, root, "weights_sha256", "weights file",
+	if (weights[0] && get_sha256(p, root, "", "weights_sha256", "weights file",
 				     &pl->weights_sha256) < 0)
 		return -1;
 	if (weights[0])
-		pl->weights_path = slash ? arena_printf(p->a, "%.*s/%s", (int)(slash - p->file),
-							p->file, weights)
-					 : weights;
+		pl->weights_path = beside(p, weights);
 
 	const cJSON *ts = get_array(p, root, "", "tensors", &pl->ntensors);
 	if (!ts)
@@ -657,21 +835,8 @@ static int parse_root(Parser *p, RtPlan *pl, const cJSON *root)
 		if (pl->tensors[i].alias != -1 && resolve_alias(p, pl, it, i) < 0)
 			return -1;
 
-	const cJSON *ks = get_array(p, root, "", "kernels", &pl->nkernels);
-	if (!ks)
+	if (parse_kernels(p, pl, root, "") < 0)
 		return -1;
-	pl->kernels = ARENA_NEW(p->a, RtKernel, pl->nkernels + 1);
-	index_new(p->a, &pl->kernel_index, pl->nkernels);
-	it = ks->child;
-	for (int i = 0; i < pl->nkernels; i++, it = it->next) {
-		indexpath(ip, "kernels", i);
-		if (parse_kernel(p, it, ip, &pl->kernels[i]) < 0)
-			return -1;
-		int k = index_add(&pl->kernel_index, pl->kernels, sizeof *pl->kernels, i);
-		if (k >= 0)
-			return perr(p, ip, "kernel '%s' is listed twice (also kernels[%d])",
-				    pl->kernels[i].name, k);
-	}
 
 	const cJSON *ss = get_array(p, root, "", "steps", &pl->nsteps);
 	if (!ss)
@@ -716,7 +881,7 @@ static int parse_root(Parser *p, RtPlan *pl, const cJSON *root)
 				return -1;
 		}
 	}
-	return 0;
+	return parse_variants(p, pl, root);
 }
 
 static int line_of(const char *text, const char *at)
@@ -1013,25 +1178,8 @@ static RtStatus driver_open(RtDriver *drv, Diag *d)
  * fusec-run does not link. MIN ARCH */
 enum { RT_MIN_ARCH = 70 };
 
-/* "sm_90" -> 90, "sm_90a" -> 90 with *exact; -1 if not of that shape. */
-static int arch_number(const char *arch, bool *exact)
-{
-	*exact = false;
-	if (strncmp(arch, "sm_", 3) != 0)
-		return -1;
-	char *end;
-	long v = strtol(arch + 3, &end, 10);
-	if (end == arch + 3 || v <= 0 || v > 10000)
-		return -1;
-	if (*end == 'a' || *end == 'f') {
-		*exact = *end == 'a';
-		end++;
-	}
-	return *end ? -1 : (int)v;
-}
-
 /* Initialise the driver and fill s->dev for device `ordinal`, which must exist and
- * be recent enough for the kernels and for s->plan's arch. */
+ * be recent enough for the kernels and for one of s->plan's arches: s->variant. */
 static RtStatus device_info(RtSession *s, int ordinal, Diag *d)
 {
 	RtDeviceInfo *dev = &s->dev;
@@ -1066,11 +1214,22 @@ static RtStatus device_info(RtSession *s, int ordinal, Diag *d)
 			 RT_MIN_ARCH);
 		return RT_ERR_DEVICE;
 	}
-	bool exact = false;
-	int need = s->plan ? arch_number(s->plan->arch, &exact) : -1;
-	if (need > 0 && (exact ? have != need : have < need)) {
+	if (!s->plan)
+		return RT_OK;
+	s->variant = rt_plan_pick(s->plan, dev->cc_major, dev->cc_minor);
+	if (s->variant < 0 && s->plan->nvariants <= 1) {
 		diag_set(d, "", 0, 0, "the plan targets %s but device %d (%s) is sm_%d; compile it "
 			 "with --arch sm_%d", s->plan->arch, ordinal, dev->name, have, have);
+		return RT_ERR_DEVICE;
+	}
+	if (s->variant < 0) {
+		Buf list = {0};
+		for (int v = 0; v < s->plan->nvariants; v++)
+			buf_printf(&list, "%s%s", v ? ", " : "", s->plan->variants[v].arch);
+		diag_set(d, "", 0, 0, "the plan targets %s, none of which device %d (%s), sm_%d, "
+			 "can run; compile it with --arch sm_%d among them", list.data, ordinal,
+			 dev->name, have, have);
+		buf_free(&list);
 		return RT_ERR_DEVICE;
 	}
 	return RT_OK;
@@ -1451,6 +1610,12 @@ RtStatus rt_session_open(RtSession **out, const RtPlan *plan, int ordinal, Diag 
 	RtStatus st = driver_open(&s->drv, d);
 	if (st == RT_OK)
 		st = open_device(s, ordinal, d);
+	if (st == RT_OK) {
+		/* the device's variant from here on: its PTX, kernels and launches */
+		s->view = *plan;
+		rt_plan_use(&s->view, s->variant);
+		s->plan = &s->view;
+	}
 	if (st == RT_OK)
 		st = create_stream(s, d);
 	if (st == RT_OK)
@@ -1517,6 +1682,22 @@ void rt_session_close(RtSession *s)
 const RtDeviceInfo *rt_session_device(const RtSession *s)
 {
 	return &s->dev;
+}
+
+const RtPlan *rt_session_plan(const RtSession *s)
+{
+	return s->plan;
+}
+
+void rt_session_arch_line(const RtSession *s, Buf *b)
+{
+	const RtPlan *pl = s->plan;
+	if (pl->nvariants <= 1)
+		return;
+	buf_printf(b, "arch: %s (of the plan's ", pl->arch);
+	for (int v = 0; v < pl->nvariants; v++)
+		buf_printf(b, "%s%s", v ? ", " : "", pl->variants[v].arch);
+	buf_puts(b, ")\n");
 }
 
 static RtStatus check_shape(const RtTensor *t, const HostTensor *h, Diag *d)

@@ -143,7 +143,8 @@ int main(int argc, char **argv)
 	if (!m || cg_lower(m, s, ca, &prog, &d))
 		return fail(&d);
 	double t3 = now();
-	PlanFileInfo info = {.arch = "sm_90", .ptx = "bench.ptx", .pretty = pretty};
+	PlanFileInfo info = {.target = {{"sm_90", "bench.ptx", NULL}}, .ntargets = 1,
+			     .pretty = pretty};
 	char *text = cg_plan_json(s, &prog, &info);
 	size_t plan_bytes = strlen(text);
 	double t4 = now();

@@ -31,6 +31,7 @@ check pc-cflags 0 pkg-config --cflags --libs fusecrt
 contains pc-cflags-text "$TMP/out" "-I$P/include"
 check link-shared 0 sh -c "cc -std=c11 $san -o '$TMP/use' tests/install/use_runtime.c \$(pkg-config --cflags --libs fusecrt)"
 check run-shared 0 env LD_LIBRARY_PATH="$P/lib" FUSEC_LIBCUDA="$FAKE" "$TMP/use" tests/runtime/axpb.plan.json
+contains run-shared-arch "$TMP/out" "arch sm_90"
 contains run-shared-y "$TMP/out" "output y f32 sum="
 contains run-shared-m "$TMP/out" "output m u8 sum="
 cp "$TMP/out" "$TMP/shared.txt"

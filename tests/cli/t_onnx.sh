@@ -109,7 +109,7 @@ wplan "$TMP/wplan/axpb.weights.bin"   # its hash recorded: the bounds are checke
 check onnx-rt-short-weights 1 env FUSEC_LIBCUDA="$FAKE" "$RUN" "$TMP/wplan/axpb.plan.json" --inputs "$TMP/win" &&
 	contains onnx-rt-short-weights-msg "$TMP/err" "constant 'c' (148000 bytes at 256) lies past the end of the file (1000 bytes)"
 
-# the resource caps hold for ONNX models too (onnx/import.c, check_tensor)
+# the resource caps hold for ONNX models too (onnx/values.c, check_tensor)
 check onnx-cap-ops 1 "$FUSEC" normalize --max-ops 3 "$M/resnet18/model.onnx" &&
 	contains onnx-cap-ops-msg "$TMP/err" "(Conv, opset 17): more than 3 ops, the limit (--max-ops)"
 check onnx-cap-tensors 1 "$FUSEC" normalize --max-tensors 5 "$M/resnet18/model.onnx" &&
@@ -117,7 +117,7 @@ check onnx-cap-tensors 1 "$FUSEC" normalize --max-tensors 5 "$M/resnet18/model.o
 check onnx-cap-elements 1 "$FUSEC" normalize --max-elements 1000 "$M/resnet18/model.onnx" &&
 	contains onnx-cap-elements-msg "$TMP/err" "input 'x': the graph's tensors hold more than 1000 elements in all, the limit (--max-elements)"
 # A batched Linear ([B, S, K] x [K, N], then the bias) stays a flat [B*S, N] matrix
-# through the elementwise ops after it (onnx/ops.c, Val.flat), so the bias and the
+# through the elementwise ops after it (onnx/builders.c, Val.flat), so the bias and the
 # erf GELU fuse into the matmul's epilogue; the residual, a whole [B, S, K] tensor,
 # takes the reshape back and runs on its own. tests/onnx/extra/t43_Linear has the
 # model and numpy's output (onnx_conformance checks the values).

@@ -2,13 +2,16 @@
  * README.md).
  *
  * An input is a plan and a PTX stub: the bytes up to the first line "//PTX" are the
- * plan.json text, the rest the PTX. The plan goes through rt_plan_parse; an accepted
- * plan is checked against the PTX's entry signatures (rt_ptx_check_params), its byte
- * counts are taken and every launch's arguments packed. When FUSEC_LIBCUDA names the
- * stand-in driver (build/tests/fakecuda.so), a plan that passes is also run on it:
- * the PTX is written to a file the plan points at (its hash put in the plan), the session opens (JIT stand-in,
- * allocations, argument packing) and runs when its grids are small. A rejected plan
+ * plan.json text, the rest the PTX. The plan goes through rt_plan_parse; each
+ * variant of an accepted plan (one per arch) is checked against the PTX's entry
+ * signatures (rt_ptx_check_params), its byte counts are taken and every launch's
+ * arguments packed. When FUSEC_LIBCUDA names the stand-in driver
+ * (build/tests/fakecuda.so), a plan that passes is also run on it: the PTX is
+ * written to a file every variant points at (its hash put in the plan), the session
+ * opens (the variant for the stand-in's device, JIT stand-in, allocations, argument
+ * packing) and runs when its grids are small. A rejected plan
  * must come back with a one-line message; anything else traps. */
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -56,12 +59,15 @@ static void on_driver(RtPlan *p, const char *ptx, size_t len)
 		return;
 	fwrite(ptx, 1, len, f);
 	fclose(f);
-	p->ptx_path = ptx_file;
 	/* a fuzzer cannot forge the hash the plan must record: it is made to match, so
 	 * that the loading behind the check is reached (the check: t_runtime.sh) */
 	static char sha[65];
 	sha256_hex(ptx, len, sha);
-	p->ptx_sha256 = sha;
+	for (int v = 0; v < p->nvariants; v++) {
+		p->variants[v].ptx_path = ptx_file;
+		p->variants[v].ptx_sha256 = sha;
+	}
+	rt_plan_use(p, 0);
 	RtSession *s = NULL;
 	Diag d;
 	memset(&d, 0, sizeof d);
@@ -93,21 +99,28 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	(void)rt_plan_bytes_in(p);
 	(void)rt_plan_bytes_out(p);
-	uint64_t *bufs = calloc((size_t)p->ntensors + 1, sizeof *bufs);
-	for (int i = 0; i < p->nlaunches; i++) {
-		const RtLaunch *l = &p->launches[i];
-		(void)rt_launch_bytes(p, l);
-		RtArgSlot *slots = calloc((size_t)l->nargs + 1, sizeof *slots);
-		void **argv = calloc((size_t)l->nargs + 1, sizeof *argv);
-		rt_pack_args(l, bufs, slots, argv);
-		free(slots);
-		free(argv);
+	bool checked = true;
+	for (int v = 0; v < p->nvariants; v++) {
+		rt_plan_use(p, v);
+		uint64_t *bufs = calloc((size_t)p->ntensors + 1, sizeof *bufs);
+		for (int i = 0; i < p->nlaunches; i++) {
+			const RtLaunch *l = &p->launches[i];
+			(void)rt_launch_bytes(p, l);
+			RtArgSlot *slots = calloc((size_t)l->nargs + 1, sizeof *slots);
+			void **argv = calloc((size_t)l->nargs + 1, sizeof *argv);
+			rt_pack_args(l, bufs, slots, argv);
+			free(slots);
+			free(argv);
+		}
+		free(bufs);
+		memset(&d, 0, sizeof d);
+		if (checked && rt_ptx_check_params(p, ptx, xlen, &d) < 0) {
+			check_message(&d);
+			checked = false;
+		}
 	}
-	free(bufs);
-	memset(&d, 0, sizeof d);
-	if (rt_ptx_check_params(p, ptx, xlen, &d) < 0)
-		check_message(&d);
-	else if (getenv("FUSEC_LIBCUDA"))
+	rt_plan_use(p, 0);
+	if (checked && getenv("FUSEC_LIBCUDA"))
 		on_driver(p, ptx, xlen);
 	rt_plan_free(p);
 	return 0;

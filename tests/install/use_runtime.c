@@ -1,7 +1,7 @@
 /* use_runtime.c: a program outside the tree that links the installed runtime through
  * pkg-config (`pkg-config --cflags --libs fusecrt`) and runs a compiled plan through
  * <fusecrt.h> alone: every input filled with 0.001 * (i % 1000) (f32 inputs; others
- * zero), one run, the sum of every f32 output printed. tests/cli/t_install.sh builds
+ * zero), one run, the arch it ran and the sum of every f32 output printed. tests/cli/t_install.sh builds
  * it against a temporary prefix. Exit status: the failing call's status. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,6 +30,7 @@ int main(int argc, char **argv)
 		fusecrt_plan_free(p);
 		return die(&e);
 	}
+	printf("arch %s\n", fusecrt_session_arch(s));   /* the plan's arch for this device */
 	int rc = 0;
 	for (int i = 0; i < fusecrt_plan_ninputs(p) && !rc; i++) {
 		const char *name = fusecrt_plan_input(p, i), *dt;

@@ -39,6 +39,7 @@ int main(int argc, char **argv)
 	std::unique_ptr<fusecrt_session, SessionClose> s(fusecrt_session_open(p.get(), 0, &e));
 	if (!s)
 		return fail(e);
+	std::printf("arch %s\n", fusecrt_session_arch(s.get()));
 	for (int i = 0; i < fusecrt_plan_ninputs(p.get()); i++) {
 		const char *name = fusecrt_plan_input(p.get(), i), *dt = nullptr;
 		size_t bytes = 0;

@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 #include "../../host/interp.h"
-#include "../../onnx/import.h"
+#include "../../onnx/ops.h"
 #include "../../onnx/onnx.h"
 #include "onnx.pb-c.h"
 #include "test.h"

@@ -108,6 +108,213 @@ static void test_plan_scratch(void **state)
 			    "parameter 2 (f64) of kernel 'k0', got {\"scratch\": …}");
 }
 
+/* base_plan with variants for sm_90a and sm_80 (docs/plan-format.md, "Several
+ * arches"): each its own PTX, kernel (another block, a scratch parameter for
+ * sm_90a) and launch. `from` → `to` as mutated() does, inside the variants. */
+static const char variants_json[] =
+	", \"variants\": [\n"
+	" {\"arch\": \"sm_90a\", \"ptx\": \"g.sm_90a.ptx\", \"ptx_sha256\": \"" SHA "\",\n"
+	"  \"kernels\": [{\"name\": \"k0h\", \"entry\": \"fusec_k0h\", \"params\": [\"ptr\", \"ptr\", "
+	"\"f64\", \"i64\", \"ptr\", \"i32\", \"f32\", \"ptr\", \"ptr\"], \"block\": [128, 1, 1]}],\n"
+	"  \"launches\": [{\"kernel\": \"k0h\", \"grid\": [32, 1, 1],\n"
+	"    \"args\": [{\"tensor\": \"a\"}, {\"tensor\": \"s\"}, {\"f64\": 2.5}, {\"i64\": 4096},\n"
+	"             {\"tensor\": \"y\"}, {\"i32\": -7}, {\"f32\": 1}, {\"tensor\": \"a\"}, "
+	"{\"scratch\": 2048}]}]},\n"
+	" {\"arch\": \"sm_80\", \"ptx\": \"g.sm_80.ptx\", \"ptx_sha256\": \"" SHA "\",\n"
+	"  \"kernels\": [{\"name\": \"k0\", \"entry\": \"fusec_k0\", \"params\": [\"ptr\", \"ptr\", "
+	"\"f64\", \"i64\", \"ptr\", \"i32\", \"f32\", \"ptr\"], \"block\": [64, 1, 1]}],\n"
+	"  \"launches\": [{\"kernel\": \"k0\", \"grid\": [64, 1, 1],\n"
+	"    \"args\": [{\"tensor\": \"a\"}, {\"tensor\": \"s\"}, {\"f64\": 2.5}, {\"i64\": 4096},\n"
+	"             {\"tensor\": \"y\"}, {\"i32\": -7}, {\"f32\": 1}, {\"tensor\": \"a\"}]}]}]}\n";
+
+static RtPlan *variants_plan(const char *from, const char *to, char *msg, size_t n)
+{
+	Buf v = {0}, b = {0};
+	buf_puts(&v, variants_json);
+	if (from) {
+		const char *at = strstr(v.data, from);
+		assert_non_null(at);
+		Buf w = {0};
+		buf_write(&w, v.data, (size_t)(at - v.data));
+		buf_puts(&w, to);
+		buf_puts(&w, at + strlen(from));
+		buf_free(&v);
+		v = w;
+	}
+	size_t end = strlen(base_plan) - 2;   /* before the last "}\n" */
+	assert_string_equal(base_plan + end, "}\n");
+	buf_write(&b, base_plan, end);
+	buf_puts(&b, v.data);
+	Diag d;
+	RtPlan *p = rt_plan_parse("dir/g.plan.json", b.data, b.len, &d);
+	if (p)
+		snprintf(msg, n, "(ok)");
+	else
+		diag_format(&d, msg, n);
+	buf_free(&v);
+	buf_free(&b);
+	return p;
+}
+
+static const char *variants_error(const char *from, const char *to)
+{
+	static char msg[1200];
+	RtPlan *p = variants_plan(from, to, msg, sizeof msg);
+	rt_plan_free(p);
+	return msg;
+}
+
+static void test_plan_variants(void **state)
+{
+	(void)state;
+	char msg[1200];
+	RtPlan *p = variants_plan(NULL, NULL, msg, sizeof msg);
+	assert_string_equal(msg, "(ok)");
+	assert_int_equal(p->nvariants, 3);
+	/* the top level after loading */
+	assert_string_equal(p->arch, "sm_90");
+	assert_string_equal(p->ptx_path, "dir/g.ptx");
+	assert_string_equal(p->kernels[0].name, "k0");
+	assert_int_equal(p->scratch_bytes, 0);
+	/* each variant's own kernels, launches and scratch; the steps are shared */
+	const RtVariant *h = &p->variants[1];
+	assert_string_equal(h->arch, "sm_90a");
+	assert_string_equal(h->ptx_path, "dir/g.sm_90a.ptx");
+	assert_int_equal(h->nkernels, 1);
+	assert_int_equal(h->kernels[0].nparams, 9);
+	assert_int_equal(h->nlaunches, 1);
+	assert_int_equal(h->launches[0].grid[0], 32);
+	assert_int_equal(h->launches[0].block[0], 128);
+	assert_int_equal(h->launches[0].step, 0);
+	assert_int_equal(h->scratch_bytes, 2048);
+	assert_int_equal(p->variants[2].launches[0].block[0], 64);
+
+	/* the pick: the highest arch the device runs; sm_90a on 9.0 only */
+	assert_int_equal(rt_plan_pick(p, 9, 0), 1);    /* sm_90a over sm_90 */
+	assert_int_equal(rt_plan_pick(p, 10, 0), 0);   /* sm_90, not sm_90a */
+	assert_int_equal(rt_plan_pick(p, 12, 0), 0);
+	assert_int_equal(rt_plan_pick(p, 8, 9), 2);    /* sm_80 */
+	assert_int_equal(rt_plan_pick(p, 8, 0), 2);
+	assert_int_equal(rt_plan_pick(p, 7, 5), -1);
+	RtPlan view = *p;
+	rt_plan_use(&view, 1);
+	assert_string_equal(view.arch, "sm_90a");
+	assert_string_equal(view.kernels[0].entry, "fusec_k0h");
+	assert_int_equal(view.launches[0].grid[0], 32);
+	assert_int_equal(view.scratch_bytes, 2048);
+	assert_int_equal(view.ntensors, p->ntensors);
+	assert_string_equal(p->arch, "sm_90");   /* the plan itself keeps its first */
+	rt_plan_free(p);
+
+	/* sm_80 and sm_90a (the top level made sm_80, the variant for sm_80 cut): 9.0
+	 * takes sm_90a, 8.9 and 10.0 sm_80 */
+	Buf b = {0};
+	buf_write(&b, base_plan, strlen(base_plan) - 2);
+	const char *cut = strstr(variants_json, ",\n {\"arch\": \"sm_80\"");
+	buf_write(&b, variants_json, (size_t)(cut - variants_json));
+	buf_puts(&b, "]}\n");
+	char *top = strstr(b.data, "\"arch\": \"sm_90\"");
+	memcpy(top, "\"arch\": \"sm_80\"", 15);
+	Diag d;
+	p = rt_plan_parse("dir/g.plan.json", b.data, b.len, &d);
+	assert_non_null(p);
+	assert_int_equal(p->nvariants, 2);
+	assert_int_equal(rt_plan_pick(p, 9, 0), 1);
+	assert_int_equal(rt_plan_pick(p, 8, 9), 0);
+	assert_int_equal(rt_plan_pick(p, 10, 0), 0);
+	rt_plan_free(p);
+	buf_free(&b);
+
+	/* one arch: sm_90a runs on 9.0 alone; a plan without an arch anywhere */
+	b = (Buf){0};
+	buf_puts(&b, base_plan);
+	top = strstr(b.data, "\"arch\": \"sm_90\",");
+	memcpy(top, "\"arch\":\"sm_90a\",", 16);
+	p = rt_plan_parse("dir/g.plan.json", b.data, b.len, &d);
+	assert_non_null(p);
+	assert_int_equal(p->nvariants, 1);
+	assert_int_equal(rt_plan_pick(p, 9, 0), 0);
+	assert_int_equal(rt_plan_pick(p, 8, 0), -1);
+	assert_int_equal(rt_plan_pick(p, 10, 0), -1);
+	rt_plan_free(p);
+	memcpy(top, "\"wrch\":\"sm_90a\",", 16);
+	p = rt_plan_parse("dir/g.plan.json", b.data, b.len, &d);
+	assert_non_null(p);
+	assert_int_equal(rt_plan_pick(p, 7, 0), 0);
+	rt_plan_free(p);
+	buf_free(&b);
+}
+
+static void test_plan_variant_errors(void **state)
+{
+	(void)state;
+	assert_string_equal(variants_error("\"grid\": [64, 1, 1],", "\"grid\": [64, 1, 1]},"
+					   "{\"kernel\": \"k0\", \"grid\": [1, 1, 1],"),
+			    "dir/g.plan.json: error: variants[1].launches: 2 launches, but the plan's "
+			    "steps have 1");
+	assert_string_equal(variants_error("\"arch\": \"sm_80\"", "\"arch\": \"sm_90a\""),
+			    "dir/g.plan.json: error: variants[1].arch: the plan has a variant for "
+			    "sm_90a already");
+	assert_string_equal(variants_error("\"arch\": \"sm_80\"", "\"arch\": \"sm_90\""),
+			    "dir/g.plan.json: error: variants[1].arch: the plan has a variant for "
+			    "sm_90 already");
+	assert_string_equal(variants_error("\"arch\": \"sm_80\"", "\"arch\": \"turing\""),
+			    "dir/g.plan.json: error: variants[1].arch: \"turing\" is not an arch "
+			    "(sm_80, sm_90a, ...)");
+	assert_string_equal(variants_error("\"arch\": \"sm_80\", ", ""),
+			    "dir/g.plan.json: error: variants[1]: missing key \"arch\"");
+	assert_string_equal(variants_error("\"ptx\": \"g.sm_80.ptx\"", "\"ptx\": \"g.ptx\""),
+			    "dir/g.plan.json: error: variants[1].ptx: another variant's PTX file has "
+			    "this name");
+	assert_string_equal(variants_error("\"ptx\": \"g.sm_80.ptx\"", "\"ptx\": \"../g.ptx\""),
+			    "dir/g.plan.json: error: variants[1].ptx: \"../g.ptx\" is not a plain file "
+			    "name: the PTX file must lie beside the plan");
+	assert_string_equal(variants_error("\"ptx_sha256\": \"" SHA "\",\n  \"kernels\": [{\"name\": \"k0\"",
+					   "\"kernels\": [{\"name\": \"k0\""),
+			    "dir/g.plan.json: error: variants[1]: missing key \"ptx_sha256\": a plan must "
+			    "record the SHA-256 of its PTX file, so that no other file is used in its "
+			    "place (fusec compile writes it)");
+	assert_string_equal(variants_error("\"ptx_sha256\": \"6c", "\"ptx_sha256\": \"6C"),
+			    "dir/g.plan.json: error: variants[0].ptx_sha256: expected 64 lowercase hex "
+			    "digits");
+	/* a variant's launch names its own kernels, not the top level's */
+	assert_string_equal(variants_error("\"kernel\": \"k0h\"", "\"kernel\": \"k0\""),
+			    "dir/g.plan.json: error: variants[0].launches[0].kernel: unknown kernel 'k0'");
+	assert_string_equal(variants_error("{\"scratch\": 2048}", "{\"tensor\": \"t2\"}"),
+			    "dir/g.plan.json: error: variants[0].launches[0].args[8].tensor: tensor 't2' "
+			    "is bound to a pointer but has no buffer");
+	assert_string_equal(variants_error("\"params\": [\"ptr\", \"ptr\", \"f64\", \"i64\", \"ptr\", "
+					   "\"i32\", \"f32\", \"ptr\"], \"block\": [64",
+					   "\"params\": [\"ptr\"], \"block\": [64"),
+			    "dir/g.plan.json: error: variants[1].launches[0].args: 8 arguments for the "
+			    "1 parameters of kernel 'k0'");
+	assert_string_equal(variants_error("\"kernels\": [{\"name\": \"k0h\"",
+					   "\"kernels\": [{\"name\": \"k0\", \"entry\": \"x\", "
+					   "\"params\": []}, {\"name\": \"k0\""),
+			    "dir/g.plan.json: error: variants[0].kernels[1]: kernel 'k0' is listed twice "
+			    "(also variants[0].kernels[0])");
+	assert_string_equal(variants_error(", \"variants\": [", ", \"variants\": [7, "),
+			    "dir/g.plan.json: error: variants[0]: expected an object, got a number");
+	assert_string_equal(mutated("\"ptx\": \"g.ptx\",", "\"ptx\": \"g.ptx\", \"variants\": 3,"),
+			    "dir/g.plan.json: error: variants: expected an array, got a number");
+	assert_string_equal(mutated("\"ptx\": \"g.ptx\",", "\"ptx\": \"g.ptx\", \"variants\": [],"),
+			    "(ok)");
+	/* the top level names its arch when there are variants */
+	char msg[1200];
+	Buf b = {0};
+	buf_write(&b, base_plan, strlen(base_plan) - 2);
+	buf_puts(&b, variants_json);
+	char *top = strstr(b.data, "\"arch\": \"sm_90\",");
+	memcpy(top, "\"xrch\"", 6);
+	Diag d;
+	RtPlan *p = rt_plan_parse("dir/g.plan.json", b.data, b.len, &d);
+	assert_null(p);
+	diag_format(&d, msg, sizeof msg);
+	assert_string_equal(msg, "dir/g.plan.json: error: missing key \"arch\": a plan with variants "
+			    "names the arch of its top level");
+	buf_free(&b);
+}
+
 static void test_plan_good(void **state)
 {
 	(void)state;
@@ -841,6 +1048,8 @@ const struct CMUnitTest runtime_tests[] = {
 	cmocka_unit_test(test_ptx_check_duplicate_entry),
 	cmocka_unit_test(test_plan_good),
 	cmocka_unit_test(test_plan_scratch),
+	cmocka_unit_test(test_plan_variants),
+	cmocka_unit_test(test_plan_variant_errors),
 	cmocka_unit_test(test_plan_input_also_output),
 	cmocka_unit_test(test_plan_errors),
 	cmocka_unit_test(test_plan_bad_json),

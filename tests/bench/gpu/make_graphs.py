@@ -503,3 +503,33 @@ def mm_check_split(dt):
 if __name__ == "__main__":
     for t in ["f32", "bf16"]:
         mm_check_split(t)
+
+
+def g14():
+    """BERT-base's attention softmax at batch 8, sequence 256, bf16: the scores
+    scaled, the padding mask added (broadcast over heads and rows), softmax."""
+    b, h, s = 8, 12, 256
+    graph("g14_attn_softmax_bf16",
+          {"s": ("bf16", [b, h, s, s]), "mask": ("bf16", [b, 1, 1, s])},
+          [op("mul_scalar", ["s"], "ss", scalar=0.125), op("add", ["ss", "mask"], "a"),
+           op("max_dim", ["a"], "m", axis=3), op("sub", ["a", "m"], "d"),
+           op("exp", ["d"], "e"), op("sum", ["e"], "z", axis=3), op("div", ["e", "z"], "y")],
+          ["y"])
+
+
+def g15():
+    """BERT-base's residual add and layer norm at batch 8, sequence 256, bf16."""
+    r, c = 2048, 768
+    graph("g15_layernorm_bf16",
+          {"x": ("bf16", [r, c]), "res": ("bf16", [r, c]), "g": ("bf16", [1, c]),
+           "b": ("bf16", [1, c])},
+          [op("add", ["x", "res"], "h"), op("mean", ["h"], "mu", axis=1),
+           op("sub", ["h", "mu"], "d"), op("mul", ["d", "d"], "d2"),
+           op("mean", ["d2"], "var", axis=1), op("add_scalar", ["var"], "ve", scalar=1e-12),
+           op("sqrt", ["ve"], "sd"), op("div", ["d", "sd"], "n"), op("mul", ["n", "g"], "ng"),
+           op("add", ["ng", "b"], "y")], ["y"])
+
+
+if __name__ == "__main__":
+    g14()
+    g15()

@@ -2,9 +2,10 @@
 """t43_Linear: a batched Linear as torch.onnx.export writes one (MatMul of a
 [B, S, K] activation by a [K, N] weight, then Add of the bias), then an erf GELU
 and a second Linear, the case the importer keeps flat so that the bias and the
-GELU fuse into the matmul's epilogue (onnx/ops.c, Val.flat). The expected output
-comes from numpy in float64. Also t44_GeluNot, t45_ViewAfterMatMul and t46_GeluTanh (below). gen_linear.py [DIR] (default: beside it). Test-only:
-numpy and onnx from PyPI (docs/onnx.md)."""
+GELU fuse into the matmul's epilogue (onnx/builders.c, Val.flat). The expected
+output comes from numpy in float64. Also t44_GeluNot, t45_ViewAfterMatMul and
+t46_GeluTanh (below). gen_linear.py [DIR] (default: beside it). Test-only: numpy
+and onnx from PyPI (docs/onnx.md)."""
 import math
 import os
 import sys
@@ -15,6 +16,30 @@ import onnx.helper as oh
 import onnx.numpy_helper as nh
 
 root = sys.argv[1] if len(sys.argv) > 1 else os.path.dirname(os.path.abspath(__file__))
+
+
+def model_of(name, nodes, inputs, outputs, inits):
+    """A checked opset-17 model; inputs and outputs: (name, shape) of float tensors."""
+    def vi(n, shape):
+        return oh.make_tensor_value_info(n, onnx.TensorProto.FLOAT, shape)
+    g = oh.make_graph(nodes, name, [vi(*v) for v in inputs], [vi(*v) for v in outputs], inits)
+    model = oh.make_model(g, opset_imports=[oh.make_opsetid('', 17)])
+    onnx.checker.check_model(model)
+    return model
+
+
+def write_case(case, model, inputs, outputs):
+    """root/case/model.onnx and its test_data_set_0; inputs and outputs: (name, array)."""
+    d = os.path.join(root, case)
+    os.makedirs(os.path.join(d, 'test_data_set_0'), exist_ok=True)
+    onnx.save(model, os.path.join(d, 'model.onnx'))
+    for kind, arrays in (('input', inputs), ('output', outputs)):
+        for i, (n, a) in enumerate(arrays):
+            with open(os.path.join(d, 'test_data_set_0', f'{kind}_{i}.pb'), 'wb') as fh:
+                fh.write(nh.from_array(a, n).SerializeToString())
+    print(d)
+
+
 rng = np.random.default_rng(43)
 B, S, K, N = 3, 5, 12, 7
 x = rng.standard_normal((B, S, K)).astype(np.float32)
@@ -36,24 +61,14 @@ nodes = [oh.make_node('MatMul', ['x', 'w1'], ['m1']),
          oh.make_node('MatMul', ['gh', 'w2'], ['m2']),
          oh.make_node('Add', ['m2', 'b2'], ['y2']),
          oh.make_node('Add', ['y2', 'x'], ['y'])]            # a residual: not flat
-g = oh.make_graph(nodes, 'linear', [oh.make_tensor_value_info('x', onnx.TensorProto.FLOAT, [B, S, K])],
-                  [oh.make_tensor_value_info('y', onnx.TensorProto.FLOAT, [B, S, K])], inits)
-model = oh.make_model(g, opset_imports=[oh.make_opsetid('', 17)])
-onnx.checker.check_model(model)
+model = model_of('linear', nodes, [('x', [B, S, K])], [('y', [B, S, K])], inits)
 
 erf = np.vectorize(math.erf)
 xd = x.astype(np.float64)
 h = xd @ w1 + b1
 gh = h * (erf(h / math.sqrt(2)) + 1) * 0.5
 y = (gh @ w2 + b2 + xd).astype(np.float32)
-
-d = os.path.join(root, 't43_Linear')
-os.makedirs(os.path.join(d, 'test_data_set_0'), exist_ok=True)
-onnx.save(model, os.path.join(d, 'model.onnx'))
-for name, arr in (('input_0.pb', nh.from_array(x, 'x')), ('output_0.pb', nh.from_array(y, 'y'))):
-    with open(os.path.join(d, 'test_data_set_0', name), 'wb') as fh:
-        fh.write(arr.SerializeToString())
-print(d)
+write_case('t43_Linear', model, [('x', x)], [('y', y)])
 
 # t44_GeluNot: two look-alikes the importer must take node by node: a Div by 2, not
 # sqrt 2, and a GELU whose Erf is also read by a graph output.
@@ -68,22 +83,11 @@ nodes = [oh.make_node('Div', ['x', 'two'], ['d']), oh.make_node('Erf', ['d'], ['
          oh.make_node('Div', ['x', 'r2'], ['d2']), oh.make_node('Erf', ['d2'], ['e2']),
          oh.make_node('Add', ['one', 'e2'], ['a2']), oh.make_node('Mul', ['a2', 'x'], ['h2']),
          oh.make_node('Mul', ['half', 'h2'], ['y2'])]
-outs = [oh.make_tensor_value_info(n, onnx.TensorProto.FLOAT, [4, 6]) for n in ('y', 'y2', 'e2')]
-g = oh.make_graph(nodes, 'gelu_not', [oh.make_tensor_value_info('x', onnx.TensorProto.FLOAT, [4, 6])],
-                  outs, inits)
-model = oh.make_model(g, opset_imports=[oh.make_opsetid('', 17)])
-onnx.checker.check_model(model)
+names = ('y', 'y2', 'e2')
+model = model_of('gelu_not', nodes, [('x', [4, 6])], [(n, [4, 6]) for n in names], inits)
 xd = x.astype(np.float64)
 want = [xd * (erf(xd / 2) + 1) * 0.5, xd * (erf(xd / math.sqrt(2)) + 1) * 0.5, erf(xd / math.sqrt(2))]
-d = os.path.join(root, 't44_GeluNot')
-os.makedirs(os.path.join(d, 'test_data_set_0'), exist_ok=True)
-onnx.save(model, os.path.join(d, 'model.onnx'))
-with open(os.path.join(d, 'test_data_set_0', 'input_0.pb'), 'wb') as fh:
-    fh.write(nh.from_array(x, 'x').SerializeToString())
-for i, (n, w) in enumerate(zip(('y', 'y2', 'e2'), want)):
-    with open(os.path.join(d, 'test_data_set_0', f'output_{i}.pb'), 'wb') as fh:
-        fh.write(nh.from_array(w.astype(np.float32), n).SerializeToString())
-print(d)
+write_case('t44_GeluNot', model, [('x', x)], [(n, w.astype(np.float32)) for n, w in zip(names, want)])
 
 # t45_ViewAfterMatMul: GPT-2's Conv1D: a 2-D MatMul and bias, a Reshape to [B, S, N]
 # (the last dim kept), then elementwise ops: they stay on the flat matrix and fuse.
@@ -96,18 +100,9 @@ inits = [nh.from_array(w, 'w'), nh.from_array(b, 'b'),
 nodes = [oh.make_node('MatMul', ['x', 'w'], ['m']), oh.make_node('Add', ['m', 'b'], ['h']),
          oh.make_node('Reshape', ['h', 'shape'], ['v']), oh.make_node('Tanh', ['v'], ['t']),
          oh.make_node('Mul', ['t', 'half'], ['y'])]
-g = oh.make_graph(nodes, 'view_after_matmul', [oh.make_tensor_value_info('x', onnx.TensorProto.FLOAT, [6, 8])],
-                  [oh.make_tensor_value_info('y', onnx.TensorProto.FLOAT, [2, 3, 5])], inits)
-model = oh.make_model(g, opset_imports=[oh.make_opsetid('', 17)])
-onnx.checker.check_model(model)
+model = model_of('view_after_matmul', nodes, [('x', [6, 8])], [('y', [2, 3, 5])], inits)
 y = (np.tanh(x.astype(np.float64) @ w + b) * 0.5).reshape(2, 3, 5).astype(np.float32)
-d = os.path.join(root, 't45_ViewAfterMatMul')
-os.makedirs(os.path.join(d, 'test_data_set_0'), exist_ok=True)
-onnx.save(model, os.path.join(d, 'model.onnx'))
-for name, arr in (('input_0.pb', nh.from_array(x, 'x')), ('output_0.pb', nh.from_array(y, 'y'))):
-    with open(os.path.join(d, 'test_data_set_0', name), 'wb') as fh:
-        fh.write(arr.SerializeToString())
-print(d)
+write_case('t45_ViewAfterMatMul', model, [('x', x)], [('y', y)])
 
 # t46_GeluTanh: GPT-2's gelu_new written out (y), and the same with 0.044 for 0.044715
 # (y2), which stays node by node.
@@ -125,19 +120,8 @@ for sfx, c in (('', 'c'), ('2', 'c2')):
               oh.make_node('Tanh', ['s' + sfx], ['t' + sfx]),
               oh.make_node('Add', ['t' + sfx, 'one'], ['u' + sfx]),
               oh.make_node('Mul', ['h' + sfx, 'u' + sfx], ['y' + sfx])]
-outs = [oh.make_tensor_value_info(n, onnx.TensorProto.FLOAT, [4, 6]) for n in ('y', 'y2')]
-g = oh.make_graph(nodes, 'gelu_tanh', [oh.make_tensor_value_info('x', onnx.TensorProto.FLOAT, [4, 6])],
-                  outs, inits)
-model = oh.make_model(g, opset_imports=[oh.make_opsetid('', 17)])
-onnx.checker.check_model(model)
+names = ('y', 'y2')
+model = model_of('gelu_tanh', nodes, [('x', [4, 6])], [(n, [4, 6]) for n in names], inits)
 xd = x.astype(np.float64)
 want = [0.5 * xd * (1 + np.tanh(math.sqrt(2 / math.pi) * (xd + c * xd ** 3))) for c in (0.044715, 0.044)]
-d = os.path.join(root, 't46_GeluTanh')
-os.makedirs(os.path.join(d, 'test_data_set_0'), exist_ok=True)
-onnx.save(model, os.path.join(d, 'model.onnx'))
-with open(os.path.join(d, 'test_data_set_0', 'input_0.pb'), 'wb') as fh:
-    fh.write(nh.from_array(x, 'x').SerializeToString())
-for i, (n, w) in enumerate(zip(('y', 'y2'), want)):
-    with open(os.path.join(d, 'test_data_set_0', f'output_{i}.pb'), 'wb') as fh:
-        fh.write(nh.from_array(w.astype(np.float32), n).SerializeToString())
-print(d)
+write_case('t46_GeluTanh', model, [('x', x)], [(n, w.astype(np.float32)) for n, w in zip(names, want)])

@@ -1,7 +1,9 @@
-/* import.h: the importer's state and its helpers, shared by import.c (values,
- * folding, the model) and ops.c (one handler per ONNX op). Private to onnx/. */
-#ifndef FUSEC_ONNX_IMPORT_H
-#define FUSEC_ONNX_IMPORT_H
+/* values.h: the importer's state and its values (values.c): every ONNX value a
+ * Val, the graph being built, the name tables, and imp_emit, which adds an op or
+ * folds it. Shared by import.c (the model), the builders (builders.c) and the
+ * handlers. Private to onnx/. */
+#ifndef FUSEC_ONNX_VALUES_H
+#define FUSEC_ONNX_VALUES_H
 
 #include "onnx_impl.h"
 
@@ -68,18 +70,6 @@ typedef struct {
 	const char *node_name, *op_type;
 	const struct Onnx__NodeProto *n;
 } Imp;
-
-typedef struct OnnxHandler OnnxHandler;
-struct OnnxHandler {
-	const char *name;      /* ONNX op_type */
-	int (*fn)(Imp *m, const OnnxHandler *h, Val **in, int nin, Val **out, int nout);
-	OpKind kind;           /* the primitive op, for handlers shared by several */
-	int arg;               /* handler-specific */
-};
-const OnnxHandler *onnx_handler(const char *op_type);  /* ops.c; NULL when unmapped */
-/* The ONNX ops with a mapping, in table order (for docs and the conformance run). */
-int onnx_handler_count(void);
-const char *onnx_handler_name(int i);
 
 int imp_fail(Imp *m, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void *imp_map_get(NameMap *m, const char *key);

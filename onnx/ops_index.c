@@ -1,51 +1,18 @@
-/* ops_more.c: handlers composed from the builders of ops_util.h that ops.c's
- * handlers do not share (docs/onnx.md lists the mapping): ConvTranspose, CumSum,
- * OneHot, EyeLike, Hardmax, Shrink, MeanVarianceNormalization, the hyperbolic
- * functions, LRN, GatherND, Einsum. */
+/* ops_index.c: ONNX ops that place or pick elements by position, composed from
+ * the builders (builders.h; docs/onnx.md lists the mapping): ConvTranspose (zeros
+ * inserted between the input's elements, then a convolution), EyeLike, Hardmax,
+ * CumSum, OneHot, GatherND, Einsum (labels to permutes, diagonals, sums and
+ * matmuls), ScatterElements and ScatterND. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "onnx.pb-c.h"
-#include "ops_util.h"
-
-static const double PI = 3.14159265358979323846;
-
-/* Bounds on what an import computes: the elements of a constant built from a shape
- * or attributes, and of a result folded from constant operands that is larger
- * than they are (a hostile model must not make the import slow or huge). */
-enum { SHAPE_CONST_MAX = 1 << 22, FOLD_MAX = 1 << 22 };
+#include "builders.h"
+#include "ops_index.h"
 
 /* ---- ConvTranspose ----------------------------------------------------------------- */
-
-/* x with before and after zeros around axis a: a cat with a computed zero expanded
- * (a view), so that no constant of the input's size is made. */
-static Val *zpad(Imp *m, Val *x, int a, int64_t before, int64_t after)
-{
-	if (!x || (!before && !after))
-		return x;
-	if (x->is_const)
-		return pad_axis(m, x, a, before, after, 0);
-	int64_t d[IR_MAX_RANK];
-	memcpy(d, x->dim, sizeof d);
-	Val *z = zero_of(m, x, x->dt);
-	Val *parts[3];
-	int k = 0;
-	if (before) {
-		d[a] = before;
-		parts[k++] = expand(m, z, x->rank, d);
-	}
-	parts[k++] = x;
-	if (after) {
-		d[a] = after;
-		parts[k++] = expand(m, z, x->rank, d);
-	}
-	for (int j = 0; j < k; j++)
-		if (!parts[j])
-			return NULL;
-	return cat(m, parts, k, a);
-}
 
 /* x with s-1 zeros after every element of spatial axis a (of [N, C, H, W]), the
  * trailing ones dropped: [.., (L-1)*s+1, ..]. */
@@ -62,9 +29,9 @@ static Val *zero_insert(Imp *m, Val *x, int a, int64_t s)
 			d[r++] = 1;
 	}
 	back[a] = x->dim[a] * s;
-	Val *v = zpad(m, reshape(m, x, r, d), a + 1, 0, s - 1);
-	v = reshape(m, v, x->rank, back);
-	return slice1(m, v, a, 0, (x->dim[a] - 1) * s + 1);
+	Val *v = ob_zpad(m, ob_reshape(m, x, r, d), a + 1, 0, s - 1);
+	v = ob_reshape(m, v, x->rank, back);
+	return ob_slice1(m, v, a, 0, (x->dim[a] - 1) * s + 1);
 }
 
 /* lo and hi entries added (zeros) or, when negative, removed at the ends of axis a */
@@ -78,9 +45,9 @@ static Val *pad_or_crop(Imp *m, Val *x, int a, int64_t lo, int64_t hi)
 			imp_fail(m, "the padding leaves no output along spatial axis %d", a - 2);
 			return NULL;
 		}
-		x = slice1(m, x, a, b, e);
+		x = ob_slice1(m, x, a, b, e);
 	}
-	return zpad(m, x, a, lo > 0 ? lo : 0, hi > 0 ? hi : 0);
+	return ob_zpad(m, x, a, lo > 0 ? lo : 0, hi > 0 ? hi : 0);
 }
 
 /* A conv2d of the input with zeros inserted between its elements (strides), padded
@@ -98,14 +65,14 @@ HANDLER(h_conv_transpose)
 	if (!ir_dtype_is_float(x->dt))
 		return imp_fail(m, "ConvTranspose of %s is not supported", ir_dtype_name(x->dt));
 	int nsp = x->rank - 2;
-	int64_t g = ai(m, "group", 1);
+	int64_t g = ob_ai(m, "group", 1);
 	if (g < 1 || g > (1 << 20) || x->dim[1] % g || w->dim[0] != x->dim[1])
 		return imp_fail(m, "group %lld does not fit %lld input channels and a weight of "
 				"%lld", (long long)g, (long long)x->dim[1], (long long)w->dim[0]);
 	int64_t k[2], s[2] = {1, 1}, dl[2] = {1, 1}, p[4] = {0}, op[2] = {0}, os[2];
 	int64_t v[6];
 	int n;
-	if ((n = aints(m, "kernel_shape", v, 2)) == -2)
+	if ((n = ob_aints(m, "kernel_shape", v, 2)) == -2)
 		return -1;
 	for (int i = 0; i < nsp; i++) {
 		k[i] = w->dim[2 + i];
@@ -117,21 +84,21 @@ HANDLER(h_conv_transpose)
 	static const char *const per_dim[3] = {"strides", "dilations", "output_padding"};
 	int64_t *dst[3] = {s, dl, op};
 	for (int a = 0; a < 3; a++) {
-		if ((n = aints(m, per_dim[a], v, 2)) == -2)
+		if ((n = ob_aints(m, per_dim[a], v, 2)) == -2)
 			return -1;
 		if (n >= 0 && n != nsp)
 			return imp_fail(m, "%s has %d values for %d spatial dims", per_dim[a], n, nsp);
 		for (int i = 0; i < n; i++)
 			dst[a][i] = v[i];
 	}
-	int np = aints(m, "pads", v, 4);
+	int np = ob_aints(m, "pads", v, 4);
 	if (np == -2)
 		return -1;
 	if (np >= 0 && np != 2 * nsp)
 		return imp_fail(m, "pads has %d values for %d spatial dims", np, nsp);
 	for (int i = 0; i < np; i++)
 		p[i % nsp * 2 + i / nsp] = v[i];   /* p[2i] lo, p[2i+1] hi */
-	int nos = aints(m, "output_shape", v, 4);
+	int nos = ob_aints(m, "output_shape", v, 4);
 	if (nos == -2)
 		return -1;
 	if (nos >= 0 && nos != nsp && nos != nsp + 2)
@@ -143,7 +110,7 @@ HANDLER(h_conv_transpose)
 	for (int i = 0; i < nsp; i++)
 		os[i] = nos >= nsp ? v[i] : -1;
 	char ap[24];
-	astr(m, "auto_pad", ap, sizeof ap, "NOTSET");
+	ob_astr(m, "auto_pad", ap, sizeof ap, "NOTSET");
 	bool upper = !strcmp(ap, "SAME_UPPER"), same = upper || !strcmp(ap, "SAME_LOWER");
 	if (!same && strcmp(ap, "NOTSET") && strcmp(ap, "VALID"))
 		return imp_fail(m, "auto_pad '%s' is not supported", ap);
@@ -171,20 +138,20 @@ HANDLER(h_conv_transpose)
 	if (nsp == 1)
 		k[1] = 1, s[1] = 1, dl[1] = 1, op[1] = 0, p[2] = p[3] = 0;
 	if (x->is_const) {
-		double big = (double)count(x) * (double)s[0] * (double)s[1] * (double)w->dim[1] * (double)g;
+		double big = (double)ob_count(x) * (double)s[0] * (double)s[1] * (double)w->dim[1] * (double)g;
 		if (big > FOLD_MAX)
 			return imp_fail(m, "not supported yet: ConvTranspose of a constant input to "
 					"more than %d elements (folded at import)", FOLD_MAX);
 	}
 	/* the weight: [C, M/g, kh, kw] -> [g, C/g, M/g, kh, kw] -> [g, M/g, C/g, ..],
 	 * flipped, as [M, C/g, kh, kw] */
-	Val *wt = w->rank == 3 ? reshape(m, w, 4, (int64_t[]){w->dim[0], w->dim[1], w->dim[2], 1})
+	Val *wt = w->rank == 3 ? ob_reshape(m, w, 4, (int64_t[]){w->dim[0], w->dim[1], w->dim[2], 1})
 			       : w;
 	int64_t cg = x->dim[1] / g, mg = wt->dim[1];
 	int64_t w5[5] = {g, cg, mg, k[0], k[1]};
 	static const int swap[5] = {0, 2, 1, 3, 4};
-	wt = permute(m, reshape(m, wt, 5, w5), swap);
-	wt = wt ? reshape(m, wt, 4, (int64_t[]){g * mg, cg, k[0], k[1]}) : NULL;
+	wt = ob_permute(m, ob_reshape(m, wt, 5, w5), swap);
+	wt = wt ? ob_reshape(m, wt, 4, (int64_t[]){g * mg, cg, k[0], k[1]}) : NULL;
 	for (int i = 0; i < 2 && wt; i++) {
 		if (k[i] == 1)
 			continue;
@@ -193,9 +160,9 @@ HANDLER(h_conv_transpose)
 			return imp_fail(m, "kernels above 1024 are not supported");
 		for (int64_t j = 0; j < k[i]; j++)
 			rev[j] = k[i] - 1 - j;
-		wt = take_axis(m, wt, 2 + i, rev, k[i]);
+		wt = ob_take_axis(m, wt, 2 + i, rev, k[i]);
 	}
-	Val *xx = x->rank == 3 ? reshape(m, x, 4, (int64_t[]){x->dim[0], x->dim[1], x->dim[2], 1})
+	Val *xx = x->rank == 3 ? ob_reshape(m, x, 4, (int64_t[]){x->dim[0], x->dim[1], x->dim[2], 1})
 			       : x;
 	for (int i = 0; i < 2 && xx; i++) {
 		xx = zero_insert(m, xx, 2 + i, s[i]);
@@ -213,50 +180,8 @@ HANDLER(h_conv_transpose)
 	Val *cin[3] = {xx, wt, nin > 2 ? in[2] : NULL};
 	Val *y = imp_emit(m, OP_CONV2D, cin, cin[2] ? 3 : 2, &at);
 	if (y && x->rank == 3)
-		y = reshape(m, y, 3, y->dim);
+		y = ob_reshape(m, y, 3, y->dim);
 	OUT(y);
-}
-
-/* ---- elementwise ---------------------------------------------------------------------- */
-
-/* Sinh, Cosh, Asinh, Acosh, Atanh from exp, log and sqrt (arg selects). */
-HANDLER(h_hyperbolic)
-{
-	NEED(1);
-	Val *x = in[0];
-	if (!ir_dtype_is_float(x->dt))
-		return imp_fail(m, "%s of %s is not supported", m->op_type, ir_dtype_name(x->dt));
-	switch (h->arg) {
-	case 0:   /* sinh = (e^x - e^-x) / 2 */
-	case 1: { /* cosh = (e^x + e^-x) / 2 */
-		Val *e = un(m, OP_EXP, x), *f = un(m, OP_EXP, un(m, OP_NEG, x));
-		OUT(sc(m, OP_MUL_SCALAR, bin(m, h->arg ? OP_ADD : OP_SUB, e, f), 0.5));
-	}
-	case 2: { /* asinh = sign(x) log(|x| + sqrt(x^2 + 1)): no cancellation for x < 0 */
-		Val *a = un(m, OP_ABS, x);
-		Val *r = un(m, OP_SQRT, sc(m, OP_ADD_SCALAR, bin(m, OP_MUL, a, a), 1));
-		OUT(bin(m, OP_MUL, un(m, OP_SIGN, x), un(m, OP_LOG, bin(m, OP_ADD, a, r))));
-	}
-	case 3: { /* acosh = log(x + sqrt(x^2 - 1)) */
-		Val *r = un(m, OP_SQRT, sc(m, OP_SUB_SCALAR, bin(m, OP_MUL, x, x), 1));
-		OUT(un(m, OP_LOG, bin(m, OP_ADD, x, r)));
-	}
-	default: { /* atanh = (log1p(x) - log1p(-x)) / 2 */
-		Val *p = un(m, OP_LOG1P, x), *q = un(m, OP_LOG1P, un(m, OP_NEG, x));
-		OUT(sc(m, OP_MUL_SCALAR, bin(m, OP_SUB, p, q), 0.5));
-	}
-	}
-}
-
-/* Shrink: x + bias below -lambd, x - bias above lambd, 0 between. */
-HANDLER(h_shrink)
-{
-	NEED(1);
-	Val *x = in[0];
-	double l = af(m, "lambd", 0.5), b = af(m, "bias", 0);
-	Val *z = kfull(m, x->dt, 0, NULL, 0);
-	Val *lo = where3(m, sc(m, OP_LT_SCALAR, x, -l), sc(m, OP_ADD_SCALAR, x, b), z);
-	OUT(where3(m, sc(m, OP_GT_SCALAR, x, l), sc(m, OP_SUB_SCALAR, x, b), lo));
 }
 
 /* ---- constants from shapes ----------------------------------------------------------- */
@@ -269,15 +194,15 @@ HANDLER(h_eyelike)
 	Val *x = in[0];
 	if (x->rank != 2)
 		return imp_fail(m, "EyeLike takes a rank-2 input, not rank %d", x->rank);
-	const Onnx__AttributeProto *da = attr(m, "dtype");
+	const Onnx__AttributeProto *da = ob_attr(m, "dtype");
 	int dt = da ? onnx_dtype((int)da->i) : (int)x->dt;
 	if (dt < 0)
 		return imp_fail(m, "dtype %lld is not supported", (long long)da->i);
-	if (count(x) > SHAPE_CONST_MAX)
+	if (ob_count(x) > SHAPE_CONST_MAX)
 		return imp_fail(m, "not supported yet: EyeLike of more than %d elements",
 				SHAPE_CONST_MAX);
-	int64_t k = ai(m, "k", 0);
-	Val *e = kfull(m, (DType)dt, 2, x->dim, 0);
+	int64_t k = ob_ai(m, "k", 0);
+	Val *e = ob_kfull(m, (DType)dt, 2, x->dim, 0);
 	if (!e)
 		return -1;
 	for (int64_t i = 0; i < x->dim[0] && k > -x->dim[0] && k < x->dim[1]; i++)
@@ -292,7 +217,7 @@ static Val *iota(Imp *m, int rank, int axis, int64_t n)
 	int64_t dim[IR_MAX_RANK];
 	for (int i = 0; i < rank; i++)
 		dim[i] = i == axis ? n : 1;
-	Val *v = kfull(m, DT_I64, rank, dim, 0);
+	Val *v = ob_kfull(m, DT_I64, rank, dim, 0);
 	for (int64_t i = 0; v && i < n; i++)
 		((int64_t *)v->k.data)[i] = i;
 	return v;
@@ -305,15 +230,15 @@ HANDLER(h_hardmax)
 	NEED(1);
 	Val *x = in[0];
 	bool old = m->opset < 13;
-	int64_t axis = ai(m, "axis", old ? 1 : -1);
-	if (norm_axis(m, &axis, x->rank))
+	int64_t axis = ob_ai(m, "axis", old ? 1 : -1);
+	if (ob_norm_axis(m, &axis, x->rank))
 		return -1;
 	Val *v = x;
 	if (old) {
 		int64_t a = 1, b = 1;
 		for (int i = 0; i < x->rank; i++)
 			*(i < axis ? &a : &b) *= x->dim[i];
-		v = reshape(m, x, 2, (int64_t[]){a, b});
+		v = ob_reshape(m, x, 2, (int64_t[]){a, b});
 		axis = 1;
 	}
 	if (!v)
@@ -321,9 +246,9 @@ HANDLER(h_hardmax)
 	if (v->dim[axis] > SHAPE_CONST_MAX)
 		return imp_fail(m, "not supported yet: Hardmax over more than %d elements",
 				SHAPE_CONST_MAX);
-	Val *am = reduce(m, OP_ARGMAX, v, (int)axis);
-	Val *y = cast(m, bin(m, OP_EQ, am, iota(m, v->rank, (int)axis, v->dim[axis])), x->dt);
-	OUT(y && old ? reshape(m, y, x->rank, x->dim) : y);
+	Val *am = ob_reduce(m, OP_ARGMAX, v, (int)axis);
+	Val *y = ob_cast(m, ob_bin(m, OP_EQ, am, iota(m, v->rank, (int)axis, v->dim[axis])), x->dt);
+	OUT(y && old ? ob_reshape(m, y, x->rank, x->dim) : y);
 }
 
 /* CumSum: log2(n) steps of y += y shifted by 1, 2, 4, .. along axis (exact for
@@ -333,8 +258,8 @@ static Val *shift(Imp *m, Val *y, int axis, int64_t by, bool rev)
 	int64_t n = y->dim[axis];
 	if (by >= n)
 		return NULL;
-	Val *s = rev ? slice1(m, y, axis, by, n) : slice1(m, y, axis, 0, n - by);
-	return zpad(m, s, axis, rev ? 0 : by, rev ? by : 0);
+	Val *s = rev ? ob_slice1(m, y, axis, by, n) : ob_slice1(m, y, axis, 0, n - by);
+	return ob_zpad(m, s, axis, rev ? 0 : by, rev ? by : 0);
 }
 
 HANDLER(h_cumsum)
@@ -342,19 +267,19 @@ HANDLER(h_cumsum)
 	NEED(2);
 	Val *x = in[0];
 	int64_t axis;
-	if (ints_of(m, in[1], "axis", &axis, 1) != 1)
+	if (ob_ints_of(m, in[1], "axis", &axis, 1) != 1)
 		return -1;
-	if (norm_axis(m, &axis, x->rank))
+	if (ob_norm_axis(m, &axis, x->rank))
 		return -1;
-	bool ex = ai(m, "exclusive", 0), rev = ai(m, "reverse", 0);
+	bool ex = ob_ai(m, "exclusive", 0), rev = ob_ai(m, "reverse", 0);
 	Val *y = x;
 	int64_t n = x->dim[axis];
 	for (int64_t by = 1; by < n && y; by *= 2)
-		y = bin(m, OP_ADD, y, shift(m, y, (int)axis, by, rev));
+		y = ob_bin(m, OP_ADD, y, shift(m, y, (int)axis, by, rev));
 	if (ex && y)
-		y = n > 1 ? shift(m, y, (int)axis, 1, rev) : kfull(m, x->dt, x->rank, x->dim, 0);
+		y = n > 1 ? shift(m, y, (int)axis, 1, rev) : ob_kfull(m, x->dt, x->rank, x->dim, 0);
 	if (y == x)
-		y = sc(m, OP_MUL_SCALAR, x, 1);
+		y = ob_sc(m, OP_MUL_SCALAR, x, 1);
 	OUT(y);
 }
 
@@ -364,7 +289,7 @@ HANDLER(h_onehot)
 	NEED(3);
 	Val *idx = in[0], *dv = in[1], *vals = in[2];
 	double depth_f;
-	if (scalar_of(m, dv, "depth", &depth_f))
+	if (ob_scalar_of(m, dv, "depth", &depth_f))
 		return -1;
 	int64_t depth = (int64_t)depth_f;
 	if (depth < 1 || depth > (1 << 24))
@@ -374,72 +299,22 @@ HANDLER(h_onehot)
 	int r = idx->rank + 1;
 	if (r > IR_MAX_RANK)
 		return imp_fail(m, "result rank %d exceeds %d", r, IR_MAX_RANK);
-	int64_t axis = ai(m, "axis", -1);
-	if (norm_axis(m, &axis, r))
+	int64_t axis = ob_ai(m, "axis", -1);
+	if (ob_norm_axis(m, &axis, r))
 		return -1;
-	if (idx->is_const && (double)count(idx) * (double)depth > FOLD_MAX)
+	if (idx->is_const && (double)ob_count(idx) * (double)depth > FOLD_MAX)
 		return imp_fail(m, "not supported yet: OneHot of constant indices to more than %d "
 				"elements (folded at import)", FOLD_MAX);
-	Val *ix = cast(m, idx, DT_I64);
+	Val *ix = ob_cast(m, idx, DT_I64);
 	if (ix && ir_dtype_is_float(idx->dt))
-		ix = cast(m, un(m, OP_TRUNC, idx), DT_I64);
-	ix = where3(m, sc(m, OP_LT_SCALAR, ix, 0), sc(m, OP_ADD_SCALAR, ix, (double)depth), ix);
+		ix = ob_cast(m, ob_un(m, OP_TRUNC, idx), DT_I64);
+	ix = ob_where3(m, ob_sc(m, OP_LT_SCALAR, ix, 0), ob_sc(m, OP_ADD_SCALAR, ix, (double)depth), ix);
 	int64_t d[IR_MAX_RANK];
 	for (int i = 0, j = 0; i < r; i++)
 		d[i] = i == axis ? 1 : idx->dim[j++];
-	ix = reshape(m, ix, r, d);
-	Val *hit = bin(m, OP_EQ, ix, iota(m, r, (int)axis, depth));
-	OUT(where3(m, hit, slice1(m, vals, 0, 1, 2), slice1(m, vals, 0, 0, 1)));
-}
-
-/* ---- normalization ----------------------------------------------------------------- */
-
-/* MeanVarianceNormalization: (x - mean) / (sqrt(var) + 1e-9) over axes. */
-HANDLER(h_mvn)
-{
-	NEED(1);
-	Val *x = in[0];
-	if (need_float(m, x))
-		return -1;
-	int64_t ax[IR_MAX_RANK] = {0, 2, 3};
-	int na = aints(m, "axes", ax, IR_MAX_RANK);
-	if (na == -2)
-		return -1;
-	if (na < 0)
-		na = 3;
-	bool on[IR_MAX_RANK] = {false};
-	for (int i = 0; i < na; i++) {
-		if (norm_axis(m, &ax[i], x->rank))
-			return -1;
-		on[ax[i]] = true;
-	}
-	Val *d = bin(m, OP_SUB, x, reduce_axes(m, OP_MEAN, x, on, true));
-	Val *var = reduce_axes(m, OP_MEAN, bin(m, OP_MUL, d, d), on, true);
-	OUT(bin(m, OP_DIV, d, sc(m, OP_ADD_SCALAR, un(m, OP_SQRT, var), 1e-9)));
-}
-
-/* LRN: x / (bias + alpha / size * sum of squares over size channels)^beta, the
- * window sum as size shifted slices of the zero-padded squares. */
-HANDLER(h_lrn)
-{
-	NEED(1);
-	Val *x = in[0];
-	int64_t size = ai(m, "size", 0);
-	if (x->rank < 3 || !ir_dtype_is_float(x->dt))
-		return imp_fail(m, "LRN takes a float input of rank 3 or more");
-	if (size < 1 || size > 64)
-		return imp_fail(m, "not supported yet: LRN of size %lld (1 to 64 are)",
-				(long long)size);
-	double alpha = af(m, "alpha", 1e-4), beta = af(m, "beta", 0.75), bias = af(m, "bias", 1);
-	int64_t lo = (size - 1) / 2, hi = size - 1 - lo, c = x->dim[1];
-	Val *sq = zpad(m, bin(m, OP_MUL, x, x), 1, lo, hi);
-	Val *s = NULL;
-	for (int64_t i = 0; i < size && sq; i++) {
-		Val *t = slice1(m, sq, 1, i, i + c);
-		s = s ? bin(m, OP_ADD, s, t) : t;
-	}
-	Val *den = sc(m, OP_ADD_SCALAR, sc(m, OP_MUL_SCALAR, s, alpha / (double)size), bias);
-	OUT(bin(m, OP_MUL, x, sc(m, OP_POW_SCALAR, den, -beta)));
+	ix = ob_reshape(m, ix, r, d);
+	Val *hit = ob_bin(m, OP_EQ, ix, iota(m, r, (int)axis, depth));
+	OUT(ob_where3(m, hit, ob_slice1(m, vals, 0, 1, 2), ob_slice1(m, vals, 0, 0, 1)));
 }
 
 /* ---- GatherND ------------------------------------------------------------------------ */
@@ -451,7 +326,7 @@ HANDLER(h_gathernd)
 {
 	NEED(2);
 	Val *x = in[0], *idx = in[1];
-	int64_t b = ai(m, "batch_dims", 0);
+	int64_t b = ob_ai(m, "batch_dims", 0);
 	if (idx->dt != DT_I64 && idx->dt != DT_I32)
 		return imp_fail(m, "indices must be int32 or int64, got %s", ir_dtype_name(idx->dt));
 	if (idx->rank < 1 || b < 0 || b >= idx->rank || b >= x->rank)
@@ -464,7 +339,7 @@ HANDLER(h_gathernd)
 	for (int i = 0; i < b; i++)
 		if (idx->dim[i] != x->dim[i])
 			return imp_fail(m, "batch dim %d differs between data and indices", i);
-	int64_t q = count(idx) / k, bp = 1, kp = 1, rr = 1;
+	int64_t q = ob_count(idx) / k, bp = 1, kp = 1, rr = 1;
 	for (int i = 0; i < b; i++)
 		bp *= x->dim[i];
 	for (int i = (int)b; i < b + k; i++)
@@ -482,19 +357,19 @@ HANDLER(h_gathernd)
 		dd[j] = x->dim[b + j];
 		acc *= x->dim[b + j];
 	}
-	Val *ix = cast(m, idx, DT_I64);
-	Val *dims = kints(m, dd, (int)k), *strides = kints(m, st, (int)k);
-	ix = where3(m, sc(m, OP_LT_SCALAR, ix, 0), bin(m, OP_ADD, ix, dims), ix);
-	ix = reduce(m, OP_SUM, bin(m, OP_MUL, ix, strides), idx->rank - 1);
-	ix = reshape(m, ix, 1, (int64_t[]){q});
+	Val *ix = ob_cast(m, idx, DT_I64);
+	Val *dims = ob_kints(m, dd, (int)k), *strides = ob_kints(m, st, (int)k);
+	ix = ob_where3(m, ob_sc(m, OP_LT_SCALAR, ix, 0), ob_bin(m, OP_ADD, ix, dims), ix);
+	ix = ob_reduce(m, OP_SUM, ob_bin(m, OP_MUL, ix, strides), idx->rank - 1);
+	ix = ob_reshape(m, ix, 1, (int64_t[]){q});
 	if (b > 0 && ix) {   /* row i belongs to batch i / (q / bp) */
-		Val *off = kfull(m, DT_I64, 1, (int64_t[]){q}, 0);
+		Val *off = ob_kfull(m, DT_I64, 1, (int64_t[]){q}, 0);
 		for (int64_t i = 0; off && i < q; i++)
 			((int64_t *)off->k.data)[i] = i / (q / bp) * kp;
-		ix = bin(m, OP_ADD, ix, off);
+		ix = ob_bin(m, OP_ADD, ix, off);
 	}
-	Val *x2 = reshape(m, x, 2, (int64_t[]){bp * kp, rr});
-	ix = expand(m, reshape(m, ix, 2, (int64_t[]){q, 1}), 2, (int64_t[]){q, rr});
+	Val *x2 = ob_reshape(m, x, 2, (int64_t[]){bp * kp, rr});
+	ix = ob_expand(m, ob_reshape(m, ix, 2, (int64_t[]){q, 1}), 2, (int64_t[]){q, rr});
 	if (!x2 || !ix)
 		return -1;
 	Val *gin[2] = {x2, ix};
@@ -509,7 +384,7 @@ HANDLER(h_gathernd)
 		od[n++] = x->dim[i];
 	if (n > IR_MAX_RANK)
 		return imp_fail(m, "result rank %d exceeds %d", n, IR_MAX_RANK);
-	OUT(reshape(m, g, n, od));
+	OUT(ob_reshape(m, g, n, od));
 }
 
 /* ---- Einsum -------------------------------------------------------------------------- */
@@ -585,11 +460,11 @@ static Val *diagonals(Imp *m, Val *x, Term *t)
 		int64_t d[IR_MAX_RANK];
 		memcpy(d, r.dim, sizeof d);
 		d[r.rank - 1] = n * n;
-		x = reshape(m, permute(m, x, perm), r.rank, d);
+		x = ob_reshape(m, ob_permute(m, x, perm), r.rank, d);
 		int64_t *idx = xcalloc((size_t)n, sizeof *idx);
 		for (int64_t i = 0; i < n; i++)
 			idx[i] = i * (n + 1);
-		x = x ? take_axis(m, x, r.rank - 1, idx, n) : NULL;
+		x = x ? ob_take_axis(m, x, r.rank - 1, idx, n) : NULL;
 		free(idx);
 		*t = r;
 		q = -1;   /* labels moved: look again from the start */
@@ -622,7 +497,7 @@ static Val *sum_out(Imp *m, Val *x, Term *t, const char *keep)
 	if (!any)
 		return x;
 	*t = r;
-	return reduce_axes(m, OP_SUM, x, on, false);
+	return ob_reduce_axes(m, OP_SUM, x, on, false);
 }
 
 /* a (ta) times b (tb), summing the labels of both not in keep: a batched matmul
@@ -683,9 +558,9 @@ static Val *contract(Imp *m, Val *a, Term *ta, Val *b, const Term *tb, const cha
 	if (a->is_const && b->is_const && (double)B * (double)M * (double)N * (double)K > FOLD_MAX)
 		return imp_fail(m, "not supported yet: an Einsum of constants of more than %d "
 				"products (folded at import)", FOLD_MAX), NULL;
-	Val *aa = reshape(m, permute(m, a, pa), 3, (int64_t[]){B, M, K});
-	Val *bb = reshape(m, permute(m, b, pb), 3, (int64_t[]){B, K, N});
-	Val *y = matmul(m, aa, bb);
+	Val *aa = ob_reshape(m, ob_permute(m, a, pa), 3, (int64_t[]){B, M, K});
+	Val *bb = ob_reshape(m, ob_permute(m, b, pb), 3, (int64_t[]){B, K, N});
+	Val *y = ob_matmul(m, aa, bb);
 	tr->rank = 0;
 	for (int i = 0; i < nb; i++)
 		tr->lab[tr->rank] = bl[i], tr->dim[tr->rank++] = bd[i];
@@ -693,7 +568,7 @@ static Val *contract(Imp *m, Val *a, Term *ta, Val *b, const Term *tb, const cha
 		tr->lab[tr->rank] = al[i], tr->dim[tr->rank++] = ta->dim[find_lab(ta, al[i])];
 	for (int i = 0; i < nn; i++)
 		tr->lab[tr->rank] = nl[i], tr->dim[tr->rank++] = tb->dim[find_lab(tb, nl[i])];
-	return reshape(m, y, tr->rank, tr->dim);
+	return ob_reshape(m, y, tr->rank, tr->dim);
 }
 
 /* Einsum without diagonals: each operand's labels that no later term and not the
@@ -703,7 +578,7 @@ HANDLER(h_einsum)
 {
 	NEED(1);
 	char eq[256];
-	astr(m, "equation", eq, sizeof eq, "");
+	ob_astr(m, "equation", eq, sizeof eq, "");
 	if (nin > 8)
 		return imp_fail(m, "not supported yet: Einsum of %d operands (8 at most)", nin);
 	Term t[8], ot;
@@ -812,284 +687,7 @@ HANDLER(h_einsum)
 		return imp_fail(m, "equation '%s': an output label is in no input", eq);
 	for (int i = 0; i < ot.rank; i++)
 		perm[i] = find_lab(&ta, ot.lab[i]);
-	OUT(permute(m, acc, perm));
-}
-
-/* ---- losses ------------------------------------------------------------------------ */
-
-/* NegativeLogLikelihoodLoss of log-probabilities x [N, C, d..] at targets t [N, d..]
- * with optional class weights w [C]: -x[n, t, d..] * w[t], 0 where t is
- * ignore_index; reduced to a sum, or a mean weighted by the picked w. */
-static Val *nll(Imp *m, Val *x, Val *t, Val *w, const char *red)
-{
-	if (!x || !t)
-		return NULL;
-	if (x->rank < 2 || t->rank != x->rank - 1 || !ir_dtype_is_float(x->dt) ||
-	    !ir_dtype_is_int(t->dt))
-		return imp_fail(m, "input [N, C, d..] (float) and target [N, d..] (int) expected"),
-		       NULL;
-	for (int i = 0; i < t->rank; i++)
-		if (t->dim[i] != x->dim[i ? i + 1 : 0])
-			return imp_fail(m, "target dims do not match the input's"), NULL;
-	bool none = !strcmp(red, "none"), sum = !strcmp(red, "sum");
-	if (!none && !sum && strcmp(red, "mean"))
-		return imp_fail(m, "reduction '%s' is not supported", red), NULL;
-	int64_t c = x->dim[1];
-	const Onnx__AttributeProto *iia = attr(m, "ignore_index");
-	Val *tt = cast(m, t, DT_I64), *mask = NULL;
-	if (iia) {
-		mask = sc(m, OP_EQ_SCALAR, tt, (double)iia->i);
-		tt = where3(m, mask, kfull(m, DT_I64, 0, NULL, 0), tt);
-	}
-	/* the picked log-probability */
-	int64_t d[IR_MAX_RANK];
-	d[0] = x->dim[0];
-	d[1] = 1;
-	for (int i = 2; i < x->rank; i++)
-		d[i] = x->dim[i];
-	Val *gin[2] = {x, reshape(m, tt, x->rank, d)};
-	if (!gin[1])
-		return NULL;
-	Attrs at = imp_attrs(OP_GATHER);
-	at.axis = 1;
-	Val *pick = reshape(m, imp_emit(m, OP_GATHER, gin, 2, &at), t->rank, t->dim);
-	/* the weight of each target */
-	Val *wt = NULL;
-	if (w) {
-		if (w->rank != 1 || w->dim[0] != c || w->dt != x->dt)
-			return imp_fail(m, "weight must be [C] of the input's dtype"), NULL;
-		int64_t q = count(t);
-		Val *win[2] = {w, reshape(m, tt, 1, (int64_t[]){q})};
-		if (!win[1])
-			return NULL;
-		Attrs a0 = imp_attrs(OP_GATHER);
-		a0.axis = 0;
-		wt = reshape(m, imp_emit(m, OP_GATHER, win, 2, &a0), t->rank, t->dim);
-		if (mask)
-			wt = where3(m, mask, kfull(m, x->dt, 0, NULL, 0), wt);
-	} else if (mask) {
-		wt = where3(m, mask, kfull(m, x->dt, 0, NULL, 0), kfull(m, x->dt, 0, NULL, 1));
-	}
-	Val *loss = un(m, OP_NEG, wt ? bin(m, OP_MUL, pick, wt) : pick);
-	if (none || !loss)
-		return loss;
-	bool on[IR_MAX_RANK];
-	for (int i = 0; i < IR_MAX_RANK; i++)
-		on[i] = true;
-	Val *s = reduce_axes(m, OP_SUM, loss, on, false);
-	if (sum)
-		return s;
-	if (!wt)
-		return sc(m, OP_DIV_SCALAR, s, (double)count(t));
-	return bin(m, OP_DIV, s, reduce_axes(m, OP_SUM, wt, on, false));
-}
-
-HANDLER(h_nllloss)
-{
-	NEED(2);
-	char red[16];
-	astr(m, "reduction", red, sizeof red, "mean");
-	OUT(nll(m, in[0], in[1], nin > 2 ? in[2] : NULL, red));
-}
-
-/* SoftmaxCrossEntropyLoss: log_softmax over axis 1 (max_dim, sub, exp, sum, log,
- * sub), then NegativeLogLikelihoodLoss; the second output is the log_softmax. */
-HANDLER(h_sce_loss)
-{
-	if (need_in(m, in, nin, 2))
-		return -1;
-	if (nout > 2)
-		return imp_fail(m, "output 2 and after are not supported");
-	Val *x = in[0];
-	if (x->rank < 2 || !ir_dtype_is_float(x->dt))
-		return imp_fail(m, "scores must be float [N, C, d..]");
-	Val *sh = bin(m, OP_SUB, x, reduce(m, OP_MAX_DIM, x, 1));
-	Val *lp = bin(m, OP_SUB, sh, un(m, OP_LOG, reduce(m, OP_SUM, un(m, OP_EXP, sh), 1)));
-	char red[16];
-	astr(m, "reduction", red, sizeof red, "mean");
-	out[0] = nll(m, lp, in[1], nin > 2 ? in[2] : NULL, red);
-	if (nout > 1)
-		out[1] = lp;
-	return out[0] && (nout < 2 || out[1]) ? 0 : -1;
-}
-
-/* ---- Atan, Asin, Acos ---------------------------------------------------------------- */
-
-/* atan on [-1, 1]: two half-angle steps (u = t / (1 + sqrt(1 + t^2)) halves the
- * angle) bring |u| under tan(pi/8), where 9 terms of the series are exact to
- * 1e-9; times 4. */
-static Val *atan_unit(Imp *m, Val *t)
-{
-	for (int i = 0; i < 2; i++)
-		t = bin(m, OP_DIV, t, sc(m, OP_ADD_SCALAR,
-					 un(m, OP_SQRT, sc(m, OP_ADD_SCALAR, bin(m, OP_MUL, t, t), 1)),
-					 1));
-	Val *u2 = bin(m, OP_MUL, t, t);
-	/* u (1 - u2/3 + u2^2/5 - ...): Horner from the 17th power down */
-	Val *p = NULL;
-	for (int k = 8; k >= 0; k--) {
-		double c = (k % 2 ? -1.0 : 1.0) / (double)(2 * k + 1);
-		p = p ? sc(m, OP_ADD_SCALAR, bin(m, OP_MUL, p, u2), c)
-		      : kfull(m, t ? t->dt : DT_F32, 0, NULL, c);
-	}
-	return sc(m, OP_MUL_SCALAR, bin(m, OP_MUL, t, p), 4);
-}
-
-/* atan(x) = atan_unit(x) for |x| <= 1, sign(x) pi/2 - atan_unit(1/x) beyond */
-static Val *atan_full(Imp *m, Val *x)
-{
-	Val *big = sc(m, OP_GT_SCALAR, un(m, OP_ABS, x), 1);
-	Val *in_ = where3(m, big, un(m, OP_RECIP, x), x);
-	Val *a = atan_unit(m, in_);
-	Val *far = bin(m, OP_SUB, sc(m, OP_MUL_SCALAR, un(m, OP_SIGN, x), PI / 2), a);
-	return where3(m, big, far, a);
-}
-
-HANDLER(h_arc)
-{
-	NEED(1);
-	Val *x = in[0];
-	if (!ir_dtype_is_float(x->dt))
-		return imp_fail(m, "%s of %s is not supported", m->op_type, ir_dtype_name(x->dt));
-	if (h->arg == 0)
-		OUT(atan_full(m, x));
-	/* asin(x) = 2 atan(x / (1 + sqrt(1 - x^2))): the argument stays in [-1, 1] */
-	Val *r = un(m, OP_SQRT, sc(m, OP_ADD_SCALAR, un(m, OP_NEG, bin(m, OP_MUL, x, x)), 1));
-	Val *as = sc(m, OP_MUL_SCALAR,
-		     atan_unit(m, bin(m, OP_DIV, x, sc(m, OP_ADD_SCALAR, r, 1))), 2);
-	if (h->arg == 1)
-		OUT(as);
-	/* acos = pi/2 - asin */
-	OUT(sc(m, OP_ADD_SCALAR, un(m, OP_NEG, as), PI / 2));
-}
-
-/* ---- windows ------------------------------------------------------------------------- */
-
-/* HannWindow, HammingWindow, BlackmanWindow: constants a0 - a1 cos(2 pi n / N)
- * + a2 cos(4 pi n / N), N = size (periodic) or size - 1. */
-HANDLER(h_window)
-{
-	NEED(1);
-	double sz;
-	if (scalar_of(m, in[0], "size", &sz))
-		return -1;
-	int64_t n = (int64_t)sz;
-	if (n < 1 || n > SHAPE_CONST_MAX)
-		return imp_fail(m, "window size %lld is not supported (1 to %d)", (long long)n,
-				SHAPE_CONST_MAX);
-	int dt = onnx_dtype((int)ai(m, "output_datatype", 1));
-	if (dt < 0)
-		return imp_fail(m, "output_datatype %lld is not supported",
-				(long long)ai(m, "output_datatype", 1));
-	double N = ai(m, "periodic", 1) ? (double)n : (double)(n - 1);
-	static const double a[3][3] = {{0.5, 0.5, 0}, {25.0 / 46, 21.0 / 46, 0}, {0.42, 0.5, 0.08}};
-	const double *c = a[h->arg];
-	Val *w = kfull(m, (DType)dt, 1, (int64_t[]){n}, 0);
-	for (int64_t i = 0; w && i < n; i++)
-		host_set(&w->k, i, c[0] - c[1] * cos(2 * PI * (double)i / N) +
-				   c[2] * cos(4 * PI * (double)i / N));
-	OUT(w);
-}
-
-/* ---- quantization ---------------------------------------------------------------------- */
-
-/* A scale or zero point: a scalar, or [C] along axis of x as [1.., C, ..1]. */
-static Val *per_axis(Imp *m, Val *p, const Val *x, int64_t axis)
-{
-	if (!p || p->rank == 0 || (p->rank == 1 && p->dim[0] == 1))
-		return p ? reshape(m, p, 0, NULL) : NULL;
-	if (p->rank != 1)
-		return imp_fail(m, "not supported yet: a scale or zero point of rank %d (blocked "
-				"quantization); a scalar or one per channel of axis are", p->rank),
-		       NULL;
-	if (norm_axis(m, &axis, x->rank))
-		return NULL;
-	if (p->dim[0] != x->dim[axis])
-		return imp_fail(m, "a scale or zero point of %lld values for axis %lld of %lld",
-				(long long)p->dim[0], (long long)axis, (long long)x->dim[axis]), NULL;
-	int64_t d[IR_MAX_RANK];
-	for (int i = 0; i < x->rank; i++)
-		d[i] = i == axis ? p->dim[0] : 1;
-	return reshape(m, p, x->rank, d);
-}
-
-/* round(x / scale) + zero point, clamped to the zero point's type */
-HANDLER(h_quantize)
-{
-	NEED(2);
-	Val *x = in[0];
-	int64_t axis = ai(m, "axis", 1);
-	if (ai(m, "block_size", 0))
-		return imp_fail(m, "not supported yet: blocked quantization (block_size)");
-	Val *zp = nin > 2 ? in[2] : NULL;
-	DType out_t = zp ? zp->dt : DT_U8;
-	if (!zp && attr(m, "output_dtype")) {
-		int t = onnx_dtype((int)ai(m, "output_dtype", 2));
-		out_t = t < 0 ? DT_COUNT : (DType)t;
-	}
-	double lo, hi;
-	switch (out_t) {
-	case DT_U8: lo = 0, hi = 255; break;
-	case DT_I8: lo = -128, hi = 127; break;
-	case DT_I16: lo = -32768, hi = 32767; break;
-	case DT_I32: lo = 0, hi = 65535; break;   /* uint16, held in i32 */
-	default:
-		return imp_fail(m, "not supported yet: quantizing to %s (uint8, int8, int16 and "
-				"uint16 are)", out_t == DT_COUNT ? "that type" : ir_dtype_name(out_t));
-	}
-	DType ft = ir_dtype_is_float(x->dt) ? x->dt : DT_F32;
-	Val *s = per_axis(m, cast(m, in[1], ft), x, axis);
-	Val *q = un(m, OP_ROUND, bin(m, OP_DIV, cast(m, x, ft), s));
-	if (zp)
-		q = bin(m, OP_ADD, q, per_axis(m, cast(m, zp, ft), x, axis));
-	OUT(cast(m, clampv(m, q, lo, hi), out_t));
-}
-
-/* (x - zero point) * scale */
-HANDLER(h_dequantize)
-{
-	NEED(2);
-	Val *x = in[0];
-	int64_t axis = ai(m, "axis", 1);
-	if (ai(m, "block_size", 0))
-		return imp_fail(m, "not supported yet: blocked quantization (block_size)");
-	DType ft = in[1]->dt;
-	if (!ir_dtype_is_float(ft))
-		return imp_fail(m, "the scale must be a float tensor");
-	Val *v = cast(m, x, ft);
-	if (nin > 2 && in[2])
-		v = bin(m, OP_SUB, v, per_axis(m, cast(m, in[2], ft), x, axis));
-	OUT(bin(m, OP_MUL, v, per_axis(m, in[1], x, axis)));
-}
-
-/* DynamicQuantizeLinear: uint8 with scale (max(0, max x) - min(0, min x)) / 255 and
- * zero point round(-min / scale) clamped to [0, 255]. */
-HANDLER(h_dyn_quantize)
-{
-	if (need_in(m, in, nin, 1))
-		return -1;
-	if (nout > 3)
-		return imp_fail(m, "output 3 and after are not supported");
-	Val *x = in[0];
-	if (x->dt != DT_F32)
-		return imp_fail(m, "DynamicQuantizeLinear takes f32, not %s", ir_dtype_name(x->dt));
-	bool on[IR_MAX_RANK];
-	for (int i = 0; i < IR_MAX_RANK; i++)
-		on[i] = true;
-	Val *mx = clampv(m, reduce_axes(m, OP_MAX_DIM, x, on, false), 0, INFINITY);
-	Val *mn = clampv(m, reduce_axes(m, OP_MIN_DIM, x, on, false), -INFINITY, 0);
-	Val *s = sc(m, OP_DIV_SCALAR, bin(m, OP_SUB, mx, mn), 255);
-	Val *zf = clampv(m, un(m, OP_ROUND, bin(m, OP_DIV, un(m, OP_NEG, mn), s)), 0, 255);
-	Val *q = clampv(m, bin(m, OP_ADD, un(m, OP_ROUND, bin(m, OP_DIV, x, s)), zf), 0, 255);
-	out[0] = cast(m, q, DT_U8);
-	if (nout > 1)
-		out[1] = s;
-	if (nout > 2)
-		out[2] = cast(m, zf, DT_U8);
-	for (int i = 0; i < nout; i++)
-		if (!out[i])
-			return -1;
-	return 0;
+	OUT(ob_permute(m, acc, perm));
 }
 
 /* ---- Scatter ---------------------------------------------------------------------------- */
@@ -1126,7 +724,7 @@ static int hits_add(Imp *m, Hits *t, int64_t p, int64_t u, int64_t P)
 
 static Val *scatter_apply(Imp *m, Val *x, Val *upd, Hits *t, const char *red)
 {
-	int64_t P = count(x), U = count(upd);
+	int64_t P = ob_count(x), U = ob_count(upd);
 	OpKind k;
 	if (!strcmp(red, "none"))
 		k = OP_COUNT;
@@ -1140,7 +738,7 @@ static Val *scatter_apply(Imp *m, Val *x, Val *upd, Hits *t, const char *red)
 		k = OP_MIN;
 	else
 		return imp_fail(m, "reduction '%s' is not supported", red), NULL;
-	Val *uf = reshape(m, upd, 1, (int64_t[]){U});
+	Val *uf = ob_reshape(m, upd, 1, (int64_t[]){U});
 	Val *y = x;
 	for (int h = 0; h < t->hits && y; h++) {
 		/* none: only the last hit counts */
@@ -1149,8 +747,8 @@ static Val *scatter_apply(Imp *m, Val *x, Val *upd, Hits *t, const char *red)
 				if (t->src[(int64_t)(h + 1) * P + p] >= 0)
 					t->src[(int64_t)h * P + p] = -1;
 		}
-		Val *idx = kfull(m, DT_I64, 1, (int64_t[]){P}, 0);
-		Val *mask = kfull(m, DT_BOOL, 1, (int64_t[]){P}, 0);
+		Val *idx = ob_kfull(m, DT_I64, 1, (int64_t[]){P}, 0);
+		Val *mask = ob_kfull(m, DT_BOOL, 1, (int64_t[]){P}, 0);
 		if (!idx || !mask)
 			return NULL;
 		for (int64_t p = 0; p < P; p++) {
@@ -1161,17 +759,17 @@ static Val *scatter_apply(Imp *m, Val *x, Val *upd, Hits *t, const char *red)
 		Val *gin[2] = {uf, idx};
 		Attrs at = imp_attrs(OP_GATHER);
 		at.axis = 0;
-		Val *g = reshape(m, imp_emit(m, OP_GATHER, gin, 2, &at), x->rank, x->dim);
-		mask = reshape(m, mask, x->rank, x->dim);
-		Val *v = k == OP_COUNT ? g : bin(m, k, y, g);
-		y = where3(m, mask, v, y);
+		Val *g = ob_reshape(m, imp_emit(m, OP_GATHER, gin, 2, &at), x->rank, x->dim);
+		mask = ob_reshape(m, mask, x->rank, x->dim);
+		Val *v = k == OP_COUNT ? g : ob_bin(m, k, y, g);
+		y = ob_where3(m, mask, v, y);
 	}
 	return y;
 }
 
 static const char *reduction_of(Imp *m, char *buf, size_t n)
 {
-	astr(m, "reduction", buf, n, "none");
+	ob_astr(m, "reduction", buf, n, "none");
 	return buf;
 }
 
@@ -1201,8 +799,8 @@ HANDLER(h_scatter_elements)
 {
 	NEED(3);
 	Val *x = in[0], *iv = in[1], *upd = in[2];
-	int64_t axis = ai(m, "axis", 0);
-	if (norm_axis(m, &axis, x->rank))
+	int64_t axis = ob_ai(m, "axis", 0);
+	if (ob_norm_axis(m, &axis, x->rank))
 		return -1;
 	if (need_const_indices(m, iv))
 		return -1;
@@ -1213,7 +811,7 @@ HANDLER(h_scatter_elements)
 		if (iv->dim[i] != upd->dim[i] || iv->dim[i] > x->dim[i])
 			return imp_fail(m, "indices and updates must have one shape, within the "
 					"data's");
-	int64_t P = count(x), U = count(upd);
+	int64_t P = ob_count(x), U = ob_count(upd);
 	if (P > SHAPE_CONST_MAX / SCATTER_MAX_HITS)
 		return imp_fail(m, "not supported yet: a scatter into more than %d elements",
 				SHAPE_CONST_MAX / SCATTER_MAX_HITS);
@@ -1256,10 +854,10 @@ HANDLER(h_scatternd)
 	if (k < 1 || k > x->rank || upd->rank != iv->rank - 1 + x->rank - k)
 		return imp_fail(m, "index rows of %lld do not fit data of rank %d and updates of "
 				"rank %d", (long long)k, x->rank, upd->rank);
-	int64_t P = count(x), Q = count(iv) / k, R = 1;
+	int64_t P = ob_count(x), Q = ob_count(iv) / k, R = 1;
 	for (int i = (int)k; i < x->rank; i++)
 		R *= x->dim[i];
-	if (P > SHAPE_CONST_MAX / SCATTER_MAX_HITS || count(upd) != Q * R)
+	if (P > SHAPE_CONST_MAX / SCATTER_MAX_HITS || ob_count(upd) != Q * R)
 		return imp_fail(m, "not supported yet: a scatter into more than %d elements (or "
 				"updates of another size than the index rows select)",
 				SHAPE_CONST_MAX / SCATTER_MAX_HITS);

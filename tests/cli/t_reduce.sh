@@ -1,0 +1,98 @@
+# t_reduce.sh: the cooperative reduce kernels (codegen/kernel_reduce.c) on the cpu
+# backend against the interpreter: the row cache with the tensors a kernel makes
+# (softmax's exp, a norm's centred row, G4's gelu), rows that fill a thread's K
+# groups and rows that leave some threads fewer (the unrolled trips, then one at a
+# time), rows too long for the cache, a division by a row's reduction (one
+# reciprocal a row), and exp of a half-precision result (one ex2.approx on the GPU).
+for g in reduce_cache reduce_odd; do
+	for seed in 0 3; do
+		check "reduce-$g-$seed" 0 "$FUSEC" run tests/bench/gpu/$g.json --backend cpu \
+			--check --seed $seed &&
+			check "reduce-$g-$seed-all-ok" 1 grep -q "FAIL\|unbounded\|not checked" "$TMP/out"
+	done
+done
+
+# softmax of scaled scores plus a broadcast mask, rows of 200: 25 groups of 8 over
+# 16 threads, so threads 0-8 take the unrolled pair and 9-15 one
+cat >"$TMP/attn.yaml" <<'Y'
+format: fusec-graph/1
+name: attn_softmax
+inputs:
+  s: {dtype: bf16, shape: [3, 2, 37, 200]}
+  mask: {dtype: bf16, shape: [3, 1, 1, 200]}
+ops:
+  - {op: mul_scalar, in: [s], out: ss, scalar: 3.5}
+  - {op: add, in: [ss, mask], out: a}
+  - {op: max_dim, in: [a], out: m, axis: 3}
+  - {op: sub, in: [a, m], out: d}
+  - {op: exp, in: [d], out: e}
+  - {op: sum, in: [e], out: z, axis: 3}
+  - {op: div, in: [e, z], out: y}
+outputs: [y]
+Y
+# bias, tanh gelu and layer norm (the gelu kept in the cache), and a residual layer
+# norm in f16
+cat >"$TMP/norms.yaml" <<'Y'
+format: fusec-graph/1
+name: norms
+inputs:
+  x: {dtype: f32, shape: [5, 1000]}
+  bias: {dtype: f32, shape: [1, 1000]}
+  h16: {dtype: f16, shape: [67, 264]}
+  r16: {dtype: f16, shape: [67, 264]}
+  g16: {dtype: f16, shape: [1, 264]}
+ops:
+  - {op: add, in: [x, bias], out: h}
+  - {op: gelu, in: [h], out: g, approximate: tanh}
+  - {op: mean, in: [g], out: mu, axis: 1}
+  - {op: sub, in: [g, mu], out: d}
+  - {op: mul, in: [d, d], out: d2}
+  - {op: mean, in: [d2], out: var, axis: 1}
+  - {op: add_scalar, in: [var], out: ve, scalar: 1e-05}
+  - {op: sqrt, in: [ve], out: sd}
+  - {op: div, in: [d, sd], out: y}
+  - {op: add, in: [h16, r16], out: k}
+  - {op: mean, in: [k], out: kmu, axis: 1}
+  - {op: sub, in: [k, kmu], out: kd}
+  - {op: mul, in: [kd, kd], out: kd2}
+  - {op: mean, in: [kd2], out: kvar, axis: 1}
+  - {op: add_scalar, in: [kvar], out: kve, scalar: 1e-05}
+  - {op: sqrt, in: [kve], out: ksd}
+  - {op: div, in: [kd, ksd], out: kn}
+  - {op: mul, in: [kn, g16], out: ky}
+outputs: [y, ky]
+Y
+# exp of bf16 and f16 over [-95, 95]: results that overflow, that are subnormal,
+# and that round to zero, each within the bound
+cat >"$TMP/exps.yaml" <<'Y'
+format: fusec-graph/1
+name: exps
+inputs:
+  a: {dtype: bf16, shape: [4099]}
+  b: {dtype: f16, shape: [4099]}
+ops:
+  - {op: mul_scalar, in: [a], out: as, scalar: 95.0}
+  - {op: exp, in: [as], out: ea}
+  - {op: mul_scalar, in: [b], out: bs, scalar: 11.0}
+  - {op: exp, in: [bs], out: eb}
+outputs: [ea, eb]
+Y
+for f in attn norms exps; do
+	for seed in 0 1; do
+		check "reduce-$f-$seed" 0 "$FUSEC" run "$TMP/$f.yaml" --backend cpu --check --seed $seed &&
+			check "reduce-$f-$seed-all-ok" 1 grep -q "FAIL\|unbounded\|not checked" "$TMP/out"
+	done
+done
+
+# the GPU's exp: one ex2.approx (subnormals kept) for a bf16 result, the reduced
+# argument and the scaled result for f32
+check reduce-attn-compile 0 "$FUSEC" compile "$TMP/attn.yaml" -o "$TMP/attn" --no-cache &&
+	contains reduce-attn-ex2 "$TMP/attn/attn_softmax.ptx" "ex2.approx.f32" &&
+	check reduce-attn-no-ftz 1 grep -q "ex2.approx.ftz" "$TMP/attn/attn_softmax.ptx"
+sed 's/bf16/f32/g' "$TMP/attn.yaml" >"$TMP/attn32.yaml"
+check reduce-attn32-compile 0 "$FUSEC" compile "$TMP/attn32.yaml" -o "$TMP/attn32" --no-cache &&
+	contains reduce-attn32-ex2 "$TMP/attn32/attn_softmax.ptx" "ex2.approx.ftz.f32" &&
+	contains reduce-attn32-cvt "$TMP/attn32/attn_softmax.ptx" "cvt.rni.f32.f32"
+# a softmax divides once a row: the reciprocal, and a division only on its
+# fallback branch (1/z not a normal number)
+contains reduce-attn-rcp "$TMP/attn/attn_softmax.ptx" "rcp.rn.f32"
