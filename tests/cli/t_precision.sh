@@ -267,3 +267,9 @@ check prec-bench-no-driver 3 env FUSEC_LIBCUDA=/nonexistent/libcuda.so.1 "$FUSEC
 	"$TMP/m/mlp.yaml" --precision bf16
 check prec-normalize 0 "$FUSEC" normalize "$TMP/m/mlp.yaml" --precision f16 &&
 	contains prec-normalize-cast "$TMP/out" "BaseFloat::Cast(t0:f32[1,2] ReadOnly, dtype=f16) -> t1:f16[1,2]"
+# with several arches: one conversion, every arch's kernels of the converted graph
+check prec-arches 0 "$FUSEC" compile "$TMP/m/mlp.yaml" --arch sm_80,sm_90a --precision bf16 \
+	-o "$TMP/arches" -q &&
+	contains prec-arches-plan "$TMP/arches/mlp.plan.json" '"precision":"bf16"' &&
+	contains prec-arches-variants "$TMP/arches/mlp.plan.json" '"variants":' &&
+	same_files prec-arches-weights "$TMP/cbf16/mlp.weights.bin" "$TMP/arches/mlp.weights.bin"
