@@ -273,3 +273,24 @@ check prec-arches 0 "$FUSEC" compile "$TMP/m/mlp.yaml" --arch sm_80,sm_90a --pre
 	contains prec-arches-plan "$TMP/arches/mlp.plan.json" '"precision":"bf16"' &&
 	contains prec-arches-variants "$TMP/arches/mlp.plan.json" '"variants":' &&
 	same_files prec-arches-weights "$TMP/cbf16/mlp.weights.bin" "$TMP/arches/mlp.weights.bin"
+# a norm of a bf16 tensor read in f32 (what --precision makes of every norm): the
+# row cache keeps the f32 row, 32-byte vectors on 8 bf16 lanes, in its 16-byte
+# aligned shared memory (a fault on about every second run before; four runs)
+cat >"$TMP/mixln.yaml" <<'EOF2'
+format: fusec-graph/1
+inputs:
+  x: {dtype: bf16, shape: [64, 768]}
+ops:
+  - {op: cast, in: [x], dtype: f32, out: xf}
+  - {op: mean, in: [xf], axis: 1, out: mu}
+  - {op: sub, in: [xf, mu], out: xc}
+  - {op: mul, in: [xc, xc], out: sq}
+  - {op: mean, in: [sq], axis: 1, out: var}
+  - {op: add_scalar, in: [var], scalar: 1e-5, out: ve}
+  - {op: sqrt, in: [ve], out: sd}
+  - {op: div, in: [xc, sd], out: y}
+outputs: [y]
+EOF2
+for i in 1 2 3 4; do
+	check "prec-mixed-norm-$i" 0 "$FUSEC" run "$TMP/mixln.yaml" --backend cpu --check --seed $i
+done
