@@ -36,13 +36,14 @@ IR_SRC      = ir/build.c ir/doc.c ir/infer.c ir/liveness.c ir/ops.c ir/read_json
 ONNX_SRC    = onnx/builders.c onnx/import.c onnx/load.c onnx/ops.c onnx/ops_index.c onnx/ops_math.c onnx/ops_resize.c onnx/patterns.c onnx/proto.c onnx/values.c
 PASSES_SRC  = passes/block.c passes/dump.c passes/explain.c passes/explorer.c passes/fuser_elemwise.c passes/fuser_matmul.c passes/fuser_nhwc.c passes/fuser_probe.c passes/fuser_reduce.c passes/fuser_reduce_bcast.c passes/fusers.c passes/intset.c passes/log.c passes/log_json.c passes/plan_store.c passes/processor.c passes/record.c passes/score.c passes/verify.c passes/views.c
 CODEGEN_SRC = codegen/coop.c codegen/emit_par.c codegen/eval.c codegen/frame.c codegen/host_exec.c codegen/jit.c codegen/json_write.c codegen/kcache.c codegen/kernel_elemwise.c codegen/kernel_join_window.c codegen/kernel_matmul.c codegen/kernel_reduce.c codegen/lower.c codegen/math.c codegen/matmul_epilogue.c codegen/matmul_mma.c codegen/matmul_pick.c codegen/matmul_simt.c codegen/matmul_tile.c codegen/matmul_wgmma.c codegen/module.c codegen/plan.c codegen/toolbox.c codegen/values.c
+LIB_SRC     = lib/fusec.c lib/outputs.c lib/pipeline.c
 HOST_SRC    = host/bounds.c host/check.c host/constants.c host/host.c host/interp.c host/interp_run.c host/npy.c
 CMD_SRC     = cmd/bench.c cmd/compile.c cmd/explain.c cmd/fusec.c cmd/graphviz.c cmd/import.c cmd/normalize.c cmd/ops.c cmd/result_cache.c cmd/run.c cmd/run_cpu.c cmd/run_cuda.c
 RT_SRC      = runtime/bench.c runtime/runtime.c
 TEST_SRC    = tests/unit/main.c tests/unit/graphgen.c tests/unit/test_backends.c tests/unit/test_check.c tests/unit/test_codegen.c tests/unit/test_coop.c tests/unit/test_hostile.c tests/unit/test_infer.c tests/unit/test_interp.c tests/unit/test_json_write.c tests/unit/test_math.c tests/unit/test_onnx.c tests/unit/test_readers.c tests/unit/test_relative.c tests/unit/test_runtime.c tests/unit/test_search.c
 BENCH_SRC   = tests/bench/bench_search.c tests/bench/gen_graph.c
 
-CORE_SRC = $(SUPPORT_SRC) $(IR_SRC) $(PASSES_SRC) $(CODEGEN_SRC) $(HOST_SRC) $(ONNX_SRC) $(RT_SRC)
+CORE_SRC = $(SUPPORT_SRC) $(IR_SRC) $(PASSES_SRC) $(CODEGEN_SRC) $(HOST_SRC) $(ONNX_SRC) $(RT_SRC) $(LIB_SRC)
 CORE_OBJ = $(CORE_SRC:%.c=$(BUILD)/%.o) $(BUILD)/gen/onnx.pb-c.o
 CMD_OBJ  = $(CMD_SRC:%.c=$(BUILD)/%.o)
 TEST_OBJ = $(TEST_SRC:%.c=$(BUILD)/%.o)

@@ -13,6 +13,7 @@
 
 #include "../codegen/plan.h"
 #include "../host/host.h"
+#include "../lib/pipeline.h"
 #include "../onnx/onnx.h"
 #include "cmd.h"
 
@@ -125,57 +126,33 @@ static OnnxInputShape input_shapes[64];
 static int ninput_shapes;
 static Arena *shape_arena;
 
-/* Whether path names an ONNX model: by extension, or by its first byte. */
 bool cmd_is_onnx(const char *path)
 {
-	if (!strcmp(path, "-"))
-		return false;
-	unsigned char head[1];
-	size_t n = 0;
-	/* only a regular file is peeked at: reading a byte of a pipe (/dev/stdin, <(...))
-	 * would take it, and stdio's buffer with it, from the graph reader */
-	struct stat sb;
-	FILE *f = stat(path, &sb) == 0 && S_ISREG(sb.st_mode) ? fopen(path, "rb") : NULL;
-	if (f) {
-		n = fread(head, 1, 1, f);
-		fclose(f);
-	}
-	return onnx_sniff(path, head, n);
+	return pl_is_onnx(path);
 }
 
-/* --max-errors N: how many errors to report per graph file (at most MAX_ERRORS). */
-enum { MAX_ERRORS = 1000 };
+/* --max-errors N: how many errors to report per graph file (at most PL_MAX_ERRORS). */
 static int64_t max_errors = 20;
 
-/* A graph file's text read with up to --max-errors messages: text is the file's
- * bytes when the caller read them already (the result cache hashes the very bytes
- * it compiles), NULL to read path. */
-static Graph *load_graph_file(Arena *a, const char *path, const char *text, size_t len)
+/* The graph through the pipeline's first step, its errors printed: text is the
+ * file's bytes when the caller read them already (the result cache hashes the very
+ * bytes it compiles), NULL to read path. */
+static Graph *load_graph(Arena *a, const char *path, const char *text, size_t len)
 {
-	int maxd = max_errors < MAX_ERRORS ? (int)max_errors : MAX_ERRORS, nd = 1;
-	Diag *all = xmalloc(sizeof *all * (size_t)maxd);
-	Graph *g = text ? ir_read_mem_errors(a, path, text, len, FMT_AUTO, all, maxd, &nd)
-			: ir_read_file_errors(a, path, FMT_AUTO, all, maxd, &nd);
-	Diag d = all[0];
-	for (int i = 0; !g && i + 1 < nd; i++)
+	PlSource src = {path, text, len, input_shapes, ninput_shapes,
+			max_errors < PL_MAX_ERRORS ? (int)max_errors : PL_MAX_ERRORS};
+	Diag *all = xmalloc(sizeof *all * ((size_t)src.max_errors + 1));
+	int nd;
+	Graph *g = pl_load(a, &src, all, &nd);
+	for (int i = 0; i < nd; i++)
 		cmd_print_diag_code(&all[i], "invalid-input");
-	if (!g)
-		d = all[nd - 1];
-	if (!g && nd == maxd && maxd > 1) {
-		cmd_print_diag_code(&d, "invalid-input");
-		diag_set(&d, path, 0, 0, "stopped after %d errors (--max-errors N reports more)", nd);
-	}
 	free(all);
-	if (g && host_load_constants(g, &d))
-		g = NULL;
-	if (!g)
-		cmd_print_diag_code(&d, "invalid-input");
 	return g;
 }
 
 Graph *cmd_load_graph_text(Arena *a, const char *path, const char *text, size_t len)
 {
-	return load_graph_file(a, path, text, len);
+	return load_graph(a, path, text, len);
 }
 
 bool cmd_graph_cacheable(const char *path)
@@ -195,20 +172,7 @@ int cmd_refuse_input_shapes(const char *path)
 
 Graph *cmd_load_graph(Arena *a, const char *path)
 {
-	Diag d;
-	Graph *g;
-	if (cmd_is_onnx(path)) {
-		OnnxOptions o = {input_shapes, ninput_shapes, NULL, 0};
-		g = onnx_read_file(a, path, &o, &d);
-	} else if (ninput_shapes) {
-		diag_set(&d, path, 0, 0, "--input-shape applies to ONNX models only");
-		g = NULL;
-	} else {
-		return load_graph_file(a, path, NULL, 0);
-	}
-	if (!g)
-		cmd_print_diag_code(&d, "invalid-input");
-	return g;
+	return load_graph(a, path, NULL, 0);
 }
 
 /* "sm_" then two or three digits, then at most an `a` (sm_90a). */
