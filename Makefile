@@ -9,7 +9,8 @@
 # make fuzz       libFuzzer target for the graph readers (tests/fuzz/README.md)
 # make static     build/fusec-static: LLVM linked in, for GPU machines without LLVM
 # make install    PREFIX=/usr/local DESTDIR=: fusec, fusec-run, libfusecrt.{a,so} and
-#                 its headers, fusecrt.pc, man pages, bash completion
+#                 libfusec.{a,so} with their headers (<fusecrt.h>, <fusec.h>),
+#                 fusecrt.pc and fusec.pc, man pages, bash completion
 # make clean
 
 BUILD       ?= build
@@ -88,7 +89,25 @@ $(BUILD)/libfusecrt.a: $(LIBRT_OBJ)
 $(BUILD)/libfusecrt.so: $(LIBRT_OBJ) runtime/fusecrt.map
 	$(CC) $(CFLAGS) -shared -Wl,-soname,libfusecrt.so.0 -Wl,--version-script=runtime/fusecrt.map -o $@ $(LIBRT_OBJ) \
 	  $(shell $(PKG_CONFIG) --libs libcjson libcrypto) -ldl -lm
-lib: $(BUILD)/libfusecrt.a $(BUILD)/libfusecrt.so
+
+# The compiler as a library (libfusec.a, libfusec.so; lib/fusec.h): every layer but
+# the runtime and cmd/, position-independent. The shared library exports the
+# fusec_ API only (lib/fusec.map).
+LIBFUSEC_SRC = $(SUPPORT_SRC) $(IR_SRC) $(PASSES_SRC) $(CODEGEN_SRC) $(HOST_SRC) $(ONNX_SRC) $(LIB_SRC)
+LIBFUSEC_OBJ = $(LIBFUSEC_SRC:%.c=$(BUILD)/pic/%.o) $(BUILD)/pic/gen/onnx.pb-c.o
+$(BUILD)/pic/onnx/%.o: onnx/%.c $(BUILD)/gen/onnx.pb-c.h
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -I$(BUILD)/gen -fPIC -c -o $@ $<
+$(BUILD)/pic/gen/onnx.pb-c.o: $(BUILD)/gen/onnx.pb-c.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 $(CFLAGS) $(DEPS_CFLAGS) -fPIC -c -o $@ $<
+$(BUILD)/libfusec.a: $(LIBFUSEC_OBJ)
+	rm -f $@
+	$(AR) rcs $@ $^
+$(BUILD)/libfusec.so: $(LIBFUSEC_OBJ) lib/fusec.map
+	$(CC) $(CFLAGS) -shared -Wl,-soname,libfusec.so.0 -Wl,--version-script=lib/fusec.map \
+	  -Wl,--no-undefined -o $@ $(LIBFUSEC_OBJ) $(DEPS_LIBS) -ldl -pthread
+lib: $(BUILD)/libfusecrt.a $(BUILD)/libfusecrt.so $(BUILD)/libfusec.a $(BUILD)/libfusec.so
 
 PREFIX     ?= /usr/local
 DESTDIR    ?=
@@ -97,8 +116,8 @@ LIBDIR      = $(DESTDIR)$(PREFIX)/lib
 INCDIR      = $(DESTDIR)$(PREFIX)/include
 MANDIR      = $(DESTDIR)$(PREFIX)/share/man/man1
 COMPDIR     = $(DESTDIR)$(PREFIX)/share/bash-completion/completions
-# One self-contained header, <fusecrt.h> (C11 and C++17); the internal API stays in
-# the tree.
+# Two self-contained headers, <fusecrt.h> and <fusec.h> (C11 and C++17); the internal
+# API stays in the tree.
 install: all lib
 	install -d $(BINDIR) $(LIBDIR)/pkgconfig $(MANDIR) $(COMPDIR)
 	install -m 755 $(BUILD)/fusec $(BUILD)/fusec-run $(BINDIR)/
@@ -109,6 +128,13 @@ install: all lib
 	install -m 644 runtime/fusecrt.h $(INCDIR)/fusecrt.h
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(shell sed -n 's/^#define FUSEC_VERSION "\(.*\)"/\1/p' support/support.h)|' \
 	  docs/fusecrt.pc.in > $(LIBDIR)/pkgconfig/fusecrt.pc
+	install -m 644 $(BUILD)/libfusec.a $(LIBDIR)/
+	install -m 755 $(BUILD)/libfusec.so $(LIBDIR)/libfusec.so.0
+	ln -sf libfusec.so.0 $(LIBDIR)/libfusec.so
+	install -m 644 lib/fusec.h $(INCDIR)/fusec.h
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(shell sed -n 's/^#define FUSEC_VERSION "\(.*\)"/\1/p' support/support.h)|' \
+	  -e 's|@LLVM_LIBS@|$(shell $(LLVM_CONFIG) --ldflags 2>/dev/null) $(shell $(LLVM_CONFIG) --libs 2>/dev/null)|' \
+	  docs/fusec.pc.in > $(LIBDIR)/pkgconfig/fusec.pc
 	install -m 644 docs/man/fusec.1 docs/man/fusec-run.1 $(MANDIR)/
 	install -m 644 docs/completion/fusec $(COMPDIR)/fusec
 
@@ -233,5 +259,5 @@ clean:
 	rm -rf build build-san
 
 .PHONY: all test sanitize valgrind deps clean static math-accuracy fuzz fuzz-onnx fuzz-smoke bench onnx-conformance lib install
--include $(filter-out $(BUILD)/gen/%,$(CORE_OBJ:.o=.d)) $(CMD_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(BUILD)/cmd/fusec_run.d \
+-include $(filter-out $(BUILD)/gen/%,$(CORE_OBJ:.o=.d)) $(filter-out $(BUILD)/pic/gen/%,$(LIBFUSEC_OBJ:.o=.d)) $(CMD_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(BUILD)/cmd/fusec_run.d \
          $(BENCH_SRC:%.c=$(BUILD)/%.d)

@@ -50,22 +50,6 @@ static const char **entry_names(const Schedule *s, const char *arch, bool tf32, 
 	return names;
 }
 
-/* --op: an index, else a tensor an op writes, else an op's own name. -1: none. */
-static long find_op(const Graph *g, const char *spec)
-{
-	char *end;
-	long v = strtol(spec, &end, 10);
-	if (*spec && !*end && v >= 0)
-		return v;
-	for (int t = 0; t < g->ntensors; t++)
-		if (!strcmp(g->tensors[t].name, spec))
-			return g->tensors[t].producer >= 0 ? g->tensors[t].producer : -2;
-	for (int i = 0; i < g->nops; i++)
-		if (g->ops[i].name && !strcmp(g->ops[i].name, spec))
-			return i;
-	return -1;
-}
-
 int cmd_explain(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -145,7 +129,7 @@ int cmd_explain(int argc, char **argv)
 		return EXIT_INPUT;
 	}
 	if (opspec) {
-		op = find_op(g, opspec);
+		op = pl_find_op(g, opspec);
 		if (op == -2 || op == -1 || op >= g->nops) {
 			if (op == -2)
 				cmd_usage_error("explain", "--op %s: a graph input; no op writes it",

@@ -175,66 +175,15 @@ Graph *cmd_load_graph(Arena *a, const char *path)
 	return load_graph(a, path, NULL, 0);
 }
 
-/* "sm_" then two or three digits, then at most an `a` (sm_90a). */
-static bool arch_shaped(const char *s, size_t n)
-{
-	if (n < 5 || strncmp(s, "sm_", 3))
-		return false;
-	size_t d = strspn(s + 3, "0123456789");
-	if (d > n - 3)
-		d = n - 3;
-	return d >= 2 && d <= 3 && (3 + d == n || (4 + d == n && s[n - 1] == 'a'));
-}
-
 int cmd_parse_arches(const char *sub, const char *list, char (*arch)[CMD_ARCH_LEN], int max,
 		     int *n)
 {
-	*n = 0;
-	Buf known = {0};
-	cg_arch_list(&known);
-	int rc = EXIT_OK;
-	for (const char *p = list;; p++) {
-		size_t len = strcspn(p, ",");
-		if (!len) {
-			cmd_usage_error(sub, "--arch '%s' has an empty item", list);
-			rc = EXIT_USAGE;
-			break;
-		}
-		if (!arch_shaped(p, len)) {
-			cmd_usage_error(sub, "unknown --arch '%.*s' (sm_XX, or a list such as "
-					"sm_80,sm_90a, of %s)", (int)len, p, known.data);
-			rc = EXIT_USAGE;
-			break;
-		}
-		char a[CMD_ARCH_LEN];
-		snprintf(a, sizeof a, "%.*s", (int)len, p);
-		if (!cg_arch_known(a)) {
-			cmd_error("--arch %s: LLVM 19 does not know this arch; the ones it knows "
-				  "that fusec's kernels run on are %s", a, known.data);
-			rc = EXIT_INPUT;
-			break;
-		}
-		if (!cg_arch_supported(a)) {
-			cmd_error("--arch %s is older than the kernels need (shfl.sync, PTX 6.0): "
-				  "the lowest supported is sm_%d", a, CG_MIN_ARCH);
-			rc = EXIT_INPUT;
-			break;
-		}
-		for (int i = 0; i < *n && rc == EXIT_OK; i++)
-			if (!strcmp(arch[i], a)) {
-				cmd_error("--arch %s: %s is listed twice", list, a);
-				rc = EXIT_INPUT;
-			}
-		if (rc != EXIT_OK)
-			break;
-		if (*n == max)
-			die("more distinct arches than known ones");
-		memcpy(arch[(*n)++], a, sizeof a);
-		p += len;
-		if (!*p)
-			break;
-	}
-	buf_free(&known);
+	Diag d;
+	int rc = pl_parse_arches(list, arch, max, n, &d);
+	if (rc == EXIT_USAGE)
+		cmd_usage_error(sub, "%s", d.msg);
+	else if (rc != EXIT_OK)
+		cmd_error("%s", d.msg);
 	return rc;
 }
 

@@ -90,6 +90,83 @@ Graph *pl_load(Arena *a, const PlSource *src, Diag *diags, int *nd)
 	return g;
 }
 
+/* "sm_" then two or three digits, then at most an `a` (sm_90a). */
+static bool arch_shaped(const char *s, size_t n)
+{
+	if (n < 5 || strncmp(s, "sm_", 3))
+		return false;
+	size_t d = strspn(s + 3, "0123456789");
+	if (d > n - 3)
+		d = n - 3;
+	return d >= 2 && d <= 3 && (3 + d == n || (4 + d == n && s[n - 1] == 'a'));
+}
+
+int pl_parse_arches(const char *list, char (*arch)[PL_ARCH_LEN], int max, int *n, Diag *d)
+{
+	*n = 0;
+	Buf known = {0};
+	cg_arch_list(&known);
+	int rc = 0;
+	for (const char *p = list;; p++) {
+		size_t len = strcspn(p, ",");
+		if (!len) {
+			diag_set(d, "", 0, 0, "--arch '%s' has an empty item", list);
+			rc = PL_USAGE;
+			break;
+		}
+		if (!arch_shaped(p, len)) {
+			diag_set(d, "", 0, 0, "unknown --arch '%.*s' (sm_XX, or a list such as "
+					"sm_80,sm_90a, of %s)", (int)len, p, known.data);
+			rc = PL_USAGE;
+			break;
+		}
+		char a[PL_ARCH_LEN];
+		snprintf(a, sizeof a, "%.*s", (int)len, p);
+		if (!cg_arch_known(a)) {
+			diag_set(d, "", 0, 0, "--arch %s: LLVM 19 does not know this arch; the ones it knows "
+				  "that fusec's kernels run on are %s", a, known.data);
+			rc = PL_INVALID;
+			break;
+		}
+		if (!cg_arch_supported(a)) {
+			diag_set(d, "", 0, 0, "--arch %s is older than the kernels need (shfl.sync, PTX 6.0): "
+				  "the lowest supported is sm_%d", a, CG_MIN_ARCH);
+			rc = PL_INVALID;
+			break;
+		}
+		for (int i = 0; i < *n && rc == 0; i++)
+			if (!strcmp(arch[i], a)) {
+				diag_set(d, "", 0, 0, "--arch %s: %s is listed twice", list, a);
+				rc = PL_INVALID;
+			}
+		if (rc != 0)
+			break;
+		if (*n == max)
+			die("more distinct arches than known ones");
+		memcpy(arch[(*n)++], a, sizeof a);
+		p += len;
+		if (!*p)
+			break;
+	}
+	buf_free(&known);
+	return rc;
+}
+
+long pl_find_op(const Graph *g, const char *spec)
+{
+	char *end;
+	long v = strtol(spec, &end, 10);
+	if (*spec && !*end && v >= 0)
+		return v;
+	for (int t = 0; t < g->ntensors; t++)
+		if (!strcmp(g->tensors[t].name, spec))
+			return g->tensors[t].producer >= 0 ? g->tensors[t].producer : -2;
+	for (int i = 0; i < g->nops; i++)
+		if (g->ops[i].name && !strcmp(g->ops[i].name, spec))
+			return i;
+	return -1;
+}
+
 Schedule *pl_schedule(const Graph *g, const SearchOptions *so, Diag *d)
 {
 	Schedule *s = pass_search(g, so);

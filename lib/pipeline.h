@@ -24,6 +24,8 @@
 #include "../passes/passes.h"
 
 enum { PL_ARCH_LEN = 9, PL_MAX_ERRORS = 1000 };
+/* What went wrong, as the exit statuses of SPEC §7 (and fusec.h's codes). */
+enum { PL_OK = 0, PL_INVALID = 1, PL_USAGE = 2, PL_FAILED = 3 };
 
 /* Where a graph comes from. */
 typedef struct {
@@ -71,6 +73,16 @@ typedef struct {
 void pl_default_options(PlOptions *o);
 /* Whether a file is an ONNX model: by extension, or by its first byte. */
 bool pl_is_onnx(const char *path);
+
+/* --arch LIST: one arch or several, comma-separated ("sm_80,sm_90a"), each sm_NN or
+ * sm_NNN with an optional `a`, one LLVM 19 knows and the kernels run on (sm_70
+ * on), none twice; at most max, copied into arch[] in the order given (*n of
+ * them). PL_OK; PL_USAGE (not such a list) or PL_INVALID (an arch LLVM 19 does
+ * not know, one older than sm_70, a duplicate) with the message in d->msg. */
+int pl_parse_arches(const char *list, char (*arch)[PL_ARCH_LEN], int max, int *n, Diag *d);
+/* An op named by its index in `ops`, the tensor it writes or its own `name`; -2
+ * for a graph input (no op writes it), -1 for none. */
+long pl_find_op(const Graph *g, const char *spec);
 
 /* load: the graph, with its constants' data; NULL with the errors in diags[0..*nd)
  * (up to src->max_errors of a graph file, then one saying that it stopped). */
