@@ -85,7 +85,7 @@ static int write_tmp(const Report *rep, Output *o, const char *dir, const char *
 		return 0;
 	}
 	/* an unchanged weights file (a recompile) is neither written nor synced again;
-	 * commit_outputs checks once more under the lock */
+	 * pl_commit checks once more under the lock */
 	if (of->weights && !o->same && cg_weights_same(of->weights, o->final)) {
 		o->same = true;
 		return 0;
