@@ -1,5 +1,8 @@
 /* compile.c: `fusec compile GRAPH -o DIR`: load the graph, run the fusion search,
- * generate the kernels, write the outputs (SPEC §5-§7).
+ * generate the kernels, write the outputs (SPEC §5-§7). The steps are the compile
+ * pipeline's (lib/pipeline.h: pl_compile, then pl_commit), shared with the library
+ * and the other subcommands; this file adds the flags, the result cache, the
+ * depfile, --emit's extra files, the progress line and the summary.
  *
  * Writes DIR/NAME.ptx and DIR/NAME.plan.json and, with --emit, DIR/NAME.ll (the
  * optimized LLVM IR), DIR/NAME.relative.txt (the relative ops of every plan) and
@@ -92,7 +95,8 @@ typedef struct {
 	const char *graph, *dir;
 	PlOptions pl;            /* what the pipeline reads: search, arches, codegen */
 	const char *depfile;
-	bool emit_relative, emit_dot, emit_svg, timing, verify, quiet;
+	bool emit_relative, emit_dot, emit_svg, timing, quiet;
+	bool verify;             /* --verify: accepted; every compile verifies */
 	bool no_cache, no_result_cache;
 	const char *cache_dir;   /* --cache-dir, or NULL */
 	bool trust_cache;        /* --trust-cache-dir, FUSEC_TRUST_CACHE_DIR=1 */

@@ -115,22 +115,22 @@ int pl_parse_arches(const char *list, char (*arch)[PL_ARCH_LEN], int max, int *n
 			break;
 		}
 		if (!arch_shaped(p, len)) {
-			diag_set(d, "", 0, 0, "unknown --arch '%.*s' (sm_XX, or a list such as "
-					"sm_80,sm_90a, of %s)", (int)len, p, known.data);
+			diag_set(d, "", 0, 0, "unknown --arch '%.*s' (sm_XX, or a list such "
+				 "as sm_80,sm_90a, of %s)", (int)len, p, known.data);
 			rc = PL_USAGE;
 			break;
 		}
 		char a[PL_ARCH_LEN];
 		snprintf(a, sizeof a, "%.*s", (int)len, p);
 		if (!cg_arch_known(a)) {
-			diag_set(d, "", 0, 0, "--arch %s: LLVM 19 does not know this arch; the ones it knows "
-				  "that fusec's kernels run on are %s", a, known.data);
+			diag_set(d, "", 0, 0, "--arch %s: LLVM 19 does not know this arch; the ones "
+				 "it knows that fusec's kernels run on are %s", a, known.data);
 			rc = PL_INVALID;
 			break;
 		}
 		if (!cg_arch_supported(a)) {
-			diag_set(d, "", 0, 0, "--arch %s is older than the kernels need (shfl.sync, PTX 6.0): "
-				  "the lowest supported is sm_%d", a, CG_MIN_ARCH);
+			diag_set(d, "", 0, 0, "--arch %s is older than the kernels need (shfl.sync, "
+				 "PTX 6.0): the lowest supported is sm_%d", a, CG_MIN_ARCH);
 			rc = PL_INVALID;
 			break;
 		}

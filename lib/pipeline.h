@@ -85,7 +85,8 @@ int pl_parse_arches(const char *list, char (*arch)[PL_ARCH_LEN], int max, int *n
 long pl_find_op(const Graph *g, const char *spec);
 
 /* load: the graph, with its constants' data; NULL with the errors in diags[0..*nd)
- * (up to src->max_errors of a graph file, then one saying that it stopped). */
+ * (up to src->max_errors of a graph file, then one saying that it stopped; diags
+ * has room for src->max_errors + 1). */
 Graph *pl_load(Arena *a, const PlSource *src, Diag *diags, int *nd);
 /* search → verify: the schedule, or NULL with the fault in *d. */
 Schedule *pl_schedule(const Graph *g, const SearchOptions *so, Diag *d);
