@@ -83,6 +83,9 @@ contains run-compiler-arch "$TMP/out" "bad arch: code 1: --arch sm_100: LLVM 19 
 contains run-compiler-explain "$TMP/out" "explain: op 0 NumericFloat::Mul"
 contains run-compiler-plan "$TMP/out" "plan loaded: arch sm_90a, 3 inputs, 1 outputs"
 cp "$TMP/out" "$TMP/compiler.txt"
+check link-compiler-static 0 sh -c "cc -std=c11 $san -o '$TMP/usec-static' tests/install/use_compiler.c \$(pkg-config --cflags fusec fusecrt) '$P/lib/libfusec.a' '$P/lib/libfusecrt.a' \$(pkg-config --static --libs-only-L --libs-only-l fusec fusecrt | sed 's/-lfusecrt//; s/-lfusec//')"
+check run-compiler-static 0 env FUSEC_LIBCUDA="$FAKE" "$TMP/usec-static" docs/examples/reuse.yaml "$TMP/lc"
+same_files run-compiler-static-same "$TMP/out" "$TMP/compiler.txt"
 # the library writes what `fusec compile` writes
 check run-compiler-cli 0 "$P/bin/fusec" compile docs/examples/reuse.yaml -o "$TMP/lcli" --no-cache -q
 same_files run-compiler-cli-plan "$TMP/lc/file/reuse.plan.json" "$TMP/lcli/reuse.plan.json"
