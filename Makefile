@@ -10,7 +10,8 @@
 # make static     build/fusec-static: LLVM linked in, for GPU machines without LLVM
 # make install    PREFIX=/usr/local DESTDIR=: fusec, fusec-run, libfusecrt.{a,so} and
 #                 libfusec.{a,so} with their headers (<fusecrt.h>, <fusec.h>),
-#                 fusecrt.pc and fusec.pc, man pages, bash completion
+#                 fusecrt.pc and fusec.pc, python/fusec.py (ctypes over both), man
+#                 pages, bash completion
 # make clean
 
 BUILD       ?= build
@@ -132,6 +133,8 @@ install: all lib
 	install -m 755 $(BUILD)/libfusec.so $(LIBDIR)/libfusec.so.0
 	ln -sf libfusec.so.0 $(LIBDIR)/libfusec.so
 	install -m 644 lib/fusec.h $(INCDIR)/fusec.h
+	install -d $(DESTDIR)$(PREFIX)/share/fusec/python
+	install -m 644 python/fusec.py $(DESTDIR)$(PREFIX)/share/fusec/python/fusec.py
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(shell sed -n 's/^#define FUSEC_VERSION "\(.*\)"/\1/p' support/support.h)|' \
 	  -e 's|@LLVM_LIBS@|$(shell $(LLVM_CONFIG) --ldflags 2>/dev/null) $(shell $(LLVM_CONFIG) --libs 2>/dev/null)|' \
 	  docs/fusec.pc.in > $(LIBDIR)/pkgconfig/fusec.pc
