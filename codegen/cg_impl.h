@@ -235,7 +235,10 @@ LLVMValueRef cg_vector_loops(CgKb *kb, int rank, const uint32_t *ref, const int 
 #define FUSEC_RED_ELEMS 32
 #endif
 #ifndef FUSEC_RED_CACHE          /* a build knob for measuring the rule */
-#define FUSEC_RED_CACHE 16
+#define FUSEC_RED_CACHE 32
+#endif
+#ifndef FUSEC_RED_CACHE_BLOCK    /* a build knob for measuring the rule */
+#define FUSEC_RED_CACHE_BLOCK 256
 #endif
 #ifndef FUSEC_RED_TRIPS          /* a build knob for measuring the rule */
 #define FUSEC_RED_TRIPS 1
@@ -249,7 +252,8 @@ enum {
 	CG_RED_UNROLL = 4,       /* scalar path: positions of a row a thread loads a trip */
 	CG_RED_THREADS = 512,    /* the most threads of a reduce block */
 	CG_RED_MAXNREG = FUSEC_RED_MAXNREG, /* registers per thread (.maxnreg): occupancy over spills */
-	CG_RED_CACHE = FUSEC_RED_CACHE, /* rows kept in registers: elements per thread */
+	CG_RED_CACHE = FUSEC_RED_CACHE, /* cached rows: elements per thread */
+	CG_RED_CACHE_BLOCK = FUSEC_RED_CACHE_BLOCK, /* cached rows: threads of a block */
 	CG_RED_TRIPS = FUSEC_RED_TRIPS, /* cached rows: V-groups a trip loads together */
 	CG_RED_CACHE_T = 3,      /* row tensors a row cache holds */
 	CG_RED_CACHE_BYTES = 32768, /* its shared memory a block (static: 48 KiB at most) */

@@ -276,7 +276,7 @@ static void cache_plan(CgKb *kb, const CgKernelSpec *s, const bool *written, CgR
 	int64_t bytes = 0;
 	for (int k = 0; k < r->nred && r->nct < CG_RED_CACHE_T; k++) {
 		const RelTensor *t = &s->ops[r->red[k]].t[0];
-		int64_t per = (int64_t)CG_RED_THREADS * trips * r->vec * ir_dtype_size((DType)t->dtype);
+		int64_t per = (int64_t)CG_RED_CACHE_BLOCK * trips * r->vec * ir_dtype_size((DType)t->dtype);
 		bool full = kb->producer[t->id] >= 0;
 		for (int d = 0; d < r->rank; d++)
 			full &= t->shape[d] == r->full[d];
@@ -296,7 +296,7 @@ static void cache_plan(CgKb *kb, const CgKernelSpec *s, const bool *written, CgR
 	}
 	for (int q = 0; q < r->nvt && r->nct < CG_RED_CACHE_T; q++) {
 		const RelTensor *t = kb->tinfo[r->vt[q]];
-		int64_t per = (int64_t)CG_RED_THREADS * trips * 16;
+		int64_t per = (int64_t)CG_RED_CACHE_BLOCK * trips * 16;
 		bool full = true;
 		for (int d = 0; d < r->rank; d++)
 			full &= d == r->axis || t->shape[d] == r->full[d];
@@ -438,17 +438,20 @@ int64_t cg_reduce_row_threads(int64_t n)
 
 /* Threads per row of a kernel with the row cache (rows broadcast back, vector path):
  *   n <= 32       as cg_reduce_row_threads
- *   larger        pow2ceil(n / CG_RED_CACHE), 32 to 512: a warp per row up to
- *                 32 * CG_RED_CACHE elements, then a block per row; rows up to
- *                 512 * CG_RED_CACHE elements are then held in registers, CG_RED_CACHE
- *                 a thread (measured on the H200: docs/benchmarks.md, "Reductions").
- * Longer rows (or rows the vector path cannot take) run the passes over memory. */
+ *   larger        pow2ceil(n / CG_RED_CACHE), 32 to CG_RED_CACHE_BLOCK: a warp per
+ *                 row up to 32 * CG_RED_CACHE elements, then a block per row; rows
+ *                 up to CG_RED_CACHE_BLOCK * CG_RED_CACHE elements are then held in
+ *                 shared memory, CG_RED_CACHE a thread (measured on the H200:
+ *                 docs/benchmarks.md, "Reductions" and session 31's "Norms and
+ *                 softmax").
+ * Longer rows (or rows the vector path cannot take) run the passes over memory,
+ * with cg_reduce_row_threads. */
 int64_t cg_reduce_cache_threads(int64_t n)
 {
-	if (n <= 32)
+	if (n <= 32 || n > (int64_t)CG_RED_CACHE_BLOCK * CG_RED_CACHE)
 		return cg_reduce_row_threads(n);
 	int64_t g = pow2ceil(ceil_div(n, CG_RED_CACHE));
-	return g < 32 ? 32 : g > CG_RED_THREADS ? CG_RED_THREADS : g;
+	return g < 32 ? 32 : g > CG_RED_CACHE_BLOCK ? CG_RED_CACHE_BLOCK : g;
 }
 
 /* The launch rule of cooperative reduce kernels (CgLaunch.arg: column, split, arg,
@@ -547,10 +550,10 @@ typedef struct {
 	LLVMValueRef vok;             /* i1: the rows' vector path may run */
 	LLVMValueRef colsh;           /* columns mode: the shared buffer of column_reduce */
 	int vlanes;                   /* bodies: 0 scalar, else positions are V-groups */
-	/* the row cache: shared memory cs[q] holds tensor ct[q]'s vector of trip u of
-	 * thread tid at u * CG_RED_THREADS + tid (each thread reads back only what it
-	 * stored: no barrier); filled[q] once a phase has stored every trip (later phases
-	 * read it instead of memory) */
+	/* the row cache: shared memory cs[q] holds tensor ct[q]'s V-group j / V of the
+	 * block's row r at r * G * K + j / V, CG_RED_CACHE_BLOCK * K slots (each thread
+	 * reads back only what it stored: no barrier); filled[q] once a phase has stored
+	 * every trip (later phases read it instead of memory) */
 	LLVMValueRef cs[CG_RED_CACHE_T];
 	LLVMTypeRef cst[CG_RED_CACHE_T];
 	bool filled[CG_RED_CACHE_T], filling[CG_RED_CACHE_T];
@@ -815,7 +818,7 @@ static void trip_end(Red *x, LLVMValueRef j)
 			continue;
 		if (!x->cs[q]) {
 			x->cst[q] = LLVMTypeOf(v);
-			x->cs[q] = cg_coop_shared(x->c, x->cst[q], CG_RED_THREADS * x->K);
+			x->cs[q] = cg_coop_shared(x->c, x->cst[q], CG_RED_CACHE_BLOCK * x->K);
 		}
 		LLVMBuildStore(kb->b, v, cache_slot(x, q, j));
 		x->filling[q] = true;
@@ -1393,6 +1396,9 @@ void cg_reduce_kernel(CgKb *kb, CgCoop *c, const CgRed *r, const uint32_t *ref, 
 		LLVMValueRef cap = LLVMBuildMul(b, x->G, cg_i64(kb, (int64_t)x->K * r->vec), "");
 		LLVMValueRef fits = LLVMBuildAnd(b, LLVMBuildICmp(b, LLVMIntULE, x->n, cap, ""),
 						 LLVMBuildICmp(b, LLVMIntUGT, x->n, cg_i64(kb, 0), ""), "");
+		/* the slots are those of CG_RED_CACHE_BLOCK threads */
+		fits = LLVMBuildAnd(b, fits, LLVMBuildICmp(b, LLVMIntULE, c->nthreads,
+				cg_i64(kb, CG_RED_CACHE_BLOCK), ""), "");
 		x->cok = LLVMBuildAnd(b, x->vok, fits, "cok");
 	}
 	LLVMValueRef nunits;
