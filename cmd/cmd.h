@@ -8,6 +8,7 @@
 #define FUSEC_CMD_H
 
 #include "../ir/ir.h"
+#include "../passes/passes.h"
 
 enum { EXIT_OK = 0, EXIT_INPUT = 1, EXIT_USAGE = 2, EXIT_FAIL = 3, EXIT_NOT_CHECKED = 4 };
 
@@ -37,8 +38,15 @@ Graph *cmd_load_graph_text(Arena *a, const char *path, const char *text, size_t 
  * an ONNX model), no --input-shape. */
 bool cmd_graph_cacheable(const char *path);
 /* For a command given a compiled plan: 1 (the error printed) when --input-shape was
- * given, which applies to ONNX models only; else 0. */
+ * given, which applies to ONNX models only, or --precision, which applies to
+ * graphs; else 0. */
 int cmd_refuse_input_shapes(const char *path);
+/* --precision (taken out of argv by main, applied by cmd_load_graph*): its name
+ * ("bf16"; NULL when not given), the --keep-f32 LIST (or NULL), and what the
+ * conversion of the last graph loaded did (NULL without --precision). */
+const char *cmd_precision_name(void);
+const char *cmd_precision_keep(void);
+const PrecisionInfo *cmd_precision_info(void);
 /* A getopt_long call of subcommand sub returned '?' (opterr is 0): say which option
  * was unknown, with a "did you mean" from longopts and the driver's own options
  * (--max-ops, --input-shape, ...), or which one lacks its value. Always returns

@@ -87,7 +87,10 @@ static const char compile_usage[] =
 	"  --burn-exact           search with burn-fusion's rules where fusec deviates on\n"
 	"                         purpose (docs/burn-fidelity.md), to compare with burn\n"
 	"  --libdevice PATH       link libdevice bitcode for precise math; `auto` looks\n"
-	"                         for a CUDA install (default: fusec's own math)\n";
+	"                         for a CUDA install (default: fusec's own math)\n"
+	"  --precision bf16|f16   compute an f32 graph in bf16 or f16 (--keep-f32 LIST\n"
+	"                         keeps op kinds, names or ops[N] in f32; the plan says\n"
+	"                         so; docs/precision.md)\n";
 
 /* ---- options ------------------------------------------------------------------ */
 
@@ -820,6 +823,10 @@ static bool result_key(const CompileOptions *o, int argc, char **argv, Buf *key,
 		   (long long)ir_limits.max_ops, (long long)ir_limits.max_tensors,
 		   (long long)ir_limits.max_elements, tiles ? tiles : "(unset)",
 		   cg_nvptx_codegen_level());
+	/* main took --precision and --keep-f32 out of argv */
+	if (cmd_precision_name())
+		buf_printf(key, "precision %s\nkeep-f32 %s\n", cmd_precision_name(),
+			   cmd_precision_keep() ? cmd_precision_keep() : "(none)");
 	for (int i = 1; i < argc; i++) {
 		bool value;
 		if (key_skips(argv[i], &value)) {
@@ -966,6 +973,8 @@ int cmd_compile(int argc, char **argv)
 	PlResult r;
 	o.pl.cache_dir = cache;
 	o.pl.progress = prog.on ? show_progress : NULL;
+	o.pl.precision = cmd_precision_name();
+	o.pl.keep_f32 = cmd_precision_keep();
 	if (pl_compile(g, &o.pl, &r, &d)) {
 		progress_end();
 		cmd_print_diag(&d);

@@ -33,7 +33,10 @@ static const char explain_usage[] =
 	"              (docs/burn-fidelity.md)\n"
 	"  --arch sm_XX, --allow-tf32\n"
 	"              as for compile: the kernel names are those of that compile (of\n"
-	"              a list of arches, the first's: the plan's top level)\n";
+	"              a list of arches, the first's: the plan's top level)\n"
+	"  --precision bf16|f16, --keep-f32 LIST\n"
+	"              the graph converted as compile converts it; a first line says\n"
+	"              what was converted and kept (docs/precision.md)\n";
 
 /* The PTX entry of every launch of s (pl_kernel_names), NULL where a launch
  * launches nothing. NULL after a message when the lowering fails: explain then
@@ -152,6 +155,9 @@ int cmd_explain(int argc, char **argv)
 		return EXIT_FAIL;
 	}
 	Buf b = {0};
+	/* --precision: what the conversion did, before the ops it made */
+	if (cmd_precision_info() && !json)
+		pass_precision_summary(g, cmd_precision_info(), &b);
 	const char **entry = entry_names(s, arch[0], tf32, a);
 	pass_explain_ex(s, (int)op, json, entry, &b);
 	if (b.len)

@@ -57,6 +57,9 @@ static const char usage_text[] =
 	"GRAPH is a fusec-graph/1 file (.json, .yaml, .yml), an ONNX model (.onnx;\n"
 	"docs/onnx.md) or - for stdin. For ONNX models, --input-shape NAME=1x3x224x224\n"
 	"fixes the shape of an input whose dims the model leaves symbolic.\n"
+	"compile, explain, run, bench and normalize take --precision bf16|f16 (an f32\n"
+	"graph computed in bf16 or f16; --keep-f32 LIST keeps op kinds, op names or\n"
+	"ops[N] in f32; docs/precision.md).\n"
 	"Every command takes the resource caps on the graphs it reads:\n"
 	"  --max-ops N (default 10000000), --max-tensors N (20000000),\n"
 	"  --max-elements N (elements of all tensors together; default no cap)\n"
@@ -121,6 +124,45 @@ void cmd_print_diag(const Diag *d)
 	fprintf(stderr, "%s%s\n", d->file[0] ? "" : "fusec: ", line);
 }
 
+/* --precision bf16|f16 and --keep-f32 LIST, taken out of argv by main for the
+ * commands that read a graph and applied as it is loaded (passes/precision.c). */
+static PrecisionOptions precision = {DT_F32, NULL};
+static const char *precision_name;   /* "bf16", or NULL */
+static PrecisionInfo precision_info; /* of the last graph loaded */
+
+const char *cmd_precision_name(void)
+{
+	return precision_name;
+}
+
+const char *cmd_precision_keep(void)
+{
+	return precision.keep;
+}
+
+const PrecisionInfo *cmd_precision_info(void)
+{
+	return precision_name && precision_info.shadow ? &precision_info : NULL;
+}
+
+/* The loaded graph converted when --precision was given (the pipeline's convert
+ * step); NULL (printed) on error. */
+static Graph *apply_precision(Graph *g)
+{
+	if (!g || !precision_name)
+		return g;
+	Diag d;
+	if (pl_convert(g, &precision, &precision_info, &d)) {
+		cmd_print_diag_code(&d, "invalid-input");
+		return NULL;
+	}
+	if (!precision_info.nlow && !precision_info.nkept && !precision_info.npromoted &&
+	    !cmd_diag_json)
+		fprintf(stderr, "%s: warning: --precision %s: '%s' computes nothing in f32; "
+			"nothing was converted\n", cmd_prog, precision_name, g->file);
+	return g;
+}
+
 /* --input-shape NAME=DxD..., taken out of argv by main for every command. */
 static OnnxInputShape input_shapes[64];
 static int ninput_shapes;
@@ -152,7 +194,7 @@ static Graph *load_graph(Arena *a, const char *path, const char *text, size_t le
 
 Graph *cmd_load_graph_text(Arena *a, const char *path, const char *text, size_t len)
 {
-	return load_graph(a, path, text, len);
+	return apply_precision(load_graph(a, path, text, len));
 }
 
 bool cmd_graph_cacheable(const char *path)
@@ -162,9 +204,15 @@ bool cmd_graph_cacheable(const char *path)
 
 int cmd_refuse_input_shapes(const char *path)
 {
+	Diag d;
+	if (precision_name) {
+		diag_set(&d, path, 0, 0, "--precision and --keep-f32 apply to a graph or a model; "
+			 "a compiled plan was compiled with its own");
+		cmd_print_diag_code(&d, "invalid-input");
+		return 1;
+	}
 	if (!ninput_shapes)
 		return 0;
-	Diag d;
 	diag_set(&d, path, 0, 0, "--input-shape applies to ONNX models only");
 	cmd_print_diag_code(&d, "invalid-input");
 	return 1;
@@ -172,7 +220,7 @@ int cmd_refuse_input_shapes(const char *path)
 
 Graph *cmd_load_graph(Arena *a, const char *path)
 {
-	return load_graph(a, path, NULL, 0);
+	return apply_precision(load_graph(a, path, NULL, 0));
 }
 
 int cmd_parse_arches(const char *sub, const char *list, char (*arch)[CMD_ARCH_LEN], int max,
@@ -203,6 +251,7 @@ long cmd_parse_count(const char *sub, const char *opt, const char *val)
  * take_diagnostics, take_input_shapes): candidates of every "did you mean". */
 static const char *const driver_options[] = {
 	"max-ops", "max-tensors", "max-elements", "max-errors", "diagnostics", "input-shape",
+	"precision", "keep-f32",
 };
 
 int cmd_bad_option(const char *sub, const struct option *longopts, const char *shortopts,
@@ -340,6 +389,60 @@ static int take_input_shapes(const char *sub, int *argc, char **argv)
 	return 0;
 }
 
+/* Take --precision bf16|f16 and --keep-f32 LIST (or --opt=VALUE) out of argv. */
+static int take_precision(const char *sub, int *argc, char **argv)
+{
+	static const char *const names[] = {"--precision", "--keep-f32"};
+	int k = 1;
+	for (int i = 1; i < *argc; i++) {
+		if (!strcmp(argv[i], "--")) {
+			while (i < *argc)
+				argv[k++] = argv[i++];
+			break;
+		}
+		int which = -1;
+		const char *val = NULL;
+		for (int n = 0; n < 2 && which < 0; n++) {
+			size_t len = strlen(names[n]);
+			if (!strncmp(argv[i], names[n], len) && (!argv[i][len] || argv[i][len] == '=')) {
+				which = n;
+				if (argv[i][len] == '=')
+					val = argv[i] + len + 1;
+				else if (i + 1 < *argc)
+					val = argv[++i];
+			}
+		}
+		if (which < 0) {
+			argv[k++] = argv[i];
+			continue;
+		}
+		if (!val) {
+			cmd_usage_error(sub, "option '%s' needs a value", names[which]);
+			return EXIT_USAGE;
+		}
+		if (which == 1) {
+			precision.keep = val;
+			continue;
+		}
+		if (pass_precision_parse(val, &precision.to)) {
+			cmd_usage_error(sub, "--precision: unknown precision '%s' (bf16 or f16)", val);
+			return EXIT_USAGE;
+		}
+		precision_name = val;
+	}
+	argv[k] = NULL;
+	*argc = k;
+	if (precision.keep && !precision_name) {
+		cmd_usage_error(sub, "--keep-f32 applies with --precision bf16|f16");
+		return EXIT_USAGE;
+	}
+	if (precision_name && (!strcmp(sub, "ops") || !strcmp(sub, "import"))) {
+		cmd_usage_error(sub, "--precision applies to compile, explain, run, bench and "
+				"normalize");
+		return EXIT_USAGE;
+	}
+	return 0;
+}
 
 /* Take the resource caps (--max-ops N, --max-tensors N, --max-elements N, or
  * --opt=N) out of argv, wherever they stand, into ir_limits, and --max-errors N.
@@ -403,6 +506,8 @@ static int run_command(int argc, char **argv)
 	for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
 		if (!strcmp(c, commands[i].name)) {
 			int rc = take_input_shapes(c, &argc, argv);
+			if (!rc)
+				rc = take_precision(c, &argc, argv);
 			if (!rc && ninput_shapes && !strcmp(c, "ops")) {
 				cmd_usage_error(c, "--input-shape applies to commands that read a "
 						"model");

@@ -52,6 +52,9 @@ static const char run_usage[] =
 	"                   check's bounds count their operands as tf32 (as compile's)\n"
 	"  --burn-exact     cpu, cuda: search with burn-fusion's rules where fusec\n"
 	"                   deviates on purpose, as `fusec compile --burn-exact`\n"
+	"  --precision bf16|f16, --keep-f32 LIST  run the graph converted as `fusec\n"
+	"                   compile --precision` does; --check then holds it to the f32\n"
+	"                   graph and adds rel_l2 (docs/precision.md)\n"
 	"\n"
 	"exit status: 0 success, 1 invalid graph or inputs, 2 usage error, 3 runtime\n"
 	"failure or a failed check, 4 (--check) no failure but some output not checked.\n";
@@ -312,12 +315,29 @@ static const char *index_text(const HostTensor *t, int64_t i, char *buf, size_t 
 	return buf;
 }
 
+/* The relative L2 error of got against want, over the elements finite in both
+ * (--precision: what the conversion costs). */
+static double rel_l2(const HostTensor *got, const HostTensor *want)
+{
+	double num = 0, den = 0;
+	for (int64_t i = 0; got->n == want->n && i < want->n; i++) {
+		double g = host_get(got, i), w = host_get(want, i);
+		if (isfinite(g) && isfinite(w)) {
+			num += (g - w) * (g - w);
+			den += w * w;
+		}
+	}
+	return den > 0 ? sqrt(num / den) : sqrt(num);
+}
+
 /* One output's check: a summary line, then its worst elements (all kept when it
- * fails, the worst one when it passes). */
+ * fails, the worst one when it passes). l2 >= 0: the relative L2 error, shown. */
 static void print_check(const char *name, const HostTensor *want, const CheckResult *r,
-			bool flat, double atol, double rtol)
+			bool flat, double atol, double rtol, double l2)
 {
 	printf("check %s: max_abs=%.3g max_err/bound=%.3g", name, r->max_abs, r->max_ratio);
+	if (l2 >= 0)
+		printf(" rel_l2=%.3g", l2);
 	if (flat)
 		printf(" (atol=%.3g rtol=%.3g)", atol, rtol);
 	if (r->nbad)
@@ -335,6 +355,42 @@ static void print_check(const char *name, const HostTensor *want, const CheckRes
 	}
 }
 
+/* The interpreter's values and, when bounds is not NULL, their bounds. With
+ * --precision these are the original f32 graph's values, computed by the shadow
+ * of the converted graph (passes/precision.c), and bounds that cover the
+ * converted graph's roundings (docs/tolerances.md, "Reduced precision"). */
+static int reference_run(const Graph *g, const HostTensor *in, HostTensor *outs,
+			 HostTensor *bounds, bool tf32, Diag *d)
+{
+	const PrecisionInfo *pi = cmd_precision_info();
+	if (!pi)
+		return bounds ? interp_run_bounds_tf32(g, in, outs, bounds, tf32, d)
+			      : interp_run(g, in, outs, d);
+	/* the shadow's inputs: the converted constants in their f32 data */
+	const Graph *s = pi->shadow;
+	HostTensor *sin = xcalloc((size_t)g->ninputs + 1, sizeof *sin);
+	bool *own = xcalloc((size_t)g->ninputs + 1, sizeof *own);
+	int rc = 0;
+	for (int i = 0; i < g->ninputs && !rc; i++) {
+		const Tensor *t = &s->tensors[s->inputs[i]];
+		sin[i] = in[i];
+		if (t->dtype == in[i].dtype)
+			continue;
+		own[i] = true;
+		rc = host_alloc(&sin[i], t->dtype, t->rank, t->dim, d);
+		if (!rc)
+			memcpy(sin[i].data, t->data, (size_t)sin[i].n * (size_t)ir_dtype_size(t->dtype));
+	}
+	if (!rc)
+		rc = interp_run_bounds_stored(s, pi->store, sin, outs, bounds, tf32, d);
+	for (int i = 0; i < g->ninputs; i++)
+		if (own[i])
+			host_free(&sin[i]);
+	free(sin);
+	free(own);
+	return rc;
+}
+
 /* Compare outs against the interpreter; returns the exit status: EXIT_FAIL when an
  * output failed or the interpreter itself did, else EXIT_NOT_CHECKED when an output
  * was not checked, else EXIT_OK. flat: use atol/rtol, not the bounds. */
@@ -346,14 +402,15 @@ static int check_outputs(const Graph *g, const HostTensor *in, const HostTensor 
 	HostTensor *bound = xcalloc((size_t)g->noutputs + 1, sizeof *bound);
 	Diag d;
 	int nfail = 0;
-	if (interp_run_bounds_tf32(g, in, ref, bound, tf32, &d)) {
+	if (reference_run(g, in, ref, bound, tf32, &d)) {
 		cmd_print_diag(&d);
 		nfail = -1;
 	}
 	for (int i = 0; nfail >= 0 && i < g->noutputs; i++) {
 		CheckResult r;
 		check_compare(&outs[i], &ref[i], flat ? NULL : &bound[i], atol, rtol, &r);
-		print_check(g->tensors[g->outputs[i]].name, &ref[i], &r, flat, atol, rtol);
+		print_check(g->tensors[g->outputs[i]].name, &ref[i], &r, flat, atol, rtol,
+			    cmd_precision_info() ? rel_l2(&outs[i], &ref[i]) : -1);
 		nfail += r.status == CHECK_FAIL;
 		nunchecked += r.status == CHECK_NOT_CHECKED;
 	}
@@ -585,8 +642,9 @@ int cmd_run(int argc, char **argv)
 	} else if ((inputs && run_load_inputs(g, inputs, in)) ||
 		   run_random_inputs(g, (uint64_t)seed, in)) {
 		status = EXIT_INPUT;
-	} else if (bounds ? interp_run_bounds_tf32(g, in, outs, bounds, tf32, &d)
-			  : backend_run(vt, g, in, tf32, burn_exact, outs, &d)) {
+	} else if (bounds || (vt == &interp_backend && cmd_precision_info())
+		   ? reference_run(g, in, outs, bounds, tf32, &d)
+		   : backend_run(vt, g, in, tf32, burn_exact, outs, &d)) {
 		cmd_print_diag(&d);
 		status = EXIT_FAIL;
 	} else {

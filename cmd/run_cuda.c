@@ -11,6 +11,7 @@
 
 #include "../lib/pipeline.h"
 #include "../runtime/rt.h"
+#include "cmd.h"
 #include "run.h"
 
 enum { PLAN_PATH_MAX = 1024 };  /* DIR/NAME.npy of an input of a plan */
@@ -53,6 +54,8 @@ int run_cuda_compile(const Graph *g, bool allow_tf32, bool burn_exact, RunTemp *
 	po.search.burn_exact = burn_exact;
 	po.allow_tf32 = allow_tf32;
 	po.weights = false;
+	po.precision = cmd_precision_name();
+	po.keep_f32 = cmd_precision_keep();
 	PlResult r;
 	if (pl_compile(g, &po, &r, d))
 		return -1;

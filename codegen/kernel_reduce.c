@@ -782,6 +782,10 @@ static void trip_begin(Red *x, LLVMValueRef j)
 			continue;
 		int t = x->r->ct[q];
 		LLVMValueRef v = LLVMBuildLoad2(kb->b, x->cst[q], cache_slot(x, q, j), "");
+		/* the cache is 16-byte aligned (cg_coop_shared); a made f32 tensor's
+		 * slot on a bf16 row's 8 lanes is 32 bytes, whose own alignment the
+		 * host's vector moves would assume */
+		LLVMSetAlignment(v, 16);
 		if (!x->r->ct_made[q]) {
 			kb->vload[t] = v;
 			continue;
@@ -820,7 +824,7 @@ static void trip_end(Red *x, LLVMValueRef j)
 			x->cst[q] = LLVMTypeOf(v);
 			x->cs[q] = cg_coop_shared(x->c, x->cst[q], CG_RED_CACHE_BLOCK * x->K);
 		}
-		LLVMBuildStore(kb->b, v, cache_slot(x, q, j));
+		LLVMSetAlignment(LLVMBuildStore(kb->b, v, cache_slot(x, q, j)), 16);
 		x->filling[q] = true;
 	}
 	memset(kb->vload, 0, sizeof *kb->vload * (size_t)kb->ntensors);

@@ -486,6 +486,14 @@ char *cg_plan_json(const Schedule *s, const CgProgram *prog, const PlanFileInfo 
 		jw_key(w, "burn_exact");
 		jw_bool(w, true);
 	}
+	if (info->precision) {   /* docs/precision.md */
+		jw_key(w, "precision");
+		jw_str(w, info->precision);
+		if (info->keep_f32) {
+			jw_key(w, "keep_f32");
+			jw_str(w, info->keep_f32);
+		}
+	}
 	jw_end(w);
 
 	jw_key(w, "tensors");

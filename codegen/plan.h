@@ -44,6 +44,8 @@ typedef struct {
 	void (*progress)(const char *phase, int done, int total);
 	bool allow_tf32;       /* --allow-tf32: f32 matmuls may use tf32 tensor cores */
 	const char *weights_sha256; /* the weights file's SHA-256 (hex); NULL when none */
+	const char *precision; /* --precision: "bf16" or "f16"; NULL when not given */
+	const char *keep_f32;  /* with it, --keep-f32 LIST as given, or NULL */
 } PlanFileInfo;
 
 /* The weights file: every constant of the graph (Tensor.data), in tensor order,

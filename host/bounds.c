@@ -271,10 +271,8 @@ static double bound_compare(const Op *op, DType vt, double a, double ea, double 
 {
 	if (op->kind == OP_IS_NAN || op->kind == OP_IS_INF)
 		return 0;
-	if (ir_ops[op->kind].family == FAM_SCALAR || op->nin == 1) {
-		b = host_round(vt, interp_attr_scalar(op));
-		eb = 0;
-	}
+	if (ir_ops[op->kind].family == FAM_SCALAR || op->nin == 1)
+		b = host_round(vt, interp_attr_scalar(op));   /* eb: the scalar's error */
 	return may_flip(a, ea, b, eb) ? 1 : 0;
 }
 
@@ -355,6 +353,61 @@ static void finish_r(DType t, double v, double y, double pre, double r, bool kep
 		*rt += *e - pre;
 }
 
+/* --precision's shadow: an op computed here in f32 whose kernel computes in the
+ * operand's stored dtype converts its scalars to that dtype (f64 to f32, then
+ * rounded: cg_scalar_as), not to f32. The difference of each, for the scalar,
+ * min and max attributes. */
+typedef struct {
+	double s, lo, hi;   /* scalar, min, max */
+	bool any;
+} ScalarErr;
+
+static ScalarErr scalar_err(const Interp *ip, const Op *op, DType vt)
+{
+	ScalarErr se = {0, 0, 0, false};
+	DType sv = op->nin ? interp_stored(ip, op->in[0]) : vt;
+	if (!op->attr || sv == vt || !ir_dtype_is_float(sv) || !ir_dtype_is_float(vt))
+		return se;
+	const Attrs *at = op->attr;
+	double *dst[3] = {&se.s, &se.lo, &se.hi};
+	double v[3] = {at->scalar, at->min, at->max};
+	unsigned bit[3] = {A_SCALAR, A_MIN, A_MAX};
+	for (int k = 0; k < 3; k++) {
+		if (!(at->has & bit[k]))
+			continue;
+		double ref = host_round(vt, v[k]);
+		double ker = host_round(sv, host_round(DT_F32, v[k]));
+		*dst[k] = isfinite(ref) && isfinite(ker) ? fabs(ker - ref) : ref == ker ? 0 : INFINITY;
+		se.any = se.any || *dst[k] > 0;
+	}
+	return se;
+}
+
+/* What the errors of a scalar op's operand (ea) and of its scalars together do to
+ * its result y: clamp is 1-Lipschitz in each of x, min and max; the others, the
+ * function at the corners of a ± ea and scalar ± es. */
+static double propagate_scalars(const Op *op, DType vt, double a, double ea, double y,
+				const ScalarErr *se)
+{
+	if (op->kind == OP_CLAMP || op->kind == OP_CLAMP_MIN || op->kind == OP_CLAMP_MAX)
+		return fmax(ea, fmax(se->lo, se->hi));
+	if (isinf(se->s))
+		return INFINITY;
+	Attrs at = *op->attr;
+	Op o = *op;
+	o.attr = &at;
+	double e = 0;
+	for (int i = -1; i <= 1; i += 2)
+		for (int j = -1; j <= 1; j += 2) {
+			at.scalar = host_round(vt, op->attr->scalar) + j * se->s;
+			double v = interp_float_elem(&o, vt, a + i * ea, 0);
+			if (isnan(v) || isinf(v))
+				return INFINITY;
+			e = fmax(e, fabs(v - y));
+		}
+	return e;
+}
+
 static void bound_elementwise(Interp *ip, const Op *op, const HostTensor *out, double *e,
 			      double *rt)
 {
@@ -364,6 +417,11 @@ static void bound_elementwise(Interp *ip, const Op *op, const HostTensor *out, d
 	DType vt = ir_op_value_dtype(ip->g, op);
 	bool fl = ir_dtype_is_float(vt);
 	OpFamily fam = ir_ops[op->kind].family;
+	/* --precision's shadow: the kernel stores in sto what is computed here in
+	 * out->dtype, and converts its scalars to the operand's stored dtype */
+	DType sto = interp_stored(ip, op->out[0]);
+	bool narrowed = sto != out->dtype;
+	ScalarErr se = scalar_err(ip, op, vt);
 	for (int64_t i = 0; i < out->n; i++) {
 		int64_t off[3];
 		double ex[3] = {0, 0, 0}, rx[3] = {0, 0, 0};
@@ -391,13 +449,13 @@ static void bound_elementwise(Interp *ip, const Op *op, const HostTensor *out, d
 				e[i] = fl ? fabs(host_get(x[0], off[0]) - y) + ex[0] : INFINITY;
 		} else if (op->kind == OP_CAST) {
 			double xv = host_get(x[0], off[0]);
-			e[i] = bound_cast(x[0]->dtype, out->dtype, xv, ex[0], y);
+			e[i] = bound_cast(interp_stored(ip, op->in[0]), sto, xv, ex[0], y);
 			if (ir_dtype_is_float(x[0]->dtype) && ir_dtype_is_float(out->dtype) &&
 			    isfinite(e[i]))
 				put(rt, i, fmin(e[i], rx[0] + fmax(e[i] - ex[0], 0)));
 		} else if (fam == FAM_COMPARE) {
 			double a = host_get(x[0], off[0]), b = op->nin > 1 ? host_get(x[1], off[1]) : 0;
-			e[i] = bound_compare(op, vt, a, ex[0], b, ex[1]);
+			e[i] = bound_compare(op, vt, a, ex[0], b, op->nin > 1 ? ex[1] : se.s);
 		} else if (fl) {
 			if (!isfinite(y)) {
 				e[i] = 0;
@@ -408,13 +466,17 @@ static void bound_elementwise(Interp *ip, const Op *op, const HostTensor *out, d
 			double prop = propagate_elem(op, vt, a, ex[0], b, ex[1], y);
 			double r = rx[0] > 0 || rx[1] > 0
 				   ? propagate_elem(op, vt, a, rx[0], b, rx[1], y) : 0;
-			double pre = prop + kernel_err(out->dtype, op_ulps(op, vt, a), v);
+			if (se.any)
+				prop = fmax(prop, propagate_scalars(op, vt, a, ex[0], y, &se));
+			/* the kernel's dtype picks its exp (the shadow's is f32) */
+			double pre = prop + kernel_err(out->dtype,
+						       op_ulps(op, interp_stored(ip, op->in[0]), a), v);
 			/* gelu's tail (x·Phi(x) for x << 0) errs by an ulp or so of x·u in
 			 * absolute terms, measured on the f64 kernels */
 			if (op->kind == OP_GELU)
 				pre += 4 * unit_round(compute_dtype(vt)) * fabs(a);
 			if (ir_dtype_is_float(out->dtype))
-				finish_r(out->dtype, v, y, pre, fmin(r, prop), false, &e[i],
+				finish_r(sto, v, y, pre, fmin(r, prop), narrowed, &e[i],
 					 rt ? &rt[i] : NULL);
 			else
 				e[i] = pre;
@@ -422,6 +484,14 @@ static void bound_elementwise(Interp *ip, const Op *op, const HostTensor *out, d
 			int64_t a = host_get_i64(x[0], off[0]);
 			int64_t b = op->nin > 1 ? host_get_i64(x[1], off[1]) : 0;
 			e[i] = bound_int_elem(op, a, ex[0], b, ex[1]);
+		}
+		/* a select's result in the shadow: the kernel holds it in sto (a
+		 * mask_fill's value rounded to st; the others' rounding is in ex) */
+		if (narrowed && fam == FAM_SELECT && isfinite(y) && isfinite(e[i])) {
+			double e0 = e[i];
+			e[i] = finish(sto, y, y, e0);
+			if (rt)
+				rt[i] += e[i] - e0;
 		}
 	}
 }
@@ -437,6 +507,37 @@ static bool extreme_uncertain(const Interp *ip, const HostTensor *x, int src, in
 			return true;
 	}
 	return false;
+}
+
+/* --precision's shadow (Interp.store): the share of a sum's tight errors that may
+ * be one error shared by every term. The reference there does not round where
+ * the kernels do, so an error made once and broadcast (the rounding of a
+ * softmax's row maximum, subtracted from every logit) moves all the terms of a
+ * later sum one way, which spread's root-sum-square counts sqrt(n) times too
+ * small; elsewhere the reference rounds as the kernels do and no such error
+ * exists. The smallest relative tight error c of the terms may be that shared
+ * error: c·sum |t_i| is counted whole, the rest r_i - c·|t_i| as independent. */
+static double shared_spread(const Interp *ip, const HostTensor *x, int src, int64_t base,
+			    int64_t len, int64_t inner, const Spread *sp)
+{
+	double c = INFINITY, m = 0;
+	for (int64_t r = 0; r < len; r++) {
+		int64_t xi = base + r * inner;
+		double v = fabs(host_get(x, xi)), t = tight_at(ip, src, xi);
+		if (v > 0 && isfinite(v))
+			c = fmin(c, t / v);
+		m += v;
+	}
+	if (!(c > 0) || isinf(c))
+		return spread(sp);
+	double qt = 0;
+	for (int64_t r = 0; r < len; r++) {
+		int64_t xi = base + r * inner;
+		double d = fmax(tight_at(ip, src, xi) - c * fabs(host_get(x, xi)), 0);
+		qt += d * d;
+	}
+	double p = sqrt(sp->qw) + BOUND_LAMBDA * sqrt(qt) + c * m;
+	return fmax(spread(sp), p < sp->l ? p : sp->l);
 }
 
 static void bound_reduce(Interp *ip, const Op *op, const HostTensor *out, double *e, double *rt)
@@ -491,7 +592,8 @@ static void bound_reduce(Interp *ip, const Op *op, const HostTensor *out, double
 			}
 			double v = y, pre = prop, r = rmax;    /* max_dim, min_dim: exact */
 			if (op->kind == OP_SUM || op->kind == OP_MEAN) {
-				pre = spread(&sp) + reduce_err(out->dtype, len, m, m2, s);
+				pre = (ip->store ? shared_spread(ip, x, src, base, len, inner, &sp)
+						 : spread(&sp)) + reduce_err(out->dtype, len, m, m2, s);
 				v = s;
 				r = 0;   /* counted wide: spread's tight share is a bound now */
 				if (op->kind == OP_MEAN) {
@@ -503,7 +605,8 @@ static void bound_reduce(Interp *ip, const Op *op, const HostTensor *out, double
 				pre = wide - pm + kernel_err(out->dtype, 0.5 * (double)len, v);
 				r = 0;
 			}
-			finish_r(out->dtype, v, y, pre, r, false, &e[oi],
+			DType st = interp_stored(ip, op->out[0]);
+			finish_r(st, v, y, pre, r, st != out->dtype, &e[oi],
 				 rt ? &rt[oi] : NULL);
 		}
 }
@@ -548,8 +651,9 @@ static void bound_matmul(Interp *ip, const Op *op, const HostTensor *out, double
 		/* --allow-tf32: both operands of every product rounded to tf32
 		 * (10 mantissa bits, relative error 2^-11 each), bounded in the
 		 * worst case: (2 * 2^-11 + 2^-22) * sum |a b| */
-		double tf = ip->tf32 && a->dtype == DT_F32 ? (0x1p-10 + 0x1p-22) * mag : 0;
-		finish_r(out->dtype, s, y,
+		double tf = ip->tf32 && interp_stored(ip, op->in[0]) == DT_F32
+			    ? (0x1p-10 + 0x1p-22) * mag : 0;
+		finish_r(interp_stored(ip, op->out[0]), s, y,
 			 prop + tf + u * mag + reduce_err(out->dtype, kk, mag, m2, s), 0,
 			 true, &e[oi], rt ? &rt[oi] : NULL);
 	}
@@ -597,9 +701,10 @@ static void bound_conv2d(Interp *ip, const Op *op, const HostTensor *out, double
 			nterm++;
 		}
 		double y = host_get(out, i);
-		finish_r(out->dtype, s, y,
+		DType st = interp_stored(ip, op->out[0]);
+		finish_r(st, s, y,
 			 spread(&sp) + u * mag + reduce_err(out->dtype, nterm, mag, m2, s), 0,
-			 false, &e[i], rt ? &rt[i] : NULL);
+			 st != out->dtype, &e[i], rt ? &rt[i] : NULL);
 	}
 }
 
@@ -637,9 +742,10 @@ static void bound_pool2d(Interp *ip, const Op *op, const HostTensor *out, double
 			continue;
 		}
 		double area = (double)at->kernel[0] * at->kernel[1];
-		finish_r(out->dtype, s / area, y,
+		DType st = interp_stored(ip, op->out[0]);
+		finish_r(st, s / area, y,
 			 (spread(&sp) + reduce_err(out->dtype, nterm, mag, m2, s)) / area +
-			 kernel_err(out->dtype, 1, s / area), 0, false, &e[i],
+			 kernel_err(out->dtype, 1, s / area), 0, st != out->dtype, &e[i],
 			 rt ? &rt[i] : NULL);
 	}
 }
@@ -699,15 +805,16 @@ static void move_tight(Interp *ip, const Op *op, HostTensor *rout)
 	free(tmp);
 }
 
-void interp_tight_tensors(const Graph *g, bool *has)
+void interp_tight_tensors(const Graph *g, const DType *store, bool *has)
 {
+	/* graph inputs are exact, but for constants converted by --precision */
 	for (int t = 0; t < g->ntensors; t++)
-		has[t] = false;   /* graph inputs are exact */
+		has[t] = store && g->tensors[t].producer < 0 && store[t] != g->tensors[t].dtype;
 	for (int i = 0; i < g->nops; i++) {
 		const Op *op = &g->ops[i];
 		if (op->kind == OP_SYNC)
 			continue;
-		DType dt = g->tensors[op->out[0]].dtype;
+		DType dt = store ? store[op->out[0]] : g->tensors[op->out[0]].dtype;
 		bool h = dt == DT_F16 || dt == DT_BF16;
 		for (int k = 0; k < op->nin; k++)
 			h = h || has[op->in[k]];

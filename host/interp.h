@@ -30,6 +30,13 @@ int interp_run_bounds(const Graph *g, const HostTensor *inputs, HostTensor *outp
  * operands count as rounded to tf32 (relative error 2^-11 each, docs/tolerances.md). */
 int interp_run_bounds_tf32(const Graph *g, const HostTensor *inputs, HostTensor *outputs,
 			   HostTensor *bounds, bool tf32, Diag *d);
+/* The check of a graph converted by `--precision` (passes/passes.h): g computes in
+ * f32 what the kernels compute in store[t] (the shadow graph), so the values are
+ * the original f32 graph's and each bound covers the kernels' roundings to
+ * store[t], converted constants (inputs whose store differs) included
+ * (docs/tolerances.md, "Reduced precision"). */
+int interp_run_bounds_stored(const Graph *g, const DType *store, const HostTensor *inputs,
+			     HostTensor *outputs, HostTensor *bounds, bool tf32, Diag *d);
 
 /* The bytes of a tensor of t's shape in dtype (UINT64_MAX when they overflow). */
 uint64_t interp_tensor_bytes(const Tensor *t, DType dtype);

@@ -19,6 +19,9 @@ typedef struct Interp {
 	HostTensor *tight;     /* with err: the tight part of each bound, or empty
 				  where it is all 0 (bounds.c) */
 	bool tf32;             /* f32 matmul operands rounded to tf32 (--allow-tf32) */
+	const DType *store;    /* NULL, or per tensor the dtype a kernel stores it in,
+				  where the values are computed in another (--precision's
+				  shadow graph: interp_run_bounds_stored) */
 } Interp;
 
 /* Strides of a dense C-order tensor. */
@@ -69,7 +72,9 @@ int64_t interp_window_pos(const Attrs *at, int ax, int64_t o, int64_t k, int dil
 /* bounds.c: which tensors carry tight parts (has, one per tensor): an f16/bf16
  * result and what an op makes of one; the others' tight parts are all 0 and are
  * not kept (ip->tight[t] empty), so f32 and f64 graphs need no memory for them. */
-void interp_tight_tensors(const Graph *g, bool *has);
+void interp_tight_tensors(const Graph *g, const DType *store, bool *has);
+/* The dtype tensor t is stored in by the kernels: ip->store's, else its own. */
+DType interp_stored(const Interp *ip, int t);
 /* bounds.c: fill eout (f64, out's shape) with the error bound of op's result out,
  * and rout (the same; empty when out carries no tight part) with the tight part of
  * each. */

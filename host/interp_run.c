@@ -4,6 +4,7 @@
  * after its last reader, and the outputs (with their bounds) are copies handed
  * to the caller. Also the most memory such a run holds at once
  * (interp_peak_bytes). */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -52,8 +53,52 @@ int interp_run_bounds(const Graph *g, const HostTensor *inputs, HostTensor *outp
 	return interp_run_bounds_tf32(g, inputs, outputs, bounds, false, d);
 }
 
+DType interp_stored(const Interp *ip, int t)
+{
+	return ip->store ? ip->store[t] : ip->g->tensors[t].dtype;
+}
+
+/* v rounded to t as --precision converts a constant: saturated at t's largest
+ * finite value (passes/precision.c). */
+static double round_saturated(DType t, double v)
+{
+	double r = host_round(t, v);
+	if (isinf(r) && isfinite(v))
+		r = copysign(t == DT_F16 ? 65504.0 : 0x1.fep127, v);
+	return r;
+}
+
+/* The bound of an input: 0 (exact), or for a constant the kernels hold in a
+ * narrower dtype than its value's, its rounding to that dtype, which is a real
+ * error of the kernels (tight). */
+static int input_bound(Interp *ip, int t, bool tight, Diag *d)
+{
+	const HostTensor *v = &ip->val[t];
+	if (host_alloc(&ip->err[t], DT_F64, v->rank, v->dim, d))   /* zero-filled */
+		return -1;
+	DType st = interp_stored(ip, t);
+	if (st == v->dtype || !ir_dtype_is_float(st))
+		return 0;
+	if (tight && host_alloc(&ip->tight[t], DT_F64, v->rank, v->dim, d))
+		return -1;
+	double *e = ip->err[t].data, *r = ip->tight[t].data;
+	for (int64_t i = 0; i < v->n; i++) {
+		double x = host_get(v, i);
+		e[i] = isfinite(x) ? fabs(round_saturated(st, x) - x) : 0;
+		if (r)
+			r[i] = e[i];
+	}
+	return 0;
+}
+
 int interp_run_bounds_tf32(const Graph *g, const HostTensor *inputs, HostTensor *outputs,
 			   HostTensor *bounds, bool tf32, Diag *d)
+{
+	return interp_run_bounds_stored(g, NULL, inputs, outputs, bounds, tf32, d);
+}
+
+int interp_run_bounds_stored(const Graph *g, const DType *store, const HostTensor *inputs,
+			     HostTensor *outputs, HostTensor *bounds, bool tf32, Diag *d)
 {
 	for (int i = 0; i < g->ninputs; i++)
 		if (interp_check_input(g, i, &inputs[i], d))
@@ -61,10 +106,10 @@ int interp_run_bounds_tf32(const Graph *g, const HostTensor *inputs, HostTensor 
 	size_t nt = (size_t)g->ntensors + 1;
 	Interp ip = {g, xcalloc(nt, sizeof(HostTensor)), d, -1,
 		     bounds ? xcalloc(nt, sizeof(HostTensor)) : NULL,
-		     bounds ? xcalloc(nt, sizeof(HostTensor)) : NULL, tf32};
+		     bounds ? xcalloc(nt, sizeof(HostTensor)) : NULL, tf32, store};
 	int *last = xmalloc(nt * sizeof *last);
 	bool *has_tight = xcalloc(nt, sizeof *has_tight);
-	interp_tight_tensors(g, has_tight);
+	interp_tight_tensors(g, store, has_tight);
 	for (int t = 0; t < g->ntensors; t++)
 		last[t] = g->tensors[t].is_output ? g->nops : -1;
 	for (int i = 0; i < g->nops; i++)
@@ -75,8 +120,8 @@ int interp_run_bounds_tf32(const Graph *g, const HostTensor *inputs, HostTensor 
 	for (int i = 0; i < g->ninputs && !rc; i++) {
 		HostTensor *v = &ip.val[g->inputs[i]];
 		rc = copy_tensor(v, &inputs[i], d);
-		if (!rc && bounds)   /* inputs are exact: host_alloc zero-fills */
-			rc = host_alloc(&ip.err[g->inputs[i]], DT_F64, v->rank, v->dim, d);
+		if (!rc && bounds)
+			rc = input_bound(&ip, g->inputs[i], has_tight[g->inputs[i]], d);
 	}
 	for (int i = 0; i < g->nops && !rc; i++) {
 		const Op *op = &g->ops[i];
@@ -146,7 +191,7 @@ uint64_t interp_peak_bytes(const Graph *g, bool bounds)
 	uint64_t *size = xcalloc(nt, sizeof *size);
 	int *last = xmalloc(nt * sizeof *last);
 	bool *has_tight = xcalloc(nt, sizeof *has_tight);
-	interp_tight_tensors(g, has_tight);
+	interp_tight_tensors(g, NULL, has_tight);
 	for (int t = 0; t < g->ntensors; t++) {
 		const Tensor *x = &g->tensors[t];
 		uint64_t e = bounds ? interp_tensor_bytes(x, DT_F64) : 0;   /* err */

@@ -81,8 +81,8 @@ static void commit_error(void *ctx, const char *msg)
 
 /* The public options as the pipeline's, checked as `fusec compile` checks its
  * flags. PL_OK, or a code with *d. */
-static int options(const fusec_options *uo, PlOptions *po, Arena *a, OnnxInputShape *shapes,
-		   Diag *d)
+static int options(const fusec_options *uo, PlOptions *po, PrecisionOptions *prec, Arena *a,
+		   OnnxInputShape *shapes, Diag *d)
 {
 	fusec_options def;
 	if (!uo) {
@@ -131,6 +131,19 @@ static int options(const fusec_options *uo, PlOptions *po, Arena *a, OnnxInputSh
 		}
 		po->cache_dir = st == CG_CACHE_OK ? uo->cache_dir : NULL;
 	}
+	*prec = (PrecisionOptions){DT_F32, NULL};
+	if (uo->precision && pass_precision_parse(uo->precision, &prec->to)) {
+		diag_set(d, "", 0, 0, "--precision: unknown precision '%.100s' (bf16 or f16)",
+			 uo->precision);
+		return PL_USAGE;
+	}
+	if (uo->keep_f32 && !uo->precision) {
+		diag_set(d, "", 0, 0, "--keep-f32 applies with --precision bf16|f16");
+		return PL_USAGE;
+	}
+	prec->keep = uo->keep_f32;
+	po->precision = uo->precision;
+	po->keep_f32 = uo->keep_f32;
 	for (int i = 0; i < uo->ninput_shapes; i++) {
 		char msg[300];
 		if (onnx_parse_shape(a, uo->input_shapes[i], &shapes[i], msg, sizeof msg)) {
@@ -154,22 +167,26 @@ static void name_files(fusec_result *res, const char *out_dir)
 	}
 }
 
-/* The pipeline: options → load → search → verify → lower → emit → plan → write. */
+/* The pipeline: options → load → convert → search → verify → lower → emit → plan →
+ * write. */
 static fusec_result *compile(PlSource *src, const fusec_options *uo, const char *out_dir,
 			     fusec_error *err)
 {
 	fusec_result *res = xcalloc(1, sizeof *res);
 	OnnxInputShape shapes[64];
+	PrecisionOptions prec;
+	PrecisionInfo pinfo;
 	Diag *d = xcalloc(PL_MAX_ERRORS + 1, sizeof *d);
 	int nd = 0, code;
 	res->a = arena_new();
 	clear_error(err);
-	if ((code = options(uo, &res->po, res->a, shapes, d)))
+	if ((code = options(uo, &res->po, &prec, res->a, shapes, d)))
 		goto fail;
 	src->shapes = shapes;
 	src->nshapes = uo ? uo->ninput_shapes : 0;
 	src->max_errors = uo ? uo->max_errors : 20;
-	if (!(res->g = pl_load(res->a, src, d, &nd))) {
+	if (!(res->g = pl_load(res->a, src, d, &nd)) ||
+	    (res->po.precision && pl_convert(res->g, &prec, &pinfo, d))) {
 		code = PL_INVALID;
 		goto fail;
 	}
@@ -285,6 +302,8 @@ char *fusec_explain(const char *path, const fusec_options *o, const char *op, in
 {
 	PlOptions po;
 	OnnxInputShape shapes[64];
+	PrecisionOptions prec;
+	PrecisionInfo pinfo = {0};
 	Diag *d = xcalloc(PL_MAX_ERRORS + 1, sizeof *d);
 	Arena *a = arena_new();
 	char *text = NULL;
@@ -295,10 +314,12 @@ char *fusec_explain(const char *path, const fusec_options *o, const char *op, in
 	clear_error(err);
 	PlSource src = {.path = path, .shapes = shapes, .nshapes = o ? o->ninput_shapes : 0,
 			.max_errors = o ? o->max_errors : 20};
-	/* options → load → search → verify → lower (the kernels' names) → explain */
-	if ((code = options(o, &po, a, shapes, d)))
+	/* options → load → convert → search → verify → lower (the kernels' names) →
+	 * explain */
+	if ((code = options(o, &po, &prec, a, shapes, d)))
 		goto out;
-	if (!(g = pl_load(a, &src, d, &nd))) {
+	if (!(g = pl_load(a, &src, d, &nd)) ||
+	    (po.precision && pl_convert(g, &prec, &pinfo, d))) {
 		code = PL_INVALID;
 		goto out;
 	}
@@ -316,6 +337,9 @@ char *fusec_explain(const char *path, const fusec_options *o, const char *op, in
 	Diag dk;
 	const char **entry = pl_kernel_names(s, po.arch[0], po.allow_tf32, a, &dk);
 	Buf b = {0};
+	/* --precision: what the conversion did, before the ops it made (as explain) */
+	if (po.precision && pinfo.shadow && !json)
+		pass_precision_summary(g, &pinfo, &b);
 	pass_explain_ex(s, (int)opi, json != 0, entry, &b);
 	text = b.data ? b.data : xcalloc(1, 1);
 out:

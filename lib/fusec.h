@@ -25,6 +25,9 @@
  * (line and column from 1; 0 when unknown). Of a graph with several errors, the
  * first. Nothing here prints or exits.
  *
+ * The options struct may grow at its end in later versions: build against the
+ * header of the library you link, and fill it with fusec_options_init.
+ *
  * Memory: a result owns the strings and bytes its functions return, valid until
  * fusec_result_free; fusec_explain's text is freed with fusec_free. Options and
  * inputs stay the caller's and are not kept after a call returns.
@@ -71,6 +74,10 @@ typedef struct fusec_options {
 	const char *const *input_shapes;  /* NULL; "NAME=1x3x224x224" each, ONNX models */
 	int ninput_shapes;     /* 0 */
 	int max_errors;        /* 20: errors read per graph file before stopping */
+	const char *precision; /* NULL: as the graph says; "bf16" or "f16": an f32 graph
+				* computed in that dtype (docs/precision.md) */
+	const char *keep_f32;  /* NULL; with precision, op kinds, names or ops[N] kept
+				* in f32, comma-separated */
 } fusec_options;
 
 typedef struct fusec_result fusec_result;

@@ -1,8 +1,8 @@
-/* pipeline.c: the compile pipeline (pipeline.h): load → search → verify → lower →
- * emit → plan, each step one call, in pl_compile. The verifier runs on every
- * compile, between the search and the code generator: a schedule codegen would
- * lower wrongly stops here with a message instead (docs/library.md, "The
- * pipeline").
+/* pipeline.c: the compile pipeline (pipeline.h): load → convert → search → verify →
+ * lower → emit → plan, each step one call; pl_compile is the list from search on.
+ * The verifier runs on every compile, between the search and the code generator: a
+ * schedule codegen would lower wrongly stops here with a message instead
+ * (docs/library.md, "The pipeline").
  *
  * Also here, for every front end alike: the defaults of a compile, the names of the
  * output files, the kernel names explain shows, and the counts of the line after a
@@ -167,6 +167,11 @@ long pl_find_op(const Graph *g, const char *spec)
 	return -1;
 }
 
+int pl_convert(Graph *g, const PrecisionOptions *p, PrecisionInfo *info, Diag *d)
+{
+	return pass_precision(g, p, info, d);
+}
+
 Schedule *pl_schedule(const Graph *g, const SearchOptions *so, Diag *d)
 {
 	Schedule *s = pass_search(g, so);
@@ -214,6 +219,8 @@ int pl_compile(const Graph *g, const PlOptions *o, PlResult *r, Diag *d)
 	info.progress = o->progress;
 	info.allow_tf32 = o->allow_tf32;
 	info.weights_sha256 = has_weights ? wsha : NULL;
+	info.precision = o->precision;
+	info.keep_f32 = o->keep_f32;
 	/* lower → emit (per arch) → plan */
 	if (cg_compile_schedule(r->s, &info, o->emit_ll, &r->out, d)) {
 		pl_result_free(r);

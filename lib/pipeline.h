@@ -6,8 +6,9 @@
  * compile writes, built in memory (CgOutputs: the plan and one PTX per arch). The
  * steps, in pl_compile:
  *
- *     load → search → verify → lower → emit → plan
+ *     load → convert → search → verify → lower → emit → plan
  *
+ * (convert: --precision bf16|f16, pl_convert, when asked.)
  * Every subcommand goes through it: compile and the cuda backend of run and bench
  * all of it, explain and the cpu backend up to verify (then their own lowering).
  * Nothing here prints or exits: errors come back as Diags, which cmd/ prints and
@@ -50,6 +51,8 @@ typedef struct {
 	bool emit_ll;             /* keep the optimized LLVM IR (CgOutputs.ll) */
 	bool weights;             /* name a weights file in the plan when the graph has
 				   * constants (compile: yes; run's cuda backend: no) */
+	const char *precision;    /* the plan's record of --precision ("bf16"), or NULL */
+	const char *keep_f32;     /* and of --keep-f32 LIST, or NULL */
 	void (*progress)(const char *phase, int done, int total);  /* PlanFileInfo.progress */
 } PlOptions;
 
@@ -88,6 +91,10 @@ long pl_find_op(const Graph *g, const char *spec);
  * (up to src->max_errors of a graph file, then one saying that it stopped; diags
  * has room for src->max_errors + 1). */
 Graph *pl_load(Arena *a, const PlSource *src, Diag *diags, int *nd);
+/* convert: g rewritten in place to compute in p->to (--precision,
+ * passes/precision.c); info says what was converted. 0, or -1 with *d (an unknown
+ * --keep-f32 entry). */
+int pl_convert(Graph *g, const PrecisionOptions *p, PrecisionInfo *info, Diag *d);
 /* search → verify: the schedule, or NULL with the fault in *d. */
 Schedule *pl_schedule(const Graph *g, const SearchOptions *so, Diag *d);
 /* search → verify → lower → emit → plan. 0, or -1 with *d (r freed). */

@@ -223,4 +223,51 @@ uint64_t pass_score(int64_t u, int64_t f, int64_t n, int64_t v);
 void pass_strategy_print(Buf *b, const Strategy *st);
 const char *pass_trigger_name(TriggerKind k);  /* "OnOperations" */
 
+/* ---- reduced precision (precision.c) ----------------------------------------- */
+
+/* `--precision bf16|f16` (docs/precision.md): an f32 graph rewritten, before the
+ * search, to compute in a 16-bit float dtype. Ops whose result was f32 compute in
+ * `to`, except the ops kept in f32 (the default kinds of pass_precision_default_keep,
+ * and --keep-f32), and elementwise ops that read an f32 result, which compute in
+ * f32 as autocast's promotion does; matmul and conv2d always take `to`. Constants
+ * of more than one element are converted once (round to nearest even, saturated at
+ * the dtype's largest finite value); graph inputs and outputs keep their dtype,
+ * with a cast inserted next to the first reader and after the producer. Integer,
+ * bool, f64 and f16/bf16 tensors of the graph are left as they are. */
+typedef struct {
+	DType to;              /* DT_BF16 or DT_F16 */
+	const char *keep;      /* --keep-f32 LIST (comma-separated), or NULL */
+} PrecisionOptions;
+
+typedef struct {
+	DType to;              /* DT_F32 when no conversion was asked */
+	const char *keep;      /* the LIST as given, or NULL */
+	/* The converted graph with every converted tensor back in f32 and each
+	 * converted constant holding its original f32 data: it computes exactly the
+	 * original graph's values (an inserted cast between f32 and f32 is the
+	 * identity), op for op and tensor for tensor like the converted graph, which
+	 * is what --check needs (host/bounds.c, docs/tolerances.md). */
+	Graph *shadow;
+	DType *store;          /* per tensor: the dtype the converted graph stores it in */
+	char *mode;            /* per op of the converted graph: 'L' computes in `to`,
+				  'F' kept in f32 as a default kind, 'K' by --keep-f32,
+				  'P' in f32 because it reads an f32 result, 'C' a cast
+				  inserted here, 0 untouched */
+	int nlow, nkept, npromoted, ncasts;  /* ops per mode */
+	int nconst;            /* constants converted */
+	int64_t const_bytes[2];   /* their bytes before and after */
+	int64_t nsaturated;    /* constant elements beyond the dtype's range, saturated */
+	int64_t nflushed;      /* non-zero constant elements that became 0 */
+} PrecisionInfo;
+
+/* "bf16" / "f16" into *to. 0 ok, -1 otherwise. */
+int pass_precision_parse(const char *s, DType *to);
+/* The op kinds kept in f32 unless the list says `none`: "sum,mean,prod,exp,..." */
+const char *pass_precision_default_keep(void);
+/* Rewrite g in place (its arrays are replaced, in its arena). info is filled; it
+ * points into g's arena. Returns 0, or -1 with *d set (an unknown --keep-f32 entry). */
+int pass_precision(Graph *g, const PrecisionOptions *o, PrecisionInfo *info, Diag *d);
+/* One paragraph for `explain` and the log: what was converted and kept. */
+void pass_precision_summary(const Graph *g, const PrecisionInfo *info, Buf *out);
+
 #endif

@@ -42,7 +42,8 @@ class _Options(ctypes.Structure):   # fusec_options, in the header's order
                 ("pretty_plan", ctypes.c_int), ("emit_ll", ctypes.c_int),
                 ("libdevice", ctypes.c_char_p),
                 ("input_shapes", ctypes.POINTER(ctypes.c_char_p)),
-                ("ninput_shapes", ctypes.c_int), ("max_errors", ctypes.c_int)]
+                ("ninput_shapes", ctypes.c_int), ("max_errors", ctypes.c_int),
+                ("precision", ctypes.c_char_p), ("keep_f32", ctypes.c_char_p)]
 
 
 def _load(name):
@@ -96,7 +97,7 @@ def version():
 def _options(arch=None, allow_tf32=False, burn_exact=False, max_blocks=None,
              max_explorations=None, max_bindings=None, jobs=0, cache_dir=None,
              pretty_plan=False, emit_ll=False, libdevice=None, input_shapes=None,
-             max_errors=None):
+             max_errors=None, precision=None, keep_f32=None):
     o = _Options()
     _compiler().fusec_options_init(ctypes.byref(o))
     keep = []   # the bytes the struct points to, alive for the call
@@ -116,6 +117,10 @@ def _options(arch=None, allow_tf32=False, burn_exact=False, max_blocks=None,
         o.cache_dir = s(cache_dir)
     if libdevice:
         o.libdevice = s(libdevice)
+    if precision:
+        o.precision = s(precision)
+    if keep_f32:
+        o.keep_f32 = s(keep_f32)
     if input_shapes:
         shapes = [f"{k}={'x'.join(map(str, v))}" if not isinstance(v, str) else f"{k}={v}"
                   for k, v in dict(input_shapes).items()]
@@ -156,7 +161,7 @@ def compile_file(path, out_dir=None, **options):
     """Compile the graph in `path` (JSON, YAML, ONNX); write its files into out_dir
     (all or none) unless it is None. Options: as fusec_options (arch="sm_80,sm_90a",
     allow_tf32, burn_exact, max_blocks, jobs, cache_dir, input_shapes={"x": [1, 3]},
-    ...)."""
+    precision="bf16", keep_f32="softmax", ...)."""
     o, keep = _options(**options)
     e = _Error()
     h = _compiler().fusec_compile_file(os.fsencode(path), ctypes.byref(o),

@@ -21,7 +21,11 @@
  * - a wrong constant in a transformer: the generated kernels of a fixture whose
  *   attention scale (the div_scalar of the last block's attention) is off by 2^-8
  *   of itself, or whose first layer norm's epsilon is 100 times too large, against
- *   the reference of the fixture as it is.
+ *   the reference of the fixture as it is;
+ * - under --precision bf16 (passes/precision.c; the reference is the shadow of the
+ *   graph as it is, the f32 values): the converted fixtures' kernels with the last
+ *   attention scale multiplied instead of divided, and the converted MLP's kernels
+ *   with its bf16 weights written one element off or without its first bias add.
  * Each check prints its worst err/bound, the figures docs/tolerances.md quotes. */
 #include <math.h>
 #include <stdio.h>
@@ -631,6 +635,203 @@ static void test_fault_transformers(void **state)
 		}
 }
 
+/* ---- reduced precision (--precision, passes/precision.c) ---------------------- */
+
+/* The kernels of the converted graph g_run (inputs in) against the reference and
+ * bounds of info's shadow (docs/tolerances.md, "Reduced precision"): every output,
+ * as `fusec run --check --precision` compares them. The shadow's inputs are in
+ * with the converted constants' f32 data. */
+static CheckResult check_converted(const Graph *g_run, const PrecisionInfo *info,
+				   const HostTensor *in, const char *what)
+{
+	const Graph *s = info->shadow;
+	HostTensor *sin = xcalloc((size_t)s->ninputs + 1, sizeof *sin);
+	Diag d;
+	for (int i = 0; i < s->ninputs; i++) {
+		const Tensor *t = &s->tensors[s->inputs[i]];
+		assert_int_equal(host_alloc(&sin[i], t->dtype, t->rank, t->dim, &d), 0);
+		memcpy(sin[i].data, t->data ? t->data : in[i].data,
+		       (size_t)sin[i].n * (size_t)ir_dtype_size(t->dtype));
+	}
+	HostTensor *got = xcalloc((size_t)s->noutputs + 1, sizeof *got);
+	HostTensor *ref = xcalloc((size_t)s->noutputs + 1, sizeof *ref);
+	HostTensor *bound = xcalloc((size_t)s->noutputs + 1, sizeof *bound);
+	run_kernels_all(g_run, in, got);
+	assert_int_equal(interp_run_bounds_stored(s, info->store, sin, ref, bound, false, &d), 0);
+	CheckResult worst = {0};
+	for (int k = 0; k < s->noutputs; k++) {
+		CheckResult r;
+		check_compare(&got[k], &ref[k], &bound[k], 0, 0, &r);
+		fprintf(stderr, "[check] %-34s %-8s max_err/bound %-9.3g bad %lld unbounded %lld "
+			"of %lld: %s\n", what, s->tensors[s->outputs[k]].name, r.max_ratio,
+			(long long)r.nbad, (long long)r.nunbounded, (long long)got[k].n,
+			check_status_name(r.status));
+		if (k == 0 || r.status == CHECK_FAIL || (worst.status != CHECK_FAIL &&
+							 r.max_ratio > worst.max_ratio))
+			worst = r;
+		if (r.nunbounded && worst.status == CHECK_OK)
+			worst.status = CHECK_NOT_CHECKED;
+	}
+	free_tensors(sin, s->ninputs);
+	free_tensors(got, s->noutputs);
+	free_tensors(ref, s->noutputs);
+	free_tensors(bound, s->noutputs);
+	return worst;
+}
+
+/* The fixtures converted to bf16 and f16 pass against the f32 reference with every
+ * element bounded, and the shadow computes exactly the original graph's values. */
+static void test_correct_precision(void **state)
+{
+	(void)state;
+	for (size_t i = 0; i < SUITE_COUNT(fixtures); i++)
+		for (int h = 0; h < 2; h++) {
+			Arena *a = arena_new();
+			Graph *orig = load_fixture(a, fixtures[i]);
+			Graph *g = load_fixture(a, fixtures[i]);
+			HostTensor *in_orig = fixture_inputs(orig, 1);
+			PrecisionOptions o = {h ? DT_F16 : DT_BF16, NULL};
+			PrecisionInfo info;
+			Diag d;
+			assert_int_equal(pass_precision(g, &o, &info, &d), 0);
+			HostTensor *in = fixture_inputs(g, 1);   /* the converted constants */
+			assert_int_equal(g->ninputs, orig->ninputs);
+			char what[64];
+			snprintf(what, sizeof what, "correct %s %s", fixtures[i], h ? "f16" : "bf16");
+			CheckResult r = check_converted(g, &info, in, what);
+			assert_int_equal(r.status, CHECK_OK);
+			/* the shadow's values are the original graph's, to the bit */
+			HostTensor *want = xcalloc((size_t)orig->noutputs + 1, sizeof *want);
+			HostTensor *shad = xcalloc((size_t)orig->noutputs + 1, sizeof *shad);
+			assert_int_equal(interp_run(orig, in_orig, want, &d), 0);
+			assert_int_equal(interp_run(info.shadow, in_orig, shad, &d), 0);
+			for (int k = 0; k < orig->noutputs; k++) {
+				assert_int_equal(want[k].n, shad[k].n);
+				assert_memory_equal(want[k].data, shad[k].data,
+						    (size_t)want[k].n * (size_t)ir_dtype_size(want[k].dtype));
+			}
+			free_tensors(in_orig, orig->ninputs);
+			free_tensors(want, orig->noutputs);
+			free_tensors(shad, orig->noutputs);
+			free_tensors(in, g->ninputs);
+			arena_free(a);
+		}
+}
+
+/* Every constant of g converted to bf16 written one element off (element k holds
+ * element k + 1, rounded to nearest even): a conversion that misplaces the bytes
+ * it writes. */
+static void shift_weights(Graph *g, const PrecisionInfo *info)
+{
+	for (int t = 0; t < g->ntensors; t++) {
+		Tensor *x = &g->tensors[t];
+		const Tensor *sx = &info->shadow->tensors[t];
+		if (!x->data || x->dtype == sx->dtype || x->dtype != DT_BF16)
+			continue;
+		int64_t n = 1;
+		for (int k = 0; k < x->rank; k++)
+			n *= x->dim[k];
+		uint16_t *b = arena_alloc(g->arena, (size_t)n * 2);
+		const uint32_t *f = sx->data;
+		for (int64_t k = 0; k < n; k++) {
+			uint32_t u = f[k + 1 < n ? k + 1 : k];
+			b[k] = (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+		}
+		x->data = b;
+	}
+}
+
+/* Case c of the graph text (inputs x, w1, b1, w2, b2) with every input but x made
+ * a constant, converted to bf16; c->in holds what the converted graph reads. */
+static void mlp_converted(Case *c, const char *text, PrecisionInfo *info)
+{
+	case_new(c, text, 0);
+	for (int k = 0; k < c->g->ninputs; k++) {
+		Tensor *t = &c->g->tensors[c->g->inputs[k]];
+		if (strcmp(t->name, "x")) {
+			t->data = arena_alloc(c->arena, (size_t)c->in[k].n * 4);
+			memcpy((void *)t->data, c->in[k].data, (size_t)c->in[k].n * 4);
+		}
+	}
+	PrecisionOptions o = {DT_BF16, NULL};
+	Diag d;
+	assert_int_equal(pass_precision(c->g, &o, info, &d), 0);
+	for (int k = 0; k < c->g->ninputs; k++) {
+		const Tensor *t = &c->g->tensors[c->g->inputs[k]];
+		if (t->data && t->dtype != c->in[k].dtype) {
+			HostTensor h;
+			assert_int_equal(host_alloc(&h, t->dtype, t->rank, t->dim, &d), 0);
+			memcpy(h.data, t->data, (size_t)h.n * 2);
+			host_free(&c->in[k]);
+			c->in[k] = h;
+		}
+	}
+}
+
+/* Faults in a converted graph are caught against the f32 reference: the last
+ * attention scale multiplied instead of divided (BERT, GPT-2, Llama), and in the
+ * bf16 MLP with constant weights, its weights written one element off and its
+ * first bias add dropped. */
+static void test_fault_precision(void **state)
+{
+	(void)state;
+	/* ViT's scale fault stays within its bf16 bounds (err/bound 0.042), and a
+	 * norm's epsilon made 1 within every fixture's (at most 0.65):
+	 * docs/tolerances.md, "Reduced precision" */
+	for (size_t i = 0; i < 3; i++) {
+		Arena *a = arena_new();
+		/* the reference: the shadow of the graph as it is (bad's shares its
+		 * ops' attributes) */
+		Graph *g = load_fixture(a, fixtures[i]);
+		Graph *bad = load_fixture(a, fixtures[i]);
+		PrecisionOptions o = {DT_BF16, NULL};
+		PrecisionInfo info, info_bad;
+		Diag d;
+		assert_int_equal(pass_precision(g, &o, &info, &d), 0);
+		assert_int_equal(pass_precision(bad, &o, &info_bad, &d), 0);
+		HostTensor *in = fixture_inputs(bad, 1);
+		char what[64];
+		find_scalar_op(bad, OP_DIV_SCALAR, true, is_attention_scale)->scalar /= 8;
+		snprintf(what, sizeof what, "fault: %s bf16 scale multiplied", fixtures[i]);
+		CheckResult r = check_converted(bad, &info, in, what);
+		assert_int_equal(r.status, CHECK_FAIL);
+		free_tensors(in, bad->ninputs);
+		arena_free(a);
+	}
+	/* the MLP with constant weights: as converted, with its weights one element
+	 * off, without its first bias add */
+	for (int fault = 0; fault < 3; fault++) {
+		char text[1024], bad[1024];
+		mlp_text(text, sizeof text, "f32", true);
+		snprintf(bad, sizeof bad, "%s", text);
+		if (fault == 2) {
+			char *p = strstr(bad, "  - {op: add, in: [h, b1], out: hb}\n");
+			assert_non_null(p);
+			char tail[1024];
+			snprintf(tail, sizeof tail, "%s", p + strlen("  - {op: add, in: [h, b1], out: hb}\n"));
+			snprintf(p, sizeof bad - (size_t)(p - bad),
+				 "  - {op: mul_scalar, in: [b1], scalar: 1, out: unused}\n"
+				 "  - {op: mul_scalar, in: [h], scalar: 1, out: hb}\n%s", tail);
+		}
+		Case c, k;
+		PrecisionInfo info, info_k;
+		mlp_converted(&c, text, &info);
+		mlp_converted(&k, bad, &info_k);
+		if (fault == 1)
+			shift_weights(k.g, &info_k);
+		for (int n = 0; n < k.g->ninputs; n++)
+			if (k.g->tensors[k.g->inputs[n]].data)
+				memcpy(k.in[n].data, k.g->tensors[k.g->inputs[n]].data,
+				       (size_t)k.in[n].n * 2);
+		static const char *const what[] = {"correct bf16 MLP, constant weights",
+			"fault: bf16 MLP weights one element off", "fault: bf16 MLP bias dropped"};
+		CheckResult r = check_converted(k.g, &info, k.in, what[fault]);
+		assert_int_equal(r.status, fault ? CHECK_FAIL : CHECK_OK);
+		case_free(&c);
+		case_free(&k);
+	}
+}
+
 /* An output is ok only when every element was held to a finite bound: one
  * unbounded element makes it `not checked`, one element over its bound `FAIL`. */
 static void test_check_status(void **state)
@@ -681,5 +882,7 @@ const struct CMUnitTest check_tests[] = {
 	cmocka_unit_test(test_fault_dropped_epilogue),
 	cmocka_unit_test(test_fault_accumulation_dtype),
 	cmocka_unit_test(test_fault_bf16_round_to_zero),
+	cmocka_unit_test(test_correct_precision),
+	cmocka_unit_test(test_fault_precision),
 };
 const size_t check_ntests = SUITE_COUNT(check_tests);

@@ -14,7 +14,11 @@ Integer and bool outputs are compared the same way (their bounds are 0 unless a
 comparison may flip). --atol A / --rtol R replace the bound by A + R*|want| (either
 alone: the other is 0), as `fusec run --check --atol/--rtol` does.
 
-    python3 check_outputs.py EXPECTED_DIR GOT_DIR [--atol A] [--rtol R]
+    python3 check_outputs.py EXPECTED_DIR GOT_DIR [--atol A] [--rtol R] [--rel-l2]
+
+--rel-l2 adds rel_l2=|got - want| / |want| (L2 over the elements finite in both) to
+each line: with expectations written under `--precision bf16` (docs/precision.md),
+the converted plan's distance from the f32 graph.
 
 Prints one line per output with the max abs error and the max err/bound, and the
 worst elements (index, got, want, bound) of a failing one; its status is ok, FAIL,
@@ -98,8 +102,15 @@ def main():
         # as `fusec run --check`: an output with unbounded elements and none over
         # its bound was not checked, not ok
         status = "FAIL" if not ok else "not checked" if nunb else "ok"
-        print("%-16s %-8s max_abs=%.3g max_err/bound=%.3g%s%s %s" %
-              (n, want.dtype, max_abs, max_ratio, " bad=%d" % nbad if nbad else "",
+        l2 = ""
+        if "--rel-l2" in sys.argv:
+            w, g = want.astype(np.float64).ravel(), got.astype(np.float64).ravel()
+            fin = np.isfinite(w) & np.isfinite(g)
+            den = float(np.sqrt(np.sum(w[fin] ** 2)))
+            num = float(np.sqrt(np.sum((g[fin] - w[fin]) ** 2)))
+            l2 = " rel_l2=%.3g" % (num / den if den > 0 else num)
+        print("%-16s %-8s max_abs=%.3g max_err/bound=%.3g%s%s%s %s" %
+              (n, want.dtype, max_abs, max_ratio, l2, " bad=%d" % nbad if nbad else "",
                " unbounded=%d" % nunb if nunb else "", status))
         unchecked += ok and nunb > 0
         for i, r, g, w, b in (worst if not ok else worst[:1]):

@@ -323,6 +323,9 @@ def worker(args):
     plan = os.path.join(work, "plans", tag)
     cmd = [fusec, "compile", onnx_path, "-o", plan, "-j", str(args.jobs), "--no-cache",
            "--time", "-q"]
+    if args.fusec_precision and dtype == "f32":  # docs/precision.md: rel L2 vs f32 eager
+        cmd += ["--precision", args.fusec_precision]
+        row["notes"].append(f"fusec --precision {args.fusec_precision} (torch f32)")
     t0 = time.time()
     r = run(cmd, max(end_at - time.time() - 60, 30), fusec_env)
     secs = time.time() - t0
@@ -427,6 +430,8 @@ def worker(args):
         if not cuda:  # dry run: the outputs from the CPU backend on the ONNX file
             cmd = [fusec, "run", onnx_path, "--backend", "cpu", "--inputs", ind,
                    "--outputs", outd]
+            if args.fusec_precision and dtype == "f32":
+                cmd += ["--precision", args.fusec_precision]
             r = run(cmd, 300, fusec_env)
             if r.returncode != 0:
                 row["notes"].append(f"fusec run --backend cpu exit {r.returncode}: "
@@ -550,6 +555,8 @@ def coordinate(args, configs, start, env, outdir):
                        "--work", work, "--end-at", str(end_at), "--iters", str(args.iters),
                        "--compile-budget", str(args.compile_budget), "--attn", args.attn,
                        "--jobs", str(args.jobs)] + (["--dry-run"] if args.dry_run else []) + \
+                    (["--fusec-precision", args.fusec_precision] if args.fusec_precision
+                     else []) + \
                     (["--full"] if args.full else []) + (["--keep"] if args.keep else [])
                 fh = open(os.path.join(logdir, tag + ".log"), "w")
                 running[tag] = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT,
@@ -678,6 +685,9 @@ def parse():
     p.add_argument("--attn", choices=["sdpa", "eager"], default="sdpa",
                    help="transformers attention (eager where sdpa does not export)")
     p.add_argument("--jobs", type=int, default=16, help="fusec compile -j")
+    p.add_argument("--fusec-precision", choices=["bf16", "f16"],
+                   help="f32 runs: fusec compiles the f32 export with --precision P, so "
+                        "its rel L2 is against f32 eager (docs/precision.md)")
     p.add_argument("--work", help="where the ONNX files and plans go (default: a temp dir)")
     p.add_argument("--keep", action="store_true", help="keep the ONNX files and plans")
     p.add_argument("--dry-run", action="store_true")
