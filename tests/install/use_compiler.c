@@ -80,6 +80,13 @@ int main(int argc, char **argv)
 	       e.file, e.line, e.column, e.message);
 	if (r)
 		return 1;
+	o.precision = "bf16";
+	r = fusec_compile_bytes("axpy.yaml", graph, strlen(graph), &o, NULL, &e);
+	plan = r ? fusec_result_file_data(r, 0, &len) : NULL;
+	printf("bf16: %ld ops, plan says bf16: %s\n", r ? fusec_result_ops(r) : -1L,
+	       plan && strstr(plan, "\"precision\":\"bf16\"") ? "yes" : "no");
+	fusec_result_free(r);
+	o.precision = NULL;
 	o.arch = "sm_100";
 	r = fusec_compile_bytes("axpy.yaml", graph, strlen(graph), &o, NULL, &e);
 	printf("bad arch: code %d: %.40s\n", e.code, e.message);

@@ -82,6 +82,12 @@ int main(int argc, char **argv)
 		    e.file, e.line, e.column, e.message);
 	if (r)
 		return 1;
+	o.precision = "bf16";
+	r.reset(fusec_compile_bytes("axpy.yaml", graph.data(), graph.size(), &o, nullptr, &e));
+	plan = r ? static_cast<const char *>(fusec_result_file_data(r.get(), 0, &len)) : nullptr;
+	std::printf("bf16: %ld ops, plan says bf16: %s\n", r ? fusec_result_ops(r.get()) : -1L,
+		    plan && std::strstr(plan, "\"precision\":\"bf16\"") ? "yes" : "no");
+	o.precision = nullptr;
 	o.arch = "sm_100";
 	r.reset(fusec_compile_bytes("axpy.yaml", graph.data(), graph.size(), &o, nullptr, &e));
 	std::printf("bad arch: code %d: %.40s\n", e.code, e.message);

@@ -46,6 +46,9 @@ try:
     sys.exit(1)
 except fusec.Error as e:
     print(f"bad graph: refused, code {e.code}, {e.file}:{e.line}:{e.column}: {e.message}")
+r = fusec.compile_bytes(GRAPH, "axpy.yaml", precision="bf16")
+says = "yes" if b'"precision":"bf16"' in r.data(0) else "no"
+print(f"bf16: {r.ops} ops, plan says bf16: {says}")
 try:
     fusec.compile_bytes(GRAPH, "axpy.yaml", arch="sm_100")
     sys.exit(1)
