@@ -9,7 +9,9 @@
 # make fuzz       libFuzzer target for the graph readers (tests/fuzz/README.md)
 # make static     build/fusec-static: LLVM linked in, for GPU machines without LLVM
 # make install    PREFIX=/usr/local DESTDIR=: fusec, fusec-run, libfusecrt.{a,so} and
-#                 its headers, fusecrt.pc, man pages, bash completion
+#                 libfusec.{a,so} with their headers (<fusecrt.h>, <fusec.h>),
+#                 fusecrt.pc and fusec.pc, python/fusec.py (ctypes over both), man
+#                 pages, bash completion
 # make clean
 
 BUILD       ?= build
@@ -36,13 +38,14 @@ IR_SRC      = ir/build.c ir/doc.c ir/infer.c ir/liveness.c ir/ops.c ir/read_json
 ONNX_SRC    = onnx/builders.c onnx/import.c onnx/load.c onnx/ops.c onnx/ops_index.c onnx/ops_math.c onnx/ops_resize.c onnx/patterns.c onnx/proto.c onnx/values.c
 PASSES_SRC  = passes/block.c passes/dump.c passes/explain.c passes/explorer.c passes/fuser_elemwise.c passes/fuser_matmul.c passes/fuser_nhwc.c passes/fuser_probe.c passes/fuser_reduce.c passes/fuser_reduce_bcast.c passes/fusers.c passes/intset.c passes/log.c passes/log_json.c passes/plan_store.c passes/precision.c passes/processor.c passes/record.c passes/score.c passes/verify.c passes/views.c
 CODEGEN_SRC = codegen/coop.c codegen/emit_par.c codegen/eval.c codegen/frame.c codegen/host_exec.c codegen/jit.c codegen/json_write.c codegen/kcache.c codegen/kernel_elemwise.c codegen/kernel_join_window.c codegen/kernel_matmul.c codegen/kernel_reduce.c codegen/lower.c codegen/math.c codegen/matmul_epilogue.c codegen/matmul_mma.c codegen/matmul_pick.c codegen/matmul_simt.c codegen/matmul_tile.c codegen/matmul_wgmma.c codegen/module.c codegen/plan.c codegen/toolbox.c codegen/values.c
+LIB_SRC     = lib/fusec.c lib/outputs.c lib/pipeline.c
 HOST_SRC    = host/bounds.c host/check.c host/constants.c host/host.c host/interp.c host/interp_run.c host/npy.c
 CMD_SRC     = cmd/bench.c cmd/compile.c cmd/explain.c cmd/fusec.c cmd/graphviz.c cmd/import.c cmd/normalize.c cmd/ops.c cmd/result_cache.c cmd/run.c cmd/run_cpu.c cmd/run_cuda.c
 RT_SRC      = runtime/bench.c runtime/runtime.c
 TEST_SRC    = tests/unit/main.c tests/unit/graphgen.c tests/unit/test_backends.c tests/unit/test_check.c tests/unit/test_codegen.c tests/unit/test_coop.c tests/unit/test_hostile.c tests/unit/test_infer.c tests/unit/test_interp.c tests/unit/test_json_write.c tests/unit/test_math.c tests/unit/test_onnx.c tests/unit/test_readers.c tests/unit/test_relative.c tests/unit/test_runtime.c tests/unit/test_search.c
 BENCH_SRC   = tests/bench/bench_search.c tests/bench/gen_graph.c
 
-CORE_SRC = $(SUPPORT_SRC) $(IR_SRC) $(PASSES_SRC) $(CODEGEN_SRC) $(HOST_SRC) $(ONNX_SRC) $(RT_SRC)
+CORE_SRC = $(SUPPORT_SRC) $(IR_SRC) $(PASSES_SRC) $(CODEGEN_SRC) $(HOST_SRC) $(ONNX_SRC) $(RT_SRC) $(LIB_SRC)
 CORE_OBJ = $(CORE_SRC:%.c=$(BUILD)/%.o) $(BUILD)/gen/onnx.pb-c.o
 CMD_OBJ  = $(CMD_SRC:%.c=$(BUILD)/%.o)
 TEST_OBJ = $(TEST_SRC:%.c=$(BUILD)/%.o)
@@ -87,7 +90,25 @@ $(BUILD)/libfusecrt.a: $(LIBRT_OBJ)
 $(BUILD)/libfusecrt.so: $(LIBRT_OBJ) runtime/fusecrt.map
 	$(CC) $(CFLAGS) -shared -Wl,-soname,libfusecrt.so.0 -Wl,--version-script=runtime/fusecrt.map -o $@ $(LIBRT_OBJ) \
 	  $(shell $(PKG_CONFIG) --libs libcjson libcrypto) -ldl -lm
-lib: $(BUILD)/libfusecrt.a $(BUILD)/libfusecrt.so
+
+# The compiler as a library (libfusec.a, libfusec.so; lib/fusec.h): every layer but
+# the runtime and cmd/, position-independent. The shared library exports the
+# fusec_ API only (lib/fusec.map).
+LIBFUSEC_SRC = $(SUPPORT_SRC) $(IR_SRC) $(PASSES_SRC) $(CODEGEN_SRC) $(HOST_SRC) $(ONNX_SRC) $(LIB_SRC)
+LIBFUSEC_OBJ = $(LIBFUSEC_SRC:%.c=$(BUILD)/pic/%.o) $(BUILD)/pic/gen/onnx.pb-c.o
+$(BUILD)/pic/onnx/%.o: onnx/%.c $(BUILD)/gen/onnx.pb-c.h
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -I$(BUILD)/gen -fPIC -c -o $@ $<
+$(BUILD)/pic/gen/onnx.pb-c.o: $(BUILD)/gen/onnx.pb-c.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 $(CFLAGS) $(DEPS_CFLAGS) -fPIC -c -o $@ $<
+$(BUILD)/libfusec.a: $(LIBFUSEC_OBJ)
+	rm -f $@
+	$(AR) rcs $@ $^
+$(BUILD)/libfusec.so: $(LIBFUSEC_OBJ) lib/fusec.map
+	$(CC) $(CFLAGS) -shared -Wl,-soname,libfusec.so.0 -Wl,--version-script=lib/fusec.map \
+	  -Wl,--no-undefined -o $@ $(LIBFUSEC_OBJ) $(DEPS_LIBS) -ldl -pthread
+lib: $(BUILD)/libfusecrt.a $(BUILD)/libfusecrt.so $(BUILD)/libfusec.a $(BUILD)/libfusec.so
 
 PREFIX     ?= /usr/local
 DESTDIR    ?=
@@ -96,8 +117,8 @@ LIBDIR      = $(DESTDIR)$(PREFIX)/lib
 INCDIR      = $(DESTDIR)$(PREFIX)/include
 MANDIR      = $(DESTDIR)$(PREFIX)/share/man/man1
 COMPDIR     = $(DESTDIR)$(PREFIX)/share/bash-completion/completions
-# One self-contained header, <fusecrt.h> (C11 and C++17); the internal API stays in
-# the tree.
+# Two self-contained headers, <fusecrt.h> and <fusec.h> (C11 and C++17); the internal
+# API stays in the tree.
 install: all lib
 	install -d $(BINDIR) $(LIBDIR)/pkgconfig $(MANDIR) $(COMPDIR)
 	install -m 755 $(BUILD)/fusec $(BUILD)/fusec-run $(BINDIR)/
@@ -108,6 +129,15 @@ install: all lib
 	install -m 644 runtime/fusecrt.h $(INCDIR)/fusecrt.h
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(shell sed -n 's/^#define FUSEC_VERSION "\(.*\)"/\1/p' support/support.h)|' \
 	  docs/fusecrt.pc.in > $(LIBDIR)/pkgconfig/fusecrt.pc
+	install -m 644 $(BUILD)/libfusec.a $(LIBDIR)/
+	install -m 755 $(BUILD)/libfusec.so $(LIBDIR)/libfusec.so.0
+	ln -sf libfusec.so.0 $(LIBDIR)/libfusec.so
+	install -m 644 lib/fusec.h $(INCDIR)/fusec.h
+	install -d $(DESTDIR)$(PREFIX)/share/fusec/python
+	install -m 644 python/fusec.py $(DESTDIR)$(PREFIX)/share/fusec/python/fusec.py
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(shell sed -n 's/^#define FUSEC_VERSION "\(.*\)"/\1/p' support/support.h)|' \
+	  -e 's|@LLVM_LIBS@|$(shell $(LLVM_CONFIG) --ldflags 2>/dev/null) $(shell $(LLVM_CONFIG) --libs 2>/dev/null)|' \
+	  docs/fusec.pc.in > $(LIBDIR)/pkgconfig/fusec.pc
 	install -m 644 docs/man/fusec.1 docs/man/fusec-run.1 $(MANDIR)/
 	install -m 644 docs/completion/fusec $(COMPDIR)/fusec
 
@@ -232,5 +262,5 @@ clean:
 	rm -rf build build-san
 
 .PHONY: all test sanitize valgrind deps clean static math-accuracy fuzz fuzz-onnx fuzz-smoke bench onnx-conformance lib install
--include $(filter-out $(BUILD)/gen/%,$(CORE_OBJ:.o=.d)) $(CMD_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(BUILD)/cmd/fusec_run.d \
+-include $(filter-out $(BUILD)/gen/%,$(CORE_OBJ:.o=.d)) $(filter-out $(BUILD)/pic/gen/%,$(LIBFUSEC_OBJ:.o=.d)) $(CMD_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(BUILD)/cmd/fusec_run.d \
          $(BENCH_SRC:%.c=$(BUILD)/%.d)

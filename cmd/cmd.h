@@ -63,7 +63,7 @@ long cmd_parse_count(const char *sub, const char *opt, const char *val);
  * message EXIT_USAGE (not such a list) or EXIT_INPUT (an arch LLVM 19 does not
  * know, such as sm_100, with the ones it knows; one older than sm_70; a
  * duplicate). */
-enum { CMD_ARCH_LEN = 9 };
+enum { CMD_ARCH_LEN = 9 };   /* PL_ARCH_LEN */
 int cmd_parse_arches(const char *sub, const char *list, char (*arch)[CMD_ARCH_LEN], int max,
 		     int *n);
 

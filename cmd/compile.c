@@ -1,5 +1,8 @@
 /* compile.c: `fusec compile GRAPH -o DIR`: load the graph, run the fusion search,
- * generate the kernels, write the outputs (SPEC §5-§7).
+ * generate the kernels, write the outputs (SPEC §5-§7). The steps are the compile
+ * pipeline's (lib/pipeline.h: pl_compile, then pl_commit), shared with the library
+ * and the other subcommands; this file adds the flags, the result cache, the
+ * depfile, --emit's extra files, the progress line and the summary.
  *
  * Writes DIR/NAME.ptx and DIR/NAME.plan.json and, with --emit, DIR/NAME.ll (the
  * optimized LLVM IR), DIR/NAME.relative.txt (the relative ops of every plan) and
@@ -25,6 +28,7 @@
 #include "../codegen/kcache.h"
 #include "../codegen/math.h"
 #include "../codegen/plan.h"
+#include "../lib/pipeline.h"
 #include "../onnx/onnx.h"
 #include "cmd.h"
 #include "result_cache.h"
@@ -88,165 +92,17 @@ static const char compile_usage[] =
 	"                         keeps op kinds, names or ops[N] in f32; the plan says\n"
 	"                         so; docs/precision.md)\n";
 
-typedef struct {
-	const char *ext;         /* ".ptx" */
-	const char *text;
-	size_t len;
-	const Graph *weights;    /* set: the weights file of this graph, written tensor by
-				  * tensor instead of text */
-	const char *path;        /* set: a file the user named (the depfile), written there
-				  * instead of DIR/NAME<ext> */
-} OutFile;
-
-typedef struct {
-	char *tmp, *final;   /* the new file, written under a temporary name; its name */
-	char *backup;        /* a hard link to the file `final` named before; NULL if none */
-	bool renamed;        /* tmp is now final */
-	bool same;           /* final holds these bytes already: left as it is */
-	bool user;           /* a file the user named (the depfile) */
-	int in_place;        /* >= 0: a user's file that is not a regular file (a device,
-			      * a pipe, a symbolic link), open to be written in place after
-			      * the renames, never replaced; -1 */
-	UndoStep *undo_tmp, *undo_backup, *undo_publish;   /* steps run on a signal */
-} Output;
-
-/* "'DIR/NAME.ptx'" in messages; "depfile 'FILE'" for the depfile. */
-#define OUT_FMT "%s'%s'"
-#define OUT_ARG(o) (o)->user ? "depfile " : "", (o)->final
-
-static int write_tmp(Output *o, const char *dir, const char *name, const OutFile *of)
-{
-	const char *ext = of->ext, *text = of->text;
-	size_t len = of->len;
-	if (!o->final) {
-		o->user = of->path != NULL;
-		o->in_place = -1;
-		if (of->path) {
-			o->final = strdup(of->path);
-		} else {
-			o->final = malloc(strlen(dir) + strlen(name) + strlen(ext) + 3);
-			sprintf(o->final, "%s/%s%s", dir, name, ext);
-		}
-	}
-	/* a file the user named that is not a regular file (-M /dev/null, a pipe, a
-	 * symbolic link) is written in place, never replaced */
-	struct stat sb;
-	if (o->user && lstat(o->final, &sb) == 0 && !S_ISREG(sb.st_mode)) {
-		if (S_ISDIR(sb.st_mode)) {
-			cmd_error("cannot write " OUT_FMT ": it is a folder", OUT_ARG(o));
-			return -1;
-		}
-		o->in_place = file_open_in_place(o->final);
-		if (o->in_place < 0) {
-			cmd_error("cannot write " OUT_FMT ": %s", OUT_ARG(o),
-				  errno == EPIPE ? "it is a pipe that no process reads"
-						 : strerror(errno));
-			return -1;
-		}
-		return 0;
-	}
-	/* an unchanged weights file (a recompile) is neither written nor synced again;
-	 * commit_outputs checks once more under the lock */
-	if (of->weights && !o->same && cg_weights_same(of->weights, o->final)) {
-		o->same = true;
-		return 0;
-	}
-	o->same = false;
-	char *prefix = file_dir_prefix(o->final);
-	int fd = file_temp(prefix, &o->tmp, &o->undo_tmp);
-	free(prefix);
-	/* errors name the user's file, not the temporary one */
-	if (fd < 0) {
-		cmd_error("cannot write " OUT_FMT ": %s", OUT_ARG(o), strerror(errno));
-		return -1;
-	}
-	FILE *f = fdopen(fd, "w");
-	if (!f) {
-		cmd_error("cannot write " OUT_FMT ": %s", OUT_ARG(o), strerror(errno));
-		close(fd);
-		return -1;
-	}
-	errno = 0;
-	bool short_write = of->weights ? cg_weights_write_file(of->weights, f) != 0
-				       : fwrite(text, 1, len, f) != len;
-	/* fsync before the rename: after a crash the folder holds the old set or the
-	 * new one, not a new name over an empty file. */
-	int bad = short_write || fflush(f) != 0 || fsync(fd) != 0;
-	int err = errno;
-	if (fclose(f) != 0 && !bad) {
-		bad = 1;
-		err = errno;
-	}
-	if (bad) {
-		cmd_error("cannot write " OUT_FMT ": %s", OUT_ARG(o), err ? strerror(err) : "write error");
-		return -1;
-	}
-	return 0;
-}
-
-/* mkdir -p: create dir and any missing parents, remembering every folder it made
- * (innermost last) so that a failed compile, or a signal, can take them away again. */
-typedef struct {
-	char **made;
-	UndoStep **undo;
-	int n;
-} MadeDirs;
-
-static int make_dirs(const char *dir, MadeDirs *md)
-{
-	char *p = strdup(dir);
-	int rc = 0;
-	size_t len = strlen(p);
-	for (size_t i = 1; rc == 0 && i <= len; i++) {
-		if (p[i] != '/' && p[i] != 0)
-			continue;
-		char c = p[i];
-		p[i] = 0;
-		undo_hold();
-		if (mkdir(p, 0777) == 0) {
-			md->made = realloc(md->made, (size_t)(md->n + 1) * sizeof *md->made);
-			md->undo = realloc(md->undo, (size_t)(md->n + 1) * sizeof *md->undo);
-			md->made[md->n] = strdup(p);
-			md->undo[md->n++] = undo_push(UNDO_RMDIR, p, NULL);
-		} else if (errno != EEXIST) {
-			rc = -1;
-		}
-		undo_release();
-		p[i] = c;
-	}
-	free(p);
-	return rc;
-}
-
-static void remove_dirs(MadeDirs *md, bool remove)
-{
-	while (md->n > 0) {
-		char *d = md->made[--md->n];
-		if (remove)
-			rmdir(d);
-		undo_drop(md->undo[md->n]);
-		free(d);
-	}
-	free(md->made);
-	free(md->undo);
-	md->made = NULL;
-	md->undo = NULL;
-}
-
 /* ---- options ------------------------------------------------------------------ */
 
 typedef struct {
-	const char *graph, *dir, *libdevice;
-	char arch[CG_MAX_TARGETS][CMD_ARCH_LEN];   /* --arch, in the order given */
-	int narch;
-	SearchOptions search;
+	const char *graph, *dir;
+	PlOptions pl;            /* what the pipeline reads: search, arches, codegen */
 	const char *depfile;
-	bool emit_ll, emit_relative, emit_dot, emit_svg, timing, verify, quiet;
-	bool pretty, no_cache, no_result_cache;
+	bool emit_relative, emit_dot, emit_svg, timing, quiet;
+	bool verify;             /* --verify: accepted; every compile verifies */
+	bool no_cache, no_result_cache;
 	const char *cache_dir;   /* --cache-dir, or NULL */
 	bool trust_cache;        /* --trust-cache-dir, FUSEC_TRUST_CACHE_DIR=1 */
-	int jobs;                /* -j, or 0 */
-	bool allow_tf32;
 } CompileOptions;
 
 static int parse_emit(CompileOptions *o, const char *arg)
@@ -261,7 +117,7 @@ static int parse_emit(CompileOptions *o, const char *arg)
 		else if (!strcmp(t, "svg"))
 			o->emit_svg = true;
 		else if (!strcmp(t, "ll"))
-			o->emit_ll = true;
+			o->pl.emit_ll = true;
 		else if (strcmp(t, "ptx") && strcmp(t, "plan")) {
 			cmd_usage_error("compile", "unknown --emit item '%s' (ll, relative, dot, svg)", t);
 			rc = EXIT_USAGE;
@@ -301,10 +157,8 @@ static int parse_options(int argc, char **argv, CompileOptions *o)
 		{0, 0, 0, 0},
 	};
 	memset(o, 0, sizeof *o);
-	pass_default_options(&o->search);
+	pl_default_options(&o->pl);
 	o->dir = ".";
-	snprintf(o->arch[0], sizeof o->arch[0], "%s", CG_DEFAULT_ARCH);
-	o->narch = 1;
 	const char *log = getenv("FUSEC_LOG");
 	const char *log_format = getenv("FUSEC_LOG_FORMAT");
 	int c;
@@ -323,8 +177,8 @@ static int parse_options(int argc, char **argv, CompileOptions *o)
 			o->dir = optarg;
 			break;
 		case 'a': {
-			int rc = cmd_parse_arches("compile", optarg, o->arch, CG_MAX_TARGETS,
-						  &o->narch);
+			int rc = cmd_parse_arches("compile", optarg, o->pl.arch, CG_MAX_TARGETS,
+						  &o->pl.narch);
 			if (rc != EXIT_OK)
 				return rc;
 			break;
@@ -336,17 +190,17 @@ static int parse_options(int argc, char **argv, CompileOptions *o)
 				cmd_usage_error("compile", "option '--max-blocks' needs at least 1");
 				return EXIT_USAGE;
 			}
-			o->search.max_blocks = (int)v;
+			o->pl.search.max_blocks = (int)v;
 			break;
 		case 'x':
 			if ((v = cmd_parse_count("compile", "--max-explorations", optarg)) < 0)
 				return EXIT_USAGE;
-			o->search.max_explorations = (int)v;
+			o->pl.search.max_explorations = (int)v;
 			break;
 		case 'n':
 			if ((v = cmd_parse_count("compile", "--max-bindings", optarg)) < 0)
 				return EXIT_USAGE;
-			o->search.max_bindings = (int)v;
+			o->pl.search.max_bindings = (int)v;
 			break;
 		case 'l':
 			log = optarg;
@@ -377,7 +231,7 @@ static int parse_options(int argc, char **argv, CompileOptions *o)
 						optarg);
 				return EXIT_USAGE;
 			}
-			o->libdevice = optarg;
+			o->pl.libdevice = optarg;
 			break;
 		}
 		case 't':
@@ -402,7 +256,7 @@ static int parse_options(int argc, char **argv, CompileOptions *o)
 						optarg);
 				return EXIT_USAGE;
 			}
-			o->pretty = !strcmp(optarg, "pretty");
+			o->pl.pretty = !strcmp(optarg, "pretty");
 			break;
 		case 'c':
 			if (!*optarg) {
@@ -427,13 +281,13 @@ static int parse_options(int argc, char **argv, CompileOptions *o)
 				cmd_usage_error("compile", "option '--jobs' needs 1 to 256");
 				return EXIT_USAGE;
 			}
-			o->jobs = (int)v;
+			o->pl.jobs = (int)v;
 			break;
 		case 'f':
-			o->allow_tf32 = true;
+			o->pl.allow_tf32 = true;
 			break;
 		case 'E':
-			o->search.burn_exact = true;
+			o->pl.search.burn_exact = true;
 			break;
 		default:
 			return cmd_bad_option("compile", longopts, "ho:qM:j:", argv, optind);
@@ -443,7 +297,7 @@ static int parse_options(int argc, char **argv, CompileOptions *o)
 		cmd_usage_error("compile", "expected one GRAPH argument");
 		return EXIT_USAGE;
 	}
-	if (log && *log && pass_log_parse(log, &o->search.log_level) < 0) {
+	if (log && *log && pass_log_parse(log, &o->pl.search.log_level) < 0) {
 		cmd_usage_error("compile", "bad log level '%s' (off, basic, medium, full)", log);
 		return EXIT_USAGE;
 	}
@@ -452,173 +306,17 @@ static int parse_options(int argc, char **argv, CompileOptions *o)
 			cmd_usage_error("compile", "bad log format '%s' (text, json)", log_format);
 			return EXIT_USAGE;
 		}
-		o->search.log_json = !strcmp(log_format, "json");
+		o->pl.search.log_json = !strcmp(log_format, "json");
 		/* asking for JSON logs without a level asks for all of them */
-		if (o->search.log_json && !(log && *log))
-			o->search.log_level = LOG_FULL;
+		if (o->pl.search.log_json && !(log && *log))
+			o->pl.search.log_level = LOG_FULL;
 	}
-	o->search.log = stderr;
+	o->pl.search.log = stderr;
 	o->graph = argv[optind];
 	return EXIT_OK;
 }
 
 /* ---- writing the outputs -------------------------------------------------------- */
-
-/* Write files[0..n) as DIR/NAME<ext> (or the path a file names: the depfile), all
- * or none (docs/reliability.md):
- *  1. every file is written to a temporary file beside its name and synced;
- *  2. under an exclusive flock on DIR, so that concurrent compiles into one folder
- *     publish one after the other, every name is checked (a folder, a pipe or a
- *     device in the way is refused), each existing file is kept as a hard link to a
- *     temporary name, then the new files are renamed over the old, files[0] (the
- *     plan, which names the others and records their hashes) last; a depfile that
- *     is not a regular file (/dev/null, a pipe) is written in place after them;
- *  3. if any step fails, the renamed files are put back from the links (or removed
- *     when there was none), and the folders made for them are taken away: the folder
- *     is left as it was. On success the links are removed.
- * Every temporary file, link and folder is registered with the undo list, so a
- * signal in the middle does the same as a failure (support/files.c). */
-static int commit_outputs(const char *dir, const char *name, const OutFile *files, int n)
-{
-	int status = EXIT_OK;
-	MadeDirs made = {0};
-	if (make_dirs(dir, &made) != 0) {
-		cmd_error("cannot create '%s': %s", dir, strerror(errno));
-		status = EXIT_FAIL;
-	}
-	Output *out = calloc((size_t)n, sizeof *out);
-	int nout = 0;
-	for (int i = 0; status == EXIT_OK && i < n; i++)
-		if (write_tmp(&out[nout++], dir, name, &files[i]) < 0)
-			status = EXIT_FAIL;
-	int dfd = status == EXIT_OK ? open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
-	/* A file system without locks (some network ones) still gets the all-or-nothing
-	 * commit; concurrent compiles there are caught by the plan's hash. */
-	if (status == EXIT_OK && (dfd < 0 || (flock(dfd, LOCK_EX) != 0 && errno != ENOLCK &&
-					      errno != EOPNOTSUPP && errno != EINVAL))) {
-		cmd_error("cannot lock '%s': %s", dir, strerror(errno));
-		status = EXIT_FAIL;
-	}
-	long name_max = status == EXIT_OK ? fpathconf(dfd, _PC_NAME_MAX) : -1;
-	for (int i = 0; status == EXIT_OK && i < nout; i++)
-		if (out[i].same && !cg_weights_same(files[i].weights, out[i].final) &&
-		    write_tmp(&out[i], dir, name, &files[i]) < 0)  /* changed meanwhile */
-			status = EXIT_FAIL;
-	for (int i = 0; status == EXIT_OK && i < nout; i++) {
-		struct stat sb;
-		Output *o = &out[i];
-		if (o->same || o->in_place >= 0)
-			continue;
-		const char *base = o->user ? o->final : o->final + strlen(dir) + 1;
-		if (!o->user && name_max > 0 && strlen(base) > (size_t)name_max) {
-			cmd_error("cannot write '%s': the name is longer than %ld bytes (the graph's "
-				  "name is %zu bytes)", o->final, name_max, strlen(name));
-			status = EXIT_FAIL;
-		} else if (lstat(o->final, &sb) == 0) {
-			/* a symbolic link is replaced (never what it names); a folder, a pipe,
-			 * a device or a socket is not fusec's to replace */
-			if (!S_ISREG(sb.st_mode) && !S_ISLNK(sb.st_mode)) {
-				cmd_error("cannot write " OUT_FMT ": it is %s, not a regular file%s",
-					  OUT_ARG(o), file_kind(sb.st_mode),
-					  S_ISDIR(sb.st_mode) ? "" : " (remove it to compile here)");
-				status = EXIT_FAIL;
-				break;
-			}
-			/* The old file, kept under a fresh name until the new set is in place. */
-			char *prefix = file_dir_prefix(o->final), *b = NULL;
-			int fd = file_temp(prefix, &b, &o->undo_backup);
-			free(prefix);
-			if (fd >= 0)
-				close(fd);
-			if (fd < 0 || unlink(b) != 0 || link(o->final, b) != 0) {
-				cmd_error("cannot keep a copy of '%s' while replacing it: %s",
-					  o->final, strerror(errno));
-				if (b)
-					unlink(b);
-				free(b);
-				undo_drop(o->undo_backup);
-				o->undo_backup = NULL;
-				status = EXIT_FAIL;
-			} else {
-				o->backup = b;
-			}
-		} else if (errno != ENOENT) {
-			cmd_error("cannot write " OUT_FMT ": %s", OUT_ARG(o), strerror(errno));
-			status = EXIT_FAIL;
-		}
-	}
-	/* FUSEC_TEST_FAIL_RENAME=K makes the K-th rename fail (EIO), for the tests of
-	 * the rollback below; FUSEC_TEST_RENAME_DELAY_MS=N waits N ms before each rename
-	 * after the first, widening the window in which an unlocked publish would mix
-	 * with another (tests/cli/t_reliability.sh) or a signal arrives
-	 * (t_harden_files.sh). */
-	const char *fault = getenv("FUSEC_TEST_FAIL_RENAME");
-	const char *delay = getenv("FUSEC_TEST_RENAME_DELAY_MS");
-	int fail_at = fault ? atoi(fault) : 0, delay_ms = delay ? atoi(delay) : 0;
-	for (int k = 1; status == EXIT_OK && k <= nout; k++) {
-		Output *o = &out[k % nout];
-		if (o->same || o->in_place >= 0)
-			continue;
-		if (k > 1 && delay_ms > 0 && delay_ms <= 1000)
-			nanosleep(&(struct timespec){delay_ms / 1000, (delay_ms % 1000) * 1000000L},
-				  NULL);
-		if (k == fail_at)
-			errno = EIO;
-		/* the rename and the step that undoes it, with no signal between */
-		undo_hold();
-		if (k == fail_at || rename(o->tmp, o->final) != 0) {
-			cmd_error("cannot write " OUT_FMT ": %s", OUT_ARG(o), strerror(errno));
-			status = EXIT_FAIL;
-		} else {
-			o->renamed = true;
-			o->undo_publish = o->backup ? undo_push(UNDO_RENAME, o->backup, o->final)
-						    : undo_push(UNDO_UNLINK, o->final, NULL);
-			undo_drop(o->undo_tmp);
-			o->undo_tmp = NULL;
-		}
-		undo_release();
-	}
-	/* then the depfile written in place: it cannot be taken back, so it comes after
-	 * every rename, and a failure still undoes them */
-	for (int i = 0; status == EXIT_OK && i < nout; i++) {
-		Output *o = &out[i];
-		if (o->in_place >= 0 &&
-		    file_write_in_place(o->in_place, files[i].text, files[i].len) != 0) {
-			cmd_error("cannot write " OUT_FMT ": %s", OUT_ARG(o), strerror(errno));
-			status = EXIT_FAIL;
-		}
-	}
-	if (status == EXIT_OK && fsync(dfd) != 0 && errno != EINVAL) {
-		cmd_error("cannot sync '%s': %s", dir, strerror(errno));
-		status = EXIT_FAIL;
-	}
-	for (int i = 0; i < nout; i++) {
-		Output *o = &out[i];
-		if (status != EXIT_OK) {
-			if (o->renamed && o->backup)
-				rename(o->backup, o->final);
-			else if (o->renamed)
-				unlink(o->final);
-			else if (o->tmp)
-				unlink(o->tmp);
-		}
-		undo_drop(o->undo_publish);
-		undo_drop(o->undo_tmp);
-		if (o->backup && (status == EXIT_OK || !o->renamed))
-			unlink(o->backup);
-		undo_drop(o->undo_backup);
-		if (o->in_place >= 0)
-			close(o->in_place);
-		free(o->tmp);
-		free(o->final);
-		free(o->backup);
-	}
-	free(out);
-	if (dfd >= 0)
-		close(dfd);   /* releases the lock */
-	remove_dirs(&made, status != EXIT_OK);
-	return status;
-}
 
 /* A path as make reads it in a rule (GNU make; the depfile's targets and
  * prerequisites, and a phony rule per input). ' ', '#' and ':' take a backslash,
@@ -693,7 +391,7 @@ static int make_path(Buf *b, const char *depfile, const char *p)
 /* -M FILE: "DIR/NAME.plan.json DIR/NAME.ptx ...: GRAPH", plus a phony rule for the
  * graph so a deleted input does not stop make, into b. -1 after a message. */
 static int depfile_text(const CompileOptions *o, const char *name, const char *const *deps,
-			int ndeps, const OutFile *files, int n, Buf *b)
+			int ndeps, const PlFile *files, int n, Buf *b)
 {
 	int bad = 0;
 	for (int i = 0; i < n && !bad; i++) {
@@ -747,22 +445,29 @@ static int graph_deps(const Graph *g, const char **deps)
 	return n;
 }
 
+/* pl_commit's errors, printed as they come. */
+static void print_error(void *ctx, const char *msg)
+{
+	cmd_error("%s", msg);
+}
+
 /* Commit files and the depfile together, then print the line naming what was
  * written. */
 static int publish(const CompileOptions *o, const char *name, const char *const *deps,
-		   int ndeps, const OutFile *files, int n)
+		   int ndeps, const PlFile *files, int n)
 {
 	Buf dep = {0};
-	OutFile *all = malloc(sizeof *all * (size_t)(n + 1));
+	PlFile *all = malloc(sizeof *all * (size_t)(n + 1));
 	memcpy(all, files, sizeof *all * (size_t)n);
 	int status = EXIT_OK;
 	if (o->depfile) {
 		if (depfile_text(o, name, deps, ndeps, files, n, &dep) != 0)
 			status = EXIT_FAIL;
-		all[n] = (OutFile){"", dep.data, dep.len, NULL, o->depfile};
+		all[n] = (PlFile){"", dep.data, dep.len, NULL, o->depfile};
 	}
 	if (status == EXIT_OK)
-		status = commit_outputs(o->dir, name, all, n + (o->depfile != NULL));
+		status = pl_commit(o->dir, name, all, n + (o->depfile != NULL), print_error, NULL)
+			 ? EXIT_FAIL : EXIT_OK;
 	free(all);
 	buf_free(&dep);
 	if (status == EXIT_OK && !o->quiet) {
@@ -789,7 +494,7 @@ static int publish(const CompileOptions *o, const char *name, const char *const 
 
 static void cache_outputs(const char *cache, const Buf *rkey, const Graph *g,
 			  const char *const *deps, const char (*dep_sha)[65], int ndeps,
-			  const OutFile *files, int n)
+			  const PlFile *files, int n)
 {
 	RcFile rf[RC_MAX_FILES];
 	char *wbuf = NULL;
@@ -814,46 +519,25 @@ out:
 	free(wbuf);
 }
 
-/* A file of target i (of o->narch): "NAME.ptx" (ext ".ptx") alone, "NAME.sm_80.ptx"
- * beside other arches; with name NULL, only the extension (".sm_80.ptx"). */
-static void target_ext(const CompileOptions *o, int i, const char *ext, char *out, size_t n,
-		       const char *name)
-{
-	if (o->narch == 1)
-		snprintf(out, n, "%s%s", name ? name : "", ext);
-	else
-		snprintf(out, n, "%s.%s%s", name ? name : "", o->arch[i], ext);
-}
-
 /* The plan, the PTX and what --emit asked for, committed together; stored in the
  * result cache under rkey when it is given, with dep_sha the SHA-256 of each of
  * graph_deps' files as the graph read them. */
-static int write_outputs(const CompileOptions *o, const Schedule *s, const CgOutputs *co,
-			 const char *cache, const Buf *rkey, const char (*dep_sha)[65])
+static int write_outputs(const CompileOptions *o, const PlResult *r, const char *cache,
+			 const Buf *rkey, const char (*dep_sha)[65])
 {
+	const Schedule *s = r->s;
 	Buf rel = {0}, dot = {0}, svg = {0};
-	OutFile files[RC_MAX_FILES];
+	PlFile files[RC_MAX_FILES];
 	char ext[2][CG_MAX_TARGETS][32];   /* .ptx and .ll per target */
-	int n = 0;
-	files[n++] = (OutFile){".plan.json", co->plan, strlen(co->plan), NULL, NULL};
-	for (int i = 0; i < co->ntargets; i++) {
-		target_ext(o, i, ".ptx", ext[0][i], sizeof ext[0][i], NULL);
-		files[n++] = (OutFile){ext[0][i], co->ptx[i].data, co->ptx[i].len, NULL, NULL};
-	}
-	if (cg_weights_layout_size(s->g))
-		files[n++] = (OutFile){".weights.bin", "", 0, s->g, NULL};
-	for (int i = 0; o->emit_ll && i < co->ntargets; i++) {
-		target_ext(o, i, ".ll", ext[1][i], sizeof ext[1][i], NULL);
-		files[n++] = (OutFile){ext[1][i], co->ll[i].data, co->ll[i].len, NULL, NULL};
-	}
+	int n = pl_output_files(&o->pl, r, files, ext);
 	if (o->emit_relative) {
 		pass_dump_relative(s, &rel);
-		files[n++] = (OutFile){".relative.txt", rel.data ? rel.data : "", rel.len, NULL, NULL};
+		files[n++] = (PlFile){".relative.txt", rel.data ? rel.data : "", rel.len, NULL, NULL};
 	}
 	if (o->emit_dot || o->emit_svg)
 		pass_dump_dot(s, &dot);
 	if (o->emit_dot)
-		files[n++] = (OutFile){".dot", dot.data, dot.len, NULL, NULL};
+		files[n++] = (PlFile){".dot", dot.data, dot.len, NULL, NULL};
 	if (o->emit_svg) {
 		if (cmd_dot_to_svg(dot.data, dot.len, &svg) < 0) {
 			buf_free(&rel);
@@ -861,7 +545,7 @@ static int write_outputs(const CompileOptions *o, const Schedule *s, const CgOut
 			buf_free(&svg);
 			return EXIT_FAIL;
 		}
-		files[n++] = (OutFile){".svg", svg.data, svg.len, NULL, NULL};
+		files[n++] = (PlFile){".svg", svg.data, svg.len, NULL, NULL};
 	}
 	const char **deps = malloc(sizeof *deps * ((size_t)s->g->ntensors + 1));
 	int ndeps = graph_deps(s->g, deps);
@@ -1012,24 +696,6 @@ static void progress_end(void)
 
 /* ---- the summary ----------------------------------------------------------------- */
 
-static long real_ops(const Graph *g)
-{
-	long n = 0;
-	for (int i = 0; i < g->nops; i++)
-		n += g->ops[i].kind != OP_SYNC;
-	return n;
-}
-
-typedef struct {
-	const char *name;
-	double bytes;
-} TensorBytes;
-
-static int tb_cmp(const void *a, const void *b)
-{
-	return strcmp(((const TensorBytes *)a)->name, ((const TensorBytes *)b)->name);
-}
-
 static void human_bytes(double v, char *out, size_t n)
 {
 	static const char *const unit[] = {"B", "KB", "MB", "GB", "TB"};
@@ -1051,50 +717,16 @@ static void human_bytes(double v, char *out, size_t n)
 static void print_summary(const CompileOptions *o, const char *name, long nops,
 			  const char *plan, double seconds, bool cached)
 {
-	cJSON *doc = cJSON_Parse(plan);
+	PlStats ps;
+	cJSON *doc = pl_plan_stats(plan, &ps) ? NULL : cJSON_Parse(plan);
 	if (!doc)
 		return;
-	const cJSON *tensors = cJSON_GetObjectItemCaseSensitive(doc, "tensors");
-	const cJSON *kernels = cJSON_GetObjectItemCaseSensitive(doc, "kernels");
-	const cJSON *steps = cJSON_GetObjectItemCaseSensitive(doc, "steps");
-	int nt = cJSON_GetArraySize(tensors), k = 0;
-	TensorBytes *tb = xmalloc(sizeof *tb * (size_t)(nt ? nt : 1));
-	const cJSON *t, *st, *l, *x;
-	cJSON_ArrayForEach(t, tensors) {
-		const cJSON *tn = cJSON_GetObjectItemCaseSensitive(t, "name");
-		const cJSON *dt = cJSON_GetObjectItemCaseSensitive(t, "dtype");
-		DType d;
-		if (!cJSON_IsString(tn) || !cJSON_IsString(dt) || ir_dtype_parse(dt->valuestring, &d))
-			continue;
-		double e = ir_dtype_size(d);
-		cJSON_ArrayForEach(x, cJSON_GetObjectItemCaseSensitive(t, "shape"))
-			e *= x->valuedouble;
-		tb[k++] = (TensorBytes){tn->valuestring, e};
-	}
-	qsort(tb, (size_t)k, sizeof *tb, tb_cmp);
-	long launches = 0, counted = 0;
-	double bytes = 0;
-	cJSON_ArrayForEach(st, steps) {
-		counted += cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(st, "aliases")) +
-			   cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(st, "views"));
-		cJSON_ArrayForEach(l, cJSON_GetObjectItemCaseSensitive(st, "launches")) {
-			launches++;
-			counted += cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(l, "ops"));
-			for (int pass = 0; pass < 2; pass++)
-				cJSON_ArrayForEach(x, cJSON_GetObjectItemCaseSensitive(
-						 l, pass ? "writes" : "reads")) {
-					if (!cJSON_IsString(x))
-						continue;
-					TensorBytes key = {x->valuestring, 0};
-					TensorBytes *hit = bsearch(&key, tb, (size_t)k, sizeof *tb, tb_cmp);
-					if (hit)
-						bytes += hit->bytes;
-				}
-		}
-	}
+	long launches = ps.launches;
+	int nk = (int)ps.kernels;
+	double bytes = ps.bytes;
+	const cJSON *x;
 	if (nops < 0)
-		nops = counted;
-	int nk = cJSON_GetArraySize(kernels);
+		nops = ps.ops;
 	const cJSON *variants = cJSON_GetObjectItemCaseSensitive(doc, "variants");
 	const cJSON *arch = cJSON_GetObjectItemCaseSensitive(doc, "arch");
 	Buf arches = {0};   /* ", "-separated, when the plan has several */
@@ -1106,7 +738,7 @@ static void print_summary(const CompileOptions *o, const char *name, long nops,
 				buf_printf(&arches, ", %s", va->valuestring);
 		}
 	}
-	if (o->search.log_json) {
+	if (o->pl.search.log_json) {
 		cJSON *e = cJSON_CreateObject();
 		cJSON_AddStringToObject(e, "event", "compiled");
 		cJSON_AddNullToObject(e, "stream");
@@ -1140,7 +772,6 @@ static void print_summary(const CompileOptions *o, const char *name, long nops,
 			cached ? " (result cache hit)" : "");
 	}
 	buf_free(&arches);
-	free(tb);
 	cJSON_Delete(doc);
 }
 
@@ -1176,7 +807,7 @@ static bool key_skips(const char *arg, bool *with_value)
 static bool result_key(const CompileOptions *o, int argc, char **argv, Buf *key,
 		       char **text, size_t *len)
 {
-	if (o->no_result_cache || o->search.log_level != LOG_OFF || o->emit_svg ||
+	if (o->no_result_cache || o->pl.search.log_level != LOG_OFF || o->emit_svg ||
 	    !cmd_graph_cacheable(o->graph) ||
 	    !fusec_build_id()[0])
 		return false;
@@ -1206,8 +837,8 @@ static bool result_key(const CompileOptions *o, int argc, char **argv, Buf *key,
 	}
 	if (rc_key_file(key, "graph", o->graph, text, len))
 		return false;
-	if (o->libdevice) {
-		const char *lib = strcmp(o->libdevice, "auto") ? o->libdevice
+	if (o->pl.libdevice) {
+		const char *lib = strcmp(o->pl.libdevice, "auto") ? o->pl.libdevice
 							: cg_math_find_libdevice();
 		buf_printf(key, "libdevice %s\n", lib ? lib : "(none)");
 		if (lib && rc_key_file(key, "libdevice-file", lib, NULL, NULL)) {
@@ -1223,11 +854,11 @@ static bool result_key(const CompileOptions *o, int argc, char **argv, Buf *key,
 static int from_result_cache(const CompileOptions *o, RcEntry *e, double t0)
 {
 	const char *deps[64];
-	OutFile files[RC_MAX_FILES];
+	PlFile files[RC_MAX_FILES];
 	for (int i = 0; i < e->ndeps; i++)
 		deps[i] = e->deps[i];
 	for (int i = 0; i < e->nfiles; i++)
-		files[i] = (OutFile){e->files[i].ext, e->files[i].text, e->files[i].len, NULL, NULL};
+		files[i] = (PlFile){e->files[i].ext, e->files[i].text, e->files[i].len, NULL, NULL};
 	int status = publish(o, e->name, deps, e->ndeps, files, e->nfiles);
 	if (status == EXIT_OK && !o->quiet)
 		for (int i = 0; i < e->nfiles; i++)
@@ -1293,7 +924,7 @@ int cmd_compile(int argc, char **argv)
 	}
 
 	/* with the result cache, the graph is read from the bytes its key names */
-	progress_begin(t[0], o.search.log_level != LOG_OFF);
+	progress_begin(t[0], o.pl.search.log_level != LOG_OFF);
 	Arena *a = arena_new();
 	Graph *g = text ? cmd_load_graph_text(a, o.graph, text, len) : cmd_load_graph(a, o.graph);
 	free(text);
@@ -1318,9 +949,9 @@ int cmd_compile(int argc, char **argv)
 		use_rc = dep_sha != NULL;
 		free(deps);
 	}
-	if (o.libdevice && !strcmp(o.libdevice, "auto")) {
-		o.libdevice = cg_math_find_libdevice();
-		if (!o.libdevice) {
+	if (o.pl.libdevice && !strcmp(o.pl.libdevice, "auto")) {
+		o.pl.libdevice = cg_math_find_libdevice();
+		if (!o.pl.libdevice) {
 			progress_end();
 			cmd_error("--libdevice auto: no CUDA install with libdevice found");
 			arena_free(a);
@@ -1338,56 +969,29 @@ int cmd_compile(int argc, char **argv)
 	long pms = pdelay ? atol(pdelay) : 0;
 	if (pms > 0 && pms <= 5000)
 		nanosleep(&(struct timespec){pms / 1000, (pms % 1000) * 1000000L}, NULL);
-	Schedule *s = pass_search(g, &o.search);
-	t[2] = clock_seconds();
-
 	Diag d;
-	/* one arch: NAME.ptx; several: NAME.ARCH.ptx each (docs/plan-format.md) */
-	char ptxname[CG_MAX_TARGETS][512];
-	PlanFileInfo info = {.ntargets = o.narch};
-	for (int i = 0; i < o.narch; i++) {
-		target_ext(&o, i, ".ptx", ptxname[i], sizeof ptxname[i], g->name);
-		info.target[i] = (PlanTarget){o.arch[i], ptxname[i], NULL};
-	}
-	char wname[512];
-	snprintf(wname, sizeof wname, "%s.weights.bin", g->name);
-	/* the plan records the weights file's hash (docs/reliability.md) */
-	bool has_weights = cg_weights_layout_size(g) != 0;
-	char wsha[65];
-	if (has_weights)
-		cg_weights_sha256(g, wsha);
-	info.libdevice = o.libdevice;
-	info.weights = has_weights ? wname : NULL;
-	info.pretty = o.pretty;
-	info.cache_dir = cache;
-	info.threads = o.jobs;
-	info.progress = prog.on ? show_progress : NULL;
-	info.allow_tf32 = o.allow_tf32;
-	info.weights_sha256 = has_weights ? wsha : NULL;
-	info.precision = cmd_precision_name();
-	info.keep_f32 = cmd_precision_keep();
-	CgOutputs co = {0};
-	if (o.verify && pass_verify(s, &d)) {
-		progress_end();
-		cmd_print_diag(&d);
-		status = EXIT_FAIL;
-	} else if (cg_compile_schedule(s, &info, o.emit_ll, &co, &d)) {
+	PlResult r;
+	o.pl.cache_dir = cache;
+	o.pl.progress = prog.on ? show_progress : NULL;
+	o.pl.precision = cmd_precision_name();
+	o.pl.keep_f32 = cmd_precision_keep();
+	if (pl_compile(g, &o.pl, &r, &d)) {
 		progress_end();
 		cmd_print_diag(&d);
 		status = EXIT_FAIL;
 	}
 	progress_end();
+	t[2] = r.t_search;
 	if (status == EXIT_OK)
-		status = write_outputs(&o, s, &co, cache, use_rc ? &rkey : NULL, dep_sha);
+		status = write_outputs(&o, &r, cache, use_rc ? &rkey : NULL, dep_sha);
 	free(dep_sha);
 	free(cache);
 	buf_free(&rkey);
 	if (o.timing && status == EXIT_OK)
-		print_times(g, t, &co);
+		print_times(g, t, &r.out);
 	if (status == EXIT_OK && !o.quiet)
-		print_summary(&o, g->name, real_ops(g), co.plan, clock_seconds() - t[0], false);
-	cg_outputs_free(&co);
-	pass_free_schedule(s);
+		print_summary(&o, g->name, pl_real_ops(g), r.out.plan, clock_seconds() - t[0], false);
+	pl_result_free(&r);
 	arena_free(a);
 	return status;
 }

@@ -6,15 +6,14 @@
  * Kernels are named as in the plan, the PTX and a profiler: the schedule is
  * lowered as compile lowers it (codegen's cg_lower, for the same --arch and
  * --allow-tf32; no LLVM optimization or emission), which names each launch's
- * kernel. Given several arches, the first names them: the plan's top level. */
+ * kernel. Given several arches, the first names them: the plan's top level. The
+ * schedule comes from the compile pipeline's search and verify (lib/pipeline.h). */
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "../codegen/emit_par.h"
-#include "../codegen/plan.h"
-#include "../passes/passes.h"
+#include "../lib/pipeline.h"
 #include "cmd.h"
 
 static const char explain_usage[] =
@@ -39,57 +38,19 @@ static const char explain_usage[] =
 	"              the graph converted as compile converts it; a first line says\n"
 	"              what was converted and kept (docs/precision.md)\n";
 
-/* The PTX entry of every launch of s (steps, then launches), NULL where a launch
- * launches nothing; strings in arena a. NULL after a message when the lowering
- * fails: explain then names kernels by their search unit. */
+/* The PTX entry of every launch of s (pl_kernel_names), NULL where a launch
+ * launches nothing. NULL after a message when the lowering fails: explain then
+ * names kernels by their search unit. */
 static const char **entry_names(const Schedule *s, const char *arch, bool tf32, Arena *a)
 {
 	Diag d;
-	CgOptions co = {.target = CG_TARGET_NVPTX, .arch = arch, .name = s->g->name,
-			.allow_tf32 = tf32};
-	CgModule *m = cg_module_new(&co, a, &d);
-	CgProgram prog;
-	if (m)
-		cg_module_chunked(m);
-	if (!m || cg_lower(m, s, a, &prog, &d)) {
+	const char **names = pl_kernel_names(s, arch, tf32, a, &d);
+	if (!names) {
 		cmd_print_diag(&d);
 		fprintf(stderr, "%s: explain: the kernels could not be built; they are named by "
 			"their search unit below\n", cmd_prog);
-		if (m)
-			cg_module_free(m);
-		return NULL;
 	}
-	int total = 0;
-	for (int i = 0; i < s->nsteps; i++)
-		total += s->steps[i].nlaunch;
-	const char **names = ARENA_NEW(a, const char *, total + 1);
-	int b = 0, flat = 0;
-	for (int i = 0; i < s->nsteps; i++)
-		for (int k = 0; k < s->steps[i].nlaunch; k++, flat++) {
-			const CgBound *cb = b < prog.nlaunch ? &prog.launch[b] : NULL;
-			if (cb && cb->step == i && cb->unit == s->steps[i].launch[k].kernel) {
-				names[flat] = arena_strdup(a, cb->kernel->name);
-				b++;
-			}
-		}
-	cg_module_free(m);
 	return names;
-}
-
-/* --op: an index, else a tensor an op writes, else an op's own name. -1: none. */
-static long find_op(const Graph *g, const char *spec)
-{
-	char *end;
-	long v = strtol(spec, &end, 10);
-	if (*spec && !*end && v >= 0)
-		return v;
-	for (int t = 0; t < g->ntensors; t++)
-		if (!strcmp(g->tensors[t].name, spec))
-			return g->tensors[t].producer >= 0 ? g->tensors[t].producer : -2;
-	for (int i = 0; i < g->nops; i++)
-		if (g->ops[i].name && !strcmp(g->ops[i].name, spec))
-			return i;
-	return -1;
 }
 
 int cmd_explain(int argc, char **argv)
@@ -171,7 +132,7 @@ int cmd_explain(int argc, char **argv)
 		return EXIT_INPUT;
 	}
 	if (opspec) {
-		op = find_op(g, opspec);
+		op = pl_find_op(g, opspec);
 		if (op == -2 || op == -1 || op >= g->nops) {
 			if (op == -2)
 				cmd_usage_error("explain", "--op %s: a graph input; no op writes it",
@@ -186,7 +147,13 @@ int cmd_explain(int argc, char **argv)
 			return EXIT_USAGE;
 		}
 	}
-	Schedule *s = pass_search(g, &so);
+	Diag d;
+	Schedule *s = pl_schedule(g, &so, &d);
+	if (!s) {
+		cmd_print_diag(&d);
+		arena_free(a);
+		return EXIT_FAIL;
+	}
 	Buf b = {0};
 	/* --precision: what the conversion did, before the ops it made */
 	if (cmd_precision_info() && !json)

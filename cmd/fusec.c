@@ -13,6 +13,7 @@
 
 #include "../codegen/plan.h"
 #include "../host/host.h"
+#include "../lib/pipeline.h"
 #include "../onnx/onnx.h"
 #include "cmd.h"
 
@@ -144,13 +145,14 @@ const PrecisionInfo *cmd_precision_info(void)
 	return precision_name && precision_info.shadow ? &precision_info : NULL;
 }
 
-/* The loaded graph converted when --precision was given; NULL (printed) on error. */
+/* The loaded graph converted when --precision was given (the pipeline's convert
+ * step); NULL (printed) on error. */
 static Graph *apply_precision(Graph *g)
 {
 	if (!g || !precision_name)
 		return g;
 	Diag d;
-	if (pass_precision(g, &precision, &precision_info, &d)) {
+	if (pl_convert(g, &precision, &precision_info, &d)) {
 		cmd_print_diag_code(&d, "invalid-input");
 		return NULL;
 	}
@@ -166,57 +168,33 @@ static OnnxInputShape input_shapes[64];
 static int ninput_shapes;
 static Arena *shape_arena;
 
-/* Whether path names an ONNX model: by extension, or by its first byte. */
 bool cmd_is_onnx(const char *path)
 {
-	if (!strcmp(path, "-"))
-		return false;
-	unsigned char head[1];
-	size_t n = 0;
-	/* only a regular file is peeked at: reading a byte of a pipe (/dev/stdin, <(...))
-	 * would take it, and stdio's buffer with it, from the graph reader */
-	struct stat sb;
-	FILE *f = stat(path, &sb) == 0 && S_ISREG(sb.st_mode) ? fopen(path, "rb") : NULL;
-	if (f) {
-		n = fread(head, 1, 1, f);
-		fclose(f);
-	}
-	return onnx_sniff(path, head, n);
+	return pl_is_onnx(path);
 }
 
-/* --max-errors N: how many errors to report per graph file (at most MAX_ERRORS). */
-enum { MAX_ERRORS = 1000 };
+/* --max-errors N: how many errors to report per graph file (at most PL_MAX_ERRORS). */
 static int64_t max_errors = 20;
 
-/* A graph file's text read with up to --max-errors messages: text is the file's
- * bytes when the caller read them already (the result cache hashes the very bytes
- * it compiles), NULL to read path. */
-static Graph *load_graph_file(Arena *a, const char *path, const char *text, size_t len)
+/* The graph through the pipeline's first step, its errors printed: text is the
+ * file's bytes when the caller read them already (the result cache hashes the very
+ * bytes it compiles), NULL to read path. */
+static Graph *load_graph(Arena *a, const char *path, const char *text, size_t len)
 {
-	int maxd = max_errors < MAX_ERRORS ? (int)max_errors : MAX_ERRORS, nd = 1;
-	Diag *all = xmalloc(sizeof *all * (size_t)maxd);
-	Graph *g = text ? ir_read_mem_errors(a, path, text, len, FMT_AUTO, all, maxd, &nd)
-			: ir_read_file_errors(a, path, FMT_AUTO, all, maxd, &nd);
-	Diag d = all[0];
-	for (int i = 0; !g && i + 1 < nd; i++)
+	PlSource src = {path, text, len, input_shapes, ninput_shapes,
+			max_errors < PL_MAX_ERRORS ? (int)max_errors : PL_MAX_ERRORS};
+	Diag *all = xmalloc(sizeof *all * ((size_t)src.max_errors + 1));
+	int nd;
+	Graph *g = pl_load(a, &src, all, &nd);
+	for (int i = 0; i < nd; i++)
 		cmd_print_diag_code(&all[i], "invalid-input");
-	if (!g)
-		d = all[nd - 1];
-	if (!g && nd == maxd && maxd > 1) {
-		cmd_print_diag_code(&d, "invalid-input");
-		diag_set(&d, path, 0, 0, "stopped after %d errors (--max-errors N reports more)", nd);
-	}
 	free(all);
-	if (g && host_load_constants(g, &d))
-		g = NULL;
-	if (!g)
-		cmd_print_diag_code(&d, "invalid-input");
 	return g;
 }
 
 Graph *cmd_load_graph_text(Arena *a, const char *path, const char *text, size_t len)
 {
-	return apply_precision(load_graph_file(a, path, text, len));
+	return apply_precision(load_graph(a, path, text, len));
 }
 
 bool cmd_graph_cacheable(const char *path)
@@ -242,82 +220,18 @@ int cmd_refuse_input_shapes(const char *path)
 
 Graph *cmd_load_graph(Arena *a, const char *path)
 {
-	Diag d;
-	Graph *g;
-	if (cmd_is_onnx(path)) {
-		OnnxOptions o = {input_shapes, ninput_shapes, NULL, 0};
-		g = onnx_read_file(a, path, &o, &d);
-	} else if (ninput_shapes) {
-		diag_set(&d, path, 0, 0, "--input-shape applies to ONNX models only");
-		g = NULL;
-	} else {
-		return apply_precision(load_graph_file(a, path, NULL, 0));
-	}
-	if (!g)
-		cmd_print_diag_code(&d, "invalid-input");
-	return apply_precision(g);
-}
-
-/* "sm_" then two or three digits, then at most an `a` (sm_90a). */
-static bool arch_shaped(const char *s, size_t n)
-{
-	if (n < 5 || strncmp(s, "sm_", 3))
-		return false;
-	size_t d = strspn(s + 3, "0123456789");
-	if (d > n - 3)
-		d = n - 3;
-	return d >= 2 && d <= 3 && (3 + d == n || (4 + d == n && s[n - 1] == 'a'));
+	return apply_precision(load_graph(a, path, NULL, 0));
 }
 
 int cmd_parse_arches(const char *sub, const char *list, char (*arch)[CMD_ARCH_LEN], int max,
 		     int *n)
 {
-	*n = 0;
-	Buf known = {0};
-	cg_arch_list(&known);
-	int rc = EXIT_OK;
-	for (const char *p = list;; p++) {
-		size_t len = strcspn(p, ",");
-		if (!len) {
-			cmd_usage_error(sub, "--arch '%s' has an empty item", list);
-			rc = EXIT_USAGE;
-			break;
-		}
-		if (!arch_shaped(p, len)) {
-			cmd_usage_error(sub, "unknown --arch '%.*s' (sm_XX, or a list such as "
-					"sm_80,sm_90a, of %s)", (int)len, p, known.data);
-			rc = EXIT_USAGE;
-			break;
-		}
-		char a[CMD_ARCH_LEN];
-		snprintf(a, sizeof a, "%.*s", (int)len, p);
-		if (!cg_arch_known(a)) {
-			cmd_error("--arch %s: LLVM 19 does not know this arch; the ones it knows "
-				  "that fusec's kernels run on are %s", a, known.data);
-			rc = EXIT_INPUT;
-			break;
-		}
-		if (!cg_arch_supported(a)) {
-			cmd_error("--arch %s is older than the kernels need (shfl.sync, PTX 6.0): "
-				  "the lowest supported is sm_%d", a, CG_MIN_ARCH);
-			rc = EXIT_INPUT;
-			break;
-		}
-		for (int i = 0; i < *n && rc == EXIT_OK; i++)
-			if (!strcmp(arch[i], a)) {
-				cmd_error("--arch %s: %s is listed twice", list, a);
-				rc = EXIT_INPUT;
-			}
-		if (rc != EXIT_OK)
-			break;
-		if (*n == max)
-			die("more distinct arches than known ones");
-		memcpy(arch[(*n)++], a, sizeof a);
-		p += len;
-		if (!*p)
-			break;
-	}
-	buf_free(&known);
+	Diag d;
+	int rc = pl_parse_arches(list, arch, max, n, &d);
+	if (rc == EXIT_USAGE)
+		cmd_usage_error(sub, "%s", d.msg);
+	else if (rc != EXIT_OK)
+		cmd_error("%s", d.msg);
 	return rc;
 }
 

@@ -1,10 +1,12 @@
-/* run_cpu.c: the `cpu` backend of `fusec run`: the fusion search, the kernels built
+/* run_cpu.c: the `cpu` backend of `fusec run`: the fusion search and its verifier
+ * (pl_schedule, the compile pipeline's first steps), the kernels built
  * for the host and JIT-compiled, and the plan's launches run in order (codegen.h,
  * cg_host_*). It proves that the generated kernels and the plan compute the graph. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "../codegen/codegen.h"
+#include "../lib/pipeline.h"
 #include "run.h"
 
 typedef struct {
@@ -21,8 +23,8 @@ static int cpu_prepare(RunCtx *c, Diag *d)
 	SearchOptions so;
 	pass_default_options(&so);
 	so.burn_exact = c->burn_exact;
-	st->s = pass_search(c->g, &so);
-	st->h = cg_host_new(st->s, c->allow_tf32, d);
+	st->s = pl_schedule(c->g, &so, d);
+	st->h = st->s ? cg_host_new(st->s, c->allow_tf32, d) : NULL;
 	return st->h ? 0 : -1;
 }
 

@@ -1,6 +1,7 @@
 /* run_cuda.c: the `cuda` backend of `fusec run`: compile the graph (search, PTX,
  * plan) into a private temporary folder, then run the plan on GPU 0 through the
- * runtime (runtime/rt.h), which reaches the driver through dlopen. `fusec bench`
+ * runtime (runtime/rt.h), which reaches the driver through dlopen. The compile is
+ * lib/pipeline.h's, with compile's default arch. `fusec bench`
  * compiles the same way (run_cuda_compile). */
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,7 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../codegen/plan.h"
+#include "../lib/pipeline.h"
 #include "../runtime/rt.h"
 #include "cmd.h"
 #include "run.h"
@@ -46,25 +47,25 @@ int run_cuda_compile(const Graph *g, bool allow_tf32, bool burn_exact, RunTemp *
 	chmod(dir, 0700);   /* private, as mkdtemp makes it */
 	snprintf(t->dir, sizeof t->dir, "%s", dir);
 	free(dir);
-	SearchOptions so;
-	pass_default_options(&so);
-	so.burn_exact = burn_exact;
-	Schedule *s = pass_search(g, &so);
-	char ptxname[300];
-	snprintf(ptxname, sizeof ptxname, "%s.ptx", g->name);
-	PlanFileInfo info = {.target = {{CG_DEFAULT_ARCH, ptxname, NULL}}, .ntargets = 1,
-			     .allow_tf32 = allow_tf32, .precision = cmd_precision_name(),
-			     .keep_f32 = cmd_precision_keep()};
-	CgOutputs co;
-	int rc = cg_compile_schedule(s, &info, false, &co, d);
-	pass_free_schedule(s);
-	if (rc)
+	/* the compile pipeline with compile's defaults (its arch; no kernel cache), and
+	 * no weights file named in the plan */
+	PlOptions po;
+	pl_default_options(&po);
+	po.search.burn_exact = burn_exact;
+	po.allow_tf32 = allow_tf32;
+	po.weights = false;
+	po.precision = cmd_precision_name();
+	po.keep_f32 = cmd_precision_keep();
+	PlResult r;
+	if (pl_compile(g, &po, &r, d))
 		return -1;
+	const CgOutputs co = r.out;
+	int rc;
 	snprintf(t->plan, sizeof t->plan, "%s/%s.plan.json", t->dir, g->name);
-	snprintf(t->ptx, sizeof t->ptx, "%s/%s", t->dir, ptxname);
+	snprintf(t->ptx, sizeof t->ptx, "%s/%.299s", t->dir, r.ptx_name[0]);
 	rc = write_file(t->plan, co.plan, strlen(co.plan), d) ||
 	     write_file(t->ptx, co.ptx[0].data, co.ptx[0].len, d) ? -1 : 0;
-	cg_outputs_free(&co);
+	pl_result_free(&r);
 	return rc;
 }
 

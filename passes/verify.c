@@ -9,8 +9,15 @@
  *   - a launch reads from memory only graph inputs and tensors that an earlier launch
  *     wrote;
  *   - a launch writes every result that a later launch reads or that the graph
- *     outputs, so each launch's outputs reach their readers.
- * It reads the schedule only; the first fault found is reported in *d. */
+ *     outputs, so each launch's outputs reach their readers;
+ *   - each launch's unit names a fuser that exists (or none);
+ *   - and what code generation reads besides (codegen/lower.c): a view launch that
+ *     sinks into its readers (pass_view_sink) writes nothing, so every launch,
+ *     with the sunk views it reads through (pass_view_chain) in front of its ops,
+ *     reads from memory only graph inputs and results of earlier launches that
+ *     keep their kernel.
+ * It reads the schedule only; the first fault found is reported in *d. It runs on
+ * every compile, between the search and code generation (lib/pipeline.c). */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -63,6 +70,10 @@ static int check_launch(Verify *v, int si, int li, int nl)
 		return fault(v, si, li, "kernel %d does not exist", l->kernel);
 	if (l->nops < 1)
 		return fault(v, si, li, "no op (%d)", l->nops);
+	int fuser = v->s->kernels[l->kernel].fuser;
+	if (fuser < -1 || fuser >= pass_nfusers())
+		return fault(v, si, li, "unit %d names fuser %d, which does not exist", l->kernel,
+			     fuser);
 	/* every op once; the results each op makes */
 	for (int k = 0; k < l->nops; k++) {
 		int o = l->ops[k];
@@ -134,6 +145,50 @@ static int check_launch(Verify *v, int si, int li, int nl)
 	return 0;
 }
 
+/* What lower.c reads once views sink: a launch's ops and its chain of sunk views
+ * read from memory only what an earlier launch with a kernel wrote (or an input). */
+static int check_sunk_views(Verify *v)
+{
+	const Schedule *s = v->s;
+	const Graph *g = v->g;
+	ViewSink *vs = pass_view_sink(s);
+	int *chain = xmalloc(sizeof *chain * (size_t)(g->nops + 1));
+	bool *mem = v->written;   /* reused: in memory */
+	int *here = v->made_in;   /* reused: made by the ops of launch nl */
+	for (int t = 0; t < g->ntensors; t++) {
+		mem[t] = g->tensors[t].producer < 0;
+		here[t] = -1;
+	}
+	int rc = 0, nl = 0;
+	for (int si = 0; si < s->nsteps && !rc; si++)
+		for (int li = 0; li < s->steps[si].nlaunch && !rc; li++, nl++) {
+			const Launch *l = &s->steps[si].launch[li];
+			if (l->nops == 1 && vs->sunk[l->ops[0]])
+				continue;   /* no kernel: its result is never in memory */
+			int nchain = pass_view_chain(vs, l, chain);
+			for (int k = 0; k < nchain + l->nops && !rc; k++) {
+				const Op *op = &g->ops[k < nchain ? chain[k] : l->ops[k - nchain]];
+				for (int j = 0; j < op->nin && !rc; j++) {
+					int t = op->in[j];
+					if (here[t] != nl && !mem[t])
+						rc = fault(v, si, li, "reads '%s' (t%d) through %d sunk "
+							   "view%s, but no launch with a kernel wrote it",
+							   tname(v, t), t, nchain, nchain == 1 ? "" : "s");
+				}
+				for (int j = 0; j < op->nout; j++)
+					here[op->out[j]] = nl;
+			}
+			for (int k = 0; k < l->nops; k++) {
+				const Op *op = &g->ops[l->ops[k]];
+				for (int j = 0; j < op->nout; j++)
+					mem[op->out[j]] = true;
+			}
+		}
+	free(chain);
+	pass_view_sink_free(vs);
+	return rc;
+}
+
 int pass_verify(const Schedule *s, Diag *d)
 {
 	const Graph *g = s->g;
@@ -163,6 +218,8 @@ int pass_verify(const Schedule *s, Diag *d)
 				 ir_ops[g->ops[i].kind].file);
 			rc = -1;
 		}
+	if (!rc)
+		rc = check_sunk_views(&v);
 	free(v.ran_in);
 	free(v.made_in);
 	free(v.written);

@@ -435,6 +435,7 @@ static void test_verify_schedule(void **state)
 	plant(s, &l1->nout, 0, "'m1' (t2) is read after the launch but not written");
 	plant(s, &l1->out[0], l1->in[0], "is not made by the launch");
 	plant(s, &l2->nin, 0, "is read but is not an input of the launch");
+	plant(s, &s->kernels[l1->kernel].fuser, 99, "names fuser 99, which does not exist");
 	plant(s, &s->steps[s->nsteps - 1].nlaunch, s->steps[s->nsteps - 1].nlaunch - 1,
 	      "op 1 (matmul) runs in no launch");
 	/* the launches in the other order: the matmul of m1 reads what nobody wrote yet */
