@@ -74,7 +74,10 @@ int64_t interp_window_pos(const Attrs *at, int ax, int64_t o, int64_t k, int dil
  * not kept (ip->tight[t] empty), so f32 and f64 graphs need no memory for them. */
 void interp_tight_tensors(const Graph *g, const DType *store, bool *has);
 /* The dtype tensor t is stored in by the kernels: ip->store's, else its own. */
-DType interp_stored(const Interp *ip, int t);
+static inline DType interp_stored(const Interp *ip, int t)
+{
+	return ip->store ? ip->store[t] : ip->g->tensors[t].dtype;
+}
 /* bounds.c: fill eout (f64, out's shape) with the error bound of op's result out,
  * and rout (the same; empty when out carries no tight part) with the tight part of
  * each. */

@@ -53,11 +53,6 @@ int interp_run_bounds(const Graph *g, const HostTensor *inputs, HostTensor *outp
 	return interp_run_bounds_tf32(g, inputs, outputs, bounds, false, d);
 }
 
-DType interp_stored(const Interp *ip, int t)
-{
-	return ip->store ? ip->store[t] : ip->g->tensors[t].dtype;
-}
-
 /* v rounded to t as --precision converts a constant: saturated at t's largest
  * finite value (passes/precision.c). */
 static double round_saturated(DType t, double v)
