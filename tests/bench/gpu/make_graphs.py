@@ -533,3 +533,31 @@ def g15():
 if __name__ == "__main__":
     g14()
     g15()
+
+
+def g16():
+    """Issue 24's RMSNorm, bf16 32768 x 8192, as exporters write it: cast to f32,
+    square, mean, add eps, reciprocal square root, scale, cast back, weight."""
+    r, c = 32768, 8192
+    graph("g16_rmsnorm_casts_bf16",
+          {"x": ("bf16", [r, c]), "w": ("bf16", [1, c])},
+          [op("cast", ["x"], "xf", dtype="f32"), op("pow_scalar", ["xf"], "x2", scalar=2.0),
+           op("mean", ["x2"], "ms", axis=1), op("add_scalar", ["ms"], "me", scalar=1e-6),
+           op("sqrt", ["me"], "rms"), op("recip", ["rms"], "r"), op("mul", ["xf", "r"], "n"),
+           op("cast", ["n"], "nb", dtype="bf16"), op("mul", ["nb", "w"], "y")], ["y"])
+
+
+def g17():
+    """Issue 24's softmax, bf16 32768 x 8192."""
+    softmax_at_dtype("g17_softmax_bf16_8192", [32768, 8192], "bf16")
+
+
+def softmax_at_dtype(name, shape, dt):
+    graph(name, {"x": (dt, shape)},
+          [op("max_dim", ["x"], "m", axis=1), op("sub", ["x", "m"], "d"), op("exp", ["d"], "e"),
+           op("sum", ["e"], "s", axis=1), op("div", ["e", "s"], "y")], ["y"])
+
+
+if __name__ == "__main__":
+    g16()
+    g17()
