@@ -15,7 +15,7 @@ if ! make -s install BUILD="$B" PREFIX="$P" >"$TMP/out" 2>"$TMP/err"; then
 	fail=$((fail + 1)); return
 fi
 pass=$((pass + 1))
-for f in bin/fusec bin/fusec-run share/fusec/python/fusec.py lib/libfusecrt.a lib/libfusecrt.so lib/pkgconfig/fusecrt.pc \
+for f in bin/fusec bin/fusec-run share/fusec/python/fusec/__init__.py lib/libfusecrt.a lib/libfusecrt.so lib/pkgconfig/fusecrt.pc \
 	include/fusecrt.h lib/libfusec.a lib/libfusec.so lib/pkgconfig/fusec.pc include/fusec.h \
 	share/man/man1/fusec.1 share/man/man1/fusec-run.1 \
 	share/bash-completion/completions/fusec; do
@@ -97,7 +97,7 @@ if [ -n "$CXX_FOUND" ]; then
 	check run-compiler-cxx 0 env LD_LIBRARY_PATH="$P/lib" FUSEC_LIBCUDA="$FAKE" "$TMP/usec-cxx" docs/examples/reuse.yaml "$TMP/lc"
 	same_files run-compiler-cxx-same "$TMP/out" "$TMP/compiler.txt"
 fi
-# Python: the installed fusec.py over both shared libraries, the same steps
+# Python: the installed package (lib/python/fusec) over both shared libraries, the same steps
 if command -v python3 >/dev/null 2>&1 && [ -z "$san" ]; then
 	check run-compiler-python 0 env PYTHONPATH="$P/share/fusec/python" FUSEC_LIBCUDA="$FAKE" python3 tests/install/use_python.py docs/examples/reuse.yaml "$TMP/lc"
 	same_files run-compiler-python-same "$TMP/out" "$TMP/compiler.txt"

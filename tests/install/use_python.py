@@ -1,4 +1,4 @@
-"""use_python.py GRAPH OUT: the installed python/fusec.py (ctypes over libfusec.so
+"""use_python.py GRAPH OUT: the installed fusec package (lib/python; ctypes over libfusec.so
 and libfusecrt.so) compiles a YAML graph from a string and from GRAPH, gets the
 structured error of a bad graph, explains an op and loads the plan (a session on
 the stand-in driver in tests/cli/t_install.sh). Prints what use_compiler.c prints
@@ -55,7 +55,7 @@ try:
 except fusec.Error as e:
     print(f"bad arch: code {e.code}: {e.message[:40]}")
 print("explain:", fusec.explain(graph, op=0).split("\n")[0])
-p = fusec.Plan(out + "/file")
+p = fusec.RtPlan(out + "/file")
 s = p.session(0)
 print(f"plan loaded: arch {s.arch}, {len(p.inputs)} inputs, {len(p.outputs)} outputs")
 s.close()
