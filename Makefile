@@ -253,7 +253,7 @@ sanitize:
 
 deps:
 	@missing=""; for p in llvm-19-dev libcjson-dev libyaml-dev libcmocka-dev libprotobuf-c-dev protobuf-c-compiler libonnx-dev libonnx-testdata libssl-dev pkg-config make gcc \
-	           python3 python3-jsonschema python3-yaml; do \
+	           python3 python3-jsonschema python3-yaml python3-numpy; do \
 	  dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing:$$missing"; \

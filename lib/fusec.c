@@ -302,9 +302,23 @@ const void *fusec_result_file_data(fusec_result *r, int i, size_t *len)
 
 /* ---- running on the host ---------------------------------------------------- */
 
+/* The caller gives the graph's inputs that are not constants (a constant is an
+ * input whose value the graph carries, Tensor.data): the k-th of them is
+ * g->inputs[given(g, k)], or -1 past the end. */
+static int given(const Graph *g, int k)
+{
+	for (int i = 0; i < g->ninputs; i++)
+		if (!g->tensors[g->inputs[i]].data && k-- == 0)
+			return i;
+	return -1;
+}
+
 int fusec_result_ninputs(const fusec_result *r)
 {
-	return r->g->ninputs;
+	int n = 0;
+	for (int i = 0; i < r->g->ninputs; i++)
+		n += !r->g->tensors[r->g->inputs[i]].data;
+	return n;
 }
 
 int fusec_result_noutputs(const fusec_result *r)
@@ -333,9 +347,10 @@ static const char *describe(const Tensor *t, const char **dtype, int *rank, int6
 const char *fusec_result_input(const fusec_result *r, int i, const char **dtype, int *rank,
 			       int64_t *dims, size_t *bytes)
 {
-	if (i < 0 || i >= r->g->ninputs)
+	int k = i < 0 ? -1 : given(r->g, i);
+	if (k < 0)
 		return NULL;
-	return describe(&r->g->tensors[r->g->inputs[i]], dtype, rank, dims, bytes);
+	return describe(&r->g->tensors[r->g->inputs[k]], dtype, rank, dims, bytes);
 }
 
 const char *fusec_result_output(const fusec_result *r, int i, const char **dtype, int *rank,
@@ -358,8 +373,10 @@ static int run_cpu(fusec_result *r, const void *const *inputs, void *const *outp
 	int n = g->ntensors ? g->ntensors : 1, rc = PL_OK;
 	HostTensor *buf = xcalloc((size_t)n, sizeof *buf);
 	void **data = xcalloc((size_t)n, sizeof *data);
-	for (int i = 0; i < g->ninputs; i++)
-		data[g->inputs[i]] = (void *)inputs[i];
+	for (int i = 0, k = 0; i < g->ninputs; i++) {
+		const Tensor *t = &g->tensors[g->inputs[i]];
+		data[g->inputs[i]] = (void *)(t->data ? t->data : inputs[k++]);
+	}
 	for (int t = 0; t < g->ntensors && !rc; t++) {
 		const Tensor *gt = &g->tensors[t];
 		if (!need[t] || gt->role == ROLE_INPUT)
@@ -389,14 +406,14 @@ static int run_interp(fusec_result *r, const void *const *inputs, void *const *o
 	const Graph *g = r->g;
 	HostTensor *in = xcalloc((size_t)g->ninputs + 1, sizeof *in);
 	HostTensor *out = xcalloc((size_t)g->noutputs + 1, sizeof *out);
-	for (int i = 0; i < g->ninputs; i++) {
+	for (int i = 0, j = 0; i < g->ninputs; i++) {
 		const Tensor *t = &g->tensors[g->inputs[i]];
 		in[i].dtype = t->dtype;
 		in[i].rank = t->rank;
 		in[i].n = 1;
 		for (int k = 0; k < t->rank; k++)
 			in[i].n *= (in[i].dim[k] = t->dim[k]);
-		in[i].data = (void *)inputs[i];
+		in[i].data = (void *)(t->data ? t->data : inputs[j++]);
 	}
 	int rc = interp_run(g, in, out, d) ? PL_INVALID : PL_OK;
 	for (int i = 0; i < g->noutputs && !rc; i++) {

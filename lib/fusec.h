@@ -132,7 +132,8 @@ const void *fusec_result_file_data(fusec_result *r, int i, size_t *len);
  * and kept in the result), FUSEC_RUN_INTERP the reference interpreter (host/interp.c,
  * every op in double). A graph compiled with a precision runs as converted.
  *
- * The graph's inputs and outputs in its order: fusec_result_input and
+ * The graph's inputs (those the caller gives: not its constants, which the graph
+ * carries) and outputs in its order: fusec_result_input and
  * fusec_result_output give the name (NULL past the end) and, through the pointers
  * that are not NULL, the dtype ("f32", "bf16", "i64", ...: docs/graph-format.md;
  * f16 and bf16 as their 16-bit patterns, bool one byte), rank, dims (up to 8) and

@@ -15,7 +15,7 @@ import os
 import shutil
 import tempfile
 
-from .compiler import RUN_CPU, RUN_INTERP, Error, compile_file, explain as _explain
+from .compiler import RUN_CPU, RUN_INTERP, Error, compile_bytes, compile_file, explain as _explain
 
 META = "fusec-python.json"   # what load() reads back: the source and the options
 
@@ -43,27 +43,21 @@ def _torch_dtype(name):
             "i16": torch.int16, "i8": torch.int8, "u8": torch.uint8, "bool": torch.bool}[name]
 
 
-def _source_file(source, work, name, example_inputs, export_options):
-    """The graph's file for source: a path as it is; graph text, ONNX bytes or a
-    torch.nn.Module written into work. Returns (path, whether it was written)."""
+def _source(source, work, name, example_inputs, export_options):
+    """Where source's graph is: (path, None) for a path, or (file name, bytes) for
+    graph text, ONNX bytes and a torch.nn.Module (exported into work)."""
     if isinstance(source, os.PathLike):
-        return os.fspath(source), False
+        return os.fspath(source), None
     if isinstance(source, (bytes, bytearray, memoryview)):
-        path = os.path.join(work, (name or "model") + ".onnx")
-        with open(path, "wb") as f:
-            f.write(bytes(source))
-        return path, True
+        return (name or "model") + ".onnx", bytes(source)
     if isinstance(source, str):
-        if "\n" not in source and not source.lstrip().startswith("{"):
+        text = source.lstrip().startswith("{")
+        if "\n" not in source and not text:
             if not os.path.exists(source):
                 raise Error(1, source, 0, 0, "no such file (a source string without a "
                             "newline is taken for a path)")
-            return source, False
-        ext = ".json" if source.lstrip().startswith("{") else ".yaml"
-        path = os.path.join(work, (name or "graph") + ext)
-        with open(path, "w") as f:
-            f.write(source)
-        return path, True
+            return source, None
+        return (name or "graph") + (".json" if text else ".yaml"), source.encode()
     try:
         import torch
     except ImportError:
@@ -77,32 +71,42 @@ def _source_file(source, work, name, example_inputs, export_options):
         example_inputs = (example_inputs,)
     path = os.path.join(work, (name or "model") + ".onnx")
     torch.onnx.export(source, tuple(example_inputs), path, **(export_options or {}))
-    return path, True
+    with open(path, "rb") as f:
+        return os.path.basename(path), f.read()
 
 
 def compile(source, out_dir=None, *, name=None, example_inputs=None, export_options=None,
             **options):
     """Compile source into a Plan. source: a path (JSON, YAML or ONNX), graph text
     (str with a newline, or JSON), ONNX bytes, or a torch.nn.Module with
-    example_inputs (exported by torch.onnx.export, export_options passed on). The
-    files go into out_dir (created), else a temporary folder. Options are those of
-    fusec_options: arch="sm_90a", allow_tf32, burn_exact, max_blocks,
-    input_shapes={"x": [1, 128]}, precision="bf16", keep_f32, jobs, cache_dir, ..."""
+    example_inputs (exported by torch.onnx.export, export_options passed on); name
+    stands for text and bytes in messages ("graph.yaml", "model.onnx"). The files go
+    into out_dir (created), else a temporary folder; graph text and bytes are kept
+    there beside the plan. Options are those of fusec_options: arch="sm_90a",
+    allow_tf32, burn_exact, max_blocks, input_shapes={"x": [1, 128]},
+    precision="bf16", keep_f32, jobs, cache_dir, ..."""
     tmp = None
     if out_dir is None:
         tmp = out_dir = tempfile.mkdtemp(prefix="fusec-")
     else:
         os.makedirs(out_dir, exist_ok=True)
     try:
-        path, written = _source_file(source, out_dir, name, example_inputs, export_options)
-        result = compile_file(path, out_dir=out_dir, **options)
+        path, data = _source(source, out_dir, name, example_inputs, export_options)
+        if data is None:
+            result = compile_file(path, out_dir=out_dir, **options)
+            src = os.path.abspath(path)
+        else:
+            result = compile_bytes(data, path, out_dir=out_dir, **options)
+            src = os.path.join("source", path)   # the same stem: the same graph name
+            os.makedirs(os.path.join(out_dir, "source"), exist_ok=True)
+            with open(os.path.join(out_dir, src), "wb") as f:
+                f.write(data)
+        with open(os.path.join(out_dir, META), "w") as f:
+            json.dump({"source": src, "options": options}, f, indent=1)
     except BaseException:
         if tmp:
             shutil.rmtree(tmp, ignore_errors=True)
         raise
-    src = os.path.basename(path) if written else os.path.abspath(path)
-    with open(os.path.join(out_dir, META), "w") as f:
-        json.dump({"source": src, "options": options}, f, indent=1)
     return Plan(out_dir, result, tmp)
 
 
@@ -214,14 +218,15 @@ class Plan:
         return outs
 
     def save(self, path):
-        """Copy the plan's folder (plan, PTX, weights, the source when it was not a
-        path) into path; fusec.load(path) reads it back."""
+        """Copy the plan's folder (plan, PTX, weights, source/ when the graph was
+        not a path) into path; fusec.load(path) reads it back."""
         if os.path.abspath(path) == os.path.abspath(self.dir):
             return
         os.makedirs(path, exist_ok=True)
         names = self.files + [META] + ([self._source] if not os.path.isabs(self._source)
                                        else [])
         for f in names:
+            os.makedirs(os.path.dirname(os.path.join(path, f)), exist_ok=True)
             shutil.copy2(os.path.join(self.dir, f), os.path.join(path, f))
 
     def close(self):
