@@ -45,6 +45,7 @@ def _runtime():
                 ("fusecrt_session_run", ctypes.c_int, [_P, err]),
                 ("fusecrt_session_get_output", ctypes.c_int, [_P, ctypes.c_char_p, _P,
                                                               ctypes.c_size_t, err]),
+                ("fusecrt_session_run_async", ctypes.c_int, [_P, ctypes.c_uint64, err]),
                 ("fusecrt_session_bind", ctypes.c_int, [_P, ctypes.c_char_p, ctypes.c_uint64,
                                                         err])]:
             f = getattr(_rt, fn)
@@ -87,7 +88,8 @@ class RtPlan:
 
 
 class Session:
-    """A plan on a CUDA device: set_input(name, bytes), run(), get_output(name)."""
+    """A plan on a CUDA device: set_input(name, bytes), run(), get_output(name);
+    bind(name, devptr) and run_async(stream) for memory and streams the caller owns."""
 
     def __init__(self, plan, device=0):
         e = _RtError()
@@ -115,6 +117,13 @@ class Session:
         if _rt.fusecrt_session_get_output(self._h, name.encode(), buf, n, ctypes.byref(e)):
             e.raise_()
         return buf.raw
+
+    def run_async(self, stream=0):
+        """Queue one run on CUstream `stream` (an int; 0 the legacy default stream)
+        without waiting (fusecrt_session_run_async)."""
+        e = _RtError()
+        if _rt.fusecrt_session_run_async(self._h, int(stream), ctypes.byref(e)):
+            e.raise_()
 
     def bind(self, name, devptr):
         """Tensor `name` read or written at device address devptr from the next run
