@@ -70,7 +70,14 @@ def _source(source, work, name, example_inputs, export_options):
     if not isinstance(example_inputs, (tuple, list)):
         example_inputs = (example_inputs,)
     path = os.path.join(work, (name or "model") + ".onnx")
-    torch.onnx.export(source, tuple(example_inputs), path, **(export_options or {}))
+    # what tests/bench/models/real_models.py exports with: the TorchScript exporter,
+    # opset 17, constants folded, static shapes; not under no_grad (there
+    # nn.MultiheadAttention takes a fast path the exporter cannot export)
+    kw = {"opset_version": 17, "do_constant_folding": True}
+    if "dynamo" in torch.onnx.export.__code__.co_varnames:
+        kw["dynamo"] = False
+    kw.update(export_options or {})
+    torch.onnx.export(source, tuple(example_inputs), path, **kw)
     with open(path, "rb") as f:
         return os.path.basename(path), f.read()
 
