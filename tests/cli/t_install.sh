@@ -77,6 +77,7 @@ check run-compiler 0 env LD_LIBRARY_PATH="$P/lib" FUSEC_LIBCUDA="$FAKE" "$TMP/us
 contains run-compiler-str "$TMP/out" "compiled axpy: 2 ops, 1 launches, 1 kernels, 3072 bytes moved"
 contains run-compiler-str-file "$TMP/out" "file $TMP/lc/str/axpy.plan.json"
 contains run-compiler-memory "$TMP/out" "plan in memory: yes"
+contains run-compiler-host "$TMP/out" "host run: 2 inputs, output z f32[256] of 1024 bytes, z[5] = 11, cpu = interp: yes"
 contains run-compiler-file "$TMP/out" "compiled reuse: 4 ops, 1 launches, 1 kernels, 65536 bytes moved"
 contains run-compiler-error "$TMP/out" "bad graph: refused, code 1, typo.yaml:5:16: ops[0]: unknown key 'inn'; did you mean 'in'?"
 contains run-compiler-bf16 "$TMP/out" "bf16: 5 ops, plan says bf16: yes"
