@@ -4,10 +4,11 @@
 # use_runtime.cpp (C++17), each running a compiled plan against the fake driver
 # (tests/runtime/fakecuda.c). The same for the compiler: use_compiler.c (C11) and
 # use_compiler.cpp (C++17) include <fusec.h> and <fusecrt.h>, compile a YAML graph
-# from a string and from a file (the files those of `fusec compile`), get the
-# structured error of a bad graph, and load the plan with fusecrt_. Each header
-# compiles by itself, pedantic, as C11 and as C++17, and each shared library
-# exports its own API only (fusecrt_, fusec_).
+# from a string and from a file (the files those of `fusec compile`), run the
+# first on the host (fusec_run), get the structured error of a bad graph, and
+# load the plan with fusecrt_. Each header compiles by itself, pedantic, as C11
+# and as C++17, and each shared library exports its own API only (fusecrt_,
+# fusec_).
 B=${BUILD:-$(dirname "$FUSEC")}
 P="$TMP/prefix"
 if ! make -s install BUILD="$B" PREFIX="$P" >"$TMP/out" 2>"$TMP/err"; then

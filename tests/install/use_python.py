@@ -1,9 +1,9 @@
-"""use_python.py GRAPH OUT: the installed fusec package (lib/python; ctypes over libfusec.so
-and libfusecrt.so) compiles a YAML graph from a string and from GRAPH, gets the
-structured error of a bad graph, runs the first on the host (fusec_run), explains
-an op and loads the plan (a session on
-the stand-in driver in tests/cli/t_install.sh). Prints what use_compiler.c prints
-for the same steps; exits 1 on a surprise."""
+"""use_python.py GRAPH OUT: the installed fusec package (lib/python; ctypes over
+libfusec.so and libfusecrt.so) compiles a YAML graph from a string and from GRAPH,
+gets the structured error of a bad graph, runs the first on the host (fusec_run),
+explains an op and loads the plan (a session on the stand-in driver in
+tests/cli/t_install.sh). Prints what use_compiler.c prints for the same steps;
+exits 1 on a surprise."""
 import ctypes
 import sys
 
