@@ -10,8 +10,8 @@
 # make static     build/fusec-static: LLVM linked in, for GPU machines without LLVM
 # make install    PREFIX=/usr/local DESTDIR=: fusec, fusec-run, libfusecrt.{a,so} and
 #                 libfusec.{a,so} with their headers (<fusecrt.h>, <fusec.h>),
-#                 fusecrt.pc and fusec.pc, python/fusec.py (ctypes over both), man
-#                 pages, bash completion
+#                 fusecrt.pc and fusec.pc, the Python package lib/python/fusec
+#                 (ctypes over both; docs/python.md), man pages, bash completion
 # make clean
 
 BUILD       ?= build
@@ -53,7 +53,9 @@ TEST_OBJ = $(TEST_SRC:%.c=$(BUILD)/%.o)
 RUN_OBJ  = $(addprefix $(BUILD)/,cmd/fusec_run.o ir/ops.o host/host.o host/npy.o support/files.o support/support.o) \
            $(RT_SRC:%.c=$(BUILD)/%.o)
 
-all: $(BUILD)/fusec $(BUILD)/fusec-run
+# The shared libraries too: the Python package (lib/python, docs/python.md) runs
+# over them in place with PYTHONPATH=lib/python.
+all: $(BUILD)/fusec $(BUILD)/fusec-run $(BUILD)/libfusec.so $(BUILD)/libfusecrt.so
 
 $(BUILD)/fusec: $(CORE_OBJ) $(CMD_OBJ)
 	$(CC) $(CFLAGS) -pthread -o $@ $^ $(DEPS_LIBS) -ldl
@@ -133,8 +135,8 @@ install: all lib
 	install -m 755 $(BUILD)/libfusec.so $(LIBDIR)/libfusec.so.0
 	ln -sf libfusec.so.0 $(LIBDIR)/libfusec.so
 	install -m 644 lib/fusec.h $(INCDIR)/fusec.h
-	install -d $(DESTDIR)$(PREFIX)/share/fusec/python
-	install -m 644 python/fusec.py $(DESTDIR)$(PREFIX)/share/fusec/python/fusec.py
+	install -d $(DESTDIR)$(PREFIX)/share/fusec/python/fusec
+	install -m 644 lib/python/fusec/*.py $(DESTDIR)$(PREFIX)/share/fusec/python/fusec/
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(shell sed -n 's/^#define FUSEC_VERSION "\(.*\)"/\1/p' support/support.h)|' \
 	  -e 's|@LLVM_LIBS@|$(shell $(LLVM_CONFIG) --ldflags 2>/dev/null) $(shell $(LLVM_CONFIG) --libs 2>/dev/null)|' \
 	  docs/fusec.pc.in > $(LIBDIR)/pkgconfig/fusec.pc
@@ -165,7 +167,7 @@ $(BUILD)/onnx/%.o: onnx/%.c $(BUILD)/gen/onnx.pb-c.h
 	$(CC) $(ALL_CFLAGS) -I$(BUILD)/gen -c -o $@ $<
 
 # CLI tests first, the cmocka run last: `make test` ends with its summary line.
-test: $(BUILD)/fusec $(BUILD)/unit $(BUILD)/fusec-run $(BUILD)/tests/fakecuda.so $(BUILD)/onnx_conformance
+test: all $(BUILD)/unit $(BUILD)/tests/fakecuda.so $(BUILD)/onnx_conformance
 	FUSEC=$(BUILD)/fusec BUILD=$(BUILD) sh tests/cli/run.sh
 	$(BUILD)/onnx_conformance -q -v --strict --list tests/onnx/fast.list $(ONNX_TESTDATA)/node
 	$(BUILD)/onnx_conformance -q --strict tests/onnx/models tests/onnx/pool tests/onnx/extra
@@ -251,7 +253,7 @@ sanitize:
 
 deps:
 	@missing=""; for p in llvm-19-dev libcjson-dev libyaml-dev libcmocka-dev libprotobuf-c-dev protobuf-c-compiler libonnx-dev libonnx-testdata libssl-dev pkg-config make gcc \
-	           python3 python3-jsonschema python3-yaml; do \
+	           python3 python3-jsonschema python3-yaml python3-numpy; do \
 	  dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing:$$missing"; \

@@ -12,6 +12,7 @@
 
 #include "../codegen/kcache.h"
 #include "../codegen/math.h"
+#include "../host/interp.h"
 #include "fusec.h"
 #include "pipeline.h"
 
@@ -28,6 +29,7 @@ struct fusec_result {
 	char *path[2 + 2 * CG_MAX_TARGETS];   /* as written, or the file name */
 	char *weights;            /* the weights file in memory, made when asked */
 	size_t wlen;
+	CgHost *host;             /* the kernels built for the host, on the first cpu run */
 };
 
 const char *fusec_version(void)
@@ -240,6 +242,7 @@ void fusec_result_free(fusec_result *r)
 	for (int i = 0; i < r->nfiles; i++)
 		free(r->path[i]);
 	free(r->weights);
+	cg_host_free(r->host);
 	arena_free(r->a);
 	free(r);
 }
@@ -295,6 +298,152 @@ const void *fusec_result_file_data(fusec_result *r, int i, size_t *len)
 	if (len)
 		*len = f->weights ? r->wlen : f->len;
 	return f->weights ? r->weights : f->text;
+}
+
+/* ---- running on the host ---------------------------------------------------- */
+
+/* The caller gives the graph's inputs that are not constants (a constant is an
+ * input whose value the graph carries, Tensor.data): the k-th of them is
+ * g->inputs[given(g, k)], or -1 past the end. */
+static int given(const Graph *g, int k)
+{
+	for (int i = 0; i < g->ninputs; i++)
+		if (!g->tensors[g->inputs[i]].data && k-- == 0)
+			return i;
+	return -1;
+}
+
+int fusec_result_ninputs(const fusec_result *r)
+{
+	int n = 0;
+	for (int i = 0; i < r->g->ninputs; i++)
+		n += !r->g->tensors[r->g->inputs[i]].data;
+	return n;
+}
+
+int fusec_result_noutputs(const fusec_result *r)
+{
+	return r->g->noutputs;
+}
+
+static const char *describe(const Tensor *t, const char **dtype, int *rank, int64_t *dims,
+			    size_t *bytes)
+{
+	if (dtype)
+		*dtype = ir_dtype_name(t->dtype);
+	if (rank)
+		*rank = t->rank;
+	size_t n = (size_t)ir_dtype_size(t->dtype);
+	for (int k = 0; k < t->rank; k++) {
+		if (dims)
+			dims[k] = t->dim[k];
+		n *= (size_t)t->dim[k];
+	}
+	if (bytes)
+		*bytes = n;
+	return t->name;
+}
+
+const char *fusec_result_input(const fusec_result *r, int i, const char **dtype, int *rank,
+			       int64_t *dims, size_t *bytes)
+{
+	int k = i < 0 ? -1 : given(r->g, i);
+	if (k < 0)
+		return NULL;
+	return describe(&r->g->tensors[r->g->inputs[k]], dtype, rank, dims, bytes);
+}
+
+const char *fusec_result_output(const fusec_result *r, int i, const char **dtype, int *rank,
+				int64_t *dims, size_t *bytes)
+{
+	if (i < 0 || i >= r->g->noutputs)
+		return NULL;
+	return describe(&r->g->tensors[r->g->outputs[i]], dtype, rank, dims, bytes);
+}
+
+/* The plan's launches on the host (cmd/run_cpu.c's steps): the caller's inputs,
+ * a buffer of ours for every other tensor that needs one, then each output copied
+ * out (an output may be an input, or an alias whose entry cg_host_run sets). */
+static int run_cpu(fusec_result *r, const void *const *inputs, void *const *outputs, Diag *d)
+{
+	const Graph *g = r->g;
+	if (!r->host && !(r->host = cg_host_new(r->r.s, r->po.allow_tf32, d)))
+		return PL_FAILED;
+	const bool *need = cg_host_buffers(r->host);
+	int n = g->ntensors ? g->ntensors : 1, rc = PL_OK;
+	HostTensor *buf = xcalloc((size_t)n, sizeof *buf);
+	void **data = xcalloc((size_t)n, sizeof *data);
+	for (int i = 0, k = 0; i < g->ninputs; i++) {
+		const Tensor *t = &g->tensors[g->inputs[i]];
+		data[g->inputs[i]] = (void *)(t->data ? t->data : inputs[k++]);
+	}
+	for (int t = 0; t < g->ntensors && !rc; t++) {
+		const Tensor *gt = &g->tensors[t];
+		if (!need[t] || gt->role == ROLE_INPUT)
+			continue;
+		if (host_alloc(&buf[t], gt->dtype, gt->rank, gt->dim, d))
+			rc = PL_FAILED;
+		data[t] = buf[t].data;
+	}
+	if (!rc && cg_host_run(r->host, data, d))
+		rc = PL_FAILED;
+	for (int i = 0; i < g->noutputs && !rc; i++) {
+		size_t bytes;
+		describe(&g->tensors[g->outputs[i]], NULL, NULL, NULL, &bytes);
+		if (bytes)
+			memcpy(outputs[i], data[g->outputs[i]], bytes);
+	}
+	for (int t = 0; t < g->ntensors; t++)
+		host_free(&buf[t]);
+	free(buf);
+	free(data);
+	return rc;
+}
+
+/* The reference interpreter on the caller's inputs (borrowed, not freed). */
+static int run_interp(fusec_result *r, const void *const *inputs, void *const *outputs, Diag *d)
+{
+	const Graph *g = r->g;
+	HostTensor *in = xcalloc((size_t)g->ninputs + 1, sizeof *in);
+	HostTensor *out = xcalloc((size_t)g->noutputs + 1, sizeof *out);
+	for (int i = 0, j = 0; i < g->ninputs; i++) {
+		const Tensor *t = &g->tensors[g->inputs[i]];
+		in[i].dtype = t->dtype;
+		in[i].rank = t->rank;
+		in[i].n = 1;
+		for (int k = 0; k < t->rank; k++)
+			in[i].n *= (in[i].dim[k] = t->dim[k]);
+		in[i].data = (void *)(t->data ? t->data : inputs[j++]);
+	}
+	int rc = interp_run(g, in, out, d) ? PL_INVALID : PL_OK;
+	for (int i = 0; i < g->noutputs && !rc; i++) {
+		size_t bytes = (size_t)out[i].n * (size_t)ir_dtype_size(out[i].dtype);
+		if (bytes)
+			memcpy(outputs[i], out[i].data, bytes);
+		host_free(&out[i]);
+	}
+	free(in);
+	free(out);
+	return rc;
+}
+
+int fusec_run(fusec_result *r, int how, const void *const *inputs, void *const *outputs,
+	      fusec_error *err)
+{
+	Diag d;
+	memset(&d, 0, sizeof d);
+	clear_error(err);
+	int rc = PL_USAGE;
+	if (how == FUSEC_RUN_CPU)
+		rc = run_cpu(r, inputs, outputs, &d);
+	else if (how == FUSEC_RUN_INTERP)
+		rc = run_interp(r, inputs, outputs, &d);
+	else
+		diag_set(&d, "", 0, 0, "fusec_run: unknown how %d (FUSEC_RUN_CPU or "
+			 "FUSEC_RUN_INTERP)", how);
+	if (rc)
+		set_error(err, rc, &d);
+	return rc;
 }
 
 char *fusec_explain(const char *path, const fusec_options *o, const char *op, int json,

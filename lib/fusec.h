@@ -38,6 +38,7 @@
 #define FUSEC_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -123,6 +124,34 @@ const void *fusec_result_file_data(fusec_result *r, int i, size_t *len);
  * for every op, else one op by index, the tensor it writes or its name. The path
  * and options are those of fusec_compile_file (arch names the kernels). Returns
  * the text (freed with fusec_free), or NULL. */
+/* ---- running on the host ------------------------------------------------------
+ *
+ * A result can run its graph on this machine, for tests and for programs without a
+ * GPU: FUSEC_RUN_CPU runs the same kernels and launches as the plan, built for the
+ * host and JIT-compiled (the `cpu` backend of `fusec run`; built on the first run
+ * and kept in the result), FUSEC_RUN_INTERP the reference interpreter (host/interp.c,
+ * every op in double). A graph compiled with a precision runs as converted.
+ *
+ * The graph's inputs (those the caller gives: not its constants, which the graph
+ * carries) and outputs in its order: fusec_result_input and
+ * fusec_result_output give the name (NULL past the end) and, through the pointers
+ * that are not NULL, the dtype ("f32", "bf16", "i64", ...: docs/graph-format.md;
+ * f16 and bf16 as their 16-bit patterns, bool one byte), rank, dims (up to 8) and
+ * the dense row-major size in bytes. fusec_run reads inputs[i] and writes
+ * outputs[i], the caller's buffers of those sizes. Not thread-safe on one result. */
+enum { FUSEC_RUN_CPU = 0, FUSEC_RUN_INTERP = 1 };
+int fusec_result_ninputs(const fusec_result *r);
+int fusec_result_noutputs(const fusec_result *r);
+const char *fusec_result_input(const fusec_result *r, int i, const char **dtype, int *rank,
+			       int64_t *dims, size_t *bytes);
+const char *fusec_result_output(const fusec_result *r, int i, const char **dtype, int *rank,
+				int64_t *dims, size_t *bytes);
+/* FUSEC_OK, or FUSEC_USAGE (an unknown `how`), FUSEC_INVALID (a runtime error of
+ * the graph: a gather index out of range) or FUSEC_FAILED (building the kernels,
+ * memory). */
+int fusec_run(fusec_result *r, int how, const void *const *inputs, void *const *outputs,
+	      fusec_error *err);
+
 char *fusec_explain(const char *path, const fusec_options *o, const char *op, int json,
 		    fusec_error *err);
 void fusec_free(void *p);

@@ -218,6 +218,16 @@ int fusecrt_session_run(fusecrt_session *s, fusecrt_error *err)
 	return FUSECRT_OK;
 }
 
+int fusecrt_session_run_async(fusecrt_session *s, uint64_t stream, fusecrt_error *err)
+{
+	Diag d = {0};
+	RtStatus st = rt_session_run_on(s->rt, stream, &d);
+	if (st != RT_OK)
+		return fail(err, (int)st, &d);
+	ok(err);
+	return FUSECRT_OK;
+}
+
 int fusecrt_session_get_output(fusecrt_session *s, const char *name, void *data,
 			       size_t bytes, fusecrt_error *err)
 {

@@ -103,6 +103,13 @@ int fusecrt_session_set_input(fusecrt_session *s, const char *name, const void *
 /* Run the plan once and wait for the device. Every input must have been set or
  * bound (an input never set holds what the session allocated: garbage). */
 int fusecrt_session_run(fusecrt_session *s, fusecrt_error *err);
+/* Run the plan once on the caller's CUDA stream `stream` (a CUstream in the
+ * session's device's primary context; 0 the legacy default stream) without
+ * waiting: the launches (or the replay of the session's CUDA graph) are queued
+ * after whatever the caller queued there, and the outputs are ready when the
+ * stream reaches them. For frameworks that own the stream (torch's current
+ * stream) and bind their tensors (fusecrt_session_bind). */
+int fusecrt_session_run_async(fusecrt_session *s, uint64_t stream, fusecrt_error *err);
 /* Copy output (or any tensor with a buffer) `name` into `data`, `bytes` its size. */
 int fusecrt_session_get_output(fusecrt_session *s, const char *name, void *data,
 			       size_t bytes, fusecrt_error *err);

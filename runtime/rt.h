@@ -226,6 +226,11 @@ RtStatus rt_session_upload(RtSession *s, int tensor, const HostTensor *t, Diag *
  * results. When the capture fails the run launches directly and
  * rt_session_graph_info says why; that is not an error. */
 RtStatus rt_session_run(RtSession *s, Diag *d);
+/* rt_session_run queued on the caller's CUstream `stream` (0: the legacy default
+ * stream), after whatever is queued there, without waiting: a graph is captured
+ * on the session's own stream as before and replayed on `stream`, or the launches
+ * go there. The outputs are ready when the stream reaches them. */
+RtStatus rt_session_run_on(RtSession *s, uint64_t stream, Diag *d);
 
 /* Bind tensor `tensor` (one with a buffer) to device memory the caller owns, at
  * least the tensor's bytes, from now on: runs read or write it there, uploads and

@@ -1784,6 +1784,16 @@ RtStatus rt_session_run(RtSession *s, Diag *d)
 	return RT_OK;
 }
 
+RtStatus rt_session_run_on(RtSession *s, uint64_t stream, Diag *d)
+{
+	bool graph = rt_graph_prepare(s, &s->graph, s->bufs, s->argv);
+	CUstream own = s->stream;
+	s->stream = (CUstream)(uintptr_t)stream;
+	RtStatus st = graph ? rt_graph_launch(s, &s->graph, d) : rt_launch_all(s, s->argv, NULL, d);
+	s->stream = own;
+	return st;
+}
+
 RtStatus rt_session_bind(RtSession *s, int tensor, uint64_t devptr, Diag *d)
 {
 	const RtPlan *pl = s->plan;

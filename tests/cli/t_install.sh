@@ -4,10 +4,11 @@
 # use_runtime.cpp (C++17), each running a compiled plan against the fake driver
 # (tests/runtime/fakecuda.c). The same for the compiler: use_compiler.c (C11) and
 # use_compiler.cpp (C++17) include <fusec.h> and <fusecrt.h>, compile a YAML graph
-# from a string and from a file (the files those of `fusec compile`), get the
-# structured error of a bad graph, and load the plan with fusecrt_. Each header
-# compiles by itself, pedantic, as C11 and as C++17, and each shared library
-# exports its own API only (fusecrt_, fusec_).
+# from a string and from a file (the files those of `fusec compile`), run the
+# first on the host (fusec_run), get the structured error of a bad graph, and
+# load the plan with fusecrt_. Each header compiles by itself, pedantic, as C11
+# and as C++17, and each shared library exports its own API only (fusecrt_,
+# fusec_).
 B=${BUILD:-$(dirname "$FUSEC")}
 P="$TMP/prefix"
 if ! make -s install BUILD="$B" PREFIX="$P" >"$TMP/out" 2>"$TMP/err"; then
@@ -15,7 +16,7 @@ if ! make -s install BUILD="$B" PREFIX="$P" >"$TMP/out" 2>"$TMP/err"; then
 	fail=$((fail + 1)); return
 fi
 pass=$((pass + 1))
-for f in bin/fusec bin/fusec-run share/fusec/python/fusec.py lib/libfusecrt.a lib/libfusecrt.so lib/pkgconfig/fusecrt.pc \
+for f in bin/fusec bin/fusec-run share/fusec/python/fusec/__init__.py lib/libfusecrt.a lib/libfusecrt.so lib/pkgconfig/fusecrt.pc \
 	include/fusecrt.h lib/libfusec.a lib/libfusec.so lib/pkgconfig/fusec.pc include/fusec.h \
 	share/man/man1/fusec.1 share/man/man1/fusec-run.1 \
 	share/bash-completion/completions/fusec; do
@@ -77,6 +78,7 @@ check run-compiler 0 env LD_LIBRARY_PATH="$P/lib" FUSEC_LIBCUDA="$FAKE" "$TMP/us
 contains run-compiler-str "$TMP/out" "compiled axpy: 2 ops, 1 launches, 1 kernels, 3072 bytes moved"
 contains run-compiler-str-file "$TMP/out" "file $TMP/lc/str/axpy.plan.json"
 contains run-compiler-memory "$TMP/out" "plan in memory: yes"
+contains run-compiler-host "$TMP/out" "host run: 2 inputs, output z f32[256] of 1024 bytes, z[5] = 11, cpu = interp: yes"
 contains run-compiler-file "$TMP/out" "compiled reuse: 4 ops, 1 launches, 1 kernels, 65536 bytes moved"
 contains run-compiler-error "$TMP/out" "bad graph: refused, code 1, typo.yaml:5:16: ops[0]: unknown key 'inn'; did you mean 'in'?"
 contains run-compiler-bf16 "$TMP/out" "bf16: 5 ops, plan says bf16: yes"
@@ -97,7 +99,7 @@ if [ -n "$CXX_FOUND" ]; then
 	check run-compiler-cxx 0 env LD_LIBRARY_PATH="$P/lib" FUSEC_LIBCUDA="$FAKE" "$TMP/usec-cxx" docs/examples/reuse.yaml "$TMP/lc"
 	same_files run-compiler-cxx-same "$TMP/out" "$TMP/compiler.txt"
 fi
-# Python: the installed fusec.py over both shared libraries, the same steps
+# Python: the installed package (lib/python/fusec) over both shared libraries, the same steps
 if command -v python3 >/dev/null 2>&1 && [ -z "$san" ]; then
 	check run-compiler-python 0 env PYTHONPATH="$P/share/fusec/python" FUSEC_LIBCUDA="$FAKE" python3 tests/install/use_python.py docs/examples/reuse.yaml "$TMP/lc"
 	same_files run-compiler-python-same "$TMP/out" "$TMP/compiler.txt"

@@ -2,6 +2,7 @@
  * runtime through pkg-config (`pkg-config --cflags --libs fusec fusecrt`) and uses
  * <fusec.h> and <fusecrt.h> alone: it compiles a YAML graph from a string (into
  * OUT/str) and from the file GRAPH (into OUT/file), prints what each result says,
+ * runs the first on the host (fusec_run: the cpu backend and the interpreter),
  * compiles a graph with a typo and prints the structured error, explains one op,
  * then loads the file's plan with fusecrt_ and opens a session on it (against the
  * stand-in driver in tests/cli/t_install.sh). Exit status: 0, or the failing
@@ -64,6 +65,26 @@ int main(int argc, char **argv)
 	size_t len = 0;
 	const char *plan = fusec_result_file_data(r, 0, &len);
 	printf("plan in memory: %s\n", plan && len > 0 && plan[len - 1] == '\n' ? "yes" : "no");
+	/* the graph on the host: the cpu backend's kernels, then the interpreter */
+	float x[256], y[256], zc[256], zi[256];
+	for (int i = 0; i < 256; i++) {
+		x[i] = (float)i;
+		y[i] = 1.0f;
+	}
+	const void *in[2] = {x, y};
+	void *outc[1] = {zc}, *outi[1] = {zi};
+	const char *dt = NULL;
+	int rank = 0;
+	int64_t dims[8] = {0};
+	size_t bytes = 0;
+	const char *zn = fusec_result_output(r, 0, &dt, &rank, dims, &bytes);
+	if (fusec_run(r, FUSEC_RUN_CPU, in, outc, &e) || fusec_run(r, FUSEC_RUN_INTERP, in, outi, &e)) {
+		fprintf(stderr, "%s:%d:%d: %s\n", e.file, e.line, e.column, e.message);
+		return e.code;
+	}
+	printf("host run: %d inputs, output %s %s[%lld] of %zu bytes, %s[5] = %g, cpu = interp: %s\n",
+	       fusec_result_ninputs(r), zn, dt, (long long)dims[0], bytes, zn, zc[5],
+	       memcmp(zc, zi, sizeof zc) ? "no" : "yes");
 	fusec_result_free(r);
 
 	snprintf(dir, sizeof dir, "%s/file", argv[2]);

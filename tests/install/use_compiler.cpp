@@ -7,6 +7,7 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <fusec.h>
 #include <fusecrt.h>
@@ -73,6 +74,23 @@ int main(int argc, char **argv)
 	size_t len = 0;
 	const char *plan = static_cast<const char *>(fusec_result_file_data(r.get(), 0, &len));
 	std::printf("plan in memory: %s\n", plan && len > 0 && plan[len - 1] == '\n' ? "yes" : "no");
+	// the graph on the host: the cpu backend's kernels, then the interpreter
+	std::vector<float> x(256), y(256, 1.0f), zc(256), zi(256);
+	for (int i = 0; i < 256; i++)
+		x[i] = static_cast<float>(i);
+	const void *in[2] = {x.data(), y.data()};
+	void *outc[1] = {zc.data()}, *outi[1] = {zi.data()};
+	const char *dt = nullptr;
+	int rank = 0;
+	int64_t dims[8] = {};
+	size_t bytes = 0;
+	const char *zn = fusec_result_output(r.get(), 0, &dt, &rank, dims, &bytes);
+	if (fusec_run(r.get(), FUSEC_RUN_CPU, in, outc, &e) ||
+	    fusec_run(r.get(), FUSEC_RUN_INTERP, in, outi, &e))
+		return fail(e);
+	std::printf("host run: %d inputs, output %s %s[%lld] of %zu bytes, %s[5] = %g, cpu = interp: %s\n",
+		    fusec_result_ninputs(r.get()), zn, dt, static_cast<long long>(dims[0]), bytes, zn,
+		    static_cast<double>(zc[5]), zc == zi ? "yes" : "no");
 	r.reset(fusec_compile_file(argv[1], &o, (out + "/file").c_str(), &e));
 	if (!r)
 		return fail(e);

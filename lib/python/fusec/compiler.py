@@ -1,23 +1,13 @@
-"""fusec.py: fusec's compiler and runtime from Python, through ctypes over the
-installed libfusec.so (<fusec.h>) and libfusecrt.so (<fusecrt.h>); no build step.
+"""compiler.py: the compiler, libfusec.so (<fusec.h>), through ctypes: compile a
+graph file or bytes into a Result, explain it, run a Result on the host
+(fusec_run: the cpu backend's JIT kernels, or the reference interpreter).
 
-    import fusec
-    r = fusec.compile_file("model.yaml", out_dir="out", arch="sm_90a")
-    print(r.name, r.ops, r.launches, r.kernels, r.bytes_moved, r.files)
-    plan = fusec.Plan("out")                   # fusecrt_plan_load
-    s = plan.session(0)                        # a GPU (FUSEC_LIBCUDA: another driver)
-    s.set_input("x", x_bytes); s.run(); y = s.get_output("y")
-
-Errors raise fusec.Error with code, file, line, column and message, as
-fusec_error and fusecrt_error hold them. The libraries are found by
-FUSEC_LIBDIR, else beside this file's prefix (PREFIX/share/fusec/python ->
-PREFIX/lib), else by the loader's search path. docs/library.md."""
+Errors raise Error with code, file, line, column and message, as fusec_error
+holds them. docs/library.md, docs/python.md."""
 import ctypes
 import os
 
-__all__ = ["Error", "Result", "Plan", "Session", "compile_file", "compile_bytes", "explain",
-           "version"]
-
+from ._libs import load as _load
 
 class Error(Exception):
     def __init__(self, code, file, line, column, message):
@@ -46,24 +36,18 @@ class _Options(ctypes.Structure):   # fusec_options, in the header's order
                 ("precision", ctypes.c_char_p), ("keep_f32", ctypes.c_char_p)]
 
 
-def _load(name):
-    dirs = [os.environ.get("FUSEC_LIBDIR"),
-            os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "lib")]
-    for d in dirs:
-        if d and os.path.exists(os.path.join(d, name)):
-            return ctypes.CDLL(os.path.join(d, name))
-    return ctypes.CDLL(name)
-
-
 _fc = None
-_rt = None
+
 _P = ctypes.c_void_p
+_TENSOR_ARGS = [_P, ctypes.c_int, ctypes.POINTER(ctypes.c_char_p), ctypes.POINTER(ctypes.c_int),
+                ctypes.POINTER(ctypes.c_int64), ctypes.POINTER(ctypes.c_size_t)]
+RUN_CPU, RUN_INTERP = 0, 1   # fusec_run's `how`
 
 
 def _compiler():
     global _fc
     if _fc is None:
-        _fc = _load("libfusec.so.0")
+        _fc = _load("libfusec")
         err = ctypes.POINTER(_Error)
         for fn, res, args in [
                 ("fusec_version", ctypes.c_char_p, []),
@@ -84,7 +68,13 @@ def _compiler():
                                                 ctypes.POINTER(ctypes.c_size_t)]),
                 ("fusec_explain", _P, [ctypes.c_char_p, ctypes.POINTER(_Options),
                                        ctypes.c_char_p, ctypes.c_int, err]),
-                ("fusec_free", None, [_P])]:
+                ("fusec_free", None, [_P]),
+                ("fusec_result_ninputs", ctypes.c_int, [_P]),
+                ("fusec_result_noutputs", ctypes.c_int, [_P]),
+                ("fusec_result_input", ctypes.c_char_p, _TENSOR_ARGS),
+                ("fusec_result_output", ctypes.c_char_p, _TENSOR_ARGS),
+                ("fusec_run", ctypes.c_int, [_P, ctypes.c_int, ctypes.POINTER(_P),
+                                             ctypes.POINTER(_P), err])]:
             f = getattr(_fc, fn)
             f.restype, f.argtypes = res, args
     return _fc
@@ -151,6 +141,35 @@ class Result:
         p = _compiler().fusec_result_file_data(self._h, i, ctypes.byref(n))
         return ctypes.string_at(p, n.value) if p else None
 
+    def _tensors(self, count, get):
+        out = []
+        for i in range(count(self._h)):
+            dt, rank, dims, n = (ctypes.c_char_p(), ctypes.c_int(), (ctypes.c_int64 * 8)(),
+                                 ctypes.c_size_t())
+            name = get(self._h, i, ctypes.byref(dt), ctypes.byref(rank), dims, ctypes.byref(n))
+            out.append((name.decode(), dt.value.decode(), tuple(dims[:rank.value]), n.value))
+        return out
+
+    @property
+    def inputs(self):
+        """The graph's inputs: (name, dtype, shape, bytes) each, in its order."""
+        fc = _compiler()
+        return self._tensors(fc.fusec_result_ninputs, fc.fusec_result_input)
+
+    @property
+    def outputs(self):
+        fc = _compiler()
+        return self._tensors(fc.fusec_result_noutputs, fc.fusec_result_output)
+
+    def run(self, inputs, outputs, how=RUN_CPU):
+        """fusec_run: inputs and outputs are addresses (ints) of dense buffers of
+        the sizes `inputs`/`outputs` give, in the graph's order."""
+        e = _Error()
+        ins = (_P * max(1, len(inputs)))(*inputs)
+        outs = (_P * max(1, len(outputs)))(*outputs)
+        if _compiler().fusec_run(self._h, how, ins, outs, ctypes.byref(e)):
+            e.raise_()
+
     def __del__(self):
         if getattr(self, "_h", None) and _fc is not None:
             _fc.fusec_result_free(self._h)
@@ -201,114 +220,3 @@ def explain(path, op=None, json=False, **options):
     return text
 
 
-# ---- the runtime ---------------------------------------------------------------
-
-class _RtError(ctypes.Structure):
-    _fields_ = [("status", ctypes.c_int), ("file", ctypes.c_char * 256), ("line", ctypes.c_int),
-                ("col", ctypes.c_int), ("message", ctypes.c_char * 1024)]
-
-    def raise_(self):
-        raise Error(self.status, self.file.decode(), self.line, self.col, self.message.decode())
-
-
-def _runtime():
-    global _rt
-    if _rt is None:
-        _rt = _load("libfusecrt.so.0")
-        err = ctypes.POINTER(_RtError)
-        for fn, res, args in [
-                ("fusecrt_plan_load", _P, [ctypes.c_char_p, err]),
-                ("fusecrt_plan_free", None, [_P]),
-                ("fusecrt_plan_ninputs", ctypes.c_int, [_P]),
-                ("fusecrt_plan_input", ctypes.c_char_p, [_P, ctypes.c_int]),
-                ("fusecrt_plan_noutputs", ctypes.c_int, [_P]),
-                ("fusecrt_plan_output", ctypes.c_char_p, [_P, ctypes.c_int]),
-                ("fusecrt_plan_tensor", ctypes.c_int, [_P, ctypes.c_char_p,
-                                                       ctypes.POINTER(ctypes.c_char_p),
-                                                       ctypes.POINTER(ctypes.c_int),
-                                                       ctypes.POINTER(ctypes.c_int64),
-                                                       ctypes.POINTER(ctypes.c_size_t), err]),
-                ("fusecrt_plan_arch", ctypes.c_char_p, [_P]),
-                ("fusecrt_session_open", _P, [_P, ctypes.c_int, err]),
-                ("fusecrt_session_close", None, [_P]),
-                ("fusecrt_session_arch", ctypes.c_char_p, [_P]),
-                ("fusecrt_session_set_input", ctypes.c_int, [_P, ctypes.c_char_p, ctypes.c_char_p,
-                                                             ctypes.c_size_t, err]),
-                ("fusecrt_session_run", ctypes.c_int, [_P, err]),
-                ("fusecrt_session_get_output", ctypes.c_int, [_P, ctypes.c_char_p, _P,
-                                                              ctypes.c_size_t, err])]:
-            f = getattr(_rt, fn)
-            f.restype, f.argtypes = res, args
-    return _rt
-
-
-class Plan:
-    """A compiled plan (a folder or a NAME.plan.json): inputs, outputs, arch,
-    tensor(name) -> (dtype, shape, bytes), session(device)."""
-
-    def __init__(self, path):
-        e = _RtError()
-        rt = _runtime()
-        self._h = rt.fusecrt_plan_load(os.fsencode(path), ctypes.byref(e))
-        if not self._h:
-            e.raise_()
-        self.inputs = [rt.fusecrt_plan_input(self._h, i).decode()
-                       for i in range(rt.fusecrt_plan_ninputs(self._h))]
-        self.outputs = [rt.fusecrt_plan_output(self._h, i).decode()
-                        for i in range(rt.fusecrt_plan_noutputs(self._h))]
-        self.arch = rt.fusecrt_plan_arch(self._h).decode()
-
-    def tensor(self, name):
-        dt, rank, dims, n = ctypes.c_char_p(), ctypes.c_int(), (ctypes.c_int64 * 8)(), ctypes.c_size_t()
-        e = _RtError()
-        if _runtime().fusecrt_plan_tensor(self._h, name.encode(), ctypes.byref(dt),
-                                          ctypes.byref(rank), dims, ctypes.byref(n),
-                                          ctypes.byref(e)):
-            e.raise_()
-        return dt.value.decode(), list(dims[:rank.value]), n.value
-
-    def session(self, device=0):
-        return Session(self, device)
-
-    def __del__(self):
-        if getattr(self, "_h", None) and _rt is not None:
-            _rt.fusecrt_plan_free(self._h)
-            self._h = None
-
-
-class Session:
-    """A plan on a CUDA device: set_input(name, bytes), run(), get_output(name)."""
-
-    def __init__(self, plan, device=0):
-        e = _RtError()
-        self.plan = plan
-        self._h = _runtime().fusecrt_session_open(plan._h, device, ctypes.byref(e))
-        if not self._h:
-            e.raise_()
-        self.arch = _rt.fusecrt_session_arch(self._h).decode()
-
-    def set_input(self, name, data):
-        e = _RtError()
-        data = bytes(data)
-        if _rt.fusecrt_session_set_input(self._h, name.encode(), data, len(data), ctypes.byref(e)):
-            e.raise_()
-
-    def run(self):
-        e = _RtError()
-        if _rt.fusecrt_session_run(self._h, ctypes.byref(e)):
-            e.raise_()
-
-    def get_output(self, name):
-        n = self.plan.tensor(name)[2]
-        buf = ctypes.create_string_buffer(n)
-        e = _RtError()
-        if _rt.fusecrt_session_get_output(self._h, name.encode(), buf, n, ctypes.byref(e)):
-            e.raise_()
-        return buf.raw
-
-    def close(self):
-        if getattr(self, "_h", None) and _rt is not None:
-            _rt.fusecrt_session_close(self._h)
-            self._h = None
-
-    __del__ = close

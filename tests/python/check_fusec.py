@@ -1,0 +1,159 @@
+"""check_fusec.py FUSEC TMP: the Python package (lib/python/fusec) on the cpu
+backend, against `fusec run --backend interp` (tests/cli/t_python.sh). Each check
+prints "ok NAME" or "FAIL NAME: why"; the cpu backend's outputs must lie within
+the interpreter's error bounds (NAME.bound.npy, docs/tolerances.md), the
+package's interpreter must equal fusec run's exactly."""
+import os
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+import fusec
+
+FUSEC, TMP = sys.argv[1], sys.argv[2]
+failed = 0
+
+AXPY = """format: fusec-graph/1
+name: axpy
+inputs:
+  x: {dtype: f32, shape: [256]}
+  y: {dtype: f32, shape: [256]}
+ops:
+  - {op: mul_scalar, in: [x], scalar: 2.0, out: ax}
+  - {op: add, in: [ax, y], out: z}
+outputs: [z]
+"""
+
+BAD = """format: fusec-graph/1
+inputs:
+  x: {dtype: f32, shape: [4, 4]}
+ops:
+  - {op: relu, inn: [x], out: y}
+outputs: [y]
+"""
+
+
+def ok(name, cond, why=""):
+    global failed
+    print(f"ok {name}" if cond else f"FAIL {name}: {why}")
+    failed += not cond
+
+
+def reference(name, graph, plan, inputs):
+    """fusec run --backend interp on the same inputs (.npy): values and bounds."""
+    d = os.path.join(TMP, name)
+    os.makedirs(d + "/in", exist_ok=True)
+    for (n, _, _), a in zip(plan.inputs, inputs):
+        np.save(f"{d}/in/{n}.npy", a)
+    subprocess.run([FUSEC, "run", graph, "--backend", "interp", "--inputs", d + "/in",
+                    "--outputs", d + "/out"], check=True, stdout=subprocess.DEVNULL)
+    return [(np.load(f"{d}/out/{n}.npy"), np.load(f"{d}/out/{n}.bound.npy"))
+            for n, _, _ in plan.outputs]
+
+
+def compare(name, graph, plan, inputs):
+    ref = reference(name, graph, plan, inputs)
+    t = time.time()
+    cpu = plan.run(*inputs)
+    dt = time.time() - t
+    cpu = cpu if isinstance(cpu, tuple) else (cpu,)
+    interp = plan.run(*inputs, backend="interp")
+    interp = interp if isinstance(interp, tuple) else (interp,)
+    for (n, dtype, shape), c, i, (want, bound) in zip(plan.outputs, cpu, interp, ref):
+        ok(f"{name}-{n}-kind", isinstance(c, np.ndarray) and c.dtype == want.dtype and
+           c.shape == want.shape, f"{type(c)} {getattr(c, 'dtype', '')} {getattr(c, 'shape', '')}")
+        err = np.abs(c.astype(np.float64) - want.astype(np.float64))
+        ok(f"{name}-{n}-cpu-within-bound", bool(np.all(err <= bound)),
+           f"max err {err.max():.3g}, worst err/bound {np.max(err / np.maximum(bound, 1e-300)):.3g}")
+        ok(f"{name}-{n}-interp-exact", np.array_equal(i, want), f"max diff {np.abs(i - want).max()}")
+    return cpu, dt
+
+
+rng = np.random.default_rng(7)
+
+# a YAML graph from a path, and graph text
+graph = "docs/examples/reuse.yaml"
+plan = fusec.compile(graph)
+ins = [rng.uniform(-1, 1, s).astype(fusec.numpy_dtype(d)) for _, d, s in plan.inputs]
+ok("yaml-inputs", plan.inputs == [(n, "f32", (64, 64)) for n in "abc"], str(plan.inputs))
+y, _ = compare("yaml", graph, plan, ins)
+
+p2 = fusec.compile(AXPY, os.path.join(TMP, "axpy"))
+x, yy = rng.standard_normal(256, np.float32), rng.standard_normal(256, np.float32)
+ok("text-files", os.path.exists(os.path.join(TMP, "axpy", "axpy.plan.json")) and
+   os.path.exists(os.path.join(TMP, "axpy", "source", "graph.yaml")), str(os.listdir(TMP + "/axpy")))
+ok("text-axpy", np.array_equal(p2.run(x, yy), 2 * x + yy), "z != 2x + y")
+
+# an ONNX model from its bytes: BERT (i64 ids and mask), and GPT-2 from its path
+ids = np.array([[3, 14, 15, 92, 65, 35, 89, 79, 32, 38, 46, 26, 43, 38, 32, 79]], np.int64)
+mask = np.ones((1, 16), np.int64)
+t = time.time()
+with open("tests/onnx/models/bert/model.onnx", "rb") as f:
+    bert = fusec.compile(f.read(), name="bert")
+ok("onnx-bert-inputs", [(n, d) for n, d, _ in bert.inputs] ==
+   [("input_ids", "i64"), ("attention_mask", "i64")], str(bert.inputs))
+out, dt = compare("bert", "tests/onnx/models/bert/model.onnx", bert, [ids, mask])
+print(f"bert: compile {time.time() - t - dt:.2f} s, cpu run {dt * 1e3:.1f} ms")
+gpt2 = fusec.compile("tests/onnx/models/gpt2/model.onnx")
+gin = [rng.integers(0, 64, s).astype(fusec.numpy_dtype(d)) if d == "i64" else
+       rng.uniform(0, 1, s).astype(fusec.numpy_dtype(d)) for _, d, s in gpt2.inputs]
+compare("gpt2", "tests/onnx/models/gpt2/model.onnx", gpt2, gin)
+
+# errors carry the diagnostic and its position
+try:
+    fusec.compile(BAD)
+    ok("error-raised", False, "no exception")
+except fusec.Error as e:
+    ok("error-fields", (e.code, e.file, e.line, e.column) == (1, "graph.yaml", 5, 16) and
+       "unknown key 'inn'" in e.message, f"{e.code} {e.file}:{e.line}:{e.column}: {e.message}")
+    ok("error-str", str(e).startswith("graph.yaml:5:16: ops[0]: unknown key 'inn'"), str(e))
+try:
+    plan.run(ins[0], ins[1], ins[2].astype(np.float64))
+    ok("error-dtype", False, "no exception")
+except fusec.Error as e:
+    ok("error-dtype", "dtype float64" in e.message, e.message)
+try:
+    plan.run(ins[0], ins[1])
+    ok("error-count", False, "no exception")
+except fusec.Error as e:
+    ok("error-count", "3 inputs, 2 given" in e.message, e.message)
+
+# save and load: the same files, the same outputs
+saved = os.path.join(TMP, "saved")
+bert.save(saved)
+back = fusec.load(saved)
+ok("load-name", back.name == "bert" and back.inputs == bert.inputs, f"{back.name} {back.inputs}")
+again = back.run(ids, mask)
+ok("load-same", all(np.array_equal(a, b) for a, b in zip(again, out)), "outputs differ")
+ok("load-files", sorted(os.listdir(saved)) == sorted(bert.files + ["fusec-python.json", "source"]),
+   str(os.listdir(saved)))
+
+# explain: the decisions as data
+ex = plan.explain()
+ok("explain-format", ex.get("format") == "fusec-explain/1", str(ex.get("format")))
+ok("explain-ops", isinstance(ex.get("ops"), list) and len(ex["ops"]) > 0, str(ex)[:200])
+ex0 = back.explain(op=0)
+ok("explain-op", len(ex0["ops"]) == 1, str(ex0)[:200])
+
+# the runtime on the stand-in driver (FUSEC_LIBCUDA, tests/runtime/fakecuda.c):
+# a run queued on a stream the caller names computes what a plain run does
+if os.environ.get("FUSEC_LIBCUDA"):
+    rp = fusec.RtPlan("tests/runtime/axpb.plan.json")
+    s = rp.session(0)
+    vals = {n: rng.uniform(0, 1, (1000, 37)).astype(np.float32) for n in rp.inputs}
+    for n, v in vals.items():
+        s.set_input(n, v.tobytes())
+    s.run()
+    want = [s.get_output(n) for n in rp.outputs]
+    y = np.frombuffer(want[0], np.float32)
+    ok("runtime-run", y.size == 37000 and np.isfinite(y).all(), "bad y")
+    for n in rp.outputs:   # overwrite the outputs, then run on the legacy stream
+        s.set_input(n, b"\0" * rp.tensor(n)[2])
+    s.run_async(0)
+    ok("runtime-run-async", [s.get_output(n) for n in rp.outputs] == want, "outputs differ")
+    s.close()
+
+print(f"python: {failed} failed")
+sys.exit(1 if failed else 0)
