@@ -327,20 +327,17 @@ static void free_tensors(HostTensor *t, int n)
 
 /* The kernels of g_run against the reference and bounds of g (same inputs); the
  * worst output's result, every output's figures printed. */
-static CheckResult check_graphs(const Graph *g, const Graph *g_run, const HostTensor *in,
-				const char *what)
+/* Each output of g compared with its reference and bound (printed); the worst
+ * verdict: a FAIL, else the largest err/bound, `not checked` if any element has no
+ * bound. */
+static CheckResult worst_output(const Graph *g, const HostTensor *got, const HostTensor *ref,
+				const HostTensor *bound, const char *what)
 {
-	HostTensor *got = xcalloc((size_t)g->noutputs + 1, sizeof *got);
-	HostTensor *ref = xcalloc((size_t)g->noutputs + 1, sizeof *ref);
-	HostTensor *bound = xcalloc((size_t)g->noutputs + 1, sizeof *bound);
-	Diag d;
-	run_kernels_all(g_run, in, got);
-	assert_int_equal(interp_run_bounds(g, in, ref, bound, &d), 0);
 	CheckResult worst = {0};
 	for (int k = 0; k < g->noutputs; k++) {
 		CheckResult r;
 		check_compare(&got[k], &ref[k], &bound[k], 0, 0, &r);
-		fprintf(stderr, "[check] %-30s %-8s max_err/bound %-9.3g bad %lld unbounded %lld "
+		fprintf(stderr, "[check] %-34s %-8s max_err/bound %-9.3g bad %lld unbounded %lld "
 			"of %lld: %s\n", what, g->tensors[g->outputs[k]].name, r.max_ratio,
 			(long long)r.nbad, (long long)r.nunbounded, (long long)got[k].n,
 			check_status_name(r.status));
@@ -350,6 +347,19 @@ static CheckResult check_graphs(const Graph *g, const Graph *g_run, const HostTe
 		if (r.nunbounded && worst.status == CHECK_OK)
 			worst.status = CHECK_NOT_CHECKED;
 	}
+	return worst;
+}
+
+static CheckResult check_graphs(const Graph *g, const Graph *g_run, const HostTensor *in,
+				const char *what)
+{
+	HostTensor *got = xcalloc((size_t)g->noutputs + 1, sizeof *got);
+	HostTensor *ref = xcalloc((size_t)g->noutputs + 1, sizeof *ref);
+	HostTensor *bound = xcalloc((size_t)g->noutputs + 1, sizeof *bound);
+	Diag d;
+	run_kernels_all(g_run, in, got);
+	assert_int_equal(interp_run_bounds(g, in, ref, bound, &d), 0);
+	CheckResult worst = worst_output(g, got, ref, bound, what);
 	free_tensors(got, g->noutputs);
 	free_tensors(ref, g->noutputs);
 	free_tensors(bound, g->noutputs);
@@ -658,20 +668,7 @@ static CheckResult check_converted(const Graph *g_run, const PrecisionInfo *info
 	HostTensor *bound = xcalloc((size_t)s->noutputs + 1, sizeof *bound);
 	run_kernels_all(g_run, in, got);
 	assert_int_equal(interp_run_bounds_stored(s, info->store, sin, ref, bound, false, &d), 0);
-	CheckResult worst = {0};
-	for (int k = 0; k < s->noutputs; k++) {
-		CheckResult r;
-		check_compare(&got[k], &ref[k], &bound[k], 0, 0, &r);
-		fprintf(stderr, "[check] %-34s %-8s max_err/bound %-9.3g bad %lld unbounded %lld "
-			"of %lld: %s\n", what, s->tensors[s->outputs[k]].name, r.max_ratio,
-			(long long)r.nbad, (long long)r.nunbounded, (long long)got[k].n,
-			check_status_name(r.status));
-		if (k == 0 || r.status == CHECK_FAIL || (worst.status != CHECK_FAIL &&
-							 r.max_ratio > worst.max_ratio))
-			worst = r;
-		if (r.nunbounded && worst.status == CHECK_OK)
-			worst.status = CHECK_NOT_CHECKED;
-	}
+	CheckResult worst = worst_output(s, got, ref, bound, what);
 	free_tensors(sin, s->ninputs);
 	free_tensors(got, s->noutputs);
 	free_tensors(ref, s->noutputs);
