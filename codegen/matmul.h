@@ -58,6 +58,20 @@ typedef struct {
 	bool wg;                 /* sm_90a: wgmma from shared memory (panel layout) */
 } MmConfig;
 
+/* A convolution run as an implicit GEMM on the tiles (matmul_conv.c): per image n
+ * and group g, out[n][g*OCg + m][p] = sum_k W[g*OCg + m][k] * X~[k][p], k = (c, kh,
+ * kw) over the group's Cg channels and the window, p = (oh, ow); A is the weight
+ * (rows contiguous), B the input's window gathered as it is loaded. */
+typedef struct {
+	const RelTensor *x, *w, *bias;   /* bias: NULL when the conv has none */
+	/* i32: channels per group, input height and width, its plane (H*W), the
+	 * output width, the window (KH, KW, KH*KW), output channels per group */
+	LLVMValueRef Cg, H, W, HW, OW, KW, KK, OCg;
+	LLVMValueRef G;                  /* i64: groups */
+	int stride[2], pad[2], dil[2];
+	bool gather;                     /* B gathered (not 1x1, stride 1, unpadded) */
+} MmConv;
+
 /* The builder state of one tiled kernel. */
 typedef struct {
 	CgKb *kb;
@@ -70,6 +84,8 @@ typedef struct {
 	const RelOp *op;
 	const RelTensor *ta, *tb, *to;
 	int rank;
+	bool is_conv;             /* op is a conv2d: the implicit GEMM (cv) */
+	MmConv cv;
 	/* per operand (0 = A, 1 = B): the buffer it is read from (its own, or the one
 	 * its leading view reads) and the element strides of its dims there (i64):
 	 * batch dims, then the tile's rows (dim rank-2) and columns (dim rank-1) */
@@ -119,6 +135,8 @@ bool mm_fits(const MmConfig *c, DType t, bool tf32);
  * bytes, and what the launch asks for (wgmma: room to align the stages). */
 int mm_stages_bytes(const MmConfig *c, int es);
 int mm_smem(const MmConfig *c, int es);
+/* Bytes of one split-K unit's partial tile in the scratch. */
+int64_t mm_partial_bytes(const MmConfig *c);
 
 /* ---- matmul_tile.c: the builder's helpers ---- */
 
@@ -260,6 +278,27 @@ void mm_simt_pos(Mm *x, LLVMValueRef tid, int e, LLVMValueRef *row, LLVMValueRef
 /* The gemv configuration's loop over output tiles (tiny M). */
 void mm_gemv_tile_loop(Mm *x, LLVMValueRef block, LLVMValueRef nblocks, const int *wr,
 		       int nw);
+
+/* ---- matmul_conv.c: convolution as an implicit GEMM ---- */
+
+/* Fill M, N, K, the operands and their fast-copy tests for the conv at x->op. */
+void mm_conv_setup(Mm *x);
+LLVMValueRef mm_conv_aligned16(Mm *x, int w);
+/* Tiles: images x groups batches; a batch's position (n, g) and operand offsets. */
+LLVMValueRef mm_conv_batches(Mm *x);
+void mm_conv_batch(Mm *x, LLVMValueRef f);
+/* Element offset in the input of B's element (k, p) of the current batch, and
+ * whether it is inside the input (else it reads as zero); k, p: i64. */
+LLVMValueRef mm_conv_gather(Mm *x, LLVMValueRef k, LLVMValueRef p, LLVMValueRef *ok);
+/* The output index of the GEMM's (row, column) in the current batch, and the value
+ * of the conv there from the accumulator v (its bias added). */
+void mm_conv_out_at(Mm *x, LLVMValueRef gr, LLVMValueRef gc, CgIdx *at);
+LLVMValueRef mm_conv_value(Mm *x, const CgIdx *at, LLVMValueRef v);
+/* Whether spec's conv (the first op) is one the tiles take, and its GEMM sizes. */
+bool mm_conv_eligible(const RelOp *op);
+void mm_conv_sizes(const RelOp *op, const int64_t *dims, int ndims, int64_t *batch,
+		   int64_t *m, int64_t *n, int64_t *k);
+void mm_conv_launch(const MmConfig *c, const RelOp *op, CgLaunch *l);
 
 /* ---- matmul_epilogue.c ---- */
 

@@ -15,21 +15,39 @@
  * run to run, no float atomics; the host runs the same units in order. */
 #include "matmul.h"
 
-/* The epilogue of one element at output position (gr, gc) of the current tile's batch
- * with matmul value v: every written tensor is evaluated there and stored. */
-static void epi_one(Mm *x, LLVMValueRef gr, LLVMValueRef gc, LLVMValueRef v, const int *wr,
-		    int nw)
+/* The output index of the GEMM's (gr, gc) in the current tile's batch, and the op's
+ * value there from accumulator v: the matmul's as cg_eval_matmul gives it (f32 for
+ * f16/bf16); a conv's with its bias (matmul_conv.c). */
+static CgIdx out_at(Mm *x, LLVMValueRef gr, LLVMValueRef gc)
 {
-	CgKb *kb = x->kb;
-	int mark = cg_memo_mark(kb);
-	CgIdx at = cg_idx_of(x->rank, x->to->shape);
+	CgIdx at;
+	if (x->is_conv) {
+		mm_conv_out_at(x, gr, gc, &at);
+		return at;
+	}
+	at = cg_idx_of(x->rank, x->to->shape);
 	at.has_dims = true;
 	for (int d = 0; d < x->rank - 2; d++)
 		at.i[d] = x->bpos[d];
 	at.i[x->rank - 2] = gr;
 	at.i[x->rank - 1] = gc;
-	/* the matmul's value, as cg_eval_matmul gives it: f32 for f16/bf16 */
-	cg_memo_add(kb, x->to->id, &at, v);
+	return at;
+}
+
+static LLVMValueRef out_value(Mm *x, const CgIdx *at, LLVMValueRef v)
+{
+	return x->is_conv ? mm_conv_value(x, at, v) : v;
+}
+
+/* The epilogue of one element at output position (gr, gc) of the current tile's batch
+ * with accumulator v: every written tensor is evaluated there and stored. */
+static void epi_one(Mm *x, LLVMValueRef gr, LLVMValueRef gc, LLVMValueRef v, const int *wr,
+		    int nw)
+{
+	CgKb *kb = x->kb;
+	int mark = cg_memo_mark(kb);
+	CgIdx at = out_at(x, gr, gc);
+	cg_memo_add(kb, x->to->id, &at, out_value(x, &at, v));
 	for (int k = 0; k < nw; k++) {
 		CgIdx y = at;
 		y.shape = kb->tinfo[wr[k]]->shape;
@@ -108,17 +126,11 @@ static void epi_vector(Mm *x, LLVMValueRef r, LLVMValueRef cc, LLVMValueRef gr,
 			val[h * 4 + q] = LLVMBuildExtractElement(x->b, v, mm_i32c(x, q), "");
 	}
 	LLVMValueRef bits[MM_EPI_MAXW][MM_EPI_V];
-	CgIdx at = cg_idx_of(x->rank, x->to->shape);
-	at.has_dims = true;
-	for (int d = 0; d < x->rank - 2; d++)
-		at.i[d] = x->bpos[d];
-	at.i[x->rank - 2] = gr;
 	LLVMValueRef off = NULL;
 	for (int e = 0; e < MM_EPI_V; e++) {
 		int mark = cg_memo_mark(kb);
-		at.i[x->rank - 1] = e ? mm_addc(x, gc, e) : gc;
-		at.flat = NULL;
-		cg_memo_add(kb, x->to->id, &at, val[e]);
+		CgIdx at = out_at(x, gr, e ? mm_addc(x, gc, e) : gc);
+		cg_memo_add(kb, x->to->id, &at, out_value(x, &at, val[e]));
 		for (int k = 0; k < nw; k++) {
 			CgIdx y = at;
 			y.shape = kb->tinfo[wr[k]]->shape;

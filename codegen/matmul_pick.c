@@ -123,6 +123,8 @@ const MmConfig *mm_config(int v)
  * not start that way. */
 int cg_matmul_index(const CgKernelSpec *s)
 {
+	if (s->nops > 0 && s->ops[0].kind == OP_CONV2D)
+		return 0;   /* a conv: its implicit GEMM (matmul_conv.c) */
 	int i = 0;
 	while (i < s->nops && (s->ops[i].kind == OP_SWAP_DIMS || s->ops[i].kind == OP_PERMUTE))
 		i++;
@@ -161,10 +163,14 @@ bool mm_eligible(const CgKernelSpec *s)
 		return false;
 	const RelOp *mm = &s->ops[mi];
 	DType t = (DType)mm->t[0].dtype;
-	if (t != DT_F16 && t != DT_BF16 && t != DT_F32)
+	if (mm->kind == OP_CONV2D) {
+		if (!mm_conv_eligible(mm))
+			return false;
+	} else if (t != DT_F16 && t != DT_BF16 && t != DT_F32) {
 		return false;
-	if (mm->t[1].dtype != t || mm->t[0].rank < 2 || mm->t[1].rank != mm->t[0].rank)
+	} else if (mm->t[1].dtype != t || mm->t[0].rank < 2 || mm->t[1].rank != mm->t[0].rank) {
 		return false;
+	}
 	const RelTensor *out = &mm->t[mm->nin];
 	for (int i = mi + 1; i < s->nops; i++) {
 		const RelOp *op = &s->ops[i];
@@ -247,17 +253,28 @@ static int under_wave(DType t, int64_t big, int64_t small, int64_t k)
 int cg_matmul_variant(const CgKernelSpec *s, const char *arch, bool host, bool allow_tf32,
 		      const int64_t *dims, int ndims)
 {
-	if ((s->kind != CG_KERNEL_MATMUL && s->kind != CG_KERNEL_SINGLE) || !mm_eligible(s))
+	if ((s->kind != CG_KERNEL_MATMUL && s->kind != CG_KERNEL_SINGLE) || s->nhwc ||
+	    !mm_eligible(s))
 		return 0;
 	const RelOp *mm = &s->ops[cg_matmul_index(s)];
 	const RelTensor *out = &mm->t[mm->nin];
 	DType t = (DType)mm->t[0].dtype;
 	int r = out->rank;
-	int64_t batch = 1;
-	for (int d = 0; d < r - 2; d++)
-		batch *= dim_of(out->shape[d], dims, ndims);
-	int64_t m = dim_of(out->shape[r - 2], dims, ndims);
-	int64_t n = dim_of(out->shape[r - 1], dims, ndims);
+	bool conv = mm->kind == OP_CONV2D;
+	int64_t batch = 1, m, n, k;
+	if (conv) {
+		mm_conv_sizes(mm, dims, ndims, &batch, &m, &n, &k);
+		/* depthwise and few channels per group: the GEMM has too few rows
+		 * for a tile; the evaluator (kernel_join_window.c) keeps them */
+		if (m <= MM_GEMV_M)
+			return 0;
+	} else {
+		for (int d = 0; d < r - 2; d++)
+			batch *= dim_of(out->shape[d], dims, ndims);
+		m = dim_of(out->shape[r - 2], dims, ndims);
+		n = dim_of(out->shape[r - 1], dims, ndims);
+		k = dim_of(mm->t[0].shape[r - 1], dims, ndims);
+	}
 	int64_t big = batch * ((m + 127) / 128) * ((n + 127) / 128);
 	/* measuring the table (docs/benchmarks.md): FUSEC_MATMUL_TILES=NAME forces the
 	 * configuration NAME wherever its kind (tc or fma) applies; "plain" the
@@ -274,16 +291,15 @@ int cg_matmul_variant(const CgKernelSpec *s, const char *arch, bool host, bool a
 	for (int v = 1; force && v < MM_NCONFIGS; v++)
 		if (!strcmp(force, mm_configs[v].name) && mm_fits(&mm_configs[v], t, tf32) &&
 		    (mm_configs[v].gemv || sm80) && (!mm_configs[v].wg || wg) &&
-		    (!mm_configs[v].gemv || m <= MM_GEMV_M))
+		    (!mm_configs[v].gemv || (m <= MM_GEMV_M && !conv)))
 			return v;
-	int64_t k = dim_of(mm->t[0].shape[r - 1], dims, ndims);
 	/* a tiny f32 problem runs plain: one thread per output, at most MM_TINY_K FMAs
 	 * each, is as fast as a tile (the launch is most of the time) and up to 3.5x
 	 * faster than gemv at short K; its code is a tenth of a tile kernel's to
 	 * compile (docs/benchmarks.md, "Tiny matmuls") */
 	if (t == DT_F32 && !tf32 && k <= MM_TINY_K && batch * m * n <= MM_TINY_OUT)
 		return 0;
-	if (m <= MM_GEMV_M)
+	if (m <= MM_GEMV_M && !conv)
 		return MM_GEMV;
 	if (t == DT_F32 && tf32)
 		return big >= MM_WAVE ? 5 : 6;
@@ -346,6 +362,10 @@ void cg_matmul_launch(int variant, const CgKernelSpec *s, CgLaunch *l)
 	l->block = MM_THREADS;
 	l->max_grid = (int64_t)1 << 30;
 	l->vec = 1;
+	if (mm->kind == OP_CONV2D) {
+		mm_conv_launch(c, mm, l);
+		return;
+	}
 	l->arg[0] = c->bm;
 	l->arg[1] = c->bn;
 	l->arg[2] = out->shape[r - 2];
@@ -357,9 +377,14 @@ void cg_matmul_launch(int variant, const CgKernelSpec *s, CgLaunch *l)
 	l->arg[5 + r - 2] = smem > MM_SMEM_STATIC ? smem : 0;
 	if (c->split > 1) {
 		l->arg[6 + r - 2] = c->split;
-		/* a unit's partial: every accumulator of every thread */
-		int nacc = c->tc ? (c->bm / c->wm / 16) * (c->bn / c->wn / 8) * 4 :
-			   (c->bm / 16) * (c->bn / 16);
-		l->arg[7 + r - 2] = (int64_t)nacc * MM_THREADS * 4;
+		l->arg[7 + r - 2] = mm_partial_bytes(c);
 	}
+}
+
+/* a split unit's partial: every accumulator of every thread */
+int64_t mm_partial_bytes(const MmConfig *c)
+{
+	int nacc = c->tc ? (c->bm / c->wm / 16) * (c->bn / c->wn / 8) * 4 :
+		   (c->bm / 16) * (c->bn / 16);
+	return (int64_t)nacc * MM_THREADS * 4;
 }

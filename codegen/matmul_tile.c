@@ -314,11 +314,19 @@ static void load_tile(Mm *x, int w, LLVMValueRef s, LLVMValueRef kt)
 	LLVMTypeRef vt = LLVMVectorType(m->t_i32, 4);
 	LLVMTypeRef rt = mm_raw_type(x);
 
+	/* a conv's gathered B (matmul_conv.c) has only the element path */
+	bool gather = w == 1 && x->is_conv && x->cv.gather;
 	LLVMBasicBlockRef bfast = LLVMAppendBasicBlockInContext(m->ctx, kb->fn, "ld.fast");
 	LLVMBasicBlockRef bslow = LLVMAppendBasicBlockInContext(m->ctx, kb->fn, "ld.elem");
 	LLVMBasicBlockRef bdone = LLVMAppendBasicBlockInContext(m->ctx, kb->fn, "ld.done");
 	LLVMBuildCondBr(x->b, x->all_fast ? LLVMConstInt(m->t_i1, 1, 0) : x->fast[w], bfast, bslow);
 	for (int pass = 0; pass < 2; pass++) {
+		if (pass == 0 && gather) {
+			/* unreachable: fast[1] is false */
+			LLVMPositionBuilderAtEnd(x->b, bfast);
+			LLVMBuildBr(x->b, bdone);
+			continue;
+		}
 		if (pass == 1 && x->all_fast) {
 			/* unreachable in this copy of the loop */
 			LLVMPositionBuilderAtEnd(x->b, bslow);
@@ -359,10 +367,14 @@ static void load_tile(Mm *x, int w, LLVMValueRef s, LLVMValueRef kt)
 			LLVMValueRef vec = LLVMConstNull(LLVMVectorType(rt, (unsigned)x->ce));
 			for (int e = 0; e < x->ce; e++) {
 				LLVMValueRef gie = mm_add(x, gi, mm_i64c(x, e));
-				LLVMValueRef ok = LLVMBuildAnd(x->b, rowok, mm_lt(x, gie, ibound), "");
-				LLVMValueRef o = LLVMBuildSelect(x->b, ok,
-								 mm_add(x, goff, mm_mul(x, gie, istr)),
-								 mm_i64c(x, 0), "");
+				LLVMValueRef ok, o;
+				if (gather) {
+					o = mm_conv_gather(x, go, gie, &ok);
+				} else {
+					ok = LLVMBuildAnd(x->b, rowok, mm_lt(x, gie, ibound), "");
+					o = mm_add(x, goff, mm_mul(x, gie, istr));
+				}
+				o = LLVMBuildSelect(x->b, ok, o, mm_i64c(x, 0), "");
 				LLVMValueRef p = LLVMBuildGEP2(x->b, rt, buf, &o, 1, "");
 				LLVMValueRef v = LLVMBuildLoad2(x->b, rt, p, "");
 				LLVMSetAlignment(v, (unsigned)x->es);
@@ -429,9 +441,9 @@ LLVMValueRef mm_batch_base(Mm *x, int w)
 LLVMValueRef mm_tile_grid(Mm *x, LLVMValueRef *nb, LLVMValueRef *ntm, LLVMValueRef *ntn)
 {
 	LLVMValueRef n = mm_i64c(x, 1);
-	for (int d = 0; d < x->rank - 2; d++)
+	for (int d = 0; d < x->rank - 2 && !x->is_conv; d++)
 		n = mm_mul(x, n, cg_dim(x->kb, x->to->shape[d]));
-	*nb = n;
+	*nb = x->is_conv ? mm_conv_batches(x) : n;
 	*ntm = mm_ceil_div(x, x->M, x->c->bm);
 	*ntn = mm_ceil_div(x, x->N, x->c->bn);
 	return mm_mul(x, *ntm, *ntn);
@@ -441,6 +453,10 @@ LLVMValueRef mm_tile_grid(Mm *x, LLVMValueRef *nb, LLVMValueRef *ntm, LLVMValueR
  * operands' offsets there (Mm.base). */
 void mm_tile_batch(Mm *x, LLVMValueRef f)
 {
+	if (x->is_conv) {
+		mm_conv_batch(x, f);
+		return;
+	}
 	for (int d = x->rank - 3; d >= 0; d--) {
 		LLVMValueRef n = cg_dim(x->kb, x->to->shape[d]);
 		x->bpos[d] = LLVMBuildURem(x->b, f, n, "");
@@ -656,8 +672,10 @@ int cg_matmul_tiled(CgKb *kb, int variant, const int *wr, int nw)
 	x->gpu = m->opt.target == CG_TARGET_NVPTX;
 	int mi = cg_matmul_index(kb->spec);
 	x->op = &kb->spec->ops[mi];
-	x->ta = &x->op->t[0];
-	x->tb = &x->op->t[1];
+	x->is_conv = x->op->kind == OP_CONV2D;
+	/* a conv's A is its weight (matmul_conv.c) */
+	x->ta = &x->op->t[x->is_conv ? 1 : 0];
+	x->tb = &x->op->t[x->is_conv ? 0 : 1];
 	x->to = &x->op->t[x->op->nin];
 	x->dt = (DType)x->ta->dtype;
 	x->es = ir_dtype_size(x->dt);
@@ -668,11 +686,17 @@ int cg_matmul_tiled(CgKb *kb, int variant, const int *wr, int nw)
 		return cg_fail(kb, "internal: tile configuration %s does not fit %s", c->name,
 			       ir_dtype_name(x->dt));
 	int r = x->rank;
-	x->M = cg_dim(kb, x->to->shape[r - 2]);
-	x->N = cg_dim(kb, x->to->shape[r - 1]);
-	x->K = cg_dim(kb, x->ta->shape[r - 1]);
-	mm_operand_layout(x, kb->spec, mi, 0);
-	mm_operand_layout(x, kb->spec, mi, 1);
+	if (x->is_conv && !c->gemv) {
+		mm_conv_setup(x);
+	} else if (x->is_conv) {
+		return cg_fail(kb, "internal: tile configuration %s does not take a conv", c->name);
+	} else {
+		x->M = cg_dim(kb, x->to->shape[r - 2]);
+		x->N = cg_dim(kb, x->to->shape[r - 1]);
+		x->K = cg_dim(kb, x->ta->shape[r - 1]);
+		mm_operand_layout(x, kb->spec, mi, 0);
+		mm_operand_layout(x, kb->spec, mi, 1);
+	}
 	x->cpr[0] = (x->trans[0] ? c->bm : c->bk) * x->es / 16;
 	x->cpr[1] = (x->trans[1] ? c->bk : c->bn) * x->es / 16;
 	x->outer[0] = x->trans[0] ? c->bk : c->bm;
@@ -758,8 +782,8 @@ int cg_matmul_tiled(CgKb *kb, int variant, const int *wr, int nw)
 	(void)entry;
 	LLVMValueRef block = x->gpu ? sreg(x, "llvm.nvvm.read.ptx.sreg.ctaid.x") : LLVMGetParam(kb->fn, 1);
 	LLVMValueRef nblocks = x->gpu ? sreg(x, "llvm.nvvm.read.ptx.sreg.nctaid.x") : LLVMGetParam(kb->fn, 2);
-	x->fast[0] = mm_is_aligned16(x, 0);
-	x->fast[1] = mm_is_aligned16(x, 1);
+	for (int w = 0; w < 2; w++)
+		x->fast[w] = x->is_conv ? mm_conv_aligned16(x, w) : mm_is_aligned16(x, w);
 	x->vecok = mm_vector_ok(x, wr, nw);
 	x->epi_rows = c->bm;
 	while (x->epi_rows * (c->bn + MM_EPI_PAD) * 4 > mm_stages_bytes(c, x->es))
@@ -776,12 +800,21 @@ int cg_matmul_tiled(CgKb *kb, int variant, const int *wr, int nw)
 	LLVMBasicBlockRef bf = LLVMAppendBasicBlockInContext(m->ctx, kb->fn, "tiles.fast");
 	LLVMBasicBlockRef bg = LLVMAppendBasicBlockInContext(m->ctx, kb->fn, "tiles.any");
 	LLVMBasicBlockRef bd = LLVMAppendBasicBlockInContext(m->ctx, kb->fn, "tiles.done");
-	LLVMBuildCondBr(x->b, LLVMBuildAnd(x->b, x->fast[0], x->fast[1], ""), bf, bg);
-	for (int copy = 0; copy < 2; copy++) {
+	/* (a gathered conv operand is never copied whole: one copy) */
+	bool one = x->is_conv && x->cv.gather;
+	if (one)
+		LLVMBuildBr(x->b, bg);
+	else
+		LLVMBuildCondBr(x->b, LLVMBuildAnd(x->b, x->fast[0], x->fast[1], ""), bf, bg);
+	for (int copy = one; copy < 2; copy++) {
 		LLVMPositionBuilderAtEnd(x->b, copy ? bg : bf);
 		x->all_fast = copy == 0;
 		tile_loop(x, block, nblocks, wr, nw);
 		LLVMBuildBr(x->b, bd);
+	}
+	if (one) {
+		LLVMPositionBuilderAtEnd(x->b, bf);
+		LLVMBuildUnreachable(x->b);
 	}
 	LLVMPositionBuilderAtEnd(x->b, bd);
 	free(x->cse);

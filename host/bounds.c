@@ -692,6 +692,10 @@ static void bound_conv2d(Interp *ip, const Op *op, const HostTensor *out, double
 					nterm++;
 				}
 			}
+		/* --allow-tf32: the products' operands rounded to tf32, as for matmul
+		 * (a conv on the tiles is an implicit GEMM, codegen/matmul_conv.c) */
+		double tf = ip->tf32 && interp_stored(ip, op->in[0]) == DT_F32
+			    ? (0x1p-10 + 0x1p-22) * mag : 0;
 		if (op->nin > 2) {   /* the bias is one more term */
 			double vb = host_get(&ip->val[op->in[2]], c[1]);
 			spread_add(&sp, err_at(ip, op->in[2], c[1]), tight_at(ip, op->in[2], c[1]));
@@ -703,7 +707,7 @@ static void bound_conv2d(Interp *ip, const Op *op, const HostTensor *out, double
 		double y = host_get(out, i);
 		DType st = interp_stored(ip, op->out[0]);
 		finish_r(st, s, y,
-			 spread(&sp) + u * mag + reduce_err(out->dtype, nterm, mag, m2, s), 0,
+			 spread(&sp) + tf + u * mag + reduce_err(out->dtype, nterm, mag, m2, s), 0,
 			 st != out->dtype, &e[i], rt ? &rt[i] : NULL);
 	}
 }

@@ -191,8 +191,13 @@ static void reason_words(const Graph *g, int fuser, CloseReason r, int op, char 
 		snprintf(out, n, "the kernel was full (%d ops)", TRACE_MAX_OPS);
 	else if (r == CR_NOT_MATMUL && g->ops[op].kind == OP_MATMUL)
 		snprintf(out, n, "the views before the matmul are not its operands");
+	else if (r == CR_NOT_MATMUL && g->ops[op].kind == OP_CONV2D)
+		snprintf(out, n, "a conv2d starts it only outside --burn-exact, without views "
+			 "in front");
 	else if (r == CR_NOT_MATMUL)
-		snprintf(out, n, "%s is not a matmul", w);
+		snprintf(out, n, "%s is not a matmul or a conv2d", w);
+	else if (r == CR_SECOND_MATMUL && g->ops[op].kind == OP_CONV2D)
+		snprintf(out, n, "a second anchor (conv2d)");
 	else if (r > CR_NONE && r < CR_COUNT_ && reason_text[r])
 		snprintf(out, n, reason_text[r], w);
 	else
@@ -252,7 +257,10 @@ static void why_fusers(const Schedule *s, Facts *f)
 		if (!(fe->c & BF_READY)) {
 			w->v = V_NOT_READY;
 			snprintf(w->text, sizeof w->text, "%s%s",
-				 !strcmp(fname, "Matmul") ? "no matmul to fuse it with"
+				 !strcmp(fname, "Matmul") ? (g->ops[f->src].kind == OP_MATMUL ||
+							     g->ops[f->src].kind == OP_CONV2D
+							     ? "no epilogue after it to take"
+							     : "no matmul to fuse it with")
 				 : reduce_fuser(fname) ? "no reduction to fuse it with"
 				 : fe->b == pass_nhwc_fuser() ? "no pool to end its trace" : "not ready",
 				 after);

@@ -1,6 +1,7 @@
 /* fuser_matmul.c: the Matmul fuser (SPEC §3, fuser 2).
  *
- * Starts with a matmul, or with at most two swap_dims / permute views of tensors
+ * Starts with a matmul (or, outside --burn-exact, a conv2d: the implicit GEMM of
+ * codegen/matmul_conv.c, with no views in front), or with at most two swap_dims / permute views of tensors
  * read from memory that are the matmul's operands and read by it alone (its last
  * read of them: the transposed operands the tiled kernel reads in place, codegen/
  * matmul_tile.c), then takes an elementwise epilogue over the matmul's output
@@ -30,7 +31,10 @@ static void mm_fuse(Fuser *f, const RelOp *op)
 			stats_add(&m->epi, op, true);
 			return;
 		}
-		if (op->kind != OP_MATMUL) {
+		/* a conv is an anchor too (the implicit GEMM, codegen/matmul_conv.c),
+		 * alone: no views in front; not in burn's search (--burn-exact) */
+		bool conv = op->kind == OP_CONV2D && !f->burn_exact && m->nviews == 0;
+		if (op->kind != OP_MATMUL && !conv) {
 			fuser_close(f, CR_NOT_MATMUL);
 			return;
 		}
@@ -51,7 +55,7 @@ static void mm_fuse(Fuser *f, const RelOp *op)
 		iset_clear(&m->epi.inputs);
 		return;
 	}
-	if (op->kind == OP_MATMUL) {
+	if (op->kind == OP_MATMUL || op->kind == OP_CONV2D) {
 		fuser_close(f, CR_SECOND_MATMUL);
 		return;
 	}

@@ -561,3 +561,58 @@ def softmax_at_dtype(name, shape, dt):
 if __name__ == "__main__":
     g16()
     g17()
+
+
+def conv_check(dt):
+    """The check of convolutions as implicit GEMMs (codegen/matmul_conv.c), on the
+    cpu backend in make test (tests/cli/t_conv.sh, every tile configuration forced)
+    and on the GPU: odd channel counts, strides, padding, dilation, groups, a
+    non-square window, 1x1 convs read in place or gathered (stride 2), the stem's
+    7x7, planes whose size is a multiple of a vector or not; epilogues: bias, a
+    folded batch norm (per-channel scale and shift) + relu, a residual."""
+    ins, ops, outs = {}, [], []
+    name, dt = "conv_check_" + dt, "f32" if dt == "tf32" else dt  # tf32: f32 operands
+    # (name, N, C, H, W, OC, kh, kw, stride, pad, dil, groups, bias, epilogue)
+    cases = [("c3", 2, 19, 13, 13, 40, 3, 3, 1, 1, 1, 1, True, "bnrelu"),
+             ("p1x1", 2, 32, 10, 10, 48, 1, 1, 1, 0, 1, 1, False, "residual"),
+             ("p1x1v", 2, 24, 8, 8, 72, 1, 1, 1, 0, 1, 1, True, "relu"),
+             ("s2", 2, 24, 15, 15, 32, 3, 3, 2, 1, 1, 1, False, "bnrelu"),
+             ("dil", 1, 32, 12, 12, 64, 3, 3, 1, 2, 2, 2, True, "none"),
+             ("stem", 1, 3, 30, 30, 64, 7, 7, 2, 3, 1, 1, False, "bnrelu"),
+             ("down", 2, 32, 14, 14, 64, 1, 1, 2, 0, 1, 1, False, "none"),
+             ("wide", 1, 17, 9, 11, 33, 3, 1, 1, [1, 0], 1, 1, True, "residual")]
+    for cn, n, c, h, w, oc, kh, kw, s, p, d, g, bias, epi in cases:
+        ph, pw = (p, p) if isinstance(p, int) else p
+        oh = (h + 2 * ph - d * (kh - 1) - 1) // s + 1
+        ow = (w + 2 * pw - d * (kw - 1) - 1) // s + 1
+        ins[cn + "_x"] = (dt, [n, c, h, w])
+        ins[cn + "_w"] = (dt, [oc, c // g, kh, kw])
+        cin = [cn + "_x", cn + "_w"]
+        if bias:
+            ins[cn + "_b"] = (dt, [oc])
+            cin.append(cn + "_b")
+        attrs = {"stride": s, "padding": [ph, pw], "dilation": d, "groups": g}
+        ops.append(op("conv2d", cin, cn + "_c", **attrs))
+        y = cn + "_c"
+        if epi == "bnrelu":
+            ins[cn + "_scale"] = (dt, [1, oc, 1, 1])
+            ins[cn + "_shift"] = (dt, [1, oc, 1, 1])
+            ops.append(op("mul", [y, cn + "_scale"], cn + "_s"))
+            ops.append(op("add", [cn + "_s", cn + "_shift"], cn + "_t"))
+            ops.append(op("relu", [cn + "_t"], cn + "_y"))
+            y = cn + "_y"
+        elif epi == "relu":
+            ops.append(op("relu", [y], cn + "_y"))
+            y = cn + "_y"
+        elif epi == "residual":
+            ins[cn + "_res"] = (dt, [n, oc, oh, ow])
+            ops.append(op("add", [y, cn + "_res"], cn + "_y"))
+            y = cn + "_y"
+        outs.append(y)
+        ops.append({"op": "sync"})
+    graph(name, ins, ops, outs)
+
+
+if __name__ == "__main__":
+    for t in ["f32", "tf32", "bf16", "f16"]:
+        conv_check(t)

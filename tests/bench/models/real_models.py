@@ -272,8 +272,9 @@ def worker(args):
         row["wall_s"] = time.time() - t_start
         write_json(rowf, row)
 
-    torch.backends.cuda.matmul.allow_tf32 = False  # strict f32, as fusec computes
-    torch.backends.cudnn.allow_tf32 = False
+    # strict f32, as fusec computes; tf32: TF32 on both sides (fusec --allow-tf32)
+    torch.backends.cuda.matmul.allow_tf32 = dtype == "tf32"
+    torch.backends.cudnn.allow_tf32 = dtype == "tf32"
     import torchvision
     try:
         import transformers
@@ -323,6 +324,8 @@ def worker(args):
     plan = os.path.join(work, "plans", tag)
     cmd = [fusec, "compile", onnx_path, "-o", plan, "-j", str(args.jobs), "--no-cache",
            "--time", "-q"]
+    if dtype == "tf32":
+        cmd += ["--allow-tf32"]
     if args.fusec_precision and dtype == "f32":  # docs/precision.md: rel L2 vs f32 eager
         cmd += ["--precision", args.fusec_precision]
         row["notes"].append(f"fusec --precision {args.fusec_precision} (torch f32)")
@@ -702,8 +705,8 @@ def parse():
     if bad:
         p.error(f"unknown model(s) {','.join(bad)}; known: {','.join(ORDER)}")
     a.dtypes = a.dtypes.split(",")
-    if any(d not in ("f32", "bf16") for d in a.dtypes):
-        p.error("--dtypes takes f32 and bf16")
+    if any(d not in ("f32", "tf32", "bf16") for d in a.dtypes):
+        p.error("--dtypes takes f32, tf32 (f32 with TF32 on both sides) and bf16")
     a.batches = a.batches.split(",")
     if any(b != "big" and not b.isdigit() for b in a.batches):
         p.error("--batches takes 'big' and numbers")

@@ -1,0 +1,244 @@
+/* matmul_conv.c: conv2d as an implicit GEMM on the matmul tiles.
+ *
+ * An NCHW convolution is, per image n and group g, one matrix product:
+ *   out[n][g*OCg + m][oh*OW + ow] = sum_k W[g*OCg + m][k] * X~[k][oh*OW + ow]
+ * with k = (c, kh, kw) running over the group's Cg input channels and the window
+ * (K = Cg*KH*KW), and X~[k][p] = X[n][g*Cg + c][oh*s - pad + kh*d][ow*s - pad + kw*d],
+ * zero outside the input. So:
+ *   - A is the weight seen as [OC][K], rows contiguous: copied like a matmul
+ *     operand (16-byte chunks when K is a multiple of a chunk);
+ *   - B is X~, never materialised: the stage load computes each element's address
+ *     from its (k, p) and fills the padding with zeros (mm_conv_gather). A 1x1
+ *     conv of stride 1 without padding reads X[n] as the matrix [C][H*W] itself,
+ *     chunk by chunk like any operand;
+ *   - the output tile (m, p) of batch (n, g) is out[n][g*OCg + m][p]: rows of
+ *     the GEMM are channels, columns the contiguous output plane, so the
+ *     epilogue's stores are the matmul's (vectors where H*W allows) and the conv's
+ *     epilogue (its bias, then what the Matmul fuser took: folded batch norm,
+ *     residual, activation, cast) is evaluated at out's index (mm_conv_out_at).
+ * The batches are images x groups; the tile loop, stages, compute (SIMT, mma.sync,
+ * wgmma), split-K and epilogue are matmul_tile.c's. Depthwise and other convs
+ * with few output channels per group (OCg <= 16) keep the one-thread-per-output
+ * evaluator (kernel_join_window.c): their GEMM has too few rows for a tile. */
+#include <string.h>
+
+#include "matmul.h"
+
+static LLVMValueRef dim32(Mm *x, uint32_t id)
+{
+	return LLVMBuildTrunc(x->b, cg_dim(x->kb, id), x->kb->m->t_i32, "");
+}
+
+static LLVMValueRef c32(Mm *x, int64_t v)
+{
+	return LLVMConstInt(x->kb->m->t_i32, (unsigned long long)v, 1);
+}
+
+void mm_conv_setup(Mm *x)
+{
+	CgKb *kb = x->kb;
+	const RelOp *op = x->op;
+	MmConv *cv = &x->cv;
+	cv->x = &op->t[0];
+	cv->w = &op->t[1];
+	cv->bias = op->nin > 2 ? &op->t[2] : NULL;
+	const RelAttrs *at = &op->attr;
+	int groups = at->groups > 0 ? at->groups : 1;
+	for (int i = 0; i < 2; i++) {
+		cv->stride[i] = at->stride[i];
+		cv->pad[i] = at->padding[i];
+		cv->dil[i] = at->dilation[i];
+	}
+	cv->G = mm_i64c(x, groups);
+	cv->Cg = dim32(x, cv->w->shape[1]);
+	cv->H = dim32(x, cv->x->shape[2]);
+	cv->W = dim32(x, cv->x->shape[3]);
+	cv->HW = mm_mul(x, cv->H, cv->W);
+	cv->OW = dim32(x, x->to->shape[3]);
+	cv->KW = dim32(x, cv->w->shape[3]);
+	cv->KK = mm_mul(x, dim32(x, cv->w->shape[2]), cv->KW);
+	cv->OCg = mm_udivc(x, dim32(x, x->to->shape[1]), groups);
+	/* 1x1, stride 1, no padding: B is X[n] itself ([C][H*W]); else gathered.
+	 * The window's size is the weight's, known here only as a shape id: a 1x1
+	 * weight has size-1 dims, id 0 (relative form) */
+	cv->gather = !(cv->w->shape[2] == 0 && cv->w->shape[3] == 0 && cv->stride[0] == 1 &&
+		       cv->stride[1] == 1 && cv->pad[0] == 0 && cv->pad[1] == 0);
+
+	x->M = mm_to64(x, cv->OCg);
+	x->N = mm_mul(x, cg_dim(kb, x->to->shape[2]), cg_dim(kb, x->to->shape[3]));
+	x->K = mm_to64(x, mm_mul(x, cv->Cg, cv->KK));
+	/* A: the weight, [OC][K]; B: X~ [K][H*W] (strides used only when not
+	 * gathered) */
+	x->src[0] = kb->buf[cv->w->id];
+	x->src[1] = kb->buf[cv->x->id];
+	x->ost[0][2] = x->K;
+	x->ost[0][3] = mm_i64c(x, 1);
+	x->ost[1][2] = mm_to64(x, cv->HW);
+	x->ost[1][3] = mm_i64c(x, 1);
+	x->trans[0] = x->trans[1] = false;
+}
+
+/* Whether operand w's chunks may be copied whole: a 16-byte aligned buffer and
+ * rows (and the batch offsets, multiples of them) of whole chunks. */
+LLVMValueRef mm_conv_aligned16(Mm *x, int w)
+{
+	CgModule *m = x->kb->m;
+	if (w == 1 && x->cv.gather)
+		return LLVMConstInt(m->t_i1, 0, 0);
+	LLVMValueRef p = LLVMBuildPtrToInt(x->b, x->src[w], m->t_i64, "");
+	LLVMValueRef ok = LLVMBuildICmp(x->b, LLVMIntEQ, mm_uremc(x, p, 16), mm_i64c(x, 0), "");
+	return LLVMBuildAnd(x->b, ok, LLVMBuildICmp(x->b, LLVMIntEQ, mm_uremc(x, x->ost[w][2], x->ce),
+						    mm_i64c(x, 0), ""), "");
+}
+
+LLVMValueRef mm_conv_batches(Mm *x)
+{
+	return mm_mul(x, cg_dim(x->kb, x->to->shape[0]), x->cv.G);
+}
+
+/* batch f = n * G + g: bpos = (n, g); A at group g's rows, B at image n's group g */
+void mm_conv_batch(Mm *x, LLVMValueRef f)
+{
+	MmConv *cv = &x->cv;
+	LLVMValueRef n = LLVMBuildUDiv(x->b, f, cv->G, ""), g = LLVMBuildURem(x->b, f, cv->G, "");
+	x->bpos[0] = n;
+	x->bpos[1] = g;
+	x->base[0] = mm_mul(x, mm_mul(x, g, mm_to64(x, cv->OCg)), x->K);
+	LLVMValueRef plane = mm_to64(x, cv->HW);
+	LLVMValueRef c = mm_add(x, mm_mul(x, n, cg_dim(x->kb, cv->x->shape[1])),
+				mm_mul(x, g, mm_to64(x, cv->Cg)));
+	x->base[1] = mm_mul(x, c, plane);
+}
+
+/* position o*s - pad + k*d along one spatial axis (i32), and o's test 0 <= . < n */
+static LLVMValueRef window(Mm *x, LLVMValueRef o, LLVMValueRef k, int axis, LLVMValueRef n,
+			   LLVMValueRef *ok)
+{
+	MmConv *cv = &x->cv;
+	LLVMValueRef i = mm_add(x, mm_mulc(x, o, cv->stride[axis]),
+				mm_addc(x, mm_mulc(x, k, cv->dil[axis]), -cv->pad[axis]));
+	LLVMValueRef in = LLVMBuildAnd(x->b, LLVMBuildICmp(x->b, LLVMIntSGE, i, c32(x, 0), ""),
+				       LLVMBuildICmp(x->b, LLVMIntSLT, i, n, ""), "");
+	*ok = *ok ? LLVMBuildAnd(x->b, *ok, in, "") : in;
+	return i;
+}
+
+LLVMValueRef mm_conv_gather(Mm *x, LLVMValueRef k, LLVMValueRef p, LLVMValueRef *ok)
+{
+	CgModule *m = x->kb->m;
+	MmConv *cv = &x->cv;
+	/* k < K and p < N: in i32 (both below 2^31: they index one image's window
+	 * and plane) */
+	LLVMValueRef k32 = LLVMBuildTrunc(x->b, mm_min64(x, k, x->K), m->t_i32, "");
+	LLVMValueRef p32 = LLVMBuildTrunc(x->b, mm_min64(x, p, x->N), m->t_i32, "");
+	LLVMValueRef c = mm_bin(x, LLVMUDiv, k32, cv->KK), r = mm_bin(x, LLVMURem, k32, cv->KK);
+	LLVMValueRef kh = mm_bin(x, LLVMUDiv, r, cv->KW), kw = mm_bin(x, LLVMURem, r, cv->KW);
+	LLVMValueRef oh = mm_bin(x, LLVMUDiv, p32, cv->OW), ow = mm_bin(x, LLVMURem, p32, cv->OW);
+	LLVMValueRef in = NULL;
+	LLVMValueRef ih = window(x, oh, kh, 0, cv->H, &in);
+	LLVMValueRef iw = window(x, ow, kw, 1, cv->W, &in);
+	*ok = LLVMBuildAnd(x->b, in, LLVMBuildAnd(x->b, mm_lt(x, k, x->K), mm_lt(x, p, x->N), ""), "");
+	LLVMValueRef sp = mm_add(x, mm_mul(x, ih, cv->W), iw);
+	LLVMValueRef o = mm_add(x, mm_mul(x, mm_to64(x, c), mm_to64(x, cv->HW)),
+				LLVMBuildSExt(x->b, sp, m->t_i64, ""));
+	return mm_add(x, x->base[1], o);
+}
+
+void mm_conv_out_at(Mm *x, LLVMValueRef gr, LLVMValueRef gc, CgIdx *at)
+{
+	MmConv *cv = &x->cv;
+	*at = cg_idx_of(x->rank, x->to->shape);
+	at->has_dims = true;
+	LLVMValueRef ow = mm_to64(x, cv->OW);
+	at->i[0] = x->bpos[0];
+	at->i[1] = mm_add(x, mm_mul(x, x->bpos[1], mm_to64(x, cv->OCg)), gr);
+	at->i[2] = LLVMBuildUDiv(x->b, gc, ow, "");
+	at->i[3] = LLVMBuildURem(x->b, gc, ow, "");
+}
+
+LLVMValueRef mm_conv_value(Mm *x, const CgIdx *at, LLVMValueRef v)
+{
+	const RelTensor *b = x->cv.bias;
+	if (!b)
+		return v;
+	LLVMValueRef pos[IR_MAX_RANK];
+	for (int d = 0; d < b->rank; d++)
+		pos[d] = b->shape[d] == 0 ? mm_i64c(x, 0) : at->i[1];
+	CgIdx bi = cg_idx_at(b, pos);
+	LLVMValueRef bv = cg_eval(x->kb, b->id, &bi);
+	return LLVMBuildFAdd(x->b, v, cg_convert(x->kb, bv, (DType)b->dtype, DT_F32), "");
+}
+
+/* ---- picking and launching (matmul_pick.c asks) ---- */
+
+static int64_t dim_of(uint32_t id, const int64_t *dims, int ndims)
+{
+	return id == 0 || (int)id >= ndims ? 1 : dims[id];
+}
+
+bool mm_conv_eligible(const RelOp *op)
+{
+	DType t = (DType)op->t[0].dtype;
+	if (t != DT_F16 && t != DT_BF16 && t != DT_F32)
+		return false;
+	if (op->t[1].dtype != t || op->t[0].rank != 4 || op->t[1].rank != 4 ||
+	    op->t[op->nin].rank != 4)
+		return false;
+	if (op->nin > 2 && !ir_dtype_is_float((DType)op->t[2].dtype))
+		return false;
+	for (int i = 0; i < 2; i++)
+		if (op->attr.stride[i] < 1 || op->attr.dilation[i] < 1 || op->attr.padding[i] < 0)
+			return false;
+	return true;
+}
+
+void mm_conv_sizes(const RelOp *op, const int64_t *dims, int ndims, int64_t *batch,
+		   int64_t *m, int64_t *n, int64_t *k)
+{
+	const RelTensor *w = &op->t[1], *o = &op->t[op->nin];
+	int64_t g = op->attr.groups > 0 ? op->attr.groups : 1;
+	*batch = dim_of(o->shape[0], dims, ndims) * g;
+	*m = dim_of(o->shape[1], dims, ndims) / g;
+	*n = dim_of(o->shape[2], dims, ndims) * dim_of(o->shape[3], dims, ndims);
+	*k = dim_of(w->shape[1], dims, ndims) * dim_of(w->shape[2], dims, ndims) *
+	     dim_of(w->shape[3], dims, ndims);
+}
+
+/* The launch rule of conv tiles: as the matmul's (one block of MM_THREADS per output
+ * tile, times the split), over images x groups batches of OC/G x OH*OW. arg: BM,
+ * BN, the shape ids of N, OC, OH, OW, the groups, the dynamic shared bytes, the
+ * split and the bytes of one block's partial. */
+static void conv_rule(const CgKernel *k, const int64_t *dims, int ndims, CgDims *out)
+{
+	const int64_t *a = k->launch.arg;
+	int64_t m = dim_of((uint32_t)a[3], dims, ndims) / a[6];
+	int64_t n = dim_of((uint32_t)a[4], dims, ndims) * dim_of((uint32_t)a[5], dims, ndims);
+	int64_t tiles = ((m + a[0] - 1) / a[0]) * ((n + a[1] - 1) / a[1]) *
+			dim_of((uint32_t)a[2], dims, ndims) * a[6];
+	if (a[8] > 1)
+		out->scratch_bytes = ((4 * tiles + 15) & ~(int64_t)15) + tiles * a[8] * a[9];
+	tiles *= a[8] > 1 ? a[8] : 1;
+	if (tiles < 1)
+		tiles = 1;
+	if (tiles > (int64_t)1 << 30)
+		tiles = (int64_t)1 << 30;
+	out->grid[0] = tiles;
+	out->block[0] = MM_THREADS;
+	out->shared_bytes = a[7];
+	out->threads = tiles * MM_THREADS;
+}
+
+void mm_conv_launch(const MmConfig *c, const RelOp *op, CgLaunch *l)
+{
+	const RelTensor *o = &op->t[op->nin];
+	l->rule = conv_rule;
+	l->arg[0] = c->bm;
+	l->arg[1] = c->bn;
+	for (int d = 0; d < 4; d++)
+		l->arg[2 + d] = o->shape[d];
+	l->arg[6] = op->attr.groups > 0 ? op->attr.groups : 1;
+	int smem = mm_smem(c, ir_dtype_size((DType)op->t[0].dtype));
+	l->arg[7] = smem > MM_SMEM_STATIC ? smem : 0;
+	l->arg[8] = c->split > 1 ? c->split : 0;
+	l->arg[9] = c->split > 1 ? mm_partial_bytes(c) : 0;
+}
