@@ -247,6 +247,14 @@ Val *ob_cast(Imp *m, Val *x, DType t)
 	return imp_emit(m, OP_CAST, &x, 1, &at);
 }
 
+Val *ob_const_as(Imp *m, Val *v, const Val *x)
+{
+	if (!v || !x || !v->is_const || v->dt == x->dt || !ir_dtype_is_float(v->dt) ||
+	    !ir_dtype_is_float(x->dt))
+		return v;
+	return ob_cast(m, v, x->dt);
+}
+
 Val *ob_un(Imp *m, OpKind k, Val *x)
 {
 	if (!x)

@@ -57,6 +57,10 @@ Val *ob_lift(Imp *m, Val *x, int r);
 Val *ob_expand(Imp *m, Val *x, int rank, const int64_t *dim);
 Val *ob_permute(Imp *m, Val *x, const int *axes);
 Val *ob_cast(Imp *m, Val *x, DType t);
+/* A constant float operand v of another float dtype than x's, converted to x's (a
+ * folded constant): the dynamo exporter leaves batch norms folded into conv weights
+ * in f32 beside a bf16 graph. Anything else is v. */
+Val *ob_const_as(Imp *m, Val *v, const Val *x);
 Val *ob_un(Imp *m, OpKind k, Val *x);
 Val *ob_gelu(Imp *m, Val *x, GeluApprox approx);
 Val *ob_sc(Imp *m, OpKind k, Val *x, double s);

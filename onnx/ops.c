@@ -1170,7 +1170,7 @@ H(h_conv)
 		return imp_fail(m, "group %lld is not supported", (long long)g);
 	at.groups = (int)g;
 	Val *x2 = split_padding(m, to2d(m, x), &wi, false, 0, at.padding);
-	Val *cin[3] = {x2, to2d(m, w), nin > 2 ? in[2] : NULL};
+	Val *cin[3] = {x2, to2d(m, ob_const_as(m, w, x)), nin > 2 ? ob_const_as(m, in[2], x) : NULL};
 	if (!cin[0] || !cin[1])
 		return -1;
 	Val *y = imp_emit(m, OP_CONV2D, cin, cin[2] ? 3 : 2, &at);

@@ -177,7 +177,7 @@ HANDLER(h_conv_transpose)
 		at.dilation[i] = (int)dl[i];
 	}
 	at.groups = (int)g;
-	Val *cin[3] = {xx, wt, nin > 2 ? in[2] : NULL};
+	Val *cin[3] = {xx, ob_const_as(m, wt, x), nin > 2 ? ob_const_as(m, in[2], x) : NULL};
 	Val *y = imp_emit(m, OP_CONV2D, cin, cin[2] ? 3 : 2, &at);
 	if (y && x->rank == 3)
 		y = ob_reshape(m, y, 3, y->dim);
