@@ -70,6 +70,10 @@ typedef struct {
 	LLVMValueRef G;                  /* i64: groups */
 	int stride[2], pad[2], dil[2];
 	bool gather;                     /* B gathered (not 1x1, stride 1, unpadded) */
+	/* GPU (mm_conv_tile_cols): per element of the thread's chunk column, its
+	 * window origin (i32) and whether it is inside the plane */
+	bool cols;
+	LLVMValueRef ih0[8], iw0[8], pok[8];
 } MmConv;
 
 /* The builder state of one tiled kernel. */
@@ -287,9 +291,13 @@ LLVMValueRef mm_conv_aligned16(Mm *x, int w);
 /* Tiles: images x groups batches; a batch's position (n, g) and operand offsets. */
 LLVMValueRef mm_conv_batches(Mm *x);
 void mm_conv_batch(Mm *x, LLVMValueRef f);
-/* Element offset in the input of B's element (k, p) of the current batch, and
- * whether it is inside the input (else it reads as zero); k, p: i64. */
-LLVMValueRef mm_conv_gather(Mm *x, LLVMValueRef k, LLVMValueRef p, LLVMValueRef *ok);
+/* GPU, at the start of a tile: the window origin of each column of the chunk
+ * column this thread copies in every row of B's tile (tid % cpr: MM_THREADS is a
+ * multiple of cpr), so that the K loop divides by nothing but the window. */
+void mm_conv_tile_cols(Mm *x);
+/* B's chunk of ce elements at row k, columns p.. (i64): a vector of raw elements,
+ * zeros outside the input. */
+LLVMValueRef mm_conv_chunk(Mm *x, LLVMValueRef k, LLVMValueRef p);
 /* The output index of the GEMM's (row, column) in the current batch, and the value
  * of the conv there from the accumulator v (its bias added). */
 void mm_conv_out_at(Mm *x, LLVMValueRef gr, LLVMValueRef gc, CgIdx *at);

@@ -8,7 +8,9 @@
  *   - A is the weight seen as [OC][K], rows contiguous: copied like a matmul
  *     operand (16-byte chunks when K is a multiple of a chunk);
  *   - B is X~, never materialised: the stage load computes each element's address
- *     from its (k, p) and fills the padding with zeros (mm_conv_gather). A 1x1
+ *     from its (k, p) and fills the padding with zeros (mm_conv_chunk; on the GPU
+ *     the window origin of each column a thread copies is computed once per tile,
+ *     mm_conv_tile_cols). A 1x1
  *     conv of stride 1 without padding reads X[n] as the matrix [C][H*W] itself,
  *     chunk by chunk like any operand;
  *   - the output tile (m, p) of batch (n, g) is out[n][g*OCg + m][p]: rows of
@@ -110,50 +112,88 @@ void mm_conv_batch(Mm *x, LLVMValueRef f)
 	x->base[1] = mm_mul(x, c, plane);
 }
 
-/* position o*s - pad + k*d along one spatial axis (i32), and o's test 0 <= . < n */
-static LLVMValueRef window(Mm *x, LLVMValueRef o, LLVMValueRef k, int axis, LLVMValueRef n,
-			   LLVMValueRef *ok)
+/* The window origin of output column p (i64): (oh*s - pad, ow*s - pad) in the
+ * input (i32), and whether p < N. */
+static void col_origin(Mm *x, LLVMValueRef p, LLVMValueRef *ih0, LLVMValueRef *iw0,
+		       LLVMValueRef *pok)
 {
 	MmConv *cv = &x->cv;
-	LLVMValueRef i = mm_add(x, mm_mulc(x, o, cv->stride[axis]),
-				mm_addc(x, mm_mulc(x, k, cv->dil[axis]), -cv->pad[axis]));
-	LLVMValueRef in = LLVMBuildAnd(x->b, LLVMBuildICmp(x->b, LLVMIntSGE, i, c32(x, 0), ""),
-				       LLVMBuildICmp(x->b, LLVMIntSLT, i, n, ""), "");
-	*ok = *ok ? LLVMBuildAnd(x->b, *ok, in, "") : in;
-	return i;
+	LLVMValueRef p32 = LLVMBuildTrunc(x->b, mm_min64(x, p, x->N), x->kb->m->t_i32, "");
+	LLVMValueRef oh = mm_bin(x, LLVMUDiv, p32, cv->OW), ow = mm_bin(x, LLVMURem, p32, cv->OW);
+	*ih0 = mm_addc(x, mm_mulc(x, oh, cv->stride[0]), -cv->pad[0]);
+	*iw0 = mm_addc(x, mm_mulc(x, ow, cv->stride[1]), -cv->pad[1]);
+	*pok = mm_lt(x, p, x->N);
 }
 
-LLVMValueRef mm_conv_gather(Mm *x, LLVMValueRef k, LLVMValueRef p, LLVMValueRef *ok)
+void mm_conv_tile_cols(Mm *x)
+{
+	MmConv *cv = &x->cv;
+	cv->cols = false;
+	if (!x->gpu || !cv->gather)
+		return;
+	LLVMValueRef ch = mm_uremc(x, mm_to_ot(x, x->tid), x->cpr[1]);
+	LLVMValueRef p0 = mm_add(x, x->n0, mm_to64(x, mm_mulc(x, ch, x->ce)));
+	for (int e = 0; e < x->ce; e++)
+		col_origin(x, mm_addc(x, p0, e), &cv->ih0[e], &cv->iw0[e], &cv->pok[e]);
+	cv->cols = true;
+}
+
+LLVMValueRef mm_conv_chunk(Mm *x, LLVMValueRef k, LLVMValueRef p)
 {
 	CgModule *m = x->kb->m;
 	MmConv *cv = &x->cv;
-	/* k < K and p < N: in i32 (both below 2^31: they index one image's window
-	 * and plane) */
+	LLVMTypeRef rt = mm_raw_type(x);
+	/* the row: k = (c, kh, kw), in i32 (below 2^31: it indexes one window) */
 	LLVMValueRef k32 = LLVMBuildTrunc(x->b, mm_min64(x, k, x->K), m->t_i32, "");
-	LLVMValueRef p32 = LLVMBuildTrunc(x->b, mm_min64(x, p, x->N), m->t_i32, "");
 	LLVMValueRef c = mm_bin(x, LLVMUDiv, k32, cv->KK), r = mm_bin(x, LLVMURem, k32, cv->KK);
-	LLVMValueRef kh = mm_bin(x, LLVMUDiv, r, cv->KW), kw = mm_bin(x, LLVMURem, r, cv->KW);
-	LLVMValueRef oh = mm_bin(x, LLVMUDiv, p32, cv->OW), ow = mm_bin(x, LLVMURem, p32, cv->OW);
-	LLVMValueRef in = NULL;
-	LLVMValueRef ih = window(x, oh, kh, 0, cv->H, &in);
-	LLVMValueRef iw = window(x, ow, kw, 1, cv->W, &in);
-	*ok = LLVMBuildAnd(x->b, in, LLVMBuildAnd(x->b, mm_lt(x, k, x->K), mm_lt(x, p, x->N), ""), "");
-	LLVMValueRef sp = mm_add(x, mm_mul(x, ih, cv->W), iw);
-	LLVMValueRef o = mm_add(x, mm_mul(x, mm_to64(x, c), mm_to64(x, cv->HW)),
-				LLVMBuildSExt(x->b, sp, m->t_i64, ""));
-	return mm_add(x, x->base[1], o);
+	LLVMValueRef kh = mm_mulc(x, mm_bin(x, LLVMUDiv, r, cv->KW), cv->dil[0]);
+	LLVMValueRef kw = mm_mulc(x, mm_bin(x, LLVMURem, r, cv->KW), cv->dil[1]);
+	LLVMValueRef kok = mm_lt(x, k, x->K);
+	/* the image's group's channel c, from a pointer to it */
+	LLVMValueRef plane = mm_add(x, x->base[1], mm_mul(x, mm_to64(x, c), mm_to64(x, cv->HW)));
+	LLVMValueRef src = LLVMBuildGEP2(x->b, rt, x->src[1], &plane, 1, "");
+	LLVMValueRef vec = LLVMConstNull(LLVMVectorType(rt, (unsigned)x->ce));
+	for (int e = 0; e < x->ce; e++) {
+		LLVMValueRef ih0, iw0, pok;
+		if (cv->cols) {
+			/* GPU: p is this thread's column (mm_conv_tile_cols) */
+			ih0 = cv->ih0[e];
+			iw0 = cv->iw0[e];
+			pok = cv->pok[e];
+		} else {
+			col_origin(x, mm_addc(x, p, e), &ih0, &iw0, &pok);
+		}
+		LLVMValueRef ih = mm_add(x, ih0, kh), iw = mm_add(x, iw0, kw);
+		/* 0 <= ih < H and 0 <= iw < W, as unsigned compares */
+		LLVMValueRef ok = LLVMBuildAnd(x->b, LLVMBuildICmp(x->b, LLVMIntULT, ih, cv->H, ""),
+					       LLVMBuildICmp(x->b, LLVMIntULT, iw, cv->W, ""), "");
+		ok = LLVMBuildAnd(x->b, ok, LLVMBuildAnd(x->b, kok, pok, ""), "");
+		LLVMValueRef o = LLVMBuildSelect(x->b, ok, mm_add(x, mm_mul(x, ih, cv->W), iw),
+						 c32(x, 0), "");
+		LLVMValueRef v = LLVMBuildLoad2(x->b, rt, LLVMBuildGEP2(x->b, rt, src, &o, 1, ""), "");
+		LLVMSetAlignment(v, (unsigned)x->es);
+		v = LLVMBuildSelect(x->b, ok, v, LLVMConstNull(rt), "");
+		vec = LLVMBuildInsertElement(x->b, vec, v, mm_i32c(x, e), "");
+	}
+	return vec;
 }
 
 void mm_conv_out_at(Mm *x, LLVMValueRef gr, LLVMValueRef gc, CgIdx *at)
 {
 	MmConv *cv = &x->cv;
+	CgModule *m = x->kb->m;
 	*at = cg_idx_of(x->rank, x->to->shape);
 	at->has_dims = true;
-	LLVMValueRef ow = mm_to64(x, cv->OW);
 	at->i[0] = x->bpos[0];
 	at->i[1] = mm_add(x, mm_mul(x, x->bpos[1], mm_to64(x, cv->OCg)), gr);
-	at->i[2] = LLVMBuildUDiv(x->b, gc, ow, "");
-	at->i[3] = LLVMBuildURem(x->b, gc, ow, "");
+	/* the flat index too: tensors of out's shape (a residual) read at it, and the
+	 * divisions below are left for broadcast reads that need them (in i32: gc
+	 * indexes one plane) */
+	LLVMValueRef row = mm_add(x, mm_mul(x, at->i[0], cg_dim(x->kb, x->to->shape[1])), at->i[1]);
+	at->flat = mm_add(x, mm_mul(x, row, x->N), gc);
+	LLVMValueRef g32 = LLVMBuildTrunc(x->b, gc, m->t_i32, "");
+	at->i[2] = LLVMBuildZExt(x->b, LLVMBuildUDiv(x->b, g32, cv->OW, ""), m->t_i64, "");
+	at->i[3] = LLVMBuildZExt(x->b, LLVMBuildURem(x->b, g32, cv->OW, ""), m->t_i64, "");
 }
 
 LLVMValueRef mm_conv_value(Mm *x, const CgIdx *at, LLVMValueRef v)

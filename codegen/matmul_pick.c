@@ -250,6 +250,12 @@ static int under_wave(DType t, int64_t big, int64_t small, int64_t k)
 	return 2;
 }
 
+/* The share of a tile dimension of t that x fills over its ceil(x / t) tiles. */
+static double fill(int64_t x, int64_t t)
+{
+	return x < 1 ? 1 : (double)x / (double)(((x + t - 1) / t) * t);
+}
+
 int cg_matmul_variant(const CgKernelSpec *s, const char *arch, bool host, bool allow_tf32,
 		      const int64_t *dims, int ndims)
 {
@@ -301,11 +307,19 @@ int cg_matmul_variant(const CgKernelSpec *s, const char *arch, bool host, bool a
 		return 0;
 	if (m <= MM_GEMV_M && !conv)
 		return MM_GEMV;
+	/* a conv (docs/benchmarks.md, "Convolutions as implicit GEMMs"): its planes
+	 * (N = OH*OW per image: 7x7 = 49 columns) and channels (M: 64) are often far
+	 * from multiples of the big tiles, so a 128-wide tile is taken only where it
+	 * wastes at most a quarter of its rows and columns, a 256-wide one a tenth;
+	 * else the 64x64 tiles */
+	double u128 = fill(m, 128) * fill(n, 128), u256 = fill(m, 128) * fill(n, 256);
 	if (t == DT_F32 && tf32)
-		return big >= MM_WAVE ? 5 : 6;
+		return big >= MM_WAVE && (!conv || u128 >= 0.75) ? 5 : 6;
 	if (!sm80)
 		return 0;
 	int64_t small = batch * ((m + 63) / 64) * ((n + 63) / 64);
+	if (conv && u128 < 0.75)
+		big = 0;
 	if (t == DT_F32)
 		return under_wave(t, big, small, k);
 	int64_t big256 = batch * ((m + 127) / 128) * ((n + 255) / 256);
@@ -313,6 +327,13 @@ int cg_matmul_variant(const CgKernelSpec *s, const char *arch, bool host, bool a
 	 * them (8192^3, 4096^3), 128x128 from half a wave of those (BERT at batch 8:
 	 * 96 to 384 tiles, 1.3 to 2x faster than 128x256 there and than mma.sync's
 	 * split-K under a wave), the mma.sync rule below that */
+	if (conv) {
+		if (wg && u256 >= 0.9 && big256 >= MM_WAVE)
+			return MM_WG256;
+		if (wg && big > 0 && 2 * big >= MM_WAVE)
+			return MM_WG128;
+		return under_wave(t, big, small, k);
+	}
 	if (wg && big256 >= 3 * MM_WAVE)
 		return MM_WG256;
 	if (wg && 2 * big >= MM_WAVE)

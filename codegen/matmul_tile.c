@@ -364,17 +364,18 @@ static void load_tile(Mm *x, int w, LLVMValueRef s, LLVMValueRef kt)
 				}
 				continue;
 			}
+			if (gather) {
+				LLVMValueRef vec = mm_conv_chunk(x, go, gi);
+				LLVMSetAlignment(LLVMBuildStore(x->b, vec, dst), 16);
+				continue;
+			}
 			LLVMValueRef vec = LLVMConstNull(LLVMVectorType(rt, (unsigned)x->ce));
 			for (int e = 0; e < x->ce; e++) {
 				LLVMValueRef gie = mm_add(x, gi, mm_i64c(x, e));
-				LLVMValueRef ok, o;
-				if (gather) {
-					o = mm_conv_gather(x, go, gie, &ok);
-				} else {
-					ok = LLVMBuildAnd(x->b, rowok, mm_lt(x, gie, ibound), "");
-					o = mm_add(x, goff, mm_mul(x, gie, istr));
-				}
-				o = LLVMBuildSelect(x->b, ok, o, mm_i64c(x, 0), "");
+				LLVMValueRef ok = LLVMBuildAnd(x->b, rowok, mm_lt(x, gie, ibound), "");
+				LLVMValueRef o = LLVMBuildSelect(x->b, ok,
+								 mm_add(x, goff, mm_mul(x, gie, istr)),
+								 mm_i64c(x, 0), "");
 				LLVMValueRef p = LLVMBuildGEP2(x->b, rt, buf, &o, 1, "");
 				LLVMValueRef v = LLVMBuildLoad2(x->b, rt, p, "");
 				LLVMSetAlignment(v, (unsigned)x->es);
@@ -580,6 +581,8 @@ static void tile_loop(Mm *x, LLVMValueRef block, LLVMValueRef nblocks, const int
 	x->m0 = mm_mul(x, tm, mm_i64c(x, c->bm));
 	x->n0 = mm_mul(x, tn, mm_i64c(x, c->bn));
 	mm_tile_batch(x, bflat);
+	if (x->is_conv)
+		mm_conv_tile_cols(x);
 
 	/* accumulators to zero */
 	mm_phase_begin(x);

@@ -394,13 +394,34 @@ Val *ob_reduce_axes(Imp *m, OpKind k, Val *x, const bool *on, bool keep)
 	if (!x)
 		return NULL;
 	int rank = x->rank;
+	/* reduced axes that run to the last one (a global pool over H and W): one
+	 * reduction over the last axis of x seen as [..., their product], not one per
+	 * axis, of which all but the last would reduce across rows */
+	int first = rank, nrun = 0, nbefore = 0;
+	while (first > 0 && (on[first - 1] || x->dim[first - 1] == 1))
+		nrun += on[--first] && x->dim[first] > 1;
+	for (int i = 0; i < first; i++)
+		nbefore += on[i] && x->dim[i] > 1;
+	int64_t dim[IR_MAX_RANK];
+	int r = 0;
+	if (nrun > 1 && nbefore == 0 && (k == OP_SUM || k == OP_MEAN || k == OP_MAX_DIM ||
+					  k == OP_MIN_DIM)) {
+		int64_t n = 1;
+		for (int i = first; i < rank; i++)
+			n *= x->dim[i];
+		memcpy(dim, x->dim, sizeof *dim * (size_t)first);
+		dim[first] = n;
+		x = ob_reduce(m, k, ob_reshape(m, x, first + 1, dim), first);
+		for (int i = 0; i < rank; i++)
+			if (keep || !on[i])
+				dim[r++] = on[i] ? 1 : i < first ? x->dim[i] : 1;
+		return x ? ob_reshape(m, x, r, dim) : NULL;
+	}
 	for (int i = 0; i < rank && x; i++)
 		if (on[i] && x->dim[i] > 1)
 			x = ob_reduce(m, k, x, i);
 	if (!x || keep)
 		return x;
-	int64_t dim[IR_MAX_RANK];
-	int r = 0;
 	for (int i = 0; i < rank; i++)
 		if (!on[i])
 			dim[r++] = x->dim[i];

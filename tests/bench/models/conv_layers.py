@@ -11,29 +11,31 @@ import sys
 
 def main():
     plan = json.load(open(sys.argv[1]))
-    times = {}
+    runs = []   # (kernel, median us) in launch order
     for line in open(sys.argv[2]):
         m = re.match(r"^(\d+)\s+(\d+)\s+(\S+)\s+\S+\s+\S+\s+([0-9.]+)\s+", line)
         if m:
-            times[int(m.group(1))] = float(m.group(4))
+            runs.append((m.group(3), float(m.group(4))))
     tens = {t["name"]: t for t in plan["tensors"]}
     kern = {k["name"]: k for k in plan["kernels"]}
-    rows, i = [], 0
-    for st in plan["steps"]:
-        for la in st["launches"]:
-            k = kern.get(la["kernel"], {})
-            names = k.get("op_names") or []
-            if la["kernel"] is not None and ("Module::Conv2d" in names or la["kernel"].startswith("conv2d")):
-                out = tens[la["writes"][0]]["shape"]
-                w = [tens[r] for r in la["reads"] if tens[r]["role"] != "input" and
-                     len(tens[r]["shape"]) == 4 and tens[r]["shape"][0] == out[1]]
-                if w and i in times:
-                    oc, cg, kh, kw = w[0]["shape"]
-                    x = tens[la["reads"][0]]["shape"]
-                    flops = 2.0 * out[0] * out[1] * out[2] * out[3] * cg * kh * kw
-                    shape = f"{x[1]}x{x[2]}x{x[3]} -> {oc}x{out[2]}x{out[3]} k{kh}x{kw} g{x[1] // cg}"
-                    rows.append((i, shape, k.get("tiles") or "plain", times[i], flops))
-            i += 1
+    launches = [la for st in plan["steps"] for la in st["launches"] if la["kernel"]]
+    if len(launches) != len(runs) or any(la["kernel"] != r[0] for la, r in zip(launches, runs)):
+        sys.exit("conv_layers.py: the bench output is not this plan's")
+    rows = []
+    for i, (la, (_, us)) in enumerate(zip(launches, runs)):
+        k = kern[la["kernel"]]
+        if "Module::Conv2d" not in (k.get("op_names") or []) and not la["kernel"].startswith("conv2d"):
+            continue
+        out = tens[la["writes"][0]]["shape"]
+        x = tens[la["reads"][0]]["shape"]
+        w = [tens[r]["shape"] for r in la["reads"][1:] if len(tens[r]["shape"]) == 4 and
+             tens[r]["shape"][0] == out[1]]
+        if not w:
+            continue
+        oc, cg, kh, kw = w[0]
+        flops = 2.0 * out[0] * out[1] * out[2] * out[3] * cg * kh * kw
+        shape = f"{x[1]}x{x[2]}x{x[3]} -> {oc}x{out[2]}x{out[3]} k{kh}x{kw} g{x[1] // cg}"
+        rows.append((i, shape, k.get("tiles") or "plain", us, flops))
     print(f"{'launch':>6} {'conv (C x H x W -> OC x OH x OW)':<36} {'tiles':<18} {'us':>9} {'TFLOP/s':>8}")
     for i, shape, tiles, us, fl in rows:
         print(f"{i:>6} {shape:<36} {tiles:<18} {us:>9.1f} {fl / us / 1e6:>8.1f}")
