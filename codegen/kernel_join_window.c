@@ -105,9 +105,12 @@ static LLVMValueRef eval_conv2d(CgKb *kb, const RelOp *op, CgIdx *out)
 	CgLoop lc, lh, lw;
 	cg_loop_begin(kb, &lc, cg_i64(kb, 0), cg, cg_i64(kb, 1));
 	LLVMValueRef acc_c = cg_carry(kb, &lc, zero);
-	cg_loop_begin(kb, &lh, cg_i64(kb, 0), cg_dim(kb, w->shape[2]), cg_i64(kb, 1));
+	/* the window's size is the op's (ir/infer.c): constant loops, unrolled */
+	LLVMValueRef kh = at->kernel[0] > 0 ? cg_i64(kb, at->kernel[0]) : cg_dim(kb, w->shape[2]);
+	LLVMValueRef kw = at->kernel[1] > 0 ? cg_i64(kb, at->kernel[1]) : cg_dim(kb, w->shape[3]);
+	cg_loop_begin(kb, &lh, cg_i64(kb, 0), kh, cg_i64(kb, 1));
 	LLVMValueRef acc_h = cg_carry(kb, &lh, acc_c);
-	cg_loop_begin(kb, &lw, cg_i64(kb, 0), cg_dim(kb, w->shape[3]), cg_i64(kb, 1));
+	cg_loop_begin(kb, &lw, cg_i64(kb, 0), kw, cg_i64(kb, 1));
 	LLVMValueRef acc_w = cg_carry(kb, &lw, acc_h);
 	LLVMValueRef inside = NULL;
 	LLVMValueRef ih = window_pos(kb, out->i[2], at->stride[0], at->padding[0], lh.i,

@@ -57,8 +57,14 @@ void mm_conv_setup(Mm *x)
 	cv->W = dim32(x, cv->x->shape[3]);
 	cv->HW = mm_mul(x, cv->H, cv->W);
 	cv->OW = dim32(x, x->to->shape[3]);
-	cv->KW = dim32(x, cv->w->shape[3]);
-	cv->KK = mm_mul(x, dim32(x, cv->w->shape[2]), cv->KW);
+	/* the window's size is the op's (ir/infer.c): divisions by constants */
+	if (at->kernel[0] > 0 && at->kernel[1] > 0) {
+		cv->KW = c32(x, at->kernel[1]);
+		cv->KK = c32(x, (int64_t)at->kernel[0] * at->kernel[1]);
+	} else {
+		cv->KW = dim32(x, cv->w->shape[3]);
+		cv->KK = mm_mul(x, dim32(x, cv->w->shape[2]), cv->KW);
+	}
 	cv->OCg = mm_udivc(x, dim32(x, x->to->shape[1]), groups);
 	/* 1x1, stride 1, no padding: B is X[n] itself ([C][H*W]); else gathered.
 	 * The window's size is the weight's, known here only as a shape id: a 1x1

@@ -17,6 +17,7 @@
  * - where: mask, a and b broadcast pairwise; the result takes the largest dim.
  * - Reductions, argmax/argmin and matmul reject bool; matmul accepts ints.
  * - conv2d and the pools are float only, as burn's module ops. */
+#include <stdint.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -497,6 +498,12 @@ static int rule_conv2d(Infer *c)
 	if (bias && (bias->rank != 1 || bias->dim[0] != och))
 		return fail(c, "bias must be [%lld], got %s", (long long)och,
 			    tensor_text(bias).s);
+	/* the window's size, from the weight, as the pools hold theirs: part of the op's
+	 * relative form, so that a kernel knows it (codegen unrolls the window) */
+	if (w->dim[2] > 0 && w->dim[2] <= INT32_MAX && w->dim[3] > 0 && w->dim[3] <= INT32_MAX) {
+		at->kernel[0] = (int)w->dim[2];
+		at->kernel[1] = (int)w->dim[3];
+	}
 	int64_t ho = window_out(x->dim[2], at->padding[0], at->dilation[0], w->dim[2],
 				at->stride[0]);
 	int64_t wo = window_out(x->dim[3], at->padding[1], at->dilation[1], w->dim[3],
