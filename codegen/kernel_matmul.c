@@ -20,7 +20,8 @@
  *   matmul_mma.c       mma.sync (f16, bf16, tf32): GPU fragments, host definition;
  *   matmul_wgmma.c     wgmma from shared memory (sm_90a);
  *   matmul_simt.c      SIMT FMAs (f32) and the gemv configuration (tiny M);
- *   matmul_epilogue.c  the epilogue and the split-K combine. */
+ *   matmul_epilogue.c  the epilogue and the split-K combine;
+ *   matmul_conv.c      conv2d as an implicit GEMM on these tiles. */
 #include "cg_impl.h"
 
 LLVMValueRef cg_eval_matmul(CgKb *kb, const RelOp *op, CgIdx *out)

@@ -24,8 +24,9 @@
  * MmConfig and operands: a stage filled in the layout mm_swz describes (by
  * mm_load_stage, or by an im2col load written against the same layout) is
  * multiplied by mm_compute_stage, and mm_epilogue evaluates and stores the written
- * tensors at the accumulators' positions (Mm.to, Mm.m0, Mm.n0, Mm.bpos). No such
- * kernel exists yet: the matmul is the rooms' only user. */
+ * tensors at the accumulators' positions (Mm.to, Mm.m0, Mm.n0, Mm.bpos). The conv
+ * (matmul_conv.c) is such a kernel: its own operands and gather (MmConv), the rest
+ * the matmul's. */
 #ifndef FUSEC_MATMUL_H
 #define FUSEC_MATMUL_H
 
