@@ -422,9 +422,10 @@ CgKernel *cg_build(CgModule *m, const CgKernelSpec *s, uint64_t hash, Diag *d)
 	bool chunk = !vector && !coop && !nhwc && row_axis < 0 && s->variant == 0 && rank >= 2;
 	for (int i = 0; i < s->nops && chunk; i++) {
 		OpFamily f = ir_ops[s->ops[i].kind].family;
-		/* an element of a reduction, a matmul or a window is a loop of its own:
-		 * those keep a thread each */
-		chunk = f != FAM_REDUCE && f != FAM_MATMUL && f != FAM_MODULE;
+		/* an element of a reduction or a matmul is a loop of its own: those keep
+		 * a thread each; a window's (conv2d, the pools) is unrolled (its size is
+		 * the op's), and a chunk divides its index once for CG_CHUNK elements */
+		chunk = f != FAM_REDUCE && f != FAM_MATMUL;
 	}
 	k->launch.vec = chunk ? CG_CHUNK : kb->vec;
 	k->launch.block = CG_BLOCK;

@@ -568,7 +568,8 @@ def conv_check(dt):
     cpu backend in make test (tests/cli/t_conv.sh, every tile configuration forced)
     and on the GPU: odd channel counts, strides, padding, dilation, groups, a
     non-square window, 1x1 convs read in place or gathered (stride 2), the stem's
-    7x7, planes whose size is a multiple of a vector or not; epilogues: bias, a
+    7x7, planes whose size is a multiple of a vector or not, and two depthwise convs
+    (the one-thread-per-output kernel under any configuration); epilogues: bias, a
     folded batch norm (per-channel scale and shift) + relu, a residual."""
     ins, ops, outs = {}, [], []
     name, dt = "conv_check_" + dt, "f32" if dt == "tf32" else dt  # tf32: f32 operands
@@ -580,7 +581,10 @@ def conv_check(dt):
              ("dil", 1, 32, 12, 12, 64, 3, 3, 1, 2, 2, 2, True, "none"),
              ("stem", 1, 3, 30, 30, 64, 7, 7, 2, 3, 1, 1, False, "bnrelu"),
              ("down", 2, 32, 14, 14, 64, 1, 1, 2, 0, 1, 1, False, "none"),
-             ("wide", 1, 17, 9, 11, 33, 3, 1, 1, [1, 0], 1, 1, True, "residual")]
+             ("wide", 1, 17, 9, 11, 33, 3, 1, 1, [1, 0], 1, 1, True, "residual"),
+             # depthwise: the one-thread-per-output kernel, chunked, window unrolled
+             ("dw", 2, 24, 11, 11, 24, 3, 3, 1, 1, 1, 24, True, "relu"),
+             ("dw5", 1, 16, 13, 13, 16, 5, 5, 2, 2, 1, 16, False, "bnrelu")]
     for cn, n, c, h, w, oc, kh, kw, s, p, d, g, bias, epi in cases:
         ph, pw = (p, p) if isinstance(p, int) else p
         oh = (h + 2 * ph - d * (kh - 1) - 1) // s + 1
