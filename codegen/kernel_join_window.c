@@ -6,7 +6,8 @@
  * operands through cg_eval. Cat branches to the input that holds the position, gather
  * reads its index tensor then the source (indices wrap once from the end and clamp),
  * conv2d and the pools loop over the window, zero outside the padding. One thread per
- * output element, accumulators in registers. A conv with more than 16 output channels
+ * output element (chunked: frame.c), accumulators in registers; a conv's window is
+ * the op's attribute, so its loops unroll. A conv with more than 16 output channels
  * per group runs on the matmul tiles instead (matmul_conv.c); this one serves
  * depthwise convs, few channels per group, and the dtypes the tiles do not take. */
 #include <stdlib.h>
