@@ -10,9 +10,8 @@
  *   - B is X~, never materialised: the stage load computes each element's address
  *     from its (k, p) and fills the padding with zeros (mm_conv_chunk; on the GPU
  *     the window origin of each column a thread copies is computed once per tile,
- *     mm_conv_tile_cols). A 1x1
- *     conv of stride 1 without padding reads X[n] as the matrix [C][H*W] itself,
- *     chunk by chunk like any operand;
+ *     mm_conv_tile_cols). A 1x1 conv of stride 1 without padding reads X[n] as the
+ *     matrix [C][H*W] itself, chunk by chunk like any operand;
  *   - the output tile (m, p) of batch (n, g) is out[n][g*OCg + m][p]: rows of
  *     the GEMM are channels, columns the contiguous output plane, so the
  *     epilogue's stores are the matmul's (vectors where H*W allows) and the conv's
@@ -66,9 +65,8 @@ void mm_conv_setup(Mm *x)
 		cv->KK = mm_mul(x, dim32(x, cv->w->shape[2]), cv->KW);
 	}
 	cv->OCg = mm_udivc(x, dim32(x, x->to->shape[1]), groups);
-	/* 1x1, stride 1, no padding: B is X[n] itself ([C][H*W]); else gathered.
-	 * The window's size is the weight's, known here only as a shape id: a 1x1
-	 * weight has size-1 dims, id 0 (relative form) */
+	/* 1x1, stride 1, no padding: B is X[n] itself ([C][H*W]); else gathered (a
+	 * 1x1 weight has size-1 dims: shape id 0 in the relative form) */
 	cv->gather = !(cv->w->shape[2] == 0 && cv->w->shape[3] == 0 && cv->stride[0] == 1 &&
 		       cv->stride[1] == 1 && cv->pad[0] == 0 && cv->pad[1] == 0);
 
