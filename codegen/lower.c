@@ -19,18 +19,22 @@ static bool is_pool(const Op *op)
 
 static CgKernelKind kernel_kind(const Graph *g, int fuser, const Launch *l)
 {
-	if (fuser < 0)
+	switch (pass_fuser_kind(fuser)) {
+	case FK_NONE:
 		return CG_KERNEL_SINGLE;
-	/* NHWCRelayout runs its trace as an elementwise kernel, then the pool alone */
-	if (fuser == pass_nhwc_fuser())
+	case FK_NHWC:
+		/* NHWCRelayout runs its trace as an elementwise kernel, then the pool
+		 * alone */
 		return l->nops == 1 && is_pool(&g->ops[l->ops[0]]) ? CG_KERNEL_SINGLE
 								   : CG_KERNEL_ELEMWISE;
-	const char *name = pass_fuser_name(fuser);
-	if (!strcmp(name, "ElementWise"))
+	case FK_ELEMWISE:
 		return CG_KERNEL_ELEMWISE;
-	if (!strcmp(name, "Matmul"))
+	case FK_MATMUL:
 		return CG_KERNEL_MATMUL;
-	return CG_KERNEL_REDUCE;
+	case FK_REDUCE:
+		return CG_KERNEL_REDUCE;
+	}
+	return CG_KERNEL_SINGLE;
 }
 
 /* Number of distinct ops reading each tensor (an op reading x twice counts once). */

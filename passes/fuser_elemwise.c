@@ -119,6 +119,6 @@ static void ew_release(Fuser *f)
 }
 
 const FuserVT fuser_elemwise_vt = {
-	"ElementWise", sizeof(ElemwiseFuser), ew_fuse, ew_properties, ew_len,
+	"ElementWise", FK_ELEMWISE, sizeof(ElemwiseFuser), ew_fuse, ew_properties, ew_len,
 	ew_reset, ew_clone_into, ew_release,
 };

@@ -110,6 +110,6 @@ static void mm_release(Fuser *f)
 }
 
 const FuserVT fuser_matmul_vt = {
-	"Matmul", sizeof(MatmulFuser), mm_fuse, mm_properties, mm_len,
+	"Matmul", FK_MATMUL, sizeof(MatmulFuser), mm_fuse, mm_properties, mm_len,
 	mm_reset, mm_clone_into, mm_release,
 };

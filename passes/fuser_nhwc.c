@@ -72,7 +72,7 @@ static void nhwc_release(Fuser *f)
 }
 
 const FuserVT fuser_nhwc_vt = {
-	"NHWCRelayout", sizeof(NhwcFuser), nhwc_fuse, nhwc_properties, nhwc_len,
+	"NHWCRelayout", FK_NHWC, sizeof(NhwcFuser), nhwc_fuse, nhwc_properties, nhwc_len,
 	nhwc_reset, nhwc_clone_into, nhwc_release,
 };
 

@@ -95,6 +95,6 @@ static void rd_release(Fuser *f)
 }
 
 const FuserVT fuser_reduce_vt = {
-	"Reduce", sizeof(ReduceFuser), rd_fuse, rd_properties, rd_len,
+	"Reduce", FK_REDUCE, sizeof(ReduceFuser), rd_fuse, rd_properties, rd_len,
 	rd_reset, rd_clone_into, rd_release,
 };

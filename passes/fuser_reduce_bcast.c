@@ -158,6 +158,6 @@ static void rb_release(Fuser *f)
 }
 
 const FuserVT fuser_reduce_bcast_vt = {
-	"ReduceBroadcasted", sizeof(ReduceBcastFuser), rb_fuse, rb_properties, rb_len,
+	"ReduceBroadcasted", FK_REDUCE, sizeof(ReduceBcastFuser), rb_fuse, rb_properties, rb_len,
 	rb_reset, rb_clone_into, rb_release,
 };

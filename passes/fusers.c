@@ -85,6 +85,11 @@ const char *pass_fuser_name(int i)
 	return i >= 0 && i < fusers_count() ? registry[i]->name : "none";
 }
 
+FuserKind pass_fuser_kind(int i)
+{
+	return i >= 0 && i < fusers_count() ? registry[i]->kind : FK_NONE;
+}
+
 Fuser *fuser_new(int i, int max_bindings)
 {
 	const FuserVT *vt = registry[i];

@@ -169,6 +169,11 @@ void pass_view_sink_free(ViewSink *v);
 
 int pass_nfusers(void);
 const char *pass_fuser_name(int i);      /* "ElementWise" */
+/* What a fuser's kernels compute, for code generation: an elementwise trace (with
+ * views), a matmul or conv with its epilogue, reductions with what they fuse, or
+ * NHWCRelayout's trace then pool. */
+typedef enum { FK_NONE, FK_ELEMWISE, FK_MATMUL, FK_REDUCE, FK_NHWC } FuserKind;
+FuserKind pass_fuser_kind(int i);        /* FK_NONE: not a fuser (an op alone) */
 /* The registry index of NHWCRelayout, whose fused strategy runs as two launches: its
  * elementwise trace, then the pool alone (processor.c; codegen/lower.c decides which
  * tensor the trace writes channel-last). */

@@ -145,6 +145,7 @@ typedef struct { bool ready; uint64_t score; } FuserProps;
 typedef struct Fuser Fuser;
 typedef struct {
 	const char *name;
+	FuserKind kind;                              /* what its kernels compute */
 	size_t size;                                 /* of the concrete struct */
 	void (*fuse)(Fuser *f, const RelOp *op);     /* accept, or close with a reason */
 	FuserProps (*properties)(const Fuser *f);
