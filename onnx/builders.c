@@ -406,15 +406,16 @@ Val *ob_reduce_axes(Imp *m, OpKind k, Val *x, const bool *on, bool keep)
 	int r = 0;
 	if (nrun > 1 && nbefore == 0 && (k == OP_SUM || k == OP_MEAN || k == OP_MAX_DIM ||
 					  k == OP_MIN_DIM)) {
-		int64_t n = 1;
+		int64_t n = 1, d0[IR_MAX_RANK];
+		memcpy(d0, x->dim, sizeof *d0 * (size_t)rank);
 		for (int i = first; i < rank; i++)
-			n *= x->dim[i];
-		memcpy(dim, x->dim, sizeof *dim * (size_t)first);
+			n *= d0[i];
+		memcpy(dim, d0, sizeof *dim * (size_t)first);
 		dim[first] = n;
 		x = ob_reduce(m, k, ob_reshape(m, x, first + 1, dim), first);
 		for (int i = 0; i < rank; i++)
 			if (keep || !on[i])
-				dim[r++] = on[i] ? 1 : i < first ? x->dim[i] : 1;
+				dim[r++] = on[i] ? 1 : i < first ? d0[i] : 1;
 		return x ? ob_reshape(m, x, r, dim) : NULL;
 	}
 	for (int i = 0; i < rank && x; i++)
