@@ -142,6 +142,16 @@ int mm_stages_bytes(const MmConfig *c, int es);
 int mm_smem(const MmConfig *c, int es);
 /* Bytes of one split-K unit's partial tile in the scratch. */
 int64_t mm_partial_bytes(const MmConfig *c);
+/* The size of shape id `id` among a launch's dims (id 0: size 1). */
+static inline int64_t mm_dim_of(uint32_t id, const int64_t *dims, int ndims)
+{
+	return id == 0 || (int)id >= ndims ? 1 : dims[id];
+}
+/* A tiled launch of `tiles` output tiles (the matmul's and the conv's rules): one
+ * block of MM_THREADS each, times the split (> 1: split-K, whose scratch is the
+ * counters then a partial of `partial` bytes per unit), `smem` dynamic bytes. */
+void mm_launch_tiles(int64_t tiles, int64_t split, int64_t partial, int64_t smem,
+		     CgDims *out);
 
 /* ---- matmul_tile.c: the builder's helpers ---- */
 

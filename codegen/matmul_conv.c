@@ -215,11 +215,6 @@ LLVMValueRef mm_conv_value(Mm *x, const CgIdx *at, LLVMValueRef v)
 
 /* ---- picking and launching (matmul_pick.c asks) ---- */
 
-static int64_t dim_of(uint32_t id, const int64_t *dims, int ndims)
-{
-	return id == 0 || (int)id >= ndims ? 1 : dims[id];
-}
-
 bool mm_conv_eligible(const RelOp *op)
 {
 	DType t = (DType)op->t[0].dtype;
@@ -241,11 +236,11 @@ void mm_conv_sizes(const RelOp *op, const int64_t *dims, int ndims, int64_t *bat
 {
 	const RelTensor *w = &op->t[1], *o = &op->t[op->nin];
 	int64_t g = op->attr.groups > 0 ? op->attr.groups : 1;
-	*batch = dim_of(o->shape[0], dims, ndims) * g;
-	*m = dim_of(o->shape[1], dims, ndims) / g;
-	*n = dim_of(o->shape[2], dims, ndims) * dim_of(o->shape[3], dims, ndims);
-	*k = dim_of(w->shape[1], dims, ndims) * dim_of(w->shape[2], dims, ndims) *
-	     dim_of(w->shape[3], dims, ndims);
+	*batch = mm_dim_of(o->shape[0], dims, ndims) * g;
+	*m = mm_dim_of(o->shape[1], dims, ndims) / g;
+	*n = mm_dim_of(o->shape[2], dims, ndims) * mm_dim_of(o->shape[3], dims, ndims);
+	*k = mm_dim_of(w->shape[1], dims, ndims) * mm_dim_of(w->shape[2], dims, ndims) *
+	     mm_dim_of(w->shape[3], dims, ndims);
 }
 
 /* The launch rule of conv tiles: as the matmul's (one block of MM_THREADS per output
@@ -255,21 +250,11 @@ void mm_conv_sizes(const RelOp *op, const int64_t *dims, int ndims, int64_t *bat
 static void conv_rule(const CgKernel *k, const int64_t *dims, int ndims, CgDims *out)
 {
 	const int64_t *a = k->launch.arg;
-	int64_t m = dim_of((uint32_t)a[3], dims, ndims) / a[6];
-	int64_t n = dim_of((uint32_t)a[4], dims, ndims) * dim_of((uint32_t)a[5], dims, ndims);
+	int64_t m = mm_dim_of((uint32_t)a[3], dims, ndims) / a[6];
+	int64_t n = mm_dim_of((uint32_t)a[4], dims, ndims) * mm_dim_of((uint32_t)a[5], dims, ndims);
 	int64_t tiles = ((m + a[0] - 1) / a[0]) * ((n + a[1] - 1) / a[1]) *
-			dim_of((uint32_t)a[2], dims, ndims) * a[6];
-	if (a[8] > 1)
-		out->scratch_bytes = ((4 * tiles + 15) & ~(int64_t)15) + tiles * a[8] * a[9];
-	tiles *= a[8] > 1 ? a[8] : 1;
-	if (tiles < 1)
-		tiles = 1;
-	if (tiles > (int64_t)1 << 30)
-		tiles = (int64_t)1 << 30;
-	out->grid[0] = tiles;
-	out->block[0] = MM_THREADS;
-	out->shared_bytes = a[7];
-	out->threads = tiles * MM_THREADS;
+			mm_dim_of((uint32_t)a[2], dims, ndims) * a[6];
+	mm_launch_tiles(tiles, a[8], a[9], a[7], out);
 }
 
 void mm_conv_launch(const MmConfig *c, const RelOp *op, CgLaunch *l)

@@ -203,11 +203,6 @@ bool mm_eligible(const CgKernelSpec *s)
 	return true;
 }
 
-static int64_t dim_of(uint32_t id, const int64_t *dims, int ndims)
-{
-	return id == 0 || (int)id >= ndims ? 1 : dims[id];
-}
-
 /* Whether configuration c computes operands of dtype t (tf32: when allowed). */
 bool mm_fits(const MmConfig *c, DType t, bool tf32)
 {
@@ -276,10 +271,10 @@ int cg_matmul_variant(const CgKernelSpec *s, const char *arch, bool host, bool a
 			return 0;
 	} else {
 		for (int d = 0; d < r - 2; d++)
-			batch *= dim_of(out->shape[d], dims, ndims);
-		m = dim_of(out->shape[r - 2], dims, ndims);
-		n = dim_of(out->shape[r - 1], dims, ndims);
-		k = dim_of(mm->t[0].shape[r - 1], dims, ndims);
+			batch *= mm_dim_of(out->shape[d], dims, ndims);
+		m = mm_dim_of(out->shape[r - 2], dims, ndims);
+		n = mm_dim_of(out->shape[r - 1], dims, ndims);
+		k = mm_dim_of(mm->t[0].shape[r - 1], dims, ndims);
 	}
 	int64_t big = batch * ((m + 127) / 128) * ((n + 127) / 128);
 	/* measuring the table (docs/benchmarks.md): FUSEC_MATMUL_TILES=NAME forces the
@@ -352,14 +347,19 @@ int cg_matmul_variant(const CgKernelSpec *s, const char *arch, bool host, bool a
 static void mm_rule(const CgKernel *k, const int64_t *dims, int ndims, CgDims *out)
 {
 	const int64_t *a = k->launch.arg;
-	int64_t m = dim_of((uint32_t)a[2], dims, ndims), n = dim_of((uint32_t)a[3], dims, ndims);
+	int64_t m = mm_dim_of((uint32_t)a[2], dims, ndims), n = mm_dim_of((uint32_t)a[3], dims, ndims);
 	int64_t tiles = ((m + a[0] - 1) / a[0]) * ((n + a[1] - 1) / a[1]);
 	for (int d = 0; d < a[4]; d++)
-		tiles *= dim_of((uint32_t)a[5 + d], dims, ndims);
-	int64_t split = a[6 + a[4]];
+		tiles *= mm_dim_of((uint32_t)a[5 + d], dims, ndims);
+	mm_launch_tiles(tiles, a[6 + a[4]], a[7 + a[4]], a[5 + a[4]], out);
+}
+
+void mm_launch_tiles(int64_t tiles, int64_t split, int64_t partial, int64_t smem,
+		     CgDims *out)
+{
 	if (split > 1)
 		/* the counters (16-byte rounded), then a partial tile per unit */
-		out->scratch_bytes = ((4 * tiles + 15) & ~(int64_t)15) + tiles * split * a[7 + a[4]];
+		out->scratch_bytes = ((4 * tiles + 15) & ~(int64_t)15) + tiles * split * partial;
 	tiles *= split > 1 ? split : 1;
 	if (tiles < 1)
 		tiles = 1;
@@ -367,7 +367,7 @@ static void mm_rule(const CgKernel *k, const int64_t *dims, int ndims, CgDims *o
 		tiles = (int64_t)1 << 30;   /* the kernel loops over the rest */
 	out->grid[0] = tiles;
 	out->block[0] = MM_THREADS;
-	out->shared_bytes = a[5 + a[4]];
+	out->shared_bytes = smem;
 	out->threads = tiles * MM_THREADS;
 }
 

@@ -85,3 +85,25 @@ p = json.load(open(sys.argv[1]))
 convs = [k for k in p["kernels"] if "Module::Conv2d" in k["op_names"]]
 assert convs and all(k["op_names"] == ["Module::Conv2d"] and k["fuser"] == "none" for k in convs), convs
 ' "$TMP/ccb/conv_check_f32.plan.json"
+
+# the conv tile rule (matmul_pick.c): a 128-wide tile only where it wastes at most a
+# quarter; ResNet-50's 7x7 planes and 64-channel layers take the 64x64 tiles, its
+# 56x56 expansion to 256 channels the 128x256 wgmma tile
+cat > "$TMP/rule.json" <<'EOF2'
+{"format": "fusec-graph/1", "name": "rule",
+ "inputs": {"a": {"dtype": "bf16", "shape": [32, 512, 7, 7]}, "wa": {"dtype": "bf16", "shape": [2048, 512, 1, 1]},
+            "b": {"dtype": "bf16", "shape": [32, 64, 56, 56]}, "wb": {"dtype": "bf16", "shape": [256, 64, 1, 1]},
+            "wc": {"dtype": "bf16", "shape": [64, 64, 3, 3]}},
+ "ops": [{"op": "conv2d", "in": ["a", "wa"], "out": "ya"}, {"op": "sync"},
+         {"op": "conv2d", "in": ["b", "wb"], "out": "yb"}, {"op": "sync"},
+         {"op": "conv2d", "in": ["b", "wc"], "out": "yc", "padding": 1}],
+ "outputs": ["ya", "yb", "yc"]}
+EOF2
+check conv-rule-compile 0 "$FUSEC" compile "$TMP/rule.json" -o "$TMP/rule"
+check conv-rule-tiles 0 python3 -c '
+import json, sys
+p = json.load(open(sys.argv[1]))
+k = {k["name"]: k for k in p["kernels"]}
+t = [k[l["kernel"]].get("tiles") for s in p["steps"] for l in s["launches"]]
+assert t == ["tc64x64x32s3", "wg128x256x64s4", "tc64x64x32s3"], t
+' "$TMP/rule/rule.plan.json"
