@@ -100,7 +100,7 @@ static void attrs(Buf *b, bool yaml, const Op *op)
 		return;
 	for (int i = 0; i < A_COUNT_; i++) {
 		unsigned bit = 1u << i;
-		if (!(bits & bit))
+		if (!(bits & bit) || (bit == A_LAYOUT && a->layout == LAYOUT_NCHW))
 			continue;
 		buf_puts(b, ", ");
 		key(b, yaml, ir_attr_name(bit));
@@ -133,6 +133,7 @@ static void attrs(Buf *b, bool yaml, const Op *op)
 		case A_KERNEL: pair(b, a->kernel); break;
 		case A_GROUPS: buf_printf(b, "%d", a->groups); break;
 		case A_APPROX: str(b, a->approx == GELU_TANH ? "tanh" : "none"); break;
+		case A_LAYOUT: str(b, "nhwc"); break;
 		}
 	}
 }

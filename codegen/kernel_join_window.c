@@ -93,6 +93,26 @@ static LLVMValueRef window_pos(CgKb *kb, LLVMValueRef o, int stride, int pad, LL
 	return LLVMBuildSelect(b, ok, p, cg_i64(kb, 0), "");
 }
 
+/* The axes of channels and of the plane in a conv's or pool's layout */
+typedef struct {
+	int c, h, w;
+} Axes;
+
+static Axes layout_axes(const RelAttrs *at)
+{
+	return at->layout == LAYOUT_NHWC ? (Axes){3, 1, 2} : (Axes){1, 2, 3};
+}
+
+/* The position of element (n, ch, h, w) in the layout's order */
+static void layout_pos(Axes a, LLVMValueRef n, LLVMValueRef ch, LLVMValueRef h, LLVMValueRef w,
+		       LLVMValueRef *pos)
+{
+	pos[0] = n;
+	pos[a.c] = ch;
+	pos[a.h] = h;
+	pos[a.w] = w;
+}
+
 static LLVMValueRef eval_conv2d(CgKb *kb, const RelOp *op, CgIdx *out)
 {
 	const RelTensor *x = &op->t[0], *w = &op->t[1];
@@ -100,28 +120,33 @@ static LLVMValueRef eval_conv2d(CgKb *kb, const RelOp *op, CgIdx *out)
 	const RelAttrs *at = &op->attr;
 	int groups = at->groups > 0 ? at->groups : 1;
 	LLVMBuilderRef b = kb->b;
-	LLVMValueRef cg = cg_dim(kb, w->shape[1]);
+	Axes a = layout_axes(at);
+	/* the weight is [OC][C/g][KH][KW], or [OC][KH][KW][C/g] channels last */
+	int wc = a.c == 1 ? 1 : 3, wh = a.c == 1 ? 2 : 1;
+	LLVMValueRef oc = out->i[a.c];
+	LLVMValueRef cg = cg_dim(kb, w->shape[wc]);
 	LLVMValueRef og = LLVMBuildUDiv(b, cg_dim(kb, w->shape[0]), cg_i64(kb, groups), "");
-	LLVMValueRef cbase = LLVMBuildMul(b, LLVMBuildUDiv(b, out->i[1], og, ""), cg, "");
+	LLVMValueRef cbase = LLVMBuildMul(b, LLVMBuildUDiv(b, oc, og, ""), cg, "");
 	LLVMValueRef zero = cg_zero(kb, t);
 
 	CgLoop lc, lh, lw;
 	cg_loop_begin(kb, &lc, cg_i64(kb, 0), cg, cg_i64(kb, 1));
 	LLVMValueRef acc_c = cg_carry(kb, &lc, zero);
 	/* the window's size is the op's (ir/infer.c): constant loops, unrolled */
-	LLVMValueRef kh = at->kernel[0] > 0 ? cg_i64(kb, at->kernel[0]) : cg_dim(kb, w->shape[2]);
-	LLVMValueRef kw = at->kernel[1] > 0 ? cg_i64(kb, at->kernel[1]) : cg_dim(kb, w->shape[3]);
+	LLVMValueRef kh = at->kernel[0] > 0 ? cg_i64(kb, at->kernel[0]) : cg_dim(kb, w->shape[wh]);
+	LLVMValueRef kw = at->kernel[1] > 0 ? cg_i64(kb, at->kernel[1]) : cg_dim(kb, w->shape[wh + 1]);
 	cg_loop_begin(kb, &lh, cg_i64(kb, 0), kh, cg_i64(kb, 1));
 	LLVMValueRef acc_h = cg_carry(kb, &lh, acc_c);
 	cg_loop_begin(kb, &lw, cg_i64(kb, 0), kw, cg_i64(kb, 1));
 	LLVMValueRef acc_w = cg_carry(kb, &lw, acc_h);
 	LLVMValueRef inside = NULL;
-	LLVMValueRef ih = window_pos(kb, out->i[2], at->stride[0], at->padding[0], lh.i,
-				     at->dilation[0], cg_dim(kb, x->shape[2]), &inside);
-	LLVMValueRef iw = window_pos(kb, out->i[3], at->stride[1], at->padding[1], lw.i,
-				     at->dilation[1], cg_dim(kb, x->shape[3]), &inside);
-	LLVMValueRef px[4] = {out->i[0], LLVMBuildAdd(b, cbase, lc.i, ""), ih, iw};
-	LLVMValueRef pw[4] = {out->i[1], lc.i, lh.i, lw.i};
+	LLVMValueRef ih = window_pos(kb, out->i[a.h], at->stride[0], at->padding[0], lh.i,
+				     at->dilation[0], cg_dim(kb, x->shape[a.h]), &inside);
+	LLVMValueRef iw = window_pos(kb, out->i[a.w], at->stride[1], at->padding[1], lw.i,
+				     at->dilation[1], cg_dim(kb, x->shape[a.w]), &inside);
+	LLVMValueRef px[4], pw[4];
+	layout_pos(a, out->i[0], LLVMBuildAdd(b, cbase, lc.i, ""), ih, iw, px);
+	layout_pos(a, oc, lc.i, lh.i, lw.i, pw);
 	CgIdx xi = cg_idx_at(x, px), wi = cg_idx_at(w, pw);
 	LLVMValueRef prod = cg_binary_value(kb, OP_MUL, t, cg_eval(kb, x->id, &xi), cg_eval(kb, w->id, &wi));
 	prod = LLVMBuildSelect(b, inside, prod, zero, "");
@@ -136,7 +161,7 @@ static LLVMValueRef eval_conv2d(CgKb *kb, const RelOp *op, CgIdx *out)
 	const RelTensor *bias = &op->t[2];
 	LLVMValueRef pbias[IR_MAX_RANK];
 	for (int d = 0; d < bias->rank; d++)
-		pbias[d] = bias->shape[d] == 0 ? cg_i64(kb, 0) : out->i[1];
+		pbias[d] = bias->shape[d] == 0 ? cg_i64(kb, 0) : oc;
 	CgIdx bi = cg_idx_at(bias, pbias);
 	return cg_binary_value(kb, OP_ADD, t, acc_c, cg_eval(kb, bias->id, &bi));
 }
@@ -148,6 +173,7 @@ static LLVMValueRef eval_pool2d(CgKb *kb, const RelOp *op, CgIdx *out)
 	const RelAttrs *at = &op->attr;
 	bool max = op->kind == OP_MAX_POOL2D;
 	LLVMBuilderRef b = kb->b;
+	Axes a = layout_axes(at);
 	LLVMValueRef init = max ? cg_extreme(kb, t, true) : cg_zero(kb, t);
 	CgLoop lh, lw;
 	cg_loop_begin(kb, &lh, cg_i64(kb, 0), cg_i64(kb, at->kernel[0]), cg_i64(kb, 1));
@@ -155,11 +181,12 @@ static LLVMValueRef eval_pool2d(CgKb *kb, const RelOp *op, CgIdx *out)
 	cg_loop_begin(kb, &lw, cg_i64(kb, 0), cg_i64(kb, at->kernel[1]), cg_i64(kb, 1));
 	LLVMValueRef acc_w = cg_carry(kb, &lw, acc_h);
 	LLVMValueRef inside = NULL;
-	LLVMValueRef ih = window_pos(kb, out->i[2], at->stride[0], at->padding[0], lh.i, 1,
-				     cg_dim(kb, x->shape[2]), &inside);
-	LLVMValueRef iw = window_pos(kb, out->i[3], at->stride[1], at->padding[1], lw.i, 1,
-				     cg_dim(kb, x->shape[3]), &inside);
-	LLVMValueRef px[4] = {out->i[0], out->i[1], ih, iw};
+	LLVMValueRef ih = window_pos(kb, out->i[a.h], at->stride[0], at->padding[0], lh.i, 1,
+				     cg_dim(kb, x->shape[a.h]), &inside);
+	LLVMValueRef iw = window_pos(kb, out->i[a.w], at->stride[1], at->padding[1], lw.i, 1,
+				     cg_dim(kb, x->shape[a.w]), &inside);
+	LLVMValueRef px[4];
+	layout_pos(a, out->i[0], out->i[a.c], ih, iw, px);
 	CgIdx xi = cg_idx_at(x, px);
 	LLVMValueRef v = cg_eval(kb, x->id, &xi);
 	LLVMValueRef next = max ? cg_select_max(kb, t, acc_w, v, true) : cg_binary_value(kb, OP_ADD, t, acc_w, v);

@@ -228,7 +228,7 @@ bool mm_conv_eligible(const RelOp *op)
 	for (int i = 0; i < 2; i++)
 		if (op->attr.stride[i] < 1 || op->attr.dilation[i] < 1 || op->attr.padding[i] < 0)
 			return false;
-	return true;
+	return op->attr.layout == LAYOUT_NCHW;
 }
 
 void mm_conv_sizes(const RelOp *op, const int64_t *dims, int ndims, int64_t *batch,

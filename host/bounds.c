@@ -663,24 +663,28 @@ static void bound_conv2d(Interp *ip, const Op *op, const HostTensor *out, double
 {
 	const HostTensor *x = &ip->val[op->in[0]], *w = &ip->val[op->in[1]];
 	const Attrs *at = op->attr;
-	int64_t c[4], per_group = out->dim[1] / at->groups, cg = w->dim[1];
+	bool last = at->layout == LAYOUT_NHWC;
+	int64_t lc[4], per_group = w->dim[0] / at->groups, cg = w->dim[last ? 3 : 1];
+	int64_t kh_n = w->dim[last ? 1 : 2], kw_n = w->dim[last ? 2 : 3];
+	int64_t xh = x->dim[last ? 1 : 2], xw = x->dim[last ? 2 : 3];
 	double u = unit_round(compute_dtype(out->dtype));
 	for (int64_t i = 0; i < out->n; i++) {
-		interp_coords_of(out, i, c);
+		int64_t oc[4];
+		interp_coords_of(out, i, oc);
+		interp_layout_coords(at, oc, lc);
+		int64_t *c = lc;   /* (n, channel, h, w) */
 		int64_t c0 = c[1] / per_group * cg, nterm = 0;
 		double mag = 0, m2 = 0, s = 0;
 		Spread sp = {0, 0, 0};
 		for (int64_t ch = 0; ch < cg; ch++)
-			for (int64_t kh = 0; kh < w->dim[2]; kh++) {
-				int64_t ih = interp_window_pos(at, 0, c[2], kh, at->dilation[0], x->dim[2]);
-				for (int64_t kw = 0; kw < w->dim[3] && ih >= 0; kw++) {
-					int64_t iw = interp_window_pos(at, 1, c[3], kw, at->dilation[1], x->dim[3]);
+			for (int64_t kh = 0; kh < kh_n; kh++) {
+				int64_t ih = interp_window_pos(at, 0, c[2], kh, at->dilation[0], xh);
+				for (int64_t kw = 0; kw < kw_n && ih >= 0; kw++) {
+					int64_t iw = interp_window_pos(at, 1, c[3], kw, at->dilation[1], xw);
 					if (iw < 0)
 						continue;
-					int64_t xi = ((c[0] * x->dim[1] + c0 + ch) * x->dim[2] + ih) *
-						     x->dim[3] + iw;
-					int64_t wi = ((c[1] * w->dim[1] + ch) * w->dim[2] + kh) *
-						     w->dim[3] + kw;
+					int64_t xi = interp_layout_index(at, x, c[0], c0 + ch, ih, iw);
+					int64_t wi = interp_layout_index(at, w, c[1], ch, kh, kw);
 					double vx = host_get(x, xi), vw = host_get(w, wi);
 					double ex = err_at(ip, op->in[0], xi), ew = err_at(ip, op->in[1], wi);
 					double rx = tight_at(ip, op->in[0], xi), rw = tight_at(ip, op->in[1], wi);

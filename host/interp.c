@@ -517,9 +517,23 @@ static int run_gather(Interp *ip, const Op *op, HostTensor *out)
 
 /* ---- module ops ------------------------------------------------------------ */
 
-static double at4(const HostTensor *t, int64_t a, int64_t b, int64_t c, int64_t d)
+/* The flat index of element (n, ch, h, w) of t, a conv's or pool's tensor held in
+ * at's layout (channels last: [N][H][W][C]). */
+int64_t interp_layout_index(const Attrs *at, const HostTensor *t, int64_t n, int64_t ch,
+			    int64_t h, int64_t w)
 {
-	return host_get(t, ((a * t->dim[1] + b) * t->dim[2] + c) * t->dim[3] + d);
+	if (at->layout == LAYOUT_NHWC)
+		return ((n * t->dim[1] + h) * t->dim[2] + w) * t->dim[3] + ch;
+	return ((n * t->dim[1] + ch) * t->dim[2] + h) * t->dim[3] + w;
+}
+
+void interp_layout_coords(const Attrs *at, const int64_t *c, int64_t *l)
+{
+	bool last = at->layout == LAYOUT_NHWC;
+	l[0] = c[0];
+	l[1] = c[last ? 3 : 1];
+	l[2] = c[last ? 1 : 2];
+	l[3] = c[last ? 2 : 3];
 }
 
 /* The input row (or column) that window position k of output position o reads
@@ -536,15 +550,19 @@ static double conv2d_at(const Op *op, const HostTensor *x, const HostTensor *w, 
 			int64_t o, int64_t oh, int64_t ow, int64_t per_group)
 {
 	const Attrs *at = op->attr;
-	int64_t cg = w->dim[1], c0 = o / per_group * cg;
+	bool last = at->layout == LAYOUT_NHWC;
+	int64_t cg = w->dim[last ? 3 : 1], c0 = o / per_group * cg;
+	int64_t kh_n = w->dim[last ? 1 : 2], kw_n = w->dim[last ? 2 : 3];
+	int64_t xh = x->dim[last ? 1 : 2], xw = x->dim[last ? 2 : 3];
 	double acc = 0;
 	for (int64_t c = 0; c < cg; c++)
-		for (int64_t kh = 0; kh < w->dim[2]; kh++) {
-			int64_t ih = interp_window_pos(at, 0, oh, kh, at->dilation[0], x->dim[2]);
-			for (int64_t kw = 0; kw < w->dim[3] && ih >= 0; kw++) {
-				int64_t iw = interp_window_pos(at, 1, ow, kw, at->dilation[1], x->dim[3]);
+		for (int64_t kh = 0; kh < kh_n; kh++) {
+			int64_t ih = interp_window_pos(at, 0, oh, kh, at->dilation[0], xh);
+			for (int64_t kw = 0; kw < kw_n && ih >= 0; kw++) {
+				int64_t iw = interp_window_pos(at, 1, ow, kw, at->dilation[1], xw);
 				if (iw >= 0)
-					acc += at4(x, n, c0 + c, ih, iw) * at4(w, o, c, kh, kw);
+					acc += host_get(x, interp_layout_index(at, x, n, c0 + c, ih, iw)) *
+					       host_get(w, interp_layout_index(at, w, o, c, kh, kw));
 			}
 		}
 	return acc;
@@ -554,20 +572,24 @@ static void run_conv2d(Interp *ip, const Op *op, HostTensor *out)
 {
 	const HostTensor *x = &ip->val[op->in[0]], *w = &ip->val[op->in[1]];
 	const HostTensor *bias = op->nin > 2 ? &ip->val[op->in[2]] : NULL;
-	int64_t c[4], per_group = out->dim[1] / op->attr->groups;
+	int64_t c[4], l[4], per_group = w->dim[0] / op->attr->groups;
 	for (int64_t i = 0; i < out->n; i++) {
 		interp_coords_of(out, i, c);
-		double acc = conv2d_at(op, x, w, c[0], c[1], c[2], c[3], per_group);
-		host_set(out, i, acc + (bias ? host_get(bias, c[1]) : 0));
+		interp_layout_coords(op->attr, c, l);
+		double acc = conv2d_at(op, x, w, l[0], l[1], l[2], l[3], per_group);
+		host_set(out, i, acc + (bias ? host_get(bias, l[1]) : 0));
 	}
 }
 
 int64_t interp_pool_at(const Attrs *at, const HostTensor *x, const int64_t *c, int64_t kh,
 		       int64_t kw)
 {
-	int64_t ih = interp_window_pos(at, 0, c[2], kh, 1, x->dim[2]);
-	int64_t iw = ih < 0 ? -1 : interp_window_pos(at, 1, c[3], kw, 1, x->dim[3]);
-	return iw < 0 ? -1 : ((c[0] * x->dim[1] + c[1]) * x->dim[2] + ih) * x->dim[3] + iw;
+	bool last = at->layout == LAYOUT_NHWC;
+	int64_t l[4];
+	interp_layout_coords(at, c, l);
+	int64_t ih = interp_window_pos(at, 0, l[2], kh, 1, x->dim[last ? 1 : 2]);
+	int64_t iw = ih < 0 ? -1 : interp_window_pos(at, 1, l[3], kw, 1, x->dim[last ? 2 : 3]);
+	return iw < 0 ? -1 : interp_layout_index(at, x, l[0], l[1], ih, iw);
 }
 
 /* max_pool2d skips the padding; avg_pool2d counts it in the divisor. */

@@ -56,6 +56,12 @@ void interp_matmul_at(const MatmulShape *s, const HostTensor *out, int64_t o, in
 		      int64_t *b0);
 /* The flat index in x (NCHW) that position (kh, kw) of the 2-d pool window of
  * output position c (n, c, h, w) reads; -1 in the padding. */
+/* A conv's or pool's tensors in the op's layout (Attrs.layout): the flat index of
+ * element (n, channel, h, w) of t, and output coordinates c (in the layout's
+ * order) as (n, channel, h, w) in l. */
+int64_t interp_layout_index(const Attrs *at, const HostTensor *t, int64_t n, int64_t ch,
+			    int64_t h, int64_t w);
+void interp_layout_coords(const Attrs *at, const int64_t *c, int64_t *l);
 int64_t interp_pool_at(const Attrs *at, const HostTensor *x, const int64_t *c, int64_t kh,
 		       int64_t kw);
 /* Run one op (not sync) into out, allocated with its shape: 0, or -1 with ip->d

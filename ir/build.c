@@ -445,6 +445,15 @@ static int read_attr(Builder *b, const DocNode *n, const char *path, OpKind kind
 			return -1;
 		at->groups = (int)v;
 		return 0;
+	case A_LAYOUT:
+		if (n->kind == DOC_STR && !strcmp(n->text, "nchw"))
+			at->layout = LAYOUT_NCHW;
+		else if (n->kind == DOC_STR && !strcmp(n->text, "nhwc"))
+			at->layout = LAYOUT_NHWC;
+		else
+			return fail(b, n, "%s: expected 'nchw' or 'nhwc', got %s", path,
+				    describe(n).s);
+		return 0;
 	case A_APPROX:
 		if (n->kind == DOC_STR && !strcmp(n->text, "none"))
 			at->approx = GELU_NONE;

@@ -462,6 +462,18 @@ static int64_t window_out(int64_t in, int pad, int dil, int64_t k, int stride)
 	return (num - 1) / stride + 1;
 }
 
+/* The axes of a conv's or pool's tensors in its layout: channels, then the two
+ * spatial axes (x and the result); a weight's are [OC][C/g][KH][KW] or, channels
+ * last, [OC][KH][KW][C/g]. */
+typedef struct {
+	int c, h, w;
+} Axes;
+
+static Axes layout_axes(const Attrs *at)
+{
+	return at->layout == LAYOUT_NHWC ? (Axes){3, 1, 2} : (Axes){1, 2, 3};
+}
+
 static int rule_conv2d(Infer *c)
 {
 	const Tensor *x = input(c, 0), *w = input(c, 1);
@@ -484,29 +496,33 @@ static int rule_conv2d(Infer *c)
 		return fail(c, "padding %s must not be negative", pair_text(at->padding).s);
 	if (at->groups < 1)
 		return fail(c, "groups must be positive, got %d", at->groups);
-	int64_t ch = x->dim[1], och = w->dim[0], g = at->groups;
+	Axes a = layout_axes(at);
+	/* the weight: per-group channels at wc, the window at wh, ww */
+	int wc = a.c == 1 ? 1 : 3, wh = a.c == 1 ? 2 : 1, ww = wh + 1;
+	int64_t ch = x->dim[a.c], och = w->dim[0], g = at->groups;
 	if (ch % g)
 		return fail(c, "input channels %lld are not divisible by groups %lld",
 			    (long long)ch, (long long)g);
 	if (och % g)
 		return fail(c, "output channels %lld are not divisible by groups %lld",
 			    (long long)och, (long long)g);
-	if (w->dim[1] != ch / g)
-		return fail(c, "weight %s needs %lld channels per group (input %s, groups %lld)",
+	if (w->dim[wc] != ch / g)
+		return fail(c, "weight %s needs %lld channels per group (input %s, groups %lld%s)",
 			    tensor_text(w).s, (long long)(ch / g), tensor_text(x).s,
-			    (long long)g);
+			    (long long)g, a.c == 1 ? "" : ", layout nhwc");
 	if (bias && (bias->rank != 1 || bias->dim[0] != och))
 		return fail(c, "bias must be [%lld], got %s", (long long)och,
 			    tensor_text(bias).s);
 	/* the window's size, from the weight, as the pools hold theirs: part of the op's
 	 * relative form, so that a kernel knows it (codegen unrolls the window) */
-	if (w->dim[2] > 0 && w->dim[2] <= INT32_MAX && w->dim[3] > 0 && w->dim[3] <= INT32_MAX) {
-		at->kernel[0] = (int)w->dim[2];
-		at->kernel[1] = (int)w->dim[3];
+	if (w->dim[wh] > 0 && w->dim[wh] <= INT32_MAX && w->dim[ww] > 0 &&
+	    w->dim[ww] <= INT32_MAX) {
+		at->kernel[0] = (int)w->dim[wh];
+		at->kernel[1] = (int)w->dim[ww];
 	}
-	int64_t ho = window_out(x->dim[2], at->padding[0], at->dilation[0], w->dim[2],
+	int64_t ho = window_out(x->dim[a.h], at->padding[0], at->dilation[0], w->dim[wh],
 				at->stride[0]);
-	int64_t wo = window_out(x->dim[3], at->padding[1], at->dilation[1], w->dim[3],
+	int64_t wo = window_out(x->dim[a.w], at->padding[1], at->dilation[1], w->dim[ww],
 				at->stride[1]);
 	if (ho < 1 || wo < 1)
 		return fail(c, "input %s is too small for weight %s with padding %s and dilation %s",
@@ -515,9 +531,9 @@ static int rule_conv2d(Infer *c)
 	c->out.dtype = x->dtype;
 	c->out.rank = 4;
 	c->out.dim[0] = x->dim[0];
-	c->out.dim[1] = och;
-	c->out.dim[2] = ho;
-	c->out.dim[3] = wo;
+	c->out.dim[a.c] = och;
+	c->out.dim[a.h] = ho;
+	c->out.dim[a.w] = wo;
 	return 0;
 }
 
@@ -541,14 +557,15 @@ static int rule_pool2d(Infer *c)
 	if (at->padding[0] > at->kernel[0] / 2 || at->padding[1] > at->kernel[1] / 2)
 		return fail(c, "padding %s is more than half of kernel %s",
 			    pair_text(at->padding).s, pair_text(at->kernel).s);
-	int64_t ho = window_out(x->dim[2], at->padding[0], 1, at->kernel[0], at->stride[0]);
-	int64_t wo = window_out(x->dim[3], at->padding[1], 1, at->kernel[1], at->stride[1]);
+	Axes a = layout_axes(at);
+	int64_t ho = window_out(x->dim[a.h], at->padding[0], 1, at->kernel[0], at->stride[0]);
+	int64_t wo = window_out(x->dim[a.w], at->padding[1], 1, at->kernel[1], at->stride[1]);
 	if (ho < 1 || wo < 1)
 		return fail(c, "input %s is too small for kernel %s with padding %s",
 			    tensor_text(x).s, pair_text(at->kernel).s, pair_text(at->padding).s);
 	copy_shape(c, x, x->dtype);
-	c->out.dim[2] = ho;
-	c->out.dim[3] = wo;
+	c->out.dim[a.h] = ho;
+	c->out.dim[a.w] = wo;
 	return 0;
 }
 

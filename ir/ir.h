@@ -91,7 +91,8 @@ enum {
 	A_GROUPS   = 1 << 12,
 	A_KERNEL   = 1 << 13,
 	A_APPROX   = 1 << 14,
-	A_COUNT_   = 15,
+	A_LAYOUT   = 1 << 15,
+	A_COUNT_   = 16,
 };
 const char *ir_attr_name(unsigned bit);      /* "scalar" for A_SCALAR */
 
@@ -181,6 +182,11 @@ typedef struct ConstSource {
 
 typedef enum { GELU_NONE, GELU_TANH } GeluApprox;
 
+/* The layout of a conv2d's or a pool's tensors (attribute `layout`): NCHW, or
+ * channels last: x [N][H][W][C], a conv's weight [OC][KH][KW][C/groups], the
+ * result [N][OH][OW][OC] (passes/layout.c rewrites a graph to it). */
+typedef enum { LAYOUT_NCHW, LAYOUT_NHWC } Layout;
+
 /* Attributes of one op; which fields mean something is told by `has`. */
 typedef struct {
 	unsigned has;            /* A_* bits present */
@@ -193,6 +199,7 @@ typedef struct {
 	int64_t range[IR_MAX_RANK][2]; /* slice: [start, end) per leading dim */
 	int stride[2], padding[2], dilation[2], kernel[2], groups;
 	GeluApprox approx;
+	Layout layout;
 } Attrs;
 
 typedef struct {
@@ -297,7 +304,7 @@ typedef struct {
 typedef struct {
 	uint8_t dtype, approx, axis, n;
 	uint8_t axes[IR_MAX_RANK];
-	int32_t stride[2], padding[2], dilation[2], kernel[2], groups;
+	int32_t stride[2], padding[2], dilation[2], kernel[2], groups, layout;
 } RelAttrs;
 
 typedef struct {

@@ -14,6 +14,7 @@
  * executes. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "ir.h"
@@ -203,6 +204,7 @@ void ir_rel_op(RelConv *c, Arena *a, int opi, RelOp *out)
 			r->kernel[i] = at->kernel[i];
 		}
 		r->groups = at->groups;
+		r->layout = at->layout;
 	}
 	out->nplace = (uint16_t)(c->nvalues - out->place0);
 	out->hash = ir_rel_hash(out);
@@ -258,8 +260,11 @@ uint64_t ir_rel_hash(const RelOp *op)
 		for (int k = 0; k < t->rank; k++)
 			h = hash_u64(h, t->shape[k]);
 	}
-	/* RelAttrs is zero-filled and has no padding, so its bytes are canonical */
-	return hash_bytes(h, &op->attr, sizeof op->attr);
+	/* RelAttrs is zero-filled and has no padding, so its bytes are canonical; the
+	 * layout, added last, counts only when it is not NCHW, so that hashes (and the
+	 * kernel names made from them) stay those of the graphs before it */
+	h = hash_bytes(h, &op->attr, offsetof(RelAttrs, layout));
+	return op->attr.layout ? hash_u64(h, (uint64_t)op->attr.layout) : h;
 }
 
 /* Decimal digits of v; the plan prints every relative op, so no printf here. */
@@ -335,6 +340,8 @@ void ir_rel_print(Buf *b, const RelOp *op)
 		print_pair(b, "dilation", r->dilation, 1);
 	if ((has & A_GROUPS) && r->groups > 1)
 		buf_printf(b, ", groups=%d", r->groups);
+	if ((has & A_LAYOUT) && r->layout == LAYOUT_NHWC)
+		buf_puts(b, ", layout=nhwc");
 	buf_puts(b, ") -> ");
 	for (int k = 0; k < op->nout; k++) {
 		if (k)

@@ -30,6 +30,7 @@ attrs = {
     "stride": pair(1), "padding": pair(0), "dilation": pair(1), "kernel": pair(1),
     "groups": {"type": "integer", "minimum": 1},
     "approximate": {"enum": ["none", "tanh"]},
+    "layout": {"enum": ["nchw", "nhwc"]},
 }
 base = {
     "op": {"enum": [o["op"] for o in ops]},

@@ -563,16 +563,22 @@ if __name__ == "__main__":
     g17()
 
 
-def conv_check(dt):
+def conv_check(dt, nhwc=False):
     """The check of convolutions as implicit GEMMs (codegen/matmul_conv.c), on the
     cpu backend in make test (tests/cli/t_conv.sh, every tile configuration forced)
     and on the GPU: odd channel counts, strides, padding, dilation, groups, a
     non-square window, 1x1 convs read in place or gathered (stride 2), the stem's
     7x7, planes whose size is a multiple of a vector or not, and two depthwise convs
     (the one-thread-per-output kernel under any configuration); epilogues: bias, a
-    folded batch norm (per-channel scale and shift) + relu, a residual."""
+    folded batch norm (per-channel scale and shift) + relu, a residual. With nhwc,
+    the same convs channels last (layout nhwc: x [N][H][W][C], weight
+    [OC][KH][KW][C/g]) and two pools."""
     ins, ops, outs = {}, [], []
-    name, dt = "conv_check_" + dt, "f32" if dt == "tf32" else dt  # tf32: f32 operands
+    name = "conv_check_" + ("nhwc_" if nhwc else "") + dt
+    dt = "f32" if dt == "tf32" else dt  # tf32: f32 operands
+
+    def nchw(n, c, h, w):  # a tensor's dims in the layout
+        return [n, h, w, c] if nhwc else [n, c, h, w]
     # (name, N, C, H, W, OC, kh, kw, stride, pad, dil, groups, bias, epilogue)
     cases = [("c3", 2, 19, 13, 13, 40, 3, 3, 1, 1, 1, 1, True, "bnrelu"),
              ("p1x1", 2, 32, 10, 10, 48, 1, 1, 1, 0, 1, 1, False, "residual"),
@@ -589,18 +595,20 @@ def conv_check(dt):
         ph, pw = (p, p) if isinstance(p, int) else p
         oh = (h + 2 * ph - d * (kh - 1) - 1) // s + 1
         ow = (w + 2 * pw - d * (kw - 1) - 1) // s + 1
-        ins[cn + "_x"] = (dt, [n, c, h, w])
-        ins[cn + "_w"] = (dt, [oc, c // g, kh, kw])
+        ins[cn + "_x"] = (dt, nchw(n, c, h, w))
+        ins[cn + "_w"] = (dt, [oc, kh, kw, c // g] if nhwc else [oc, c // g, kh, kw])
         cin = [cn + "_x", cn + "_w"]
         if bias:
             ins[cn + "_b"] = (dt, [oc])
             cin.append(cn + "_b")
         attrs = {"stride": s, "padding": [ph, pw], "dilation": d, "groups": g}
+        if nhwc:
+            attrs["layout"] = "nhwc"
         ops.append(op("conv2d", cin, cn + "_c", **attrs))
         y = cn + "_c"
         if epi == "bnrelu":
-            ins[cn + "_scale"] = (dt, [1, oc, 1, 1])
-            ins[cn + "_shift"] = (dt, [1, oc, 1, 1])
+            ins[cn + "_scale"] = (dt, nchw(1, oc, 1, 1))
+            ins[cn + "_shift"] = (dt, nchw(1, oc, 1, 1))
             ops.append(op("mul", [y, cn + "_scale"], cn + "_s"))
             ops.append(op("add", [cn + "_s", cn + "_shift"], cn + "_t"))
             ops.append(op("relu", [cn + "_t"], cn + "_y"))
@@ -609,10 +617,19 @@ def conv_check(dt):
             ops.append(op("relu", [y], cn + "_y"))
             y = cn + "_y"
         elif epi == "residual":
-            ins[cn + "_res"] = (dt, [n, oc, oh, ow])
+            ins[cn + "_res"] = (dt, nchw(n, oc, oh, ow))
             ops.append(op("add", [y, cn + "_res"], cn + "_y"))
             y = cn + "_y"
         outs.append(y)
+        ops.append({"op": "sync"})
+    # (name, kind, N, C, H, W, kernel, stride, pad)
+    pools = [("mp", "max_pool2d", 2, 24, 11, 11, 3, 2, 1),
+             ("ap", "avg_pool2d", 1, 40, 8, 8, 2, 2, 0)] if nhwc else []
+    for pn, kind, n, c, h, w, k, s, p in pools:
+        ins[pn + "_x"] = (dt, nchw(n, c, h, w))
+        ops.append(op(kind, [pn + "_x"], pn + "_y", kernel=k, stride=s, padding=p,
+                      layout="nhwc"))
+        outs.append(pn + "_y")
         ops.append({"op": "sync"})
     graph(name, ins, ops, outs)
 
@@ -620,3 +637,4 @@ def conv_check(dt):
 if __name__ == "__main__":
     for t in ["f32", "tf32", "bf16", "f16"]:
         conv_check(t)
+        conv_check(t, nhwc=True)
