@@ -824,6 +824,8 @@ static bool result_key(const CompileOptions *o, int argc, char **argv, Buf *key,
 		   (long long)ir_limits.max_elements, tiles ? tiles : "(unset)",
 		   cg_nvptx_codegen_level());
 	/* main took --precision and --keep-f32 out of argv */
+	if (cmd_layout_name())
+		buf_printf(key, "layout %s\n", cmd_layout_name());
 	if (cmd_precision_name())
 		buf_printf(key, "precision %s\nkeep-f32 %s\n", cmd_precision_name(),
 			   cmd_precision_keep() ? cmd_precision_keep() : "(none)");

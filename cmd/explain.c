@@ -156,6 +156,8 @@ int cmd_explain(int argc, char **argv)
 	}
 	Buf b = {0};
 	/* --precision: what the conversion did, before the ops it made */
+	if (cmd_layout_info() && !json)
+		pass_layout_summary(cmd_layout_info(), &b);
 	if (cmd_precision_info() && !json)
 		pass_precision_summary(g, cmd_precision_info(), &b);
 	const char **entry = entry_names(s, arch[0], tf32, a);

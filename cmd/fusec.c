@@ -129,6 +129,20 @@ void cmd_print_diag(const Diag *d)
 static PrecisionOptions precision = {DT_F32, NULL};
 static const char *precision_name;   /* "bf16", or NULL */
 static PrecisionInfo precision_info; /* of the last graph loaded */
+/* --layout nchw|nhwc: "nhwc" rewrites convs and pools channels last before the
+ * precision (passes/layout.c); NULL or "nchw" leaves the graph as it is. */
+static const char *layout_name;
+static LayoutInfo layout_info;       /* of the last graph loaded */
+
+const char *cmd_layout_name(void)
+{
+	return layout_name && !strcmp(layout_name, "nhwc") ? layout_name : NULL;
+}
+
+const LayoutInfo *cmd_layout_info(void)
+{
+	return cmd_layout_name() ? &layout_info : NULL;
+}
 
 const char *cmd_precision_name(void)
 {
@@ -149,6 +163,8 @@ const PrecisionInfo *cmd_precision_info(void)
  * step); NULL (printed) on error. */
 static Graph *apply_precision(Graph *g)
 {
+	if (g && cmd_layout_name())
+		pl_layout(g, &layout_info);
 	if (!g || !precision_name)
 		return g;
 	Diag d;
@@ -205,9 +221,9 @@ bool cmd_graph_cacheable(const char *path)
 int cmd_refuse_input_shapes(const char *path)
 {
 	Diag d;
-	if (precision_name) {
-		diag_set(&d, path, 0, 0, "--precision and --keep-f32 apply to a graph or a model; "
-			 "a compiled plan was compiled with its own");
+	if (precision_name || layout_name) {
+		diag_set(&d, path, 0, 0, "--precision, --keep-f32 and --layout apply to a graph or "
+			 "a model; a compiled plan was compiled with its own");
 		cmd_print_diag_code(&d, "invalid-input");
 		return 1;
 	}
@@ -392,7 +408,7 @@ static int take_input_shapes(const char *sub, int *argc, char **argv)
 /* Take --precision bf16|f16 and --keep-f32 LIST (or --opt=VALUE) out of argv. */
 static int take_precision(const char *sub, int *argc, char **argv)
 {
-	static const char *const names[] = {"--precision", "--keep-f32"};
+	static const char *const names[] = {"--precision", "--keep-f32", "--layout"};
 	int k = 1;
 	for (int i = 1; i < *argc; i++) {
 		if (!strcmp(argv[i], "--")) {
@@ -402,7 +418,7 @@ static int take_precision(const char *sub, int *argc, char **argv)
 		}
 		int which = -1;
 		const char *val = NULL;
-		for (int n = 0; n < 2 && which < 0; n++) {
+		for (int n = 0; n < 3 && which < 0; n++) {
 			size_t len = strlen(names[n]);
 			if (!strncmp(argv[i], names[n], len) && (!argv[i][len] || argv[i][len] == '=')) {
 				which = n;
@@ -424,6 +440,14 @@ static int take_precision(const char *sub, int *argc, char **argv)
 			precision.keep = val;
 			continue;
 		}
+		if (which == 2) {
+			if (strcmp(val, "nchw") && strcmp(val, "nhwc")) {
+				cmd_usage_error(sub, "--layout: unknown layout '%s' (nchw or nhwc)", val);
+				return EXIT_USAGE;
+			}
+			layout_name = val;
+			continue;
+		}
 		if (pass_precision_parse(val, &precision.to)) {
 			cmd_usage_error(sub, "--precision: unknown precision '%s' (bf16 or f16)", val);
 			return EXIT_USAGE;
@@ -434,6 +458,11 @@ static int take_precision(const char *sub, int *argc, char **argv)
 	*argc = k;
 	if (precision.keep && !precision_name) {
 		cmd_usage_error(sub, "--keep-f32 applies with --precision bf16|f16");
+		return EXIT_USAGE;
+	}
+	if (layout_name && (!strcmp(sub, "ops") || !strcmp(sub, "import"))) {
+		cmd_usage_error(sub, "--layout applies to compile, explain, run, bench and "
+				"normalize");
 		return EXIT_USAGE;
 	}
 	if (precision_name && (!strcmp(sub, "ops") || !strcmp(sub, "import"))) {

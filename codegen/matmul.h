@@ -66,15 +66,25 @@ typedef struct {
 typedef struct {
 	const RelTensor *x, *w, *bias;   /* bias: NULL when the conv has none */
 	/* i32: channels per group, input height and width, its plane (H*W), the
-	 * output width, the window (KH, KW, KH*KW), output channels per group */
-	LLVMValueRef Cg, H, W, HW, OW, KW, KK, OCg;
+	 * output width, the window (KH, KW, KH*KW), output channels per group;
+	 * channels last also the input's channels and the output's height */
+	LLVMValueRef Cg, H, W, HW, OW, KW, KK, OCg, C, OH;
 	LLVMValueRef G;                  /* i64: groups */
 	int stride[2], pad[2], dil[2];
-	bool gather;                     /* B gathered (not 1x1, stride 1, unpadded) */
+	/* channels last (layout nhwc): the GEMM is per group g, over all images,
+	 * out[(n,oh,ow)][g*OCg + j] = sum_k X~[(n,oh,ow)][k] * W[g*OCg + j][k], k = (kh,
+	 * kw, c): A is the input's window, gathered, its chunks whole runs of channels;
+	 * B the weight [OC][K], read transposed */
+	bool nhwc;
+	int gw;                          /* the operand gathered: 1 (B), or 0 with nhwc */
+	bool gather;                     /* gw gathered (not 1x1, stride 1, unpadded) */
 	/* GPU (mm_conv_tile_cols): per element of the thread's chunk column, its
-	 * window origin (i32) and whether it is inside the plane */
+	 * window origin (i32) and whether it is inside the plane; channels last, per
+	 * chunk row the thread copies (i), the row's image offset (i64) and window
+	 * origin (i32; far outside when the row is past M) */
 	bool cols;
 	LLVMValueRef ih0[8], iw0[8], pok[8];
+	LLVMValueRef rbase[8];
 } MmConv;
 
 /* The builder state of one tiled kernel. */
@@ -309,6 +319,11 @@ void mm_conv_tile_cols(Mm *x);
 /* B's chunk of ce elements at row k, columns p.. (i64): a vector of raw elements,
  * zeros outside the input. */
 LLVMValueRef mm_conv_chunk(Mm *x, LLVMValueRef k, LLVMValueRef p);
+/* Channels last: A's chunk (i, the thread's i-th chunk of the stage) at row m,
+ * columns k.. copied to shared offset doff (pointer dst): whole, by cp.async on
+ * the GPU, when whole chunks may be copied (x->all_fast), else element by element. */
+void mm_conv_load_a(Mm *x, int i, LLVMValueRef m, LLVMValueRef k, LLVMValueRef doff,
+		    LLVMValueRef dst, bool whole);
 /* The output index of the GEMM's (row, column) in the current batch, and the value
  * of the conv there from the accumulator v (its bias added). */
 void mm_conv_out_at(Mm *x, LLVMValueRef gr, LLVMValueRef gc, CgIdx *at);

@@ -35,6 +35,49 @@ static LLVMValueRef c32(Mm *x, int64_t v)
 	return LLVMConstInt(x->kb->m->t_i32, (unsigned long long)v, 1);
 }
 
+/* Channels last: x [N][H][W][C], the weight [OC][KH][KW][Cg], out [N][OH][OW][OC];
+ * M = N*OH*OW rows (every image), N = OCg columns, one batch per group. */
+static void setup_nhwc(Mm *x, int groups)
+{
+	CgKb *kb = x->kb;
+	MmConv *cv = &x->cv;
+	const RelAttrs *at = &x->op->attr;
+	cv->nhwc = true;
+	cv->gw = 0;
+	cv->Cg = dim32(x, cv->w->shape[3]);
+	cv->H = dim32(x, cv->x->shape[1]);
+	cv->W = dim32(x, cv->x->shape[2]);
+	cv->C = dim32(x, cv->x->shape[3]);
+	cv->HW = mm_mul(x, cv->H, cv->W);
+	cv->OH = dim32(x, x->to->shape[1]);
+	cv->OW = dim32(x, x->to->shape[2]);
+	if (at->kernel[0] > 0 && at->kernel[1] > 0) {
+		cv->KW = c32(x, at->kernel[1]);
+		cv->KK = c32(x, (int64_t)at->kernel[0] * at->kernel[1]);
+	} else {
+		cv->KW = dim32(x, cv->w->shape[2]);
+		cv->KK = mm_mul(x, dim32(x, cv->w->shape[1]), cv->KW);
+	}
+	cv->OCg = mm_udivc(x, dim32(x, x->to->shape[3]), groups);
+	/* 1x1, stride 1, no padding: A is X itself, [N*H*W][C], at the group's channels */
+	cv->gather = !(cv->w->shape[1] == 0 && cv->w->shape[2] == 0 && cv->stride[0] == 1 &&
+		       cv->stride[1] == 1 && cv->pad[0] == 0 && cv->pad[1] == 0);
+	x->M = mm_mul(x, mm_mul(x, cg_dim(kb, x->to->shape[0]), cg_dim(kb, x->to->shape[1])),
+		      cg_dim(kb, x->to->shape[2]));
+	x->N = mm_to64(x, cv->OCg);
+	x->K = mm_to64(x, mm_mul(x, cv->Cg, cv->KK));
+	x->src[0] = kb->buf[cv->x->id];
+	x->src[1] = kb->buf[cv->w->id];
+	/* A [M][K] (row stride C when read in place); B [K][OCg] read transposed: the
+	 * weight's rows are its columns */
+	x->ost[0][2] = mm_to64(x, cv->C);
+	x->ost[0][3] = mm_i64c(x, 1);
+	x->ost[1][2] = mm_i64c(x, 1);
+	x->ost[1][3] = x->K;
+	x->trans[0] = false;
+	x->trans[1] = true;
+}
+
 void mm_conv_setup(Mm *x)
 {
 	CgKb *kb = x->kb;
@@ -51,6 +94,11 @@ void mm_conv_setup(Mm *x)
 		cv->dil[i] = at->dilation[i];
 	}
 	cv->G = mm_i64c(x, groups);
+	if (at->layout == LAYOUT_NHWC) {
+		setup_nhwc(x, groups);
+		return;
+	}
+	cv->gw = 1;
 	cv->Cg = dim32(x, cv->w->shape[1]);
 	cv->H = dim32(x, cv->x->shape[2]);
 	cv->W = dim32(x, cv->x->shape[3]);
@@ -89,23 +137,40 @@ void mm_conv_setup(Mm *x)
 LLVMValueRef mm_conv_aligned16(Mm *x, int w)
 {
 	CgModule *m = x->kb->m;
-	if (w == 1 && x->cv.gather)
+	MmConv *cv = &x->cv;
+	if (w == cv->gw && cv->gather && !cv->nhwc)
 		return LLVMConstInt(m->t_i1, 0, 0);
 	LLVMValueRef p = LLVMBuildPtrToInt(x->b, x->src[w], m->t_i64, "");
 	LLVMValueRef ok = LLVMBuildICmp(x->b, LLVMIntEQ, mm_uremc(x, p, 16), mm_i64c(x, 0), "");
-	return LLVMBuildAnd(x->b, ok, LLVMBuildICmp(x->b, LLVMIntEQ, mm_uremc(x, x->ost[w][2], x->ce),
-						    mm_i64c(x, 0), ""), "");
+	/* the stride between the tile's rows (columns when transposed) */
+	LLVMValueRef ld = x->ost[w][x->trans[w] ? 3 : 2];
+	ok = LLVMBuildAnd(x->b, ok, LLVMBuildICmp(x->b, LLVMIntEQ, mm_uremc(x, ld, x->ce),
+						  mm_i64c(x, 0), ""), "");
+	if (cv->nhwc && w == 0)   /* and a group's channels start a chunk */
+		ok = LLVMBuildAnd(x->b, ok, LLVMBuildICmp(x->b, LLVMIntEQ,
+			mm_uremc(x, mm_to64(x, cv->Cg), x->ce), mm_i64c(x, 0), ""), "");
+	return ok;
 }
 
 LLVMValueRef mm_conv_batches(Mm *x)
 {
+	if (x->cv.nhwc)
+		return x->cv.G;
 	return mm_mul(x, cg_dim(x->kb, x->to->shape[0]), x->cv.G);
 }
 
-/* batch f = n * G + g: bpos = (n, g); A at group g's rows, B at image n's group g */
+/* batch f = n * G + g: bpos = (n, g); A at group g's rows, B at image n's group g;
+ * channels last f = g: A at the group's first channel, B at its rows */
 void mm_conv_batch(Mm *x, LLVMValueRef f)
 {
 	MmConv *cv = &x->cv;
+	if (cv->nhwc) {
+		x->bpos[0] = mm_i64c(x, 0);
+		x->bpos[1] = f;
+		x->base[0] = mm_mul(x, f, mm_to64(x, cv->Cg));
+		x->base[1] = mm_mul(x, mm_mul(x, f, mm_to64(x, cv->OCg)), x->K);
+		return;
+	}
 	LLVMValueRef n = LLVMBuildUDiv(x->b, f, cv->G, ""), g = LLVMBuildURem(x->b, f, cv->G, "");
 	x->bpos[0] = n;
 	x->bpos[1] = g;
@@ -129,12 +194,44 @@ static void col_origin(Mm *x, LLVMValueRef p, LLVMValueRef *ih0, LLVMValueRef *i
 	*pok = mm_lt(x, p, x->N);
 }
 
+/* Channels last: the origin of output row m (i64; pixel (n, oh, ow)): the offset of
+ * image n in the input, and the window's corner (oh*s - pad, ow*s - pad); a row
+ * past M gets a corner far outside, so that every element of it reads zero. */
+static void row_origin(Mm *x, LLVMValueRef m, LLVMValueRef *base, LLVMValueRef *ih0,
+		       LLVMValueRef *iw0)
+{
+	MmConv *cv = &x->cv;
+	CgModule *cm = x->kb->m;
+	LLVMValueRef in = mm_lt(x, m, x->M);
+	LLVMValueRef plane = mm_to64(x, mm_mul(x, cv->OH, cv->OW));
+	LLVMValueRef mc = mm_min64(x, m, x->M);
+	LLVMValueRef n = LLVMBuildUDiv(x->b, mc, plane, "");
+	LLVMValueRef p32 = LLVMBuildTrunc(x->b, LLVMBuildURem(x->b, mc, plane, ""), cm->t_i32, "");
+	LLVMValueRef oh = mm_bin(x, LLVMUDiv, p32, cv->OW), ow = mm_bin(x, LLVMURem, p32, cv->OW);
+	*base = mm_mul(x, n, mm_mul(x, mm_to64(x, cv->HW), mm_to64(x, cv->C)));
+	*ih0 = LLVMBuildSelect(x->b, in, mm_addc(x, mm_mulc(x, oh, cv->stride[0]), -cv->pad[0]),
+			       c32(x, INT32_MIN / 2), "");
+	*iw0 = mm_addc(x, mm_mulc(x, ow, cv->stride[1]), -cv->pad[1]);
+}
+
 void mm_conv_tile_cols(Mm *x)
 {
 	MmConv *cv = &x->cv;
 	cv->cols = false;
 	if (!x->gpu || !cv->gather)
 		return;
+	if (cv->nhwc) {
+		/* A's chunk rows this thread copies: tid / cpr + i * (MM_THREADS / cpr) */
+		int cpr = x->cpr[0], per = x->c->bm * cpr / MM_THREADS;
+		LLVMValueRef r0 = mm_udivc(x, mm_to_ot(x, x->tid), cpr);
+		for (int i = 0; i < per && i < 8; i++) {
+			LLVMValueRef r = mm_addc(x, r0, (int64_t)i * (MM_THREADS / cpr));
+			row_origin(x, mm_add(x, x->m0, mm_to64(x, r)), &cv->rbase[i], &cv->ih0[i],
+				   &cv->iw0[i]);
+		}
+		cv->cols = per <= 8;
+		return;
+	}
 	LLVMValueRef ch = mm_uremc(x, mm_to_ot(x, x->tid), x->cpr[1]);
 	LLVMValueRef p0 = mm_add(x, x->n0, mm_to64(x, mm_mulc(x, ch, x->ce)));
 	for (int e = 0; e < x->ce; e++)
@@ -182,12 +279,106 @@ LLVMValueRef mm_conv_chunk(Mm *x, LLVMValueRef k, LLVMValueRef p)
 	return vec;
 }
 
+/* Channels last: k = (kh, kw, c) of the group's window as (c, the window's offset
+ * (kh*dil, kw*dil)) (i32), and whether k < K. */
+static void k_split(Mm *x, LLVMValueRef k, LLVMValueRef *c, LLVMValueRef *dh, LLVMValueRef *dw,
+		    LLVMValueRef *kok)
+{
+	MmConv *cv = &x->cv;
+	LLVMValueRef k32 = LLVMBuildTrunc(x->b, mm_min64(x, k, x->K), x->kb->m->t_i32, "");
+	LLVMValueRef q = mm_bin(x, LLVMUDiv, k32, cv->Cg);
+	*c = LLVMBuildSub(x->b, k32, mm_mul(x, q, cv->Cg), "");
+	*dh = mm_mulc(x, mm_bin(x, LLVMUDiv, q, cv->KW), cv->dil[0]);
+	*dw = mm_mulc(x, mm_bin(x, LLVMURem, q, cv->KW), cv->dil[1]);
+	*kok = mm_lt(x, k, x->K);
+}
+
+/* The input offset (i64) of channel c at the window offset (dh, dw) of the row
+ * whose origin is (base, ih0, iw0), and whether it lies inside the input. */
+static LLVMValueRef window_at(Mm *x, LLVMValueRef base, LLVMValueRef ih0, LLVMValueRef iw0,
+			      LLVMValueRef c, LLVMValueRef dh, LLVMValueRef dw, LLVMValueRef *ok)
+{
+	MmConv *cv = &x->cv;
+	LLVMValueRef ih = mm_add(x, ih0, dh), iw = mm_add(x, iw0, dw);
+	*ok = LLVMBuildAnd(x->b, LLVMBuildICmp(x->b, LLVMIntULT, ih, cv->H, ""),
+			   LLVMBuildICmp(x->b, LLVMIntULT, iw, cv->W, ""), "");
+	LLVMValueRef pix = mm_to64(x, mm_add(x, mm_mul(x, ih, cv->W), iw));
+	LLVMValueRef at = mm_add(x, mm_add(x, base, x->base[0]),
+				 mm_add(x, mm_mul(x, pix, mm_to64(x, cv->C)), mm_to64(x, c)));
+	return LLVMBuildSelect(x->b, *ok, at, mm_i64c(x, 0), "");
+}
+
+void mm_conv_load_a(Mm *x, int i, LLVMValueRef m, LLVMValueRef k, LLVMValueRef doff,
+		    LLVMValueRef dst, bool whole)
+{
+	CgModule *cm = x->kb->m;
+	MmConv *cv = &x->cv;
+	LLVMTypeRef rt = mm_raw_type(x);
+	LLVMValueRef base, ih0, iw0;
+	if (cv->cols) {
+		base = cv->rbase[i];
+		ih0 = cv->ih0[i];
+		iw0 = cv->iw0[i];
+	} else {
+		row_origin(x, m, &base, &ih0, &iw0);
+	}
+	if (whole) {
+		/* the group's channels come in whole chunks: one (kh, kw) for the chunk,
+		 * its ce channels contiguous in the input */
+		LLVMValueRef c, dh, dw, kok, ok;
+		k_split(x, k, &c, &dh, &dw, &kok);
+		LLVMValueRef at = window_at(x, base, ih0, iw0, c, dh, dw, &ok);
+		ok = LLVMBuildAnd(x->b, ok, kok, "");
+		at = LLVMBuildSelect(x->b, kok, at, mm_i64c(x, 0), "");
+		LLVMValueRef src = LLVMBuildGEP2(x->b, rt, x->src[0], &at, 1, "");
+		if (x->gpu) {
+			LLVMValueRef args[3] = {mm_saddr(x, doff), src,
+				LLVMBuildSelect(x->b, ok, mm_i32c(x, 16), mm_i32c(x, 0), "")};
+			mm_asm_call(x, cm->t_void, "cp.async.cg.shared.global [$0], [$1], 16, $2;",
+				    "r,l,r,~{memory}", args, 3);
+		} else {
+			LLVMTypeRef vt = LLVMVectorType(cm->t_i32, 4);
+			LLVMValueRef v = LLVMBuildLoad2(x->b, vt, src, "");
+			LLVMSetAlignment(v, 16);
+			v = LLVMBuildSelect(x->b, ok, v, LLVMConstNull(vt), "");
+			LLVMSetAlignment(LLVMBuildStore(x->b, v, dst), 16);
+		}
+		return;
+	}
+	LLVMValueRef vec = LLVMConstNull(LLVMVectorType(rt, (unsigned)x->ce));
+	for (int e = 0; e < x->ce; e++) {
+		LLVMValueRef c, dh, dw, kok, ok;
+		k_split(x, mm_addc(x, k, e), &c, &dh, &dw, &kok);
+		LLVMValueRef at = window_at(x, base, ih0, iw0, c, dh, dw, &ok);
+		ok = LLVMBuildAnd(x->b, ok, kok, "");
+		at = LLVMBuildSelect(x->b, ok, at, mm_i64c(x, 0), "");
+		LLVMValueRef v = LLVMBuildLoad2(x->b, rt, LLVMBuildGEP2(x->b, rt, x->src[0], &at, 1, ""), "");
+		LLVMSetAlignment(v, (unsigned)x->es);
+		v = LLVMBuildSelect(x->b, ok, v, LLVMConstNull(rt), "");
+		vec = LLVMBuildInsertElement(x->b, vec, v, mm_i32c(x, e), "");
+	}
+	LLVMSetAlignment(LLVMBuildStore(x->b, vec, dst), 16);
+}
+
 void mm_conv_out_at(Mm *x, LLVMValueRef gr, LLVMValueRef gc, CgIdx *at)
 {
 	MmConv *cv = &x->cv;
 	CgModule *m = x->kb->m;
 	*at = cg_idx_of(x->rank, x->to->shape);
 	at->has_dims = true;
+	if (cv->nhwc) {
+		/* row gr is pixel (n, oh, ow), column gc channel g*OCg + gc: the flat
+		 * index gr*OC + channel; the divisions stay for reads that need them */
+		LLVMValueRef oc = mm_to64(x, mm_mul(x, cv->OCg, LLVMBuildTrunc(x->b, cv->G, m->t_i32, "")));
+		at->i[3] = mm_add(x, mm_mul(x, x->bpos[1], mm_to64(x, cv->OCg)), gc);
+		at->flat = mm_add(x, mm_mul(x, gr, oc), at->i[3]);
+		LLVMValueRef plane = mm_to64(x, mm_mul(x, cv->OH, cv->OW));
+		at->i[0] = LLVMBuildUDiv(x->b, gr, plane, "");
+		LLVMValueRef p32 = LLVMBuildTrunc(x->b, LLVMBuildURem(x->b, gr, plane, ""), m->t_i32, "");
+		at->i[1] = LLVMBuildZExt(x->b, LLVMBuildUDiv(x->b, p32, cv->OW, ""), m->t_i64, "");
+		at->i[2] = LLVMBuildZExt(x->b, LLVMBuildURem(x->b, p32, cv->OW, ""), m->t_i64, "");
+		return;
+	}
 	at->i[0] = x->bpos[0];
 	at->i[1] = mm_add(x, mm_mul(x, x->bpos[1], mm_to64(x, cv->OCg)), gr);
 	/* the flat index too: tensors of out's shape (a residual) read at it, and the
@@ -206,8 +397,9 @@ LLVMValueRef mm_conv_value(Mm *x, const CgIdx *at, LLVMValueRef v)
 	if (!b)
 		return v;
 	LLVMValueRef pos[IR_MAX_RANK];
+	LLVMValueRef ch = at->i[x->cv.nhwc ? 3 : 1];
 	for (int d = 0; d < b->rank; d++)
-		pos[d] = b->shape[d] == 0 ? mm_i64c(x, 0) : at->i[1];
+		pos[d] = b->shape[d] == 0 ? mm_i64c(x, 0) : ch;
 	CgIdx bi = cg_idx_at(b, pos);
 	LLVMValueRef bv = cg_eval(x->kb, b->id, &bi);
 	return LLVMBuildFAdd(x->b, v, cg_convert(x->kb, bv, (DType)b->dtype, DT_F32), "");
@@ -228,7 +420,7 @@ bool mm_conv_eligible(const RelOp *op)
 	for (int i = 0; i < 2; i++)
 		if (op->attr.stride[i] < 1 || op->attr.dilation[i] < 1 || op->attr.padding[i] < 0)
 			return false;
-	return op->attr.layout == LAYOUT_NCHW;
+	return true;
 }
 
 void mm_conv_sizes(const RelOp *op, const int64_t *dims, int ndims, int64_t *batch,
@@ -236,11 +428,18 @@ void mm_conv_sizes(const RelOp *op, const int64_t *dims, int ndims, int64_t *bat
 {
 	const RelTensor *w = &op->t[1], *o = &op->t[op->nin];
 	int64_t g = op->attr.groups > 0 ? op->attr.groups : 1;
+	*k = mm_dim_of(w->shape[1], dims, ndims) * mm_dim_of(w->shape[2], dims, ndims) *
+	     mm_dim_of(w->shape[3], dims, ndims);
+	if (op->attr.layout == LAYOUT_NHWC) {
+		*batch = g;
+		*m = mm_dim_of(o->shape[0], dims, ndims) * mm_dim_of(o->shape[1], dims, ndims) *
+		     mm_dim_of(o->shape[2], dims, ndims);
+		*n = mm_dim_of(o->shape[3], dims, ndims) / g;
+		return;
+	}
 	*batch = mm_dim_of(o->shape[0], dims, ndims) * g;
 	*m = mm_dim_of(o->shape[1], dims, ndims) / g;
 	*n = mm_dim_of(o->shape[2], dims, ndims) * mm_dim_of(o->shape[3], dims, ndims);
-	*k = mm_dim_of(w->shape[1], dims, ndims) * mm_dim_of(w->shape[2], dims, ndims) *
-	     mm_dim_of(w->shape[3], dims, ndims);
 }
 
 /* The launch rule of conv tiles: as the matmul's (one block of MM_THREADS per output
@@ -250,6 +449,15 @@ void mm_conv_sizes(const RelOp *op, const int64_t *dims, int ndims, int64_t *bat
 static void conv_rule(const CgKernel *k, const int64_t *dims, int ndims, CgDims *out)
 {
 	const int64_t *a = k->launch.arg;
+	if (a[10] == LAYOUT_NHWC) {   /* rows: every pixel; columns: a group's channels */
+		int64_t m = mm_dim_of((uint32_t)a[2], dims, ndims) *
+			    mm_dim_of((uint32_t)a[3], dims, ndims) *
+			    mm_dim_of((uint32_t)a[4], dims, ndims);
+		int64_t n = mm_dim_of((uint32_t)a[5], dims, ndims) / a[6];
+		int64_t tiles = ((m + a[0] - 1) / a[0]) * ((n + a[1] - 1) / a[1]) * a[6];
+		mm_launch_tiles(tiles, a[8], a[9], a[7], out);
+		return;
+	}
 	int64_t m = mm_dim_of((uint32_t)a[3], dims, ndims) / a[6];
 	int64_t n = mm_dim_of((uint32_t)a[4], dims, ndims) * mm_dim_of((uint32_t)a[5], dims, ndims);
 	int64_t tiles = ((m + a[0] - 1) / a[0]) * ((n + a[1] - 1) / a[1]) *
@@ -270,4 +478,5 @@ void mm_conv_launch(const MmConfig *c, const RelOp *op, CgLaunch *l)
 	l->arg[7] = smem > MM_SMEM_STATIC ? smem : 0;
 	l->arg[8] = c->split > 1 ? c->split : 0;
 	l->arg[9] = c->split > 1 ? mm_partial_bytes(c) : 0;
+	l->arg[10] = op->attr.layout;
 }

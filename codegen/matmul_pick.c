@@ -266,8 +266,9 @@ int cg_matmul_variant(const CgKernelSpec *s, const char *arch, bool host, bool a
 	if (conv) {
 		mm_conv_sizes(mm, dims, ndims, &batch, &m, &n, &k);
 		/* depthwise and few channels per group: the GEMM has too few rows
-		 * for a tile; the evaluator (kernel_join_window.c) keeps them */
-		if (m <= MM_GEMV_M)
+		 * (columns channels last) for a tile; the evaluator
+		 * (kernel_join_window.c) keeps them */
+		if ((mm->attr.layout == LAYOUT_NHWC ? n : m) <= MM_GEMV_M)
 			return 0;
 	} else {
 		for (int d = 0; d < r - 2; d++)

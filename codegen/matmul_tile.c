@@ -314,14 +314,16 @@ static void load_tile(Mm *x, int w, LLVMValueRef s, LLVMValueRef kt)
 	LLVMTypeRef vt = LLVMVectorType(m->t_i32, 4);
 	LLVMTypeRef rt = mm_raw_type(x);
 
-	/* a conv's gathered B (matmul_conv.c) has only the element path */
-	bool gather = w == 1 && x->is_conv && x->cv.gather;
+	/* a conv's gathered operand (matmul_conv.c): NCHW's B has only the element
+	 * path, channels last A copies whole chunks of channels where they are */
+	bool gather = x->is_conv && x->cv.gather && w == x->cv.gw;
+	bool gather_whole = gather && x->cv.nhwc;
 	LLVMBasicBlockRef bfast = LLVMAppendBasicBlockInContext(m->ctx, kb->fn, "ld.fast");
 	LLVMBasicBlockRef bslow = LLVMAppendBasicBlockInContext(m->ctx, kb->fn, "ld.elem");
 	LLVMBasicBlockRef bdone = LLVMAppendBasicBlockInContext(m->ctx, kb->fn, "ld.done");
 	LLVMBuildCondBr(x->b, x->all_fast ? LLVMConstInt(m->t_i1, 1, 0) : x->fast[w], bfast, bslow);
 	for (int pass = 0; pass < 2; pass++) {
-		if (pass == 0 && gather) {
+		if (pass == 0 && gather && !gather_whole) {
 			/* unreachable: fast[1] is false */
 			LLVMPositionBuilderAtEnd(x->b, bfast);
 			LLVMBuildBr(x->b, bdone);
@@ -342,6 +344,10 @@ static void load_tile(Mm *x, int w, LLVMValueRef s, LLVMValueRef kt)
 			LLVMValueRef rowok = mm_lt(x, go, obound);
 			LLVMValueRef doff = mm_add(x, soff, mm_swz(x, w, r, ch));
 			LLVMValueRef dst = mm_smem_at(x, doff);
+			if (gather_whole) {
+				mm_conv_load_a(x, i, go, gi, doff, dst, pass == 0);
+				continue;
+			}
 			LLVMValueRef goff = mm_add(x, x->base[w], mm_mul(x, go, ostr));
 			if (pass == 0) {
 				/* the leading dimension is a multiple of a chunk: the chunk
@@ -676,9 +682,10 @@ int cg_matmul_tiled(CgKb *kb, int variant, const int *wr, int nw)
 	int mi = cg_matmul_index(kb->spec);
 	x->op = &kb->spec->ops[mi];
 	x->is_conv = x->op->kind == OP_CONV2D;
-	/* a conv's A is its weight (matmul_conv.c) */
-	x->ta = &x->op->t[x->is_conv ? 1 : 0];
-	x->tb = &x->op->t[x->is_conv ? 0 : 1];
+	/* an NCHW conv's A is its weight (matmul_conv.c) */
+	bool swap = x->is_conv && x->op->attr.layout == LAYOUT_NCHW;
+	x->ta = &x->op->t[swap ? 1 : 0];
+	x->tb = &x->op->t[swap ? 0 : 1];
 	x->to = &x->op->t[x->op->nin];
 	x->dt = (DType)x->ta->dtype;
 	x->es = ir_dtype_size(x->dt);
@@ -803,8 +810,8 @@ int cg_matmul_tiled(CgKb *kb, int variant, const int *wr, int nw)
 	LLVMBasicBlockRef bf = LLVMAppendBasicBlockInContext(m->ctx, kb->fn, "tiles.fast");
 	LLVMBasicBlockRef bg = LLVMAppendBasicBlockInContext(m->ctx, kb->fn, "tiles.any");
 	LLVMBasicBlockRef bd = LLVMAppendBasicBlockInContext(m->ctx, kb->fn, "tiles.done");
-	/* (a gathered conv operand is never copied whole: one copy) */
-	bool one = x->is_conv && x->cv.gather;
+	/* (an NCHW conv's gathered operand is never copied whole: one copy) */
+	bool one = x->is_conv && x->cv.gather && !x->cv.nhwc;
 	if (one)
 		LLVMBuildBr(x->b, bg);
 	else

@@ -167,6 +167,11 @@ long pl_find_op(const Graph *g, const char *spec)
 	return -1;
 }
 
+int pl_layout(Graph *g, LayoutInfo *info)
+{
+	return pass_layout(g, info);
+}
+
 int pl_convert(Graph *g, const PrecisionOptions *p, PrecisionInfo *info, Diag *d)
 {
 	return pass_precision(g, p, info, d);

@@ -275,4 +275,20 @@ int pass_precision(Graph *g, const PrecisionOptions *o, PrecisionInfo *info, Dia
 /* One paragraph for `explain` and the log: what was converted and kept. */
 void pass_precision_summary(const Graph *g, const PrecisionInfo *info, Buf *out);
 
+/* ---- --layout nhwc (layout.c) ----------------------------------------------- */
+
+typedef struct {
+	int nwindow;           /* convs and pools made channels last */
+	int npermutes;         /* permutes inserted (reshapes that move only dims of
+				  size 1 are not counted: they launch nothing) */
+	int nconst;            /* constants whose bytes were permuted */
+} LayoutInfo;
+
+/* Rewrite g in place (its arrays replaced, in its arena) so that its convs and
+ * pools run channels last, what lies between them stays so, and the graph's
+ * inputs and outputs are as they were. info says what changed. Returns 0. */
+int pass_layout(Graph *g, LayoutInfo *info);
+/* One line for `explain`: what --layout nhwc did; nothing when it did nothing. */
+void pass_layout_summary(const LayoutInfo *info, Buf *out);
+
 #endif
