@@ -25,6 +25,11 @@
 
 #include "passes.h"
 
+typedef struct {
+	Op *op;
+	int n, cap;
+} OpList;
+
 /* The state of one original tensor: where its value is held. */
 typedef struct {
 	int plain;               /* the tensor holding the logical value, or -1 */
@@ -40,8 +45,14 @@ typedef struct {
 	const Tensor *src;       /* the original tensors */
 	Tensor *t;               /* the new tensors: the original ids first */
 	int nt, capt;
-	Op *ops;
-	int nops, capo;
+	OpList ops;              /* the graph's ops, rewritten */
+	OpList pro;              /* views of graph inputs, made first (so that no
+				    view stands between an op and the ops that would
+				    fuse into it) */
+	int *late;               /* graph outputs to write back before the next sync */
+	int nlate;
+	bool *early;             /* per new tensor: known before any op (an input, a
+				    constant, or a view of one) */
 	Held *h;                 /* per original tensor */
 	LayoutInfo *info;
 } Lw;
@@ -56,6 +67,9 @@ static int new_tensor(Lw *w, const Tensor *like, int rank, const int64_t *dim,
 		Tensor *n = ARENA_NEW(w->a, Tensor, w->capt);
 		memcpy(n, w->t, sizeof *n * (size_t)w->nt);
 		w->t = n;
+		bool *e = ARENA_NEW(w->a, bool, w->capt);
+		memcpy(e, w->early, (size_t)w->nt);
+		w->early = e;
 	}
 	Tensor *t = &w->t[w->nt];
 	*t = *like;
@@ -71,18 +85,28 @@ static int new_tensor(Lw *w, const Tensor *like, int rank, const int64_t *dim,
 	return w->nt++;
 }
 
-static Op *push_op(Lw *w, const Op *op)
+static void list_add(Lw *w, OpList *l, const Op *op)
 {
-	if (w->nops == w->capo) {
-		w->capo *= 2;
-		Op *n = ARENA_NEW(w->a, Op, w->capo);
-		memcpy(n, w->ops, sizeof *n * (size_t)w->nops);
-		w->ops = n;
+	if (l->n == l->cap) {
+		l->cap = l->cap ? 2 * l->cap : 64;
+		Op *n = ARENA_NEW(w->a, Op, l->cap);
+		if (l->n)
+			memcpy(n, l->op, sizeof *n * (size_t)l->n);
+		l->op = n;
 	}
-	w->ops[w->nops] = *op;
+	l->op[l->n++] = *op;
+}
+
+/* An op of the graph, in order; or a view the pass makes (hoist), with the first
+ * ops when it reads only what is known before any op (its result then is too). */
+static void push_op(Lw *w, const Op *op, bool hoist)
+{
+	bool early = hoist && op->nin > 0;
+	for (int k = 0; k < op->nin && early; k++)
+		early = w->early[op->in[k]];
 	for (int k = 0; k < op->nout; k++)
-		w->t[op->out[k]].producer = w->nops;
-	return &w->ops[w->nops++];
+		w->early[op->out[k]] = early;
+	list_add(w, early ? &w->pro : &w->ops, op);
 }
 
 /* Whether permuting dims by p (out.dim[i] = dim[p[i]]) moves only dims of size 1:
@@ -147,7 +171,7 @@ static int reshape_of(Lw *w, int id, const int64_t *to, int r, const Op *near)
 		 .col = near->col, .name = "--layout"};
 	op.in[0] = id;
 	op.out[0] = y;
-	push_op(w, &op);
+	push_op(w, &op, true);
 	return y;
 }
 
@@ -195,7 +219,7 @@ static int permute_of(Lw *w, int id, const uint8_t *p, int into, const Op *near)
 		 .col = near->col, .name = "--layout"};
 	op.in[0] = id;
 	op.out[0] = y;
-	push_op(w, &op);
+	push_op(w, &op, true);
 	return y;
 }
 
@@ -248,8 +272,18 @@ static void made_stored(Lw *w, int y, int res, const uint8_t *s, int r, const Op
 	h->plain = -1;
 	h->stored = res;
 	memcpy(h->s, s, (size_t)r);
-	if (w->src[y].is_output)
-		plain_of(w, y, near);
+	(void)near;
+	if (w->src[y].is_output)   /* written back before the next sync */
+		w->late[w->nlate++] = y;
+}
+
+/* The graph outputs made stored since the last sync, written back (their own
+ * names) after the ops that may fuse into their producers. */
+static void write_back(Lw *w, const Op *near)
+{
+	for (int i = 0; i < w->nlate; i++)
+		plain_of(w, w->late[i], near);
+	w->nlate = 0;
 }
 
 static int result_like(Lw *w, int y, const uint8_t *s)
@@ -281,7 +315,7 @@ static void window_op(Lw *w, const Op *op)
 				: plain_of(w, op->in[k], op);
 	int y = op->out[0];
 	n.out[0] = result_like(w, y, to_nhwc);
-	push_op(w, &n);
+	push_op(w, &n, false);
 	w->info->nwindow++;
 	made_stored(w, y, n.out[0], to_nhwc, 4, op);
 }
@@ -309,7 +343,7 @@ static void elementwise_op(Lw *w, const Op *op, const uint8_t *s0)
 		n.in[k] = operand_as(w, op->in[k], s, r, op);
 	int y = op->out[0];
 	n.out[0] = result_like(w, y, s);
-	push_op(w, &n);
+	push_op(w, &n, false);
 	made_stored(w, y, n.out[0], s, r, op);
 }
 
@@ -331,7 +365,7 @@ static void reduce_op(Lw *w, const Op *op, const uint8_t *s0)
 	n.in[0] = w->h[op->in[0]].stored;
 	int y = op->out[0];
 	n.out[0] = result_like(w, y, s);
-	push_op(w, &n);
+	push_op(w, &n, false);
 	made_stored(w, y, n.out[0], s, r, op);
 }
 
@@ -401,13 +435,15 @@ static bool reshape_stored(Lw *w, const Op *op)
 static void plain_op(Lw *w, const Op *op)
 {
 	Op n = *op;
+	if (op->kind == OP_SYNC)
+		write_back(w, op);
 	if (op->kind != OP_SYNC) {
 		n.in = ARENA_NEW(w->a, int, op->nin + 1);
 		n.in_status = NULL;
 		for (int k = 0; k < op->nin; k++)
 			n.in[k] = plain_of(w, op->in[k], op);
 	}
-	push_op(w, &n);
+	push_op(w, &n, false);
 }
 
 /* Keep the tensors something uses, renumbered in order: the graph's inputs
@@ -415,10 +451,16 @@ static void plain_op(Lw *w, const Op *op)
 static void compact(Lw *w)
 {
 	Graph *g = w->g;
+	int nops = w->pro.n + w->ops.n;
+	Op *ops = ARENA_NEW(w->a, Op, nops + 1);
+	if (w->pro.n)
+		memcpy(ops, w->pro.op, sizeof *ops * (size_t)w->pro.n);
+	if (w->ops.n)
+		memcpy(ops + w->pro.n, w->ops.op, sizeof *ops * (size_t)w->ops.n);
 	int *map = ARENA_NEW(w->a, int, w->nt + 1);
 	bool *used = ARENA_NEW(w->a, bool, w->nt + 1);
-	for (int i = 0; i < w->nops; i++) {
-		const Op *op = &w->ops[i];
+	for (int i = 0; i < nops; i++) {
+		const Op *op = &ops[i];
 		for (int k = 0; k < op->nin; k++)
 			used[op->in[k]] = true;
 		for (int k = 0; k < op->nout; k++)
@@ -445,14 +487,17 @@ static void compact(Lw *w)
 		if (!used[t])
 			continue;
 		map[t] = n;
-		nt[n++] = w->t[t];
+		nt[n] = w->t[t];
+		nt[n++].producer = -1;
 	}
-	for (int i = 0; i < w->nops; i++) {
-		Op *op = &w->ops[i];
+	for (int i = 0; i < nops; i++) {
+		Op *op = &ops[i];
 		for (int k = 0; k < op->nin; k++)
 			op->in[k] = map[op->in[k]];
-		for (int k = 0; k < op->nout; k++)
+		for (int k = 0; k < op->nout; k++) {
 			op->out[k] = map[op->out[k]];
+			nt[op->out[k]].producer = i;
+		}
 	}
 	for (int i = 0; i < nin; i++)
 		inputs[i] = map[inputs[i]];
@@ -462,8 +507,8 @@ static void compact(Lw *w)
 	g->ntensors = n;
 	g->inputs = inputs;
 	g->ninputs = nin;
-	g->ops = w->ops;
-	g->nops = w->nops;
+	g->ops = ops;
+	g->nops = nops;
 }
 
 int pass_layout(Graph *g, LayoutInfo *info)
@@ -479,11 +524,12 @@ int pass_layout(Graph *g, LayoutInfo *info)
 	w.t = ARENA_NEW(w.a, Tensor, w.capt);
 	memcpy(w.t, g->tensors, sizeof *w.t * (size_t)g->ntensors);
 	w.nt = g->ntensors;
-	w.capo = g->nops * 2 + 16;
-	w.ops = ARENA_NEW(w.a, Op, w.capo);
+	w.early = ARENA_NEW(w.a, bool, w.capt);
+	w.late = ARENA_NEW(w.a, int, g->ntensors + 1);
 	w.h = ARENA_NEW(w.a, Held, g->ntensors + 1);
 	for (int t = 0; t < g->ntensors; t++) {
 		w.h[t] = (Held){.plain = t, .stored = -1, .nhwc = -1};
+		w.early[t] = g->tensors[t].producer < 0;
 		if (g->tensors[t].producer >= 0)
 			w.h[t].plain = -1;   /* made by its op, below */
 	}
@@ -509,6 +555,8 @@ int pass_layout(Graph *g, LayoutInfo *info)
 				w.h[op->out[k]].plain = op->out[k];
 		}
 	}
+	if (g->nops)
+		write_back(&w, &g->ops[g->nops - 1]);
 	compact(&w);
 	ir_finish(g);
 	return 0;

@@ -107,3 +107,110 @@ k = {k["name"]: k for k in p["kernels"]}
 t = [k[l["kernel"]].get("tiles") for s in p["steps"] for l in s["launches"]]
 assert t == ["tc64x64x32s3", "wg128x256x64s4", "tc64x64x32s3"], t
 ' "$TMP/rule/rule.plan.json"
+
+# ---- channels last (layout nhwc; passes/layout.c, matmul_conv.c setup_nhwc) ----
+# the same convs and two pools written channels last, on the cpu backend against the
+# interpreter: under the rule and under tile configurations of each kind (A's
+# window gathered in whole chunks of channels where the group's channels allow,
+# element by element where not: the stem's 3, the grouped dil's 16 in f32)
+CN=tests/bench/gpu/conv_check_nhwc
+for t in f32 bf16 f16; do
+	check "nhwc-rule-$t" 0 "$FUSEC" run $CN"_$t.json" --backend cpu --check
+done
+check nhwc-rule-tf32 0 "$FUSEC" run $CN"_tf32.json" --backend cpu --check --allow-tf32
+check nhwc-fma-sk3 0 env FUSEC_MATMUL_TILES=fma64x64x16s3sk3 "$FUSEC" run $CN"_f32.json" --backend cpu --check
+check nhwc-tf32 0 env FUSEC_MATMUL_TILES=tf32x64x64x32s3 "$FUSEC" run $CN"_tf32.json" --backend cpu --check --allow-tf32
+for c in tc128x128x64s3 tc64x64x32s3sk2 wg128x256x64s4; do
+	check "nhwc-$c" 0 env FUSEC_MATMUL_TILES=$c "$FUSEC" run $CN"_bf16.json" --backend cpu --check
+done
+# every conv but the depthwise ones on the tiles, one launch each with its epilogue
+check nhwc-compile 0 "$FUSEC" compile $CN"_bf16.json" -o "$TMP/cn"
+check nhwc-compile-tiles 0 python3 -c '
+import json, sys
+p = json.load(open(sys.argv[1]))
+convs = [k for k in p["kernels"] if "Module::Conv2d" in k["op_names"]]
+tiled = [k for k in convs if k.get("tiles") not in (None, "plain")]
+assert len(convs) == 10 and len(tiled) == 8, convs
+n = sum(len(s["launches"]) for s in p["steps"])
+assert n == 12, n
+' "$TMP/cn/conv_check_nhwc_bf16.plan.json"
+if [ -x "$PTXAS" ]; then
+	for c in wg128x128x64s4 tc64x64x32s3; do
+		check "nhwc-ptx-$c" 0 env FUSEC_MATMUL_TILES=$c "$FUSEC" compile $CN"_bf16.json" --no-cache -o "$TMP/np_$c"
+		check "nhwc-ptxas-$c" 0 "$PTXAS" -arch=sm_90a "$TMP/np_$c/conv_check_nhwc_bf16.ptx" -o "$TMP/cp.cubin"
+	done
+	check nhwc-ptx-sm80 0 "$FUSEC" compile $CN"_f16.json" --arch sm_80 --no-cache -o "$TMP/np80"
+	check nhwc-ptxas-sm80 0 "$PTXAS" -arch=sm_80 "$TMP/np80/conv_check_nhwc_f16.ptx" -o "$TMP/cp.cubin"
+fi
+
+# --layout nhwc keeps what the graph computes: the interpreter (f64) on the
+# rewritten graph gives the original graph's outputs (to the summation order), and
+# the cpu backend's tiles pass the check
+check layout-interp-nchw 0 "$FUSEC" run $CC"_f32.json" --backend interp --seed 3 --outputs "$TMP/li0"
+check layout-interp-nhwc 0 "$FUSEC" run $CC"_f32.json" --backend interp --seed 3 --layout nhwc --outputs "$TMP/li1"
+cat > "$TMP/same.py" <<'EOF2'
+import array, ast, os, sys
+def load(p):  # a little-endian f32 .npy file: its shape and values
+    b = open(p, "rb").read()
+    n = int.from_bytes(b[8:10], "little") if b[6] == 1 else int.from_bytes(b[8:12], "little")
+    o = 10 if b[6] == 1 else 12
+    h = ast.literal_eval(b[o:o + n].decode())
+    assert h["descr"] == "<f4" and not h["fortran_order"], h
+    return h["shape"], array.array("f", b[o + n:])
+a, b = sys.argv[1], sys.argv[2]
+names = sorted(n for n in os.listdir(a) if not n.endswith(".bound.npy"))
+assert len(names) == int(sys.argv[3]), names
+for n in names:
+    (sx, x), (sy, y) = load(os.path.join(a, n)), load(os.path.join(b, n))
+    assert sx == sy and len(x) == len(y), (n, sx, sy)
+    top = max(1.0, max(abs(v) for v in x))
+    worst = max(abs(u - v) for u, v in zip(x, y))
+    assert worst <= 1e-6 * top, (n, worst)
+EOF2
+check layout-interp-same 0 python3 "$TMP/same.py" "$TMP/li0" "$TMP/li1" 10
+check layout-check-f32 0 "$FUSEC" run $CC"_f32.json" --backend cpu --check --layout nhwc
+check layout-check-bf16 0 env FUSEC_MATMUL_TILES=wg128x128x64s4 "$FUSEC" run $CC"_bf16.json" --backend cpu --check --layout nhwc
+# what it did, in explain's first line; a CNN with constant weights pays one permute
+# (its input), the convs keep their epilogues, the 1x1 weights need no permute
+check layout-explain 0 "$FUSEC" explain $CC"_f32.json" --layout nhwc
+grep -q '^layout: nhwc (--layout): 10 convs and pools channels last; ' "$TMP/out" && pass=$((pass + 1)) ||
+	{ echo "FAIL layout-explain-line"; head -1 "$TMP/out"; fail=$((fail + 1)); }
+python3 - "$TMP/cnn.json" <<'EOF2'
+import json, sys
+def const(shape, k):  # a constant of small deterministic values
+    n = 1
+    for d in shape:
+        n *= d
+    return {"dtype": "f32", "shape": shape, "data": [((i * k) % 17 - 8) / 64 for i in range(n)]}
+json.dump({"format": "fusec-graph/1", "name": "cnn",
+ "inputs": {"x": {"dtype": "f32", "shape": [2, 8, 10, 10]}},
+ "constants": {"w1": const([32, 8, 3, 3], 5), "s1": const([1, 32, 1, 1], 3),
+               "w2": const([32, 32, 1, 1], 7)},
+ "ops": [{"op": "conv2d", "in": ["x", "w1"], "out": "c1", "padding": 1},
+         {"op": "mul", "in": ["c1", "s1"], "out": "m1"},
+         {"op": "relu", "in": ["m1"], "out": "r1"},
+         {"op": "max_pool2d", "in": ["r1"], "out": "p1", "kernel": 2},
+         {"op": "conv2d", "in": ["p1", "w2"], "out": "c2"},
+         {"op": "add", "in": ["c2", "p1"], "out": "y"},
+         {"op": "mean", "in": ["y"], "out": "g", "axis": 3}],
+ "outputs": ["y", "g"]}, open(sys.argv[1], "w"))
+EOF2
+check layout-cnn-run 0 "$FUSEC" run "$TMP/cnn.json" --backend cpu --check --layout nhwc
+check layout-cnn-interp0 0 "$FUSEC" run "$TMP/cnn.json" --backend interp --seed 2 --outputs "$TMP/lc0"
+check layout-cnn-interp1 0 "$FUSEC" run "$TMP/cnn.json" --backend interp --seed 2 --layout nhwc --outputs "$TMP/lc1"
+check layout-cnn-same 0 python3 "$TMP/same.py" "$TMP/lc0" "$TMP/lc1" 2
+check layout-cnn-compile 0 "$FUSEC" compile "$TMP/cnn.json" --layout nhwc -o "$TMP/cnn"
+check layout-cnn-plan 0 python3 -c '
+import json, sys
+p = json.load(open(sys.argv[1]))
+k = {k["name"]: k for k in p["kernels"]}
+t = [k[l["kernel"]]["op_names"] for s in p["steps"] for l in s["launches"]]
+# the input permuted once; each conv with its epilogue; the outputs written back
+# (y permuted, the mean reduces the stored axis and its result is read back)
+assert t[0] == ["BaseFloat::Permute"], t
+assert ["Module::Conv2d", "NumericFloat::Mul", "Activation::Relu"] in t, t
+assert ["Module::Conv2d", "NumericFloat::Add"] in t, t
+assert sum(n == ["BaseFloat::Permute"] for n in t) <= 3, t
+' "$TMP/cnn/cnn.plan.json"
+check layout-bad 2 "$FUSEC" compile $CC"_f32.json" --layout nchwc -o "$TMP/lb"
+check layout-import 2 "$FUSEC" import $CC"_f32.json" --layout nhwc -o "$TMP/li.json"

@@ -25,10 +25,10 @@ grep -E '^relu .*ElementWise, Matmul \(after matmul\), Reduce, ReduceBroadcasted
 	pass=$((pass + 1)) || { echo "FAIL ops-burn-relu"; grep '^relu' "$TMP/out"; fail=$((fail + 1)); }
 # a conv starts a Matmul kernel (its implicit GEMM, codegen/matmul_conv.c), not
 # under --burn-exact
-grep -E '^conv2d +Conv2d +2-3 +- +stride,padding,dilation,groups +float +none \(runs alone\)$' "$TMP/out" >/dev/null &&
+grep -E '^conv2d +Conv2d +2-3 +- +stride,padding,dilation,groups,layout +float +none \(runs alone\)$' "$TMP/out" >/dev/null &&
 	pass=$((pass + 1)) || { echo "FAIL ops-burn-conv2d"; grep '^conv2d' "$TMP/out"; fail=$((fail + 1)); }
 cp "$TMP/ops_default" "$TMP/out"
-grep -E '^conv2d +Conv2d +2-3 +- +stride,padding,dilation,groups +float +Matmul$' "$TMP/out" >/dev/null &&
+grep -E '^conv2d +Conv2d +2-3 +- +stride,padding,dilation,groups,layout +float +Matmul$' "$TMP/out" >/dev/null &&
 	pass=$((pass + 1)) || { echo "FAIL ops-conv2d"; grep '^conv2d' "$TMP/out"; fail=$((fail + 1)); }
 check ops-json 0 "$FUSEC" ops --json
 python3 -c 'import json,sys

@@ -35,15 +35,24 @@ for g in tests/bench/gpu/mm_check_bf16.json tests/bench/gpu/mm_check_f16.json te
 done
 # the conv check graphs (implicit GEMMs, codegen/matmul_conv.c) under every tile
 # configuration of their dtype (NAME__CONFIG)
-for c in ${CONV_FORCED_TC:-tc128x128x64s3 tc64x64x32s3 tc128x256x32s4 tc64x64x32s3sk2 tc64x64x32s3sk4 wg128x128x64s4 wg128x256x64s4}; do
-	FUSEC_MATMUL_TILES=$c "$FUSEC" compile tests/bench/gpu/conv_check_bf16.json --no-cache -o "$G/plans/conv_check_bf16__$c" > /dev/null
+# (and the channels-last ones, conv_check_nhwc_*)
+for l in "" nhwc_; do
+	for c in ${CONV_FORCED_TC:-tc128x128x64s3 tc64x64x32s3 tc128x256x32s4 tc64x64x32s3sk2 tc64x64x32s3sk4 wg128x128x64s4 wg128x256x64s4}; do
+		FUSEC_MATMUL_TILES=$c "$FUSEC" compile tests/bench/gpu/conv_check_${l}bf16.json --no-cache -o "$G/plans/conv_check_${l}bf16__$c" > /dev/null
+	done
+	FUSEC_MATMUL_TILES=wg128x256x64s4 "$FUSEC" compile tests/bench/gpu/conv_check_${l}f16.json --no-cache -o "$G/plans/conv_check_${l}f16__wg128x256x64s4" > /dev/null
+	for c in ${CONV_FORCED_F32:-fma128x128x16s3 fma64x64x16s3 fma64x64x16s3sk3 fma64x64x16s3sk4 fma128x128x16s3sk4}; do
+		FUSEC_MATMUL_TILES=$c "$FUSEC" compile tests/bench/gpu/conv_check_${l}f32.json --no-cache -o "$G/plans/conv_check_${l}f32__$c" > /dev/null
+	done
+	for c in tf32x128x128x16s3 tf32x64x64x32s3; do
+		FUSEC_MATMUL_TILES=$c "$FUSEC" compile tests/bench/gpu/conv_check_${l}tf32.json --allow-tf32 --no-cache -o "$G/plans/conv_check_${l}tf32__$c" > /dev/null
+	done
 done
-FUSEC_MATMUL_TILES=wg128x256x64s4 "$FUSEC" compile tests/bench/gpu/conv_check_f16.json --no-cache -o "$G/plans/conv_check_f16__wg128x256x64s4" > /dev/null
-for c in ${CONV_FORCED_F32:-fma128x128x16s3 fma64x64x16s3 fma64x64x16s3sk3 fma64x64x16s3sk4 fma128x128x16s3sk4}; do
-	FUSEC_MATMUL_TILES=$c "$FUSEC" compile tests/bench/gpu/conv_check_f32.json --no-cache -o "$G/plans/conv_check_f32__$c" > /dev/null
-done
-for c in tf32x128x128x16s3 tf32x64x64x32s3; do
-	FUSEC_MATMUL_TILES=$c "$FUSEC" compile tests/bench/gpu/conv_check_tf32.json --allow-tf32 --no-cache -o "$G/plans/conv_check_tf32__$c" > /dev/null
+# the NCHW conv check graphs rewritten channels last (--layout nhwc, passes/layout.c):
+# their inputs and outputs are the graph's, so NAME's expectations hold
+for t in f32 bf16 f16 tf32; do
+	case $t in tf32) tf32=--allow-tf32 ;; *) tf32= ;; esac
+	"$FUSEC" compile tests/bench/gpu/conv_check_$t.json --layout nhwc $tf32 --no-cache -o "$G/plans/conv_check_${t}__nhwc" > /dev/null
 done
 # the mma.sync path: every matmul check graph for --arch sm_90 too (NAME__sm_90)
 for g in tests/bench/gpu/mm_check_*.json tests/bench/gpu/conv_check_*.json; do

@@ -329,6 +329,9 @@ def worker(args):
     if args.fusec_precision and dtype == "f32":  # docs/precision.md: rel L2 vs f32 eager
         cmd += ["--precision", args.fusec_precision]
         row["notes"].append(f"fusec --precision {args.fusec_precision} (torch f32)")
+    if args.fusec_layout:  # docs/design.md, "Channels last"
+        cmd += ["--layout", args.fusec_layout]
+        row["notes"].append(f"fusec --layout {args.fusec_layout}")
     t0 = time.time()
     r = run(cmd, max(end_at - time.time() - 60, 30), fusec_env)
     secs = time.time() - t0
@@ -435,6 +438,8 @@ def worker(args):
                    "--outputs", outd]
             if args.fusec_precision and dtype == "f32":
                 cmd += ["--precision", args.fusec_precision]
+            if args.fusec_layout:
+                cmd += ["--layout", args.fusec_layout]
             r = run(cmd, 300, fusec_env)
             if r.returncode != 0:
                 row["notes"].append(f"fusec run --backend cpu exit {r.returncode}: "
@@ -560,6 +565,7 @@ def coordinate(args, configs, start, env, outdir):
                        "--jobs", str(args.jobs)] + (["--dry-run"] if args.dry_run else []) + \
                     (["--fusec-precision", args.fusec_precision] if args.fusec_precision
                      else []) + \
+                    (["--fusec-layout", args.fusec_layout] if args.fusec_layout else []) + \
                     (["--full"] if args.full else []) + (["--keep"] if args.keep else [])
                 fh = open(os.path.join(logdir, tag + ".log"), "w")
                 running[tag] = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT,
@@ -691,6 +697,8 @@ def parse():
     p.add_argument("--fusec-precision", choices=["bf16", "f16"],
                    help="f32 runs: fusec compiles the f32 export with --precision P, so "
                         "its rel L2 is against f32 eager (docs/precision.md)")
+    p.add_argument("--fusec-layout", choices=["nchw", "nhwc"],
+                   help="fusec compile --layout (convolutions channels last)")
     p.add_argument("--work", help="where the ONNX files and plans go (default: a temp dir)")
     p.add_argument("--keep", action="store_true", help="keep the ONNX files and plans")
     p.add_argument("--dry-run", action="store_true")
