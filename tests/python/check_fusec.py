@@ -130,6 +130,41 @@ ok("load-same", all(np.array_equal(a, b) for a, b in zip(again, out)), "outputs 
 ok("load-files", sorted(os.listdir(saved)) == sorted(bert.files + ["fusec-python.json", "source"]),
    str(os.listdir(saved)))
 
+# a plan that fusec compile wrote: loaded by the runtime alone (its inputs and
+# outputs from the plan file); numpy runs need the graph, which it lacks
+cli = os.path.join(TMP, "cli")
+subprocess.run([FUSEC, "compile", "tests/onnx/models/bert/model.onnx", "-o", cli, "-q"],
+               check=True, stdout=subprocess.DEVNULL)
+lp = fusec.load(cli)
+ok("load-cli-plan", (lp.name, lp.inputs, lp.outputs, lp.source) ==
+   ("model", bert.inputs, bert.outputs, None), f"{lp.name} {lp.inputs} {lp.outputs} {lp.source}")
+try:
+    lp.run(ids, mask)
+    ok("load-cli-no-graph", False, "no exception")
+except fusec.Error as e:
+    ok("load-cli-no-graph", "without its graph" in e.message, e.message)
+
+# a torch.nn.Module through torch.onnx.export, where torch is installed (not in CI)
+try:
+    import torch
+except ImportError:
+    torch = None
+    print("skip torch-module: no torch")
+if torch is not None:
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3, padding=1), torch.nn.BatchNorm2d(8),
+                              torch.nn.ReLU(), torch.nn.Flatten(), torch.nn.Linear(8 * 8 * 8, 10))
+    net.eval()
+    xt = torch.randn(2, 3, 8, 8)
+    tp = fusec.compile(net, example_inputs=(xt,))
+    with torch.no_grad():
+        want = net(xt).numpy()
+    got = tp.run(xt.numpy())
+    err = float(np.linalg.norm(got - want) / np.linalg.norm(want))
+    ok("torch-module", tp.inputs == [("input", "f32", (2, 3, 8, 8))] and
+       tp.outputs == [("output", "f32", (2, 10))] and err < 1e-5 and not net.training,
+       f"{tp.inputs} {tp.outputs} rel L2 {err:.2e} training {net.training}")
+
 # explain: the decisions as data
 ex = plan.explain()
 ok("explain-format", ex.get("format") == "fusec-explain/1", str(ex.get("format")))

@@ -5,7 +5,13 @@ are looked for, in order: in FUSEC_LIBDIR; in the build folder of a source tree
 this package sits in (lib/python/fusec -> build/, after `make`); in the prefix it
 was installed under by `make install` (PREFIX/share/fusec/python/fusec ->
 PREFIX/lib); then by the dynamic loader's own search path (a `pip install`ed
-package next to libraries in /usr/local/lib)."""
+package next to libraries in /usr/local/lib).
+
+The two are opened separately and only when first used: the runtime alone (a GPU
+machine without LLVM, where libfusec.so cannot load) is enough to load a compiled
+plan and run it on torch CUDA tensors. A library that is found but does not load
+(a missing dependency) is skipped for the next candidate; when none loads, the
+OSError names every file tried and the first reason."""
 import ctypes
 import os
 
@@ -26,7 +32,16 @@ def candidates(name):
 
 
 def load(name):
-    for p in candidates(name):
-        if os.path.exists(p):
+    """ctypes.CDLL of library `name`; OSError when no candidate loads."""
+    tried, why = [], []
+    for p in candidates(name) + [name + ".so.0"]:
+        if os.sep in p and not os.path.exists(p):
+            continue
+        try:
             return ctypes.CDLL(p)
-    return ctypes.CDLL(name + ".so.0")
+        except OSError as e:
+            tried.append(p)
+            why.append(str(e))
+    raise OSError(f"{name}.so: " + (f"{why[0]}" + (f" (also tried {', '.join(tried[1:])})"
+                                                    if len(tried) > 1 else "")
+                                    if why else "not found"))

@@ -47,7 +47,13 @@ RUN_CPU, RUN_INTERP = 0, 1   # fusec_run's `how`
 def _compiler():
     global _fc
     if _fc is None:
-        _fc = _load("libfusec")
+        try:
+            lib = _load("libfusec")
+        except OSError as e:
+            raise Error(3, "", 0, 0, f"the compiler, libfusec.so, cannot be loaded ({e}); "
+                        "compiling, explain, version() and runs on numpy need it, while "
+                        "fusec.load and Plan.run on torch CUDA tensors need only the "
+                        "runtime, libfusecrt.so (docs/python.md)") from None
         err = ctypes.POINTER(_Error)
         for fn, res, args in [
                 ("fusec_version", ctypes.c_char_p, []),
@@ -75,8 +81,9 @@ def _compiler():
                 ("fusec_result_output", ctypes.c_char_p, _TENSOR_ARGS),
                 ("fusec_run", ctypes.c_int, [_P, ctypes.c_int, ctypes.POINTER(_P),
                                              ctypes.POINTER(_P), err])]:
-            f = getattr(_fc, fn)
+            f = getattr(lib, fn)
             f.restype, f.argtypes = res, args
+        _fc = lib
     return _fc
 
 

@@ -10,7 +10,6 @@ from .compiler import Error, _P
 _rt = None
 
 
-
 class _RtError(ctypes.Structure):
     _fields_ = [("status", ctypes.c_int), ("file", ctypes.c_char * 256), ("line", ctypes.c_int),
                 ("col", ctypes.c_int), ("message", ctypes.c_char * 1024)]
@@ -22,7 +21,11 @@ class _RtError(ctypes.Structure):
 def _runtime():
     global _rt
     if _rt is None:
-        _rt = _load("libfusecrt")
+        try:
+            lib = _load("libfusecrt")
+        except OSError as e:
+            raise Error(3, "", 0, 0, f"the runtime, libfusecrt.so, cannot be loaded ({e}); "
+                        "set FUSEC_LIBDIR to its folder (docs/python.md)") from None
         err = ctypes.POINTER(_RtError)
         for fn, res, args in [
                 ("fusecrt_plan_load", _P, [ctypes.c_char_p, err]),
@@ -47,9 +50,12 @@ def _runtime():
                                                               ctypes.c_size_t, err]),
                 ("fusecrt_session_run_async", ctypes.c_int, [_P, ctypes.c_uint64, err]),
                 ("fusecrt_session_bind", ctypes.c_int, [_P, ctypes.c_char_p, ctypes.c_uint64,
-                                                        err])]:
-            f = getattr(_rt, fn)
+                                                        err]),
+                ("fusecrt_session_set_graph", None, [_P, ctypes.c_int]),
+                ("fusecrt_session_graph", ctypes.c_int, [_P, ctypes.POINTER(ctypes.c_char_p)])]:
+            f = getattr(lib, fn)
             f.restype, f.argtypes = res, args
+        _rt = lib
     return _rt
 
 
@@ -89,7 +95,8 @@ class RtPlan:
 
 class Session:
     """A plan on a CUDA device: set_input(name, bytes), run(), get_output(name);
-    bind(name, devptr) and run_async(stream) for memory and streams the caller owns."""
+    bind(name, devptr) and run_async(stream) for memory and streams the caller owns;
+    graph() and set_graph(on) for the CUDA graph its runs replay."""
 
     def __init__(self, plan, device=0):
         e = _RtError()
@@ -131,6 +138,16 @@ class Session:
         e = _RtError()
         if _rt.fusecrt_session_bind(self._h, name.encode(), int(devptr), ctypes.byref(e)):
             e.raise_()
+
+    def graph(self):
+        """(True, "") when the next run replays a CUDA graph, else (False, why)."""
+        why = ctypes.c_char_p()
+        on = _rt.fusecrt_session_graph(self._h, ctypes.byref(why))
+        return bool(on), (why.value or b"").decode()
+
+    def set_graph(self, on):
+        """CUDA graphs on (the default) or off for this session's next runs."""
+        _rt.fusecrt_session_set_graph(self._h, int(bool(on)))
 
     def close(self):
         if getattr(self, "_h", None) and _rt is not None:
