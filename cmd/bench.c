@@ -24,6 +24,7 @@ static const char bench_usage[] =
 	"  --inputs DIR     read input NAME from DIR/NAME.npy (default: random values)\n"
 	"  --seed N         seed of the random inputs (default 0)\n"
 	"  --precision bf16|f16, --keep-f32 LIST  GRAPH converted before it is compiled\n"
+	"  --layout nhwc          GRAPH's convolutions and pools channels last\n"
 	"                   (docs/precision.md)\n"
 	"\n"
 	"exit status: 0 success, 1 invalid graph, plan or inputs, 2 usage error,\n"

@@ -90,7 +90,9 @@ static const char compile_usage[] =
 	"                         for a CUDA install (default: fusec's own math)\n"
 	"  --precision bf16|f16   compute an f32 graph in bf16 or f16 (--keep-f32 LIST\n"
 	"                         keeps op kinds, names or ops[N] in f32; the plan says\n"
-	"                         so; docs/precision.md)\n";
+	"                         so; docs/precision.md)\n"
+	"  --layout nhwc          run convolutions and pools channels last (inputs and\n"
+	"                         outputs as they are; docs/design.md, \"Channels last\")\n";
 
 /* ---- options ------------------------------------------------------------------ */
 

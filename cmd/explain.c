@@ -34,7 +34,7 @@ static const char explain_usage[] =
 	"  --arch sm_XX, --allow-tf32\n"
 	"              as for compile: the kernel names are those of that compile (of\n"
 	"              a list of arches, the first's: the plan's top level)\n"
-	"  --precision bf16|f16, --keep-f32 LIST\n"
+	"  --precision bf16|f16, --keep-f32 LIST, --layout nhwc\n"
 	"              the graph converted as compile converts it; a first line says\n"
 	"              what was converted and kept (docs/precision.md)\n";
 

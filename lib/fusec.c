@@ -143,6 +143,11 @@ static int options(const fusec_options *uo, PlOptions *po, PrecisionOptions *pre
 		diag_set(d, "", 0, 0, "--keep-f32 applies with --precision bf16|f16");
 		return PL_USAGE;
 	}
+	if (uo->layout && strcmp(uo->layout, "nchw") && strcmp(uo->layout, "nhwc")) {
+		diag_set(d, "", 0, 0, "--layout: unknown layout '%.100s' (nchw or nhwc)",
+			 uo->layout);
+		return PL_USAGE;
+	}
 	prec->keep = uo->keep_f32;
 	po->precision = uo->precision;
 	po->keep_f32 = uo->keep_f32;
@@ -154,6 +159,12 @@ static int options(const fusec_options *uo, PlOptions *po, PrecisionOptions *pre
 		}
 	}
 	return PL_OK;
+}
+
+/* Whether the options ask for channels last (--layout nhwc) */
+static bool nhwc(const fusec_options *o)
+{
+	return o && o->layout && !strcmp(o->layout, "nhwc");
 }
 
 /* Every file of r named (the path written, or the file name) and counted. */
@@ -178,6 +189,7 @@ static fusec_result *compile(PlSource *src, const fusec_options *uo, const char 
 	OnnxInputShape shapes[64];
 	PrecisionOptions prec;
 	PrecisionInfo pinfo;
+	LayoutInfo linfo;
 	Diag *d = xcalloc(PL_MAX_ERRORS + 1, sizeof *d);
 	int nd = 0, code;
 	res->a = arena_new();
@@ -187,7 +199,7 @@ static fusec_result *compile(PlSource *src, const fusec_options *uo, const char 
 	src->shapes = shapes;
 	src->nshapes = uo ? uo->ninput_shapes : 0;
 	src->max_errors = uo ? uo->max_errors : 20;
-	if (!(res->g = pl_load(res->a, src, d, &nd)) ||
+	if (!(res->g = pl_load(res->a, src, d, &nd)) || (nhwc(uo) && pl_layout(res->g, &linfo)) ||
 	    (res->po.precision && pl_convert(res->g, &prec, &pinfo, d))) {
 		code = PL_INVALID;
 		goto fail;
@@ -453,6 +465,7 @@ char *fusec_explain(const char *path, const fusec_options *o, const char *op, in
 	OnnxInputShape shapes[64];
 	PrecisionOptions prec;
 	PrecisionInfo pinfo = {0};
+	LayoutInfo linfo = {0};
 	Diag *d = xcalloc(PL_MAX_ERRORS + 1, sizeof *d);
 	Arena *a = arena_new();
 	char *text = NULL;
@@ -467,7 +480,7 @@ char *fusec_explain(const char *path, const fusec_options *o, const char *op, in
 	 * explain */
 	if ((code = options(o, &po, &prec, a, shapes, d)))
 		goto out;
-	if (!(g = pl_load(a, &src, d, &nd)) ||
+	if (!(g = pl_load(a, &src, d, &nd)) || (nhwc(o) && pl_layout(g, &linfo)) ||
 	    (po.precision && pl_convert(g, &prec, &pinfo, d))) {
 		code = PL_INVALID;
 		goto out;
@@ -486,7 +499,9 @@ char *fusec_explain(const char *path, const fusec_options *o, const char *op, in
 	Diag dk;
 	const char **entry = pl_kernel_names(s, po.arch[0], po.allow_tf32, a, &dk);
 	Buf b = {0};
-	/* --precision: what the conversion did, before the ops it made (as explain) */
+	/* --layout, --precision: what they did, before the ops they made (as explain) */
+	if (nhwc(o) && !json)
+		pass_layout_summary(&linfo, &b);
 	if (po.precision && pinfo.shadow && !json)
 		pass_precision_summary(g, &pinfo, &b);
 	pass_explain_ex(s, (int)opi, json != 0, entry, &b);

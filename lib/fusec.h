@@ -79,6 +79,9 @@ typedef struct fusec_options {
 				* computed in that dtype (docs/precision.md) */
 	const char *keep_f32;  /* NULL; with precision, op kinds, names or ops[N] kept
 				* in f32, comma-separated */
+	const char *layout;    /* NULL or "nchw": as the graph says; "nhwc": its convs
+				* and pools rewritten channels last (docs/design.md,
+				* "Channels last"); inputs and outputs stay as they are */
 } fusec_options;
 
 typedef struct fusec_result fusec_result;

@@ -663,11 +663,13 @@ static Strategy *block_optimize(SearchCtx *c, Block *b, Arena *a)
 				head = b->fusers[i]->closed_at;
 		if (head < 0 || head >= b->nops)
 			head = b->nops - 1;
-		/* the op every fuser closed on is settled too, unless it starts a fuser
-		 * of its own (a conv after a view a Matmul fuser took: the conv and its
-		 * epilogue are searched again) */
+		/* the op every fuser closed on is settled too, except a conv that starts
+		 * a fuser of its own (after a view a Matmul fuser took, such as the
+		 * image's permute of --layout nhwc): the conv and its epilogue are
+		 * searched again */
 		int n = head + 1;
-		if (head > 0 && !c->burn_exact && fresh_fuser_would_start(c, &b->ops[head]))
+		if (head > 0 && !c->burn_exact && b->ops[head].kind == OP_CONV2D &&
+		    fresh_fuser_would_start(c, &b->ops[head]))
 			n = head;
 		while (n < b->nops && !fresh_fuser_would_start(c, &b->ops[n]))
 			n++;
