@@ -47,8 +47,8 @@ int cmd_refuse_input_shapes(const char *path);
 const char *cmd_precision_name(void);
 const char *cmd_precision_keep(void);
 const PrecisionInfo *cmd_precision_info(void);
-/* --layout nhwc (taken out with --precision, applied before it): "nhwc", or NULL
- * when the graph is left as it is; what it did to the last graph loaded. */
+/* --layout nchw|nhwc (taken out with --precision, applied before it): as given, or
+ * NULL (automatic); what the pass did to the last graph loaded (NULL: nothing). */
 const char *cmd_layout_name(void);
 const LayoutInfo *cmd_layout_info(void);
 /* A getopt_long call of subcommand sub returned '?' (opterr is 0): say which option

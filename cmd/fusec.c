@@ -130,19 +130,21 @@ void cmd_print_diag(const Diag *d)
 static PrecisionOptions precision = {DT_F32, NULL};
 static const char *precision_name;   /* "bf16", or NULL */
 static PrecisionInfo precision_info; /* of the last graph loaded */
-/* --layout nchw|nhwc: "nhwc" rewrites convs and pools channels last before the
- * precision (passes/layout.c); NULL or "nchw" leaves the graph as it is. */
+/* --layout nchw|nhwc: convs and pools channels last or not, before the precision
+ * (passes/layout.c); NULL: where every conv runs on tensor cores (--allow-tf32 seen
+ * among the command's options counts). */
 static const char *layout_name;
+static bool tf32_seen;
 static LayoutInfo layout_info;       /* of the last graph loaded */
 
 const char *cmd_layout_name(void)
 {
-	return layout_name && !strcmp(layout_name, "nhwc") ? layout_name : NULL;
+	return layout_name;
 }
 
 const LayoutInfo *cmd_layout_info(void)
 {
-	return cmd_layout_name() ? &layout_info : NULL;
+	return layout_info.nwindow ? &layout_info : NULL;
 }
 
 const char *cmd_precision_name(void)
@@ -164,8 +166,10 @@ const PrecisionInfo *cmd_precision_info(void)
  * step); NULL (printed) on error. */
 static Graph *apply_precision(Graph *g)
 {
-	if (g && cmd_layout_name())
-		pl_layout(g, &layout_info);
+	LayoutOptions lo = {!layout_name ? LAYOUT_MODE_AUTO : !strcmp(layout_name, "nhwc") ?
+			    LAYOUT_MODE_NHWC : LAYOUT_MODE_KEEP, tf32_seen || precision_name};
+	if (g)
+		pl_layout(g, &lo, &layout_info);
 	if (!g || !precision_name)
 		return g;
 	Diag d;
@@ -430,6 +434,7 @@ static int take_precision(const char *sub, int *argc, char **argv)
 			}
 		}
 		if (which < 0) {
+			tf32_seen = tf32_seen || !strcmp(argv[i], "--allow-tf32");
 			argv[k++] = argv[i];
 			continue;
 		}

@@ -269,8 +269,56 @@ static void step_dims(CgKb *kb, CgIdx *x)
 	}
 }
 
+/* The CG_CHUNK elements of the chunk at flat index base: x at base, the next ones
+ * stepped with a carry (step_dims), each stored under its own guard; or, when the
+ * innermost dim is a multiple of CG_CHUNK (carry false), along it alone, under one
+ * guard: then the elements share every outer index, and what a kernel computes
+ * from those (a window's rows and columns, channels last) is computed once. */
+static void chunk_body(CgKb *kb, CgIdx x, LLVMValueRef base, LLVMValueRef n, bool carry,
+		       const int *wr, int nw)
+{
+	LLVMContextRef ctx = kb->m->ctx;
+	LLVMValueRef first = x.i[x.rank - 1];
+	LLVMBasicBlockRef next = NULL;
+	for (int k = 0; k < CG_CHUNK; k++) {
+		if (k > 0) {
+			if (carry)
+				step_dims(kb, &x);
+			else
+				x.i[x.rank - 1] = LLVMBuildAdd(kb->b, first, cg_i64(kb, k), "");
+			x.flat = LLVMBuildAdd(kb->b, base, cg_i64(kb, k), "");
+		}
+		/* along the innermost dim n is a multiple of the chunk: one guard */
+		if (carry || k == 0) {
+			LLVMBasicBlockRef in = LLVMAppendBasicBlockInContext(ctx, kb->fn, "chunk.in");
+			next = LLVMAppendBasicBlockInContext(ctx, kb->fn, "chunk.next");
+			LLVMBuildCondBr(kb->b, LLVMBuildICmp(kb->b, LLVMIntSLT, x.flat, n, ""), in, next);
+			LLVMPositionBuilderAtEnd(kb->b, in);
+		}
+		int mark = cg_memo_mark(kb);
+		CgIdx y = x;
+		cg_store_written(kb, &y, wr, nw);
+		cg_memo_release(kb, mark);
+		if (carry || k == CG_CHUNK - 1) {
+			LLVMBuildBr(kb->b, next);
+			LLVMPositionBuilderAtEnd(kb->b, next);
+		}
+	}
+}
+
+/* Whether spec holds a conv or pool channels last: its chunks take the path along
+ * the channels where they can (chunk_body). */
+static bool window_nhwc(const CgKernelSpec *s)
+{
+	for (int i = 0; i < s->nops; i++)
+		if (ir_ops[s->ops[i].kind].family == FAM_MODULE &&
+		    s->ops[i].attr.layout == LAYOUT_NHWC)
+			return true;
+	return false;
+}
+
 /* The chunked grid-stride loop (see the top of the file): chunk c covers elements
- * [c*CG_CHUNK, c*CG_CHUNK + CG_CHUNK) of the n, each stored under its own guard. */
+ * [c*CG_CHUNK, c*CG_CHUNK + CG_CHUNK) of the n. */
 static void chunk_loops(CgKb *kb, int rank, const uint32_t *ref, LLVMValueRef n,
 			const int *wr, int nw)
 {
@@ -285,22 +333,26 @@ static void chunk_loops(CgKb *kb, int rank, const uint32_t *ref, LLVMValueRef n,
 	CgIdx x = cg_idx_of(rank, ref);
 	x.flat = base;
 	cg_idx_dims(kb, &x);
-	for (int k = 0; k < CG_CHUNK; k++) {
-		if (k > 0) {
-			step_dims(kb, &x);
-			x.flat = LLVMBuildAdd(kb->b, base, cg_i64(kb, k), "");
-		}
-		LLVMBasicBlockRef in = LLVMAppendBasicBlockInContext(ctx, kb->fn, "chunk.in");
-		LLVMBasicBlockRef next = LLVMAppendBasicBlockInContext(ctx, kb->fn, "chunk.next");
-		LLVMBuildCondBr(kb->b, LLVMBuildICmp(kb->b, LLVMIntSLT, x.flat, n, ""), in, next);
-		LLVMPositionBuilderAtEnd(kb->b, in);
-		int mark = cg_memo_mark(kb);
-		CgIdx y = x;
-		cg_store_written(kb, &y, wr, nw);
-		cg_memo_release(kb, mark);
-		LLVMBuildBr(kb->b, next);
-		LLVMPositionBuilderAtEnd(kb->b, next);
+	if (!window_nhwc(kb->spec) || ref[rank - 1] == 0) {
+		chunk_body(kb, x, base, n, true, wr, nw);
+		cg_loop_end(kb, &l);
+		return;
 	}
+	LLVMBasicBlockRef along = LLVMAppendBasicBlockInContext(ctx, kb->fn, "chunk.along");
+	LLVMBasicBlockRef carry = LLVMAppendBasicBlockInContext(ctx, kb->fn, "chunk.carry");
+	LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(ctx, kb->fn, "chunk.done");
+	LLVMValueRef last = cg_dim(kb, ref[rank - 1]);
+	LLVMValueRef whole = LLVMBuildICmp(kb->b, LLVMIntEQ,
+		LLVMBuildURem(kb->b, last, u, ""), cg_i64(kb, 0), "");
+	LLVMBuildCondBr(kb->b, whole, along, carry);
+	for (int c = 0; c < 2; c++) {
+		LLVMPositionBuilderAtEnd(kb->b, c ? carry : along);
+		int mark = cg_memo_mark(kb);
+		chunk_body(kb, x, base, n, c == 1, wr, nw);
+		cg_memo_release(kb, mark);
+		LLVMBuildBr(kb->b, done);
+	}
+	LLVMPositionBuilderAtEnd(kb->b, done);
 	cg_loop_end(kb, &l);
 }
 

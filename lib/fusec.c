@@ -161,10 +161,13 @@ static int options(const fusec_options *uo, PlOptions *po, PrecisionOptions *pre
 	return PL_OK;
 }
 
-/* Whether the options ask for channels last (--layout nhwc) */
-static bool nhwc(const fusec_options *o)
+/* The layout pass asked for by the options (NULL layout: automatic) */
+static LayoutOptions layout_of(const fusec_options *o)
 {
-	return o && o->layout && !strcmp(o->layout, "nhwc");
+	LayoutOptions lo = {LAYOUT_MODE_AUTO, o && (o->allow_tf32 || o->precision)};
+	if (o && o->layout)
+		lo.mode = !strcmp(o->layout, "nhwc") ? LAYOUT_MODE_NHWC : LAYOUT_MODE_KEEP;
+	return lo;
 }
 
 /* Every file of r named (the path written, or the file name) and counted. */
@@ -199,7 +202,8 @@ static fusec_result *compile(PlSource *src, const fusec_options *uo, const char 
 	src->shapes = shapes;
 	src->nshapes = uo ? uo->ninput_shapes : 0;
 	src->max_errors = uo ? uo->max_errors : 20;
-	if (!(res->g = pl_load(res->a, src, d, &nd)) || (nhwc(uo) && pl_layout(res->g, &linfo)) ||
+	LayoutOptions lo = layout_of(uo);
+	if (!(res->g = pl_load(res->a, src, d, &nd)) || pl_layout(res->g, &lo, &linfo) ||
 	    (res->po.precision && pl_convert(res->g, &prec, &pinfo, d))) {
 		code = PL_INVALID;
 		goto fail;
@@ -480,7 +484,8 @@ char *fusec_explain(const char *path, const fusec_options *o, const char *op, in
 	 * explain */
 	if ((code = options(o, &po, &prec, a, shapes, d)))
 		goto out;
-	if (!(g = pl_load(a, &src, d, &nd)) || (nhwc(o) && pl_layout(g, &linfo)) ||
+	LayoutOptions lo = layout_of(o);
+	if (!(g = pl_load(a, &src, d, &nd)) || pl_layout(g, &lo, &linfo) ||
 	    (po.precision && pl_convert(g, &prec, &pinfo, d))) {
 		code = PL_INVALID;
 		goto out;
@@ -500,7 +505,7 @@ char *fusec_explain(const char *path, const fusec_options *o, const char *op, in
 	const char **entry = pl_kernel_names(s, po.arch[0], po.allow_tf32, a, &dk);
 	Buf b = {0};
 	/* --layout, --precision: what they did, before the ops they made (as explain) */
-	if (nhwc(o) && !json)
+	if (!json)
 		pass_layout_summary(&linfo, &b);
 	if (po.precision && pinfo.shadow && !json)
 		pass_precision_summary(g, &pinfo, &b);

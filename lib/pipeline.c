@@ -167,9 +167,9 @@ long pl_find_op(const Graph *g, const char *spec)
 	return -1;
 }
 
-int pl_layout(Graph *g, LayoutInfo *info)
+int pl_layout(Graph *g, const LayoutOptions *o, LayoutInfo *info)
 {
-	return pass_layout(g, info);
+	return pass_layout(g, o, info);
 }
 
 int pl_convert(Graph *g, const PrecisionOptions *p, PrecisionInfo *info, Diag *d)

@@ -91,9 +91,10 @@ long pl_find_op(const Graph *g, const char *spec);
  * (up to src->max_errors of a graph file, then one saying that it stopped; diags
  * has room for src->max_errors + 1). */
 Graph *pl_load(Arena *a, const PlSource *src, Diag *diags, int *nd);
-/* layout: g's convs and pools rewritten channels last (--layout nhwc,
- * passes/layout.c), before the conversion. Returns 0. */
-int pl_layout(Graph *g, LayoutInfo *info);
+/* layout: g's convs and pools rewritten channels last (--layout nhwc, or by
+ * default where every conv runs on tensor cores; passes/layout.c), before the
+ * conversion. Returns 0. */
+int pl_layout(Graph *g, const LayoutOptions *o, LayoutInfo *info);
 /* convert: g rewritten in place to compute in p->to (--precision,
  * passes/precision.c); info says what was converted. 0, or -1 with *d (an unknown
  * --keep-f32 entry). */

@@ -511,9 +511,29 @@ static void compact(Lw *w)
 	g->nops = nops;
 }
 
-int pass_layout(Graph *g, LayoutInfo *info)
+bool pass_layout_wanted(const Graph *g, const LayoutOptions *o)
+{
+	bool any = false;
+	for (int i = 0; i < g->nops; i++) {
+		const Op *op = &g->ops[i];
+		if (op->kind != OP_CONV2D || op->attr->layout != LAYOUT_NCHW)
+			continue;
+		DType t = g->tensors[op->in[0]].dtype;
+		bool tc = t == DT_BF16 || t == DT_F16 || (t == DT_F32 && o->tensor_cores);
+		if (!tc || !g->tensors[op->in[1]].data)
+			return false;
+		any = true;
+	}
+	return any;
+}
+
+int pass_layout(Graph *g, const LayoutOptions *o, LayoutInfo *info)
 {
 	memset(info, 0, sizeof *info);
+	if (o->mode == LAYOUT_MODE_KEEP ||
+	    (o->mode == LAYOUT_MODE_AUTO && !pass_layout_wanted(g, o)))
+		return 0;
+	info->automatic = o->mode == LAYOUT_MODE_AUTO;
 	bool any = false;
 	for (int i = 0; i < g->nops && !any; i++)
 		any = is_window(g->ops[i].kind) && g->ops[i].attr->layout == LAYOUT_NCHW;
@@ -566,8 +586,10 @@ void pass_layout_summary(const LayoutInfo *info, Buf *out)
 {
 	if (!info->nwindow)
 		return;
-	buf_printf(out, "layout: nhwc (--layout): %d conv%s and pool%s channels last; %d "
-		   "permute%s; %d constant%s permuted\n", info->nwindow,
+	buf_printf(out, "layout: nhwc (%s): %d conv%s and pool%s channels last; %d "
+		   "permute%s; %d constant%s permuted\n",
+		   info->automatic ? "every conv on tensor cores with constant weights; "
+		   "--layout nchw keeps NCHW" : "--layout nhwc", info->nwindow,
 		   info->nwindow == 1 ? "" : "s", info->nwindow == 1 ? "" : "s",
 		   info->npermutes, info->npermutes == 1 ? "" : "s", info->nconst,
 		   info->nconst == 1 ? "" : "s");

@@ -277,7 +277,20 @@ void pass_precision_summary(const Graph *g, const PrecisionInfo *info, Buf *out)
 
 /* ---- --layout nhwc (layout.c) ----------------------------------------------- */
 
+typedef enum {
+	LAYOUT_MODE_AUTO,      /* channels last when pass_layout_wanted says so */
+	LAYOUT_MODE_KEEP,      /* --layout nchw: the graph as it is */
+	LAYOUT_MODE_NHWC,      /* --layout nhwc */
+} LayoutMode;
+
 typedef struct {
+	LayoutMode mode;
+	bool tensor_cores;     /* f32 convs run on tensor cores: --allow-tf32, or
+				  --precision bf16|f16 converts them */
+} LayoutOptions;
+
+typedef struct {
+	bool automatic;        /* chosen by LAYOUT_MODE_AUTO */
 	int nwindow;           /* convs and pools made channels last */
 	int npermutes;         /* permutes inserted (reshapes that move only dims of
 				  size 1 are not counted: they launch nothing) */
@@ -287,7 +300,10 @@ typedef struct {
 /* Rewrite g in place (its arrays replaced, in its arena) so that its convs and
  * pools run channels last, what lies between them stays so, and the graph's
  * inputs and outputs are as they were. info says what changed. Returns 0. */
-int pass_layout(Graph *g, LayoutInfo *info);
+int pass_layout(Graph *g, const LayoutOptions *o, LayoutInfo *info);
+/* The automatic choice: channels last when g has convs, every one of them on
+ * tensor cores (f16 or bf16, or f32 with o->tensor_cores) with a constant weight. */
+bool pass_layout_wanted(const Graph *g, const LayoutOptions *o);
 /* One line for `explain`: what --layout nhwc did; nothing when it did nothing. */
 void pass_layout_summary(const LayoutInfo *info, Buf *out);
 
