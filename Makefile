@@ -41,7 +41,7 @@ CODEGEN_SRC = codegen/coop.c codegen/emit_par.c codegen/eval.c codegen/frame.c c
 LIB_SRC     = lib/fusec.c lib/outputs.c lib/pipeline.c
 HOST_SRC    = host/bounds.c host/check.c host/constants.c host/host.c host/interp.c host/interp_run.c host/npy.c
 CMD_SRC     = cmd/bench.c cmd/compile.c cmd/explain.c cmd/fusec.c cmd/graphviz.c cmd/import.c cmd/normalize.c cmd/ops.c cmd/result_cache.c cmd/run.c cmd/run_cpu.c cmd/run_cuda.c
-RT_SRC      = runtime/bench.c runtime/runtime.c
+RT_SRC      = runtime/bench.c runtime/plan_read.c runtime/runtime.c
 TEST_SRC    = tests/unit/main.c tests/unit/graphgen.c tests/unit/test_backends.c tests/unit/test_check.c tests/unit/test_codegen.c tests/unit/test_coop.c tests/unit/test_hostile.c tests/unit/test_infer.c tests/unit/test_interp.c tests/unit/test_json_write.c tests/unit/test_math.c tests/unit/test_onnx.c tests/unit/test_readers.c tests/unit/test_relative.c tests/unit/test_runtime.c tests/unit/test_search.c
 BENCH_SRC   = tests/bench/bench_search.c tests/bench/gen_graph.c
 
@@ -81,7 +81,7 @@ static: $(BUILD)/fusec-static
 
 # The runtime as a library (libfusecrt.a, libfusecrt.so): plan loading, the driver
 # through dlopen, launches and timing, with the host tensors and .npy it uses.
-LIBRT_SRC = runtime/fusecrt.c runtime/bench.c runtime/runtime.c host/host.c host/npy.c ir/ops.c support/files.c support/support.c
+LIBRT_SRC = runtime/fusecrt.c runtime/bench.c runtime/plan_read.c runtime/runtime.c host/host.c host/npy.c ir/ops.c support/files.c support/support.c
 LIBRT_OBJ = $(LIBRT_SRC:%.c=$(BUILD)/pic/%.o)
 $(BUILD)/pic/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -214,7 +214,7 @@ $(BUILD)/fuzz_read: $(FUZZ_SRC) ir/ir.h ir/doc.h ir/ops.def support/support.h
 	  $(shell $(PKG_CONFIG) --cflags libcjson yaml-0.1) -o $@ $(FUZZ_SRC) \
 	  $(shell $(PKG_CONFIG) --libs libcjson yaml-0.1 libcrypto) -lm
 # libFuzzer target for the runtime's plan reader: a plan.json and a PTX stub.
-FUZZ_PLAN_SRC = tests/fuzz/fuzz_plan.c runtime/runtime.c support/support.c ir/ops.c host/host.c
+FUZZ_PLAN_SRC = tests/fuzz/fuzz_plan.c runtime/plan_read.c runtime/runtime.c support/support.c ir/ops.c host/host.c
 $(BUILD)/fuzz_plan: $(FUZZ_PLAN_SRC) runtime/rt.h runtime/rt_driver.h support/support.h
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) -std=c11 -D_POSIX_C_SOURCE=200809L $(WARN) -O1 -g -fno-omit-frame-pointer \

@@ -261,13 +261,8 @@ int rc_put(const char *dir, const Buf *key, const char *name, long nops,
 {
 	if (ndeps > 64 || nfiles > RC_MAX_FILES)
 		return -1;
-	/* a fresh name (file_temp), taken away again if a signal ends the compile */
-	size_t n = strlen(dir) + 8;
-	char *prefix = xmalloc(n), *tmp;
-	snprintf(prefix, n, "%s/.tmp-", dir);
-	UndoStep *undo = NULL;
-	int fd = file_temp(prefix, &tmp, &undo);
-	free(prefix);
+	FileReplace r;
+	int fd = cg_cache_temp(dir, &r);
 	if (fd < 0)
 		return -1;
 	Writer w = {fdopen(fd, "wb"), sha256_begin(), true};
@@ -291,12 +286,7 @@ int rc_put(const char *dir, const Buf *key, const char *name, long nops,
 	bool ok = w.ok && fprintf(w.f, "S 64\n%s\nE\n", digest) > 0;
 	ok = (w.f ? fclose(w.f) == 0 : (close(fd), false)) && ok;
 	char *path = entry_path(dir, key);
-	if (ok)
-		ok = chmod(tmp, 0644) == 0 && rename(tmp, path) == 0;
-	if (!ok)
-		unlink(tmp);
-	undo_drop(undo);
+	int rc = file_replace_end(&r, path, ok, 0644);
 	free(path);
-	free(tmp);
-	return ok ? 0 : -1;
+	return rc;
 }

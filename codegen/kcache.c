@@ -154,13 +154,8 @@ bool cg_cache_get(const char *dir, const CgCacheKey *k, Buf *ptx)
 
 int cg_cache_put(const char *dir, const CgCacheKey *k, const char *ptx, size_t len)
 {
-	/* a fresh name (file_temp), taken away again if a signal ends the compile */
-	size_t n = strlen(dir) + 8;
-	char *prefix = xmalloc(n), *tmp;
-	snprintf(prefix, n, "%s/.tmp-", dir);
-	UndoStep *undo = NULL;
-	int fd = file_temp(prefix, &tmp, &undo);
-	free(prefix);
+	FileReplace r;
+	int fd = cg_cache_temp(dir, &r);
 	if (fd < 0)
 		return -1;
 	char sha[65];
@@ -174,17 +169,23 @@ int cg_cache_put(const char *dir, const CgCacheKey *k, const char *ptx, size_t l
 		  fwrite(ptx, 1, len, f) == len;
 	ok = (f ? fclose(f) == 0 : (close(fd), false)) && ok;
 	char *path = entry_path(dir, k);
-	if (ok)
-		ok = chmod(tmp, 0644) == 0 && rename(tmp, path) == 0;
-	if (!ok)
-		unlink(tmp);
-	undo_drop(undo);
+	int rc = file_replace_end(&r, path, ok, 0644);
 	free(path);
-	free(tmp);
-	return ok ? 0 : -1;
+	return rc;
 }
 
 /* ---- what both caches share ------------------------------------------------------ */
+
+int cg_cache_temp(const char *dir, FileReplace *r)
+{
+	/* a fresh name, taken away again if a signal ends the compile */
+	size_t n = strlen(dir) + 8;
+	char *prefix = xmalloc(n);
+	snprintf(prefix, n, "%s/.tmp-", dir);
+	int fd = file_replace_begin(r, prefix);
+	free(prefix);
+	return fd;
+}
 
 char *cg_cache_read(const char *path, size_t max, size_t *len)
 {

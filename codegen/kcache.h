@@ -53,5 +53,8 @@ CgCacheDir cg_cache_dir_check(const char *dir, bool trust, char *why, size_t n);
  * whole: not through a link, and without waiting on a pipe. malloc'd and
  * NUL-terminated (*len bytes before the NUL), or NULL. */
 char *cg_cache_read(const char *path, size_t max, size_t *len);
+/* A new entry's temporary file in the cache folder dir (DIR/.tmp-xxxxxx,
+ * file_replace_begin); its writer publishes it with file_replace_end. */
+int cg_cache_temp(const char *dir, FileReplace *r);
 
 #endif

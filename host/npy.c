@@ -293,30 +293,22 @@ int npy_write_file(const char *path, const HostTensor *t, Diag *d)
 	Buf b = {0};
 	npy_write_buf(&b, t);
 	/* a fresh name beside it (O_EXCL: never a file or link someone put there) */
-	char *prefix = file_dir_prefix(path), *tmp = NULL;
-	UndoStep *undo = NULL;
-	int fd = file_temp(prefix, &tmp, &undo);
-	int rc = -1;
-	if (fd < 0) {
-		diag_set(d, path, 0, 0, "cannot write: %s", strerror(errno));
-	} else {
-		int err = file_write_all(fd, b.data, b.len) ? errno : 0;
+	char *prefix = file_dir_prefix(path);
+	FileReplace r;
+	int fd = file_replace_begin(&r, prefix);
+	int err = fd < 0 ? errno : 0;
+	if (fd >= 0) {
+		err = file_write_all(fd, b.data, b.len) ? errno : 0;
 		if (close(fd) && !err)
 			err = errno;
-		if (!err && rename(tmp, path))
+		if (file_replace_end(&r, path, !err, 0) && !err)
 			err = errno;
-		if (err) {
-			diag_set(d, path, 0, 0, "cannot write: %s", strerror(err));
-			unlink(tmp);
-		} else {
-			rc = 0;
-		}
-		undo_drop(undo);
 	}
-	free(tmp);
+	if (err)
+		diag_set(d, path, 0, 0, "cannot write: %s", strerror(err));
 	free(prefix);
 	buf_free(&b);
-	return rc;
+	return err ? -1 : 0;
 }
 
 const char *npy_path(char *buf, size_t size, const char *dir, const char *name)

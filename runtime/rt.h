@@ -127,7 +127,7 @@ typedef struct {
 	RtStep *steps; int nsteps;
 	RtLaunch *launches; int nlaunches;   /* every step's launches, in order */
 	uint64_t scratch_bytes;  /* the largest {"scratch": N} argument; 0 when none */
-	RtNameIndex tensor_index, kernel_index;   /* names to indices (runtime.c) */
+	RtNameIndex tensor_index, kernel_index;   /* names to indices (plan_read.c) */
 	RtVariant *variants; int nvariants;       /* every arch's; at least one */
 } RtPlan;
 
@@ -169,6 +169,10 @@ uint64_t rt_plan_bytes_out(const RtPlan *p);
 RtStatus rt_plan_host_check(const RtPlan *p, Diag *d);
 /* Bytes of the distinct buffers a launch binds (an upper bound on what it moves). */
 uint64_t rt_launch_bytes(const RtPlan *p, const RtLaunch *l);
+
+/* Control characters in a message become '?', so that it stays one line: messages
+ * quote strings from the plan, which may hold anything (plan_read.c). */
+void rt_one_line(char *s);
 
 /* ---- argument packing ------------------------------------------------------ */
 

@@ -3,7 +3,8 @@
  *
  * Temporary files and folders are created under fresh random names with O_EXCL (a
  * name that exists, a symbolic link included, is never opened), beside the file
- * they become, so that a rename publishes them.
+ * they become, so that a rename publishes them (file_replace_begin and
+ * file_replace_end: the caches' entries and .npy outputs).
  *
  * The undo list. A command that writes files registers each thing it makes and
  * has not yet handed over (a temporary file, a folder it created, a file renamed
@@ -195,6 +196,30 @@ char *file_dir_prefix(const char *path)
 	memcpy(p, path, n);
 	strcpy(p + n, ".fusec-");
 	return p;
+}
+
+int file_replace_begin(FileReplace *r, const char *prefix)
+{
+	r->tmp = NULL;
+	r->undo = NULL;
+	return file_temp(prefix, &r->tmp, &r->undo);
+}
+
+int file_replace_end(FileReplace *r, const char *path, bool ok, unsigned mode)
+{
+	if (ok && mode)
+		ok = chmod(r->tmp, (mode_t)mode) == 0;
+	if (ok)
+		ok = rename(r->tmp, path) == 0;
+	if (!ok) {
+		int e = errno;
+		unlink(r->tmp);
+		errno = e;
+	}
+	undo_drop(r->undo);
+	free(r->tmp);
+	*r = (FileReplace){0};
+	return ok ? 0 : -1;
 }
 
 /* ---- what is in the way ---------------------------------------------------------- */

@@ -7,6 +7,7 @@
 #define FUSEC_SUPPORT_H
 
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -124,6 +125,19 @@ char *dir_temp(const char *prefix, UndoStep **undo);
 /* "DIR/.fusec-" for path "DIR/NAME" (".fusec-" without a slash): temporary files
  * beside path, in its folder, so a rename publishes them. malloc'd. */
 char *file_dir_prefix(const char *path);
+/* Replacing a file whole: write a fresh temporary file, then rename it over the
+ * old one, so that a reader sees the old file or the new one, never a part.
+ * file_replace_begin makes the file (file_temp, with its undo step) and returns its
+ * descriptor, -1 with errno. The caller writes it and closes the descriptor;
+ * file_replace_end then gives it `mode` (0: as file_temp made it) and renames it
+ * to path when ok (the writing and closing succeeded), or removes it. 0, or -1
+ * with errno (when ok, of the chmod or rename that failed). */
+typedef struct {
+	char *tmp;           /* the temporary file's name (malloc'd) */
+	UndoStep *undo;      /* its removal, should a signal end the process */
+} FileReplace;
+int file_replace_begin(FileReplace *r, const char *prefix);
+int file_replace_end(FileReplace *r, const char *path, bool ok, unsigned mode);
 /* "a folder", "a pipe (FIFO)", "a device", "a symbolic link", ... for an st_mode. */
 const char *file_kind(unsigned mode);
 /* Open a path the user named that is not a regular file (a device, a pipe, a

@@ -1,0 +1,1100 @@
+/* plan_read.c: reads a fusec-plan/1 file into an RtPlan, and checks a plan's
+ * kernels against the entry signatures of its PTX.
+ *
+ * The plan is read with cJSON and validated completely before any device work:
+ * every key the runtime needs is checked for presence and type, every launch must
+ * name a known kernel, carry one argument per kernel parameter with the
+ * parameter's type, and bind only tensors that have a buffer. A problem is
+ * reported with the plan's file name and the JSON path of the offending value.
+ * A plan of several arches keeps one variant per arch; rt_plan_pick chooses the
+ * one a device runs and rt_plan_use makes it the plan's current one.
+ *
+ * The driver reads launch arguments by the PTX's signature, so before runtime.c
+ * hands a PTX to the driver, rt_ptx_check_params checks that every kernel's
+ * .entry is there with the parameters the plan lists. Nothing here touches the
+ * driver: runtime.c does the device work. */
+#include <dirent.h>
+#include <math.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "rt.h"
+
+static const char *const param_names[] = {"ptr", "i64", "i32", "f64", "f32"};
+_Static_assert(COUNTOF(param_names) == RT_P_COUNT, "param_names: one per RtParamType");
+
+const char *rt_param_name(RtParamType t)
+{
+	return (unsigned)t < RT_P_COUNT ? param_names[t] : "?";
+}
+
+static int param_parse(const char *s, RtParamType *out)
+{
+	for (int i = 0; i < RT_P_COUNT; i++)
+		if (strcmp(s, param_names[i]) == 0) {
+			*out = (RtParamType)i;
+			return 0;
+		}
+	return -1;
+}
+
+/* ---- plan validation ------------------------------------------------------- */
+
+/* "sm_90" -> 90, "sm_90a" -> 90 with *exact; -1 if not of that shape. */
+static int arch_number(const char *arch, bool *exact)
+{
+	*exact = false;
+	if (strncmp(arch, "sm_", 3) != 0)
+		return -1;
+	char *end;
+	long v = strtol(arch + 3, &end, 10);
+	if (end == arch + 3 || v <= 0 || v > 10000)
+		return -1;
+	if (*end == 'a' || *end == 'f') {
+		*exact = *end == 'a';
+		end++;
+	}
+	return *end ? -1 : (int)v;
+}
+
+typedef struct {
+	const char *file;
+	Diag *d;
+	Arena *a;
+} Parser;
+
+enum { PATH_MAX_ = 160 };
+
+void rt_one_line(char *s)
+{
+	for (; *s; s++)
+		if ((unsigned char)*s < 0x20 || *s == 0x7f)
+			*s = '?';
+}
+
+static int perr(Parser *p, const char *path, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static int perr(Parser *p, const char *path, const char *fmt, ...)
+{
+	char msg[600];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	rt_one_line(msg);
+	if (path[0])
+		diag_set(p->d, p->file, 0, 0, "%s: %s", path, msg);
+	else
+		diag_set(p->d, p->file, 0, 0, "%s", msg);
+	return -1;
+}
+
+/* The SHA-256 of a file beside the plan, at root key `key`: required, and exactly
+ * 64 lowercase hex digits. Without it a runtime could not tell that the file is
+ * the one the plan was compiled with. */
+static int get_sha256(Parser *p, const cJSON *root, const char *path, const char *key,
+		      const char *what, const char **out);
+
+/* A file beside the plan: a plain file name, so that nothing a plan holds names a
+ * file elsewhere. */
+static bool plain_file_name(const char *s)
+{
+	return s[0] && !strchr(s, '/') && strcmp(s, ".") && strcmp(s, "..");
+}
+
+static const char *type_name(const cJSON *j)
+{
+	if (cJSON_IsObject(j)) return "an object";
+	if (cJSON_IsArray(j)) return "an array";
+	if (cJSON_IsString(j)) return "a string";
+	if (cJSON_IsNumber(j)) return "a number";
+	if (cJSON_IsBool(j)) return "a boolean";
+	if (cJSON_IsNull(j)) return "null";
+	return "an invalid value";
+}
+
+/* Paths longer than PATH_MAX_ are cut short; they only appear in messages. */
+static void subpath(char *out, const char *path, const char *key)
+{
+	int n = snprintf(out, PATH_MAX_, path[0] ? "%s.%s" : "%s%s", path, key);
+	if (n >= PATH_MAX_)
+		out[PATH_MAX_ - 1] = '\0';
+}
+
+static void indexpath(char *out, const char *path, int i)
+{
+	int n = snprintf(out, PATH_MAX_, "%s[%d]", path, i);
+	if (n >= PATH_MAX_)
+		out[PATH_MAX_ - 1] = '\0';
+}
+
+/* The member `key` of obj, of cJSON type `want` (cJSON_String …); NULL with an
+ * error if it is missing (and required) or of another type. *absent tells apart
+ * an optional member left out from an error. */
+static const cJSON *member(Parser *p, const cJSON *obj, const char *path, const char *key,
+			   int want, bool required, bool *absent)
+{
+	static const struct { int type; const char *name; } kinds[] = {
+		{cJSON_String, "a string"}, {cJSON_Number, "a number"}, {cJSON_Array, "an array"},
+		{cJSON_Object, "an object"}, {cJSON_True | cJSON_False, "a boolean"},
+	};
+	const cJSON *j = cJSON_GetObjectItemCaseSensitive(obj, key);
+	*absent = false;
+	if (!j) {
+		*absent = true;
+		if (required)
+			perr(p, path, "missing key \"%s\"", key);
+		return NULL;
+	}
+	if (!(j->type & 0xff & want)) {
+		char sp[PATH_MAX_];
+		const char *wname = "?";
+		for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
+			if (kinds[i].type == want)
+				wname = kinds[i].name;
+		subpath(sp, path, key);
+		perr(p, sp, "expected %s, got %s", wname, type_name(j));
+		return NULL;
+	}
+	return j;
+}
+
+static int get_string(Parser *p, const cJSON *obj, const char *path, const char *key,
+		      bool required, const char **out)
+{
+	bool absent;
+	const cJSON *j = member(p, obj, path, key, cJSON_String, required, &absent);
+	if (!j) {
+		if (absent && !required) {
+			*out = "";
+			return 0;
+		}
+		return -1;
+	}
+	*out = arena_strdup(p->a, j->valuestring);
+	return 0;
+}
+
+/* An integral JSON number in [lo, hi]; exact only up to 2^53. */
+static int check_int(Parser *p, const cJSON *j, const char *path, int64_t lo, int64_t hi,
+		     int64_t *out)
+{
+	if (!cJSON_IsNumber(j))
+		return perr(p, path, "expected an integer, got %s", type_name(j));
+	double v = j->valuedouble;
+	if (!(v == floor(v)) || fabs(v) > 9007199254740992.0)
+		return perr(p, path, "expected an integer, got %.17g", v);
+	if (v < (double)lo || v > (double)hi)
+		return perr(p, path, "%.0f is out of range [%lld, %lld]", v, (long long)lo,
+			    (long long)hi);
+	*out = (int64_t)v;
+	return 0;
+}
+
+static int get_int(Parser *p, const cJSON *obj, const char *path, const char *key,
+		   bool required, int64_t lo, int64_t hi, int64_t dflt, int64_t *out)
+{
+	bool absent;
+	const cJSON *j = member(p, obj, path, key, cJSON_Number, required, &absent);
+	if (!j) {
+		if (absent && !required) {
+			*out = dflt;
+			return 0;
+		}
+		return -1;
+	}
+	char sp[PATH_MAX_];
+	subpath(sp, path, key);
+	return check_int(p, j, sp, lo, hi, out);
+}
+
+/* A [x, y, z] list of positive integers, each at most lim[i]. */
+static int get_dim3(Parser *p, const cJSON *obj, const char *path, const char *key,
+		    bool required, const int64_t lim[3], uint32_t out[3])
+{
+	bool absent;
+	const cJSON *j = member(p, obj, path, key, cJSON_Array, required, &absent);
+	out[0] = out[1] = out[2] = 0;
+	if (!j)
+		return absent && !required ? 0 : -1;
+	char sp[PATH_MAX_], ip[PATH_MAX_];
+	subpath(sp, path, key);
+	if (cJSON_GetArraySize(j) != 3)
+		return perr(p, sp, "expected 3 integers [x, y, z], got %d", cJSON_GetArraySize(j));
+	for (int i = 0; i < 3; i++) {
+		int64_t v;
+		indexpath(ip, sp, i);
+		if (check_int(p, cJSON_GetArrayItem(j, i), ip, 1, lim[i], &v) < 0)
+			return -1;
+		out[i] = (uint32_t)v;
+	}
+	return 0;
+}
+
+static const int64_t grid_lim[3] = {2147483647, 65535, 65535};
+static const int64_t block_lim[3] = {1024, 1024, 64};
+
+enum { ALIAS_PENDING = -2 };
+
+static int parse_tensor(Parser *p, const cJSON *j, const char *path, RtTensor *t)
+{
+	if (!cJSON_IsObject(j))
+		return perr(p, path, "expected an object, got %s", type_name(j));
+	const char *dt, *role;
+	if (get_string(p, j, path, "name", true, &t->name) < 0)
+		return -1;
+	char sp[PATH_MAX_], ip[PATH_MAX_];
+	if (!t->name[0]) {
+		subpath(sp, path, "name");
+		return perr(p, sp, "tensor name is empty");
+	}
+	if (get_string(p, j, path, "dtype", true, &dt) < 0)
+		return -1;
+	if (ir_dtype_parse(dt, &t->dtype) < 0) {
+		subpath(sp, path, "dtype");
+		return perr(p, sp, "unknown dtype \"%s\"", dt);
+	}
+	bool absent;
+	const cJSON *shape = member(p, j, path, "shape", cJSON_Array, true, &absent);
+	if (!shape)
+		return -1;
+	subpath(sp, path, "shape");
+	int rank = cJSON_GetArraySize(shape);
+	if (rank > IR_MAX_RANK)
+		return perr(p, sp, "rank %d is more than %d", rank, IR_MAX_RANK);
+	t->rank = rank;
+	t->n = 1;
+	for (int i = 0; i < rank; i++) {
+		indexpath(ip, sp, i);
+		if (check_int(p, cJSON_GetArrayItem(shape, i), ip, 1, INT64_C(1) << 40, &t->dim[i]) < 0)
+			return -1;
+		if (__builtin_mul_overflow(t->n, t->dim[i], &t->n) || t->n > (INT64_C(1) << 40))
+			return perr(p, sp, "tensor '%s' is too large", t->name);
+	}
+	t->bytes = (uint64_t)t->n * (uint64_t)ir_dtype_size(t->dtype);
+	if (get_string(p, j, path, "role", true, &role) < 0)
+		return -1;
+	if (strcmp(role, "input") == 0)
+		t->role = ROLE_INPUT;
+	else if (strcmp(role, "output") == 0)
+		t->role = ROLE_OUTPUT;
+	else if (strcmp(role, "intermediate") == 0)
+		t->role = ROLE_INTERMEDIATE;
+	else {
+		subpath(sp, path, "role");
+		return perr(p, sp, "unknown role \"%s\" (input, output or intermediate)", role);
+	}
+	const cJSON *also = member(p, j, path, "output", cJSON_True | cJSON_False, false, &absent);
+	if (!also && !absent)
+		return -1;
+	t->output = t->role == ROLE_OUTPUT || cJSON_IsTrue(also);
+	const cJSON *buf = member(p, j, path, "buffer", cJSON_True | cJSON_False, true, &absent);
+	if (!buf)
+		return -1;
+	t->buffer = cJSON_IsTrue(buf);
+	const cJSON *co = member(p, j, path, "constant", cJSON_Number, false, &absent);
+	if (!co && !absent)
+		return -1;
+	if (co) {
+		int64_t off;
+		subpath(sp, path, "constant");
+		if (check_int(p, co, sp, 0, INT64_C(1) << 50, &off) < 0)
+			return -1;
+		if (t->role != ROLE_INPUT)
+			return perr(p, sp, "only an input can be a constant");
+		t->constant = true;
+		t->offset = (uint64_t)off;
+	}
+	const char *alias;
+	if (get_string(p, j, path, "alias", false, &alias) < 0)
+		return -1;
+	t->alias = -1;
+	if (alias[0]) {
+		subpath(sp, path, "alias");
+		if (t->role == ROLE_INPUT)
+			return perr(p, sp, "input tensor '%s' cannot be an alias", t->name);
+		if (t->buffer)
+			return perr(p, sp, "tensor '%s' is an alias, so it has no buffer of its "
+				    "own (\"buffer\": false)", t->name);
+		t->alias = ALIAS_PENDING;   /* resolve_alias, once every tensor is known */
+	}
+	if (!t->buffer && t->role != ROLE_INTERMEDIATE && t->alias == -1) {
+		subpath(sp, path, "buffer");
+		return perr(p, sp, "%s tensor '%s' must have a buffer",
+			    t->role == ROLE_INPUT ? "input" : "output", t->name);
+	}
+	return 0;
+}
+
+/* Tensor i's "alias": a tensor with a buffer of its own, of the same dtype and
+ * size (docs/plan-format.md); the runtime binds and reads i through that buffer. */
+static int resolve_alias(Parser *p, RtPlan *pl, const cJSON *j, int i)
+{
+	char path[PATH_MAX_], sp[PATH_MAX_];
+	indexpath(path, "tensors", i);
+	subpath(sp, path, "alias");
+	RtTensor *t = &pl->tensors[i];
+	const char *name;
+	if (get_string(p, j, path, "alias", true, &name) < 0)
+		return -1;
+	int k = rt_plan_find_tensor(pl, name);
+	if (k < 0)
+		return perr(p, sp, "unknown tensor '%s'", name);
+	const RtTensor *of = &pl->tensors[k];
+	if (!of->buffer)
+		return perr(p, sp, "tensor '%s' is an alias of '%s', which has no buffer of its own",
+			    t->name, name);
+	if (of->dtype != t->dtype || of->bytes != t->bytes)
+		return perr(p, sp, "tensor '%s' (%s, %llu bytes) cannot alias '%s' (%s, %llu bytes)",
+			    t->name, ir_dtype_name(t->dtype), (unsigned long long)t->bytes, name,
+			    ir_dtype_name(of->dtype), (unsigned long long)of->bytes);
+	t->alias = k;
+	return 0;
+}
+
+static int parse_kernel(Parser *p, const cJSON *j, const char *path, RtKernel *k)
+{
+	if (!cJSON_IsObject(j))
+		return perr(p, path, "expected an object, got %s", type_name(j));
+	char sp[PATH_MAX_], ip[PATH_MAX_];
+	if (get_string(p, j, path, "name", true, &k->name) < 0 ||
+	    get_string(p, j, path, "entry", true, &k->entry) < 0)
+		return -1;
+	if (!k->name[0] || !k->entry[0]) {
+		subpath(sp, path, k->name[0] ? "entry" : "name");
+		return perr(p, sp, "empty kernel name");
+	}
+	bool absent;
+	const cJSON *params = member(p, j, path, "params", cJSON_Array, true, &absent);
+	if (!params)
+		return -1;
+	subpath(sp, path, "params");
+	k->nparams = cJSON_GetArraySize(params);
+	k->params = ARENA_NEW(p->a, RtParamType, k->nparams + 1);
+	for (int i = 0; i < k->nparams; i++) {
+		const cJSON *e = cJSON_GetArrayItem(params, i);
+		indexpath(ip, sp, i);
+		if (!cJSON_IsString(e))
+			return perr(p, ip, "expected a string, got %s", type_name(e));
+		if (param_parse(e->valuestring, &k->params[i]) < 0)
+			return perr(p, ip, "unknown parameter type \"%s\" (ptr, i64, i32, f64 or f32)",
+				    e->valuestring);
+	}
+	int64_t sh;
+	if (get_dim3(p, j, path, "block", false, block_lim, k->block) < 0 ||
+	    get_int(p, j, path, "shared_bytes", false, 0, INT32_MAX, 0, &sh) < 0)
+		return -1;
+	k->shared_bytes = (uint32_t)sh;
+	return 0;
+}
+
+/* Names to indices: an open-addressing table of n + 1 entries' indices (-1: free),
+ * twice as many slots as names, so that lookups stay constant-time and loading a
+ * plan stays linear in its size. */
+static uint32_t name_slot(const char *name, uint32_t mask)
+{
+	return (uint32_t)hash_u64(hash_bytes(HASH_SEED, name, strlen(name)), 0) & mask;
+}
+
+static void index_new(Arena *a, RtNameIndex *x, int n)
+{
+	uint32_t cap = 16;
+	while (cap < 2u * (uint32_t)n + 2)
+		cap *= 2;
+	x->slot = ARENA_NEW(a, int, cap);
+	memset(x->slot, 0xff, cap * sizeof *x->slot);
+	x->mask = cap - 1;
+}
+
+/* Index of `name` among names[] (an array of structs `stride` bytes apart whose
+ * first member is the name), or -1. */
+static int index_find(const RtNameIndex *x, const void *base, size_t stride, const char *name)
+{
+	if (!x->slot)
+		return -1;
+	for (uint32_t h = name_slot(name, x->mask);; h = (h + 1) & x->mask) {
+		int i = x->slot[h];
+		if (i < 0)
+			return -1;
+		if (strcmp(*(const char *const *)((const char *)base + (size_t)i * stride), name) == 0)
+			return i;
+	}
+}
+
+/* Add entry i; returns the index of an entry with the same name already there, or -1. */
+static int index_add(RtNameIndex *x, const void *base, size_t stride, int i)
+{
+	const char *name = *(const char *const *)((const char *)base + (size_t)i * stride);
+	uint32_t h = name_slot(name, x->mask);
+	for (; x->slot[h] >= 0; h = (h + 1) & x->mask)
+		if (strcmp(*(const char *const *)((const char *)base + (size_t)x->slot[h] * stride),
+			   name) == 0)
+			return x->slot[h];
+	x->slot[h] = i;
+	return -1;
+}
+
+_Static_assert(offsetof(RtTensor, name) == 0 && offsetof(RtKernel, name) == 0,
+	       "the name index reads names at the start of each entry");
+
+static int find_kernel(const RtPlan *pl, const char *name)
+{
+	return index_find(&pl->kernel_index, pl->kernels, sizeof *pl->kernels, name);
+}
+
+int rt_plan_find_tensor(const RtPlan *p, const char *name)
+{
+	if (!p->tensor_index.slot) {   /* a plan built by hand, without the index */
+		for (int i = 0; i < p->ntensors; i++)
+			if (strcmp(p->tensors[i].name, name) == 0)
+				return i;
+		return -1;
+	}
+	return index_find(&p->tensor_index, p->tensors, sizeof *p->tensors, name);
+}
+
+/* A float argument: a number, or "inf", "-inf", "nan". */
+static int parse_float(Parser *p, const cJSON *v, const char *path, double *out)
+{
+	if (cJSON_IsNumber(v)) {
+		*out = v->valuedouble;
+		return 0;
+	}
+	if (cJSON_IsString(v)) {
+		if (strcmp(v->valuestring, "inf") == 0) { *out = INFINITY; return 0; }
+		if (strcmp(v->valuestring, "-inf") == 0) { *out = -INFINITY; return 0; }
+		if (strcmp(v->valuestring, "nan") == 0) { *out = NAN; return 0; }
+		return perr(p, path, "expected a number, \"inf\", \"-inf\" or \"nan\", got \"%s\"",
+			    v->valuestring);
+	}
+	return perr(p, path, "expected a number, got %s", type_name(v));
+}
+
+static int parse_arg(Parser *p, RtPlan *pl, const RtKernel *k, int i, const cJSON *j,
+		     const char *path, RtArg *arg)
+{
+	RtParamType want = k->params[i];
+	const char *wkey = want == RT_P_PTR ? "tensor" : rt_param_name(want);
+	if (!cJSON_IsObject(j) || cJSON_GetArraySize(j) != 1)
+		return perr(p, path, "expected {\"%s\": …} for parameter %d (%s) of kernel '%s'",
+			    wkey, i, rt_param_name(want), k->name);
+	const cJSON *v = j->child;
+	if (want == RT_P_PTR && strcmp(v->string, "scratch") == 0) {
+		/* a zero-filled workspace of the launch (docs/plan-format.md) */
+		char vp[PATH_MAX_];
+		subpath(vp, path, "scratch");
+		arg->type = want;
+		arg->tensor = pl->ntensors;
+		if (check_int(p, v, vp, 1, INT64_MAX / 2, &arg->i) < 0)
+			return -1;
+		if ((uint64_t)arg->i > pl->scratch_bytes)
+			pl->scratch_bytes = (uint64_t)arg->i;
+		return 0;
+	}
+	if (strcmp(v->string, wkey) != 0)
+		return perr(p, path, "expected {\"%s\": …} for parameter %d (%s) of kernel '%s', "
+			    "got {\"%s\": …}", wkey, i, rt_param_name(want), k->name, v->string);
+	char vp[PATH_MAX_];
+	subpath(vp, path, wkey);
+	arg->type = want;
+	arg->tensor = -1;
+	switch (want) {
+	case RT_P_PTR:
+		if (!cJSON_IsString(v))
+			return perr(p, vp, "expected a tensor name, got %s", type_name(v));
+		arg->tensor = rt_plan_find_tensor(pl, v->valuestring);
+		if (arg->tensor < 0)
+			return perr(p, vp, "unknown tensor '%s'", v->valuestring);
+		if (!pl->tensors[arg->tensor].buffer && pl->tensors[arg->tensor].alias < 0)
+			return perr(p, vp, "tensor '%s' is bound to a pointer but has no buffer",
+				    v->valuestring);
+		return 0;
+	case RT_P_I64:
+		return check_int(p, v, vp, INT64_MIN, INT64_MAX, &arg->i);
+	case RT_P_I32:
+		return check_int(p, v, vp, INT32_MIN, INT32_MAX, &arg->i);
+	case RT_P_F64:
+	case RT_P_F32:
+		return parse_float(p, v, vp, &arg->f);
+	default:
+		die("bad parameter type %d", (int)want);
+	}
+}
+
+static int parse_launch(Parser *p, RtPlan *pl, const cJSON *j, const char *path, RtLaunch *l)
+{
+	if (!cJSON_IsObject(j))
+		return perr(p, path, "expected an object, got %s", type_name(j));
+	const char *kname;
+	char sp[PATH_MAX_], ip[PATH_MAX_];
+	if (get_string(p, j, path, "kernel", true, &kname) < 0)
+		return -1;
+	l->kernel = find_kernel(pl, kname);
+	if (l->kernel < 0) {
+		subpath(sp, path, "kernel");
+		return perr(p, sp, "unknown kernel '%s'", kname);
+	}
+	const RtKernel *k = &pl->kernels[l->kernel];
+	int64_t sh;
+	if (get_dim3(p, j, path, "grid", true, grid_lim, l->grid) < 0 ||
+	    get_dim3(p, j, path, "block", k->block[0] == 0, block_lim, l->block) < 0 ||
+	    get_int(p, j, path, "shared_bytes", false, 0, INT32_MAX, k->shared_bytes, &sh) < 0)
+		return -1;
+	if (l->block[0] == 0)
+		memcpy(l->block, k->block, sizeof l->block);
+	if ((uint64_t)l->block[0] * l->block[1] * l->block[2] > 1024) {
+		subpath(sp, path, "block");
+		return perr(p, sp, "%u×%u×%u threads is more than 1024 per block",
+			    l->block[0], l->block[1], l->block[2]);
+	}
+	l->shared_bytes = (uint32_t)sh;
+	bool absent;
+	const cJSON *args = member(p, j, path, "args", cJSON_Array, true, &absent);
+	if (!args)
+		return -1;
+	subpath(sp, path, "args");
+	l->nargs = cJSON_GetArraySize(args);
+	if (l->nargs != k->nparams)
+		return perr(p, sp, "%d arguments for the %d parameters of kernel '%s'",
+			    l->nargs, k->nparams, k->name);
+	l->args = ARENA_NEW(p->a, RtArg, l->nargs + 1);
+	for (int i = 0; i < l->nargs; i++) {
+		indexpath(ip, sp, i);
+		if (parse_arg(p, pl, k, i, cJSON_GetArrayItem(args, i), ip, &l->args[i]) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* The array member `key`, required; its size in *n. */
+static const cJSON *get_array(Parser *p, const cJSON *obj, const char *path, const char *key,
+			      int *n)
+{
+	bool absent;
+	const cJSON *j = member(p, obj, path, key, cJSON_Array, true, &absent);
+	*n = j ? cJSON_GetArraySize(j) : 0;
+	return j;
+}
+
+static int get_sha256(Parser *p, const cJSON *root, const char *path, const char *key,
+		      const char *what, const char **out)
+{
+	if (!cJSON_GetObjectItemCaseSensitive(root, key))
+		return perr(p, path, "missing key \"%s\": a plan must record the SHA-256 of its %s, "
+			    "so that no other file is used in its place (fusec compile writes it)",
+			    key, what);
+	if (get_string(p, root, path, key, true, out) < 0)
+		return -1;
+	char sp[PATH_MAX_];
+	subpath(sp, path, key);
+	if (strspn(*out, "0123456789abcdef") != 64 || (*out)[64])
+		return perr(p, sp, "expected 64 lowercase hex digits");
+	return 0;
+}
+
+/* A file beside the plan, from its plain name. */
+static const char *beside(Parser *p, const char *name)
+{
+	const char *slash = strrchr(p->file, '/');
+	return slash ? arena_printf(p->a, "%.*s/%s", (int)(slash - p->file), p->file, name)
+		     : name;
+}
+
+/* The PTX file of the top level or of a variant at path: "ptx" (a plain name) and
+ * "ptx_sha256", into pl's current variant. */
+static int parse_ptx(Parser *p, RtPlan *pl, const cJSON *obj, const char *path)
+{
+	const char *ptx;
+	char sp[PATH_MAX_];
+	subpath(sp, path, "ptx");
+	if (get_string(p, obj, path, "ptx", true, &ptx) < 0)
+		return -1;
+	if (!ptx[0])
+		return perr(p, sp, "empty PTX file name");
+	if (!plain_file_name(ptx))
+		return perr(p, sp, "\"%s\" is not a plain file name: the PTX file must lie "
+			    "beside the plan", ptx);
+	if (get_sha256(p, obj, path, "ptx_sha256", "PTX file", &pl->ptx_sha256) < 0)
+		return -1;
+	pl->ptx_path = beside(p, ptx);
+	return 0;
+}
+
+/* The "kernels" of the top level or of a variant at path, into pl's current
+ * variant, each name once. */
+static int parse_kernels(Parser *p, RtPlan *pl, const cJSON *obj, const char *path)
+{
+	char sp[PATH_MAX_], ip[PATH_MAX_];
+	bool absent;
+	const cJSON *ks = member(p, obj, path, "kernels", cJSON_Array, true, &absent);
+	if (!ks)
+		return -1;
+	subpath(sp, path, "kernels");
+	pl->nkernels = cJSON_GetArraySize(ks);
+	pl->kernels = ARENA_NEW(p->a, RtKernel, pl->nkernels + 1);
+	pl->kernel_index = (RtNameIndex){0};
+	index_new(p->a, &pl->kernel_index, pl->nkernels);
+	const cJSON *it = ks->child;
+	for (int i = 0; i < pl->nkernels; i++, it = it->next) {
+		indexpath(ip, sp, i);
+		if (parse_kernel(p, it, ip, &pl->kernels[i]) < 0)
+			return -1;
+		int k = index_add(&pl->kernel_index, pl->kernels, sizeof *pl->kernels, i);
+		if (k >= 0)
+			return perr(p, ip, "kernel '%s' is listed twice (also %s[%d])",
+				    pl->kernels[i].name, sp, k);
+	}
+	return 0;
+}
+
+/* The plan's current variant into v. */
+static void keep_variant(const RtPlan *pl, RtVariant *v)
+{
+	*v = (RtVariant){pl->arch, pl->ptx_path, pl->ptx_sha256, pl->kernels, pl->nkernels,
+			 pl->launches, pl->nlaunches, pl->scratch_bytes, pl->kernel_index};
+}
+
+void rt_plan_use(RtPlan *p, int v)
+{
+	const RtVariant *x = &p->variants[v];
+	p->arch = x->arch;
+	p->ptx_path = x->ptx_path;
+	p->ptx_sha256 = x->ptx_sha256;
+	p->kernels = x->kernels;
+	p->nkernels = x->nkernels;
+	p->launches = x->launches;
+	p->nlaunches = x->nlaunches;
+	p->scratch_bytes = x->scratch_bytes;
+	p->kernel_index = x->kernel_index;
+}
+
+/* One of "variants" (docs/plan-format.md, "Several arches"): an arch of its own,
+ * its PTX, its kernels and one launch for each of the top level's, in order (the
+ * steps are the top level's). Parsed into pl's current variant. */
+static int parse_variant(Parser *p, RtPlan *pl, const cJSON *j, const char *path, int nv)
+{
+	char sp[PATH_MAX_], lp[PATH_MAX_];
+	if (!cJSON_IsObject(j))
+		return perr(p, path, "expected an object, got %s", type_name(j));
+	bool exact;
+	subpath(sp, path, "arch");
+	if (get_string(p, j, path, "arch", true, &pl->arch) < 0)
+		return -1;
+	if (arch_number(pl->arch, &exact) < 0)
+		return perr(p, sp, "\"%s\" is not an arch (sm_80, sm_90a, ...)", pl->arch);
+	for (int k = 0; k < nv; k++)
+		if (!strcmp(pl->variants[k].arch, pl->arch))
+			return perr(p, sp, "the plan has a variant for %s already", pl->arch);
+	if (parse_ptx(p, pl, j, path) < 0)
+		return -1;
+	for (int k = 0; k < nv; k++)
+		if (!strcmp(pl->variants[k].ptx_path, pl->ptx_path)) {
+			subpath(sp, path, "ptx");
+			return perr(p, sp, "another variant's PTX file has this name");
+		}
+	if (parse_kernels(p, pl, j, path) < 0)
+		return -1;
+	int n;
+	const cJSON *ls = get_array(p, j, path, "launches", &n);
+	if (!ls)
+		return -1;
+	const RtVariant *top = &pl->variants[0];
+	subpath(sp, path, "launches");
+	if (n != top->nlaunches)
+		return perr(p, sp, "%d launches, but the plan's steps have %d", n, top->nlaunches);
+	pl->launches = ARENA_NEW(p->a, RtLaunch, n + 1);
+	pl->nlaunches = n;
+	pl->scratch_bytes = 0;
+	const cJSON *it = ls->child;
+	for (int i = 0; i < n; i++, it = it->next) {
+		indexpath(lp, sp, i);
+		pl->launches[i].step = top->launches[i].step;
+		if (parse_launch(p, pl, it, lp, &pl->launches[i]) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* The top level is variant 0; "variants", when present, add the others. A plan
+ * with variants names the arch of each, its top level's too. */
+static int parse_variants(Parser *p, RtPlan *pl, const cJSON *root)
+{
+	bool absent;
+	const cJSON *vs = member(p, root, "", "variants", cJSON_Array, false, &absent);
+	if (!vs && !absent)
+		return -1;
+	int n = vs ? cJSON_GetArraySize(vs) : 0;
+	pl->variants = ARENA_NEW(p->a, RtVariant, n + 1);
+	pl->nvariants = 1;
+	keep_variant(pl, &pl->variants[0]);
+	bool exact;
+	if (n && !pl->arch[0])
+		return perr(p, "", "missing key \"arch\": a plan with variants names the arch "
+			    "of its top level");
+	if (n && arch_number(pl->arch, &exact) < 0)
+		return perr(p, "arch", "\"%s\" is not an arch (sm_80, sm_90a, ...)", pl->arch);
+	const cJSON *it = vs ? vs->child : NULL;
+	for (int i = 0; i < n; i++, it = it->next) {
+		char ip[PATH_MAX_];
+		indexpath(ip, "variants", i);
+		if (parse_variant(p, pl, it, ip, pl->nvariants) < 0)
+			return -1;
+		keep_variant(pl, &pl->variants[pl->nvariants++]);
+	}
+	rt_plan_use(pl, 0);
+	return 0;
+}
+
+int rt_plan_pick(const RtPlan *p, int major, int minor)
+{
+	int have = major * 10 + minor, best = -1, best_rank = 0;
+	for (int v = 0; v < p->nvariants; v++) {
+		bool exact;
+		int need = arch_number(p->variants[v].arch, &exact);
+		if (need > 0 && (exact ? have != need : have < need))
+			continue;
+		/* higher arches first; of one number, the exact one (sm_90a) */
+		int rank = need > 0 ? 2 * need + exact + 1 : 0;
+		if (best < 0 || rank > best_rank) {
+			best = v;
+			best_rank = rank;
+		}
+	}
+	return best;
+}
+
+static int parse_root(Parser *p, RtPlan *pl, const cJSON *root)
+{
+	char ip[PATH_MAX_], lp[PATH_MAX_];
+	if (!cJSON_IsObject(root))
+		return perr(p, "", "a plan is a JSON object, got %s", type_name(root));
+	const char *format;
+	if (get_string(p, root, "", "format", true, &format) < 0)
+		return -1;
+	if (strcmp(format, "fusec-plan/1") != 0)
+		return perr(p, "format", "unsupported plan format \"%s\" (expected \"fusec-plan/1\")",
+			    format);
+	if (get_string(p, root, "", "compiler", false, &pl->compiler) < 0 ||
+	    get_string(p, root, "", "arch", false, &pl->arch) < 0 ||
+	    parse_ptx(p, pl, root, "") < 0)
+		return -1;
+	const char *weights = NULL;
+	if (get_string(p, root, "", "weights", false, &weights) < 0)
+		return -1;
+	if (weights[0] && !plain_file_name(weights))
+		return perr(p, "weights", "the weights file must be a plain file name beside the plan");
+	pl->weights_sha256 = "";
+	if (!weights[0] && cJSON_GetObjectItemCaseSensitive(root, "weights_sha256"))
+		return perr(p, "weights_sha256", "the plan names no weights file");
+	if (weights[0] && get_sha256(p, root, "", "weights_sha256", "weights file",
+				     &pl->weights_sha256) < 0)
+		return -1;
+	if (weights[0])
+		pl->weights_path = beside(p, weights);
+
+	const cJSON *ts = get_array(p, root, "", "tensors", &pl->ntensors);
+	if (!ts)
+		return -1;
+	pl->tensors = ARENA_NEW(p->a, RtTensor, pl->ntensors + 1);
+	index_new(p->a, &pl->tensor_index, pl->ntensors);
+	const cJSON *it = ts->child;
+	for (int i = 0; i < pl->ntensors; i++, it = it->next) {
+		indexpath(ip, "tensors", i);
+		if (parse_tensor(p, it, ip, &pl->tensors[i]) < 0)
+			return -1;
+		int k = index_add(&pl->tensor_index, pl->tensors, sizeof *pl->tensors, i);
+		if (k >= 0)
+			return perr(p, ip, "tensor '%s' is listed twice (also tensors[%d])",
+				    pl->tensors[i].name, k);
+	}
+
+	it = ts->child;
+	for (int i = 0; i < pl->ntensors; i++, it = it->next)
+		if (pl->tensors[i].alias != -1 && resolve_alias(p, pl, it, i) < 0)
+			return -1;
+
+	if (parse_kernels(p, pl, root, "") < 0)
+		return -1;
+
+	const cJSON *ss = get_array(p, root, "", "steps", &pl->nsteps);
+	if (!ss)
+		return -1;
+	pl->steps = ARENA_NEW(p->a, RtStep, pl->nsteps + 1);
+	int total = 0;
+	it = ss->child;
+	for (int i = 0; i < pl->nsteps; i++, it = it->next) {
+		const cJSON *s = it;
+		indexpath(ip, "steps", i);
+		if (!cJSON_IsObject(s))
+			return perr(p, ip, "expected an object, got %s", type_name(s));
+		int n;
+		if (!get_array(p, s, ip, "launches", &n))
+			return -1;
+		total += n;
+	}
+	pl->launches = ARENA_NEW(p->a, RtLaunch, total + 1);
+	it = ss->child;
+	for (int i = 0; i < pl->nsteps; i++, it = it->next) {
+		const cJSON *s = it;
+		RtStep *st = &pl->steps[i];
+		int64_t seg, plan;
+		indexpath(ip, "steps", i);
+		if (get_int(p, s, ip, "segment", false, 0, INT32_MAX, -1, &seg) < 0 ||
+		    get_int(p, s, ip, "plan", false, 0, INT32_MAX, -1, &plan) < 0 ||
+		    get_string(p, s, ip, "mode", false, &st->mode) < 0)
+			return -1;
+		st->segment = (int)seg;
+		st->plan = (int)plan;
+		const cJSON *ls = cJSON_GetObjectItemCaseSensitive(s, "launches");
+		st->first_launch = pl->nlaunches;
+		st->nlaunches = cJSON_GetArraySize(ls);
+		const cJSON *lit = ls->child;
+		for (int k = 0; k < st->nlaunches; k++, lit = lit->next) {
+			char sp[PATH_MAX_];
+			subpath(sp, ip, "launches");
+			indexpath(lp, sp, k);
+			RtLaunch *l = &pl->launches[pl->nlaunches++];
+			l->step = i;
+			if (parse_launch(p, pl, lit, lp, l) < 0)
+				return -1;
+		}
+	}
+	return parse_variants(p, pl, root);
+}
+
+static int line_of(const char *text, const char *at)
+{
+	int line = 1;
+	for (const char *c = text; c < at; c++)
+		line += *c == '\n';
+	return line;
+}
+
+RtPlan *rt_plan_parse(const char *file, const char *text, size_t len, Diag *d)
+{
+	const char *end = NULL;
+	cJSON *root = cJSON_ParseWithLengthOpts(text, len, &end, false);
+	if (!root) {
+		int line = end && end >= text && end <= text + len ? line_of(text, end) : 0;
+		diag_set(d, file, line, 0, "the plan is not valid JSON");
+		return NULL;
+	}
+	while (end && end < text + len && (*end == ' ' || *end == '\n' || *end == '\t' || *end == '\r'))
+		end++;
+	if (end && end < text + len && *end) {
+		diag_set(d, file, line_of(text, end), 0, "unexpected text after the plan's JSON object");
+		cJSON_Delete(root);
+		return NULL;
+	}
+	Arena *a = arena_new();
+	RtPlan *pl = ARENA_NEW(a, RtPlan, 1);
+	pl->arena = a;
+	pl->path = arena_strdup(a, file);
+	Parser p = {pl->path, d, a};
+	int rc = parse_root(&p, pl, root);
+	cJSON_Delete(root);
+	if (rc < 0) {
+		arena_free(a);
+		return NULL;
+	}
+	return pl;
+}
+
+static bool has_suffix(const char *s, const char *suf)
+{
+	size_t n = strlen(s), m = strlen(suf);
+	return n >= m && strcmp(s + n - m, suf) == 0;
+}
+
+/* The one *.plan.json in a folder, as a malloc'd path; NULL if `dir` is not a
+ * folder, or (with *failed) if it holds no plan or several. */
+static char *find_plan_in(const char *dir, Diag *d, bool *failed)
+{
+	*failed = false;
+	DIR *dp = opendir(dir);
+	if (!dp)
+		return NULL;
+	char *found = NULL;
+	int count = 0;
+	struct dirent *e;
+	while ((e = readdir(dp))) {
+		if (!has_suffix(e->d_name, ".plan.json") || count++ > 0)
+			continue;
+		found = xmalloc(strlen(dir) + strlen(e->d_name) + 2);
+		sprintf(found, "%s/%s", dir, e->d_name);
+	}
+	closedir(dp);
+	if (count == 1)
+		return found;
+	*failed = true;
+	if (count == 0)
+		diag_set(d, dir, 0, 0, "holds no plan (*.plan.json)");
+	else
+		diag_set(d, dir, 0, 0, "holds %d plans (*.plan.json); name one", count);
+	free(found);
+	return NULL;
+}
+
+RtPlan *rt_plan_load(const char *path, Diag *d)
+{
+	bool failed;
+	char *dirplan = find_plan_in(path, d, &failed);
+	if (failed)
+		return NULL;
+	const char *file = dirplan ? dirplan : path;
+	size_t len;
+	char *text = read_regular_file(file, RT_PLAN_MAX_BYTES, &len, d);
+	RtPlan *pl = text ? rt_plan_parse(file, text, len, d) : NULL;
+	free(text);
+	free(dirplan);
+	return pl;
+}
+
+void rt_plan_free(RtPlan *p)
+{
+	if (p)
+		arena_free(p->arena);
+}
+
+/* ---- PTX entry signatures -------------------------------------------------- */
+
+typedef struct {
+	const char *name;
+	size_t nlen;
+	const char *params;    /* just after the '(' */
+} PtxEntry;
+
+static int entry_cmp(const void *a, const void *b)
+{
+	const PtxEntry *x = a, *y = b;
+	size_t n = x->nlen < y->nlen ? x->nlen : y->nlen;
+	int c = memcmp(x->name, y->name, n);
+	return c ? c : (x->nlen > y->nlen) - (x->nlen < y->nlen);
+}
+
+static bool ident_char(char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+	       c == '_' || c == '$' || c == '.';
+}
+
+static const char *skip_space(const char *q, const char *end)
+{
+	while (q < end && (*q == ' ' || *q == '\t' || *q == '\n' || *q == '\r'))
+		q++;
+	return q;
+}
+
+/* The kind a PTX parameter type stands for, or -1: .u64/.s64/.b64 (ptr or i64),
+ * .u32/.s32/.b32 (i32), .f64, .f32. */
+static int ptx_param_kind(const char *t, size_t n)
+{
+	if (n == 4 && (!memcmp(t, ".u64", 4) || !memcmp(t, ".s64", 4) || !memcmp(t, ".b64", 4)))
+		return RT_P_I64;
+	if (n == 4 && (!memcmp(t, ".u32", 4) || !memcmp(t, ".s32", 4) || !memcmp(t, ".b32", 4)))
+		return RT_P_I32;
+	if (n == 4 && !memcmp(t, ".f64", 4))
+		return RT_P_F64;
+	if (n == 4 && !memcmp(t, ".f32", 4))
+		return RT_P_F32;
+	return -1;
+}
+
+/* Check one entry's parameter list (from just after '(') against kernel k. */
+static int check_entry(const RtKernel *k, const char *q, const char *end, const char *file,
+		       Diag *d)
+{
+	int i = 0;
+	for (;;) {
+		q = skip_space(q, end);
+		if (q < end && *q == ')')
+			break;
+		if (end - q < 6 || memcmp(q, ".param", 6) != 0) {
+			diag_set(d, file, 0, 0, "entry '%s': cannot read parameter %d", k->entry, i);
+			return -1;
+		}
+		q = skip_space(q + 6, end);
+		const char *t = q;
+		while (q < end && ident_char(*q))
+			q++;
+		int kind = ptx_param_kind(t, (size_t)(q - t));
+		if (i < k->nparams) {
+			RtParamType want = k->params[i] == RT_P_PTR ? RT_P_I64 : k->params[i];
+			if (kind != (int)want) {
+				diag_set(d, file, 0, 0, "entry '%s': parameter %d is '%.*s' in the PTX "
+					 "but %s in the plan", k->entry, i, (int)(q - t) > 16 ? 16 : (int)(q - t),
+					 t, rt_param_name(k->params[i]));
+				return -1;
+			}
+		}
+		i++;
+		while (q < end && *q != ',' && *q != ')')
+			q++;
+		if (q < end && *q == ',')
+			q++;
+	}
+	if (i != k->nparams) {
+		diag_set(d, file, 0, 0, "entry '%s' takes %d parameters in the PTX but the plan "
+			 "lists %d", k->entry, i, k->nparams);
+		return -1;
+	}
+	return 0;
+}
+
+int rt_ptx_check_params(const RtPlan *p, const char *ptx, size_t len, Diag *d)
+{
+	const char *file = p->ptx_path ? p->ptx_path : "<ptx>", *end = ptx + len;
+	int n = 0, cap = 16;
+	PtxEntry *e = xmalloc((size_t)cap * sizeof *e);
+	for (const char *q = ptx; q + 6 <= end; ) {
+		if (*q != '.' || memcmp(q, ".entry", 6) != 0) {
+			q++;
+			continue;
+		}
+		bool word = (q == ptx || !ident_char(q[-1])) && q + 6 < end && !ident_char(q[6]);
+		q += 6;
+		if (!word)
+			continue;
+		const char *nm = skip_space(q, end), *ne = nm;
+		while (ne < end && ident_char(*ne))
+			ne++;
+		const char *paren = skip_space(ne, end);
+		if (ne == nm || paren >= end || *paren != '(')
+			continue;
+		if (n == cap)
+			e = xrealloc(e, (size_t)(cap *= 2) * sizeof *e);
+		e[n++] = (PtxEntry){nm, (size_t)(ne - nm), paren + 1};
+		q = paren + 1;
+	}
+	qsort(e, (size_t)n, sizeof *e, entry_cmp);
+	int rc = 0;
+	/* an entry defined twice is PTX the driver rejects; which of the two a search
+	 * found would decide what was checked (found by fuzz_plan: the stand-in driver
+	 * read the other one's parameters) */
+	for (int k = 1; rc == 0 && k < n; k++)
+		if (entry_cmp(&e[k - 1], &e[k]) == 0) {
+			diag_set(d, file, 0, 0, "the PTX defines entry '%.*s' twice",
+				 (int)(e[k].nlen > 200 ? 200 : e[k].nlen), e[k].name);
+			rc = -1;
+		}
+	for (int k = 0; rc == 0 && k < p->nkernels; k++) {
+		const RtKernel *kn = &p->kernels[k];
+		PtxEntry key = {kn->entry, strlen(kn->entry), NULL};
+		const PtxEntry *hit = bsearch(&key, e, (size_t)n, sizeof *e, entry_cmp);
+		if (!hit) {
+			diag_set(d, file, 0, 0, "kernel '%s': the PTX has no entry '%s'", kn->name,
+				 kn->entry);
+			rc = -1;
+		} else {
+			rc = check_entry(kn, hit->params, end, file, d);
+		}
+	}
+	free(e);
+	if (rc < 0)
+		rt_one_line(d->msg);
+	return rc;
+}
