@@ -279,18 +279,32 @@ LLVMValueRef mm_conv_chunk(Mm *x, LLVMValueRef k, LLVMValueRef p)
 	return vec;
 }
 
-/* Channels last: k = (kh, kw, c) of the group's window as (c, the window's offset
- * (kh*dil, kw*dil)) (i32), and whether k < K. */
-static void k_split(Mm *x, LLVMValueRef k, LLVMValueRef *c, LLVMValueRef *dh, LLVMValueRef *dw,
+/* Channels last: k = (kh, kw, c) of the group's window as (c, kh, kw) (i32), and
+ * whether k < K. */
+static void k_split(Mm *x, LLVMValueRef k, LLVMValueRef *c, LLVMValueRef *kh, LLVMValueRef *kw,
 		    LLVMValueRef *kok)
 {
 	MmConv *cv = &x->cv;
 	LLVMValueRef k32 = LLVMBuildTrunc(x->b, mm_min64(x, k, x->K), x->kb->m->t_i32, "");
 	LLVMValueRef q = mm_bin(x, LLVMUDiv, k32, cv->Cg);
 	*c = LLVMBuildSub(x->b, k32, mm_mul(x, q, cv->Cg), "");
-	*dh = mm_mulc(x, mm_bin(x, LLVMUDiv, q, cv->KW), cv->dil[0]);
-	*dw = mm_mulc(x, mm_bin(x, LLVMURem, q, cv->KW), cv->dil[1]);
+	*kh = mm_bin(x, LLVMUDiv, q, cv->KW);
+	*kw = mm_bin(x, LLVMURem, q, cv->KW);
 	*kok = mm_lt(x, k, x->K);
+}
+
+/* The k after (c, kh, kw): the next channel, carried into the window's column and
+ * row (no division) */
+static void k_next(Mm *x, LLVMValueRef *c, LLVMValueRef *kh, LLVMValueRef *kw)
+{
+	MmConv *cv = &x->cv;
+	LLVMValueRef n = mm_addc(x, *c, 1);
+	LLVMValueRef wrap = LLVMBuildICmp(x->b, LLVMIntEQ, n, cv->Cg, "");
+	*c = LLVMBuildSelect(x->b, wrap, mm_i32c(x, 0), n, "");
+	n = mm_add(x, *kw, LLVMBuildZExt(x->b, wrap, x->kb->m->t_i32, ""));
+	wrap = LLVMBuildICmp(x->b, LLVMIntEQ, n, cv->KW, "");
+	*kw = LLVMBuildSelect(x->b, wrap, mm_i32c(x, 0), n, "");
+	*kh = mm_add(x, *kh, LLVMBuildZExt(x->b, wrap, x->kb->m->t_i32, ""));
 }
 
 /* The input offset (i64) of channel c at the window offset (dh, dw) of the row
@@ -327,6 +341,8 @@ void mm_conv_load_a(Mm *x, int i, LLVMValueRef m, LLVMValueRef k, LLVMValueRef d
 		 * its ce channels contiguous in the input */
 		LLVMValueRef c, dh, dw, kok, ok;
 		k_split(x, k, &c, &dh, &dw, &kok);
+		dh = mm_mulc(x, dh, cv->dil[0]);
+		dw = mm_mulc(x, dw, cv->dil[1]);
 		LLVMValueRef at = window_at(x, base, ih0, iw0, c, dh, dw, &ok);
 		ok = LLVMBuildAnd(x->b, ok, kok, "");
 		at = LLVMBuildSelect(x->b, kok, at, mm_i64c(x, 0), "");
@@ -345,11 +361,18 @@ void mm_conv_load_a(Mm *x, int i, LLVMValueRef m, LLVMValueRef k, LLVMValueRef d
 		}
 		return;
 	}
+	/* element by element: k split once, then stepped */
 	LLVMValueRef vec = LLVMConstNull(LLVMVectorType(rt, (unsigned)x->ce));
+	LLVMValueRef c, kh, kw, kok;
+	k_split(x, k, &c, &kh, &kw, &kok);
 	for (int e = 0; e < x->ce; e++) {
-		LLVMValueRef c, dh, dw, kok, ok;
-		k_split(x, mm_addc(x, k, e), &c, &dh, &dw, &kok);
-		LLVMValueRef at = window_at(x, base, ih0, iw0, c, dh, dw, &ok);
+		LLVMValueRef ok;
+		if (e > 0) {
+			k_next(x, &c, &kh, &kw);
+			kok = mm_lt(x, mm_addc(x, k, e), x->K);
+		}
+		LLVMValueRef at = window_at(x, base, ih0, iw0, c, mm_mulc(x, kh, cv->dil[0]),
+					    mm_mulc(x, kw, cv->dil[1]), &ok);
 		ok = LLVMBuildAnd(x->b, ok, kok, "");
 		at = LLVMBuildSelect(x->b, ok, at, mm_i64c(x, 0), "");
 		LLVMValueRef v = LLVMBuildLoad2(x->b, rt, LLVMBuildGEP2(x->b, rt, x->src[0], &at, 1, ""), "");

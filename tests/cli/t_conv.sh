@@ -173,7 +173,7 @@ check layout-check-bf16 0 env FUSEC_MATMUL_TILES=wg128x128x64s4 "$FUSEC" run $CC
 # what it did, in explain's first line; a CNN with constant weights pays one permute
 # (its input), the convs keep their epilogues, the 1x1 weights need no permute
 check layout-explain 0 "$FUSEC" explain $CC"_f32.json" --layout nhwc
-grep -q '^layout: nhwc (--layout): 10 convs and pools channels last; ' "$TMP/out" && pass=$((pass + 1)) ||
+grep -q '^layout: nhwc (--layout nhwc): 10 convs and pools channels last; ' "$TMP/out" && pass=$((pass + 1)) ||
 	{ echo "FAIL layout-explain-line"; head -1 "$TMP/out"; fail=$((fail + 1)); }
 python3 - "$TMP/cnn.json" <<'EOF2'
 import json, sys
