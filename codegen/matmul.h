@@ -41,6 +41,8 @@ enum {
 	MM_EPI_V = 8,            /* epilogue: consecutive columns per thread and step */
 	MM_EPI_PAD = 8,          /* floats after each staged row: no bank conflicts */
 	MM_EPI_MAXW = 8,         /* written tensors the vector stores take */
+	MM_NHWC_MIN_N = 8,       /* a channels-last conv with fewer output channels per
+				    group runs plain (matmul_pick.c) */
 };
 
 /* A tile configuration (the table is in matmul_pick.c; docs/design.md, "Matmul

@@ -28,8 +28,13 @@ def main():
             continue
         out = tens[la["writes"][0]]["shape"]
         x = tens[la["reads"][0]]["shape"]
-        w = [tens[r]["shape"] for r in la["reads"][1:] if len(tens[r]["shape"]) == 4 and
-             tens[r]["shape"][0] == out[1]]
+        # channels last (--layout nhwc): x [N,H,W,C], weight [OC,KH,KW,C/g], out
+        # [N,OH,OW,OC]; seen as NCHW below
+        ws = [tens[r]["shape"] for r in la["reads"][1:] if len(tens[r]["shape"]) == 4]
+        if any(w[0] == out[3] != out[1] for w in ws):
+            x, out = [x[0], x[3], x[1], x[2]], [out[0], out[3], out[1], out[2]]
+            ws = [[w[0], w[3], w[1], w[2]] for w in ws]
+        w = [w for w in ws if w[0] == out[1]]
         if not w:
             continue
         oc, cg, kh, kw = w[0]
