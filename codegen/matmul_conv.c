@@ -35,13 +35,31 @@ static LLVMValueRef c32(Mm *x, int64_t v)
 	return LLVMConstInt(x->kb->m->t_i32, (unsigned long long)v, 1);
 }
 
+/* The window's size from the weight's KH axis wh (KW, KK: constants, the op's
+ * (ir/infer.c), so the gather divides by constants), and whether the input must be
+ * gathered: not for a 1x1 of stride 1 without padding (a 1x1 weight has size-1
+ * dims, shape id 0 in the relative form). */
+static void window_of(Mm *x, int wh)
+{
+	MmConv *cv = &x->cv;
+	const RelAttrs *at = &x->op->attr;
+	if (at->kernel[0] > 0 && at->kernel[1] > 0) {
+		cv->KW = c32(x, at->kernel[1]);
+		cv->KK = c32(x, (int64_t)at->kernel[0] * at->kernel[1]);
+	} else {
+		cv->KW = dim32(x, cv->w->shape[wh + 1]);
+		cv->KK = mm_mul(x, dim32(x, cv->w->shape[wh]), cv->KW);
+	}
+	cv->gather = !(cv->w->shape[wh] == 0 && cv->w->shape[wh + 1] == 0 && cv->stride[0] == 1 &&
+		       cv->stride[1] == 1 && cv->pad[0] == 0 && cv->pad[1] == 0);
+}
+
 /* Channels last: x [N][H][W][C], the weight [OC][KH][KW][Cg], out [N][OH][OW][OC];
  * M = N*OH*OW rows (every image), N = OCg columns, one batch per group. */
 static void setup_nhwc(Mm *x, int groups)
 {
 	CgKb *kb = x->kb;
 	MmConv *cv = &x->cv;
-	const RelAttrs *at = &x->op->attr;
 	cv->nhwc = true;
 	cv->gw = 0;
 	cv->Cg = dim32(x, cv->w->shape[3]);
@@ -51,17 +69,9 @@ static void setup_nhwc(Mm *x, int groups)
 	cv->HW = mm_mul(x, cv->H, cv->W);
 	cv->OH = dim32(x, x->to->shape[1]);
 	cv->OW = dim32(x, x->to->shape[2]);
-	if (at->kernel[0] > 0 && at->kernel[1] > 0) {
-		cv->KW = c32(x, at->kernel[1]);
-		cv->KK = c32(x, (int64_t)at->kernel[0] * at->kernel[1]);
-	} else {
-		cv->KW = dim32(x, cv->w->shape[2]);
-		cv->KK = mm_mul(x, dim32(x, cv->w->shape[1]), cv->KW);
-	}
 	cv->OCg = mm_udivc(x, dim32(x, x->to->shape[3]), groups);
 	/* 1x1, stride 1, no padding: A is X itself, [N*H*W][C], at the group's channels */
-	cv->gather = !(cv->w->shape[1] == 0 && cv->w->shape[2] == 0 && cv->stride[0] == 1 &&
-		       cv->stride[1] == 1 && cv->pad[0] == 0 && cv->pad[1] == 0);
+	window_of(x, 1);
 	x->M = mm_mul(x, mm_mul(x, cg_dim(kb, x->to->shape[0]), cg_dim(kb, x->to->shape[1])),
 		      cg_dim(kb, x->to->shape[2]));
 	x->N = mm_to64(x, cv->OCg);
@@ -104,19 +114,9 @@ void mm_conv_setup(Mm *x)
 	cv->W = dim32(x, cv->x->shape[3]);
 	cv->HW = mm_mul(x, cv->H, cv->W);
 	cv->OW = dim32(x, x->to->shape[3]);
-	/* the window's size is the op's (ir/infer.c): divisions by constants */
-	if (at->kernel[0] > 0 && at->kernel[1] > 0) {
-		cv->KW = c32(x, at->kernel[1]);
-		cv->KK = c32(x, (int64_t)at->kernel[0] * at->kernel[1]);
-	} else {
-		cv->KW = dim32(x, cv->w->shape[3]);
-		cv->KK = mm_mul(x, dim32(x, cv->w->shape[2]), cv->KW);
-	}
 	cv->OCg = mm_udivc(x, dim32(x, x->to->shape[1]), groups);
-	/* 1x1, stride 1, no padding: B is X[n] itself ([C][H*W]); else gathered (a
-	 * 1x1 weight has size-1 dims: shape id 0 in the relative form) */
-	cv->gather = !(cv->w->shape[2] == 0 && cv->w->shape[3] == 0 && cv->stride[0] == 1 &&
-		       cv->stride[1] == 1 && cv->pad[0] == 0 && cv->pad[1] == 0);
+	/* 1x1, stride 1, no padding: B is X[n] itself ([C][H*W]) */
+	window_of(x, 2);
 
 	x->M = mm_to64(x, cv->OCg);
 	x->N = mm_mul(x, cg_dim(kb, x->to->shape[2]), cg_dim(kb, x->to->shape[3]));
