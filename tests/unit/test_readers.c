@@ -338,7 +338,8 @@ static void test_module_defaults(void **state)
 	assert_int_equal(c1->stride[1], 1);
 	assert_int_equal(c1->dilation[0], 1);
 	assert_int_equal(c1->padding[0], 0);
-	assert_int_equal(c1->has, A_STRIDE | A_PADDING | A_DILATION | A_GROUPS);
+	assert_int_equal(c1->has, A_STRIDE | A_PADDING | A_DILATION | A_GROUPS | A_LAYOUT);
+	assert_int_equal(c1->layout, LAYOUT_NCHW);
 	const Attrs *mp = g->ops[2].attr, *ap = g->ops[3].attr;
 	assert_int_equal(mp->kernel[1], 2);
 	assert_int_equal(mp->stride[0], 2);
