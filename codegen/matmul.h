@@ -59,6 +59,9 @@ typedef struct {
 	int stages;              /* shared-memory pipeline depth */
 	int split;               /* split-K: blocks per output tile (0: one) */
 	bool wg;                 /* sm_90a: wgmma from shared memory (panel layout) */
+	int dw;                  /* > 0: not a tile but a depthwise conv channels last,
+				    this many output columns a thread
+				    (matmul_depthwise.c) */
 } MmConfig;
 
 /* A convolution run as an implicit GEMM on the tiles (matmul_conv.c): per image n
@@ -335,6 +338,16 @@ bool mm_conv_eligible(const RelOp *op);
 void mm_conv_sizes(const RelOp *op, const int64_t *dims, int ndims, int64_t *batch,
 		   int64_t *m, int64_t *n, int64_t *k);
 void mm_conv_launch(const MmConfig *c, const RelOp *op, CgLaunch *l);
+
+/* ---- matmul_depthwise.c: depthwise convs channels last ---- */
+
+/* Whether op is a channels-last conv of one input and one output channel per group
+ * (dims: the launch's, for the output channels). */
+bool mm_dw_eligible(const RelOp *op, const int64_t *dims, int ndims);
+/* The outputs one thread of configuration c computes (its launch's vec). */
+int mm_dw_outputs(const MmConfig *c, const RelOp *op);
+/* The kernel body (a plain grid-stride launch, after the frame made the function). */
+int mm_dw_kernel(CgKb *kb, const MmConfig *c, const int *wr, int nw);
 
 /* ---- matmul_epilogue.c ---- */
 

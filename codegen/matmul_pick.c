@@ -36,48 +36,55 @@ enum {
 	MM_TINY_K = 64,          /* f32 matmuls of K up to this ... */
 	MM_TINY_OUT = 65536,     /* ... and up to this many outputs run plain */
 	MM_WG128 = 14, MM_WG256 = 15, /* the wgmma entries (sm_90a) */
+	MM_DW4 = 16, MM_DW2 = 17, MM_DW1 = 18, /* depthwise channels last */
 };
 
 /* The tile-configuration table (docs/design.md, "Matmul tiles"). Index 0 is "no
  * tiling". Every entry fits MM_THREADS threads; entries whose shared memory (mm_smem)
  * exceeds MM_SMEM_STATIC take it as the launch's dynamic shared memory. */
 static const MmConfig mm_configs[] = {
-	{"plain", false, false, false, 0, 0, 0, 0, 0, 0, 0, 0, false},
+	{"plain", false, false, false, 0, 0, 0, 0, 0, 0, 0, 0, false, 0},
 	/* 2 blocks per SM: ptxas fits 128 registers (a few hundred bytes of spills), and
 	 * 16 warps hide ldmatrix and mma latency better than 8; BK = 64 and 96 KiB of
 	 * dynamic shared memory: half the barriers of BK = 32, and a short K (G7,
 	 * K = 256) is in flight after the prologue */
-	{"tc128x128x64s3", true, false, false, 2, 128, 128, 64, 2, 4, 3, 0, false},
-	{"tc64x64x32s3", true, false, false, 0, 64, 64, 32, 2, 4, 3, 0, false},
-	{"fma128x128x16s3", false, false, false, 0, 128, 128, 16, 0, 0, 3, 0, false},
-	{"fma64x64x16s3", false, false, false, 0, 64, 64, 16, 0, 0, 3, 0, false},
+	{"tc128x128x64s3", true, false, false, 2, 128, 128, 64, 2, 4, 3, 0, false, 0},
+	{"tc64x64x32s3", true, false, false, 0, 64, 64, 32, 2, 4, 3, 0, false, 0},
+	{"fma128x128x16s3", false, false, false, 0, 128, 128, 16, 0, 0, 3, 0, false, 0},
+	{"fma64x64x16s3", false, false, false, 0, 64, 64, 16, 0, 0, 3, 0, false, 0},
 	/* --allow-tf32: mma.sync m16n8k8 tf32; f32 stages are twice the bytes, so the
 	 * large tile takes half the K of the bf16 tiles to stay within 48 KiB */
-	{"tf32x128x128x16s3", true, true, false, 0, 128, 128, 16, 2, 4, 3, 0, false},
-	{"tf32x64x64x32s3", true, true, false, 0, 64, 64, 32, 2, 4, 3, 0, false},
+	{"tf32x128x128x16s3", true, true, false, 0, 128, 128, 16, 2, 4, 3, 0, false, 0},
+	{"tf32x64x64x32s3", true, true, false, 0, 64, 64, 32, 2, 4, 3, 0, false, 0},
 	/* M <= MM_GEMV_M (decode): no shared operand tiles, every dtype and arch */
-	{"gemv16x64k8", false, false, true, 0, 16, 64, 8, 0, 0, 0, 0, false},
+	{"gemv16x64k8", false, false, true, 0, 16, 64, 8, 0, 0, 0, 0, false, 0},
 	/* long K with a wave of 128x256 tiles (G5): 64x64 warp tiles (8 ldmatrix.x4
 	 * per 32 mma), 4 stages (96 KiB), 255 registers, one block per SM */
-	{"tc128x256x32s4", true, false, false, 1, 128, 256, 32, 2, 4, 4, 0, false},
+	{"tc128x256x32s4", true, false, false, 1, 128, 256, 32, 2, 4, 4, 0, false, 0},
 	/* split-K (under a wave of output tiles): `split` blocks share an output tile,
 	 * each taking a contiguous share of K; their partial tiles go to the launch's
 	 * scratch and the last of them sums the partials in split order, then runs the
 	 * epilogue (mm_split_combine). Two blocks per SM asked of ptxas (128 registers):
 	 * unbounded, the combine's loads took up to 207 (docs/benchmarks.md, "Matmul
 	 * under a wave") */
-	{"fma64x64x16s3sk3", false, false, false, 2, 64, 64, 16, 0, 0, 3, 3, false},
-	{"fma64x64x16s3sk4", false, false, false, 2, 64, 64, 16, 0, 0, 3, 4, false},
-	{"fma128x128x16s3sk4", false, false, false, 0, 128, 128, 16, 0, 0, 3, 4, false},
-	{"tc64x64x32s3sk2", true, false, false, 2, 64, 64, 32, 2, 4, 3, 2, false},
-	{"tc64x64x32s3sk4", true, false, false, 2, 64, 64, 32, 2, 4, 3, 4, false},
+	{"fma64x64x16s3sk3", false, false, false, 2, 64, 64, 16, 0, 0, 3, 3, false, 0},
+	{"fma64x64x16s3sk4", false, false, false, 2, 64, 64, 16, 0, 0, 3, 4, false, 0},
+	{"fma128x128x16s3sk4", false, false, false, 0, 128, 128, 16, 0, 0, 3, 4, false, 0},
+	{"tc64x64x32s3sk2", true, false, false, 2, 64, 64, 32, 2, 4, 3, 2, false, 0},
+	{"tc64x64x32s3sk4", true, false, false, 2, 64, 64, 32, 2, 4, 3, 4, false, 0},
 	/* sm_90a (the default arch): wgmma.mma_async m64nBNk16 straight from the
 	 * stages, one warpgroup per 64 rows (the warp grid 8 x 1 is the accumulator
 	 * layout of wgmma: warp w holds rows 16w..16w+15 of the block tile, the same
 	 * fragment-to-element map as mma.sync's m16n8 repeated along N); operand
 	 * tiles in 128-byte panels with the 128-byte swizzle (wg_desc, matmul_wgmma.c) */
-	{"wg128x128x64s4", true, false, false, 1, 128, 128, 64, 8, 1, 4, 0, true},
-	{"wg128x256x64s4", true, false, false, 1, 128, 256, 64, 8, 1, 4, 0, true},
+	{"wg128x128x64s4", true, false, false, 1, 128, 128, 64, 8, 1, 4, 0, true, 0},
+	{"wg128x256x64s4", true, false, false, 1, 128, 256, 64, 8, 1, 4, 0, true, 0},
+	/* not tiles: a depthwise conv channels last (matmul_depthwise.c), 16 bytes of
+	 * channels of 4, 2 or 1 output columns a thread (the rule: 1 for a 3x3, 2
+	 * from 5x5 on) */
+	{"dwc4", false, false, false, 0, 0, 0, 0, 0, 0, 0, 0, false, 4},
+	{"dwc2", false, false, false, 0, 0, 0, 0, 0, 0, 0, 0, false, 2},
+	{"dwc1", false, false, false, 0, 0, 0, 0, 0, 0, 0, 0, false, 1},
 };
 enum { MM_NCONFIGS = (int)(sizeof mm_configs / sizeof mm_configs[0]) };
 
@@ -206,7 +213,7 @@ bool mm_eligible(const CgKernelSpec *s)
 /* Whether configuration c computes operands of dtype t (tf32: when allowed). */
 bool mm_fits(const MmConfig *c, DType t, bool tf32)
 {
-	if (c->gemv)
+	if (c->gemv || c->dw)
 		return true;
 	if (t != DT_F32)
 		return c->tc && !c->tf32;
@@ -263,6 +270,27 @@ int cg_matmul_variant(const CgKernelSpec *s, const char *arch, bool host, bool a
 	int r = out->rank;
 	bool conv = mm->kind == OP_CONV2D;
 	int64_t batch = 1, m, n, k;
+	/* measuring the table (docs/benchmarks.md): FUSEC_MATMUL_TILES=NAME forces the
+	 * configuration NAME wherever its kind (tc, fma or dw) applies; "plain" the
+	 * one-thread-per-output evaluator */
+	const char *force = getenv("FUSEC_MATMUL_TILES");
+	if (force && !strcmp(force, "plain"))
+		return 0;
+	int nwr = 0;
+	for (int i = 0; i < s->nwritten; i++)
+		nwr += s->written[i];
+	if (conv && nwr <= MM_EPI_MAXW && mm_dw_eligible(mm, dims, ndims)) {
+		/* a depthwise conv channels last: its own kernel, one output column
+		 * a thread for a 3x3 window, two from 5x5 on (MobileNetV3 at batch
+		 * 32, bf16, per layer: the 3x3 layers 14-47 us with one, 17-54 with
+		 * two; the 5x5 layers 26-77 us with one, 26-47 with two, where two
+		 * halve the blocks that copy the weights; four were slower on both:
+		 * docs/benchmarks.md, "Depthwise convolutions") */
+		for (int v = MM_DW4; force && v <= MM_DW1; v++)
+			if (!strcmp(force, mm_configs[v].name))
+				return v;
+		return mm->attr.kernel[0] * mm->attr.kernel[1] >= 25 ? MM_DW2 : MM_DW1;
+	}
 	if (conv) {
 		mm_conv_sizes(mm, dims, ndims, &batch, &m, &n, &k);
 		/* depthwise and few channels per group: the GEMM has too few rows for
@@ -281,20 +309,15 @@ int cg_matmul_variant(const CgKernelSpec *s, const char *arch, bool host, bool a
 		k = mm_dim_of(mm->t[0].shape[r - 1], dims, ndims);
 	}
 	int64_t big = batch * ((m + 127) / 128) * ((n + 127) / 128);
-	/* measuring the table (docs/benchmarks.md): FUSEC_MATMUL_TILES=NAME forces the
-	 * configuration NAME wherever its kind (tc or fma) applies; "plain" the
-	 * one-thread-per-output evaluator */
 	/* mma.sync (m16n8k16, m16n8k8 tf32) and cp.async need sm_80: every tile
 	 * configuration but gemv stages its operands with cp.async; wgmma sm_90a (the
 	 * host runs the arch's tiling: the cpu backend checks what the GPU plan runs) */
 	bool sm80 = host || (arch && !strncmp(arch, "sm_", 3) && atoi(arch + 3) >= 80);
 	bool wg = arch && !strcmp(arch, "sm_90a");
 	bool tf32 = allow_tf32 && sm80;
-	const char *force = getenv("FUSEC_MATMUL_TILES");
-	if (force && !strcmp(force, "plain"))
-		return 0;
 	for (int v = 1; force && v < MM_NCONFIGS; v++)
-		if (!strcmp(force, mm_configs[v].name) && mm_fits(&mm_configs[v], t, tf32) &&
+		if (!strcmp(force, mm_configs[v].name) && !mm_configs[v].dw &&
+		    mm_fits(&mm_configs[v], t, tf32) &&
 		    (mm_configs[v].gemv || sm80) && (!mm_configs[v].wg || wg) &&
 		    (!mm_configs[v].gemv || (m <= MM_GEMV_M && !conv)))
 			return v;
@@ -379,6 +402,10 @@ void cg_matmul_launch(int variant, const CgKernelSpec *s, CgLaunch *l)
 {
 	const RelOp *mm = &s->ops[cg_matmul_index(s)];
 	const MmConfig *c = &mm_configs[variant];
+	if (c->dw) {   /* the frame's grid-stride launch, R*V outputs a thread */
+		l->vec = mm_dw_outputs(c, mm);
+		return;
+	}
 	const RelTensor *out = &mm->t[mm->nin];
 	int r = out->rank;
 	memset(l, 0, sizeof *l);

@@ -672,6 +672,8 @@ int cg_matmul_tiled(CgKb *kb, int variant, const int *wr, int nw)
 	const MmConfig *cfg = mm_config(variant);
 	if (!cfg || !mm_eligible(kb->spec))
 		return cg_fail(kb, "internal: matmul tile configuration %d does not apply", variant);
+	if (cfg->dw)
+		return mm_dw_kernel(kb, cfg, wr, nw);
 	CgModule *m = kb->m;
 	Mm x0, *x = &x0;
 	memset(x, 0, sizeof *x);

@@ -22,7 +22,7 @@ for c in tc128x128x64s3 tc64x64x32s3 tc128x256x32s4 tc64x64x32s3sk2 tc64x64x32s3
 done
 check conv-f16-wg 0 env FUSEC_MATMUL_TILES=wg128x128x64s4 "$FUSEC" run $CC"_f16.json" --backend cpu --check
 
-# every conv of the check graphs but the two depthwise runs on the tiles; each is one
+# every conv of the check graphs but the depthwise ones runs on the tiles; each is one
 # launch with its epilogue
 check conv-compile 0 "$FUSEC" compile $CC"_bf16.json" -o "$TMP/cc"
 check conv-compile-tiles 0 python3 -c '
@@ -31,9 +31,9 @@ p = json.load(open(sys.argv[1]))
 ks = {k["name"]: k for k in p["kernels"]}
 convs = [k for k in p["kernels"] if "Module::Conv2d" in k["op_names"]]
 tiled = [k for k in convs if k.get("tiles") not in (None, "plain")]
-assert len(convs) == 10 and len(tiled) == 8, convs
+assert len(convs) == 15 and len(tiled) == 8, convs
 n = sum(len(s["launches"]) for s in p["steps"])
-assert n == 10, n
+assert n == 15, n
 ' "$TMP/cc/conv_check_bf16.plan.json"
 # ptxas takes every configuration's conv kernels (when the CUDA toolkit is here)
 PTXAS=$(command -v ptxas || echo /usr/local/cuda/bin/ptxas)
@@ -123,16 +123,28 @@ check nhwc-tf32 0 env FUSEC_MATMUL_TILES=tf32x64x64x32s3 "$FUSEC" run $CN"_tf32.
 for c in tc128x128x64s3 tc64x64x32s3sk2 wg128x256x64s4; do
 	check "nhwc-$c" 0 env FUSEC_MATMUL_TILES=$c "$FUSEC" run $CN"_bf16.json" --backend cpu --check
 done
-# every conv but the depthwise ones on the tiles, one launch each with its epilogue
+# the depthwise kernel channels last (codegen/matmul_depthwise.c): 4, 2 or 1 output
+# columns a thread forced on every depthwise conv (widths that are no multiple
+# of them too), 16 bytes of channels or fewer, in each dtype (on the host the
+# weights are read from global memory, the GPU's copy in shared memory aside)
+for c in dwc4 dwc2 dwc1; do
+	check "nhwc-$c-bf16" 0 env FUSEC_MATMUL_TILES=$c "$FUSEC" run $CN"_bf16.json" --backend cpu --check
+	check "nhwc-$c-f32" 0 env FUSEC_MATMUL_TILES=$c "$FUSEC" run $CN"_f32.json" --backend cpu --check
+done
+# every conv but the depthwise ones on the tiles, the depthwise ones on their own
+# kernel (the rule: one output column a thread, two for a 5x5), one launch each
+# with its epilogue
 check nhwc-compile 0 "$FUSEC" compile $CN"_bf16.json" -o "$TMP/cn"
 check nhwc-compile-tiles 0 python3 -c '
 import json, sys
 p = json.load(open(sys.argv[1]))
 convs = [k for k in p["kernels"] if "Module::Conv2d" in k["op_names"]]
-tiled = [k for k in convs if k.get("tiles") not in (None, "plain")]
-assert len(convs) == 10 and len(tiled) == 8, convs
+tiled = [k for k in convs if k.get("tiles") not in (None, "plain") and not k["tiles"].startswith("dw")]
+dw = [k["tiles"] for k in convs if k.get("tiles", "").startswith("dw")]
+assert len(convs) == 15 and len(tiled) == 8, convs
+assert dw == ["dwc1", "dwc2", "dwc1", "dwc1", "dwc1", "dwc2", "dwc1"], dw
 n = sum(len(s["launches"]) for s in p["steps"])
-assert n == 12, n
+assert n == 17, n
 ' "$TMP/cn/conv_check_nhwc_bf16.plan.json"
 if [ -x "$PTXAS" ]; then
 	for c in wg128x128x64s4 tc64x64x32s3; do
@@ -167,13 +179,13 @@ for n in names:
     worst = max(abs(u - v) for u, v in zip(x, y))
     assert worst <= 1e-6 * top, (n, worst)
 EOF2
-check layout-interp-same 0 python3 "$TMP/same.py" "$TMP/li0" "$TMP/li1" 10
+check layout-interp-same 0 python3 "$TMP/same.py" "$TMP/li0" "$TMP/li1" 15
 check layout-check-f32 0 "$FUSEC" run $CC"_f32.json" --backend cpu --check --layout nhwc
 check layout-check-bf16 0 env FUSEC_MATMUL_TILES=wg128x128x64s4 "$FUSEC" run $CC"_bf16.json" --backend cpu --check --layout nhwc
 # what it did, in explain's first line; a CNN with constant weights pays one permute
 # (its input), the convs keep their epilogues, the 1x1 weights need no permute
 check layout-explain 0 "$FUSEC" explain $CC"_f32.json" --layout nhwc
-grep -q '^layout: nhwc (--layout nhwc): 10 convs and pools channels last; ' "$TMP/out" && pass=$((pass + 1)) ||
+grep -q '^layout: nhwc (--layout nhwc): 15 convs and pools channels last; ' "$TMP/out" && pass=$((pass + 1)) ||
 	{ echo "FAIL layout-explain-line"; head -1 "$TMP/out"; fail=$((fail + 1)); }
 python3 - "$TMP/cnn.json" <<'EOF2'
 import json, sys

@@ -1526,8 +1526,9 @@ static void test_matmul_tiles(void **state)
 		built_free(&b);
 		gen_free(&gg);
 	}
+	/* (the dwc configurations are depthwise convs' own: tests/cli/t_conv.sh) */
 	for (int v = 1; v < cg_matmul_nvariants(); v++)
-		if (!(seen & (1u << v)))
+		if (!(seen & (1u << v)) && strncmp(cg_matmul_variant_name(v), "dwc", 3))
 			fail_msg("no case reaches tile configuration %s", cg_matmul_variant_name(v));
 	if (bad)
 		fail_msg("%d matmul cases differ from the interpreter", bad);

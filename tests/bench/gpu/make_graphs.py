@@ -568,8 +568,8 @@ def conv_check(dt, nhwc=False):
     cpu backend in make test (tests/cli/t_conv.sh, every tile configuration forced)
     and on the GPU: odd channel counts, strides, padding, dilation, groups, a
     non-square window, 1x1 convs read in place or gathered (stride 2), the stem's
-    7x7, planes whose size is a multiple of a vector or not, and two depthwise convs
-    (the one-thread-per-output kernel under any configuration); epilogues: bias, a
+    7x7, planes whose size is a multiple of a vector or not, and depthwise convs
+    (NCHW the one-thread-per-output kernel, channels last their own); epilogues: bias, a
     folded batch norm (per-channel scale and shift) + relu, a residual. With nhwc,
     the same convs channels last (layout nhwc: x [N][H][W][C], weight
     [OC][KH][KW][C/g]) and two pools."""
@@ -588,13 +588,23 @@ def conv_check(dt, nhwc=False):
              ("stem", 1, 3, 30, 30, 64, 7, 7, 2, 3, 1, 1, False, "bnrelu"),
              ("down", 2, 32, 14, 14, 64, 1, 1, 2, 0, 1, 1, False, "none"),
              ("wide", 1, 17, 9, 11, 33, 3, 1, 1, [1, 0], 1, 1, True, "residual"),
-             # depthwise: the one-thread-per-output kernel, chunked, window unrolled
+             # depthwise: NCHW the one-thread-per-output kernel, chunked, window
+             # unrolled; channels last their own (codegen/matmul_depthwise.c):
+             # 4, 2 or 1 output columns a thread (the width 16, 12, 10, 6: 4 and 2;
+             # 11 and 7: 1), 16 bytes of channels (24, 16, 40) or fewer (12: 8
+             # bytes of bf16, 6: 4, 7: one channel), stride 2, dilation 2, 5x5
              ("dw", 2, 24, 11, 11, 24, 3, 3, 1, 1, 1, 24, True, "relu"),
-             ("dw5", 1, 16, 13, 13, 16, 5, 5, 2, 2, 1, 16, False, "bnrelu")]
+             ("dw5", 1, 16, 13, 13, 16, 5, 5, 2, 2, 1, 16, False, "bnrelu"),
+             ("dw4", 2, 40, 12, 16, 40, 3, 3, 1, 1, 1, 40, True, "bnrelu"),
+             ("dw2s", 1, 12, 11, 11, 12, 3, 3, 2, 1, 1, 12, False, "residual"),
+             ("dwd", 1, 6, 10, 10, 6, 3, 3, 1, [2, 1], [2, 1], 6, True, "relu"),
+             ("dw5w", 1, 24, 9, 12, 24, 5, 5, 1, 2, 1, 24, True, "none"),
+             ("dwodd", 1, 7, 8, 11, 7, 3, 3, 1, 1, 1, 7, False, "relu")]
     for cn, n, c, h, w, oc, kh, kw, s, p, d, g, bias, epi in cases:
         ph, pw = (p, p) if isinstance(p, int) else p
-        oh = (h + 2 * ph - d * (kh - 1) - 1) // s + 1
-        ow = (w + 2 * pw - d * (kw - 1) - 1) // s + 1
+        dh, dw = (d, d) if isinstance(d, int) else d
+        oh = (h + 2 * ph - dh * (kh - 1) - 1) // s + 1
+        ow = (w + 2 * pw - dw * (kw - 1) - 1) // s + 1
         ins[cn + "_x"] = (dt, nchw(n, c, h, w))
         ins[cn + "_w"] = (dt, [oc, kh, kw, c // g] if nhwc else [oc, c // g, kh, kw])
         cin = [cn + "_x", cn + "_w"]

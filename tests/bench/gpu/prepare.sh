@@ -48,6 +48,13 @@ for l in "" nhwc_; do
 		FUSEC_MATMUL_TILES=$c "$FUSEC" compile tests/bench/gpu/conv_check_${l}tf32.json --allow-tf32 --no-cache -o "$G/plans/conv_check_${l}tf32__$c" > /dev/null
 	done
 done
+# the depthwise kernel channels last (codegen/matmul_depthwise.c): each output
+# columns a thread forced on every depthwise conv, 16-bit and f32 lanes
+for c in dwc4 dwc2 dwc1; do
+	for t in bf16 f32; do
+		FUSEC_MATMUL_TILES=$c "$FUSEC" compile tests/bench/gpu/conv_check_nhwc_$t.json --no-cache -o "$G/plans/conv_check_nhwc_${t}__$c" > /dev/null
+	done
+done
 # the NCHW conv check graphs rewritten channels last (--layout nhwc, passes/layout.c):
 # their inputs and outputs are the graph's, so NAME's expectations hold
 for t in f32 bf16 f16 tf32; do
