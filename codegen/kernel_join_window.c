@@ -9,7 +9,8 @@
  * output element (chunked: frame.c), accumulators in registers; a conv's window is
  * the op's attribute, so its loops unroll. A conv with more than 16 output channels
  * per group runs on the matmul tiles instead (matmul_conv.c); this one serves
- * depthwise convs, few channels per group, and the dtypes the tiles do not take. */
+ * depthwise convs NCHW (channels last: matmul_depthwise.c), few channels per group,
+ * and the dtypes the tiles do not take. */
 #include <stdlib.h>
 
 #include "cg_impl.h"

@@ -21,7 +21,9 @@
  *   matmul_wgmma.c     wgmma from shared memory (sm_90a);
  *   matmul_simt.c      SIMT FMAs (f32) and the gemv configuration (tiny M);
  *   matmul_epilogue.c  the epilogue and the split-K combine;
- *   matmul_conv.c      conv2d as an implicit GEMM on these tiles. */
+ *   matmul_conv.c      conv2d as an implicit GEMM on these tiles;
+ *   matmul_depthwise.c a depthwise conv channels last: no tile, lanes of channels
+ *                      a thread, the matmul's epilogue contract. */
 #include "cg_impl.h"
 
 LLVMValueRef cg_eval_matmul(CgKb *kb, const RelOp *op, CgIdx *out)

@@ -18,9 +18,10 @@
  *     epilogue (its bias, then what the Matmul fuser took: folded batch norm,
  *     residual, activation, cast) is evaluated at out's index (mm_conv_out_at).
  * The batches are images x groups; the tile loop, stages, compute (SIMT, mma.sync,
- * wgmma), split-K and epilogue are matmul_tile.c's. Depthwise and other convs
- * with few output channels per group (OCg <= 16) keep the one-thread-per-output
- * evaluator (kernel_join_window.c): their GEMM has too few rows for a tile. */
+ * wgmma), split-K and epilogue are matmul_tile.c's. Depthwise convs channels
+ * last have their own kernel (matmul_depthwise.c); other convs with few output
+ * channels per group keep the one-thread-per-output evaluator
+ * (kernel_join_window.c): their GEMM has too few rows for a tile. */
 #include <string.h>
 
 #include "matmul.h"

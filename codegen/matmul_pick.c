@@ -36,7 +36,8 @@ enum {
 	MM_TINY_K = 64,          /* f32 matmuls of K up to this ... */
 	MM_TINY_OUT = 65536,     /* ... and up to this many outputs run plain */
 	MM_WG128 = 14, MM_WG256 = 15, /* the wgmma entries (sm_90a) */
-	MM_DW4 = 16, MM_DW2 = 17, MM_DW1 = 18, /* depthwise channels last */
+	MM_TC32 = 16,            /* tc128x32x32s3 */
+	MM_DW4 = 17, MM_DW2 = 18, MM_DW1 = 19, /* depthwise channels last */
 };
 
 /* The tile-configuration table (docs/design.md, "Matmul tiles"). Index 0 is "no
@@ -82,6 +83,11 @@ static const MmConfig mm_configs[] = {
 	/* not tiles: a depthwise conv channels last (matmul_depthwise.c), 16 bytes of
 	 * channels of 4, 2 or 1 output columns a thread (the rule: 1 for a 3x3, 2
 	 * from 5x5 on) */
+	/* a channels-last conv of few output channels per group (MobileNetV3's 1x1
+	 * convs of 16 to 40 channels on 112x112 to 28x28 planes): rows are pixels,
+	 * so a tall narrow tile wastes fewer columns than 64x64 (the warp tile is
+	 * tc64x64x32s3's, 32x16) */
+	{"tc128x32x32s3", true, false, false, 0, 128, 32, 32, 4, 2, 3, 0, false, 0},
 	{"dwc4", false, false, false, 0, 0, 0, 0, 0, 0, 0, 0, false, 4},
 	{"dwc2", false, false, false, 0, 0, 0, 0, 0, 0, 0, 0, false, 2},
 	{"dwc1", false, false, false, 0, 0, 0, 0, 0, 0, 0, 0, false, 1},
@@ -350,6 +356,12 @@ int cg_matmul_variant(const CgKernelSpec *s, const char *arch, bool host, bool a
 	 * 96 to 384 tiles, 1.3 to 2x faster than 128x256 there and than mma.sync's
 	 * split-K under a wave), the mma.sync rule below that */
 	if (conv) {
+		/* channels last, a group of at most 32 output channels (MobileNetV3's
+		 * thin 1x1 convs: 16 to 24 columns of a 64-wide tile), the narrow
+		 * tile over a wave of its blocks */
+		if (mm->attr.layout == LAYOUT_NHWC && n <= 32 &&
+		    batch * ((m + 127) / 128) >= MM_WAVE)
+			return MM_TC32;
 		if (wg && u256 >= 0.9 && big256 >= MM_WAVE)
 			return MM_WG256;
 		if (wg && big > 0 && 2 * big >= MM_WAVE)

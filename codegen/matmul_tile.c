@@ -298,7 +298,10 @@ static void load_tile(Mm *x, int w, LLVMValueRef s, LLVMValueRef kt)
 	bool tr = x->trans[w];
 	int rows = w ? c->bk : c->bm, cols = w ? c->bn : c->bk;
 	int cpr = x->cpr[w];
-	int per = (tr ? cols : rows) * cpr / MM_THREADS;
+	/* chunks a thread copies; a tile of fewer chunks than threads (the B tile of
+	 * tc128x32x32s3: 128) leaves the last threads idle in its last round */
+	int total = (tr ? cols : rows) * cpr;
+	int per = (total + MM_THREADS - 1) / MM_THREADS;
 	LLVMValueRef r0 = w ? mm_mulc(x, kt, c->bk) : x->m0;
 	LLVMValueRef c0 = w ? x->n0 : mm_mulc(x, kt, c->bk);
 	LLVMValueRef nrows = w ? x->K : x->M, ncols = w ? x->N : x->K;
@@ -336,8 +339,16 @@ static void load_tile(Mm *x, int w, LLVMValueRef s, LLVMValueRef kt)
 			break;
 		}
 		LLVMPositionBuilderAtEnd(x->b, pass ? bslow : bfast);
+		LLVMBasicBlockRef skip = NULL;
 		for (int i = 0; i < per; i++) {
 			LLVMValueRef q = mm_addc(x, tids, (int64_t)i * MM_THREADS);
+			if (i == per - 1 && total % MM_THREADS) {
+				LLVMBasicBlockRef in = LLVMAppendBasicBlockInContext(m->ctx, kb->fn, "ld.part");
+				skip = LLVMAppendBasicBlockInContext(m->ctx, kb->fn, "ld.rest");
+				LLVMBuildCondBr(x->b, mm_lt(x, q, LLVMConstInt(LLVMTypeOf(q),
+						(unsigned long long)total, 0)), in, skip);
+				LLVMPositionBuilderAtEnd(x->b, in);
+			}
 			LLVMValueRef r = mm_udivc(x, q, cpr), ch = mm_uremc(x, q, cpr);
 			LLVMValueRef go = mm_add(x, o0, mm_to64(x, r));
 			LLVMValueRef gi = mm_add(x, i0, mm_to64(x, mm_mulc(x, ch, x->ce)));
@@ -389,6 +400,10 @@ static void load_tile(Mm *x, int w, LLVMValueRef s, LLVMValueRef kt)
 				vec = LLVMBuildInsertElement(x->b, vec, v, mm_i32c(x, e), "");
 			}
 			LLVMSetAlignment(LLVMBuildStore(x->b, vec, dst), 16);
+		}
+		if (skip) {
+			LLVMBuildBr(x->b, skip);
+			LLVMPositionBuilderAtEnd(x->b, skip);
 		}
 		LLVMBuildBr(x->b, bdone);
 	}

@@ -120,7 +120,7 @@ done
 check nhwc-rule-tf32 0 "$FUSEC" run $CN"_tf32.json" --backend cpu --check --allow-tf32
 check nhwc-fma-sk3 0 env FUSEC_MATMUL_TILES=fma64x64x16s3sk3 "$FUSEC" run $CN"_f32.json" --backend cpu --check
 check nhwc-tf32 0 env FUSEC_MATMUL_TILES=tf32x64x64x32s3 "$FUSEC" run $CN"_tf32.json" --backend cpu --check --allow-tf32
-for c in tc128x128x64s3 tc64x64x32s3sk2 wg128x256x64s4; do
+for c in tc128x128x64s3 tc64x64x32s3sk2 wg128x256x64s4 tc128x32x32s3; do
 	check "nhwc-$c" 0 env FUSEC_MATMUL_TILES=$c "$FUSEC" run $CN"_bf16.json" --backend cpu --check
 done
 # the depthwise kernel channels last (codegen/matmul_depthwise.c): 4, 2 or 1 output
@@ -147,7 +147,7 @@ n = sum(len(s["launches"]) for s in p["steps"])
 assert n == 17, n
 ' "$TMP/cn/conv_check_nhwc_bf16.plan.json"
 if [ -x "$PTXAS" ]; then
-	for c in wg128x128x64s4 tc64x64x32s3; do
+	for c in wg128x128x64s4 tc64x64x32s3 tc128x32x32s3; do
 		check "nhwc-ptx-$c" 0 env FUSEC_MATMUL_TILES=$c "$FUSEC" compile $CN"_bf16.json" --no-cache -o "$TMP/np_$c"
 		check "nhwc-ptxas-$c" 0 "$PTXAS" -arch=sm_90a "$TMP/np_$c/conv_check_nhwc_bf16.ptx" -o "$TMP/cp.cubin"
 	done

@@ -1354,6 +1354,12 @@ static const MmCase mm_cases[] = {
 	 false, "tc64x64x32s3sk4"},
 	{"split b^T 70x70x40", DT_BF16, {0}, {0}, 70, 70, 40, "also_mm", false, 2, false,
 	 "tc64x64x32s3sk4"},
+	/* the narrow tile (channels-last convs of few output channels): a B tile of
+	 * fewer chunks than threads, K and N off a chunk, b stored transposed */
+	{"narrow 200x36x70", DT_BF16, {0}, {0}, 200, 36, 70, "bias_relu", false, 0, false,
+	 "tc128x32x32s3"},
+	{"narrow b^T 129x24x64", DT_F16, {0}, {0}, 129, 24, 64, "residual_gelu", false, 2, false,
+	 "tc128x32x32s3"},
 	/* wgmma (sm_90a, the default arch): the panel layout of every operand form
 	 * (K-major and MN-major A and B), edges in every dim, the element-chunk path
 	 * (N or K not a multiple of 8), batches broadcast, the epilogues */

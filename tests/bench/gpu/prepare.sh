@@ -37,7 +37,7 @@ done
 # configuration of their dtype (NAME__CONFIG)
 # (and the channels-last ones, conv_check_nhwc_*)
 for l in "" nhwc_; do
-	for c in ${CONV_FORCED_TC:-tc128x128x64s3 tc64x64x32s3 tc128x256x32s4 tc64x64x32s3sk2 tc64x64x32s3sk4 wg128x128x64s4 wg128x256x64s4}; do
+	for c in ${CONV_FORCED_TC:-tc128x128x64s3 tc64x64x32s3 tc128x256x32s4 tc64x64x32s3sk2 tc64x64x32s3sk4 wg128x128x64s4 wg128x256x64s4 tc128x32x32s3}; do
 		FUSEC_MATMUL_TILES=$c "$FUSEC" compile tests/bench/gpu/conv_check_${l}bf16.json --no-cache -o "$G/plans/conv_check_${l}bf16__$c" > /dev/null
 	done
 	FUSEC_MATMUL_TILES=wg128x256x64s4 "$FUSEC" compile tests/bench/gpu/conv_check_${l}f16.json --no-cache -o "$G/plans/conv_check_${l}f16__wg128x256x64s4" > /dev/null
