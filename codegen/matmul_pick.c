@@ -264,6 +264,14 @@ static double fill(int64_t x, int64_t t)
 	return x < 1 ? 1 : (double)x / (double)(((x + t - 1) / t) * t);
 }
 
+/* FUSEC_NARROW_TILE=1: channels-last convs of at most 32 output channels per group
+ * take tc128x32x32s3 by the rule (not measured yet: off by default) */
+static bool narrow_tile(void)
+{
+	const char *e = getenv("FUSEC_NARROW_TILE");
+	return e && !strcmp(e, "1");
+}
+
 int cg_matmul_variant(const CgKernelSpec *s, const char *arch, bool host, bool allow_tf32,
 		      const int64_t *dims, int ndims)
 {
@@ -357,9 +365,11 @@ int cg_matmul_variant(const CgKernelSpec *s, const char *arch, bool host, bool a
 	 * split-K under a wave), the mma.sync rule below that */
 	if (conv) {
 		/* channels last, a group of at most 32 output channels (MobileNetV3's
-		 * thin 1x1 convs: 16 to 24 columns of a 64-wide tile), the narrow
-		 * tile over a wave of its blocks */
-		if (mm->attr.layout == LAYOUT_NHWC && n <= 32 &&
+		 * thin 1x1 convs: 16 to 24 columns of a 64-wide tile) would take the
+		 * narrow tile over a wave of its blocks; FUSEC_NARROW_TILE=1 turns
+		 * that on until the H200 has measured it (docs/benchmarks.md,
+		 * "Depthwise convolutions channels last, and a narrow tile") */
+		if (narrow_tile() && mm->attr.layout == LAYOUT_NHWC && n <= 32 &&
 		    batch * ((m + 127) / 128) >= MM_WAVE)
 			return MM_TC32;
 		if (wg && u256 >= 0.9 && big256 >= MM_WAVE)
