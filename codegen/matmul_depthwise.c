@@ -68,7 +68,6 @@ int mm_dw_outputs(const MmConfig *c, const RelOp *op)
 typedef struct {
 	CgKb *kb;
 	LLVMBuilderRef b;
-	const RelOp *op;
 	const RelTensor *x, *w, *bias, *o;
 	DType dt;
 	int R, V, C, KH, KW;
@@ -389,8 +388,7 @@ int mm_dw_kernel(CgKb *kb, const MmConfig *cfg, const int *wr, int nw)
 	memset(w, 0, sizeof *w);
 	w->kb = kb;
 	w->b = kb->b;
-	w->op = &kb->spec->ops[0];
-	const RelOp *op = w->op;
+	const RelOp *op = &kb->spec->ops[0];
 	w->x = &op->t[0];
 	w->w = &op->t[1];
 	w->bias = op->nin > 2 ? &op->t[2] : NULL;

@@ -80,14 +80,15 @@ static const MmConfig mm_configs[] = {
 	 * tiles in 128-byte panels with the 128-byte swizzle (wg_desc, matmul_wgmma.c) */
 	{"wg128x128x64s4", true, false, false, 1, 128, 128, 64, 8, 1, 4, 0, true, 0},
 	{"wg128x256x64s4", true, false, false, 1, 128, 256, 64, 8, 1, 4, 0, true, 0},
-	/* not tiles: a depthwise conv channels last (matmul_depthwise.c), 16 bytes of
-	 * channels of 4, 2 or 1 output columns a thread (the rule: 1 for a 3x3, 2
-	 * from 5x5 on) */
 	/* a channels-last conv of few output channels per group (MobileNetV3's 1x1
 	 * convs of 16 to 40 channels on 112x112 to 28x28 planes): rows are pixels,
 	 * so a tall narrow tile wastes fewer columns than 64x64 (the warp tile is
-	 * tc64x64x32s3's, 32x16) */
+	 * tc64x64x32s3's, 32x16); the rule takes it only under FUSEC_NARROW_TILE=1,
+	 * until the H200 has measured it */
 	{"tc128x32x32s3", true, false, false, 0, 128, 32, 32, 4, 2, 3, 0, false, 0},
+	/* not tiles: a depthwise conv channels last (matmul_depthwise.c), 16 bytes of
+	 * channels of 4, 2 or 1 output columns a thread (the rule: 1 for a 3x3, 2
+	 * from 5x5 on) */
 	{"dwc4", false, false, false, 0, 0, 0, 0, 0, 0, 0, 0, false, 4},
 	{"dwc2", false, false, false, 0, 0, 0, 0, 0, 0, 0, 0, false, 2},
 	{"dwc1", false, false, false, 0, 0, 0, 0, 0, 0, 0, 0, false, 1},

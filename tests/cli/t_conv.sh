@@ -146,6 +146,22 @@ assert dw == ["dwc1", "dwc2", "dwc1", "dwc1", "dwc1", "dwc2", "dwc1"], dw
 n = sum(len(s["launches"]) for s in p["steps"])
 assert n == 17, n
 ' "$TMP/cn/conv_check_nhwc_bf16.plan.json"
+# the narrow tile by the rule only under FUSEC_NARROW_TILE=1 (a wave of 128-row
+# tiles of a 16-channel 1x1 conv channels last); the 64x64 tile otherwise
+cat > "$TMP/thin.json" <<'EOF2'
+{"format": "fusec-graph/1", "name": "thin",
+ "inputs": {"x": {"dtype": "bf16", "shape": [2, 96, 96, 16]}, "w": {"dtype": "bf16", "shape": [16, 1, 1, 16]}},
+ "ops": [{"op": "conv2d", "in": ["x", "w"], "out": "c", "layout": "nhwc"},
+         {"op": "relu", "in": ["c"], "out": "y"}],
+ "outputs": ["y"]}
+EOF2
+check narrow-off 0 "$FUSEC" compile "$TMP/thin.json" --no-cache -o "$TMP/thin0"
+check narrow-on 0 env FUSEC_NARROW_TILE=1 "$FUSEC" compile "$TMP/thin.json" --no-cache -o "$TMP/thin1"
+check narrow-tiles 0 python3 -c '
+import json, sys
+t = [[k.get("tiles") for k in json.load(open(f))["kernels"]] for f in sys.argv[1:]]
+assert t == [["tc64x64x32s3"], ["tc128x32x32s3"]], t
+' "$TMP/thin0/thin.plan.json" "$TMP/thin1/thin.plan.json"
 if [ -x "$PTXAS" ]; then
 	for c in wg128x128x64s4 tc64x64x32s3 tc128x32x32s3; do
 		check "nhwc-ptx-$c" 0 env FUSEC_MATMUL_TILES=$c "$FUSEC" compile $CN"_bf16.json" --no-cache -o "$TMP/np_$c"
