@@ -83,8 +83,8 @@ static const MmConfig mm_configs[] = {
 	/* a channels-last conv of few output channels per group (MobileNetV3's 1x1
 	 * convs of 16 to 40 channels on 112x112 to 28x28 planes): rows are pixels,
 	 * so a tall narrow tile wastes fewer columns than 64x64 (the warp tile is
-	 * tc64x64x32s3's, 32x16); the rule takes it only under FUSEC_NARROW_TILE=1,
-	 * until the H200 has measured it */
+	 * tc64x64x32s3's, 32x16); on the H200 the 16-channel ones ran 1.5-1.7x
+	 * faster on it */
 	{"tc128x32x32s3", true, false, false, 0, 128, 32, 32, 4, 2, 3, 0, false, 0},
 	/* not tiles: a depthwise conv channels last (matmul_depthwise.c), 16 bytes of
 	 * channels of 4, 2 or 1 output columns a thread (the rule: 1 for a 3x3, 2
@@ -265,14 +265,6 @@ static double fill(int64_t x, int64_t t)
 	return x < 1 ? 1 : (double)x / (double)(((x + t - 1) / t) * t);
 }
 
-/* FUSEC_NARROW_TILE=1: channels-last convs of at most 32 output channels per group
- * take tc128x32x32s3 by the rule (not measured yet: off by default) */
-static bool narrow_tile(void)
-{
-	const char *e = getenv("FUSEC_NARROW_TILE");
-	return e && !strcmp(e, "1");
-}
-
 int cg_matmul_variant(const CgKernelSpec *s, const char *arch, bool host, bool allow_tf32,
 		      const int64_t *dims, int ndims)
 {
@@ -366,11 +358,11 @@ int cg_matmul_variant(const CgKernelSpec *s, const char *arch, bool host, bool a
 	 * split-K under a wave), the mma.sync rule below that */
 	if (conv) {
 		/* channels last, a group of at most 32 output channels (MobileNetV3's
-		 * thin 1x1 convs: 16 to 24 columns of a 64-wide tile) would take the
-		 * narrow tile over a wave of its blocks; FUSEC_NARROW_TILE=1 turns
-		 * that on until the H200 has measured it (docs/benchmarks.md,
-		 * "Depthwise convolutions channels last, and a narrow tile") */
-		if (narrow_tile() && mm->attr.layout == LAYOUT_NHWC && n <= 32 &&
+		 * thin 1x1 convs: 16 to 24 columns of a 64-wide tile) takes the narrow
+		 * tile over a wave of its blocks (MobileNetV3-L at batch 32, bf16:
+		 * those convs 1.5-1.7x faster, the model 6 %; docs/benchmarks.md,
+		 * "The narrow tile on by default, and stems padded") */
+		if (mm->attr.layout == LAYOUT_NHWC && n <= 32 &&
 		    batch * ((m + 127) / 128) >= MM_WAVE)
 			return MM_TC32;
 		if (wg && u256 >= 0.9 && big256 >= MM_WAVE)

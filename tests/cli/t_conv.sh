@@ -146,8 +146,8 @@ assert dw == ["dwc1", "dwc2", "dwc1", "dwc1", "dwc1", "dwc2", "dwc1"], dw
 n = sum(len(s["launches"]) for s in p["steps"])
 assert n == 17, n
 ' "$TMP/cn/conv_check_nhwc_bf16.plan.json"
-# the narrow tile by the rule only under FUSEC_NARROW_TILE=1 (a wave of 128-row
-# tiles of a 16-channel 1x1 conv channels last); the 64x64 tile otherwise
+# the narrow tile by the rule for a wave of 128-row tiles of a 16-channel 1x1 conv
+# channels last; the 64x64 tile below a wave
 cat > "$TMP/thin.json" <<'EOF2'
 {"format": "fusec-graph/1", "name": "thin",
  "inputs": {"x": {"dtype": "bf16", "shape": [2, 96, 96, 16]}, "w": {"dtype": "bf16", "shape": [16, 1, 1, 16]}},
@@ -155,8 +155,9 @@ cat > "$TMP/thin.json" <<'EOF2'
          {"op": "relu", "in": ["c"], "out": "y"}],
  "outputs": ["y"]}
 EOF2
-check narrow-off 0 "$FUSEC" compile "$TMP/thin.json" --no-cache -o "$TMP/thin0"
-check narrow-on 0 env FUSEC_NARROW_TILE=1 "$FUSEC" compile "$TMP/thin.json" --no-cache -o "$TMP/thin1"
+sed 's/\[2, 96, 96, 16\]/[1, 32, 32, 16]/' "$TMP/thin.json" > "$TMP/thin_small.json"
+check narrow-wave 0 "$FUSEC" compile "$TMP/thin.json" --no-cache -o "$TMP/thin1"
+check narrow-under-wave 0 "$FUSEC" compile "$TMP/thin_small.json" --no-cache -o "$TMP/thin0"
 check narrow-tiles 0 python3 -c '
 import json, sys
 t = [[k.get("tiles") for k in json.load(open(f))["kernels"]] for f in sys.argv[1:]]

@@ -96,3 +96,55 @@ for f in nhwc_check_f32.plan.json nhwc_check_f32.ptx; do
 	same_files nhwc_same_j2_$f "$TMP/a/$f" "$TMP/b/$f"
 	same_files nhwc_same_cached_$f "$TMP/a/$f" "$TMP/c/$f"
 done
+# a stem of 3 channels (fewer than a 16-byte run: gathered element by element),
+# bf16 and f32 under --allow-tf32, a grouped conv and a weight given as an input.
+# --check holds the kernels to the rewritten graph; the rewrite itself is held to
+# the graph as written: the NCHW interpreter's outputs (the same seed)
+python3 - "$TMP" <<'PY'
+import json, random, sys
+random.seed(7)
+def graph(name, dt, c, groups, const):
+    oc = 8 if groups == 1 else 6
+    w = {"dtype": dt, "shape": [oc, c // groups, 3, 3]}
+    if const:
+        w["data"] = [round(random.uniform(-1, 1), 3) for _ in range(oc * (c // groups) * 9)]
+    g = {"format": "fusec-graph/1", "name": name,
+         "inputs": {"image": {"dtype": dt, "shape": [2, c, 13, 11]}},
+         "ops": [{"op": "conv2d", "in": ["image", "w"], "stride": [2, 2], "padding": [1, 1],
+                  "groups": groups, "out": "c"},
+                 {"op": "relu", "in": ["c"], "out": "y"}],
+         "outputs": ["y"]}
+    if const:
+        g["constants"] = {"w": w}
+    else:
+        g["inputs"]["w"] = w
+    json.dump(g, open(f"{sys.argv[1]}/{name}.json", "w"))
+graph("stem_bf16", "bf16", 3, 1, True)
+graph("stem_f32", "f32", 3, 1, True)
+graph("stem_grouped", "bf16", 3, 3, True)
+graph("stem_input_w", "bf16", 3, 1, False)
+PY
+same_as_nchw() {   # NAME GRAPH TOLERANCE [OPTIONS...]
+	n=$1 g=$2 tol=$3; shift 3
+	check "${n}_ref" 0 "$FUSEC" run "$g" --backend interp --seed 3 --outputs "$TMP/$n.ref" "$@" --layout nchw &&
+	check "${n}_got" 0 "$FUSEC" run "$g" --backend cpu --seed 3 --outputs "$TMP/$n.got" "$@" &&
+	check "${n}_same" 0 python3 -c '
+import os, sys, numpy as np
+ref, got, tol = sys.argv[1], sys.argv[2], float(sys.argv[3])
+names = sorted(f for f in os.listdir(ref) if f.endswith(".npy") and not f.endswith(".bound.npy"))
+assert names and names == sorted(os.listdir(got)), (names, os.listdir(got))
+for f in names:
+    a, b = np.load(os.path.join(ref, f)).astype(np.float64), np.load(os.path.join(got, f)).astype(np.float64)
+    err = np.abs(a - b).max() / max(np.abs(a).max(), 1e-30)
+    assert a.shape == b.shape and err <= tol, (f, a.shape, b.shape, err)
+' "$TMP/$n.ref" "$TMP/$n.got" "$tol"
+}
+check nhwc_stem_explain 0 "$FUSEC" explain "$TMP/stem_bf16.json"
+contains nhwc_stem_auto "$TMP/out" "layout: nhwc (every conv on tensor cores"
+check nhwc_stem_cpu 0 "$FUSEC" run "$TMP/stem_bf16.json" --backend cpu --check
+contains nhwc_stem_cpu_ok "$TMP/out" "check y: "
+same_as_nchw nhwc_stem_vs_nchw "$TMP/stem_bf16.json" 1e-2
+same_as_nchw nhwc_stem_tf32_vs_nchw "$TMP/stem_f32.json" 2e-3 --allow-tf32
+same_as_nchw nhwc_grouped_vs_nchw "$TMP/stem_grouped.json" 1e-2 --layout nhwc
+same_as_nchw nhwc_input_w_vs_nchw "$TMP/stem_input_w.json" 1e-2 --layout nhwc
+same_as_nchw nhwc_check_vs_nchw tests/bench/gpu/nhwc_check_bf16.json 2e-2 --layout nhwc
