@@ -119,6 +119,25 @@ def graph(name, dt, c, groups, const):
     else:
         g["inputs"]["w"] = w
     json.dump(g, open(f"{sys.argv[1]}/{name}.json", "w"))
+def se(name, n):
+    # a squeeze-and-excitation block: two 1x1 convs on the pooled 1x1 plane
+    r = lambda *d: [round(random.uniform(-1, 1), 3) for _ in range(__import__("math").prod(d))]
+    k = lambda *d: {"dtype": "bf16", "shape": list(d), "data": r(*d)}
+    g = {"format": "fusec-graph/1", "name": name,
+         "inputs": {"x": {"dtype": "bf16", "shape": [n, 16, 9, 7]}},
+         "constants": {"w0": k(16, 16, 3, 3), "w1": k(8, 16, 1, 1), "b1": k(8),
+                       "w2": k(16, 8, 1, 1), "b2": k(16)},
+         "ops": [{"op": "conv2d", "in": ["x", "w0"], "padding": [1, 1], "out": "c"},
+                 {"op": "avg_pool2d", "in": ["c"], "kernel": [9, 7], "out": "p"},
+                 {"op": "conv2d", "in": ["p", "w1", "b1"], "out": "f1"},
+                 {"op": "relu", "in": ["f1"], "out": "r1"},
+                 {"op": "conv2d", "in": ["r1", "w2", "b2"], "out": "f2"},
+                 {"op": "sigmoid", "in": ["f2"], "out": "s"},
+                 {"op": "mul", "in": ["c", "s"], "out": "y"}],
+         "outputs": ["y", "f1"]}
+    json.dump(g, open(f"{sys.argv[1]}/{name}.json", "w"))
+se("se_b1", 1)
+se("se_b3", 3)
 graph("stem_bf16", "bf16", 3, 1, True)
 graph("stem_f32", "f32", 3, 1, True)
 graph("stem_grouped", "bf16", 3, 3, True)
@@ -148,3 +167,10 @@ same_as_nchw nhwc_stem_tf32_vs_nchw "$TMP/stem_f32.json" 2e-3 --allow-tf32
 same_as_nchw nhwc_grouped_vs_nchw "$TMP/stem_grouped.json" 1e-2 --layout nhwc
 same_as_nchw nhwc_input_w_vs_nchw "$TMP/stem_input_w.json" 1e-2 --layout nhwc
 same_as_nchw nhwc_check_vs_nchw tests/bench/gpu/nhwc_check_bf16.json 2e-2 --layout nhwc
+# a squeeze-and-excitation block (its 1x1 convs on the pooled plane, one image and
+# three) and a small MobileNetV3 in bf16, channels last against the NCHW interpreter
+for g in se_b1 se_b3; do
+	check nhwc_${g}_cpu 0 "$FUSEC" run "$TMP/$g.json" --backend cpu --check
+	same_as_nchw nhwc_${g}_vs_nchw "$TMP/$g.json" 2e-2
+done
+same_as_nchw nhwc_mobilenet_vs_nchw tests/onnx/models/mobilenetv3_small/model.onnx 3e-2 --precision bf16
