@@ -303,6 +303,7 @@ void mm_tc_compute_host(Mm *x, LLVMValueRef s);
 void mm_tc_pos(Mm *x, LLVMValueRef tid, LLVMValueRef e, LLVMValueRef *row, LLVMValueRef *col);
 void mm_wg_compute_gpu(Mm *x, LLVMValueRef s);
 void mm_wg_wait(Mm *x, int n);
+void mm_wg_round_tf32(Mm *x, LLVMValueRef s);
 void mm_simt_compute(Mm *x, LLVMValueRef s);
 void mm_simt_pos(Mm *x, LLVMValueRef tid, int e, LLVMValueRef *row, LLVMValueRef *col);
 /* The gemv configuration's loop over output tiles (tiny M). */

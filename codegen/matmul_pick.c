@@ -38,6 +38,7 @@ enum {
 	MM_WG128 = 14, MM_WG256 = 15, /* the wgmma entries (sm_90a) */
 	MM_TC32 = 16,            /* tc128x32x32s3 */
 	MM_DW4 = 17, MM_DW2 = 18, MM_DW1 = 19, /* depthwise channels last */
+	MM_WGT128 = 20, MM_WGT256 = 21, /* wgmma tf32 (sm_90a, --allow-tf32) */
 };
 
 /* The tile-configuration table (docs/design.md, "Matmul tiles"). Index 0 is "no
@@ -92,6 +93,13 @@ static const MmConfig mm_configs[] = {
 	{"dwc4", false, false, false, 0, 0, 0, 0, 0, 0, 0, 0, false, 4},
 	{"dwc2", false, false, false, 0, 0, 0, 0, 0, 0, 0, 0, false, 2},
 	{"dwc1", false, false, false, 0, 0, 0, 0, 0, 0, 0, 0, false, 1},
+	/* sm_90a, --allow-tf32: wgmma m64nBNk8 tf32 over f32 stages, whose rows of
+	 * BK = 32 elements are one 128-byte panel; tf32 wgmma takes both operands
+	 * K-major only (A rows along K, B stored transposed: a conv channels last), and
+	 * reads the f32 bits as they lie, so each thread rounds the chunks it copied
+	 * to tf32 in shared memory before the stage is read (matmul_wgmma.c) */
+	{"wgtf32x128x128x32s4", true, true, false, 1, 128, 128, 32, 8, 1, 4, 0, true, 0},
+	{"wgtf32x128x256x32s4", true, true, false, 1, 128, 256, 32, 8, 1, 4, 0, true, 0},
 };
 enum { MM_NCONFIGS = (int)(sizeof mm_configs / sizeof mm_configs[0]) };
 
@@ -326,6 +334,8 @@ int cg_matmul_variant(const CgKernelSpec *s, const char *arch, bool host, bool a
 		if (!strcmp(force, mm_configs[v].name) && !mm_configs[v].dw &&
 		    mm_fits(&mm_configs[v], t, tf32) &&
 		    (mm_configs[v].gemv || sm80) && (!mm_configs[v].wg || wg) &&
+		    (!mm_configs[v].wg || !mm_configs[v].tf32 ||
+		     (conv && mm->attr.layout == LAYOUT_NHWC)) &&
 		    (!mm_configs[v].gemv || (m <= MM_GEMV_M && !conv)))
 			return v;
 	/* a tiny f32 problem runs plain: one thread per output, at most MM_TINY_K FMAs
@@ -342,6 +352,16 @@ int cg_matmul_variant(const CgKernelSpec *s, const char *arch, bool host, bool a
 	 * wastes at most a quarter of its rows and columns, a 256-wide one a tenth;
 	 * else the 64x64 tiles */
 	double u128 = fill(m, 128) * fill(n, 128), u256 = fill(m, 128) * fill(n, 256);
+	/* tf32 on sm_90a: wgmma for a conv channels last (both operands K-major),
+	 * by the bf16 rule's thresholds; mma.sync below them and for the rest */
+	bool kmajor = conv && mm->attr.layout == LAYOUT_NHWC;
+	if (t == DT_F32 && tf32 && wg && kmajor) {
+		int64_t big256 = batch * ((m + 127) / 128) * ((n + 255) / 256);
+		if (u256 >= 0.9 && big256 >= MM_WAVE)
+			return MM_WGT256;
+		if (big > 0 && u128 >= 0.75 && 2 * big >= MM_WAVE)
+			return MM_WGT128;
+	}
 	if (t == DT_F32 && tf32)
 		return big >= MM_WAVE && (!conv || u128 >= 0.75) ? 5 : 6;
 	if (!sm80)

@@ -640,6 +640,8 @@ static void tile_loop(Mm *x, LLVMValueRef block, LLVMValueRef nblocks, const int
 	if (x->gpu) {
 		LLVMValueRef n = mm_i32c(x, lead - 1);
 		mm_intrinsic(x, "llvm.nvvm.cp.async.wait.group", NULL, 0, &n, 1);
+		if (c->wg && c->tf32)
+			mm_wg_round_tf32(x, rd);
 		/* wgmma reads the stage through the async proxy: the copies this
 		 * thread saw land are ordered before it (then the barrier orders all) */
 		if (c->wg)
@@ -712,6 +714,9 @@ int cg_matmul_tiled(CgKb *kb, int variant, const int *wr, int nw)
 	if (!mm_fits(c, x->dt, true))
 		return cg_fail(kb, "internal: tile configuration %s does not fit %s", c->name,
 			       ir_dtype_name(x->dt));
+	if (c->wg && c->tf32 && !(x->is_conv && x->op->attr.layout == LAYOUT_NHWC))
+		return cg_fail(kb, "internal: tile configuration %s takes only a conv channels "
+			       "last (tf32 wgmma reads both operands K-major)", c->name);
 	int r = x->rank;
 	if (x->is_conv && !c->gemv) {
 		mm_conv_setup(x);

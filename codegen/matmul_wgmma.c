@@ -104,6 +104,40 @@ void mm_wg_wait(Mm *x, int n)
 		wg_asm(x, "", NULL, 0);
 }
 
+/* tf32: the chunks this thread copied into the stage at s (load_tile's share of
+ * each operand: chunks tid, tid + MM_THREADS, ...), rounded in place to tf32
+ * (cvt.rna, as mma.sync rounds its fragments and the host its scalar ones): wgmma
+ * would read the f32 bits as they lie. Called once this thread's copies landed,
+ * before the barrier that hands the stage to every warp. */
+void mm_wg_round_tf32(Mm *x, LLVMValueRef s)
+{
+	CgModule *m = x->kb->m;
+	const MmConfig *c = x->c;
+	LLVMTypeRef vt = LLVMVectorType(m->t_f32, 4);
+	LLVMValueRef tid = mm_to_ot(x, x->tid);
+	for (int w = 0; w < 2; w++) {
+		int rows = w ? c->bk : c->bm, cols = w ? c->bn : c->bk;
+		int total = (x->trans[w] ? cols : rows) * x->cpr[w];
+		LLVMValueRef soff = mm_stage_off(x, s, w);
+		if (total % MM_THREADS)
+			die("internal: %s: a tile of %d chunks", c->name, total);
+		for (int i = 0; i * MM_THREADS < total; i++) {
+			LLVMValueRef q = mm_addc(x, tid, (int64_t)i * MM_THREADS);
+			LLVMValueRef r = mm_udivc(x, q, x->cpr[w]), ch = mm_uremc(x, q, x->cpr[w]);
+			LLVMValueRef p = mm_smem_at(x, mm_add(x, soff, mm_swz(x, w, r, ch)));
+			LLVMValueRef v = LLVMBuildLoad2(x->b, vt, p, "");
+			LLVMSetAlignment(v, 16);
+			for (int e = 0; e < 4; e++) {
+				LLVMValueRef f = LLVMBuildExtractElement(x->b, v, mm_i32c(x, e), "");
+				LLVMValueRef t = mm_intrinsic(x, "llvm.nvvm.f2tf32.rna", NULL, 0, &f, 1);
+				v = LLVMBuildInsertElement(x->b, v, LLVMBuildBitCast(x->b, t, m->t_f32, ""),
+							   mm_i32c(x, e), "");
+			}
+			LLVMSetAlignment(LLVMBuildStore(x->b, v, p), 16);
+		}
+	}
+}
+
 /* wgmma on the GPU over the stage at s: each warpgroup (threads 128g..128g+127)
  * multiplies its 64 rows of the A tile by the whole B tile, BK / 16 instructions of
  * m64nBNk16 issued back to back as one group, then waits until only that group is
@@ -117,14 +151,20 @@ void mm_wg_compute_gpu(Mm *x, LLVMValueRef s)
 	LLVMValueRef sa = mm_saddr(x, mm_stage_off(x, s, 0)), sb = mm_saddr(x, mm_stage_off(x, s, 1));
 	/* warpgroup g's 64 rows: 64 rows of 128 bytes (K-major) or panel g (MN-major) */
 	sa = mm_add(x, sa, mm_mul(x, g, mm_i32c(x, x->trans[0] ? c->bk * 128 : 64 * 128)));
-	const char *ty = x->dt == DT_F16 ? "f16" : "bf16";
+	/* tf32: k8 a step, both operands K-major (the configuration's rule), no
+	 * transpose immediates */
+	const char *ty = c->tf32 ? "tf32" : x->dt == DT_F16 ? "f16" : "bf16";
+	int kstep = c->tf32 ? 8 : 16;
 	char *text = xmalloc((size_t)x->nacc * 8 + 256);
-	size_t len = (size_t)sprintf(text, "wgmma.mma_async.sync.aligned.m64n%dk16.f32.%s.%s {",
-				     c->bn, ty, ty);
+	size_t len = (size_t)sprintf(text, "wgmma.mma_async.sync.aligned.m64n%dk%d.f32.%s.%s {",
+				     c->bn, kstep, ty, ty);
 	for (int i = 0; i < x->nacc; i++)
 		len += (size_t)sprintf(text + len, "%s$%d", i ? ", " : "", i);
-	sprintf(text + len, "}, $%d, $%d, p, 1, 1, %d, %d;", x->nacc, x->nacc + 1,
-		x->trans[0] ? 1 : 0, x->trans[1] ? 0 : 1);
+	if (c->tf32)
+		sprintf(text + len, "}, $%d, $%d, p, 1, 1;", x->nacc, x->nacc + 1);
+	else
+		sprintf(text + len, "}, $%d, $%d, p, 1, 1, %d, %d;", x->nacc, x->nacc + 1,
+			x->trans[0] ? 1 : 0, x->trans[1] ? 0 : 1);
 	char *full = xmalloc(strlen(text) + 128);
 	/* one line: a line of its own starting with '}' would read as the end of the
 	 * kernel's function to emit_par.c (find_function, which copies twins) */
@@ -133,8 +173,9 @@ void mm_wg_compute_gpu(Mm *x, LLVMValueRef s)
 	LLVMValueRef fence = LLVMGetInlineAsm(vt, "wgmma.fence.sync.aligned;", 25, "~{memory}", 9,
 					      1, 0, LLVMInlineAsmDialectATT, 0);
 	LLVMBuildCall2(x->b, vt, fence, NULL, 0, "");
-	for (int kk = 0; kk < c->bk / 16; kk++) {
-		/* K-major: the next 32 bytes of each row; MN-major: the next 16 rows */
+	for (int kk = 0; kk < c->bk / kstep; kk++) {
+		/* K-major: the next 32 bytes of each row (16 halves, 8 tf32); MN-major:
+		 * the next 16 rows */
 		LLVMValueRef a = mm_addc(x, sa, x->trans[0] ? kk * 16 * 128 : kk * 32);
 		LLVMValueRef b = mm_addc(x, sb, x->trans[1] ? kk * 32 : kk * 16 * 128);
 		LLVMValueRef ex[3] = {

@@ -120,6 +120,37 @@ done
 check nhwc-rule-tf32 0 "$FUSEC" run $CN"_tf32.json" --backend cpu --check --allow-tf32
 check nhwc-fma-sk3 0 env FUSEC_MATMUL_TILES=fma64x64x16s3sk3 "$FUSEC" run $CN"_f32.json" --backend cpu --check
 check nhwc-tf32 0 env FUSEC_MATMUL_TILES=tf32x64x64x32s3 "$FUSEC" run $CN"_tf32.json" --backend cpu --check --allow-tf32
+# tf32 wgmma (sm_90a): channels last only, both operands K-major; the host runs its
+# tiling (panels, stages) with the scalar fragment, ptxas takes the kernels; on a
+# matmul (B not stored transposed) the forced configuration does not apply
+for c in wgtf32x128x128x32s4 wgtf32x128x256x32s4; do
+	check "nhwc-$c" 0 env FUSEC_MATMUL_TILES=$c "$FUSEC" run $CN"_tf32.json" --backend cpu --check --allow-tf32
+	check "nhwc-$c-compile" 0 env FUSEC_MATMUL_TILES=$c "$FUSEC" compile $CN"_tf32.json" --allow-tf32 --no-cache -o "$TMP/wt_$c"
+	check "nhwc-$c-tiles" 0 python3 -c '
+import json, sys
+t = {k.get("tiles") for k in json.load(open(sys.argv[1]))["kernels"]}
+assert sys.argv[2] in t, t
+' "$TMP/wt_$c/conv_check_nhwc_tf32.plan.json" $c
+	if [ -x "${PTXAS:-/usr/local/cuda/bin/ptxas}" ]; then
+		check "nhwc-$c-ptxas" 0 "${PTXAS:-/usr/local/cuda/bin/ptxas}" -arch=sm_90a "$TMP/wt_$c/conv_check_nhwc_tf32.ptx" -o "$TMP/wt.cubin"
+	fi
+done
+check wgtf32-not-matmul 0 env FUSEC_MATMUL_TILES=wgtf32x128x128x32s4 "$FUSEC" compile tests/bench/gpu/mm_check_tf32.json --allow-tf32 --no-cache -o "$TMP/wtm"
+check wgtf32-not-matmul-tiles 0 python3 -c '
+import json, sys
+t = {k.get("tiles") for k in json.load(open(sys.argv[1]))["kernels"]}
+assert not any(x and x.startswith("wg") for x in t), t
+' "$TMP/wtm/mm_check_tf32.plan.json"
+# the rule: ResNet-50's 56x56 expansion to 256 channels in tf32 channels last takes
+# the 128x256 tf32 wgmma tile, its 64-channel 3x3 the 128x128 one
+sed 's/"bf16"/"f32"/g' "$TMP/rule.json" > "$TMP/rule32.json"
+check conv-rule-tf32-compile 0 "$FUSEC" compile "$TMP/rule32.json" --allow-tf32 --layout nhwc -o "$TMP/rule32"
+check conv-rule-tf32-tiles 0 python3 -c '
+import json, sys
+p = json.load(open(sys.argv[1]))
+t = [k.get("tiles") for k in p["kernels"] if k.get("tiles")]
+assert "wgtf32x128x256x32s4" in t, t
+' "$TMP/rule32/rule.plan.json"
 for c in tc128x128x64s3 tc64x64x32s3sk2 wg128x256x64s4 tc128x32x32s3; do
 	check "nhwc-$c" 0 env FUSEC_MATMUL_TILES=$c "$FUSEC" run $CN"_bf16.json" --backend cpu --check
 done
