@@ -323,54 +323,6 @@ static LLVMValueRef window_at(Mm *x, LLVMValueRef base, LLVMValueRef ih0, LLVMVa
 	return LLVMBuildSelect(x->b, *ok, at, mm_i64c(x, 0), "");
 }
 
-/* The element path of one group without horizontal dilation (a stem's 3 channels):
- * the window's row kh is one run of KW*C elements in the input, (kw, c) at r = kw*C +
- * c from the row's first pixel. So an element is its row's address plus r, inside
- * the input when its row is and lo <= r < hi (lo, hi: the run's part inside the
- * input's width, from the window's corner); the next element is r + 1, wrapping to
- * the next row. No division past the first element, one add for its address. */
-static void load_a_runs(Mm *x, LLVMValueRef base, LLVMValueRef ih0, LLVMValueRef iw0,
-			LLVMValueRef k, LLVMValueRef c, LLVMValueRef kh, LLVMValueRef kw,
-			LLVMValueRef dst)
-{
-	MmConv *cv = &x->cv;
-	CgModule *cm = x->kb->m;
-	LLVMTypeRef rt = mm_raw_type(x);
-	LLVMBuilderRef b = x->b;
-	LLVMValueRef run = mm_mul(x, cv->KW, cv->C);              /* i32 */
-	LLVMValueRef r = mm_add(x, mm_mul(x, kw, cv->C), c);
-	LLVMValueRef lo = mm_mul(x, LLVMBuildNeg(b, iw0, ""), cv->C);
-	LLVMValueRef hi = mm_mul(x, LLVMBuildSub(b, cv->W, iw0, ""), cv->C);
-	/* the row's first pixel, (ih, iw0), as an element offset (i64; the corner may
-	 * lie left of the input: only elements at lo <= r are read) */
-	LLVMValueRef row_step = mm_to64(x, mm_mulc(x, mm_mul(x, cv->W, cv->C), cv->dil[0]));
-	LLVMValueRef ih = mm_add(x, ih0, mm_mulc(x, kh, cv->dil[0]));
-	LLVMValueRef pix = LLVMBuildSExt(b, mm_add(x, mm_mul(x, ih, cv->W), iw0), cm->t_i64, "");
-	LLVMValueRef row = mm_add(x, mm_add(x, base, x->base[0]),
-				  LLVMBuildMul(b, pix, mm_to64(x, cv->C), ""));
-	LLVMValueRef vec = LLVMConstNull(LLVMVectorType(rt, (unsigned)x->ce));
-	for (int e = 0; e < x->ce; e++) {
-		if (e > 0) {
-			r = mm_addc(x, r, 1);
-			LLVMValueRef wrap = LLVMBuildICmp(b, LLVMIntEQ, r, run, "");
-			r = LLVMBuildSelect(b, wrap, mm_i32c(x, 0), r, "");
-			ih = LLVMBuildSelect(b, wrap, mm_addc(x, ih, cv->dil[0]), ih, "");
-			row = LLVMBuildSelect(b, wrap, LLVMBuildAdd(b, row, row_step, ""), row, "");
-		}
-		LLVMValueRef ok = LLVMBuildAnd(b, LLVMBuildICmp(b, LLVMIntULT, ih, cv->H, ""),
-			LLVMBuildAnd(b, LLVMBuildICmp(b, LLVMIntSGE, r, lo, ""),
-				     LLVMBuildICmp(b, LLVMIntSLT, r, hi, ""), ""), "");
-		ok = LLVMBuildAnd(b, ok, mm_lt(x, mm_addc(x, k, e), x->K), "");
-		LLVMValueRef at = LLVMBuildSelect(b, ok, LLVMBuildAdd(b, row, mm_to64(x, r), ""),
-						  mm_i64c(x, 0), "");
-		LLVMValueRef v = LLVMBuildLoad2(b, rt, LLVMBuildGEP2(b, rt, x->src[0], &at, 1, ""), "");
-		LLVMSetAlignment(v, (unsigned)x->es);
-		v = LLVMBuildSelect(b, ok, v, LLVMConstNull(rt), "");
-		vec = LLVMBuildInsertElement(b, vec, v, mm_i32c(x, e), "");
-	}
-	LLVMSetAlignment(LLVMBuildStore(b, vec, dst), 16);
-}
-
 void mm_conv_load_a(Mm *x, int i, LLVMValueRef m, LLVMValueRef k, LLVMValueRef doff,
 		    LLVMValueRef dst, bool whole)
 {
@@ -414,10 +366,6 @@ void mm_conv_load_a(Mm *x, int i, LLVMValueRef m, LLVMValueRef k, LLVMValueRef d
 	LLVMValueRef vec = LLVMConstNull(LLVMVectorType(rt, (unsigned)x->ce));
 	LLVMValueRef c, kh, kw, kok;
 	k_split(x, k, &c, &kh, &kw, &kok);
-	if (LLVMConstIntGetZExtValue(cv->G) == 1 && cv->dil[1] == 1) {
-		load_a_runs(x, base, ih0, iw0, k, c, kh, kw, dst);
-		return;
-	}
 	for (int e = 0; e < x->ce; e++) {
 		LLVMValueRef ok;
 		if (e > 0) {
