@@ -50,6 +50,9 @@ for l in "" nhwc_; do
 done
 # the depthwise kernel channels last (codegen/matmul_depthwise.c): each output
 # columns a thread forced on every depthwise conv, 16-bit and f32 lanes
+for c in wgtf32x128x128x32s4 wgtf32x128x256x32s4; do
+	FUSEC_MATMUL_TILES=$c "$FUSEC" compile tests/bench/gpu/conv_check_nhwc_tf32.json --allow-tf32 --no-cache -o "$G/plans/conv_check_nhwc_tf32__$c" > /dev/null
+done
 for c in dwc4 dwc2 dwc1; do
 	for t in bf16 f32; do
 		FUSEC_MATMUL_TILES=$c "$FUSEC" compile tests/bench/gpu/conv_check_nhwc_$t.json --no-cache -o "$G/plans/conv_check_nhwc_${t}__$c" > /dev/null
