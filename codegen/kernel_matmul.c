@@ -18,7 +18,7 @@
  *   matmul_tile.c      the builder's helpers, operand layout, stage loads, the loop
  *                      over output tiles and its K pipeline, cg_matmul_tiled;
  *   matmul_mma.c       mma.sync (f16, bf16, tf32): GPU fragments, host definition;
- *   matmul_wgmma.c     wgmma from shared memory (sm_90a);
+ *   matmul_wgmma.c     wgmma from shared memory (sm_90a; tf32 for convs channels last);
  *   matmul_simt.c      SIMT FMAs (f32) and the gemv configuration (tiny M);
  *   matmul_epilogue.c  the epilogue and the split-K combine;
  *   matmul_conv.c      conv2d as an implicit GEMM on these tiles;

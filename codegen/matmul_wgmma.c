@@ -21,6 +21,9 @@
  *     not STAGES - 1), and fence.proxy.async orders the copies that landed before
  *     wgmma reads them; after the last step wait_group 0 pins the accumulators
  *     (mm_wg_wait).
+ * Under --allow-tf32 a conv channels last takes wgtf32x128x{128,256}x32s4: m64nNk8
+ * tf32, both operands K-major (the only layout tf32 wgmma reads), each stage rounded
+ * to tf32 in shared memory by the threads that copied it (mm_wg_round_tf32).
  * --arch sm_90 keeps mma.sync (PTX that later GPUs can still load). The host backend
  * runs the same tiling (configuration, panels, stages) with the scalar fragment of
  * mm_tc_compute_host (matmul_mma.c), so the cpu backend checks the plan the GPU
