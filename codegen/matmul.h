@@ -145,6 +145,13 @@ typedef struct {
 
 /* ---- matmul_pick.c: the table ---- */
 
+/* Whether op's operands are both K-major in shared memory (A rows along K, B stored
+ * transposed), the only layout tf32 wgmma reads: a conv channels last. */
+static inline bool mm_kmajor(const RelOp *op)
+{
+	return op->kind == OP_CONV2D && op->attr.layout == LAYOUT_NHWC;
+}
+
 /* Configuration variant of the table, NULL for 0 (plain) or out of range. */
 const MmConfig *mm_config(int variant);
 /* Whether spec is a matmul the tiled kernel takes (and which operand dtypes a
@@ -275,6 +282,11 @@ void mm_acc_store(Mm *x, LLVMValueRef e, LLVMValueRef v);
 /* Shared memory: the swizzled byte offset of (row, chunk) in operand w's tile, a
  * pointer to a byte offset, and inline PTX. */
 LLVMValueRef mm_swz(Mm *x, int w, LLVMValueRef row, LLVMValueRef ch);
+/* Chunk q of operand w's tile (the share of a thread: q = tid + i * MM_THREADS): its
+ * row and chunk in the shared tile, and its byte offset in the stage whose operand
+ * w starts at soff. */
+LLVMValueRef mm_chunk_at(Mm *x, int w, LLVMValueRef soff, LLVMValueRef q, LLVMValueRef *row,
+			 LLVMValueRef *ch);
 LLVMValueRef mm_smem_at(Mm *x, LLVMValueRef byte);
 LLVMValueRef mm_asm_call(Mm *x, LLVMTypeRef ret, const char *text, const char *cons,
 			 LLVMValueRef *args, int nargs);

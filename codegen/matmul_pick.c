@@ -334,8 +334,7 @@ int cg_matmul_variant(const CgKernelSpec *s, const char *arch, bool host, bool a
 		if (!strcmp(force, mm_configs[v].name) && !mm_configs[v].dw &&
 		    mm_fits(&mm_configs[v], t, tf32) &&
 		    (mm_configs[v].gemv || sm80) && (!mm_configs[v].wg || wg) &&
-		    (!mm_configs[v].wg || !mm_configs[v].tf32 ||
-		     (conv && mm->attr.layout == LAYOUT_NHWC)) &&
+		    (!mm_configs[v].wg || !mm_configs[v].tf32 || mm_kmajor(mm)) &&
 		    (!mm_configs[v].gemv || (m <= MM_GEMV_M && !conv)))
 			return v;
 	/* a tiny f32 problem runs plain: one thread per output, at most MM_TINY_K FMAs
@@ -354,8 +353,7 @@ int cg_matmul_variant(const CgKernelSpec *s, const char *arch, bool host, bool a
 	double u128 = fill(m, 128) * fill(n, 128), u256 = fill(m, 128) * fill(n, 256);
 	/* tf32 on sm_90a: wgmma for a conv channels last (both operands K-major),
 	 * by the bf16 rule's thresholds; mma.sync below them and for the rest */
-	bool kmajor = conv && mm->attr.layout == LAYOUT_NHWC;
-	if (t == DT_F32 && tf32 && wg && kmajor) {
+	if (t == DT_F32 && tf32 && wg && mm_kmajor(mm)) {
 		int64_t big256 = batch * ((m + 127) / 128) * ((n + 255) / 256);
 		if (u256 >= 0.9 && big256 >= MM_WAVE)
 			return MM_WGT256;
@@ -381,7 +379,7 @@ int cg_matmul_variant(const CgKernelSpec *s, const char *arch, bool host, bool a
 		 * thin 1x1 convs: 16 to 24 columns of a 64-wide tile) takes the narrow
 		 * tile over a wave of its blocks (MobileNetV3-L at batch 32, bf16:
 		 * those convs 1.5-1.7x faster, the model 6 %; docs/benchmarks.md,
-		 * "The narrow tile on by default, and stems padded") */
+		 * "The narrow tile by default, tf32 on wgmma ...") */
 		if (mm->attr.layout == LAYOUT_NHWC && n <= 32 &&
 		    batch * ((m + 127) / 128) >= MM_WAVE)
 			return MM_TC32;

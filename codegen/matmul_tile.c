@@ -264,6 +264,14 @@ LLVMValueRef mm_swz(Mm *x, int w, LLVMValueRef row, LLVMValueRef ch)
 	return mm_add(x, mm_mulc(x, row, (int64_t)cpr * 16), mm_mulc(x, phys, 16));
 }
 
+LLVMValueRef mm_chunk_at(Mm *x, int w, LLVMValueRef soff, LLVMValueRef q, LLVMValueRef *row,
+			 LLVMValueRef *ch)
+{
+	*row = mm_udivc(x, q, x->cpr[w]);
+	*ch = mm_uremc(x, q, x->cpr[w]);
+	return mm_add(x, soff, mm_swz(x, w, *row, *ch));
+}
+
 LLVMValueRef mm_smem_at(Mm *x, LLVMValueRef byte)
 {
 	LLVMValueRef r = cse_get(x, MM_CSE_GEP, x->smem, byte);
@@ -353,7 +361,8 @@ static void load_tile(Mm *x, int w, LLVMValueRef s, LLVMValueRef kt)
 			LLVMValueRef go = mm_add(x, o0, mm_to64(x, r));
 			LLVMValueRef gi = mm_add(x, i0, mm_to64(x, mm_mulc(x, ch, x->ce)));
 			LLVMValueRef rowok = mm_lt(x, go, obound);
-			LLVMValueRef doff = mm_add(x, soff, mm_swz(x, w, r, ch));
+			/* (the same r and ch, numbered once) */
+			LLVMValueRef doff = mm_chunk_at(x, w, soff, q, &r, &ch);
 			LLVMValueRef dst = mm_smem_at(x, doff);
 			if (gather_whole) {
 				mm_conv_load_a(x, i, go, gi, doff, dst, pass == 0);
@@ -714,7 +723,7 @@ int cg_matmul_tiled(CgKb *kb, int variant, const int *wr, int nw)
 	if (!mm_fits(c, x->dt, true))
 		return cg_fail(kb, "internal: tile configuration %s does not fit %s", c->name,
 			       ir_dtype_name(x->dt));
-	if (c->wg && c->tf32 && !(x->is_conv && x->op->attr.layout == LAYOUT_NHWC))
+	if (c->wg && c->tf32 && !mm_kmajor(x->op))
 		return cg_fail(kb, "internal: tile configuration %s takes only a conv channels "
 			       "last (tf32 wgmma reads both operands K-major)", c->name);
 	int r = x->rank;

@@ -108,7 +108,7 @@ void mm_wg_wait(Mm *x, int n)
 }
 
 /* tf32: the chunks this thread copied into the stage at s (load_tile's share of
- * each operand: chunks tid, tid + MM_THREADS, ...), rounded in place to tf32
+ * each operand: chunks tid, tid + MM_THREADS, ... by mm_chunk_at), rounded in place to tf32
  * (cvt.rna, as mma.sync rounds its fragments and the host its scalar ones): wgmma
  * would read the f32 bits as they lie. Called once this thread's copies landed,
  * before the barrier that hands the stage to every warp. */
@@ -125,9 +125,8 @@ void mm_wg_round_tf32(Mm *x, LLVMValueRef s)
 		if (total % MM_THREADS)
 			die("internal: %s: a tile of %d chunks", c->name, total);
 		for (int i = 0; i * MM_THREADS < total; i++) {
-			LLVMValueRef q = mm_addc(x, tid, (int64_t)i * MM_THREADS);
-			LLVMValueRef r = mm_udivc(x, q, x->cpr[w]), ch = mm_uremc(x, q, x->cpr[w]);
-			LLVMValueRef p = mm_smem_at(x, mm_add(x, soff, mm_swz(x, w, r, ch)));
+			LLVMValueRef r, ch, q = mm_addc(x, tid, (int64_t)i * MM_THREADS);
+			LLVMValueRef p = mm_smem_at(x, mm_chunk_at(x, w, soff, q, &r, &ch));
 			LLVMValueRef v = LLVMBuildLoad2(x->b, vt, p, "");
 			LLVMSetAlignment(v, 16);
 			for (int e = 0; e < 4; e++) {
