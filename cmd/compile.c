@@ -92,7 +92,10 @@ static const char compile_usage[] =
 	"                         keeps op kinds, names or ops[N] in f32; the plan says\n"
 	"                         so; docs/precision.md)\n"
 	"  --layout nhwc          run convolutions and pools channels last (inputs and\n"
-	"                         outputs as they are; docs/design.md, \"Channels last\")\n";
+	"                         outputs as they are; docs/design.md, \"Channels last\")\n"
+	"  --attention fuse       compute each attention written as matmul, scale, bias,\n"
+	"                         softmax, matmul as one attention op (default keep;\n"
+	"                         `explain` says which fused and why others did not)\n";
 
 /* ---- options ------------------------------------------------------------------ */
 
@@ -828,6 +831,8 @@ static bool result_key(const CompileOptions *o, int argc, char **argv, Buf *key,
 	/* main took --precision and --keep-f32 out of argv */
 	if (cmd_layout_name())
 		buf_printf(key, "layout %s\n", cmd_layout_name());
+	if (cmd_attention_name())
+		buf_printf(key, "attention %s\n", cmd_attention_name());
 	if (cmd_precision_name())
 		buf_printf(key, "precision %s\nkeep-f32 %s\n", cmd_precision_name(),
 			   cmd_precision_keep() ? cmd_precision_keep() : "(none)");

@@ -156,6 +156,8 @@ int cmd_explain(int argc, char **argv)
 	}
 	Buf b = {0};
 	/* --precision: what the conversion did, before the ops it made */
+	if (!json)
+		pass_attention_summary(cmd_attention_info(), &b);
 	if (cmd_layout_info() && !json)
 		pass_layout_summary(cmd_layout_info(), &b);
 	if (cmd_precision_info() && !json)

@@ -59,8 +59,9 @@ static const char usage_text[] =
 	"fixes the shape of an input whose dims the model leaves symbolic.\n"
 	"compile, explain, run, bench and normalize take --precision bf16|f16 (an f32\n"
 	"graph computed in bf16 or f16; --keep-f32 LIST keeps op kinds, op names or\n"
-	"ops[N] in f32; docs/precision.md) and --layout nhwc (convolutions and pools\n"
-	"channels last; docs/design.md).\n"
+	"ops[N] in f32; docs/precision.md), --layout nhwc (convolutions and pools\n"
+	"channels last; docs/design.md) and --attention fuse (each attention written\n"
+	"as matmul, softmax, matmul computed as one op; docs/graph-format.md).\n"
 	"Every command takes the resource caps on the graphs it reads:\n"
 	"  --max-ops N (default 10000000), --max-tensors N (20000000),\n"
 	"  --max-elements N (elements of all tensors together; default no cap)\n"
@@ -136,6 +137,19 @@ static PrecisionInfo precision_info; /* of the last graph loaded */
 static const char *layout_name;
 static bool tf32_seen;
 static LayoutInfo layout_info;       /* of the last graph loaded */
+/* --attention fuse|keep (passes/attention.c), first of the graph rewrites */
+static const char *attention_name;
+static AttentionInfo attention_info; /* of the last graph loaded */
+
+const char *cmd_attention_name(void)
+{
+	return attention_name;
+}
+
+const AttentionInfo *cmd_attention_info(void)
+{
+	return &attention_info;
+}
 
 const char *cmd_layout_name(void)
 {
@@ -168,8 +182,11 @@ static Graph *apply_precision(Graph *g)
 {
 	LayoutOptions lo = {!layout_name ? LAYOUT_MODE_AUTO : !strcmp(layout_name, "nhwc") ?
 			    LAYOUT_MODE_NHWC : LAYOUT_MODE_KEEP, tf32_seen || precision_name};
-	if (g)
+	if (g) {
+		pl_attention(g, attention_name && !strcmp(attention_name, "fuse") ?
+			     ATTENTION_FUSE : ATTENTION_KEEP, &attention_info);
 		pl_layout(g, &lo, &layout_info);
+	}
 	if (!g || !precision_name)
 		return g;
 	Diag d;
@@ -226,9 +243,9 @@ bool cmd_graph_cacheable(const char *path)
 int cmd_refuse_input_shapes(const char *path)
 {
 	Diag d;
-	if (precision_name || layout_name) {
-		diag_set(&d, path, 0, 0, "--precision, --keep-f32 and --layout apply to a graph or "
-			 "a model; a compiled plan was compiled with its own");
+	if (precision_name || layout_name || attention_name) {
+		diag_set(&d, path, 0, 0, "--precision, --keep-f32, --layout and --attention apply "
+			 "to a graph or a model; a compiled plan was compiled with its own");
 		cmd_print_diag_code(&d, "invalid-input");
 		return 1;
 	}
@@ -413,7 +430,8 @@ static int take_input_shapes(const char *sub, int *argc, char **argv)
 /* Take --precision bf16|f16 and --keep-f32 LIST (or --opt=VALUE) out of argv. */
 static int take_precision(const char *sub, int *argc, char **argv)
 {
-	static const char *const names[] = {"--precision", "--keep-f32", "--layout"};
+	static const char *const names[] = {"--precision", "--keep-f32", "--layout",
+					    "--attention"};
 	int k = 1;
 	for (int i = 1; i < *argc; i++) {
 		if (!strcmp(argv[i], "--")) {
@@ -423,7 +441,7 @@ static int take_precision(const char *sub, int *argc, char **argv)
 		}
 		int which = -1;
 		const char *val = NULL;
-		for (int n = 0; n < 3 && which < 0; n++) {
+		for (int n = 0; n < 4 && which < 0; n++) {
 			size_t len = strlen(names[n]);
 			if (!strncmp(argv[i], names[n], len) && (!argv[i][len] || argv[i][len] == '=')) {
 				which = n;
@@ -444,6 +462,15 @@ static int take_precision(const char *sub, int *argc, char **argv)
 		}
 		if (which == 1) {
 			precision.keep = val;
+			continue;
+		}
+		if (which == 3) {
+			if (strcmp(val, "fuse") && strcmp(val, "keep")) {
+				cmd_usage_error(sub, "--attention: unknown mode '%s' (fuse or keep)",
+						val);
+				return EXIT_USAGE;
+			}
+			attention_name = val;
 			continue;
 		}
 		if (which == 2) {
@@ -468,6 +495,11 @@ static int take_precision(const char *sub, int *argc, char **argv)
 	}
 	if (layout_name && (!strcmp(sub, "ops") || !strcmp(sub, "import"))) {
 		cmd_usage_error(sub, "--layout applies to compile, explain, run, bench and "
+				"normalize");
+		return EXIT_USAGE;
+	}
+	if (attention_name && (!strcmp(sub, "ops") || !strcmp(sub, "import"))) {
+		cmd_usage_error(sub, "--attention applies to compile, explain, run, bench and "
 				"normalize");
 		return EXIT_USAGE;
 	}

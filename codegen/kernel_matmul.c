@@ -26,8 +26,81 @@
  *                      a thread, the matmul's epilogue contract. */
 #include "cg_impl.h"
 
+/* attention (ir/ops.def) for one output element (row i, column c): one pass over
+ * the keys with the online softmax, in f32 (f64 for f64): per key j the score s =
+ * scale * q_i . kt_j (+ bias), the running max m, the sum l and the weighted sum
+ * acc rescaled by exp(m_old - m_new) when the max grows; the result acc / l. Every
+ * column recomputes the row's scores: the plain fallback, not the fast kernel. */
+static LLVMValueRef eval_attention(CgKb *kb, const RelOp *op, CgIdx *out)
+{
+	LLVMBuilderRef b = kb->b;
+	const RelTensor *q = &op->t[0], *kt = &op->t[1], *v = &op->t[2];
+	const RelTensor *bias = op->nin == 4 ? &op->t[3] : NULL;
+	DType it = (DType)q->dtype, t = it == DT_F64 ? DT_F64 : DT_F32;
+	int r = q->rank;
+	LLVMValueRef zero = cg_zero(kb, t), ninf = cg_extreme(kb, t, true);
+	LLVMValueRef scale = cg_scalar_as(kb, op->place0, t);
+	LLVMValueRef pos[IR_MAX_RANK];
+	CgLoop lj;
+	cg_loop_begin(kb, &lj, cg_i64(kb, 0), cg_dim(kb, kt->shape[r - 1]), cg_i64(kb, 1));
+	LLVMValueRef m = cg_carry(kb, &lj, ninf);
+	LLVMValueRef l = cg_carry(kb, &lj, zero);
+	LLVMValueRef acc = cg_carry(kb, &lj, zero);
+	/* the score of key j */
+	CgLoop lk;
+	cg_loop_begin(kb, &lk, cg_i64(kb, 0), cg_dim(kb, q->shape[r - 1]), cg_i64(kb, 1));
+	LLVMValueRef dot = cg_carry(kb, &lk, zero);
+	for (int d = 0; d < r - 2; d++)
+		pos[d] = q->shape[d] == 0 ? cg_i64(kb, 0) : out->i[d];
+	pos[r - 2] = out->i[r - 2];
+	pos[r - 1] = lk.i;
+	CgIdx xq = cg_idx_at(q, pos);
+	LLVMValueRef vq = cg_convert(kb, cg_eval(kb, q->id, &xq), it, t);
+	for (int d = 0; d < r - 2; d++)
+		pos[d] = kt->shape[d] == 0 ? cg_i64(kb, 0) : out->i[d];
+	pos[r - 2] = lk.i;
+	pos[r - 1] = lj.i;
+	CgIdx xk = cg_idx_at(kt, pos);
+	LLVMValueRef vk = cg_convert(kb, cg_eval(kb, kt->id, &xk), it, t);
+	cg_carry_next(kb, &lk, dot, cg_binary_value(kb, OP_ADD, t, dot,
+						    cg_binary_value(kb, OP_MUL, t, vq, vk)));
+	cg_loop_end(kb, &lk);
+	LLVMValueRef s = cg_binary_value(kb, OP_MUL, t, dot, scale);
+	if (bias) {
+		for (int d = 0; d < r; d++)
+			pos[d] = bias->shape[d] == 0 ? cg_i64(kb, 0) :
+				 d == r - 1 ? lj.i : out->i[d];
+		CgIdx xb = cg_idx_at(bias, pos);
+		s = cg_binary_value(kb, OP_ADD, t, s, cg_convert(kb, cg_eval(kb, bias->id, &xb),
+								   it, t));
+	}
+	/* the new max, and the shift: 0 while every score so far is -inf (then both
+	 * exps are 0, not NaN) */
+	LLVMValueRef mn = cg_select_max(kb, t, m, s, true);
+	LLVMValueRef shift = LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealOEQ, mn, ninf, ""),
+					     zero, mn, "");
+	LLVMValueRef corr = cg_math_unary(&kb->math, OP_EXP,
+					  cg_binary_value(kb, OP_SUB, t, m, shift), GELU_NONE);
+	LLVMValueRef p = cg_math_unary(&kb->math, OP_EXP, cg_binary_value(kb, OP_SUB, t, s, shift),
+				       GELU_NONE);
+	for (int d = 0; d < r - 2; d++)
+		pos[d] = v->shape[d] == 0 ? cg_i64(kb, 0) : out->i[d];
+	pos[r - 2] = lj.i;
+	pos[r - 1] = out->i[r - 1];
+	CgIdx xv = cg_idx_at(v, pos);
+	LLVMValueRef vv = cg_convert(kb, cg_eval(kb, v->id, &xv), it, t);
+	cg_carry_next(kb, &lj, m, mn);
+	cg_carry_next(kb, &lj, l, cg_binary_value(kb, OP_ADD, t, cg_binary_value(kb, OP_MUL, t, l, corr), p));
+	cg_carry_next(kb, &lj, acc, cg_binary_value(kb, OP_ADD, t,
+		cg_binary_value(kb, OP_MUL, t, acc, corr), cg_binary_value(kb, OP_MUL, t, p, vv)));
+	cg_loop_end(kb, &lj);
+	return cg_convert(kb, cg_binary_value(kb, OP_DIV, t, acc, l), t, it);
+}
+
 LLVMValueRef cg_eval_matmul(CgKb *kb, const RelOp *op, CgIdx *out)
 {
+	if (op->kind == OP_ATTENTION)
+		return eval_attention(kb, op, out);
 	const RelTensor *a = &op->t[0], *b = &op->t[1];
 	DType it = (DType)a->dtype;
 	DType t = ir_dtype_is_float(it) ? it : DT_I64;  /* accumulator dtype */

@@ -62,6 +62,8 @@ typedef struct {
 	int dw;                  /* > 0: not a tile but a depthwise conv channels last,
 				    this many output columns a thread
 				    (matmul_depthwise.c) */
+	bool att;                /* the attention op's kernel (matmul_attention.c): BM
+				    rows of q, BN keys a step, head dims up to BK */
 } MmConfig;
 
 /* A convolution run as an implicit GEMM on the tiles (matmul_conv.c): per image n
@@ -293,6 +295,8 @@ LLVMValueRef mm_asm_call(Mm *x, LLVMTypeRef ret, const char *text, const char *c
 /* Stage loads (both operands for K step kt into the stage at s), the f32 value of an
  * element of a shared tile. */
 void mm_load_stage(Mm *x, LLVMValueRef s, LLVMValueRef kt);
+/* One operand's tile of it (w: 0 = A, 1 = B), in one phase. */
+void mm_load_tile(Mm *x, int w, LLVMValueRef s, LLVMValueRef kt);
 LLVMValueRef mm_smem_elem(Mm *x, int w, LLVMValueRef soff, LLVMValueRef row,
 			  LLVMValueRef col);
 /* Operands: the buffer and strides of operand w of the matmul at spec->ops[mi],
@@ -361,6 +365,12 @@ bool mm_dw_eligible(const RelOp *op, const int64_t *dims, int ndims);
 int mm_dw_outputs(const MmConfig *c, const RelOp *op);
 /* The kernel body (a plain grid-stride launch, after the frame made the function). */
 int mm_dw_kernel(CgKb *kb, const MmConfig *c, const int *wr, int nw);
+
+/* ---- matmul_attention.c: the attention op ---- */
+
+/* The kernel body, and the shared bytes of configuration c over elements of es bytes. */
+int mm_attention_kernel(CgKb *kb, const MmConfig *c, const int *wr, int nw);
+int mm_attention_smem(const MmConfig *c, int es);
 
 /* ---- matmul_epilogue.c ---- */
 

@@ -39,67 +39,72 @@ enum {
 	MM_TC32 = 16,            /* tc128x32x32s3 */
 	MM_DW4 = 17, MM_DW2 = 18, MM_DW1 = 19, /* depthwise channels last */
 	MM_WGT128 = 20, MM_WGT256 = 21, /* wgmma tf32 (sm_90a, --allow-tf32) */
+	MM_ATT64 = 22, MM_ATT128 = 23,  /* the attention op (matmul_attention.c) */
 };
 
 /* The tile-configuration table (docs/design.md, "Matmul tiles"). Index 0 is "no
  * tiling". Every entry fits MM_THREADS threads; entries whose shared memory (mm_smem)
  * exceeds MM_SMEM_STATIC take it as the launch's dynamic shared memory. */
 static const MmConfig mm_configs[] = {
-	{"plain", false, false, false, 0, 0, 0, 0, 0, 0, 0, 0, false, 0},
+	{"plain", false, false, false, 0, 0, 0, 0, 0, 0, 0, 0, false, 0, false},
 	/* 2 blocks per SM: ptxas fits 128 registers (a few hundred bytes of spills), and
 	 * 16 warps hide ldmatrix and mma latency better than 8; BK = 64 and 96 KiB of
 	 * dynamic shared memory: half the barriers of BK = 32, and a short K (G7,
 	 * K = 256) is in flight after the prologue */
-	{"tc128x128x64s3", true, false, false, 2, 128, 128, 64, 2, 4, 3, 0, false, 0},
-	{"tc64x64x32s3", true, false, false, 0, 64, 64, 32, 2, 4, 3, 0, false, 0},
-	{"fma128x128x16s3", false, false, false, 0, 128, 128, 16, 0, 0, 3, 0, false, 0},
-	{"fma64x64x16s3", false, false, false, 0, 64, 64, 16, 0, 0, 3, 0, false, 0},
+	{"tc128x128x64s3", true, false, false, 2, 128, 128, 64, 2, 4, 3, 0, false, 0, false},
+	{"tc64x64x32s3", true, false, false, 0, 64, 64, 32, 2, 4, 3, 0, false, 0, false},
+	{"fma128x128x16s3", false, false, false, 0, 128, 128, 16, 0, 0, 3, 0, false, 0, false},
+	{"fma64x64x16s3", false, false, false, 0, 64, 64, 16, 0, 0, 3, 0, false, 0, false},
 	/* --allow-tf32: mma.sync m16n8k8 tf32; f32 stages are twice the bytes, so the
 	 * large tile takes half the K of the bf16 tiles to stay within 48 KiB */
-	{"tf32x128x128x16s3", true, true, false, 0, 128, 128, 16, 2, 4, 3, 0, false, 0},
-	{"tf32x64x64x32s3", true, true, false, 0, 64, 64, 32, 2, 4, 3, 0, false, 0},
+	{"tf32x128x128x16s3", true, true, false, 0, 128, 128, 16, 2, 4, 3, 0, false, 0, false},
+	{"tf32x64x64x32s3", true, true, false, 0, 64, 64, 32, 2, 4, 3, 0, false, 0, false},
 	/* M <= MM_GEMV_M (decode): no shared operand tiles, every dtype and arch */
-	{"gemv16x64k8", false, false, true, 0, 16, 64, 8, 0, 0, 0, 0, false, 0},
+	{"gemv16x64k8", false, false, true, 0, 16, 64, 8, 0, 0, 0, 0, false, 0, false},
 	/* long K with a wave of 128x256 tiles (G5): 64x64 warp tiles (8 ldmatrix.x4
 	 * per 32 mma), 4 stages (96 KiB), 255 registers, one block per SM */
-	{"tc128x256x32s4", true, false, false, 1, 128, 256, 32, 2, 4, 4, 0, false, 0},
+	{"tc128x256x32s4", true, false, false, 1, 128, 256, 32, 2, 4, 4, 0, false, 0, false},
 	/* split-K (under a wave of output tiles): `split` blocks share an output tile,
 	 * each taking a contiguous share of K; their partial tiles go to the launch's
 	 * scratch and the last of them sums the partials in split order, then runs the
 	 * epilogue (mm_split_combine). Two blocks per SM asked of ptxas (128 registers):
 	 * unbounded, the combine's loads took up to 207 (docs/benchmarks.md, "Matmul
 	 * under a wave") */
-	{"fma64x64x16s3sk3", false, false, false, 2, 64, 64, 16, 0, 0, 3, 3, false, 0},
-	{"fma64x64x16s3sk4", false, false, false, 2, 64, 64, 16, 0, 0, 3, 4, false, 0},
-	{"fma128x128x16s3sk4", false, false, false, 0, 128, 128, 16, 0, 0, 3, 4, false, 0},
-	{"tc64x64x32s3sk2", true, false, false, 2, 64, 64, 32, 2, 4, 3, 2, false, 0},
-	{"tc64x64x32s3sk4", true, false, false, 2, 64, 64, 32, 2, 4, 3, 4, false, 0},
+	{"fma64x64x16s3sk3", false, false, false, 2, 64, 64, 16, 0, 0, 3, 3, false, 0, false},
+	{"fma64x64x16s3sk4", false, false, false, 2, 64, 64, 16, 0, 0, 3, 4, false, 0, false},
+	{"fma128x128x16s3sk4", false, false, false, 0, 128, 128, 16, 0, 0, 3, 4, false, 0, false},
+	{"tc64x64x32s3sk2", true, false, false, 2, 64, 64, 32, 2, 4, 3, 2, false, 0, false},
+	{"tc64x64x32s3sk4", true, false, false, 2, 64, 64, 32, 2, 4, 3, 4, false, 0, false},
 	/* sm_90a (the default arch): wgmma.mma_async m64nBNk16 straight from the
 	 * stages, one warpgroup per 64 rows (the warp grid 8 x 1 is the accumulator
 	 * layout of wgmma: warp w holds rows 16w..16w+15 of the block tile, the same
 	 * fragment-to-element map as mma.sync's m16n8 repeated along N); operand
 	 * tiles in 128-byte panels with the 128-byte swizzle (wg_desc, matmul_wgmma.c) */
-	{"wg128x128x64s4", true, false, false, 1, 128, 128, 64, 8, 1, 4, 0, true, 0},
-	{"wg128x256x64s4", true, false, false, 1, 128, 256, 64, 8, 1, 4, 0, true, 0},
+	{"wg128x128x64s4", true, false, false, 1, 128, 128, 64, 8, 1, 4, 0, true, 0, false},
+	{"wg128x256x64s4", true, false, false, 1, 128, 256, 64, 8, 1, 4, 0, true, 0, false},
 	/* a channels-last conv of few output channels per group (MobileNetV3's 1x1
 	 * convs of 16 to 40 channels on 112x112 to 28x28 planes): rows are pixels,
 	 * so a tall narrow tile wastes fewer columns than 64x64 (the warp tile is
 	 * tc64x64x32s3's, 32x16); on the H200 the 16-channel ones ran 1.5-1.7x
 	 * faster on it */
-	{"tc128x32x32s3", true, false, false, 0, 128, 32, 32, 4, 2, 3, 0, false, 0},
+	{"tc128x32x32s3", true, false, false, 0, 128, 32, 32, 4, 2, 3, 0, false, 0, false},
 	/* not tiles: a depthwise conv channels last (matmul_depthwise.c), 16 bytes of
 	 * channels of 4, 2 or 1 output columns a thread (the rule: 1 for a 3x3, 2
 	 * from 5x5 on) */
-	{"dwc4", false, false, false, 0, 0, 0, 0, 0, 0, 0, 0, false, 4},
-	{"dwc2", false, false, false, 0, 0, 0, 0, 0, 0, 0, 0, false, 2},
-	{"dwc1", false, false, false, 0, 0, 0, 0, 0, 0, 0, 0, false, 1},
+	{"dwc4", false, false, false, 0, 0, 0, 0, 0, 0, 0, 0, false, 4, false},
+	{"dwc2", false, false, false, 0, 0, 0, 0, 0, 0, 0, 0, false, 2, false},
+	{"dwc1", false, false, false, 0, 0, 0, 0, 0, 0, 0, 0, false, 1, false},
 	/* sm_90a, --allow-tf32: wgmma m64nBNk8 tf32 over f32 stages, whose rows of
 	 * BK = 32 elements are one 128-byte panel; tf32 wgmma takes both operands
 	 * K-major only (A rows along K, B stored transposed: a conv channels last), and
 	 * reads the f32 bits as they lie, so each thread rounds the chunks it copied
 	 * to tf32 in shared memory before the stage is read (matmul_wgmma.c) */
-	{"wgtf32x128x128x32s4", true, true, false, 1, 128, 128, 32, 8, 1, 4, 0, true, 0},
-	{"wgtf32x128x256x32s4", true, true, false, 1, 128, 256, 32, 8, 1, 4, 0, true, 0},
+	{"wgtf32x128x128x32s4", true, true, false, 1, 128, 128, 32, 8, 1, 4, 0, true, 0, false},
+	{"wgtf32x128x256x32s4", true, true, false, 1, 128, 256, 32, 8, 1, 4, 0, true, 0, false},
+	/* not tiles: the attention op, 128 rows of q a block, 64 keys a step, head
+	 * dims (of q and of v) up to 64 or 128 (matmul_attention.c) */
+	{"att128x64d64", true, false, false, 0, 128, 64, 64, 8, 1, 1, 0, false, 0, true},
+	{"att128x64d128", true, false, false, 0, 128, 64, 128, 8, 1, 1, 0, false, 0, true},
 };
 enum { MM_NCONFIGS = (int)(sizeof mm_configs / sizeof mm_configs[0]) };
 
@@ -116,6 +121,8 @@ int mm_stages_bytes(const MmConfig *c, int es)
  * MM_WG_ALIGN at run time. */
 int mm_smem(const MmConfig *c, int es)
 {
+	if (c->att)
+		return mm_attention_smem(c, es);
 	return mm_stages_bytes(c, es) + (c->wg ? MM_WG_ALIGN : 0);
 }
 
@@ -150,13 +157,15 @@ int cg_matmul_index(const CgKernelSpec *s)
 	int i = 0;
 	while (i < s->nops && (s->ops[i].kind == OP_SWAP_DIMS || s->ops[i].kind == OP_PERMUTE))
 		i++;
-	if (i >= s->nops || s->ops[i].kind != OP_MATMUL || i > 2)
+	/* the attention op reads three operands through views */
+	bool att = i < s->nops && s->ops[i].kind == OP_ATTENTION;
+	if (i >= s->nops || (s->ops[i].kind != OP_MATMUL && !att) || i > (att ? 3 : 2))
 		return -1;
 	const RelOp *mm = &s->ops[i];
 	for (int v = 0; v < i; v++) {
 		const RelOp *op = &s->ops[v];
 		int id = op->t[1].id;
-		if (mm->t[0].id != id && mm->t[1].id != id)
+		if (mm->t[0].id != id && mm->t[1].id != id && !(att && mm->t[2].id == id))
 			return -1;
 		if (id < s->nwritten && s->written[id])
 			return -1;
@@ -188,6 +197,16 @@ bool mm_eligible(const CgKernelSpec *s)
 	if (mm->kind == OP_CONV2D) {
 		if (!mm_conv_eligible(mm))
 			return false;
+	} else if (mm->kind == OP_ATTENTION) {
+		/* f16 and bf16, a bias read from memory (no op of the kernel makes it) */
+		if (t != DT_F16 && t != DT_BF16)
+			return false;
+		for (int k = 1; k < mm->nin; k++)
+			if (mm->t[k].dtype != t)
+				return false;
+		for (int i = 0; i < mi && mm->nin == 4; i++)
+			if (s->ops[i].t[1].id == mm->t[3].id)
+				return false;
 	} else if (t != DT_F16 && t != DT_BF16 && t != DT_F32) {
 		return false;
 	} else if (mm->t[1].dtype != t || mm->t[0].rank < 2 || mm->t[1].rank != mm->t[0].rank) {
@@ -294,6 +313,18 @@ int cg_matmul_variant(const CgKernelSpec *s, const char *arch, bool host, bool a
 	int nwr = 0;
 	for (int i = 0; i < s->nwritten; i++)
 		nwr += s->written[i];
+	if (mm->kind == OP_ATTENTION) {
+		/* the flash kernel: mma.sync and cp.async (sm_80), head dims up to 128;
+		 * past them the evaluator */
+		int64_t d = mm_dim_of(mm->t[0].shape[r - 1], dims, ndims);
+		int64_t e = mm_dim_of(out->shape[r - 1], dims, ndims);
+		bool ok80 = host || (arch && !strncmp(arch, "sm_", 3) && atoi(arch + 3) >= 80);
+		if (!ok80 || d > 128 || e > 128)
+			return 0;
+		if (force && !strcmp(force, mm_configs[MM_ATT128].name))
+			return MM_ATT128;
+		return d <= 64 && e <= 64 ? MM_ATT64 : MM_ATT128;
+	}
 	if (conv && nwr <= MM_EPI_MAXW && mm_dw_eligible(mm, dims, ndims)) {
 		/* a depthwise conv channels last: its own kernel, one output column
 		 * a thread for a 3x3 window, two from 5x5 on (MobileNetV3 at batch
@@ -449,6 +480,20 @@ void cg_matmul_launch(int variant, const CgKernelSpec *s, CgLaunch *l)
 	l->vec = 1;
 	if (mm->kind == OP_CONV2D) {
 		mm_conv_launch(c, mm, l);
+		return;
+	}
+	if (c->att) {
+		/* a block per BM rows of q of a batch: the tiles of a matmul of one
+		 * column (shape id 0 has size 1) */
+		l->arg[0] = c->bm;
+		l->arg[1] = 1;
+		l->arg[2] = out->shape[r - 2];
+		l->arg[3] = 0;
+		l->arg[4] = r - 2;
+		for (int d = 0; d < r - 2; d++)
+			l->arg[5 + d] = out->shape[d];
+		int smem = mm_smem(c, ir_dtype_size((DType)mm->t[0].dtype));
+		l->arg[5 + r - 2] = smem > MM_SMEM_STATIC ? smem : 0;
 		return;
 	}
 	l->arg[0] = c->bm;

@@ -298,7 +298,7 @@ LLVMValueRef mm_asm_call(Mm *x, LLVMTypeRef ret, const char *text, const char *c
 
 /* Copy the tile of operand w for K step kt into stage s (one phase). A: rows m0.., cols
  * kt*BK..; B: rows kt*BK.., cols n0... Out-of-range elements are zeros. */
-static void load_tile(Mm *x, int w, LLVMValueRef s, LLVMValueRef kt)
+void mm_load_tile(Mm *x, int w, LLVMValueRef s, LLVMValueRef kt)
 {
 	CgKb *kb = x->kb;
 	CgModule *m = kb->m;
@@ -422,8 +422,8 @@ static void load_tile(Mm *x, int w, LLVMValueRef s, LLVMValueRef kt)
 
 void mm_load_stage(Mm *x, LLVMValueRef s, LLVMValueRef kt)
 {
-	load_tile(x, 0, s, kt);
-	load_tile(x, 1, s, kt);
+	mm_load_tile(x, 0, s, kt);
+	mm_load_tile(x, 1, s, kt);
 }
 
 /* Load of element (row, col) of a shared tile of operand w, widened to f32. */
@@ -700,6 +700,8 @@ int cg_matmul_tiled(CgKb *kb, int variant, const int *wr, int nw)
 		return cg_fail(kb, "internal: matmul tile configuration %d does not apply", variant);
 	if (cfg->dw)
 		return mm_dw_kernel(kb, cfg, wr, nw);
+	if (cfg->att)
+		return mm_attention_kernel(kb, cfg, wr, nw);
 	CgModule *m = kb->m;
 	Mm x0, *x = &x0;
 	memset(x, 0, sizeof *x);

@@ -659,6 +659,129 @@ static void bound_matmul(Interp *ip, const Op *op, const HostTensor *out, double
 	}
 }
 
+/* attention (ir/ops.def), row by row as run_attention computes it. A kernel computes
+ * the scores s_j in f32 from the operands, p_j = exp(s_j - m) with a max m of its
+ * own (any m: it cancels, as long as the numerator and the sum use the same one,
+ * which a flash kernel's rescaling keeps), rounds p_j to the operands' dtype for the
+ * second product, and divides the sums. Per score, its error ds_j (the operands',
+ * the products' and the sum's, the scale's rounding, the bias's), the rounding of
+ * s_j - m, exp's 4 ulps and p_j's rounding give p_j a relative error eps_j; then
+ * with A = sum p_j eps_j |v_j| / l and B = sum p_j eps_j / l, plus the sums' own
+ * rounding, the result errs by at most (A + B |o|) / (1 - B), and the errors of v
+ * weighted by p_j / l. A score of -inf has p_j = 0 and no error. */
+static void bound_attention(Interp *ip, const Op *op, const HostTensor *out, double *e,
+			    double *rt)
+{
+	const HostTensor *t[4];
+	int64_t st[4][IR_MAX_RANK];
+	for (int k = 0; k < op->nin; k++) {
+		t[k] = &ip->val[op->in[k]];
+		interp_broadcast_strides(t[k], st[k]);
+	}
+	int r = out->rank;
+	int64_t m = out->dim[r - 2], ne = out->dim[r - 1];
+	int64_t d = t[0]->dim[r - 1], n = t[1]->dim[r - 1];
+	double scale = op->attr->scalar;
+	double u = unit_round(DT_F32), up = unit_round(interp_stored(ip, op->in[0]));
+	if (ir_dtype_is_float(out->dtype) && out->dtype == DT_F64)
+		u = up = unit_round(DT_F64);
+	bool tf = ip->tf32 && interp_stored(ip, op->in[0]) == DT_F32;
+	double se = fabs((double)(float)scale - scale);
+	double *s = xmalloc((size_t)n * sizeof *s), *ds = xmalloc((size_t)n * sizeof *ds);
+	double *p = xmalloc((size_t)n * sizeof *p);
+	DType so = interp_stored(ip, op->out[0]);
+	for (int64_t row = 0; row < out->n / ne; row++) {
+		int64_t i = row % m, rest = row / m, base[4] = {0, 0, 0, 0};
+		for (int k = r - 3; k >= 0; k--) {
+			int64_t c = rest % out->dim[k];
+			rest /= out->dim[k];
+			for (int w = 0; w < op->nin; w++)
+				base[w] += c * st[w][k];
+		}
+		double mx = -INFINITY;
+		for (int64_t j = 0; j < n; j++) {
+			double dot = 0, mag = 0, m2 = 0;
+			Spread sp = {0, 0, 0};
+			for (int64_t q = 0; q < d; q++) {
+				int64_t ai = base[0] + i * st[0][r - 2] + q * st[0][r - 1];
+				int64_t bi = base[1] + q * st[1][r - 2] + j * st[1][r - 1];
+				double va = host_get(t[0], ai), vb = host_get(t[1], bi);
+				double ea = err_at(ip, op->in[0], ai), eb = err_at(ip, op->in[1], bi);
+				double te = scaled(va, eb) + scaled(vb, ea) + ea * eb, tr = 0;
+				if (te > 0) {
+					double ra = tight_at(ip, op->in[0], ai);
+					double rb = tight_at(ip, op->in[1], bi);
+					tr = fmin(te, scaled(va, rb) + scaled(vb, ra) + ra * rb);
+				}
+				spread_add(&sp, te, tr);
+				dot += va * vb;
+				mag += fabs(va * vb);
+				m2 += va * vb * va * vb;
+			}
+			double ed = spread(&sp) + u * mag + reduce_err(DT_F32, d, mag, m2, dot) +
+				    (tf ? (0x1p-10 + 0x1p-22) * mag : 0);
+			s[j] = scale * dot;
+			ds[j] = fabs(scale) * ed + se * fabs(dot) + u * fabs(s[j]);
+			if (op->nin == 4) {
+				int64_t bi = base[3] + i * st[3][r - 2] + j * st[3][r - 1];
+				s[j] += host_get(t[3], bi);
+				ds[j] += err_at(ip, op->in[3], bi) + u * fabs(s[j]);
+			}
+			mx = fmax(mx, s[j]);
+		}
+		double l = 0, emax = 0;
+		Spread bs = {0, 0, 0};
+		for (int64_t j = 0; j < n; j++) {
+			p[j] = exp(s[j] - mx);
+			l += p[j];
+		}
+		for (int64_t j = 0; j < n; j++) {
+			if (p[j] == 0) {
+				ds[j] = 0;
+				continue;
+			}
+			/* eps_j, kept in ds */
+			ds[j] = expm1(ds[j] + 2 * u * (fabs(s[j]) + fabs(mx))) + 8 * u + up;
+			emax = fmax(emax, ds[j]);
+			spread_add(&bs, p[j] * ds[j], 0);
+		}
+		/* the weights' errors come from different roundings: summed as spread
+		 * sums them (independent, each bounded) */
+		double B = spread(&bs) / l + 2 * (double)n * u;
+		for (int64_t c = 0; c < ne; c++) {
+			double o = 0, sv = 0;
+			Spread as = {0, 0, 0}, vs = {0, 0, 0};
+			for (int64_t j = 0; j < n; j++) {
+				if (p[j] == 0)
+					continue;
+				int64_t vi = base[2] + j * st[2][r - 2] + c * st[2][r - 1];
+				double vv = host_get(t[2], vi);
+				double ev = err_at(ip, op->in[2], vi);
+				o += p[j] * vv;
+				sv += p[j] * fabs(vv);
+				spread_add(&as, p[j] * ds[j] * fabs(vv), 0);
+				spread_add(&vs, p[j] * ev, ev > 0 ? p[j] * fmin(ev,
+					   tight_at(ip, op->in[2], vi)) : 0);
+			}
+			double a = spread(&as) / l, ev = spread(&vs) / l;
+			o /= l, sv /= l;
+			double pre = B < 1 ? (a + B * fabs(o)) / (1 - B) : INFINITY;
+			pre += ev + ((double)n + 2) * u * sv * (1 + emax) + 2 * u * fabs(o) +
+			       (tf ? (0x1p-10 + 0x1p-22) * sv : 0);
+			int64_t oi = row * ne + c;
+			put(rt, oi, 0);
+			if (!ir_dtype_is_float(out->dtype) || !isfinite(host_get(out, oi))) {
+				e[oi] = 0;
+				continue;
+			}
+			finish_r(so, o, host_get(out, oi), pre, 0, true, &e[oi], rt ? &rt[oi] : NULL);
+		}
+	}
+	free(s);
+	free(ds);
+	free(p);
+}
+
 static void bound_conv2d(Interp *ip, const Op *op, const HostTensor *out, double *e, double *rt)
 {
 	const HostTensor *x = &ip->val[op->in[0]], *w = &ip->val[op->in[1]];
@@ -856,7 +979,12 @@ void bounds_op(Interp *ip, const Op *op, const HostTensor *out, HostTensor *eout
 		}
 		return;
 	case FAM_REDUCE: bound_reduce(ip, op, out, e, rt); return;
-	case FAM_MATMUL: bound_matmul(ip, op, out, e, rt); return;
+	case FAM_MATMUL:
+		if (op->kind == OP_ATTENTION)
+			bound_attention(ip, op, out, e, rt);
+		else
+			bound_matmul(ip, op, out, e, rt);
+		return;
 	case FAM_MODULE:
 		if (op->kind == OP_CONV2D)
 			bound_conv2d(ip, op, out, e, rt);

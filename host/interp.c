@@ -473,6 +473,59 @@ static void run_matmul(Interp *ip, const Op *op, HostTensor *out)
 	}
 }
 
+/* attention(q, kt, v[, bias]) (ir/ops.def), row by row in f64: the scores s_j =
+ * scalar * q_i . kt_j + bias_ij, their max m, e_j = exp(s_j - m), and out_i =
+ * sum_j e_j v_j / sum_j e_j. */
+static void run_attention(Interp *ip, const Op *op, HostTensor *out)
+{
+	const HostTensor *t[4];
+	int64_t st[4][IR_MAX_RANK];
+	for (int k = 0; k < op->nin; k++) {
+		t[k] = &ip->val[op->in[k]];
+		interp_broadcast_strides(t[k], st[k]);
+	}
+	int r = out->rank;
+	int64_t m = out->dim[r - 2], e = out->dim[r - 1];
+	int64_t d = t[0]->dim[r - 1], n = t[1]->dim[r - 1];
+	double scale = op->attr->scalar;
+	double *s = xmalloc((size_t)n * sizeof *s), *acc = xmalloc((size_t)e * sizeof *acc);
+	for (int64_t row = 0; row < out->n / e; row++) {
+		/* the batch offsets of each operand, and the row i within the batch */
+		int64_t i = row % m, rest = row / m, base[4] = {0, 0, 0, 0};
+		for (int k = r - 3; k >= 0; k--) {
+			int64_t c = rest % out->dim[k];
+			rest /= out->dim[k];
+			for (int w = 0; w < op->nin; w++)
+				base[w] += c * st[w][k];
+		}
+		double mx = -INFINITY;
+		for (int64_t j = 0; j < n; j++) {
+			double dot = 0;
+			for (int64_t p = 0; p < d; p++)
+				dot += host_get(t[0], base[0] + i * st[0][r - 2] + p * st[0][r - 1]) *
+				       host_get(t[1], base[1] + p * st[1][r - 2] + j * st[1][r - 1]);
+			s[j] = scale * dot;
+			if (op->nin == 4)
+				s[j] += host_get(t[3], base[3] + i * st[3][r - 2] + j * st[3][r - 1]);
+			mx = nan_max(mx, s[j]);
+		}
+		double sum = 0;
+		for (int64_t c = 0; c < e; c++)
+			acc[c] = 0;
+		for (int64_t j = 0; j < n; j++) {
+			double p = exp(s[j] - mx);
+			sum += p;
+			for (int64_t c = 0; c < e; c++)
+				acc[c] += p * host_get(t[2], base[2] + j * st[2][r - 2] +
+						       c * st[2][r - 1]);
+		}
+		for (int64_t c = 0; c < e; c++)
+			host_set(out, row * e + c, acc[c] / sum);
+	}
+	free(s);
+	free(acc);
+}
+
 void interp_run_cat(Interp *ip, const Op *op, HostTensor *out)
 {
 	int axis = op->attr->axis;
@@ -627,7 +680,12 @@ int interp_run_op(Interp *ip, const Op *op, HostTensor *out)
 	switch (ir_ops[op->kind].family) {
 	case FAM_VIEW: interp_run_view(ip, op, out); return 0;
 	case FAM_REDUCE: run_reduce(ip, op, out); return 0;
-	case FAM_MATMUL: run_matmul(ip, op, out); return 0;
+	case FAM_MATMUL:
+		if (op->kind == OP_ATTENTION)
+			run_attention(ip, op, out);
+		else
+			run_matmul(ip, op, out);
+		return 0;
 	case FAM_JOIN:
 		if (op->kind == OP_GATHER)
 			return run_gather(ip, op, out);

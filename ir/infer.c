@@ -398,6 +398,49 @@ static int rule_matmul(Infer *c)
 	return 0;
 }
 
+/* attention(q [..., M, D], kt [..., D, N], v [..., N, E], bias [..., M, N]) ->
+ * [..., M, E]: one float dtype, one rank, batch dims broadcast (as matmul's), the
+ * bias broadcast to the scores' shape. */
+static int rule_attention(Infer *c)
+{
+	const Tensor *q = input(c, 0), *kt = input(c, 1), *v = input(c, 2);
+	if (need(c, q->dtype, NEED_FLOAT))
+		return -1;
+	for (int k = 1; k < c->op->nin; k++)
+		if (same_dtype(c, q, input(c, k)) || same_rank(c, q->rank, input(c, k)->rank))
+			return -1;
+	int r = q->rank;
+	if (r < 2)
+		return fail(c, "attention needs rank 2 or more, got %s", tensor_text(q).s);
+	if (kt->dim[r - 2] != q->dim[r - 1] || v->dim[r - 2] != kt->dim[r - 1])
+		return fail(c, "attention dims differ: q %s, kt %s, v %s (want [..., M, D], "
+			    "[..., D, N], [..., N, E])", tensor_text(q).s, tensor_text(kt).s,
+			    tensor_text(v).s);
+	copy_shape(c, q, q->dtype);
+	for (int k = 1; k < 3; k++)
+		for (int i = 0; i < r - 2; i++) {
+			int64_t a = c->out.dim[i], b = input(c, k)->dim[i];
+			if (a != b && a != 1 && b != 1)
+				return fail(c, "attention batch dims do not broadcast: q %s, kt %s, "
+					    "v %s", tensor_text(q).s, tensor_text(kt).s,
+					    tensor_text(v).s);
+			if (b > a)
+				c->out.dim[i] = b;
+		}
+	if (c->op->nin == 4) {
+		const Tensor *bias = input(c, 3);
+		for (int i = 0; i < r; i++) {
+			int64_t want = i == r - 2 ? q->dim[r - 2] : i == r - 1 ? kt->dim[r - 1] :
+				       c->out.dim[i];
+			if (bias->dim[i] != 1 && bias->dim[i] != want)
+				return fail(c, "attention bias %s does not broadcast to the scores",
+					    tensor_text(bias).s);
+		}
+	}
+	c->out.dim[r - 1] = v->dim[r - 1];
+	return 0;
+}
+
 static int rule_cat(Infer *c)
 {
 	const Tensor *first = input(c, 0);
@@ -611,6 +654,7 @@ static int dispatch(Infer *c, ShapeRule rule)
 	case SR_REDUCE: return rule_reduce(c, false);
 	case SR_ARG_REDUCE: return rule_reduce(c, true);
 	case SR_MATMUL: return rule_matmul(c);
+	case SR_ATTENTION: return rule_attention(c);
 	case SR_CAT: return rule_cat(c);
 	case SR_GATHER: return rule_gather(c);
 	case SR_CONV2D: return rule_conv2d(c);

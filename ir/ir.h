@@ -114,7 +114,7 @@ typedef enum {
 	SR_CAST,
 	SR_RESHAPE, SR_PERMUTE, SR_SWAP_DIMS, SR_EXPAND, SR_SLICE,
 	SR_REDUCE, SR_ARG_REDUCE,
-	SR_MATMUL, SR_CAT, SR_GATHER, SR_CONV2D, SR_POOL2D,
+	SR_MATMUL, SR_ATTENTION, SR_CAT, SR_GATHER, SR_CONV2D, SR_POOL2D,
 	SR_COUNT_
 } ShapeRule;
 /* The dtypes a rule accepts, in words: "float", "numeric (not bool)", ... */

@@ -183,6 +183,7 @@ static const char *const rule_dtypes[] = {
 	"numeric (not bool)",             /* SR_REDUCE */
 	"numeric -> i64",                 /* SR_ARG_REDUCE */
 	"numeric (not bool)",             /* SR_MATMUL */
+	"float",                          /* SR_ATTENTION */
 	"any",                            /* SR_CAT */
 	"any, index i32 or i64",          /* SR_GATHER */
 	"float",                          /* SR_CONV2D */

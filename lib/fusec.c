@@ -143,6 +143,11 @@ static int options(const fusec_options *uo, PlOptions *po, PrecisionOptions *pre
 		diag_set(d, "", 0, 0, "--keep-f32 applies with --precision bf16|f16");
 		return PL_USAGE;
 	}
+	if (uo->attention && strcmp(uo->attention, "fuse") && strcmp(uo->attention, "keep")) {
+		diag_set(d, "", 0, 0, "--attention: unknown mode '%.100s' (fuse or keep)",
+			 uo->attention);
+		return PL_USAGE;
+	}
 	if (uo->layout && strcmp(uo->layout, "nchw") && strcmp(uo->layout, "nhwc")) {
 		diag_set(d, "", 0, 0, "--layout: unknown layout '%.100s' (nchw or nhwc)",
 			 uo->layout);
@@ -168,6 +173,12 @@ static LayoutOptions layout_of(const fusec_options *o)
 	if (o && o->layout)
 		lo.mode = !strcmp(o->layout, "nhwc") ? LAYOUT_MODE_NHWC : LAYOUT_MODE_KEEP;
 	return lo;
+}
+
+/* The attention pass asked for by the options */
+static AttentionMode attention_of(const fusec_options *o)
+{
+	return o && o->attention && !strcmp(o->attention, "fuse") ? ATTENTION_FUSE : ATTENTION_KEEP;
 }
 
 /* Every file of r named (the path written, or the file name) and counted. */
@@ -203,7 +214,9 @@ static fusec_result *compile(PlSource *src, const fusec_options *uo, const char 
 	src->nshapes = uo ? uo->ninput_shapes : 0;
 	src->max_errors = uo ? uo->max_errors : 20;
 	LayoutOptions lo = layout_of(uo);
-	if (!(res->g = pl_load(res->a, src, d, &nd)) || pl_layout(res->g, &lo, &linfo) ||
+	AttentionInfo ainfo;
+	if (!(res->g = pl_load(res->a, src, d, &nd)) ||
+	    pl_attention(res->g, attention_of(uo), &ainfo) || pl_layout(res->g, &lo, &linfo) ||
 	    (res->po.precision && pl_convert(res->g, &prec, &pinfo, d))) {
 		code = PL_INVALID;
 		goto fail;
@@ -485,7 +498,9 @@ char *fusec_explain(const char *path, const fusec_options *o, const char *op, in
 	if ((code = options(o, &po, &prec, a, shapes, d)))
 		goto out;
 	LayoutOptions lo = layout_of(o);
-	if (!(g = pl_load(a, &src, d, &nd)) || pl_layout(g, &lo, &linfo) ||
+	AttentionInfo ainfo = {0};
+	if (!(g = pl_load(a, &src, d, &nd)) || pl_attention(g, attention_of(o), &ainfo) ||
+	    pl_layout(g, &lo, &linfo) ||
 	    (po.precision && pl_convert(g, &prec, &pinfo, d))) {
 		code = PL_INVALID;
 		goto out;
@@ -505,8 +520,10 @@ char *fusec_explain(const char *path, const fusec_options *o, const char *op, in
 	const char **entry = pl_kernel_names(s, po.arch[0], po.allow_tf32, a, &dk);
 	Buf b = {0};
 	/* --layout, --precision: what they did, before the ops they made (as explain) */
-	if (!json)
+	if (!json) {
+		pass_attention_summary(&ainfo, &b);
 		pass_layout_summary(&linfo, &b);
+	}
 	if (po.precision && pinfo.shadow && !json)
 		pass_precision_summary(g, &pinfo, &b);
 	pass_explain_ex(s, (int)opi, json != 0, entry, &b);

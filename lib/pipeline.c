@@ -167,6 +167,11 @@ long pl_find_op(const Graph *g, const char *spec)
 	return -1;
 }
 
+int pl_attention(Graph *g, AttentionMode mode, AttentionInfo *info)
+{
+	return pass_attention(g, mode, info);
+}
+
 int pl_layout(Graph *g, const LayoutOptions *o, LayoutInfo *info)
 {
 	return pass_layout(g, o, info);

@@ -95,6 +95,9 @@ Graph *pl_load(Arena *a, const PlSource *src, Diag *diags, int *nd);
  * default where every conv runs on tensor cores; passes/layout.c), before the
  * conversion. Returns 0. */
 int pl_layout(Graph *g, const LayoutOptions *o, LayoutInfo *info);
+/* --attention fuse: each chain matmul, softmax, matmul as one op (passes/attention.c),
+ * before the layout and the precision. */
+int pl_attention(Graph *g, AttentionMode mode, AttentionInfo *info);
 /* convert: g rewritten in place to compute in p->to (--precision,
  * passes/precision.c); info says what was converted. 0, or -1 with *d (an unknown
  * --keep-f32 entry). */

@@ -307,4 +307,25 @@ bool pass_layout_wanted(const Graph *g, const LayoutOptions *o);
 /* One line for `explain`: what --layout nhwc did; nothing when it did nothing. */
 void pass_layout_summary(const LayoutInfo *info, Buf *out);
 
+/* ---- --attention fuse (attention.c) ------------------------------------------- */
+
+typedef enum {
+	ATTENTION_KEEP,        /* the graph's ops as they are (the default) */
+	ATTENTION_FUSE,        /* --attention fuse */
+} AttentionMode;
+
+enum { ATTENTION_MAX_WHY = 16 };
+
+typedef struct {
+	int nfused;            /* attention ops made */
+	int nwhy;              /* matmuls after a softmax left apart, with the reason */
+	char why[ATTENTION_MAX_WHY][320];
+} AttentionInfo;
+
+/* Rewrite g in place (its arrays replaced, in its arena): each chain matmul, scale,
+ * bias, softmax, matmul becomes one attention op. Returns 0. */
+int pass_attention(Graph *g, AttentionMode mode, AttentionInfo *info);
+/* Lines for `explain`: what --attention fuse did, and why a chain stayed apart. */
+void pass_attention_summary(const AttentionInfo *info, Buf *out);
+
 #endif

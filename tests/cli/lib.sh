@@ -42,3 +42,26 @@ same_files() {
 	fi
 	pass=$((pass + 1)); return 0
 }
+
+# same_npy NAME REF GOT TOL: the folders REF and GOT hold the same .npy outputs (not
+# the .bound.npy files), each within TOL of REF's largest magnitude. npy_python: a
+# python3 that has numpy (Debian's python3-numpy): PYTHON, python3 or /usr/bin/python3.
+npy_python() {
+	for p in "${PYTHON:-}" python3 /usr/bin/python3; do
+		[ -n "$p" ] && "$p" -c 'import numpy' >/dev/null 2>&1 && { echo "$p"; return; }
+	done
+	echo /usr/bin/python3
+}
+same_npy() {
+	check "$1" 0 "$(npy_python)" -c '
+import os, sys, numpy as np
+ref, got, tol = sys.argv[1], sys.argv[2], float(sys.argv[3])
+names = sorted(f for f in os.listdir(ref) if f.endswith(".npy") and not f.endswith(".bound.npy"))
+gnames = sorted(f for f in os.listdir(got) if f.endswith(".npy") and not f.endswith(".bound.npy"))
+assert names and names == gnames, (names, gnames)
+for f in names:
+    a, b = np.load(os.path.join(ref, f)).astype(np.float64), np.load(os.path.join(got, f)).astype(np.float64)
+    err = np.abs(a - b).max() / max(np.abs(a).max(), 1e-30)
+    assert a.shape == b.shape and err <= tol, (f, a.shape, b.shape, err)
+' "$2" "$3" "$4"
+}

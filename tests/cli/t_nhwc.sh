@@ -143,25 +143,11 @@ graph("stem_f32", "f32", 3, 1, True)
 graph("stem_grouped", "bf16", 3, 3, True)
 graph("stem_input_w", "bf16", 3, 1, False)
 PY
-# a python3 with numpy (Debian's python3-numpy): PYTHON, python3 or /usr/bin/python3
-NPY=/usr/bin/python3
-for p in "${PYTHON:-}" python3 /usr/bin/python3; do
-	[ -n "$p" ] && "$p" -c 'import numpy' >/dev/null 2>&1 && { NPY=$p; break; }
-done
 same_as_nchw() {   # NAME GRAPH TOLERANCE [OPTIONS...]
 	n=$1 g=$2 tol=$3; shift 3
 	check "${n}_ref" 0 "$FUSEC" run "$g" --backend interp --seed 3 --outputs "$TMP/$n.ref" "$@" --layout nchw &&
 	check "${n}_got" 0 "$FUSEC" run "$g" --backend cpu --seed 3 --outputs "$TMP/$n.got" "$@" &&
-	check "${n}_same" 0 "$NPY" -c '
-import os, sys, numpy as np
-ref, got, tol = sys.argv[1], sys.argv[2], float(sys.argv[3])
-names = sorted(f for f in os.listdir(ref) if f.endswith(".npy") and not f.endswith(".bound.npy"))
-assert names and names == sorted(os.listdir(got)), (names, os.listdir(got))
-for f in names:
-    a, b = np.load(os.path.join(ref, f)).astype(np.float64), np.load(os.path.join(got, f)).astype(np.float64)
-    err = np.abs(a - b).max() / max(np.abs(a).max(), 1e-30)
-    assert a.shape == b.shape and err <= tol, (f, a.shape, b.shape, err)
-' "$TMP/$n.ref" "$TMP/$n.got" "$tol"
+	same_npy "${n}_same" "$TMP/$n.ref" "$TMP/$n.got" "$tol"
 }
 check nhwc_stem_explain 0 "$FUSEC" explain "$TMP/stem_bf16.json"
 contains nhwc_stem_auto "$TMP/out" "layout: nhwc (every conv on tensor cores"

@@ -408,7 +408,7 @@ static bool accepts(OpKind k, DType dt)
 	case SR_ARG_REDUCE: case SR_MATMUL:
 		return dt != DT_BOOL;
 	case SR_BINARY_FLOAT: case SR_UNARY_FLOAT: case SR_UNARY_FLOAT_TO_BOOL:
-	case SR_CONV2D: case SR_POOL2D:
+	case SR_CONV2D: case SR_POOL2D: case SR_ATTENTION:
 		return fl;
 	case SR_UNARY_SIGNED:
 		return ir_dtype_is_signed(dt);
@@ -479,7 +479,7 @@ static const char *expected_fuser(OpKind k)
 	case FAM_REDUCE:
 		return "Reduce";
 	case FAM_MATMUL:
-		return "Matmul";
+		return k == OP_ATTENTION ? NULL : "Matmul";
 	case FAM_JOIN: case FAM_MODULE:
 		return NULL;
 	default:
@@ -751,7 +751,22 @@ static int add_case(GenGraph *gg, OpKind k, DType dt, int v, bool fused)
 		gen_sync(gg);
 		return op;
 	case FAM_MATMUL:
-		if (!fused) {
+		if (k == OP_ATTENTION) {
+			/* q [2,5,7], kt [2,7,6], v [1,6,3] (broadcast); fused: q made by an
+			 * op before, a bias [2,1,6], an op after */
+			const char *ain[4];
+			ain[0] = in_for(gg, k, dt, 0, 3, (const int64_t[]){2, 5, 7});
+			ain[1] = in_for(gg, k, dt, 1, 3, (const int64_t[]){2, 7, 6});
+			ain[2] = in_for(gg, k, dt, 2, 3, (const int64_t[]){1, 6, 3});
+			if (fused) {
+				ain[0] = prologue(gg, dt, ain[0]);
+				ain[3] = in_for(gg, k, dt, 3, 3, (const int64_t[]){2, 1, 6});
+			}
+			op = gg->nops;
+			y = gen_op(gg, file, fused ? 4 : 3, ain, "\"scalar\": 0.375");
+			if (fused)
+				y = epilogue(gg, dt, y);
+		} else if (!fused) {
 			in[0] = in_for(gg, k, dt, 0, 2, (const int64_t[]){5, 7});
 			in[1] = in_for(gg, k, dt, 1, 2, (const int64_t[]){7, 3});
 			op = gg->nops;

@@ -231,6 +231,19 @@ static const Case cases[] = {
 	ERR(OP_ARGMAX, AXIS(0), "op needs a numeric tensor, got bool", "bool[4]"),
 	ERR(OP_MAX_DIM, NULL, "missing attribute 'axis'", "f32[4]"),
 
+	/* attention: q, kt, v[, bias] */
+	OK(OP_ATTENTION, SCALAR, "f32[2,3,8,5]", "f32[2,3,8,4]", "f32[2,1,4,6]", "f32[1,3,6,5]"),
+	OK(OP_ATTENTION, SCALAR, "bf16[3,2]", "bf16[3,4]", "bf16[4,7]", "bf16[7,2]", "bf16[1,7]"),
+	ERR(OP_ATTENTION, SCALAR, "attention dims differ: q [8,4], kt [5,6], v [6,2] (want "
+	    "[..., M, D], [..., D, N], [..., N, E])", "f32[8,4]", "f32[5,6]", "f32[6,2]"),
+	ERR(OP_ATTENTION, SCALAR, "attention bias [8,5] does not broadcast to the scores",
+	    "f32[8,4]", "f32[4,6]", "f32[6,2]", "f32[8,5]"),
+	ERR(OP_ATTENTION, SCALAR, "attention batch dims do not broadcast: q [2,8,4], kt "
+	    "[3,4,6], v [1,6,2]", "f32[2,8,4]", "f32[3,4,6]", "f32[1,6,2]"),
+	ERR(OP_ATTENTION, SCALAR, "op needs a float tensor, got i32", "i32[2,2]", "i32[2,2]",
+	    "i32[2,2]"),
+	ERR(OP_ATTENTION, NULL, "missing attribute 'scalar'", "f32[2,2]", "f32[2,2]", "f32[2,2]"),
+
 	/* matmul */
 	OK(OP_MATMUL, NULL, "f32[8,4]", "f32[8,16]", "f32[16,4]"),
 	OK(OP_MATMUL, NULL, "f32[2,3,8,4]", "f32[2,1,8,16]", "f32[1,3,16,4]"),

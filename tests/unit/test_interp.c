@@ -266,6 +266,11 @@ static const Case cases[] = {
 	{OP_ARGMIN, G("a: {dtype: i32, shape: [2, 2]}", "{op: argmin, in: [a], axis: 0, out: y}"),
 	 {V(3, -1, -2, -1)}, "i64[1,2]", W(1, 0)},
 
+	/* attention: scores [ln 3, 0] and [0, ln 3], weights 3/4 and 1/4 */
+	{OP_ATTENTION, G("q: {dtype: f32, shape: [2, 2]}, kt: {dtype: f32, shape: [2, 2]}, "
+			 "v: {dtype: f32, shape: [2, 2]}",
+			 "{op: attention, in: [q, kt, v], out: y, scalar: 1.0986122886681098}"),
+	 {V(1, 0, 0, 1), V(1, 0, 0, 1), V(1, 2, 3, 4)}, "f32[2,2]", WT(1e-6, 1.5, 2.5, 2.5, 3.5)},
 	/* matmul */
 	{OP_MATMUL, G("a: {dtype: f32, shape: [2, 2]}, b: {dtype: f32, shape: [2, 2]}",
 		      "{op: matmul, in: [a, b], out: y}"),

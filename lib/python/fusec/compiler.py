@@ -34,7 +34,8 @@ class _Options(ctypes.Structure):   # fusec_options, in the header's order
                 ("input_shapes", ctypes.POINTER(ctypes.c_char_p)),
                 ("ninput_shapes", ctypes.c_int), ("max_errors", ctypes.c_int),
                 ("precision", ctypes.c_char_p), ("keep_f32", ctypes.c_char_p),
-                ("layout", ctypes.c_char_p)]
+                ("layout", ctypes.c_char_p),
+                ("attention", ctypes.c_char_p)]
 
 
 _fc = None
@@ -95,7 +96,8 @@ def version():
 def _options(arch=None, allow_tf32=False, burn_exact=False, max_blocks=None,
              max_explorations=None, max_bindings=None, jobs=0, cache_dir=None,
              pretty_plan=False, emit_ll=False, libdevice=None, input_shapes=None,
-             max_errors=None, precision=None, keep_f32=None, layout=None):
+             max_errors=None, precision=None, keep_f32=None, layout=None,
+             attention=None):
     o = _Options()
     _compiler().fusec_options_init(ctypes.byref(o))
     keep = []   # the bytes the struct points to, alive for the call
@@ -121,6 +123,8 @@ def _options(arch=None, allow_tf32=False, burn_exact=False, max_blocks=None,
         o.keep_f32 = s(keep_f32)
     if layout:
         o.layout = s(layout)
+    if attention:
+        o.attention = s(attention)
     if input_shapes:
         shapes = [f"{k}={'x'.join(map(str, v))}" if not isinstance(v, str) else f"{k}={v}"
                   for k, v in dict(input_shapes).items()]

@@ -1,0 +1,454 @@
+/* matmul_attention.c: the attention op (ir/ops.def) as one flash-attention kernel on
+ * the matmul tiles: softmax(scale * q kt + bias) v, the scores never in memory.
+ *
+ * A block takes 128 rows of q of one batch (8 warps, 16 rows each) and walks the
+ * keys 64 at a time. Two tile builders share its shared memory: S (the scores:
+ * A = q's rows, the whole head dim in one stage; B = 64 columns of kt) and O (the
+ * result: A = the weights P, written by the threads; B = 64 rows of v). Per key tile:
+ *   - the K and V tiles are copied (cp.async), q's once per block tile;
+ *   - S = q kt on the tensor cores (mm_compute_stage, mma.sync m16n8k16), into
+ *     registers laid out as mma's accumulators: a thread holds two rows of its warp's
+ *     16, four threads (a quad) share each row;
+ *   - the online softmax in registers: each score scaled and its bias added (keys
+ *     past the end are -inf), the row's max over the quad (two butterfly shuffles),
+ *     the new running max m, alpha = exp(m_old - m), p = exp(s - m); the thread's
+ *     running sum l = l * alpha + its p's; O's accumulators of the row times alpha;
+ *     p rounded to the operands' dtype into P's tile in shared memory;
+ *   - O += P v on the tensor cores.
+ * At the end each row's sum over the quad (the same butterfly), O / l, and the
+ * matmul epilogue (matmul_epilogue.c) writes O and what the kernel computes from it.
+ *
+ * On the host (the `cpu` backend) the same kernel runs with phases as loops over
+ * the threads (matmul.h): a quad's shuffles become an exchange through shared
+ * memory between two phases, in the butterfly's order, so the sums are the GPU's.
+ * Per-thread state that crosses a phase (the scores, m and l) lives in arrays
+ * indexed by thread id there, in registers on the GPU.
+ *
+ * The configurations: head dims (D of q and kt, E of v) up to 64 or up to 128,
+ * f16 and bf16 on sm_80 and later (cg_matmul_variant); the rest runs on the plain
+ * evaluator (kernel_matmul.c). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "matmul.h"
+
+enum {
+	AT_BM = 128,             /* rows of q a block takes */
+	AT_BN = 64,              /* keys per step */
+	AT_NSTATE = 4,           /* per thread: m of its two rows, then l of them */
+	AT_RED = MM_THREADS * 2 * 4, /* host: the quad exchange, two floats a thread */
+};
+
+typedef struct {
+	Mm s, o;                 /* the scores' and the result's tile builders */
+	CgKb *kb;
+	LLVMBuilderRef b;
+	bool gpu;
+	int dmax;                /* head dims up to this (64 or 128) */
+	MmConfig cs, co;         /* their configurations */
+	LLVMValueRef state;      /* float array: GPU [AT_NSTATE], host [threads][AT_NSTATE] */
+	LLVMValueRef red;        /* host: the quad exchange (float pointer) */
+	LLVMValueRef scale;      /* f32 */
+	const RelTensor *bias;   /* NULL: none */
+	LLVMValueRef bst[IR_MAX_RANK]; /* its element strides, 0 where it broadcasts */
+	LLVMValueRef j0;         /* the first key of the current step */
+} Att;
+
+static LLVMValueRef f32c(Att *A, double v)
+{
+	return LLVMConstReal(A->kb->m->t_f32, v);
+}
+
+/* Per-thread state slot k (m of the rows, l of the rows). */
+static LLVMValueRef state_ptr(Att *A, int k)
+{
+	Mm *x = &A->s;
+	LLVMValueRef i = A->gpu ? mm_i64c(x, k) : mm_addc(x, mm_mulc(x, x->tid, AT_NSTATE), k);
+	return LLVMBuildGEP2(A->b, A->kb->m->t_f32, A->state, &i, 1, "");
+}
+
+static LLVMValueRef state_load(Att *A, int k)
+{
+	return LLVMBuildLoad2(A->b, A->kb->m->t_f32, state_ptr(A, k), "");
+}
+
+static void state_store(Att *A, int k, LLVMValueRef v)
+{
+	LLVMBuildStore(A->b, v, state_ptr(A, k));
+}
+
+/* A phase of both builders (their thread id the same). */
+static void phase_begin(Att *A)
+{
+	A->o.tid = mm_phase_begin(&A->s);
+}
+
+static void phase_end(Att *A)
+{
+	mm_phase_end(&A->s);
+}
+
+static LLVMValueRef fmax_(Att *A, LLVMValueRef a, LLVMValueRef b)
+{
+	return cg_select_max(A->kb, DT_F32, a, b, true);
+}
+
+static LLVMValueRef op2(Att *A, LLVMValueRef a, LLVMValueRef b, bool sum)
+{
+	return sum ? LLVMBuildFAdd(A->b, a, b, "") : fmax_(A, a, b);
+}
+
+/* The quad's max (sum) of the two values v[0], v[1] of every thread, by the
+ * butterfly: (v_t op v_t^1) op (v_t^2 op v_t^3). GPU: two shuffles each. Host: the
+ * values go through shared memory and the phase ends; a new one begins (its thread
+ * id in the builders), so nothing built before the call may be used after it but
+ * what is in memory: the results come back in v. */
+static void quad(Att *A, LLVMValueRef v[2], bool sum)
+{
+	Mm *x = &A->s;
+	CgModule *m = A->kb->m;
+	if (A->gpu) {
+		for (int r = 0; r < 2; r++)
+			for (int k = 1; k <= 2; k *= 2) {
+				LLVMValueRef args[4] = {mm_i32c(x, -1), v[r], mm_i32c(x, k),
+							mm_i32c(x, 0x1f)};
+				LLVMValueRef o = mm_intrinsic(x, "llvm.nvvm.shfl.sync.bfly.f32",
+							      NULL, 0, args, 4);
+				v[r] = op2(A, v[r], o, sum);
+			}
+		return;
+	}
+	for (int r = 0; r < 2; r++) {
+		LLVMValueRef i = mm_addc(x, mm_mulc(x, x->tid, 2), r);
+		LLVMBuildStore(A->b, v[r], LLVMBuildGEP2(A->b, m->t_f32, A->red, &i, 1, ""));
+	}
+	phase_end(A);
+	phase_begin(A);
+	LLVMValueRef q0 = mm_mulc(x, mm_udivc(x, x->tid, 4), 4), t4 = mm_uremc(x, x->tid, 4);
+	for (int r = 0; r < 2; r++) {
+		LLVMValueRef e[4];
+		for (int k = 0; k < 4; k++) {
+			/* lane t ^ k of the quad */
+			LLVMValueRef lane = mm_add(x, q0, mm_bin(x, LLVMXor, t4, mm_i64c(x, k)));
+			LLVMValueRef i = mm_addc(x, mm_mulc(x, lane, 2), r);
+			e[k] = LLVMBuildLoad2(A->b, m->t_f32,
+					      LLVMBuildGEP2(A->b, m->t_f32, A->red, &i, 1, ""), "");
+		}
+		v[r] = op2(A, op2(A, e[0], e[1], sum), op2(A, e[2], e[3], sum), sum);
+	}
+}
+
+/* The score of S's accumulator e of the current thread at (row, col) of the block
+ * tile: scale * acc + bias, -inf past the last key. */
+static LLVMValueRef score(Att *A, int e)
+{
+	Mm *x = &A->s;
+	CgKb *kb = A->kb;
+	LLVMValueRef row, col;
+	mm_tc_pos(x, x->tid, mm_i64c(x, e), &row, &col);
+	LLVMValueRef gc = mm_add(x, A->j0, col);
+	LLVMValueRef s = LLVMBuildFMul(A->b, mm_acc_load(x, mm_i64c(x, e)), A->scale, "");
+	LLVMValueRef in = mm_lt(x, gc, x->N);
+	if (A->bias) {
+		const RelTensor *t = A->bias;
+		int r = x->rank;
+		LLVMValueRef gr = mm_add(x, x->m0, row);
+		LLVMValueRef ok = LLVMBuildAnd(A->b, in, mm_lt(x, gr, x->M), "");
+		LLVMValueRef off = mm_add(x, mm_mul(x, gr, A->bst[r - 2]), mm_mul(x, gc, A->bst[r - 1]));
+		for (int d = 0; d < r - 2; d++)
+			off = mm_add(x, off, mm_mul(x, x->bpos[d], A->bst[d]));
+		off = LLVMBuildSelect(A->b, ok, off, mm_i64c(x, 0), "");
+		LLVMTypeRef st = cg_stype(kb->m, (DType)t->dtype);
+		LLVMValueRef p = LLVMBuildGEP2(A->b, st, kb->buf[t->id], &off, 1, "");
+		LLVMValueRef bv = LLVMBuildLoad2(A->b, st, p, "");
+		LLVMSetAlignment(bv, (unsigned)ir_dtype_size((DType)t->dtype));
+		bv = cg_convert(kb, cg_widen(kb, bv, (DType)t->dtype), (DType)t->dtype, DT_F32);
+		s = LLVMBuildFAdd(A->b, s, LLVMBuildSelect(A->b, ok, bv, f32c(A, 0), ""), "");
+	}
+	return LLVMBuildSelect(A->b, in, s, f32c(A, -INFINITY), "");
+}
+
+/* The softmax step of the current key tile, from S's accumulators to P's tile and the
+ * rescaled O (one phase on the GPU, two on the host). */
+static void softmax_step(Att *A)
+{
+	Mm *x = &A->s, *o = &A->o;
+	CgKb *kb = A->kb;
+	CgModule *m = kb->m;
+	LLVMValueRef ninf = f32c(A, -INFINITY);
+	phase_begin(A);
+	/* the scores in place of the accumulators, and each row's max over the thread */
+	LLVMValueRef mx[2] = {ninf, ninf};
+	for (int e = 0; e < x->nacc; e++) {
+		LLVMValueRef s = score(A, e);
+		mm_acc_store(x, mm_i64c(x, e), s);
+		mx[(e % 4) / 2] = fmax_(A, mx[(e % 4) / 2], s);
+	}
+	quad(A, mx, false);
+	LLVMValueRef shift[2], alpha[2], lsum[2];
+	for (int r = 0; r < 2; r++) {
+		LLVMValueRef mold = state_load(A, r);
+		LLVMValueRef mnew = fmax_(A, mold, mx[r]);
+		state_store(A, r, mnew);
+		/* 0 while every score of the row so far is -inf: then both exps are 0 */
+		shift[r] = LLVMBuildSelect(A->b, LLVMBuildFCmp(A->b, LLVMRealOEQ, mnew, ninf, ""),
+					   f32c(A, 0), mnew, "");
+		alpha[r] = cg_math_unary(&kb->math, OP_EXP, LLVMBuildFSub(A->b, mold, shift[r], ""),
+					 GELU_NONE);
+		lsum[r] = f32c(A, 0);
+	}
+	/* p = exp(s - m) into P's tile (o's A operand, rows x keys), two columns at once */
+	LLVMValueRef so = mm_stage_off(o, LLVMConstInt(o->ot, 0, 0), 0);
+	for (int e = 0; e < x->nacc; e += 2) {
+		int r = (e % 4) / 2;
+		LLVMValueRef pv[2], bits[2];
+		for (int h = 0; h < 2; h++) {
+			LLVMValueRef s = mm_acc_load(x, mm_i64c(x, e + h));
+			pv[h] = cg_math_unary(&kb->math, OP_EXP, LLVMBuildFSub(A->b, s, shift[r], ""),
+					      GELU_NONE);
+			lsum[r] = LLVMBuildFAdd(A->b, lsum[r], pv[h], "");
+			bits[h] = cg_narrow(kb, pv[h], o->dt);
+			if (LLVMTypeOf(bits[h]) != m->t_i16)
+				bits[h] = LLVMBuildBitCast(A->b, bits[h], m->t_i16, "");
+			bits[h] = LLVMBuildZExt(A->b, bits[h], m->t_i32, "");
+		}
+		LLVMValueRef pair = LLVMBuildOr(A->b, bits[0],
+						LLVMBuildShl(A->b, bits[1], mm_i32c(x, 16), ""), "");
+		LLVMValueRef row, col;
+		mm_tc_pos(x, x->tid, mm_i64c(x, e), &row, &col);
+		LLVMValueRef off = mm_add(x, so, mm_add(x, mm_swz(o, 0, row, mm_udivc(x, col, o->ce)),
+							mm_to_ot(x, mm_mulc(x, mm_uremc(x, col, o->ce), 2))));
+		LLVMSetAlignment(LLVMBuildStore(A->b, pair, mm_smem_at(o, off)), 4);
+	}
+	for (int r = 0; r < 2; r++)
+		state_store(A, 2 + r, LLVMBuildFAdd(A->b, LLVMBuildFMul(A->b, state_load(A, 2 + r),
+							     alpha[r], ""), lsum[r], ""));
+	/* O's rows rescaled to the new max */
+	for (int e = 0; e < o->nacc; e++) {
+		LLVMValueRef i = mm_i64c(o, e);
+		mm_acc_store(o, i, LLVMBuildFMul(A->b, mm_acc_load(o, i), alpha[(e % 4) / 2], ""));
+	}
+	phase_end(A);
+}
+
+/* One block tile: rows m0.. of batch bflat. */
+static void block_tile(Att *A, LLVMValueRef t, LLVMValueRef ntm, const int *wr, int nw)
+{
+	Mm *x = &A->s, *o = &A->o;
+	CgKb *kb = A->kb;
+	LLVMValueRef bflat = LLVMBuildUDiv(A->b, t, ntm, "");
+	x->m0 = o->m0 = mm_mulc(x, LLVMBuildURem(A->b, t, ntm, ""), AT_BM);
+	x->n0 = o->n0 = mm_i64c(x, 0);
+	mm_tile_batch(x, bflat);
+	mm_tile_batch(o, bflat);
+	LLVMValueRef s0 = LLVMConstInt(x->ot, 0, 0);
+	/* O, m and l of the thread's rows */
+	phase_begin(A);
+	for (int e = 0; e < o->nacc; e++)
+		mm_acc_store(o, mm_i64c(o, e), f32c(A, 0));
+	for (int k = 0; k < AT_NSTATE; k++)
+		state_store(A, k, f32c(A, k < 2 ? -INFINITY : 0));
+	phase_end(A);
+	/* q's tile, once */
+	mm_load_tile(x, 0, s0, mm_i64c(x, 0));
+	CgLoop lj;
+	cg_loop_begin(kb, &lj, mm_i64c(x, 0), mm_ceil_div(x, x->N, AT_BN), mm_i64c(x, 1));
+	A->j0 = mm_mulc(x, lj.i, AT_BN);
+	x->n0 = A->j0;
+	mm_load_tile(x, 1, s0, mm_i64c(x, 0));
+	mm_load_tile(o, 1, s0, lj.i);
+	if (A->gpu) {
+		mm_intrinsic(x, "llvm.nvvm.cp.async.commit.group", NULL, 0, NULL, 0);
+		LLVMValueRef n = mm_i32c(x, 0);
+		mm_intrinsic(x, "llvm.nvvm.cp.async.wait.group", NULL, 0, &n, 1);
+	}
+	mm_barrier(x);
+	phase_begin(A);
+	for (int e = 0; e < x->nacc; e++)
+		mm_acc_store(x, mm_i64c(x, e), f32c(A, 0));
+	phase_end(A);
+	mm_compute_stage(x, s0);
+	softmax_step(A);
+	mm_barrier(x);
+	mm_compute_stage(o, s0);
+	/* nobody refills K, V or P before every warp is done with them */
+	mm_barrier(x);
+	cg_loop_end(kb, &lj);
+	x->n0 = mm_i64c(x, 0);
+	/* O / l, l summed over the quad */
+	phase_begin(A);
+	LLVMValueRef l[2] = {state_load(A, 2), state_load(A, 3)};
+	quad(A, l, true);
+	for (int r = 0; r < 2; r++)
+		l[r] = LLVMBuildFDiv(A->b, f32c(A, 1), l[r], "");
+	for (int e = 0; e < o->nacc; e++) {
+		LLVMValueRef i = mm_i64c(o, e);
+		mm_acc_store(o, i, LLVMBuildFMul(A->b, mm_acc_load(o, i), l[(e % 4) / 2], ""));
+	}
+	phase_end(A);
+	/* the epilogue stages O over the whole shared memory (mm_attention_kernel sized
+	 * its passes so) */
+	LLVMValueRef osm = o->smem, osb = o->sbase;
+	o->smem = x->smem;
+	o->sbase = x->sbase;
+	mm_epilogue(o, wr, nw);
+	o->smem = osm;
+	o->sbase = osb;
+	mm_barrier(x);
+}
+
+/* Fill a builder for one of the two products. */
+static void setup(Att *A, Mm *x, const MmConfig *c, const RelOp *op)
+{
+	memset(x, 0, sizeof *x);
+	x->kb = A->kb;
+	x->b = A->b;
+	x->c = c;
+	x->gpu = A->gpu;
+	x->op = op;
+	x->ta = &op->t[0];
+	x->tb = &op->t[x == &A->s ? 1 : 2];
+	x->to = &op->t[op->nin];
+	x->dt = (DType)x->ta->dtype;
+	x->es = ir_dtype_size(x->dt);
+	x->ce = 16 / x->es;
+	x->rank = x->to->rank;
+	x->wtm = c->bm / c->wm;
+	x->wtn = c->bn / c->wn;
+	x->mi = x->wtm / 16;
+	x->ni = x->wtn / 8;
+	x->nacc = x->mi * x->ni * 4;
+	x->a_bytes = c->bm * c->bk * x->es;
+	x->stage_bytes = x->a_bytes + c->bk * c->bn * x->es;
+}
+
+int mm_attention_kernel(CgKb *kb, const MmConfig *cfg, const int *wr, int nw)
+{
+	CgModule *m = kb->m;
+	int mi = cg_matmul_index(kb->spec);
+	const RelOp *op = &kb->spec->ops[mi];
+	Att A0, *A = &A0;
+	memset(A, 0, sizeof *A);
+	A->kb = kb;
+	A->b = kb->b;
+	A->gpu = m->opt.target == CG_TARGET_NVPTX;
+	A->dmax = cfg->bk;
+	/* S = q kt: 128 x 64 over the head dim in one stage; O = P v: 128 x E over 64
+	 * keys; warps 8 x 1 (a warp's 16 rows, every column) */
+	A->cs = (MmConfig){"attention.s", true, false, false, 0, AT_BM, AT_BN, A->dmax, 8, 1, 1,
+			   0, false, 0, true};
+	A->co = (MmConfig){"attention.o", true, false, false, 0, AT_BM, A->dmax, AT_BN, 8, 1, 1,
+			   0, false, 0, true};
+	Mm *x = &A->s, *o = &A->o;
+	setup(A, x, &A->cs, op);
+	setup(A, o, &A->co, op);
+	int r = x->rank;
+	x->M = o->M = cg_dim(kb, x->to->shape[r - 2]);
+	x->K = cg_dim(kb, op->t[0].shape[r - 1]);
+	x->N = o->K = cg_dim(kb, op->t[1].shape[r - 1]);
+	o->N = cg_dim(kb, x->to->shape[r - 1]);
+	mm_operand_layout(x, kb->spec, mi, 0);
+	mm_operand_layout(x, kb->spec, mi, 1);
+	mm_operand_layout(o, kb->spec, mi, 0);
+	mm_operand_layout(o, kb->spec, mi, 1);
+	o->trans[0] = false;   /* P, as the threads write it */
+	for (Mm *y = x; y; y = y == x ? o : NULL) {
+		y->cpr[0] = (y->trans[0] ? y->c->bm : y->c->bk) * y->es / 16;
+		y->cpr[1] = (y->trans[1] ? y->c->bk : y->c->bn) * y->es / 16;
+		y->outer[0] = y->trans[0] ? y->c->bk : y->c->bm;
+		y->outer[1] = y->trans[1] ? y->c->bn : y->c->bk;
+	}
+	if (op->nin == 4) {
+		A->bias = &op->t[3];
+		LLVMValueRef st = mm_i64c(x, 1);
+		for (int d = r - 1; d >= 0; d--) {
+			A->bst[d] = A->bias->shape[d] == 0 ? mm_i64c(x, 0) : st;
+			st = mm_mul(x, st, cg_dim(kb, A->bias->shape[d]));
+		}
+	}
+	A->scale = cg_scalar_as(kb, op->place0, DT_F32);
+	int smem = mm_attention_smem(cfg, x->es);
+
+	/* shared memory: S's stage, then O's; the epilogue's staging over both */
+	LLVMTypeRef sty = LLVMArrayType(m->t_i8, (unsigned)smem);
+	if (A->gpu) {
+		LLVMValueRef g;
+		if (smem > MM_SMEM_STATIC) {
+			g = LLVMGetNamedGlobal(m->mod, "fusec_dynamic_shared");
+			if (!g) {
+				g = LLVMAddGlobalInAddressSpace(m->mod, LLVMArrayType2(m->t_i8, 0),
+								"fusec_dynamic_shared", 3);
+				LLVMSetLinkage(g, LLVMExternalLinkage);
+				LLVMSetAlignment(g, 16);
+			}
+		} else {
+			char name[128];
+			snprintf(name, sizeof name, "%s_smem", LLVMGetValueName(kb->fn));
+			g = LLVMAddGlobalInAddressSpace(m->mod, sty, name, 3);
+			LLVMSetLinkage(g, LLVMInternalLinkage);
+			LLVMSetInitializer(g, LLVMGetUndef(sty));
+			LLVMSetAlignment(g, 128);
+		}
+		x->smem = g;
+		x->ot = m->t_i32;
+		x->sbase = LLVMBuildTrunc(A->b, LLVMBuildPtrToInt(A->b, g, m->t_i64, ""), m->t_i32, "");
+		x->acc = LLVMBuildAlloca(A->b, LLVMArrayType(m->t_f32, (unsigned)x->nacc), "acc.s");
+		o->acc = LLVMBuildAlloca(A->b, LLVMArrayType(m->t_f32, (unsigned)o->nacc), "acc.o");
+		A->state = LLVMBuildAlloca(A->b, LLVMArrayType(m->t_f32, AT_NSTATE), "state");
+		x->tid = LLVMBuildZExt(A->b, mm_intrinsic(x, "llvm.nvvm.read.ptx.sreg.tid.x", NULL, 0,
+							  NULL, 0), m->t_i64, "");
+	} else {
+		LLVMValueRef sm = LLVMBuildAlloca(A->b, LLVMArrayType(m->t_i8,
+						  (unsigned)(smem + AT_RED)), "smem");
+		LLVMSetAlignment(sm, 128);
+		x->smem = sm;
+		x->ot = m->t_i64;
+		LLVMValueRef at = mm_i64c(x, smem);
+		A->red = LLVMBuildGEP2(A->b, m->t_i8, sm, &at, 1, "");
+		x->acc = LLVMBuildAlloca(A->b, LLVMArrayType(m->t_f32,
+					 (unsigned)(x->nacc * MM_THREADS)), "acc.s");
+		o->acc = LLVMBuildAlloca(A->b, LLVMArrayType(m->t_f32,
+					 (unsigned)(o->nacc * MM_THREADS)), "acc.o");
+		A->state = LLVMBuildAlloca(A->b, LLVMArrayType(m->t_f32,
+					   AT_NSTATE * MM_THREADS), "state");
+	}
+	o->tid = x->tid;
+	o->ot = x->ot;
+	LLVMValueRef ob = LLVMConstInt(x->ot, (unsigned long long)x->stage_bytes, 0);
+	o->smem = LLVMBuildGEP2(A->b, m->t_i8, x->smem, &ob, 1, "");
+	if (A->gpu)
+		o->sbase = LLVMBuildAdd(A->b, x->sbase, ob, "");
+	for (Mm *y = x; y; y = y == x ? o : NULL) {
+		y->fast[0] = mm_is_aligned16(y, 0);
+		y->fast[1] = mm_is_aligned16(y, 1);
+	}
+	o->vecok = mm_vector_ok(o, wr, nw);
+	o->epi_rows = AT_BM;
+	while (o->epi_rows * (o->c->bn + MM_EPI_PAD) * 4 > smem)
+		o->epi_rows /= 2;
+
+	LLVMValueRef block = A->gpu ? LLVMBuildZExt(A->b, mm_intrinsic(x,
+		"llvm.nvvm.read.ptx.sreg.ctaid.x", NULL, 0, NULL, 0), m->t_i64, "") :
+		LLVMGetParam(kb->fn, 1);
+	LLVMValueRef nblocks = A->gpu ? LLVMBuildZExt(A->b, mm_intrinsic(x,
+		"llvm.nvvm.read.ptx.sreg.nctaid.x", NULL, 0, NULL, 0), m->t_i64, "") :
+		LLVMGetParam(kb->fn, 2);
+	LLVMValueRef nb, ntm, ntn;
+	mm_tile_grid(x, &nb, &ntm, &ntn);
+	CgLoop lt;
+	cg_loop_begin(kb, &lt, block, mm_mul(x, nb, ntm), nblocks);
+	kb->nmemo = 0;
+	block_tile(A, lt.i, ntm, wr, nw);
+	cg_loop_end(kb, &lt);
+	free(x->cse);
+	free(o->cse);
+	return kb->failed ? -1 : 0;
+}
+
+int mm_attention_smem(const MmConfig *c, int es)
+{
+	int d = c->bk;
+	return (AT_BM * d + d * AT_BN + AT_BM * AT_BN + AT_BN * d) * es;
+}

@@ -1,0 +1,283 @@
+/* attention.c: `--attention fuse`, the ops of a scaled dot-product attention
+ * rewritten as one attention op (ir/ops.def), before the search.
+ *
+ * The chain it takes is what exporters write for softmax(q kt / c + bias) v, the
+ * softmax spelled out along the last dim:
+ *
+ *     s0 = matmul(q, kt)
+ *     s1 = mul_scalar(s0, c) | div_scalar(s0, c)      (optional)
+ *     x  = add(s1, bias) | add(bias, s1)               (optional)
+ *     mx = max_dim(x, last);  d = sub(x, mx);  e = exp(d)
+ *     l  = sum(e, last);      p = div(e, l)
+ *     y  = matmul(p, v)
+ *
+ * and it becomes y = attention(q, kt, v[, bias]; scalar c or 1/c). The views in
+ * front of q, kt and v stay as they are (the kernel reads them in place, as a
+ * matmul does). Every intermediate must be read by the chain alone and be no
+ * output, all of one float dtype and one stream with no sync between; where one
+ * condition fails the ops stay as they are, and the reason is kept for `explain`.
+ * A mask written with `where` (GPT-2, Llama) is not taken yet. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "passes.h"
+
+/* The chain found behind y = matmul(p, v): its ops, and the operands. */
+typedef struct {
+	int ops[9], nops;
+	int q, kt, v, bias;
+	double scale;
+} Chain;
+
+typedef struct {
+	Graph *g;
+	int *readers;            /* per tensor: reads by ops (an op reading it twice: 2) */
+	AttentionInfo *info;
+} Aw;
+
+static const Op *producer(const Aw *w, int t)
+{
+	int p = w->g->tensors[t].producer;
+	return p < 0 ? NULL : &w->g->ops[p];
+}
+
+static bool last_axis(const Aw *w, const Op *op)
+{
+	return op->attr && op->attr->axis == w->g->tensors[op->in[0]].rank - 1;
+}
+
+static void why(Aw *w, const Op *y, const char *fmt, const char *detail)
+{
+	AttentionInfo *in = w->info;
+	if (in->nwhy >= ATTENTION_MAX_WHY)
+		return;
+	char ref[128], reason[160];
+	snprintf(reason, sizeof reason, fmt, detail);
+	ir_op_ref(w->g, (int)(y - w->g->ops), ref, sizeof ref);
+	snprintf(in->why[in->nwhy++], sizeof in->why[0], "%s: %s", ref, reason);
+}
+
+/* Whether tensor t, made inside the chain, is read by it alone: want reads, and no
+ * graph output. */
+static bool private_to(const Aw *w, int t, int want)
+{
+	return w->readers[t] == want && !w->g->tensors[t].is_output;
+}
+
+/* The chain behind the matmul y, or false (with a reason when y reads a softmax). */
+static bool match(Aw *w, const Op *y, Chain *c)
+{
+	Graph *g = w->g;
+	memset(c, 0, sizeof *c);
+	c->bias = -1;
+	c->scale = 1;
+	const Op *div = producer(w, y->in[0]);
+	if (!div || div->kind != OP_DIV)
+		return false;
+	const Op *ex = producer(w, div->in[0]), *sum = producer(w, div->in[1]);
+	if (!ex || ex->kind != OP_EXP || !sum || sum->kind != OP_SUM || sum->in[0] != div->in[0] ||
+	    !last_axis(w, sum))
+		return false;
+	const Op *sub = producer(w, ex->in[0]);
+	if (!sub || sub->kind != OP_SUB)
+		return false;
+	const Op *mx = producer(w, sub->in[1]);
+	if (!mx || mx->kind != OP_MAX_DIM || mx->in[0] != sub->in[0] || !last_axis(w, mx))
+		return false;
+	/* from here on y reads a softmax: say why it is not taken */
+	int x = sub->in[0];
+	const Op *sc = producer(w, x);
+	c->nops = 0;
+	if (sc && sc->kind == OP_ADD) {
+		const Op *a0 = producer(w, sc->in[0]), *a1 = producer(w, sc->in[1]);
+		bool left = a0 && (a0->kind == OP_MATMUL || a0->kind == OP_MUL_SCALAR ||
+				   a0->kind == OP_DIV_SCALAR);
+		bool right = a1 && (a1->kind == OP_MATMUL || a1->kind == OP_MUL_SCALAR ||
+				    a1->kind == OP_DIV_SCALAR);
+		int s = left ? 0 : right ? 1 : -1;
+		if (s < 0) {
+			why(w, y, "the scores %s are neither a matmul nor a scaled matmul",
+			    "plus a bias");
+			return false;
+		}
+		c->bias = sc->in[1 - s];
+		if (!private_to(w, sc->in[s], 1)) {
+			why(w, y, "the scores before the bias are read %s", "elsewhere");
+			return false;
+		}
+		c->ops[c->nops++] = (int)(sc - g->ops);
+		sc = producer(w, sc->in[s]);
+	}
+	if (sc && (sc->kind == OP_MUL_SCALAR || sc->kind == OP_DIV_SCALAR)) {
+		double k = sc->attr->scalar;
+		c->scale = sc->kind == OP_MUL_SCALAR ? k : 1 / k;
+		if (!private_to(w, sc->in[0], 1)) {
+			why(w, y, "the unscaled scores are read %s", "elsewhere");
+			return false;
+		}
+		c->ops[c->nops++] = (int)(sc - g->ops);
+		sc = producer(w, sc->in[0]);
+	}
+	if (sc && sc->kind == OP_WHERE) {
+		why(w, y, "the mask is a where, not taken yet%s", "");
+		return false;
+	}
+	if (!sc || sc->kind != OP_MATMUL) {
+		why(w, y, "the softmax does not read scores made by a matmul%s",
+		    c->bias >= 0 ? " (and a bias)" : "");
+		return false;
+	}
+	c->ops[c->nops++] = (int)(sc - g->ops);
+	c->q = sc->in[0];
+	c->kt = sc->in[1];
+	c->v = y->in[1];
+	const Op *rest[] = {mx, sub, ex, sum, div};
+	for (int i = 0; i < 5; i++)
+		c->ops[c->nops++] = (int)(rest[i] - g->ops);
+	/* the softmax's tensors: x read by max_dim and sub, e by sum and div */
+	if (!private_to(w, x, 2) || !private_to(w, mx->out[0], 1) ||
+	    !private_to(w, sub->out[0], 1) || !private_to(w, ex->out[0], 2) ||
+	    !private_to(w, sum->out[0], 1) || !private_to(w, div->out[0], 1)) {
+		why(w, y, "a tensor of the softmax is read %s or is an output", "outside it");
+		return false;
+	}
+	const Tensor *tq = &g->tensors[c->q];
+	int ins[4] = {c->q, c->kt, c->v, c->bias};
+	for (int k = 0; k < 4; k++) {
+		if (ins[k] < 0)
+			continue;
+		const Tensor *t = &g->tensors[ins[k]];
+		if (t->dtype != tq->dtype || t->rank != tq->rank) {
+			why(w, y, "its operands differ in dtype or rank%s", "");
+			return false;
+		}
+	}
+	if (!ir_dtype_is_float(tq->dtype)) {
+		why(w, y, "its dtype is not a float%s", "");
+		return false;
+	}
+	/* one stream, no sync between the first op and y */
+	int first = (int)(y - g->ops);
+	for (int i = 0; i < c->nops; i++) {
+		if (g->ops[c->ops[i]].stream != y->stream) {
+			why(w, y, "its ops run on %s streams", "several");
+			return false;
+		}
+		if (c->ops[i] < first)
+			first = c->ops[i];
+	}
+	for (int i = first; i < (int)(y - g->ops); i++)
+		if (g->ops[i].kind == OP_SYNC) {
+			why(w, y, "a sync lies %s its ops", "between");
+			return false;
+		}
+	return true;
+}
+
+/* Keep the ops not dropped and the tensors something still uses, renumbered in
+ * order (the graph's inputs stay, constants only when read or outputs). */
+static void compact(Graph *g, const bool *drop)
+{
+	Arena *a = g->arena;
+	Op *ops = ARENA_NEW(a, Op, g->nops + 1);
+	int nops = 0;
+	for (int i = 0; i < g->nops; i++)
+		if (!drop[i])
+			ops[nops++] = g->ops[i];
+	bool *used = ARENA_NEW(a, bool, g->ntensors + 1);
+	int *map = ARENA_NEW(a, int, g->ntensors + 1);
+	for (int i = 0; i < nops; i++) {
+		for (int k = 0; k < ops[i].nin; k++)
+			used[ops[i].in[k]] = true;
+		for (int k = 0; k < ops[i].nout; k++)
+			used[ops[i].out[k]] = true;
+	}
+	for (int i = 0; i < g->noutputs; i++)
+		used[g->outputs[i]] = true;
+	for (int i = 0; i < g->ninputs; i++)
+		if (!g->tensors[g->inputs[i]].data)
+			used[g->inputs[i]] = true;
+	Tensor *nt = ARENA_NEW(a, Tensor, g->ntensors + 1);
+	int n = 0;
+	for (int t = 0; t < g->ntensors; t++) {
+		map[t] = -1;
+		if (used[t]) {
+			map[t] = n;
+			nt[n] = g->tensors[t];
+			nt[n++].producer = -1;
+		}
+	}
+	for (int i = 0; i < nops; i++) {
+		for (int k = 0; k < ops[i].nin; k++)
+			ops[i].in[k] = map[ops[i].in[k]];
+		for (int k = 0; k < ops[i].nout; k++) {
+			ops[i].out[k] = map[ops[i].out[k]];
+			nt[ops[i].out[k]].producer = i;
+		}
+	}
+	int nin = 0;
+	for (int i = 0; i < g->ninputs; i++)
+		if (used[g->inputs[i]])
+			g->inputs[nin++] = map[g->inputs[i]];
+	for (int i = 0; i < g->noutputs; i++)
+		g->outputs[i] = map[g->outputs[i]];
+	g->ninputs = nin;
+	g->tensors = nt;
+	g->ntensors = n;
+	g->ops = ops;
+	g->nops = nops;
+}
+
+int pass_attention(Graph *g, AttentionMode mode, AttentionInfo *info)
+{
+	memset(info, 0, sizeof *info);
+	if (mode != ATTENTION_FUSE)
+		return 0;
+	Aw w = {.g = g, .info = info};
+	w.readers = ARENA_NEW(g->arena, int, g->ntensors + 1);
+	for (int i = 0; i < g->nops; i++)
+		for (int k = 0; k < g->ops[i].nin; k++)
+			w.readers[g->ops[i].in[k]]++;
+	bool *drop = ARENA_NEW(g->arena, bool, g->nops + 1);
+	for (int i = 0; i < g->nops; i++) {
+		Op *y = &g->ops[i];
+		Chain c;
+		if (y->kind != OP_MATMUL || !match(&w, y, &c))
+			continue;
+		bool taken = false;
+		for (int k = 0; k < c.nops; k++)
+			taken |= drop[c.ops[k]];
+		if (taken)
+			continue;
+		for (int k = 0; k < c.nops; k++)
+			drop[c.ops[k]] = true;
+		Attrs *at = ARENA_NEW(g->arena, Attrs, 1);
+		at->has = A_SCALAR;
+		at->scalar = c.scale;
+		int nin = c.bias >= 0 ? 4 : 3;
+		int *in = ARENA_NEW(g->arena, int, nin);
+		in[0] = c.q, in[1] = c.kt, in[2] = c.v;
+		if (nin == 4)
+			in[3] = c.bias;
+		y->kind = OP_ATTENTION;
+		y->nin = nin;
+		y->in = in;
+		y->in_status = NULL;
+		y->attr = at;
+		info->nfused++;
+	}
+	if (!info->nfused)
+		return 0;
+	compact(g, drop);
+	ir_finish(g);
+	return 0;
+}
+
+void pass_attention_summary(const AttentionInfo *info, Buf *out)
+{
+	if (info->nfused)
+		buf_printf(out, "attention: %d fused (--attention fuse)\n", info->nfused);
+	for (int i = 0; i < info->nwhy; i++)
+		buf_printf(out, "attention: the matmul after a softmax stays apart: %s\n",
+			   info->why[i]);
+}

@@ -1,0 +1,124 @@
+# t_attention.sh: the attention op (ir/ops.def) and --attention fuse (passes/attention.c).
+# Sourced by run.sh with lib.sh loaded; FUSEC and TMP set.
+
+# ---- the op, written in a graph ----
+cat >"$TMP/att.yaml" <<'G'
+format: fusec-graph/1
+name: att
+inputs:
+  q: {dtype: f32, shape: [2, 3, 37, 24]}
+  kt: {dtype: f32, shape: [2, 3, 24, 45]}
+  v: {dtype: f32, shape: [2, 1, 45, 40]}
+  bias: {dtype: f32, shape: [2, 1, 1, 45]}
+ops:
+  - {op: attention, in: [q, kt, v, bias], out: y, scalar: 0.2}
+outputs: [y]
+G
+cat >"$TMP/att3.yaml" <<'G'
+format: fusec-graph/1
+name: att3
+inputs:
+  q: {dtype: f32, shape: [19, 8]}
+  kt: {dtype: f32, shape: [8, 70]}
+  v: {dtype: f32, shape: [70, 5]}
+ops:
+  - {op: mul_scalar, in: [q], out: q2, scalar: 2}
+  - {op: attention, in: [q2, kt, v], out: a, scalar: 0.5}
+  - {op: add_scalar, in: [a], out: y, scalar: 1}
+outputs: [y]
+G
+for p in f32 bf16 f16; do
+	opt=; [ $p = f32 ] || opt="--precision $p"
+	check att_cpu_$p 0 "$FUSEC" run "$TMP/att.yaml" --backend cpu --check $opt
+	contains att_cpu_${p}_ok "$TMP/out" "check y: "
+done
+check att3_cpu 0 "$FUSEC" run "$TMP/att3.yaml" --backend cpu --check
+contains att3_cpu_ok "$TMP/out" "check y: "
+# it runs alone, and says why
+check att_explain 0 "$FUSEC" explain "$TMP/att3.yaml" --op 1
+contains att_explain_alone "$TMP/out" "ElementWise: attention is not elementwise"
+# the interpreter against the op's definition, in numpy
+mkdir -p "$TMP/att.in" "$TMP/att.want"
+check att_numpy_in 0 "$(npy_python)" -c '
+import sys, numpy as np
+d, w = sys.argv[1], sys.argv[2]
+r = np.random.default_rng(7)
+q, kt = r.standard_normal((2, 3, 37, 24)), r.standard_normal((2, 3, 24, 45))
+v, b = r.standard_normal((2, 1, 45, 40)), r.standard_normal((2, 1, 1, 45))
+for n, x in (("q", q), ("kt", kt), ("v", v), ("bias", b)):
+    np.save(f"{d}/{n}.npy", x.astype(np.float32))
+q, kt, v, b = (np.load(f"{d}/{n}.npy").astype(np.float64) for n in ("q", "kt", "v", "bias"))
+s = 0.2 * (q @ kt) + b
+p = np.exp(s - s.max(-1, keepdims=True))
+np.save(f"{w}/y.npy", (p / p.sum(-1, keepdims=True)) @ v)
+' "$TMP/att.in" "$TMP/att.want"
+check att_interp 0 "$FUSEC" run "$TMP/att.yaml" --inputs "$TMP/att.in" --outputs "$TMP/att.got"
+same_npy att_interp_numpy "$TMP/att.want" "$TMP/att.got" 1e-6
+# shape errors name the operands
+sed 's/shape: \[2, 3, 24, 45\]/shape: [2, 3, 25, 45]/' "$TMP/att.yaml" >"$TMP/att_bad.yaml"
+check att_bad_dims 1 "$FUSEC" compile "$TMP/att_bad.yaml" -o "$TMP/bad"
+contains att_bad_dims_msg "$TMP/err" "attention dims differ: q [2,3,37,24], kt [2,3,25,45]"
+sed 's/shape: \[2, 1, 1, 45\]/shape: [2, 1, 2, 45]/' "$TMP/att.yaml" >"$TMP/att_bad2.yaml"
+check att_bad_bias 1 "$FUSEC" compile "$TMP/att_bad2.yaml" -o "$TMP/bad"
+contains att_bad_bias_msg "$TMP/err" "attention bias [2,1,2,45] does not broadcast to the scores"
+
+# ---- --attention fuse ----
+check attf_bad_mode 2 "$FUSEC" compile "$TMP/att.yaml" --attention maybe -o "$TMP/bad"
+contains attf_bad_mode_msg "$TMP/err" "--attention: unknown mode 'maybe' (fuse or keep)"
+check attf_import 2 "$FUSEC" import tests/onnx/models/bert/model.onnx --attention fuse -o "$TMP/b.json"
+B=tests/onnx/models/bert/model.onnx
+check attf_bert_explain 0 "$FUSEC" explain $B --attention fuse
+contains attf_bert_fused "$TMP/out" "attention: 2 fused (--attention fuse)"
+grep -c "^op .* Float::Attention" "$TMP/out" >"$TMP/n"
+same attf_bert_ops "$TMP/n" 2
+check attf_bert_keep 0 "$FUSEC" explain $B
+grep -c "^op .* Float::Attention" "$TMP/out" >"$TMP/n"
+same attf_bert_keep_ops "$TMP/n" 0
+check attf_bert_cpu 0 "$FUSEC" run $B --attention fuse --backend cpu --check
+contains attf_bert_cpu_ok "$TMP/out" "check hidden: "
+# the rewrite keeps what the graph computes: the interpreter with and without it,
+# and the cpu backend's kernels against the graph as written
+check attf_bert_ref 0 "$FUSEC" run $B --backend interp --seed 2 --outputs "$TMP/bert.ref"
+check attf_bert_int 0 "$FUSEC" run $B --backend interp --seed 2 --outputs "$TMP/bert.int" --attention fuse
+same_npy attf_bert_same_interp "$TMP/bert.ref" "$TMP/bert.int" 1e-9
+check attf_bert_cpu2 0 "$FUSEC" run $B --backend cpu --seed 2 --outputs "$TMP/bert.cpu" --attention fuse --precision bf16
+same_npy attf_bert_same_bf16 "$TMP/bert.ref" "$TMP/bert.cpu" 5e-2
+V=tests/onnx/models/vit2/model.onnx
+check attf_vit_ref 0 "$FUSEC" run $V --backend interp --seed 4 --outputs "$TMP/vit.ref"
+check attf_vit_cpu 0 "$FUSEC" run $V --backend cpu --seed 4 --outputs "$TMP/vit.cpu" --attention fuse
+same_npy attf_vit_same "$TMP/vit.ref" "$TMP/vit.cpu" 1e-5
+# a mask written with where (GPT-2) is not taken yet, and explain says so
+check attf_gpt2_explain 0 "$FUSEC" explain tests/onnx/models/gpt2/model.onnx --attention fuse
+contains attf_gpt2_why "$TMP/out" "attention: the matmul after a softmax stays apart: ops[37] '/blocks.0/attn/MatMul_1'"
+contains attf_gpt2_where "$TMP/out" "the mask is a where, not taken yet"
+# a softmax whose weights are an output stays apart
+cat >"$TMP/soft_out.yaml" <<'G'
+format: fusec-graph/1
+name: soft_out
+inputs:
+  q: {dtype: f32, shape: [4, 8]}
+  kt: {dtype: f32, shape: [8, 6]}
+  v: {dtype: f32, shape: [6, 3]}
+ops:
+  - {op: matmul, in: [q, kt], out: s}
+  - {op: div_scalar, in: [s], out: s1, scalar: 2}
+  - {op: max_dim, in: [s1], out: m, axis: -1}
+  - {op: sub, in: [s1, m], out: d}
+  - {op: exp, in: [d], out: e}
+  - {op: sum, in: [e], out: l, axis: -1}
+  - {op: div, in: [e, l], out: p}
+  - {op: matmul, in: [p, v], out: y}
+outputs: [y, p]
+G
+check attf_soft_out 0 "$FUSEC" explain "$TMP/soft_out.yaml" --attention fuse
+contains attf_soft_out_why "$TMP/out" "a tensor of the softmax is read outside it or is an output"
+sed -e 's/outputs: \[y, p\]/outputs: [y]/' -e 's/name: soft_out/name: soft/' "$TMP/soft_out.yaml" >"$TMP/soft.yaml"
+check attf_soft 0 "$FUSEC" explain "$TMP/soft.yaml" --attention fuse
+contains attf_soft_fused "$TMP/out" "attention: 1 fused"
+check attf_soft_ref 0 "$FUSEC" run "$TMP/soft.yaml" --seed 1 --outputs "$TMP/soft.ref"
+check attf_soft_cpu 0 "$FUSEC" run "$TMP/soft.yaml" --backend cpu --seed 1 --outputs "$TMP/soft.cpu" --attention fuse
+same_npy attf_soft_same "$TMP/soft.ref" "$TMP/soft.cpu" 1e-6
+# the result cache tells the two apart
+check attf_compile_keep 0 "$FUSEC" compile "$TMP/soft.yaml" -o "$TMP/ck"
+check attf_compile_fuse 0 "$FUSEC" compile "$TMP/soft.yaml" -o "$TMP/cf" --attention fuse
+check attf_plans_differ 1 cmp -s "$TMP/ck/soft.plan.json" "$TMP/cf/soft.plan.json"
