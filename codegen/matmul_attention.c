@@ -13,7 +13,8 @@
  *     past the end are -inf), the row's max over the quad (two butterfly shuffles),
  *     the new running max m, alpha = exp(m_old - m), p = exp(s - m); the thread's
  *     running sum l = l * alpha + its p's; O's accumulators of the row times alpha;
- *     p rounded to the operands' dtype into P's tile in shared memory;
+ *     p rounded to the operands' dtype into P's tile in shared memory, and l sums
+ *     those rounded weights (the result is a weighted mean of v's rows);
  *   - O += P v on the tensor cores.
  * At the end each row's sum over the quad (the same butterfly), O / l, and the
  * matmul epilogue (matmul_epilogue.c) writes O and what the kernel computes from it.
@@ -208,8 +209,10 @@ static void softmax_step(Att *A)
 			LLVMValueRef s = mm_acc_load(x, mm_i64c(x, e + h));
 			pv[h] = cg_math_unary(&kb->math, OP_EXP, LLVMBuildFSub(A->b, s, shift[r], ""),
 					      GELU_NONE);
-			lsum[r] = LLVMBuildFAdd(A->b, lsum[r], pv[h], "");
+			/* l sums the weights P v multiplies: rounded, so that the result
+			 * is a weighted mean of v's rows */
 			bits[h] = cg_narrow(kb, pv[h], o->dt);
+			lsum[r] = LLVMBuildFAdd(A->b, lsum[r], cg_widen(kb, bits[h], o->dt), "");
 			if (LLVMTypeOf(bits[h]) != m->t_i16)
 				bits[h] = LLVMBuildBitCast(A->b, bits[h], m->t_i16, "");
 			bits[h] = LLVMBuildZExt(A->b, bits[h], m->t_i32, "");

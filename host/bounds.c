@@ -663,12 +663,13 @@ static void bound_matmul(Interp *ip, const Op *op, const HostTensor *out, double
  * the scores s_j in f32 from the operands, p_j = exp(s_j - m) with a max m of its
  * own (any m: it cancels, as long as the numerator and the sum use the same one,
  * which a flash kernel's rescaling keeps), rounds p_j to the operands' dtype for the
- * second product, and divides the sums. Per score, its error ds_j (the operands',
- * the products' and the sum's, the scale's rounding, the bias's), the rounding of
- * s_j - m, exp's 4 ulps and p_j's rounding give p_j a relative error eps_j; then
- * with A = sum p_j eps_j |v_j| / l and B = sum p_j eps_j / l, plus the sums' own
- * rounding, the result errs by at most (A + B |o|) / (1 - B), and the errors of v
- * weighted by p_j / l. A score of -inf has p_j = 0 and no error. */
+ * second product and sums those same weights, and divides the sums: the result is
+ * a weighted mean, and an error eps_j of weight j moves it by p_j eps_j (v_j - o) / l.
+ * Per score, its error ds_j (the operands', the products' and the sum's, the
+ * scale's rounding, the bias's), the rounding of s_j - m and exp's 4 ulps give
+ * eps_j, summed as spread sums independent errors; the weights' rounding is bounded
+ * as a whole; then the sums' own rounding and the errors of v weighted by p_j / l.
+ * A score of -inf has p_j = 0 and no error. */
 static void bound_attention(Interp *ip, const Op *op, const HostTensor *out, double *e,
 			    double *rt)
 {
@@ -730,7 +731,6 @@ static void bound_attention(Interp *ip, const Op *op, const HostTensor *out, dou
 			mx = fmax(mx, s[j]);
 		}
 		double l = 0, emax = 0;
-		Spread bs = {0, 0, 0};
 		for (int64_t j = 0; j < n; j++) {
 			p[j] = exp(s[j] - mx);
 			l += p[j];
@@ -740,17 +740,13 @@ static void bound_attention(Interp *ip, const Op *op, const HostTensor *out, dou
 				ds[j] = 0;
 				continue;
 			}
-			/* eps_j, kept in ds */
-			ds[j] = expm1(ds[j] + 2 * u * (fabs(s[j]) + fabs(mx))) + 8 * u + up;
-			emax = fmax(emax, ds[j]);
-			spread_add(&bs, p[j] * ds[j], 0);
+			/* eps_j of the scores and exp, kept in ds */
+			ds[j] = expm1(ds[j] + 2 * u * (fabs(s[j]) + fabs(mx))) + 8 * u;
+			emax = fmax(emax, ds[j] + up);
 		}
-		/* the weights' errors come from different roundings: summed as spread
-		 * sums them (independent, each bounded) */
-		double B = spread(&bs) / l + 2 * (double)n * u;
 		for (int64_t c = 0; c < ne; c++) {
 			double o = 0, sv = 0;
-			Spread as = {0, 0, 0}, vs = {0, 0, 0};
+			Spread vs = {0, 0, 0};
 			for (int64_t j = 0; j < n; j++) {
 				if (p[j] == 0)
 					continue;
@@ -759,15 +755,29 @@ static void bound_attention(Interp *ip, const Op *op, const HostTensor *out, dou
 				double ev = err_at(ip, op->in[2], vi);
 				o += p[j] * vv;
 				sv += p[j] * fabs(vv);
-				spread_add(&as, p[j] * ds[j] * fabs(vv), 0);
 				spread_add(&vs, p[j] * ev, ev > 0 ? p[j] * fmin(ev,
 					   tight_at(ip, op->in[2], vi)) : 0);
 			}
-			double a = spread(&as) / l, ev = spread(&vs) / l;
 			o /= l, sv /= l;
-			double pre = B < 1 ? (a + B * fabs(o)) / (1 - B) : INFINITY;
-			pre += ev + ((double)n + 2) * u * sv * (1 + emax) + 2 * u * fabs(o) +
-			       (tf ? (0x1p-10 + 0x1p-22) * sv : 0);
+			/* weights p_j (1 + eps_j) in both sums move the mean by sum p_j eps_j
+			 * (v_j - o) / l: the scores' and exp's errors come from different
+			 * roundings (spread sums them), the weights' rounding to the operands'
+			 * dtype is bounded as a whole (nearly equal weights round alike) */
+			Spread as = {0, 0, 0};
+			double dev = 0;
+			for (int64_t j = 0; j < n; j++) {
+				if (p[j] == 0)
+					continue;
+				double dv = fabs(host_get(t[2], base[2] + j * st[2][r - 2] +
+						     c * st[2][r - 1]) - o);
+				spread_add(&as, p[j] * ds[j] * dv, 0);
+				dev += p[j] * dv;
+			}
+			double a = (spread(&as) + up * dev) / l, ev = spread(&vs) / l;
+			double pre = emax < 1 ? a / (1 - emax) : INFINITY;
+			/* the sums in f32 (numerator and l) and the division */
+			pre += ev + ((double)n + 2) * u * sv * (1 + emax) +
+			       (2 * (double)n + 2) * u * fabs(o) + (tf ? (0x1p-10 + 0x1p-22) * sv : 0);
 			int64_t oi = row * ne + c;
 			put(rt, oi, 0);
 			if (!ir_dtype_is_float(out->dtype) || !isfinite(host_get(out, oi))) {

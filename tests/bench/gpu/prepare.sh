@@ -64,6 +64,13 @@ for t in f32 bf16 f16 tf32; do
 	case $t in tf32) tf32=--allow-tf32 ;; *) tf32= ;; esac
 	"$FUSEC" compile tests/bench/gpu/conv_check_$t.json --layout nhwc $tf32 --no-cache -o "$G/plans/conv_check_${t}__nhwc" > /dev/null
 done
+# the attention kernel (codegen/matmul_attention.c): its wide configuration forced
+# on the check graphs' small head dims, and the written-out chain through --attention
+# fuse (its expectations are the graph's, unfused)
+for t in bf16 f16; do
+	FUSEC_MATMUL_TILES=att128x64d128 "$FUSEC" compile tests/bench/gpu/att_check_$t.json --no-cache -o "$G/plans/att_check_${t}__att128x64d128" > /dev/null
+done
+"$FUSEC" compile tests/bench/gpu/att_pattern_bf16.json --attention fuse --no-cache -o "$G/plans/att_pattern_bf16__fused" > /dev/null
 # the mma.sync path: every matmul check graph for --arch sm_90 too (NAME__sm_90)
 for g in tests/bench/gpu/mm_check_*.json tests/bench/gpu/conv_check_*.json; do
 	n=$(basename "${g%.*}")

@@ -332,6 +332,9 @@ def worker(args):
     if args.fusec_layout:  # docs/design.md, "Channels last"
         cmd += ["--layout", args.fusec_layout]
         row["notes"].append(f"fusec --layout {args.fusec_layout}")
+    if args.fusec_attention:  # docs/graph-format.md, the attention op
+        cmd += ["--attention", args.fusec_attention]
+        row["notes"].append(f"fusec --attention {args.fusec_attention}")
     t0 = time.time()
     r = run(cmd, max(end_at - time.time() - 60, 30), fusec_env)
     secs = time.time() - t0
@@ -699,6 +702,8 @@ def parse():
                         "its rel L2 is against f32 eager (docs/precision.md)")
     p.add_argument("--fusec-layout", choices=["nchw", "nhwc"],
                    help="fusec compile --layout (convolutions channels last)")
+    p.add_argument("--fusec-attention", choices=["fuse", "keep"],
+                   help="fusec compile --attention (each attention as one op)")
     p.add_argument("--work", help="where the ONNX files and plans go (default: a temp dir)")
     p.add_argument("--keep", action="store_true", help="keep the ONNX files and plans")
     p.add_argument("--dry-run", action="store_true")
