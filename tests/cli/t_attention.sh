@@ -122,3 +122,40 @@ same_npy attf_soft_same "$TMP/soft.ref" "$TMP/soft.cpu" 1e-6
 check attf_compile_keep 0 "$FUSEC" compile "$TMP/soft.yaml" -o "$TMP/ck"
 check attf_compile_fuse 0 "$FUSEC" compile "$TMP/soft.yaml" -o "$TMP/cf" --attention fuse
 check attf_plans_differ 1 cmp -s "$TMP/ck/soft.plan.json" "$TMP/cf/soft.plan.json"
+
+# ---- the flash kernel (codegen/matmul_attention.c) ----
+# the check graphs: head dims 24/40, 100/128, 64/64 and 128/72, keys 45 to 300 (one
+# to five steps, edges), rows 37 to 257, batch broadcast, with and without a bias;
+# the rule picks att128x64d64 or d128 per op, and d128 forced takes them all
+AC=tests/bench/gpu/att_check
+for t in bf16 f16; do
+	check att-k-$t 0 "$FUSEC" run $AC"_$t.json" --backend cpu --check
+	grep -c " ok$" "$TMP/out" >"$TMP/n"
+	same att-k-$t-ok "$TMP/n" 4
+	check att-k-$t-d128 0 env FUSEC_MATMUL_TILES=att128x64d128 "$FUSEC" run $AC"_$t.json" --backend cpu --check
+	grep -c " ok$" "$TMP/out" >"$TMP/n"
+	same att-k-$t-d128-ok "$TMP/n" 4
+done
+check att-k-compile 0 "$FUSEC" compile $AC"_bf16.json" --no-cache -o "$TMP/ak"
+check att-k-variants 0 "$(npy_python)" -c '
+import json, sys
+p = json.load(open(sys.argv[1]))
+v = sorted(k["tiles"] for k in p["kernels"])
+assert v == ["att128x64d128", "att128x64d128", "att128x64d64", "att128x64d64"], v
+' "$TMP/ak/att_check_bf16.plan.json"
+# f32 and head dims past 128 run on the plain evaluator
+sed 's/"bf16"/"f32"/g' $AC"_bf16.json" >"$TMP/ac32.json"
+check att-k-f32 0 "$FUSEC" run "$TMP/ac32.json" --backend cpu --check
+contains att-k-f32-ok "$TMP/out" "check c1_y: "
+# the chain written out, fused, against the interpreter of the graph as written
+check att-k-pattern 0 "$FUSEC" run tests/bench/gpu/att_pattern_bf16.json --backend cpu --seed 3 --attention fuse --outputs "$TMP/ap.got"
+check att-k-pattern-ref 0 "$FUSEC" run tests/bench/gpu/att_pattern_bf16.json --backend interp --seed 3 --outputs "$TMP/ap.ref"
+same_npy att-k-pattern-same "$TMP/ap.ref" "$TMP/ap.got" 2e-2
+# ptxas takes both configurations (when the CUDA toolkit is here)
+PTXAS=$(command -v ptxas || echo /usr/local/cuda/bin/ptxas)
+if [ -x "$PTXAS" ]; then
+	for a in sm_90a sm_80; do
+		check att-ptx-$a 0 "$FUSEC" compile $AC"_f16.json" --arch $a --no-cache -o "$TMP/ap_$a"
+		check att-ptxas-$a 0 "$PTXAS" -arch=$a "$TMP/ap_$a/att_check_f16.ptx" -o "$TMP/ap.cubin"
+	done
+fi
