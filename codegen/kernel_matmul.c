@@ -71,8 +71,12 @@ static LLVMValueRef eval_attention(CgKb *kb, const RelOp *op, CgIdx *out)
 			pos[d] = bias->shape[d] == 0 ? cg_i64(kb, 0) :
 				 d == r - 1 ? lj.i : out->i[d];
 		CgIdx xb = cg_idx_at(bias, pos);
-		s = cg_binary_value(kb, OP_ADD, t, s, cg_convert(kb, cg_eval(kb, bias->id, &xb),
-								   it, t));
+		LLVMValueRef bv = cg_eval(kb, bias->id, &xb);
+		if (bias->dtype == DT_BOOL)   /* a mask: min where it is true */
+			s = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntNE, bv, LLVMConstNull(LLVMTypeOf(bv)), ""),
+					    cg_scalar_as(kb, op->place0 + 1, t), s, "");
+		else
+			s = cg_binary_value(kb, OP_ADD, t, s, cg_convert(kb, bv, it, t));
 	}
 	/* the new max, and the shift: 0 while every score so far is -inf (then both
 	 * exps are 0, not NaN) */

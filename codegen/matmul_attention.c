@@ -52,6 +52,7 @@ typedef struct {
 	LLVMValueRef state;      /* float array: GPU [AT_NSTATE], host [threads][AT_NSTATE] */
 	LLVMValueRef red;        /* host: the quad exchange (float pointer) */
 	LLVMValueRef scale;      /* f32 */
+	LLVMValueRef fill;       /* f32: a mask's scores (attribute min) */
 	const RelTensor *bias;   /* NULL: none */
 	LLVMValueRef bst[IR_MAX_RANK]; /* its element strides, 0 where it broadcasts */
 	LLVMValueRef j0;         /* the first key of the current step */
@@ -142,7 +143,8 @@ static void quad(Att *A, LLVMValueRef v[2], bool sum)
 }
 
 /* The score of S's accumulator e of the current thread at (row, col) of the block
- * tile: scale * acc + bias, -inf past the last key. */
+ * tile: scale * acc + bias (or the fill where a mask is true), -inf past the last
+ * key. */
 static LLVMValueRef score(Att *A, int e)
 {
 	Mm *x = &A->s;
@@ -165,8 +167,14 @@ static LLVMValueRef score(Att *A, int e)
 		LLVMValueRef p = LLVMBuildGEP2(A->b, st, kb->buf[t->id], &off, 1, "");
 		LLVMValueRef bv = LLVMBuildLoad2(A->b, st, p, "");
 		LLVMSetAlignment(bv, (unsigned)ir_dtype_size((DType)t->dtype));
-		bv = cg_convert(kb, cg_widen(kb, bv, (DType)t->dtype), (DType)t->dtype, DT_F32);
-		s = LLVMBuildFAdd(A->b, s, LLVMBuildSelect(A->b, ok, bv, f32c(A, 0), ""), "");
+		if (t->dtype == DT_BOOL) {
+			/* a mask: the fill value where it is true */
+			LLVMValueRef on = LLVMBuildICmp(A->b, LLVMIntNE, bv, LLVMConstNull(st), "");
+			s = LLVMBuildSelect(A->b, LLVMBuildAnd(A->b, ok, on, ""), A->fill, s, "");
+		} else {
+			bv = cg_convert(kb, cg_widen(kb, bv, (DType)t->dtype), (DType)t->dtype, DT_F32);
+			s = LLVMBuildFAdd(A->b, s, LLVMBuildSelect(A->b, ok, bv, f32c(A, 0), ""), "");
+		}
 	}
 	return LLVMBuildSelect(A->b, in, s, f32c(A, -INFINITY), "");
 }
@@ -180,6 +188,10 @@ static void softmax_step(Att *A)
 	CgModule *m = kb->m;
 	LLVMValueRef ninf = f32c(A, -INFINITY);
 	phase_begin(A);
+	/* GPU: what derives from the thread id here is computed here, not hoisted out
+	 * of the key loop to hold registers through it */
+	LLVMValueRef tid0 = x->tid;
+	x->tid = o->tid = mm_opaque_tid(x, tid0);
 	/* the scores in place of the accumulators, and each row's max over the thread */
 	LLVMValueRef mx[2] = {ninf, ninf};
 	for (int e = 0; e < x->nacc; e++) {
@@ -233,6 +245,8 @@ static void softmax_step(Att *A)
 		LLVMValueRef i = mm_i64c(o, e);
 		mm_acc_store(o, i, LLVMBuildFMul(A->b, mm_acc_load(o, i), alpha[(e % 4) / 2], ""));
 	}
+	if (A->gpu)
+		x->tid = o->tid = tid0;
 	phase_end(A);
 }
 
@@ -372,6 +386,8 @@ int mm_attention_kernel(CgKb *kb, const MmConfig *cfg, const int *wr, int nw)
 		}
 	}
 	A->scale = cg_scalar_as(kb, op->place0, DT_F32);
+	if (A->bias && A->bias->dtype == DT_BOOL)
+		A->fill = cg_scalar_as(kb, op->place0 + 1, DT_F32);
 	int smem = mm_attention_smem(cfg, x->es);
 
 	/* shared memory: S's stage, then O's; the epilogue's staging over both */

@@ -202,7 +202,7 @@ bool mm_eligible(const CgKernelSpec *s)
 		if (t != DT_F16 && t != DT_BF16)
 			return false;
 		for (int k = 1; k < mm->nin; k++)
-			if (mm->t[k].dtype != t)
+			if (mm->t[k].dtype != t && !(k == 3 && mm->t[k].dtype == DT_BOOL))
 				return false;
 		for (int i = 0; i < mi && mm->nin == 4; i++)
 			if (s->ops[i].t[1].id == mm->t[3].id)

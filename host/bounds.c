@@ -723,7 +723,14 @@ static void bound_attention(Interp *ip, const Op *op, const HostTensor *out, dou
 				    (tf ? (0x1p-10 + 0x1p-22) * mag : 0);
 			s[j] = scale * dot;
 			ds[j] = fabs(scale) * ed + se * fabs(dot) + u * fabs(s[j]);
-			if (op->nin == 4) {
+			if (op->nin == 4 && t[3]->dtype == DT_BOOL) {
+				/* masked: the fill value, exactly */
+				int64_t bi = base[3] + i * st[3][r - 2] + j * st[3][r - 1];
+				if (host_get(t[3], bi) != 0) {
+					s[j] = op->attr->min;
+					ds[j] = 0;
+				}
+			} else if (op->nin == 4) {
 				int64_t bi = base[3] + i * st[3][r - 2] + j * st[3][r - 1];
 				s[j] += host_get(t[3], bi);
 				ds[j] += err_at(ip, op->in[3], bi) + u * fabs(s[j]);

@@ -473,8 +473,8 @@ static void run_matmul(Interp *ip, const Op *op, HostTensor *out)
 	}
 }
 
-/* attention(q, kt, v[, bias]) (ir/ops.def), row by row in f64: the scores s_j =
- * scalar * q_i . kt_j + bias_ij, their max m, e_j = exp(s_j - m), and out_i =
+/* attention(q, kt, v[, bias | mask]) (ir/ops.def), row by row in f64: the scores
+ * s_j = scalar * q_i . kt_j + bias_ij (or min where mask_ij), their max m, e_j = exp(s_j - m), and out_i =
  * sum_j e_j v_j / sum_j e_j. */
 static void run_attention(Interp *ip, const Op *op, HostTensor *out)
 {
@@ -505,8 +505,13 @@ static void run_attention(Interp *ip, const Op *op, HostTensor *out)
 				dot += host_get(t[0], base[0] + i * st[0][r - 2] + p * st[0][r - 1]) *
 				       host_get(t[1], base[1] + p * st[1][r - 2] + j * st[1][r - 1]);
 			s[j] = scale * dot;
-			if (op->nin == 4)
-				s[j] += host_get(t[3], base[3] + i * st[3][r - 2] + j * st[3][r - 1]);
+			if (op->nin == 4) {
+				double b = host_get(t[3], base[3] + i * st[3][r - 2] + j * st[3][r - 1]);
+				if (t[3]->dtype == DT_BOOL)
+					s[j] = b != 0 ? op->attr->min : s[j];
+				else
+					s[j] += b;
+			}
 			mx = nan_max(mx, s[j]);
 		}
 		double sum = 0;

@@ -406,9 +406,15 @@ static int rule_attention(Infer *c)
 	const Tensor *q = input(c, 0), *kt = input(c, 1), *v = input(c, 2);
 	if (need(c, q->dtype, NEED_FLOAT))
 		return -1;
+	/* a bool fourth operand is a mask, whose scores become `min` */
+	bool mask = c->op->nin == 4 && input(c, 3)->dtype == DT_BOOL;
 	for (int k = 1; k < c->op->nin; k++)
-		if (same_dtype(c, q, input(c, k)) || same_rank(c, q->rank, input(c, k)->rank))
+		if ((!(mask && k == 3) && same_dtype(c, q, input(c, k))) ||
+		    same_rank(c, q->rank, input(c, k)->rank))
 			return -1;
+	if (mask && !(c->attr->has & A_MIN))
+		return fail(c, "attention with a bool mask needs attribute 'min' (the score where "
+			    "the mask is true)");
 	int r = q->rank;
 	if (r < 2)
 		return fail(c, "attention needs rank 2 or more, got %s", tensor_text(q).s);
@@ -433,8 +439,8 @@ static int rule_attention(Infer *c)
 			int64_t want = i == r - 2 ? q->dim[r - 2] : i == r - 1 ? kt->dim[r - 1] :
 				       c->out.dim[i];
 			if (bias->dim[i] != 1 && bias->dim[i] != want)
-				return fail(c, "attention bias %s does not broadcast to the scores",
-					    tensor_text(bias).s);
+				return fail(c, "attention %s %s does not broadcast to the scores",
+					    mask ? "mask" : "bias", tensor_text(bias).s);
 		}
 	}
 	c->out.dim[r - 1] = v->dim[r - 1];

@@ -7,16 +7,17 @@
  *     s0 = matmul(q, kt)
  *     s1 = mul_scalar(s0, c) | div_scalar(s0, c)      (optional)
  *     x  = add(s1, bias) | add(bias, s1)               (optional)
+ *        | where(mask, fill, s1)                       (a bool mask, a constant fill)
  *     mx = max_dim(x, last);  d = sub(x, mx);  e = exp(d)
  *     l  = sum(e, last);      p = div(e, l)
  *     y  = matmul(p, v)
  *
- * and it becomes y = attention(q, kt, v[, bias]; scalar c or 1/c). The views in
+ * and it becomes y = attention(q, kt, v[, bias | mask]; scalar c or 1/c, min fill).
+ * The views in
  * front of q, kt and v stay as they are (the kernel reads them in place, as a
  * matmul does). Every intermediate must be read by the chain alone and be no
  * output, all of one float dtype and one stream with no sync between; where one
- * condition fails the ops stay as they are, and the reason is kept for `explain`.
- * A mask written with `where` (GPT-2, Llama) is not taken yet. */
+ * condition fails the ops stay as they are, and the reason is kept for `explain`. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -25,8 +26,8 @@
 /* The chain found behind y = matmul(p, v): its ops, and the operands. */
 typedef struct {
 	int ops[9], nops;
-	int q, kt, v, bias;
-	double scale;
+	int q, kt, v, bias;      /* bias: a float bias or a bool mask; -1: none */
+	double scale, fill;      /* fill: the masked scores */
 } Chain;
 
 typedef struct {
@@ -55,6 +56,41 @@ static void why(Aw *w, const Op *y, const char *fmt, const char *detail)
 	snprintf(reason, sizeof reason, fmt, detail);
 	ir_op_ref(w->g, (int)(y - w->g->ops), ref, sizeof ref);
 	snprintf(in->why[in->nwhy++], sizeof in->why[0], "%s: %s", ref, reason);
+}
+
+/* The value of a constant all of whose elements are one value (f32, f64, bf16);
+ * false for anything else. */
+static bool constant_value(const Tensor *t, double *v)
+{
+	if (!t->data)
+		return false;
+	int64_t n = 1;
+	for (int d = 0; d < t->rank; d++)
+		n *= t->dim[d];
+	for (int64_t i = 0; i < n; i++) {
+		double x;
+		if (t->dtype == DT_F32) {
+			float f;
+			memcpy(&f, (const char *)t->data + 4 * i, 4);
+			x = f;
+		} else if (t->dtype == DT_F64) {
+			memcpy(&x, (const char *)t->data + 8 * i, 8);
+		} else if (t->dtype == DT_BF16) {
+			uint16_t h;
+			uint32_t u;
+			float f;
+			memcpy(&h, (const char *)t->data + 2 * i, 2);
+			u = (uint32_t)h << 16;
+			memcpy(&f, &u, 4);
+			x = f;
+		} else {
+			return false;
+		}
+		if (i > 0 && !(x == *v || (x != x && *v != *v)))
+			return false;
+		*v = x;
+	}
+	return n > 0;
 }
 
 /* Whether tensor t, made inside the chain, is read by it alone: want reads, and no
@@ -88,7 +124,21 @@ static bool match(Aw *w, const Op *y, Chain *c)
 	int x = sub->in[0];
 	const Op *sc = producer(w, x);
 	c->nops = 0;
-	if (sc && sc->kind == OP_ADD) {
+	if (sc && sc->kind == OP_WHERE) {
+		/* where(mask, fill, scores): a bool mask, a constant fill */
+		const Tensor *fill = &g->tensors[sc->in[1]];
+		if (!constant_value(fill, &c->fill)) {
+			why(w, y, "the mask's fill is not %s", "one constant value");
+			return false;
+		}
+		if (!private_to(w, sc->in[2], 1)) {
+			why(w, y, "the scores before the mask are read %s", "elsewhere");
+			return false;
+		}
+		c->bias = sc->in[0];
+		c->ops[c->nops++] = (int)(sc - g->ops);
+		sc = producer(w, sc->in[2]);
+	} else if (sc && sc->kind == OP_ADD) {
 		const Op *a0 = producer(w, sc->in[0]), *a1 = producer(w, sc->in[1]);
 		bool left = a0 && (a0->kind == OP_MATMUL || a0->kind == OP_MUL_SCALAR ||
 				   a0->kind == OP_DIV_SCALAR);
@@ -118,10 +168,6 @@ static bool match(Aw *w, const Op *y, Chain *c)
 		c->ops[c->nops++] = (int)(sc - g->ops);
 		sc = producer(w, sc->in[0]);
 	}
-	if (sc && sc->kind == OP_WHERE) {
-		why(w, y, "the mask is a where, not taken yet%s", "");
-		return false;
-	}
 	if (!sc || sc->kind != OP_MATMUL) {
 		why(w, y, "the softmax does not read scores made by a matmul%s",
 		    c->bias >= 0 ? " (and a bias)" : "");
@@ -147,7 +193,8 @@ static bool match(Aw *w, const Op *y, Chain *c)
 		if (ins[k] < 0)
 			continue;
 		const Tensor *t = &g->tensors[ins[k]];
-		if (t->dtype != tq->dtype || t->rank != tq->rank) {
+		bool mask = k == 3 && t->dtype == DT_BOOL;
+		if ((t->dtype != tq->dtype && !mask) || t->rank != tq->rank) {
 			why(w, y, "its operands differ in dtype or rank%s", "");
 			return false;
 		}
@@ -254,6 +301,10 @@ int pass_attention(Graph *g, AttentionMode mode, AttentionInfo *info)
 		Attrs *at = ARENA_NEW(g->arena, Attrs, 1);
 		at->has = A_SCALAR;
 		at->scalar = c.scale;
+		if (c.bias >= 0 && g->tensors[c.bias].dtype == DT_BOOL) {
+			at->has |= A_MIN;
+			at->min = c.fill;
+		}
 		int nin = c.bias >= 0 ? 4 : 3;
 		int *in = ARENA_NEW(g->arena, int, nin);
 		in[0] = c.q, in[1] = c.kt, in[2] = c.v;

@@ -87,10 +87,48 @@ V=tests/onnx/models/vit2/model.onnx
 check attf_vit_ref 0 "$FUSEC" run $V --backend interp --seed 4 --outputs "$TMP/vit.ref"
 check attf_vit_cpu 0 "$FUSEC" run $V --backend cpu --seed 4 --outputs "$TMP/vit.cpu" --attention fuse
 same_npy attf_vit_same "$TMP/vit.ref" "$TMP/vit.cpu" 1e-5
-# a mask written with where (GPT-2) is not taken yet, and explain says so
-check attf_gpt2_explain 0 "$FUSEC" explain tests/onnx/models/gpt2/model.onnx --attention fuse
-contains attf_gpt2_why "$TMP/out" "attention: the matmul after a softmax stays apart: ops[37] '/blocks.0/attn/MatMul_1'"
-contains attf_gpt2_where "$TMP/out" "the mask is a where, not taken yet"
+# a causal mask written with where (GPT-2, Llama): a bool mask and the fill as `min`
+for m in gpt2 llama; do
+	M=tests/onnx/models/$m/model.onnx
+	check attf_${m}_explain 0 "$FUSEC" explain $M --attention fuse
+	contains attf_${m}_fused "$TMP/out" "attention: 2 fused (--attention fuse)"
+	check attf_${m}_ref 0 "$FUSEC" run $M --backend interp --seed 2 --outputs "$TMP/$m.ref"
+	check attf_${m}_cpu 0 "$FUSEC" run $M --backend cpu --seed 2 --outputs "$TMP/$m.cpu" --attention fuse
+	same_npy attf_${m}_same "$TMP/$m.ref" "$TMP/$m.cpu" 1e-5
+	check attf_${m}_bf16 0 "$FUSEC" run $M --backend cpu --seed 2 --attention fuse --precision bf16 --check
+	contains attf_${m}_bf16_ok "$TMP/out" "check logits: "
+done
+# a mask whose fill is not one constant stays apart, and explain says why
+cat >"$TMP/where.yaml" <<'G'
+format: fusec-graph/1
+name: where
+inputs:
+  q: {dtype: f32, shape: [2, 5, 8]}
+  kt: {dtype: f32, shape: [2, 8, 7]}
+  v: {dtype: f32, shape: [2, 7, 3]}
+  c: {dtype: bool, shape: [1, 5, 7]}
+  f: {dtype: f32, shape: [1, 1, 1]}
+ops:
+  - {op: matmul, in: [q, kt], out: s}
+  - {op: where, in: [c, f, s], out: x}
+  - {op: max_dim, in: [x], out: m, axis: 2}
+  - {op: sub, in: [x, m], out: d}
+  - {op: exp, in: [d], out: e}
+  - {op: sum, in: [e], out: l, axis: 2}
+  - {op: div, in: [e, l], out: p}
+  - {op: matmul, in: [p, v], out: y}
+outputs: [y]
+G
+check attf_where_input 0 "$FUSEC" explain "$TMP/where.yaml" --attention fuse
+contains attf_where_input_why "$TMP/out" "the mask's fill is not one constant value"
+# with the fill a constant it fuses, and computes what the graph as written does
+sed 's/^  f: {dtype: f32, shape: \[1, 1, 1\]}$/XX/' "$TMP/where.yaml" | grep -v '^XX$' |
+	sed 's/^ops:$/constants:\n  f: {dtype: f32, shape: [1, 1, 1], data: [-1e4]}\nops:/' >"$TMP/wherec.yaml"
+check attf_wherec 0 "$FUSEC" explain "$TMP/wherec.yaml" --attention fuse
+contains attf_wherec_fused "$TMP/out" "attention: 1 fused"
+check attf_wherec_ref 0 "$FUSEC" run "$TMP/wherec.yaml" --seed 4 --outputs "$TMP/wc.ref"
+check attf_wherec_cpu 0 "$FUSEC" run "$TMP/wherec.yaml" --backend cpu --seed 4 --outputs "$TMP/wc.cpu" --attention fuse
+same_npy attf_wherec_same "$TMP/wc.ref" "$TMP/wc.cpu" 1e-6
 # a softmax whose weights are an output stays apart
 cat >"$TMP/soft_out.yaml" <<'G'
 format: fusec-graph/1
@@ -131,17 +169,17 @@ AC=tests/bench/gpu/att_check
 for t in bf16 f16; do
 	check att-k-$t 0 "$FUSEC" run $AC"_$t.json" --backend cpu --check
 	grep -c " ok$" "$TMP/out" >"$TMP/n"
-	same att-k-$t-ok "$TMP/n" 4
+	same att-k-$t-ok "$TMP/n" 5
 	check att-k-$t-d128 0 env FUSEC_MATMUL_TILES=att128x64d128 "$FUSEC" run $AC"_$t.json" --backend cpu --check
 	grep -c " ok$" "$TMP/out" >"$TMP/n"
-	same att-k-$t-d128-ok "$TMP/n" 4
+	same att-k-$t-d128-ok "$TMP/n" 5
 done
 check att-k-compile 0 "$FUSEC" compile $AC"_bf16.json" --no-cache -o "$TMP/ak"
 check att-k-variants 0 "$(npy_python)" -c '
 import json, sys
 p = json.load(open(sys.argv[1]))
 v = sorted(k["tiles"] for k in p["kernels"])
-assert v == ["att128x64d128", "att128x64d128", "att128x64d64", "att128x64d64"], v
+assert v == ["att128x64d128", "att128x64d128", "att128x64d64", "att128x64d64", "att128x64d64"], v
 ' "$TMP/ak/att_check_bf16.plan.json"
 # f32 and head dims past 128 run on the plain evaluator
 sed 's/"bf16"/"f32"/g' $AC"_bf16.json" >"$TMP/ac32.json"

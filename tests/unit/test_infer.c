@@ -243,6 +243,10 @@ static const Case cases[] = {
 	ERR(OP_ATTENTION, SCALAR, "op needs a float tensor, got i32", "i32[2,2]", "i32[2,2]",
 	    "i32[2,2]"),
 	ERR(OP_ATTENTION, NULL, "missing attribute 'scalar'", "f32[2,2]", "f32[2,2]", "f32[2,2]"),
+	ERR(OP_ATTENTION, SCALAR, "attention with a bool mask needs attribute 'min' (the score "
+	    "where the mask is true)", "f32[8,4]", "f32[4,6]", "f32[6,2]", "bool[8,6]"),
+	ERR(OP_ATTENTION, SCALAR, "dtypes f32 and i32 differ", "f32[8,4]", "f32[4,6]", "f32[6,2]",
+	    "i32[8,6]"),
 
 	/* matmul */
 	OK(OP_MATMUL, NULL, "f32[8,4]", "f32[8,16]", "f32[16,4]"),
