@@ -23,7 +23,10 @@
  *   matmul_epilogue.c  the epilogue and the split-K combine;
  *   matmul_conv.c      conv2d as an implicit GEMM on these tiles;
  *   matmul_depthwise.c a depthwise conv channels last: no tile, lanes of channels
- *                      a thread, the matmul's epilogue contract. */
+ *                      a thread, the matmul's epilogue contract;
+ *   matmul_attention.c the attention op as one flash kernel: two tile builders
+ *                      (the scores, the result) over one shared memory, the
+ *                      online softmax in registers between them. */
 #include "cg_impl.h"
 
 /* attention (ir/ops.def) for one output element (row i, column c): one pass over
