@@ -135,6 +135,8 @@ typedef struct {
 	LLVMValueRef bpos[IR_MAX_RANK]; /* batch position of the current tile */
 	LLVMValueRef m0, n0;
 	int a_bytes, stage_bytes;
+	bool a_fixed;             /* one A tile at offset 0, the stages B tiles after it
+				     (the attention kernel's q and P: matmul_attention.c) */
 	int cpr[2];               /* chunks per shared row: A (BK), B (BN) */
 	int outer[2];             /* rows of each shared tile (its outer dimension) */
 	bool panel;               /* wgmma: tiles in 128-byte panels (mm_swz) */
@@ -262,9 +264,12 @@ static inline LLVMValueRef mm_saddr(Mm *x, LLVMValueRef byte)
 }
 
 /* Byte offset (ot) of the shared copy of operand w (0 = A, 1 = B) in a stage whose
- * offset is s (ot). */
+ * offset is s (ot); A at 0 whatever the stage where one A tile serves every stage
+ * (Mm.a_fixed). */
 static inline LLVMValueRef mm_stage_off(Mm *x, LLVMValueRef s, int w)
 {
+	if (!w && x->a_fixed)
+		return LLVMConstNull(LLVMTypeOf(s));
 	return w ? mm_addc(x, s, x->a_bytes) : s;
 }
 

@@ -4,8 +4,10 @@
  * A block takes 128 rows of q of one batch (8 warps, 16 rows each) and walks the
  * keys 64 at a time. Two tile builders share its shared memory: S (the scores:
  * A = q's rows, the whole head dim in one stage; B = 64 columns of kt) and O (the
- * result: A = the weights P, written by the threads; B = 64 rows of v). Per key tile:
- *   - the K and V tiles are copied (cp.async), q's once per block tile;
+ * result: A = the weights P, written by the threads; B = 64 rows of v), each with
+ * one A tile and two B buffers (Mm.a_fixed). Per key tile:
+ *   - the next tile's K and V are copied (cp.async) while this one's are used; q's
+ *     once per block tile;
  *   - S = q kt on the tensor cores (mm_compute_stage, mma.sync m16n8k16), into
  *     registers laid out as mma's accumulators: a thread holds two rows of its warp's
  *     16, four threads (a quad) share each row;
@@ -56,6 +58,7 @@ typedef struct {
 	const RelTensor *bias;   /* NULL: none */
 	LLVMValueRef bst[IR_MAX_RANK]; /* its element strides, 0 where it broadcasts */
 	LLVMValueRef j0;         /* the first key of the current step */
+	int kbytes, vbytes;      /* one K tile, one V tile */
 } Att;
 
 static LLVMValueRef f32c(Att *A, double v)
@@ -268,17 +271,35 @@ static void block_tile(Att *A, LLVMValueRef t, LLVMValueRef ntm, const int *wr, 
 	for (int k = 0; k < AT_NSTATE; k++)
 		state_store(A, k, f32c(A, k < 2 ? -INFINITY : 0));
 	phase_end(A);
-	/* q's tile, once */
+	/* q's tile, once, and the first key tile into buffer 0 */
+	LLVMValueRef nt = mm_ceil_div(x, x->N, AT_BN);
 	mm_load_tile(x, 0, s0, mm_i64c(x, 0));
-	CgLoop lj;
-	cg_loop_begin(kb, &lj, mm_i64c(x, 0), mm_ceil_div(x, x->N, AT_BN), mm_i64c(x, 1));
-	A->j0 = mm_mulc(x, lj.i, AT_BN);
-	x->n0 = A->j0;
 	mm_load_tile(x, 1, s0, mm_i64c(x, 0));
-	mm_load_tile(o, 1, s0, lj.i);
+	mm_load_tile(o, 1, s0, mm_i64c(x, 0));
+	if (A->gpu)
+		mm_intrinsic(x, "llvm.nvvm.cp.async.commit.group", NULL, 0, NULL, 0);
+	CgLoop lj;
+	cg_loop_begin(kb, &lj, mm_i64c(x, 0), nt, mm_i64c(x, 1));
+	/* this step's buffer, and the next step's tile into the other one (a group of
+	 * its own, empty past the last tile: then wait for all but the newest) */
+	LLVMValueRef odd = mm_to_ot(x, mm_uremc(x, lj.i, 2));
+	LLVMValueRef sk = mm_mulc(x, odd, A->kbytes), sv = mm_mulc(x, odd, A->vbytes);
+	LLVMValueRef nk = mm_mulc(x, mm_bin(x, LLVMXor, odd, mm_cst(odd, 1)), A->kbytes);
+	LLVMValueRef nv = mm_mulc(x, mm_bin(x, LLVMXor, odd, mm_cst(odd, 1)), A->vbytes);
+	LLVMValueRef jn = mm_addc(x, lj.i, 1);
+	LLVMBasicBlockRef bl = LLVMAppendBasicBlockInContext(kb->m->ctx, kb->fn, "att.next");
+	LLVMBasicBlockRef bc = LLVMAppendBasicBlockInContext(kb->m->ctx, kb->fn, "att.commit");
+	LLVMBuildCondBr(A->b, mm_lt(x, jn, nt), bl, bc);
+	LLVMPositionBuilderAtEnd(A->b, bl);
+	x->n0 = mm_mulc(x, jn, AT_BN);
+	mm_load_tile(x, 1, nk, mm_i64c(x, 0));
+	mm_load_tile(o, 1, nv, jn);
+	LLVMBuildBr(A->b, bc);
+	LLVMPositionBuilderAtEnd(A->b, bc);
+	A->j0 = x->n0 = mm_mulc(x, lj.i, AT_BN);
 	if (A->gpu) {
 		mm_intrinsic(x, "llvm.nvvm.cp.async.commit.group", NULL, 0, NULL, 0);
-		LLVMValueRef n = mm_i32c(x, 0);
+		LLVMValueRef n = mm_i32c(x, 1);
 		mm_intrinsic(x, "llvm.nvvm.cp.async.wait.group", NULL, 0, &n, 1);
 	}
 	mm_barrier(x);
@@ -286,10 +307,10 @@ static void block_tile(Att *A, LLVMValueRef t, LLVMValueRef ntm, const int *wr, 
 	for (int e = 0; e < x->nacc; e++)
 		mm_acc_store(x, mm_i64c(x, e), f32c(A, 0));
 	phase_end(A);
-	mm_compute_stage(x, s0);
+	mm_compute_stage(x, sk);
 	softmax_step(A);
 	mm_barrier(x);
-	mm_compute_stage(o, s0);
+	mm_compute_stage(o, sv);
 	/* nobody refills K, V or P before every warp is done with them */
 	mm_barrier(x);
 	cg_loop_end(kb, &lj);
@@ -338,7 +359,8 @@ static void setup(Att *A, Mm *x, const MmConfig *c, const RelOp *op)
 	x->ni = x->wtn / 8;
 	x->nacc = x->mi * x->ni * 4;
 	x->a_bytes = c->bm * c->bk * x->es;
-	x->stage_bytes = x->a_bytes + c->bk * c->bn * x->es;
+	x->stage_bytes = x->a_bytes + 2 * c->bk * c->bn * x->es;   /* two B buffers */
+	x->a_fixed = true;
 }
 
 int mm_attention_kernel(CgKb *kb, const MmConfig *cfg, const int *wr, int nw)
@@ -361,6 +383,8 @@ int mm_attention_kernel(CgKb *kb, const MmConfig *cfg, const int *wr, int nw)
 	Mm *x = &A->s, *o = &A->o;
 	setup(A, x, &A->cs, op);
 	setup(A, o, &A->co, op);
+	A->kbytes = A->dmax * AT_BN * x->es;
+	A->vbytes = AT_BN * A->dmax * x->es;
 	int r = x->rank;
 	x->M = o->M = cg_dim(kb, x->to->shape[r - 2]);
 	x->K = cg_dim(kb, op->t[0].shape[r - 1]);
@@ -456,11 +480,26 @@ int mm_attention_kernel(CgKb *kb, const MmConfig *cfg, const int *wr, int nw)
 		LLVMGetParam(kb->fn, 2);
 	LLVMValueRef nb, ntm, ntn;
 	mm_tile_grid(x, &nb, &ntm, &ntn);
-	CgLoop lt;
-	cg_loop_begin(kb, &lt, block, mm_mul(x, nb, ntm), nblocks);
-	kb->nmemo = 0;
-	block_tile(A, lt.i, ntm, wr, nw);
-	cg_loop_end(kb, &lt);
+	/* two copies of the loop over block tiles, as the matmul has: one where q, kt
+	 * and v are all copied by whole chunks (nothing of the element path in its
+	 * registers), one for the rest */
+	LLVMBasicBlockRef bf = LLVMAppendBasicBlockInContext(m->ctx, kb->fn, "att.fast");
+	LLVMBasicBlockRef bg = LLVMAppendBasicBlockInContext(m->ctx, kb->fn, "att.any");
+	LLVMBasicBlockRef bd = LLVMAppendBasicBlockInContext(m->ctx, kb->fn, "att.done");
+	LLVMValueRef fast = LLVMBuildAnd(A->b, LLVMBuildAnd(A->b, x->fast[0], x->fast[1], ""),
+					 o->fast[1], "");
+	LLVMBuildCondBr(A->b, fast, bf, bg);
+	for (int copy = 0; copy < 2; copy++) {
+		LLVMPositionBuilderAtEnd(A->b, copy ? bg : bf);
+		x->all_fast = o->all_fast = copy == 0;
+		CgLoop lt;
+		cg_loop_begin(kb, &lt, block, mm_mul(x, nb, ntm), nblocks);
+		kb->nmemo = 0;
+		block_tile(A, lt.i, ntm, wr, nw);
+		cg_loop_end(kb, &lt);
+		LLVMBuildBr(A->b, bd);
+	}
+	LLVMPositionBuilderAtEnd(A->b, bd);
 	free(x->cse);
 	free(o->cse);
 	return kb->failed ? -1 : 0;
@@ -469,5 +508,5 @@ int mm_attention_kernel(CgKb *kb, const MmConfig *cfg, const int *wr, int nw)
 int mm_attention_smem(const MmConfig *c, int es)
 {
 	int d = c->bk;
-	return (AT_BM * d + d * AT_BN + AT_BM * AT_BN + AT_BN * d) * es;
+	return (AT_BM * d + 2 * d * AT_BN + AT_BM * AT_BN + 2 * AT_BN * d) * es;
 }
