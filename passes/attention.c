@@ -10,7 +10,9 @@
  *        | where(mask, fill, s1)                       (a bool mask, a constant fill)
  *     mx = max_dim(x, last);  d = sub(x, mx);  e = exp(d)
  *     l  = sum(e, last);      p = div(e, l)
- *     y  = matmul(p, v)
+ *     p' = cast(...cast(p))                            (optional: through wider floats
+ *                                                       back to p's dtype, exact)
+ *     y  = matmul(p', v)
  *
  * and it becomes y = attention(q, kt, v[, bias | mask]; scalar c or 1/c, min fill).
  * The views in
@@ -25,7 +27,7 @@
 
 /* The chain found behind y = matmul(p, v): its ops, and the operands. */
 typedef struct {
-	int ops[9], nops;
+	int ops[12], nops;
 	int q, kt, v, bias;      /* bias: a float bias or a bool mask; -1: none */
 	double scale, fill;      /* fill: the masked scores */
 } Chain;
@@ -107,7 +109,29 @@ static bool match(Aw *w, const Op *y, Chain *c)
 	memset(c, 0, sizeof *c);
 	c->bias = -1;
 	c->scale = 1;
-	const Op *div = producer(w, y->in[0]);
+	/* casts that widen and come back (Llama's softmax output to f32 and back to
+	 * bf16) change nothing: taken into the chain */
+	int pin = y->in[0], ncast = 0, casts[3];
+	DType pt = g->tensors[pin].dtype;
+	for (const Op *cs = producer(w, pin); cs && cs->kind == OP_CAST && ncast < 3 &&
+	     private_to(w, pin, 1); cs = producer(w, pin)) {
+		casts[ncast++] = (int)(cs - g->ops);
+		pin = cs->in[0];
+	}
+	/* back at p's dtype, every dtype between holding p's values exactly */
+	bool exact = g->tensors[pin].dtype == pt;
+	for (int k = 0; k < ncast; k++) {
+		DType d = g->tensors[g->ops[casts[k]].out[0]].dtype;
+		exact &= d == pt || (d == DT_F64 && ir_dtype_is_float(pt)) ||
+			 (d == DT_F32 && (pt == DT_BF16 || pt == DT_F16));
+	}
+	if (!exact) {
+		const Op *d = producer(w, pin);
+		if (d && d->kind == OP_DIV)
+			why(w, y, "the softmax's weights are rounded by a %s before it", "cast");
+		return false;
+	}
+	const Op *div = producer(w, pin);
 	if (!div || div->kind != OP_DIV)
 		return false;
 	const Op *ex = producer(w, div->in[0]), *sum = producer(w, div->in[1]);
@@ -180,6 +204,8 @@ static bool match(Aw *w, const Op *y, Chain *c)
 	const Op *rest[] = {mx, sub, ex, sum, div};
 	for (int i = 0; i < 5; i++)
 		c->ops[c->nops++] = (int)(rest[i] - g->ops);
+	for (int k = 0; k < ncast; k++)
+		c->ops[c->nops++] = casts[k];
 	/* the softmax's tensors: x read by max_dim and sub, e by sum and div */
 	if (!private_to(w, x, 2) || !private_to(w, mx->out[0], 1) ||
 	    !private_to(w, sub->out[0], 1) || !private_to(w, ex->out[0], 2) ||

@@ -197,3 +197,33 @@ if [ -x "$PTXAS" ]; then
 		check att-ptxas-$a 0 "$PTXAS" -arch=$a "$TMP/ap_$a/att_check_f16.ptx" -o "$TMP/ap.cubin"
 	done
 fi
+# the softmax's weights cast to f32 and back (Llama's export in bf16) are taken in
+cat >"$TMP/castp.yaml" <<'G'
+format: fusec-graph/1
+name: castp
+inputs:
+  q: {dtype: bf16, shape: [2, 37, 16]}
+  kt: {dtype: bf16, shape: [2, 16, 70]}
+  v: {dtype: bf16, shape: [2, 70, 24]}
+ops:
+  - {op: matmul, in: [q, kt], out: s}
+  - {op: mul_scalar, in: [s], out: s1, scalar: 0.25}
+  - {op: max_dim, in: [s1], out: m, axis: 2}
+  - {op: sub, in: [s1, m], out: d}
+  - {op: exp, in: [d], out: e}
+  - {op: sum, in: [e], out: l, axis: 2}
+  - {op: div, in: [e, l], out: p}
+  - {op: cast, in: [p], out: p32, dtype: f32}
+  - {op: cast, in: [p32], out: p16, dtype: bf16}
+  - {op: matmul, in: [p16, v], out: y}
+outputs: [y]
+G
+check attf_cast 0 "$FUSEC" explain "$TMP/castp.yaml" --attention fuse
+contains attf_cast_fused "$TMP/out" "attention: 1 fused"
+check attf_cast_ref 0 "$FUSEC" run "$TMP/castp.yaml" --seed 6 --outputs "$TMP/cp.ref"
+check attf_cast_cpu 0 "$FUSEC" run "$TMP/castp.yaml" --backend cpu --seed 6 --outputs "$TMP/cp.cpu" --attention fuse
+same_npy attf_cast_same "$TMP/cp.ref" "$TMP/cp.cpu" 2e-2
+# a cast through a narrower dtype is not the identity: the chain stays apart
+sed 's/out: p32, dtype: f32/out: p32, dtype: f16/; s/p32: /p32x: /' "$TMP/castp.yaml" >"$TMP/castn.yaml"
+check attf_castn 0 "$FUSEC" explain "$TMP/castn.yaml" --attention fuse
+contains attf_castn_apart "$TMP/out" "attention: the matmul after a softmax stays apart"

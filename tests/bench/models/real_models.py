@@ -443,6 +443,8 @@ def worker(args):
                 cmd += ["--precision", args.fusec_precision]
             if args.fusec_layout:
                 cmd += ["--layout", args.fusec_layout]
+            if args.fusec_attention:
+                cmd += ["--attention", args.fusec_attention]
             r = run(cmd, 300, fusec_env)
             if r.returncode != 0:
                 row["notes"].append(f"fusec run --backend cpu exit {r.returncode}: "
@@ -569,6 +571,8 @@ def coordinate(args, configs, start, env, outdir):
                     (["--fusec-precision", args.fusec_precision] if args.fusec_precision
                      else []) + \
                     (["--fusec-layout", args.fusec_layout] if args.fusec_layout else []) + \
+                    (["--fusec-attention", args.fusec_attention] if args.fusec_attention
+                     else []) + \
                     (["--full"] if args.full else []) + (["--keep"] if args.keep else [])
                 fh = open(os.path.join(logdir, tag + ".log"), "w")
                 running[tag] = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT,
