@@ -59,6 +59,8 @@ typedef struct {
 	LLVMValueRef bst[IR_MAX_RANK]; /* its element strides, 0 where it broadcasts */
 	LLVMValueRef j0;         /* the first key of the current step */
 	int kbytes, vbytes;      /* one K tile, one V tile */
+	LLVMValueRef bcache[32]; /* a row-broadcast bias's values of the current step, per
+				    column of the thread (softmax_step) */
 } Att;
 
 static LLVMValueRef f32c(Att *A, double v)
@@ -160,8 +162,16 @@ static LLVMValueRef score(Att *A, int e)
 	if (A->bias) {
 		const RelTensor *t = A->bias;
 		int r = x->rank;
+		/* a bias the same for every row (a padding mask, [B,1,1,N]): a thread's
+		 * two rows share each column's value, loaded once */
+		bool rows1 = t->shape[r - 2] == 0;
+		LLVMValueRef *cached = &A->bcache[(e / 4) * 2 + e % 2];
+		if (rows1 && *cached)
+			return LLVMBuildSelect(A->b, in, t->dtype == DT_BOOL ?
+				LLVMBuildSelect(A->b, *cached, A->fill, s, "") :
+				LLVMBuildFAdd(A->b, s, *cached, ""), f32c(A, -INFINITY), "");
 		LLVMValueRef gr = mm_add(x, x->m0, row);
-		LLVMValueRef ok = LLVMBuildAnd(A->b, in, mm_lt(x, gr, x->M), "");
+		LLVMValueRef ok = rows1 ? in : LLVMBuildAnd(A->b, in, mm_lt(x, gr, x->M), "");
 		LLVMValueRef off = mm_add(x, mm_mul(x, gr, A->bst[r - 2]), mm_mul(x, gc, A->bst[r - 1]));
 		for (int d = 0; d < r - 2; d++)
 			off = mm_add(x, off, mm_mul(x, x->bpos[d], A->bst[d]));
@@ -173,10 +183,16 @@ static LLVMValueRef score(Att *A, int e)
 		if (t->dtype == DT_BOOL) {
 			/* a mask: the fill value where it is true */
 			LLVMValueRef on = LLVMBuildICmp(A->b, LLVMIntNE, bv, LLVMConstNull(st), "");
-			s = LLVMBuildSelect(A->b, LLVMBuildAnd(A->b, ok, on, ""), A->fill, s, "");
+			on = LLVMBuildAnd(A->b, ok, on, "");
+			if (rows1)
+				*cached = on;
+			s = LLVMBuildSelect(A->b, on, A->fill, s, "");
 		} else {
 			bv = cg_convert(kb, cg_widen(kb, bv, (DType)t->dtype), (DType)t->dtype, DT_F32);
-			s = LLVMBuildFAdd(A->b, s, LLVMBuildSelect(A->b, ok, bv, f32c(A, 0), ""), "");
+			bv = LLVMBuildSelect(A->b, ok, bv, f32c(A, 0), "");
+			if (rows1)
+				*cached = bv;
+			s = LLVMBuildFAdd(A->b, s, bv, "");
 		}
 	}
 	return LLVMBuildSelect(A->b, in, s, f32c(A, -INFINITY), "");
@@ -197,6 +213,7 @@ static void softmax_step(Att *A)
 	x->tid = o->tid = mm_opaque_tid(x, tid0);
 	/* the scores in place of the accumulators, and each row's max over the thread */
 	LLVMValueRef mx[2] = {ninf, ninf};
+	memset(A->bcache, 0, sizeof A->bcache);
 	for (int e = 0; e < x->nacc; e++) {
 		LLVMValueRef s = score(A, e);
 		mm_acc_store(x, mm_i64c(x, e), s);
@@ -416,6 +433,16 @@ int mm_attention_kernel(CgKb *kb, const MmConfig *cfg, const int *wr, int nw)
 
 	/* shared memory: S's stage, then O's; the epilogue's staging over both */
 	LLVMTypeRef sty = LLVMArrayType(m->t_i8, (unsigned)smem);
+	int minb = cfg->min_blocks;
+	if (A->gpu && minb > 0) {
+		LLVMMetadataRef md[3] = {
+			LLVMValueAsMetadata(kb->fn),
+			LLVMMDStringInContext2(m->ctx, "minctasm", 8),
+			LLVMValueAsMetadata(LLVMConstInt(m->t_i32, (unsigned)minb, 0)),
+		};
+		LLVMAddNamedMetadataOperand(m->mod, "nvvm.annotations",
+			LLVMMetadataAsValue(m->ctx, LLVMMDNodeInContext2(m->ctx, md, 3)));
+	}
 	if (A->gpu) {
 		LLVMValueRef g;
 		if (smem > MM_SMEM_STATIC) {
