@@ -93,9 +93,10 @@ static const char compile_usage[] =
 	"                         so; docs/precision.md)\n"
 	"  --layout nhwc          run convolutions and pools channels last (inputs and\n"
 	"                         outputs as they are; docs/design.md, \"Channels last\")\n"
-	"  --attention fuse       compute each attention written as matmul, scale, bias,\n"
-	"                         softmax, matmul as one attention op (default keep;\n"
-	"                         `explain` says which fused and why others did not)\n";
+	"  --attention keep       leave each attention as the graph writes it (default\n"
+	"                         fuse: matmul, scale, bias or mask, softmax, matmul as\n"
+	"                         one attention op; `explain` says which fused and why\n"
+	"                         others did not)\n";
 
 /* ---- options ------------------------------------------------------------------ */
 

@@ -60,8 +60,8 @@ static const char usage_text[] =
 	"compile, explain, run, bench and normalize take --precision bf16|f16 (an f32\n"
 	"graph computed in bf16 or f16; --keep-f32 LIST keeps op kinds, op names or\n"
 	"ops[N] in f32; docs/precision.md), --layout nhwc (convolutions and pools\n"
-	"channels last; docs/design.md) and --attention fuse (each attention written\n"
-	"as matmul, softmax, matmul computed as one op; docs/graph-format.md).\n"
+	"channels last; docs/design.md) and --attention keep (each attention left as\n"
+	"matmul, softmax, matmul; by default one op: docs/graph-format.md).\n"
 	"Every command takes the resource caps on the graphs it reads:\n"
 	"  --max-ops N (default 10000000), --max-tensors N (20000000),\n"
 	"  --max-elements N (elements of all tensors together; default no cap)\n"
@@ -135,9 +135,10 @@ static PrecisionInfo precision_info; /* of the last graph loaded */
  * (passes/layout.c); NULL: where every conv runs on tensor cores (--allow-tf32 seen
  * among the command's options counts). */
 static const char *layout_name;
-static bool tf32_seen;
+static bool tf32_seen, burn_seen;
 static LayoutInfo layout_info;       /* of the last graph loaded */
-/* --attention fuse|keep (passes/attention.c), first of the graph rewrites */
+/* --attention fuse|keep (passes/attention.c), first of the graph rewrites; fuse
+ * unless keep is given */
 static const char *attention_name;
 static AttentionInfo attention_info; /* of the last graph loaded */
 
@@ -183,8 +184,9 @@ static Graph *apply_precision(Graph *g)
 	LayoutOptions lo = {!layout_name ? LAYOUT_MODE_AUTO : !strcmp(layout_name, "nhwc") ?
 			    LAYOUT_MODE_NHWC : LAYOUT_MODE_KEEP, tf32_seen || precision_name};
 	if (g) {
-		pl_attention(g, attention_name && !strcmp(attention_name, "fuse") ?
-			     ATTENTION_FUSE : ATTENTION_KEEP, &attention_info);
+		/* --burn-exact: burn's three kernels, unless --attention fuse says */
+		bool keep = attention_name ? !strcmp(attention_name, "keep") : burn_seen;
+		pl_attention(g, keep ? ATTENTION_KEEP : ATTENTION_FUSE, &attention_info);
 		pl_layout(g, &lo, &layout_info);
 	}
 	if (!g || !precision_name)
@@ -453,6 +455,7 @@ static int take_precision(const char *sub, int *argc, char **argv)
 		}
 		if (which < 0) {
 			tf32_seen = tf32_seen || !strcmp(argv[i], "--allow-tf32");
+			burn_seen = burn_seen || !strcmp(argv[i], "--burn-exact");
 			argv[k++] = argv[i];
 			continue;
 		}

@@ -178,7 +178,10 @@ static LayoutOptions layout_of(const fusec_options *o)
 /* The attention pass asked for by the options */
 static AttentionMode attention_of(const fusec_options *o)
 {
-	return o && o->attention && !strcmp(o->attention, "fuse") ? ATTENTION_FUSE : ATTENTION_KEEP;
+	/* burn_exact: burn's three kernels, unless "fuse" says */
+	if (o && o->attention)
+		return !strcmp(o->attention, "keep") ? ATTENTION_KEEP : ATTENTION_FUSE;
+	return o && o->burn_exact ? ATTENTION_KEEP : ATTENTION_FUSE;
 }
 
 /* Every file of r named (the path written, or the file name) and counted. */

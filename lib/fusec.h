@@ -82,9 +82,10 @@ typedef struct fusec_options {
 	const char *layout;    /* NULL or "nchw": as the graph says; "nhwc": its convs
 				* and pools rewritten channels last (docs/design.md,
 				* "Channels last"); inputs and outputs stay as they are */
-	const char *attention; /* NULL or "keep": as the graph says; "fuse": each attention
-				* written as matmul, scale, bias, softmax, matmul computed
-				* as one attention op (docs/graph-format.md) */
+	const char *attention; /* NULL or "fuse": each attention written as matmul, scale,
+				* bias or mask, softmax, matmul computed as one attention
+				* op (docs/graph-format.md; NULL with burn_exact: as
+				* "keep"); "keep": as the graph says */
 } fusec_options;
 
 typedef struct fusec_result fusec_result;

@@ -1,5 +1,5 @@
-/* attention.c: `--attention fuse`, the ops of a scaled dot-product attention
- * rewritten as one attention op (ir/ops.def), before the search.
+/* attention.c: `--attention fuse` (the default), the ops of a scaled dot-product
+ * attention rewritten as one attention op (ir/ops.def), before the search.
  *
  * The chain it takes is what exporters write for softmax(q kt / c + bias) v, the
  * softmax spelled out along the last dim:
@@ -353,7 +353,8 @@ int pass_attention(Graph *g, AttentionMode mode, AttentionInfo *info)
 void pass_attention_summary(const AttentionInfo *info, Buf *out)
 {
 	if (info->nfused)
-		buf_printf(out, "attention: %d fused (--attention fuse)\n", info->nfused);
+		buf_printf(out, "attention: %d fused (--attention keep leaves them apart)\n",
+			   info->nfused);
 	for (int i = 0; i < info->nwhy; i++)
 		buf_printf(out, "attention: the matmul after a softmax stays apart: %s\n",
 			   info->why[i]);

@@ -310,8 +310,8 @@ void pass_layout_summary(const LayoutInfo *info, Buf *out);
 /* ---- --attention fuse (attention.c) ------------------------------------------- */
 
 typedef enum {
-	ATTENTION_KEEP,        /* the graph's ops as they are (the default) */
-	ATTENTION_FUSE,        /* --attention fuse */
+	ATTENTION_KEEP,        /* --attention keep: the graph's ops as they are */
+	ATTENTION_FUSE,        /* the default */
 } AttentionMode;
 
 enum { ATTENTION_MAX_WHY = 16 };

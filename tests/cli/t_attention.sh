@@ -68,31 +68,31 @@ contains attf_bad_mode_msg "$TMP/err" "--attention: unknown mode 'maybe' (fuse o
 check attf_import 2 "$FUSEC" import tests/onnx/models/bert/model.onnx --attention fuse -o "$TMP/b.json"
 B=tests/onnx/models/bert/model.onnx
 check attf_bert_explain 0 "$FUSEC" explain $B --attention fuse
-contains attf_bert_fused "$TMP/out" "attention: 2 fused (--attention fuse)"
+contains attf_bert_fused "$TMP/out" "attention: 2 fused (--attention keep leaves them apart)"
 grep -c "^op .* Float::Attention" "$TMP/out" >"$TMP/n"
 same attf_bert_ops "$TMP/n" 2
-check attf_bert_keep 0 "$FUSEC" explain $B
+check attf_bert_keep 0 "$FUSEC" explain $B --attention keep
 grep -c "^op .* Float::Attention" "$TMP/out" >"$TMP/n"
 same attf_bert_keep_ops "$TMP/n" 0
 check attf_bert_cpu 0 "$FUSEC" run $B --attention fuse --backend cpu --check
 contains attf_bert_cpu_ok "$TMP/out" "check hidden: "
 # the rewrite keeps what the graph computes: the interpreter with and without it,
 # and the cpu backend's kernels against the graph as written
-check attf_bert_ref 0 "$FUSEC" run $B --backend interp --seed 2 --outputs "$TMP/bert.ref"
+check attf_bert_ref 0 "$FUSEC" run $B --backend interp --seed 2 --outputs "$TMP/bert.ref" --attention keep
 check attf_bert_int 0 "$FUSEC" run $B --backend interp --seed 2 --outputs "$TMP/bert.int" --attention fuse
 same_npy attf_bert_same_interp "$TMP/bert.ref" "$TMP/bert.int" 1e-9
 check attf_bert_cpu2 0 "$FUSEC" run $B --backend cpu --seed 2 --outputs "$TMP/bert.cpu" --attention fuse --precision bf16
 same_npy attf_bert_same_bf16 "$TMP/bert.ref" "$TMP/bert.cpu" 5e-2
 V=tests/onnx/models/vit2/model.onnx
-check attf_vit_ref 0 "$FUSEC" run $V --backend interp --seed 4 --outputs "$TMP/vit.ref"
+check attf_vit_ref 0 "$FUSEC" run $V --backend interp --seed 4 --outputs "$TMP/vit.ref" --attention keep
 check attf_vit_cpu 0 "$FUSEC" run $V --backend cpu --seed 4 --outputs "$TMP/vit.cpu" --attention fuse
 same_npy attf_vit_same "$TMP/vit.ref" "$TMP/vit.cpu" 1e-5
 # a causal mask written with where (GPT-2, Llama): a bool mask and the fill as `min`
 for m in gpt2 llama; do
 	M=tests/onnx/models/$m/model.onnx
 	check attf_${m}_explain 0 "$FUSEC" explain $M --attention fuse
-	contains attf_${m}_fused "$TMP/out" "attention: 2 fused (--attention fuse)"
-	check attf_${m}_ref 0 "$FUSEC" run $M --backend interp --seed 2 --outputs "$TMP/$m.ref"
+	contains attf_${m}_fused "$TMP/out" "attention: 2 fused (--attention keep leaves them apart)"
+	check attf_${m}_ref 0 "$FUSEC" run $M --backend interp --seed 2 --outputs "$TMP/$m.ref" --attention keep
 	check attf_${m}_cpu 0 "$FUSEC" run $M --backend cpu --seed 2 --outputs "$TMP/$m.cpu" --attention fuse
 	same_npy attf_${m}_same "$TMP/$m.ref" "$TMP/$m.cpu" 1e-5
 	check attf_${m}_bf16 0 "$FUSEC" run $M --backend cpu --seed 2 --attention fuse --precision bf16 --check
@@ -126,7 +126,7 @@ sed 's/^  f: {dtype: f32, shape: \[1, 1, 1\]}$/XX/' "$TMP/where.yaml" | grep -v 
 	sed 's/^ops:$/constants:\n  f: {dtype: f32, shape: [1, 1, 1], data: [-1e4]}\nops:/' >"$TMP/wherec.yaml"
 check attf_wherec 0 "$FUSEC" explain "$TMP/wherec.yaml" --attention fuse
 contains attf_wherec_fused "$TMP/out" "attention: 1 fused"
-check attf_wherec_ref 0 "$FUSEC" run "$TMP/wherec.yaml" --seed 4 --outputs "$TMP/wc.ref"
+check attf_wherec_ref 0 "$FUSEC" run "$TMP/wherec.yaml" --seed 4 --outputs "$TMP/wc.ref" --attention keep
 check attf_wherec_cpu 0 "$FUSEC" run "$TMP/wherec.yaml" --backend cpu --seed 4 --outputs "$TMP/wc.cpu" --attention fuse
 same_npy attf_wherec_same "$TMP/wc.ref" "$TMP/wc.cpu" 1e-6
 # a softmax whose weights are an output stays apart
@@ -153,11 +153,11 @@ contains attf_soft_out_why "$TMP/out" "a tensor of the softmax is read outside i
 sed -e 's/outputs: \[y, p\]/outputs: [y]/' -e 's/name: soft_out/name: soft/' "$TMP/soft_out.yaml" >"$TMP/soft.yaml"
 check attf_soft 0 "$FUSEC" explain "$TMP/soft.yaml" --attention fuse
 contains attf_soft_fused "$TMP/out" "attention: 1 fused"
-check attf_soft_ref 0 "$FUSEC" run "$TMP/soft.yaml" --seed 1 --outputs "$TMP/soft.ref"
+check attf_soft_ref 0 "$FUSEC" run "$TMP/soft.yaml" --seed 1 --outputs "$TMP/soft.ref" --attention keep
 check attf_soft_cpu 0 "$FUSEC" run "$TMP/soft.yaml" --backend cpu --seed 1 --outputs "$TMP/soft.cpu" --attention fuse
 same_npy attf_soft_same "$TMP/soft.ref" "$TMP/soft.cpu" 1e-6
 # the result cache tells the two apart
-check attf_compile_keep 0 "$FUSEC" compile "$TMP/soft.yaml" -o "$TMP/ck"
+check attf_compile_keep 0 "$FUSEC" compile "$TMP/soft.yaml" -o "$TMP/ck" --attention keep
 check attf_compile_fuse 0 "$FUSEC" compile "$TMP/soft.yaml" -o "$TMP/cf" --attention fuse
 check attf_plans_differ 1 cmp -s "$TMP/ck/soft.plan.json" "$TMP/cf/soft.plan.json"
 
@@ -187,7 +187,7 @@ check att-k-f32 0 "$FUSEC" run "$TMP/ac32.json" --backend cpu --check
 contains att-k-f32-ok "$TMP/out" "check c1_y: "
 # the chain written out, fused, against the interpreter of the graph as written
 check att-k-pattern 0 "$FUSEC" run tests/bench/gpu/att_pattern_bf16.json --backend cpu --seed 3 --attention fuse --outputs "$TMP/ap.got"
-check att-k-pattern-ref 0 "$FUSEC" run tests/bench/gpu/att_pattern_bf16.json --backend interp --seed 3 --outputs "$TMP/ap.ref"
+check att-k-pattern-ref 0 "$FUSEC" run tests/bench/gpu/att_pattern_bf16.json --backend interp --seed 3 --outputs "$TMP/ap.ref" --attention keep
 same_npy att-k-pattern-same "$TMP/ap.ref" "$TMP/ap.got" 2e-2
 # ptxas takes both configurations (when the CUDA toolkit is here)
 PTXAS=$(command -v ptxas || echo /usr/local/cuda/bin/ptxas)
@@ -220,10 +220,16 @@ outputs: [y]
 G
 check attf_cast 0 "$FUSEC" explain "$TMP/castp.yaml" --attention fuse
 contains attf_cast_fused "$TMP/out" "attention: 1 fused"
-check attf_cast_ref 0 "$FUSEC" run "$TMP/castp.yaml" --seed 6 --outputs "$TMP/cp.ref"
+check attf_cast_ref 0 "$FUSEC" run "$TMP/castp.yaml" --seed 6 --outputs "$TMP/cp.ref" --attention keep
 check attf_cast_cpu 0 "$FUSEC" run "$TMP/castp.yaml" --backend cpu --seed 6 --outputs "$TMP/cp.cpu" --attention fuse
 same_npy attf_cast_same "$TMP/cp.ref" "$TMP/cp.cpu" 2e-2
 # a cast through a narrower dtype is not the identity: the chain stays apart
 sed 's/out: p32, dtype: f32/out: p32, dtype: f16/; s/p32: /p32x: /' "$TMP/castp.yaml" >"$TMP/castn.yaml"
 check attf_castn 0 "$FUSEC" explain "$TMP/castn.yaml" --attention fuse
 contains attf_castn_apart "$TMP/out" "attention: the matmul after a softmax stays apart"
+# --burn-exact searches as burn does: no attention op unless --attention fuse says
+check attf_burn 0 "$FUSEC" explain tests/onnx/models/bert/model.onnx --burn-exact
+grep -c "^op .* Float::Attention" "$TMP/out" >"$TMP/n"
+same attf_burn_ops "$TMP/n" 0
+check attf_burn_fuse 0 "$FUSEC" explain tests/onnx/models/bert/model.onnx --burn-exact --attention fuse
+contains attf_burn_fuse_on "$TMP/out" "attention: 2 fused"
