@@ -506,6 +506,9 @@ static int take_precision(const char *sub, int *argc, char **argv)
 				"normalize");
 		return EXIT_USAGE;
 	}
+	/* import writes the graph as the model says: its attentions as written */
+	if (!strcmp(sub, "import"))
+		attention_name = "keep";
 	if (precision_name && (!strcmp(sub, "ops") || !strcmp(sub, "import"))) {
 		cmd_usage_error(sub, "--precision applies to compile, explain, run, bench and "
 				"normalize");

@@ -233,3 +233,6 @@ grep -c "^op .* Float::Attention" "$TMP/out" >"$TMP/n"
 same attf_burn_ops "$TMP/n" 0
 check attf_burn_fuse 0 "$FUSEC" explain tests/onnx/models/bert/model.onnx --burn-exact --attention fuse
 contains attf_burn_fuse_on "$TMP/out" "attention: 2 fused"
+# import writes the model's ops as they are, attention included
+check attf_import_keeps 0 "$FUSEC" import tests/onnx/models/bert/model.onnx -o "$TMP/bi.json"
+check attf_import_no_op 1 grep -q '"attention"' "$TMP/bi.json"
