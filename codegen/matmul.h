@@ -181,6 +181,10 @@ void mm_launch_tiles(int64_t tiles, int64_t split, int64_t partial, int64_t smem
 
 /* ---- matmul_tile.c: the builder's helpers ---- */
 
+/* GPU: ask ptxas for n blocks per SM (n > 0), and the kernel's shared memory of
+ * `bytes` (past MM_SMEM_STATIC the launch's dynamic shared memory). */
+void mm_min_blocks(CgKb *kb, int n);
+LLVMValueRef mm_shared_global(CgKb *kb, int bytes);
 /* Integer operations, built once per basic block (value numbering) and folded where
  * an operand is neutral. */
 LLVMValueRef mm_bin(Mm *x, LLVMOpcode op, LLVMValueRef a, LLVMValueRef b);

@@ -432,35 +432,9 @@ int mm_attention_kernel(CgKb *kb, const MmConfig *cfg, const int *wr, int nw)
 	int smem = mm_attention_smem(cfg, x->es);
 
 	/* shared memory: S's stage, then O's; the epilogue's staging over both */
-	LLVMTypeRef sty = LLVMArrayType(m->t_i8, (unsigned)smem);
-	int minb = cfg->min_blocks;
-	if (A->gpu && minb > 0) {
-		LLVMMetadataRef md[3] = {
-			LLVMValueAsMetadata(kb->fn),
-			LLVMMDStringInContext2(m->ctx, "minctasm", 8),
-			LLVMValueAsMetadata(LLVMConstInt(m->t_i32, (unsigned)minb, 0)),
-		};
-		LLVMAddNamedMetadataOperand(m->mod, "nvvm.annotations",
-			LLVMMetadataAsValue(m->ctx, LLVMMDNodeInContext2(m->ctx, md, 3)));
-	}
 	if (A->gpu) {
-		LLVMValueRef g;
-		if (smem > MM_SMEM_STATIC) {
-			g = LLVMGetNamedGlobal(m->mod, "fusec_dynamic_shared");
-			if (!g) {
-				g = LLVMAddGlobalInAddressSpace(m->mod, LLVMArrayType2(m->t_i8, 0),
-								"fusec_dynamic_shared", 3);
-				LLVMSetLinkage(g, LLVMExternalLinkage);
-				LLVMSetAlignment(g, 16);
-			}
-		} else {
-			char name[128];
-			snprintf(name, sizeof name, "%s_smem", LLVMGetValueName(kb->fn));
-			g = LLVMAddGlobalInAddressSpace(m->mod, sty, name, 3);
-			LLVMSetLinkage(g, LLVMInternalLinkage);
-			LLVMSetInitializer(g, LLVMGetUndef(sty));
-			LLVMSetAlignment(g, 128);
-		}
+		mm_min_blocks(kb, cfg->min_blocks);
+		LLVMValueRef g = mm_shared_global(kb, smem);
 		x->smem = g;
 		x->ot = m->t_i32;
 		x->sbase = LLVMBuildTrunc(A->b, LLVMBuildPtrToInt(A->b, g, m->t_i64, ""), m->t_i32, "");

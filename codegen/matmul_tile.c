@@ -693,6 +693,47 @@ static void tile_loop(Mm *x, LLVMValueRef block, LLVMValueRef nblocks, const int
 	cg_loop_end(kb, &lt_);
 }
 
+void mm_min_blocks(CgKb *kb, int n)
+{
+	CgModule *m = kb->m;
+	if (n <= 0)
+		return;
+	LLVMMetadataRef md[3] = {
+		LLVMValueAsMetadata(kb->fn),
+		LLVMMDStringInContext2(m->ctx, "minctasm", 8),
+		LLVMValueAsMetadata(LLVMConstInt(m->t_i32, (unsigned)n, 0)),
+	};
+	LLVMAddNamedMetadataOperand(m->mod, "nvvm.annotations",
+		LLVMMetadataAsValue(m->ctx, LLVMMDNodeInContext2(m->ctx, md, 3)));
+}
+
+LLVMValueRef mm_shared_global(CgKb *kb, int bytes)
+{
+	CgModule *m = kb->m;
+	LLVMValueRef g;
+	if (bytes > MM_SMEM_STATIC) {
+		/* the launch's dynamic shared memory (the launch rule asks for the
+		 * bytes); the kernel has no static shared memory, so it starts at the
+		 * window's base, 128-byte aligned as the swizzle assumes */
+		g = LLVMGetNamedGlobal(m->mod, "fusec_dynamic_shared");
+		if (!g) {
+			g = LLVMAddGlobalInAddressSpace(m->mod, LLVMArrayType2(m->t_i8, 0),
+							"fusec_dynamic_shared", 3);
+			LLVMSetLinkage(g, LLVMExternalLinkage);
+			LLVMSetAlignment(g, 16);
+		}
+		return g;
+	}
+	char name[128];
+	LLVMTypeRef sty = LLVMArrayType(m->t_i8, (unsigned)bytes);
+	snprintf(name, sizeof name, "%s_smem", LLVMGetValueName(kb->fn));
+	g = LLVMAddGlobalInAddressSpace(m->mod, sty, name, 3);
+	LLVMSetLinkage(g, LLVMInternalLinkage);
+	LLVMSetInitializer(g, LLVMGetUndef(sty));
+	LLVMSetAlignment(g, 128);
+	return g;
+}
+
 int cg_matmul_tiled(CgKb *kb, int variant, const int *wr, int nw)
 {
 	const MmConfig *cfg = mm_config(variant);
@@ -761,42 +802,14 @@ int cg_matmul_tiled(CgKb *kb, int variant, const int *wr, int nw)
 		x->nacc = x->rm * x->rn;
 	}
 	int smem_bytes = mm_smem(c, x->es);
-	bool dynamic = smem_bytes > MM_SMEM_STATIC;
 
 	/* storage: shared memory and accumulators */
 	LLVMBasicBlockRef entry = LLVMGetInsertBlock(x->b);
 	LLVMTypeRef sty = LLVMArrayType(m->t_i8, (unsigned)smem_bytes);
-	if (x->gpu && c->min_blocks > 0) {
-		LLVMMetadataRef md[3] = {
-			LLVMValueAsMetadata(kb->fn),
-			LLVMMDStringInContext2(m->ctx, "minctasm", 8),
-			LLVMValueAsMetadata(LLVMConstInt(m->t_i32, (unsigned)c->min_blocks, 0)),
-		};
-		LLVMAddNamedMetadataOperand(m->mod, "nvvm.annotations",
-			LLVMMetadataAsValue(m->ctx, LLVMMDNodeInContext2(m->ctx, md, 3)));
-	}
+	if (x->gpu)
+		mm_min_blocks(kb, c->min_blocks);
 	if (x->gpu) {
-		char name[128];
-		LLVMValueRef g;
-		if (dynamic) {
-			/* the launch's dynamic shared memory (mm_rule asks for smem_bytes);
-			 * the kernel has no static shared memory, so it starts at the
-			 * window's base, 128-byte aligned as the swizzle assumes */
-			snprintf(name, sizeof name, "fusec_dynamic_shared");
-			g = LLVMGetNamedGlobal(m->mod, name);
-			if (!g) {
-				g = LLVMAddGlobalInAddressSpace(m->mod, LLVMArrayType2(m->t_i8, 0),
-								name, 3);
-				LLVMSetLinkage(g, LLVMExternalLinkage);
-				LLVMSetAlignment(g, 16);
-			}
-		} else {
-			snprintf(name, sizeof name, "%s_smem", LLVMGetValueName(kb->fn));
-			g = LLVMAddGlobalInAddressSpace(m->mod, sty, name, 3);
-			LLVMSetLinkage(g, LLVMInternalLinkage);
-			LLVMSetInitializer(g, LLVMGetUndef(sty));
-			LLVMSetAlignment(g, 128);
-		}
+		LLVMValueRef g = mm_shared_global(kb, smem_bytes);
 		x->smem = g;
 		x->sptr = LLVMPointerTypeInContext(m->ctx, 3);
 		x->ot = m->t_i32;

@@ -673,15 +673,12 @@ static void bound_matmul(Interp *ip, const Op *op, const HostTensor *out, double
 static void bound_attention(Interp *ip, const Op *op, const HostTensor *out, double *e,
 			    double *rt)
 {
-	const HostTensor *t[4];
-	int64_t st[4][IR_MAX_RANK];
-	for (int k = 0; k < op->nin; k++) {
-		t[k] = &ip->val[op->in[k]];
-		interp_broadcast_strides(t[k], st[k]);
-	}
+	AttShape sh;
+	interp_attention_shape(ip, op, out, &sh);
+	const HostTensor *const *t = sh.t;
+	int64_t (*st)[IR_MAX_RANK] = sh.st;
 	int r = out->rank;
-	int64_t m = out->dim[r - 2], ne = out->dim[r - 1];
-	int64_t d = t[0]->dim[r - 1], n = t[1]->dim[r - 1];
+	int64_t ne = sh.e, d = sh.d, n = sh.n;
 	double scale = op->attr->scalar;
 	double u = unit_round(DT_F32), up = unit_round(interp_stored(ip, op->in[0]));
 	if (ir_dtype_is_float(out->dtype) && out->dtype == DT_F64)
@@ -692,13 +689,7 @@ static void bound_attention(Interp *ip, const Op *op, const HostTensor *out, dou
 	double *p = xmalloc((size_t)n * sizeof *p);
 	DType so = interp_stored(ip, op->out[0]);
 	for (int64_t row = 0; row < out->n / ne; row++) {
-		int64_t i = row % m, rest = row / m, base[4] = {0, 0, 0, 0};
-		for (int k = r - 3; k >= 0; k--) {
-			int64_t c = rest % out->dim[k];
-			rest /= out->dim[k];
-			for (int w = 0; w < op->nin; w++)
-				base[w] += c * st[w][k];
-		}
+		int64_t base[4], i = interp_attention_row(&sh, op, out, row, base);
 		double mx = -INFINITY;
 		for (int64_t j = 0; j < n; j++) {
 			double dot = 0, mag = 0, m2 = 0;

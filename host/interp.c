@@ -473,31 +473,48 @@ static void run_matmul(Interp *ip, const Op *op, HostTensor *out)
 	}
 }
 
+void interp_attention_shape(const Interp *ip, const Op *op, const HostTensor *out,
+			    AttShape *s)
+{
+	for (int k = 0; k < op->nin; k++) {
+		s->t[k] = &ip->val[op->in[k]];
+		interp_broadcast_strides(s->t[k], s->st[k]);
+	}
+	int r = out->rank;
+	s->m = out->dim[r - 2], s->e = out->dim[r - 1];
+	s->d = s->t[0]->dim[r - 1], s->n = s->t[1]->dim[r - 1];
+}
+
+int64_t interp_attention_row(const AttShape *s, const Op *op, const HostTensor *out,
+			     int64_t row, int64_t *base)
+{
+	int64_t rest = row / s->m;
+	for (int w = 0; w < op->nin; w++)
+		base[w] = 0;
+	for (int k = out->rank - 3; k >= 0; k--) {
+		int64_t c = rest % out->dim[k];
+		rest /= out->dim[k];
+		for (int w = 0; w < op->nin; w++)
+			base[w] += c * s->st[w][k];
+	}
+	return row % s->m;
+}
+
 /* attention(q, kt, v[, bias | mask]) (ir/ops.def), row by row in f64: the scores
  * s_j = scalar * q_i . kt_j + bias_ij (or min where mask_ij), their max m, e_j = exp(s_j - m), and out_i =
  * sum_j e_j v_j / sum_j e_j. */
 static void run_attention(Interp *ip, const Op *op, HostTensor *out)
 {
-	const HostTensor *t[4];
-	int64_t st[4][IR_MAX_RANK];
-	for (int k = 0; k < op->nin; k++) {
-		t[k] = &ip->val[op->in[k]];
-		interp_broadcast_strides(t[k], st[k]);
-	}
+	AttShape sh;
+	interp_attention_shape(ip, op, out, &sh);
+	const HostTensor *const *t = sh.t;
+	int64_t (*st)[IR_MAX_RANK] = sh.st;
 	int r = out->rank;
-	int64_t m = out->dim[r - 2], e = out->dim[r - 1];
-	int64_t d = t[0]->dim[r - 1], n = t[1]->dim[r - 1];
+	int64_t e = sh.e, d = sh.d, n = sh.n;
 	double scale = op->attr->scalar;
 	double *s = xmalloc((size_t)n * sizeof *s), *acc = xmalloc((size_t)e * sizeof *acc);
 	for (int64_t row = 0; row < out->n / e; row++) {
-		/* the batch offsets of each operand, and the row i within the batch */
-		int64_t i = row % m, rest = row / m, base[4] = {0, 0, 0, 0};
-		for (int k = r - 3; k >= 0; k--) {
-			int64_t c = rest % out->dim[k];
-			rest /= out->dim[k];
-			for (int w = 0; w < op->nin; w++)
-				base[w] += c * st[w][k];
-		}
+		int64_t base[4], i = interp_attention_row(&sh, op, out, row, base);
 		double mx = -INFINITY;
 		for (int64_t j = 0; j < n; j++) {
 			double dot = 0;

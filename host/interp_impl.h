@@ -54,6 +54,20 @@ void interp_matmul_shape(const HostTensor *a, const HostTensor *b, const HostTen
  * step 1) and in b (its column, read with step n). */
 void interp_matmul_at(const MatmulShape *s, const HostTensor *out, int64_t o, int64_t *a0,
 		      int64_t *b0);
+/* An attention (q, kt, v[, bias | mask]) -> out [.., m, e]: its operands and their
+ * strides read as tensors of out's rank (batch dims broadcast), the head dim d and
+ * the keys n. */
+typedef struct {
+	const HostTensor *t[4];
+	int64_t st[4][IR_MAX_RANK];
+	int64_t m, e, d, n;
+} AttShape;
+void interp_attention_shape(const Interp *ip, const Op *op, const HostTensor *out,
+			    AttShape *s);
+/* For row `row` of out (its flat index over all dims but the last): each operand's
+ * offset of that row's batch in base; returns the row within the batch. */
+int64_t interp_attention_row(const AttShape *s, const Op *op, const HostTensor *out,
+			     int64_t row, int64_t *base);
 /* The flat index in x (NCHW) that position (kh, kw) of the 2-d pool window of
  * output position c (n, c, h, w) reads; -1 in the padding. */
 /* A conv's or pool's tensors in the op's layout (Attrs.layout): the flat index of
