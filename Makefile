@@ -7,7 +7,7 @@
 # make valgrind   the same under valgrind memcheck (slow; tests/valgrind/run.sh)
 # make bench      search-and-plan throughput sweep (docs/benchmarks.md)
 # make fuzz       libFuzzer target for the graph readers (tests/fuzz/README.md)
-# make static     build/fusec-static: LLVM linked in, for GPU machines without LLVM
+# make static     build/fusec-static, build/static/libfusec.so: LLVM linked in, for GPU machines without LLVM
 # make install    PREFIX=/usr/local DESTDIR=: fusec, fusec-run, libfusecrt.{a,so} and
 #                 libfusec.{a,so} with their headers (<fusecrt.h>, <fusec.h>),
 #                 fusecrt.pc and fusec.pc, the Python package lib/python/fusec
@@ -77,7 +77,16 @@ $(BUILD)/fusec-static: $(CORE_OBJ) $(CMD_OBJ)
 		$(shell $(PKG_CONFIG) --libs libcjson yaml-0.1 libprotobuf-c libcrypto) -lz $(wildcard /usr/lib/*/libzstd.so.1) \
 		-lrt -ldl -lm -lpthread -Wl,--gc-sections
 
-static: $(BUILD)/fusec-static
+# The same for the compiler as a library (Python's fusec.compile on such a machine:
+# FUSEC_LIBDIR=build/static, beside libfusecrt.so).
+$(BUILD)/static/libfusec.so: $(LIBFUSEC_OBJ) lib/fusec.map
+	@mkdir -p $(dir $@)
+	$(CXX) $(CFLAGS) -shared -Wl,-soname,libfusec.so.0 -Wl,--version-script=lib/fusec.map \
+	  -Wl,--no-undefined -o $@ $(LIBFUSEC_OBJ) -L$(shell $(LLVM_CONFIG) --libdir) $(LLVM_STATIC_LIBS) \
+	  $(shell $(PKG_CONFIG) --libs libcjson yaml-0.1 libprotobuf-c libcrypto) -lz $(wildcard /usr/lib/*/libzstd.so.1) \
+	  -lrt -ldl -lm -pthread -Wl,--gc-sections
+
+static: $(BUILD)/fusec-static $(BUILD)/static/libfusec.so
 
 # The runtime as a library (libfusecrt.a, libfusecrt.so): plan loading, the driver
 # through dlopen, launches and timing, with the host tensors and .npy it uses.

@@ -6,7 +6,8 @@
  * deduplication gives every repeated launch (cache hits, repeated layers, other
  * sizes with the same dim pattern) the one kernel. The converter's maps then bind
  * the kernel's parameters: relative tensor ids to global tensors, placeholders to
- * scalar values, shape ids to dim values. */
+ * scalar values, shape ids to dim values. The results it writes to memory are the
+ * launch's `out` list, as the search made it and pass_verify checked it. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -37,20 +38,12 @@ static CgKernelKind kernel_kind(const Graph *g, int fuser, const Launch *l)
 	return CG_KERNEL_SINGLE;
 }
 
-/* Number of distinct ops reading each tensor (an op reading x twice counts once). */
-static int *count_readers(const Graph *g)
+static bool listed(const int *ids, int n, int id)
 {
-	int *n = xcalloc((size_t)(g->ntensors ? g->ntensors : 1), sizeof *n);
-	for (int i = 0; i < g->nops; i++) {
-		const Op *op = &g->ops[i];
-		for (int k = 0; k < op->nin; k++) {
-			bool seen = false;
-			for (int j = 0; j < k; j++)
-				seen |= op->in[j] == op->in[k];
-			n[op->in[k]] += !seen;
-		}
-	}
-	return n;
+	for (int i = 0; i < n; i++)
+		if (ids[i] == id)
+			return true;
+	return false;
 }
 
 /* A launch of one reshape whose input is in memory: no kernel, the output shares
@@ -108,9 +101,6 @@ int cg_lower(CgModule *m, const Schedule *s, Arena *a, CgProgram *out, Diag *d)
 	int *chain = xmalloc(sizeof *chain * (size_t)(g->nops ? g->nops : 1));
 	int *lops = NULL;   /* the launch's ops after its chain */
 	int cap_lops = 0;
-	int *nreaders = count_readers(g);
-	int *inside = xcalloc((size_t)nt, sizeof *inside);    /* readers within the launch */
-	uint32_t *tstamp = xcalloc((size_t)nt, sizeof *tstamp);
 	RelConv *conv = ir_rel_new(g);
 	bool *ready = xcalloc((size_t)nt, sizeof *ready);   /* in memory by now */
 	for (int t = 0; t < g->ntensors; t++)
@@ -137,7 +127,6 @@ int cg_lower(CgModule *m, const Schedule *s, Arena *a, CgProgram *out, Diag *d)
 	RelOp *rel = xmalloc(sizeof *rel * (size_t)cap_ops);
 	bool *written = NULL;
 	int cap_written = 0;
-	uint32_t stamp = 0;
 	bool *seen = NULL;          /* per module kernel index: already listed */
 	int cap_seen = 0;
 
@@ -160,25 +149,9 @@ int cg_lower(CgModule *m, const Schedule *s, Arena *a, CgProgram *out, Diag *d)
 			}
 			memcpy(lops, chain, sizeof *lops * (size_t)nchain);
 			memcpy(lops + nchain, l->ops, sizeof *lops * (size_t)l->nops);
-			stamp++;
 			ir_rel_reset(conv);
-			for (int k = 0; k < nops; k++) {
-				const Op *op = &g->ops[lops[k]];
+			for (int k = 0; k < nops; k++)
 				ir_rel_op(conv, scratch, lops[k], &rel[k]);
-				for (int j = 0; j < op->nin; j++) {
-					int t = op->in[j];
-					bool dup = false;
-					for (int q = 0; q < j; q++)
-						dup |= op->in[q] == t;
-					if (dup)
-						continue;
-					if (tstamp[t] != stamp) {
-						tstamp[t] = stamp;
-						inside[t] = 0;
-					}
-					inside[t]++;
-				}
-			}
 			int nrel;
 			const int *global = ir_rel_tensors(conv, &nrel);
 			if (nrel > cap_written) {
@@ -186,14 +159,13 @@ int cg_lower(CgModule *m, const Schedule *s, Arena *a, CgProgram *out, Diag *d)
 				written = xrealloc(written, sizeof *written * (size_t)cap_written);
 			}
 			memset(written, 0, sizeof *written * (size_t)nrel);
-			/* produced here = the output of one of the launch's ops */
+			/* what the search says goes to memory (Launch.out) */
 			bool any = false;
 			for (int k = nchain; k < nops; k++) {
 				const Op *op = &g->ops[lops[k]];
 				for (int j = 0; j < op->nout; j++) {
 					int t = op->out[j];
-					int here = tstamp[t] == stamp ? inside[t] : 0;
-					if (g->tensors[t].is_output || nreaders[t] > here) {
+					if (listed(l->out, l->nout, t)) {
 						written[rel[k].t[op->nin + j].id] = true;
 						out->buffer[t] = true;
 						any = true;
@@ -297,9 +269,6 @@ int cg_lower(CgModule *m, const Schedule *s, Arena *a, CgProgram *out, Diag *d)
 	pass_view_sink_free(vs);
 	free(written);
 	free(seen);
-	free(nreaders);
-	free(inside);
-	free(tstamp);
 	ir_rel_free(conv);
 	return status;
 }

@@ -86,16 +86,18 @@ typedef struct {
 	int *ops;              /* global op indices of the first step that launched it */
 } Kernel;
 
+/* A launch is the contract between the search and codegen: cg_lower builds its
+ * kernel from `ops` and writes to memory exactly the tensors of `out` (pass_verify
+ * checks both lists before codegen reads them). Scalars and dims are bound from
+ * the kernel's own relative form, since sunk views join its ops there. */
 typedef struct {
 	int kernel;
 	int nops;
 	int *ops;              /* global op indices, execution order */
 	int nin, nout;
-	int *in, *out;         /* global tensor ids read from / written to memory */
-	int nscalars;
-	double *scalars;       /* placeholder values, in op order */
-	int nsizes;
-	int64_t *sizes;        /* dim value of each relative shape id 1.. */
+	int *in;               /* global tensors read from memory (made before it) */
+	int *out;              /* results written to memory: read by a later launch,
+				  or a graph output */
 } Launch;
 
 typedef enum { STEP_EXPLORED, STEP_CACHE_HIT, STEP_UNFUSED } StepKind;

@@ -165,8 +165,7 @@ static int new_kernel(Search *se, const char *name, int fuser, uint64_t score, i
 	return s->nkernels++;
 }
 
-static void add_launch(Search *se, Stream *st, Step *step, int kernel, const int *pos, int n,
-		       int nsizes)
+static void add_launch(Search *se, Stream *st, Step *step, int kernel, const int *pos, int n)
 {
 	Schedule *s = se->s;
 	const Graph *g = s->g;
@@ -174,13 +173,12 @@ static void add_launch(Search *se, Stream *st, Step *step, int kernel, const int
 	l->kernel = kernel;
 	l->nops = n;
 	l->ops = ARENA_NEW(s->arena, int, n);
-	int nin = 0, nout = 0, nsc = 0;
+	int nin = 0, nout = 0;
 	for (int i = 0; i < n; i++) {
 		const Op *op = &g->ops[st->ops[pos[i]]];
 		l->ops[i] = st->ops[pos[i]];
 		nin += op->nin;
 		nout += op->nout;
-		nsc += st->rel[pos[i]].nplace;
 	}
 	l->in = ARENA_NEW(s->arena, int, nin ? nin : 1);
 	l->out = ARENA_NEW(s->arena, int, nout ? nout : 1);
@@ -212,20 +210,6 @@ static void add_launch(Search *se, Stream *st, Step *step, int kernel, const int
 		for (int j = 0; j < op->nin; j++)
 			se->scratch[op->in[j]] = 0;
 	}
-	int nvals;
-	const double *vals = ir_rel_values(st->conv, &nvals);
-	l->scalars = ARENA_NEW(s->arena, double, nsc ? nsc : 1);
-	for (int i = 0; i < n; i++) {
-		const RelOp *r = &st->rel[pos[i]];
-		for (int k = 0; k < r->nplace; k++)
-			l->scalars[l->nscalars++] = vals[r->place0 + k];
-	}
-	int ndims;
-	const int64_t *dims = ir_rel_dims(st->conv, &ndims);
-	l->nsizes = nsizes > 1 ? nsizes - 1 : 0;
-	l->sizes = ARENA_NEW(s->arena, int64_t, l->nsizes ? l->nsizes : 1);
-	for (int i = 0; i < l->nsizes; i++)
-		l->sizes[i] = dims[i + 1];
 }
 
 /* An NHWCRelayout strategy runs as burn's does (optim/nhwc_relayout/optimization.rs):
@@ -276,17 +260,16 @@ static void plan_kernels(Search *se, Stream *st, Plan *p, const Strategy *s, int
 	}
 }
 
-static void step_launches(Search *se, Stream *st, Step *step, const Strategy *s, int *kernel,
-			  int nsizes)
+static void step_launches(Search *se, Stream *st, Step *step, const Strategy *s, int *kernel)
 {
 	if (s->kind == STRAT_COMPOSED) {
 		for (int i = 0; i < s->n; i++)
-			step_launches(se, st, step, s->sub[i], kernel, nsizes);
+			step_launches(se, st, step, s->sub[i], kernel);
 		return;
 	}
 	for (int i = 0, per; i < s->n; i += per) {
 		per = launch_len(s, i);
-		add_launch(se, st, step, *kernel, s->ordering + i, per, nsizes);
+		add_launch(se, st, step, *kernel, s->ordering + i, per);
 		(*kernel)++;
 	}
 	for (int i = 0; i < s->n; i++)
@@ -299,12 +282,11 @@ static void step_unfused(Search *se, Stream *st, Step *step, int n)
 	Schedule *s = se->s;
 	step->ops = ARENA_NEW(s->arena, int, n);
 	step->launch = ARENA_NEW(s->arena, Launch, n);
-	int nsizes = shapes_at(st, n - 1);
 	for (int i = 0; i < n; i++) {
 		char name[48];
 		snprintf(name, sizeof name, "fusec_op%d", st->ops[i]);
 		int k = new_kernel(se, name, -1, 0, -1, &i, &st->ops[i], 1);
-		add_launch(se, st, step, k, &i, 1, nsizes);
+		add_launch(se, st, step, k, &i, 1);
 		step->ops[step->nops++] = st->ops[i];
 	}
 }
@@ -336,7 +318,7 @@ static void execute_plan(Search *se, Stream *st, int id, StepKind kind, ExecMode
 		step->ops = ARENA_NEW(s->arena, int, len);
 		step->launch = ARENA_NEW(s->arena, Launch, count_launches(p->strategy));
 		int k = p->first_kernel;
-		step_launches(se, st, step, p->strategy, &k, assigned);
+		step_launches(se, st, step, p->strategy, &k);
 	}
 	record_execute(se, st);
 	queue_drain(st, len);
