@@ -186,6 +186,7 @@ static Graph *apply_precision(Graph *g)
 	if (g) {
 		/* --burn-exact: burn's three kernels, unless --attention fuse says */
 		bool keep = attention_name ? !strcmp(attention_name, "keep") : burn_seen;
+		pl_simplify(g, burn_seen);
 		pl_attention(g, keep ? ATTENTION_KEEP : ATTENTION_FUSE, &attention_info);
 		pl_layout(g, &lo, &layout_info);
 	}

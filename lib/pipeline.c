@@ -167,6 +167,12 @@ long pl_find_op(const Graph *g, const char *spec)
 	return -1;
 }
 
+int pl_simplify(Graph *g, bool burn_exact)
+{
+	SimplifyInfo info;
+	return burn_exact ? 0 : pass_simplify(g, &info);
+}
+
 int pl_attention(Graph *g, AttentionMode mode, AttentionInfo *info)
 {
 	return pass_attention(g, mode, info);

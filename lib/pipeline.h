@@ -95,6 +95,9 @@ Graph *pl_load(Arena *a, const PlSource *src, Diag *diags, int *nd);
  * default where every conv runs on tensor cores; passes/layout.c), before the
  * conversion. Returns 0. */
 int pl_layout(Graph *g, const LayoutOptions *o, LayoutInfo *info);
+/* simplify: rewrites that change no value (pow_scalar(x, 2) as mul(x, x);
+ * passes/simplify.c), first; none under burn_exact. Returns 0. */
+int pl_simplify(Graph *g, bool burn_exact);
 /* --attention fuse: each chain matmul, softmax, matmul as one op (passes/attention.c),
  * before the layout and the precision. */
 int pl_attention(Graph *g, AttentionMode mode, AttentionInfo *info);

@@ -309,6 +309,15 @@ bool pass_layout_wanted(const Graph *g, const LayoutOptions *o);
 /* One line for `explain`: what --layout nhwc did; nothing when it did nothing. */
 void pass_layout_summary(const LayoutInfo *info, Buf *out);
 
+/* ---- rewrites that change no value (simplify.c) -------------------------------- */
+
+typedef struct {
+	int nsquares;          /* pow_scalar(x, 2) written as mul(x, x) */
+} SimplifyInfo;
+
+/* Rewrite g in place: pow_scalar(x, 2) of a float x becomes mul(x, x). Returns 0. */
+int pass_simplify(Graph *g, SimplifyInfo *info);
+
 /* ---- --attention fuse (attention.c) ------------------------------------------- */
 
 typedef enum {
