@@ -1,25 +1,35 @@
 /* matmul.h: the matmul family's internal contract, shared by its rooms and nobody
- * outside codegen/ (kernel_matmul.c has the map of the rooms).
+ * outside codegen/ (kernel_matmul.c points here).
  *
  * It holds what a kernel built from matmul tiles needs: the tile configuration
  * (MmConfig: block tile, warp grid, stages, split, the compute kind), the builder
  * state (Mm: the operands, the shared stages, the accumulators, the current tile)
- * and the helpers that build a tile kernel for both targets:
- *   - integer and address helpers with value numbering (mm_add, mm_mul, mm_lt,
- *     mm_bin ...: matmul_tile.c), shared-memory offsets (mm_swz, mm_smem_at,
- *     mm_stage_off, mm_saddr), inline PTX (mm_asm_call);
- *   - phases and accumulators (mm_phase_begin / mm_phase_end, mm_barrier,
- *     mm_acc_load / mm_acc_store): on the host a phase is a loop over the block's
- *     threads and the accumulators an array indexed by thread id;
- *   - stage loads (mm_load_stage: cp.async or element by element into the swizzled
- *     layout), shared element reads (mm_smem_elem), operand strides
- *     (mm_operand_layout, mm_batch_base, mm_is_aligned16), the output tiles
- *     (mm_tile_grid, mm_tile_batch);
- *   - the compute of one stage (mm_compute_stage: mma.sync, wgmma, SIMT FMA; each
- *     also on its own: matmul_mma.c, matmul_wgmma.c, matmul_simt.c) and the map from
- *     an accumulator to its (row, column) in the block tile (mm_tc_pos, mm_simt_pos);
- *   - the epilogue (mm_epilogue, mm_epi_walk: the written tensors evaluated on the
- *     matmul's values) and the split-K combine (mm_split_combine).
+ * and the helpers that build a tile kernel for both targets. The rooms stand in
+ * floors, each calling only rooms below it; the sections of this header follow them
+ * from the ground up:
+ *   - the builder's primitives (matmul_tile.c): integer and address helpers with
+ *     value numbering (mm_add, mm_mul, mm_lt, mm_bin ...), phases and accumulators
+ *     (mm_phase_begin / mm_phase_end, mm_barrier, mm_acc_load / mm_acc_store: on the
+ *     host a phase is a loop over the block's threads and the accumulators an array
+ *     indexed by thread id), shared-memory offsets (mm_swz, mm_smem_at,
+ *     mm_stage_off, mm_saddr), shared element reads (mm_smem_elem), inline PTX
+ *     (mm_asm_call); beside them what the picker and the builders both derive from
+ *     a configuration (matmul_shape.c: the matmul's op, shared and split-K bytes, a
+ *     launch of tiles);
+ *   - a conv's gathered operand and output index (matmul_conv.c), and the compute of
+ *     one stage (mma.sync, wgmma, SIMT FMA: matmul_mma.c, matmul_wgmma.c,
+ *     matmul_simt.c) with the map from an accumulator to its (row, column) in the
+ *     block tile (mm_tc_pos, mm_simt_pos);
+ *   - a K step's stage (matmul_stage.c): operand strides (mm_operand_layout,
+ *     mm_batch_base, mm_is_aligned16), the output tiles (mm_tile_grid,
+ *     mm_tile_batch), the stage loads (mm_load_stage: cp.async or element by element
+ *     into the swizzled layout) and the compute by kind (mm_compute_stage); the
+ *     epilogue (matmul_epilogue.c: mm_epilogue, mm_epi_walk: the written tensors
+ *     evaluated on the matmul's values) and the split-K combine (mm_split_combine);
+ *   - the kernels: the tiles' (matmul_kernel.c), the attention op's
+ *     (matmul_attention.c), a depthwise conv's channels last (matmul_depthwise.c);
+ *   - on top the table of configurations and the picker (matmul_pick.c), which hands
+ *     a kernel to the builder its configuration names (cg_matmul_tiled).
  * A convolution or attention kernel can reuse them by filling an Mm with its own
  * MmConfig and operands: a stage filled in the layout mm_swz describes (by
  * mm_load_stage, or by an im2col load written against the same layout) is
@@ -36,13 +46,15 @@ enum {
 	MM_THREADS = 256,        /* = CG_BLOCK, the kernels' maxntid */
 	MM_SMEM_STATIC = 48 * 1024, /* static shared memory limit; above it, dynamic */
 	MM_WG_ALIGN = 1024,      /* wgmma's 128-byte swizzle repeats every 1024 bytes */
-	MM_GEMV_COLS = 2,        /* gemv: columns per thread (matmul_simt.c) */
+	MM_GEMV_COLS = 2,        /* gemv: columns per thread (matmul_kernel.c) */
 	MM_GEMV_WARPS = MM_THREADS / 32,
 	MM_EPI_V = 8,            /* epilogue: consecutive columns per thread and step */
 	MM_EPI_PAD = 8,          /* floats after each staged row: no bank conflicts */
 	MM_EPI_MAXW = 8,         /* written tensors the vector stores take */
 	MM_NHWC_MIN_N = 8,       /* a channels-last conv with fewer output channels per
 				    group runs plain (matmul_pick.c) */
+	MM_ATT_BM = 128,         /* attention: rows of q a block takes, */
+	MM_ATT_BN = 64,          /* keys per step (matmul_attention.c) */
 };
 
 /* A tile configuration (the table is in matmul_pick.c; docs/design.md, "Matmul
@@ -93,6 +105,15 @@ typedef struct {
 	LLVMValueRef ih0[8], iw0[8], pok[8];
 	LLVMValueRef rbase[8];
 } MmConv;
+
+/* An entry of the builder's value numbering (matmul_tile.c): the instruction r built
+ * for the operation op on (a, b) in the basic block bb. */
+typedef struct MmCse {
+	int op;                   /* LLVMOpcode, or matmul_tile.c's MM_CSE_* */
+	void *a, *b;
+	LLVMBasicBlockRef bb;
+	LLVMValueRef r;           /* NULL: a free slot */
+} MmCse;
 
 /* The builder state of one tiled kernel. */
 typedef struct {
@@ -147,8 +168,6 @@ typedef struct {
 	size_t ncse, capcse;
 } Mm;
 
-/* ---- matmul_pick.c: the table ---- */
-
 /* Whether op's operands are both K-major in shared memory (A rows along K, B stored
  * transposed), the only layout tf32 wgmma reads: a conv channels last. */
 static inline bool mm_kmajor(const RelOp *op)
@@ -156,42 +175,11 @@ static inline bool mm_kmajor(const RelOp *op)
 	return op->kind == OP_CONV2D && op->attr.layout == LAYOUT_NHWC;
 }
 
-/* Configuration variant of the table, NULL for 0 (plain) or out of range. */
-const MmConfig *mm_config(int variant);
-/* Whether spec is a matmul the tiled kernel takes (and which operand dtypes a
- * configuration computes: tf32 when allowed). */
-bool mm_eligible(const CgKernelSpec *s);
-bool mm_fits(const MmConfig *c, DType t, bool tf32);
-/* Shared bytes of the stages (gemv: its staged and partial tiles) over elements of es
- * bytes, and what the launch asks for (wgmma: room to align the stages). */
-int mm_stages_bytes(const MmConfig *c, int es);
-int mm_smem(const MmConfig *c, int es);
-/* Bytes of one split-K unit's partial tile in the scratch. */
-int64_t mm_partial_bytes(const MmConfig *c);
 /* The size of shape id `id` among a launch's dims (id 0: size 1). */
 static inline int64_t mm_dim_of(uint32_t id, const int64_t *dims, int ndims)
 {
 	return id == 0 || (int)id >= ndims ? 1 : dims[id];
 }
-/* A tiled launch of `tiles` output tiles (the matmul's and the conv's rules): one
- * block of MM_THREADS each, times the split (> 1: split-K, whose scratch is the
- * counters then a partial of `partial` bytes per unit), `smem` dynamic bytes. */
-void mm_launch_tiles(int64_t tiles, int64_t split, int64_t partial, int64_t smem,
-		     CgDims *out);
-
-/* ---- matmul_tile.c: the builder's helpers ---- */
-
-/* GPU: ask ptxas for n blocks per SM (n > 0), and the kernel's shared memory of
- * `bytes` (past MM_SMEM_STATIC the launch's dynamic shared memory). */
-void mm_min_blocks(CgKb *kb, int n);
-LLVMValueRef mm_shared_global(CgKb *kb, int bytes);
-/* Integer operations, built once per basic block (value numbering) and folded where
- * an operand is neutral. */
-LLVMValueRef mm_bin(Mm *x, LLVMOpcode op, LLVMValueRef a, LLVMValueRef b);
-LLVMValueRef mm_lt(Mm *x, LLVMValueRef a, LLVMValueRef b);
-/* a shared-memory offset (x->ot) as i64, or the other way */
-LLVMValueRef mm_to64(Mm *x, LLVMValueRef a);
-LLVMValueRef mm_to_ot(Mm *x, LLVMValueRef a);
 
 static inline LLVMValueRef mm_i64c(Mm *x, int64_t v)
 {
@@ -203,50 +191,10 @@ static inline LLVMValueRef mm_i32c(Mm *x, int v)
 	return LLVMConstInt(x->kb->m->t_i32, (unsigned)v, 0);
 }
 
-static inline LLVMValueRef mm_add(Mm *x, LLVMValueRef a, LLVMValueRef b)
-{
-	return mm_bin(x, LLVMAdd, a, b);
-}
-
-static inline LLVMValueRef mm_mul(Mm *x, LLVMValueRef a, LLVMValueRef b)
-{
-	return mm_bin(x, LLVMMul, a, b);
-}
-
 /* the constant v of a's integer type */
 static inline LLVMValueRef mm_cst(LLVMValueRef a, int64_t v)
 {
 	return LLVMConstInt(LLVMTypeOf(a), (unsigned long long)v, 1);
-}
-
-static inline LLVMValueRef mm_addc(Mm *x, LLVMValueRef a, int64_t c)
-{
-	return mm_bin(x, LLVMAdd, a, mm_cst(a, c));
-}
-
-static inline LLVMValueRef mm_mulc(Mm *x, LLVMValueRef a, int64_t c)
-{
-	return mm_bin(x, LLVMMul, a, mm_cst(a, c));
-}
-
-static inline LLVMValueRef mm_udivc(Mm *x, LLVMValueRef a, int64_t c)
-{
-	return mm_bin(x, LLVMUDiv, a, mm_cst(a, c));
-}
-
-static inline LLVMValueRef mm_uremc(Mm *x, LLVMValueRef a, int64_t c)
-{
-	return mm_bin(x, LLVMURem, a, mm_cst(a, c));
-}
-
-static inline LLVMValueRef mm_ceil_div(Mm *x, LLVMValueRef a, int64_t c)
-{
-	return mm_udivc(x, mm_add(x, a, mm_i64c(x, c - 1)), c);
-}
-
-static inline LLVMValueRef mm_min64(Mm *x, LLVMValueRef a, LLVMValueRef b)
-{
-	return LLVMBuildSelect(x->b, mm_lt(x, a, b), a, b, "");
 }
 
 static inline LLVMValueRef mm_intrinsic(Mm *x, const char *name, LLVMTypeRef *types,
@@ -261,28 +209,35 @@ static inline void mm_barrier(Mm *x)
 		mm_intrinsic(x, "llvm.nvvm.barrier0", NULL, 0, NULL, 0);
 }
 
-/* GPU: the 32-bit shared address of a byte offset */
-static inline LLVMValueRef mm_saddr(Mm *x, LLVMValueRef byte)
-{
-	return mm_add(x, x->sbase, byte);
-}
-
-/* Byte offset (ot) of the shared copy of operand w (0 = A, 1 = B) in a stage whose
- * offset is s (ot); A at 0 whatever the stage where one A tile serves every stage
- * (Mm.a_fixed). */
-static inline LLVMValueRef mm_stage_off(Mm *x, LLVMValueRef s, int w)
-{
-	if (!w && x->a_fixed)
-		return LLVMConstNull(LLVMTypeOf(s));
-	return w ? mm_addc(x, s, x->a_bytes) : s;
-}
-
 /* raw storage integer of one element: i16 or i32 */
 static inline LLVMTypeRef mm_raw_type(Mm *x)
 {
 	return x->es == 2 ? x->kb->m->t_i16 : x->kb->m->t_i32;
 }
 
+/* ---- matmul_tile.c: the builder's primitives ---- */
+
+/* GPU: ask ptxas for n blocks per SM (n > 0), and the kernel's shared memory of
+ * `bytes` (past MM_SMEM_STATIC the launch's dynamic shared memory). */
+void mm_min_blocks(CgKb *kb, int n);
+LLVMValueRef mm_shared_global(CgKb *kb, int bytes);
+/* Integer operations, built once per basic block (value numbering) and folded where
+ * an operand is neutral. */
+LLVMValueRef mm_bin(Mm *x, LLVMOpcode op, LLVMValueRef a, LLVMValueRef b);
+LLVMValueRef mm_lt(Mm *x, LLVMValueRef a, LLVMValueRef b);
+/* a shared-memory offset (x->ot) as i64, or the other way */
+LLVMValueRef mm_to64(Mm *x, LLVMValueRef a);
+LLVMValueRef mm_to_ot(Mm *x, LLVMValueRef a);
+LLVMValueRef mm_add(Mm *x, LLVMValueRef a, LLVMValueRef b);
+LLVMValueRef mm_mul(Mm *x, LLVMValueRef a, LLVMValueRef b);
+/* with a constant c of a's type */
+LLVMValueRef mm_addc(Mm *x, LLVMValueRef a, int64_t c);
+LLVMValueRef mm_mulc(Mm *x, LLVMValueRef a, int64_t c);
+LLVMValueRef mm_udivc(Mm *x, LLVMValueRef a, int64_t c);
+LLVMValueRef mm_uremc(Mm *x, LLVMValueRef a, int64_t c);
+/* i64: ceil(a / c), min(a, b) */
+LLVMValueRef mm_ceil_div(Mm *x, LLVMValueRef a, int64_t c);
+LLVMValueRef mm_min64(Mm *x, LLVMValueRef a, LLVMValueRef b);
 /* Phases (code between two barriers; the host loops over the thread ids), the
  * thread id hidden from hoisting (GPU), the accumulators of the current thread. */
 LLVMValueRef mm_phase_begin(Mm *x);
@@ -301,39 +256,34 @@ LLVMValueRef mm_chunk_at(Mm *x, int w, LLVMValueRef soff, LLVMValueRef q, LLVMVa
 LLVMValueRef mm_smem_at(Mm *x, LLVMValueRef byte);
 LLVMValueRef mm_asm_call(Mm *x, LLVMTypeRef ret, const char *text, const char *cons,
 			 LLVMValueRef *args, int nargs);
-/* Stage loads (both operands for K step kt into the stage at s), the f32 value of an
- * element of a shared tile. */
-void mm_load_stage(Mm *x, LLVMValueRef s, LLVMValueRef kt);
-/* One operand's tile of it (w: 0 = A, 1 = B), in one phase. */
-void mm_load_tile(Mm *x, int w, LLVMValueRef s, LLVMValueRef kt);
+/* GPU: the 32-bit shared address of a byte offset */
+LLVMValueRef mm_saddr(Mm *x, LLVMValueRef byte);
+/* Byte offset (ot) of the shared copy of operand w (0 = A, 1 = B) in a stage whose
+ * offset is s (ot); A at 0 whatever the stage where one A tile serves every stage
+ * (Mm.a_fixed). */
+LLVMValueRef mm_stage_off(Mm *x, LLVMValueRef s, int w);
+/* The f32 value of element (row, col) of operand w's tile in the stage at soff. */
 LLVMValueRef mm_smem_elem(Mm *x, int w, LLVMValueRef soff, LLVMValueRef row,
 			  LLVMValueRef col);
-/* Operands: the buffer and strides of operand w of the matmul at spec->ops[mi],
- * the offset of the current tile's batch, whether 16-byte chunks may be copied. */
-void mm_operand_layout(Mm *x, const CgKernelSpec *s, int mi, int w);
-LLVMValueRef mm_batch_base(Mm *x, int w);
-LLVMValueRef mm_is_aligned16(Mm *x, int w);
-/* Output tiles: the batch count and tile rows and columns (returns the tiles per
- * batch), and for a tile's flat batch index its batch position and operand offsets
- * (Mm.bpos, Mm.base). */
-LLVMValueRef mm_tile_grid(Mm *x, LLVMValueRef *nb, LLVMValueRef *ntm, LLVMValueRef *ntn);
-void mm_tile_batch(Mm *x, LLVMValueRef f);
-/* The compute of the stage at s, by the configuration's kind. */
-void mm_compute_stage(Mm *x, LLVMValueRef s);
 
-/* ---- matmul_mma.c, matmul_wgmma.c, matmul_simt.c: the compute ---- */
+/* ---- matmul_shape.c: what the picker and the builders derive ---- */
 
-void mm_tc_compute_gpu(Mm *x, LLVMValueRef s);
-void mm_tc_compute_host(Mm *x, LLVMValueRef s);
-void mm_tc_pos(Mm *x, LLVMValueRef tid, LLVMValueRef e, LLVMValueRef *row, LLVMValueRef *col);
-void mm_wg_compute_gpu(Mm *x, LLVMValueRef s);
-void mm_wg_wait(Mm *x, int n);
-void mm_wg_round_tf32(Mm *x, LLVMValueRef s);
-void mm_simt_compute(Mm *x, LLVMValueRef s);
-void mm_simt_pos(Mm *x, LLVMValueRef tid, int e, LLVMValueRef *row, LLVMValueRef *col);
-/* The gemv configuration's loop over output tiles (tiny M). */
-void mm_gemv_tile_loop(Mm *x, LLVMValueRef block, LLVMValueRef nblocks, const int *wr,
-		       int nw);
+/* (and cg_matmul_index, declared in cg_impl.h: the matmul's op in a kernel) */
+/* Whether configuration c computes operands of dtype t (tf32: when allowed). */
+bool mm_fits(const MmConfig *c, DType t, bool tf32);
+/* Shared bytes of the stages (gemv: its staged and partial tiles) over elements of es
+ * bytes, and what the launch asks for (wgmma: room to align the stages). */
+int mm_stages_bytes(const MmConfig *c, int es);
+int mm_smem(const MmConfig *c, int es);
+/* the attention kernel's (matmul_attention.c) */
+int mm_attention_smem(const MmConfig *c, int es);
+/* Bytes of one split-K unit's partial tile in the scratch. */
+int64_t mm_partial_bytes(const MmConfig *c);
+/* A tiled launch of `tiles` output tiles (the matmul's and the conv's rules): one
+ * block of MM_THREADS each, times the split (> 1: split-K, whose scratch is the
+ * counters then a partial of `partial` bytes per unit), `smem` dynamic bytes. */
+void mm_launch_tiles(int64_t tiles, int64_t split, int64_t partial, int64_t smem,
+		     CgDims *out);
 
 /* ---- matmul_conv.c: convolution as an implicit GEMM ---- */
 
@@ -365,21 +315,35 @@ void mm_conv_sizes(const RelOp *op, const int64_t *dims, int ndims, int64_t *bat
 		   int64_t *m, int64_t *n, int64_t *k);
 void mm_conv_launch(const MmConfig *c, const RelOp *op, CgLaunch *l);
 
-/* ---- matmul_depthwise.c: depthwise convs channels last ---- */
+/* ---- matmul_mma.c, matmul_wgmma.c, matmul_simt.c: the compute of a stage ---- */
 
-/* Whether op is a channels-last conv of one input and one output channel per group
- * (dims: the launch's, for the output channels). */
-bool mm_dw_eligible(const RelOp *op, const int64_t *dims, int ndims);
-/* The outputs one thread of configuration c computes (its launch's vec). */
-int mm_dw_outputs(const MmConfig *c, const RelOp *op);
-/* The kernel body (a plain grid-stride launch, after the frame made the function). */
-int mm_dw_kernel(CgKb *kb, const MmConfig *c, const int *wr, int nw);
+void mm_tc_compute_gpu(Mm *x, LLVMValueRef s);
+void mm_tc_compute_host(Mm *x, LLVMValueRef s);
+void mm_tc_pos(Mm *x, LLVMValueRef tid, LLVMValueRef e, LLVMValueRef *row, LLVMValueRef *col);
+void mm_wg_compute_gpu(Mm *x, LLVMValueRef s);
+void mm_wg_wait(Mm *x, int n);
+void mm_wg_round_tf32(Mm *x, LLVMValueRef s);
+void mm_simt_compute(Mm *x, LLVMValueRef s);
+void mm_simt_pos(Mm *x, LLVMValueRef tid, int e, LLVMValueRef *row, LLVMValueRef *col);
 
-/* ---- matmul_attention.c: the attention op ---- */
+/* ---- matmul_stage.c: a K step's stage ---- */
 
-/* The kernel body, and the shared bytes of configuration c over elements of es bytes. */
-int mm_attention_kernel(CgKb *kb, const MmConfig *c, const int *wr, int nw);
-int mm_attention_smem(const MmConfig *c, int es);
+/* Stage loads (both operands for K step kt into the stage at s). */
+void mm_load_stage(Mm *x, LLVMValueRef s, LLVMValueRef kt);
+/* One operand's tile of it (w: 0 = A, 1 = B), in one phase. */
+void mm_load_tile(Mm *x, int w, LLVMValueRef s, LLVMValueRef kt);
+/* Operands: the buffer and strides of operand w of the matmul at spec->ops[mi],
+ * the offset of the current tile's batch, whether 16-byte chunks may be copied. */
+void mm_operand_layout(Mm *x, const CgKernelSpec *s, int mi, int w);
+LLVMValueRef mm_batch_base(Mm *x, int w);
+LLVMValueRef mm_is_aligned16(Mm *x, int w);
+/* Output tiles: the batch count and tile rows and columns (returns the tiles per
+ * batch), and for a tile's flat batch index its batch position and operand offsets
+ * (Mm.bpos, Mm.base). */
+LLVMValueRef mm_tile_grid(Mm *x, LLVMValueRef *nb, LLVMValueRef *ntm, LLVMValueRef *ntn);
+void mm_tile_batch(Mm *x, LLVMValueRef f);
+/* The compute of the stage at s, by the configuration's kind. */
+void mm_compute_stage(Mm *x, LLVMValueRef s);
 
 /* ---- matmul_epilogue.c ---- */
 
@@ -389,5 +353,29 @@ void mm_epilogue(Mm *x, const int *wr, int nw);
 void mm_epi_walk(Mm *x, int h, const int *wr, int nw);
 LLVMBasicBlockRef mm_split_combine(Mm *x, LLVMValueRef tile, LLVMValueRef split,
 				   LLVMValueRef total);
+
+/* ---- matmul_kernel.c, matmul_attention.c, matmul_depthwise.c: the kernels ---- */
+
+/* The kernel body of a tile configuration (after the frame made the function), and
+ * the gemv configuration's loop over output tiles (tiny M). */
+int mm_tile_kernel(CgKb *kb, const MmConfig *c, const int *wr, int nw);
+void mm_gemv_tile_loop(Mm *x, LLVMValueRef block, LLVMValueRef nblocks, const int *wr,
+		       int nw);
+/* The attention op's kernel body. */
+int mm_attention_kernel(CgKb *kb, const MmConfig *c, const int *wr, int nw);
+/* Whether op is a channels-last conv of one input and one output channel per group
+ * (dims: the launch's, for the output channels). */
+bool mm_dw_eligible(const RelOp *op, const int64_t *dims, int ndims);
+/* The outputs one thread of configuration c computes (its launch's vec). */
+int mm_dw_outputs(const MmConfig *c, const RelOp *op);
+/* The kernel body (a plain grid-stride launch, after the frame made the function). */
+int mm_dw_kernel(CgKb *kb, const MmConfig *c, const int *wr, int nw);
+
+/* ---- matmul_pick.c: the table ---- */
+
+/* Configuration variant of the table, NULL for 0 (plain) or out of range. */
+const MmConfig *mm_config(int variant);
+/* Whether spec is a matmul the tiled kernel takes. */
+bool mm_eligible(const CgKernelSpec *s);
 
 #endif

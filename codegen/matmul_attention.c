@@ -38,8 +38,6 @@
 #include "matmul.h"
 
 enum {
-	AT_BM = 128,             /* rows of q a block takes */
-	AT_BN = 64,              /* keys per step */
 	AT_NSTATE = 4,           /* per thread: m of its two rows, then l of them */
 	AT_RED = MM_THREADS * 2 * 4, /* host: the quad exchange, two floats a thread */
 };
@@ -276,7 +274,7 @@ static void block_tile(Att *A, LLVMValueRef t, LLVMValueRef ntm, const int *wr, 
 	Mm *x = &A->s, *o = &A->o;
 	CgKb *kb = A->kb;
 	LLVMValueRef bflat = LLVMBuildUDiv(A->b, t, ntm, "");
-	x->m0 = o->m0 = mm_mulc(x, LLVMBuildURem(A->b, t, ntm, ""), AT_BM);
+	x->m0 = o->m0 = mm_mulc(x, LLVMBuildURem(A->b, t, ntm, ""), MM_ATT_BM);
 	x->n0 = o->n0 = mm_i64c(x, 0);
 	mm_tile_batch(x, bflat);
 	mm_tile_batch(o, bflat);
@@ -289,7 +287,7 @@ static void block_tile(Att *A, LLVMValueRef t, LLVMValueRef ntm, const int *wr, 
 		state_store(A, k, f32c(A, k < 2 ? -INFINITY : 0));
 	phase_end(A);
 	/* q's tile, once, and the first key tile into buffer 0 */
-	LLVMValueRef nt = mm_ceil_div(x, x->N, AT_BN);
+	LLVMValueRef nt = mm_ceil_div(x, x->N, MM_ATT_BN);
 	mm_load_tile(x, 0, s0, mm_i64c(x, 0));
 	mm_load_tile(x, 1, s0, mm_i64c(x, 0));
 	mm_load_tile(o, 1, s0, mm_i64c(x, 0));
@@ -308,12 +306,12 @@ static void block_tile(Att *A, LLVMValueRef t, LLVMValueRef ntm, const int *wr, 
 	LLVMBasicBlockRef bc = LLVMAppendBasicBlockInContext(kb->m->ctx, kb->fn, "att.commit");
 	LLVMBuildCondBr(A->b, mm_lt(x, jn, nt), bl, bc);
 	LLVMPositionBuilderAtEnd(A->b, bl);
-	x->n0 = mm_mulc(x, jn, AT_BN);
+	x->n0 = mm_mulc(x, jn, MM_ATT_BN);
 	mm_load_tile(x, 1, nk, mm_i64c(x, 0));
 	mm_load_tile(o, 1, nv, jn);
 	LLVMBuildBr(A->b, bc);
 	LLVMPositionBuilderAtEnd(A->b, bc);
-	A->j0 = x->n0 = mm_mulc(x, lj.i, AT_BN);
+	A->j0 = x->n0 = mm_mulc(x, lj.i, MM_ATT_BN);
 	if (A->gpu) {
 		mm_intrinsic(x, "llvm.nvvm.cp.async.commit.group", NULL, 0, NULL, 0);
 		LLVMValueRef n = mm_i32c(x, 1);
@@ -393,15 +391,15 @@ int mm_attention_kernel(CgKb *kb, const MmConfig *cfg, const int *wr, int nw)
 	A->dmax = cfg->bk;
 	/* S = q kt: 128 x 64 over the head dim in one stage; O = P v: 128 x E over 64
 	 * keys; warps 8 x 1 (a warp's 16 rows, every column) */
-	A->cs = (MmConfig){"attention.s", true, false, false, 0, AT_BM, AT_BN, A->dmax, 8, 1, 1,
-			   0, false, 0, true};
-	A->co = (MmConfig){"attention.o", true, false, false, 0, AT_BM, A->dmax, AT_BN, 8, 1, 1,
-			   0, false, 0, true};
+	A->cs = (MmConfig){"attention.s", true, false, false, 0, MM_ATT_BM, MM_ATT_BN, A->dmax,
+			   8, 1, 1, 0, false, 0, true};
+	A->co = (MmConfig){"attention.o", true, false, false, 0, MM_ATT_BM, A->dmax, MM_ATT_BN,
+			   8, 1, 1, 0, false, 0, true};
 	Mm *x = &A->s, *o = &A->o;
 	setup(A, x, &A->cs, op);
 	setup(A, o, &A->co, op);
-	A->kbytes = A->dmax * AT_BN * x->es;
-	A->vbytes = AT_BN * A->dmax * x->es;
+	A->kbytes = A->dmax * MM_ATT_BN * x->es;
+	A->vbytes = MM_ATT_BN * A->dmax * x->es;
 	int r = x->rank;
 	x->M = o->M = cg_dim(kb, x->to->shape[r - 2]);
 	x->K = cg_dim(kb, op->t[0].shape[r - 1]);
@@ -469,7 +467,7 @@ int mm_attention_kernel(CgKb *kb, const MmConfig *cfg, const int *wr, int nw)
 		y->fast[1] = mm_is_aligned16(y, 1);
 	}
 	o->vecok = mm_vector_ok(o, wr, nw);
-	o->epi_rows = AT_BM;
+	o->epi_rows = MM_ATT_BM;
 	while (o->epi_rows * (o->c->bn + MM_EPI_PAD) * 4 > smem)
 		o->epi_rows /= 2;
 
@@ -504,10 +502,4 @@ int mm_attention_kernel(CgKb *kb, const MmConfig *cfg, const int *wr, int nw)
 	free(x->cse);
 	free(o->cse);
 	return kb->failed ? -1 : 0;
-}
-
-int mm_attention_smem(const MmConfig *c, int es)
-{
-	int d = c->bk;
-	return (AT_BM * d + 2 * d * AT_BN + AT_BM * AT_BN + 2 * AT_BN * d) * es;
 }

@@ -17,11 +17,14 @@
  *     epilogue's stores are the matmul's (vectors where H*W allows) and the conv's
  *     epilogue (its bias, then what the Matmul fuser took: folded batch norm,
  *     residual, activation, cast) is evaluated at out's index (mm_conv_out_at).
- * The batches are images x groups; the tile loop, stages, compute (SIMT, mma.sync,
- * wgmma), split-K and epilogue are matmul_tile.c's. Depthwise convs channels
- * last have their own kernel (matmul_depthwise.c); other convs with few output
- * channels per group keep the one-thread-per-output evaluator
- * (kernel_join_window.c): their GEMM has too few rows for a tile. */
+ * The batches are images x groups; the tile loop (matmul_kernel.c), stages
+ * (matmul_stage.c), compute (SIMT, mma.sync, wgmma), split-K and epilogue are the
+ * matmul's, and its stage loads and epilogue call the hooks here: this room stands
+ * below them, built on the primitives (matmul_tile.c) and the launch sizes
+ * (matmul_shape.c) alone. Depthwise convs channels last have their own kernel
+ * (matmul_depthwise.c); other convs with few output channels per group keep the
+ * one-thread-per-output evaluator (kernel_join_window.c): their GEMM has too few
+ * rows for a tile. */
 #include <string.h>
 
 #include "matmul.h"

@@ -1,12 +1,15 @@
 /* matmul_pick.c: which tile configuration a matmul gets, and how it is launched.
  *
  * A Matmul kernel (a matmul and its elementwise epilogue, or a matmul alone) whose
- * operands are f16, bf16 or f32 runs as a tiled kernel (matmul_tile.c) when lower.c
+ * operands are f16, bf16 or f32 runs as a tiled kernel (matmul_kernel.c) when lower.c
  * picks a tile configuration for it (cg_matmul_variant; 0 keeps the
  * one-thread-per-element evaluator, cg_eval_matmul in kernel_matmul.c, for the other
- * dtypes and archs before sm_80). Here: the table of configurations, which kernels
- * are eligible (cg_matmul_index, mm_eligible) and which configurations fit a dtype
- * (mm_fits), the picker with its rule under a wave (under_wave), and the launch rule.
+ * dtypes and archs before sm_80). Here, on top of the family: the table of
+ * configurations, which kernels are eligible (mm_eligible), the picker with its rule
+ * under a wave (under_wave), the launch rule, and the hand-over of a kernel to the
+ * builder its configuration names (cg_matmul_tiled: depthwise, attention or tiles).
+ * The matmul's op in a kernel (cg_matmul_index), which configurations fit a dtype
+ * (mm_fits) and the sizes the builders share are matmul_shape.c's.
  *
  * Launch: a cooperative launch (codegen.h) of MM_THREADS threads per block and one
  * block per output tile, S per tile for split-K (mm_rule, which also asks for the
@@ -111,24 +114,6 @@ static const MmConfig mm_configs[] = {
 };
 enum { MM_NCONFIGS = (int)(sizeof mm_configs / sizeof mm_configs[0]) };
 
-/* Shared bytes of configuration c over elements of es bytes: its stages, or for gemv
- * the staged tile and one partial tile per warp. */
-int mm_stages_bytes(const MmConfig *c, int es)
-{
-	if (c->gemv)
-		return c->bm * (c->bn + 8) * 4 + (MM_THREADS / 32) * c->bm * c->bn * 4;
-	return (c->bm * c->bk + c->bk * c->bn) * es * c->stages;
-}
-
-/* What the launch asks for: the stages, and for wgmma room to align them to
- * MM_WG_ALIGN at run time. */
-int mm_smem(const MmConfig *c, int es)
-{
-	if (c->att)
-		return mm_attention_smem(c, es);
-	return mm_stages_bytes(c, es) + (c->wg ? MM_WG_ALIGN : 0);
-}
-
 const char *cg_matmul_variant_name(int v)
 {
 	return v > 0 && v < MM_NCONFIGS ? mm_configs[v].name : "plain";
@@ -147,44 +132,6 @@ int cg_matmul_nvariants(void)
 const MmConfig *mm_config(int v)
 {
 	return v > 0 && v < MM_NCONFIGS ? &mm_configs[v] : NULL;
-}
-
-/* The index of the matmul in spec's ops, after its leading views: swap_dims or
- * permute ops that read a tensor from memory and whose result is an operand of the
- * matmul and nothing else (the Matmul fuser's transposed operands); -1 if the ops do
- * not start that way. */
-int cg_matmul_index(const CgKernelSpec *s)
-{
-	if (s->nops > 0 && s->ops[0].kind == OP_CONV2D)
-		return 0;   /* a conv: its implicit GEMM (matmul_conv.c) */
-	int i = 0;
-	while (i < s->nops && (s->ops[i].kind == OP_SWAP_DIMS || s->ops[i].kind == OP_PERMUTE))
-		i++;
-	/* the attention op reads three operands through views */
-	bool att = i < s->nops && s->ops[i].kind == OP_ATTENTION;
-	if (i >= s->nops || (s->ops[i].kind != OP_MATMUL && !att) || i > (att ? 3 : 2))
-		return -1;
-	const RelOp *mm = &s->ops[i];
-	for (int v = 0; v < i; v++) {
-		const RelOp *op = &s->ops[v];
-		int id = op->t[1].id;
-		if (mm->t[0].id != id && mm->t[1].id != id && !(att && mm->t[2].id == id))
-			return -1;
-		if (id < s->nwritten && s->written[id])
-			return -1;
-		for (int u = 0; u < v; u++)
-			if (s->ops[u].t[1].id == op->t[0].id)
-				return -1;
-		if (op->kind == OP_PERMUTE && op->attr.n != op->t[1].rank)
-			return -1;
-		for (int d = 0; d < op->attr.n && op->kind == OP_PERMUTE; d++)
-			if (op->attr.axes[d] >= op->t[1].rank)
-				return -1;
-		if (op->kind == OP_SWAP_DIMS && (op->attr.axes[0] >= op->t[1].rank ||
-						 op->attr.axes[1] >= op->t[1].rank))
-			return -1;
-	}
-	return i;
 }
 
 /* Whether spec is a matmul the tiled kernel takes: the matmul (after its leading
@@ -247,16 +194,6 @@ bool mm_eligible(const CgKernelSpec *s)
 	return true;
 }
 
-/* Whether configuration c computes operands of dtype t (tf32: when allowed). */
-bool mm_fits(const MmConfig *c, DType t, bool tf32)
-{
-	if (c->gemv || c->dw)
-		return true;
-	if (t != DT_F32)
-		return c->tc && !c->tf32;
-	return !c->tc || (c->tf32 && tf32);
-}
-
 /* f32 and f16/bf16 (tc) below a wave of 128x128 tiles; big: 128x128 tiles, small:
  * 64x64 tiles, k: K. The table (docs/benchmarks.md, "Matmul under a wave"):
  *   - f32: fma128x128x16s3 from 0.9 of a wave of 128x128 tiles (MLP up of G6, 128
@@ -290,7 +227,7 @@ static int under_wave(DType t, int64_t big, int64_t small, int64_t k)
 }
 
 /* The share of a tile dimension of t that x fills over its ceil(x / t) tiles. */
-static double fill(int64_t x, int64_t t)
+static double tile_fill(int64_t x, int64_t t)
 {
 	return x < 1 ? 1 : (double)x / (double)(((x + t - 1) / t) * t);
 }
@@ -384,7 +321,8 @@ int cg_matmul_variant(const CgKernelSpec *s, const char *arch, bool host, bool a
 	 * from multiples of the big tiles, so a 128-wide tile is taken only where it
 	 * wastes at most a quarter of its rows and columns, a 256-wide one a tenth;
 	 * else the 64x64 tiles */
-	double u128 = fill(m, 128) * fill(n, 128), u256 = fill(m, 128) * fill(n, 256);
+	double u128 = tile_fill(m, 128) * tile_fill(n, 128);
+	double u256 = tile_fill(m, 128) * tile_fill(n, 256);
 	/* tf32 on sm_90a: wgmma for a conv channels last (both operands K-major),
 	 * by the bf16 rule's thresholds; mma.sync below them and for the rest */
 	if (t == DT_F32 && tf32 && wg && mm_kmajor(mm)) {
@@ -448,23 +386,6 @@ static void mm_rule(const CgKernel *k, const int64_t *dims, int ndims, CgDims *o
 	mm_launch_tiles(tiles, a[6 + a[4]], a[7 + a[4]], a[5 + a[4]], out);
 }
 
-void mm_launch_tiles(int64_t tiles, int64_t split, int64_t partial, int64_t smem,
-		     CgDims *out)
-{
-	if (split > 1)
-		/* the counters (16-byte rounded), then a partial tile per unit */
-		out->scratch_bytes = ((4 * tiles + 15) & ~(int64_t)15) + tiles * split * partial;
-	tiles *= split > 1 ? split : 1;
-	if (tiles < 1)
-		tiles = 1;
-	if (tiles > (int64_t)1 << 30)
-		tiles = (int64_t)1 << 30;   /* the kernel loops over the rest */
-	out->grid[0] = tiles;
-	out->block[0] = MM_THREADS;
-	out->shared_bytes = smem;
-	out->threads = tiles * MM_THREADS;
-}
-
 void cg_matmul_launch(int variant, const CgKernelSpec *s, CgLaunch *l)
 {
 	const RelOp *mm = &s->ops[cg_matmul_index(s)];
@@ -514,10 +435,17 @@ void cg_matmul_launch(int variant, const CgKernelSpec *s, CgLaunch *l)
 	}
 }
 
-/* a split unit's partial: every accumulator of every thread */
-int64_t mm_partial_bytes(const MmConfig *c)
+/* The body of a kernel that configuration `variant` takes (cg_impl.h): the builder
+ * its entry names, depthwise (matmul_depthwise.c), attention (matmul_attention.c)
+ * or tiles (matmul_kernel.c). */
+int cg_matmul_tiled(CgKb *kb, int variant, const int *wr, int nw)
 {
-	int nacc = c->tc ? (c->bm / c->wm / 16) * (c->bn / c->wn / 8) * 4 :
-		   (c->bm / 16) * (c->bn / 16);
-	return (int64_t)nacc * MM_THREADS * 4;
+	const MmConfig *cfg = mm_config(variant);
+	if (!cfg || !mm_eligible(kb->spec))
+		return cg_fail(kb, "internal: matmul tile configuration %d does not apply", variant);
+	if (cfg->dw)
+		return mm_dw_kernel(kb, cfg, wr, nw);
+	if (cfg->att)
+		return mm_attention_kernel(kb, cfg, wr, nw);
+	return mm_tile_kernel(kb, cfg, wr, nw);
 }

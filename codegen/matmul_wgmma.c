@@ -3,7 +3,7 @@
  * On sm_90a, the default arch, f16 and bf16 matmuls (M > 16) take the wgmma
  * configurations: wg128x256x64s4 from three waves of 128x256 tiles, wg128x128x64s4
  * from half a wave of 128x128 tiles, the mma.sync rule below that (matmul_pick.c).
- * The tile loop is that of mma.sync (matmul_tile.c) with these differences:
+ * The tile loop is that of mma.sync (matmul_kernel.c) with these differences:
  *   - cp.async fills the 4 stages in 128-byte panels with the 128-byte swizzle
  *     (mm_swz with Mm.panel: a tile's rows cut into panels of 128 bytes, each panel
  *     outer rows x 128 bytes, chunk XOR row % 8), the stages aligned at run time to
@@ -143,7 +143,7 @@ void mm_wg_round_tf32(Mm *x, LLVMValueRef s)
 /* wgmma on the GPU over the stage at s: each warpgroup (threads 128g..128g+127)
  * multiplies its 64 rows of the A tile by the whole B tile, BK / 16 instructions of
  * m64nBNk16 issued back to back as one group, then waits until only that group is
- * in flight (the stage it reads is refilled two steps later: tile_loop's lead, matmul_tile.c); the
+ * in flight (the stage it reads is refilled two steps later: tile_loop's lead, matmul_kernel.c); the
  * accumulators are Mm.acc (mm_tc_pos maps them, as for mma.sync with warps 8 x 1). */
 void mm_wg_compute_gpu(Mm *x, LLVMValueRef s)
 {

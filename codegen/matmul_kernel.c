@@ -1,0 +1,438 @@
+/* matmul_kernel.c: the tiled matmul kernel (mm_tile_kernel; cg_matmul_tiled in
+ * matmul_pick.c hands it the tile configurations): its storage, the loop over output
+ * tiles with the K pipeline in two copies (both operands copied by whole chunks, or
+ * not), and the gemv configuration's own loop for tiny M. A stage's loads and compute
+ * are matmul_stage.c's, the epilogue and the split-K combine matmul_epilogue.c's,
+ * the rest the builder's primitives (matmul_tile.c).
+ *
+ * Structure, the same on both targets:
+ *   - a block of MM_THREADS threads takes BM x BN output tiles in a block-stride
+ *     loop over batch x tile rows x tile columns (tile rows grouped by 8 so that a
+ *     wave of blocks shares operand tiles in L2);
+ *   - K advances BK at a time through STAGES shared-memory stages: the A tile (BM x
+ *     BK) and the B tile (BK x BN) are copied row-major in 16-byte chunks, each chunk
+ *     at its column chunk XOR a few bits of its row (the swizzle: the 8 rows an
+ *     ldmatrix or a column read touches fall in 8 different 16-byte bank groups);
+ *     out-of-range rows and columns are filled with zeros, so edges need no other
+ *     test until the store. When the leading dimension is a multiple of 16 bytes and
+ *     the buffer is 16-byte aligned (checked at run time per operand) a chunk is one
+ *     cp.async of 16 bytes (zero-filled past the edge); otherwise it is assembled
+ *     element by element;
+ *   - each stage is multiplied into the accumulators by tensor cores (mma.sync:
+ *     matmul_mma.c; wgmma: matmul_wgmma.c) or by SIMT FMAs (matmul_simt.c);
+ *   - the epilogue runs in registers (matmul_epilogue.c).
+ *
+ * On the host (the `cpu` backend) a block's threads become loops: each stretch
+ * between two barriers (a phase) runs as a loop over the thread ids, thread-private
+ * accumulators live in an array indexed by thread id, shared memory is a stack
+ * array with the same swizzled layout, cp.async is a plain copy, and the mma.sync
+ * fragment is replaced by its scalar definition (matmul_mma.c): the thread's
+ * accumulator at (row, col) of the warp tile gains sum_k A[row][k] * B[k][col] over
+ * the stage, read from the same shared layout. So tile edges, swizzles,
+ * fragment-to-element maps, batch broadcasting and epilogues are checked against the
+ * interpreter without a GPU; ldmatrix's and mma's register layouts are checked by the
+ * numeric check on the GPU (tests/bench/gpu/run_gpu.sh check).
+ *
+ * Operands may arrive through swap_dims / permute views (the Matmul fuser takes them
+ * in front of the matmul): mm_operand_layout (matmul_stage.c) turns the view into
+ * strides of the tensor it reads; an operand whose rows are contiguous (transposed)
+ * is kept transposed in shared memory and read with the other ldmatrix form. Tiny M
+ * (M <= 16) takes the gemv configuration (below); --allow-tf32 the tf32
+ * configurations (matmul_mma.c). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "matmul.h"
+
+enum { MM_GROUP_M = 8 };         /* tile rows per L2 group */
+
+/* ---- the tile loop ----------------------------------------------------------- */
+
+static LLVMValueRef sreg(Mm *x, const char *name)
+{
+	return LLVMBuildZExt(x->b, mm_intrinsic(x, name, NULL, 0, NULL, 0), x->kb->m->t_i64, "");
+}
+
+static void tile_loop(Mm *x, LLVMValueRef block, LLVMValueRef nblocks, const int *wr, int nw)
+{
+	CgKb *kb = x->kb;
+	CgModule *m = kb->m;
+	const MmConfig *c = x->c;
+	/* tiles: batch x tile rows x tile columns, rows grouped by MM_GROUP_M */
+	LLVMValueRef nb, ntm, ntn;
+	LLVMValueRef per_batch = mm_tile_grid(x, &nb, &ntm, &ntn);
+	LLVMValueRef total = mm_mul(x, nb, per_batch);
+	LLVMValueRef nk = mm_ceil_div(x, x->K, c->bk);
+	/* split-K: unit u is split u % S of tile u / S; split s takes the K steps
+	 * [s * ks, min(nk, (s + 1) * ks)), ks = ceil(nk / S) (empty ones sum zeros) */
+	int S = c->split > 1 ? c->split : 1;
+	LLVMValueRef kbeg = mm_i64c(x, 0);
+	CgLoop lt_;
+	cg_loop_begin(kb, &lt_, block, mm_mul(x, total, mm_i64c(x, S)), nblocks);
+	kb->nmemo = 0;
+	LLVMValueRef t = lt_.i;
+	LLVMValueRef split = NULL;
+	if (S > 1) {
+		split = LLVMBuildURem(x->b, t, mm_i64c(x, S), "");
+		t = LLVMBuildUDiv(x->b, t, mm_i64c(x, S), "");
+		LLVMValueRef ks = mm_ceil_div(x, nk, S);
+		kbeg = mm_mul(x, split, ks);
+		LLVMValueRef kend = mm_min64(x, mm_add(x, kbeg, ks), nk);
+		LLVMValueRef has = mm_lt(x, kbeg, kend);
+		nk = LLVMBuildSelect(x->b, has, LLVMBuildSub(x->b, kend, kbeg, ""), mm_i64c(x, 0), "");
+	}
+	LLVMValueRef bflat = LLVMBuildUDiv(x->b, t, per_batch, "");
+	LLVMValueRef within = LLVMBuildURem(x->b, t, per_batch, "");
+	LLVMValueRef gsize = mm_mul(x, ntn, mm_i64c(x, MM_GROUP_M));
+	LLVMValueRef group = LLVMBuildUDiv(x->b, within, gsize, "");
+	LLVMValueRef first = mm_mul(x, group, mm_i64c(x, MM_GROUP_M));
+	LLVMValueRef rows_in = mm_min64(x, LLVMBuildSub(x->b, ntm, first, ""), mm_i64c(x, MM_GROUP_M));
+	LLVMValueRef ing = LLVMBuildURem(x->b, within, gsize, "");
+	LLVMValueRef tm = mm_add(x, first, LLVMBuildURem(x->b, ing, rows_in, ""));
+	LLVMValueRef tn = LLVMBuildUDiv(x->b, ing, rows_in, "");
+	x->m0 = mm_mul(x, tm, mm_i64c(x, c->bm));
+	x->n0 = mm_mul(x, tn, mm_i64c(x, c->bn));
+	mm_tile_batch(x, bflat);
+	if (x->is_conv)
+		mm_conv_tile_cols(x);
+
+	/* accumulators to zero */
+	mm_phase_begin(x);
+	for (int e = 0; e < x->nacc; e++)
+		mm_acc_store(x, mm_i64c(x, e), LLVMConstReal(m->t_f32, 0));
+	mm_phase_end(x);
+
+	/* the K steps loaded ahead of the one computed: STAGES - 1, so that the stage
+	 * refilled at step kt is the one read at kt - 1; wgmma on the GPU leaves its
+	 * group of step kt in flight while step kt + 1 is issued (mm_wg_compute_gpu), so
+	 * there the stage refilled is the one read at kt - 2 */
+	int lead = x->gpu && c->wg ? c->stages - 2 : c->stages - 1;
+	/* prologue: stages 0 .. lead-1 */
+	for (int s = 0; s < lead; s++) {
+		LLVMBasicBlockRef bl = LLVMAppendBasicBlockInContext(m->ctx, kb->fn, "pro.load");
+		LLVMBasicBlockRef bc = LLVMAppendBasicBlockInContext(m->ctx, kb->fn, "pro.commit");
+		LLVMBuildCondBr(x->b, mm_lt(x, mm_i64c(x, s), nk), bl, bc);
+		LLVMPositionBuilderAtEnd(x->b, bl);
+		mm_load_stage(x, LLVMConstInt(x->ot, (unsigned long long)s * x->stage_bytes, 0),
+			      mm_add(x, kbeg, mm_i64c(x, s)));
+		LLVMBuildBr(x->b, bc);
+		LLVMPositionBuilderAtEnd(x->b, bc);
+		if (x->gpu)
+			mm_intrinsic(x, "llvm.nvvm.cp.async.commit.group", NULL, 0, NULL, 0);
+	}
+	/* main loop: wait for stage kt, then refill the stage read at kt - 1 */
+	CgLoop lk;
+	cg_loop_begin(kb, &lk, mm_i64c(x, 0), nk, mm_i64c(x, 1));
+	/* the stage read at this step and the one refilled (read at the step before) */
+	LLVMValueRef rd = cg_carry(kb, &lk, LLVMConstInt(x->ot, 0, 0));
+	LLVMValueRef wrs = cg_carry(kb, &lk, LLVMConstInt(x->ot, (unsigned long long)
+					 lead * x->stage_bytes, 0));
+	LLVMValueRef wrap = LLVMConstInt(x->ot, (unsigned long long)c->stages * x->stage_bytes, 0);
+	if (x->gpu) {
+		LLVMValueRef n = mm_i32c(x, lead - 1);
+		mm_intrinsic(x, "llvm.nvvm.cp.async.wait.group", NULL, 0, &n, 1);
+		if (c->wg && c->tf32)
+			mm_wg_round_tf32(x, rd);
+		/* wgmma reads the stage through the async proxy: the copies this
+		 * thread saw land are ordered before it (then the barrier orders all) */
+		if (c->wg)
+			mm_asm_call(x, m->t_void, "fence.proxy.async.shared::cta;", "~{memory}", NULL, 0);
+	}
+	mm_barrier(x);
+	LLVMValueRef kn = mm_add(x, lk.i, mm_i64c(x, lead));
+	LLVMBasicBlockRef bl = LLVMAppendBasicBlockInContext(m->ctx, kb->fn, "main.load");
+	LLVMBasicBlockRef bc = LLVMAppendBasicBlockInContext(m->ctx, kb->fn, "main.commit");
+	LLVMBuildCondBr(x->b, mm_lt(x, kn, nk), bl, bc);
+	LLVMPositionBuilderAtEnd(x->b, bl);
+	mm_load_stage(x, wrs, mm_add(x, kbeg, kn));
+	LLVMBuildBr(x->b, bc);
+	LLVMPositionBuilderAtEnd(x->b, bc);
+	if (x->gpu)
+		mm_intrinsic(x, "llvm.nvvm.cp.async.commit.group", NULL, 0, NULL, 0);
+	mm_compute_stage(x, rd);
+	LLVMValueRef rn = mm_addc(x, rd, x->stage_bytes), wn = mm_addc(x, wrs, x->stage_bytes);
+	cg_carry_next(kb, &lk, rd, LLVMBuildSelect(x->b, LLVMBuildICmp(x->b, LLVMIntEQ, rn, wrap, ""),
+						   LLVMConstInt(x->ot, 0, 0), rn, ""));
+	cg_carry_next(kb, &lk, wrs, LLVMBuildSelect(x->b, LLVMBuildICmp(x->b, LLVMIntEQ, wn, wrap, ""),
+						    LLVMConstInt(x->ot, 0, 0), wn, ""));
+	cg_loop_end(kb, &lk);
+	if (x->gpu) {
+		LLVMValueRef n = mm_i32c(x, 0);
+		mm_intrinsic(x, "llvm.nvvm.cp.async.wait.group", NULL, 0, &n, 1);
+	}
+	if (x->gpu && c->wg)
+		mm_wg_wait(x, 0);
+	LLVMBasicBlockRef after = NULL;
+	if (S > 1)
+		after = mm_split_combine(x, t, split, total);
+	mm_epilogue(x, wr, nw);
+	if (after) {
+		LLVMBuildBr(x->b, after);
+		LLVMPositionBuilderAtEnd(x->b, after);
+	}
+	/* nobody refills shared memory for the next tile before everyone is done */
+	mm_barrier(x);
+	cg_loop_end(kb, &lt_);
+}
+
+/* ---- tiny M: the gemv configuration ---------------------------------------------
+ *
+ * A block takes BM (16) rows x BN (64) columns of the output. Thread (warp w, lane l)
+ * owns columns 2l and 2l+1 of the tile for all BM rows and sums k = w, w + 8, w + 16
+ * ... in order: B is read once, coalesced (a warp reads 64 consecutive columns of a
+ * row of B), and the A element of a row is one broadcast load. Rows past M end the
+ * thread's row loop early, so M = 1 costs one row. Then every warp writes its
+ * partial tile to shared memory and the threads sum the 8 partials of each element
+ * in warp order: the reduction order is fixed by the configuration alone (no
+ * atomics, no dependence on block order), and the epilogue runs as for the other
+ * tiles from the summed tile (MM_GEMV_COLS, MM_GEMV_WARPS: matmul.h). */
+
+/* Element (row, col) of operand w of the current tile's batch, from global memory,
+ * as f32 (row, col inside the operand). */
+static LLVMValueRef gload(Mm *x, int w, LLVMValueRef row, LLVMValueRef col)
+{
+	CgModule *m = x->kb->m;
+	LLVMValueRef off = mm_add(x, x->base[w], mm_add(x, mm_mul(x, row, x->ost[w][x->rank - 2]),
+						 mm_mul(x, col, x->ost[w][x->rank - 1])));
+	LLVMTypeRef rt = mm_raw_type(x);
+	LLVMValueRef v = LLVMBuildLoad2(x->b, rt, LLVMBuildGEP2(x->b, rt, x->src[w], &off, 1, ""), "");
+	LLVMSetAlignment(v, (unsigned)x->es);
+	if (x->dt == DT_F32)
+		return LLVMBuildBitCast(x->b, v, m->t_f32, "");
+	if (x->dt == DT_F16)
+		return LLVMBuildFPExt(x->b, LLVMBuildBitCast(x->b, v, m->t_f16, ""), m->t_f32, "");
+	v = LLVMBuildShl(x->b, LLVMBuildZExt(x->b, v, m->t_i32, ""), mm_i32c(x, 16), "");
+	return LLVMBuildBitCast(x->b, v, m->t_f32, "");
+}
+
+/* Byte offset of warp w's partial of tile element (row, col): after the staged tile. */
+static LLVMValueRef gemv_partial(Mm *x, LLVMValueRef w, LLVMValueRef row, LLVMValueRef col)
+{
+	const MmConfig *c = x->c;
+	int base = c->bm * (c->bn + MM_EPI_PAD) * 4;
+	LLVMValueRef i = mm_add(x, mm_mulc(x, mm_add(x, mm_mulc(x, w, c->bm), row), c->bn), col);
+	return mm_smem_at(x, mm_to_ot(x, mm_addc(x, mm_mulc(x, i, 4), base)));
+}
+
+void mm_gemv_tile_loop(Mm *x, LLVMValueRef block, LLVMValueRef nblocks, const int *wr, int nw)
+{
+	CgKb *kb = x->kb;
+	CgModule *m = kb->m;
+	const MmConfig *c = x->c;
+	LLVMValueRef nb, ntm, ntn;
+	LLVMValueRef per_batch = mm_tile_grid(x, &nb, &ntm, &ntn);
+	CgLoop lt_;
+	cg_loop_begin(kb, &lt_, block, mm_mul(x, nb, per_batch), nblocks);
+	kb->nmemo = 0;
+	LLVMValueRef t = lt_.i;
+	LLVMValueRef f = LLVMBuildUDiv(x->b, t, per_batch, "");
+	LLVMValueRef within = LLVMBuildURem(x->b, t, per_batch, "");
+	x->m0 = mm_mulc(x, LLVMBuildUDiv(x->b, within, ntn, ""), c->bm);
+	x->n0 = mm_mulc(x, LLVMBuildURem(x->b, within, ntn, ""), c->bn);
+	mm_tile_batch(x, f);
+	LLVMValueRef rows = mm_min64(x, LLVMBuildSub(x->b, x->M, x->m0, ""), mm_i64c(x, c->bm));
+
+	/* every thread: its columns of every row, over its share of K */
+	LLVMValueRef tid = mm_phase_begin(x);
+	LLVMValueRef warp = mm_udivc(x, tid, 32), lane = mm_uremc(x, tid, 32);
+	for (int e = 0; e < x->nacc; e++)
+		mm_acc_store(x, mm_i64c(x, e), LLVMConstReal(m->t_f32, 0));
+	LLVMValueRef col[MM_GEMV_COLS], cok[MM_GEMV_COLS];
+	for (int j = 0; j < MM_GEMV_COLS; j++) {
+		col[j] = mm_add(x, x->n0, mm_addc(x, mm_mulc(x, lane, MM_GEMV_COLS), j));
+		cok[j] = mm_lt(x, col[j], x->N);
+	}
+	CgLoop lk;
+	cg_loop_begin(kb, &lk, warp, x->K, mm_i64c(x, MM_GEMV_WARPS));
+	LLVMValueRef bv[MM_GEMV_COLS];
+	for (int j = 0; j < MM_GEMV_COLS; j++) {
+		LLVMValueRef cc = LLVMBuildSelect(x->b, cok[j], col[j], mm_i64c(x, 0), "");
+		bv[j] = LLVMBuildSelect(x->b, cok[j], gload(x, 1, lk.i, cc),
+					LLVMConstReal(m->t_f32, 0), "");
+	}
+	LLVMBasicBlockRef bend = LLVMAppendBasicBlockInContext(m->ctx, kb->fn, "gemv.rows");
+	for (int i = 0; i < c->bm; i++) {
+		LLVMBasicBlockRef brow = LLVMAppendBasicBlockInContext(m->ctx, kb->fn, "gemv.row");
+		LLVMBuildCondBr(x->b, mm_lt(x, mm_i64c(x, i), rows), brow, bend);
+		LLVMPositionBuilderAtEnd(x->b, brow);
+		LLVMValueRef a = gload(x, 0, mm_addc(x, x->m0, i), lk.i);
+		for (int j = 0; j < MM_GEMV_COLS; j++) {
+			LLVMValueRef e = mm_i64c(x, i * MM_GEMV_COLS + j);
+			LLVMValueRef args[3] = {a, bv[j], mm_acc_load(x, e)};
+			mm_acc_store(x, e, mm_intrinsic(x, "llvm.fmuladd.f32", &m->t_f32, 1, args, 3));
+		}
+	}
+	LLVMBuildBr(x->b, bend);
+	LLVMPositionBuilderAtEnd(x->b, bend);
+	cg_loop_end(kb, &lk);
+	/* the partial tile of this warp */
+	for (int i = 0; i < c->bm; i++)
+		for (int j = 0; j < MM_GEMV_COLS; j++) {
+			LLVMValueRef p = gemv_partial(x, warp, mm_i64c(x, i),
+						      mm_addc(x, mm_mulc(x, lane, MM_GEMV_COLS), j));
+			LLVMValueRef v = mm_acc_load(x, mm_i64c(x, i * MM_GEMV_COLS + j));
+			LLVMSetAlignment(LLVMBuildStore(x->b, v, p), 4);
+		}
+	mm_phase_end(x);
+	mm_barrier(x);
+
+	/* the 8 partials of every element, summed in warp order, staged */
+	tid = mm_phase_begin(x);
+	for (int q0 = 0; q0 < c->bm * c->bn; q0 += MM_THREADS) {
+		LLVMValueRef q = mm_addc(x, tid, q0);
+		LLVMValueRef row = mm_udivc(x, q, c->bn), cc = mm_uremc(x, q, c->bn);
+		LLVMValueRef sum = NULL;
+		for (int w = 0; w < MM_GEMV_WARPS; w++) {
+			LLVMValueRef v = LLVMBuildLoad2(x->b, m->t_f32,
+							gemv_partial(x, mm_i64c(x, w), row, cc), "");
+			LLVMSetAlignment(v, 4);
+			sum = sum ? LLVMBuildFAdd(x->b, sum, v, "") : v;
+		}
+		LLVMSetAlignment(LLVMBuildStore(x->b, sum, mm_staged(x, row, cc)), 4);
+	}
+	mm_phase_end(x);
+	mm_barrier(x);
+	mm_epi_walk(x, 0, wr, nw);
+	/* nobody writes the partials of the next tile before everyone is done */
+	mm_barrier(x);
+	cg_loop_end(kb, &lt_);
+}
+
+/* The kernel of a tile configuration (not depthwise, not attention): the builder
+ * state for the matmul or conv, the storage, then the tile loop by the
+ * configuration's kind. */
+int mm_tile_kernel(CgKb *kb, const MmConfig *cfg, const int *wr, int nw)
+{
+	CgModule *m = kb->m;
+	Mm x0, *x = &x0;
+	memset(x, 0, sizeof *x);
+	x->kb = kb;
+	x->b = kb->b;
+	x->c = cfg;
+	x->gpu = m->opt.target == CG_TARGET_NVPTX;
+	int mi = cg_matmul_index(kb->spec);
+	x->op = &kb->spec->ops[mi];
+	x->is_conv = x->op->kind == OP_CONV2D;
+	/* an NCHW conv's A is its weight (matmul_conv.c) */
+	bool swap = x->is_conv && x->op->attr.layout == LAYOUT_NCHW;
+	x->ta = &x->op->t[swap ? 1 : 0];
+	x->tb = &x->op->t[swap ? 0 : 1];
+	x->to = &x->op->t[x->op->nin];
+	x->dt = (DType)x->ta->dtype;
+	x->es = ir_dtype_size(x->dt);
+	x->ce = 16 / x->es;
+	x->rank = x->to->rank;
+	const MmConfig *c = x->c;
+	if (!mm_fits(c, x->dt, true))
+		return cg_fail(kb, "internal: tile configuration %s does not fit %s", c->name,
+			       ir_dtype_name(x->dt));
+	if (c->wg && c->tf32 && !mm_kmajor(x->op))
+		return cg_fail(kb, "internal: tile configuration %s takes only a conv channels "
+			       "last (tf32 wgmma reads both operands K-major)", c->name);
+	int r = x->rank;
+	if (x->is_conv && !c->gemv) {
+		mm_conv_setup(x);
+	} else if (x->is_conv) {
+		return cg_fail(kb, "internal: tile configuration %s does not take a conv", c->name);
+	} else {
+		x->M = cg_dim(kb, x->to->shape[r - 2]);
+		x->N = cg_dim(kb, x->to->shape[r - 1]);
+		x->K = cg_dim(kb, x->ta->shape[r - 1]);
+		mm_operand_layout(x, kb->spec, mi, 0);
+		mm_operand_layout(x, kb->spec, mi, 1);
+	}
+	x->cpr[0] = (x->trans[0] ? c->bm : c->bk) * x->es / 16;
+	x->cpr[1] = (x->trans[1] ? c->bk : c->bn) * x->es / 16;
+	x->outer[0] = x->trans[0] ? c->bk : c->bm;
+	x->outer[1] = x->trans[1] ? c->bn : c->bk;
+	x->panel = c->wg;
+	x->a_bytes = c->bm * c->bk * x->es;
+	x->stage_bytes = x->a_bytes + c->bk * c->bn * x->es;
+	if (c->gemv) {
+		x->nacc = c->bm * MM_GEMV_COLS;
+	} else if (c->tc) {
+		x->wtm = c->bm / c->wm;
+		x->wtn = c->bn / c->wn;
+		x->mi = x->wtm / 16;
+		x->ni = x->wtn / 8;
+		x->nacc = x->mi * x->ni * 4;
+	} else {
+		x->rm = c->bm / 16;
+		x->rn = c->bn / 16;
+		x->nacc = x->rm * x->rn;
+	}
+	int smem_bytes = mm_smem(c, x->es);
+
+	/* storage: shared memory and accumulators */
+	LLVMBasicBlockRef entry = LLVMGetInsertBlock(x->b);
+	LLVMTypeRef sty = LLVMArrayType(m->t_i8, (unsigned)smem_bytes);
+	if (x->gpu)
+		mm_min_blocks(kb, c->min_blocks);
+	if (x->gpu) {
+		LLVMValueRef g = mm_shared_global(kb, smem_bytes);
+		x->smem = g;
+		x->sptr = LLVMPointerTypeInContext(m->ctx, 3);
+		x->ot = m->t_i32;
+		x->sbase = LLVMBuildTrunc(x->b, LLVMBuildPtrToInt(x->b, g, m->t_i64, ""), m->t_i32, "");
+		if (c->wg) {
+			/* the stages start at the next multiple of MM_WG_ALIGN (mm_smem
+			 * asked for the room) */
+			LLVMValueRef al = LLVMBuildAnd(x->b, LLVMBuildAdd(x->b, x->sbase,
+				mm_i32c(x, MM_WG_ALIGN - 1), ""), mm_i32c(x, -MM_WG_ALIGN), "");
+			LLVMValueRef pad = LLVMBuildSub(x->b, al, x->sbase, "");
+			x->smem = LLVMBuildGEP2(x->b, m->t_i8, g, &pad, 1, "");
+			x->sbase = al;
+		}
+		LLVMValueRef a = LLVMBuildAlloca(x->b, LLVMArrayType(m->t_f32, (unsigned)x->nacc), "acc");
+		x->acc = a;
+		x->tid = sreg(x, "llvm.nvvm.read.ptx.sreg.tid.x");
+	} else {
+		LLVMValueRef sm = LLVMBuildAlloca(x->b, sty, "smem");
+		LLVMSetAlignment(sm, 128);
+		x->smem = sm;
+		x->sptr = m->t_ptr;
+		x->ot = m->t_i64;
+		x->acc = LLVMBuildAlloca(x->b, LLVMArrayType(m->t_f32,
+					 (unsigned)(x->nacc * MM_THREADS)), "acc");
+	}
+	(void)entry;
+	LLVMValueRef block = x->gpu ? sreg(x, "llvm.nvvm.read.ptx.sreg.ctaid.x") : LLVMGetParam(kb->fn, 1);
+	LLVMValueRef nblocks = x->gpu ? sreg(x, "llvm.nvvm.read.ptx.sreg.nctaid.x") : LLVMGetParam(kb->fn, 2);
+	for (int w = 0; w < 2; w++)
+		x->fast[w] = x->is_conv ? mm_conv_aligned16(x, w) : mm_is_aligned16(x, w);
+	x->vecok = mm_vector_ok(x, wr, nw);
+	x->epi_rows = c->bm;
+	while (x->epi_rows * (c->bn + MM_EPI_PAD) * 4 > mm_stages_bytes(c, x->es))
+		x->epi_rows /= 2;
+	if (c->gemv) {
+		mm_gemv_tile_loop(x, block, nblocks, wr, nw);
+		free(x->cse);
+		return kb->failed ? -1 : 0;
+	}
+
+	/* two copies of the tile loop: one where both operands are copied by whole
+	 * chunks (its registers and code hold nothing of the element path), one for
+	 * the rest */
+	LLVMBasicBlockRef bf = LLVMAppendBasicBlockInContext(m->ctx, kb->fn, "tiles.fast");
+	LLVMBasicBlockRef bg = LLVMAppendBasicBlockInContext(m->ctx, kb->fn, "tiles.any");
+	LLVMBasicBlockRef bd = LLVMAppendBasicBlockInContext(m->ctx, kb->fn, "tiles.done");
+	/* (an NCHW conv's gathered operand is never copied whole: one copy) */
+	bool one = x->is_conv && x->cv.gather && !x->cv.nhwc;
+	if (one)
+		LLVMBuildBr(x->b, bg);
+	else
+		LLVMBuildCondBr(x->b, LLVMBuildAnd(x->b, x->fast[0], x->fast[1], ""), bf, bg);
+	for (int copy = one; copy < 2; copy++) {
+		LLVMPositionBuilderAtEnd(x->b, copy ? bg : bf);
+		x->all_fast = copy == 0;
+		tile_loop(x, block, nblocks, wr, nw);
+		LLVMBuildBr(x->b, bd);
+	}
+	if (one) {
+		LLVMPositionBuilderAtEnd(x->b, bf);
+		LLVMBuildUnreachable(x->b);
+	}
+	LLVMPositionBuilderAtEnd(x->b, bd);
+	free(x->cse);
+	return kb->failed ? -1 : 0;
+}

@@ -1,0 +1,108 @@
+/* matmul_shape.c: what the picker (matmul_pick.c) and the kernel builders both
+ * derive from a kernel and a tile configuration, none of it building code: which op
+ * of the kernel is its matmul (cg_matmul_index), which operand dtypes a configuration
+ * computes (mm_fits), the shared memory of its stages and what its launch asks for
+ * (mm_stages_bytes, mm_smem; the attention kernel's, mm_attention_smem), the bytes of
+ * a split-K unit's partial tile (mm_partial_bytes), and the launch of output tiles
+ * (mm_launch_tiles), the matmul's rule and the conv's. */
+#include "matmul.h"
+
+/* The index of the matmul in spec's ops, after its leading views: swap_dims or
+ * permute ops that read a tensor from memory and whose result is an operand of the
+ * matmul and nothing else (the Matmul fuser's transposed operands); -1 if the ops do
+ * not start that way. */
+int cg_matmul_index(const CgKernelSpec *s)
+{
+	if (s->nops > 0 && s->ops[0].kind == OP_CONV2D)
+		return 0;   /* a conv: its implicit GEMM (matmul_conv.c) */
+	int i = 0;
+	while (i < s->nops && (s->ops[i].kind == OP_SWAP_DIMS || s->ops[i].kind == OP_PERMUTE))
+		i++;
+	/* the attention op reads three operands through views */
+	bool att = i < s->nops && s->ops[i].kind == OP_ATTENTION;
+	if (i >= s->nops || (s->ops[i].kind != OP_MATMUL && !att) || i > (att ? 3 : 2))
+		return -1;
+	const RelOp *mm = &s->ops[i];
+	for (int v = 0; v < i; v++) {
+		const RelOp *op = &s->ops[v];
+		int id = op->t[1].id;
+		if (mm->t[0].id != id && mm->t[1].id != id && !(att && mm->t[2].id == id))
+			return -1;
+		if (id < s->nwritten && s->written[id])
+			return -1;
+		for (int u = 0; u < v; u++)
+			if (s->ops[u].t[1].id == op->t[0].id)
+				return -1;
+		if (op->kind == OP_PERMUTE && op->attr.n != op->t[1].rank)
+			return -1;
+		for (int d = 0; d < op->attr.n && op->kind == OP_PERMUTE; d++)
+			if (op->attr.axes[d] >= op->t[1].rank)
+				return -1;
+		if (op->kind == OP_SWAP_DIMS && (op->attr.axes[0] >= op->t[1].rank ||
+						 op->attr.axes[1] >= op->t[1].rank))
+			return -1;
+	}
+	return i;
+}
+
+/* Whether configuration c computes operands of dtype t (tf32: when allowed). */
+bool mm_fits(const MmConfig *c, DType t, bool tf32)
+{
+	if (c->gemv || c->dw)
+		return true;
+	if (t != DT_F32)
+		return c->tc && !c->tf32;
+	return !c->tc || (c->tf32 && tf32);
+}
+
+/* Shared bytes of configuration c over elements of es bytes: its stages, or for gemv
+ * the staged tile and one partial tile per warp. */
+int mm_stages_bytes(const MmConfig *c, int es)
+{
+	if (c->gemv)
+		return c->bm * (c->bn + 8) * 4 + (MM_THREADS / 32) * c->bm * c->bn * 4;
+	return (c->bm * c->bk + c->bk * c->bn) * es * c->stages;
+}
+
+/* What the launch asks for: the stages, and for wgmma room to align them to
+ * MM_WG_ALIGN at run time. */
+int mm_smem(const MmConfig *c, int es)
+{
+	if (c->att)
+		return mm_attention_smem(c, es);
+	return mm_stages_bytes(c, es) + (c->wg ? MM_WG_ALIGN : 0);
+}
+
+/* The attention kernel's (matmul_attention.c): S's stage, then O's. */
+int mm_attention_smem(const MmConfig *c, int es)
+{
+	int d = c->bk;
+	int s = MM_ATT_BM * d + 2 * d * MM_ATT_BN;          /* q's tile, two K tiles */
+	int o = MM_ATT_BM * MM_ATT_BN + 2 * MM_ATT_BN * d;  /* the weights P, two V tiles */
+	return (s + o) * es;
+}
+
+/* a split unit's partial: every accumulator of every thread */
+int64_t mm_partial_bytes(const MmConfig *c)
+{
+	int nacc = c->tc ? (c->bm / c->wm / 16) * (c->bn / c->wn / 8) * 4 :
+		   (c->bm / 16) * (c->bn / 16);
+	return (int64_t)nacc * MM_THREADS * 4;
+}
+
+void mm_launch_tiles(int64_t tiles, int64_t split, int64_t partial, int64_t smem,
+		     CgDims *out)
+{
+	if (split > 1)
+		/* the counters (16-byte rounded), then a partial tile per unit */
+		out->scratch_bytes = ((4 * tiles + 15) & ~(int64_t)15) + tiles * split * partial;
+	tiles *= split > 1 ? split : 1;
+	if (tiles < 1)
+		tiles = 1;
+	if (tiles > (int64_t)1 << 30)
+		tiles = (int64_t)1 << 30;   /* the kernel loops over the rest */
+	out->grid[0] = tiles;
+	out->block[0] = MM_THREADS;
+	out->shared_bytes = smem;
+	out->threads = tiles * MM_THREADS;
+}
