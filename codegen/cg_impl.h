@@ -306,7 +306,7 @@ void cg_matmul_launch(int variant, const CgKernelSpec *s, CgLaunch *l);
  * CG_PARAM_SCRATCH parameter (the partial tiles and a counter per tile), last. */
 bool cg_matmul_splits(int variant);
 /* The index of the matmul in s->ops after its leading swap_dims / permute operand
- * views, or -1 (matmul_pick.c). */
+ * views, or -1 (matmul_shape.c). */
 int cg_matmul_index(const CgKernelSpec *s);
 
 /* kernel_join_window.c: cat and gather; conv2d and the pools */

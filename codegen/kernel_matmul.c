@@ -9,24 +9,30 @@
  * take.
  *
  * The tiled kernel (a matmul and its elementwise epilogue over f16, bf16 or f32,
- * cg_matmul_tiled) lives in rooms of its own, which a convolution or attention
- * kernel can build on:
+ * cg_matmul_tiled) lives in rooms of its own, in floors (each uses only those
+ * below it; matmul.h's top comment gives the whole map):
  *   matmul.h           the family's contract: the tile configuration (MmConfig), the
- *                      builder state (Mm) and the helpers the rooms share;
- *   matmul_pick.c      the tile-configuration table, eligibility, the picker
- *                      (cg_matmul_variant) and the launch rule (cg_matmul_launch);
- *   matmul_tile.c      the builder's helpers, operand layout, stage loads, the loop
- *                      over output tiles and its K pipeline, cg_matmul_tiled;
+ *                      builder state (Mm), the declarations in floor order;
+ *   matmul_tile.c      the builder's primitives (value numbering, phases, the
+ *                      accumulators, swizzles, inline PTX);
+ *   matmul_shape.c     the sizes the picker and the builders share (shared memory,
+ *                      launch tiles, the operand index cg_matmul_index);
+ *   matmul_conv.c      conv2d as an implicit GEMM: the gather and the output index;
  *   matmul_mma.c       mma.sync (f16, bf16, tf32): GPU fragments, host definition;
  *   matmul_wgmma.c     wgmma from shared memory (sm_90a; tf32 for convs channels last);
- *   matmul_simt.c      SIMT FMAs (f32) and the gemv configuration (tiny M);
+ *   matmul_simt.c      SIMT FMAs (f32);
+ *   matmul_stage.c     a K step's stage: operand layout, stage loads, its compute;
  *   matmul_epilogue.c  the epilogue and the split-K combine;
- *   matmul_conv.c      conv2d as an implicit GEMM on these tiles;
+ *   matmul_kernel.c    the loop over output tiles and its K pipeline, the gemv loop
+ *                      (tiny M);
  *   matmul_depthwise.c a depthwise conv channels last: no tile, lanes of channels
  *                      a thread, the matmul's epilogue contract;
  *   matmul_attention.c the attention op as one flash kernel: two tile builders
  *                      (the scores, the result) over one shared memory, the
- *                      online softmax in registers between them. */
+ *                      online softmax in registers between them;
+ *   matmul_pick.c      the tile-configuration table, eligibility, the picker
+ *                      (cg_matmul_variant), the launch rule (cg_matmul_launch) and
+ *                      cg_matmul_tiled, which hands a configuration to its kernel. */
 #include "cg_impl.h"
 
 /* attention (ir/ops.def) for one output element (row i, column c): one pass over
