@@ -241,7 +241,7 @@ LLVMValueRef cg_vector_loops(CgKb *kb, int rank, const uint32_t *ref, const int 
 #define FUSEC_RED_CACHE_BLOCK 256
 #endif
 #ifndef FUSEC_RED_TRIPS          /* a build knob for measuring the rule */
-#define FUSEC_RED_TRIPS 1
+#define FUSEC_RED_TRIPS 2
 #endif
 #ifndef FUSEC_RED_MAXNREG        /* a build knob for measuring the rule */
 #define FUSEC_RED_MAXNREG 48
@@ -254,7 +254,8 @@ enum {
 	CG_RED_MAXNREG = FUSEC_RED_MAXNREG, /* registers per thread (.maxnreg): occupancy over spills */
 	CG_RED_CACHE = FUSEC_RED_CACHE, /* cached rows: elements per thread */
 	CG_RED_CACHE_BLOCK = FUSEC_RED_CACHE_BLOCK, /* cached rows: threads of a block */
-	CG_RED_TRIPS = FUSEC_RED_TRIPS, /* cached rows: V-groups a trip loads together */
+	CG_RED_TRIPS = FUSEC_RED_TRIPS, /* cached rows: V-groups a trip loads together,
+					   without long math (kernel_reduce.c, heavy_math) */
 	CG_RED_CACHE_T = 3,      /* row tensors a row cache holds */
 	CG_RED_CACHE_BYTES = 32768, /* its shared memory a block (static: 48 KiB at most) */
 };
@@ -279,6 +280,7 @@ typedef struct {
 					 as the first pass loads it */
 	int ct_level[CG_RED_CACHE_T]; /* made: the pass that makes it */
 	int nct;
+	int trips;                    /* cached rows: V-groups a trip loads together */
 	int red[CG_RED_MAX];          /* op index of each reduction, in op order */
 	int level[CG_RED_MAX];        /* its pass: after the reductions it reads */
 	int nred, npass;

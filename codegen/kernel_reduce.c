@@ -310,6 +310,25 @@ static void cache_plan(CgKb *kb, const CgKernelSpec *s, const bool *written, CgR
 	}
 }
 
+/* Whether one of the kernel's ops is long math with registers of its own (erf,
+ * tanh, log, sin, a general pow, ...; exp is not). Its kernel loads one V-group of
+ * a cached row at a time: with two in flight G4's gelu spilled and ran 18 % slower
+ * on the H200, where softmax and the norms without such math ran 4-9 % faster
+ * (docs/benchmarks.md, "Two trips"). */
+static bool heavy_math(const CgKernelSpec *s)
+{
+	for (int i = 0; i < s->nops; i++)
+		switch ((OpKind)s->ops[i].kind) {
+		case OP_GELU: case OP_ERF: case OP_TANH: case OP_SIGMOID: case OP_SILU:
+		case OP_LOG: case OP_LOG1P: case OP_SIN: case OP_COS:
+		case OP_POW: case OP_POWF: case OP_POW_SCALAR:
+			return true;
+		default:
+			break;
+		}
+	return false;
+}
+
 bool cg_reduce_plan(CgKb *kb, const CgKernelSpec *s, int rank, const uint32_t *ref,
 		    const bool *written, CgRed *r)
 {
@@ -393,6 +412,7 @@ bool cg_reduce_plan(CgKb *kb, const CgKernelSpec *s, int rank, const uint32_t *r
 	if (r->cache)
 		cache_plan(kb, s, written, r);
 	r->cache &= r->nct > 0;
+	r->trips = r->cache && !heavy_math(s) ? CG_RED_TRIPS : 1;
 	for (int k = 0; k < r->nred; k++) {
 		OpKind kind = (OpKind)s->ops[r->red[k]].kind;
 		r->has_arg |= kind == OP_ARGMAX || kind == OP_ARGMIN;
@@ -873,14 +893,14 @@ static void row_loop(Red *x, LLVMValueRef start, LLVMValueRef end, LLVMValueRef 
 {
 	CgKb *kb = x->kb;
 	LLVMBuilderRef b = kb->b;
-	/* positions a trip: on the cached path CG_RED_TRIPS of the K V-groups a thread
+	/* positions a trip: on the cached path r->trips of the K V-groups a thread
 	 * holds (their loads in flight together; what is left, one at a time); the
 	 * vector path 1 (V elements, one 16-byte load per row tensor); the scalar path
 	 * CG_RED_UNROLL, or 1 where it is only the fallback of a vector path (registers:
 	 * docs/benchmarks.md) */
 	int U = x->vlanes || x->r->vec > 1 ? 1 : CG_RED_UNROLL;
 	if (x->caching) {
-		U = x->K < CG_RED_TRIPS ? x->K : CG_RED_TRIPS;
+		U = x->K < x->r->trips ? x->K : x->r->trips;
 		U = U < CG_RED_UNROLL * 16 / x->vlanes ? U : CG_RED_UNROLL * 16 / x->vlanes;
 	}
 	LLVMValueRef span = LLVMBuildMul(b, stride, cg_i64(kb, U - 1), "");
