@@ -163,7 +163,7 @@ int cmd_explain(int argc, char **argv)
 	if (cmd_precision_info() && !json)
 		pass_precision_summary(g, cmd_precision_info(), &b);
 	const char **entry = entry_names(s, arch[0], tf32, a);
-	pass_explain_ex(s, (int)op, json, entry, &b);
+	pass_explain_ex(s, (int)op, json, entry, cmd_attention_info(), &b);
 	if (b.len)
 		fwrite(b.data, 1, b.len, stdout);
 	buf_free(&b);

@@ -530,7 +530,7 @@ char *fusec_explain(const char *path, const fusec_options *o, const char *op, in
 	}
 	if (po.precision && pinfo.shadow && !json)
 		pass_precision_summary(g, &pinfo, &b);
-	pass_explain_ex(s, (int)opi, json != 0, entry, &b);
+	pass_explain_ex(s, (int)opi, json != 0, entry, &ainfo, &b);
 	text = b.data ? b.data : xcalloc(1, 1);
 out:
 	if (!text)

@@ -655,7 +655,18 @@ static cJSON *explain_json(const Schedule *s, const Names *nm, const Facts *f)
 	return o;
 }
 
-void pass_explain_ex(const Schedule *s, int op, bool json, const char *const *entry, Buf *b)
+/* What --attention fuse did: "attention": {"fused": N, "apart": [reason, ...]}. */
+static void attention_json(cJSON *root, const AttentionInfo *att)
+{
+	cJSON *o = cJSON_AddObjectToObject(root, "attention");
+	cJSON_AddNumberToObject(o, "fused", att->nfused);
+	cJSON *apart = cJSON_AddArrayToObject(o, "apart");
+	for (int i = 0; i < att->nwhy; i++)
+		cJSON_AddItemToArray(apart, cJSON_CreateString(att->why[i]));
+}
+
+void pass_explain_ex(const Schedule *s, int op, bool json, const char *const *entry,
+		     const AttentionInfo *att, Buf *b)
 {
 	const Graph *g = s->g;
 	OpInfo2 *info = xmalloc(sizeof(OpInfo2) * (size_t)(g->nops ? g->nops : 1));
@@ -692,6 +703,8 @@ void pass_explain_ex(const Schedule *s, int op, bool json, const char *const *en
 		root = cJSON_CreateObject();
 		cJSON_AddStringToObject(root, "format", "fusec-explain/1");
 		cJSON_AddStringToObject(root, "graph", g->name);
+		if (att)
+			attention_json(root, att);
 		ops = cJSON_AddArrayToObject(root, "ops");
 	}
 	Facts *f = xmalloc(sizeof *f);
@@ -724,5 +737,5 @@ void pass_explain_ex(const Schedule *s, int op, bool json, const char *const *en
 
 void pass_explain(const Schedule *s, int op, Buf *b)
 {
-	pass_explain_ex(s, op, false, NULL, b);
+	pass_explain_ex(s, op, false, NULL, NULL, b);
 }

@@ -213,8 +213,11 @@ void pass_trace_table(const Schedule *s, int step, Buf *out);
  * for a launch that launches nothing: an alias, a view read through), as the plan
  * and the PTX name it; without it kernels are named by their search unit. */
 void pass_explain(const Schedule *s, int op, Buf *out);
+/* att, when not NULL, is what --attention fuse did: the JSON document then holds
+ * it under "attention" (the text form's lines come from pass_attention_summary). */
+struct AttentionInfo;
 void pass_explain_ex(const Schedule *s, int op, bool json, const char *const *entry,
-		     Buf *out);
+		     const struct AttentionInfo *att, Buf *out);
 
 /* ---- dumping a schedule (dump.c) --------------------------------------------- */
 
@@ -327,7 +330,7 @@ typedef enum {
 
 enum { ATTENTION_MAX_WHY = 16 };
 
-typedef struct {
+typedef struct AttentionInfo {
 	int nfused;            /* attention ops made */
 	int nwhy;              /* matmuls after a softmax left apart, with the reason */
 	char why[ATTENTION_MAX_WHY][320];

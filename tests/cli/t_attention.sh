@@ -71,6 +71,10 @@ check attf_bert_explain 0 "$FUSEC" explain $B --attention fuse
 contains attf_bert_fused "$TMP/out" "attention: 2 fused (--attention keep leaves them apart)"
 grep -c "^op .* Float::Attention" "$TMP/out" >"$TMP/n"
 same attf_bert_ops "$TMP/n" 2
+# the JSON document says it too
+check attf_bert_json 0 "$FUSEC" explain $B --attention fuse --json
+python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["attention"])' "$TMP/out" >"$TMP/aj"
+same attf_bert_json_att "$TMP/aj" "{'fused': 2, 'apart': []}"
 check attf_bert_keep 0 "$FUSEC" explain $B --attention keep
 grep -c "^op .* Float::Attention" "$TMP/out" >"$TMP/n"
 same attf_bert_keep_ops "$TMP/n" 0
@@ -121,6 +125,9 @@ outputs: [y]
 G
 check attf_where_input 0 "$FUSEC" explain "$TMP/where.yaml" --attention fuse
 contains attf_where_input_why "$TMP/out" "the mask's fill is not one constant value"
+check attf_where_json 0 "$FUSEC" explain "$TMP/where.yaml" --attention fuse --json
+python3 -c 'import json, sys; a = json.load(open(sys.argv[1]))["attention"]; print(a["fused"], len(a["apart"]), "not one constant value" in a["apart"][0])' "$TMP/out" >"$TMP/aj"
+same attf_where_json_att "$TMP/aj" "0 1 True"
 # with the fill a constant it fuses, and computes what the graph as written does
 sed 's/^  f: {dtype: f32, shape: \[1, 1, 1\]}$/XX/' "$TMP/where.yaml" | grep -v '^XX$' |
 	sed 's/^ops:$/constants:\n  f: {dtype: f32, shape: [1, 1, 1], data: [-1e4]}\nops:/' >"$TMP/wherec.yaml"
