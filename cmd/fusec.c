@@ -55,8 +55,8 @@ static const char usage_text[] =
 	"  import GRAPH [-o OUT]    write GRAPH (e.g. an ONNX model) as fusec-graph/1\n"
 	"\n"
 	"GRAPH is a fusec-graph/1 file (.json, .yaml, .yml), an ONNX model (.onnx;\n"
-	"docs/onnx.md) or - for stdin. For ONNX models, --input-shape NAME=1x3x224x224\n"
-	"fixes the shape of an input whose dims the model leaves symbolic.\n"
+	"docs/onnx.md) or - for stdin. --input-shape NAME=1x3x224x224 fixes the shape\n"
+	"of an input whose dims the model leaves symbolic or the graph names.\n"
 	"compile, explain, run, bench and normalize take --precision bf16|f16 (an f32\n"
 	"graph computed in bf16 or f16; --keep-f32 LIST keeps op kinds, op names or\n"
 	"ops[N] in f32; docs/precision.md), --layout nhwc (convolutions and pools\n"
@@ -254,7 +254,8 @@ int cmd_refuse_input_shapes(const char *path)
 	}
 	if (!ninput_shapes)
 		return 0;
-	diag_set(&d, path, 0, 0, "--input-shape applies to ONNX models only");
+	diag_set(&d, path, 0, 0, "--input-shape applies to a graph or a model; a compiled plan "
+		 "has its shapes");
 	cmd_print_diag_code(&d, "invalid-input");
 	return 1;
 }

@@ -141,6 +141,17 @@ static int attr_slot(unsigned bit)
 	return K_ATTR0 + __builtin_ctz(bit);
 }
 
+/* A named dim of the inputs' shapes ([batch, seq, 768]), bound by --input-shape
+ * (docs/graph-format.md, "Named dims"). While the inputs are read, the dim of name
+ * i is held as DIM_NAMED - i; bind_inputs puts the bound values in its place. */
+enum { MAX_DIM_NAMES = 32, DIM_NAMED = -16 };
+typedef struct {
+	const char *name;
+	int64_t value;           /* 0: not bound yet */
+	int64_t lo, hi;          /* its range (`dims:`; 1..INT64_MAX when not given) */
+	const char *by;          /* the input whose --input-shape bound it */
+} DimName;
+
 typedef struct {
 	Graph *g;
 	Diag *d;                 /* room for maxd messages; the next goes to d[nd] */
@@ -152,6 +163,12 @@ typedef struct {
 	Names names;
 	const char *opkeys[NOPKEYS];
 	int64_t elements;        /* summed over the tensors read so far */
+	const IrInputShape *shapes;   /* --input-shape: binds the inputs' named dims */
+	int nshapes;
+	bool naming;             /* reading the inputs: a dim may be a new name */
+	DimName dn[MAX_DIM_NAMES];
+	int ndn;
+	const DocNode **shape_of;     /* per input (in order): its shape's node */
 } Builder;
 
 static int fail_at(Builder *b, int line, int col, const char *fmt, ...)
@@ -268,6 +285,50 @@ static int read_dtype(Builder *b, const DocNode *n, const char *path, DType *out
 
 /* A list of dimensions: positive integers (one -1 where allowed), rank <= 8, and an
  * element count that fits in int64. */
+static bool ident(const char *s)
+{
+	if (!(*s == '_' || (*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z')))
+		return false;
+	for (s++; *s; s++)
+		if (!(*s == '_' || (*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') ||
+		      (*s >= '0' && *s <= '9')))
+			return false;
+	return true;
+}
+
+static int find_dim_name(const Builder *b, const char *name)
+{
+	for (int i = 0; i < b->ndn; i++)
+		if (!strcmp(b->dn[i].name, name))
+			return i;
+	return -1;
+}
+
+static int add_dim_name(Builder *b, const DocNode *e, const char *path, const char *name)
+{
+	if (!ident(name))
+		return fail(b, e, "%s: a dim name is a letter or '_' then letters, digits or '_', "
+			    "got '%s'", path, clip(name).s);
+	if (b->ndn == MAX_DIM_NAMES)
+		return fail(b, e, "%s: more than %d dim names", path, MAX_DIM_NAMES);
+	b->dn[b->ndn] = (DimName){arena_strdup(b->g->arena, name), 0, 1, INT64_MAX, NULL};
+	return b->ndn++;
+}
+
+/* A dim written as a name: while the inputs are read, the name's code (a new name
+ * is added); after them, its bound value. */
+static int dim_name(Builder *b, const DocNode *e, const char *path, int64_t *out)
+{
+	int i = find_dim_name(b, e->text);
+	if (i < 0 && !b->naming)
+		return fail(b, e, "%s: '%s' names no dim of the inputs' shapes", path,
+			    clip(e->text).s);
+	if (i < 0 && (i = add_dim_name(b, e, path, e->text)) < 0)
+		return -1;
+	*out = b->naming ? DIM_NAMED - i : b->dn[i].value;
+	return 0;
+}
+
 static int read_dims(Builder *b, const DocNode *n, const char *path, bool allow_minus1,
 		     int *rank, int64_t *dim)
 {
@@ -290,6 +351,13 @@ static int read_dims(Builder *b, const DocNode *n, const char *path, bool allow_
 		}
 		char at[160];
 		path_cat(at, sizeof at, path, "", "", k);
+		if (e->kind == DOC_STR) {
+			if (dim_name(b, e, at, &dim[k]))
+				return -1;
+			if (dim[k] > 0 && __builtin_mul_overflow(count, dim[k], &count))
+				return fail(b, n, "%s: element count overflows", path);
+			continue;
+		}
 		if (allow_minus1 && e->kind == DOC_NUM && e->is_int && e->int_ok && e->ival == -1) {
 			if (minus1)
 				return fail(b, e, "%s: only one dimension may be -1", at);
@@ -537,9 +605,15 @@ static int read_input(Builder *b, const DocNode *e)
 	if (read_dtype(b, slot[0], sub, &t.dtype))
 		return -1;
 	snprintf(sub, sizeof sub, "%s.shape", path);
-	if (read_dims(b, slot[1], sub, false, &t.rank, t.dim) ||
-	    check_bytes(b, slot[1], sub, t.dtype, t.rank, t.dim))
+	if (read_dims(b, slot[1], sub, false, &t.rank, t.dim))
 		return -1;
+	bool named = false;
+	for (int k = 0; k < t.rank; k++)
+		named |= t.dim[k] <= DIM_NAMED;
+	/* with named dims its size is known once bind_inputs has bound them */
+	if (!named && check_bytes(b, slot[1], sub, t.dtype, t.rank, t.dim))
+		return -1;
+	b->shape_of[g->ninputs] = slot[1];
 	int id = new_tensor(b, e->key, -1);
 	Tensor *dst = &g->tensors[id];
 	dst->dtype = t.dtype;
@@ -557,9 +631,108 @@ static int read_inputs(Builder *b, const DocNode *n)
 		return fail(b, n, "inputs: expected a map of name: {dtype, shape}, got %s",
 			    describe(n).s);
 	g->inputs = ARENA_NEW(g->arena, int, n->n);
+	b->shape_of = ARENA_NEW(g->arena, const DocNode *, n->n + 1);
 	for (const DocNode *e = n->first; e; e = e->next)
 		if (read_input(b, e) && !more_errors(b, -1, e->key[0] ? e->key : NULL, -1))
 			return -3;
+	return 0;
+}
+
+/* `dims`: name: LO..HI (a string) or N (LO = HI = N), the range a named dim may be
+ * bound to. */
+static int read_dim_ranges(Builder *b, const DocNode *n)
+{
+	if (n->kind != DOC_MAP)
+		return fail(b, n, "dims: expected a map of name: LO..HI, got %s", describe(n).s);
+	for (const DocNode *e = n->first; e; e = e->next) {
+		char path[128];
+		snprintf(path, sizeof path, "dims.%s", clip(e->key).s);
+		if (find_dim_name(b, e->key) >= 0)
+			return fail_key(b, e, "dims: duplicate key '%s'", clip(e->key).s);
+		int i = add_dim_name(b, e, path, e->key);
+		if (i < 0)
+			return -1;
+		DimName *dn = &b->dn[i];
+		if (e->kind == DOC_NUM) {
+			if (read_int(b, e, path, 1, INT64_MAX, &dn->lo))
+				return -1;
+			dn->hi = dn->lo;
+			continue;
+		}
+		long long lo, hi;
+		int used = -1;
+		if (e->kind != DOC_STR || sscanf(e->text, "%lld..%lld%n", &lo, &hi, &used) != 2 ||
+		    used != (int)strlen(e->text) || lo < 1 || hi < lo)
+			return fail(b, e, "%s: expected LO..HI with 1 <= LO <= HI, or a positive "
+				    "integer, got %s", path, describe(e).s);
+		dn->lo = lo;
+		dn->hi = hi;
+	}
+	return 0;
+}
+
+/* Bind the inputs' named dims from --input-shape, check each binding against the
+ * input's fixed dims, the other bindings and the ranges, then put the values in
+ * the inputs' shapes. Every named dim must be bound. */
+static int bind_inputs(Builder *b, const DocNode *in)
+{
+	Graph *g = b->g;
+	for (int s = 0; s < b->nshapes; s++) {
+		const IrInputShape *sh = &b->shapes[s];
+		int i = 0;
+		while (i < g->ninputs && strcmp(g->tensors[g->inputs[i]].name, sh->name))
+			i++;
+		if (i == g->ninputs)
+			return fail(b, in, "--input-shape: the graph has no input '%s'",
+				    clip(sh->name).s);
+		const Tensor *t = &g->tensors[g->inputs[i]];
+		const DocNode *at = b->shape_of[i];
+		if (sh->rank != t->rank)
+			return fail(b, at, "--input-shape %s: %d dims, but input '%s' has %d",
+				    clip(sh->name).s, sh->rank, clip(t->name).s, t->rank);
+		for (int k = 0; k < t->rank; k++) {
+			int64_t v = sh->dim[k];
+			if (t->dim[k] > 0) {
+				if (t->dim[k] != v)
+					return fail(b, at, "--input-shape %s: dim %d is %lld, but the "
+						    "graph fixes it at %lld", clip(sh->name).s, k,
+						    (long long)v, (long long)t->dim[k]);
+				continue;
+			}
+			DimName *dn = &b->dn[DIM_NAMED - t->dim[k]];
+			if (v < dn->lo || v > dn->hi)
+				return fail(b, at, "--input-shape %s: '%s' = %lld is outside its range "
+					    "%lld..%lld (dims)", clip(sh->name).s, dn->name,
+					    (long long)v, (long long)dn->lo, (long long)dn->hi);
+			if (dn->value && dn->value != v)
+				return fail(b, at, "--input-shape %s: '%s' = %lld, but --input-shape "
+					    "%s made it %lld", clip(sh->name).s, dn->name,
+					    (long long)v, clip(dn->by).s, (long long)dn->value);
+			dn->value = v;
+			dn->by = sh->name;
+		}
+	}
+	for (int i = 0; i < g->ninputs; i++) {
+		Tensor *t = &g->tensors[g->inputs[i]];
+		bool named = false;
+		for (int k = 0; k < t->rank; k++) {
+			if (t->dim[k] > 0)
+				continue;
+			const DimName *dn = &b->dn[DIM_NAMED - t->dim[k]];
+			if (!dn->value)
+				return fail(b, b->shape_of[i], "inputs.%s.shape[%d]: the dim '%s' is "
+					    "not bound: give the input's shape with --input-shape "
+					    "%s=DxD...", clip(t->name).s, k, dn->name,
+					    clip(t->name).s);
+			t->dim[k] = dn->value;
+			named = true;
+		}
+		char path[160];
+		snprintf(path, sizeof path, "inputs.%s.shape", clip(t->name).s);
+		if (named && check_bytes(b, b->shape_of[i], path, t->dtype, t->rank, t->dim))
+			return -1;
+	}
+	b->naming = false;
 	return 0;
 }
 
@@ -1092,16 +1265,17 @@ static const char *op_out_name(const DocNode *n)
 }
 
 /* Read root into a Graph; on errors, d[0..*nd) holds up to maxd messages. */
-static Graph *build(Arena *a, const char *file, const DocNode *root, Diag *d, int maxd,
-		    int *nd)
+static Graph *build(Arena *a, const char *file, const DocNode *root,
+		    const IrInputShape *shapes, int nshapes, Diag *d, int maxd, int *nd)
 {
 	static const char *const keys[] = {"format", "name", "inputs", "ops", "outputs",
-					   "constants"};
-	enum { R_FORMAT, R_NAME, R_INPUTS, R_OPS, R_OUTPUTS, R_CONSTANTS, NROOT };
+					   "constants", "dims"};
+	enum { R_FORMAT, R_NAME, R_INPUTS, R_OPS, R_OUTPUTS, R_CONSTANTS, R_DIMS, NROOT };
 	Graph *g = ARENA_NEW(a, Graph, 1);
 	g->arena = a;
 	g->file = arena_strdup(a, file);
-	Builder b = {.g = g, .d = d, .maxd = maxd, .file = file};
+	Builder b = {.g = g, .d = d, .maxd = maxd, .file = file, .shapes = shapes,
+		     .nshapes = nshapes, .naming = true};
 	*nd = 1;   /* until the ops: every error ends the reading */
 	b.opkeys[K_OP] = "op";
 	b.opkeys[K_IN] = "in";
@@ -1174,7 +1348,13 @@ static Graph *build(Arena *a, const char *file, const DocNode *root, Diag *d, in
 
 	if (cn)
 		g->inputs = NULL;
-	int max_stream = 0, rc = read_inputs(&b, in);
+	int max_stream = 0, rc = slot[R_DIMS] ? read_dim_ranges(&b, slot[R_DIMS]) : 0;
+	if (!rc)
+		rc = read_inputs(&b, in);
+	if (!rc && !b.nd)
+		rc = bind_inputs(&b, in);
+	else if (!rc && b.ndn)
+		rc = -3;   /* an input failed: its named dims stay unbound */
 	if (!rc && cn) {
 		/* inputs then constants in one list */
 		int *all = ARENA_NEW(a, int, (size_t)in->n + (size_t)cn->n + 1);
@@ -1242,6 +1422,13 @@ Graph *ir_read_mem(Arena *a, const char *file, const char *text, size_t len,
 Graph *ir_read_mem_errors(Arena *a, const char *file, const char *text, size_t len,
 			  GraphFormat fmt, Diag *d, int maxd, int *nd)
 {
+	return ir_read_mem_shapes(a, file, text, len, fmt, NULL, 0, d, maxd, nd);
+}
+
+Graph *ir_read_mem_shapes(Arena *a, const char *file, const char *text, size_t len,
+			  GraphFormat fmt, const IrInputShape *shapes, int nshapes, Diag *d,
+			  int maxd, int *nd)
+{
 	*nd = 1;
 	if (maxd < 1)
 		maxd = 1;
@@ -1258,7 +1445,7 @@ Graph *ir_read_mem_errors(Arena *a, const char *file, const char *text, size_t l
 	Arena *tmp = arena_new();
 	DocNode *root = fmt == FMT_JSON ? doc_read_json(tmp, file, copy, len, d)
 					: doc_read_yaml(tmp, file, copy, len, d);
-	Graph *g = root ? build(a, file, root, d, maxd, nd) : NULL;
+	Graph *g = root ? build(a, file, root, shapes, nshapes, d, maxd, nd) : NULL;
 	arena_free(tmp);
 	free(copy);
 	return g;
@@ -1273,13 +1460,19 @@ Graph *ir_read_file(Arena *a, const char *path, GraphFormat fmt, Diag *d)
 Graph *ir_read_file_errors(Arena *a, const char *path, GraphFormat fmt, Diag *d, int maxd,
 			   int *nd)
 {
+	return ir_read_file_shapes(a, path, fmt, NULL, 0, d, maxd, nd);
+}
+
+Graph *ir_read_file_shapes(Arena *a, const char *path, GraphFormat fmt,
+			   const IrInputShape *shapes, int nshapes, Diag *d, int maxd, int *nd)
+{
 	size_t len = 0;
 	*nd = 1;
 	char *text = read_file(path, MAX_INPUT_BYTES, &len, d);
 	if (!text)
 		return NULL;
-	Graph *g = ir_read_mem_errors(a, strcmp(path, "-") ? path : "<stdin>", text, len, fmt,
-				      d, maxd, nd);
+	Graph *g = ir_read_mem_shapes(a, strcmp(path, "-") ? path : "<stdin>", text, len, fmt,
+				      shapes, nshapes, d, maxd, nd);
 	free(text);
 	return g;
 }

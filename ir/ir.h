@@ -274,6 +274,20 @@ Graph *ir_read_file_errors(Arena *a, const char *path, GraphFormat fmt, Diag *d,
 			   int *nd);
 Graph *ir_read_mem_errors(Arena *a, const char *file, const char *text, size_t len,
 			  GraphFormat fmt, Diag *d, int maxd, int *nd);
+/* A shape given for one graph input (--input-shape NAME=2x128x768). In a graph
+ * file it binds the input's named dims (docs/graph-format.md, "Named dims"); the
+ * ONNX importer fixes an input's symbolic dims with it. */
+typedef struct {
+	const char *name;
+	int rank;
+	int64_t dim[IR_MAX_RANK];
+} IrInputShape;
+/* ir_read_*_errors with shapes for the inputs, which bind their named dims. */
+Graph *ir_read_mem_shapes(Arena *a, const char *file, const char *text, size_t len,
+			  GraphFormat fmt, const IrInputShape *shapes, int nshapes, Diag *d,
+			  int maxd, int *nd);
+Graph *ir_read_file_shapes(Arena *a, const char *path, GraphFormat fmt,
+			   const IrInputShape *shapes, int nshapes, Diag *d, int maxd, int *nd);
 /* Whether s may be a graph's name, and so the stem of its output files: letters,
  * digits, '_', '-' and '.', not empty and not starting with '.'. */
 bool ir_graph_name_ok(const char *s);

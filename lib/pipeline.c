@@ -49,9 +49,10 @@ static Graph *load_graph_file(Arena *a, const PlSource *src, Diag *out, int *nou
 {
 	int maxd = src->max_errors < PL_MAX_ERRORS ? src->max_errors : PL_MAX_ERRORS, nd = 1;
 	Diag *all = xmalloc(sizeof *all * (size_t)(maxd > 0 ? maxd : 1));
-	Graph *g = src->text ? ir_read_mem_errors(a, src->path, src->text, src->len, FMT_AUTO,
-						  all, maxd, &nd)
-			     : ir_read_file_errors(a, src->path, FMT_AUTO, all, maxd, &nd);
+	Graph *g = src->text ? ir_read_mem_shapes(a, src->path, src->text, src->len, FMT_AUTO,
+						  src->shapes, src->nshapes, all, maxd, &nd)
+			     : ir_read_file_shapes(a, src->path, FMT_AUTO, src->shapes,
+						   src->nshapes, all, maxd, &nd);
 	Diag d = all[0];
 	*nout = 0;
 	for (int i = 0; !g && i + 1 < nd; i++)
@@ -79,12 +80,8 @@ Graph *pl_load(Arena *a, const PlSource *src, Diag *diags, int *nd)
 	if (src->text ? onnx_sniff(src->path, src->text, src->len) : pl_is_onnx(src->path))
 		g = src->text ? onnx_read_mem(a, src->path, src->text, src->len, &oo, &diags[0])
 			      : onnx_read_file(a, src->path, &oo, &diags[0]);
-	else if (src->nshapes) {
-		diag_set(&diags[0], src->path, 0, 0, "--input-shape applies to ONNX models only");
-		g = NULL;
-	} else {
+	else
 		return load_graph_file(a, src, diags, nd);
-	}
 	if (!g)
 		*nd = 1;
 	return g;

@@ -33,7 +33,8 @@ typedef struct {
 	const char *path;         /* a file ("-" is stdin), or the name of text in messages */
 	const char *text;         /* set: the bytes, already read (graph text or ONNX) */
 	size_t len;
-	const OnnxInputShape *shapes;  /* --input-shape, ONNX models only */
+	const OnnxInputShape *shapes;  /* --input-shape: an ONNX input's symbolic dims, a graph
+					  file's named dims */
 	int nshapes;
 	int max_errors;           /* errors reported per graph file (1..PL_MAX_ERRORS) */
 } PlSource;

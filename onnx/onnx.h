@@ -21,11 +21,7 @@
 #include "../host/host.h"
 
 /* A fixed shape for one graph input: --input-shape NAME=1x3x224x224. */
-typedef struct {
-	const char *name;
-	int rank;
-	int64_t dim[IR_MAX_RANK];
-} OnnxInputShape;
+typedef IrInputShape OnnxInputShape;
 
 /* A value for one graph input, which then becomes a constant (a shape or axes
  * tensor a model takes as an input, say). */

@@ -173,7 +173,7 @@ check harden-onnx-input-shape-typo 1 "$FUSEC" run "$TMP/sym.onnx" --input-shape 
 # a compiled plan has no inputs to shape; nor has `fusec ops`
 check harden-onnx-input-shape-compile 0 "$FUSEC" compile -q "$TMP/sym.onnx" --input-shape x=2x3 -o "$TMP/plan"
 check harden-onnx-input-shape-plan 1 "$FUSEC" run "$TMP/plan" --backend cuda --input-shape x=4x3 &&
-	same harden-onnx-input-shape-plan-msg "$TMP/err" "$TMP/plan: error: --input-shape applies to ONNX models only"
+	same harden-onnx-input-shape-plan-msg "$TMP/err" "$TMP/plan: error: --input-shape applies to a graph or a model; a compiled plan has its shapes"
 check harden-onnx-input-shape-bench-plan 1 "$FUSEC" bench "$TMP/plan" --input-shape x=4x3 &&
-	same harden-onnx-input-shape-bench-plan-msg "$TMP/err" "$TMP/plan: error: --input-shape applies to ONNX models only"
+	same harden-onnx-input-shape-bench-plan-msg "$TMP/err" "$TMP/plan: error: --input-shape applies to a graph or a model; a compiled plan has its shapes"
 check harden-onnx-input-shape-ops 2 "$FUSEC" ops --input-shape x=4x3

@@ -21,7 +21,7 @@ fi
 check python-cpu 0 env PYTHONPATH=lib/python FUSEC_LIBDIR="$B" FUSEC_LIBCUDA="$(cd "$B" && pwd)/tests/fakecuda.so" "$PY" tests/python/check_fusec.py "$FUSEC" "$TMP"
 sed -n 's/^FAIL /FAIL python-/p' "$TMP/out"
 contains python-all "$TMP/out" "python: 0 failed"
-for c in yaml-y-cpu-within-bound text-axpy bert-hidden-cpu-within-bound bert-pooled-interp-exact \
+for c in yaml-y-cpu-within-bound text-axpy named-dims bert-hidden-cpu-within-bound bert-pooled-interp-exact \
 	gpt2-logits-cpu-within-bound error-fields load-same explain-format runtime-run-async; do
 	contains "python-$c" "$TMP/out" "ok $c"
 done

@@ -86,6 +86,13 @@ ok("text-files", os.path.exists(os.path.join(TMP, "axpy", "axpy.plan.json")) and
    os.path.exists(os.path.join(TMP, "axpy", "source", "graph.yaml")), str(os.listdir(TMP + "/axpy")))
 ok("text-axpy", np.array_equal(p2.run(x, yy), 2 * x + yy), "z != 2x + y")
 
+# named dims bound through input_shapes (docs/graph-format.md, "Named dims")
+NAMED = AXPY.replace("[256]", "[n]").replace("name: axpy", "name: axpy_n")
+p3 = fusec.compile(NAMED, input_shapes={"x": [100]})
+x3, y3 = rng.standard_normal(100, np.float32), rng.standard_normal(100, np.float32)
+ok("named-dims", p3.inputs == [("x", "f32", (100,)), ("y", "f32", (100,))] and
+   np.array_equal(p3.run(x3, y3), 2 * x3 + y3), str(p3.inputs))
+
 # an ONNX model from its bytes: BERT (i64 ids and mask), and GPT-2 from its path
 ids = np.array([[3, 14, 15, 92, 65, 35, 89, 79, 32, 38, 46, 26, 43, 38, 32, 79]], np.int64)
 mask = np.ones((1, 16), np.int64)
