@@ -703,7 +703,7 @@ void pass_explain_ex(const Schedule *s, int op, bool json, const char *const *en
 		root = cJSON_CreateObject();
 		cJSON_AddStringToObject(root, "format", "fusec-explain/1");
 		cJSON_AddStringToObject(root, "graph", g->name);
-		if (att)
+		if (att && (att->nfused || att->nwhy))
 			attention_json(root, att);
 		ops = cJSON_AddArrayToObject(root, "ops");
 	}

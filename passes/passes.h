@@ -213,8 +213,9 @@ void pass_trace_table(const Schedule *s, int step, Buf *out);
  * for a launch that launches nothing: an alias, a view read through), as the plan
  * and the PTX name it; without it kernels are named by their search unit. */
 void pass_explain(const Schedule *s, int op, Buf *out);
-/* att, when not NULL, is what --attention fuse did: the JSON document then holds
- * it under "attention" (the text form's lines come from pass_attention_summary). */
+/* att, when not NULL, is what --attention fuse did: where it fused a chain or left
+ * one apart, the JSON document holds it under "attention" (the text form's lines
+ * come from pass_attention_summary). */
 struct AttentionInfo;
 void pass_explain_ex(const Schedule *s, int op, bool json, const char *const *entry,
 		     const struct AttentionInfo *att, Buf *out);
