@@ -732,7 +732,6 @@ static int bind_inputs(Builder *b, const DocNode *in)
 		if (named && check_bytes(b, b->shape_of[i], path, t->dtype, t->rank, t->dim))
 			return -1;
 	}
-	b->naming = false;
 	return 0;
 }
 
@@ -1355,6 +1354,7 @@ static Graph *build(Arena *a, const char *file, const DocNode *root,
 		rc = bind_inputs(&b, in);
 	else if (!rc && b.ndn)
 		rc = -3;   /* an input failed: its named dims stay unbound */
+	b.naming = false;   /* below the inputs a name stands for its bound size */
 	if (!rc && cn) {
 		/* inputs then constants in one list */
 		int *all = ARENA_NEW(a, int, (size_t)in->n + (size_t)cn->n + 1);

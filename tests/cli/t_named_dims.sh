@@ -64,3 +64,16 @@ same named-dims-bad-name-msg "$TMP/err" "$TMP/sym4.yaml:5:27: error: inputs.x.sh
 	"$TMP/sym.yaml" "$TMP/sym.json"
 check named-dims-json 0 "$FUSEC" run "$TMP/sym.json" --backend cpu --check --seed 3 --input-shape x=4x6x16 &&
 	contains named-dims-json-shape "$TMP/out" "s: f32[4,6,4,1]"
+# after an input that fails, a name in an op is still read as a name (no size
+# stands for it), not as a dim of its own
+cat >"$TMP/bad.yaml" <<'Y'
+format: fusec-graph/1
+inputs:
+  x: {dtype: f33, shape: [2, 4]}
+  z: {dtype: f32, shape: [2, 4]}
+ops:
+  - {op: reshape, in: [z], out: r, shape: [foo, 4]}
+outputs: [r]
+Y
+check named-dims-after-error 1 "$FUSEC" compile "$TMP/bad.yaml" -o "$TMP/p1" --max-errors 5
+contains named-dims-after-error-msg "$TMP/err" "ops[0].shape[0]: 'foo' names no dim of the inputs' shapes"
