@@ -285,9 +285,14 @@ static int read_dtype(Builder *b, const DocNode *n, const char *path, DType *out
 
 /* A list of dimensions: positive integers (one -1 where allowed), rank <= 8, and an
  * element count that fits in int64. */
+static bool name_start(char c)
+{
+	return c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+}
+
 static bool ident(const char *s)
 {
-	if (!(*s == '_' || (*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z')))
+	if (!name_start(*s))
 		return false;
 	for (s++; *s; s++)
 		if (!(*s == '_' || (*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') ||
@@ -351,7 +356,8 @@ static int read_dims(Builder *b, const DocNode *n, const char *path, bool allow_
 		}
 		char at[160];
 		path_cat(at, sizeof at, path, "", "", k);
-		if (e->kind == DOC_STR) {
+		if (e->kind == DOC_STR && name_start(e->text[0])) {
+			/* a name; any other text ("64", quoted) is a mistyped number */
 			if (dim_name(b, e, at, &dim[k]))
 				return -1;
 			if (dim[k] > 0 && __builtin_mul_overflow(count, dim[k], &count))

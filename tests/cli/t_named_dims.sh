@@ -58,7 +58,10 @@ check named-dims-bad-range 1 "$FUSEC" compile "$TMP/sym3.yaml" -o "$TMP/p1" --in
 same named-dims-bad-range-msg "$TMP/err" "$TMP/sym3.yaml:3:15: error: dims.batch: expected LO..HI with 1 <= LO <= HI, or a positive integer, got '9..3'"
 sed 's/\[batch, seq, 16\]/[2bad, seq, 16]/' "$TMP/sym.yaml" >"$TMP/sym4.yaml"
 check named-dims-bad-name 1 "$FUSEC" compile "$TMP/sym4.yaml" -o "$TMP/p1" --input-shape x=2x3x16
-same named-dims-bad-name-msg "$TMP/err" "$TMP/sym4.yaml:5:27: error: inputs.x.shape[0]: a dim name is a letter or '_' then letters, digits or '_', got '2bad'"
+same named-dims-bad-name-msg "$TMP/err" "$TMP/sym4.yaml:5:27: error: inputs.x.shape[0]: expected a positive integer, got '2bad'"
+sed 's/\[batch, seq, 16\]/[bat-ch, seq, 16]/' "$TMP/sym.yaml" >"$TMP/sym5.yaml"
+check named-dims-bad-name2 1 "$FUSEC" compile "$TMP/sym5.yaml" -o "$TMP/p1" --input-shape x=2x3x16
+same named-dims-bad-name2-msg "$TMP/err" "$TMP/sym5.yaml:5:27: error: inputs.x.shape[0]: a dim name is a letter or '_' then letters, digits or '_', got 'bat-ch'"
 # the same document in JSON reads the same
 "$(npy_python)" -c 'import json, sys, yaml; json.dump(yaml.safe_load(open(sys.argv[1])), open(sys.argv[2], "w"))' \
 	"$TMP/sym.yaml" "$TMP/sym.json"
