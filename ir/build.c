@@ -283,8 +283,6 @@ static int read_dtype(Builder *b, const DocNode *n, const char *path, DType *out
 		    "u8, bool)", path, clip(n->text).s);
 }
 
-/* A list of dimensions: positive integers (one -1 where allowed), rank <= 8, and an
- * element count that fits in int64. */
 static bool name_start(char c)
 {
 	return c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
@@ -334,6 +332,8 @@ static int dim_name(Builder *b, const DocNode *e, const char *path, int64_t *out
 	return 0;
 }
 
+/* A list of dimensions: positive integers (one -1 where allowed) or names
+ * (dim_name), rank <= 8, and an element count that fits in int64. */
 static int read_dims(Builder *b, const DocNode *n, const char *path, bool allow_minus1,
 		     int *rank, int64_t *dim)
 {
