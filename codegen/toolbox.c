@@ -86,6 +86,15 @@ LLVMTypeRef cg_stype(CgModule *m, DType t)
 	}
 }
 
+/* Whether the target rounds f32 to bf16 in one instruction (cvt.rn.bf16.f32: NVPTX,
+ * sm_80 and later). */
+static bool narrow_in_one(const CgModule *m)
+{
+	const char *arch = m->opt.arch;
+	return m->opt.target == CG_TARGET_NVPTX && arch && !strncmp(arch, "sm_", 3) &&
+	       atoi(arch + 3) >= 80;
+}
+
 /* storage value -> compute value */
 LLVMValueRef cg_widen(CgKb *kb, LLVMValueRef v, DType t)
 {
@@ -94,6 +103,14 @@ LLVMValueRef cg_widen(CgKb *kb, LLVMValueRef v, DType t)
 	case DT_F16:
 		return LLVMBuildFPExt(kb->b, v, m->t_f32, "");
 	case DT_BF16: {
+		/* sm_80 and later: as an fpext of bfloat (cvt.f32.bf16 on sm_90), which
+		 * lets LLVM see that narrowing it again is the value it came from: a bf16
+		 * result stored as bf16 (widened after its rounding, narrowed at the store)
+		 * is no longer unpacked and rounded twice. The same bits as the shift. */
+		if (narrow_in_one(m)) {
+			LLVMTypeRef bf = LLVMBFloatTypeInContext(m->ctx);
+			return LLVMBuildFPExt(kb->b, LLVMBuildBitCast(kb->b, v, bf, ""), m->t_f32, "");
+		}
 		LLVMValueRef w = LLVMBuildZExt(kb->b, v, m->t_i32, "");
 		w = LLVMBuildShl(kb->b, w, LLVMConstInt(m->t_i32, 16, 0), "");
 		return LLVMBuildBitCast(kb->b, w, m->t_f32, "");
@@ -117,9 +134,7 @@ LLVMValueRef cg_narrow(CgKb *kb, LLVMValueRef v, DType t)
 		/* sm_80 and later round in one instruction (cvt.rn.bf16.f32): the same
 		 * value, a NaN's payload aside (a NaN either way); the bit sequence
 		 * below is ten, and bf16 epilogues of matmuls were made of them */
-		const char *arch = m->opt.arch;
-		if (m->opt.target == CG_TARGET_NVPTX && arch && !strncmp(arch, "sm_", 3) &&
-		    atoi(arch + 3) >= 80) {
+		if (narrow_in_one(m)) {
 			LLVMValueRef h = LLVMBuildFPTrunc(b, v, LLVMBFloatTypeInContext(m->ctx), "");
 			return LLVMBuildBitCast(b, h, m->t_i16, "");
 		}

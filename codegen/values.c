@@ -85,29 +85,46 @@ static LLVMValueRef int_pow(CgKb *kb, DType t, LLVMValueRef a, LLVMValueRef e)
 /* x / s for a float s the same in a thread's whole loop (a scalar, a row's
  * reduction in a reduce kernel). x · (1/s) is within 1 ulp of x / s, and the reciprocal
  * is loop-invariant, so the kernel multiplies instead of dividing per element; but
- * only while 1/s is a normal number of the type: for |s| below ~1/MAX (1e-40 in f32)
- * the reciprocal overflows to inf, and above ~1/MIN it loses bits as a subnormal.
- * Otherwise (and for s = 0, inf, nan, where both agree anyway) the kernel divides.
- * The test is on the scalar alone, a uniform branch that LLVM may hoist. */
+ * only while 1/s is a normal number of the type: for a subnormal s the reciprocal
+ * overflows to inf, and for |s| above 2^126 (f32) it loses bits as a subnormal.
+ *
+ * f32 and f64 stay branch-free: such an s is first scaled by a power of two into the
+ * normal range, and the product scaled back, q = (x · 1/(s·c)) · c, exact steps but
+ * for the final one into the subnormals; in range c = 1, and q is x · (1/s) bit for
+ * bit. (A branch per element to an exact division stopped the scheduler at every
+ * lane of the norms' write loops.) s = 0, inf or NaN give what x / s gives. Other
+ * types keep that branch, on the scalar alone. */
 LLVMValueRef cg_div_uniform(CgKb *kb, LLVMValueRef x, LLVMValueRef s)
 {
 	LLVMBuilderRef bd = kb->b;
 	LLVMTypeRef ty = LLVMTypeOf(s);
+	LLVMTypeKind tk = LLVMGetTypeKind(ty);
+	if (tk == LLVMFloatTypeKind || tk == LLVMDoubleTypeKind) {
+		bool f = tk == LLVMFloatTypeKind;
+		/* the normal range's ends, and the scale that brings s back inside */
+		double tiny = f ? 0x1p-126 : 0x1p-1022, huge = f ? 0x1p126 : 0x1p1022;
+		double up = f ? 0x1p64 : 0x1p512, down = f ? 0x1p-64 : 0x1p-512;
+		LLVMValueRef as = cg_intrinsic(kb, "llvm.fabs", &ty, 1, &s, 1);
+		LLVMValueRef c = LLVMBuildSelect(bd,
+			LLVMBuildFCmp(bd, LLVMRealOLT, as, LLVMConstReal(ty, tiny), ""), LLVMConstReal(ty, up),
+			LLVMBuildSelect(bd, LLVMBuildFCmp(bd, LLVMRealOGT, as, LLVMConstReal(ty, huge), ""),
+					LLVMConstReal(ty, down), LLVMConstReal(ty, 1.0), ""), "scale");
+		LLVMValueRef r = LLVMBuildFDiv(bd, LLVMConstReal(ty, 1.0), LLVMBuildFMul(bd, s, c, ""), "recip");
+		return LLVMBuildFMul(bd, LLVMBuildFMul(bd, x, r, ""), c, "");
+	}
 	double lo, hi;
-	switch (LLVMGetTypeKind(ty)) {
-	case LLVMDoubleTypeKind: lo = 2.2250738585072014e-308; hi = 1.7976931348623157e308; break;
+	switch (tk) {
 	case LLVMHalfTypeKind: lo = 6.103515625e-05; hi = 65504.0; break;
-	case LLVMBFloatTypeKind: lo = 1.1754943508222875e-38; hi = 3.3895313892515355e38; break;
-	default: lo = 1.1754943508222875e-38; hi = 3.4028234663852886e38; break;
+	default: lo = 1.1754943508222875e-38; hi = 3.3895313892515355e38; break;
 	}
 	LLVMValueRef r = LLVMBuildFDiv(bd, LLVMConstReal(ty, 1.0), s, "recip");
 	LLVMValueRef ar = cg_intrinsic(kb, "llvm.fabs", &ty, 1, &r, 1);
 	LLVMValueRef ok = LLVMBuildAnd(bd, LLVMBuildFCmp(bd, LLVMRealOGE, ar, LLVMConstReal(ty, lo), ""),
 				       LLVMBuildFCmp(bd, LLVMRealOLE, ar, LLVMConstReal(ty, hi), ""), "");
-	LLVMContextRef c = kb->m->ctx;
-	LLVMBasicBlockRef bmul = LLVMAppendBasicBlockInContext(c, kb->fn, "recip_mul");
-	LLVMBasicBlockRef bdiv = LLVMAppendBasicBlockInContext(c, kb->fn, "div");
-	LLVMBasicBlockRef join = LLVMAppendBasicBlockInContext(c, kb->fn, "div_done");
+	LLVMContextRef ctx = kb->m->ctx;
+	LLVMBasicBlockRef bmul = LLVMAppendBasicBlockInContext(ctx, kb->fn, "recip_mul");
+	LLVMBasicBlockRef bdiv = LLVMAppendBasicBlockInContext(ctx, kb->fn, "div");
+	LLVMBasicBlockRef join = LLVMAppendBasicBlockInContext(ctx, kb->fn, "div_done");
 	LLVMBuildCondBr(bd, ok, bmul, bdiv);
 	LLVMPositionBuilderAtEnd(bd, bmul);
 	LLVMValueRef vm = LLVMBuildFMul(bd, x, r, "");

@@ -133,3 +133,27 @@ for f in rms rms3; do
 			check "square-$f$b-ok" 1 grep -q "FAIL\|unbounded\|not checked" "$TMP/out"
 	done
 done
+
+# a row divided by its own sum where 1/sum is not a normal f32 (codegen/values.c,
+# cg_div_uniform: the divisor scaled by a power of two, branch-free): a subnormal sum,
+# one above 2^126, and a subnormal scalar, on the cpu backend against the interpreter
+cat >"$TMP/divrow.yaml" <<'Y'
+format: fusec-graph/1
+name: divrow
+inputs:
+  x: {dtype: f32, shape: [3, 256]}
+ops:
+  - {op: sum, in: [x], out: s, axis: 1}
+  - {op: div, in: [x, s], out: y}
+  - {op: div_scalar, in: [x], out: z, scalar: 1.0e-40}
+outputs: [y, z]
+Y
+"$(npy_python)" -c 'import numpy as np, sys
+x = np.empty((3, 256), np.float32)
+x[0] = 1e-41                        # sum 2.6e-39: subnormal, 1/sum overflows
+x[1] = np.linspace(1e36, 2e36, 256) # sum 3.8e38 > 2^126: 1/sum is subnormal
+x[2] = np.linspace(-1e-30, 3e-30, 256)
+np.save(sys.argv[1], x)' "$TMP/divrow_x.npy"
+check div-uniform-range 0 "$FUSEC" run "$TMP/divrow.yaml" --backend cpu --check \
+	--inputs x="$TMP/divrow_x.npy" &&
+	check div-uniform-range-ok 1 grep -q "FAIL\|unbounded\|not checked" "$TMP/out"
