@@ -207,10 +207,24 @@ static const double cos_f64[9] = {4.1103176233121648585e-19, -1.5619206968586226
 #define LN2_LO_F64 1.9082149292705877e-10
 #define LOG2E      1.4426950408889634
 
-/* x - n*ln2 with n = rint(x*log2(e)); returns r, sets *n. */
-static LLVMValueRef reduce_ln2(Em *e, LLVMValueRef x, LLVMValueRef *n)
+/* rint(t) for |t| < 2^22 (f32; f64 2^51), and *ni the same integer: t + 1.5·2^23 lands
+ * where the float's ulp is 1, so the add rounds t to nearest even, and the sum's bits
+ * count up from those of 1.5·2^23 one per integer. Two adds and an integer subtract,
+ * where rint and a conversion are each a quarter-rate instruction on the GPU (the f32
+ * softmax's exp had two of them beside its ex2). The value is rint's, bit for bit. */
+static LLVMValueRef rint_small(Em *e, LLVMValueRef t, LLVMValueRef *ni)
 {
-	*n = I1(e, "llvm.rint", mul(e, x, K(e, LOG2E)));
+	LLVMValueRef m = K(e, e->f64 ? 0x1.8p52 : 0x1.8p23);
+	LLVMValueRef j = add(e, t, m);
+	*ni = LLVMBuildSub(e->b, bits(e, j), bits(e, m), "");
+	return sub(e, j, m);
+}
+
+/* x - n*ln2 with n = rint(x*log2(e)) (|x| below 2^21, which every caller clamps to);
+ * returns r, sets *n and *ni (n as an integer of e->it). */
+static LLVMValueRef reduce_ln2(Em *e, LLVMValueRef x, LLVMValueRef *n, LLVMValueRef *ni)
+{
+	*n = rint_small(e, mul(e, x, K(e, LOG2E)), ni);
 	LLVMValueRef mn = neg(e, *n);
 	LLVMValueRef r = fma_(e, mn, KT(e, LN2_HI_F32, LN2_HI_F64), x);
 	return fma_(e, mn, KT(e, LN2_LO_F32, LN2_LO_F64), r);
@@ -235,11 +249,10 @@ static LLVMValueRef body_exp(Em *e, LLVMValueRef *a)
 	LLVMValueRef x = a[0];
 	LLVMValueRef xc = I2(e, "llvm.minnum", I2(e, "llvm.maxnum", x, KT(e, -104.0, -746.0)),
 			     KT(e, 89.0, 710.0));
-	LLVMValueRef n;
-	LLVMValueRef r = reduce_ln2(e, xc, &n);
+	LLVMValueRef n, ni;
+	LLVMValueRef r = reduce_ln2(e, xc, &n, &ni);
 	LLVMValueRef p = e->f64 ? horner(e, r, exp_f64, 14)
 		: e->m->gpu ? ex2_approx_f32(e, mul(e, r, K(e, LOG2E))) : horner(e, r, exp_f32, 8);
-	LLVMValueRef ni = LLVMBuildFPToSI(e->b, n, e->it, "");
 	LLVMValueRef n1 = LLVMBuildAShr(e->b, ni, KI(e, 1), "");
 	LLVMValueRef n2 = LLVMBuildSub(e->b, ni, n1, "");
 	LLVMValueRef res = mul(e, mul(e, p, pow2i(e, n1)), pow2i(e, n2));
@@ -257,11 +270,11 @@ static LLVMValueRef em_exp(Em *e, LLVMValueRef x)
  * 2^n (e^r - 1) + (2^n - 1), e^r - 1 = r + r^2 q(r). */
 static LLVMValueRef expm1_reduced(Em *e, LLVMValueRef x)
 {
-	LLVMValueRef n;
-	LLVMValueRef r = reduce_ln2(e, x, &n);
+	LLVMValueRef n, ni;
+	LLVMValueRef r = reduce_ln2(e, x, &n, &ni);
 	LLVMValueRef q = e->f64 ? horner(e, r, expm1_f64, 14) : horner(e, r, expm1_f32, 8);
 	LLVMValueRef pr = fma_(e, mul(e, r, r), q, r);
-	LLVMValueRef s = pow2i(e, LLVMBuildFPToSI(e->b, n, e->it, ""));
+	LLVMValueRef s = pow2i(e, ni);
 	return fma_(e, s, pr, sub(e, s, K(e, 1.0)));
 }
 
@@ -600,11 +613,11 @@ static LLVMValueRef erfc_t_pos(Em *e, LLVMValueRef a, LLVMValueRef zh, LLVMValue
 		 * ftz exp flushes anyway: 0 there */
 		r = nvvm_f32(e, "llvm.nvvm.rcp.approx.ftz.f", add(e, a, K(e, 2.0)));
 		LLVMValueRef x = I2(e, "llvm.minnum", zh, K(e, 87.0));
-		LLVMValueRef n = I1(e, "llvm.rint", mul(e, x, K(e, -LOG2E)));
+		LLVMValueRef ni;
+		LLVMValueRef n = rint_small(e, mul(e, x, K(e, -LOG2E)), &ni);
 		LLVMValueRef rr = fma_(e, n, K(e, -LN2_HI_F32), neg(e, x));
 		rr = fma_(e, n, K(e, -LN2_LO_F32), rr);
 		LLVMValueRef p = ex2_approx_f32(e, mul(e, rr, K(e, LOG2E)));
-		LLVMValueRef ni = LLVMBuildFPToSI(e->b, n, e->it, "");
 		ex = mul(e, p, pow2i(e, ni));
 		cut = K(e, 9.3);
 	} else {
