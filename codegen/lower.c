@@ -38,14 +38,6 @@ static CgKernelKind kernel_kind(const Graph *g, int fuser, const Launch *l)
 	return CG_KERNEL_SINGLE;
 }
 
-static bool listed(const int *ids, int n, int id)
-{
-	for (int i = 0; i < n; i++)
-		if (ids[i] == id)
-			return true;
-	return false;
-}
-
 /* A launch of one reshape whose input is in memory: no kernel, the output shares
  * the input's buffer (codegen.h). Returns whether it was made an alias. */
 static bool alias_launch(const Graph *g, const Launch *l, bool *ready, CgProgram *out,
@@ -165,7 +157,7 @@ int cg_lower(CgModule *m, const Schedule *s, Arena *a, CgProgram *out, Diag *d)
 				const Op *op = &g->ops[lops[k]];
 				for (int j = 0; j < op->nout; j++) {
 					int t = op->out[j];
-					if (listed(l->out, l->nout, t)) {
+					if (launch_writes(l, t)) {
 						written[rel[k].t[op->nin + j].id] = true;
 						out->buffer[t] = true;
 						any = true;

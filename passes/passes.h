@@ -100,6 +100,23 @@ typedef struct {
 				  or a graph output */
 } Launch;
 
+/* Whether tensor t is among the launch's memory reads or writes. */
+static inline bool launch_reads(const Launch *l, int t)
+{
+	for (int i = 0; i < l->nin; i++)
+		if (l->in[i] == t)
+			return true;
+	return false;
+}
+
+static inline bool launch_writes(const Launch *l, int t)
+{
+	for (int i = 0; i < l->nout; i++)
+		if (l->out[i] == t)
+			return true;
+	return false;
+}
+
 typedef enum { STEP_EXPLORED, STEP_CACHE_HIT, STEP_UNFUSED } StepKind;
 
 typedef struct {

@@ -49,14 +49,6 @@ static int fault(Verify *v, int step, int launch, const char *fmt, ...)
 	return -1;
 }
 
-static bool listed(const int *ids, int n, int id)
-{
-	for (int i = 0; i < n; i++)
-		if (ids[i] == id)
-			return true;
-	return false;
-}
-
 static const char *tname(const Verify *v, int t)
 {
 	return v->g->tensors[t].name;
@@ -96,7 +88,7 @@ static int check_launch(Verify *v, int si, int li, int nl)
 			if (p >= 0 && v->ran_in[p] == nl)
 				return fault(v, si, li, "'%s' (t%d) is read before the op that makes it",
 					     tname(v, t), t);
-			if (!listed(l->in, l->nin, t))
+			if (!launch_reads(l, t))
 				return fault(v, si, li, "'%s' (t%d) is read but is not an input of the launch",
 					     tname(v, t), t);
 		}
@@ -128,7 +120,7 @@ static int check_launch(Verify *v, int si, int li, int nl)
 		for (int j = 0; j < op->nout && !rc; j++) {
 			int t = op->out[j];
 			bool needed = g->tensors[t].is_output || v->reads[t] > v->reads_here[t];
-			if (needed && !listed(l->out, l->nout, t))
+			if (needed && !launch_writes(l, t))
 				rc = fault(v, si, li, "'%s' (t%d) is read after the launch but not written",
 					   tname(v, t), t);
 		}
