@@ -21,7 +21,8 @@ static const char bench_usage[] =
 	"  --backend cuda   the only timed backend (default)\n"
 	"  --iters N        timed runs (default 50)\n"
 	"  --warmup N       untimed runs first (default 3)\n"
-	"  --inputs DIR     read input NAME from DIR/NAME.npy (default: random values)\n"
+	"  --inputs DIR     read input NAME from DIR/NAME.npy (default: random values);\n"
+	"                   a graph's named dims take the files' shapes\n"
 	"  --seed N         seed of the random inputs (default 0)\n"
 	"  --precision bf16|f16, --keep-f32 LIST  GRAPH converted before it is compiled\n"
 	"  --layout nhwc          GRAPH's convolutions and pools channels last\n"
@@ -47,7 +48,7 @@ static int bench_plan(const char *path, const RtNamed *in, int nin, const RtBenc
 static int bench_graph(const char *path, const char *inputs, uint64_t seed, const RtBenchOptions *o)
 {
 	Arena *a = arena_new();
-	Graph *g = cmd_load_graph(a, path);
+	Graph *g = run_load_graph(a, path, inputs);
 	if (!g) {
 		arena_free(a);
 		return EXIT_INPUT;

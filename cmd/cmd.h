@@ -32,6 +32,9 @@ extern bool cmd_diag_json;   /* --diagnostics json */
 bool cmd_is_onnx(const char *path);
 /* Read a graph named on the command line ("-" is stdin); prints the error itself. */
 Graph *cmd_load_graph(Arena *a, const char *path);
+/* The same for a run given its inputs' data: lookup gives the shape of an input
+ * whose named dims (an ONNX model's symbolic ones) no --input-shape binds. */
+Graph *cmd_load_graph_data(Arena *a, const char *path, const IrShapeLookup *lookup);
 /* The same for a graph file's text, already read (not ONNX). */
 Graph *cmd_load_graph_text(Arena *a, const char *path, const char *text, size_t len);
 /* Whether a compile of path may use the result cache: a graph file (not stdin, not

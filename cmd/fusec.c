@@ -219,11 +219,13 @@ static int64_t max_errors = 20;
 
 /* The graph through the pipeline's first step, its errors printed: text is the
  * file's bytes when the caller read them already (the result cache hashes the very
- * bytes it compiles), NULL to read path. */
-static Graph *load_graph(Arena *a, const char *path, const char *text, size_t len)
+ * bytes it compiles), NULL to read path; lookup (or NULL) the shapes of a run's
+ * input data. */
+static Graph *load_graph(Arena *a, const char *path, const char *text, size_t len,
+			 const IrShapeLookup *lookup)
 {
 	PlSource src = {path, text, len, input_shapes, ninput_shapes,
-			max_errors < PL_MAX_ERRORS ? (int)max_errors : PL_MAX_ERRORS};
+			max_errors < PL_MAX_ERRORS ? (int)max_errors : PL_MAX_ERRORS, lookup};
 	Diag *all = xmalloc(sizeof *all * ((size_t)src.max_errors + 1));
 	int nd;
 	Graph *g = pl_load(a, &src, all, &nd);
@@ -235,7 +237,7 @@ static Graph *load_graph(Arena *a, const char *path, const char *text, size_t le
 
 Graph *cmd_load_graph_text(Arena *a, const char *path, const char *text, size_t len)
 {
-	return apply_precision(load_graph(a, path, text, len));
+	return apply_precision(load_graph(a, path, text, len, NULL));
 }
 
 bool cmd_graph_cacheable(const char *path)
@@ -262,7 +264,12 @@ int cmd_refuse_input_shapes(const char *path)
 
 Graph *cmd_load_graph(Arena *a, const char *path)
 {
-	return apply_precision(load_graph(a, path, NULL, 0));
+	return apply_precision(load_graph(a, path, NULL, 0, NULL));
+}
+
+Graph *cmd_load_graph_data(Arena *a, const char *path, const IrShapeLookup *lookup)
+{
+	return apply_precision(load_graph(a, path, NULL, 0, lookup));
 }
 
 int cmd_parse_arches(const char *sub, const char *list, char (*arch)[CMD_ARCH_LEN], int max,

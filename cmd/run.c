@@ -37,7 +37,9 @@ static const char run_usage[] =
 	"                   PTX on GPU 0, through libcuda.so.1)\n"
 	"  --inputs DIR     read each graph input NAME from DIR/NAME.npy (characters of\n"
 	"                   NAME outside [A-Za-z0-9._-] become _; constants need none)\n"
-	"  --inputs N=F,..  read input N from the .npy file F; other inputs are random\n"
+	"  --inputs N=F,..  read input N from the .npy file F; other inputs are random;\n"
+	"                   either way, named dims no --input-shape binds take the\n"
+	"                   files' shapes (docs/graph-format.md, \"Named dims\")\n"
 	"  --seed N         seed of the random inputs (default 0)\n"
 	"  --outputs DIR    write each output to DIR/NAME.npy (bf16 is written as <f4);\n"
 	"                   --backend interp also writes DIR/NAME.bound.npy, the error\n"
@@ -159,6 +161,49 @@ static int load_input(const Graph *g, int i, const char *path, HostTensor *t)
 }
 
 static char *file_name(Arena *a, const char *dir, const char *name);
+
+/* --inputs as an IrShapeLookup: the shape in the header of an input's file. */
+typedef struct {
+	const char *spec;          /* DIR, or NAME=FILE,... */
+	Arena *a;                  /* the graph's: the file names named in messages */
+} InputData;
+
+/* The shape of input's file, DIR/NAME.npy or the FILE of NAME=FILE (the first
+ * given; run_load_inputs refuses a second); 0 when NAME=FILE,... gives none. */
+static int data_shape(void *ctx, const char *input, IrInputShape *s, Diag *d)
+{
+	const InputData *in = ctx;
+	const char *path = NULL;
+	if (!strchr(in->spec, '=')) {
+		path = file_name(in->a, in->spec, input);
+	} else {
+		size_t n = strlen(input);
+		for (const char *p = in->spec; *p && !path;) {
+			size_t len = strcspn(p, ",");
+			const char *eq = memchr(p, '=', len);
+			if (eq && (size_t)(eq - p) == n && !memcmp(p, input, n))
+				path = arena_strndup(in->a, eq + 1, len - n - 1);
+			p += len + (p[len] ? 1 : 0);
+		}
+	}
+	if (!path)
+		return 0;
+	DType dt;
+	if (npy_read_shape(path, &dt, &s->rank, s->dim, d))
+		return -1;
+	s->name = input;
+	s->from = path;
+	return 1;
+}
+
+Graph *run_load_graph(Arena *a, const char *path, const char *inputs)
+{
+	if (!inputs)
+		return cmd_load_graph(a, path);
+	InputData data = {inputs, a};
+	IrShapeLookup lookup = {data_shape, &data};
+	return cmd_load_graph_data(a, path, &lookup);
+}
 
 int run_load_inputs(const Graph *g, const char *spec, HostTensor *in)
 {
@@ -625,7 +670,7 @@ int cmd_run(int argc, char **argv)
 	}
 
 	Arena *a = arena_new();
-	Graph *g = cmd_load_graph(a, path);
+	Graph *g = run_load_graph(a, path, inputs);
 	if (!g) {
 		arena_free(a);
 		return EXIT_INPUT;

@@ -51,6 +51,11 @@ RtStatus run_plan_open(const char *path, const char *inputs, const char *outputs
 		       RunPlan *rp, Diag *d);
 void run_plan_close(RunPlan *rp);
 
+/* The graph of `fusec run` and `fusec bench` (cmd_load_graph): with --inputs (or
+ * NULL), the named dims of an input that no --input-shape gives are bound by the
+ * shape of its .npy file (docs/graph-format.md, "Named dims"); the strings of the
+ * binding live in a. Prints its error; NULL then. */
+Graph *run_load_graph(Arena *a, const char *path, const char *inputs);
 /* Inputs of a graph (cmd/run.c): seeded random, or .npy files (DIR, or NAME=FILE,...).
  * Each prints its own error and returns -1. */
 int run_random_inputs(const Graph *g, uint64_t seed, HostTensor *in);

@@ -113,6 +113,9 @@ const char *host_bytes_text(uint64_t n, char *buf, size_t size);
  * dtype (never bf16). */
 int npy_read_mem(const char *name, const void *buf, size_t len, HostTensor *out, Diag *d);
 int npy_read_file(const char *path, HostTensor *out, Diag *d);
+/* Only the dtype and shape in a file's header (its data is not read, nor its size
+ * checked): what `fusec run --inputs` binds named dims with. 0, or -1 with d set. */
+int npy_read_shape(const char *path, DType *dtype, int *rank, int64_t *dim, Diag *d);
 /* Write format 1.0 with a 64-byte aligned header. bf16 has no NumPy dtype: it is
  * written as <f4, which holds every bf16 value exactly. */
 void npy_write_buf(Buf *b, const HostTensor *t);

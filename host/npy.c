@@ -172,29 +172,40 @@ static int parse_header(Hdr *h, DType *dtype, int *rank, int64_t *dim)
 	return 0;
 }
 
-int npy_read_mem(const char *name, const void *buf, size_t len, HostTensor *out, Diag *d)
+/* Where the header dict of b[0..len) starts and how long it says it is, from the
+ * magic and the version; len may end inside the dict. */
+static int header_span(const char *name, const unsigned char *b, size_t len, size_t *start,
+		       size_t *hlen, Diag *d)
 {
-	const unsigned char *b = buf;
-	memset(out, 0, sizeof *out);
 	if (len < 10 || memcmp(b, magic, 6)) {
 		diag_set(d, name, 0, 0, "not a .npy file (bad magic)");
 		return -1;
 	}
-	size_t hlen, start;
 	if (b[6] == 1 && b[7] == 0) {
-		hlen = (size_t)b[8] | (size_t)b[9] << 8;
-		start = 10;
+		*hlen = (size_t)b[8] | (size_t)b[9] << 8;
+		*start = 10;
 	} else if (b[6] == 2 && b[7] == 0) {
 		if (len < 12) {
 			diag_set(d, name, 0, 0, "truncated .npy header");
 			return -1;
 		}
-		hlen = (size_t)b[8] | (size_t)b[9] << 8 | (size_t)b[10] << 16 | (size_t)b[11] << 24;
-		start = 12;
+		*hlen = (size_t)b[8] | (size_t)b[9] << 8 | (size_t)b[10] << 16 |
+			(size_t)b[11] << 24;
+		*start = 12;
 	} else {
 		diag_set(d, name, 0, 0, "unsupported .npy version %d.%d", b[6], b[7]);
 		return -1;
 	}
+	return 0;
+}
+
+/* The header of b[0..len): dtype and shape; *data: where the data begins. */
+static int read_header(const char *name, const unsigned char *b, size_t len, size_t *data,
+		       DType *dtype, int *rank, int64_t *dim, Diag *d)
+{
+	size_t hlen, start;
+	if (header_span(name, b, len, &start, &hlen, d))
+		return -1;
 	if (hlen == 0 || hlen > len - start) {
 		diag_set(d, name, 0, 0, "truncated .npy header");
 		return -1;
@@ -205,10 +216,22 @@ int npy_read_mem(const char *name, const void *buf, size_t len, HostTensor *out,
 			return -1;
 		}
 	Hdr h = {(const char *)b + start, (const char *)b + start + hlen, name, d};
-	DType dtype = DT_F32;
-	int rank = 0;
-	int64_t dim[IR_MAX_RANK] = {0};
-	if (parse_header(&h, &dtype, &rank, dim))
+	*dtype = DT_F32;
+	*rank = 0;
+	memset(dim, 0, sizeof(int64_t) * IR_MAX_RANK);
+	*data = start + hlen;
+	return parse_header(&h, dtype, rank, dim);
+}
+
+int npy_read_mem(const char *name, const void *buf, size_t len, HostTensor *out, Diag *d)
+{
+	const unsigned char *b = buf;
+	memset(out, 0, sizeof *out);
+	size_t start;
+	DType dtype;
+	int rank;
+	int64_t dim[IR_MAX_RANK];
+	if (read_header(name, b, len, &start, &dtype, &rank, dim, d))
 		return -1;
 	HostTensor t;
 	if (host_alloc(&t, dtype, rank, dim, d)) {
@@ -216,14 +239,14 @@ int npy_read_mem(const char *name, const void *buf, size_t len, HostTensor *out,
 		return -1;
 	}
 	size_t bytes = (size_t)t.n * (size_t)ir_dtype_size(dtype);
-	size_t avail = len - start - hlen;
+	size_t avail = len - start;
 	if (avail != bytes) {
 		diag_set(d, name, 0, 0, ".npy data is %zu bytes; shape and dtype need %zu",
 			 avail, bytes);
 		host_free(&t);
 		return -1;
 	}
-	memcpy(t.data, b + start + hlen, bytes);
+	memcpy(t.data, b + start, bytes);
 	if (dtype == DT_BOOL)
 		for (int64_t i = 0; i < t.n; i++)
 			if (((uint8_t *)t.data)[i] > 1) {
@@ -234,6 +257,39 @@ int npy_read_mem(const char *name, const void *buf, size_t len, HostTensor *out,
 			}
 	*out = t;
 	return 0;
+}
+
+int npy_read_shape(const char *path, DType *dtype, int *rank, int64_t *dim, Diag *d)
+{
+	FILE *f = fopen(path, "rb");
+	if (!f) {
+		diag_set(d, path, 0, 0, "cannot open: %s", strerror(errno));
+		return -1;
+	}
+	struct stat sb;
+	if (fstat(fileno(f), &sb) == 0 && !S_ISREG(sb.st_mode)) {
+		diag_set(d, path, 0, 0, "not a regular file (%s)", file_kind(sb.st_mode));
+		fclose(f);
+		return -1;
+	}
+	/* the header alone, not the data: the magic and version say its length */
+	unsigned char head[12], *b = NULL;
+	size_t n = fread(head, 1, sizeof head, f), start, hlen;
+	int rc = -1;
+	if (!ferror(f) && !header_span(path, head, n, &start, &hlen, d)) {
+		size_t want = start + hlen < ((size_t)1 << 24) ? start + hlen : (size_t)1 << 24;
+		b = xmalloc(want > n ? want : n);
+		memcpy(b, head, n);
+		if (want > n)
+			n += fread(b + n, 1, want - n, f);
+		if (!ferror(f))
+			rc = read_header(path, b, n, &start, dtype, rank, dim, d);
+	}
+	if (ferror(f))
+		diag_set(d, path, 0, 0, "cannot read: %s", strerror(errno));
+	free(b);
+	fclose(f);
+	return rc;
 }
 
 int npy_read_file(const char *path, HostTensor *out, Diag *d)

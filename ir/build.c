@@ -149,7 +149,7 @@ typedef struct {
 	const char *name;
 	int64_t value;           /* 0: not bound yet */
 	int64_t lo, hi;          /* its range (`dims:`; 1..INT64_MAX when not given) */
-	const char *by;          /* the input whose --input-shape bound it */
+	const char *by;          /* what bound it, for messages: "--input-shape x" */
 } DimName;
 
 typedef struct {
@@ -165,6 +165,7 @@ typedef struct {
 	int64_t elements;        /* summed over the tensors read so far */
 	const IrInputShape *shapes;   /* --input-shape: binds the inputs' named dims */
 	int nshapes;
+	const IrShapeLookup *lookup;  /* or NULL: binds those of inputs no shape names */
 	bool naming;             /* reading the inputs: a dim may be a new name */
 	DimName dn[MAX_DIM_NAMES];
 	int ndn;
@@ -677,12 +678,59 @@ static int read_dim_ranges(Builder *b, const DocNode *n)
 	return 0;
 }
 
-/* Bind the inputs' named dims from --input-shape, check each binding against the
- * input's fixed dims, the other bindings and the ranges, then put the values in
- * the inputs' shapes. Every named dim must be bound. */
+/* Where a shape came from, as messages name it: "--input-shape x", or "--inputs x
+ * (d/x.npy)" for one read from the input's data (IrShapeLookup; the file's path
+ * whole, as the messages about reading it show it). */
+static const char *shape_origin(Builder *b, const IrInputShape *sh)
+{
+	if (sh->from)
+		return arena_printf(b->g->arena, "--inputs %s (%.240s)", clip(sh->name).s,
+				    sh->from);
+	return arena_printf(b->g->arena, "--input-shape %s", clip(sh->name).s);
+}
+
+/* Bind input i's named dims from sh, checked against the input's rank and fixed
+ * dims, the names' ranges and what bound them before. */
+static int bind_input(Builder *b, int i, const IrInputShape *sh)
+{
+	const Tensor *t = &b->g->tensors[b->g->inputs[i]];
+	const DocNode *at = b->shape_of[i];
+	const char *by = shape_origin(b, sh);
+	if (sh->rank != t->rank)
+		return fail(b, at, "%s: %d dims, but input '%s' has %d", by, sh->rank,
+			    clip(t->name).s, t->rank);
+	for (int k = 0; k < t->rank; k++) {
+		int64_t v = sh->dim[k];
+		if (v < 1)   /* only data can say 0: --input-shape takes positive dims */
+			return fail(b, at, "%s: dim %d is %lld; a shape has no zero dims", by, k,
+				    (long long)v);
+		if (t->dim[k] > 0) {
+			if (t->dim[k] != v)
+				return fail(b, at, "%s: dim %d is %lld, but the graph fixes it at "
+					    "%lld", by, k, (long long)v, (long long)t->dim[k]);
+			continue;
+		}
+		DimName *dn = &b->dn[DIM_NAMED - t->dim[k]];
+		if (v < dn->lo || v > dn->hi)
+			return fail(b, at, "%s: '%s' = %lld is outside its range %lld..%lld (dims)",
+				    by, dn->name, (long long)v, (long long)dn->lo,
+				    (long long)dn->hi);
+		if (dn->value && dn->value != v)
+			return fail(b, at, "%s: '%s' = %lld, but %s made it %lld", by, dn->name,
+				    (long long)v, dn->by, (long long)dn->value);
+		dn->value = v;
+		dn->by = by;
+	}
+	return 0;
+}
+
+/* Bind the inputs' named dims from --input-shape, then from the lookup for the
+ * inputs with a name that no --input-shape gives (bind_input checks each), then put
+ * the values in the inputs' shapes. Every named dim must be bound. */
 static int bind_inputs(Builder *b, const DocNode *in)
 {
 	Graph *g = b->g;
+	bool *given = ARENA_NEW(g->arena, bool, g->ninputs + 1);   /* by --input-shape */
 	for (int s = 0; s < b->nshapes; s++) {
 		const IrInputShape *sh = &b->shapes[s];
 		int i = 0;
@@ -691,32 +739,23 @@ static int bind_inputs(Builder *b, const DocNode *in)
 		if (i == g->ninputs)
 			return fail(b, in, "--input-shape: the graph has no input '%s'",
 				    clip(sh->name).s);
+		if (bind_input(b, i, sh))
+			return -1;
+		given[i] = true;
+	}
+	for (int i = 0; b->lookup && i < g->ninputs; i++) {
 		const Tensor *t = &g->tensors[g->inputs[i]];
-		const DocNode *at = b->shape_of[i];
-		if (sh->rank != t->rank)
-			return fail(b, at, "--input-shape %s: %d dims, but input '%s' has %d",
-				    clip(sh->name).s, sh->rank, clip(t->name).s, t->rank);
-		for (int k = 0; k < t->rank; k++) {
-			int64_t v = sh->dim[k];
-			if (t->dim[k] > 0) {
-				if (t->dim[k] != v)
-					return fail(b, at, "--input-shape %s: dim %d is %lld, but the "
-						    "graph fixes it at %lld", clip(sh->name).s, k,
-						    (long long)v, (long long)t->dim[k]);
-				continue;
-			}
-			DimName *dn = &b->dn[DIM_NAMED - t->dim[k]];
-			if (v < dn->lo || v > dn->hi)
-				return fail(b, at, "--input-shape %s: '%s' = %lld is outside its range "
-					    "%lld..%lld (dims)", clip(sh->name).s, dn->name,
-					    (long long)v, (long long)dn->lo, (long long)dn->hi);
-			if (dn->value && dn->value != v)
-				return fail(b, at, "--input-shape %s: '%s' = %lld, but --input-shape "
-					    "%s made it %lld", clip(sh->name).s, dn->name,
-					    (long long)v, clip(dn->by).s, (long long)dn->value);
-			dn->value = v;
-			dn->by = sh->name;
-		}
+		bool named = false;
+		for (int k = 0; k < t->rank; k++)
+			named |= t->dim[k] <= DIM_NAMED;
+		if (!named || given[i])
+			continue;
+		IrInputShape sh = {0};
+		int rc = b->lookup->shape(b->lookup->ctx, t->name, &sh, &b->d[b->nd]);
+		if (rc < 0)
+			return -1;
+		if (rc > 0 && bind_input(b, i, &sh))
+			return -1;
 	}
 	for (int i = 0; i < g->ninputs; i++) {
 		Tensor *t = &g->tensors[g->inputs[i]];
@@ -1271,7 +1310,8 @@ static const char *op_out_name(const DocNode *n)
 
 /* Read root into a Graph; on errors, d[0..*nd) holds up to maxd messages. */
 static Graph *build(Arena *a, const char *file, const DocNode *root,
-		    const IrInputShape *shapes, int nshapes, Diag *d, int maxd, int *nd)
+		    const IrInputShape *shapes, int nshapes, const IrShapeLookup *lookup, Diag *d,
+		    int maxd, int *nd)
 {
 	static const char *const keys[] = {"format", "name", "inputs", "ops", "outputs",
 					   "constants", "dims"};
@@ -1280,7 +1320,7 @@ static Graph *build(Arena *a, const char *file, const DocNode *root,
 	g->arena = a;
 	g->file = arena_strdup(a, file);
 	Builder b = {.g = g, .d = d, .maxd = maxd, .file = file, .shapes = shapes,
-		     .nshapes = nshapes, .naming = true};
+		     .nshapes = nshapes, .lookup = lookup, .naming = true};
 	*nd = 1;   /* until the ops: every error ends the reading */
 	b.opkeys[K_OP] = "op";
 	b.opkeys[K_IN] = "in";
@@ -1428,12 +1468,12 @@ Graph *ir_read_mem(Arena *a, const char *file, const char *text, size_t len,
 Graph *ir_read_mem_errors(Arena *a, const char *file, const char *text, size_t len,
 			  GraphFormat fmt, Diag *d, int maxd, int *nd)
 {
-	return ir_read_mem_shapes(a, file, text, len, fmt, NULL, 0, d, maxd, nd);
+	return ir_read_mem_shapes(a, file, text, len, fmt, NULL, 0, NULL, d, maxd, nd);
 }
 
 Graph *ir_read_mem_shapes(Arena *a, const char *file, const char *text, size_t len,
-			  GraphFormat fmt, const IrInputShape *shapes, int nshapes, Diag *d,
-			  int maxd, int *nd)
+			  GraphFormat fmt, const IrInputShape *shapes, int nshapes,
+			  const IrShapeLookup *lookup, Diag *d, int maxd, int *nd)
 {
 	*nd = 1;
 	if (maxd < 1)
@@ -1451,7 +1491,7 @@ Graph *ir_read_mem_shapes(Arena *a, const char *file, const char *text, size_t l
 	Arena *tmp = arena_new();
 	DocNode *root = fmt == FMT_JSON ? doc_read_json(tmp, file, copy, len, d)
 					: doc_read_yaml(tmp, file, copy, len, d);
-	Graph *g = root ? build(a, file, root, shapes, nshapes, d, maxd, nd) : NULL;
+	Graph *g = root ? build(a, file, root, shapes, nshapes, lookup, d, maxd, nd) : NULL;
 	arena_free(tmp);
 	free(copy);
 	return g;
@@ -1466,11 +1506,12 @@ Graph *ir_read_file(Arena *a, const char *path, GraphFormat fmt, Diag *d)
 Graph *ir_read_file_errors(Arena *a, const char *path, GraphFormat fmt, Diag *d, int maxd,
 			   int *nd)
 {
-	return ir_read_file_shapes(a, path, fmt, NULL, 0, d, maxd, nd);
+	return ir_read_file_shapes(a, path, fmt, NULL, 0, NULL, d, maxd, nd);
 }
 
 Graph *ir_read_file_shapes(Arena *a, const char *path, GraphFormat fmt,
-			   const IrInputShape *shapes, int nshapes, Diag *d, int maxd, int *nd)
+			   const IrInputShape *shapes, int nshapes, const IrShapeLookup *lookup,
+			   Diag *d, int maxd, int *nd)
 {
 	size_t len = 0;
 	*nd = 1;
@@ -1478,7 +1519,7 @@ Graph *ir_read_file_shapes(Arena *a, const char *path, GraphFormat fmt,
 	if (!text)
 		return NULL;
 	Graph *g = ir_read_mem_shapes(a, strcmp(path, "-") ? path : "<stdin>", text, len, fmt,
-				      shapes, nshapes, d, maxd, nd);
+				      shapes, nshapes, lookup, d, maxd, nd);
 	free(text);
 	return g;
 }

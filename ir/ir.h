@@ -281,13 +281,26 @@ typedef struct {
 	const char *name;
 	int rank;
 	int64_t dim[IR_MAX_RANK];
+	const char *from;        /* NULL: --input-shape; else the file of the input's data
+				  * it was read from (--inputs), named in messages */
 } IrInputShape;
-/* ir_read_*_errors with shapes for the inputs, which bind their named dims. */
+/* Where the data a run is given says an input's shape (`fusec run --inputs`: the
+ * header of its .npy file). Asked only for an input whose shape names a dim (an ONNX
+ * input: one not static) and that no IrInputShape names; the answer binds as an
+ * --input-shape would. Returns 1 with *s filled (s->from set), 0 when there is no
+ * data for that input, -1 with *d filled when its data cannot be read. */
+typedef struct {
+	int (*shape)(void *ctx, const char *input, IrInputShape *s, Diag *d);
+	void *ctx;
+} IrShapeLookup;
+/* ir_read_*_errors with shapes for the inputs, which bind their named dims; lookup
+ * (or NULL) binds those of the inputs the shapes leave out. */
 Graph *ir_read_mem_shapes(Arena *a, const char *file, const char *text, size_t len,
-			  GraphFormat fmt, const IrInputShape *shapes, int nshapes, Diag *d,
-			  int maxd, int *nd);
+			  GraphFormat fmt, const IrInputShape *shapes, int nshapes,
+			  const IrShapeLookup *lookup, Diag *d, int maxd, int *nd);
 Graph *ir_read_file_shapes(Arena *a, const char *path, GraphFormat fmt,
-			   const IrInputShape *shapes, int nshapes, Diag *d, int maxd, int *nd);
+			   const IrInputShape *shapes, int nshapes, const IrShapeLookup *lookup,
+			   Diag *d, int maxd, int *nd);
 /* Whether s may be a graph's name, and so the stem of its output files: letters,
  * digits, '_', '-' and '.', not empty and not starting with '.'. */
 bool ir_graph_name_ok(const char *s);

@@ -50,9 +50,10 @@ static Graph *load_graph_file(Arena *a, const PlSource *src, Diag *out, int *nou
 	int maxd = src->max_errors < PL_MAX_ERRORS ? src->max_errors : PL_MAX_ERRORS, nd = 1;
 	Diag *all = xmalloc(sizeof *all * (size_t)(maxd > 0 ? maxd : 1));
 	Graph *g = src->text ? ir_read_mem_shapes(a, src->path, src->text, src->len, FMT_AUTO,
-						  src->shapes, src->nshapes, all, maxd, &nd)
+						  src->shapes, src->nshapes, src->lookup, all, maxd,
+						  &nd)
 			     : ir_read_file_shapes(a, src->path, FMT_AUTO, src->shapes,
-						   src->nshapes, all, maxd, &nd);
+						   src->nshapes, src->lookup, all, maxd, &nd);
 	Diag d = all[0];
 	*nout = 0;
 	for (int i = 0; !g && i + 1 < nd; i++)
@@ -74,7 +75,7 @@ static Graph *load_graph_file(Arena *a, const PlSource *src, Diag *out, int *nou
 
 Graph *pl_load(Arena *a, const PlSource *src, Diag *diags, int *nd)
 {
-	OnnxOptions oo = {src->shapes, src->nshapes, NULL, 0};
+	OnnxOptions oo = {src->shapes, src->nshapes, NULL, 0, src->lookup};
 	Graph *g;
 	*nd = 0;
 	if (src->text ? onnx_sniff(src->path, src->text, src->len) : pl_is_onnx(src->path))

@@ -37,6 +37,8 @@ typedef struct {
 					  file's named dims */
 	int nshapes;
 	int max_errors;           /* errors reported per graph file (1..PL_MAX_ERRORS) */
+	const IrShapeLookup *lookup;  /* or NULL: the shapes of the run's input data, for
+				       * the named dims no --input-shape binds */
 } PlSource;
 
 /* The options of one compile. pl_default_options fills the defaults. */

@@ -68,16 +68,34 @@ static int input_shape(Imp *m, const Onnx__ValueInfoProto *vi, DType *dt, int *r
 	for (int i = 0; m->opt && i < m->opt->nshapes; i++)
 		if (!strcmp(m->opt->shapes[i].name, name))
 			fix = &m->opt->shapes[i];
+	/* an input not static that no --input-shape gives: the shape of its data */
+	OnnxInputShape data = {0};
+	bool fixed = tt->shape != NULL;
+	for (size_t i = 0; fixed && i < tt->shape->n_dim; i++)
+		fixed = tt->shape->dim[i]->value_case ==
+			ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE &&
+			tt->shape->dim[i]->dim_value >= 1;
+	if (!fix && !fixed && m->opt && m->opt->lookup) {
+		int rc = m->opt->lookup->shape(m->opt->lookup->ctx, name, &data, m->d);
+		if (rc < 0)
+			return -1;
+		fix = rc ? &data : NULL;
+	}
 	if (fix) {
+		char by[600];
+		if (fix->from)
+			snprintf(by, sizeof by, "--inputs %.80s (%.200s)", name, fix->from);
+		else
+			snprintf(by, sizeof by, "--input-shape %s", name);
 		if (tt->shape && tt->shape->n_dim != (size_t)fix->rank)
-			return imp_fail(m, "--input-shape %s gives rank %d, the model says %zu",
-					name, fix->rank, tt->shape->n_dim);
+			return imp_fail(m, "%s gives rank %d, the model says %zu", by, fix->rank,
+					tt->shape->n_dim);
 		for (size_t i = 0; tt->shape && i < tt->shape->n_dim; i++) {
 			const Onnx__TensorShapeProto__Dimension *dm = tt->shape->dim[i];
 			if (dm->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE &&
 			    dm->dim_value != fix->dim[i])
-				return imp_fail(m, "--input-shape %s gives dim %zu = %lld, the model "
-						"fixes it to %lld", name, i, (long long)fix->dim[i],
+				return imp_fail(m, "%s gives dim %zu = %lld, the model fixes it to "
+						"%lld", by, i, (long long)fix->dim[i],
 						(long long)dm->dim_value);
 		}
 		for (int i = 0; i < fix->rank; i++)

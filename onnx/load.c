@@ -36,6 +36,7 @@ int onnx_parse_shape(Arena *a, const char *spec, OnnxInputShape *s, char *msg, s
 	}
 	s->name = arena_strndup(a, spec, (size_t)(eq - spec));
 	s->rank = 0;
+	s->from = NULL;
 	const char *p = eq + 1;
 	if (!strcmp(p, "scalar"))
 		return 0;

@@ -35,6 +35,8 @@ typedef struct {
 	int nshapes;
 	const OnnxInputValue *values;
 	int nvalues;
+	const IrShapeLookup *lookup;  /* or NULL: the shape of an input not static that no
+				       * --input-shape gives, from the run's data */
 } OnnxOptions;
 
 /* Whether a file looks like ONNX: the extension .onnx, or a protobuf that starts

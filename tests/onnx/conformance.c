@@ -293,6 +293,7 @@ static int set0_inputs(const char *dir, Arena *a, OnnxInputShape *shapes,
 		shapes[n].name = arena_strdup(a, name);
 		shapes[n].rank = store[n].rank;
 		memcpy(shapes[n].dim, store[n].dim, sizeof shapes[n].dim);
+		shapes[n].from = NULL;
 		if (ir_dtype_is_int(store[n].dtype) || store[n].n == 1 ||
 		    (vectors && store[n].rank == 1 && store[n].n <= 16)) {
 			values[*nvalues].name = shapes[n].name;
@@ -322,7 +323,7 @@ static void child(const char *dir, int fd)
 		bool vec = strstr(d.msg, "scales is computed") || strstr(d.msg, "roi is computed");
 		int nv, ns = set0_inputs(dir, a, shapes, values, store, &nv, vec);
 		bool computed = !strstr(d.msg, "is not static");
-		OnnxOptions o = {shapes, ns, values, computed ? nv : 0};
+		OnnxOptions o = {shapes, ns, values, computed ? nv : 0, NULL};
 		g = onnx_read_file(a, model, &o, &d);
 		if (!g && !computed && (strstr(d.msg, "computed") ||
 					strstr(d.msg, "is not static") || strstr(d.msg, "empty"))) {
@@ -351,7 +352,7 @@ static void child(const char *dir, int fd)
 			/* data set 0 contradicts a declared input shape: take its
 			 * scalar and integer inputs as values, once */
 			int nv, ns = set0_inputs(dir, a, shapes, values, store, &nv, false);
-			OnnxOptions o = {shapes, 0, values, nv};
+			OnnxOptions o = {shapes, 0, values, nv, NULL};
 			(void)ns;
 			retried = 1;
 			Graph *g2 = onnx_read_file(a, model, &o, &d);

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "test.h"
 #include "../../host/host.h"
@@ -938,6 +939,57 @@ static void test_npy_rejects(void **state)
 	assert_non_null(strstr(d.msg, "cannot open"));
 }
 
+/* npy_read_shape reads the header alone: a file cut after it still gives its
+ * shape; what the header says wrong is npy_read_mem's message. */
+static void test_npy_read_shape(void **state)
+{
+	(void)state;
+	char file[] = "/tmp/fusec-npy-XXXXXX";
+	int fd = mkstemp(file);
+	assert_true(fd >= 0);
+	unsigned char buf[512];
+	size_t n = make_npy(buf, "{'descr': '<i2', 'fortran_order': False, 'shape': (5, 3, 7), }\n",
+			    0);
+	assert_int_equal(write(fd, buf, n), (ssize_t)n);
+	close(fd);
+	Diag d;
+	DType dt;
+	int rank;
+	int64_t dim[IR_MAX_RANK];
+	if (npy_read_shape(file, &dt, &rank, dim, &d))
+		fail_msg("%s", d.msg);
+	assert_int_equal(dt, DT_I16);
+	assert_int_equal(rank, 3);
+	assert_int_equal(dim[0], 5);
+	assert_int_equal(dim[1], 3);
+	assert_int_equal(dim[2], 7);
+	/* version 2.0: a 4-byte header length */
+	size_t hl = n - 10;
+	memmove(buf + 12, buf + 10, hl);
+	buf[6] = 2;
+	buf[8] = (unsigned char)hl;
+	buf[9] = buf[10] = buf[11] = 0;
+	FILE *f = fopen(file, "wb");
+	assert_non_null(f);
+	assert_int_equal(fwrite(buf, 1, n + 2, f), n + 2);
+	fclose(f);
+	assert_int_equal(npy_read_shape(file, &dt, &rank, dim, &d), 0);
+	assert_int_equal(rank, 3);
+	/* cut inside the header */
+	assert_int_equal(truncate(file, 30), 0);
+	assert_int_equal(npy_read_shape(file, &dt, &rank, dim, &d), -1);
+	assert_non_null(strstr(d.msg, "truncated .npy header"));
+	assert_string_equal(d.file, file);
+	assert_int_equal(truncate(file, 5), 0);
+	assert_int_equal(npy_read_shape(file, &dt, &rank, dim, &d), -1);
+	assert_non_null(strstr(d.msg, "bad magic"));
+	unlink(file);
+	assert_int_equal(npy_read_shape(file, &dt, &rank, dim, &d), -1);
+	assert_non_null(strstr(d.msg, "cannot open"));
+	assert_int_equal(npy_read_shape("/tmp", &dt, &rank, dim, &d), -1);
+	assert_non_null(strstr(d.msg, "not a regular file (a folder)"));
+}
+
 const struct CMUnitTest interp_tests[] = {
 	cmocka_unit_test(test_op_cases),
 	cmocka_unit_test(test_every_op_has_an_interp_case),
@@ -955,5 +1007,6 @@ const struct CMUnitTest interp_tests[] = {
 	cmocka_unit_test(test_npy_round_trip),
 	cmocka_unit_test(test_npy_exact_bytes),
 	cmocka_unit_test(test_npy_rejects),
+	cmocka_unit_test(test_npy_read_shape),
 };
 const size_t interp_ntests = SUITE_COUNT(interp_tests);

@@ -300,7 +300,7 @@ static void test_symbolic_dim_and_input_shape(void **state)
 	OnnxInputShape s;
 	char msg[200];
 	assert_int_equal(onnx_parse_shape(a, "x=5x3", &s, msg, sizeof msg), 0);
-	OnnxOptions o = {&s, 1, NULL, 0};
+	OnnxOptions o = {&s, 1, NULL, 0, NULL};
 	Graph *g = import(a, &m, &o, &d);
 	assert_non_null(g);
 	assert_int_equal(g->tensors[g->outputs[0]].dim[0], 5);
@@ -317,7 +317,7 @@ static void test_symbolic_dim_and_input_shape(void **state)
 	assert_int_equal(onnx_parse_shape(a, "x=5x3", &two[0], msg, sizeof msg), 0);
 	assert_int_equal(onnx_parse_shape(a, "w=7", &two[1], msg, sizeof msg), 0);
 	m.pin[m.graph.n_input++] = value_info(&m, "w", 1, d3);
-	OnnxOptions o2 = {two, 2, NULL, 0};
+	OnnxOptions o2 = {two, 2, NULL, 0, NULL};
 	assert_null(import(a, &m, &o2, &d));
 	assert_string_equal(d.msg, "--input-shape: input 'w' is an initializer (a constant): its "
 				   "shape is its data's");
