@@ -92,10 +92,13 @@ check reduce-attn-compile 0 "$FUSEC" compile "$TMP/attn.yaml" -o "$TMP/attn" --n
 sed 's/bf16/f32/g' "$TMP/attn.yaml" >"$TMP/attn32.yaml"
 check reduce-attn32-compile 0 "$FUSEC" compile "$TMP/attn32.yaml" -o "$TMP/attn32" --no-cache &&
 	contains reduce-attn32-ex2 "$TMP/attn32/attn_softmax.ptx" "ex2.approx.ftz.f32" &&
-	contains reduce-attn32-cvt "$TMP/attn32/attn_softmax.ptx" "cvt.rni.f32.f32"
-# a softmax divides once a row: the reciprocal, and a division only on its
-# fallback branch (1/z not a normal number)
-contains reduce-attn-rcp "$TMP/attn/attn_softmax.ptx" "rcp.rn.f32"
+	contains reduce-attn32-round "$TMP/attn32/attn_softmax.ptx" "0f4B400000" &&
+	check reduce-attn32-no-cvt 1 grep -q "cvt.rni" "$TMP/attn32/attn_softmax.ptx"
+# (exp rounds x log2 e by adding 1.5 * 2^23, codegen/math.c rint_small, not with
+# cvt.rni and a conversion.) A softmax divides once a row: the reciprocal of its
+# sum, scaled into the normal range, and no division per element (cg_div_uniform)
+contains reduce-attn-rcp "$TMP/attn/attn_softmax.ptx" "rcp.rn.f32" &&
+	check reduce-attn32-no-div 1 grep -q "div.rn.f32" "$TMP/attn32/attn_softmax.ptx"
 
 # pow_scalar(x, 2) is written mul(x, x) before the search (passes/simplify.c): the
 # RMSNorm's kernel is the one of the graph written with mul, without the general
