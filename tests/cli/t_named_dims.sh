@@ -120,7 +120,13 @@ npy_inputs "$TMP/big" 65 2
 npy_inputs "$TMP/clash" 2 3 4
 "$(npy_python)" -c 'import numpy as np, sys
 np.save(sys.argv[1] + "/x2.npy", np.zeros((2, 3), np.float32))
-np.save(sys.argv[1] + "/x15.npy", np.zeros((2, 3, 15), np.float32))' "$TMP/clash"
+np.save(sys.argv[1] + "/x15.npy", np.zeros((2, 3, 15), np.float32))
+np.save(sys.argv[1] + "/x0.npy", np.zeros((0, 3, 16), np.float32))' "$TMP/clash"
+check named-dims-inputs-zero 1 "$FUSEC" run "$TMP/sym.yaml" --inputs "x=$TMP/clash/x0.npy"
+same named-dims-inputs-zero-msg "$TMP/err" "$TMP/sym.yaml:5:26: error: --inputs x ($TMP/clash/x0.npy): dim 0 is 0; a shape has no zero dims"
+# fusec bench binds the same way, before it looks for a GPU
+check named-dims-bench-range 1 "$FUSEC" bench "$TMP/sym.yaml" --inputs "$TMP/big"
+contains named-dims-bench-range-msg "$TMP/err" "--inputs x ($TMP/big/x.npy): 'batch' = 65 is outside its range 1..64 (dims)"
 check named-dims-inputs-range 1 "$FUSEC" run "$TMP/sym.yaml" --inputs "x=$TMP/big/x.npy" \
 	--outputs "$TMP/o_bad"
 same named-dims-inputs-range-msg "$TMP/err" "$TMP/sym.yaml:5:26: error: --inputs x ($TMP/big/x.npy): 'batch' = 65 is outside its range 1..64 (dims)"
