@@ -32,6 +32,10 @@ enum {
 	 * "Matmul under a wave"); indices of the split entries below */
 	MM_F64SK3 = 9, MM_F64SK4 = 10, MM_F128SK4 = 11, MM_TCSK2 = 12, MM_TCSK4 = 13,
 	MM_FULL = 118,           /* blocks counted as a wave (0.9 x 132) for fma128x128 */
+	MM_NEAR = 92,            /* f32 matmul: 128x128 tiles from 0.7 of a wave */
+	MM_FILL_PCT = 75,        /* f32 matmul: the share of its last wave below which */
+	MM_FILL_SPLIT_PCT = 80,  /* (this one for K from MM_SPLIT_K128) K splits 4 ways */
+	MM_SPLIT_K128 = 2048,    /* from this K, else 64x64 tiles are taken */
 	MM_SPLIT_FEW = 33,       /* 64x64 tiles up to which K splits 4 ways (4 x 33 = 132) */
 	MM_SPLIT_SOME = 96,      /* f32: 64x64 tiles below which K splits 3 ways */
 	MM_SPLIT_STEPS = 4,      /* BK steps a split keeps at least */
@@ -205,14 +209,30 @@ bool mm_eligible(const CgKernelSpec *s)
  *   - tc: K split 4 ways up to 33 tiles, 2 ways below two waves when K >= 2048 (G6's
  *     MLP down in bf16, 128 tiles: 33 us against 48), else none;
  * each split keeping at least MM_SPLIT_STEPS steps of BK (fewer splits where K is
- * short). */
-static int under_wave(DType t, int64_t big, int64_t small, int64_t k)
+ * short).
+ * An f32 matmul (not a conv: not measured again) weighs the waves of 128x128 tiles
+ * (28 shapes of 1k-4k tokens by transformer widths, docs/benchmarks.md, "f32 SIMT
+ * tiles"): over a wave, where the last wave is under MM_FILL_SPLIT_PCT full, K
+ * from MM_SPLIT_K128 splits 4 ways (ViT-B/16's MLP down, 150 tiles: 0.666 -> 0.451
+ * ms), and where it is under MM_FILL_PCT full, shorter K takes 64x64 tiles (BERT's
+ * QKV at 2048 tokens, 288 tiles: 0.262 -> 0.238); under a wave, where K is too
+ * short to split, 128x128 tiles from MM_NEAR (2048x768x768, 96 tiles: 0.107 ->
+ * 0.090 ms). */
+static int under_wave(DType t, bool conv, int64_t big, int64_t small, int64_t k)
 {
 	if (t == DT_F32) {
+		if (!conv && big >= MM_FULL) {
+			int64_t full = (big + MM_WAVE - 1) / MM_WAVE * MM_WAVE;
+			bool longk = k >= MM_SPLIT_K128;
+			if (big * 100 < full * (longk ? MM_FILL_SPLIT_PCT : MM_FILL_PCT))
+				return longk ? MM_F128SK4 : 4;
+		}
 		if (big >= MM_FULL)
 			return 3;
 		if (big * 4 >= MM_FULL && k >= 4 * 16 * MM_SPLIT_STEPS128)
 			return MM_F128SK4;
+		if (!conv && big >= MM_NEAR)
+			return 3;
 		if (small <= MM_SPLIT_FEW && k >= 4 * 16 * MM_SPLIT_STEPS)
 			return MM_F64SK4;
 		if (small < MM_SPLIT_SOME && k >= 3 * 16 * MM_SPLIT_STEPS)
@@ -340,7 +360,7 @@ int cg_matmul_variant(const CgKernelSpec *s, const char *arch, bool host, bool a
 	if (conv && u128 < 0.75)
 		big = 0;
 	if (t == DT_F32)
-		return under_wave(t, big, small, k);
+		return under_wave(t, conv, big, small, k);
 	int64_t big256 = batch * ((m + 127) / 128) * ((n + 255) / 256);
 	/* sm_90a (docs/benchmarks.md, "wgmma on sm_90a"): 128x256 tiles from three waves of
 	 * them (8192^3, 4096^3), 128x128 from half a wave of those (BERT at batch 8:
@@ -359,7 +379,7 @@ int cg_matmul_variant(const CgKernelSpec *s, const char *arch, bool host, bool a
 			return MM_WG256;
 		if (wg && big > 0 && 2 * big >= MM_WAVE)
 			return MM_WG128;
-		return under_wave(t, big, small, k);
+		return under_wave(t, conv, big, small, k);
 	}
 	if (wg && big256 >= 3 * MM_WAVE)
 		return MM_WG256;
@@ -367,7 +387,7 @@ int cg_matmul_variant(const CgKernelSpec *s, const char *arch, bool host, bool a
 		return MM_WG128;
 	if (big256 >= MM_WAVE && k >= MM_LONG_K)
 		return MM_TC256;
-	return big >= MM_WAVE ? 1 : under_wave(t, big, small, k);
+	return big >= MM_WAVE ? 1 : under_wave(t, conv, big, small, k);
 }
 
 /* The launch rule of tiled kernels (a cooperative launch, codegen.h): one block of

@@ -3,7 +3,12 @@
  *
  * SIMT configurations (f32): 16 x 16 threads, each computing (BM/16) x (BN/16)
  * outputs with FMAs from shared memory (rows ty*4+i and 64 + ty*4+i, the same for
- * columns, so that B reads are 16-byte vectors); the same code on both targets.
+ * columns); the same code on both targets. Every shared read is a 16-byte chunk
+ * (mm_swz's unit): an operand whose tile runs along its own dim (B as stored, A
+ * transposed) gives four of the thread's rows or columns at one k; one that runs
+ * along K (A as stored, B transposed) gives one row or column at four k. Per four
+ * k and 64 FMAs that is at most 16 loads, where reading A element by element took
+ * 40: the loop was bound by shared-memory issue (docs/benchmarks.md, "f32 SIMT").
  * Tiny M (M <= 16, every dtype and arch) takes the gemv configuration, whose loop
  * is the kernel's (matmul_kernel.c). */
 #include "matmul.h"
@@ -17,43 +22,67 @@ void mm_simt_pos(Mm *x, LLVMValueRef tid, int e, LLVMValueRef *row, LLVMValueRef
 	*col = mm_add(x, mm_mul(x, tx, mm_i64c(x, 4)), mm_i64c(x, (j / 4) * 64 + j % 4));
 }
 
-/* simt, both targets: FMAs from shared memory, B read as 4-float vectors. */
+/* Whether operand w's shared tile runs along K (its chunks hold consecutive k). */
+static bool along_k(const Mm *x, int w)
+{
+	return (w == 0) != x->trans[w];
+}
+
+/* The 16-byte chunk ch of shared row `row` of operand w, as 4 floats. */
+static LLVMValueRef chunk(Mm *x, int w, LLVMValueRef soff, LLVMValueRef row, LLVMValueRef ch)
+{
+	LLVMTypeRef v4 = LLVMVectorType(x->kb->m->t_f32, 4);
+	LLVMValueRef p = mm_smem_at(x, mm_add(x, soff, mm_swz(x, w, row, ch)));
+	LLVMValueRef v = LLVMBuildLoad2(x->b, v4, p, "");
+	LLVMSetAlignment(v, 16);
+	return v;
+}
+
+/* f32: the thread's values of operand w at k = 4 kc + 0..3, v[kk][p] for its cnt
+ * rows (A) or columns (B), t its index along them (ty or tx). */
+static void fragment(Mm *x, int w, LLVMValueRef soff, LLVMValueRef t, int kc, int cnt,
+		     LLVMValueRef v[4][8])
+{
+	for (int p = 0; p < cnt; p += along_k(x, w) ? 1 : 4) {
+		LLVMValueRef q = mm_addc(x, mm_mulc(x, t, 4), (p / 4) * 64 + p % 4);
+		for (int kk = 0; kk < 4; kk++) {
+			LLVMValueRef c;
+			if (along_k(x, w)) {
+				if (kk == 0)
+					c = chunk(x, w, soff, q, mm_cst(t, kc));
+				v[kk][p] = LLVMBuildExtractElement(x->b, c, mm_i32c(x, kk), "");
+				continue;
+			}
+			c = chunk(x, w, soff, mm_cst(t, 4 * kc + kk), mm_addc(x, t, (p / 4) * 16));
+			for (int e = 0; e < 4; e++)
+				v[kk][p + e] = LLVMBuildExtractElement(x->b, c, mm_i32c(x, e), "");
+		}
+	}
+}
+
+/* simt, both targets: FMAs from shared memory. */
 void mm_simt_compute(Mm *x, LLVMValueRef s)
 {
 	CgModule *m = x->kb->m;
 	LLVMValueRef sa = mm_stage_off(x, s, 0), sb = mm_stage_off(x, s, 1);
 	LLVMValueRef tid = mm_to_ot(x, mm_phase_begin(x));
 	LLVMValueRef tx = mm_uremc(x, tid, 16), ty = mm_udivc(x, tid, 16);
-	LLVMTypeRef v4 = LLVMVectorType(m->t_f32, 4);
 	LLVMTypeRef f32 = m->t_f32;
 	LLVMValueRef accv[64];
 	for (int e = 0; e < x->nacc; e++)
 		accv[e] = mm_acc_load(x, mm_i64c(x, e));
-	for (int k = 0; k < x->c->bk; k++) {
-		LLVMValueRef av[8], bv[8];
-		LLVMValueRef kr = mm_cst(tid, k);
-		for (int i = 0; i < x->rm; i++) {
-			LLVMValueRef row = mm_addc(x, mm_mulc(x, ty, 4), (i / 4) * 64 + i % 4);
-			av[i] = mm_smem_elem(x, 0, sa, row, kr);
-		}
-		for (int j = 0; j < x->rn && x->trans[1]; j++) {
-			LLVMValueRef col = mm_addc(x, mm_mulc(x, tx, 4), (j / 4) * 64 + j % 4);
-			bv[j] = mm_smem_elem(x, 1, sb, kr, col);
-		}
-		for (int j = 0; j < x->rn && !x->trans[1]; j += 4) {
-			LLVMValueRef ch = mm_addc(x, tx, (j / 4) * 16);
-			LLVMValueRef p = mm_smem_at(x, mm_add(x, sb, mm_swz(x, 1, kr, ch)));
-			LLVMValueRef v = LLVMBuildLoad2(x->b, v4, p, "");
-			LLVMSetAlignment(v, 16);
-			for (int q = 0; q < 4; q++)
-				bv[j + q] = LLVMBuildExtractElement(x->b, v, mm_i32c(x, q), "");
-		}
-		for (int i = 0; i < x->rm; i++)
-			for (int j = 0; j < x->rn; j++) {
-				LLVMValueRef args[3] = {av[i], bv[j], accv[i * x->rn + j]};
-				accv[i * x->rn + j] = mm_intrinsic(x, "llvm.fmuladd.f32", &f32, 1,
-								   args, 3);
-			}
+	for (int kc = 0; kc < x->c->bk / 4; kc++) {
+		LLVMValueRef av[4][8], bv[4][8];
+		fragment(x, 0, sa, ty, kc, x->rm, av);
+		fragment(x, 1, sb, tx, kc, x->rn, bv);
+		for (int kk = 0; kk < 4; kk++)
+			for (int i = 0; i < x->rm; i++)
+				for (int j = 0; j < x->rn; j++) {
+					LLVMValueRef args[3] = {av[kk][i], bv[kk][j],
+								accv[i * x->rn + j]};
+					accv[i * x->rn + j] = mm_intrinsic(x, "llvm.fmuladd.f32",
+									   &f32, 1, args, 3);
+				}
 	}
 	for (int e = 0; e < x->nacc; e++)
 		mm_acc_store(x, mm_i64c(x, e), accv[e]);

@@ -58,6 +58,24 @@ mm_128x3072x768_bias_gelu_bf16 tc64x64x32s3
 mm_128x768x3072_bias_res_bf16 tc64x64x32s3sk4
 mm_512x1024x4096_bias_res_bf16 tc64x64x32s3sk2
 EOF
+# the f32 rule by the fill of the last wave of 128x128 tiles (mm_sweep.py --waves;
+# docs/benchmarks.md, "f32 SIMT tiles"): full waves keep them, a partial last wave
+# splits long K 4 ways and takes 64x64 tiles for short K, and from 0.7 of a wave a
+# short K keeps 128x128 tiles
+python3 tests/bench/gpu/mm_sweep.py make "$TMP/wv" --waves
+while read -r n cfg; do
+	check "rule-$n" 0 "$FUSEC" compile "$TMP/wv/$n.json" -o "$TMP/wvp/$n"
+	contains "rule-$n-tiles" "$TMP/wvp/$n/$n.plan.json" "\"tiles\":\"$cfg\""
+done <<'EOF'
+w_4096x3072x768_bias fma128x128x16s3
+w_3152x1024x1024_bias fma128x128x16s3
+w_3152x768x3072_bias fma128x128x16s3sk4
+w_3152x1024x4096_bias fma128x128x16s3sk4
+w_2048x2304x768_bias fma64x64x16s3
+w_3152x768x768_bias fma64x64x16s3
+w_2048x768x768_bias fma128x128x16s3
+w_1024x768x768_bias fma64x64x16s3
+EOF
 # outputs byte for byte the same from run to run
 check split-run-1 0 "$FUSEC" run tests/bench/gpu/mm_check_split_f32.json --backend cpu --seed 3 --outputs "$TMP/o1"
 check split-run-2 0 "$FUSEC" run tests/bench/gpu/mm_check_split_f32.json --backend cpu --seed 3 --outputs "$TMP/o2"

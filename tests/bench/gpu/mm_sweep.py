@@ -96,8 +96,18 @@ BIG = [
     ("g_2048x768x3072_bias_res", "f32", 2048, 768, 3072, "bias_residual"),
 ]
 
+# --waves: f32 shapes of transformer widths at 1k-4k tokens, whose 128x128 tiles fill
+# from under one wave to several, a partial last wave among them: the ground of the
+# f32 rule between fma128, fma64 and split-K (matmul_pick.c, under_wave)
+WAVES = [("w_%dx%dx%d_bias" % (m, n, k), "f32", m, n, k, "bias")
+         for m in (1024, 2048, 3152, 4096)
+         for n, k in ((768, 768), (2304, 768), (3072, 768), (768, 3072), (1024, 1024),
+                      (4096, 1024), (1024, 4096))]
+
 
 def shapes_of(args):
+    if args.waves:
+        return WAVES
     return SMALL if args.small else BIG if args.big else SHAPES
 
 
@@ -216,9 +226,11 @@ def main():
     mk.add_argument("dir")
     mk.add_argument("--small", action="store_true")
     mk.add_argument("--big", action="store_true")
+    mk.add_argument("--waves", action="store_true")
     rn = sub.add_parser("run")
     rn.add_argument("--small", action="store_true")
     rn.add_argument("--big", action="store_true")
+    rn.add_argument("--waves", action="store_true")
     rn.add_argument("--fusec-run", required=True)
     rn.add_argument("--graphs", required=True)
     rn.add_argument("--plans", required=True)
