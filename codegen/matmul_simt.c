@@ -45,15 +45,15 @@ static void fragment(Mm *x, int w, LLVMValueRef soff, LLVMValueRef t, int kc, in
 {
 	for (int p = 0; p < cnt; p += along_k(x, w) ? 1 : 4) {
 		LLVMValueRef q = mm_addc(x, mm_mulc(x, t, 4), (p / 4) * 64 + p % 4);
-		for (int kk = 0; kk < 4; kk++) {
-			LLVMValueRef c;
-			if (along_k(x, w)) {
-				if (kk == 0)
-					c = chunk(x, w, soff, q, mm_cst(t, kc));
+		if (along_k(x, w)) {
+			LLVMValueRef c = chunk(x, w, soff, q, mm_cst(t, kc));
+			for (int kk = 0; kk < 4; kk++)
 				v[kk][p] = LLVMBuildExtractElement(x->b, c, mm_i32c(x, kk), "");
-				continue;
-			}
-			c = chunk(x, w, soff, mm_cst(t, 4 * kc + kk), mm_addc(x, t, (p / 4) * 16));
+			continue;
+		}
+		for (int kk = 0; kk < 4; kk++) {
+			LLVMValueRef c = chunk(x, w, soff, mm_cst(t, 4 * kc + kk),
+					       mm_addc(x, t, (p / 4) * 16));
 			for (int e = 0; e < 4; e++)
 				v[kk][p + e] = LLVMBuildExtractElement(x->b, c, mm_i32c(x, e), "");
 		}
