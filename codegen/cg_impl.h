@@ -39,6 +39,7 @@ typedef struct {
 	CgKernelKind kind;
 	int variant;
 	int nhwc;                /* CgKernelSpec.nhwc */
+	bool red_long;           /* CgKernelSpec.red_long */
 	RelOp *ops;              /* deep copy, module-owned (malloc) */
 	int nops;
 	bool *written;
@@ -246,6 +247,15 @@ LLVMValueRef cg_vector_loops(CgKb *kb, int rank, const uint32_t *ref, const int 
 #ifndef FUSEC_RED_MAXNREG        /* a build knob for measuring the rule */
 #define FUSEC_RED_MAXNREG 48
 #endif
+#ifndef FUSEC_RED_LONG_ROW       /* a build knob for measuring the rule */
+#define FUSEC_RED_LONG_ROW 4096
+#endif
+#ifndef FUSEC_RED_LONG_TRIPS     /* a build knob for measuring the rule */
+#define FUSEC_RED_LONG_TRIPS 4
+#endif
+#ifndef FUSEC_RED_LONG_MAXNREG   /* a build knob for measuring the rule */
+#define FUSEC_RED_LONG_MAXNREG 64
+#endif
 enum {
 	CG_RED_MAX = 16,         /* reductions in one cooperative kernel */
 	CG_RED_ELEMS = FUSEC_RED_ELEMS, /* rows mode: elements per thread of a block-per-row row */
@@ -256,6 +266,13 @@ enum {
 	CG_RED_CACHE_BLOCK = FUSEC_RED_CACHE_BLOCK, /* cached rows: threads of a block */
 	CG_RED_TRIPS = FUSEC_RED_TRIPS, /* cached rows: V-groups a trip loads together,
 					   without long math (kernel_reduce.c, heavy_math) */
+	/* long f32 rows (CgKernelSpec.red_long, cg_reduce_long_rows): four trips and 64
+	 * registers ran f32 softmax on the H200 with rows of 8192 170 -> 157 us and of
+	 * 16384 247 -> 239 us, but rows of 1000 171 -> 192 us and bf16 rows 2-12 %
+	 * slower (docs/benchmarks.md, "The trips rule again") */
+	CG_RED_LONG_ROW = FUSEC_RED_LONG_ROW,       /* elements of the reduced axis, at least */
+	CG_RED_LONG_TRIPS = FUSEC_RED_LONG_TRIPS,   /* V-groups a trip loads together */
+	CG_RED_LONG_MAXNREG = FUSEC_RED_LONG_MAXNREG, /* registers per thread (.maxnreg) */
 	CG_RED_CACHE_T = 3,      /* row tensors a row cache holds */
 	CG_RED_CACHE_BYTES = 32768, /* its shared memory a block (static: 48 KiB at most) */
 };
@@ -281,6 +298,8 @@ typedef struct {
 	int ct_level[CG_RED_CACHE_T]; /* made: the pass that makes it */
 	int nct;
 	int trips;                    /* cached rows: V-groups a trip loads together */
+	bool long_rows;               /* built for long f32 rows (CgKernelSpec.red_long):
+					 CG_RED_LONG_TRIPS, CG_RED_LONG_MAXNREG */
 	int red[CG_RED_MAX];          /* op index of each reduction, in op order */
 	int level[CG_RED_MAX];        /* its pass: after the reductions it reads */
 	int nred, npass;
@@ -288,6 +307,9 @@ typedef struct {
 /* Whether the kernel (iteration space ref) is built as a cooperative reduce kernel. */
 bool cg_reduce_plan(CgKb *kb, const CgKernelSpec *s, int rank, const uint32_t *ref,
 		    const bool *written, CgRed *r);
+/* Whether plan r (made with red_long unset) is one for long f32 rows at a reduced
+ * axis of n elements: the cached path, f32 rows, no long math, n >= CG_RED_LONG_ROW. */
+bool cg_reduce_long(const CgKernelSpec *s, const CgRed *r, int64_t n);
 /* Its body, inside cg_coop_function / cg_coop_finish; sets k's launch rule. */
 void cg_reduce_kernel(CgKb *kb, CgCoop *c, const CgRed *r, const uint32_t *ref, const int *wr,
 		      int nw, CgKernel *k);

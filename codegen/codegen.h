@@ -119,6 +119,9 @@ typedef struct {
 				    in memory (NCHW dims at [0, 2, 3, 1]), 0: none. Written: the
 				    kernel's threads run over it in that order; read (a pool):
 				    over the output in NHWC order. NHWCRelayout (lower.c) */
+	bool red_long;           /* a cooperative reduce kernel for long f32 rows: more
+				    V-groups a trip and more registers
+				    (cg_reduce_long_rows); false: every other kernel */
 } CgKernelSpec;
 
 typedef enum { CG_PARAM_BUFFER, CG_PARAM_SCALAR, CG_PARAM_DIM, CG_PARAM_SCRATCH } CgParamKind;
@@ -210,6 +213,14 @@ int cg_matmul_variant(const CgKernelSpec *spec, const char *arch, bool host,
 		      bool allow_tf32, const int64_t *dims, int ndims);
 const char *cg_matmul_variant_name(int variant);  /* "tc128x128x64s3"; "plain" for 0 */
 int cg_matmul_nvariants(void);                    /* table size, 0 included */
+
+/* Whether spec (red_long unset) is a cooperative reduce kernel on the cached path,
+ * without long math, whose rows are f32 and whose reduced axis is at least
+ * CG_RED_LONG_ROW (4096) long for the segment's dims (dims[shape id]): a kernel
+ * that then gets red_long (codegen/kernel_reduce.c). The relative form has no row
+ * length, so the choice is made here, from the concrete dims, and is part of the
+ * kernel's identity (module.c, kcache.c). */
+bool cg_reduce_long_rows(const CgKernelSpec *spec, const int64_t *dims, int ndims);
 
 /* Whether LLVM 19's NVPTX backend knows the arch ("sm_80", "sm_90a"). */
 bool cg_arch_known(const char *arch);

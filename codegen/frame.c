@@ -367,6 +367,95 @@ static void kb_free(CgKb *kb)
 	free(kb->memo);
 }
 
+/* What cg_build decides before it builds anything: the kernel's tensors, its
+ * iteration space and its schedule. cg_reduce_long_rows asks it too, builder-less. */
+typedef struct {
+	Usage u;
+	int *wr, nw;                  /* the written tensors */
+	int rank;
+	uint32_t ref[IR_MAX_RANK];    /* the iteration space */
+	bool nhwc, vector, coop;
+	CgRed red;                    /* coop: the reduce kernel's plan */
+	int row_axis;
+} Frame;
+
+static void frame_free(Frame *f)
+{
+	if (f->u.read)
+		usage_free(&f->u);
+	free(f->wr);
+}
+
+static int plan_frame(CgKb *kb, const CgKernelSpec *s, Frame *f)
+{
+	memset(f, 0, sizeof *f);
+	Usage *u = &f->u;
+	if (analyze(kb, s, u))
+		return -1;
+
+	/* the written tensors and the iteration space */
+	f->wr = xmalloc(sizeof *f->wr * ((size_t)u->ntensors + 1));
+	for (int i = 0; i < u->ntensors; i++)
+		if (u->written[i])
+			f->wr[f->nw++] = i;
+	if (f->nw == 0)
+		return cg_fail(kb, "internal: kernel writes no tensor");
+	int rank = f->rank = kb->tinfo[f->wr[0]]->rank;
+	uint32_t *ref = f->ref;
+	for (int k2 = 0; k2 < f->nw; k2++) {
+		const RelTensor *w = kb->tinfo[f->wr[k2]];
+		if (w->rank != rank)
+			return cg_fail(kb, "kernel writes tensors of ranks %d and %d: not supported yet",
+				       rank, w->rank);
+		for (int dd = 0; dd < rank; dd++) {
+			if (w->shape[dd] == 0)
+				continue;
+			if (ref[dd] != 0 && ref[dd] != w->shape[dd])
+				return cg_fail(kb, "kernel writes tensors whose shapes do not broadcast: not supported yet");
+			ref[dd] = w->shape[dd];
+		}
+	}
+
+	/* a channel-last tensor (NHWCRelayout): one plain loop in NHWC order */
+	f->nhwc = s->nhwc > 0;
+	if (f->nhwc && (rank != 4 || s->nhwc > u->ntensors || !(u->read[s->nhwc - 1] ||
+								u->written[s->nhwc - 1])))
+		return cg_fail(kb, "internal: channel-last tensor t%d is not a rank-4 tensor of the kernel",
+			       s->nhwc - 1);
+
+	/* vector path? (kernel_elemwise.c) */
+	kb->vec = f->nhwc ? 1 : cg_vector_width(kb, rank, ref, u->read, u->written);
+	f->vector = kb->vec > 1;
+
+	/* row mode: a reduction whose result is broadcast back over its axis (softmax,
+	 * layer norm) is computed once per row, then the row's elements are written
+	 * (kernel_reduce.c) */
+	f->coop = !f->vector && !f->nhwc && cg_reduce_plan(kb, s, rank, ref, u->written, &f->red);
+	f->row_axis = f->vector || f->coop || f->nhwc ? -1 : cg_row_axis(s, rank, ref);
+	return 0;
+}
+
+bool cg_reduce_long_rows(const CgKernelSpec *s, const int64_t *dims, int ndims)
+{
+	bool reduce = false;
+	for (int i = 0; i < s->nops && !reduce; i++)
+		reduce = ir_ops[s->ops[i].kind].family == FAM_REDUCE;
+	if (!reduce || (s->kind == CG_KERNEL_SINGLE && s->nops != 1))
+		return false;
+	Diag d = {0};
+	CgKb kb0, *kb = &kb0;
+	memset(kb, 0, sizeof *kb);
+	kb->spec = s;
+	kb->d = &d;   /* a kernel that fails here fails again in cg_build, which says so */
+	kb->nhwc = s->nhwc - 1;
+	Frame fr;
+	bool yes = !plan_frame(kb, s, &fr) && fr.coop &&
+		   cg_reduce_long(s, &fr.red, fr.red.n && (int)fr.red.n < ndims ? dims[fr.red.n] : 1);
+	frame_free(&fr);
+	kb_free(kb);
+	return yes;
+}
+
 CgKernel *cg_build(CgModule *m, const CgKernelSpec *s, uint64_t hash, Diag *d)
 {
 	if (s->nops < 1) {
@@ -384,86 +473,41 @@ CgKernel *cg_build(CgModule *m, const CgKernelSpec *s, uint64_t hash, Diag *d)
 	kb->spec = s;
 	kb->d = d;
 	kb->nhwc = s->nhwc - 1;
-	Usage u;
 	CgKernel *k = NULL;
-	int *wr = NULL;
-	if (analyze(kb, s, &u))
+	Frame fr;
+	if (plan_frame(kb, s, &fr))
 		goto out;
-
-	/* the written tensors and the iteration space */
-	wr = xmalloc(sizeof *wr * ((size_t)u.ntensors + 1));
-	int nw = 0;
-	for (int i = 0; i < u.ntensors; i++)
-		if (u.written[i])
-			wr[nw++] = i;
-	if (nw == 0) {
-		cg_fail(kb, "internal: kernel writes no tensor");
-		goto out;
-	}
-	int rank = kb->tinfo[wr[0]]->rank;
-	uint32_t ref[IR_MAX_RANK] = {0};
-	for (int k2 = 0; k2 < nw; k2++) {
-		const RelTensor *w = kb->tinfo[wr[k2]];
-		if (w->rank != rank) {
-			cg_fail(kb, "kernel writes tensors of ranks %d and %d: not supported yet",
-				rank, w->rank);
-			goto out;
-		}
-		for (int dd = 0; dd < rank; dd++) {
-			if (w->shape[dd] == 0)
-				continue;
-			if (ref[dd] != 0 && ref[dd] != w->shape[dd]) {
-				cg_fail(kb, "kernel writes tensors whose shapes do not broadcast: not supported yet");
-				goto out;
-			}
-			ref[dd] = w->shape[dd];
-		}
-	}
-
-	/* a channel-last tensor (NHWCRelayout): one plain loop in NHWC order */
-	bool nhwc = s->nhwc > 0;
-	if (nhwc && (rank != 4 || s->nhwc > u.ntensors || !(u.read[s->nhwc - 1] ||
-							    u.written[s->nhwc - 1]))) {
-		cg_fail(kb, "internal: channel-last tensor t%d is not a rank-4 tensor of the kernel",
-			s->nhwc - 1);
-		goto out;
-	}
-
-	/* vector path? (kernel_elemwise.c) */
-	kb->vec = nhwc ? 1 : cg_vector_width(kb, rank, ref, u.read, u.written);
-	bool vector = kb->vec > 1;
-
-	/* row mode: a reduction whose result is broadcast back over its axis (softmax,
-	 * layer norm) is computed once per row, then the row's elements are written
-	 * (kernel_reduce.c) */
-	CgRed red;
-	bool coop = !vector && !nhwc && cg_reduce_plan(kb, s, rank, ref, u.written, &red);
-	int row_axis = vector || coop || nhwc ? -1 : cg_row_axis(s, rank, ref);
+	const Usage *u = &fr.u;
+	const int *wr = fr.wr;
+	int nw = fr.nw, rank = fr.rank, row_axis = fr.row_axis;
+	const uint32_t *ref = fr.ref;
+	bool nhwc = fr.nhwc, vector = fr.vector, coop = fr.coop;
+	const CgRed *red = &fr.red;
 
 	/* parameters */
 	int np = 0;
-	for (int i = 0; i < u.ntensors; i++)
-		np += u.read[i] || u.written[i];
-	for (int i = 0; i < u.maxplace; i++)
-		np += u.placeused[i];
-	for (int i = 0; i < u.maxdim; i++)
-		np += u.dimused[i];
-	np += coop && red.split;   /* the scratch of split reductions */
+	for (int i = 0; i < u->ntensors; i++)
+		np += u->read[i] || u->written[i];
+	for (int i = 0; i < u->maxplace; i++)
+		np += u->placeused[i];
+	for (int i = 0; i < u->maxdim; i++)
+		np += u->dimused[i];
+	np += coop && red->split;   /* the scratch of split reductions */
 	bool mm_split = !coop && s->variant > 0 && cg_matmul_splits(s->variant);
 	np += mm_split;            /* the scratch of split-K matmuls */
 	k = ARENA_NEW(m->arena, CgKernel, 1);
 	k->params = ARENA_NEW(m->arena, CgParam, np + 1);
-	for (int i = 0; i < u.ntensors; i++)
-		if (u.read[i] || u.written[i])
+	for (int i = 0; i < u->ntensors; i++)
+		if (u->read[i] || u->written[i])
 			k->params[k->nparams++] = (CgParam){CG_PARAM_BUFFER, i,
-				(DType)kb->tinfo[i]->dtype, u.read[i], u.written[i]};
-	for (int i = 0; i < u.maxplace; i++)
-		if (u.placeused[i])
+				(DType)kb->tinfo[i]->dtype, u->read[i], u->written[i]};
+	for (int i = 0; i < u->maxplace; i++)
+		if (u->placeused[i])
 			k->params[k->nparams++] = (CgParam){CG_PARAM_SCALAR, i, DT_F64, false, false};
-	for (int i = 0; i < u.maxdim; i++)
-		if (u.dimused[i])
+	for (int i = 0; i < u->maxdim; i++)
+		if (u->dimused[i])
 			k->params[k->nparams++] = (CgParam){CG_PARAM_DIM, i, DT_I64, false, false};
-	if ((coop && red.split) || mm_split)
+	if ((coop && red->split) || mm_split)
 		k->params[k->nparams++] = (CgParam){CG_PARAM_SCRATCH, 0, DT_U8, true, true};
 	char name[96];
 	kernel_name(m, s, hash, name, sizeof name);
@@ -486,19 +530,19 @@ CgKernel *cg_build(CgModule *m, const CgKernelSpec *s, uint64_t hash, Diag *d)
 		if (ref[dd] != 0 && dd != row_axis)
 			k->launch.work[k->launch.nwork++] = ref[dd];
 
-	kb->buf = xcalloc((size_t)u.ntensors + 1, sizeof *kb->buf);
-	kb->vload = xcalloc((size_t)u.ntensors + 1, sizeof *kb->vload);
-	kb->nplace = u.maxplace;
-	kb->scalar = xcalloc((size_t)u.maxplace + 1, sizeof *kb->scalar);
-	kb->ndims = u.maxdim;
-	kb->dim = xcalloc((size_t)u.maxdim + 1, sizeof *kb->dim);
+	kb->buf = xcalloc((size_t)u->ntensors + 1, sizeof *kb->buf);
+	kb->vload = xcalloc((size_t)u->ntensors + 1, sizeof *kb->vload);
+	kb->nplace = u->maxplace;
+	kb->scalar = xcalloc((size_t)u->maxplace + 1, sizeof *kb->scalar);
+	kb->ndims = u->maxdim;
+	kb->dim = xcalloc((size_t)u->maxdim + 1, sizeof *kb->dim);
 	if (coop) {
 		CgCoop c;
 		cg_coop_function(kb, name, k->params, k->nparams, CG_RED_THREADS, &c);
-		cg_coop_annotate(&c, "maxnreg", CG_RED_MAXNREG);
+		cg_coop_annotate(&c, "maxnreg", red->long_rows ? CG_RED_LONG_MAXNREG : CG_RED_MAXNREG);
 		kb->math = (CgMath){m->ctx, m->mod, kb->b, m->opt.target == CG_TARGET_NVPTX,
 				    m->opt.libdevice != NULL && m->opt.target == CG_TARGET_NVPTX};
-		cg_reduce_kernel(kb, &c, &red, ref, wr, nw, k);
+		cg_reduce_kernel(kb, &c, red, ref, wr, nw, k);
 		cg_coop_finish(&c);
 		goto built;
 	}
@@ -517,7 +561,7 @@ CgKernel *cg_build(CgModule *m, const CgKernelSpec *s, uint64_t hash, Diag *d)
 		cg_matmul_tiled(kb, s->variant, wr, nw);
 	} else if (row_axis >= 0)
 		cg_row_loops(kb, rank, ref, row_axis, wr, nw);
-	else if (nhwc && !(u.written[s->nhwc - 1] ? FUSEC_NHWC_WRITE_NCHW : FUSEC_NHWC_POOL_NCHW))
+	else if (nhwc && !(u->written[s->nhwc - 1] ? FUSEC_NHWC_WRITE_NCHW : FUSEC_NHWC_POOL_NCHW))
 		nhwc_loop(kb, ref, n, wr, nw);
 	else if (chunk)
 		chunk_loops(kb, rank, ref, n, wr, nw);
@@ -540,9 +584,7 @@ out:
 			LLVMDeleteFunction(kb->fn);
 		k = NULL;
 	}
-	if (u.read)
-		usage_free(&u);
-	free(wr);
+	frame_free(&fr);
 	kb_free(kb);
 	return k;
 }

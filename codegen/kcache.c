@@ -83,6 +83,8 @@ void cg_cache_key(CgModule *m, int first, int n, CgCacheKey *k)
 		buf_printf(&k->text, "kernel %d %d %d\n", (int)e->kind, e->nops, e->variant);
 		if (e->nhwc)   /* a channel-last tensor (NHWCRelayout): other code */
 			buf_printf(&k->text, " nhwc %d\n", e->nhwc - 1);
+		if (e->red_long)   /* long f32 rows: other trips and registers */
+			buf_puts(&k->text, " red_long\n");
 		for (int j = 0; j < e->nops; j++) {
 			buf_printf(&k->text, " %d ", e->ops[j].place0);
 			ir_rel_print(&k->text, &e->ops[j]);

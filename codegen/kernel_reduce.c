@@ -329,6 +329,19 @@ static bool heavy_math(const CgKernelSpec *s)
 	return false;
 }
 
+/* Whether plan r may take the long-row trips and registers: the cached path,
+ * without long math, and f32 rows (four elements a 16-byte load). bf16 rows ran
+ * 2-12 % slower with them on the H200; f64 rows were not measured. */
+static bool long_kind(const CgKernelSpec *s, const CgRed *r)
+{
+	return r->cache && !heavy_math(s) && r->vec == 16 / 4;
+}
+
+bool cg_reduce_long(const CgKernelSpec *s, const CgRed *r, int64_t n)
+{
+	return long_kind(s, r) && n >= CG_RED_LONG_ROW;
+}
+
 bool cg_reduce_plan(CgKb *kb, const CgKernelSpec *s, int rank, const uint32_t *ref,
 		    const bool *written, CgRed *r)
 {
@@ -412,7 +425,8 @@ bool cg_reduce_plan(CgKb *kb, const CgKernelSpec *s, int rank, const uint32_t *r
 	if (r->cache)
 		cache_plan(kb, s, written, r);
 	r->cache &= r->nct > 0;
-	r->trips = r->cache && !heavy_math(s) ? CG_RED_TRIPS : 1;
+	r->long_rows = s->red_long && long_kind(s, r);
+	r->trips = !r->cache || heavy_math(s) ? 1 : r->long_rows ? CG_RED_LONG_TRIPS : CG_RED_TRIPS;
 	for (int k = 0; k < r->nred; k++) {
 		OpKind kind = (OpKind)s->ops[r->red[k]].kind;
 		r->has_arg |= kind == OP_ARGMAX || kind == OP_ARGMIN;
@@ -1482,6 +1496,7 @@ void cg_reduce_kernel(CgKb *kb, CgCoop *c, const CgRed *r, const uint32_t *ref, 
 	k->shape = r->column ? (r->bcast ? "columns, broadcast back: (32 x Ry) threads per 32 columns"
 				: r->split ? "columns: (32 x Ry) threads per 32 columns, long columns may split over grid.y"
 				: "columns: (32 x Ry) threads per 32 columns")
+		 : r->long_rows ? "rows, broadcast back: G threads per row, R rows per block (long f32 rows)"
 		 : r->bcast ? "rows, broadcast back: G threads per row, R rows per block"
 		 : r->split ? "rows: G threads per row, R rows per block, long rows may split over grid.y"
 		 : "rows: G threads per row, R rows per block";

@@ -328,6 +328,8 @@ uint64_t cg_spec_hash(const CgKernelSpec *s)
 			h = hash_u64(h, (uint64_t)i + 1);
 	if (s->nhwc)   /* only then, so that every other kernel keeps its name */
 		h = hash_u64(h, 0x6e687763ull << 32 | (uint64_t)s->nhwc);
+	if (s->red_long)   /* likewise: other code for the same relative form */
+		h = hash_u64(h, 0x726c6f6eull << 32 | 1);
 	return h;
 }
 
@@ -339,7 +341,7 @@ static bool written_at(const bool *w, int n, int i)
 static bool spec_equal(const CgEntry *e, const CgKernelSpec *s)
 {
 	if (e->kind != s->kind || e->nops != s->nops || e->variant != s->variant ||
-	    e->nhwc != s->nhwc)
+	    e->nhwc != s->nhwc || e->red_long != s->red_long)
 		return false;
 	for (int i = 0; i < s->nops; i++)
 		if (!ir_rel_equal(&e->ops[i], &s->ops[i]) || e->ops[i].place0 != s->ops[i].place0)
@@ -387,6 +389,7 @@ void cg_module_add(CgModule *m, const CgKernelSpec *s, uint64_t hash, CgKernel *
 	e->kind = s->kind;
 	e->variant = s->variant;
 	e->nhwc = s->nhwc;
+	e->red_long = s->red_long;
 	e->nops = s->nops;
 	/* one block: the RelOps, then their tensors */
 	size_t nt = 0;

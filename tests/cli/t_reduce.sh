@@ -160,3 +160,123 @@ np.save(sys.argv[1], x)' "$TMP/divrow_x.npy"
 check div-uniform-range 0 "$FUSEC" run "$TMP/divrow.yaml" --backend cpu --check \
 	--inputs x="$TMP/divrow_x.npy" &&
 	check div-uniform-range-ok 1 grep -q "FAIL\|unbounded\|not checked" "$TMP/out"
+
+# long f32 rows (CgKernelSpec.red_long, chosen in codegen/lower.c from the concrete
+# row length): a cached f32 row of 4096 or more without long math loads four
+# V-groups a trip under .maxnreg 64; rows of 1000, bf16 rows and G4's gelu keep
+# two trips (one for the gelu) and 48
+cat >"$TMP/rl.yaml" <<'Y'
+format: fusec-graph/1
+name: rl
+inputs:
+  x: {dtype: f32, shape: [4, 8192]}
+ops:
+  - {op: max_dim, in: [x], out: m, axis: 1}
+  - {op: sub, in: [x, m], out: d}
+  - {op: exp, in: [d], out: e}
+  - {op: sum, in: [e], out: z, axis: 1}
+  - {op: div, in: [e, z], out: y}
+outputs: [y]
+Y
+sed 's/8192/1000/' "$TMP/rl.yaml" >"$TMP/rl_short.yaml"
+sed 's/f32/bf16/' "$TMP/rl.yaml" >"$TMP/rl_bf16.yaml"
+cat >"$TMP/rl_gelu.yaml" <<'Y'
+format: fusec-graph/1
+name: rl
+inputs:
+  x: {dtype: f32, shape: [4, 4096]}
+  bias: {dtype: f32, shape: [1, 4096]}
+ops:
+  - {op: add, in: [x, bias], out: h}
+  - {op: gelu, in: [h], out: g}
+  - {op: mean, in: [g], out: mu, axis: 1}
+  - {op: sub, in: [g, mu], out: d}
+  - {op: mul, in: [d, d], out: d2}
+  - {op: mean, in: [d2], out: var, axis: 1}
+  - {op: add_scalar, in: [var], out: ve, scalar: 1e-05}
+  - {op: sqrt, in: [ve], out: sd}
+  - {op: div, in: [d, sd], out: y}
+outputs: [y]
+Y
+for f in rl rl_short rl_bf16 rl_gelu; do
+	n=64
+	[ $f = rl ] || n=48
+	check "red-long-$f-compile" 0 "$FUSEC" compile "$TMP/$f.yaml" -o "$TMP/$f" --no-cache &&
+		contains "red-long-$f-maxnreg" "$TMP/$f/rl.ptx" ".maxnreg $n" &&
+		check "red-long-$f-one-kernel" 0 test "$(grep -c '\.maxnreg' "$TMP/$f/rl.ptx")" = 1
+done
+contains red-long-plan "$TMP/rl/rl.plan.json" "(long f32 rows)"
+check red-long-short-plan 1 grep -q "long f32 rows" "$TMP/rl_short/rl.plan.json"
+
+# the relative form has no row length, so the choice is part of a kernel's identity:
+# one graph with the softmax at rows of 1000 and of 8192 gets two kernels, and so
+# does a second compile from the kernel cache; rows of 8192 after a compile of rows
+# of 1000 do not hit its entry
+cat >"$TMP/rl2.yaml" <<'Y'
+format: fusec-graph/1
+name: rl2
+inputs:
+  a: {dtype: f32, shape: [4, 1000]}
+  b: {dtype: f32, shape: [4, 8192]}
+ops:
+  - {op: max_dim, in: [a], out: am, axis: 1}
+  - {op: sub, in: [a, am], out: ad}
+  - {op: exp, in: [ad], out: ae}
+  - {op: sum, in: [ae], out: az, axis: 1}
+  - {op: div, in: [ae, az], out: ya}
+  - {op: max_dim, in: [b], out: bm, axis: 1}
+  - {op: sub, in: [b, bm], out: bd}
+  - {op: exp, in: [bd], out: be}
+  - {op: sum, in: [be], out: bz, axis: 1}
+  - {op: div, in: [be, bz], out: yb}
+outputs: [ya, yb]
+Y
+for i in 1 2; do
+	check "red-long-two-$i" 0 "$FUSEC" compile "$TMP/rl2.yaml" -o "$TMP/rl2_$i" \
+		--cache-dir "$TMP/rlc" --no-result-cache --time &&
+		contains "red-long-two-$i-kernels" "$TMP/err" "2 distinct kernels" &&
+		contains "red-long-two-$i-cache" "$TMP/err" "$([ $i = 1 ] && echo "0 of 2 chunks hit" ||
+			echo "2 of 2 chunks hit (LLVM skipped)")" &&
+		check "red-long-two-$i-entries" 0 test "$(grep -c '^\.visible \.entry' "$TMP/rl2_$i/rl2.ptx")" = 2 &&
+		contains "red-long-two-$i-maxnreg48" "$TMP/rl2_$i/rl2.ptx" ".maxnreg 48" &&
+		contains "red-long-two-$i-maxnreg64" "$TMP/rl2_$i/rl2.ptx" ".maxnreg 64"
+done
+same_files red-long-two-same-ptx "$TMP/rl2_1/rl2.ptx" "$TMP/rl2_2/rl2.ptx"
+check red-long-cache-short 0 "$FUSEC" compile "$TMP/rl_short.yaml" -o "$TMP/rlk1" \
+	--cache-dir "$TMP/rlk" --no-result-cache --time &&
+	check red-long-cache-long 0 "$FUSEC" compile "$TMP/rl.yaml" -o "$TMP/rlk2" \
+		--cache-dir "$TMP/rlk" --no-result-cache --time &&
+	contains red-long-cache-miss "$TMP/err" "kernel cache: 0 of 1 chunk hit" &&
+	same_files red-long-cache-ptx "$TMP/rl/rl.ptx" "$TMP/rlk2/rl.ptx"
+
+# the cpu backend runs the same kernels (four trips, then the rest one at a time)
+# against the interpreter: softmax rows of 4100 and 8188 (cached, not a multiple of
+# 16 elements) and 8192, a layer norm without gelu at rows of 4100 and 8191 (not a
+# multiple of 4: the scalar path)
+cat >"$TMP/rln.yaml" <<'Y'
+format: fusec-graph/1
+name: rln
+inputs:
+  x: {dtype: f32, shape: [3, 4100]}
+  w: {dtype: f32, shape: [1, 4100]}
+ops:
+  - {op: mean, in: [x], out: mu, axis: 1}
+  - {op: sub, in: [x, mu], out: d}
+  - {op: mul, in: [d, d], out: d2}
+  - {op: mean, in: [d2], out: var, axis: 1}
+  - {op: add_scalar, in: [var], out: ve, scalar: 1e-05}
+  - {op: sqrt, in: [ve], out: sd}
+  - {op: div, in: [d, sd], out: n}
+  - {op: mul, in: [n, w], out: y}
+outputs: [y]
+Y
+sed 's/4100/8191/g' "$TMP/rln.yaml" >"$TMP/rln_8191.yaml"
+sed 's/\[4, 8192\]/[3, 4100]/' "$TMP/rl.yaml" >"$TMP/rl_4100.yaml"
+sed 's/\[4, 8192\]/[5, 8188]/' "$TMP/rl.yaml" >"$TMP/rl_8188.yaml"
+for f in rl rl_4100 rl_8188 rln rln_8191; do
+	check "red-long-$f-long" 0 "$FUSEC" compile "$TMP/$f.yaml" -o "$TMP/rlp_$f" --no-cache &&
+		contains "red-long-$f-plan" "$TMP/rlp_$f/$(sed -n 's/^name: //p' "$TMP/$f.yaml").plan.json" \
+			"(long f32 rows)"
+	check "red-long-$f-run" 0 "$FUSEC" run "$TMP/$f.yaml" --backend cpu --check --seed 1 &&
+		check "red-long-$f-ok" 1 grep -q "FAIL\|unbounded\|not checked" "$TMP/out"
+done
