@@ -23,7 +23,7 @@
  *   - a K step's stage (matmul_stage.c): operand strides (mm_operand_layout,
  *     mm_batch_base, mm_is_aligned16), the output tiles (mm_tile_grid,
  *     mm_tile_batch), the stage loads (mm_load_stage: cp.async or element by element
- *     into the swizzled layout) and the compute by kind (mm_compute_stage); the
+ *     into mm_swz's layout) and the compute by kind (mm_compute_stage); the
  *     epilogue (matmul_epilogue.c: mm_epilogue, mm_epi_walk: the written tensors
  *     evaluated on the matmul's values) and the split-K combine (mm_split_combine);
  *   - the kernels: the tiles' (matmul_kernel.c), the attention op's
@@ -55,6 +55,7 @@ enum {
 				    group runs plain (matmul_pick.c) */
 	MM_ATT_BM = 128,         /* attention: rows of q a block takes, */
 	MM_ATT_BN = 64,          /* keys per step (matmul_attention.c) */
+	MM_PAD_ROWS = 4,         /* SIMT: rows along K between two padding chunks (mm_swz) */
 };
 
 /* A tile configuration (the table is in matmul_pick.c; docs/design.md, "Matmul
@@ -161,6 +162,7 @@ typedef struct {
 	int cpr[2];               /* chunks per shared row: A (BK), B (BN) */
 	int outer[2];             /* rows of each shared tile (its outer dimension) */
 	bool panel;               /* wgmma: tiles in 128-byte panels (mm_swz) */
+	bool padded;              /* simt: tiles unswizzled, rows along K padded (mm_swz) */
 	int wtm, wtn, mi, ni;     /* tc: warp tile and its m16 / n8 counts */
 	int rm, rn;               /* simt: rows and columns per thread */
 	/* the builder's value numbering (matmul_tile.c; freed by the kernel's builder) */
@@ -245,8 +247,8 @@ void mm_phase_end(Mm *x);
 LLVMValueRef mm_opaque_tid(Mm *x, LLVMValueRef tid);
 LLVMValueRef mm_acc_load(Mm *x, LLVMValueRef e);
 void mm_acc_store(Mm *x, LLVMValueRef e, LLVMValueRef v);
-/* Shared memory: the swizzled byte offset of (row, chunk) in operand w's tile, a
- * pointer to a byte offset, and inline PTX. */
+/* Shared memory: the byte offset of (row, chunk) in operand w's tile (swizzled, or
+ * for SIMT padded), a pointer to a byte offset, and inline PTX. */
 LLVMValueRef mm_swz(Mm *x, int w, LLVMValueRef row, LLVMValueRef ch);
 /* Chunk q of operand w's tile (the share of a thread: q = tid + i * MM_THREADS): its
  * row and chunk in the shared tile, and its byte offset in the stage whose operand
@@ -271,8 +273,10 @@ LLVMValueRef mm_smem_elem(Mm *x, int w, LLVMValueRef soff, LLVMValueRef row,
 /* (and cg_matmul_index, declared in cg_impl.h: the matmul's op in a kernel) */
 /* Whether configuration c computes operands of dtype t (tf32: when allowed). */
 bool mm_fits(const MmConfig *c, DType t, bool tf32);
-/* Shared bytes of the stages (gemv: its staged and partial tiles) over elements of es
- * bytes, and what the launch asks for (wgmma: room to align the stages). */
+/* Shared bytes of operand w's tile in a stage, of the stages (gemv: its staged and
+ * partial tiles) over elements of es bytes, and what the launch asks for (wgmma:
+ * room to align the stages). */
+int mm_tile_bytes(const MmConfig *c, int es, int w);
 int mm_stages_bytes(const MmConfig *c, int es);
 int mm_smem(const MmConfig *c, int es);
 /* the attention kernel's (matmul_attention.c) */

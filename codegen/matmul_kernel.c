@@ -346,8 +346,9 @@ int mm_tile_kernel(CgKb *kb, const MmConfig *cfg, const int *wr, int nw)
 	x->outer[0] = x->trans[0] ? c->bk : c->bm;
 	x->outer[1] = x->trans[1] ? c->bn : c->bk;
 	x->panel = c->wg;
-	x->a_bytes = c->bm * c->bk * x->es;
-	x->stage_bytes = x->a_bytes + c->bk * c->bn * x->es;
+	x->padded = !c->tc && !c->gemv;
+	x->a_bytes = mm_tile_bytes(c, x->es, 0);
+	x->stage_bytes = x->a_bytes + mm_tile_bytes(c, x->es, 1);
 	if (c->gemv) {
 		x->nacc = c->bm * MM_GEMV_COLS;
 	} else if (c->tc) {

@@ -60,7 +60,7 @@ static const MmConfig mm_configs[] = {
 	 * K = 256) is in flight after the prologue */
 	{"tc128x128x64s3", true, false, false, 2, 128, 128, 64, 2, 4, 3, 0, false, 0, false},
 	{"tc64x64x32s3", true, false, false, 0, 64, 64, 32, 2, 4, 3, 0, false, 0, false},
-	{"fma128x128x16s3", false, false, false, 0, 128, 128, 16, 0, 0, 3, 0, false, 0, false},
+	{"fma128x128x16s3", false, false, false, 2, 128, 128, 16, 0, 0, 3, 0, false, 0, false},
 	{"fma64x64x16s3", false, false, false, 0, 64, 64, 16, 0, 0, 3, 0, false, 0, false},
 	/* --allow-tf32: mma.sync m16n8k8 tf32; f32 stages are twice the bytes, so the
 	 * large tile takes half the K of the bf16 tiles to stay within 48 KiB */
@@ -79,7 +79,7 @@ static const MmConfig mm_configs[] = {
 	 * under a wave") */
 	{"fma64x64x16s3sk3", false, false, false, 2, 64, 64, 16, 0, 0, 3, 3, false, 0, false},
 	{"fma64x64x16s3sk4", false, false, false, 2, 64, 64, 16, 0, 0, 3, 4, false, 0, false},
-	{"fma128x128x16s3sk4", false, false, false, 0, 128, 128, 16, 0, 0, 3, 4, false, 0, false},
+	{"fma128x128x16s3sk4", false, false, false, 2, 128, 128, 16, 0, 0, 3, 4, false, 0, false},
 	{"tc64x64x32s3sk2", true, false, false, 2, 64, 64, 32, 2, 4, 3, 2, false, 0, false},
 	{"tc64x64x32s3sk4", true, false, false, 2, 64, 64, 32, 2, 4, 3, 4, false, 0, false},
 	/* sm_90a (the default arch): wgmma.mma_async m64nBNk16 straight from the

@@ -1,10 +1,11 @@
 /* matmul_shape.c: what the picker (matmul_pick.c) and the kernel builders both
  * derive from a kernel and a tile configuration, none of it building code: which op
  * of the kernel is its matmul (cg_matmul_index), which operand dtypes a configuration
- * computes (mm_fits), the shared memory of its stages and what its launch asks for
- * (mm_stages_bytes, mm_smem; the attention kernel's, mm_attention_smem), the bytes of
- * a split-K unit's partial tile (mm_partial_bytes), and the launch of output tiles
- * (mm_launch_tiles), the matmul's rule and the conv's. */
+ * computes (mm_fits), the shared memory of an operand's tile, of the stages and what
+ * the launch asks for (mm_tile_bytes, mm_stages_bytes, mm_smem; the attention
+ * kernel's, mm_attention_smem), the bytes of a split-K unit's partial tile
+ * (mm_partial_bytes), and the launch of output tiles (mm_launch_tiles), the matmul's
+ * rule and the conv's. */
 #include "matmul.h"
 
 /* The index of the matmul in spec's ops, after its leading views: swap_dims or
@@ -55,13 +56,23 @@ bool mm_fits(const MmConfig *c, DType t, bool tf32)
 	return !c->tc || (c->tf32 && tf32);
 }
 
+/* Bytes of operand w's tile (0: A, BM x BK; 1: B, BK x BN) in a stage. A SIMT tile
+ * has room for the padding of its rows (mm_swz) whichever way it is stored: a chunk
+ * after every MM_PAD_ROWS rows of its BM (A) or BN (B) rows along K. */
+int mm_tile_bytes(const MmConfig *c, int es, int w)
+{
+	int mn = w ? c->bn : c->bm;
+	int pad = c->tc ? 0 : mn / MM_PAD_ROWS * 16;
+	return mn * c->bk * es + pad;
+}
+
 /* Shared bytes of configuration c over elements of es bytes: its stages, or for gemv
  * the staged tile and one partial tile per warp. */
 int mm_stages_bytes(const MmConfig *c, int es)
 {
 	if (c->gemv)
 		return c->bm * (c->bn + 8) * 4 + (MM_THREADS / 32) * c->bm * c->bn * 4;
-	return (c->bm * c->bk + c->bk * c->bn) * es * c->stages;
+	return (mm_tile_bytes(c, es, 0) + mm_tile_bytes(c, es, 1)) * c->stages;
 }
 
 /* What the launch asks for: the stages, and for wgmma room to align them to

@@ -28,35 +28,50 @@ static bool along_k(const Mm *x, int w)
 	return (w == 0) != x->trans[w];
 }
 
-/* The 16-byte chunk ch of shared row `row` of operand w, as 4 floats. */
-static LLVMValueRef chunk(Mm *x, int w, LLVMValueRef soff, LLVMValueRef row, LLVMValueRef ch)
+/* The 16-byte chunk at byte `delta` (a constant) from base, as 4 floats: an offset
+ * from the base's pointer, which the load takes as its immediate (an offset added
+ * to the base before it is widened to the pointer's width would not fold). */
+static LLVMValueRef chunk(Mm *x, LLVMValueRef base, LLVMValueRef delta)
 {
 	LLVMTypeRef v4 = LLVMVectorType(x->kb->m->t_f32, 4);
-	LLVMValueRef p = mm_smem_at(x, mm_add(x, soff, mm_swz(x, w, row, ch)));
+	LLVMValueRef p = LLVMBuildInBoundsGEP2(x->b, x->kb->m->t_i8, mm_smem_at(x, base), &delta, 1, "");
 	LLVMValueRef v = LLVMBuildLoad2(x->b, v4, p, "");
 	LLVMSetAlignment(v, 16);
 	return v;
 }
 
-/* f32: the thread's values of operand w at k = 4 kc + 0..3, v[kk][p] for its cnt
- * rows (A) or columns (B), t its index along them (ty or tx). */
-static void fragment(Mm *x, int w, LLVMValueRef soff, LLVMValueRef t, int kc, int cnt,
-		     LLVMValueRef v[4][8])
+/* The thread's base in operand w's tile at soff, t its index along its rows (ty) or
+ * columns (tx): along K the start of its first row 4t, else its first chunk, t, of
+ * row 0. */
+static LLVMValueRef thread_base(Mm *x, int w, LLVMValueRef soff, LLVMValueRef t)
+{
+	LLVMValueRef zero = mm_cst(t, 0);
+	LLVMValueRef off = along_k(x, w) ? mm_swz(x, w, mm_mulc(x, t, 4), zero) :
+			   mm_swz(x, w, zero, t);
+	return mm_add(x, soff, off);
+}
+
+/* f32: the thread's values of operand w at k = 4 kc + kk, v[p] for its cnt rows (A)
+ * or columns (B), read at constant offsets from its base (thread_base). Along K a
+ * chunk holds a row's four k: it is read at kk = 0 and kept in held[]; the other
+ * way a chunk holds four rows or columns at one k, read for this kk only. */
+static void fragment(Mm *x, int w, LLVMValueRef base, int kc, int kk, int cnt,
+		     LLVMValueRef held[8], LLVMValueRef v[8])
 {
 	for (int p = 0; p < cnt; p += along_k(x, w) ? 1 : 4) {
-		LLVMValueRef q = mm_addc(x, mm_mulc(x, t, 4), (p / 4) * 64 + p % 4);
 		if (along_k(x, w)) {
-			LLVMValueRef c = chunk(x, w, soff, q, mm_cst(t, kc));
-			for (int kk = 0; kk < 4; kk++)
-				v[kk][p] = LLVMBuildExtractElement(x->b, c, mm_i32c(x, kk), "");
+			/* row 4t + (p / 4) * 64 + p % 4, chunk kc */
+			if (kk == 0)
+				held[p] = chunk(x, base, mm_swz(x, w, mm_cst(base, (p / 4) * 64 + p % 4),
+								mm_cst(base, kc)));
+			v[p] = LLVMBuildExtractElement(x->b, held[p], mm_i32c(x, kk), "");
 			continue;
 		}
-		for (int kk = 0; kk < 4; kk++) {
-			LLVMValueRef c = chunk(x, w, soff, mm_cst(t, 4 * kc + kk),
-					       mm_addc(x, t, (p / 4) * 16));
-			for (int e = 0; e < 4; e++)
-				v[kk][p + e] = LLVMBuildExtractElement(x->b, c, mm_i32c(x, e), "");
-		}
+		/* row 4 kc + kk, chunk t + (p / 4) * 16 */
+		LLVMValueRef c = chunk(x, base, mm_swz(x, w, mm_cst(base, 4 * kc + kk),
+						       mm_cst(base, (p / 4) * 16)));
+		for (int e = 0; e < 4; e++)
+			v[p + e] = LLVMBuildExtractElement(x->b, c, mm_i32c(x, e), "");
 	}
 }
 
@@ -71,19 +86,20 @@ void mm_simt_compute(Mm *x, LLVMValueRef s)
 	LLVMValueRef accv[64];
 	for (int e = 0; e < x->nacc; e++)
 		accv[e] = mm_acc_load(x, mm_i64c(x, e));
-	for (int kc = 0; kc < x->c->bk / 4; kc++) {
-		LLVMValueRef av[4][8], bv[4][8];
-		fragment(x, 0, sa, ty, kc, x->rm, av);
-		fragment(x, 1, sb, tx, kc, x->rn, bv);
-		for (int kk = 0; kk < 4; kk++)
+	LLVMValueRef ba = thread_base(x, 0, sa, ty), bb = thread_base(x, 1, sb, tx);
+	LLVMValueRef held[2][8];
+	for (int kc = 0; kc < x->c->bk / 4; kc++)
+		for (int kk = 0; kk < 4; kk++) {
+			LLVMValueRef av[8], bv[8];
+			fragment(x, 0, ba, kc, kk, x->rm, held[0], av);
+			fragment(x, 1, bb, kc, kk, x->rn, held[1], bv);
 			for (int i = 0; i < x->rm; i++)
 				for (int j = 0; j < x->rn; j++) {
-					LLVMValueRef args[3] = {av[kk][i], bv[kk][j],
-								accv[i * x->rn + j]};
+					LLVMValueRef args[3] = {av[i], bv[j], accv[i * x->rn + j]};
 					accv[i * x->rn + j] = mm_intrinsic(x, "llvm.fmuladd.f32",
 									   &f32, 1, args, 3);
 				}
-	}
+		}
 	for (int e = 0; e < x->nacc; e++)
 		mm_acc_store(x, mm_i64c(x, e), accv[e]);
 	mm_phase_end(x);

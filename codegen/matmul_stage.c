@@ -41,7 +41,13 @@ void mm_load_tile(Mm *x, int w, LLVMValueRef s, LLVMValueRef kt)
 	LLVMValueRef ostr = tr ? ldc : ldr, istr = tr ? ldr : ldc;
 	LLVMValueRef buf = x->src[w];
 	LLVMValueRef soff = mm_stage_off(x, s, w);
-	LLVMValueRef tids = mm_to_ot(x, mm_phase_begin(x));
+	/* SIMT: what the copy derives from the thread id is computed at each copy, not
+	 * hoisted out of the K loop: held through it, those values took the registers
+	 * that two blocks per SM leave (128 with 64 accumulators) */
+	LLVMValueRef tids = mm_phase_begin(x);
+	if (x->padded)
+		tids = mm_opaque_tid(x, tids);
+	tids = mm_to_ot(x, tids);
 	LLVMTypeRef vt = LLVMVectorType(m->t_i32, 4);
 	LLVMTypeRef rt = mm_raw_type(x);
 

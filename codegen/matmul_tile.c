@@ -237,10 +237,27 @@ void mm_acc_store(Mm *x, LLVMValueRef e, LLVMValueRef v)
 
 /* Byte offset in a shared tile with cpr 16-byte chunks per row of (row, chunk):
  * the chunk is XORed with bits of the row so that 8 consecutive rows at one chunk
- * fall in 8 different 16-byte groups of a 128-byte line. */
+ * fall in 8 different 16-byte groups of a 128-byte line (ldmatrix's rows).
+ *
+ * SIMT tiles (Mm.padded) are not swizzled, so that the chunks a thread reads lie at
+ * constant distances from one base (immediate offsets of its loads, matmul_simt.c):
+ * rows of 128 bytes or more (B as stored, A transposed; a warp reads consecutive
+ * chunks of a row) are plain, and rows along K of 64 bytes (A as stored, B
+ * transposed; a warp reads one chunk of rows 4 apart) have a chunk of padding after
+ * every MM_PAD_ROWS rows: row 4t starts at 272 t bytes, 16 t past a multiple of 128,
+ * so 8 such rows fall in 8 different 16-byte groups of a 128-byte line. The offset
+ * is linear: that of (4t + r, c) is that of (4t, 0) plus that of (r, c). */
 LLVMValueRef mm_swz(Mm *x, int w, LLVMValueRef row, LLVMValueRef ch)
 {
 	int cpr = x->cpr[w];
+	if (x->padded) {
+		row = mm_to_ot(x, row);
+		ch = mm_to_ot(x, ch);
+		LLVMValueRef off = mm_add(x, mm_mulc(x, row, (int64_t)cpr * 16), mm_mulc(x, ch, 16));
+		if (cpr * 16 < 128)
+			off = mm_add(x, off, mm_mulc(x, mm_udivc(x, row, MM_PAD_ROWS), 16));
+		return off;
+	}
 	if (x->panel) {
 		/* wgmma's layout: the tile's rows cut into panels of 128 bytes (8
 		 * chunks), each panel outer rows x 128 bytes, chunk XOR row % 8 (the
