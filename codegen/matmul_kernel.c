@@ -12,7 +12,8 @@
  *   - K advances BK at a time through STAGES shared-memory stages: the A tile (BM x
  *     BK) and the B tile (BK x BN) are copied row-major in 16-byte chunks, each chunk
  *     at its column chunk XOR a few bits of its row (the swizzle: the 8 rows an
- *     ldmatrix or a column read touches fall in 8 different 16-byte bank groups);
+ *     ldmatrix or a column read touches fall in 8 different 16-byte bank groups;
+ *     SIMT tiles are padded instead, mm_swz);
  *     out-of-range rows and columns are filled with zeros, so edges need no other
  *     test until the store. When the leading dimension is a multiple of 16 bytes and
  *     the buffer is 16-byte aligned (checked at run time per operand) a chunk is one
@@ -367,7 +368,12 @@ int mm_tile_kernel(CgKb *kb, const MmConfig *cfg, const int *wr, int nw)
 	/* storage: shared memory and accumulators */
 	LLVMBasicBlockRef entry = LLVMGetInsertBlock(x->b);
 	LLVMTypeRef sty = LLVMArrayType(m->t_i8, (unsigned)smem_bytes);
-	if (x->gpu)
+	/* a conv's gather holds its per-tile tables (mm_conv_tile_cols) through the K
+	 * loop: beside the 64 accumulators of a 128x128 SIMT tile they spilled there
+	 * under the 128 registers of two blocks per SM (up to 136 bytes), so such a
+	 * conv asks for none (the 64x64 tiles' 16 accumulators leave room) */
+	bool tables = x->is_conv && x->cv.gather && !c->tc && x->nacc > 16;
+	if (x->gpu && !tables)
 		mm_min_blocks(kb, c->min_blocks);
 	if (x->gpu) {
 		LLVMValueRef g = mm_shared_global(kb, smem_bytes);

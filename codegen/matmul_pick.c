@@ -60,6 +60,9 @@ static const MmConfig mm_configs[] = {
 	 * K = 256) is in flight after the prologue */
 	{"tc128x128x64s3", true, false, false, 2, 128, 128, 64, 2, 4, 3, 0, false, 0, false},
 	{"tc64x64x32s3", true, false, false, 0, 64, 64, 32, 2, 4, 3, 0, false, 0, false},
+	/* f32 SIMT: 2 blocks per SM, 128 registers without spills once the padded
+	 * tiles read at immediate offsets (matmul_simt.c; a conv with a gather asks
+	 * for none, matmul_kernel.c) */
 	{"fma128x128x16s3", false, false, false, 2, 128, 128, 16, 0, 0, 3, 0, false, 0, false},
 	{"fma64x64x16s3", false, false, false, 0, 64, 64, 16, 0, 0, 3, 0, false, 0, false},
 	/* --allow-tf32: mma.sync m16n8k8 tf32; f32 stages are twice the bytes, so the

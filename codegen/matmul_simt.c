@@ -3,12 +3,22 @@
  *
  * SIMT configurations (f32): 16 x 16 threads, each computing (BM/16) x (BN/16)
  * outputs with FMAs from shared memory (rows ty*4+i and 64 + ty*4+i, the same for
- * columns); the same code on both targets. Every shared read is a 16-byte chunk
- * (mm_swz's unit): an operand whose tile runs along its own dim (B as stored, A
- * transposed) gives four of the thread's rows or columns at one k; one that runs
- * along K (A as stored, B transposed) gives one row or column at four k. Per four
- * k and 64 FMAs that is at most 16 loads, where reading A element by element took
- * 40: the loop was bound by shared-memory issue (docs/benchmarks.md, "f32 SIMT").
+ * columns); the same code on both targets. Every shared read is a 16-byte chunk:
+ * an operand whose tile runs along its own dim (B as stored, A transposed) gives
+ * four of the thread's rows or columns at one k; one that runs along K (A as
+ * stored, B transposed) gives one row or column at four k. Per four k and 64 FMAs
+ * that is at most 16 loads, where reading A element by element took 40: the loop
+ * was bound by shared-memory issue (docs/benchmarks.md, "f32 SIMT").
+ *
+ * The tiles are not swizzled but padded (mm_swz with Mm.padded), so every chunk a
+ * thread reads lies at a constant distance from one base per operand (thread_base:
+ * the stage's offset plus ty*272 or tx*16 bytes), the loads' immediate offsets.
+ * With the swizzle each (row, chunk) pair had its own address, some 64 of them held
+ * in registers through the K loop (255 registers, one block per SM); without them
+ * the 128x128 tile fits the 128 registers of two blocks per SM. Bank conflicts:
+ * along K a warp reads one chunk of 2 rows (A: ty) or 16 rows (B transposed: tx),
+ * 4 rows apart, which the padding puts in different 16-byte groups; the other way
+ * a warp reads 2 or 16 consecutive chunks of one row.
  * Tiny M (M <= 16, every dtype and arch) takes the gemv configuration, whose loop
  * is the kernel's (matmul_kernel.c). */
 #include "matmul.h"

@@ -24,6 +24,15 @@ for c in $SPLIT_BF16; do
 	check "split-$c" 0 env FUSEC_MATMUL_TILES=$c "$FUSEC" run tests/bench/gpu/mm_check_split_bf16.json --backend cpu --check
 done
 
+# every SIMT configuration (f32: unswizzled tiles, rows along K padded, mm_swz) over
+# odd and whole-chunk shapes, broadcast batches, A or B or both transposed and a
+# permute in front (the gemv cases take their own configuration)
+for c in fma128x128x16s3 fma64x64x16s3 $SPLIT_F32; do
+	for g in mm_check_f32 mm_check_views_f32; do
+		check "simt-$c-$g" 0 env FUSEC_MATMUL_TILES=$c "$FUSEC" run tests/bench/gpu/$g.json --backend cpu --check
+	done
+done
+
 # the rule's choice at the base models' shapes (M = 128, width 768: 24 tiles of 64)
 cat > "$TMP/mlp.json" <<'EOF'
 {"format": "fusec-graph/1", "name": "mlp",
