@@ -34,7 +34,7 @@ ALL_CFLAGS = -std=c11 -D_POSIX_C_SOURCE=200809L -pthread $(WARN) $(CFLAGS) $(DEP
 
 # Sources, per layer from the ground up. Keep each list sorted.
 SUPPORT_SRC = support/files.c support/support.c
-IR_SRC      = ir/build.c ir/doc.c ir/infer.c ir/liveness.c ir/ops.c ir/read_json.c ir/read_yaml.c ir/relative.c
+IR_SRC      = ir/build.c ir/dim_expr.c ir/doc.c ir/infer.c ir/infer_sym.c ir/liveness.c ir/ops.c ir/read_json.c ir/read_yaml.c ir/relative.c
 ONNX_SRC    = onnx/builders.c onnx/import.c onnx/load.c onnx/ops.c onnx/ops_index.c onnx/ops_math.c onnx/ops_resize.c onnx/patterns.c onnx/proto.c onnx/values.c
 PASSES_SRC  = passes/attention.c passes/block.c passes/dump.c passes/explain.c passes/explorer.c passes/fuser_elemwise.c passes/fuser_matmul.c passes/fuser_nhwc.c passes/fuser_probe.c passes/fuser_reduce.c passes/fuser_reduce_bcast.c passes/fusers.c passes/intset.c passes/layout.c passes/log.c passes/log_json.c passes/plan_store.c passes/precision.c passes/processor.c passes/record.c passes/score.c passes/simplify.c passes/verify.c passes/views.c
 CODEGEN_SRC = codegen/coop.c codegen/emit_par.c codegen/eval.c codegen/frame.c codegen/host_exec.c codegen/jit.c codegen/json_write.c codegen/kcache.c codegen/kernel_elemwise.c codegen/kernel_join_window.c codegen/kernel_matmul.c codegen/kernel_reduce.c codegen/lower.c codegen/math.c codegen/matmul_attention.c codegen/matmul_conv.c codegen/matmul_depthwise.c codegen/matmul_epilogue.c codegen/matmul_kernel.c codegen/matmul_mma.c codegen/matmul_pick.c codegen/matmul_shape.c codegen/matmul_simt.c codegen/matmul_stage.c codegen/matmul_tile.c codegen/matmul_wgmma.c codegen/module.c codegen/plan.c codegen/toolbox.c codegen/values.c

@@ -35,6 +35,8 @@ Graph *cmd_load_graph(Arena *a, const char *path);
 /* The same for a run given its inputs' data: lookup gives the shape of an input
  * whose named dims (an ONNX model's symbolic ones) no --input-shape binds. */
 Graph *cmd_load_graph_data(Arena *a, const char *path, const IrShapeLookup *lookup);
+/* (With lookup->symbolic, the graph for every size of its named dims: --input-shape
+ * is then left to the run it gives the sizes of.) */
 /* The same for a graph file's text, already read (not ONNX). */
 Graph *cmd_load_graph_text(Arena *a, const char *path, const char *text, size_t len);
 /* Whether a compile of path may use the result cache: a graph file (not stdin, not

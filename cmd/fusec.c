@@ -190,10 +190,19 @@ static Graph *apply_precision(Graph *g)
 		pl_attention(g, keep ? ATTENTION_KEEP : ATTENTION_FUSE, &attention_info);
 		pl_layout(g, &lo, &layout_info);
 	}
+	Diag d;
+	/* a graph read for every size: the rewrites' ops get their expressions */
+	if (g && g->sym && ir_sym_refresh(g, &d)) {
+		cmd_print_diag_code(&d, "invalid-input");
+		return NULL;
+	}
 	if (!g || !precision_name)
 		return g;
-	Diag d;
 	if (pl_convert(g, &precision, &precision_info, &d)) {
+		cmd_print_diag_code(&d, "invalid-input");
+		return NULL;
+	}
+	if (g->sym && ir_sym_refresh(g, &d)) {
 		cmd_print_diag_code(&d, "invalid-input");
 		return NULL;
 	}
@@ -224,7 +233,9 @@ static int64_t max_errors = 20;
 static Graph *load_graph(Arena *a, const char *path, const char *text, size_t len,
 			 const IrShapeLookup *lookup)
 {
-	PlSource src = {path, text, len, input_shapes, ninput_shapes,
+	/* read for every size: --input-shape gives the sizes of a run, not the graph's */
+	bool every = lookup && lookup->symbolic;
+	PlSource src = {path, text, len, every ? NULL : input_shapes, every ? 0 : ninput_shapes,
 			max_errors < PL_MAX_ERRORS ? (int)max_errors : PL_MAX_ERRORS, lookup};
 	Diag *all = xmalloc(sizeof *all * ((size_t)src.max_errors + 1));
 	int nd;

@@ -25,7 +25,7 @@
 static const char run_usage[] =
 	"usage: fusec run GRAPH [--backend interp|cpu|cuda] [--inputs DIR|NAME=FILE,...]\n"
 	"                 [--outputs DIR] [--seed N] [--check [--atol A] [--rtol R]]\n"
-	"                 [--allow-tf32] [--burn-exact]\n"
+	"                 [--allow-tf32] [--burn-exact] [--dynamic]\n"
 	"       fusec run DIR --backend cuda [--inputs DIR] [--outputs DIR] [--seed N]\n"
 	"\n"
 	"Execute GRAPH and print, per output, its dtype, shape, the sum of its elements\n"
@@ -54,6 +54,10 @@ static const char run_usage[] =
 	"                   check's bounds count their operands as tf32 (as compile's)\n"
 	"  --burn-exact     cpu, cuda: search with burn-fusion's rules where fusec\n"
 	"                   deviates on purpose, as `fusec compile --burn-exact`\n"
+	"  --dynamic        cpu: compile the graph once for every size of its named\n"
+	"                   dims, then run it at the sizes the inputs (or\n"
+	"                   --input-shape) give (docs/graph-format.md, \"Every size\n"
+	"                   at once\")\n"
 	"  --precision bf16|f16, --keep-f32 LIST  run the graph converted as `fusec\n"
 	"                   compile --precision` does; --check then holds it to the f32\n"
 	"                   graph and adds rel_l2 (docs/precision.md)\n"
@@ -107,10 +111,11 @@ static const struct {
 };
 
 /* Prepare, run and collect; outs must hold g->noutputs empty tensors. */
-static int backend_run(const RunBackend *vt, const Graph *g, const HostTensor *inputs,
-		       bool tf32, bool burn_exact, HostTensor *outs, Diag *d)
+static int backend_run(const RunBackend *vt, const Graph *g, const Graph *gsym,
+		       const HostTensor *inputs, bool tf32, bool burn_exact, HostTensor *outs,
+		       Diag *d)
 {
-	RunCtx c = {g, inputs, NULL, tf32, burn_exact};
+	RunCtx c = {g, inputs, NULL, tf32, burn_exact, gsym};
 	int rc = vt->prepare(&c, d);
 	if (!rc)
 		rc = vt->run(&c, d);
@@ -196,12 +201,18 @@ static int data_shape(void *ctx, const char *input, IrInputShape *s, Diag *d)
 	return 1;
 }
 
+Graph *run_load_graph_symbolic(Arena *a, const char *path)
+{
+	IrShapeLookup lookup = {NULL, NULL, true};
+	return cmd_load_graph_data(a, path, &lookup);
+}
+
 Graph *run_load_graph(Arena *a, const char *path, const char *inputs)
 {
 	if (!inputs)
 		return cmd_load_graph(a, path);
 	InputData data = {inputs, a};
-	IrShapeLookup lookup = {data_shape, &data};
+	IrShapeLookup lookup = {data_shape, &data, false};
 	return cmd_load_graph_data(a, path, &lookup);
 }
 
@@ -604,11 +615,12 @@ int cmd_run(int argc, char **argv)
 		{"rtol", required_argument, NULL, 'R'},
 		{"allow-tf32", no_argument, NULL, 't'},
 		{"burn-exact", no_argument, NULL, 'E'},
+		{"dynamic", no_argument, NULL, 'D'},
 		{0, 0, 0, 0},
 	};
 	const char *backend = "interp", *inputs = NULL, *outputs = NULL;
 	long seed = 0;
-	bool check = false, flat = false, tf32 = false, burn_exact = false;
+	bool check = false, flat = false, tf32 = false, burn_exact = false, dynamic = false;
 	double tol[2] = {0, 0};       /* atol, rtol */
 	int c;
 	optind = 1;
@@ -625,6 +637,7 @@ int cmd_run(int argc, char **argv)
 		case 'c': check = true; break;
 		case 't': tf32 = true; break;
 		case 'E': burn_exact = true; break;
+		case 'D': dynamic = true; break;
 		case 'A': case 'R':
 			if (parse_tol(c == 'A' ? "--atol" : "--rtol", optarg, &tol[c == 'R']))
 				return EXIT_USAGE;
@@ -658,6 +671,11 @@ int cmd_run(int argc, char **argv)
 		return EXIT_FAIL;
 	}
 	const char *path = argv[optind];
+	if (dynamic && vt != &run_cpu_backend) {
+		cmd_usage_error("run", "--dynamic runs on --backend cpu; a plan for every size "
+				"is not supported yet on cuda");
+		return EXIT_USAGE;
+	}
 	if (run_is_plan(path)) {
 		if (cmd_refuse_input_shapes(path))
 			return EXIT_INPUT;
@@ -671,10 +689,14 @@ int cmd_run(int argc, char **argv)
 
 	Arena *a = arena_new();
 	Graph *g = run_load_graph(a, path, inputs);
-	if (!g) {
+	/* --dynamic: the graph for every size, compiled once, bound to g's sizes */
+	const Graph *gsym = g && dynamic ? run_load_graph_symbolic(a, path) : NULL;
+	if (!g || (dynamic && !gsym)) {
 		arena_free(a);
 		return EXIT_INPUT;
 	}
+	if (gsym && !gsym->sym)
+		gsym = NULL;   /* nothing left symbolic: a graph like any other */
 	HostTensor *in = xcalloc((size_t)g->ninputs + 1, sizeof *in);
 	HostTensor *outs = xcalloc((size_t)g->noutputs + 1, sizeof *outs);
 	/* the interpreter writing outputs also writes their error bounds */
@@ -689,7 +711,7 @@ int cmd_run(int argc, char **argv)
 		status = EXIT_INPUT;
 	} else if (bounds || (vt == &interp_backend && cmd_precision_info())
 		   ? reference_run(g, in, outs, bounds, tf32, &d)
-		   : backend_run(vt, g, in, tf32, burn_exact, outs, &d)) {
+		   : backend_run(vt, g, gsym, in, tf32, burn_exact, outs, &d)) {
 		cmd_print_diag(&d);
 		status = EXIT_FAIL;
 	} else {

@@ -17,6 +17,9 @@ typedef struct {
 	void *state;               /* the backend's own */
 	bool allow_tf32;           /* --allow-tf32 (cpu, cuda) */
 	bool burn_exact;           /* --burn-exact: search with burn's rules (cpu, cuda) */
+	const Graph *gsym;         /* --dynamic (cpu): the graph read for every size of its
+				      named dims, compiled in g's place and bound to g's
+				      sizes; NULL otherwise */
 } RunCtx;
 
 typedef struct {
@@ -56,6 +59,9 @@ void run_plan_close(RunPlan *rp);
  * shape of its .npy file (docs/graph-format.md, "Named dims"); the strings of the
  * binding live in a. Prints its error; NULL then. */
 Graph *run_load_graph(Arena *a, const char *path, const char *inputs);
+/* The graph read for every size of the named dims that --input-shape leaves
+ * unbound (Graph.sym; IrShapeLookup.symbolic). Prints its error; NULL then. */
+Graph *run_load_graph_symbolic(Arena *a, const char *path);
 /* Inputs of a graph (cmd/run.c): seeded random, or .npy files (DIR, or NAME=FILE,...).
  * Each prints its own error and returns -1. */
 int run_random_inputs(const Graph *g, uint64_t seed, HostTensor *in);

@@ -23,9 +23,29 @@ static int cpu_prepare(RunCtx *c, Diag *d)
 	SearchOptions so;
 	pass_default_options(&so);
 	so.burn_exact = c->burn_exact;
-	st->s = pl_schedule(c->g, &so, d);
+	st->s = pl_schedule(c->gsym ? c->gsym : c->g, &so, d);
 	st->h = st->s ? cg_host_new(st->s, c->allow_tf32, d) : NULL;
 	return st->h ? 0 : -1;
+}
+
+/* --dynamic: what was compiled once and what it runs at, on stderr:
+ * "fusec: compiled for every batch in 1..64, seq in 1..2048 (built at batch=61,
+ * seq=2039); run at batch=8, seq=100". */
+static void print_binding(const IrSymbolic *s, const int64_t *val)
+{
+	Buf b = {0};
+	buf_puts(&b, "fusec: compiled for every ");
+	for (int k = 0; k < s->nsym; k++)
+		buf_printf(&b, "%s%s in %lld..%lld", k ? ", " : "", s->name[k],
+			   (long long)s->lo[k], (long long)s->hi[k]);
+	buf_puts(&b, " (built at ");
+	for (int k = 0; k < s->nsym; k++)
+		buf_printf(&b, "%s%s=%lld", k ? ", " : "", s->name[k], (long long)s->probe[k]);
+	buf_puts(&b, "); run at ");
+	for (int k = 0; k < s->nsym; k++)
+		buf_printf(&b, "%s%s=%lld", k ? ", " : "", s->name[k], (long long)val[k]);
+	fprintf(stderr, "%s\n", b.data);
+	buf_free(&b);
 }
 
 static int cpu_run(RunCtx *c, Diag *d)
@@ -45,6 +65,12 @@ static int cpu_run(RunCtx *c, Diag *d)
 		if (host_alloc(&st->buf[t], gt->dtype, gt->rank, gt->dim, d))
 			return -1;
 		st->data[t] = st->buf[t].data;
+	}
+	if (c->gsym) {
+		int64_t val[IR_SYM_MAX];
+		if (ir_sym_bind(c->gsym, g, val, d) || cg_host_bind(st->h, g, d))
+			return -1;
+		print_binding(c->gsym->sym, val);
 	}
 	return cg_host_run(st->h, st->data, d);
 }

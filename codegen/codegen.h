@@ -283,6 +283,11 @@ typedef struct {
 	CgDims at;               /* grid, block, shared and scratch bytes */
 	CgArg *args;             /* one per kernel parameter */
 	int nargs;
+	/* a graph compiled for every size (Graph.sym): where each shape id of the
+	 * launch's dims comes from (ir_rel_dim_sources), so that it can be bound to
+	 * other sizes (cg_host_bind); NULL otherwise */
+	const int32_t *dsrc;
+	int ndims;
 } CgBound;
 
 /* A launch that launches nothing: a reshape made an alias (CgProgram.aliases: `of`
@@ -334,6 +339,13 @@ const bool *cg_host_buffers(const CgHost *h);
  * callers read outputs from data[] as usual. 0, or -1 with *d when a launch names a
  * tensor without a buffer. */
 int cg_host_run(CgHost *h, void **data, Diag *d);
+/* A schedule of a graph compiled for every size of its named dims (Graph.sym):
+ * bind every launch to the sizes of g, the same graph read at other sizes (the
+ * same tensors and ops): each shape id takes the size of the tensor dim it came
+ * from, then the launch rule gives the grid and the workspace, and the dim
+ * arguments their values. The kernels stay. 0, or -1 with *d when g is not the
+ * compiled graph's shape. */
+int cg_host_bind(CgHost *h, const Graph *g, Diag *d);
 void cg_host_free(CgHost *h);
 
 #endif

@@ -139,6 +139,41 @@ int cg_host_run(CgHost *h, void **data, Diag *d)
 	return rc;
 }
 
+int cg_host_bind(CgHost *h, const Graph *g, Diag *d)
+{
+	if (g->ntensors != h->ntensors) {
+		diag_set(d, "cpu", 0, 0, "internal: the graph bound has %d tensors, the compiled "
+			 "one %d", g->ntensors, h->ntensors);
+		return -1;
+	}
+	int64_t *dims = NULL;
+	int cap = 0;
+	for (int i = 0; i < h->prog.nlaunch; i++) {
+		CgBound *b = &h->prog.launch[i];
+		if (!b->dsrc)
+			continue;
+		if (b->ndims > cap) {
+			cap = b->ndims;
+			dims = xrealloc(dims, sizeof *dims * (size_t)cap);
+		}
+		dims[0] = 1;
+		for (int s = 1; s < b->ndims; s++) {
+			int t = b->dsrc[2 * s], axis = b->dsrc[2 * s + 1];
+			dims[s] = g->tensors[t].dim[axis];
+		}
+		cg_launch_dims(b->kernel, dims, b->ndims, &b->at);
+		for (int p = 0; p < b->nargs; p++) {
+			const CgParam *pp = &b->kernel->params[p];
+			if (pp->kind == CG_PARAM_DIM)
+				b->args[p].i = pp->id < b->ndims ? dims[pp->id] : 1;
+			else if (pp->kind == CG_PARAM_SCRATCH)
+				b->args[p].i = b->at.scratch_bytes;
+		}
+	}
+	free(dims);
+	return 0;
+}
+
 void cg_host_free(CgHost *h)
 {
 	if (!h)

@@ -219,6 +219,14 @@ int cg_lower(CgModule *m, const Schedule *s, Arena *a, CgProgram *out, Diag *d)
 			b->step = si;
 			b->unit = l->kernel;
 			cg_launch_dims(k, dims, ndims, &b->at);
+			if (g->sym) {
+				int nsrc;
+				const int32_t *src = ir_rel_dim_sources(conv, &nsrc);
+				int32_t *copy = ARENA_NEW(a, int32_t, 2 * nsrc + 2);
+				memcpy(copy, src, sizeof *copy * 2 * (size_t)nsrc);
+				b->dsrc = copy;
+				b->ndims = nsrc;
+			}
 			b->nargs = k->nparams;
 			b->args = ARENA_NEW(a, CgArg, k->nparams);
 			for (int p = 0; p < k->nparams; p++) {

@@ -170,6 +170,15 @@ typedef struct {
 	DimName dn[MAX_DIM_NAMES];
 	int ndn;
 	const DocNode **shape_of;     /* per input (in order): its shape's node */
+	/* a graph read for every size of its named dims (IrShapeLookup.symbolic) */
+	IrSymbolic *sym;         /* NULL otherwise */
+	int8_t dsym[MAX_DIM_NAMES];   /* per dim name: its symbol, or -1 (bound) */
+	int8_t *in_dn;           /* per input, IR_MAX_RANK each: the dim name, or -1 */
+	uint8_t *attr_at;        /* Attrs.sym of the op whose shape attribute is read;
+				    NULL otherwise */
+	bool constant_dims;      /* reading a constant's shape */
+	const int64_t *avoid;    /* sizes no probe may take (they clashed before) */
+	int navoid;
 } Builder;
 
 static int fail_at(Builder *b, int line, int col, const char *fmt, ...)
@@ -361,6 +370,14 @@ static int read_dims(Builder *b, const DocNode *n, const char *path, bool allow_
 			/* a name; any other text ("64", quoted) is a mistyped number */
 			if (dim_name(b, e, at, &dim[k]))
 				return -1;
+			int i = b->naming ? -1 : find_dim_name(b, e->text);
+			if (i >= 0 && b->dsym[i] >= 0 && b->attr_at)
+				b->attr_at[k] = (uint8_t)(b->dsym[i] + 1);
+			else if (i >= 0 && b->dsym[i] >= 0 && b->constant_dims)
+				return fail(b, e, "%s: '%s' stands for every size of its range "
+					    "here; not supported yet outside the inputs' shapes "
+					    "and the shape attributes of reshape and expand "
+					    "(bind it with --input-shape)", at, b->dn[i].name);
 			if (dim[k] > 0 && __builtin_mul_overflow(count, dim[k], &count))
 				return fail(b, n, "%s: element count overflows", path);
 			continue;
@@ -502,7 +519,11 @@ static int read_attr(Builder *b, const DocNode *n, const char *path, OpKind kind
 	case A_MIN: return read_real(b, n, path, &at->min);
 	case A_MAX: return read_real(b, n, path, &at->max);
 	case A_DTYPE: return read_dtype(b, n, path, &at->dtype);
-	case A_SHAPE: return read_dims(b, n, path, kind == OP_RESHAPE, &at->n, at->shape);
+	case A_SHAPE: {
+		int rc = read_dims(b, n, path, kind == OP_RESHAPE, &at->n, at->shape);
+		b->attr_at = NULL;
+		return rc;
+	}
 	case A_AXES: return read_axes(b, n, path, -1, at->axes, &at->n);
 	case A_DIMS: return read_axes(b, n, path, 2, at->axes, &at->n);
 	case A_RANGES: return read_ranges(b, n, path, at);
@@ -724,6 +745,68 @@ static int bind_input(Builder *b, int i, const IrInputShape *sh)
 	return 0;
 }
 
+/* Whether v may be a probe: not a size that clashed before, nor another symbol's. */
+static bool probe_free(const Builder *b, int64_t v)
+{
+	for (int i = 0; i < b->navoid; i++)
+		if (b->avoid[i] == v)
+			return false;
+	for (int i = 0; i < b->sym->nsym; i++)
+		if (b->sym->probe[i] == v)
+			return false;
+	return true;
+}
+
+static bool is_prime(int64_t v)
+{
+	if (v < 2)
+		return false;
+	for (int64_t p = 2; p * p <= v; p++)
+		if (v % p == 0)
+			return false;
+	return true;
+}
+
+/* Dim name di, unbound in a graph read for every size: one size in its range makes
+ * it that size; otherwise it becomes a symbol, built at a probe size: the largest
+ * prime of its range up to PROBE_TOP (a size no other dim is likely to have, so
+ * that the relative form tells it apart), or any free size past 1. */
+enum { PROBE_TOP = 4096 };
+static int symbolize(Builder *b, int di, const DocNode *at)
+{
+	DimName *dn = &b->dn[di];
+	if (dn->lo == dn->hi) {
+		dn->value = dn->lo;
+		dn->by = "its range (dims)";
+		return 0;
+	}
+	IrSymbolic *s = b->sym;
+	if (s->nsym == IR_SYM_MAX)
+		return fail(b, at, "more than %d named dims left for every size; bind some "
+			    "with --input-shape", IR_SYM_MAX);
+	int64_t top = dn->hi < PROBE_TOP ? dn->hi : PROBE_TOP, lo = dn->lo > 2 ? dn->lo : 2;
+	int64_t v = 0;
+	for (int64_t x = top; x >= lo && !v; x--)
+		if (is_prime(x) && probe_free(b, x))
+			v = x;
+	for (int64_t x = top; x >= lo && !v; x--)
+		if (probe_free(b, x))
+			v = x;
+	if (!v)
+		return fail(b, at, "'%s': its range %lld..%lld holds no size to compile the "
+			    "graph at; bind it with --input-shape", dn->name, (long long)dn->lo,
+			    (long long)dn->hi);
+	int k = s->nsym++;
+	s->name[k] = dn->name;
+	s->lo[k] = dn->lo;
+	s->hi[k] = dn->hi;
+	s->probe[k] = v;
+	b->dsym[di] = (int8_t)k;
+	dn->value = v;
+	dn->by = "its probe size";
+	return 0;
+}
+
 /* Bind the inputs' named dims from --input-shape, then from the lookup for the
  * inputs with a name that no --input-shape gives (bind_input checks each), then put
  * the values in the inputs' shapes. Every named dim must be bound. */
@@ -743,7 +826,7 @@ static int bind_inputs(Builder *b, const DocNode *in)
 			return -1;
 		given[i] = true;
 	}
-	for (int i = 0; b->lookup && i < g->ninputs; i++) {
+	for (int i = 0; b->lookup && b->lookup->shape && i < g->ninputs; i++) {
 		const Tensor *t = &g->tensors[g->inputs[i]];
 		bool named = false;
 		for (int k = 0; k < t->rank; k++)
@@ -763,7 +846,12 @@ static int bind_inputs(Builder *b, const DocNode *in)
 		for (int k = 0; k < t->rank; k++) {
 			if (t->dim[k] > 0)
 				continue;
-			const DimName *dn = &b->dn[DIM_NAMED - t->dim[k]];
+			int di = (int)(DIM_NAMED - t->dim[k]);
+			DimName *dn = &b->dn[di];
+			if (b->in_dn)
+				b->in_dn[i * IR_MAX_RANK + k] = (int8_t)di;
+			if (!dn->value && b->sym && symbolize(b, di, b->shape_of[i]))
+				return -1;
 			if (!dn->value)
 				return fail(b, b->shape_of[i], "inputs.%s.shape[%d]: the dim '%s' is "
 					    "not bound: give the input's shape with --input-shape "
@@ -828,7 +916,10 @@ static int read_constant(Builder *b, const DocNode *e)
 	if (read_dtype(b, slot[0], sub, &t.dtype))
 		return -1;
 	snprintf(sub, sizeof sub, "%s.shape", path);
-	if (read_dims(b, slot[1], sub, false, &t.rank, t.dim))
+	b->constant_dims = true;
+	int rc = read_dims(b, slot[1], sub, false, &t.rank, t.dim);
+	b->constant_dims = false;
+	if (rc)
 		return -1;
 	int64_t count = 1;
 	for (int k = 0; k < t.rank; k++)
@@ -1029,6 +1120,8 @@ static int op_attrs(Builder *b, OpRead *r, Attrs *at)
 		}
 		char path[48];
 		path_cat(path, sizeof path, r->at, ".", ir_attr_name(bit), -1);
+		if (bit == A_SHAPE && b->sym)
+			b->attr_at = at->sym;
 		if (read_attr(b, v, path, r->op->kind, bit, at))
 			return -1;
 	}
@@ -1309,9 +1402,45 @@ static const char *op_out_name(const DocNode *n)
 }
 
 /* Read root into a Graph; on errors, d[0..*nd) holds up to maxd messages. */
+/* A graph read for every size (IrShapeLookup.symbolic): the sizes its probes must
+ * avoid, and the size two expressions shared at the last probe (clash). */
+typedef struct {
+	int64_t avoid[16];
+	int navoid;
+	int64_t clash;           /* 0: none */
+} Probes;
+
+/* The expressions of g's dims (IrSymbolic.dim): the inputs' from their names, the
+ * constants' their sizes, the ops' by ir_infer_symbolic. Then whether two of them
+ * share a size (p->clash, the graph is then read again). */
+static int symbolic_dims(Builder *b, int ninputs, Probes *p)
+{
+	Graph *g = b->g;
+	IrSymbolic *s = b->sym;
+	s->dim = ARENA_NEW(g->arena, DimExpr *, g->ntensors + 1);
+	s->ndim = g->ntensors;
+	for (int t = 0; t < g->ntensors; t++) {
+		const Tensor *x = &g->tensors[t];
+		s->dim[t] = ARENA_NEW(g->arena, DimExpr, x->rank + 1);
+		for (int k = 0; k < x->rank; k++)
+			s->dim[t][k] = dx_const(x->dim[k]);
+	}
+	for (int i = 0; i < ninputs; i++)
+		for (int k = 0; k < g->tensors[g->inputs[i]].rank; k++) {
+			int di = b->in_dn[i * IR_MAX_RANK + k];
+			if (di >= 0 && b->dsym[di] >= 0)
+				s->dim[g->inputs[i]][k] = dx_sym(b->dsym[di]);
+		}
+	if (ir_infer_symbolic(g, s, &b->d[b->nd]))
+		return -1;
+	if (ir_sym_check(g, s, &p->clash) == 0)
+		p->clash = 0;
+	return 0;
+}
+
 static Graph *build(Arena *a, const char *file, const DocNode *root,
 		    const IrInputShape *shapes, int nshapes, const IrShapeLookup *lookup, Diag *d,
-		    int maxd, int *nd)
+		    int maxd, int *nd, Probes *probes)
 {
 	static const char *const keys[] = {"format", "name", "inputs", "ops", "outputs",
 					   "constants", "dims"};
@@ -1393,6 +1522,14 @@ static Graph *build(Arena *a, const char *file, const DocNode *root,
 
 	if (cn)
 		g->inputs = NULL;
+	if (lookup && lookup->symbolic) {
+		b.sym = ARENA_NEW(a, IrSymbolic, 1);
+		b.in_dn = ARENA_NEW(a, int8_t, (in->n + 1) * IR_MAX_RANK);
+		memset(b.in_dn, -1, (in->n + 1) * IR_MAX_RANK);
+		memset(b.dsym, -1, sizeof b.dsym);
+		b.avoid = probes->avoid;
+		b.navoid = probes->navoid;
+	}
 	int max_stream = 0, rc = slot[R_DIMS] ? read_dim_ranges(&b, slot[R_DIMS]) : 0;
 	if (!rc)
 		rc = read_inputs(&b, in);
@@ -1432,6 +1569,15 @@ static Graph *build(Arena *a, const char *file, const DocNode *root,
 	}
 	g->nstreams = max_stream + 1;
 	ir_finish(g);
+	if (b.sym && b.sym->nsym) {
+		int ninputs = in->n;
+		b.nd = 0;
+		if (symbolic_dims(&b, ninputs, probes)) {
+			*nd = 1;
+			return NULL;
+		}
+		g->sym = b.sym;
+	}
 	return g;
 }
 
@@ -1491,7 +1637,22 @@ Graph *ir_read_mem_shapes(Arena *a, const char *file, const char *text, size_t l
 	Arena *tmp = arena_new();
 	DocNode *root = fmt == FMT_JSON ? doc_read_json(tmp, file, copy, len, d)
 					: doc_read_yaml(tmp, file, copy, len, d);
-	Graph *g = root ? build(a, file, root, shapes, nshapes, lookup, d, maxd, nd) : NULL;
+	Probes probes = {0};
+	Graph *g = root ? build(a, file, root, shapes, nshapes, lookup, d, maxd, nd, &probes)
+			: NULL;
+	/* a graph read for every size, whose probes gave two expressions one size:
+	 * again, with that size avoided */
+	while (g && g->sym && probes.clash && probes.navoid < (int)(sizeof probes.avoid / sizeof probes.avoid[0])) {
+		probes.avoid[probes.navoid++] = probes.clash;
+		probes.clash = 0;
+		g = build(a, file, root, shapes, nshapes, lookup, d, maxd, nd, &probes);
+	}
+	if (g && g->sym && probes.clash) {
+		diag_set(d, file, 0, 0, "the named dims found no probe sizes that keep their "
+			 "expressions apart (%lld clashed last); bind some with --input-shape",
+			 (long long)probes.clash);
+		g = NULL;
+	}
 	arena_free(tmp);
 	free(copy);
 	return g;

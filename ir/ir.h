@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include "../support/support.h"
+#include "dim_expr.h"
 
 enum {
 	IR_MAX_RANK = 8,     /* SPEC §1: rank 0 to 8 */
@@ -200,6 +201,8 @@ typedef struct {
 	int stride[2], padding[2], dilation[2], kernel[2], groups;
 	GeluApprox approx;
 	Layout layout;
+	uint8_t sym[IR_MAX_RANK];      /* a graph read for every size (Graph.sym): 1 + the
+					  symbol an entry of `shape` names; 0 a number */
 } Attrs;
 
 typedef struct {
@@ -233,7 +236,40 @@ typedef struct {
 	int *outputs; int noutputs;
 	Segment *segs; int nsegs;
 	int nstreams;            /* 1 + the highest stream number used */
+	const struct IrSymbolic *sym; /* compiled for every size of its named dims
+				    (IrShapeLookup.symbolic); NULL for every other graph */
 } Graph;
+
+/* A graph read for every size of its named dims (issue 28): each unbound named dim
+ * whose range holds more than one size is a symbol, and the graph is built with it
+ * at a probe size (a prime no other dim of the graph has), so that every tensor
+ * has concrete dims as in any other graph; `dim` gives each of them as an
+ * expression over the symbols (ir/infer_sym.c). */
+typedef struct IrSymbolic {
+	int nsym;
+	const char *name[IR_SYM_MAX];
+	int64_t lo[IR_SYM_MAX], hi[IR_SYM_MAX];   /* the range of each (`dims:`) */
+	int64_t probe[IR_SYM_MAX];                /* the size the graph was built at */
+	DimExpr **dim;           /* per tensor: its rank's expressions */
+	int ndim;                /* tensors dim covers */
+} IrSymbolic;
+
+/* Give every tensor of g its dims as expressions (s->dim allocated, the inputs'
+ * filled); the ops' results by their rules. -1 with *d naming the op when an op's
+ * result is beyond them. */
+int ir_infer_symbolic(const Graph *g, IrSymbolic *s, Diag *d);
+/* The same after a rewrite of g (pass_simplify, pass_attention, ...): the inputs
+ * keep their expressions, the ops' are inferred again. */
+int ir_sym_refresh(Graph *g, Diag *d);
+/* Whether two different expressions of g have one size at the probe: -1 (and
+ * *clash the size) when they do. */
+int ir_sym_check(const Graph *g, const IrSymbolic *s, int64_t *clash);
+/* The symbols' values val[] of g, the graph gs (read for every size) read at
+ * other sizes: from the inputs, then every tensor's expression checked against
+ * its size in g. -1 with *d naming the first tensor that disagrees. */
+int ir_sym_bind(const Graph *gs, const Graph *g, int64_t *val, Diag *d);
+/* Append "[batch,seq,768]". */
+void ir_sym_text(Buf *b, const IrSymbolic *s, const DimExpr *d, int rank);
 
 /* The display prefix of a category for a value dtype: "NumericFloat". */
 const char *ir_category_prefix(OpCategory cat, DType t);
@@ -290,8 +326,10 @@ typedef struct {
  * --input-shape would. Returns 1 with *s filled (s->from set), 0 when there is no
  * data for that input, -1 with *d filled when its data cannot be read. */
 typedef struct {
-	int (*shape)(void *ctx, const char *input, IrInputShape *s, Diag *d);
+	int (*shape)(void *ctx, const char *input, IrInputShape *s, Diag *d);  /* or NULL */
 	void *ctx;
+	bool symbolic;   /* named dims that nothing binds stay symbolic (Graph.sym)
+			    instead of being an error */
 } IrShapeLookup;
 /* ir_read_*_errors with shapes for the inputs, which bind their named dims; lookup
  * (or NULL) binds those of the inputs the shapes leave out. */
@@ -358,6 +396,9 @@ const double *ir_rel_values(const RelConv *c, int *n);
 const int64_t *ir_rel_dims(const RelConv *c, int *n);
 /* The global tensor id of each relative id seen since the last reset. */
 const int *ir_rel_tensors(const RelConv *c, int *n);
+/* Per shape id (ir_rel_dims; id 0, the size 1, excepted): the global tensor and the
+ * axis it was first seen at, two entries an id. */
+const int32_t *ir_rel_dim_sources(const RelConv *c, int *n);
 
 bool ir_rel_equal(const RelOp *a, const RelOp *b);
 bool ir_rel_shape_equal(const RelTensor *a, const RelTensor *b);   /* rank and shape ids */

@@ -35,6 +35,8 @@ struct RelConv {
 	DimSlot *slots;       /* open addressing, power-of-two size */
 	uint32_t nslots;
 	int64_t *dims;        /* per shape id: dim value */
+	int32_t *dsrc;        /* per shape id: the global tensor and axis it was first
+				 seen at (2 entries) */
 	int ndims, capdims;
 	double *values;       /* per placeholder: value */
 	int nvalues, capvalues;
@@ -52,6 +54,7 @@ RelConv *ir_rel_new(const Graph *g)
 	c->slots = xcalloc(c->nslots, sizeof *c->slots);
 	c->capdims = 16;
 	c->dims = xmalloc(sizeof *c->dims * (size_t)c->capdims);
+	c->dsrc = xcalloc((size_t)c->capdims * 2, sizeof *c->dsrc);
 	c->capvalues = 16;
 	c->values = xmalloc(sizeof *c->values * (size_t)c->capvalues);
 	ir_rel_reset(c);
@@ -67,6 +70,7 @@ void ir_rel_free(RelConv *c)
 	free(c->tglobal);
 	free(c->slots);
 	free(c->dims);
+	free(c->dsrc);
 	free(c->values);
 	free(c);
 }
@@ -106,7 +110,7 @@ static void dim_grow(RelConv *c)
 	free(old);
 }
 
-static uint32_t shape_id(RelConv *c, int64_t v)
+static uint32_t shape_id(RelConv *c, int64_t v, int t, int axis)
 {
 	if (v == 1)
 		return 0;
@@ -116,9 +120,12 @@ static uint32_t shape_id(RelConv *c, int64_t v)
 	if (c->ndims == c->capdims) {
 		c->capdims *= 2;
 		c->dims = xrealloc(c->dims, sizeof *c->dims * (size_t)c->capdims);
+		c->dsrc = xrealloc(c->dsrc, sizeof *c->dsrc * 2 * (size_t)c->capdims);
 	}
 	c->slots[i] = (DimSlot){v, (uint32_t)c->ndims, c->stamp};
 	c->dims[c->ndims] = v;
+	c->dsrc[2 * c->ndims] = t;
+	c->dsrc[2 * c->ndims + 1] = axis;
 	uint32_t id = (uint32_t)c->ndims++;
 	if ((uint32_t)c->ndims * 2 > c->nslots)
 		dim_grow(c);
@@ -152,7 +159,7 @@ static void rel_tensor(RelConv *c, int t, TensorStatus st, RelTensor *out)
 	out->rank = (uint8_t)gt->rank;
 	out->status = (uint8_t)st;
 	for (int i = 0; i < gt->rank; i++)
-		out->shape[i] = shape_id(c, gt->dim[i]);
+		out->shape[i] = shape_id(c, gt->dim[i], t, i);
 }
 
 void ir_rel_op(RelConv *c, Arena *a, int opi, RelOp *out)
@@ -220,6 +227,12 @@ const int64_t *ir_rel_dims(const RelConv *c, int *n)
 {
 	*n = c->ndims;
 	return c->dims;
+}
+
+const int32_t *ir_rel_dim_sources(const RelConv *c, int *n)
+{
+	*n = c->ndims;
+	return c->dsrc;
 }
 
 const int *ir_rel_tensors(const RelConv *c, int *n)

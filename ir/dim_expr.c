@@ -1,0 +1,206 @@
+/* dim_expr.c: sizes as polynomials over named dims (dim_expr.h). */
+#include <string.h>
+
+#include "dim_expr.h"
+
+DimExpr dx_const(int64_t v)
+{
+	DimExpr e = {0};
+	if (v) {
+		e.n = 1;
+		e.t[0].c = v;
+	}
+	return e;
+}
+
+DimExpr dx_sym(int s)
+{
+	DimExpr e = {1, {{1, {0}}}};
+	e.t[0].e[s] = 1;
+	return e;
+}
+
+/* Terms in order: higher total degree first, then by exponents, so the constant
+ * term is last and "batch*seq+seq" prints as people write it. */
+static int term_cmp(const DimTerm *a, const DimTerm *b)
+{
+	int da = 0, db = 0;
+	for (int s = 0; s < IR_SYM_MAX; s++) {
+		da += a->e[s];
+		db += b->e[s];
+	}
+	if (da != db)
+		return da > db ? -1 : 1;
+	for (int s = 0; s < IR_SYM_MAX; s++)
+		if (a->e[s] != b->e[s])
+			return a->e[s] > b->e[s] ? -1 : 1;
+	return 0;
+}
+
+/* Add term t into e (kept canonical). -1 when full or the coefficient overflows. */
+static int put_term(DimExpr *e, const DimTerm *t)
+{
+	int i = 0;
+	while (i < e->n && term_cmp(&e->t[i], t) < 0)
+		i++;
+	if (i < e->n && term_cmp(&e->t[i], t) == 0) {
+		if (__builtin_add_overflow(e->t[i].c, t->c, &e->t[i].c))
+			return -1;
+		if (!e->t[i].c) {
+			memmove(&e->t[i], &e->t[i + 1], sizeof e->t[0] * (size_t)(e->n - i - 1));
+			e->n--;
+		}
+		return 0;
+	}
+	if (e->n == IR_TERM_MAX)
+		return -1;
+	memmove(&e->t[i + 1], &e->t[i], sizeof e->t[0] * (size_t)(e->n - i));
+	e->t[i] = *t;
+	e->n++;
+	return 0;
+}
+
+int dx_add(const DimExpr *a, const DimExpr *b, DimExpr *out)
+{
+	DimExpr r = *a;
+	for (int i = 0; i < b->n; i++)
+		if (put_term(&r, &b->t[i]))
+			return -1;
+	*out = r;
+	return 0;
+}
+
+int dx_mul(const DimExpr *a, const DimExpr *b, DimExpr *out)
+{
+	DimExpr r = {0};
+	for (int i = 0; i < a->n; i++)
+		for (int j = 0; j < b->n; j++) {
+			DimTerm t;
+			if (__builtin_mul_overflow(a->t[i].c, b->t[j].c, &t.c))
+				return -1;
+			for (int s = 0; s < IR_SYM_MAX; s++) {
+				int x = a->t[i].e[s] + b->t[j].e[s];
+				if (x > 255)
+					return -1;
+				t.e[s] = (uint8_t)x;
+			}
+			if (put_term(&r, &t))
+				return -1;
+		}
+	*out = r;
+	return 0;
+}
+
+int dx_div(const DimExpr *a, const DimExpr *b, DimExpr *out)
+{
+	if (b->n != 1)
+		return -1;
+	const DimTerm *d = &b->t[0];
+	DimExpr r = {0};
+	for (int i = 0; i < a->n; i++) {
+		DimTerm t;
+		if (a->t[i].c % d->c)
+			return -1;
+		t.c = a->t[i].c / d->c;
+		for (int s = 0; s < IR_SYM_MAX; s++) {
+			if (a->t[i].e[s] < d->e[s])
+				return -1;
+			t.e[s] = (uint8_t)(a->t[i].e[s] - d->e[s]);
+		}
+		if (put_term(&r, &t))
+			return -1;
+	}
+	*out = r;
+	return 0;
+}
+
+bool dx_equal(const DimExpr *a, const DimExpr *b)
+{
+	if (a->n != b->n)
+		return false;
+	for (int i = 0; i < a->n; i++)
+		if (a->t[i].c != b->t[i].c || memcmp(a->t[i].e, b->t[i].e, sizeof a->t[i].e))
+			return false;
+	return true;
+}
+
+static bool term_const(const DimTerm *t)
+{
+	for (int s = 0; s < IR_SYM_MAX; s++)
+		if (t->e[s])
+			return false;
+	return true;
+}
+
+bool dx_is_const(const DimExpr *e, int64_t *v)
+{
+	if (e->n > 1 || (e->n == 1 && !term_const(&e->t[0])))
+		return false;
+	if (v)
+		*v = e->n ? e->t[0].c : 0;
+	return true;
+}
+
+bool dx_is_sym(const DimExpr *e, int *s)
+{
+	if (e->n != 1 || e->t[0].c != 1)
+		return false;
+	int found = -1;
+	for (int i = 0; i < IR_SYM_MAX; i++) {
+		if (!e->t[0].e[i])
+			continue;
+		if (e->t[0].e[i] != 1 || found >= 0)
+			return false;
+		found = i;
+	}
+	if (found < 0)
+		return false;
+	*s = found;
+	return true;
+}
+
+int dx_eval(const DimExpr *e, const int64_t *val, int64_t *out)
+{
+	int64_t sum = 0;
+	for (int i = 0; i < e->n; i++) {
+		int64_t p = e->t[i].c;
+		for (int s = 0; s < IR_SYM_MAX; s++)
+			for (int k = 0; k < e->t[i].e[s]; k++)
+				if (__builtin_mul_overflow(p, val[s], &p))
+					return -1;
+		if (__builtin_add_overflow(sum, p, &sum))
+			return -1;
+	}
+	*out = sum;
+	return 0;
+}
+
+void dx_print(Buf *b, const DimExpr *e, const char *const *names)
+{
+	if (!e->n) {
+		buf_putc(b, '0');
+		return;
+	}
+	for (int i = 0; i < e->n; i++) {
+		const DimTerm *t = &e->t[i];
+		int64_t c = t->c;
+		if (i && c < 0) {
+			buf_putc(b, '-');
+			c = -c;
+		} else if (i) {
+			buf_putc(b, '+');
+		}
+		bool any = false;
+		if (c != 1 || term_const(t)) {
+			buf_printf(b, "%lld", (long long)c);
+			any = true;
+		}
+		for (int s = 0; s < IR_SYM_MAX; s++)
+			for (int k = 0; k < t->e[s]; k++) {
+				if (any)
+					buf_putc(b, '*');
+				buf_puts(b, names[s]);
+				any = true;
+			}
+	}
+}

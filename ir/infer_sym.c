@@ -1,0 +1,375 @@
+/* infer_sym.c: the shapes of a graph compiled for every size of its named dims, as
+ * expressions over them (issue 28; dim_expr.h).
+ *
+ * The builder reads such a graph once with each symbolic dim at a probe size
+ * (ir/build.c, `bind_inputs`), so every tensor has concrete dims as before and the
+ * search, the kernels and their launches are made from them. This pass walks the
+ * ops in order and gives each tensor dim its expression, by the op's shape rule
+ * written over expressions: broadcasting, views, reductions, matmul and
+ * attention, cat and gather. An op whose inputs have no symbolic dim keeps its
+ * concrete shape. An op whose result the rules cannot write (a slice of a
+ * symbolic dim, a window over one) is an error that names it.
+ *
+ * The expressions must agree with the concrete dims at the probe; ir_sym_check
+ * makes sure that two different expressions never share a size there, so that the
+ * relative form, which names dims by their size, gives each expression its own
+ * shape id (the rebinding of codegen depends on it). */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ir.h"
+
+typedef struct {
+	const Graph *g;
+	IrSymbolic *s;
+	const Op *op;
+	int opi;
+	Diag *d;
+} SymInfer;
+
+static int fail(SymInfer *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static int fail(SymInfer *c, const char *fmt, ...)
+{
+	char ref[160], msg[400];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	ir_op_ref(c->g, c->opi, ref, sizeof ref);
+	diag_set(c->d, c->g->file, c->op->line, c->op->col,
+		 "%s (%s): %s; not supported yet for a graph compiled for every size of "
+		 "its named dims (bind them with --input-shape)", ref, ir_ops[c->op->kind].file,
+		 msg);
+	return -1;
+}
+
+static const DimExpr *in_dim(SymInfer *c, int k, int i)
+{
+	return &c->s->dim[c->op->in[k]][i];
+}
+
+static const char *text(SymInfer *c, const DimExpr *e)
+{
+	static char out[2][96];
+	static int which;
+	Buf b = {0};
+	dx_print(&b, e, c->s->name);
+	char *o = out[which ^= 1];
+	snprintf(o, sizeof out[0], "%s", b.len ? b.data : "");
+	buf_free(&b);
+	return o;
+}
+
+/* Broadcast two dims: equal, or one of them the constant 1. */
+static int bcast(SymInfer *c, const DimExpr *a, const DimExpr *b, DimExpr *out)
+{
+	int64_t v;
+	if (dx_equal(a, b) || (dx_is_const(b, &v) && v == 1))
+		*out = *a;
+	else if (dx_is_const(a, &v) && v == 1)
+		*out = *b;
+	else
+		return fail(c, "dims %s and %s broadcast only when they are equal", text(c, a),
+			    text(c, b));
+	return 0;
+}
+
+static int product(SymInfer *c, const DimExpr *d, int n, DimExpr *out)
+{
+	*out = dx_const(1);
+	for (int i = 0; i < n; i++)
+		if (dx_mul(out, &d[i], out))
+			return fail(c, "the size expression grows too large");
+	return 0;
+}
+
+/* An attribute's shape entry: the name written there (IrSymbolic.attr), else the
+ * number. */
+static DimExpr attr_dim(SymInfer *c, int i)
+{
+	int s = c->op->attr->sym[i];
+	return s ? dx_sym(s - 1) : dx_const(c->op->attr->shape[i]);
+}
+
+static int rule(SymInfer *c, DimExpr *out, int rank)
+{
+	const Op *op = c->op;
+	const Attrs *at = op->attr;
+	const Tensor *x = &c->g->tensors[op->in[0]];
+	switch (op->kind) {
+	case OP_RESHAPE: {
+		DimExpr total, known = dx_const(1);
+		if (product(c, c->s->dim[op->in[0]], x->rank, &total))
+			return -1;
+		int at_minus1 = -1;
+		for (int i = 0; i < rank; i++) {
+			if (at->shape[i] == -1) {
+				at_minus1 = i;
+				continue;
+			}
+			out[i] = attr_dim(c, i);
+			if (dx_mul(&known, &out[i], &known))
+				return fail(c, "the size expression grows too large");
+		}
+		if (at_minus1 >= 0 && dx_div(&total, &known, &out[at_minus1]))
+			return fail(c, "-1 would be %s / %s", text(c, &total), text(c, &known));
+		if (at_minus1 < 0 && !dx_equal(&total, &known))
+			return fail(c, "%s elements reshaped into %s", text(c, &total),
+				    text(c, &known));
+		return 0;
+	}
+	case OP_PERMUTE:
+		for (int i = 0; i < rank; i++)
+			out[i] = *in_dim(c, 0, at->axes[i]);
+		return 0;
+	case OP_SWAP_DIMS:
+		for (int i = 0; i < rank; i++)
+			out[i] = *in_dim(c, 0, i);
+		out[at->axes[0]] = *in_dim(c, 0, at->axes[1]);
+		out[at->axes[1]] = *in_dim(c, 0, at->axes[0]);
+		return 0;
+	case OP_EXPAND:
+		for (int i = 0; i < rank; i++) {
+			DimExpr to = attr_dim(c, i);
+			if (bcast(c, in_dim(c, 0, i), &to, &out[i]))
+				return -1;
+			if (!dx_equal(&out[i], &to))
+				return fail(c, "dim %d expands %s to %s", i, text(c, in_dim(c, 0, i)),
+					    text(c, &to));
+		}
+		return 0;
+	case OP_SLICE:
+		for (int i = 0; i < rank; i++) {
+			out[i] = *in_dim(c, 0, i);
+			if (i >= at->n)
+				continue;
+			if (!dx_is_const(&out[i], NULL))
+				return fail(c, "dim %d of size %s is sliced", i, text(c, &out[i]));
+			out[i] = dx_const(at->range[i][1] - at->range[i][0]);
+		}
+		return 0;
+	case OP_MATMUL:
+	case OP_ATTENTION: {
+		int last = op->kind == OP_MATMUL ? 1 : 2;   /* the operand giving the columns */
+		for (int i = 0; i < rank - 2; i++) {
+			out[i] = *in_dim(c, 0, i);
+			for (int k = 1; k <= last; k++)
+				if (bcast(c, &out[i], in_dim(c, k, i), &out[i]))
+					return -1;
+		}
+		out[rank - 2] = *in_dim(c, 0, rank - 2);
+		out[rank - 1] = *in_dim(c, last, rank - 1);
+		/* the inner dims must be one expression, as they are one size */
+		const DimExpr *inner_a = in_dim(c, 0, rank - 1), *inner_b = in_dim(c, 1, rank - 2);
+		if (!dx_equal(inner_a, inner_b))
+			return fail(c, "inner dims %s and %s differ", text(c, inner_a),
+				    text(c, inner_b));
+		if (op->kind == OP_ATTENTION && !dx_equal(in_dim(c, 1, rank - 1), in_dim(c, 2, rank - 2)))
+			return fail(c, "key and value lengths %s and %s differ",
+				    text(c, in_dim(c, 1, rank - 1)), text(c, in_dim(c, 2, rank - 2)));
+		return 0;
+	}
+	case OP_CAT:
+		for (int i = 0; i < rank; i++)
+			out[i] = *in_dim(c, 0, i);
+		for (int k = 1; k < op->nin; k++)
+			for (int i = 0; i < rank; i++) {
+				if (i == at->axis) {
+					if (dx_add(&out[i], in_dim(c, k, i), &out[i]))
+						return fail(c, "the size expression grows too large");
+				} else if (!dx_equal(&out[i], in_dim(c, k, i))) {
+					return fail(c, "dims %s and %s differ outside the axis",
+						    text(c, &out[i]), text(c, in_dim(c, k, i)));
+				}
+			}
+		return 0;
+	case OP_GATHER:
+		for (int i = 0; i < rank; i++)
+			out[i] = *in_dim(c, 1, i);
+		return 0;
+	default:
+		break;
+	}
+	switch (ir_ops[op->kind].family) {
+	case FAM_BINARY:
+	case FAM_COMPARE:
+	case FAM_SELECT:
+		for (int i = 0; i < rank; i++) {
+			out[i] = *in_dim(c, 0, i);
+			for (int k = 1; k < op->nin; k++)
+				if (bcast(c, &out[i], in_dim(c, k, i), &out[i]))
+					return -1;
+		}
+		return 0;
+	case FAM_SCALAR:
+	case FAM_UNARY:
+	case FAM_CAST:
+		for (int i = 0; i < rank; i++)
+			out[i] = *in_dim(c, 0, i);
+		return 0;
+	case FAM_REDUCE:
+		for (int i = 0; i < rank; i++)
+			out[i] = i == at->axis ? dx_const(1) : *in_dim(c, 0, i);
+		return 0;
+	case FAM_MODULE: {
+		/* conv2d and the pools: the images may be symbolic, nothing else */
+		int ch = at && at->layout == LAYOUT_NHWC ? 3 : 1;
+		for (int i = 1; i < 4; i++)
+			if (!dx_is_const(in_dim(c, 0, i), NULL))
+				return fail(c, "input dim %d of size %s is %s", i,
+					    text(c, in_dim(c, 0, i)), i == ch ? "channels" : "spatial");
+		const Tensor *y = &c->g->tensors[op->out[0]];
+		out[0] = *in_dim(c, 0, 0);
+		for (int i = 1; i < 4; i++)
+			out[i] = dx_const(y->dim[i]);
+		return 0;
+	}
+	default:
+		return fail(c, "no shape rule over named dims");
+	}
+}
+
+static bool all_const(const IrSymbolic *s, const Graph *g, const Op *op)
+{
+	for (int k = 0; k < op->nin; k++)
+		for (int i = 0; i < g->tensors[op->in[k]].rank; i++)
+			if (!dx_is_const(&s->dim[op->in[k]][i], NULL))
+				return false;
+	return true;
+}
+
+int ir_infer_symbolic(const Graph *g, IrSymbolic *s, Diag *d)
+{
+	SymInfer c = {g, s, NULL, 0, d};
+	for (int i = 0; i < g->nops; i++) {
+		const Op *op = &g->ops[i];
+		if (op->kind == OP_SYNC)
+			continue;
+		c.op = op;
+		c.opi = i;
+		for (int j = 0; j < op->nout; j++) {
+			const Tensor *y = &g->tensors[op->out[j]];
+			DimExpr *out = s->dim[op->out[j]];
+			if (all_const(s, g, op)) {
+				for (int k = 0; k < y->rank; k++)
+					out[k] = dx_const(y->dim[k]);
+				continue;
+			}
+			if (rule(&c, out, y->rank))
+				return -1;
+			/* the rule must give the size the concrete inference gave */
+			for (int k = 0; k < y->rank; k++) {
+				int64_t v;
+				if (dx_eval(&out[k], s->probe, &v) || v != y->dim[k])
+					return fail(&c, "internal: dim %d is %s, which is not %lld at "
+						    "the probe sizes", k, text(&c, &out[k]),
+						    (long long)y->dim[k]);
+			}
+		}
+	}
+	return 0;
+}
+
+int ir_sym_refresh(Graph *g, Diag *d)
+{
+	IrSymbolic *s = (IrSymbolic *)g->sym;
+	if (!s)
+		return 0;
+	DimExpr **dim = ARENA_NEW(g->arena, DimExpr *, g->ntensors + 1);
+	for (int t = 0; t < g->ntensors; t++) {
+		const Tensor *x = &g->tensors[t];
+		if (x->producer < 0 && t < s->ndim) {
+			dim[t] = s->dim[t];
+			continue;
+		}
+		dim[t] = ARENA_NEW(g->arena, DimExpr, x->rank + 1);
+		for (int k = 0; k < x->rank; k++)
+			dim[t][k] = dx_const(x->dim[k]);
+	}
+	s->dim = dim;
+	s->ndim = g->ntensors;
+	return ir_infer_symbolic(g, s, d);
+}
+
+typedef struct {
+	int64_t v;
+	const DimExpr *e;
+} ValExpr;
+
+static int by_value(const void *a, const void *b)
+{
+	const ValExpr *x = a, *y = b;
+	return (x->v > y->v) - (x->v < y->v);
+}
+
+int ir_sym_check(const Graph *g, const IrSymbolic *s, int64_t *clash)
+{
+	int64_t n = 0;
+	for (int t = 0; t < g->ntensors; t++)
+		n += g->tensors[t].rank;
+	ValExpr *all = xcalloc((size_t)n + 1, sizeof *all);
+	int64_t k = 0;
+	for (int t = 0; t < g->ntensors; t++)
+		for (int i = 0; i < g->tensors[t].rank; i++)
+			all[k++] = (ValExpr){g->tensors[t].dim[i], &s->dim[t][i]};
+	qsort(all, (size_t)n, sizeof *all, by_value);
+	int rc = 0;
+	for (int64_t i = 1; i < n && !rc; i++)
+		if (all[i].v == all[i - 1].v && !dx_equal(all[i].e, all[i - 1].e)) {
+			*clash = all[i].v;
+			rc = -1;
+		}
+	free(all);
+	return rc;
+}
+
+void ir_sym_text(Buf *b, const IrSymbolic *s, const DimExpr *d, int rank)
+{
+	buf_putc(b, '[');
+	for (int i = 0; i < rank; i++) {
+		if (i)
+			buf_putc(b, ',');
+		dx_print(b, &d[i], s->name);
+	}
+	buf_putc(b, ']');
+}
+
+int ir_sym_bind(const Graph *gs, const Graph *g, int64_t *val, Diag *d)
+{
+	const IrSymbolic *s = gs->sym;
+	if (g->ntensors < gs->ntensors || g->ninputs != gs->ninputs) {
+		diag_set(d, g->file, 0, 0, "internal: the graph at its sizes is not the graph "
+			 "read for every size");
+		return -1;
+	}
+	for (int k = 0; k < s->nsym; k++)
+		val[k] = 0;
+	for (int i = 0; i < gs->ninputs; i++) {
+		int t = gs->inputs[i];
+		for (int j = 0; j < gs->tensors[t].rank; j++) {
+			int k;
+			if (dx_is_sym(&s->dim[t][j], &k))
+				val[k] = g->tensors[t].dim[j];
+		}
+	}
+	for (int t = 0; t < gs->ntensors; t++) {
+		const Tensor *x = &g->tensors[t];
+		for (int j = 0; j < x->rank; j++) {
+			int64_t v;
+			if (x->rank != gs->tensors[t].rank || dx_eval(&s->dim[t][j], val, &v) ||
+			    v != x->dim[j]) {
+				Buf b = {0};
+				ir_sym_text(&b, s, s->dim[t], gs->tensors[t].rank);
+				diag_set(d, g->file, 0, 0, "tensor '%s' is %s at these sizes, but its "
+					 "shape for every size, %s, says otherwise", x->name,
+					 ir_shape_text(x->rank, x->dim).s, b.data);
+				buf_free(&b);
+				return -1;
+			}
+		}
+	}
+	return 0;
+}
