@@ -230,49 +230,9 @@ LLVMValueRef cg_vector_loops(CgKb *kb, int rank, const uint32_t *ref, const int 
 			     LLVMValueRef n);
 
 /* kernel_reduce.c */
-/* The constants of the reduce kernels' schedule, measured on the H200 (variants of
- * G3, G4, G7, G8 side by side: docs/benchmarks.md, "Reductions"). */
-#ifndef FUSEC_RED_ELEMS          /* a build knob for measuring the rule */
-#define FUSEC_RED_ELEMS 32
-#endif
-#ifndef FUSEC_RED_CACHE          /* a build knob for measuring the rule */
-#define FUSEC_RED_CACHE 32
-#endif
-#ifndef FUSEC_RED_CACHE_BLOCK    /* a build knob for measuring the rule */
-#define FUSEC_RED_CACHE_BLOCK 256
-#endif
-#ifndef FUSEC_RED_TRIPS          /* a build knob for measuring the rule */
-#define FUSEC_RED_TRIPS 2
-#endif
-#ifndef FUSEC_RED_MAXNREG        /* a build knob for measuring the rule */
-#define FUSEC_RED_MAXNREG 48
-#endif
-#ifndef FUSEC_RED_LONG_ROW       /* a build knob for measuring the rule */
-#define FUSEC_RED_LONG_ROW 4096
-#endif
-#ifndef FUSEC_RED_LONG_TRIPS     /* a build knob for measuring the rule */
-#define FUSEC_RED_LONG_TRIPS 4
-#endif
-#ifndef FUSEC_RED_LONG_MAXNREG   /* a build knob for measuring the rule */
-#define FUSEC_RED_LONG_MAXNREG 64
-#endif
+/* The schedule's constants (CG_RED_*) are in launch_rule.h, which the runtime
+ * shares. */
 enum {
-	CG_RED_MAX = 16,         /* reductions in one cooperative kernel */
-	CG_RED_ELEMS = FUSEC_RED_ELEMS, /* rows mode: elements per thread of a block-per-row row */
-	CG_RED_UNROLL = 4,       /* scalar path: positions of a row a thread loads a trip */
-	CG_RED_THREADS = 512,    /* the most threads of a reduce block */
-	CG_RED_MAXNREG = FUSEC_RED_MAXNREG, /* registers per thread (.maxnreg): occupancy over spills */
-	CG_RED_CACHE = FUSEC_RED_CACHE, /* cached rows: elements per thread */
-	CG_RED_CACHE_BLOCK = FUSEC_RED_CACHE_BLOCK, /* cached rows: threads of a block */
-	CG_RED_TRIPS = FUSEC_RED_TRIPS, /* cached rows: V-groups a trip loads together,
-					   without long math (kernel_reduce.c, heavy_math) */
-	/* long f32 rows (CgKernelSpec.red_long, cg_reduce_long_rows): four trips and 64
-	 * registers ran f32 softmax on the H200 with rows of 8192 170 -> 157 us and of
-	 * 16384 247 -> 239 us, but rows of 1000 171 -> 192 us and bf16 rows 2-12 %
-	 * slower (docs/benchmarks.md, "The trips rule again") */
-	CG_RED_LONG_ROW = FUSEC_RED_LONG_ROW,       /* elements of the reduced axis, at least */
-	CG_RED_LONG_TRIPS = FUSEC_RED_LONG_TRIPS,   /* V-groups a trip loads together */
-	CG_RED_LONG_MAXNREG = FUSEC_RED_LONG_MAXNREG, /* registers per thread (.maxnreg) */
 	CG_RED_CACHE_T = 3,      /* row tensors a row cache holds */
 	CG_RED_CACHE_BYTES = 32768, /* its shared memory a block (static: 48 KiB at most) */
 };
@@ -313,8 +273,6 @@ bool cg_reduce_long(const CgKernelSpec *s, const CgRed *r, int64_t n);
 /* Its body, inside cg_coop_function / cg_coop_finish; sets k's launch rule. */
 void cg_reduce_kernel(CgKb *kb, CgCoop *c, const CgRed *r, const uint32_t *ref, const int *wr,
 		      int nw, CgKernel *k);
-int64_t cg_reduce_row_threads(int64_t n);
-int64_t cg_reduce_cache_threads(int64_t n);
 LLVMValueRef cg_eval_reduce(CgKb *kb, const RelOp *op, CgIdx *out);
 int cg_row_axis(const CgKernelSpec *s, int rank, const uint32_t *ref);
 void cg_row_loops(CgKb *kb, int rank, const uint32_t *ref, int axis, const int *wr, int nw);

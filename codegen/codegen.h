@@ -81,6 +81,7 @@
 
 #include "../ir/ir.h"
 #include "../passes/passes.h"
+#include "launch_rule.h"
 
 /* The arch of compile's default (--arch): Hopper's own, so that matmuls take wgmma
  * (matmul_wgmma.c); --arch sm_90 gives PTX that later GPUs can still load. The host
@@ -134,38 +135,8 @@ typedef struct {
 	bool written;    /* buffer: stored to */
 } CgParam;
 
-/* A concrete launch: what cuLaunchKernel gets, plus the launch's workspace. */
-typedef struct {
-	int64_t grid[3];
-	int block[3];
-	int64_t shared_bytes;       /* dynamic shared memory */
-	int64_t scratch_bytes;      /* per CG_PARAM_SCRATCH parameter (0 without) */
-	int64_t threads;            /* grid-stride rule: threads asked (before the cap) */
-} CgDims;
-
+/* CgDims, CgLaunch and the launch rules: launch_rule.h. */
 typedef struct CgKernel CgKernel;
-/* A launch rule: the launch of kernel k for the dims of a segment (dims[shape id], as
- * ir_rel_dims; id 0 and ids past ndims are 1). Deterministic: a function of k and dims. */
-typedef void (*CgLaunchRule)(const CgKernel *k, const int64_t *dims, int ndims, CgDims *out);
-
-/* How to launch.
- * Grid-stride kernels (rule NULL): threads = ceil(product of dims of work[] / vec),
- * blocks of `block` threads, grid.x = min(ceil(threads / block), max_grid),
- * grid.y = grid.z = 1, no shared memory, no scratch.
- * Cooperative kernels (coop): `rule` gives grid, block, shared and scratch bytes;
- * `block` is the most threads a block may have (the kernel is annotated with it), and
- * arg[] holds whatever the rule reads (shape ids, tile sizes), set by the kernel's
- * builder. */
-typedef struct {
-	uint32_t work[IR_MAX_RANK]; /* shape ids whose dims multiply to the work items */
-	int nwork;                  /* 0: one work item */
-	int vec;                    /* work items per thread on the vector path */
-	int block;                  /* threads per block (coop: at most) */
-	int64_t max_grid;           /* cap on grid.x (the kernels are grid-stride) */
-	bool coop;                  /* a cooperative kernel (see above) */
-	CgLaunchRule rule;          /* coop: the launch rule */
-	int64_t arg[16];            /* coop: the rule's inputs */
-} CgLaunch;
 
 struct CgKernel {
 	const char *name;        /* entry point, deterministic: "<kind>_<16 hex>" */

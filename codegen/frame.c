@@ -611,26 +611,5 @@ const CgKernel *cg_kernel(CgModule *m, const CgKernelSpec *spec, Diag *d)
 
 void cg_launch_dims(const CgKernel *k, const int64_t *dims, int ndims, CgDims *out)
 {
-	const CgLaunch *l = &k->launch;
-	memset(out, 0, sizeof *out);
-	out->grid[1] = out->grid[2] = 1;
-	out->block[1] = out->block[2] = 1;
-	if (l->coop) {
-		l->rule(k, dims, ndims, out);
-		return;
-	}
-	int64_t work = 1;
-	for (int i = 0; i < l->nwork; i++) {
-		uint32_t id = l->work[i];
-		work *= id == 0 || (int)id >= ndims ? 1 : dims[id];
-	}
-	int64_t t = (work + l->vec - 1) / l->vec;
-	if (t < 1)
-		t = 1;
-	int64_t g = (t + l->block - 1) / l->block;
-	if (g > l->max_grid)
-		g = l->max_grid;
-	out->grid[0] = g;
-	out->block[0] = l->block;
-	out->threads = t;
+	cg_launch_eval(&k->launch, dims, ndims, out);
 }

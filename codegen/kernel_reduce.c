@@ -188,11 +188,7 @@ void cg_row_loops(CgKb *kb, int rank, const uint32_t *ref, int axis, const int *
  * combines the S partials in index order, writes the result and puts the counter
  * back to 0. No float atomics: the order is fixed.
  *
- * The launch rule (reduce_rule) is documented beside it. */
-
-enum {
-	RED_TARGET_BLOCKS = 528,  /* 4 blocks per SM of the H200 (132 SMs) */
-};
+ * The launch rule (reduce_rule) is in launch_rule.c, shared with the runtime. */
 
 /* The pass of each reduction: 0 when its input reads no reduction of the kernel,
  * else one more than the latest it reads. Returns the number of reductions upstream
@@ -435,139 +431,6 @@ bool cg_reduce_plan(CgKb *kb, const CgKernelSpec *s, int rank, const uint32_t *r
 }
 
 /* ---- the launch rule -------------------------------------------------------- */
-
-static int64_t pow2ceil(int64_t v)
-{
-	int64_t p = 1;
-	while (p < v)
-		p *= 2;
-	return p;
-}
-
-static int64_t ceil_div(int64_t a, int64_t b)
-{
-	return (a + b - 1) / b;
-}
-
-static int64_t round16(int64_t v)
-{
-	return (v + 15) / 16 * 16;
-}
-
-/* Threads per row in rows mode, for rows of n elements:
- *   n <= 32       the next power of two (several rows per warp, 256 threads a block)
- *   n <= 1024     32: a warp per row, 8 rows a block
- *   larger        a block per row of pow2ceil(n / RED_ELEMS) threads, 64 to 512
- * RED_ELEMS (elements per thread for block-per-row rows) was measured on the H200:
- * docs/benchmarks.md, "Reductions". */
-int64_t cg_reduce_row_threads(int64_t n)
-{
-	if (n <= 32)
-		return pow2ceil(n < 1 ? 1 : n);
-	if (n <= 1024)
-		return 32;
-	int64_t g = pow2ceil(ceil_div(n, CG_RED_ELEMS));
-	return g < 64 ? 64 : g > CG_RED_THREADS ? CG_RED_THREADS : g;
-}
-
-/* Threads per row of a kernel with the row cache (rows broadcast back, vector path):
- *   n <= 32       as cg_reduce_row_threads
- *   larger        pow2ceil(n / CG_RED_CACHE), 32 to CG_RED_CACHE_BLOCK: a warp per
- *                 row up to 32 * CG_RED_CACHE elements, then a block per row; rows
- *                 up to CG_RED_CACHE_BLOCK * CG_RED_CACHE elements are then held in
- *                 shared memory, CG_RED_CACHE a thread (measured on the H200:
- *                 docs/benchmarks.md, "Reductions" and session 31's "Norms and
- *                 softmax").
- * Longer rows (or rows the vector path cannot take) run the passes over memory,
- * with cg_reduce_row_threads. */
-int64_t cg_reduce_cache_threads(int64_t n)
-{
-	if (n <= 32 || n > (int64_t)CG_RED_CACHE_BLOCK * CG_RED_CACHE)
-		return cg_reduce_row_threads(n);
-	int64_t g = pow2ceil(ceil_div(n, CG_RED_CACHE));
-	return g < 32 ? 32 : g > CG_RED_CACHE_BLOCK ? CG_RED_CACHE_BLOCK : g;
-}
-
-/* The launch rule of cooperative reduce kernels (CgLaunch.arg: column, split, arg,
- * axis, rank, the full shape ids, and at [13] whether the kernel has the row cache):
- *   rows mode: block (G, R) with G = cg_reduce_row_threads(n) (with the row cache
- *     cg_reduce_cache_threads(n)), R = 256 / G rows per
- *     block when G < 256 (else 1); grid.x = ceil(rows / R).
- *   columns mode: block (32, Ry), Ry = min(16, pow2ceil(n)); grid.x = one block per 32
- *     adjacent columns.
- *   split (one reduction, not broadcast): when grid.x is below RED_TARGET_BLOCKS and
- *     the rows are long, grid.y = S = min(ceil(RED_TARGET_BLOCKS / grid.x), n / (8
- *     threads' worth), G or 64), rows mode then with G = 512. The scratch holds a u32
- *     counter per row (columns: per block of columns), 16-byte aligned, then S 8-byte
- *     partials per output element, then S 8-byte indices (argmax/argmin). */
-static void reduce_rule(const CgKernel *k, const int64_t *dims, int ndims, CgDims *o)
-{
-	const int64_t *a = k->launch.arg;
-	bool column = a[0], split = a[1], arg = a[2], cache = a[13];
-	int ax = (int)a[3], rank = (int)a[4];
-	int64_t d[IR_MAX_RANK] = {0};
-	for (int i = 0; i < rank && i < IR_MAX_RANK; i++) {
-		uint32_t id = (uint32_t)a[5 + i];
-		d[i] = id == 0 || (int)id >= ndims ? 1 : dims[id];
-	}
-	int64_t n = d[ax], rows = 1, outer = 1, inner = 1;
-	for (int i = 0; i < rank; i++) {
-		if (i == ax)
-			continue;
-		rows *= d[i];
-		if (i < ax)
-			outer *= d[i];
-		else
-			inner *= d[i];
-	}
-	int64_t S = 1, counters = 0;
-	const int64_t cap = (int64_t)1 << 30;
-	if (!column) {
-		int64_t G = cache ? cg_reduce_cache_threads(n) : cg_reduce_row_threads(n);
-		if (split && rows < RED_TARGET_BLOCKS && n > CG_RED_THREADS * 8 * 2) {
-			G = CG_RED_THREADS;
-			S = ceil_div(RED_TARGET_BLOCKS, rows);
-			if (S > n / (G * 8))
-				S = n / (G * 8);
-			if (S > G)
-				S = G;
-			if (S < 1)
-				S = 1;
-		}
-		int64_t R = G < 256 ? 256 / G : 1;
-		if (S > 1)
-			R = 1;
-		int64_t g = ceil_div(rows, R);
-		o->grid[0] = g < 1 ? 1 : g > cap ? cap : g;
-		o->block[0] = (int)G;
-		o->block[1] = (int)R;
-		counters = rows;
-	} else {
-		int64_t Ry = pow2ceil(n);
-		if (Ry > CG_RED_THREADS / 32)
-			Ry = CG_RED_THREADS / 32;
-		int64_t tiles = outer * ceil_div(inner, 32);
-		if (split && tiles < RED_TARGET_BLOCKS) {
-			S = ceil_div(RED_TARGET_BLOCKS, tiles);
-			if (S > n / (Ry * 8))
-				S = n / (Ry * 8);
-			if (S > 64)
-				S = 64;
-			if (S < 1)
-				S = 1;
-		}
-		o->grid[0] = tiles < 1 ? 1 : tiles > cap ? cap : tiles;
-		o->block[0] = 32;
-		o->block[1] = (int)Ry;
-		counters = tiles;
-	}
-	o->grid[1] = S;
-	if (S > 1)
-		o->scratch_bytes = round16(4 * counters) + rows * S * 8 * (arg ? 2 : 1);
-	else if (split)
-		o->scratch_bytes = 16;   /* the parameter exists; nothing is used */
-	o->threads = (int64_t)o->grid[0] * o->grid[1] * o->block[0] * o->block[1];
-}
 
 /* ---- the kernel -------------------------------------------------------------- */
 
@@ -1481,7 +1344,7 @@ void cg_reduce_kernel(CgKb *kb, CgCoop *c, const CgRed *r, const uint32_t *ref, 
 
 	CgLaunch *L = &k->launch;
 	L->coop = true;
-	L->rule = reduce_rule;
+	L->rule = CG_RULE_REDUCE;
 	L->block = CG_RED_THREADS;
 	L->vec = 1;
 	L->max_grid = (int64_t)1 << 30;

@@ -43,7 +43,7 @@
 #include "cg_impl.h"
 
 enum {
-	MM_THREADS = 256,        /* = CG_BLOCK, the kernels' maxntid */
+	MM_THREADS = CG_MM_THREADS, /* = CG_BLOCK, the kernels' maxntid (launch_rule.h) */
 	MM_SMEM_STATIC = 48 * 1024, /* static shared memory limit; above it, dynamic */
 	MM_WG_ALIGN = 1024,      /* wgmma's 128-byte swizzle repeats every 1024 bytes */
 	MM_GEMV_COLS = 2,        /* gemv: columns per thread (matmul_kernel.c) */
@@ -283,11 +283,6 @@ int mm_smem(const MmConfig *c, int es);
 int mm_attention_smem(const MmConfig *c, int es);
 /* Bytes of one split-K unit's partial tile in the scratch. */
 int64_t mm_partial_bytes(const MmConfig *c);
-/* A tiled launch of `tiles` output tiles (the matmul's and the conv's rules): one
- * block of MM_THREADS each, times the split (> 1: split-K, whose scratch is the
- * counters then a partial of `partial` bytes per unit), `smem` dynamic bytes. */
-void mm_launch_tiles(int64_t tiles, int64_t split, int64_t partial, int64_t smem,
-		     CgDims *out);
 
 /* ---- matmul_conv.c: convolution as an implicit GEMM ---- */
 

@@ -469,33 +469,14 @@ void mm_conv_sizes(const RelOp *op, const int64_t *dims, int ndims, int64_t *bat
 	*n = mm_dim_of(o->shape[2], dims, ndims) * mm_dim_of(o->shape[3], dims, ndims);
 }
 
-/* The launch rule of conv tiles: as the matmul's (one block of MM_THREADS per output
- * tile, times the split), over images x groups batches of OC/G x OH*OW. arg: BM,
- * BN, the shape ids of N, OC, OH, OW, the groups, the dynamic shared bytes, the
- * split and the bytes of one block's partial. */
-static void conv_rule(const CgKernel *k, const int64_t *dims, int ndims, CgDims *out)
-{
-	const int64_t *a = k->launch.arg;
-	if (a[10] == LAYOUT_NHWC) {   /* rows: every pixel; columns: a group's channels */
-		int64_t m = mm_dim_of((uint32_t)a[2], dims, ndims) *
-			    mm_dim_of((uint32_t)a[3], dims, ndims) *
-			    mm_dim_of((uint32_t)a[4], dims, ndims);
-		int64_t n = mm_dim_of((uint32_t)a[5], dims, ndims) / a[6];
-		int64_t tiles = ((m + a[0] - 1) / a[0]) * ((n + a[1] - 1) / a[1]) * a[6];
-		mm_launch_tiles(tiles, a[8], a[9], a[7], out);
-		return;
-	}
-	int64_t m = mm_dim_of((uint32_t)a[3], dims, ndims) / a[6];
-	int64_t n = mm_dim_of((uint32_t)a[4], dims, ndims) * mm_dim_of((uint32_t)a[5], dims, ndims);
-	int64_t tiles = ((m + a[0] - 1) / a[0]) * ((n + a[1] - 1) / a[1]) *
-			mm_dim_of((uint32_t)a[2], dims, ndims) * a[6];
-	mm_launch_tiles(tiles, a[8], a[9], a[7], out);
-}
-
+/* The launch: launch_rule.c's conv_rule (shared with the runtime), whose arg[]
+ * is written here: BM, BN, the shape ids of the output's four dims, the groups,
+ * the dynamic shared bytes, the split, the bytes of one block's partial, the
+ * layout. */
 void mm_conv_launch(const MmConfig *c, const RelOp *op, CgLaunch *l)
 {
 	const RelTensor *o = &op->t[op->nin];
-	l->rule = conv_rule;
+	l->rule = CG_RULE_CONV;
 	l->arg[0] = c->bm;
 	l->arg[1] = c->bn;
 	for (int d = 0; d < 4; d++)

@@ -393,22 +393,8 @@ int cg_matmul_variant(const CgKernelSpec *s, const char *arch, bool host, bool a
 	return big >= MM_WAVE ? 1 : under_wave(t, conv, big, small, k);
 }
 
-/* The launch rule of tiled kernels (a cooperative launch, codegen.h): one block of
- * MM_THREADS per output tile, grid.x = batch x tile rows x tile columns (times the
- * split for split-K); dynamic shared memory only for configurations past
- * MM_SMEM_STATIC. arg: BM, BN, the shape ids of M and N, the number of batch dims,
- * their shape ids, the dynamic shared bytes (0: static), then for split-K the split
- * and the bytes of one block's partial (the scratch: counters, then partials). */
-static void mm_rule(const CgKernel *k, const int64_t *dims, int ndims, CgDims *out)
-{
-	const int64_t *a = k->launch.arg;
-	int64_t m = mm_dim_of((uint32_t)a[2], dims, ndims), n = mm_dim_of((uint32_t)a[3], dims, ndims);
-	int64_t tiles = ((m + a[0] - 1) / a[0]) * ((n + a[1] - 1) / a[1]);
-	for (int d = 0; d < a[4]; d++)
-		tiles *= mm_dim_of((uint32_t)a[5 + d], dims, ndims);
-	mm_launch_tiles(tiles, a[6 + a[4]], a[7 + a[4]], a[5 + a[4]], out);
-}
-
+/* The launch: one block of MM_THREADS per output tile, by launch_rule.c's
+ * matmul_rule (shared with the runtime), whose arg[] is written here. */
 void cg_matmul_launch(int variant, const CgKernelSpec *s, CgLaunch *l)
 {
 	const RelOp *mm = &s->ops[cg_matmul_index(s)];
@@ -421,7 +407,7 @@ void cg_matmul_launch(int variant, const CgKernelSpec *s, CgLaunch *l)
 	int r = out->rank;
 	memset(l, 0, sizeof *l);
 	l->coop = true;
-	l->rule = mm_rule;
+	l->rule = CG_RULE_MATMUL;
 	l->block = MM_THREADS;
 	l->max_grid = (int64_t)1 << 30;
 	l->vec = 1;

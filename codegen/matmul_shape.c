@@ -4,8 +4,8 @@
  * computes (mm_fits), the shared memory of an operand's tile, of the stages and what
  * the launch asks for (mm_tile_bytes, mm_stages_bytes, mm_smem; the attention
  * kernel's, mm_attention_smem), the bytes of a split-K unit's partial tile
- * (mm_partial_bytes), and the launch of output tiles (mm_launch_tiles), the matmul's
- * rule and the conv's. */
+ * (mm_partial_bytes). The launch of output tiles, the matmul's rule and the conv's,
+ * is in launch_rule.c (shared with the runtime). */
 #include "matmul.h"
 
 /* The index of the matmul in spec's ops, after its leading views: swap_dims or
@@ -99,21 +99,4 @@ int64_t mm_partial_bytes(const MmConfig *c)
 	int nacc = c->tc ? (c->bm / c->wm / 16) * (c->bn / c->wn / 8) * 4 :
 		   (c->bm / 16) * (c->bn / 16);
 	return (int64_t)nacc * MM_THREADS * 4;
-}
-
-void mm_launch_tiles(int64_t tiles, int64_t split, int64_t partial, int64_t smem,
-		     CgDims *out)
-{
-	if (split > 1)
-		/* the counters (16-byte rounded), then a partial tile per unit */
-		out->scratch_bytes = ((4 * tiles + 15) & ~(int64_t)15) + tiles * split * partial;
-	tiles *= split > 1 ? split : 1;
-	if (tiles < 1)
-		tiles = 1;
-	if (tiles > (int64_t)1 << 30)
-		tiles = (int64_t)1 << 30;   /* the kernel loops over the rest */
-	out->grid[0] = tiles;
-	out->block[0] = MM_THREADS;
-	out->shared_bytes = smem;
-	out->threads = tiles * MM_THREADS;
 }

@@ -1,0 +1,119 @@
+/* launch_rule.h: how a kernel is launched for the sizes of a segment, as plain C
+ * that the compiler and the runtime share.
+ *
+ * A kernel's launch is a pure function of its CgLaunch (set when the kernel is
+ * built) and the segment's dims (dims[shape id], as ir_rel_dims gives them). The
+ * compiler evaluates it at the sizes it compiles; a plan for every size
+ * (fusec-plan/2, docs/plan-format.md) records the CgLaunch and each launch's dims
+ * as expressions, and the runtime evaluates the same function once it knows the
+ * sizes (runtime/plan_read.c, rt_plan_bind). So nothing here may depend on LLVM,
+ * the graph or the module.
+ *
+ * The constants the rules use (the reduce kernels' schedule) live here too, as the
+ * kernel builders (kernel_reduce.c) build for them.
+ *
+ * Prefix: cg_. */
+#ifndef FUSEC_LAUNCH_RULE_H
+#define FUSEC_LAUNCH_RULE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "../ir/ir.h"
+
+/* The constants of the reduce kernels' schedule, measured on the H200 (variants of
+ * G3, G4, G7, G8 side by side: docs/benchmarks.md, "Reductions"). */
+#ifndef FUSEC_RED_ELEMS          /* a build knob for measuring the rule */
+#define FUSEC_RED_ELEMS 32
+#endif
+#ifndef FUSEC_RED_CACHE          /* a build knob for measuring the rule */
+#define FUSEC_RED_CACHE 32
+#endif
+#ifndef FUSEC_RED_CACHE_BLOCK    /* a build knob for measuring the rule */
+#define FUSEC_RED_CACHE_BLOCK 256
+#endif
+#ifndef FUSEC_RED_TRIPS          /* a build knob for measuring the rule */
+#define FUSEC_RED_TRIPS 2
+#endif
+#ifndef FUSEC_RED_MAXNREG        /* a build knob for measuring the rule */
+#define FUSEC_RED_MAXNREG 48
+#endif
+#ifndef FUSEC_RED_LONG_ROW       /* a build knob for measuring the rule */
+#define FUSEC_RED_LONG_ROW 4096
+#endif
+#ifndef FUSEC_RED_LONG_TRIPS     /* a build knob for measuring the rule */
+#define FUSEC_RED_LONG_TRIPS 4
+#endif
+#ifndef FUSEC_RED_LONG_MAXNREG   /* a build knob for measuring the rule */
+#define FUSEC_RED_LONG_MAXNREG 64
+#endif
+enum {
+	CG_RED_MAX = 16,         /* reductions in one cooperative kernel */
+	CG_RED_ELEMS = FUSEC_RED_ELEMS, /* rows mode: elements per thread of a block-per-row row */
+	CG_RED_UNROLL = 4,       /* scalar path: positions of a row a thread loads a trip */
+	CG_RED_THREADS = 512,    /* the most threads of a reduce block */
+	CG_RED_MAXNREG = FUSEC_RED_MAXNREG, /* registers per thread (.maxnreg): occupancy over spills */
+	CG_RED_CACHE = FUSEC_RED_CACHE, /* cached rows: elements per thread */
+	CG_RED_CACHE_BLOCK = FUSEC_RED_CACHE_BLOCK, /* cached rows: threads of a block */
+	CG_RED_TRIPS = FUSEC_RED_TRIPS, /* cached rows: V-groups a trip loads together,
+					   without long math (kernel_reduce.c, heavy_math) */
+	/* long f32 rows (CgKernelSpec.red_long, cg_reduce_long_rows): four trips and 64
+	 * registers ran f32 softmax on the H200 with rows of 8192 170 -> 157 us and of
+	 * 16384 247 -> 239 us, but rows of 1000 171 -> 192 us and bf16 rows 2-12 %
+	 * slower (docs/benchmarks.md, "The trips rule again") */
+	CG_RED_LONG_ROW = FUSEC_RED_LONG_ROW,       /* elements of the reduced axis, at least */
+	CG_RED_LONG_TRIPS = FUSEC_RED_LONG_TRIPS,   /* V-groups a trip loads together */
+	CG_RED_LONG_MAXNREG = FUSEC_RED_LONG_MAXNREG, /* registers per thread (.maxnreg) */
+	CG_RED_TARGET_BLOCKS = 528,  /* split rows below it: 4 blocks per SM of the H200 */
+	CG_MM_THREADS = 256,     /* a tiled matmul's or conv's block (matmul.h MM_THREADS) */
+};
+
+/* A concrete launch: what cuLaunchKernel gets, plus the launch's workspace. */
+typedef struct {
+	int64_t grid[3];
+	int block[3];
+	int64_t shared_bytes;       /* dynamic shared memory */
+	int64_t scratch_bytes;      /* per CG_PARAM_SCRATCH parameter (0 without) */
+	int64_t threads;            /* grid-stride rule: threads asked (before the cap) */
+} CgDims;
+
+/* The rule of a cooperative kernel (CgLaunch.rule). */
+typedef enum {
+	CG_RULE_NONE,            /* a grid-stride kernel (the rule of CgLaunch below) */
+	CG_RULE_REDUCE,          /* cooperative reduce kernels (kernel_reduce.c) */
+	CG_RULE_MATMUL,          /* tiled matmuls and attention (matmul_pick.c) */
+	CG_RULE_CONV,            /* convs on the matmul tiles (matmul_conv.c) */
+	CG_RULE_COUNT
+} CgRule;
+
+/* How to launch.
+ * Grid-stride kernels (rule CG_RULE_NONE): threads = ceil(product of dims of
+ * work[] / vec), blocks of `block` threads, grid.x = min(ceil(threads / block),
+ * max_grid), grid.y = grid.z = 1, no shared memory, no scratch.
+ * Cooperative kernels (coop): `rule` gives grid, block, shared and scratch bytes;
+ * `block` is the most threads a block may have (the kernel is annotated with it),
+ * and arg[] holds whatever the rule reads (shape ids, tile sizes), set by the
+ * kernel's builder; each rule's function below says what. */
+typedef struct {
+	uint32_t work[IR_MAX_RANK]; /* shape ids whose dims multiply to the work items */
+	int nwork;                  /* 0: one work item */
+	int vec;                    /* work items per thread on the vector path */
+	int block;                  /* threads per block (coop: at most) */
+	int64_t max_grid;           /* cap on grid.x (the kernels are grid-stride) */
+	bool coop;                  /* a cooperative kernel (see above) */
+	CgRule rule;                /* coop: the launch rule */
+	int64_t arg[16];            /* coop: the rule's inputs */
+} CgLaunch;
+
+/* The launch l gives for the dims of a segment (dims[shape id]; id 0 and ids past
+ * ndims are 1). Deterministic. */
+void cg_launch_eval(const CgLaunch *l, const int64_t *dims, int ndims, CgDims *out);
+const char *cg_rule_name(CgRule r);      /* "reduce"; "stride" for CG_RULE_NONE */
+int cg_rule_parse(const char *s);        /* CgRule, or -1 */
+
+/* Threads per row of a reduce kernel in rows mode, and with the row cache
+ * (launch_rule.c says how they were measured). */
+int64_t cg_reduce_row_threads(int64_t n);
+int64_t cg_reduce_cache_threads(int64_t n);
+
+#endif
