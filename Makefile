@@ -50,7 +50,7 @@ CORE_OBJ = $(CORE_SRC:%.c=$(BUILD)/%.o) $(BUILD)/gen/onnx.pb-c.o
 CMD_OBJ  = $(CMD_SRC:%.c=$(BUILD)/%.o)
 TEST_OBJ = $(TEST_SRC:%.c=$(BUILD)/%.o)
 # fusec-run: the runtime alone, without LLVM or libyaml (libc, libm, libdl, cJSON).
-RUN_OBJ  = $(addprefix $(BUILD)/,cmd/fusec_run.o ir/ops.o host/host.o host/npy.o support/files.o support/support.o) \
+RUN_OBJ  = $(addprefix $(BUILD)/,cmd/fusec_run.o codegen/launch_rule.o ir/dim_expr.o ir/ops.o host/host.o host/npy.o support/files.o support/support.o) \
            $(RT_SRC:%.c=$(BUILD)/%.o)
 
 # The shared libraries too: the Python package (lib/python, docs/python.md) runs
@@ -90,7 +90,7 @@ static: $(BUILD)/fusec-static $(BUILD)/static/libfusec.so
 
 # The runtime as a library (libfusecrt.a, libfusecrt.so): plan loading, the driver
 # through dlopen, launches and timing, with the host tensors and .npy it uses.
-LIBRT_SRC = runtime/fusecrt.c runtime/bench.c runtime/plan_read.c runtime/runtime.c host/host.c host/npy.c ir/ops.c support/files.c support/support.c
+LIBRT_SRC = runtime/fusecrt.c runtime/bench.c runtime/plan_read.c runtime/runtime.c codegen/launch_rule.c ir/dim_expr.c host/host.c host/npy.c ir/ops.c support/files.c support/support.c
 LIBRT_OBJ = $(LIBRT_SRC:%.c=$(BUILD)/pic/%.o)
 $(BUILD)/pic/%.o: %.c
 	@mkdir -p $(dir $@)

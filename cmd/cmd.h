@@ -32,13 +32,15 @@ extern bool cmd_diag_json;   /* --diagnostics json */
 bool cmd_is_onnx(const char *path);
 /* Read a graph named on the command line ("-" is stdin); prints the error itself. */
 Graph *cmd_load_graph(Arena *a, const char *path);
+/* `fusec compile`: the same (text, when not NULL, is the file's bytes, read
+ * already), and a graph file's named dims that --input-shape leaves unbound keep
+ * every size of their range (Graph.sym): a plan for every size. */
+Graph *cmd_load_graph_compile(Arena *a, const char *path, const char *text, size_t len);
 /* The same for a run given its inputs' data: lookup gives the shape of an input
  * whose named dims (an ONNX model's symbolic ones) no --input-shape binds. */
 Graph *cmd_load_graph_data(Arena *a, const char *path, const IrShapeLookup *lookup);
 /* (With lookup->symbolic, the graph for every size of its named dims: --input-shape
  * is then left to the run it gives the sizes of.) */
-/* The same for a graph file's text, already read (not ONNX). */
-Graph *cmd_load_graph_text(Arena *a, const char *path, const char *text, size_t len);
 /* Whether a compile of path may use the result cache: a graph file (not stdin, not
  * an ONNX model), no --input-shape. */
 bool cmd_graph_cacheable(const char *path);

@@ -771,11 +771,23 @@ static void print_summary(const CompileOptions *o, const char *name, long nops,
 	} else {
 		char b[32];
 		human_bytes(bytes, b, sizeof b);
-		fprintf(stderr, "fusec: compiled %s%s%s: %ld op%s → %ld launch%s, %d distinct "
-			"kernel%s, %s moved, %.2f s%s\n", name, arches.len ? " for " : "",
-			arches.len ? arches.data : "", nops, nops == 1 ? "" : "s", launches,
-			launches == 1 ? "" : "es", nk, nk == 1 ? "" : "s", b, seconds,
+		/* a plan for every size: its dims, and the bytes at their largest */
+		Buf every = {0};
+		cJSON_ArrayForEach(x, cJSON_GetObjectItemCaseSensitive(doc, "dims")) {
+			const cJSON *n = cJSON_GetObjectItemCaseSensitive(x, "name");
+			const cJSON *lo = cJSON_GetObjectItemCaseSensitive(x, "min");
+			const cJSON *hi = cJSON_GetObjectItemCaseSensitive(x, "max");
+			if (cJSON_IsString(n) && cJSON_IsNumber(lo) && cJSON_IsNumber(hi))
+				buf_printf(&every, "%s%s in %.0f..%.0f", every.len ? ", " : " for every ",
+					   n->valuestring, lo->valuedouble, hi->valuedouble);
+		}
+		fprintf(stderr, "fusec: compiled %s%s%s%s: %ld op%s → %ld launch%s, %d distinct "
+			"kernel%s, %s moved%s, %.2f s%s\n", name, arches.len ? " for " : "",
+			arches.len ? arches.data : "", every.len ? every.data : "", nops,
+			nops == 1 ? "" : "s", launches, launches == 1 ? "" : "es", nk,
+			nk == 1 ? "" : "s", b, every.len ? " at the largest sizes" : "", seconds,
 			cached ? " (result cache hit)" : "");
+		buf_free(&every);
 	}
 	buf_free(&arches);
 	cJSON_Delete(doc);
@@ -936,7 +948,7 @@ int cmd_compile(int argc, char **argv)
 	/* with the result cache, the graph is read from the bytes its key names */
 	progress_begin(t[0], o.pl.search.log_level != LOG_OFF);
 	Arena *a = arena_new();
-	Graph *g = text ? cmd_load_graph_text(a, o.graph, text, len) : cmd_load_graph(a, o.graph);
+	Graph *g = cmd_load_graph_compile(a, o.graph, text, len);
 	free(text);
 	if (!g) {
 		progress_end();

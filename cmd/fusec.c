@@ -231,11 +231,9 @@ static int64_t max_errors = 20;
  * bytes it compiles), NULL to read path; lookup (or NULL) the shapes of a run's
  * input data. */
 static Graph *load_graph(Arena *a, const char *path, const char *text, size_t len,
-			 const IrShapeLookup *lookup)
+			 const IrShapeLookup *lookup, bool shapes)
 {
-	/* read for every size: --input-shape gives the sizes of a run, not the graph's */
-	bool every = lookup && lookup->symbolic;
-	PlSource src = {path, text, len, every ? NULL : input_shapes, every ? 0 : ninput_shapes,
+	PlSource src = {path, text, len, shapes ? input_shapes : NULL, shapes ? ninput_shapes : 0,
 			max_errors < PL_MAX_ERRORS ? (int)max_errors : PL_MAX_ERRORS, lookup};
 	Diag *all = xmalloc(sizeof *all * ((size_t)src.max_errors + 1));
 	int nd;
@@ -246,9 +244,11 @@ static Graph *load_graph(Arena *a, const char *path, const char *text, size_t le
 	return g;
 }
 
-Graph *cmd_load_graph_text(Arena *a, const char *path, const char *text, size_t len)
+Graph *cmd_load_graph_compile(Arena *a, const char *path, const char *text, size_t len)
 {
-	return apply_precision(load_graph(a, path, text, len, NULL));
+	/* named dims that --input-shape leaves unbound: a plan for every size */
+	IrShapeLookup every = {NULL, NULL, true};
+	return apply_precision(load_graph(a, path, text, len, &every, true));
 }
 
 bool cmd_graph_cacheable(const char *path)
@@ -275,12 +275,13 @@ int cmd_refuse_input_shapes(const char *path)
 
 Graph *cmd_load_graph(Arena *a, const char *path)
 {
-	return apply_precision(load_graph(a, path, NULL, 0, NULL));
+	return apply_precision(load_graph(a, path, NULL, 0, NULL, true));
 }
 
 Graph *cmd_load_graph_data(Arena *a, const char *path, const IrShapeLookup *lookup)
 {
-	return apply_precision(load_graph(a, path, NULL, 0, lookup));
+	/* read for every size (run --dynamic): --input-shape gives the run's sizes */
+	return apply_precision(load_graph(a, path, NULL, 0, lookup, !lookup || !lookup->symbolic));
 }
 
 int cmd_parse_arches(const char *sub, const char *list, char (*arch)[CMD_ARCH_LEN], int max,

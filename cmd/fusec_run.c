@@ -45,6 +45,9 @@ static const char usage_text[] =
 	"                     CUDA graph (the same as FUSEC_NO_GRAPH=1)\n"
 	"  --warmup N         untimed runs before timing (default 3)\n"
 	"  --iters N          timed runs (default 50)\n"
+	"  --input-shape NAME=DxD...  a plan for every size (fusec-plan/2): input\n"
+	"                     NAME's shape, which gives the sizes of its named dims\n"
+	"                     (without it, the shapes of the --inputs files do)\n"
 	"  --plan-only        validate the plan and print its launches; no GPU needed\n"
 	"  --version          print the version and the plan format it reads\n"
 	"\n"
@@ -111,11 +114,69 @@ static void print_checksum(const char *kind, const char *name, const HostTensor 
 	       (long long)nan, (unsigned long long)h);
 }
 
+/* A shape of a plan for every size not bound yet: "f32[batch,seq,64]". */
+static void print_sym_shape(const RtPlan *pl, const RtTensor *t)
+{
+	Buf b = {0};
+	buf_printf(&b, "%s[", ir_dtype_name(t->dtype));
+	for (int i = 0; i < t->rank; i++) {
+		if (i)
+			buf_putc(&b, ',');
+		dx_print(&b, &t->sdim[i], pl->dim_name);
+	}
+	buf_putc(&b, ']');
+	fputs(b.data, stdout);
+	buf_free(&b);
+}
+
+/* A plan for every size, not bound: its dims, tensors and each launch's sizes. */
+static void print_unbound(const RtPlan *pl)
+{
+	printf("plan %s: arch %s, ptx %s\nfor every ", pl->path, pl->arch[0] ? pl->arch : "(none)",
+	       pl->ptx_path);
+	for (int k = 0; k < pl->ndim_names; k++)
+		printf("%s%s in %lld..%lld", k ? ", " : "", pl->dim_name[k],
+		       (long long)pl->dim_lo[k], (long long)pl->dim_hi[k]);
+	printf(" (--input-shape binds them)\n");
+	static const char *const roles[] = {"input", "intermediate", "output"};
+	for (int i = 0; i < pl->ntensors; i++) {
+		const RtTensor *t = &pl->tensors[i];
+		printf("tensor %s ", t->name);
+		print_sym_shape(pl, t);
+		printf(" %s%s%s%s\n", roles[t->role], t->buffer ? " buffer" : "",
+		       t->alias >= 0 ? " alias of " : "",
+		       t->alias >= 0 ? pl->tensors[t->alias].name : "");
+	}
+	for (int i = 0; i < pl->nlaunches; i++) {
+		const RtLaunch *l = &pl->launches[i];
+		const RtKernel *k = &pl->kernels[l->kernel];
+		Buf b = {0};
+		for (int s = 1; s < l->ndims; s++) {
+			buf_puts(&b, s > 1 ? "," : "");
+			dx_print(&b, &l->sdims[s], pl->dim_name);
+		}
+		printf("launch %d step %d: %s rule %s, sizes [%s]\n", i, l->step, k->entry,
+		       cg_rule_name(k->launch.coop ? k->launch.rule : CG_RULE_NONE),
+		       b.data ? b.data : "");
+		buf_free(&b);
+	}
+}
+
 static void print_plan(const RtPlan *pl)
 {
 	char shape[160], num[48];
+	if (!pl->bound) {
+		print_unbound(pl);
+		return;
+	}
 	printf("plan %s: arch %s, ptx %s\n", pl->path, pl->arch[0] ? pl->arch : "(none)",
 	       pl->ptx_path);
+	if (pl->ndim_names) {
+		Buf b = {0};
+		rt_plan_dims_text(pl, &b);
+		printf("sizes: %s\n", b.data);
+		buf_free(&b);
+	}
 	/* a plan of several arches: the others, which a device may run instead (the
 	 * launches below are the first arch's) */
 	for (int v = 1; v < pl->nvariants; v++)
@@ -222,17 +283,52 @@ static int make_input(const RtPlan *pl, int t, const char *dir, uint64_t seed, H
 	return EXIT_OK;
 }
 
+enum { MAX_SHAPES = 64 };
+
 typedef struct {
 	const char *plan, *inputs, *save_inputs, *outputs;
 	long seed, device;
 	bool bench, plan_only, no_graph;
 	RtBenchOptions bo;
+	/* --input-shape NAME=DxD...: the sizes of a plan for every size */
+	const char *shape_name[MAX_SHAPES];
+	int shape_rank[MAX_SHAPES];
+	int64_t shape_dim[MAX_SHAPES][IR_MAX_RANK];
+	int nshapes;
 } Options;
+
+/* NAME=DxDxD into o's shapes; -1 when it is not one. */
+static int parse_shape(Options *o, char *arg)
+{
+	char *eq = strchr(arg, '=');
+	if (!eq || eq == arg || o->nshapes == MAX_SHAPES)
+		return -1;
+	*eq = 0;
+	int n = o->nshapes, r = 0;
+	for (char *q = eq + 1;; q++) {
+		char *end;
+		if (r == IR_MAX_RANK || *q < '0' || *q > '9')
+			return -1;
+		long long v = strtoll(q, &end, 10);
+		if (v < 1 || v > (1LL << 40))
+			return -1;
+		o->shape_dim[n][r++] = v;
+		q = end;
+		if (!*q)
+			break;
+		if (*q != 'x')
+			return -1;
+	}
+	o->shape_name[n] = arg;
+	o->shape_rank[n] = r;
+	o->nshapes++;
+	return 0;
+}
 
 static int parse_args(int argc, char **argv, Options *o)
 {
 	enum { O_BENCH = 256, O_PLAN_ONLY, O_INPUTS, O_SAVE_INPUTS, O_OUTPUTS, O_SEED, O_DEVICE,
-	       O_WARMUP, O_ITERS, O_VERSION, O_NO_GRAPH };
+	       O_WARMUP, O_ITERS, O_VERSION, O_NO_GRAPH, O_SHAPE };
 	static const struct option longopts[] = {
 		{"help", no_argument, NULL, 'h'},
 		{"version", no_argument, NULL, O_VERSION},
@@ -246,6 +342,7 @@ static int parse_args(int argc, char **argv, Options *o)
 		{"device", required_argument, NULL, O_DEVICE},
 		{"warmup", required_argument, NULL, O_WARMUP},
 		{"iters", required_argument, NULL, O_ITERS},
+		{"input-shape", required_argument, NULL, O_SHAPE},
 		{0, 0, 0, 0},
 	};
 	memset(o, 0, sizeof *o);
@@ -260,12 +357,18 @@ static int parse_args(int argc, char **argv, Options *o)
 			fputs(usage_text, stdout);
 			exit(finish_stdout("fusec-run", EXIT_OK));
 		case O_VERSION:
-			fputs("fusec-run " FUSEC_VERSION "\nplan format fusec-plan/1\n", stdout);
+			fputs("fusec-run " FUSEC_VERSION "\nplan format fusec-plan/1, fusec-plan/2\n",
+			      stdout);
 			exit(finish_stdout("fusec-run", EXIT_OK));
 		case O_BENCH: o->bench = true; break;
 		case O_PLAN_ONLY: o->plan_only = true; break;
 		case O_NO_GRAPH: o->no_graph = true; break;
 		case O_INPUTS: o->inputs = optarg; break;
+		case O_SHAPE:
+			if (parse_shape(o, optarg) < 0)
+				return usage_error("--input-shape takes NAME=DxD... (positive "
+						   "dims), got '%s'", opt);
+			break;
 		case O_SAVE_INPUTS: o->save_inputs = optarg; break;
 		case O_OUTPUTS: o->outputs = optarg; break;
 		case O_SEED:
@@ -429,6 +532,16 @@ static int run(const Options *o, const RtPlan *pl, HostTensor *host, Diag *d)
 	return EXIT_OK;
 }
 
+/* A plan for every size: its sizes from --input-shape, else from the headers of
+ * the --inputs files of the inputs whose shapes name a dim. */
+static int bind_sizes(const Options *o, RtPlan *pl, Diag *d)
+{
+	if (o->nshapes)
+		return rt_plan_bind_shapes(pl, o->shape_name, o->shape_rank, o->shape_dim,
+					   o->nshapes, d) == RT_OK ? 0 : -1;
+	return rt_plan_bind_npy(pl, o->inputs, d) == RT_OK ? 0 : -1;
+}
+
 static int run_main(int argc, char **argv)
 {
 	Options o;
@@ -439,6 +552,10 @@ static int run_main(int argc, char **argv)
 	RtPlan *pl = rt_plan_load(o.plan, &d);
 	if (!pl)
 		return report(&d, EXIT_INPUT);
+	if (pl->ndim_names && (o.nshapes || o.inputs || !o.plan_only) && bind_sizes(&o, pl, &d) < 0) {
+		rt_plan_free(pl);
+		return report(&d, EXIT_INPUT);
+	}
 	if (o.plan_only) {
 		print_plan(pl);
 		rt_plan_free(pl);

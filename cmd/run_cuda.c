@@ -169,6 +169,14 @@ RtStatus run_plan_open(const char *path, const char *inputs, const char *outputs
 	rp->plan = rt_plan_load(path, d);
 	if (!rp->plan)
 		return RT_ERR_INPUT;
+	if (rp->plan->ndim_names && !inputs) {
+		diag_set(d, rp->plan->path, 0, 0, "the plan is for every size of its named dims: "
+			 "give --inputs, whose shapes bind them (fusec-run also takes "
+			 "--input-shape)");
+		return RT_ERR_INPUT;
+	}
+	if (rp->plan->ndim_names && rt_plan_bind_npy(rp->plan, inputs, d) != RT_OK)
+		return RT_ERR_INPUT;
 	const RtPlan *p = rp->plan;
 	rp->in = xcalloc((size_t)p->ntensors + 1, sizeof *rp->in);
 	rp->out = xcalloc((size_t)p->ntensors + 1, sizeof *rp->out);

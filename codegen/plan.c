@@ -142,6 +142,64 @@ static void dim3(JsonW *w, int64_t x, int64_t y, int64_t z)
 	jw_end(w);
 }
 
+/* A size of a plan for every size: a number, or its expression as a string. */
+static void size_json(JsonW *w, const IrSymbolic *sym, const DimExpr *e, Buf *tmp)
+{
+	int64_t v;
+	if (dx_is_const(e, &v)) {
+		jw_int(w, v);
+		return;
+	}
+	tmp->len = 0;
+	dx_print(tmp, e, sym->name);
+	jw_str(w, tmp->data);
+}
+
+/* A launch's sizes in a plan for every size: per shape id from 1 on, the
+ * expression of the tensor dim it came from (CgBound.dsrc). */
+static void launch_dims_json(JsonW *w, const Graph *g, const CgBound *b)
+{
+	Buf tmp = {0};
+	jw_key(w, "dims");
+	jw_arr(w);
+	for (int s = 1; s < b->ndims; s++)
+		size_json(w, g->sym, &g->sym->dim[b->dsrc[2 * s]][b->dsrc[2 * s + 1]], &tmp);
+	jw_end(w);
+	buf_free(&tmp);
+}
+
+/* A kernel's launch rule in a plan for every size (launch_rule.h). */
+static void rule_json(JsonW *w, const CgLaunch *l)
+{
+	jw_key(w, "launch");
+	jw_obj(w);
+	jw_key(w, "rule");
+	jw_str(w, cg_rule_name(l->coop ? l->rule : CG_RULE_NONE));
+	jw_key(w, "block");
+	jw_int(w, l->block);
+	if (l->coop) {
+		int n = 16;
+		while (n > 0 && !l->arg[n - 1])
+			n--;
+		jw_key(w, "arg");
+		jw_arr(w);
+		for (int i = 0; i < n; i++)
+			jw_int(w, l->arg[i]);
+		jw_end(w);
+	} else {
+		jw_key(w, "work");
+		jw_arr(w);
+		for (int i = 0; i < l->nwork; i++)
+			jw_int(w, l->work[i]);
+		jw_end(w);
+		jw_key(w, "vec");
+		jw_int(w, l->vec);
+		jw_key(w, "max_grid");
+		jw_int(w, l->max_grid);
+	}
+	jw_end(w);
+}
+
 static void args_json(JsonW *w, const Graph *g, const CgBound *b)
 {
 	jw_key(w, "args");
@@ -159,12 +217,20 @@ static void args_json(JsonW *w, const Graph *g, const CgBound *b)
 			number(w, a->f);
 			break;
 		case CG_ARG_I64:
+			if (g->sym) {   /* the size of a shape id of the launch's dims */
+				jw_key(w, "dim");
+				jw_int(w, b->kernel->params[p].id);
+				break;
+			}
 			jw_key(w, "i64");
 			jw_int(w, a->i);
 			break;
 		case CG_ARG_SCRATCH:
 			jw_key(w, "scratch");
-			jw_int(w, a->i);
+			if (g->sym)
+				jw_bool(w, true);   /* the rule's bytes */
+			else
+				jw_int(w, a->i);
 			break;
 		}
 		jw_end(w);
@@ -205,12 +271,17 @@ static void launch_json(JsonW *w, const Schedule *s, const CgBound *b, bool peop
 			jw_end(w);
 		}
 	}
-	jw_key(w, "grid");
-	dim3(w, b->at.grid[0], b->at.grid[1], b->at.grid[2]);
-	jw_key(w, "block");
-	dim3(w, b->at.block[0], b->at.block[1], b->at.block[2]);
-	jw_key(w, "shared_bytes");
-	jw_int(w, b->at.shared_bytes);
+	if (g->sym) {
+		/* for every size: the runtime applies the kernel's rule to these */
+		launch_dims_json(w, g, b);
+	} else {
+		jw_key(w, "grid");
+		dim3(w, b->at.grid[0], b->at.grid[1], b->at.grid[2]);
+		jw_key(w, "block");
+		dim3(w, b->at.block[0], b->at.block[1], b->at.block[2]);
+		jw_key(w, "shared_bytes");
+		jw_int(w, b->at.shared_bytes);
+	}
 	args_json(w, g, b);
 	jw_end(w);
 }
@@ -357,6 +428,8 @@ static void kernels_json(JsonW *w, const Schedule *s, const CgProgram *prog)
 		jw_int(w, 0);
 		jw_key(w, "vectorized");
 		jw_bool(w, ck->vectorized);
+		if (g->sym)
+			rule_json(w, &ck->launch);
 		if (ck->shape) {
 			jw_key(w, "shape");
 			jw_str(w, ck->shape);
@@ -442,11 +515,26 @@ char *cg_plan_json(const Schedule *s, const CgProgram *prog, const PlanFileInfo 
 	jw_init(w, &out, info->pretty);
 	jw_obj(w);
 	jw_key(w, "format");
-	jw_str(w, CG_PLAN_FORMAT);
+	jw_str(w, g->sym ? CG_PLAN_FORMAT2 : CG_PLAN_FORMAT);
 	jw_key(w, "compiler");
 	jw_str(w, "fusec " FUSEC_VERSION);
 	jw_key(w, "name");
 	jw_str(w, g->name);
+	if (g->sym) {   /* the named dims it was compiled for, and their ranges */
+		jw_key(w, "dims");
+		jw_arr(w);
+		for (int k = 0; k < g->sym->nsym; k++) {
+			jw_obj(w);
+			jw_key(w, "name");
+			jw_str(w, g->sym->name[k]);
+			jw_key(w, "min");
+			jw_int(w, g->sym->lo[k]);
+			jw_key(w, "max");
+			jw_int(w, g->sym->hi[k]);
+			jw_end(w);
+		}
+		jw_end(w);
+	}
 	jw_key(w, "arch");
 	jw_str(w, info->target[0].arch);
 	jw_key(w, "ptx");
@@ -510,8 +598,13 @@ char *cg_plan_json(const Schedule *s, const CgProgram *prog, const PlanFileInfo 
 		static const int nhwc_order[4] = {0, 2, 3, 1};
 		jw_key(w, "shape");
 		jw_arr(w);
-		for (int d = 0; d < t->rank; d++)
-			jw_int(w, t->dim[nhwc ? nhwc_order[d] : d]);
+		for (int d = 0; d < t->rank; d++) {
+			int at = nhwc ? nhwc_order[d] : d;
+			if (g->sym)
+				size_json(w, g->sym, &g->sym->dim[i][at], &tmp);
+			else
+				jw_int(w, t->dim[at]);
+		}
 		jw_end(w);
 		if (nhwc) {
 			jw_key(w, "layout");

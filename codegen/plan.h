@@ -12,6 +12,7 @@
 #define FUSEC_PLAN_H
 
 #define CG_PLAN_FORMAT "fusec-plan/1"   /* the plan's "format" (docs/plan-format.md) */
+#define CG_PLAN_FORMAT2 "fusec-plan/2"  /* a graph compiled for every size (Graph.sym) */
 
 #include "codegen.h"
 

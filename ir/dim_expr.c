@@ -204,3 +204,110 @@ void dx_print(Buf *b, const DimExpr *e, const char *const *names)
 			}
 	}
 }
+
+/* ---- parsing (a plan's sizes: docs/plan-format.md, "Format 2") ---- */
+
+typedef struct {
+	const char *s;
+	const char *const *names;
+	int nnames;
+	int depth;
+} DxParser;
+
+static int parse_sum(DxParser *p, DimExpr *out);
+
+static void skip_blanks(DxParser *p)
+{
+	while (*p->s == ' ')
+		p->s++;
+}
+
+static int parse_factor(DxParser *p, DimExpr *out)
+{
+	skip_blanks(p);
+	const char *q = p->s;
+	if (*q == '(') {
+		if (++p->depth > 32)
+			return -1;
+		p->s++;
+		if (parse_sum(p, out))
+			return -1;
+		skip_blanks(p);
+		if (*p->s != ')')
+			return -1;
+		p->s++;
+		p->depth--;
+		return 0;
+	}
+	if (*q >= '0' && *q <= '9') {
+		int64_t v = 0;
+		while (*q >= '0' && *q <= '9') {
+			if (__builtin_mul_overflow(v, 10, &v) ||
+			    __builtin_add_overflow(v, *q - '0', &v))
+				return -1;
+			q++;
+		}
+		p->s = q;
+		*out = dx_const(v);
+		return 0;
+	}
+	size_t n = 0;
+	while (q[n] == '_' || (q[n] >= 'a' && q[n] <= 'z') || (q[n] >= 'A' && q[n] <= 'Z') ||
+	       (n && q[n] >= '0' && q[n] <= '9'))
+		n++;
+	for (int i = 0; n && i < p->nnames; i++)
+		if (strlen(p->names[i]) == n && !memcmp(p->names[i], q, n)) {
+			p->s = q + n;
+			*out = dx_sym(i);
+			return 0;
+		}
+	return -1;
+}
+
+static int parse_product(DxParser *p, DimExpr *out)
+{
+	if (parse_factor(p, out))
+		return -1;
+	for (;;) {
+		skip_blanks(p);
+		if (*p->s != '*')
+			return 0;
+		p->s++;
+		DimExpr f;
+		if (parse_factor(p, &f) || dx_mul(out, &f, out))
+			return -1;
+	}
+}
+
+static int parse_sum(DxParser *p, DimExpr *out)
+{
+	skip_blanks(p);
+	bool neg = *p->s == '-';
+	if (neg)
+		p->s++;
+	if (parse_product(p, out))
+		return -1;
+	DimExpr m1 = dx_const(-1);
+	if (neg && dx_mul(out, &m1, out))
+		return -1;
+	for (;;) {
+		skip_blanks(p);
+		char op = *p->s;
+		if (op != '+' && op != '-')
+			return 0;
+		p->s++;
+		DimExpr t;
+		if (parse_product(p, &t) || (op == '-' && dx_mul(&t, &m1, &t)) ||
+		    dx_add(out, &t, out))
+			return -1;
+	}
+}
+
+int dx_parse(const char *s, const char *const *names, int nnames, DimExpr *out)
+{
+	DxParser p = {s, names, nnames, 0};
+	if (parse_sum(&p, out))
+		return -1;
+	skip_blanks(&p);
+	return *p.s ? -1 : 0;
+}

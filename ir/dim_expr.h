@@ -54,5 +54,9 @@ int dx_eval(const DimExpr *e, const int64_t *val, int64_t *out);
 /* Append e as people write it, "batch*seq", "12*seq", "seq+1", "768", with the
  * symbols' names. */
 void dx_print(Buf *b, const DimExpr *e, const char *const *names);
+/* Read what dx_print writes (integers, the names[] of nnames symbols, +, -, * and
+ * parentheses, blanks between): 0, or -1 for anything else or a result that does
+ * not fit. */
+int dx_parse(const char *s, const char *const *names, int nnames, DimExpr *out);
 
 #endif

@@ -329,6 +329,18 @@ int pl_plan_stats(const char *plan, PlStats *st)
 	int nt = cJSON_GetArraySize(tensors), k = 0;
 	TensorBytes *tb = xmalloc(sizeof *tb * (size_t)(nt ? nt : 1));
 	const cJSON *t, *s, *l, *x;
+	/* a plan for every size (fusec-plan/2): its sizes at the largest of each dim */
+	const char *names[IR_SYM_MAX];
+	int64_t hi[IR_SYM_MAX];
+	int nn = 0;
+	cJSON_ArrayForEach(x, cJSON_GetObjectItemCaseSensitive(doc, "dims")) {
+		const cJSON *n = cJSON_GetObjectItemCaseSensitive(x, "name");
+		const cJSON *m = cJSON_GetObjectItemCaseSensitive(x, "max");
+		if (nn < IR_SYM_MAX && cJSON_IsString(n) && cJSON_IsNumber(m)) {
+			names[nn] = n->valuestring;
+			hi[nn++] = (int64_t)m->valuedouble;
+		}
+	}
 	cJSON_ArrayForEach(t, tensors) {
 		const cJSON *tn = cJSON_GetObjectItemCaseSensitive(t, "name");
 		const cJSON *dt = cJSON_GetObjectItemCaseSensitive(t, "dtype");
@@ -337,8 +349,15 @@ int pl_plan_stats(const char *plan, PlStats *st)
 		    ir_dtype_parse(dt->valuestring, &dtype))
 			continue;
 		double e = ir_dtype_size(dtype);
-		cJSON_ArrayForEach(x, cJSON_GetObjectItemCaseSensitive(t, "shape"))
-			e *= x->valuedouble;
+		cJSON_ArrayForEach(x, cJSON_GetObjectItemCaseSensitive(t, "shape")) {
+			DimExpr de;
+			int64_t v;
+			if (cJSON_IsString(x) && !dx_parse(x->valuestring, names, nn, &de) &&
+			    !dx_eval(&de, hi, &v))
+				e *= (double)v;
+			else
+				e *= x->valuedouble;
+		}
 		tb[k++] = (TensorBytes){tn->valuestring, e};
 	}
 	qsort(tb, (size_t)k, sizeof *tb, tb_cmp);

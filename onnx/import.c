@@ -75,7 +75,7 @@ static int input_shape(Imp *m, const Onnx__ValueInfoProto *vi, DType *dt, int *r
 		fixed = tt->shape->dim[i]->value_case ==
 			ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE &&
 			tt->shape->dim[i]->dim_value >= 1;
-	if (!fix && !fixed && m->opt && m->opt->lookup) {
+	if (!fix && !fixed && m->opt && m->opt->lookup && m->opt->lookup->shape) {
 		int rc = m->opt->lookup->shape(m->opt->lookup->ctx, name, &data, m->d);
 		if (rc < 0)
 			return -1;

@@ -15,6 +15,7 @@
  * driver: runtime.c does the device work. */
 #include <dirent.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -65,6 +66,7 @@ typedef struct {
 	const char *file;
 	Diag *d;
 	Arena *a;
+	const RtPlan *pl;        /* its named dims (a plan for every size) */
 } Parser;
 
 enum { PATH_MAX_ = 160 };
@@ -240,6 +242,135 @@ static const int64_t block_lim[3] = {1024, 1024, 64};
 
 enum { ALIAS_PENDING = -2 };
 
+/* ---- a plan for every size (fusec-plan/2) ---- */
+
+static const cJSON *get_array(Parser *p, const cJSON *obj, const char *path, const char *key,
+			      int *n);
+
+/* A size written as an expression over the plan's named dims ("batch*seq"). */
+static int parse_size(Parser *p, const cJSON *e, const char *path, DimExpr *out)
+{
+	if (dx_parse(e->valuestring, p->pl->dim_name, p->pl->ndim_names, out) < 0)
+		return perr(p, path, "\"%s\" is not a size over the plan's dims (integers, "
+			    "their names, +, -, *)", e->valuestring);
+	return 0;
+}
+
+/* "dims": [{"name", "min", "max"}, ...], the named dims a plan for every size
+ * takes, each a distinct identifier with 1 <= min <= max. */
+static int parse_dim_names(Parser *p, RtPlan *pl, const cJSON *root)
+{
+	int n;
+	char ip[PATH_MAX_], sp[PATH_MAX_];
+	const cJSON *ds = get_array(p, root, "", "dims", &n);
+	if (!ds)
+		return -1;
+	if (n < 1 || n > IR_SYM_MAX)
+		return perr(p, "dims", "%d named dims; a plan for every size has 1 to %d", n,
+			    IR_SYM_MAX);
+	const cJSON *it = ds->child;
+	for (int i = 0; i < n; i++, it = it->next) {
+		indexpath(ip, "dims", i);
+		if (!cJSON_IsObject(it))
+			return perr(p, ip, "expected an object, got %s", type_name(it));
+		const char *name;
+		if (get_string(p, it, ip, "name", true, &name) < 0 ||
+		    get_int(p, it, ip, "min", true, 1, INT64_C(1) << 40, 0, &pl->dim_lo[i]) < 0 ||
+		    get_int(p, it, ip, "max", true, pl->dim_lo[i], INT64_C(1) << 40, 0,
+			    &pl->dim_hi[i]) < 0)
+			return -1;
+		subpath(sp, ip, "name");
+		bool ok = name[0] && !(name[0] >= '0' && name[0] <= '9');
+		for (const char *c = name; *c; c++)
+			ok &= *c == '_' || (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') ||
+			      (*c >= '0' && *c <= '9');
+		if (!ok)
+			return perr(p, sp, "\"%s\" is not a dim name (a letter or _, then letters, "
+				    "digits or _)", name);
+		for (int k = 0; k < i; k++)
+			if (!strcmp(pl->dim_name[k], name))
+				return perr(p, sp, "dim '%s' is listed twice", name);
+		pl->dim_name[i] = name;
+		pl->ndim_names = i + 1;
+	}
+	return 0;
+}
+
+/* A kernel's "launch" in a plan for every size: its rule and what the rule reads,
+ * each bounded so that the rule's arithmetic stays in range (launch_rule.c). */
+static int parse_rule(Parser *p, const cJSON *j, const char *path, RtKernel *k)
+{
+	bool absent;
+	char sp[PATH_MAX_], ip[PATH_MAX_], ap[PATH_MAX_];
+	const cJSON *r = member(p, j, path, "launch", cJSON_Object, true, &absent);
+	if (!r)
+		return -1;
+	subpath(sp, path, "launch");
+	const char *rule;
+	int64_t block;
+	if (get_string(p, r, sp, "rule", true, &rule) < 0 ||
+	    get_int(p, r, sp, "block", true, 1, 1024, 0, &block) < 0)
+		return -1;
+	CgLaunch *l = &k->launch;
+	int kind = cg_rule_parse(rule);
+	if (kind < 0) {
+		subpath(ip, sp, "rule");
+		return perr(p, ip, "unknown launch rule \"%s\" (stride, reduce, matmul or conv)",
+			    rule);
+	}
+	l->rule = (CgRule)kind;
+	l->coop = kind != CG_RULE_NONE;
+	l->block = (int)block;
+	if (!l->coop) {
+		int64_t vec, grid;
+		int n;
+		const cJSON *w = get_array(p, r, sp, "work", &n);
+		if (!w || get_int(p, r, sp, "vec", true, 1, 64, 0, &vec) < 0 ||
+		    get_int(p, r, sp, "max_grid", true, 1, INT32_MAX, 0, &grid) < 0)
+			return -1;
+		subpath(ap, sp, "work");
+		if (n > IR_MAX_RANK)
+			return perr(p, ap, "%d shape ids; the most is %d", n, IR_MAX_RANK);
+		const cJSON *e = w->child;
+		for (int i = 0; i < n; i++, e = e->next) {
+			int64_t v;
+			indexpath(ip, ap, i);
+			if (check_int(p, e, ip, 0, INT32_MAX, &v) < 0)
+				return -1;
+			l->work[i] = (uint32_t)v;
+		}
+		l->nwork = n;
+		l->vec = (int)vec;
+		l->max_grid = grid;
+		return 0;
+	}
+	int n;
+	const cJSON *a = get_array(p, r, sp, "arg", &n);
+	if (!a)
+		return -1;
+	subpath(ap, sp, "arg");
+	if (n > 16)
+		return perr(p, ap, "%d values; the most is 16", n);
+	const cJSON *e = a->child;
+	for (int i = 0; i < n; i++, e = e->next) {
+		indexpath(ip, ap, i);
+		if (check_int(p, e, ip, 0, INT64_C(1) << 40, &l->arg[i]) < 0)
+			return -1;
+	}
+	/* what each rule divides by and indexes with (launch_rule.c) */
+	const int64_t *v = l->arg;
+	bool ok = true;
+	if (kind == CG_RULE_REDUCE)
+		ok = v[4] <= IR_MAX_RANK && v[3] < (v[4] ? v[4] : 1);
+	else if (kind == CG_RULE_MATMUL)
+		ok = v[0] >= 1 && v[1] >= 1 && v[4] <= IR_MAX_RANK;
+	else if (kind == CG_RULE_CONV)
+		ok = v[0] >= 1 && v[1] >= 1 && v[6] >= 1;
+	if (!ok)
+		return perr(p, ap, "the values do not fit the %s rule", rule);
+	return 0;
+}
+
 static int parse_tensor(Parser *p, const cJSON *j, const char *path, RtTensor *t)
 {
 	if (!cJSON_IsObject(j))
@@ -268,14 +399,27 @@ static int parse_tensor(Parser *p, const cJSON *j, const char *path, RtTensor *t
 		return perr(p, sp, "rank %d is more than %d", rank, IR_MAX_RANK);
 	t->rank = rank;
 	t->n = 1;
+	if (p->pl->ndim_names)
+		t->sdim = ARENA_NEW(p->a, DimExpr, rank + 1);
 	for (int i = 0; i < rank; i++) {
 		indexpath(ip, sp, i);
-		if (check_int(p, cJSON_GetArrayItem(shape, i), ip, 1, INT64_C(1) << 40, &t->dim[i]) < 0)
+		const cJSON *e = cJSON_GetArrayItem(shape, i);
+		if (t->sdim && cJSON_IsString(e)) {
+			if (parse_size(p, e, ip, &t->sdim[i]) < 0)
+				return -1;
+			t->dim[i] = 0;   /* known once bound */
+			continue;
+		}
+		if (check_int(p, e, ip, 1, INT64_C(1) << 40, &t->dim[i]) < 0)
 			return -1;
+		if (t->sdim)
+			t->sdim[i] = dx_const(t->dim[i]);
 		if (__builtin_mul_overflow(t->n, t->dim[i], &t->n) || t->n > (INT64_C(1) << 40))
 			return perr(p, sp, "tensor '%s' is too large", t->name);
 	}
 	t->bytes = (uint64_t)t->n * (uint64_t)ir_dtype_size(t->dtype);
+	if (t->sdim)
+		t->n = t->bytes = 0;   /* known once bound */
 	if (get_string(p, j, path, "role", true, &role) < 0)
 		return -1;
 	if (strcmp(role, "input") == 0)
@@ -348,7 +492,7 @@ static int resolve_alias(Parser *p, RtPlan *pl, const cJSON *j, int i)
 	if (!of->buffer)
 		return perr(p, sp, "tensor '%s' is an alias of '%s', which has no buffer of its own",
 			    t->name, name);
-	if (of->dtype != t->dtype || of->bytes != t->bytes)
+	if (of->dtype != t->dtype || (!pl->ndim_names && of->bytes != t->bytes))
 		return perr(p, sp, "tensor '%s' (%s, %llu bytes) cannot alias '%s' (%s, %llu bytes)",
 			    t->name, ir_dtype_name(t->dtype), (unsigned long long)t->bytes, name,
 			    ir_dtype_name(of->dtype), (unsigned long long)of->bytes);
@@ -389,6 +533,8 @@ static int parse_kernel(Parser *p, const cJSON *j, const char *path, RtKernel *k
 	    get_int(p, j, path, "shared_bytes", false, 0, INT32_MAX, 0, &sh) < 0)
 		return -1;
 	k->shared_bytes = (uint32_t)sh;
+	if (p->pl->ndim_names)
+		return parse_rule(p, j, path, k);
 	return 0;
 }
 
@@ -483,6 +629,29 @@ static int parse_arg(Parser *p, RtPlan *pl, const RtKernel *k, int i, const cJSO
 		return perr(p, path, "expected {\"%s\": …} for parameter %d (%s) of kernel '%s'",
 			    wkey, i, rt_param_name(want), k->name);
 	const cJSON *v = j->child;
+	arg->dim = -1;
+	if (pl->ndim_names && want == RT_P_I64 && strcmp(v->string, "dim") == 0) {
+		/* a plan for every size: the launch's size of a shape id */
+		char vp[PATH_MAX_];
+		subpath(vp, path, "dim");
+		arg->type = want;
+		arg->tensor = -1;
+		if (check_int(p, v, vp, 0, INT32_MAX, &arg->i) < 0)
+			return -1;
+		arg->dim = (int)arg->i;
+		return 0;
+	}
+	if (pl->ndim_names && want == RT_P_PTR && strcmp(v->string, "scratch") == 0) {
+		/* a plan for every size: the workspace the rule asks for */
+		char vp[PATH_MAX_];
+		subpath(vp, path, "scratch");
+		if (!cJSON_IsTrue(v))
+			return perr(p, vp, "expected true (the rule's bytes), got %s", type_name(v));
+		arg->type = want;
+		arg->tensor = pl->ntensors;
+		arg->dim = -2;
+		return 0;
+	}
 	if (want == RT_P_PTR && strcmp(v->string, "scratch") == 0) {
 		/* a zero-filled workspace of the launch (docs/plan-format.md) */
 		char vp[PATH_MAX_];
@@ -539,14 +708,38 @@ static int parse_launch(Parser *p, RtPlan *pl, const cJSON *j, const char *path,
 		return perr(p, sp, "unknown kernel '%s'", kname);
 	}
 	const RtKernel *k = &pl->kernels[l->kernel];
-	int64_t sh;
-	if (get_dim3(p, j, path, "grid", true, grid_lim, l->grid) < 0 ||
+	int64_t sh = 0;
+	if (pl->ndim_names) {
+		/* a plan for every size: the sizes; grid, block and shared bytes come
+		 * from the kernel's rule when it is bound (rt_plan_bind) */
+		bool absent;
+		const cJSON *ds = member(p, j, path, "dims", cJSON_Array, true, &absent);
+		if (!ds)
+			return -1;
+		subpath(sp, path, "dims");
+		l->ndims = cJSON_GetArraySize(ds) + 1;
+		if (l->ndims > 1 << 16)
+			return perr(p, sp, "%d sizes; the most is 65535", l->ndims - 1);
+		l->sdims = ARENA_NEW(p->a, DimExpr, l->ndims);
+		l->sdims[0] = dx_const(1);
+		const cJSON *e = ds->child;
+		for (int i = 1; i < l->ndims; i++, e = e->next) {
+			indexpath(ip, sp, i - 1);
+			int64_t v;
+			if (cJSON_IsString(e) ? parse_size(p, e, ip, &l->sdims[i]) < 0
+					      : check_int(p, e, ip, 1, INT64_C(1) << 40, &v) < 0)
+				return -1;
+			if (!cJSON_IsString(e))
+				l->sdims[i] = dx_const(v);
+		}
+		memcpy(l->block, k->block, sizeof l->block);
+	} else if (get_dim3(p, j, path, "grid", true, grid_lim, l->grid) < 0 ||
 	    get_dim3(p, j, path, "block", k->block[0] == 0, block_lim, l->block) < 0 ||
 	    get_int(p, j, path, "shared_bytes", false, 0, INT32_MAX, k->shared_bytes, &sh) < 0)
 		return -1;
 	if (l->block[0] == 0)
 		memcpy(l->block, k->block, sizeof l->block);
-	if ((uint64_t)l->block[0] * l->block[1] * l->block[2] > 1024) {
+	if (!pl->ndim_names && (uint64_t)l->block[0] * l->block[1] * l->block[2] > 1024) {
 		subpath(sp, path, "block");
 		return perr(p, sp, "%u×%u×%u threads is more than 1024 per block",
 			    l->block[0], l->block[1], l->block[2]);
@@ -566,6 +759,9 @@ static int parse_launch(Parser *p, RtPlan *pl, const cJSON *j, const char *path,
 		indexpath(ip, sp, i);
 		if (parse_arg(p, pl, k, i, cJSON_GetArrayItem(args, i), ip, &l->args[i]) < 0)
 			return -1;
+		if (l->args[i].dim >= l->ndims && pl->ndim_names)
+			return perr(p, ip, "shape id %d, but the launch has %d sizes", l->args[i].dim,
+				    l->ndims - 1);
 	}
 	return 0;
 }
@@ -775,9 +971,13 @@ static int parse_root(Parser *p, RtPlan *pl, const cJSON *root)
 	const char *format;
 	if (get_string(p, root, "", "format", true, &format) < 0)
 		return -1;
-	if (strcmp(format, "fusec-plan/1") != 0)
-		return perr(p, "format", "unsupported plan format \"%s\" (expected \"fusec-plan/1\")",
-			    format);
+	bool every = strcmp(format, "fusec-plan/2") == 0;
+	if (strcmp(format, "fusec-plan/1") != 0 && !every)
+		return perr(p, "format", "unsupported plan format \"%s\" (expected "
+			    "\"fusec-plan/1\" or \"fusec-plan/2\")", format);
+	pl->bound = !every;
+	if (every && parse_dim_names(p, pl, root) < 0)
+		return -1;
 	if (get_string(p, root, "", "compiler", false, &pl->compiler) < 0 ||
 	    get_string(p, root, "", "arch", false, &pl->arch) < 0 ||
 	    parse_ptx(p, pl, root, "") < 0)
@@ -894,7 +1094,7 @@ RtPlan *rt_plan_parse(const char *file, const char *text, size_t len, Diag *d)
 	RtPlan *pl = ARENA_NEW(a, RtPlan, 1);
 	pl->arena = a;
 	pl->path = arena_strdup(a, file);
-	Parser p = {pl->path, d, a};
+	Parser p = {pl->path, d, a, pl};
 	int rc = parse_root(&p, pl, root);
 	cJSON_Delete(root);
 	if (rc < 0) {
@@ -1097,4 +1297,198 @@ int rt_ptx_check_params(const RtPlan *p, const char *ptx, size_t len, Diag *d)
 	if (rc < 0)
 		rt_one_line(d->msg);
 	return rc;
+}
+
+/* ---- binding a plan for every size ---- */
+
+static RtStatus bind_fail(Diag *d, const RtPlan *p, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static RtStatus bind_fail(Diag *d, const RtPlan *p, const char *fmt, ...)
+{
+	char msg[400];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	rt_one_line(msg);
+	diag_set(d, p->path, 0, 0, "%s", msg);
+	return RT_ERR_INPUT;
+}
+
+static int size_at(const RtPlan *p, const DimExpr *e, int64_t *v)
+{
+	return dx_eval(e, p->dim_val, v) || *v < 1 || *v > (INT64_C(1) << 40) ? -1 : 0;
+}
+
+/* One variant's launches at the plan's sizes. */
+static RtStatus bind_launches(RtPlan *p, RtVariant *var, Diag *d)
+{
+	int64_t dims[1 << 8];
+	var->scratch_bytes = 0;
+	for (int i = 0; i < var->nlaunches; i++) {
+		RtLaunch *l = &var->launches[i];
+		const RtKernel *k = &var->kernels[l->kernel];
+		int64_t *dv = l->ndims <= (int)(sizeof dims / sizeof dims[0]) ? dims
+				: xmalloc(sizeof *dv * (size_t)l->ndims);
+		dv[0] = 1;
+		int bad = 0;
+		for (int s = 1; s < l->ndims && !bad; s++)
+			bad = size_at(p, &l->sdims[s], &dv[s]) ? s : 0;
+		CgDims at;
+		if (!bad)
+			cg_launch_eval(&k->launch, dv, l->ndims, &at);
+		if (dv != dims)
+			free(dv);
+		if (bad)
+			return bind_fail(d, p, "launch %d (kernel %s): size %d is below 1 or too "
+					 "large at these sizes", i, k->name, bad);
+		static const int64_t glim[3] = {2147483647, 65535, 65535};
+		int64_t threads = (int64_t)at.block[0] * at.block[1] * at.block[2];
+		for (int x = 0; x < 3; x++)
+			if (at.grid[x] < 1 || at.grid[x] > glim[x] || at.block[x] < 1)
+				bad = 1;
+		if (bad || threads > 1024 || at.shared_bytes < 0 || at.shared_bytes > INT32_MAX ||
+		    at.scratch_bytes < 0 || at.scratch_bytes > (INT64_C(1) << 40))
+			return bind_fail(d, p, "launch %d (kernel %s): its rule gives a launch the "
+					 "device cannot take at these sizes", i, k->name);
+		for (int x = 0; x < 3; x++) {
+			l->grid[x] = (uint32_t)at.grid[x];
+			l->block[x] = (uint32_t)at.block[x];
+		}
+		l->shared_bytes = (uint32_t)at.shared_bytes;
+		for (int a = 0; a < l->nargs; a++) {
+			RtArg *g = &l->args[a];
+			if (g->dim >= 0) {
+				int64_t v = 1;
+				if (g->dim > 0 && size_at(p, &l->sdims[g->dim], &v))
+					return bind_fail(d, p, "launch %d: size %d does not fit", i, g->dim);
+				g->i = v;
+			} else if (g->dim == -2) {
+				/* the rule's workspace; a pointer the kernel may not use still
+				 * points at 16 bytes */
+				g->i = at.scratch_bytes > 16 ? at.scratch_bytes : 16;
+				if ((uint64_t)g->i > var->scratch_bytes)
+					var->scratch_bytes = (uint64_t)g->i;
+			}
+		}
+	}
+	return RT_OK;
+}
+
+RtStatus rt_plan_bind(RtPlan *p, const int64_t *val, Diag *d)
+{
+	if (!p->ndim_names)
+		return RT_OK;
+	for (int k = 0; k < p->ndim_names; k++) {
+		if (val[k] < p->dim_lo[k] || val[k] > p->dim_hi[k])
+			return bind_fail(d, p, "'%s' = %lld is outside the plan's range %lld..%lld",
+					 p->dim_name[k], (long long)val[k],
+					 (long long)p->dim_lo[k], (long long)p->dim_hi[k]);
+		p->dim_val[k] = val[k];
+	}
+	for (int t = 0; t < p->ntensors; t++) {
+		RtTensor *x = &p->tensors[t];
+		x->n = 1;
+		for (int i = 0; i < x->rank; i++)
+			if (size_at(p, &x->sdim[i], &x->dim[i]) ||
+			    __builtin_mul_overflow(x->n, x->dim[i], &x->n) ||
+			    x->n > (INT64_C(1) << 40))
+				return bind_fail(d, p, "tensor '%s' is too large or empty at these "
+						 "sizes", x->name);
+		x->bytes = (uint64_t)x->n * (uint64_t)ir_dtype_size(x->dtype);
+	}
+	for (int t = 0; t < p->ntensors; t++) {
+		const RtTensor *x = &p->tensors[t];
+		if (x->alias >= 0 && p->tensors[x->alias].bytes != x->bytes)
+			return bind_fail(d, p, "tensor '%s' aliases '%s', whose size differs at these "
+					 "sizes", x->name, p->tensors[x->alias].name);
+	}
+	for (int v = 0; v < p->nvariants; v++) {
+		RtStatus st = bind_launches(p, &p->variants[v], d);
+		if (st != RT_OK)
+			return st;
+	}
+	/* the current variant's copy */
+	for (int v = 0; v < p->nvariants; v++)
+		if (p->variants[v].launches == p->launches)
+			p->scratch_bytes = p->variants[v].scratch_bytes;
+	p->bound = true;
+	return RT_OK;
+}
+
+RtStatus rt_plan_bind_shapes(RtPlan *p, const char *const *names, const int *rank,
+			     const int64_t (*dim)[IR_MAX_RANK], int n, Diag *d)
+{
+	if (!p->ndim_names)
+		return RT_OK;
+	int64_t val[IR_SYM_MAX] = {0};
+	for (int i = 0; i < n; i++) {
+		int t = rt_plan_find_tensor(p, names[i]);
+		if (t < 0 || p->tensors[t].rank != rank[i])
+			continue;
+		for (int j = 0; j < rank[i]; j++) {
+			int s;
+			if (!dx_is_sym(&p->tensors[t].sdim[j], &s))
+				continue;
+			if (val[s] && val[s] != dim[i][j])
+				return bind_fail(d, p, "input '%s' makes '%s' %lld, but another input "
+						 "made it %lld", names[i], p->dim_name[s],
+						 (long long)dim[i][j], (long long)val[s]);
+			val[s] = dim[i][j];
+		}
+	}
+	for (int k = 0; k < p->ndim_names; k++)
+		if (!val[k])
+			return bind_fail(d, p, "the plan is for every size of '%s': no input given "
+					 "says its size (give the inputs, or their shapes)",
+					 p->dim_name[k]);
+	RtStatus st = rt_plan_bind(p, val, d);
+	if (st != RT_OK)
+		return st;
+	for (int i = 0; i < n; i++) {
+		int t = rt_plan_find_tensor(p, names[i]);
+		if (t < 0)
+			continue;
+		const RtTensor *x = &p->tensors[t];
+		bool same = x->rank == rank[i];
+		for (int j = 0; same && j < rank[i]; j++)
+			same = x->dim[j] == dim[i][j];
+		if (!same) {
+			IrShapeText want = ir_shape_text(x->rank, x->dim);
+			IrShapeText got = ir_shape_text(rank[i], dim[i]);
+			return bind_fail(d, p, "input '%s' is %s, but at these sizes the plan "
+					 "needs %s", names[i], got.s, want.s);
+		}
+	}
+	return RT_OK;
+}
+
+RtStatus rt_plan_bind_npy(RtPlan *p, const char *dir, Diag *d)
+{
+	enum { MAX = 64 };
+	const char *names[MAX];
+	int rank[MAX], n = 0;
+	int64_t dim[MAX][IR_MAX_RANK];
+	for (int t = 0; dir && t < p->ntensors && n < MAX; t++) {
+		const RtTensor *x = &p->tensors[t];
+		bool named = false;
+		for (int i = 0; x->sdim && x->role == ROLE_INPUT && !x->constant && i < x->rank; i++)
+			named |= !dx_is_const(&x->sdim[i], NULL);
+		if (!named)
+			continue;
+		char file[1024];
+		DType dt;
+		npy_path(file, sizeof file, dir, x->name);
+		if (npy_read_shape(file, &dt, &rank[n], dim[n], d) < 0)
+			return RT_ERR_INPUT;
+		names[n++] = x->name;
+	}
+	return rt_plan_bind_shapes(p, names, rank, dim, n, d);
+}
+
+void rt_plan_dims_text(const RtPlan *p, Buf *b)
+{
+	for (int k = 0; k < p->ndim_names; k++)
+		buf_printf(b, "%s%s=%lld", k ? ", " : "", p->dim_name[k],
+			   (long long)p->dim_val[k]);
 }

@@ -26,6 +26,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "../codegen/launch_rule.h"
 #include "../host/host.h"
 
 typedef enum {
@@ -54,6 +55,9 @@ typedef struct {
 				  buffer, same dtype and size), or -1 */
 	bool constant;         /* an input whose value is in the weights file */
 	uint64_t offset;       /* constant: where its bytes start in that file */
+	DimExpr *sdim;         /* a plan for every size: the dims as expressions over
+				  RtPlan.dim_name (dim, n and bytes once bound); NULL in
+				  a plan of fixed sizes */
 } RtTensor;
 
 typedef struct {
@@ -63,6 +67,7 @@ typedef struct {
 	int nparams;
 	uint32_t block[3];     /* 0 when the plan gives none */
 	uint32_t shared_bytes;
+	CgLaunch launch;       /* a plan for every size: its launch rule ("launch") */
 } RtKernel;
 
 typedef struct {
@@ -71,6 +76,9 @@ typedef struct {
 				  the launch's scratch (i = its bytes) */
 	int64_t i;             /* RT_P_I64, RT_P_I32 */
 	double f;              /* RT_P_F64, RT_P_F32 */
+	int dim;               /* a plan for every size: i is the launch's size of this
+				  shape id ({"dim": ID}), or -1; the scratch: -2 (its
+				  bytes are the rule's) */
 } RtArg;
 
 typedef struct {
@@ -80,6 +88,9 @@ typedef struct {
 	uint32_t shared_bytes;
 	RtArg *args;           /* one per kernel parameter */
 	int nargs;
+	DimExpr *sdims;        /* a plan for every size: the size of each shape id from
+				  1 on ("dims"), ndims of them; NULL otherwise */
+	int ndims;
 } RtLaunch;
 
 typedef struct {
@@ -129,7 +140,33 @@ typedef struct {
 	uint64_t scratch_bytes;  /* the largest {"scratch": N} argument; 0 when none */
 	RtNameIndex tensor_index, kernel_index;   /* names to indices (plan_read.c) */
 	RtVariant *variants; int nvariants;       /* every arch's; at least one */
+	/* a plan for every size (fusec-plan/2, docs/plan-format.md "Format 2"): its
+	 * named dims; their sizes once rt_plan_bind has bound them */
+	int ndim_names;                           /* 0: a plan of fixed sizes */
+	const char *dim_name[IR_SYM_MAX];
+	int64_t dim_lo[IR_SYM_MAX], dim_hi[IR_SYM_MAX];
+	int64_t dim_val[IR_SYM_MAX];
+	bool bound;                               /* sizes known: always, with no names */
 } RtPlan;
+
+/* A plan for every size at the sizes val[] of its named dims (in the order of
+ * RtPlan.dim_name), each within its range: every tensor's dims and bytes, every
+ * variant's launches (grid, block, shared bytes from the kernel's rule, the size
+ * arguments, the scratch). The plan is then one of fixed sizes to everything else;
+ * binding again rebinds it. RT_ERR_INPUT with *d naming the dim, tensor or launch
+ * that does not fit. */
+RtStatus rt_plan_bind(RtPlan *p, const int64_t *val, Diag *d);
+/* The sizes from the shapes of some inputs (names[i] with shape rank[i], dim[i]):
+ * each named dim an input's dim stands for alone, then every given shape checked
+ * against the plan's at those sizes; then rt_plan_bind. Every named dim must be
+ * given by one of them. */
+RtStatus rt_plan_bind_shapes(RtPlan *p, const char *const *names, const int *rank,
+			     const int64_t (*dim)[IR_MAX_RANK], int n, Diag *d);
+/* rt_plan_bind_shapes from the headers of DIR/NAME.npy (host/npy.c) of the inputs
+ * whose shapes name a dim. */
+RtStatus rt_plan_bind_npy(RtPlan *p, const char *dir, Diag *d);
+/* "batch=8, seq=100" into b (nothing for a plan of fixed sizes). */
+void rt_plan_dims_text(const RtPlan *p, Buf *b);
 
 /* The variant for a device of compute capability major.minor: the highest arch it
  * can run (sm_XYa only on exactly X.Y, sm_XY on X.Y and later; of sm_90 and sm_90a

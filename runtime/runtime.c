@@ -515,6 +515,12 @@ static RtStatus create_stream(RtSession *s, Diag *d)
 
 RtStatus rt_session_open(RtSession **out, const RtPlan *plan, int ordinal, Diag *d)
 {
+	*out = NULL;
+	if (!plan->bound) {
+		diag_set(d, plan->path, 0, 0, "the plan is for every size of its named dims "
+			 "(fusec-plan/2): bind their sizes first (rt_plan_bind)");
+		return RT_ERR_INPUT;
+	}
 	RtSession *s = xcalloc(1, sizeof *s);
 	s->plan = plan;
 	s->graph.bound = xcalloc((size_t)plan->ntensors + 1, sizeof *s->graph.bound);

@@ -142,3 +142,102 @@ contains dyn-const-msg "$TMP/err" "constants.c.shape[0]: 'seq' stands for every 
 sed 's/seq: 1..256/seq: 8/' "$TMP/clash.yaml" >"$TMP/fixed.yaml"
 check dyn-fixed 0 "$FUSEC" run "$TMP/fixed.yaml" --backend cpu --dynamic --check --input-shape x=8x251 &&
 	check dyn-fixed-quiet 1 grep -q "compiled for every" "$TMP/err"
+
+# ---- a plan for every size (fusec-plan/2): fusec compile without --input-shape ----
+# what fusec-run --plan-only prints for the plan bound at sizes S must be what it
+# prints for a plan compiled at S, launch for launch, wherever both launch one
+# kernel (at the probe sizes every kernel is the same)
+RUNBIN=${FUSEC_RUN:-$(dirname "$FUSEC")/fusec-run}
+same_launches() {   # NAME DYNAMIC STATIC ALL: launch lines of one kernel agree
+	cp "$3" "$TMP/static.txt"
+	check "$1" 0 "$PY" -c '
+import sys
+def launches(path):
+    out, cur = [], None
+    for line in open(path):
+        if line.startswith("launch "):
+            cur = [line.split(": ", 1)[1].strip()]
+            out.append(cur)
+        elif line.startswith("  args:") and cur is not None:
+            cur.append(line.strip())
+    return out
+a, b = launches(sys.argv[1]), launches(sys.argv[2])
+if len(a) != len(b):
+    sys.exit("%d launches against %d" % (len(a), len(b)))
+same = 0
+for x, y in zip(a, b):
+    if x[0].split()[0] != y[0].split()[0]:
+        continue   # another kernel (a tile configuration chosen by size)
+    if x != y:
+        sys.exit("differ:\n  %s\n  %s" % (x, y))
+    same += 1
+if int(sys.argv[3]) and same != len(a):
+    sys.exit("only %d of %d launches have one kernel" % (same, len(a)))
+' "$2" "$TMP/static.txt" "$4"
+}
+check dyn-plan-compile 0 "$FUSEC" compile "$TMP/mlp.yaml" -o "$TMP/pd" --no-cache
+contains dyn-plan-summary "$TMP/err" "fusec: compiled mlp for every batch in 1..64, seq in 1..512: 10 ops → 3 launches"
+contains dyn-plan-format "$TMP/pd/mlp.plan.json" '"format":"fusec-plan/2"'
+contains dyn-plan-dims "$TMP/pd/mlp.plan.json" '"dims":[{"name":"batch","min":1,"max":64},{"name":"seq","min":1,"max":512}]'
+contains dyn-plan-shape "$TMP/pd/mlp.plan.json" '{"name":"x2","dtype":"f32","shape":["batch*seq",64]'
+check dyn-plan-unbound 0 "$RUNBIN" "$TMP/pd" --plan-only
+contains dyn-plan-unbound-dims "$TMP/out" "for every batch in 1..64, seq in 1..512 (--input-shape binds them)"
+contains dyn-plan-unbound-launch "$TMP/out" "rule reduce, sizes [batch*seq,96]"
+for b in 61x509 1x1 8x100 64x512; do
+	check "dyn-plan-bound-$b" 0 "$RUNBIN" "$TMP/pd" --plan-only --input-shape x=${b}x64 &&
+		cp "$TMP/out" "$TMP/dyn.txt" &&
+		contains "dyn-plan-bound-$b-sizes" "$TMP/out" "sizes: batch=${b%x*}, seq=${b#*x}" &&
+		check "dyn-plan-static-$b" 0 "$FUSEC" compile "$TMP/mlp.yaml" -o "$TMP/ps" -q --no-cache \
+			--input-shape x=${b}x64 &&
+		check "dyn-plan-static-$b-print" 0 "$RUNBIN" "$TMP/ps" --plan-only &&
+		same_launches "dyn-plan-same-$b" "$TMP/dyn.txt" "$TMP/out" $([ $b = 61x509 ] && echo 1 || echo 0)
+done
+# the random graphs and the attention graph: bound at the probe sizes, launch for
+# launch what a compile at those sizes gives
+for g in att 1 2 3 4 5 6; do
+	if [ $g = att ]; then f=$TMP/att.yaml d=32; else
+		"$PY" tests/cli/gen/symbolic_graphs.py $g "$TMP/g$g.yaml"
+		f=$TMP/g$g.yaml d=$(sed -n 's/^  x: {dtype: f32, shape: \[b, s, \([0-9]*\)\]}$/\1/p' "$f")
+	fi
+	"$FUSEC" run "$f" --backend cpu --dynamic --input-shape x=1x1x$d >/dev/null 2>"$TMP/built"
+	probe=$(sed -n 's/.*(built at [a-z]*=\([0-9]*\), [a-z]*=\([0-9]*\)).*/\1x\2/p' "$TMP/built")
+	check "dyn-plan-$g-compile" 0 "$FUSEC" compile "$f" -o "$TMP/pd$g" -q --no-cache &&
+		check "dyn-plan-$g-bound" 0 "$RUNBIN" "$TMP/pd$g" --plan-only --input-shape x=${probe}x$d &&
+		cp "$TMP/out" "$TMP/dyn.txt" &&
+		check "dyn-plan-$g-static" 0 "$FUSEC" compile "$f" -o "$TMP/ps$g" -q --no-cache \
+			--input-shape x=${probe}x$d &&
+		check "dyn-plan-$g-static-print" 0 "$RUNBIN" "$TMP/ps$g" --plan-only &&
+		same_launches "dyn-plan-$g-same" "$TMP/dyn.txt" "$TMP/out" 1
+done
+# sizes from the --inputs files' headers
+
+mkdir -p "$TMP/in" && cp "$TMP/x.npy" "$TMP/in/x.npy"
+check dyn-plan-npy 0 "$RUNBIN" "$TMP/pdatt" --plan-only --inputs "$TMP/in" &&
+	contains dyn-plan-npy-sizes "$TMP/out" "sizes: batch=5, seq=9" &&
+	contains dyn-plan-npy-y "$TMP/out" "tensor y f32[5,18,32] output"
+
+# refusals, exit 1 with the reason
+check dyn-plan-range 1 "$RUNBIN" "$TMP/pd" --plan-only --input-shape x=65x2x64
+contains dyn-plan-range-msg "$TMP/err" "'batch' = 65 is outside the plan's range 1..64"
+check dyn-plan-fixed 1 "$RUNBIN" "$TMP/pd" --plan-only --input-shape x=2x2x63
+contains dyn-plan-fixed-msg "$TMP/err" "input 'x' is [2,2,63], but at these sizes the plan needs [2,2,64]"
+check dyn-plan-none 1 "$RUNBIN" "$TMP/pd" --seed 1
+contains dyn-plan-none-msg "$TMP/err" "the plan is for every size of 'batch': no input given says its size"
+check dyn-plan-cuda 1 "$FUSEC" run "$TMP/pd" --backend cuda
+contains dyn-plan-cuda-msg "$TMP/err" "the plan is for every size of its named dims: give --inputs"
+# hostile plans: every size and rule is checked before use
+plan=$TMP/pd/mlp.plan.json
+bad_plan() {   # NAME SED MESSAGE: the plan edited by SED is refused with MESSAGE
+	mkdir -p "$TMP/bad" && cp "$TMP/pd/mlp.ptx" "$TMP/bad/" && sed "$2" "$plan" >"$TMP/bad/mlp.plan.json"
+	check "dyn-plan-bad-$1" 1 "$RUNBIN" "$TMP/bad" --plan-only --input-shape x=2x3x64 &&
+		contains "dyn-plan-bad-$1-msg" "$TMP/err" "$3"
+}
+bad_plan expr 's/"batch\*seq",64\]/"batch*seq)",64]/' "is not a size over the plan's dims"
+bad_plan arg 's/"rule":"matmul","block":256,"arg":\[128,/"rule":"matmul","block":256,"arg":[0,/' \
+	"the values do not fit the matmul rule"
+bad_plan rule 's/"rule":"reduce"/"rule":"scan"/' 'unknown launch rule "scan"'
+bad_plan dimid 's/{"dim":3}/{"dim":9}/' "shape id 9, but the launch has 3 sizes"
+bad_plan max 's/"max":64}/"max":0}/' "is out of range"
+bad_plan format 's/"fusec-plan\/2"/"fusec-plan\/3"/' 'unsupported plan format "fusec-plan/3"'
+bad_plan twice 's/{"name":"seq","min":1,"max":512}/{"name":"batch","min":1,"max":512}/' \
+	"dim 'batch' is listed twice"

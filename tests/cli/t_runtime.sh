@@ -16,7 +16,7 @@ check rt_help 0 "$RUN" --help
 contains rt_help_text "$TMP/out" "usage: fusec-run DIR|PLAN.json [OPTIONS]"
 check rt_version 0 "$RUN" --version
 same rt_version_text "$TMP/out" "fusec-run $(sed -n 's/^#define FUSEC_VERSION "\(.*\)"/\1/p' support/support.h)
-plan format fusec-plan/1"
+plan format fusec-plan/1, fusec-plan/2"
 
 check rt_plan_only 0 "$RUN" $FIX --plan-only
 contains rt_plan_only_args "$TMP/out" "  args: t, f32 0.5, f32 1, i32 37000, y, m"
