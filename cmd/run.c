@@ -54,7 +54,7 @@ static const char run_usage[] =
 	"                   check's bounds count their operands as tf32 (as compile's)\n"
 	"  --burn-exact     cpu, cuda: search with burn-fusion's rules where fusec\n"
 	"                   deviates on purpose, as `fusec compile --burn-exact`\n"
-	"  --dynamic        cpu: compile the graph once for every size of its named\n"
+	"  --dynamic        cpu, cuda: compile the graph once for every size of its named\n"
 	"                   dims, then run it at the sizes the inputs (or\n"
 	"                   --input-shape) give (docs/graph-format.md, \"Every size\n"
 	"                   at once\")\n"
@@ -671,9 +671,8 @@ int cmd_run(int argc, char **argv)
 		return EXIT_FAIL;
 	}
 	const char *path = argv[optind];
-	if (dynamic && vt != &run_cpu_backend) {
-		cmd_usage_error("run", "--dynamic runs on --backend cpu; a plan for every size "
-				"is not supported yet on cuda");
+	if (dynamic && vt == &interp_backend) {
+		cmd_usage_error("run", "--dynamic compiles: it takes --backend cpu or cuda");
 		return EXIT_USAGE;
 	}
 	if (run_is_plan(path)) {

@@ -85,7 +85,9 @@ static int cuda_prepare(RunCtx *c, Diag *d)
 {
 	CudaState *st = xcalloc(1, sizeof *st);
 	c->state = st;
-	return run_cuda_compile(c->g, c->allow_tf32, c->burn_exact, &st->tmp, d);
+	/* --dynamic: a plan for every size, which the runtime binds to the inputs */
+	return run_cuda_compile(c->gsym ? c->gsym : c->g, c->allow_tf32, c->burn_exact,
+				&st->tmp, d);
 }
 
 static int cuda_run(RunCtx *c, Diag *d)

@@ -864,6 +864,24 @@ RtStatus rt_open_and_upload(const char *plan_path, const RtNamed *inputs, int ni
 	RtPlan *pl = *plp = rt_plan_load(plan_path, d);
 	if (!pl)
 		return RT_ERR_INPUT;
+	if (pl->ndim_names) {
+		/* a plan for every size: the sizes of the inputs given */
+		const char **names = xcalloc((size_t)ninputs + 1, sizeof *names);
+		int *rank = xcalloc((size_t)ninputs + 1, sizeof *rank);
+		int64_t (*dim)[IR_MAX_RANK] = xcalloc((size_t)ninputs + 1, sizeof *dim);
+		for (int k = 0; k < ninputs; k++) {
+			names[k] = inputs[k].name;
+			rank[k] = inputs[k].t.rank;
+			memcpy(dim[k], inputs[k].t.dim, sizeof dim[k]);
+		}
+		RtStatus bs = rt_plan_bind_shapes(pl, names, rank, (const int64_t (*)[IR_MAX_RANK])dim,
+						  ninputs, d);
+		free(names);
+		free(rank);
+		free(dim);
+		if (bs != RT_OK)
+			return bs;
+	}
 	/* given[t]: the input value for plan tensor t (a lookup per input, not a scan
 	 * of the inputs per tensor: linear in the plan). */
 	int *given = xmalloc(((size_t)pl->ntensors + 1) * sizeof *given);
