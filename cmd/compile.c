@@ -93,10 +93,12 @@ static const char compile_usage[] =
 	"                         so; docs/precision.md)\n"
 	"  --layout nhwc          run convolutions and pools channels last (inputs and\n"
 	"                         outputs as they are; docs/design.md, \"Channels last\")\n"
-	"  --attention keep       leave each attention as the graph writes it (default\n"
-	"                         fuse: matmul, scale, bias or mask, softmax, matmul as\n"
-	"                         one attention op; `explain` says which fused and why\n"
-	"                         others did not)\n";
+	"  --attention keep|fuse  keep: leave each attention as the graph writes it;\n"
+	"                         fuse: every chain matmul, scale, bias or mask,\n"
+	"                         softmax, matmul as one attention op; by default only\n"
+	"                         the chains the flash kernel runs (f16/bf16, head dims\n"
+	"                         up to 128); `explain` says which fused and why others\n"
+	"                         did not\n";
 
 /* ---- options ------------------------------------------------------------------ */
 

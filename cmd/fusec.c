@@ -60,8 +60,9 @@ static const char usage_text[] =
 	"compile, explain, run, bench and normalize take --precision bf16|f16 (an f32\n"
 	"graph computed in bf16 or f16; --keep-f32 LIST keeps op kinds, op names or\n"
 	"ops[N] in f32; docs/precision.md), --layout nhwc (convolutions and pools\n"
-	"channels last; docs/design.md) and --attention keep (each attention left as\n"
-	"matmul, softmax, matmul; by default one op: docs/graph-format.md).\n"
+	"channels last; docs/design.md) and --attention keep|fuse (each attention left\n"
+	"as matmul, softmax, matmul, or made one op; by default one op where the flash\n"
+	"kernel runs it, f16/bf16: docs/graph-format.md).\n"
 	"Every command takes the resource caps on the graphs it reads:\n"
 	"  --max-ops N (default 10000000), --max-tensors N (20000000),\n"
 	"  --max-elements N (elements of all tensors together; default no cap)\n"
@@ -137,8 +138,8 @@ static PrecisionInfo precision_info; /* of the last graph loaded */
 static const char *layout_name;
 static bool tf32_seen, burn_seen;
 static LayoutInfo layout_info;       /* of the last graph loaded */
-/* --attention fuse|keep (passes/attention.c), first of the graph rewrites; fuse
- * unless keep is given */
+/* --attention fuse|keep (passes/attention.c), first of the graph rewrites; by
+ * default the chains the flash kernel runs (ATTENTION_AUTO) */
 static const char *attention_name;
 static AttentionInfo attention_info; /* of the last graph loaded */
 
@@ -187,7 +188,11 @@ static Graph *apply_precision(Graph *g)
 		/* --burn-exact: burn's three kernels, unless --attention fuse says */
 		bool keep = attention_name ? !strcmp(attention_name, "keep") : burn_seen;
 		pl_simplify(g, burn_seen);
-		pl_attention(g, keep ? ATTENTION_KEEP : ATTENTION_FUSE, &attention_info);
+		/* the default: the chains the flash kernel runs (f16/bf16, or f32 that
+		 * --precision converts) */
+		AttentionMode am = keep ? ATTENTION_KEEP : attention_name ? ATTENTION_FUSE :
+				   precision_name ? ATTENTION_AUTO_HALF : ATTENTION_AUTO;
+		pl_attention(g, am, &attention_info);
 		pl_layout(g, &lo, &layout_info);
 	}
 	Diag d;

@@ -181,7 +181,10 @@ static AttentionMode attention_of(const fusec_options *o)
 	/* burn_exact: burn's three kernels, unless "fuse" says */
 	if (o && o->attention)
 		return !strcmp(o->attention, "keep") ? ATTENTION_KEEP : ATTENTION_FUSE;
-	return o && o->burn_exact ? ATTENTION_KEEP : ATTENTION_FUSE;
+	if (o && o->burn_exact)
+		return ATTENTION_KEEP;
+	/* the default: the chains the flash kernel runs (passes.h) */
+	return o && o->precision ? ATTENTION_AUTO_HALF : ATTENTION_AUTO;
 }
 
 /* Every file of r named (the path written, or the file name) and counted. */

@@ -36,6 +36,7 @@ typedef struct {
 	Graph *g;
 	int *readers;            /* per tensor: reads by ops (an op reading it twice: 2) */
 	AttentionInfo *info;
+	AttentionMode mode;
 } Aw;
 
 static const Op *producer(const Aw *w, int t)
@@ -229,6 +230,22 @@ static bool match(Aw *w, const Op *y, Chain *c)
 		why(w, y, "its dtype is not a float%s", "");
 		return false;
 	}
+	/* the default: only what the flash kernel runs (ATTENTION_AUTO) */
+	bool half = tq->dtype == DT_F16 || tq->dtype == DT_BF16 ||
+		    (w->mode == ATTENTION_AUTO_HALF && tq->dtype == DT_F32);
+	int r = tq->rank;
+	int64_t hd = tq->dim[r - 1], vd = g->tensors[c->v].dim[r - 1];
+	if (w->mode != ATTENTION_FUSE && !half) {
+		why(w, y, "%s attention has no fused kernel yet (f16 and bf16 do): it runs as "
+		    "matmul, softmax, matmul (--attention fuse fuses it anyway)",
+		    ir_dtype_name(tq->dtype));
+		return false;
+	}
+	if (w->mode != ATTENTION_FUSE && (hd > 128 || vd > 128)) {
+		why(w, y, "its head dims pass 128%s, past the fused kernel's: it runs as matmul, "
+		    "softmax, matmul (--attention fuse fuses it anyway)", "");
+		return false;
+	}
 	/* one stream, no sync between the first op and y */
 	int first = (int)(y - g->ops);
 	for (int i = 0; i < c->nops; i++) {
@@ -304,9 +321,9 @@ static void compact(Graph *g, const bool *drop)
 int pass_attention(Graph *g, AttentionMode mode, AttentionInfo *info)
 {
 	memset(info, 0, sizeof *info);
-	if (mode != ATTENTION_FUSE)
+	if (mode == ATTENTION_KEEP)
 		return 0;
-	Aw w = {.g = g, .info = info};
+	Aw w = {.g = g, .info = info, .mode = mode};
 	w.readers = ARENA_NEW(g->arena, int, g->ntensors + 1);
 	for (int i = 0; i < g->nops; i++)
 		for (int k = 0; k < g->ops[i].nin; k++)

@@ -343,7 +343,12 @@ int pass_simplify(Graph *g, SimplifyInfo *info);
 
 typedef enum {
 	ATTENTION_KEEP,        /* --attention keep: the graph's ops as they are */
-	ATTENTION_FUSE,        /* the default */
+	ATTENTION_FUSE,        /* --attention fuse: every chain it can take */
+	ATTENTION_AUTO,        /* the default: the chains the flash kernel runs, f16 or
+				  bf16 with head dims up to 128 (matmul_pick.c); an f32
+				  chain would run on the plain evaluator, far slower than
+				  its three launches, so it stays apart */
+	ATTENTION_AUTO_HALF,   /* the same where f32 becomes f16/bf16 later (--precision) */
 } AttentionMode;
 
 enum { ATTENTION_MAX_WHY = 16 };
