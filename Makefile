@@ -223,7 +223,7 @@ $(BUILD)/fuzz_read: $(FUZZ_SRC) ir/ir.h ir/doc.h ir/ops.def support/support.h
 	  $(shell $(PKG_CONFIG) --cflags libcjson yaml-0.1) -o $@ $(FUZZ_SRC) \
 	  $(shell $(PKG_CONFIG) --libs libcjson yaml-0.1 libcrypto) -lm
 # libFuzzer target for the runtime's plan reader: a plan.json and a PTX stub.
-FUZZ_PLAN_SRC = tests/fuzz/fuzz_plan.c runtime/plan_read.c runtime/runtime.c support/support.c ir/ops.c host/host.c
+FUZZ_PLAN_SRC = tests/fuzz/fuzz_plan.c runtime/plan_read.c runtime/runtime.c codegen/launch_rule.c ir/dim_expr.c support/support.c support/files.c ir/ops.c host/host.c host/npy.c
 $(BUILD)/fuzz_plan: $(FUZZ_PLAN_SRC) runtime/rt.h runtime/rt_driver.h support/support.h
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) -std=c11 -D_POSIX_C_SOURCE=200809L $(WARN) -O1 -g -fno-omit-frame-pointer \

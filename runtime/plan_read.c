@@ -1379,6 +1379,7 @@ RtStatus rt_plan_bind(RtPlan *p, const int64_t *val, Diag *d)
 {
 	if (!p->ndim_names)
 		return RT_OK;
+	p->bound = false;   /* until every size below fits: a plan half bound is unusable */
 	for (int k = 0; k < p->ndim_names; k++) {
 		if (val[k] < p->dim_lo[k] || val[k] > p->dim_hi[k])
 			return bind_fail(d, p, "'%s' = %lld is outside the plan's range %lld..%lld",

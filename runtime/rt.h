@@ -154,7 +154,7 @@ typedef struct {
  * variant's launches (grid, block, shared bytes from the kernel's rule, the size
  * arguments, the scratch). The plan is then one of fixed sizes to everything else;
  * binding again rebinds it. RT_ERR_INPUT with *d naming the dim, tensor or launch
- * that does not fit. */
+ * that does not fit; the plan is then not bound (a session refuses it). */
 RtStatus rt_plan_bind(RtPlan *p, const int64_t *val, Diag *d);
 /* The sizes from the shapes of some inputs (names[i] with shape rank[i], dim[i]):
  * each named dim an input's dim stands for alone, then every given shape checked

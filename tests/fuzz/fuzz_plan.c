@@ -9,7 +9,8 @@
  * (build/tests/fakecuda.so), a plan that passes is also run on it: the PTX is
  * written to a file every variant points at (its hash put in the plan), the session
  * opens (the variant for the stand-in's device, JIT stand-in, allocations, argument
- * packing) and runs when its grids are small. A rejected plan
+ * packing) and runs when its grids are small. A plan for every size is bound first
+ * (at its smallest, then its largest sizes). A rejected plan
  * must come back with a one-line message; anything else traps. */
 #include <stdbool.h>
 #include <stdint.h>
@@ -96,6 +97,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (!p) {
 		check_message(&d);
 		return 0;
+	}
+	/* a plan for every size (fusec-plan/2): bound at the smallest and then the
+	 * largest sizes of its dims, each bound plan as any other from here; a refused
+	 * binding is a one-line message */
+	for (int pass = 0; pass < 2 && p->ndim_names; pass++) {
+		memset(&d, 0, sizeof d);
+		if (rt_plan_bind(p, pass ? p->dim_hi : p->dim_lo, &d) != RT_OK) {
+			check_message(&d);
+			if (!p->bound) {
+				rt_plan_free(p);
+				return 0;
+			}
+		}
 	}
 	(void)rt_plan_bytes_in(p);
 	(void)rt_plan_bytes_out(p);

@@ -75,10 +75,44 @@ static void read_as(const uint8_t *data, size_t size, const char *file, GraphFor
 	arena_free(a);
 }
 
+/* Read for every size of the named dims (IrShapeLookup.symbolic): every tensor's
+ * expressions must give its dims at the probe sizes, and no two different
+ * expressions one size (ir_sym_check); a refusal is a one-line message. */
+static void read_symbolic(const uint8_t *data, size_t size)
+{
+	Arena *a = arena_new();
+	Diag d;
+	memset(&d, 0, sizeof d);
+	int nd = 0;
+	IrShapeLookup every = {NULL, NULL, true};
+	Graph *g = ir_read_mem_shapes(a, "fuzz", (const char *)data, size, FMT_AUTO, NULL, 0,
+				      &every, &d, 1, &nd);
+	if (g && g->sym) {
+		const IrSymbolic *s = g->sym;
+		for (int t = 0; t < g->ntensors && t < s->ndim; t++)
+			for (int k = 0; k < g->tensors[t].rank; k++) {
+				int64_t v;
+				if (dx_eval(&s->dim[t][k], s->probe, &v) || v != g->tensors[t].dim[k])
+					__builtin_trap();
+			}
+		int64_t clash;
+		if (ir_sym_check(g, s, &clash))
+			__builtin_trap();
+		relative_form(g);
+	} else if (!g) {
+		char msg[1100];
+		diag_format(&d, msg, sizeof msg);
+		if (!d.msg[0] || strchr(msg, '\n'))
+			__builtin_trap();
+	}
+	arena_free(a);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	read_as(data, size, "fuzz.json", FMT_JSON);
 	read_as(data, size, "fuzz.yaml", FMT_YAML);
 	read_as(data, size, "fuzz", FMT_AUTO);
+	read_symbolic(data, size);
 	return 0;
 }

@@ -23,7 +23,7 @@ trap 'rm -rf "$W"' EXIT
 mkdir -p "$W/read" "$W/plan" "$W/onnx" "$W/art"
 i=0
 for f in docs/examples/* tests/errors/*.json tests/errors/*.yaml tests/golden/*.yaml \
-	 tests/fuzz/regress/*.json tests/fuzz/regress/*.yaml; do
+	 tests/bench/dynamic/*.yaml tests/fuzz/regress/*.json tests/fuzz/regress/*.yaml; do
 	[ -f "$f" ] || continue
 	i=$((i + 1)); cp "$f" "$W/read/$i-$(basename "$f")"
 done
