@@ -360,8 +360,11 @@ static void test_plan_errors(void **state)
 	static const struct { const char *from, *to, *want; } cases[] = {
 		{"\"format\": \"fusec-plan/1\", ", "",
 		 "missing key \"format\""},
-		{"fusec-plan/1", "fusec-plan/2",
-		 "format: unsupported plan format \"fusec-plan/2\" (expected \"fusec-plan/1\")"},
+		{"fusec-plan/1", "fusec-plan/3",
+		 "format: unsupported plan format \"fusec-plan/3\" (expected \"fusec-plan/1\" "
+		 "or \"fusec-plan/2\")"},
+		/* format 2 needs its named dims (docs/plan-format.md, "Format 2") */
+		{"fusec-plan/1", "fusec-plan/2", "missing key \"dims\""},
 		{"\"ptx\": \"g.ptx\"", "\"ptx\": 3",
 		 "ptx: expected a string, got a number"},
 		{"\"tensors\"", "\"tensorz\"",
