@@ -42,7 +42,7 @@ LIB_SRC     = lib/fusec.c lib/outputs.c lib/pipeline.c
 HOST_SRC    = host/bounds.c host/check.c host/constants.c host/host.c host/interp.c host/interp_run.c host/npy.c
 CMD_SRC     = cmd/bench.c cmd/compile.c cmd/explain.c cmd/fusec.c cmd/graphviz.c cmd/import.c cmd/normalize.c cmd/ops.c cmd/result_cache.c cmd/run.c cmd/run_cpu.c cmd/run_cuda.c
 RT_SRC      = runtime/bench.c runtime/plan_read.c runtime/runtime.c
-TEST_SRC    = tests/unit/main.c tests/unit/graphgen.c tests/unit/test_backends.c tests/unit/test_check.c tests/unit/test_codegen.c tests/unit/test_coop.c tests/unit/test_hostile.c tests/unit/test_infer.c tests/unit/test_interp.c tests/unit/test_json_write.c tests/unit/test_math.c tests/unit/test_onnx.c tests/unit/test_readers.c tests/unit/test_relative.c tests/unit/test_runtime.c tests/unit/test_search.c
+TEST_SRC    = tests/unit/main.c tests/unit/graphgen.c tests/unit/test_backends.c tests/unit/test_check.c tests/unit/test_codegen.c tests/unit/test_coop.c tests/unit/test_dim_expr.c tests/unit/test_hostile.c tests/unit/test_infer.c tests/unit/test_interp.c tests/unit/test_json_write.c tests/unit/test_math.c tests/unit/test_onnx.c tests/unit/test_readers.c tests/unit/test_relative.c tests/unit/test_runtime.c tests/unit/test_search.c
 BENCH_SRC   = tests/bench/bench_search.c tests/bench/gen_graph.c
 
 CORE_SRC = $(SUPPORT_SRC) $(IR_SRC) $(PASSES_SRC) $(CODEGEN_SRC) $(HOST_SRC) $(ONNX_SRC) $(RT_SRC) $(LIB_SRC)

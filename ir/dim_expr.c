@@ -183,16 +183,15 @@ void dx_print(Buf *b, const DimExpr *e, const char *const *names)
 	}
 	for (int i = 0; i < e->n; i++) {
 		const DimTerm *t = &e->t[i];
-		int64_t c = t->c;
-		if (i && c < 0) {
+		/* the magnitude, unsigned: a coefficient may be INT64_MIN (a plan's) */
+		uint64_t c = t->c < 0 ? 0 - (uint64_t)t->c : (uint64_t)t->c;
+		if (t->c < 0)
 			buf_putc(b, '-');
-			c = -c;
-		} else if (i) {
+		else if (i)
 			buf_putc(b, '+');
-		}
 		bool any = false;
 		if (c != 1 || term_const(t)) {
-			buf_printf(b, "%lld", (long long)c);
+			buf_printf(b, "%llu", (unsigned long long)c);
 			any = true;
 		}
 		for (int s = 0; s < IR_SYM_MAX; s++)
