@@ -39,6 +39,9 @@ Graph *cmd_load_graph_compile(Arena *a, const char *path, const char *text, size
 /* The same for a run given its inputs' data: lookup gives the shape of an input
  * whose named dims (an ONNX model's symbolic ones) no --input-shape binds. */
 Graph *cmd_load_graph_data(Arena *a, const char *path, const IrShapeLookup *lookup);
+/* Read for every size of the named dims nothing binds (run --dynamic), with the
+ * ranges of --dims; --input-shape is left to the run. */
+Graph *cmd_load_graph_every(Arena *a, const char *path);
 /* (With lookup->symbolic, the graph for every size of its named dims: --input-shape
  * is then left to the run it gives the sizes of.) */
 /* Whether a compile of path may use the result cache: a graph file (not stdin, not

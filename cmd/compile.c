@@ -779,16 +779,23 @@ static void print_summary(const CompileOptions *o, const char *name, long nops,
 			const cJSON *n = cJSON_GetObjectItemCaseSensitive(x, "name");
 			const cJSON *lo = cJSON_GetObjectItemCaseSensitive(x, "min");
 			const cJSON *hi = cJSON_GetObjectItemCaseSensitive(x, "max");
-			if (cJSON_IsString(n) && cJSON_IsNumber(lo) && cJSON_IsNumber(hi))
-				buf_printf(&every, "%s%s in %.0f..%.0f", every.len ? ", " : " for every ",
-					   n->valuestring, lo->valuedouble, hi->valuedouble);
+			if (!cJSON_IsString(n) || !cJSON_IsNumber(lo) || !cJSON_IsNumber(hi))
+				continue;
+			buf_printf(&every, "%s%s ", every.len ? ", " : " for every ", n->valuestring);
+			if (hi->valuedouble >= 0x1p53)   /* no range given */
+				buf_printf(&every, "≥ %.0f", lo->valuedouble);
+			else
+				buf_printf(&every, "in %.0f..%.0f", lo->valuedouble, hi->valuedouble);
 		}
+		char moved[80] = "";
+		if (bytes >= 0)
+			snprintf(moved, sizeof moved, ", %s moved%s", b,
+				 every.len ? " at the largest sizes" : "");
 		fprintf(stderr, "fusec: compiled %s%s%s%s: %ld op%s → %ld launch%s, %d distinct "
-			"kernel%s, %s moved%s, %.2f s%s\n", name, arches.len ? " for " : "",
+			"kernel%s%s, %.2f s%s\n", name, arches.len ? " for " : "",
 			arches.len ? arches.data : "", every.len ? every.data : "", nops,
 			nops == 1 ? "" : "s", launches, launches == 1 ? "" : "es", nk,
-			nk == 1 ? "" : "s", b, every.len ? " at the largest sizes" : "", seconds,
-			cached ? " (result cache hit)" : "");
+			nk == 1 ? "" : "s", moved, seconds, cached ? " (result cache hit)" : "");
 		buf_free(&every);
 	}
 	buf_free(&arches);

@@ -221,6 +221,9 @@ static Graph *apply_precision(Graph *g)
 /* --input-shape NAME=DxD..., taken out of argv by main for every command. */
 static OnnxInputShape input_shapes[64];
 static int ninput_shapes;
+/* --dims NAME=LO..HI,...: the ranges of the named dims of a plan for every size */
+static IrDimRange dim_ranges[2 * IR_SYM_MAX];
+static int ndim_ranges;
 static Arena *shape_arena;
 
 bool cmd_is_onnx(const char *path)
@@ -252,13 +255,13 @@ static Graph *load_graph(Arena *a, const char *path, const char *text, size_t le
 Graph *cmd_load_graph_compile(Arena *a, const char *path, const char *text, size_t len)
 {
 	/* named dims that --input-shape leaves unbound: a plan for every size */
-	IrShapeLookup every = {NULL, NULL, true};
+	IrShapeLookup every = {NULL, NULL, true, dim_ranges, ndim_ranges};
 	return apply_precision(load_graph(a, path, text, len, &every, true));
 }
 
 bool cmd_graph_cacheable(const char *path)
 {
-	return strcmp(path, "-") && !ninput_shapes && !cmd_is_onnx(path);
+	return strcmp(path, "-") && !ninput_shapes && !ndim_ranges && !cmd_is_onnx(path);
 }
 
 int cmd_refuse_input_shapes(const char *path)
@@ -270,10 +273,10 @@ int cmd_refuse_input_shapes(const char *path)
 		cmd_print_diag_code(&d, "invalid-input");
 		return 1;
 	}
-	if (!ninput_shapes)
+	if (!ninput_shapes && !ndim_ranges)
 		return 0;
-	diag_set(&d, path, 0, 0, "--input-shape applies to a graph or a model; a compiled plan "
-		 "has its shapes");
+	diag_set(&d, path, 0, 0, "%s applies to a graph or a model; a compiled plan has its "
+		 "shapes", ninput_shapes ? "--input-shape" : "--dims");
 	cmd_print_diag_code(&d, "invalid-input");
 	return 1;
 }
@@ -287,6 +290,12 @@ Graph *cmd_load_graph_data(Arena *a, const char *path, const IrShapeLookup *look
 {
 	/* read for every size (run --dynamic): --input-shape gives the run's sizes */
 	return apply_precision(load_graph(a, path, NULL, 0, lookup, !lookup || !lookup->symbolic));
+}
+
+Graph *cmd_load_graph_every(Arena *a, const char *path)
+{
+	IrShapeLookup every = {NULL, NULL, true, dim_ranges, ndim_ranges};
+	return cmd_load_graph_data(a, path, &every);
 }
 
 int cmd_parse_arches(const char *sub, const char *list, char (*arch)[CMD_ARCH_LEN], int max,
@@ -317,7 +326,7 @@ long cmd_parse_count(const char *sub, const char *opt, const char *val)
  * take_diagnostics, take_input_shapes): candidates of every "did you mean". */
 static const char *const driver_options[] = {
 	"max-ops", "max-tensors", "max-elements", "max-errors", "diagnostics", "input-shape",
-	"precision", "keep-f32",
+	"dims", "precision", "keep-f32",
 };
 
 int cmd_bad_option(const char *sub, const struct option *longopts, const char *shortopts,
@@ -414,7 +423,42 @@ static int take_diagnostics(int *argc, char **argv)
 	return 0;
 }
 
-/* Remove every --input-shape SPEC (or --input-shape=SPEC) from argv. */
+/* "batch=1..64,seq=1..512" into dim_ranges: 0, or -1 with msg filled. */
+static int parse_dim_ranges(const char *spec, char *msg, size_t size)
+{
+	for (const char *p = spec;;) {
+		size_t len = strcspn(p, ",");
+		const char *eq = memchr(p, '=', len);
+		long long lo, hi;
+		int used = -1;
+		char item[200];
+		snprintf(item, sizeof item, "%.*s", (int)(len < 150 ? len : 150), p);
+		char *at = strchr(item, '=');
+		if (!eq || eq == p || !at || sscanf(at + 1, "%lld..%lld%n", &lo, &hi, &used) != 2 ||
+		    used != (int)strlen(at + 1) || lo < 1 || hi < lo) {
+			snprintf(msg, size, "expected NAME=LO..HI with 1 <= LO <= HI, got '%.100s'", item);
+			return -1;
+		}
+		if (ndim_ranges == (int)(sizeof dim_ranges / sizeof dim_ranges[0])) {
+			snprintf(msg, size, "more than %d ranges",
+				 (int)(sizeof dim_ranges / sizeof dim_ranges[0]));
+			return -1;
+		}
+		*at = 0;
+		for (int i = 0; i < ndim_ranges; i++)
+			if (!strcmp(dim_ranges[i].name, item)) {
+				snprintf(msg, size, "'%.100s' is given twice", item);
+				return -1;
+			}
+		dim_ranges[ndim_ranges++] = (IrDimRange){arena_strdup(shape_arena, item), lo, hi};
+		if (!p[len])
+			return 0;
+		p += len + 1;
+	}
+}
+
+/* Remove every --input-shape SPEC (or --input-shape=SPEC) and --dims SPEC from
+ * argv. */
 static int take_input_shapes(const char *sub, int *argc, char **argv)
 {
 	int k = 1;
@@ -434,6 +478,18 @@ static int take_input_shapes(const char *sub, int *argc, char **argv)
 			spec = argv[++i];
 		} else if (!strncmp(argv[i], "--input-shape=", 14)) {
 			spec = argv[i] + 14;
+		} else if (!strcmp(argv[i], "--dims") || !strncmp(argv[i], "--dims=", 7)) {
+			const char *r = argv[i][6] ? argv[i] + 7 : i + 1 < *argc ? argv[++i] : NULL;
+			char msg[200];
+			if (!r) {
+				cmd_usage_error(sub, "option '--dims' needs NAME=LO..HI,...");
+				return EXIT_USAGE;
+			}
+			if (parse_dim_ranges(r, msg, sizeof msg)) {
+				cmd_usage_error(sub, "--dims: %s", msg);
+				return EXIT_USAGE;
+			}
+			continue;
 		} else {
 			argv[k++] = argv[i];
 			continue;

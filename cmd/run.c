@@ -203,8 +203,7 @@ static int data_shape(void *ctx, const char *input, IrInputShape *s, Diag *d)
 
 Graph *run_load_graph_symbolic(Arena *a, const char *path)
 {
-	IrShapeLookup lookup = {NULL, NULL, true};
-	return cmd_load_graph_data(a, path, &lookup);
+	return cmd_load_graph_every(a, path);
 }
 
 Graph *run_load_graph(Arena *a, const char *path, const char *inputs)
@@ -212,7 +211,7 @@ Graph *run_load_graph(Arena *a, const char *path, const char *inputs)
 	if (!inputs)
 		return cmd_load_graph(a, path);
 	InputData data = {inputs, a};
-	IrShapeLookup lookup = {data_shape, &data, false};
+	IrShapeLookup lookup = {data_shape, &data, false, NULL, 0};
 	return cmd_load_graph_data(a, path, &lookup);
 }
 
@@ -696,6 +695,17 @@ int cmd_run(int argc, char **argv)
 	}
 	if (gsym && !gsym->sym)
 		gsym = NULL;   /* nothing left symbolic: a graph like any other */
+	if (gsym) {
+		/* the run's graph is the one for every size at the inputs' sizes: the same
+		 * tensors and ops, which an ONNX model imported at one size need not have */
+		Diag di;
+		g = ir_sym_instance(gsym, g, &di);
+		if (!g) {
+			cmd_print_diag(&di);
+			arena_free(a);
+			return EXIT_INPUT;
+		}
+	}
 	HostTensor *in = xcalloc((size_t)g->ninputs + 1, sizeof *in);
 	HostTensor *outs = xcalloc((size_t)g->noutputs + 1, sizeof *outs);
 	/* the interpreter writing outputs also writes their error bounds */

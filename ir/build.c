@@ -813,6 +813,16 @@ static int symbolize(Builder *b, int di, const DocNode *at)
 static int bind_inputs(Builder *b, const DocNode *in)
 {
 	Graph *g = b->g;
+	/* --dims: ranges in place of the graph's own */
+	for (int r = 0; b->lookup && r < b->lookup->nranges; r++) {
+		const IrDimRange *dr = &b->lookup->ranges[r];
+		int i = find_dim_name(b, dr->name);
+		if (i < 0)
+			return fail(b, in, "--dims: the graph has no named dim '%s'",
+				    clip(dr->name).s);
+		b->dn[i].lo = dr->lo;
+		b->dn[i].hi = dr->hi;
+	}
 	bool *given = ARENA_NEW(g->arena, bool, g->ninputs + 1);   /* by --input-shape */
 	for (int s = 0; s < b->nshapes; s++) {
 		const IrInputShape *sh = &b->shapes[s];

@@ -234,6 +234,10 @@ static int rule(SymInfer *c, DimExpr *out, int rank)
 
 static bool all_const(const IrSymbolic *s, const Graph *g, const Op *op)
 {
+	/* a shape that names a symbol (an expand of a constant to the batch) */
+	for (int i = 0; op->attr && (op->attr->has & A_SHAPE) && i < op->attr->n; i++)
+		if (op->attr->sym[i])
+			return false;
 	for (int k = 0; k < op->nin; k++)
 		for (int i = 0; i < g->tensors[op->in[k]].rank; i++)
 			if (!dx_is_const(&s->dim[op->in[k]][i], NULL))
@@ -372,4 +376,85 @@ int ir_sym_bind(const Graph *gs, const Graph *g, int64_t *val, Diag *d)
 		}
 	}
 	return 0;
+}
+
+Graph *ir_sym_instance(const Graph *gs, const Graph *g, Diag *d)
+{
+	const IrSymbolic *s = gs->sym;
+	int64_t val[IR_SYM_MAX] = {0};
+	/* the symbols' sizes from g's inputs, matched by name */
+	for (int i = 0; i < gs->ninputs; i++) {
+		const Tensor *x = &gs->tensors[gs->inputs[i]];
+		if (x->data || x->src)
+			continue;
+		const Tensor *y = NULL;
+		for (int j = 0; j < g->ninputs && !y; j++)
+			if (!strcmp(g->tensors[g->inputs[j]].name, x->name))
+				y = &g->tensors[g->inputs[j]];
+		if (!y || y->rank != x->rank) {
+			diag_set(d, g->file, 0, 0, "internal: input '%s' of the graph for every size "
+				 "is not an input of rank %d here", x->name, x->rank);
+			return NULL;
+		}
+		for (int k = 0; k < x->rank; k++) {
+			int sy;
+			int64_t c;
+			if (dx_is_sym(&s->dim[gs->inputs[i]][k], &sy)) {
+				int64_t v = y->dim[k];
+				if (v < s->lo[sy] || v > s->hi[sy]) {
+					diag_set(d, g->file, 0, 0, "input '%s' dim %d is %lld: '%s' is "
+						 "compiled for %lld..%lld", x->name, k, (long long)v,
+						 s->name[sy], (long long)s->lo[sy], (long long)s->hi[sy]);
+					return NULL;
+				}
+				if (val[sy] && val[sy] != v) {
+					diag_set(d, g->file, 0, 0, "input '%s' dim %d is %lld, but another "
+						 "input made '%s' %lld", x->name, k, (long long)v,
+						 s->name[sy], (long long)val[sy]);
+					return NULL;
+				}
+				val[sy] = v;
+			} else if (dx_is_const(&s->dim[gs->inputs[i]][k], &c) && c != y->dim[k]) {
+				diag_set(d, g->file, 0, 0, "input '%s' dim %d is %lld, not %lld", x->name,
+					 k, (long long)y->dim[k], (long long)c);
+				return NULL;
+			}
+		}
+	}
+	for (int k = 0; k < s->nsym; k++)
+		if (!val[k]) {
+			diag_set(d, g->file, 0, 0, "internal: no input gives '%s'", s->name[k]);
+			return NULL;
+		}
+	Arena *a = gs->arena;
+	Graph *gi = ARENA_NEW(a, Graph, 1);
+	*gi = *gs;
+	gi->sym = NULL;
+	gi->tensors = ARENA_NEW(a, Tensor, gs->ntensors + 1);
+	for (int t = 0; t < gs->ntensors; t++) {
+		Tensor *x = &gi->tensors[t];
+		*x = gs->tensors[t];
+		for (int k = 0; k < x->rank; k++)
+			if (dx_eval(&s->dim[t][k], val, &x->dim[k]) || x->dim[k] < 1) {
+				diag_set(d, g->file, 0, 0, "tensor '%s' has no size at these sizes "
+					 "(dim %d)", x->name, k);
+				return NULL;
+			}
+	}
+	gi->ops = ARENA_NEW(a, Op, gs->nops + 1);
+	for (int i = 0; i < gs->nops; i++) {
+		Op *op = &gi->ops[i];
+		*op = gs->ops[i];
+		if (!op->attr || !(op->attr->has & A_SHAPE))
+			continue;
+		Attrs *at = ARENA_NEW(a, Attrs, 1);
+		*at = *op->attr;
+		for (int k = 0; k < at->n; k++)
+			if (at->sym[k]) {
+				at->shape[k] = val[at->sym[k] - 1];
+				at->sym[k] = 0;
+			}
+		op->attr = at;
+	}
+	return gi;
 }

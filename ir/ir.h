@@ -268,6 +268,11 @@ int ir_sym_check(const Graph *g, const IrSymbolic *s, int64_t *clash);
  * other sizes: from the inputs, then every tensor's expression checked against
  * its size in g. -1 with *d naming the first tensor that disagrees. */
 int ir_sym_bind(const Graph *gs, const Graph *g, int64_t *val, Diag *d);
+/* gs (read for every size) at the sizes of g's inputs (matched by name; each
+ * checked against its symbol's range): the same ops and tensors, every dim and
+ * every named size of an attribute evaluated; in gs's arena. NULL with *d naming
+ * the input whose size is refused. */
+Graph *ir_sym_instance(const Graph *gs, const Graph *g, Diag *d);
 /* Append "[batch,seq,768]". */
 void ir_sym_text(Buf *b, const IrSymbolic *s, const DimExpr *d, int rank);
 
@@ -325,11 +330,20 @@ typedef struct {
  * input: one not static) and that no IrInputShape names; the answer binds as an
  * --input-shape would. Returns 1 with *s filled (s->from set), 0 when there is no
  * data for that input, -1 with *d filled when its data cannot be read. */
+/* The range a named dim (an ONNX dim_param) may take in a plan for every size:
+ * `--dims NAME=LO..HI`. */
+typedef struct {
+	const char *name;
+	int64_t lo, hi;
+} IrDimRange;
+
 typedef struct {
 	int (*shape)(void *ctx, const char *input, IrInputShape *s, Diag *d);  /* or NULL */
 	void *ctx;
 	bool symbolic;   /* named dims that nothing binds stay symbolic (Graph.sym)
 			    instead of being an error */
+	const IrDimRange *ranges;   /* --dims: ranges that replace the graph's `dims:` */
+	int nranges;
 } IrShapeLookup;
 /* ir_read_*_errors with shapes for the inputs, which bind their named dims; lookup
  * (or NULL) binds those of the inputs the shapes leave out. */

@@ -333,12 +333,15 @@ int pl_plan_stats(const char *plan, PlStats *st)
 	const char *names[IR_SYM_MAX];
 	int64_t hi[IR_SYM_MAX];
 	int nn = 0;
+	bool unbounded = false;
 	cJSON_ArrayForEach(x, cJSON_GetObjectItemCaseSensitive(doc, "dims")) {
 		const cJSON *n = cJSON_GetObjectItemCaseSensitive(x, "name");
 		const cJSON *m = cJSON_GetObjectItemCaseSensitive(x, "max");
 		if (nn < IR_SYM_MAX && cJSON_IsString(n) && cJSON_IsNumber(m)) {
 			names[nn] = n->valuestring;
 			hi[nn++] = (int64_t)m->valuedouble;
+			/* no largest size (no range given): no bytes either */
+			unbounded |= m->valuedouble >= 0x1p53;
 		}
 	}
 	cJSON_ArrayForEach(t, tensors) {
@@ -380,6 +383,8 @@ int pl_plan_stats(const char *plan, PlStats *st)
 		}
 	}
 	st->kernels = cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(doc, "kernels"));
+	if (unbounded)
+		st->bytes = -1;
 	free(tb);
 	cJSON_Delete(doc);
 	return 0;

@@ -70,7 +70,8 @@ typedef struct {
 /* What the line after a compile says, counted from a plan's text (a result cache
  * hit has no schedule): launches, distinct kernels (of the first arch), bytes moved
  * (per launch, the bytes of every tensor it reads and writes, summed), and the ops
- * the steps run (launches' ops, aliases, views). -1 when the text is not JSON. */
+ * the steps run (launches' ops, aliases, views). -1 when the text is not JSON.
+ * bytes is -1 for a plan for every size whose dims have no largest size. */
 typedef struct {
 	long ops, launches, kernels;
 	double bytes;

@@ -49,10 +49,61 @@ static bool bad_name(const char *s)
 	return false;
 }
 
-/* The static shape of graph input vi, with --input-shape applied. */
-static int input_shape(Imp *m, const Onnx__ValueInfoProto *vi, DType *dt, int *rank,
-		       int64_t *dim)
+/* dim_param `name` of a model read for every size (Imp.every): its range from
+ * --dims (1.. without one); when that holds more than one size, a symbol (the same
+ * name is the same symbol) with *v its probe size, else -1 with *v the one size;
+ * -2 on an error. */
+static int imp_symbol(Imp *m, const char *name, int64_t *v)
 {
+	OnnxEvery *e = m->every;
+	const IrShapeLookup *lk = m->opt->lookup;
+	int64_t lo = 1, hi = INT64_MAX;
+	for (int r = 0; r < lk->nranges; r++)
+		if (!strcmp(lk->ranges[r].name, name)) {
+			lo = lk->ranges[r].lo;
+			hi = lk->ranges[r].hi;
+			e->used[r] = true;
+		}
+	if (lo == hi) {
+		*v = lo;
+		return -1;
+	}
+	for (int k = 0; k < e->nsym; k++)
+		if (!strcmp(e->name[k], name)) {
+			*v = e->probe[k];
+			return k;
+		}
+	if (e->nsym == IR_SYM_MAX)
+		return imp_fail(m, "more than %d dim_params left for every size; fix some with "
+				"--input-shape", IR_SYM_MAX) - 1;
+	int k = e->nsym;
+	/* the second import's probes are none of the first's (a product of two
+	 * symbols would not tell them apart otherwise) */
+	int64_t used[2 * IR_SYM_MAX];
+	memcpy(used, e->probe, sizeof *used * (size_t)k);
+	int nused = k;
+	for (int j = 0; e->first && j < e->nfirst; j++)
+		used[nused++] = e->first[j];
+	*v = onnx_probe(lo, hi, used, nused);
+	if (!*v)
+		return imp_fail(m, "dim_param '%.60s': its range %lld..%lld holds too few sizes "
+				"to compile the model at; fix it with --input-shape", name,
+				(long long)lo, (long long)hi) - 1;
+	e->name[k] = arena_strdup(m->a, name);
+	e->lo[k] = lo;
+	e->hi[k] = hi;
+	e->probe[k] = *v;
+	e->nsym++;
+	return k;
+}
+
+/* The static shape of graph input vi, with --input-shape applied; in a model read
+ * for every size, a dim_param no --input-shape fixes is imported at its symbol's
+ * probe size (symof[i] the symbol, else -1). */
+static int input_shape(Imp *m, const Onnx__ValueInfoProto *vi, DType *dt, int *rank,
+		       int64_t *dim, int8_t *symof)
+{
+	memset(symof, -1, IR_MAX_RANK);
 	const char *name = vi->name;
 	const Onnx__TypeProto *tp = vi->type;
 	if (!tp || tp->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE || !tp->tensor_type)
@@ -115,6 +166,14 @@ static int input_shape(Imp *m, const Onnx__ValueInfoProto *vi, DType *dt, int *r
 	*rank = (int)tt->shape->n_dim;
 	for (size_t i = 0; i < tt->shape->n_dim; i++) {
 		const Onnx__TensorShapeProto__Dimension *dm = tt->shape->dim[i];
+		if (dm->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM &&
+		    m->every && dm->dim_param && dm->dim_param[0]) {
+			int k = imp_symbol(m, dm->dim_param, &dim[i]);
+			if (k < -1)
+				return -1;
+			symof[i] = (int8_t)k;
+			continue;
+		}
 		if (dm->value_case != ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE ||
 		    dm->dim_value < 1) {
 			const char *sym =
@@ -456,11 +515,23 @@ static int import_graph(Imp *m, const Onnx__GraphProto *gp)
 		DType dt = DT_F32;
 		int rank = 0;
 		int64_t dim[IR_MAX_RANK] = {0};
-		if (input_shape(m, vi, &dt, &rank, dim))
+		int8_t symof[IR_MAX_RANK];
+		if (input_shape(m, vi, &dt, &rank, dim, symof))
 			return -1;
 		Val *v = imp_graph_input(m, vi->name, dt, rank, dim);
 		if (!v)
 			return -1;
+		if (m->every) {
+			OnnxEvery *e = m->every;
+			if (v->tensor >= e->cin) {
+				int c = e->cin;
+				e->cin = 2 * v->tensor + 16;
+				e->insym = xrealloc(e->insym, (size_t)e->cin * IR_MAX_RANK);
+				memset(e->insym + (size_t)c * IR_MAX_RANK, -1,
+				       (size_t)(e->cin - c) * IR_MAX_RANK);
+			}
+			memcpy(e->insym + (size_t)v->tensor * IR_MAX_RANK, symof, IR_MAX_RANK);
+		}
 		imp_map_put(&m->vals, vi->name, v);
 		imp_map_put(&m->used, vi->name, v);
 	}
@@ -506,21 +577,13 @@ static void pb_free(void *data, void *ptr)
 		free(p - 16);
 }
 
-Graph *onnx_import_bytes(Arena *a, const char *file, const char *dir, const void *buf,
-			 size_t len, bool own, const OnnxOptions *o, Diag *d)
+/* Import mp's graph into a, each dim_param of every (or NULL) at its probe size. */
+static Graph *import_model(Arena *a, const char *file, const char *dir,
+			   const Onnx__ModelProto *mp, const OnnxOptions *o, OnnxEvery *every,
+			   Diag *d)
 {
-	ProtobufCAllocator pa = {pb_alloc, pb_free, a};
-	memset(d, 0, sizeof *d);
-	char msg[200];
-	Onnx__ModelProto *mp = onnx_unpack(&pa, buf, len, msg, sizeof msg);
-	if (own)
-		free((void *)buf);
-	if (!mp) {
-		diag_set(d, file, 0, 0, "%s", msg);
-		return NULL;
-	}
 	Imp m = {.a = a, .tmp = arena_new(), .d = d, .file = file, .dir = dir, .opt = o,
-		 .node = -1, .fold_budget = IMP_FOLD_WORK};
+		 .node = -1, .fold_budget = IMP_FOLD_WORK, .every = every};
 	Graph *g = ARENA_NEW(a, Graph, 1);
 	g->arena = a;
 	g->file = arena_strdup(a, file);
@@ -555,10 +618,57 @@ Graph *onnx_import_bytes(Arena *a, const char *file, const char *dir, const void
 	free(m.hint);
 	imp_map_free(&m.vals);
 	imp_map_free(&m.used);
-	onnx__model_proto__free_unpacked(mp, &pa);
 	arena_free(m.tmp);
 	if (rc)
 		return NULL;
 	ir_finish(g);
+	return g;
+}
+
+/* A model read for every size (OnnxOptions.lookup->symbolic): imported twice, the
+ * dim_params at two sets of probe sizes (onnx_probe), and the two graphs compared
+ * (every.c). */
+static Graph *import_every_size(Arena *a, const char *file, const char *dir,
+				const Onnx__ModelProto *mp, const OnnxOptions *o, Diag *d)
+{
+	OnnxEvery ea = {0}, eb = {0};
+	Graph *g = import_model(a, file, dir, mp, o, &ea, d);
+	for (int r = 0; g && r < o->lookup->nranges; r++)
+		if (!ea.used[r]) {
+			diag_set(d, file, 0, 0, "--dims: no input of the model has the dim_param "
+				 "'%.80s'", o->lookup->ranges[r].name);
+			g = NULL;
+		}
+	if (g && ea.nsym) {
+		Arena *tb = arena_new();
+		eb.first = ea.probe;
+		eb.nfirst = ea.nsym;
+		Graph *gb = import_model(tb, file, dir, mp, o, &eb, d);
+		if (!gb || onnx_every_diff(g, gb, &ea, eb.probe, d))
+			g = NULL;
+		arena_free(tb);
+	}
+	free(ea.insym);
+	free(eb.insym);
+	return g;
+}
+
+Graph *onnx_import_bytes(Arena *a, const char *file, const char *dir, const void *buf,
+			 size_t len, bool own, const OnnxOptions *o, Diag *d)
+{
+	ProtobufCAllocator pa = {pb_alloc, pb_free, a};
+	memset(d, 0, sizeof *d);
+	char msg[200];
+	Onnx__ModelProto *mp = onnx_unpack(&pa, buf, len, msg, sizeof msg);
+	if (own)
+		free((void *)buf);
+	if (!mp) {
+		diag_set(d, file, 0, 0, "%s", msg);
+		return NULL;
+	}
+	Graph *g = o && o->lookup && o->lookup->symbolic
+			   ? import_every_size(a, file, dir, mp, o, d)
+			   : import_model(a, file, dir, mp, o, NULL, d);
+	onnx__model_proto__free_unpacked(mp, &pa);
 	return g;
 }

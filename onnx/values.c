@@ -321,6 +321,16 @@ static Val *fold(Imp *m, OpKind k, Val **in, int n, const Attrs *at, bool *big)
 		imp_fail(m, "%s: %s", ir_ops[k].file, msg);
 		return NULL;
 	}
+	/* a model read for every size: a result with a dim of a probe's multiple is left
+	 * to run in the graph (an expand of a class token to the batch), so that it is
+	 * not a constant as large as one size (every.c). Not for a probe as small as a
+	 * rank: a shape's values (a constant of rank 1 and a few elements) fold. */
+	for (int i = 0; m->every && i < ts[n].rank; i++)
+		for (int s = 0; s < m->every->nsym; s++)
+			if (m->every->probe[s] > IR_MAX_RANK && ts[n].dim[i] % m->every->probe[s] == 0) {
+				*big = true;
+				return NULL;
+			}
 	int64_t work = fold_work(k, in, n, at, &ts[n]);
 	if (work > m->fold_budget - m->fold_work) {
 		*big = true;

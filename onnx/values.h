@@ -8,6 +8,8 @@
 #include "onnx_impl.h"
 
 enum { ONNX_OPSET_MIN = 1, ONNX_OPSET_MAX = 21 };
+/* the largest probe size of a dim_param read for every size (every.c) */
+enum { ONNX_PROBE_TOP = 4096 };
 
 struct Onnx__NodeProto;
 
@@ -49,8 +51,35 @@ typedef struct Val {
  * a view costs about 1 µs an element there), 0.1 s in a normal build. */
 enum { IMP_MAX_MADE = 1 << 26, IMP_FOLD_WORK = 1 << 21, IMP_FOLD_PER_VALUE = 8 };
 
+/* A model read for every size of its dim_params (onnx/every.c): the symbols the
+ * inputs' shapes name, in the order met, the size each is imported at, and the
+ * symbol of each input dim. */
+typedef struct {
+	int nsym;
+	const char *name[IR_SYM_MAX];
+	int64_t lo[IR_SYM_MAX], hi[IR_SYM_MAX];   /* the range of each (--dims) */
+	int64_t probe[IR_SYM_MAX];   /* the size each is imported at */
+	const int64_t *first;        /* the first import's probes, which the second's avoid */
+	int nfirst;
+	int8_t *insym;               /* per tensor id below cin: IR_MAX_RANK symbols, -1 none */
+	int cin;
+	bool used[2 * IR_SYM_MAX];   /* which --dims ranges name a dim_param */
+} OnnxEvery;
+
+/* Give ga (the model imported at ea's probes) its expressions (Graph.sym), from gb,
+ * the same model imported at the sizes pb: sizes that differ between the two are
+ * the symbols'; a constant that differs depends on them, and is refused. -1 with *d
+ * naming what could not be written over the symbols. */
+int onnx_every_diff(Graph *ga, const Graph *gb, const OnnxEvery *ea, const int64_t *pb,
+		    Diag *d);
+/* The probe size of a symbol of range lo..hi: the largest prime up to
+ * ONNX_PROBE_TOP that none of the nused sizes in used[] is, else any such size
+ * past 1; 0 when the range has none. */
+int64_t onnx_probe(int64_t lo, int64_t hi, const int64_t *used, int nused);
+
 typedef struct {
 	Arena *a, *tmp;        /* the graph's arena; scratch (Vals) */
+	OnnxEvery *every;      /* a model read for every size; NULL otherwise */
 	Graph *g;              /* tensors, ops and inputs in growable arrays */
 	int tcap, ocap, icap, hcap;
 	const char **hint;     /* per tensor: the node output it was made for */

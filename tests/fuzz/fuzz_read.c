@@ -84,7 +84,7 @@ static void read_symbolic(const uint8_t *data, size_t size)
 	Diag d;
 	memset(&d, 0, sizeof d);
 	int nd = 0;
-	IrShapeLookup every = {NULL, NULL, true};
+	IrShapeLookup every = {NULL, NULL, true, NULL, 0};
 	Graph *g = ir_read_mem_shapes(a, "fuzz", (const char *)data, size, FMT_AUTO, NULL, 0,
 				      &every, &d, 1, &nd);
 	if (g && g->sym) {

@@ -1,0 +1,211 @@
+/* every.c: an ONNX model read for every size of its dim_params (issue 28).
+ *
+ * An exporter writes a model's shape arithmetic as nodes (Shape, Gather, Concat,
+ * then Reshape or Expand): the sizes flow through values, which the importer folds
+ * into constants. So a model is imported twice, each dim_param at a different
+ * probe size (import_every_size in import.c), and the two graphs are compared here:
+ *  - they must have the same ops on the same tensors, with the same attributes
+ *    except sizes;
+ *  - a size in a reshape's or an expand's shape that differs between the two is a
+ *    symbol when it is that symbol's probe in both; a reshape's entry that is a
+ *    product of them is written -1, for the shape rule to infer (one per reshape);
+ *  - a constant that differs depends on the sizes (a Range over the sequence, a
+ *    mask as long as it): refused, named;
+ * then the shape rules over expressions (ir/infer_sym.c) give every tensor its
+ * dims, which must also be the second graph's at the second probe sizes. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "values.h"
+
+static int fail(Diag *d, const Graph *g, int op, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+static int fail(Diag *d, const Graph *g, int op, const char *fmt, ...)
+{
+	char ref[200] = "", msg[600];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	if (op >= 0)
+		ir_op_ref(g, op, ref, sizeof ref);
+	diag_set(d, g->file, 0, 0, "%s%s%s; not supported yet in a model compiled for every "
+		 "size of its dim_params (fix them with --input-shape)", ref, op >= 0 ? ": " : "",
+		 msg);
+	return -1;
+}
+
+/* Whether two ops' attributes agree in everything but their sizes (shape, range). */
+static bool same_but_sizes(const Attrs *a, const Attrs *b)
+{
+	if (!a || !b)
+		return a == b;
+	return a->has == b->has && a->scalar == b->scalar && a->min == b->min &&
+	       a->max == b->max && a->dtype == b->dtype && a->axis == b->axis && a->n == b->n &&
+	       !memcmp(a->axes, b->axes, sizeof a->axes) &&
+	       !memcmp(a->stride, b->stride, sizeof a->stride) &&
+	       !memcmp(a->padding, b->padding, sizeof a->padding) &&
+	       !memcmp(a->dilation, b->dilation, sizeof a->dilation) &&
+	       !memcmp(a->kernel, b->kernel, sizeof a->kernel) && a->groups == b->groups &&
+	       a->approx == b->approx && a->layout == b->layout;
+}
+
+static bool same_op(const Op *a, const Op *b)
+{
+	if (a->kind != b->kind || a->nin != b->nin || a->nout != b->nout)
+		return false;
+	for (int k = 0; k < a->nin; k++)
+		if (a->in[k] != b->in[k])
+			return false;
+	for (int k = 0; k < a->nout; k++)
+		if (a->out[k] != b->out[k])
+			return false;
+	return true;
+}
+
+/* The sizes of op i's shape attribute in terms of the symbols: Attrs.sym, or -1 for
+ * one product in a reshape. */
+static int shape_symbols(Diag *d, Graph *ga, const Graph *gb, int i, const OnnxEvery *ea,
+			 const int64_t *pb)
+{
+	Attrs *a = (Attrs *)ga->ops[i].attr;
+	const Attrs *b = gb->ops[i].attr;
+	bool reshape = ga->ops[i].kind == OP_RESHAPE;
+	for (int k = 0; k < a->n; k++) {
+		if (a->shape[k] == b->shape[k])
+			continue;
+		int s = 0;
+		while (s < ea->nsym && !(ea->probe[s] == a->shape[k] && pb[s] == b->shape[k]))
+			s++;
+		if (s < ea->nsym) {
+			a->sym[k] = (uint8_t)(s + 1);
+			continue;
+		}
+		bool minus = false;
+		for (int j = 0; j < a->n; j++)
+			minus |= a->shape[j] == -1;
+		if (!reshape || minus)
+			return fail(d, ga, i, "entry %d of its shape, %lld here and %lld at other "
+				    "sizes, is not one dim_param", k, (long long)a->shape[k],
+				    (long long)b->shape[k]);
+		a->shape[k] = -1;
+	}
+	return 0;
+}
+
+static int compare(Diag *d, Graph *ga, const Graph *gb, const OnnxEvery *ea, const int64_t *pb)
+{
+	int n = ga->nops < gb->nops ? ga->nops : gb->nops;
+	for (int i = 0; i < n; i++) {
+		const Op *a = &ga->ops[i], *b = &gb->ops[i];
+		if (!same_op(a, b))
+			return fail(d, ga, i, "the model's ops depend on the sizes of its "
+				    "dim_params (at other sizes this op differs)");
+		if (!same_but_sizes(a->attr, b->attr))
+			return fail(d, ga, i, "an attribute other than a shape depends on the sizes "
+				    "of the dim_params");
+		if (a->attr && (a->attr->has & A_SHAPE) && shape_symbols(d, ga, gb, i, ea, pb))
+			return -1;
+		if (a->attr && (a->attr->has & A_RANGES) &&
+		    memcmp(a->attr->range, b->attr->range, sizeof a->attr->range))
+			return fail(d, ga, i, "its bounds depend on the sizes of the dim_params");
+	}
+	if (ga->nops != gb->nops || ga->ntensors != gb->ntensors || ga->ninputs != gb->ninputs ||
+	    ga->noutputs != gb->noutputs)
+		return fail(d, ga, n < ga->nops ? n : -1, "the model's ops depend on the sizes of "
+			    "its dim_params (%d ops here, %d at other sizes)", ga->nops, gb->nops);
+	for (int t = 0; t < ga->ntensors; t++) {
+		const Tensor *x = &ga->tensors[t], *y = &gb->tensors[t];
+		if (x->dtype != y->dtype || x->rank != y->rank || !x->data != !y->data)
+			return fail(d, ga, x->producer, "tensor '%s' depends on the sizes of the "
+				    "dim_params", x->name);
+		if (!x->data)
+			continue;
+		int64_t n_el = 1;
+		bool same = !memcmp(x->dim, y->dim, sizeof x->dim);
+		for (int k = 0; same && k < x->rank; k++)
+			n_el *= x->dim[k];
+		if (!same || memcmp(x->data, y->data, (size_t)n_el * (size_t)ir_dtype_size(x->dtype)))
+			return fail(d, ga, -1, "constant '%s' is computed from the sizes of the "
+				    "dim_params (a Range, a ConstantOfShape, a slice or a mask as "
+				    "long as one): a value made from a size", x->name);
+	}
+	return 0;
+}
+
+static bool is_prime(int64_t v)
+{
+	for (int64_t p = 2; p * p <= v; p++)
+		if (v % p == 0)
+			return false;
+	return v > 1;
+}
+
+static bool taken(int64_t v, const int64_t *used, int nused)
+{
+	for (int i = 0; i < nused; i++)
+		if (used[i] == v)
+			return true;
+	return false;
+}
+
+int64_t onnx_probe(int64_t lo, int64_t hi, const int64_t *used, int nused)
+{
+	int64_t top = hi < ONNX_PROBE_TOP ? hi : ONNX_PROBE_TOP, bottom = lo > 2 ? lo : 2;
+	for (int64_t x = top; x >= bottom; x--)
+		if (is_prime(x) && !taken(x, used, nused))
+			return x;
+	for (int64_t x = top; x >= bottom; x--)
+		if (!taken(x, used, nused))
+			return x;
+	return 0;
+}
+
+int onnx_every_diff(Graph *ga, const Graph *gb, const OnnxEvery *ea, const int64_t *pb,
+		    Diag *d)
+{
+	if (compare(d, ga, gb, ea, pb))
+		return -1;
+	IrSymbolic *s = ARENA_NEW(ga->arena, IrSymbolic, 1);
+	s->nsym = ea->nsym;
+	for (int k = 0; k < ea->nsym; k++) {
+		s->name[k] = arena_strdup(ga->arena, ea->name[k]);
+		s->lo[k] = ea->lo[k];
+		s->hi[k] = ea->hi[k];
+		s->probe[k] = ea->probe[k];
+	}
+	s->dim = ARENA_NEW(ga->arena, DimExpr *, ga->ntensors + 1);
+	s->ndim = ga->ntensors;
+	for (int t = 0; t < ga->ntensors; t++) {
+		const Tensor *x = &ga->tensors[t];
+		s->dim[t] = ARENA_NEW(ga->arena, DimExpr, x->rank + 1);
+		for (int k = 0; k < x->rank; k++) {
+			int sym = t < ea->cin && x->producer < 0 ? ea->insym[t * IR_MAX_RANK + k] : -1;
+			s->dim[t][k] = sym >= 0 ? dx_sym(sym) : dx_const(x->dim[k]);
+		}
+	}
+	if (ir_infer_symbolic(ga, s, d))
+		return -1;
+	/* the expressions must give the second import's sizes too */
+	for (int t = 0; t < ga->ntensors; t++)
+		for (int k = 0; k < ga->tensors[t].rank; k++) {
+			int64_t v;
+			if (dx_eval(&s->dim[t][k], pb, &v) || v != gb->tensors[t].dim[k]) {
+				Buf b = {0};
+				dx_print(&b, &s->dim[t][k], s->name);
+				int rc = fail(d, ga, ga->tensors[t].producer, "dim %d of '%s' would be "
+					      "%s, which the model contradicts at other sizes", k,
+					      ga->tensors[t].name, b.data ? b.data : "");
+				buf_free(&b);
+				return rc;
+			}
+		}
+	int64_t clash;
+	if (ir_sym_check(ga, s, &clash))
+		return fail(d, ga, -1, "two different sizes are both %lld at the probe sizes",
+			    (long long)clash);
+	ga->sym = s;
+	return 0;
+}
