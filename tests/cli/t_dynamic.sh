@@ -241,3 +241,67 @@ bad_plan max 's/"max":64}/"max":0}/' "is out of range"
 bad_plan format 's/"fusec-plan\/2"/"fusec-plan\/3"/' 'unsupported plan format "fusec-plan/3"'
 bad_plan twice 's/{"name":"seq","min":1,"max":512}/{"name":"batch","min":1,"max":512}/' \
 	"dim 'batch' is listed twice"
+
+# an ONNX model's dim_params (tests/onnx/dynamic, made by its gen.py): the model is
+# imported at two sets of probe sizes and the two graphs compared (onnx/every.c), the
+# shape arithmetic an exporter writes (Shape, Gather, Concat into Reshape and Expand)
+# becoming expressions. Each run at a binding is held to the interpreter (--check) and
+# its outputs to those of the model imported and compiled at that one size.
+OD=tests/onnx/dynamic
+check dyn-onnx-compile 0 "$FUSEC" compile "$OD/heads.onnx" -o "$TMP/oh" --no-cache &&
+	contains dyn-onnx-compile-line "$TMP/err" "fusec: compiled heads for every batch ≥ 1, seq ≥ 1: 26 ops" &&
+	contains dyn-onnx-compile-format "$TMP/oh/heads.plan.json" '"format":"fusec-plan/2"' &&
+	contains dyn-onnx-compile-shape "$TMP/oh/heads.plan.json" '"shape":["batch","seq",4,4]'
+check dyn-onnx-compile-dims 0 "$FUSEC" compile "$OD/heads.onnx" -o "$TMP/oh2" --no-cache \
+	--dims batch=1..64,seq=1..512 &&
+	contains dyn-onnx-compile-dims-line "$TMP/err" "fusec: compiled heads for every batch in 1..64, seq in 1..512: 26 ops" &&
+	contains dyn-onnx-compile-dims-plan "$TMP/oh2/heads.plan.json" '{"name":"seq","min":1,"max":512}'
+for case in heads:16:1..64:1..512:1x1,3x7,16x61,64x512 cls:8:1..64:1..60:1x1,5x13,64x60; do
+	IFS=: read -r m w rb rs sizes <<E
+$case
+E
+	for b in $(echo "$sizes" | tr , ' '); do
+		sh=${b}x$w
+		check "dyn-onnx-$m-$b" 0 "$FUSEC" run "$OD/$m.onnx" --backend cpu --dynamic --check \
+			--dims "batch=$rb,seq=$rs" --input-shape "x=$sh" --outputs "$TMP/od_$m$b" &&
+			contains "dyn-onnx-$m-$b-built" "$TMP/err" "; run at batch=${b%x*}, seq=${b#*x}" &&
+			check "dyn-onnx-$m-$b-ok" 1 grep -q "FAIL\|unbounded\|not checked" "$TMP/out" &&
+			check "dyn-onnx-$m-$b-static" 0 "$FUSEC" run "$OD/$m.onnx" --backend cpu \
+				--input-shape "x=$sh" --outputs "$TMP/os_$m$b" &&
+			check "dyn-onnx-$m-$b-same" 0 "$PY" -c 'import sys, numpy as np
+a, b = np.load(sys.argv[1]), np.load(sys.argv[2])
+sys.exit(0 if a.shape == b.shape and np.allclose(a, b, rtol=1e-5, atol=1e-6) else 1)' \
+				"$TMP/od_$m$b/y.npy" "$TMP/os_$m$b/y.npy"
+	done
+done
+# refusals: a value made from a size, a table cut to one, a binding outside the
+# range, and --dims that names nothing or leaves too few sizes
+check dyn-onnx-range 1 "$FUSEC" compile "$OD/range.onnx" -o "$TMP/or" --dims batch=1..8,seq=1..64
+contains dyn-onnx-range-msg "$TMP/err" "constant 'r' is computed from the sizes of the dim_params"
+test ! -e "$TMP/or" && pass=$((pass + 1)) || { echo "FAIL dyn-onnx-range-nothing-written"; fail=$((fail + 1)); }
+check dyn-onnx-slice 1 "$FUSEC" compile "$OD/slice.onnx" -o "$TMP/os" --dims batch=1..8,seq=1..64
+contains dyn-onnx-slice-msg "$TMP/err" "ops[0] 'cut' → cut: its bounds depend on the sizes of the dim_params"
+check dyn-onnx-outside 1 "$FUSEC" run "$OD/cls.onnx" --backend cpu --dynamic --dims batch=1..64,seq=1..60 \
+	--input-shape x=3x61x8
+same dyn-onnx-outside-msg "$TMP/err" "$OD/cls.onnx: error: input 'x' dim 1 is 61: 'seq' is compiled for 1..60"
+check dyn-onnx-nodim 1 "$FUSEC" compile "$OD/heads.onnx" -o "$TMP/on" --dims sq=1..8
+same dyn-onnx-nodim-msg "$TMP/err" "$OD/heads.onnx: error: --dims: no input of the model has the dim_param 'sq'"
+check dyn-onnx-few 1 "$FUSEC" compile "$OD/heads.onnx" -o "$TMP/on" --dims batch=1..3,seq=1..3
+contains dyn-onnx-few-msg "$TMP/err" "dim_param 'batch': its range 1..3 holds too few sizes to compile the model at"
+check dyn-onnx-dims-syntax 2 "$FUSEC" compile "$OD/heads.onnx" -o "$TMP/on" --dims batch=4..2
+contains dyn-onnx-dims-syntax-msg "$TMP/err" "--dims: expected NAME=LO..HI with 1 <= LO <= HI, got 'batch=4..2'"
+check dyn-onnx-dims-twice 2 "$FUSEC" compile "$OD/heads.onnx" -o "$TMP/on" --dims batch=1..4,batch=1..5
+contains dyn-onnx-dims-twice-msg "$TMP/err" "--dims: 'batch' is given twice"
+# a range of one size fixes the dim, as --input-shape would: 25 ops, one symbol
+check dyn-onnx-fixed 0 "$FUSEC" compile "$OD/heads.onnx" -o "$TMP/of" --no-cache --dims batch=1..1,seq=1..9 &&
+	contains dyn-onnx-fixed-line "$TMP/err" "fusec: compiled heads for every seq in 1..9:"
+# --dims also narrows a graph file's own ranges
+check dyn-dims-graph 0 "$FUSEC" run "$TMP/mlp.yaml" --backend cpu --dynamic --dims seq=1..32 \
+	--input-shape x=2x20x64 &&
+	contains dyn-dims-graph-built "$TMP/err" "fusec: compiled for every batch in 1..64, seq in 1..32 (built at batch=61, seq=31)"
+check dyn-dims-graph-outside 1 "$FUSEC" run "$TMP/mlp.yaml" --backend cpu --dynamic --dims seq=1..32 \
+	--input-shape x=2x40x64
+contains dyn-dims-graph-outside-msg "$TMP/err" "error: input 'x' dim 1 is 40: 'seq' is compiled for 1..32"
+check dyn-dims-graph-none 1 "$FUSEC" run "$TMP/mlp.yaml" --backend cpu --dynamic --dims sq=1..32 \
+	--input-shape x=2x20x64
+contains dyn-dims-graph-none-msg "$TMP/err" "error: --dims: the graph has no named dim 'sq'"
