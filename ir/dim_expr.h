@@ -23,6 +23,7 @@
 enum {
 	IR_SYM_MAX = 8,    /* named dims of one graph that may stay symbolic */
 	IR_TERM_MAX = 8,   /* terms of one expression */
+	IR_AEXPR_MAX = 64, /* expressions in the attributes of one graph (IrSymbolic) */
 };
 
 typedef struct {

@@ -86,12 +86,17 @@ static int product(SymInfer *c, const DimExpr *d, int n, DimExpr *out)
 	return 0;
 }
 
-/* An attribute's shape entry: the name written there (IrSymbolic.attr), else the
- * number. */
+DimExpr ir_sym_code(const IrSymbolic *s, int code)
+{
+	return code > IR_SYM_MAX ? s->aexpr[code - 1 - IR_SYM_MAX] : dx_sym(code - 1);
+}
+
+/* An attribute's shape entry: the name written there or the expression found for
+ * it (Attrs.sym), else the number. */
 static DimExpr attr_dim(SymInfer *c, int i)
 {
 	int s = c->op->attr->sym[i];
-	return s ? dx_sym(s - 1) : dx_const(c->op->attr->shape[i]);
+	return s ? ir_sym_code(c->s, s) : dx_const(c->op->attr->shape[i]);
 }
 
 static int rule(SymInfer *c, DimExpr *out, int rank)
@@ -146,6 +151,23 @@ static int rule(SymInfer *c, DimExpr *out, int rank)
 			out[i] = *in_dim(c, 0, i);
 			if (i >= at->n)
 				continue;
+			if (at->rsym[i]) {
+				/* a length that is a size: the whole of a dim of that size, or the
+				 * head of a fixed one that its largest size fits */
+				DimExpr len = ir_sym_code(c->s, at->rsym[i]);
+				int64_t in, top;
+				if (dx_equal(&len, &out[i]) && at->range[i][0] == 0)
+					continue;
+				if (!dx_is_const(&out[i], &in))
+					return fail(c, "dim %d of size %s is sliced to %s", i,
+						    text(c, &out[i]), text(c, &len));
+				if (dx_eval(&len, c->s->hi, &top) || top > in - at->range[i][0])
+					return fail(c, "dim %d takes %s of its %lld from %lld: give the "
+						    "named dims ranges it fits (--dims)", i, text(c, &len),
+						    (long long)in, (long long)at->range[i][0]);
+				out[i] = len;
+				continue;
+			}
 			if (!dx_is_const(&out[i], NULL))
 				return fail(c, "dim %d of size %s is sliced", i, text(c, &out[i]));
 			out[i] = dx_const(at->range[i][1] - at->range[i][0]);
@@ -234,9 +256,11 @@ static int rule(SymInfer *c, DimExpr *out, int rank)
 
 static bool all_const(const IrSymbolic *s, const Graph *g, const Op *op)
 {
-	/* a shape that names a symbol (an expand of a constant to the batch) */
-	for (int i = 0; op->attr && (op->attr->has & A_SHAPE) && i < op->attr->n; i++)
-		if (op->attr->sym[i])
+	/* a shape that names a symbol (an expand of a constant to the batch), a slice
+	 * as long as one */
+	for (int i = 0; op->attr && i < op->attr->n; i++)
+		if (((op->attr->has & A_SHAPE) && op->attr->sym[i]) ||
+		    ((op->attr->has & A_RANGES) && op->attr->rsym[i]))
 			return false;
 	for (int k = 0; k < op->nin; k++)
 		for (int i = 0; i < g->tensors[op->in[k]].rank; i++)
@@ -445,15 +469,25 @@ Graph *ir_sym_instance(const Graph *gs, const Graph *g, Diag *d)
 	for (int i = 0; i < gs->nops; i++) {
 		Op *op = &gi->ops[i];
 		*op = gs->ops[i];
-		if (!op->attr || !(op->attr->has & A_SHAPE))
+		if (!op->attr || !(op->attr->has & (A_SHAPE | A_RANGES)))
 			continue;
 		Attrs *at = ARENA_NEW(a, Attrs, 1);
 		*at = *op->attr;
-		for (int k = 0; k < at->n; k++)
-			if (at->sym[k]) {
-				at->shape[k] = val[at->sym[k] - 1];
-				at->sym[k] = 0;
+		for (int k = 0; k < at->n; k++) {
+			int64_t v;
+			int code = (at->has & A_SHAPE) ? at->sym[k] : 0;
+			int rcode = (at->has & A_RANGES) ? at->rsym[k] : 0;
+			DimExpr e = ir_sym_code(s, code ? code : rcode ? rcode : 1);
+			if ((code || rcode) && dx_eval(&e, val, &v)) {
+				diag_set(d, g->file, 0, 0, "a size of op %d overflows at these sizes", i);
+				return NULL;
 			}
+			if (code)
+				at->shape[k] = v;
+			if (rcode)
+				at->range[k][1] = at->range[k][0] + v;
+			at->sym[k] = at->rsym[k] = 0;
+		}
 		op->attr = at;
 	}
 	return gi;

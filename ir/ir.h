@@ -202,7 +202,10 @@ typedef struct {
 	GeluApprox approx;
 	Layout layout;
 	uint8_t sym[IR_MAX_RANK];      /* a graph read for every size (Graph.sym): 1 + the
-					  symbol an entry of `shape` names; 0 a number */
+					  symbol an entry of `shape` names, or 1 + IR_SYM_MAX
+					  + an IrSymbolic.aexpr; 0 a number */
+	uint8_t rsym[IR_MAX_RANK];     /* the same for a slice's lengths: the end of range
+					  k is its start plus that size */
 } Attrs;
 
 typedef struct {
@@ -252,6 +255,10 @@ typedef struct IrSymbolic {
 	int64_t probe[IR_SYM_MAX];                /* the size the graph was built at */
 	DimExpr **dim;           /* per tensor: its rank's expressions */
 	int ndim;                /* tensors dim covers */
+	/* sizes of attributes that are expressions, not one symbol (an ONNX model's
+	 * expand to [batch*seq, 768]): Attrs.sym = 1 + IR_SYM_MAX + its index */
+	DimExpr aexpr[IR_AEXPR_MAX];
+	int naexpr;
 } IrSymbolic;
 
 /* Give every tensor of g its dims as expressions (s->dim allocated, the inputs'
@@ -273,6 +280,8 @@ int ir_sym_bind(const Graph *gs, const Graph *g, int64_t *val, Diag *d);
  * every named size of an attribute evaluated; in gs's arena. NULL with *d naming
  * the input whose size is refused. */
 Graph *ir_sym_instance(const Graph *gs, const Graph *g, Diag *d);
+/* The size an Attrs.sym or Attrs.rsym code names (not 0). */
+DimExpr ir_sym_code(const IrSymbolic *s, int code);
 /* Append "[batch,seq,768]". */
 void ir_sym_text(Buf *b, const IrSymbolic *s, const DimExpr *d, int rank);
 

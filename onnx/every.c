@@ -21,6 +21,7 @@
 
 static int fail(Diag *d, const Graph *g, int op, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
+static bool is_prime(int64_t v);
 
 static int fail(Diag *d, const Graph *g, int op, const char *fmt, ...)
 {
@@ -65,10 +66,83 @@ static bool same_op(const Op *a, const Op *b)
 	return true;
 }
 
-/* The sizes of op i's shape attribute in terms of the symbols: Attrs.sym, or -1 for
- * one product in a reshape. */
+/* va, a size at the probes pa, as a monomial c * s0^e0 * s1^e1 ... over the
+ * symbols (the probes are primes: it is va's factoring), which must also give vb
+ * at the probes pb. */
+static bool monomial(int64_t va, int64_t vb, const int64_t *pa, const int64_t *pb, int n,
+		     DimExpr *out)
+{
+	DimExpr e = dx_const(1);
+	__int128 at_b = 1;
+	for (int s = 0; s < n; s++) {
+		if (!is_prime(pa[s]))
+			return false;
+		while (va % pa[s] == 0) {
+			va /= pa[s];
+			DimExpr x = dx_sym(s);
+			if (dx_mul(&e, &x, &e))
+				return false;
+			at_b *= pb[s];
+			if (at_b > INT64_MAX)
+				return false;
+		}
+	}
+	DimExpr c = dx_const(va);
+	return at_b * va == vb && !dx_mul(&e, &c, out) && !dx_is_const(out, NULL);
+}
+
+/* The Attrs.sym code of the size that is va at the first probes and vb at the
+ * second: one symbol, or a monomial (IrSymbolic.aexpr); 0 when neither, -1 when
+ * the table is full. */
+static int size_code(int64_t va, int64_t vb, const OnnxEvery *ea, const int64_t *pb,
+		     IrSymbolic *sy)
+{
+	for (int s = 0; s < ea->nsym; s++)
+		if (ea->probe[s] == va && pb[s] == vb)
+			return s + 1;
+	DimExpr e;
+	if (!monomial(va, vb, ea->probe, pb, ea->nsym, &e))
+		return 0;
+	int j = 0;
+	while (j < sy->naexpr && !dx_equal(&sy->aexpr[j], &e))
+		j++;
+	if (j == IR_AEXPR_MAX)
+		return -1;
+	if (j == sy->naexpr)
+		sy->aexpr[sy->naexpr++] = e;
+	return 1 + IR_SYM_MAX + j;
+}
+
+/* A slice's bounds: equal starts; an end that differs is the start plus a size
+ * (Attrs.rsym). */
+static int range_symbols(Diag *d, Graph *ga, const Graph *gb, int i, const OnnxEvery *ea,
+			 const int64_t *pb, IrSymbolic *sy)
+{
+	Attrs *a = (Attrs *)ga->ops[i].attr;
+	const Attrs *b = gb->ops[i].attr;
+	for (int k = 0; k < a->n; k++) {
+		if (a->range[k][0] != b->range[k][0])
+			return fail(d, ga, i, "the start of its dim %d depends on the sizes of the "
+				    "dim_params", k);
+		if (a->range[k][1] == b->range[k][1])
+			continue;
+		int code = size_code(a->range[k][1] - a->range[k][0], b->range[k][1] - b->range[k][0],
+				     ea, pb, sy);
+		if (code <= 0)
+			return fail(d, ga, i, "the length of its dim %d, %lld here and %lld at other "
+				    "sizes, is not a product of dim_params", k,
+				    (long long)(a->range[k][1] - a->range[k][0]),
+				    (long long)(b->range[k][1] - b->range[k][0]));
+		a->rsym[k] = (uint8_t)code;
+	}
+	return 0;
+}
+
+/* The sizes of op i's shape attribute in terms of the symbols (Attrs.sym): one
+ * symbol, or a monomial (IrSymbolic.aexpr), or -1 for one other size in a
+ * reshape. */
 static int shape_symbols(Diag *d, Graph *ga, const Graph *gb, int i, const OnnxEvery *ea,
-			 const int64_t *pb)
+			 const int64_t *pb, IrSymbolic *sy)
 {
 	Attrs *a = (Attrs *)ga->ops[i].attr;
 	const Attrs *b = gb->ops[i].attr;
@@ -76,11 +150,12 @@ static int shape_symbols(Diag *d, Graph *ga, const Graph *gb, int i, const OnnxE
 	for (int k = 0; k < a->n; k++) {
 		if (a->shape[k] == b->shape[k])
 			continue;
-		int s = 0;
-		while (s < ea->nsym && !(ea->probe[s] == a->shape[k] && pb[s] == b->shape[k]))
-			s++;
-		if (s < ea->nsym) {
-			a->sym[k] = (uint8_t)(s + 1);
+		int code = size_code(a->shape[k], b->shape[k], ea, pb, sy);
+		if (code < 0)
+			return fail(d, ga, i, "more than %d different sizes in the shapes of the "
+				    "model's ops", IR_AEXPR_MAX);
+		if (code) {
+			a->sym[k] = (uint8_t)code;
 			continue;
 		}
 		bool minus = false;
@@ -95,7 +170,8 @@ static int shape_symbols(Diag *d, Graph *ga, const Graph *gb, int i, const OnnxE
 	return 0;
 }
 
-static int compare(Diag *d, Graph *ga, const Graph *gb, const OnnxEvery *ea, const int64_t *pb)
+static int compare(Diag *d, Graph *ga, const Graph *gb, const OnnxEvery *ea, const int64_t *pb,
+		   IrSymbolic *sy)
 {
 	int n = ga->nops < gb->nops ? ga->nops : gb->nops;
 	for (int i = 0; i < n; i++) {
@@ -106,11 +182,10 @@ static int compare(Diag *d, Graph *ga, const Graph *gb, const OnnxEvery *ea, con
 		if (!same_but_sizes(a->attr, b->attr))
 			return fail(d, ga, i, "an attribute other than a shape depends on the sizes "
 				    "of the dim_params");
-		if (a->attr && (a->attr->has & A_SHAPE) && shape_symbols(d, ga, gb, i, ea, pb))
+		if (a->attr && (a->attr->has & A_SHAPE) && shape_symbols(d, ga, gb, i, ea, pb, sy))
 			return -1;
-		if (a->attr && (a->attr->has & A_RANGES) &&
-		    memcmp(a->attr->range, b->attr->range, sizeof a->attr->range))
-			return fail(d, ga, i, "its bounds depend on the sizes of the dim_params");
+		if (a->attr && (a->attr->has & A_RANGES) && range_symbols(d, ga, gb, i, ea, pb, sy))
+			return -1;
 	}
 	if (ga->nops != gb->nops || ga->ntensors != gb->ntensors || ga->ninputs != gb->ninputs ||
 	    ga->noutputs != gb->noutputs)
@@ -166,9 +241,9 @@ int64_t onnx_probe(int64_t lo, int64_t hi, const int64_t *used, int nused)
 int onnx_every_diff(Graph *ga, const Graph *gb, const OnnxEvery *ea, const int64_t *pb,
 		    Diag *d)
 {
-	if (compare(d, ga, gb, ea, pb))
-		return -1;
 	IrSymbolic *s = ARENA_NEW(ga->arena, IrSymbolic, 1);
+	if (compare(d, ga, gb, ea, pb, s))
+		return -1;
 	s->nsym = ea->nsym;
 	for (int k = 0; k < ea->nsym; k++) {
 		s->name[k] = arena_strdup(ga->arena, ea->name[k]);

@@ -908,7 +908,14 @@ H(h_range)
 	if (!(cnt >= 1) || cnt > (1 << 28))
 		return imp_fail(m, "the range has %g elements (empty or too large)", cnt);
 	int64_t n = (int64_t)cnt;
-	Val *v = ob_kfull(m, t, 1, &n, 0);
+	/* a model read for every size: a range as long as a dim_param's probe is the
+	 * head of the range as long as its largest size, cut in the graph (a slice,
+	 * which every.c makes that size) */
+	int64_t len = n;
+	for (int k = 0; m->every && k < m->every->nsym; k++)
+		if (n == m->every->probe[k] && m->every->hi[k] > n && m->every->hi[k] <= (1 << 20))
+			len = m->every->hi[k];
+	Val *v = ob_kfull(m, t, 1, &len, 0);
 	if (!v)
 		return -1;
 	for (int64_t i = 0; i < n; i++) {
@@ -922,7 +929,9 @@ H(h_range)
 		} else
 			host_set(&v->k, i, s + (double)i * dl);
 	}
-	OUT(v);
+	for (int64_t i = n; i < len; i++)   /* the rest of a range cut in the graph */
+		host_set(&v->k, i, host_get(&v->k, n - 1) + (double)(i - n + 1) * dl);
+	OUT(len > n ? ob_slice1(m, v, 0, 0, n) : v);
 }
 
 /* ---- reductions ---------------------------------------------------------------- */
