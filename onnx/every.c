@@ -179,6 +179,10 @@ static int compare(Diag *d, Graph *ga, const Graph *gb, const OnnxEvery *ea, con
 		if (!same_op(a, b))
 			return fail(d, ga, i, "the model's ops depend on the sizes of its "
 				    "dim_params (at other sizes this op differs)");
+		if (a->attr && b->attr && a->attr->scalar != b->attr->scalar)
+			return fail(d, ga, i, "its scalar, %g here and %g at other sizes, is computed "
+				    "from the sizes of the dim_params (a size used as a value)",
+				    a->attr->scalar, b->attr->scalar);
 		if (!same_but_sizes(a->attr, b->attr))
 			return fail(d, ga, i, "an attribute other than a shape depends on the sizes "
 				    "of the dim_params");

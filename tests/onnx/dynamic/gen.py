@@ -11,9 +11,11 @@ Test-only: numpy and onnx from PyPI (docs/onnx.md).
   cls.onnx    x[batch,seq,8]: a class token Expand-ed to [batch, 1, 8] by a shape
               made from Shape, put in front along seq, then a Linear of the flattened
               [batch*(seq+1), 8] and the mean over seq
-  range.onnx  x[batch,seq] + Range(0, seq): a value computed from a size (refused)
+  range.onnx  x[batch,seq] + Range(0, seq): the range cut to the size in the graph
   slice.onnx  x[batch,seq] * Slice(table[1,64], 0, seq): a table cut to a size
-              (refused)"""
+              (seq at most 64)
+  mean.onnx   ReduceSum(x[batch,seq], 1) / Cast(Shape(x)[1]): a size used as a
+              value (refused)"""
 import os
 import sys
 
@@ -118,7 +120,19 @@ def sliced():
          [oh.make_tensor_value_info("y", T.FLOAT, ["batch", "seq"])])
 
 
+def mean():
+    inits = [const("i1", np.int64(1)), const("ax1", np.array([1], np.int64))]
+    n = [oh.make_node("Shape", ["x"], ["s"]),
+         oh.make_node("Gather", ["s", "i1"], ["len"], axis=0),
+         oh.make_node("Cast", ["len"], ["lenf"], to=T.FLOAT),
+         oh.make_node("ReduceSum", ["x", "ax1"], ["sum"], keepdims=0),
+         oh.make_node("Div", ["sum", "lenf"], ["y"])]
+    save("mean", n, inits, [oh.make_tensor_value_info("x", T.FLOAT, ["batch", "seq"])],
+         [oh.make_tensor_value_info("y", T.FLOAT, ["batch"])])
+
+
 heads()
 cls()
+mean()
 ranged()
 sliced()
