@@ -340,11 +340,36 @@ static bool flat_pair(Imp *m, Val *a, Val *b, Val **fa, Val **fb)
 	return true;
 }
 
+Val *ob_sized(Imp *m, Val *k)
+{
+	if (!k || !m->every || !k->is_const || k->k.n != 1)
+		return k;
+	double v = host_get(&k->k, 0);
+	if (!(v >= 2 && v <= (double)(1 << 24) && v == (double)(int64_t)v))
+		return k;
+	int64_t n = (int64_t)v, one = 1, ones[IR_MAX_RANK];
+	for (int s = 0; s < m->every->nsym; s++)
+		if (m->every->probe[s] > IR_MAX_RANK && n % m->every->probe[s] == 0) {
+			Val *c = ob_reduce(m, OP_SUM, ob_expand(m, ob_kfull(m, DT_I64, 1, &one, 1), 1,
+								 &n), 0);
+			for (int i = 0; i < k->rank; i++)
+				ones[i] = 1;
+			return ob_reshape(m, ob_cast(m, c, k->dt), k->rank, ones);
+		}
+	return k;
+}
+
 /* a (k) b with ONNX broadcasting; a constant scalar b becomes a scalar op. */
 Val *ob_bin(Imp *m, OpKind k, Val *a, Val *b)
 {
 	if (!a || !b)
 		return NULL;
+	if (a->is_const != b->is_const) {   /* a size used as a value (ob_sized) */
+		a = ob_sized(m, a);
+		b = ob_sized(m, b);
+		if (!a || !b)
+			return NULL;
+	}
 	OpKind ks = scalar_kind(k);
 	if (ks != OP_COUNT && !a->is_const && b->is_const && b->k.n == 1 &&
 	    b->rank <= a->rank && b->dt == a->dt && ir_dtype_is_float(a->dt))

@@ -66,6 +66,11 @@ Val *ob_gelu(Imp *m, Val *x, GeluApprox approx);
 Val *ob_sc(Imp *m, OpKind k, Val *x, double s);
 Val *ob_clampv(Imp *m, Val *x, double lo, double hi);
 Val *ob_bin(Imp *m, OpKind k, Val *a, Val *b);    /* ONNX broadcasting */
+/* A model read for every size (Imp.every): a constant scalar that may be a size
+ * (an integer that a probe divides, met as an operand of a value) counted in the
+ * graph, the sum of that many ones, so that every.c finds the size in the expand
+ * that makes them; any other value as it is. */
+Val *ob_sized(Imp *m, Val *k);
 Val *ob_where3(Imp *m, Val *c, Val *a, Val *b);
 Val *ob_reduce(Imp *m, OpKind k, Val *x, int axis);
 Val *ob_reduce_axes(Imp *m, OpKind k, Val *x, const bool *on, bool keep);

@@ -568,6 +568,15 @@ static Val *fix_index(Imp *m, Val *idx, int64_t size)
 {
 	if (!idx || !ir_dtype_is_signed(idx->dt))
 		return idx;
+	/* a model read for every size: a size that may be a dim_param's is counted in
+	 * the graph (the sum of that many ones), not written as a number */
+	for (int k = 0; !idx->is_const && m->every && k < m->every->nsym; k++)
+		if (m->every->probe[k] > IR_MAX_RANK && size % m->every->probe[k] == 0) {
+			int64_t one = 1;
+			Val *n = ob_reduce(m, OP_SUM, ob_expand(m, ob_kfull(m, idx->dt, 1, &one, 1), 1,
+								 &size), 0);
+			return ob_where3(m, ob_sc(m, OP_LT_SCALAR, idx, 0), ob_bin(m, OP_ADD, idx, n), idx);
+		}
 	return ob_where3(m, ob_sc(m, OP_LT_SCALAR, idx, 0), ob_sc(m, OP_ADD_SCALAR, idx, (double)size),
 		      idx);
 }
