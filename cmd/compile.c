@@ -38,7 +38,7 @@ static const char compile_usage[] =
 	"                     [--max-explorations N] [--max-bindings N] [--log LEVEL]\n"
 	"                     [--emit LIST] [--plan-style STYLE] [--libdevice PATH]\n"
 	"                     [--cache-dir DIR | --no-cache | --no-result-cache]\n"
-	"                     [--trust-cache-dir] [-j N]\n"
+	"                     [--trust-cache-dir] [-j N] [--shape-buckets N]\n"
 	"                     [--time] [--verify] [--allow-tf32] [--burn-exact]\n"
 	"\n"
 	"Search fusions for GRAPH, generate PTX, and write DIR/NAME.ptx and\n"
@@ -70,6 +70,12 @@ static const char compile_usage[] =
 	"  --no-result-cache      use the cache for kernels only, not whole compiles\n"
 	"  --trust-cache-dir      use the cache folder even when other users can write\n"
 	"                         it (a shared cache; or FUSEC_TRUST_CACHE_DIR=1)\n"
+	"  --shape-buckets N      a plan for every size of named dims: N ranges of\n"
+	"                         sizes (1 to 4, default 1), each dim's range halved\n"
+	"                         from the top for each, and each range's kernels and\n"
+	"                         launches made at sizes in it; fusec-run takes the\n"
+	"                         narrowest range that holds the inputs' sizes\n"
+	"                         (docs/plan-format.md, \"Ranges of sizes\")\n"
 	"  -j, --jobs N           LLVM threads (default: the CPUs, at most 8); the\n"
 	"                         outputs are the same for every N\n"
 	"  --time                 print the time of each phase to stderr\n"
@@ -162,6 +168,7 @@ static int parse_options(int argc, char **argv, CompileOptions *o)
 		{"jobs", required_argument, NULL, 'j'},
 		{"allow-tf32", no_argument, NULL, 'f'},
 		{"burn-exact", no_argument, NULL, 'E'},
+		{"shape-buckets", required_argument, NULL, 'B'},
 		{0, 0, 0, 0},
 	};
 	memset(o, 0, sizeof *o);
@@ -281,6 +288,16 @@ static int parse_options(int argc, char **argv, CompileOptions *o)
 			break;
 		case 'T':
 			o->trust_cache = true;
+			break;
+		case 'B':
+			if ((v = cmd_parse_count("compile", "--shape-buckets", optarg)) < 0)
+				return EXIT_USAGE;
+			if (v < 1 || v > CG_MAX_BUCKETS) {
+				cmd_usage_error("compile", "option '--shape-buckets' needs 1 to %d",
+						CG_MAX_BUCKETS);
+				return EXIT_USAGE;
+			}
+			o->pl.buckets = (int)v;
 			break;
 		case 'j':
 			if ((v = cmd_parse_count("compile", "--jobs", optarg)) < 0)
@@ -738,12 +755,20 @@ static void print_summary(const CompileOptions *o, const char *name, long nops,
 	const cJSON *variants = cJSON_GetObjectItemCaseSensitive(doc, "variants");
 	const cJSON *arch = cJSON_GetObjectItemCaseSensitive(doc, "arch");
 	Buf arches = {0};   /* ", "-separated, when the plan has several */
+	int ranged = 0;     /* variants for ranges of sizes (--shape-buckets), per arch */
 	if (cJSON_GetArraySize(variants) > 0 && cJSON_IsString(arch)) {
-		buf_puts(&arches, arch->valuestring);
 		cJSON_ArrayForEach(x, variants) {
 			const cJSON *va = cJSON_GetObjectItemCaseSensitive(x, "arch");
-			if (cJSON_IsString(va))
+			if (cJSON_GetObjectItemCaseSensitive(x, "dims"))
+				ranged++;
+			else if (cJSON_IsString(va))
 				buf_printf(&arches, ", %s", va->valuestring);
+		}
+		if (arches.len) {
+			Buf all = {0};
+			buf_printf(&all, "%s%s", arch->valuestring, arches.data);
+			buf_free(&arches);
+			arches = all;
 		}
 	}
 	if (o->pl.search.log_json) {
@@ -782,10 +807,16 @@ static void print_summary(const CompileOptions *o, const char *name, long nops,
 			if (!cJSON_IsString(n) || !cJSON_IsNumber(lo) || !cJSON_IsNumber(hi))
 				continue;
 			buf_printf(&every, "%s%s ", every.len ? ", " : " for every ", n->valuestring);
-			if (hi->valuedouble >= 0x1p53)   /* no range given */
+			if (hi->valuedouble >= (double)IR_DIM_TOP)   /* no range given */
 				buf_printf(&every, "≥ %.0f", lo->valuedouble);
 			else
 				buf_printf(&every, "in %.0f..%.0f", lo->valuedouble, hi->valuedouble);
+		}
+		if (every.len && ranged) {
+			int narch = 1;
+			for (size_t i = 0; arches.data && i < arches.len; i++)
+				narch += arches.data[i] == ',';
+			buf_printf(&every, " (%d ranges of sizes)", 1 + ranged / narch);
 		}
 		char moved[80] = "";
 		if (bytes >= 0)

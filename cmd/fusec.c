@@ -437,8 +437,9 @@ static int parse_dim_ranges(const char *spec, char *msg, size_t size)
 		snprintf(item, sizeof item, "%.*s", (int)(len < 150 ? len : 150), p);
 		char *at = strchr(item, '=');
 		if (!eq || eq == p || !at || sscanf(at + 1, "%lld..%lld%n", &lo, &hi, &used) != 2 ||
-		    used != (int)strlen(at + 1) || lo < 1 || hi < lo) {
-			snprintf(msg, size, "expected NAME=LO..HI with 1 <= LO <= HI, got '%.100s'", item);
+		    used != (int)strlen(at + 1) || lo < 1 || hi < lo || hi > IR_DIM_TOP) {
+			snprintf(msg, size, "expected NAME=LO..HI with 1 <= LO <= HI <= 2^40, got "
+				 "'%.100s'", item);
 			return -1;
 		}
 		if (ndim_ranges == (int)(sizeof dim_ranges / sizeof dim_ranges[0])) {

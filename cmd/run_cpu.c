@@ -36,7 +36,7 @@ static void print_binding(const IrSymbolic *s, const int64_t *val)
 	Buf b = {0};
 	buf_puts(&b, "fusec: compiled for every ");
 	for (int k = 0; k < s->nsym; k++)
-		if (s->hi[k] == INT64_MAX)   /* no range given */
+		if (s->hi[k] == IR_DIM_TOP)   /* no range given */
 			buf_printf(&b, "%s%s ≥ %lld", k ? ", " : "", s->name[k], (long long)s->lo[k]);
 		else
 			buf_printf(&b, "%s%s in %lld..%lld", k ? ", " : "", s->name[k],

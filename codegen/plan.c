@@ -459,7 +459,7 @@ static void kernels_json(JsonW *w, const Schedule *s, const CgProgram *prog)
 
 /* Lowering for another arch must not change what the targets share (tensors,
  * buffers, aliases, views, launches per step): the plan writes them once. */
-static void check_same_lowering(const Graph *g, const CgProgram *a, const CgProgram *b)
+static bool same_lowering(const Graph *g, const CgProgram *a, const CgProgram *b)
 {
 	bool same = a->nlaunch == b->nlaunch && a->naliases == b->naliases &&
 		    a->nviews == b->nviews;
@@ -469,8 +469,31 @@ static void check_same_lowering(const Graph *g, const CgProgram *a, const CgProg
 	for (int t = 0; same && t < g->ntensors; t++)
 		same = a->buffer[t] == b->buffer[t] && a->alias[t] == b->alias[t] &&
 		       a->nhwc[t] == b->nhwc[t];
-	if (!same)
+	return same;
+}
+
+static void check_same_lowering(const Graph *g, const CgProgram *a, const CgProgram *b)
+{
+	if (!same_lowering(g, a, b))
 		die("the lowerings for two arches differ in more than kernels and launches");
+}
+
+/* A variant's range of sizes: "dims", as the top level's. */
+static void bucket_json(JsonW *w, const IrSymbolic *sym, const PlanTarget *pt)
+{
+	jw_key(w, "dims");
+	jw_arr(w);
+	for (int k = 0; k < sym->nsym; k++) {
+		jw_obj(w);
+		jw_key(w, "name");
+		jw_str(w, sym->name[k]);
+		jw_key(w, "min");
+		jw_int(w, pt->lo[k]);
+		jw_key(w, "max");
+		jw_int(w, pt->hi[k]);
+		jw_end(w);
+	}
+	jw_end(w);
 }
 
 /* "variants": every target after the first, each with its PTX and what differs:
@@ -487,6 +510,8 @@ static void variants_json(JsonW *w, const Schedule *s, const CgProgram *prog,
 		jw_obj(w);
 		jw_key(w, "arch");
 		jw_str(w, pt->arch);
+		if (pt->lo)
+			bucket_json(w, s->g->sym, pt);
 		jw_key(w, "ptx");
 		jw_str(w, pt->ptx);
 		if (pt->ptx_sha256) {
@@ -719,10 +744,17 @@ static void llvm_progress(void *arg, int done, int total)
 
 /* Lower s for one target and emit its PTX (and its IR with want_ll) into ptx, ll;
  * prog lives in a. Adds its times and counts to *out. */
-static int compile_target(const Schedule *s, const PlanFileInfo *info, const char *arch,
+static int compile_target(const Schedule *s0, const PlanFileInfo *info, const PlanTarget *pt,
 			  bool want_ll, Arena *a, CgProgram *prog, Buf *ptx, Buf *ll,
 			  CgOutputs *out, Diag *d)
 {
+	/* a variant for a range of sizes: the schedule lowered from the graph at probe
+	 * sizes in that range (the same ops and tensors; its tiles are chosen there) */
+	Schedule sv = *s0;
+	if (pt->g)
+		sv.g = pt->g;
+	const Schedule *s = &sv;
+	const char *arch = pt->arch;
 	CgOptions co = {.target = CG_TARGET_NVPTX, .arch = arch,
 			.libdevice = info->libdevice, .name = s->g->name,
 			.allow_tf32 = info->allow_tf32};
@@ -775,9 +807,16 @@ int cg_compile_schedule(const Schedule *s, const PlanFileInfo *info, bool want_l
 	out->ntargets = info->ntargets;
 	out->cache_hits = info->cache_dir ? 0 : -1;
 	int rc = 0;
-	for (int t = 0; t < info->ntargets && !rc; t++)
-		rc = compile_target(s, info, info->target[t].arch, want_ll, a, &prog[t],
+	for (int t = 0; t < info->ntargets && !rc; t++) {
+		rc = compile_target(s, info, &info->target[t], want_ll, a, &prog[t],
 				    &out->ptx[t], &out->ll[t], out, d);
+		if (!rc && info->target[t].g && !same_lowering(s->g, &prog[0], &prog[t])) {
+			diag_set(d, s->g->file, 0, 0, "internal: the plan's variant for a range of "
+				 "sizes lowers to other launches than the whole range's; compile "
+				 "with --shape-buckets 1");
+			rc = -1;
+		}
+	}
 	if (!rc) {
 		double t3 = clock_seconds();
 		if (info->progress)

@@ -17,8 +17,9 @@
 #include "codegen.h"
 
 /* The arches one plan carries (fusec compile --arch sm_80,sm_90a): no two alike, so
- * at most the ones the kernels support (sm_70 to sm_90a, nine). */
-enum { CG_MAX_TARGETS = 9 };
+ * at most the ones the kernels support (sm_70 to sm_90a, nine); a plan for every
+ * size has up to CG_MAX_BUCKETS ranges of sizes, each lowered for every arch. */
+enum { CG_MAX_ARCHES = 9, CG_MAX_BUCKETS = 4, CG_MAX_TARGETS = CG_MAX_ARCHES * CG_MAX_BUCKETS };
 
 /* One arch of a plan and its PTX file. The search runs once; each target is
  * lowered, optimized and emitted on its own (its tile configurations, launches and
@@ -28,6 +29,11 @@ typedef struct {
 	const char *arch;      /* "sm_90a" */
 	const char *ptx;       /* "reuse.ptx"; "reuse.sm_80.ptx" beside other targets */
 	const char *ptx_sha256;  /* the PTX's SHA-256 (hex); set by cg_compile_schedule */
+	/* A plan for every size: a variant for a range of the sizes (--shape-buckets) is
+	 * lowered from g, the schedule's graph at probe sizes in that range (ir_sym_at),
+	 * lo[k]..hi[k] for each symbol. NULL: the schedule's own graph, every size. */
+	const Graph *g;
+	const int64_t *lo, *hi;
 } PlanTarget;
 
 typedef struct {

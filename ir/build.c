@@ -148,7 +148,7 @@ enum { MAX_DIM_NAMES = 32, DIM_NAMED = -16 };
 typedef struct {
 	const char *name;
 	int64_t value;           /* 0: not bound yet */
-	int64_t lo, hi;          /* its range (`dims:`; 1..INT64_MAX when not given) */
+	int64_t lo, hi;          /* its range (`dims:`; 1..IR_DIM_TOP when not given) */
 	const char *by;          /* what bound it, for messages: "--input-shape x" */
 } DimName;
 
@@ -324,7 +324,7 @@ static int add_dim_name(Builder *b, const DocNode *e, const char *path, const ch
 			    "got '%s'", path, clip(name).s);
 	if (b->ndn == MAX_DIM_NAMES)
 		return fail(b, e, "%s: more than %d dim names", path, MAX_DIM_NAMES);
-	b->dn[b->ndn] = (DimName){arena_strdup(b->g->arena, name), 0, 1, INT64_MAX, NULL};
+	b->dn[b->ndn] = (DimName){arena_strdup(b->g->arena, name), 0, 1, IR_DIM_TOP, NULL};
 	return b->ndn++;
 }
 
@@ -690,9 +690,9 @@ static int read_dim_ranges(Builder *b, const DocNode *n)
 		long long lo, hi;
 		int used = -1;
 		if (e->kind != DOC_STR || sscanf(e->text, "%lld..%lld%n", &lo, &hi, &used) != 2 ||
-		    used != (int)strlen(e->text) || lo < 1 || hi < lo)
-			return fail(b, e, "%s: expected LO..HI with 1 <= LO <= HI, or a positive "
-				    "integer, got %s", path, describe(e).s);
+		    used != (int)strlen(e->text) || lo < 1 || hi < lo || hi > IR_DIM_TOP)
+			return fail(b, e, "%s: expected LO..HI with 1 <= LO <= HI <= 2^40, or a "
+				    "positive integer, got %s", path, describe(e).s);
 		dn->lo = lo;
 		dn->hi = hi;
 	}

@@ -26,6 +26,10 @@ enum {
 	IR_AEXPR_MAX = 64, /* expressions in the attributes of one graph (IrSymbolic) */
 };
 
+/* The largest size of a named dim given no range: every size from 1 (a plan's
+ * sizes are bounded by 2^40 elements anyway: runtime/plan_read.c). */
+#define IR_DIM_TOP (INT64_C(1) << 40)
+
 typedef struct {
 	int64_t c;                 /* coefficient, never 0 in a canonical term */
 	uint8_t e[IR_SYM_MAX];     /* exponent of each symbol */

@@ -450,17 +450,23 @@ Graph *ir_sym_instance(const Graph *gs, const Graph *g, Diag *d)
 			diag_set(d, g->file, 0, 0, "internal: no input gives '%s'", s->name[k]);
 			return NULL;
 		}
+	return ir_sym_at(gs, val, false, d);
+}
+
+Graph *ir_sym_at(const Graph *gs, const int64_t *val, bool keep_sym, Diag *d)
+{
+	const IrSymbolic *s = gs->sym;
 	Arena *a = gs->arena;
 	Graph *gi = ARENA_NEW(a, Graph, 1);
 	*gi = *gs;
-	gi->sym = NULL;
+	gi->sym = keep_sym ? s : NULL;
 	gi->tensors = ARENA_NEW(a, Tensor, gs->ntensors + 1);
 	for (int t = 0; t < gs->ntensors; t++) {
 		Tensor *x = &gi->tensors[t];
 		*x = gs->tensors[t];
 		for (int k = 0; k < x->rank; k++)
 			if (dx_eval(&s->dim[t][k], val, &x->dim[k]) || x->dim[k] < 1) {
-				diag_set(d, g->file, 0, 0, "tensor '%s' has no size at these sizes "
+				diag_set(d, gs->file, 0, 0, "tensor '%s' has no size at these sizes "
 					 "(dim %d)", x->name, k);
 				return NULL;
 			}
@@ -479,7 +485,7 @@ Graph *ir_sym_instance(const Graph *gs, const Graph *g, Diag *d)
 			int rcode = (at->has & A_RANGES) ? at->rsym[k] : 0;
 			DimExpr e = ir_sym_code(s, code ? code : rcode ? rcode : 1);
 			if ((code || rcode) && dx_eval(&e, val, &v)) {
-				diag_set(d, g->file, 0, 0, "a size of op %d overflows at these sizes", i);
+				diag_set(d, gs->file, 0, 0, "a size of op %d overflows at these sizes", i);
 				return NULL;
 			}
 			if (code)

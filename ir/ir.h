@@ -280,6 +280,9 @@ int ir_sym_bind(const Graph *gs, const Graph *g, int64_t *val, Diag *d);
  * every named size of an attribute evaluated; in gs's arena. NULL with *d naming
  * the input whose size is refused. */
 Graph *ir_sym_instance(const Graph *gs, const Graph *g, Diag *d);
+/* gs at the symbols' sizes val[] (no range check); keep_sym keeps Graph.sym (a
+ * plan's variant for a range of sizes is lowered from it), else NULL. */
+Graph *ir_sym_at(const Graph *gs, const int64_t *val, bool keep_sym, Diag *d);
 /* The size an Attrs.sym or Attrs.rsym code names (not 0). */
 DimExpr ir_sym_code(const IrSymbolic *s, int code);
 /* Append "[batch,seq,768]". */

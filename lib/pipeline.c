@@ -25,6 +25,7 @@ void pl_default_options(PlOptions *o)
 	snprintf(o->arch[0], sizeof o->arch[0], "%s", CG_DEFAULT_ARCH);
 	o->narch = 1;
 	o->weights = true;
+	o->buckets = 1;
 }
 
 bool pl_is_onnx(const char *path)
@@ -199,10 +200,85 @@ Schedule *pl_schedule(const Graph *g, const SearchOptions *so, Diag *d)
 void pl_target_ext(const PlOptions *o, int i, const char *ext, char *out, size_t n,
 		   const char *name)
 {
-	if (o->narch == 1)
-		snprintf(out, n, "%s%s", name ? name : "", ext);
-	else
-		snprintf(out, n, "%s.%s%s", name ? name : "", o->arch[i], ext);
+	char arch[16] = "", bucket[16] = "";
+	if (o->narch > 1)
+		snprintf(arch, sizeof arch, ".%s", o->arch[i % o->narch]);
+	if (i >= o->narch)
+		snprintf(bucket, sizeof bucket, ".b%d", i / o->narch);
+	snprintf(out, n, "%s%s%s%s", name ? name : "", arch, bucket, ext);
+}
+
+static bool prime(int64_t v)
+{
+	for (int64_t p = 2; p * p <= v; p++)
+		if (v % p == 0)
+			return false;
+	return v > 1;
+}
+
+/* The ranges of sizes of a plan for every size (--shape-buckets N): range 0 is every
+ * size; range k each named dim's lo..max(lo, top >> k), top its largest size (4096
+ * for a dim without one), as long as it narrows. Each is lowered from g at probe
+ * sizes in it (ir_sym_at): per dim the largest prime of its range (up to 4096)
+ * that no other dim took, or any such size past 1, passed over when it gives two
+ * different expressions one size (ir_sym_check). Returns how many, gb[0] NULL. */
+static int plan_buckets(const Graph *g, int want, PlResult *r, const Graph **gb)
+{
+	const IrSymbolic *sy = g->sym;
+	int n = 1;
+	for (int k = 0; k < sy->nsym; k++) {
+		r->bucket_lo[0][k] = sy->lo[k];
+		r->bucket_hi[0][k] = sy->hi[k];
+	}
+	gb[0] = NULL;
+	for (int b = 1; b < want && b < CG_MAX_BUCKETS; b++) {
+		int64_t *lo = r->bucket_lo[n], *hi = r->bucket_hi[n], probe[IR_SYM_MAX];
+		bool narrower = false;
+		for (int k = 0; k < sy->nsym; k++) {
+			int64_t top = sy->hi[k] < 4096 ? sy->hi[k] : 4096;
+			lo[k] = sy->lo[k];
+			hi[k] = top >> b > lo[k] ? top >> b : lo[k];
+			narrower |= hi[k] < r->bucket_hi[n - 1][k];
+		}
+		if (!narrower)
+			break;
+		int64_t avoid[16];
+		int navoid = 0;
+		const Graph *gi = NULL;
+		while (!gi && navoid < 16) {
+			bool ok = true;
+			for (int k = 0; k < sy->nsym && ok; k++) {
+				probe[k] = 0;
+				for (int pass = 0; pass < 2 && !probe[k]; pass++)
+					for (int64_t x = hi[k]; x >= (lo[k] > 2 ? lo[k] : 2) && !probe[k]; x--) {
+						bool used = pass == 0 && !prime(x);
+						for (int j = 0; j < k; j++)
+							used |= probe[j] == x;
+						for (int j = 0; j < navoid; j++)
+							used |= avoid[j] == x;
+						if (!used)
+							probe[k] = x;
+					}
+				ok = probe[k] != 0;
+			}
+			if (!ok)
+				break;
+			Diag d;
+			Graph *at = ir_sym_at(g, probe, true, &d);
+			int64_t clash;
+			if (!at)
+				break;
+			if (ir_sym_check(at, sy, &clash) == 0)
+				gi = at;
+			else
+				avoid[navoid++] = clash;
+		}
+		if (gi)
+			gb[n++] = gi;
+		else
+			break;
+	}
+	return n;
 }
 
 int pl_compile(const Graph *g, const PlOptions *o, PlResult *r, Diag *d)
@@ -215,10 +291,15 @@ int pl_compile(const Graph *g, const PlOptions *o, PlResult *r, Diag *d)
 		return -1;
 	/* what the plan names: one arch, NAME.ptx; several, NAME.ARCH.ptx each
 	 * (docs/plan-format.md); the weights file with its hash (docs/reliability.md) */
-	PlanFileInfo info = {.ntargets = o->narch};
-	for (int i = 0; i < o->narch; i++) {
+	const Graph *gb[CG_MAX_BUCKETS];
+	int nb = g->sym && o->buckets > 1 ? plan_buckets(g, o->buckets, r, gb) : 1;
+	PlanFileInfo info = {.ntargets = o->narch * nb};
+	for (int i = 0; i < info.ntargets; i++) {
+		int b = i / o->narch;
 		pl_target_ext(o, i, ".ptx", r->ptx_name[i], sizeof r->ptx_name[i], g->name);
-		info.target[i] = (PlanTarget){o->arch[i], r->ptx_name[i], NULL};
+		info.target[i] = (PlanTarget){o->arch[i % o->narch], r->ptx_name[i], NULL,
+					      b ? gb[b] : NULL, b ? r->bucket_lo[b] : NULL,
+					      b ? r->bucket_hi[b] : NULL};
 	}
 	char wname[512], wsha[65];
 	bool has_weights = o->weights && cg_weights_layout_size(g) != 0;
@@ -341,7 +422,7 @@ int pl_plan_stats(const char *plan, PlStats *st)
 			names[nn] = n->valuestring;
 			hi[nn++] = (int64_t)m->valuedouble;
 			/* no largest size (no range given): no bytes either */
-			unbounded |= m->valuedouble >= 0x1p53;
+			unbounded |= m->valuedouble >= (double)IR_DIM_TOP;
 		}
 	}
 	cJSON_ArrayForEach(t, tensors) {

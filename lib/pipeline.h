@@ -57,6 +57,8 @@ typedef struct {
 	const char *precision;    /* the plan's record of --precision ("bf16"), or NULL */
 	const char *keep_f32;     /* and of --keep-f32 LIST, or NULL */
 	void (*progress)(const char *phase, int done, int total);  /* PlanFileInfo.progress */
+	int buckets;              /* a plan for every size: its ranges of sizes, each lowered
+				   * at its own probe sizes (--shape-buckets; 1..CG_MAX_BUCKETS) */
 } PlOptions;
 
 /* A compile's products. */
@@ -65,6 +67,7 @@ typedef struct {
 	CgOutputs out;            /* the plan, the PTX per arch (and LLVM IR) */
 	char ptx_name[CG_MAX_TARGETS][512];  /* NAME.ptx, or NAME.ARCH.ptx beside others */
 	double t_search;          /* clock_seconds() when the search ended */
+	int64_t bucket_lo[CG_MAX_BUCKETS][IR_SYM_MAX], bucket_hi[CG_MAX_BUCKETS][IR_SYM_MAX];
 } PlResult;
 
 /* What the line after a compile says, counted from a plan's text (a result cache
@@ -115,7 +118,8 @@ Schedule *pl_schedule(const Graph *g, const SearchOptions *so, Diag *d);
 int pl_compile(const Graph *g, const PlOptions *o, PlResult *r, Diag *d);
 void pl_result_free(PlResult *r);
 /* The file of target i: "NAME.ptx" (ext ".ptx") alone, "NAME.sm_80.ptx" beside
- * other arches; with name NULL, only the extension. */
+ * other arches, "NAME.b1.ptx" for the variant of the second range of sizes (target
+ * i is arch i % narch of range i / narch); with name NULL, only the extension. */
 void pl_target_ext(const PlOptions *o, int i, const char *ext, char *out, size_t n,
 		   const char *name);
 /* lower only: the PTX entry of every launch of s (steps, then launches; NULL where

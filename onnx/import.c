@@ -57,7 +57,7 @@ static int imp_symbol(Imp *m, const char *name, int64_t *v)
 {
 	OnnxEvery *e = m->every;
 	const IrShapeLookup *lk = m->opt->lookup;
-	int64_t lo = 1, hi = INT64_MAX;
+	int64_t lo = 1, hi = IR_DIM_TOP;
 	for (int r = 0; r < lk->nranges; r++)
 		if (!strcmp(lk->ranges[r].name, name)) {
 			lo = lk->ranges[r].lo;
