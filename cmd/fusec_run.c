@@ -177,11 +177,23 @@ static void print_plan(const RtPlan *pl)
 		printf("sizes: %s\n", b.data);
 		buf_free(&b);
 	}
-	/* a plan of several arches: the others, which a device may run instead (the
-	 * launches below are the first arch's) */
-	for (int v = 1; v < pl->nvariants; v++)
-		printf("variant: arch %s, ptx %s, %d kernels\n", pl->variants[v].arch,
-		       pl->variants[v].ptx_path, pl->variants[v].nkernels);
+	/* a plan of several arches or ranges of sizes: the others, which a device or the
+	 * sizes may run instead (the launches below are the first arch's, of the
+	 * narrowest range that holds the sizes) */
+	for (int v = 1; v < pl->nvariants; v++) {
+		const RtVariant *x = &pl->variants[v];
+		printf("variant: arch %s, ", x->arch);
+		for (int k = 0; x->lo && k < pl->ndim_names; k++)
+			printf("%s %s in %lld..%lld%s", k ? "," : "sizes", pl->dim_name[k],
+			       (long long)x->lo[k], (long long)x->hi[k],
+			       k + 1 == pl->ndim_names ? ", " : "");
+		printf("ptx %s, %d kernels\n", x->ptx_path, x->nkernels);
+	}
+	int range = rt_plan_pick_range(pl, 0);
+	if (range > 0) {
+		printf("runs: the variant of ptx %s\n", pl->variants[range].ptx_path);
+		rt_plan_use((RtPlan *)pl, range);
+	}
 	static const char *const roles[] = {"input", "intermediate", "output"};
 	for (int i = 0; i < pl->ntensors; i++) {
 		const RtTensor *t = &pl->tensors[i];

@@ -851,7 +851,43 @@ static int parse_kernels(Parser *p, RtPlan *pl, const cJSON *obj, const char *pa
 static void keep_variant(const RtPlan *pl, RtVariant *v)
 {
 	*v = (RtVariant){pl->arch, pl->ptx_path, pl->ptx_sha256, pl->kernels, pl->nkernels,
-			 pl->launches, pl->nlaunches, pl->scratch_bytes, pl->kernel_index};
+			 pl->launches, pl->nlaunches, pl->scratch_bytes, pl->kernel_index,
+			 NULL, NULL};
+}
+
+/* A variant's "dims": the plan's named dims in order, each with a range inside the
+ * plan's. */
+static int parse_variant_dims(Parser *p, RtPlan *pl, const cJSON *j, const char *path,
+			      int64_t **lo, int64_t **hi)
+{
+	bool absent;
+	char dp[PATH_MAX_], ip[PATH_MAX_], sp[PATH_MAX_];
+	const cJSON *ds = member(p, j, path, "dims", cJSON_Array, false, &absent);
+	*lo = *hi = NULL;
+	if (!ds)
+		return absent ? 0 : -1;
+	subpath(dp, path, "dims");
+	int n = cJSON_GetArraySize(ds);
+	if (!pl->ndim_names || n != pl->ndim_names)
+		return perr(p, dp, "%d ranges, but the plan has %d named dims", n, pl->ndim_names);
+	*lo = ARENA_NEW(p->a, int64_t, n);
+	*hi = ARENA_NEW(p->a, int64_t, n);
+	const cJSON *it = ds->child;
+	for (int i = 0; i < n; i++, it = it->next) {
+		indexpath(ip, dp, i);
+		const char *name;
+		if (!cJSON_IsObject(it))
+			return perr(p, ip, "expected an object, got %s", type_name(it));
+		if (get_string(p, it, ip, "name", true, &name) < 0 ||
+		    get_int(p, it, ip, "min", true, pl->dim_lo[i], pl->dim_hi[i], 0, &(*lo)[i]) < 0 ||
+		    get_int(p, it, ip, "max", true, (*lo)[i], pl->dim_hi[i], 0, &(*hi)[i]) < 0)
+			return -1;
+		subpath(sp, ip, "name");
+		if (strcmp(name, pl->dim_name[i]))
+			return perr(p, sp, "\"%s\", but the plan's dim %d is '%s'", name, i,
+				    pl->dim_name[i]);
+	}
+	return 0;
 }
 
 void rt_plan_use(RtPlan *p, int v)
@@ -871,7 +907,8 @@ void rt_plan_use(RtPlan *p, int v)
 /* One of "variants" (docs/plan-format.md, "Several arches"): an arch of its own,
  * its PTX, its kernels and one launch for each of the top level's, in order (the
  * steps are the top level's). Parsed into pl's current variant. */
-static int parse_variant(Parser *p, RtPlan *pl, const cJSON *j, const char *path, int nv)
+static int parse_variant(Parser *p, RtPlan *pl, const cJSON *j, const char *path, int nv,
+			 int64_t **lo, int64_t **hi)
 {
 	char sp[PATH_MAX_], lp[PATH_MAX_];
 	if (!cJSON_IsObject(j))
@@ -882,9 +919,17 @@ static int parse_variant(Parser *p, RtPlan *pl, const cJSON *j, const char *path
 		return -1;
 	if (arch_number(pl->arch, &exact) < 0)
 		return perr(p, sp, "\"%s\" is not an arch (sm_80, sm_90a, ...)", pl->arch);
-	for (int k = 0; k < nv; k++)
-		if (!strcmp(pl->variants[k].arch, pl->arch))
-			return perr(p, sp, "the plan has a variant for %s already", pl->arch);
+	if (parse_variant_dims(p, pl, j, path, lo, hi) < 0)
+		return -1;
+	for (int k = 0; k < nv; k++) {
+		const RtVariant *o = &pl->variants[k];
+		bool same = !strcmp(o->arch, pl->arch) && !o->lo == !*lo;
+		for (int i = 0; same && *lo && i < pl->ndim_names; i++)
+			same = o->lo[i] == (*lo)[i] && o->hi[i] == (*hi)[i];
+		if (same)
+			return perr(p, sp, "the plan has a variant for %s%s already", pl->arch,
+				    *lo ? " and these sizes" : "");
+	}
 	if (parse_ptx(p, pl, j, path) < 0)
 		return -1;
 	for (int k = 0; k < nv; k++)
@@ -937,9 +982,12 @@ static int parse_variants(Parser *p, RtPlan *pl, const cJSON *root)
 	for (int i = 0; i < n; i++, it = it->next) {
 		char ip[PATH_MAX_];
 		indexpath(ip, "variants", i);
-		if (parse_variant(p, pl, it, ip, pl->nvariants) < 0)
+		int64_t *lo = NULL, *hi = NULL;
+		if (parse_variant(p, pl, it, ip, pl->nvariants, &lo, &hi) < 0)
 			return -1;
-		keep_variant(pl, &pl->variants[pl->nvariants++]);
+		keep_variant(pl, &pl->variants[pl->nvariants]);
+		pl->variants[pl->nvariants].lo = lo;
+		pl->variants[pl->nvariants++].hi = hi;
 	}
 	rt_plan_use(pl, 0);
 	return 0;
@@ -960,7 +1008,31 @@ int rt_plan_pick(const RtPlan *p, int major, int minor)
 			best_rank = rank;
 		}
 	}
-	return best;
+	return best < 0 ? best : rt_plan_pick_range(p, best);
+}
+
+int rt_plan_pick_range(const RtPlan *p, int best)
+{
+	if (!p->ndim_names || !p->bound)
+		return best;
+	double width = INFINITY;
+	int pick = best;
+	for (int v = 0; v < p->nvariants; v++) {
+		const RtVariant *x = &p->variants[v];
+		if (!x->lo || strcmp(x->arch, p->variants[best].arch))
+			continue;
+		double w = 1;
+		bool holds = true;
+		for (int k = 0; k < p->ndim_names; k++) {
+			holds &= x->lo[k] <= p->dim_val[k] && p->dim_val[k] <= x->hi[k];
+			w *= (double)(x->hi[k] - x->lo[k] + 1);
+		}
+		if (holds && w < width) {
+			width = w;
+			pick = v;
+		}
+	}
+	return pick;
 }
 
 static int parse_root(Parser *p, RtPlan *pl, const cJSON *root)

@@ -118,6 +118,9 @@ typedef struct {
 	RtLaunch *launches; int nlaunches;   /* as many as every variant's, in step order */
 	uint64_t scratch_bytes;
 	RtNameIndex kernel_index;
+	/* a plan for every size: the range of sizes this variant was made for (its
+	 * "dims"; fusec compile --shape-buckets), per named dim; NULL: all of them */
+	const int64_t *lo, *hi;
 } RtVariant;
 
 typedef struct {
@@ -173,6 +176,11 @@ void rt_plan_dims_text(const RtPlan *p, Buf *b);
  * on a 9.0 device, sm_90a); a variant without an arch runs anywhere, below every
  * other. -1 when none can. */
 int rt_plan_pick(const RtPlan *p, int major, int minor);
+/* Of the variants of variant best's arch, the one made for the narrowest range of
+ * sizes that holds the plan's bound sizes (a plan for every size compiled with
+ * --shape-buckets); best when none is, or the plan is not bound. rt_plan_pick
+ * ends with it. */
+int rt_plan_pick_range(const RtPlan *p, int best);
 /* Make variant v the plan's kernels, launches, PTX and arch (a copy of an RtPlan,
  * as a session keeps, can take another variant than the plan it copies). */
 void rt_plan_use(RtPlan *p, int v);

@@ -15,7 +15,9 @@ Test-only: numpy and onnx from PyPI (docs/onnx.md).
   slice.onnx  x[batch,seq] * Slice(table[1,64], 0, seq): a table cut to a size
               (seq at most 64)
   mean.onnx   ReduceSum(x[batch,seq], 1) / Cast(Shape(x)[1]): a size used as a
-              value (refused)"""
+              value, counted in the graph
+  double.onnx Concat(x, x)[batch, 2*seq] + Range(0, 2*seq): a range as long as a
+              product of a size (refused)"""
 import os
 import sys
 
@@ -131,8 +133,23 @@ def mean():
          [oh.make_tensor_value_info("y", T.FLOAT, ["batch"])])
 
 
+def double():
+    inits = [const("i1", np.int64(1)), const("two", np.int64(2)), const("zero", np.float32(0)),
+             const("one", np.float32(1))]
+    n = [oh.make_node("Shape", ["x"], ["s"]),
+         oh.make_node("Gather", ["s", "i1"], ["len"], axis=0),
+         oh.make_node("Mul", ["len", "two"], ["len2"]),
+         oh.make_node("Cast", ["len2"], ["lenf"], to=T.FLOAT),
+         oh.make_node("Range", ["zero", "lenf", "one"], ["r"]),
+         oh.make_node("Concat", ["x", "x"], ["xx"], axis=1),
+         oh.make_node("Add", ["xx", "r"], ["y"])]
+    save("double", n, inits, [oh.make_tensor_value_info("x", T.FLOAT, ["batch", "seq"])],
+         [oh.make_tensor_value_info("y", T.FLOAT, ["batch", "2*seq"])])
+
+
 heads()
 cls()
 mean()
+double()
 ranged()
 sliced()
