@@ -2,13 +2,15 @@
 """One plan for every size against plans for one size, on real models (issue 28).
 
 usage: dynamic_models.py T [--models bert,llama] [--shapes 1x16,8x256,32x512]
-                         [--dims batch=1..32,seq=1..512] [--iters N] [--tiny] [--work DIR]
+                         [--dims batch=1..32,seq=1..512] [--buckets 1,3] [--iters N]
+                         [--tiny] [--work DIR]
 
 T holds fusec (with LLVM linked in: `make static`), fusec-run and libcjson.so.1. For each
 model (built as tests/bench/models/real_models.py builds it: random weights, seeded, f32,
 TF32 off; BERT-base with an attention mask, the Llama-style decoder):
  1. export it once with dynamic batch and sequence dims (export_dynamic.py);
- 2. `fusec compile M.onnx --dims D`: one plan for every size (wall seconds);
+ 2. `fusec compile M.onnx --dims D --shape-buckets N` for each N of --buckets: one plan
+    for every size (wall seconds);
  3. for each shape B x S: the inputs (as real_models.py makes them), torch eager's output
     on the GPU, `fusec compile M.onnx --input-shape ...` (a plan for that size alone),
     then both plans run by `fusec-run --inputs --outputs --bench` one after the other
@@ -51,6 +53,7 @@ def main():
     p.add_argument("--shapes", default="1x16,8x256,32x512")
     p.add_argument("--dims", default="batch=1..32,seq=1..512")
     p.add_argument("--iters", type=int, default=50)
+    p.add_argument("--buckets", default="1")
     p.add_argument("--tiny", action="store_true")
     p.add_argument("--work", default="/tmp/dynamic_models")
     a = p.parse_args()
@@ -69,12 +72,15 @@ def main():
         torch.onnx.export(m, tuple(ins_t), path, input_names=ins, output_names=outs,
                           opset_version=rm.OPSET, do_constant_folding=True, dynamo=False,
                           dynamic_axes=axes)
-        dyn = os.path.join(a.work, "dyn_" + name)
-        r, t_dyn = run([fusec, "compile", path, "-o", dyn, "--dims", a.dims, "--no-cache",
-                        "-j", "16"], env)
-        print(r.stderr.strip().splitlines()[-1] if r.stderr.strip() else "", flush=True)
-        if r.returncode:
-            continue
+        buckets = [int(v) for v in a.buckets.split(",")]
+        dyns, t_dyn = {}, {}
+        for nb in buckets:
+            dyns[nb] = os.path.join(a.work, f"dyn{nb}_{name}")
+            r, t_dyn[nb] = run([fusec, "compile", path, "-o", dyns[nb], "--dims", a.dims,
+                                "--shape-buckets", str(nb), "--no-cache", "-j", "16"], env)
+            print(r.stderr.strip().splitlines()[-1] if r.stderr.strip() else "", flush=True)
+            if r.returncode:
+                dyns.pop(nb)
         m = m.cuda().eval()
         t_static = []
         for b, s in shapes:
@@ -99,7 +105,7 @@ def main():
             r, t = run([fusec, "compile", path, "-o", st, "--no-cache", "-j", "16"] + shp, env)
             t_static.append(t)
             row = {"model": name, "shape": f"{b} × {s}", "static_compile": t}
-            for kind, plan in (("dyn", dyn), ("st", st)):
+            for kind, plan in [(f"dyn{nb}", d) for nb, d in dyns.items()] + [("st", st)]:
                 o = os.path.join(a.work, f"out_{kind}_{tag}")
                 r, _ = run([fusec_run, plan, "--inputs", ind, "--outputs", o, "--bench",
                             "--iters", str(a.iters), "--warmup", "5"], env)
@@ -114,17 +120,25 @@ def main():
             print(row, flush=True)
         compiles.append((name, t_dyn, t_static))
     fmt = lambda v, f: "-" if v is None else f % v  # noqa: E731
-    lines = ["| model | batch × seq | every size, ms | this size, ms | ratio | rel L2 (every) |"
-             " rel L2 (this) |", "|---|---|---:|---:|---:|---:|---:|"]
+    nbs = [int(v) for v in a.buckets.split(",")]
+    head = "| model | batch × seq | " + " | ".join(
+        f"every size ({nb} range{'s' if nb > 1 else ''}), ms | ratio" for nb in nbs) + \
+        " | this size, ms | rel L2 (every) | rel L2 (this) |"
+    lines = [head, "|---|---|" + "---:|---:|" * len(nbs) + "---:|---:|---:|"]
     for r in rows:
-        ratio = r["dyn"] / r["st"] if r["dyn"] and r["st"] else None
-        lines.append(f"| {r['model']} | {r['shape']} | {fmt(r['dyn'], '%.3f')} | "
-                     f"{fmt(r['st'], '%.3f')} | {fmt(ratio, '%.2f')} | "
-                     f"{fmt(r['dyn_rel'], '%.1e')} | {fmt(r['st_rel'], '%.1e')} |")
-    lines += ["", "| model | compile for every size, s | compile for one size, s (each) |",
-              "|---|---:|---|"]
+        cells = []
+        for nb in nbs:
+            v = r.get(f"dyn{nb}")
+            cells += [fmt(v, "%.3f"), fmt(v / r["st"] if v and r["st"] else None, "%.2f")]
+        rel = max((r.get(f"dyn{nb}_rel") or 0) for nb in nbs)
+        lines.append(f"| {r['model']} | {r['shape']} | " + " | ".join(cells) +
+                     f" | {fmt(r['st'], '%.3f')} | {fmt(rel, '%.1e')} | {fmt(r['st_rel'], '%.1e')} |")
+    lines += ["", "| model | " + " | ".join(f"compile, {nb} range{'s' if nb > 1 else ''}, s"
+                                             for nb in nbs) +
+              " | compile for one size, s (each) |", "|---|" + "---:|" * len(nbs) + "---|"]
     for name, td, ts in compiles:
-        lines.append(f"| {name} | {td:.2f} | {', '.join('%.2f' % t for t in ts)} |")
+        lines.append(f"| {name} | " + " | ".join(fmt(td.get(nb), "%.2f") for nb in nbs) +
+                     f" | {', '.join('%.2f' % t for t in ts)} |")
     text = "\n".join(lines)
     print(text)
     if os.environ.get("OUT"):
