@@ -350,8 +350,10 @@ Val *ob_sized(Imp *m, Val *k)
 	int64_t n = (int64_t)v, one = 1, ones[IR_MAX_RANK];
 	for (int s = 0; s < m->every->nsym; s++)
 		if (m->every->probe[s] > IR_MAX_RANK && n % m->every->probe[s] == 0) {
+			m->keep++;
 			Val *c = ob_reduce(m, OP_SUM, ob_expand(m, ob_kfull(m, DT_I64, 1, &one, 1), 1,
 								 &n), 0);
+			m->keep--;
 			for (int i = 0; i < k->rank; i++)
 				ones[i] = 1;
 			return ob_reshape(m, ob_cast(m, c, k->dt), k->rank, ones);

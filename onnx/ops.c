@@ -573,8 +573,10 @@ static Val *fix_index(Imp *m, Val *idx, int64_t size)
 	for (int k = 0; !idx->is_const && m->every && k < m->every->nsym; k++)
 		if (m->every->probe[k] > IR_MAX_RANK && size % m->every->probe[k] == 0) {
 			int64_t one = 1;
+			m->keep++;
 			Val *n = ob_reduce(m, OP_SUM, ob_expand(m, ob_kfull(m, idx->dt, 1, &one, 1), 1,
 								 &size), 0);
+			m->keep--;
 			return ob_where3(m, ob_sc(m, OP_LT_SCALAR, idx, 0), ob_bin(m, OP_ADD, idx, n), idx);
 		}
 	return ob_where3(m, ob_sc(m, OP_LT_SCALAR, idx, 0), ob_sc(m, OP_ADD_SCALAR, idx, (double)size),
@@ -940,7 +942,12 @@ H(h_range)
 	}
 	for (int64_t i = n; i < len; i++)   /* the rest of a range cut in the graph */
 		host_set(&v->k, i, host_get(&v->k, n - 1) + (double)(i - n + 1) * dl);
-	OUT(len > n ? ob_slice1(m, v, 0, 0, n) : v);
+	if (len == n)
+		OUT(v);
+	m->keep++;
+	Val *cut = ob_slice1(m, v, 0, 0, n);
+	m->keep--;
+	OUT(cut);
 }
 
 /* ---- reductions ---------------------------------------------------------------- */

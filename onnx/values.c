@@ -361,7 +361,7 @@ Val *imp_emit(Imp *m, OpKind k, Val **in, int n, const Attrs *at)
 	for (int i = 0; i < n; i++)
 		all = all && in[i]->is_const;
 	bool big = false;
-	if (all) {
+	if (all && !m->keep) {
 		Val *v = fold(m, k, in, n, at, &big);
 		if (v || !big)
 			return v;

@@ -80,6 +80,8 @@ int64_t onnx_probe(int64_t lo, int64_t hi, const int64_t *used, int nused);
 typedef struct {
 	Arena *a, *tmp;        /* the graph's arena; scratch (Vals) */
 	OnnxEvery *every;      /* a model read for every size; NULL otherwise */
+	int keep;              /* > 0: ops on constants are added, not folded (a range cut
+				  to a size in the graph, a size counted there) */
 	Graph *g;              /* tensors, ops and inputs in growable arrays */
 	int tcap, ocap, icap, hcap;
 	const char **hint;     /* per tensor: the node output it was made for */

@@ -289,6 +289,26 @@ sys.exit(0 if a.shape == b.shape and np.allclose(a, b, rtol=1e-6, atol=1e-6) els
 				"$TMP/od_$m$b/y.npy" "$TMP/os_$m$b/y.npy"
 	done
 done
+# exported by torch.onnx.export with dynamic batch and seq (tests/onnx/dynamic/gen.py):
+# BERT's padding mask (ranges, index arithmetic, a gather of the flattened mask,
+# position ids cut from a table) and Llama's causal mask and rotary embeddings;
+# compiled once, run at three sizes, held to the interpreter and to onnxruntime's
+# output stored beside them
+for m in bert llama; do
+	check "dyn-micro-$m" 0 "$FUSEC" compile "$OD/${m}_micro.onnx" -o "$TMP/om_$m" --no-cache \
+		--dims batch=1..8,seq=1..64 &&
+		contains "dyn-micro-$m-line" "$TMP/err" "fusec: compiled ${m}_micro for every batch in 1..8, seq in 1..64:"
+	for b in 1x1 3x7 2x64; do
+		ref=$OD/micro/${m}_$b
+		check "dyn-micro-$m-$b" 0 "$FUSEC" run "$OD/${m}_micro.onnx" --backend cpu --dynamic --check \
+			--dims batch=1..8,seq=1..64 --inputs "$ref" --outputs "$TMP/omo_$m$b" &&
+			check "dyn-micro-$m-$b-ok" 1 grep -q "FAIL\|unbounded\|not checked" "$TMP/out" &&
+			check "dyn-micro-$m-$b-ort" 0 "$PY" -c 'import sys, numpy as np
+a, b = np.load(sys.argv[1]), np.load(sys.argv[2])
+sys.exit(0 if a.shape == b.shape and np.abs(a - b).max() < 1e-5 else 1)' \
+				"$TMP/omo_$m$b/last_hidden_state.npy" "$ref/last_hidden_state.npy"
+	done
+done
 # refusals: a value made from a size that the importer cannot keep in the graph, a
 # table cut past its end, a binding outside the range, and --dims that names nothing
 # or leaves too few sizes

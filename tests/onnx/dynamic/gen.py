@@ -17,7 +17,13 @@ Test-only: numpy and onnx from PyPI (docs/onnx.md).
   mean.onnx   ReduceSum(x[batch,seq], 1) / Cast(Shape(x)[1]): a size used as a
               value, counted in the graph
   double.onnx Concat(x, x)[batch, 2*seq] + Range(0, 2*seq): a range as long as a
-              product of a size (refused)"""
+              product of a size (refused)
+
+bert_micro.onnx and llama_micro.onnx are transformers' BertModel (with its padding
+mask) and LlamaModel of one layer, hidden 16, exported by torch.onnx.export with
+dynamic batch and seq (tests/bench/dynamic/export_dynamic.py --micro, on a machine
+with torch); gen.py writes micro/NAME_BxS/: the inputs and onnxruntime's output at
+three sizes (needs onnxruntime from PyPI)."""
 import os
 import sys
 
@@ -147,9 +153,30 @@ def double():
          [oh.make_tensor_value_info("y", T.FLOAT, ["batch", "2*seq"])])
 
 
+def micro_refs():
+    import onnxruntime as ort
+    r = np.random.default_rng(1)
+    for b, s in ((1, 1), (3, 7), (2, 64)):
+        ids = r.integers(0, 64, (b, s)).astype(np.int64)
+        mask = np.ones((b, s), np.int64)
+        for i in range(b):
+            mask[i, s - min(3 + 3 * i, s // 2):] = 0
+        for m in ("bert", "llama"):
+            d = os.path.join(root, "micro", f"{m}_{b}x{s}")
+            os.makedirs(d, exist_ok=True)
+            feed = {"input_ids": ids}
+            if m == "bert":
+                feed["attention_mask"] = mask
+            for k, v in feed.items():
+                np.save(os.path.join(d, k + ".npy"), v)
+            sess = ort.InferenceSession(os.path.join(root, m + "_micro.onnx"))
+            np.save(os.path.join(d, "last_hidden_state.npy"), sess.run(None, feed)[0])
+
+
 heads()
 cls()
 mean()
 double()
+micro_refs()
 ranged()
 sliced()
