@@ -27,8 +27,9 @@ for f in docs/examples/* tests/errors/*.json tests/errors/*.yaml tests/golden/*.
 	[ -f "$f" ] || continue
 	i=$((i + 1)); cp "$f" "$W/read/$i-$(basename "$f")"
 done
-# ONNX seeds: the model fixtures and the inputs that once broke the reader.
-for f in tests/onnx/models/*/model.onnx tests/fuzz/regress/*.onnx; do
+# ONNX seeds: the model fixtures, the models with dim_params, and the inputs that
+# once broke the reader.
+for f in tests/onnx/models/*/model.onnx tests/onnx/dynamic/*.onnx tests/fuzz/regress/*.onnx; do
 	if [ -f "$f" ]; then i=$((i + 1)); cp "$f" "$W/onnx/$i.onnx"; fi
 done
 # Plan seeds: the fixture with its PTX, and plans fusec compiles when it is built.
