@@ -47,10 +47,13 @@ Graph *cmd_load_graph_every(Arena *a, const char *path);
 /* Whether a compile of path may use the result cache: a graph file (not stdin, not
  * an ONNX model), no --input-shape. */
 bool cmd_graph_cacheable(const char *path);
-/* For a command given a compiled plan: 1 (the error printed) when --input-shape was
- * given, which applies to ONNX models only, or --precision, which applies to
- * graphs; else 0. */
+/* For a command given a compiled plan: 1 (the error printed) when --precision (or
+ * --keep-f32, --layout, --attention), which apply to graphs, or --dims was given;
+ * else 0. --input-shape is left to the plan (run_plan_open: it binds a plan for
+ * every size). */
 int cmd_refuse_input_shapes(const char *path);
+/* The --input-shape options given: how many, *s the first. */
+int cmd_input_shapes(const IrInputShape **s);
 /* --precision (taken out of argv by main, applied by cmd_load_graph*): its name
  * ("bf16"; NULL when not given), the --keep-f32 LIST (or NULL), and what the
  * conversion of the last graph loaded did (NULL without --precision). */

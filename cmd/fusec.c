@@ -275,12 +275,18 @@ int cmd_refuse_input_shapes(const char *path)
 		cmd_print_diag_code(&d, "invalid-input");
 		return 1;
 	}
-	if (!ninput_shapes && !ndim_ranges)
+	if (!ndim_ranges)
 		return 0;
-	diag_set(&d, path, 0, 0, "%s applies to a graph or a model; a compiled plan has its "
-		 "shapes", ninput_shapes ? "--input-shape" : "--dims");
+	diag_set(&d, path, 0, 0, "--dims applies to a graph or a model; a compiled plan has "
+		 "its ranges");
 	cmd_print_diag_code(&d, "invalid-input");
 	return 1;
+}
+
+int cmd_input_shapes(const IrInputShape **s)
+{
+	*s = input_shapes;
+	return ninput_shapes;
 }
 
 Graph *cmd_load_graph(Arena *a, const char *path)

@@ -171,14 +171,39 @@ RtStatus run_plan_open(const char *path, const char *inputs, const char *outputs
 	rp->plan = rt_plan_load(path, d);
 	if (!rp->plan)
 		return RT_ERR_INPUT;
-	if (rp->plan->ndim_names && !inputs) {
-		diag_set(d, rp->plan->path, 0, 0, "the plan is for every size of its named dims: "
-			 "give --inputs, whose shapes bind them (fusec-run also takes "
-			 "--input-shape)");
+	const IrInputShape *sh;
+	int nsh = cmd_input_shapes(&sh);
+	if (nsh && !rp->plan->ndim_names) {
+		diag_set(d, rp->plan->path, 0, 0, "--input-shape applies to a graph, a model or "
+			 "a plan for every size; this plan has its shapes");
 		return RT_ERR_INPUT;
 	}
-	if (rp->plan->ndim_names && rt_plan_bind_npy(rp->plan, inputs, d) != RT_OK)
+	if (rp->plan->ndim_names && !inputs && !nsh) {
+		diag_set(d, rp->plan->path, 0, 0, "the plan is for every size of its named dims: "
+			 "give --inputs, whose shapes bind them, or --input-shape");
 		return RT_ERR_INPUT;
+	}
+	if (nsh) {
+		/* the sizes of --input-shape; random inputs of those shapes, or --inputs
+		 * files that must have them */
+		const char **names = xcalloc((size_t)nsh, sizeof *names);
+		int *rank = xcalloc((size_t)nsh, sizeof *rank);
+		int64_t (*dim)[IR_MAX_RANK] = xcalloc((size_t)nsh, sizeof *dim);
+		for (int i = 0; i < nsh; i++) {
+			names[i] = sh[i].name;
+			rank[i] = sh[i].rank;
+			memcpy(dim[i], sh[i].dim, sizeof dim[i]);
+		}
+		RtStatus bs = rt_plan_bind_shapes(rp->plan, names, rank,
+						  (const int64_t (*)[IR_MAX_RANK])dim, nsh, d);
+		free(names);
+		free(rank);
+		free(dim);
+		if (bs != RT_OK)
+			return RT_ERR_INPUT;
+	} else if (rp->plan->ndim_names && rt_plan_bind_npy(rp->plan, inputs, d) != RT_OK) {
+		return RT_ERR_INPUT;
+	}
 	const RtPlan *p = rp->plan;
 	rp->in = xcalloc((size_t)p->ntensors + 1, sizeof *rp->in);
 	rp->out = xcalloc((size_t)p->ntensors + 1, sizeof *rp->out);

@@ -224,7 +224,17 @@ contains dyn-plan-fixed-msg "$TMP/err" "input 'x' is [2,2,63], but at these size
 check dyn-plan-none 1 "$RUNBIN" "$TMP/pd" --seed 1
 contains dyn-plan-none-msg "$TMP/err" "the plan is for every size of 'batch': no input given says its size"
 check dyn-plan-cuda 1 "$FUSEC" run "$TMP/pd" --backend cuda
-contains dyn-plan-cuda-msg "$TMP/err" "the plan is for every size of its named dims: give --inputs"
+contains dyn-plan-cuda-msg "$TMP/err" "the plan is for every size of its named dims: give --inputs, whose shapes bind them, or --input-shape"
+# --input-shape binds a plan for every size for `fusec run DIR` and `fusec bench DIR`
+# (random inputs of those shapes): the binding is checked before the driver loads
+check dyn-plan-cuda-shape 3 env FUSEC_LIBCUDA=/nonexistent "$FUSEC" run "$TMP/pd" --backend cuda \
+	--input-shape x=2x3x64
+contains dyn-plan-cuda-shape-msg "$TMP/err" "cannot load the CUDA driver library '/nonexistent'"
+check dyn-plan-cuda-outside 1 env FUSEC_LIBCUDA=/nonexistent "$FUSEC" run "$TMP/pd" --backend cuda \
+	--input-shape x=2x600x64
+same dyn-plan-cuda-outside-msg "$TMP/err" "$TMP/pd/mlp.plan.json: error: 'seq' = 600 is outside the plan's range 1..512"
+check dyn-plan-bench-outside 1 env FUSEC_LIBCUDA=/nonexistent "$FUSEC" bench "$TMP/pd" --input-shape x=70x3x64
+same dyn-plan-bench-outside-msg "$TMP/err" "$TMP/pd/mlp.plan.json: error: 'batch' = 70 is outside the plan's range 1..64"
 # hostile plans: every size and rule is checked before use
 plan=$TMP/pd/mlp.plan.json
 bad_plan() {   # NAME SED MESSAGE: the plan edited by SED is refused with MESSAGE

@@ -170,10 +170,10 @@ check harden-onnx-input-shape-initializer 1 "$FUSEC" normalize "$TMP/sym.onnx" -
 # a misspelt name is the error, not the symbolic dim it did not fix; the inputs listed
 check harden-onnx-input-shape-typo 1 "$FUSEC" run "$TMP/sym.onnx" --input-shape X=2x3 &&
 	same harden-onnx-input-shape-typo-msg "$TMP/err" "$TMP/sym.onnx: error: --input-shape: the model has no input 'X' (its inputs: 'x')"
-# a compiled plan has no inputs to shape; nor has `fusec ops`
+# a compiled plan of fixed shapes has no inputs to shape; nor has `fusec ops`
 check harden-onnx-input-shape-compile 0 "$FUSEC" compile -q "$TMP/sym.onnx" --input-shape x=2x3 -o "$TMP/plan"
 check harden-onnx-input-shape-plan 1 "$FUSEC" run "$TMP/plan" --backend cuda --input-shape x=4x3 &&
-	same harden-onnx-input-shape-plan-msg "$TMP/err" "$TMP/plan: error: --input-shape applies to a graph or a model; a compiled plan has its shapes"
+	same harden-onnx-input-shape-plan-msg "$TMP/err" "$TMP/plan/sym.plan.json: error: --input-shape applies to a graph, a model or a plan for every size; this plan has its shapes"
 check harden-onnx-input-shape-bench-plan 1 "$FUSEC" bench "$TMP/plan" --input-shape x=4x3 &&
-	same harden-onnx-input-shape-bench-plan-msg "$TMP/err" "$TMP/plan: error: --input-shape applies to a graph or a model; a compiled plan has its shapes"
+	same harden-onnx-input-shape-bench-plan-msg "$TMP/err" "$TMP/plan/sym.plan.json: error: --input-shape applies to a graph, a model or a plan for every size; this plan has its shapes"
 check harden-onnx-input-shape-ops 2 "$FUSEC" ops --input-shape x=4x3
