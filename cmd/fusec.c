@@ -508,7 +508,7 @@ static int take_input_shapes(const char *sub, int *argc, char **argv)
 			cmd_usage_error(sub, "too many --input-shape options");
 			return EXIT_USAGE;
 		}
-		if (onnx_parse_shape(shape_arena, spec, &input_shapes[ninput_shapes], msg,
+		if (ir_parse_shape(shape_arena, spec, &input_shapes[ninput_shapes], msg,
 				     sizeof msg)) {
 			cmd_usage_error(sub, "--input-shape: %s", msg);
 			return EXIT_USAGE;

@@ -302,38 +302,30 @@ typedef struct {
 	long seed, device;
 	bool bench, plan_only, no_graph;
 	RtBenchOptions bo;
-	/* --input-shape NAME=DxD...: the sizes of a plan for every size */
+	/* --input-shape NAME=DxD...: the sizes of a plan for every size (ir_parse_shape;
+	 * the names in `names`) */
 	const char *shape_name[MAX_SHAPES];
 	int shape_rank[MAX_SHAPES];
 	int64_t shape_dim[MAX_SHAPES][IR_MAX_RANK];
 	int nshapes;
+	Arena *names;
 } Options;
 
-/* NAME=DxDxD into o's shapes; -1 when it is not one. */
-static int parse_shape(Options *o, char *arg)
+/* NAME=DxDxD into o's shapes: 0, or -1 with the reason in msg. */
+static int parse_shape(Options *o, const char *arg, char *msg, size_t size)
 {
-	char *eq = strchr(arg, '=');
-	if (!eq || eq == arg || o->nshapes == MAX_SHAPES)
+	IrInputShape s;
+	if (o->nshapes == MAX_SHAPES) {
+		snprintf(msg, size, "more than %d of them", MAX_SHAPES);
 		return -1;
-	*eq = 0;
-	int n = o->nshapes, r = 0;
-	for (char *q = eq + 1;; q++) {
-		char *end;
-		if (r == IR_MAX_RANK || *q < '0' || *q > '9')
-			return -1;
-		long long v = strtoll(q, &end, 10);
-		if (v < 1 || v > (1LL << 40))
-			return -1;
-		o->shape_dim[n][r++] = v;
-		q = end;
-		if (!*q)
-			break;
-		if (*q != 'x')
-			return -1;
 	}
-	o->shape_name[n] = arg;
-	o->shape_rank[n] = r;
-	o->nshapes++;
+	if (!o->names)
+		o->names = arena_new();
+	if (ir_parse_shape(o->names, arg, &s, msg, size))
+		return -1;
+	o->shape_name[o->nshapes] = s.name;
+	o->shape_rank[o->nshapes] = s.rank;
+	memcpy(o->shape_dim[o->nshapes++], s.dim, sizeof s.dim);
 	return 0;
 }
 
@@ -376,11 +368,12 @@ static int parse_args(int argc, char **argv, Options *o)
 		case O_PLAN_ONLY: o->plan_only = true; break;
 		case O_NO_GRAPH: o->no_graph = true; break;
 		case O_INPUTS: o->inputs = optarg; break;
-		case O_SHAPE:
-			if (parse_shape(o, optarg) < 0)
-				return usage_error("--input-shape takes NAME=DxD... (positive "
-						   "dims), got '%s'", opt);
+		case O_SHAPE: {
+			char msg[200];
+			if (parse_shape(o, optarg, msg, sizeof msg) < 0)
+				return usage_error("--input-shape: %s", msg);
 			break;
+		}
 		case O_SAVE_INPUTS: o->save_inputs = optarg; break;
 		case O_OUTPUTS: o->outputs = optarg; break;
 		case O_SEED:

@@ -337,6 +337,9 @@ typedef struct {
 	const char *from;        /* NULL: --input-shape; else the file of the input's data
 				  * it was read from (--inputs), named in messages */
 } IrInputShape;
+/* Parse "NAME=1x3x224x224" (--input-shape; "NAME=scalar" for rank 0) into *s, its
+ * name copied into a; dims from 1 to 2^40. 0, or -1 with a message in msg. */
+int ir_parse_shape(Arena *a, const char *spec, IrInputShape *s, char *msg, size_t size);
 /* Where the data a run is given says an input's shape (`fusec run --inputs`: the
  * header of its .npy file). Asked only for an input whose shape names a dim (an ONNX
  * input: one not static) and that no IrInputShape names; the answer binds as an

@@ -2,7 +2,9 @@
  *
  * Display names follow burn: the category prefix depends on the op's category
  * and on the dtype of its value operand (NumericFloat:: vs NumericInt::). */
+#include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "ir.h"
@@ -194,4 +196,38 @@ _Static_assert(COUNTOF(rule_dtypes) == SR_COUNT_, "rule_dtypes: one per ShapeRul
 const char *ir_rule_dtypes(ShapeRule r)
 {
 	return (unsigned)r < SR_COUNT_ ? rule_dtypes[r] : "?";
+}
+
+int ir_parse_shape(Arena *a, const char *spec, IrInputShape *s, char *msg, size_t size)
+{
+	const char *eq = strrchr(spec, '=');
+	if (!eq || eq == spec || !eq[1]) {
+		snprintf(msg, size, "expected NAME=DxDx..., got '%.80s'", spec);
+		return -1;
+	}
+	s->name = arena_strndup(a, spec, (size_t)(eq - spec));
+	s->rank = 0;
+	s->from = NULL;
+	const char *p = eq + 1;
+	if (!strcmp(p, "scalar"))
+		return 0;
+	for (;;) {
+		char *end;
+		errno = 0;
+		long long v = strtoll(p, &end, 10);
+		if (end == p || errno || v < 1 || v > IR_DIM_TOP || (*end && *end != 'x') ||
+		    *p < '0' || *p > '9') {
+			snprintf(msg, size, "expected dims from 1 to 2^40 separated by 'x' in '%.80s'",
+				 spec);
+			return -1;
+		}
+		if (s->rank == IR_MAX_RANK) {
+			snprintf(msg, size, "more than %d dims in '%.80s'", IR_MAX_RANK, spec);
+			return -1;
+		}
+		s->dim[s->rank++] = v;
+		if (!*end)
+			return 0;
+		p = end + 1;
+	}
 }

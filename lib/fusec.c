@@ -158,7 +158,7 @@ static int options(const fusec_options *uo, PlOptions *po, PrecisionOptions *pre
 	po->keep_f32 = uo->keep_f32;
 	for (int i = 0; i < uo->ninput_shapes; i++) {
 		char msg[300];
-		if (onnx_parse_shape(a, uo->input_shapes[i], &shapes[i], msg, sizeof msg)) {
+		if (ir_parse_shape(a, uo->input_shapes[i], &shapes[i], msg, sizeof msg)) {
 			diag_set(d, "", 0, 0, "input shape '%.200s': %s", uo->input_shapes[i], msg);
 			return PL_USAGE;
 		}

@@ -27,38 +27,6 @@ bool onnx_sniff(const char *path, const void *head, size_t n)
 
 /* ---- shapes given on the command line ----------------------------------------- */
 
-int onnx_parse_shape(Arena *a, const char *spec, OnnxInputShape *s, char *msg, size_t size)
-{
-	const char *eq = strrchr(spec, '=');
-	if (!eq || eq == spec || !eq[1]) {
-		snprintf(msg, size, "expected NAME=DxDx..., got '%.80s'", spec);
-		return -1;
-	}
-	s->name = arena_strndup(a, spec, (size_t)(eq - spec));
-	s->rank = 0;
-	s->from = NULL;
-	const char *p = eq + 1;
-	if (!strcmp(p, "scalar"))
-		return 0;
-	for (;;) {
-		char *end;
-		errno = 0;
-		long long v = strtoll(p, &end, 10);
-		if (end == p || errno || v < 1 || (*end && *end != 'x')) {
-			snprintf(msg, size, "expected positive dims separated by 'x' in '%.80s'", spec);
-			return -1;
-		}
-		if (s->rank == IR_MAX_RANK) {
-			snprintf(msg, size, "more than %d dims in '%.80s'", IR_MAX_RANK, spec);
-			return -1;
-		}
-		s->dim[s->rank++] = v;
-		if (!*end)
-			return 0;
-		p = end + 1;
-	}
-}
-
 /* ---- models ----------------------------------------------------------------- */
 
 Graph *onnx_read_mem(Arena *a, const char *file, const void *buf, size_t len,

@@ -43,9 +43,6 @@ typedef struct {
  * with ModelProto's ir_version field (byte 0x08), which no JSON or YAML text does. */
 bool onnx_sniff(const char *path, const void *head, size_t n);
 
-/* Parse "NAME=1x3x224x224" into *s (name points into `spec`'s copy in a).
- * Returns 0, or -1 with a message in msg. */
-int onnx_parse_shape(Arena *a, const char *spec, OnnxInputShape *s, char *msg, size_t size);
 
 /* Read and import a model. `path` is also where external data files are looked
  * for (its folder). Returns NULL with *d filled on any error. */

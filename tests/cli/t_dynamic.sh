@@ -397,3 +397,8 @@ bad_bucket twice 's/{"name":"batch","min":1,"max":8},{"name":"seq","min":1,"max"
 check dyn-unranged 0 "$FUSEC" compile "$OD/heads.onnx" -o "$TMP/ou" --no-cache &&
 	check dyn-unranged-bind 0 "$RUNBIN" "$TMP/ou" --plan-only --input-shape x=5000x3x16 &&
 	contains dyn-unranged-sizes "$TMP/out" "sizes: batch=5000, seq=3"
+# fusec-run reads --input-shape as fusec does (ir_parse_shape)
+check dyn-run-shape-bad 2 "$RUNBIN" "$TMP/pd" --plan-only --input-shape x=2y3
+contains dyn-run-shape-bad-msg "$TMP/err" "--input-shape: expected dims from 1 to 2^40 separated by 'x' in 'x=2y3'"
+check dyn-run-shape-noname 2 "$RUNBIN" "$TMP/pd" --plan-only --input-shape =2
+contains dyn-run-shape-noname-msg "$TMP/err" "--input-shape: expected NAME=DxDx..., got '=2'"

@@ -299,29 +299,29 @@ static void test_symbolic_dim_and_input_shape(void **state)
 				   "--input-shape x=DxD...");
 	OnnxInputShape s;
 	char msg[200];
-	assert_int_equal(onnx_parse_shape(a, "x=5x3", &s, msg, sizeof msg), 0);
+	assert_int_equal(ir_parse_shape(a, "x=5x3", &s, msg, sizeof msg), 0);
 	OnnxOptions o = {&s, 1, NULL, 0, NULL};
 	Graph *g = import(a, &m, &o, &d);
 	assert_non_null(g);
 	assert_int_equal(g->tensors[g->outputs[0]].dim[0], 5);
 	/* a shape that contradicts the model */
-	assert_int_equal(onnx_parse_shape(a, "x=5x4", &s, msg, sizeof msg), 0);
+	assert_int_equal(ir_parse_shape(a, "x=5x4", &s, msg, sizeof msg), 0);
 	assert_null(import(a, &m, &o, &d));
 	assert_string_equal(d.msg, "--input-shape x gives dim 1 = 4, the model fixes it to 3");
-	assert_int_equal(onnx_parse_shape(a, "x=5y3", &s, msg, sizeof msg), -1);
-	assert_int_equal(onnx_parse_shape(a, "=5", &s, msg, sizeof msg), -1);
-	assert_int_equal(onnx_parse_shape(a, "x=0x3", &s, msg, sizeof msg), -1);
+	assert_int_equal(ir_parse_shape(a, "x=5y3", &s, msg, sizeof msg), -1);
+	assert_int_equal(ir_parse_shape(a, "=5", &s, msg, sizeof msg), -1);
+	assert_int_equal(ir_parse_shape(a, "x=0x3", &s, msg, sizeof msg), -1);
 	/* a name that fixes nothing (issue 25): an initializer listed as an input was
 	 * left as it was, and a misspelt name was reported as the dim it did not fix */
 	OnnxInputShape two[2];
-	assert_int_equal(onnx_parse_shape(a, "x=5x3", &two[0], msg, sizeof msg), 0);
-	assert_int_equal(onnx_parse_shape(a, "w=7", &two[1], msg, sizeof msg), 0);
+	assert_int_equal(ir_parse_shape(a, "x=5x3", &two[0], msg, sizeof msg), 0);
+	assert_int_equal(ir_parse_shape(a, "w=7", &two[1], msg, sizeof msg), 0);
 	m.pin[m.graph.n_input++] = value_info(&m, "w", 1, d3);
 	OnnxOptions o2 = {two, 2, NULL, 0, NULL};
 	assert_null(import(a, &m, &o2, &d));
 	assert_string_equal(d.msg, "--input-shape: input 'w' is an initializer (a constant): its "
 				   "shape is its data's");
-	assert_int_equal(onnx_parse_shape(a, "X=5x3", &two[1], msg, sizeof msg), 0);
+	assert_int_equal(ir_parse_shape(a, "X=5x3", &two[1], msg, sizeof msg), 0);
 	o2.shapes = &two[1];
 	o2.nshapes = 1;
 	assert_null(import(a, &m, &o2, &d));
