@@ -126,7 +126,9 @@ int cmd_explain(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	Arena *a = arena_new();
-	Graph *g = cmd_load_graph(a, argv[optind]);
+	/* named dims --input-shape leaves unbound: the graph for every size of them, as
+	 * compile makes it */
+	Graph *g = cmd_load_graph_compile(a, argv[optind], NULL, 0);
 	if (!g) {
 		arena_free(a);
 		return EXIT_INPUT;
@@ -155,6 +157,8 @@ int cmd_explain(int argc, char **argv)
 		return EXIT_FAIL;
 	}
 	Buf b = {0};
+	if (!json)
+		ir_sym_header(&b, g);
 	/* --precision: what the conversion did, before the ops it made */
 	if (!json)
 		pass_attention_summary(cmd_attention_info(), &b);

@@ -37,8 +37,17 @@ static void print_segment(Buf *b, const Graph *g, RelConv *conv, Arena *scratch,
 	int n;
 	const int64_t *dims = ir_rel_dims(conv, &n);
 	buf_puts(b, "  shape ids:");
-	for (int i = 0; i < n; i++)
-		buf_printf(b, " %d=%lld", i, (long long)dims[i]);
+	for (int i = 0; i < n; i++) {
+		/* a graph read for every size: the size as an expression of its names */
+		const DimExpr *e = i ? ir_sym_of_size(g, dims[i]) : NULL;
+		int64_t c;
+		if (e && !dx_is_const(e, &c)) {
+			buf_printf(b, " %d=", i);
+			dx_print(b, e, g->sym->name);
+		} else {
+			buf_printf(b, " %d=%lld", i, (long long)dims[i]);
+		}
+	}
 	buf_putc(b, '\n');
 	const double *vals = ir_rel_values(conv, &n);
 	if (n) {
@@ -73,13 +82,15 @@ int cmd_normalize(int argc, char **argv)
 	}
 
 	Arena *a = arena_new();
-	Graph *g = cmd_load_graph(a, argv[optind]);
+	/* named dims --input-shape leaves unbound: the graph for every size of them */
+	Graph *g = cmd_load_graph_compile(a, argv[optind], NULL, 0);
 	if (!g) {
 		arena_free(a);
 		return EXIT_INPUT;
 	}
 	RelConv *conv = ir_rel_new(g);
 	Buf b = {0};
+	ir_sym_header(&b, g);
 	for (int s = 0; s < g->nsegs; s++)
 		print_segment(&b, g, conv, a, s);
 	if (b.len)

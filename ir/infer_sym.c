@@ -498,3 +498,31 @@ Graph *ir_sym_at(const Graph *gs, const int64_t *val, bool keep_sym, Diag *d)
 	}
 	return gi;
 }
+
+const DimExpr *ir_sym_of_size(const Graph *g, int64_t v)
+{
+	const IrSymbolic *s = g->sym;
+	for (int t = 0; s && t < g->ntensors && t < s->ndim; t++)
+		for (int k = 0; k < g->tensors[t].rank; k++)
+			if (g->tensors[t].dim[k] == v)
+				return &s->dim[t][k];
+	return NULL;
+}
+
+void ir_sym_header(Buf *b, const Graph *g)
+{
+	const IrSymbolic *s = g->sym;
+	if (!s)
+		return;
+	buf_puts(b, "for every ");
+	for (int k = 0; k < s->nsym; k++)
+		if (s->hi[k] == IR_DIM_TOP)
+			buf_printf(b, "%s%s ≥ %lld", k ? ", " : "", s->name[k], (long long)s->lo[k]);
+		else
+			buf_printf(b, "%s%s in %lld..%lld", k ? ", " : "", s->name[k],
+				   (long long)s->lo[k], (long long)s->hi[k]);
+	buf_puts(b, " (built at ");
+	for (int k = 0; k < s->nsym; k++)
+		buf_printf(b, "%s%s=%lld", k ? ", " : "", s->name[k], (long long)s->probe[k]);
+	buf_puts(b, ")\n");
+}

@@ -285,6 +285,12 @@ Graph *ir_sym_instance(const Graph *gs, const Graph *g, Diag *d);
 Graph *ir_sym_at(const Graph *gs, const int64_t *val, bool keep_sym, Diag *d);
 /* The size an Attrs.sym or Attrs.rsym code names (not 0). */
 DimExpr ir_sym_code(const IrSymbolic *s, int code);
+/* The expression of a dim of g (read for every size) that is v at the probe sizes
+ * (ir_sym_check keeps it one), or NULL: g has no Graph.sym, or no dim is v. */
+const DimExpr *ir_sym_of_size(const Graph *g, int64_t v);
+/* For a graph read for every size, append "for every batch in 1..64, seq ≥ 1 (built
+ * at batch=61, seq=4093)\n"; nothing for another graph. */
+void ir_sym_header(Buf *b, const Graph *g);
 /* Append "[batch,seq,768]". */
 void ir_sym_text(Buf *b, const IrSymbolic *s, const DimExpr *d, int rank);
 

@@ -77,7 +77,12 @@ static void tensors_text(const Graph *g, const int *ids, int n, Buf *b)
 {
 	for (int i = 0; i < n; i++) {
 		const Tensor *t = &g->tensors[ids[i]];
-		buf_printf(b, "%st%d(%s):%s[", i ? ", " : "", ids[i], t->name, ir_dtype_name(t->dtype));
+		buf_printf(b, "%st%d(%s):%s", i ? ", " : "", ids[i], t->name, ir_dtype_name(t->dtype));
+		if (g->sym && ids[i] < g->sym->ndim) {   /* for every size: as written */
+			ir_sym_text(b, g->sym, g->sym->dim[ids[i]], t->rank);
+			continue;
+		}
+		buf_putc(b, '[');
 		for (int d = 0; d < t->rank; d++)
 			buf_printf(b, "%s%lld", d ? "," : "", (long long)t->dim[d]);
 		buf_putc(b, ']');

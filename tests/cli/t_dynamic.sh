@@ -402,3 +402,16 @@ check dyn-run-shape-bad 2 "$RUNBIN" "$TMP/pd" --plan-only --input-shape x=2y3
 contains dyn-run-shape-bad-msg "$TMP/err" "--input-shape: expected dims from 1 to 2^40 separated by 'x' in 'x=2y3'"
 check dyn-run-shape-noname 2 "$RUNBIN" "$TMP/pd" --plan-only --input-shape =2
 contains dyn-run-shape-noname-msg "$TMP/err" "--input-shape: expected NAME=DxDx..., got '=2'"
+# explain, normalize and the log of a graph left for every size show its sizes as
+# written: the header, shape ids as expressions, the log's shapes
+check dyn-explain 0 "$FUSEC" explain "$TMP/mlp.yaml" &&
+	contains dyn-explain-head "$TMP/out" "for every batch in 1..64, seq in 1..512 (built at batch=61, seq=509)" &&
+	contains dyn-explain-op "$TMP/out" "op 1 Float::Matmul [ops[1] → h]"
+check dyn-normalize 0 "$FUSEC" normalize "$TMP/mlp.yaml" &&
+	contains dyn-normalize-ids "$TMP/out" "  shape ids: 0=1 1=batch 2=seq 3=64 4=batch*seq 5=96"
+check dyn-normalize-bound 0 "$FUSEC" normalize "$TMP/mlp.yaml" --input-shape x=2x3x64 &&
+	contains dyn-normalize-bound-ids "$TMP/out" "  shape ids: 0=1 1=2 2=3 3=64 4=6 5=96"
+check dyn-log 0 "$FUSEC" compile "$TMP/mlp.yaml" -o "$TMP/ml" --no-cache --log full &&
+	contains dyn-log-shape "$TMP/err" "t0(x):f32[batch,seq,64]  t2(x2):f32[batch*seq,64]"
+check dyn-explain-onnx 0 "$FUSEC" explain "$OD/heads.onnx" --dims batch=1..8,seq=1..64 &&
+	contains dyn-explain-onnx-head "$TMP/out" "for every batch in 1..8, seq in 1..64 (built at batch=7, seq=61)"
