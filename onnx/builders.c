@@ -348,8 +348,11 @@ Val *ob_sized(Imp *m, Val *k)
 	if (!(v >= 2 && v <= (double)(1 << 24) && v == (double)(int64_t)v))
 		return k;
 	int64_t n = (int64_t)v, one = 1, ones[IR_MAX_RANK];
+	/* a multiple of a probe past a rank's size, or a smaller probe itself (a scalar
+	 * 7 that is not a batch of 7 only runs slower) */
 	for (int s = 0; s < m->every->nsym; s++)
-		if (m->every->probe[s] > IR_MAX_RANK && n % m->every->probe[s] == 0) {
+		if (m->every->probe[s] > IR_MAX_RANK ? n % m->every->probe[s] == 0
+						     : n == m->every->probe[s]) {
 			m->keep++;
 			Val *c = ob_reduce(m, OP_SUM, ob_expand(m, ob_kfull(m, DT_I64, 1, &one, 1), 1,
 								 &n), 0);

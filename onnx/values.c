@@ -323,11 +323,12 @@ static Val *fold(Imp *m, OpKind k, Val **in, int n, const Attrs *at, bool *big)
 	}
 	/* a model read for every size: a result with a dim of a probe's multiple is left
 	 * to run in the graph (an expand of a class token to the batch), so that it is
-	 * not a constant as large as one size (every.c). Not for a probe as small as a
-	 * rank: a shape's values (a constant of rank 1 and a few elements) fold. */
-	for (int i = 0; m->every && i < ts[n].rank; i++)
+	 * not a constant as large as one size (every.c). A shape's values and what is
+	 * computed on them (rank 1, as many as a rank) fold whatever their count. */
+	bool shape = ts[n].rank == 1 && ts[n].dim[0] <= IR_MAX_RANK;
+	for (int i = 0; m->every && !shape && i < ts[n].rank; i++)
 		for (int s = 0; s < m->every->nsym; s++)
-			if (m->every->probe[s] > IR_MAX_RANK && ts[n].dim[i] % m->every->probe[s] == 0) {
+			if (ts[n].dim[i] % m->every->probe[s] == 0) {
 				*big = true;
 				return NULL;
 			}

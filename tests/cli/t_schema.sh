@@ -47,6 +47,28 @@ sed 's/"alias":"t","buffer":false/"alias":"t","buffer":true/' "$TMP/plans/view_b
 if python3 tests/schema/validate.py $S/fusec-plan-1.schema.json "$TMP/badalias.json" >/dev/null; then
 	echo "FAIL schema-rejects-alias-buffer"; fail=$((fail + 1)); else pass=$((pass + 1)); fi
 
+# plans for every size (fusec-plan/2): the dynamic graphs and the ONNX models with
+# dim_params, with ranges of sizes and several arches; a plan/1 and a plan/2 with a
+# grid in place of its sizes do not validate
+mkdir -p "$TMP/plans2"
+ok=1
+for g in tests/bench/dynamic/*.yaml tests/onnx/dynamic/heads.onnx tests/onnx/dynamic/cls.onnx \
+	 tests/onnx/dynamic/bert_micro.onnx tests/onnx/dynamic/llama_micro.onnx; do
+	n=$(basename "$g"); n=${n%.*}
+	"$FUSEC" compile "$g" -q -o "$TMP/plans2/$n" --dims batch=1..8,seq=1..64 --shape-buckets 2 \
+		--arch sm_80,sm_90a 2>"$TMP/err" || { ok=0; echo "FAIL schema-compile2 $g"; cat "$TMP/err"; }
+done
+[ $ok = 1 ] && pass=$((pass + 1)) || fail=$((fail + 1))
+if python3 tests/schema/validate.py $S/fusec-plan-2.schema.json "$TMP"/plans2/*/*.plan.json; then
+	pass=$((pass + 1)); else echo "FAIL schema-plans2"; fail=$((fail + 1)); fi
+grep -q '"dims":\[{"name":"batch","min":1,"max":4}' "$TMP/plans2/heads/heads.plan.json" &&
+	pass=$((pass + 1)) || { echo "FAIL schema-plans2-ranges: no variant for a range"; fail=$((fail + 1)); }
+if python3 tests/schema/validate.py $S/fusec-plan-2.schema.json "$TMP/plans/reuse.plan.json" >/dev/null; then
+	echo "FAIL schema-rejects-plan1-as-2"; fail=$((fail + 1)); else pass=$((pass + 1)); fi
+sed 's/"dims":\["batch\*seq"/"grid":[1,1,1],"dimz":["batch*seq"/' "$TMP/plans2/heads/heads.plan.json" > "$TMP/badplan2.json"
+if python3 tests/schema/validate.py $S/fusec-plan-2.schema.json "$TMP/badplan2.json" >/dev/null; then
+	echo "FAIL schema-rejects-plan2-grid"; fail=$((fail + 1)); else pass=$((pass + 1)); fi
+
 # the graph schema follows ops.def
 python3 tests/schema/make_graph_schema.py "$FUSEC" > "$TMP/gen.json"
 same_files schema-generated "$TMP/gen.json" $G
