@@ -131,6 +131,13 @@ int fusecrt_plan_tensor(const fusecrt_plan *p, const char *name, const char **dt
 	int t = find(p->rt, name, err);
 	if (t < 0)
 		return FUSECRT_INVALID;
+	if (!p->rt->bound) {
+		Diag d = {0};
+		diag_set(&d, p->rt->path, 0, 0, "the plan is for every size of its named dims: "
+			 "bind them first (fusecrt_plan_bind)");
+		fail(err, FUSECRT_INVALID, &d);
+		return FUSECRT_INVALID;
+	}
 	const RtTensor *x = &p->rt->tensors[t];
 	if (dtype)
 		*dtype = ir_dtype_name(x->dtype);
@@ -141,6 +148,69 @@ int fusecrt_plan_tensor(const fusecrt_plan *p, const char *name, const char **dt
 			dims[i] = x->dim[i];
 	if (bytes)
 		*bytes = (size_t)x->bytes;
+	ok(err);
+	return FUSECRT_OK;
+}
+
+int fusecrt_plan_ndims(const fusecrt_plan *p)
+{
+	return p ? p->rt->ndim_names : 0;
+}
+
+const char *fusecrt_plan_dim(const fusecrt_plan *p, int i, int64_t *min, int64_t *max)
+{
+	if (!p || i < 0 || i >= p->rt->ndim_names)
+		return NULL;
+	if (min)
+		*min = p->rt->dim_lo[i];
+	if (max)
+		*max = p->rt->dim_hi[i];
+	return p->rt->dim_name[i];
+}
+
+int fusecrt_plan_bind(fusecrt_plan *p, int n, const char *const *names, const int *ranks,
+		      const int64_t *dims, fusecrt_error *err)
+{
+	Diag d = {0};
+	if (!p || n < 0 || (n && (!names || !ranks || !dims))) {
+		diag_set(&d, "", 0, 0, "fusecrt_plan_bind: no plan, or no shapes");
+		fail(err, FUSECRT_INVALID, &d);
+		return FUSECRT_INVALID;
+	}
+	int64_t (*dim)[IR_MAX_RANK] = xcalloc((size_t)n + 1, sizeof *dim);
+	RtStatus st = RT_OK;
+	for (int k = 0; k < n && st == RT_OK; k++) {
+		if (!names[k] || ranks[k] < 0 || ranks[k] > IR_MAX_RANK) {
+			diag_set(&d, p->rt->path, 0, 0, "fusecrt_plan_bind: shape %d has no name or a "
+				 "rank outside 0..%d", k, IR_MAX_RANK);
+			st = RT_ERR_INPUT;
+		}
+		for (int j = 0; st == RT_OK && j < ranks[k]; j++)
+			dim[k][j] = dims[(size_t)IR_MAX_RANK * (size_t)k + (size_t)j];
+	}
+	if (st == RT_OK && p->rt->ndim_names)
+		st = rt_plan_bind_shapes(p->rt, names, ranks,
+					 (const int64_t (*)[IR_MAX_RANK])dim, n, &d);
+	/* every input given has the plan's shape (as bound) */
+	for (int k = 0; k < n && st == RT_OK; k++) {
+		int t = rt_plan_find_tensor(p->rt, names[k]);
+		const RtTensor *x = t >= 0 ? &p->rt->tensors[t] : NULL;
+		bool same = x && x->role == ROLE_INPUT && !x->constant && x->rank == ranks[k];
+		for (int j = 0; same && j < ranks[k]; j++)
+			same = x->dim[j] == dim[k][j];
+		if (!same) {
+			diag_set(&d, p->rt->path, 0, 0, "input '%.200s' %s", names[k],
+				 !x || x->role != ROLE_INPUT || x->constant
+				 ? "is not an input of the plan" : "does not have the plan's shape at "
+				 "these sizes");
+			st = RT_ERR_INPUT;
+		}
+	}
+	free(dim);
+	if (st != RT_OK) {
+		fail(err, FUSECRT_INVALID, &d);
+		return FUSECRT_INVALID;
+	}
 	ok(err);
 	return FUSECRT_OK;
 }

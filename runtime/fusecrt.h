@@ -76,13 +76,32 @@ const char *fusecrt_plan_output(const fusecrt_plan *p, int i);
 
 /* A tensor's dtype ("f32", "bf16", "i64", ...: docs/graph-format.md), rank, dims (up
  * to 8; dims may be NULL) and size in bytes (dense, row-major). FUSECRT_INVALID
- * when the plan has no tensor of that name. */
+ * when the plan has no tensor of that name, or is a plan for every size not bound
+ * yet (fusecrt_plan_bind). */
 int fusecrt_plan_tensor(const fusecrt_plan *p, const char *name, const char **dtype,
 			int *rank, int64_t *dims, size_t *bytes, fusecrt_error *err);
 /* The arch the plan's PTX was built for ("sm_90a"); of a plan compiled for several
  * (--arch sm_80,sm_90a), the first: a session runs the one its device runs best
  * (fusecrt_session_arch). */
 const char *fusecrt_plan_arch(const fusecrt_plan *p);
+
+/* ---- plans for every size (fusec-plan/2) ------------------------------------ */
+
+/* A plan compiled for every size of its named dims (docs/plan-format.md, Format 2)
+ * has their sizes bound before a session opens. fusecrt_plan_ndims: how many named
+ * dims (0 for a plan of fixed sizes); fusecrt_plan_dim: dim i's name (NULL past the
+ * end) and its range (min, max may be NULL). */
+int fusecrt_plan_ndims(const fusecrt_plan *p);
+const char *fusecrt_plan_dim(const fusecrt_plan *p, int i, int64_t *min, int64_t *max);
+/* Bind the sizes from the shapes of n inputs: names[k] has ranks[k] dims,
+ * dims[8 * k + j] (j < ranks[k]). Every named dim must be the whole of some input
+ * dim, inputs must agree, each size must lie in its range, and every input given
+ * must then have the plan's shape. Then fusecrt_plan_tensor gives the bound sizes
+ * and a session runs them; binding other sizes needs a new session. A plan of
+ * fixed sizes checks the shapes only. FUSECRT_INVALID, with the reason, when they
+ * do not fit. */
+int fusecrt_plan_bind(fusecrt_plan *p, int n, const char *const *names, const int *ranks,
+		      const int64_t *dims, fusecrt_error *err);
 
 /* ---- sessions --------------------------------------------------------------- */
 

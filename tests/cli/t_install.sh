@@ -62,6 +62,30 @@ else
 fi
 [ "$(ls "$P/include" | tr '\n' ' ')" = "fusec.h fusecrt.h " ] && pass=$((pass + 1)) ||
 	{ echo "FAIL install-one-header: $(ls "$P/include")"; fail=$((fail + 1)); }
+# a plan for every size through <fusecrt.h>: its dims and ranges, bound from an
+# input's shape, its outputs' shapes at those sizes; a size outside a range, a shape
+# that names no dim's size consistently, and a tensor asked before any binding
+cat >"$TMP/every.yaml" <<'Y'
+format: fusec-graph/1
+name: every
+dims: {batch: 1..16, seq: 1..128}
+inputs:
+  x: {dtype: f32, shape: [batch, seq, 8]}
+ops:
+  - {op: exp, in: [x], out: e}
+  - {op: sum, in: [e], axis: 1, out: y}
+outputs: [y]
+Y
+check every-compile 0 "$P/bin/fusec" compile -q "$TMP/every.yaml" -o "$TMP/every" --no-cache
+check link-dims 0 sh -c "cc -std=c11 $san -o '$TMP/use-dims' tests/install/use_runtime_dims.c \$(pkg-config --cflags --libs fusecrt)"
+check run-dims 1 env LD_LIBRARY_PATH="$P/lib" "$TMP/use-dims" "$TMP/every" x=2x3x8 x=4x100x8 x=2x200x8 x=2x3x9
+same run-dims-out "$TMP/out" "dim batch 1..16
+dim seq 1..128
+unbound: error 1: the plan is for every size of its named dims: bind them first (fusecrt_plan_bind)
+bind x=2x3x8: y f32 [2,1,8] 64 bytes
+bind x=4x100x8: y f32 [4,1,8] 128 bytes
+bind x=2x200x8: error 1: 'seq' = 200 is outside the plan's range 1..128
+bind x=2x3x9: error 1: input 'x' is [2,3,9], but at these sizes the plan needs [2,3,8]"
 # errors come back structured: a missing plan is FUSECRT_INVALID, with the file
 check run-bad-plan 1 env LD_LIBRARY_PATH="$P/lib" FUSEC_LIBCUDA="$FAKE" "$TMP/use" "$TMP/nonexistent.plan.json"
 contains run-bad-plan-msg "$TMP/err" "nonexistent.plan.json"
