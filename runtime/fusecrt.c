@@ -131,14 +131,22 @@ int fusecrt_plan_tensor(const fusecrt_plan *p, const char *name, const char **dt
 	int t = find(p->rt, name, err);
 	if (t < 0)
 		return FUSECRT_INVALID;
-	if (!p->rt->bound) {
-		Diag d = {0};
-		diag_set(&d, p->rt->path, 0, 0, "the plan is for every size of its named dims: "
-			 "bind them first (fusecrt_plan_bind)");
-		fail(err, FUSECRT_INVALID, &d);
-		return FUSECRT_INVALID;
-	}
 	const RtTensor *x = &p->rt->tensors[t];
+	if (!p->rt->bound) {
+		/* a plan for every size not bound yet: the fixed dims, -1 for the others */
+		if (dtype)
+			*dtype = ir_dtype_name(x->dtype);
+		if (rank)
+			*rank = x->rank;
+		for (int i = 0; dims && i < x->rank; i++) {
+			int64_t c;
+			dims[i] = dx_is_const(&x->sdim[i], &c) ? c : -1;
+		}
+		if (bytes)
+			*bytes = 0;
+		ok(err);
+		return FUSECRT_OK;
+	}
 	if (dtype)
 		*dtype = ir_dtype_name(x->dtype);
 	if (rank)

@@ -75,9 +75,9 @@ int fusecrt_plan_noutputs(const fusecrt_plan *p);
 const char *fusecrt_plan_output(const fusecrt_plan *p, int i);
 
 /* A tensor's dtype ("f32", "bf16", "i64", ...: docs/graph-format.md), rank, dims (up
- * to 8; dims may be NULL) and size in bytes (dense, row-major). FUSECRT_INVALID
- * when the plan has no tensor of that name, or is a plan for every size not bound
- * yet (fusecrt_plan_bind). */
+ * to 8; dims may be NULL) and size in bytes (dense, row-major). Of a plan for every
+ * size not bound yet (fusecrt_plan_bind), a dim that depends on the named dims is
+ * -1 and bytes is 0. FUSECRT_INVALID when the plan has no tensor of that name. */
 int fusecrt_plan_tensor(const fusecrt_plan *p, const char *name, const char **dtype,
 			int *rank, int64_t *dims, size_t *bytes, fusecrt_error *err);
 /* The arch the plan's PTX was built for ("sm_90a"); of a plan compiled for several

@@ -24,10 +24,18 @@ int main(int argc, char **argv)
 		const char *name = fusecrt_plan_dim(p, i, &lo, &hi);
 		printf("dim %s %lld..%lld\n", name, (long long)lo, (long long)hi);
 	}
-	size_t none;
-	if (fusecrt_plan_ndims(p) &&
-	    fusecrt_plan_tensor(p, fusecrt_plan_output(p, 0), NULL, NULL, NULL, &none, &e))
-		printf("unbound: error %d: %s\n", e.status, e.message);
+	for (int i = 0; fusecrt_plan_ndims(p) && i < fusecrt_plan_noutputs(p); i++) {
+		const char *out = fusecrt_plan_output(p, i), *dt;
+		int r;
+		int64_t d[8];
+		size_t bytes;
+		if (fusecrt_plan_tensor(p, out, &dt, &r, d, &bytes, &e))
+			return 1;
+		printf("unbound: %s %s [", out, dt);
+		for (int j = 0; j < r; j++)
+			printf("%s%lld", j ? "," : "", (long long)d[j]);
+		printf("] %zu bytes\n", bytes);
+	}
 	int rc = 0;
 	for (int a = 2; a < argc; a++) {
 		char name[64];

@@ -151,6 +151,25 @@ try:
 except fusec.Error as e:
     ok("load-cli-no-graph", "without its graph" in e.message, e.message)
 
+# a plan for every size (an ONNX model with dim_params): its dims, None where the
+# inputs' and outputs' shapes follow them, bound to sizes by the runtime, refused
+# outside their ranges
+every = os.path.join(TMP, "every")
+subprocess.run([FUSEC, "compile", "tests/onnx/dynamic/heads.onnx", "-o", every, "-q",
+                "--dims", "batch=1..8,seq=1..64"], check=True, stdout=subprocess.DEVNULL)
+ep = fusec.load(every)
+ok("every-load", (ep.dims, ep.inputs, ep.outputs) ==
+   ([("batch", 1, 8), ("seq", 1, 64)], [("x", "f32", (None, None, 16))],
+    [("y", "f32", (None, None, 16))]), f"{ep.dims} {ep.inputs} {ep.outputs}")
+er = fusec.RtPlan(every)
+er.bind({"x": (3, 5, 16)})
+ok("every-bind", er.tensor("y") == ("f32", [3, 5, 16], 960), str(er.tensor("y")))
+try:
+    er.bind({"x": (3, 65, 16)})
+    ok("every-range", False, "no exception")
+except fusec.Error as e:
+    ok("every-range", "'seq' = 65 is outside the plan's range 1..64" in e.message, e.message)
+
 # a torch.nn.Module through torch.onnx.export, where torch is installed (not in CI)
 try:
     import torch

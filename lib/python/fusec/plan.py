@@ -189,12 +189,15 @@ def load(path):
 
 def _check(what, t, name, dt, shape, want, device=None):
     """Error unless tensor or array t has the graph's dtype `want` (numpy's or
-    torch's), shape, and (torch) device."""
+    torch's), shape (None: any size there, a plan for every size), and (torch)
+    device."""
     if device is not None and (not t.is_cuda or t.device != device):
         raise Error(1, "", 0, 0, f"{what} {name}: on {t.device}, not {device}")
     ok = t.dtype == want or (device is None and dt == "bf16" and t.dtype.itemsize == 2
                              and t.dtype.kind in "uV")
-    if not ok or tuple(t.shape) != tuple(shape):
+    fits = len(t.shape) == len(shape) and all(w is None or int(g) == w
+                                              for g, w in zip(t.shape, shape))
+    if not ok or not fits:
         raise Error(1, "", 0, 0, f"{what} {name}: dtype {t.dtype}, shape {tuple(t.shape)}; "
                     f"the graph's: {dt} ({want}), {tuple(shape)}")
 
@@ -232,11 +235,13 @@ class Plan:
             os.path.basename(os.path.normpath(path))
         self.files = sorted(f for f in os.listdir(path) if f != META
                             and os.path.isfile(os.path.join(path, f)))
-        def info(n):
+        def info(n):   # a plan for every size: None for the dims its names size
             dt, shape, _ = self._rt.tensor(n)
-            return n, dt, tuple(shape)
+            return n, dt, tuple(None if v < 0 else v for v in shape)
         self.inputs = [info(n) for n in self._rt.inputs]
         self.outputs = [info(n) for n in self._rt.outputs]
+        self.dims = self._rt.dims          # [(name, min, max)]; [] for fixed sizes
+        self._sizes = None                 # the input shapes the session is bound to
 
     @property
     def source(self):
@@ -337,6 +342,19 @@ class Plan:
             _check("out", t, n, dt, shape, _torch_dtype(dt), dev)
             if not t.is_contiguous():
                 raise Error(1, "", 0, 0, f"out {n}: not contiguous")
+        if self._rt is not None and self._rt.dims:
+            # a plan for every size: bound to these shapes; other shapes than the
+            # session's need a session of their own (buffers are allocated per size)
+            sizes = {n: tuple(int(v) for v in t.shape) for t, (n, _, _) in zip(tensors, self.inputs)}
+            if sizes != self._sizes:
+                if self.session is not None:
+                    self.session.close()
+                    self.session, self._static, self._bound = None, None, {}
+                self._rt.bind(sizes)
+                self._sizes = sizes
+        outputs = self._bound_outputs()
+        inputs = [(n, dt, self._sizes[n]) for n, dt, _ in self.inputs] if self._sizes \
+            else self.inputs
         if self.session is None:
             if self._rt is None:
                 self._rt = RtPlan(self.dir)
@@ -350,16 +368,16 @@ class Plan:
             ins = [t.contiguous() for t in tensors]
             outs = list(out) if out is not None else \
                 [torch.empty(shape, dtype=_torch_dtype(dt), device=dev)
-                 for _, dt, shape in self.outputs]
-            for t, (n, _, _) in zip(ins + outs, self.inputs + self.outputs):
+                 for _, dt, shape in outputs]
+            for t, (n, _, _) in zip(ins + outs, self.inputs + outputs):
                 self._bind(n, t)
             self.session.run_async(stream.cuda_stream)
             return outs
         if self._static is None:
             self._static = tuple([torch.empty(shape, dtype=_torch_dtype(dt), device=dev)
-                                  for _, dt, shape in ts] for ts in (self.inputs, self.outputs))
+                                  for _, dt, shape in ts] for ts in (inputs, outputs))
         ins, outs = self._static
-        for t, (n, _, _) in zip(ins + outs, self.inputs + self.outputs):
+        for t, (n, _, _) in zip(ins + outs, self.inputs + outputs):
             self._bind(n, t)
         for s, t in zip(ins, tensors):
             s.copy_(t)
@@ -369,6 +387,13 @@ class Plan:
         for o, s in zip(out, outs):
             o.copy_(s)
         return list(out)
+
+    def _bound_outputs(self):
+        """The outputs with their shapes at the bound sizes (those of a plan of
+        fixed sizes as they are)."""
+        if self._rt is None or not self._rt.dims:
+            return self.outputs
+        return [(n, dt, tuple(self._rt.tensor(n)[1])) for n, dt, _ in self.outputs]
 
     def save(self, path):
         """Copy the plan's folder (plan, PTX, weights, source/ when the graph was

@@ -40,6 +40,14 @@ def _runtime():
                                                        ctypes.POINTER(ctypes.c_int64),
                                                        ctypes.POINTER(ctypes.c_size_t), err]),
                 ("fusecrt_plan_arch", ctypes.c_char_p, [_P]),
+                ("fusecrt_plan_ndims", ctypes.c_int, [_P]),
+                ("fusecrt_plan_dim", ctypes.c_char_p, [_P, ctypes.c_int,
+                                                       ctypes.POINTER(ctypes.c_int64),
+                                                       ctypes.POINTER(ctypes.c_int64)]),
+                ("fusecrt_plan_bind", ctypes.c_int, [_P, ctypes.c_int,
+                                                     ctypes.POINTER(ctypes.c_char_p),
+                                                     ctypes.POINTER(ctypes.c_int),
+                                                     ctypes.POINTER(ctypes.c_int64), err]),
                 ("fusecrt_session_open", _P, [_P, ctypes.c_int, err]),
                 ("fusecrt_session_close", None, [_P]),
                 ("fusecrt_session_arch", ctypes.c_char_p, [_P]),
@@ -61,7 +69,9 @@ def _runtime():
 
 class RtPlan:
     """A compiled plan (a folder or a NAME.plan.json): inputs, outputs, arch,
-    tensor(name) -> (dtype, shape, bytes), session(device)."""
+    tensor(name) -> (dtype, shape, bytes), session(device); dims, [(name, min, max)]
+    of a plan for every size, which bind({input: shape}) binds (a shape's -1 dims
+    in tensor() until then)."""
 
     def __init__(self, path):
         e = _RtError()
@@ -74,6 +84,24 @@ class RtPlan:
         self.outputs = [rt.fusecrt_plan_output(self._h, i).decode()
                         for i in range(rt.fusecrt_plan_noutputs(self._h))]
         self.arch = rt.fusecrt_plan_arch(self._h).decode()
+        self.dims = []
+        for i in range(rt.fusecrt_plan_ndims(self._h)):
+            lo, hi = ctypes.c_int64(), ctypes.c_int64()
+            name = rt.fusecrt_plan_dim(self._h, i, ctypes.byref(lo), ctypes.byref(hi))
+            self.dims.append((name.decode(), lo.value, hi.value))
+
+    def bind(self, shapes):
+        """Bind a plan for every size to the shapes of its inputs ({name: shape})."""
+        n = len(shapes)
+        names = (ctypes.c_char_p * max(n, 1))(*[k.encode() for k in shapes])
+        ranks = (ctypes.c_int * max(n, 1))(*[len(s) for s in shapes.values()])
+        dims = (ctypes.c_int64 * (8 * max(n, 1)))()
+        for k, s in enumerate(shapes.values()):
+            for j, v in enumerate(s):
+                dims[8 * k + j] = v
+        e = _RtError()
+        if _runtime().fusecrt_plan_bind(self._h, n, names, ranks, dims, ctypes.byref(e)):
+            e.raise_()
 
     def tensor(self, name):
         dt, rank, dims, n = ctypes.c_char_p(), ctypes.c_int(), (ctypes.c_int64 * 8)(), ctypes.c_size_t()
