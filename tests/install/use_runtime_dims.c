@@ -9,6 +9,25 @@
 
 #include <fusecrt.h>
 
+/* "WHAT: NAME DTYPE [D,D,...] N bytes" for each output: 0, or 1 on an error. */
+static int print_outputs(const fusecrt_plan *p, const char *what)
+{
+	for (int i = 0; i < fusecrt_plan_noutputs(p); i++) {
+		const char *out = fusecrt_plan_output(p, i), *dt;
+		int r;
+		int64_t d[8];
+		size_t bytes;
+		fusecrt_error e;
+		if (fusecrt_plan_tensor(p, out, &dt, &r, d, &bytes, &e))
+			return 1;
+		printf("%s: %s %s [", what, out, dt);
+		for (int j = 0; j < r; j++)
+			printf("%s%lld", j ? "," : "", (long long)d[j]);
+		printf("] %zu bytes\n", bytes);
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	fusecrt_error e;
@@ -24,18 +43,8 @@ int main(int argc, char **argv)
 		const char *name = fusecrt_plan_dim(p, i, &lo, &hi);
 		printf("dim %s %lld..%lld\n", name, (long long)lo, (long long)hi);
 	}
-	for (int i = 0; fusecrt_plan_ndims(p) && i < fusecrt_plan_noutputs(p); i++) {
-		const char *out = fusecrt_plan_output(p, i), *dt;
-		int r;
-		int64_t d[8];
-		size_t bytes;
-		if (fusecrt_plan_tensor(p, out, &dt, &r, d, &bytes, &e))
-			return 1;
-		printf("unbound: %s %s [", out, dt);
-		for (int j = 0; j < r; j++)
-			printf("%s%lld", j ? "," : "", (long long)d[j]);
-		printf("] %zu bytes\n", bytes);
-	}
+	if (fusecrt_plan_ndims(p) && print_outputs(p, "unbound"))
+		return 1;
 	int rc = 0;
 	for (int a = 2; a < argc; a++) {
 		char name[64];
@@ -54,18 +63,10 @@ int main(int argc, char **argv)
 			rc = 1;
 			continue;
 		}
-		for (int i = 0; i < fusecrt_plan_noutputs(p); i++) {
-			const char *out = fusecrt_plan_output(p, i), *dt;
-			int r;
-			int64_t d[8];
-			size_t bytes;
-			if (fusecrt_plan_tensor(p, out, &dt, &r, d, &bytes, &e))
-				return 1;
-			printf("bind %s: %s %s [", argv[a], out, dt);
-			for (int j = 0; j < r; j++)
-				printf("%s%lld", j ? "," : "", (long long)d[j]);
-			printf("] %zu bytes\n", bytes);
-		}
+		char what[128];
+		snprintf(what, sizeof what, "bind %s", argv[a]);
+		if (print_outputs(p, what))
+			return 1;
 	}
 	fusecrt_plan_free(p);
 	return rc;
