@@ -71,7 +71,7 @@ static const char compile_usage[] =
 	"  --trust-cache-dir      use the cache folder even when other users can write\n"
 	"                         it (a shared cache; or FUSEC_TRUST_CACHE_DIR=1)\n"
 	"  --shape-buckets N      a plan for every size of named dims: N ranges of\n"
-	"                         sizes (1 to 4, default 1), each dim's range halved\n"
+	"                         sizes (1 to 4, default 3), each dim's range halved\n"
 	"                         from the top for each, and each range's kernels and\n"
 	"                         launches made at sizes in it; fusec-run takes the\n"
 	"                         narrowest range that holds the inputs' sizes\n"

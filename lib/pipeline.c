@@ -25,7 +25,7 @@ void pl_default_options(PlOptions *o)
 	snprintf(o->arch[0], sizeof o->arch[0], "%s", CG_DEFAULT_ARCH);
 	o->narch = 1;
 	o->weights = true;
-	o->buckets = 1;
+	o->buckets = 3;
 }
 
 bool pl_is_onnx(const char *path)

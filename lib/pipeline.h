@@ -58,7 +58,8 @@ typedef struct {
 	const char *keep_f32;     /* and of --keep-f32 LIST, or NULL */
 	void (*progress)(const char *phase, int done, int total);  /* PlanFileInfo.progress */
 	int buckets;              /* a plan for every size: its ranges of sizes, each lowered
-				   * at its own probe sizes (--shape-buckets; 1..CG_MAX_BUCKETS) */
+				   * at its own probe sizes (--shape-buckets; 1..CG_MAX_BUCKETS,
+				   * default 3) */
 } PlOptions;
 
 /* A compile's products. */
