@@ -64,6 +64,12 @@ static int imp_symbol(Imp *m, const char *name, int64_t *v)
 			hi = lk->ranges[r].hi;
 			e->used[r] = true;
 		}
+	/* a name --input-shape fixes in another input is that size here too */
+	for (int k = 0; k < e->nfixed; k++)
+		if (!strcmp(e->fixed_name[k], name)) {
+			*v = e->fixed[k];
+			return -1;
+		}
 	if (lo == hi) {
 		*v = lo;
 		return -1;
@@ -491,6 +497,28 @@ static int import_graph(Imp *m, const Onnx__GraphProto *gp)
 	}
 	if (check_shape_names(m, gp))
 		return -1;
+	/* a model read for every size: the dim_params --input-shape fixes, by name */
+	for (size_t i = 0; m->every && i < gp->n_input; i++) {
+		const Onnx__ValueInfoProto *vi = gp->input[i];
+		const Onnx__TypeProto *tp = vi->type;
+		if (!vi->name || !tp || tp->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE ||
+		    !tp->tensor_type || !tp->tensor_type->shape)
+			continue;
+		const Onnx__TensorShapeProto *sh = tp->tensor_type->shape;
+		for (int k = 0; k < m->opt->nshapes; k++) {
+			const OnnxInputShape *f = &m->opt->shapes[k];
+			if (strcmp(f->name, vi->name) || (size_t)f->rank != sh->n_dim)
+				continue;
+			for (size_t j = 0; j < sh->n_dim && m->every->nfixed < IR_SYM_MAX * 4; j++) {
+				const Onnx__TensorShapeProto__Dimension *dm = sh->dim[j];
+				if (dm->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM &&
+				    dm->dim_param && dm->dim_param[0]) {
+					m->every->fixed_name[m->every->nfixed] = dm->dim_param;
+					m->every->fixed[m->every->nfixed++] = f->dim[j];
+				}
+			}
+		}
+	}
 	for (size_t i = 0; i < gp->n_input; i++) {
 		const Onnx__ValueInfoProto *vi = gp->input[i];
 		if (bad_name(vi->name))

@@ -923,9 +923,15 @@ H(h_range)
 	 * head of the range as long as its largest size, cut in the graph (a slice,
 	 * which every.c makes that size) */
 	int64_t len = n;
-	for (int k = 0; m->every && k < m->every->nsym; k++)
-		if (n == m->every->probe[k] && m->every->hi[k] > n && m->every->hi[k] <= (1 << 20))
-			len = m->every->hi[k];
+	for (int k = 0; m->every && k < m->every->nsym; k++) {
+		if (n != m->every->probe[k] || m->every->hi[k] <= n)
+			continue;
+		if (m->every->hi[k] > (1 << 20))
+			return imp_fail(m, "a range as long as dim_param '%.60s' is made as long as its "
+					"largest size, which must be at most 2^20: give it a range "
+					"(--dims %.60s=LO..HI)", m->every->name[k], m->every->name[k]);
+		len = m->every->hi[k];
+	}
 	Val *v = ob_kfull(m, t, 1, &len, 0);
 	if (!v)
 		return -1;

@@ -64,6 +64,10 @@ typedef struct {
 	int8_t *insym;               /* per tensor id below cin: IR_MAX_RANK symbols, -1 none */
 	int cin;
 	bool used[2 * IR_SYM_MAX];   /* which --dims ranges name a dim_param */
+	/* dim_params an --input-shape fixes in some input: that size in every input */
+	const char *fixed_name[4 * IR_SYM_MAX];
+	int64_t fixed[4 * IR_SYM_MAX];
+	int nfixed;
 } OnnxEvery;
 
 /* Give ga (the model imported at ea's probes) its expressions (Graph.sym), from gb,

@@ -415,3 +415,18 @@ check dyn-log 0 "$FUSEC" compile "$TMP/mlp.yaml" -o "$TMP/ml" --no-cache --log f
 	contains dyn-log-shape "$TMP/err" "t0(x):f32[batch,seq,64]  t2(x2):f32[batch*seq,64]"
 check dyn-explain-onnx 0 "$FUSEC" explain "$OD/heads.onnx" --dims batch=1..8,seq=1..64 &&
 	contains dyn-explain-onnx-head "$TMP/out" "for every batch in 1..8, seq in 1..64 (built at batch=7, seq=61)"
+# --input-shape of one input fixes its dim_params in every input (attention_mask's
+# batch and seq are input_ids' too): a plan of fixed sizes, as onnxruntime computes
+check dyn-onnx-fix-one 0 "$FUSEC" compile "$OD/bert_micro.onnx" -o "$TMP/of1" --no-cache \
+	--dims batch=1..8,seq=1..64 --input-shape attention_mask=3x7 &&
+	contains dyn-onnx-fix-one-line "$TMP/err" "fusec: compiled bert_micro: 89 ops" &&
+	contains dyn-onnx-fix-one-plan "$TMP/of1/bert_micro.plan.json" '"format":"fusec-plan/1"'
+check dyn-onnx-fix-one-run 0 "$FUSEC" run "$OD/bert_micro.onnx" --backend cpu --check \
+	--input-shape attention_mask=3x7 --inputs "$OD/micro/bert_3x7" --outputs "$TMP/of1o" &&
+	check dyn-onnx-fix-one-ort 0 "$PY" -c 'import sys, numpy as np
+a, b = np.load(sys.argv[1]), np.load(sys.argv[2])
+sys.exit(0 if a.shape == b.shape and np.abs(a - b).max() < 1e-5 else 1)' \
+		"$TMP/of1o/last_hidden_state.npy" "$OD/micro/bert_3x7/last_hidden_state.npy"
+# a Range as long as a dim without a range cannot be cut from a finite one
+check dyn-onnx-range-unbounded 1 "$FUSEC" compile "$OD/bert_micro.onnx" -o "$TMP/oru" --dims seq=1..64
+contains dyn-onnx-range-unbounded-msg "$TMP/err" "a range as long as dim_param 'batch' is made as long as its largest size, which must be at most 2^20: give it a range (--dims batch=LO..HI)"
