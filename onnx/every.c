@@ -6,11 +6,14 @@
  * probe size (import_every_size in import.c), and the two graphs are compared here:
  *  - they must have the same ops on the same tensors, with the same attributes
  *    except sizes;
- *  - a size in a reshape's or an expand's shape that differs between the two is a
- *    symbol when it is that symbol's probe in both; a reshape's entry that is a
- *    product of them is written -1, for the shape rule to infer (one per reshape);
- *  - a constant that differs depends on the sizes (a Range over the sequence, a
- *    mask as long as it): refused, named;
+ *  - a size in a reshape's or an expand's shape, or a slice's length, that differs
+ *    between the two is a symbol when it is that symbol's probe in both, or a
+ *    product of them and a number (found by factoring over the probes, which are
+ *    primes: IrSymbolic.aexpr); else a reshape's entry is written -1, for the
+ *    shape rule to infer (one per reshape);
+ *  - a constant, a scalar or any other attribute that differs depends on the
+ *    sizes in a way the plan cannot follow: refused, named (the importer keeps
+ *    the common cases in the graph instead: values.c, builders.c, ops.c);
  * then the shape rules over expressions (ir/infer_sym.c) give every tensor its
  * dims, which must also be the second graph's at the second probe sizes. */
 #include <stdarg.h>
@@ -38,13 +41,16 @@ static int fail(Diag *d, const Graph *g, int op, const char *fmt, ...)
 	return -1;
 }
 
-/* Whether two ops' attributes agree in everything but their sizes (shape, range). */
+/* Whether two ops' attributes agree in everything but their sizes (shape, range);
+ * numbers bit for bit (a NaN fill is the same NaN in both imports). */
 static bool same_but_sizes(const Attrs *a, const Attrs *b)
 {
 	if (!a || !b)
 		return a == b;
-	return a->has == b->has && a->scalar == b->scalar && a->min == b->min &&
-	       a->max == b->max && a->dtype == b->dtype && a->axis == b->axis && a->n == b->n &&
+	return a->has == b->has && !memcmp(&a->scalar, &b->scalar, sizeof a->scalar) &&
+	       !memcmp(&a->min, &b->min, sizeof a->min) &&
+	       !memcmp(&a->max, &b->max, sizeof a->max) && a->dtype == b->dtype &&
+	       a->axis == b->axis && a->n == b->n &&
 	       !memcmp(a->axes, b->axes, sizeof a->axes) &&
 	       !memcmp(a->stride, b->stride, sizeof a->stride) &&
 	       !memcmp(a->padding, b->padding, sizeof a->padding) &&
@@ -179,7 +185,7 @@ static int compare(Diag *d, Graph *ga, const Graph *gb, const OnnxEvery *ea, con
 		if (!same_op(a, b))
 			return fail(d, ga, i, "the model's ops depend on the sizes of its "
 				    "dim_params (at other sizes this op differs)");
-		if (a->attr && b->attr && a->attr->scalar != b->attr->scalar)
+		if (a->attr && b->attr && memcmp(&a->attr->scalar, &b->attr->scalar, sizeof(double)))
 			return fail(d, ga, i, "its scalar, %g here and %g at other sizes, is computed "
 				    "from the sizes of the dim_params (a size used as a value)",
 				    a->attr->scalar, b->attr->scalar);

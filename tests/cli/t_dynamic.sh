@@ -325,6 +325,8 @@ done
 check dyn-onnx-double 1 "$FUSEC" compile "$OD/double.onnx" -o "$TMP/om" --dims batch=1..8,seq=1..64
 contains dyn-onnx-double-msg "$TMP/err" "constant 'r' is computed from the sizes of the dim_params"
 test ! -e "$TMP/om" && pass=$((pass + 1)) || { echo "FAIL dyn-onnx-double-nothing-written"; fail=$((fail + 1)); }
+check dyn-onnx-recip 1 "$FUSEC" compile "$OD/recip.onnx" -o "$TMP/om" --dims batch=1..8,seq=1..64
+contains dyn-onnx-recip-msg "$TMP/err" "ops[0] 'y' → y: its scalar, 0.0163934 here and 0.0169492 at other sizes, is computed from the sizes of the dim_params (a size used as a value)"
 check dyn-onnx-slice-past 1 "$FUSEC" compile "$OD/slice.onnx" -o "$TMP/os" --dims batch=1..8,seq=1..65
 contains dyn-onnx-slice-past-msg "$TMP/err" "ops[0] 'cut' → cut (slice): dim 1 takes seq of its 64 from 0: give the named dims ranges it fits (--dims)"
 check dyn-onnx-outside 1 "$FUSEC" run "$OD/cls.onnx" --backend cpu --dynamic --dims batch=1..64,seq=1..60 \

@@ -18,6 +18,8 @@ Test-only: numpy and onnx from PyPI (docs/onnx.md).
               value, counted in the graph
   double.onnx Concat(x, x)[batch, 2*seq] + Range(0, 2*seq): a range as long as a
               product of a size (refused)
+  recip.onnx  x[batch,seq] * (1 / Cast(Shape(x)[1])): a value made from a size
+              that is not one (refused)
 
 bert_micro.onnx and llama_micro.onnx are transformers' BertModel (with its padding
 mask) and LlamaModel of one layer, hidden 16, exported by torch.onnx.export with
@@ -153,6 +155,17 @@ def double():
          [oh.make_tensor_value_info("y", T.FLOAT, ["batch", "2*seq"])])
 
 
+def recip():
+    inits = [const("i1", np.int64(1)), const("one", np.float32(1))]
+    n = [oh.make_node("Shape", ["x"], ["s"]),
+         oh.make_node("Gather", ["s", "i1"], ["len"], axis=0),
+         oh.make_node("Cast", ["len"], ["lenf"], to=T.FLOAT),
+         oh.make_node("Div", ["one", "lenf"], ["inv"]),
+         oh.make_node("Mul", ["x", "inv"], ["y"])]
+    save("recip", n, inits, [oh.make_tensor_value_info("x", T.FLOAT, ["batch", "seq"])],
+         [oh.make_tensor_value_info("y", T.FLOAT, ["batch", "seq"])])
+
+
 def micro_refs():
     import onnxruntime as ort
     r = np.random.default_rng(1)
@@ -177,6 +190,7 @@ heads()
 cls()
 mean()
 double()
+recip()
 micro_refs()
 ranged()
 sliced()
