@@ -547,12 +547,10 @@ static int bind_sizes(const Options *o, RtPlan *pl, Diag *d)
 	return rt_plan_bind_npy(pl, o->inputs, d) == RT_OK ? 0 : -1;
 }
 
-static int run_main(int argc, char **argv)
+static int run_options(Options *op)
 {
-	Options o;
-	int rc = parse_args(argc, argv, &o);
-	if (rc != EXIT_OK)
-		return rc;
+	Options o = *op;
+	int rc;
 	Diag d;
 	RtPlan *pl = rt_plan_load(o.plan, &d);
 	if (!pl)
@@ -575,6 +573,16 @@ static int run_main(int argc, char **argv)
 	if (rc != EXIT_OK)
 		return report(&d, rc);
 	return EXIT_OK;
+}
+
+static int run_main(int argc, char **argv)
+{
+	Options o;
+	int rc = parse_args(argc, argv, &o);
+	if (rc == EXIT_OK)
+		rc = run_options(&o);
+	arena_free(o.names);   /* the --input-shape names */
+	return rc;
 }
 
 int main(int argc, char **argv)
