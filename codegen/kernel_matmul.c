@@ -23,8 +23,8 @@
  *   matmul_simt.c      SIMT FMAs (f32);
  *   matmul_stage.c     a K step's stage: operand layout, stage loads, its compute;
  *   matmul_epilogue.c  the epilogue and the split-K combine;
- *   matmul_kernel.c    the loop over output tiles and its K pipeline, the gemv loop
- *                      (tiny M);
+ *   matmul_kernel.c    the loop over output tiles and its K pipeline
+ *   matmul_gemv.c      tiny M: the gemv loop over output tiles, its split-K;
  *   matmul_depthwise.c a depthwise conv channels last: no tile, lanes of channels
  *                      a thread, the matmul's epilogue contract;
  *   matmul_attention.c the attention op as one flash kernel: two tile builders

@@ -46,7 +46,7 @@ enum {
 	MM_THREADS = CG_MM_THREADS, /* = CG_BLOCK, the kernels' maxntid (launch_rule.h) */
 	MM_SMEM_STATIC = 48 * 1024, /* static shared memory limit; above it, dynamic */
 	MM_WG_ALIGN = 1024,      /* wgmma's 128-byte swizzle repeats every 1024 bytes */
-	MM_GEMV_COLS = 2,        /* gemv: columns per thread (matmul_kernel.c) */
+	MM_GEMV_COLS = 2,        /* gemv: columns per thread (matmul_gemv.c) */
 	MM_GEMV_WARPS = MM_THREADS / 32,
 	MM_EPI_V = 8,            /* epilogue: consecutive columns per thread and step */
 	MM_EPI_PAD = 8,          /* floats after each staged row: no bank conflicts */
@@ -65,7 +65,8 @@ typedef struct {
 	bool tc;                 /* tensor cores (f16/bf16, or tf32) or SIMT FMA (f32) */
 	bool tf32;               /* tc over f32 operands rounded to tf32 (--allow-tf32) */
 	bool gemv;               /* tiny M: BM rows x BN columns per block, K split over
-				    the 8 warps (bk = 8), summed in warp order */
+				    the 8 warps (bk = 8), summed in warp order, and
+				    with `split` over blocks */
 	int min_blocks;          /* blocks per SM to ask of ptxas (minnctapersm), 0: none */
 	int bm, bn, bk;          /* block tile */
 	int wm, wn;              /* tc: warps along M and N (wm * wn = 8) */
@@ -353,10 +354,10 @@ void mm_epi_walk(Mm *x, int h, const int *wr, int nw);
 LLVMBasicBlockRef mm_split_combine(Mm *x, LLVMValueRef tile, LLVMValueRef split,
 				   LLVMValueRef total);
 
-/* ---- matmul_kernel.c, matmul_attention.c, matmul_depthwise.c: the kernels ---- */
+/* ---- matmul_kernel.c, matmul_gemv.c, matmul_attention.c, matmul_depthwise.c ---- */
 
 /* The kernel body of a tile configuration (after the frame made the function), and
- * the gemv configuration's loop over output tiles (tiny M). */
+ * the gemv configurations' loop over output tiles (tiny M, matmul_gemv.c). */
 int mm_tile_kernel(CgKb *kb, const MmConfig *c, const int *wr, int nw);
 void mm_gemv_tile_loop(Mm *x, LLVMValueRef block, LLVMValueRef nblocks, const int *wr,
 		       int nw);

@@ -1,7 +1,7 @@
 /* matmul_kernel.c: the tiled matmul kernel (mm_tile_kernel; cg_matmul_tiled in
  * matmul_pick.c hands it the tile configurations): its storage, the loop over output
  * tiles with the K pipeline in two copies (both operands copied by whole chunks, or
- * not), and the gemv configuration's own loop for tiny M. A stage's loads and compute
+ * not); tiny M takes the gemv loop (matmul_gemv.c). A stage's loads and compute
  * are matmul_stage.c's, the epilogue and the split-K combine matmul_epilogue.c's,
  * the rest the builder's primitives (matmul_tile.c).
  *
@@ -38,7 +38,7 @@
  * in front of the matmul): mm_operand_layout (matmul_stage.c) turns the view into
  * strides of the tensor it reads; an operand whose rows are contiguous (transposed)
  * is kept transposed in shared memory and read with the other ldmatrix form. Tiny M
- * (M <= 16) takes the gemv configuration (below); --allow-tf32 the tf32
+ * (M <= 16) takes the gemv configurations (matmul_gemv.c); --allow-tf32 the tf32
  * configurations (matmul_mma.c). */
 #include <stdlib.h>
 #include <string.h>
@@ -172,129 +172,6 @@ static void tile_loop(Mm *x, LLVMValueRef block, LLVMValueRef nblocks, const int
 		LLVMPositionBuilderAtEnd(x->b, after);
 	}
 	/* nobody refills shared memory for the next tile before everyone is done */
-	mm_barrier(x);
-	cg_loop_end(kb, &lt_);
-}
-
-/* ---- tiny M: the gemv configuration ---------------------------------------------
- *
- * A block takes BM (16) rows x BN (64) columns of the output. Thread (warp w, lane l)
- * owns columns 2l and 2l+1 of the tile for all BM rows and sums k = w, w + 8, w + 16
- * ... in order: B is read once, coalesced (a warp reads 64 consecutive columns of a
- * row of B), and the A element of a row is one broadcast load. Rows past M end the
- * thread's row loop early, so M = 1 costs one row. Then every warp writes its
- * partial tile to shared memory and the threads sum the 8 partials of each element
- * in warp order: the reduction order is fixed by the configuration alone (no
- * atomics, no dependence on block order), and the epilogue runs as for the other
- * tiles from the summed tile (MM_GEMV_COLS, MM_GEMV_WARPS: matmul.h). */
-
-/* Element (row, col) of operand w of the current tile's batch, from global memory,
- * as f32 (row, col inside the operand). */
-static LLVMValueRef gload(Mm *x, int w, LLVMValueRef row, LLVMValueRef col)
-{
-	CgModule *m = x->kb->m;
-	LLVMValueRef off = mm_add(x, x->base[w], mm_add(x, mm_mul(x, row, x->ost[w][x->rank - 2]),
-						 mm_mul(x, col, x->ost[w][x->rank - 1])));
-	LLVMTypeRef rt = mm_raw_type(x);
-	LLVMValueRef v = LLVMBuildLoad2(x->b, rt, LLVMBuildGEP2(x->b, rt, x->src[w], &off, 1, ""), "");
-	LLVMSetAlignment(v, (unsigned)x->es);
-	if (x->dt == DT_F32)
-		return LLVMBuildBitCast(x->b, v, m->t_f32, "");
-	if (x->dt == DT_F16)
-		return LLVMBuildFPExt(x->b, LLVMBuildBitCast(x->b, v, m->t_f16, ""), m->t_f32, "");
-	v = LLVMBuildShl(x->b, LLVMBuildZExt(x->b, v, m->t_i32, ""), mm_i32c(x, 16), "");
-	return LLVMBuildBitCast(x->b, v, m->t_f32, "");
-}
-
-/* Byte offset of warp w's partial of tile element (row, col): after the staged tile. */
-static LLVMValueRef gemv_partial(Mm *x, LLVMValueRef w, LLVMValueRef row, LLVMValueRef col)
-{
-	const MmConfig *c = x->c;
-	int base = c->bm * (c->bn + MM_EPI_PAD) * 4;
-	LLVMValueRef i = mm_add(x, mm_mulc(x, mm_add(x, mm_mulc(x, w, c->bm), row), c->bn), col);
-	return mm_smem_at(x, mm_to_ot(x, mm_addc(x, mm_mulc(x, i, 4), base)));
-}
-
-void mm_gemv_tile_loop(Mm *x, LLVMValueRef block, LLVMValueRef nblocks, const int *wr, int nw)
-{
-	CgKb *kb = x->kb;
-	CgModule *m = kb->m;
-	const MmConfig *c = x->c;
-	LLVMValueRef nb, ntm, ntn;
-	LLVMValueRef per_batch = mm_tile_grid(x, &nb, &ntm, &ntn);
-	CgLoop lt_;
-	cg_loop_begin(kb, &lt_, block, mm_mul(x, nb, per_batch), nblocks);
-	kb->nmemo = 0;
-	LLVMValueRef t = lt_.i;
-	LLVMValueRef f = LLVMBuildUDiv(x->b, t, per_batch, "");
-	LLVMValueRef within = LLVMBuildURem(x->b, t, per_batch, "");
-	x->m0 = mm_mulc(x, LLVMBuildUDiv(x->b, within, ntn, ""), c->bm);
-	x->n0 = mm_mulc(x, LLVMBuildURem(x->b, within, ntn, ""), c->bn);
-	mm_tile_batch(x, f);
-	LLVMValueRef rows = mm_min64(x, LLVMBuildSub(x->b, x->M, x->m0, ""), mm_i64c(x, c->bm));
-
-	/* every thread: its columns of every row, over its share of K */
-	LLVMValueRef tid = mm_phase_begin(x);
-	LLVMValueRef warp = mm_udivc(x, tid, 32), lane = mm_uremc(x, tid, 32);
-	for (int e = 0; e < x->nacc; e++)
-		mm_acc_store(x, mm_i64c(x, e), LLVMConstReal(m->t_f32, 0));
-	LLVMValueRef col[MM_GEMV_COLS], cok[MM_GEMV_COLS];
-	for (int j = 0; j < MM_GEMV_COLS; j++) {
-		col[j] = mm_add(x, x->n0, mm_addc(x, mm_mulc(x, lane, MM_GEMV_COLS), j));
-		cok[j] = mm_lt(x, col[j], x->N);
-	}
-	CgLoop lk;
-	cg_loop_begin(kb, &lk, warp, x->K, mm_i64c(x, MM_GEMV_WARPS));
-	LLVMValueRef bv[MM_GEMV_COLS];
-	for (int j = 0; j < MM_GEMV_COLS; j++) {
-		LLVMValueRef cc = LLVMBuildSelect(x->b, cok[j], col[j], mm_i64c(x, 0), "");
-		bv[j] = LLVMBuildSelect(x->b, cok[j], gload(x, 1, lk.i, cc),
-					LLVMConstReal(m->t_f32, 0), "");
-	}
-	LLVMBasicBlockRef bend = LLVMAppendBasicBlockInContext(m->ctx, kb->fn, "gemv.rows");
-	for (int i = 0; i < c->bm; i++) {
-		LLVMBasicBlockRef brow = LLVMAppendBasicBlockInContext(m->ctx, kb->fn, "gemv.row");
-		LLVMBuildCondBr(x->b, mm_lt(x, mm_i64c(x, i), rows), brow, bend);
-		LLVMPositionBuilderAtEnd(x->b, brow);
-		LLVMValueRef a = gload(x, 0, mm_addc(x, x->m0, i), lk.i);
-		for (int j = 0; j < MM_GEMV_COLS; j++) {
-			LLVMValueRef e = mm_i64c(x, i * MM_GEMV_COLS + j);
-			LLVMValueRef args[3] = {a, bv[j], mm_acc_load(x, e)};
-			mm_acc_store(x, e, mm_intrinsic(x, "llvm.fmuladd.f32", &m->t_f32, 1, args, 3));
-		}
-	}
-	LLVMBuildBr(x->b, bend);
-	LLVMPositionBuilderAtEnd(x->b, bend);
-	cg_loop_end(kb, &lk);
-	/* the partial tile of this warp */
-	for (int i = 0; i < c->bm; i++)
-		for (int j = 0; j < MM_GEMV_COLS; j++) {
-			LLVMValueRef p = gemv_partial(x, warp, mm_i64c(x, i),
-						      mm_addc(x, mm_mulc(x, lane, MM_GEMV_COLS), j));
-			LLVMValueRef v = mm_acc_load(x, mm_i64c(x, i * MM_GEMV_COLS + j));
-			LLVMSetAlignment(LLVMBuildStore(x->b, v, p), 4);
-		}
-	mm_phase_end(x);
-	mm_barrier(x);
-
-	/* the 8 partials of every element, summed in warp order, staged */
-	tid = mm_phase_begin(x);
-	for (int q0 = 0; q0 < c->bm * c->bn; q0 += MM_THREADS) {
-		LLVMValueRef q = mm_addc(x, tid, q0);
-		LLVMValueRef row = mm_udivc(x, q, c->bn), cc = mm_uremc(x, q, c->bn);
-		LLVMValueRef sum = NULL;
-		for (int w = 0; w < MM_GEMV_WARPS; w++) {
-			LLVMValueRef v = LLVMBuildLoad2(x->b, m->t_f32,
-							gemv_partial(x, mm_i64c(x, w), row, cc), "");
-			LLVMSetAlignment(v, 4);
-			sum = sum ? LLVMBuildFAdd(x->b, sum, v, "") : v;
-		}
-		LLVMSetAlignment(LLVMBuildStore(x->b, sum, mm_staged(x, row, cc)), 4);
-	}
-	mm_phase_end(x);
-	mm_barrier(x);
-	mm_epi_walk(x, 0, wr, nw);
-	/* nobody writes the partials of the next tile before everyone is done */
 	mm_barrier(x);
 	cg_loop_end(kb, &lt_);
 }

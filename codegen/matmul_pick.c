@@ -47,6 +47,8 @@ enum {
 	MM_DW4 = 17, MM_DW2 = 18, MM_DW1 = 19, /* depthwise channels last */
 	MM_WGT128 = 20, MM_WGT256 = 21, /* wgmma tf32 (sm_90a, --allow-tf32) */
 	MM_ATT64 = 22, MM_ATT128 = 23,  /* the attention op (matmul_attention.c) */
+	MM_GEMVSK4 = 24, MM_GEMVSK16 = 25, /* gemv split over 4 and 16 blocks */
+	MM_GEMV_SPLIT_K = 128,   /* gemv: K a split keeps at least */
 };
 
 /* The tile-configuration table (docs/design.md, "Matmul tiles"). Index 0 is "no
@@ -69,8 +71,9 @@ static const MmConfig mm_configs[] = {
 	 * large tile takes half the K of the bf16 tiles to stay within 48 KiB */
 	{"tf32x128x128x16s3", true, true, false, 0, 128, 128, 16, 2, 4, 3, 0, false, 0, false},
 	{"tf32x64x64x32s3", true, true, false, 0, 64, 64, 32, 2, 4, 3, 0, false, 0, false},
-	/* M <= MM_GEMV_M (decode): no shared operand tiles, every dtype and arch */
-	{"gemv16x64k8", false, false, true, 0, 16, 64, 8, 0, 0, 0, 0, false, 0, false},
+	/* M <= MM_GEMV_M (decode): no shared operand tiles, every dtype and arch; 8
+	 * rows a block (M of 9 to 16 takes two rows of tiles) */
+	{"gemv8x64k8", false, false, true, 2, 8, 64, 8, 0, 0, 0, 0, false, 0, false},
 	/* long K with a wave of 128x256 tiles (G5): 64x64 warp tiles (8 ldmatrix.x4
 	 * per 32 mma), 4 stages (96 KiB), 255 registers, one block per SM */
 	{"tc128x256x32s4", true, false, false, 1, 128, 256, 32, 2, 4, 4, 0, false, 0, false},
@@ -121,6 +124,13 @@ static const MmConfig mm_configs[] = {
 	 * 24's 32x2048^2x128 562 -> 523 us (docs/benchmarks.md) */
 	{"att128x64d64", true, false, false, 2, 128, 64, 64, 8, 1, 1, 0, false, 0, true},
 	{"att128x64d128", true, false, false, 2, 128, 64, 128, 8, 1, 1, 0, false, 0, true},
+	/* gemv with K split over blocks (matmul_gemv.c): a 768-wide output of one
+	 * token is 12 tiles, 12 of 132 SMs; split, each block's summed tile goes to
+	 * the scratch and the last adds them in split order (gemv_rule). Every gemv
+	 * asks for 2 blocks per SM: 128 registers without spills for 8 rows (16
+	 * rows a block spilled there) */
+	{"gemv8x64k8sk4", false, false, true, 2, 8, 64, 8, 0, 0, 0, 4, false, 0, false},
+	{"gemv8x64k8sk16", false, false, true, 2, 8, 64, 8, 0, 0, 0, 16, false, 0, false},
 };
 enum { MM_NCONFIGS = (int)(sizeof mm_configs / sizeof mm_configs[0]) };
 
@@ -252,6 +262,17 @@ static int under_wave(DType t, bool conv, int64_t big, int64_t small, int64_t k)
 	return 2;
 }
 
+/* Tiny M: gemv over tiles of 8 x 64, K split so that the blocks come to at most two
+ * waves, each split keeping MM_GEMV_SPLIT_K of K at least. */
+static int gemv_rule(int64_t tiles, int64_t k)
+{
+	if (tiles * 16 <= 2 * MM_WAVE && k >= 16 * MM_GEMV_SPLIT_K)
+		return MM_GEMVSK16;
+	if (tiles * 4 <= 2 * MM_WAVE && k >= 4 * MM_GEMV_SPLIT_K)
+		return MM_GEMVSK4;
+	return MM_GEMV;
+}
+
 /* The share of a tile dimension of t that x fills over its ceil(x / t) tiles. */
 static double tile_fill(int64_t x, int64_t t)
 {
@@ -341,7 +362,7 @@ int cg_matmul_variant(const CgKernelSpec *s, const char *arch, bool host, bool a
 	if (t == DT_F32 && !tf32 && k <= MM_TINY_K && batch * m * n <= MM_TINY_OUT)
 		return 0;
 	if (m <= MM_GEMV_M && !conv)
-		return MM_GEMV;
+		return gemv_rule(batch * ((m + 7) / 8) * ((n + 63) / 64), k);
 	/* a conv (docs/benchmarks.md, "Convolutions as implicit GEMMs"): its planes
 	 * (N = OH*OW per image: 7x7 = 49 columns) and channels (M: 64) are often far
 	 * from multiples of the big tiles, so a 128-wide tile is taken only where it

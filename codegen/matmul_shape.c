@@ -93,9 +93,11 @@ int mm_attention_smem(const MmConfig *c, int es)
 	return (s + o) * es;
 }
 
-/* a split unit's partial: every accumulator of every thread */
+/* a split unit's partial: every accumulator of every thread (gemv: the summed tile) */
 int64_t mm_partial_bytes(const MmConfig *c)
 {
+	if (c->gemv)
+		return (int64_t)c->bm * c->bn * 4;
 	int nacc = c->tc ? (c->bm / c->wm / 16) * (c->bn / c->wn / 8) * 4 :
 		   (c->bm / 16) * (c->bn / 16);
 	return (int64_t)nacc * MM_THREADS * 4;

@@ -132,7 +132,7 @@ b12_t_128x128x64 fma64x64x16s3
 t_1x96x64 plain
 t_16x4096x64 plain
 t_16x3072x64_bias_gelu plain
-t_1x768x768 gemv16x64k8
+t_1x768x768 gemv8x64k8sk4
 t_128x128x64_bf16 tc64x64x32s3
 EOF2
 # every plan of the sweep through ptxas (when the CUDA toolkit is here)

@@ -1275,22 +1275,35 @@ typedef struct {
 static const MmCase mm_cases[] = {
 	/* f32: shapes this small (K <= 64, few outputs) run plain by the rule, so each
 	 * forces the configuration the rule gives them at larger sizes */
-	{"1x1x1", DT_F32, {0}, {0}, 1, 1, 1, "none", true, 0, false, "gemv16x64k8"},
+	{"1x1x1", DT_F32, {0}, {0}, 1, 1, 1, "none", true, 0, false, "gemv8x64k8"},
 	{"17x33x40", DT_F32, {0}, {0}, 17, 33, 40, "bias_relu", true, 0, false, "fma64x64x16s3"},
 	{"33x17x8", DT_F32, {0}, {0}, 33, 17, 8, "also_mm", true, 0, false, "fma64x64x16s3"},
 	{"127x65x17", DT_F32, {0}, {0}, 127, 65, 17, "residual_gelu", false, 0, false, "fma64x64x16s3"},
 	{"batch 3x1 by 1x2", DT_F32, {3, 1}, {1, 2}, 20, 36, 24, "bias_relu", true, 0, false, "fma64x64x16s3"},
-	{"big tiles 144 batches", DT_F32, {12, 1}, {1, 12}, 5, 9, 16, "bias_relu", true, 0, false, "gemv16x64k8"},
+	{"big tiles 144 batches", DT_F32, {12, 1}, {1, 12}, 5, 9, 16, "bias_relu", true, 0, false, "gemv8x64k8"},
 	{"big tiles 130x136x24", DT_F32, {6, 1}, {1, 6}, 130, 136, 24, "scale_cast", false, 0, false, "fma128x128x16s3"},
-	{"gemv 1x300x72", DT_F32, {0}, {0}, 1, 300, 72, "bias_relu", true, 0, false, "gemv16x64k8"},
+	{"gemv 1x300x72", DT_F32, {0}, {0}, 1, 300, 72, "bias_relu", true, 0, false, "gemv8x64k8"},
 	{"a^T 17x33x40", DT_F32, {0}, {0}, 17, 33, 40, "bias_relu", true, 1, false, "fma64x64x16s3"},
 	{"b^T 127x65x17", DT_F32, {0}, {0}, 127, 65, 17, "none", false, 2, false, "fma64x64x16s3"},
 	{"a^T b^T batch 3x1 by 1x2", DT_F32, {3, 1}, {1, 2}, 20, 36, 24, "also_mm", true, 3, false, "fma64x64x16s3"},
 	{"a^T b^T 64x64x64", DT_F32, {0}, {0}, 64, 64, 64, "none", true, 3, false, "fma64x64x16s3"},
 	{"permuted big tiles 130x136x24", DT_F32, {6, 1}, {1, 6}, 130, 136, 24, "scale_cast", false, 4, false, "fma128x128x16s3"},
-	{"gemv 16x65x33", DT_F32, {0}, {0}, 16, 65, 33, "residual_gelu", false, 0, false, "gemv16x64k8"},
-	{"gemv b^T 3x130x40 batch 2x1 by 1x3", DT_F32, {2, 1}, {1, 3}, 3, 130, 40, "bias_relu", true, 2, false, "gemv16x64k8"},
-	{"gemv a^T 9x64x1", DT_F32, {0}, {0}, 9, 64, 1, "also_mm", true, 1, false, "gemv16x64k8"},
+	{"gemv 16x65x33", DT_F32, {0}, {0}, 16, 65, 33, "residual_gelu", false, 0, false, "gemv8x64k8"},
+	{"gemv b^T 3x130x40 batch 2x1 by 1x3", DT_F32, {2, 1}, {1, 3}, 3, 130, 40, "bias_relu", true, 2, false, "gemv8x64k8"},
+	{"gemv a^T 9x64x1", DT_F32, {0}, {0}, 9, 64, 1, "also_mm", true, 1, false, "gemv8x64k8"},
+	/* gemv with K split over blocks: every count of live rows (1 to 8: the four
+	 * copies of the K loop; 12 and 16 two rows of tiles), K off the splits and the
+	 * steps a warp loads ahead (K = 37: splits of 10 and an empty last one, the
+	 * steps one at a time), N off a tile, batches
+	 * broadcast, transposed operands; the exact cases fail on any partial lost or
+	 * counted twice */
+	{"gemv split 1x70x37", DT_F32, {0}, {0}, 1, 70, 37, "bias_relu", true, 0, false, "gemv8x64k8sk4"},
+	{"gemv split 2x130x517", DT_F32, {0}, {0}, 2, 130, 517, "residual_gelu", false, 0, false, "gemv8x64k8sk4"},
+	{"gemv split 3x64x100 batch 2x1 by 1x2", DT_F32, {2, 1}, {1, 2}, 3, 64, 100, "also_mm", true, 0, false, "gemv8x64k8sk16"},
+	{"gemv split 7x65x300", DT_F32, {0}, {0}, 7, 65, 300, "none", true, 0, false, "gemv8x64k8sk16"},
+	{"gemv split b^T 12x33x90", DT_F32, {0}, {0}, 12, 33, 90, "bias_relu", true, 2, false, "gemv8x64k8sk4"},
+	{"gemv split a^T 16x40x70", DT_F32, {0}, {0}, 16, 40, 70, "scale_cast", false, 1, false, "gemv8x64k8sk16"},
+	{"gemv 5x50x45", DT_F32, {0}, {0}, 5, 50, 45, "bias_relu", true, 0, false, "gemv8x64k8"},
 	/* --allow-tf32: f32 on tensor cores, operands rounded to tf32 on the host */
 	{"tf32 1x1x1", DT_F32, {0}, {0}, 1, 1, 1, "none", true, 0, true, NULL},
 	{"tf32 17x33x40", DT_F32, {0}, {0}, 17, 33, 40, "bias_relu", true, 0, true, NULL},
@@ -1335,6 +1348,8 @@ static const MmCase mm_cases[] = {
 	{"gemv 16x65x33", DT_BF16, {0}, {0}, 16, 65, 33, "residual_gelu", false, 0, false, NULL},
 	{"gemv b^T 3x130x40 batch 2x1 by 1x3", DT_BF16, {2, 1}, {1, 3}, 3, 130, 40, "bias_relu", false, 2, false, NULL},
 	{"gemv a^T 9x64x1", DT_BF16, {0}, {0}, 9, 64, 1, "also_mm", false, 1, false, NULL},
+	{"gemv split 4x200x600", DT_BF16, {0}, {0}, 4, 200, 600, "bias_relu", false, 0, false, NULL},
+	{"gemv split 1x64x2100", DT_F16, {0}, {0}, 1, 64, 2100, "residual_gelu", false, 0, false, NULL},
 	/* tc128x256x32s4 (a wave of 128x256 tiles and K >= 2048 on the GPU): edges in
 	 * every dim, the transposed layouts, the element-chunk path */
 	{"128x256 tiles 130x260x72", DT_BF16, {2, 1}, {1, 1}, 130, 260, 72, "bias_relu", false, 0,

@@ -505,6 +505,47 @@ if __name__ == "__main__":
         mm_check_split(t)
 
 
+def mm_check_gemv(dt):
+    """The GPU check of tiny M (the gemv configurations, codegen/matmul_gemv.c; also
+    under each one forced, prepare.sh): live rows of every copy of the K loop (1, 2,
+    3, 6, 9, 16), K split over 4 and 16 blocks by the rule or not split, K off the
+    splits and the steps loaded ahead, N off a tile, broadcast batches, b stored
+    transposed, and bias + gelu or bias + residual epilogues."""
+    ins, ops, outs = {}, [], []
+    # (name, batch a, batch b, M, N, K, b transposed, epilogue)
+    cases = [("one", [], [], 1, 768, 768, False, "gelu"),
+             ("long", [], [], 3, 200, 2100, False, "residual"),
+             ("rows16", [2, 1], [1, 3], 16, 130, 600, False, "gelu"),
+             ("bt", [], [], 6, 100, 1000, True, "residual"),
+             ("odd", [], [], 9, 65, 333, False, "gelu"),
+             ("wide", [], [], 2, 4100, 520, False, "residual")]
+    for cn, ba, bb, m, n, k, bt, epi in cases:
+        nb = len(ba)
+        r = nb + 2
+        ins[cn + "_a"] = (dt, ba + [m, k])
+        ins[cn + "_b"] = (dt, bb + ([n, k] if bt else [k, n]))
+        ins[cn + "_bias"] = (dt, [1] * (r - 1) + [n])
+        b = cn + "_b"
+        if bt:
+            ops.append(op("swap_dims", [b], cn + "_bv", dims=[nb, nb + 1]))
+            b = cn + "_bv"
+        ops.append(op("matmul", [cn + "_a", b], cn + "_mm"))
+        ops.append(op("add", [cn + "_mm", cn + "_bias"], cn + "_h"))
+        if epi == "gelu":
+            ops.append(op("gelu", [cn + "_h"], cn + "_y", approximate="tanh"))
+        else:
+            ins[cn + "_res"] = (dt, [max(x, y) for x, y in zip(ba, bb)] + [m, n])
+            ops.append(op("add", [cn + "_h", cn + "_res"], cn + "_y"))
+        outs.append(cn + "_y")
+        ops.append({"op": "sync"})
+    graph("mm_check_gemv_" + dt, ins, ops, outs)
+
+
+if __name__ == "__main__":
+    for t in ["f32", "bf16"]:
+        mm_check_gemv(t)
+
+
 def g14():
     """BERT-base's attention softmax at batch 8, sequence 256, bf16: the scores
     scaled, the padding mask added (broadcast over heads and rows), softmax."""

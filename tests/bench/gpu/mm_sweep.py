@@ -5,13 +5,13 @@ width 1024), each with its epilogue, timed under every tile configuration of a
 list against torch on the same inputs. docs/benchmarks.md, "Matmul under a wave".
 
 On the build machine (no torch needed), the graphs:
-    python3 tests/bench/gpu/mm_sweep.py make DIR [--small]   # DIR/NAME.json
+    python3 tests/bench/gpu/mm_sweep.py make DIR [--small | --big | --waves | --gemv]
 then one plan folder per graph and configuration, compiled with
 FUSEC_MATMUL_TILES=CONFIG into P/CONFIG/NAME (and the rule's own into P/rule/NAME).
 
 On the GPU machine:
     python3 tests/bench/gpu/mm_sweep.py run --fusec-run G/fusec-run --graphs DIR \\
-        --plans P [--iters N] [--small]
+        --plans P [--iters N] [--small | --big | --waves | --gemv]
 prints, per graph, fusec-run's total median for every configuration folder that
 holds the graph, torch.matmul alone and torch eager (matmul + epilogue), both f32
 without TF32, and the largest relative error of fusec's output against torch.
@@ -104,8 +104,19 @@ WAVES = [("w_%dx%dx%d_bias" % (m, n, k), "f32", m, n, k, "bias")
          for n, k in ((768, 768), (2304, 768), (3072, 768), (768, 3072), (1024, 1024),
                       (4096, 1024), (1024, 4096))]
 
+# --gemv: tiny M (decode, batch-1 inference of short sequences), where one row of
+# tiles leaves most SMs idle and the loads' latency is the time: transformer widths
+# at 1, 4 and 16 tokens, f32 and bf16 (matmul_gemv.c, gemv_rule in matmul_pick.c)
+GEMV = [("v_%dx%dx%d_bias%s" % (m, n, k, "" if dt == "f32" else "_" + dt), dt, m, n, k, "bias")
+        for dt in ("f32", "bf16")
+        for m in (1, 4, 16)
+        for n, k in ((768, 768), (2304, 768), (3072, 768), (768, 3072), (4096, 4096),
+                     (11008, 4096), (4096, 11008))]
+
 
 def shapes_of(args):
+    if args.gemv:
+        return GEMV
     if args.waves:
         return WAVES
     return SMALL if args.small else BIG if args.big else SHAPES
@@ -227,10 +238,12 @@ def main():
     mk.add_argument("--small", action="store_true")
     mk.add_argument("--big", action="store_true")
     mk.add_argument("--waves", action="store_true")
+    mk.add_argument("--gemv", action="store_true")
     rn = sub.add_parser("run")
     rn.add_argument("--small", action="store_true")
     rn.add_argument("--big", action="store_true")
     rn.add_argument("--waves", action="store_true")
+    rn.add_argument("--gemv", action="store_true")
     rn.add_argument("--fusec-run", required=True)
     rn.add_argument("--graphs", required=True)
     rn.add_argument("--plans", required=True)

@@ -33,6 +33,13 @@ for g in tests/bench/gpu/mm_check_bf16.json tests/bench/gpu/mm_check_f16.json te
 		FUSEC_MATMUL_TILES=$c "$FUSEC" compile "$g" --no-cache -o "$G/plans/$n" > /dev/null
 	done
 done
+# tiny M: each gemv configuration forced on the gemv check graphs (the rule
+# splits K 4 or 16 ways or not, by the shape: matmul_gemv.c)
+for t in f32 bf16; do
+	for c in gemv8x64k8 gemv8x64k8sk4 gemv8x64k8sk16; do
+		FUSEC_MATMUL_TILES=$c "$FUSEC" compile tests/bench/gpu/mm_check_gemv_$t.json --no-cache -o "$G/plans/mm_check_gemv_${t}__$c" > /dev/null
+	done
+done
 # the conv check graphs (implicit GEMMs, codegen/matmul_conv.c) under every tile
 # configuration of their dtype (NAME__CONFIG)
 # (and the channels-last ones, conv_check_nhwc_*)

@@ -1,0 +1,234 @@
+/* matmul_gemv.c: tiny M (M <= 16, decode and batch-1 inference): the gemv
+ * configurations' loop over output tiles (mm_gemv_tile_loop; the picker's rule is
+ * matmul_pick.c's).
+ *
+ * A block takes BM (8) rows x BN (64) columns of the output, and with a split
+ * (`...skS`) one of S contiguous shares of K. Thread (warp w, lane l) owns columns
+ * 2l and 2l+1 of the tile and sums k = w, w + 8, w + 16 ... of its share: B is read
+ * once, a warp reading 64 consecutive columns of a row, and the A element of a row
+ * is one broadcast load.
+ *
+ * The time is the latency of those loads, not their bytes, so the K loop issues
+ * the loads of U steps of k (gemv_steps: 16 for up to 2 live rows, down to 4 for
+ * 8) before the first FMA, with no branch between them (the last steps of a share
+ * that U does not divide go one at a time); a column past N and a row past M read
+ * column 0 and row m0, whose sums are never stored. The tile's live rows
+ * (min(M - m0, BM)) pick one of the copies of the loop, for 1, 2, 4 or 8 rows, so
+ * M = 1 loads one A element a step, not 8.
+ *
+ * Then every warp writes its partial tile to shared memory and the threads sum the
+ * 8 partials of each element in warp order. With a split each block's summed tile
+ * goes to the scratch and the last block of the tile adds the S of them in split
+ * order (mm_split_combine). The reduction order is fixed by the configuration alone
+ * (no atomics, no dependence on block order), and the epilogue runs as for the
+ * other tiles from the summed tile (MM_GEMV_COLS, MM_GEMV_WARPS: matmul.h). */
+#include "matmul.h"
+
+enum {
+	GEMV_MAX_U = 16,
+	GEMV_MAX_ROWS = 8,      /* BM */
+};
+
+/* Steps of k loaded ahead by the copy of the K loop for R live rows: R * U A
+ * elements and U * MM_GEMV_COLS B elements held at once */
+static int gemv_steps(int R)
+{
+	return R <= 2 ? 16 : R == 4 ? 8 : 4;
+}
+
+/* Element (row, col) of operand w of the current tile's batch, from global memory,
+ * as f32 (row, col inside the operand). */
+static LLVMValueRef gload(Mm *x, int w, LLVMValueRef row, LLVMValueRef col)
+{
+	CgModule *m = x->kb->m;
+	LLVMValueRef off = mm_add(x, x->base[w], mm_add(x, mm_mul(x, row, x->ost[w][x->rank - 2]),
+						 mm_mul(x, col, x->ost[w][x->rank - 1])));
+	LLVMTypeRef rt = mm_raw_type(x);
+	LLVMValueRef v = LLVMBuildLoad2(x->b, rt, LLVMBuildGEP2(x->b, rt, x->src[w], &off, 1, ""), "");
+	LLVMSetAlignment(v, (unsigned)x->es);
+	if (x->dt == DT_F32)
+		return LLVMBuildBitCast(x->b, v, m->t_f32, "");
+	if (x->dt == DT_F16)
+		return LLVMBuildFPExt(x->b, LLVMBuildBitCast(x->b, v, m->t_f16, ""), m->t_f32, "");
+	v = LLVMBuildShl(x->b, LLVMBuildZExt(x->b, v, m->t_i32, ""), mm_i32c(x, 16), "");
+	return LLVMBuildBitCast(x->b, v, m->t_f32, "");
+}
+
+/* Byte offset of warp w's partial of tile element (row, col): after the staged tile. */
+static LLVMValueRef gemv_partial(Mm *x, LLVMValueRef w, LLVMValueRef row, LLVMValueRef col)
+{
+	const MmConfig *c = x->c;
+	int base = c->bm * (c->bn + MM_EPI_PAD) * 4;
+	LLVMValueRef i = mm_add(x, mm_mulc(x, mm_add(x, mm_mulc(x, w, c->bm), row), c->bn), col);
+	return mm_smem_at(x, mm_to_ot(x, mm_addc(x, mm_mulc(x, i, 4), base)));
+}
+
+/* U steps of k from k0 (all inside the thread's share), every load before the
+ * first FMA: accumulator r * MM_GEMV_COLS + j gains A[row r][k] * B[k][col j] in k
+ * order. A row past the tile's live rows reads row m0, a column past N column 0:
+ * their sums are never stored. */
+static void gemv_steps_at(Mm *x, int R, int U, LLVMValueRef k0, const LLVMValueRef *row,
+			  const LLVMValueRef *col)
+{
+	CgModule *m = x->kb->m;
+	LLVMValueRef a[GEMV_MAX_ROWS][GEMV_MAX_U], bv[GEMV_MAX_U][MM_GEMV_COLS];
+	for (int u = 0; u < U; u++) {
+		LLVMValueRef k = u ? mm_addc(x, k0, (int64_t)u * MM_GEMV_WARPS) : k0;
+		for (int j = 0; j < MM_GEMV_COLS; j++)
+			bv[u][j] = gload(x, 1, k, col[j]);
+		for (int r = 0; r < R; r++)
+			a[r][u] = gload(x, 0, row[r], k);
+	}
+	for (int u = 0; u < U; u++)
+		for (int r = 0; r < R; r++)
+			for (int j = 0; j < MM_GEMV_COLS; j++) {
+				LLVMValueRef e = mm_i64c(x, r * MM_GEMV_COLS + j);
+				LLVMValueRef args[3] = {a[r][u], bv[u][j], mm_acc_load(x, e)};
+				mm_acc_store(x, e, mm_intrinsic(x, "llvm.fmuladd.f32", &m->t_f32, 1, args, 3));
+			}
+}
+
+/* The K loop of a thread for R live rows of its tile (R a power of two; rows, the
+ * tile's live rows, is at most R): k from kbeg + warp to kend by MM_GEMV_WARPS, U
+ * steps an iteration while U fit, then one at a time. */
+static void gemv_k_loop(Mm *x, int R, LLVMValueRef rows, LLVMValueRef kbeg, LLVMValueRef kend,
+			LLVMValueRef warp, const LLVMValueRef *col, const LLVMValueRef *cok)
+{
+	CgKb *kb = x->kb;
+	int U = gemv_steps(R);
+	LLVMValueRef row[GEMV_MAX_ROWS], cc[MM_GEMV_COLS];
+	for (int r = 0; r < R; r++)
+		row[r] = r ? LLVMBuildSelect(x->b, mm_lt(x, mm_i64c(x, r), rows),
+					     mm_addc(x, x->m0, r), x->m0, "") : x->m0;
+	for (int j = 0; j < MM_GEMV_COLS; j++)
+		cc[j] = LLVMBuildSelect(x->b, cok[j], col[j], mm_i64c(x, 0), "");
+	/* the thread's steps: ceil((kend - start) / MM_GEMV_WARPS) from start, in
+	 * nfull groups of U and the rest */
+	LLVMValueRef start = mm_add(x, kbeg, warp);
+	LLVMValueRef has = mm_lt(x, start, kend);
+	LLVMValueRef len = LLVMBuildSelect(x->b, has, LLVMBuildSub(x->b, kend, start, ""),
+					   mm_i64c(x, 0), "");
+	LLVMValueRef nsteps = mm_ceil_div(x, len, MM_GEMV_WARPS);
+	LLVMValueRef nfull = mm_udivc(x, nsteps, U);
+	CgLoop lk;
+	cg_loop_begin(kb, &lk, mm_i64c(x, 0), nfull, mm_i64c(x, 1));
+	gemv_steps_at(x, R, U, mm_add(x, start, mm_mulc(x, lk.i, (int64_t)U * MM_GEMV_WARPS)), row, cc);
+	cg_loop_end(kb, &lk);
+	CgLoop lr;
+	cg_loop_begin(kb, &lr, mm_add(x, start, mm_mulc(x, nfull, (int64_t)U * MM_GEMV_WARPS)), kend,
+		      mm_i64c(x, MM_GEMV_WARPS));
+	gemv_steps_at(x, R, 1, lr.i, row, cc);
+	cg_loop_end(kb, &lr);
+}
+
+void mm_gemv_tile_loop(Mm *x, LLVMValueRef block, LLVMValueRef nblocks, const int *wr, int nw)
+{
+	CgKb *kb = x->kb;
+	CgModule *m = kb->m;
+	const MmConfig *c = x->c;
+	LLVMValueRef nb, ntm, ntn;
+	LLVMValueRef per_batch = mm_tile_grid(x, &nb, &ntm, &ntn);
+	LLVMValueRef total = mm_mul(x, nb, per_batch);
+	/* split-K as in the tile loop: unit u is split u % S of tile u / S, split s
+	 * takes k in [s * ks, min(K, (s + 1) * ks)), ks = ceil(K / S) */
+	int S = c->split > 1 ? c->split : 1;
+	CgLoop lt_;
+	cg_loop_begin(kb, &lt_, block, mm_mulc(x, total, S), nblocks);
+	kb->nmemo = 0;
+	LLVMValueRef t = lt_.i, split = NULL;
+	LLVMValueRef kbeg = mm_i64c(x, 0), kend = x->K;
+	if (S > 1) {
+		split = LLVMBuildURem(x->b, t, mm_i64c(x, S), "");
+		t = LLVMBuildUDiv(x->b, t, mm_i64c(x, S), "");
+		LLVMValueRef ks = mm_ceil_div(x, x->K, S);
+		kbeg = mm_mul(x, split, ks);
+		kend = mm_min64(x, mm_add(x, kbeg, ks), x->K);
+	}
+	LLVMValueRef f = LLVMBuildUDiv(x->b, t, per_batch, "");
+	LLVMValueRef within = LLVMBuildURem(x->b, t, per_batch, "");
+	x->m0 = mm_mulc(x, LLVMBuildUDiv(x->b, within, ntn, ""), c->bm);
+	x->n0 = mm_mulc(x, LLVMBuildURem(x->b, within, ntn, ""), c->bn);
+	mm_tile_batch(x, f);
+	LLVMValueRef rows = mm_min64(x, LLVMBuildSub(x->b, x->M, x->m0, ""), mm_i64c(x, c->bm));
+
+	/* every thread: its columns of every row, over its share of K */
+	LLVMValueRef tid = mm_phase_begin(x);
+	LLVMValueRef warp = mm_udivc(x, tid, 32), lane = mm_uremc(x, tid, 32);
+	int nacc = c->bm * MM_GEMV_COLS;
+	for (int e = 0; e < nacc; e++)
+		mm_acc_store(x, mm_i64c(x, e), LLVMConstReal(m->t_f32, 0));
+	LLVMValueRef col[MM_GEMV_COLS], cok[MM_GEMV_COLS];
+	for (int j = 0; j < MM_GEMV_COLS; j++) {
+		col[j] = mm_add(x, x->n0, mm_addc(x, mm_mulc(x, lane, MM_GEMV_COLS), j));
+		cok[j] = mm_lt(x, col[j], x->N);
+	}
+	/* the copy of the K loop for the tile's live rows */
+	LLVMBasicBlockRef bjoin = LLVMAppendBasicBlockInContext(m->ctx, kb->fn, "gemv.summed");
+	for (int R = 1; R <= c->bm; R *= 2) {
+		LLVMBasicBlockRef bthis = LLVMAppendBasicBlockInContext(m->ctx, kb->fn, "gemv.rows");
+		LLVMBasicBlockRef bnext = R < c->bm ?
+			LLVMAppendBasicBlockInContext(m->ctx, kb->fn, "gemv.more") : NULL;
+		if (bnext)
+			LLVMBuildCondBr(x->b, mm_lt(x, rows, mm_i64c(x, R + 1)), bthis, bnext);
+		else
+			LLVMBuildBr(x->b, bthis);
+		LLVMPositionBuilderAtEnd(x->b, bthis);
+		gemv_k_loop(x, R, rows, kbeg, kend, warp, col, cok);
+		LLVMBuildBr(x->b, bjoin);
+		if (bnext)
+			LLVMPositionBuilderAtEnd(x->b, bnext);
+	}
+	LLVMPositionBuilderAtEnd(x->b, bjoin);
+	/* the partial tile of this warp */
+	for (int i = 0; i < c->bm; i++)
+		for (int j = 0; j < MM_GEMV_COLS; j++) {
+			LLVMValueRef p = gemv_partial(x, warp, mm_i64c(x, i),
+						      mm_addc(x, mm_mulc(x, lane, MM_GEMV_COLS), j));
+			LLVMValueRef v = mm_acc_load(x, mm_i64c(x, i * MM_GEMV_COLS + j));
+			LLVMSetAlignment(LLVMBuildStore(x->b, v, p), 4);
+		}
+	mm_phase_end(x);
+	mm_barrier(x);
+
+	/* the 8 partials of every element summed in warp order: element q0 + tid of
+	 * the tile is this thread's accumulator q0 / MM_THREADS from here on */
+	x->nacc = c->bm * c->bn / MM_THREADS;
+	tid = mm_phase_begin(x);
+	for (int q0 = 0; q0 < c->bm * c->bn; q0 += MM_THREADS) {
+		LLVMValueRef q = mm_addc(x, tid, q0);
+		LLVMValueRef row = mm_udivc(x, q, c->bn), cc = mm_uremc(x, q, c->bn);
+		LLVMValueRef sum = NULL;
+		for (int w = 0; w < MM_GEMV_WARPS; w++) {
+			LLVMValueRef v = LLVMBuildLoad2(x->b, m->t_f32,
+							gemv_partial(x, mm_i64c(x, w), row, cc), "");
+			LLVMSetAlignment(v, 4);
+			sum = sum ? LLVMBuildFAdd(x->b, sum, v, "") : v;
+		}
+		mm_acc_store(x, mm_i64c(x, q0 / MM_THREADS), sum);
+	}
+	mm_phase_end(x);
+	LLVMBasicBlockRef after = NULL;
+	if (S > 1) {
+		after = mm_split_combine(x, t, split, total);
+		/* the flag of the last block lies where the tile is staged */
+		mm_barrier(x);
+	}
+	tid = mm_phase_begin(x);
+	for (int q0 = 0; q0 < c->bm * c->bn; q0 += MM_THREADS) {
+		LLVMValueRef q = mm_addc(x, tid, q0);
+		LLVMValueRef row = mm_udivc(x, q, c->bn), cc = mm_uremc(x, q, c->bn);
+		LLVMValueRef v = mm_acc_load(x, mm_i64c(x, q0 / MM_THREADS));
+		LLVMSetAlignment(LLVMBuildStore(x->b, v, mm_staged(x, row, cc)), 4);
+	}
+	mm_phase_end(x);
+	mm_barrier(x);
+	mm_epi_walk(x, 0, wr, nw);
+	if (after) {
+		LLVMBuildBr(x->b, after);
+		LLVMPositionBuilderAtEnd(x->b, after);
+	}
+	x->nacc = nacc;
+	/* nobody writes the partials of the next tile before everyone is done */
+	mm_barrier(x);
+	cg_loop_end(kb, &lt_);
+}
