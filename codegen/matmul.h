@@ -46,7 +46,6 @@ enum {
 	MM_THREADS = CG_MM_THREADS, /* = CG_BLOCK, the kernels' maxntid (launch_rule.h) */
 	MM_SMEM_STATIC = 48 * 1024, /* static shared memory limit; above it, dynamic */
 	MM_WG_ALIGN = 1024,      /* wgmma's 128-byte swizzle repeats every 1024 bytes */
-	MM_GEMV_COLS = 2,        /* gemv: columns per thread (matmul_gemv.c) */
 	MM_GEMV_WARPS = MM_THREADS / 32,
 	MM_EPI_V = 8,            /* epilogue: consecutive columns per thread and step */
 	MM_EPI_PAD = 8,          /* floats after each staged row: no bank conflicts */
@@ -145,6 +144,7 @@ typedef struct {
 	LLVMTypeRef sptr;         /* its pointer type */
 	LLVMValueRef acc;         /* float array: GPU [nacc], host [MM_THREADS * nacc] */
 	int nacc;
+	int gcols;                /* gemv: columns a thread (BN / 32, matmul_gemv.c) */
 	LLVMValueRef tid;         /* i64 thread id within the block (current phase on the host) */
 	LLVMTypeRef ot;           /* shared-memory offsets: i32 on the GPU, i64 on the host */
 	LLVMValueRef sbase;       /* GPU: the shared array's address, i32 */

@@ -21,19 +21,20 @@
  * goes to the scratch and the last block of the tile adds the S of them in split
  * order (mm_split_combine). The reduction order is fixed by the configuration alone
  * (no atomics, no dependence on block order), and the epilogue runs as for the
- * other tiles from the summed tile (MM_GEMV_COLS, MM_GEMV_WARPS: matmul.h). */
+ * other tiles from the summed tile (Mm.gcols, MM_GEMV_WARPS: matmul.h). */
 #include "matmul.h"
 
 enum {
 	GEMV_MAX_U = 16,
+	GEMV_MAX_COLS = 4,      /* columns a thread: BN / 32 */
 	GEMV_MAX_ROWS = 8,      /* BM */
 };
 
 /* Steps of k loaded ahead by the copy of the K loop for R live rows: R * U A
- * elements and U * MM_GEMV_COLS B elements held at once */
-static int gemv_steps(int R)
+ * elements and U * x->gcols B elements held at once */
+static int gemv_steps(int R, int cols)
 {
-	return R <= 2 ? 16 : R == 4 ? 8 : 4;
+	return (R <= 2 ? 16 : R == 4 ? 8 : 4) * 2 / cols;
 }
 
 /* Element (row, col) of operand w of the current tile's batch, from global memory,
@@ -64,25 +65,25 @@ static LLVMValueRef gemv_partial(Mm *x, LLVMValueRef w, LLVMValueRef row, LLVMVa
 }
 
 /* U steps of k from k0 (all inside the thread's share), every load before the
- * first FMA: accumulator r * MM_GEMV_COLS + j gains A[row r][k] * B[k][col j] in k
+ * first FMA: accumulator r * x->gcols + j gains A[row r][k] * B[k][col j] in k
  * order. A row past the tile's live rows reads row m0, a column past N column 0:
  * their sums are never stored. */
 static void gemv_steps_at(Mm *x, int R, int U, LLVMValueRef k0, const LLVMValueRef *row,
 			  const LLVMValueRef *col)
 {
 	CgModule *m = x->kb->m;
-	LLVMValueRef a[GEMV_MAX_ROWS][GEMV_MAX_U], bv[GEMV_MAX_U][MM_GEMV_COLS];
+	LLVMValueRef a[GEMV_MAX_ROWS][GEMV_MAX_U], bv[GEMV_MAX_U][GEMV_MAX_COLS];
 	for (int u = 0; u < U; u++) {
 		LLVMValueRef k = u ? mm_addc(x, k0, (int64_t)u * MM_GEMV_WARPS) : k0;
-		for (int j = 0; j < MM_GEMV_COLS; j++)
+		for (int j = 0; j < x->gcols; j++)
 			bv[u][j] = gload(x, 1, k, col[j]);
 		for (int r = 0; r < R; r++)
 			a[r][u] = gload(x, 0, row[r], k);
 	}
 	for (int u = 0; u < U; u++)
 		for (int r = 0; r < R; r++)
-			for (int j = 0; j < MM_GEMV_COLS; j++) {
-				LLVMValueRef e = mm_i64c(x, r * MM_GEMV_COLS + j);
+			for (int j = 0; j < x->gcols; j++) {
+				LLVMValueRef e = mm_i64c(x, r * x->gcols + j);
 				LLVMValueRef args[3] = {a[r][u], bv[u][j], mm_acc_load(x, e)};
 				mm_acc_store(x, e, mm_intrinsic(x, "llvm.fmuladd.f32", &m->t_f32, 1, args, 3));
 			}
@@ -95,12 +96,12 @@ static void gemv_k_loop(Mm *x, int R, LLVMValueRef rows, LLVMValueRef kbeg, LLVM
 			LLVMValueRef warp, const LLVMValueRef *col, const LLVMValueRef *cok)
 {
 	CgKb *kb = x->kb;
-	int U = gemv_steps(R);
-	LLVMValueRef row[GEMV_MAX_ROWS], cc[MM_GEMV_COLS];
+	int U = gemv_steps(R, x->gcols);
+	LLVMValueRef row[GEMV_MAX_ROWS], cc[GEMV_MAX_COLS];
 	for (int r = 0; r < R; r++)
 		row[r] = r ? LLVMBuildSelect(x->b, mm_lt(x, mm_i64c(x, r), rows),
 					     mm_addc(x, x->m0, r), x->m0, "") : x->m0;
-	for (int j = 0; j < MM_GEMV_COLS; j++)
+	for (int j = 0; j < x->gcols; j++)
 		cc[j] = LLVMBuildSelect(x->b, cok[j], col[j], mm_i64c(x, 0), "");
 	/* the thread's steps: ceil((kend - start) / MM_GEMV_WARPS) from start, in
 	 * nfull groups of U and the rest */
@@ -154,12 +155,12 @@ void mm_gemv_tile_loop(Mm *x, LLVMValueRef block, LLVMValueRef nblocks, const in
 	/* every thread: its columns of every row, over its share of K */
 	LLVMValueRef tid = mm_phase_begin(x);
 	LLVMValueRef warp = mm_udivc(x, tid, 32), lane = mm_uremc(x, tid, 32);
-	int nacc = c->bm * MM_GEMV_COLS;
+	int nacc = c->bm * x->gcols;
 	for (int e = 0; e < nacc; e++)
 		mm_acc_store(x, mm_i64c(x, e), LLVMConstReal(m->t_f32, 0));
-	LLVMValueRef col[MM_GEMV_COLS], cok[MM_GEMV_COLS];
-	for (int j = 0; j < MM_GEMV_COLS; j++) {
-		col[j] = mm_add(x, x->n0, mm_addc(x, mm_mulc(x, lane, MM_GEMV_COLS), j));
+	LLVMValueRef col[GEMV_MAX_COLS], cok[GEMV_MAX_COLS];
+	for (int j = 0; j < x->gcols; j++) {
+		col[j] = mm_add(x, x->n0, mm_addc(x, mm_mulc(x, lane, x->gcols), j));
 		cok[j] = mm_lt(x, col[j], x->N);
 	}
 	/* the copy of the K loop for the tile's live rows */
@@ -181,10 +182,10 @@ void mm_gemv_tile_loop(Mm *x, LLVMValueRef block, LLVMValueRef nblocks, const in
 	LLVMPositionBuilderAtEnd(x->b, bjoin);
 	/* the partial tile of this warp */
 	for (int i = 0; i < c->bm; i++)
-		for (int j = 0; j < MM_GEMV_COLS; j++) {
+		for (int j = 0; j < x->gcols; j++) {
 			LLVMValueRef p = gemv_partial(x, warp, mm_i64c(x, i),
-						      mm_addc(x, mm_mulc(x, lane, MM_GEMV_COLS), j));
-			LLVMValueRef v = mm_acc_load(x, mm_i64c(x, i * MM_GEMV_COLS + j));
+						      mm_addc(x, mm_mulc(x, lane, x->gcols), j));
+			LLVMValueRef v = mm_acc_load(x, mm_i64c(x, i * x->gcols + j));
 			LLVMSetAlignment(LLVMBuildStore(x->b, v, p), 4);
 		}
 	mm_phase_end(x);

@@ -228,7 +228,8 @@ int mm_tile_kernel(CgKb *kb, const MmConfig *cfg, const int *wr, int nw)
 	x->a_bytes = mm_tile_bytes(c, x->es, 0);
 	x->stage_bytes = x->a_bytes + mm_tile_bytes(c, x->es, 1);
 	if (c->gemv) {
-		x->nacc = c->bm * MM_GEMV_COLS;
+		x->gcols = c->bn / 32;
+		x->nacc = c->bm * x->gcols;
 	} else if (c->tc) {
 		x->wtm = c->bm / c->wm;
 		x->wtn = c->bn / c->wn;

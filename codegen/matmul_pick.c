@@ -48,6 +48,7 @@ enum {
 	MM_WGT128 = 20, MM_WGT256 = 21, /* wgmma tf32 (sm_90a, --allow-tf32) */
 	MM_ATT64 = 22, MM_ATT128 = 23,  /* the attention op (matmul_attention.c) */
 	MM_GEMVSK4 = 24, MM_GEMVSK16 = 25, /* gemv split over 4 and 16 blocks */
+	MM_GEMVW = 26,           /* gemv8x128k8 (then its sk4, sk16) */
 	MM_GEMV_SPLIT_K = 128,   /* gemv: K a split keeps at least */
 };
 
@@ -131,6 +132,11 @@ static const MmConfig mm_configs[] = {
 	 * rows a block spilled there) */
 	{"gemv8x64k8sk4", false, false, true, 2, 8, 64, 8, 0, 0, 0, 4, false, 0, false},
 	{"gemv8x64k8sk16", false, false, true, 2, 8, 64, 8, 0, 0, 0, 16, false, 0, false},
+	/* the same 128 wide, four columns a thread (fewer steps of k in flight: M
+	 * from 9; 184 bytes of spills at 128 registers for 8 rows, none for 1) */
+	{"gemv8x128k8", false, false, true, 2, 8, 128, 8, 0, 0, 0, 0, false, 0, false},
+	{"gemv8x128k8sk4", false, false, true, 2, 8, 128, 8, 0, 0, 0, 4, false, 0, false},
+	{"gemv8x128k8sk16", false, false, true, 2, 8, 128, 8, 0, 0, 0, 16, false, 0, false},
 };
 enum { MM_NCONFIGS = (int)(sizeof mm_configs / sizeof mm_configs[0]) };
 
@@ -262,15 +268,24 @@ static int under_wave(DType t, bool conv, int64_t big, int64_t small, int64_t k)
 	return 2;
 }
 
-/* Tiny M: gemv over tiles of 8 x 64, K split so that the blocks come to at most two
- * waves, each split keeping MM_GEMV_SPLIT_K of K at least. */
-static int gemv_rule(int64_t tiles, int64_t k)
+/* Tiny M: gemv over tiles of 8 rows, 64 columns (two a thread) up to 8 rows and
+ * 128 (four a thread) above, K split so that the blocks come to at most one wave
+ * of two per SM, each split keeping MM_GEMV_SPLIT_K of K at least. On the H200
+ * (docs/benchmarks.md, "Tiny M"): the 128-wide tiles were 1.2-2x slower at M = 1
+ * and 4 (half the steps of k in flight) and faster at M = 16 on 6 of 7 shapes (up
+ * to 1.8x: 16x4096x4096, whose 64-wide tiles read B twice, once per row of
+ * tiles). */
+static int gemv_rule(int64_t batch, int64_t m, int64_t n, int64_t k)
 {
+	bool wide = m > 8;
+	int64_t bn = wide ? 128 : 64;
+	int64_t tiles = batch * ((m + 7) / 8) * ((n + bn - 1) / bn);
+	int v = wide ? MM_GEMVW : MM_GEMV;
 	if (tiles * 16 <= 2 * MM_WAVE && k >= 16 * MM_GEMV_SPLIT_K)
-		return MM_GEMVSK16;
+		return wide ? v + 2 : MM_GEMVSK16;
 	if (tiles * 4 <= 2 * MM_WAVE && k >= 4 * MM_GEMV_SPLIT_K)
-		return MM_GEMVSK4;
-	return MM_GEMV;
+		return wide ? v + 1 : MM_GEMVSK4;
+	return v;
 }
 
 /* The share of a tile dimension of t that x fills over its ceil(x / t) tiles. */
@@ -362,7 +377,7 @@ int cg_matmul_variant(const CgKernelSpec *s, const char *arch, bool host, bool a
 	if (t == DT_F32 && !tf32 && k <= MM_TINY_K && batch * m * n <= MM_TINY_OUT)
 		return 0;
 	if (m <= MM_GEMV_M && !conv)
-		return gemv_rule(batch * ((m + 7) / 8) * ((n + 63) / 64), k);
+		return gemv_rule(batch, m, n, k);
 	/* a conv (docs/benchmarks.md, "Convolutions as implicit GEMMs"): its planes
 	 * (N = OH*OW per image: 7x7 = 49 columns) and channels (M: 64) are often far
 	 * from multiples of the big tiles, so a 128-wide tile is taken only where it

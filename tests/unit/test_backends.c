@@ -1304,6 +1304,10 @@ static const MmCase mm_cases[] = {
 	{"gemv split b^T 12x33x90", DT_F32, {0}, {0}, 12, 33, 90, "bias_relu", true, 2, false, "gemv8x64k8sk4"},
 	{"gemv split a^T 16x40x70", DT_F32, {0}, {0}, 16, 40, 70, "scale_cast", false, 1, false, "gemv8x64k8sk16"},
 	{"gemv 5x50x45", DT_F32, {0}, {0}, 5, 50, 45, "bias_relu", true, 0, false, "gemv8x64k8"},
+	/* the 128-wide gemv tiles (M from 9: two rows of tiles, four columns a thread) */
+	{"gemv wide 12x200x70", DT_F32, {0}, {0}, 12, 200, 70, "bias_relu", true, 0, false, "gemv8x128k8"},
+	{"gemv wide split b^T 16x130x300", DT_F32, {0}, {0}, 16, 130, 300, "residual_gelu", false, 2, false, "gemv8x128k8sk4"},
+	{"gemv wide split 9x257x100 batch 2x1 by 1x2", DT_F32, {2, 1}, {1, 2}, 9, 257, 100, "also_mm", true, 0, false, "gemv8x128k8sk16"},
 	/* --allow-tf32: f32 on tensor cores, operands rounded to tf32 on the host */
 	{"tf32 1x1x1", DT_F32, {0}, {0}, 1, 1, 1, "none", true, 0, true, NULL},
 	{"tf32 17x33x40", DT_F32, {0}, {0}, 17, 33, 40, "bias_relu", true, 0, true, NULL},
@@ -1350,6 +1354,7 @@ static const MmCase mm_cases[] = {
 	{"gemv a^T 9x64x1", DT_BF16, {0}, {0}, 9, 64, 1, "also_mm", false, 1, false, NULL},
 	{"gemv split 4x200x600", DT_BF16, {0}, {0}, 4, 200, 600, "bias_relu", false, 0, false, NULL},
 	{"gemv split 1x64x2100", DT_F16, {0}, {0}, 1, 64, 2100, "residual_gelu", false, 0, false, NULL},
+	{"gemv wide split 13x300x700", DT_BF16, {0}, {0}, 13, 300, 700, "bias_relu", false, 0, false, NULL},
 	/* tc128x256x32s4 (a wave of 128x256 tiles and K >= 2048 on the GPU): edges in
 	 * every dim, the transposed layouts, the element-chunk path */
 	{"128x256 tiles 130x260x72", DT_BF16, {2, 1}, {1, 1}, 130, 260, 72, "bias_relu", false, 0,
