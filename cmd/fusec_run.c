@@ -122,7 +122,7 @@ static void print_sym_shape(const RtPlan *pl, const RtTensor *t)
 	for (int i = 0; i < t->rank; i++) {
 		if (i)
 			buf_putc(&b, ',');
-		dx_print(&b, &t->sdim[i], pl->dim_name);
+		ir_dim_print(&b, &t->sdim[i], pl->dim_name);
 	}
 	buf_putc(&b, ']');
 	fputs(b.data, stdout);
@@ -153,7 +153,7 @@ static void print_unbound(const RtPlan *pl)
 		Buf b = {0};
 		for (int s = 1; s < l->ndims; s++) {
 			buf_puts(&b, s > 1 ? "," : "");
-			dx_print(&b, &l->sdims[s], pl->dim_name);
+			ir_dim_print(&b, &l->sdims[s], pl->dim_name);
 		}
 		printf("launch %d step %d: %s rule %s, sizes [%s]\n", i, l->step, k->entry,
 		       cg_rule_name(k->launch.coop ? k->launch.rule : CG_RULE_NONE),

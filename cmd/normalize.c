@@ -41,9 +41,9 @@ static void print_segment(Buf *b, const Graph *g, RelConv *conv, Arena *scratch,
 		/* a graph read for every size: the size as an expression of its names */
 		const DimExpr *e = i ? ir_sym_of_size(g, dims[i]) : NULL;
 		int64_t c;
-		if (e && !dx_is_const(e, &c)) {
+		if (e && !ir_dim_is_const(e, &c)) {
 			buf_printf(b, " %d=", i);
-			dx_print(b, e, g->sym->name);
+			ir_dim_print(b, e, g->sym->name);
 		} else {
 			buf_printf(b, " %d=%lld", i, (long long)dims[i]);
 		}

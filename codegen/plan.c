@@ -146,12 +146,12 @@ static void dim3(JsonW *w, int64_t x, int64_t y, int64_t z)
 static void size_json(JsonW *w, const IrSymbolic *sym, const DimExpr *e, Buf *tmp)
 {
 	int64_t v;
-	if (dx_is_const(e, &v)) {
+	if (ir_dim_is_const(e, &v)) {
 		jw_int(w, v);
 		return;
 	}
 	tmp->len = 0;
-	dx_print(tmp, e, sym->name);
+	ir_dim_print(tmp, e, sym->name);
 	jw_str(w, tmp->data);
 }
 

@@ -1433,13 +1433,13 @@ static int symbolic_dims(Builder *b, int ninputs, Probes *p)
 		const Tensor *x = &g->tensors[t];
 		s->dim[t] = ARENA_NEW(g->arena, DimExpr, x->rank + 1);
 		for (int k = 0; k < x->rank; k++)
-			s->dim[t][k] = dx_const(x->dim[k]);
+			s->dim[t][k] = ir_dim_const(x->dim[k]);
 	}
 	for (int i = 0; i < ninputs; i++)
 		for (int k = 0; k < g->tensors[g->inputs[i]].rank; k++) {
 			int di = b->in_dn[i * IR_MAX_RANK + k];
 			if (di >= 0 && b->dsym[di] >= 0)
-				s->dim[g->inputs[i]][k] = dx_sym(b->dsym[di]);
+				s->dim[g->inputs[i]][k] = ir_dim_sym(b->dsym[di]);
 		}
 	if (ir_infer_symbolic(g, s, &b->d[b->nd]))
 		return -1;

@@ -3,7 +3,7 @@
 
 #include "dim_expr.h"
 
-DimExpr dx_const(int64_t v)
+DimExpr ir_dim_const(int64_t v)
 {
 	DimExpr e = {0};
 	if (v) {
@@ -13,7 +13,7 @@ DimExpr dx_const(int64_t v)
 	return e;
 }
 
-DimExpr dx_sym(int s)
+DimExpr ir_dim_sym(int s)
 {
 	DimExpr e = {1, {{1, {0}}}};
 	e.t[0].e[s] = 1;
@@ -60,7 +60,7 @@ static int put_term(DimExpr *e, const DimTerm *t)
 	return 0;
 }
 
-int dx_add(const DimExpr *a, const DimExpr *b, DimExpr *out)
+int ir_dim_add(const DimExpr *a, const DimExpr *b, DimExpr *out)
 {
 	DimExpr r = *a;
 	for (int i = 0; i < b->n; i++)
@@ -70,7 +70,7 @@ int dx_add(const DimExpr *a, const DimExpr *b, DimExpr *out)
 	return 0;
 }
 
-int dx_mul(const DimExpr *a, const DimExpr *b, DimExpr *out)
+int ir_dim_mul(const DimExpr *a, const DimExpr *b, DimExpr *out)
 {
 	DimExpr r = {0};
 	for (int i = 0; i < a->n; i++)
@@ -91,7 +91,7 @@ int dx_mul(const DimExpr *a, const DimExpr *b, DimExpr *out)
 	return 0;
 }
 
-int dx_div(const DimExpr *a, const DimExpr *b, DimExpr *out)
+int ir_dim_div(const DimExpr *a, const DimExpr *b, DimExpr *out)
 {
 	if (b->n != 1)
 		return -1;
@@ -114,7 +114,7 @@ int dx_div(const DimExpr *a, const DimExpr *b, DimExpr *out)
 	return 0;
 }
 
-bool dx_equal(const DimExpr *a, const DimExpr *b)
+bool ir_dim_equal(const DimExpr *a, const DimExpr *b)
 {
 	if (a->n != b->n)
 		return false;
@@ -132,7 +132,7 @@ static bool term_const(const DimTerm *t)
 	return true;
 }
 
-bool dx_is_const(const DimExpr *e, int64_t *v)
+bool ir_dim_is_const(const DimExpr *e, int64_t *v)
 {
 	if (e->n > 1 || (e->n == 1 && !term_const(&e->t[0])))
 		return false;
@@ -141,7 +141,7 @@ bool dx_is_const(const DimExpr *e, int64_t *v)
 	return true;
 }
 
-bool dx_is_sym(const DimExpr *e, int *s)
+bool ir_dim_is_sym(const DimExpr *e, int *s)
 {
 	if (e->n != 1 || e->t[0].c != 1)
 		return false;
@@ -159,7 +159,7 @@ bool dx_is_sym(const DimExpr *e, int *s)
 	return true;
 }
 
-int dx_eval(const DimExpr *e, const int64_t *val, int64_t *out)
+int ir_dim_eval(const DimExpr *e, const int64_t *val, int64_t *out)
 {
 	int64_t sum = 0;
 	for (int i = 0; i < e->n; i++) {
@@ -175,7 +175,7 @@ int dx_eval(const DimExpr *e, const int64_t *val, int64_t *out)
 	return 0;
 }
 
-void dx_print(Buf *b, const DimExpr *e, const char *const *names)
+void ir_dim_print(Buf *b, const DimExpr *e, const char *const *names)
 {
 	if (!e->n) {
 		buf_putc(b, '0');
@@ -247,7 +247,7 @@ static int parse_factor(DxParser *p, DimExpr *out)
 			q++;
 		}
 		p->s = q;
-		*out = dx_const(v);
+		*out = ir_dim_const(v);
 		return 0;
 	}
 	size_t n = 0;
@@ -257,7 +257,7 @@ static int parse_factor(DxParser *p, DimExpr *out)
 	for (int i = 0; n && i < p->nnames; i++)
 		if (strlen(p->names[i]) == n && !memcmp(p->names[i], q, n)) {
 			p->s = q + n;
-			*out = dx_sym(i);
+			*out = ir_dim_sym(i);
 			return 0;
 		}
 	return -1;
@@ -273,7 +273,7 @@ static int parse_product(DxParser *p, DimExpr *out)
 			return 0;
 		p->s++;
 		DimExpr f;
-		if (parse_factor(p, &f) || dx_mul(out, &f, out))
+		if (parse_factor(p, &f) || ir_dim_mul(out, &f, out))
 			return -1;
 	}
 }
@@ -286,8 +286,8 @@ static int parse_sum(DxParser *p, DimExpr *out)
 		p->s++;
 	if (parse_product(p, out))
 		return -1;
-	DimExpr m1 = dx_const(-1);
-	if (neg && dx_mul(out, &m1, out))
+	DimExpr m1 = ir_dim_const(-1);
+	if (neg && ir_dim_mul(out, &m1, out))
 		return -1;
 	for (;;) {
 		skip_blanks(p);
@@ -296,13 +296,13 @@ static int parse_sum(DxParser *p, DimExpr *out)
 			return 0;
 		p->s++;
 		DimExpr t;
-		if (parse_product(p, &t) || (op == '-' && dx_mul(&t, &m1, &t)) ||
-		    dx_add(out, &t, out))
+		if (parse_product(p, &t) || (op == '-' && ir_dim_mul(&t, &m1, &t)) ||
+		    ir_dim_add(out, &t, out))
 			return -1;
 	}
 }
 
-int dx_parse(const char *s, const char *const *names, int nnames, DimExpr *out)
+int ir_dim_parse(const char *s, const char *const *names, int nnames, DimExpr *out)
 {
 	DxParser p = {s, names, nnames, 0};
 	if (parse_sum(&p, out))

@@ -3,7 +3,7 @@
  * A DimExpr is a polynomial with integer coefficients in up to IR_SYM_MAX symbols
  * (the named dims of a graph compiled for every size: `batch`, `seq`), kept in one
  * canonical form: terms sorted by their exponents, no zero coefficient, the
- * constant term last. So two expressions are equal exactly when dx_equal says so,
+ * constant term last. So two expressions are equal exactly when ir_dim_equal says so,
  * and a dim of a fixed size is the expression of one constant term.
  *
  * It covers what shape inference meets in the ops of a graph: products (reshape,
@@ -11,7 +11,7 @@
  * (a clamped slice of a named dim, a strided window over one) is refused by the
  * caller with the op named (ir/infer_sym.c).
  *
- * Prefix: dx_. Plain values: no allocation. */
+ * Prefix: ir_dim_. Plain values: no allocation. */
 #ifndef FUSEC_DIM_EXPR_H
 #define FUSEC_DIM_EXPR_H
 
@@ -40,28 +40,28 @@ typedef struct {
 	DimTerm t[IR_TERM_MAX];
 } DimExpr;
 
-DimExpr dx_const(int64_t v);
-DimExpr dx_sym(int s);
+DimExpr ir_dim_const(int64_t v);
+DimExpr ir_dim_sym(int s);
 /* a + b, a * b, and a / b when b is one term that divides every term of a (the
  * quotient of two sizes that reshape's -1 makes). 0, or -1 when the result does not
  * fit (too many terms, a coefficient or an exponent overflows, or no exact
  * quotient); *out is then unspecified. */
-int dx_add(const DimExpr *a, const DimExpr *b, DimExpr *out);
-int dx_mul(const DimExpr *a, const DimExpr *b, DimExpr *out);
-int dx_div(const DimExpr *a, const DimExpr *b, DimExpr *out);
-bool dx_equal(const DimExpr *a, const DimExpr *b);
+int ir_dim_add(const DimExpr *a, const DimExpr *b, DimExpr *out);
+int ir_dim_mul(const DimExpr *a, const DimExpr *b, DimExpr *out);
+int ir_dim_div(const DimExpr *a, const DimExpr *b, DimExpr *out);
+bool ir_dim_equal(const DimExpr *a, const DimExpr *b);
 /* Whether e is a constant (then *v holds it; v may be NULL). */
-bool dx_is_const(const DimExpr *e, int64_t *v);
+bool ir_dim_is_const(const DimExpr *e, int64_t *v);
 /* Whether e is exactly symbol s (coefficient 1, exponent 1); *s set. */
-bool dx_is_sym(const DimExpr *e, int *s);
+bool ir_dim_is_sym(const DimExpr *e, int *s);
 /* The value of e for the symbols' values val[]: 0, or -1 on int64 overflow. */
-int dx_eval(const DimExpr *e, const int64_t *val, int64_t *out);
+int ir_dim_eval(const DimExpr *e, const int64_t *val, int64_t *out);
 /* Append e as people write it, "batch*seq", "12*seq", "seq+1", "768", with the
  * symbols' names. */
-void dx_print(Buf *b, const DimExpr *e, const char *const *names);
-/* Read what dx_print writes (integers, the names[] of nnames symbols, +, -, * and
+void ir_dim_print(Buf *b, const DimExpr *e, const char *const *names);
+/* Read what ir_dim_print writes (integers, the names[] of nnames symbols, +, -, * and
  * parentheses, blanks between): 0, or -1 for anything else or a result that does
  * not fit. */
-int dx_parse(const char *s, const char *const *names, int nnames, DimExpr *out);
+int ir_dim_parse(const char *s, const char *const *names, int nnames, DimExpr *out);
 
 #endif

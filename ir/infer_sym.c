@@ -56,7 +56,7 @@ static const char *text(SymInfer *c, const DimExpr *e)
 	static char out[2][96];
 	static int which;
 	Buf b = {0};
-	dx_print(&b, e, c->s->name);
+	ir_dim_print(&b, e, c->s->name);
 	char *o = out[which ^= 1];
 	snprintf(o, sizeof out[0], "%s", b.len ? b.data : "");
 	buf_free(&b);
@@ -67,9 +67,9 @@ static const char *text(SymInfer *c, const DimExpr *e)
 static int bcast(SymInfer *c, const DimExpr *a, const DimExpr *b, DimExpr *out)
 {
 	int64_t v;
-	if (dx_equal(a, b) || (dx_is_const(b, &v) && v == 1))
+	if (ir_dim_equal(a, b) || (ir_dim_is_const(b, &v) && v == 1))
 		*out = *a;
-	else if (dx_is_const(a, &v) && v == 1)
+	else if (ir_dim_is_const(a, &v) && v == 1)
 		*out = *b;
 	else
 		return fail(c, "dims %s and %s broadcast only when they are equal", text(c, a),
@@ -79,16 +79,16 @@ static int bcast(SymInfer *c, const DimExpr *a, const DimExpr *b, DimExpr *out)
 
 static int product(SymInfer *c, const DimExpr *d, int n, DimExpr *out)
 {
-	*out = dx_const(1);
+	*out = ir_dim_const(1);
 	for (int i = 0; i < n; i++)
-		if (dx_mul(out, &d[i], out))
+		if (ir_dim_mul(out, &d[i], out))
 			return fail(c, "the size expression grows too large");
 	return 0;
 }
 
 DimExpr ir_sym_code(const IrSymbolic *s, int code)
 {
-	return code > IR_SYM_MAX ? s->aexpr[code - 1 - IR_SYM_MAX] : dx_sym(code - 1);
+	return code > IR_SYM_MAX ? s->aexpr[code - 1 - IR_SYM_MAX] : ir_dim_sym(code - 1);
 }
 
 /* An attribute's shape entry: the name written there or the expression found for
@@ -96,7 +96,7 @@ DimExpr ir_sym_code(const IrSymbolic *s, int code)
 static DimExpr attr_dim(SymInfer *c, int i)
 {
 	int s = c->op->attr->sym[i];
-	return s ? ir_sym_code(c->s, s) : dx_const(c->op->attr->shape[i]);
+	return s ? ir_sym_code(c->s, s) : ir_dim_const(c->op->attr->shape[i]);
 }
 
 static int rule(SymInfer *c, DimExpr *out, int rank)
@@ -106,7 +106,7 @@ static int rule(SymInfer *c, DimExpr *out, int rank)
 	const Tensor *x = &c->g->tensors[op->in[0]];
 	switch (op->kind) {
 	case OP_RESHAPE: {
-		DimExpr total, known = dx_const(1);
+		DimExpr total, known = ir_dim_const(1);
 		if (product(c, c->s->dim[op->in[0]], x->rank, &total))
 			return -1;
 		int at_minus1 = -1;
@@ -116,12 +116,12 @@ static int rule(SymInfer *c, DimExpr *out, int rank)
 				continue;
 			}
 			out[i] = attr_dim(c, i);
-			if (dx_mul(&known, &out[i], &known))
+			if (ir_dim_mul(&known, &out[i], &known))
 				return fail(c, "the size expression grows too large");
 		}
-		if (at_minus1 >= 0 && dx_div(&total, &known, &out[at_minus1]))
+		if (at_minus1 >= 0 && ir_dim_div(&total, &known, &out[at_minus1]))
 			return fail(c, "-1 would be %s / %s", text(c, &total), text(c, &known));
-		if (at_minus1 < 0 && !dx_equal(&total, &known))
+		if (at_minus1 < 0 && !ir_dim_equal(&total, &known))
 			return fail(c, "%s elements reshaped into %s", text(c, &total),
 				    text(c, &known));
 		return 0;
@@ -141,7 +141,7 @@ static int rule(SymInfer *c, DimExpr *out, int rank)
 			DimExpr to = attr_dim(c, i);
 			if (bcast(c, in_dim(c, 0, i), &to, &out[i]))
 				return -1;
-			if (!dx_equal(&out[i], &to))
+			if (!ir_dim_equal(&out[i], &to))
 				return fail(c, "dim %d expands %s to %s", i, text(c, in_dim(c, 0, i)),
 					    text(c, &to));
 		}
@@ -156,21 +156,21 @@ static int rule(SymInfer *c, DimExpr *out, int rank)
 				 * head of a fixed one that its largest size fits */
 				DimExpr len = ir_sym_code(c->s, at->rsym[i]);
 				int64_t in, top;
-				if (dx_equal(&len, &out[i]) && at->range[i][0] == 0)
+				if (ir_dim_equal(&len, &out[i]) && at->range[i][0] == 0)
 					continue;
-				if (!dx_is_const(&out[i], &in))
+				if (!ir_dim_is_const(&out[i], &in))
 					return fail(c, "dim %d of size %s is sliced to %s", i,
 						    text(c, &out[i]), text(c, &len));
-				if (dx_eval(&len, c->s->hi, &top) || top > in - at->range[i][0])
+				if (ir_dim_eval(&len, c->s->hi, &top) || top > in - at->range[i][0])
 					return fail(c, "dim %d takes %s of its %lld from %lld: give the "
 						    "named dims ranges it fits (--dims)", i, text(c, &len),
 						    (long long)in, (long long)at->range[i][0]);
 				out[i] = len;
 				continue;
 			}
-			if (!dx_is_const(&out[i], NULL))
+			if (!ir_dim_is_const(&out[i], NULL))
 				return fail(c, "dim %d of size %s is sliced", i, text(c, &out[i]));
-			out[i] = dx_const(at->range[i][1] - at->range[i][0]);
+			out[i] = ir_dim_const(at->range[i][1] - at->range[i][0]);
 		}
 		return 0;
 	case OP_MATMUL:
@@ -186,10 +186,10 @@ static int rule(SymInfer *c, DimExpr *out, int rank)
 		out[rank - 1] = *in_dim(c, last, rank - 1);
 		/* the inner dims must be one expression, as they are one size */
 		const DimExpr *inner_a = in_dim(c, 0, rank - 1), *inner_b = in_dim(c, 1, rank - 2);
-		if (!dx_equal(inner_a, inner_b))
+		if (!ir_dim_equal(inner_a, inner_b))
 			return fail(c, "inner dims %s and %s differ", text(c, inner_a),
 				    text(c, inner_b));
-		if (op->kind == OP_ATTENTION && !dx_equal(in_dim(c, 1, rank - 1), in_dim(c, 2, rank - 2)))
+		if (op->kind == OP_ATTENTION && !ir_dim_equal(in_dim(c, 1, rank - 1), in_dim(c, 2, rank - 2)))
 			return fail(c, "key and value lengths %s and %s differ",
 				    text(c, in_dim(c, 1, rank - 1)), text(c, in_dim(c, 2, rank - 2)));
 		return 0;
@@ -200,9 +200,9 @@ static int rule(SymInfer *c, DimExpr *out, int rank)
 		for (int k = 1; k < op->nin; k++)
 			for (int i = 0; i < rank; i++) {
 				if (i == at->axis) {
-					if (dx_add(&out[i], in_dim(c, k, i), &out[i]))
+					if (ir_dim_add(&out[i], in_dim(c, k, i), &out[i]))
 						return fail(c, "the size expression grows too large");
-				} else if (!dx_equal(&out[i], in_dim(c, k, i))) {
+				} else if (!ir_dim_equal(&out[i], in_dim(c, k, i))) {
 					return fail(c, "dims %s and %s differ outside the axis",
 						    text(c, &out[i]), text(c, in_dim(c, k, i)));
 				}
@@ -234,19 +234,19 @@ static int rule(SymInfer *c, DimExpr *out, int rank)
 		return 0;
 	case FAM_REDUCE:
 		for (int i = 0; i < rank; i++)
-			out[i] = i == at->axis ? dx_const(1) : *in_dim(c, 0, i);
+			out[i] = i == at->axis ? ir_dim_const(1) : *in_dim(c, 0, i);
 		return 0;
 	case FAM_MODULE: {
 		/* conv2d and the pools: the images may be symbolic, nothing else */
 		int ch = at && at->layout == LAYOUT_NHWC ? 3 : 1;
 		for (int i = 1; i < 4; i++)
-			if (!dx_is_const(in_dim(c, 0, i), NULL))
+			if (!ir_dim_is_const(in_dim(c, 0, i), NULL))
 				return fail(c, "input dim %d of size %s is %s", i,
 					    text(c, in_dim(c, 0, i)), i == ch ? "channels" : "spatial");
 		const Tensor *y = &c->g->tensors[op->out[0]];
 		out[0] = *in_dim(c, 0, 0);
 		for (int i = 1; i < 4; i++)
-			out[i] = dx_const(y->dim[i]);
+			out[i] = ir_dim_const(y->dim[i]);
 		return 0;
 	}
 	default:
@@ -264,7 +264,7 @@ static bool all_const(const IrSymbolic *s, const Graph *g, const Op *op)
 			return false;
 	for (int k = 0; k < op->nin; k++)
 		for (int i = 0; i < g->tensors[op->in[k]].rank; i++)
-			if (!dx_is_const(&s->dim[op->in[k]][i], NULL))
+			if (!ir_dim_is_const(&s->dim[op->in[k]][i], NULL))
 				return false;
 	return true;
 }
@@ -283,7 +283,7 @@ int ir_infer_symbolic(const Graph *g, IrSymbolic *s, Diag *d)
 			DimExpr *out = s->dim[op->out[j]];
 			if (all_const(s, g, op)) {
 				for (int k = 0; k < y->rank; k++)
-					out[k] = dx_const(y->dim[k]);
+					out[k] = ir_dim_const(y->dim[k]);
 				continue;
 			}
 			if (rule(&c, out, y->rank))
@@ -291,7 +291,7 @@ int ir_infer_symbolic(const Graph *g, IrSymbolic *s, Diag *d)
 			/* the rule must give the size the concrete inference gave */
 			for (int k = 0; k < y->rank; k++) {
 				int64_t v;
-				if (dx_eval(&out[k], s->probe, &v) || v != y->dim[k])
+				if (ir_dim_eval(&out[k], s->probe, &v) || v != y->dim[k])
 					return fail(&c, "internal: dim %d is %s, which is not %lld at "
 						    "the probe sizes", k, text(&c, &out[k]),
 						    (long long)y->dim[k]);
@@ -315,7 +315,7 @@ int ir_sym_refresh(Graph *g, Diag *d)
 		}
 		dim[t] = ARENA_NEW(g->arena, DimExpr, x->rank + 1);
 		for (int k = 0; k < x->rank; k++)
-			dim[t][k] = dx_const(x->dim[k]);
+			dim[t][k] = ir_dim_const(x->dim[k]);
 	}
 	s->dim = dim;
 	s->ndim = g->ntensors;
@@ -346,7 +346,7 @@ int ir_sym_check(const Graph *g, const IrSymbolic *s, int64_t *clash)
 	qsort(all, (size_t)n, sizeof *all, by_value);
 	int rc = 0;
 	for (int64_t i = 1; i < n && !rc; i++)
-		if (all[i].v == all[i - 1].v && !dx_equal(all[i].e, all[i - 1].e)) {
+		if (all[i].v == all[i - 1].v && !ir_dim_equal(all[i].e, all[i - 1].e)) {
 			*clash = all[i].v;
 			rc = -1;
 		}
@@ -360,7 +360,7 @@ void ir_sym_text(Buf *b, const IrSymbolic *s, const DimExpr *d, int rank)
 	for (int i = 0; i < rank; i++) {
 		if (i)
 			buf_putc(b, ',');
-		dx_print(b, &d[i], s->name);
+		ir_dim_print(b, &d[i], s->name);
 	}
 	buf_putc(b, ']');
 }
@@ -379,7 +379,7 @@ int ir_sym_bind(const Graph *gs, const Graph *g, int64_t *val, Diag *d)
 		int t = gs->inputs[i];
 		for (int j = 0; j < gs->tensors[t].rank; j++) {
 			int k;
-			if (dx_is_sym(&s->dim[t][j], &k))
+			if (ir_dim_is_sym(&s->dim[t][j], &k))
 				val[k] = g->tensors[t].dim[j];
 		}
 	}
@@ -387,7 +387,7 @@ int ir_sym_bind(const Graph *gs, const Graph *g, int64_t *val, Diag *d)
 		const Tensor *x = &g->tensors[t];
 		for (int j = 0; j < x->rank; j++) {
 			int64_t v;
-			if (x->rank != gs->tensors[t].rank || dx_eval(&s->dim[t][j], val, &v) ||
+			if (x->rank != gs->tensors[t].rank || ir_dim_eval(&s->dim[t][j], val, &v) ||
 			    v != x->dim[j]) {
 				Buf b = {0};
 				ir_sym_text(&b, s, s->dim[t], gs->tensors[t].rank);
@@ -423,7 +423,7 @@ Graph *ir_sym_instance(const Graph *gs, const Graph *g, Diag *d)
 		for (int k = 0; k < x->rank; k++) {
 			int sy;
 			int64_t c;
-			if (dx_is_sym(&s->dim[gs->inputs[i]][k], &sy)) {
+			if (ir_dim_is_sym(&s->dim[gs->inputs[i]][k], &sy)) {
 				int64_t v = y->dim[k];
 				if (v < s->lo[sy] || v > s->hi[sy]) {
 					diag_set(d, g->file, 0, 0, "input '%s' dim %d is %lld: '%s' is "
@@ -438,7 +438,7 @@ Graph *ir_sym_instance(const Graph *gs, const Graph *g, Diag *d)
 					return NULL;
 				}
 				val[sy] = v;
-			} else if (dx_is_const(&s->dim[gs->inputs[i]][k], &c) && c != y->dim[k]) {
+			} else if (ir_dim_is_const(&s->dim[gs->inputs[i]][k], &c) && c != y->dim[k]) {
 				diag_set(d, g->file, 0, 0, "input '%s' dim %d is %lld, not %lld", x->name,
 					 k, (long long)y->dim[k], (long long)c);
 				return NULL;
@@ -465,7 +465,7 @@ Graph *ir_sym_at(const Graph *gs, const int64_t *val, bool keep_sym, Diag *d)
 		Tensor *x = &gi->tensors[t];
 		*x = gs->tensors[t];
 		for (int k = 0; k < x->rank; k++)
-			if (dx_eval(&s->dim[t][k], val, &x->dim[k]) || x->dim[k] < 1) {
+			if (ir_dim_eval(&s->dim[t][k], val, &x->dim[k]) || x->dim[k] < 1) {
 				diag_set(d, gs->file, 0, 0, "tensor '%s' has no size at these sizes "
 					 "(dim %d)", x->name, k);
 				return NULL;
@@ -484,7 +484,7 @@ Graph *ir_sym_at(const Graph *gs, const int64_t *val, bool keep_sym, Diag *d)
 			int code = (at->has & A_SHAPE) ? at->sym[k] : 0;
 			int rcode = (at->has & A_RANGES) ? at->rsym[k] : 0;
 			DimExpr e = ir_sym_code(s, code ? code : rcode ? rcode : 1);
-			if ((code || rcode) && dx_eval(&e, val, &v)) {
+			if ((code || rcode) && ir_dim_eval(&e, val, &v)) {
 				diag_set(d, gs->file, 0, 0, "a size of op %d overflows at these sizes", i);
 				return NULL;
 			}

@@ -436,8 +436,8 @@ int pl_plan_stats(const char *plan, PlStats *st)
 		cJSON_ArrayForEach(x, cJSON_GetObjectItemCaseSensitive(t, "shape")) {
 			DimExpr de;
 			int64_t v;
-			if (cJSON_IsString(x) && !dx_parse(x->valuestring, names, nn, &de) &&
-			    !dx_eval(&de, hi, &v))
+			if (cJSON_IsString(x) && !ir_dim_parse(x->valuestring, names, nn, &de) &&
+			    !ir_dim_eval(&de, hi, &v))
 				e *= (double)v;
 			else
 				e *= x->valuedouble;

@@ -78,23 +78,23 @@ static bool same_op(const Op *a, const Op *b)
 static bool monomial(int64_t va, int64_t vb, const int64_t *pa, const int64_t *pb, int n,
 		     DimExpr *out)
 {
-	DimExpr e = dx_const(1);
+	DimExpr e = ir_dim_const(1);
 	__int128 at_b = 1;
 	for (int s = 0; s < n; s++) {
 		if (!is_prime(pa[s]))
 			return false;
 		while (va % pa[s] == 0) {
 			va /= pa[s];
-			DimExpr x = dx_sym(s);
-			if (dx_mul(&e, &x, &e))
+			DimExpr x = ir_dim_sym(s);
+			if (ir_dim_mul(&e, &x, &e))
 				return false;
 			at_b *= pb[s];
 			if (at_b > INT64_MAX)
 				return false;
 		}
 	}
-	DimExpr c = dx_const(va);
-	return at_b * va == vb && !dx_mul(&e, &c, out) && !dx_is_const(out, NULL);
+	DimExpr c = ir_dim_const(va);
+	return at_b * va == vb && !ir_dim_mul(&e, &c, out) && !ir_dim_is_const(out, NULL);
 }
 
 /* The Attrs.sym code of the size that is va at the first probes and vb at the
@@ -110,7 +110,7 @@ static int size_code(int64_t va, int64_t vb, const OnnxEvery *ea, const int64_t 
 	if (!monomial(va, vb, ea->probe, pb, ea->nsym, &e))
 		return 0;
 	int j = 0;
-	while (j < sy->naexpr && !dx_equal(&sy->aexpr[j], &e))
+	while (j < sy->naexpr && !ir_dim_equal(&sy->aexpr[j], &e))
 		j++;
 	if (j == IR_AEXPR_MAX)
 		return -1;
@@ -268,7 +268,7 @@ int onnx_every_diff(Graph *ga, const Graph *gb, const OnnxEvery *ea, const int64
 		s->dim[t] = ARENA_NEW(ga->arena, DimExpr, x->rank + 1);
 		for (int k = 0; k < x->rank; k++) {
 			int sym = t < ea->cin && x->producer < 0 ? ea->insym[t * IR_MAX_RANK + k] : -1;
-			s->dim[t][k] = sym >= 0 ? dx_sym(sym) : dx_const(x->dim[k]);
+			s->dim[t][k] = sym >= 0 ? ir_dim_sym(sym) : ir_dim_const(x->dim[k]);
 		}
 	}
 	if (ir_infer_symbolic(ga, s, d))
@@ -277,9 +277,9 @@ int onnx_every_diff(Graph *ga, const Graph *gb, const OnnxEvery *ea, const int64
 	for (int t = 0; t < ga->ntensors; t++)
 		for (int k = 0; k < ga->tensors[t].rank; k++) {
 			int64_t v;
-			if (dx_eval(&s->dim[t][k], pb, &v) || v != gb->tensors[t].dim[k]) {
+			if (ir_dim_eval(&s->dim[t][k], pb, &v) || v != gb->tensors[t].dim[k]) {
 				Buf b = {0};
-				dx_print(&b, &s->dim[t][k], s->name);
+				ir_dim_print(&b, &s->dim[t][k], s->name);
 				int rc = fail(d, ga, ga->tensors[t].producer, "dim %d of '%s' would be "
 					      "%s, which the model contradicts at other sizes", k,
 					      ga->tensors[t].name, b.data ? b.data : "");

@@ -140,7 +140,7 @@ int fusecrt_plan_tensor(const fusecrt_plan *p, const char *name, const char **dt
 			*rank = x->rank;
 		for (int i = 0; dims && i < x->rank; i++) {
 			int64_t c;
-			dims[i] = dx_is_const(&x->sdim[i], &c) ? c : -1;
+			dims[i] = ir_dim_is_const(&x->sdim[i], &c) ? c : -1;
 		}
 		if (bytes)
 			*bytes = 0;

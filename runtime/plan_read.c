@@ -250,7 +250,7 @@ static const cJSON *get_array(Parser *p, const cJSON *obj, const char *path, con
 /* A size written as an expression over the plan's named dims ("batch*seq"). */
 static int parse_size(Parser *p, const cJSON *e, const char *path, DimExpr *out)
 {
-	if (dx_parse(e->valuestring, p->pl->dim_name, p->pl->ndim_names, out) < 0)
+	if (ir_dim_parse(e->valuestring, p->pl->dim_name, p->pl->ndim_names, out) < 0)
 		return perr(p, path, "\"%s\" is not a size over the plan's dims (integers, "
 			    "their names, +, -, *)", e->valuestring);
 	return 0;
@@ -413,7 +413,7 @@ static int parse_tensor(Parser *p, const cJSON *j, const char *path, RtTensor *t
 		if (check_int(p, e, ip, 1, INT64_C(1) << 40, &t->dim[i]) < 0)
 			return -1;
 		if (t->sdim)
-			t->sdim[i] = dx_const(t->dim[i]);
+			t->sdim[i] = ir_dim_const(t->dim[i]);
 		if (__builtin_mul_overflow(t->n, t->dim[i], &t->n) || t->n > (INT64_C(1) << 40))
 			return perr(p, sp, "tensor '%s' is too large", t->name);
 	}
@@ -721,7 +721,7 @@ static int parse_launch(Parser *p, RtPlan *pl, const cJSON *j, const char *path,
 		if (l->ndims > 1 << 16)
 			return perr(p, sp, "%d sizes; the most is 65535", l->ndims - 1);
 		l->sdims = ARENA_NEW(p->a, DimExpr, l->ndims);
-		l->sdims[0] = dx_const(1);
+		l->sdims[0] = ir_dim_const(1);
 		const cJSON *e = ds->child;
 		for (int i = 1; i < l->ndims; i++, e = e->next) {
 			indexpath(ip, sp, i - 1);
@@ -730,7 +730,7 @@ static int parse_launch(Parser *p, RtPlan *pl, const cJSON *j, const char *path,
 					      : check_int(p, e, ip, 1, INT64_C(1) << 40, &v) < 0)
 				return -1;
 			if (!cJSON_IsString(e))
-				l->sdims[i] = dx_const(v);
+				l->sdims[i] = ir_dim_const(v);
 		}
 		memcpy(l->block, k->block, sizeof l->block);
 	} else if (get_dim3(p, j, path, "grid", true, grid_lim, l->grid) < 0 ||
@@ -1389,7 +1389,7 @@ static RtStatus bind_fail(Diag *d, const RtPlan *p, const char *fmt, ...)
 
 static int size_at(const RtPlan *p, const DimExpr *e, int64_t *v)
 {
-	return dx_eval(e, p->dim_val, v) || *v < 1 || *v > (INT64_C(1) << 40) ? -1 : 0;
+	return ir_dim_eval(e, p->dim_val, v) || *v < 1 || *v > (INT64_C(1) << 40) ? -1 : 0;
 }
 
 /* One variant's launches at the plan's sizes. */
@@ -1501,7 +1501,7 @@ RtStatus rt_plan_bind_shapes(RtPlan *p, const char *const *names, const int *ran
 			continue;
 		for (int j = 0; j < rank[i]; j++) {
 			int s;
-			if (!dx_is_sym(&p->tensors[t].sdim[j], &s))
+			if (!ir_dim_is_sym(&p->tensors[t].sdim[j], &s))
 				continue;
 			if (val[s] && val[s] != dim[i][j])
 				return bind_fail(d, p, "input '%s' makes '%s' %lld, but another input "
@@ -1546,7 +1546,7 @@ RtStatus rt_plan_bind_npy(RtPlan *p, const char *dir, Diag *d)
 		const RtTensor *x = &p->tensors[t];
 		bool named = false;
 		for (int i = 0; x->sdim && x->role == ROLE_INPUT && !x->constant && i < x->rank; i++)
-			named |= !dx_is_const(&x->sdim[i], NULL);
+			named |= !ir_dim_is_const(&x->sdim[i], NULL);
 		if (!named)
 			continue;
 		char file[1024];

@@ -67,6 +67,16 @@ check attf_bad_mode 2 "$FUSEC" compile "$TMP/att.yaml" --attention maybe -o "$TM
 contains attf_bad_mode_msg "$TMP/err" "--attention: unknown mode 'maybe' (fuse or keep)"
 check attf_import 2 "$FUSEC" import tests/onnx/models/bert/model.onnx --attention fuse -o "$TMP/b.json"
 B=tests/onnx/models/bert/model.onnx
+# the default (no --attention): an f32 chain stays apart, saying why; converted to
+# bf16 (which the flash kernel runs) it is fused
+check attd_bert_explain 0 "$FUSEC" explain $B
+contains attd_bert_apart "$TMP/out" "f32 attention has no fused kernel yet (f16 and bf16 do): it runs as matmul, softmax, matmul (--attention fuse fuses it anyway)"
+grep -c "the matmul after a softmax stays apart" "$TMP/out" >"$TMP/n"
+same attd_bert_apart_both "$TMP/n" "2"
+grep -c "^op .* Float::Attention" "$TMP/out" >"$TMP/n" || true
+same attd_bert_none_fused "$TMP/n" "0"
+check attd_bert_bf16 0 "$FUSEC" explain $B --precision bf16
+contains attd_bert_bf16_fused "$TMP/out" "attention: 2 fused (--attention keep leaves them apart)"
 check attf_bert_explain 0 "$FUSEC" explain $B --attention fuse
 contains attf_bert_fused "$TMP/out" "attention: 2 fused (--attention keep leaves them apart)"
 grep -c "^op .* Float::Attention" "$TMP/out" >"$TMP/n"

@@ -92,7 +92,7 @@ static void read_symbolic(const uint8_t *data, size_t size)
 		for (int t = 0; t < g->ntensors && t < s->ndim; t++)
 			for (int k = 0; k < g->tensors[t].rank; k++) {
 				int64_t v;
-				if (dx_eval(&s->dim[t][k], s->probe, &v) || v != g->tensors[t].dim[k])
+				if (ir_dim_eval(&s->dim[t][k], s->probe, &v) || v != g->tensors[t].dim[k])
 					__builtin_trap();
 			}
 		int64_t clash;

@@ -12,7 +12,7 @@ static const char *text(const DimExpr *e)
 {
 	static char out[256];
 	Buf b = {0};
-	dx_print(&b, e, names);
+	ir_dim_print(&b, e, names);
 	snprintf(out, sizeof out, "%s", b.data ? b.data : "");
 	buf_free(&b);
 	return out;
@@ -21,7 +21,7 @@ static const char *text(const DimExpr *e)
 static DimExpr parsed(const char *s)
 {
 	DimExpr e;
-	if (dx_parse(s, names, 3, &e))
+	if (ir_dim_parse(s, names, 3, &e))
 		fail_msg("'%s' does not parse", s);
 	return e;
 }
@@ -29,73 +29,73 @@ static DimExpr parsed(const char *s)
 static void test_canonical_form(void **state)
 {
 	(void)state;
-	DimExpr b = dx_sym(0), s = dx_sym(1), bs, sb, sum1, sum2;
-	assert_int_equal(dx_mul(&b, &s, &bs), 0);
-	assert_int_equal(dx_mul(&s, &b, &sb), 0);
-	assert_true(dx_equal(&bs, &sb));
+	DimExpr b = ir_dim_sym(0), s = ir_dim_sym(1), bs, sb, sum1, sum2;
+	assert_int_equal(ir_dim_mul(&b, &s, &bs), 0);
+	assert_int_equal(ir_dim_mul(&s, &b, &sb), 0);
+	assert_true(ir_dim_equal(&bs, &sb));
 	assert_string_equal(text(&bs), "batch*seq");
 	/* terms sorted by degree, the constant last, whatever the order of the sums */
-	DimExpr one = dx_const(1);
-	assert_int_equal(dx_add(&one, &bs, &sum1), 0);
-	assert_int_equal(dx_add(&sum1, &s, &sum1), 0);
-	assert_int_equal(dx_add(&s, &one, &sum2), 0);
-	assert_int_equal(dx_add(&sum2, &bs, &sum2), 0);
-	assert_true(dx_equal(&sum1, &sum2));
+	DimExpr one = ir_dim_const(1);
+	assert_int_equal(ir_dim_add(&one, &bs, &sum1), 0);
+	assert_int_equal(ir_dim_add(&sum1, &s, &sum1), 0);
+	assert_int_equal(ir_dim_add(&s, &one, &sum2), 0);
+	assert_int_equal(ir_dim_add(&sum2, &bs, &sum2), 0);
+	assert_true(ir_dim_equal(&sum1, &sum2));
 	assert_string_equal(text(&sum1), "batch*seq+seq+1");
 	/* a term that cancels leaves the form */
-	DimExpr m = dx_const(-1), neg, zero;
-	assert_int_equal(dx_mul(&s, &m, &neg), 0);
-	assert_int_equal(dx_add(&s, &neg, &zero), 0);
+	DimExpr m = ir_dim_const(-1), neg, zero;
+	assert_int_equal(ir_dim_mul(&s, &m, &neg), 0);
+	assert_int_equal(ir_dim_add(&s, &neg, &zero), 0);
 	assert_int_equal(zero.n, 0);
 	int64_t v;
-	assert_true(dx_is_const(&zero, &v));
+	assert_true(ir_dim_is_const(&zero, &v));
 	assert_int_equal(v, 0);
 	int k;
-	assert_true(dx_is_sym(&s, &k));
+	assert_true(ir_dim_is_sym(&s, &k));
 	assert_int_equal(k, 1);
-	assert_false(dx_is_sym(&bs, &k));
-	assert_false(dx_is_const(&s, NULL));
+	assert_false(ir_dim_is_sym(&bs, &k));
+	assert_false(ir_dim_is_const(&s, NULL));
 }
 
 static void test_exact_quotient(void **state)
 {
 	(void)state;
 	/* reshape [batch, seq, 768] to [-1, 768]: -1 is batch*seq */
-	DimExpr total = parsed("batch*seq*768"), d = dx_const(768), q;
-	assert_int_equal(dx_div(&total, &d, &q), 0);
+	DimExpr total = parsed("batch*seq*768"), d = ir_dim_const(768), q;
+	assert_int_equal(ir_dim_div(&total, &d, &q), 0);
 	assert_string_equal(text(&q), "batch*seq");
 	DimExpr bs2 = parsed("2*batch*seq+4*seq"), two_seq = parsed("2*seq");
-	assert_int_equal(dx_div(&bs2, &two_seq, &q), 0);
+	assert_int_equal(ir_dim_div(&bs2, &two_seq, &q), 0);
 	assert_string_equal(text(&q), "batch+2");
 	/* no exact quotient: a sum as divisor, a coefficient or a symbol that does not
 	 * divide every term */
-	DimExpr sum = parsed("seq+1"), three = dx_const(3), heads = dx_sym(2);
-	assert_int_equal(dx_div(&total, &sum, &q), -1);
-	assert_int_equal(dx_div(&bs2, &three, &q), -1);
-	assert_int_equal(dx_div(&bs2, &heads, &q), -1);
+	DimExpr sum = parsed("seq+1"), three = ir_dim_const(3), heads = ir_dim_sym(2);
+	assert_int_equal(ir_dim_div(&total, &sum, &q), -1);
+	assert_int_equal(ir_dim_div(&bs2, &three, &q), -1);
+	assert_int_equal(ir_dim_div(&bs2, &heads, &q), -1);
 }
 
 static void test_limits(void **state)
 {
 	(void)state;
-	DimExpr big = dx_const(INT64_MAX), two = dx_const(2), r;
-	assert_int_equal(dx_mul(&big, &two, &r), -1);
-	assert_int_equal(dx_add(&big, &big, &r), -1);
+	DimExpr big = ir_dim_const(INT64_MAX), two = ir_dim_const(2), r;
+	assert_int_equal(ir_dim_mul(&big, &two, &r), -1);
+	assert_int_equal(ir_dim_add(&big, &big, &r), -1);
 	/* more than IR_TERM_MAX terms */
-	DimExpr e = dx_const(1), p = dx_sym(0);
+	DimExpr e = ir_dim_const(1), p = ir_dim_sym(0);
 	int rc = 0;
 	for (int i = 0; i < IR_TERM_MAX + 1 && !rc; i++) {
-		rc = dx_add(&e, &p, &e);
+		rc = ir_dim_add(&e, &p, &e);
 		if (!rc)
-			rc = dx_mul(&p, &(DimExpr){1, {{1, {1, 0}}}}, &p);
+			rc = ir_dim_mul(&p, &(DimExpr){1, {{1, {1, 0}}}}, &p);
 	}
 	assert_int_equal(rc, -1);
 	/* a value past int64 at a binding */
 	int64_t v, val[3] = {INT64_MAX / 2, 3, 1};
 	DimExpr bs = parsed("batch*seq");
-	assert_int_equal(dx_eval(&bs, val, &v), -1);
+	assert_int_equal(ir_dim_eval(&bs, val, &v), -1);
 	val[0] = 8;
-	assert_int_equal(dx_eval(&bs, val, &v), 0);
+	assert_int_equal(ir_dim_eval(&bs, val, &v), 0);
 	assert_int_equal(v, 24);
 }
 
@@ -106,20 +106,20 @@ static void test_parse_and_print(void **state)
 					    "batch*batch*heads", "-seq+batch", "0"};
 	for (size_t i = 0; i < sizeof round / sizeof round[0]; i++) {
 		DimExpr e = parsed(round[i]), again = parsed(text(&e));
-		assert_true(dx_equal(&e, &again));
+		assert_true(ir_dim_equal(&e, &again));
 	}
 	assert_string_equal(text(&(DimExpr){0}), "0");
 	DimExpr e = parsed(" ( batch + 1 ) * ( seq - 1 ) ");
 	assert_string_equal(text(&e), "batch*seq-batch+seq-1");
 	int64_t v, val[3] = {4, 10, 1};
-	assert_int_equal(dx_eval(&e, val, &v), 0);
+	assert_int_equal(ir_dim_eval(&e, val, &v), 0);
 	assert_int_equal(v, 45);
 	/* refused: unknown names, stray text, a number past int64, parentheses left open */
 	static const char *const bad[] = {"tokens", "batch**seq", "batch*", "(seq",
 					  "9223372036854775808", "seq/2", "", "1e3"};
 	DimExpr x;
 	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
-		if (!dx_parse(bad[i], names, 3, &x))
+		if (!ir_dim_parse(bad[i], names, 3, &x))
 			fail_msg("'%s' parsed", bad[i]);
 	/* the most negative coefficient prints as a number (no overflow) */
 	DimExpr lo = parsed("-9223372036854775807-1");
