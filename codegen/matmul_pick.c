@@ -25,6 +25,7 @@
 enum {
 	MM_WAVE = 132,           /* H200 multiprocessors: tiles below this favour smaller tiles */
 	MM_GEMV_M = 16,          /* rows up to which the gemv configuration is chosen */
+	MM_GEMV_M_TC = 8,        /* (for f16/bf16 on tensor cores, this many) */
 	MM_GEMV = 7,             /* its index in the table */
 	MM_TC256 = 8,            /* tc128x256x32s4's index */
 	MM_LONG_K = 2048,        /* K from which tc128x256x32s4 is taken (given a wave) */
@@ -376,7 +377,11 @@ int cg_matmul_variant(const CgKernelSpec *s, const char *arch, bool host, bool a
 	 * compile (docs/benchmarks.md, "Tiny matmuls") */
 	if (t == DT_F32 && !tf32 && k <= MM_TINY_K && batch * m * n <= MM_TINY_OUT)
 		return 0;
-	if (m <= MM_GEMV_M && !conv)
+	/* f16/bf16 from 9 rows take the tensor cores (sm_80 on): at 16 rows the tile
+	 * rule below was 2.1x faster than gemv over 7 transformer and Llama shapes on
+	 * the H200, at 4 rows about even and gemv faster on 6 of 7 (docs/benchmarks.md,
+	 * "Tiny M") */
+	if (m <= MM_GEMV_M && !conv && (t == DT_F32 || m <= MM_GEMV_M_TC || !sm80))
 		return gemv_rule(batch, m, n, k);
 	/* a conv (docs/benchmarks.md, "Convolutions as implicit GEMMs"): its planes
 	 * (N = OH*OW per image: 7x7 = 49 columns) and channels (M: 64) are often far
