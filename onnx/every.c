@@ -164,13 +164,19 @@ static int shape_symbols(Diag *d, Graph *ga, const Graph *gb, int i, const OnnxE
 			a->sym[k] = (uint8_t)code;
 			continue;
 		}
-		bool minus = false;
+		int minus = -1;
 		for (int j = 0; j < a->n; j++)
-			minus |= a->shape[j] == -1;
-		if (!reshape || minus)
+			if (a->shape[j] == -1)
+				minus = j;
+		if (!reshape)
 			return fail(d, ga, i, "entry %d of its shape, %lld here and %lld at other "
-				    "sizes, is not one dim_param", k, (long long)a->shape[k],
+				    "sizes, is not a product of dim_params", k, (long long)a->shape[k],
 				    (long long)b->shape[k]);
+		if (minus >= 0)
+			return fail(d, ga, i, "entry %d of its shape, %lld here and %lld at other "
+				    "sizes, is not a product of dim_params, and entry %d is already "
+				    "left to be computed (-1): a reshape can leave one", k,
+				    (long long)a->shape[k], (long long)b->shape[k], minus);
 		a->shape[k] = -1;
 	}
 	return 0;

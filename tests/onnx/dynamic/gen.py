@@ -20,6 +20,11 @@ Test-only: numpy and onnx from PyPI (docs/onnx.md).
               product of a size (refused)
   recip.onnx  x[batch,seq] * (1 / Cast(Shape(x)[1])): a value made from a size
               that is not one (refused)
+  expand_sum.onnx   the sum of x[batch,seq] Expand-ed to [batch, seq + 1]: a shape
+              entry that is a sum (refused)
+  reshape_sum.onnx  x[batch,seq] with a column of ones, the outer product of its
+              rows flattened and Reshape-d to [batch, seq + 1, seq + 1]: two
+              entries that are sums (refused: one can be -1, not both)
 
 bert_micro.onnx and llama_micro.onnx are transformers' BertModel (with its padding
 mask) and LlamaModel of one layer, hidden 16, exported by torch.onnx.export with
@@ -166,6 +171,50 @@ def recip():
          [oh.make_tensor_value_info("y", T.FLOAT, ["batch", "seq"])])
 
 
+def expand_sum():
+    """x[batch,seq]: its sum Expand-ed to [batch, seq + 1], a size that is a sum."""
+    inits = [const("i0", np.int64(0)), const("i1", np.int64(1)), const("one", np.array([1], np.int64))]
+    n = [oh.make_node("Shape", ["x"], ["s"]),
+         oh.make_node("Gather", ["s", "i0"], ["b"], axis=0),
+         oh.make_node("Gather", ["s", "i1"], ["len"], axis=0),
+         oh.make_node("Unsqueeze", ["b", "ax0"], ["bu"]),
+         oh.make_node("Unsqueeze", ["len", "ax0"], ["lu"]),
+         oh.make_node("Add", ["lu", "one"], ["l1"]),
+         oh.make_node("Concat", ["bu", "l1"], ["shape"], axis=0),
+         oh.make_node("ReduceSum", ["x"], ["t"], keepdims=1),
+         oh.make_node("Expand", ["t", "shape"], ["y"])]
+    inits.append(const("ax0", np.array([0], np.int64)))
+    save("expand_sum", n, inits, [oh.make_tensor_value_info("x", T.FLOAT, ["batch", "seq"])],
+         [oh.make_tensor_value_info("y", T.FLOAT, ["batch", "seq1"])])
+
+
+def reshape_sum():
+    """x[batch,seq] with a column of ones (p: [batch, seq + 1]), the outer product of
+    p's rows [batch, seq + 1, seq + 1] flattened, then Reshape-d back by a shape made
+    from Shape: two shape entries that are sums (one can be -1, not both)."""
+    inits = [const("i0", np.int64(0)), const("i1", np.int64(1)), const("ax0", np.array([0], np.int64)),
+             const("ax1", np.array([1], np.int64)), const("ax2", np.array([2], np.int64)),
+             const("one", np.array([1], np.int64)), const("m1", np.array([-1], np.int64)),
+             const("ones", np.ones((1, 1), np.float32))]
+    n = [oh.make_node("Shape", ["x"], ["s"]),
+         oh.make_node("Gather", ["s", "i0"], ["b"], axis=0),
+         oh.make_node("Gather", ["s", "i1"], ["len"], axis=0),
+         oh.make_node("Unsqueeze", ["b", "ax0"], ["bu"]),
+         oh.make_node("Unsqueeze", ["len", "ax0"], ["lu"]),
+         oh.make_node("Concat", ["bu", "one"], ["cshape"], axis=0),
+         oh.make_node("Expand", ["ones", "cshape"], ["col"]),
+         oh.make_node("Concat", ["x", "col"], ["p"], axis=1),
+         oh.make_node("Unsqueeze", ["p", "ax2"], ["pc"]),
+         oh.make_node("Unsqueeze", ["p", "ax1"], ["pr"]),
+         oh.make_node("Mul", ["pc", "pr"], ["q"]),
+         oh.make_node("Reshape", ["q", "m1"], ["flat"]),
+         oh.make_node("Add", ["lu", "one"], ["l1"]),
+         oh.make_node("Concat", ["bu", "l1", "l1"], ["shape"], axis=0),
+         oh.make_node("Reshape", ["flat", "shape"], ["y"])]
+    save("reshape_sum", n, inits, [oh.make_tensor_value_info("x", T.FLOAT, ["batch", "seq"])],
+         [oh.make_tensor_value_info("y", T.FLOAT, ["batch", "seq1", "seq1"])])
+
+
 def micro_refs():
     import onnxruntime as ort
     r = np.random.default_rng(1)
@@ -191,6 +240,8 @@ cls()
 mean()
 double()
 recip()
+expand_sum()
+reshape_sum()
 micro_refs()
 ranged()
 sliced()
