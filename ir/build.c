@@ -745,33 +745,9 @@ static int bind_input(Builder *b, int i, const IrInputShape *sh)
 	return 0;
 }
 
-/* Whether v may be a probe: not a size that clashed before, nor another symbol's. */
-static bool probe_free(const Builder *b, int64_t v)
-{
-	for (int i = 0; i < b->navoid; i++)
-		if (b->avoid[i] == v)
-			return false;
-	for (int i = 0; i < b->sym->nsym; i++)
-		if (b->sym->probe[i] == v)
-			return false;
-	return true;
-}
-
-static bool is_prime(int64_t v)
-{
-	if (v < 2)
-		return false;
-	for (int64_t p = 2; p * p <= v; p++)
-		if (v % p == 0)
-			return false;
-	return true;
-}
-
 /* Dim name di, unbound in a graph read for every size: one size in its range makes
- * it that size; otherwise it becomes a symbol, built at a probe size: the largest
- * prime of its range up to PROBE_TOP (a size no other dim is likely to have, so
- * that the relative form tells it apart), or any free size past 1. */
-enum { PROBE_TOP = 4096 };
+ * it that size; otherwise it becomes a symbol, built at a probe size (ir_sym_probe)
+ * that no other symbol took and that did not clash before. */
 static int symbolize(Builder *b, int di, const DocNode *at)
 {
 	DimName *dn = &b->dn[di];
@@ -784,14 +760,13 @@ static int symbolize(Builder *b, int di, const DocNode *at)
 	if (s->nsym == IR_SYM_MAX)
 		return fail(b, at, "more than %d named dims left for every size; bind some "
 			    "with --input-shape", IR_SYM_MAX);
-	int64_t top = dn->hi < PROBE_TOP ? dn->hi : PROBE_TOP, lo = dn->lo > 2 ? dn->lo : 2;
-	int64_t v = 0;
-	for (int64_t x = top; x >= lo && !v; x--)
-		if (is_prime(x) && probe_free(b, x))
-			v = x;
-	for (int64_t x = top; x >= lo && !v; x--)
-		if (probe_free(b, x))
-			v = x;
+	int64_t used[IR_SYM_MAX + 16];
+	int nused = 0;
+	for (int i = 0; i < b->navoid; i++)
+		used[nused++] = b->avoid[i];
+	for (int i = 0; i < s->nsym; i++)
+		used[nused++] = s->probe[i];
+	int64_t v = ir_sym_probe(dn->lo, dn->hi, used, nused);
 	if (!v)
 		return fail(b, at, "'%s': its range %lld..%lld holds no size to compile the "
 			    "graph at; bind it with --input-shape", dn->name, (long long)dn->lo,

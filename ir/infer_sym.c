@@ -499,6 +499,36 @@ Graph *ir_sym_at(const Graph *gs, const int64_t *val, bool keep_sym, Diag *d)
 	return gi;
 }
 
+bool ir_is_prime(int64_t v)
+{
+	if (v < 2)
+		return false;
+	for (int64_t p = 2; p * p <= v; p++)
+		if (v % p == 0)
+			return false;
+	return true;
+}
+
+static bool taken(int64_t v, const int64_t *used, int nused)
+{
+	for (int i = 0; i < nused; i++)
+		if (used[i] == v)
+			return true;
+	return false;
+}
+
+int64_t ir_sym_probe(int64_t lo, int64_t hi, const int64_t *used, int nused)
+{
+	int64_t top = hi < IR_PROBE_TOP ? hi : IR_PROBE_TOP, bottom = lo > 2 ? lo : 2;
+	for (int64_t x = top; x >= bottom; x--)
+		if (ir_is_prime(x) && !taken(x, used, nused))
+			return x;
+	for (int64_t x = top; x >= bottom; x--)
+		if (!taken(x, used, nused))
+			return x;
+	return 0;
+}
+
 const DimExpr *ir_sym_of_size(const Graph *g, int64_t v)
 {
 	const IrSymbolic *s = g->sym;

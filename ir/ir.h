@@ -283,6 +283,15 @@ Graph *ir_sym_instance(const Graph *gs, const Graph *g, Diag *d);
 /* gs at the symbols' sizes val[] (no range check); keep_sym keeps Graph.sym (a
  * plan's variant for a range of sizes is lowered from it), else NULL. */
 Graph *ir_sym_at(const Graph *gs, const int64_t *val, bool keep_sym, Diag *d);
+/* The probe size of a symbol of range lo..hi, the size a graph for every size is
+ * built at: the largest prime up to IR_PROBE_TOP that none of the nused sizes in
+ * used[] is (a size no other dim is likely to have, so that the relative form tells
+ * them apart), else any such size past 1; 0 when the range has none. The reader
+ * (--dims), the ONNX importer's two imports and a plan's ranges of sizes all take
+ * their probes here. */
+enum { IR_PROBE_TOP = 4096 };
+int64_t ir_sym_probe(int64_t lo, int64_t hi, const int64_t *used, int nused);
+bool ir_is_prime(int64_t v);
 /* The size an Attrs.sym or Attrs.rsym code names (not 0). */
 DimExpr ir_sym_code(const IrSymbolic *s, int code);
 /* The expression of a dim of g (read for every size) that is v at the probe sizes

@@ -208,20 +208,12 @@ void pl_target_ext(const PlOptions *o, int i, const char *ext, char *out, size_t
 	snprintf(out, n, "%s%s%s%s", name ? name : "", arch, bucket, ext);
 }
 
-static bool prime(int64_t v)
-{
-	for (int64_t p = 2; p * p <= v; p++)
-		if (v % p == 0)
-			return false;
-	return v > 1;
-}
-
 /* The ranges of sizes of a plan for every size (--shape-buckets N): range 0 is every
  * size; range k each named dim's lo..max(lo, top >> k), top its largest size (4096
  * for a dim without one), as long as it narrows. Each is lowered from g at probe
- * sizes in it (ir_sym_at): per dim the largest prime of its range (up to 4096)
- * that no other dim took, or any such size past 1, passed over when it gives two
- * different expressions one size (ir_sym_check). Returns how many, gb[0] NULL. */
+ * sizes in it (ir_sym_at): per dim ir_sym_probe of its range, none that another
+ * dim took, passed over when it gives two different expressions one size
+ * (ir_sym_check). Returns how many, gb[0] NULL. */
 static int plan_buckets(const Graph *g, int want, PlResult *r, const Graph **gb)
 {
 	const IrSymbolic *sy = g->sym;
@@ -248,17 +240,13 @@ static int plan_buckets(const Graph *g, int want, PlResult *r, const Graph **gb)
 		while (!gi && navoid < 16) {
 			bool ok = true;
 			for (int k = 0; k < sy->nsym && ok; k++) {
-				probe[k] = 0;
-				for (int pass = 0; pass < 2 && !probe[k]; pass++)
-					for (int64_t x = hi[k]; x >= (lo[k] > 2 ? lo[k] : 2) && !probe[k]; x--) {
-						bool used = pass == 0 && !prime(x);
-						for (int j = 0; j < k; j++)
-							used |= probe[j] == x;
-						for (int j = 0; j < navoid; j++)
-							used |= avoid[j] == x;
-						if (!used)
-							probe[k] = x;
-					}
+				int64_t used[IR_SYM_MAX + 16];
+				int nused = 0;
+				for (int j = 0; j < k; j++)
+					used[nused++] = probe[j];
+				for (int j = 0; j < navoid; j++)
+					used[nused++] = avoid[j];
+				probe[k] = ir_sym_probe(lo[k], hi[k], used, nused);
 				ok = probe[k] != 0;
 			}
 			if (!ok)

@@ -24,8 +24,6 @@
 
 static int fail(Diag *d, const Graph *g, int op, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
-static bool is_prime(int64_t v);
-
 static int fail(Diag *d, const Graph *g, int op, const char *fmt, ...)
 {
 	char ref[200] = "", msg[600];
@@ -81,7 +79,7 @@ static bool monomial(int64_t va, int64_t vb, const int64_t *pa, const int64_t *p
 	DimExpr e = ir_dim_const(1);
 	__int128 at_b = 1;
 	for (int s = 0; s < n; s++) {
-		if (!is_prime(pa[s]))
+		if (!ir_is_prime(pa[s]))
 			return false;
 		while (va % pa[s] == 0) {
 			va /= pa[s];
@@ -223,34 +221,6 @@ static int compare(Diag *d, Graph *ga, const Graph *gb, const OnnxEvery *ea, con
 				    "dim_params (a Range, a ConstantOfShape, a slice or a mask as "
 				    "long as one): a value made from a size", x->name);
 	}
-	return 0;
-}
-
-static bool is_prime(int64_t v)
-{
-	for (int64_t p = 2; p * p <= v; p++)
-		if (v % p == 0)
-			return false;
-	return v > 1;
-}
-
-static bool taken(int64_t v, const int64_t *used, int nused)
-{
-	for (int i = 0; i < nused; i++)
-		if (used[i] == v)
-			return true;
-	return false;
-}
-
-int64_t onnx_probe(int64_t lo, int64_t hi, const int64_t *used, int nused)
-{
-	int64_t top = hi < ONNX_PROBE_TOP ? hi : ONNX_PROBE_TOP, bottom = lo > 2 ? lo : 2;
-	for (int64_t x = top; x >= bottom; x--)
-		if (is_prime(x) && !taken(x, used, nused))
-			return x;
-	for (int64_t x = top; x >= bottom; x--)
-		if (!taken(x, used, nused))
-			return x;
 	return 0;
 }
 

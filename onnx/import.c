@@ -90,7 +90,7 @@ static int imp_symbol(Imp *m, const char *name, int64_t *v)
 	int nused = k;
 	for (int j = 0; e->first && j < e->nfirst; j++)
 		used[nused++] = e->first[j];
-	*v = onnx_probe(lo, hi, used, nused);
+	*v = ir_sym_probe(lo, hi, used, nused);
 	if (!*v)
 		return imp_fail(m, "dim_param '%.60s': its range %lld..%lld holds too few sizes "
 				"to compile the model at; fix it with --input-shape", name,
@@ -654,7 +654,7 @@ static Graph *import_model(Arena *a, const char *file, const char *dir,
 }
 
 /* A model read for every size (OnnxOptions.lookup->symbolic): imported twice, the
- * dim_params at two sets of probe sizes (onnx_probe), and the two graphs compared
+ * dim_params at two sets of probe sizes (ir_sym_probe), and the two graphs compared
  * (every.c). */
 static Graph *import_every_size(Arena *a, const char *file, const char *dir,
 				const Onnx__ModelProto *mp, const OnnxOptions *o, Diag *d)

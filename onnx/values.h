@@ -8,8 +8,6 @@
 #include "onnx_impl.h"
 
 enum { ONNX_OPSET_MIN = 1, ONNX_OPSET_MAX = 21 };
-/* the largest probe size of a dim_param read for every size (every.c) */
-enum { ONNX_PROBE_TOP = 4096 };
 
 struct Onnx__NodeProto;
 
@@ -76,10 +74,6 @@ typedef struct {
  * naming what could not be written over the symbols. */
 int onnx_every_diff(Graph *ga, const Graph *gb, const OnnxEvery *ea, const int64_t *pb,
 		    Diag *d);
-/* The probe size of a symbol of range lo..hi: the largest prime up to
- * ONNX_PROBE_TOP that none of the nused sizes in used[] is, else any such size
- * past 1; 0 when the range has none. */
-int64_t onnx_probe(int64_t lo, int64_t hi, const int64_t *used, int nused);
 
 typedef struct {
 	Arena *a, *tmp;        /* the graph's arena; scratch (Vals) */
