@@ -351,6 +351,8 @@ LLVMValueRef mm_vector_ok(Mm *x, const int *wr, int nw);
 LLVMValueRef mm_staged(Mm *x, LLVMValueRef row, LLVMValueRef col);
 void mm_epilogue(Mm *x, const int *wr, int nw);
 void mm_epi_walk(Mm *x, int h, const int *wr, int nw);
+LLVMValueRef mm_split_share(Mm *x, LLVMValueRef *t, int S, LLVMValueRef n, LLVMValueRef *beg,
+			    LLVMValueRef *end);
 LLVMBasicBlockRef mm_split_combine(Mm *x, LLVMValueRef tile, LLVMValueRef split,
 				   LLVMValueRef total);
 

@@ -251,6 +251,21 @@ static void fence(Mm *x)
 		mm_intrinsic(x, "llvm.nvvm.membar.gl", NULL, 0, NULL, 0);
 }
 
+/* Split-K, before the main loop: unit *t (of a tile loop over tiles x S) is split
+ * *t % S of tile *t / S (written back to *t); split s takes [s * ks, min(n, (s +
+ * 1) * ks)) of 0..n, ks = ceil(n / S), in *beg and *end (an empty share when S
+ * does not fit n). Returns the split. */
+LLVMValueRef mm_split_share(Mm *x, LLVMValueRef *t, int S, LLVMValueRef n, LLVMValueRef *beg,
+			    LLVMValueRef *end)
+{
+	LLVMValueRef split = LLVMBuildURem(x->b, *t, mm_i64c(x, S), "");
+	*t = LLVMBuildUDiv(x->b, *t, mm_i64c(x, S), "");
+	LLVMValueRef ks = mm_ceil_div(x, n, S);
+	*beg = mm_mul(x, split, ks);
+	*end = mm_min64(x, mm_add(x, *beg, ks), n);
+	return split;
+}
+
 /* Split-K, after the main loop of split `split` of tile `tile` (of `total`): the
  * block's accumulators go to its partial slot of the scratch, the block counts
  * itself in at the tile's counter, and all but the last block of the tile to arrive

@@ -130,21 +130,15 @@ void mm_gemv_tile_loop(Mm *x, LLVMValueRef block, LLVMValueRef nblocks, const in
 	LLVMValueRef nb, ntm, ntn;
 	LLVMValueRef per_batch = mm_tile_grid(x, &nb, &ntm, &ntn);
 	LLVMValueRef total = mm_mul(x, nb, per_batch);
-	/* split-K as in the tile loop: unit u is split u % S of tile u / S, split s
-	 * takes k in [s * ks, min(K, (s + 1) * ks)), ks = ceil(K / S) */
+	/* split-K as in the tile loop (mm_split_share), over K itself */
 	int S = c->split > 1 ? c->split : 1;
 	CgLoop lt_;
 	cg_loop_begin(kb, &lt_, block, mm_mulc(x, total, S), nblocks);
 	kb->nmemo = 0;
 	LLVMValueRef t = lt_.i, split = NULL;
 	LLVMValueRef kbeg = mm_i64c(x, 0), kend = x->K;
-	if (S > 1) {
-		split = LLVMBuildURem(x->b, t, mm_i64c(x, S), "");
-		t = LLVMBuildUDiv(x->b, t, mm_i64c(x, S), "");
-		LLVMValueRef ks = mm_ceil_div(x, x->K, S);
-		kbeg = mm_mul(x, split, ks);
-		kend = mm_min64(x, mm_add(x, kbeg, ks), x->K);
-	}
+	if (S > 1)
+		split = mm_split_share(x, &t, S, x->K, &kbeg, &kend);
 	LLVMValueRef f = LLVMBuildUDiv(x->b, t, per_batch, "");
 	LLVMValueRef within = LLVMBuildURem(x->b, t, per_batch, "");
 	x->m0 = mm_mulc(x, LLVMBuildUDiv(x->b, within, ntn, ""), c->bm);

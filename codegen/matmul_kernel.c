@@ -64,8 +64,7 @@ static void tile_loop(Mm *x, LLVMValueRef block, LLVMValueRef nblocks, const int
 	LLVMValueRef per_batch = mm_tile_grid(x, &nb, &ntm, &ntn);
 	LLVMValueRef total = mm_mul(x, nb, per_batch);
 	LLVMValueRef nk = mm_ceil_div(x, x->K, c->bk);
-	/* split-K: unit u is split u % S of tile u / S; split s takes the K steps
-	 * [s * ks, min(nk, (s + 1) * ks)), ks = ceil(nk / S) (empty ones sum zeros) */
+	/* split-K (mm_split_share) over the K steps (empty shares sum zeros) */
 	int S = c->split > 1 ? c->split : 1;
 	LLVMValueRef kbeg = mm_i64c(x, 0);
 	CgLoop lt_;
@@ -74,11 +73,8 @@ static void tile_loop(Mm *x, LLVMValueRef block, LLVMValueRef nblocks, const int
 	LLVMValueRef t = lt_.i;
 	LLVMValueRef split = NULL;
 	if (S > 1) {
-		split = LLVMBuildURem(x->b, t, mm_i64c(x, S), "");
-		t = LLVMBuildUDiv(x->b, t, mm_i64c(x, S), "");
-		LLVMValueRef ks = mm_ceil_div(x, nk, S);
-		kbeg = mm_mul(x, split, ks);
-		LLVMValueRef kend = mm_min64(x, mm_add(x, kbeg, ks), nk);
+		LLVMValueRef kend;
+		split = mm_split_share(x, &t, S, nk, &kbeg, &kend);
 		LLVMValueRef has = mm_lt(x, kbeg, kend);
 		nk = LLVMBuildSelect(x->b, has, LLVMBuildSub(x->b, kend, kbeg, ""), mm_i64c(x, 0), "");
 	}

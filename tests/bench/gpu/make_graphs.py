@@ -465,6 +465,33 @@ if __name__ == "__main__":
         mm_check_long(t)
 
 
+def mm_case(ins, ops, outs, dt, cn, ba, bb, m, n, k, at, bt, epi):
+    """One matmul case of a check graph: a (stored transposed when at) times b
+    (likewise bt) with broadcast batches, a bias, then gelu (tanh) or a residual
+    add, and a sync after it (each case its own segment)."""
+    nb = len(ba)
+    r = nb + 2
+    ins[cn + "_a"] = (dt, ba + ([k, m] if at else [m, k]))
+    ins[cn + "_b"] = (dt, bb + ([n, k] if bt else [k, n]))
+    ins[cn + "_bias"] = (dt, [1] * (r - 1) + [n])
+    a, b = cn + "_a", cn + "_b"
+    if at:
+        ops.append(op("swap_dims", [a], cn + "_av", dims=[nb, nb + 1]))
+        a = cn + "_av"
+    if bt:
+        ops.append(op("swap_dims", [b], cn + "_bv", dims=[nb, nb + 1]))
+        b = cn + "_bv"
+    ops.append(op("matmul", [a, b], cn + "_mm"))
+    ops.append(op("add", [cn + "_mm", cn + "_bias"], cn + "_h"))
+    if epi == "gelu":
+        ops.append(op("gelu", [cn + "_h"], cn + "_y", approximate="tanh"))
+    else:
+        ins[cn + "_res"] = (dt, [max(x, y) for x, y in zip(ba, bb)] + [m, n])
+        ops.append(op("add", [cn + "_h", cn + "_res"], cn + "_y"))
+    outs.append(cn + "_y")
+    ops.append({"op": "sync"})
+
+
 def mm_check_split(dt):
     """The GPU check of split-K (outputs under a wave of tiles; checked under every
     split configuration forced with FUSEC_MATMUL_TILES, docs/benchmarks.md "Matmul
@@ -479,24 +506,7 @@ def mm_check_split(dt):
              ("short", [], [], 70, 70, 40, False, "residual"),
              ("at", [], [], 64, 96, 600, True, "gelu")]
     for cn, ba, bb, m, n, k, at, epi in cases:
-        nb = len(ba)
-        r = nb + 2
-        ins[cn + "_a"] = (dt, ba + ([k, m] if at else [m, k]))
-        ins[cn + "_b"] = (dt, bb + [k, n])
-        ins[cn + "_bias"] = (dt, [1] * (r - 1) + [n])
-        a = cn + "_a"
-        if at:
-            ops.append(op("swap_dims", [a], cn + "_av", dims=[nb, nb + 1]))
-            a = cn + "_av"
-        ops.append(op("matmul", [a, cn + "_b"], cn + "_mm"))
-        ops.append(op("add", [cn + "_mm", cn + "_bias"], cn + "_h"))
-        if epi == "gelu":
-            ops.append(op("gelu", [cn + "_h"], cn + "_y", approximate="tanh"))
-        else:
-            ins[cn + "_res"] = (dt, [max(x, y) for x, y in zip(ba, bb)] + [m, n])
-            ops.append(op("add", [cn + "_h", cn + "_res"], cn + "_y"))
-        outs.append(cn + "_y")
-        ops.append({"op": "sync"})
+        mm_case(ins, ops, outs, dt, cn, ba, bb, m, n, k, at, False, epi)
     graph("mm_check_split_" + dt, ins, ops, outs)
 
 
@@ -520,24 +530,7 @@ def mm_check_gemv(dt):
              ("odd", [], [], 9, 65, 333, False, "gelu"),
              ("wide", [], [], 2, 4100, 520, False, "residual")]
     for cn, ba, bb, m, n, k, bt, epi in cases:
-        nb = len(ba)
-        r = nb + 2
-        ins[cn + "_a"] = (dt, ba + [m, k])
-        ins[cn + "_b"] = (dt, bb + ([n, k] if bt else [k, n]))
-        ins[cn + "_bias"] = (dt, [1] * (r - 1) + [n])
-        b = cn + "_b"
-        if bt:
-            ops.append(op("swap_dims", [b], cn + "_bv", dims=[nb, nb + 1]))
-            b = cn + "_bv"
-        ops.append(op("matmul", [cn + "_a", b], cn + "_mm"))
-        ops.append(op("add", [cn + "_mm", cn + "_bias"], cn + "_h"))
-        if epi == "gelu":
-            ops.append(op("gelu", [cn + "_h"], cn + "_y", approximate="tanh"))
-        else:
-            ins[cn + "_res"] = (dt, [max(x, y) for x, y in zip(ba, bb)] + [m, n])
-            ops.append(op("add", [cn + "_h", cn + "_res"], cn + "_y"))
-        outs.append(cn + "_y")
-        ops.append({"op": "sync"})
+        mm_case(ins, ops, outs, dt, cn, ba, bb, m, n, k, False, bt, epi)
     graph("mm_check_gemv_" + dt, ins, ops, outs)
 
 
