@@ -2,15 +2,16 @@
  * configurations' loop over output tiles (mm_gemv_tile_loop; the picker's rule is
  * matmul_pick.c's).
  *
- * A block takes BM (8) rows x BN (64) columns of the output, and with a split
- * (`...skS`) one of S contiguous shares of K. Thread (warp w, lane l) owns columns
- * 2l and 2l+1 of the tile and sums k = w, w + 8, w + 16 ... of its share: B is read
- * once, a warp reading 64 consecutive columns of a row, and the A element of a row
- * is one broadcast load.
+ * A block takes BM (8) rows x BN (64, or 128 for `gemv8x128k8...`) columns of the
+ * output, and with a split (`...skS`) one of S contiguous shares of K. Thread (warp
+ * w, lane l) owns BN / 32 consecutive columns of the tile (Mm.gcols, from column
+ * l * gcols) and sums k = w, w + 8, w + 16 ... of its share: B is read once, a warp
+ * reading BN consecutive columns of a row, and the A element of a row is one
+ * broadcast load.
  *
  * The time is the latency of those loads, not their bytes, so the K loop issues
  * the loads of U steps of k (gemv_steps: 16 for up to 2 live rows, down to 4 for
- * 8) before the first FMA, with no branch between them (the last steps of a share
+ * 8, half that with 4 columns a thread) before the first FMA, with no branch between them (the last steps of a share
  * that U does not divide go one at a time); a column past N and a row past M read
  * column 0 and row m0, whose sums are never stored. The tile's live rows
  * (min(M - m0, BM)) pick one of the copies of the loop, for 1, 2, 4 or 8 rows, so
@@ -21,7 +22,7 @@
  * goes to the scratch and the last block of the tile adds the S of them in split
  * order (mm_split_combine). The reduction order is fixed by the configuration alone
  * (no atomics, no dependence on block order), and the epilogue runs as for the
- * other tiles from the summed tile (Mm.gcols, MM_GEMV_WARPS: matmul.h). */
+ * other tiles from the summed tile. */
 #include "matmul.h"
 
 enum {
