@@ -11,8 +11,9 @@
  *
  * The time is the latency of those loads, not their bytes, so the K loop issues
  * the loads of U steps of k (gemv_steps: 16 for up to 2 live rows, down to 4 for
- * 8, half that with 4 columns a thread) before the first FMA, with no branch between them (the last steps of a share
- * that U does not divide go one at a time); a column past N and a row past M read
+ * 8, half that with 4 columns a thread) before the first FMA, with no branch
+ * between them (the last steps of a share that U does not divide go one at a
+ * time); a column past N and a row past M read
  * column 0 and row m0, whose sums are never stored. The tile's live rows
  * (min(M - m0, BM)) pick one of the copies of the loop, for 1, 2, 4 or 8 rows, so
  * M = 1 loads one A element a step, not 8.

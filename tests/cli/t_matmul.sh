@@ -146,6 +146,29 @@ fi
 check tiny-run-gelu 0 "$FUSEC" run "$TMP/tiny/t_16x3072x64_bias_gelu.json" --backend cpu --check
 check tiny-run-batched 0 "$FUSEC" run "$TMP/tiny/b12_t_8x96x8.json" --backend cpu --check
 
+# tiny M (gemv_rule, codegen/matmul_pick.c): K split 16 or 4 ways or not by the
+# blocks it makes, 128-wide tiles from 9 rows, f16/bf16 from 9 rows on the tensor
+# cores (and on gemv where the arch has no mma.sync): DTYPE M N K [ARCH] CONFIG
+while read -r dt m n k arch cfg; do
+	[ -n "$cfg" ] || { cfg=$arch; arch=sm_90a; }
+	n_=gemv_${dt}_${m}x${n}x${k}_$arch
+	cat >"$TMP/$n_.json" <<EOF3
+{"format": "fusec-graph/1", "name": "$n_",
+ "inputs": {"a": {"dtype": "$dt", "shape": [$m, $k]}, "b": {"dtype": "$dt", "shape": [$k, $n]}},
+ "ops": [{"op": "matmul", "in": ["a", "b"], "out": "y"}], "outputs": ["y"]}
+EOF3
+	check "rule-$n_" 0 "$FUSEC" compile "$TMP/$n_.json" --arch "$arch" -o "$TMP/gemvp/$n_"
+	contains "rule-$n_-tiles" "$TMP/gemvp/$n_/$n_.plan.json" "\"tiles\":\"$cfg\""
+done <<'EOF2'
+f32 1 768 3072 gemv8x64k8sk16
+f32 1 768 768 gemv8x64k8sk4
+f32 4 11008 4096 gemv8x64k8
+f32 16 768 768 gemv8x128k8sk4
+bf16 8 768 768 gemv8x64k8sk4
+bf16 16 768 768 tc64x64x32s3sk4
+bf16 16 768 768 sm_75 gemv8x128k8sk4
+EOF2
+
 # wgmma twins: G6 in bf16 at 2048 tokens has tiled wgmma kernels that are twins
 # (the same code, other specs: emit_par.c copies the earlier one's PTX). The wgmma
 # inline asm once held a line '}' of its own, which find_function took for the end
