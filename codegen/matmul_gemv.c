@@ -18,6 +18,16 @@
  * (min(M - m0, BM)) pick one of the copies of the loop, for 1, 2, 4 or 8 rows, so
  * M = 1 loads one A element a step, not 8.
  *
+ * B's rows read as 16-byte chunks (the vector path, gemv_vec_sum: B not stored
+ * transposed, its chunks aligned, N a multiple of a chunk; a uniform test at run
+ * time, the element path above otherwise): a thread owns V = 16 / element bytes
+ * consecutive columns (8 f16/bf16, 4 f32) and loads them with one 16-byte load a
+ * step, the BN / V lanes of a tile row reading it whole and the 32 / (BN / V) of
+ * them a warp holds taking different steps of k. So a block has 256 V / BN "slots"
+ * of k (32 for bf16 on 64-wide tiles), and U steps ahead hold 16 U bytes of B: as
+ * much in flight for bf16 as for f32, and a quarter of the load instructions. Each
+ * slot's partial tile goes to shared memory and they are summed in slot order.
+ *
  * Then every warp writes its partial tile to shared memory and the threads sum the
  * 8 partials of each element in warp order. With a split each block's summed tile
  * goes to the scratch and the last block of the tile adds the S of them in split
@@ -30,13 +40,22 @@ enum {
 	GEMV_MAX_U = 16,
 	GEMV_MAX_COLS = 4,      /* columns a thread: BN / 32 */
 	GEMV_MAX_ROWS = 8,      /* BM */
+	GEMV_MAX_V = 8,         /* vector path: columns a thread (one 16-byte chunk) */
+	GEMV_VEC_REGS = 96,     /* vector path: registers for the values in flight and
+				   the sums (4 a chunk of B, one an element of A or a
+				   sum), under the 128 of two blocks per SM */
 };
 
+/* How a tile is summed: element by element, the same beside the vector path in
+ * one kernel (light: half the steps ahead; ptxas spilled up to 288 bytes in the
+ * two loops where they had all), or by 16-byte chunks of B. */
+typedef enum { GEMV_ELEM, GEMV_ELEM_LIGHT, GEMV_VEC } GemvPath;
+
 /* Steps of k loaded ahead by the copy of the K loop for R live rows: R * U A
- * elements and U * x->gcols B elements held at once */
-static int gemv_steps(int R, int cols)
+ * elements and U * x->gcols B elements held at once (light: half) */
+static int gemv_steps(int R, int cols, bool light)
 {
-	return (R <= 2 ? 16 : R == 4 ? 8 : 4) * 2 / cols;
+	return (R <= 2 ? 16 : R == 4 ? 8 : 4) * 2 / cols / (light ? 2 : 1);
 }
 
 /* Element (row, col) of operand w of the current tile's batch, from global memory,
@@ -94,11 +113,11 @@ static void gemv_steps_at(Mm *x, int R, int U, LLVMValueRef k0, const LLVMValueR
 /* The K loop of a thread for R live rows of its tile (R a power of two; rows, the
  * tile's live rows, is at most R): k from kbeg + warp to kend by MM_GEMV_WARPS, U
  * steps an iteration while U fit, then one at a time. */
-static void gemv_k_loop(Mm *x, int R, LLVMValueRef rows, LLVMValueRef kbeg, LLVMValueRef kend,
+static void gemv_k_loop(Mm *x, int R, bool light, LLVMValueRef rows, LLVMValueRef kbeg, LLVMValueRef kend,
 			LLVMValueRef warp, const LLVMValueRef *col, const LLVMValueRef *cok)
 {
 	CgKb *kb = x->kb;
-	int U = gemv_steps(R, x->gcols);
+	int U = gemv_steps(R, x->gcols, light);
 	LLVMValueRef row[GEMV_MAX_ROWS], cc[GEMV_MAX_COLS];
 	for (int r = 0; r < R; r++)
 		row[r] = r ? LLVMBuildSelect(x->b, mm_lt(x, mm_i64c(x, r), rows),
@@ -124,35 +143,20 @@ static void gemv_k_loop(Mm *x, int R, LLVMValueRef rows, LLVMValueRef kbeg, LLVM
 	cg_loop_end(kb, &lr);
 }
 
-void mm_gemv_tile_loop(Mm *x, LLVMValueRef block, LLVMValueRef nblocks, const int *wr, int nw)
+/* The summed tile element by element: thread (warp w, lane l) owns x->gcols
+ * consecutive columns from l * gcols and the steps k = w, w + 8 ... of the share
+ * [kbeg, kend); each warp's partial tile goes to shared memory and the 8 are added
+ * in warp order. Element q0 + tid of the tile is then the thread's accumulator q0 /
+ * MM_THREADS (x->nacc set so). */
+static void gemv_elem_sum(Mm *x, bool light, LLVMValueRef rows, LLVMValueRef kbeg,
+			  LLVMValueRef kend)
 {
 	CgKb *kb = x->kb;
 	CgModule *m = kb->m;
 	const MmConfig *c = x->c;
-	LLVMValueRef nb, ntm, ntn;
-	LLVMValueRef per_batch = mm_tile_grid(x, &nb, &ntm, &ntn);
-	LLVMValueRef total = mm_mul(x, nb, per_batch);
-	/* split-K as in the tile loop (mm_split_share), over K itself */
-	int S = c->split > 1 ? c->split : 1;
-	CgLoop lt_;
-	cg_loop_begin(kb, &lt_, block, mm_mulc(x, total, S), nblocks);
-	kb->nmemo = 0;
-	LLVMValueRef t = lt_.i, split = NULL;
-	LLVMValueRef kbeg = mm_i64c(x, 0), kend = x->K;
-	if (S > 1)
-		split = mm_split_share(x, &t, S, x->K, &kbeg, &kend);
-	LLVMValueRef f = LLVMBuildUDiv(x->b, t, per_batch, "");
-	LLVMValueRef within = LLVMBuildURem(x->b, t, per_batch, "");
-	x->m0 = mm_mulc(x, LLVMBuildUDiv(x->b, within, ntn, ""), c->bm);
-	x->n0 = mm_mulc(x, LLVMBuildURem(x->b, within, ntn, ""), c->bn);
-	mm_tile_batch(x, f);
-	LLVMValueRef rows = mm_min64(x, LLVMBuildSub(x->b, x->M, x->m0, ""), mm_i64c(x, c->bm));
-
-	/* every thread: its columns of every row, over its share of K */
 	LLVMValueRef tid = mm_phase_begin(x);
 	LLVMValueRef warp = mm_udivc(x, tid, 32), lane = mm_uremc(x, tid, 32);
-	int nacc = c->bm * x->gcols;
-	for (int e = 0; e < nacc; e++)
+	for (int e = 0; e < c->bm * x->gcols; e++)
 		mm_acc_store(x, mm_i64c(x, e), LLVMConstReal(m->t_f32, 0));
 	LLVMValueRef col[GEMV_MAX_COLS], cok[GEMV_MAX_COLS];
 	for (int j = 0; j < x->gcols; j++) {
@@ -160,7 +164,7 @@ void mm_gemv_tile_loop(Mm *x, LLVMValueRef block, LLVMValueRef nblocks, const in
 		cok[j] = mm_lt(x, col[j], x->N);
 	}
 	/* the copy of the K loop for the tile's live rows */
-	LLVMBasicBlockRef bjoin = LLVMAppendBasicBlockInContext(m->ctx, kb->fn, "gemv.summed");
+	LLVMBasicBlockRef bjoin = LLVMAppendBasicBlockInContext(m->ctx, kb->fn, "gemv.k.done");
 	for (int R = 1; R <= c->bm; R *= 2) {
 		LLVMBasicBlockRef bthis = LLVMAppendBasicBlockInContext(m->ctx, kb->fn, "gemv.rows");
 		LLVMBasicBlockRef bnext = R < c->bm ?
@@ -170,7 +174,7 @@ void mm_gemv_tile_loop(Mm *x, LLVMValueRef block, LLVMValueRef nblocks, const in
 		else
 			LLVMBuildBr(x->b, bthis);
 		LLVMPositionBuilderAtEnd(x->b, bthis);
-		gemv_k_loop(x, R, rows, kbeg, kend, warp, col, cok);
+		gemv_k_loop(x, R, light, rows, kbeg, kend, warp, col, cok);
 		LLVMBuildBr(x->b, bjoin);
 		if (bnext)
 			LLVMPositionBuilderAtEnd(x->b, bnext);
@@ -204,13 +208,210 @@ void mm_gemv_tile_loop(Mm *x, LLVMValueRef block, LLVMValueRef nblocks, const in
 		mm_acc_store(x, mm_i64c(x, q0 / MM_THREADS), sum);
 	}
 	mm_phase_end(x);
+}
+
+/* Vector path: steps of k a thread loads ahead for R live rows, V columns a
+ * thread: the most (16 down to 1) whose values in flight and sums fit
+ * GEMV_VEC_REGS (a chunk of B takes 4 registers, an element of A or a sum one,
+ * a row's address two). */
+static int gemv_vec_steps(int R, int V)
+{
+	int U = GEMV_MAX_U;
+	while (U > 1 && 4 * U + R * U + R * V + 2 * R > GEMV_VEC_REGS)
+		U /= 2;
+	return U;
+}
+
+/* Element j of a 16-byte chunk of B (four i32 words) as f32. */
+static LLVMValueRef gemv_unpack(Mm *x, LLVMValueRef chunk, int j)
+{
+	CgModule *m = x->kb->m;
+	if (x->es == 4)
+		return LLVMBuildBitCast(x->b, LLVMBuildExtractElement(x->b, chunk, mm_i32c(x, j), ""),
+					m->t_f32, "");
+	LLVMValueRef w = LLVMBuildExtractElement(x->b, chunk, mm_i32c(x, j / 2), "");
+	if (x->dt == DT_BF16) {
+		/* the low half shifted up, the high half kept in place */
+		LLVMValueRef v = j % 2 ? LLVMBuildAnd(x->b, w, mm_i32c(x, (int)0xffff0000u), "")
+				       : LLVMBuildShl(x->b, w, mm_i32c(x, 16), "");
+		return LLVMBuildBitCast(x->b, v, m->t_f32, "");
+	}
+	if (j % 2)
+		w = LLVMBuildLShr(x->b, w, mm_i32c(x, 16), "");
+	LLVMValueRef h = LLVMBuildBitCast(x->b, LLVMBuildTrunc(x->b, w, m->t_i16, ""), m->t_f16, "");
+	return LLVMBuildFPExt(x->b, h, m->t_f32, "");
+}
+
+/* The 16-byte chunk of B at (k, col): col a multiple of V, B's chunks aligned. */
+static LLVMValueRef gemv_chunk(Mm *x, LLVMValueRef k, LLVMValueRef col)
+{
+	CgModule *m = x->kb->m;
+	LLVMValueRef off = mm_add(x, x->base[1], mm_add(x, mm_mul(x, k, x->ost[1][x->rank - 2]), col));
+	LLVMTypeRef rt = mm_raw_type(x), vt = LLVMVectorType(m->t_i32, 4);
+	LLVMValueRef v = LLVMBuildLoad2(x->b, vt, LLVMBuildGEP2(x->b, rt, x->src[1], &off, 1, ""), "");
+	LLVMSetAlignment(v, 16);
+	return v;
+}
+
+/* U steps of k from k0, nslots apart, every load before the first FMA: sum r * V +
+ * j gains A[row r][k] * B[k][col + j] in k order. */
+static void gemv_vec_steps_at(Mm *x, int R, int U, int nslots, LLVMValueRef k0,
+			      const LLVMValueRef *row, LLVMValueRef col)
+{
+	CgModule *m = x->kb->m;
+	int V = x->ce;
+	LLVMValueRef a[GEMV_MAX_ROWS][GEMV_MAX_U], bw[GEMV_MAX_U];
+	for (int u = 0; u < U; u++) {
+		LLVMValueRef k = u ? mm_addc(x, k0, (int64_t)u * nslots) : k0;
+		bw[u] = gemv_chunk(x, k, col);
+		for (int r = 0; r < R; r++)
+			a[r][u] = gload(x, 0, row[r], k);
+	}
+	for (int u = 0; u < U; u++)
+		for (int j = 0; j < V; j++) {
+			LLVMValueRef bj = gemv_unpack(x, bw[u], j);
+			for (int r = 0; r < R; r++) {
+				LLVMValueRef e = mm_i64c(x, r * V + j);
+				LLVMValueRef args[3] = {a[r][u], bj, mm_acc_load(x, e)};
+				mm_acc_store(x, e, mm_intrinsic(x, "llvm.fmuladd.f32", &m->t_f32, 1, args, 3));
+			}
+		}
+}
+
+/* The summed tile by 16-byte chunks of B (see the top of the file): thread (warp
+ * w, lane l) owns the V columns from (l mod L) V, L = BN / V, and the steps k =
+ * kbeg + s, s + nslots ... of slot s = w * (32 / L) + l / L; each slot's partial
+ * rows (the live ones) go to shared memory and are added in slot order. Element q0
+ * + tid of the tile is then the thread's accumulator q0 / MM_THREADS. */
+static void gemv_vec_sum(Mm *x, LLVMValueRef rows, LLVMValueRef kbeg, LLVMValueRef kend)
+{
+	CgKb *kb = x->kb;
+	CgModule *m = kb->m;
+	const MmConfig *c = x->c;
+	int V = x->ce, L = c->bn / V, nslots = MM_THREADS / L;
+	LLVMValueRef tid = mm_phase_begin(x);
+	LLVMValueRef slot = mm_udivc(x, tid, L), lc = mm_mulc(x, mm_uremc(x, tid, L), V);
+	for (int e = 0; e < c->bm * V; e++)
+		mm_acc_store(x, mm_i64c(x, e), LLVMConstReal(m->t_f32, 0));
+	LLVMValueRef col = mm_add(x, x->n0, lc);
+	col = LLVMBuildSelect(x->b, mm_lt(x, col, x->N), col, mm_i64c(x, 0), "");
+	/* the slot's steps: ceil((kend - start) / nslots) from start, in groups of U
+	 * and the rest one at a time */
+	LLVMValueRef start = mm_add(x, kbeg, slot);
+	LLVMValueRef has = mm_lt(x, start, kend);
+	LLVMValueRef len = LLVMBuildSelect(x->b, has, LLVMBuildSub(x->b, kend, start, ""),
+					   mm_i64c(x, 0), "");
+	LLVMValueRef nsteps = mm_ceil_div(x, len, nslots);
+	LLVMBasicBlockRef bjoin = LLVMAppendBasicBlockInContext(m->ctx, kb->fn, "gemv.vec.done");
+	for (int R = 1; R <= c->bm; R *= 2) {
+		LLVMBasicBlockRef bthis = LLVMAppendBasicBlockInContext(m->ctx, kb->fn, "gemv.vec.rows");
+		LLVMBasicBlockRef bnext = R < c->bm ?
+			LLVMAppendBasicBlockInContext(m->ctx, kb->fn, "gemv.vec.more") : NULL;
+		if (bnext)
+			LLVMBuildCondBr(x->b, mm_lt(x, rows, mm_i64c(x, R + 1)), bthis, bnext);
+		else
+			LLVMBuildBr(x->b, bthis);
+		LLVMPositionBuilderAtEnd(x->b, bthis);
+		LLVMValueRef row[GEMV_MAX_ROWS];
+		for (int r = 0; r < R; r++)
+			row[r] = r ? LLVMBuildSelect(x->b, mm_lt(x, mm_i64c(x, r), rows),
+						     mm_addc(x, x->m0, r), x->m0, "") : x->m0;
+		int U = gemv_vec_steps(R, V);
+		LLVMValueRef nfull = mm_udivc(x, nsteps, U);
+		CgLoop lk;
+		cg_loop_begin(kb, &lk, mm_i64c(x, 0), nfull, mm_i64c(x, 1));
+		gemv_vec_steps_at(x, R, U, nslots,
+				  mm_add(x, start, mm_mulc(x, lk.i, (int64_t)U * nslots)), row, col);
+		cg_loop_end(kb, &lk);
+		CgLoop lr;
+		cg_loop_begin(kb, &lr, mm_add(x, start, mm_mulc(x, nfull, (int64_t)U * nslots)), kend,
+			      mm_i64c(x, nslots));
+		gemv_vec_steps_at(x, R, 1, nslots, lr.i, row, col);
+		cg_loop_end(kb, &lr);
+		/* the slot's partial of the R rows, four sums a store */
+		LLVMTypeRef v4 = LLVMVectorType(m->t_f32, 4);
+		for (int r = 0; r < R; r++)
+			for (int j = 0; j < V; j += 4) {
+				LLVMValueRef v = LLVMGetUndef(v4);
+				for (int i = 0; i < 4; i++)
+					v = LLVMBuildInsertElement(x->b, v,
+						mm_acc_load(x, mm_i64c(x, r * V + j + i)), mm_i32c(x, i), "");
+				LLVMValueRef p = gemv_partial(x, slot, mm_i64c(x, r), mm_addc(x, lc, j));
+				LLVMSetAlignment(LLVMBuildStore(x->b, v, p), 16);
+			}
+		LLVMBuildBr(x->b, bjoin);
+		if (bnext)
+			LLVMPositionBuilderAtEnd(x->b, bnext);
+	}
+	LLVMPositionBuilderAtEnd(x->b, bjoin);
+	mm_phase_end(x);
+	mm_barrier(x);
+
+	/* the live rows' partials summed in slot order (the others are zero) */
+	x->nacc = c->bm * c->bn / MM_THREADS;
+	tid = mm_phase_begin(x);
+	for (int q0 = 0; q0 < c->bm * c->bn; q0 += MM_THREADS) {
+		LLVMValueRef q = mm_addc(x, tid, q0);
+		LLVMValueRef row = mm_udivc(x, q, c->bn), cc = mm_uremc(x, q, c->bn);
+		LLVMValueRef e = mm_i64c(x, q0 / MM_THREADS);
+		mm_acc_store(x, e, LLVMConstReal(m->t_f32, 0));
+		LLVMBasicBlockRef blive = LLVMAppendBasicBlockInContext(m->ctx, kb->fn, "gemv.vec.live");
+		LLVMBasicBlockRef bnext = LLVMAppendBasicBlockInContext(m->ctx, kb->fn, "gemv.vec.next");
+		LLVMBuildCondBr(x->b, mm_lt(x, row, rows), blive, bnext);
+		LLVMPositionBuilderAtEnd(x->b, blive);
+		LLVMValueRef sum = NULL;
+		for (int s = 0; s < nslots; s++) {
+			LLVMValueRef v = LLVMBuildLoad2(x->b, m->t_f32,
+							gemv_partial(x, mm_i64c(x, s), row, cc), "");
+			LLVMSetAlignment(v, 4);
+			sum = sum ? LLVMBuildFAdd(x->b, sum, v, "") : v;
+		}
+		mm_acc_store(x, e, sum);
+		LLVMBuildBr(x->b, bnext);
+		LLVMPositionBuilderAtEnd(x->b, bnext);
+	}
+	mm_phase_end(x);
+}
+
+/* The loop over the output tiles (and split shares) of this block, the tile summed
+ * by the given path. */
+static void gemv_tiles(Mm *x, GemvPath path, LLVMValueRef block, LLVMValueRef nblocks,
+		       const int *wr, int nw)
+{
+	CgKb *kb = x->kb;
+	const MmConfig *c = x->c;
+	LLVMValueRef nb, ntm, ntn;
+	LLVMValueRef per_batch = mm_tile_grid(x, &nb, &ntm, &ntn);
+	LLVMValueRef total = mm_mul(x, nb, per_batch);
+	/* split-K as in the tile loop (mm_split_share), over K itself */
+	int S = c->split > 1 ? c->split : 1;
+	CgLoop lt_;
+	cg_loop_begin(kb, &lt_, block, mm_mulc(x, total, S), nblocks);
+	kb->nmemo = 0;
+	LLVMValueRef t = lt_.i, split = NULL;
+	LLVMValueRef kbeg = mm_i64c(x, 0), kend = x->K;
+	if (S > 1)
+		split = mm_split_share(x, &t, S, x->K, &kbeg, &kend);
+	LLVMValueRef f = LLVMBuildUDiv(x->b, t, per_batch, "");
+	LLVMValueRef within = LLVMBuildURem(x->b, t, per_batch, "");
+	x->m0 = mm_mulc(x, LLVMBuildUDiv(x->b, within, ntn, ""), c->bm);
+	x->n0 = mm_mulc(x, LLVMBuildURem(x->b, within, ntn, ""), c->bn);
+	mm_tile_batch(x, f);
+	LLVMValueRef rows = mm_min64(x, LLVMBuildSub(x->b, x->M, x->m0, ""), mm_i64c(x, c->bm));
+	int nacc0 = x->nacc;
+
+	if (path == GEMV_VEC)
+		gemv_vec_sum(x, rows, kbeg, kend);
+	else
+		gemv_elem_sum(x, path == GEMV_ELEM_LIGHT, rows, kbeg, kend);
+	x->nacc = c->bm * c->bn / MM_THREADS;
 	LLVMBasicBlockRef after = NULL;
 	if (S > 1) {
 		after = mm_split_combine(x, t, split, total);
 		/* the flag of the last block lies where the tile is staged */
 		mm_barrier(x);
 	}
-	tid = mm_phase_begin(x);
+	LLVMValueRef tid = mm_phase_begin(x);
 	for (int q0 = 0; q0 < c->bm * c->bn; q0 += MM_THREADS) {
 		LLVMValueRef q = mm_addc(x, tid, q0);
 		LLVMValueRef row = mm_udivc(x, q, c->bn), cc = mm_uremc(x, q, c->bn);
@@ -224,8 +425,33 @@ void mm_gemv_tile_loop(Mm *x, LLVMValueRef block, LLVMValueRef nblocks, const in
 		LLVMBuildBr(x->b, after);
 		LLVMPositionBuilderAtEnd(x->b, after);
 	}
-	x->nacc = nacc;
+	x->nacc = nacc0;
 	/* nobody writes the partials of the next tile before everyone is done */
 	mm_barrier(x);
 	cg_loop_end(kb, &lt_);
+}
+
+/* Two copies of the tile loop, chosen once per launch: the vector path where B's
+ * rows may be read as 16-byte chunks (B not stored transposed, its chunks aligned,
+ * N a multiple of a chunk), the element path otherwise. Apart, neither holds the
+ * other's registers (ptxas spilled where one loop had both paths). */
+void mm_gemv_tile_loop(Mm *x, LLVMValueRef block, LLVMValueRef nblocks, const int *wr, int nw)
+{
+	CgKb *kb = x->kb;
+	CgModule *m = kb->m;
+	if (x->trans[1]) {
+		gemv_tiles(x, GEMV_ELEM, block, nblocks, wr, nw);
+		return;
+	}
+	LLVMBasicBlockRef bvec = LLVMAppendBasicBlockInContext(m->ctx, kb->fn, "gemv.vec");
+	LLVMBasicBlockRef bel = LLVMAppendBasicBlockInContext(m->ctx, kb->fn, "gemv.elem");
+	LLVMBasicBlockRef bdone = LLVMAppendBasicBlockInContext(m->ctx, kb->fn, "gemv.done");
+	LLVMValueRef whole = LLVMBuildICmp(x->b, LLVMIntEQ, mm_uremc(x, x->N, x->ce), mm_i64c(x, 0), "");
+	LLVMBuildCondBr(x->b, LLVMBuildAnd(x->b, x->fast[1], whole, ""), bvec, bel);
+	for (int vec = 1; vec >= 0; vec--) {
+		LLVMPositionBuilderAtEnd(x->b, vec ? bvec : bel);
+		gemv_tiles(x, vec ? GEMV_VEC : GEMV_ELEM_LIGHT, block, nblocks, wr, nw);
+		LLVMBuildBr(x->b, bdone);
+	}
+	LLVMPositionBuilderAtEnd(x->b, bdone);
 }

@@ -224,8 +224,10 @@ int mm_tile_kernel(CgKb *kb, const MmConfig *cfg, const int *wr, int nw)
 	x->a_bytes = mm_tile_bytes(c, x->es, 0);
 	x->stage_bytes = x->a_bytes + mm_tile_bytes(c, x->es, 1);
 	if (c->gemv) {
+		/* the element path's sums, or the vector path's (a chunk of columns a
+		 * thread: matmul_gemv.c) */
 		x->gcols = c->bn / 32;
-		x->nacc = c->bm * x->gcols;
+		x->nacc = c->bm * (x->gcols > x->ce ? x->gcols : x->ce);
 	} else if (c->tc) {
 		x->wtm = c->bm / c->wm;
 		x->wtn = c->bn / c->wn;

@@ -432,6 +432,11 @@ int cg_matmul_variant(const CgKernelSpec *s, const char *arch, bool host, bool a
 		return MM_WG256;
 	if (wg && 2 * big >= MM_WAVE)
 		return MM_WG128;
+	/* 9 to 16 rows on the tensor cores: K split 4 ways wherever the blocks stay
+	 * within a wave of two per SM (16x4096x4096 bf16: 25 us against 31 split 2
+	 * ways; docs/benchmarks.md, "Tiny M") */
+	if (m <= MM_GEMV_M && small * 4 <= 2 * MM_WAVE && k >= 4 * 32 * MM_SPLIT_STEPS)
+		return MM_TCSK4;
 	if (big256 >= MM_WAVE && k >= MM_LONG_K)
 		return MM_TC256;
 	return big >= MM_WAVE ? 1 : under_wave(t, conv, big, small, k);

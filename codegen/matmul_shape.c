@@ -67,11 +67,16 @@ int mm_tile_bytes(const MmConfig *c, int es, int w)
 }
 
 /* Shared bytes of configuration c over elements of es bytes: its stages, or for gemv
- * the staged tile and one partial tile per warp. */
+ * the staged tile and the partial tiles: one a warp (the element path), or one a
+ * slot of k (the vector path, 16 / es columns a thread: matmul_gemv.c). */
 int mm_stages_bytes(const MmConfig *c, int es)
 {
-	if (c->gemv)
-		return c->bm * (c->bn + 8) * 4 + (MM_THREADS / 32) * c->bm * c->bn * 4;
+	if (c->gemv) {
+		int slots = MM_THREADS / (c->bn / (16 / es));
+		if (slots < MM_THREADS / 32)
+			slots = MM_THREADS / 32;
+		return c->bm * (c->bn + 8) * 4 + slots * c->bm * c->bn * 4;
+	}
 	return (mm_tile_bytes(c, es, 0) + mm_tile_bytes(c, es, 1)) * c->stages;
 }
 

@@ -1355,6 +1355,27 @@ static const MmCase mm_cases[] = {
 	{"gemv split 4x200x600", DT_BF16, {0}, {0}, 4, 200, 600, "bias_relu", false, 0, false, NULL},
 	{"gemv split 1x64x2100", DT_F16, {0}, {0}, 1, 64, 2100, "residual_gelu", false, 0, false, NULL},
 	{"gemv wide split 13x300x700", DT_F32, {0}, {0}, 13, 300, 700, "bias_relu", false, 0, false, NULL},
+	/* gemv's vector path (B read by 16-byte chunks: N a multiple of a chunk, B not
+	 * transposed): every count of live rows, chunks past N in the last tile, the
+	 * 128-wide tiles (two slots of k a warp in f16/bf16), more slots than steps
+	 * (K = 20 over 16 splits of 32 slots), the steps one at a time, batches,
+	 * A transposed; f16's halves and bf16's */
+	{"gemv vec 8x136x130", DT_BF16, {0}, {0}, 8, 136, 130, "bias_relu", false, 0, false,
+	 "gemv8x64k8"},
+	{"gemv vec 2x64x300 batch 2x1 by 1x2", DT_F16, {2, 1}, {1, 2}, 2, 64, 300, "also_mm", false,
+	 0, false, "gemv8x64k8sk4"},
+	{"gemv vec wide 11x256x200", DT_BF16, {0}, {0}, 11, 256, 200, "residual_gelu", false, 0,
+	 false, "gemv8x128k8sk4"},
+	{"gemv vec a^T 5x72x90", DT_F16, {0}, {0}, 5, 72, 90, "bias_relu", false, 1, false,
+	 "gemv8x64k8sk16"},
+	{"gemv vec exact 4x64x20", DT_F16, {0}, {0}, 4, 64, 20, "none", true, 0, false,
+	 "gemv8x64k8sk16"},
+	{"gemv vec 1x512x1000", DT_BF16, {0}, {0}, 1, 512, 1000, "scale_cast", false, 0, false,
+	 "gemv8x64k8sk16"},
+	{"gemv vec 2x132x517", DT_F32, {0}, {0}, 2, 132, 517, "bias_relu", false, 0, false,
+	 "gemv8x64k8sk4"},
+	{"gemv vec wide 16x128x33", DT_F16, {0}, {0}, 16, 128, 33, "none", true, 0, false,
+	 "gemv8x128k8"},
 	/* tc128x256x32s4 (a wave of 128x256 tiles and K >= 2048 on the GPU): edges in
 	 * every dim, the transposed layouts, the element-chunk path */
 	{"128x256 tiles 130x260x72", DT_BF16, {2, 1}, {1, 1}, 130, 260, 72, "bias_relu", false, 0,

@@ -518,7 +518,8 @@ if __name__ == "__main__":
 def mm_check_gemv(dt):
     """The GPU check of tiny M (the gemv configurations, codegen/matmul_gemv.c; also
     under each one forced, prepare.sh): live rows of every copy of the K loop (1, 2,
-    3, 6, 9, 16), K split over 4 and 16 blocks by the rule or not split, K off the
+    3, 5, 6, 8, 9, 16), B read by 16-byte chunks (N a multiple of a chunk) or
+    element by element, K split over 4 and 16 blocks by the rule or not split, K off the
     splits and the steps loaded ahead, N off a tile, broadcast batches, b stored
     transposed, and bias + gelu or bias + residual epilogues."""
     ins, ops, outs = {}, [], []
@@ -528,14 +529,16 @@ def mm_check_gemv(dt):
              ("rows16", [2, 1], [1, 3], 16, 130, 600, False, "gelu"),
              ("bt", [], [], 6, 100, 1000, True, "residual"),
              ("odd", [], [], 9, 65, 333, False, "gelu"),
-             ("wide", [], [], 2, 4100, 520, False, "residual")]
+             ("wide", [], [], 2, 4100, 520, False, "residual"),
+             ("vec8", [], [], 8, 264, 1000, False, "gelu"),
+             ("vec5", [2, 1], [1, 2], 5, 128, 300, False, "residual")]
     for cn, ba, bb, m, n, k, bt, epi in cases:
         mm_case(ins, ops, outs, dt, cn, ba, bb, m, n, k, False, bt, epi)
     graph("mm_check_gemv_" + dt, ins, ops, outs)
 
 
 if __name__ == "__main__":
-    for t in ["f32", "bf16"]:
+    for t in ["f32", "bf16", "f16"]:
         mm_check_gemv(t)
 
 

@@ -35,7 +35,7 @@ for g in tests/bench/gpu/mm_check_bf16.json tests/bench/gpu/mm_check_f16.json te
 done
 # tiny M: each gemv configuration forced on the gemv check graphs (the rule
 # splits K 4 or 16 ways or not, by the shape: matmul_gemv.c)
-for t in f32 bf16; do
+for t in f32 bf16 f16; do
 	for c in gemv8x64k8 gemv8x64k8sk4 gemv8x64k8sk16 gemv8x128k8 gemv8x128k8sk4 gemv8x128k8sk16; do
 		FUSEC_MATMUL_TILES=$c "$FUSEC" compile tests/bench/gpu/mm_check_gemv_$t.json --no-cache -o "$G/plans/mm_check_gemv_${t}__$c" > /dev/null
 	done
