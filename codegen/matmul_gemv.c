@@ -18,29 +18,29 @@
  * (min(M - m0, BM)) pick one of the copies of the loop, for 1, 2, 4 or 8 rows, so
  * M = 1 loads one A element a step, not 8.
  *
- * B's rows read as 16-byte chunks (the vector path, gemv_vec_sum: B not stored
- * transposed, its chunks aligned, N a multiple of a chunk; a uniform test at run
- * time, the element path above otherwise): a thread owns V = 16 / element bytes
- * consecutive columns (8 f16/bf16, 4 f32) and loads them with one 16-byte load a
- * step, the BN / V lanes of a tile row reading it whole and the 32 / (BN / V) of
- * them a warp holds taking different steps of k. So a block has 256 V / BN "slots"
- * of k (32 for bf16 on 64-wide tiles), and U steps ahead hold 16 U bytes of B: as
- * much in flight for bf16 as for f32, and a quarter of the load instructions. Each
- * slot's partial tile goes to shared memory and they are summed in slot order.
+ * That is the element path (gemv_elem_sum). Where B is not stored transposed, its
+ * chunks are aligned and N is a multiple of a chunk (a uniform test at run time
+ * picks one of two copies of the tile loop, mm_gemv_tile_loop), B's rows are read
+ * as 16-byte chunks instead (the vector path, gemv_vec_sum): a thread owns the V
+ * consecutive columns of a chunk (8 f16/bf16, 4 f32) and loads them with one load
+ * a step, the BN / V lanes of a tile row reading it whole and the other lanes of
+ * the warp taking other steps of k. So a block has 256 V / BN "slots" of k (32 for
+ * bf16 on 64-wide tiles), and U steps ahead hold 16 U bytes of B: as much in
+ * flight for bf16 as for f32, and a quarter of the load instructions. Each slot's
+ * partial tile goes to shared memory and they are summed in slot order.
  *
- * Then every warp writes its partial tile to shared memory and the threads sum the
- * 8 partials of each element in warp order. With a split each block's summed tile
- * goes to the scratch and the last block of the tile adds the S of them in split
- * order (mm_split_combine). The reduction order is fixed by the configuration alone
- * (no atomics, no dependence on block order), and the epilogue runs as for the
- * other tiles from the summed tile. */
+ * On the element path every warp writes its partial tile to shared memory and the
+ * threads sum the 8 partials of each element in warp order. With a split each
+ * block's summed tile goes to the scratch and the last block of the tile adds the S
+ * of them in split order (mm_split_combine). The reduction order is fixed by the
+ * configuration alone (no atomics, no dependence on block order), and the epilogue
+ * runs as for the other tiles from the summed tile. */
 #include "matmul.h"
 
 enum {
 	GEMV_MAX_U = 16,
 	GEMV_MAX_COLS = 4,      /* columns a thread: BN / 32 */
 	GEMV_MAX_ROWS = 8,      /* BM */
-	GEMV_MAX_V = 8,         /* vector path: columns a thread (one 16-byte chunk) */
 	GEMV_VEC_REGS = 96,     /* vector path: registers for the values in flight and
 				   the sums (4 a chunk of B, one an element of A or a
 				   sum), under the 128 of two blocks per SM */
@@ -85,6 +85,53 @@ static LLVMValueRef gemv_partial(Mm *x, LLVMValueRef w, LLVMValueRef row, LLVMVa
 	return mm_smem_at(x, mm_to_ot(x, mm_addc(x, mm_mulc(x, i, 4), base)));
 }
 
+/* The tile's rows for the copy of R live rows (rows, the live ones, at most R): a
+ * row past them reads row m0, whose sums are never stored. */
+static void gemv_rows(Mm *x, int R, LLVMValueRef rows, LLVMValueRef *row)
+{
+	for (int r = 0; r < R; r++)
+		row[r] = r ? LLVMBuildSelect(x->b, mm_lt(x, mm_i64c(x, r), rows),
+					     mm_addc(x, x->m0, r), x->m0, "") : x->m0;
+}
+
+/* The steps of k of a thread that starts at *start = kbeg + first and steps by
+ * `stride` up to kend: ceil((kend - *start) / stride), none past kend. */
+static LLVMValueRef gemv_nsteps(Mm *x, LLVMValueRef kbeg, LLVMValueRef kend, LLVMValueRef first,
+				int stride, LLVMValueRef *start)
+{
+	*start = mm_add(x, kbeg, first);
+	LLVMValueRef has = mm_lt(x, *start, kend);
+	LLVMValueRef len = LLVMBuildSelect(x->b, has, LLVMBuildSub(x->b, kend, *start, ""),
+					   mm_i64c(x, 0), "");
+	return mm_ceil_div(x, len, stride);
+}
+
+/* Opens the copy of the K loop for R live rows (R = 1, 2, 4 ... BM, in turn):
+ * the tile goes there where its live rows are at most R. Returns the block that
+ * tests the next R (NULL after BM), to be entered when this copy is built. */
+static LLVMBasicBlockRef gemv_copy_begin(Mm *x, int R, LLVMValueRef rows)
+{
+	CgKb *kb = x->kb;
+	LLVMContextRef ctx = kb->m->ctx;
+	LLVMBasicBlockRef bthis = LLVMAppendBasicBlockInContext(ctx, kb->fn, "gemv.rows");
+	LLVMBasicBlockRef bnext = R < x->c->bm ?
+		LLVMAppendBasicBlockInContext(ctx, kb->fn, "gemv.more") : NULL;
+	if (bnext)
+		LLVMBuildCondBr(x->b, mm_lt(x, rows, mm_i64c(x, R + 1)), bthis, bnext);
+	else
+		LLVMBuildBr(x->b, bthis);
+	LLVMPositionBuilderAtEnd(x->b, bthis);
+	return bnext;
+}
+
+/* Closes a copy: on to bjoin, and the builder to the next test. */
+static void gemv_copy_end(Mm *x, LLVMBasicBlockRef bnext, LLVMBasicBlockRef bjoin)
+{
+	LLVMBuildBr(x->b, bjoin);
+	if (bnext)
+		LLVMPositionBuilderAtEnd(x->b, bnext);
+}
+
 /* U steps of k from k0 (all inside the thread's share), every load before the
  * first FMA: accumulator r * x->gcols + j gains A[row r][k] * B[k][col j] in k
  * order. A row past the tile's live rows reads row m0, a column past N column 0:
@@ -113,24 +160,19 @@ static void gemv_steps_at(Mm *x, int R, int U, LLVMValueRef k0, const LLVMValueR
 /* The K loop of a thread for R live rows of its tile (R a power of two; rows, the
  * tile's live rows, is at most R): k from kbeg + warp to kend by MM_GEMV_WARPS, U
  * steps an iteration while U fit, then one at a time. */
-static void gemv_k_loop(Mm *x, int R, bool light, LLVMValueRef rows, LLVMValueRef kbeg, LLVMValueRef kend,
-			LLVMValueRef warp, const LLVMValueRef *col, const LLVMValueRef *cok)
+static void gemv_k_loop(Mm *x, int R, bool light, LLVMValueRef rows, LLVMValueRef kbeg,
+			LLVMValueRef kend, LLVMValueRef warp, const LLVMValueRef *col,
+			const LLVMValueRef *cok)
 {
 	CgKb *kb = x->kb;
 	int U = gemv_steps(R, x->gcols, light);
 	LLVMValueRef row[GEMV_MAX_ROWS], cc[GEMV_MAX_COLS];
-	for (int r = 0; r < R; r++)
-		row[r] = r ? LLVMBuildSelect(x->b, mm_lt(x, mm_i64c(x, r), rows),
-					     mm_addc(x, x->m0, r), x->m0, "") : x->m0;
+	gemv_rows(x, R, rows, row);
 	for (int j = 0; j < x->gcols; j++)
 		cc[j] = LLVMBuildSelect(x->b, cok[j], col[j], mm_i64c(x, 0), "");
-	/* the thread's steps: ceil((kend - start) / MM_GEMV_WARPS) from start, in
-	 * nfull groups of U and the rest */
-	LLVMValueRef start = mm_add(x, kbeg, warp);
-	LLVMValueRef has = mm_lt(x, start, kend);
-	LLVMValueRef len = LLVMBuildSelect(x->b, has, LLVMBuildSub(x->b, kend, start, ""),
-					   mm_i64c(x, 0), "");
-	LLVMValueRef nsteps = mm_ceil_div(x, len, MM_GEMV_WARPS);
+	/* the thread's steps from start, in nfull groups of U and the rest */
+	LLVMValueRef start;
+	LLVMValueRef nsteps = gemv_nsteps(x, kbeg, kend, warp, MM_GEMV_WARPS, &start);
 	LLVMValueRef nfull = mm_udivc(x, nsteps, U);
 	CgLoop lk;
 	cg_loop_begin(kb, &lk, mm_i64c(x, 0), nfull, mm_i64c(x, 1));
@@ -141,6 +183,46 @@ static void gemv_k_loop(Mm *x, int R, bool light, LLVMValueRef rows, LLVMValueRe
 		      mm_i64c(x, MM_GEMV_WARPS));
 	gemv_steps_at(x, R, 1, lr.i, row, cc);
 	cg_loop_end(kb, &lr);
+}
+
+/* After the barrier that ends the K loop: the n partial tiles of every element
+ * summed in order (warps, or slots of k); element q0 + tid of the tile is then the
+ * thread's accumulator q0 / MM_THREADS (x->nacc set so). With `rows` only the
+ * tile's live rows are read (the others are zero; their partials were not
+ * written). */
+static void gemv_sum_partials(Mm *x, int n, LLVMValueRef rows)
+{
+	CgKb *kb = x->kb;
+	CgModule *m = kb->m;
+	const MmConfig *c = x->c;
+	x->nacc = c->bm * c->bn / MM_THREADS;
+	LLVMValueRef tid = mm_phase_begin(x);
+	for (int q0 = 0; q0 < c->bm * c->bn; q0 += MM_THREADS) {
+		LLVMValueRef q = mm_addc(x, tid, q0);
+		LLVMValueRef row = mm_udivc(x, q, c->bn), cc = mm_uremc(x, q, c->bn);
+		LLVMValueRef e = mm_i64c(x, q0 / MM_THREADS);
+		LLVMBasicBlockRef bnext = NULL;
+		if (rows) {
+			mm_acc_store(x, e, LLVMConstReal(m->t_f32, 0));
+			LLVMBasicBlockRef blive = LLVMAppendBasicBlockInContext(m->ctx, kb->fn, "gemv.live");
+			bnext = LLVMAppendBasicBlockInContext(m->ctx, kb->fn, "gemv.next");
+			LLVMBuildCondBr(x->b, mm_lt(x, row, rows), blive, bnext);
+			LLVMPositionBuilderAtEnd(x->b, blive);
+		}
+		LLVMValueRef sum = NULL;
+		for (int w = 0; w < n; w++) {
+			LLVMValueRef v = LLVMBuildLoad2(x->b, m->t_f32,
+							gemv_partial(x, mm_i64c(x, w), row, cc), "");
+			LLVMSetAlignment(v, 4);
+			sum = sum ? LLVMBuildFAdd(x->b, sum, v, "") : v;
+		}
+		mm_acc_store(x, e, sum);
+		if (bnext) {
+			LLVMBuildBr(x->b, bnext);
+			LLVMPositionBuilderAtEnd(x->b, bnext);
+		}
+	}
+	mm_phase_end(x);
 }
 
 /* The summed tile element by element: thread (warp w, lane l) owns x->gcols
@@ -166,18 +248,9 @@ static void gemv_elem_sum(Mm *x, bool light, LLVMValueRef rows, LLVMValueRef kbe
 	/* the copy of the K loop for the tile's live rows */
 	LLVMBasicBlockRef bjoin = LLVMAppendBasicBlockInContext(m->ctx, kb->fn, "gemv.k.done");
 	for (int R = 1; R <= c->bm; R *= 2) {
-		LLVMBasicBlockRef bthis = LLVMAppendBasicBlockInContext(m->ctx, kb->fn, "gemv.rows");
-		LLVMBasicBlockRef bnext = R < c->bm ?
-			LLVMAppendBasicBlockInContext(m->ctx, kb->fn, "gemv.more") : NULL;
-		if (bnext)
-			LLVMBuildCondBr(x->b, mm_lt(x, rows, mm_i64c(x, R + 1)), bthis, bnext);
-		else
-			LLVMBuildBr(x->b, bthis);
-		LLVMPositionBuilderAtEnd(x->b, bthis);
+		LLVMBasicBlockRef bnext = gemv_copy_begin(x, R, rows);
 		gemv_k_loop(x, R, light, rows, kbeg, kend, warp, col, cok);
-		LLVMBuildBr(x->b, bjoin);
-		if (bnext)
-			LLVMPositionBuilderAtEnd(x->b, bnext);
+		gemv_copy_end(x, bnext, bjoin);
 	}
 	LLVMPositionBuilderAtEnd(x->b, bjoin);
 	/* the partial tile of this warp */
@@ -191,23 +264,8 @@ static void gemv_elem_sum(Mm *x, bool light, LLVMValueRef rows, LLVMValueRef kbe
 	mm_phase_end(x);
 	mm_barrier(x);
 
-	/* the 8 partials of every element summed in warp order: element q0 + tid of
-	 * the tile is this thread's accumulator q0 / MM_THREADS from here on */
-	x->nacc = c->bm * c->bn / MM_THREADS;
-	tid = mm_phase_begin(x);
-	for (int q0 = 0; q0 < c->bm * c->bn; q0 += MM_THREADS) {
-		LLVMValueRef q = mm_addc(x, tid, q0);
-		LLVMValueRef row = mm_udivc(x, q, c->bn), cc = mm_uremc(x, q, c->bn);
-		LLVMValueRef sum = NULL;
-		for (int w = 0; w < MM_GEMV_WARPS; w++) {
-			LLVMValueRef v = LLVMBuildLoad2(x->b, m->t_f32,
-							gemv_partial(x, mm_i64c(x, w), row, cc), "");
-			LLVMSetAlignment(v, 4);
-			sum = sum ? LLVMBuildFAdd(x->b, sum, v, "") : v;
-		}
-		mm_acc_store(x, mm_i64c(x, q0 / MM_THREADS), sum);
-	}
-	mm_phase_end(x);
+	/* the 8 partials summed in warp order */
+	gemv_sum_partials(x, MM_GEMV_WARPS, NULL);
 }
 
 /* Vector path: steps of k a thread loads ahead for R live rows, V columns a
@@ -295,27 +353,14 @@ static void gemv_vec_sum(Mm *x, LLVMValueRef rows, LLVMValueRef kbeg, LLVMValueR
 		mm_acc_store(x, mm_i64c(x, e), LLVMConstReal(m->t_f32, 0));
 	LLVMValueRef col = mm_add(x, x->n0, lc);
 	col = LLVMBuildSelect(x->b, mm_lt(x, col, x->N), col, mm_i64c(x, 0), "");
-	/* the slot's steps: ceil((kend - start) / nslots) from start, in groups of U
-	 * and the rest one at a time */
-	LLVMValueRef start = mm_add(x, kbeg, slot);
-	LLVMValueRef has = mm_lt(x, start, kend);
-	LLVMValueRef len = LLVMBuildSelect(x->b, has, LLVMBuildSub(x->b, kend, start, ""),
-					   mm_i64c(x, 0), "");
-	LLVMValueRef nsteps = mm_ceil_div(x, len, nslots);
+	/* the slot's steps from start, in groups of U and the rest one at a time */
+	LLVMValueRef start;
+	LLVMValueRef nsteps = gemv_nsteps(x, kbeg, kend, slot, nslots, &start);
 	LLVMBasicBlockRef bjoin = LLVMAppendBasicBlockInContext(m->ctx, kb->fn, "gemv.vec.done");
 	for (int R = 1; R <= c->bm; R *= 2) {
-		LLVMBasicBlockRef bthis = LLVMAppendBasicBlockInContext(m->ctx, kb->fn, "gemv.vec.rows");
-		LLVMBasicBlockRef bnext = R < c->bm ?
-			LLVMAppendBasicBlockInContext(m->ctx, kb->fn, "gemv.vec.more") : NULL;
-		if (bnext)
-			LLVMBuildCondBr(x->b, mm_lt(x, rows, mm_i64c(x, R + 1)), bthis, bnext);
-		else
-			LLVMBuildBr(x->b, bthis);
-		LLVMPositionBuilderAtEnd(x->b, bthis);
+		LLVMBasicBlockRef bnext = gemv_copy_begin(x, R, rows);
 		LLVMValueRef row[GEMV_MAX_ROWS];
-		for (int r = 0; r < R; r++)
-			row[r] = r ? LLVMBuildSelect(x->b, mm_lt(x, mm_i64c(x, r), rows),
-						     mm_addc(x, x->m0, r), x->m0, "") : x->m0;
+		gemv_rows(x, R, rows, row);
 		int U = gemv_vec_steps(R, V);
 		LLVMValueRef nfull = mm_udivc(x, nsteps, U);
 		CgLoop lk;
@@ -339,38 +384,14 @@ static void gemv_vec_sum(Mm *x, LLVMValueRef rows, LLVMValueRef kbeg, LLVMValueR
 				LLVMValueRef p = gemv_partial(x, slot, mm_i64c(x, r), mm_addc(x, lc, j));
 				LLVMSetAlignment(LLVMBuildStore(x->b, v, p), 16);
 			}
-		LLVMBuildBr(x->b, bjoin);
-		if (bnext)
-			LLVMPositionBuilderAtEnd(x->b, bnext);
+		gemv_copy_end(x, bnext, bjoin);
 	}
 	LLVMPositionBuilderAtEnd(x->b, bjoin);
 	mm_phase_end(x);
 	mm_barrier(x);
 
-	/* the live rows' partials summed in slot order (the others are zero) */
-	x->nacc = c->bm * c->bn / MM_THREADS;
-	tid = mm_phase_begin(x);
-	for (int q0 = 0; q0 < c->bm * c->bn; q0 += MM_THREADS) {
-		LLVMValueRef q = mm_addc(x, tid, q0);
-		LLVMValueRef row = mm_udivc(x, q, c->bn), cc = mm_uremc(x, q, c->bn);
-		LLVMValueRef e = mm_i64c(x, q0 / MM_THREADS);
-		mm_acc_store(x, e, LLVMConstReal(m->t_f32, 0));
-		LLVMBasicBlockRef blive = LLVMAppendBasicBlockInContext(m->ctx, kb->fn, "gemv.vec.live");
-		LLVMBasicBlockRef bnext = LLVMAppendBasicBlockInContext(m->ctx, kb->fn, "gemv.vec.next");
-		LLVMBuildCondBr(x->b, mm_lt(x, row, rows), blive, bnext);
-		LLVMPositionBuilderAtEnd(x->b, blive);
-		LLVMValueRef sum = NULL;
-		for (int s = 0; s < nslots; s++) {
-			LLVMValueRef v = LLVMBuildLoad2(x->b, m->t_f32,
-							gemv_partial(x, mm_i64c(x, s), row, cc), "");
-			LLVMSetAlignment(v, 4);
-			sum = sum ? LLVMBuildFAdd(x->b, sum, v, "") : v;
-		}
-		mm_acc_store(x, e, sum);
-		LLVMBuildBr(x->b, bnext);
-		LLVMPositionBuilderAtEnd(x->b, bnext);
-	}
-	mm_phase_end(x);
+	/* the live rows' partials summed in slot order */
+	gemv_sum_partials(x, nslots, rows);
 }
 
 /* The loop over the output tiles (and split shares) of this block, the tile summed
