@@ -53,17 +53,19 @@ static int consumer_takes(const Graph *g, const Launch *l, const Op *v, int y, i
 	}
 	if (mm < 0)
 		return 1;
-	/* the matmul kernel's leading operand views (codegen/matmul_pick.c,
-	 * cg_matmul_index): at most two swap_dims / full permutes, each reading
-	 * memory, each result an operand of the matmul and read by nothing else */
-	if (lead < 0 || lead + mm_taken + 1 > 2)
+	/* the matmul kernel's leading operand views (codegen/matmul_shape.c,
+	 * cg_matmul_index): at most two swap_dims / full permutes (three in front of
+	 * an attention op: q, kt and v), each reading memory, each result an operand
+	 * of the matmul and read by nothing else */
+	const Op *m = &g->ops[l->ops[mm]];
+	bool att = m->kind == OP_ATTENTION;
+	if (lead < 0 || lead + mm_taken + 1 > (att ? 3 : 2))
 		return 0;
 	if (v->kind != OP_SWAP_DIMS && v->kind != OP_PERMUTE)
 		return 0;
 	if (v->kind == OP_PERMUTE && (!v->attr || v->attr->n != g->tensors[y].rank))
 		return 0;
-	const Op *m = &g->ops[l->ops[mm]];
-	if (m->in[0] != y && m->in[1] != y)
+	if (m->in[0] != y && m->in[1] != y && !(att && m->in[2] == y))
 		return 0;
 	for (int k = 0; k < l->nops; k++) {
 		if (k == mm)

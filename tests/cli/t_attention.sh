@@ -198,6 +198,16 @@ p = json.load(open(sys.argv[1]))
 v = sorted(k["tiles"] for k in p["kernels"])
 assert v == ["att128x64d128", "att128x64d128", "att128x64d64", "att128x64d64", "att128x64d64"], v
 ' "$TMP/ak/att_check_bf16.plan.json"
+# q, kt and v through the exporters' head-split views: the attention kernel reads
+# all three in place (passes/views.c sinks a third view in front of an attention
+# op), so each attention is one launch and no permute runs beside it
+for t in bf16 f16; do
+	check att-views-$t 0 "$FUSEC" run tests/bench/gpu/att_views_$t.json --backend cpu --check
+	grep -c " ok$" "$TMP/out" >"$TMP/n"
+	same att-views-$t-ok "$TMP/n" 3
+done
+check att-views-compile 0 "$FUSEC" compile tests/bench/gpu/att_views_bf16.json --no-cache -o "$TMP/av"
+contains att-views-one-launch "$TMP/err" "compiled att_views_bf16: 12 ops → 3 launches"
 # f32 and head dims past 128 run on the plain evaluator
 sed 's/"bf16"/"f32"/g' $AC"_bf16.json" >"$TMP/ac32.json"
 check att-k-f32 0 "$FUSEC" run "$TMP/ac32.json" --backend cpu --check

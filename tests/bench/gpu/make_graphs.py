@@ -685,3 +685,39 @@ if __name__ == "__main__":
     for t in ["f32", "tf32", "bf16", "f16"]:
         conv_check(t)
         conv_check(t, nhwc=True)
+
+
+def att_views(dt):
+    """The GPU check of the attention op reading q, kt and v through views (the
+    exporters' head split: [batch, seq, heads, dim] permuted to [batch, heads, seq,
+    dim], kt through a permute or a swap_dims), so that one kernel runs each
+    attention with no permute beside it (passes/views.c): keys off a step, head dims
+    32 to 64 and v's unlike q's, a bias and none."""
+    ins, ops, outs = {}, [], []
+    # (name, batch, heads, rows, keys, head dim, v's head dim, bias, kt by swap_dims)
+    cases = [("c0", 2, 3, 77, 130, 64, 64, True, False),
+             ("c1", 1, 4, 100, 100, 32, 48, False, True),
+             ("c2", 2, 2, 33, 257, 40, 40, True, False)]
+    for cn, b, h, m, n, d, e, bias, swap in cases:
+        ins[cn + "_q"] = (dt, [b, m, h, d])
+        ins[cn + "_v"] = (dt, [b, n, h, e])
+        ops.append(op("permute", [cn + "_q"], cn + "_qh", axes=[0, 2, 1, 3]))
+        if swap:   # k already split into heads: [b, h, n, d]
+            ins[cn + "_k"] = (dt, [b, h, n, d])
+            ops.append(op("swap_dims", [cn + "_k"], cn + "_kt", dims=[2, 3]))
+        else:
+            ins[cn + "_k"] = (dt, [b, n, h, d])
+            ops.append(op("permute", [cn + "_k"], cn + "_kt", axes=[0, 2, 3, 1]))
+        ops.append(op("permute", [cn + "_v"], cn + "_vh", axes=[0, 2, 1, 3]))
+        a = [cn + "_qh", cn + "_kt", cn + "_vh"]
+        if bias:
+            ins[cn + "_bias"] = (dt, [b, 1, 1, n])
+            a.append(cn + "_bias")
+        ops.append(op("attention", a, cn + "_y", scalar=1.0 / d ** 0.5))
+        outs.append(cn + "_y")
+    graph("att_views_" + dt, ins, ops, outs)
+
+
+if __name__ == "__main__":
+    for t in ["bf16", "f16"]:
+        att_views(t)

@@ -75,7 +75,9 @@ done
 # on the check graphs' small head dims, and the written-out chain through --attention
 # fuse (its expectations are the graph's, unfused)
 for t in bf16 f16; do
-	FUSEC_MATMUL_TILES=att128x64d128 "$FUSEC" compile tests/bench/gpu/att_check_$t.json --no-cache -o "$G/plans/att_check_${t}__att128x64d128" > /dev/null
+	for a in att_check att_views; do
+		FUSEC_MATMUL_TILES=att128x64d128 "$FUSEC" compile tests/bench/gpu/${a}_$t.json --no-cache -o "$G/plans/${a}_${t}__att128x64d128" > /dev/null
+	done
 done
 "$FUSEC" compile tests/bench/gpu/att_pattern_bf16.json --attention fuse --no-cache -o "$G/plans/att_pattern_bf16__fused" > /dev/null
 # the mma.sync path: every matmul check graph for --arch sm_90 too (NAME__sm_90)
