@@ -630,6 +630,8 @@ H(h_gather_elements)
 	if (ob_norm_axis(m, &axis, x->rank))
 		return -1;
 	idx = fix_index(m, idx, x->dim[axis]);
+	if (!idx)
+		return -1;
 	Val *gin[2] = {x, idx};
 	Attrs at = imp_attrs(OP_GATHER);
 	at.axis = (int)axis;

@@ -352,6 +352,10 @@ static Val *fold(Imp *m, OpKind k, Val **in, int n, const Attrs *at, bool *big)
 
 Val *imp_emit(Imp *m, OpKind k, Val **in, int n, const Attrs *at)
 {
+	/* an operand a builder failed to make: its error is already in m */
+	for (int i = 0; i < n; i++)
+		if (!in[i])
+			return NULL;
 	for (int i = 0; i < n; i++)
 		if (in[i]->is_const && in[i]->k.n == 0) {
 			imp_fail(m, "empty tensors are not supported (as an operand of %s)",
