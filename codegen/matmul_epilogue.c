@@ -39,6 +39,32 @@ static LLVMValueRef out_value(Mm *x, const CgIdx *at, LLVMValueRef v)
 	return x->is_conv ? mm_conv_value(x, at, v) : v;
 }
 
+/* The index of written tensor w for the op's output position at: the same position,
+ * or for a permute or swap_dims of the output (what the Matmul fuser takes after an
+ * attention op: passes/fuser_matmul.c) the position the view moves it to. Evaluated
+ * there, the view maps it back to at, whose value the memo holds. */
+static CgIdx written_at(Mm *x, int w, const CgIdx *at)
+{
+	CgKb *kb = x->kb;
+	CgIdx y = *at;
+	y.shape = kb->tinfo[w]->shape;
+	int p = kb->producer[w];
+	const RelOp *op = p >= 0 ? &kb->spec->ops[p] : NULL;
+	if (!op || op->t[0].id != x->to->id || !at->has_dims)
+		return y;
+	if (op->kind == OP_PERMUTE) {
+		y.flat = NULL;
+		for (int d = 0; d < op->attr.n && d < y.rank; d++)
+			y.i[d] = at->i[op->attr.axes[d]];
+	} else if (op->kind == OP_SWAP_DIMS) {
+		int a = op->attr.axes[0], b = op->attr.axes[1];
+		y.flat = NULL;
+		y.i[a] = at->i[b];
+		y.i[b] = at->i[a];
+	}
+	return y;
+}
+
 /* The epilogue of one element at output position (gr, gc) of the current tile's batch
  * with accumulator v: every written tensor is evaluated there and stored. */
 static void epi_one(Mm *x, LLVMValueRef gr, LLVMValueRef gc, LLVMValueRef v, const int *wr,
@@ -49,8 +75,7 @@ static void epi_one(Mm *x, LLVMValueRef gr, LLVMValueRef gc, LLVMValueRef v, con
 	CgIdx at = out_at(x, gr, gc);
 	cg_memo_add(kb, x->to->id, &at, out_value(x, &at, v));
 	for (int k = 0; k < nw; k++) {
-		CgIdx y = at;
-		y.shape = kb->tinfo[wr[k]]->shape;
+		CgIdx y = written_at(x, wr[k], &at);
 		LLVMValueRef val = cg_eval(kb, wr[k], &y);
 		cg_store(kb, wr[k], cg_offset(kb, &y), val);
 	}
@@ -126,17 +151,18 @@ static void epi_vector(Mm *x, LLVMValueRef r, LLVMValueRef cc, LLVMValueRef gr,
 			val[h * 4 + q] = LLVMBuildExtractElement(x->b, v, mm_i32c(x, q), "");
 	}
 	LLVMValueRef bits[MM_EPI_MAXW][MM_EPI_V];
-	LLVMValueRef off = NULL;
+	/* each written tensor's offset of the first column (the columns are its last
+	 * axis: a view written_at follows keeps it) */
+	LLVMValueRef off[MM_EPI_MAXW];
 	for (int e = 0; e < MM_EPI_V; e++) {
 		int mark = cg_memo_mark(kb);
 		CgIdx at = out_at(x, gr, e ? mm_addc(x, gc, e) : gc);
 		cg_memo_add(kb, x->to->id, &at, out_value(x, &at, val[e]));
 		for (int k = 0; k < nw; k++) {
-			CgIdx y = at;
-			y.shape = kb->tinfo[wr[k]]->shape;
+			CgIdx y = written_at(x, wr[k], &at);
 			bits[k][e] = store_bits(x, cg_eval(kb, wr[k], &y), (DType)kb->tinfo[wr[k]]->dtype);
-			if (e == 0 && k == 0)
-				off = cg_offset(kb, &y);
+			if (e == 0)
+				off[k] = cg_offset(kb, &y);
 		}
 		cg_memo_release(kb, mark);
 	}
@@ -145,7 +171,7 @@ static void epi_vector(Mm *x, LLVMValueRef r, LLVMValueRef cc, LLVMValueRef gr,
 		LLVMValueRef v = LLVMGetUndef(LLVMVectorType(et, MM_EPI_V));
 		for (int e = 0; e < MM_EPI_V; e++)
 			v = LLVMBuildInsertElement(x->b, v, bits[k][e], mm_i32c(x, e), "");
-		LLVMValueRef p = LLVMBuildGEP2(x->b, et, kb->buf[wr[k]], &off, 1, "");
+		LLVMValueRef p = LLVMBuildGEP2(x->b, et, kb->buf[wr[k]], &off[k], 1, "");
 		LLVMSetAlignment(LLVMBuildStore(x->b, v, p), MM_EPI_V * LLVMGetIntTypeWidth(et) / 8);
 	}
 }

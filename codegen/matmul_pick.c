@@ -163,7 +163,25 @@ const MmConfig *mm_config(int v)
 
 /* Whether spec is a matmul the tiled kernel takes: the matmul (after its leading
  * views, cg_matmul_index) of f16, bf16 or f32 operands, every later op elementwise,
- * every written tensor of the matmul's output shape. */
+ * every written tensor of the matmul's output shape; after an attention op the
+ * permute or swap_dims of its output that merges the heads back, the last axis
+ * kept (passes/fuser_matmul.c; the epilogue stores through it, written_at). */
+static bool head_merge(const RelOp *op, const RelTensor *out)
+{
+	int r = out->rank;
+	if (op->t[0].id != out->id || op->t[1].rank != r)
+		return false;
+	if (op->kind == OP_PERMUTE) {
+		if (op->attr.n != r || op->attr.axes[r - 1] != r - 1)
+			return false;
+		for (int d = 0; d < r; d++)
+			if (op->attr.axes[d] >= r)
+				return false;
+		return true;
+	}
+	return op->kind == OP_SWAP_DIMS && op->attr.axes[0] < r - 1 && op->attr.axes[1] < r - 1;
+}
+
 bool mm_eligible(const CgKernelSpec *s)
 {
 	int mi = cg_matmul_index(s);
@@ -193,6 +211,9 @@ bool mm_eligible(const CgKernelSpec *s)
 	for (int i = mi + 1; i < s->nops; i++) {
 		const RelOp *op = &s->ops[i];
 		OpFamily f = ir_ops[op->kind].family;
+		if (mm->kind == OP_ATTENTION && i == mi + 1 && s->nops == mi + 2 &&
+		    head_merge(op, out))
+			continue;
 		if (f != FAM_BINARY && f != FAM_SCALAR && f != FAM_UNARY && f != FAM_COMPARE &&
 		    f != FAM_SELECT && f != FAM_CAST)
 			return false;

@@ -175,6 +175,8 @@ static const char *const reason_text[CR_COUNT_] = {
 			      "join it",
 	[CR_VIEW_RANK] = "a reshape to a lower rank",
 	[CR_POOL_TAKEN] = "it ended at the pool after the trace",
+	[CR_AFTER_ATTENTION] = "after an attention op only one permute of its output (the "
+			       "last axis kept) joins it; %s does not",
 };
 
 /* Why fuser `fuser` closed on op (of kind k), in words. */

@@ -22,7 +22,7 @@ static const char *const close_reason_names[] = {
 	"none", "not-elementwise", "shape-mismatch", "max-ops", "max-bindings",
 	"view-of-intermediate", "view-unsupported", "not-matmul", "second-matmul",
 	"second-reduction", "broadcast-after-reduction", "axis-mismatch", "view-first-use",
-	"view-lowers-rank", "pool-taken",
+	"view-lowers-rank", "pool-taken", "after-attention",
 };
 _Static_assert(COUNTOF(registry) == 5, "pass_nhwc_fuser: NHWCRelayout is registry[4]");
 _Static_assert(COUNTOF(close_reason_names) == CR_COUNT_, "close_reason_names: one per CloseReason");

@@ -128,6 +128,7 @@ typedef enum {
 				   kernel does not read yet (burn fuses no single-use view) */
 	CR_VIEW_RANK,           /* a reshape that lowers the rank */
 	CR_POOL_TAKEN,          /* NHWCRelayout: took the pool that ends its trace */
+	CR_AFTER_ATTENTION,     /* Matmul: an attention takes only a permute of its output */
 	CR_COUNT_
 } CloseReason;
 

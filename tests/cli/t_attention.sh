@@ -201,13 +201,27 @@ assert v == ["att128x64d128", "att128x64d128", "att128x64d64", "att128x64d64", "
 # q, kt and v through the exporters' head-split views: the attention kernel reads
 # all three in place (passes/views.c sinks a third view in front of an attention
 # op), so each attention is one launch and no permute runs beside it
+# c0's heads merged back by a permute the attention kernel writes through
+# (passes/fuser_matmul.c, codegen/matmul_epilogue.c); c2's output is a graph output
+# too, so its permute saves nothing fused and runs apart
 for t in bf16 f16; do
 	check att-views-$t 0 "$FUSEC" run tests/bench/gpu/att_views_$t.json --backend cpu --check
 	grep -c " ok$" "$TMP/out" >"$TMP/n"
-	same att-views-$t-ok "$TMP/n" 3
+	same att-views-$t-ok "$TMP/n" 4
 done
 check att-views-compile 0 "$FUSEC" compile tests/bench/gpu/att_views_bf16.json --no-cache -o "$TMP/av"
-contains att-views-one-launch "$TMP/err" "compiled att_views_bf16: 12 ops → 3 launches"
+contains att-views-one-launch "$TMP/err" "compiled att_views_bf16: 14 ops → 4 launches"
+# every attention on the flash kernel, c0's with its permute too (not the evaluator)
+grep -o '"tiles":"att128x64d64"' "$TMP/av/att_views_bf16.plan.json" | wc -l | tr -d ' ' >"$TMP/n"
+same att-merge-tiles "$TMP/n" 3
+check att-merge-explain 0 "$FUSEC" explain tests/bench/gpu/att_views_bf16.json
+grep -A3 "^op 3 " "$TMP/out" >"$TMP/ex3"
+contains att-merge-fused "$TMP/ex3" "fused Matmul (score=100, 2 ops)"
+grep -A3 "^op 4 " "$TMP/out" >"$TMP/ex4"
+contains att-merge-permute "$TMP/ex4" "fused Matmul"
+# under --burn-exact the attention takes nothing after it
+check att-merge-burn 0 "$FUSEC" compile tests/bench/gpu/att_views_bf16.json --burn-exact --no-cache -o "$TMP/avb"
+contains att-merge-burn-launches "$TMP/err" "compiled att_views_bf16: 14 ops → 5 launches"
 # f32 and head dims past 128 run on the plain evaluator
 sed 's/"bf16"/"f32"/g' $AC"_bf16.json" >"$TMP/ac32.json"
 check att-k-f32 0 "$FUSEC" run "$TMP/ac32.json" --backend cpu --check

@@ -691,8 +691,10 @@ def att_views(dt):
     """The GPU check of the attention op reading q, kt and v through views (the
     exporters' head split: [batch, seq, heads, dim] permuted to [batch, heads, seq,
     dim], kt through a permute or a swap_dims), so that one kernel runs each
-    attention with no permute beside it (passes/views.c): keys off a step, head dims
-    32 to 64 and v's unlike q's, a bias and none."""
+    attention with no permute beside it (passes/views.c); c0 merges the heads back
+    with a permute that its kernel writes through (passes/fuser_matmul.c), c2 too
+    but keeps its own output, so that the permute runs apart (no traffic saved):
+    keys off a step, head dims 32 to 64 and v's unlike q's, a bias and none."""
     ins, ops, outs = {}, [], []
     # (name, batch, heads, rows, keys, head dim, v's head dim, bias, kt by swap_dims)
     cases = [("c0", 2, 3, 77, 130, 64, 64, True, False),
@@ -714,7 +716,13 @@ def att_views(dt):
             ins[cn + "_bias"] = (dt, [b, 1, 1, n])
             a.append(cn + "_bias")
         ops.append(op("attention", a, cn + "_y", scalar=1.0 / d ** 0.5))
-        outs.append(cn + "_y")
+        if cn == "c1":
+            outs.append(cn + "_y")
+            continue
+        # the heads merged back ([b, m, h, e]): c0's kernel writes through the
+        # permute (passes/fuser_matmul.c); c2 keeps its own output too
+        ops.append(op("permute", [cn + "_y"], cn + "_o", axes=[0, 2, 1, 3]))
+        outs += [cn + "_o"] + ([cn + "_y"] if cn == "c2" else [])
     graph("att_views_" + dt, ins, ops, outs)
 
 
