@@ -163,11 +163,12 @@ static void tiles_launch(int64_t tiles, int64_t split, int64_t partial, int64_t 
 }
 
 /* The launch rule of tiled kernels (matmul_pick.c): one block per output tile,
- * grid.x = batch x tile rows x tile columns (times the split for split-K); dynamic
- * shared memory only for configurations past MM_SMEM_STATIC. arg: BM, BN, the shape
- * ids of M and N, the number of batch dims, their shape ids, the dynamic shared
- * bytes (0: static), then for split-K the split and the bytes of one block's
- * partial (the scratch: counters, then partials). */
+ * grid.x = batch x tile rows x tile columns (times the split for split-K, times the
+ * matmuls of a kernel of siblings); dynamic shared memory only for configurations
+ * past MM_SMEM_STATIC. arg: BM, BN, the shape ids of M and N, the number of batch
+ * dims, their shape ids, the dynamic shared bytes (0: static), then for split-K the
+ * split and the bytes of one block's partial (the scratch: counters, then
+ * partials), then the number of sibling matmuls (0: one). */
 static void matmul_rule(const CgLaunch *l, const int64_t *dims, int ndims, CgDims *out)
 {
 	const int64_t *a = l->arg;
@@ -175,6 +176,8 @@ static void matmul_rule(const CgLaunch *l, const int64_t *dims, int ndims, CgDim
 	int64_t tiles = ((m + a[0] - 1) / a[0]) * ((n + a[1] - 1) / a[1]);
 	for (int d = 0; d < a[4]; d++)
 		tiles *= dim_of(a[5 + d], dims, ndims);
+	if (8 + a[4] < CG_LAUNCH_ARGS && a[8 + a[4]] > 1)
+		tiles *= a[8 + a[4]];
 	tiles_launch(tiles, a[6 + a[4]], a[7 + a[4]], a[5 + a[4]], out);
 }
 

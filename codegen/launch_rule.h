@@ -48,6 +48,7 @@
 #define FUSEC_RED_LONG_MAXNREG 64
 #endif
 enum {
+	CG_LAUNCH_ARGS = 16,     /* CgLaunch.arg: a rule's inputs */
 	CG_RED_MAX = 16,         /* reductions in one cooperative kernel */
 	CG_RED_ELEMS = FUSEC_RED_ELEMS, /* rows mode: elements per thread of a block-per-row row */
 	CG_RED_UNROLL = 4,       /* scalar path: positions of a row a thread loads a trip */
@@ -102,7 +103,7 @@ typedef struct {
 	int64_t max_grid;           /* cap on grid.x (the kernels are grid-stride) */
 	bool coop;                  /* a cooperative kernel (see above) */
 	CgRule rule;                /* coop: the launch rule */
-	int64_t arg[16];            /* coop: the rule's inputs */
+	int64_t arg[CG_LAUNCH_ARGS]; /* coop: the rule's inputs */
 } CgLaunch;
 
 /* The launch l gives for the dims of a segment (dims[shape id]; id 0 and ids past

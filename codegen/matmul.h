@@ -153,6 +153,8 @@ typedef struct {
 	LLVMValueRef fast[2];     /* i1 per operand: 16-byte chunks may be copied whole */
 	bool all_fast;            /* this copy of the tile loop knows both are */
 	LLVMValueRef vecok;       /* i1: the epilogue may store column vectors */
+	int ngroup;               /* matmuls of the kernel (siblings: mm_members) */
+	int gi;                   /* the one whose tiles this tile loop runs */
 	int epi_rows;             /* rows of the block tile per epilogue pass */
 	LLVMValueRef base[2];     /* element offset of the current tile's batch in A, B */
 	LLVMValueRef bpos[IR_MAX_RANK]; /* batch position of the current tile */
@@ -361,6 +363,11 @@ LLVMBasicBlockRef mm_split_combine(Mm *x, LLVMValueRef tile, LLVMValueRef split,
 /* The kernel body of a tile configuration (after the frame made the function), and
  * the gemv configurations' loop over output tiles (tiny M, matmul_gemv.c). */
 int mm_tile_kernel(CgKb *kb, const MmConfig *c, const int *wr, int nw);
+/* Siblings (mm_members) in a loop over every matmul's units (tiles x split), n each:
+ * *t becomes the unit of matmul x->gi; returns the block the other units go to
+ * (NULL for one matmul). mm_group_tile: the launch's tile of tile t of x->gi. */
+LLVMBasicBlockRef mm_group_units(Mm *x, LLVMValueRef *t, LLVMValueRef n);
+LLVMValueRef mm_group_tile(Mm *x, LLVMValueRef t, LLVMValueRef total);
 void mm_gemv_tile_loop(Mm *x, LLVMValueRef block, LLVMValueRef nblocks, const int *wr,
 		       int nw);
 /* The attention op's kernel body. */
@@ -379,5 +386,12 @@ int mm_dw_kernel(CgKb *kb, const MmConfig *c, const int *wr, int nw);
 const MmConfig *mm_config(int variant);
 /* Whether spec is a matmul the tiled kernel takes. */
 bool mm_eligible(const CgKernelSpec *s);
+
+/* ---- matmul_shape.c ---- */
+
+/* The op indices of spec's matmuls into mem (at most IR_MM_GROUP_MAX): the first
+ * (cg_matmul_index), then its siblings, which read the same first operand and
+ * give outputs of its shape (passes/fuser_matmul.c); returns how many. */
+int mm_members(const CgKernelSpec *s, int *mem);
 
 #endif

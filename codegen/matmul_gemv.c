@@ -406,10 +406,12 @@ static void gemv_tiles(Mm *x, GemvPath path, LLVMValueRef block, LLVMValueRef nb
 	LLVMValueRef total = mm_mul(x, nb, per_batch);
 	/* split-K as in the tile loop (mm_split_share), over K itself */
 	int S = c->split > 1 ? c->split : 1;
+	int G = x->ngroup > 1 ? x->ngroup : 1;
 	CgLoop lt_;
-	cg_loop_begin(kb, &lt_, block, mm_mulc(x, total, S), nblocks);
+	cg_loop_begin(kb, &lt_, block, mm_mulc(x, total, (int64_t)S * G), nblocks);
 	kb->nmemo = 0;
 	LLVMValueRef t = lt_.i, split = NULL;
+	LLVMBasicBlockRef skip = mm_group_units(x, &t, mm_mulc(x, total, S));
 	LLVMValueRef kbeg = mm_i64c(x, 0), kend = x->K;
 	if (S > 1)
 		split = mm_split_share(x, &t, S, x->K, &kbeg, &kend);
@@ -428,7 +430,7 @@ static void gemv_tiles(Mm *x, GemvPath path, LLVMValueRef block, LLVMValueRef nb
 	x->nacc = c->bm * c->bn / MM_THREADS;
 	LLVMBasicBlockRef after = NULL;
 	if (S > 1) {
-		after = mm_split_combine(x, t, split, total);
+		after = mm_split_combine(x, mm_group_tile(x, t, total), split, mm_mulc(x, total, G));
 		/* the flag of the last block lies where the tile is staged */
 		mm_barrier(x);
 	}
@@ -449,6 +451,10 @@ static void gemv_tiles(Mm *x, GemvPath path, LLVMValueRef block, LLVMValueRef nb
 	x->nacc = nacc0;
 	/* nobody writes the partials of the next tile before everyone is done */
 	mm_barrier(x);
+	if (skip) {
+		LLVMBuildBr(x->b, skip);
+		LLVMPositionBuilderAtEnd(x->b, skip);
+	}
 	cg_loop_end(kb, &lt_);
 }
 

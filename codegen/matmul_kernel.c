@@ -68,9 +68,11 @@ static void tile_loop(Mm *x, LLVMValueRef block, LLVMValueRef nblocks, const int
 	int S = c->split > 1 ? c->split : 1;
 	LLVMValueRef kbeg = mm_i64c(x, 0);
 	CgLoop lt_;
-	cg_loop_begin(kb, &lt_, block, mm_mul(x, total, mm_i64c(x, S)), nblocks);
+	int G = x->ngroup > 1 ? x->ngroup : 1;
+	cg_loop_begin(kb, &lt_, block, mm_mul(x, total, mm_i64c(x, (int64_t)S * G)), nblocks);
 	kb->nmemo = 0;
 	LLVMValueRef t = lt_.i;
+	LLVMBasicBlockRef skip = mm_group_units(x, &t, mm_mulc(x, total, S));
 	LLVMValueRef split = NULL;
 	if (S > 1) {
 		LLVMValueRef kend;
@@ -161,7 +163,7 @@ static void tile_loop(Mm *x, LLVMValueRef block, LLVMValueRef nblocks, const int
 		mm_wg_wait(x, 0);
 	LLVMBasicBlockRef after = NULL;
 	if (S > 1)
-		after = mm_split_combine(x, t, split, total);
+		after = mm_split_combine(x, mm_group_tile(x, t, total), split, mm_mulc(x, total, G));
 	mm_epilogue(x, wr, nw);
 	if (after) {
 		LLVMBuildBr(x->b, after);
@@ -169,7 +171,90 @@ static void tile_loop(Mm *x, LLVMValueRef block, LLVMValueRef nblocks, const int
 	}
 	/* nobody refills shared memory for the next tile before everyone is done */
 	mm_barrier(x);
+	if (skip) {
+		LLVMBuildBr(x->b, skip);
+		LLVMPositionBuilderAtEnd(x->b, skip);
+	}
 	cg_loop_end(kb, &lt_);
+}
+
+/* Two copies of the tile loop: one where both operands are copied by whole chunks
+ * (its registers and code hold nothing of the element path), one for the rest. */
+static void both_loops(Mm *x, LLVMValueRef block, LLVMValueRef nblocks, const int *wr, int nw)
+{
+	CgKb *kb = x->kb;
+	CgModule *m = kb->m;
+	LLVMBasicBlockRef bf = LLVMAppendBasicBlockInContext(m->ctx, kb->fn, "tiles.fast");
+	LLVMBasicBlockRef bg = LLVMAppendBasicBlockInContext(m->ctx, kb->fn, "tiles.any");
+	LLVMBasicBlockRef bd = LLVMAppendBasicBlockInContext(m->ctx, kb->fn, "tiles.done");
+	/* (an NCHW conv's gathered operand is never copied whole: one copy) */
+	bool one = x->is_conv && x->cv.gather && !x->cv.nhwc;
+	if (one)
+		LLVMBuildBr(x->b, bg);
+	else
+		LLVMBuildCondBr(x->b, LLVMBuildAnd(x->b, x->fast[0], x->fast[1], ""), bf, bg);
+	for (int copy = one; copy < 2; copy++) {
+		LLVMPositionBuilderAtEnd(x->b, copy ? bg : bf);
+		x->all_fast = copy == 0;
+		tile_loop(x, block, nblocks, wr, nw);
+		LLVMBuildBr(x->b, bd);
+	}
+	if (one) {
+		LLVMPositionBuilderAtEnd(x->b, bf);
+		LLVMBuildUnreachable(x->b);
+	}
+	LLVMPositionBuilderAtEnd(x->b, bd);
+}
+
+/* Matmul x->gi of the siblings mem[] as the builder's (its second operand, its
+ * output, the epilogue's vector test) and, into gwr, the tensors of wr its ops make
+ * (those from its matmul up to the next one's); returns how many. */
+static int member(Mm *x, const int *mem, const int *wr, int nw, int *gwr)
+{
+	CgKb *kb = x->kb;
+	const CgKernelSpec *s = kb->spec;
+	int g = x->gi, lo = mem[g], hi = g + 1 < x->ngroup ? mem[g + 1] : s->nops;
+	x->op = &s->ops[lo];
+	x->tb = &x->op->t[1];
+	x->to = &x->op->t[x->op->nin];
+	mm_operand_layout(x, s, lo, 1);
+	x->cpr[1] = (x->trans[1] ? x->c->bk : x->c->bn) * x->es / 16;
+	x->outer[1] = x->trans[1] ? x->c->bn : x->c->bk;
+	x->fast[1] = mm_is_aligned16(x, 1);
+	int n = 0;
+	for (int k = 0; k < nw; k++)
+		for (int i = lo; i < hi; i++)
+			if (s->ops[i].t[s->ops[i].nin].id == wr[k]) {
+				gwr[n++] = wr[k];
+				break;
+			}
+	x->vecok = mm_vector_ok(x, gwr, n);
+	return n;
+}
+
+/* Siblings (mm_members): the units of matmul g (its tiles, times the split) are
+ * g*n .. (g+1)*n - 1 of the launch's; in a loop over them all, *t becomes the unit
+ * of matmul x->gi it is, and the block returned is where the other matmuls' units
+ * go (the caller branches there at the end of the body); NULL for one matmul. */
+LLVMBasicBlockRef mm_group_units(Mm *x, LLVMValueRef *t, LLVMValueRef n)
+{
+	if (x->ngroup < 2)
+		return NULL;
+	CgModule *m = x->kb->m;
+	LLVMValueRef tl = LLVMBuildSub(x->b, *t, mm_mul(x, n, mm_i64c(x, x->gi)), "");
+	LLVMBasicBlockRef run = LLVMAppendBasicBlockInContext(m->ctx, x->kb->fn, "tile.mine");
+	LLVMBasicBlockRef skip = LLVMAppendBasicBlockInContext(m->ctx, x->kb->fn, "tile.other");
+	LLVMBuildCondBr(x->b, LLVMBuildICmp(x->b, LLVMIntULT, tl, n, ""), run, skip);
+	LLVMPositionBuilderAtEnd(x->b, run);
+	*t = tl;
+	return skip;
+}
+
+/* The tile of the launch that tile t of matmul x->gi is: split-K counts its units
+ * by it (mm_split_combine over every matmul's tiles). */
+LLVMValueRef mm_group_tile(Mm *x, LLVMValueRef t, LLVMValueRef total)
+{
+	return x->ngroup < 2 ? t : mm_add(x, t, mm_mul(x, total, mm_i64c(x, x->gi)));
 }
 
 /* The kernel of a tile configuration (not depthwise, not attention): the builder
@@ -287,35 +372,22 @@ int mm_tile_kernel(CgKb *kb, const MmConfig *cfg, const int *wr, int nw)
 	x->epi_rows = c->bm;
 	while (x->epi_rows * (c->bn + MM_EPI_PAD) * 4 > mm_stages_bytes(c, x->es))
 		x->epi_rows /= 2;
-	if (c->gemv) {
-		mm_gemv_tile_loop(x, block, nblocks, wr, nw);
-		free(x->cse);
-		return kb->failed ? -1 : 0;
+	/* siblings (mm_members): a tile loop for each matmul, one after the other,
+	 * each with what its second operand and its epilogue are (member) */
+	int mem[IR_MM_GROUP_MAX];
+	x->ngroup = x->is_conv ? 1 : mm_members(kb->spec, mem);
+	int *gwr = xmalloc(sizeof *gwr * (size_t)(nw ? nw : 1));
+	for (x->gi = 0; x->gi < x->ngroup; x->gi++) {
+		int gnw = nw;
+		if (x->ngroup > 1)
+			gnw = member(x, mem, wr, nw, gwr);
+		const int *w = x->ngroup > 1 ? gwr : wr;
+		if (c->gemv)
+			mm_gemv_tile_loop(x, block, nblocks, w, gnw);
+		else
+			both_loops(x, block, nblocks, w, gnw);
 	}
-
-	/* two copies of the tile loop: one where both operands are copied by whole
-	 * chunks (its registers and code hold nothing of the element path), one for
-	 * the rest */
-	LLVMBasicBlockRef bf = LLVMAppendBasicBlockInContext(m->ctx, kb->fn, "tiles.fast");
-	LLVMBasicBlockRef bg = LLVMAppendBasicBlockInContext(m->ctx, kb->fn, "tiles.any");
-	LLVMBasicBlockRef bd = LLVMAppendBasicBlockInContext(m->ctx, kb->fn, "tiles.done");
-	/* (an NCHW conv's gathered operand is never copied whole: one copy) */
-	bool one = x->is_conv && x->cv.gather && !x->cv.nhwc;
-	if (one)
-		LLVMBuildBr(x->b, bg);
-	else
-		LLVMBuildCondBr(x->b, LLVMBuildAnd(x->b, x->fast[0], x->fast[1], ""), bf, bg);
-	for (int copy = one; copy < 2; copy++) {
-		LLVMPositionBuilderAtEnd(x->b, copy ? bg : bf);
-		x->all_fast = copy == 0;
-		tile_loop(x, block, nblocks, wr, nw);
-		LLVMBuildBr(x->b, bd);
-	}
-	if (one) {
-		LLVMPositionBuilderAtEnd(x->b, bf);
-		LLVMBuildUnreachable(x->b);
-	}
-	LLVMPositionBuilderAtEnd(x->b, bd);
+	free(gwr);
 	free(x->cse);
 	return kb->failed ? -1 : 0;
 }

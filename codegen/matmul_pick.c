@@ -214,6 +214,14 @@ bool mm_eligible(const CgKernelSpec *s)
 		if (mm->kind == OP_ATTENTION && i == mi + 1 && s->nops == mi + 2 &&
 		    head_merge(op, out))
 			continue;
+		if (op->kind == OP_MATMUL) {
+			/* a sibling (mm_members): the same first operand, an output of
+			 * this shape */
+			if (mm->kind != OP_MATMUL || op->t[0].id != mm->t[0].id ||
+			    op->t[1].dtype != t || !ir_rel_shape_equal(&op->t[op->nin], out))
+				return false;
+			continue;
+		}
 		if (f != FAM_BINARY && f != FAM_SCALAR && f != FAM_UNARY && f != FAM_COMPARE &&
 		    f != FAM_SELECT && f != FAM_CAST)
 			return false;
@@ -316,6 +324,10 @@ static double tile_fill(int64_t x, int64_t t)
 	return x < 1 ? 1 : (double)x / (double)(((x + t - 1) / t) * t);
 }
 
+/* A kernel of siblings (mm_members, every output of one shape) runs their tiles one
+ * matmul after the other in one launch (matmul_kernel.c, mm_group_units), so its
+ * rule is that of one matmul of as many times the columns; the plain evaluator
+ * computes each written tensor where it is. */
 int cg_matmul_variant(const CgKernelSpec *s, const char *arch, bool host, bool allow_tf32,
 		      const int64_t *dims, int ndims)
 {
@@ -375,7 +387,8 @@ int cg_matmul_variant(const CgKernelSpec *s, const char *arch, bool host, bool a
 		for (int d = 0; d < r - 2; d++)
 			batch *= mm_dim_of(out->shape[d], dims, ndims);
 		m = mm_dim_of(out->shape[r - 2], dims, ndims);
-		n = mm_dim_of(out->shape[r - 1], dims, ndims);
+		int mem[IR_MM_GROUP_MAX];
+		n = mm_dim_of(out->shape[r - 1], dims, ndims) * mm_members(s, mem);
 		k = mm_dim_of(mm->t[0].shape[r - 1], dims, ndims);
 	}
 	int64_t big = batch * ((m + 127) / 128) * ((n + 127) / 128);
@@ -512,6 +525,10 @@ void cg_matmul_launch(int variant, const CgKernelSpec *s, CgLaunch *l)
 		l->arg[6 + r - 2] = c->split;
 		l->arg[7 + r - 2] = mm_partial_bytes(c);
 	}
+	/* siblings: each matmul's tiles, one after the other */
+	int mem[IR_MM_GROUP_MAX], ng = mm_members(s, mem);
+	if (ng > 1)
+		l->arg[8 + r - 2] = ng;
 }
 
 /* The body of a kernel that configuration `variant` takes (cg_impl.h): the builder

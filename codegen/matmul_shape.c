@@ -4,8 +4,9 @@
  * computes (mm_fits), the shared memory of an operand's tile, of the stages and what
  * the launch asks for (mm_tile_bytes, mm_stages_bytes, mm_smem; the attention
  * kernel's, mm_attention_smem), the bytes of a split-K unit's partial tile
- * (mm_partial_bytes). The launch of output tiles, the matmul's rule and the conv's,
- * is in launch_rule.c (shared with the runtime). */
+ * (mm_partial_bytes), a kernel's matmuls that share their first operand
+ * (mm_members). The launch of output tiles, the matmul's rule and the conv's, is in
+ * launch_rule.c (shared with the runtime). */
 #include "matmul.h"
 
 /* The index of the matmul in spec's ops, after its leading views: swap_dims or
@@ -44,6 +45,26 @@ int cg_matmul_index(const CgKernelSpec *s)
 			return -1;
 	}
 	return i;
+}
+
+int mm_members(const CgKernelSpec *s, int *mem)
+{
+	int mi = cg_matmul_index(s), n = 0;
+	if (mi < 0)
+		return 0;
+	mem[n++] = mi;
+	const RelOp *a = &s->ops[mi];
+	if (a->kind != OP_MATMUL)
+		return n;
+	const RelTensor *y = &a->t[a->nin];
+	for (int i = mi + 1; i < s->nops && n < IR_MM_GROUP_MAX; i++) {
+		const RelOp *b = &s->ops[i];
+		if (b->kind != OP_MATMUL || b->t[0].id != a->t[0].id ||
+		    b->t[1].dtype != a->t[1].dtype || !ir_rel_shape_equal(&b->t[b->nin], y))
+			continue;
+		mem[n++] = i;
+	}
+	return n;
 }
 
 /* Whether configuration c computes operands of dtype t (tf32: when allowed). */

@@ -21,6 +21,8 @@
 enum {
 	IR_MAX_RANK = 8,     /* SPEC §1: rank 0 to 8 */
 	IR_MAX_OUT = 1,      /* no op of the table has several results yet */
+	IR_MM_GROUP_MAX = 4, /* matmuls sharing their first operand in one launch
+				(passes/siblings.c, passes/fuser_matmul.c) */
 	IR_MAX_DEPTH = 64,   /* nesting depth accepted in a document */
 	IR_MAX_IN = 255,     /* operands of one op (cat); RelOp.nin is 8 bits */
 };

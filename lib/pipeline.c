@@ -169,7 +169,8 @@ long pl_find_op(const Graph *g, const char *spec)
 int pl_simplify(Graph *g, bool burn_exact)
 {
 	SimplifyInfo info;
-	return burn_exact ? 0 : pass_simplify(g, &info);
+	SiblingInfo sib;
+	return burn_exact ? 0 : pass_simplify(g, &info) || pass_siblings(g, &sib);
 }
 
 int pl_attention(Graph *g, AttentionMode mode, AttentionInfo *info)

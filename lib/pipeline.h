@@ -104,7 +104,8 @@ Graph *pl_load(Arena *a, const PlSource *src, Diag *diags, int *nd);
  * conversion. Returns 0. */
 int pl_layout(Graph *g, const LayoutOptions *o, LayoutInfo *info);
 /* simplify: rewrites that change no value (pow_scalar(x, 2) as mul(x, x);
- * passes/simplify.c), first; none under burn_exact. Returns 0. */
+ * passes/simplify.c; matmuls sharing their first operand brought together with
+ * their epilogues, passes/siblings.c), first; none under burn_exact. Returns 0. */
 int pl_simplify(Graph *g, bool burn_exact);
 /* --attention fuse: each chain matmul, softmax, matmul as one op (passes/attention.c),
  * before the layout and the precision. */

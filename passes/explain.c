@@ -177,6 +177,8 @@ static const char *const reason_text[CR_COUNT_] = {
 	[CR_POOL_TAKEN] = "it ended at the pool after the trace",
 	[CR_AFTER_ATTENTION] = "after an attention op only one permute of its output (the "
 			       "last axis kept) joins it; %s does not",
+	[CR_SIBLINGS_MIX] = "%s reads the results of two of its matmuls (it runs one "
+			    "matmul's tile at a time)",
 };
 
 /* Why fuser `fuser` closed on op (of kind k), in words. */

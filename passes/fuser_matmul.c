@@ -18,8 +18,19 @@
  * dim]). The attention kernel then stores each row of its output where the
  * permute puts it (codegen/matmul_epilogue.c, written_at), and the permute's
  * launch is gone; the output itself is written too only where something else
- * reads it. */
+ * reads it.
+ *
+ * Outside --burn-exact a matmul anchor with no views in front also takes its
+ * siblings, up to IR_MM_GROUP_MAX matmuls in all (issue 22's horizontal fusion,
+ * beyond burn): a later matmul reading the same first operand, of a second operand
+ * of the anchor's shape (so its output too) not made here, each followed by its own
+ * epilogue, which reads nothing the other matmuls made. One kernel then runs
+ * the tiles of every matmul (codegen/matmul_kernel.c), so the shared operand is read
+ * by one launch instead of one each: a sibling counts as an epilogue op that reads
+ * it. passes/siblings.c brings siblings together in the stream. */
 #include "search.h"
+
+enum { CHAIN_MAX = TRACE_MAX_OPS + 8 };
 
 typedef struct {
 	Fuser base;
@@ -27,9 +38,41 @@ typedef struct {
 	bool att;              /* the anchor is an attention op */
 	int nviews;            /* leading operand views */
 	int32_t view_out[2];   /* their results */
-	RelTensor out;         /* the matmul's result */
+	RelTensor out;         /* the current matmul's result */
+	RelTensor b;           /* the anchor's second operand */
+	int32_t a_id;          /* the anchor's first operand */
+	int nmm;               /* matmuls taken: the anchor and its siblings */
+	int nchain;            /* what the current matmul and its epilogue made */
+	int32_t chain[CHAIN_MAX];
 	FuseStats epi;
 } MatmulFuser;
+
+/* Whether matmul op is a sibling of the anchor (the fuser's comment). */
+static bool sibling(const MatmulFuser *m, const Fuser *f, const RelOp *op)
+{
+	const RelTensor *b = &op->t[1];
+	if (op->kind != OP_MATMUL || f->burn_exact || m->att || m->nviews || m->a_id < 0 ||
+	    m->nmm >= IR_MM_GROUP_MAX || op->t[0].id != m->a_id ||
+	    iset_has(&m->epi.produced, b->id) || b->dtype != m->b.dtype || b->rank != m->b.rank)
+		return false;
+	return ir_rel_shape_equal(b, &m->b) && ir_rel_shape_equal(&op->t[op->nin], &m->out);
+}
+
+/* Whether every operand of op that the fuser made comes from the current matmul or
+ * its epilogue. */
+static bool reads_own_chain(const MatmulFuser *m, const RelOp *op)
+{
+	for (int k = 0; k < op->nin; k++) {
+		if (!iset_has(&m->epi.produced, op->t[k].id))
+			continue;
+		bool mine = false;
+		for (int c = 0; c < m->nchain && !mine; c++)
+			mine = m->chain[c] == op->t[k].id;
+		if (!mine)
+			return false;
+	}
+	return true;
+}
 
 /* Whether op is a permute or swap_dims of tensor y that keeps the last axis (what
  * an attention op takes after it). */
@@ -74,9 +117,26 @@ static void mm_fuse(Fuser *f, const RelOp *op)
 		m->has_matmul = true;
 		m->att = att;
 		m->out = op->t[op->nin];
+		m->nmm = 1;
+		m->a_id = op->kind == OP_MATMUL ? op->t[0].id : -1;
+		m->b = op->t[1];
+		m->nchain = 1;
+		m->chain[0] = m->out.id;
 		stats_add(&m->epi, op, false);
 		/* the matmul's operands are not the epilogue's traffic */
 		iset_clear(&m->epi.inputs);
+		return;
+	}
+	if (sibling(m, f, op)) {
+		if (stats_bindings_after(&m->epi, op) + 2 > f->max_bindings) {
+			fuser_close(f, CR_BINDINGS);
+			return;
+		}
+		m->nmm++;
+		m->out = op->t[op->nin];
+		m->nchain = 1;
+		m->chain[0] = m->out.id;
+		stats_add(&m->epi, op, true);
 		return;
 	}
 	if (op->kind == OP_MATMUL || op->kind == OP_CONV2D || op->kind == OP_ATTENTION) {
@@ -107,6 +167,17 @@ static void mm_fuse(Fuser *f, const RelOp *op)
 		fuser_close(f, CR_BINDINGS);
 		return;
 	}
+	/* a sibling's epilogue reads its own matmul's values only: the kernel has
+	 * one matmul's tile in hand at a time */
+	if (m->nmm > 1 && !reads_own_chain(m, op)) {
+		fuser_close(f, CR_SIBLINGS_MIX);
+		return;
+	}
+	if (m->nchain == CHAIN_MAX) {
+		fuser_close(f, CR_MAX_OPS);
+		return;
+	}
+	m->chain[m->nchain++] = op->t[op->nin].id;
 	stats_add(&m->epi, op, true);
 }
 
@@ -128,6 +199,9 @@ static void mm_reset(Fuser *f)
 	m->has_matmul = false;
 	m->att = false;
 	m->nviews = 0;
+	m->nmm = 0;
+	m->nchain = 0;
+	m->a_id = -1;
 	stats_clear(&m->epi);
 }
 

@@ -23,6 +23,7 @@ static const char *const close_reason_names[] = {
 	"view-of-intermediate", "view-unsupported", "not-matmul", "second-matmul",
 	"second-reduction", "broadcast-after-reduction", "axis-mismatch", "view-first-use",
 	"view-lowers-rank", "pool-taken", "after-attention",
+	"siblings-mix",
 };
 _Static_assert(COUNTOF(registry) == 5, "pass_nhwc_fuser: NHWCRelayout is registry[4]");
 _Static_assert(COUNTOF(close_reason_names) == CR_COUNT_, "close_reason_names: one per CloseReason");

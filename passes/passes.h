@@ -362,6 +362,14 @@ typedef struct AttentionInfo {
 /* Rewrite g in place (its arrays replaced, in its arena): each chain matmul, scale,
  * bias, softmax, matmul becomes one attention op. Returns 0. */
 int pass_attention(Graph *g, AttentionMode mode, AttentionInfo *info);
+
+/* Matmuls that share their first operand, each moved with its epilogue up to the
+ * one before it so that the Matmul fuser takes them into one launch (siblings.c;
+ * not under --burn-exact). */
+typedef struct {
+	int ngroups, nmatmuls;
+} SiblingInfo;
+int pass_siblings(Graph *g, SiblingInfo *info);
 /* Lines for `explain`: what --attention fuse did, and why a chain stayed apart. */
 void pass_attention_summary(const AttentionInfo *info, Buf *out);
 

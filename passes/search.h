@@ -129,6 +129,7 @@ typedef enum {
 	CR_VIEW_RANK,           /* a reshape that lowers the rank */
 	CR_POOL_TAKEN,          /* NHWCRelayout: took the pool that ends its trace */
 	CR_AFTER_ATTENTION,     /* Matmul: an attention takes only a permute of its output */
+	CR_SIBLINGS_MIX,        /* Matmul: an epilogue op reads another sibling's result */
 	CR_COUNT_
 } CloseReason;
 

@@ -726,6 +726,45 @@ def att_views(dt):
     graph("att_views_" + dt, ins, ops, outs)
 
 
+def mm_siblings(dt):
+    """Matmuls sharing their first operand, one launch for each group
+    (passes/siblings.c, passes/fuser_matmul.c, codegen/matmul_kernel.c): c0 the
+    three projections of a layer, each with its bias and its head split written
+    between them as exporters do; c1 a gate and an up projection whose product
+    reads both (it stays apart); c2 odd sizes, a relu on one, a scaling on the
+    other, whose raw result is an output too. The weights are graph inputs."""
+    ins, ops, outs = {}, [], []
+    ins["c0_x"] = (dt, [2, 77, 48])
+    for p in ("q", "k", "v"):
+        ins["c0_w" + p] = (dt, [1, 48, 64])
+        ins["c0_b" + p] = (dt, [1, 1, 64])
+        ops.append(op("matmul", ["c0_x", "c0_w" + p], "c0_m" + p))
+        ops.append(op("add", ["c0_m" + p, "c0_b" + p], "c0_a" + p))
+        ops.append(op("reshape", ["c0_a" + p], "c0_r" + p, shape=[2, 77, 4, 16]))
+        ops.append(op("permute", ["c0_r" + p], "c0_" + p, axes=[0, 2, 1, 3]))
+        outs.append("c0_" + p)
+    ins["c1_x"] = (dt, [130, 40])
+    ins["c1_wg"] = (dt, [40, 72])
+    ins["c1_wu"] = (dt, [40, 72])
+    ops += [op("matmul", ["c1_x", "c1_wg"], "c1_g"),
+            op("sigmoid", ["c1_g"], "c1_sg"),
+            op("mul", ["c1_g", "c1_sg"], "c1_s"),
+            op("matmul", ["c1_x", "c1_wu"], "c1_u"),
+            op("mul", ["c1_s", "c1_u"], "c1_y")]
+    outs.append("c1_y")
+    ins["c2_x"] = (dt, [3, 33, 20])
+    ins["c2_w0"] = (dt, [1, 20, 24])
+    ins["c2_w1"] = (dt, [1, 20, 24])
+    ops += [op("matmul", ["c2_x", "c2_w0"], "c2_m0"),
+            op("relu", ["c2_m0"], "c2_y0"),
+            op("matmul", ["c2_x", "c2_w1"], "c2_m1"),
+            op("mul_scalar", ["c2_m1"], "c2_y1", scalar=0.5)]
+    outs += ["c2_y0", "c2_y1", "c2_m1"]
+    graph("mm_siblings_" + dt, ins, ops, outs)
+
+
 if __name__ == "__main__":
     for t in ["bf16", "f16"]:
         att_views(t)
+    for t in ["f32", "bf16"]:
+        mm_siblings(t)

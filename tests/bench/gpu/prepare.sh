@@ -33,6 +33,12 @@ for g in tests/bench/gpu/mm_check_bf16.json tests/bench/gpu/mm_check_f16.json te
 		FUSEC_MATMUL_TILES=$c "$FUSEC" compile "$g" --no-cache -o "$G/plans/$n" > /dev/null
 	done
 done
+# siblings (matmuls sharing an operand, one launch: codegen/matmul_kernel.c) under
+# the split-K and wgmma configurations
+for c in ${SIB_FORCED:-tc64x64x32s3sk4 wg128x128x64s4 wg128x256x64s4}; do
+	FUSEC_MATMUL_TILES=$c "$FUSEC" compile tests/bench/gpu/mm_siblings_bf16.json --no-cache -o "$G/plans/mm_siblings_bf16__$c" > /dev/null
+done
+FUSEC_MATMUL_TILES=fma64x64x16s3sk3 "$FUSEC" compile tests/bench/gpu/mm_siblings_f32.json --no-cache -o "$G/plans/mm_siblings_f32__fma64x64x16s3sk3" > /dev/null
 # tiny M: each gemv configuration forced on the gemv check graphs (the rule
 # splits K 4 or 16 ways or not, by the shape: matmul_gemv.c)
 for t in f32 bf16 f16; do

@@ -1,0 +1,82 @@
+# t_siblings.sh: matmuls that share their first operand run in one launch (issue 22's
+# horizontal fusion: passes/siblings.c brings them together, passes/fuser_matmul.c
+# takes them, codegen/matmul_kernel.c runs each one's tiles). The graphs
+# tests/bench/gpu/mm_siblings_{f32,bf16}.json (make_graphs.py): c0 three
+# projections with biases and head splits in between, c1 a gate and an up
+# projection whose product stays apart, c2 odd sizes with a raw output.
+# Sourced by run.sh with lib.sh loaded; FUSEC and TMP set.
+S=tests/bench/gpu/mm_siblings
+check sib-compile 0 "$FUSEC" compile ${S}_bf16.json --no-cache -o "$TMP/sib"
+contains sib-launches "$TMP/err" "compiled mm_siblings_bf16: 21 ops → 7 launches"
+cat >"$TMP/sib_plan.py" <<'PY'
+import json, sys
+p = json.load(open(sys.argv[1]))
+ls = [l for s in p["steps"] for l in s["launches"]]
+mm = [l for l in ls if l["kernel"].startswith("matmul_fused_")]
+ops = sorted(len(l["ops"]) for l in mm)
+assert ops == [4, 4, 6], ops                      # c1 and c2: 2 matmuls + 2 ops; c0: 3 + 3
+c0 = [l for l in mm if len(l["ops"]) == 6][0]
+assert c0["writes"] == ["c0_aq", "c0_ak", "c0_av"], c0["writes"]
+# c0: a [2, 77, 64] output of 64x64 tiles is 2 x 2 tiles, three times over
+assert c0["grid"] == [12, 1, 1], c0["grid"]
+c1 = [l for l in ls if l["ops"] == [16]]
+assert len(c1) == 1 and "c1_y" in c1[0]["writes"], ls   # the product of both: apart
+ks = {k["name"]: k for k in p["kernels"]}
+assert all(ks[l["kernel"]].get("tiles") == "tc64x64x32s3" for l in mm), [ks[l["kernel"]] for l in mm]
+PY
+check sib-plan 0 python3 "$TMP/sib_plan.py" "$TMP/sib/mm_siblings_bf16.plan.json"
+# every output against the interpreter, by the rule and with configurations forced:
+# the split and gemv ones run unsplit or plain in a kernel of siblings
+for dt in f32 bf16; do
+	check sib-cpu-$dt 0 "$FUSEC" run ${S}_$dt.json --backend cpu --check
+	grep -c " ok$" "$TMP/out" >"$TMP/n"
+	same sib-cpu-$dt-ok "$TMP/n" 7
+done
+for c in plain tc64x64x32s3sk4 wg128x128x64s4 gemv8x64k8; do
+	check sib-cpu-$c 0 env FUSEC_MATMUL_TILES=$c "$FUSEC" run ${S}_bf16.json --backend cpu --check
+	grep -c " ok$" "$TMP/out" >"$TMP/n"
+	same sib-cpu-$c-ok "$TMP/n" 7
+done
+for c in fma128x128x16s3 fma64x64x16s3sk3; do
+	check sib-cpu-$c 0 env FUSEC_MATMUL_TILES=$c "$FUSEC" run ${S}_f32.json --backend cpu --check
+	grep -c " ok$" "$TMP/out" >"$TMP/n"
+	same sib-cpu-$c-ok "$TMP/n" 7
+done
+# explain: the siblings in one kernel, and why c1's product stays apart
+check sib-explain 0 "$FUSEC" explain ${S}_bf16.json
+grep -A2 "^op 2 Float::Matmul" "$TMP/out" >"$TMP/ex2"
+contains sib-explain-k "$TMP/ex2" "fused Matmul (score=640, 6 ops)"
+contains sib-explain-mix "$TMP/out" "closed on op 16 NumericFloat::Mul [ops[16] → c1_y] (siblings-mix)"
+# --burn-exact: as burn sees the graph, each matmul a launch of its own
+check sib-burn 0 "$FUSEC" compile ${S}_bf16.json --burn-exact --no-cache -o "$TMP/sibb"
+contains sib-burn-launches "$TMP/err" "compiled mm_siblings_bf16: 21 ops → 11 launches"
+# tiny M (decode): passes/siblings.c leaves them where they are (c0, 9 rows: a launch
+# each), but siblings the exporter wrote one after the other still share one (c1 on
+# the tensor cores, c2 on gemv), split-K over every matmul's tiles included
+python3 - ${S}_bf16.json "$TMP/sib_tiny.json" <<'PY'
+import json, sys
+g = json.load(open(sys.argv[1]))
+g["name"] = "sib_tiny"
+g["inputs"]["c0_x"]["shape"] = [1, 9, 48]
+g["inputs"]["c1_x"]["shape"] = [12, 40]
+g["inputs"]["c2_x"]["shape"] = [3, 5, 20]
+for o in g["ops"]:
+    if o["op"] == "reshape":
+        o["shape"] = [1, 9, 4, 16]
+json.dump(g, open(sys.argv[2], "w"))
+PY
+check sib-tiny 0 "$FUSEC" compile "$TMP/sib_tiny.json" --no-cache -o "$TMP/sibt"
+contains sib-tiny-launches "$TMP/err" "compiled sib_tiny: 21 ops → 9 launches"
+contains sib-tiny-gemv "$TMP/sibt/sib_tiny.plan.json" '"tiles":"gemv8x64k8"'
+for c in "" gemv8x64k8sk4 gemv8x64k8sk16; do
+	check sib-tiny-cpu-$c 0 env FUSEC_MATMUL_TILES=$c "$FUSEC" run "$TMP/sib_tiny.json" --backend cpu --check
+	grep -c " ok$" "$TMP/out" >"$TMP/n"
+	same sib-tiny-cpu-$c-ok "$TMP/n" 7
+done
+# the PTX goes through ptxas (when the CUDA toolkit is here)
+PTXAS=$(command -v ptxas || echo /usr/local/cuda/bin/ptxas)
+if [ -x "$PTXAS" ]; then
+	check sib-ptxas 0 "$PTXAS" -arch=sm_90a "$TMP/sib/mm_siblings_bf16.ptx" -o /dev/null
+	check sib-compile-wg 0 env FUSEC_MATMUL_TILES=wg128x128x64s4 "$FUSEC" compile ${S}_bf16.json --no-cache -o "$TMP/sibw"
+	check sib-ptxas-wg 0 "$PTXAS" -arch=sm_90a "$TMP/sibw/mm_siblings_bf16.ptx" -o /dev/null
+fi
