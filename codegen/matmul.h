@@ -154,7 +154,13 @@ typedef struct {
 	bool all_fast;            /* this copy of the tile loop knows both are */
 	LLVMValueRef vecok;       /* i1: the epilogue may store column vectors */
 	int ngroup;               /* matmuls of the kernel (siblings: mm_members) */
-	int gi;                   /* the one whose tiles this tile loop runs */
+	int gi;                   /* the one whose tiles this tile loop runs; -1: every
+				     one, chosen per tile (alike siblings: gmap) */
+	LLVMValueRef grt;         /* gi -1: the current tile's matmul */
+	int *gmap;                /* alike siblings: per matmul g and tensor id of the
+				     first matmul's ops, the id in g's (gmap[g * ntensors
+				     + id]), -1 where none */
+	LLVMValueRef *gsaved;     /* kb->buf as it was, while the tile's choice holds */
 	int epi_rows;             /* rows of the block tile per epilogue pass */
 	LLVMValueRef base[2];     /* element offset of the current tile's batch in A, B */
 	LLVMValueRef bpos[IR_MAX_RANK]; /* batch position of the current tile */
@@ -365,8 +371,11 @@ LLVMBasicBlockRef mm_split_combine(Mm *x, LLVMValueRef tile, LLVMValueRef split,
 int mm_tile_kernel(CgKb *kb, const MmConfig *c, const int *wr, int nw);
 /* Siblings (mm_members) in a loop over every matmul's units (tiles x split), n each:
  * *t becomes the unit of matmul x->gi; returns the block the other units go to
- * (NULL for one matmul). mm_group_tile: the launch's tile of tile t of x->gi. */
+ * (NULL for one matmul, or for every matmul at once: then the tile's matmul's
+ * buffers stand in for the first's until mm_group_end). mm_group_tile: the launch's
+ * tile of tile t of the current matmul. */
 LLVMBasicBlockRef mm_group_units(Mm *x, LLVMValueRef *t, LLVMValueRef n);
+void mm_group_end(Mm *x);
 LLVMValueRef mm_group_tile(Mm *x, LLVMValueRef t, LLVMValueRef total);
 void mm_gemv_tile_loop(Mm *x, LLVMValueRef block, LLVMValueRef nblocks, const int *wr,
 		       int nw);

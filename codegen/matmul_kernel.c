@@ -171,6 +171,7 @@ static void tile_loop(Mm *x, LLVMValueRef block, LLVMValueRef nblocks, const int
 	}
 	/* nobody refills shared memory for the next tile before everyone is done */
 	mm_barrier(x);
+	mm_group_end(x);
 	if (skip) {
 		LLVMBuildBr(x->b, skip);
 		LLVMPositionBuilderAtEnd(x->b, skip);
@@ -240,7 +241,29 @@ LLVMBasicBlockRef mm_group_units(Mm *x, LLVMValueRef *t, LLVMValueRef n)
 {
 	if (x->ngroup < 2)
 		return NULL;
-	CgModule *m = x->kb->m;
+	CgKb *kb = x->kb;
+	CgModule *m = kb->m;
+	if (x->gi < 0) {
+		/* every matmul in this loop: the tile's own buffers in the first's
+		 * place (the ids gmap maps), the second operand's among them */
+		LLVMValueRef g = LLVMBuildUDiv(x->b, *t, n, "");
+		*t = LLVMBuildSub(x->b, *t, mm_mul(x, g, n), "");
+		x->grt = g;
+		for (int id = 0; id < kb->ntensors; id++) {
+			x->gsaved[id] = kb->buf[id];
+			if (!kb->buf[id] || x->gmap[id] != id)
+				continue;
+			LLVMValueRef v = kb->buf[id];
+			for (int k = 1; k < x->ngroup; k++) {
+				LLVMValueRef is = LLVMBuildICmp(x->b, LLVMIntEQ, g, mm_i64c(x, k), "");
+				v = LLVMBuildSelect(x->b, is, kb->buf[x->gmap[k * kb->ntensors + id]],
+						    v, "");
+			}
+			kb->buf[id] = v;
+		}
+		x->src[1] = kb->buf[x->tb->id];
+		return NULL;
+	}
 	LLVMValueRef tl = LLVMBuildSub(x->b, *t, mm_mul(x, n, mm_i64c(x, x->gi)), "");
 	LLVMBasicBlockRef run = LLVMAppendBasicBlockInContext(m->ctx, x->kb->fn, "tile.mine");
 	LLVMBasicBlockRef skip = LLVMAppendBasicBlockInContext(m->ctx, x->kb->fn, "tile.other");
@@ -250,11 +273,59 @@ LLVMBasicBlockRef mm_group_units(Mm *x, LLVMValueRef *t, LLVMValueRef n)
 	return skip;
 }
 
-/* The tile of the launch that tile t of matmul x->gi is: split-K counts its units
- * by it (mm_split_combine over every matmul's tiles). */
+void mm_group_end(Mm *x)
+{
+	if (x->ngroup < 2 || x->gi >= 0)
+		return;
+	memcpy(x->kb->buf, x->gsaved, sizeof *x->gsaved * (size_t)x->kb->ntensors);
+	x->src[1] = x->kb->buf[x->tb->id];
+}
+
+/* The tile of the launch that tile t of the current matmul is: split-K counts its
+ * units by it (mm_split_combine over every matmul's tiles). */
 LLVMValueRef mm_group_tile(Mm *x, LLVMValueRef t, LLVMValueRef total)
 {
-	return x->ngroup < 2 ? t : mm_add(x, t, mm_mul(x, total, mm_i64c(x, x->gi)));
+	if (x->ngroup < 2)
+		return t;
+	return mm_add(x, t, mm_mul(x, total, x->gi < 0 ? x->grt : mm_i64c(x, x->gi)));
+}
+
+/* Whether the siblings mem[0..ng) are alike op for op (kind, attributes, no scalars,
+ * operands of the same dtypes and shapes, the same ones written), so that one tile
+ * loop runs them all with the buffers of the tile's matmul (mm_group_units); fills
+ * map (ng x ntensors: the id in matmul g of each id of the first's ops, the first's
+ * row the identity; -1 elsewhere). */
+static bool alike(CgKb *kb, const int *mem, int ng, int *map)
+{
+	const CgKernelSpec *s = kb->spec;
+	int nt = kb->ntensors, len = mem[1] - mem[0];
+	for (int i = 0; i < ng * nt; i++)
+		map[i] = -1;
+	for (int g = 1; g < ng; g++) {
+		int end = g + 1 < ng ? mem[g + 1] : s->nops;
+		if (end - mem[g] != len)
+			return false;
+		for (int j = 0; j < len; j++) {
+			const RelOp *a = &s->ops[mem[0] + j], *b = &s->ops[mem[g] + j];
+			if (a->kind != b->kind || a->nin != b->nin || a->nout != b->nout ||
+			    a->nplace || b->nplace || memcmp(&a->attr, &b->attr, sizeof a->attr))
+				return false;
+			for (int k = 0; k < a->nin + a->nout; k++) {
+				const RelTensor *u = &a->t[k], *v = &b->t[k];
+				bool wu = u->id < s->nwritten && s->written[u->id];
+				bool wv = v->id < s->nwritten && s->written[v->id];
+				if (u->dtype != v->dtype || !ir_rel_shape_equal(u, v) || wu != wv ||
+				    (!kb->buf[u->id]) != (!kb->buf[v->id]))
+					return false;
+				int *e = &map[g * nt + u->id];
+				if (*e >= 0 && *e != v->id)
+					return false;
+				*e = v->id;
+				map[u->id] = u->id;
+			}
+		}
+	}
+	return true;
 }
 
 /* The kernel of a tile configuration (not depthwise, not attention): the builder
@@ -372,11 +443,34 @@ int mm_tile_kernel(CgKb *kb, const MmConfig *cfg, const int *wr, int nw)
 	x->epi_rows = c->bm;
 	while (x->epi_rows * (c->bn + MM_EPI_PAD) * 4 > mm_stages_bytes(c, x->es))
 		x->epi_rows /= 2;
-	/* siblings (mm_members): a tile loop for each matmul, one after the other,
-	 * each with what its second operand and its epilogue are (member) */
+	/* siblings (mm_members): alike ones (the projections of a layer) in one tile
+	 * loop, the buffers chosen per tile; else a tile loop for each matmul, one
+	 * after the other, each with its second operand and its epilogue (member) */
 	int mem[IR_MM_GROUP_MAX];
 	x->ngroup = x->is_conv ? 1 : mm_members(kb->spec, mem);
 	int *gwr = xmalloc(sizeof *gwr * (size_t)(nw ? nw : 1));
+	if (x->ngroup > 1 && !c->gemv) {
+		x->gmap = xmalloc(sizeof *x->gmap * (size_t)(x->ngroup * kb->ntensors));
+		if (alike(kb, mem, x->ngroup, x->gmap)) {
+			/* the copies by whole chunks and the vector stores where every
+			 * matmul allows them */
+			LLVMValueRef fast = NULL, vec = NULL;
+			int gnw = 0;
+			for (x->gi = x->ngroup - 1; x->gi >= 0; x->gi--) {
+				gnw = member(x, mem, wr, nw, gwr);
+				fast = fast ? LLVMBuildAnd(x->b, fast, x->fast[1], "") : x->fast[1];
+				vec = vec ? LLVMBuildAnd(x->b, vec, x->vecok, "") : x->vecok;
+			}
+			x->fast[1] = fast;
+			x->vecok = vec;
+			x->gi = -1;
+			x->gsaved = xmalloc(sizeof *x->gsaved * (size_t)kb->ntensors);
+			both_loops(x, block, nblocks, gwr, gnw);
+			free(x->gsaved);
+			x->ngroup = 0;
+		}
+		free(x->gmap);
+	}
 	for (x->gi = 0; x->gi < x->ngroup; x->gi++) {
 		int gnw = nw;
 		if (x->ngroup > 1)

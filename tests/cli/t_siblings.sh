@@ -73,10 +73,14 @@ for c in "" gemv8x64k8sk4 gemv8x64k8sk16; do
 	grep -c " ok$" "$TMP/out" >"$TMP/n"
 	same sib-tiny-cpu-$c-ok "$TMP/n" 7
 done
+check sib-compile-wg 0 env FUSEC_MATMUL_TILES=wg128x128x64s4 "$FUSEC" compile ${S}_bf16.json --no-cache -o "$TMP/sibw"
 # the PTX goes through ptxas (when the CUDA toolkit is here)
 PTXAS=$(command -v ptxas || echo /usr/local/cuda/bin/ptxas)
 if [ -x "$PTXAS" ]; then
 	check sib-ptxas 0 "$PTXAS" -arch=sm_90a "$TMP/sib/mm_siblings_bf16.ptx" -o /dev/null
-	check sib-compile-wg 0 env FUSEC_MATMUL_TILES=wg128x128x64s4 "$FUSEC" compile ${S}_bf16.json --no-cache -o "$TMP/sibw"
 	check sib-ptxas-wg 0 "$PTXAS" -arch=sm_90a "$TMP/sibw/mm_siblings_bf16.ptx" -o /dev/null
 fi
+# c0's three alike projections share one tile loop (two copies of 4 wgmma each);
+# c1's and c2's, unlike, a loop each: 8 + 16 + 16
+grep -c "wgmma.mma_async" "$TMP/sibw/mm_siblings_bf16.ptx" >"$TMP/n"
+same sib-alike-one-loop "$TMP/n" 40
