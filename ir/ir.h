@@ -221,6 +221,8 @@ typedef struct {
 	int line, col;           /* position in the source document */
 	const char *name;        /* the op's own name (its `name` key; an ONNX importer
 				    puts the node name there); NULL when it has none */
+	bool lone;               /* a matmul that is no sibling of an earlier one: an op
+				    reads both results (passes/siblings.c) */
 } Op;
 
 /* A segment: the ops of one stream between two syncs (or the end of the graph). */
@@ -416,6 +418,7 @@ typedef struct {
 	uint8_t dtype, approx, axis, n;
 	uint8_t axes[IR_MAX_RANK];
 	int32_t stride[2], padding[2], dilation[2], kernel[2], groups, layout;
+	uint8_t lone;                  /* Op.lone (hashed only when set) */
 } RelAttrs;
 
 typedef struct {

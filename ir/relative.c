@@ -213,6 +213,7 @@ void ir_rel_op(RelConv *c, Arena *a, int opi, RelOp *out)
 		r->groups = at->groups;
 		r->layout = at->layout;
 	}
+	out->attr.lone = op->lone;
 	out->nplace = (uint16_t)(c->nvalues - out->place0);
 	out->hash = ir_rel_hash(out);
 }
@@ -273,11 +274,12 @@ uint64_t ir_rel_hash(const RelOp *op)
 		for (int k = 0; k < t->rank; k++)
 			h = hash_u64(h, t->shape[k]);
 	}
-	/* RelAttrs is zero-filled and has no padding, so its bytes are canonical; the
-	 * layout, added last, counts only when it is not NCHW, so that hashes (and the
-	 * kernel names made from them) stay those of the graphs before it */
+	/* RelAttrs is zero-filled (ir_rel_op), so its bytes are canonical; the layout
+	 * and the lone mark, added last, count only when set, so that hashes (and the
+	 * kernel names made from them) stay those of the graphs before them */
 	h = hash_bytes(h, &op->attr, offsetof(RelAttrs, layout));
-	return op->attr.layout ? hash_u64(h, (uint64_t)op->attr.layout) : h;
+	h = op->attr.layout ? hash_u64(h, (uint64_t)op->attr.layout) : h;
+	return op->attr.lone ? hash_u64(h, 0x6c6f6e65) : h;
 }
 
 /* Decimal digits of v; the plan prints every relative op, so no printf here. */
@@ -355,6 +357,8 @@ void ir_rel_print(Buf *b, const RelOp *op)
 		buf_printf(b, ", groups=%d", r->groups);
 	if ((has & A_LAYOUT) && r->layout == LAYOUT_NHWC)
 		buf_puts(b, ", layout=nhwc");
+	if (r->lone)
+		buf_puts(b, ", lone");
 	buf_puts(b, ") -> ");
 	for (int k = 0; k < op->nout; k++) {
 		if (k)

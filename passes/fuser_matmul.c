@@ -27,7 +27,8 @@
  * epilogue, which reads nothing the other matmuls made. One kernel then runs
  * the tiles of every matmul (codegen/matmul_kernel.c), so the shared operand is read
  * by one launch instead of one each: a sibling counts as an epilogue op that reads
- * it. passes/siblings.c brings siblings together in the stream. */
+ * it. passes/siblings.c brings siblings together in the stream, and marks lone the
+ * matmuls whose results an op reads together with a sibling's (RelAttrs.lone). */
 #include "search.h"
 
 enum { CHAIN_MAX = TRACE_MAX_OPS + 8 };
@@ -51,7 +52,8 @@ typedef struct {
 static bool sibling(const MatmulFuser *m, const Fuser *f, const RelOp *op)
 {
 	const RelTensor *b = &op->t[1];
-	if (op->kind != OP_MATMUL || f->burn_exact || m->att || m->nviews || m->a_id < 0 ||
+	if (op->kind != OP_MATMUL || op->attr.lone || f->burn_exact || m->att || m->nviews ||
+	    m->a_id < 0 ||
 	    m->nmm >= IR_MM_GROUP_MAX || op->t[0].id != m->a_id ||
 	    iset_has(&m->epi.produced, b->id) || b->dtype != m->b.dtype || b->rank != m->b.rank)
 		return false;

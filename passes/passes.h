@@ -367,7 +367,8 @@ int pass_attention(Graph *g, AttentionMode mode, AttentionInfo *info);
  * one before it so that the Matmul fuser takes them into one launch (siblings.c;
  * not under --burn-exact). */
 typedef struct {
-	int ngroups, nmatmuls;
+	int ngroups, nmatmuls;   /* groups moved together, their matmuls */
+	int nlone;               /* matmuls marked Op.lone */
 } SiblingInfo;
 int pass_siblings(Graph *g, SiblingInfo *info);
 /* Lines for `explain`: what --attention fuse did, and why a chain stayed apart. */

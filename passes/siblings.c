@@ -1,5 +1,5 @@
 /* siblings.c: matmuls that share their first operand, brought together before the
- * search (issue 22's horizontal GEMM fusion; docs/burn-fidelity.md row 17).
+ * search (issue 22's horizontal GEMM fusion; docs/burn-fidelity.md row 18).
  *
  * Exporters write a layer's projections of one input apart: the query's matmul,
  * its bias add, its head split, then the key's, then the value's. The Matmul fuser
@@ -13,10 +13,14 @@
  * anchor's, of the same float dtype, whose second operand has the anchor's shape
  * and is made before the anchor, at most IR_MM_GROUP_MAX in all.
  * Its epilogue: the later elementwise ops of its output's shape that read what it
- * or its epilogue made, and otherwise only tensors made before the anchor. Skipped
- * under --burn-exact (burn sees the graph as written), for graphs read for every
- * size, and for operands of at most SIB_MIN_ROWS rows: tiny M (decode) runs the
- * gemv kernel, which takes one matmul. */
+ * or its epilogue made, and otherwise only tensors made before the anchor. Where an
+ * op reads what two of them made (Llama's silu(gate) * up) nothing moves and the
+ * later ones are marked lone (Op.lone), so that the fuser takes none of them as a
+ * sibling: apart, the second's launch takes that op; together, it would run after
+ * their launch and read both results from memory. Skipped under --burn-exact (burn
+ * sees the graph as written); nothing moves in graphs read for every size or for
+ * operands of at most SIB_MIN_ROWS rows (decode), where siblings the exporter wrote
+ * one after the other still share a launch. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -79,7 +83,7 @@ static int epilogue(const Graph *g, int m, int end, int before, int *mine, int s
 int pass_siblings(Graph *g, SiblingInfo *info)
 {
 	memset(info, 0, sizeof *info);
-	if (g->sym || g->nops < 2)
+	if (g->nops < 2)
 		return 0;
 	int n = g->nops;
 	bool *moved = calloc((size_t)n, sizeof *moved);
@@ -93,7 +97,7 @@ int pass_siblings(Graph *g, SiblingInfo *info)
 	int used = 0;
 	for (int i = 0; i < n; i++) {
 		const Op *a = &g->ops[i];
-		if (a->kind != OP_MATMUL || moved[i])
+		if (a->kind != OP_MATMUL || moved[i] || a->lone)
 			continue;
 		const Tensor *x = &g->tensors[a->in[0]];
 		if (x->dtype != DT_F16 && x->dtype != DT_BF16 && x->dtype != DT_F32)
@@ -101,8 +105,6 @@ int pass_siblings(Graph *g, SiblingInfo *info)
 		int64_t rows = 1;
 		for (int d = 0; d < x->rank - 1; d++)
 			rows *= x->dim[d];
-		if (rows <= SIB_MIN_ROWS)
-			continue;
 		/* the segment's end: a sync ends it */
 		int end = i + 1;
 		while (end < n && g->ops[end].kind != OP_SYNC)
@@ -110,24 +112,44 @@ int pass_siblings(Graph *g, SiblingInfo *info)
 		int members[IR_MM_GROUP_MAX], nm = 1;
 		members[0] = i;
 		for (int j = i + 1; j < end && nm < IR_MM_GROUP_MAX; j++)
-			if (!moved[j] && sibling(g, a, &g->ops[j]) &&
+			if (!moved[j] && !g->ops[j].lone && sibling(g, a, &g->ops[j]) &&
 			    g->tensors[g->ops[j].in[1]].producer < i)
 				members[nm++] = j;
 		if (nm < 2)
 			continue;
 		/* the new order after the anchor: its epilogue, then each sibling and its
-		 * epilogue */
-		int k = 0;
+		 * epilogue (stamps s0 .. stamp mark what each made) */
+		int k = 0, s0 = stamp + 1;
 		for (int m = 0; m < nm; m++) {
 			if (m > 0)
 				buf[k++] = members[m];
-			int e = epilogue(g, members[m], end, i, mine, ++stamp, moved, buf + k);
-			for (int q = 0; q < e; q++)
-				moved[buf[k + q]] = true;
-			k += e;
-			if (m > 0)
-				moved[members[m]] = true;
+			k += epilogue(g, members[m], end, i, mine, ++stamp, moved, buf + k);
 		}
+		/* an op reading what two of them made (Llama's silu(gate) * up) would run
+		 * after their launch, its operands through memory, where apart the second
+		 * matmul's launch takes it: the later ones stay lone, for the fuser too */
+		bool mix = false;
+		for (int j = i + 1; j < end && !mix; j++)
+			for (int q = 0, seen = 0; q < g->ops[j].nin && !mix; q++) {
+				int st = mine[g->ops[j].in[q]];
+				if (st < s0)
+					continue;
+				mix = seen && seen != st;
+				seen = st;
+			}
+		if (mix) {
+			for (int m = 1; m < nm; m++)
+				g->ops[members[m]].lone = true;
+			info->nlone += nm - 1;
+			continue;
+		}
+		/* tiny M: the fuser takes siblings that come one after the other, and a
+		 * moved op would gain nothing the gemv kernel keeps; a graph read for
+		 * every size keeps its order (its rows are a probe's) */
+		if (rows <= SIB_MIN_ROWS || g->sym)
+			continue;
+		for (int q = 0; q < k; q++)
+			moved[buf[q]] = true;
 		start[i] = used;
 		nafter[i] = k;
 		memcpy(after + used, buf, sizeof *buf * (size_t)k);

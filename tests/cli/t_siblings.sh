@@ -3,7 +3,8 @@
 # takes them, codegen/matmul_kernel.c runs each one's tiles). The graphs
 # tests/bench/gpu/mm_siblings_{f32,bf16}.json (make_graphs.py): c0 three
 # projections with biases and head splits in between, c1 a gate and an up
-# projection whose product stays apart, c2 odd sizes with a raw output.
+# projection whose product reads both (so each keeps its launch, the up's taking
+# the product: the up is marked lone), c2 odd sizes with a raw output.
 # Sourced by run.sh with lib.sh loaded; FUSEC and TMP set.
 S=tests/bench/gpu/mm_siblings
 check sib-compile 0 "$FUSEC" compile ${S}_bf16.json --no-cache -o "$TMP/sib"
@@ -14,13 +15,13 @@ p = json.load(open(sys.argv[1]))
 ls = [l for s in p["steps"] for l in s["launches"]]
 mm = [l for l in ls if l["kernel"].startswith("matmul_fused_")]
 ops = sorted(len(l["ops"]) for l in mm)
-assert ops == [4, 4, 6], ops                      # c1 and c2: 2 matmuls + 2 ops; c0: 3 + 3
+assert ops == [2, 3, 4, 6], ops                   # c1 apart (3, 2); c2 2 matmuls + 2; c0 3 + 3
 c0 = [l for l in mm if len(l["ops"]) == 6][0]
 assert c0["writes"] == ["c0_aq", "c0_ak", "c0_av"], c0["writes"]
 # c0: a [2, 77, 64] output of 64x64 tiles is 2 x 2 tiles, three times over
 assert c0["grid"] == [12, 1, 1], c0["grid"]
-c1 = [l for l in ls if l["ops"] == [16]]
-assert len(c1) == 1 and "c1_y" in c1[0]["writes"], ls   # the product of both: apart
+c1 = [l for l in mm if l["ops"] == [15, 16]]
+assert len(c1) == 1 and c1[0]["writes"] == ["c1_y"], ls   # the up and the product
 ks = {k["name"]: k for k in p["kernels"]}
 assert all(ks[l["kernel"]].get("tiles") == "tc64x64x32s3" for l in mm), [ks[l["kernel"]] for l in mm]
 PY
@@ -46,7 +47,10 @@ done
 check sib-explain 0 "$FUSEC" explain ${S}_bf16.json
 grep -A2 "^op 2 Float::Matmul" "$TMP/out" >"$TMP/ex2"
 contains sib-explain-k "$TMP/ex2" "fused Matmul (score=640, 6 ops)"
-contains sib-explain-mix "$TMP/out" "closed on op 16 NumericFloat::Mul [ops[16] → c1_y] (siblings-mix)"
+grep -A2 "^op 15 Float::Matmul" "$TMP/out" >"$TMP/ex15"
+contains sib-explain-lone "$TMP/ex15" "fused Matmul (score=100, 2 ops)"
+check sib-relative 0 "$FUSEC" compile ${S}_bf16.json --no-cache --emit relative -o "$TMP/sibr"
+contains sib-relative-lone "$TMP/sibr/mm_siblings_bf16.relative.txt" "ReadOnly, lone) ->"
 # --burn-exact: as burn sees the graph, each matmul a launch of its own
 check sib-burn 0 "$FUSEC" compile ${S}_bf16.json --burn-exact --no-cache -o "$TMP/sibb"
 contains sib-burn-launches "$TMP/err" "compiled mm_siblings_bf16: 21 ops → 11 launches"
