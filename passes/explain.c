@@ -426,6 +426,30 @@ static void op_head(const Graph *g, int op, Buf *b)
 		   ir_op_ref(g, op, ref, sizeof ref));
 }
 
+/* Matmuls that share their first operand in the op's launch (passes/siblings.c,
+ * passes/fuser_matmul.c): a line naming them. */
+static void siblings_line(const Graph *g, const Step *st, int op, Buf *b)
+{
+	for (int k = 0; k < st->nlaunch; k++) {
+		const Launch *l = &st->launch[k];
+		int n = 0, first = -1;
+		bool here = false;
+		for (int j = 0; j < l->nops; j++) {
+			here |= l->ops[j] == op;
+			if (g->ops[l->ops[j]].kind == OP_MATMUL && n++ == 0)
+				first = l->ops[j];
+		}
+		if (!here || n < 2)
+			continue;
+		buf_puts(b, "  siblings: one kernel runs the tiles of the matmuls");
+		for (int j = 0, i = 0; j < l->nops; j++)
+			if (g->ops[l->ops[j]].kind == OP_MATMUL)
+				buf_printf(b, "%s ops[%d]", i++ ? "," : "", l->ops[j]);
+		buf_printf(b, ", which read %s\n", g->tensors[g->ops[first].in[0]].name);
+		return;
+	}
+}
+
 static void explain_text(const Schedule *s, const Names *nm, const Facts *f, Buf *b)
 {
 	const Graph *g = s->g;
@@ -457,6 +481,7 @@ static void explain_text(const Schedule *s, const Names *nm, const Facts *f, Buf
 			   (unsigned long long)kern->score, kern->nops);
 	else
 		buf_puts(b, ": un-fused\n");
+	siblings_line(g, st, f->op, b);
 	if (f->readers) {
 		buf_puts(b, "  view: no kernel; read through by kernel");
 		for (int i = 0; i < f->nreaders; i++)

@@ -45,8 +45,9 @@ for c in fma128x128x16s3 fma64x64x16s3sk3; do
 done
 # explain: the siblings in one kernel, and why c1's product stays apart
 check sib-explain 0 "$FUSEC" explain ${S}_bf16.json
-grep -A2 "^op 2 Float::Matmul" "$TMP/out" >"$TMP/ex2"
+grep -A3 "^op 2 Float::Matmul" "$TMP/out" >"$TMP/ex2"
 contains sib-explain-k "$TMP/ex2" "fused Matmul (score=640, 6 ops)"
+contains sib-explain-line "$TMP/ex2" "siblings: one kernel runs the tiles of the matmuls ops[0], ops[2], ops[4], which read c0_x"
 grep -A2 "^op 15 Float::Matmul" "$TMP/out" >"$TMP/ex15"
 contains sib-explain-lone "$TMP/ex15" "fused Matmul (score=100, 2 ops)"
 check sib-relative 0 "$FUSEC" compile ${S}_bf16.json --no-cache --emit relative -o "$TMP/sibr"
