@@ -593,9 +593,12 @@ Val *ob_matmul(Imp *m, Val *a, Val *b)
 		Val *bb = rb == 1 ? ob_reshape(m, b, 2, (int64_t[]){b->dim[0], 1}) : b;
 		if (!bb)
 			return NULL;
-		Val *in[2] = {ob_reshape(m, a, 2, a2), bb};
-		if (!in[0])
+		Val *fa = m->mm_src == a && m->mm_flat ? m->mm_flat : ob_reshape(m, a, 2, a2);
+		if (!fa)
 			return NULL;
+		m->mm_src = a;
+		m->mm_flat = fa;
+		Val *in[2] = {fa, bb};
 		Val *r = imp_emit(m, OP_MATMUL, in, 2, NULL);
 		if (!r)
 			return NULL;

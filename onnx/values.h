@@ -98,6 +98,10 @@ typedef struct {
 	int64_t fold_budget;
 	const char *node_name, *op_type;
 	const struct Onnx__NodeProto *n;
+	/* the last [.., M, K] operand a matmul read as [M', K] (ob_matmul), and that
+	 * reshape: the next matmul of the same operand (a layer's projections) reads
+	 * the same tensor, so that they are siblings (passes/siblings.c) */
+	struct Val *mm_src, *mm_flat;
 } Imp;
 
 int imp_fail(Imp *m, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -89,3 +89,8 @@ fi
 # c1's and c2's, unlike, a loop each: 8 + 16 + 16
 grep -c "wgmma.mma_async" "$TMP/sibw/mm_siblings_bf16.ptx" >"$TMP/n"
 same sib-alike-one-loop "$TMP/n" 40
+# an exported BERT (tests/onnx/dynamic/bert_micro.onnx, transformers): its query, key
+# and value read one flattened operand (onnx/builders.c, ob_matmul) and share a launch
+check sib-onnx 0 "$FUSEC" explain tests/onnx/dynamic/bert_micro.onnx --input-shape attention_mask=3x7 \
+	--dims batch=1..8,seq=1..64
+contains sib-onnx-line "$TMP/out" "siblings: one kernel runs the tiles of the matmuls ops[27], ops[29], ops[31]"
