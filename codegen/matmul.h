@@ -369,7 +369,8 @@ LLVMBasicBlockRef mm_split_combine(Mm *x, LLVMValueRef tile, LLVMValueRef split,
 /* The kernel body of a tile configuration (after the frame made the function), and
  * the gemv configurations' loop over output tiles (tiny M, matmul_gemv.c). */
 int mm_tile_kernel(CgKb *kb, const MmConfig *c, const int *wr, int nw);
-/* Siblings (mm_members) in a loop over every matmul's units (tiles x split), n each:
+/* (matmul_tile.c) Siblings (mm_members) in a loop over every matmul's units (tiles x
+ * split), n each:
  * *t becomes the unit of matmul x->gi; returns the block the other units go to
  * (NULL for one matmul, or for every matmul at once: then the tile's matmul's
  * buffers stand in for the first's until mm_group_end). mm_group_tile: the launch's

@@ -1,7 +1,8 @@
 /* matmul_tile.c: the builder's primitives, the ground floor of the matmul family
  * (matmul.h): value numbering and the integer helpers built on it, phases and
  * accumulators, the swizzled shared layout and an element of a shared tile, inline
- * PTX, and a kernel's shared memory and blocks-per-SM request. Every other room of
+ * PTX, a kernel's shared memory and blocks-per-SM request, and the units of sibling
+ * matmuls in one tile loop (mm_group_units). Every other room of
  * the family builds with these, and this one calls none of them. The tiled kernel
  * (its structure on both targets, the host's phases as loops over the threads) is in
  * matmul_kernel.c. */
@@ -392,4 +393,63 @@ LLVMValueRef mm_shared_global(CgKb *kb, int bytes)
 	LLVMSetInitializer(g, LLVMGetUndef(sty));
 	LLVMSetAlignment(g, 128);
 	return g;
+}
+
+/* ---- siblings: units of several matmuls in one tile loop ------------------- */
+
+/* Siblings (mm_members): the units of matmul g (its tiles, times the split) are
+ * g*n .. (g+1)*n - 1 of the launch's; in a loop over them all, *t becomes the unit
+ * of matmul x->gi it is, and the block returned is where the other matmuls' units
+ * go (the caller branches there at the end of the body); NULL for one matmul. */
+LLVMBasicBlockRef mm_group_units(Mm *x, LLVMValueRef *t, LLVMValueRef n)
+{
+	if (x->ngroup < 2)
+		return NULL;
+	CgKb *kb = x->kb;
+	CgModule *m = kb->m;
+	if (x->gi < 0) {
+		/* every matmul in this loop: the tile's own buffers in the first's
+		 * place (the ids gmap maps), the second operand's among them */
+		LLVMValueRef g = LLVMBuildUDiv(x->b, *t, n, "");
+		*t = LLVMBuildSub(x->b, *t, mm_mul(x, g, n), "");
+		x->grt = g;
+		for (int id = 0; id < kb->ntensors; id++) {
+			x->gsaved[id] = kb->buf[id];
+			if (!kb->buf[id] || x->gmap[id] != id)
+				continue;
+			LLVMValueRef v = kb->buf[id];
+			for (int k = 1; k < x->ngroup; k++) {
+				LLVMValueRef is = LLVMBuildICmp(x->b, LLVMIntEQ, g, mm_i64c(x, k), "");
+				v = LLVMBuildSelect(x->b, is, kb->buf[x->gmap[k * kb->ntensors + id]],
+						    v, "");
+			}
+			kb->buf[id] = v;
+		}
+		x->src[1] = kb->buf[x->tb->id];
+		return NULL;
+	}
+	LLVMValueRef tl = LLVMBuildSub(x->b, *t, mm_mul(x, n, mm_i64c(x, x->gi)), "");
+	LLVMBasicBlockRef run = LLVMAppendBasicBlockInContext(m->ctx, x->kb->fn, "tile.mine");
+	LLVMBasicBlockRef skip = LLVMAppendBasicBlockInContext(m->ctx, x->kb->fn, "tile.other");
+	LLVMBuildCondBr(x->b, LLVMBuildICmp(x->b, LLVMIntULT, tl, n, ""), run, skip);
+	LLVMPositionBuilderAtEnd(x->b, run);
+	*t = tl;
+	return skip;
+}
+
+void mm_group_end(Mm *x)
+{
+	if (x->ngroup < 2 || x->gi >= 0)
+		return;
+	memcpy(x->kb->buf, x->gsaved, sizeof *x->gsaved * (size_t)x->kb->ntensors);
+	x->src[1] = x->kb->buf[x->tb->id];
+}
+
+/* The tile of the launch that tile t of the current matmul is: split-K counts its
+ * units by it (mm_split_combine over every matmul's tiles). */
+LLVMValueRef mm_group_tile(Mm *x, LLVMValueRef t, LLVMValueRef total)
+{
+	if (x->ngroup < 2)
+		return t;
+	return mm_add(x, t, mm_mul(x, total, x->gi < 0 ? x->grt : mm_i64c(x, x->gi)));
 }
