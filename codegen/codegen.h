@@ -183,6 +183,7 @@ void cg_module_free(CgModule *m);
 int cg_matmul_variant(const CgKernelSpec *spec, const char *arch, bool host,
 		      bool allow_tf32, const int64_t *dims, int ndims);
 const char *cg_matmul_variant_name(int variant);  /* "tc128x128x64s3"; "plain" for 0 */
+int cg_matmul_threads(int variant);   /* its kernel's threads per block (maxntid) */
 int cg_matmul_nvariants(void);                    /* table size, 0 included */
 
 /* Whether spec (red_long unset) is a cooperative reduce kernel on the cached path,

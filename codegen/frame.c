@@ -139,7 +139,7 @@ static void annotate(CgModule *m, LLVMValueRef fn, const char *key, int value)
 				    LLVMMetadataAsValue(m->ctx, LLVMMDNodeInContext2(m->ctx, md, 3)));
 }
 
-static void make_function(CgKb *kb, const char *name, const CgParam *ps, int np)
+static void make_function(CgKb *kb, const char *name, const CgParam *ps, int np, int threads)
 {
 	CgModule *m = kb->m;
 	bool gpu = m->opt.target == CG_TARGET_NVPTX;
@@ -152,10 +152,11 @@ static void make_function(CgKb *kb, const char *name, const CgParam *ps, int np)
 	kb->fn = LLVMAddFunction(m->mod, name, ft);
 	if (gpu) {
 		LLVMSetFunctionCallConv(kb->fn, LLVMPTXKernelCallConv);
-		/* Every launch uses CG_BLOCK threads. No minimum of resident blocks is
-		 * asked for: on the H200, capping a 40-op fused kernel at 64 registers
-		 * made it spill and cost a third of its bandwidth (docs/benchmarks.md). */
-		annotate(m, kb->fn, "maxntidx", CG_BLOCK);
+		/* Every launch uses CG_BLOCK threads (a warp-specialized matmul's more:
+		 * cg_matmul_threads). No minimum of resident blocks is asked for: on
+		 * the H200, capping a 40-op fused kernel at 64 registers made it spill
+		 * and cost a third of its bandwidth (docs/benchmarks.md). */
+		annotate(m, kb->fn, "maxntidx", threads);
 	}
 	LLVMPositionBuilderAtEnd(kb->b, LLVMAppendBasicBlockInContext(m->ctx, kb->fn, "entry"));
 	LLVMValueRef *vals = xmalloc(sizeof *vals * ((size_t)np + 1));
@@ -546,7 +547,8 @@ CgKernel *cg_build(CgModule *m, const CgKernelSpec *s, uint64_t hash, Diag *d)
 		cg_coop_finish(&c);
 		goto built;
 	}
-	make_function(kb, name, k->params, k->nparams);
+	make_function(kb, name, k->params, k->nparams,
+		      s->variant > 0 ? cg_matmul_threads(s->variant) : CG_BLOCK);
 	kb->math = (CgMath){m->ctx, m->mod, kb->b, m->opt.target == CG_TARGET_NVPTX,
 			    m->opt.libdevice != NULL && m->opt.target == CG_TARGET_NVPTX};
 

@@ -143,11 +143,12 @@ static int64_t dim_of(int64_t id, const int64_t *dims, int ndims)
 	return id <= 0 || id >= ndims ? 1 : dims[id];
 }
 
-/* One block of CG_MM_THREADS per output tile, times the split for split-K: the
+/* One block of `block` threads per output tile, times the split for split-K, at
+ * most `most` blocks where most > 0 (a persistent kernel loops over the rest): the
  * scratch holds a counter per tile (16-byte rounded), then a partial tile per
  * unit of the split. */
 static void tiles_launch(int64_t tiles, int64_t split, int64_t partial, int64_t smem,
-			 CgDims *out)
+			 int block, int64_t most, CgDims *out)
 {
 	if (split > 1)
 		out->scratch_bytes = ((4 * tiles + 15) & ~(int64_t)15) + tiles * split * partial;
@@ -156,10 +157,12 @@ static void tiles_launch(int64_t tiles, int64_t split, int64_t partial, int64_t 
 		tiles = 1;
 	if (tiles > (int64_t)1 << 30)
 		tiles = (int64_t)1 << 30;   /* the kernel loops over the rest */
+	if (most > 0 && tiles > most)
+		tiles = most;
 	out->grid[0] = tiles;
-	out->block[0] = CG_MM_THREADS;
+	out->block[0] = block;
 	out->shared_bytes = smem;
-	out->threads = tiles * CG_MM_THREADS;
+	out->threads = tiles * block;
 }
 
 /* The launch rule of tiled kernels (matmul_pick.c): one block per output tile,
@@ -168,7 +171,8 @@ static void tiles_launch(int64_t tiles, int64_t split, int64_t partial, int64_t 
  * past MM_SMEM_STATIC. arg: BM, BN, the shape ids of M and N, the number of batch
  * dims, their shape ids, the dynamic shared bytes (0: static), then for split-K the
  * split and the bytes of one block's partial (the scratch: counters, then
- * partials), then the number of sibling matmuls (0: one). */
+ * partials), the number of sibling matmuls (0: one), and the most blocks (0: one
+ * a tile; a persistent kernel's, matmul_ws.c). The block is l->block threads. */
 static void matmul_rule(const CgLaunch *l, const int64_t *dims, int ndims, CgDims *out)
 {
 	const int64_t *a = l->arg;
@@ -178,7 +182,8 @@ static void matmul_rule(const CgLaunch *l, const int64_t *dims, int ndims, CgDim
 		tiles *= dim_of(a[5 + d], dims, ndims);
 	if (8 + a[4] < CG_LAUNCH_ARGS && a[8 + a[4]] > 1)
 		tiles *= a[8 + a[4]];
-	tiles_launch(tiles, a[6 + a[4]], a[7 + a[4]], a[5 + a[4]], out);
+	int64_t most = 9 + a[4] < CG_LAUNCH_ARGS ? a[9 + a[4]] : 0;
+	tiles_launch(tiles, a[6 + a[4]], a[7 + a[4]], a[5 + a[4]], l->block, most, out);
 }
 
 /* The launch rule of conv tiles (matmul_conv.c): as the matmul's, over images x
@@ -194,14 +199,14 @@ static void conv_rule(const CgLaunch *l, const int64_t *dims, int ndims, CgDims 
 			    dim_of(a[4], dims, ndims);
 		int64_t n = dim_of(a[5], dims, ndims) / a[6];
 		int64_t tiles = ((m + a[0] - 1) / a[0]) * ((n + a[1] - 1) / a[1]) * a[6];
-		tiles_launch(tiles, a[8], a[9], a[7], out);
+		tiles_launch(tiles, a[8], a[9], a[7], CG_MM_THREADS, 0, out);
 		return;
 	}
 	int64_t m = dim_of(a[3], dims, ndims) / a[6];
 	int64_t n = dim_of(a[4], dims, ndims) * dim_of(a[5], dims, ndims);
 	int64_t tiles = ((m + a[0] - 1) / a[0]) * ((n + a[1] - 1) / a[1]) *
 			dim_of(a[2], dims, ndims) * a[6];
-	tiles_launch(tiles, a[8], a[9], a[7], out);
+	tiles_launch(tiles, a[8], a[9], a[7], CG_MM_THREADS, 0, out);
 }
 
 void cg_launch_eval(const CgLaunch *l, const int64_t *dims, int ndims, CgDims *out)

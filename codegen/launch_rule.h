@@ -67,6 +67,8 @@ enum {
 	CG_RED_LONG_MAXNREG = FUSEC_RED_LONG_MAXNREG, /* registers per thread (.maxnreg) */
 	CG_RED_TARGET_BLOCKS = 528,  /* split rows below it: 4 blocks per SM of the H200 */
 	CG_MM_THREADS = 256,     /* a tiled matmul's or conv's block (matmul.h MM_THREADS) */
+	CG_MM_WS_THREADS = 384,  /* a warp-specialized one's (matmul_ws.c) */
+	CG_MM_PERSIST = 132,     /* its blocks at most: one per SM of the H200 */
 };
 
 /* A concrete launch: what cuLaunchKernel gets, plus the launch's workspace. */

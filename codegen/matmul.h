@@ -44,8 +44,11 @@
 
 enum {
 	MM_THREADS = CG_MM_THREADS, /* = CG_BLOCK, the kernels' maxntid (launch_rule.h) */
+	MM_WS_THREADS = CG_MM_WS_THREADS, /* ws: MM_THREADS multiplying, a warpgroup copying */
+	MM_WS_COPIERS = MM_WS_THREADS - MM_THREADS,
 	MM_SMEM_STATIC = 48 * 1024, /* static shared memory limit; above it, dynamic */
 	MM_WG_ALIGN = 1024,      /* wgmma's 128-byte swizzle repeats every 1024 bytes */
+	MM_WS_SMEM = 227 * 1024, /* the most shared memory of a block (sm_90) */
 	MM_GEMV_WARPS = MM_THREADS / 32,
 	MM_EPI_V = 8,            /* epilogue: consecutive columns per thread and step */
 	MM_EPI_PAD = 8,          /* floats after each staged row: no bank conflicts */
@@ -77,6 +80,9 @@ typedef struct {
 				    (matmul_depthwise.c) */
 	bool att;                /* the attention op's kernel (matmul_attention.c): BM
 				    rows of q, BN keys a step, head dims up to BK */
+	bool ws;                 /* wg, warp-specialized and persistent on the GPU
+				    (matmul_ws.c): MM_WS_THREADS threads, the last
+				    warpgroup copying; the host runs the tiles as wg's */
 } MmConfig;
 
 /* A convolution run as an implicit GEMM on the tiles (matmul_conv.c): per image n
@@ -172,6 +178,11 @@ typedef struct {
 	int outer[2];             /* rows of each shared tile (its outer dimension) */
 	bool panel;               /* wgmma: tiles in 128-byte panels (mm_swz) */
 	bool padded;              /* simt: tiles unswizzled, rows along K padded (mm_swz) */
+	int ldn;                  /* threads sharing a stage's copies (0: MM_THREADS) */
+	bool wsbar;               /* ws on the GPU: barriers among the MM_THREADS
+				     multiplying threads only (named barrier 1) */
+	int epi_base;             /* byte offset of the epilogue's staged tile (ws: past
+				     the stages; else 0, over them) */
 	int wtm, wtn, mi, ni;     /* tc: warp tile and its m16 / n8 counts */
 	int rm, rn;               /* simt: rows and columns per thread */
 	/* the builder's value numbering (matmul_tile.c; freed by the kernel's builder) */
@@ -214,9 +225,17 @@ static inline LLVMValueRef mm_intrinsic(Mm *x, const char *name, LLVMTypeRef *ty
 	return cg_intrinsic(x->kb, name, types, ntypes, args, nargs);
 }
 
+LLVMValueRef mm_asm_call(Mm *x, LLVMTypeRef ret, const char *text, const char *cons,
+			 LLVMValueRef *args, int nargs);
+
+/* a barrier of the block's threads; in a ws kernel's multiplying warpgroups, of
+ * those (the copying warpgroup never waits there) */
 static inline void mm_barrier(Mm *x)
 {
-	if (x->gpu)
+	_Static_assert(MM_THREADS == 256, "the named barrier counts the multiplying threads");
+	if (x->gpu && x->wsbar)
+		mm_asm_call(x, x->kb->m->t_void, "bar.sync 1, 256;", "~{memory}", NULL, 0);
+	else if (x->gpu)
 		mm_intrinsic(x, "llvm.nvvm.barrier0", NULL, 0, NULL, 0);
 }
 
@@ -280,6 +299,13 @@ LLVMValueRef mm_smem_elem(Mm *x, int w, LLVMValueRef soff, LLVMValueRef row,
 /* ---- matmul_shape.c: what the picker and the builders derive ---- */
 
 /* (and cg_matmul_index, declared in cg_impl.h: the matmul's op in a kernel) */
+/* Whether the siblings mem[0..ng) of s (mm_members) are alike op for op (kind,
+ * attributes, no scalars, operands of the same dtypes and shapes, the same ones
+ * written and read from memory), so that one tile loop runs them all with the
+ * buffers of the tile's matmul (mm_group_units); fills map (ng x nt, nt above every
+ * tensor id of s: the id in matmul g of each id of the first's ops, the first's row
+ * the identity; -1 elsewhere). */
+bool mm_alike(const CgKernelSpec *s, const int *mem, int ng, int nt, int *map);
 /* Whether configuration c computes operands of dtype t (tf32: when allowed). */
 bool mm_fits(const MmConfig *c, DType t, bool tf32);
 /* Shared bytes of operand w's tile in a stage, of the stages (gemv: its staged and
@@ -288,6 +314,7 @@ bool mm_fits(const MmConfig *c, DType t, bool tf32);
 int mm_tile_bytes(const MmConfig *c, int es, int w);
 int mm_stages_bytes(const MmConfig *c, int es);
 int mm_smem(const MmConfig *c, int es);
+int mm_ws_epi_rows(const MmConfig *c, int es);
 /* the attention kernel's (matmul_attention.c) */
 int mm_attention_smem(const MmConfig *c, int es);
 /* Bytes of one split-K unit's partial tile in the scratch. */
@@ -350,6 +377,9 @@ LLVMValueRef mm_is_aligned16(Mm *x, int w);
  * (Mm.bpos, Mm.base). */
 LLVMValueRef mm_tile_grid(Mm *x, LLVMValueRef *nb, LLVMValueRef *ntm, LLVMValueRef *ntn);
 void mm_tile_batch(Mm *x, LLVMValueRef f);
+/* Tile t as the current one: its rows and columns (Mm.m0, n0), batch and operands. */
+void mm_tile_at(Mm *x, LLVMValueRef t, LLVMValueRef per_batch, LLVMValueRef ntm,
+		LLVMValueRef ntn);
 /* The compute of the stage at s, by the configuration's kind. */
 void mm_compute_stage(Mm *x, LLVMValueRef s);
 
@@ -380,6 +410,8 @@ void mm_group_end(Mm *x);
 LLVMValueRef mm_group_tile(Mm *x, LLVMValueRef t, LLVMValueRef total);
 void mm_gemv_tile_loop(Mm *x, LLVMValueRef block, LLVMValueRef nblocks, const int *wr,
 		       int nw);
+/* (matmul_ws.c) The tile loop of a warp-specialized configuration on the GPU. */
+void mm_ws_tile_loop(Mm *x, LLVMValueRef block, LLVMValueRef nblocks, const int *wr, int nw);
 /* The attention op's kernel body. */
 int mm_attention_kernel(CgKb *kb, const MmConfig *c, const int *wr, int nw);
 /* Whether op is a channels-last conv of one input and one output channel per group

@@ -392,9 +392,9 @@ int mm_attention_kernel(CgKb *kb, const MmConfig *cfg, const int *wr, int nw)
 	/* S = q kt: 128 x 64 over the head dim in one stage; O = P v: 128 x E over 64
 	 * keys; warps 8 x 1 (a warp's 16 rows, every column) */
 	A->cs = (MmConfig){"attention.s", true, false, false, 0, MM_ATT_BM, MM_ATT_BN, A->dmax,
-			   8, 1, 1, 0, false, 0, true};
+			   8, 1, 1, 0, false, 0, true, false};
 	A->co = (MmConfig){"attention.o", true, false, false, 0, MM_ATT_BM, A->dmax, MM_ATT_BN,
-			   8, 1, 1, 0, false, 0, true};
+			   8, 1, 1, 0, false, 0, true, false};
 	Mm *x = &A->s, *o = &A->o;
 	setup(A, x, &A->cs, op);
 	setup(A, o, &A->co, op);

@@ -133,7 +133,8 @@ LLVMValueRef mm_vector_ok(Mm *x, const int *wr, int nw)
 LLVMValueRef mm_staged(Mm *x, LLVMValueRef row, LLVMValueRef col)
 {
 	int ld = x->c->bn + MM_EPI_PAD;
-	return mm_smem_at(x, mm_mulc(x, mm_add(x, mm_mulc(x, mm_to_ot(x, row), ld), mm_to_ot(x, col)), 4));
+	LLVMValueRef e = mm_add(x, mm_mulc(x, mm_to_ot(x, row), ld), mm_to_ot(x, col));
+	return mm_smem_at(x, mm_addc(x, mm_mulc(x, e, 4), x->epi_base));
 }
 
 /* MM_EPI_V consecutive columns from (gr, gc) whose staged values start at (r, cc). */

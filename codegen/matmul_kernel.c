@@ -45,8 +45,6 @@
 
 #include "matmul.h"
 
-enum { MM_GROUP_M = 8 };         /* tile rows per L2 group */
-
 /* ---- the tile loop ----------------------------------------------------------- */
 
 static LLVMValueRef sreg(Mm *x, const char *name)
@@ -80,20 +78,7 @@ static void tile_loop(Mm *x, LLVMValueRef block, LLVMValueRef nblocks, const int
 		LLVMValueRef has = mm_lt(x, kbeg, kend);
 		nk = LLVMBuildSelect(x->b, has, LLVMBuildSub(x->b, kend, kbeg, ""), mm_i64c(x, 0), "");
 	}
-	LLVMValueRef bflat = LLVMBuildUDiv(x->b, t, per_batch, "");
-	LLVMValueRef within = LLVMBuildURem(x->b, t, per_batch, "");
-	LLVMValueRef gsize = mm_mul(x, ntn, mm_i64c(x, MM_GROUP_M));
-	LLVMValueRef group = LLVMBuildUDiv(x->b, within, gsize, "");
-	LLVMValueRef first = mm_mul(x, group, mm_i64c(x, MM_GROUP_M));
-	LLVMValueRef rows_in = mm_min64(x, LLVMBuildSub(x->b, ntm, first, ""), mm_i64c(x, MM_GROUP_M));
-	LLVMValueRef ing = LLVMBuildURem(x->b, within, gsize, "");
-	LLVMValueRef tm = mm_add(x, first, LLVMBuildURem(x->b, ing, rows_in, ""));
-	LLVMValueRef tn = LLVMBuildUDiv(x->b, ing, rows_in, "");
-	x->m0 = mm_mul(x, tm, mm_i64c(x, c->bm));
-	x->n0 = mm_mul(x, tn, mm_i64c(x, c->bn));
-	mm_tile_batch(x, bflat);
-	if (x->is_conv)
-		mm_conv_tile_cols(x);
+	mm_tile_at(x, t, per_batch, ntm, ntn);
 
 	/* accumulators to zero */
 	mm_phase_begin(x);
@@ -197,7 +182,10 @@ static void both_loops(Mm *x, LLVMValueRef block, LLVMValueRef nblocks, const in
 	for (int copy = one; copy < 2; copy++) {
 		LLVMPositionBuilderAtEnd(x->b, copy ? bg : bf);
 		x->all_fast = copy == 0;
-		tile_loop(x, block, nblocks, wr, nw);
+		if (x->gpu && x->c->ws)
+			mm_ws_tile_loop(x, block, nblocks, wr, nw);
+		else
+			tile_loop(x, block, nblocks, wr, nw);
 		LLVMBuildBr(x->b, bd);
 	}
 	if (one) {
@@ -231,44 +219,6 @@ static int member(Mm *x, const int *mem, const int *wr, int nw, int *gwr)
 			}
 	x->vecok = mm_vector_ok(x, gwr, n);
 	return n;
-}
-
-/* Whether the siblings mem[0..ng) are alike op for op (kind, attributes, no scalars,
- * operands of the same dtypes and shapes, the same ones written), so that one tile
- * loop runs them all with the buffers of the tile's matmul (mm_group_units); fills
- * map (ng x ntensors: the id in matmul g of each id of the first's ops, the first's
- * row the identity; -1 elsewhere). */
-static bool alike(CgKb *kb, const int *mem, int ng, int *map)
-{
-	const CgKernelSpec *s = kb->spec;
-	int nt = kb->ntensors, len = mem[1] - mem[0];
-	for (int i = 0; i < ng * nt; i++)
-		map[i] = -1;
-	for (int g = 1; g < ng; g++) {
-		int end = g + 1 < ng ? mem[g + 1] : s->nops;
-		if (end - mem[g] != len)
-			return false;
-		for (int j = 0; j < len; j++) {
-			const RelOp *a = &s->ops[mem[0] + j], *b = &s->ops[mem[g] + j];
-			if (a->kind != b->kind || a->nin != b->nin || a->nout != b->nout ||
-			    a->nplace || b->nplace || memcmp(&a->attr, &b->attr, sizeof a->attr))
-				return false;
-			for (int k = 0; k < a->nin + a->nout; k++) {
-				const RelTensor *u = &a->t[k], *v = &b->t[k];
-				bool wu = u->id < s->nwritten && s->written[u->id];
-				bool wv = v->id < s->nwritten && s->written[v->id];
-				if (u->dtype != v->dtype || !ir_rel_shape_equal(u, v) || wu != wv ||
-				    (!kb->buf[u->id]) != (!kb->buf[v->id]))
-					return false;
-				int *e = &map[g * nt + u->id];
-				if (*e >= 0 && *e != v->id)
-					return false;
-				*e = v->id;
-				map[u->id] = u->id;
-			}
-		}
-	}
-	return true;
 }
 
 /* The kernel of a tile configuration (not depthwise, not attention): the builder
@@ -386,6 +336,11 @@ int mm_tile_kernel(CgKb *kb, const MmConfig *cfg, const int *wr, int nw)
 	x->epi_rows = c->bm;
 	while (x->epi_rows * (c->bn + MM_EPI_PAD) * 4 > mm_stages_bytes(c, x->es))
 		x->epi_rows /= 2;
+	if (x->gpu && c->ws) {
+		/* its own region past the stages: the copiers refill them meanwhile */
+		x->epi_rows = mm_ws_epi_rows(c, x->es);
+		x->epi_base = mm_stages_bytes(c, x->es);
+	}
 	/* siblings (mm_members): alike ones (the projections of a layer) in one tile
 	 * loop, the buffers chosen per tile; else a tile loop for each matmul, one
 	 * after the other, each with its second operand and its epilogue (member) */
@@ -394,7 +349,7 @@ int mm_tile_kernel(CgKb *kb, const MmConfig *cfg, const int *wr, int nw)
 	int *gwr = xmalloc(sizeof *gwr * (size_t)(nw ? nw : 1));
 	if (x->ngroup > 1 && !c->gemv) {
 		x->gmap = xmalloc(sizeof *x->gmap * (size_t)(x->ngroup * kb->ntensors));
-		if (alike(kb, mem, x->ngroup, x->gmap)) {
+		if (mm_alike(kb->spec, mem, x->ngroup, kb->ntensors, x->gmap)) {
 			/* the copies by whole chunks and the vector stores where every
 			 * matmul allows them */
 			LLVMValueRef fast = NULL, vec = NULL;
@@ -413,6 +368,10 @@ int mm_tile_kernel(CgKb *kb, const MmConfig *cfg, const int *wr, int nw)
 			x->ngroup = 0;
 		}
 		free(x->gmap);
+	}
+	if (x->gpu && c->ws && x->ngroup > 1) {
+		free(gwr);
+		return cg_fail(kb, "internal: %s takes siblings only when alike", c->name);
 	}
 	for (x->gi = 0; x->gi < x->ngroup; x->gi++) {
 		int gnw = nw;

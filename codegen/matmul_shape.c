@@ -7,6 +7,8 @@
  * (mm_partial_bytes), a kernel's matmuls that share their first operand
  * (mm_members). The launch of output tiles, the matmul's rule and the conv's, is in
  * launch_rule.c (shared with the runtime). */
+#include <string.h>
+
 #include "matmul.h"
 
 /* The index of the matmul in spec's ops, after its leading views: swap_dims or
@@ -67,6 +69,51 @@ int mm_members(const CgKernelSpec *s, int *mem)
 	return n;
 }
 
+/* Whether tensor id of s is in memory: written, or read without an op of s making it. */
+static bool in_memory(const CgKernelSpec *s, int id)
+{
+	if (id < s->nwritten && s->written[id])
+		return true;
+	for (int i = 0; i < s->nops; i++)
+		for (int k = 0; k < s->ops[i].nout; k++)
+			if (s->ops[i].t[s->ops[i].nin + k].id == id)
+				return false;
+	return true;
+}
+
+bool mm_alike(const CgKernelSpec *s, const int *mem, int ng, int nt, int *map)
+{
+	int len = mem[1] - mem[0];
+	for (int i = 0; i < ng * nt; i++)
+		map[i] = -1;
+	for (int g = 1; g < ng; g++) {
+		int end = g + 1 < ng ? mem[g + 1] : s->nops;
+		if (end - mem[g] != len)
+			return false;
+		for (int j = 0; j < len; j++) {
+			const RelOp *a = &s->ops[mem[0] + j], *b = &s->ops[mem[g] + j];
+			if (a->kind != b->kind || a->nin != b->nin || a->nout != b->nout ||
+			    a->nplace || b->nplace || memcmp(&a->attr, &b->attr, sizeof a->attr))
+				return false;
+			for (int k = 0; k < a->nin + a->nout; k++) {
+				const RelTensor *u = &a->t[k], *v = &b->t[k];
+				bool wu = u->id < s->nwritten && s->written[u->id];
+				bool wv = v->id < s->nwritten && s->written[v->id];
+				if (u->dtype != v->dtype || !ir_rel_shape_equal(u, v) || wu != wv ||
+				    in_memory(s, u->id) != in_memory(s, v->id) || u->id >= nt ||
+				    v->id >= nt)
+					return false;
+				int *e = &map[g * nt + u->id];
+				if (*e >= 0 && *e != v->id)
+					return false;
+				*e = v->id;
+				map[u->id] = u->id;
+			}
+		}
+	}
+	return true;
+}
+
 /* Whether configuration c computes operands of dtype t (tf32: when allowed). */
 bool mm_fits(const MmConfig *c, DType t, bool tf32)
 {
@@ -107,7 +154,22 @@ int mm_smem(const MmConfig *c, int es)
 {
 	if (c->att)
 		return mm_attention_smem(c, es);
+	if (c->ws)
+		return mm_stages_bytes(c, es) + MM_WG_ALIGN + mm_ws_epi_rows(c, es) *
+		       (c->bn + MM_EPI_PAD) * 4 + 2 * c->stages * 8;
 	return mm_stages_bytes(c, es) + (c->wg ? MM_WG_ALIGN : 0);
+}
+
+/* ws (matmul_ws.c): rows of the epilogue's staged tile, in a region of its own after
+ * the stages (the next tile's copies fill them meanwhile): as many as fit, with
+ * the stages, their alignment and the 2 x STAGES mbarriers, in MM_WS_SMEM. */
+int mm_ws_epi_rows(const MmConfig *c, int es)
+{
+	int room = MM_WS_SMEM - mm_stages_bytes(c, es) - MM_WG_ALIGN - 2 * c->stages * 8;
+	int rows = c->bm;
+	while (rows > 8 && rows * (c->bn + MM_EPI_PAD) * 4 > room)
+		rows /= 2;
+	return rows;
 }
 
 /* The attention kernel's (matmul_attention.c): S's stage, then O's. */

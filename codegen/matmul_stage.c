@@ -29,7 +29,8 @@ void mm_load_tile(Mm *x, int w, LLVMValueRef s, LLVMValueRef kt)
 	/* chunks a thread copies; a tile of fewer chunks than threads (the B tile of
 	 * tc128x32x32s3: 128) leaves the last threads idle in its last round */
 	int total = (tr ? cols : rows) * cpr;
-	int per = (total + MM_THREADS - 1) / MM_THREADS;
+	int ldn = x->ldn ? x->ldn : MM_THREADS;
+	int per = (total + ldn - 1) / ldn;
 	LLVMValueRef r0 = w ? mm_mulc(x, kt, c->bk) : x->m0;
 	LLVMValueRef c0 = w ? x->n0 : mm_mulc(x, kt, c->bk);
 	LLVMValueRef nrows = w ? x->K : x->M, ncols = w ? x->N : x->K;
@@ -75,8 +76,8 @@ void mm_load_tile(Mm *x, int w, LLVMValueRef s, LLVMValueRef kt)
 		LLVMPositionBuilderAtEnd(x->b, pass ? bslow : bfast);
 		LLVMBasicBlockRef skip = NULL;
 		for (int i = 0; i < per; i++) {
-			LLVMValueRef q = mm_addc(x, tids, (int64_t)i * MM_THREADS);
-			if (i == per - 1 && total % MM_THREADS) {
+			LLVMValueRef q = mm_addc(x, tids, (int64_t)i * ldn);
+			if (i == per - 1 && total % ldn) {
 				LLVMBasicBlockRef in = LLVMAppendBasicBlockInContext(m->ctx, kb->fn, "ld.part");
 				skip = LLVMAppendBasicBlockInContext(m->ctx, kb->fn, "ld.rest");
 				LLVMBuildCondBr(x->b, mm_lt(x, q, LLVMConstInt(LLVMTypeOf(q),
@@ -177,6 +178,32 @@ LLVMValueRef mm_tile_grid(Mm *x, LLVMValueRef *nb, LLVMValueRef *ntm, LLVMValueR
 	*ntm = mm_ceil_div(x, x->M, x->c->bm);
 	*ntn = mm_ceil_div(x, x->N, x->c->bn);
 	return mm_mul(x, *ntm, *ntn);
+}
+
+enum { MM_GROUP_M = 8 };         /* tile rows per L2 group */
+
+/* Tile t (of batch x tile rows x tile columns, per_batch = ntm x ntn in a batch) as
+ * the current one: Mm.m0, n0, its batch (mm_tile_batch) and a conv's columns. The
+ * tile rows go in groups of MM_GROUP_M, column by column within a group, so that a
+ * wave of blocks shares operand tiles in L2. */
+void mm_tile_at(Mm *x, LLVMValueRef t, LLVMValueRef per_batch, LLVMValueRef ntm,
+		LLVMValueRef ntn)
+{
+	const MmConfig *c = x->c;
+	LLVMValueRef bflat = LLVMBuildUDiv(x->b, t, per_batch, "");
+	LLVMValueRef within = LLVMBuildURem(x->b, t, per_batch, "");
+	LLVMValueRef gsize = mm_mul(x, ntn, mm_i64c(x, MM_GROUP_M));
+	LLVMValueRef group = LLVMBuildUDiv(x->b, within, gsize, "");
+	LLVMValueRef first = mm_mul(x, group, mm_i64c(x, MM_GROUP_M));
+	LLVMValueRef rows_in = mm_min64(x, LLVMBuildSub(x->b, ntm, first, ""), mm_i64c(x, MM_GROUP_M));
+	LLVMValueRef ing = LLVMBuildURem(x->b, within, gsize, "");
+	LLVMValueRef tm = mm_add(x, first, LLVMBuildURem(x->b, ing, rows_in, ""));
+	LLVMValueRef tn = LLVMBuildUDiv(x->b, ing, rows_in, "");
+	x->m0 = mm_mul(x, tm, mm_i64c(x, c->bm));
+	x->n0 = mm_mul(x, tn, mm_i64c(x, c->bn));
+	mm_tile_batch(x, bflat);
+	if (x->is_conv)
+		mm_conv_tile_cols(x);
 }
 
 /* The current tile's batch position (Mm.bpos) from its flat batch index f, and the

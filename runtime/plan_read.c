@@ -364,7 +364,8 @@ static int parse_rule(Parser *p, const cJSON *j, const char *path, RtKernel *k)
 		ok = v[4] <= IR_MAX_RANK && v[3] < (v[4] ? v[4] : 1);
 	else if (kind == CG_RULE_MATMUL)
 		ok = v[0] >= 1 && v[1] >= 1 && v[4] <= IR_MAX_RANK &&
-		     (8 + v[4] >= CG_LAUNCH_ARGS || v[8 + v[4]] <= IR_MM_GROUP_MAX);
+		     (8 + v[4] >= CG_LAUNCH_ARGS || v[8 + v[4]] <= IR_MM_GROUP_MAX) &&
+		     (block == CG_MM_THREADS || block == CG_MM_WS_THREADS);
 	else if (kind == CG_RULE_CONV)
 		ok = v[0] >= 1 && v[1] >= 1 && v[6] >= 1;
 	if (!ok)

@@ -185,3 +185,36 @@ same_files wg-twins-same-ptx "$TMP/wgn/transformer_12.ptx" "$TMP/wgt/transformer
 if [ -x "$PTXAS" ]; then
 	check wg-twins-ptxas 0 "$PTXAS" -arch=sm_90a "$TMP/wgt/transformer_12.ptx" -o "$TMP/wgt.cubin"
 fi
+
+# warp-specialized wgmma (codegen/matmul_ws.c): the host runs their tiles as the
+# plain wgmma loop, checked against the interpreter (odd edges, transposed operands,
+# batches, alike siblings); the GPU plan has 384 threads a block (the third
+# warpgroup copies) and at most a block per SM, and its module holds the mbarrier
+# ring; a kernel of siblings that are not alike keeps the rule's loop
+for cg in wg128x256x64s4ws:mm_check_bf16 wg128x256x64s4ws:mm_siblings_bf16 wg128x128x64s4ws:mm_check_views_f16; do
+	check "ws-$cg" 0 env FUSEC_MATMUL_TILES=${cg%%:*} "$FUSEC" run tests/bench/gpu/${cg#*:}.json --backend cpu --check
+done
+for c in wg128x128x64s4ws wg128x256x64s4ws; do
+	check "ws-$c-compile" 0 env FUSEC_MATMUL_TILES=$c "$FUSEC" compile tests/bench/gpu/mm_check_bf16.json --no-cache -o "$TMP/ws-$c"
+	python3 - "$TMP/ws-$c/mm_check_bf16.plan.json" "$c" > "$TMP/ws.out" 2>&1 <<'PY'
+import json, sys
+p = json.load(open(sys.argv[1]))
+ks = {k["name"]: k for k in p["kernels"]}
+n = 0
+for s in p["steps"]:
+    for l in s["launches"]:
+        if ks[l["kernel"]].get("tiles") != sys.argv[2]:
+            continue
+        n += 1
+        assert l["block"] == [384, 1, 1], l["block"]
+        assert 1 <= l["grid"][0] <= 132, l["grid"]
+assert n > 0, "no launch of " + sys.argv[2]
+print("ok", n)
+PY
+	contains "ws-$c-launch" "$TMP/ws.out" "ok"
+	contains "ws-$c-mbarrier" "$TMP/ws-$c/mm_check_bf16.ptx" "mbarrier.try_wait.parity"
+	contains "ws-$c-maxntid" "$TMP/ws-$c/mm_check_bf16.ptx" ".maxntid 384"
+	if [ -x "$PTXAS" ]; then
+		check "ws-$c-ptxas" 0 "$PTXAS" -arch=sm_90a "$TMP/ws-$c/mm_check_bf16.ptx" -o "$TMP/ws.cubin"
+	fi
+done

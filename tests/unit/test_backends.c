@@ -1431,6 +1431,11 @@ static const MmCase mm_cases[] = {
 	 false, "wg128x128x64s4"},
 	{"wg 128x256 tiles exact batch 3x1 by 1x2", DT_BF16, {3, 1}, {1, 2}, 65, 72, 136, "none", true,
 	 0, false, "wg128x256x64s4"},
+	/* warp-specialized wgmma (matmul_ws.c; the host runs its tiles as wg's) */
+	{"ws 128x128 tiles 130x260x72", DT_BF16, {2, 1}, {1, 1}, 130, 260, 72, "bias_relu", false, 0,
+	 false, "wg128x128x64s4ws"},
+	{"ws 128x256 tiles a^T b^T 129x300x40", DT_F16, {0}, {0}, 129, 300, 40, "residual_gelu",
+	 false, 3, false, "wg128x256x64s4ws"},
 };
 enum { MM_NCASES = (int)(sizeof mm_cases / sizeof mm_cases[0]) };
 
@@ -1545,12 +1550,18 @@ static unsigned mm_variants(const Built *b, int *nlaunch)
 				((out->dim[out->rank - 1] + bn - 1) / bn);
 		for (int j = 0; j < out->rank - 2; j++)
 			tiles *= out->dim[j];
-		assert_int_equal(l->at.grid[0], tiles * split);
+		/* warp-specialized ("...ws"): one persistent block per SM at most,
+		 * a third warpgroup copying */
+		bool ws = strstr(cg_matmul_variant_name(v), "ws") != NULL;
+		int64_t blocks = tiles * split;
+		if (ws && blocks > CG_MM_PERSIST)
+			blocks = CG_MM_PERSIST;
+		assert_int_equal(l->at.grid[0], blocks);
 		/* split: a counter per tile (16-byte rounded), a partial tile per block */
 		if (split > 1)
 			assert_true(l->at.scratch_bytes >= ((4 * tiles + 15) & ~15) +
 				    tiles * split * bm * bn * 4);
-		assert_int_equal(l->at.block[0], 256);
+		assert_int_equal(l->at.block[0], ws ? 384 : 256);
 	}
 	cg_module_free(m);
 	arena_free(a);

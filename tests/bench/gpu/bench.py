@@ -105,7 +105,13 @@ def copy_bandwidth():
 
 
 def run(cmd):
-    p = subprocess.run(cmd, capture_output=True, text=True)
+    # BENCH_TIMEOUT (seconds): a launch that hangs (a kernel waiting forever) fails
+    # its row instead of the whole call
+    t = float(os.environ["BENCH_TIMEOUT"]) if os.environ.get("BENCH_TIMEOUT") else None
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=t)
+    except subprocess.TimeoutExpired:
+        raise RuntimeError("%s timed out after %s s" % (" ".join(cmd), t))
     if p.returncode != 0:
         raise RuntimeError("%s failed (%d):\n%s%s" % (" ".join(cmd), p.returncode, p.stdout, p.stderr))
     return p.stdout

@@ -28,14 +28,14 @@ done
 # every configuration of the wgmma path forced on the matmul check graphs
 # (NAME__CONFIG), so that the check covers each whatever the rule picks
 for g in tests/bench/gpu/mm_check_bf16.json tests/bench/gpu/mm_check_f16.json tests/bench/gpu/mm_check_views_bf16.json tests/bench/gpu/mm_check_views_f16.json tests/bench/gpu/mm_check_long_bf16.json tests/bench/gpu/mm_check_long_f16.json; do
-	for c in ${WG_FORCED:-wg128x128x64s4 wg128x256x64s4}; do
+	for c in ${WG_FORCED:-wg128x128x64s4 wg128x256x64s4 wg128x128x64s4ws wg128x256x64s4ws}; do
 		n=$(basename "${g%.*}")__$c
 		FUSEC_MATMUL_TILES=$c "$FUSEC" compile "$g" --no-cache -o "$G/plans/$n" > /dev/null
 	done
 done
 # siblings (matmuls sharing an operand, one launch: codegen/matmul_kernel.c) under
 # the split-K and wgmma configurations
-for c in ${SIB_FORCED:-tc64x64x32s3sk4 wg128x128x64s4 wg128x256x64s4}; do
+for c in ${SIB_FORCED:-tc64x64x32s3sk4 wg128x128x64s4 wg128x256x64s4 wg128x128x64s4ws}; do
 	FUSEC_MATMUL_TILES=$c "$FUSEC" compile tests/bench/gpu/mm_siblings_bf16.json --no-cache -o "$G/plans/mm_siblings_bf16__$c" > /dev/null
 done
 FUSEC_MATMUL_TILES=fma64x64x16s3sk3 "$FUSEC" compile tests/bench/gpu/mm_siblings_f32.json --no-cache -o "$G/plans/mm_siblings_f32__fma64x64x16s3sk3" > /dev/null

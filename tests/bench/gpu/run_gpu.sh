@@ -3,7 +3,8 @@
 # machine (see docs/benchmarks.md): fusec-run and libcjson.so.1, plans/NAME/ from
 # `fusec compile`, expect/NAME/ from `fusec run --backend interp --seed 1 --outputs`.
 #   sh tests/bench/gpu/run_gpu.sh G check          # numeric check of every plan with expectations
-#                                                   (CHECK_FROM=NAME: from NAME on, in name order)
+#                                                   (CHECK_FROM=NAME: from NAME on, in name order;
+#                                                    PLAN_TIMEOUT=S: S seconds a plan at most)
 #   sh tests/bench/gpu/run_gpu.sh G bench ARGS...  # bench.py over the given graphs
 set -u
 G=$1; what=$2; shift 2
@@ -19,7 +20,8 @@ check)
 		[ -z "${CHECK_FROM:-}" ] || [ "$(printf '%s\n%s\n' "$CHECK_FROM" "$n" | LC_ALL=C sort | head -1)" = "$CHECK_FROM" ] || continue
 		echo "== $n"
 		mkdir -p /tmp/got
-		"$G/fusec-run" "$G/plans/$n" --seed 1 --outputs "/tmp/got/$n" > "/tmp/run_$n.txt" 2>&1 ||
+		# PLAN_TIMEOUT=S: a plan that hangs fails after S seconds
+		${PLAN_TIMEOUT:+timeout "$PLAN_TIMEOUT"} "$G/fusec-run" "$G/plans/$n" --seed 1 --outputs "/tmp/got/$n" > "/tmp/run_$n.txt" 2>&1 ||
 			{ echo "fusec-run failed:"; cat "/tmp/run_$n.txt"; fails=$((fails + 1)); continue; }
 		python3 "$here/check_outputs.py" "$e" "/tmp/got/$n" > "/tmp/chk_$n.txt"
 		case $? in
