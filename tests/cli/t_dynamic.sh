@@ -245,6 +245,12 @@ bad_plan() {   # NAME SED MESSAGE: the plan edited by SED is refused with MESSAG
 bad_plan expr 's/"batch\*seq",64\]/"batch*seq)",64]/' "is not a size over the plan's dims"
 bad_plan arg 's/"rule":"matmul","block":256,"arg":\[128,/"rule":"matmul","block":256,"arg":[0,/' \
 	"the values do not fit the matmul rule"
+# a matmul's block is 256 threads or a warp-specialized kernel's 384; at most 4
+# sibling matmuls share a launch
+bad_plan block 's/"rule":"matmul","block":256,"arg":\[128,/"rule":"matmul","block":512,"arg":[128,/' \
+	"the values do not fit the matmul rule"
+bad_plan siblings 's/"arg":\[128,128,1,3,0,52224\]/"arg":[128,128,1,3,0,52224,0,0,9]/' \
+	"the values do not fit the matmul rule"
 bad_plan rule 's/"rule":"reduce"/"rule":"scan"/' 'unknown launch rule "scan"'
 bad_plan dimid 's/{"dim":3}/{"dim":9}/' "shape id 9, but the launch has 3 sizes"
 bad_plan max 's/"max":64}/"max":0}/' "is out of range"
