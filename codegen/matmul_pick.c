@@ -172,22 +172,6 @@ const MmConfig *mm_config(int v)
  * every written tensor of the matmul's output shape; after an attention op the
  * permute or swap_dims of its output that merges the heads back, the last axis
  * kept (passes/fuser_matmul.c; the epilogue stores through it, written_at). */
-static bool head_merge(const RelOp *op, const RelTensor *out)
-{
-	int r = out->rank;
-	if (op->t[0].id != out->id || op->t[1].rank != r)
-		return false;
-	if (op->kind == OP_PERMUTE) {
-		if (op->attr.n != r || op->attr.axes[r - 1] != r - 1)
-			return false;
-		for (int d = 0; d < r; d++)
-			if (op->attr.axes[d] >= r)
-				return false;
-		return true;
-	}
-	return op->kind == OP_SWAP_DIMS && op->attr.axes[0] < r - 1 && op->attr.axes[1] < r - 1;
-}
-
 bool mm_eligible(const CgKernelSpec *s)
 {
 	int mi = cg_matmul_index(s);
@@ -218,7 +202,7 @@ bool mm_eligible(const CgKernelSpec *s)
 		const RelOp *op = &s->ops[i];
 		OpFamily f = ir_ops[op->kind].family;
 		if (mm->kind == OP_ATTENTION && i == mi + 1 && s->nops == mi + 2 &&
-		    head_merge(op, out))
+		    ir_rel_head_merge(op, out->id) && op->t[1].rank == out->rank)
 			continue;
 		if (op->kind == OP_MATMUL) {
 			/* a sibling (mm_members): the same first operand, an output of

@@ -451,6 +451,9 @@ const int32_t *ir_rel_dim_sources(const RelConv *c, int *n);
 
 bool ir_rel_equal(const RelOp *a, const RelOp *b);
 bool ir_rel_shape_equal(const RelTensor *a, const RelTensor *b);   /* rank and shape ids */
+/* Whether op is a permute or swap_dims of tensor id that keeps the last axis (the
+ * heads merged back after an attention op: its launch writes through it). */
+bool ir_rel_head_merge(const RelOp *op, int32_t id);
 /* Deep copy of a relative op (its tensors from arena a). */
 void ir_rel_copy(Arena *a, RelOp *dst, const RelOp *src);
 int ir_rel_max_shape_id(const RelOp *op);

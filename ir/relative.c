@@ -369,6 +369,22 @@ void ir_rel_print(Buf *b, const RelOp *op)
 
 /* ---- small helpers on relative ops -------------------------------------- */
 
+bool ir_rel_head_merge(const RelOp *op, int32_t id)
+{
+	int r = op->t[1].rank;
+	if ((op->kind != OP_PERMUTE && op->kind != OP_SWAP_DIMS) || op->t[0].id != id || r < 2 ||
+	    op->t[0].rank != r)
+		return false;
+	if (op->kind == OP_SWAP_DIMS)
+		return op->attr.axes[0] < r - 1 && op->attr.axes[1] < r - 1;
+	if (op->attr.n != r || op->attr.axes[r - 1] != r - 1)
+		return false;
+	for (int d = 0; d < r; d++)
+		if (op->attr.axes[d] >= r)
+			return false;
+	return true;
+}
+
 bool ir_rel_shape_equal(const RelTensor *a, const RelTensor *b)
 {
 	if (a->rank != b->rank)

@@ -76,18 +76,6 @@ static bool reads_own_chain(const MatmulFuser *m, const RelOp *op)
 	return true;
 }
 
-/* Whether op is a permute or swap_dims of tensor y that keeps the last axis (what
- * an attention op takes after it). */
-static bool head_merge(const RelOp *op, int32_t y)
-{
-	int r = op->t[1].rank;
-	if (op->t[0].id != y || r < 2)
-		return false;
-	if (op->kind == OP_PERMUTE)
-		return op->attr.n == r && op->attr.axes[r - 1] == r - 1;
-	return op->kind == OP_SWAP_DIMS && op->attr.axes[0] < r - 1 && op->attr.axes[1] < r - 1;
-}
-
 static void mm_fuse(Fuser *f, const RelOp *op)
 {
 	MatmulFuser *m = (MatmulFuser *)f;
@@ -146,7 +134,7 @@ static void mm_fuse(Fuser *f, const RelOp *op)
 		return;
 	}
 	if (m->att) {
-		if (m->epi.n > 0 || !head_merge(op, m->out.id)) {
+		if (m->epi.n > 0 || !ir_rel_head_merge(op, m->out.id)) {
 			fuser_close(f, CR_AFTER_ATTENTION);
 			return;
 		}
