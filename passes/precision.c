@@ -371,6 +371,36 @@ static char op_mode(const Graph *g, const DType *now, const bool *pass, const Op
 	return promote ? 'P' : 'L';
 }
 
+/* Per op: a view whose result (not a graph output) only matmuls and convs read (as
+ * operands they compute in L), or views like it. Such a view computes in L too,
+ * so that the cast to L of its operand comes right after the op that made it
+ * (casts_after) and runs in that op's kernel (a norm's, before a layer's
+ * projections), not as a launch of its own between the view and the matmuls,
+ * where it kept the first projection from its siblings (passes/siblings.c). */
+static bool *low_views(const Graph *g, const bool *keep, const bool *kinds)
+{
+	bool *lview = ARENA_NEW(g->arena, bool, g->nops + 1);
+	bool *other = ARENA_NEW(g->arena, bool, g->ntensors + 1);  /* read otherwise */
+	bool *read = ARENA_NEW(g->arena, bool, g->ntensors + 1);
+	for (int t = 0; t < g->ntensors; t++)
+		other[t] = g->tensors[t].is_output;
+	for (int i = g->nops - 1; i >= 0; i--) {
+		const Op *op = &g->ops[i];
+		if (op->kind == OP_SYNC)
+			continue;
+		bool kept = keep[i] || kinds[op->kind];
+		if (ir_ops[op->kind].family == FAM_VIEW && op->nin == 1 && op->nout == 1)
+			lview[i] = !kept && read[op->out[0]] && !other[op->out[0]] &&
+				   g->tensors[op->out[0]].dtype == DT_F32;
+		bool low = !kept && (kind_low(op->kind) || lview[i]);
+		for (int k = 0; k < op->nin; k++) {
+			read[op->in[k]] = true;
+			other[op->in[k]] = other[op->in[k]] || !low;
+		}
+	}
+	return lview;
+}
+
 /* After op (new index) has made original tensor y: the casts of y its later
  * readers need, right away, so that the search can fuse them into y's kernel. */
 static void casts_after(Rw *w, int y, const bool *need, const Op *op)
@@ -401,6 +431,7 @@ int pass_precision(Graph *g, const PrecisionOptions *o, PrecisionInfo *info, Dia
 		now[t] = g->tensors[t].dtype;
 		pass[t] = g->tensors[t].producer < 0 && !g->tensors[t].data;
 	}
+	bool *lview = low_views(g, keep, kinds);
 	for (int i = 0; i < g->nops; i++) {
 		const Op *op = &g->ops[i];
 		if (op->kind == OP_SYNC)
@@ -413,6 +444,10 @@ int pass_precision(Graph *g, const PrecisionOptions *o, PrecisionInfo *info, Dia
 			 * where it is read in L (an input's reshape before a norm) */
 			m = 'P';
 			pass[op->out[0]] = true;
+		} else if (lview[i] && !kept) {
+			/* read by matmuls alone: a view in L, the cast before it
+			 * (right after the op that makes its operand, in its kernel) */
+			m = 'L';
 		} else {
 			m = op_mode(g, now, pass, op, kept);
 		}
