@@ -160,8 +160,10 @@ int cmd_explain(int argc, char **argv)
 	if (!json)
 		ir_sym_header(&b, g);
 	/* --precision: what the conversion did, before the ops it made */
-	if (!json)
+	if (!json) {
+		pass_siblings_summary(cmd_sibling_info(), &b);
 		pass_attention_summary(cmd_attention_info(), &b);
+	}
 	if (cmd_layout_info() && !json)
 		pass_layout_summary(cmd_layout_info(), &b);
 	if (cmd_precision_info() && !json)

@@ -144,6 +144,12 @@ static LayoutInfo layout_info;       /* of the last graph loaded */
  * default the chains the flash kernel runs (ATTENTION_AUTO) */
 static const char *attention_name;
 static AttentionInfo attention_info; /* of the last graph loaded */
+static SiblingInfo sibling_info;     /* of the last graph loaded (passes/siblings.c) */
+
+const SiblingInfo *cmd_sibling_info(void)
+{
+	return &sibling_info;
+}
 
 const char *cmd_attention_name(void)
 {
@@ -189,7 +195,7 @@ static Graph *apply_precision(Graph *g)
 	if (g) {
 		/* --burn-exact: burn's three kernels, unless --attention fuse says */
 		bool keep = attention_name ? !strcmp(attention_name, "keep") : burn_seen;
-		pl_simplify(g, burn_seen);
+		pl_simplify(g, burn_seen, &sibling_info);
 		/* the default: the chains the flash kernel runs (f16/bf16, or f32 that
 		 * --precision converts) */
 		AttentionMode am = keep ? ATTENTION_KEEP : attention_name ? ATTENTION_FUSE :

@@ -221,7 +221,7 @@ static fusec_result *compile(PlSource *src, const fusec_options *uo, const char 
 	src->max_errors = uo ? uo->max_errors : 20;
 	LayoutOptions lo = layout_of(uo);
 	AttentionInfo ainfo;
-	if (!(res->g = pl_load(res->a, src, d, &nd)) || pl_simplify(res->g, uo && uo->burn_exact) ||
+	if (!(res->g = pl_load(res->a, src, d, &nd)) || pl_simplify(res->g, uo && uo->burn_exact, NULL) ||
 	    pl_attention(res->g, attention_of(uo), &ainfo) || pl_layout(res->g, &lo, &linfo) ||
 	    (res->po.precision && pl_convert(res->g, &prec, &pinfo, d))) {
 		code = PL_INVALID;
@@ -505,7 +505,8 @@ char *fusec_explain(const char *path, const fusec_options *o, const char *op, in
 		goto out;
 	LayoutOptions lo = layout_of(o);
 	AttentionInfo ainfo = {0};
-	if (!(g = pl_load(a, &src, d, &nd)) || pl_simplify(g, o && o->burn_exact) ||
+	SiblingInfo sinfo = {0};
+	if (!(g = pl_load(a, &src, d, &nd)) || pl_simplify(g, o && o->burn_exact, &sinfo) ||
 	    pl_attention(g, attention_of(o), &ainfo) ||
 	    pl_layout(g, &lo, &linfo) ||
 	    (po.precision && pl_convert(g, &prec, &pinfo, d))) {
@@ -528,6 +529,7 @@ char *fusec_explain(const char *path, const fusec_options *o, const char *op, in
 	Buf b = {0};
 	/* --layout, --precision: what they did, before the ops they made (as explain) */
 	if (!json) {
+		pass_siblings_summary(&sinfo, &b);
 		pass_attention_summary(&ainfo, &b);
 		pass_layout_summary(&linfo, &b);
 	}

@@ -166,11 +166,14 @@ long pl_find_op(const Graph *g, const char *spec)
 	return -1;
 }
 
-int pl_simplify(Graph *g, bool burn_exact)
+int pl_simplify(Graph *g, bool burn_exact, SiblingInfo *sib)
 {
 	SimplifyInfo info;
-	SiblingInfo sib;
-	return burn_exact ? 0 : pass_simplify(g, &info) || pass_siblings(g, &sib);
+	SiblingInfo none;
+	if (!sib)
+		sib = &none;
+	memset(sib, 0, sizeof *sib);
+	return burn_exact ? 0 : pass_simplify(g, &info) || pass_siblings(g, sib);
 }
 
 int pl_attention(Graph *g, AttentionMode mode, AttentionInfo *info)

@@ -106,7 +106,7 @@ int pl_layout(Graph *g, const LayoutOptions *o, LayoutInfo *info);
 /* simplify: rewrites that change no value (pow_scalar(x, 2) as mul(x, x);
  * passes/simplify.c; matmuls sharing their first operand brought together with
  * their epilogues, passes/siblings.c), first; none under burn_exact. Returns 0. */
-int pl_simplify(Graph *g, bool burn_exact);
+int pl_simplify(Graph *g, bool burn_exact, SiblingInfo *sib);
 /* --attention fuse: each chain matmul, softmax, matmul as one op (passes/attention.c),
  * before the layout and the precision. */
 int pl_attention(Graph *g, AttentionMode mode, AttentionInfo *info);

@@ -371,6 +371,8 @@ typedef struct {
 	int nlone;               /* matmuls marked Op.lone */
 } SiblingInfo;
 int pass_siblings(Graph *g, SiblingInfo *info);
+/* Lines for `explain`: the groups brought together, the matmuls left lone. */
+void pass_siblings_summary(const SiblingInfo *info, Buf *out);
 /* Lines for `explain`: what --attention fuse did, and why a chain stayed apart. */
 void pass_attention_summary(const AttentionInfo *info, Buf *out);
 

@@ -188,3 +188,15 @@ int pass_siblings(Graph *g, SiblingInfo *info)
 	free(buf);
 	return 0;
 }
+
+void pass_siblings_summary(const SiblingInfo *info, Buf *out)
+{
+	if (info->ngroups)
+		buf_printf(out, "siblings: %d group%s of matmuls sharing their first operand "
+			   "(%d matmuls) brought together, each group for one launch\n",
+			   info->ngroups, info->ngroups == 1 ? "" : "s", info->nmatmuls);
+	if (info->nlone)
+		buf_printf(out, "siblings: %d matmul%s left lone: an op reads two of a group "
+			   "(as silu(gate) * up does), so each keeps the launch it has\n",
+			   info->nlone, info->nlone == 1 ? "" : "s");
+}
