@@ -183,6 +183,8 @@ typedef struct {
 				     multiplying threads only (named barrier 1) */
 	int epi_base;             /* byte offset of the epilogue's staged tile (ws: past
 				     the stages; else 0, over them) */
+	LLVMValueRef epi_h;       /* i64: the first row of the epilogue's pass when the
+				     passes run as a loop (ws), else NULL */
 	int wtm, wtn, mi, ni;     /* tc: warp tile and its m16 / n8 counts */
 	int rm, rn;               /* simt: rows and columns per thread */
 	/* the builder's value numbering (matmul_tile.c; freed by the kernel's builder) */

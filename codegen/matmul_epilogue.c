@@ -190,7 +190,15 @@ void mm_epilogue(Mm *x, const int *wr, int nw)
 	const MmConfig *c = x->c;
 	int R = x->epi_rows;
 	LLVMTypeRef f2 = LLVMVectorType(m->t_f32, 2);
-	for (int h = 0; h < c->bm / R; h++) {
+	/* a warp-specialized kernel's passes (a few rows each, beside the stages: 4 of
+	 * 32 rows for 128x256) run as a loop, not one copy of the code each */
+	bool loop = x->gpu && c->ws && c->bm / R > 1;
+	CgLoop lh;
+	if (loop) {
+		cg_loop_begin(kb, &lh, mm_i64c(x, 0), mm_i64c(x, c->bm / R), mm_i64c(x, 1));
+		x->epi_h = mm_mulc(x, lh.i, R);
+	}
+	for (int h = 0; h < (loop ? 1 : c->bm / R); h++) {
 		/* nobody reads the stages (or the previous pass) any more */
 		mm_barrier(x);
 		LLVMValueRef tid = mm_opaque_tid(x, mm_phase_begin(x));
@@ -200,7 +208,8 @@ void mm_epilogue(Mm *x, const int *wr, int nw)
 				mm_tc_pos(x, tid, mm_i64c(x, e), &row, &col);
 			else
 				mm_simt_pos(x, tid, e, &row, &col);
-			LLVMValueRef lr = LLVMBuildSub(x->b, row, mm_i64c(x, (int64_t)h * R), "");
+			LLVMValueRef lr = LLVMBuildSub(x->b, row, loop ? x->epi_h :
+						       mm_i64c(x, (int64_t)h * R), "");
 			LLVMValueRef in = LLVMBuildICmp(x->b, LLVMIntULT, lr, mm_i64c(x, R), "");
 			LLVMBasicBlockRef bw = LLVMAppendBasicBlockInContext(m->ctx, kb->fn, "epi.stage");
 			LLVMBasicBlockRef bn = LLVMAppendBasicBlockInContext(m->ctx, kb->fn, "epi.staged");
@@ -218,6 +227,10 @@ void mm_epilogue(Mm *x, const int *wr, int nw)
 		mm_phase_end(x);
 		mm_barrier(x);
 		mm_epi_walk(x, h, wr, nw);
+	}
+	if (loop) {
+		cg_loop_end(kb, &lh);
+		x->epi_h = NULL;
 	}
 }
 
@@ -239,7 +252,8 @@ void mm_epi_walk(Mm *x, int h, const int *wr, int nw)
 		LLVMValueRef q = mm_add(x, tid, mm_mulc(x, ls.i, MM_THREADS));
 		LLVMValueRef r = mm_udivc(x, q, per_row);
 		LLVMValueRef cc = mm_mulc(x, mm_uremc(x, q, per_row), MM_EPI_V);
-		LLVMValueRef gr = mm_add(x, x->m0, mm_addc(x, r, (int64_t)h * R));
+		LLVMValueRef gr = mm_add(x, x->m0, x->epi_h ? mm_add(x, r, x->epi_h) :
+					 mm_addc(x, r, (int64_t)h * R));
 		LLVMValueRef gc = mm_add(x, x->n0, cc);
 		LLVMValueRef inside = LLVMBuildAnd(x->b, mm_lt(x, q, mm_i64c(x, (int64_t)R * per_row)),
 						   mm_lt(x, gr, x->M), "");
