@@ -227,19 +227,6 @@ static inline LLVMValueRef mm_intrinsic(Mm *x, const char *name, LLVMTypeRef *ty
 	return cg_intrinsic(x->kb, name, types, ntypes, args, nargs);
 }
 
-LLVMValueRef mm_asm_call(Mm *x, LLVMTypeRef ret, const char *text, const char *cons,
-			 LLVMValueRef *args, int nargs);
-
-/* a barrier of the block's threads; in a ws kernel's multiplying warpgroups, of
- * those (the copying warpgroup never waits there) */
-static inline void mm_barrier(Mm *x)
-{
-	_Static_assert(MM_THREADS == 256, "the named barrier counts the multiplying threads");
-	if (x->gpu && x->wsbar)
-		mm_asm_call(x, x->kb->m->t_void, "bar.sync 1, 256;", "~{memory}", NULL, 0);
-	else if (x->gpu)
-		mm_intrinsic(x, "llvm.nvvm.barrier0", NULL, 0, NULL, 0);
-}
 
 /* raw storage integer of one element: i16 or i32 */
 static inline LLVMTypeRef mm_raw_type(Mm *x)
@@ -274,6 +261,9 @@ LLVMValueRef mm_min64(Mm *x, LLVMValueRef a, LLVMValueRef b);
  * thread id hidden from hoisting (GPU), the accumulators of the current thread. */
 LLVMValueRef mm_phase_begin(Mm *x);
 void mm_phase_end(Mm *x);
+/* A barrier of the block's threads; in a ws kernel's multiplying warpgroups, of
+ * those (Mm.wsbar: the copying warpgroup never waits there). */
+void mm_barrier(Mm *x);
 LLVMValueRef mm_opaque_tid(Mm *x, LLVMValueRef tid);
 LLVMValueRef mm_acc_load(Mm *x, LLVMValueRef e);
 void mm_acc_store(Mm *x, LLVMValueRef e, LLVMValueRef v);

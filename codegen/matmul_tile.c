@@ -219,6 +219,15 @@ void mm_phase_end(Mm *x)
 		cg_loop_end(x->kb, &x->phase);
 }
 
+void mm_barrier(Mm *x)
+{
+	_Static_assert(MM_THREADS == 256, "the named barrier counts the multiplying threads");
+	if (x->gpu && x->wsbar)
+		mm_asm_call(x, x->kb->m->t_void, "bar.sync 1, 256;", "~{memory}", NULL, 0);
+	else if (x->gpu)
+		mm_intrinsic(x, "llvm.nvvm.barrier0", NULL, 0, NULL, 0);
+}
+
 /* Pointer to accumulator e (constant or i64) of thread tid. */
 static LLVMValueRef acc_ptr(Mm *x, LLVMValueRef e)
 {
