@@ -141,7 +141,10 @@ static const MmConfig mm_configs[] = {
 	/* wgmma warp-specialized and persistent (matmul_ws.c): a third warpgroup
 	 * copies the stages (cp.async, handed over through mbarriers) while the two
 	 * others multiply, one block per SM loops over the tiles, and the epilogue
-	 * stages through a region of its own, so the next tile's copies run under it */
+	 * stages through a region of its own, so the next tile's copies run under it;
+	 * correct on the H200 but 3-15 % slower than wg's (the copiers' cp.async
+	 * issue, 168 registers a thread: docs/benchmarks.md, session 45), so no rule
+	 * takes them: a TMA copier is the next step */
 	{"wg128x128x64s4ws", true, false, false, 1, 128, 128, 64, 8, 1, 4, 0, true, 0, false, true},
 	{"wg128x256x64s4ws", true, false, false, 1, 128, 256, 64, 8, 1, 4, 0, true, 0, false, true},
 };
