@@ -224,6 +224,15 @@ static void print_plan(const RtPlan *pl)
 			case RT_P_I32:
 				printf(" %s %lld", rt_param_name(a->type), (long long)a->i);
 				break;
+			case RT_P_TMAP:
+				printf(" tmap %s [", pl->tensors[a->tensor].name);
+				for (int d = 0; d < a->tm->rank; d++)
+					printf("%s%llu", d ? "," : "", (unsigned long long)a->tm->dim[d]);
+				printf("] box [");
+				for (int d = 0; d < a->tm->rank; d++)
+					printf("%s%u", d ? "," : "", a->tm->box[d]);
+				printf("]");
+				break;
 			default:
 				fmt_double(num, sizeof num, a->f);
 				printf(" %s %s", rt_param_name(a->type), num);

@@ -107,6 +107,8 @@ typedef struct CgKb {
 	int ndims;
 	LLVMValueRef scratch;         /* the CG_PARAM_SCRATCH parameter of a plain-signature
 					 kernel (split-K matmul), or NULL */
+	LLVMValueRef tmap[1 + IR_MM_GROUP_MAX]; /* CG_PARAM_TMAP parameters by id (generic
+					 pointers to the maps), or NULL */
 	LLVMValueRef thread, nthreads;
 	LLVMValueRef *vload;          /* vector path: per relative id, loaded vector */
 	LLVMValueRef vbase;           /* vector path: flat index of lane 0 */
@@ -287,6 +289,10 @@ void cg_matmul_launch(int variant, const CgKernelSpec *s, CgLaunch *l);
 /* Whether configuration variant splits K over blocks: its kernel then takes a
  * CG_PARAM_SCRATCH parameter (the partial tiles and a counter per tile), last. */
 bool cg_matmul_splits(int variant);
+/* How many CG_PARAM_TMAP parameters the kernel of s takes, after the others: a
+ * warp-specialized configuration's (matmul_ws.c) first operand and each sibling's
+ * second, on the GPU; 0 otherwise. */
+int cg_matmul_tmaps(const CgKernelSpec *s, bool gpu);
 /* The index of the matmul in s->ops after its leading swap_dims / permute operand
  * views, or -1 (matmul_shape.c). */
 int cg_matmul_index(const CgKernelSpec *s);

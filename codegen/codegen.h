@@ -125,11 +125,29 @@ typedef struct {
 				    (cg_reduce_long_rows); false: every other kernel */
 } CgKernelSpec;
 
-typedef enum { CG_PARAM_BUFFER, CG_PARAM_SCALAR, CG_PARAM_DIM, CG_PARAM_SCRATCH } CgParamKind;
+/* CG_PARAM_TMAP: a TMA tensor map (CUtensorMap, 128 bytes passed by value) of a
+ * warp-specialized matmul's operand (matmul_ws.c); id 0 the first operand, 1 + g the
+ * second of matmul g of the kernel's siblings (mm_members). GPU only: the launch
+ * describes the map (CgTmap) and the runtime encodes it. */
+typedef enum { CG_PARAM_BUFFER, CG_PARAM_SCALAR, CG_PARAM_DIM, CG_PARAM_SCRATCH,
+	       CG_PARAM_TMAP } CgParamKind;
+
+enum { CG_TMAP_BYTES = 128, CG_TMAP_ALIGN = 64, CG_TMAP_MAXRANK = 5 };
+
+/* A tiled TMA tensor map over a tensor's buffer (docs/plan-format.md, "tmap"): dims
+ * innermost first (elements), the byte strides of dims 1.. (dim 0 is contiguous),
+ * the box copied at a time, 128-byte swizzle, zeros outside. */
+typedef struct {
+	int rank;
+	int64_t dim[CG_TMAP_MAXRANK];
+	int64_t stride[CG_TMAP_MAXRANK];   /* [0] unused */
+	int box[CG_TMAP_MAXRANK];
+} CgTmap;
 
 typedef struct {
 	CgParamKind kind;
-	int id;          /* relative tensor id, placeholder number, shape id; scratch: 0.. */
+	int id;          /* relative tensor id, placeholder number, shape id; scratch: 0..;
+			    tmap: the operand (above) */
 	DType dtype;     /* buffer: element dtype; scalar: DT_F64; dim: DT_I64 */
 	bool read;       /* buffer: loaded from */
 	bool written;    /* buffer: stored to */
@@ -179,11 +197,19 @@ void cg_module_free(CgModule *m);
  * from the table of codegen/matmul_pick.c: 0 (not tiled) unless spec is a Matmul or
  * single matmul kernel over f16/bf16 or f32 on sm_80 or later (or host), or one of
  * at most 16 rows (gemv) on any arch; f32 on tensor cores (tf32) only when
- * allow_tf32 (and sm_80 or later, or host). */
+ * allow_tf32 (and sm_80 or later, or host). fixed: the dims are the launch's own, not
+ * the probe sizes of a plan for every size (only then may the warp-specialized
+ * tiles, whose tensor maps are fixed in the plan, be taken). */
 int cg_matmul_variant(const CgKernelSpec *spec, const char *arch, bool host,
-		      bool allow_tf32, const int64_t *dims, int ndims);
+		      bool allow_tf32, bool fixed, const int64_t *dims, int ndims);
 const char *cg_matmul_variant_name(int variant);  /* "tc128x128x64s3"; "plain" for 0 */
 int cg_matmul_threads(int variant);   /* its kernel's threads per block (maxntid) */
+/* The tensor map of CG_PARAM_TMAP parameter `id` of s's kernel at the launch's dims:
+ * the relative id of the tensor it maps (its buffer) in *tensor and the map in *tm;
+ * false when the operand's layout has no such map (a stride not a multiple of 16
+ * bytes, more than 3 batch dims, sizes past the map's limits). */
+bool cg_matmul_tmap(const CgKernelSpec *s, int id, const int64_t *dims, int ndims,
+		    int *tensor, CgTmap *tm);
 int cg_matmul_nvariants(void);                    /* table size, 0 included */
 
 /* Whether spec (red_long unset) is a cooperative reduce kernel on the cached path,
@@ -239,13 +265,14 @@ void cg_launch_dims(const CgKernel *k, const int64_t *dims, int ndims, CgDims *o
  * becomes a kernel of its family (elemwise, reduce, matmul). Launches that read no
  * sunk view are lowered exactly as before. */
 
-typedef enum { CG_ARG_TENSOR, CG_ARG_F64, CG_ARG_I64, CG_ARG_SCRATCH } CgArgKind;
+typedef enum { CG_ARG_TENSOR, CG_ARG_F64, CG_ARG_I64, CG_ARG_SCRATCH, CG_ARG_TMAP } CgArgKind;
 
 typedef struct {
 	CgArgKind kind;
-	int tensor;              /* CG_ARG_TENSOR: global tensor id */
+	int tensor;              /* CG_ARG_TENSOR, CG_ARG_TMAP: global tensor id */
 	double f;                /* CG_ARG_F64 */
 	int64_t i;               /* CG_ARG_I64; CG_ARG_SCRATCH: its bytes */
+	CgTmap tm;               /* CG_ARG_TMAP */
 } CgArg;
 
 typedef struct {

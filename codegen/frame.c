@@ -123,6 +123,8 @@ static LLVMValueRef sreg(CgKb *kb, const char *name)
 
 static LLVMTypeRef param_type(CgModule *m, const CgParam *p)
 {
+	if (p->kind == CG_PARAM_TMAP)   /* generic: the kernel passes its address on */
+		return LLVMPointerTypeInContext(m->ctx, 0);
 	return p->kind == CG_PARAM_BUFFER || p->kind == CG_PARAM_SCRATCH ? m->t_ptr :
 	       p->kind == CG_PARAM_SCALAR ? m->t_f64 : m->t_i64;
 }
@@ -134,6 +136,38 @@ static void annotate(CgModule *m, LLVMValueRef fn, const char *key, int value)
 		LLVMValueAsMetadata(fn),
 		LLVMMDStringInContext2(m->ctx, key, strlen(key)),
 		LLVMValueAsMetadata(LLVMConstInt(m->t_i32, (unsigned)value, 0)),
+	};
+	LLVMAddNamedMetadataOperand(m->mod, "nvvm.annotations",
+				    LLVMMetadataAsValue(m->ctx, LLVMMDNodeInContext2(m->ctx, md, 3)));
+}
+
+/* The CG_PARAM_TMAP parameters of kernel fn: 128 bytes passed by value
+ * (byval, aligned to 64, as the driver wants a CUtensorMap) and grid constants, so
+ * that the kernel reads the map where the launch put it, through its generic address
+ * (the NVPTX backend's cvta.param), never from a local copy: what the TMA
+ * instructions need. */
+static void tmap_params(CgModule *m, LLVMValueRef fn, const CgParam *ps, int np)
+{
+	LLVMMetadataRef idx[1 + IR_MM_GROUP_MAX];
+	int n = 0;
+	LLVMTypeRef bytes = LLVMArrayType(m->t_i8, CG_TMAP_BYTES);
+	for (int i = 0; i < np; i++) {
+		if (ps[i].kind != CG_PARAM_TMAP)
+			continue;
+		unsigned at = (unsigned)i + 1;   /* attribute index: 1 is the first parameter */
+		LLVMAddAttributeAtIndex(fn, at, LLVMCreateTypeAttribute(m->ctx,
+			LLVMGetEnumAttributeKindForName("byval", 5), bytes));
+		LLVMAddAttributeAtIndex(fn, at, LLVMCreateEnumAttribute(m->ctx,
+			LLVMGetEnumAttributeKindForName("align", 5), CG_TMAP_ALIGN));
+		if (n < 1 + IR_MM_GROUP_MAX)   /* grid_constant counts parameters from 1 */
+			idx[n++] = LLVMValueAsMetadata(LLVMConstInt(m->t_i32, at, 0));
+	}
+	if (!n)
+		return;
+	LLVMMetadataRef md[3] = {
+		LLVMValueAsMetadata(fn),
+		LLVMMDStringInContext2(m->ctx, "grid_constant", 13),
+		LLVMMDNodeInContext2(m->ctx, idx, (size_t)n),
 	};
 	LLVMAddNamedMetadataOperand(m->mod, "nvvm.annotations",
 				    LLVMMetadataAsValue(m->ctx, LLVMMDNodeInContext2(m->ctx, md, 3)));
@@ -157,6 +191,7 @@ static void make_function(CgKb *kb, const char *name, const CgParam *ps, int np,
 		 * the H200, capping a 40-op fused kernel at 64 registers made it spill
 		 * and cost a third of its bandwidth (docs/benchmarks.md). */
 		annotate(m, kb->fn, "maxntidx", threads);
+		tmap_params(m, kb->fn, ps, np);
 	}
 	LLVMPositionBuilderAtEnd(kb->b, LLVMAppendBasicBlockInContext(m->ctx, kb->fn, "entry"));
 	LLVMValueRef *vals = xmalloc(sizeof *vals * ((size_t)np + 1));
@@ -175,9 +210,11 @@ static void make_function(CgKb *kb, const char *name, const CgParam *ps, int np,
 		char nm[32];
 		snprintf(nm, sizeof nm, "%s%d", p->kind == CG_PARAM_BUFFER ? "t" :
 			 p->kind == CG_PARAM_SCALAR ? "s" : p->kind == CG_PARAM_SCRATCH ? "scratch" :
-			 "d", p->id);
+			 p->kind == CG_PARAM_TMAP ? "tmap" : "d", p->id);
 		LLVMSetValueName2(vals[i], nm, strlen(nm));
-		if (p->kind == CG_PARAM_BUFFER)
+		if (p->kind == CG_PARAM_TMAP)
+			kb->tmap[p->id] = vals[i];
+		else if (p->kind == CG_PARAM_BUFFER)
 			kb->buf[p->id] = vals[i];
 		else if (p->kind == CG_PARAM_SCALAR)
 			kb->scalar[p->id] = vals[i];
@@ -496,6 +533,8 @@ CgKernel *cg_build(CgModule *m, const CgKernelSpec *s, uint64_t hash, Diag *d)
 	np += coop && red->split;   /* the scratch of split reductions */
 	bool mm_split = !coop && s->variant > 0 && cg_matmul_splits(s->variant);
 	np += mm_split;            /* the scratch of split-K matmuls */
+	int ntmap = coop ? 0 : cg_matmul_tmaps(s, m->opt.target == CG_TARGET_NVPTX);
+	np += ntmap;               /* a warp-specialized matmul's tensor maps */
 	k = ARENA_NEW(m->arena, CgKernel, 1);
 	k->params = ARENA_NEW(m->arena, CgParam, np + 1);
 	for (int i = 0; i < u->ntensors; i++)
@@ -510,6 +549,8 @@ CgKernel *cg_build(CgModule *m, const CgKernelSpec *s, uint64_t hash, Diag *d)
 			k->params[k->nparams++] = (CgParam){CG_PARAM_DIM, i, DT_I64, false, false};
 	if ((coop && red->split) || mm_split)
 		k->params[k->nparams++] = (CgParam){CG_PARAM_SCRATCH, 0, DT_U8, true, true};
+	for (int i = 0; i < ntmap; i++)
+		k->params[k->nparams++] = (CgParam){CG_PARAM_TMAP, i, DT_U8, true, false};
 	char name[96];
 	kernel_name(m, s, hash, name, sizeof name);
 	k->name = arena_strdup(m->arena, name);

@@ -127,6 +127,11 @@ int cg_host_run(CgHost *h, void **data, Diag *d)
 			case CG_ARG_SCRATCH:
 				slot[p].ptr = scratch;
 				break;
+			case CG_ARG_TMAP:   /* GPU kernels only (CG_PARAM_TMAP) */
+				diag_set(d, "cpu", 0, 0, "internal: launch %d of kernel %s takes a "
+					 "tensor map", i, b->kernel->name);
+				rc = -1;
+				break;
 			}
 			argv[p] = &slot[p];
 		}

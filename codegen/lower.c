@@ -193,7 +193,8 @@ int cg_lower(CgModule *m, const Schedule *s, Arena *a, CgProgram *out, Diag *d)
 				}
 			spec.variant = cg_matmul_variant(&spec, cg_module_arch(m),
 							 cg_module_is_host(m),
-							 cg_module_allow_tf32(m), dims, ndims);
+							 cg_module_allow_tf32(m), !g->sym, dims,
+							 ndims);
 			/* long f32 rows: the relative form has no row length, so the
 			 * choice is the concrete dims', made here (kernel_reduce.c) */
 			spec.red_long = cg_reduce_long_rows(&spec, dims, ndims);
@@ -257,6 +258,25 @@ int cg_lower(CgModule *m, const Schedule *s, Arena *a, CgProgram *out, Diag *d)
 					arg->kind = CG_ARG_SCRATCH;
 					arg->i = b->at.scratch_bytes;
 					break;
+				case CG_PARAM_TMAP: {
+					int rid = -1;
+					arg->kind = CG_ARG_TMAP;
+					if (g->sym) {
+						diag_set(d, "codegen", 0, 0, "not supported yet: the "
+							 "TMA tiles (%s) in a plan for every size",
+							 cg_matmul_variant_name(k->variant));
+						status = -1;
+					} else if (!cg_matmul_tmap(&spec, pp->id, dims, ndims, &rid,
+								   &arg->tm) || rid < 0 || rid >= nrel) {
+						diag_set(d, "codegen", 0, 0, "internal: launch %d (%s): no "
+							 "tensor map for operand %d", out->nlaunch - 1,
+							 k->name, pp->id);
+						status = -1;
+					} else {
+						arg->tensor = global[rid];
+					}
+					break;
+				}
 				}
 			}
 			for (int p = 0; p < k->nparams; p++)

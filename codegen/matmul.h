@@ -46,6 +46,10 @@ enum {
 	MM_THREADS = CG_MM_THREADS, /* = CG_BLOCK, the kernels' maxntid (launch_rule.h) */
 	MM_WS_THREADS = CG_MM_WS_THREADS, /* ws: MM_THREADS multiplying, a warpgroup copying */
 	MM_WS_COPIERS = MM_WS_THREADS - MM_THREADS,
+	/* ws: registers a thread of the multiplying and of the copying warpgroups
+	 * (setmaxnreg; 2 x 128 x 232 + 128 x 40 = 64,512 of the SM's 65,536) */
+	MM_WS_MUL_REGS = 232,
+	MM_WS_COPY_REGS = 40,
 	MM_SMEM_STATIC = 48 * 1024, /* static shared memory limit; above it, dynamic */
 	MM_WG_ALIGN = 1024,      /* wgmma's 128-byte swizzle repeats every 1024 bytes */
 	MM_WS_SMEM = 227 * 1024, /* the most shared memory of a block (sm_90) */
@@ -178,7 +182,6 @@ typedef struct {
 	int outer[2];             /* rows of each shared tile (its outer dimension) */
 	bool panel;               /* wgmma: tiles in 128-byte panels (mm_swz) */
 	bool padded;              /* simt: tiles unswizzled, rows along K padded (mm_swz) */
-	int ldn;                  /* threads sharing a stage's copies (0: MM_THREADS) */
 	bool wsbar;               /* ws on the GPU: barriers among the MM_THREADS
 				     multiplying threads only (named barrier 1) */
 	int epi_base;             /* byte offset of the epilogue's staged tile (ws: past
@@ -298,6 +301,9 @@ LLVMValueRef mm_smem_elem(Mm *x, int w, LLVMValueRef soff, LLVMValueRef row,
  * tensor id of s: the id in matmul g of each id of the first's ops, the first's row
  * the identity; -1 elsewhere). */
 bool mm_alike(const CgKernelSpec *s, const int *mem, int ng, int nt, int *map);
+/* Whether every operand of s (the first, each sibling's second) has a TMA tensor map
+ * under configuration c at the launch's dims (cg_matmul_tmap). */
+bool mm_tmaps_ok(const CgKernelSpec *s, const MmConfig *c, const int64_t *dims, int ndims);
 /* Whether configuration c computes operands of dtype t (tf32: when allowed). */
 bool mm_fits(const MmConfig *c, DType t, bool tf32);
 /* Shared bytes of operand w's tile in a stage, of the stages (gemv: its staged and

@@ -47,6 +47,7 @@ enum {
 	MM_TC32 = 16,            /* tc128x32x32s3 */
 	MM_DW4 = 17, MM_DW2 = 18, MM_DW1 = 19, /* depthwise channels last */
 	MM_WGT128 = 20, MM_WGT256 = 21, /* wgmma tf32 (sm_90a, --allow-tf32) */
+	MM_WS128 = 27, MM_WS256 = 28, /* wgmma warp-specialized, TMA (sm_90a) */
 	MM_ATT64 = 22, MM_ATT128 = 23,  /* the attention op (matmul_attention.c) */
 	MM_GEMVSK4 = 24, MM_GEMVSK16 = 25, /* gemv split over 4 and 16 blocks */
 	MM_GEMVW = 26,           /* gemv8x128k8 (then its sk4, sk16) */
@@ -139,12 +140,12 @@ static const MmConfig mm_configs[] = {
 	{"gemv8x128k8sk4", false, false, true, 2, 8, 128, 8, 0, 0, 0, 4, false, 0, false, false},
 	{"gemv8x128k8sk16", false, false, true, 2, 8, 128, 8, 0, 0, 0, 16, false, 0, false, false},
 	/* wgmma warp-specialized and persistent (matmul_ws.c): a third warpgroup
-	 * copies the stages (cp.async, handed over through mbarriers) while the two
-	 * others multiply, one block per SM loops over the tiles, and the epilogue
-	 * stages through a region of its own, so the next tile's copies run under it;
-	 * correct on the H200 but 3-15 % slower than wg's (the copiers' cp.async
-	 * issue, 168 registers a thread: docs/benchmarks.md, session 45), so no rule
-	 * takes them: a TMA copier is the next step */
+	 * copies the stages by TMA (one thread, handed over through mbarriers) while
+	 * the two others multiply, one block per SM loops over the tiles, and the
+	 * epilogue stages through a region of its own, so the next tile's copies run
+	 * under it. 6-24 % faster than wg's on every shape of the sweep (8192^3 +
+	 * bias: 1.51 against 1.86 ms, 94 % of cuBLAS; docs/benchmarks.md, session
+	 * 46), so the rule takes them wherever every operand has a tensor map */
 	{"wg128x128x64s4ws", true, false, false, 1, 128, 128, 64, 8, 1, 4, 0, true, 0, false, true},
 	{"wg128x256x64s4ws", true, false, false, 1, 128, 256, 64, 8, 1, 4, 0, true, 0, false, true},
 };
@@ -320,9 +321,11 @@ static double tile_fill(int64_t x, int64_t t)
 /* Whether the warp-specialized loop (matmul_ws.c) takes the kernel: a matmul (not a
  * conv), alone or with alike siblings (one tile loop runs them: matmul_kernel.c);
  * other siblings run a tile loop each, whose steps the loop's mbarriers cannot
- * follow. */
-static bool ws_applies(const CgKernelSpec *s)
+ * follow. Its operands arrive by TMA, so each needs a tensor map at these dims. */
+static bool ws_applies(const CgKernelSpec *s, const MmConfig *c, const int64_t *dims, int ndims)
 {
+	if (!mm_tmaps_ok(s, c, dims, ndims))
+		return false;
 	int mem[IR_MM_GROUP_MAX];
 	const RelOp *mm = &s->ops[cg_matmul_index(s)];
 	int ng = mm_members(s, mem);
@@ -346,7 +349,7 @@ static bool ws_applies(const CgKernelSpec *s)
  * rule is that of one matmul of as many times the columns; the plain evaluator
  * computes each written tensor where it is. */
 int cg_matmul_variant(const CgKernelSpec *s, const char *arch, bool host, bool allow_tf32,
-		      const int64_t *dims, int ndims)
+		      bool fixed, const int64_t *dims, int ndims)
 {
 	if ((s->kind != CG_KERNEL_MATMUL && s->kind != CG_KERNEL_SINGLE) || s->nhwc ||
 	    !mm_eligible(s))
@@ -421,7 +424,7 @@ int cg_matmul_variant(const CgKernelSpec *s, const char *arch, bool host, bool a
 		    (mm_configs[v].gemv || sm80) && (!mm_configs[v].wg || wg) &&
 		    (!mm_configs[v].wg || !mm_configs[v].tf32 || mm_kmajor(mm)) &&
 		    (!mm_configs[v].gemv || (m <= MM_GEMV_M && !conv)) &&
-		    (!mm_configs[v].ws || ws_applies(s)))
+		    (!mm_configs[v].ws || (fixed && ws_applies(s, &mm_configs[v], dims, ndims))))
 			return v;
 	/* a tiny f32 problem runs plain: one thread per output, at most MM_TINY_K FMAs
 	 * each, is as fast as a tile (the launch is most of the time) and up to 3.5x
@@ -480,10 +483,13 @@ int cg_matmul_variant(const CgKernelSpec *s, const char *arch, bool host, bool a
 			return MM_WG128;
 		return under_wave(t, conv, big, small, k);
 	}
+	/* the warp-specialized twins where TMA can copy every operand (a row stride of
+	 * a multiple of 16 bytes) and the sizes are the launch's own (a plan for every
+	 * size has no tensor maps) */
 	if (wg && big256 >= 3 * MM_WAVE)
-		return MM_WG256;
+		return fixed && ws_applies(s, &mm_configs[MM_WS256], dims, ndims) ? MM_WS256 : MM_WG256;
 	if (wg && 2 * big >= MM_WAVE)
-		return MM_WG128;
+		return fixed && ws_applies(s, &mm_configs[MM_WS128], dims, ndims) ? MM_WS128 : MM_WG128;
 	/* 9 to 16 rows on the tensor cores: K split 4 ways wherever the blocks stay
 	 * within a wave of two per SM (16x4096x4096 bf16: 25 us against 31 split 2
 	 * ways; docs/benchmarks.md, "Tiny M") */

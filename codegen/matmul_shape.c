@@ -190,3 +190,99 @@ int64_t mm_partial_bytes(const MmConfig *c)
 		   (c->bm / 16) * (c->bn / 16);
 	return (int64_t)nacc * MM_THREADS * 4;
 }
+
+int cg_matmul_tmaps(const CgKernelSpec *s, bool gpu)
+{
+	const MmConfig *c = mm_config(s->variant);
+	int mem[IR_MM_GROUP_MAX];
+	if (!gpu || !c || !c->ws)
+		return 0;
+	return 1 + mm_members(s, mem);
+}
+
+/* The map of operand w of the matmul at s->ops[mi] (docs/plan-format.md, "tmap"):
+ * the tensor it reads from memory (its own, or the one its leading views read, as
+ * mm_operand_layout), dims innermost first: the operand's contiguous dim, its other
+ * tile dim, then its batch dims from the innermost (those of size 1 by
+ * broadcast left out, as mm_batch_base does); the box one 128-byte panel of the
+ * stage's tile (mm_swz), the kernel copying a tile as panels side by side. */
+static bool tmap_of(const CgKernelSpec *s, const MmConfig *c, int id, const int64_t *dims,
+		    int ndims, int *tensor, CgTmap *tm)
+{
+	int mem[IR_MM_GROUP_MAX];
+	int ng = mm_members(s, mem);
+	if (!c || !c->wg || id < 0 || id > ng)
+		return false;
+	int mi = id == 0 ? mem[0] : mem[id - 1], w = id == 0 ? 0 : 1;
+	const RelOp *mm = &s->ops[mi];
+	const RelTensor *t = &mm->t[w], *src = t;
+	int r = t->rank, perm[IR_MAX_RANK];
+	int es = ir_dtype_size((DType)t->dtype);
+	if (mm->kind != OP_MATMUL || r < 2 || es * 64 != 128)
+		return false;
+	for (int d = 0; d < r; d++)
+		perm[d] = d;
+	for (int v = 0; v < mi; v++) {
+		const RelOp *op = &s->ops[v];
+		if (op->t[1].id != t->id)
+			continue;
+		src = &op->t[0];
+		if (op->kind == OP_SWAP_DIMS) {
+			perm[op->attr.axes[0]] = op->attr.axes[1];
+			perm[op->attr.axes[1]] = op->attr.axes[0];
+		} else {
+			for (int d = 0; d < r; d++)
+				perm[d] = op->attr.axes[d];
+		}
+	}
+	int64_t sst[IR_MAX_RANK], ost[IR_MAX_RANK];
+	sst[r - 1] = 1;
+	for (int d = r - 2; d >= 0; d--)
+		sst[d] = sst[d + 1] * mm_dim_of(src->shape[d + 1], dims, ndims);
+	for (int d = 0; d < r; d++)
+		ost[d] = sst[perm[d]];
+	bool trans = perm[r - 2] == r - 1;
+	int inner = trans ? r - 2 : r - 1, outer = trans ? r - 1 : r - 2;
+	if (ost[inner] != 1)
+		return false;
+	memset(tm, 0, sizeof *tm);
+	tm->dim[0] = mm_dim_of(t->shape[inner], dims, ndims);
+	tm->dim[1] = mm_dim_of(t->shape[outer], dims, ndims);
+	tm->stride[1] = ost[outer] * es;
+	tm->box[0] = 128 / es;
+	/* the tile's rows: A's BM (or BK stored transposed), B's BK (or BN) */
+	tm->box[1] = w == 0 ? (trans ? c->bk : c->bm) : (trans ? c->bn : c->bk);
+	tm->rank = 2;
+	for (int d = r - 3; d >= 0; d--) {
+		if (t->shape[d] == 0)
+			continue;
+		if (tm->rank == CG_TMAP_MAXRANK)
+			return false;
+		tm->dim[tm->rank] = mm_dim_of(t->shape[d], dims, ndims);
+		tm->stride[tm->rank] = ost[d] * es;
+		tm->box[tm->rank++] = 1;
+	}
+	for (int k = 0; k < tm->rank; k++)
+		if (tm->dim[k] < 1 || tm->dim[k] > ((int64_t)1 << 32) ||
+		    (k > 0 && (tm->stride[k] % 16 || tm->stride[k] >= ((int64_t)1 << 40))))
+			return false;
+	*tensor = src->id;
+	return true;
+}
+
+bool cg_matmul_tmap(const CgKernelSpec *s, int id, const int64_t *dims, int ndims,
+		    int *tensor, CgTmap *tm)
+{
+	return tmap_of(s, mm_config(s->variant), id, dims, ndims, tensor, tm);
+}
+
+bool mm_tmaps_ok(const CgKernelSpec *s, const MmConfig *c, const int64_t *dims, int ndims)
+{
+	int mem[IR_MM_GROUP_MAX], t;
+	CgTmap tm;
+	int n = 1 + mm_members(s, mem);
+	for (int id = 0; id < n; id++)
+		if (!tmap_of(s, c, id, dims, ndims, &t, &tm))
+			return false;
+	return true;
+}

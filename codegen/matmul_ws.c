@@ -3,32 +3,34 @@
  * plain wgmma loop of matmul_kernel.c: the same tiles, stages and reduction order).
  *
  * The block has MM_WS_THREADS threads: warpgroups 0 and 1 multiply (each its 64
- * rows of the tile, as in matmul_wgmma.c), warpgroup 2 copies. The grid is at most
- * one block per SM (CG_MM_PERSIST); every block walks the same tiles as the plain
- * loop would, t = block, block + nblocks, ..., and both roles walk them in step.
- * The K steps of all the block's tiles form one sequence j = 0, 1, ...; step j
- * fills stage j % STAGES, so the stage ring runs on across tiles:
+ * rows of the tile, as in matmul_wgmma.c), warpgroup 2 copies, by TMA: one of its
+ * threads issues every copy, the others leave at once. The grid is at most one
+ * block per SM (CG_MM_PERSIST); every block walks the same tiles as the plain loop
+ * would, t = block, block + nblocks, ..., and both roles walk them in step. The K
+ * steps of all the block's tiles form one sequence j = 0, 1, ...; step j fills
+ * stage j % STAGES, so the stage ring runs on across tiles:
  *   - two mbarriers a stage in shared memory after the epilogue's region: full[s]
- *     (MM_WS_COPIERS arrivals: every copying thread, once its copies of the stage
- *     landed) and empty[s] (MM_THREADS arrivals: every multiplying thread, once the
- *     wgmma that read it completed). Round r = j / STAGES of stage s waits for
- *     phase parity r & 1 of full[s] (multiplying) and (r & 1) ^ 1 of empty[s]
- *     (copying: in round 0 that is the phase before the first, complete at init);
- *   - the copiers issue step j's cp.async (the chunks split over their 128
- *     threads), then wait for step j - WS_LAG (cp.async.wait_group WS_LAG),
- *     fence the async proxy (wgmma reads shared memory through it) and arrive on
- *     its full[]; after the last tile the last steps' arrivals follow. So WS_LAG + 1
- *     steps are in flight a thread, and the copiers run up to STAGES steps ahead
- *     of the multiplication, over a tile's end: the next tile's first stages load
+ *     (one arrival, the copier's, which also sets the bytes the stage's copies
+ *     bring: they complete the phase as they land) and empty[s] (MM_THREADS
+ *     arrivals: every multiplying thread, once the wgmma that read it completed).
+ *     Round r = j / STAGES of stage s waits for phase parity r & 1 of full[s]
+ *     (multiplying) and (r & 1) ^ 1 of empty[s] (copying: in round 0 that is the
+ *     phase before the first, complete at init);
+ *   - the copier waits for step j's stage to be empty, arrives on its full[] with
+ *     the stage's bytes, and issues a `cp.async.bulk.tensor` per 128-byte panel of
+ *     each operand's tile (mm_swz's layout is the map's 128-byte swizzle; parts of
+ *     the box outside the operand arrive as zeros, so edges need nothing else). The
+ *     maps are the kernel's CG_PARAM_TMAP parameters, which the runtime encodes
+ *     from the launch's "tmap" arguments (cg_matmul_tmap). So the copier runs up to
+ *     STAGES steps ahead, over a tile's end: the next tile's first stages load
  *     while the multiplying warpgroups run the epilogue;
  *   - the multipliers wait for full[] of step j, issue its wgmma group, wait until
  *     only it is in flight (so step j - 1's group is done) and arrive on step
  *     j - 1's empty[]; at a tile's end they wait for all and free the last. Then
  *     the epilogue, staged through its own region (Mm.epi_base) with the named
  *     barrier of their 256 threads (Mm.wsbar).
- * WS_LAG is STAGES - 2: the copiers wait at step j for the stage of step j - STAGES,
- * which the multipliers free at step j - STAGES + 1 once its full[] arrived, at
- * the copiers' step j - STAGES + 1 + WS_LAG: no later than j - 1. */
+ * Registers: the copying warpgroup gives its registers back (setmaxnreg) to the
+ * multiplying ones, whose accumulators (128 a thread for 128x256) then fit. */
 #include "matmul.h"
 
 /* ---- mbarriers (32-bit shared addresses) ------------------------------------- */
@@ -107,16 +109,63 @@ static LLVMValueRef stage_of(Mm *x, LLVMValueRef j)
 	return mm_mulc(x, s, x->stage_bytes);
 }
 
-static void cp_wait(Mm *x, int n)
+/* Arrive on the mbarrier at a, expecting `bytes` more of copies to land on it. */
+static void mbar_expect(Mm *x, LLVMValueRef a, int bytes)
 {
-	LLVMValueRef v = mm_i32c(x, n);
-	mm_intrinsic(x, "llvm.nvvm.cp.async.wait.group", NULL, 0, &v, 1);
+	LLVMValueRef args[2] = {a, mm_i32c(x, bytes)};
+	mm_asm_call(x, x->kb->m->t_void,
+		    "mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], $1;", "r,r,~{memory}",
+		    args, 2);
 }
 
-/* The copiers' arrival for step p (i32) once its copies landed (the caller waited). */
-static void landed(Mm *x, const Ws *w, LLVMValueRef p)
+/* The tensor map of the current tile's second operand: the matmul's, or among
+ * alike siblings the tile's (Mm.grt). */
+static LLVMValueRef map_b(Mm *x)
 {
-	mbar_arrive(x, bar_of(x, w, p, false));
+	CgKb *kb = x->kb;
+	LLVMValueRef v = kb->tmap[1];
+	for (int g = 1; g < x->ngroup && x->grt; g++) {
+		LLVMValueRef is = LLVMBuildICmp(x->b, LLVMIntEQ, x->grt, mm_i64c(x, g), "");
+		v = LLVMBuildSelect(x->b, is, kb->tmap[1 + g], v, "");
+	}
+	return v;
+}
+
+/* Copy operand w's tile of K step kt into the stage at so, a panel of 128 bytes a
+ * copy (the map's box), completing on the mbarrier at bar. */
+static void tma_tile(Mm *x, int w, LLVMValueRef so, LLVMValueRef kt, LLVMValueRef bar)
+{
+	CgModule *m = x->kb->m;
+	const RelTensor *t = w ? x->tb : x->ta;
+	LLVMValueRef k0 = LLVMBuildTrunc(x->b, mm_mulc(x, kt, x->c->bk), m->t_i32, "");
+	LLVMValueRef m0 = LLVMBuildTrunc(x->b, x->m0, m->t_i32, "");
+	LLVMValueRef n0 = LLVMBuildTrunc(x->b, x->n0, m->t_i32, "");
+	LLVMValueRef row = w ? k0 : m0, col = w ? n0 : k0;
+	LLVMValueRef in = x->trans[w] ? row : col, out = x->trans[w] ? col : row;
+	LLVMValueRef args[3 + CG_TMAP_MAXRANK];
+	args[1] = w ? map_b(x) : x->kb->tmap[0];
+	args[2] = bar;
+	int n = 2;
+	args[4] = out;
+	for (int d = x->rank - 3; d >= 0 && n < CG_TMAP_MAXRANK; d--)
+		if (t->shape[d] != 0)
+			args[3 + n++] = LLVMBuildTrunc(x->b, x->bpos[d], m->t_i32, "");
+	char text[256], cons[64];
+	int at = snprintf(text, sizeof text, "cp.async.bulk.tensor.%dd.shared::cluster.global.tile."
+			  "mbarrier::complete_tx::bytes [$0], [$1, {", n);
+	for (int k = 0; k < n; k++)
+		at += snprintf(text + at, sizeof text - (size_t)at, "%s$%d", k ? ", " : "", 3 + k);
+	snprintf(text + at, sizeof text - (size_t)at, "}], [$2];");
+	at = snprintf(cons, sizeof cons, "r,l,r");
+	for (int k = 0; k < n; k++)
+		at += snprintf(cons + at, sizeof cons - (size_t)at, ",r");
+	snprintf(cons + at, sizeof cons - (size_t)at, ",~{memory}");
+	LLVMValueRef base = mm_stage_off(x, so, w);
+	for (int p = 0; p < x->cpr[w] / 8; p++) {
+		args[0] = mm_saddr(x, mm_addc(x, base, (int64_t)p * x->outer[w] * 128));
+		args[3] = LLVMBuildAdd(x->b, in, mm_i32c(x, 64 * p), "");
+		mm_asm_call(x, m->t_void, text, cons, args, 3 + n);
+	}
 }
 
 /* ---- the two roles ------------------------------------------------------------- */
@@ -126,23 +175,15 @@ static void tile_steps(Mm *x, const Ws *w, LLVMValueRef nk, bool copy)
 {
 	CgKb *kb = x->kb;
 	CgModule *m = kb->m;
-	int lag = x->c->stages - 2;
 	CgLoop lk;
 	cg_loop_begin(kb, &lk, mm_i64c(x, 0), nk, mm_i64c(x, 1));
 	LLVMValueRef j = LLVMBuildLoad2(x->b, m->t_i32, w->jslot, "");
 	if (copy) {
 		mbar_wait(x, bar_of(x, w, j, true), parity_of(x, j, true));
-		mm_load_stage(x, stage_of(x, j), lk.i);
-		mm_intrinsic(x, "llvm.nvvm.cp.async.commit.group", NULL, 0, NULL, 0);
-		LLVMBasicBlockRef go = LLVMAppendBasicBlockInContext(m->ctx, kb->fn, "ws.landed");
-		LLVMBasicBlockRef on = LLVMAppendBasicBlockInContext(m->ctx, kb->fn, "ws.next");
-		LLVMBuildCondBr(x->b, LLVMBuildICmp(x->b, LLVMIntUGE, j, mm_i32c(x, lag), ""), go, on);
-		LLVMPositionBuilderAtEnd(x->b, go);
-		cp_wait(x, lag);
-		mm_asm_call(x, m->t_void, "fence.proxy.async.shared::cta;", "~{memory}", NULL, 0);
-		landed(x, w, LLVMBuildSub(x->b, j, mm_i32c(x, lag), ""));
-		LLVMBuildBr(x->b, on);
-		LLVMPositionBuilderAtEnd(x->b, on);
+		LLVMValueRef full = bar_of(x, w, j, false), so = stage_of(x, j);
+		mbar_expect(x, full, x->stage_bytes);
+		tma_tile(x, 0, so, lk.i, full);
+		tma_tile(x, 1, so, lk.i, full);
 	} else {
 		mbar_wait(x, bar_of(x, w, j, false), parity_of(x, j, false));
 		mm_compute_stage(x, stage_of(x, j));
@@ -201,22 +242,15 @@ static void role(Mm *x, const Ws *w, LLVMValueRef block, LLVMValueRef nblocks, c
 		LLVMPositionBuilderAtEnd(x->b, skip);
 	}
 	cg_loop_end(kb, &lt);
-	if (!copy)
-		return;
-	/* the last steps' arrivals: every copy landed */
-	int lag = x->c->stages - 2;
-	cp_wait(x, 0);
-	mm_asm_call(x, m->t_void, "fence.proxy.async.shared::cta;", "~{memory}", NULL, 0);
-	LLVMValueRef j = LLVMBuildLoad2(x->b, m->t_i32, w->jslot, "");
-	for (int i = lag; i >= 1; i--) {
-		LLVMBasicBlockRef go = LLVMAppendBasicBlockInContext(m->ctx, kb->fn, "ws.drain");
-		LLVMBasicBlockRef on = LLVMAppendBasicBlockInContext(m->ctx, kb->fn, "ws.drained");
-		LLVMBuildCondBr(x->b, LLVMBuildICmp(x->b, LLVMIntUGE, j, mm_i32c(x, i), ""), go, on);
-		LLVMPositionBuilderAtEnd(x->b, go);
-		landed(x, w, LLVMBuildSub(x->b, j, mm_i32c(x, i), ""));
-		LLVMBuildBr(x->b, on);
-		LLVMPositionBuilderAtEnd(x->b, on);
-	}
+}
+
+/* A warpgroup's registers a thread from here on: raised (inc) or lowered; every
+ * thread of the warpgroup runs it. */
+static void set_maxnreg(Mm *x, bool inc, int regs)
+{
+	char text[64];
+	snprintf(text, sizeof text, "setmaxnreg.%s.sync.aligned.u32 %d;", inc ? "inc" : "dec", regs);
+	mm_asm_call(x, x->kb->m->t_void, text, "~{memory}", NULL, 0);
 }
 
 /* The kernel's tile loop for a ws configuration on the GPU (in place of
@@ -234,9 +268,11 @@ void mm_ws_tile_loop(Mm *x, LLVMValueRef block, LLVMValueRef nblocks, const int 
 	LLVMBuildCondBr(x->b, LLVMBuildICmp(x->b, LLVMIntEQ, x->tid, mm_i64c(x, 0), ""), bi, bs);
 	LLVMPositionBuilderAtEnd(x->b, bi);
 	for (int s = 0; s < c->stages; s++) {
-		mbar_init(x, mm_saddr(x, mm_i32c(x, w.bars + s * 8)), MM_WS_COPIERS);
+		mbar_init(x, mm_saddr(x, mm_i32c(x, w.bars + s * 8)), 1);
 		mbar_init(x, mm_saddr(x, mm_i32c(x, w.bars + (c->stages + s) * 8)), MM_THREADS);
 	}
+	/* the initialised mbarriers visible to the copies that complete on them */
+	mm_asm_call(x, m->t_void, "fence.mbarrier_init.release.cluster;", "~{memory}", NULL, 0);
 	LLVMBuildBr(x->b, bs);
 	LLVMPositionBuilderAtEnd(x->b, bs);
 	mm_intrinsic(x, "llvm.nvvm.barrier0", NULL, 0, NULL, 0);
@@ -247,17 +283,19 @@ void mm_ws_tile_loop(Mm *x, LLVMValueRef block, LLVMValueRef nblocks, const int 
 	LLVMBuildCondBr(x->b, LLVMBuildICmp(x->b, LLVMIntULT, tid, mm_i64c(x, MM_THREADS), ""), bm, bc);
 
 	LLVMPositionBuilderAtEnd(x->b, bm);
+	set_maxnreg(x, true, MM_WS_MUL_REGS);
 	x->wsbar = true;
 	role(x, &w, block, nblocks, wr, nw, false);
 	x->wsbar = false;
 	LLVMBuildBr(x->b, bd);
 
 	LLVMPositionBuilderAtEnd(x->b, bc);
-	x->tid = LLVMBuildSub(x->b, tid, mm_i64c(x, MM_THREADS), "");
-	x->ldn = MM_WS_COPIERS;
+	set_maxnreg(x, false, MM_WS_COPY_REGS);
+	LLVMBasicBlockRef b1 = LLVMAppendBasicBlockInContext(m->ctx, kb->fn, "ws.copier");
+	LLVMBuildCondBr(x->b, LLVMBuildICmp(x->b, LLVMIntEQ, tid, mm_i64c(x, MM_THREADS), ""),
+			b1, bd);
+	LLVMPositionBuilderAtEnd(x->b, b1);
 	role(x, &w, block, nblocks, wr, nw, true);
-	x->ldn = 0;
-	x->tid = tid;
 	LLVMBuildBr(x->b, bd);
 
 	LLVMPositionBuilderAtEnd(x->b, bd);

@@ -107,6 +107,7 @@ static const char *param_type(const CgParam *p)
 	case CG_PARAM_SCALAR: return "f64";
 	case CG_PARAM_DIM: return "i64";
 	case CG_PARAM_SCRATCH: return "ptr";
+	case CG_PARAM_TMAP: return "tmap";
 	}
 	return "?";
 }
@@ -200,6 +201,31 @@ static void rule_json(JsonW *w, const CgLaunch *l)
 	jw_end(w);
 }
 
+/* A tensor map argument: {"tmap": {"tensor", "dims", "strides", "box"}}. */
+static void tmap_json(JsonW *w, const Graph *g, const CgArg *a)
+{
+	jw_key(w, "tmap");
+	jw_obj(w);
+	jw_key(w, "tensor");
+	jw_str(w, g->tensors[a->tensor].name);
+	jw_key(w, "dims");
+	jw_arr(w);
+	for (int k = 0; k < a->tm.rank; k++)
+		jw_int(w, a->tm.dim[k]);
+	jw_end(w);
+	jw_key(w, "strides");
+	jw_arr(w);
+	for (int k = 1; k < a->tm.rank; k++)
+		jw_int(w, a->tm.stride[k]);
+	jw_end(w);
+	jw_key(w, "box");
+	jw_arr(w);
+	for (int k = 0; k < a->tm.rank; k++)
+		jw_int(w, a->tm.box[k]);
+	jw_end(w);
+	jw_end(w);
+}
+
 static void args_json(JsonW *w, const Graph *g, const CgBound *b)
 {
 	jw_key(w, "args");
@@ -231,6 +257,9 @@ static void args_json(JsonW *w, const Graph *g, const CgBound *b)
 				jw_bool(w, true);   /* the rule's bytes */
 			else
 				jw_int(w, a->i);
+			break;
+		case CG_ARG_TMAP:
+			tmap_json(w, g, a);
 			break;
 		}
 		jw_end(w);

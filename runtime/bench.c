@@ -143,9 +143,13 @@ static RtStatus sets_alloc(RtSession *s, Sets *st, int nsets, Diag *d)
 		st->bufs[k][pl->ntensors] = s->bufs[pl->ntensors];   /* the shared scratch */
 		for (int l = 0; l < pl->nlaunches; l++) {
 			int na = pl->launches[l].nargs;
-			st->slots[k][l] = xcalloc((size_t)na + 1, sizeof ***st->slots);
+			st->slots[k][l] = rt_slots_new(&pl->launches[l]);
 			st->argv[k][l] = xcalloc((size_t)na + 1, sizeof ***st->argv);
 			rt_pack_args(&pl->launches[l], st->bufs[k], st->slots[k][l], st->argv[k][l]);
+			RtStatus rs = rt_tmaps_encode(s, &pl->launches[l], st->bufs[k],
+						      st->argv[k][l], d);
+			if (rs != RT_OK)
+				return rs;
 		}
 	}
 	return RT_OK;

@@ -25,7 +25,7 @@
 
 #include "rt.h"
 
-static const char *const param_names[] = {"ptr", "i64", "i32", "f64", "f32"};
+static const char *const param_names[] = {"ptr", "i64", "i32", "f64", "f32", "tmap"};
 _Static_assert(COUNTOF(param_names) == RT_P_COUNT, "param_names: one per RtParamType");
 
 const char *rt_param_name(RtParamType t)
@@ -622,6 +622,95 @@ static int parse_float(Parser *p, const cJSON *v, const char *path, double *out)
 	return perr(p, path, "expected a number, got %s", type_name(v));
 }
 
+/* An integer array member `key` of n entries in [lo, hi]. */
+static int get_ints(Parser *p, const cJSON *obj, const char *path, const char *key, int n,
+		    int64_t lo, int64_t hi, int64_t *out)
+{
+	bool absent;
+	char sp[PATH_MAX_], ip[PATH_MAX_];
+	const cJSON *a = member(p, obj, path, key, cJSON_Array, true, &absent);
+	if (!a)
+		return -1;
+	subpath(sp, path, key);
+	if (cJSON_GetArraySize(a) != n)
+		return perr(p, sp, "expected %d entries, got %d", n, cJSON_GetArraySize(a));
+	const cJSON *e = a->child;
+	for (int k = 0; k < n; k++, e = e->next) {
+		indexpath(ip, sp, k);
+		if (check_int(p, e, ip, lo, hi, &out[k]) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* {"tmap": {"tensor", "dims", "strides", "box"}} (docs/plan-format.md): a map the
+ * TMA copies by, which must stay inside the tensor's buffer, so that no launch can
+ * read past it whatever the plan says. */
+static int parse_tmap(Parser *p, RtPlan *pl, const cJSON *v, const char *vp, RtArg *arg)
+{
+	if (!cJSON_IsObject(v))
+		return perr(p, vp, "expected an object, got %s", type_name(v));
+	if (pl->ndim_names)
+		return perr(p, vp, "a tensor map needs fixed sizes: a plan for every size "
+			    "has none");
+	const char *name;
+	char sp[PATH_MAX_];
+	if (get_string(p, v, vp, "tensor", true, &name) < 0)
+		return -1;
+	subpath(sp, vp, "tensor");
+	arg->tensor = rt_plan_find_tensor(pl, name);
+	if (arg->tensor < 0)
+		return perr(p, sp, "unknown tensor '%s'", name);
+	const RtTensor *t = &pl->tensors[arg->tensor];
+	if (!t->buffer && t->alias < 0)
+		return perr(p, sp, "tensor '%s' has no buffer", name);
+	if (t->dtype != DT_F16 && t->dtype != DT_BF16)
+		return perr(p, sp, "tensor '%s' is %s: tensor maps take f16 and bf16", name,
+			    ir_dtype_name(t->dtype));
+	bool absent;
+	const cJSON *dims = member(p, v, vp, "dims", cJSON_Array, true, &absent);
+	if (!dims)
+		return -1;
+	int rank = cJSON_GetArraySize(dims);
+	if (rank < 2 || rank > RT_TMAP_MAXRANK) {
+		subpath(sp, vp, "dims");
+		return perr(p, sp, "%d dims; a tensor map has 2 to %d", rank, RT_TMAP_MAXRANK);
+	}
+	RtTmap *tm = ARENA_NEW(p->a, RtTmap, 1);
+	int64_t d[RT_TMAP_MAXRANK], st[RT_TMAP_MAXRANK] = {0}, box[RT_TMAP_MAXRANK];
+	if (get_ints(p, v, vp, "dims", rank, 1, INT64_C(1) << 32, d) < 0 ||
+	    get_ints(p, v, vp, "strides", rank - 1, 16, (INT64_C(1) << 40) - 16, st + 1) < 0 ||
+	    get_ints(p, v, vp, "box", rank, 1, 256, box) < 0)
+		return -1;
+	int es = ir_dtype_size(t->dtype);
+	/* the kernels' panels: 128 bytes of the contiguous dim, the 128-byte swizzle */
+	subpath(sp, vp, "box");
+	if (box[0] * es != 128)
+		return perr(p, sp, "the box's first dim is %lld elements: it must be 128 bytes "
+			    "(%d elements)", (long long)box[0], 128 / es);
+	uint64_t reach = (uint64_t)d[0] * (uint64_t)es;
+	subpath(sp, vp, "strides");
+	for (int k = 1; k < rank; k++) {
+		if (st[k] % 16)
+			return perr(p, sp, "stride %lld is not a multiple of 16 bytes",
+				    (long long)st[k]);
+		/* d and st are below 2^33 and 2^40: no product or sum here overflows */
+		reach += (uint64_t)(d[k] - 1) * (uint64_t)st[k];
+	}
+	if (reach > t->bytes)
+		return perr(p, vp, "the map reaches %llu bytes into tensor '%s', which has %llu",
+			    (unsigned long long)reach, name, (unsigned long long)t->bytes);
+	tm->rank = rank;
+	for (int k = 0; k < rank; k++) {
+		tm->dim[k] = (uint64_t)d[k];
+		tm->stride[k] = (uint64_t)st[k];
+		tm->box[k] = (uint32_t)box[k];
+	}
+	tm->dtype = t->dtype == DT_F16 ? 6 : 9;   /* CU_TENSOR_MAP_DATA_TYPE_FLOAT16, BFLOAT16 */
+	arg->tm = tm;
+	return 0;
+}
+
 static int parse_arg(Parser *p, RtPlan *pl, const RtKernel *k, int i, const cJSON *j,
 		     const char *path, RtArg *arg)
 {
@@ -691,6 +780,8 @@ static int parse_arg(Parser *p, RtPlan *pl, const RtKernel *k, int i, const cJSO
 	case RT_P_F64:
 	case RT_P_F32:
 		return parse_float(p, v, vp, &arg->f);
+	case RT_P_TMAP:
+		return parse_tmap(p, pl, v, vp, arg);
 	default:
 		die("bad parameter type %d", (int)want);
 	}
@@ -1278,6 +1369,25 @@ static int ptx_param_kind(const char *t, size_t n)
 	return -1;
 }
 
+/* After `.align` at *q: ` 64 .b8 NAME[128]`, a tensor map (RT_P_TMAP), else -1;
+ * *q moves past what it read. */
+static int ptx_tmap_param(const char **q, const char *end)
+{
+	const char *r = skip_space(*q, end), *want = "64";
+	if (end - r < 2 || memcmp(r, want, 2) != 0 || (end - r > 2 && ident_char(r[2])))
+		return -1;
+	r = skip_space(r + 2, end);
+	if (end - r < 4 || memcmp(r, ".b8", 3) != 0 || ident_char(r[3]))
+		return -1;
+	r = skip_space(r + 3, end);
+	while (r < end && ident_char(*r))
+		r++;
+	if (end - r < 5 || memcmp(r, "[128]", 5) != 0)
+		return -1;
+	*q = r + 5;
+	return RT_P_TMAP;
+}
+
 /* Check one entry's parameter list (from just after '(') against kernel k. */
 static int check_entry(const RtKernel *k, const char *q, const char *end, const char *file,
 		       Diag *d)
@@ -1296,6 +1406,8 @@ static int check_entry(const RtKernel *k, const char *q, const char *end, const 
 		while (q < end && ident_char(*q))
 			q++;
 		int kind = ptx_param_kind(t, (size_t)(q - t));
+		if (q - t == 6 && !memcmp(t, ".align", 6))
+			kind = ptx_tmap_param(&q, end);
 		if (i < k->nparams) {
 			RtParamType want = k->params[i] == RT_P_PTR ? RT_P_I64 : k->params[i];
 			if (kind != (int)want) {

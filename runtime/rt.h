@@ -37,8 +37,24 @@ typedef enum {
 
 /* ---- the plan (docs/plan-format.md) ---------------------------------------- */
 
-typedef enum { RT_P_PTR, RT_P_I64, RT_P_I32, RT_P_F64, RT_P_F32, RT_P_COUNT } RtParamType;
+/* RT_P_TMAP: a TMA tensor map of 128 bytes, passed by value (`.param .align 64 .b8
+ * NAME[128]` in the PTX), which the runtime encodes from the launch's description
+ * (RtTmap) and the tensor's device address. */
+typedef enum { RT_P_PTR, RT_P_I64, RT_P_I32, RT_P_F64, RT_P_F32, RT_P_TMAP, RT_P_COUNT } RtParamType;
 const char *rt_param_name(RtParamType t);    /* "ptr", "i64", … */
+
+enum { RT_TMAP_BYTES = 128, RT_TMAP_ALIGN = 64, RT_TMAP_MAXRANK = 5 };
+
+/* A {"tmap": …} argument (docs/plan-format.md): a tiled map over the tensor's
+ * buffer, dims innermost first, byte strides of dims 1.., the box, elements of the
+ * tensor's dtype (f16 or bf16), 128-byte swizzle, zeros outside. */
+typedef struct {
+	int rank;
+	uint64_t dim[RT_TMAP_MAXRANK];
+	uint64_t stride[RT_TMAP_MAXRANK];  /* [0] unused */
+	uint32_t box[RT_TMAP_MAXRANK];
+	int dtype;             /* CUtensorMapDataType */
+} RtTmap;
 
 typedef struct {
 	const char *name;
@@ -72,8 +88,9 @@ typedef struct {
 
 typedef struct {
 	RtParamType type;
-	int tensor;            /* RT_P_PTR: index into RtPlan.tensors; RtPlan.ntensors for
-				  the launch's scratch (i = its bytes) */
+	int tensor;            /* RT_P_PTR, RT_P_TMAP: index into RtPlan.tensors;
+				  RtPlan.ntensors for the launch's scratch (i = its bytes) */
+	const RtTmap *tm;      /* RT_P_TMAP */
 	int64_t i;             /* RT_P_I64, RT_P_I32 */
 	double f;              /* RT_P_F64, RT_P_F32 */
 	int dim;               /* a plan for every size: i is the launch's size of this
@@ -230,8 +247,13 @@ typedef union {
 	float f32;
 } RtArgSlot;
 
+/* The argument storage of launch l: its slots, then room for its tensor maps, 64
+ * bytes aligned (free() frees it). */
+RtArgSlot *rt_slots_new(const RtLaunch *l);
 /* Fill slots[i] with the value of launch argument i and argv[i] = &slots[i], the
- * kernelParams array cuLaunchKernel reads. bufs[t] is tensor t's device address. */
+ * kernelParams array cuLaunchKernel reads. bufs[t] is tensor t's device address.
+ * A tensor map's argument points into the room after the slots (rt_slots_new),
+ * zeroed here: the session encodes it (it needs the driver). */
 void rt_pack_args(const RtLaunch *l, const uint64_t *bufs, RtArgSlot *slots, void **argv);
 
 /* ---- sessions on a device -------------------------------------------------- */

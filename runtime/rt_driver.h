@@ -88,7 +88,10 @@ enum {
 	  (CUgraphExec *, CUgraph, unsigned long long)) \
 	X(cuGraphLaunch, "cuGraphLaunch", 0, (CUgraphExec, CUstream)) \
 	X(cuGraphExecDestroy, "cuGraphExecDestroy", 0, (CUgraphExec)) \
-	X(cuGraphDestroy, "cuGraphDestroy", 0, (CUgraph))
+	X(cuGraphDestroy, "cuGraphDestroy", 0, (CUgraph)) \
+	X(cuTensorMapEncodeTiled, "cuTensorMapEncodeTiled", 0, \
+	  (void *, int, unsigned, void *, const uint64_t *, const uint64_t *, const unsigned *, \
+	   const unsigned *, int, int, int, int))
 
 typedef struct {
 	void *lib;             /* dlopen handle */
@@ -138,6 +141,13 @@ RtStatus rt_driver_fail(const RtDriver *drv, Diag *d, const char *call, CUresult
 	} while (0)
 /* "cuMemAlloc(&p, n)" -> "cuMemAlloc_v2": the symbol name of a call's text. */
 const char *rt_call_name_(const char *call_text);
+
+/* Encode launch l's tensor maps (argv from rt_pack_args) over the buffers bufs:
+ * 128-byte swizzle, L2 promotion of 256 bytes, zeros outside. RT_ERR_DEVICE when
+ * the driver has no cuTensorMapEncodeTiled (before CUDA 12) or refuses a map (a
+ * buffer bound by the caller that is not 16-byte aligned). */
+RtStatus rt_tmaps_encode(RtSession *s, const RtLaunch *l, const uint64_t *bufs, void **argv,
+			 Diag *d);
 
 /* Launch step launches [0, n) with the buffer set whose packed arguments are argv
  * (argv[i] for launch i); between launches, record events ev[i] (may be NULL). */

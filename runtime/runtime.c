@@ -102,12 +102,38 @@ uint64_t rt_launch_bytes(const RtPlan *p, const RtLaunch *l)
 
 /* ---- argument packing ------------------------------------------------------ */
 
+/* Bytes of launch l's slots, up to its tensor maps (a multiple of RT_TMAP_ALIGN). */
+static size_t slots_bytes(const RtLaunch *l)
+{
+	size_t n = ((size_t)l->nargs + 1) * sizeof(RtArgSlot);
+	return (n + RT_TMAP_ALIGN - 1) / RT_TMAP_ALIGN * RT_TMAP_ALIGN;
+}
+
+RtArgSlot *rt_slots_new(const RtLaunch *l)
+{
+	size_t n = slots_bytes(l);
+	for (int i = 0; i < l->nargs; i++)
+		n += l->args[i].type == RT_P_TMAP ? RT_TMAP_BYTES : 0;
+	void *p = aligned_alloc(RT_TMAP_ALIGN, n);
+	if (!p)
+		die("out of memory (%zu bytes)", n);
+	memset(p, 0, n);
+	return p;
+}
+
 void rt_pack_args(const RtLaunch *l, const uint64_t *bufs, RtArgSlot *slots, void **argv)
 {
+	unsigned char *maps = (unsigned char *)slots + slots_bytes(l);
 	for (int i = 0; i < l->nargs; i++) {
 		const RtArg *a = &l->args[i];
 		RtArgSlot *s = &slots[i];
 		memset(s, 0, sizeof *s);
+		if (a->type == RT_P_TMAP) {
+			memset(maps, 0, RT_TMAP_BYTES);
+			argv[i] = maps;
+			maps += RT_TMAP_BYTES;
+			continue;
+		}
 		switch (a->type) {
 		case RT_P_PTR: s->ptr = bufs[a->tensor]; break;
 		case RT_P_I64: s->i64 = a->i; break;
@@ -198,6 +224,40 @@ static void diag_prefix(Diag *d, const char *fmt, ...)
 	snprintf(old, sizeof old, "%s", d->msg);
 	if (snprintf(d->msg, sizeof d->msg, "%s: %s", pre, old) >= (int)sizeof d->msg)
 		d->msg[sizeof d->msg - 1] = '\0';
+}
+
+RtStatus rt_tmaps_encode(RtSession *s, const RtLaunch *l, const uint64_t *bufs, void **argv,
+			 Diag *d)
+{
+	for (int i = 0; i < l->nargs; i++) {
+		const RtArg *a = &l->args[i];
+		if (a->type != RT_P_TMAP)
+			continue;
+		if (!s->drv.cuTensorMapEncodeTiled) {
+			diag_set(d, "", 0, 0, "the CUDA driver library '%s' has no "
+				 "cuTensorMapEncodeTiled, which the plan's TMA tiles need (CUDA 12 "
+				 "or later)", s->drv.path);
+			return RT_ERR_DEVICE;
+		}
+		const RtTmap *tm = a->tm;
+		unsigned box[RT_TMAP_MAXRANK], one[RT_TMAP_MAXRANK];
+		for (int k = 0; k < tm->rank; k++) {
+			box[k] = tm->box[k];
+			one[k] = 1;
+		}
+		/* swizzle 128B (3), L2 promotion 256B (3), zeros outside (OOB fill none) */
+		CUresult r = s->drv.cuTensorMapEncodeTiled(argv[i], tm->dtype, (unsigned)tm->rank,
+			(void *)(uintptr_t)bufs[a->tensor], tm->dim, tm->stride + 1, box, one,
+			0, 3, 3, 0);
+		if (r != CUDA_SUCCESS) {
+			rt_driver_fail(&s->drv, d, "cuTensorMapEncodeTiled", r);
+			diag_prefix(d, "the tensor map of argument %d over tensor '%s' (at 0x%llx)",
+				    i, s->plan->tensors[a->tensor].name,
+				    (unsigned long long)bufs[a->tensor]);
+			return RT_ERR_DEVICE;
+		}
+	}
+	return RT_OK;
 }
 
 static RtStatus driver_open(RtDriver *drv, Diag *d)
@@ -496,9 +556,12 @@ static RtStatus alloc_buffers(RtSession *s, Diag *d)
 	s->argv = xcalloc((size_t)pl->nlaunches + 1, sizeof *s->argv);
 	for (int i = 0; i < pl->nlaunches; i++) {
 		const RtLaunch *l = &pl->launches[i];
-		s->slots[i] = xcalloc((size_t)l->nargs + 1, sizeof **s->slots);
+		s->slots[i] = rt_slots_new(l);
 		s->argv[i] = xcalloc((size_t)l->nargs + 1, sizeof **s->argv);
 		rt_pack_args(l, s->bufs, s->slots[i], s->argv[i]);
+		RtStatus st = rt_tmaps_encode(s, l, s->bufs, s->argv[i], d);
+		if (st != RT_OK)
+			return st;
 	}
 	return RT_OK;
 }
@@ -732,8 +795,12 @@ RtStatus rt_session_bind(RtSession *s, int tensor, uint64_t devptr, Diag *d)
 	for (int i = 0; i < pl->ntensors; i++)
 		if (pl->tensors[i].alias == tensor)
 			s->bufs[i] = p;
-	for (int i = 0; i < pl->nlaunches; i++)
+	for (int i = 0; i < pl->nlaunches; i++) {
 		rt_pack_args(&pl->launches[i], s->bufs, s->slots[i], s->argv[i]);
+		RtStatus st = rt_tmaps_encode(s, &pl->launches[i], s->bufs, s->argv[i], d);
+		if (st != RT_OK)
+			return st;
+	}
 	return RT_OK;
 }
 

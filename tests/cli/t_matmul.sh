@@ -189,8 +189,11 @@ fi
 # warp-specialized wgmma (codegen/matmul_ws.c): the host runs their tiles as the
 # plain wgmma loop, checked against the interpreter (odd edges, transposed operands,
 # batches, alike siblings); the GPU plan has 384 threads a block (the third
-# warpgroup copies) and at most a block per SM, and its module holds the mbarrier
-# ring; a kernel of siblings that are not alike keeps the rule's loop
+# warpgroup copies, by TMA) and at most a block per SM, its kernels take a tensor
+# map per operand (the first, then each sibling's second) that the launch
+# describes over the operand's buffer, and its module holds the mbarrier ring; a
+# kernel of siblings that are not alike, or an operand whose rows are not a
+# multiple of 16 bytes (the odd shapes), keeps the rule's loop
 for cg in wg128x256x64s4ws:mm_check_bf16 wg128x256x64s4ws:mm_siblings_bf16 wg128x128x64s4ws:mm_check_views_f16; do
 	check "ws-$cg" 0 env FUSEC_MATMUL_TILES=${cg%%:*} "$FUSEC" run tests/bench/gpu/${cg#*:}.json --backend cpu --check
 done
@@ -200,21 +203,60 @@ for c in wg128x128x64s4ws wg128x256x64s4ws; do
 import json, sys
 p = json.load(open(sys.argv[1]))
 ks = {k["name"]: k for k in p["kernels"]}
+ts = {t["name"]: t for t in p["tensors"]}
 n = 0
 for s in p["steps"]:
     for l in s["launches"]:
-        if ks[l["kernel"]].get("tiles") != sys.argv[2]:
+        k = ks[l["kernel"]]
+        maps = [a["tmap"] for a in l["args"] if "tmap" in a]
+        if k.get("tiles") != sys.argv[2]:
+            assert not maps and "tmap" not in k["params"], k["name"]
             continue
         n += 1
         assert l["block"] == [384, 1, 1], l["block"]
         assert 1 <= l["grid"][0] <= 132, l["grid"]
-assert n > 0, "no launch of " + sys.argv[2]
+        assert k["params"][-2:] == ["tmap", "tmap"], k["params"]
+        # the maps of a and b, each over the tensor the launch reads, inside it
+        names = [a["tensor"] for a in l["args"] if "tensor" in a]
+        assert [m["tensor"] for m in maps] == names[:2], (maps, names)
+        for m in maps:
+            t = ts[m["tensor"]]
+            assert m["box"][0] == 64 and all(st % 16 == 0 for st in m["strides"]), m
+            reach = m["dims"][0] * 2 + sum((d - 1) * st for d, st in zip(m["dims"][1:], m["strides"]))
+            size = 2
+            for d in t["shape"]:
+                size *= d
+            assert reach <= size, (m, t)
+        # a's map: K innermost, then the rows; b's: the columns, then K
+        a, b = maps
+        assert a["dims"][0] == b["dims"][1] and a["box"][1] == 128, maps
+assert n == 2, "launches of %s: %d" % (sys.argv[2], n)
 print("ok", n)
 PY
 	contains "ws-$c-launch" "$TMP/ws.out" "ok"
+	# the runtime encodes the maps over the launch's buffers (fakecuda records
+	# them: the buffer, then dims/box per dim), and refuses plans whose maps
+	# would reach past a buffer or break the kernels' layout
+	rm -f "$TMP/ws.trace"
+	check "ws-$c-encode" 3 env FUSEC_LIBCUDA="$(dirname "$FUSEC")/tests/fakecuda.so" FUSEC_NO_GRAPH=1 \
+		FAKECUDA_TRACE="$TMP/ws.trace" "$(dirname "$FUSEC")/fusec-run" "$TMP/ws-$c"
+	contains "ws-$c-encode-maps" "$TMP/ws.trace" "tmap(buf0+0;72/64x129/128x6/1),tmap(buf1+0;136/64x72/"
 	contains "ws-$c-mbarrier" "$TMP/ws-$c/mm_check_bf16.ptx" "mbarrier.try_wait.parity"
 	contains "ws-$c-maxntid" "$TMP/ws-$c/mm_check_bf16.ptx" ".maxntid 384"
 	if [ -x "$PTXAS" ]; then
 		check "ws-$c-ptxas" 0 "$PTXAS" -arch=sm_90a "$TMP/ws-$c/mm_check_bf16.ptx" -o "$TMP/ws.cubin"
 	fi
 done
+ws_bad() {   # NAME SED MESSAGE: the ws plan edited by SED is refused with MESSAGE
+	mkdir -p "$TMP/wsbad" && cp "$TMP/ws-wg128x128x64s4ws/mm_check_bf16.ptx" "$TMP/wsbad/" &&
+		sed "$2" "$TMP/ws-wg128x128x64s4ws/mm_check_bf16.plan.json" >"$TMP/wsbad/mm_check_bf16.plan.json"
+	check "ws-bad-$1" 1 env FUSEC_LIBCUDA="$(dirname "$FUSEC")/tests/fakecuda.so" \
+		"$(dirname "$FUSEC")/fusec-run" "$TMP/wsbad" &&
+		contains "ws-bad-$1-msg" "$TMP/err" "$3"
+}
+ws_bad stride 's/"strides":\[144,/"strides":[136,/' "stride 136 is not a multiple of 16 bytes"
+ws_bad reach 's/"dims":\[72,129,6\]/"dims":[72,129,7]/' "the map reaches 130032 bytes into tensor 'big_fast_a', which has 111456"
+ws_bad box 's/"box":\[64,128,1\]/"box":[32,128,1]/' "it must be 128 bytes (64 elements)"
+ws_bad nobuf 's/"tensor":"big_fast_a","dims"/"tensor":"big_fast_mm","dims"/' "tensor 'big_fast_mm' has no buffer"
+ws_bad ptx 's/"tmap","tmap"\]/"i64","tmap"]/; s/{"tmap":{"tensor":"big_fast_a","dims":\[72,129,6\],"strides":\[144,18576\],"box":\[64,128,1\]}}/{"i64":0}/' \
+	"parameter 8 is '.align 64 .b8"

@@ -120,7 +120,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		for (int i = 0; i < p->nlaunches; i++) {
 			const RtLaunch *l = &p->launches[i];
 			(void)rt_launch_bytes(p, l);
-			RtArgSlot *slots = calloc((size_t)l->nargs + 1, sizeof *slots);
+			RtArgSlot *slots = rt_slots_new(l);
 			void **argv = calloc((size_t)l->nargs + 1, sizeof *argv);
 			rt_pack_args(l, bufs, slots, argv);
 			free(slots);

@@ -53,7 +53,7 @@ typedef unsigned long long CUdeviceptr;
 
 enum { MAX_ALLOCS = 4096 };
 
-enum { MAX_PARAMS = 64 };
+enum { MAX_PARAMS = 64, TMAP_BYTES = 128 };
 enum {
 	E_INVALID_VALUE = 1, E_OUT_OF_MEMORY = 2, E_ILLEGAL_STATE = 401, E_ILLEGAL_ADDRESS = 700,
 	E_LAUNCH_FAILED = 719, E_NOT_SUPPORTED = 801, E_CAPTURE_UNSUPPORTED = 900,
@@ -377,6 +377,49 @@ CUresult cuModuleGetFunction(void **f, void *mod, const char *name)
 	return 0;
 }
 
+/* Encode a tiled tensor map with the driver's checks (cuda.h's documentation of
+ * cuTensorMapEncodeTiled) and our own layout of its 128 bytes, for the trace: the
+ * address, the rank, the dims (words 2..6), the strides (7..11; [7] 0), then the
+ * box (five 32-bit words). It must cover memory inside one allocation: the dims' reach from the
+ * address. */
+CUresult cuTensorMapEncodeTiled(void *map, int type, unsigned rank, void *addr,
+				const unsigned long long *dim, const unsigned long long *stride,
+				const unsigned *box, const unsigned *estride, int interleave,
+				int swizzle, int l2, int oob)
+{
+	static const int size[] = {1, 2, 4, 4, 8, 8, 2, 4, 8, 2, 4, 4, 4};
+	if (!map || (uintptr_t)map % 64 || type < 0 || type > 12 || rank < 1 || rank > 5 ||
+	    (uintptr_t)addr % 16 || interleave || swizzle < 0 || swizzle > 3 || l2 < 0 ||
+	    l2 > 3 || (oob != 0 && oob != 1))
+		return E_INVALID_VALUE;
+	int es = size[type];
+	unsigned long long reach = 0;
+	for (unsigned k = 0; k < rank; k++) {
+		if (!dim[k] || dim[k] > (1ull << 32) || !box[k] || box[k] > 256 || !estride[k] ||
+		    estride[k] > 8)
+			return E_INVALID_VALUE;
+		if (k > 0 && (stride[k - 1] % 16 || stride[k - 1] >= (1ull << 40)))
+			return E_INVALID_VALUE;
+		reach += k ? (dim[k] - 1) * stride[k - 1] : dim[0] * (unsigned long long)es;
+	}
+	if ((box[0] * (unsigned)es) % 16 || (swizzle == 3 && box[0] * (unsigned)es > 128) ||
+	    (swizzle == 2 && box[0] * (unsigned)es > 64) || (swizzle == 1 && box[0] * (unsigned)es > 32))
+		return E_INVALID_VALUE;
+	if (find((CUdeviceptr)(uintptr_t)addr, (size_t)reach) < 0)
+		return E_INVALID_VALUE;
+	unsigned long long w[12] = {(uintptr_t)addr, rank};
+	unsigned b[5] = {0};
+	for (unsigned k = 0; k < rank; k++) {
+		w[2 + k] = dim[k];
+		w[7 + k] = k ? stride[k - 1] : 0;
+		b[k] = box[k];
+	}
+	memset(map, 0, TMAP_BYTES);
+	memcpy(map, w, sizeof w);
+	memcpy((char *)map + sizeof w, b, sizeof b);
+	return 0;
+}
+
 CUresult cuFuncSetAttribute(void *f, int attr, int v) { return attr == 8 && v <= (227 << 10) ? 0 : 1; }
 
 CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t n)
@@ -478,8 +521,21 @@ static void trace_kernel(const Func *fn, const unsigned *grid, const unsigned *b
 	for (int i = 0; i < fn->nparams; i++) {
 		unsigned long long v = 0;
 		memcpy(&v, params[i], (size_t)(fn->psize[i] < 8 ? fn->psize[i] : 8));
-		int k = fn->psize[i] == 8 ? find(v, 1) : -1;
-		if (k >= 0)
+		int k = fn->psize[i] == 8 || fn->psize[i] == TMAP_BYTES ? find(v, 1) : -1;
+		if (fn->psize[i] == TMAP_BYTES) {   /* a map of ours: its address first */
+			unsigned long long w[12];
+			unsigned b[5];
+			memcpy(w, params[i], sizeof w);
+			memcpy(b, (const char *)params[i] + sizeof w, sizeof b);
+			fprintf(f, "%stmap(", i ? "," : " ");
+			if (k >= 0)
+				fprintf(f, "buf%d+%llu", k, v - (unsigned long long)(uintptr_t)allocs[k].p);
+			else
+				fprintf(f, "0x%llx", v);
+			for (unsigned r = 0; r < w[1] && r < 5; r++)
+				fprintf(f, "%s%llu/%u", r ? "x" : ";", w[2 + r], b[r]);
+			fprintf(f, ")");
+		} else if (k >= 0)
 			fprintf(f, "%sbuf%d+%llu", i ? "," : " ", k,
 				v - (unsigned long long)(uintptr_t)allocs[k].p);
 		else

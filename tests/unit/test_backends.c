@@ -1431,10 +1431,11 @@ static const MmCase mm_cases[] = {
 	 false, "wg128x128x64s4"},
 	{"wg 128x256 tiles exact batch 3x1 by 1x2", DT_BF16, {3, 1}, {1, 2}, 65, 72, 136, "none", true,
 	 0, false, "wg128x256x64s4"},
-	/* warp-specialized wgmma (matmul_ws.c; the host runs its tiles as wg's) */
-	{"ws 128x128 tiles 130x260x72", DT_BF16, {2, 1}, {1, 1}, 130, 260, 72, "bias_relu", false, 0,
+	/* warp-specialized wgmma (matmul_ws.c; the host runs its tiles as wg's): rows
+	 * of multiples of 16 bytes, which its tensor maps need, edges in every dim */
+	{"ws 128x128 tiles 130x264x72", DT_BF16, {2, 1}, {1, 1}, 130, 264, 72, "bias_relu", false, 0,
 	 false, "wg128x128x64s4ws"},
-	{"ws 128x256 tiles a^T b^T 129x300x40", DT_F16, {0}, {0}, 129, 300, 40, "residual_gelu",
+	{"ws 128x256 tiles a^T b^T 136x296x40", DT_F16, {0}, {0}, 136, 296, 40, "residual_gelu",
 	 false, 3, false, "wg128x256x64s4ws"},
 };
 enum { MM_NCASES = (int)(sizeof mm_cases / sizeof mm_cases[0]) };

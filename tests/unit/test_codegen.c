@@ -244,6 +244,9 @@ static void call_kernel(Rel *r, Tensors *ts, const CgKernel *k, HostKernel fn, i
 			ptrs[i] = NULL;   /* set below, once the launch is known */
 			args[i] = &ptrs[i];
 			break;
+		case CG_PARAM_TMAP:
+			fail_msg("a host kernel takes a tensor map");
+			break;
 		}
 	}
 	/* cooperative kernels: the launch's geometry after the last parameter */
