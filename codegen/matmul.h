@@ -301,6 +301,14 @@ LLVMValueRef mm_smem_elem(Mm *x, int w, LLVMValueRef soff, LLVMValueRef row,
  * tensor id of s: the id in matmul g of each id of the first's ops, the first's row
  * the identity; -1 elsewhere). */
 bool mm_alike(const CgKernelSpec *s, const int *mem, int ng, int nt, int *map);
+/* The tensor operand t of the matmul at s->ops[mi] is read from in memory: t itself,
+ * or what its leading swap_dims / permute view reads; perm[d] (rank entries) the dim
+ * of that tensor which is t's dim d. */
+const RelTensor *mm_operand_view(const CgKernelSpec *s, int mi, const RelTensor *t, int *perm);
+/* The TMA tensor map of parameter id of s's kernel under configuration c at these
+ * dims (cg_matmul_tmap). */
+bool mm_tmap(const CgKernelSpec *s, const MmConfig *c, int id, const int64_t *dims, int ndims,
+	     int *tensor, CgTmap *tm);
 /* Whether every operand of s (the first, each sibling's second) has a TMA tensor map
  * under configuration c at the launch's dims (cg_matmul_tmap). */
 bool mm_tmaps_ok(const CgKernelSpec *s, const MmConfig *c, const int64_t *dims, int ndims);

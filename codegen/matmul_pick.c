@@ -47,7 +47,6 @@ enum {
 	MM_TC32 = 16,            /* tc128x32x32s3 */
 	MM_DW4 = 17, MM_DW2 = 18, MM_DW1 = 19, /* depthwise channels last */
 	MM_WGT128 = 20, MM_WGT256 = 21, /* wgmma tf32 (sm_90a, --allow-tf32) */
-	MM_WS128 = 27, MM_WS256 = 28, /* wgmma warp-specialized, TMA (sm_90a) */
 	MM_ATT64 = 22, MM_ATT128 = 23,  /* the attention op (matmul_attention.c) */
 	MM_GEMVSK4 = 24, MM_GEMVSK16 = 25, /* gemv split over 4 and 16 blocks */
 	MM_GEMVW = 26,           /* gemv8x128k8 (then its sk4, sk16) */
@@ -344,6 +343,20 @@ static bool ws_applies(const CgKernelSpec *s, const MmConfig *c, const int64_t *
 	return ok;
 }
 
+/* Configuration v's warp-specialized twin (the same tiles, stages and K step) where
+ * it takes the kernel at these dims and they are the launch's own, else v. */
+static int ws_or(const CgKernelSpec *s, int v, bool fixed, const int64_t *dims, int ndims)
+{
+	const MmConfig *c = &mm_configs[v];
+	for (int w = 1; w < MM_NCONFIGS && fixed; w++) {
+		const MmConfig *t = &mm_configs[w];
+		if (t->ws && t->wg == c->wg && t->tf32 == c->tf32 && t->bm == c->bm &&
+		    t->bn == c->bn && t->bk == c->bk && t->stages == c->stages)
+			return ws_applies(s, t, dims, ndims) ? w : v;
+	}
+	return v;
+}
+
 /* A kernel of siblings (mm_members, every output of one shape) runs their tiles one
  * matmul after the other in one launch (matmul_kernel.c, mm_group_units), so its
  * rule is that of one matmul of as many times the columns; the plain evaluator
@@ -487,9 +500,9 @@ int cg_matmul_variant(const CgKernelSpec *s, const char *arch, bool host, bool a
 	 * a multiple of 16 bytes) and the sizes are the launch's own (a plan for every
 	 * size has no tensor maps) */
 	if (wg && big256 >= 3 * MM_WAVE)
-		return fixed && ws_applies(s, &mm_configs[MM_WS256], dims, ndims) ? MM_WS256 : MM_WG256;
+		return ws_or(s, MM_WG256, fixed, dims, ndims);
 	if (wg && 2 * big >= MM_WAVE)
-		return fixed && ws_applies(s, &mm_configs[MM_WS128], dims, ndims) ? MM_WS128 : MM_WG128;
+		return ws_or(s, MM_WG128, fixed, dims, ndims);
 	/* 9 to 16 rows on the tensor cores: K split 4 ways wherever the blocks stay
 	 * within a wave of two per SM (16x4096x4096 bf16: 25 us against 31 split 2
 	 * ways; docs/benchmarks.md, "Tiny M") */
@@ -558,6 +571,21 @@ void cg_matmul_launch(int variant, const CgKernelSpec *s, CgLaunch *l)
 		l->block = MM_WS_THREADS;
 		l->arg[9 + r - 2] = CG_MM_PERSIST;
 	}
+}
+
+int cg_matmul_tmaps(const CgKernelSpec *s, bool gpu)
+{
+	const MmConfig *c = mm_config(s->variant);
+	int mem[IR_MM_GROUP_MAX];
+	if (!gpu || !c || !c->ws)
+		return 0;
+	return 1 + mm_members(s, mem);
+}
+
+bool cg_matmul_tmap(const CgKernelSpec *s, int id, const int64_t *dims, int ndims,
+		    int *tensor, CgTmap *tm)
+{
+	return mm_tmap(s, mm_config(s->variant), id, dims, ndims, tensor, tm);
 }
 
 int cg_matmul_threads(int variant)

@@ -191,35 +191,10 @@ int64_t mm_partial_bytes(const MmConfig *c)
 	return (int64_t)nacc * MM_THREADS * 4;
 }
 
-int cg_matmul_tmaps(const CgKernelSpec *s, bool gpu)
+const RelTensor *mm_operand_view(const CgKernelSpec *s, int mi, const RelTensor *t, int *perm)
 {
-	const MmConfig *c = mm_config(s->variant);
-	int mem[IR_MM_GROUP_MAX];
-	if (!gpu || !c || !c->ws)
-		return 0;
-	return 1 + mm_members(s, mem);
-}
-
-/* The map of operand w of the matmul at s->ops[mi] (docs/plan-format.md, "tmap"):
- * the tensor it reads from memory (its own, or the one its leading views read, as
- * mm_operand_layout), dims innermost first: the operand's contiguous dim, its other
- * tile dim, then its batch dims from the innermost (those of size 1 by
- * broadcast left out, as mm_batch_base does); the box one 128-byte panel of the
- * stage's tile (mm_swz), the kernel copying a tile as panels side by side. */
-static bool tmap_of(const CgKernelSpec *s, const MmConfig *c, int id, const int64_t *dims,
-		    int ndims, int *tensor, CgTmap *tm)
-{
-	int mem[IR_MM_GROUP_MAX];
-	int ng = mm_members(s, mem);
-	if (!c || !c->wg || id < 0 || id > ng)
-		return false;
-	int mi = id == 0 ? mem[0] : mem[id - 1], w = id == 0 ? 0 : 1;
-	const RelOp *mm = &s->ops[mi];
-	const RelTensor *t = &mm->t[w], *src = t;
-	int r = t->rank, perm[IR_MAX_RANK];
-	int es = ir_dtype_size((DType)t->dtype);
-	if (mm->kind != OP_MATMUL || r < 2 || es * 64 != 128)
-		return false;
+	const RelTensor *src = t;
+	int r = t->rank;
 	for (int d = 0; d < r; d++)
 		perm[d] = d;
 	for (int v = 0; v < mi; v++) {
@@ -235,6 +210,31 @@ static bool tmap_of(const CgKernelSpec *s, const MmConfig *c, int id, const int6
 				perm[d] = op->attr.axes[d];
 		}
 	}
+	return src;
+}
+
+/* Map id of s under configuration c (cg_matmul_tmap): the map of operand w of the
+ * matmul at s->ops[mi] (docs/plan-format.md, "tmap"):
+ * the tensor it reads from memory (its own, or the one its leading views read, as
+ * mm_operand_layout), dims innermost first: the operand's contiguous dim, its other
+ * tile dim, then its batch dims from the innermost (those of size 1 by
+ * broadcast left out, as mm_batch_base does); the box one 128-byte panel of the
+ * stage's tile (mm_swz), the kernel copying a tile as panels side by side. */
+bool mm_tmap(const CgKernelSpec *s, const MmConfig *c, int id, const int64_t *dims, int ndims,
+	     int *tensor, CgTmap *tm)
+{
+	int mem[IR_MM_GROUP_MAX];
+	int ng = mm_members(s, mem);
+	if (!c || !c->wg || id < 0 || id > ng)
+		return false;
+	int mi = id == 0 ? mem[0] : mem[id - 1], w = id == 0 ? 0 : 1;
+	const RelOp *mm = &s->ops[mi];
+	const RelTensor *t = &mm->t[w];
+	int r = t->rank, perm[IR_MAX_RANK];
+	int es = ir_dtype_size((DType)t->dtype);
+	if (mm->kind != OP_MATMUL || r < 2 || es * 64 != 128)
+		return false;
+	const RelTensor *src = mm_operand_view(s, mi, t, perm);
 	int64_t sst[IR_MAX_RANK], ost[IR_MAX_RANK];
 	sst[r - 1] = 1;
 	for (int d = r - 2; d >= 0; d--)
@@ -270,19 +270,13 @@ static bool tmap_of(const CgKernelSpec *s, const MmConfig *c, int id, const int6
 	return true;
 }
 
-bool cg_matmul_tmap(const CgKernelSpec *s, int id, const int64_t *dims, int ndims,
-		    int *tensor, CgTmap *tm)
-{
-	return tmap_of(s, mm_config(s->variant), id, dims, ndims, tensor, tm);
-}
-
 bool mm_tmaps_ok(const CgKernelSpec *s, const MmConfig *c, const int64_t *dims, int ndims)
 {
 	int mem[IR_MM_GROUP_MAX], t;
 	CgTmap tm;
 	int n = 1 + mm_members(s, mem);
 	for (int id = 0; id < n; id++)
-		if (!tmap_of(s, c, id, dims, ndims, &t, &tm))
+		if (!mm_tmap(s, c, id, dims, ndims, &t, &tm))
 			return false;
 	return true;
 }

@@ -228,23 +228,9 @@ void mm_tile_batch(Mm *x, LLVMValueRef f)
 void mm_operand_layout(Mm *x, const CgKernelSpec *s, int mi, int w)
 {
 	CgKb *kb = x->kb;
-	const RelTensor *t = w ? x->tb : x->ta, *src = t;
+	const RelTensor *t = w ? x->tb : x->ta;
 	int r = t->rank, perm[IR_MAX_RANK];
-	for (int d = 0; d < r; d++)
-		perm[d] = d;
-	for (int v = 0; v < mi; v++) {
-		const RelOp *op = &s->ops[v];
-		if (op->t[1].id != t->id)
-			continue;
-		src = &op->t[0];
-		if (op->kind == OP_SWAP_DIMS) {
-			perm[op->attr.axes[0]] = op->attr.axes[1];
-			perm[op->attr.axes[1]] = op->attr.axes[0];
-		} else {
-			for (int d = 0; d < r; d++)
-				perm[d] = op->attr.axes[d];
-		}
-	}
+	const RelTensor *src = mm_operand_view(s, mi, t, perm);
 	LLVMValueRef sst[IR_MAX_RANK];
 	sst[r - 1] = mm_i64c(x, 1);
 	for (int d = r - 2; d >= 0; d--)

@@ -63,7 +63,7 @@ check two-schema 0 python3 tests/schema/validate.py docs/schema/fusec-plan-1.sch
 # fusec-run validates it without a GPU: the first arch's launches, the variant named
 if check two-plan-only 0 "$RUN" "$TMP/two" --plan-only; then
 	contains two-plan-only-top "$TMP/out" "plan $TMP/two/$N.plan.json: arch sm_80, ptx $TMP/two/$N.sm_80.ptx"
-	contains two-plan-only-variant "$TMP/out" "variant: arch sm_90a, ptx $TMP/two/$N.sm_90a.ptx, 3 kernels"
+	contains two-plan-only-variant "$TMP/out" "variant: arch sm_90a, ptx $TMP/two/$N.sm_90a.ptx, 4 kernels"
 fi
 # every PTX passes ptxas for its arch
 if [ -n "$PTXAS" ]; then
@@ -98,8 +98,8 @@ check rc-other-miss 1 grep -q "result cache hit" "$TMP/err"
 # the kernel cache keys each arch's kernels apart: all hit the second time (the
 # chunks of both arches counted)
 check kc 0 "$FUSEC" compile $G --arch sm_80,sm_90a -o "$TMP/kc" --cache-dir "$C" --no-result-cache --time &&
-	contains kc-hits "$TMP/err" "for 6 distinct kernels (" &&
-	contains kc-hits "$TMP/err" "kernel cache: 6 of 6 chunks hit (LLVM skipped)"
+	contains kc-hits "$TMP/err" "for 7 distinct kernels (" &&
+	contains kc-hits "$TMP/err" "kernel cache: 7 of 7 chunks hit (LLVM skipped)"
 same_files kc-same "$TMP/kc/$N.plan.json" "$TMP/rc1/$N.plan.json"
 # the JSON line of the summary names the arches
 check json-summary 0 "$FUSEC" compile $G --arch sm_80,sm_90a -o "$TMP/js" --log-format json --log off --no-cache

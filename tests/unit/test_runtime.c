@@ -908,6 +908,48 @@ static void test_graph_rebind(void **state)
 	fake_end(&f);
 }
 
+/* A tensor map argument is encoded when the session opens and again when its
+ * tensor is bound elsewhere, in 64-byte aligned storage, over the tensor's
+ * address; a buffer the driver refuses (not 16-byte aligned) fails the bind with
+ * the argument and the tensor named. fakecuda's encoding: the address, the rank,
+ * the dims, the strides (tests/runtime/fakecuda.c). */
+static void test_tmap_bind(void **state)
+{
+	(void)state;
+	Fake f;
+	Diag d;
+	fake_begin(&f);
+	f.p = rt_plan_load("runtime/tmap/tmap.plan.json", &d);
+	if (!f.p)
+		fail_msg("%s", d.msg);
+	if (rt_session_open(&f.s, f.p, 0, &d) != RT_OK)
+		fail_msg("%s", d.msg);
+	int x = rt_plan_find_tensor(f.p, "x");
+	void *map = f.s->argv[0][1];
+	unsigned long long w[12];
+	assert_int_equal((uintptr_t)map % 64, 0);
+	memcpy(w, map, sizeof w);
+	assert_int_equal(w[0], f.s->bufs[x]);
+	assert_int_equal(w[1], 2);
+	assert_int_equal(w[2], 64);
+	assert_int_equal(w[3], 96);
+	assert_int_equal(w[8], 128);
+	CUdeviceptr mine = 0;
+	assert_int_equal(f.s->drv.cuMemAlloc(&mine, f.p->tensors[x].bytes + 16), 0);
+	assert_int_equal(rt_session_bind(f.s, x, mine + 16, &d), RT_OK);
+	memcpy(w, f.s->argv[0][1], sizeof w);
+	assert_int_equal(w[0], mine + 16);
+	assert_int_equal(rt_session_bind(f.s, x, mine + 2, &d), RT_ERR_DEVICE);
+	assert_non_null(strstr(d.msg, "the tensor map of argument 1 over tensor 'x'"));
+	assert_non_null(strstr(d.msg, "cuTensorMapEncodeTiled failed"));
+	assert_int_equal(rt_session_bind(f.s, x, 0, &d), RT_OK);
+	memcpy(w, f.s->argv[0][1], sizeof w);
+	assert_int_equal(w[0], f.s->bufs[x]);
+	assert_int_equal(f.s->drv.cuMemFree(mine), 0);
+	fake_close(&f);
+	fake_end(&f);
+}
+
 /* A capture that fails at any step leaves the run on direct launches, with the
  * same results and the failing call named; nothing of the capture is left. */
 static void test_graph_capture_fails(void **state)
@@ -1064,6 +1106,7 @@ const struct CMUnitTest runtime_tests[] = {
 	cmocka_unit_test(test_no_driver),
 	cmocka_unit_test(test_graph_replays_direct_launches),
 	cmocka_unit_test(test_graph_rebind),
+	cmocka_unit_test(test_tmap_bind),
 	cmocka_unit_test(test_graph_capture_fails),
 	cmocka_unit_test(test_graph_bench),
 };
