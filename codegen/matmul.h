@@ -45,7 +45,6 @@
 enum {
 	MM_THREADS = CG_MM_THREADS, /* = CG_BLOCK, the kernels' maxntid (launch_rule.h) */
 	MM_WS_THREADS = CG_MM_WS_THREADS, /* ws: MM_THREADS multiplying, a warpgroup copying */
-	MM_WS_COPIERS = MM_WS_THREADS - MM_THREADS,
 	/* ws: registers a thread of the multiplying and of the copying warpgroups
 	 * (setmaxnreg; 2 x 128 x 232 + 128 x 40 = 64,512 of the SM's 65,536) */
 	MM_WS_MUL_REGS = 232,

@@ -142,7 +142,7 @@ static const MmConfig mm_configs[] = {
 	 * copies the stages by TMA (one thread, handed over through mbarriers) while
 	 * the two others multiply, one block per SM loops over the tiles, and the
 	 * epilogue stages through a region of its own, so the next tile's copies run
-	 * under it. 6-24 % faster than wg's on every shape of the sweep (8192^3 +
+	 * under it. 2-27 % faster than wg's on every shape of the sweep (8192^3 +
 	 * bias: 1.51 against 1.86 ms, 94 % of cuBLAS; docs/benchmarks.md, session
 	 * 46), so the rule takes them wherever every operand has a tensor map */
 	{"wg128x128x64s4ws", true, false, false, 1, 128, 128, 64, 8, 1, 4, 0, true, 0, false, true},
