@@ -180,7 +180,7 @@ test: all $(BUILD)/unit $(BUILD)/tests/fakecuda.so $(BUILD)/onnx_conformance
 	FUSEC=$(BUILD)/fusec BUILD=$(BUILD) sh tests/cli/run.sh
 	$(BUILD)/onnx_conformance -q -v --strict --list tests/onnx/fast.list $(ONNX_TESTDATA)/node
 	$(BUILD)/onnx_conformance -q --strict tests/onnx/models tests/onnx/pool tests/onnx/extra
-	cd tests && ../$(BUILD)/unit
+	cd tests && sh unit/run.sh ../$(BUILD)/unit
 
 # ONNX backend node tests from libonnx-testdata (docs/onnx.md); not part of `make test`,
 # which runs the subset in tests/onnx/fast.list.

@@ -38,8 +38,9 @@
 /* attention (ir/ops.def) for one output element (row i, column c): one pass over
  * the keys with the online softmax, in f32 (f64 for f64): per key j the score s =
  * scale * q_i . kt_j (+ bias), the running max m, the sum l and the weighted sum
- * acc rescaled by exp(m_old - m_new) when the max grows; the result acc / l. Every
- * column recomputes the row's scores: the plain fallback, not the fast kernel. */
+ * acc rescaled by exp(m_old - m_new) when the max grows; the result acc / l. A causal
+ * op's row i stops at key i + causal (the keys after it are -inf). Every column
+ * recomputes the row's scores: the plain fallback, not the fast kernel. */
 static LLVMValueRef eval_attention(CgKb *kb, const RelOp *op, CgIdx *out)
 {
 	LLVMBuilderRef b = kb->b;
@@ -50,8 +51,13 @@ static LLVMValueRef eval_attention(CgKb *kb, const RelOp *op, CgIdx *out)
 	LLVMValueRef zero = cg_zero(kb, t), ninf = cg_extreme(kb, t, true);
 	LLVMValueRef scale = cg_scalar_as(kb, op->place0, t);
 	LLVMValueRef pos[IR_MAX_RANK];
+	LLVMValueRef nk = cg_dim(kb, kt->shape[r - 1]);
+	if (op->attr.causal) {
+		LLVMValueRef last = LLVMBuildAdd(b, out->i[r - 2], cg_i64(kb, op->attr.causal), "");
+		nk = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntULT, last, nk, ""), last, nk, "");
+	}
 	CgLoop lj;
-	cg_loop_begin(kb, &lj, cg_i64(kb, 0), cg_dim(kb, kt->shape[r - 1]), cg_i64(kb, 1));
+	cg_loop_begin(kb, &lj, cg_i64(kb, 0), nk, cg_i64(kb, 1));
 	LLVMValueRef m = cg_carry(kb, &lj, ninf);
 	LLVMValueRef l = cg_carry(kb, &lj, zero);
 	LLVMValueRef acc = cg_carry(kb, &lj, zero);

@@ -21,6 +21,11 @@
  * At the end each row's sum over the quad (the same butterfly), O / l, and the
  * matmul epilogue (matmul_epilogue.c) writes O and what the kernel computes from it.
  *
+ * A causal op (attribute causal = c: key j of row i is masked where j > i + c) walks
+ * only the key tiles its block's last row reaches, masks the scores past each row's
+ * last key in the tiles it walks, and takes its block tiles last rows first, so that
+ * the longest walks start first.
+ *
  * On the host (the `cpu` backend) the same kernel runs with phases as loops over
  * the threads (matmul.h): a quad's shuffles become an exchange through shared
  * memory between two phases, in the butterfly's order, so the sums are the GPU's.
@@ -54,6 +59,7 @@ typedef struct {
 	LLVMValueRef scale;      /* f32 */
 	LLVMValueRef fill;       /* f32: a mask's scores (attribute min) */
 	const RelTensor *bias;   /* NULL: none */
+	int64_t causal;          /* RelAttrs.causal: 1 + c, or 0 */
 	LLVMValueRef bst[IR_MAX_RANK]; /* its element strides, 0 where it broadcasts */
 	LLVMValueRef j0;         /* the first key of the current step */
 	int kbytes, vbytes;      /* one K tile, one V tile */
@@ -156,7 +162,10 @@ static LLVMValueRef score(Att *A, int e)
 	mm_tc_pos(x, x->tid, mm_i64c(x, e), &row, &col);
 	LLVMValueRef gc = mm_add(x, A->j0, col);
 	LLVMValueRef s = LLVMBuildFMul(A->b, mm_acc_load(x, mm_i64c(x, e)), A->scale, "");
-	LLVMValueRef in = mm_lt(x, gc, x->N);
+	LLVMValueRef inn = mm_lt(x, gc, x->N), in = inn;
+	if (A->causal)   /* and key gc <= row + c */
+		in = LLVMBuildAnd(A->b, in, mm_lt(x, gc, mm_addc(x, mm_add(x, x->m0, row),
+								 A->causal)), "");
 	if (A->bias) {
 		const RelTensor *t = A->bias;
 		int r = x->rank;
@@ -169,7 +178,8 @@ static LLVMValueRef score(Att *A, int e)
 				LLVMBuildSelect(A->b, *cached, A->fill, s, "") :
 				LLVMBuildFAdd(A->b, s, *cached, ""), f32c(A, -INFINITY), "");
 		LLVMValueRef gr = mm_add(x, x->m0, row);
-		LLVMValueRef ok = rows1 ? in : LLVMBuildAnd(A->b, in, mm_lt(x, gr, x->M), "");
+		/* (a cached value serves both rows: not masked by either's causal limit) */
+		LLVMValueRef ok = rows1 ? inn : LLVMBuildAnd(A->b, inn, mm_lt(x, gr, x->M), "");
 		LLVMValueRef off = mm_add(x, mm_mul(x, gr, A->bst[r - 2]), mm_mul(x, gc, A->bst[r - 1]));
 		for (int d = 0; d < r - 2; d++)
 			off = mm_add(x, off, mm_mul(x, x->bpos[d], A->bst[d]));
@@ -274,7 +284,10 @@ static void block_tile(Att *A, LLVMValueRef t, LLVMValueRef ntm, const int *wr, 
 	Mm *x = &A->s, *o = &A->o;
 	CgKb *kb = A->kb;
 	LLVMValueRef bflat = LLVMBuildUDiv(A->b, t, ntm, "");
-	x->m0 = o->m0 = mm_mulc(x, LLVMBuildURem(A->b, t, ntm, ""), MM_ATT_BM);
+	LLVMValueRef tm = LLVMBuildURem(A->b, t, ntm, "");
+	if (A->causal)   /* the longest walks first */
+		tm = LLVMBuildSub(A->b, mm_addc(x, ntm, -1), tm, "");
+	x->m0 = o->m0 = mm_mulc(x, tm, MM_ATT_BM);
 	x->n0 = o->n0 = mm_i64c(x, 0);
 	mm_tile_batch(x, bflat);
 	mm_tile_batch(o, bflat);
@@ -288,6 +301,12 @@ static void block_tile(Att *A, LLVMValueRef t, LLVMValueRef ntm, const int *wr, 
 	phase_end(A);
 	/* q's tile, once, and the first key tile into buffer 0 */
 	LLVMValueRef nt = mm_ceil_div(x, x->N, MM_ATT_BN);
+	if (A->causal) {
+		/* the block's last row m0 + BM - 1 reaches key m0 + BM - 1 + c */
+		LLVMValueRef reach = mm_ceil_div(x, mm_addc(x, x->m0, MM_ATT_BM - 1 + A->causal),
+						 MM_ATT_BN);
+		nt = LLVMBuildSelect(A->b, mm_lt(x, reach, nt), reach, nt, "");
+	}
 	mm_load_tile(x, 0, s0, mm_i64c(x, 0));
 	mm_load_tile(x, 1, s0, mm_i64c(x, 0));
 	mm_load_tile(o, 1, s0, mm_i64c(x, 0));
@@ -425,6 +444,7 @@ int mm_attention_kernel(CgKb *kb, const MmConfig *cfg, const int *wr, int nw)
 		}
 	}
 	A->scale = cg_scalar_as(kb, op->place0, DT_F32);
+	A->causal = op->attr.causal;
 	if (A->bias && A->bias->dtype == DT_BOOL)
 		A->fill = cg_scalar_as(kb, op->place0 + 1, DT_F32);
 	int smem = mm_attention_smem(cfg, x->es);

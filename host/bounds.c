@@ -726,6 +726,10 @@ static void bound_attention(Interp *ip, const Op *op, const HostTensor *out, dou
 				s[j] += host_get(t[3], bi);
 				ds[j] += err_at(ip, op->in[3], bi) + u * fabs(s[j]);
 			}
+			if (interp_att_masked(op, i, j)) {
+				s[j] = -INFINITY;
+				ds[j] = 0;
+			}
 			mx = fmax(mx, s[j]);
 		}
 		double l = 0, emax = 0;

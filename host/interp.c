@@ -501,8 +501,9 @@ int64_t interp_attention_row(const AttShape *s, const Op *op, const HostTensor *
 }
 
 /* attention(q, kt, v[, bias | mask]) (ir/ops.def), row by row in f64: the scores
- * s_j = scalar * q_i . kt_j + bias_ij (or min where mask_ij), their max m, e_j = exp(s_j - m), and out_i =
- * sum_j e_j v_j / sum_j e_j. */
+ * s_j = scalar * q_i . kt_j + bias_ij (or min where mask_ij; -inf where causal and
+ * j > i + causal), their max m, e_j = exp(s_j - m), and out_i = sum_j e_j v_j /
+ * sum_j e_j. */
 static void run_attention(Interp *ip, const Op *op, HostTensor *out)
 {
 	AttShape sh;
@@ -529,6 +530,8 @@ static void run_attention(Interp *ip, const Op *op, HostTensor *out)
 				else
 					s[j] += b;
 			}
+			if (interp_att_masked(op, i, j))
+				s[j] = -INFINITY;
 			mx = nan_max(mx, s[j]);
 		}
 		double sum = 0;

@@ -68,6 +68,12 @@ void interp_attention_shape(const Interp *ip, const Op *op, const HostTensor *ou
  * offset of that row's batch in base; returns the row within the batch. */
 int64_t interp_attention_row(const AttShape *s, const Op *op, const HostTensor *out,
 			     int64_t row, int64_t *base);
+/* Whether key j of row i is masked by the op's `causal` c (j > i + c; Attrs.causal
+ * holds 1 + c). */
+static inline bool interp_att_masked(const Op *op, int64_t i, int64_t j)
+{
+	return op->attr->causal && j >= i + op->attr->causal;
+}
 /* The flat index in x (NCHW) that position (kh, kw) of the 2-d pool window of
  * output position c (n, c, h, w) reads; -1 in the padding. */
 /* A conv's or pool's tensors in the op's layout (Attrs.layout): the flat index of

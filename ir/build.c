@@ -550,6 +550,12 @@ static int read_attr(Builder *b, const DocNode *n, const char *path, OpKind kind
 			return fail(b, n, "%s: expected 'nchw' or 'nhwc', got %s", path,
 				    describe(n).s);
 		return 0;
+	case A_CAUSAL:
+		/* c >= 0: every row keeps at least its first key; 1 + c kept */
+		if (read_int(b, n, path, 0, INT_MAX, &at->causal))
+			return -1;
+		at->causal++;
+		return 0;
 	case A_APPROX:
 		if (n->kind == DOC_STR && !strcmp(n->text, "none"))
 			at->approx = GELU_NONE;

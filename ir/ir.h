@@ -95,7 +95,8 @@ enum {
 	A_KERNEL   = 1 << 13,
 	A_APPROX   = 1 << 14,
 	A_LAYOUT   = 1 << 15,
-	A_COUNT_   = 16,
+	A_CAUSAL   = 1 << 16,
+	A_COUNT_   = 17,
 };
 const char *ir_attr_name(unsigned bit);      /* "scalar" for A_SCALAR */
 
@@ -203,6 +204,8 @@ typedef struct {
 	int stride[2], padding[2], dilation[2], kernel[2], groups;
 	GeluApprox approx;
 	Layout layout;
+	int64_t causal;                /* attention: 1 + c, key j of row i masked where j > i + c;
+					  0: none */
 	uint8_t sym[IR_MAX_RANK];      /* a graph read for every size (Graph.sym): 1 + the
 					  symbol an entry of `shape` names, or 1 + IR_SYM_MAX
 					  + an IrSymbolic.aexpr; 0 a number */
@@ -419,6 +422,7 @@ typedef struct {
 	uint8_t axes[IR_MAX_RANK];
 	int32_t stride[2], padding[2], dilation[2], kernel[2], groups, layout;
 	uint8_t lone;                  /* Op.lone (hashed only when set) */
+	int64_t causal;                /* attention: Attrs.causal (hashed only when set) */
 } RelAttrs;
 
 typedef struct {

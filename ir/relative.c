@@ -212,6 +212,7 @@ void ir_rel_op(RelConv *c, Arena *a, int opi, RelOp *out)
 		}
 		r->groups = at->groups;
 		r->layout = at->layout;
+		r->causal = at->causal;
 	}
 	out->attr.lone = op->lone;
 	out->nplace = (uint16_t)(c->nvalues - out->place0);
@@ -279,6 +280,7 @@ uint64_t ir_rel_hash(const RelOp *op)
 	 * kernel names made from them) stay those of the graphs before them */
 	h = hash_bytes(h, &op->attr, offsetof(RelAttrs, layout));
 	h = op->attr.layout ? hash_u64(h, (uint64_t)op->attr.layout) : h;
+	h = op->attr.causal ? hash_u64(h, 0x63617573ull << 32 ^ (uint64_t)op->attr.causal) : h;
 	return op->attr.lone ? hash_u64(h, 0x6c6f6e65) : h;
 }
 
@@ -357,6 +359,8 @@ void ir_rel_print(Buf *b, const RelOp *op)
 		buf_printf(b, ", groups=%d", r->groups);
 	if ((has & A_LAYOUT) && r->layout == LAYOUT_NHWC)
 		buf_puts(b, ", layout=nhwc");
+	if (r->causal)
+		buf_printf(b, ", causal=%lld", (long long)(r->causal - 1));
 	if (r->lone)
 		buf_puts(b, ", lone");
 	buf_puts(b, ") -> ");

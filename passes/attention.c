@@ -15,11 +15,16 @@
  *     y  = matmul(p', v)
  *
  * and it becomes y = attention(q, kt, v[, bias | mask]; scalar c or 1/c, min fill).
+ * A constant mask or bias that only hides the keys past a diagonal (key j of row i
+ * where j > i + c, c >= 0: a causal mask) becomes attribute causal = c instead, and
+ * the operand is dropped (causal_band): the kernel then walks only the keys a row
+ * reaches.
  * The views in
  * front of q, kt and v stay as they are (the kernel reads them in place, as a
  * matmul does). Every intermediate must be read by the chain alone and be no
  * output, all of one float dtype and one stream with no sync between; where one
  * condition fails the ops stay as they are, and the reason is kept for `explain`. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -61,39 +66,98 @@ static void why(Aw *w, const Op *y, const char *fmt, const char *detail)
 	snprintf(in->why[in->nwhy++], sizeof in->why[0], "%s: %s", ref, reason);
 }
 
-/* The value of a constant all of whose elements are one value (f32, f64, bf16);
+/* Element k of constant t as a double (bool: 0 or 1); false for integer dtypes. */
+static bool element(const Tensor *t, int64_t k, double *v)
+{
+	const char *p = t->data;
+	uint16_t h = 0;
+	if (t->dtype == DT_BF16 || t->dtype == DT_F16)
+		memcpy(&h, p + 2 * k, 2);
+	switch (t->dtype) {
+	case DT_BOOL: *v = p[k] != 0; return true;
+	case DT_F32: { float f; memcpy(&f, p + 4 * k, 4); *v = f; return true; }
+	case DT_F64: memcpy(v, p + 8 * k, 8); return true;
+	case DT_BF16: {
+		uint32_t u = (uint32_t)h << 16;
+		float f;
+		memcpy(&f, &u, 4);
+		*v = f;
+		return true;
+	}
+	case DT_F16: {
+		int e = h >> 10 & 0x1f, m = h & 0x3ff;
+		double x = e == 0x1f ? (m ? NAN : INFINITY) :
+			   e ? ldexp(1024 + m, e - 25) : ldexp(m, -24);
+		*v = h & 0x8000 ? -x : x;
+		return true;
+	}
+	default: return false;
+	}
+}
+
+/* The value of a constant all of whose elements are one value (a float dtype);
  * false for anything else. */
 static bool constant_value(const Tensor *t, double *v)
 {
-	if (!t->data)
+	if (!t->data || !ir_dtype_is_float(t->dtype))
 		return false;
 	int64_t n = 1;
 	for (int d = 0; d < t->rank; d++)
 		n *= t->dim[d];
 	for (int64_t i = 0; i < n; i++) {
 		double x;
-		if (t->dtype == DT_F32) {
-			float f;
-			memcpy(&f, (const char *)t->data + 4 * i, 4);
-			x = f;
-		} else if (t->dtype == DT_F64) {
-			memcpy(&x, (const char *)t->data + 8 * i, 8);
-		} else if (t->dtype == DT_BF16) {
-			uint16_t h;
-			uint32_t u;
-			float f;
-			memcpy(&h, (const char *)t->data + 2 * i, 2);
-			u = (uint32_t)h << 16;
-			memcpy(&f, &u, 4);
-			x = f;
-		} else {
-			return false;
-		}
+		element(t, i, &x);
 		if (i > 0 && !(x == *v || (x != x && *v != *v)))
 			return false;
 		*v = x;
 	}
 	return n > 0;
+}
+
+/* Scores at or below this are taken as -inf: the weight exp(s - max) of such a
+ * score is 0 in f32 unless every other score of its row is within about 104 of it
+ * (docs/graph-format.md, attention). */
+#define MASKED_AT -1e30
+
+/* Whether the constant mask (or bias) of an attention with scores [.., m, n] hides
+ * exactly the keys j > i + c of every row i, for one c >= 0, and nothing else: then
+ * c, or -1 where it hides nothing at all (the operand then does nothing); -2 where
+ * it is not such a mask. A mask hides where it is true (its fill at most
+ * MASKED_AT); a bias where it is at most MASKED_AT, and must be 0 elsewhere. */
+static int64_t causal_band(const Tensor *t, bool mask, double fill, int64_t m, int64_t n)
+{
+	int r = t->rank;
+	if (!t->data || (mask && !(fill <= MASKED_AT)) || r < 2 || t->dim[r - 2] != m ||
+	    t->dim[r - 1] != n || m < 1 || n < 1)
+		return -2;
+	int64_t lead = 1;
+	for (int d = 0; d < r - 2; d++)
+		lead *= t->dim[d];
+	/* c from the first row: its first hidden key is c + 1 */
+	int64_t c = n - 1;
+	for (int64_t j = 0; j < n; j++) {
+		double v;
+		if (!element(t, j, &v))
+			return -2;
+		if (mask ? v != 0 : v <= MASKED_AT) {
+			c = j - 1;
+			break;
+		}
+	}
+	if (c < 0)
+		return -2;   /* row 0 would hide every key */
+	bool hides = false;
+	for (int64_t b = 0; b < lead; b++)
+		for (int64_t i = 0; i < m; i++)
+			for (int64_t j = 0; j < n; j++) {
+				double v;
+				element(t, (b * m + i) * n + j, &v);
+				bool hid = j > i + c;
+				hides |= hid;
+				if (mask ? (v != 0) != hid : hid ? !(v <= MASKED_AT) : v != 0)
+					return -2;
+			}
+	return hides ? c : -1;
 }
 
 /* Whether tensor t, made inside the chain, is read by it alone: want reads, and no
@@ -348,6 +412,20 @@ int pass_attention(Graph *g, AttentionMode mode, AttentionInfo *info)
 			at->has |= A_MIN;
 			at->min = c.fill;
 		}
+		if (c.bias >= 0 && !g->sym) {
+			const Tensor *tb = &g->tensors[c.bias];
+			int r = tb->rank;
+			int64_t band = causal_band(tb, tb->dtype == DT_BOOL, c.fill,
+						   g->tensors[c.q].dim[r - 2],
+						   g->tensors[c.kt].dim[r - 1]);
+			if (band >= 0) {
+				at->has = (at->has & ~(unsigned)A_MIN) | A_CAUSAL;
+				at->causal = band + 1;
+				info->ncausal++;
+			}
+			if (band >= -1)
+				c.bias = -1;
+		}
 		int nin = c.bias >= 0 ? 4 : 3;
 		int *in = ARENA_NEW(g->arena, int, nin);
 		in[0] = c.q, in[1] = c.kt, in[2] = c.v;
@@ -372,6 +450,9 @@ void pass_attention_summary(const AttentionInfo *info, Buf *out)
 	if (info->nfused)
 		buf_printf(out, "attention: %d fused (--attention keep leaves them apart)\n",
 			   info->nfused);
+	if (info->ncausal)
+		buf_printf(out, "attention: %d of them causal: a constant mask hid the keys past "
+			   "a diagonal; each row walks only the keys it sees\n", info->ncausal);
 	for (int i = 0; i < info->nwhy; i++)
 		buf_printf(out, "attention: the matmul after a softmax stays apart: %s\n",
 			   info->why[i]);

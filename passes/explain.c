@@ -684,11 +684,13 @@ static cJSON *explain_json(const Schedule *s, const Names *nm, const Facts *f)
 	return o;
 }
 
-/* What --attention fuse did: "attention": {"fused": N, "apart": [reason, ...]}. */
+/* What --attention fuse did: "attention": {"fused": N, "causal": C, "apart": [reason,
+ * ...]}. */
 static void attention_json(cJSON *root, const AttentionInfo *att)
 {
 	cJSON *o = cJSON_AddObjectToObject(root, "attention");
 	cJSON_AddNumberToObject(o, "fused", att->nfused);
+	cJSON_AddNumberToObject(o, "causal", att->ncausal);
 	cJSON *apart = cJSON_AddArrayToObject(o, "apart");
 	for (int i = 0; i < att->nwhy; i++)
 		cJSON_AddItemToArray(apart, cJSON_CreateString(att->why[i]));

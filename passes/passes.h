@@ -355,6 +355,7 @@ enum { ATTENTION_MAX_WHY = 16 };
 
 typedef struct AttentionInfo {
 	int nfused;            /* attention ops made */
+	int ncausal;           /* of them, those whose constant mask became `causal` */
 	int nwhy;              /* matmuls after a softmax left apart, with the reason */
 	char why[ATTENTION_MAX_WHY][320];
 } AttentionInfo;

@@ -84,7 +84,7 @@ same attf_bert_ops "$TMP/n" 2
 # the JSON document says it too
 check attf_bert_json 0 "$FUSEC" explain $B --attention fuse --json
 python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["attention"])' "$TMP/out" >"$TMP/aj"
-same attf_bert_json_att "$TMP/aj" "{'fused': 2, 'apart': []}"
+same attf_bert_json_att "$TMP/aj" "{'fused': 2, 'causal': 0, 'apart': []}"
 check attf_bert_keep 0 "$FUSEC" explain $B --attention keep
 grep -c "^op .* Float::Attention" "$TMP/out" >"$TMP/n"
 same attf_bert_keep_ops "$TMP/n" 0
@@ -179,24 +179,26 @@ check attf_compile_fuse 0 "$FUSEC" compile "$TMP/soft.yaml" -o "$TMP/cf" --atten
 check attf_plans_differ 1 cmp -s "$TMP/ck/soft.plan.json" "$TMP/cf/soft.plan.json"
 
 # ---- the flash kernel (codegen/matmul_attention.c) ----
-# the check graphs: head dims 24/40, 100/128, 64/64 and 128/72, keys 45 to 300 (one
-# to five steps, edges), rows 37 to 257, batch broadcast, with and without a bias;
+# the check graphs: head dims 24/40, 100/128, 64/64 and 128/72, keys 45 to 333 (one
+# to six steps, edges), rows 37 to 300, batch broadcast, with and without a bias, a
+# bool mask, causal (c5: c = 0, three row tiles walking 2, 4 and 5 of 5 key tiles;
+# c6: c = 100 with a bias, the rows' last keys inside tiles);
 # the rule picks att128x64d64 or d128 per op, and d128 forced takes them all
 AC=tests/bench/gpu/att_check
 for t in bf16 f16; do
 	check att-k-$t 0 "$FUSEC" run $AC"_$t.json" --backend cpu --check
 	grep -c " ok$" "$TMP/out" >"$TMP/n"
-	same att-k-$t-ok "$TMP/n" 5
+	same att-k-$t-ok "$TMP/n" 7
 	check att-k-$t-d128 0 env FUSEC_MATMUL_TILES=att128x64d128 "$FUSEC" run $AC"_$t.json" --backend cpu --check
 	grep -c " ok$" "$TMP/out" >"$TMP/n"
-	same att-k-$t-d128-ok "$TMP/n" 5
+	same att-k-$t-d128-ok "$TMP/n" 7
 done
 check att-k-compile 0 "$FUSEC" compile $AC"_bf16.json" --no-cache -o "$TMP/ak"
 check att-k-variants 0 "$(npy_python)" -c '
 import json, sys
 p = json.load(open(sys.argv[1]))
 v = sorted(k["tiles"] for k in p["kernels"])
-assert v == ["att128x64d128", "att128x64d128", "att128x64d64", "att128x64d64", "att128x64d64"], v
+assert v == ["att128x64d128"] * 3 + ["att128x64d64"] * 4, v
 ' "$TMP/ak/att_check_bf16.plan.json"
 # q, kt and v through the exporters' head-split views: the attention kernel reads
 # all three in place (passes/views.c sinks a third view in front of an attention
@@ -277,3 +279,103 @@ contains attf_burn_fuse_on "$TMP/out" "attention: 2 fused"
 # import writes the model's ops as they are, attention included
 check attf_import_keeps 0 "$FUSEC" import tests/onnx/models/bert/model.onnx -o "$TMP/bi.json"
 check attf_import_no_op 1 grep -q '"attention"' "$TMP/bi.json"
+
+# ---- causal: the attribute, and a constant mask that becomes it ----
+# the attribute in a graph file: read, shown by normalize, written back by import
+sed 's/scalar: 0.2}/scalar: 0.2, causal: 3}/' "$TMP/att.yaml" >"$TMP/attc.yaml"
+check causal-normalize 0 "$FUSEC" normalize "$TMP/attc.yaml"
+contains causal-normalize-shown "$TMP/out" ", causal=3)"
+check causal-import 0 "$FUSEC" import "$TMP/attc.yaml" -o "$TMP/attc.json"
+contains causal-import-kept "$TMP/attc.json" '"causal": 3'
+check causal-import-none 0 "$FUSEC" import "$TMP/att.yaml" -o "$TMP/attn.json"
+check causal-import-none-absent 1 grep -q causal "$TMP/attn.json"
+sed 's/scalar: 0.2}/scalar: 0.2, causal: -1}/' "$TMP/att.yaml" >"$TMP/attc_bad.yaml"
+check causal-negative 1 "$FUSEC" compile "$TMP/attc_bad.yaml" -o "$TMP/bad"
+contains causal-negative-msg "$TMP/err" "causal: expected a non-negative integer, got -1"
+# its meaning: keys j > i + 3 of row i are -inf (the interpreter against numpy)
+mkdir -p "$TMP/attc.want"
+check causal-numpy-want 0 "$(npy_python)" -c '
+import sys, numpy as np
+d, w = sys.argv[1], sys.argv[2]
+q, kt, v, b = (np.load(f"{d}/{n}.npy").astype(np.float64) for n in ("q", "kt", "v", "bias"))
+s = 0.2 * (q @ kt) + b
+i, j = np.indices(s.shape[-2:])
+s = np.where(j > i + 3, -np.inf, s)
+p = np.exp(s - s.max(-1, keepdims=True))
+np.save(f"{w}/y.npy", (p / p.sum(-1, keepdims=True)) @ v)
+' "$TMP/att.in" "$TMP/attc.want"
+check causal-interp 0 "$FUSEC" run "$TMP/attc.yaml" --inputs "$TMP/att.in" --outputs "$TMP/attc.got"
+same_npy causal-interp-numpy "$TMP/attc.want" "$TMP/attc.got" 1e-6
+# f32: the plain evaluator; bf16 and f16: the flash kernel (more cases in the check
+# graphs above: c5 and c6)
+for p in f32 bf16 f16; do
+	opt=; [ $p = f32 ] || opt="--precision $p"
+	check causal-cpu-$p 0 "$FUSEC" run "$TMP/attc.yaml" --backend cpu --check $opt
+	contains causal-cpu-$p-ok "$TMP/out" "check y: "
+done
+# the chain as exporters write it, with a constant mask: causal masks (with an
+# offset, as after a cache) become the attribute; other masks stay masks
+check causal-gen 0 "$(npy_python)" -c '
+import json, os, sys, numpy as np
+d = sys.argv[1]
+os.makedirs(f"{d}/cz.data", exist_ok=True)
+i, j = np.indices((200, 260))
+def graph(name, hide, kind, fill="-inf"):
+    np.save(f"{d}/cz.data/{name}.npy", hide.reshape(1, 1, 200, 260))
+    ins = {"q": {"dtype": "bf16", "shape": [2, 2, 200, 40]},
+           "kt": {"dtype": "bf16", "shape": [2, 2, 40, 260]},
+           "v": {"dtype": "bf16", "shape": [2, 2, 260, 48]}}
+    cs = {"m": {"dtype": "bool" if kind == "mask" else "bf16", "shape": [1, 1, 200, 260],
+                "npy": f"cz.data/{name}.npy"},
+          "f": {"dtype": "bf16", "shape": [1, 1, 1, 1], "data": [fill]}}
+    ops = [{"op": "matmul", "in": ["q", "kt"], "out": "s0"},
+           {"op": "mul_scalar", "in": ["s0"], "out": "s1", "scalar": 0.15},
+           {"op": "where", "in": ["m", "f", "s1"], "out": "x"} if kind == "mask" else
+           {"op": "add", "in": ["s1", "m"], "out": "x"},
+           {"op": "max_dim", "in": ["x"], "out": "mx", "axis": 3},
+           {"op": "sub", "in": ["x", "mx"], "out": "dx"},
+           {"op": "exp", "in": ["dx"], "out": "e"},
+           {"op": "sum", "in": ["e"], "out": "l", "axis": 3},
+           {"op": "div", "in": ["e", "l"], "out": "p"},
+           {"op": "matmul", "in": ["p", "v"], "out": "y"}]
+    if kind != "mask":
+        del cs["f"]
+    json.dump({"format": "fusec-graph/1", "name": name, "inputs": ins, "constants": cs,
+               "ops": ops, "outputs": ["y"]}, open(f"{d}/{name}.json", "w"))
+causal = j > i + 60
+graph("cz_mask", causal, "mask")
+graph("cz_bias", np.where(causal, -np.inf, 0).astype(np.float32), "bias")
+graph("cz_minbias", np.where(causal, np.finfo(np.float32).min, 0).astype(np.float32), "bias")
+other = causal.copy(); other[5, 3] = True
+graph("cz_other", other, "mask")
+graph("cz_fill", causal, "mask", fill=-1e4)
+graph("cz_row0", j > i - 1, "mask")
+' "$TMP"
+for g in cz_mask cz_bias cz_minbias; do
+	check causal-$g-explain 0 "$FUSEC" explain "$TMP/$g.json"
+	contains causal-$g-taken "$TMP/out" "attention: 1 of them causal"
+	check causal-$g-norm 0 "$FUSEC" normalize "$TMP/$g.json"
+	contains causal-$g-attr "$TMP/out" ", causal=60)"
+	check causal-$g-ref 0 "$FUSEC" run "$TMP/$g.json" --backend interp --seed 5 --outputs "$TMP/$g.ref" --attention keep
+	check causal-$g-cpu 0 "$FUSEC" run "$TMP/$g.json" --backend cpu --seed 5 --outputs "$TMP/$g.cpu"
+	same_npy causal-$g-same "$TMP/$g.ref" "$TMP/$g.cpu" 2e-2
+done
+# fused, the mask kept: a mask that is not a diagonal, a fill above -1e30, a row
+# with no key
+for g in cz_other cz_fill cz_row0; do
+	check causal-$g-explain 0 "$FUSEC" explain "$TMP/$g.json"
+	contains causal-$g-fused "$TMP/out" "attention: 1 fused"
+	check causal-$g-kept 1 grep -q "of them causal" "$TMP/out"
+done
+check causal-other-ref 0 "$FUSEC" run "$TMP/cz_other.json" --backend interp --seed 5 --outputs "$TMP/co.ref" --attention keep
+check causal-other-cpu 0 "$FUSEC" run "$TMP/cz_other.json" --backend cpu --seed 5 --outputs "$TMP/co.cpu"
+same_npy causal-other-same "$TMP/co.ref" "$TMP/co.cpu" 2e-2
+# explain --json counts them
+check causal-json 0 "$FUSEC" explain "$TMP/cz_mask.json" --json
+cp "$TMP/out" "$TMP/cz.explain.json"
+check causal-json-count 0 python3 -c 'import json, sys; a = json.load(open(sys.argv[1]))["attention"]; assert (a["fused"], a["causal"]) == (1, 1), a' "$TMP/cz.explain.json"
+# the exporters' causal masks in the fixtures (GPT-2, Llama: 16 positions)
+for m in gpt2 llama; do
+	check causal-$m 0 "$FUSEC" explain tests/onnx/models/$m/model.onnx --precision bf16
+	contains causal-$m-taken "$TMP/out" "attention: 2 of them causal"
+done

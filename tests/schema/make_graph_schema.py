@@ -33,6 +33,7 @@ attrs = {
     "groups": {"type": "integer", "minimum": 1},
     "approximate": {"enum": ["none", "tanh"]},
     "layout": {"enum": ["nchw", "nhwc"]},
+    "causal": {"type": "integer", "minimum": 0, "maximum": 2147483647},
 }
 base = {
     "op": {"enum": [o["op"] for o in ops]},

@@ -87,6 +87,25 @@ def apply(o, a):
         return a[0].argmin(ax, keepdim=True)
     if k == "matmul":
         return torch.matmul(a[0], a[1])
+    if k == "attention":
+        # softmax(scalar * q kt + bias) v (ir/ops.def): a bool mask sets its scores to
+        # `min`; `causal` c hides keys j > i + c. c = 0 on a square with nothing else:
+        # SDPA's is_causal (torch's flash kernel); the rest written out in f32
+        q, kt, v = a[0], a[1], a[2]
+        m, n = q.shape[-2], kt.shape[-1]
+        c = o.get("causal")
+        if len(a) == 3 and c == 0 and m == n:
+            return F.scaled_dot_product_attention(q, kt.transpose(-1, -2), v, is_causal=True,
+                                                  scale=s)
+        sc = (q.float() @ kt.float()) * s
+        if len(a) > 3:
+            sc = torch.where(a[3], o.get("min", 0.0), sc) if a[3].dtype == torch.bool \
+                else sc + a[3].float()
+        if c is not None:
+            i = torch.arange(m, device=q.device)[:, None]
+            j = torch.arange(n, device=q.device)[None, :]
+            sc = sc.masked_fill(j > i + c, float("-inf"))
+        return (torch.softmax(sc, -1) @ v.float()).to(q.dtype)
     if k == "cat":
         return torch.cat(a, ax)
     if k == "gather":
