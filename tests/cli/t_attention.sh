@@ -314,7 +314,8 @@ for p in f32 bf16 f16; do
 	contains causal-cpu-$p-ok "$TMP/out" "check y: "
 done
 # the chain as exporters write it, with a constant mask: causal masks (with an
-# offset, as after a cache) become the attribute; other masks stay masks
+# offset, as after a cache) become the attribute, also with a finite hiding value
+# at most -1e30 (-3e38: finite in bf16); other masks stay masks
 check causal-gen 0 "$(npy_python)" -c '
 import json, os, sys, numpy as np
 d = sys.argv[1]
@@ -345,13 +346,14 @@ def graph(name, hide, kind, fill="-inf"):
 causal = j > i + 60
 graph("cz_mask", causal, "mask")
 graph("cz_bias", np.where(causal, -np.inf, 0).astype(np.float32), "bias")
-graph("cz_minbias", np.where(causal, np.finfo(np.float32).min, 0).astype(np.float32), "bias")
+graph("cz_minbias", np.where(causal, -3e38, 0).astype(np.float32), "bias")
+graph("cz_minfill", causal, "mask", fill=-3e38)
 other = causal.copy(); other[5, 3] = True
 graph("cz_other", other, "mask")
 graph("cz_fill", causal, "mask", fill=-1e4)
 graph("cz_row0", j > i - 1, "mask")
 ' "$TMP"
-for g in cz_mask cz_bias cz_minbias; do
+for g in cz_mask cz_bias cz_minbias cz_minfill; do
 	check causal-$g-explain 0 "$FUSEC" explain "$TMP/$g.json"
 	contains causal-$g-taken "$TMP/out" "attention: 1 of them causal"
 	check causal-$g-norm 0 "$FUSEC" normalize "$TMP/$g.json"
