@@ -136,12 +136,19 @@ enum { CG_TMAP_BYTES = 128, CG_TMAP_ALIGN = 64, CG_TMAP_MAXRANK = 5 };
 
 /* A tiled TMA tensor map over a tensor's buffer (docs/plan-format.md, "tmap"): dims
  * innermost first (elements), the byte strides of dims 1.. (dim 0 is contiguous),
- * the box copied at a time, 128-byte swizzle, zeros outside. */
+ * the box copied at a time, 128-byte swizzle, zeros outside. Each dim is the size
+ * of one shape id of the launch's dims (dim_id), each stride the element size times
+ * the sizes of shape ids (sid): what a plan for every size writes instead of the
+ * numbers. */
 typedef struct {
 	int rank;
 	int64_t dim[CG_TMAP_MAXRANK];
 	int64_t stride[CG_TMAP_MAXRANK];   /* [0] unused */
 	int box[CG_TMAP_MAXRANK];
+	int es;                            /* element bytes */
+	int dim_id[CG_TMAP_MAXRANK];
+	int nsid[CG_TMAP_MAXRANK];         /* [0] unused */
+	int sid[CG_TMAP_MAXRANK][IR_MAX_RANK];
 } CgTmap;
 
 typedef struct {
@@ -197,11 +204,13 @@ void cg_module_free(CgModule *m);
  * from the table of codegen/matmul_pick.c: 0 (not tiled) unless spec is a Matmul or
  * single matmul kernel over f16/bf16 or f32 on sm_80 or later (or host), or one of
  * at most 16 rows (gemv) on any arch; f32 on tensor cores (tf32) only when
- * allow_tf32 (and sm_80 or later, or host). fixed: the dims are the launch's own, not
- * the probe sizes of a plan for every size (only then may the warp-specialized
- * tiles, whose tensor maps are fixed in the plan, be taken). */
+ * allow_tf32 (and sm_80 or later, or host). divs: NULL where dims are the launch's
+ * own; in a plan for every size, whose dims are probe sizes, per shape id a number
+ * that divides every size it takes (cg_dim_divisor), so that the warp-specialized
+ * tiles are taken only where their tensor maps hold at every size (strides of
+ * multiples of 16 bytes). */
 int cg_matmul_variant(const CgKernelSpec *spec, const char *arch, bool host,
-		      bool allow_tf32, bool fixed, const int64_t *dims, int ndims);
+		      bool allow_tf32, const int64_t *divs, const int64_t *dims, int ndims);
 const char *cg_matmul_variant_name(int variant);  /* "tc128x128x64s3"; "plain" for 0 */
 int cg_matmul_threads(int variant);   /* its kernel's threads per block (maxntid) */
 /* The tensor map of CG_PARAM_TMAP parameter `id` of s's kernel at the launch's dims:

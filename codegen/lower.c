@@ -191,10 +191,20 @@ int cg_lower(CgModule *m, const Schedule *s, Arena *a, CgProgram *out, Diag *d)
 					spec.nhwc = r + 1;
 					out->nhwc[xl] = true;
 				}
+			/* a plan for every size: what divides every size of each shape
+			 * id (the ws tiles' maps must hold at all of them) */
+			int64_t *divs = NULL;
+			if (g->sym) {
+				int nsrc;
+				const int32_t *src = ir_rel_dim_sources(conv, &nsrc);
+				divs = ARENA_NEW(scratch, int64_t, ndims + 1);
+				for (int id = 0; id < ndims; id++)
+					divs[id] = id == 0 || id >= nsrc ? 1 : ir_dim_divisor(
+						&g->sym->dim[src[2 * id]][src[2 * id + 1]]);
+			}
 			spec.variant = cg_matmul_variant(&spec, cg_module_arch(m),
 							 cg_module_is_host(m),
-							 cg_module_allow_tf32(m), !g->sym, dims,
-							 ndims);
+							 cg_module_allow_tf32(m), divs, dims, ndims);
 			/* long f32 rows: the relative form has no row length, so the
 			 * choice is the concrete dims', made here (kernel_reduce.c) */
 			spec.red_long = cg_reduce_long_rows(&spec, dims, ndims);
@@ -261,12 +271,9 @@ int cg_lower(CgModule *m, const Schedule *s, Arena *a, CgProgram *out, Diag *d)
 				case CG_PARAM_TMAP: {
 					int rid = -1;
 					arg->kind = CG_ARG_TMAP;
-					if (g->sym) {
-						diag_set(d, "codegen", 0, 0, "not supported yet: the "
-							 "TMA tiles (%s) in a plan for every size",
-							 cg_matmul_variant_name(k->variant));
-						status = -1;
-					} else if (!cg_matmul_tmap(&spec, pp->id, dims, ndims, &rid,
+					/* in a plan for every size, the map at the probe
+					 * sizes: the plan writes its shape ids (plan.c) */
+					if (!cg_matmul_tmap(&spec, pp->id, dims, ndims, &rid,
 								   &arg->tm) || rid < 0 || rid >= nrel) {
 						diag_set(d, "codegen", 0, 0, "internal: launch %d (%s): no "
 							 "tensor map for operand %d", out->nlaunch - 1,

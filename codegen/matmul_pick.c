@@ -343,16 +343,27 @@ static bool ws_applies(const CgKernelSpec *s, const MmConfig *c, const int64_t *
 	return ok;
 }
 
+/* Whether ws configuration c takes the kernel at every size of the plan: at dims,
+ * and, in a plan for every size, with each shape id at the divisor every size of it
+ * has (divs): a map's strides are products of sizes, so they are multiples of 16
+ * bytes at every size when they are at the divisors. */
+static bool ws_every_size(const CgKernelSpec *s, const MmConfig *c, const int64_t *divs,
+			  const int64_t *dims, int ndims)
+{
+	return ws_applies(s, c, dims, ndims) && (!divs || mm_tmaps_ok(s, c, divs, ndims));
+}
+
 /* Configuration v's warp-specialized twin (the same tiles, stages and K step) where
- * it takes the kernel at these dims and they are the launch's own, else v. */
-static int ws_or(const CgKernelSpec *s, int v, bool fixed, const int64_t *dims, int ndims)
+ * it takes the kernel at every size (ws_every_size), else v. */
+static int ws_or(const CgKernelSpec *s, int v, const int64_t *divs, const int64_t *dims,
+		 int ndims)
 {
 	const MmConfig *c = &mm_configs[v];
-	for (int w = 1; w < MM_NCONFIGS && fixed; w++) {
+	for (int w = 1; w < MM_NCONFIGS; w++) {
 		const MmConfig *t = &mm_configs[w];
 		if (t->ws && t->wg == c->wg && t->tf32 == c->tf32 && t->bm == c->bm &&
 		    t->bn == c->bn && t->bk == c->bk && t->stages == c->stages)
-			return ws_applies(s, t, dims, ndims) ? w : v;
+			return ws_every_size(s, t, divs, dims, ndims) ? w : v;
 	}
 	return v;
 }
@@ -362,7 +373,7 @@ static int ws_or(const CgKernelSpec *s, int v, bool fixed, const int64_t *dims, 
  * rule is that of one matmul of as many times the columns; the plain evaluator
  * computes each written tensor where it is. */
 int cg_matmul_variant(const CgKernelSpec *s, const char *arch, bool host, bool allow_tf32,
-		      bool fixed, const int64_t *dims, int ndims)
+		      const int64_t *divs, const int64_t *dims, int ndims)
 {
 	if ((s->kind != CG_KERNEL_MATMUL && s->kind != CG_KERNEL_SINGLE) || s->nhwc ||
 	    !mm_eligible(s))
@@ -437,7 +448,7 @@ int cg_matmul_variant(const CgKernelSpec *s, const char *arch, bool host, bool a
 		    (mm_configs[v].gemv || sm80) && (!mm_configs[v].wg || wg) &&
 		    (!mm_configs[v].wg || !mm_configs[v].tf32 || mm_kmajor(mm)) &&
 		    (!mm_configs[v].gemv || (m <= MM_GEMV_M && !conv)) &&
-		    (!mm_configs[v].ws || (fixed && ws_applies(s, &mm_configs[v], dims, ndims))))
+		    (!mm_configs[v].ws || ws_every_size(s, &mm_configs[v], divs, dims, ndims)))
 			return v;
 	/* a tiny f32 problem runs plain: one thread per output, at most MM_TINY_K FMAs
 	 * each, is as fast as a tile (the launch is most of the time) and up to 3.5x
@@ -500,9 +511,9 @@ int cg_matmul_variant(const CgKernelSpec *s, const char *arch, bool host, bool a
 	 * a multiple of 16 bytes) and the sizes are the launch's own (a plan for every
 	 * size has no tensor maps) */
 	if (wg && big256 >= 3 * MM_WAVE)
-		return ws_or(s, MM_WG256, fixed, dims, ndims);
+		return ws_or(s, MM_WG256, divs, dims, ndims);
 	if (wg && 2 * big >= MM_WAVE)
-		return ws_or(s, MM_WG128, fixed, dims, ndims);
+		return ws_or(s, MM_WG128, divs, dims, ndims);
 	/* 9 to 16 rows on the tensor cores: K split 4 ways wherever the blocks stay
 	 * within a wave of two per SM (16x4096x4096 bf16: 25 us against 31 split 2
 	 * ways; docs/benchmarks.md, "Tiny M") */

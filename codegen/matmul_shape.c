@@ -213,6 +213,15 @@ const RelTensor *mm_operand_view(const CgKernelSpec *s, int mi, const RelTensor 
 	return src;
 }
 
+/* The shape ids whose sizes times the element size make stride k of tm: those of
+ * src's dims after dim d (src's rows are contiguous). */
+static void stride_ids(CgTmap *tm, int k, const RelTensor *src, int d)
+{
+	tm->nsid[k] = 0;
+	for (int e = d + 1; e < src->rank; e++)
+		tm->sid[k][tm->nsid[k]++] = (int)src->shape[e];
+}
+
 /* Map id of s under configuration c (cg_matmul_tmap): the map of operand w of the
  * matmul at s->ops[mi] (docs/plan-format.md, "tmap"):
  * the tensor it reads from memory (its own, or the one its leading views read, as
@@ -246,9 +255,13 @@ bool mm_tmap(const CgKernelSpec *s, const MmConfig *c, int id, const int64_t *di
 	if (ost[inner] != 1)
 		return false;
 	memset(tm, 0, sizeof *tm);
+	tm->es = es;
 	tm->dim[0] = mm_dim_of(t->shape[inner], dims, ndims);
 	tm->dim[1] = mm_dim_of(t->shape[outer], dims, ndims);
+	tm->dim_id[0] = (int)t->shape[inner];
+	tm->dim_id[1] = (int)t->shape[outer];
 	tm->stride[1] = ost[outer] * es;
+	stride_ids(tm, 1, src, perm[outer]);
 	tm->box[0] = 128 / es;
 	/* the tile's rows: A's BM (or BK stored transposed), B's BK (or BN) */
 	tm->box[1] = w == 0 ? (trans ? c->bk : c->bm) : (trans ? c->bn : c->bk);
@@ -259,7 +272,9 @@ bool mm_tmap(const CgKernelSpec *s, const MmConfig *c, int id, const int64_t *di
 		if (tm->rank == CG_TMAP_MAXRANK)
 			return false;
 		tm->dim[tm->rank] = mm_dim_of(t->shape[d], dims, ndims);
+		tm->dim_id[tm->rank] = (int)t->shape[d];
 		tm->stride[tm->rank] = ost[d] * es;
+		stride_ids(tm, tm->rank, src, perm[d]);
 		tm->box[tm->rank++] = 1;
 	}
 	for (int k = 0; k < tm->rank; k++)

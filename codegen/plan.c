@@ -201,22 +201,46 @@ static void rule_json(JsonW *w, const CgLaunch *l)
 	jw_end(w);
 }
 
-/* A tensor map argument: {"tmap": {"tensor", "dims", "strides", "box"}}. */
+/* A tensor map argument: {"tmap": {"tensor", "dims", "strides", "box"}}; in a plan
+ * for every size each dim is {"dim": shape id} and each stride {"dims": [shape ids],
+ * "bytes": element bytes}, the product of those sizes and bytes. */
 static void tmap_json(JsonW *w, const Graph *g, const CgArg *a)
 {
+	const CgTmap *tm = &a->tm;
 	jw_key(w, "tmap");
 	jw_obj(w);
 	jw_key(w, "tensor");
 	jw_str(w, g->tensors[a->tensor].name);
 	jw_key(w, "dims");
 	jw_arr(w);
-	for (int k = 0; k < a->tm.rank; k++)
-		jw_int(w, a->tm.dim[k]);
+	for (int k = 0; k < tm->rank; k++) {
+		if (!g->sym) {
+			jw_int(w, tm->dim[k]);
+			continue;
+		}
+		jw_obj(w);
+		jw_key(w, "dim");
+		jw_int(w, tm->dim_id[k]);
+		jw_end(w);
+	}
 	jw_end(w);
 	jw_key(w, "strides");
 	jw_arr(w);
-	for (int k = 1; k < a->tm.rank; k++)
-		jw_int(w, a->tm.stride[k]);
+	for (int k = 1; k < tm->rank; k++) {
+		if (!g->sym) {
+			jw_int(w, tm->stride[k]);
+			continue;
+		}
+		jw_obj(w);
+		jw_key(w, "dims");
+		jw_arr(w);
+		for (int i = 0; i < tm->nsid[k]; i++)
+			jw_int(w, tm->sid[k][i]);
+		jw_end(w);
+		jw_key(w, "bytes");
+		jw_int(w, tm->es);
+		jw_end(w);
+	}
 	jw_end(w);
 	jw_key(w, "box");
 	jw_arr(w);

@@ -141,6 +141,20 @@ bool ir_dim_is_const(const DimExpr *e, int64_t *v)
 	return true;
 }
 
+int64_t ir_dim_divisor(const DimExpr *e)
+{
+	uint64_t g = 0;
+	for (int i = 0; i < e->n; i++) {
+		uint64_t c = e->t[i].c < 0 ? -(uint64_t)e->t[i].c : (uint64_t)e->t[i].c;
+		while (c) {
+			uint64_t r = g % c;
+			g = c;
+			c = r;
+		}
+	}
+	return g && g <= INT64_MAX ? (int64_t)g : 1;
+}
+
 bool ir_dim_is_sym(const DimExpr *e, int *s)
 {
 	if (e->n != 1 || e->t[0].c != 1)

@@ -52,6 +52,9 @@ int ir_dim_div(const DimExpr *a, const DimExpr *b, DimExpr *out);
 bool ir_dim_equal(const DimExpr *a, const DimExpr *b);
 /* Whether e is a constant (then *v holds it; v may be NULL). */
 bool ir_dim_is_const(const DimExpr *e, int64_t *v);
+/* A number that divides e's value for all symbol values: the gcd of its
+ * coefficients (for a constant, its magnitude; 1 for 0). */
+int64_t ir_dim_divisor(const DimExpr *e);
 /* Whether e is exactly symbol s (coefficient 1, exponent 1); *s set. */
 bool ir_dim_is_sym(const DimExpr *e, int *s);
 /* The value of e for the symbols' values val[]: 0, or -1 on int64 overflow. */

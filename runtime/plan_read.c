@@ -643,18 +643,95 @@ static int get_ints(Parser *p, const cJSON *obj, const char *path, const char *k
 	return 0;
 }
 
+/* Whether map tm (dims and strides set) stays inside tensor t, whatever the plan
+ * says: dims 1 to 2^32, strides multiples of 16 below 2^40 (the driver's limits),
+ * and no element past the tensor's bytes. 0, or -1 with the reason in why. */
+static int tmap_check(const RtTmap *tm, const RtTensor *t, char *why, size_t n)
+{
+	int es = ir_dtype_size(t->dtype);
+	uint64_t reach = 0;
+	for (int k = 0; k < tm->rank; k++) {
+		if (tm->dim[k] < 1 || tm->dim[k] > (UINT64_C(1) << 32)) {
+			snprintf(why, n, "dim %d of the map is %llu: it must be 1 to 2^32", k,
+				 (unsigned long long)tm->dim[k]);
+			return -1;
+		}
+		if (k == 0)
+			continue;
+		if (tm->stride[k] % 16 || tm->stride[k] < 16 || tm->stride[k] >= (UINT64_C(1) << 40)) {
+			snprintf(why, n, "stride %llu is not a multiple of 16 bytes below 2^40",
+				 (unsigned long long)tm->stride[k]);
+			return -1;
+		}
+		/* below 2^32 and 2^40: no product or sum here overflows */
+		reach += (tm->dim[k] - 1) * tm->stride[k];
+	}
+	reach += tm->dim[0] * (uint64_t)es;
+	if (reach > t->bytes) {
+		snprintf(why, n, "the map reaches %llu bytes into tensor '%s', which has %llu",
+			 (unsigned long long)reach, t->name, (unsigned long long)t->bytes);
+		return -1;
+	}
+	return 0;
+}
+
+/* Entry k of a map's dims or strides in a plan for every size: a number, or
+ * {"dim": ID} (dims) / {"dims": [ID, ...], "bytes": N} (strides) over the launch's
+ * ndims shape ids; the map is then set at bind (RtTmap.sym). */
+static int tmap_entry(Parser *p, const cJSON *e, const char *ep, bool stride, int ndims,
+		      RtTmap *tm, int k)
+{
+	int64_t v;
+	if (!cJSON_IsObject(e)) {
+		if (check_int(p, e, ep, stride ? 16 : 1, stride ? (INT64_C(1) << 40) - 16 :
+			      INT64_C(1) << 32, &v) < 0)
+			return -1;
+		if (stride)
+			tm->sbytes[k] = (uint64_t)v;
+		else
+			tm->dim[k] = (uint64_t)v;
+		return 0;
+	}
+	tm->sym = true;
+	char sp[PATH_MAX_], ip[PATH_MAX_];
+	if (!stride) {
+		if (get_int(p, e, ep, "dim", true, 0, ndims - 1, 0, &v) < 0)
+			return -1;
+		tm->dim_id[k] = (int)v;
+		return 0;
+	}
+	int n;
+	const cJSON *ids = get_array(p, e, ep, "dims", &n);
+	if (!ids)
+		return -1;
+	subpath(sp, ep, "dims");
+	if (n > IR_MAX_RANK)
+		return perr(p, sp, "%d sizes; a stride is the product of at most %d", n,
+			    IR_MAX_RANK);
+	tm->nsid[k] = n;
+	for (int i = 0; i < n; i++) {
+		indexpath(ip, sp, i);
+		if (check_int(p, cJSON_GetArrayItem(ids, i), ip, 0, ndims - 1, &v) < 0)
+			return -1;
+		tm->sid[k][i] = (int)v;
+	}
+	if (get_int(p, e, ep, "bytes", true, 1, 16, 0, &v) < 0)
+		return -1;
+	tm->sbytes[k] = (uint64_t)v;
+	return 0;
+}
+
 /* {"tmap": {"tensor", "dims", "strides", "box"}} (docs/plan-format.md): a map the
  * TMA copies by, which must stay inside the tensor's buffer, so that no launch can
- * read past it whatever the plan says. */
-static int parse_tmap(Parser *p, RtPlan *pl, const cJSON *v, const char *vp, RtArg *arg)
+ * read past it whatever the plan says (tmap_check: here, or at bind in a plan for
+ * every size, whose maps name the launch's sizes, ndims of them). */
+static int parse_tmap(Parser *p, RtPlan *pl, const cJSON *v, const char *vp, int ndims,
+		      RtArg *arg)
 {
 	if (!cJSON_IsObject(v))
 		return perr(p, vp, "expected an object, got %s", type_name(v));
-	if (pl->ndim_names)
-		return perr(p, vp, "a tensor map needs fixed sizes: a plan for every size "
-			    "has none");
 	const char *name;
-	char sp[PATH_MAX_];
+	char sp[PATH_MAX_], ep[PATH_MAX_];
 	if (get_string(p, v, vp, "tensor", true, &name) < 0)
 		return -1;
 	subpath(sp, vp, "tensor");
@@ -667,20 +744,44 @@ static int parse_tmap(Parser *p, RtPlan *pl, const cJSON *v, const char *vp, RtA
 	if (t->dtype != DT_F16 && t->dtype != DT_BF16)
 		return perr(p, sp, "tensor '%s' is %s: tensor maps take f16 and bf16", name,
 			    ir_dtype_name(t->dtype));
-	bool absent;
-	const cJSON *dims = member(p, v, vp, "dims", cJSON_Array, true, &absent);
+	int rank, ns;
+	const cJSON *dims = get_array(p, v, vp, "dims", &rank);
 	if (!dims)
 		return -1;
-	int rank = cJSON_GetArraySize(dims);
 	if (rank < 2 || rank > RT_TMAP_MAXRANK) {
 		subpath(sp, vp, "dims");
 		return perr(p, sp, "%d dims; a tensor map has 2 to %d", rank, RT_TMAP_MAXRANK);
 	}
+	const cJSON *strides = get_array(p, v, vp, "strides", &ns);
+	if (!strides)
+		return -1;
+	subpath(sp, vp, "strides");
+	if (ns != rank - 1)
+		return perr(p, sp, "%d strides for %d dims: want %d", ns, rank, rank - 1);
 	RtTmap *tm = ARENA_NEW(p->a, RtTmap, 1);
-	int64_t d[RT_TMAP_MAXRANK], st[RT_TMAP_MAXRANK] = {0}, box[RT_TMAP_MAXRANK];
-	if (get_ints(p, v, vp, "dims", rank, 1, INT64_C(1) << 32, d) < 0 ||
-	    get_ints(p, v, vp, "strides", rank - 1, 16, (INT64_C(1) << 40) - 16, st + 1) < 0 ||
-	    get_ints(p, v, vp, "box", rank, 1, 256, box) < 0)
+	tm->rank = rank;
+	int64_t box[RT_TMAP_MAXRANK];
+	for (int k = 0; k < rank; k++) {
+		tm->dim_id[k] = -1;
+		subpath(sp, vp, "dims");
+		indexpath(ep, sp, k);
+		const cJSON *e = cJSON_GetArrayItem(dims, k);
+		if ((cJSON_IsObject(e) && !pl->ndim_names) ? perr(p, ep, "expected a number: only "
+				"a plan for every size names sizes") < 0 :
+		    tmap_entry(p, e, ep, false, ndims, tm, k) < 0)
+			return -1;
+		if (k == 0)
+			continue;
+		subpath(sp, vp, "strides");
+		indexpath(ep, sp, k - 1);
+		e = cJSON_GetArrayItem(strides, k - 1);
+		if ((cJSON_IsObject(e) && !pl->ndim_names) ? perr(p, ep, "expected a number: only "
+				"a plan for every size names sizes") < 0 :
+		    tmap_entry(p, e, ep, true, ndims, tm, k) < 0)
+			return -1;
+		tm->stride[k] = tm->sbytes[k];
+	}
+	if (get_ints(p, v, vp, "box", rank, 1, 256, box) < 0)
 		return -1;
 	int es = ir_dtype_size(t->dtype);
 	/* the kernels' panels: 128 bytes of the contiguous dim, the 128-byte swizzle */
@@ -688,31 +789,21 @@ static int parse_tmap(Parser *p, RtPlan *pl, const cJSON *v, const char *vp, RtA
 	if (box[0] * es != 128)
 		return perr(p, sp, "the box's first dim is %lld elements: it must be 128 bytes "
 			    "(%d elements)", (long long)box[0], 128 / es);
-	uint64_t reach = (uint64_t)d[0] * (uint64_t)es;
-	subpath(sp, vp, "strides");
-	for (int k = 1; k < rank; k++) {
-		if (st[k] % 16)
-			return perr(p, sp, "stride %lld is not a multiple of 16 bytes",
-				    (long long)st[k]);
-		/* d and st are below 2^33 and 2^40: no product or sum here overflows */
-		reach += (uint64_t)(d[k] - 1) * (uint64_t)st[k];
-	}
-	if (reach > t->bytes)
-		return perr(p, vp, "the map reaches %llu bytes into tensor '%s', which has %llu",
-			    (unsigned long long)reach, name, (unsigned long long)t->bytes);
-	tm->rank = rank;
-	for (int k = 0; k < rank; k++) {
-		tm->dim[k] = (uint64_t)d[k];
-		tm->stride[k] = (uint64_t)st[k];
+	for (int k = 0; k < rank; k++)
 		tm->box[k] = (uint32_t)box[k];
-	}
 	tm->dtype = t->dtype == DT_F16 ? 6 : 9;   /* CU_TENSOR_MAP_DATA_TYPE_FLOAT16, BFLOAT16 */
 	arg->tm = tm;
+	char why[200];
+	if (!tm->sym && !pl->ndim_names && tmap_check(tm, t, why, sizeof why) < 0)
+		return perr(p, vp, "%s", why);
+	/* a plan for every size: its tensors' bytes and the map's sizes are known at
+	 * bind (tmap_bind) */
+	tm->sym = tm->sym || pl->ndim_names;
 	return 0;
 }
 
 static int parse_arg(Parser *p, RtPlan *pl, const RtKernel *k, int i, const cJSON *j,
-		     const char *path, RtArg *arg)
+		     const char *path, int ndims, RtArg *arg)
 {
 	RtParamType want = k->params[i];
 	const char *wkey = want == RT_P_PTR ? "tensor" : rt_param_name(want);
@@ -781,7 +872,7 @@ static int parse_arg(Parser *p, RtPlan *pl, const RtKernel *k, int i, const cJSO
 	case RT_P_F32:
 		return parse_float(p, v, vp, &arg->f);
 	case RT_P_TMAP:
-		return parse_tmap(p, pl, v, vp, arg);
+		return parse_tmap(p, pl, v, vp, ndims, arg);
 	default:
 		die("bad parameter type %d", (int)want);
 	}
@@ -850,7 +941,7 @@ static int parse_launch(Parser *p, RtPlan *pl, const cJSON *j, const char *path,
 	l->args = ARENA_NEW(p->a, RtArg, l->nargs + 1);
 	for (int i = 0; i < l->nargs; i++) {
 		indexpath(ip, sp, i);
-		if (parse_arg(p, pl, k, i, cJSON_GetArrayItem(args, i), ip, &l->args[i]) < 0)
+		if (parse_arg(p, pl, k, i, cJSON_GetArrayItem(args, i), ip, l->ndims, &l->args[i]) < 0)
 			return -1;
 		if (l->args[i].dim >= l->ndims && pl->ndim_names)
 			return perr(p, ip, "shape id %d, but the launch has %d sizes", l->args[i].dim,
@@ -1506,6 +1597,37 @@ static int size_at(const RtPlan *p, const DimExpr *e, int64_t *v)
 	return ir_dim_eval(e, p->dim_val, v) || *v < 1 || *v > (INT64_C(1) << 40) ? -1 : 0;
 }
 
+/* A map of a plan for every size at the bound sizes (RtTmap.sym): its dims and
+ * strides from launch l's sizes, held to tmap_check. 0, or -1 with the reason. */
+static int tmap_bind(const RtPlan *p, const RtLaunch *l, RtTmap *tm, const RtTensor *t,
+		     char *why, size_t n)
+{
+	for (int k = 0; k < tm->rank; k++) {
+		int64_t v = 1;
+		if (tm->dim_id[k] > 0 && size_at(p, &l->sdims[tm->dim_id[k]], &v))
+			goto big;
+		if (tm->dim_id[k] >= 0)
+			tm->dim[k] = (uint64_t)v;
+		if (k == 0)
+			continue;
+		uint64_t st = tm->sbytes[k];
+		for (int i = 0; i < tm->nsid[k]; i++) {
+			v = 1;
+			if (tm->sid[k][i] > 0 && size_at(p, &l->sdims[tm->sid[k][i]], &v))
+				goto big;
+			/* both below 2^40 after each step: no overflow */
+			st *= (uint64_t)v;
+			if (st >= (UINT64_C(1) << 40))
+				goto big;
+		}
+		tm->stride[k] = st;
+	}
+	return tmap_check(tm, t, why, n);
+big:
+	snprintf(why, n, "its tensor map's sizes are too large at these sizes");
+	return -1;
+}
+
 /* One variant's launches at the plan's sizes. */
 static RtStatus bind_launches(RtPlan *p, RtVariant *var, Diag *d)
 {
@@ -1555,6 +1677,11 @@ static RtStatus bind_launches(RtPlan *p, RtVariant *var, Diag *d)
 				g->i = at.scratch_bytes > 16 ? at.scratch_bytes : 16;
 				if ((uint64_t)g->i > var->scratch_bytes)
 					var->scratch_bytes = (uint64_t)g->i;
+			} else if (g->type == RT_P_TMAP) {
+				char why[200];
+				if (tmap_bind(p, l, g->tm, &p->tensors[g->tensor], why, sizeof why))
+					return bind_fail(d, p, "launch %d (kernel %s), argument %d: %s",
+							 i, k->name, a, why);
 			}
 		}
 	}

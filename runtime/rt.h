@@ -47,13 +47,21 @@ enum { RT_TMAP_BYTES = 128, RT_TMAP_ALIGN = 64, RT_TMAP_MAXRANK = 5 };
 
 /* A {"tmap": …} argument (docs/plan-format.md): a tiled map over the tensor's
  * buffer, dims innermost first, byte strides of dims 1.., the box, elements of the
- * tensor's dtype (f16 or bf16), 128-byte swizzle, zeros outside. */
+ * tensor's dtype (f16 or bf16), 128-byte swizzle, zeros outside. In a plan for
+ * every size (sym) dims and strides are set when the sizes are bound
+ * (rt_plan_bind): dim k is the launch's size of shape id dim_id[k] (-1: dim[k] as
+ * read), stride k sbytes[k] times the sizes of shape ids sid[k][0..nsid[k]-1]. */
 typedef struct {
 	int rank;
 	uint64_t dim[RT_TMAP_MAXRANK];
 	uint64_t stride[RT_TMAP_MAXRANK];  /* [0] unused */
 	uint32_t box[RT_TMAP_MAXRANK];
 	int dtype;             /* CUtensorMapDataType */
+	bool sym;
+	int dim_id[RT_TMAP_MAXRANK];
+	uint64_t sbytes[RT_TMAP_MAXRANK];
+	int nsid[RT_TMAP_MAXRANK];
+	int sid[RT_TMAP_MAXRANK][IR_MAX_RANK];
 } RtTmap;
 
 typedef struct {
@@ -90,7 +98,7 @@ typedef struct {
 	RtParamType type;
 	int tensor;            /* RT_P_PTR, RT_P_TMAP: index into RtPlan.tensors;
 				  RtPlan.ntensors for the launch's scratch (i = its bytes) */
-	const RtTmap *tm;      /* RT_P_TMAP */
+	RtTmap *tm;            /* RT_P_TMAP */
 	int64_t i;             /* RT_P_I64, RT_P_I32 */
 	double f;              /* RT_P_F64, RT_P_F32 */
 	int dim;               /* a plan for every size: i is the launch's size of this

@@ -262,3 +262,72 @@ ws_bad box 's/"box":\[64,128,1\]/"box":[32,128,1]/' "it must be 128 bytes (64 el
 ws_bad nobuf 's/"tensor":"big_fast_a","dims"/"tensor":"big_fast_mm","dims"/' "tensor 'big_fast_mm' has no buffer"
 ws_bad ptx 's/"tmap","tmap"\]/"i64","tmap"]/; s/{"tmap":{"tensor":"big_fast_a","dims":\[72,129,6\],"strides":\[144,18576\],"box":\[64,128,1\]}}/{"i64":0}/' \
 	"parameter 8 is '.align 64 .b8"
+# a plan for every size takes the ws tiles where their maps hold at every size
+# (strides of multiples of 16 bytes whatever the named dims are): its maps name the
+# launch's sizes, and the runtime sets them when the sizes are bound
+cat >"$TMP/dws.yaml" <<'G'
+format: fusec-graph/1
+name: dws
+dims: {batch: 1..32, seq: 1..512}
+inputs:
+  x: {dtype: bf16, shape: [batch, seq, 768]}
+  w: {dtype: bf16, shape: [1, 768, 3072]}
+  b: {dtype: bf16, shape: [1, 1, 3072]}
+ops:
+  - {op: matmul, in: [x, w], out: h}
+  - {op: add, in: [h, b], out: y}
+outputs: [y]
+G
+check ws-dyn-compile 0 "$FUSEC" compile "$TMP/dws.yaml" --arch sm_90a --no-cache -o "$TMP/dws"
+check ws-dyn-maps 0 python3 -c '
+import json, sys
+p = json.load(open(sys.argv[1]))
+ks = {k["name"]: k for v in [p] + p.get("variants", []) for k in v["kernels"]}
+n = 0
+for ls in [l for s in p["steps"] for l in s["launches"]], *[v["launches"] for v in p["variants"]]:
+        for l in ls:
+            assert ks[l["kernel"]]["tiles"].endswith("ws"), ks[l["kernel"]]["tiles"]
+            a, b = [x["tmap"] for x in l["args"] if "tmap" in x]
+            # x [batch, seq, 768]: 768 innermost, then seq, then batch, strides 768
+            # and seq*768 elements; w: 3072, then 768
+            assert a["dims"] == [{"dim": 3}, {"dim": 2}, {"dim": 1}], a
+            assert a["strides"] == [{"dims": [3], "bytes": 2}, {"dims": [2, 3], "bytes": 2}], a
+            assert b["dims"] == [{"dim": 4}, {"dim": 3}] and l["dims"][2:] == [768, 3072], (b, l)
+            n += 1
+assert n == 3, n
+' "$TMP/dws/dws.plan.json"
+for sz in 2x100 5x37; do
+	rm -f "$TMP/ws.trace"
+	check ws-dyn-encode-$sz 3 env FUSEC_LIBCUDA="$(dirname "$FUSEC")/tests/fakecuda.so" FUSEC_NO_GRAPH=1 \
+		FAKECUDA_TRACE="$TMP/ws.trace" "$(dirname "$FUSEC")/fusec-run" "$TMP/dws" --input-shape x=${sz}x768
+	b=${sz%x*}; s=${sz#*x}
+	contains ws-dyn-encode-$sz-maps "$TMP/ws.trace" "tmap(buf0+0;768/64x$s/128x$b/1),tmap(buf1+0;3072/64x768/64)"
+done
+if [ -x "$PTXAS" ]; then
+	check ws-dyn-ptxas 0 "$PTXAS" -arch=sm_90a "$TMP/dws/dws.ptx" -o "$TMP/ws.cubin"
+fi
+# refused: a map that would break at some size (at bind, naming the launch), one that
+# would reach past its tensor, a size the launch does not have, a size in a plan
+# of fixed sizes
+dws_bad() {   # NAME SED MESSAGE: the plan edited by SED, bound at 2x100, is refused
+	rm -rf "$TMP/dwsbad" && cp -r "$TMP/dws" "$TMP/dwsbad" &&
+		sed "$2" "$TMP/dws/dws.plan.json" >"$TMP/dwsbad/dws.plan.json"
+	check "ws-dyn-bad-$1" 1 env FUSEC_LIBCUDA="$(dirname "$FUSEC")/tests/fakecuda.so" \
+		"$(dirname "$FUSEC")/fusec-run" "$TMP/dwsbad" --input-shape x=2x100x768 &&
+		contains "ws-dyn-bad-$1-msg" "$TMP/err" "$3"
+}
+dws_bad stride 's/"strides":\[{"dims":\[3\],"bytes":2}/"strides":[{"dims":[2],"bytes":2}/g' \
+	"stride 200 is not a multiple of 16 bytes"
+dws_bad reach 's/"dims":\[{"dim":3},{"dim":2},{"dim":1}\]/"dims":[{"dim":3},{"dim":2},{"dim":4}]/g' \
+	"the map reaches 471859200 bytes into tensor 'x', which has 307200"
+dws_bad id 's/"dims":\[{"dim":4},{"dim":3}\]/"dims":[{"dim":4},{"dim":5}]/g' \
+	"tmap.dims[1].dim: 5 is out of range [0, 4]"
+ws_bad static 's/"dims":\[72,129,6\]/"dims":[{"dim":1},129,6]/' \
+	"expected a number: only a plan for every size names sizes"
+# K a named dim: the rows' stride is 2*hidden bytes, not a multiple of 16 at every
+# size, so no ws tile (the plain wgmma loop)
+sed 's/dims: {batch: 1..32, seq: 1..512}/dims: {batch: 1..32, seq: 1..512, hidden: 1..1024}/; s/768/hidden/g' \
+	"$TMP/dws.yaml" >"$TMP/dwsk.yaml"
+check ws-dyn-k-compile 0 "$FUSEC" compile "$TMP/dwsk.yaml" --arch sm_90a --no-cache -o "$TMP/dwsk"
+check ws-dyn-k-plain 1 grep -q "s4ws" "$TMP/dwsk/dws.plan.json"
+contains ws-dyn-k-wg "$TMP/dwsk/dws.plan.json" '"tiles":"wg128x'
