@@ -199,7 +199,8 @@ static Graph *apply_precision(Graph *g)
 		/* the default: the chains the flash kernel runs (f16/bf16, or f32 that
 		 * --precision converts) */
 		AttentionMode am = keep ? ATTENTION_KEEP : attention_name ? ATTENTION_FUSE :
-				   precision_name ? ATTENTION_AUTO_HALF : ATTENTION_AUTO;
+				   precision_name ? ATTENTION_AUTO_HALF :
+				   tf32_seen ? ATTENTION_AUTO_TF32 : ATTENTION_AUTO;
 		pl_attention(g, am, &attention_info);
 		pl_layout(g, &lo, &layout_info);
 	}

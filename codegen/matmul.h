@@ -363,6 +363,8 @@ void mm_tc_pos(Mm *x, LLVMValueRef tid, LLVMValueRef e, LLVMValueRef *row, LLVMV
 void mm_wg_compute_gpu(Mm *x, LLVMValueRef s);
 void mm_wg_wait(Mm *x, int n);
 void mm_wg_round_tf32(Mm *x, LLVMValueRef s);
+/* tf32 (cvt.rna.tf32.f32) of the f32 v, as the f32 it stands for (matmul_mma.c). */
+LLVMValueRef mm_to_tf32(Mm *x, LLVMValueRef v);
 void mm_simt_compute(Mm *x, LLVMValueRef s);
 void mm_simt_pos(Mm *x, LLVMValueRef tid, int e, LLVMValueRef *row, LLVMValueRef *col);
 

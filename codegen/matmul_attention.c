@@ -33,8 +33,10 @@
  * indexed by thread id there, in registers on the GPU.
  *
  * The configurations: head dims (D of q and kt, E of v) up to 64 or up to 128,
- * f16 and bf16 on sm_80 and later (cg_matmul_variant); the rest runs on the plain
- * evaluator (kernel_matmul.c). */
+ * f16 and bf16 on sm_80 and later, and f32 under --allow-tf32 (both products on
+ * tf32 mma.sync, P rounded to tf32 and l summing those; its stages twice the
+ * bytes, one block an SM, head dims past 64 on sm_90 alone) (cg_matmul_variant);
+ * the rest runs on the plain evaluator (kernel_matmul.c). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -240,7 +242,8 @@ static void softmax_step(Att *A)
 					 GELU_NONE);
 		lsum[r] = f32c(A, 0);
 	}
-	/* p = exp(s - m) into P's tile (o's A operand, rows x keys), two columns at once */
+	/* p = exp(s - m) into P's tile (o's A operand, rows x keys), two columns at once
+	 * (one 4-byte store of two 16-bit weights; tf32: 8 bytes of two f32) */
 	LLVMValueRef so = mm_stage_off(o, LLVMConstInt(o->ot, 0, 0), 0);
 	for (int e = 0; e < x->nacc; e += 2) {
 		int r = (e % 4) / 2;
@@ -249,21 +252,34 @@ static void softmax_step(Att *A)
 			LLVMValueRef s = mm_acc_load(x, mm_i64c(x, e + h));
 			pv[h] = cg_math_unary(&kb->math, OP_EXP, LLVMBuildFSub(A->b, s, shift[r], ""),
 					      GELU_NONE);
-			/* l sums the weights P v multiplies: rounded, so that the result
-			 * is a weighted mean of v's rows */
+			/* l sums the weights P v multiplies: rounded (to tf32 for f32), so
+			 * that the result is a weighted mean of v's rows */
+			if (o->dt == DT_F32) {
+				bits[h] = mm_to_tf32(o, pv[h]);
+				lsum[r] = LLVMBuildFAdd(A->b, lsum[r], bits[h], "");
+				continue;
+			}
 			bits[h] = cg_narrow(kb, pv[h], o->dt);
 			lsum[r] = LLVMBuildFAdd(A->b, lsum[r], cg_widen(kb, bits[h], o->dt), "");
 			if (LLVMTypeOf(bits[h]) != m->t_i16)
 				bits[h] = LLVMBuildBitCast(A->b, bits[h], m->t_i16, "");
 			bits[h] = LLVMBuildZExt(A->b, bits[h], m->t_i32, "");
 		}
-		LLVMValueRef pair = LLVMBuildOr(A->b, bits[0],
-						LLVMBuildShl(A->b, bits[1], mm_i32c(x, 16), ""), "");
+		LLVMValueRef pair;
+		if (o->dt == DT_F32) {
+			LLVMTypeRef v2 = LLVMVectorType(m->t_f32, 2);
+			pair = LLVMBuildInsertElement(A->b, LLVMGetUndef(v2), bits[0], mm_i32c(x, 0), "");
+			pair = LLVMBuildInsertElement(A->b, pair, bits[1], mm_i32c(x, 1), "");
+		} else {
+			pair = LLVMBuildOr(A->b, bits[0], LLVMBuildShl(A->b, bits[1], mm_i32c(x, 16), ""),
+					   "");
+		}
 		LLVMValueRef row, col;
 		mm_tc_pos(x, x->tid, mm_i64c(x, e), &row, &col);
 		LLVMValueRef off = mm_add(x, so, mm_add(x, mm_swz(o, 0, row, mm_udivc(x, col, o->ce)),
-							mm_to_ot(x, mm_mulc(x, mm_uremc(x, col, o->ce), 2))));
-		LLVMSetAlignment(LLVMBuildStore(A->b, pair, mm_smem_at(o, off)), 4);
+							mm_to_ot(x, mm_mulc(x, mm_uremc(x, col, o->ce),
+									    o->es))));
+		LLVMSetAlignment(LLVMBuildStore(A->b, pair, mm_smem_at(o, off)), 2 * (unsigned)o->es);
 	}
 	for (int r = 0; r < 2; r++)
 		state_store(A, 2 + r, LLVMBuildFAdd(A->b, LLVMBuildFMul(A->b, state_load(A, 2 + r),
@@ -410,9 +426,11 @@ int mm_attention_kernel(CgKb *kb, const MmConfig *cfg, const int *wr, int nw)
 	A->dmax = cfg->bk;
 	/* S = q kt: 128 x 64 over the head dim in one stage; O = P v: 128 x E over 64
 	 * keys; warps 8 x 1 (a warp's 16 rows, every column) */
-	A->cs = (MmConfig){"attention.s", true, false, false, 0, MM_ATT_BM, MM_ATT_BN, A->dmax,
+	/* f32 (--allow-tf32): both products on tf32 mma.sync (m16n8k8) */
+	bool tf = op->t[0].dtype == DT_F32;
+	A->cs = (MmConfig){"attention.s", true, tf, false, 0, MM_ATT_BM, MM_ATT_BN, A->dmax,
 			   8, 1, 1, 0, false, 0, true, false};
-	A->co = (MmConfig){"attention.o", true, false, false, 0, MM_ATT_BM, A->dmax, MM_ATT_BN,
+	A->co = (MmConfig){"attention.o", true, tf, false, 0, MM_ATT_BM, A->dmax, MM_ATT_BN,
 			   8, 1, 1, 0, false, 0, true, false};
 	Mm *x = &A->s, *o = &A->o;
 	setup(A, x, &A->cs, op);

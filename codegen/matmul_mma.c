@@ -32,7 +32,7 @@ static LLVMValueRef ldmatrix4(Mm *x, LLVMValueRef addr, bool trans)
 /* tf32 (round to nearest, ties away from zero: cvt.rna.tf32.f32) of the f32 v, as the
  * f32 it stands for: GPU the conversion instruction, host its definition (the 13 low
  * mantissa bits rounded off; infinities and NaNs kept). */
-static LLVMValueRef to_tf32(Mm *x, LLVMValueRef v)
+LLVMValueRef mm_to_tf32(Mm *x, LLVMValueRef v)
 {
 	CgModule *m = x->kb->m;
 	if (x->gpu) {
@@ -154,7 +154,7 @@ void mm_tc_compute_gpu(Mm *x, LLVMValueRef s)
 						args[q] = LLVMBuildBitCast(x->b, args[q], h2, "");
 				if (c->tf32)
 					for (int q = 0; q < 6; q++)
-						args[q] = LLVMBuildBitCast(x->b, to_tf32(x,
+						args[q] = LLVMBuildBitCast(x->b, mm_to_tf32(x,
 							LLVMBuildBitCast(x->b, args[q], m->t_f32, "")),
 							m->t_i32, "");
 				int e0 = (mi * x->ni + ni) * 4;
@@ -186,8 +186,8 @@ void mm_tc_compute_host(Mm *x, LLVMValueRef s)
 	LLVMValueRef a = mm_smem_elem(x, 0, sa, row, lk.i);
 	LLVMValueRef bv = mm_smem_elem(x, 1, sb, lk.i, col);
 	if (x->c->tf32) {
-		a = to_tf32(x, a);
-		bv = to_tf32(x, bv);
+		a = mm_to_tf32(x, a);
+		bv = mm_to_tf32(x, bv);
 	}
 	cg_carry_next(kb, &lk, sum, LLVMBuildFAdd(x->b, sum, LLVMBuildFMul(x->b, a, bv, ""), ""));
 	cg_loop_end(kb, &lk);

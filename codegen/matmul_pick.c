@@ -50,6 +50,7 @@ enum {
 	MM_ATT64 = 22, MM_ATT128 = 23,  /* the attention op (matmul_attention.c) */
 	MM_GEMVSK4 = 24, MM_GEMVSK16 = 25, /* gemv split over 4 and 16 blocks */
 	MM_GEMVW = 26,           /* gemv8x128k8 (then its sk4, sk16) */
+	MM_ATT64T = 31, MM_ATT128T = 32, /* the attention op in tf32 */
 	MM_GEMV_SPLIT_K = 128,   /* gemv: K a split keeps at least */
 };
 
@@ -147,6 +148,11 @@ static const MmConfig mm_configs[] = {
 	 * 46), so the rule takes them wherever every operand has a tensor map */
 	{"wg128x128x64s4ws", true, false, false, 1, 128, 128, 64, 8, 1, 4, 0, true, 0, false, true},
 	{"wg128x256x64s4ws", true, false, false, 1, 128, 256, 64, 8, 1, 4, 0, true, 0, false, true},
+	/* the attention op over f32 under --allow-tf32: tf32 mma.sync, stages of four
+	 * bytes an element (128 KB for head dims up to 64, 224 KB up to 128, which
+	 * only sm_90's 227 KB holds), one block an SM */
+	{"att128x64d64t", true, true, false, 1, 128, 64, 64, 8, 1, 1, 0, false, 0, true, false},
+	{"att128x64d128t", true, true, false, 1, 128, 64, 128, 8, 1, 1, 0, false, 0, true, false},
 };
 enum { MM_NCONFIGS = (int)(sizeof mm_configs / sizeof mm_configs[0]) };
 
@@ -186,8 +192,9 @@ bool mm_eligible(const CgKernelSpec *s)
 		if (!mm_conv_eligible(mm))
 			return false;
 	} else if (mm->kind == OP_ATTENTION) {
-		/* f16 and bf16, a bias read from memory (no op of the kernel makes it) */
-		if (t != DT_F16 && t != DT_BF16)
+		/* f16 and bf16 (f32 in tf32: the rule), a bias read from memory (no op
+		 * of the kernel makes it) */
+		if (t != DT_F16 && t != DT_BF16 && t != DT_F32)
 			return false;
 		for (int k = 1; k < mm->nin; k++)
 			if (mm->t[k].dtype != t && !(k == 3 && mm->t[k].dtype == DT_BOOL))
@@ -399,8 +406,17 @@ int cg_matmul_variant(const CgKernelSpec *s, const char *arch, bool host, bool a
 		int64_t d = mm_dim_of(mm->t[0].shape[r - 1], dims, ndims);
 		int64_t e = mm_dim_of(out->shape[r - 1], dims, ndims);
 		bool ok80 = host || (arch && !strncmp(arch, "sm_", 3) && atoi(arch + 3) >= 80);
+		bool ok90 = host || (arch && !strncmp(arch, "sm_", 3) && atoi(arch + 3) >= 90);
 		if (!ok80 || d > 128 || e > 128)
 			return 0;
+		if (t == DT_F32) {
+			/* tf32 when allowed; the wide stages need sm_90's shared memory */
+			if (!allow_tf32 || ((d > 64 || e > 64) && !ok90))
+				return 0;
+			if (force && !strcmp(force, mm_configs[MM_ATT128T].name) && ok90)
+				return MM_ATT128T;
+			return d <= 64 && e <= 64 ? MM_ATT64T : MM_ATT128T;
+		}
 		if (force && !strcmp(force, mm_configs[MM_ATT128].name))
 			return MM_ATT128;
 		return d <= 64 && e <= 64 ? MM_ATT64 : MM_ATT128;

@@ -184,7 +184,8 @@ static AttentionMode attention_of(const fusec_options *o)
 	if (o && o->burn_exact)
 		return ATTENTION_KEEP;
 	/* the default: the chains the flash kernel runs (passes.h) */
-	return o && o->precision ? ATTENTION_AUTO_HALF : ATTENTION_AUTO;
+	return o && o->precision ? ATTENTION_AUTO_HALF :
+	       o && o->allow_tf32 ? ATTENTION_AUTO_TF32 : ATTENTION_AUTO;
 }
 
 /* Every file of r named (the path written, or the file name) and counted. */

@@ -299,10 +299,19 @@ static bool match(Aw *w, const Op *y, Chain *c)
 		    (w->mode == ATTENTION_AUTO_HALF && tq->dtype == DT_F32);
 	int r = tq->rank;
 	int64_t hd = tq->dim[r - 1], vd = g->tensors[c->v].dim[r - 1];
+	if (w->mode == ATTENTION_AUTO_TF32 && tq->dtype == DT_F32) {
+		if (hd > 64 || vd > 64) {
+			why(w, y, "its head dims pass 64, past the tf32 kernel's on every arch%s: "
+			    "it runs as matmul, softmax, matmul (--attention fuse fuses it anyway)",
+			    "");
+			return false;
+		}
+		half = true;
+	}
 	if (w->mode != ATTENTION_FUSE && !half) {
 		why(w, y, "%s attention has no fused kernel yet (f16 and bf16 do): it runs as "
-		    "matmul, softmax, matmul (--attention fuse fuses it anyway)",
-		    ir_dtype_name(tq->dtype));
+		    "matmul, softmax, matmul (--attention fuse fuses it anyway), or in tf32 "
+		    "under --allow-tf32", ir_dtype_name(tq->dtype));
 		return false;
 	}
 	if (w->mode != ATTENTION_FUSE && (hd > 128 || vd > 128)) {

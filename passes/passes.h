@@ -349,6 +349,9 @@ typedef enum {
 				  chain would run on the plain evaluator, far slower than
 				  its three launches, so it stays apart */
 	ATTENTION_AUTO_HALF,   /* the same where f32 becomes f16/bf16 later (--precision) */
+	ATTENTION_AUTO_TF32,   /* the default under --allow-tf32: also f32 chains of head
+				  dims up to 64, which the tf32 flash kernel runs from
+				  sm_80 on (past 64 it needs sm_90's shared memory) */
 } AttentionMode;
 
 enum { ATTENTION_MAX_WHY = 16 };

@@ -97,6 +97,12 @@ check attf_bert_int 0 "$FUSEC" run $B --backend interp --seed 2 --outputs "$TMP/
 same_npy attf_bert_same_interp "$TMP/bert.ref" "$TMP/bert.int" 1e-9
 check attf_bert_cpu2 0 "$FUSEC" run $B --backend cpu --seed 2 --outputs "$TMP/bert.cpu" --attention fuse --precision bf16
 same_npy attf_bert_same_bf16 "$TMP/bert.ref" "$TMP/bert.cpu" 5e-2
+# under --allow-tf32 the f32 chains of head dims up to 64 fuse by default, in tf32
+check attf_bert_tf32 0 "$FUSEC" explain $B --allow-tf32
+contains attf_bert_tf32_fused "$TMP/out" "attention: 2 fused"
+check attf_bert_tf32_cpu 0 "$FUSEC" run $B --backend cpu --seed 2 --outputs "$TMP/bert.tf32" --allow-tf32
+same_npy attf_bert_tf32_same "$TMP/bert.ref" "$TMP/bert.tf32" 5e-3
+check attf_bert_tf32_check 0 "$FUSEC" run $B --backend cpu --seed 2 --allow-tf32 --check
 V=tests/onnx/models/vit2/model.onnx
 check attf_vit_ref 0 "$FUSEC" run $V --backend interp --seed 4 --outputs "$TMP/vit.ref" --attention keep
 check attf_vit_cpu 0 "$FUSEC" run $V --backend cpu --seed 4 --outputs "$TMP/vit.cpu" --attention fuse
@@ -228,6 +234,19 @@ contains att-merge-burn-launches "$TMP/err" "compiled att_views_bf16: 14 ops →
 sed 's/"bf16"/"f32"/g' $AC"_bf16.json" >"$TMP/ac32.json"
 check att-k-f32 0 "$FUSEC" run "$TMP/ac32.json" --backend cpu --check
 contains att-k-f32-ok "$TMP/out" "check c1_y: "
+# f32 under --allow-tf32: the flash kernel on tf32 mma.sync (P rounded to tf32),
+# head dims past 64 only on sm_90 (their stages need its shared memory)
+check att-k-tf32 0 "$FUSEC" run "$TMP/ac32.json" --backend cpu --check --allow-tf32
+grep -c " ok$" "$TMP/out" >"$TMP/n"
+same att-k-tf32-ok "$TMP/n" 7
+for a in sm_90a sm_80; do
+	check att-k-tf32-$a 0 "$FUSEC" compile "$TMP/ac32.json" --allow-tf32 --arch $a --no-cache -o "$TMP/at_$a"
+	grep -o '"tiles":"att[a-z0-9]*"' "$TMP/at_$a/att_check_bf16.plan.json" | sort | uniq -c | tr -s ' ' >"$TMP/n"
+done
+same att-k-tf32-tiles-sm_80 "$TMP/n" " 4 \"tiles\":\"att128x64d64t\""
+grep -o '"tiles":"att[a-z0-9]*"' "$TMP/at_sm_90a/att_check_bf16.plan.json" | sort | uniq -c | tr -s ' ' >"$TMP/n"
+same att-k-tf32-tiles-sm_90a-all "$TMP/n" " 3 \"tiles\":\"att128x64d128t\"
+ 4 \"tiles\":\"att128x64d64t\""
 # the chain written out, fused, against the interpreter of the graph as written
 check att-k-pattern 0 "$FUSEC" run tests/bench/gpu/att_pattern_bf16.json --backend cpu --seed 3 --attention fuse --outputs "$TMP/ap.got"
 check att-k-pattern-ref 0 "$FUSEC" run tests/bench/gpu/att_pattern_bf16.json --backend interp --seed 3 --outputs "$TMP/ap.ref" --attention keep
@@ -238,6 +257,7 @@ if [ -x "$PTXAS" ]; then
 	for a in sm_90a sm_80; do
 		check att-ptx-$a 0 "$FUSEC" compile $AC"_f16.json" --arch $a --no-cache -o "$TMP/ap_$a"
 		check att-ptxas-$a 0 "$PTXAS" -arch=$a "$TMP/ap_$a/att_check_f16.ptx" -o "$TMP/ap.cubin"
+		check att-ptxas-tf32-$a 0 "$PTXAS" -arch=$a "$TMP/at_$a/att_check_bf16.ptx" -o "$TMP/ap.cubin"
 	done
 fi
 # the softmax's weights cast to f32 and back (Llama's export in bf16) are taken in
@@ -372,6 +392,11 @@ done
 check causal-other-ref 0 "$FUSEC" run "$TMP/cz_other.json" --backend interp --seed 5 --outputs "$TMP/co.ref" --attention keep
 check causal-other-cpu 0 "$FUSEC" run "$TMP/cz_other.json" --backend cpu --seed 5 --outputs "$TMP/co.cpu"
 same_npy causal-other-same "$TMP/co.ref" "$TMP/co.cpu" 2e-2
+# an f32 chain of head dim 80 stays apart under --allow-tf32, and says why
+sed 's/"bf16"/"f32"/g; s/\[2, 2, 200, 40\]/[2, 2, 200, 80]/; s/\[2, 2, 40, 260\]/[2, 2, 80, 260]/' \
+	"$TMP/cz_other.json" >"$TMP/cz_wide.json"
+check causal-wide-tf32 0 "$FUSEC" explain "$TMP/cz_wide.json" --allow-tf32
+contains causal-wide-tf32-why "$TMP/out" "its head dims pass 64, past the tf32 kernel's on every arch"
 # explain --json counts them
 check causal-json 0 "$FUSEC" explain "$TMP/cz_mask.json" --json
 cp "$TMP/out" "$TMP/cz.explain.json"
