@@ -75,7 +75,10 @@ void mm_tc_compute_gpu(Mm *x, LLVMValueRef s)
 	LLVMValueRef j2 = mm_udivc(x, lane, 16);                           /* j>>1 */
 	LLVMValueRef sa = mm_saddr(x, mm_stage_off(x, s, 0)), sb = mm_saddr(x, mm_stage_off(x, s, 1));
 	LLVMTypeRef h2 = LLVMVectorType(m->t_f16, 2);
-	LLVMValueRef afr[8][4], bfr[16][2];
+	/* mi up to 8, ni up to 32 (the attention's O at head dim 256) */
+	LLVMValueRef afr[8][4], bfr[32][2];
+	if (x->mi > 8 || x->ni > 32)
+		die("internal: %s: %d x %d fragments a warp", c->name, x->mi, x->ni);
 	/* tf32 (m16n8k8): a fragment element is one f32, an ldmatrix 8x8 b16 matrix
 	 * is 8 x 4 of them, which gives A's fragment (row lane/4, k lane%4) from an
 	 * m x k tile and B's (k lane%4, n lane/4) from an n x k tile; ldmatrix cannot

@@ -51,6 +51,7 @@ enum {
 	MM_GEMVSK4 = 24, MM_GEMVSK16 = 25, /* gemv split over 4 and 16 blocks */
 	MM_GEMVW = 26,           /* gemv8x128k8 (then its sk4, sk16) */
 	MM_ATT64T = 31, MM_ATT128T = 32, /* the attention op in tf32 */
+	MM_ATT256 = 33,          /* the attention op, head dims up to 256 (sm_90) */
 	MM_GEMV_SPLIT_K = 128,   /* gemv: K a split keeps at least */
 };
 
@@ -153,6 +154,9 @@ static const MmConfig mm_configs[] = {
 	 * only sm_90's 227 KB holds), one block an SM */
 	{"att128x64d64t", true, true, false, 1, 128, 64, 64, 8, 1, 1, 0, false, 0, true, false},
 	{"att128x64d128t", true, true, false, 1, 128, 64, 128, 8, 1, 1, 0, false, 0, true, false},
+	/* head dims up to 256 (f16/bf16): 208 KB of stages, which only sm_90 holds, one
+	 * block an SM */
+	{"att128x64d256", true, false, false, 1, 128, 64, 256, 8, 1, 1, 0, false, 0, true, false},
 };
 enum { MM_NCONFIGS = (int)(sizeof mm_configs / sizeof mm_configs[0]) };
 
@@ -401,14 +405,16 @@ int cg_matmul_variant(const CgKernelSpec *s, const char *arch, bool host, bool a
 	for (int i = 0; i < s->nwritten; i++)
 		nwr += s->written[i];
 	if (mm->kind == OP_ATTENTION) {
-		/* the flash kernel: mma.sync and cp.async (sm_80), head dims up to 128;
-		 * past them the evaluator */
+		/* the flash kernel: mma.sync and cp.async (sm_80), head dims up to 128,
+		 * up to 256 on sm_90; past them the evaluator */
 		int64_t d = mm_dim_of(mm->t[0].shape[r - 1], dims, ndims);
 		int64_t e = mm_dim_of(out->shape[r - 1], dims, ndims);
 		bool ok80 = host || (arch && !strncmp(arch, "sm_", 3) && atoi(arch + 3) >= 80);
 		bool ok90 = host || (arch && !strncmp(arch, "sm_", 3) && atoi(arch + 3) >= 90);
-		if (!ok80 || d > 128 || e > 128)
+		if (!ok80 || d > 256 || e > 256)
 			return 0;
+		if (d > 128 || e > 128)   /* 16-bit only: f32's stages would not fit */
+			return t != DT_F32 && ok90 ? MM_ATT256 : 0;
 		if (t == DT_F32) {
 			/* tf32 when allowed; the wide stages need sm_90's shared memory */
 			if (!allow_tf32 || ((d > 64 || e > 64) && !ok90))
