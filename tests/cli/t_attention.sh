@@ -248,24 +248,15 @@ grep -o '"tiles":"att[a-z0-9]*"' "$TMP/at_sm_90a/att_check_bf16.plan.json" | sor
 same att-k-tf32-tiles-sm_90a-all "$TMP/n" " 3 \"tiles\":\"att128x64d128t\"
  4 \"tiles\":\"att128x64d64t\""
 # head dims up to 256 (16-bit): att128x64d256 on sm_90 (208 KB of stages), the plain
-# evaluator elsewhere; a second op causal
-cat >"$TMP/attw.json" <<'G'
-{"format": "fusec-graph/1", "name": "att_wide",
- "inputs": {"q": {"dtype": "bf16", "shape": [2, 150, 200]}, "kt": {"dtype": "bf16", "shape": [2, 200, 130]},
-            "v": {"dtype": "bf16", "shape": [2, 130, 256]}, "q2": {"dtype": "bf16", "shape": [1, 70, 256]},
-            "kt2": {"dtype": "bf16", "shape": [1, 256, 90]}, "v2": {"dtype": "bf16", "shape": [1, 90, 136]}},
- "ops": [{"op": "attention", "in": ["q", "kt", "v"], "out": "y", "scalar": 0.07},
-         {"op": "attention", "in": ["q2", "kt2", "v2"], "out": "y2", "scalar": 0.0625, "causal": 20}],
- "outputs": ["y", "y2"]}
-G
-check att-wide-cpu 0 "$FUSEC" run "$TMP/attw.json" --backend cpu --check
+# evaluator elsewhere; a second op causal (tests/bench/gpu/att_wide_bf16.json)
+check att-wide-cpu 0 "$FUSEC" run tests/bench/gpu/att_wide_bf16.json --backend cpu --check
 grep -c " ok$" "$TMP/out" >"$TMP/n"
 same att-wide-cpu-ok "$TMP/n" 2
-check att-wide-90 0 "$FUSEC" compile "$TMP/attw.json" --arch sm_90a --no-cache -o "$TMP/aw90"
-grep -o '"tiles":"att128x64d256"' "$TMP/aw90/att_wide.plan.json" | wc -l | tr -d ' ' >"$TMP/n"
+check att-wide-90 0 "$FUSEC" compile tests/bench/gpu/att_wide_bf16.json --arch sm_90a --no-cache -o "$TMP/aw90"
+grep -o '"tiles":"att128x64d256"' "$TMP/aw90/att_wide_bf16.plan.json" | wc -l | tr -d ' ' >"$TMP/n"
 same att-wide-90-tiles "$TMP/n" 2
-check att-wide-80 0 "$FUSEC" compile "$TMP/attw.json" --arch sm_80 --no-cache -o "$TMP/aw80"
-check att-wide-80-plain 1 grep -q '"tiles":"att' "$TMP/aw80/att_wide.plan.json"
+check att-wide-80 0 "$FUSEC" compile tests/bench/gpu/att_wide_bf16.json --arch sm_80 --no-cache -o "$TMP/aw80"
+check att-wide-80-plain 1 grep -q '"tiles":"att' "$TMP/aw80/att_wide_bf16.plan.json"
 # the chain written out, fused, against the interpreter of the graph as written
 check att-k-pattern 0 "$FUSEC" run tests/bench/gpu/att_pattern_bf16.json --backend cpu --seed 3 --attention fuse --outputs "$TMP/ap.got"
 check att-k-pattern-ref 0 "$FUSEC" run tests/bench/gpu/att_pattern_bf16.json --backend interp --seed 3 --outputs "$TMP/ap.ref" --attention keep
@@ -278,7 +269,7 @@ if [ -x "$PTXAS" ]; then
 		check att-ptxas-$a 0 "$PTXAS" -arch=$a "$TMP/ap_$a/att_check_f16.ptx" -o "$TMP/ap.cubin"
 		check att-ptxas-tf32-$a 0 "$PTXAS" -arch=$a "$TMP/at_$a/att_check_bf16.ptx" -o "$TMP/ap.cubin"
 	done
-	check att-ptxas-wide 0 "$PTXAS" -arch=sm_90a "$TMP/aw90/att_wide.ptx" -o "$TMP/ap.cubin"
+	check att-ptxas-wide 0 "$PTXAS" -arch=sm_90a "$TMP/aw90/att_wide_bf16.ptx" -o "$TMP/ap.cubin"
 fi
 # the softmax's weights cast to f32 and back (Llama's export in bf16) are taken in
 cat >"$TMP/castp.yaml" <<'G'
