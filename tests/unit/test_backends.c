@@ -1514,7 +1514,7 @@ static void mm_graph(GenGraph *gg, const MmCase *c)
 
 /* The tile configurations the host lowering of b picks, as a bit set; *nlaunch the
  * launches. */
-static unsigned mm_variants(const Built *b, int *nlaunch)
+static uint64_t mm_variants(const Built *b, int *nlaunch)
 {
 	Arena *a = arena_new();
 	Diag d;
@@ -1523,10 +1523,10 @@ static unsigned mm_variants(const Built *b, int *nlaunch)
 	assert_non_null(m);
 	CgProgram prog;
 	assert_int_equal(cg_lower(m, b->s, a, &prog, &d), 0);
-	unsigned set = 0;
+	uint64_t set = 0;
 	*nlaunch = prog.nlaunch;
 	for (int k = 0; k < prog.nkernels; k++)
-		set |= 1u << prog.kernels[k]->variant;
+		set |= UINT64_C(1) << prog.kernels[k]->variant;
 	/* one block per output tile: batch x ceil(M / BM) x ceil(N / BN) */
 	for (int i = 0; i < prog.nlaunch; i++) {
 		const CgBound *l = &prog.launch[i];
@@ -1572,7 +1572,8 @@ static unsigned mm_variants(const Built *b, int *nlaunch)
 static void test_matmul_tiles(void **state)
 {
 	(void)state;
-	unsigned seen = 0;
+	uint64_t seen = 0;   /* a bit per configuration: the table has at most 64 */
+	assert_true(cg_matmul_nvariants() <= 64);
 	int bad = 0;
 	for (int i = 0; i < MM_NCASES; i++) {
 		const MmCase *c = &mm_cases[i];
@@ -1586,8 +1587,8 @@ static void test_matmul_tiles(void **state)
 		int nl;
 		if (c->force)
 			setenv("FUSEC_MATMUL_TILES", c->force, 1);
-		unsigned v = mm_variants(&b, &nl);
-		if (!(v & ~1u))
+		uint64_t v = mm_variants(&b, &nl);
+		if (!(v & ~UINT64_C(1)))
 			fail_msg("%s: no tiled kernel", label);
 		/* views of the operands are read in place: one kernel, no copies */
 		if (c->trans && nl != 1)
@@ -1604,7 +1605,7 @@ static void test_matmul_tiles(void **state)
 	 * convs channels last: tests/cli/t_conv.sh; the att ones are the attention
 	 * op's: tests/cli/t_attention.sh) */
 	for (int v = 1; v < cg_matmul_nvariants(); v++)
-		if (!(seen & (1u << v)) && strncmp(cg_matmul_variant_name(v), "dwc", 3) &&
+		if (!(seen & (UINT64_C(1) << v)) && strncmp(cg_matmul_variant_name(v), "dwc", 3) &&
 		    strncmp(cg_matmul_variant_name(v), "wgtf32", 6) &&
 		    strncmp(cg_matmul_variant_name(v), "att", 3))
 			fail_msg("no case reaches tile configuration %s", cg_matmul_variant_name(v));
