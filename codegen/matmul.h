@@ -86,6 +86,10 @@ typedef struct {
 	bool ws;                 /* wg, warp-specialized and persistent on the GPU
 				    (matmul_ws.c): MM_WS_THREADS threads, the last
 				    warpgroup copying; the host runs the tiles as wg's */
+	bool pp;                 /* ws, ping-pong (matmul_ws.c): each multiplying
+				    warpgroup takes whole tiles, every other one of the
+				    block's, so that one's epilogue runs under the
+				    other's products; the host runs them as wg's */
 } MmConfig;
 
 /* A convolution run as an implicit GEMM on the tiles (matmul_conv.c): per image n
@@ -187,12 +191,23 @@ typedef struct {
 				     the stages; else 0, over them) */
 	LLVMValueRef epi_h;       /* i64: the first row of the epilogue's pass when the
 				     passes run as a loop (ws), else NULL */
+	LLVMValueRef epi_off;     /* ot: a ping-pong warpgroup's staged region past
+				     epi_base, else NULL */
+	LLVMValueRef ppbar;       /* i32: a ping-pong warpgroup's named barrier (its
+				     128 threads), else NULL */
 	int wtm, wtn, mi, ni;     /* tc: warp tile and its m16 / n8 counts */
 	int rm, rn;               /* simt: rows and columns per thread */
 	/* the builder's value numbering (matmul_tile.c; freed by the kernel's builder) */
 	struct MmCse *cse;
 	size_t ncse, capcse;
 } Mm;
+
+/* Threads that share the epilogue of a tile: a ping-pong warpgroup on the GPU,
+ * else the block's MM_THREADS. */
+static inline int mm_epi_threads(const Mm *x)
+{
+	return x->gpu && x->c->pp ? MM_THREADS / 2 : MM_THREADS;
+}
 
 /* Whether op's operands are both K-major in shared memory (A rows along K, B stored
  * transposed), the only layout tf32 wgmma reads: a conv channels last. */

@@ -429,9 +429,9 @@ int mm_attention_kernel(CgKb *kb, const MmConfig *cfg, const int *wr, int nw)
 	/* f32 (--allow-tf32): both products on tf32 mma.sync (m16n8k8) */
 	bool tf = op->t[0].dtype == DT_F32;
 	A->cs = (MmConfig){"attention.s", true, tf, false, 0, MM_ATT_BM, MM_ATT_BN, A->dmax,
-			   8, 1, 1, 0, false, 0, true, false};
+			   8, 1, 1, 0, false, 0, true, false, false};
 	A->co = (MmConfig){"attention.o", true, tf, false, 0, MM_ATT_BM, A->dmax, MM_ATT_BN,
-			   8, 1, 1, 0, false, 0, true, false};
+			   8, 1, 1, 0, false, 0, true, false, false};
 	Mm *x = &A->s, *o = &A->o;
 	setup(A, x, &A->cs, op);
 	setup(A, o, &A->co, op);

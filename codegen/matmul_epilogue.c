@@ -134,7 +134,8 @@ LLVMValueRef mm_staged(Mm *x, LLVMValueRef row, LLVMValueRef col)
 {
 	int ld = x->c->bn + MM_EPI_PAD;
 	LLVMValueRef e = mm_add(x, mm_mulc(x, mm_to_ot(x, row), ld), mm_to_ot(x, col));
-	return mm_smem_at(x, mm_addc(x, mm_mulc(x, e, 4), x->epi_base));
+	LLVMValueRef o = mm_addc(x, mm_mulc(x, e, 4), x->epi_base);
+	return mm_smem_at(x, x->epi_off ? mm_add(x, o, x->epi_off) : o);
 }
 
 /* MM_EPI_V consecutive columns from (gr, gc) whose staged values start at (r, cc). */
@@ -243,13 +244,13 @@ void mm_epi_walk(Mm *x, int h, const int *wr, int nw)
 	CgModule *m = kb->m;
 	const MmConfig *c = x->c;
 	int R = x->epi_rows;
-	int per_row = c->bn / MM_EPI_V;
-	int steps = (R * per_row + MM_THREADS - 1) / MM_THREADS;
+	int per_row = c->bn / MM_EPI_V, T = mm_epi_threads(x);
+	int steps = (R * per_row + T - 1) / T;
 	{
 		LLVMValueRef tid = mm_opaque_tid(x, mm_phase_begin(x));
 		CgLoop ls;
 		cg_loop_begin(kb, &ls, mm_i64c(x, 0), mm_i64c(x, steps), mm_i64c(x, 1));
-		LLVMValueRef q = mm_add(x, tid, mm_mulc(x, ls.i, MM_THREADS));
+		LLVMValueRef q = mm_add(x, tid, mm_mulc(x, ls.i, T));
 		LLVMValueRef r = mm_udivc(x, q, per_row);
 		LLVMValueRef cc = mm_mulc(x, mm_uremc(x, q, per_row), MM_EPI_V);
 		LLVMValueRef gr = mm_add(x, x->m0, x->epi_h ? mm_add(x, r, x->epi_h) :

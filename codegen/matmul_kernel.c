@@ -283,6 +283,11 @@ int mm_tile_kernel(CgKb *kb, const MmConfig *cfg, const int *wr, int nw)
 		x->mi = x->wtm / 16;
 		x->ni = x->wtn / 8;
 		x->nacc = x->mi * x->ni * 4;
+		if (x->gpu && c->pp) {
+			/* a warpgroup holds the whole tile (mm_tc_pos) */
+			x->mi = c->bm / 64;
+			x->nacc = x->mi * x->ni * 4;
+		}
 	} else {
 		x->rm = c->bm / 16;
 		x->rn = c->bn / 16;

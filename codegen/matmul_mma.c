@@ -52,6 +52,18 @@ LLVMValueRef mm_to_tf32(Mm *x, LLVMValueRef v)
 void mm_tc_pos(Mm *x, LLVMValueRef tid, LLVMValueRef e, LLVMValueRef *row, LLVMValueRef *col)
 {
 	LLVMValueRef lane = mm_uremc(x, tid, 32), warp = mm_udivc(x, tid, 32);
+	if (x->gpu && x->c->pp) {
+		/* ping-pong (matmul_ws.c): a warpgroup's 128 threads hold the whole
+		 * tile, half h (rows 64h..) in accumulators h * ni * 4.., each half
+		 * wgmma's m64 layout: warp w rows 16w..16w+15 */
+		LLVMValueRef h = mm_udivc(x, e, (int64_t)x->ni * 4);
+		LLVMValueRef n8 = mm_uremc(x, mm_udivc(x, e, 4), x->ni), q = mm_uremc(x, e, 4);
+		*row = mm_add(x, mm_add(x, mm_mulc(x, h, 64), mm_mulc(x, warp, 16)),
+			      mm_add(x, mm_udivc(x, lane, 4), mm_mulc(x, mm_udivc(x, q, 2), 8)));
+		*col = mm_add(x, mm_mulc(x, n8, 8),
+			      mm_add(x, mm_mulc(x, mm_uremc(x, lane, 4), 2), mm_uremc(x, q, 2)));
+		return;
+	}
 	LLVMValueRef wmi = mm_udivc(x, warp, x->c->wn), wni = mm_uremc(x, warp, x->c->wn);
 	LLVMValueRef mi = mm_udivc(x, e, (int64_t)x->ni * 4);
 	LLVMValueRef ni = mm_uremc(x, mm_udivc(x, e, 4), x->ni);

@@ -155,17 +155,20 @@ int mm_smem(const MmConfig *c, int es)
 	if (c->att)
 		return mm_attention_smem(c, es);
 	if (c->ws)
-		return mm_stages_bytes(c, es) + MM_WG_ALIGN + mm_ws_epi_rows(c, es) *
-		       (c->bn + MM_EPI_PAD) * 4 + 2 * c->stages * 8;
+		return mm_stages_bytes(c, es) + MM_WG_ALIGN + (c->pp ? 2 : 1) *
+		       mm_ws_epi_rows(c, es) * (c->bn + MM_EPI_PAD) * 4 + 2 * c->stages * 8;
 	return mm_stages_bytes(c, es) + (c->wg ? MM_WG_ALIGN : 0);
 }
 
 /* ws (matmul_ws.c): rows of the epilogue's staged tile, in a region of its own after
  * the stages (the next tile's copies fill them meanwhile): as many as fit, with
- * the stages, their alignment and the 2 x STAGES mbarriers, in MM_WS_SMEM. */
+ * the stages, their alignment and the 2 x STAGES mbarriers, in MM_WS_SMEM; ping-pong
+ * has a region for each multiplying warpgroup. */
 int mm_ws_epi_rows(const MmConfig *c, int es)
 {
 	int room = MM_WS_SMEM - mm_stages_bytes(c, es) - MM_WG_ALIGN - 2 * c->stages * 8;
+	if (c->pp)
+		room /= 2;
 	int rows = c->bm;
 	while (rows > 8 && rows * (c->bn + MM_EPI_PAD) * 4 > room)
 		rows /= 2;

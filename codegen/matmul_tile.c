@@ -222,7 +222,9 @@ void mm_phase_end(Mm *x)
 void mm_barrier(Mm *x)
 {
 	_Static_assert(MM_THREADS == 256, "the named barrier counts the multiplying threads");
-	if (x->gpu && x->wsbar)
+	if (x->gpu && x->ppbar)
+		mm_asm_call(x, x->kb->m->t_void, "bar.sync $0, 128;", "r,~{memory}", &x->ppbar, 1);
+	else if (x->gpu && x->wsbar)
 		mm_asm_call(x, x->kb->m->t_void, "bar.sync 1, 256;", "~{memory}", NULL, 0);
 	else if (x->gpu)
 		mm_intrinsic(x, "llvm.nvvm.barrier0", NULL, 0, NULL, 0);

@@ -52,13 +52,12 @@ static LLVMValueRef wg_desc(Mm *x, LLVMValueRef addr, int64_t lbo, int64_t sbo)
 	return LLVMBuildOr(x->b, a, LLVMConstInt(m->t_i64, hi, 0), "");
 }
 
-/* Inline PTX over the accumulators: text with $0 .. $nacc-1 the accumulators
+/* Inline PTX over the accumulators a0 .. a0+n-1: text with $0 .. $n-1 those
  * (read and written), then the extra inputs; returns nothing, the accumulators are
  * stored back. An empty text pins them: no use of them moves above it. */
-static void wg_asm(Mm *x, const char *text, LLVMValueRef *extra, int nextra)
+static void wg_asm(Mm *x, const char *text, LLVMValueRef *extra, int nextra, int a0, int n)
 {
 	CgModule *m = x->kb->m;
-	int n = x->nacc;
 	LLVMTypeRef *ft = xmalloc(sizeof *ft * (size_t)n);
 	LLVMValueRef *args = xmalloc(sizeof *args * (size_t)(n + nextra));
 	LLVMTypeRef *at = xmalloc(sizeof *at * (size_t)(n + nextra));
@@ -74,7 +73,7 @@ static void wg_asm(Mm *x, const char *text, LLVMValueRef *extra, int nextra)
 		len += (size_t)sprintf(cons + len, ",%s", at[i] == m->t_i64 ? "l" : "r");
 	}
 	for (int i = 0; i < n; i++) {
-		args[nextra + i] = mm_acc_load(x, mm_i64c(x, i));
+		args[nextra + i] = mm_acc_load(x, mm_i64c(x, a0 + i));
 		at[nextra + i] = m->t_f32;
 		len += (size_t)sprintf(cons + len, ",%d", i);
 	}
@@ -85,7 +84,7 @@ static void wg_asm(Mm *x, const char *text, LLVMValueRef *extra, int nextra)
 					   LLVMInlineAsmDialectATT, 0);
 	LLVMValueRef r = LLVMBuildCall2(x->b, fty, fn, args, (unsigned)(n + nextra), "");
 	for (int i = 0; i < n; i++)
-		mm_acc_store(x, mm_i64c(x, i), LLVMBuildExtractValue(x->b, r, (unsigned)i, ""));
+		mm_acc_store(x, mm_i64c(x, a0 + i), LLVMBuildExtractValue(x->b, r, (unsigned)i, ""));
 	free(ft);
 	free(args);
 	free(at);
@@ -104,7 +103,7 @@ void mm_wg_wait(Mm *x, int n)
 					  LLVMInlineAsmDialectATT, 0);
 	LLVMBuildCall2(x->b, vt, w, NULL, 0, "");
 	if (n == 0)
-		wg_asm(x, "", NULL, 0);
+		wg_asm(x, "", NULL, 0, 0, x->nacc);
 }
 
 /* tf32: the chunks this thread copied into the stage at s (load_tile's share of
@@ -144,7 +143,9 @@ void mm_wg_round_tf32(Mm *x, LLVMValueRef s)
  * multiplies its 64 rows of the A tile by the whole B tile, BK / 16 instructions of
  * m64nBNk16 issued back to back as one group, then waits until only that group is
  * in flight (the stage it reads is refilled two steps later: tile_loop's lead, matmul_kernel.c); the
- * accumulators are Mm.acc (mm_tc_pos maps them, as for mma.sync with warps 8 x 1). */
+ * accumulators are Mm.acc (mm_tc_pos maps them, as for mma.sync with warps 8 x 1).
+ * A ping-pong warpgroup (its Mm.tid 0..127: matmul_ws.c) multiplies all BM rows,
+ * two instructions a K step, each over its half of the accumulators. */
 void mm_wg_compute_gpu(Mm *x, LLVMValueRef s)
 {
 	CgModule *m = x->kb->m;
@@ -157,20 +158,21 @@ void mm_wg_compute_gpu(Mm *x, LLVMValueRef s)
 	 * transpose immediates */
 	const char *ty = c->tf32 ? "tf32" : x->dt == DT_F16 ? "f16" : "bf16";
 	int kstep = c->tf32 ? 8 : 16;
-	char *text = xmalloc((size_t)x->nacc * 8 + 256);
+	int halves = x->gpu && c->pp ? c->bm / 64 : 1, na = x->nacc / halves;
+	char *text = xmalloc((size_t)na * 8 + 256);
 	size_t len = (size_t)sprintf(text, "wgmma.mma_async.sync.aligned.m64n%dk%d.f32.%s.%s {",
 				     c->bn, kstep, ty, ty);
-	for (int i = 0; i < x->nacc; i++)
+	for (int i = 0; i < na; i++)
 		len += (size_t)sprintf(text + len, "%s$%d", i ? ", " : "", i);
 	if (c->tf32)
-		sprintf(text + len, "}, $%d, $%d, p, 1, 1;", x->nacc, x->nacc + 1);
+		sprintf(text + len, "}, $%d, $%d, p, 1, 1;", na, na + 1);
 	else
-		sprintf(text + len, "}, $%d, $%d, p, 1, 1, %d, %d;", x->nacc, x->nacc + 1,
+		sprintf(text + len, "}, $%d, $%d, p, 1, 1, %d, %d;", na, na + 1,
 			x->trans[0] ? 1 : 0, x->trans[1] ? 0 : 1);
 	char *full = xmalloc(strlen(text) + 128);
 	/* one line: a line of its own starting with '}' would read as the end of the
 	 * kernel's function to emit_par.c (find_function, which copies twins) */
-	sprintf(full, "{ .reg .pred p; setp.ne.b32 p, $%d, 0; %s }", x->nacc + 2, text);
+	sprintf(full, "{ .reg .pred p; setp.ne.b32 p, $%d, 0; %s }", na + 2, text);
 	LLVMTypeRef vt = LLVMFunctionType(m->t_void, NULL, 0, 0);
 	LLVMValueRef fence = LLVMGetInlineAsm(vt, "wgmma.fence.sync.aligned;", 25, "~{memory}", 9,
 					      1, 0, LLVMInlineAsmDialectATT, 0);
@@ -178,14 +180,18 @@ void mm_wg_compute_gpu(Mm *x, LLVMValueRef s)
 	for (int kk = 0; kk < c->bk / kstep; kk++) {
 		/* K-major: the next 32 bytes of each row (16 halves, 8 tf32); MN-major:
 		 * the next 16 rows */
-		LLVMValueRef a = mm_addc(x, sa, x->trans[0] ? kk * 16 * 128 : kk * 32);
 		LLVMValueRef b = mm_addc(x, sb, x->trans[1] ? kk * 32 : kk * 16 * 128);
-		LLVMValueRef ex[3] = {
-			wg_desc(x, a, x->trans[0] ? (int64_t)c->bk * 128 : 16, 1024),
-			wg_desc(x, b, x->trans[1] ? 16 : (int64_t)c->bk * 128, 1024),
-			mm_i32c(x, 1),
-		};
-		wg_asm(x, full, ex, 3);
+		for (int h = 0; h < halves; h++) {
+			/* half h's 64 rows, as warpgroup h's above */
+			int64_t rows = h * (x->trans[0] ? (int64_t)c->bk * 128 : 64 * 128);
+			LLVMValueRef a = mm_addc(x, sa, rows + (x->trans[0] ? kk * 16 * 128 : kk * 32));
+			LLVMValueRef ex[3] = {
+				wg_desc(x, a, x->trans[0] ? (int64_t)c->bk * 128 : 16, 1024),
+				wg_desc(x, b, x->trans[1] ? 16 : (int64_t)c->bk * 128, 1024),
+				mm_i32c(x, 1),
+			};
+			wg_asm(x, full, ex, 3, h * na, na);
+		}
 	}
 	LLVMValueRef commit = LLVMGetInlineAsm(vt, "wgmma.commit_group.sync.aligned;", 32,
 					       "~{memory}", 9, 1, 0, LLVMInlineAsmDialectATT, 0);

@@ -70,6 +70,7 @@ static void mbar_wait(Mm *x, LLVMValueRef a, LLVMValueRef parity)
 typedef struct {
 	LLVMValueRef jslot;       /* i32 alloca: the next step of the sequence */
 	int bars;                 /* byte offset of full[0]; empty[s] STAGES later */
+	LLVMValueRef g;           /* ping-pong: the multiplying warpgroup (i64 0 or 1) */
 } Ws;
 
 static LLVMValueRef entry_alloca(Mm *x, LLVMTypeRef t)
@@ -211,22 +212,66 @@ static void tile_steps(Mm *x, const Ws *w, LLVMValueRef nk, bool copy)
 	LLVMPositionBuilderAtEnd(x->b, on);
 }
 
-/* One role's walk over the block's tiles. */
+/* Named barrier id among n threads: wait for the others (sync) or only arrive. */
+static void named_bar(Mm *x, LLVMValueRef id, int n, bool sync)
+{
+	char text[48];
+	snprintf(text, sizeof text, "bar.%s $0, %d;", sync ? "sync" : "arrive", n);
+	LLVMValueRef v = LLVMBuildTrunc(x->b, id, x->kb->m->t_i32, "");
+	mm_asm_call(x, x->kb->m->t_void, text, "r,~{memory}", &v, 1);
+}
+
+/* Ping-pong: the code of then() where c (i1) holds. */
+static LLVMBasicBlockRef if_begin(Mm *x, LLVMValueRef c)
+{
+	CgKb *kb = x->kb;
+	LLVMBasicBlockRef go = LLVMAppendBasicBlockInContext(kb->m->ctx, kb->fn, "pp.if");
+	LLVMBasicBlockRef on = LLVMAppendBasicBlockInContext(kb->m->ctx, kb->fn, "pp.fi");
+	LLVMBuildCondBr(x->b, c, go, on);
+	LLVMPositionBuilderAtEnd(x->b, go);
+	return on;
+}
+
+static void if_end(Mm *x, LLVMBasicBlockRef on)
+{
+	LLVMBuildBr(x->b, on);
+	LLVMPositionBuilderAtEnd(x->b, on);
+}
+
+/* One role's walk over the block's tiles. Ping-pong: multiplying warpgroup g takes
+ * the block's tiles i = g, g + 2, ..., whose steps are i * nk .. of the sequence,
+ * and issues its products only once the other's of tile i - 1 are (named barrier
+ * 4 + g, which the other arrives at after them where tile i exists): so a stage's
+ * phase is never waited for by one before the other's last round of it completed,
+ * and one's epilogue runs while the other multiplies. */
 static void role(Mm *x, const Ws *w, LLVMValueRef block, LLVMValueRef nblocks, const int *wr,
 		 int nw, bool copy)
 {
 	CgKb *kb = x->kb;
 	CgModule *m = kb->m;
+	bool pp = x->c->pp && !copy;
 	LLVMBuildStore(x->b, mm_i32c(x, 0), w->jslot);
 	LLVMValueRef nb, ntm, ntn;
 	LLVMValueRef per_batch = mm_tile_grid(x, &nb, &ntm, &ntn);
 	LLVMValueRef total = mm_mul(x, nb, per_batch);
 	LLVMValueRef nk = mm_ceil_div(x, x->K, x->c->bk);
 	int G = x->ngroup > 1 ? x->ngroup : 1;
+	LLVMValueRef units = mm_mul(x, total, mm_i64c(x, G));
 	CgLoop lt;
-	cg_loop_begin(kb, &lt, block, mm_mul(x, total, mm_i64c(x, G)), nblocks);
+	if (pp)
+		cg_loop_begin(kb, &lt, mm_add(x, block, mm_mul(x, w->g, nblocks)), units,
+			      mm_mulc(x, nblocks, 2));
+	else
+		cg_loop_begin(kb, &lt, block, units, nblocks);
 	kb->nmemo = 0;
 	LLVMValueRef t = lt.i;
+	if (pp) {
+		LLVMValueRef i = LLVMBuildUDiv(x->b, LLVMBuildSub(x->b, t, block, ""), nblocks, "");
+		LLVMBuildStore(x->b, LLVMBuildTrunc(x->b, mm_mul(x, i, nk), m->t_i32, ""), w->jslot);
+		LLVMBasicBlockRef on = if_begin(x, LLVMBuildICmp(x->b, LLVMIntUGT, i, mm_i64c(x, 0), ""));
+		named_bar(x, mm_addc(x, w->g, 4), 256, true);
+		if_end(x, on);
+	}
 	LLVMBasicBlockRef skip = mm_group_units(x, &t, total);
 	mm_tile_at(x, t, per_batch, ntm, ntn);
 	if (!copy) {
@@ -234,6 +279,13 @@ static void role(Mm *x, const Ws *w, LLVMValueRef block, LLVMValueRef nblocks, c
 			mm_acc_store(x, mm_i64c(x, e), LLVMConstReal(m->t_f32, 0));
 	}
 	tile_steps(x, w, nk, copy);
+	if (pp) {
+		/* the other warpgroup's turn, where it has a next tile */
+		LLVMValueRef next = mm_add(x, lt.i, nblocks);
+		LLVMBasicBlockRef on = if_begin(x, LLVMBuildICmp(x->b, LLVMIntULT, next, units, ""));
+		named_bar(x, LLVMBuildSub(x->b, mm_i64c(x, 5), w->g, ""), 256, false);
+		if_end(x, on);
+	}
 	if (!copy)
 		mm_epilogue(x, wr, nw);
 	mm_group_end(x);
@@ -260,8 +312,8 @@ void mm_ws_tile_loop(Mm *x, LLVMValueRef block, LLVMValueRef nblocks, const int 
 	CgKb *kb = x->kb;
 	CgModule *m = kb->m;
 	const MmConfig *c = x->c;
-	Ws w = {entry_alloca(x, m->t_i32),
-		x->epi_base + x->epi_rows * (c->bn + MM_EPI_PAD) * 4};
+	int region = x->epi_rows * (c->bn + MM_EPI_PAD) * 4;
+	Ws w = {entry_alloca(x, m->t_i32), x->epi_base + (c->pp ? 2 : 1) * region, NULL};
 	/* thread 0 sets the mbarriers up, then everyone may use them */
 	LLVMBasicBlockRef bi = LLVMAppendBasicBlockInContext(m->ctx, kb->fn, "ws.init");
 	LLVMBasicBlockRef bs = LLVMAppendBasicBlockInContext(m->ctx, kb->fn, "ws.split");
@@ -269,7 +321,8 @@ void mm_ws_tile_loop(Mm *x, LLVMValueRef block, LLVMValueRef nblocks, const int 
 	LLVMPositionBuilderAtEnd(x->b, bi);
 	for (int s = 0; s < c->stages; s++) {
 		mbar_init(x, mm_saddr(x, mm_i32c(x, w.bars + s * 8)), 1);
-		mbar_init(x, mm_saddr(x, mm_i32c(x, w.bars + (c->stages + s) * 8)), MM_THREADS);
+		mbar_init(x, mm_saddr(x, mm_i32c(x, w.bars + (c->stages + s) * 8)),
+			  c->pp ? MM_THREADS / 2 : MM_THREADS);
 	}
 	/* the initialised mbarriers visible to the copies that complete on them */
 	mm_asm_call(x, m->t_void, "fence.mbarrier_init.release.cluster;", "~{memory}", NULL, 0);
@@ -285,8 +338,18 @@ void mm_ws_tile_loop(Mm *x, LLVMValueRef block, LLVMValueRef nblocks, const int 
 	LLVMPositionBuilderAtEnd(x->b, bm);
 	set_maxnreg(x, true, MM_WS_MUL_REGS);
 	x->wsbar = true;
+	if (c->pp) {
+		/* warpgroup g, its threads 0..127 as Mm.tid, its staged region and its
+		 * barrier (2 + g) for the epilogue */
+		w.g = mm_udivc(x, tid, 128);
+		x->tid = LLVMBuildSub(x->b, tid, mm_mulc(x, w.g, 128), "");
+		x->epi_off = LLVMBuildTrunc(x->b, mm_mulc(x, w.g, region), m->t_i32, "");
+		x->ppbar = LLVMBuildTrunc(x->b, mm_addc(x, w.g, 2), m->t_i32, "");
+	}
 	role(x, &w, block, nblocks, wr, nw, false);
 	x->wsbar = false;
+	x->tid = tid;
+	x->epi_off = x->ppbar = NULL;
 	LLVMBuildBr(x->b, bd);
 
 	LLVMPositionBuilderAtEnd(x->b, bc);

@@ -196,10 +196,10 @@ fi
 # describes over the operand's buffer, and its module holds the mbarrier ring; a
 # kernel of siblings that are not alike, or an operand whose rows are not a
 # multiple of 16 bytes (the odd shapes), keeps the rule's loop
-for cg in wg128x256x64s4ws:mm_check_bf16 wg128x256x64s4ws:mm_siblings_bf16 wg128x128x64s4ws:mm_check_views_f16; do
+for cg in wg128x256x64s4ws:mm_check_bf16 wg128x256x64s4ws:mm_siblings_bf16 wg128x128x64s4ws:mm_check_views_f16 wg128x128x64s4pp:mm_siblings_bf16; do
 	check "ws-$cg" 0 env FUSEC_MATMUL_TILES=${cg%%:*} "$FUSEC" run tests/bench/gpu/${cg#*:}.json --backend cpu --check
 done
-for c in wg128x128x64s4ws wg128x256x64s4ws; do
+for c in wg128x128x64s4ws wg128x256x64s4ws wg128x128x64s4pp; do
 	check "ws-$c-compile" 0 env FUSEC_MATMUL_TILES=$c "$FUSEC" compile tests/bench/gpu/mm_check_bf16.json --no-cache -o "$TMP/ws-$c"
 	python3 - "$TMP/ws-$c/mm_check_bf16.plan.json" "$c" > "$TMP/ws.out" 2>&1 <<'PY'
 import json, sys
@@ -245,6 +245,12 @@ PY
 	contains "ws-$c-encode-maps" "$TMP/ws.trace" "tmap(buf0+0;72/64x129/128x6/1),tmap(buf1+0;136/64x72/"
 	contains "ws-$c-mbarrier" "$TMP/ws-$c/mm_check_bf16.ptx" "mbarrier.try_wait.parity"
 	contains "ws-$c-maxntid" "$TMP/ws-$c/mm_check_bf16.ptx" ".maxntid 384"
+	# ping-pong: each multiplying warpgroup issues its products in turn (named
+	# barriers 4 and 5), two wgmma of 64 rows a K step over its whole tile
+	case $c in *pp)
+		contains "ws-$c-turns" "$TMP/ws-$c/mm_check_bf16.ptx" "bar.arrive"
+		check "ws-$c-halves" 0 grep -q "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {%f[0-9]*, %f[0-9]*, %f[0-9]*, %f[0-9]*, %f[0-9]*, %f[0-9]*, %f[0-9]*, %f[0-9]*, %f[0-9]*, %f[0-9]*, %f[0-9]*, %f[0-9]*, %f[0-9]*, %f[0-9]*, %f[0-9]*, %f[0-9]*, %f[0-9]*, %f[0-9]*, %f[0-9]*, %f[0-9]*, %f[0-9]*, %f[0-9]*, %f[0-9]*, %f[0-9]*, %f[0-9]*, %f[0-9]*, %f[0-9]*, %f[0-9]*, %f[0-9]*, %f[0-9]*, %f[0-9]*, %f[0-9]*, %f[0-9]*, %f[0-9]*, %f[0-9]*, %f[0-9]*, %f[0-9]*, %f[0-9]*, %f[0-9]*, %f[0-9]*, %f[0-9]*, %f[0-9]*, %f[0-9]*, %f[0-9]*, %f[0-9]*, %f[0-9]*, %f[0-9]*, %f[0-9]*, %f[0-9]*, %f[0-9]*, %f[0-9]*, %f[0-9]*, %f[0-9]*, %f[0-9]*, %f[0-9]*, %f[0-9]*, %f[0-9]*, %f[0-9]*, %f[0-9]*, %f[0-9]*, %f[0-9]*, %f[0-9]*, %f[0-9]*, %f[0-9]*}" "$TMP/ws-$c/mm_check_bf16.ptx" ;;
+	esac
 	if [ -x "$PTXAS" ]; then
 		check "ws-$c-ptxas" 0 "$PTXAS" -arch=sm_90a "$TMP/ws-$c/mm_check_bf16.ptx" -o "$TMP/ws.cubin"
 	fi

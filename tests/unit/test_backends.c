@@ -1437,6 +1437,9 @@ static const MmCase mm_cases[] = {
 	 false, "wg128x128x64s4ws"},
 	{"ws 128x256 tiles a^T b^T 136x296x40", DT_F16, {0}, {0}, 136, 296, 40, "residual_gelu",
 	 false, 3, false, "wg128x256x64s4ws"},
+	/* ws ping-pong: each multiplying warpgroup a whole tile on the GPU */
+	{"pp 128x128 tiles a^T 264x136x200", DT_BF16, {0}, {0}, 264, 136, 200, "bias_relu", false,
+	 1, false, "wg128x128x64s4pp"},
 };
 enum { MM_NCASES = (int)(sizeof mm_cases / sizeof mm_cases[0]) };
 
@@ -1551,9 +1554,10 @@ static uint64_t mm_variants(const Built *b, int *nlaunch)
 				((out->dim[out->rank - 1] + bn - 1) / bn);
 		for (int j = 0; j < out->rank - 2; j++)
 			tiles *= out->dim[j];
-		/* warp-specialized ("...ws"): one persistent block per SM at most,
-		 * a third warpgroup copying */
-		bool ws = strstr(cg_matmul_variant_name(v), "ws") != NULL;
+		/* warp-specialized ("...ws", ping-pong "...pp"): one persistent block
+		 * per SM at most, a third warpgroup copying */
+		bool ws = strstr(cg_matmul_variant_name(v), "ws") != NULL ||
+			  strstr(cg_matmul_variant_name(v), "pp") != NULL;
 		int64_t blocks = tiles * split;
 		if (ws && blocks > CG_MM_PERSIST)
 			blocks = CG_MM_PERSIST;
