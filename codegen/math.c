@@ -687,6 +687,41 @@ static LLVMValueRef body_gelu(Em *e, LLVMValueRef *a)
 	return mul(e, mul(e, K(e, 0.5), x), erfc_any(e, z, zh, zl));
 }
 
+/* gelu (erf form) of an f32 x whose result is rounded to f16 or bf16 where it is
+ * made: 0.5 x erfc(z), z = -x/sqrt2, in one piece with no interval selects. With a
+ * = |z| and r = 1/(a + 2), erfc(a) = exp(-a^2) g(u) r, g a degree-6 polynomial in
+ * u = 1.17647 (1 - 4r) + 0.17647, which maps t = (a - 2)/(a + 2) in [-1, 0.7] (a up
+ * to 11.3, past which exp(-a^2) is 0 in f32) onto [-1, 1] (Chebyshev interpolant,
+ * docs/math.md); erfc(z) = 2 - erfc(a) for z < 0. exp(-a^2) is one ex2.approx of
+ * -a^2 log2 e on the GPU, whose rounded argument dominates the error: at most
+ * 2^-15.4 relative (x < -9, results below 1e-18), 2^-16.5 for x in [-9, -4], 2^-18.6
+ * in [-4, 0] and 2^-20.8 above, a hundredth of a bf16 ulp or less (host/bounds.c
+ * counts 256 ulps of f32). 20 instructions where the f32 form takes about 58: an
+ * f16/bf16 matmul's GELU epilogue is bound by them. The host computes the same with
+ * the portable exp and a division. */
+static const double gelu_half_g[7] = {1.0922334981603601e-3, 1.4350121634336688e-3,
+	-1.3061529992384382e-2, -1.3645088825550948e-2, 0.2115137449806422,
+	-0.6571896903363265, 1.1310565771963874};
+
+static LLVMValueRef body_gelu_half(Em *e, LLVMValueRef *args)
+{
+	LLVMValueRef x = args[0];
+	LLVMValueRef z = mul(e, x, K(e, -FRAC_1_SQRT2)), a = fabs_(e, z), z2 = mul(e, z, z);
+	LLVMValueRef r, ex;
+	if (e->m->gpu) {
+		r = nvvm_f32(e, "llvm.nvvm.rcp.approx.ftz.f", add(e, a, K(e, 2.0)));
+		ex = nvvm_f32(e, "llvm.nvvm.ex2.approx.f", mul(e, z2, K(e, -LOG2E)));
+	} else {
+		r = fdiv(e, K(e, 1.0), add(e, a, K(e, 2.0)));
+		ex = em_exp(e, neg(e, z2));
+	}
+	const double al = 2 / 1.7, be = -(0.7 - 1) / 1.7;
+	LLVMValueRef u = fma_(e, K(e, -4 * al), r, K(e, al + be));
+	LLVMValueRef c = mul(e, mul(e, horner(e, u, gelu_half_g, 7), r), ex);
+	LLVMValueRef ec = sel(e, fcmp(e, LLVMRealOLT, z, K(e, 0.0)), sub(e, K(e, 2.0), c), c);
+	return mul(e, mul(e, K(e, 0.5), x), ec);
+}
+
 /* ---- pow, rem -------------------------------------------------------------- */
 
 /* pow in f64 with C99 Annex F specials; f32 pow runs this on extended operands. */
@@ -934,6 +969,16 @@ LLVMValueRef cg_math_exp_half(CgMath *m, LLVMValueRef x)
 	LLVMTypeRef fty = LLVMIntrinsicGetType(m->ctx, id, NULL, 0);
 	LLVMValueRef t = LLVMBuildFMul(m->b, x, LLVMConstReal(LLVMTypeOf(x), LOG2E), "");
 	return LLVMBuildCall2(m->b, fty, fn, &t, 1, "");
+}
+
+/* gelu (erf form) of an f32 x whose result is stored as f16 or bf16 (body_gelu_half);
+ * libdevice mode keeps the full form. */
+LLVMValueRef cg_math_gelu_half(CgMath *m, LLVMValueRef x)
+{
+	if ((m->gpu && m->libdevice) || LLVMTypeOf(x) != LLVMFloatTypeInContext(m->ctx))
+		return math_emit(m, OP_GELU, 1, &x, GELU_NONE);
+	Em e = em_for(m, x, GELU_NONE);
+	return em_helper(&e, "gelu.half", 1, &x, body_gelu_half);
 }
 
 LLVMValueRef cg_math_binary(CgMath *m, OpKind op, LLVMValueRef x, LLVMValueRef y)

@@ -42,6 +42,10 @@ LLVMValueRef cg_math_unary(CgMath *m, OpKind op, LLVMValueRef x, GeluApprox appr
 /* exp(x) for an f32 x whose result is rounded to f16 or bf16 where it is made: a
  * shorter form on the GPU (math.c has its error; docs/math.md). */
 LLVMValueRef cg_math_exp_half(CgMath *m, LLVMValueRef x);
+/* gelu (the erf form) of an f32 x whose result is rounded to f16 or bf16 where it is
+ * made: a shorter form, on the GPU and the host alike (math.c has its error;
+ * docs/math.md). */
+LLVMValueRef cg_math_gelu_half(CgMath *m, LLVMValueRef x);
 /* Ops with two float operands: OP_POW, OP_POWF, OP_POW_SCALAR (x^y, C pow
  * semantics for specials) and OP_REM, OP_REM_SCALAR (x - y*floor(x/y): the
  * result has the sign of y, like torch.remainder). For the _SCALAR ops, y is

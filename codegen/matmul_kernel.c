@@ -170,6 +170,13 @@ static void both_loops(Mm *x, LLVMValueRef block, LLVMValueRef nblocks, const in
 {
 	CgKb *kb = x->kb;
 	CgModule *m = kb->m;
+	/* a ws kernel copies by TMA, whatever the operands' chunks: one copy (the
+	 * other was the same code again, a third of its LLVM time) */
+	if (x->gpu && x->c->ws) {
+		x->all_fast = true;
+		mm_ws_tile_loop(x, block, nblocks, wr, nw);
+		return;
+	}
 	LLVMBasicBlockRef bf = LLVMAppendBasicBlockInContext(m->ctx, kb->fn, "tiles.fast");
 	LLVMBasicBlockRef bg = LLVMAppendBasicBlockInContext(m->ctx, kb->fn, "tiles.any");
 	LLVMBasicBlockRef bd = LLVMAppendBasicBlockInContext(m->ctx, kb->fn, "tiles.done");
@@ -182,10 +189,7 @@ static void both_loops(Mm *x, LLVMValueRef block, LLVMValueRef nblocks, const in
 	for (int copy = one; copy < 2; copy++) {
 		LLVMPositionBuilderAtEnd(x->b, copy ? bg : bf);
 		x->all_fast = copy == 0;
-		if (x->gpu && x->c->ws)
-			mm_ws_tile_loop(x, block, nblocks, wr, nw);
-		else
-			tile_loop(x, block, nblocks, wr, nw);
+		tile_loop(x, block, nblocks, wr, nw);
 		LLVMBuildBr(x->b, bd);
 	}
 	if (one) {

@@ -115,3 +115,28 @@ if sh -c "ulimit -v 1000000; exec '$FUSEC' --version" >/dev/null 2>&1; then
 	check check-mem-bf16 1 sh -c "ulimit -v 1000000; exec '$FUSEC' run '$TMP/big16.yaml' --backend cpu --check" &&
 		contains check-mem-bf16-msg "$TMP/err" "with --check's reference 3.0 GiB)"
 fi
+
+# gelu of an f16 or bf16 result takes the short form (cg_math_gelu_half): every bf16
+# value and every f16 value but ±65504 (whose bound overflows: `not checked`, as
+# with the f32 form) through gelu, each within its bound of the interpreter's
+python3 - "$TMP/gh" <<'PY'
+import os, struct, sys
+d = sys.argv[1]
+def npy(path, descr, data, n):
+    hdr = "{'descr': '%s', 'fortran_order': False, 'shape': (%d,), }" % (descr, n)
+    hdr += " " * ((64 - (11 + len(hdr)) % 64) % 64) + "\n"
+    with open(path, "wb") as f:
+        f.write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(hdr)) + hdr.encode() + data)
+for t, descr, bits, pack in (("bf16", "<f4", range(65536), lambda i: struct.pack("<I", i << 16)),
+                             ("f16", "<f2", [i for i in range(65536) if i & 0x7fff < 0x7bff],
+                              lambda i: struct.pack("<H", i))):
+    os.makedirs("%s/%s" % (d, t), exist_ok=True)
+    npy("%s/%s/x.npy" % (d, t), descr, b"".join(pack(i) for i in bits), len(bits))
+    with open("%s/%s.yaml" % (d, t), "w") as f:
+        f.write("format: fusec-graph/1\ninputs:\n  x: {dtype: %s, shape: [%d]}\n"
+                "ops:\n  - {op: gelu, in: [x], out: y}\noutputs: [y]\n" % (t, len(bits)))
+PY
+for t in bf16 f16; do
+	check "gelu-half-$t" 0 "$FUSEC" run "$TMP/gh/$t.yaml" --backend cpu --inputs "$TMP/gh/$t" --check &&
+		contains "gelu-half-$t-ok" "$TMP/out" "ok"
+done
