@@ -597,6 +597,25 @@ H(h_gather)
 		return imp_fail(m, "result rank %d exceeds %d", r, IR_MAX_RANK);
 	int64_t k = ob_count(idx);
 	idx = fix_index(m, idx, x->dim[axis]);
+	int64_t d[IR_MAX_RANK];
+	int n = 0;
+	for (int i = 0; i < axis; i++)
+		d[n++] = x->dim[i];
+	for (int i = 0; idx && i < idx->rank; i++)
+		d[n++] = idx->dim[i];
+	for (int i = (int)axis + 1; i < x->rank; i++)
+		d[n++] = x->dim[i];
+	/* constant indices i, i + 1, ..., i + k - 1 (torch's q, k, v = qkv[0], qkv[1],
+	 * qkv[2] in nn.MultiheadAttention): a slice, a view that launches nothing where
+	 * the kernels reading it read through it (passes/views.c) */
+	if (idx && idx->is_const && k >= 1 && k == idx->k.n) {
+		int64_t i0 = host_get_i64(&idx->k, 0);
+		bool run = i0 >= 0 && i0 + k <= x->dim[axis];
+		for (int64_t j = 1; run && j < k; j++)
+			run = host_get_i64(&idx->k, j) == i0 + j;
+		if (run)
+			OUT(ob_reshape(m, ob_slice1(m, x, (int)axis, i0, i0 + k), n, d));
+	}
 	int64_t flat[IR_MAX_RANK], full[IR_MAX_RANK];
 	for (int i = 0; i < x->rank; i++) {
 		flat[i] = i == axis ? k : 1;
@@ -611,14 +630,6 @@ H(h_gather)
 	Val *g = imp_emit(m, OP_GATHER, gin, 2, &at);
 	if (!g)
 		return -1;
-	int64_t d[IR_MAX_RANK];
-	int n = 0;
-	for (int i = 0; i < axis; i++)
-		d[n++] = x->dim[i];
-	for (int i = 0; i < idx->rank; i++)
-		d[n++] = idx->dim[i];
-	for (int i = (int)axis + 1; i < x->rank; i++)
-		d[n++] = x->dim[i];
 	OUT(ob_reshape(m, g, n, d));
 }
 

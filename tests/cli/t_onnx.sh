@@ -160,3 +160,58 @@ p = json.load(open(sys.argv[1]))
 ops = [n.split("::")[1] for x in p["kernels"] for n in x["op_names"]]
 assert ops.count("Gelu") == 1 and ops.count("Tanh") == 1, ops
 ' "$TMP/gt/model.plan.json"
+
+# Gather with constant indices i, i+1, ... (torch's q, k, v = qkv[0], qkv[1], qkv[2]
+# in nn.MultiheadAttention) imports as a slice: a view the kernels reading it read
+# through, where a gather was a kernel of its own. The model (encoded by hand):
+# x [5,2,24] -> Reshape [5,2,3,8] -> Transpose (2,0,1,3) -> Gather 0, 1, -1 on axis 0
+# -> y1 = q * k, y2 = Transpose(v, (1,0,2))
+python3 - "$TMP/gq.onnx" <<'PY'
+import struct, sys
+def varint(v):
+    out = b""
+    while True:
+        b, v = v & 0x7f, v >> 7
+        out += bytes([b | (0x80 if v else 0)])
+        if not v:
+            return out
+def field(n, v):
+    if isinstance(v, int):
+        return varint(n << 3) + varint(v & (1 << 64) - 1)
+    v = v.encode() if isinstance(v, str) else v
+    return varint(n << 3 | 2) + varint(len(v)) + v
+def value(name, dims):
+    shape = b"".join(field(1, field(1, d)) for d in dims)
+    return field(1, name) + field(2, field(1, field(1, 1) + field(2, shape)))
+def ints(name, vals, dims):   # an int64 initializer
+    return (b"".join(field(1, d) for d in dims) + field(2, 7) +
+            b"".join(field(7, v) for v in vals) + field(8, name))
+def node(op, ins, outs, *attrs):
+    return (b"".join(field(1, i) for i in ins) + b"".join(field(2, o) for o in outs) +
+            field(3, outs[0]) + field(4, op) + b"".join(field(5, a) for a in attrs))
+def attr_ints(name, vals):
+    return field(1, name) + field(20, 7) + b"".join(field(8, v) for v in vals)
+def attr_int(name, v):
+    return field(1, name) + field(20, 2) + field(3, v)
+nodes = [node("Reshape", ["x", "shape"], ["r"]),
+         node("Transpose", ["r"], ["t"], attr_ints("perm", [2, 0, 1, 3])),
+         node("Gather", ["t", "i0"], ["q"], attr_int("axis", 0)),
+         node("Gather", ["t", "i1"], ["k"], attr_int("axis", 0)),
+         node("Gather", ["t", "i2"], ["v"], attr_int("axis", 0)),
+         node("Mul", ["q", "k"], ["y1"]),
+         node("Transpose", ["v"], ["y2"], attr_ints("perm", [1, 0, 2]))]
+graph = (b"".join(field(1, n) for n in nodes) + field(2, "g") +
+         field(5, ints("shape", [5, 2, 3, 8], [4])) + field(5, ints("i0", [0], [])) +
+         field(5, ints("i1", [1], [])) + field(5, ints("i2", [-1], [])) +
+         field(11, value("x", [5, 2, 24])) + field(12, value("y1", [5, 2, 8])) +
+         field(12, value("y2", [2, 5, 8])))
+open(sys.argv[1], "wb").write(field(1, 8) + field(8, field(1, "") + field(2, 17)) + field(7, graph))
+PY
+check gather-slice-run 0 "$FUSEC" run "$TMP/gq.onnx" --backend cpu --check --seed 3 &&
+	contains gather-slice-y1 "$TMP/out" "check y1: max_abs=0 max_err/bound=0 ok"
+contains gather-slice-y2 "$TMP/out" "check y2: max_abs=0 max_err/bound=0 ok"
+check gather-slice-explain 0 "$FUSEC" explain "$TMP/gq.onnx"
+cp "$TMP/out" "$TMP/gq.explain"
+check gather-slice-no-gather 1 grep -q "Gather\] \|kernel gather" "$TMP/gq.explain"
+contains gather-slice-read-through "$TMP/gq.explain" "BaseFloat::Slice"
+contains gather-slice-sunk "$TMP/gq.explain" "view: no kernel; read through by kernel elemwise"
