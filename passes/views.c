@@ -164,8 +164,11 @@ ViewSink *pass_view_sink(const Schedule *s)
 			if (rl < 0 || rl <= li) {
 				ok = false;
 			} else if (view_launch(g, ls[rl])) {
+				/* a sunk view passes it on; one that keeps its copy kernel
+				 * reads through it as any kernel does, but for a reshape,
+				 * which stays an alias of its input in memory */
 				int w = ls[rl]->ops[0];
-				ok = v->sunk[w] && !direct[w];
+				ok = v->sunk[w] ? !direct[w] : g->ops[w].kind != OP_RESHAPE;
 			} else {
 				int how = consumer_takes(g, ls[rl], op, y, mm_taken[rl]);
 				ok = how > 0;

@@ -215,3 +215,7 @@ cp "$TMP/out" "$TMP/gq.explain"
 check gather-slice-no-gather 1 grep -q "Gather\] \|kernel gather" "$TMP/gq.explain"
 contains gather-slice-read-through "$TMP/gq.explain" "BaseFloat::Slice"
 contains gather-slice-sunk "$TMP/gq.explain" "view: no kernel; read through by kernel elemwise"
+# and the transpose in front of the three slices launches nothing either: the copy
+# kernel of y2's transpose reads through it as the product's kernel does
+check gather-slice-compile 0 "$FUSEC" compile "$TMP/gq.onnx" -o "$TMP/gqc" --no-cache &&
+	contains gather-slice-launches "$TMP/err" "10 ops → 2 launches"
