@@ -95,8 +95,11 @@ def apply(o, a):
         m, n = q.shape[-2], kt.shape[-1]
         c = o.get("causal")
         if len(a) == 3 and c == 0 and m == n:
-            return F.scaled_dot_product_attention(q, kt.transpose(-1, -2), v, is_causal=True,
-                                                  scale=s)
+            # k contiguous: the flash kernel wants the last dim dense, and kt seen
+            # transposed sent SDPA to its math path (session 48); the copy is in
+            # torch's time
+            return F.scaled_dot_product_attention(q, kt.transpose(-1, -2).contiguous(), v,
+                                                  is_causal=True, scale=s)
         sc = (q.float() @ kt.float()) * s
         if len(a) > 3:
             sc = torch.where(a[3], o.get("min", 0.0), sc) if a[3].dtype == torch.bool \
