@@ -154,30 +154,17 @@ test ! -e "$TMP/o_bad" && pass=$((pass + 1)) || { echo "FAIL named-dims-inputs-n
 # encoded by hand, no onnx package needed)
 "$(npy_python)" -c 'import sys
 import numpy as np
-def varint(v):
-    out = b""
-    while True:
-        b, v = v & 0x7f, v >> 7
-        out += bytes([b | (0x80 if v else 0)])
-        if not v:
-            return out
-def field(n, v):   # a varint field, or a length-delimited one
-    if isinstance(v, int):
-        return varint(n << 3) + varint(v)
-    v = v.encode() if isinstance(v, str) else v
-    return varint(n << 3 | 2) + varint(len(v)) + v
-def value(name, dims):   # ValueInfoProto: a float tensor, dims sizes or dim_params
-    shape = b"".join(field(1, field(2, d) if isinstance(d, str) else field(1, d)) for d in dims)
-    return field(1, name) + field(2, field(1, field(1, 1) + field(2, shape)))
+sys.dont_write_bytecode = True
+sys.path.insert(0, sys.argv[2])
+from onnx_wire import field, value, model
 node = field(1, "a") + field(1, "b") + field(2, "y") + field(3, "add") + field(4, "Add")
 graph = (field(1, node) + field(2, "g") + field(11, value("a", ["N", 4])) +
          field(11, value("b", ["N", 4])) + field(12, value("y", ["N", 4])))
 d = sys.argv[1]
-open(d + "/add.onnx", "wb").write(field(1, 8) + field(8, field(1, "") + field(2, 17)) +
-                                  field(7, graph))
+open(d + "/add.onnx", "wb").write(model(graph))
 np.save(d + "/a.npy", np.arange(12, dtype=np.float32).reshape(3, 4))
 np.save(d + "/b.npy", np.ones((3, 4), np.float32))
-np.save(d + "/b5.npy", np.ones((3, 5), np.float32))' "$TMP"
+np.save(d + "/b5.npy", np.ones((3, 5), np.float32))' "$TMP" tests/cli
 check named-dims-onnx-unbound 1 "$FUSEC" run "$TMP/add.onnx"
 same named-dims-onnx-unbound-msg "$TMP/err" "$TMP/add.onnx: error: input 'a' dim 0 ('N') is not static: fix the shape with --input-shape a=DxD..."
 check named-dims-onnx-inputs 0 "$FUSEC" run "$TMP/add.onnx" --backend cpu --check \

@@ -166,23 +166,11 @@ assert ops.count("Gelu") == 1 and ops.count("Tanh") == 1, ops
 # through, where a gather was a kernel of its own. The model (encoded by hand):
 # x [5,2,24] -> Reshape [5,2,3,8] -> Transpose (2,0,1,3) -> Gather 0, 1, -1 on axis 0
 # -> y1 = q * k, y2 = Transpose(v, (1,0,2))
-python3 - "$TMP/gq.onnx" <<'PY'
-import struct, sys
-def varint(v):
-    out = b""
-    while True:
-        b, v = v & 0x7f, v >> 7
-        out += bytes([b | (0x80 if v else 0)])
-        if not v:
-            return out
-def field(n, v):
-    if isinstance(v, int):
-        return varint(n << 3) + varint(v & (1 << 64) - 1)
-    v = v.encode() if isinstance(v, str) else v
-    return varint(n << 3 | 2) + varint(len(v)) + v
-def value(name, dims):
-    shape = b"".join(field(1, field(1, d)) for d in dims)
-    return field(1, name) + field(2, field(1, field(1, 1) + field(2, shape)))
+python3 - "$TMP/gq.onnx" tests/cli <<'PY'
+import sys
+sys.dont_write_bytecode = True
+sys.path.insert(0, sys.argv[2])
+from onnx_wire import field, value, model
 def ints(name, vals, dims):   # an int64 initializer
     return (b"".join(field(1, d) for d in dims) + field(2, 7) +
             b"".join(field(7, v) for v in vals) + field(8, name))
@@ -205,7 +193,7 @@ graph = (b"".join(field(1, n) for n in nodes) + field(2, "g") +
          field(5, ints("i1", [1], [])) + field(5, ints("i2", [-1], [])) +
          field(11, value("x", [5, 2, 24])) + field(12, value("y1", [5, 2, 8])) +
          field(12, value("y2", [2, 5, 8])))
-open(sys.argv[1], "wb").write(field(1, 8) + field(8, field(1, "") + field(2, 17)) + field(7, graph))
+open(sys.argv[1], "wb").write(model(graph))
 PY
 check gather-slice-run 0 "$FUSEC" run "$TMP/gq.onnx" --backend cpu --check --seed 3 &&
 	contains gather-slice-y1 "$TMP/out" "check y1: max_abs=0 max_err/bound=0 ok"

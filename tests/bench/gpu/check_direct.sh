@@ -11,6 +11,8 @@
 F=$1
 shift
 fails=0
+out=$(mktemp)
+trap 'rm -f "$out"' EXIT
 for spec in "$@"; do
 	g=${spec%%:*} opts=
 	[ "$g" = "$spec" ] || opts=$(printf '%s' "${spec#*:}" | tr ',' ' ')
@@ -20,11 +22,11 @@ for spec in "$@"; do
 	if [ -n "$cfg" ]; then export FUSEC_MATMUL_TILES="$cfg"; else unset FUSEC_MATMUL_TILES; fi
 	# shellcheck disable=SC2086
 	timeout "${TIMEOUT:-70}" "$F" run "$g" --backend cuda --seed 1 --check $opts \
-		> /tmp/check_direct.txt 2>&1
+		> "$out" 2>&1
 	rc=$?
-	oks=$(grep -c " ok$" /tmp/check_direct.txt)
+	oks=$(grep -c " ok$" "$out")
 	echo "== $spec: exit $rc, $oks ok, $(( $(date +%s) - t0 )) s"
-	[ "$rc" = 0 ] || { grep -v " ok$" /tmp/check_direct.txt | tail -8; fails=$((fails + 1)); }
+	[ "$rc" = 0 ] || { grep -v " ok$" "$out" | tail -8; fails=$((fails + 1)); }
 done
 echo "check_direct: $fails of $# failed"
 [ "$fails" -le 100 ] || fails=100
