@@ -59,7 +59,8 @@ enum {
 	MM_NHWC_MIN_N = 8,       /* a channels-last conv with fewer output channels per
 				    group runs plain (matmul_pick.c) */
 	MM_ATT_BM = 128,         /* attention: rows of q a block takes, */
-	MM_ATT_BN = 64,          /* keys per step (matmul_attention.c) */
+	MM_ATT_BN = 64,          /* keys per step (matmul_attention.c), */
+	MM_ATT_BNMAX = 128,      /* at most (attwg128x128*) */
 	MM_PAD_ROWS = 4,         /* SIMT: rows along K between two padding chunks (mm_swz) */
 };
 
@@ -377,6 +378,7 @@ void mm_tc_compute_host(Mm *x, LLVMValueRef s);
 void mm_tc_pos(Mm *x, LLVMValueRef tid, LLVMValueRef e, LLVMValueRef *row, LLVMValueRef *col);
 void mm_wg_compute_gpu(Mm *x, LLVMValueRef s);
 void mm_wg_wait(Mm *x, int n);
+void mm_wg_compute_regs(Mm *x, LLVMValueRef s, LLVMValueRef *a);
 void mm_wg_round_tf32(Mm *x, LLVMValueRef s);
 /* tf32 (cvt.rna.tf32.f32) of the f32 v, as the f32 it stands for (matmul_mma.c). */
 LLVMValueRef mm_to_tf32(Mm *x, LLVMValueRef v);

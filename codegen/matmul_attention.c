@@ -55,6 +55,7 @@ typedef struct {
 	LLVMBuilderRef b;
 	bool gpu;
 	int dmax;                /* head dims up to this (64 or 128) */
+	int bn;                  /* keys a step (the configuration's BN) */
 	MmConfig cs, co;         /* their configurations */
 	LLVMValueRef state;      /* float array: GPU [AT_NSTATE], host [threads][AT_NSTATE] */
 	LLVMValueRef red;        /* host: the quad exchange (float pointer) */
@@ -65,6 +66,8 @@ typedef struct {
 	LLVMValueRef bst[IR_MAX_RANK]; /* its element strides, 0 where it broadcasts */
 	LLVMValueRef j0;         /* the first key of the current step */
 	int kbytes, vbytes;      /* one K tile, one V tile */
+	bool preg;               /* GPU, wgmma: P stays in registers, O's A fragments */
+	LLVMValueRef p[MM_ATT_BNMAX / 4]; /* its pairs of 16-bit weights, in S's order */
 	LLVMValueRef bcache[32]; /* a row-broadcast bias's values of the current step, per
 				    column of the thread (softmax_step) */
 } Att;
@@ -274,6 +277,13 @@ static void softmax_step(Att *A)
 			pair = LLVMBuildOr(A->b, bits[0], LLVMBuildShl(A->b, bits[1], mm_i32c(x, 16), ""),
 					   "");
 		}
+		if (A->preg) {
+			/* S's accumulators e, e + 1 are (row, 2t), (row, 2t + 1) of an
+			 * 8-column block: in S's order the pairs are mma's A fragments
+			 * (mm_wg_compute_regs) */
+			A->p[e / 2] = pair;
+			continue;
+		}
 		LLVMValueRef row, col;
 		mm_tc_pos(x, x->tid, mm_i64c(x, e), &row, &col);
 		LLVMValueRef off = mm_add(x, so, mm_add(x, mm_swz(o, 0, row, mm_udivc(x, col, o->ce)),
@@ -291,6 +301,10 @@ static void softmax_step(Att *A)
 	}
 	if (A->gpu)
 		x->tid = o->tid = tid0;
+	/* wgmma reads P through the async proxy (the barrier after this phase then
+	 * hands it over) */
+	if (A->gpu && o->c->wg && !A->preg)
+		mm_asm_call(x, m->t_void, "fence.proxy.async.shared::cta;", "~{memory}", NULL, 0);
 	phase_end(A);
 }
 
@@ -316,11 +330,11 @@ static void block_tile(Att *A, LLVMValueRef t, LLVMValueRef ntm, const int *wr, 
 		state_store(A, k, f32c(A, k < 2 ? -INFINITY : 0));
 	phase_end(A);
 	/* q's tile, once, and the first key tile into buffer 0 */
-	LLVMValueRef nt = mm_ceil_div(x, x->N, MM_ATT_BN);
+	LLVMValueRef nt = mm_ceil_div(x, x->N, A->bn);
 	if (A->causal) {
 		/* the block's last row m0 + BM - 1 reaches key m0 + BM - 1 + c */
 		LLVMValueRef reach = mm_ceil_div(x, mm_addc(x, x->m0, MM_ATT_BM - 1 + A->causal),
-						 MM_ATT_BN);
+						 A->bn);
 		nt = LLVMBuildSelect(A->b, mm_lt(x, reach, nt), reach, nt, "");
 	}
 	mm_load_tile(x, 0, s0, mm_i64c(x, 0));
@@ -341,16 +355,20 @@ static void block_tile(Att *A, LLVMValueRef t, LLVMValueRef ntm, const int *wr, 
 	LLVMBasicBlockRef bc = LLVMAppendBasicBlockInContext(kb->m->ctx, kb->fn, "att.commit");
 	LLVMBuildCondBr(A->b, mm_lt(x, jn, nt), bl, bc);
 	LLVMPositionBuilderAtEnd(A->b, bl);
-	x->n0 = mm_mulc(x, jn, MM_ATT_BN);
+	x->n0 = mm_mulc(x, jn, A->bn);
 	mm_load_tile(x, 1, nk, mm_i64c(x, 0));
 	mm_load_tile(o, 1, nv, jn);
 	LLVMBuildBr(A->b, bc);
 	LLVMPositionBuilderAtEnd(A->b, bc);
-	A->j0 = x->n0 = mm_mulc(x, lj.i, MM_ATT_BN);
+	A->j0 = x->n0 = mm_mulc(x, lj.i, A->bn);
 	if (A->gpu) {
 		mm_intrinsic(x, "llvm.nvvm.cp.async.commit.group", NULL, 0, NULL, 0);
 		LLVMValueRef n = mm_i32c(x, 1);
 		mm_intrinsic(x, "llvm.nvvm.cp.async.wait.group", NULL, 0, &n, 1);
+		/* wgmma reads the tiles through the async proxy */
+		if (x->c->wg)
+			mm_asm_call(x, kb->m->t_void, "fence.proxy.async.shared::cta;", "~{memory}",
+				    NULL, 0);
 	}
 	mm_barrier(x);
 	phase_begin(A);
@@ -358,9 +376,18 @@ static void block_tile(Att *A, LLVMValueRef t, LLVMValueRef ntm, const int *wr, 
 		mm_acc_store(x, mm_i64c(x, e), f32c(A, 0));
 	phase_end(A);
 	mm_compute_stage(x, sk);
+	if (A->gpu && x->c->wg)
+		mm_wg_wait(x, 0);
 	softmax_step(A);
-	mm_barrier(x);
-	mm_compute_stage(o, sv);
+	if (A->preg) {
+		/* each warpgroup's own rows of P, from its registers */
+		mm_wg_compute_regs(o, sv, A->p);
+	} else {
+		mm_barrier(x);
+		mm_compute_stage(o, sv);
+		if (A->gpu && o->c->wg)
+			mm_wg_wait(o, 0);
+	}
 	/* nobody refills K, V or P before every warp is done with them */
 	mm_barrier(x);
 	cg_loop_end(kb, &lj);
@@ -428,15 +455,18 @@ int mm_attention_kernel(CgKb *kb, const MmConfig *cfg, const int *wr, int nw)
 	 * keys; warps 8 x 1 (a warp's 16 rows, every column) */
 	/* f32 (--allow-tf32): both products on tf32 mma.sync (m16n8k8) */
 	bool tf = op->t[0].dtype == DT_F32;
-	A->cs = (MmConfig){"attention.s", true, tf, false, 0, MM_ATT_BM, MM_ATT_BN, A->dmax,
-			   8, 1, 1, 0, false, 0, true, false, false};
-	A->co = (MmConfig){"attention.o", true, tf, false, 0, MM_ATT_BM, A->dmax, MM_ATT_BN,
-			   8, 1, 1, 0, false, 0, true, false, false};
+	A->bn = cfg->bn;
+	A->cs = (MmConfig){"attention.s", true, tf, false, 0, MM_ATT_BM, A->bn, A->dmax,
+			   8, 1, 1, 0, cfg->wg, 0, true, false, false};
+	A->co = (MmConfig){"attention.o", true, tf, false, 0, MM_ATT_BM, A->dmax, A->bn,
+			   8, 1, 1, 0, cfg->wg, 0, true, false, false};
 	Mm *x = &A->s, *o = &A->o;
 	setup(A, x, &A->cs, op);
 	setup(A, o, &A->co, op);
-	A->kbytes = A->dmax * MM_ATT_BN * x->es;
-	A->vbytes = MM_ATT_BN * A->dmax * x->es;
+	x->panel = o->panel = cfg->wg;
+	A->preg = A->gpu && cfg->wg && !tf;
+	A->kbytes = A->dmax * A->bn * x->es;
+	A->vbytes = A->bn * A->dmax * x->es;
 	int r = x->rank;
 	x->M = o->M = cg_dim(kb, x->to->shape[r - 2]);
 	x->K = cg_dim(kb, op->t[0].shape[r - 1]);
@@ -474,6 +504,15 @@ int mm_attention_kernel(CgKb *kb, const MmConfig *cfg, const int *wr, int nw)
 		x->smem = g;
 		x->ot = m->t_i32;
 		x->sbase = LLVMBuildTrunc(A->b, LLVMBuildPtrToInt(A->b, g, m->t_i64, ""), m->t_i32, "");
+		if (cfg->wg) {
+			/* the stages start at the next multiple of MM_WG_ALIGN (where the
+			 * 128-byte swizzle repeats; mm_attention_smem asked for the room) */
+			LLVMValueRef al = LLVMBuildAnd(A->b, LLVMBuildAdd(A->b, x->sbase,
+				mm_i32c(x, MM_WG_ALIGN - 1), ""), mm_i32c(x, -MM_WG_ALIGN), "");
+			LLVMValueRef pad = LLVMBuildSub(A->b, al, x->sbase, "");
+			x->smem = LLVMBuildGEP2(A->b, m->t_i8, g, &pad, 1, "");
+			x->sbase = al;
+		}
 		x->acc = LLVMBuildAlloca(A->b, LLVMArrayType(m->t_f32, (unsigned)x->nacc), "acc.s");
 		o->acc = LLVMBuildAlloca(A->b, LLVMArrayType(m->t_f32, (unsigned)o->nacc), "acc.o");
 		A->state = LLVMBuildAlloca(A->b, LLVMArrayType(m->t_f32, AT_NSTATE), "state");
@@ -506,7 +545,8 @@ int mm_attention_kernel(CgKb *kb, const MmConfig *cfg, const int *wr, int nw)
 	}
 	o->vecok = mm_vector_ok(o, wr, nw);
 	o->epi_rows = MM_ATT_BM;
-	while (o->epi_rows * (o->c->bn + MM_EPI_PAD) * 4 > smem)
+	int room = smem - (cfg->wg ? MM_WG_ALIGN : 0);   /* past the alignment */
+	while (o->epi_rows * (o->c->bn + MM_EPI_PAD) * 4 > room)
 		o->epi_rows /= 2;
 
 	LLVMValueRef block = A->gpu ? LLVMBuildZExt(A->b, mm_intrinsic(x,

@@ -52,6 +52,8 @@ enum {
 	MM_GEMVW = 26,           /* gemv8x128k8 (then its sk4, sk16) */
 	MM_ATT64T = 31, MM_ATT128T = 32, /* the attention op in tf32 */
 	MM_ATT256 = 33,          /* the attention op, head dims up to 256 (sm_90) */
+	MM_ATTWG64 = 35, MM_ATTWG128 = 36, /* the attention op on wgmma (sm_90a) */
+	MM_ATTWGK64 = 37, MM_ATTWGK128 = 38, /* the same, 128 keys a step */
 	MM_GEMV_SPLIT_K = 128,   /* gemv: K a split keeps at least */
 };
 
@@ -162,6 +164,13 @@ static const MmConfig mm_configs[] = {
 	 * while the other multiplies (a GELU epilogue of a K = 768 tile takes about
 	 * as long as its products) */
 	{"wg128x128x64s4pp", true, false, false, 1, 128, 128, 64, 8, 1, 4, 0, true, 0, false, true, true},
+	/* the attention op on wgmma (sm_90a): the same block tile, steps and softmax
+	 * as att128x64d*, both products m64nNk16 from shared memory in 128-byte
+	 * panels (matmul_attention.c) */
+	{"attwg128x64d64", true, false, false, 1, 128, 64, 64, 8, 1, 1, 0, true, 0, true, false, false},
+	{"attwg128x64d128", true, false, false, 1, 128, 64, 128, 8, 1, 1, 0, true, 0, true, false, false},
+	{"attwg128x128d64", true, false, false, 1, 128, 128, 64, 8, 1, 1, 0, true, 0, true, false, false},
+	{"attwg128x128d128", true, false, false, 1, 128, 128, 128, 8, 1, 1, 0, true, 0, true, false, false},
 };
 enum { MM_NCONFIGS = (int)(sizeof mm_configs / sizeof mm_configs[0]) };
 
@@ -428,8 +437,20 @@ int cg_matmul_variant(const CgKernelSpec *s, const char *arch, bool host, bool a
 				return MM_ATT128T;
 			return d <= 64 && e <= 64 ? MM_ATT64T : MM_ATT128T;
 		}
-		if (force && !strcmp(force, mm_configs[MM_ATT128].name))
-			return MM_ATT128;
+		/* forced: a 16-bit configuration that holds the head dims (wgmma's on
+		 * sm_90a alone) */
+		bool wga = arch && !strcmp(arch, "sm_90a");
+		for (int v = 1; force && v < MM_NCONFIGS; v++) {
+			const MmConfig *c = &mm_configs[v];
+			if (c->att && !c->tf32 && c->bk <= 128 && d <= c->bk && e <= c->bk &&
+			    (!c->wg || wga) && !strcmp(force, c->name))
+				return v;
+		}
+		/* sm_90a: wgmma, 128 keys a step (on the H100, 32x2048^2x128 f16:
+		 * mma.sync 553 us, wgmma 64 keys a step 396, 128 keys 363;
+		 * docs/benchmarks.md, session 49) */
+		if (wga)
+			return d <= 64 && e <= 64 ? MM_ATTWGK64 : MM_ATTWGK128;
 		return d <= 64 && e <= 64 ? MM_ATT64 : MM_ATT128;
 	}
 	if (conv && nwr <= MM_EPI_MAXW && mm_dw_eligible(mm, dims, ndims)) {
@@ -470,7 +491,7 @@ int cg_matmul_variant(const CgKernelSpec *s, const char *arch, bool host, bool a
 	bool wg = arch && !strcmp(arch, "sm_90a");
 	bool tf32 = allow_tf32 && sm80;
 	for (int v = 1; force && v < MM_NCONFIGS; v++)
-		if (!strcmp(force, mm_configs[v].name) && !mm_configs[v].dw &&
+		if (!strcmp(force, mm_configs[v].name) && !mm_configs[v].dw && !mm_configs[v].att &&
 		    mm_fits(&mm_configs[v], t, tf32) &&
 		    (mm_configs[v].gemv || sm80) && (!mm_configs[v].wg || wg) &&
 		    (!mm_configs[v].wg || !mm_configs[v].tf32 || mm_kmajor(mm)) &&

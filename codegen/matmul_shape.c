@@ -179,9 +179,9 @@ int mm_ws_epi_rows(const MmConfig *c, int es)
 int mm_attention_smem(const MmConfig *c, int es)
 {
 	int d = c->bk;
-	int s = MM_ATT_BM * d + 2 * d * MM_ATT_BN;          /* q's tile, two K tiles */
-	int o = MM_ATT_BM * MM_ATT_BN + 2 * MM_ATT_BN * d;  /* the weights P, two V tiles */
-	return (s + o) * es;
+	int s = MM_ATT_BM * d + 2 * d * c->bn;          /* q's tile, two K tiles */
+	int o = MM_ATT_BM * c->bn + 2 * c->bn * d;      /* the weights P, two V tiles */
+	return (s + o) * es + (c->wg ? MM_WG_ALIGN : 0);  /* wgmma: room to align them */
 }
 
 /* a split unit's partial: every accumulator of every thread (gemv: the summed tile) */

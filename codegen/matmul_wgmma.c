@@ -178,13 +178,17 @@ void mm_wg_compute_gpu(Mm *x, LLVMValueRef s)
 					      1, 0, LLVMInlineAsmDialectATT, 0);
 	LLVMBuildCall2(x->b, vt, fence, NULL, 0, "");
 	for (int kk = 0; kk < c->bk / kstep; kk++) {
-		/* K-major: the next 32 bytes of each row (16 halves, 8 tf32); MN-major:
-		 * the next 16 rows */
-		LLVMValueRef b = mm_addc(x, sb, x->trans[1] ? kk * 32 : kk * 16 * 128);
+		/* K-major: the next 32 bytes of each row (16 halves, 8 tf32), in the
+		 * next panel every 128 bytes (a K step past 64 halves: the attention's
+		 * head dims, matmul_attention.c); MN-major: the next 16 rows */
+		int64_t kpan = kk * 32 / 128, kin = kk * 32 % 128;
+		LLVMValueRef b = mm_addc(x, sb, x->trans[1] ?
+					 kpan * x->outer[1] * 128 + kin : kk * 16 * 128);
 		for (int h = 0; h < halves; h++) {
 			/* half h's 64 rows, as warpgroup h's above */
 			int64_t rows = h * (x->trans[0] ? (int64_t)c->bk * 128 : 64 * 128);
-			LLVMValueRef a = mm_addc(x, sa, rows + (x->trans[0] ? kk * 16 * 128 : kk * 32));
+			LLVMValueRef a = mm_addc(x, sa, rows + (x->trans[0] ? kk * 16 * 128 :
+							       kpan * x->outer[0] * 128 + kin));
 			LLVMValueRef ex[3] = {
 				wg_desc(x, a, x->trans[0] ? (int64_t)c->bk * 128 : 16, 1024),
 				wg_desc(x, b, x->trans[1] ? 16 : (int64_t)c->bk * 128, 1024),
@@ -197,6 +201,44 @@ void mm_wg_compute_gpu(Mm *x, LLVMValueRef s)
 					       "~{memory}", 9, 1, 0, LLVMInlineAsmDialectATT, 0);
 	LLVMBuildCall2(x->b, vt, commit, NULL, 0, "");
 	mm_wg_wait(x, 1);
+	free(text);
+	free(full);
+}
+
+/* wgmma on the GPU with A from registers: each warpgroup multiplies its 64 rows,
+ * held by its threads as mma.sync's m16n8k16 A fragments (a[4 kk .. 4 kk + 3] for
+ * K step kk: rows g and g + 8 of the warp's 16, columns 2t, 2t + 1 and 8 more,
+ * as pairs of 16-bit values), by the B tile of the stage at s; then waits for the
+ * products. The attention's O = P v (matmul_attention.c): P never goes to shared
+ * memory. */
+void mm_wg_compute_regs(Mm *x, LLVMValueRef s, LLVMValueRef *a)
+{
+	CgModule *m = x->kb->m;
+	const MmConfig *c = x->c;
+	LLVMValueRef sb = mm_saddr(x, mm_stage_off(x, s, 1));
+	const char *ty = x->dt == DT_F16 ? "f16" : "bf16";
+	int na = x->nacc;
+	char *text = xmalloc((size_t)na * 8 + 256);
+	size_t len = (size_t)sprintf(text, "wgmma.mma_async.sync.aligned.m64n%dk16.f32.%s.%s {",
+				     c->bn, ty, ty);
+	for (int i = 0; i < na; i++)
+		len += (size_t)sprintf(text + len, "%s$%d", i ? ", " : "", i);
+	sprintf(text + len, "}, {$%d, $%d, $%d, $%d}, $%d, p, 1, 1, %d;", na, na + 1, na + 2,
+		na + 3, na + 4, x->trans[1] ? 0 : 1);
+	char *full = xmalloc(strlen(text) + 128);
+	sprintf(full, "{ .reg .pred p; setp.ne.b32 p, $%d, 0; %s }", na + 5, text);
+	mm_asm_call(x, m->t_void, "wgmma.fence.sync.aligned;", "~{memory}", NULL, 0);
+	for (int kk = 0; kk < c->bk / 16; kk++) {
+		int64_t kpan = kk * 32 / 128, kin = kk * 32 % 128;
+		LLVMValueRef b = mm_addc(x, sb, x->trans[1] ?
+					 kpan * x->outer[1] * 128 + kin : kk * 16 * 128);
+		LLVMValueRef ex[6] = {a[4 * kk], a[4 * kk + 1], a[4 * kk + 2], a[4 * kk + 3],
+				      wg_desc(x, b, x->trans[1] ? 16 : (int64_t)c->bk * 128, 1024),
+				      mm_i32c(x, 1)};
+		wg_asm(x, full, ex, 6, 0, na);
+	}
+	mm_asm_call(x, m->t_void, "wgmma.commit_group.sync.aligned;", "~{memory}", NULL, 0);
+	mm_wg_wait(x, 0);
 	free(text);
 	free(full);
 }

@@ -189,7 +189,10 @@ check attf_plans_differ 1 cmp -s "$TMP/ck/soft.plan.json" "$TMP/cf/soft.plan.jso
 # to six steps, edges), rows 37 to 300, batch broadcast, with and without a bias, a
 # bool mask, causal (c5: c = 0, three row tiles walking 2, 4 and 5 of 5 key tiles;
 # c6: c = 100 with a bias, the rows' last keys inside tiles);
-# the rule picks att128x64d64 or d128 per op, and d128 forced takes them all
+# on sm_90a (the default) the rule picks attwg128x128d64 or d128 per op (wgmma, 128
+# keys a step, P in registers on the GPU), on sm_80 and sm_90 att128x64d64 or d128
+# (mma.sync, 64 keys a step); att128x64d128 forced takes them all, and so does
+# attwg128x64d128 (wgmma, 64 keys a step)
 AC=tests/bench/gpu/att_check
 for t in bf16 f16; do
 	check att-k-$t 0 "$FUSEC" run $AC"_$t.json" --backend cpu --check
@@ -199,13 +202,23 @@ for t in bf16 f16; do
 	grep -c " ok$" "$TMP/out" >"$TMP/n"
 	same att-k-$t-d128-ok "$TMP/n" 7
 done
+check att-k-wg64 0 env FUSEC_MATMUL_TILES=attwg128x64d128 "$FUSEC" run $AC"_bf16.json" --backend cpu --check
+grep -c " ok$" "$TMP/out" >"$TMP/n"
+same att-k-wg64-ok "$TMP/n" 7
 check att-k-compile 0 "$FUSEC" compile $AC"_bf16.json" --no-cache -o "$TMP/ak"
+check att-k-compile-90 0 "$FUSEC" compile $AC"_bf16.json" --arch sm_90 --no-cache -o "$TMP/ak90"
+check att-k-compile-wg64 0 env FUSEC_MATMUL_TILES=attwg128x64d128 "$FUSEC" compile $AC"_bf16.json" --no-cache -o "$TMP/akw"
 check att-k-variants 0 "$(npy_python)" -c '
 import json, sys
-p = json.load(open(sys.argv[1]))
-v = sorted(k["tiles"] for k in p["kernels"])
+def tiles(f):
+    return sorted(k["tiles"] for k in json.load(open(f))["kernels"])
+v = tiles(sys.argv[1])
+assert v == ["attwg128x128d128"] * 3 + ["attwg128x128d64"] * 4, v
+v = tiles(sys.argv[2])
 assert v == ["att128x64d128"] * 3 + ["att128x64d64"] * 4, v
-' "$TMP/ak/att_check_bf16.plan.json"
+v = tiles(sys.argv[3])
+assert v == ["attwg128x64d128"] * 7, v
+' "$TMP/ak/att_check_bf16.plan.json" "$TMP/ak90/att_check_bf16.plan.json" "$TMP/akw/att_check_bf16.plan.json"
 # q, kt and v through the exporters' head-split views: the attention kernel reads
 # all three in place (passes/views.c sinks a third view in front of an attention
 # op), so each attention is one launch and no permute runs beside it
@@ -220,7 +233,7 @@ done
 check att-views-compile 0 "$FUSEC" compile tests/bench/gpu/att_views_bf16.json --no-cache -o "$TMP/av"
 contains att-views-one-launch "$TMP/err" "compiled att_views_bf16: 14 ops → 4 launches"
 # every attention on the flash kernel, c0's with its permute too (not the evaluator)
-grep -o '"tiles":"att128x64d64"' "$TMP/av/att_views_bf16.plan.json" | wc -l | tr -d ' ' >"$TMP/n"
+grep -o '"tiles":"attwg128x128d64"' "$TMP/av/att_views_bf16.plan.json" | wc -l | tr -d ' ' >"$TMP/n"
 same att-merge-tiles "$TMP/n" 3
 check att-merge-explain 0 "$FUSEC" explain tests/bench/gpu/att_views_bf16.json
 grep -A3 "^op 3 " "$TMP/out" >"$TMP/ex3"
@@ -270,6 +283,12 @@ if [ -x "$PTXAS" ]; then
 		check att-ptxas-tf32-$a 0 "$PTXAS" -arch=$a "$TMP/at_$a/att_check_bf16.ptx" -o "$TMP/ap.cubin"
 	done
 	check att-ptxas-wide 0 "$PTXAS" -arch=sm_90a "$TMP/aw90/att_wide_bf16.ptx" -o "$TMP/ap.cubin"
+	# the mma.sync kernels sm_90 runs, and wgmma with 64 keys a step
+	check att-ptxas-sm_90 0 "$PTXAS" -arch=sm_90 "$TMP/ak90/att_check_bf16.ptx" -o "$TMP/ap.cubin"
+	check att-ptxas-wg64 0 "$PTXAS" -arch=sm_90a "$TMP/akw/att_check_bf16.ptx" -o "$TMP/ap.cubin"
+	# the rule's wgmma kernels: their products on wgmma, P from registers
+	grep -c "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {[^}]*}, {" "$TMP/ap_sm_90a/att_check_f16.ptx" >"$TMP/n"
+	check att-wg-regs-a 1 grep -qx 0 "$TMP/n"
 fi
 # the softmax's weights cast to f32 and back (Llama's export in bf16) are taken in
 cat >"$TMP/castp.yaml" <<'G'
