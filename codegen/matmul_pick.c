@@ -164,12 +164,18 @@ static const MmConfig mm_configs[] = {
 	 * while the other multiplies (a GELU epilogue of a K = 768 tile takes about
 	 * as long as its products) */
 	{"wg128x128x64s4pp", true, false, false, 1, 128, 128, 64, 8, 1, 4, 0, true, 0, false, true, true},
-	/* the attention op on wgmma (sm_90a): the same block tile, steps and softmax
-	 * as att128x64d*, both products m64nNk16 from shared memory in 128-byte
-	 * panels (matmul_attention.c) */
-	{"attwg128x64d64", true, false, false, 1, 128, 64, 64, 8, 1, 1, 0, true, 0, true, false, false},
+	/* the attention op on wgmma (sm_90a): the same block tile and softmax as
+	 * att128x64d*, 64 or 128 keys a step, S = q kt from shared memory in
+	 * 128-byte panels, O += P v with P from registers (matmul_attention.c).
+	 * Head dims up to 64 ask for two blocks an SM (128 registers, 8 bytes of
+	 * spills): on the H100 BERT's attention (8x12x256^2x64, a padding mask) took
+	 * 29.0 us so against 39.4 with one block (175 registers) and 30.5 on
+	 * mma.sync; up to 128 one block an SM, 128 keys a step (216 to 255
+	 * registers): 32x2048^2x128 363 us against 396 with 64 keys and 412 with 64
+	 * keys and two blocks (docs/benchmarks.md, session 49) */
+	{"attwg128x64d64", true, false, false, 2, 128, 64, 64, 8, 1, 1, 0, true, 0, true, false, false},
 	{"attwg128x64d128", true, false, false, 1, 128, 64, 128, 8, 1, 1, 0, true, 0, true, false, false},
-	{"attwg128x128d64", true, false, false, 1, 128, 128, 64, 8, 1, 1, 0, true, 0, true, false, false},
+	{"attwg128x128d64", true, false, false, 2, 128, 128, 64, 8, 1, 1, 0, true, 0, true, false, false},
 	{"attwg128x128d128", true, false, false, 1, 128, 128, 128, 8, 1, 1, 0, true, 0, true, false, false},
 };
 enum { MM_NCONFIGS = (int)(sizeof mm_configs / sizeof mm_configs[0]) };
@@ -446,11 +452,11 @@ int cg_matmul_variant(const CgKernelSpec *s, const char *arch, bool host, bool a
 			    (!c->wg || wga) && !strcmp(force, c->name))
 				return v;
 		}
-		/* sm_90a: wgmma, 128 keys a step (on the H100, 32x2048^2x128 f16:
-		 * mma.sync 553 us, wgmma 64 keys a step 396, 128 keys 363;
-		 * docs/benchmarks.md, session 49) */
+		/* sm_90a: wgmma; head dims up to 64 two blocks an SM, 64 keys a step,
+		 * past them one block, 128 keys (on the H100 BERT's attention 30.5 us
+		 * on mma.sync, 29.0 so; 32x2048^2x128 f16 553 us on mma.sync, 363 so) */
 		if (wga)
-			return d <= 64 && e <= 64 ? MM_ATTWGK64 : MM_ATTWGK128;
+			return d <= 64 && e <= 64 ? MM_ATTWG64 : MM_ATTWGK128;
 		return d <= 64 && e <= 64 ? MM_ATT64 : MM_ATT128;
 	}
 	if (conv && nwr <= MM_EPI_MAXW && mm_dw_eligible(mm, dims, ndims)) {
