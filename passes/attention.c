@@ -4,7 +4,9 @@
  * The chain it takes is what exporters write for softmax(q kt / c + bias) v, the
  * softmax spelled out along the last dim:
  *
- *     s0 = matmul(q, kt)
+ *     q' = mul_scalar(q, a) | div_scalar(q, a)        (optional; kt' the same: the
+ *                                                       factors join the scale)
+ *     s0 = matmul(q', kt')
  *     s1 = mul_scalar(s0, c) | div_scalar(s0, c)      (optional)
  *     x  = add(s1, bias) | add(bias, s1)               (optional)
  *        | where(mask, fill, s1)                       (a bool mask, a constant fill)
@@ -32,7 +34,7 @@
 
 /* The chain found behind y = matmul(p, v): its ops, and the operands. */
 typedef struct {
-	int ops[12], nops;
+	int ops[16], nops;
 	int q, kt, v, bias;      /* bias: a float bias or a bool mask; -1: none */
 	double scale, fill;      /* fill: the masked scores */
 } Chain;
@@ -167,6 +169,20 @@ static bool private_to(const Aw *w, int t, int want)
 	return w->readers[t] == want && !w->g->tensors[t].is_output;
 }
 
+/* An operand of the scores' matmul scaled on its own (the exporters' SDPA writes
+ * q * sqrt(c) and kt * sqrt(c)): *t becomes the unscaled tensor, the op joins the
+ * chain, and the factor is returned for the attention's scale; 1 where *t is not
+ * such a product read by the matmul alone. */
+static double unscale(const Aw *w, int *t, Chain *c)
+{
+	const Op *p = producer(w, *t);
+	if (!p || (p->kind != OP_MUL_SCALAR && p->kind != OP_DIV_SCALAR) || !private_to(w, *t, 1))
+		return 1;
+	c->ops[c->nops++] = (int)(p - w->g->ops);
+	*t = p->in[0];
+	return p->kind == OP_MUL_SCALAR ? p->attr->scalar : 1 / p->attr->scalar;
+}
+
 /* The chain behind the matmul y, or false (with a reason when y reads a softmax). */
 static bool match(Aw *w, const Op *y, Chain *c)
 {
@@ -266,6 +282,10 @@ static bool match(Aw *w, const Op *y, Chain *c)
 	c->q = sc->in[0];
 	c->kt = sc->in[1];
 	c->v = y->in[1];
+	if (c->q != c->kt) {
+		c->scale *= unscale(w, &c->q, c);
+		c->scale *= unscale(w, &c->kt, c);
+	}
 	const Op *rest[] = {mx, sub, ex, sum, div};
 	for (int i = 0; i < 5; i++)
 		c->ops[c->nops++] = (int)(rest[i] - g->ops);

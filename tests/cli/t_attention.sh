@@ -184,6 +184,49 @@ check attf_compile_keep 0 "$FUSEC" compile "$TMP/soft.yaml" -o "$TMP/ck" --atten
 check attf_compile_fuse 0 "$FUSEC" compile "$TMP/soft.yaml" -o "$TMP/cf" --attention fuse
 check attf_plans_differ 1 cmp -s "$TMP/ck/soft.plan.json" "$TMP/cf/soft.plan.json"
 
+# q and kt scaled apart before the matmul (the exporters' SDPA: q * sqrt(c) and
+# kt * sqrt(c)): the factors join the attention's scale and the kernel reads the
+# unscaled operands, kt through its permute, in one launch
+cat >"$TMP/sdpa.yaml" <<'G'
+format: fusec-graph/1
+name: sdpa_scaled
+inputs:
+  q: {dtype: f32, shape: [2, 3, 20, 16]}
+  k: {dtype: f32, shape: [2, 3, 20, 16]}
+  v: {dtype: f32, shape: [2, 3, 20, 16]}
+ops:
+  - {op: permute, in: [k], out: kt, axes: [0, 1, 3, 2]}
+  - {op: mul_scalar, in: [q], out: qs, scalar: 0.5}
+  - {op: div_scalar, in: [kt], out: ks, scalar: 4}
+  - {op: matmul, in: [qs, ks], out: s}
+  - {op: max_dim, in: [s], out: m, axis: -1}
+  - {op: sub, in: [s, m], out: d}
+  - {op: exp, in: [d], out: e}
+  - {op: sum, in: [e], out: l, axis: -1}
+  - {op: div, in: [e, l], out: p}
+  - {op: matmul, in: [p, v], out: y}
+outputs: [y]
+G
+check attf_sdpa 0 "$FUSEC" explain "$TMP/sdpa.yaml" --attention fuse
+contains attf_sdpa_fused "$TMP/out" "attention: 1 fused"
+check attf_sdpa_ref 0 "$FUSEC" run "$TMP/sdpa.yaml" --seed 2 --outputs "$TMP/sd.ref" --attention keep
+check attf_sdpa_cpu 0 "$FUSEC" run "$TMP/sdpa.yaml" --backend cpu --seed 2 --outputs "$TMP/sd.cpu" --attention fuse
+same_npy attf_sdpa_same "$TMP/sd.ref" "$TMP/sd.cpu" 1e-5
+sed -e 's/f32/bf16/g' -e 's/name: sdpa_scaled/name: sdpa_bf16/' "$TMP/sdpa.yaml" >"$TMP/sdpa_bf16.yaml"
+check attf_sdpa_bf16 0 "$FUSEC" run "$TMP/sdpa_bf16.yaml" --backend cpu --seed 2 --check
+contains attf_sdpa_bf16_ok "$TMP/out" "check y: "
+check attf_sdpa_bf16_ok2 1 grep -q "FAIL\|not ok" "$TMP/out"
+check attf_sdpa_compile 0 "$FUSEC" compile "$TMP/sdpa_bf16.yaml" --no-cache -o "$TMP/sdb"
+contains attf_sdpa_one_launch "$TMP/err" "compiled sdpa_bf16: 2 ops → 1 launch"
+# the same factor on the scores stays where it was: both are taken, one scale
+sed -e 's/  - {op: matmul, in: \[qs, ks\], out: s}/  - {op: matmul, in: [qs, ks], out: s0}\n  - {op: mul_scalar, in: [s0], out: s, scalar: 2}/' \
+	"$TMP/sdpa.yaml" >"$TMP/sdpa3.yaml"
+check attf_sdpa3_ref 0 "$FUSEC" run "$TMP/sdpa3.yaml" --seed 2 --outputs "$TMP/sd3.ref" --attention keep
+check attf_sdpa3_cpu 0 "$FUSEC" run "$TMP/sdpa3.yaml" --backend cpu --seed 2 --outputs "$TMP/sd3.cpu" --attention fuse
+same_npy attf_sdpa3_same "$TMP/sd3.ref" "$TMP/sd3.cpu" 1e-5
+check attf_sdpa3_compile 0 "$FUSEC" compile "$TMP/sdpa3.yaml" --attention fuse --no-cache -o "$TMP/sd3"
+contains attf_sdpa3_one_launch "$TMP/err" "compiled sdpa_scaled: 2 ops → 1 launch"
+
 # ---- the flash kernel (codegen/matmul_attention.c) ----
 # the check graphs: head dims 24/40, 100/128, 64/64 and 128/72, keys 45 to 333 (one
 # to six steps, edges), rows 37 to 300, batch broadcast, with and without a bias, a
