@@ -358,14 +358,15 @@ static bool match(Aw *w, const Op *y, Chain *c)
 }
 
 /* Keep the ops not dropped and the tensors something still uses, renumbered in
- * order (the graph's inputs stay, constants only when read or outputs). */
-static void compact(Graph *g, const bool *drop)
+ * order (the graph's inputs stay, constants only when read or outputs); drop may be
+ * NULL (every op stays). */
+void pass_compact(Graph *g, const bool *drop)
 {
 	Arena *a = g->arena;
 	Op *ops = ARENA_NEW(a, Op, g->nops + 1);
 	int nops = 0;
 	for (int i = 0; i < g->nops; i++)
-		if (!drop[i])
+		if (!drop || !drop[i])
 			ops[nops++] = g->ops[i];
 	bool *used = ARENA_NEW(a, bool, g->ntensors + 1);
 	int *map = ARENA_NEW(a, int, g->ntensors + 1);
@@ -469,7 +470,7 @@ int pass_attention(Graph *g, AttentionMode mode, AttentionInfo *info)
 	}
 	if (!info->nfused)
 		return 0;
-	compact(g, drop);
+	pass_compact(g, drop);
 	ir_finish(g);
 	return 0;
 }

@@ -373,10 +373,14 @@ int pass_attention(Graph *g, AttentionMode mode, AttentionInfo *info);
 typedef struct {
 	int ngroups, nmatmuls;   /* groups moved together, their matmuls */
 	int nlone;               /* matmuls marked Op.lone */
+	int nunsplit, nparts;    /* packed projections cut apart, the matmuls made */
 } SiblingInfo;
 int pass_siblings(Graph *g, SiblingInfo *info);
 /* Lines for `explain`: the groups brought together, the matmuls left lone. */
 void pass_siblings_summary(const SiblingInfo *info, Buf *out);
+/* Keep g's ops but those drop marks (drop may be NULL) and the tensors something
+ * still uses, renumbered in order; call ir_finish after (attention.c). */
+void pass_compact(Graph *g, const bool *drop);
 /* Lines for `explain`: what --attention fuse did, and why a chain stayed apart. */
 void pass_attention_summary(const AttentionInfo *info, Buf *out);
 

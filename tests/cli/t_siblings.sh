@@ -103,3 +103,73 @@ contains sib-onnx-line "$TMP/out" "siblings: one kernel runs the tiles of the ma
 check sib-onnx-bf16 0 "$FUSEC" explain tests/onnx/dynamic/bert_micro.onnx --input-shape attention_mask=3x7 \
 	--precision bf16
 contains sib-onnx-bf16-line "$TMP/out" "siblings: one kernel runs the tiles of the matmuls ops[28], ops[30], ops[32]"
+
+# a packed projection cut by slices of its last dim (the fixtures' qkv Linear and
+# Split, as GPT-2's c_attn and timm's blocks write it) becomes a matmul per slice
+# over the weight's columns (passes/siblings.c, unsplit): siblings, one launch
+# writing q, k and v apart, no slice copies; the same values, bit for bit, as the
+# graph as written (--burn-exact leaves it)
+G2=tests/onnx/models/gpt2/model.onnx
+check unsplit-explain 0 "$FUSEC" explain $G2
+contains unsplit-line "$TMP/out" "siblings: 2 packed projections read only through slices of the last dim cut into 6 matmuls over the weight's columns (no copies)"
+check unsplit-compile 0 "$FUSEC" compile $G2 --precision bf16 --no-cache -o "$TMP/us"
+contains unsplit-launches "$TMP/err" "→ 19 launches"
+check unsplit-compile-burn 0 "$FUSEC" compile $G2 --precision bf16 --burn-exact --no-cache -o "$TMP/usb"
+check unsplit-burn-slices 0 grep -q '"BaseFloat::Slice"' "$TMP/usb/model.plan.json"
+check unsplit-plan 0 "$(npy_python)" -c '
+import json, sys
+p = json.load(open(sys.argv[1]))
+k = {x["name"]: [n.split("::")[1] for n in x["op_names"]] for x in p["kernels"]}
+got = [k[l["kernel"]] for s in p["steps"] for l in s["launches"]]
+assert not any("Slice" in ops for ops in got), got
+qkv = [i for i, ops in enumerate(got) if ops == ["Matmul", "Add"] * 3]
+att = [i for i, ops in enumerate(got) if ops[0] == "Attention"]
+assert len(qkv) == 2 and [i + 1 for i in qkv] == att, got
+' "$TMP/us/model.plan.json"
+check unsplit-ref 0 "$FUSEC" run $G2 --backend interp --seed 3 --outputs "$TMP/us.ref" --burn-exact
+check unsplit-interp 0 "$FUSEC" run $G2 --backend interp --seed 3 --outputs "$TMP/us.int"
+check unsplit-same 0 cmp "$TMP/us.ref/logits.npy" "$TMP/us.int/logits.npy"
+check unsplit-cpu 0 "$FUSEC" run $G2 --backend cpu --seed 3 --check --precision bf16
+contains unsplit-cpu-ok "$TMP/out" "check logits: "
+check unsplit-cpu-fail 1 grep -q "FAIL" "$TMP/out"
+# GPT-2's Conv1D as exported: a 2-D Gemm with its bias, the rows reshaped back to
+# [B, S, 3E], then a Split: each part is a matmul, its bias add and a reshape
+python3 - "$TMP/gemm_split.onnx" tests/cli <<'PY'
+import struct, sys
+sys.dont_write_bytecode = True
+sys.path.insert(0, sys.argv[2])
+from onnx_wire import field, value, model
+def floats(name, vals, dims):   # a float initializer (raw data)
+    return (b"".join(field(1, d) for d in dims) + field(2, 1) + field(8, name) +
+            field(9, struct.pack("<%df" % len(vals), *vals)))
+def ints(name, vals, dims):
+    return (b"".join(field(1, d) for d in dims) + field(2, 7) +
+            b"".join(field(7, v) for v in vals) + field(8, name))
+def node(op, ins, outs, *attrs):
+    return (b"".join(field(1, i) for i in ins) + b"".join(field(2, o) for o in outs) +
+            field(3, outs[0]) + field(4, op) + b"".join(field(5, a) for a in attrs))
+def attr_int(name, v):
+    return field(1, name) + field(20, 2) + field(3, v)
+w = [((i * 7 + 3) % 11 - 5) / 8 for i in range(8 * 24)]
+b = [((i * 5 + 1) % 7 - 3) / 4 for i in range(24)]
+nodes = [node("Reshape", ["x", "s2"], ["x2"]),
+         node("Gemm", ["x2", "w", "b"], ["y2"]),
+         node("Reshape", ["y2", "s3"], ["y3"]),
+         node("Split", ["y3"], ["q", "k", "v"], attr_int("axis", 2)),
+         node("Mul", ["q", "k"], ["qk"]),
+         node("Add", ["qk", "v"], ["y"])]
+graph = (b"".join(field(1, n) for n in nodes) + field(2, "g") +
+         field(5, ints("s2", [8, 8], [2])) + field(5, ints("s3", [2, 4, 24], [3])) +
+         field(5, floats("w", w, [8, 24])) + field(5, floats("b", b, [24])) +
+         field(11, value("x", [2, 4, 8])) + field(12, value("y", [2, 4, 8])))
+open(sys.argv[1], "wb").write(model(graph))
+PY
+check unsplit-gemm-explain 0 "$FUSEC" explain "$TMP/gemm_split.onnx"
+contains unsplit-gemm-line "$TMP/out" "siblings: 1 packed projection read only through slices of the last dim cut into 3 matmuls"
+check unsplit-gemm-ref 0 "$FUSEC" run "$TMP/gemm_split.onnx" --backend interp --seed 5 --outputs "$TMP/gs.ref" --burn-exact
+check unsplit-gemm-int 0 "$FUSEC" run "$TMP/gemm_split.onnx" --backend interp --seed 5 --outputs "$TMP/gs.int"
+check unsplit-gemm-same 0 cmp "$TMP/gs.ref/y.npy" "$TMP/gs.int/y.npy"
+check unsplit-gemm-cpu 0 "$FUSEC" run "$TMP/gemm_split.onnx" --backend cpu --seed 5 --check
+contains unsplit-gemm-ok "$TMP/out" "check y: "
+check unsplit-gemm-compile 0 "$FUSEC" compile "$TMP/gemm_split.onnx" --no-cache -o "$TMP/gsp"
+check unsplit-gemm-noslice 1 grep -q '"BaseFloat::Slice"' "$TMP/gsp/gemm_split.plan.json"
