@@ -298,6 +298,7 @@ LLVMValueRef mm_asm_call(Mm *x, LLVMTypeRef ret, const char *text, const char *c
 			 LLVMValueRef *args, int nargs);
 /* GPU: the 32-bit shared address of a byte offset */
 LLVMValueRef mm_saddr(Mm *x, LLVMValueRef byte);
+void mm_wg_align(Mm *x, LLVMValueRef g);
 /* Byte offset (ot) of the shared copy of operand w (0 = A, 1 = B) in a stage whose
  * offset is s (ot); A at 0 whatever the stage where one A tile serves every stage
  * (Mm.a_fixed). */

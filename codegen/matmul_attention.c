@@ -504,15 +504,8 @@ int mm_attention_kernel(CgKb *kb, const MmConfig *cfg, const int *wr, int nw)
 		x->smem = g;
 		x->ot = m->t_i32;
 		x->sbase = LLVMBuildTrunc(A->b, LLVMBuildPtrToInt(A->b, g, m->t_i64, ""), m->t_i32, "");
-		if (cfg->wg) {
-			/* the stages start at the next multiple of MM_WG_ALIGN (where the
-			 * 128-byte swizzle repeats; mm_attention_smem asked for the room) */
-			LLVMValueRef al = LLVMBuildAnd(A->b, LLVMBuildAdd(A->b, x->sbase,
-				mm_i32c(x, MM_WG_ALIGN - 1), ""), mm_i32c(x, -MM_WG_ALIGN), "");
-			LLVMValueRef pad = LLVMBuildSub(A->b, al, x->sbase, "");
-			x->smem = LLVMBuildGEP2(A->b, m->t_i8, g, &pad, 1, "");
-			x->sbase = al;
-		}
+		if (cfg->wg)   /* (mm_attention_smem asked for the room) */
+			mm_wg_align(x, g);
 		x->acc = LLVMBuildAlloca(A->b, LLVMArrayType(m->t_f32, (unsigned)x->nacc), "acc.s");
 		o->acc = LLVMBuildAlloca(A->b, LLVMArrayType(m->t_f32, (unsigned)o->nacc), "acc.o");
 		A->state = LLVMBuildAlloca(A->b, LLVMArrayType(m->t_f32, AT_NSTATE), "state");

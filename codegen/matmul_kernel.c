@@ -315,15 +315,8 @@ int mm_tile_kernel(CgKb *kb, const MmConfig *cfg, const int *wr, int nw)
 		x->sptr = LLVMPointerTypeInContext(m->ctx, 3);
 		x->ot = m->t_i32;
 		x->sbase = LLVMBuildTrunc(x->b, LLVMBuildPtrToInt(x->b, g, m->t_i64, ""), m->t_i32, "");
-		if (c->wg) {
-			/* the stages start at the next multiple of MM_WG_ALIGN (mm_smem
-			 * asked for the room) */
-			LLVMValueRef al = LLVMBuildAnd(x->b, LLVMBuildAdd(x->b, x->sbase,
-				mm_i32c(x, MM_WG_ALIGN - 1), ""), mm_i32c(x, -MM_WG_ALIGN), "");
-			LLVMValueRef pad = LLVMBuildSub(x->b, al, x->sbase, "");
-			x->smem = LLVMBuildGEP2(x->b, m->t_i8, g, &pad, 1, "");
-			x->sbase = al;
-		}
+		if (c->wg)   /* (mm_smem asked for the room) */
+			mm_wg_align(x, g);
 		LLVMValueRef a = LLVMBuildAlloca(x->b, LLVMArrayType(m->t_f32, (unsigned)x->nacc), "acc");
 		x->acc = a;
 		x->tid = sreg(x, "llvm.nvvm.read.ptx.sreg.tid.x");

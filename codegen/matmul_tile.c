@@ -320,6 +320,19 @@ LLVMValueRef mm_asm_call(Mm *x, LLVMTypeRef ret, const char *text, const char *c
 	return LLVMBuildCall2(x->b, ft, fn, args, (unsigned)nargs, "");
 }
 
+/* GPU, wgmma: the stages start at the next multiple of MM_WG_ALIGN after the
+ * shared array g (where the 128-byte swizzle repeats; the kernel's shared size
+ * asked for the room): x->smem and x->sbase move there. */
+void mm_wg_align(Mm *x, LLVMValueRef g)
+{
+	CgModule *m = x->kb->m;
+	LLVMValueRef al = LLVMBuildAnd(x->b, LLVMBuildAdd(x->b, x->sbase,
+		mm_i32c(x, MM_WG_ALIGN - 1), ""), mm_i32c(x, -MM_WG_ALIGN), "");
+	LLVMValueRef pad = LLVMBuildSub(x->b, al, x->sbase, "");
+	x->smem = LLVMBuildGEP2(x->b, m->t_i8, g, &pad, 1, "");
+	x->sbase = al;
+}
+
 /* GPU: the 32-bit shared address of a byte offset */
 LLVMValueRef mm_saddr(Mm *x, LLVMValueRef byte)
 {

@@ -170,17 +170,7 @@ python3 - "$TMP/gq.onnx" tests/cli <<'PY'
 import sys
 sys.dont_write_bytecode = True
 sys.path.insert(0, sys.argv[2])
-from onnx_wire import field, value, model
-def ints(name, vals, dims):   # an int64 initializer
-    return (b"".join(field(1, d) for d in dims) + field(2, 7) +
-            b"".join(field(7, v) for v in vals) + field(8, name))
-def node(op, ins, outs, *attrs):
-    return (b"".join(field(1, i) for i in ins) + b"".join(field(2, o) for o in outs) +
-            field(3, outs[0]) + field(4, op) + b"".join(field(5, a) for a in attrs))
-def attr_ints(name, vals):
-    return field(1, name) + field(20, 7) + b"".join(field(8, v) for v in vals)
-def attr_int(name, v):
-    return field(1, name) + field(20, 2) + field(3, v)
+from onnx_wire import field, value, model, ints, node, attr_int, attr_ints
 nodes = [node("Reshape", ["x", "shape"], ["r"]),
          node("Transpose", ["r"], ["t"], attr_ints("perm", [2, 0, 1, 3])),
          node("Gather", ["t", "i0"], ["q"], attr_int("axis", 0)),

@@ -135,21 +135,10 @@ check unsplit-cpu-fail 1 grep -q "FAIL" "$TMP/out"
 # GPT-2's Conv1D as exported: a 2-D Gemm with its bias, the rows reshaped back to
 # [B, S, 3E], then a Split: each part is a matmul, its bias add and a reshape
 python3 - "$TMP/gemm_split.onnx" tests/cli <<'PY'
-import struct, sys
+import sys
 sys.dont_write_bytecode = True
 sys.path.insert(0, sys.argv[2])
-from onnx_wire import field, value, model
-def floats(name, vals, dims):   # a float initializer (raw data)
-    return (b"".join(field(1, d) for d in dims) + field(2, 1) + field(8, name) +
-            field(9, struct.pack("<%df" % len(vals), *vals)))
-def ints(name, vals, dims):
-    return (b"".join(field(1, d) for d in dims) + field(2, 7) +
-            b"".join(field(7, v) for v in vals) + field(8, name))
-def node(op, ins, outs, *attrs):
-    return (b"".join(field(1, i) for i in ins) + b"".join(field(2, o) for o in outs) +
-            field(3, outs[0]) + field(4, op) + b"".join(field(5, a) for a in attrs))
-def attr_int(name, v):
-    return field(1, name) + field(20, 2) + field(3, v)
+from onnx_wire import field, value, model, ints, floats, node, attr_int
 w = [((i * 7 + 3) % 11 - 5) / 8 for i in range(8 * 24)]
 b = [((i * 5 + 1) % 7 - 3) / 4 for i in range(24)]
 nodes = [node("Reshape", ["x", "s2"], ["x2"]),
