@@ -59,8 +59,8 @@ enum {
 	MM_NHWC_MIN_N = 8,       /* a channels-last conv with fewer output channels per
 				    group runs plain (matmul_pick.c) */
 	MM_ATT_BM = 128,         /* attention: rows of q a block takes, */
-	MM_ATT_BN = 64,          /* keys per step (matmul_attention.c), */
-	MM_ATT_BNMAX = 128,      /* at most (attwg128x128*) */
+	MM_ATT_BNMAX = 128,      /* keys per step at most (MmConfig.bn of the att
+				    configurations: matmul_attention.c) */
 	MM_PAD_ROWS = 4,         /* SIMT: rows along K between two padding chunks (mm_swz) */
 };
 

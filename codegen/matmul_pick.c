@@ -52,8 +52,8 @@ enum {
 	MM_GEMVW = 26,           /* gemv8x128k8 (then its sk4, sk16) */
 	MM_ATT64T = 31, MM_ATT128T = 32, /* the attention op in tf32 */
 	MM_ATT256 = 33,          /* the attention op, head dims up to 256 (sm_90) */
-	MM_ATTWG64 = 35, MM_ATTWG128 = 36, /* the attention op on wgmma (sm_90a) */
-	MM_ATTWGK64 = 37, MM_ATTWGK128 = 38, /* the same, 128 keys a step */
+	MM_ATTWG64 = 35,         /* the attention op on wgmma (sm_90a), 64 keys a step */
+	MM_ATTWGK128 = 38,       /* the same, 128 keys a step, head dims up to 128 */
 	MM_GEMV_SPLIT_K = 128,   /* gemv: K a split keeps at least */
 };
 
