@@ -367,6 +367,29 @@ typedef struct AttentionInfo {
  * bias, softmax, matmul becomes one attention op. Returns 0. */
 int pass_attention(Graph *g, AttentionMode mode, AttentionInfo *info);
 
+/* Where a chain of views reads the tensor it starts from (view_map.c): each dim of
+ * the result a product of sub-dims (first[d] .. first[d + 1] - 1, outer first),
+ * each stepping str elements of the source, from element off. */
+enum { VM_SUB = 32 };
+typedef struct {
+	int rank;
+	int first[IR_MAX_RANK + 1];
+	int64_t ext[VM_SUB], str[VM_SUB];
+	int64_t off;
+} ViewMap;
+/* The map of dense tensor t onto itself. */
+void vm_dense(ViewMap *v, const Tensor *t);
+/* v after view op op (reshape, permute, swap_dims or slice) reads its result; false
+ * where the op is another kind or the map leaves what sub-dims describe. */
+bool vm_apply(ViewMap *v, const Graph *g, const Op *op);
+/* Each dim's extent and stride, when its sub-dims fold into one; else false. */
+bool vm_strided(const ViewMap *v, int64_t *ext, int64_t *str);
+/* Whether the strided map (rank dims, ext[], str[], off) reads each of the numel
+ * elements of a dense tensor once: then it is permute(reshape(source, R), P), the
+ * permute's result dim d being R's dim P[d], R's dims in the source's order. */
+bool vm_dense_permute(int rank, const int64_t *ext, const int64_t *str, int64_t off,
+		      int64_t numel, int64_t *R, int *P);
+
 /* Matmuls that share their first operand, each moved with its epilogue up to the
  * one before it so that the Matmul fuser takes them into one launch (siblings.c;
  * not under --burn-exact). */

@@ -92,23 +92,55 @@ static int epilogue(const Graph *g, int m, int end, int before, int *mine, int s
  * views in place. An element is the same dot product over the same K as before,
  * so no value changes. */
 
+enum {
+	CUT_LEAVES = 12,         /* tensors a cut's view tree hands to other ops */
+	CUT_VIEWS = 48,          /* view ops of the tree */
+};
+
 typedef struct {
 	int m, add;              /* the matmul, its bias add (-1: none) */
 	int resh;                /* a reshape after them that keeps the last dim (GPT-2's
 				    Conv1D: a 2-D Gemm, then its rows as [B, S]), or -1 */
 	int nsl, sl[IR_MM_GROUP_MAX]; /* the slices, in op order */
+	/* or the view tree (find_tree): the parts' columns [lo, hi) of the last dim,
+	 * by lo; each leaf tensor, its part, and the reshape R and permute P that read
+	 * it from its part's matmul */
+	bool tree;
+	int np;
+	int64_t lo[IR_MM_GROUP_MAX], hi[IR_MM_GROUP_MAX];
+	int nleaf, leaf[CUT_LEAVES], part[CUT_LEAVES];
+	int64_t R[CUT_LEAVES][IR_MAX_RANK];
+	int P[CUT_LEAVES][IR_MAX_RANK];
+	bool plain[CUT_LEAVES];  /* the permute moves only 1s: one reshape */
+	int nview, view[CUT_VIEWS];
 } Cut;
 
-/* The one op reading tensor x, at or after op `from`, or NULL. */
-static const Op *only_reader(const Graph *g, int from, int x, const int *nread)
+/* The ops reading each tensor: rd[first[t] .. first[t + 1] - 1], in op order (an
+ * op reading a tensor twice is there twice). */
+typedef struct {
+	int *first, *op;
+} Readers;
+
+static void readers(const Graph *g, const int *nread, Readers *r)
 {
-	if (nread[x] != 1)
-		return NULL;
-	for (int j = from; j < g->nops; j++)
-		for (int k = 0; k < g->ops[j].nin; k++)
-			if (g->ops[j].in[k] == x)
-				return &g->ops[j];
-	return NULL;
+	int nt = g->ntensors;
+	r->first = malloc(sizeof *r->first * ((size_t)nt + 2));
+	r->first[0] = 0;
+	for (int t = 0; t <= nt; t++)
+		r->first[t + 1] = r->first[t] + nread[t];
+	r->op = malloc(sizeof *r->op * ((size_t)r->first[nt + 1] + 1));
+	int *at = malloc(sizeof *at * ((size_t)nt + 1));
+	memcpy(at, r->first, sizeof *at * ((size_t)nt + 1));
+	for (int i = 0; i < g->nops; i++)
+		for (int k = 0; k < g->ops[i].nin; k++)
+			r->op[at[g->ops[i].in[k]]++] = i;
+	free(at);
+}
+
+/* The one op reading tensor x, or NULL. */
+static const Op *only_reader(const Graph *g, int x, const Readers *rd)
+{
+	return rd->first[x + 1] - rd->first[x] == 1 ? &g->ops[rd->op[rd->first[x]]] : NULL;
 }
 
 /* Whether constant b adds along y's last dim only (every other dim 1). */
@@ -139,33 +171,43 @@ static bool last_dim_slice(const Graph *g, const Op *s, int x, int64_t *a, int64
 	return *a >= 0 && *a < *e && *e <= t->dim[r - 1] && y->dim[r - 1] == *e - *a;
 }
 
-/* The cut at matmul op i, or false. nread: reads of each tensor. */
-static bool find_cut(const Graph *g, int i, const int *nread, Cut *c)
+/* The projection at matmul op i: a constant weight, and its bias add when one
+ * follows; the tensor they make (c->m, c->add set), or -1. */
+static int projection(const Graph *g, int i, const Readers *rd, Cut *c)
 {
 	const Op *m = &g->ops[i];
 	if (m->kind != OP_MATMUL || m->in[0] == m->in[1])
-		return false;
+		return -1;
 	const Tensor *w = &g->tensors[m->in[1]], *y = &g->tensors[m->out[0]];
 	if (!w->data || w->rank < 2 || y->is_output)
-		return false;
+		return -1;
 	for (int d = 0; d < w->rank - 2; d++)
 		if (w->dim[d] != 1)
-			return false;
+			return -1;
+	memset(c, 0, sizeof *c);
 	c->m = i;
 	c->add = c->resh = -1;
-	c->nsl = 0;
 	int x = m->out[0];
-	const Op *o = only_reader(g, i + 1, x, nread);
+	const Op *o = only_reader(g, x, rd);
 	if (o && o->kind == OP_ADD && o->nin == 2 && o->stream == m->stream) {
 		int b = o->in[0] == x ? o->in[1] : o->in[0];
 		const Tensor *z = &g->tensors[o->out[0]];
 		if (b == x || !bias_along_last(&g->tensors[b], y) || z->is_output ||
 		    z->rank != y->rank || memcmp(z->dim, y->dim, sizeof *z->dim * (size_t)y->rank))
-			return false;
+			return -1;
 		c->add = (int)(o - g->ops);
 		x = o->out[0];
-		o = only_reader(g, c->add + 1, x, nread);
 	}
+	return x;
+}
+
+/* The cut of projection x read by slices of its last dim, through the reshape
+ * find_cut allows, or false. */
+static bool find_slices(const Graph *g, int x, const Readers *rd, const int *nread, Cut *c)
+{
+	const Op *m = &g->ops[c->m];
+	const Tensor *y = &g->tensors[m->out[0]];
+	const Op *o = only_reader(g, x, rd);
 	if (o && o->kind == OP_RESHAPE && o->stream == m->stream) {
 		const Tensor *z = &g->tensors[o->out[0]];
 		if (z->is_output || z->dim[z->rank - 1] != y->dim[y->rank - 1])
@@ -175,19 +217,157 @@ static bool find_cut(const Graph *g, int i, const int *nread, Cut *c)
 	}
 	if (nread[x] < 2 || nread[x] > IR_MM_GROUP_MAX)
 		return false;
-	for (int j = i + 1; j < g->nops; j++) {
-		const Op *sj = &g->ops[j];
-		bool reads = false;
-		for (int k = 0; k < sj->nin; k++)
-			reads |= sj->in[k] == x;
+	for (int k = rd->first[x]; k < rd->first[x + 1]; k++) {
+		const Op *sj = &g->ops[rd->op[k]];
 		int64_t a, e;
-		if (!reads)
-			continue;
 		if (sj->stream != m->stream || !last_dim_slice(g, sj, x, &a, &e))
 			return false;
-		c->sl[c->nsl++] = j;
+		c->sl[c->nsl++] = rd->op[k];
 	}
 	return c->nsl == nread[x];
+}
+
+static bool is_view(OpKind k)
+{
+	return k == OP_RESHAPE || k == OP_PERMUTE || k == OP_SWAP_DIMS || k == OP_SLICE;
+}
+
+/* Leaf u, read as map w of projection x [..., N]: its part's columns, and how it
+ * reads that part (a dense [..., hi - lo]) as a reshape and a permute. */
+static bool leaf_of(const Graph *g, Cut *c, int x, int u, const ViewMap *w)
+{
+	const Tensor *xt = &g->tensors[x], *ut = &g->tensors[u];
+	int64_t n = xt->dim[xt->rank - 1], rows = 1;
+	for (int d = 0; d < xt->rank - 1; d++)
+		rows *= xt->dim[d];
+	int64_t ext[IR_MAX_RANK], str[IR_MAX_RANK];
+	if (c->nleaf == CUT_LEAVES || !vm_strided(w, ext, str))
+		return false;
+	int64_t row0 = w->off / n, lo = w->off % n, hi = lo + 1;
+	bool col[IR_MAX_RANK];
+	for (int d = 0; d < ut->rank; d++) {
+		col[d] = ext[d] > 1 && str[d] % n != 0;
+		if (col[d] && str[d] > n)
+			return false;
+		if (col[d])
+			hi += (ext[d] - 1) * str[d];
+	}
+	if (hi > n)
+		return false;
+	int p = 0;
+	while (p < c->np && (c->lo[p] != lo || c->hi[p] != hi)) {
+		if (lo < c->hi[p] && c->lo[p] < hi)
+			return false;   /* overlapping parts */
+		p++;
+	}
+	if (p == c->np) {
+		if (c->np == IR_MM_GROUP_MAX)
+			return false;
+		c->lo[p] = lo;
+		c->hi[p] = hi;
+		c->np++;
+	}
+	int64_t wd = hi - lo, s[IR_MAX_RANK];
+	for (int d = 0; d < ut->rank; d++)
+		s[d] = col[d] || ext[d] == 1 ? str[d] : str[d] / n * wd;
+	int q = c->nleaf;
+	if (!vm_dense_permute(ut->rank, ext, s, row0 * wd, rows * wd, c->R[q], c->P[q]))
+		return false;
+	c->plain[q] = true;
+	int64_t last = -1;
+	for (int d = 0; d < ut->rank; d++)
+		if (ext[d] > 1) {
+			c->plain[q] &= last < 0 || s[d] < last;
+			last = s[d];
+		}
+	c->leaf[q] = u;
+	c->part[q] = p;
+	c->nleaf++;
+	return true;
+}
+
+/* The cut of projection x read only through views (reshapes, permutes, slices)
+ * each of whose results that another op reads takes columns of x's last dim as a
+ * reshape and a permute of them: nn.MultiheadAttention's packed in-projection,
+ * reshaped to [seq, batch, 3, dim], transposed and indexed, each of q, k and v
+ * then split into heads. */
+static bool find_tree(const Graph *g, int x, const Readers *rd, Cut *c)
+{
+	const Op *m = &g->ops[c->m];
+	const Tensor *xt = &g->tensors[x];
+	if (xt->rank < 1 || rd->first[x + 1] == rd->first[x])
+		return false;
+	int q[CUT_VIEWS + 1];
+	ViewMap *map = malloc(sizeof *map * (CUT_VIEWS + 1));
+	int nq = 1;
+	q[0] = x;
+	vm_dense(&map[0], xt);
+	bool ok = true;
+	c->tree = true;
+	for (int h = 0; h < nq && ok; h++) {
+		int u = q[h];
+		bool leaf = false;
+		for (int k = rd->first[u]; k < rd->first[u + 1] && ok; k++) {
+			const Op *r = &g->ops[rd->op[k]];
+			if (r->stream != m->stream) {
+				ok = false;
+			} else if (is_view(r->kind)) {
+				const Tensor *y = &g->tensors[r->out[0]];
+				ok = nq <= CUT_VIEWS && !y->is_output && y->dtype == xt->dtype;
+				if (ok) {
+					map[nq] = map[h];
+					ok = vm_apply(&map[nq], g, r);
+					c->view[c->nview++] = rd->op[k];
+					q[nq++] = r->out[0];
+				}
+			} else {
+				ok = u != x;
+				leaf = true;
+			}
+		}
+		if (ok && leaf)
+			ok = leaf_of(g, c, x, u, &map[h]);
+	}
+	free(map);
+	if (!ok || c->np < 2)
+		return false;
+	/* the parts by their columns, left to right */
+	int order[IR_MM_GROUP_MAX], at[IR_MM_GROUP_MAX];
+	for (int p = 0; p < c->np; p++) {
+		int k = p;
+		while (k > 0 && c->lo[order[k - 1]] > c->lo[p]) {
+			order[k] = order[k - 1];
+			k--;
+		}
+		order[k] = p;
+	}
+	int64_t lo[IR_MM_GROUP_MAX], hi[IR_MM_GROUP_MAX];
+	for (int k = 0; k < c->np; k++) {
+		at[order[k]] = k;
+		lo[k] = c->lo[order[k]];
+		hi[k] = c->hi[order[k]];
+	}
+	memcpy(c->lo, lo, sizeof lo);
+	memcpy(c->hi, hi, sizeof hi);
+	for (int l = 0; l < c->nleaf; l++)
+		c->part[l] = at[c->part[l]];
+	return true;
+}
+
+/* The cut at matmul op i, or false. */
+static bool find_cut(const Graph *g, int i, const Readers *rd, const int *nread, Cut *c)
+{
+	int x = projection(g, i, rd, c);
+	if (x < 0)
+		return false;
+	if (find_slices(g, x, rd, nread, c))
+		return true;
+	int add = c->add;
+	memset(c, 0, sizeof *c);
+	c->m = i;
+	c->add = add;
+	c->resh = -1;
+	return find_tree(g, x, rd, c);
 }
 
 /* A new constant: columns [a, e) of constant t's last dim. */
@@ -215,135 +395,222 @@ static int columns(Graph *g, Tensor *tens, int *nt, int t, int64_t a, int64_t e)
 	return (*nt)++;
 }
 
+/* The graph being rebuilt by unsplit. */
+typedef struct {
+	Graph *g;
+	Tensor *tens;
+	int nt;
+	int *inputs, nin;
+	Op *ops;
+	int k;
+} Out;
+
+/* A new intermediate tensor: like tensor `like`, named name + suffix. */
+static int new_tensor(Out *o, int like, const char *suffix)
+{
+	int t = o->nt++;
+	o->tens[t] = o->tens[like];
+	o->tens[t].is_output = false;
+	o->tens[t].role = ROLE_INTERMEDIATE;
+	o->tens[t].data = NULL;
+	o->tens[t].src = NULL;
+	o->tens[t].producer = -1;
+	o->tens[t].name = arena_printf(o->g->arena, "%s%s", o->tens[like].name, suffix);
+	return t;
+}
+
+/* Part [lo, hi) of the projection: its matmul (and bias add) into tensor `out`,
+ * or into a new tensor like x (out < 0); the product before the add named after
+ * tensor `name` (out's when -1). Returns the tensor written. */
+static int emit_part(Out *o, const Op *m, const Op *ad, int x, int64_t lo, int64_t hi, int out,
+		     int name)
+{
+	Arena *a = o->g->arena;
+	if (out < 0) {
+		out = new_tensor(o, x, arena_printf(a, "[:%lld:%lld]", (long long)lo, (long long)hi));
+		o->tens[out].dim[o->tens[out].rank - 1] = hi - lo;
+	}
+	int w = columns(o->g, o->tens, &o->nt, m->in[1], lo, hi);
+	o->inputs[o->nin++] = w;
+	int mo = out;
+	if (ad) {
+		/* the product, then the add writes out */
+		mo = new_tensor(o, out, "");
+		o->tens[mo].name = arena_printf(a, "%s:product", o->tens[name < 0 ? out : name].name);
+	}
+	Op mm = *m;
+	int *in = ARENA_NEW(a, int, 2);
+	in[0] = m->in[0];
+	in[1] = w;
+	mm.in = in;
+	mm.in_status = NULL;
+	mm.out[0] = mo;
+	mm.nout = 1;
+	o->ops[o->k++] = mm;
+	if (ad) {
+		int bias = ad->in[0] == m->out[0] ? 1 : 0;
+		int b = columns(o->g, o->tens, &o->nt, ad->in[bias], lo, hi);
+		o->inputs[o->nin++] = b;
+		Op add = *ad;
+		int *ain = ARENA_NEW(a, int, 2);
+		ain[bias] = b;
+		ain[1 - bias] = mo;
+		add.in = ain;
+		add.in_status = NULL;
+		add.out[0] = out;
+		add.nout = 1;
+		o->ops[o->k++] = add;
+	}
+	return out;
+}
+
+/* A view op like `near` (its stream, place and name): reshape to shape (n dims) or
+ * permute by axes, from tensor x into y. */
+static void emit_view(Out *o, const Op *near, OpKind kind, int x, int y, const int64_t *shape,
+		      const int *axes, int n)
+{
+	Arena *a = o->g->arena;
+	Attrs *at = ARENA_NEW(a, Attrs, 1);
+	at->has = kind == OP_RESHAPE ? A_SHAPE : A_AXES;
+	at->n = n;
+	for (int d = 0; d < n; d++) {
+		if (kind == OP_RESHAPE)
+			at->shape[d] = shape[d];
+		else
+			at->axes[d] = axes[d];
+	}
+	Op op = {.kind = kind, .stream = near->stream, .nin = 1, .nout = 1,
+		 .in = ARENA_NEW(a, int, 1), .attr = at, .line = near->line, .col = near->col,
+		 .name = near->name};
+	op.in[0] = x;
+	op.out[0] = y;
+	o->ops[o->k++] = op;
+}
+
+/* Cut c's ops, in place of its matmul. */
+static void emit_cut(Out *o, const Cut *c)
+{
+	const Graph *g = o->g;
+	const Op *m = &g->ops[c->m], *ad = c->add >= 0 ? &g->ops[c->add] : NULL;
+	const Op *rs = c->resh >= 0 ? &g->ops[c->resh] : NULL;
+	int x = ad ? ad->out[0] : m->out[0];
+	if (c->tree) {
+		for (int p = 0; p < c->np; p++) {
+			int y = emit_part(o, m, ad, x, c->lo[p], c->hi[p], -1, -1);
+			const Tensor *yt = &o->tens[y];
+			for (int l = 0; l < c->nleaf; l++) {
+				if (c->part[l] != p)
+					continue;
+				int u = c->leaf[l];
+				const Tensor *ut = &o->tens[u];
+				const Op *near = &g->ops[ut->producer];
+				if (c->plain[l]) {
+					emit_view(o, near, OP_RESHAPE, y, u, ut->dim, NULL, ut->rank);
+					continue;
+				}
+				int src = y;
+				if (yt->rank != ut->rank ||
+				    memcmp(yt->dim, c->R[l], sizeof *yt->dim * (size_t)ut->rank)) {
+					src = new_tensor(o, u, ":rows");
+					memcpy(o->tens[src].dim, c->R[l], sizeof *c->R[l] * (size_t)ut->rank);
+					emit_view(o, near, OP_RESHAPE, y, src, c->R[l], NULL, ut->rank);
+				}
+				emit_view(o, near, OP_PERMUTE, src, u, NULL, c->P[l], ut->rank);
+			}
+		}
+		return;
+	}
+	for (int q = 0; q < c->nsl; q++) {
+		const Op *sl = &g->ops[c->sl[q]];
+		int r = g->tensors[sl->in[0]].rank;
+		int64_t lo = sl->attr->range[r - 1][0], hi = sl->attr->range[r - 1][1];
+		int out = sl->out[0];
+		/* the part before the reshape: the product's shape, hi - lo wide */
+		int flat = out;
+		if (rs) {
+			flat = new_tensor(o, m->out[0], "");
+			o->tens[flat].dim[o->tens[flat].rank - 1] = hi - lo;
+			o->tens[flat].name = arena_printf(g->arena, "%s:rows", o->tens[out].name);
+		}
+		emit_part(o, m, ad, x, lo, hi, flat, out);
+		if (rs) {
+			/* the part's rows in the slice's shape */
+			const Tensor *to = &o->tens[out];
+			emit_view(o, rs, OP_RESHAPE, flat, out, to->dim, NULL, to->rank);
+		}
+	}
+}
+
 static void unsplit(Graph *g, SiblingInfo *info)
 {
 	int n = g->nops;
 	int *nread = calloc((size_t)g->ntensors + 1, sizeof *nread);
 	int *at = malloc(sizeof *at * (size_t)n);   /* the cut made at op i, or -1 */
 	bool *skip = calloc((size_t)n, sizeof *skip);
-	Cut *cuts = malloc(sizeof *cuts * (size_t)n);
-	int ncut = 0, extra = 0, newops = 0;
+	int ncut = 0, cap = 0, extra = 0, newops = 0;
+	Cut *cuts = NULL, c;
+	Readers rd;
 	for (int i = 0; i < n; i++)
 		for (int k = 0; k < g->ops[i].nin; k++)
 			nread[g->ops[i].in[k]]++;
+	readers(g, nread, &rd);
 	for (int i = 0; i < n; i++) {
 		at[i] = -1;
-		Cut *c = &cuts[ncut];
-		if (skip[i] || !find_cut(g, i, nread, c))
+		if (skip[i] || g->ops[i].kind != OP_MATMUL || !find_cut(g, i, &rd, nread, &c))
 			continue;
+		bool taken = false;   /* an op of it in an earlier cut */
+		for (int v = 0; v < c.nview; v++)
+			taken |= skip[c.view[v]];
+		if (taken || (c.add >= 0 && skip[c.add]))
+			continue;
+		if (ncut == cap) {
+			cap = cap ? 2 * cap : 16;
+			cuts = realloc(cuts, sizeof *cuts * (size_t)cap);
+		}
+		cuts[ncut] = c;
 		at[i] = ncut++;
 		skip[i] = true;
-		if (c->add >= 0)
-			skip[c->add] = true;
-		if (c->resh >= 0)
-			skip[c->resh] = true;
-		for (int k = 0; k < c->nsl; k++)
-			skip[c->sl[k]] = true;
-		extra += c->nsl * (1 + (c->add >= 0) * 2 + (c->resh >= 0));
-		newops += c->nsl * (1 + (c->add >= 0) + (c->resh >= 0));
+		if (c.add >= 0)
+			skip[c.add] = true;
+		if (c.resh >= 0)
+			skip[c.resh] = true;
+		for (int k = 0; k < c.nsl; k++)
+			skip[c.sl[k]] = true;
+		for (int v = 0; v < c.nview; v++)
+			skip[c.view[v]] = true;
+		int parts = c.tree ? c.np : c.nsl;
+		extra += parts * 4 + c.nleaf;
+		newops += parts * 3 + c.nleaf * 2;
 		info->nunsplit++;
-		info->nparts += c->nsl;
+		info->nparts += parts;
 	}
 	if (ncut) {
 		Arena *a = g->arena;
-		Tensor *tens = ARENA_NEW(a, Tensor, g->ntensors + extra + 1);
-		memcpy(tens, g->tensors, sizeof *tens * (size_t)g->ntensors);
-		int nt = g->ntensors;
-		int *inputs = ARENA_NEW(a, int, g->ninputs + extra + 1);
-		memcpy(inputs, g->inputs, sizeof *inputs * (size_t)g->ninputs);
-		int nin = g->ninputs;
-		Op *ops = ARENA_NEW(a, Op, n + newops + 1);
-		int k = 0;
+		Out o = {.g = g};
+		o.tens = ARENA_NEW(a, Tensor, g->ntensors + extra + 1);
+		memcpy(o.tens, g->tensors, sizeof *o.tens * (size_t)g->ntensors);
+		o.nt = g->ntensors;
+		o.inputs = ARENA_NEW(a, int, g->ninputs + extra + 1);
+		memcpy(o.inputs, g->inputs, sizeof *o.inputs * (size_t)g->ninputs);
+		o.nin = g->ninputs;
+		o.ops = ARENA_NEW(a, Op, n + newops + 1);
 		for (int i = 0; i < n; i++) {
-			if (!skip[i]) {
-				ops[k++] = g->ops[i];
-				continue;
-			}
-			if (at[i] < 0)
-				continue;
-			const Cut *c = &cuts[at[i]];
-			const Op *m = &g->ops[c->m], *ad = c->add >= 0 ? &g->ops[c->add] : NULL;
-			const Op *rs = c->resh >= 0 ? &g->ops[c->resh] : NULL;
-			for (int q = 0; q < c->nsl; q++) {
-				const Op *sl = &g->ops[c->sl[q]];
-				int r = g->tensors[sl->in[0]].rank;
-				int64_t lo = sl->attr->range[r - 1][0], hi = sl->attr->range[r - 1][1];
-				int out = sl->out[0];
-				int w = columns(g, tens, &nt, m->in[1], lo, hi);
-				inputs[nin++] = w;
-				/* the part before the reshape: the product's shape, hi - lo wide */
-				int flat = out;
-				if (rs) {
-					flat = nt++;
-					tens[flat] = tens[m->out[0]];
-					tens[flat].dim[tens[flat].rank - 1] = hi - lo;
-					tens[flat].is_output = false;
-					tens[flat].role = ROLE_INTERMEDIATE;
-					tens[flat].name = arena_printf(a, "%s:rows", tens[out].name);
-				}
-				int mo = flat;
-				if (ad) {
-					/* the product's own tensor, then the bias add writes the part */
-					mo = nt++;
-					tens[mo] = tens[flat];
-					tens[mo].is_output = false;
-					tens[mo].role = ROLE_INTERMEDIATE;
-					tens[mo].name = arena_printf(a, "%s:product", tens[out].name);
-				}
-				Op mm = *m;
-				int *in = ARENA_NEW(a, int, 2);
-				in[0] = m->in[0];
-				in[1] = w;
-				mm.in = in;
-				mm.in_status = NULL;
-				mm.out[0] = mo;
-				mm.nout = 1;
-				ops[k++] = mm;
-				if (ad) {
-					int bias = ad->in[0] == m->out[0] ? 1 : 0;
-					int b = columns(g, tens, &nt, ad->in[bias], lo, hi);
-					inputs[nin++] = b;
-					Op add = *ad;
-					int *ain = ARENA_NEW(a, int, 2);
-					ain[bias] = b;
-					ain[1 - bias] = mo;
-					add.in = ain;
-					add.in_status = NULL;
-					add.out[0] = flat;
-					add.nout = 1;
-					ops[k++] = add;
-				}
-				if (rs) {
-					/* the part's rows in the slice's shape */
-					Op re = *rs;
-					Attrs *ra = ARENA_NEW(a, Attrs, 1);
-					*ra = *rs->attr;
-					const Tensor *to = &tens[out];
-					ra->n = to->rank;
-					for (int d = 0; d < to->rank; d++) {
-						ra->shape[d] = to->dim[d];
-						ra->sym[d] = 0;
-					}
-					int *rin = ARENA_NEW(a, int, 1);
-					rin[0] = flat;
-					re.in = rin;
-					re.in_status = NULL;
-					re.attr = ra;
-					re.out[0] = out;
-					re.nout = 1;
-					ops[k++] = re;
-				}
-			}
+			if (!skip[i])
+				o.ops[o.k++] = g->ops[i];
+			else if (at[i] >= 0)
+				emit_cut(&o, &cuts[at[i]]);
 		}
-		g->tensors = tens;
-		g->ntensors = nt;
-		g->inputs = inputs;
-		g->ninputs = nin;
-		g->ops = ops;
-		g->nops = k;
+		g->tensors = o.tens;
+		g->ntensors = o.nt;
+		g->inputs = o.inputs;
+		g->ninputs = o.nin;
+		g->ops = o.ops;
+		g->nops = o.k;
 		pass_compact(g, NULL);
 		ir_finish(g);
 	}
+	free(rd.first);
+	free(rd.op);
 	free(nread);
 	free(at);
 	free(skip);

@@ -162,3 +162,64 @@ check unsplit-gemm-cpu 0 "$FUSEC" run "$TMP/gemm_split.onnx" --backend cpu --see
 contains unsplit-gemm-ok "$TMP/out" "check y: "
 check unsplit-gemm-compile 0 "$FUSEC" compile "$TMP/gemm_split.onnx" --no-cache -o "$TMP/gsp"
 check unsplit-gemm-noslice 1 grep -q '"BaseFloat::Slice"' "$TMP/gsp/gemm_split.plan.json"
+
+# nn.MultiheadAttention's packed in-projection as torch.onnx.export writes it
+# (torchvision's ViT): the rows transposed to [seq, batch, dim], one MatMul and Add,
+# reshaped to [seq, batch, 3, dim], unsqueezed, transposed and squeezed to
+# [3, seq, batch, dim], q, k and v gathered from dim 0, each reshaped to
+# [seq, batch * heads, head], transposed and reshaped to [batch, heads, seq, head].
+# No slice of the last dim is in sight, but each of q, k and v reads columns of it
+# (passes/view_map.c): each becomes a matmul over its columns, read by the
+# attention as one reshape and one permute, and no copy of q, k or v is made
+python3 - "$TMP/mha.onnx" tests/cli <<'PY'
+import sys
+sys.dont_write_bytecode = True
+sys.path.insert(0, sys.argv[2])
+from onnx_wire import field, value, model, ints, floats, node, attr_int, attr_ints
+B, S, D, H = 2, 12, 8, 2
+w = [((i * 7 + 3) % 11 - 5) / 8 for i in range(D * 3 * D)]
+b = [((i * 5 + 1) % 7 - 3) / 4 for i in range(3 * D)]
+nodes = [node("Transpose", ["x"], ["xt"], attr_ints("perm", [1, 0, 2])),
+         node("MatMul", ["xt", "w"], ["p"]),
+         node("Add", ["b", "p"], ["pb"]),
+         node("Reshape", ["pb", "s4"], ["p4"]),
+         node("Unsqueeze", ["p4", "ax0"], ["p5"]),
+         node("Transpose", ["p5"], ["p5t"], attr_ints("perm", [3, 1, 2, 0, 4])),
+         node("Squeeze", ["p5t", "ax3"], ["p3"])]
+for n, i in (("q", 0), ("k", 1), ("v", 2)):
+    nodes += [node("Gather", ["p3", "i%d" % i], [n + "g"], attr_int("axis", 0)),
+              node("Reshape", [n + "g", "sh"], [n + "h"]),
+              node("Transpose", [n + "h"], [n + "T"], attr_ints("perm", [1, 0, 2])),
+              node("Reshape", [n + "T", "s4h"], [n])]
+nodes += [node("Transpose", ["k"], ["kt"], attr_ints("perm", [0, 1, 3, 2])),
+          node("MatMul", ["q", "kt"], ["s"]),
+          node("Softmax", ["s"], ["a"], attr_int("axis", -1)),
+          node("MatMul", ["a", "v"], ["y"])]
+graph = (b"".join(field(1, n) for n in nodes) + field(2, "g") +
+         field(5, floats("w", w, [D, 3 * D])) + field(5, floats("b", b, [3 * D])) +
+         field(5, ints("s4", [S, B, 3, D], [4])) + field(5, ints("ax0", [0], [1])) +
+         field(5, ints("ax3", [3], [1])) + field(5, ints("sh", [S, B * H, D // H], [3])) +
+         field(5, ints("s4h", [B, H, S, D // H], [4])) +
+         b"".join(field(5, ints("i%d" % i, [i], [])) for i in range(3)) +
+         field(11, value("x", [B, S, D])) + field(12, value("y", [B, H, S, D // H])))
+open(sys.argv[1], "wb").write(model(graph))
+PY
+check mha-explain 0 "$FUSEC" explain "$TMP/mha.onnx"
+contains mha-line "$TMP/out" "siblings: 1 packed projection read only through slices of the last dim cut into 3 matmuls"
+check mha-ref 0 "$FUSEC" run "$TMP/mha.onnx" --backend interp --seed 7 --outputs "$TMP/mha.ref" --burn-exact
+check mha-int 0 "$FUSEC" run "$TMP/mha.onnx" --backend interp --seed 7 --outputs "$TMP/mha.int"
+check mha-same 0 cmp "$TMP/mha.ref/y.npy" "$TMP/mha.int/y.npy"
+check mha-cpu 0 "$FUSEC" run "$TMP/mha.onnx" --backend cpu --seed 7 --check --precision bf16
+contains mha-cpu-ok "$TMP/out" "check y: "
+check mha-cpu-fail 1 grep -q "FAIL" "$TMP/out"
+check mha-compile 0 "$FUSEC" compile "$TMP/mha.onnx" --attention fuse --no-cache -o "$TMP/mha"
+check mha-plan 0 "$(npy_python)" -c '
+import json, sys
+p = json.load(open(sys.argv[1]))
+k = {x["name"]: [n.split("::")[1] for n in x["op_names"]] for x in p["kernels"]}
+got = [k[l["kernel"]] for s in p["steps"] for l in s["launches"]]
+# the rows transposed (a copy), q, k and v in one launch, the attention reading
+# them in place: no slice, no copy of q, k or v
+assert got[-2] == ["Matmul", "Add"] * 3 and got[-1][0] == "Attention", got
+assert len(got) == 3 and not any("Slice" in ops for ops in got), got
+' "$TMP/mha/mha.plan.json"
