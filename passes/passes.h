@@ -382,6 +382,12 @@ void vm_dense(ViewMap *v, const Tensor *t);
 /* v after view op op (reshape, permute, swap_dims or slice) reads its result; false
  * where the op is another kind or the map leaves what sub-dims describe. */
 bool vm_apply(ViewMap *v, const Graph *g, const Op *op);
+/* v after a reshape to dims (rank of them) or a permute by axes (n of them). */
+bool vm_reshape(ViewMap *v, const int64_t *dims, int rank);
+bool vm_permute(ViewMap *v, const int *axes, int n);
+/* The sub-dims of every dim in order, those of one dim folded where they step as
+ * one, unit ones left out: ext[], str[] (VM_SUB entries); returns how many. */
+int vm_subdims(const ViewMap *v, int64_t *ext, int64_t *str);
 /* Each dim's extent and stride, when its sub-dims fold into one; else false. */
 bool vm_strided(const ViewMap *v, int64_t *ext, int64_t *str);
 /* Whether the strided map (rank dims, ext[], str[], off) reads each of the numel
@@ -390,6 +396,16 @@ bool vm_strided(const ViewMap *v, int64_t *ext, int64_t *str);
 bool vm_dense_permute(int rank, const int64_t *ext, const int64_t *str, int64_t off,
 		      int64_t numel, int64_t *R, int *P);
 
+/* The view kinds a map follows: reshape, permute, swap_dims, slice. */
+bool vm_kind(OpKind k);
+/* The ops reading each tensor t: op[first[t] .. first[t + 1] - 1], in op order (an
+ * op reading a tensor twice is there twice). */
+typedef struct {
+	int *first, *op;
+} VmReaders;
+void vm_readers(const Graph *g, VmReaders *r);
+void vm_readers_free(VmReaders *r);
+
 /* Matmuls that share their first operand, each moved with its epilogue up to the
  * one before it so that the Matmul fuser takes them into one launch (siblings.c;
  * not under --burn-exact). */
@@ -397,8 +413,14 @@ typedef struct {
 	int ngroups, nmatmuls;   /* groups moved together, their matmuls */
 	int nlone;               /* matmuls marked Op.lone */
 	int nunsplit, nparts;    /* packed projections cut apart, the matmuls made */
+	int nrows;               /* matmuls computing their rows in their reader's order */
 } SiblingInfo;
 int pass_siblings(Graph *g, SiblingInfo *info);
+/* Matmuls whose result a chain of views reorders by rows, for one permute of
+ * the tensor under their operand's views (row_order.c): *nmoved of them. */
+int pass_row_order(Graph *g, int *nmoved);
+/* Drop the views whose results nothing reads (chains a rewrite left), last first. */
+void pass_drop_dead_views(Graph *g);
 /* Lines for `explain`: the groups brought together, the matmuls left lone. */
 void pass_siblings_summary(const SiblingInfo *info, Buf *out);
 /* Keep g's ops but those drop marks (drop may be NULL) and the tensors something

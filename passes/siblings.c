@@ -113,32 +113,13 @@ typedef struct {
 	int P[CUT_LEAVES][IR_MAX_RANK];
 	bool plain[CUT_LEAVES];  /* the permute moves only 1s: one reshape */
 	int nview, view[CUT_VIEWS];
+	int rows_of;             /* the parts' matmuls read tensor T reshaped to the
+				    operand's shape: the operand is T's rows reordered
+				    by views (rows_in_order), or -1 */
 } Cut;
 
-/* The ops reading each tensor: rd[first[t] .. first[t + 1] - 1], in op order (an
- * op reading a tensor twice is there twice). */
-typedef struct {
-	int *first, *op;
-} Readers;
-
-static void readers(const Graph *g, const int *nread, Readers *r)
-{
-	int nt = g->ntensors;
-	r->first = malloc(sizeof *r->first * ((size_t)nt + 2));
-	r->first[0] = 0;
-	for (int t = 0; t <= nt; t++)
-		r->first[t + 1] = r->first[t] + nread[t];
-	r->op = malloc(sizeof *r->op * ((size_t)r->first[nt + 1] + 1));
-	int *at = malloc(sizeof *at * ((size_t)nt + 1));
-	memcpy(at, r->first, sizeof *at * ((size_t)nt + 1));
-	for (int i = 0; i < g->nops; i++)
-		for (int k = 0; k < g->ops[i].nin; k++)
-			r->op[at[g->ops[i].in[k]]++] = i;
-	free(at);
-}
-
 /* The one op reading tensor x, or NULL. */
-static const Op *only_reader(const Graph *g, int x, const Readers *rd)
+static const Op *only_reader(const Graph *g, int x, const VmReaders *rd)
 {
 	return rd->first[x + 1] - rd->first[x] == 1 ? &g->ops[rd->op[rd->first[x]]] : NULL;
 }
@@ -173,7 +154,7 @@ static bool last_dim_slice(const Graph *g, const Op *s, int x, int64_t *a, int64
 
 /* The projection at matmul op i: a constant weight, and its bias add when one
  * follows; the tensor they make (c->m, c->add set), or -1. */
-static int projection(const Graph *g, int i, const Readers *rd, Cut *c)
+static int projection(const Graph *g, int i, const VmReaders *rd, Cut *c)
 {
 	const Op *m = &g->ops[i];
 	if (m->kind != OP_MATMUL || m->in[0] == m->in[1])
@@ -185,6 +166,7 @@ static int projection(const Graph *g, int i, const Readers *rd, Cut *c)
 		if (w->dim[d] != 1)
 			return -1;
 	memset(c, 0, sizeof *c);
+	c->rows_of = -1;
 	c->m = i;
 	c->add = c->resh = -1;
 	int x = m->out[0];
@@ -203,7 +185,7 @@ static int projection(const Graph *g, int i, const Readers *rd, Cut *c)
 
 /* The cut of projection x read by slices of its last dim, through the reshape
  * find_cut allows, or false. */
-static bool find_slices(const Graph *g, int x, const Readers *rd, const int *nread, Cut *c)
+static bool find_slices(const Graph *g, int x, const VmReaders *rd, const int *nread, Cut *c)
 {
 	const Op *m = &g->ops[c->m];
 	const Tensor *y = &g->tensors[m->out[0]];
@@ -225,11 +207,6 @@ static bool find_slices(const Graph *g, int x, const Readers *rd, const int *nre
 		c->sl[c->nsl++] = rd->op[k];
 	}
 	return c->nsl == nread[x];
-}
-
-static bool is_view(OpKind k)
-{
-	return k == OP_RESHAPE || k == OP_PERMUTE || k == OP_SWAP_DIMS || k == OP_SLICE;
 }
 
 /* Leaf u, read as map w of projection x [..., N]: its part's columns, and how it
@@ -286,12 +263,69 @@ static bool leaf_of(const Graph *g, Cut *c, int x, int u, const ViewMap *w)
 	return true;
 }
 
+/* Where matmul m's operand A [..., K] is a chain of views of a tensor T that
+ * reorders T's rows of K (nn.MultiheadAttention's export transposes [batch, seq,
+ * dim] to [seq, batch, dim] in front of the in-projection): T, and in *x the map
+ * of the result onto the result of T's rows in their own order (row_order.c moves
+ * the views after a matmul in front; this moves them after, where the cut's views
+ * take them in). -1 where A is not such a chain or its rows are in order. */
+static int rows_in_order(const Graph *g, const Op *m, const Tensor *xt, ViewMap *x)
+{
+	const Tensor *a = &g->tensors[m->in[0]];
+	int64_t k = a->dim[a->rank - 1], n = xt->dim[xt->rank - 1];
+	int t = m->in[0], up[8], nup = 0;
+	while (g->tensors[t].producer >= 0 && nup < 8) {
+		const Op *p = &g->ops[g->tensors[t].producer];
+		if (!vm_kind(p->kind) || p->stream != m->stream)
+			break;
+		up[nup++] = g->tensors[t].producer;
+		t = p->in[0];
+	}
+	if (nup == 0 || a->rank != xt->rank)
+		return -1;
+	ViewMap am;
+	vm_dense(&am, &g->tensors[t]);
+	for (int q = nup - 1; q >= 0; q--)
+		if (!vm_apply(&am, g, &g->ops[up[q]]))
+			return -1;
+	int64_t e[VM_SUB], s[VM_SUB], R[IR_MAX_RANK];
+	int P[IR_MAX_RANK], ns = vm_subdims(&am, e, s);
+	int last = a->rank - 1;
+	/* the last dim one step-1 sub-dim of K, the rest whole rows */
+	int nlast = 0;
+	for (int j = am.first[last]; j < am.first[last + 1]; j++)
+		nlast += am.ext[j] != 1;
+	if (ns < 2 || ns > IR_MAX_RANK || nlast != 1 || e[ns - 1] != k || s[ns - 1] != 1)
+		return -1;
+	int64_t numel = 1;
+	for (int d = 0; d < g->tensors[t].rank; d++)
+		numel *= g->tensors[t].dim[d];
+	bool moved = false;
+	for (int j = 0; j < ns - 1; j++) {
+		if (s[j] % k)
+			return -1;
+		moved |= j > 0 && s[j] > s[j - 1];
+	}
+	if (!moved || !vm_dense_permute(ns, e, s, am.off, numel, R, P))
+		return -1;
+	/* the same sub-dims over the result's rows of N */
+	*x = am;
+	for (int j = 0; j < am.first[am.rank]; j++)
+		if (j >= am.first[last])
+			x->ext[j] = x->ext[j] == 1 ? 1 : n;
+		else
+			x->str[j] = x->str[j] / k * n;
+	for (int j = am.first[last]; j < am.first[last + 1]; j++)
+		x->str[j] = 1;
+	return t;
+}
+
 /* The cut of projection x read only through views (reshapes, permutes, slices)
  * each of whose results that another op reads takes columns of x's last dim as a
  * reshape and a permute of them: nn.MultiheadAttention's packed in-projection,
  * reshaped to [seq, batch, 3, dim], transposed and indexed, each of q, k and v
  * then split into heads. */
-static bool find_tree(const Graph *g, int x, const Readers *rd, Cut *c)
+static bool find_tree(const Graph *g, int x, const VmReaders *rd, Cut *c)
 {
 	const Op *m = &g->ops[c->m];
 	const Tensor *xt = &g->tensors[x];
@@ -301,7 +335,9 @@ static bool find_tree(const Graph *g, int x, const Readers *rd, Cut *c)
 	ViewMap *map = malloc(sizeof *map * (CUT_VIEWS + 1));
 	int nq = 1;
 	q[0] = x;
-	vm_dense(&map[0], xt);
+	c->rows_of = rows_in_order(g, m, xt, &map[0]);
+	if (c->rows_of < 0)
+		vm_dense(&map[0], xt);
 	bool ok = true;
 	c->tree = true;
 	for (int h = 0; h < nq && ok; h++) {
@@ -311,7 +347,7 @@ static bool find_tree(const Graph *g, int x, const Readers *rd, Cut *c)
 			const Op *r = &g->ops[rd->op[k]];
 			if (r->stream != m->stream) {
 				ok = false;
-			} else if (is_view(r->kind)) {
+			} else if (vm_kind(r->kind)) {
 				const Tensor *y = &g->tensors[r->out[0]];
 				ok = nq <= CUT_VIEWS && !y->is_output && y->dtype == xt->dtype;
 				if (ok) {
@@ -355,7 +391,7 @@ static bool find_tree(const Graph *g, int x, const Readers *rd, Cut *c)
 }
 
 /* The cut at matmul op i, or false. */
-static bool find_cut(const Graph *g, int i, const Readers *rd, const int *nread, Cut *c)
+static bool find_cut(const Graph *g, int i, const VmReaders *rd, const int *nread, Cut *c)
 {
 	int x = projection(g, i, rd, c);
 	if (x < 0)
@@ -423,7 +459,7 @@ static int new_tensor(Out *o, int like, const char *suffix)
  * or into a new tensor like x (out < 0); the product before the add named after
  * tensor `name` (out's when -1). Returns the tensor written. */
 static int emit_part(Out *o, const Op *m, const Op *ad, int x, int64_t lo, int64_t hi, int out,
-		     int name)
+		     int name, int a0)
 {
 	Arena *a = o->g->arena;
 	if (out < 0) {
@@ -440,7 +476,7 @@ static int emit_part(Out *o, const Op *m, const Op *ad, int x, int64_t lo, int64
 	}
 	Op mm = *m;
 	int *in = ARENA_NEW(a, int, 2);
-	in[0] = m->in[0];
+	in[0] = a0;
 	in[1] = w;
 	mm.in = in;
 	mm.in_status = NULL;
@@ -495,8 +531,18 @@ static void emit_cut(Out *o, const Cut *c)
 	const Op *rs = c->resh >= 0 ? &g->ops[c->resh] : NULL;
 	int x = ad ? ad->out[0] : m->out[0];
 	if (c->tree) {
+		int a0 = m->in[0];
+		if (c->rows_of >= 0) {
+			/* T's rows in their own order, in the operand's shape */
+			const Tensor *at = &o->tens[m->in[0]], *tt = &o->tens[c->rows_of];
+			a0 = c->rows_of;
+			if (tt->rank != at->rank || memcmp(tt->dim, at->dim, sizeof *at->dim * (size_t)at->rank)) {
+				a0 = new_tensor(o, m->in[0], ":in_order");
+				emit_view(o, m, OP_RESHAPE, c->rows_of, a0, at->dim, NULL, at->rank);
+			}
+		}
 		for (int p = 0; p < c->np; p++) {
-			int y = emit_part(o, m, ad, x, c->lo[p], c->hi[p], -1, -1);
+			int y = emit_part(o, m, ad, x, c->lo[p], c->hi[p], -1, -1, a0);
 			const Tensor *yt = &o->tens[y];
 			for (int l = 0; l < c->nleaf; l++) {
 				if (c->part[l] != p)
@@ -532,7 +578,7 @@ static void emit_cut(Out *o, const Cut *c)
 			o->tens[flat].dim[o->tens[flat].rank - 1] = hi - lo;
 			o->tens[flat].name = arena_printf(g->arena, "%s:rows", o->tens[out].name);
 		}
-		emit_part(o, m, ad, x, lo, hi, flat, out);
+		emit_part(o, m, ad, x, lo, hi, flat, out, m->in[0]);
 		if (rs) {
 			/* the part's rows in the slice's shape */
 			const Tensor *to = &o->tens[out];
@@ -549,11 +595,11 @@ static void unsplit(Graph *g, SiblingInfo *info)
 	bool *skip = calloc((size_t)n, sizeof *skip);
 	int ncut = 0, cap = 0, extra = 0, newops = 0;
 	Cut *cuts = NULL, c;
-	Readers rd;
+	VmReaders rd;
 	for (int i = 0; i < n; i++)
 		for (int k = 0; k < g->ops[i].nin; k++)
 			nread[g->ops[i].in[k]]++;
-	readers(g, nread, &rd);
+	vm_readers(g, &rd);
 	for (int i = 0; i < n; i++) {
 		at[i] = -1;
 		if (skip[i] || g->ops[i].kind != OP_MATMUL || !find_cut(g, i, &rd, nread, &c))
@@ -579,8 +625,8 @@ static void unsplit(Graph *g, SiblingInfo *info)
 		for (int v = 0; v < c.nview; v++)
 			skip[c.view[v]] = true;
 		int parts = c.tree ? c.np : c.nsl;
-		extra += parts * 4 + c.nleaf;
-		newops += parts * 3 + c.nleaf * 2;
+		extra += parts * 4 + c.nleaf + 1;
+		newops += parts * 3 + c.nleaf * 2 + 1;
 		info->nunsplit++;
 		info->nparts += parts;
 	}
@@ -608,9 +654,9 @@ static void unsplit(Graph *g, SiblingInfo *info)
 		g->nops = o.k;
 		pass_compact(g, NULL);
 		ir_finish(g);
+		pass_drop_dead_views(g);
 	}
-	free(rd.first);
-	free(rd.op);
+	vm_readers_free(&rd);
 	free(nread);
 	free(at);
 	free(skip);
@@ -620,6 +666,7 @@ static void unsplit(Graph *g, SiblingInfo *info)
 int pass_siblings(Graph *g, SiblingInfo *info)
 {
 	memset(info, 0, sizeof *info);
+	pass_row_order(g, &info->nrows);
 	if (!g->sym)
 		unsplit(g, info);
 	if (g->nops < 2)
@@ -730,6 +777,10 @@ int pass_siblings(Graph *g, SiblingInfo *info)
 
 void pass_siblings_summary(const SiblingInfo *info, Buf *out)
 {
+	if (info->nrows)
+		buf_printf(out, "rows: %d matmul%s each computing its rows in the order the "
+			   "views after it wanted (one permute in front instead of one after)\n",
+			   info->nrows, info->nrows == 1 ? "" : "s");
 	if (info->nunsplit)
 		buf_printf(out, "siblings: %d packed projection%s read only through slices of "
 			   "the last dim cut into %d matmuls over the weight's columns (no "

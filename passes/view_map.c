@@ -15,6 +15,7 @@
  * dims keeps their sub-dims apart, and one that splits a dim again takes them back
  * (splitting a sub-dim where the split falls inside it). The map is strided when,
  * at the end, each dim's sub-dims fold into one. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "passes.h"
@@ -45,17 +46,17 @@ static int flatten(const ViewMap *v, int64_t *e, int64_t *s)
 	return n;
 }
 
-static bool reshape(ViewMap *v, const Tensor *out)
+bool vm_reshape(ViewMap *v, const int64_t *dims, int rank)
 {
 	int64_t e[VM_SUB], s[VM_SUB];
 	int n = flatten(v, e, s), k = 0, q = 0;
 	ViewMap w;
 	memset(&w, 0, sizeof w);
-	w.rank = out->rank;
+	w.rank = rank;
 	w.off = v->off;
-	for (int d = 0; d < out->rank; d++) {
+	for (int d = 0; d < rank; d++) {
 		w.first[d] = q;
-		int64_t need = out->dim[d];
+		int64_t need = dims[d];
 		if (need < 1)
 			return false;
 		while (need > 1) {
@@ -78,14 +79,14 @@ static bool reshape(ViewMap *v, const Tensor *out)
 			}
 		}
 	}
-	w.first[out->rank] = q;
+	w.first[rank] = q;
 	if (k != n)
 		return false;
 	*v = w;
 	return true;
 }
 
-static bool permute(ViewMap *v, const int *axes, int n)
+bool vm_permute(ViewMap *v, const int *axes, int n)
 {
 	if (n != v->rank)
 		return false;
@@ -163,9 +164,9 @@ bool vm_apply(ViewMap *v, const Graph *g, const Op *op)
 	const Attrs *at = op->attr;
 	switch (op->kind) {
 	case OP_RESHAPE:
-		return reshape(v, y);
+		return vm_reshape(v, y->dim, y->rank);
 	case OP_PERMUTE:
-		return at && permute(v, at->axes, at->n);
+		return at && vm_permute(v, at->axes, at->n);
 	case OP_SWAP_DIMS: {
 		if (!at || at->axes[0] < 0 || at->axes[0] >= v->rank || at->axes[1] < 0 ||
 		    at->axes[1] >= v->rank)
@@ -175,7 +176,7 @@ bool vm_apply(ViewMap *v, const Graph *g, const Op *op)
 			axes[d] = d;
 		axes[at->axes[0]] = at->axes[1];
 		axes[at->axes[1]] = at->axes[0];
-		return permute(v, axes, v->rank);
+		return vm_permute(v, axes, v->rank);
 	}
 	case OP_SLICE:
 		if (!at || at->n > v->rank || y->rank != v->rank)
@@ -189,6 +190,26 @@ bool vm_apply(ViewMap *v, const Graph *g, const Op *op)
 	default:
 		return false;
 	}
+}
+
+int vm_subdims(const ViewMap *v, int64_t *ext, int64_t *str)
+{
+	int n = 0;
+	for (int d = 0; d < v->rank; d++) {
+		int at = n;
+		for (int k = v->first[d]; k < v->first[d + 1]; k++) {
+			if (v->ext[k] == 1)
+				continue;
+			if (n > at && str[n - 1] == v->ext[k] * v->str[k]) {
+				ext[n - 1] *= v->ext[k];
+				str[n - 1] = v->str[k];
+			} else {
+				ext[n] = v->ext[k];
+				str[n++] = v->str[k];
+			}
+		}
+	}
+	return n;
 }
 
 bool vm_strided(const ViewMap *v, int64_t *ext, int64_t *str)
@@ -244,4 +265,33 @@ bool vm_dense_permute(int rank, const int64_t *ext, const int64_t *str, int64_t 
 		P[order[k]] = k;
 	}
 	return true;
+}
+
+bool vm_kind(OpKind k)
+{
+	return k == OP_RESHAPE || k == OP_PERMUTE || k == OP_SWAP_DIMS || k == OP_SLICE;
+}
+
+void vm_readers(const Graph *g, VmReaders *r)
+{
+	int nt = g->ntensors;
+	r->first = calloc((size_t)nt + 2, sizeof *r->first);
+	for (int i = 0; i < g->nops; i++)
+		for (int k = 0; k < g->ops[i].nin; k++)
+			r->first[g->ops[i].in[k] + 1]++;
+	for (int t = 0; t <= nt; t++)
+		r->first[t + 1] += r->first[t];
+	r->op = malloc(sizeof *r->op * ((size_t)r->first[nt + 1] + 1));
+	int *at = malloc(sizeof *at * ((size_t)nt + 1));
+	memcpy(at, r->first, sizeof *at * ((size_t)nt + 1));
+	for (int i = 0; i < g->nops; i++)
+		for (int k = 0; k < g->ops[i].nin; k++)
+			r->op[at[g->ops[i].in[k]]++] = i;
+	free(at);
+}
+
+void vm_readers_free(VmReaders *r)
+{
+	free(r->first);
+	free(r->op);
 }
