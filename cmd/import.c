@@ -101,7 +101,7 @@ static void attrs(Buf *b, bool yaml, const Op *op)
 	for (int i = 0; i < A_COUNT_; i++) {
 		unsigned bit = 1u << i;
 		if (!(bits & bit) || (bit == A_LAYOUT && a->layout == LAYOUT_NCHW) ||
-		    (bit == A_CAUSAL && !a->causal))
+		    (bit == A_CAUSAL && !a->causal) || (bit == A_ZERO_NAN && !a->zero_nan))
 			continue;
 		buf_puts(b, ", ");
 		key(b, yaml, ir_attr_name(bit));
@@ -136,6 +136,7 @@ static void attrs(Buf *b, bool yaml, const Op *op)
 		case A_APPROX: str(b, a->approx == GELU_TANH ? "tanh" : "none"); break;
 		case A_LAYOUT: str(b, "nhwc"); break;
 		case A_CAUSAL: buf_printf(b, "%lld", (long long)a->causal - 1); break;
+		case A_ZERO_NAN: buf_puts(b, "true"); break;
 		}
 	}
 }

@@ -38,7 +38,8 @@
 /* attention (ir/ops.def) for one output element (row i, column c): one pass over
  * the keys with the online softmax, in f32 (f64 for f64): per key j the score s =
  * scale * q_i . kt_j (+ bias), the running max m, the sum l and the weighted sum
- * acc rescaled by exp(m_old - m_new) when the max grows; the result acc / l. A causal
+ * acc rescaled by exp(m_old - m_new) when the max grows; the result acc / l (0
+ * under zero_nan where l is NaN or 0: the row's weights were NaN). A causal
  * op's row i stops at key i + causal (the keys after it are -inf). Every column
  * recomputes the row's scores: the plain fallback, not the fast kernel. */
 static LLVMValueRef eval_attention(CgKb *kb, const RelOp *op, CgIdx *out)
@@ -113,7 +114,15 @@ static LLVMValueRef eval_attention(CgKb *kb, const RelOp *op, CgIdx *out)
 	cg_carry_next(kb, &lj, acc, cg_binary_value(kb, OP_ADD, t,
 		cg_binary_value(kb, OP_MUL, t, acc, corr), cg_binary_value(kb, OP_MUL, t, p, vv)));
 	cg_loop_end(kb, &lj);
-	return cg_convert(kb, cg_binary_value(kb, OP_DIV, t, acc, l), t, it);
+	LLVMValueRef res = cg_binary_value(kb, OP_DIV, t, acc, l);
+	if (op->attr.zero_nan) {
+		/* a row of NaN weights (a NaN score: l is NaN; every key -inf: l is 0)
+		 * gives 0 */
+		LLVMValueRef nan = LLVMBuildOr(b, LLVMBuildFCmp(b, LLVMRealUNO, l, l, ""),
+					       LLVMBuildFCmp(b, LLVMRealOEQ, l, zero, ""), "");
+		res = LLVMBuildSelect(b, nan, zero, res, "");
+	}
+	return cg_convert(kb, res, t, it);
 }
 
 LLVMValueRef cg_eval_matmul(CgKb *kb, const RelOp *op, CgIdx *out)

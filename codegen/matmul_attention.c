@@ -63,6 +63,7 @@ typedef struct {
 	LLVMValueRef fill;       /* f32: a mask's scores (attribute min) */
 	const RelTensor *bias;   /* NULL: none */
 	int64_t causal;          /* RelAttrs.causal: 1 + c, or 0 */
+	bool zero_nan;           /* RelAttrs.zero_nan: a row of NaN weights gives 0 */
 	LLVMValueRef bst[IR_MAX_RANK]; /* its element strides, 0 where it broadcasts */
 	LLVMValueRef j0;         /* the first key of the current step */
 	int kbytes, vbytes;      /* one K tile, one V tile */
@@ -394,13 +395,22 @@ static void block_tile(Att *A, LLVMValueRef t, LLVMValueRef ntm, const int *wr, 
 	x->n0 = mm_i64c(x, 0);
 	/* O / l, l summed over the quad */
 	phase_begin(A);
-	LLVMValueRef l[2] = {state_load(A, 2), state_load(A, 3)};
+	LLVMValueRef l[2] = {state_load(A, 2), state_load(A, 3)}, bad[2] = {NULL, NULL};
 	quad(A, l, true);
-	for (int r = 0; r < 2; r++)
+	for (int r = 0; r < 2; r++) {
+		/* zero_nan: a row of NaN weights (a NaN score: l is NaN; every key -inf:
+		 * l is 0) gives 0 */
+		if (A->zero_nan)
+			bad[r] = LLVMBuildOr(A->b, LLVMBuildFCmp(A->b, LLVMRealUNO, l[r], l[r], ""),
+					     LLVMBuildFCmp(A->b, LLVMRealOEQ, l[r], f32c(A, 0), ""), "");
 		l[r] = LLVMBuildFDiv(A->b, f32c(A, 1), l[r], "");
+	}
 	for (int e = 0; e < o->nacc; e++) {
 		LLVMValueRef i = mm_i64c(o, e);
-		mm_acc_store(o, i, LLVMBuildFMul(A->b, mm_acc_load(o, i), l[(e % 4) / 2], ""));
+		LLVMValueRef y = LLVMBuildFMul(A->b, mm_acc_load(o, i), l[(e % 4) / 2], "");
+		if (bad[(e % 4) / 2])
+			y = LLVMBuildSelect(A->b, bad[(e % 4) / 2], f32c(A, 0), y, "");
+		mm_acc_store(o, i, y);
 	}
 	phase_end(A);
 	/* the epilogue stages O over the whole shared memory (mm_attention_kernel sized
@@ -493,6 +503,7 @@ int mm_attention_kernel(CgKb *kb, const MmConfig *cfg, const int *wr, int nw)
 	}
 	A->scale = cg_scalar_as(kb, op->place0, DT_F32);
 	A->causal = op->attr.causal;
+	A->zero_nan = op->attr.zero_nan;
 	if (A->bias && A->bias->dtype == DT_BOOL)
 		A->fill = cg_scalar_as(kb, op->place0 + 1, DT_F32);
 	int smem = mm_attention_smem(cfg, x->es);

@@ -503,7 +503,7 @@ int64_t interp_attention_row(const AttShape *s, const Op *op, const HostTensor *
 /* attention(q, kt, v[, bias | mask]) (ir/ops.def), row by row in f64: the scores
  * s_j = scalar * q_i . kt_j + bias_ij (or min where mask_ij; -inf where causal and
  * j > i + causal), their max m, e_j = exp(s_j - m), and out_i = sum_j e_j v_j /
- * sum_j e_j. */
+ * sum_j e_j (0 under zero_nan where that sum is NaN). */
 static void run_attention(Interp *ip, const Op *op, HostTensor *out)
 {
 	AttShape sh;
@@ -544,8 +544,11 @@ static void run_attention(Interp *ip, const Op *op, HostTensor *out)
 				acc[c] += p * host_get(t[2], base[2] + j * st[2][r - 2] +
 						       c * st[2][r - 1]);
 		}
+		/* zero_nan: a row whose weights are NaN (then all of them are: the sum
+		 * is) gives 0, as where(isnan(p), 0, p) after the softmax does */
+		bool zero = op->attr->zero_nan && isnan(sum);
 		for (int64_t c = 0; c < e; c++)
-			host_set(out, row * e + c, acc[c] / sum);
+			host_set(out, row * e + c, zero ? 0 : acc[c] / sum);
 	}
 	free(s);
 	free(acc);

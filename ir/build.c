@@ -550,6 +550,11 @@ static int read_attr(Builder *b, const DocNode *n, const char *path, OpKind kind
 			return fail(b, n, "%s: expected 'nchw' or 'nhwc', got %s", path,
 				    describe(n).s);
 		return 0;
+	case A_ZERO_NAN:
+		if (n->kind != DOC_BOOL)
+			return fail(b, n, "%s: expected true or false, got %s", path, describe(n).s);
+		at->zero_nan = n->bval;
+		return 0;
 	case A_CAUSAL:
 		/* c >= 0: every row keeps at least its first key; 1 + c kept */
 		if (read_int(b, n, path, 0, INT_MAX, &at->causal))

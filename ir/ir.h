@@ -96,7 +96,8 @@ enum {
 	A_APPROX   = 1 << 14,
 	A_LAYOUT   = 1 << 15,
 	A_CAUSAL   = 1 << 16,
-	A_COUNT_   = 17,
+	A_ZERO_NAN = 1 << 17,
+	A_COUNT_   = 18,
 };
 const char *ir_attr_name(unsigned bit);      /* "scalar" for A_SCALAR */
 
@@ -206,6 +207,9 @@ typedef struct {
 	Layout layout;
 	int64_t causal;                /* attention: 1 + c, key j of row i masked where j > i + c;
 					  0: none */
+	bool zero_nan;                 /* attention: a row whose weights are NaN (a NaN score,
+					  or every key at -inf) gives 0, as the exporters'
+					  where(isnan(p), 0, p) after the softmax does */
 	uint8_t sym[IR_MAX_RANK];      /* a graph read for every size (Graph.sym): 1 + the
 					  symbol an entry of `shape` names, or 1 + IR_SYM_MAX
 					  + an IrSymbolic.aexpr; 0 a number */
@@ -423,6 +427,7 @@ typedef struct {
 	int32_t stride[2], padding[2], dilation[2], kernel[2], groups, layout;
 	uint8_t lone;                  /* Op.lone (hashed only when set) */
 	int64_t causal;                /* attention: Attrs.causal (hashed only when set) */
+	uint8_t zero_nan;              /* attention: Attrs.zero_nan (hashed only when set) */
 } RelAttrs;
 
 typedef struct {

@@ -29,7 +29,7 @@ _Static_assert(COUNTOF(dtype_sizes) == DT_COUNT, "dtype_sizes: one per DType");
 static const char *const attr_names[] = {
 	"scalar", "min", "max", "dtype", "shape", "axes", "dims", "ranges", "axis",
 	"stride", "padding", "dilation", "groups", "kernel", "approximate", "layout",
-	"causal",
+	"causal", "zero_nan",
 };
 _Static_assert(COUNTOF(attr_names) == A_COUNT_, "attr_names: one per attribute bit");
 

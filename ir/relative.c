@@ -213,6 +213,7 @@ void ir_rel_op(RelConv *c, Arena *a, int opi, RelOp *out)
 		r->groups = at->groups;
 		r->layout = at->layout;
 		r->causal = at->causal;
+		r->zero_nan = at->zero_nan;
 	}
 	out->attr.lone = op->lone;
 	out->nplace = (uint16_t)(c->nvalues - out->place0);
@@ -281,6 +282,7 @@ uint64_t ir_rel_hash(const RelOp *op)
 	h = hash_bytes(h, &op->attr, offsetof(RelAttrs, layout));
 	h = op->attr.layout ? hash_u64(h, (uint64_t)op->attr.layout) : h;
 	h = op->attr.causal ? hash_u64(h, 0x63617573ull << 32 ^ (uint64_t)op->attr.causal) : h;
+	h = op->attr.zero_nan ? hash_u64(h, 0x7a6e616eull) : h;
 	return op->attr.lone ? hash_u64(h, 0x6c6f6e65) : h;
 }
 
@@ -361,6 +363,8 @@ void ir_rel_print(Buf *b, const RelOp *op)
 		buf_puts(b, ", layout=nhwc");
 	if (r->causal)
 		buf_printf(b, ", causal=%lld", (long long)(r->causal - 1));
+	if (r->zero_nan)
+		buf_puts(b, ", zero_nan");
 	if (r->lone)
 		buf_puts(b, ", lone");
 	buf_puts(b, ") -> ");

@@ -37,6 +37,7 @@ typedef struct {
 	int ops[16], nops;
 	int q, kt, v, bias;      /* bias: a float bias or a bool mask; -1: none */
 	double scale, fill;      /* fill: the masked scores */
+	int guard[2];            /* where(is_nan(p), 0, p): the where, the is_nan; -1 */
 } Chain;
 
 typedef struct {
@@ -169,6 +170,27 @@ static bool private_to(const Aw *w, int t, int want)
 	return w->readers[t] == want && !w->g->tensors[t].is_output;
 }
 
+/* Whether tensor *t is where(is_nan(p), 0, p), read once: the guard exporters put
+ * after a softmax (transformers' Llama), for rows whose weights are NaN (no key
+ * visible, or a NaN score). *t becomes p, and the two ops are kept in c->guard;
+ * the attention op then carries zero_nan, which gives such a row 0. */
+static bool nan_guard(const Aw *w, int *t, Chain *c)
+{
+	const Op *wh = producer(w, *t);
+	if (c->guard[0] >= 0 || !wh || wh->kind != OP_WHERE || !private_to(w, *t, 1))
+		return false;
+	const Op *isn = producer(w, wh->in[0]);
+	double z;
+	if (!isn || isn->kind != OP_IS_NAN || isn->in[0] != wh->in[2] ||
+	    !private_to(w, wh->in[0], 1) || !private_to(w, wh->in[2], 2) ||
+	    !constant_value(&w->g->tensors[wh->in[1]], &z) || z != 0)
+		return false;
+	c->guard[0] = (int)(wh - w->g->ops);
+	c->guard[1] = (int)(isn - w->g->ops);
+	*t = wh->in[2];
+	return true;
+}
+
 /* An operand of the scores' matmul scaled on its own (the exporters' SDPA writes
  * q * sqrt(c) and kt * sqrt(c)): *t becomes the unscaled tensor, the op joins the
  * chain, and the factor is returned for the attention's scale; 1 where *t is not
@@ -190,15 +212,21 @@ static bool match(Aw *w, const Op *y, Chain *c)
 	memset(c, 0, sizeof *c);
 	c->bias = -1;
 	c->scale = 1;
+	c->guard[0] = c->guard[1] = -1;
 	/* casts that widen and come back (Llama's softmax output to f32 and back to
-	 * bf16) change nothing: taken into the chain */
+	 * bf16) change nothing: taken into the chain; so does a NaN guard on either
+	 * side of them (nan_guard) */
 	int pin = y->in[0], ncast = 0, casts[3];
 	DType pt = g->tensors[pin].dtype;
+	int preads = nan_guard(w, &pin, c) ? 2 : 1;   /* the reads of pin */
 	for (const Op *cs = producer(w, pin); cs && cs->kind == OP_CAST && ncast < 3 &&
-	     private_to(w, pin, 1); cs = producer(w, pin)) {
+	     private_to(w, pin, preads); cs = producer(w, pin)) {
 		casts[ncast++] = (int)(cs - g->ops);
 		pin = cs->in[0];
+		preads = 1;
 	}
+	if (nan_guard(w, &pin, c))
+		preads = 2;
 	/* back at p's dtype, every dtype between holding p's values exactly */
 	bool exact = g->tensors[pin].dtype == pt;
 	for (int k = 0; k < ncast; k++) {
@@ -291,10 +319,13 @@ static bool match(Aw *w, const Op *y, Chain *c)
 		c->ops[c->nops++] = (int)(rest[i] - g->ops);
 	for (int k = 0; k < ncast; k++)
 		c->ops[c->nops++] = casts[k];
-	/* the softmax's tensors: x read by max_dim and sub, e by sum and div */
+	for (int k = 0; k < 2 && c->guard[0] >= 0; k++)
+		c->ops[c->nops++] = c->guard[k];
+	/* the softmax's tensors: x read by max_dim and sub, e by sum and div, p by the
+	 * next op (the guard's two) */
 	if (!private_to(w, x, 2) || !private_to(w, mx->out[0], 1) ||
 	    !private_to(w, sub->out[0], 1) || !private_to(w, ex->out[0], 2) ||
-	    !private_to(w, sum->out[0], 1) || !private_to(w, div->out[0], 1)) {
+	    !private_to(w, sum->out[0], 1) || !private_to(w, div->out[0], preads)) {
 		why(w, y, "a tensor of the softmax is read %s or is an output", "outside it");
 		return false;
 	}
@@ -438,6 +469,10 @@ int pass_attention(Graph *g, AttentionMode mode, AttentionInfo *info)
 		Attrs *at = ARENA_NEW(g->arena, Attrs, 1);
 		at->has = A_SCALAR;
 		at->scalar = c.scale;
+		if (c.guard[0] >= 0) {
+			at->has |= A_ZERO_NAN;
+			at->zero_nan = true;
+		}
 		if (c.bias >= 0 && g->tensors[c.bias].dtype == DT_BOOL) {
 			at->has |= A_MIN;
 			at->min = c.fill;

@@ -152,6 +152,60 @@ contains attf_wherec_fused "$TMP/out" "attention: 1 fused"
 check attf_wherec_ref 0 "$FUSEC" run "$TMP/wherec.yaml" --seed 4 --outputs "$TMP/wc.ref" --attention keep
 check attf_wherec_cpu 0 "$FUSEC" run "$TMP/wherec.yaml" --backend cpu --seed 4 --outputs "$TMP/wc.cpu" --attention fuse
 same_npy attf_wherec_same "$TMP/wc.ref" "$TMP/wc.cpu" 1e-6
+# the guard transformers' Llama export puts after the softmax, where(is_nan(p), 0, p),
+# joins the chain: the op carries zero_nan, and a row whose weights are NaN (here
+# row 3, every key masked with -inf) gives 0 in every kernel, as the guard does
+for dt in f32 bf16; do
+	python3 - "$TMP/guard_$dt.yaml" $dt <<'PY'
+import sys
+S, dt = 12, sys.argv[2]
+mask = ", ".join("true" if j > i or i == 3 else "false" for i in range(S) for j in range(S))
+open(sys.argv[1], "w").write(f"""format: fusec-graph/1
+name: guard
+inputs:
+  q: {{dtype: {dt}, shape: [2, 3, {S}, 16]}}
+  kt: {{dtype: {dt}, shape: [2, 3, 16, {S}]}}
+  v: {{dtype: {dt}, shape: [2, 3, {S}, 8]}}
+constants:
+  c: {{dtype: bool, shape: [1, 1, {S}, {S}], data: [{mask}]}}
+  f: {{dtype: {dt}, shape: [1, 1, 1, 1], data: [-.inf]}}
+  z: {{dtype: {dt}, shape: [1, 1, 1, 1], data: [0]}}
+ops:
+  - {{op: matmul, in: [q, kt], out: s}}
+  - {{op: mul_scalar, in: [s], out: s1, scalar: 0.25}}
+  - {{op: where, in: [c, f, s1], out: x}}
+  - {{op: max_dim, in: [x], out: m, axis: 3}}
+  - {{op: sub, in: [x, m], out: d}}
+  - {{op: exp, in: [d], out: e}}
+  - {{op: sum, in: [e], out: l, axis: 3}}
+  - {{op: div, in: [e, l], out: p}}
+  - {{op: is_nan, in: [p], out: n}}
+  - {{op: where, in: [n, z, p], out: p2}}
+  - {{op: matmul, in: [p2, v], out: y}}
+outputs: [y]
+""")
+PY
+	check attf_guard_$dt 0 "$FUSEC" explain "$TMP/guard_$dt.yaml" --attention fuse
+	contains attf_guard_${dt}_fused "$TMP/out" "attention: 1 fused"
+	check attf_guard_${dt}_ref 0 "$FUSEC" run "$TMP/guard_$dt.yaml" --seed 4 --outputs "$TMP/g$dt.ref" --attention keep
+	check attf_guard_${dt}_int 0 "$FUSEC" run "$TMP/guard_$dt.yaml" --seed 4 --outputs "$TMP/g$dt.int" --attention fuse
+	check attf_guard_${dt}_cpu 0 "$FUSEC" run "$TMP/guard_$dt.yaml" --backend cpu --seed 4 --outputs "$TMP/g$dt.cpu" --attention fuse
+done
+same_npy attf_guard_f32_int_same "$TMP/gf32.ref" "$TMP/gf32.int" 1e-6
+same_npy attf_guard_f32_cpu_same "$TMP/gf32.ref" "$TMP/gf32.cpu" 1e-6
+same_npy attf_guard_bf16_int_same "$TMP/gbf16.ref" "$TMP/gbf16.int" 3e-2
+same_npy attf_guard_bf16_cpu_same "$TMP/gbf16.ref" "$TMP/gbf16.cpu" 3e-2
+check attf_guard_ptx 0 "$FUSEC" compile "$TMP/guard_bf16.yaml" --no-cache -o "$TMP/gptx"
+contains attf_guard_ptx_flash "$TMP/gptx/guard.plan.json" '"Float::Attention"'
+contains attf_guard_ptx_attr "$TMP/gptx/guard.plan.json" 'zero_nan'
+# the attribute in a graph file: true or false
+sed -e 's/^  - {op: matmul, in: \[q, kt\], out: s}$/  - {op: attention, in: [q, kt, v, c], out: y, scalar: 0.25, min: -1e9, zero_nan: true}/' \
+	-e '/out: s1\|out: x}\|out: m,\|out: d}\|out: e}\|out: l,\|out: p}\|out: n}\|out: p2}\|in: \[p2, v\]/d' \
+	"$TMP/guard_f32.yaml" >"$TMP/zn.yaml"
+check attf_zero_nan_attr 0 "$FUSEC" run "$TMP/zn.yaml" --seed 4 --backend interp
+sed 's/zero_nan: true/zero_nan: 1/' "$TMP/zn.yaml" >"$TMP/zn1.yaml"
+check attf_zero_nan_bad 1 "$FUSEC" run "$TMP/zn1.yaml" --seed 4 --backend interp
+contains attf_zero_nan_bad_msg "$TMP/err" "expected true or false"
 # a softmax whose weights are an output stays apart
 cat >"$TMP/soft_out.yaml" <<'G'
 format: fusec-graph/1
