@@ -414,11 +414,15 @@ typedef struct {
 	int nlone;               /* matmuls marked Op.lone */
 	int nunsplit, nparts;    /* packed projections cut apart, the matmuls made */
 	int nrows;               /* matmuls computing their rows in their reader's order */
+	int nrot;                /* rotate_half of a projection made a projection */
 } SiblingInfo;
 int pass_siblings(Graph *g, SiblingInfo *info);
 /* Matmuls whose result a chain of views reorders by rows, for one permute of
  * the tensor under their operand's views (row_order.c): *nmoved of them. */
 int pass_row_order(Graph *g, int *nmoved);
+/* rotate_half (cat(-t[..., h:], t[..., :h])) of a projection's head dim computed as
+ * a matmul by the weight's columns rotated (rotary.c): *nrot of them. */
+int pass_rotary(Graph *g, int *nrot);
 /* Drop the views whose results nothing reads (chains a rewrite left), last first. */
 void pass_drop_dead_views(Graph *g);
 /* Lines for `explain`: the groups brought together, the matmuls left lone. */

@@ -666,6 +666,7 @@ static void unsplit(Graph *g, SiblingInfo *info)
 int pass_siblings(Graph *g, SiblingInfo *info)
 {
 	memset(info, 0, sizeof *info);
+	pass_rotary(g, &info->nrot);
 	pass_row_order(g, &info->nrows);
 	if (!g->sym)
 		unsplit(g, info);
@@ -777,6 +778,10 @@ int pass_siblings(Graph *g, SiblingInfo *info)
 
 void pass_siblings_summary(const SiblingInfo *info, Buf *out)
 {
+	if (info->nrot)
+		buf_printf(out, "rotary: %d rotate_half%s of a projection computed as a matmul by "
+			   "the weight's columns rotated (no slices, neg or cat)\n", info->nrot,
+			   info->nrot == 1 ? "" : "s");
 	if (info->nrows)
 		buf_printf(out, "rows: %d matmul%s each computing its rows in the order the "
 			   "views after it wanted (one permute in front instead of one after)\n",

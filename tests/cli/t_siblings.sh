@@ -238,3 +238,27 @@ assert got[0] == ["Matmul", "Add"] * 3, got
 assert got[1] == ["Attention", "Permute"], got
 assert got[2] == ["Matmul", "Add", "Add"] and len(got) == 3, got
 ' "$TMP/mha/mha.plan.json"
+
+# rotate_half of q and k (Llama's rotary embeddings: two slices, a neg and a cat of
+# the head dim) computed as a matmul by the projection's weight with its columns
+# rotated within each head (passes/rotary.c): the same values, bit for bit, and no
+# slice, neg or cat left
+L=tests/onnx/models/llama/model.onnx
+check rot-explain 0 "$FUSEC" explain $L
+contains rot-line "$TMP/out" "rotary: 4 rotate_halfs of a projection computed as a matmul by the weight's columns rotated (no slices, neg or cat)"
+check rot-ref 0 "$FUSEC" run $L --backend interp --seed 3 --outputs "$TMP/rot.ref" --burn-exact
+check rot-int 0 "$FUSEC" run $L --backend interp --seed 3 --outputs "$TMP/rot.int" --attention keep
+check rot-same 0 cmp "$TMP/rot.ref/logits.npy" "$TMP/rot.int/logits.npy"
+check rot-cpu 0 "$FUSEC" run $L --backend cpu --seed 3 --check --precision bf16
+contains rot-cpu-ok "$TMP/out" "check logits: "
+check rot-cpu-fail 1 grep -q "FAIL" "$TMP/out"
+check rot-compile 0 "$FUSEC" compile $L --precision bf16 --no-cache -o "$TMP/rot"
+# (the fixture's other cats are its Tile of k and v)
+check rot-noneg 1 grep -q '"NumericFloat::Neg"' "$TMP/rot/model.plan.json"
+check rot-tiles 0 "$(npy_python)" -c '
+import json, sys
+p = json.load(open(sys.argv[1]))
+k = {x["name"]: x["op_names"] for x in p["kernels"]}
+cats = [l["writes"] for s in p["steps"] for l in s["launches"] if "BaseFloat::Cat" in k[l["kernel"]]]
+assert len(cats) == 4 and all("Tile" in w[0] for w in cats), cats
+' "$TMP/rot/model.plan.json"

@@ -1,0 +1,301 @@
+/* rotary.c: rotate_half of a projection computed as a projection (passes.h,
+ * pass_rotary; before the search, not under --burn-exact).
+ *
+ * Rotary position embeddings (Llama and the models after it) rotate q and k as
+ * q * cos + rotate_half(q) * sin, where rotate_half(t) = cat(-t[..., h:], t[..., :h])
+ * along the head dim of 2h. Exported, that is two slices, a neg and a cat: three
+ * kernels a tensor (the search fuses none of them: a cat closes every fuser), each
+ * writing half or all of q again, before the multiply and add.
+ *
+ * When t is a chain of views of a projection y = x W (+ b) whose last dim is the
+ * head dim, each head's 2h columns of y contiguous (view_map.c: t's last dim steps
+ * 1, every other dim and the offset whole multiples of 2h), rotate_half(t) is the
+ * same chain of views of x W' (+ b'), W' the columns of W moved by h within each
+ * block of 2h and negated where they came from the second half. Column c of x W'
+ * is the dot product of column c -+ h of x W with every product negated: the same
+ * value, negated exactly. So the cat becomes one more matmul of x, a sibling of
+ * the projection (passes/siblings.c puts it in the projection's launch), and the
+ * multiply and add read both through their views in one kernel. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "passes.h"
+
+enum { ROT_CHAIN = 8 };
+
+typedef struct {
+	int cat, neg;            /* the ops replaced */
+	int m, add;              /* the projection: its matmul, its bias add (-1: none) */
+	int nchain, chain[ROT_CHAIN]; /* the views from the projection to t */
+	int64_t h;               /* half the head dim */
+} Rot;
+
+static int producer_op(const Graph *g, int t, OpKind kind)
+{
+	int p = g->tensors[t].producer;
+	return p >= 0 && g->ops[p].kind == kind ? p : -1;
+}
+
+/* Whether slice op s takes [a, e) of the last dim of its input and all of every
+ * other dim. */
+static bool half_slice(const Graph *g, const Op *s, int64_t a, int64_t e)
+{
+	const Tensor *t = &g->tensors[s->in[0]];
+	int r = t->rank;
+	if (!s->attr || s->attr->n > r)
+		return false;
+	for (int d = 0; d < s->attr->n; d++) {
+		int64_t lo = s->attr->range[d][0], hi = s->attr->range[d][1];
+		if (d == r - 1 ? lo != a || hi != e : lo != 0 || hi != t->dim[d])
+			return false;
+	}
+	return s->attr->n == r || (a == 0 && e == t->dim[r - 1]);
+}
+
+static bool find_rot(const Graph *g, const int *nread, int i, Rot *rt)
+{
+	const Op *c = &g->ops[i];
+	const Tensor *ct = &g->tensors[c->out[0]];
+	if (c->kind != OP_CAT || c->nin != 2 || !c->attr || c->attr->axis != ct->rank - 1)
+		return false;
+	int ng = producer_op(g, c->in[0], OP_NEG);
+	int s1 = producer_op(g, c->in[1], OP_SLICE);
+	if (ng < 0 || s1 < 0 || nread[c->in[0]] != 1 || g->tensors[c->in[0]].is_output)
+		return false;
+	int s2 = producer_op(g, g->ops[ng].in[0], OP_SLICE);
+	if (s2 < 0 || g->ops[s1].in[0] != g->ops[s2].in[0])
+		return false;
+	int t = g->ops[s1].in[0];
+	const Tensor *tt = &g->tensors[t];
+	int64_t hd = tt->dim[tt->rank - 1], h = hd / 2;
+	if (hd < 2 || hd % 2 || !half_slice(g, &g->ops[s1], 0, h) ||
+	    !half_slice(g, &g->ops[s2], h, hd) || !ir_dtype_is_float(tt->dtype))
+		return false;
+	memset(rt, 0, sizeof *rt);
+	rt->cat = i;
+	rt->neg = ng;
+	rt->h = h;
+	/* up the views to the projection */
+	int up[ROT_CHAIN], nup = 0, y = t;
+	for (;;) {
+		int p = g->tensors[y].producer;
+		if (p < 0 || !vm_kind(g->ops[p].kind) || g->ops[p].kind == OP_SLICE)
+			break;
+		if (nup == ROT_CHAIN)
+			return false;
+		up[nup++] = p;
+		y = g->ops[p].in[0];
+	}
+	rt->add = producer_op(g, y, OP_ADD);
+	int mo = y;
+	if (rt->add >= 0) {
+		const Op *ad = &g->ops[rt->add];
+		int k = g->tensors[ad->in[0]].producer >= 0 &&
+			g->ops[g->tensors[ad->in[0]].producer].kind == OP_MATMUL ? 0 : 1;
+		const Tensor *b = &g->tensors[ad->in[1 - k]];
+		if (!b->data || b->dim[b->rank - 1] != g->tensors[y].dim[g->tensors[y].rank - 1])
+			return false;
+		for (int d = 0; d < b->rank - 1; d++)
+			if (b->dim[d] != 1)
+				return false;
+		mo = ad->in[k];
+	}
+	rt->m = producer_op(g, mo, OP_MATMUL);
+	if (rt->m < 0)
+		return false;
+	const Op *m = &g->ops[rt->m];
+	const Tensor *w = &g->tensors[m->in[1]], *yt = &g->tensors[y];
+	if (!w->data || w->rank < 2 || m->in[0] == m->in[1] || w->dtype != tt->dtype ||
+	    m->stream != c->stream)
+		return false;
+	for (int d = 0; d < w->rank - 2; d++)
+		if (w->dim[d] != 1)
+			return false;
+	/* t's last dim is the head dim: each head's columns of y contiguous */
+	ViewMap vm;
+	vm_dense(&vm, yt);
+	for (int q = nup - 1; q >= 0; q--) {
+		if (!vm_apply(&vm, g, &g->ops[up[q]]))
+			return false;
+		rt->chain[rt->nchain++] = up[q];
+	}
+	int64_t ext[IR_MAX_RANK], str[IR_MAX_RANK];
+	if (!vm_strided(&vm, ext, str) || yt->dim[yt->rank - 1] % hd || vm.off % hd ||
+	    str[tt->rank - 1] != 1)
+		return false;
+	for (int d = 0; d < tt->rank - 1; d++)
+		if (ext[d] > 1 && str[d] % hd)
+			return false;
+	return true;
+}
+
+/* Constant t with the columns of its last dim moved by h within each block of 2h,
+ * those from the second half negated (the sign bit flipped). */
+static int rotated(Graph *g, Tensor *tens, int *nt, int t, int64_t h)
+{
+	const Tensor *src = &tens[t];
+	size_t es = (size_t)ir_dtype_size(src->dtype);
+	int64_t n = src->dim[src->rank - 1], rows = 1;
+	for (int d = 0; d < src->rank - 1; d++)
+		rows *= src->dim[d];
+	unsigned char *dst = arena_alloc_raw(g->arena, (size_t)(rows * n) * es + 16);
+	const unsigned char *s = src->data;
+	for (int64_t r = 0; r < rows; r++)
+		for (int64_t c = 0; c < n; c++) {
+			int64_t d = c % (2 * h), from = d < h ? c + h : c - h;
+			unsigned char *o = dst + (size_t)(r * n + c) * es;
+			memcpy(o, s + (size_t)(r * n + from) * es, es);
+			if (d < h)
+				o[es - 1] ^= 0x80;   /* little-endian: the sign bit */
+		}
+	Tensor *w = &tens[*nt];
+	*w = *src;
+	w->data = dst;
+	w->src = NULL;
+	w->is_output = false;
+	w->role = ROLE_INPUT;
+	w->producer = -1;
+	w->name = arena_printf(g->arena, "%s:rotated", src->name);
+	return (*nt)++;
+}
+
+int pass_rotary(Graph *g, int *nrot)
+{
+	*nrot = 0;
+	if (g->sym)
+		return 0;
+	int n = g->nops;
+	int *nread = calloc((size_t)g->ntensors + 1, sizeof *nread);
+	for (int i = 0; i < n; i++)
+		for (int k = 0; k < g->ops[i].nin; k++)
+			nread[g->ops[i].in[k]]++;
+	Rot *rt = NULL;
+	int nrt = 0, cap = 0;
+	int *at = malloc(sizeof *at * ((size_t)n + 1));
+	bool *drop = calloc((size_t)n + 1, sizeof *drop);
+	for (int i = 0; i < n; i++) {
+		Rot r;
+		at[i] = -1;
+		if (g->ops[i].kind != OP_CAT || !find_rot(g, nread, i, &r))
+			continue;
+		if (nrt == cap) {
+			cap = cap ? 2 * cap : 16;
+			rt = realloc(rt, sizeof *rt * (size_t)cap);
+		}
+		rt[nrt] = r;
+		at[i] = nrt++;
+		drop[r.neg] = true;
+	}
+	if (nrt) {
+		Arena *a = g->arena;
+		Tensor *tens = ARENA_NEW(a, Tensor, g->ntensors + nrt * (4 + ROT_CHAIN) + 1);
+		memcpy(tens, g->tensors, sizeof *tens * (size_t)g->ntensors);
+		int nt = g->ntensors;
+		int *inputs = ARENA_NEW(a, int, g->ninputs + 2 * nrt + 1);
+		memcpy(inputs, g->inputs, sizeof *inputs * (size_t)g->ninputs);
+		int nin = g->ninputs;
+		Op *ops = ARENA_NEW(a, Op, n + nrt * (2 + ROT_CHAIN) + 1);
+		int k = 0;
+		int *made = malloc(sizeof *made * (size_t)nrt);   /* each rotation's product */
+		for (int i = 0; i < n; i++) {
+			if (drop[i])
+				continue;
+			if (at[i] < 0)
+				ops[k++] = g->ops[i];
+			/* the rotated projection right after the projection (its bias add
+			 * after the add), the views where the cat was */
+			for (int q = 0; q < nrt; q++) {
+				const Rot *r = &rt[q];
+				const Op *m = &g->ops[r->m], *ad = r->add >= 0 ? &g->ops[r->add] : NULL;
+				if (i == r->m) {
+					int w = rotated(g, tens, &nt, m->in[1], r->h);
+					inputs[nin++] = w;
+					int y = nt++;
+					tens[y] = tens[m->out[0]];
+					tens[y].is_output = false;
+					tens[y].role = ROLE_INTERMEDIATE;
+					tens[y].name = arena_printf(a, "%s:rotated", tens[m->out[0]].name);
+					Op mm = *m;
+					mm.in = ARENA_NEW(a, int, 2);
+					mm.in[0] = m->in[0];
+					mm.in[1] = w;
+					mm.in_status = NULL;
+					mm.out[0] = y;
+					ops[k++] = mm;
+					made[q] = y;
+				}
+				if (ad && i == r->add) {
+					int side = ad->in[0] == m->out[0] ? 1 : 0;
+					int b = rotated(g, tens, &nt, ad->in[side], r->h);
+					inputs[nin++] = b;
+					int yb = nt++;
+					tens[yb] = tens[ad->out[0]];
+					tens[yb].is_output = false;
+					tens[yb].role = ROLE_INTERMEDIATE;
+					tens[yb].name = arena_printf(a, "%s:rotated", tens[ad->out[0]].name);
+					Op add = *ad;
+					add.in = ARENA_NEW(a, int, 2);
+					add.in[side] = b;
+					add.in[1 - side] = made[q];
+					add.in_status = NULL;
+					add.out[0] = yb;
+					ops[k++] = add;
+					made[q] = yb;
+				}
+			}
+			if (at[i] < 0)
+				continue;
+			const Rot *r = &rt[at[i]];
+			const Op *m = &g->ops[r->m];
+			int y = made[at[i]];
+			/* the same views, the last one writing the cat's tensor */
+			for (int q = 0; q < r->nchain; q++) {
+				Op v = g->ops[r->chain[q]];
+				int out = g->ops[i].out[0];
+				if (q < r->nchain - 1) {
+					out = nt++;
+					tens[out] = tens[v.out[0]];
+					tens[out].is_output = false;
+					tens[out].role = ROLE_INTERMEDIATE;
+					tens[out].name = arena_printf(a, "%s:rotated", tens[v.out[0]].name);
+				}
+				v.in = ARENA_NEW(a, int, 1);
+				v.in[0] = y;
+				v.in_status = NULL;
+				v.out[0] = out;
+				ops[k++] = v;
+				y = out;
+			}
+			if (r->nchain == 0) {
+				/* the projection is t itself: a reshape to the same shape */
+				const Tensor *ct = &tens[g->ops[i].out[0]];
+				Attrs *ra = ARENA_NEW(a, Attrs, 1);
+				ra->has = A_SHAPE;
+				ra->n = ct->rank;
+				memcpy(ra->shape, ct->dim, sizeof *ct->dim * (size_t)ct->rank);
+				Op v = {.kind = OP_RESHAPE, .stream = m->stream, .nin = 1, .nout = 1,
+					.in = ARENA_NEW(a, int, 1), .attr = ra, .line = m->line,
+					.col = m->col, .name = g->ops[i].name};
+				v.in[0] = y;
+				v.out[0] = g->ops[i].out[0];
+				ops[k++] = v;
+			}
+		}
+		free(made);
+		g->tensors = tens;
+		g->ntensors = nt;
+		g->inputs = inputs;
+		g->ninputs = nin;
+		g->ops = ops;
+		g->nops = k;
+		pass_compact(g, NULL);
+		ir_finish(g);
+		pass_drop_dead_views(g);
+		*nrot = nrt;
+	}
+	free(nread);
+	free(at);
+	free(drop);
+	free(rt);
+	return 0;
+}
