@@ -741,6 +741,14 @@ static void bound_attention(Interp *ip, const Op *op, const HostTensor *out, dou
 			p[j] = exp(s[j] - mx);
 			l += p[j];
 		}
+		if (op->attr->zero_nan && isnan(l)) {
+			/* the row's weights are NaN: zero_nan writes 0, exactly */
+			for (int64_t c = 0; c < ne; c++) {
+				put(rt, row * ne + c, 0);
+				e[row * ne + c] = 0;
+			}
+			continue;
+		}
 		for (int64_t j = 0; j < n; j++) {
 			if (p[j] == 0) {
 				ds[j] = 0;

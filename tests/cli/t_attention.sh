@@ -195,6 +195,10 @@ same_npy attf_guard_f32_int_same "$TMP/gf32.ref" "$TMP/gf32.int" 1e-6
 same_npy attf_guard_f32_cpu_same "$TMP/gf32.ref" "$TMP/gf32.cpu" 1e-6
 same_npy attf_guard_bf16_int_same "$TMP/gbf16.ref" "$TMP/gbf16.int" 3e-2
 same_npy attf_guard_bf16_cpu_same "$TMP/gbf16.ref" "$TMP/gbf16.cpu" 3e-2
+# --check bounds the guarded rows too: 0, exactly (host/bounds.c)
+check attf_guard_bf16_check 0 "$FUSEC" run "$TMP/guard_bf16.yaml" --backend cpu --seed 4 --check --attention fuse
+contains attf_guard_bf16_check_ok "$TMP/out" "ok"
+check attf_guard_bf16_check_all 1 grep -q "not checked" "$TMP/out"
 check attf_guard_ptx 0 "$FUSEC" compile "$TMP/guard_bf16.yaml" --no-cache -o "$TMP/gptx"
 contains attf_guard_ptx_flash "$TMP/gptx/guard.plan.json" '"Float::Attention"'
 contains attf_guard_ptx_attr "$TMP/gptx/guard.plan.json" 'zero_nan'
