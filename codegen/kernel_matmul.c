@@ -42,6 +42,20 @@
  * under zero_nan where l is NaN or 0: the row's weights were NaN). A causal
  * op's row i stops at key i + causal (the keys after it are -inf). Every column
  * recomputes the row's scores: the plain fallback, not the fast kernel. */
+/* The position along batch dim d of operand t at the output's position i: 0 where t
+ * broadcasts, i / (O / T) where its dim groups the output's (grouped-query
+ * attention), else i. */
+static LLVMValueRef batch_pos(CgKb *kb, const RelTensor *t, const RelTensor *o, int d,
+			      LLVMValueRef i)
+{
+	if (t->shape[d] == 0)
+		return cg_i64(kb, 0);
+	if (t->shape[d] == o->shape[d])
+		return i;
+	return LLVMBuildUDiv(kb->b, i, LLVMBuildUDiv(kb->b, cg_dim(kb, o->shape[d]),
+						     cg_dim(kb, t->shape[d]), ""), "");
+}
+
 static LLVMValueRef eval_attention(CgKb *kb, const RelOp *op, CgIdx *out)
 {
 	LLVMBuilderRef b = kb->b;
@@ -66,14 +80,15 @@ static LLVMValueRef eval_attention(CgKb *kb, const RelOp *op, CgIdx *out)
 	CgLoop lk;
 	cg_loop_begin(kb, &lk, cg_i64(kb, 0), cg_dim(kb, q->shape[r - 1]), cg_i64(kb, 1));
 	LLVMValueRef dot = cg_carry(kb, &lk, zero);
+	const RelTensor *ot = &op->t[op->nin];
 	for (int d = 0; d < r - 2; d++)
-		pos[d] = q->shape[d] == 0 ? cg_i64(kb, 0) : out->i[d];
+		pos[d] = batch_pos(kb, q, ot, d, out->i[d]);
 	pos[r - 2] = out->i[r - 2];
 	pos[r - 1] = lk.i;
 	CgIdx xq = cg_idx_at(q, pos);
 	LLVMValueRef vq = cg_convert(kb, cg_eval(kb, q->id, &xq), it, t);
 	for (int d = 0; d < r - 2; d++)
-		pos[d] = kt->shape[d] == 0 ? cg_i64(kb, 0) : out->i[d];
+		pos[d] = batch_pos(kb, kt, ot, d, out->i[d]);
 	pos[r - 2] = lk.i;
 	pos[r - 1] = lj.i;
 	CgIdx xk = cg_idx_at(kt, pos);
@@ -104,7 +119,7 @@ static LLVMValueRef eval_attention(CgKb *kb, const RelOp *op, CgIdx *out)
 	LLVMValueRef p = cg_math_unary(&kb->math, OP_EXP, cg_binary_value(kb, OP_SUB, t, s, shift),
 				       GELU_NONE);
 	for (int d = 0; d < r - 2; d++)
-		pos[d] = v->shape[d] == 0 ? cg_i64(kb, 0) : out->i[d];
+		pos[d] = batch_pos(kb, v, ot, d, out->i[d]);
 	pos[r - 2] = lj.i;
 	pos[r - 1] = out->i[r - 1];
 	CgIdx xv = cg_idx_at(v, pos);

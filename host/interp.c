@@ -494,8 +494,11 @@ int64_t interp_attention_row(const AttShape *s, const Op *op, const HostTensor *
 	for (int k = out->rank - 3; k >= 0; k--) {
 		int64_t c = rest % out->dim[k];
 		rest /= out->dim[k];
-		for (int w = 0; w < op->nin; w++)
-			base[w] += c * s->st[w][k];
+		for (int w = 0; w < op->nin; w++) {
+			/* a grouped dim (grouped-query attention): index c / (O / T) */
+			int64_t t = s->t[w]->dim[k];
+			base[w] += (t > 1 && t != out->dim[k] ? c / (out->dim[k] / t) : c) * s->st[w][k];
+		}
 	}
 	return row % s->m;
 }

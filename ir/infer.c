@@ -423,12 +423,15 @@ static int rule_attention(Infer *c)
 			    "[..., D, N], [..., N, E])", tensor_text(q).s, tensor_text(kt).s,
 			    tensor_text(v).s);
 	copy_shape(c, q, q->dtype);
+	/* kt's and v's batch dims broadcast, or group: a dim of b that divides q's a
+	 * has each of its b heads read by a / b heads of q in a row (grouped-query
+	 * attention: q's head h reads head h / (a / b)) */
 	for (int k = 1; k < 3; k++)
 		for (int i = 0; i < r - 2; i++) {
 			int64_t a = c->out.dim[i], b = input(c, k)->dim[i];
-			if (a != b && a != 1 && b != 1)
-				return fail(c, "attention batch dims do not broadcast: q %s, kt %s, "
-					    "v %s", tensor_text(q).s, tensor_text(kt).s,
+			if (a != b && a != 1 && b != 1 && a % b != 0)
+				return fail(c, "attention batch dims neither broadcast nor group: q %s, "
+					    "kt %s, v %s", tensor_text(q).s, tensor_text(kt).s,
 					    tensor_text(v).s);
 			if (b > a)
 				c->out.dim[i] = b;

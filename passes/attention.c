@@ -34,10 +34,11 @@
 
 /* The chain found behind y = matmul(p, v): its ops, and the operands. */
 typedef struct {
-	int ops[16], nops;
+	int ops[32], nops;
 	int q, kt, v, bias;      /* bias: a float bias or a bool mask; -1: none */
 	double scale, fill;      /* fill: the masked scores */
 	int guard[2];            /* where(is_nan(p), 0, p): the where, the is_nan; -1 */
+	int kt_perm, kt_src;     /* ungroup: kt's permute, to read kt_src instead; -1 */
 } Chain;
 
 typedef struct {
@@ -191,6 +192,49 @@ static bool nan_guard(const Aw *w, int *t, Chain *c)
 	return true;
 }
 
+/* The grouped-query expand of k or v: x = reshape(expand(reshape(t))), t of
+ * [..., KVH, S, D] given a unit dim after KVH, expanded to G and merged into
+ * [..., KVH * G, S, D], each intermediate read once. Returns t (the attention reads
+ * it as a grouped operand, ir/infer.c) and adds the three ops to c; -1 where x is
+ * not that. */
+static int grouped(const Aw *w, int x, Chain *c)
+{
+	const Graph *g = w->g;
+	const Op *r2 = producer(w, x);
+	if (!r2 || r2->kind != OP_RESHAPE || !private_to(w, r2->in[0], 1))
+		return -1;
+	const Op *ex = producer(w, r2->in[0]);
+	if (!ex || ex->kind != OP_EXPAND || !private_to(w, ex->in[0], 1))
+		return -1;
+	const Op *r1 = producer(w, ex->in[0]);
+	if (!r1 || r1->kind != OP_RESHAPE)
+		return -1;
+	const Tensor *t = &g->tensors[r1->in[0]], *u = &g->tensors[ex->in[0]];
+	const Tensor *e = &g->tensors[ex->out[0]], *xt = &g->tensors[x];
+	int r = t->rank;
+	if (r < 3 || u->rank != r + 1 || e->rank != r + 1 || xt->rank != r)
+		return -1;
+	int j = -1;   /* the grouped dim of t */
+	for (int d = 0; d < r - 2 && j < 0; d++)
+		if (u->dim[d + 1] == 1 && e->dim[d + 1] > 1)
+			j = d;
+	if (j < 0)
+		return -1;
+	for (int d = 0; d < r; d++) {
+		int ud = d <= j ? d : d + 1;
+		if (u->dim[ud] != t->dim[d] || e->dim[ud] != t->dim[d])
+			return -1;
+		if (xt->dim[d] != (d == j ? t->dim[d] * e->dim[j + 1] : t->dim[d]))
+			return -1;
+	}
+	if (c->nops + 3 > (int)(sizeof c->ops / sizeof c->ops[0]))
+		return -1;
+	c->ops[c->nops++] = (int)(r2 - g->ops);
+	c->ops[c->nops++] = (int)(ex - g->ops);
+	c->ops[c->nops++] = (int)(r1 - g->ops);
+	return r1->in[0];
+}
+
 /* An operand of the scores' matmul scaled on its own (the exporters' SDPA writes
  * q * sqrt(c) and kt * sqrt(c)): *t becomes the unscaled tensor, the op joins the
  * chain, and the factor is returned for the attention's scale; 1 where *t is not
@@ -313,6 +357,23 @@ static bool match(Aw *w, const Op *y, Chain *c)
 	if (c->q != c->kt) {
 		c->scale *= unscale(w, &c->q, c);
 		c->scale *= unscale(w, &c->kt, c);
+	}
+	/* grouped-query attention: v, and kt through its transpose, read before their
+	 * expand (not with --attention keep's kernels: only where it fuses) */
+	c->kt_perm = c->kt_src = -1;
+	if (!g->sym) {
+		int gv = grouped(w, c->v, c);
+		if (gv >= 0)
+			c->v = gv;
+		const Op *pk = producer(w, c->kt);
+		if (pk && pk->kind == OP_PERMUTE && private_to(w, c->kt, 1) &&
+		    private_to(w, pk->in[0], 1)) {
+			int gk = grouped(w, pk->in[0], c);
+			if (gk >= 0) {
+				c->kt_perm = (int)(pk - g->ops);
+				c->kt_src = gk;
+			}
+		}
 	}
 	const Op *rest[] = {mx, sub, ex, sum, div};
 	for (int i = 0; i < 5; i++)
@@ -490,6 +551,19 @@ int pass_attention(Graph *g, AttentionMode mode, AttentionInfo *info)
 			}
 			if (band >= -1)
 				c.bias = -1;
+		}
+		if (c.kt_perm >= 0) {
+			/* kt's transpose reads the ungrouped k: its result's grouped dim
+			 * shrinks to k's */
+			Op *pk = &g->ops[c.kt_perm];
+			int *pin = ARENA_NEW(g->arena, int, 1);
+			pin[0] = c.kt_src;
+			pk->in = pin;
+			pk->in_status = NULL;
+			const Tensor *src = &g->tensors[c.kt_src];
+			Tensor *kt = &g->tensors[pk->out[0]];
+			for (int d = 0; d < kt->rank; d++)
+				kt->dim[d] = src->dim[pk->attr->axes[d]];
 		}
 		int nin = c.bias >= 0 ? 4 : 3;
 		int *in = ARENA_NEW(g->arena, int, nin);

@@ -210,6 +210,59 @@ check attf_zero_nan_attr 0 "$FUSEC" run "$TMP/zn.yaml" --seed 4 --backend interp
 sed 's/zero_nan: true/zero_nan: 1/' "$TMP/zn.yaml" >"$TMP/zn1.yaml"
 check attf_zero_nan_bad 1 "$FUSEC" run "$TMP/zn1.yaml" --seed 4 --backend interp
 contains attf_zero_nan_bad_msg "$TMP/err" "expected true or false"
+# grouped-query attention as exporters write it (transformers' repeat_kv): k and v
+# of 2 heads given a unit dim, expanded to 3 and merged into q's 6 heads. The
+# attention reads them before the expand (a grouped operand: q's head h reads k's
+# head h / 3, ir/infer.c), so no copy of k or v is made
+for dt in f32 bf16; do
+	cat >"$TMP/gqa_$dt.yaml" <<G
+format: fusec-graph/1
+name: gqa
+inputs:
+  q: {dtype: $dt, shape: [2, 6, 20, 16]}
+  k: {dtype: $dt, shape: [2, 2, 20, 16]}
+  v: {dtype: $dt, shape: [2, 2, 20, 8]}
+ops:
+  - {op: reshape, in: [k], out: k5, shape: [2, 2, 1, 20, 16]}
+  - {op: expand, in: [k5], out: ke, shape: [2, 2, 3, 20, 16]}
+  - {op: reshape, in: [ke], out: kx, shape: [2, 6, 20, 16]}
+  - {op: permute, in: [kx], out: kt, axes: [0, 1, 3, 2]}
+  - {op: reshape, in: [v], out: v5, shape: [2, 2, 1, 20, 8]}
+  - {op: expand, in: [v5], out: ve, shape: [2, 2, 3, 20, 8]}
+  - {op: reshape, in: [ve], out: vx, shape: [2, 6, 20, 8]}
+  - {op: matmul, in: [q, kt], out: s}
+  - {op: mul_scalar, in: [s], out: s1, scalar: 0.25}
+  - {op: max_dim, in: [s1], out: m, axis: 3}
+  - {op: sub, in: [s1, m], out: d}
+  - {op: exp, in: [d], out: e}
+  - {op: sum, in: [e], out: l, axis: 3}
+  - {op: div, in: [e, l], out: p}
+  - {op: matmul, in: [p, vx], out: y}
+outputs: [y]
+G
+	check gqa_$dt 0 "$FUSEC" compile "$TMP/gqa_$dt.yaml" --attention fuse --no-cache -o "$TMP/gqa_$dt"
+	contains gqa_${dt}_one "$TMP/err" "→ 1 launch"
+	check gqa_${dt}_ref 0 "$FUSEC" run "$TMP/gqa_$dt.yaml" --seed 6 --outputs "$TMP/gq$dt.ref" --attention keep
+	check gqa_${dt}_cpu 0 "$FUSEC" run "$TMP/gqa_$dt.yaml" --backend cpu --seed 6 --outputs "$TMP/gq$dt.cpu" --attention fuse
+	check gqa_${dt}_check 0 "$FUSEC" run "$TMP/gqa_$dt.yaml" --backend cpu --seed 6 --check --attention fuse
+	contains gqa_${dt}_check_ok "$TMP/out" "ok"
+done
+same_npy gqa_f32_same "$TMP/gqf32.ref" "$TMP/gqf32.cpu" 1e-5
+same_npy gqa_bf16_same "$TMP/gqbf16.ref" "$TMP/gqbf16.cpu" 3e-2
+PTXAS=$(command -v ptxas || echo /usr/local/cuda/bin/ptxas)
+if [ -x "$PTXAS" ]; then
+	check gqa_ptxas 0 "$PTXAS" -arch=sm_90a "$TMP/gqa_bf16/gqa.ptx" -o "$TMP/gqa.cubin"
+fi
+# the op written with grouped operands in a graph file; a dim that does not divide
+# q's is refused
+sed -n '1,6p' "$TMP/gqa_f32.yaml" >"$TMP/gqa_op.yaml"
+printf '  kt: {dtype: f32, shape: [2, 2, 16, 20]}\nops:\n  - {op: attention, in: [q, kt, v], out: y, scalar: 0.25}\noutputs: [y]\n' >>"$TMP/gqa_op.yaml"
+sed -i '/^  k: /d' "$TMP/gqa_op.yaml"
+check gqa_op 0 "$FUSEC" run "$TMP/gqa_op.yaml" --backend cpu --seed 6 --check
+contains gqa_op_ok "$TMP/out" "ok"
+sed 's/shape: \[2, 2, 16, 20\]/shape: [2, 4, 16, 20]/' "$TMP/gqa_op.yaml" >"$TMP/gqa_bad.yaml"
+check gqa_bad 1 "$FUSEC" run "$TMP/gqa_bad.yaml" --backend cpu --seed 6
+contains gqa_bad_msg "$TMP/err" "attention batch dims neither broadcast nor group"
 # a softmax whose weights are an output stays apart
 cat >"$TMP/soft_out.yaml" <<'G'
 format: fusec-graph/1
