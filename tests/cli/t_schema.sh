@@ -37,6 +37,7 @@ bad axes.json '{"format":"fusec-graph/1","inputs":{"x":{"dtype":"f32","shape":[2
 bad noaxis.json '{"format":"fusec-graph/1","inputs":{"x":{"dtype":"f32","shape":[2]}},"ops":[{"op":"sum","in":["x"],"out":"y"}],"outputs":["y"]}' $G
 bad float32.json '{"format":"fusec-graph/1","inputs":{"x":{"dtype":"float32","shape":[2]}},"ops":[],"outputs":["x"]}' $G
 bad arity.json '{"format":"fusec-graph/1","inputs":{"x":{"dtype":"f32","shape":[2]}},"ops":[{"op":"add","in":["x"],"out":"y"}],"outputs":["y"]}' $G
+bad zero_nan.json '{"format":"fusec-graph/1","inputs":{"q":{"dtype":"f32","shape":[2,2]},"kt":{"dtype":"f32","shape":[2,2]},"v":{"dtype":"f32","shape":[2,2]}},"ops":[{"op":"attention","in":["q","kt","v"],"out":"y","scalar":1,"zero_nan":1}],"outputs":["y"]}' $G
 sed 's/"i64":/"u64":/' "$TMP/plans/reuse.plan.json" > "$TMP/badplan.json"
 if python3 tests/schema/validate.py $S/fusec-plan-1.schema.json "$TMP/badplan.json" >/dev/null; then
 	echo "FAIL schema-rejects-plan"; fail=$((fail + 1)); else pass=$((pass + 1)); fi

@@ -34,6 +34,7 @@ attrs = {
     "approximate": {"enum": ["none", "tanh"]},
     "layout": {"enum": ["nchw", "nhwc"]},
     "causal": {"type": "integer", "minimum": 0, "maximum": 2147483647},
+    "zero_nan": {"type": "boolean"},
 }
 base = {
     "op": {"enum": [o["op"] for o in ops]},
