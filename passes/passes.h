@@ -406,6 +406,27 @@ typedef struct {
 void vm_readers(const Graph *g, VmReaders *r);
 void vm_readers_free(VmReaders *r);
 
+/* A graph rewritten op by op (rebuild.c): new arrays with room for `tensors` more
+ * tensors, `inputs` more inputs (new constants) and `ops` more ops; the kept ops
+ * are copied into ops[k++], new ones emitted beside them. */
+typedef struct {
+	Graph *g;
+	Tensor *tens;
+	int nt;
+	int *inputs, nin;
+	Op *ops;
+	int k;
+} Rebuild;
+void rb_begin(Rebuild *o, Graph *g, int tensors, int inputs, int ops);
+/* A new intermediate tensor like tensor `like` (no data), named its name + suffix. */
+int rb_tensor(Rebuild *o, int like, const char *suffix);
+/* A reshape to shape or a permute by axes (n entries) from x into y, with the
+ * stream, place and name of op near. */
+void rb_view(Rebuild *o, const Op *near, OpKind kind, int x, int y, const int64_t *shape,
+	     const int *axes, int n);
+/* Install the rebuilt graph in g: compacted, finished, its dead views dropped. */
+void rb_finish(Rebuild *o);
+
 /* Matmuls that share their first operand, each moved with its epilogue up to the
  * one before it so that the Matmul fuser takes them into one launch (siblings.c;
  * not under --burn-exact). */

@@ -131,32 +131,34 @@ static bool find_rot(const Graph *g, const int *nread, int i, Rot *rt)
 
 /* Constant t with the columns of its last dim moved by h within each block of 2h,
  * those from the second half negated (the sign bit flipped). */
-static int rotated(Graph *g, Tensor *tens, int *nt, int t, int64_t h)
+static int rotated(Rebuild *o, int t, int64_t h)
 {
-	const Tensor *src = &tens[t];
+	const Tensor *src = &o->tens[t];
 	size_t es = (size_t)ir_dtype_size(src->dtype);
 	int64_t n = src->dim[src->rank - 1], rows = 1;
 	for (int d = 0; d < src->rank - 1; d++)
 		rows *= src->dim[d];
-	unsigned char *dst = arena_alloc_raw(g->arena, (size_t)(rows * n) * es + 16);
+	unsigned char *dst = arena_alloc_raw(o->g->arena, (size_t)(rows * n) * es + 16);
 	const unsigned char *s = src->data;
 	for (int64_t r = 0; r < rows; r++)
 		for (int64_t c = 0; c < n; c++) {
 			int64_t d = c % (2 * h), from = d < h ? c + h : c - h;
-			unsigned char *o = dst + (size_t)(r * n + c) * es;
-			memcpy(o, s + (size_t)(r * n + from) * es, es);
+			unsigned char *e = dst + (size_t)(r * n + c) * es;
+			memcpy(e, s + (size_t)(r * n + from) * es, es);
 			if (d < h)
-				o[es - 1] ^= 0x80;   /* little-endian: the sign bit */
+				e[es - 1] ^= 0x80;   /* little-endian: the sign bit */
 		}
-	Tensor *w = &tens[*nt];
+	int id = o->nt++;
+	Tensor *w = &o->tens[id];
 	*w = *src;
 	w->data = dst;
 	w->src = NULL;
 	w->is_output = false;
 	w->role = ROLE_INPUT;
 	w->producer = -1;
-	w->name = arena_printf(g->arena, "%s:rotated", src->name);
-	return (*nt)++;
+	w->name = arena_printf(o->g->arena, "%s:rotated", src->name);
+	o->inputs[o->nin++] = id;
+	return id;
 }
 
 int pass_rotary(Graph *g, int *nrot)
@@ -187,110 +189,63 @@ int pass_rotary(Graph *g, int *nrot)
 		drop[r.neg] = true;
 	}
 	if (nrt) {
-		Arena *a = g->arena;
-		Tensor *tens = ARENA_NEW(a, Tensor, g->ntensors + nrt * (4 + ROT_CHAIN) + 1);
-		memcpy(tens, g->tensors, sizeof *tens * (size_t)g->ntensors);
-		int nt = g->ntensors;
-		int *inputs = ARENA_NEW(a, int, g->ninputs + 2 * nrt + 1);
-		memcpy(inputs, g->inputs, sizeof *inputs * (size_t)g->ninputs);
-		int nin = g->ninputs;
-		Op *ops = ARENA_NEW(a, Op, n + nrt * (2 + ROT_CHAIN) + 1);
-		int k = 0;
+		Rebuild o;
+		rb_begin(&o, g, nrt * (4 + ROT_CHAIN), 2 * nrt, nrt * (2 + ROT_CHAIN));
 		int *made = malloc(sizeof *made * (size_t)nrt);   /* each rotation's product */
 		for (int i = 0; i < n; i++) {
 			if (drop[i])
 				continue;
 			if (at[i] < 0)
-				ops[k++] = g->ops[i];
+				o.ops[o.k++] = g->ops[i];
 			/* the rotated projection right after the projection (its bias add
 			 * after the add), the views where the cat was */
 			for (int q = 0; q < nrt; q++) {
 				const Rot *r = &rt[q];
 				const Op *m = &g->ops[r->m], *ad = r->add >= 0 ? &g->ops[r->add] : NULL;
 				if (i == r->m) {
-					int w = rotated(g, tens, &nt, m->in[1], r->h);
-					inputs[nin++] = w;
-					int y = nt++;
-					tens[y] = tens[m->out[0]];
-					tens[y].is_output = false;
-					tens[y].role = ROLE_INTERMEDIATE;
-					tens[y].name = arena_printf(a, "%s:rotated", tens[m->out[0]].name);
+					int w = rotated(&o, m->in[1], r->h);
 					Op mm = *m;
-					mm.in = ARENA_NEW(a, int, 2);
+					mm.in = ARENA_NEW(g->arena, int, 2);
 					mm.in[0] = m->in[0];
 					mm.in[1] = w;
 					mm.in_status = NULL;
-					mm.out[0] = y;
-					ops[k++] = mm;
-					made[q] = y;
+					mm.out[0] = made[q] = rb_tensor(&o, m->out[0], ":rotated");
+					o.ops[o.k++] = mm;
 				}
 				if (ad && i == r->add) {
 					int side = ad->in[0] == m->out[0] ? 1 : 0;
-					int b = rotated(g, tens, &nt, ad->in[side], r->h);
-					inputs[nin++] = b;
-					int yb = nt++;
-					tens[yb] = tens[ad->out[0]];
-					tens[yb].is_output = false;
-					tens[yb].role = ROLE_INTERMEDIATE;
-					tens[yb].name = arena_printf(a, "%s:rotated", tens[ad->out[0]].name);
 					Op add = *ad;
-					add.in = ARENA_NEW(a, int, 2);
-					add.in[side] = b;
+					add.in = ARENA_NEW(g->arena, int, 2);
+					add.in[side] = rotated(&o, ad->in[side], r->h);
 					add.in[1 - side] = made[q];
 					add.in_status = NULL;
-					add.out[0] = yb;
-					ops[k++] = add;
-					made[q] = yb;
+					add.out[0] = made[q] = rb_tensor(&o, ad->out[0], ":rotated");
+					o.ops[o.k++] = add;
 				}
 			}
 			if (at[i] < 0)
 				continue;
 			const Rot *r = &rt[at[i]];
-			const Op *m = &g->ops[r->m];
-			int y = made[at[i]];
+			int y = made[at[i]], cat = g->ops[i].out[0];
 			/* the same views, the last one writing the cat's tensor */
 			for (int q = 0; q < r->nchain; q++) {
 				Op v = g->ops[r->chain[q]];
-				int out = g->ops[i].out[0];
-				if (q < r->nchain - 1) {
-					out = nt++;
-					tens[out] = tens[v.out[0]];
-					tens[out].is_output = false;
-					tens[out].role = ROLE_INTERMEDIATE;
-					tens[out].name = arena_printf(a, "%s:rotated", tens[v.out[0]].name);
-				}
-				v.in = ARENA_NEW(a, int, 1);
+				int out = q < r->nchain - 1 ? rb_tensor(&o, v.out[0], ":rotated") : cat;
+				v.in = ARENA_NEW(g->arena, int, 1);
 				v.in[0] = y;
 				v.in_status = NULL;
 				v.out[0] = out;
-				ops[k++] = v;
+				o.ops[o.k++] = v;
 				y = out;
 			}
 			if (r->nchain == 0) {
 				/* the projection is t itself: a reshape to the same shape */
-				const Tensor *ct = &tens[g->ops[i].out[0]];
-				Attrs *ra = ARENA_NEW(a, Attrs, 1);
-				ra->has = A_SHAPE;
-				ra->n = ct->rank;
-				memcpy(ra->shape, ct->dim, sizeof *ct->dim * (size_t)ct->rank);
-				Op v = {.kind = OP_RESHAPE, .stream = m->stream, .nin = 1, .nout = 1,
-					.in = ARENA_NEW(a, int, 1), .attr = ra, .line = m->line,
-					.col = m->col, .name = g->ops[i].name};
-				v.in[0] = y;
-				v.out[0] = g->ops[i].out[0];
-				ops[k++] = v;
+				const Tensor *ct = &o.tens[cat];
+				rb_view(&o, &g->ops[i], OP_RESHAPE, y, cat, ct->dim, NULL, ct->rank);
 			}
 		}
 		free(made);
-		g->tensors = tens;
-		g->ntensors = nt;
-		g->inputs = inputs;
-		g->ninputs = nin;
-		g->ops = ops;
-		g->nops = k;
-		pass_compact(g, NULL);
-		ir_finish(g);
-		pass_drop_dead_views(g);
+		rb_finish(&o);
 		*nrot = nrt;
 	}
 	free(nread);

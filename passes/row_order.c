@@ -175,67 +175,24 @@ static bool find_move(const Graph *g, const VmReaders *rd, int i, Move *mv)
 	return true;
 }
 
-typedef struct {
-	Graph *g;
-	Tensor *tens;
-	int nt;
-	int *inputs, nin;
-	Op *ops;
-	int k;
-} Out;
-
-static int new_tensor(Out *o, int like, const char *suffix)
-{
-	int t = o->nt++;
-	o->tens[t] = o->tens[like];
-	o->tens[t].is_output = false;
-	o->tens[t].role = ROLE_INTERMEDIATE;
-	o->tens[t].data = NULL;
-	o->tens[t].src = NULL;
-	o->tens[t].producer = -1;
-	o->tens[t].name = arena_printf(o->g->arena, "%s%s", o->tens[like].name, suffix);
-	return t;
-}
-
-static void emit_view(Out *o, const Op *near, OpKind kind, int x, int y, const int64_t *shape,
-		      const int *axes, int n)
-{
-	Arena *a = o->g->arena;
-	Attrs *at = ARENA_NEW(a, Attrs, 1);
-	at->has = kind == OP_RESHAPE ? A_SHAPE : A_AXES;
-	at->n = n;
-	for (int d = 0; d < n; d++) {
-		if (kind == OP_RESHAPE)
-			at->shape[d] = shape[d];
-		else
-			at->axes[d] = axes[d];
-	}
-	Op op = {.kind = kind, .stream = near->stream, .nin = 1, .nout = 1,
-		 .in = ARENA_NEW(a, int, 1), .attr = at, .line = near->line, .col = near->col,
-		 .name = near->name};
-	op.in[0] = x;
-	op.out[0] = y;
-	o->ops[o->k++] = op;
-}
-
-static void emit_move(Out *o, const Move *mv)
+static void emit_move(Rebuild *o, const Move *mv)
 {
 	const Graph *g = o->g;
 	const Op *m = &g->ops[mv->m], *ad = mv->add >= 0 ? &g->ops[mv->add] : NULL;
 	int a = m->in[0], src = mv->t;
 	const Tensor *at = &o->tens[a];
 	if (mv->reshape_t) {
-		int r = new_tensor(o, mv->t, ":rows");
+		int r = rb_tensor(o, mv->t, ":rows");
 		o->tens[r].rank = mv->rank;
 		memcpy(o->tens[r].dim, mv->R, sizeof *mv->R * (size_t)mv->rank);
-		emit_view(o, m, OP_RESHAPE, src, r, mv->R, NULL, mv->rank);
+		rb_view(o, m, OP_RESHAPE, src, r, mv->R, NULL, mv->rank);
 		src = r;
 	}
 	if (mv->permute_t) {
-		int q = new_tensor(o, src, ":reordered");
+		int q = rb_tensor(o, src, ":reordered");
 		for (int d = 0; d < mv->rank; d++)
 			o->tens[q].dim[d] = mv->R[mv->P[d]];
-		emit_view(o, m, OP_PERMUTE, src, q, NULL, mv->P, mv->rank);
+		rb_view(o, m, OP_PERMUTE, src, q, NULL, mv->P, mv->rank);
 		src = q;
 	}
 	/* a constant weight takes the reordered result's rank (leading 1s, the same
@@ -257,14 +214,14 @@ static void emit_move(Out *o, const Move *mv)
 		o->tens[w].name = arena_printf(g->arena, "%s:rank%d", wt->name, zt->rank);
 		o->inputs[o->nin++] = w;
 	}
-	int a2 = new_tensor(o, a, ":reordered");
+	int a2 = rb_tensor(o, a, ":reordered");
 	if (direct) {
 		o->tens[a2].rank = zt->rank;
 		memcpy(o->tens[a2].dim, zt->dim, sizeof *zt->dim * (size_t)zt->rank);
 		o->tens[a2].dim[zt->rank - 1] = at->dim[at->rank - 1];
 	}
-	emit_view(o, m, OP_RESHAPE, src, a2, o->tens[a2].dim, NULL, o->tens[a2].rank);
-	int y = direct && !ad ? mv->z : new_tensor(o, direct ? mv->z : m->out[0], ":reordered");
+	rb_view(o, m, OP_RESHAPE, src, a2, o->tens[a2].dim, NULL, o->tens[a2].rank);
+	int y = direct && !ad ? mv->z : rb_tensor(o, direct ? mv->z : m->out[0], ":reordered");
 	Op mm = *m;
 	int *in = ARENA_NEW(g->arena, int, 2);
 	in[0] = a2;
@@ -274,7 +231,7 @@ static void emit_move(Out *o, const Move *mv)
 	mm.out[0] = y;
 	o->ops[o->k++] = mm;
 	if (ad) {
-		int x = direct ? mv->z : new_tensor(o, ad->out[0], ":reordered");
+		int x = direct ? mv->z : rb_tensor(o, ad->out[0], ":reordered");
 		Op add = *ad;
 		int *ain = ARENA_NEW(g->arena, int, 2);
 		int bias = ad->in[0] == m->out[0] ? 1 : 0, b = ad->in[bias];
@@ -299,7 +256,7 @@ static void emit_move(Out *o, const Move *mv)
 		y = x;
 	}
 	if (!direct)
-		emit_view(o, &g->ops[mv->chain[mv->nchain - 1]], OP_RESHAPE, y, mv->z, zt->dim, NULL,
+		rb_view(o, &g->ops[mv->chain[mv->nchain - 1]], OP_RESHAPE, y, mv->z, zt->dim, NULL,
 			  zt->rank);
 }
 
@@ -363,29 +320,15 @@ int pass_row_order(Graph *g, int *nmoved)
 			skip[c.chain[q]] = true;
 	}
 	if (nmv) {
-		Out o = {.g = g};
-		o.tens = ARENA_NEW(g->arena, Tensor, g->ntensors + 7 * nmv + 1);
-		memcpy(o.tens, g->tensors, sizeof *o.tens * (size_t)g->ntensors);
-		o.nt = g->ntensors;
-		o.inputs = ARENA_NEW(g->arena, int, g->ninputs + 2 * nmv + 1);
-		memcpy(o.inputs, g->inputs, sizeof *o.inputs * (size_t)g->ninputs);
-		o.nin = g->ninputs;
-		o.ops = ARENA_NEW(g->arena, Op, n + 4 * nmv + 1);
+		Rebuild o;
+		rb_begin(&o, g, 7 * nmv, 2 * nmv, 4 * nmv);
 		for (int i = 0; i < n; i++) {
 			if (!skip[i])
 				o.ops[o.k++] = g->ops[i];
 			else if (at[i] >= 0)
 				emit_move(&o, &mv[at[i]]);
 		}
-		g->tensors = o.tens;
-		g->ntensors = o.nt;
-		g->inputs = o.inputs;
-		g->ninputs = o.nin;
-		g->ops = o.ops;
-		g->nops = o.k;
-		pass_compact(g, NULL);
-		ir_finish(g);
-		pass_drop_dead_views(g);
+		rb_finish(&o);
 		*nmoved = nmv;
 	}
 	vm_readers_free(&rd);

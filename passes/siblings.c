@@ -431,39 +431,15 @@ static int columns(Graph *g, Tensor *tens, int *nt, int t, int64_t a, int64_t e)
 	return (*nt)++;
 }
 
-/* The graph being rebuilt by unsplit. */
-typedef struct {
-	Graph *g;
-	Tensor *tens;
-	int nt;
-	int *inputs, nin;
-	Op *ops;
-	int k;
-} Out;
-
-/* A new intermediate tensor: like tensor `like`, named name + suffix. */
-static int new_tensor(Out *o, int like, const char *suffix)
-{
-	int t = o->nt++;
-	o->tens[t] = o->tens[like];
-	o->tens[t].is_output = false;
-	o->tens[t].role = ROLE_INTERMEDIATE;
-	o->tens[t].data = NULL;
-	o->tens[t].src = NULL;
-	o->tens[t].producer = -1;
-	o->tens[t].name = arena_printf(o->g->arena, "%s%s", o->tens[like].name, suffix);
-	return t;
-}
-
 /* Part [lo, hi) of the projection: its matmul (and bias add) into tensor `out`,
  * or into a new tensor like x (out < 0); the product before the add named after
  * tensor `name` (out's when -1). Returns the tensor written. */
-static int emit_part(Out *o, const Op *m, const Op *ad, int x, int64_t lo, int64_t hi, int out,
+static int emit_part(Rebuild *o, const Op *m, const Op *ad, int x, int64_t lo, int64_t hi, int out,
 		     int name, int a0)
 {
 	Arena *a = o->g->arena;
 	if (out < 0) {
-		out = new_tensor(o, x, arena_printf(a, "[:%lld:%lld]", (long long)lo, (long long)hi));
+		out = rb_tensor(o, x, arena_printf(a, "[:%lld:%lld]", (long long)lo, (long long)hi));
 		o->tens[out].dim[o->tens[out].rank - 1] = hi - lo;
 	}
 	int w = columns(o->g, o->tens, &o->nt, m->in[1], lo, hi);
@@ -471,7 +447,7 @@ static int emit_part(Out *o, const Op *m, const Op *ad, int x, int64_t lo, int64
 	int mo = out;
 	if (ad) {
 		/* the product, then the add writes out */
-		mo = new_tensor(o, out, "");
+		mo = rb_tensor(o, out, "");
 		o->tens[mo].name = arena_printf(a, "%s:product", o->tens[name < 0 ? out : name].name);
 	}
 	Op mm = *m;
@@ -500,31 +476,8 @@ static int emit_part(Out *o, const Op *m, const Op *ad, int x, int64_t lo, int64
 	return out;
 }
 
-/* A view op like `near` (its stream, place and name): reshape to shape (n dims) or
- * permute by axes, from tensor x into y. */
-static void emit_view(Out *o, const Op *near, OpKind kind, int x, int y, const int64_t *shape,
-		      const int *axes, int n)
-{
-	Arena *a = o->g->arena;
-	Attrs *at = ARENA_NEW(a, Attrs, 1);
-	at->has = kind == OP_RESHAPE ? A_SHAPE : A_AXES;
-	at->n = n;
-	for (int d = 0; d < n; d++) {
-		if (kind == OP_RESHAPE)
-			at->shape[d] = shape[d];
-		else
-			at->axes[d] = axes[d];
-	}
-	Op op = {.kind = kind, .stream = near->stream, .nin = 1, .nout = 1,
-		 .in = ARENA_NEW(a, int, 1), .attr = at, .line = near->line, .col = near->col,
-		 .name = near->name};
-	op.in[0] = x;
-	op.out[0] = y;
-	o->ops[o->k++] = op;
-}
-
 /* Cut c's ops, in place of its matmul. */
-static void emit_cut(Out *o, const Cut *c)
+static void emit_cut(Rebuild *o, const Cut *c)
 {
 	const Graph *g = o->g;
 	const Op *m = &g->ops[c->m], *ad = c->add >= 0 ? &g->ops[c->add] : NULL;
@@ -537,8 +490,8 @@ static void emit_cut(Out *o, const Cut *c)
 			const Tensor *at = &o->tens[m->in[0]], *tt = &o->tens[c->rows_of];
 			a0 = c->rows_of;
 			if (tt->rank != at->rank || memcmp(tt->dim, at->dim, sizeof *at->dim * (size_t)at->rank)) {
-				a0 = new_tensor(o, m->in[0], ":in_order");
-				emit_view(o, m, OP_RESHAPE, c->rows_of, a0, at->dim, NULL, at->rank);
+				a0 = rb_tensor(o, m->in[0], ":in_order");
+				rb_view(o, m, OP_RESHAPE, c->rows_of, a0, at->dim, NULL, at->rank);
 			}
 		}
 		for (int p = 0; p < c->np; p++) {
@@ -551,17 +504,17 @@ static void emit_cut(Out *o, const Cut *c)
 				const Tensor *ut = &o->tens[u];
 				const Op *near = &g->ops[ut->producer];
 				if (c->plain[l]) {
-					emit_view(o, near, OP_RESHAPE, y, u, ut->dim, NULL, ut->rank);
+					rb_view(o, near, OP_RESHAPE, y, u, ut->dim, NULL, ut->rank);
 					continue;
 				}
 				int src = y;
 				if (yt->rank != ut->rank ||
 				    memcmp(yt->dim, c->R[l], sizeof *yt->dim * (size_t)ut->rank)) {
-					src = new_tensor(o, u, ":rows");
+					src = rb_tensor(o, u, ":rows");
 					memcpy(o->tens[src].dim, c->R[l], sizeof *c->R[l] * (size_t)ut->rank);
-					emit_view(o, near, OP_RESHAPE, y, src, c->R[l], NULL, ut->rank);
+					rb_view(o, near, OP_RESHAPE, y, src, c->R[l], NULL, ut->rank);
 				}
-				emit_view(o, near, OP_PERMUTE, src, u, NULL, c->P[l], ut->rank);
+				rb_view(o, near, OP_PERMUTE, src, u, NULL, c->P[l], ut->rank);
 			}
 		}
 		return;
@@ -574,7 +527,7 @@ static void emit_cut(Out *o, const Cut *c)
 		/* the part before the reshape: the product's shape, hi - lo wide */
 		int flat = out;
 		if (rs) {
-			flat = new_tensor(o, m->out[0], "");
+			flat = rb_tensor(o, m->out[0], "");
 			o->tens[flat].dim[o->tens[flat].rank - 1] = hi - lo;
 			o->tens[flat].name = arena_printf(g->arena, "%s:rows", o->tens[out].name);
 		}
@@ -582,7 +535,7 @@ static void emit_cut(Out *o, const Cut *c)
 		if (rs) {
 			/* the part's rows in the slice's shape */
 			const Tensor *to = &o->tens[out];
-			emit_view(o, rs, OP_RESHAPE, flat, out, to->dim, NULL, to->rank);
+			rb_view(o, rs, OP_RESHAPE, flat, out, to->dim, NULL, to->rank);
 		}
 	}
 }
@@ -631,30 +584,15 @@ static void unsplit(Graph *g, SiblingInfo *info)
 		info->nparts += parts;
 	}
 	if (ncut) {
-		Arena *a = g->arena;
-		Out o = {.g = g};
-		o.tens = ARENA_NEW(a, Tensor, g->ntensors + extra + 1);
-		memcpy(o.tens, g->tensors, sizeof *o.tens * (size_t)g->ntensors);
-		o.nt = g->ntensors;
-		o.inputs = ARENA_NEW(a, int, g->ninputs + extra + 1);
-		memcpy(o.inputs, g->inputs, sizeof *o.inputs * (size_t)g->ninputs);
-		o.nin = g->ninputs;
-		o.ops = ARENA_NEW(a, Op, n + newops + 1);
+		Rebuild o;
+		rb_begin(&o, g, extra, extra, newops);
 		for (int i = 0; i < n; i++) {
 			if (!skip[i])
 				o.ops[o.k++] = g->ops[i];
 			else if (at[i] >= 0)
 				emit_cut(&o, &cuts[at[i]]);
 		}
-		g->tensors = o.tens;
-		g->ntensors = o.nt;
-		g->inputs = o.inputs;
-		g->ninputs = o.nin;
-		g->ops = o.ops;
-		g->nops = o.k;
-		pass_compact(g, NULL);
-		ir_finish(g);
-		pass_drop_dead_views(g);
+		rb_finish(&o);
 	}
 	vm_readers_free(&rd);
 	free(nread);

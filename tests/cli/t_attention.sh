@@ -154,37 +154,9 @@ check attf_wherec_cpu 0 "$FUSEC" run "$TMP/wherec.yaml" --backend cpu --seed 4 -
 same_npy attf_wherec_same "$TMP/wc.ref" "$TMP/wc.cpu" 1e-6
 # the guard transformers' Llama export puts after the softmax, where(is_nan(p), 0, p),
 # joins the chain: the op carries zero_nan, and a row whose weights are NaN (here
-# row 3, every key masked with -inf) gives 0 in every kernel, as the guard does
+# rows 3 and 8, every key masked with -inf) gives 0 in every kernel, as the guard does
 for dt in f32 bf16; do
-	python3 - "$TMP/guard_$dt.yaml" $dt <<'PY'
-import sys
-S, dt = 12, sys.argv[2]
-mask = ", ".join("true" if j > i or i == 3 else "false" for i in range(S) for j in range(S))
-open(sys.argv[1], "w").write(f"""format: fusec-graph/1
-name: guard
-inputs:
-  q: {{dtype: {dt}, shape: [2, 3, {S}, 16]}}
-  kt: {{dtype: {dt}, shape: [2, 3, 16, {S}]}}
-  v: {{dtype: {dt}, shape: [2, 3, {S}, 8]}}
-constants:
-  c: {{dtype: bool, shape: [1, 1, {S}, {S}], data: [{mask}]}}
-  f: {{dtype: {dt}, shape: [1, 1, 1, 1], data: [-.inf]}}
-  z: {{dtype: {dt}, shape: [1, 1, 1, 1], data: [0]}}
-ops:
-  - {{op: matmul, in: [q, kt], out: s}}
-  - {{op: mul_scalar, in: [s], out: s1, scalar: 0.25}}
-  - {{op: where, in: [c, f, s1], out: x}}
-  - {{op: max_dim, in: [x], out: m, axis: 3}}
-  - {{op: sub, in: [x, m], out: d}}
-  - {{op: exp, in: [d], out: e}}
-  - {{op: sum, in: [e], out: l, axis: 3}}
-  - {{op: div, in: [e, l], out: p}}
-  - {{op: is_nan, in: [p], out: n}}
-  - {{op: where, in: [n, z, p], out: p2}}
-  - {{op: matmul, in: [p2, v], out: y}}
-outputs: [y]
-""")
-PY
+	python3 tests/bench/gpu/att_guard.py "$TMP/guard_$dt.yaml" $dt 12 16
 	check attf_guard_$dt 0 "$FUSEC" explain "$TMP/guard_$dt.yaml" --attention fuse
 	contains attf_guard_${dt}_fused "$TMP/out" "attention: 1 fused"
 	check attf_guard_${dt}_ref 0 "$FUSEC" run "$TMP/guard_$dt.yaml" --seed 4 --outputs "$TMP/g$dt.ref" --attention keep
