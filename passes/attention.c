@@ -201,7 +201,7 @@ static int grouped(const Aw *w, int x, Chain *c)
 {
 	const Graph *g = w->g;
 	const Op *r2 = producer(w, x);
-	if (!r2 || r2->kind != OP_RESHAPE || !private_to(w, r2->in[0], 1))
+	if (!r2 || r2->kind != OP_RESHAPE || !private_to(w, x, 1) || !private_to(w, r2->in[0], 1))
 		return -1;
 	const Op *ex = producer(w, r2->in[0]);
 	if (!ex || ex->kind != OP_EXPAND || !private_to(w, ex->in[0], 1))

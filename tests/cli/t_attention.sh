@@ -220,6 +220,11 @@ G
 	contains gqa_${dt}_check_ok "$TMP/out" "ok"
 done
 same_npy gqa_f32_same "$TMP/gqf32.ref" "$TMP/gqf32.cpu" 1e-5
+# an expanded v that is an output too stays expanded: the attention reads it as it is
+sed 's/^outputs: \[y\]$/outputs: [y, vx]/' "$TMP/gqa_f32.yaml" >"$TMP/gqa_vx.yaml"
+check gqa_vx 0 "$FUSEC" run "$TMP/gqa_vx.yaml" --backend cpu --seed 6 --check --attention fuse
+contains gqa_vx_ok "$TMP/out" "check vx: "
+check gqa_vx_fail 1 grep -q "FAIL" "$TMP/out"
 same_npy gqa_bf16_same "$TMP/gqbf16.ref" "$TMP/gqbf16.cpu" 3e-2
 PTXAS=$(command -v ptxas || echo /usr/local/cuda/bin/ptxas)
 if [ -x "$PTXAS" ]; then
