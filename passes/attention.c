@@ -181,7 +181,10 @@ static bool nan_guard(const Aw *w, int *t, Chain *c)
 	if (c->guard[0] >= 0 || !wh || wh->kind != OP_WHERE || !private_to(w, *t, 1))
 		return false;
 	const Op *isn = producer(w, wh->in[0]);
+	const Tensor *pt = &w->g->tensors[wh->in[2]], *wt = &w->g->tensors[*t];
 	double z;
+	if (pt->rank != wt->rank || memcmp(pt->dim, wt->dim, sizeof *pt->dim * (size_t)pt->rank))
+		return false;   /* the where would widen p */
 	if (!isn || isn->kind != OP_IS_NAN || isn->in[0] != wh->in[2] ||
 	    !private_to(w, wh->in[0], 1) || !private_to(w, wh->in[2], 2) ||
 	    !constant_value(&w->g->tensors[wh->in[1]], &z) || z != 0)
@@ -197,7 +200,7 @@ static bool nan_guard(const Aw *w, int *t, Chain *c)
  * [..., KVH * G, S, D], each intermediate read once. Returns t (the attention reads
  * it as a grouped operand, ir/infer.c) and adds the three ops to c; -1 where x is
  * not that. */
-static int grouped(const Aw *w, int x, Chain *c)
+static int grouped(const Aw *w, int x, Chain *c, int *gdim)
 {
 	const Graph *g = w->g;
 	const Op *r2 = producer(w, x);
@@ -229,6 +232,7 @@ static int grouped(const Aw *w, int x, Chain *c)
 	}
 	if (c->nops + 3 > (int)(sizeof c->ops / sizeof c->ops[0]))
 		return -1;
+	*gdim = j;
 	c->ops[c->nops++] = (int)(r2 - g->ops);
 	c->ops[c->nops++] = (int)(ex - g->ops);
 	c->ops[c->nops++] = (int)(r1 - g->ops);
@@ -362,13 +366,20 @@ static bool match(Aw *w, const Op *y, Chain *c)
 	 * expand (not with --attention keep's kernels: only where it fuses) */
 	c->kt_perm = c->kt_src = -1;
 	if (!g->sym) {
-		int gv = grouped(w, c->v, c);
+		int j, gv = grouped(w, c->v, c, &j);
 		if (gv >= 0)
 			c->v = gv;
 		const Op *pk = producer(w, c->kt);
 		if (pk && pk->kind == OP_PERMUTE && private_to(w, c->kt, 1) &&
 		    private_to(w, pk->in[0], 1)) {
-			int gk = grouped(w, pk->in[0], c);
+			/* the transpose keeps the grouped dim among the batch dims */
+			int nops = c->nops, gk = grouped(w, pk->in[0], c, &j);
+			int r = g->tensors[c->kt].rank;
+			for (int d = r - 2; d < r && gk >= 0; d++)
+				if (pk->attr->axes[d] == j) {
+					gk = -1;
+					c->nops = nops;
+				}
 			if (gk >= 0) {
 				c->kt_perm = (int)(pk - g->ops);
 				c->kt_src = gk;

@@ -13,7 +13,8 @@
  * same chain of views of x W' (+ b'), W' the columns of W moved by h within each
  * block of 2h and negated where they came from the second half. Column c of x W'
  * is the dot product of column c -+ h of x W with every product negated: the same
- * value, negated exactly. So the cat becomes one more matmul of x, a sibling of
+ * value, negated exactly (an exact zero's sign aside: a sum that cancels gives +0
+ * either way, where neg would turn it into -0). So the cat becomes one more matmul of x, a sibling of
  * the projection (passes/siblings.c puts it in the projection's launch), and the
  * multiply and add read both through their views in one kernel. */
 #include <stdlib.h>

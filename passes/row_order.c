@@ -48,7 +48,7 @@ static int only_reader(const VmReaders *rd, int x)
 	return rd->first[x + 1] - rd->first[x] == 1 ? rd->op[rd->first[x]] : -1;
 }
 
-/* Whether constant b adds along y's last dim only (every other dim 1). */
+/* Whether b adds along y's last dim only (every other dim 1). */
 static bool bias_along_last(const Tensor *b, const Tensor *y)
 {
 	if (b->rank < 1 || b->rank > y->rank || b->dim[b->rank - 1] != y->dim[y->rank - 1])
@@ -59,7 +59,7 @@ static bool bias_along_last(const Tensor *b, const Tensor *y)
 	return true;
 }
 
-static bool find_move(const Graph *g, const VmReaders *rd, int i, Move *mv)
+static bool find_move(const Graph *g, const VmReaders *rd, const bool *skip, int i, Move *mv)
 {
 	const Op *m = &g->ops[i];
 	if (m->kind != OP_MATMUL || m->in[0] == m->in[1])
@@ -81,7 +81,7 @@ static bool find_move(const Graph *g, const VmReaders *rd, int i, Move *mv)
 		const Op *ad = &g->ops[o];
 		int b = ad->in[0] == x ? ad->in[1] : ad->in[0];
 		const Tensor *z = &g->tensors[ad->out[0]];
-		if (b != x && bias_along_last(&g->tensors[b], y) && !z->is_output &&
+		if (b != x && g->tensors[b].data && bias_along_last(&g->tensors[b], y) && !z->is_output &&
 		    z->rank == y->rank && !memcmp(z->dim, y->dim, sizeof *z->dim * (size_t)y->rank)) {
 			mv->add = o;
 			x = ad->out[0];
@@ -136,7 +136,12 @@ static bool find_move(const Graph *g, const VmReaders *rd, int i, Move *mv)
 		up[nup++] = g->tensors[t].producer;
 		t = p->in[0];
 	}
-	if (!copy)
+	/* T and the views to it must outlive the earlier moves (one of them may have
+	 * replaced the matmul that made T) */
+	bool gone = g->tensors[t].producer >= 0 && skip[g->tensors[t].producer];
+	for (int q = 0; q < nup; q++)
+		gone |= skip[up[q]];
+	if (!copy || gone)
 		return false;
 	vm_dense(&am, &g->tensors[t]);
 	for (int q = nup - 1; q >= 0; q--)
@@ -300,7 +305,7 @@ int pass_row_order(Graph *g, int *nmoved)
 	for (int i = 0; i < n; i++) {
 		at[i] = -1;
 		Move c;
-		if (skip[i] || !find_move(g, &rd, i, &c))
+		if (skip[i] || !find_move(g, &rd, skip, i, &c))
 			continue;
 		bool taken = c.add >= 0 && skip[c.add];
 		for (int q = 0; q < c.nchain; q++)

@@ -269,7 +269,8 @@ static bool leaf_of(const Graph *g, Cut *c, int x, int u, const ViewMap *w)
  * of the result onto the result of T's rows in their own order (row_order.c moves
  * the views after a matmul in front; this moves them after, where the cut's views
  * take them in). -1 where A is not such a chain or its rows are in order. */
-static int rows_in_order(const Graph *g, const Op *m, const Tensor *xt, ViewMap *x)
+static int rows_in_order(const Graph *g, const Op *m, const Tensor *xt, const bool *skip,
+			 ViewMap *x)
 {
 	const Tensor *a = &g->tensors[m->in[0]];
 	int64_t k = a->dim[a->rank - 1], n = xt->dim[xt->rank - 1];
@@ -281,6 +282,12 @@ static int rows_in_order(const Graph *g, const Op *m, const Tensor *xt, ViewMap 
 		up[nup++] = g->tensors[t].producer;
 		t = p->in[0];
 	}
+	/* T and the views to it must outlive the earlier cuts */
+	bool gone = g->tensors[t].producer >= 0 && skip[g->tensors[t].producer];
+	for (int q = 0; q < nup; q++)
+		gone |= skip[up[q]];
+	if (gone)
+		return -1;
 	if (nup == 0 || a->rank != xt->rank)
 		return -1;
 	ViewMap am;
@@ -325,7 +332,7 @@ static int rows_in_order(const Graph *g, const Op *m, const Tensor *xt, ViewMap 
  * reshape and a permute of them: nn.MultiheadAttention's packed in-projection,
  * reshaped to [seq, batch, 3, dim], transposed and indexed, each of q, k and v
  * then split into heads. */
-static bool find_tree(const Graph *g, int x, const VmReaders *rd, Cut *c)
+static bool find_tree(const Graph *g, int x, const VmReaders *rd, const bool *skip, Cut *c)
 {
 	const Op *m = &g->ops[c->m];
 	const Tensor *xt = &g->tensors[x];
@@ -335,7 +342,7 @@ static bool find_tree(const Graph *g, int x, const VmReaders *rd, Cut *c)
 	ViewMap *map = malloc(sizeof *map * (CUT_VIEWS + 1));
 	int nq = 1;
 	q[0] = x;
-	c->rows_of = rows_in_order(g, m, xt, &map[0]);
+	c->rows_of = rows_in_order(g, m, xt, skip, &map[0]);
 	if (c->rows_of < 0)
 		vm_dense(&map[0], xt);
 	bool ok = true;
@@ -391,7 +398,8 @@ static bool find_tree(const Graph *g, int x, const VmReaders *rd, Cut *c)
 }
 
 /* The cut at matmul op i, or false. */
-static bool find_cut(const Graph *g, int i, const VmReaders *rd, const int *nread, Cut *c)
+static bool find_cut(const Graph *g, int i, const VmReaders *rd, const int *nread,
+		     const bool *skip, Cut *c)
 {
 	int x = projection(g, i, rd, c);
 	if (x < 0)
@@ -403,7 +411,7 @@ static bool find_cut(const Graph *g, int i, const VmReaders *rd, const int *nrea
 	c->m = i;
 	c->add = add;
 	c->resh = -1;
-	return find_tree(g, x, rd, c);
+	return find_tree(g, x, rd, skip, c);
 }
 
 /* A new constant: columns [a, e) of constant t's last dim. */
@@ -555,7 +563,7 @@ static void unsplit(Graph *g, SiblingInfo *info)
 	vm_readers(g, &rd);
 	for (int i = 0; i < n; i++) {
 		at[i] = -1;
-		if (skip[i] || g->ops[i].kind != OP_MATMUL || !find_cut(g, i, &rd, nread, &c))
+		if (skip[i] || g->ops[i].kind != OP_MATMUL || !find_cut(g, i, &rd, nread, skip, &c))
 			continue;
 		bool taken = false;   /* an op of it in an earlier cut */
 		for (int v = 0; v < c.nview; v++)
