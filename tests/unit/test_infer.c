@@ -238,8 +238,12 @@ static const Case cases[] = {
 	    "[..., M, D], [..., D, N], [..., N, E])", "f32[8,4]", "f32[5,6]", "f32[6,2]"),
 	ERR(OP_ATTENTION, SCALAR, "attention bias [8,5] does not broadcast to the scores",
 	    "f32[8,4]", "f32[4,6]", "f32[6,2]", "f32[8,5]"),
-	ERR(OP_ATTENTION, SCALAR, "attention batch dims do not broadcast: q [2,8,4], kt "
-	    "[3,4,6], v [1,6,2]", "f32[2,8,4]", "f32[3,4,6]", "f32[1,6,2]"),
+	ERR(OP_ATTENTION, SCALAR, "attention batch dims neither broadcast nor group: q [2,8,4], "
+	    "kt [3,4,6], v [1,6,2]", "f32[2,8,4]", "f32[3,4,6]", "f32[1,6,2]"),
+	/* grouped (grouped-query attention): kt's and v's 2 heads under q's 6 */
+	OK(OP_ATTENTION, SCALAR, "f32[6,8,2]", "f32[6,8,4]", "f32[2,4,6]", "f32[2,6,2]"),
+	ERR(OP_ATTENTION, SCALAR, "attention batch dims neither broadcast nor group: q [6,8,4], "
+	    "kt [4,4,6], v [4,6,2]", "f32[6,8,4]", "f32[4,4,6]", "f32[4,6,2]"),
 	ERR(OP_ATTENTION, SCALAR, "op needs a float tensor, got i32", "i32[2,2]", "i32[2,2]",
 	    "i32[2,2]"),
 	ERR(OP_ATTENTION, NULL, "missing attribute 'scalar'", "f32[2,2]", "f32[2,2]", "f32[2,2]"),
