@@ -127,6 +127,11 @@ static void mm_fuse(Fuser *f, const RelOp *op)
 		m->nchain = 1;
 		m->chain[0] = m->out.id;
 		stats_add(&m->epi, op, true);
+		/* the first sibling brings the shared operand into F (the anchor's read
+		 * of it was cleared) next to the anchor's result: count both in U as
+		 * well, so that U - F is the reads of it the group saves */
+		if (m->nmm == 2)
+			m->epi.u += 2;
 		return;
 	}
 	if (op->kind == OP_MATMUL || op->kind == OP_CONV2D || op->kind == OP_ATTENTION) {
