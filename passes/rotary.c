@@ -162,6 +162,24 @@ static int rotated(Rebuild *o, int t, int64_t h)
 	return id;
 }
 
+/* The views chain[from..to) of rotation r applied to y, each writing a new tensor
+ * (the last one writing last, when last >= 0); returns the last one's tensor. */
+static int rot_views(Rebuild *o, const Rot *r, int from, int to, int y, int last)
+{
+	const Graph *g = o->g;
+	for (int q = from; q < to; q++) {
+		Op v = g->ops[r->chain[q]];
+		int out = q == to - 1 && last >= 0 ? last : rb_tensor(o, v.out[0], ":rotated");
+		v.in = ARENA_NEW(g->arena, int, 1);
+		v.in[0] = y;
+		v.in_status = NULL;
+		v.out[0] = out;
+		o->ops[o->k++] = v;
+		y = out;
+	}
+	return y;
+}
+
 int pass_rotary(Graph *g, int *nrot)
 {
 	*nrot = 0;
@@ -199,7 +217,8 @@ int pass_rotary(Graph *g, int *nrot)
 			if (at[i] < 0)
 				o.ops[o.k++] = g->ops[i];
 			/* the rotated projection right after the projection (its bias add
-			 * after the add), the views where the cat was */
+			 * after the add), then every view of the chain but the last; that
+			 * one where the cat was */
 			for (int q = 0; q < nrt; q++) {
 				const Rot *r = &rt[q];
 				const Op *m = &g->ops[r->m], *ad = r->add >= 0 ? &g->ops[r->add] : NULL;
@@ -223,23 +242,16 @@ int pass_rotary(Graph *g, int *nrot)
 					add.out[0] = made[q] = rb_tensor(&o, ad->out[0], ":rotated");
 					o.ops[o.k++] = add;
 				}
+				if (i == (ad ? r->add : r->m))
+					made[q] = rot_views(&o, r, 0, r->nchain - 1, made[q], -1);
 			}
 			if (at[i] < 0)
 				continue;
 			const Rot *r = &rt[at[i]];
 			int y = made[at[i]], cat = g->ops[i].out[0];
-			/* the same views, the last one writing the cat's tensor */
-			for (int q = 0; q < r->nchain; q++) {
-				Op v = g->ops[r->chain[q]];
-				int out = q < r->nchain - 1 ? rb_tensor(&o, v.out[0], ":rotated") : cat;
-				v.in = ARENA_NEW(g->arena, int, 1);
-				v.in[0] = y;
-				v.in_status = NULL;
-				v.out[0] = out;
-				o.ops[o.k++] = v;
-				y = out;
-			}
-			if (r->nchain == 0) {
+			if (r->nchain > 0) {
+				rot_views(&o, r, r->nchain - 1, r->nchain, y, cat);
+			} else {
 				/* the projection is t itself: a reshape to the same shape */
 				const Tensor *ct = &o.tens[cat];
 				rb_view(&o, &g->ops[i], OP_RESHAPE, y, cat, ct->dim, NULL, ct->rank);

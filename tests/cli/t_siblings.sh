@@ -274,6 +274,18 @@ rot = [l["writes"] for s in p["steps"] for l in s["launches"]
 assert len(rot) == 4, rot
 assert all(any(not w.endswith(":rotated") for w in ws) for ws in rot), rot
 ' "$TMP/rot/model.plan.json"
+# q * cos + rotated q * sin read both products in one launch: k's in both blocks,
+# q's at least in the first (the rotated product's reshape sits beside the
+# projection's, so the search does not see it first in the middle of the multiply)
+check rot-rope-launch 0 "$(npy_python)" -c '
+import json, sys
+p = json.load(open(sys.argv[1]))
+kind = {k["name"]: k["kind"] for k in p["kernels"]}
+both = [l["reads"] for s in p["steps"] for l in s["launches"]
+        if kind[l["kernel"]] == "elemwise" and
+        any(r + ":rotated" in l["reads"] for r in l["reads"])]
+assert len(both) >= 3, both
+' "$TMP/rot/model.plan.json"
 
 # two row-reordered matmuls in a row: the second's operand is the first's result,
 # which the first's move makes anew, so only the first moves; the same bytes as
