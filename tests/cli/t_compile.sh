@@ -151,9 +151,11 @@ check compile-tf32-cache-1 0 "$FUSEC" compile $TF -o "$TMP/kc1" --cache-dir "$TM
 check compile-tf32-cache-2 0 "$FUSEC" compile $TF -o "$TMP/kc2" --cache-dir "$TMP/kc" --allow-tf32
 contains compile-tf32-cache-ptx "$TMP/kc2/mm_check_tf32.ptx" 'mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32'
 # twins (codegen/module.c): the two matmuls (tiled: K = 128) differ only in
-# whether x may be overwritten, so their code is the same; LLVM compiles it once and the second
-# kernel's PTX is the first's renamed, the same bytes as compiling both
-printf 'format: fusec-graph/1\nname: twins\ninputs:\n  x0: {dtype: f32, shape: [64, 128]}\n  w1: {dtype: f32, shape: [128, 64]}\n  w2: {dtype: f32, shape: [128, 64]}\nops:\n  - {op: neg, in: [x0], out: x}\n  - {op: sync}\n  - {op: matmul, in: [x, w1], out: q}\n  - {op: matmul, in: [x, w2], out: k}\n  - {op: sync}\n  - {op: add, in: [q, k], out: y}\noutputs: [y]\n' > "$TMP/twins.yaml"
+# whether their first operand may be overwritten, so their code is the same; LLVM
+# compiles it once and the second kernel's PTX is the first's renamed, the same
+# bytes as compiling both (two first operands: matmuls sharing one are siblings,
+# one launch)
+printf 'format: fusec-graph/1\nname: twins\ninputs:\n  x0: {dtype: f32, shape: [64, 128]}\n  w1: {dtype: f32, shape: [128, 64]}\n  w2: {dtype: f32, shape: [128, 64]}\nops:\n  - {op: neg, in: [x0], out: x}\n  - {op: relu, in: [x0], out: x2}\n  - {op: sync}\n  - {op: matmul, in: [x, w1], out: q}\n  - {op: matmul, in: [x2, w2], out: k}\n  - {op: add, in: [x2, x2], out: z}\n  - {op: sync}\n  - {op: add, in: [q, k], out: y}\noutputs: [y, z]\n' > "$TMP/twins.yaml"
 check twins 0 "$FUSEC" compile "$TMP/twins.yaml" -o "$TMP/tw1" --no-cache --time &&
 	contains twins-found "$TMP/err" "(1 compiled once for another: same code)"
 check twins-off 0 env FUSEC_NO_TWINS=1 "$FUSEC" compile "$TMP/twins.yaml" -o "$TMP/tw2" --no-cache
