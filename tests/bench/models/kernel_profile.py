@@ -44,7 +44,8 @@ def torch_kind(name):
 
 def fusec_side(a, path, ins, inputs):
     env = dict(os.environ, LD_LIBRARY_PATH=a.bundle + ":" + os.environ.get("LD_LIBRARY_PATH", ""))
-    plan = os.path.join(a.work, "plan")
+    # a folder of this model's own: a run of another model left its plan in "plan"
+    plan = os.path.join(a.work, "plan_" + os.path.splitext(os.path.basename(path))[0])
     r = subprocess.run([os.path.join(a.bundle, "fusec"), "compile", path, "-o", plan, "-q",
                         "--no-cache", "-j", "16"], env=env, capture_output=True, text=True)
     if r.returncode:
