@@ -68,6 +68,7 @@ const LayoutInfo *cmd_layout_info(void);
 const char *cmd_attention_name(void);
 const AttentionInfo *cmd_attention_info(void);
 const SiblingInfo *cmd_sibling_info(void);      /* passes/siblings.c */
+int cmd_kmajor_made(void);                      /* passes/kmajor.c */
 /* A getopt_long call of subcommand sub returned '?' (opterr is 0): say which option
  * was unknown, with a "did you mean" from longopts and the driver's own options
  * (--max-ops, --input-shape, ...), or which one lacks its value. Always returns

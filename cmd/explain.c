@@ -168,6 +168,8 @@ int cmd_explain(int argc, char **argv)
 		pass_layout_summary(cmd_layout_info(), &b);
 	if (cmd_precision_info() && !json)
 		pass_precision_summary(g, cmd_precision_info(), &b);
+	if (!json)
+		pass_kmajor_summary(cmd_kmajor_made(), &b);
 	const char **entry = entry_names(s, arch[0], tf32, a);
 	pass_explain_ex(s, (int)op, json, entry, cmd_attention_info(), &b);
 	if (b.len)

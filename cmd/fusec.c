@@ -145,6 +145,12 @@ static LayoutInfo layout_info;       /* of the last graph loaded */
 static const char *attention_name;
 static AttentionInfo attention_info; /* of the last graph loaded */
 static SiblingInfo sibling_info;     /* of the last graph loaded (passes/siblings.c) */
+static int kmajor_made;              /* its matmuls reading a weight K-major (kmajor.c) */
+
+int cmd_kmajor_made(void)
+{
+	return kmajor_made;
+}
 
 const SiblingInfo *cmd_sibling_info(void)
 {
@@ -210,18 +216,20 @@ static Graph *apply_precision(Graph *g)
 		cmd_print_diag_code(&d, "invalid-input");
 		return NULL;
 	}
-	if (!g || !precision_name)
+	if (!g)
 		return g;
-	if (pl_convert(g, &precision, &precision_info, &d)) {
+	if (precision_name && pl_convert(g, &precision, &precision_info, &d)) {
 		cmd_print_diag_code(&d, "invalid-input");
 		return NULL;
 	}
-	if (g->sym && ir_sym_refresh(g, &d)) {
+	/* the weights K-major, once their dtype is known */
+	pl_kmajor(g, burn_seen, &kmajor_made);
+	if ((precision_name || kmajor_made) && g->sym && ir_sym_refresh(g, &d)) {
 		cmd_print_diag_code(&d, "invalid-input");
 		return NULL;
 	}
-	if (!precision_info.nlow && !precision_info.nkept && !precision_info.npromoted &&
-	    !cmd_diag_json)
+	if (precision_name && !precision_info.nlow && !precision_info.nkept &&
+	    !precision_info.npromoted && !cmd_diag_json)
 		fprintf(stderr, "%s: warning: --precision %s: '%s' computes nothing in f32; "
 			"nothing was converted\n", cmd_prog, precision_name, g->file);
 	return g;

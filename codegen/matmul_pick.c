@@ -55,6 +55,7 @@ enum {
 	MM_ATTWG64 = 35,         /* the attention op on wgmma (sm_90a), 64 keys a step */
 	MM_ATTWGK128 = 38,       /* the same, 128 keys a step, head dims up to 128 */
 	MM_GEMV_SPLIT_K = 128,   /* gemv: K a split keeps at least */
+	MM_WG96WS = 39,          /* wg128x96x64s4ws */
 };
 
 /* The tile-configuration table (docs/design.md, "Matmul tiles"). Index 0 is "no
@@ -177,6 +178,10 @@ static const MmConfig mm_configs[] = {
 	{"attwg128x64d128", true, false, false, 1, 128, 64, 128, 8, 1, 1, 0, true, 0, true, false, false},
 	{"attwg128x128d64", true, false, false, 2, 128, 128, 64, 8, 1, 1, 0, true, 0, true, false, false},
 	{"attwg128x128d128", true, false, false, 1, 128, 128, 128, 8, 1, 1, 0, true, 0, true, false, false},
+	/* ws, 96 columns (B K-major only: a 128-byte panel of 96 rows; MN-major
+	 * panels are 64 columns wide): a matmul of 768 columns at 2048 rows has 128
+	 * tiles of these for 132 SMs where 128x128 leaves 36 of them idle */
+	{"wg128x96x64s4ws", true, false, false, 1, 128, 96, 64, 8, 1, 4, 0, true, 0, false, true, false},
 };
 enum { MM_NCONFIGS = (int)(sizeof mm_configs / sizeof mm_configs[0]) };
 
@@ -361,6 +366,14 @@ static bool ws_applies(const CgKernelSpec *s, const MmConfig *c, const int64_t *
 	int ng = mm_members(s, mem);
 	if (mm->kind != OP_MATMUL)
 		return false;
+	/* a tile narrower than a panel of 64 columns reads B K-major only */
+	for (int g = 0; g < ng && c->bn % 64; g++) {
+		const RelTensor *b = &s->ops[mem[g]].t[1];
+		int perm[IR_MAX_RANK];
+		mm_operand_view(s, mem[g], b, perm);
+		if (perm[b->rank - 2] != b->rank - 1)
+			return false;
+	}
 	if (ng < 2)
 		return true;
 	int nt = 1;
@@ -566,8 +579,22 @@ int cg_matmul_variant(const CgKernelSpec *s, const char *arch, bool host, bool a
 	 * size has no tensor maps) */
 	if (wg && big256 >= 3 * MM_WAVE)
 		return ws_or(s, MM_WG256, divs, dims, ndims);
-	if (wg && 2 * big >= MM_WAVE)
-		return ws_or(s, MM_WG128, divs, dims, ndims);
+	if (wg && 2 * big >= MM_WAVE) {
+		/* 96 columns where their waves are shorter: the tiles a block
+		 * takes times the tile's width, a 96-wide column counting 1.1 of a
+		 * 128-wide one's (the H200, bf16, B K-major: 2048x2048x768 took
+		 * 22.3 us on 352 tiles of 96, 18.5 on 256 of 128). 2048 rows by 768
+		 * columns: 128 tiles of 96 in one wave, where 96 of 128 leave 36
+		 * SMs idle: 11.0 us against 12.0; 2048x2304x768 + bias 24.6
+		 * against 26.4 (docs/benchmarks.md, session 52) */
+		int v = ws_or(s, MM_WG128, divs, dims, ndims);
+		int64_t big96 = batch * ((m + 127) / 128) * ((n + 95) / 96);
+		int64_t r128 = (big + MM_WAVE - 1) / MM_WAVE, r96 = (big96 + MM_WAVE - 1) / MM_WAVE;
+		if (mm_configs[v].ws && r96 * 96 * 11 < r128 * 128 * 10 &&
+		    ws_every_size(s, &mm_configs[MM_WG96WS], divs, dims, ndims))
+			return MM_WG96WS;
+		return v;
+	}
 	/* 9 to 16 rows on the tensor cores: K split 4 ways wherever the blocks stay
 	 * within a wave of two per SM (16x4096x4096 bf16: 25 us against 31 split 2
 	 * ways; docs/benchmarks.md, "Tiny M") */

@@ -224,7 +224,8 @@ static fusec_result *compile(PlSource *src, const fusec_options *uo, const char 
 	AttentionInfo ainfo;
 	if (!(res->g = pl_load(res->a, src, d, &nd)) || pl_simplify(res->g, uo && uo->burn_exact, NULL) ||
 	    pl_attention(res->g, attention_of(uo), &ainfo) || pl_layout(res->g, &lo, &linfo) ||
-	    (res->po.precision && pl_convert(res->g, &prec, &pinfo, d))) {
+	    (res->po.precision && pl_convert(res->g, &prec, &pinfo, d)) ||
+	    pl_kmajor(res->g, uo && uo->burn_exact, NULL)) {
 		code = PL_INVALID;
 		goto fail;
 	}
@@ -507,10 +508,12 @@ char *fusec_explain(const char *path, const fusec_options *o, const char *op, in
 	LayoutOptions lo = layout_of(o);
 	AttentionInfo ainfo = {0};
 	SiblingInfo sinfo = {0};
+	int nkmajor = 0;
 	if (!(g = pl_load(a, &src, d, &nd)) || pl_simplify(g, o && o->burn_exact, &sinfo) ||
 	    pl_attention(g, attention_of(o), &ainfo) ||
 	    pl_layout(g, &lo, &linfo) ||
-	    (po.precision && pl_convert(g, &prec, &pinfo, d))) {
+	    (po.precision && pl_convert(g, &prec, &pinfo, d)) ||
+	    pl_kmajor(g, o && o->burn_exact, &nkmajor)) {
 		code = PL_INVALID;
 		goto out;
 	}
@@ -536,6 +539,8 @@ char *fusec_explain(const char *path, const fusec_options *o, const char *op, in
 	}
 	if (po.precision && pinfo.shadow && !json)
 		pass_precision_summary(g, &pinfo, &b);
+	if (!json)
+		pass_kmajor_summary(nkmajor, &b);
 	pass_explain_ex(s, (int)opi, json != 0, entry, &ainfo, &b);
 	text = b.data ? b.data : xcalloc(1, 1);
 out:

@@ -191,6 +191,15 @@ int pl_convert(Graph *g, const PrecisionOptions *p, PrecisionInfo *info, Diag *d
 	return pass_precision(g, p, info, d);
 }
 
+int pl_kmajor(Graph *g, bool burn_exact, int *nmade)
+{
+	int none;
+	if (!nmade)
+		nmade = &none;
+	*nmade = 0;
+	return burn_exact ? 0 : pass_kmajor(g, nmade);
+}
+
 Schedule *pl_schedule(const Graph *g, const SearchOptions *so, Diag *d)
 {
 	Schedule *s = pass_search(g, so);

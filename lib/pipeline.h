@@ -6,9 +6,9 @@
  * compile writes, built in memory (CgOutputs: the plan and one PTX per arch). The
  * steps, in pl_compile:
  *
- *     load → convert → search → verify → lower → emit → plan
+ *     load → convert → weights → search → verify → lower → emit → plan
  *
- * (convert: --precision bf16|f16, pl_convert, when asked.)
+ * (convert: --precision bf16|f16, pl_convert, when asked; weights: pl_kmajor.)
  * Every subcommand goes through it: compile and the cuda backend of run and bench
  * all of it, explain and the cpu backend up to verify (then their own lowering).
  * Nothing here prints or exits: errors come back as Diags, which cmd/ prints and
@@ -114,6 +114,10 @@ int pl_attention(Graph *g, AttentionMode mode, AttentionInfo *info);
  * passes/precision.c); info says what was converted. 0, or -1 with *d (an unknown
  * --keep-f32 entry). */
 int pl_convert(Graph *g, const PrecisionOptions *p, PrecisionInfo *info, Diag *d);
+/* weights: the constant weights of f16/bf16 matmuls stored K-major (after the
+ * conversion, which decides their dtype; passes/kmajor.c); none under
+ * burn_exact. *nmade (may be NULL): the matmuls that read them so. Returns 0. */
+int pl_kmajor(Graph *g, bool burn_exact, int *nmade);
 /* search → verify: the schedule, or NULL with the fault in *d. */
 Schedule *pl_schedule(const Graph *g, const SearchOptions *so, Diag *d);
 /* search → verify → lower → emit → plan. 0, or -1 with *d (r freed). */

@@ -337,3 +337,80 @@ sed 's/dims: {batch: 1..32, seq: 1..512}/dims: {batch: 1..32, seq: 1..512, hidde
 check ws-dyn-k-compile 0 "$FUSEC" compile "$TMP/dwsk.yaml" --arch sm_90a --no-cache -o "$TMP/dwsk"
 check ws-dyn-k-plain 1 grep -q "s4ws" "$TMP/dwsk/dws.plan.json"
 contains ws-dyn-k-wg "$TMP/dwsk/dws.plan.json" '"tiles":"wg128x'
+
+# ---- constant weights K-major and the 96-wide tile (passes/kmajor.c,
+# wg128x96x64s4ws in codegen/matmul_pick.c) ----
+# make_kmajor.py's graph: y1 and z read w1, y3 reads wr (which an add also reads),
+# q and k are siblings, s has K = 20, t 8 rows
+python3 tests/bench/gpu/make_kmajor.py "$TMP/kmaj.json"
+check km-explain 0 "$FUSEC" explain "$TMP/kmaj.json"
+contains km-explain-line "$TMP/out" "weights: 3 matmuls read their constant weight K-major (stored transposed, read through a swap_dims view)"
+check km-explain-burn 0 "$FUSEC" explain "$TMP/kmaj.json" --burn-exact
+check km-explain-burn-none 1 grep -q "^weights:" "$TMP/out"
+check km-compile 0 "$FUSEC" compile "$TMP/kmaj.json" --no-cache -o "$TMP/kmp"
+contains km-launches "$TMP/err" "compiled mm_kmajor_bf16: 13 ops → 7 launches"
+python3 - "$TMP/kmp/mm_kmajor_bf16.plan.json" > "$TMP/km.out" 2>&1 <<'PY'
+import json, sys
+p = json.load(open(sys.argv[1]))
+ts = [t["name"] for t in p["tensors"]]
+# one transpose of w1 read through two views, one of wr; wr itself stays (the add)
+for n in ("w1:t", "wr:t", "wr"):
+    assert n in ts, (n, ts)
+for n in ("w1", "wq:t", "wk:t", "wo:t", "w4:t"):
+    assert n not in ts, (n, ts)
+# each view in its matmul's launch: no launch of a view alone
+ls = [l for s in p["steps"] for l in s["launches"]]
+assert not [l for l in ls if l["kernel"].startswith("swap_dims")], ls
+PY
+check km-plan 0 cat "$TMP/km.out"
+# the values are the graph's: the interpreter's bytes as --burn-exact's (no pass),
+# the cpu backend by the rule and with the wgmma tiles forced
+check km-interp 0 "$FUSEC" run "$TMP/kmaj.json" --backend interp --seed 1 --outputs "$TMP/kmi"
+check km-interp-burn 0 "$FUSEC" run "$TMP/kmaj.json" --backend interp --seed 1 --burn-exact --outputs "$TMP/kmb"
+for o in y1 q k z y3 e s t; do
+	same_files "km-interp-$o" "$TMP/kmi/$o.npy" "$TMP/kmb/$o.npy"
+done
+for c in rule wg128x96x64s4ws wg128x128x64s4ws; do
+	if [ $c = rule ]; then set --; else set -- env FUSEC_MATMUL_TILES=$c; fi
+	check "km-cpu-$c" 0 "$@" "$FUSEC" run "$TMP/kmaj.json" --backend cpu --seed 1 --check
+	grep -c " ok$" "$TMP/out" >"$TMP/n"
+	same "km-cpu-$c-ok" "$TMP/n" 8
+done
+# the rule: 96 columns where their waves are shorter (B K-major), else 128; an
+# MN-major B never takes 96 (its panels are 64 columns), even forced
+while read -r m n k bt cfg; do
+	nm=km_${m}x${n}x${k}_$bt
+	if [ "$bt" = kt ]; then
+		w="wt: {dtype: bf16, shape: [$n, $k]}" v="- {op: swap_dims, in: [wt], out: w, dims: [0, 1]}"
+	else
+		w="w: {dtype: bf16, shape: [$k, $n]}" v=
+	fi
+	cat >"$TMP/$nm.yaml" <<YAML
+format: fusec-graph/1
+name: $nm
+inputs:
+  x: {dtype: bf16, shape: [$m, $k]}
+  $w
+ops:
+  $v
+  - {op: matmul, in: [x, w], out: y}
+outputs: [y]
+YAML
+	check "km-rule-$nm" 0 "$FUSEC" compile "$TMP/$nm.yaml" --no-cache -o "$TMP/kmr"
+	contains "km-rule-$nm-tiles" "$TMP/kmr/$nm.plan.json" "\"tiles\":\"$cfg\""
+	check "km-forced-$nm" 0 env FUSEC_MATMUL_TILES=wg128x96x64s4ws "$FUSEC" compile "$TMP/$nm.yaml" --no-cache -o "$TMP/kmf"
+	if [ "$bt" = kt ]; then
+		contains "km-forced-$nm-tiles" "$TMP/kmf/$nm.plan.json" '"tiles":"wg128x96x64s4ws"'
+	else
+		check "km-forced-$nm-not" 1 grep -q wg128x96 "$TMP/kmf/$nm.plan.json"
+	fi
+done <<'EOF2'
+2048 768 768 kt wg128x96x64s4ws
+2048 2304 768 kt wg128x96x64s4ws
+2048 2048 768 kt wg128x128x64s4ws
+3152 2304 768 kt wg128x128x64s4ws
+2048 768 768 mn wg128x128x64s4ws
+EOF2
+if [ -x "$PTXAS" ]; then
+	check km-ptxas 0 "$PTXAS" -arch=sm_90a "$TMP/kmf/km_3152x2304x768_kt.ptx" -o "$TMP/km.cubin"
+fi

@@ -5,13 +5,13 @@ width 1024), each with its epilogue, timed under every tile configuration of a
 list against torch on the same inputs. docs/benchmarks.md, "Matmul under a wave".
 
 On the build machine (no torch needed), the graphs:
-    python3 tests/bench/gpu/mm_sweep.py make DIR [--small | --big | --waves | --gemv]
+    python3 tests/bench/gpu/mm_sweep.py make DIR [--small | --big | --waves | --gemv | --kt]
 then one plan folder per graph and configuration, compiled with
 FUSEC_MATMUL_TILES=CONFIG into P/CONFIG/NAME (and the rule's own into P/rule/NAME).
 
 On the GPU machine:
     python3 tests/bench/gpu/mm_sweep.py run --fusec-run G/fusec-run --graphs DIR \\
-        --plans P [--iters N] [--small | --big | --waves | --gemv]
+        --plans P [--iters N] [--small | --big | --waves | --gemv | --kt]
 prints, per graph, fusec-run's total median for every configuration folder that
 holds the graph, torch.matmul alone and torch eager (matmul + epilogue), both f32
 without TF32, and the largest relative error of fusec's output against torch.
@@ -114,7 +114,22 @@ GEMV = [("v_%dx%dx%d_bias%s" % (m, n, k, "" if dt == "f32" else "_" + dt), dt, m
                      (11008, 4096), (4096, 11008))]
 
 
+# --kt: the model shapes of issue 22 at 2048 and 3152 tokens (bf16) whose B is
+# K-major, as the constant weights of a model are after passes/kmajor.c (the
+# graph reads w^T through a swap_dims view): the ground of the 96-wide tile
+# (wg128x96x64s4ws) against 128 and 256 (matmul_pick.c)
+KT = [("k_%dx%dx%d%s_bf16_kt" % (m, n, k, "" if e == "none" else "_" + e), "bf16", m, n, k, e)
+      for m, n, k, e in ((2048, 768, 768, "none"), (2048, 768, 2048, "none"),
+                         (2048, 768, 768, "bias_residual"), (2048, 768, 3072, "bias_residual"),
+                         (2048, 1536, 768, "none"), (2048, 2304, 768, "bias"),
+                         (2048, 2048, 768, "none"), (2048, 3072, 768, "bias_gelu"),
+                         (3152, 768, 768, "bias_residual"), (3152, 768, 3072, "bias_residual"),
+                         (3152, 2304, 768, "bias"))]
+
+
 def shapes_of(args):
+    if getattr(args, "kt", False):
+        return KT
     if args.gemv:
         return GEMV
     if args.waves:
@@ -132,6 +147,11 @@ def make(out, shapes):
         b = [batch_of(name)] if batch_of(name) else []
         ins = {"a": {"dtype": dt, "shape": b + [m, k]}, "w": {"dtype": dt, "shape": b + [k, n]}}
         ops = [{"op": "matmul", "in": ["a", "w"], "out": "mm"}]
+        if name.endswith("_kt"):
+            del ins["w"]
+            ins["wt"] = {"dtype": dt, "shape": b + [n, k]}
+            r = len(b) + 2
+            ops.insert(0, {"op": "swap_dims", "in": ["wt"], "out": "w", "dims": [r - 2, r - 1]})
         y = "mm"
         if epi.startswith("bias"):
             ins["bias"] = {"dtype": dt, "shape": [1, n]}
@@ -177,7 +197,8 @@ def run_sweep(args):
             np.save(os.path.join(in_dir, key + ".npy"), a)
         x = bench.to_torch(graph, arrays)
         f = torch_graph.build(graph)
-        a, w = x["a"], x["w"]
+        a = x["a"]
+        w = x["wt"].transpose(-2, -1) if "wt" in x else x["w"]
         with torch.no_grad():
             ref = f(x)
             t_mm = bench.time_cuda(lambda _: torch.matmul(a, w), [None], args.iters, 5)
@@ -239,11 +260,13 @@ def main():
     mk.add_argument("--big", action="store_true")
     mk.add_argument("--waves", action="store_true")
     mk.add_argument("--gemv", action="store_true")
+    mk.add_argument("--kt", action="store_true")
     rn = sub.add_parser("run")
     rn.add_argument("--small", action="store_true")
     rn.add_argument("--big", action="store_true")
     rn.add_argument("--waves", action="store_true")
     rn.add_argument("--gemv", action="store_true")
+    rn.add_argument("--kt", action="store_true")
     rn.add_argument("--fusec-run", required=True)
     rn.add_argument("--graphs", required=True)
     rn.add_argument("--plans", required=True)
