@@ -55,6 +55,9 @@ LLVMValueRef cg_eval_elementwise(CgKb *kb, const RelOp *op, CgIdx *out)
 		if (k == OP_GELU && op->attr.approx == GELU_NONE &&
 		    (res->dtype == DT_F16 || res->dtype == DT_BF16))
 			return cg_math_gelu_half(&kb->math, v[0]);
+		if ((k == OP_SIGMOID || k == OP_SILU || (k == OP_GELU && op->attr.approx == GELU_TANH)) &&
+		    (res->dtype == DT_F16 || res->dtype == DT_BF16))
+			return cg_math_act_half(&kb->math, k, v[0]);
 		if (ir_dtype_is_float(t))
 			return cg_math_unary(&kb->math, k, v[0], (GeluApprox)op->attr.approx);
 		return cg_int_unary(kb, k, t, v[0]);

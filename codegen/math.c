@@ -40,6 +40,7 @@ typedef struct {
 	LLVMTypeRef it;       /* i32 or i64: the float's bits */
 	bool f64;
 	GeluApprox approx;    /* read by gelu only */
+	OpKind op;            /* read by body_act_half only */
 } Em;
 
 typedef LLVMValueRef (*MathBody)(Em *e, LLVMValueRef *args);
@@ -722,6 +723,42 @@ static LLVMValueRef body_gelu_half(Em *e, LLVMValueRef *args)
 	return mul(e, mul(e, K(e, 0.5), x), ec);
 }
 
+/* The sigmoid family of an f32 value whose result is rounded to f16 or bf16 where it
+ * is made: with e = 2^(-|v| log2 e) in (0, 1] and r = 1/(1 + e), sigmoid(v) is r for
+ * v >= 0 and e r below (so tiny results stay exact-ish, as sigmoid_core's); on the
+ * GPU one ex2.approx and one rcp.approx, about 8 instructions where the f32 form's
+ * exact exp and division take about 30 (an f16/bf16 matmul's SiLU or tanh-GELU
+ * epilogue is bound by them); on the host the portable exp and a division. The
+ * rounded argument of the exp costs about |v| ulps of f32, the approximations 3
+ * more (host/bounds.c); a bf16 ulp is 65536 of them. */
+static LLVMValueRef sigmoid_half(Em *e, LLVMValueRef v)
+{
+	LLVMValueRef ex, r, one = K(e, 1.0);
+	if (e->m->gpu) {
+		ex = nvvm_f32(e, "llvm.nvvm.ex2.approx.f", mul(e, fabs_(e, v), K(e, -LOG2E)));
+		r = nvvm_f32(e, "llvm.nvvm.rcp.approx.ftz.f", add(e, one, ex));
+	} else {
+		ex = em_exp(e, neg(e, fabs_(e, v)));
+		r = fdiv(e, one, add(e, one, ex));
+	}
+	return sel(e, fcmp(e, LLVMRealOLT, v, K(e, 0.0)), mul(e, ex, r), r);
+}
+
+static LLVMValueRef body_act_half(Em *e, LLVMValueRef *a)
+{
+	LLVMValueRef x = a[0];
+	switch (e->op) {
+	case OP_SIGMOID:
+		return sigmoid_half(e, x);
+	case OP_SILU:
+		return mul(e, x, sigmoid_half(e, x));
+	default: {   /* gelu, tanh form: x sigmoid(2u), u = sqrt(2/pi)(x + 0.044715x^3) */
+		LLVMValueRef inner = fma_(e, mul(e, K(e, 0.044715), x), x, K(e, 1.0));
+		return mul(e, x, sigmoid_half(e, mul(e, mul(e, K(e, 2.0 * SQRT_2_OVER_PI), x), inner)));
+	}
+	}
+}
+
 /* ---- pow, rem -------------------------------------------------------------- */
 
 /* pow in f64 with C99 Annex F specials; f32 pow runs this on extended operands. */
@@ -979,6 +1016,17 @@ LLVMValueRef cg_math_gelu_half(CgMath *m, LLVMValueRef x)
 		return math_emit(m, OP_GELU, 1, &x, GELU_NONE);
 	Em e = em_for(m, x, GELU_NONE);
 	return em_helper(&e, "gelu.half", 1, &x, body_gelu_half);
+}
+
+LLVMValueRef cg_math_act_half(CgMath *m, OpKind op, LLVMValueRef x)
+{
+	GeluApprox ap = op == OP_GELU ? GELU_TANH : GELU_NONE;
+	if ((m->gpu && m->libdevice) || LLVMTypeOf(x) != LLVMFloatTypeInContext(m->ctx))
+		return math_emit(m, op, 1, &x, ap);
+	Em e = em_for(m, x, ap);
+	e.op = op;
+	return em_helper(&e, op == OP_SIGMOID ? "sigmoid.half" : op == OP_SILU ? "silu.half" :
+			 "gelu.tanh.half", 1, &x, body_act_half);
 }
 
 LLVMValueRef cg_math_binary(CgMath *m, OpKind op, LLVMValueRef x, LLVMValueRef y)

@@ -46,6 +46,10 @@ LLVMValueRef cg_math_exp_half(CgMath *m, LLVMValueRef x);
  * made: a shorter form, on the GPU and the host alike (math.c has its error;
  * docs/math.md). */
 LLVMValueRef cg_math_gelu_half(CgMath *m, LLVMValueRef x);
+/* OP_SIGMOID, OP_SILU or OP_GELU (the tanh form) of an f32 x whose result is rounded
+ * to f16 or bf16 where it is made: one exp and one reciprocal, approximate on the GPU
+ * (math.c, sigmoid_half, has the error; docs/math.md). */
+LLVMValueRef cg_math_act_half(CgMath *m, OpKind op, LLVMValueRef x);
 /* Ops with two float operands: OP_POW, OP_POWF, OP_POW_SCALAR (x^y, C pow
  * semantics for specials) and OP_REM, OP_REM_SCALAR (x - y*floor(x/y): the
  * result has the sign of y, like torch.remainder). For the _SCALAR ops, y is

@@ -182,6 +182,10 @@ static const MmConfig mm_configs[] = {
 	 * panels are 64 columns wide): a matmul of 768 columns at 2048 rows has 128
 	 * tiles of these for 132 SMs where 128x128 leaves 36 of them idle */
 	{"wg128x96x64s4ws", true, false, false, 1, 128, 96, 64, 8, 1, 4, 0, true, 0, false, true, false},
+	/* the same two with six stages (forced only, FUSEC_MATMUL_TILES): the
+	 * epilogue's region shrinks to make room (mm_ws_epi_rows) */
+	{"wg128x128x64s6ws", true, false, false, 1, 128, 128, 64, 8, 1, 6, 0, true, 0, false, true, false},
+	{"wg128x96x64s6ws", true, false, false, 1, 128, 96, 64, 8, 1, 6, 0, true, 0, false, true, false},
 };
 enum { MM_NCONFIGS = (int)(sizeof mm_configs / sizeof mm_configs[0]) };
 

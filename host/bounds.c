@@ -212,8 +212,14 @@ static double op_ulps(const Op *op, DType vt, double a)
 		 * is 0 or inf either way */
 		return vt == DT_F16 || vt == DT_BF16 ? 4 + 2 * fmin(fabs(a), 104) : 4;
 	case OP_ERF: return 4;
-	case OP_TANH: case OP_SIGMOID: return 5;
-	case OP_SILU: return 6;
+	/* sigmoid and silu with an f16/bf16 result: one exp of -x·log2 e and one
+	 * reciprocal, approximate on the GPU (cg_math_act_half): the rounded
+	 * argument costs 2|x| ulps, as exp's */
+	case OP_TANH: return 5;
+	case OP_SIGMOID:
+		return vt == DT_F16 || vt == DT_BF16 ? 5 + 2 * fmin(fabs(a), 104) : 5;
+	case OP_SILU:
+		return vt == DT_F16 || vt == DT_BF16 ? 6 + 2 * fmin(fabs(a), 104) : 6;
 	case OP_POW: case OP_POWF: case OP_POW_SCALAR: return vt == DT_F64 ? 2 : 4;
 	case OP_GELU:
 		/* the tails are ill-conditioned inside the formula: an ulp of the

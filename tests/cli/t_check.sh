@@ -116,9 +116,11 @@ if sh -c "ulimit -v 1000000; exec '$FUSEC' --version" >/dev/null 2>&1; then
 		contains check-mem-bf16-msg "$TMP/err" "with --check's reference 3.0 GiB)"
 fi
 
-# gelu of an f16 or bf16 result takes the short form (cg_math_gelu_half): every bf16
-# value and every f16 value but ±65504 (whose bound overflows: `not checked`, as
-# with the f32 form) through gelu, each within its bound of the interpreter's
+# gelu of an f16 or bf16 result takes the short form (cg_math_gelu_half), and so do
+# sigmoid, silu and gelu's tanh form (cg_math_act_half): every bf16 value (infinities
+# and NaNs among them) and every f16 value but ±65504 (whose gelu bound overflows:
+# `not checked`, as with the f32 form) through each, within its bound of the
+# interpreter's
 python3 - "$TMP/gh" <<'PY'
 import os, struct, sys
 d = sys.argv[1]
@@ -134,9 +136,13 @@ for t, descr, bits, pack in (("bf16", "<f4", range(65536), lambda i: struct.pack
     npy("%s/%s/x.npy" % (d, t), descr, b"".join(pack(i) for i in bits), len(bits))
     with open("%s/%s.yaml" % (d, t), "w") as f:
         f.write("format: fusec-graph/1\ninputs:\n  x: {dtype: %s, shape: [%d]}\n"
-                "ops:\n  - {op: gelu, in: [x], out: y}\noutputs: [y]\n" % (t, len(bits)))
+                "ops:\n  - {op: gelu, in: [x], out: y}\n  - {op: sigmoid, in: [x], out: s}\n"
+                "  - {op: silu, in: [x], out: l}\n"
+                "  - {op: gelu, in: [x], out: g, approximate: tanh}\noutputs: [y, s, l, g]\n"
+                % (t, len(bits)))
 PY
 for t in bf16 f16; do
-	check "gelu-half-$t" 0 "$FUSEC" run "$TMP/gh/$t.yaml" --backend cpu --inputs "$TMP/gh/$t" --check &&
-		contains "gelu-half-$t-ok" "$TMP/out" "ok"
+	check "gelu-half-$t" 0 "$FUSEC" run "$TMP/gh/$t.yaml" --backend cpu --inputs "$TMP/gh/$t" --check
+	grep -c " ok$" "$TMP/out" >"$TMP/n"
+	same "gelu-half-$t-ok" "$TMP/n" 4
 done
