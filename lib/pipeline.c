@@ -197,7 +197,14 @@ int pl_kmajor(Graph *g, bool burn_exact, int *nmade)
 	if (!nmade)
 		nmade = &none;
 	*nmade = 0;
-	return burn_exact ? 0 : pass_kmajor(g, nmade);
+	/* off by default: measured on Llama, the views it adds open blocks of their
+	 * own in the explorer, whose max_blocks then stops where it did not and
+	 * settles q's rotary multiply and the o projection's residual add apart
+	 * (docs/benchmarks.md, session 52); FUSEC_KMAJOR=1 turns it on */
+	const char *on = getenv("FUSEC_KMAJOR");
+	if (burn_exact || !on || strcmp(on, "1"))
+		return 0;
+	return pass_kmajor(g, nmade);
 }
 
 Schedule *pl_schedule(const Graph *g, const SearchOptions *so, Diag *d)

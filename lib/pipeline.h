@@ -115,8 +115,9 @@ int pl_attention(Graph *g, AttentionMode mode, AttentionInfo *info);
  * --keep-f32 entry). */
 int pl_convert(Graph *g, const PrecisionOptions *p, PrecisionInfo *info, Diag *d);
 /* weights: the constant weights of f16/bf16 matmuls stored K-major (after the
- * conversion, which decides their dtype; passes/kmajor.c); none under
- * burn_exact. *nmade (may be NULL): the matmuls that read them so. Returns 0. */
+ * conversion, which decides their dtype; passes/kmajor.c), where FUSEC_KMAJOR=1 is
+ * set (off by default: lib/pipeline.c says why); none under burn_exact. *nmade
+ * (may be NULL): the matmuls that read them so. Returns 0. */
 int pl_kmajor(Graph *g, bool burn_exact, int *nmade);
 /* search → verify: the schedule, or NULL with the fault in *d. */
 Schedule *pl_schedule(const Graph *g, const SearchOptions *so, Diag *d);

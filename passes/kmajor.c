@@ -8,7 +8,8 @@
  * pass stores W's transpose as a new constant Wt [N, K] and reads it through a
  * swap_dims view, which the matmul kernel takes as its operand's layout: the
  * matmul computes the same products in the same order, so every backend's
- * result is unchanged. W itself stays where something else reads it.
+ * result is unchanged. W itself stays where something else reads it. Off by
+ * default (pl_kmajor in lib/pipeline.c says why); FUSEC_KMAJOR=1 turns it on.
  *
  * Only f16 and bf16 matmuls (after --precision) whose constant second operand is
  * a matrix (its leading dims, if any, 1) with K a multiple of 8 (rows of 16-byte multiples, which the tensor

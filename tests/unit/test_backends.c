@@ -1437,6 +1437,14 @@ static const MmCase mm_cases[] = {
 	 false, "wg128x128x64s4ws"},
 	{"ws 128x256 tiles a^T b^T 136x296x40", DT_F16, {0}, {0}, 136, 296, 40, "residual_gelu",
 	 false, 3, false, "wg128x256x64s4ws"},
+	/* ws, 96 columns: B K-major only (a b^T operand); six stages, the ring
+	 * wrapping past K's seven steps */
+	{"ws 128x96 tiles b^T 130x200x72", DT_BF16, {0}, {0}, 130, 200, 72, "bias_relu", false, 2,
+	 false, "wg128x96x64s4ws"},
+	{"ws 128x96 six stages a^T b^T 136x200x400", DT_F16, {0}, {0}, 136, 200, 400,
+	 "residual_gelu", false, 3, false, "wg128x96x64s6ws"},
+	{"ws 128x128 six stages 130x264x520", DT_BF16, {2, 1}, {1, 1}, 130, 264, 520, "bias_relu",
+	 false, 0, false, "wg128x128x64s6ws"},
 	/* ws ping-pong: each multiplying warpgroup a whole tile on the GPU */
 	{"pp 128x128 tiles a^T 264x136x200", DT_BF16, {0}, {0}, 264, 136, 200, "bias_relu", false,
 	 1, false, "wg128x128x64s4pp"},
