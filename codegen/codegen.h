@@ -213,6 +213,7 @@ int cg_matmul_variant(const CgKernelSpec *spec, const char *arch, bool host,
 		      bool allow_tf32, const int64_t *divs, const int64_t *dims, int ndims);
 const char *cg_matmul_variant_name(int variant);  /* "tc128x128x64s3"; "plain" for 0 */
 int cg_matmul_threads(int variant);   /* its kernel's threads per block (maxntid) */
+int cg_matmul_cluster(int variant);   /* blocks of its clusters (1: none) */
 /* The tensor map of CG_PARAM_TMAP parameter `id` of s's kernel at the launch's dims:
  * the relative id of the tensor it maps (its buffer) in *tensor and the map in *tm;
  * false when the operand's layout has no such map (a stride not a multiple of 16

@@ -171,18 +171,24 @@ static void tiles_launch(int64_t tiles, int64_t split, int64_t partial, int64_t 
  * past MM_SMEM_STATIC. arg: BM, BN, the shape ids of M and N, the number of batch
  * dims, their shape ids, the dynamic shared bytes (0: static), then for split-K the
  * split and the bytes of one block's partial (the scratch: counters, then
- * partials), the number of sibling matmuls (0: one), and the most blocks (0: one
- * a tile; a persistent kernel's, matmul_ws.c). The block is l->block threads. */
+ * partials), the number of sibling matmuls (0: one), the most blocks (0: one
+ * a tile; a persistent kernel's, matmul_ws.c), and the blocks of a cluster (0:
+ * none; the tile columns then count up to a multiple of it, and so does the
+ * grid). The block is l->block threads. */
 static void matmul_rule(const CgLaunch *l, const int64_t *dims, int ndims, CgDims *out)
 {
 	const int64_t *a = l->arg;
 	int64_t m = dim_of(a[2], dims, ndims), n = dim_of(a[3], dims, ndims);
-	int64_t tiles = ((m + a[0] - 1) / a[0]) * ((n + a[1] - 1) / a[1]);
+	int64_t cols = (n + a[1] - 1) / a[1];
+	int64_t cluster = 10 + a[4] < CG_LAUNCH_ARGS && a[10 + a[4]] > 1 ? a[10 + a[4]] : 1;
+	cols = (cols + cluster - 1) / cluster * cluster;
+	int64_t tiles = ((m + a[0] - 1) / a[0]) * cols;
 	for (int d = 0; d < a[4]; d++)
 		tiles *= dim_of(a[5 + d], dims, ndims);
 	if (8 + a[4] < CG_LAUNCH_ARGS && a[8 + a[4]] > 1)
 		tiles *= a[8 + a[4]];
 	int64_t most = 9 + a[4] < CG_LAUNCH_ARGS ? a[9 + a[4]] : 0;
+	most -= most % cluster;
 	tiles_launch(tiles, a[6 + a[4]], a[7 + a[4]], a[5 + a[4]], l->block, most, out);
 }
 

@@ -91,6 +91,10 @@ typedef struct {
 				    warpgroup takes whole tiles, every other one of the
 				    block's, so that one's epilogue runs under the
 				    other's products; the host runs them as wg's */
+	int cluster;             /* ws: blocks of a cluster (2) or 0; a cluster's blocks
+				    take tiles side by side in a row of tiles and load
+				    their shared A tile once, each half of it multicast
+				    to both (matmul_ws.c); the host runs them as wg's */
 } MmConfig;
 
 /* A convolution run as an implicit GEMM on the tiles (matmul_conv.c): per image n

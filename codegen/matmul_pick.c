@@ -62,87 +62,87 @@ enum {
  * tiling". Every entry fits MM_THREADS threads; entries whose shared memory (mm_smem)
  * exceeds MM_SMEM_STATIC take it as the launch's dynamic shared memory. */
 static const MmConfig mm_configs[] = {
-	{"plain", false, false, false, 0, 0, 0, 0, 0, 0, 0, 0, false, 0, false, false, false},
+	{"plain", false, false, false, 0, 0, 0, 0, 0, 0, 0, 0, false, 0, false, false, false, 0},
 	/* 2 blocks per SM: ptxas fits 128 registers (a few hundred bytes of spills), and
 	 * 16 warps hide ldmatrix and mma latency better than 8; BK = 64 and 96 KiB of
 	 * dynamic shared memory: half the barriers of BK = 32, and a short K (G7,
 	 * K = 256) is in flight after the prologue */
-	{"tc128x128x64s3", true, false, false, 2, 128, 128, 64, 2, 4, 3, 0, false, 0, false, false, false},
-	{"tc64x64x32s3", true, false, false, 0, 64, 64, 32, 2, 4, 3, 0, false, 0, false, false, false},
+	{"tc128x128x64s3", true, false, false, 2, 128, 128, 64, 2, 4, 3, 0, false, 0, false, false, false, 0},
+	{"tc64x64x32s3", true, false, false, 0, 64, 64, 32, 2, 4, 3, 0, false, 0, false, false, false, 0},
 	/* f32 SIMT: 2 blocks per SM, 128 registers without spills once the padded
 	 * tiles read at immediate offsets (matmul_simt.c; a conv with a gather asks
 	 * for none, matmul_kernel.c) */
-	{"fma128x128x16s3", false, false, false, 2, 128, 128, 16, 0, 0, 3, 0, false, 0, false, false, false},
-	{"fma64x64x16s3", false, false, false, 0, 64, 64, 16, 0, 0, 3, 0, false, 0, false, false, false},
+	{"fma128x128x16s3", false, false, false, 2, 128, 128, 16, 0, 0, 3, 0, false, 0, false, false, false, 0},
+	{"fma64x64x16s3", false, false, false, 0, 64, 64, 16, 0, 0, 3, 0, false, 0, false, false, false, 0},
 	/* --allow-tf32: mma.sync m16n8k8 tf32; f32 stages are twice the bytes, so the
 	 * large tile takes half the K of the bf16 tiles to stay within 48 KiB */
-	{"tf32x128x128x16s3", true, true, false, 0, 128, 128, 16, 2, 4, 3, 0, false, 0, false, false, false},
-	{"tf32x64x64x32s3", true, true, false, 0, 64, 64, 32, 2, 4, 3, 0, false, 0, false, false, false},
+	{"tf32x128x128x16s3", true, true, false, 0, 128, 128, 16, 2, 4, 3, 0, false, 0, false, false, false, 0},
+	{"tf32x64x64x32s3", true, true, false, 0, 64, 64, 32, 2, 4, 3, 0, false, 0, false, false, false, 0},
 	/* M <= MM_GEMV_M (decode): no shared operand tiles, every dtype and arch; 8
 	 * rows a block (M of 9 to 16 takes two rows of tiles) */
-	{"gemv8x64k8", false, false, true, 2, 8, 64, 8, 0, 0, 0, 0, false, 0, false, false, false},
+	{"gemv8x64k8", false, false, true, 2, 8, 64, 8, 0, 0, 0, 0, false, 0, false, false, false, 0},
 	/* long K with a wave of 128x256 tiles (G5): 64x64 warp tiles (8 ldmatrix.x4
 	 * per 32 mma), 4 stages (96 KiB), 255 registers, one block per SM */
-	{"tc128x256x32s4", true, false, false, 1, 128, 256, 32, 2, 4, 4, 0, false, 0, false, false, false},
+	{"tc128x256x32s4", true, false, false, 1, 128, 256, 32, 2, 4, 4, 0, false, 0, false, false, false, 0},
 	/* split-K (under a wave of output tiles): `split` blocks share an output tile,
 	 * each taking a contiguous share of K; their partial tiles go to the launch's
 	 * scratch and the last of them sums the partials in split order, then runs the
 	 * epilogue (mm_split_combine). Two blocks per SM asked of ptxas (128 registers):
 	 * unbounded, the combine's loads took up to 207 (docs/benchmarks.md, "Matmul
 	 * under a wave") */
-	{"fma64x64x16s3sk3", false, false, false, 2, 64, 64, 16, 0, 0, 3, 3, false, 0, false, false, false},
-	{"fma64x64x16s3sk4", false, false, false, 2, 64, 64, 16, 0, 0, 3, 4, false, 0, false, false, false},
+	{"fma64x64x16s3sk3", false, false, false, 2, 64, 64, 16, 0, 0, 3, 3, false, 0, false, false, false, 0},
+	{"fma64x64x16s3sk4", false, false, false, 2, 64, 64, 16, 0, 0, 3, 4, false, 0, false, false, false, 0},
 	/* the large SIMT tile split: no blocks per SM asked (157 registers with a bias
 	 * epilogue; at 128 it spilled 64 bytes and ran 2048x768x3072 in 0.365 ms
 	 * against 0.281 with none: docs/benchmarks.md, session 40) */
-	{"fma128x128x16s3sk4", false, false, false, 0, 128, 128, 16, 0, 0, 3, 4, false, 0, false, false, false},
-	{"tc64x64x32s3sk2", true, false, false, 2, 64, 64, 32, 2, 4, 3, 2, false, 0, false, false, false},
-	{"tc64x64x32s3sk4", true, false, false, 2, 64, 64, 32, 2, 4, 3, 4, false, 0, false, false, false},
+	{"fma128x128x16s3sk4", false, false, false, 0, 128, 128, 16, 0, 0, 3, 4, false, 0, false, false, false, 0},
+	{"tc64x64x32s3sk2", true, false, false, 2, 64, 64, 32, 2, 4, 3, 2, false, 0, false, false, false, 0},
+	{"tc64x64x32s3sk4", true, false, false, 2, 64, 64, 32, 2, 4, 3, 4, false, 0, false, false, false, 0},
 	/* sm_90a (the default arch): wgmma.mma_async m64nBNk16 straight from the
 	 * stages, one warpgroup per 64 rows (the warp grid 8 x 1 is the accumulator
 	 * layout of wgmma: warp w holds rows 16w..16w+15 of the block tile, the same
 	 * fragment-to-element map as mma.sync's m16n8 repeated along N); operand
 	 * tiles in 128-byte panels with the 128-byte swizzle (wg_desc, matmul_wgmma.c) */
-	{"wg128x128x64s4", true, false, false, 1, 128, 128, 64, 8, 1, 4, 0, true, 0, false, false, false},
-	{"wg128x256x64s4", true, false, false, 1, 128, 256, 64, 8, 1, 4, 0, true, 0, false, false, false},
+	{"wg128x128x64s4", true, false, false, 1, 128, 128, 64, 8, 1, 4, 0, true, 0, false, false, false, 0},
+	{"wg128x256x64s4", true, false, false, 1, 128, 256, 64, 8, 1, 4, 0, true, 0, false, false, false, 0},
 	/* a channels-last conv of few output channels per group (MobileNetV3's 1x1
 	 * convs of 16 to 40 channels on 112x112 to 28x28 planes): rows are pixels,
 	 * so a tall narrow tile wastes fewer columns than 64x64 (the warp tile is
 	 * tc64x64x32s3's, 32x16); on the H200 the 16-channel ones ran 1.5-1.7x
 	 * faster on it */
-	{"tc128x32x32s3", true, false, false, 0, 128, 32, 32, 4, 2, 3, 0, false, 0, false, false, false},
+	{"tc128x32x32s3", true, false, false, 0, 128, 32, 32, 4, 2, 3, 0, false, 0, false, false, false, 0},
 	/* not tiles: a depthwise conv channels last (matmul_depthwise.c), 16 bytes of
 	 * channels of 4, 2 or 1 output columns a thread (the rule: 1 for a 3x3, 2
 	 * from 5x5 on) */
-	{"dwc4", false, false, false, 0, 0, 0, 0, 0, 0, 0, 0, false, 4, false, false, false},
-	{"dwc2", false, false, false, 0, 0, 0, 0, 0, 0, 0, 0, false, 2, false, false, false},
-	{"dwc1", false, false, false, 0, 0, 0, 0, 0, 0, 0, 0, false, 1, false, false, false},
+	{"dwc4", false, false, false, 0, 0, 0, 0, 0, 0, 0, 0, false, 4, false, false, false, 0},
+	{"dwc2", false, false, false, 0, 0, 0, 0, 0, 0, 0, 0, false, 2, false, false, false, 0},
+	{"dwc1", false, false, false, 0, 0, 0, 0, 0, 0, 0, 0, false, 1, false, false, false, 0},
 	/* sm_90a, --allow-tf32: wgmma m64nBNk8 tf32 over f32 stages, whose rows of
 	 * BK = 32 elements are one 128-byte panel; tf32 wgmma takes both operands
 	 * K-major only (A rows along K, B stored transposed: a conv channels last), and
 	 * reads the f32 bits as they lie, so each thread rounds the chunks it copied
 	 * to tf32 in shared memory before the stage is read (matmul_wgmma.c) */
-	{"wgtf32x128x128x32s4", true, true, false, 1, 128, 128, 32, 8, 1, 4, 0, true, 0, false, false, false},
-	{"wgtf32x128x256x32s4", true, true, false, 1, 128, 256, 32, 8, 1, 4, 0, true, 0, false, false, false},
+	{"wgtf32x128x128x32s4", true, true, false, 1, 128, 128, 32, 8, 1, 4, 0, true, 0, false, false, false, 0},
+	{"wgtf32x128x256x32s4", true, true, false, 1, 128, 256, 32, 8, 1, 4, 0, true, 0, false, false, false, 0},
 	/* not tiles: the attention op, 128 rows of q a block, 64 keys a step, head
 	 * dims (of q and of v) up to 64 or 128 (matmul_attention.c); two blocks per
 	 * SM asked of ptxas (128 registers, a hundred bytes of spills against 216 or
 	 * 255 registers, one block): on the H200 BERT's attention 44 -> 30 us, issue
 	 * 24's 32x2048^2x128 562 -> 523 us (docs/benchmarks.md) */
-	{"att128x64d64", true, false, false, 2, 128, 64, 64, 8, 1, 1, 0, false, 0, true, false, false},
-	{"att128x64d128", true, false, false, 2, 128, 64, 128, 8, 1, 1, 0, false, 0, true, false, false},
+	{"att128x64d64", true, false, false, 2, 128, 64, 64, 8, 1, 1, 0, false, 0, true, false, false, 0},
+	{"att128x64d128", true, false, false, 2, 128, 64, 128, 8, 1, 1, 0, false, 0, true, false, false, 0},
 	/* gemv with K split over blocks (matmul_gemv.c): a 768-wide output of one
 	 * token is 12 tiles, 12 of 132 SMs; split, each block's summed tile goes to
 	 * the scratch and the last adds them in split order (gemv_rule). Every gemv
 	 * asks for 2 blocks per SM: 128 registers without spills for 8 rows (16
 	 * rows a block spilled there) */
-	{"gemv8x64k8sk4", false, false, true, 2, 8, 64, 8, 0, 0, 0, 4, false, 0, false, false, false},
-	{"gemv8x64k8sk16", false, false, true, 2, 8, 64, 8, 0, 0, 0, 16, false, 0, false, false, false},
+	{"gemv8x64k8sk4", false, false, true, 2, 8, 64, 8, 0, 0, 0, 4, false, 0, false, false, false, 0},
+	{"gemv8x64k8sk16", false, false, true, 2, 8, 64, 8, 0, 0, 0, 16, false, 0, false, false, false, 0},
 	/* the same 128 wide, four columns a thread (fewer steps of k in flight: M
 	 * from 9; 184 bytes of spills at 128 registers for 8 rows, none for 1) */
-	{"gemv8x128k8", false, false, true, 2, 8, 128, 8, 0, 0, 0, 0, false, 0, false, false, false},
-	{"gemv8x128k8sk4", false, false, true, 2, 8, 128, 8, 0, 0, 0, 4, false, 0, false, false, false},
-	{"gemv8x128k8sk16", false, false, true, 2, 8, 128, 8, 0, 0, 0, 16, false, 0, false, false, false},
+	{"gemv8x128k8", false, false, true, 2, 8, 128, 8, 0, 0, 0, 0, false, 0, false, false, false, 0},
+	{"gemv8x128k8sk4", false, false, true, 2, 8, 128, 8, 0, 0, 0, 4, false, 0, false, false, false, 0},
+	{"gemv8x128k8sk16", false, false, true, 2, 8, 128, 8, 0, 0, 0, 16, false, 0, false, false, false, 0},
 	/* wgmma warp-specialized and persistent (matmul_ws.c): a third warpgroup
 	 * copies the stages by TMA (one thread, handed over through mbarriers) while
 	 * the two others multiply, one block per SM loops over the tiles, and the
@@ -150,21 +150,21 @@ static const MmConfig mm_configs[] = {
 	 * under it. 2-27 % faster than wg's on every shape of the sweep (8192^3 +
 	 * bias: 1.51 against 1.86 ms, 94 % of cuBLAS; docs/benchmarks.md, session
 	 * 46), so the rule takes them wherever every operand has a tensor map */
-	{"wg128x128x64s4ws", true, false, false, 1, 128, 128, 64, 8, 1, 4, 0, true, 0, false, true, false},
-	{"wg128x256x64s4ws", true, false, false, 1, 128, 256, 64, 8, 1, 4, 0, true, 0, false, true, false},
+	{"wg128x128x64s4ws", true, false, false, 1, 128, 128, 64, 8, 1, 4, 0, true, 0, false, true, false, 0},
+	{"wg128x256x64s4ws", true, false, false, 1, 128, 256, 64, 8, 1, 4, 0, true, 0, false, true, false, 0},
 	/* the attention op over f32 under --allow-tf32: tf32 mma.sync, stages of four
 	 * bytes an element (128 KB for head dims up to 64, 224 KB up to 128, which
 	 * only sm_90's 227 KB holds), one block an SM */
-	{"att128x64d64t", true, true, false, 1, 128, 64, 64, 8, 1, 1, 0, false, 0, true, false, false},
-	{"att128x64d128t", true, true, false, 1, 128, 64, 128, 8, 1, 1, 0, false, 0, true, false, false},
+	{"att128x64d64t", true, true, false, 1, 128, 64, 64, 8, 1, 1, 0, false, 0, true, false, false, 0},
+	{"att128x64d128t", true, true, false, 1, 128, 64, 128, 8, 1, 1, 0, false, 0, true, false, false, 0},
 	/* head dims up to 256 (f16/bf16): 208 KB of stages, which only sm_90 holds, one
 	 * block an SM */
-	{"att128x64d256", true, false, false, 1, 128, 64, 256, 8, 1, 1, 0, false, 0, true, false, false},
+	{"att128x64d256", true, false, false, 1, 128, 64, 256, 8, 1, 1, 0, false, 0, true, false, false, 0},
 	/* ws ping-pong (matmul_ws.c): each multiplying warpgroup takes whole 128x128
 	 * tiles, every other one of the block's, so that the epilogue of one runs
 	 * while the other multiplies (a GELU epilogue of a K = 768 tile takes about
 	 * as long as its products) */
-	{"wg128x128x64s4pp", true, false, false, 1, 128, 128, 64, 8, 1, 4, 0, true, 0, false, true, true},
+	{"wg128x128x64s4pp", true, false, false, 1, 128, 128, 64, 8, 1, 4, 0, true, 0, false, true, true, 0},
 	/* the attention op on wgmma (sm_90a): the same block tile and softmax as
 	 * att128x64d*, 64 or 128 keys a step, S = q kt from shared memory in
 	 * 128-byte panels, O += P v with P from registers (matmul_attention.c).
@@ -174,18 +174,26 @@ static const MmConfig mm_configs[] = {
 	 * mma.sync; up to 128 one block an SM, 128 keys a step (216 to 255
 	 * registers): 32x2048^2x128 363 us against 396 with 64 keys and 412 with 64
 	 * keys and two blocks (docs/benchmarks.md, session 49) */
-	{"attwg128x64d64", true, false, false, 2, 128, 64, 64, 8, 1, 1, 0, true, 0, true, false, false},
-	{"attwg128x64d128", true, false, false, 1, 128, 64, 128, 8, 1, 1, 0, true, 0, true, false, false},
-	{"attwg128x128d64", true, false, false, 2, 128, 128, 64, 8, 1, 1, 0, true, 0, true, false, false},
-	{"attwg128x128d128", true, false, false, 1, 128, 128, 128, 8, 1, 1, 0, true, 0, true, false, false},
+	{"attwg128x64d64", true, false, false, 2, 128, 64, 64, 8, 1, 1, 0, true, 0, true, false, false, 0},
+	{"attwg128x64d128", true, false, false, 1, 128, 64, 128, 8, 1, 1, 0, true, 0, true, false, false, 0},
+	{"attwg128x128d64", true, false, false, 2, 128, 128, 64, 8, 1, 1, 0, true, 0, true, false, false, 0},
+	{"attwg128x128d128", true, false, false, 1, 128, 128, 128, 8, 1, 1, 0, true, 0, true, false, false, 0},
 	/* ws, 96 columns (B K-major only: a 128-byte panel of 96 rows; MN-major
 	 * panels are 64 columns wide): a matmul of 768 columns at 2048 rows has 128
 	 * tiles of these for 132 SMs where 128x128 leaves 36 of them idle */
-	{"wg128x96x64s4ws", true, false, false, 1, 128, 96, 64, 8, 1, 4, 0, true, 0, false, true, false},
+	{"wg128x96x64s4ws", true, false, false, 1, 128, 96, 64, 8, 1, 4, 0, true, 0, false, true, false, 0},
 	/* the same two with six stages (forced only, FUSEC_MATMUL_TILES): the
 	 * epilogue's region shrinks to make room (mm_ws_epi_rows) */
-	{"wg128x128x64s6ws", true, false, false, 1, 128, 128, 64, 8, 1, 6, 0, true, 0, false, true, false},
-	{"wg128x96x64s6ws", true, false, false, 1, 128, 96, 64, 8, 1, 6, 0, true, 0, false, true, false},
+	{"wg128x128x64s6ws", true, false, false, 1, 128, 128, 64, 8, 1, 6, 0, true, 0, false, true, false, 0},
+	{"wg128x96x64s6ws", true, false, false, 1, 128, 96, 64, 8, 1, 6, 0, true, 0, false, true, false, 0},
+	/* ws in clusters of two blocks (forced only so far): the two take tiles side
+	 * by side in a row of tiles, so they read the same A tile, and each loads
+	 * half of it for both (TMA multicast): a quarter to a third less read from
+	 * L2, which bounds these tiles' K loop at K >= 2048 */
+	{"wg128x128x64s4wsc2", true, false, false, 1, 128, 128, 64, 8, 1, 4, 0, true, 0, false, true, false, 2},
+	{"wg128x96x64s4wsc2", true, false, false, 1, 128, 96, 64, 8, 1, 4, 0, true, 0, false, true, false, 2},
+	{"wg128x96x64s6wsc2", true, false, false, 1, 128, 96, 64, 8, 1, 6, 0, true, 0, false, true, false, 2},
+	{"wg128x256x64s4wsc2", true, false, false, 1, 128, 256, 64, 8, 1, 4, 0, true, 0, false, true, false, 2},
 };
 enum { MM_NCONFIGS = (int)(sizeof mm_configs / sizeof mm_configs[0]) };
 
@@ -370,6 +378,9 @@ static bool ws_applies(const CgKernelSpec *s, const MmConfig *c, const int64_t *
 	int ng = mm_members(s, mem);
 	if (mm->kind != OP_MATMUL)
 		return false;
+	/* a cluster's size is the launch rule's last input (matmul_rule) */
+	if (c->cluster && 10 + mm->t[mm->nin].rank - 2 >= CG_LAUNCH_ARGS)
+		return false;
 	/* a tile narrower than a panel of 64 columns reads B K-major only */
 	for (int g = 0; g < ng && c->bn % 64; g++) {
 		const RelTensor *b = &s->ops[mem[g]].t[1];
@@ -409,7 +420,7 @@ static int ws_or(const CgKernelSpec *s, int v, const int64_t *divs, const int64_
 	const MmConfig *c = &mm_configs[v];
 	for (int w = 1; w < MM_NCONFIGS; w++) {
 		const MmConfig *t = &mm_configs[w];
-		if (t->ws && !t->pp && t->wg == c->wg && t->tf32 == c->tf32 && t->bm == c->bm &&
+		if (t->ws && !t->pp && !t->cluster && t->wg == c->wg && t->tf32 == c->tf32 && t->bm == c->bm &&
 		    t->bn == c->bn && t->bk == c->bk && t->stages == c->stages)
 			return ws_every_size(s, t, divs, dims, ndims) ? w : v;
 	}
@@ -666,6 +677,8 @@ void cg_matmul_launch(int variant, const CgKernelSpec *s, CgLaunch *l)
 	if (c->ws) {
 		l->block = MM_WS_THREADS;
 		l->arg[9 + r - 2] = CG_MM_PERSIST;
+		if (c->cluster)
+			l->arg[10 + r - 2] = c->cluster;
 	}
 }
 
@@ -682,6 +695,12 @@ bool cg_matmul_tmap(const CgKernelSpec *s, int id, const int64_t *dims, int ndim
 		    int *tensor, CgTmap *tm)
 {
 	return mm_tmap(s, mm_config(s->variant), id, dims, ndims, tensor, tm);
+}
+
+int cg_matmul_cluster(int variant)
+{
+	const MmConfig *c = mm_config(variant);
+	return c && c->cluster > 1 ? c->cluster : 1;
 }
 
 int cg_matmul_threads(int variant)

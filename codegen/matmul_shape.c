@@ -268,6 +268,9 @@ bool mm_tmap(const CgKernelSpec *s, const MmConfig *c, int id, const int64_t *di
 	tm->box[0] = 128 / es;
 	/* the tile's rows: A's BM (or BK stored transposed), B's BK (or BN) */
 	tm->box[1] = w == 0 ? (trans ? c->bk : c->bm) : (trans ? c->bn : c->bk);
+	/* a cluster's blocks load half a K-major A tile each (matmul_ws.c) */
+	if (w == 0 && !trans && c->cluster)
+		tm->box[1] /= c->cluster;
 	tm->rank = 2;
 	for (int d = r - 3; d >= 0; d--) {
 		if (t->shape[d] == 0)

@@ -30,7 +30,25 @@
  *     the epilogue, staged through its own region (Mm.epi_base) with the named
  *     barrier of their 256 threads (Mm.wsbar).
  * Registers: the copying warpgroup gives its registers back (setmaxnreg) to the
- * multiplying ones, whose accumulators (128 a thread for 128x256) then fit. */
+ * multiplying ones, whose accumulators (128 a thread for 128x256) then fit.
+ *
+ * Clusters (MmConfig.cluster = 2, launched with a cluster of two blocks: the
+ * kernel's "cluster" in the plan): the blocks of a cluster take the tiles of a
+ * pair p = cluster, cluster + nclusters, ... of side-by-side tiles in a row of
+ * tiles (tile columns 2q and 2q + 1; a pair past the last column computes
+ * nothing it stores), so they read the same A tile. Rank r's copier loads half
+ * of it (rows r*BM/2.. of a K-major A, whose map's box is BM/2 rows; panel r of
+ * an M-major one) into the same offset of both blocks' stage and completes both
+ * blocks' full[] (multicast); its B tile only into its own. A stage then may be
+ * refilled only when both blocks' multipliers are done with it: empty[s] counts
+ * an arrival of each multiplying warp of both blocks (lane 0, once the warp's
+ * wgmma group completed, on its own block's and on the other's). The arrivals
+ * and the copier's wait keep the default (CTA) scope: they order no data, only
+ * the stage's reuse, and with .release.cluster / .acquire.cluster the kernel ran
+ * three times slower (docs/benchmarks.md, session 53). The mbarriers are initialised before either
+ * block copies (a cluster barrier after the init), and neither block leaves
+ * before the other is done arriving on its barriers (a cluster barrier at the
+ * end). */
 #include "matmul.h"
 
 /* ---- mbarriers (32-bit shared addresses) ------------------------------------- */
@@ -65,12 +83,36 @@ static void mbar_wait(Mm *x, LLVMValueRef a, LLVMValueRef parity)
 	LLVMPositionBuilderAtEnd(x->b, done);
 }
 
+/* A stage's release in a cluster: lane 0 of the warp arrives on the mbarrier at
+ * offset a of both blocks (the warp's wgmma group completed: every lane is done). */
+static void mbar_arrive_both(Mm *x, LLVMValueRef a, LLVMValueRef lane)
+{
+	LLVMValueRef args[2] = {a, LLVMBuildTrunc(x->b, lane, x->kb->m->t_i32, "")};
+	mm_asm_call(x, x->kb->m->t_void,
+		    "{ .reg .pred p; .reg .b32 ra; setp.eq.u32 p, $1, 0; "
+		    "@p mapa.shared::cluster.u32 ra, $0, 0; "
+		    "@p mbarrier.arrive.shared::cluster.b64 _, [ra]; "
+		    "@p mapa.shared::cluster.u32 ra, $0, 1; "
+		    "@p mbarrier.arrive.shared::cluster.b64 _, [ra]; }",
+		    "r,r,~{memory}", args, 2);
+}
+
+/* Every thread of both blocks of the cluster meets here (those that left do not
+ * count). */
+static void cluster_sync(Mm *x)
+{
+	mm_asm_call(x, x->kb->m->t_void, "barrier.cluster.arrive.release; barrier.cluster.wait.acquire;",
+		    "~{memory}", NULL, 0);
+}
+
 /* ---- the step sequence -------------------------------------------------------- */
 
 typedef struct {
 	LLVMValueRef jslot;       /* i32 alloca: the next step of the sequence */
 	int bars;                 /* byte offset of full[0]; empty[s] STAGES later */
 	LLVMValueRef g;           /* ping-pong: the multiplying warpgroup (i64 0 or 1) */
+	LLVMValueRef rank;        /* cluster: the block's rank in it (i64), else NULL */
+	LLVMValueRef lane;        /* cluster, multiplying: the thread's lane (i64) */
 } Ws;
 
 static LLVMValueRef entry_alloca(Mm *x, LLVMTypeRef t)
@@ -133,8 +175,11 @@ static LLVMValueRef map_b(Mm *x)
 }
 
 /* Copy operand w's tile of K step kt into the stage at so, a panel of 128 bytes a
- * copy (the map's box), completing on the mbarrier at bar. */
-static void tma_tile(Mm *x, int w, LLVMValueRef so, LLVMValueRef kt, LLVMValueRef bar)
+ * copy (the map's box), completing on the mbarrier at bar. In a cluster, A's tile
+ * is shared: this block copies its half (panels r*P/2.. of P panels, or with one
+ * panel rows r*BM/2.., the map's box then BM/2 rows: mm_tmap) into both blocks. */
+static void tma_tile(Mm *x, const Ws *ws, int w, LLVMValueRef so, LLVMValueRef kt,
+		     LLVMValueRef bar)
 {
 	CgModule *m = x->kb->m;
 	const RelTensor *t = w ? x->tb : x->ta;
@@ -151,25 +196,58 @@ static void tma_tile(Mm *x, int w, LLVMValueRef so, LLVMValueRef kt, LLVMValueRe
 	for (int d = x->rank - 3; d >= 0 && n < CG_TMAP_MAXRANK; d--)
 		if (t->shape[d] != 0)
 			args[3 + n++] = LLVMBuildTrunc(x->b, x->bpos[d], m->t_i32, "");
-	char text[256], cons[64];
+	bool multi = w == 0 && ws->rank;
+	char text[320], cons[64];
 	int at = snprintf(text, sizeof text, "cp.async.bulk.tensor.%dd.shared::cluster.global.tile."
-			  "mbarrier::complete_tx::bytes [$0], [$1, {", n);
+			  "mbarrier::complete_tx::bytes%s [$0], [$1, {", n,
+			  multi ? ".multicast::cluster" : "");
 	for (int k = 0; k < n; k++)
 		at += snprintf(text + at, sizeof text - (size_t)at, "%s$%d", k ? ", " : "", 3 + k);
-	snprintf(text + at, sizeof text - (size_t)at, "}], [$2];");
+	if (multi)
+		snprintf(text + at, sizeof text - (size_t)at, "}], [$2], $%d;", 3 + n);
+	else
+		snprintf(text + at, sizeof text - (size_t)at, "}], [$2];");
 	at = snprintf(cons, sizeof cons, "r,l,r");
 	for (int k = 0; k < n; k++)
 		at += snprintf(cons + at, sizeof cons - (size_t)at, ",r");
-	snprintf(cons + at, sizeof cons - (size_t)at, ",~{memory}");
+	snprintf(cons + at, sizeof cons - (size_t)at, "%s,~{memory}", multi ? ",h" : "");
+	int nargs = 3 + n;
+	if (multi)   /* both blocks of the cluster */
+		args[nargs++] = LLVMConstInt(LLVMInt16TypeInContext(m->ctx), 3, false);
 	LLVMValueRef base = mm_stage_off(x, so, w);
-	for (int p = 0; p < x->cpr[w] / 8; p++) {
-		args[0] = mm_saddr(x, mm_addc(x, base, (int64_t)p * x->outer[w] * 128));
-		args[3] = LLVMBuildAdd(x->b, in, mm_i32c(x, 64 * p), "");
-		mm_asm_call(x, m->t_void, text, cons, args, 3 + n);
+	int np = x->cpr[w] / 8;
+	/* the rank as an offset (ot) and as a coordinate (i32) */
+	LLVMValueRef ro = multi ? LLVMBuildIntCast2(x->b, ws->rank, LLVMTypeOf(base), false, "") : NULL;
+	LLVMValueRef ri = multi ? LLVMBuildTrunc(x->b, ws->rank, m->t_i32, "") : NULL;
+	if (multi && np == 1) {
+		/* one panel: this block's half of its rows */
+		int half = x->outer[w] / 2;
+		args[0] = mm_saddr(x, mm_add(x, base, mm_mulc(x, ro, (int64_t)half * 128)));
+		args[3] = in;
+		args[4] = LLVMBuildAdd(x->b, out, LLVMBuildMul(x->b, ri, mm_i32c(x, half), ""), "");
+		mm_asm_call(x, m->t_void, text, cons, args, nargs);
+		return;
+	}
+	for (int q = 0; q < (multi ? np / 2 : np); q++) {
+		/* multicast: panels r*np/2 + q */
+		LLVMValueRef po = multi ? mm_addc(x, mm_mulc(x, ro, np / 2), q) : mm_cst(base, q);
+		LLVMValueRef pi = multi ? mm_addc(x, mm_mulc(x, ri, np / 2), q) : mm_i32c(x, q);
+		args[0] = mm_saddr(x, mm_add(x, base, mm_mulc(x, po, (int64_t)x->outer[w] * 128)));
+		args[3] = LLVMBuildAdd(x->b, in, mm_mulc(x, pi, 64), "");
+		mm_asm_call(x, m->t_void, text, cons, args, nargs);
 	}
 }
 
 /* ---- the two roles ------------------------------------------------------------- */
+
+/* The multipliers are done with step j's stage. */
+static void free_stage(Mm *x, const Ws *w, LLVMValueRef j)
+{
+	if (w->rank)
+		mbar_arrive_both(x, bar_of(x, w, j, true), w->lane);
+	else
+		mbar_arrive(x, bar_of(x, w, j, true));
+}
 
 /* One tile's K steps, copying (copy) or multiplying; nk (i64) steps. */
 static void tile_steps(Mm *x, const Ws *w, LLVMValueRef nk, bool copy)
@@ -183,8 +261,8 @@ static void tile_steps(Mm *x, const Ws *w, LLVMValueRef nk, bool copy)
 		mbar_wait(x, bar_of(x, w, j, true), parity_of(x, j, true));
 		LLVMValueRef full = bar_of(x, w, j, false), so = stage_of(x, j);
 		mbar_expect(x, full, x->stage_bytes);
-		tma_tile(x, 0, so, lk.i, full);
-		tma_tile(x, 1, so, lk.i, full);
+		tma_tile(x, w, 0, so, lk.i, full);
+		tma_tile(x, w, 1, so, lk.i, full);
 	} else {
 		mbar_wait(x, bar_of(x, w, j, false), parity_of(x, j, false));
 		mm_compute_stage(x, stage_of(x, j));
@@ -193,7 +271,7 @@ static void tile_steps(Mm *x, const Ws *w, LLVMValueRef nk, bool copy)
 		LLVMBasicBlockRef on = LLVMAppendBasicBlockInContext(m->ctx, kb->fn, "ws.next");
 		LLVMBuildCondBr(x->b, LLVMBuildICmp(x->b, LLVMIntSGT, lk.i, mm_i64c(x, 0), ""), go, on);
 		LLVMPositionBuilderAtEnd(x->b, go);
-		mbar_arrive(x, bar_of(x, w, LLVMBuildSub(x->b, j, mm_i32c(x, 1), ""), true));
+		free_stage(x, w, LLVMBuildSub(x->b, j, mm_i32c(x, 1), ""));
 		LLVMBuildBr(x->b, on);
 		LLVMPositionBuilderAtEnd(x->b, on);
 	}
@@ -207,7 +285,7 @@ static void tile_steps(Mm *x, const Ws *w, LLVMValueRef nk, bool copy)
 	LLVMBuildCondBr(x->b, LLVMBuildICmp(x->b, LLVMIntSGT, nk, mm_i64c(x, 0), ""), go, on);
 	LLVMPositionBuilderAtEnd(x->b, go);
 	LLVMValueRef jn = LLVMBuildLoad2(x->b, m->t_i32, w->jslot, "");
-	mbar_arrive(x, bar_of(x, w, LLVMBuildSub(x->b, jn, mm_i32c(x, 1), ""), true));
+	free_stage(x, w, LLVMBuildSub(x->b, jn, mm_i32c(x, 1), ""));
 	LLVMBuildBr(x->b, on);
 	LLVMPositionBuilderAtEnd(x->b, on);
 }
@@ -253,6 +331,11 @@ static void role(Mm *x, const Ws *w, LLVMValueRef block, LLVMValueRef nblocks, c
 	LLVMBuildStore(x->b, mm_i32c(x, 0), w->jslot);
 	LLVMValueRef nb, ntm, ntn;
 	LLVMValueRef per_batch = mm_tile_grid(x, &nb, &ntm, &ntn);
+	if (w->rank) {
+		/* a cluster walks pairs of tile columns */
+		ntn = mm_ceil_div(x, ntn, 2);
+		per_batch = mm_mul(x, ntm, ntn);
+	}
 	LLVMValueRef total = mm_mul(x, nb, per_batch);
 	LLVMValueRef nk = mm_ceil_div(x, x->K, x->c->bk);
 	int G = x->ngroup > 1 ? x->ngroup : 1;
@@ -274,6 +357,12 @@ static void role(Mm *x, const Ws *w, LLVMValueRef block, LLVMValueRef nblocks, c
 	}
 	LLVMBasicBlockRef skip = mm_group_units(x, &t, total);
 	mm_tile_at(x, t, per_batch, ntm, ntn);
+	LLVMValueRef mine = NULL;
+	if (w->rank) {
+		/* the pair's column 2q + rank; past the last one nothing is stored */
+		x->n0 = mm_add(x, mm_mulc(x, x->n0, 2), mm_mulc(x, w->rank, x->c->bn));
+		mine = LLVMBuildICmp(x->b, LLVMIntULT, x->n0, x->N, "");
+	}
 	if (!copy) {
 		for (int e = 0; e < x->nacc; e++)
 			mm_acc_store(x, mm_i64c(x, e), LLVMConstReal(m->t_f32, 0));
@@ -286,8 +375,13 @@ static void role(Mm *x, const Ws *w, LLVMValueRef block, LLVMValueRef nblocks, c
 		named_bar(x, LLVMBuildSub(x->b, mm_i64c(x, 5), w->g, ""), 256, false);
 		if_end(x, on);
 	}
-	if (!copy)
+	if (!copy && mine) {
+		LLVMBasicBlockRef on = if_begin(x, mine);
 		mm_epilogue(x, wr, nw);
+		if_end(x, on);
+	} else if (!copy) {
+		mm_epilogue(x, wr, nw);
+	}
 	mm_group_end(x);
 	if (skip) {
 		LLVMBuildBr(x->b, skip);
@@ -313,7 +407,13 @@ void mm_ws_tile_loop(Mm *x, LLVMValueRef block, LLVMValueRef nblocks, const int 
 	CgModule *m = kb->m;
 	const MmConfig *c = x->c;
 	int region = x->epi_rows * (c->bn + MM_EPI_PAD) * 4;
-	Ws w = {entry_alloca(x, m->t_i32), x->epi_base + (c->pp ? 2 : 1) * region, NULL};
+	Ws w = {entry_alloca(x, m->t_i32), x->epi_base + (c->pp ? 2 : 1) * region, NULL, NULL, NULL};
+	if (c->cluster) {
+		/* the cluster is two blocks side by side along x (the runtime's launch) */
+		w.rank = LLVMBuildAnd(x->b, block, mm_cst(block, 1), "");
+		block = mm_udivc(x, block, 2);
+		nblocks = mm_udivc(x, nblocks, 2);
+	}
 	/* thread 0 sets the mbarriers up, then everyone may use them */
 	LLVMBasicBlockRef bi = LLVMAppendBasicBlockInContext(m->ctx, kb->fn, "ws.init");
 	LLVMBasicBlockRef bs = LLVMAppendBasicBlockInContext(m->ctx, kb->fn, "ws.split");
@@ -322,13 +422,16 @@ void mm_ws_tile_loop(Mm *x, LLVMValueRef block, LLVMValueRef nblocks, const int 
 	for (int s = 0; s < c->stages; s++) {
 		mbar_init(x, mm_saddr(x, mm_i32c(x, w.bars + s * 8)), 1);
 		mbar_init(x, mm_saddr(x, mm_i32c(x, w.bars + (c->stages + s) * 8)),
-			  c->pp ? MM_THREADS / 2 : MM_THREADS);
+			  c->cluster ? 2 * MM_THREADS / 32 : c->pp ? MM_THREADS / 2 : MM_THREADS);
 	}
 	/* the initialised mbarriers visible to the copies that complete on them */
 	mm_asm_call(x, m->t_void, "fence.mbarrier_init.release.cluster;", "~{memory}", NULL, 0);
 	LLVMBuildBr(x->b, bs);
 	LLVMPositionBuilderAtEnd(x->b, bs);
-	mm_intrinsic(x, "llvm.nvvm.barrier0", NULL, 0, NULL, 0);
+	if (c->cluster)
+		cluster_sync(x);
+	else
+		mm_intrinsic(x, "llvm.nvvm.barrier0", NULL, 0, NULL, 0);
 	LLVMBasicBlockRef bm = LLVMAppendBasicBlockInContext(m->ctx, kb->fn, "ws.multiply");
 	LLVMBasicBlockRef bc = LLVMAppendBasicBlockInContext(m->ctx, kb->fn, "ws.copy");
 	LLVMBasicBlockRef bd = LLVMAppendBasicBlockInContext(m->ctx, kb->fn, "ws.done");
@@ -338,6 +441,8 @@ void mm_ws_tile_loop(Mm *x, LLVMValueRef block, LLVMValueRef nblocks, const int 
 	LLVMPositionBuilderAtEnd(x->b, bm);
 	set_maxnreg(x, true, MM_WS_MUL_REGS);
 	x->wsbar = true;
+	if (c->cluster)
+		w.lane = LLVMBuildAnd(x->b, tid, mm_cst(tid, 31), "");
 	if (c->pp) {
 		/* warpgroup g, its threads 0..127 as Mm.tid, its staged region and its
 		 * barrier (2 + g) for the epilogue */
@@ -362,4 +467,6 @@ void mm_ws_tile_loop(Mm *x, LLVMValueRef block, LLVMValueRef nblocks, const int 
 	LLVMBuildBr(x->b, bd);
 
 	LLVMPositionBuilderAtEnd(x->b, bd);
+	if (c->cluster)
+		cluster_sync(x);
 }

@@ -530,11 +530,13 @@ static int parse_kernel(Parser *p, const cJSON *j, const char *path, RtKernel *k
 			return perr(p, ip, "unknown parameter type \"%s\" (ptr, i64, i32, f64 or f32)",
 				    e->valuestring);
 	}
-	int64_t sh;
+	int64_t sh, cl;
 	if (get_dim3(p, j, path, "block", false, block_lim, k->block) < 0 ||
+	    get_int(p, j, path, "cluster", false, 1, 8, 1, &cl) < 0 ||
 	    get_int(p, j, path, "shared_bytes", false, 0, INT32_MAX, 0, &sh) < 0)
 		return -1;
 	k->shared_bytes = (uint32_t)sh;
+	k->cluster = (uint32_t)cl;
 	if (p->pl->ndim_names)
 		return parse_rule(p, j, path, k);
 	return 0;
@@ -923,6 +925,11 @@ static int parse_launch(Parser *p, RtPlan *pl, const cJSON *j, const char *path,
 		return -1;
 	if (l->block[0] == 0)
 		memcpy(l->block, k->block, sizeof l->block);
+	if (!pl->ndim_names && l->grid[0] % k->cluster) {
+		subpath(sp, path, "grid");
+		return perr(p, sp, "%u blocks along x, not a multiple of kernel '%s''s clusters "
+			    "of %u", l->grid[0], k->name, k->cluster);
+	}
 	if (!pl->ndim_names && (uint64_t)l->block[0] * l->block[1] * l->block[2] > 1024) {
 		subpath(sp, path, "block");
 		return perr(p, sp, "%u×%u×%u threads is more than 1024 per block",
@@ -1655,6 +1662,8 @@ static RtStatus bind_launches(RtPlan *p, RtVariant *var, Diag *d)
 		for (int x = 0; x < 3; x++)
 			if (at.grid[x] < 1 || at.grid[x] > glim[x] || at.block[x] < 1)
 				bad = 1;
+		if (at.grid[0] % k->cluster)
+			bad = 1;
 		if (bad || threads > 1024 || at.shared_bytes < 0 || at.shared_bytes > INT32_MAX ||
 		    at.scratch_bytes < 0 || at.scratch_bytes > (INT64_C(1) << 40))
 			return bind_fail(d, p, "launch %d (kernel %s): its rule gives a launch the "

@@ -90,6 +90,7 @@ typedef struct {
 	RtParamType *params;
 	int nparams;
 	uint32_t block[3];     /* 0 when the plan gives none */
+	uint32_t cluster;      /* blocks of a cluster along x ("cluster"; 1: none) */
 	uint32_t shared_bytes;
 	CgLaunch launch;       /* a plan for every size: its launch rule ("launch") */
 } RtKernel;

@@ -40,7 +40,30 @@ enum {
 					   default stream's work, so copies there stay in order */
 	CU_STREAM_CAPTURE_MODE_THREAD_LOCAL = 1,   /* CUstreamCaptureMode: only this thread's
 						      unsafe calls break the capture */
+	CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION = 4,
 };
+
+/* cuLaunchKernelEx's configuration (cuda.h's CUlaunchConfig and CUlaunchAttribute:
+ * an attribute is its id, padded to 8 bytes, and a value of 64 bytes), for the
+ * kernels launched in clusters. */
+typedef struct {
+	int id;
+	char pad[4];
+	union {
+		char bytes[64];
+		struct {
+			unsigned x, y, z;
+		} cluster;
+	} value;
+} CUlaunchAttribute;
+
+typedef struct {
+	unsigned grid[3], block[3];
+	unsigned shared_bytes;
+	CUstream stream;
+	CUlaunchAttribute *attrs;
+	unsigned nattrs;
+} CUlaunchConfig;
 
 /* X(return-less name used here, symbol looked up, required, parameter list).
  * The graph calls are optional: a driver without them (before CUDA 11.4) runs every
@@ -75,6 +98,8 @@ enum {
 	X(cuLaunchKernel, "cuLaunchKernel", 1, \
 	  (CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, \
 	   unsigned, CUstream, void **, void **)) \
+	X(cuLaunchKernelEx, "cuLaunchKernelEx", 0, \
+	  (const CUlaunchConfig *, CUfunction, void **, void **)) \
 	X(cuEventCreate, "cuEventCreate", 1, (CUevent *, unsigned)) \
 	X(cuEventRecord, "cuEventRecord", 1, (CUevent, CUstream)) \
 	X(cuEventSynchronize, "cuEventSynchronize", 1, (CUevent)) \

@@ -429,6 +429,12 @@ static RtStatus get_functions(RtSession *s, Diag *d)
 			diag_prefix(d, "kernel '%s' (entry '%s')", k->name, k->entry);
 			return RT_ERR_DEVICE;
 		}
+		if (k->cluster > 1 && !s->drv.cuLaunchKernelEx) {
+			diag_set(d, "", 0, 0, "the CUDA driver library '%s' has no cuLaunchKernelEx, "
+				 "which kernel '%s' needs (launched in clusters of %u blocks; CUDA "
+				 "12 or later)", s->drv.path, k->name, k->cluster);
+			return RT_ERR_DEVICE;
+		}
 		uint32_t most = 0;
 		for (int l = 0; l < pl->nlaunches; l++)
 			if (pl->launches[l].kernel == i && pl->launches[l].shared_bytes > most)
@@ -731,6 +737,18 @@ RtStatus rt_session_download(RtSession *s, int tensor, HostTensor *out, Diag *d)
 
 static CUresult launch(RtSession *s, const RtLaunch *l, void **argv)
 {
+	uint32_t cluster = s->plan->kernels[l->kernel].cluster;
+	if (cluster > 1) {
+		CUlaunchAttribute at;
+		memset(&at, 0, sizeof at);
+		at.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+		at.value.cluster.x = cluster;
+		at.value.cluster.y = at.value.cluster.z = 1;
+		CUlaunchConfig c = {{l->grid[0], l->grid[1], l->grid[2]},
+				    {l->block[0], l->block[1], l->block[2]},
+				    l->shared_bytes, s->stream, &at, 1};
+		return s->drv.cuLaunchKernelEx(&c, s->funcs[l->kernel], argv, NULL);
+	}
 	return s->drv.cuLaunchKernel(s->funcs[l->kernel], l->grid[0], l->grid[1], l->grid[2],
 				     l->block[0], l->block[1], l->block[2], l->shared_bytes,
 				     s->stream, argv, NULL);
@@ -745,7 +763,8 @@ RtStatus rt_launch_all(RtSession *s, void ***argv, CUevent *ev, Diag *d)
 		const RtLaunch *l = &pl->launches[i];
 		CUresult r = launch(s, l, argv[i]);
 		if (r != CUDA_SUCCESS) {
-			rt_driver_fail(&s->drv, d, "cuLaunchKernel", r);
+			rt_driver_fail(&s->drv, d, pl->kernels[l->kernel].cluster > 1 ?
+				       "cuLaunchKernelEx" : "cuLaunchKernel", r);
 			diag_prefix(d, "launch %d (step %d, kernel '%s')", i, l->step,
 				    pl->kernels[l->kernel].name);
 			return RT_ERR_DEVICE;

@@ -268,6 +268,54 @@ ws_bad box 's/"box":\[64,128,1\]/"box":[32,128,1]/' "it must be 128 bytes (64 el
 ws_bad nobuf 's/"tensor":"big_fast_a","dims"/"tensor":"big_fast_mm","dims"/' "tensor 'big_fast_mm' has no buffer"
 ws_bad ptx 's/"tmap","tmap"\]/"i64","tmap"]/; s/{"tmap":{"tensor":"big_fast_a","dims":\[72,129,6\],"strides":\[144,18576\],"box":\[64,128,1\]}}/{"i64":0}/' \
 	"parameter 8 is '.align 64 .b8"
+# clusters of two blocks (wg...wsc2, forced only: codegen/matmul_ws.c): the host
+# runs their tiles as wg's; the plan's kernel says "cluster": 2, its grids are
+# even, a K-major A's map box is half the tile's rows (each block of a pair loads
+# half, multicast to both); the runtime launches it in clusters
+# (cuLaunchKernelEx, which fakecuda traces) and refuses a grid that is not a
+# multiple of the kernel's cluster
+for cg in wg128x128x64s4wsc2:mm_siblings_bf16 wg128x96x64s4wsc2:mm_check_views_bf16; do
+	check "ws-c2-${cg#*:}" 0 env FUSEC_MATMUL_TILES=${cg%%:*} "$FUSEC" run tests/bench/gpu/${cg#*:}.json --backend cpu --check
+done
+check ws-c2-compile 0 env FUSEC_MATMUL_TILES=wg128x128x64s4wsc2 "$FUSEC" compile tests/bench/gpu/mm_check_bf16.json --no-cache -o "$TMP/wsc2"
+check ws-c2-plan 0 python3 -c '
+import json, sys
+p = json.load(open(sys.argv[1]))
+ks = {k["name"]: k for k in p["kernels"]}
+n = 0
+for l in [l for s in p["steps"] for l in s["launches"]]:
+    k = ks[l["kernel"]]
+    if k.get("tiles") != "wg128x128x64s4wsc2":
+        assert "cluster" not in k, k["name"]
+        continue
+    n += 1
+    assert k["cluster"] == 2, k
+    assert l["grid"][0] % 2 == 0 and l["grid"][0] <= 132, l["grid"]
+    a = [x["tmap"] for x in l["args"] if "tmap" in x][0]
+    assert a["box"][:2] == [64, 64], a
+assert n == 2, n
+' "$TMP/wsc2/mm_check_bf16.plan.json"
+contains ws-c2-multicast "$TMP/wsc2/mm_check_bf16.ptx" ".multicast::cluster"
+contains ws-c2-sync "$TMP/wsc2/mm_check_bf16.ptx" "barrier.cluster.wait"
+contains ws-c2-release "$TMP/wsc2/mm_check_bf16.ptx" "mbarrier.arrive.shared::cluster.b64"
+if [ -x "$PTXAS" ]; then
+	check ws-c2-ptxas 0 "$PTXAS" -arch=sm_90a "$TMP/wsc2/mm_check_bf16.ptx" -o "$TMP/ws.cubin"
+fi
+rm -f "$TMP/wsc2.trace"
+check ws-c2-launch 3 env FUSEC_LIBCUDA="$(dirname "$FUSEC")/tests/fakecuda.so" FUSEC_NO_GRAPH=1 \
+	FAKECUDA_TRACE="$TMP/wsc2.trace" "$(dirname "$FUSEC")/fusec-run" "$TMP/wsc2"
+contains ws-c2-launch-cluster "$TMP/wsc2.trace" "cluster 2"
+mkdir -p "$TMP/wsc2bad" && cp "$TMP/wsc2/mm_check_bf16.ptx" "$TMP/wsc2bad/"
+python3 -c '
+import json, sys
+p = json.load(open(sys.argv[1]))
+ks = {k["name"]: k for k in p["kernels"]}
+l = [l for s in p["steps"] for l in s["launches"] if "cluster" in ks[l["kernel"]]][0]
+l["grid"][0] -= 1
+json.dump(p, open(sys.argv[2], "w"))
+' "$TMP/wsc2/mm_check_bf16.plan.json" "$TMP/wsc2bad/mm_check_bf16.plan.json"
+check ws-c2-odd 1 env FUSEC_LIBCUDA="$(dirname "$FUSEC")/tests/fakecuda.so" "$(dirname "$FUSEC")/fusec-run" "$TMP/wsc2bad"
+contains ws-c2-odd-msg "$TMP/err" "not a multiple of kernel"
 # a plan for every size takes the ws tiles where their maps hold at every size
 # (strides of multiples of 16 bytes whatever the named dims are): its maps name the
 # launch's sizes, and the runtime sets them when the sizes are bound

@@ -676,6 +676,45 @@ CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned
 	return run_kernel(fn, grid, block, shared, params, "direct");
 }
 
+/* cuLaunchKernelEx (cuda.h's CUlaunchConfig and CUlaunchAttribute): the one
+ * attribute the runtime sets, a cluster along x whose size divides grid.x, is
+ * checked and traced, and the blocks run as cuLaunchKernel's (one at a time, so
+ * a cluster's blocks never meet: the kernels that need clusters are sm_90a's,
+ * which this library does not run). */
+typedef struct {
+	int id;
+	char pad[4];
+	union {
+		char bytes[64];
+		struct {
+			unsigned x, y, z;
+		} cluster;
+	} value;
+} FakeLaunchAttr;
+
+typedef struct {
+	unsigned grid[3], block[3];
+	unsigned shared;
+	void *stream;
+	FakeLaunchAttr *attrs;
+	unsigned nattrs;
+} FakeLaunchConfig;
+
+CUresult cuLaunchKernelEx(const FakeLaunchConfig *c, void *f, void **params, void **extra)
+{
+	if (!c || !f)
+		return E_INVALID_VALUE;
+	for (unsigned i = 0; i < c->nattrs; i++) {
+		const FakeLaunchAttr *a = &c->attrs[i];
+		if (a->id != 4 || a->value.cluster.x < 1 || a->value.cluster.y != 1 ||
+		    a->value.cluster.z != 1 || c->grid[0] % a->value.cluster.x)
+			return E_INVALID_VALUE;
+		trace("cluster %u", a->value.cluster.x);
+	}
+	return cuLaunchKernel(f, c->grid[0], c->grid[1], c->grid[2], c->block[0], c->block[1],
+			      c->block[2], c->shared, c->stream, params, extra);
+}
+
 CUresult cuStreamCreate(void **stream, unsigned flags)
 {
 	if (flags > 1)

@@ -1445,6 +1445,18 @@ static const MmCase mm_cases[] = {
 	 "residual_gelu", false, 3, false, "wg128x96x64s6ws"},
 	{"ws 128x128 six stages 130x264x520", DT_BF16, {2, 1}, {1, 1}, 130, 264, 520, "bias_relu",
 	 false, 0, false, "wg128x128x64s6ws"},
+	/* ws in clusters of two (the host runs their tiles as wg's; on the GPU the
+	 * tiles go in pairs of columns): an odd number of tile columns (the pair's
+	 * second past the edge), a K-major and an M-major A (half of its rows, or
+	 * one of its two panels, a block), batches */
+	{"ws cluster 128x128 tiles 130x392x72", DT_BF16, {2, 1}, {1, 1}, 130, 392, 72, "bias_relu",
+	 false, 0, false, "wg128x128x64s4wsc2"},
+	{"ws cluster 128x96 a^T b^T 136x200x400", DT_F16, {0}, {0}, 136, 200, 400,
+	 "residual_gelu", false, 3, false, "wg128x96x64s4wsc2"},
+	{"ws cluster 128x96 six stages b^T 264x104x520", DT_BF16, {0}, {0}, 264, 104, 520,
+	 "bias_relu", false, 2, false, "wg128x96x64s6wsc2"},
+	{"ws cluster 128x256 tiles a^T 136x296x40", DT_BF16, {0}, {0}, 136, 296, 40, "scale_cast",
+	 false, 1, false, "wg128x256x64s4wsc2"},
 	/* ws ping-pong: each multiplying warpgroup a whole tile on the GPU */
 	{"pp 128x128 tiles a^T 264x136x200", DT_BF16, {0}, {0}, 264, 136, 200, "bias_relu", false,
 	 1, false, "wg128x128x64s4pp"},
@@ -1558,8 +1570,10 @@ static uint64_t mm_variants(const Built *b, int *nlaunch)
 			if (g->ops[j].kind == OP_MATMUL)
 				out = &g->tensors[g->ops[j].out[0]];
 		assert_non_null(out);
-		int64_t tiles = ((out->dim[out->rank - 2] + bm - 1) / bm) *
-				((out->dim[out->rank - 1] + bn - 1) / bn);
+		/* clusters ("...c2"): the tile columns in pairs, the grid even */
+		int cl = cg_matmul_cluster(v);
+		int64_t cols = (out->dim[out->rank - 1] + bn - 1) / bn;
+		int64_t tiles = ((out->dim[out->rank - 2] + bm - 1) / bm) * ((cols + cl - 1) / cl * cl);
 		for (int j = 0; j < out->rank - 2; j++)
 			tiles *= out->dim[j];
 		/* warp-specialized ("...ws", ping-pong "...pp"): one persistent block
