@@ -194,6 +194,7 @@ static const MmConfig mm_configs[] = {
 	{"wg128x96x64s4wsc2", true, false, false, 1, 128, 96, 64, 8, 1, 4, 0, true, 0, false, true, false, 2},
 	{"wg128x96x64s6wsc2", true, false, false, 1, 128, 96, 64, 8, 1, 6, 0, true, 0, false, true, false, 2},
 	{"wg128x256x64s4wsc2", true, false, false, 1, 128, 256, 64, 8, 1, 4, 0, true, 0, false, true, false, 2},
+	{"wg128x192x64s4ws", true, false, false, 1, 128, 192, 64, 8, 1, 4, 0, true, 0, false, true, false, 0},
 };
 enum { MM_NCONFIGS = (int)(sizeof mm_configs / sizeof mm_configs[0]) };
 

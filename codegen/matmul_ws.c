@@ -240,6 +240,10 @@ static void tma_tile(Mm *x, const Ws *ws, int w, LLVMValueRef so, LLVMValueRef k
 
 /* ---- the two roles ------------------------------------------------------------- */
 
+static void named_bar(Mm *x, LLVMValueRef id, int n, bool sync);
+static LLVMBasicBlockRef if_begin(Mm *x, LLVMValueRef c);
+static void if_end(Mm *x, LLVMBasicBlockRef on);
+
 /* The multipliers are done with step j's stage. */
 static void free_stage(Mm *x, const Ws *w, LLVMValueRef j)
 {
@@ -249,8 +253,10 @@ static void free_stage(Mm *x, const Ws *w, LLVMValueRef j)
 		mbar_arrive(x, bar_of(x, w, j, true));
 }
 
-/* One tile's K steps, copying (copy) or multiplying; nk (i64) steps. */
-static void tile_steps(Mm *x, const Ws *w, LLVMValueRef nk, bool copy)
+/* One tile's K steps, copying (copy) or multiplying; nk (i64) steps. Ping-pong:
+ * where turn (i1) holds, the other multiplying warpgroup's turn comes once this
+ * one issued the tile's last products, while they are still in flight. */
+static void tile_steps(Mm *x, const Ws *w, LLVMValueRef nk, bool copy, LLVMValueRef turn)
 {
 	CgKb *kb = x->kb;
 	CgModule *m = kb->m;
@@ -279,6 +285,11 @@ static void tile_steps(Mm *x, const Ws *w, LLVMValueRef nk, bool copy)
 	cg_loop_end(kb, &lk);
 	if (copy)
 		return;
+	if (turn) {
+		LLVMBasicBlockRef fi = if_begin(x, turn);
+		named_bar(x, LLVMBuildSub(x->b, mm_i64c(x, 5), w->g, ""), 256, false);
+		if_end(x, fi);
+	}
 	mm_wg_wait(x, 0);
 	LLVMBasicBlockRef go = LLVMAppendBasicBlockInContext(m->ctx, kb->fn, "ws.last");
 	LLVMBasicBlockRef on = LLVMAppendBasicBlockInContext(m->ctx, kb->fn, "ws.epi");
@@ -319,7 +330,8 @@ static void if_end(Mm *x, LLVMBasicBlockRef on)
 /* One role's walk over the block's tiles. Ping-pong: multiplying warpgroup g takes
  * the block's tiles i = g, g + 2, ..., whose steps are i * nk .. of the sequence,
  * and issues its products only once the other's of tile i - 1 are (named barrier
- * 4 + g, which the other arrives at after them where tile i exists): so a stage's
+ * 4 + g, which the other arrives at once it issued them, while they are still in
+ * flight, where tile i exists: tile_steps): so a stage's
  * phase is never waited for by one before the other's last round of it completed,
  * and one's epilogue runs while the other multiplies. */
 static void role(Mm *x, const Ws *w, LLVMValueRef block, LLVMValueRef nblocks, const int *wr,
@@ -367,14 +379,9 @@ static void role(Mm *x, const Ws *w, LLVMValueRef block, LLVMValueRef nblocks, c
 		for (int e = 0; e < x->nacc; e++)
 			mm_acc_store(x, mm_i64c(x, e), LLVMConstReal(m->t_f32, 0));
 	}
-	tile_steps(x, w, nk, copy);
-	if (pp) {
-		/* the other warpgroup's turn, where it has a next tile */
-		LLVMValueRef next = mm_add(x, lt.i, nblocks);
-		LLVMBasicBlockRef on = if_begin(x, LLVMBuildICmp(x->b, LLVMIntULT, next, units, ""));
-		named_bar(x, LLVMBuildSub(x->b, mm_i64c(x, 5), w->g, ""), 256, false);
-		if_end(x, on);
-	}
+	/* ping-pong: the other warpgroup's turn, where it has a next tile */
+	tile_steps(x, w, nk, copy, pp ? LLVMBuildICmp(x->b, LLVMIntULT, mm_add(x, lt.i, nblocks),
+						       units, "") : NULL);
 	if (!copy && mine) {
 		LLVMBasicBlockRef on = if_begin(x, mine);
 		mm_epilogue(x, wr, nw);

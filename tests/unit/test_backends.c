@@ -1445,6 +1445,12 @@ static const MmCase mm_cases[] = {
 	 "residual_gelu", false, 3, false, "wg128x96x64s6ws"},
 	{"ws 128x128 six stages 130x264x520", DT_BF16, {2, 1}, {1, 1}, 130, 264, 520, "bias_relu",
 	 false, 0, false, "wg128x128x64s6ws"},
+	/* ws, 192 columns (three 64-column panels of an MN-major B, or one of 192
+	 * rows K-major), a partial last tile */
+	{"ws 128x192 tiles 130x400x72", DT_BF16, {2, 1}, {1, 1}, 130, 400, 72, "residual_gelu",
+	 false, 0, false, "wg128x192x64s4ws"},
+	{"ws 128x192 tiles b^T 64x200x136", DT_F16, {0}, {0}, 64, 200, 136, "bias_relu", false, 2,
+	 false, "wg128x192x64s4ws"},
 	/* ws in clusters of two (the host runs their tiles as wg's; on the GPU the
 	 * tiles go in pairs of columns): an odd number of tile columns (the pair's
 	 * second past the edge), a K-major and an M-major A (half of its rows, or
