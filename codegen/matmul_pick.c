@@ -55,7 +55,9 @@ enum {
 	MM_ATTWG64 = 35,         /* the attention op on wgmma (sm_90a), 64 keys a step */
 	MM_ATTWGK128 = 38,       /* the same, 128 keys a step, head dims up to 128 */
 	MM_GEMV_SPLIT_K = 128,   /* gemv: K a split keeps at least */
-	MM_WG96WS = 39,          /* wg128x96x64s4ws */
+	MM_WG96WS = 41,          /* wg128x96x64s6ws (six stages: the H100, session 53,
+				    4 to 13 % faster than wg128x96x64s4ws, index 39) */
+	MM_WG192WS = 46,         /* wg128x192x64s4ws */
 };
 
 /* The tile-configuration table (docs/design.md, "Matmul tiles"). Index 0 is "no
@@ -182,8 +184,9 @@ static const MmConfig mm_configs[] = {
 	 * panels are 64 columns wide): a matmul of 768 columns at 2048 rows has 128
 	 * tiles of these for 132 SMs where 128x128 leaves 36 of them idle */
 	{"wg128x96x64s4ws", true, false, false, 1, 128, 96, 64, 8, 1, 4, 0, true, 0, false, true, false, 0},
-	/* the same two with six stages (forced only, FUSEC_MATMUL_TILES): the
-	 * epilogue's region shrinks to make room (mm_ws_epi_rows) */
+	/* the same two with six stages: the epilogue's region shrinks to make room
+	 * (mm_ws_epi_rows); the rule takes the 96-wide one (MM_WG96WS), the
+	 * 128-wide one is forced only (FUSEC_MATMUL_TILES: not faster) */
 	{"wg128x128x64s6ws", true, false, false, 1, 128, 128, 64, 8, 1, 6, 0, true, 0, false, true, false, 0},
 	{"wg128x96x64s6ws", true, false, false, 1, 128, 96, 64, 8, 1, 6, 0, true, 0, false, true, false, 0},
 	/* ws in clusters of two blocks (forced only so far): the two take tiles side
@@ -194,6 +197,8 @@ static const MmConfig mm_configs[] = {
 	{"wg128x96x64s4wsc2", true, false, false, 1, 128, 96, 64, 8, 1, 4, 0, true, 0, false, true, false, 2},
 	{"wg128x96x64s6wsc2", true, false, false, 1, 128, 96, 64, 8, 1, 6, 0, true, 0, false, true, false, 2},
 	{"wg128x256x64s4wsc2", true, false, false, 1, 128, 256, 64, 8, 1, 4, 0, true, 0, false, true, false, 2},
+	/* ws, 192 columns (m64n192k16; an MN-major B in three 64-column panels):
+	 * 3152 rows by 768 columns in one wave of 100 tiles (MM_WG192WS) */
 	{"wg128x192x64s4ws", true, false, false, 1, 128, 192, 64, 8, 1, 4, 0, true, 0, false, true, false, 0},
 };
 enum { MM_NCONFIGS = (int)(sizeof mm_configs / sizeof mm_configs[0]) };
@@ -596,19 +601,30 @@ int cg_matmul_variant(const CgKernelSpec *s, const char *arch, bool host, bool a
 	if (wg && big256 >= 3 * MM_WAVE)
 		return ws_or(s, MM_WG256, divs, dims, ndims);
 	if (wg && 2 * big >= MM_WAVE) {
-		/* 96 columns where their waves are shorter: the tiles a block
-		 * takes times the tile's width, a 96-wide column counting 1.1 of a
-		 * 128-wide one's (the H200, bf16, B K-major: 2048x2048x768 took
-		 * 22.3 us on 352 tiles of 96, 18.5 on 256 of 128). 2048 rows by 768
-		 * columns: 128 tiles of 96 in one wave, where 96 of 128 leave 36
-		 * SMs idle: 11.0 us against 12.0; 2048x2304x768 + bias 24.6
-		 * against 26.4 (docs/benchmarks.md, session 52) */
+		/* the ws tile whose waves are shortest: the tiles a block takes
+		 * (rounds of 132) times the tile's width, weighed per column: 96
+		 * columns 1.1, 128 1.0, 192 0.95 (sessions 52 and 53, bf16:
+		 * 2048x2048x768 took 22.3 us on 352 tiles of 96, 18.5 on 256 of
+		 * 128; 3152x768x3072 + bias + residual 37.4 us on 100 tiles of 192,
+		 * 46.7 on 200 of 96, 48.4 on 150 of 128; 3152x3072x768 + GELU 54.7
+		 * on 400 of 192, 49.9 on 600 of 128). So 2048 rows by 768 columns
+		 * take 96 (128 tiles in one wave where 96 of 128 leave 36 SMs
+		 * idle), 3152 by 768 and 2048 by 1536 take 192 (one wave) */
 		int v = ws_or(s, MM_WG128, divs, dims, ndims);
-		int64_t big96 = batch * ((m + 127) / 128) * ((n + 95) / 96);
-		int64_t r128 = (big + MM_WAVE - 1) / MM_WAVE, r96 = (big96 + MM_WAVE - 1) / MM_WAVE;
-		if (mm_configs[v].ws && r96 * 96 * 11 < r128 * 128 * 10 &&
-		    ws_every_size(s, &mm_configs[MM_WG96WS], divs, dims, ndims))
-			return MM_WG96WS;
+		if (!mm_configs[v].ws)
+			return v;
+		static const struct { int v, bn, weight; } alt[] = {
+			{MM_WG96WS, 96, 110}, {MM_WG192WS, 192, 95},
+		};
+		int64_t best = (big + MM_WAVE - 1) / MM_WAVE * 128 * 100;
+		for (size_t i = 0; i < sizeof alt / sizeof alt[0]; i++) {
+			int64_t tiles = batch * ((m + 127) / 128) * ((n + alt[i].bn - 1) / alt[i].bn);
+			int64_t cost = (tiles + MM_WAVE - 1) / MM_WAVE * alt[i].bn * alt[i].weight;
+			if (cost < best && ws_every_size(s, &mm_configs[alt[i].v], divs, dims, ndims)) {
+				best = cost;
+				v = alt[i].v;
+			}
+		}
 		return v;
 	}
 	/* 9 to 16 rows on the tensor cores: K split 4 ways wherever the blocks stay

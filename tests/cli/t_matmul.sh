@@ -386,8 +386,8 @@ check ws-dyn-k-compile 0 "$FUSEC" compile "$TMP/dwsk.yaml" --arch sm_90a --no-ca
 check ws-dyn-k-plain 1 grep -q "s4ws" "$TMP/dwsk/dws.plan.json"
 contains ws-dyn-k-wg "$TMP/dwsk/dws.plan.json" '"tiles":"wg128x'
 
-# ---- constant weights K-major and the 96-wide tile (passes/kmajor.c,
-# wg128x96x64s4ws in codegen/matmul_pick.c) ----
+# ---- constant weights K-major and the 96- and 192-wide tiles (passes/kmajor.c,
+# wg128x96x64s6ws and wg128x192x64s4ws in codegen/matmul_pick.c) ----
 # make_kmajor.py's graph: y1 and z read w1, y3 reads wr (which an add also reads),
 # q and k are siblings, s has K = 20, t 8 rows. The pass is off by default (its
 # views perturb the explorer's blocks: docs/design.md) and on with FUSEC_KMAJOR=1
@@ -429,8 +429,9 @@ for c in rule wg128x96x64s4ws wg128x128x64s4ws; do
 	same "km-cpu-$c-ok" "$TMP/n" 8
 done
 unset FUSEC_KMAJOR
-# the rule: 96 columns where their waves are shorter (B K-major), else 128; an
-# MN-major B never takes 96 (its panels are 64 columns), even forced
+# the rule: 96 columns (six stages) or 192 where their waves are shorter (96 only
+# with B K-major), else 128; an MN-major B never takes 96 (its panels are 64
+# columns), even forced
 while read -r m n k bt cfg; do
 	nm=km_${m}x${n}x${k}_$bt
 	if [ "$bt" = kt ]; then
@@ -458,11 +459,14 @@ YAML
 		check "km-forced-$nm-not" 1 grep -q wg128x96 "$TMP/kmf/$nm.plan.json"
 	fi
 done <<'EOF2'
-2048 768 768 kt wg128x96x64s4ws
-2048 2304 768 kt wg128x96x64s4ws
+2048 768 768 kt wg128x96x64s6ws
+2048 2304 768 kt wg128x96x64s6ws
 2048 2048 768 kt wg128x128x64s4ws
 3152 2304 768 kt wg128x128x64s4ws
 2048 768 768 mn wg128x128x64s4ws
+2048 1536 768 kt wg128x192x64s4ws
+3152 768 3072 mn wg128x192x64s4ws
+3152 3072 768 mn wg128x128x64s4ws
 EOF2
 if [ -x "$PTXAS" ]; then
 	check km-ptxas 0 "$PTXAS" -arch=sm_90a "$TMP/kmf/km_3152x2304x768_kt.ptx" -o "$TMP/km.cubin"
