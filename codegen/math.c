@@ -669,15 +669,19 @@ static LLVMValueRef body_silu(Em *e, LLVMValueRef *a)
 #define FRAC_1_SQRT2 0.7071067811865476
 #define SQRT_2_OVER_PI 0.7978845608028654
 
+/* The tanh GELU as x * sigmoid(2u): 0.5x(1 + tanh(u)) with u = sqrt(2/pi)(x +
+ * 0.044715x^3); this is 2u, computed as 2 sqrt(2/pi) x (0.044715x * x + 1). */
+static LLVMValueRef gelu_tanh_2u(Em *e, LLVMValueRef x)
+{
+	LLVMValueRef inner = fma_(e, mul(e, K(e, 0.044715), x), x, K(e, 1.0));
+	return mul(e, mul(e, K(e, 2.0 * SQRT_2_OVER_PI), x), inner);
+}
+
 static LLVMValueRef body_gelu(Em *e, LLVMValueRef *a)
 {
 	LLVMValueRef x = a[0];
-	if (e->approx == GELU_TANH) {
-		/* 0.5x(1 + tanh(u)) = x * sigmoid(2u), u = sqrt(2/pi)(x + 0.044715x^3) */
-		LLVMValueRef inner = fma_(e, mul(e, K(e, 0.044715), x), x, K(e, 1.0));
-		LLVMValueRef u2 = mul(e, mul(e, K(e, 2.0 * SQRT_2_OVER_PI), x), inner);
-		return mul(e, x, sigmoid_core(e, u2));
-	}
+	if (e->approx == GELU_TANH)
+		return mul(e, x, sigmoid_core(e, gelu_tanh_2u(e, x)));
 	/* x * Phi(x) = 0.5 x erfc(-x/sqrt2); (x/sqrt2)^2 = x^2/2 from the exact x^2 */
 	LLVMValueRef z = mul(e, x, K(e, -FRAC_1_SQRT2)), zh, zl;
 	sq2(e, x, &zh, &zl);
@@ -752,10 +756,8 @@ static LLVMValueRef body_act_half(Em *e, LLVMValueRef *a)
 		return sigmoid_half(e, x);
 	case OP_SILU:
 		return mul(e, x, sigmoid_half(e, x));
-	default: {   /* gelu, tanh form: x sigmoid(2u), u = sqrt(2/pi)(x + 0.044715x^3) */
-		LLVMValueRef inner = fma_(e, mul(e, K(e, 0.044715), x), x, K(e, 1.0));
-		return mul(e, x, sigmoid_half(e, mul(e, mul(e, K(e, 2.0 * SQRT_2_OVER_PI), x), inner)));
-	}
+	default:   /* gelu, tanh form */
+		return mul(e, x, sigmoid_half(e, gelu_tanh_2u(e, x)));
 	}
 }
 

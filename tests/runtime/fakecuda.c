@@ -676,8 +676,10 @@ CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned
 	return run_kernel(fn, grid, block, shared, params, "direct");
 }
 
-/* cuLaunchKernelEx (cuda.h's CUlaunchConfig and CUlaunchAttribute): the one
- * attribute the runtime sets, a cluster along x whose size divides grid.x, is
+/* cuLaunchKernelEx (cuda.h's CUlaunchConfig and CUlaunchAttribute, written here
+ * from cuda.h rather than taken from runtime/rt_driver.h, so that a slip in the
+ * runtime's copy of the layout fails here instead of agreeing with itself): the
+ * one attribute the runtime sets, a cluster along x whose size divides grid.x, is
  * checked and traced, and the blocks run as cuLaunchKernel's (one at a time, so
  * a cluster's blocks never meet: the kernels that need clusters are sm_90a's,
  * which this library does not run). */
