@@ -77,15 +77,6 @@ $(BUILD)/fusec-static: $(CORE_OBJ) $(CMD_OBJ)
 		$(shell $(PKG_CONFIG) --libs libcjson yaml-0.1 libprotobuf-c libcrypto) -lz $(wildcard /usr/lib/*/libzstd.so.1) \
 		-lrt -ldl -lm -lpthread -Wl,--gc-sections
 
-# The same for the compiler as a library (Python's fusec.compile on such a machine:
-# FUSEC_LIBDIR=build/static, beside libfusecrt.so).
-$(BUILD)/static/libfusec.so: $(LIBFUSEC_OBJ) lib/fusec.map
-	@mkdir -p $(dir $@)
-	$(CXX) $(CFLAGS) -shared -Wl,-soname,libfusec.so.0 -Wl,--version-script=lib/fusec.map \
-	  -Wl,--no-undefined -o $@ $(LIBFUSEC_OBJ) -L$(shell $(LLVM_CONFIG) --libdir) $(LLVM_STATIC_LIBS) \
-	  $(shell $(PKG_CONFIG) --libs libcjson yaml-0.1 libprotobuf-c libcrypto) -lz $(wildcard /usr/lib/*/libzstd.so.1) \
-	  -lrt -ldl -lm -pthread -Wl,--gc-sections
-
 static: $(BUILD)/fusec-static $(BUILD)/static/libfusec.so
 
 # The runtime as a library (libfusecrt.a, libfusecrt.so): plan loading, the driver
@@ -120,6 +111,16 @@ $(BUILD)/libfusec.so: $(LIBFUSEC_OBJ) lib/fusec.map
 	$(CC) $(CFLAGS) -shared -Wl,-soname,libfusec.so.0 -Wl,--version-script=lib/fusec.map \
 	  -Wl,--no-undefined -o $@ $(LIBFUSEC_OBJ) $(DEPS_LIBS) -ldl -pthread
 lib: $(BUILD)/libfusecrt.a $(BUILD)/libfusecrt.so $(BUILD)/libfusec.a $(BUILD)/libfusec.so
+
+# The compiler as a library linked like fusec-static (Python's fusec.compile on
+# such a machine: FUSEC_LIBDIR=build/static, beside libfusecrt.so). Below
+# LIBFUSEC_OBJ's definition: a rule's prerequisites are expanded where it is read.
+$(BUILD)/static/libfusec.so: $(LIBFUSEC_OBJ) lib/fusec.map
+	@mkdir -p $(dir $@)
+	$(CXX) $(CFLAGS) -shared -Wl,-soname,libfusec.so.0 -Wl,--version-script=lib/fusec.map \
+	  -Wl,--no-undefined -o $@ $(LIBFUSEC_OBJ) -L$(shell $(LLVM_CONFIG) --libdir) $(LLVM_STATIC_LIBS) \
+	  $(shell $(PKG_CONFIG) --libs libcjson yaml-0.1 libprotobuf-c libcrypto) -lz $(wildcard /usr/lib/*/libzstd.so.1) \
+	  -lrt -ldl -lm -pthread -Wl,--gc-sections
 
 PREFIX     ?= /usr/local
 DESTDIR    ?=
