@@ -12,8 +12,10 @@
  *     registers laid out as mma's accumulators: a thread holds two rows of its warp's
  *     16, four threads (a quad) share each row;
  *   - the online softmax in registers: each score scaled and its bias added (keys
- *     past the end are -inf), the row's max over the quad (two butterfly shuffles),
- *     the new running max m, alpha = exp(m_old - m), p = exp(s - m); the thread's
+ *     past the end are -inf; a tile no mask reaches skips the tests, `scores`), the
+ *     row's max over the quad (two butterfly shuffles; NaN ignored, it reaches the
+ *     row through its weight), the new running max m, alpha = exp(m_old - m),
+ *     p = exp(s - m), each exp one ex2.approx on the GPU (`exp_`); the thread's
  *     running sum l = l * alpha + its p's; O's accumulators of the row times alpha;
  *     p rounded to the operands' dtype into P's tile in shared memory, and l sums
  *     those rounded weights (the result is a weighted mean of v's rows);
@@ -66,6 +68,7 @@ typedef struct {
 	bool zero_nan;           /* RelAttrs.zero_nan: a row of NaN weights gives 0 */
 	LLVMValueRef bst[IR_MAX_RANK]; /* its element strides, 0 where it broadcasts */
 	LLVMValueRef j0;         /* the first key of the current step */
+	bool full;               /* score() builds for a tile no mask reaches */
 	int kbytes, vbytes;      /* one K tile, one V tile */
 	bool preg;               /* GPU, wgmma: P stays in registers, O's A fragments */
 	LLVMValueRef p[MM_ATT_BNMAX / 4]; /* its pairs of 16-bit weights, in S's order */
@@ -107,9 +110,22 @@ static void phase_end(Att *A)
 	mm_phase_end(&A->s);
 }
 
+/* The larger of two scores, NaN ignored (PTX max.f32): a NaN score still makes its
+ * row NaN, through its weight exp(NaN - m) in l and in P v. */
 static LLVMValueRef fmax_(Att *A, LLVMValueRef a, LLVMValueRef b)
 {
-	return cg_select_max(A->kb, DT_F32, a, b, true);
+	LLVMValueRef args[2] = {a, b};
+	LLVMTypeRef t = A->kb->m->t_f32;
+	return mm_intrinsic(&A->s, "llvm.maxnum", &t, 1, args, 2);
+}
+
+/* exp of a score's distance below the running max (x <= 0, or NaN): on the GPU one
+ * ex2.approx of x·log2 e (cg_math_exp_half), since the weights are rounded to the
+ * operands' dtype (f16, bf16, or tf32) before they are used; the host keeps the
+ * full exp. */
+static LLVMValueRef exp_(Att *A, LLVMValueRef x)
+{
+	return cg_math_exp_half(&A->kb->math, x);
 }
 
 static LLVMValueRef op2(Att *A, LLVMValueRef a, LLVMValueRef b, bool sum)
@@ -168,8 +184,10 @@ static LLVMValueRef score(Att *A, int e)
 	mm_tc_pos(x, x->tid, mm_i64c(x, e), &row, &col);
 	LLVMValueRef gc = mm_add(x, A->j0, col);
 	LLVMValueRef s = LLVMBuildFMul(A->b, mm_acc_load(x, mm_i64c(x, e)), A->scale, "");
-	LLVMValueRef inn = mm_lt(x, gc, x->N), in = inn;
-	if (A->causal)   /* and key gc <= row + c */
+	/* in a full tile every key is in range and none past a causal limit */
+	LLVMValueRef inn = A->full ? LLVMConstInt(kb->m->t_i1, 1, 0) : mm_lt(x, gc, x->N);
+	LLVMValueRef in = inn;
+	if (A->causal && !A->full)   /* and key gc <= row + c */
 		in = LLVMBuildAnd(A->b, in, mm_lt(x, gc, mm_addc(x, mm_add(x, x->m0, row),
 								 A->causal)), "");
 	if (A->bias) {
@@ -212,6 +230,48 @@ static LLVMValueRef score(Att *A, int e)
 	return LLVMBuildSelect(A->b, in, s, f32c(A, -INFINITY), "");
 }
 
+/* The scores of the current key tile in place of S's accumulators, and the max of
+ * each of the thread's two rows in mx. A tile no mask reaches (every key before N,
+ * and for a causal op before the limit of the block's first row) skips the tests:
+ * in a causal walk all but the last one or two tiles. */
+static void scores(Att *A, LLVMValueRef mx[2])
+{
+	Mm *x = &A->s;
+	CgModule *m = A->kb->m;
+	LLVMValueRef end = mm_addc(x, A->j0, A->bn);
+	LLVMValueRef full = LLVMBuildNot(A->b, mm_lt(x, x->N, end), "");
+	if (A->causal)
+		full = LLVMBuildAnd(A->b, full, LLVMBuildNot(A->b, mm_lt(x, mm_addc(x, x->m0,
+					A->causal), end), ""), "");
+	LLVMBasicBlockRef arm[2] = {
+		LLVMAppendBasicBlockInContext(m->ctx, A->kb->fn, "att.full"),
+		LLVMAppendBasicBlockInContext(m->ctx, A->kb->fn, "att.edge")};
+	LLVMBasicBlockRef join = LLVMAppendBasicBlockInContext(m->ctx, A->kb->fn, "att.scored");
+	LLVMBuildCondBr(A->b, full, arm[0], arm[1]);
+	LLVMValueRef v[2][2];
+	LLVMBasicBlockRef from[2];
+	for (int k = 0; k < 2; k++) {
+		LLVMPositionBuilderAtEnd(A->b, arm[k]);
+		A->full = k == 0;
+		memset(A->bcache, 0, sizeof A->bcache);
+		v[k][0] = v[k][1] = f32c(A, -INFINITY);
+		for (int e = 0; e < x->nacc; e++) {
+			LLVMValueRef s = score(A, e);
+			mm_acc_store(x, mm_i64c(x, e), s);
+			v[k][(e % 4) / 2] = fmax_(A, v[k][(e % 4) / 2], s);
+		}
+		from[k] = LLVMGetInsertBlock(A->b);
+		LLVMBuildBr(A->b, join);
+	}
+	A->full = false;
+	LLVMPositionBuilderAtEnd(A->b, join);
+	for (int r = 0; r < 2; r++) {
+		mx[r] = LLVMBuildPhi(A->b, m->t_f32, "");
+		LLVMValueRef in[2] = {v[0][r], v[1][r]};
+		LLVMAddIncoming(mx[r], in, from, 2);
+	}
+}
+
 /* The softmax step of the current key tile, from S's accumulators to P's tile and the
  * rescaled O (one phase on the GPU, two on the host). */
 static void softmax_step(Att *A)
@@ -225,14 +285,8 @@ static void softmax_step(Att *A)
 	 * of the key loop to hold registers through it */
 	LLVMValueRef tid0 = x->tid;
 	x->tid = o->tid = mm_opaque_tid(x, tid0);
-	/* the scores in place of the accumulators, and each row's max over the thread */
-	LLVMValueRef mx[2] = {ninf, ninf};
-	memset(A->bcache, 0, sizeof A->bcache);
-	for (int e = 0; e < x->nacc; e++) {
-		LLVMValueRef s = score(A, e);
-		mm_acc_store(x, mm_i64c(x, e), s);
-		mx[(e % 4) / 2] = fmax_(A, mx[(e % 4) / 2], s);
-	}
+	LLVMValueRef mx[2];
+	scores(A, mx);
 	quad(A, mx, false);
 	LLVMValueRef shift[2], alpha[2], lsum[2];
 	for (int r = 0; r < 2; r++) {
@@ -242,8 +296,7 @@ static void softmax_step(Att *A)
 		/* 0 while every score of the row so far is -inf: then both exps are 0 */
 		shift[r] = LLVMBuildSelect(A->b, LLVMBuildFCmp(A->b, LLVMRealOEQ, mnew, ninf, ""),
 					   f32c(A, 0), mnew, "");
-		alpha[r] = cg_math_unary(&kb->math, OP_EXP, LLVMBuildFSub(A->b, mold, shift[r], ""),
-					 GELU_NONE);
+		alpha[r] = exp_(A, LLVMBuildFSub(A->b, mold, shift[r], ""));
 		lsum[r] = f32c(A, 0);
 	}
 	/* p = exp(s - m) into P's tile (o's A operand, rows x keys), two columns at once
@@ -251,11 +304,26 @@ static void softmax_step(Att *A)
 	LLVMValueRef so = mm_stage_off(o, LLVMConstInt(o->ot, 0, 0), 0);
 	for (int e = 0; e < x->nacc; e += 2) {
 		int r = (e % 4) / 2;
-		LLVMValueRef pv[2], bits[2];
+		LLVMValueRef pv[2], bits[2], pair = NULL;
 		for (int h = 0; h < 2; h++) {
 			LLVMValueRef s = mm_acc_load(x, mm_i64c(x, e + h));
-			pv[h] = cg_math_unary(&kb->math, OP_EXP, LLVMBuildFSub(A->b, s, shift[r], ""),
-					      GELU_NONE);
+			pv[h] = exp_(A, LLVMBuildFSub(A->b, s, shift[r], ""));
+		}
+		if (A->gpu && o->dt != DT_F32) {
+			/* both weights rounded by one instruction (cvt.rn.f16x2.f32 or
+			 * .bf16x2): a vector of two, as NVPTX selects it */
+			LLVMTypeRef ht = o->dt == DT_F16 ? m->t_f16 : LLVMBFloatTypeInContext(m->ctx);
+			LLVMTypeRef v2 = LLVMVectorType(m->t_f32, 2);
+			LLVMValueRef w = LLVMBuildInsertElement(A->b, LLVMGetUndef(v2), pv[0],
+								mm_i32c(x, 0), "");
+			w = LLVMBuildInsertElement(A->b, w, pv[1], mm_i32c(x, 1), "");
+			w = LLVMBuildFPTrunc(A->b, w, LLVMVectorType(ht, 2), "");
+			for (int h = 0; h < 2; h++)
+				lsum[r] = LLVMBuildFAdd(A->b, lsum[r], LLVMBuildFPExt(A->b,
+					LLVMBuildExtractElement(A->b, w, mm_i32c(x, h), ""), m->t_f32, ""), "");
+			pair = LLVMBuildBitCast(A->b, w, m->t_i32, "");
+		}
+		for (int h = 0; h < 2 && !pair; h++) {
 			/* l sums the weights P v multiplies: rounded (to tf32 for f32), so
 			 * that the result is a weighted mean of v's rows */
 			if (o->dt == DT_F32) {
@@ -269,8 +337,8 @@ static void softmax_step(Att *A)
 				bits[h] = LLVMBuildBitCast(A->b, bits[h], m->t_i16, "");
 			bits[h] = LLVMBuildZExt(A->b, bits[h], m->t_i32, "");
 		}
-		LLVMValueRef pair;
-		if (o->dt == DT_F32) {
+		if (pair) {
+		} else if (o->dt == DT_F32) {
 			LLVMTypeRef v2 = LLVMVectorType(m->t_f32, 2);
 			pair = LLVMBuildInsertElement(A->b, LLVMGetUndef(v2), bits[0], mm_i32c(x, 0), "");
 			pair = LLVMBuildInsertElement(A->b, pair, bits[1], mm_i32c(x, 1), "");

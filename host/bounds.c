@@ -760,8 +760,13 @@ static void bound_attention(Interp *ip, const Op *op, const HostTensor *out, dou
 				ds[j] = 0;
 				continue;
 			}
-			/* eps_j of the scores and exp, kept in ds */
-			ds[j] = expm1(ds[j] + 2 * u * (fabs(s[j]) + fabs(mx))) + 8 * u;
+			/* eps_j of the scores and exp, kept in ds. The GPU's exp is
+			 * ex2.approx of (s - m)·log2 e (4u, and u|s - m| from each of the
+			 * two roundings and log2 e), and a weight is also scaled by the
+			 * alphas of the key steps after it (as much again, and 4u a step
+			 * of 64 keys) */
+			double steps = (double)n / 64 + 1;
+			ds[j] = expm1(ds[j] + 6 * u * (fabs(s[j]) + fabs(mx)) + 4 * u * steps) + 8 * u;
 			emax = fmax(emax, ds[j] + up);
 		}
 		for (int64_t c = 0; c < ne; c++) {
