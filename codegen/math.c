@@ -1010,6 +1010,28 @@ LLVMValueRef cg_math_exp_half(CgMath *m, LLVMValueRef x)
 	return LLVMBuildCall2(m->b, fty, fn, &t, 1, "");
 }
 
+/* exp(a - b), a and b f32, the result rounded to a half type or tf32 where it is
+ * used: on the GPU ex2.approx (no ftz) of fma(a, log2 e, -(b·log2 e)), the
+ * subtraction folded into the fma; its error, 2 ulps of ex2 and about 2(|a| + |b|)
+ * ulps of the roundings, is docs/math.md's. The host and libdevice mode keep the
+ * full exp of a - b. */
+LLVMValueRef cg_math_exp_diff_half(CgMath *m, LLVMValueRef a, LLVMValueRef b)
+{
+	LLVMTypeRef f = LLVMFloatTypeInContext(m->ctx);
+	if (!m->gpu || m->libdevice || LLVMTypeOf(a) != f)
+		return cg_math_unary(m, OP_EXP, LLVMBuildFSub(m->b, a, b, ""), GELU_NONE);
+	LLVMValueRef l2e = LLVMConstReal(f, LOG2E);
+	LLVMValueRef args[3] = {a, l2e, LLVMBuildFNeg(m->b, LLVMBuildFMul(m->b, b, l2e, ""), "")};
+	static const char fma[] = "llvm.fma";
+	unsigned fid = LLVMLookupIntrinsicID(fma, sizeof fma - 1);
+	LLVMValueRef t = LLVMBuildCall2(m->b, LLVMIntrinsicGetType(m->ctx, fid, &f, 1),
+		LLVMGetIntrinsicDeclaration(m->mod, fid, &f, 1), args, 3, "");
+	static const char name[] = "llvm.nvvm.ex2.approx.f";
+	unsigned id = LLVMLookupIntrinsicID(name, sizeof name - 1);
+	return LLVMBuildCall2(m->b, LLVMIntrinsicGetType(m->ctx, id, NULL, 0),
+			      LLVMGetIntrinsicDeclaration(m->mod, id, NULL, 0), &t, 1, "");
+}
+
 /* gelu (erf form) of an f32 x whose result is stored as f16 or bf16 (body_gelu_half);
  * libdevice mode keeps the full form. */
 LLVMValueRef cg_math_gelu_half(CgMath *m, LLVMValueRef x)

@@ -42,6 +42,9 @@ LLVMValueRef cg_math_unary(CgMath *m, OpKind op, LLVMValueRef x, GeluApprox appr
 /* exp(x) for an f32 x whose result is rounded to f16 or bf16 where it is made: a
  * shorter form on the GPU (math.c has its error; docs/math.md). */
 LLVMValueRef cg_math_exp_half(CgMath *m, LLVMValueRef x);
+/* exp(a - b) for f32 a, b whose result is rounded to a half type (or tf32) before
+ * it is used: on the GPU one ex2.approx of fma(a, log2 e, -b log2 e) (docs/math.md). */
+LLVMValueRef cg_math_exp_diff_half(CgMath *m, LLVMValueRef a, LLVMValueRef b);
 /* gelu (the erf form) of an f32 x whose result is rounded to f16 or bf16 where it is
  * made: a shorter form, on the GPU and the host alike (math.c has its error;
  * docs/math.md). */

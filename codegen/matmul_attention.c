@@ -119,13 +119,13 @@ static LLVMValueRef fmax_(Att *A, LLVMValueRef a, LLVMValueRef b)
 	return mm_intrinsic(&A->s, "llvm.maxnum", &t, 1, args, 2);
 }
 
-/* exp of a score's distance below the running max (x <= 0, or NaN): on the GPU one
- * ex2.approx of x·log2 e (cg_math_exp_half), since the weights are rounded to the
- * operands' dtype (f16, bf16, or tf32) before they are used; the host keeps the
+/* exp(s - m) of a score s below the running max m (or NaN): on the GPU one
+ * ex2.approx of an fma (cg_math_exp_diff_half), since the weights are rounded to
+ * the operands' dtype (f16, bf16, or tf32) before they are used; the host keeps the
  * full exp. */
-static LLVMValueRef exp_(Att *A, LLVMValueRef x)
+static LLVMValueRef exp_(Att *A, LLVMValueRef s, LLVMValueRef m)
 {
-	return cg_math_exp_half(&A->kb->math, x);
+	return cg_math_exp_diff_half(&A->kb->math, s, m);
 }
 
 static LLVMValueRef op2(Att *A, LLVMValueRef a, LLVMValueRef b, bool sum)
@@ -296,7 +296,7 @@ static void softmax_step(Att *A)
 		/* 0 while every score of the row so far is -inf: then both exps are 0 */
 		shift[r] = LLVMBuildSelect(A->b, LLVMBuildFCmp(A->b, LLVMRealOEQ, mnew, ninf, ""),
 					   f32c(A, 0), mnew, "");
-		alpha[r] = exp_(A, LLVMBuildFSub(A->b, mold, shift[r], ""));
+		alpha[r] = exp_(A, mold, shift[r]);
 		lsum[r] = f32c(A, 0);
 	}
 	/* p = exp(s - m) into P's tile (o's A operand, rows x keys), two columns at once
@@ -307,7 +307,7 @@ static void softmax_step(Att *A)
 		LLVMValueRef pv[2], bits[2], pair = NULL;
 		for (int h = 0; h < 2; h++) {
 			LLVMValueRef s = mm_acc_load(x, mm_i64c(x, e + h));
-			pv[h] = exp_(A, LLVMBuildFSub(A->b, s, shift[r], ""));
+			pv[h] = exp_(A, s, shift[r]);
 		}
 		if (A->gpu && o->dt != DT_F32) {
 			/* both weights rounded by one instruction (cvt.rn.f16x2.f32 or
