@@ -61,6 +61,7 @@ enum {
 	MM_ATT_BM = 128,         /* attention: rows of q a block takes, */
 	MM_ATT_BNMAX = 128,      /* keys per step at most (MmConfig.bn of the att
 				    configurations: matmul_attention.c) */
+	MM_ATT_BARS = 64,        /* attention pp: its mbarriers' bytes (full[], empty[]) */
 	MM_PAD_ROWS = 4,         /* SIMT: rows along K between two padding chunks (mm_swz) */
 };
 
@@ -439,6 +440,12 @@ void mm_group_end(Mm *x);
 LLVMValueRef mm_group_tile(Mm *x, LLVMValueRef t, LLVMValueRef total);
 void mm_gemv_tile_loop(Mm *x, LLVMValueRef block, LLVMValueRef nblocks, const int *wr,
 		       int nw);
+/* (matmul_ws.c) mbarriers at 32-bit shared addresses: set one up for `count`
+ * arrivals, arrive on one, wait until its phase of parity `parity` (i32)
+ * completed. */
+void mm_mbar_init(Mm *x, LLVMValueRef a, int count);
+void mm_mbar_arrive(Mm *x, LLVMValueRef a);
+void mm_mbar_wait(Mm *x, LLVMValueRef a, LLVMValueRef parity);
 /* (matmul_ws.c) The tile loop of a warp-specialized configuration on the GPU. */
 void mm_ws_tile_loop(Mm *x, LLVMValueRef block, LLVMValueRef nblocks, const int *wr, int nw);
 /* The attention op's kernel body. */

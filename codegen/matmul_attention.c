@@ -69,6 +69,9 @@ typedef struct {
 	LLVMValueRef bst[IR_MAX_RANK]; /* its element strides, 0 where it broadcasts */
 	LLVMValueRef j0;         /* the first key of the current step */
 	bool full;               /* score() builds for a tile no mask reaches */
+	bool pp;                 /* the configuration's pp: three K/V buffers (key_steps_pp) */
+	LLVMValueRef gslot;      /* pp: i32 alloca, the block's next step of all its tiles */
+	int bars;                /* pp, GPU: byte offset of full[0]; empty[b] 3 later */
 	int kbytes, vbytes;      /* one K tile, one V tile */
 	bool preg;               /* GPU, wgmma: P stays in registers, O's A fragments */
 	LLVMValueRef p[MM_ATT_BNMAX / 4]; /* its pairs of 16-bit weights, in S's order */
@@ -377,36 +380,14 @@ static void softmax_step(Att *A)
 	phase_end(A);
 }
 
-/* One block tile: rows m0.. of batch bflat. */
-static void block_tile(Att *A, LLVMValueRef t, LLVMValueRef ntm, const int *wr, int nw)
+/* The walk over the block tile's nt key tiles, the two warpgroups in step: two K
+ * and V buffers, the next tile copied (cp.async) while this one is used, block
+ * barriers between the steps. q's copy is in flight. */
+static void key_steps(Att *A, LLVMValueRef nt)
 {
 	Mm *x = &A->s, *o = &A->o;
 	CgKb *kb = A->kb;
-	LLVMValueRef bflat = LLVMBuildUDiv(A->b, t, ntm, "");
-	LLVMValueRef tm = LLVMBuildURem(A->b, t, ntm, "");
-	if (A->causal)   /* the longest walks first */
-		tm = LLVMBuildSub(A->b, mm_addc(x, ntm, -1), tm, "");
-	x->m0 = o->m0 = mm_mulc(x, tm, MM_ATT_BM);
-	x->n0 = o->n0 = mm_i64c(x, 0);
-	mm_tile_batch(x, bflat);
-	mm_tile_batch(o, bflat);
 	LLVMValueRef s0 = LLVMConstInt(x->ot, 0, 0);
-	/* O, m and l of the thread's rows */
-	phase_begin(A);
-	for (int e = 0; e < o->nacc; e++)
-		mm_acc_store(o, mm_i64c(o, e), f32c(A, 0));
-	for (int k = 0; k < AT_NSTATE; k++)
-		state_store(A, k, f32c(A, k < 2 ? -INFINITY : 0));
-	phase_end(A);
-	/* q's tile, once, and the first key tile into buffer 0 */
-	LLVMValueRef nt = mm_ceil_div(x, x->N, A->bn);
-	if (A->causal) {
-		/* the block's last row m0 + BM - 1 reaches key m0 + BM - 1 + c */
-		LLVMValueRef reach = mm_ceil_div(x, mm_addc(x, x->m0, MM_ATT_BM - 1 + A->causal),
-						 A->bn);
-		nt = LLVMBuildSelect(A->b, mm_lt(x, reach, nt), reach, nt, "");
-	}
-	mm_load_tile(x, 0, s0, mm_i64c(x, 0));
 	mm_load_tile(x, 1, s0, mm_i64c(x, 0));
 	mm_load_tile(o, 1, s0, mm_i64c(x, 0));
 	if (A->gpu)
@@ -460,6 +441,159 @@ static void block_tile(Att *A, LLVMValueRef t, LLVMValueRef ntm, const int *wr, 
 	/* nobody refills K, V or P before every warp is done with them */
 	mm_barrier(x);
 	cg_loop_end(kb, &lj);
+}
+
+static void pp_turn(Att *A, int w, const char *text);
+
+/* pp, GPU: the shared address of full[b] (or empty[b]), b an i32 buffer. */
+static LLVMValueRef pp_bar(Att *A, LLVMValueRef b, bool empty)
+{
+	Mm *x = &A->s;
+	return mm_saddr(x, mm_addc(x, mm_mulc(x, b, 8), A->bars + (empty ? 3 * 8 : 0)));
+}
+
+/* pp: key tile jt (i64) into buffer b (i32) of the block's step gs (i32), once
+ * every thread is done with the buffer's previous use (step gs - 3); on the GPU
+ * each thread's copies then arrive on full[b] as they land. */
+static void pp_fill(Att *A, LLVMValueRef jt, LLVMValueRef gs)
+{
+	Mm *x = &A->s, *o = &A->o;
+	CgModule *m = A->kb->m;
+	LLVMValueRef b = LLVMBuildURem(A->b, gs, mm_i32c(x, 3), "");
+	if (A->gpu) {
+		LLVMValueRef u = LLVMBuildUDiv(A->b, gs, mm_i32c(x, 3), "");
+		u = LLVMBuildXor(A->b, LLVMBuildAnd(A->b, u, mm_i32c(x, 1), ""), mm_i32c(x, 1), "");
+		mm_mbar_wait(x, pp_bar(A, b, true), u);
+	}
+	LLVMValueRef bo = LLVMBuildZExt(A->b, b, x->ot, "");
+	x->n0 = mm_mulc(x, jt, A->bn);
+	mm_load_tile(x, 1, mm_mulc(x, bo, A->kbytes), mm_i64c(x, 0));
+	mm_load_tile(o, 1, mm_mulc(x, bo, A->vbytes), jt);
+	if (A->gpu) {
+		LLVMValueRef a = pp_bar(A, b, false);
+		mm_asm_call(x, m->t_void, "cp.async.mbarrier.arrive.noinc.shared::cta.b64 [$0];",
+			    "r,~{memory}", &a, 1);
+	}
+}
+
+/* The walk over the block tile's nt key tiles with the warpgroups out of step
+ * (the pp configurations, where every copy is of whole chunks). Three K and V
+ * buffers; step gs of the block (over all its tiles, Att.gslot) uses buffer
+ * gs % 3, in its round gs / 3. Two mbarriers a buffer, in shared memory past the
+ * buffers (Att.bars): full[b], to which each of the 256 threads' copies of the
+ * buffer arrive as they land (cp.async.mbarrier.arrive.noinc), and empty[b], on
+ * which every thread arrives once its step's products over the buffer are done.
+ * A step waits on full[] (round parity) and copies tile j + 2 after its own
+ * products, into the buffer of step j - 1 once empty[] says both warpgroups are
+ * done with it; no block barrier, so the warpgroups drift apart. They issue
+ * their scores' products in turn (named barriers 2 and 3: warpgroup w waits on
+ * 2 + w, then lets the other go), so that one's softmax runs while the other's
+ * products keep the tensor cores busy. On the host the same buffers and order,
+ * without the barriers. */
+static void key_steps_pp(Att *A, LLVMValueRef nt)
+{
+	Mm *x = &A->s, *o = &A->o;
+	CgKb *kb = A->kb;
+	CgModule *m = kb->m;
+	LLVMValueRef g0 = LLVMBuildLoad2(A->b, m->t_i32, A->gslot, "");
+	LLVMValueRef nt32 = LLVMBuildTrunc(A->b, nt, m->t_i32, "");
+	/* tiles 0 and 1 (where there are that many) */
+	for (int k = 0; k < 2; k++) {
+		LLVMBasicBlockRef bl = LLVMAppendBasicBlockInContext(m->ctx, kb->fn, "att.pre");
+		LLVMBasicBlockRef bn = LLVMAppendBasicBlockInContext(m->ctx, kb->fn, "att.pre.done");
+		LLVMBuildCondBr(A->b, LLVMBuildICmp(A->b, LLVMIntSLT, mm_i64c(x, k), nt, ""), bl, bn);
+		LLVMPositionBuilderAtEnd(A->b, bl);
+		pp_fill(A, mm_i64c(x, k), LLVMBuildAdd(A->b, g0, mm_i32c(x, k), ""));
+		LLVMBuildBr(A->b, bn);
+		LLVMPositionBuilderAtEnd(A->b, bn);
+	}
+	CgLoop lj;
+	cg_loop_begin(kb, &lj, mm_i64c(x, 0), nt, mm_i64c(x, 1));
+	LLVMValueRef gs = LLVMBuildAdd(A->b, g0, LLVMBuildTrunc(A->b, lj.i, m->t_i32, ""), "");
+	LLVMValueRef b = LLVMBuildURem(A->b, gs, mm_i32c(x, 3), "");
+	LLVMValueRef bo = LLVMBuildZExt(A->b, b, x->ot, "");
+	LLVMValueRef sk = mm_mulc(x, bo, A->kbytes), sv = mm_mulc(x, bo, A->vbytes);
+	A->j0 = x->n0 = mm_mulc(x, lj.i, A->bn);
+	if (A->gpu) {
+		LLVMValueRef u = LLVMBuildUDiv(A->b, gs, mm_i32c(x, 3), "");
+		mm_mbar_wait(x, pp_bar(A, b, false), LLVMBuildAnd(A->b, u, mm_i32c(x, 1), ""));
+		/* the copies (generic proxy) before wgmma's reads (async proxy) */
+		mm_asm_call(x, m->t_void, "fence.proxy.async.shared::cta;", "~{memory}", NULL, 0);
+	}
+	phase_begin(A);
+	for (int e = 0; e < x->nacc; e++)
+		mm_acc_store(x, mm_i64c(x, e), f32c(A, 0));
+	phase_end(A);
+	/* (barrier numbers as immediates: with a register ptxas counts all 16) */
+	if (A->gpu) {
+		pp_turn(A, 0, "bar.sync 2, 256;");
+		pp_turn(A, 1, "bar.sync 3, 256;");
+	}
+	mm_compute_stage(x, sk);
+	if (A->gpu) {
+		pp_turn(A, 0, "bar.arrive 3, 256;");
+		pp_turn(A, 1, "bar.arrive 2, 256;");
+		mm_wg_wait(x, 0);
+	}
+	softmax_step(A);
+	/* each warpgroup's own rows of P, from its registers (the host: from P's
+	 * tile) */
+	if (A->preg) {
+		mm_wg_compute_regs(o, sv, A->p);
+	} else {
+		mm_barrier(x);
+		mm_compute_stage(o, sv);
+	}
+	if (A->gpu)
+		mm_mbar_arrive(x, pp_bar(A, b, true));
+	/* tile j + 2 into the buffer of step j - 1 */
+	LLVMValueRef j2 = mm_addc(x, lj.i, 2);
+	LLVMBasicBlockRef bl = LLVMAppendBasicBlockInContext(m->ctx, kb->fn, "att.fill");
+	LLVMBasicBlockRef bn = LLVMAppendBasicBlockInContext(m->ctx, kb->fn, "att.filled");
+	LLVMBuildCondBr(A->b, mm_lt(x, j2, nt), bl, bn);
+	LLVMPositionBuilderAtEnd(A->b, bl);
+	pp_fill(A, j2, LLVMBuildAdd(A->b, gs, mm_i32c(x, 2), ""));
+	LLVMBuildBr(A->b, bn);
+	LLVMPositionBuilderAtEnd(A->b, bn);
+	cg_loop_end(kb, &lj);
+	LLVMBuildStore(A->b, LLVMBuildAdd(A->b, g0, nt32, ""), A->gslot);
+	/* the epilogue stages O over the buffers: every warp done with them */
+	mm_barrier(x);
+}
+
+/* One block tile: rows m0.. of batch bflat. */
+static void block_tile(Att *A, LLVMValueRef t, LLVMValueRef ntm, const int *wr, int nw)
+{
+	Mm *x = &A->s, *o = &A->o;
+	LLVMValueRef bflat = LLVMBuildUDiv(A->b, t, ntm, "");
+	LLVMValueRef tm = LLVMBuildURem(A->b, t, ntm, "");
+	if (A->causal)   /* the longest walks first */
+		tm = LLVMBuildSub(A->b, mm_addc(x, ntm, -1), tm, "");
+	x->m0 = o->m0 = mm_mulc(x, tm, MM_ATT_BM);
+	x->n0 = o->n0 = mm_i64c(x, 0);
+	mm_tile_batch(x, bflat);
+	mm_tile_batch(o, bflat);
+	LLVMValueRef s0 = LLVMConstInt(x->ot, 0, 0);
+	/* O, m and l of the thread's rows */
+	phase_begin(A);
+	for (int e = 0; e < o->nacc; e++)
+		mm_acc_store(o, mm_i64c(o, e), f32c(A, 0));
+	for (int k = 0; k < AT_NSTATE; k++)
+		state_store(A, k, f32c(A, k < 2 ? -INFINITY : 0));
+	phase_end(A);
+	/* q's tile, once, and the first key tile into buffer 0 */
+	LLVMValueRef nt = mm_ceil_div(x, x->N, A->bn);
+	if (A->causal) {
+		/* the block's last row m0 + BM - 1 reaches key m0 + BM - 1 + c */
+		LLVMValueRef reach = mm_ceil_div(x, mm_addc(x, x->m0, MM_ATT_BM - 1 + A->causal),
+						 A->bn);
+		nt = LLVMBuildSelect(A->b, mm_lt(x, reach, nt), reach, nt, "");
+	}
+	mm_load_tile(x, 0, s0, mm_i64c(x, 0));
+	if (A->pp && x->all_fast)
+		key_steps_pp(A, nt);
+	else
+		key_steps(A, nt);
 	x->n0 = mm_i64c(x, 0);
 	/* O / l, l summed over the quad */
 	phase_begin(A);
@@ -492,6 +626,43 @@ static void block_tile(Att *A, LLVMValueRef t, LLVMValueRef ntm, const int *wr, 
 	mm_barrier(x);
 }
 
+/* pp: the block's step count from 0; on the GPU thread 0 sets up the six
+ * mbarriers (256 arrivals each) before anyone uses them. */
+static void pp_init(Att *A)
+{
+	Mm *x = &A->s;
+	CgKb *kb = A->kb;
+	CgModule *m = kb->m;
+	LLVMBuildStore(A->b, mm_i32c(x, 0), A->gslot);
+	if (!A->gpu)
+		return;
+	LLVMBasicBlockRef bi = LLVMAppendBasicBlockInContext(m->ctx, kb->fn, "att.init");
+	LLVMBasicBlockRef bs = LLVMAppendBasicBlockInContext(m->ctx, kb->fn, "att.inited");
+	LLVMBuildCondBr(A->b, LLVMBuildICmp(A->b, LLVMIntEQ, x->tid, mm_i64c(x, 0), ""), bi, bs);
+	LLVMPositionBuilderAtEnd(A->b, bi);
+	for (int k = 0; k < 6; k++)
+		mm_mbar_init(x, mm_saddr(x, mm_i32c(x, A->bars + 8 * k)), MM_THREADS);
+	mm_asm_call(x, m->t_void, "fence.mbarrier_init.release.cluster;", "~{memory}", NULL, 0);
+	LLVMBuildBr(A->b, bs);
+	LLVMPositionBuilderAtEnd(A->b, bs);
+	mm_intrinsic(x, "llvm.nvvm.barrier0", NULL, 0, NULL, 0);
+}
+
+/* pp, GPU: warpgroup w alone runs the named-barrier instruction text. */
+static void pp_turn(Att *A, int w, const char *text)
+{
+	Mm *x = &A->s;
+	CgModule *m = A->kb->m;
+	LLVMBasicBlockRef bt = LLVMAppendBasicBlockInContext(m->ctx, A->kb->fn, "att.turn");
+	LLVMBasicBlockRef bn = LLVMAppendBasicBlockInContext(m->ctx, A->kb->fn, "att.turned");
+	LLVMValueRef is = LLVMBuildICmp(A->b, LLVMIntEQ, mm_udivc(x, x->tid, 128), mm_i64c(x, w), "");
+	LLVMBuildCondBr(A->b, is, bt, bn);
+	LLVMPositionBuilderAtEnd(A->b, bt);
+	mm_asm_call(x, m->t_void, text, "~{memory}", NULL, 0);
+	LLVMBuildBr(A->b, bn);
+	LLVMPositionBuilderAtEnd(A->b, bn);
+}
+
 /* Fill a builder for one of the two products. */
 static void setup(Att *A, Mm *x, const MmConfig *c, const RelOp *op)
 {
@@ -514,7 +685,8 @@ static void setup(Att *A, Mm *x, const MmConfig *c, const RelOp *op)
 	x->ni = x->wtn / 8;
 	x->nacc = x->mi * x->ni * 4;
 	x->a_bytes = c->bm * c->bk * x->es;
-	x->stage_bytes = x->a_bytes + 2 * c->bk * c->bn * x->es;   /* two B buffers */
+	/* two B buffers, three for pp */
+	x->stage_bytes = x->a_bytes + (A->pp ? 3 : 2) * c->bk * c->bn * x->es;
 	x->a_fixed = true;
 }
 
@@ -529,6 +701,7 @@ int mm_attention_kernel(CgKb *kb, const MmConfig *cfg, const int *wr, int nw)
 	A->b = kb->b;
 	A->gpu = m->opt.target == CG_TARGET_NVPTX;
 	A->dmax = cfg->bk;
+	A->pp = cfg->pp;
 	/* S = q kt: 128 x 64 over the head dim in one stage; O = P v: 128 x E over 64
 	 * keys; warps 8 x 1 (a warp's 16 rows, every column) */
 	/* f32 (--allow-tf32): both products on tf32 mma.sync (m16n8k8) */
@@ -543,6 +716,11 @@ int mm_attention_kernel(CgKb *kb, const MmConfig *cfg, const int *wr, int nw)
 	setup(A, o, &A->co, op);
 	x->panel = o->panel = cfg->wg;
 	A->preg = A->gpu && cfg->wg && !tf;
+	if (A->pp && A->preg) {
+		/* no tile for P: it stays in registers */
+		o->stage_bytes -= o->a_bytes;
+		o->a_bytes = 0;
+	}
 	A->kbytes = A->dmax * A->bn * x->es;
 	A->vbytes = A->bn * A->dmax * x->es;
 	int r = x->rank;
@@ -591,6 +769,8 @@ int mm_attention_kernel(CgKb *kb, const MmConfig *cfg, const int *wr, int nw)
 		x->tid = LLVMBuildZExt(A->b, mm_intrinsic(x, "llvm.nvvm.read.ptx.sreg.tid.x", NULL, 0,
 							  NULL, 0), m->t_i64, "");
 	} else {
+		if (A->pp)   /* the buffers and P's tile; no alignment, no mbarriers */
+			smem = x->stage_bytes + o->stage_bytes;
 		LLVMValueRef sm = LLVMBuildAlloca(A->b, LLVMArrayType(m->t_i8,
 						  (unsigned)(smem + AT_RED)), "smem");
 		LLVMSetAlignment(sm, 128);
@@ -605,6 +785,7 @@ int mm_attention_kernel(CgKb *kb, const MmConfig *cfg, const int *wr, int nw)
 		A->state = LLVMBuildAlloca(A->b, LLVMArrayType(m->t_f32,
 					   AT_NSTATE * MM_THREADS), "state");
 	}
+	A->gslot = LLVMBuildAlloca(A->b, m->t_i32, "gstep");
 	o->tid = x->tid;
 	o->ot = x->ot;
 	LLVMValueRef ob = LLVMConstInt(x->ot, (unsigned long long)x->stage_bytes, 0);
@@ -617,7 +798,9 @@ int mm_attention_kernel(CgKb *kb, const MmConfig *cfg, const int *wr, int nw)
 	}
 	o->vecok = mm_vector_ok(o, wr, nw);
 	o->epi_rows = MM_ATT_BM;
-	int room = smem - (cfg->wg ? MM_WG_ALIGN : 0);   /* past the alignment */
+	/* past the alignment (and pp's mbarriers) */
+	int room = smem - (A->gpu && cfg->wg ? MM_WG_ALIGN : 0) - (A->gpu && A->pp ? MM_ATT_BARS : 0);
+	A->bars = x->stage_bytes + o->stage_bytes;
 	while (o->epi_rows * (o->c->bn + MM_EPI_PAD) * 4 > room)
 		o->epi_rows /= 2;
 
@@ -637,15 +820,22 @@ int mm_attention_kernel(CgKb *kb, const MmConfig *cfg, const int *wr, int nw)
 	LLVMBasicBlockRef bd = LLVMAppendBasicBlockInContext(m->ctx, kb->fn, "att.done");
 	LLVMValueRef fast = LLVMBuildAnd(A->b, LLVMBuildAnd(A->b, x->fast[0], x->fast[1], ""),
 					 o->fast[1], "");
+	if (A->pp)
+		pp_init(A);
 	LLVMBuildCondBr(A->b, fast, bf, bg);
 	for (int copy = 0; copy < 2; copy++) {
 		LLVMPositionBuilderAtEnd(A->b, copy ? bg : bf);
 		x->all_fast = o->all_fast = copy == 0;
+		bool turns = A->gpu && A->pp && copy == 0;
+		if (turns)   /* warpgroup 0 takes the first turn */
+			pp_turn(A, 1, "bar.arrive 2, 256;");
 		CgLoop lt;
 		cg_loop_begin(kb, &lt, block, mm_mul(x, nb, ntm), nblocks);
 		kb->nmemo = 0;
 		block_tile(A, lt.i, ntm, wr, nw);
 		cg_loop_end(kb, &lt);
+		if (turns)   /* and takes warpgroup 1's last hand-over */
+			pp_turn(A, 0, "bar.sync 2, 256;");
 		LLVMBuildBr(A->b, bd);
 	}
 	LLVMPositionBuilderAtEnd(A->b, bd);

@@ -54,6 +54,8 @@ enum {
 	MM_ATT256 = 33,          /* the attention op, head dims up to 256 (sm_90) */
 	MM_ATTWG64 = 35,         /* the attention op on wgmma (sm_90a), 64 keys a step */
 	MM_ATTWGK128 = 38,       /* the same, 128 keys a step, head dims up to 128 */
+	MM_ATTWG64PP = 47,       /* attwg128x64d64pp: the warpgroups out of step */
+	MM_ATTWGK128PP = 50,     /* attwg128x128d128pp */
 	MM_GEMV_SPLIT_K = 128,   /* gemv: K a split keeps at least */
 	MM_WG96WS = 41,          /* wg128x96x64s6ws (six stages: the H100, session 53,
 				    4 to 13 % faster than wg128x96x64s4ws, index 39) */
@@ -200,6 +202,15 @@ static const MmConfig mm_configs[] = {
 	/* ws, 192 columns (m64n192k16; an MN-major B in three 64-column panels):
 	 * 3152 rows by 768 columns in one wave of 100 tiles (MM_WG192WS) */
 	{"wg128x192x64s4ws", true, false, false, 1, 128, 192, 64, 8, 1, 4, 0, true, 0, false, true, false, 0},
+	/* the attention op on wgmma with its two warpgroups out of step
+	 * (matmul_attention.c, `pp`): three K and V buffers handed over by
+	 * mbarriers instead of block barriers, and the warpgroups issuing their
+	 * scores' products in turn, so that one's softmax runs under the other's
+	 * products; the host runs them as attwg's */
+	{"attwg128x64d64pp", true, false, false, 2, 128, 64, 64, 8, 1, 3, 0, true, 0, true, false, true, 0},
+	{"attwg128x64d128pp", true, false, false, 1, 128, 64, 128, 8, 1, 3, 0, true, 0, true, false, true, 0},
+	{"attwg128x128d64pp", true, false, false, 2, 128, 128, 64, 8, 1, 3, 0, true, 0, true, false, true, 0},
+	{"attwg128x128d128pp", true, false, false, 1, 128, 128, 128, 8, 1, 3, 0, true, 0, true, false, true, 0},
 };
 enum { MM_NCONFIGS = (int)(sizeof mm_configs / sizeof mm_configs[0]) };
 
@@ -486,11 +497,13 @@ int cg_matmul_variant(const CgKernelSpec *s, const char *arch, bool host, bool a
 			    (!c->wg || wga) && !strcmp(force, c->name))
 				return v;
 		}
-		/* sm_90a: wgmma; head dims up to 64 two blocks an SM, 64 keys a step,
-		 * past them one block, 128 keys (on the H100 BERT's attention 30.5 us
-		 * on mma.sync, 29.0 so; 32x2048^2x128 f16 553 us on mma.sync, 363 so) */
+		/* sm_90a: wgmma, the warpgroups out of step; head dims up to 64 two
+		 * blocks an SM, 64 keys a step, past them one block, 128 keys (on the
+		 * H100 BERT's attention 30.5 us on mma.sync, 29.0 so in step, 19.4 out
+		 * of step with session 54's softmax; 32x2048^2x128 f16 553 us on
+		 * mma.sync, 363 so in step, 264 and 234 with session 54's) */
 		if (wga)
-			return d <= 64 && e <= 64 ? MM_ATTWG64 : MM_ATTWGK128;
+			return d <= 64 && e <= 64 ? MM_ATTWG64PP : MM_ATTWGK128PP;
 		return d <= 64 && e <= 64 ? MM_ATT64 : MM_ATT128;
 	}
 	if (conv && nwr <= MM_EPI_MAXW && mm_dw_eligible(mm, dims, ndims)) {

@@ -179,6 +179,9 @@ int mm_ws_epi_rows(const MmConfig *c, int es)
 int mm_attention_smem(const MmConfig *c, int es)
 {
 	int d = c->bk;
+	if (c->pp)   /* q's tile, three K and three V tiles (P in registers), mbarriers */
+		return (MM_ATT_BM * d + c->stages * 2 * d * c->bn) * es + MM_WG_ALIGN +
+		       MM_ATT_BARS;
 	int s = MM_ATT_BM * d + 2 * d * c->bn;          /* q's tile, two K tiles */
 	int o = MM_ATT_BM * c->bn + 2 * c->bn * d;      /* the weights P, two V tiles */
 	return (s + o) * es + (c->wg ? MM_WG_ALIGN : 0);  /* wgmma: room to align them */

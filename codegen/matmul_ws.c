@@ -53,21 +53,21 @@
 
 /* ---- mbarriers (32-bit shared addresses) ------------------------------------- */
 
-static void mbar_init(Mm *x, LLVMValueRef a, int count)
+void mm_mbar_init(Mm *x, LLVMValueRef a, int count)
 {
 	LLVMValueRef args[2] = {a, mm_i32c(x, count)};
 	mm_asm_call(x, x->kb->m->t_void, "mbarrier.init.shared::cta.b64 [$0], $1;",
 		    "r,r,~{memory}", args, 2);
 }
 
-static void mbar_arrive(Mm *x, LLVMValueRef a)
+void mm_mbar_arrive(Mm *x, LLVMValueRef a)
 {
 	mm_asm_call(x, x->kb->m->t_void, "mbarrier.arrive.shared::cta.b64 _, [$0];",
 		    "r,~{memory}", &a, 1);
 }
 
 /* Wait until the phase of parity `parity` (i32) of the mbarrier at a completed. */
-static void mbar_wait(Mm *x, LLVMValueRef a, LLVMValueRef parity)
+void mm_mbar_wait(Mm *x, LLVMValueRef a, LLVMValueRef parity)
 {
 	CgKb *kb = x->kb;
 	CgModule *m = kb->m;
@@ -250,7 +250,7 @@ static void free_stage(Mm *x, const Ws *w, LLVMValueRef j)
 	if (w->rank)
 		mbar_arrive_both(x, bar_of(x, w, j, true), w->lane);
 	else
-		mbar_arrive(x, bar_of(x, w, j, true));
+		mm_mbar_arrive(x, bar_of(x, w, j, true));
 }
 
 /* One tile's K steps, copying (copy) or multiplying; nk (i64) steps. Ping-pong:
@@ -264,13 +264,13 @@ static void tile_steps(Mm *x, const Ws *w, LLVMValueRef nk, bool copy, LLVMValue
 	cg_loop_begin(kb, &lk, mm_i64c(x, 0), nk, mm_i64c(x, 1));
 	LLVMValueRef j = LLVMBuildLoad2(x->b, m->t_i32, w->jslot, "");
 	if (copy) {
-		mbar_wait(x, bar_of(x, w, j, true), parity_of(x, j, true));
+		mm_mbar_wait(x, bar_of(x, w, j, true), parity_of(x, j, true));
 		LLVMValueRef full = bar_of(x, w, j, false), so = stage_of(x, j);
 		mbar_expect(x, full, x->stage_bytes);
 		tma_tile(x, w, 0, so, lk.i, full);
 		tma_tile(x, w, 1, so, lk.i, full);
 	} else {
-		mbar_wait(x, bar_of(x, w, j, false), parity_of(x, j, false));
+		mm_mbar_wait(x, bar_of(x, w, j, false), parity_of(x, j, false));
 		mm_compute_stage(x, stage_of(x, j));
 		/* the group of the step before is done: its stage is free */
 		LLVMBasicBlockRef go = LLVMAppendBasicBlockInContext(m->ctx, kb->fn, "ws.free");
@@ -427,8 +427,8 @@ void mm_ws_tile_loop(Mm *x, LLVMValueRef block, LLVMValueRef nblocks, const int 
 	LLVMBuildCondBr(x->b, LLVMBuildICmp(x->b, LLVMIntEQ, x->tid, mm_i64c(x, 0), ""), bi, bs);
 	LLVMPositionBuilderAtEnd(x->b, bi);
 	for (int s = 0; s < c->stages; s++) {
-		mbar_init(x, mm_saddr(x, mm_i32c(x, w.bars + s * 8)), 1);
-		mbar_init(x, mm_saddr(x, mm_i32c(x, w.bars + (c->stages + s) * 8)),
+		mm_mbar_init(x, mm_saddr(x, mm_i32c(x, w.bars + s * 8)), 1);
+		mm_mbar_init(x, mm_saddr(x, mm_i32c(x, w.bars + (c->stages + s) * 8)),
 			  c->cluster ? 2 * MM_THREADS / 32 : c->pp ? MM_THREADS / 2 : MM_THREADS);
 	}
 	/* the initialised mbarriers visible to the copies that complete on them */

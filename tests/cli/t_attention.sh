@@ -320,10 +320,12 @@ contains attf_sdpa3_one_launch "$TMP/err" "compiled sdpa_scaled: 2 ops → 1 lau
 # to six steps, edges), rows 37 to 300, batch broadcast, with and without a bias, a
 # bool mask, causal (c5: c = 0, three row tiles walking 2, 4 and 5 of 5 key tiles;
 # c6: c = 100 with a bias, the rows' last keys inside tiles);
-# on sm_90a (the default) the rule picks attwg128x64d64 or attwg128x128d128 per op
-# (wgmma, 64 or 128 keys a step, P in registers on the GPU), on sm_80 and sm_90
+# on sm_90a (the default) the rule picks attwg128x64d64pp or attwg128x128d128pp per
+# op (wgmma, 64 or 128 keys a step, P in registers on the GPU, the warpgroups out
+# of step: three K/V buffers, which the cpu backend runs too), on sm_80 and sm_90
 # att128x64d64 or d128 (mma.sync, 64 keys a step); att128x64d128 forced takes them
-# all, and so does attwg128x64d128 (wgmma, 64 keys a step)
+# all, and so do attwg128x64d128 (wgmma, 64 keys a step, two buffers) and
+# attwg128x64d128pp
 AC=tests/bench/gpu/att_check
 for t in bf16 f16; do
 	check att-k-$t 0 "$FUSEC" run $AC"_$t.json" --backend cpu --check
@@ -336,6 +338,17 @@ done
 check att-k-wg64 0 env FUSEC_MATMUL_TILES=attwg128x64d128 "$FUSEC" run $AC"_bf16.json" --backend cpu --check
 grep -c " ok$" "$TMP/out" >"$TMP/n"
 same att-k-wg64-ok "$TMP/n" 7
+check att-k-pp64 0 env FUSEC_MATMUL_TILES=attwg128x64d128pp "$FUSEC" run $AC"_f16.json" --backend cpu --check
+grep -c " ok$" "$TMP/out" >"$TMP/n"
+same att-k-pp64-ok "$TMP/n" 7
+# the out-of-step kernel on the GPU: mbarriers a buffer, cp.async arriving on
+# them, the turns on named barriers 2 and 3, no register-numbered barrier
+check att-k-compile-pp 0 env FUSEC_MATMUL_TILES=attwg128x64d128pp "$FUSEC" compile $AC"_bf16.json" --no-cache -o "$TMP/akp"
+cat "$TMP"/akp/*.ptx >"$TMP/akp.ptx"
+contains att-k-pp-arrive "$TMP/akp.ptx" "cp.async.mbarrier.arrive.noinc.shared::cta.b64"
+contains att-k-pp-turn2 "$TMP/akp.ptx" "bar.sync 2, 256;"
+contains att-k-pp-turn3 "$TMP/akp.ptx" "bar.arrive 3, 256;"
+contains att-k-pp-wait "$TMP/akp.ptx" "mbarrier.try_wait.parity.shared::cta.b64"
 check att-k-compile 0 "$FUSEC" compile $AC"_bf16.json" --no-cache -o "$TMP/ak"
 check att-k-compile-90 0 "$FUSEC" compile $AC"_bf16.json" --arch sm_90 --no-cache -o "$TMP/ak90"
 check att-k-compile-wg64 0 env FUSEC_MATMUL_TILES=attwg128x64d128 "$FUSEC" compile $AC"_bf16.json" --no-cache -o "$TMP/akw"
@@ -344,7 +357,7 @@ import json, sys
 def tiles(f):
     return sorted(k["tiles"] for k in json.load(open(f))["kernels"])
 v = tiles(sys.argv[1])
-assert v == ["attwg128x128d128"] * 3 + ["attwg128x64d64"] * 4, v
+assert v == ["attwg128x128d128pp"] * 3 + ["attwg128x64d64pp"] * 4, v
 v = tiles(sys.argv[2])
 assert v == ["att128x64d128"] * 3 + ["att128x64d64"] * 4, v
 v = tiles(sys.argv[3])
@@ -364,7 +377,7 @@ done
 check att-views-compile 0 "$FUSEC" compile tests/bench/gpu/att_views_bf16.json --no-cache -o "$TMP/av"
 contains att-views-one-launch "$TMP/err" "compiled att_views_bf16: 14 ops → 4 launches"
 # every attention on the flash kernel, c0's with its permute too (not the evaluator)
-grep -o '"tiles":"attwg128x64d64"' "$TMP/av/att_views_bf16.plan.json" | wc -l | tr -d ' ' >"$TMP/n"
+grep -o '"tiles":"attwg128x64d64pp"' "$TMP/av/att_views_bf16.plan.json" | wc -l | tr -d ' ' >"$TMP/n"
 same att-merge-tiles "$TMP/n" 3
 check att-merge-explain 0 "$FUSEC" explain tests/bench/gpu/att_views_bf16.json
 grep -A3 "^op 3 " "$TMP/out" >"$TMP/ex3"
@@ -417,6 +430,10 @@ if [ -x "$PTXAS" ]; then
 	# the mma.sync kernels sm_90 runs, and wgmma with 64 keys a step
 	check att-ptxas-sm_90 0 "$PTXAS" -arch=sm_90 "$TMP/ak90/att_check_bf16.ptx" -o "$TMP/ap.cubin"
 	check att-ptxas-wg64 0 "$PTXAS" -arch=sm_90a "$TMP/akw/att_check_bf16.ptx" -o "$TMP/ap.cubin"
+	check att-ptxas-pp64 0 "$PTXAS" -arch=sm_90a "$TMP/akp/att_check_bf16.ptx" -o "$TMP/ap.cubin"
+	# the rule's kernels (out of step) use named barriers 0, 2 and 3 only
+	check att-ptxas-pp-v 0 "$PTXAS" -v -arch=sm_90a "$TMP/ak/att_check_bf16.ptx" -o "$TMP/ap.cubin"
+	contains att-ptxas-pp-bars "$TMP/err" "used 4 barriers"
 	# the rule's wgmma kernels: their products on wgmma, P from registers
 	grep -c "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {[^}]*}, {" "$TMP/ap_sm_90a/att_check_f16.ptx" >"$TMP/n"
 	check att-wg-regs-a 1 grep -qx 0 "$TMP/n"
