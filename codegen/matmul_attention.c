@@ -38,7 +38,9 @@
  * f16 and bf16 on sm_80 and later, and f32 under --allow-tf32 (both products on
  * tf32 mma.sync, P rounded to tf32 and l summing those; its stages twice the
  * bytes, one block an SM, head dims past 64 on sm_90 alone) (cg_matmul_variant);
- * the rest runs on the plain evaluator (kernel_matmul.c). */
+ * the rest runs on the plain evaluator (kernel_matmul.c). On sm_90a the products
+ * run on wgmma (attwg*), and the pp configurations let the two warpgroups run out
+ * of step: three K/V buffers handed over by mbarriers (key_steps_pp). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -54,8 +54,7 @@ enum {
 	MM_ATT256 = 33,          /* the attention op, head dims up to 256 (sm_90) */
 	MM_ATTWG64 = 35,         /* the attention op on wgmma (sm_90a), 64 keys a step */
 	MM_ATTWGK128 = 38,       /* the same, 128 keys a step, head dims up to 128 */
-	MM_ATTWG64PP = 47,       /* attwg128x64d64pp: the warpgroups out of step */
-	MM_ATTWGK128PP = 50,     /* attwg128x128d128pp */
+	MM_ATTWGK128PP = 50,     /* attwg128x128d128pp: the warpgroups out of step */
 	MM_GEMV_SPLIT_K = 128,   /* gemv: K a split keeps at least */
 	MM_WG96WS = 41,          /* wg128x96x64s6ws (six stages: the H100, session 53,
 				    4 to 13 % faster than wg128x96x64s4ws, index 39) */
@@ -497,13 +496,15 @@ int cg_matmul_variant(const CgKernelSpec *s, const char *arch, bool host, bool a
 			    (!c->wg || wga) && !strcmp(force, c->name))
 				return v;
 		}
-		/* sm_90a: wgmma, the warpgroups out of step; head dims up to 64 two
-		 * blocks an SM, 64 keys a step, past them one block, 128 keys (on the
-		 * H100 BERT's attention 30.5 us on mma.sync, 29.0 so in step, 19.4 out
-		 * of step with session 54's softmax; 32x2048^2x128 f16 553 us on
-		 * mma.sync, 363 so in step, 264 and 234 with session 54's) */
+		/* sm_90a: wgmma; head dims up to 64 two blocks an SM, 64 keys a step,
+		 * in step (on the H100 BERT's attention 30.5 us on mma.sync, 29.0 so;
+		 * with session 54's softmax 20.1, and 19.4 out of step alone, but
+		 * BERT, GPT-2, Llama and ViT each ran 1.5-5 % slower with that);
+		 * past them one block, 128 keys, out of step (32x2048^2x128 f16 553 us
+		 * on mma.sync, 363 in step, 264 and 234 out of step with session 54's
+		 * softmax) */
 		if (wga)
-			return d <= 64 && e <= 64 ? MM_ATTWG64PP : MM_ATTWGK128PP;
+			return d <= 64 && e <= 64 ? MM_ATTWG64 : MM_ATTWGK128PP;
 		return d <= 64 && e <= 64 ? MM_ATT64 : MM_ATT128;
 	}
 	if (conv && nwr <= MM_EPI_MAXW && mm_dw_eligible(mm, dims, ndims)) {

@@ -320,9 +320,9 @@ contains attf_sdpa3_one_launch "$TMP/err" "compiled sdpa_scaled: 2 ops → 1 lau
 # to six steps, edges), rows 37 to 300, batch broadcast, with and without a bias, a
 # bool mask, causal (c5: c = 0, three row tiles walking 2, 4 and 5 of 5 key tiles;
 # c6: c = 100 with a bias, the rows' last keys inside tiles);
-# on sm_90a (the default) the rule picks attwg128x64d64pp or attwg128x128d128pp per
-# op (wgmma, 64 or 128 keys a step, P in registers on the GPU, the warpgroups out
-# of step: three K/V buffers, which the cpu backend runs too), on sm_80 and sm_90
+# on sm_90a (the default) the rule picks attwg128x64d64 or attwg128x128d128pp per
+# op (wgmma, 64 or 128 keys a step, P in registers on the GPU; pp: the warpgroups
+# out of step, three K/V buffers, which the cpu backend runs too), on sm_80 and sm_90
 # att128x64d64 or d128 (mma.sync, 64 keys a step); att128x64d128 forced takes them
 # all, and so do attwg128x64d128 (wgmma, 64 keys a step, two buffers) and
 # attwg128x64d128pp
@@ -357,7 +357,7 @@ import json, sys
 def tiles(f):
     return sorted(k["tiles"] for k in json.load(open(f))["kernels"])
 v = tiles(sys.argv[1])
-assert v == ["attwg128x128d128pp"] * 3 + ["attwg128x64d64pp"] * 4, v
+assert v == ["attwg128x128d128pp"] * 3 + ["attwg128x64d64"] * 4, v
 v = tiles(sys.argv[2])
 assert v == ["att128x64d128"] * 3 + ["att128x64d64"] * 4, v
 v = tiles(sys.argv[3])
@@ -377,7 +377,7 @@ done
 check att-views-compile 0 "$FUSEC" compile tests/bench/gpu/att_views_bf16.json --no-cache -o "$TMP/av"
 contains att-views-one-launch "$TMP/err" "compiled att_views_bf16: 14 ops → 4 launches"
 # every attention on the flash kernel, c0's with its permute too (not the evaluator)
-grep -o '"tiles":"attwg128x64d64pp"' "$TMP/av/att_views_bf16.plan.json" | wc -l | tr -d ' ' >"$TMP/n"
+grep -o '"tiles":"attwg128x64d64"' "$TMP/av/att_views_bf16.plan.json" | wc -l | tr -d ' ' >"$TMP/n"
 same att-merge-tiles "$TMP/n" 3
 check att-merge-explain 0 "$FUSEC" explain tests/bench/gpu/att_views_bf16.json
 grep -A3 "^op 3 " "$TMP/out" >"$TMP/ex3"
