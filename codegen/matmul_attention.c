@@ -382,6 +382,42 @@ static void softmax_step(Att *A)
 	phase_end(A);
 }
 
+static void pp_turn(Att *A, int w, const char *text);
+
+/* One step's products over the K and V tiles at sk and sv: S = q kt, the softmax
+ * step, O += P v. turns (pp, GPU): the scores' products issued in the
+ * warpgroups' turn (named barriers 2 and 3, as immediates: with a register ptxas
+ * counts all 16). */
+static void step_products(Att *A, LLVMValueRef sk, LLVMValueRef sv, bool turns)
+{
+	Mm *x = &A->s, *o = &A->o;
+	phase_begin(A);
+	for (int e = 0; e < x->nacc; e++)
+		mm_acc_store(x, mm_i64c(x, e), f32c(A, 0));
+	phase_end(A);
+	if (turns) {
+		pp_turn(A, 0, "bar.sync 2, 256;");
+		pp_turn(A, 1, "bar.sync 3, 256;");
+	}
+	mm_compute_stage(x, sk);
+	if (turns) {
+		pp_turn(A, 0, "bar.arrive 3, 256;");
+		pp_turn(A, 1, "bar.arrive 2, 256;");
+	}
+	if (A->gpu && x->c->wg)
+		mm_wg_wait(x, 0);
+	softmax_step(A);
+	if (A->preg) {
+		/* each warpgroup's own rows of P, from its registers */
+		mm_wg_compute_regs(o, sv, A->p);
+	} else {
+		mm_barrier(x);
+		mm_compute_stage(o, sv);
+		if (A->gpu && o->c->wg)
+			mm_wg_wait(o, 0);
+	}
+}
+
 /* The walk over the block tile's nt key tiles, the two warpgroups in step: two K
  * and V buffers, the next tile copied (cp.async) while this one is used, block
  * barriers between the steps. q's copy is in flight. */
@@ -423,29 +459,11 @@ static void key_steps(Att *A, LLVMValueRef nt)
 				    NULL, 0);
 	}
 	mm_barrier(x);
-	phase_begin(A);
-	for (int e = 0; e < x->nacc; e++)
-		mm_acc_store(x, mm_i64c(x, e), f32c(A, 0));
-	phase_end(A);
-	mm_compute_stage(x, sk);
-	if (A->gpu && x->c->wg)
-		mm_wg_wait(x, 0);
-	softmax_step(A);
-	if (A->preg) {
-		/* each warpgroup's own rows of P, from its registers */
-		mm_wg_compute_regs(o, sv, A->p);
-	} else {
-		mm_barrier(x);
-		mm_compute_stage(o, sv);
-		if (A->gpu && o->c->wg)
-			mm_wg_wait(o, 0);
-	}
+	step_products(A, sk, sv, false);
 	/* nobody refills K, V or P before every warp is done with them */
 	mm_barrier(x);
 	cg_loop_end(kb, &lj);
 }
-
-static void pp_turn(Att *A, int w, const char *text);
 
 /* pp, GPU: the shared address of full[b] (or empty[b]), b an i32 buffer. */
 static LLVMValueRef pp_bar(Att *A, LLVMValueRef b, bool empty)
@@ -494,7 +512,7 @@ static void pp_fill(Att *A, LLVMValueRef jt, LLVMValueRef gs)
  * without the barriers. */
 static void key_steps_pp(Att *A, LLVMValueRef nt)
 {
-	Mm *x = &A->s, *o = &A->o;
+	Mm *x = &A->s;
 	CgKb *kb = A->kb;
 	CgModule *m = kb->m;
 	LLVMValueRef g0 = LLVMBuildLoad2(A->b, m->t_i32, A->gslot, "");
@@ -522,30 +540,7 @@ static void key_steps_pp(Att *A, LLVMValueRef nt)
 		/* the copies (generic proxy) before wgmma's reads (async proxy) */
 		mm_asm_call(x, m->t_void, "fence.proxy.async.shared::cta;", "~{memory}", NULL, 0);
 	}
-	phase_begin(A);
-	for (int e = 0; e < x->nacc; e++)
-		mm_acc_store(x, mm_i64c(x, e), f32c(A, 0));
-	phase_end(A);
-	/* (barrier numbers as immediates: with a register ptxas counts all 16) */
-	if (A->gpu) {
-		pp_turn(A, 0, "bar.sync 2, 256;");
-		pp_turn(A, 1, "bar.sync 3, 256;");
-	}
-	mm_compute_stage(x, sk);
-	if (A->gpu) {
-		pp_turn(A, 0, "bar.arrive 3, 256;");
-		pp_turn(A, 1, "bar.arrive 2, 256;");
-		mm_wg_wait(x, 0);
-	}
-	softmax_step(A);
-	/* each warpgroup's own rows of P, from its registers (the host: from P's
-	 * tile) */
-	if (A->preg) {
-		mm_wg_compute_regs(o, sv, A->p);
-	} else {
-		mm_barrier(x);
-		mm_compute_stage(o, sv);
-	}
+	step_products(A, sk, sv, A->gpu);
 	if (A->gpu)
 		mm_mbar_arrive(x, pp_bar(A, b, true));
 	/* tile j + 2 into the buffer of step j - 1 */
