@@ -384,7 +384,7 @@ void mm_tc_compute_host(Mm *x, LLVMValueRef s);
 void mm_tc_pos(Mm *x, LLVMValueRef tid, LLVMValueRef e, LLVMValueRef *row, LLVMValueRef *col);
 void mm_wg_compute_gpu(Mm *x, LLVMValueRef s);
 void mm_wg_wait(Mm *x, int n);
-void mm_wg_compute_regs(Mm *x, LLVMValueRef s, LLVMValueRef *a);
+void mm_wg_compute_regs(Mm *x, LLVMValueRef s, LLVMValueRef *a, bool wait);
 void mm_wg_round_tf32(Mm *x, LLVMValueRef s);
 /* tf32 (cvt.rna.tf32.f32) of the f32 v, as the f32 it stands for (matmul_mma.c). */
 LLVMValueRef mm_to_tf32(Mm *x, LLVMValueRef v);

@@ -408,8 +408,9 @@ static void step_products(Att *A, LLVMValueRef sk, LLVMValueRef sv, bool turns)
 		mm_wg_wait(x, 0);
 	softmax_step(A);
 	if (A->preg) {
-		/* each warpgroup's own rows of P, from its registers */
-		mm_wg_compute_regs(o, sv, A->p);
+		/* each warpgroup's own rows of P, from its registers; pp waits for
+		 * them after its next copies are issued (key_steps_pp) */
+		mm_wg_compute_regs(o, sv, A->p, !turns);
 	} else {
 		mm_barrier(x);
 		mm_compute_stage(o, sv);
@@ -541,9 +542,7 @@ static void key_steps_pp(Att *A, LLVMValueRef nt)
 		mm_asm_call(x, m->t_void, "fence.proxy.async.shared::cta;", "~{memory}", NULL, 0);
 	}
 	step_products(A, sk, sv, A->gpu);
-	if (A->gpu)
-		mm_mbar_arrive(x, pp_bar(A, b, true));
-	/* tile j + 2 into the buffer of step j - 1 */
+	/* tile j + 2 into the buffer of step j - 1, while this step's P v runs */
 	LLVMValueRef j2 = mm_addc(x, lj.i, 2);
 	LLVMBasicBlockRef bl = LLVMAppendBasicBlockInContext(m->ctx, kb->fn, "att.fill");
 	LLVMBasicBlockRef bn = LLVMAppendBasicBlockInContext(m->ctx, kb->fn, "att.filled");
@@ -552,6 +551,11 @@ static void key_steps_pp(Att *A, LLVMValueRef nt)
 	pp_fill(A, j2, LLVMBuildAdd(A->b, gs, mm_i32c(x, 2), ""));
 	LLVMBuildBr(A->b, bn);
 	LLVMPositionBuilderAtEnd(A->b, bn);
+	if (A->gpu) {
+		if (A->preg)
+			mm_wg_wait(&A->o, 0);
+		mm_mbar_arrive(x, pp_bar(A, b, true));
+	}
 	cg_loop_end(kb, &lj);
 	LLVMBuildStore(A->b, LLVMBuildAdd(A->b, g0, nt32, ""), A->gslot);
 	/* the epilogue stages O over the buffers: every warp done with them */

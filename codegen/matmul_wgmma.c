@@ -209,9 +209,10 @@ void mm_wg_compute_gpu(Mm *x, LLVMValueRef s)
  * held by its threads as mma.sync's m16n8k16 A fragments (a[4 kk .. 4 kk + 3] for
  * K step kk: rows g and g + 8 of the warp's 16, columns 2t, 2t + 1 and 8 more,
  * as pairs of 16-bit values), by the B tile of the stage at s; then waits for the
- * products. The attention's O = P v (matmul_attention.c): P never goes to shared
+ * products if `wait` (else the caller does, before it reads the accumulators or
+ * writes a). The attention's O = P v (matmul_attention.c): P never goes to shared
  * memory. */
-void mm_wg_compute_regs(Mm *x, LLVMValueRef s, LLVMValueRef *a)
+void mm_wg_compute_regs(Mm *x, LLVMValueRef s, LLVMValueRef *a, bool wait)
 {
 	CgModule *m = x->kb->m;
 	const MmConfig *c = x->c;
@@ -238,7 +239,8 @@ void mm_wg_compute_regs(Mm *x, LLVMValueRef s, LLVMValueRef *a)
 		wg_asm(x, full, ex, 6, 0, na);
 	}
 	mm_asm_call(x, m->t_void, "wgmma.commit_group.sync.aligned;", "~{memory}", NULL, 0);
-	mm_wg_wait(x, 0);
+	if (wait)
+		mm_wg_wait(x, 0);
 	free(text);
 	free(full);
 }
