@@ -69,6 +69,12 @@ $(BUILD)/tests/fakecuda.so: tests/runtime/fakecuda.c
 	$(CC) -std=c11 -D_POSIX_C_SOURCE=200809L $(WARN) -Wno-missing-prototypes $(CFLAGS) \
 	  -shared -fPIC -o $@ $<
 
+# The same without cuLaunchKernelEx (a driver before CUDA 12).
+$(BUILD)/tests/fakecuda_noex.so: tests/runtime/fakecuda.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 -D_POSIX_C_SOURCE=200809L -DFAKECUDA_NO_LAUNCH_EX $(WARN) \
+	  -Wno-missing-prototypes $(CFLAGS) -shared -fPIC -o $@ $<
+
 # fusec with LLVM linked in statically, for a GPU machine that has no LLVM (it
 # still needs libcjson.so.1 and libyaml-0.so.2 beside it or installed).
 LLVM_STATIC_LIBS = $(shell $(LLVM_CONFIG) --link-static --libs core nvptx passes orcjit native bitreader linker ipo 2>/dev/null)
@@ -177,7 +183,7 @@ $(BUILD)/onnx/%.o: onnx/%.c $(BUILD)/gen/onnx.pb-c.h
 	$(CC) $(ALL_CFLAGS) -I$(BUILD)/gen -c -o $@ $<
 
 # CLI tests first, the cmocka run last: `make test` ends with its summary line.
-test: all $(BUILD)/unit $(BUILD)/tests/fakecuda.so $(BUILD)/onnx_conformance
+test: all $(BUILD)/unit $(BUILD)/tests/fakecuda.so $(BUILD)/tests/fakecuda_noex.so $(BUILD)/onnx_conformance
 	FUSEC=$(BUILD)/fusec BUILD=$(BUILD) sh tests/cli/run.sh
 	$(BUILD)/onnx_conformance -q -v --strict --list tests/onnx/fast.list $(ONNX_TESTDATA)/node
 	$(BUILD)/onnx_conformance -q --strict tests/onnx/models tests/onnx/pool tests/onnx/extra

@@ -45,10 +45,10 @@
  * wgmma group completed, on its own block's and on the other's). The arrivals
  * and the copier's wait keep the default (CTA) scope: they order no data, only
  * the stage's reuse, and with .release.cluster / .acquire.cluster the kernel ran
- * three times slower (docs/benchmarks.md, session 53). The mbarriers are initialised before either
- * block copies (a cluster barrier after the init), and neither block leaves
- * before the other is done arriving on its barriers (a cluster barrier at the
- * end). */
+ * three times slower (docs/benchmarks.md, session 53). The mbarriers are
+ * initialised before either block copies (a cluster barrier after the init), and
+ * neither block leaves before the other is done arriving on its barriers (a
+ * cluster barrier at the end). */
 #include "matmul.h"
 
 /* ---- mbarriers (32-bit shared addresses) ------------------------------------- */

@@ -754,6 +754,12 @@ static CUresult launch(RtSession *s, const RtLaunch *l, void **argv)
 				     s->stream, argv, NULL);
 }
 
+/* The driver call that launches kernel k (for its errors). */
+static const char *launch_call(const RtKernel *k)
+{
+	return k->cluster > 1 ? "cuLaunchKernelEx" : "cuLaunchKernel";
+}
+
 RtStatus rt_launch_all(RtSession *s, void ***argv, CUevent *ev, Diag *d)
 {
 	const RtPlan *pl = s->plan;
@@ -763,8 +769,7 @@ RtStatus rt_launch_all(RtSession *s, void ***argv, CUevent *ev, Diag *d)
 		const RtLaunch *l = &pl->launches[i];
 		CUresult r = launch(s, l, argv[i]);
 		if (r != CUDA_SUCCESS) {
-			rt_driver_fail(&s->drv, d, pl->kernels[l->kernel].cluster > 1 ?
-				       "cuLaunchKernelEx" : "cuLaunchKernel", r);
+			rt_driver_fail(&s->drv, d, launch_call(&pl->kernels[l->kernel]), r);
 			diag_prefix(d, "launch %d (step %d, kernel '%s')", i, l->step,
 				    pl->kernels[l->kernel].name);
 			return RT_ERR_DEVICE;
@@ -893,7 +898,7 @@ bool rt_graph_prepare(RtSession *s, RtGraph *g, const uint64_t *bufs, void ***ar
 		const RtLaunch *l = &pl->launches[i];
 		r = launch(s, l, argv[i]);
 		if (r != CUDA_SUCCESS) {
-			rt_driver_fail(&s->drv, &why, "cuLaunchKernel", r);
+			rt_driver_fail(&s->drv, &why, launch_call(&pl->kernels[l->kernel]), r);
 			diag_prefix(&why, "capturing launch %d (step %d, kernel '%s')", i, l->step,
 				    pl->kernels[l->kernel].name);
 			failed = true;

@@ -316,6 +316,11 @@ json.dump(p, open(sys.argv[2], "w"))
 ' "$TMP/wsc2/mm_check_bf16.plan.json" "$TMP/wsc2bad/mm_check_bf16.plan.json"
 check ws-c2-odd 1 env FUSEC_LIBCUDA="$(dirname "$FUSEC")/tests/fakecuda.so" "$(dirname "$FUSEC")/fusec-run" "$TMP/wsc2bad"
 contains ws-c2-odd-msg "$TMP/err" "not a multiple of kernel"
+# a driver without cuLaunchKernelEx (before CUDA 12) cannot launch in clusters:
+# the plan is refused before anything runs, the kernel named
+check ws-c2-no-ex 3 env FUSEC_LIBCUDA="$(dirname "$FUSEC")/tests/fakecuda_noex.so" "$(dirname "$FUSEC")/fusec-run" "$TMP/wsc2"
+contains ws-c2-no-ex-msg "$TMP/err" "has no cuLaunchKernelEx, which kernel 'matmul_"
+contains ws-c2-no-ex-cluster "$TMP/err" "(launched in clusters of 2 blocks; CUDA 12 or later)"
 # a plan for every size takes the ws tiles where their maps hold at every size
 # (strides of multiples of 16 bytes whatever the named dims are): its maps name the
 # launch's sizes, and the runtime sets them when the sizes are bound

@@ -33,7 +33,9 @@
  * instantiate|graph-launch fails that step of a graph (begin: not supported;
  * launch: the first captured launch is refused, the capture invalidated;
  * end: CUDA_ERROR_UNKNOWN; instantiate: out of memory; graph-launch:
- * cuGraphLaunch fails with CUDA_ERROR_LAUNCH_FAILED). FAKECUDA_TRACE=FILE appends
+ * cuGraphLaunch fails with CUDA_ERROR_LAUNCH_FAILED). Built with
+ * -DFAKECUDA_NO_LAUNCH_EX (build/tests/fakecuda_noex.so) it has no cuLaunchKernelEx,
+ * as a driver before CUDA 12. FAKECUDA_TRACE=FILE appends
  * a line per kernel run (its entry, grid, block, shared bytes and argument values,
  * a pointer as bufN+OFFSET into the Nth allocation slot, and "direct" or "graph")
  * and per capture step. A PTX containing FAKE_JIT_ERROR fails to load with a JIT
@@ -702,6 +704,7 @@ typedef struct {
 	unsigned nattrs;
 } FakeLaunchConfig;
 
+#ifndef FAKECUDA_NO_LAUNCH_EX   /* fakecuda_noex.so: a driver older than CUDA 12 */
 CUresult cuLaunchKernelEx(const FakeLaunchConfig *c, void *f, void **params, void **extra)
 {
 	if (!c || !f)
@@ -716,6 +719,7 @@ CUresult cuLaunchKernelEx(const FakeLaunchConfig *c, void *f, void **params, voi
 	return cuLaunchKernel(f, c->grid[0], c->grid[1], c->grid[2], c->block[0], c->block[1],
 			      c->block[2], c->shared, c->stream, params, extra);
 }
+#endif
 
 CUresult cuStreamCreate(void **stream, unsigned flags)
 {
