@@ -191,6 +191,10 @@ typedef struct {
 	int outer[2];             /* rows of each shared tile (its outer dimension) */
 	bool panel;               /* wgmma: tiles in 128-byte panels (mm_swz) */
 	bool padded;              /* simt: tiles unswizzled, rows along K padded (mm_swz) */
+	bool opaque_copy;         /* GPU: mm_load_tile derives the copy's addresses from
+				     an opaque thread id at each copy (the attention's
+				     K and V: held through its key loop, those addresses
+				     made ptxas spill 200-500 bytes) */
 	bool wsbar;               /* ws on the GPU: barriers among the MM_THREADS
 				     multiplying threads only (named barrier 1) */
 	int epi_base;             /* byte offset of the epilogue's staged tile (ws: past

@@ -716,6 +716,7 @@ int mm_attention_kernel(CgKb *kb, const MmConfig *cfg, const int *wr, int nw)
 	setup(A, x, &A->cs, op);
 	setup(A, o, &A->co, op);
 	x->panel = o->panel = cfg->wg;
+	x->opaque_copy = o->opaque_copy = A->gpu;
 	A->preg = A->gpu && cfg->wg && !tf;
 	if (A->pp && A->preg) {
 		/* no tile for P: it stays in registers */

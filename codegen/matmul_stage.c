@@ -41,11 +41,12 @@ void mm_load_tile(Mm *x, int w, LLVMValueRef s, LLVMValueRef kt)
 	LLVMValueRef ostr = tr ? ldc : ldr, istr = tr ? ldr : ldc;
 	LLVMValueRef buf = x->src[w];
 	LLVMValueRef soff = mm_stage_off(x, s, w);
-	/* SIMT: what the copy derives from the thread id is computed at each copy, not
-	 * hoisted out of the K loop: held through it, those values took the registers
-	 * that two blocks per SM leave (128 with 64 accumulators) */
+	/* SIMT and the attention (Mm.opaque_copy): what the copy derives from the
+	 * thread id is computed at each copy, not hoisted out of the K loop: held
+	 * through it, those values took the registers that two blocks per SM leave
+	 * (128 with 64 accumulators) */
 	LLVMValueRef tids = mm_phase_begin(x);
-	if (x->padded)
+	if (x->padded || x->opaque_copy)
 		tids = mm_opaque_tid(x, tids);
 	tids = mm_to_ot(x, tids);
 	LLVMTypeRef vt = LLVMVectorType(m->t_i32, 4);
