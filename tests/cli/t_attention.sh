@@ -434,6 +434,11 @@ if [ -x "$PTXAS" ]; then
 	# the rule's kernels (out of step) use named barriers 0, 2 and 3 only
 	check att-ptxas-pp-v 0 "$PTXAS" -v -arch=sm_90a "$TMP/ak/att_check_bf16.ptx" -o "$TMP/ap.cubin"
 	contains att-ptxas-pp-bars "$TMP/err" "used 4 barriers"
+	# the K and V copies' addresses are not held through the key loop
+	# (Mm.opaque_copy): no kernel of the check graph spills more than 256 bytes
+	# (up to 1120 when they were)
+	cp "$TMP/err" "$TMP/spills"
+	check att-spills 0 awk '/spill stores/ { n++; if ($5 > 256) bad = 1 } END { exit bad || n < 7 }' "$TMP/spills"
 	# the rule's wgmma kernels: their products on wgmma, P from registers
 	grep -c "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {[^}]*}, {" "$TMP/ap_sm_90a/att_check_f16.ptx" >"$TMP/n"
 	check att-wg-regs-a 1 grep -qx 0 "$TMP/n"
