@@ -504,9 +504,9 @@ static void pp_fill(Att *A, LLVMValueRef jt, LLVMValueRef gs)
  * buffers (Att.bars): full[b], to which each of the 256 threads' copies of the
  * buffer arrive as they land (cp.async.mbarrier.arrive.noinc), and empty[b], on
  * which every thread arrives once its step's products over the buffer are done.
- * A step waits on full[] (round parity) and copies tile j + 2 after its own
- * products, into the buffer of step j - 1 once empty[] says both warpgroups are
- * done with it; no block barrier, so the warpgroups drift apart. They issue
+ * A step waits on full[] (round parity) and, while its P v runs, copies tile
+ * j + 2 into the buffer of step j - 1 once empty[] says both warpgroups are done
+ * with it; no block barrier, so the warpgroups drift apart. They issue
  * their scores' products in turn (named barriers 2 and 3: warpgroup w waits on
  * 2 + w, then lets the other go), so that one's softmax runs while the other's
  * products keep the tensor cores busy. On the host the same buffers and order,
