@@ -1002,12 +1002,8 @@ LLVMValueRef cg_math_exp_half(CgMath *m, LLVMValueRef x)
 {
 	if (!m->gpu || m->libdevice || LLVMTypeOf(x) != LLVMFloatTypeInContext(m->ctx))
 		return math_emit(m, OP_EXP, 1, &x, GELU_NONE);
-	static const char name[] = "llvm.nvvm.ex2.approx.f";
-	unsigned id = LLVMLookupIntrinsicID(name, sizeof name - 1);
-	LLVMValueRef fn = LLVMGetIntrinsicDeclaration(m->mod, id, NULL, 0);
-	LLVMTypeRef fty = LLVMIntrinsicGetType(m->ctx, id, NULL, 0);
-	LLVMValueRef t = LLVMBuildFMul(m->b, x, LLVMConstReal(LLVMTypeOf(x), LOG2E), "");
-	return LLVMBuildCall2(m->b, fty, fn, &t, 1, "");
+	Em e = em_for(m, x, GELU_NONE);
+	return nvvm_f32(&e, "llvm.nvvm.ex2.approx.f", mul(&e, x, K(&e, LOG2E)));
 }
 
 /* exp(a - b), a and b f32, the result rounded to a half type or tf32 where it is
@@ -1017,19 +1013,11 @@ LLVMValueRef cg_math_exp_half(CgMath *m, LLVMValueRef x)
  * full exp of a - b. */
 LLVMValueRef cg_math_exp_diff_half(CgMath *m, LLVMValueRef a, LLVMValueRef b)
 {
-	LLVMTypeRef f = LLVMFloatTypeInContext(m->ctx);
-	if (!m->gpu || m->libdevice || LLVMTypeOf(a) != f)
+	if (!m->gpu || m->libdevice || LLVMTypeOf(a) != LLVMFloatTypeInContext(m->ctx))
 		return cg_math_unary(m, OP_EXP, LLVMBuildFSub(m->b, a, b, ""), GELU_NONE);
-	LLVMValueRef l2e = LLVMConstReal(f, LOG2E);
-	LLVMValueRef args[3] = {a, l2e, LLVMBuildFNeg(m->b, LLVMBuildFMul(m->b, b, l2e, ""), "")};
-	static const char fma[] = "llvm.fma";
-	unsigned fid = LLVMLookupIntrinsicID(fma, sizeof fma - 1);
-	LLVMValueRef t = LLVMBuildCall2(m->b, LLVMIntrinsicGetType(m->ctx, fid, &f, 1),
-		LLVMGetIntrinsicDeclaration(m->mod, fid, &f, 1), args, 3, "");
-	static const char name[] = "llvm.nvvm.ex2.approx.f";
-	unsigned id = LLVMLookupIntrinsicID(name, sizeof name - 1);
-	return LLVMBuildCall2(m->b, LLVMIntrinsicGetType(m->ctx, id, NULL, 0),
-			      LLVMGetIntrinsicDeclaration(m->mod, id, NULL, 0), &t, 1, "");
+	Em e = em_for(m, a, GELU_NONE);
+	LLVMValueRef l2e = K(&e, LOG2E);
+	return nvvm_f32(&e, "llvm.nvvm.ex2.approx.f", fma_(&e, a, l2e, neg(&e, mul(&e, b, l2e))));
 }
 
 /* gelu (erf form) of an f32 x whose result is stored as f16 or bf16 (body_gelu_half);

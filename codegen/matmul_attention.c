@@ -342,12 +342,11 @@ static void softmax_step(Att *A)
 				bits[h] = LLVMBuildBitCast(A->b, bits[h], m->t_i16, "");
 			bits[h] = LLVMBuildZExt(A->b, bits[h], m->t_i32, "");
 		}
-		if (pair) {
-		} else if (o->dt == DT_F32) {
+		if (!pair && o->dt == DT_F32) {
 			LLVMTypeRef v2 = LLVMVectorType(m->t_f32, 2);
 			pair = LLVMBuildInsertElement(A->b, LLVMGetUndef(v2), bits[0], mm_i32c(x, 0), "");
 			pair = LLVMBuildInsertElement(A->b, pair, bits[1], mm_i32c(x, 1), "");
-		} else {
+		} else if (!pair) {
 			pair = LLVMBuildOr(A->b, bits[0], LLVMBuildShl(A->b, bits[1], mm_i32c(x, 16), ""),
 					   "");
 		}
