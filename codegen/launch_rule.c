@@ -196,7 +196,8 @@ static void matmul_rule(const CgLaunch *l, const int64_t *dims, int ndims, CgDim
  * groups batches of OC/G x OH*OW (channels last: every pixel by a group's
  * channels). arg: BM, BN, the shape ids of N, OC, OH, OW (in the output's order),
  * the groups, the dynamic shared bytes, the split, the bytes of one block's
- * partial, and the layout. */
+ * partial, the layout, and the most blocks (0: one a tile; a persistent
+ * kernel's, matmul_ws.c). The block is l->block threads. */
 static void conv_rule(const CgLaunch *l, const int64_t *dims, int ndims, CgDims *out)
 {
 	const int64_t *a = l->arg;
@@ -205,14 +206,14 @@ static void conv_rule(const CgLaunch *l, const int64_t *dims, int ndims, CgDims 
 			    dim_of(a[4], dims, ndims);
 		int64_t n = dim_of(a[5], dims, ndims) / a[6];
 		int64_t tiles = ((m + a[0] - 1) / a[0]) * ((n + a[1] - 1) / a[1]) * a[6];
-		tiles_launch(tiles, a[8], a[9], a[7], CG_MM_THREADS, 0, out);
+		tiles_launch(tiles, a[8], a[9], a[7], l->block, a[11], out);
 		return;
 	}
 	int64_t m = dim_of(a[3], dims, ndims) / a[6];
 	int64_t n = dim_of(a[4], dims, ndims) * dim_of(a[5], dims, ndims);
 	int64_t tiles = ((m + a[0] - 1) / a[0]) * ((n + a[1] - 1) / a[1]) *
 			dim_of(a[2], dims, ndims) * a[6];
-	tiles_launch(tiles, a[8], a[9], a[7], CG_MM_THREADS, 0, out);
+	tiles_launch(tiles, a[8], a[9], a[7], l->block, a[11], out);
 }
 
 void cg_launch_eval(const CgLaunch *l, const int64_t *dims, int ndims, CgDims *out)

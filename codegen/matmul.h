@@ -380,6 +380,12 @@ bool mm_conv_eligible(const RelOp *op);
 void mm_conv_sizes(const RelOp *op, const int64_t *dims, int ndims, int64_t *batch,
 		   int64_t *m, int64_t *n, int64_t *k);
 void mm_conv_launch(const MmConfig *c, const RelOp *op, CgLaunch *l);
+/* Whether the conv reads its input in place (a 1x1 window of stride 1 without
+ * padding: no gather), and, channels last in one group, the TMA map of its input
+ * (id 0) or weight (id 1) for the ws tiles, at a plan's own sizes (mm_tmap). */
+bool mm_conv_in_place(const RelOp *op);
+bool mm_conv_tmap(const RelOp *op, const MmConfig *c, int id, const int64_t *dims, int ndims,
+		  int *tensor, CgTmap *tm);
 
 /* ---- matmul_mma.c, matmul_wgmma.c, matmul_simt.c: the compute of a stage ---- */
 

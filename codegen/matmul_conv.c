@@ -54,8 +54,15 @@ static void window_of(Mm *x, int wh)
 		cv->KW = dim32(x, cv->w->shape[wh + 1]);
 		cv->KK = mm_mul(x, dim32(x, cv->w->shape[wh]), cv->KW);
 	}
-	cv->gather = !(cv->w->shape[wh] == 0 && cv->w->shape[wh + 1] == 0 && cv->stride[0] == 1 &&
-		       cv->stride[1] == 1 && cv->pad[0] == 0 && cv->pad[1] == 0);
+	cv->gather = !mm_conv_in_place(x->op);
+}
+
+bool mm_conv_in_place(const RelOp *op)
+{
+	const RelTensor *w = &op->t[1];
+	int wh = op->attr.layout == LAYOUT_NHWC ? 1 : 2;
+	return w->shape[wh] == 0 && w->shape[wh + 1] == 0 && op->attr.stride[0] == 1 &&
+	       op->attr.stride[1] == 1 && op->attr.padding[0] == 0 && op->attr.padding[1] == 0;
 }
 
 /* Channels last: x [N][H][W][C], the weight [OC][KH][KW][Cg], out [N][OH][OW][OC];
@@ -487,4 +494,42 @@ void mm_conv_launch(const MmConfig *c, const RelOp *op, CgLaunch *l)
 	l->arg[8] = c->split > 1 ? c->split : 0;
 	l->arg[9] = c->split > 1 ? mm_partial_bytes(c) : 0;
 	l->arg[10] = op->attr.layout;
+	/* warp-specialized: a block per SM, each looping over the tiles */
+	if (c->ws) {
+		l->block = MM_WS_THREADS;
+		l->arg[11] = CG_MM_PERSIST;
+	}
+}
+
+/* The TMA map of operand id of a conv channels last read in place (one group, a 1x1
+ * window of stride 1 without padding): the input [N*H*W][C] (id 0) or the weight
+ * [OC][C] (id 1), both K-major, dims innermost first, the box a 128-byte panel of
+ * the stage's tile (as mm_tmap's). Only at a plan's own sizes: N*H*W is no one
+ * shape id, so a plan for every size could not write the map's dims. */
+bool mm_conv_tmap(const RelOp *op, const MmConfig *c, int id, const int64_t *dims, int ndims,
+		  int *tensor, CgTmap *tm)
+{
+	if (id < 0 || id > 1 || op->attr.layout != LAYOUT_NHWC || op->attr.groups > 1 ||
+	    !mm_conv_in_place(op))
+		return false;
+	const RelTensor *t = &op->t[id];
+	int es = ir_dtype_size((DType)t->dtype);
+	if (es * 64 != 128)
+		return false;
+	memset(tm, 0, sizeof *tm);
+	tm->es = es;
+	tm->rank = 2;
+	tm->dim[0] = mm_dim_of(t->shape[3], dims, ndims);
+	tm->dim[1] = mm_dim_of(t->shape[0], dims, ndims) * mm_dim_of(t->shape[1], dims, ndims) *
+		     mm_dim_of(t->shape[2], dims, ndims);
+	tm->dim_id[0] = (int)t->shape[3];
+	tm->dim_id[1] = -1;
+	tm->stride[1] = tm->dim[0] * es;
+	tm->box[0] = 128 / es;
+	tm->box[1] = id == 0 ? c->bm : c->bn;
+	if (tm->dim[0] < 1 || tm->dim[1] < 1 || tm->dim[1] > ((int64_t)1 << 32) ||
+	    tm->stride[1] % 16 || tm->stride[1] >= ((int64_t)1 << 40))
+		return false;
+	*tensor = t->id;
+	return true;
 }

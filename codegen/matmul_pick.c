@@ -59,6 +59,8 @@ enum {
 	MM_WG96WS = 41,          /* wg128x96x64s6ws (six stages: the H100, session 53,
 				    4 to 13 % faster than wg128x96x64s4ws, index 39) */
 	MM_WG192WS = 46,         /* wg128x192x64s4ws */
+	MM_WG64WS = 51,          /* wg128x64x64s6ws */
+	MM_WG128WS = 29, MM_WG256WS = 30, /* wg128x128x64s4ws, wg128x256x64s4ws */
 };
 
 /* The tile-configuration table (docs/design.md, "Matmul tiles"). Index 0 is "no
@@ -210,6 +212,10 @@ static const MmConfig mm_configs[] = {
 	{"attwg128x64d128pp", true, false, false, 1, 128, 64, 128, 8, 1, 3, 0, true, 0, true, false, true, 0},
 	{"attwg128x128d64pp", true, false, false, 2, 128, 128, 64, 8, 1, 3, 0, true, 0, true, false, true, 0},
 	{"attwg128x128d128pp", true, false, false, 1, 128, 128, 128, 8, 1, 3, 0, true, 0, true, false, true, 0},
+	/* ws, 64 columns, six stages: a conv channels last of 64 output channels
+	 * read in place (ResNet-50's first stage: 100352 rows at batch 32), where
+	 * 128 columns would waste half the tile */
+	{"wg128x64x64s6ws", true, false, false, 1, 128, 64, 64, 8, 1, 6, 0, true, 0, false, true, false, 0},
 };
 enum { MM_NCONFIGS = (int)(sizeof mm_configs / sizeof mm_configs[0]) };
 
@@ -381,10 +387,11 @@ static double tile_fill(int64_t x, int64_t t)
 	return x < 1 ? 1 : (double)x / (double)(((x + t - 1) / t) * t);
 }
 
-/* Whether the warp-specialized loop (matmul_ws.c) takes the kernel: a matmul (not a
- * conv), alone or with alike siblings (one tile loop runs them: matmul_kernel.c);
- * other siblings run a tile loop each, whose steps the loop's mbarriers cannot
- * follow. Its operands arrive by TMA, so each needs a tensor map at these dims. */
+/* Whether the warp-specialized loop (matmul_ws.c) takes the kernel: a matmul, alone
+ * or with alike siblings (one tile loop runs them: matmul_kernel.c; other siblings
+ * run a tile loop each, whose steps the loop's mbarriers cannot follow), or a conv
+ * channels last that reads its input in place (mm_conv_tmap). Its operands arrive
+ * by TMA, so each needs a tensor map at these dims. */
 static bool ws_applies(const CgKernelSpec *s, const MmConfig *c, const int64_t *dims, int ndims)
 {
 	if (!mm_tmaps_ok(s, c, dims, ndims))
@@ -392,6 +399,8 @@ static bool ws_applies(const CgKernelSpec *s, const MmConfig *c, const int64_t *
 	int mem[IR_MM_GROUP_MAX];
 	const RelOp *mm = &s->ops[cg_matmul_index(s)];
 	int ng = mm_members(s, mem);
+	if (mm->kind == OP_CONV2D)
+		return !c->cluster && !c->pp;
 	if (mm->kind != OP_MATMUL)
 		return false;
 	/* a cluster's size is the launch rule's last input (matmul_rule) */
@@ -425,6 +434,8 @@ static bool ws_applies(const CgKernelSpec *s, const MmConfig *c, const int64_t *
 static bool ws_every_size(const CgKernelSpec *s, const MmConfig *c, const int64_t *divs,
 			  const int64_t *dims, int ndims)
 {
+	if (divs && s->ops[cg_matmul_index(s)].kind == OP_CONV2D)
+		return false;   /* its maps' dims are no shape ids (mm_conv_tmap) */
 	return ws_applies(s, c, dims, ndims) && (!divs || mm_tmaps_ok(s, c, divs, ndims));
 }
 
@@ -439,6 +450,33 @@ static int ws_or(const CgKernelSpec *s, int v, const int64_t *divs, const int64_
 		if (t->ws && !t->pp && !t->cluster && t->wg == c->wg && t->tf32 == c->tf32 && t->bm == c->bm &&
 		    t->bn == c->bn && t->bk == c->bk && t->stages == c->stages)
 			return ws_every_size(s, t, divs, dims, ndims) ? w : v;
+	}
+	return v;
+}
+
+/* A ws tile of width bn, weighed per column (weight, in hundredths). */
+typedef struct {
+	int v, bn, weight;
+} WsWidth;
+
+/* Of the ws tiles of widths w (each of BM 128), the one whose waves are shortest:
+ * the rounds of MM_WAVE tiles a block takes times the tile's width, weighed per
+ * column; the first of equals; 0 where none takes the kernel at every size.
+ * *tiles: the chosen one's tiles. */
+static int ws_shortest(const CgKernelSpec *s, const WsWidth *w, int nw, int64_t batch,
+		       int64_t m, int64_t n, const int64_t *divs, const int64_t *dims, int ndims,
+		       int64_t *tiles)
+{
+	int v = 0;
+	int64_t best = 0;
+	for (int i = 0; i < nw; i++) {
+		int64_t t = batch * ((m + 127) / 128) * ((n + w[i].bn - 1) / w[i].bn);
+		int64_t cost = (t + MM_WAVE - 1) / MM_WAVE * w[i].bn * w[i].weight;
+		if ((!v || cost < best) && ws_every_size(s, &mm_configs[w[i].v], divs, dims, ndims)) {
+			v = w[i].v;
+			best = cost;
+			*tiles = t;
+		}
 	}
 	return v;
 }
@@ -603,10 +641,24 @@ int cg_matmul_variant(const CgKernelSpec *s, const char *arch, bool host, bool a
 		if (mm->attr.layout == LAYOUT_NHWC && n <= 32 &&
 		    batch * ((m + 127) / 128) >= MM_WAVE)
 			return MM_TC32;
+		/* channels last, read in place (1x1, stride 1, one group): a matmul of
+		 * every pixel by the output channels, on the ws tiles by TMA, the width
+		 * by the matmul's weights, 64 columns among them (64 output
+		 * channels), where that fills half a wave */
+		if (wg && mm->attr.layout == LAYOUT_NHWC && batch == 1 && mm_conv_in_place(mm)) {
+			static const WsWidth alt[] = {
+				{MM_WG128WS, 128, 100}, {MM_WG64WS, 64, 120}, {MM_WG96WS, 96, 110},
+				{MM_WG192WS, 192, 95}, {MM_WG256WS, 256, 100},
+			};
+			int64_t tiles = 0;
+			int v = ws_shortest(s, alt, 5, batch, m, n, divs, dims, ndims, &tiles);
+			if (v && 2 * tiles >= MM_WAVE)
+				return v;
+		}
 		if (wg && u256 >= 0.9 && big256 >= MM_WAVE)
-			return MM_WG256;
+			return ws_or(s, MM_WG256, divs, dims, ndims);
 		if (wg && big > 0 && 2 * big >= MM_WAVE)
-			return MM_WG128;
+			return ws_or(s, MM_WG128, divs, dims, ndims);
 		return under_wave(t, conv, big, small, k);
 	}
 	/* the warp-specialized twins where TMA can copy every operand (a row stride of
@@ -627,19 +679,11 @@ int cg_matmul_variant(const CgKernelSpec *s, const char *arch, bool host, bool a
 		int v = ws_or(s, MM_WG128, divs, dims, ndims);
 		if (!mm_configs[v].ws)
 			return v;
-		static const struct { int v, bn, weight; } alt[] = {
-			{MM_WG96WS, 96, 110}, {MM_WG192WS, 192, 95},
+		static const WsWidth alt[] = {
+			{MM_WG128WS, 128, 100}, {MM_WG96WS, 96, 110}, {MM_WG192WS, 192, 95},
 		};
-		int64_t best = (big + MM_WAVE - 1) / MM_WAVE * 128 * 100;
-		for (size_t i = 0; i < sizeof alt / sizeof alt[0]; i++) {
-			int64_t tiles = batch * ((m + 127) / 128) * ((n + alt[i].bn - 1) / alt[i].bn);
-			int64_t cost = (tiles + MM_WAVE - 1) / MM_WAVE * alt[i].bn * alt[i].weight;
-			if (cost < best && ws_every_size(s, &mm_configs[alt[i].v], divs, dims, ndims)) {
-				best = cost;
-				v = alt[i].v;
-			}
-		}
-		return v;
+		int64_t tiles;
+		return ws_shortest(s, alt, 3, batch, m, n, divs, dims, ndims, &tiles);
 	}
 	/* 9 to 16 rows on the tensor cores: K split 4 ways wherever the blocks stay
 	 * within a wave of two per SM (16x4096x4096 bf16: 25 us against 31 split 2

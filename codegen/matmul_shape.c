@@ -244,6 +244,8 @@ bool mm_tmap(const CgKernelSpec *s, const MmConfig *c, int id, const int64_t *di
 		return false;
 	int mi = id == 0 ? mem[0] : mem[id - 1], w = id == 0 ? 0 : 1;
 	const RelOp *mm = &s->ops[mi];
+	if (mm->kind == OP_CONV2D)
+		return mm_conv_tmap(mm, c, id, dims, ndims, tensor, tm);
 	const RelTensor *t = &mm->t[w];
 	int r = t->rank, perm[IR_MAX_RANK];
 	int es = ir_dtype_size((DType)t->dtype);

@@ -193,7 +193,7 @@ static void tma_tile(Mm *x, const Ws *ws, int w, LLVMValueRef so, LLVMValueRef k
 	args[2] = bar;
 	int n = 2;
 	args[4] = out;
-	for (int d = x->rank - 3; d >= 0 && n < CG_TMAP_MAXRANK; d--)
+	for (int d = x->rank - 3; d >= 0 && n < CG_TMAP_MAXRANK && !x->is_conv; d--)
 		if (t->shape[d] != 0)
 			args[3 + n++] = LLVMBuildTrunc(x->b, x->bpos[d], m->t_i32, "");
 	bool multi = w == 0 && ws->rank;

@@ -367,7 +367,8 @@ static int parse_rule(Parser *p, const cJSON *j, const char *path, RtKernel *k)
 		     (8 + v[4] >= CG_LAUNCH_ARGS || v[8 + v[4]] <= IR_MM_GROUP_MAX) &&
 		     (block == CG_MM_THREADS || block == CG_MM_WS_THREADS);
 	else if (kind == CG_RULE_CONV)
-		ok = v[0] >= 1 && v[1] >= 1 && v[6] >= 1;
+		ok = v[0] >= 1 && v[1] >= 1 && v[6] >= 1 &&
+		     (block == CG_MM_THREADS || block == CG_MM_WS_THREADS);
 	if (!ok)
 		return perr(p, ap, "the values do not fit the %s rule", rule);
 	return 0;

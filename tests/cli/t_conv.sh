@@ -194,6 +194,79 @@ import json, sys
 t = [[k.get("tiles") for k in json.load(open(f))["kernels"]] for f in sys.argv[1:]]
 assert t == [["tc64x64x32s3"], ["tc128x32x32s3"]], t
 ' "$TMP/thin0/thin.plan.json" "$TMP/thin1/thin.plan.json"
+# a conv channels last that reads its input in place (1x1, stride 1, one group) is a
+# matmul of every pixel by the output channels: the ws tiles by TMA (matmul_ws.c; the
+# host runs their tiles as the plain wgmma loop), every width forced; only the two
+# in-place convs of the check graph take them
+for c in wg128x64x64s6ws wg128x96x64s6ws wg128x128x64s4ws wg128x192x64s4ws wg128x256x64s4ws; do
+	check "nhwc-$c" 0 env FUSEC_MATMUL_TILES=$c "$FUSEC" run $CN"_bf16.json" --backend cpu --check
+done
+check nhwc-ws-f16 0 env FUSEC_MATMUL_TILES=wg128x64x64s6ws "$FUSEC" run $CN"_f16.json" --backend cpu --check
+check nhwc-ws-compile 0 env FUSEC_MATMUL_TILES=wg128x64x64s6ws "$FUSEC" compile $CN"_bf16.json" --no-cache -o "$TMP/nws"
+check nhwc-ws-plan 0 python3 -c '
+import json, sys
+p = json.load(open(sys.argv[1]))
+ks = {k["name"]: k for k in p["kernels"]}
+ws = [(ks[l["kernel"]], l) for s in p["steps"] for l in s["launches"]
+      if ks[l["kernel"]].get("tiles") == "wg128x64x64s6ws"]
+assert [l["writes"] for k, l in ws] == [["p1x1_y"], ["p1x1v_y"]], ws
+for k, l in ws:
+    assert l["block"] == [384, 1, 1] and 1 <= l["grid"][0] <= 132, l
+    a, b = [x["tmap"] for x in l["args"] if "tmap" in x]
+    # x [2,10,10,32] as [200][32]; w [48,1,1,32] as [48][32]; the box 64 x 128 rows
+    # of pixels, 64 x 64 rows of channels
+    if l["writes"] == ["p1x1_y"]:
+        assert a == {"tensor": "p1x1_x", "dims": [32, 200], "strides": [64], "box": [64, 128]}, a
+        assert b == {"tensor": "p1x1_w", "dims": [32, 48], "strides": [64], "box": [64, 64]}, b
+' "$TMP/nws/conv_check_nhwc_bf16.plan.json"
+grep -c "cp.async.bulk.tensor.2d" "$TMP/nws/conv_check_nhwc_bf16.ptx" > "$TMP/out"
+check nhwc-ws-tma 0 test "$(cat "$TMP/out")" -ge 2
+# the rule: ResNet-50's first stage at batch 32 (100352 pixels): 64 output channels
+# on the 64-wide ws tile, 256 (with a residual) on the 128-wide one, a stride-2 1x1
+# (gathered) on the plain wgmma loop; the runtime encodes the maps it is given
+cat > "$TMP/rn.json" <<'EOF2'
+{"format": "fusec-graph/1", "name": "rn",
+ "inputs": {"x": {"dtype": "bf16", "shape": [32, 56, 56, 64]},
+            "w64": {"dtype": "bf16", "shape": [64, 1, 1, 64]},
+            "w256": {"dtype": "bf16", "shape": [256, 1, 1, 64]},
+            "r": {"dtype": "bf16", "shape": [32, 56, 56, 256]},
+            "w2": {"dtype": "bf16", "shape": [128, 1, 1, 64]}},
+ "ops": [{"op": "conv2d", "in": ["x", "w64"], "out": "c1", "layout": "nhwc"},
+         {"op": "relu", "in": ["c1"], "out": "y1"},
+         {"op": "conv2d", "in": ["x", "w256"], "out": "c2", "layout": "nhwc"},
+         {"op": "add", "in": ["c2", "r"], "out": "s2"},
+         {"op": "relu", "in": ["s2"], "out": "y2"},
+         {"op": "conv2d", "in": ["x", "w2"], "out": "c3", "stride": 2, "layout": "nhwc"},
+         {"op": "relu", "in": ["c3"], "out": "y3"}],
+ "outputs": ["y1", "y2", "y3"]}
+EOF2
+check nhwc-ws-rule 0 "$FUSEC" compile "$TMP/rn.json" --no-cache -o "$TMP/rn"
+check nhwc-ws-rule-tiles 0 python3 -c '
+import json, sys
+p = json.load(open(sys.argv[1]))
+ks = {k["name"]: k for k in p["kernels"]}
+t = [ks[l["kernel"]].get("tiles") for s in p["steps"] for l in s["launches"]]
+assert t == ["wg128x64x64s6ws", "wg128x128x64s4ws", "wg128x128x64s4"], t
+' "$TMP/rn/rn.plan.json"
+rm -f "$TMP/ws.trace"
+check nhwc-ws-encode 3 env FUSEC_LIBCUDA="$(dirname "$FUSEC")/tests/fakecuda.so" FUSEC_NO_GRAPH=1 \
+	FAKECUDA_TRACE="$TMP/ws.trace" "$(dirname "$FUSEC")/fusec-run" "$TMP/rn"
+contains nhwc-ws-encode-maps "$TMP/ws.trace" "grid 132,1,1 block 384,1,1"
+contains nhwc-ws-encode-maps2 "$TMP/ws.trace" "tmap(buf0+0;64/64x100352/128),tmap(buf1+0;64/64x64/64)"
+# a plan for every size keeps the plain loop: the maps' row count, N*H*W, is no
+# one named dim
+sed -e 's/"inputs"/"dims": {"n": "1..32"}, "inputs"/' -e 's/\[32, 56, 56/["n", 56, 56/g' "$TMP/rn.json" > "$TMP/rnd.json"
+check nhwc-ws-dyn 0 "$FUSEC" compile "$TMP/rnd.json" --no-cache -o "$TMP/rnd"
+check nhwc-ws-dyn-tiles 0 python3 -c '
+import json, sys
+p = json.load(open(sys.argv[1]))
+t = [k.get("tiles") for v in [p] + p.get("variants", []) for k in v["kernels"]]
+assert t and not [x for x in t if x and x.endswith("ws")], t
+' "$TMP/rnd/rn.plan.json"
+if [ -x "$PTXAS" ]; then
+	check nhwc-ws-ptxas 0 "$PTXAS" -arch=sm_90a "$TMP/nws/conv_check_nhwc_bf16.ptx" -o "$TMP/cp.cubin"
+	check nhwc-ws-rule-ptxas 0 "$PTXAS" -arch=sm_90a "$TMP/rn/rn.ptx" -o "$TMP/cp.cubin"
+fi
 if [ -x "$PTXAS" ]; then
 	for c in wg128x128x64s4 tc64x64x32s3 tc128x32x32s3; do
 		check "nhwc-ptx-$c" 0 env FUSEC_MATMUL_TILES=$c "$FUSEC" compile $CN"_bf16.json" --no-cache -o "$TMP/np_$c"
