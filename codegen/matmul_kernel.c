@@ -274,6 +274,7 @@ int mm_tile_kernel(CgKb *kb, const MmConfig *cfg, const int *wr, int nw)
 	x->outer[1] = x->trans[1] ? c->bn : c->bk;
 	x->panel = c->wg;
 	x->padded = !c->tc && !c->gemv;
+	x->opaque_copy = x->gpu && x->is_conv && c->wg && c->bn == 64 && !c->ws;
 	x->a_bytes = mm_tile_bytes(c, x->es, 0);
 	x->stage_bytes = x->a_bytes + mm_tile_bytes(c, x->es, 1);
 	if (c->gemv) {

@@ -216,6 +216,10 @@ static const MmConfig mm_configs[] = {
 	 * read in place (ResNet-50's first stage: 100352 rows at batch 32), where
 	 * 128 columns would waste half the tile */
 	{"wg128x64x64s6ws", true, false, false, 1, 128, 64, 64, 8, 1, 6, 0, true, 0, false, true, false, 0},
+	/* the plain wgmma loop 64 columns wide, two blocks an SM (forced only so
+	 * far): a gathered conv channels last of 64 output channels (ResNet-50's
+	 * first-stage 3x3s) */
+	{"wg128x64x64s4", true, false, false, 2, 128, 64, 64, 8, 1, 4, 0, true, 0, false, false, false, 0},
 };
 enum { MM_NCONFIGS = (int)(sizeof mm_configs / sizeof mm_configs[0]) };
 

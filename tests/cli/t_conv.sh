@@ -151,7 +151,7 @@ p = json.load(open(sys.argv[1]))
 t = [k.get("tiles") for k in p["kernels"] if k.get("tiles")]
 assert "wgtf32x128x256x32s4" in t, t
 ' "$TMP/rule32/rule.plan.json"
-for c in tc128x128x64s3 tc64x64x32s3sk2 wg128x256x64s4 tc128x32x32s3; do
+for c in tc128x128x64s3 tc64x64x32s3sk2 wg128x256x64s4 tc128x32x32s3 wg128x64x64s4; do
 	check "nhwc-$c" 0 env FUSEC_MATMUL_TILES=$c "$FUSEC" run $CN"_bf16.json" --backend cpu --check
 done
 # the depthwise kernel channels last (codegen/matmul_depthwise.c): 4, 2 or 1 output
@@ -268,7 +268,7 @@ if [ -x "$PTXAS" ]; then
 	check nhwc-ws-rule-ptxas 0 "$PTXAS" -arch=sm_90a "$TMP/rn/rn.ptx" -o "$TMP/cp.cubin"
 fi
 if [ -x "$PTXAS" ]; then
-	for c in wg128x128x64s4 tc64x64x32s3 tc128x32x32s3; do
+	for c in wg128x128x64s4 tc64x64x32s3 tc128x32x32s3 wg128x64x64s4; do
 		check "nhwc-ptx-$c" 0 env FUSEC_MATMUL_TILES=$c "$FUSEC" compile $CN"_bf16.json" --no-cache -o "$TMP/np_$c"
 		check "nhwc-ptxas-$c" 0 "$PTXAS" -arch=sm_90a "$TMP/np_$c/conv_check_nhwc_bf16.ptx" -o "$TMP/cp.cubin"
 	done
