@@ -49,6 +49,9 @@ enum {
 	 * (setmaxnreg; 2 x 128 x 232 + 128 x 40 = 64,512 of the SM's 65,536) */
 	MM_WS_MUL_REGS = 232,
 	MM_WS_COPY_REGS = 40,
+	MM_WS_GATHER_MUL_REGS = 216, /* a ws conv whose copiers gather its input: they */
+	MM_WS_GATHER_REGS = 80,      /* keep each row's window origin (matmul_conv.c) */
+	MM_WS_GATHERERS = 128,       /* its copying threads */
 	MM_SMEM_STATIC = 48 * 1024, /* static shared memory limit; above it, dynamic */
 	MM_WG_ALIGN = 1024,      /* wgmma's 128-byte swizzle repeats every 1024 bytes */
 	MM_WS_SMEM = 227 * 1024, /* the most shared memory of a block (sm_90) */
@@ -195,6 +198,9 @@ typedef struct {
 				     an opaque thread id at each copy (the attention's
 				     K and V: held through its key loop, those addresses
 				     made ptxas spill 200-500 bytes) */
+	int nthr;                 /* threads that copy a stage's tiles (mm_load_tile,
+				     mm_conv_tile_cols): 0 for MM_THREADS; a ws conv's
+				     gathering warpgroup, 128 */
 	bool wsbar;               /* ws on the GPU: barriers among the MM_THREADS
 				     multiplying threads only (named barrier 1) */
 	int epi_base;             /* byte offset of the epilogue's staged tile (ws: past

@@ -232,11 +232,13 @@ void mm_conv_tile_cols(Mm *x)
 	if (!x->gpu || !cv->gather)
 		return;
 	if (cv->nhwc) {
-		/* A's chunk rows this thread copies: tid / cpr + i * (MM_THREADS / cpr) */
-		int cpr = x->cpr[0], per = x->c->bm * cpr / MM_THREADS;
+		/* A's chunk rows this thread copies: tid / cpr + i * (NTHR / cpr), NTHR
+		 * the copying threads (Mm.nthr) */
+		int nthr = x->nthr ? x->nthr : MM_THREADS;
+		int cpr = x->cpr[0], per = x->c->bm * cpr / nthr;
 		LLVMValueRef r0 = mm_udivc(x, mm_to_ot(x, x->tid), cpr);
 		for (int i = 0; i < per && i < 8; i++) {
-			LLVMValueRef r = mm_addc(x, r0, (int64_t)i * (MM_THREADS / cpr));
+			LLVMValueRef r = mm_addc(x, r0, (int64_t)i * (nthr / cpr));
 			row_origin(x, mm_add(x, x->m0, mm_to64(x, r)), &cv->rbase[i], &cv->ih0[i],
 				   &cv->iw0[i]);
 		}
@@ -501,28 +503,32 @@ void mm_conv_launch(const MmConfig *c, const RelOp *op, CgLaunch *l)
 	}
 }
 
-/* The TMA map of operand id of a conv channels last read in place (one group, a 1x1
- * window of stride 1 without padding): the input [N*H*W][C] (id 0) or the weight
- * [OC][C] (id 1), both K-major, dims innermost first, the box a 128-byte panel of
- * the stage's tile (as mm_tmap's). Only at a plan's own sizes: N*H*W is no one
- * shape id, so a plan for every size could not write the map's dims. */
+/* The TMA map of operand id of a conv channels last in one group: the input
+ * [N*H*W][C] (id 0) or the weight [OC][KH*KW*C] (id 1), both K-major, dims
+ * innermost first, the box a 128-byte panel of the stage's tile (as mm_tmap's).
+ * The input's map is what a conv read in place (a 1x1 window of stride 1 without
+ * padding) copies; a gathered one's copiers read its windows by cp.async
+ * (matmul_ws.c) in whole 16-byte chunks of channels, and the map, unused by the
+ * kernel, holds the input to TMA's alignment where the runtime binds it. Only at a plan's own sizes: N*H*W is no one shape id, so a
+ * plan for every size could not write the map's dims. */
 bool mm_conv_tmap(const RelOp *op, const MmConfig *c, int id, const int64_t *dims, int ndims,
 		  int *tensor, CgTmap *tm)
 {
-	if (id < 0 || id > 1 || op->attr.layout != LAYOUT_NHWC || op->attr.groups > 1 ||
-	    !mm_conv_in_place(op))
+	if (id < 0 || id > 1 || op->attr.layout != LAYOUT_NHWC || op->attr.groups > 1)
 		return false;
 	const RelTensor *t = &op->t[id];
 	int es = ir_dtype_size((DType)t->dtype);
-	if (es * 64 != 128)
+	if (es * 64 != 128 || (!mm_conv_in_place(op) && mm_dim_of(op->t[0].shape[3], dims, ndims) % (16 / es)))
 		return false;
 	memset(tm, 0, sizeof *tm);
 	tm->es = es;
 	tm->rank = 2;
-	tm->dim[0] = mm_dim_of(t->shape[3], dims, ndims);
-	tm->dim[1] = mm_dim_of(t->shape[0], dims, ndims) * mm_dim_of(t->shape[1], dims, ndims) *
-		     mm_dim_of(t->shape[2], dims, ndims);
-	tm->dim_id[0] = (int)t->shape[3];
+	int64_t a = mm_dim_of(t->shape[0], dims, ndims), b = mm_dim_of(t->shape[1], dims, ndims);
+	int64_t cc = mm_dim_of(t->shape[2], dims, ndims), d = mm_dim_of(t->shape[3], dims, ndims);
+	/* the input: pixels by channels; the weight: channels by window and channels */
+	tm->dim[0] = id == 0 ? d : b * cc * d;
+	tm->dim[1] = id == 0 ? a * b * cc : a;
+	tm->dim_id[0] = id == 0 ? (int)t->shape[3] : -1;
 	tm->dim_id[1] = -1;
 	tm->stride[1] = tm->dim[0] * es;
 	tm->box[0] = 128 / es;

@@ -659,10 +659,12 @@ int cg_matmul_variant(const CgKernelSpec *s, const char *arch, bool host, bool a
 			if (v && 2 * tiles >= MM_WAVE)
 				return v;
 		}
+		/* gathered (3x3, strided): the plain wgmma loop (the ws one by
+		 * FUSEC_MATMUL_TILES until measured) */
 		if (wg && u256 >= 0.9 && big256 >= MM_WAVE)
-			return ws_or(s, MM_WG256, divs, dims, ndims);
+			return MM_WG256;
 		if (wg && big > 0 && 2 * big >= MM_WAVE)
-			return ws_or(s, MM_WG128, divs, dims, ndims);
+			return MM_WG128;
 		return under_wave(t, conv, big, small, k);
 	}
 	/* the warp-specialized twins where TMA can copy every operand (a row stride of

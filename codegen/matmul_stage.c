@@ -29,7 +29,8 @@ void mm_load_tile(Mm *x, int w, LLVMValueRef s, LLVMValueRef kt)
 	/* chunks a thread copies; a tile of fewer chunks than threads (the B tile of
 	 * tc128x32x32s3: 128) leaves the last threads idle in its last round */
 	int total = (tr ? cols : rows) * cpr;
-	int per = (total + MM_THREADS - 1) / MM_THREADS;
+	int nthr = x->nthr ? x->nthr : MM_THREADS;
+	int per = (total + nthr - 1) / nthr;
 	LLVMValueRef r0 = w ? mm_mulc(x, kt, c->bk) : x->m0;
 	LLVMValueRef c0 = w ? x->n0 : mm_mulc(x, kt, c->bk);
 	LLVMValueRef nrows = w ? x->K : x->M, ncols = w ? x->N : x->K;
@@ -76,8 +77,8 @@ void mm_load_tile(Mm *x, int w, LLVMValueRef s, LLVMValueRef kt)
 		LLVMPositionBuilderAtEnd(x->b, pass ? bslow : bfast);
 		LLVMBasicBlockRef skip = NULL;
 		for (int i = 0; i < per; i++) {
-			LLVMValueRef q = mm_addc(x, tids, (int64_t)i * MM_THREADS);
-			if (i == per - 1 && total % MM_THREADS) {
+			LLVMValueRef q = mm_addc(x, tids, (int64_t)i * nthr);
+			if (i == per - 1 && total % nthr) {
 				LLVMBasicBlockRef in = LLVMAppendBasicBlockInContext(m->ctx, kb->fn, "ld.part");
 				skip = LLVMAppendBasicBlockInContext(m->ctx, kb->fn, "ld.rest");
 				LLVMBuildCondBr(x->b, mm_lt(x, q, LLVMConstInt(LLVMTypeOf(q),

@@ -32,6 +32,16 @@
  * Registers: the copying warpgroup gives its registers back (setmaxnreg) to the
  * multiplying ones, whose accumulators (128 a thread for 128x256) then fit.
  *
+ * Convs channels last in one group (matmul_conv.c): one read in place is a plain
+ * matmul to this loop, both operands by TMA. A gathered one (a 3x3 window, a
+ * stride) has its weight's tile copied by TMA as above, and its input's window
+ * gathered by the whole copying warpgroup (Mm.nthr = 128, each thread holding its
+ * rows' window origins: setmaxnreg 80 / 216) in 16-byte chunks by cp.async, each
+ * thread arriving on full[] once its copies landed
+ * (`cp.async.mbarrier.arrive.noinc`: full[] counts 1 + 128 arrivals); the
+ * multipliers fence those copies (generic proxy) before wgmma reads them (async
+ * proxy).
+ *
  * Clusters (MmConfig.cluster = 2, launched with a cluster of two blocks: the
  * kernel's "cluster" in the plan): the blocks of a cluster take the tiles of a
  * pair p = cluster, cluster + nclusters, ... of side-by-side tiles in a row of
@@ -113,6 +123,8 @@ typedef struct {
 	LLVMValueRef g;           /* ping-pong: the multiplying warpgroup (i64 0 or 1) */
 	LLVMValueRef rank;        /* cluster: the block's rank in it (i64), else NULL */
 	LLVMValueRef lane;        /* cluster, multiplying: the thread's lane (i64) */
+	bool gather;              /* a conv whose input's windows the whole copying
+				     warpgroup gathers (Mm.nthr), the weight by TMA */
 } Ws;
 
 static LLVMValueRef entry_alloca(Mm *x, LLVMTypeRef t)
@@ -263,7 +275,22 @@ static void tile_steps(Mm *x, const Ws *w, LLVMValueRef nk, bool copy, LLVMValue
 	CgLoop lk;
 	cg_loop_begin(kb, &lk, mm_i64c(x, 0), nk, mm_i64c(x, 1));
 	LLVMValueRef j = LLVMBuildLoad2(x->b, m->t_i32, w->jslot, "");
-	if (copy) {
+	if (copy && w->gather) {
+		/* a conv's gathered input: every copier waits for the stage, the first
+		 * copies the weight's tile by TMA, each gathers its chunks of the
+		 * input's window by cp.async and arrives once they landed */
+		mm_mbar_wait(x, bar_of(x, w, j, true), parity_of(x, j, true));
+		LLVMValueRef full = bar_of(x, w, j, false), so = stage_of(x, j);
+		LLVMBasicBlockRef on = if_begin(x, LLVMBuildICmp(x->b, LLVMIntEQ, x->tid,
+								 mm_i64c(x, 0), ""));
+		mbar_expect(x, full, x->stage_bytes - x->a_bytes);
+		tma_tile(x, w, 1, so, lk.i, full);
+		if_end(x, on);
+		/* (whole chunks: a ws kernel's one copy of the tile loop, all_fast) */
+		mm_load_tile(x, 0, so, lk.i);
+		mm_asm_call(x, m->t_void, "cp.async.mbarrier.arrive.noinc.shared::cta.b64 [$0];",
+			    "r,~{memory}", &full, 1);
+	} else if (copy) {
 		mm_mbar_wait(x, bar_of(x, w, j, true), parity_of(x, j, true));
 		LLVMValueRef full = bar_of(x, w, j, false), so = stage_of(x, j);
 		mbar_expect(x, full, x->stage_bytes);
@@ -271,6 +298,9 @@ static void tile_steps(Mm *x, const Ws *w, LLVMValueRef nk, bool copy, LLVMValue
 		tma_tile(x, w, 1, so, lk.i, full);
 	} else {
 		mm_mbar_wait(x, bar_of(x, w, j, false), parity_of(x, j, false));
+		/* the gathered copies (generic proxy) before wgmma's reads (async proxy) */
+		if (w->gather)
+			mm_asm_call(x, m->t_void, "fence.proxy.async.shared::cta;", "~{memory}", NULL, 0);
 		mm_compute_stage(x, stage_of(x, j));
 		/* the group of the step before is done: its stage is free */
 		LLVMBasicBlockRef go = LLVMAppendBasicBlockInContext(m->ctx, kb->fn, "ws.free");
@@ -414,7 +444,12 @@ void mm_ws_tile_loop(Mm *x, LLVMValueRef block, LLVMValueRef nblocks, const int 
 	CgModule *m = kb->m;
 	const MmConfig *c = x->c;
 	int region = x->epi_rows * (c->bn + MM_EPI_PAD) * 4;
-	Ws w = {entry_alloca(x, m->t_i32), x->epi_base + (c->pp ? 2 : 1) * region, NULL, NULL, NULL};
+	Ws w = {entry_alloca(x, m->t_i32), x->epi_base + (c->pp ? 2 : 1) * region, NULL, NULL, NULL,
+		x->is_conv && x->cv.gather};
+	if (w.gather && (c->cluster || c->pp)) {
+		cg_fail(x->kb, "internal: %s does not take a gathered conv", c->name);
+		return;
+	}
 	if (c->cluster) {
 		/* the cluster is two blocks side by side along x (the runtime's launch) */
 		w.rank = LLVMBuildAnd(x->b, block, mm_cst(block, 1), "");
@@ -427,7 +462,8 @@ void mm_ws_tile_loop(Mm *x, LLVMValueRef block, LLVMValueRef nblocks, const int 
 	LLVMBuildCondBr(x->b, LLVMBuildICmp(x->b, LLVMIntEQ, x->tid, mm_i64c(x, 0), ""), bi, bs);
 	LLVMPositionBuilderAtEnd(x->b, bi);
 	for (int s = 0; s < c->stages; s++) {
-		mm_mbar_init(x, mm_saddr(x, mm_i32c(x, w.bars + s * 8)), 1);
+		/* full[]: the TMA copier's arrival, and a gathering one's each */
+		mm_mbar_init(x, mm_saddr(x, mm_i32c(x, w.bars + s * 8)), w.gather ? 1 + MM_WS_GATHERERS : 1);
 		mm_mbar_init(x, mm_saddr(x, mm_i32c(x, w.bars + (c->stages + s) * 8)),
 			  c->cluster ? 2 * MM_THREADS / 32 : c->pp ? MM_THREADS / 2 : MM_THREADS);
 	}
@@ -446,7 +482,7 @@ void mm_ws_tile_loop(Mm *x, LLVMValueRef block, LLVMValueRef nblocks, const int 
 	LLVMBuildCondBr(x->b, LLVMBuildICmp(x->b, LLVMIntULT, tid, mm_i64c(x, MM_THREADS), ""), bm, bc);
 
 	LLVMPositionBuilderAtEnd(x->b, bm);
-	set_maxnreg(x, true, MM_WS_MUL_REGS);
+	set_maxnreg(x, true, w.gather ? MM_WS_GATHER_MUL_REGS : MM_WS_MUL_REGS);
 	x->wsbar = true;
 	if (c->cluster)
 		w.lane = LLVMBuildAnd(x->b, tid, mm_cst(tid, 31), "");
@@ -465,6 +501,18 @@ void mm_ws_tile_loop(Mm *x, LLVMValueRef block, LLVMValueRef nblocks, const int 
 	LLVMBuildBr(x->b, bd);
 
 	LLVMPositionBuilderAtEnd(x->b, bc);
+	if (w.gather) {
+		/* every copier gathers, as threads 0..127 of the copying warpgroup */
+		set_maxnreg(x, false, MM_WS_GATHER_REGS);
+		x->tid = LLVMBuildSub(x->b, tid, mm_i64c(x, MM_THREADS), "");
+		x->nthr = MM_WS_GATHERERS;
+		role(x, &w, block, nblocks, wr, nw, true);
+		x->tid = tid;
+		x->nthr = 0;
+		LLVMBuildBr(x->b, bd);
+		LLVMPositionBuilderAtEnd(x->b, bd);
+		return;
+	}
 	set_maxnreg(x, false, MM_WS_COPY_REGS);
 	LLVMBasicBlockRef b1 = LLVMAppendBasicBlockInContext(m->ctx, kb->fn, "ws.copier");
 	LLVMBuildCondBr(x->b, LLVMBuildICmp(x->b, LLVMIntEQ, tid, mm_i64c(x, MM_THREADS), ""),

@@ -196,8 +196,10 @@ assert t == [["tc64x64x32s3"], ["tc128x32x32s3"]], t
 ' "$TMP/thin0/thin.plan.json" "$TMP/thin1/thin.plan.json"
 # a conv channels last that reads its input in place (1x1, stride 1, one group) is a
 # matmul of every pixel by the output channels: the ws tiles by TMA (matmul_ws.c; the
-# host runs their tiles as the plain wgmma loop), every width forced; only the two
-# in-place convs of the check graph take them
+# host runs their tiles as the plain wgmma loop), every width forced; a gathered one
+# of one group whose channels come in whole 16-byte chunks (s2: 3x3 stride 2, 24
+# channels; down: 1x1 stride 2) takes them too, its copying warpgroup gathering the
+# windows by cp.async, the weight by TMA; the others keep the rule's tiles
 for c in wg128x64x64s6ws wg128x96x64s6ws wg128x128x64s4ws wg128x192x64s4ws wg128x256x64s4ws; do
 	check "nhwc-$c" 0 env FUSEC_MATMUL_TILES=$c "$FUSEC" run $CN"_bf16.json" --backend cpu --check
 done
@@ -209,7 +211,7 @@ p = json.load(open(sys.argv[1]))
 ks = {k["name"]: k for k in p["kernels"]}
 ws = [(ks[l["kernel"]], l) for s in p["steps"] for l in s["launches"]
       if ks[l["kernel"]].get("tiles") == "wg128x64x64s6ws"]
-assert [l["writes"] for k, l in ws] == [["p1x1_y"], ["p1x1v_y"]], ws
+assert [l["writes"] for k, l in ws] == [["p1x1_y"], ["p1x1v_y"], ["s2_y"], ["down_c"]], ws
 for k, l in ws:
     assert l["block"] == [384, 1, 1] and 1 <= l["grid"][0] <= 132, l
     a, b = [x["tmap"] for x in l["args"] if "tmap" in x]
@@ -218,9 +220,28 @@ for k, l in ws:
     if l["writes"] == ["p1x1_y"]:
         assert a == {"tensor": "p1x1_x", "dims": [32, 200], "strides": [64], "box": [64, 128]}, a
         assert b == {"tensor": "p1x1_w", "dims": [32, 48], "strides": [64], "box": [64, 64]}, b
+    # the weight of s2, [32,3,3,24], as [32][216]: K = 3 * 3 * 24
+    if l["writes"] == ["s2_y"]:
+        assert b == {"tensor": "s2_w", "dims": [216, 32], "strides": [432], "box": [64, 64]}, b
 ' "$TMP/nws/conv_check_nhwc_bf16.plan.json"
-grep -c "cp.async.bulk.tensor.2d" "$TMP/nws/conv_check_nhwc_bf16.ptx" > "$TMP/out"
-check nhwc-ws-tma 0 test "$(cat "$TMP/out")" -ge 2
+# the in-place kernels copy both operands by TMA; the gathered ones the weight, their
+# 128 copiers each arriving once its copies landed, the multipliers fencing the
+# copies (generic proxy) before wgmma reads them (async proxy)
+check nhwc-ws-ptx 0 python3 -c '
+import re, sys
+ptx = open(sys.argv[1]).read()
+ks = re.split(r"\.visible \.entry ", ptx)[1:]
+ws = [k for k in ks if "setmaxnreg" in k]
+tma = [k for k in ws if "noinc" not in k]
+gat = [k for k in ws if "noinc" in k]
+assert len(tma) == 2 and len(gat) == 2, (len(tma), len(gat))
+for k in tma:
+    assert k.count("cp.async.bulk.tensor.2d") >= 2 and "setmaxnreg.dec.sync.aligned.u32 40;" in k
+for k in gat:
+    assert k.count("cp.async.bulk.tensor.2d") == 1, k.count("cp.async.bulk.tensor.2d")
+    assert "cp.async.cg.shared.global" in k and "fence.proxy.async.shared::cta;" in k
+    assert "setmaxnreg.dec.sync.aligned.u32 80;" in k and "setmaxnreg.inc.sync.aligned.u32 216;" in k
+' "$TMP/nws/conv_check_nhwc_bf16.ptx"
 # the rule: ResNet-50's first stage at batch 32 (100352 pixels): 64 output channels
 # on the 64-wide ws tile, 256 (with a residual) on the 128-wide one, a stride-2 1x1
 # (gathered) on the plain wgmma loop; the runtime encodes the maps it is given
