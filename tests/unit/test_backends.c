@@ -1466,6 +1466,12 @@ static const MmCase mm_cases[] = {
 	/* ws ping-pong: each multiplying warpgroup a whole tile on the GPU */
 	{"pp 128x128 tiles a^T 264x136x200", DT_BF16, {0}, {0}, 264, 136, 200, "bias_relu", false,
 	 1, false, "wg128x128x64s4pp"},
+	/* 64 columns (convs of 64 output channels; tests/cli/t_conv.sh): ws with six
+	 * stages, and the plain wgmma loop two blocks an SM; partial last tiles */
+	{"ws 128x64 six stages b^T 200x136x456", DT_BF16, {0}, {0}, 200, 136, 456, "bias_relu",
+	 false, 2, false, "wg128x64x64s6ws"},
+	{"wg 128x64 tiles 130x72x136", DT_F16, {2, 1}, {1, 1}, 130, 72, 136, "residual_gelu",
+	 false, 0, false, "wg128x64x64s4"},
 };
 enum { MM_NCASES = (int)(sizeof mm_cases / sizeof mm_cases[0]) };
 
