@@ -61,6 +61,10 @@ enum {
 	MM_WG192WS = 46,         /* wg128x192x64s4ws */
 	MM_WG64WS = 51,          /* wg128x64x64s6ws */
 	MM_WG128WS = 29, MM_WG256WS = 30, /* wg128x128x64s4ws, wg128x256x64s4ws */
+	MM_CONV_WS_RULE = 0,     /* 1: the rule takes the ws tiles for a conv read in
+				    place; 0 until they passed the device's numeric
+				    check and were measured (session 55 got no device:
+				    FUSEC_MATMUL_TILES forces them) */
 };
 
 /* The tile-configuration table (docs/design.md, "Matmul tiles"). Index 0 is "no
@@ -649,7 +653,8 @@ int cg_matmul_variant(const CgKernelSpec *s, const char *arch, bool host, bool a
 		 * every pixel by the output channels, on the ws tiles by TMA, the width
 		 * by the matmul's weights, 64 columns among them (64 output
 		 * channels), where that fills half a wave */
-		if (wg && mm->attr.layout == LAYOUT_NHWC && batch == 1 && mm_conv_in_place(mm)) {
+		if (MM_CONV_WS_RULE && wg && mm->attr.layout == LAYOUT_NHWC && batch == 1 &&
+		    mm_conv_in_place(mm)) {
 			static const WsWidth alt[] = {
 				{MM_WG128WS, 128, 100}, {MM_WG64WS, 64, 120}, {MM_WG96WS, 96, 110},
 				{MM_WG192WS, 192, 95}, {MM_WG256WS, 256, 100},

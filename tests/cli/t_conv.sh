@@ -242,9 +242,11 @@ for k in gat:
     assert "cp.async.cg.shared.global" in k and "fence.proxy.async.shared::cta;" in k
     assert "setmaxnreg.dec.sync.aligned.u32 80;" in k and "setmaxnreg.inc.sync.aligned.u32 216;" in k
 ' "$TMP/nws/conv_check_nhwc_bf16.ptx"
-# the rule: ResNet-50's first stage at batch 32 (100352 pixels): 64 output channels
-# on the 64-wide ws tile, 256 (with a residual) on the 128-wide one, a stride-2 1x1
-# (gathered) on the plain wgmma loop; the runtime encodes the maps it is given
+# ResNet-50's first stage at batch 32 (100352 pixels): the rule keeps its plain
+# tiles (the ws ones wait for the device's numeric check: MM_CONV_WS_RULE in
+# codegen/matmul_pick.c); forced, the 64-wide ws tile takes the 1x1s read in place
+# and the gathered stride-2 1x1, one block an SM, and the runtime encodes the maps
+# it is given
 cat > "$TMP/rn.json" <<'EOF2'
 {"format": "fusec-graph/1", "name": "rn",
  "inputs": {"x": {"dtype": "bf16", "shape": [32, 56, 56, 64]},
@@ -261,14 +263,14 @@ cat > "$TMP/rn.json" <<'EOF2'
          {"op": "relu", "in": ["c3"], "out": "y3"}],
  "outputs": ["y1", "y2", "y3"]}
 EOF2
-check nhwc-ws-rule 0 "$FUSEC" compile "$TMP/rn.json" --no-cache -o "$TMP/rn"
+check nhwc-ws-rule 0 "$FUSEC" compile "$TMP/rn.json" --no-cache -o "$TMP/rn0"
+check nhwc-ws-forced 0 env FUSEC_MATMUL_TILES=wg128x64x64s6ws "$FUSEC" compile "$TMP/rn.json" --no-cache -o "$TMP/rn"
 check nhwc-ws-rule-tiles 0 python3 -c '
 import json, sys
-p = json.load(open(sys.argv[1]))
-ks = {k["name"]: k for k in p["kernels"]}
-t = [ks[l["kernel"]].get("tiles") for s in p["steps"] for l in s["launches"]]
-assert t == ["wg128x64x64s6ws", "wg128x128x64s4ws", "wg128x128x64s4"], t
-' "$TMP/rn/rn.plan.json"
+t = [[k.get("tiles") for k in json.load(open(f))["kernels"]] for f in sys.argv[1:]]
+assert t[0] == ["tc64x64x32s3", "wg128x256x64s4", "wg128x128x64s4"], t
+assert t[1] == ["wg128x64x64s6ws"] * 3, t
+' "$TMP/rn0/rn.plan.json" "$TMP/rn/rn.plan.json"
 rm -f "$TMP/ws.trace"
 check nhwc-ws-encode 3 env FUSEC_LIBCUDA="$(dirname "$FUSEC")/tests/fakecuda.so" FUSEC_NO_GRAPH=1 \
 	FAKECUDA_TRACE="$TMP/ws.trace" "$(dirname "$FUSEC")/fusec-run" "$TMP/rn"
@@ -277,7 +279,7 @@ contains nhwc-ws-encode-maps2 "$TMP/ws.trace" "tmap(buf0+0;64/64x100352/128),tma
 # a plan for every size keeps the plain loop: the maps' row count, N*H*W, is no
 # one named dim
 sed -e 's/"inputs"/"dims": {"n": "1..32"}, "inputs"/' -e 's/\[32, 56, 56/["n", 56, 56/g' "$TMP/rn.json" > "$TMP/rnd.json"
-check nhwc-ws-dyn 0 "$FUSEC" compile "$TMP/rnd.json" --no-cache -o "$TMP/rnd"
+check nhwc-ws-dyn 0 env FUSEC_MATMUL_TILES=wg128x64x64s6ws "$FUSEC" compile "$TMP/rnd.json" --no-cache -o "$TMP/rnd"
 check nhwc-ws-dyn-tiles 0 python3 -c '
 import json, sys
 p = json.load(open(sys.argv[1]))
