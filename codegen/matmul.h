@@ -49,8 +49,12 @@ enum {
 	 * (setmaxnreg; 2 x 128 x 232 + 128 x 40 = 64,512 of the SM's 65,536) */
 	MM_WS_MUL_REGS = 232,
 	MM_WS_COPY_REGS = 40,
-	MM_WS_GATHER_MUL_REGS = 216, /* a ws conv whose copiers gather its input: they */
-	MM_WS_GATHER_REGS = 80,      /* keep each row's window origin (matmul_conv.c) */
+	/* a ws conv whose copiers gather its input keep each row's window origin
+	 * (matmul_conv.c): 2 x 128 x 216 + 128 x 72, the same 64,512 (the block's
+	 * pool: 384 threads of 168 registers; setmaxnreg.inc waits for registers
+	 * the others gave back, so a split past it never starts) */
+	MM_WS_GATHER_MUL_REGS = 216,
+	MM_WS_GATHER_REGS = 72,
 	MM_WS_GATHERERS = 128,       /* its copying threads */
 	MM_SMEM_STATIC = 48 * 1024, /* static shared memory limit; above it, dynamic */
 	MM_WG_ALIGN = 1024,      /* wgmma's 128-byte swizzle repeats every 1024 bytes */

@@ -36,7 +36,7 @@
  * matmul to this loop, both operands by TMA. A gathered one (a 3x3 window, a
  * stride) has its weight's tile copied by TMA as above, and its input's window
  * gathered by the whole copying warpgroup (Mm.nthr = 128, each thread holding its
- * rows' window origins: setmaxnreg 80 / 216) in 16-byte chunks by cp.async, each
+ * rows' window origins: setmaxnreg 72 / 216) in 16-byte chunks by cp.async, each
  * thread arriving on full[] once its copies landed
  * (`cp.async.mbarrier.arrive.noinc`: full[] counts 1 + 128 arrivals); the
  * multipliers fence those copies (generic proxy) before wgmma reads them (async
