@@ -509,8 +509,9 @@ void mm_conv_launch(const MmConfig *c, const RelOp *op, CgLaunch *l)
  * The input's map is what a conv read in place (a 1x1 window of stride 1 without
  * padding) copies; a gathered one's copiers read its windows by cp.async
  * (matmul_ws.c) in whole 16-byte chunks of channels, and the map, unused by the
- * kernel, holds the input to TMA's alignment where the runtime binds it. Only at a plan's own sizes: N*H*W is no one shape id, so a
- * plan for every size could not write the map's dims. */
+ * kernel, holds the input to TMA's alignment where the runtime binds it. Only at
+ * a plan's own sizes: N*H*W is no one shape id, so a plan for every size could not
+ * write the map's dims. */
 bool mm_conv_tmap(const RelOp *op, const MmConfig *c, int id, const int64_t *dims, int ndims,
 		  int *tensor, CgTmap *tm)
 {
@@ -518,7 +519,8 @@ bool mm_conv_tmap(const RelOp *op, const MmConfig *c, int id, const int64_t *dim
 		return false;
 	const RelTensor *t = &op->t[id];
 	int es = ir_dtype_size((DType)t->dtype);
-	if (es * 64 != 128 || (!mm_conv_in_place(op) && mm_dim_of(op->t[0].shape[3], dims, ndims) % (16 / es)))
+	bool whole = mm_dim_of(op->t[0].shape[3], dims, ndims) % (16 / es) == 0;
+	if (es * 64 != 128 || (!mm_conv_in_place(op) && !whole))
 		return false;
 	memset(tm, 0, sizeof *tm);
 	tm->es = es;

@@ -398,8 +398,9 @@ static double tile_fill(int64_t x, int64_t t)
 /* Whether the warp-specialized loop (matmul_ws.c) takes the kernel: a matmul, alone
  * or with alike siblings (one tile loop runs them: matmul_kernel.c; other siblings
  * run a tile loop each, whose steps the loop's mbarriers cannot follow), or a conv
- * channels last that reads its input in place (mm_conv_tmap). Its operands arrive
- * by TMA, so each needs a tensor map at these dims. */
+ * channels last of one group, read in place or gathered in whole chunks
+ * (mm_conv_tmap). Its operands arrive by TMA (a gathered conv's input by its
+ * copiers' cp.async), so each needs a tensor map at these dims. */
 static bool ws_applies(const CgKernelSpec *s, const MmConfig *c, const int64_t *dims, int ndims)
 {
 	if (!mm_tmaps_ok(s, c, dims, ndims))

@@ -292,6 +292,13 @@ p = json.load(open(sys.argv[1]))
 t = [k.get("tiles") for v in [p] + p.get("variants", []) for k in v["kernels"]]
 assert t and not [x for x in t if x and x.endswith("ws")], t
 ' "$TMP/rnd/rn.plan.json"
+# a conv launch rule whose block is neither 256 nor 384 threads is refused at load
+cp -r "$TMP/rnd" "$TMP/rndbad"
+sed 's/"rule": *"conv", *"block": *256/"rule": "conv", "block": 512/g' "$TMP/rnd/rn.plan.json" > "$TMP/rndbad/rn.plan.json"
+check nhwc-conv-block-changed 0 grep -q '"rule": "conv", "block": 512' "$TMP/rndbad/rn.plan.json"
+check nhwc-conv-block-bad 1 env FUSEC_LIBCUDA="$(dirname "$FUSEC")/tests/fakecuda.so" \
+	"$(dirname "$FUSEC")/fusec-run" "$TMP/rndbad" --input-shape x=2x56x56x64
+contains nhwc-conv-block-bad-msg "$TMP/err" "launch.arg: the values do not fit the conv rule"
 if [ -x "$PTXAS" ]; then
 	check nhwc-ws-ptxas 0 "$PTXAS" -arch=sm_90a "$TMP/nws/conv_check_nhwc_bf16.ptx" -o "$TMP/cp.cubin"
 	check nhwc-ws-rule-ptxas 0 "$PTXAS" -arch=sm_90a "$TMP/rn/rn.ptx" -o "$TMP/cp.cubin"
