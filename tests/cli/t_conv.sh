@@ -123,7 +123,7 @@ check nhwc-tf32 0 env FUSEC_MATMUL_TILES=tf32x64x64x32s3 "$FUSEC" run $CN"_tf32.
 # tf32 wgmma (sm_90a): channels last only, both operands K-major; the host runs its
 # tiling (panels, stages) with the scalar fragment, ptxas takes the kernels; on a
 # matmul (B not stored transposed) the forced configuration does not apply
-for c in wgtf32x128x128x32s4 wgtf32x128x256x32s4; do
+for c in wgtf32x128x128x32s4 wgtf32x128x256x32s4 wgtf32x128x64x32s4; do
 	check "nhwc-$c" 0 env FUSEC_MATMUL_TILES=$c "$FUSEC" run $CN"_tf32.json" --backend cpu --check --allow-tf32
 	check "nhwc-$c-compile" 0 env FUSEC_MATMUL_TILES=$c "$FUSEC" compile $CN"_tf32.json" --allow-tf32 --no-cache -o "$TMP/wt_$c"
 	check "nhwc-$c-tiles" 0 python3 -c '
