@@ -103,6 +103,9 @@ typedef struct {
 				    take tiles side by side in a row of tiles and load
 				    their shared A tile once, each half of it multicast
 				    to both (matmul_ws.c); the host runs them as wg's */
+	bool tma;                /* att and pp: K and V tiles by TMA, one thread issuing
+				    both (matmul_attention.c, pp_fill); the host runs
+				    them as pp's */
 } MmConfig;
 
 /* A convolution run as an implicit GEMM on the tiles (matmul_conv.c): per image n
@@ -421,6 +424,9 @@ void mm_load_tile(Mm *x, int w, LLVMValueRef s, LLVMValueRef kt);
  * the offset of the current tile's batch, whether 16-byte chunks may be copied. */
 void mm_operand_layout(Mm *x, const CgKernelSpec *s, int mi, int w);
 LLVMValueRef mm_batch_base(Mm *x, int w);
+/* Operand w's position along batch dim d (a dim the operand has) at the current
+ * tile's Mm.bpos: a grouped operand's O / T output positions share one. */
+LLVMValueRef mm_batch_pos(Mm *x, int w, int d);
 LLVMValueRef mm_is_aligned16(Mm *x, int w);
 /* Output tiles: the batch count and tile rows and columns (returns the tiles per
  * batch), and for a tile's flat batch index its batch position and operand offsets
@@ -466,6 +472,16 @@ void mm_gemv_tile_loop(Mm *x, LLVMValueRef block, LLVMValueRef nblocks, const in
 void mm_mbar_init(Mm *x, LLVMValueRef a, int count);
 void mm_mbar_arrive(Mm *x, LLVMValueRef a);
 void mm_mbar_wait(Mm *x, LLVMValueRef a, LLVMValueRef parity);
+/* Arrive on the mbarrier at a, expecting `bytes` more of copies to land on it. */
+void mm_mbar_expect(Mm *x, LLVMValueRef a, int bytes);
+/* Copy operand w's tile of K step kt into the stage at so by TMA, a 128-byte panel
+ * a copy (the map's box), completing on the mbarrier at bar; map the tensor map
+ * (NULL: operand w's of the kernel, Mm.grt's among siblings). In a cluster (rank:
+ * the block's, else NULL) A's tile is shared: this block copies its half (panels
+ * r*P/2.. of P panels, or with one panel rows r*BM/2.., the map's box then BM/2
+ * rows: mm_tmap) into both blocks. The batch coordinates are mm_batch_pos's. */
+void mm_tma_tile(Mm *x, int w, LLVMValueRef map, LLVMValueRef rank, LLVMValueRef so,
+		 LLVMValueRef kt, LLVMValueRef bar);
 /* (matmul_ws.c) The tile loop of a warp-specialized configuration on the GPU. */
 void mm_ws_tile_loop(Mm *x, LLVMValueRef block, LLVMValueRef nblocks, const int *wr, int nw);
 /* The attention op's kernel body. */

@@ -72,6 +72,8 @@ typedef struct {
 	LLVMValueRef j0;         /* the first key of the current step */
 	bool full;               /* score() builds for a tile no mask reaches */
 	bool pp;                 /* the configuration's pp: three K/V buffers (key_steps_pp) */
+	bool tma;                /* GPU, pp and the configuration's tma: K and V by TMA,
+				    thread 0 issuing them (pp_fill) */
 	LLVMValueRef gslot;      /* pp: i32 alloca, the block's next step of all its tiles */
 	int bars;                /* pp, GPU: byte offset of full[0]; empty[b] 3 later */
 	int kbytes, vbytes;      /* one K tile, one V tile */
@@ -472,6 +474,32 @@ static LLVMValueRef pp_bar(Att *A, LLVMValueRef b, bool empty)
 	return mm_saddr(x, mm_addc(x, mm_mulc(x, b, 8), A->bars + (empty ? 3 * 8 : 0)));
 }
 
+/* pp_fill by TMA: thread 0 alone waits for the buffer, tells full[b] the bytes to
+ * come and copies K's and V's panels (maps 0 and 1: mm_tmap); the copies complete
+ * on full[b], whose one arrival is that thread's. */
+static void pp_fill_tma(Att *A, LLVMValueRef jt, LLVMValueRef gs, LLVMValueRef b)
+{
+	Mm *x = &A->s, *o = &A->o;
+	CgKb *kb = A->kb;
+	LLVMBasicBlockRef bi = LLVMAppendBasicBlockInContext(kb->m->ctx, kb->fn, "att.tma");
+	LLVMBasicBlockRef bs = LLVMAppendBasicBlockInContext(kb->m->ctx, kb->fn, "att.tma.done");
+	LLVMBuildCondBr(A->b, LLVMBuildICmp(A->b, LLVMIntEQ, x->tid, mm_i64c(x, 0), ""), bi, bs);
+	LLVMPositionBuilderAtEnd(A->b, bi);
+	LLVMValueRef u = LLVMBuildUDiv(A->b, gs, mm_i32c(x, 3), "");
+	u = LLVMBuildXor(A->b, LLVMBuildAnd(A->b, u, mm_i32c(x, 1), ""), mm_i32c(x, 1), "");
+	mm_mbar_wait(x, pp_bar(A, b, true), u);
+	LLVMValueRef full = pp_bar(A, b, false);
+	mm_mbar_expect(x, full, A->kbytes + A->vbytes);
+	LLVMValueRef bo = LLVMBuildZExt(A->b, b, x->ot, "");
+	LLVMValueRef n0 = x->n0;
+	x->n0 = mm_mulc(x, jt, A->bn);
+	mm_tma_tile(x, 1, kb->tmap[0], NULL, mm_mulc(x, bo, A->kbytes), mm_i64c(x, 0), full);
+	mm_tma_tile(o, 1, kb->tmap[1], NULL, mm_mulc(x, bo, A->vbytes), jt, full);
+	x->n0 = n0;
+	LLVMBuildBr(A->b, bs);
+	LLVMPositionBuilderAtEnd(A->b, bs);
+}
+
 /* pp: key tile jt (i64) into buffer b (i32) of the block's step gs (i32), once
  * every thread is done with the buffer's previous use (step gs - 3); on the GPU
  * each thread's copies then arrive on full[b] as they land. */
@@ -480,6 +508,10 @@ static void pp_fill(Att *A, LLVMValueRef jt, LLVMValueRef gs)
 	Mm *x = &A->s, *o = &A->o;
 	CgModule *m = A->kb->m;
 	LLVMValueRef b = LLVMBuildURem(A->b, gs, mm_i32c(x, 3), "");
+	if (A->tma) {
+		pp_fill_tma(A, jt, gs, b);
+		return;
+	}
 	if (A->gpu) {
 		LLVMValueRef u = LLVMBuildUDiv(A->b, gs, mm_i32c(x, 3), "");
 		u = LLVMBuildXor(A->b, LLVMBuildAnd(A->b, u, mm_i32c(x, 1), ""), mm_i32c(x, 1), "");
@@ -527,6 +559,13 @@ static void key_steps_pp(Att *A, LLVMValueRef nt)
 		LLVMBuildBr(A->b, bn);
 		LLVMPositionBuilderAtEnd(A->b, bn);
 	}
+	if (A->tma) {
+		/* q's copies (the threads', cp.async) land before anyone's first
+		 * product reads them; full[] tracks K and V alone */
+		mm_intrinsic(x, "llvm.nvvm.cp.async.wait.all", NULL, 0, NULL, 0);
+		mm_asm_call(x, m->t_void, "fence.proxy.async.shared::cta;", "~{memory}", NULL, 0);
+		mm_barrier(x);
+	}
 	CgLoop lj;
 	cg_loop_begin(kb, &lj, mm_i64c(x, 0), nt, mm_i64c(x, 1));
 	LLVMValueRef gs = LLVMBuildAdd(A->b, g0, LLVMBuildTrunc(A->b, lj.i, m->t_i32, ""), "");
@@ -537,8 +576,11 @@ static void key_steps_pp(Att *A, LLVMValueRef nt)
 	if (A->gpu) {
 		LLVMValueRef u = LLVMBuildUDiv(A->b, gs, mm_i32c(x, 3), "");
 		mm_mbar_wait(x, pp_bar(A, b, false), LLVMBuildAnd(A->b, u, mm_i32c(x, 1), ""));
-		/* the copies (generic proxy) before wgmma's reads (async proxy) */
-		mm_asm_call(x, m->t_void, "fence.proxy.async.shared::cta;", "~{memory}", NULL, 0);
+		/* the copies (generic proxy) before wgmma's reads (async proxy); TMA's
+		 * are the async proxy's */
+		if (!A->tma)
+			mm_asm_call(x, m->t_void, "fence.proxy.async.shared::cta;", "~{memory}",
+				    NULL, 0);
 	}
 	step_products(A, sk, sv, A->gpu);
 	/* tile j + 2 into the buffer of step j - 1, while this step's P v runs */
@@ -623,6 +665,10 @@ static void block_tile(Att *A, LLVMValueRef t, LLVMValueRef ntm, const int *wr, 
 	mm_epilogue(o, wr, nw);
 	o->smem = osm;
 	o->sbase = osb;
+	/* TMA (the async proxy) refills the buffers the epilogue staged O in */
+	if (A->tma && x->all_fast)
+		mm_asm_call(x, A->kb->m->t_void, "fence.proxy.async.shared::cta;", "~{memory}",
+			    NULL, 0);
 	mm_barrier(x);
 }
 
@@ -640,8 +686,9 @@ static void pp_init(Att *A)
 	LLVMBasicBlockRef bs = LLVMAppendBasicBlockInContext(m->ctx, kb->fn, "att.inited");
 	LLVMBuildCondBr(A->b, LLVMBuildICmp(A->b, LLVMIntEQ, x->tid, mm_i64c(x, 0), ""), bi, bs);
 	LLVMPositionBuilderAtEnd(A->b, bi);
-	for (int k = 0; k < 6; k++)
-		mm_mbar_init(x, mm_saddr(x, mm_i32c(x, A->bars + 8 * k)), MM_THREADS);
+	for (int k = 0; k < 6; k++)   /* full[] by TMA: thread 0's one arrival */
+		mm_mbar_init(x, mm_saddr(x, mm_i32c(x, A->bars + 8 * k)),
+			     A->tma && k < 3 ? 1 : MM_THREADS);
 	mm_asm_call(x, m->t_void, "fence.mbarrier_init.release.cluster;", "~{memory}", NULL, 0);
 	LLVMBuildBr(A->b, bs);
 	LLVMPositionBuilderAtEnd(A->b, bs);
@@ -702,15 +749,16 @@ int mm_attention_kernel(CgKb *kb, const MmConfig *cfg, const int *wr, int nw)
 	A->gpu = m->opt.target == CG_TARGET_NVPTX;
 	A->dmax = cfg->bk;
 	A->pp = cfg->pp;
+	A->tma = A->gpu && cfg->pp && cfg->tma;
 	/* S = q kt: 128 x 64 over the head dim in one stage; O = P v: 128 x E over 64
 	 * keys; warps 8 x 1 (a warp's 16 rows, every column) */
 	/* f32 (--allow-tf32): both products on tf32 mma.sync (m16n8k8) */
 	bool tf = op->t[0].dtype == DT_F32;
 	A->bn = cfg->bn;
 	A->cs = (MmConfig){"attention.s", true, tf, false, 0, MM_ATT_BM, A->bn, A->dmax,
-			   8, 1, 1, 0, cfg->wg, 0, true, false, false, 0};
+			   8, 1, 1, 0, cfg->wg, 0, true, false, false, 0, false};
 	A->co = (MmConfig){"attention.o", true, tf, false, 0, MM_ATT_BM, A->dmax, A->bn,
-			   8, 1, 1, 0, cfg->wg, 0, true, false, false, 0};
+			   8, 1, 1, 0, cfg->wg, 0, true, false, false, 0, false};
 	Mm *x = &A->s, *o = &A->o;
 	setup(A, x, &A->cs, op);
 	setup(A, o, &A->co, op);

@@ -247,9 +247,26 @@ bool mm_tmap(const CgKernelSpec *s, const MmConfig *c, int id, const int64_t *di
 	if (mm->kind == OP_CONV2D)
 		return mm_conv_tmap(mm, c, id, dims, ndims, tensor, tm);
 	const RelTensor *t = &mm->t[w];
+	MmConfig o;
+	if (mm->kind == OP_ATTENTION) {
+		/* the second operands of its two products: map 0 kt's (S = q kt, BN
+		 * keys by BK of head dim), map 1 v's (O = P v, BN keys of BK of its
+		 * head dim); q is copied by the threads */
+		if (!c->tma)
+			return false;
+		t = &mm->t[1 + id];
+		w = 1;
+		if (id == 1) {
+			o = *c;
+			o.bn = c->bk;
+			o.bk = c->bn;
+			c = &o;
+		}
+	} else if (mm->kind != OP_MATMUL)
+		return false;
 	int r = t->rank, perm[IR_MAX_RANK];
 	int es = ir_dtype_size((DType)t->dtype);
-	if (mm->kind != OP_MATMUL || r < 2 || es * 64 != 128)
+	if (r < 2 || es * 64 != 128)
 		return false;
 	const RelTensor *src = mm_operand_view(s, mi, t, perm);
 	int64_t sst[IR_MAX_RANK], ost[IR_MAX_RANK];

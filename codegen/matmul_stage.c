@@ -162,18 +162,20 @@ LLVMValueRef mm_batch_base(Mm *x, int w)
 {
 	const RelTensor *t = w ? x->tb : x->ta;
 	LLVMValueRef o = mm_i64c(x, 0);
-	for (int d = 0; d < t->rank - 2; d++) {
-		if (t->shape[d] == 0)
-			continue;
-		LLVMValueRef p = x->bpos[d];
-		if (t->shape[d] != x->to->shape[d])
-			/* grouped (an attention's kt or v): the output's O heads read T,
-			 * O / T in a row */
-			p = LLVMBuildUDiv(x->b, p, LLVMBuildUDiv(x->b, cg_dim(x->kb, x->to->shape[d]),
-								 cg_dim(x->kb, t->shape[d]), ""), "");
-		o = mm_add(x, o, mm_mul(x, p, x->ost[w][d]));
-	}
+	for (int d = 0; d < t->rank - 2; d++)
+		if (t->shape[d] != 0)
+			o = mm_add(x, o, mm_mul(x, mm_batch_pos(x, w, d), x->ost[w][d]));
 	return o;
+}
+
+LLVMValueRef mm_batch_pos(Mm *x, int w, int d)
+{
+	const RelTensor *t = w ? x->tb : x->ta;
+	if (t->shape[d] == x->to->shape[d])
+		return x->bpos[d];
+	/* grouped (an attention's kt or v): the output's O heads read T, O / T in a row */
+	return LLVMBuildUDiv(x->b, x->bpos[d], LLVMBuildUDiv(x->b, cg_dim(x->kb, x->to->shape[d]),
+							     cg_dim(x->kb, t->shape[d]), ""), "");
 }
 
 /* The output tiles of the block tile: *nb batches (the output's batch dims

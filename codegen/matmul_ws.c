@@ -164,8 +164,7 @@ static LLVMValueRef stage_of(Mm *x, LLVMValueRef j)
 	return mm_mulc(x, s, x->stage_bytes);
 }
 
-/* Arrive on the mbarrier at a, expecting `bytes` more of copies to land on it. */
-static void mbar_expect(Mm *x, LLVMValueRef a, int bytes)
+void mm_mbar_expect(Mm *x, LLVMValueRef a, int bytes)
 {
 	LLVMValueRef args[2] = {a, mm_i32c(x, bytes)};
 	mm_asm_call(x, x->kb->m->t_void,
@@ -186,12 +185,8 @@ static LLVMValueRef map_b(Mm *x)
 	return v;
 }
 
-/* Copy operand w's tile of K step kt into the stage at so, a panel of 128 bytes a
- * copy (the map's box), completing on the mbarrier at bar. In a cluster, A's tile
- * is shared: this block copies its half (panels r*P/2.. of P panels, or with one
- * panel rows r*BM/2.., the map's box then BM/2 rows: mm_tmap) into both blocks. */
-static void tma_tile(Mm *x, const Ws *ws, int w, LLVMValueRef so, LLVMValueRef kt,
-		     LLVMValueRef bar)
+void mm_tma_tile(Mm *x, int w, LLVMValueRef map, LLVMValueRef rank, LLVMValueRef so,
+		 LLVMValueRef kt, LLVMValueRef bar)
 {
 	CgModule *m = x->kb->m;
 	const RelTensor *t = w ? x->tb : x->ta;
@@ -201,14 +196,14 @@ static void tma_tile(Mm *x, const Ws *ws, int w, LLVMValueRef so, LLVMValueRef k
 	LLVMValueRef row = w ? k0 : m0, col = w ? n0 : k0;
 	LLVMValueRef in = x->trans[w] ? row : col, out = x->trans[w] ? col : row;
 	LLVMValueRef args[3 + CG_TMAP_MAXRANK];
-	args[1] = w ? map_b(x) : x->kb->tmap[0];
+	args[1] = map ? map : w ? map_b(x) : x->kb->tmap[0];
 	args[2] = bar;
 	int n = 2;
 	args[4] = out;
 	for (int d = x->rank - 3; d >= 0 && n < CG_TMAP_MAXRANK && !x->is_conv; d--)
 		if (t->shape[d] != 0)
-			args[3 + n++] = LLVMBuildTrunc(x->b, x->bpos[d], m->t_i32, "");
-	bool multi = w == 0 && ws->rank;
+			args[3 + n++] = LLVMBuildTrunc(x->b, mm_batch_pos(x, w, d), m->t_i32, "");
+	bool multi = w == 0 && rank;
 	char text[320], cons[64];
 	int at = snprintf(text, sizeof text, "cp.async.bulk.tensor.%dd.shared::cluster.global.tile."
 			  "mbarrier::complete_tx::bytes%s [$0], [$1, {", n,
@@ -229,8 +224,8 @@ static void tma_tile(Mm *x, const Ws *ws, int w, LLVMValueRef so, LLVMValueRef k
 	LLVMValueRef base = mm_stage_off(x, so, w);
 	int np = x->cpr[w] / 8;
 	/* the rank as an offset (ot) and as a coordinate (i32) */
-	LLVMValueRef ro = multi ? LLVMBuildIntCast2(x->b, ws->rank, LLVMTypeOf(base), false, "") : NULL;
-	LLVMValueRef ri = multi ? LLVMBuildTrunc(x->b, ws->rank, m->t_i32, "") : NULL;
+	LLVMValueRef ro = multi ? LLVMBuildIntCast2(x->b, rank, LLVMTypeOf(base), false, "") : NULL;
+	LLVMValueRef ri = multi ? LLVMBuildTrunc(x->b, rank, m->t_i32, "") : NULL;
 	if (multi && np == 1) {
 		/* one panel: this block's half of its rows */
 		int half = x->outer[w] / 2;
@@ -283,8 +278,8 @@ static void tile_steps(Mm *x, const Ws *w, LLVMValueRef nk, bool copy, LLVMValue
 		LLVMValueRef full = bar_of(x, w, j, false), so = stage_of(x, j);
 		LLVMBasicBlockRef on = if_begin(x, LLVMBuildICmp(x->b, LLVMIntEQ, x->tid,
 								 mm_i64c(x, 0), ""));
-		mbar_expect(x, full, x->stage_bytes - x->a_bytes);
-		tma_tile(x, w, 1, so, lk.i, full);
+		mm_mbar_expect(x, full, x->stage_bytes - x->a_bytes);
+		mm_tma_tile(x, 1, NULL, w->rank, so, lk.i, full);
 		if_end(x, on);
 		/* (whole chunks: a ws kernel's one copy of the tile loop, all_fast) */
 		mm_load_tile(x, 0, so, lk.i);
@@ -293,9 +288,9 @@ static void tile_steps(Mm *x, const Ws *w, LLVMValueRef nk, bool copy, LLVMValue
 	} else if (copy) {
 		mm_mbar_wait(x, bar_of(x, w, j, true), parity_of(x, j, true));
 		LLVMValueRef full = bar_of(x, w, j, false), so = stage_of(x, j);
-		mbar_expect(x, full, x->stage_bytes);
-		tma_tile(x, w, 0, so, lk.i, full);
-		tma_tile(x, w, 1, so, lk.i, full);
+		mm_mbar_expect(x, full, x->stage_bytes);
+		mm_tma_tile(x, 0, NULL, w->rank, so, lk.i, full);
+		mm_tma_tile(x, 1, NULL, w->rank, so, lk.i, full);
 	} else {
 		mm_mbar_wait(x, bar_of(x, w, j, false), parity_of(x, j, false));
 		/* the gathered copies (generic proxy) before wgmma's reads (async proxy) */

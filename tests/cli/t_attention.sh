@@ -349,6 +349,57 @@ contains att-k-pp-arrive "$TMP/akp.ptx" "cp.async.mbarrier.arrive.noinc.shared::
 contains att-k-pp-turn2 "$TMP/akp.ptx" "bar.sync 2, 256;"
 contains att-k-pp-turn3 "$TMP/akp.ptx" "bar.arrive 3, 256;"
 contains att-k-pp-wait "$TMP/akp.ptx" "mbarrier.try_wait.parity.shared::cta.b64"
+# ppt (the pp kernels with K and V by TMA, forced): one thread copies each key
+# tile's panels by cp.async.bulk.tensor onto full[], which counts its one arrival
+# and the bytes (mbarrier.arrive.expect_tx); the cpu backend runs them as pp.
+# att_tma has what the maps describe: grouped heads (c0, c2: the maps hold K and V's
+# own heads, the copies divide the head), a dense kt (c0), heads as views of
+# [B, N, H, D] (c1, causal), a head dim of 72 (c2: a second panel past the dim)
+AT=tests/bench/gpu/att_tma_bf16.json
+for c in attwg128x128d128ppt attwg128x64d64ppt; do
+	check att-$c 0 env FUSEC_MATMUL_TILES=$c "$FUSEC" run $AT --backend cpu --check
+	grep -c " ok$" "$TMP/out" >"$TMP/n"
+	same att-$c-ok "$TMP/n" 3
+done
+for c in attwg128x128d128ppt attwg128x64d128ppt attwg128x128d64ppt attwg128x64d64ppt; do
+	check att-$c-compile 0 env FUSEC_MATMUL_TILES=$c "$FUSEC" compile $AT --no-cache -o "$TMP/tm_$c"
+	contains att-$c-bulk "$TMP/tm_$c/att_tma_bf16.ptx" "cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+	contains att-$c-expect "$TMP/tm_$c/att_tma_bf16.ptx" "mbarrier.arrive.expect_tx.shared::cta.b64"
+	if [ -x "$PTXAS" ]; then
+		check att-$c-ptxas 0 "$PTXAS" -arch=sm_90a "$TMP/tm_$c/att_tma_bf16.ptx" -o "$TMP/ap.cubin"
+	fi
+done
+# the maps: K's and V's own (c0's kt dense, 2 heads of 4), 128-byte panels of the
+# tile's keys (or head dims, kt dense) as the box; the d64 configurations take the
+# attentions of head dim 64 alone (c1 and c2 then pp's d128); where a map cannot
+# describe an operand (att_check: rows of 45 to 333 keys, not whole 16 bytes) the
+# forced ppt runs pp
+check att-ppt-maps 0 "$(npy_python)" -c '
+import json, sys
+def plan(c):
+    return json.load(open(sys.argv[1] + "/tm_" + c + "/att_tma_bf16.plan.json"))
+p = plan("attwg128x128d128ppt")
+t = [k["tiles"] for k in p["kernels"] if "tiles" in k]
+assert t == ["attwg128x128d128ppt"] * 3, t
+s = json.dumps(p)
+assert "{\"tmap\": {\"tensor\": \"c0_kt\", \"dims\": [136, 64, 2, 2], \"strides\": [272, 17408, 34816], \"box\": [64, 128, 1, 1]}}" in s, s[:2000]
+assert "{\"tmap\": {\"tensor\": \"c1_k\", \"dims\": [128, 200, 3], \"strides\": [768, 256], \"box\": [64, 128, 1]}}" in s
+assert "{\"tmap\": {\"tensor\": \"c2_v\", \"dims\": [72, 264, 3], \"strides\": [144, 38016], \"box\": [64, 128, 1]}}" in s
+t = [k["tiles"] for k in plan("attwg128x64d64ppt")["kernels"] if "tiles" in k]
+assert t == ["attwg128x64d64ppt", "attwg128x128d128pp", "attwg128x128d128pp"], t
+' "$TMP"
+check att-ppt-refused 0 env FUSEC_MATMUL_TILES=attwg128x128d128ppt "$FUSEC" compile $AC"_f16.json" --no-cache -o "$TMP/tmr"
+check att-ppt-refused-tiles 0 "$(npy_python)" -c '
+import json, sys
+t = [k["tiles"] for k in json.load(open(sys.argv[1]))["kernels"] if "tiles" in k]
+assert "attwg128x128d128ppt" not in t and "attwg128x128d128pp" in t, t
+' "$TMP/tmr/att_check_f16.plan.json"
+# the runtime encodes the two maps a launch over its K and V buffers (fakecuda
+# records them; its launch then fails, exit 3)
+rm -f "$TMP/tm.trace"
+check att-ppt-encode 3 env FUSEC_LIBCUDA="$(dirname "$FUSEC")/tests/fakecuda.so" FUSEC_NO_GRAPH=1 \
+	FAKECUDA_TRACE="$TMP/tm.trace" "$(dirname "$FUSEC")/fusec-run" "$TMP/tm_attwg128x128d128ppt"
+contains att-ppt-encode-maps "$TMP/tm.trace" "tmap(buf1+0;136/64x64/128x2/1x2/1),tmap(buf2+0;64/64x136/128x2/1x2/1)"
 check att-k-compile 0 "$FUSEC" compile $AC"_bf16.json" --no-cache -o "$TMP/ak"
 check att-k-compile-90 0 "$FUSEC" compile $AC"_bf16.json" --arch sm_90 --no-cache -o "$TMP/ak90"
 check att-k-compile-wg64 0 env FUSEC_MATMUL_TILES=attwg128x64d128 "$FUSEC" compile $AC"_bf16.json" --no-cache -o "$TMP/akw"
