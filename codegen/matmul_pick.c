@@ -60,16 +60,17 @@ enum {
 				    4 to 13 % faster than wg128x96x64s4ws, index 39) */
 	MM_WG192WS = 46,         /* wg128x192x64s4ws */
 	MM_WG64WS = 51,          /* wg128x64x64s6ws */
+	MM_WG64 = 52,            /* wg128x64x64s4 */
 	MM_WG128WS = 29, MM_WG256WS = 30, /* wg128x128x64s4ws, wg128x256x64s4ws */
 	MM_ATTWG64PPT = 54,      /* attwg128x64d64ppt: pp with K and V by TMA */
 	MM_ATTWGK128PPT = 57,    /* attwg128x128d128ppt */
-	MM_ATT_TMA_RULE = 0,     /* 1: the rule takes the ppt twins where the tensor
-				    maps describe K and V; 0 until measured (forced
-				    by FUSEC_MATMUL_TILES) */
-	MM_CONV_WS_RULE = 0,     /* 1: the rule takes the ws tiles for a conv read in
-				    place; 0 until they passed the device's numeric
-				    check and were measured (session 55 got no device:
-				    FUSEC_MATMUL_TILES forces them) */
+	MM_ATT_TMA_RULE = 1,     /* 1: the rule takes attwg128x128d128ppt where the
+				    tensor maps describe K and V (session 56, H100:
+				    32x2048^2x128 f16 188 -> 157 us, causal
+				    8x16x4096^2x128 1478 -> 1249); 0: the pp kernel */
+	MM_CONV_WS_RULE = 1,     /* 1: the rule takes the ws tiles for a conv read in
+				    place (measured in session 56; 0 puts the plain
+				    loop back) */
 };
 
 /* The tile-configuration table (docs/design.md, "Matmul tiles"). Index 0 is "no
@@ -584,7 +585,7 @@ int cg_matmul_variant(const CgKernelSpec *s, const char *arch, bool host, bool a
 		 * BERT, GPT-2, Llama and ViT each ran 1.5-5 % slower with that);
 		 * past them one block, 128 keys, out of step (32x2048^2x128 f16 553 us
 		 * on mma.sync, 363 in step, 264 and 234 out of step with session 54's
-		 * softmax) */
+		 * softmax), K and V by TMA where the maps describe them (ppt) */
 		if (wga && MM_ATT_TMA_RULE && d > 64 && att_maps(s, &mm_configs[MM_ATTWGK128PPT], divs, dims, ndims))
 			return MM_ATTWGK128PPT;
 		if (wga)
@@ -687,12 +688,23 @@ int cg_matmul_variant(const CgKernelSpec *s, const char *arch, bool host, bool a
 		if (mm->attr.layout == LAYOUT_NHWC && n <= 32 &&
 		    batch * ((m + 127) / 128) >= MM_WAVE)
 			return MM_TC32;
-		/* channels last, read in place (1x1, stride 1, one group): a matmul of
-		 * every pixel by the output channels, on the ws tiles by TMA, the width
-		 * by the matmul's weights, 64 columns among them (64 output
-		 * channels), where that fills half a wave */
-		if (MM_CONV_WS_RULE && wg && mm->attr.layout == LAYOUT_NHWC && batch == 1 &&
-		    mm_conv_in_place(mm)) {
+		/* channels last, on the wgmma tiles 64 columns wide (the plain loop,
+		 * two blocks an SM) over a wave of them: a conv of at most 64 output
+		 * channels that gathers its windows, and a 1x1 read in place of K
+		 * at most 128 (ResNet-50 bf16 at batch 32 on the H100, session 56,
+		 * per layer: the stem 229 -> 181 us, the 64-channel 3x3s 190 -> 120,
+		 * the 64 -> 256 expansions 306 -> 261 (the ws 128 tile 282), the
+		 * 128 -> 512 ones 190 -> 165); the rest read in place on the ws
+		 * tiles by TMA, the width by the matmul's weights (ws_shortest),
+		 * where that fills half a wave (the 1x1s of K 256 to 2048: 2048 ->
+		 * 512 at 7x7 70 -> 31 us, 1024 -> 256 at 14x14 76 -> 69, 256 ->
+		 * 1024 187 -> 152; docs/benchmarks.md, session 56) */
+		int64_t t64 = batch * ((m + 127) / 128) * ((n + 63) / 64);
+		bool in_place = mm->attr.layout == LAYOUT_NHWC && batch == 1 && mm_conv_in_place(mm);
+		if (wg && mm->attr.layout == LAYOUT_NHWC && t64 >= MM_WAVE &&
+		    (in_place ? k <= 128 : n <= 64))
+			return MM_WG64;
+		if (MM_CONV_WS_RULE && wg && in_place) {
 			static const WsWidth alt[] = {
 				{MM_WG128WS, 128, 100}, {MM_WG64WS, 64, 120}, {MM_WG96WS, 96, 110},
 				{MM_WG192WS, 192, 95}, {MM_WG256WS, 256, 100},
@@ -702,12 +714,16 @@ int cg_matmul_variant(const CgKernelSpec *s, const char *arch, bool host, bool a
 			if (v && 2 * tiles >= MM_WAVE)
 				return v;
 		}
-		/* gathered (3x3, strided): the plain wgmma loop (the ws one by
-		 * FUSEC_MATMUL_TILES until measured) */
+		/* gathered (3x3, strided): the plain wgmma loop; under half a wave
+		 * of 128-wide tiles 64 columns wide where those fill half a wave
+		 * (ResNet-50's 512-channel 3x3s at 7x7, batch 32: 148 -> 87 us, the
+		 * strided one 75 -> 44, against mma.sync's split-K) */
 		if (wg && u256 >= 0.9 && big256 >= MM_WAVE)
 			return MM_WG256;
 		if (wg && big > 0 && 2 * big >= MM_WAVE)
 			return MM_WG128;
+		if (wg && mm->attr.layout == LAYOUT_NHWC && 2 * t64 >= MM_WAVE)
+			return MM_WG64;
 		return under_wave(t, conv, big, small, k);
 	}
 	/* the warp-specialized twins where TMA can copy every operand (a row stride of

@@ -394,6 +394,14 @@ import json, sys
 t = [k["tiles"] for k in json.load(open(sys.argv[1]))["kernels"] if "tiles" in k]
 assert "attwg128x128d128ppt" not in t and "attwg128x128d128pp" in t, t
 ' "$TMP/tmr/att_check_f16.plan.json"
+# the rule takes ppt for head dims past 64 where the maps describe K and V (c1,
+# c2), the in-step attwg128x64d64 up to 64 (c0); att_check keeps pp (above)
+check att-ppt-rule 0 "$FUSEC" compile $AT --no-cache -o "$TMP/tmrule"
+check att-ppt-rule-tiles 0 "$(npy_python)" -c '
+import json, sys
+t = sorted(k["tiles"] for k in json.load(open(sys.argv[1]))["kernels"] if "tiles" in k)
+assert t == ["attwg128x128d128ppt"] * 2 + ["attwg128x64d64"], t
+' "$TMP/tmrule/att_tma_bf16.plan.json"
 # the runtime encodes the two maps a launch over its K and V buffers (fakecuda
 # records them; its launch then fails, exit 3)
 rm -f "$TMP/tm.trace"

@@ -248,11 +248,11 @@ for k in ws:
     inc = int(re.search(r"setmaxnreg\.inc\.sync\.aligned\.u32 (\d+);", k).group(1))
     assert 128 * (2 * inc + dec) <= 384 * 168, (inc, dec)
 ' "$TMP/nws/conv_check_nhwc_bf16.ptx"
-# ResNet-50's first stage at batch 32 (100352 pixels): the rule keeps its plain
-# tiles (the ws ones wait for the device's numeric check: MM_CONV_WS_RULE in
-# codegen/matmul_pick.c); forced, the 64-wide ws tile takes the 1x1s read in place
-# and the gathered stride-2 1x1, one block an SM, and the runtime encodes the maps
-# it is given
+# ResNet-50's first stage at batch 32 (100352 pixels): the rule takes the plain
+# wgmma loop 64 columns wide for the 1x1s read in place of K 64 (c1: 64 output
+# channels, c2: 256) and the 128-wide one for the gathered stride-2 1x1 (c3);
+# forced, the 64-wide ws tile takes all three, one block an SM, and the runtime
+# encodes the maps it is given
 cat > "$TMP/rn.json" <<'EOF2'
 {"format": "fusec-graph/1", "name": "rn",
  "inputs": {"x": {"dtype": "bf16", "shape": [32, 56, 56, 64]},
@@ -274,9 +274,39 @@ check nhwc-ws-forced 0 env FUSEC_MATMUL_TILES=wg128x64x64s6ws "$FUSEC" compile "
 check nhwc-ws-rule-tiles 0 python3 -c '
 import json, sys
 t = [[k.get("tiles") for k in json.load(open(f))["kernels"]] for f in sys.argv[1:]]
-assert t[0] == ["tc64x64x32s3", "wg128x256x64s4", "wg128x128x64s4"], t
+assert t[0] == ["wg128x64x64s4", "wg128x64x64s4", "wg128x128x64s4"], t
 assert t[1] == ["wg128x64x64s6ws"] * 3, t
 ' "$TMP/rn0/rn.plan.json" "$TMP/rn/rn.plan.json"
+# the rule past K 128 and under a wave (ResNet-50 at batch 32, docs/benchmarks.md,
+# session 56): a 1x1 read in place of K 256 to 64 channels at 56x56 on the ws tile
+# 64 wide, of K 1024 to 256 at 14x14 on the ws 128 one (ws_shortest), the 512-channel
+# 3x3 at 7x7 (52 tiles of 128 columns: under half a wave) and a 3x3 of 64 channels
+# on the plain loop 64 wide; on sm_90 (no wgmma) the mma.sync tiles
+cat > "$TMP/rr.json" <<'EOF2'
+{"format": "fusec-graph/1", "name": "rr",
+ "inputs": {"a": {"dtype": "bf16", "shape": [32, 56, 56, 256]}, "wa": {"dtype": "bf16", "shape": [64, 1, 1, 256]},
+            "b": {"dtype": "bf16", "shape": [32, 14, 14, 1024]}, "wb": {"dtype": "bf16", "shape": [256, 1, 1, 1024]},
+            "c": {"dtype": "bf16", "shape": [32, 7, 7, 512]}, "wc": {"dtype": "bf16", "shape": [512, 3, 3, 512]},
+            "d": {"dtype": "bf16", "shape": [32, 56, 56, 64]}, "wd": {"dtype": "bf16", "shape": [64, 3, 3, 64]}},
+ "ops": [{"op": "conv2d", "in": ["a", "wa"], "out": "ya", "layout": "nhwc"}, {"op": "sync"},
+         {"op": "conv2d", "in": ["b", "wb"], "out": "yb", "layout": "nhwc"}, {"op": "sync"},
+         {"op": "conv2d", "in": ["c", "wc"], "out": "yc", "padding": 1, "layout": "nhwc"}, {"op": "sync"},
+         {"op": "conv2d", "in": ["d", "wd"], "out": "yd", "padding": 1, "layout": "nhwc"}],
+ "outputs": ["ya", "yb", "yc", "yd"]}
+EOF2
+check nhwc-rule-rr 0 "$FUSEC" compile "$TMP/rr.json" --no-cache -o "$TMP/rr"
+check nhwc-rule-rr90 0 "$FUSEC" compile "$TMP/rr.json" --no-cache --arch sm_90 -o "$TMP/rr90"
+check nhwc-rule-rr-tiles 0 python3 -c '
+import json, sys
+def tiles(f):
+    p = json.load(open(f))
+    k = {k["name"]: k for k in p["kernels"]}
+    return [k[l["kernel"]].get("tiles") for s in p["steps"] for l in s["launches"]]
+t = tiles(sys.argv[1])
+assert t == ["wg128x64x64s6ws", "wg128x128x64s4ws", "wg128x64x64s4", "wg128x64x64s4"], t
+t = tiles(sys.argv[2])
+assert t == ["tc64x64x32s3", "tc64x64x32s3", "tc64x64x32s3sk2", "tc64x64x32s3"], t
+' "$TMP/rr/rr.plan.json" "$TMP/rr90/rr.plan.json"
 rm -f "$TMP/ws.trace"
 check nhwc-ws-encode 3 env FUSEC_LIBCUDA="$(dirname "$FUSEC")/tests/fakecuda.so" FUSEC_NO_GRAPH=1 \
 	FAKECUDA_TRACE="$TMP/ws.trace" "$(dirname "$FUSEC")/fusec-run" "$TMP/rn"
