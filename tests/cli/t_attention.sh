@@ -371,7 +371,7 @@ for c in attwg128x128d128ppt attwg128x64d128ppt attwg128x128d64ppt attwg128x64d6
 done
 # the maps: K's and V's own (c0's kt dense, 2 heads of 4), 128-byte panels of the
 # tile's keys (or head dims, kt dense) as the box; the d64 configurations take the
-# attentions of head dim 64 alone (c1 and c2 then pp's d128); where a map cannot
+# attentions of head dim 64 alone (c1 and c2 then the rule's, d128ppt); where a map cannot
 # describe an operand (att_check: rows of 45 to 333 keys, not whole 16 bytes) the
 # forced ppt runs pp
 check att-ppt-maps 0 "$(npy_python)" -c '
@@ -386,7 +386,7 @@ assert "{\"tmap\": {\"tensor\": \"c0_kt\", \"dims\": [136, 64, 2, 2], \"strides\
 assert "{\"tmap\": {\"tensor\": \"c1_k\", \"dims\": [128, 200, 3], \"strides\": [768, 256], \"box\": [64, 128, 1]}}" in s
 assert "{\"tmap\": {\"tensor\": \"c2_v\", \"dims\": [72, 264, 3], \"strides\": [144, 38016], \"box\": [64, 128, 1]}}" in s
 t = [k["tiles"] for k in plan("attwg128x64d64ppt")["kernels"] if "tiles" in k]
-assert t == ["attwg128x64d64ppt", "attwg128x128d128pp", "attwg128x128d128pp"], t
+assert t == ["attwg128x64d64ppt", "attwg128x128d128ppt", "attwg128x128d128ppt"], t
 ' "$TMP"
 check att-ppt-refused 0 env FUSEC_MATMUL_TILES=attwg128x128d128ppt "$FUSEC" compile $AC"_f16.json" --no-cache -o "$TMP/tmr"
 check att-ppt-refused-tiles 0 "$(npy_python)" -c '
