@@ -540,8 +540,10 @@ static void pp_fill(Att *A, LLVMValueRef jt, LLVMValueRef gs)
  * with it; no block barrier, so the warpgroups drift apart. They issue
  * their scores' products in turn (named barriers 2 and 3: warpgroup w waits on
  * 2 + w, then lets the other go), so that one's softmax runs while the other's
- * products keep the tensor cores busy. On the host the same buffers and order,
- * without the barriers. */
+ * products keep the tensor cores busy. With K and V by TMA (Att.tma) thread 0
+ * alone copies, full[b] counting its one arrival and the bytes (pp_fill_tma),
+ * and q's copies are awaited by a block barrier before the first step. On the
+ * host the same buffers and order, without the barriers. */
 static void key_steps_pp(Att *A, LLVMValueRef nt)
 {
 	Mm *x = &A->s;
@@ -673,7 +675,8 @@ static void block_tile(Att *A, LLVMValueRef t, LLVMValueRef ntm, const int *wr, 
 }
 
 /* pp: the block's step count from 0; on the GPU thread 0 sets up the six
- * mbarriers (256 arrivals each) before anyone uses them. */
+ * mbarriers (256 arrivals each; full[] by TMA one, thread 0's) before anyone uses
+ * them. */
 static void pp_init(Att *A)
 {
 	Mm *x = &A->s;

@@ -586,7 +586,8 @@ int cg_matmul_variant(const CgKernelSpec *s, const char *arch, bool host, bool a
 		 * past them one block, 128 keys, out of step (32x2048^2x128 f16 553 us
 		 * on mma.sync, 363 in step, 264 and 234 out of step with session 54's
 		 * softmax), K and V by TMA where the maps describe them (ppt) */
-		if (wga && MM_ATT_TMA_RULE && d > 64 && att_maps(s, &mm_configs[MM_ATTWGK128PPT], divs, dims, ndims))
+		if (wga && MM_ATT_TMA_RULE && (d > 64 || e > 64) &&
+		    att_maps(s, &mm_configs[MM_ATTWGK128PPT], divs, dims, ndims))
 			return MM_ATTWGK128PPT;
 		if (wga)
 			return d <= 64 && e <= 64 ? MM_ATTWG64 : MM_ATTWGK128PP;
