@@ -62,8 +62,7 @@ enum {
 	MM_WG64WS = 51,          /* wg128x64x64s6ws */
 	MM_WG64 = 52,            /* wg128x64x64s4 */
 	MM_WG128WS = 29, MM_WG256WS = 30, /* wg128x128x64s4ws, wg128x256x64s4ws */
-	MM_ATTWG64PPT = 54,      /* attwg128x64d64ppt: pp with K and V by TMA */
-	MM_ATTWGK128PPT = 57,    /* attwg128x128d128ppt */
+	MM_ATTWGK128PPT = 57,    /* attwg128x128d128ppt: pp with K and V by TMA */
 	MM_ATT_TMA_RULE = 1,     /* 1: the rule takes attwg128x128d128ppt where the
 				    tensor maps describe K and V (session 56, H100:
 				    32x2048^2x128 f16 188 -> 157 us, causal
@@ -234,7 +233,8 @@ static const MmConfig mm_configs[] = {
 	 * --allow-tf32, which run on mma.sync's tf32x64x64x32s3 (session 35: 12
 	 * layers, 1.31 of 4.16 ms) */
 	{"wgtf32x128x64x32s4", true, true, false, 2, 128, 64, 32, 8, 1, 4, 0, true, 0, false, false, false, 0, false},
-	/* the pp attention kernels with K and V by TMA (forced only so far): one
+	/* the pp attention kernels with K and V by TMA (the rule takes
+	 * attwg128x128d128ppt, MM_ATT_TMA_RULE; the others forced): one
 	 * thread copies a key tile's K and V panels where 256 threads copied
 	 * 16-byte chunks, which freed the softmax step of the copies' address
 	 * math; where the tensor maps cannot describe K or V the pp kernel runs */
