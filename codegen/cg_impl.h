@@ -261,7 +261,10 @@ typedef struct {
 	int nct;
 	int trips;                    /* cached rows: V-groups a trip loads together */
 	bool long_rows;               /* built for long f32 rows (CgKernelSpec.red_long):
-					 CG_RED_LONG_TRIPS, CG_RED_LONG_MAXNREG */
+					 CG_RED_LONG_TRIPS, CG_RED_LONG_MAXNREG, and the
+					 row cache in dynamic shared memory: */
+	int dyn_bytes;                /* its bytes a thread (0: the static cache) */
+	int slot[CG_RED_CACHE_T];     /* its bytes a V-group of each cached tensor */
 	int red[CG_RED_MAX];          /* op index of each reduction, in op order */
 	int level[CG_RED_MAX];        /* its pass: after the reductions it reads */
 	int nred, npass;

@@ -580,7 +580,8 @@ CgKernel *cg_build(CgModule *m, const CgKernelSpec *s, uint64_t hash, Diag *d)
 	kb->dim = xcalloc((size_t)u->maxdim + 1, sizeof *kb->dim);
 	if (coop) {
 		CgCoop c;
-		cg_coop_function(kb, name, k->params, k->nparams, CG_RED_THREADS, &c);
+		cg_coop_function(kb, name, k->params, k->nparams,
+				 red->dyn_bytes ? CG_RED_DYN_THREADS : CG_RED_THREADS, &c);
 		cg_coop_annotate(&c, "maxnreg", red->long_rows ? CG_RED_LONG_MAXNREG : CG_RED_MAXNREG);
 		kb->math = (CgMath){m->ctx, m->mod, kb->b, m->opt.target == CG_TARGET_NVPTX,
 				    m->opt.libdevice != NULL && m->opt.target == CG_TARGET_NVPTX};

@@ -423,6 +423,13 @@ bool cg_reduce_plan(CgKb *kb, const CgKernelSpec *s, int rank, const uint32_t *r
 	r->cache &= r->nct > 0;
 	r->long_rows = s->red_long && long_kind(s, r);
 	r->trips = !r->cache || heavy_math(s) ? 1 : r->long_rows ? CG_RED_LONG_TRIPS : CG_RED_TRIPS;
+	/* long rows: the cache's slots in dynamic shared memory, a 16-byte multiple a
+	 * V-group (cache_slot), so that the launch sizes it for the row (launch_rule.c) */
+	for (int q = 0; q < r->nct && r->long_rows; q++) {
+		int b = r->vec * ir_dtype_size((DType)kb->tinfo[r->ct[q]]->dtype);
+		r->slot[q] = (b + 15) / 16 * 16;
+		r->dyn_bytes += (CG_RED_CACHE / r->vec < 1 ? 1 : CG_RED_CACHE / r->vec) * r->slot[q];
+	}
 	for (int k = 0; k < r->nred; k++) {
 		OpKind kind = (OpKind)s->ops[r->red[k]].kind;
 		r->has_arg |= kind == OP_ARGMAX || kind == OP_ARGMIN;
@@ -651,6 +658,10 @@ static LLVMValueRef cache_slot(Red *x, int q, LLVMValueRef j)
 	/* the V-group j / V of the row, after the rows of the block before this one */
 	LLVMValueRef i = LLVMBuildAdd(b, LLVMBuildMul(b, x->c->tidx[1], x->cap_groups, ""),
 				      LLVMBuildUDiv(b, j, cg_i64(kb, x->r->vec), ""), "");
+	if (x->r->dyn_bytes) {
+		i = LLVMBuildMul(b, i, cg_i64(kb, x->r->slot[q]), "");
+		return LLVMBuildGEP2(b, kb->m->t_i8, x->cs[q], &i, 1, "");
+	}
 	return LLVMBuildGEP2(b, x->cst[q], x->cs[q], &i, 1, "");
 }
 
@@ -717,10 +728,10 @@ static void trip_end(Red *x, LLVMValueRef j)
 		}
 		if (x->filled[q] || !v)
 			continue;
-		if (!x->cs[q]) {
+		if (!x->cst[q])
 			x->cst[q] = LLVMTypeOf(v);
+		if (!x->cs[q])
 			x->cs[q] = cg_coop_shared(x->c, x->cst[q], CG_RED_CACHE_BLOCK * x->K);
-		}
 		LLVMSetAlignment(LLVMBuildStore(kb->b, v, cache_slot(x, q, j)), 16);
 		x->filling[q] = true;
 	}
@@ -1297,10 +1308,19 @@ void cg_reduce_kernel(CgKb *kb, CgCoop *c, const CgRed *r, const uint32_t *ref, 
 		LLVMValueRef cap = LLVMBuildMul(b, x->G, cg_i64(kb, (int64_t)x->K * r->vec), "");
 		LLVMValueRef fits = LLVMBuildAnd(b, LLVMBuildICmp(b, LLVMIntULE, x->n, cap, ""),
 						 LLVMBuildICmp(b, LLVMIntUGT, x->n, cg_i64(kb, 0), ""), "");
-		/* the slots are those of CG_RED_CACHE_BLOCK threads */
+		/* the slots are those of CG_RED_CACHE_BLOCK threads; in dynamic shared
+		 * memory those of the block's threads, which the launch gave room for
+		 * where they are at most cg_reduce_dyn_threads (launch_rule.c) */
+		int64_t most = r->dyn_bytes ? cg_reduce_dyn_threads(r->dyn_bytes) : CG_RED_CACHE_BLOCK;
 		fits = LLVMBuildAnd(b, fits, LLVMBuildICmp(b, LLVMIntULE, c->nthreads,
-				cg_i64(kb, CG_RED_CACHE_BLOCK), ""), "");
+				cg_i64(kb, most), ""), "");
 		x->cok = LLVMBuildAnd(b, x->vok, fits, "cok");
+		LLVMValueRef at = cg_i64(kb, 0);
+		for (int q = 0; q < r->nct && r->dyn_bytes; q++) {
+			x->cs[q] = LLVMBuildGEP2(b, kb->m->t_i8, cg_coop_dynamic_shared(c), &at, 1, "");
+			at = LLVMBuildAdd(b, at, LLVMBuildMul(b, c->nthreads,
+				cg_i64(kb, (int64_t)x->K * r->slot[q]), ""), "");
+		}
 	}
 	LLVMValueRef nunits;
 	if (!r->column) {
@@ -1345,7 +1365,7 @@ void cg_reduce_kernel(CgKb *kb, CgCoop *c, const CgRed *r, const uint32_t *ref, 
 	CgLaunch *L = &k->launch;
 	L->coop = true;
 	L->rule = CG_RULE_REDUCE;
-	L->block = CG_RED_THREADS;
+	L->block = r->dyn_bytes ? CG_RED_DYN_THREADS : CG_RED_THREADS;
 	L->vec = 1;
 	L->max_grid = (int64_t)1 << 30;
 	L->arg[0] = r->column;
@@ -1356,6 +1376,7 @@ void cg_reduce_kernel(CgKb *kb, CgCoop *c, const CgRed *r, const uint32_t *ref, 
 	for (int d = 0; d < r->rank; d++)
 		L->arg[5 + d] = r->full[d];
 	L->arg[13] = r->cache;
+	L->arg[14] = r->dyn_bytes;
 	k->shape = r->column ? (r->bcast ? "columns, broadcast back: (32 x Ry) threads per 32 columns"
 				: r->split ? "columns: (32 x Ry) threads per 32 columns, long columns may split over grid.y"
 				: "columns: (32 x Ry) threads per 32 columns")

@@ -65,6 +65,12 @@ enum {
 	CG_RED_LONG_ROW = FUSEC_RED_LONG_ROW,       /* elements of the reduced axis, at least */
 	CG_RED_LONG_TRIPS = FUSEC_RED_LONG_TRIPS,   /* V-groups a trip loads together */
 	CG_RED_LONG_MAXNREG = FUSEC_RED_LONG_MAXNREG, /* registers per thread (.maxnreg) */
+	/* long f32 rows keep their row cache in the launch's dynamic shared memory, so
+	 * that rows past CG_RED_CACHE_BLOCK * CG_RED_CACHE elements (8192) still fit:
+	 * up to CG_RED_DYN_THREADS threads a row, CG_RED_DYN_BYTES a block at most (the
+	 * H100's and H200's 227 KiB less room for the static part) */
+	CG_RED_DYN_THREADS = 1024,
+	CG_RED_DYN_BYTES = 196608,
 	CG_RED_TARGET_BLOCKS = 528,  /* split rows below it: 4 blocks per SM of the H200 */
 	CG_MM_THREADS = 256,     /* a tiled matmul's or conv's block (matmul.h MM_THREADS) */
 	CG_MM_WS_THREADS = 384,  /* a warp-specialized one's (matmul_ws.c) */
@@ -118,5 +124,11 @@ int cg_rule_parse(const char *s);        /* CgRule, or -1 */
  * (launch_rule.c says how they were measured). */
 int64_t cg_reduce_row_threads(int64_t n);
 int64_t cg_reduce_cache_threads(int64_t n);
+/* The same for a kernel whose row cache is in dynamic shared memory, per_thread bytes
+ * a thread: up to cg_reduce_dyn_threads(per_thread) threads a row. */
+int64_t cg_reduce_dyn_cache_threads(int64_t n, int64_t per_thread);
+/* The most threads (a power of two, 32 to CG_RED_DYN_THREADS; 0: none) a block of
+ * such a kernel may cache for, per_thread bytes each, in CG_RED_DYN_BYTES. */
+int64_t cg_reduce_dyn_threads(int64_t per_thread);
 
 #endif

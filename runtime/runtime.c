@@ -439,6 +439,14 @@ static RtStatus get_functions(RtSession *s, Diag *d)
 		for (int l = 0; l < pl->nlaunches; l++)
 			if (pl->launches[l].kernel == i && pl->launches[l].shared_bytes > most)
 				most = pl->launches[l].shared_bytes;
+		/* a reduce kernel's row cache in dynamic shared memory: as much as its
+		 * rule may ask at any size, since the plan may be bound again */
+		const CgLaunch *kl = &k->launch;
+		if (kl->coop && kl->rule == CG_RULE_REDUCE && kl->arg[13] && kl->arg[14] > 0) {
+			int64_t cap = cg_reduce_dyn_threads(kl->arg[14]) * kl->arg[14];
+			if (cap > most)
+				most = (uint32_t)cap;
+		}
 		if (most > 48 * 1024) {
 			r = s->drv.cuFuncSetAttribute(s->funcs[i],
 						      CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,

@@ -280,3 +280,57 @@ for f in rl rl_4100 rl_8188 rln rln_8191; do
 	check "red-long-$f-run" 0 "$FUSEC" run "$TMP/$f.yaml" --backend cpu --check --seed 1 &&
 		check "red-long-$f-ok" 1 grep -q "FAIL\|unbounded\|not checked" "$TMP/out"
 done
+
+# rows past 8192 f32: the long-row kernel keeps its row cache in the launch's dynamic
+# shared memory, up to 1024 threads a row (launch_rule.c, cg_reduce_dyn_cache_threads):
+# softmax at rows of 16384 (512 threads, 64 KiB) and 20000 (1024, 128 KiB), a layer
+# norm at 32768 (1024, 128 KiB), a softmax at 40000 (past it: the passes over memory)
+cat >"$TMP/rd.yaml" <<'Y'
+format: fusec-graph/1
+name: rd
+inputs:
+  x: {dtype: f32, shape: [5, 16384]}
+  v: {dtype: f32, shape: [2, 20000]}
+  w: {dtype: f32, shape: [3, 32768]}
+  u: {dtype: f32, shape: [2, 40000]}
+ops:
+  - {op: max_dim, in: [x], out: m, axis: 1}
+  - {op: sub, in: [x, m], out: d}
+  - {op: exp, in: [d], out: e}
+  - {op: sum, in: [e], out: z, axis: 1}
+  - {op: div, in: [e, z], out: y}
+  - {op: max_dim, in: [v], out: vm, axis: 1}
+  - {op: sub, in: [v, vm], out: vd}
+  - {op: exp, in: [vd], out: ve}
+  - {op: sum, in: [ve], out: vz, axis: 1}
+  - {op: div, in: [ve, vz], out: vy}
+  - {op: mean, in: [w], out: wm, axis: 1}
+  - {op: sub, in: [w, wm], out: wd}
+  - {op: mul, in: [wd, wd], out: w2}
+  - {op: mean, in: [w2], out: wv, axis: 1}
+  - {op: add_scalar, in: [wv], out: wve, scalar: 1e-05}
+  - {op: sqrt, in: [wve], out: wsd}
+  - {op: div, in: [wd, wsd], out: wy}
+  - {op: max_dim, in: [u], out: um, axis: 1}
+  - {op: sub, in: [u, um], out: ud}
+  - {op: exp, in: [ud], out: ue}
+  - {op: sum, in: [ue], out: uz, axis: 1}
+  - {op: div, in: [ue, uz], out: uy}
+outputs: [y, vy, wy, uy]
+Y
+check red-dyn-compile 0 "$FUSEC" compile "$TMP/rd.yaml" -o "$TMP/rd" --no-cache &&
+	check red-dyn-launches 0 python3 - "$TMP/rd/rd.plan.json" <<'PY'
+import json, sys
+p = json.load(open(sys.argv[1]))
+got = [(l["block"][0], l.get("shared_bytes", 0)) for s in p["steps"] for l in s.get("launches", [])]
+want = [(512, 65536), (1024, 131072), (1024, 131072), (512, 0)]
+sys.exit(0 if got == want else "launches %s, want %s" % (got, want))
+PY
+contains red-dyn-ptx "$TMP/rd/rd.ptx" ".extern .shared .align 16 .b8 fusec_dynamic_shared[];"
+contains red-dyn-maxntid "$TMP/rd/rd.ptx" ".maxntid 1024, 1, 1"
+PTXAS=$(command -v ptxas || echo /usr/local/cuda/bin/ptxas)
+if [ -x "$PTXAS" ]; then
+	check red-dyn-ptxas 0 "$PTXAS" -arch=sm_90a "$TMP/rd/rd.ptx" -o "$TMP/rd.cubin"
+fi
+check red-dyn-run 0 "$FUSEC" run "$TMP/rd.yaml" --backend cpu --check --seed 1 &&
+	check red-dyn-ok 1 grep -q "FAIL\|unbounded\|not checked" "$TMP/out"

@@ -128,7 +128,8 @@ def reduce_cache():
         if keep:
             outs.append(out)
     for dt, shape in [("f32", [37, 4096]), ("f32", [300, 264]), ("f16", [9, 1000]),
-                      ("f32", [3, 8192]), ("f32", [2, 12288]), ("bf16", [5, 520])]:
+                      ("f32", [3, 8192]), ("f32", [2, 12288]), ("bf16", [5, 520]),
+                      ("f32", [3, 32768]), ("f32", [2, 40000])]:
         s = "sm_%s_%d_%d" % (dt, shape[0], shape[1])
         ins[s] = (dt, shape)
         o("max_dim", [s], s + "m", axis=1)
@@ -155,6 +156,14 @@ def reduce_cache():
     o("add_scalar", ["rms"], "rmse", scalar=1e-6)
     o("sqrt", ["rmse"], "rmsd")
     o("div", ["rs", "rmsd"], "rms_y", keep=True)
+    # the same at rows of 16384 f32: the sum kept in the dynamic row cache, 64 KiB
+    ins["la"], ins["lb"] = ("f32", [5, 16384]), ("f32", [5, 16384])
+    o("add", ["la", "lb"], "ls")
+    o("mul", ["ls", "ls"], "ls2")
+    o("mean", ["ls2"], "lms", axis=1)
+    o("add_scalar", ["lms"], "lmse", scalar=1e-6)
+    o("sqrt", ["lmse"], "lmsd")
+    o("div", ["ls", "lmsd"], "lms_y", keep=True)
     graph("reduce_cache", ins, ops, outs)
 
 
@@ -211,6 +220,7 @@ if __name__ == "__main__":
     g11()
     softmax_at("g12_softmax_1000", [65536, 1000])
     softmax_at("g13_softmax_16384", [4096, 16384])
+    softmax_at("g21_softmax_32768", [2048, 32768])
     g1()
     g2(256)
     g2(4096)
