@@ -39,7 +39,7 @@ typedef struct {
 	CgKernelKind kind;
 	int variant;
 	int nhwc;                /* CgKernelSpec.nhwc */
-	bool red_long;           /* CgKernelSpec.red_long */
+	uint8_t red_long;        /* CgKernelSpec.red_long */
 	RelOp *ops;              /* deep copy, module-owned (malloc) */
 	int nops;
 	bool *written;
@@ -264,6 +264,8 @@ typedef struct {
 					 CG_RED_LONG_TRIPS, CG_RED_LONG_MAXNREG, and the
 					 row cache in dynamic shared memory: */
 	int dyn_bytes;                /* its bytes a thread (0: the static cache) */
+	int dyn_elems;                /* and the row's elements a thread
+					 (CG_RED_DYN_GROUPS V-groups) */
 	int slot[CG_RED_CACHE_T];     /* its bytes a V-group of each cached tensor */
 	int red[CG_RED_MAX];          /* op index of each reduction, in op order */
 	int level[CG_RED_MAX];        /* its pass: after the reductions it reads */
@@ -272,9 +274,9 @@ typedef struct {
 /* Whether the kernel (iteration space ref) is built as a cooperative reduce kernel. */
 bool cg_reduce_plan(CgKb *kb, const CgKernelSpec *s, int rank, const uint32_t *ref,
 		    const bool *written, CgRed *r);
-/* Whether plan r (made with red_long unset) is one for long f32 rows at a reduced
- * axis of n elements: the cached path, f32 rows, no long math, n >= CG_RED_LONG_ROW. */
-bool cg_reduce_long(const CgKernelSpec *s, const CgRed *r, int64_t n);
+/* The red_long of plan r (made with red_long unset) at a reduced axis of n elements
+ * (codegen.h, cg_reduce_long_rows). */
+int cg_reduce_long(const CgKernelSpec *s, const CgRed *r, int64_t n);
 /* Its body, inside cg_coop_function / cg_coop_finish; sets k's launch rule. */
 void cg_reduce_kernel(CgKb *kb, CgCoop *c, const CgRed *r, const uint32_t *ref, const int *wr,
 		      int nw, CgKernel *k);

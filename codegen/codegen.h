@@ -120,9 +120,12 @@ typedef struct {
 				    in memory (NCHW dims at [0, 2, 3, 1]), 0: none. Written: the
 				    kernel's threads run over it in that order; read (a pool):
 				    over the output in NHWC order. NHWCRelayout (lower.c) */
-	bool red_long;           /* a cooperative reduce kernel for long f32 rows: more
-				    V-groups a trip and more registers
-				    (cg_reduce_long_rows); false: every other kernel */
+	uint8_t red_long;        /* a cooperative reduce kernel for long rows
+				    (cg_reduce_long_rows): CG_RED_LONG_F32, f32 rows
+				    of at least 4096, more V-groups a trip and more
+				    registers; CG_RED_LONG_DYN, other rows past the
+				    static row cache (8192); both keep the row cache
+				    in dynamic shared memory. 0: every other kernel */
 } CgKernelSpec;
 
 /* CG_PARAM_TMAP: a TMA tensor map (CUtensorMap, 128 bytes passed by value) of a
@@ -222,13 +225,16 @@ bool cg_matmul_tmap(const CgKernelSpec *s, int id, const int64_t *dims, int ndim
 		    int *tensor, CgTmap *tm);
 int cg_matmul_nvariants(void);                    /* table size, 0 included */
 
-/* Whether spec (red_long unset) is a cooperative reduce kernel on the cached path,
- * without long math, whose rows are f32 and whose reduced axis is at least
- * CG_RED_LONG_ROW (4096) long for the segment's dims (dims[shape id]): a kernel
- * that then gets red_long (codegen/kernel_reduce.c). The relative form has no row
- * length, so the choice is made here, from the concrete dims, and is part of the
- * kernel's identity (module.c, kcache.c). */
-bool cg_reduce_long_rows(const CgKernelSpec *spec, const int64_t *dims, int ndims);
+/* The red_long of spec (red_long unset) at the segment's dims (dims[shape id]): a
+ * cooperative reduce kernel on the cached path gets CG_RED_LONG_F32 where it has no
+ * long math, its rows are f32 and its reduced axis is at least CG_RED_LONG_ROW
+ * (4096) long, else CG_RED_LONG_DYN where the axis is longer than the static row
+ * cache holds (CG_RED_CACHE_BLOCK * CG_RED_CACHE, 8192); 0 otherwise
+ * (codegen/kernel_reduce.c). The relative form has no row length, so the choice
+ * is made here, from the concrete dims, and is part of the kernel's identity
+ * (module.c, kcache.c). */
+enum { CG_RED_LONG_F32 = 1, CG_RED_LONG_DYN = 2 };
+int cg_reduce_long_rows(const CgKernelSpec *spec, const int64_t *dims, int ndims);
 
 /* Whether LLVM 19's NVPTX backend knows the arch ("sm_80", "sm_90a"). */
 bool cg_arch_known(const char *arch);

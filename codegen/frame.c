@@ -473,13 +473,13 @@ static int plan_frame(CgKb *kb, const CgKernelSpec *s, Frame *f)
 	return 0;
 }
 
-bool cg_reduce_long_rows(const CgKernelSpec *s, const int64_t *dims, int ndims)
+int cg_reduce_long_rows(const CgKernelSpec *s, const int64_t *dims, int ndims)
 {
 	bool reduce = false;
 	for (int i = 0; i < s->nops && !reduce; i++)
 		reduce = ir_ops[s->ops[i].kind].family == FAM_REDUCE;
 	if (!reduce || (s->kind == CG_KERNEL_SINGLE && s->nops != 1))
-		return false;
+		return 0;
 	Diag d = {0};
 	CgKb kb0, *kb = &kb0;
 	memset(kb, 0, sizeof *kb);
@@ -487,11 +487,11 @@ bool cg_reduce_long_rows(const CgKernelSpec *s, const int64_t *dims, int ndims)
 	kb->d = &d;   /* a kernel that fails here fails again in cg_build, which says so */
 	kb->nhwc = s->nhwc - 1;
 	Frame fr;
-	bool yes = !plan_frame(kb, s, &fr) && fr.coop &&
+	int kind = plan_frame(kb, s, &fr) || !fr.coop ? 0 :
 		   cg_reduce_long(s, &fr.red, fr.red.n && (int)fr.red.n < ndims ? dims[fr.red.n] : 1);
 	frame_free(&fr);
 	kb_free(kb);
-	return yes;
+	return kind;
 }
 
 CgKernel *cg_build(CgModule *m, const CgKernelSpec *s, uint64_t hash, Diag *d)

@@ -83,8 +83,10 @@ void cg_cache_key(CgModule *m, int first, int n, CgCacheKey *k)
 		buf_printf(&k->text, "kernel %d %d %d\n", (int)e->kind, e->nops, e->variant);
 		if (e->nhwc)   /* a channel-last tensor (NHWCRelayout): other code */
 			buf_printf(&k->text, " nhwc %d\n", e->nhwc - 1);
-		if (e->red_long)   /* long f32 rows: other trips and registers */
+		if (e->red_long == CG_RED_LONG_F32)   /* long f32 rows: other trips and registers */
 			buf_puts(&k->text, " red_long\n");
+		else if (e->red_long)   /* other long rows: the row cache in dynamic shared memory */
+			buf_printf(&k->text, " red_long %d\n", e->red_long);
 		for (int j = 0; j < e->nops; j++) {
 			buf_printf(&k->text, " %d ", e->ops[j].place0);
 			ir_rel_print(&k->text, &e->ops[j]);

@@ -265,20 +265,27 @@ static bool phase_reads(CgKb *kb, const CgRed *r, const bool *written, int p, in
  * reductions' inputs the kernel computes and a later phase reads again (softmax's
  * x - max and exp, a norm's centred row: no phase computes them twice), then the
  * row tensors of the full shape (not those broadcast over rows, which L1 holds) that
- * two phases load; CG_RED_CACHE elements a thread, CG_RED_CACHE_BYTES a block. */
+ * two phases load; CG_RED_CACHE elements a thread, CG_RED_CACHE_BYTES a block. Long
+ * rows (red_long) hold CG_RED_DYN_GROUPS V-groups a thread in dynamic shared memory,
+ * at most CG_RED_DYN_BYTES / CG_RED_DYN_THREADS bytes a thread, so that 1024 threads
+ * may hold a row: one tensor (f32 rows of 32768, bf16 rows of 65536; softmax keeps
+ * exp, or its input where exp's slots are wider, and computes exp again). */
 static void cache_plan(CgKb *kb, const CgKernelSpec *s, const bool *written, CgRed *r)
 {
-	int trips = CG_RED_CACHE / r->vec < 1 ? 1 : CG_RED_CACHE / r->vec;
+	bool dyn = s->red_long != 0;
+	int trips = dyn ? CG_RED_DYN_GROUPS : CG_RED_CACHE / r->vec < 1 ? 1 : CG_RED_CACHE / r->vec;
+	int64_t block = dyn ? 1 : CG_RED_CACHE_BLOCK;
+	int64_t budget = dyn ? CG_RED_DYN_BYTES / CG_RED_DYN_THREADS : CG_RED_CACHE_BYTES;
 	int64_t bytes = 0;
 	for (int k = 0; k < r->nred && r->nct < CG_RED_CACHE_T; k++) {
 		const RelTensor *t = &s->ops[r->red[k]].t[0];
-		int64_t per = (int64_t)CG_RED_CACHE_BLOCK * trips * r->vec * ir_dtype_size((DType)t->dtype);
+		int64_t per = block * trips * ((r->vec * ir_dtype_size((DType)t->dtype) + 15) / 16 * 16);
 		bool full = kb->producer[t->id] >= 0;
 		for (int d = 0; d < r->rank; d++)
 			full &= t->shape[d] == r->full[d];
 		for (int q = 0; q < r->nct; q++)
 			full &= r->ct[q] != t->id;
-		if (!full || bytes + per > CG_RED_CACHE_BYTES)
+		if (!full || bytes + per > budget)
 			continue;
 		bool later = false;
 		for (int p = r->level[k] + 1; p <= r->npass && !later; p++)
@@ -292,14 +299,14 @@ static void cache_plan(CgKb *kb, const CgKernelSpec *s, const bool *written, CgR
 	}
 	for (int q = 0; q < r->nvt && r->nct < CG_RED_CACHE_T; q++) {
 		const RelTensor *t = kb->tinfo[r->vt[q]];
-		int64_t per = (int64_t)CG_RED_CACHE_BLOCK * trips * 16;
+		int64_t per = block * trips * 16;
 		bool full = true;
 		for (int d = 0; d < r->rank; d++)
 			full &= d == r->axis || t->shape[d] == r->full[d];
 		int phases = 0;
 		for (int p = 0; p <= r->npass && full; p++)
 			phases += phase_reads(kb, r, written, p, t->id);
-		if (full && phases > 1 && bytes + per <= CG_RED_CACHE_BYTES) {
+		if (full && phases > 1 && bytes + per <= budget) {
 			r->ct[r->nct++] = r->vt[q];
 			bytes += per;
 		}
@@ -333,9 +340,13 @@ static bool long_kind(const CgKernelSpec *s, const CgRed *r)
 	return r->cache && !heavy_math(s) && r->vec == 16 / 4;
 }
 
-bool cg_reduce_long(const CgKernelSpec *s, const CgRed *r, int64_t n)
+int cg_reduce_long(const CgKernelSpec *s, const CgRed *r, int64_t n)
 {
-	return long_kind(s, r) && n >= CG_RED_LONG_ROW;
+	if (long_kind(s, r) && n >= CG_RED_LONG_ROW)
+		return CG_RED_LONG_F32;
+	if (r->cache && n > (int64_t)CG_RED_CACHE_BLOCK * CG_RED_CACHE)
+		return CG_RED_LONG_DYN;
+	return 0;
 }
 
 bool cg_reduce_plan(CgKb *kb, const CgKernelSpec *s, int rank, const uint32_t *ref,
@@ -421,14 +432,18 @@ bool cg_reduce_plan(CgKb *kb, const CgKernelSpec *s, int rank, const uint32_t *r
 	if (r->cache)
 		cache_plan(kb, s, written, r);
 	r->cache &= r->nct > 0;
-	r->long_rows = s->red_long && long_kind(s, r);
+	r->long_rows = s->red_long == CG_RED_LONG_F32 && long_kind(s, r);
 	r->trips = !r->cache || heavy_math(s) ? 1 : r->long_rows ? CG_RED_LONG_TRIPS : CG_RED_TRIPS;
-	/* long rows: the cache's slots in dynamic shared memory, a 16-byte multiple a
-	 * V-group (cache_slot), so that the launch sizes it for the row (launch_rule.c) */
-	for (int q = 0; q < r->nct && r->long_rows; q++) {
-		int b = r->vec * ir_dtype_size((DType)kb->tinfo[r->ct[q]]->dtype);
-		r->slot[q] = (b + 15) / 16 * 16;
-		r->dyn_bytes += (CG_RED_CACHE / r->vec < 1 ? 1 : CG_RED_CACHE / r->vec) * r->slot[q];
+	/* long rows: the cache's slots in dynamic shared memory, CG_RED_DYN_GROUPS
+	 * V-groups a thread (32 f32, 64 bf16), each a 16-byte multiple (cache_slot), so
+	 * that the launch sizes it for the row (launch_rule.c) */
+	if (r->cache && s->red_long) {
+		r->dyn_elems = CG_RED_DYN_GROUPS * r->vec;
+		for (int q = 0; q < r->nct; q++) {
+			int b = r->vec * ir_dtype_size((DType)kb->tinfo[r->ct[q]]->dtype);
+			r->slot[q] = (b + 15) / 16 * 16;
+			r->dyn_bytes += CG_RED_DYN_GROUPS * r->slot[q];
+		}
 	}
 	for (int k = 0; k < r->nred; k++) {
 		OpKind kind = (OpKind)s->ops[r->red[k]].kind;
@@ -1303,7 +1318,8 @@ void cg_reduce_kernel(CgKb *kb, CgCoop *c, const CgRed *r, const uint32_t *ref, 
 	}
 	/* the row cache: rows of 1 to G * K * V elements on the vector path */
 	if (r->cache) {
-		x->K = CG_RED_CACHE / r->vec < 1 ? 1 : CG_RED_CACHE / r->vec;
+		int E = r->dyn_bytes ? r->dyn_elems : CG_RED_CACHE;
+		x->K = E / r->vec < 1 ? 1 : E / r->vec;
 		x->cap_groups = LLVMBuildMul(b, x->G, cg_i64(kb, x->K), "");
 		LLVMValueRef cap = LLVMBuildMul(b, x->G, cg_i64(kb, (int64_t)x->K * r->vec), "");
 		LLVMValueRef fits = LLVMBuildAnd(b, LLVMBuildICmp(b, LLVMIntULE, x->n, cap, ""),
@@ -1377,10 +1393,12 @@ void cg_reduce_kernel(CgKb *kb, CgCoop *c, const CgRed *r, const uint32_t *ref, 
 		L->arg[5 + d] = r->full[d];
 	L->arg[13] = r->cache;
 	L->arg[14] = r->dyn_bytes;
+	L->arg[15] = r->dyn_bytes ? r->dyn_elems : 0;
 	k->shape = r->column ? (r->bcast ? "columns, broadcast back: (32 x Ry) threads per 32 columns"
 				: r->split ? "columns: (32 x Ry) threads per 32 columns, long columns may split over grid.y"
 				: "columns: (32 x Ry) threads per 32 columns")
 		 : r->long_rows ? "rows, broadcast back: G threads per row, R rows per block (long f32 rows)"
+		 : r->dyn_bytes ? "rows, broadcast back: G threads per row, R rows per block (long rows)"
 		 : r->bcast ? "rows, broadcast back: G threads per row, R rows per block"
 		 : r->split ? "rows: G threads per row, R rows per block, long rows may split over grid.y"
 		 : "rows: G threads per row, R rows per block";

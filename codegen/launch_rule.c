@@ -48,17 +48,17 @@ int64_t cg_reduce_row_threads(int64_t n)
  *                 softmax").
  * Longer rows (or rows the vector path cannot take) run the passes over memory,
  * with cg_reduce_row_threads. */
-static int64_t cache_threads(int64_t n, int64_t most)
+static int64_t cache_threads(int64_t n, int64_t most, int64_t each)
 {
-	if (n <= 32 || n > most * CG_RED_CACHE)
+	if (n <= 32 || n > most * each)
 		return cg_reduce_row_threads(n);
-	int64_t g = pow2ceil(ceil_div(n, CG_RED_CACHE));
+	int64_t g = pow2ceil(ceil_div(n, each));
 	return g < 32 ? 32 : g > most ? most : g;
 }
 
 int64_t cg_reduce_cache_threads(int64_t n)
 {
-	return cache_threads(n, CG_RED_CACHE_BLOCK);
+	return cache_threads(n, CG_RED_CACHE_BLOCK, CG_RED_CACHE);
 }
 
 int64_t cg_reduce_dyn_threads(int64_t per_thread)
@@ -71,23 +71,25 @@ int64_t cg_reduce_dyn_threads(int64_t per_thread)
 	return g < 32 ? 0 : g;
 }
 
-/* Long f32 rows (the row cache in dynamic shared memory): as above, up to the
- * threads whose slots fit, so rows of 16384 f32 take 512 threads and 64 KiB a cached
- * tensor, rows of 32768 1024 threads (docs/benchmarks.md, session 57). */
-int64_t cg_reduce_dyn_cache_threads(int64_t n, int64_t per_thread)
+/* Long rows (the row cache in dynamic shared memory): as above with `each` elements
+ * a thread, up to the threads whose slots fit, so rows of 16384 f32 take 512 threads
+ * and 64 KiB a cached tensor, rows of 32768 1024 threads; bf16 rows of 65536 (64
+ * elements a thread) 1024 threads and 128 KiB. */
+int64_t cg_reduce_dyn_cache_threads(int64_t n, int64_t per_thread, int64_t each)
 {
 	int64_t most = cg_reduce_dyn_threads(per_thread);
-	return most ? cache_threads(n, most) : cg_reduce_row_threads(n);
+	return most && each > 0 ? cache_threads(n, most, each) : cg_reduce_row_threads(n);
 }
 
 /* The launch rule of cooperative reduce kernels (CgLaunch.arg: column, split, arg,
  * axis, rank, the full shape ids, at [13] whether the kernel has the row cache, and at
- * [14] its bytes a thread where the cache is in dynamic shared memory, else 0):
+ * [14] and [15] its bytes and the row's elements a thread where the cache is in
+ * dynamic shared memory, else 0):
  *   rows mode: block (G, R) with G = cg_reduce_row_threads(n) (with the row cache
- *     cg_reduce_cache_threads(n), or cg_reduce_dyn_cache_threads(n, [14])), R = 256 /
- *     G rows per block when G < 256 (else 1); grid.x = ceil(rows / R). A dynamic
- *     cache gets G * R * [14] bytes of shared memory where the row fits it (n at most
- *     G * CG_RED_CACHE, G * R at most cg_reduce_dyn_threads([14])), else none.
+ *     cg_reduce_cache_threads(n), or cg_reduce_dyn_cache_threads(n, [14], [15])), R =
+ *     256 / G rows per block when G < 256 (else 1); grid.x = ceil(rows / R). A
+ *     dynamic cache gets G * R * [14] bytes of shared memory where the row fits it
+ *     (n at most G * [15], G * R at most cg_reduce_dyn_threads([14])), else none.
  *   columns mode: block (32, Ry), Ry = min(16, pow2ceil(n)); grid.x = one block per 32
  *     adjacent columns.
  *   split (one reduction, not broadcast): when grid.x is below CG_RED_TARGET_BLOCKS and
@@ -99,7 +101,7 @@ static void reduce_rule(const CgLaunch *l, const int64_t *dims, int ndims, CgDim
 {
 	const int64_t *a = l->arg;
 	bool column = a[0], split = a[1], arg = a[2], cache = a[13];
-	int64_t dyn = cache ? a[14] : 0;
+	int64_t dyn = cache ? a[14] : 0, each = a[15];
 	int ax = (int)a[3], rank = (int)a[4];
 	int64_t d[IR_MAX_RANK] = {0};
 	for (int i = 0; i < rank && i < IR_MAX_RANK; i++) {
@@ -119,7 +121,7 @@ static void reduce_rule(const CgLaunch *l, const int64_t *dims, int ndims, CgDim
 	int64_t S = 1, counters = 0;
 	const int64_t cap = (int64_t)1 << 30;
 	if (!column) {
-		int64_t G = dyn > 0 ? cg_reduce_dyn_cache_threads(n, dyn)
+		int64_t G = dyn > 0 ? cg_reduce_dyn_cache_threads(n, dyn, each)
 			  : cache ? cg_reduce_cache_threads(n) : cg_reduce_row_threads(n);
 		if (split && rows < CG_RED_TARGET_BLOCKS && n > CG_RED_THREADS * 8 * 2) {
 			G = CG_RED_THREADS;
@@ -139,7 +141,7 @@ static void reduce_rule(const CgLaunch *l, const int64_t *dims, int ndims, CgDim
 		o->block[0] = (int)G;
 		o->block[1] = (int)R;
 		counters = rows;
-		if (dyn > 0 && n > 0 && n <= G * CG_RED_CACHE && G * R <= cg_reduce_dyn_threads(dyn))
+		if (dyn > 0 && each > 0 && n > 0 && n <= G * each && G * R <= cg_reduce_dyn_threads(dyn))
 			o->shared_bytes = G * R * dyn;
 	} else {
 		int64_t Ry = pow2ceil(n);

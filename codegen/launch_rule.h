@@ -71,6 +71,7 @@ enum {
 	 * H100's and H200's 227 KiB less room for the static part) */
 	CG_RED_DYN_THREADS = 1024,
 	CG_RED_DYN_BYTES = 196608,
+	CG_RED_DYN_GROUPS = 8,   /* 16-byte groups of the row a thread holds there */
 	CG_RED_TARGET_BLOCKS = 528,  /* split rows below it: 4 blocks per SM of the H200 */
 	CG_MM_THREADS = 256,     /* a tiled matmul's or conv's block (matmul.h MM_THREADS) */
 	CG_MM_WS_THREADS = 384,  /* a warp-specialized one's (matmul_ws.c) */
@@ -125,8 +126,9 @@ int cg_rule_parse(const char *s);        /* CgRule, or -1 */
 int64_t cg_reduce_row_threads(int64_t n);
 int64_t cg_reduce_cache_threads(int64_t n);
 /* The same for a kernel whose row cache is in dynamic shared memory, per_thread bytes
- * a thread: up to cg_reduce_dyn_threads(per_thread) threads a row. */
-int64_t cg_reduce_dyn_cache_threads(int64_t n, int64_t per_thread);
+ * and `each` elements of the row a thread: up to cg_reduce_dyn_threads(per_thread)
+ * threads a row. */
+int64_t cg_reduce_dyn_cache_threads(int64_t n, int64_t per_thread, int64_t each);
 /* The most threads (a power of two, 32 to CG_RED_DYN_THREADS; 0: none) a block of
  * such a kernel may cache for, per_thread bytes each, in CG_RED_DYN_BYTES. */
 int64_t cg_reduce_dyn_threads(int64_t per_thread);

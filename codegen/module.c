@@ -329,7 +329,7 @@ uint64_t cg_spec_hash(const CgKernelSpec *s)
 	if (s->nhwc)   /* only then, so that every other kernel keeps its name */
 		h = hash_u64(h, 0x6e687763ull << 32 | (uint64_t)s->nhwc);
 	if (s->red_long)   /* likewise: other code for the same relative form */
-		h = hash_u64(h, 0x726c6f6eull << 32 | 1);
+		h = hash_u64(h, 0x726c6f6eull << 32 | s->red_long);
 	return h;
 }
 

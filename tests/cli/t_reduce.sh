@@ -334,3 +334,49 @@ if [ -x "$PTXAS" ]; then
 fi
 check red-dyn-run 0 "$FUSEC" run "$TMP/rd.yaml" --backend cpu --check --seed 1 &&
 	check red-dyn-ok 1 grep -q "FAIL\|unbounded\|not checked" "$TMP/out"
+# other rows past the static cache (8192): bf16 rows of 65536 (1024 threads, 64
+# elements a thread, softmax keeping its input: 128 KiB), f16 rows of 20000 and a
+# gelu + layer norm (long math) at 16384 f32 (512 threads, 64 KiB)
+cat >"$TMP/rh.yaml" <<'Y'
+format: fusec-graph/1
+name: rh
+inputs:
+  x: {dtype: bf16, shape: [2, 65536]}
+  v: {dtype: f16, shape: [3, 20000]}
+  g: {dtype: f32, shape: [3, 16384]}
+ops:
+  - {op: max_dim, in: [x], out: m, axis: 1}
+  - {op: sub, in: [x, m], out: d}
+  - {op: exp, in: [d], out: e}
+  - {op: sum, in: [e], out: z, axis: 1}
+  - {op: div, in: [e, z], out: y}
+  - {op: max_dim, in: [v], out: vm, axis: 1}
+  - {op: sub, in: [v, vm], out: vd}
+  - {op: exp, in: [vd], out: ve}
+  - {op: sum, in: [ve], out: vz, axis: 1}
+  - {op: div, in: [ve, vz], out: vy}
+  - {op: gelu, in: [g], out: gg}
+  - {op: mean, in: [gg], out: gm, axis: 1}
+  - {op: sub, in: [gg, gm], out: gd}
+  - {op: mul, in: [gd, gd], out: g2}
+  - {op: mean, in: [g2], out: gv, axis: 1}
+  - {op: add_scalar, in: [gv], out: gve, scalar: 1e-05}
+  - {op: sqrt, in: [gve], out: gsd}
+  - {op: div, in: [gd, gsd], out: gy}
+outputs: [y, vy, gy]
+Y
+check red-dyn-half-compile 0 "$FUSEC" compile "$TMP/rh.yaml" -o "$TMP/rh" --no-cache &&
+	check red-dyn-half-launches 0 python3 - "$TMP/rh/rh.plan.json" <<'PY'
+import json, sys
+p = json.load(open(sys.argv[1]))
+got = [(l["block"][0], l.get("shared_bytes", 0)) for s in p["steps"] for l in s.get("launches", [])]
+want = [(1024, 131072), (512, 65536), (512, 65536)]
+shapes = [k["shape"] for k in p["kernels"]]
+ok = got == want and all(s.endswith("(long rows)") for s in shapes) and ".maxnreg 48" in open(sys.argv[1][:-10] + ".ptx").read()
+sys.exit(0 if ok else "launches %s, want %s; shapes %s" % (got, want, shapes))
+PY
+if [ -x "$PTXAS" ]; then
+	check red-dyn-half-ptxas 0 "$PTXAS" -arch=sm_90a "$TMP/rh/rh.ptx" -o "$TMP/rh.cubin"
+fi
+check red-dyn-half-run 0 "$FUSEC" run "$TMP/rh.yaml" --backend cpu --check --seed 1 &&
+	check red-dyn-half-ok 1 grep -q "FAIL\|unbounded\|not checked" "$TMP/out"

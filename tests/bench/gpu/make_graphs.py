@@ -129,7 +129,8 @@ def reduce_cache():
             outs.append(out)
     for dt, shape in [("f32", [37, 4096]), ("f32", [300, 264]), ("f16", [9, 1000]),
                       ("f32", [3, 8192]), ("f32", [2, 12288]), ("bf16", [5, 520]),
-                      ("f32", [3, 32768]), ("f32", [2, 40000])]:
+                      ("f32", [3, 32768]), ("f32", [2, 40000]), ("bf16", [2, 65536]),
+                      ("f16", [3, 20000])]:
         s = "sm_%s_%d_%d" % (dt, shape[0], shape[1])
         ins[s] = (dt, shape)
         o("max_dim", [s], s + "m", axis=1)
@@ -599,6 +600,11 @@ def g17():
     softmax_at_dtype("g17_softmax_bf16_8192", [32768, 8192], "bf16")
 
 
+def g22():
+    """Rows past the static row cache in bf16: 1024 x 65536 (the dynamic one)."""
+    softmax_at_dtype("g22_softmax_bf16_65536", [1024, 65536], "bf16")
+
+
 def softmax_at_dtype(name, shape, dt):
     graph(name, {"x": (dt, shape)},
           [op("max_dim", ["x"], "m", axis=1), op("sub", ["x", "m"], "d"), op("exp", ["d"], "e"),
@@ -608,6 +614,7 @@ def softmax_at_dtype(name, shape, dt):
 if __name__ == "__main__":
     g16()
     g17()
+    g22()
 
 
 def conv_check(dt, nhwc=False):
