@@ -756,6 +756,16 @@ int cg_matmul_variant(const CgKernelSpec *s, const char *arch, bool host, bool a
 	 * ways; docs/benchmarks.md, "Tiny M") */
 	if (m <= MM_GEMV_M && small * 4 <= 2 * MM_WAVE && k >= 4 * 32 * MM_SPLIT_STEPS)
 		return MM_TCSK4;
+	/* 65 to 256 rows (one or two 128-row tiles), under half a wave of 128x128
+	 * tiles, K and N from 512: the 64-wide ws tile where TMA takes the operands
+	 * (GPT-2 at batch 1, 128 rows, bf16, H100: q, k and v 14.6 -> 10.2 us, the
+	 * output projection 11.6 -> 9.8, the MLP's 15.4 -> 10.9 and 18.0 -> 17.1,
+	 * against mma.sync's 64x64 tiles split 4 ways where K is long; the model 799
+	 * -> 659 us; docs/benchmarks.md, session 57). Other sizes were not measured
+	 * and keep mma.sync. */
+	if (wg && m > 64 && m <= 256 && k >= 512 && n >= 512 &&
+	    ws_every_size(s, &mm_configs[MM_WG64WS], divs, dims, ndims))
+		return MM_WG64WS;
 	if (big256 >= MM_WAVE && k >= MM_LONG_K)
 		return MM_TC256;
 	return big >= MM_WAVE ? 1 : under_wave(t, conv, big, small, k);

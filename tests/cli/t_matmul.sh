@@ -62,9 +62,9 @@ mm_128x768x3072_bias_res fma64x64x16s3sk4
 mm_512x1024x1024_bias fma128x128x16s3sk4
 mm_512x4096x1024_bias_gelu fma128x128x16s3
 mm_512x1024x4096_bias_res fma128x128x16s3sk4
-mm_128x768x768_bf16 tc64x64x32s3sk4
-mm_128x3072x768_bias_gelu_bf16 tc64x64x32s3
-mm_128x768x3072_bias_res_bf16 tc64x64x32s3sk4
+mm_128x768x768_bf16 wg128x64x64s6ws
+mm_128x3072x768_bias_gelu_bf16 wg128x64x64s6ws
+mm_128x768x3072_bias_res_bf16 wg128x64x64s6ws
 mm_512x1024x4096_bias_res_bf16 tc64x64x32s3sk2
 EOF
 # the f32 rule by the fill of the last wave of 128x128 tiles (mm_sweep.py --waves;
@@ -148,7 +148,9 @@ check tiny-run-batched 0 "$FUSEC" run "$TMP/tiny/b12_t_8x96x8.json" --backend cp
 
 # tiny M (gemv_rule, codegen/matmul_pick.c): K split 16 or 4 ways or not by the
 # blocks it makes, 128-wide tiles from 9 rows, f16/bf16 from 9 rows on the tensor
-# cores (and on gemv where the arch has no mma.sync): DTYPE M N K [ARCH] CONFIG
+# cores (and on gemv where the arch has no mma.sync); past 64 rows under half a
+# wave of 128x128 tiles, K and N from 512, the 64-wide ws tile on sm_90a:
+# DTYPE M N K [ARCH] CONFIG
 while read -r dt m n k arch cfg; do
 	[ -n "$cfg" ] || { cfg=$arch; arch=sm_90a; }
 	n_=gemv_${dt}_${m}x${n}x${k}_$arch
@@ -169,7 +171,16 @@ bf16 16 768 768 tc64x64x32s3sk4
 bf16 16 4096 4096 tc64x64x32s3sk4
 bf16 12 11008 4096 wg128x128x64s4ws
 bf16 16 768 768 sm_75 gemv8x128k8sk4
+bf16 128 2304 768 wg128x64x64s6ws
+bf16 128 768 3072 wg128x64x64s6ws
+bf16 197 3072 768 wg128x64x64s6ws
+bf16 128 2304 768 sm_90 tc64x64x32s3
+bf16 128 256 768 tc64x64x32s3sk4
+bf16 64 2304 768 tc64x64x32s3
 EOF2
+# past 64 rows under half a wave: the 64-wide ws tile on the cpu backend
+check rule-ws64-run 0 "$FUSEC" run "$TMP/gemv_bf16_128x768x3072_sm_90a.json" --backend cpu --seed 1 --check &&
+	check rule-ws64-ok 1 grep -q "FAIL\|unbounded\|not checked" "$TMP/out"
 
 # wgmma twins: G6 in bf16 at 2048 tokens has tiled wgmma kernels that are twins
 # (the same code, other specs: emit_par.c copies the earlier one's PTX). The wgmma
