@@ -279,7 +279,8 @@ static void cache_plan(CgKb *kb, const CgKernelSpec *s, const bool *written, CgR
 	int64_t bytes = 0;
 	for (int k = 0; k < r->nred && r->nct < CG_RED_CACHE_T; k++) {
 		const RelTensor *t = &s->ops[r->red[k]].t[0];
-		int64_t per = block * trips * ((r->vec * ir_dtype_size((DType)t->dtype) + 15) / 16 * 16);
+		int64_t slot = r->vec * ir_dtype_size((DType)t->dtype);
+		int64_t per = block * trips * (dyn ? (slot + 15) / 16 * 16 : slot);
 		bool full = kb->producer[t->id] >= 0;
 		for (int d = 0; d < r->rank; d++)
 			full &= t->shape[d] == r->full[d];
