@@ -276,7 +276,7 @@ bool cg_reduce_plan(CgKb *kb, const CgKernelSpec *s, int rank, const uint32_t *r
 		    const bool *written, CgRed *r);
 /* The red_long of plan r (made with red_long unset) at a reduced axis of n elements
  * (codegen.h, cg_reduce_long_rows). */
-int cg_reduce_long(const CgKernelSpec *s, const CgRed *r, int64_t n);
+int cg_reduce_long(const CgKernelSpec *s, const CgRed *r, int64_t n, bool dyn);
 /* Its body, inside cg_coop_function / cg_coop_finish; sets k's launch rule. */
 void cg_reduce_kernel(CgKb *kb, CgCoop *c, const CgRed *r, const uint32_t *ref, const int *wr,
 		      int nw, CgKernel *k);

@@ -123,9 +123,10 @@ typedef struct {
 	uint8_t red_long;        /* a cooperative reduce kernel for long rows
 				    (cg_reduce_long_rows): CG_RED_LONG_F32, f32 rows
 				    of at least 4096, more V-groups a trip and more
-				    registers; CG_RED_LONG_DYN, other rows past the
-				    static row cache (8192); both keep the row cache
-				    in dynamic shared memory. 0: every other kernel */
+				    registers; on sm_90a CG_RED_LONG_F32_DYN, the
+				    same with the row cache in dynamic shared memory,
+				    and CG_RED_LONG_DYN, other rows past the static
+				    row cache (8192). 0: every other kernel */
 } CgKernelSpec;
 
 /* CG_PARAM_TMAP: a TMA tensor map (CUtensorMap, 128 bytes passed by value) of a
@@ -228,13 +229,15 @@ int cg_matmul_nvariants(void);                    /* table size, 0 included */
 /* The red_long of spec (red_long unset) at the segment's dims (dims[shape id]): a
  * cooperative reduce kernel on the cached path gets CG_RED_LONG_F32 where it has no
  * long math, its rows are f32 and its reduced axis is at least CG_RED_LONG_ROW
- * (4096) long, else CG_RED_LONG_DYN where the axis is longer than the static row
- * cache holds (CG_RED_CACHE_BLOCK * CG_RED_CACHE, 8192); 0 otherwise
- * (codegen/kernel_reduce.c). The relative form has no row length, so the choice
- * is made here, from the concrete dims, and is part of the kernel's identity
- * (module.c, kcache.c). */
-enum { CG_RED_LONG_F32 = 1, CG_RED_LONG_DYN = 2 };
-int cg_reduce_long_rows(const CgKernelSpec *spec, const int64_t *dims, int ndims);
+ * (4096) long (CG_RED_LONG_F32_DYN with dyn), else with dyn CG_RED_LONG_DYN where
+ * the axis is longer than the static row cache holds (CG_RED_CACHE_BLOCK *
+ * CG_RED_CACHE, 8192); 0 otherwise (codegen/kernel_reduce.c). dyn: the plan's arch
+ * is sm_90a, whose devices all let a block have 192 KiB of shared memory (an sm_80
+ * or sm_90 plan may run where a block gets 99 KiB or less). The relative form has
+ * no row length, so the choice is made here, from the concrete dims, and is part of
+ * the kernel's identity (module.c, kcache.c). */
+enum { CG_RED_LONG_F32 = 1, CG_RED_LONG_DYN = 2, CG_RED_LONG_F32_DYN = 3 };
+int cg_reduce_long_rows(const CgKernelSpec *spec, const int64_t *dims, int ndims, bool dyn);
 
 /* Whether LLVM 19's NVPTX backend knows the arch ("sm_80", "sm_90a"). */
 bool cg_arch_known(const char *arch);

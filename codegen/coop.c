@@ -118,6 +118,7 @@ void cg_coop_function(CgKb *kb, const char *name, const CgParam *ps, int np,
 		}
 		c->dyn_shared = LLVMBuildArrayAlloca(b, m->t_i8, g[6], "dynshared");
 		LLVMSetAlignment(c->dyn_shared, 16);
+		c->dyn_bytes = g[6];
 	}
 	c->nthreads = LLVMBuildMul(b, LLVMBuildMul(b, c->ntid[0], c->ntid[1], ""), c->ntid[2],
 				   "nthreads");
@@ -307,6 +308,19 @@ LLVMValueRef cg_coop_dynamic_shared(CgCoop *c)
 		LLVMSetAlignment(g, 16);
 	}
 	return g;
+}
+
+LLVMValueRef cg_coop_dynamic_bytes(CgCoop *c)
+{
+	if (!c->gpu)
+		return c->dyn_bytes;
+	CgModule *m = c->kb->m;
+	LLVMTypeRef ft = LLVMFunctionType(m->t_i32, NULL, 0, 0);
+	const char *text = "mov.u32 $0, %dynamic_smem_size;", *cons = "=r";
+	LLVMValueRef fn = LLVMGetInlineAsm(ft, text, strlen(text), cons, strlen(cons), 0, 0,
+					   LLVMInlineAsmDialectATT, 0);
+	LLVMValueRef r = LLVMBuildCall2(c->kb->b, ft, fn, NULL, 0, "dynbytes");
+	return LLVMBuildZExt(c->kb->b, r, m->t_i64, "");
 }
 
 /* GPU: v of the lane tid ^ mask, by 32-bit shuffles. */

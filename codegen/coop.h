@@ -77,7 +77,7 @@ typedef struct {
 	LLVMValueRef host_blk_i, host_blk_exit_cmp;
 	LLVMBasicBlockRef host_blk_header, host_blk_exit;
 	LLVMValueRef host_blk_step;
-	LLVMValueRef dyn_shared;
+	LLVMValueRef dyn_shared, dyn_bytes;   /* host: the launch's dynamic shared memory */
 	int nshared;
 	bool in_phase;
 	int phase_mark;
@@ -107,6 +107,8 @@ void cg_coop_barrier(CgCoop *c);
 LLVMValueRef cg_coop_shared(CgCoop *c, LLVMTypeRef type, int count);
 /* The launch's dynamic shared memory (CgDims.shared_bytes bytes, 16-byte aligned). */
 LLVMValueRef cg_coop_dynamic_shared(CgCoop *c);
+/* Its size in bytes (i64; on the GPU %dynamic_smem_size), what the launch gave. */
+LLVMValueRef cg_coop_dynamic_bytes(CgCoop *c);
 
 /* dst = src of thread tid ^ mask (mask: uniform i64 below 32); dst != src. */
 void cg_coop_shfl_xor(CgCoop *c, CgVar dst, CgVar src, LLVMValueRef mask);

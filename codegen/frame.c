@@ -473,7 +473,7 @@ static int plan_frame(CgKb *kb, const CgKernelSpec *s, Frame *f)
 	return 0;
 }
 
-int cg_reduce_long_rows(const CgKernelSpec *s, const int64_t *dims, int ndims)
+int cg_reduce_long_rows(const CgKernelSpec *s, const int64_t *dims, int ndims, bool dyn)
 {
 	bool reduce = false;
 	for (int i = 0; i < s->nops && !reduce; i++)
@@ -488,7 +488,8 @@ int cg_reduce_long_rows(const CgKernelSpec *s, const int64_t *dims, int ndims)
 	kb->nhwc = s->nhwc - 1;
 	Frame fr;
 	int kind = plan_frame(kb, s, &fr) || !fr.coop ? 0 :
-		   cg_reduce_long(s, &fr.red, fr.red.n && (int)fr.red.n < ndims ? dims[fr.red.n] : 1);
+		   cg_reduce_long(s, &fr.red, fr.red.n && (int)fr.red.n < ndims ? dims[fr.red.n] : 1,
+				  dyn);
 	frame_free(&fr);
 	kb_free(kb);
 	return kind;

@@ -85,7 +85,7 @@ void cg_cache_key(CgModule *m, int first, int n, CgCacheKey *k)
 			buf_printf(&k->text, " nhwc %d\n", e->nhwc - 1);
 		if (e->red_long == CG_RED_LONG_F32)   /* long f32 rows: other trips and registers */
 			buf_puts(&k->text, " red_long\n");
-		else if (e->red_long)   /* other long rows: the row cache in dynamic shared memory */
+		else if (e->red_long)   /* long rows with the row cache in dynamic shared memory */
 			buf_printf(&k->text, " red_long %d\n", e->red_long);
 		for (int j = 0; j < e->nops; j++) {
 			buf_printf(&k->text, " %d ", e->ops[j].place0);

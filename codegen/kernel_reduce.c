@@ -261,6 +261,12 @@ static bool phase_reads(CgKb *kb, const CgRed *r, const bool *written, int p, in
 	return hit;
 }
 
+/* Whether spec's row cache is in dynamic shared memory. */
+static bool dyn_cache(const CgKernelSpec *s)
+{
+	return s->red_long == CG_RED_LONG_DYN || s->red_long == CG_RED_LONG_F32_DYN;
+}
+
 /* The row cache's tensors (rows broadcast back, on the vector path): first the
  * reductions' inputs the kernel computes and a later phase reads again (softmax's
  * x - max and exp, a norm's centred row: no phase computes them twice), then the
@@ -272,7 +278,7 @@ static bool phase_reads(CgKb *kb, const CgRed *r, const bool *written, int p, in
  * exp, or its input where exp's slots are wider, and computes exp again). */
 static void cache_plan(CgKb *kb, const CgKernelSpec *s, const bool *written, CgRed *r)
 {
-	bool dyn = s->red_long != 0;
+	bool dyn = dyn_cache(s);
 	int trips = dyn ? CG_RED_DYN_GROUPS : CG_RED_CACHE / r->vec < 1 ? 1 : CG_RED_CACHE / r->vec;
 	int64_t block = dyn ? 1 : CG_RED_CACHE_BLOCK;
 	int64_t budget = dyn ? CG_RED_DYN_BYTES / CG_RED_DYN_THREADS : CG_RED_CACHE_BYTES;
@@ -341,11 +347,11 @@ static bool long_kind(const CgKernelSpec *s, const CgRed *r)
 	return r->cache && !heavy_math(s) && r->vec == 16 / 4;
 }
 
-int cg_reduce_long(const CgKernelSpec *s, const CgRed *r, int64_t n)
+int cg_reduce_long(const CgKernelSpec *s, const CgRed *r, int64_t n, bool dyn)
 {
 	if (long_kind(s, r) && n >= CG_RED_LONG_ROW)
-		return CG_RED_LONG_F32;
-	if (r->cache && n > (int64_t)CG_RED_CACHE_BLOCK * CG_RED_CACHE)
+		return dyn ? CG_RED_LONG_F32_DYN : CG_RED_LONG_F32;
+	if (dyn && r->cache && n > (int64_t)CG_RED_CACHE_BLOCK * CG_RED_CACHE)
 		return CG_RED_LONG_DYN;
 	return 0;
 }
@@ -433,12 +439,13 @@ bool cg_reduce_plan(CgKb *kb, const CgKernelSpec *s, int rank, const uint32_t *r
 	if (r->cache)
 		cache_plan(kb, s, written, r);
 	r->cache &= r->nct > 0;
-	r->long_rows = s->red_long == CG_RED_LONG_F32 && long_kind(s, r);
+	r->long_rows = (s->red_long == CG_RED_LONG_F32 || s->red_long == CG_RED_LONG_F32_DYN) &&
+		       long_kind(s, r);
 	r->trips = !r->cache || heavy_math(s) ? 1 : r->long_rows ? CG_RED_LONG_TRIPS : CG_RED_TRIPS;
 	/* long rows: the cache's slots in dynamic shared memory, CG_RED_DYN_GROUPS
 	 * V-groups a thread (32 f32, 64 bf16), each a 16-byte multiple (cache_slot), so
 	 * that the launch sizes it for the row (launch_rule.c) */
-	if (r->cache && s->red_long) {
+	if (r->cache && dyn_cache(s)) {
 		r->dyn_elems = CG_RED_DYN_GROUPS * r->vec;
 		for (int q = 0; q < r->nct; q++) {
 			int b = r->vec * ir_dtype_size((DType)kb->tinfo[r->ct[q]]->dtype);
@@ -1327,10 +1334,15 @@ void cg_reduce_kernel(CgKb *kb, CgCoop *c, const CgRed *r, const uint32_t *ref, 
 						 LLVMBuildICmp(b, LLVMIntUGT, x->n, cg_i64(kb, 0), ""), "");
 		/* the slots are those of CG_RED_CACHE_BLOCK threads; in dynamic shared
 		 * memory those of the block's threads, which the launch gave room for
-		 * where they are at most cg_reduce_dyn_threads (launch_rule.c) */
+		 * where they are at most cg_reduce_dyn_threads (launch_rule.c), and
+		 * which the kernel checks it has (a launch without it, say by a runtime
+		 * that sized none, runs the passes over memory) */
 		int64_t most = r->dyn_bytes ? cg_reduce_dyn_threads(r->dyn_bytes) : CG_RED_CACHE_BLOCK;
 		fits = LLVMBuildAnd(b, fits, LLVMBuildICmp(b, LLVMIntULE, c->nthreads,
 				cg_i64(kb, most), ""), "");
+		if (r->dyn_bytes)
+			fits = LLVMBuildAnd(b, fits, LLVMBuildICmp(b, LLVMIntUGE, cg_coop_dynamic_bytes(c),
+					LLVMBuildMul(b, c->nthreads, cg_i64(kb, r->dyn_bytes), ""), ""), "");
 		x->cok = LLVMBuildAnd(b, x->vok, fits, "cok");
 		LLVMValueRef at = cg_i64(kb, 0);
 		for (int q = 0; q < r->nct && r->dyn_bytes; q++) {

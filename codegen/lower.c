@@ -207,7 +207,8 @@ int cg_lower(CgModule *m, const Schedule *s, Arena *a, CgProgram *out, Diag *d)
 							 cg_module_allow_tf32(m), divs, dims, ndims);
 			/* long f32 rows: the relative form has no row length, so the
 			 * choice is the concrete dims', made here (kernel_reduce.c) */
-			spec.red_long = cg_reduce_long_rows(&spec, dims, ndims);
+			spec.red_long = cg_reduce_long_rows(&spec, dims, ndims,
+							    !strcmp(cg_module_arch(m), "sm_90a"));
 			const CgKernel *k = cg_kernel(m, &spec, d);
 			if (!k) {
 				status = -1;

@@ -328,6 +328,14 @@ sys.exit(0 if got == want else "launches %s, want %s" % (got, want))
 PY
 contains red-dyn-ptx "$TMP/rd/rd.ptx" ".extern .shared .align 16 .b8 fusec_dynamic_shared[];"
 contains red-dyn-maxntid "$TMP/rd/rd.ptx" ".maxntid 1024, 1, 1"
+# the kernel checks the launch gave it the bytes (else it runs over memory)
+contains red-dyn-guard "$TMP/rd/rd.ptx" "%dynamic_smem_size"
+# only sm_90a plans take it (an sm_80 or sm_90 plan may run where a block has 99 KiB
+# or less): there the long f32 rows keep the static cache and 512 threads
+check red-dyn-sm80 0 "$FUSEC" compile "$TMP/rd.yaml" -o "$TMP/rd80" --no-cache --arch sm_80 &&
+	check red-dyn-sm80-none 1 grep -q "fusec_dynamic_shared" "$TMP/rd80/rd.ptx" &&
+	contains red-dyn-sm80-maxntid "$TMP/rd80/rd.ptx" ".maxntid 512, 1, 1" &&
+	contains red-dyn-sm80-long "$TMP/rd80/rd.ptx" ".maxnreg 64"
 PTXAS=$(command -v ptxas || echo /usr/local/cuda/bin/ptxas)
 if [ -x "$PTXAS" ]; then
 	check red-dyn-ptxas 0 "$PTXAS" -arch=sm_90a "$TMP/rd/rd.ptx" -o "$TMP/rd.cubin"
