@@ -90,6 +90,9 @@ int64_t cg_reduce_dyn_cache_threads(int64_t n, int64_t per_thread, int64_t each)
  *     256 / G rows per block when G < 256 (else 1); grid.x = ceil(rows / R). A
  *     dynamic cache gets G * R * [14] bytes of shared memory where the row fits it
  *     (n at most G * [15], G * R at most cg_reduce_dyn_threads([14])), else none.
+ *     Few rows (grid.x under CG_RED_FEW_WAVE, rows longer than 32, no dynamic
+ *     cache, no split): R = 1 and G at least pow2ceil(n / CG_RED_FEW_ELEMS), up to
+ *     256 with the row cache (its slots), 512 without.
  *   columns mode: block (32, Ry), Ry = min(16, pow2ceil(n)); grid.x = one block per 32
  *     adjacent columns.
  *   split (one reduction, not broadcast): when grid.x is below CG_RED_TARGET_BLOCKS and
@@ -136,6 +139,12 @@ static void reduce_rule(const CgLaunch *l, const int64_t *dims, int ndims, CgDim
 		int64_t R = G < 256 ? 256 / G : 1;
 		if (S > 1)
 			R = 1;
+		if (S == 1 && dyn == 0 && n > 32 && ceil_div(rows, R) < CG_RED_FEW_WAVE) {
+			int64_t most = cache ? CG_RED_CACHE_BLOCK : CG_RED_THREADS;
+			int64_t g = pow2ceil(ceil_div(n, CG_RED_FEW_ELEMS));
+			G = g > G ? (g < most ? g : most) : G;
+			R = 1;
+		}
 		int64_t g = ceil_div(rows, R);
 		o->grid[0] = g < 1 ? 1 : g > cap ? cap : g;
 		o->block[0] = (int)G;

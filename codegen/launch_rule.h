@@ -73,6 +73,12 @@ enum {
 	CG_RED_DYN_BYTES = 196608,
 	CG_RED_DYN_GROUPS = 8,   /* 16-byte groups of the row a thread holds there */
 	CG_RED_TARGET_BLOCKS = 528,  /* split rows below it: 4 blocks per SM of the H200 */
+	/* few rows (under a wave of blocks: GPT-2's layer norms at batch 1, 128 rows
+	 * of 768, took 8 us in 16 blocks of 8 rows, a warp a row loading three
+	 * 16-byte groups a thread in turn): a block a row, threads enough for about
+	 * CG_RED_FEW_ELEMS elements each */
+	CG_RED_FEW_WAVE = 132,
+	CG_RED_FEW_ELEMS = 8,
 	CG_MM_THREADS = 256,     /* a tiled matmul's or conv's block (matmul.h MM_THREADS) */
 	CG_MM_WS_THREADS = 384,  /* a warp-specialized one's (matmul_ws.c) */
 	CG_MM_PERSIST = 132,     /* its blocks at most: one per SM of the H200 */

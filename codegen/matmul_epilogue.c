@@ -348,7 +348,11 @@ LLVMBasicBlockRef mm_split_combine(Mm *x, LLVMValueRef tile, LLVMValueRef split,
 	mm_phase_end(x);
 	/* everyone's partial is out (and nobody reads the stages any more) */
 	mm_barrier(x);
-	LLVMValueRef flagp = mm_smem_at(x, LLVMConstInt(x->ot, 0, 0));
+	/* (a ws kernel's copier may be filling the stages for the next unit: its
+	 * flag lies in the epilogue's region, which the epilogue takes after a
+	 * barrier) */
+	int at = x->gpu && x->c->ws ? x->epi_base : 0;
+	LLVMValueRef flagp = mm_smem_at(x, LLVMConstInt(x->ot, (unsigned long long)at, 0));
 	tid = mm_phase_begin(x);
 	LLVMBasicBlockRef bcount = LLVMAppendBasicBlockInContext(m->ctx, kb->fn, "split.count");
 	LLVMBasicBlockRef bcounted = LLVMAppendBasicBlockInContext(m->ctx, kb->fn, "split.counted");

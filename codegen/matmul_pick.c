@@ -61,6 +61,9 @@ enum {
 	MM_WG192WS = 46,         /* wg128x192x64s4ws */
 	MM_WG64WS = 51,          /* wg128x64x64s6ws */
 	MM_WG64 = 52,            /* wg128x64x64s4 */
+	MM_WG64WSSK = 58,        /* wg128x64x64s6wssk2, then sk3, sk4, sk8 */
+	MM_WS_SPLIT_RULE = 1,    /* 1: the rule splits K on the 64-wide ws tile under
+				    a wave (ws_split); 0: it keeps the tile whole */
 	MM_WG128WS = 29, MM_WG256WS = 30, /* wg128x128x64s4ws, wg128x256x64s4ws */
 	MM_ATTWGK128PPT = 57,    /* attwg128x128d128ppt: pp with K and V by TMA */
 	MM_ATT_TMA_RULE = 1,     /* 1: the rule takes attwg128x128d128ppt where the
@@ -242,6 +245,14 @@ static const MmConfig mm_configs[] = {
 	{"attwg128x64d128ppt", true, false, false, 1, 128, 64, 128, 8, 1, 3, 0, true, 0, true, false, true, 0, true},
 	{"attwg128x128d64ppt", true, false, false, 2, 128, 128, 64, 8, 1, 3, 0, true, 0, true, false, true, 0, true},
 	{"attwg128x128d128ppt", true, false, false, 1, 128, 128, 128, 8, 1, 3, 0, true, 0, true, false, true, 0, true},
+	/* the 64-wide ws tile with K split 2, 3, 4 or 8 ways (matmul_ws.c): a
+	 * product of 65 to 256 rows has a few dozen of its tiles (GPT-2 at batch 1:
+	 * 12 to 48), each block of which loads a whole row of A and a column of B
+	 * panels; split, more blocks share those loads (mm_split_combine) */
+	{"wg128x64x64s6wssk2", true, false, false, 1, 128, 64, 64, 8, 1, 6, 2, true, 0, false, true, false, 0, false},
+	{"wg128x64x64s6wssk3", true, false, false, 1, 128, 64, 64, 8, 1, 6, 3, true, 0, false, true, false, 0, false},
+	{"wg128x64x64s6wssk4", true, false, false, 1, 128, 64, 64, 8, 1, 6, 4, true, 0, false, true, false, 0, false},
+	{"wg128x64x64s6wssk8", true, false, false, 1, 128, 64, 64, 8, 1, 6, 8, true, 0, false, true, false, 0, false},
 };
 enum { MM_NCONFIGS = (int)(sizeof mm_configs / sizeof mm_configs[0]) };
 
@@ -474,7 +485,8 @@ static int ws_or(const CgKernelSpec *s, int v, const int64_t *divs, const int64_
 	const MmConfig *c = &mm_configs[v];
 	for (int w = 1; w < MM_NCONFIGS; w++) {
 		const MmConfig *t = &mm_configs[w];
-		if (t->ws && !t->pp && !t->cluster && t->wg == c->wg && t->tf32 == c->tf32 && t->bm == c->bm &&
+		if (t->ws && !t->pp && !t->cluster && t->split == c->split && t->wg == c->wg &&
+		    t->tf32 == c->tf32 && t->bm == c->bm &&
 		    t->bn == c->bn && t->bk == c->bk && t->stages == c->stages)
 			return ws_every_size(s, t, divs, dims, ndims) ? w : v;
 	}
@@ -506,6 +518,23 @@ static int ws_shortest(const CgKernelSpec *s, const WsWidth *w, int nw, int64_t 
 		}
 	}
 	return v;
+}
+
+/* The 64-wide ws tile for `tiles` of its tiles over K: split the most ways of 2,
+ * 3, 4 and 8 that keep the units within a wave (MM_WAVE) and MM_SPLIT_STEPS K
+ * steps a unit, else whole (GPT-2 at batch 1: q, k and v 36 tiles, 3 ways; the
+ * output projection 12 tiles of K 768, 3 ways; the MLP's 48 tiles 2 ways, and its
+ * second 12 of K 3072, 8 ways). */
+static int ws_split(int64_t tiles, int64_t k)
+{
+	static const int ways[] = {8, 4, 3, 2};
+	int64_t steps = (k + 63) / 64;
+	for (int i = 0; i < 4; i++)
+		if (tiles * ways[i] <= MM_WAVE && steps >= (int64_t)ways[i] * MM_SPLIT_STEPS) {
+			int v = MM_WG64WSSK + 3 - i;
+			return v;
+		}
+	return MM_WG64WS;
 }
 
 /* An attention configuration with K and V by TMA (MmConfig.tma) applies where its
@@ -765,7 +794,8 @@ int cg_matmul_variant(const CgKernelSpec *s, const char *arch, bool host, bool a
 	 * and keep mma.sync. */
 	if (wg && m > 64 && m <= 256 && k >= 512 && n >= 512 &&
 	    ws_every_size(s, &mm_configs[MM_WG64WS], divs, dims, ndims))
-		return MM_WG64WS;
+		return MM_WS_SPLIT_RULE ? ws_split(batch * ((m + 127) / 128) * ((n + 63) / 64), k)
+					: MM_WG64WS;
 	if (big256 >= MM_WAVE && k >= MM_LONG_K)
 		return MM_TC256;
 	return big >= MM_WAVE ? 1 : under_wave(t, conv, big, small, k);

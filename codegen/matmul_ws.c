@@ -263,13 +263,15 @@ static void free_stage(Mm *x, const Ws *w, LLVMValueRef j)
 /* One tile's K steps, copying (copy) or multiplying; nk (i64) steps. Ping-pong:
  * where turn (i1) holds, the other multiplying warpgroup's turn comes once this
  * one issued the tile's last products, while they are still in flight. */
-static void tile_steps(Mm *x, const Ws *w, LLVMValueRef nk, bool copy, LLVMValueRef turn)
+static void tile_steps(Mm *x, const Ws *w, LLVMValueRef nk, LLVMValueRef kbeg, bool copy,
+		       LLVMValueRef turn)
 {
 	CgKb *kb = x->kb;
 	CgModule *m = kb->m;
 	CgLoop lk;
 	cg_loop_begin(kb, &lk, mm_i64c(x, 0), nk, mm_i64c(x, 1));
 	LLVMValueRef j = LLVMBuildLoad2(x->b, m->t_i32, w->jslot, "");
+	LLVMValueRef kt = mm_add(x, kbeg, lk.i);   /* the K step among the matmul's */
 	if (copy && w->gather) {
 		/* a conv's gathered input: every copier waits for the stage, the first
 		 * copies the weight's tile by TMA, each gathers its chunks of the
@@ -279,18 +281,18 @@ static void tile_steps(Mm *x, const Ws *w, LLVMValueRef nk, bool copy, LLVMValue
 		LLVMBasicBlockRef on = if_begin(x, LLVMBuildICmp(x->b, LLVMIntEQ, x->tid,
 								 mm_i64c(x, 0), ""));
 		mm_mbar_expect(x, full, x->stage_bytes - x->a_bytes);
-		mm_tma_tile(x, 1, NULL, w->rank, so, lk.i, full);
+		mm_tma_tile(x, 1, NULL, w->rank, so, kt, full);
 		if_end(x, on);
 		/* (whole chunks: a ws kernel's one copy of the tile loop, all_fast) */
-		mm_load_tile(x, 0, so, lk.i);
+		mm_load_tile(x, 0, so, kt);
 		mm_asm_call(x, m->t_void, "cp.async.mbarrier.arrive.noinc.shared::cta.b64 [$0];",
 			    "r,~{memory}", &full, 1);
 	} else if (copy) {
 		mm_mbar_wait(x, bar_of(x, w, j, true), parity_of(x, j, true));
 		LLVMValueRef full = bar_of(x, w, j, false), so = stage_of(x, j);
 		mm_mbar_expect(x, full, x->stage_bytes);
-		mm_tma_tile(x, 0, NULL, w->rank, so, lk.i, full);
-		mm_tma_tile(x, 1, NULL, w->rank, so, lk.i, full);
+		mm_tma_tile(x, 0, NULL, w->rank, so, kt, full);
+		mm_tma_tile(x, 1, NULL, w->rank, so, kt, full);
 	} else {
 		mm_mbar_wait(x, bar_of(x, w, j, false), parity_of(x, j, false));
 		/* the gathered copies (generic proxy) before wgmma's reads (async proxy) */
@@ -376,7 +378,10 @@ static void role(Mm *x, const Ws *w, LLVMValueRef block, LLVMValueRef nblocks, c
 	LLVMValueRef total = mm_mul(x, nb, per_batch);
 	LLVMValueRef nk = mm_ceil_div(x, x->K, x->c->bk);
 	int G = x->ngroup > 1 ? x->ngroup : 1;
-	LLVMValueRef units = mm_mul(x, total, mm_i64c(x, G));
+	/* split-K (neither ping-pong nor clusters): units of tiles x S, as the
+	 * plain loop's (mm_split_share), each a share of the K steps */
+	int S = x->c->split > 1 ? x->c->split : 1;
+	LLVMValueRef units = mm_mul(x, total, mm_i64c(x, (int64_t)G * S));
 	CgLoop lt;
 	if (pp)
 		cg_loop_begin(kb, &lt, mm_add(x, block, mm_mul(x, w->g, nblocks)), units,
@@ -392,7 +397,14 @@ static void role(Mm *x, const Ws *w, LLVMValueRef block, LLVMValueRef nblocks, c
 		named_bar(x, mm_addc(x, w->g, 4), 256, true);
 		if_end(x, on);
 	}
-	LLVMBasicBlockRef skip = mm_group_units(x, &t, total);
+	LLVMBasicBlockRef skip = mm_group_units(x, &t, mm_mulc(x, total, S));
+	LLVMValueRef split = NULL, kbeg = mm_i64c(x, 0), nku = nk;
+	if (S > 1) {
+		LLVMValueRef kend;
+		split = mm_split_share(x, &t, S, nk, &kbeg, &kend);
+		nku = LLVMBuildSelect(x->b, mm_lt(x, kbeg, kend), LLVMBuildSub(x->b, kend, kbeg, ""),
+				      mm_i64c(x, 0), "");
+	}
 	mm_tile_at(x, t, per_batch, ntm, ntn);
 	LLVMValueRef mine = NULL;
 	if (w->rank) {
@@ -405,14 +417,20 @@ static void role(Mm *x, const Ws *w, LLVMValueRef block, LLVMValueRef nblocks, c
 			mm_acc_store(x, mm_i64c(x, e), LLVMConstReal(m->t_f32, 0));
 	}
 	/* ping-pong: the other warpgroup's turn, where it has a next tile */
-	tile_steps(x, w, nk, copy, pp ? LLVMBuildICmp(x->b, LLVMIntULT, mm_add(x, lt.i, nblocks),
-						       units, "") : NULL);
+	tile_steps(x, w, nku, kbeg, copy, pp ? LLVMBuildICmp(x->b, LLVMIntULT, mm_add(x, lt.i, nblocks),
+							     units, "") : NULL);
 	if (!copy && mine) {
 		LLVMBasicBlockRef on = if_begin(x, mine);
 		mm_epilogue(x, wr, nw);
 		if_end(x, on);
 	} else if (!copy) {
+		/* split: the last of the tile's units sums the partials, the others
+		 * go on to their next unit */
+		LLVMBasicBlockRef after = S > 1 ? mm_split_combine(x, mm_group_tile(x, t, total), split,
+								   mm_mulc(x, total, G)) : NULL;
 		mm_epilogue(x, wr, nw);
+		if (after)
+			if_end(x, after);
 	}
 	mm_group_end(x);
 	if (skip) {
@@ -443,6 +461,10 @@ void mm_ws_tile_loop(Mm *x, LLVMValueRef block, LLVMValueRef nblocks, const int 
 		x->is_conv && x->cv.gather};
 	if (w.gather && (c->cluster || c->pp)) {
 		cg_fail(x->kb, "internal: %s does not take a gathered conv", c->name);
+		return;
+	}
+	if (c->split > 1 && (c->cluster || c->pp)) {
+		cg_fail(x->kb, "internal: %s splits K in clusters or ping-pong", c->name);
 		return;
 	}
 	if (c->cluster) {

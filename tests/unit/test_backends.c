@@ -1472,6 +1472,17 @@ static const MmCase mm_cases[] = {
 	 false, 2, false, "wg128x64x64s6ws"},
 	{"wg 128x64 tiles 130x72x136", DT_F16, {2, 1}, {1, 1}, 130, 72, 136, "residual_gelu",
 	 false, 0, false, "wg128x64x64s4"},
+	/* the 64-wide ws tile with K split (under a wave at 65 to 256 rows): 3 ways
+	 * over two K steps (the last share empty), batches; 8 ways, both operands
+	 * transposed */
+	{"ws 128x64 split 3 ways, an empty share 130x136x72", DT_BF16, {2, 1}, {1, 1}, 130, 136, 72,
+	 "residual_gelu", false, 0, false, "wg128x64x64s6wssk3"},
+	{"ws 128x64 split 8 ways a^T b^T 200x136x520", DT_F16, {0}, {0}, 200, 136, 520, "bias_relu",
+	 false, 3, false, "wg128x64x64s6wssk8"},
+	{"ws 128x64 split 2 ways b^T 72x136x520", DT_BF16, {0}, {0}, 72, 136, 520, "scale_cast",
+	 false, 2, false, "wg128x64x64s6wssk2"},
+	{"ws 128x64 split 4 ways 130x72x1040", DT_BF16, {0}, {0}, 130, 72, 1040, "bias_relu",
+	 false, 0, false, "wg128x64x64s6wssk4"},
 };
 enum { MM_NCASES = (int)(sizeof mm_cases / sizeof mm_cases[0]) };
 

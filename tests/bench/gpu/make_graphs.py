@@ -165,6 +165,20 @@ def reduce_cache():
     o("add_scalar", ["lms"], "lmse", scalar=1e-6)
     o("sqrt", ["lmse"], "lmsd")
     o("div", ["ls", "lmsd"], "lms_y", keep=True)
+    # GPT-2's layer norm at batch 1: a residual sum kept as an output, then its
+    # norm, 128 rows of 768 bf16 (few rows: a block a row, 128 threads)
+    ins["ga"], ins["gb"] = ("bf16", [128, 768]), ("bf16", [128, 768])
+    ins["gg"], ins["gbeta"] = ("bf16", [1, 768]), ("bf16", [1, 768])
+    o("add", ["ga", "gb"], "gres", keep=True)
+    o("mean", ["gres"], "gmu", axis=1)
+    o("sub", ["gres", "gmu"], "gd")
+    o("mul", ["gd", "gd"], "gd2")
+    o("mean", ["gd2"], "gvar", axis=1)
+    o("add_scalar", ["gvar"], "gve", scalar=1e-5)
+    o("sqrt", ["gve"], "gsd")
+    o("div", ["gd", "gsd"], "gn")
+    o("mul", ["gn", "gg"], "gng")
+    o("add", ["gng", "gbeta"], "gln_y", keep=True)
     graph("reduce_cache", ins, ops, outs)
 
 

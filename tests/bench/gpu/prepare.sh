@@ -28,7 +28,7 @@ done
 # every configuration of the wgmma path forced on the matmul check graphs
 # (NAME__CONFIG), so that the check covers each whatever the rule picks
 for g in tests/bench/gpu/mm_check_bf16.json tests/bench/gpu/mm_check_f16.json tests/bench/gpu/mm_check_views_bf16.json tests/bench/gpu/mm_check_views_f16.json tests/bench/gpu/mm_check_long_bf16.json tests/bench/gpu/mm_check_long_f16.json; do
-	for c in ${WG_FORCED:-wg128x128x64s4 wg128x256x64s4 wg128x128x64s4ws wg128x256x64s4ws}; do
+	for c in ${WG_FORCED:-wg128x128x64s4 wg128x256x64s4 wg128x128x64s4ws wg128x256x64s4ws wg128x64x64s6ws}; do
 		n=$(basename "${g%.*}")__$c
 		FUSEC_MATMUL_TILES=$c "$FUSEC" compile "$g" --no-cache -o "$G/plans/$n" > /dev/null
 	done
