@@ -47,6 +47,7 @@ enum {
 	MM_TC32 = 16,            /* tc128x32x32s3 */
 	MM_DW4 = 17, MM_DW2 = 18, MM_DW1 = 19, /* depthwise channels last */
 	MM_WGT128 = 20, MM_WGT256 = 21, /* wgmma tf32 (sm_90a, --allow-tf32) */
+	MM_WGT64 = 53,           /* wgtf32x128x64x32s4 */
 	MM_ATT64 = 22, MM_ATT128 = 23,  /* the attention op (matmul_attention.c) */
 	MM_GEMVSK4 = 24, MM_GEMVSK16 = 25, /* gemv split over 4 and 16 blocks */
 	MM_GEMVW = 26,           /* gemv8x128k8 (then its sk4, sk16) */
@@ -62,8 +63,11 @@ enum {
 	MM_WG64WS = 51,          /* wg128x64x64s6ws */
 	MM_WG64 = 52,            /* wg128x64x64s4 */
 	MM_WG64WSSK = 58,        /* wg128x64x64s6wssk2, then sk3, sk4, sk8 */
-	MM_WS_SPLIT_RULE = 1,    /* 1: the rule splits K on the 64-wide ws tile under
-				    a wave (ws_split); 0: it keeps the tile whole */
+	MM_WS_SPLIT_RULE = 0,    /* 1: the rule splits K on the 64-wide ws tile under
+				    a wave (ws_split); 0 (measured: split, GPT-2's
+				    batch-1 products each took 3-4 us more, the model
+				    655 -> 809 us on the H100; docs/benchmarks.md,
+				    session 58): it keeps the tile whole */
 	MM_WG128WS = 29, MM_WG256WS = 30, /* wg128x128x64s4ws, wg128x256x64s4ws */
 	MM_ATTWGK128PPT = 57,    /* attwg128x128d128ppt: pp with K and V by TMA */
 	MM_ATT_TMA_RULE = 1,     /* 1: the rule takes attwg128x128d128ppt where the
@@ -245,10 +249,12 @@ static const MmConfig mm_configs[] = {
 	{"attwg128x64d128ppt", true, false, false, 1, 128, 64, 128, 8, 1, 3, 0, true, 0, true, false, true, 0, true},
 	{"attwg128x128d64ppt", true, false, false, 2, 128, 128, 64, 8, 1, 3, 0, true, 0, true, false, true, 0, true},
 	{"attwg128x128d128ppt", true, false, false, 1, 128, 128, 128, 8, 1, 3, 0, true, 0, true, false, true, 0, true},
-	/* the 64-wide ws tile with K split 2, 3, 4 or 8 ways (matmul_ws.c): a
-	 * product of 65 to 256 rows has a few dozen of its tiles (GPT-2 at batch 1:
-	 * 12 to 48), each block of which loads a whole row of A and a column of B
-	 * panels; split, more blocks share those loads (mm_split_combine) */
+	/* the 64-wide ws tile with K split 2, 3, 4 or 8 ways (matmul_ws.c; forced
+	 * only, MM_WS_SPLIT_RULE): a product of 65 to 256 rows has a few dozen of
+	 * its tiles (GPT-2 at batch 1: 12 to 48), each block of which loads a whole
+	 * row of A and a column of B panels; split, more blocks share those loads
+	 * (mm_split_combine), but on the H100 each of GPT-2's took 3-4 us longer:
+	 * at K of 768 to 3072 a launch's fixed costs outweigh its K loop */
 	{"wg128x64x64s6wssk2", true, false, false, 1, 128, 64, 64, 8, 1, 6, 2, true, 0, false, true, false, 0, false},
 	{"wg128x64x64s6wssk3", true, false, false, 1, 128, 64, 64, 8, 1, 6, 3, true, 0, false, true, false, 0, false},
 	{"wg128x64x64s6wssk4", true, false, false, 1, 128, 64, 64, 8, 1, 6, 4, true, 0, false, true, false, 0, false},
@@ -690,6 +696,11 @@ int cg_matmul_variant(const CgKernelSpec *s, const char *arch, bool host, bool a
 	 * by the bf16 rule's thresholds; mma.sync below them and for the rest */
 	if (t == DT_F32 && tf32 && wg && mm_kmajor(mm)) {
 		int64_t big256 = batch * ((m + 127) / 128) * ((n + 255) / 256);
+		/* a conv of at most 64 output channels over a wave of 128x64 tiles:
+		 * the 64-wide tile, as bf16's (ResNet-50's first stage) */
+		int64_t t64 = batch * ((m + 127) / 128) * ((n + 63) / 64);
+		if (conv && mm->attr.layout == LAYOUT_NHWC && n <= 64 && t64 >= MM_WAVE)
+			return MM_WGT64;
 		if (u256 >= 0.9 && big256 >= MM_WAVE)
 			return MM_WGT256;
 		if (big > 0 && u128 >= 0.75 && 2 * big >= MM_WAVE)

@@ -141,15 +141,18 @@ import json, sys
 t = {k.get("tiles") for k in json.load(open(sys.argv[1]))["kernels"]}
 assert not any(x and x.startswith("wg") for x in t), t
 ' "$TMP/wtm/mm_check_tf32.plan.json"
-# the rule: ResNet-50's 56x56 expansion to 256 channels in tf32 channels last takes
-# the 128x256 tf32 wgmma tile, its 64-channel 3x3 the 128x128 one
+# the rule: ResNet-50's 7x7 1x1 to 2048 channels in tf32 channels last takes the
+# 128x128 tf32 wgmma tile, its 56x56 expansion to 256 channels the 128x256 one,
+# its 64-channel 3x3 the 64-wide one (a wave of 128x64 tiles, as bf16's)
 sed 's/"bf16"/"f32"/g' "$TMP/rule.json" > "$TMP/rule32.json"
 check conv-rule-tf32-compile 0 "$FUSEC" compile "$TMP/rule32.json" --allow-tf32 --layout nhwc -o "$TMP/rule32"
 check conv-rule-tf32-tiles 0 python3 -c '
 import json, sys
 p = json.load(open(sys.argv[1]))
-t = [k.get("tiles") for k in p["kernels"] if k.get("tiles")]
-assert "wgtf32x128x256x32s4" in t, t
+k = {k["name"]: k for k in p["kernels"]}
+t = [k[l["kernel"]].get("tiles") for s in p["steps"] for l in s["launches"]]
+t = [x for x in t if x]
+assert t == ["wgtf32x128x128x32s4", "wgtf32x128x256x32s4", "wgtf32x128x64x32s4"], t
 ' "$TMP/rule32/rule.plan.json"
 for c in tc128x128x64s3 tc64x64x32s3sk2 wg128x256x64s4 tc128x32x32s3 wg128x64x64s4; do
 	check "nhwc-$c" 0 env FUSEC_MATMUL_TILES=$c "$FUSEC" run $CN"_bf16.json" --backend cpu --check

@@ -62,9 +62,9 @@ mm_128x768x3072_bias_res fma64x64x16s3sk4
 mm_512x1024x1024_bias fma128x128x16s3sk4
 mm_512x4096x1024_bias_gelu fma128x128x16s3
 mm_512x1024x4096_bias_res fma128x128x16s3sk4
-mm_128x768x768_bf16 wg128x64x64s6wssk3
-mm_128x3072x768_bias_gelu_bf16 wg128x64x64s6wssk2
-mm_128x768x3072_bias_res_bf16 wg128x64x64s6wssk8
+mm_128x768x768_bf16 wg128x64x64s6ws
+mm_128x3072x768_bias_gelu_bf16 wg128x64x64s6ws
+mm_128x768x3072_bias_res_bf16 wg128x64x64s6ws
 mm_512x1024x4096_bias_res_bf16 tc64x64x32s3sk2
 EOF
 # the f32 rule by the fill of the last wave of 128x128 tiles (mm_sweep.py --waves;
@@ -171,21 +171,21 @@ bf16 16 768 768 tc64x64x32s3sk4
 bf16 16 4096 4096 tc64x64x32s3sk4
 bf16 12 11008 4096 wg128x128x64s4ws
 bf16 16 768 768 sm_75 gemv8x128k8sk4
-bf16 128 2304 768 wg128x64x64s6wssk3
-bf16 128 768 3072 wg128x64x64s6wssk8
-bf16 128 3072 768 wg128x64x64s6wssk2
-bf16 256 768 768 wg128x64x64s6wssk3
+bf16 128 2304 768 wg128x64x64s6ws
+bf16 128 768 3072 wg128x64x64s6ws
+bf16 128 3072 768 wg128x64x64s6ws
+bf16 256 768 768 wg128x64x64s6ws
 bf16 197 3072 768 wg128x64x64s6ws
 bf16 197 2304 768 wg128x64x64s6ws
 bf16 128 2304 768 sm_90 tc64x64x32s3
 bf16 128 256 768 tc64x64x32s3sk4
 bf16 64 2304 768 tc64x64x32s3
 EOF2
-# past 64 rows under half a wave: the 64-wide ws tile on the cpu backend, its K
-# split 8 ways
+# past 64 rows under half a wave: the 64-wide ws tile on the cpu backend
 check rule-ws64-run 0 "$FUSEC" run "$TMP/gemv_bf16_128x768x3072_sm_90a.json" --backend cpu --seed 1 --check &&
 	check rule-ws64-ok 1 grep -q "FAIL\|unbounded\|not checked" "$TMP/out"
-# split K on the ws tile (matmul_ws.c): the launch is at most a block an SM with
+# split K on the ws tile (matmul_ws.c; forced only, measured slower at batch 1's
+# sizes): the launch is at most a block an SM with
 # the scratch (a counter a tile, then a partial of 128x64 f32 a unit) before the
 # two tensor maps; ptxas takes the kernel
 check ws-split-compile 0 env FUSEC_MATMUL_TILES=wg128x64x64s6wssk3 "$FUSEC" compile tests/bench/gpu/mm_check_bf16.json --no-cache -o "$TMP/wssk"

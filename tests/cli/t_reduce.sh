@@ -388,3 +388,43 @@ if [ -x "$PTXAS" ]; then
 fi
 check red-dyn-half-run 0 "$FUSEC" run "$TMP/rh.yaml" --backend cpu --check --seed 1 &&
 	check red-dyn-half-ok 1 grep -q "FAIL\|unbounded\|not checked" "$TMP/out"
+# few rows (a grid under a wave of blocks: GPT-2's layer norms at batch 1, 128
+# rows of 768 bf16 with the residual sum kept): a block a row, 128 threads, while
+# 2048 rows keep a warp a row, 8 rows a block; the cpu backend runs both
+cat >"$TMP/rf.yaml" <<'Y'
+format: fusec-graph/1
+name: rf
+inputs:
+  a: {dtype: bf16, shape: [128, 768]}
+  b: {dtype: bf16, shape: [128, 768]}
+  g: {dtype: bf16, shape: [1, 768]}
+  a2: {dtype: bf16, shape: [2048, 768]}
+  s3: {dtype: f32, shape: [96, 40]}
+ops:
+  - {op: add, in: [a, b], out: h}
+  - {op: mean, in: [h], out: mu, axis: 1}
+  - {op: sub, in: [h, mu], out: d}
+  - {op: mul, in: [d, d], out: d2}
+  - {op: mean, in: [d2], out: var, axis: 1}
+  - {op: add_scalar, in: [var], out: ve, scalar: 1.0e-5}
+  - {op: sqrt, in: [ve], out: sd}
+  - {op: div, in: [d, sd], out: n}
+  - {op: mul, in: [n, g], out: y}
+  - {op: max_dim, in: [a2], out: m2, axis: 1}
+  - {op: sub, in: [a2, m2], out: d3}
+  - {op: exp, in: [d3], out: e3}
+  - {op: sum, in: [e3], out: z3, axis: 1}
+  - {op: div, in: [e3, z3], out: y2}
+  - {op: sum, in: [s3], out: y3, axis: 1}
+outputs: [h, y, y2, y3]
+Y
+check red-few-compile 0 "$FUSEC" compile "$TMP/rf.yaml" -o "$TMP/rf" --no-cache &&
+	check red-few-launches 0 python3 - "$TMP/rf/rf.plan.json" <<'PY'
+import json, sys
+p = json.load(open(sys.argv[1]))
+got = sorted((l["grid"][0], l["block"][:2]) for s in p["steps"] for l in s.get("launches", []))
+want = [(96, [32, 1]), (128, [128, 1]), (256, [32, 8])]
+sys.exit(0 if got == want else "launches %s, want %s" % (got, want))
+PY
+check red-few-run 0 "$FUSEC" run "$TMP/rf.yaml" --backend cpu --check --seed 1 &&
+	check red-few-ok 1 grep -q "FAIL\|unbounded\|not checked" "$TMP/out"
