@@ -178,6 +178,9 @@ struct CgKernel {
 	int index;               /* order of creation in the module */
 	const char *shape;       /* coop: the kernel's algorithm in words, for the plan
 				    ("rows: block per row"); NULL otherwise */
+	bool pdl;                /* waits at its start for the grids before it
+				    (griddepcontrol, sm_90 on: cg_module_pdl), so a
+				    runtime may launch it before they complete */
 };
 
 typedef struct CgModule CgModule;
@@ -202,6 +205,12 @@ LLVMModuleRef cg_module_llvm(CgModule *m);
 const char *cg_module_arch(const CgModule *m);   /* the arch, CG_DEFAULT_ARCH by default */
 bool cg_module_is_host(const CgModule *m);
 bool cg_module_allow_tf32(const CgModule *m);
+/* Whether the module's kernels take programmatic dependent launch: NVPTX for sm_90
+ * or later. Each then starts with griddepcontrol.wait (the grids before it in the
+ * stream complete, their writes visible) and griddepcontrol.launch_dependents (the
+ * next one may launch), both no-ops unless the runtime launched it with
+ * programmatic stream serialization (the plan's kernel "pdl": true). */
+bool cg_module_pdl(const CgModule *m);
 void cg_module_free(CgModule *m);
 
 /* The tile configuration of a matmul kernel for the segment's dims (dims[shape id]),

@@ -173,6 +173,19 @@ static void tmap_params(CgModule *m, LLVMValueRef fn, const CgParam *ps, int np)
 				    LLVMMetadataAsValue(m->ctx, LLVMMDNodeInContext2(m->ctx, md, 3)));
 }
 
+/* The kernel's first instructions where the module takes programmatic dependent
+ * launch (cg_module_pdl): wait for the grids before it, then let the next launch
+ * (its blocks wait in turn, so they may be placed while this grid runs). Before
+ * any access to global memory. */
+static void grid_wait(CgKb *kb)
+{
+	static const char text[] = "griddepcontrol.wait; griddepcontrol.launch_dependents;";
+	LLVMTypeRef ft = LLVMFunctionType(kb->m->t_void, NULL, 0, 0);
+	LLVMValueRef fn = LLVMGetInlineAsm(ft, text, sizeof text - 1, "~{memory}", 9, 1, 0,
+					   LLVMInlineAsmDialectATT, 0);
+	LLVMBuildCall2(kb->b, ft, fn, NULL, 0, "");
+}
+
 static void make_function(CgKb *kb, const char *name, const CgParam *ps, int np, int threads)
 {
 	CgModule *m = kb->m;
@@ -537,6 +550,7 @@ CgKernel *cg_build(CgModule *m, const CgKernelSpec *s, uint64_t hash, Diag *d)
 	int ntmap = coop ? 0 : cg_matmul_tmaps(s, m->opt.target == CG_TARGET_NVPTX);
 	np += ntmap;               /* a warp-specialized matmul's tensor maps */
 	k = ARENA_NEW(m->arena, CgKernel, 1);
+	k->pdl = cg_module_pdl(m);
 	k->params = ARENA_NEW(m->arena, CgParam, np + 1);
 	for (int i = 0; i < u->ntensors; i++)
 		if (u->read[i] || u->written[i])
@@ -583,6 +597,8 @@ CgKernel *cg_build(CgModule *m, const CgKernelSpec *s, uint64_t hash, Diag *d)
 		CgCoop c;
 		cg_coop_function(kb, name, k->params, k->nparams,
 				 red->dyn_bytes ? CG_RED_DYN_THREADS : CG_RED_THREADS, &c);
+		if (k->pdl)
+			grid_wait(kb);
 		cg_coop_annotate(&c, "maxnreg", red->long_rows ? CG_RED_LONG_MAXNREG : CG_RED_MAXNREG);
 		kb->math = (CgMath){m->ctx, m->mod, kb->b, m->opt.target == CG_TARGET_NVPTX,
 				    m->opt.libdevice != NULL && m->opt.target == CG_TARGET_NVPTX};
@@ -592,6 +608,8 @@ CgKernel *cg_build(CgModule *m, const CgKernelSpec *s, uint64_t hash, Diag *d)
 	}
 	make_function(kb, name, k->params, k->nparams,
 		      s->variant > 0 ? cg_matmul_threads(s->variant) : CG_BLOCK);
+	if (k->pdl)
+		grid_wait(kb);
 	kb->math = (CgMath){m->ctx, m->mod, kb->b, m->opt.target == CG_TARGET_NVPTX,
 			    m->opt.libdevice != NULL && m->opt.target == CG_TARGET_NVPTX};
 

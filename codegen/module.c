@@ -296,6 +296,12 @@ bool cg_module_is_host(const CgModule *m)
 	return m->opt.target == CG_TARGET_HOST;
 }
 
+bool cg_module_pdl(const CgModule *m)
+{
+	const char *a = m->opt.arch ? m->opt.arch : CG_DEFAULT_ARCH;
+	return m->opt.target == CG_TARGET_NVPTX && !strncmp(a, "sm_", 3) && atoi(a + 3) >= 90;
+}
+
 bool cg_module_allow_tf32(const CgModule *m)
 {
 	return m->opt.allow_tf32;

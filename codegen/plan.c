@@ -477,6 +477,11 @@ static void kernels_json(JsonW *w, const Schedule *s, const CgProgram *prog)
 		jw_end(w);
 		jw_key(w, "block");
 		dim3(w, ck->launch.block, 1, 1);
+		if (ck->pdl) {
+			/* starts by waiting for the grids before it (griddepcontrol) */
+			jw_key(w, "pdl");
+			jw_bool(w, true);
+		}
 		if (ck->variant > 0 && cg_matmul_cluster(ck->variant) > 1) {
 			/* launched in clusters of this many blocks along x */
 			jw_key(w, "cluster");

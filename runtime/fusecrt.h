@@ -143,6 +143,8 @@ int fusecrt_session_bind(fusecrt_session *s, const char *name, uint64_t devptr,
 
 /* CUDA graphs: runs replay one captured graph per set of bound addresses (on by
  * default; FUSEC_NO_GRAPH=1 in the environment turns it off for new sessions).
+ * Kernels of sm_90 plans go with programmatic dependent launch, directly and in the
+ * graphs (FUSEC_NO_PDL=1 turns it off for new sessions; docs/plan-format.md, "pdl").
  * fusecrt_session_graph returns 1 when the next run replays a graph, 0 when it
  * launches kernel by kernel, with why (one line, or "" when on) if why is not NULL;
  * the string is the session's. */

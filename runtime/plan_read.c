@@ -214,6 +214,18 @@ static int get_int(Parser *p, const cJSON *obj, const char *path, const char *ke
 	return check_int(p, j, sp, lo, hi, out);
 }
 
+static int get_bool(Parser *p, const cJSON *obj, const char *path, const char *key, bool *out)
+{
+	bool absent;
+	const cJSON *j = member(p, obj, path, key, cJSON_True | cJSON_False, false, &absent);
+	if (!j) {
+		*out = false;
+		return absent ? 0 : -1;
+	}
+	*out = cJSON_IsTrue(j);
+	return 0;
+}
+
 /* A [x, y, z] list of positive integers, each at most lim[i]. */
 static int get_dim3(Parser *p, const cJSON *obj, const char *path, const char *key,
 		    bool required, const int64_t lim[3], uint32_t out[3])
@@ -534,6 +546,7 @@ static int parse_kernel(Parser *p, const cJSON *j, const char *path, RtKernel *k
 	int64_t sh, cl;
 	if (get_dim3(p, j, path, "block", false, block_lim, k->block) < 0 ||
 	    get_int(p, j, path, "cluster", false, 1, 8, 1, &cl) < 0 ||
+	    get_bool(p, j, path, "pdl", &k->pdl) < 0 ||
 	    get_int(p, j, path, "shared_bytes", false, 0, INT32_MAX, 0, &sh) < 0)
 		return -1;
 	k->shared_bytes = (uint32_t)sh;

@@ -91,6 +91,8 @@ typedef struct {
 	int nparams;
 	uint32_t block[3];     /* 0 when the plan gives none */
 	uint32_t cluster;      /* blocks of a cluster along x ("cluster"; 1: none) */
+	bool pdl;              /* waits for the grids before it ("pdl"): launched with
+				  programmatic stream serialization */
 	uint32_t shared_bytes;
 	CgLaunch launch;       /* a plan for every size: its launch rule ("launch") */
 } RtKernel;

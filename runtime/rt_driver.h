@@ -41,6 +41,7 @@ enum {
 	CU_STREAM_CAPTURE_MODE_THREAD_LOCAL = 1,   /* CUstreamCaptureMode: only this thread's
 						      unsafe calls break the capture */
 	CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION = 4,
+	CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION = 6,
 };
 
 /* cuLaunchKernelEx's configuration (cuda.h's CUlaunchConfig and CUlaunchAttribute:
@@ -54,6 +55,7 @@ typedef struct {
 		struct {
 			unsigned x, y, z;
 		} cluster;
+		int programmatic;   /* programmaticStreamSerializationAllowed */
 	} value;
 } CUlaunchAttribute;
 
@@ -153,6 +155,8 @@ struct RtSession {
 	RtGraph graph;         /* the session's buffers' graph */
 	RtGraphMode graph_mode;
 	char graph_why[768];   /* graph_mode != RT_GRAPH_ON: why (a Diag message) */
+	bool pdl;              /* launch "pdl" kernels with programmatic stream
+				  serialization (FUSEC_NO_PDL=1 turns it off) */
 	int graph_captures, graph_replays;
 };
 

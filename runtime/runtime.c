@@ -601,6 +601,10 @@ RtStatus rt_session_open(RtSession **out, const RtPlan *plan, int ordinal, Diag 
 	RtSession *s = xcalloc(1, sizeof *s);
 	s->plan = plan;
 	s->graph.bound = xcalloc((size_t)plan->ntensors + 1, sizeof *s->graph.bound);
+	/* programmatic dependent launch where the driver has cuLaunchKernelEx, unless
+	 * FUSEC_NO_PDL is set (measuring; the kernels' waits are then no-ops) */
+	const char *nopdl = getenv("FUSEC_NO_PDL");
+	s->pdl = !(nopdl && nopdl[0] && strcmp(nopdl, "0") != 0);
 	const char *no = getenv("FUSEC_NO_GRAPH");
 	if (no && no[0] && strcmp(no, "0") != 0) {
 		s->graph_mode = RT_GRAPH_OFF;
@@ -609,6 +613,8 @@ RtStatus rt_session_open(RtSession **out, const RtPlan *plan, int ordinal, Diag 
 	}
 	*out = NULL;
 	RtStatus st = driver_open(&s->drv, d);
+	if (st == RT_OK && !s->drv.cuLaunchKernelEx)
+		s->pdl = false;   /* a driver before CUDA 12: launched as before */
 	if (st == RT_OK)
 		st = open_device(s, ordinal, d);
 	if (st == RT_OK) {
@@ -743,18 +749,36 @@ RtStatus rt_session_download(RtSession *s, int tensor, HostTensor *out, Diag *d)
 	return RT_OK;
 }
 
+/* Whether launch l goes through cuLaunchKernelEx: a kernel in clusters, or one that
+ * waits for the grids before it (programmatic dependent launch: its blocks may be
+ * placed while the grid before it runs; the kernel's griddepcontrol.wait holds them
+ * until that grid completed and its writes are visible). */
+static bool launch_ex(const RtSession *s, const RtKernel *k)
+{
+	return k->cluster > 1 || (k->pdl && s->pdl);
+}
+
 static CUresult launch(RtSession *s, const RtLaunch *l, void **argv)
 {
-	uint32_t cluster = s->plan->kernels[l->kernel].cluster;
-	if (cluster > 1) {
-		CUlaunchAttribute at;
-		memset(&at, 0, sizeof at);
-		at.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
-		at.value.cluster.x = cluster;
-		at.value.cluster.y = at.value.cluster.z = 1;
+	const RtKernel *k = &s->plan->kernels[l->kernel];
+	if (launch_ex(s, k)) {
+		CUlaunchAttribute at[2];
+		unsigned n = 0;
+		memset(at, 0, sizeof at);
+		if (k->cluster > 1) {
+			at[n].id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+			at[n].value.cluster.x = k->cluster;
+			at[n].value.cluster.y = at[n].value.cluster.z = 1;
+			n++;
+		}
+		if (k->pdl && s->pdl) {
+			at[n].id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+			at[n].value.programmatic = 1;
+			n++;
+		}
 		CUlaunchConfig c = {{l->grid[0], l->grid[1], l->grid[2]},
 				    {l->block[0], l->block[1], l->block[2]},
-				    l->shared_bytes, s->stream, &at, 1};
+				    l->shared_bytes, s->stream, at, n};
 		return s->drv.cuLaunchKernelEx(&c, s->funcs[l->kernel], argv, NULL);
 	}
 	return s->drv.cuLaunchKernel(s->funcs[l->kernel], l->grid[0], l->grid[1], l->grid[2],
@@ -763,9 +787,9 @@ static CUresult launch(RtSession *s, const RtLaunch *l, void **argv)
 }
 
 /* The driver call that launches kernel k (for its errors). */
-static const char *launch_call(const RtKernel *k)
+static const char *launch_call(const RtSession *s, const RtKernel *k)
 {
-	return k->cluster > 1 ? "cuLaunchKernelEx" : "cuLaunchKernel";
+	return launch_ex(s, k) ? "cuLaunchKernelEx" : "cuLaunchKernel";
 }
 
 RtStatus rt_launch_all(RtSession *s, void ***argv, CUevent *ev, Diag *d)
@@ -777,7 +801,7 @@ RtStatus rt_launch_all(RtSession *s, void ***argv, CUevent *ev, Diag *d)
 		const RtLaunch *l = &pl->launches[i];
 		CUresult r = launch(s, l, argv[i]);
 		if (r != CUDA_SUCCESS) {
-			rt_driver_fail(&s->drv, d, launch_call(&pl->kernels[l->kernel]), r);
+			rt_driver_fail(&s->drv, d, launch_call(s, &pl->kernels[l->kernel]), r);
 			diag_prefix(d, "launch %d (step %d, kernel '%s')", i, l->step,
 				    pl->kernels[l->kernel].name);
 			return RT_ERR_DEVICE;
@@ -906,7 +930,7 @@ bool rt_graph_prepare(RtSession *s, RtGraph *g, const uint64_t *bufs, void ***ar
 		const RtLaunch *l = &pl->launches[i];
 		r = launch(s, l, argv[i]);
 		if (r != CUDA_SUCCESS) {
-			rt_driver_fail(&s->drv, &why, launch_call(&pl->kernels[l->kernel]), r);
+			rt_driver_fail(&s->drv, &why, launch_call(s, &pl->kernels[l->kernel]), r);
 			diag_prefix(&why, "capturing launch %d (step %d, kernel '%s')", i, l->step,
 				    pl->kernels[l->kernel].name);
 			failed = true;

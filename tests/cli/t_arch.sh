@@ -20,6 +20,23 @@ contains two-target-80 "$TMP/two/$N.sm_80.ptx" ".target sm_80"
 contains two-target-90a "$TMP/two/$N.sm_90a.ptx" ".target sm_90a"
 contains two-wgmma-90a "$TMP/two/$N.sm_90a.ptx" "wgmma.mma_async"
 check two-no-wgmma-80 1 grep -q wgmma "$TMP/two/$N.sm_80.ptx"
+# programmatic dependent launch from sm_90 on: every sm_90a kernel starts by
+# waiting for the grids before it and says "pdl" in the plan; sm_80's do neither
+check two-pdl 0 python3 -c '
+import json, sys
+p = json.load(open(sys.argv[1]))
+assert p["arch"] == "sm_80" and not any("pdl" in k for k in p["kernels"]), p["kernels"]
+v = p["variants"][0]
+assert v["arch"] == "sm_90a" and all(k.get("pdl") is True for k in v["kernels"]), v["kernels"]
+' "$TMP/two/$N.plan.json"
+check two-pdl-90a 0 python3 -c '
+import re, sys
+t = open(sys.argv[1]).read()
+ks = re.findall(r"\.entry (\w+)", t)
+waits = re.findall(r"griddepcontrol\.wait;\s*griddepcontrol\.launch_dependents;", t)
+assert ks and len(waits) == len(ks), (len(ks), len(waits))
+' "$TMP/two/$N.sm_90a.ptx"
+check two-pdl-80 1 grep -q griddepcontrol "$TMP/two/$N.sm_80.ptx"
 same two-depfile "$TMP/two.d" "$TMP/two/$N.plan.json $TMP/two/$N.sm_80.ptx $TMP/two/$N.sm_90a.ptx: $G
 
 $G:"

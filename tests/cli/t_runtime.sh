@@ -190,3 +190,34 @@ sed 's/"name": "ab", "dtype": "f32", "shape": \[1000, 37\], "role": "intermediat
 check rt_alias_size 1 "$RUN" "$TMP/sz.plan.json" --plan-only
 same rt_alias_size_msg "$TMP/err" "$TMP/sz.plan.json: error: tensors[3].alias: tensor 'ab' (f32, 4000 bytes) cannot alias 't' (f32, 148000 bytes)"
 unset FUSEC_LIBCUDA
+
+# Programmatic dependent launch (docs/plan-format.md, "pdl"): a kernel marked "pdl"
+# is launched by cuLaunchKernelEx with programmatic stream serialization (which
+# fakecuda traces as "pdl"), kernel by kernel and in the graph; FUSEC_NO_PDL=1
+# launches it as before, and so does a driver without cuLaunchKernelEx; the
+# outputs are the same bytes. A "pdl" that is no boolean is refused.
+export FUSEC_LIBCUDA="$FAKE"
+sed 's/"name": "k_fma",/"name": "k_fma", "pdl": true,/' $FIX >"$TMP/pdl.plan.json"
+cp tests/runtime/axpb.ptx "$TMP/"
+check rt_pdl_base 0 "$RUN" $FIX --seed 3 --outputs "$TMP/pdl0"
+rm -f "$TMP/pdl.trace"
+check rt_pdl_direct 0 env FUSEC_NO_GRAPH=1 FAKECUDA_TRACE="$TMP/pdl.trace" "$RUN" "$TMP/pdl.plan.json" --seed 3 --outputs "$TMP/pdl1"
+# each launch of k_fma (and only those) goes with the attribute
+grep -c '^pdl$' "$TMP/pdl.trace" >"$TMP/pdl.n"
+grep -c '^kernel fix_fma ' "$TMP/pdl.trace" >"$TMP/fma.n"
+same rt_pdl_direct_trace "$TMP/pdl.n" "$(cat "$TMP/fma.n")"
+check rt_pdl_direct_some 1 grep -qx 0 "$TMP/fma.n"
+same_files rt_pdl_direct_same "$TMP/pdl1/y.npy" "$TMP/pdl0/y.npy"
+rm -f "$TMP/pdl.trace"
+check rt_pdl_graph 0 env FAKECUDA_TRACE="$TMP/pdl.trace" "$RUN" "$TMP/pdl.plan.json" --seed 3 --outputs "$TMP/pdl2"
+contains rt_pdl_graph_trace "$TMP/pdl.trace" "pdl"
+same_files rt_pdl_graph_same "$TMP/pdl2/y.npy" "$TMP/pdl0/y.npy"
+rm -f "$TMP/pdl.trace"
+check rt_pdl_off 0 env FUSEC_NO_PDL=1 FUSEC_NO_GRAPH=1 FAKECUDA_TRACE="$TMP/pdl.trace" "$RUN" "$TMP/pdl.plan.json" --seed 3
+check rt_pdl_off_trace 1 grep -q "pdl" "$TMP/pdl.trace"
+check rt_pdl_noex 0 env FUSEC_LIBCUDA="$BIN/tests/fakecuda_noex.so" "$RUN" "$TMP/pdl.plan.json" --seed 3 --outputs "$TMP/pdl3"
+same_files rt_pdl_noex_same "$TMP/pdl3/y.npy" "$TMP/pdl0/y.npy"
+sed 's/"name": "k_fma",/"name": "k_fma", "pdl": "yes",/' $FIX >"$TMP/pdlbad.plan.json"
+check rt_pdl_bad 1 "$RUN" "$TMP/pdlbad.plan.json" --plan-only
+contains rt_pdl_bad_msg "$TMP/err" "kernels[0].pdl: expected a boolean, got a string"
+unset FUSEC_LIBCUDA

@@ -681,8 +681,9 @@ CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned
 /* cuLaunchKernelEx (cuda.h's CUlaunchConfig and CUlaunchAttribute, written here
  * from cuda.h rather than taken from runtime/rt_driver.h, so that a slip in the
  * runtime's copy of the layout fails here instead of agreeing with itself): the
- * one attribute the runtime sets, a cluster along x whose size divides grid.x, is
- * checked and traced, and the blocks run as cuLaunchKernel's (one at a time, so
+ * attributes the runtime sets, a cluster along x whose size divides grid.x and
+ * programmatic stream serialization ("pdl"), are checked and traced, and the
+ * blocks run as cuLaunchKernel's (one at a time, so
  * a cluster's blocks never meet: the kernels that need clusters are sm_90a's,
  * which this library does not run). */
 typedef struct {
@@ -693,6 +694,7 @@ typedef struct {
 		struct {
 			unsigned x, y, z;
 		} cluster;
+		int programmatic;
 	} value;
 } FakeLaunchAttr;
 
@@ -711,6 +713,12 @@ CUresult cuLaunchKernelEx(const FakeLaunchConfig *c, void *f, void **params, voi
 		return E_INVALID_VALUE;
 	for (unsigned i = 0; i < c->nattrs; i++) {
 		const FakeLaunchAttr *a = &c->attrs[i];
+		if (a->id == 6) {   /* programmatic stream serialization */
+			if (a->value.programmatic != 1)
+				return E_INVALID_VALUE;
+			trace("pdl");
+			continue;
+		}
 		if (a->id != 4 || a->value.cluster.x < 1 || a->value.cluster.y != 1 ||
 		    a->value.cluster.z != 1 || c->grid[0] % a->value.cluster.x)
 			return E_INVALID_VALUE;
