@@ -515,8 +515,68 @@ static void stop(StreamOpt *o, int why)
 	o->stopped = true;
 }
 
+/* Outside --burn-exact, an elementwise op whose blocks could not merge joins the
+ * latest of them that starts at a matmul or conv with its Matmul fuser open and on
+ * which none of the others depends, directly or not: the op reads only what those
+ * blocks make, so the blocks stay acyclic, and it may become that launch's
+ * epilogue.
+ * A residual add after the last conv of a downsampling block reads that conv's
+ * result and the shortcut conv's: burn refuses to merge the two conv blocks (one
+ * Matmul fuser would hide the other) and opens a block of its own for the add,
+ * so neither conv's epilogue takes it (docs/burn-fidelity.md). False where no
+ * such block is there (then burn's dependent block). */
+/* Whether block b starts at a matmul or conv whose Matmul fuser still takes an
+ * epilogue. */
+static bool anchor_open(const Block *b)
+{
+	if (b->nops == 0 || (b->ops[0].kind != OP_MATMUL && b->ops[0].kind != OP_CONV2D))
+		return false;
+	for (int i = 0; i < b->nfusers; i++)
+		if (b->fusers[i]->vt->kind == FK_MATMUL && b->fusers[i]->status == FS_OPEN)
+			return true;
+	return false;
+}
+
+static bool join_latest(StreamOpt *o, const RelOp *op)
+{
+	int n = o->nblocks;
+	if (o->c->burn_exact || n < 2)
+		return false;
+	/* reach[i * n + j]: block i depends on block j, transitively */
+	bool *reach = xcalloc((size_t)n * (size_t)n, sizeof(bool));
+	bool *cand = xcalloc((size_t)n, sizeof(bool));
+	for (int i = 0; i < n; i++) {
+		cand[i] = block_contains_any(o->blocks[i], op);
+		for (int j = 0; j < n; j++)
+			reach[i * n + j] = i != j && block_depends_on(o->blocks[i], o->blocks[j]);
+	}
+	for (int k = 0; k < n; k++)
+		for (int i = 0; i < n; i++)
+			for (int j = 0; j < n && reach[i * n + k]; j++)
+				reach[i * n + j] |= reach[k * n + j];
+	int pick = -1;
+	for (int d = n - 1; d >= 0 && pick < 0 && ir_op_is_elementwise(op->kind); d--) {
+		if (!cand[d] || !anchor_open(o->blocks[d]))
+			continue;
+		bool free_of = true;
+		for (int c = 0; c < n && free_of; c++)
+			free_of = c == d || !cand[c] || !reach[c * n + d];
+		if (free_of)
+			pick = d;
+	}
+	free(reach);
+	free(cand);
+	if (pick < 0)
+		return false;
+	block_register(o->blocks[pick], op, o->length, true, o->c, true);
+	record_pos(o, EV_REGISTER_ACCEPTED, o->length, 1, o->nblocks);
+	return true;
+}
+
 static void on_dependent_op(StreamOpt *o, const RelOp *op)
 {
+	if (join_latest(o, op))
+		return;
 	if (o->nblocks >= o->c->max_blocks) {
 		merge_blocks(o, op, true);
 		if (o->nblocks >= o->c->max_blocks) {

@@ -180,3 +180,36 @@ fi
 check svg-no-dot 2 env PATH=/nonexistent "$FUSEC" compile $G/fusers.yaml --emit svg -o "$TMP/nosvg"
 contains svg-no-dot-msg "$TMP/err" "--emit svg needs Graphviz's \`dot\` on PATH"
 [ ! -e "$TMP/nosvg" ] && pass=$((pass + 1)) || { echo "FAIL svg-no-dot wrote files"; fail=$((fail + 1)); }
+# an op whose blocks cannot merge joins the latest of them that no other depends on
+# (explorer.c join_latest; docs/burn-fidelity.md row 20): a downsampling block's
+# residual add reads its last conv and the shortcut conv, two Matmul blocks that
+# cannot merge; the shortcut's epilogue takes the add and the ReLU. --burn-exact:
+# burn's dependent block, the add and the ReLU an ElementWise kernel of their own
+cat >"$TMP/join.json" <<'EOF2'
+{"format": "fusec-graph/1", "name": "join",
+ "inputs": {"x": {"dtype": "f32", "shape": [2, 16, 9, 9]},
+            "w1": {"dtype": "f32", "shape": [16, 16, 1, 1]}, "w2": {"dtype": "f32", "shape": [16, 16, 3, 3]},
+            "w3": {"dtype": "f32", "shape": [32, 16, 1, 1]}, "wd": {"dtype": "f32", "shape": [32, 16, 1, 1]}},
+ "ops": [{"op": "conv2d", "in": ["x", "w1"], "out": "c1"}, {"op": "relu", "in": ["c1"], "out": "r1"},
+         {"op": "conv2d", "in": ["r1", "w2"], "out": "c2", "padding": 1}, {"op": "relu", "in": ["c2"], "out": "r2"},
+         {"op": "conv2d", "in": ["r2", "w3"], "out": "c3"}, {"op": "conv2d", "in": ["x", "wd"], "out": "cd"},
+         {"op": "add", "in": ["c3", "cd"], "out": "s"}, {"op": "relu", "in": ["s"], "out": "y"}],
+ "outputs": ["y"]}
+EOF2
+cat >"$TMP/join.py" <<'EOF2'
+import json, sys
+p = json.load(open(sys.argv[1]))
+ks = {k["name"]: k for k in p["kernels"]}
+got = [ks[l["kernel"]]["op_names"] for s in p["steps"] for l in s["launches"]]
+got = [n for n in got if "Module::Conv2d" in n or "NumericFloat::Add" in n]
+want = {"join": [["Module::Conv2d", "Activation::Relu"]] * 2 + [["Module::Conv2d"]] +
+                [["Module::Conv2d", "NumericFloat::Add", "Activation::Relu"]],
+        "burn": [["Module::Conv2d"]] * 4 + [["NumericFloat::Add", "Activation::Relu"]]}[sys.argv[2]]
+sys.exit(0 if got == want else "launches %s, want %s" % (got, want))
+EOF2
+check join-compile 0 "$FUSEC" compile "$TMP/join.json" --layout nhwc -o "$TMP/join" --no-cache &&
+	check join-launches 0 python3 "$TMP/join.py" "$TMP/join/join.plan.json" join
+check join-burn 0 "$FUSEC" compile "$TMP/join.json" --layout nhwc --burn-exact -o "$TMP/joinb" --no-cache &&
+	check join-burn-launches 0 python3 "$TMP/join.py" "$TMP/joinb/join.plan.json" burn
+check join-run 0 "$FUSEC" run "$TMP/join.json" --layout nhwc --backend cpu --seed 1 --check &&
+	check join-run-ok 1 grep -q "FAIL\|unbounded\|not checked" "$TMP/out"
