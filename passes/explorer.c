@@ -516,8 +516,9 @@ static void stop(StreamOpt *o, int why)
 }
 
 /* Outside --burn-exact, an elementwise op whose blocks could not merge joins the
- * latest of them that starts at a matmul or conv with its Matmul fuser open and on
- * which none of the others depends, directly or not: the op reads only what those
+ * latest of them that starts at a matmul or conv with its Matmul fuser open, makes
+ * one of the op's inputs, and on which none of the others depends, directly or
+ * not: the op reads only what those
  * blocks make, so the blocks stay acyclic, and it may become that launch's
  * epilogue.
  * A residual add after the last conv of a downsampling block reads that conv's
@@ -533,6 +534,15 @@ static bool anchor_open(const Block *b)
 		return false;
 	for (int i = 0; i < b->nfusers; i++)
 		if (b->fusers[i]->vt->kind == FK_MATMUL && b->fusers[i]->status == FS_OPEN)
+			return true;
+	return false;
+}
+
+/* Whether block b makes one of op's inputs. */
+static bool makes_input(const Block *b, const RelOp *op)
+{
+	for (int i = 0; i < op->nin; i++)
+		if (iset_has(&b->produced, op->t[i].id))
 			return true;
 	return false;
 }
@@ -556,7 +566,7 @@ static bool join_latest(StreamOpt *o, const RelOp *op)
 				reach[i * n + j] |= reach[k * n + j];
 	int pick = -1;
 	for (int d = n - 1; d >= 0 && pick < 0 && ir_op_is_elementwise(op->kind); d--) {
-		if (!cand[d] || !anchor_open(o->blocks[d]))
+		if (!cand[d] || !anchor_open(o->blocks[d]) || !makes_input(o->blocks[d], op))
 			continue;
 		bool free_of = true;
 		for (int c = 0; c < n && free_of; c++)

@@ -899,6 +899,9 @@ static bool fall_back(RtSession *s, RtGraph *g, const Diag *why)
 	return false;
 }
 
+static bool plan_has_pdl(const RtPlan *pl);
+static bool capture(RtSession *s, RtGraph *g, const uint64_t *bufs, void ***argv, Diag *why);
+
 bool rt_graph_prepare(RtSession *s, RtGraph *g, const uint64_t *bufs, void ***argv)
 {
 	const RtPlan *pl = s->plan;
@@ -920,18 +923,44 @@ bool rt_graph_prepare(RtSession *s, RtGraph *g, const uint64_t *bufs, void ***ar
 			 "later has)", s->drv.path, missing);
 		return fall_back(s, g, &why);
 	}
+	if (capture(s, g, bufs, argv, &why))
+		return true;
+	/* a driver may refuse programmatic launches in a capture: try once more
+	 * without them (the session's direct launches too, from here on) */
+	if (s->pdl && plan_has_pdl(pl)) {
+		s->pdl = false;
+		if (capture(s, g, bufs, argv, &why))
+			return true;
+	}
+	return fall_back(s, g, &why);
+}
+
+/* Whether a kernel of plan pl waits for the grids before it ("pdl"). */
+static bool plan_has_pdl(const RtPlan *pl)
+{
+	for (int k = 0; k < pl->nkernels; k++)
+		if (pl->kernels[k].pdl)
+			return true;
+	return false;
+}
+
+/* Capture the plan's launches into g's executable graph; false with *why. */
+static bool capture(RtSession *s, RtGraph *g, const uint64_t *bufs, void ***argv, Diag *why)
+{
+	const RtPlan *pl = s->plan;
+	size_t nb = ((size_t)pl->ntensors + 1) * sizeof *bufs;
 	CUresult r = s->drv.cuStreamBeginCapture(s->stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL);
 	if (r != CUDA_SUCCESS) {
-		rt_driver_fail(&s->drv, &why, "cuStreamBeginCapture_v2", r);
-		return fall_back(s, g, &why);
+		rt_driver_fail(&s->drv, why, "cuStreamBeginCapture_v2", r);
+		return false;
 	}
 	bool failed = false;
 	for (int i = 0; i < pl->nlaunches && !failed; i++) {
 		const RtLaunch *l = &pl->launches[i];
 		r = launch(s, l, argv[i]);
 		if (r != CUDA_SUCCESS) {
-			rt_driver_fail(&s->drv, &why, launch_call(s, &pl->kernels[l->kernel]), r);
-			diag_prefix(&why, "capturing launch %d (step %d, kernel '%s')", i, l->step,
+			rt_driver_fail(&s->drv, why, launch_call(s, &pl->kernels[l->kernel]), r);
+			diag_prefix(why, "capturing launch %d (step %d, kernel '%s')", i, l->step,
 				    pl->kernels[l->kernel].name);
 			failed = true;
 		}
@@ -940,17 +969,17 @@ bool rt_graph_prepare(RtSession *s, RtGraph *g, const uint64_t *bufs, void ***ar
 	CUgraph graph = NULL;
 	r = s->drv.cuStreamEndCapture(s->stream, &graph);
 	if (!failed && r != CUDA_SUCCESS) {
-		rt_driver_fail(&s->drv, &why, "cuStreamEndCapture", r);
+		rt_driver_fail(&s->drv, why, "cuStreamEndCapture", r);
 		failed = true;
 	} else if (!failed && !graph) {
-		diag_set(&why, "", 0, 0, "cuStreamEndCapture returned no graph");
+		diag_set(why, "", 0, 0, "cuStreamEndCapture returned no graph");
 		failed = true;
 	}
 	CUgraphExec exec = NULL;
 	if (!failed) {
 		r = s->drv.cuGraphInstantiate(&exec, graph, 0);
 		if (r != CUDA_SUCCESS) {
-			rt_driver_fail(&s->drv, &why, "cuGraphInstantiateWithFlags", r);
+			rt_driver_fail(&s->drv, why, "cuGraphInstantiateWithFlags", r);
 			exec = NULL;
 			failed = true;
 		}
@@ -958,7 +987,7 @@ bool rt_graph_prepare(RtSession *s, RtGraph *g, const uint64_t *bufs, void ***ar
 	if (graph)   /* the executable graph does not need it */
 		s->drv.cuGraphDestroy(graph);
 	if (failed)
-		return fall_back(s, g, &why);
+		return false;
 	g->exec = exec;
 	memcpy(g->bound, bufs, nb);
 	s->graph_captures++;

@@ -217,6 +217,13 @@ check rt_pdl_off 0 env FUSEC_NO_PDL=1 FUSEC_NO_GRAPH=1 FAKECUDA_TRACE="$TMP/pdl.
 check rt_pdl_off_trace 1 grep -q "pdl" "$TMP/pdl.trace"
 check rt_pdl_noex 0 env FUSEC_LIBCUDA="$BIN/tests/fakecuda_noex.so" "$RUN" "$TMP/pdl.plan.json" --seed 3 --outputs "$TMP/pdl3"
 same_files rt_pdl_noex_same "$TMP/pdl3/y.npy" "$TMP/pdl0/y.npy"
+# a driver that refuses programmatic launches in a capture: the runtime captures
+# again without them, and the run still replays a graph, the same bytes
+rm -f "$TMP/pdl.trace"
+check rt_pdl_capture 0 env FAKECUDA_PDL_NO_CAPTURE=1 FAKECUDA_TRACE="$TMP/pdl.trace" "$RUN" "$TMP/pdl.plan.json" --seed 3 --outputs "$TMP/pdl4"
+contains rt_pdl_capture_graph "$TMP/pdl.trace" "instantiate:"
+check rt_pdl_capture_nopdl 1 grep -qx "pdl" "$TMP/pdl.trace"
+same_files rt_pdl_capture_same "$TMP/pdl4/y.npy" "$TMP/pdl0/y.npy"
 sed 's/"name": "k_fma",/"name": "k_fma", "pdl": "yes",/' $FIX >"$TMP/pdlbad.plan.json"
 check rt_pdl_bad 1 "$RUN" "$TMP/pdlbad.plan.json" --plan-only
 contains rt_pdl_bad_msg "$TMP/err" "kernels[0].pdl: expected a boolean, got a string"

@@ -716,6 +716,13 @@ CUresult cuLaunchKernelEx(const FakeLaunchConfig *c, void *f, void **params, voi
 		if (a->id == 6) {   /* programmatic stream serialization */
 			if (a->value.programmatic != 1)
 				return E_INVALID_VALUE;
+			/* FAKECUDA_PDL_NO_CAPTURE=1: refused in a capture, as some
+			 * drivers do */
+			const char *nc = getenv("FAKECUDA_PDL_NO_CAPTURE");
+			if (capture && nc && !strcmp(nc, "1")) {
+				capture->invalid = 1;
+				return E_CAPTURE_UNSUPPORTED;
+			}
 			trace("pdl");
 			continue;
 		}
