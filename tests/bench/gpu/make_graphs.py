@@ -807,13 +807,11 @@ def conv_join(dt):
     epilogue, reading the main path's last conv; compiled with --layout nhwc."""
     ins = {"x": (dt, [3, 32, 15, 15]), "w1": (dt, [32, 32, 1, 1]), "w2": (dt, [32, 32, 3, 3]),
            "w3": (dt, [72, 32, 1, 1]), "wd": (dt, [72, 32, 1, 1]), "bd": (dt, [72])}
+    # both paths of stride 2 at the block's last convs (every other pixel)
     ops = [op("conv2d", ["x", "w1"], "c1"), op("relu", ["c1"], "r1"),
            op("conv2d", ["r1", "w2"], "c2", padding=1), op("relu", ["c2"], "r2"),
-           op("conv2d", ["r2", "w3"], "c3"), op("conv2d", ["x", "wd", "bd"], "cd", stride=2),
-           ]
-    # the shortcut of stride 2 reads every other pixel: the main path too
-    ops[4] = op("conv2d", ["r2", "w3"], "c3", stride=2)
-    ops += [op("add", ["c3", "cd"], "s"), op("relu", ["s"], "y")]
+           op("conv2d", ["r2", "w3"], "c3", stride=2), op("conv2d", ["x", "wd", "bd"], "cd", stride=2),
+           op("add", ["c3", "cd"], "s"), op("relu", ["s"], "y")]
     graph("conv_join_" + dt, ins, ops, ["y"])
 
 
