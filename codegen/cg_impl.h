@@ -109,6 +109,8 @@ typedef struct CgKb {
 					 kernel (split-K matmul), or NULL */
 	LLVMValueRef tmap[1 + IR_MM_GROUP_MAX]; /* CG_PARAM_TMAP parameters by id (generic
 					 pointers to the maps), or NULL */
+	bool late_wait;               /* the kernel body calls cg_grid_wait itself, after
+					 its set-up (cg_matmul_waits_late) */
 	LLVMValueRef thread, nthreads;
 	LLVMValueRef *vload;          /* vector path: per relative id, loaded vector */
 	LLVMValueRef vbase;           /* vector path: flat index of lane 0 */
@@ -294,6 +296,12 @@ void cg_matmul_launch(int variant, const CgKernelSpec *s, CgLaunch *l);
 /* Whether configuration variant splits K over blocks: its kernel then takes a
  * CG_PARAM_SCRATCH parameter (the partial tiles and a counter per tile), last. */
 bool cg_matmul_splits(int variant);
+/* Whether the kernel of configuration variant on the GPU waits for the grids before
+ * it (griddepcontrol.wait) itself, after its set-up (a warp-specialized tile:
+ * mm_ws_tile_loop), in place of the frame's wait at its first instruction. */
+bool cg_matmul_waits_late(int variant);
+/* frame.c: griddepcontrol.wait then launch_dependents (programmatic dependent launch) */
+void cg_grid_wait(CgKb *kb);
 /* How many CG_PARAM_TMAP parameters the kernel of s takes, after the others: a
  * warp-specialized configuration's (matmul_ws.c) first operand and each sibling's
  * second, on the GPU; 0 otherwise. */

@@ -176,8 +176,9 @@ static void tmap_params(CgModule *m, LLVMValueRef fn, const CgParam *ps, int np)
 /* The kernel's first instructions where the module takes programmatic dependent
  * launch (cg_module_pdl): wait for the grids before it, then let the next launch
  * (its blocks wait in turn, so they may be placed while this grid runs). Before
- * any access to global memory. */
-static void grid_wait(CgKb *kb)
+ * any access to global memory: at the kernel's start, or where a warp-specialized
+ * matmul has set its barriers up (cg_matmul_waits_late). */
+void cg_grid_wait(CgKb *kb)
 {
 	static const char text[] = "griddepcontrol.wait; griddepcontrol.launch_dependents;";
 	LLVMTypeRef ft = LLVMFunctionType(kb->m->t_void, NULL, 0, 0);
@@ -598,7 +599,7 @@ CgKernel *cg_build(CgModule *m, const CgKernelSpec *s, uint64_t hash, Diag *d)
 		cg_coop_function(kb, name, k->params, k->nparams,
 				 red->dyn_bytes ? CG_RED_DYN_THREADS : CG_RED_THREADS, &c);
 		if (k->pdl)
-			grid_wait(kb);
+			cg_grid_wait(kb);
 		cg_coop_annotate(&c, "maxnreg", red->long_rows ? CG_RED_LONG_MAXNREG : CG_RED_MAXNREG);
 		kb->math = (CgMath){m->ctx, m->mod, kb->b, m->opt.target == CG_TARGET_NVPTX,
 				    m->opt.libdevice != NULL && m->opt.target == CG_TARGET_NVPTX};
@@ -608,8 +609,9 @@ CgKernel *cg_build(CgModule *m, const CgKernelSpec *s, uint64_t hash, Diag *d)
 	}
 	make_function(kb, name, k->params, k->nparams,
 		      s->variant > 0 ? cg_matmul_threads(s->variant) : CG_BLOCK);
-	if (k->pdl)
-		grid_wait(kb);
+	kb->late_wait = k->pdl && m->opt.target == CG_TARGET_NVPTX && cg_matmul_waits_late(s->variant);
+	if (k->pdl && !kb->late_wait)
+		cg_grid_wait(kb);
 	kb->math = (CgMath){m->ctx, m->mod, kb->b, m->opt.target == CG_TARGET_NVPTX,
 			    m->opt.libdevice != NULL && m->opt.target == CG_TARGET_NVPTX};
 

@@ -272,6 +272,12 @@ bool cg_matmul_splits(int v)
 	return v > 0 && v < MM_NCONFIGS && mm_configs[v].split > 1;
 }
 
+bool cg_matmul_waits_late(int v)
+{
+	return v > 0 && v < MM_NCONFIGS && mm_configs[v].ws && !mm_configs[v].att &&
+	       !mm_configs[v].dw && !mm_configs[v].gemv;
+}
+
 int cg_matmul_nvariants(void)
 {
 	return MM_NCONFIGS;

@@ -486,12 +486,21 @@ void mm_ws_tile_loop(Mm *x, LLVMValueRef block, LLVMValueRef nblocks, const int 
 	}
 	/* the initialised mbarriers visible to the copies that complete on them */
 	mm_asm_call(x, m->t_void, "fence.mbarrier_init.release.cluster;", "~{memory}", NULL, 0);
+	/* the tensor maps (parameters, not the grids' data) on their way in */
+	for (int i = 0; i < 1 + IR_MM_GROUP_MAX && kb->late_wait; i++)
+		if (kb->tmap[i])
+			mm_asm_call(x, m->t_void, "prefetch.tensormap [$0];", "l,~{memory}",
+				    &kb->tmap[i], 1);
 	LLVMBuildBr(x->b, bs);
 	LLVMPositionBuilderAtEnd(x->b, bs);
 	if (c->cluster)
 		cluster_sync(x);
 	else
 		mm_intrinsic(x, "llvm.nvvm.barrier0", NULL, 0, NULL, 0);
+	/* programmatic dependent launch: the set-up above overlaps the grid before;
+	 * from here on the kernel reads what that grid wrote */
+	if (kb->late_wait)
+		cg_grid_wait(kb);
 	LLVMBasicBlockRef bm = LLVMAppendBasicBlockInContext(m->ctx, kb->fn, "ws.multiply");
 	LLVMBasicBlockRef bc = LLVMAppendBasicBlockInContext(m->ctx, kb->fn, "ws.copy");
 	LLVMBasicBlockRef bd = LLVMAppendBasicBlockInContext(m->ctx, kb->fn, "ws.done");
