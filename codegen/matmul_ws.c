@@ -185,8 +185,10 @@ static LLVMValueRef map_b(Mm *x)
 	return v;
 }
 
-void mm_tma_tile(Mm *x, int w, LLVMValueRef map, LLVMValueRef rank, LLVMValueRef so,
-		 LLVMValueRef kt, LLVMValueRef bar)
+/* The coordinates of operand w's tile at K step kt in its tensor map, innermost
+ * first, from co[1] on (co[0], the innermost, is left to the caller: in); their
+ * count. */
+static int tma_coords(Mm *x, int w, LLVMValueRef kt, LLVMValueRef *in, LLVMValueRef *co)
 {
 	CgModule *m = x->kb->m;
 	const RelTensor *t = w ? x->tb : x->ta;
@@ -194,15 +196,54 @@ void mm_tma_tile(Mm *x, int w, LLVMValueRef map, LLVMValueRef rank, LLVMValueRef
 	LLVMValueRef m0 = LLVMBuildTrunc(x->b, x->m0, m->t_i32, "");
 	LLVMValueRef n0 = LLVMBuildTrunc(x->b, x->n0, m->t_i32, "");
 	LLVMValueRef row = w ? k0 : m0, col = w ? n0 : k0;
-	LLVMValueRef in = x->trans[w] ? row : col, out = x->trans[w] ? col : row;
-	LLVMValueRef args[3 + CG_TMAP_MAXRANK];
-	args[1] = map ? map : w ? map_b(x) : x->kb->tmap[0];
-	args[2] = bar;
+	*in = x->trans[w] ? row : col;
+	co[1] = x->trans[w] ? col : row;
 	int n = 2;
-	args[4] = out;
 	for (int d = x->rank - 3; d >= 0 && n < CG_TMAP_MAXRANK && !x->is_conv; d--)
 		if (t->shape[d] != 0)
-			args[3 + n++] = LLVMBuildTrunc(x->b, mm_batch_pos(x, w, d), m->t_i32, "");
+			co[n++] = LLVMBuildTrunc(x->b, mm_batch_pos(x, w, d), m->t_i32, "");
+	return n;
+}
+
+/* Operand w's tile at K step kt, every 128-byte panel of it, from memory into L2
+ * (cp.async.bulk.prefetch.tensor): a hint, which touches no shared memory and no
+ * barrier. */
+static void tma_prefetch(Mm *x, int w, LLVMValueRef kt)
+{
+	CgModule *m = x->kb->m;
+	LLVMValueRef co[CG_TMAP_MAXRANK], in;
+	int n = tma_coords(x, w, kt, &in, co);
+	char text[200], cons[64];
+	int at = snprintf(text, sizeof text, "cp.async.bulk.prefetch.tensor.%dd.L2.global.tile [$0, {", n);
+	for (int k = 0; k < n; k++)
+		at += snprintf(text + at, sizeof text - (size_t)at, "%s$%d", k ? ", " : "", 1 + k);
+	snprintf(text + at, sizeof text - (size_t)at, "}];");
+	at = snprintf(cons, sizeof cons, "l");
+	for (int k = 0; k < n; k++)
+		at += snprintf(cons + at, sizeof cons - (size_t)at, ",r");
+	snprintf(cons + at, sizeof cons - (size_t)at, ",~{memory}");
+	LLVMValueRef args[1 + CG_TMAP_MAXRANK];
+	args[0] = w ? map_b(x) : x->kb->tmap[0];
+	for (int k = 1; k < n; k++)
+		args[1 + k] = co[k];
+	for (int q = 0; q < x->cpr[w] / 8; q++) {
+		args[1] = LLVMBuildAdd(x->b, in, mm_i32c(x, q * 64), "");
+		mm_asm_call(x, m->t_void, text, cons, args, 1 + n);
+	}
+}
+
+void mm_tma_tile(Mm *x, int w, LLVMValueRef map, LLVMValueRef rank, LLVMValueRef so,
+		 LLVMValueRef kt, LLVMValueRef bar)
+{
+	CgModule *m = x->kb->m;
+	LLVMValueRef args[3 + CG_TMAP_MAXRANK], co[CG_TMAP_MAXRANK], in;
+	int n = tma_coords(x, w, kt, &in, co);
+	LLVMValueRef out = co[1];
+	for (int k = 2; k < n; k++)
+		args[3 + k] = co[k];
+	args[1] = map ? map : w ? map_b(x) : x->kb->tmap[0];
+	args[2] = bar;
+	args[4] = out;
 	bool multi = w == 0 && rank;
 	char text[320], cons[64];
 	int at = snprintf(text, sizeof text, "cp.async.bulk.tensor.%dd.shared::cluster.global.tile."
@@ -449,6 +490,33 @@ static void set_maxnreg(Mm *x, bool inc, int regs)
 	mm_asm_call(x, x->kb->m->t_void, text, "~{memory}", NULL, 0);
 }
 
+/* Programmatic dependent launch, before the grid wait: the second operand's panel
+ * of the block's first tile, its first MM_WS_PREFETCH K steps, from memory into L2
+ * (the weights of a projection stream in while the grid before drains). Only a
+ * hint: a line that grid still writes is read after the wait from L2, where those
+ * writes land. Thread 0; the tile's state is the copier's to set again. */
+static void prefetch_b(Mm *x, LLVMValueRef block)
+{
+	CgKb *kb = x->kb;
+	LLVMValueRef nb, ntm, ntn;
+	LLVMValueRef per_batch = mm_tile_grid(x, &nb, &ntm, &ntn);
+	LLVMValueRef total = mm_mul(x, nb, per_batch);
+	int G = x->ngroup > 1 ? x->ngroup : 1;
+	LLVMBasicBlockRef on = if_begin(x, mm_lt(x, block, mm_mulc(x, total, G)));
+	LLVMValueRef t = block;
+	mm_group_units(x, &t, total);
+	mm_tile_at(x, t, per_batch, ntm, ntn);
+	LLVMValueRef nk = mm_min64(x, mm_ceil_div(x, x->K, x->c->bk), mm_i64c(x, MM_WS_PREFETCH));
+	CgLoop lk;
+	cg_loop_begin(kb, &lk, mm_i64c(x, 0), nk, mm_i64c(x, 1));
+	tma_prefetch(x, 1, lk.i);
+	cg_loop_end(kb, &lk);
+	mm_group_end(x);
+	if_end(x, on);
+	x->grt = NULL;
+	x->m0 = x->n0 = NULL;
+}
+
 /* The kernel's tile loop for a ws configuration on the GPU (in place of
  * matmul_kernel.c's tile_loop, in each of its two copies). */
 void mm_ws_tile_loop(Mm *x, LLVMValueRef block, LLVMValueRef nblocks, const int *wr, int nw)
@@ -486,11 +554,14 @@ void mm_ws_tile_loop(Mm *x, LLVMValueRef block, LLVMValueRef nblocks, const int 
 	}
 	/* the initialised mbarriers visible to the copies that complete on them */
 	mm_asm_call(x, m->t_void, "fence.mbarrier_init.release.cluster;", "~{memory}", NULL, 0);
-	/* the tensor maps (parameters, not the grids' data) on their way in */
+	/* the tensor maps (parameters, not the grids' data) on their way in, and the
+	 * weights of the first tile into L2 */
 	for (int i = 0; i < 1 + IR_MM_GROUP_MAX && kb->late_wait; i++)
 		if (kb->tmap[i])
 			mm_asm_call(x, m->t_void, "prefetch.tensormap [$0];", "l,~{memory}",
 				    &kb->tmap[i], 1);
+	if (kb->late_wait && !c->cluster && c->split <= 1 && !w.gather)
+		prefetch_b(x, block);
 	LLVMBuildBr(x->b, bs);
 	LLVMPositionBuilderAtEnd(x->b, bs);
 	if (c->cluster)
