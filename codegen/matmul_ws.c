@@ -491,18 +491,22 @@ static void set_maxnreg(Mm *x, bool inc, int regs)
 }
 
 /* Programmatic dependent launch, before the grid wait: the second operand's panel
- * of the block's first tile, its first MM_WS_PREFETCH K steps, from memory into L2
- * (the weights of a projection stream in while the grid before drains). Only a
- * hint: a line that grid still writes is read after the wait from L2, where those
- * writes land. Thread 0; the tile's state is the copier's to set again. */
-static void prefetch_b(Mm *x, LLVMValueRef block)
+ * of the block's tile, its first MM_WS_PREFETCH K steps, from memory into L2 (the
+ * weights of a projection stream in while the grid before drains), where the
+ * launch has a tile a block at most (batch 1; a larger grid's blocks would ask for
+ * the same panels many times over, and its K loops are long). Only a hint: a line
+ * that grid still writes is read after the wait from L2, where those writes land.
+ * Thread 0; the tile's state is the copier's to set again. */
+static void prefetch_b(Mm *x, LLVMValueRef block, LLVMValueRef nblocks)
 {
 	CgKb *kb = x->kb;
 	LLVMValueRef nb, ntm, ntn;
 	LLVMValueRef per_batch = mm_tile_grid(x, &nb, &ntm, &ntn);
 	LLVMValueRef total = mm_mul(x, nb, per_batch);
 	int G = x->ngroup > 1 ? x->ngroup : 1;
-	LLVMBasicBlockRef on = if_begin(x, mm_lt(x, block, mm_mulc(x, total, G)));
+	LLVMValueRef units = mm_mulc(x, total, G);
+	LLVMValueRef one = LLVMBuildICmp(x->b, LLVMIntULE, units, nblocks, "");
+	LLVMBasicBlockRef on = if_begin(x, LLVMBuildAnd(x->b, one, mm_lt(x, block, units), ""));
 	LLVMValueRef t = block;
 	mm_group_units(x, &t, total);
 	mm_tile_at(x, t, per_batch, ntm, ntn);
@@ -561,7 +565,7 @@ void mm_ws_tile_loop(Mm *x, LLVMValueRef block, LLVMValueRef nblocks, const int 
 			mm_asm_call(x, m->t_void, "prefetch.tensormap [$0];", "l,~{memory}",
 				    &kb->tmap[i], 1);
 	if (kb->late_wait && !c->cluster && c->split <= 1 && !w.gather)
-		prefetch_b(x, block);
+		prefetch_b(x, block, nblocks);
 	LLVMBuildBr(x->b, bs);
 	LLVMPositionBuilderAtEnd(x->b, bs);
 	if (c->cluster)
