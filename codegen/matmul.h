@@ -57,7 +57,8 @@ enum {
 	MM_WS_GATHER_REGS = 72,
 	MM_WS_GATHERERS = 128,       /* its copying threads */
 	MM_WS_PREFETCH = 64,         /* K steps of B a ws block prefetches into L2 before
-					its grid wait (matmul_ws.c prefetch_b) */
+					its grid wait (matmul_ws.c prefetch_b), at most */
+	MM_WS_PREFETCH_BYTES = 16 << 20, /* and bytes a whole grid asks for, at most */
 	MM_SMEM_STATIC = 48 * 1024, /* static shared memory limit; above it, dynamic */
 	MM_WG_ALIGN = 1024,      /* wgmma's 128-byte swizzle repeats every 1024 bytes */
 	MM_WS_SMEM = 227 * 1024, /* the most shared memory of a block (sm_90) */

@@ -491,12 +491,14 @@ static void set_maxnreg(Mm *x, bool inc, int regs)
 }
 
 /* Programmatic dependent launch, before the grid wait: the second operand's panel
- * of the block's tile, its first MM_WS_PREFETCH K steps, from memory into L2 (the
- * weights of a projection stream in while the grid before drains), where the
- * launch has a tile a block at most (batch 1; a larger grid's blocks would ask for
- * the same panels many times over, and its K loops are long). Only a hint: a line
- * that grid still writes is read after the wait from L2, where those writes land.
- * Thread 0; the tile's state is the copier's to set again. */
+ * of the block's tile, its first K steps, from memory into L2 (the weights of a
+ * projection stream in while the grid before drains), where the launch has a tile
+ * a block at most (one wave: a larger grid's blocks would ask for the same panels
+ * many times over, and its K loops are long). At most MM_WS_PREFETCH steps, and
+ * MM_WS_PREFETCH_BYTES asked for by the whole grid (a third of the H100's L2).
+ * Only a hint: a line that grid still writes is read after the wait from L2,
+ * where those writes land. Thread 0; the tile's state is the copier's to set
+ * again. */
 static void prefetch_b(Mm *x, LLVMValueRef block, LLVMValueRef nblocks)
 {
 	CgKb *kb = x->kb;
@@ -510,7 +512,11 @@ static void prefetch_b(Mm *x, LLVMValueRef block, LLVMValueRef nblocks)
 	LLVMValueRef t = block;
 	mm_group_units(x, &t, total);
 	mm_tile_at(x, t, per_batch, ntm, ntn);
-	LLVMValueRef nk = mm_min64(x, mm_ceil_div(x, x->K, x->c->bk), mm_i64c(x, MM_WS_PREFETCH));
+	int64_t step = (int64_t)x->c->bn * x->c->bk * x->es;   /* a tile's panel a K step */
+	LLVMValueRef cap = LLVMBuildUDiv(x->b, mm_i64c(x, MM_WS_PREFETCH_BYTES / step),
+					 units, "");
+	LLVMValueRef nk = mm_min64(x, mm_min64(x, mm_ceil_div(x, x->K, x->c->bk),
+					       mm_i64c(x, MM_WS_PREFETCH)), cap);
 	CgLoop lk;
 	cg_loop_begin(kb, &lk, mm_i64c(x, 0), nk, mm_i64c(x, 1));
 	tma_prefetch(x, 1, lk.i);
@@ -519,6 +525,9 @@ static void prefetch_b(Mm *x, LLVMValueRef block, LLVMValueRef nblocks)
 	if_end(x, on);
 	x->grt = NULL;
 	x->m0 = x->n0 = NULL;
+	x->base[0] = x->base[1] = NULL;
+	for (int d = 0; d < IR_MAX_RANK; d++)
+		x->bpos[d] = NULL;
 }
 
 /* The kernel's tile loop for a ws configuration on the GPU (in place of

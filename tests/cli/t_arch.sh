@@ -37,20 +37,18 @@ waits = re.findall(r"griddepcontrol\.wait;\s*griddepcontrol\.launch_dependents;"
 assert ks and len(waits) == len(ks), (len(ks), len(waits))
 ' "$TMP/two/$N.sm_90a.ptx"
 # a warp-specialized kernel waits after its set-up (barriers, tensor-map prefetch,
-# its first tile's weights into L2); no kernel reads or writes global memory before
-# its wait (an L2 prefetch is a hint, not an access)
-check two-pdl-late 0 python3 -c '
-import re, sys
-t = open(sys.argv[1]).read()
-late = 0
-for body in re.split(r"\.entry ", t)[1:]:
-    head = body.split("griddepcontrol.wait", 1)[0]
-    bad = r"\b(ld|st|atom|red)\.global|cp\.async(?!\.bulk\.prefetch\.tensor\.\dd\.L2)|\b(ld|st)\.u"
-    assert not re.search(bad, head), body[:80]
-    late += all(s in head for s in ("mbarrier.init", "prefetch.tensormap",
-                                    "cp.async.bulk.prefetch.tensor"))
-assert late >= 1, late
-' "$TMP/two/$N.sm_90a.ptx"
+# its first tile's weights into L2); on every path of every kernel nothing reads
+# or writes global memory before the wait (an L2 prefetch is a hint, not an
+# access): tests/cli/pdl_paths.py follows the branches; the ws tiles forced too
+check two-pdl-late 0 env WANT_LATE=1 python3 tests/cli/pdl_paths.py "$TMP/two/$N.sm_90a.ptx"
+for cfg in wg128x128x64s4pp wg128x128x64s4wsc2 wg128x64x64s6wssk3 wg128x64x64s6ws; do
+	check "pdl-paths-$cfg" 0 env FUSEC_MATMUL_TILES=$cfg "$FUSEC" compile -q tests/bench/gpu/mm_siblings_bf16.json \
+		-o "$TMP/pdl-$cfg" --no-cache &&
+		check "pdl-paths-$cfg-ok" 0 python3 tests/cli/pdl_paths.py "$TMP/pdl-$cfg"/*.ptx
+done
+check pdl-paths-conv 0 env FUSEC_MATMUL_TILES=wg128x64x64s6ws "$FUSEC" compile -q \
+	tests/bench/gpu/conv_join_bf16.json --layout nhwc -o "$TMP/pdl-conv" --no-cache &&
+	check pdl-paths-conv-ok 0 python3 tests/cli/pdl_paths.py "$TMP/pdl-conv"/*.ptx
 check two-pdl-80 1 grep -q griddepcontrol "$TMP/two/$N.sm_80.ptx"
 same two-depfile "$TMP/two.d" "$TMP/two/$N.plan.json $TMP/two/$N.sm_80.ptx $TMP/two/$N.sm_90a.ptx: $G
 
