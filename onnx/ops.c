@@ -665,8 +665,24 @@ H(h_tile)
 		return -1;
 	if (n != x->rank)
 		return imp_fail(m, "%d repeats for rank %d", n, x->rank);
+	/* a unit dim repeated is a broadcast: one expand for all of them (as
+	 * exporters write grouped-query attention's repeat of k and v, which
+	 * passes/attention.c then reads in place), a cat of copies for the rest */
+	int64_t to[IR_MAX_RANK];
+	bool unit = false, cat[IR_MAX_RANK];
+	for (int i = 0; i < n; i++) {
+		if (rep[i] < 1)
+			return imp_fail(m, "repeat %lld is not supported", (long long)rep[i]);
+		unit |= x->dim[i] == 1 && rep[i] > 1;
+		cat[i] = x->dim[i] != 1 && rep[i] > 1;
+		to[i] = x->dim[i] == 1 ? rep[i] : x->dim[i];
+	}
+	if (unit && !(x = ob_expand(m, x, n, to)))
+		return -1;
 	for (int i = 0; i < n && x; i++) {
-		if (rep[i] < 1 || rep[i] > IR_MAX_IN)
+		if (!cat[i])
+			continue;
+		if (rep[i] > IR_MAX_IN)
 			return imp_fail(m, "repeat %lld is not supported", (long long)rep[i]);
 		Val *copies[IR_MAX_IN];
 		for (int k = 0; k < rep[i]; k++)
