@@ -38,9 +38,12 @@ static int consumer_takes(const Graph *g, const Launch *l, const Op *v, int y, i
 	for (int k = 0; k < l->nops; k++) {
 		const Op *op = &g->ops[l->ops[k]];
 		OpFamily f = ir_ops[op->kind].family;
-		/* a cat reads its operands through the evaluator (codegen/
-		 * kernel_join_window.c), so through views in front of it too */
-		if ((f == FAM_JOIN && op->kind != OP_CAT) || f == FAM_MODULE || f == FAM_CONTROL)
+		/* a cat or a gather reads its operands through the evaluator
+		 * (codegen/kernel_join_window.c), so through views in front of it
+		 * too: an embedding's index expanded to the table's width (the
+		 * importer's Gather) is read in place */
+		if ((f == FAM_JOIN && op->kind != OP_CAT && op->kind != OP_GATHER) ||
+		    f == FAM_MODULE || f == FAM_CONTROL)
 			return 0;
 		if (f == FAM_MATMUL) {
 			if (mm >= 0)

@@ -131,3 +131,24 @@ p = json.load(open(sys.argv[1]))
 g = {l["ops"][0]: l["grid"][0] for s in p["steps"] for l in s["launches"]}
 assert g[5] == 6, g    # 6000 elements: 1500 threads of 4, 6 blocks of 256
 ' "$TMP/ch/chunk.plan.json"
+
+# a gather reads its index through views too (its kernel evaluates it): the
+# importer's Gather expands an embedding's ids to the table's width, and that
+# expand sinks into the gather's launch instead of writing an i64 copy of the ids
+# per element of the result (BERT's and GPT-2's tok embeddings)
+E=tests/onnx/models/bert/model.onnx
+check gather_view_compile 0 "$FUSEC" compile $E -o "$TMP/gv" --no-cache
+check gather_view_plan 0 python3 -c '
+import json, sys
+p = json.load(open(sys.argv[1]))
+ops = {o for s in p["steps"] for l in s["launches"] for o in l["ops"]}
+k = {x["name"]: x for x in p["kernels"]}
+views = [v for s in p["steps"] for v in s.get("views", [])]
+gv = [v for v in views if v["tensor"].startswith("/tok/Gather_output_0")]
+assert gv and all(v["op"] not in ops for v in gv), views
+g = [l for s in p["steps"] for l in s["launches"] if "BaseFloat::Gather" in k[l["kernel"]]["op_names"]]
+assert len(g) == 1 and not any("BaseInt::Expand" in k[l["kernel"]]["op_names"] for s in p["steps"] for l in s["launches"]), g
+assert any(r == gv[0]["read_through"] for r in g[0]["reads"]), (g, gv)
+' "$TMP/gv/model.plan.json"
+check gather_view_cpu 0 "$FUSEC" run $E --backend cpu --check --seed 4
+check gather_view_ok 1 grep -q FAIL "$TMP/out"
