@@ -197,3 +197,32 @@ contains gather-slice-sunk "$TMP/gq.explain" "view: no kernel; read through by k
 # kernel of y2's transpose reads through it as the product's kernel does
 check gather-slice-compile 0 "$FUSEC" compile "$TMP/gq.onnx" -o "$TMP/gqc" --no-cache &&
 	contains gather-slice-launches "$TMP/err" "10 ops → 2 launches"
+
+# Tile: a repeated unit dim is imported as one expand (grouped-query attention's
+# repeat of k and v), the other repeated dims as cats of copies; both at once
+# here, against numpy's tile of the same input, on both backends
+python3 - "$TMP/tile.onnx" tests/cli <<'PY'
+import sys
+sys.dont_write_bytecode = True
+sys.path.insert(0, sys.argv[2])
+from onnx_wire import field, value, model, ints, node
+graph = (field(1, node("Tile", ["x", "rep"], ["y"])) + field(2, "g") +
+         field(5, ints("rep", [2, 1, 3, 4], [4])) +
+         field(11, value("x", [2, 1, 3, 1])) + field(12, value("y", [4, 1, 9, 4])))
+open(sys.argv[1], "wb").write(model(graph))
+PY
+"$(npy_python)" -c '
+import numpy as np, sys
+np.save(sys.argv[1], np.arange(6, dtype=np.float32).reshape(2, 1, 3, 1) - 2.5)
+' "$TMP/tile_x.npy"
+for b in interp cpu; do
+	check tile-run-$b 0 "$FUSEC" run "$TMP/tile.onnx" --backend $b --inputs x="$TMP/tile_x.npy" --outputs "$TMP/tile_$b"
+	check tile-values-$b 0 "$(npy_python)" -c '
+import numpy as np, sys
+x, y = np.load(sys.argv[1]), np.load(sys.argv[2])
+assert y.shape == (4, 1, 9, 4) and np.array_equal(y, np.tile(x, (2, 1, 3, 4))), y
+' "$TMP/tile_x.npy" "$TMP/tile_$b/y.npy"
+done
+check tile-explain 0 "$FUSEC" explain "$TMP/tile.onnx"
+contains tile-expand "$TMP/out" "BaseFloat::Expand"
+contains tile-cat "$TMP/out" "BaseFloat::Cat"
