@@ -62,7 +62,7 @@ static int bench_graph(const char *path, const char *inputs, uint64_t seed, cons
 		/* printed */
 	} else if ((inputs && run_load_inputs(g, inputs, in)) || run_random_inputs(g, seed, in)) {
 		status = EXIT_INPUT;
-	} else if (run_cuda_compile(g, false, false, &tmp, &d)) {
+	} else if (run_cuda_compile(g, false, false, false, &tmp, &d)) {
 		cmd_print_diag(&d);
 		status = EXIT_FAIL;
 	} else {

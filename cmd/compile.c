@@ -39,7 +39,8 @@ static const char compile_usage[] =
 	"                     [--emit LIST] [--plan-style STYLE] [--libdevice PATH]\n"
 	"                     [--cache-dir DIR | --no-cache | --no-result-cache]\n"
 	"                     [--trust-cache-dir] [-j N] [--shape-buckets N]\n"
-	"                     [--time] [--verify] [--allow-tf32] [--burn-exact]\n"
+	"                     [--time] [--verify] [--allow-tf32] [--allow-3xtf32]\n"
+	"                     [--burn-exact]\n"
 	"\n"
 	"Search fusions for GRAPH, generate PTX, and write DIR/NAME.ptx and\n"
 	"DIR/NAME.plan.json (DIR defaults to .). NAME is the graph's `name` key, or\n"
@@ -90,6 +91,10 @@ static const char compile_usage[] =
 	"                         runs once, launches read only what is written earlier\n"
 	"  --allow-tf32           f32 matmuls run on tensor cores as tf32 (10-bit\n"
 	"                         mantissa operands; sm_80 and later); the plan says so\n"
+	"  --allow-3xtf32         f32 matmuls whose weights can be read K-major run on\n"
+	"                         tensor cores as three tf32 products a step, summed in\n"
+	"                         f32 between steps (sm_90a; an error of about 1e-5 at\n"
+	"                         K = 4096 where f32 FMA has 1e-6); the plan says so\n"
 	"  --burn-exact           search with burn-fusion's rules where fusec deviates on\n"
 	"                         purpose (docs/burn-fidelity.md), to compare with burn\n"
 	"  --libdevice PATH       link libdevice bitcode for precise math; `auto` looks\n"
@@ -167,6 +172,7 @@ static int parse_options(int argc, char **argv, CompileOptions *o)
 		{"trust-cache-dir", no_argument, NULL, 'T'},
 		{"jobs", required_argument, NULL, 'j'},
 		{"allow-tf32", no_argument, NULL, 'f'},
+		{"allow-3xtf32", no_argument, NULL, 'X'},
 		{"burn-exact", no_argument, NULL, 'E'},
 		{"shape-buckets", required_argument, NULL, 'B'},
 		{0, 0, 0, 0},
@@ -310,6 +316,9 @@ static int parse_options(int argc, char **argv, CompileOptions *o)
 			break;
 		case 'f':
 			o->pl.allow_tf32 = true;
+			break;
+		case 'X':
+			o->pl.allow_3xtf32 = true;
 			break;
 		case 'E':
 			o->pl.search.burn_exact = true;

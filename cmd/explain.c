@@ -19,6 +19,7 @@
 static const char explain_usage[] =
 	"usage: fusec explain GRAPH [--op OP] [--json] [--max-blocks N] [--max-bindings N]\n"
 	"                     [--burn-exact] [--arch sm_XX[,sm_YY...]] [--allow-tf32]\n"
+	"                     [--allow-3xtf32]\n"
 	"\n"
 	"Show, for every op of GRAPH (or only OP), the segment and block it was settled\n"
 	"in, the fuser that took it or why none did, the op each fuser closed on with the\n"
@@ -31,7 +32,7 @@ static const char explain_usage[] =
 	"  --json      one JSON document (format fusec-explain/1, docs/inspect.md)\n"
 	"  --burn-exact  burn-fusion's rules where fusec deviates on purpose\n"
 	"              (docs/burn-fidelity.md)\n"
-	"  --arch sm_XX, --allow-tf32\n"
+	"  --arch sm_XX, --allow-tf32, --allow-3xtf32\n"
 	"              as for compile: the kernel names are those of that compile (of\n"
 	"              a list of arches, the first's: the plan's top level)\n"
 	"  --precision bf16|f16, --keep-f32 LIST, --layout nhwc\n"
@@ -41,10 +42,11 @@ static const char explain_usage[] =
 /* The PTX entry of every launch of s (pl_kernel_names), NULL where a launch
  * launches nothing. NULL after a message when the lowering fails: explain then
  * names kernels by their search unit. */
-static const char **entry_names(const Schedule *s, const char *arch, bool tf32, Arena *a)
+static const char **entry_names(const Schedule *s, const char *arch, bool tf32, bool x3,
+				 Arena *a)
 {
 	Diag d;
-	const char **names = pl_kernel_names(s, arch, tf32, a, &d);
+	const char **names = pl_kernel_names(s, arch, tf32, x3, a, &d);
 	if (!names) {
 		cmd_print_diag(&d);
 		fprintf(stderr, "%s: explain: the kernels could not be built; they are named by "
@@ -64,12 +66,13 @@ int cmd_explain(int argc, char **argv)
 		{"burn-exact", no_argument, NULL, 'E'},
 		{"arch", required_argument, NULL, 'a'},
 		{"allow-tf32", no_argument, NULL, 'f'},
+		{"allow-3xtf32", no_argument, NULL, 'X'},
 		{0, 0, 0, 0},
 	};
 	char arch[CG_MAX_TARGETS][CMD_ARCH_LEN];
 	int narch = 1;
 	snprintf(arch[0], sizeof arch[0], "%s", CG_DEFAULT_ARCH);
-	bool tf32 = false;
+	bool tf32 = false, x3 = false;
 	SearchOptions so;
 	pass_default_options(&so);
 	long op = -1, v;
@@ -114,6 +117,9 @@ int cmd_explain(int argc, char **argv)
 				return rc;
 			break;
 		}
+		case 'X':
+			x3 = true;
+			break;
 		case 'f':
 			tf32 = true;
 			break;
@@ -170,7 +176,7 @@ int cmd_explain(int argc, char **argv)
 		pass_precision_summary(g, cmd_precision_info(), &b);
 	if (!json)
 		pass_kmajor_summary(cmd_kmajor_made(), &b);
-	const char **entry = entry_names(s, arch[0], tf32, a);
+	const char **entry = entry_names(s, arch[0], tf32, x3, a);
 	pass_explain_ex(s, (int)op, json, entry, cmd_attention_info(), &b);
 	if (b.len)
 		fwrite(b.data, 1, b.len, stdout);

@@ -138,7 +138,7 @@ static PrecisionInfo precision_info; /* of the last graph loaded */
  * (passes/layout.c); NULL: where every conv runs on tensor cores (--allow-tf32 seen
  * among the command's options counts). */
 static const char *layout_name;
-static bool tf32_seen, burn_seen;
+static bool tf32_seen, x3_seen, burn_seen;
 static LayoutInfo layout_info;       /* of the last graph loaded */
 /* --attention fuse|keep (passes/attention.c), first of the graph rewrites; by
  * default the chains the flash kernel runs (ATTENTION_AUTO) */
@@ -223,7 +223,7 @@ static Graph *apply_precision(Graph *g)
 		return NULL;
 	}
 	/* the weights K-major, once their dtype is known */
-	pl_kmajor(g, burn_seen, &kmajor_made);
+	pl_kmajor(g, burn_seen, x3_seen && !tf32_seen, &kmajor_made);
 	if ((precision_name || kmajor_made) && g->sym && ir_sym_refresh(g, &d)) {
 		cmd_print_diag_code(&d, "invalid-input");
 		return NULL;
@@ -561,6 +561,7 @@ static int take_precision(const char *sub, int *argc, char **argv)
 		}
 		if (which < 0) {
 			tf32_seen = tf32_seen || !strcmp(argv[i], "--allow-tf32");
+			x3_seen = x3_seen || !strcmp(argv[i], "--allow-3xtf32");
 			burn_seen = burn_seen || !strcmp(argv[i], "--burn-exact");
 			argv[k++] = argv[i];
 			continue;

@@ -25,7 +25,7 @@
 static const char run_usage[] =
 	"usage: fusec run GRAPH [--backend interp|cpu|cuda] [--inputs DIR|NAME=FILE,...]\n"
 	"                 [--outputs DIR] [--seed N] [--check [--atol A] [--rtol R]]\n"
-	"                 [--allow-tf32] [--burn-exact] [--dynamic]\n"
+	"                 [--allow-tf32] [--allow-3xtf32] [--burn-exact] [--dynamic]\n"
 	"       fusec run DIR --backend cuda [--inputs DIR] [--outputs DIR] [--seed N]\n"
 	"\n"
 	"Execute GRAPH and print, per output, its dtype, shape, the sum of its elements\n"
@@ -52,6 +52,8 @@ static const char run_usage[] =
 	"                   (either alone: the other is 0)\n"
 	"  --allow-tf32     f32 matmuls may use tf32 tensor cores (cpu: emulated); the\n"
 	"                   check's bounds count their operands as tf32 (as compile's)\n"
+	"  --allow-3xtf32   f32 matmuls may run as three tf32 products a step (cpu:\n"
+	"                   emulated; as compile's); the check's bounds are f32's\n"
 	"  --burn-exact     cpu, cuda: search with burn-fusion's rules where fusec\n"
 	"                   deviates on purpose, as `fusec compile --burn-exact`\n"
 	"  --dynamic        cpu, cuda: compile the graph once for every size of its named\n"
@@ -112,10 +114,11 @@ static const struct {
 
 /* Prepare, run and collect; outs must hold g->noutputs empty tensors. */
 static int backend_run(const RunBackend *vt, const Graph *g, const Graph *gsym,
-		       const HostTensor *inputs, bool tf32, bool burn_exact, HostTensor *outs,
-		       Diag *d)
+		       const HostTensor *inputs, bool tf32, bool x3, bool burn_exact,
+		       HostTensor *outs, Diag *d)
 {
-	RunCtx c = {g, inputs, NULL, tf32, burn_exact, gsym};
+	RunCtx c = {.g = g, .inputs = inputs, .allow_tf32 = tf32, .allow_3xtf32 = x3,
+		    .burn_exact = burn_exact, .gsym = gsym};
 	int rc = vt->prepare(&c, d);
 	if (!rc)
 		rc = vt->run(&c, d);
@@ -415,7 +418,7 @@ static void print_check(const char *name, const HostTensor *want, const CheckRes
  * of the converted graph (passes/precision.c), and bounds that cover the
  * converted graph's roundings (docs/tolerances.md, "Reduced precision"). */
 static int reference_run(const Graph *g, const HostTensor *in, HostTensor *outs,
-			 HostTensor *bounds, bool tf32, Diag *d)
+			 HostTensor *bounds, int tf32, Diag *d)
 {
 	const PrecisionInfo *pi = cmd_precision_info();
 	if (!pi)
@@ -450,7 +453,7 @@ static int reference_run(const Graph *g, const HostTensor *in, HostTensor *outs,
  * output failed or the interpreter itself did, else EXIT_NOT_CHECKED when an output
  * was not checked, else EXIT_OK. flat: use atol/rtol, not the bounds. */
 static int check_outputs(const Graph *g, const HostTensor *in, const HostTensor *outs, bool flat,
-			 double atol, double rtol, bool tf32)
+			 double atol, double rtol, int tf32)
 {
 	int nunchecked = 0;
 	HostTensor *ref = xcalloc((size_t)g->noutputs + 1, sizeof *ref);
@@ -613,13 +616,15 @@ int cmd_run(int argc, char **argv)
 		{"atol", required_argument, NULL, 'A'},
 		{"rtol", required_argument, NULL, 'R'},
 		{"allow-tf32", no_argument, NULL, 't'},
+		{"allow-3xtf32", no_argument, NULL, 'X'},
 		{"burn-exact", no_argument, NULL, 'E'},
 		{"dynamic", no_argument, NULL, 'D'},
 		{0, 0, 0, 0},
 	};
 	const char *backend = "interp", *inputs = NULL, *outputs = NULL;
 	long seed = 0;
-	bool check = false, flat = false, tf32 = false, burn_exact = false, dynamic = false;
+	bool check = false, flat = false, tf32 = false, x3 = false, burn_exact = false;
+	bool dynamic = false;
 	double tol[2] = {0, 0};       /* atol, rtol */
 	int c;
 	optind = 1;
@@ -635,6 +640,7 @@ int cmd_run(int argc, char **argv)
 			break;
 		case 'c': check = true; break;
 		case 't': tf32 = true; break;
+		case 'X': x3 = true; break;
 		case 'E': burn_exact = true; break;
 		case 'D': dynamic = true; break;
 		case 'A': case 'R':
@@ -708,6 +714,8 @@ int cmd_run(int argc, char **argv)
 	}
 	HostTensor *in = xcalloc((size_t)g->ninputs + 1, sizeof *in);
 	HostTensor *outs = xcalloc((size_t)g->noutputs + 1, sizeof *outs);
+	/* the bounds of f32 matmuls: tf32 wins where both are given, as in compile */
+	int mode = tf32 ? INTERP_TF32 : x3 ? INTERP_3XTF32 : INTERP_F32;
 	/* the interpreter writing outputs also writes their error bounds */
 	HostTensor *bounds = vt == &interp_backend && outputs
 			     ? xcalloc((size_t)g->noutputs + 1, sizeof *bounds) : NULL;
@@ -719,8 +727,8 @@ int cmd_run(int argc, char **argv)
 		   run_random_inputs(g, (uint64_t)seed, in)) {
 		status = EXIT_INPUT;
 	} else if (bounds || (vt == &interp_backend && cmd_precision_info())
-		   ? reference_run(g, in, outs, bounds, tf32, &d)
-		   : backend_run(vt, g, gsym, in, tf32, burn_exact, outs, &d)) {
+		   ? reference_run(g, in, outs, bounds, mode, &d)
+		   : backend_run(vt, g, gsym, in, tf32, x3, burn_exact, outs, &d)) {
 		cmd_print_diag(&d);
 		status = EXIT_FAIL;
 	} else {
@@ -728,7 +736,7 @@ int cmd_run(int argc, char **argv)
 		if (outputs && write_outputs(g, outputs, outs, bounds))
 			status = EXIT_FAIL;
 		if (check) {
-			int cs = check_outputs(g, in, outs, flat, tol[0], tol[1], tf32);
+			int cs = check_outputs(g, in, outs, flat, tol[0], tol[1], mode);
 			if (cs == EXIT_FAIL || status == EXIT_OK)
 				status = cs;
 		}

@@ -16,6 +16,7 @@ typedef struct {
 	const HostTensor *inputs;  /* g->ninputs, in g->inputs order, checked to fit */
 	void *state;               /* the backend's own */
 	bool allow_tf32;           /* --allow-tf32 (cpu, cuda) */
+	bool allow_3xtf32;         /* --allow-3xtf32 (cpu, cuda) */
 	bool burn_exact;           /* --burn-exact: search with burn's rules (cpu, cuda) */
 	const Graph *gsym;         /* --dynamic (cpu): the graph read for every size of its
 				      named dims, compiled in g's place and bound to g's
@@ -35,7 +36,8 @@ typedef struct {
 	char plan[640], ptx[640];
 	UndoStep *undo;   /* removes dir on a signal */
 } RunTemp;
-int run_cuda_compile(const Graph *g, bool allow_tf32, bool burn_exact, RunTemp *t, Diag *d);
+int run_cuda_compile(const Graph *g, bool allow_tf32, bool allow_3xtf32, bool burn_exact,
+		     RunTemp *t, Diag *d);
 void run_cuda_cleanup(RunTemp *t);
 
 /* A compiled plan (a folder, or NAME.plan.json) with inputs for it: DIR/NAME.npy

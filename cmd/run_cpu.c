@@ -24,7 +24,7 @@ static int cpu_prepare(RunCtx *c, Diag *d)
 	pass_default_options(&so);
 	so.burn_exact = c->burn_exact;
 	st->s = pl_schedule(c->gsym ? c->gsym : c->g, &so, d);
-	st->h = st->s ? cg_host_new(st->s, c->allow_tf32, d) : NULL;
+	st->h = st->s ? cg_host_new(st->s, c->allow_tf32, c->allow_3xtf32, d) : NULL;
 	return st->h ? 0 : -1;
 }
 

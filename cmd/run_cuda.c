@@ -32,7 +32,8 @@ static int write_file(const char *path, const char *text, size_t len, Diag *d)
 	return 0;
 }
 
-int run_cuda_compile(const Graph *g, bool allow_tf32, bool burn_exact, RunTemp *t, Diag *d)
+int run_cuda_compile(const Graph *g, bool allow_tf32, bool allow_3xtf32, bool burn_exact,
+		     RunTemp *t, Diag *d)
 {
 	memset(t, 0, sizeof *t);
 	const char *tmp = getenv("TMPDIR");
@@ -53,6 +54,7 @@ int run_cuda_compile(const Graph *g, bool allow_tf32, bool burn_exact, RunTemp *
 	pl_default_options(&po);
 	po.search.burn_exact = burn_exact;
 	po.allow_tf32 = allow_tf32;
+	po.allow_3xtf32 = allow_3xtf32;
 	po.weights = false;
 	po.precision = cmd_precision_name();
 	po.keep_f32 = cmd_precision_keep();
@@ -86,7 +88,7 @@ static int cuda_prepare(RunCtx *c, Diag *d)
 	CudaState *st = xcalloc(1, sizeof *st);
 	c->state = st;
 	/* --dynamic: a plan for every size, which the runtime binds to the inputs */
-	return run_cuda_compile(c->gsym ? c->gsym : c->g, c->allow_tf32, c->burn_exact,
+	return run_cuda_compile(c->gsym ? c->gsym : c->g, c->allow_tf32, c->allow_3xtf32, c->burn_exact,
 				&st->tmp, d);
 }
 

@@ -100,6 +100,8 @@ typedef struct {
 	const char *name;        /* module name; "fusec" when NULL */
 	bool no_call_check;      /* tests only: skip the unresolved-call check */
 	bool allow_tf32;         /* f32 matmuls may run on tensor cores as tf32 */
+	bool allow_3xtf32;       /* f32 matmuls may run on tensor cores as three tf32
+				    products a step (matmul_wgmma.c), when not tf32 */
 } CgOptions;
 
 typedef enum {
@@ -205,6 +207,7 @@ LLVMModuleRef cg_module_llvm(CgModule *m);
 const char *cg_module_arch(const CgModule *m);   /* the arch, CG_DEFAULT_ARCH by default */
 bool cg_module_is_host(const CgModule *m);
 bool cg_module_allow_tf32(const CgModule *m);
+bool cg_module_allow_3xtf32(const CgModule *m);
 /* Whether the module's kernels take programmatic dependent launch: NVPTX for sm_90
  * or later. Each then starts with griddepcontrol.wait (the grids before it in the
  * stream complete, their writes visible) and griddepcontrol.launch_dependents (the
@@ -217,13 +220,16 @@ void cg_module_free(CgModule *m);
  * from the table of codegen/matmul_pick.c: 0 (not tiled) unless spec is a Matmul or
  * single matmul kernel over f16/bf16 or f32 on sm_80 or later (or host), or one of
  * at most 16 rows (gemv) on any arch; f32 on tensor cores (tf32) only when
- * allow_tf32 (and sm_80 or later, or host). divs: NULL where dims are the launch's
+ * allow_tf32 (and sm_80 or later, or host), or three tf32 products a step (3xTF32,
+ * wgmma: sm_90a, or host) when allow_3xtf32 and not allow_tf32. divs: NULL where dims
+ * are the launch's
  * own; in a plan for every size, whose dims are probe sizes, per shape id a number
  * that divides every size it takes (cg_dim_divisor), so that the warp-specialized
  * tiles are taken only where their tensor maps hold at every size (strides of
  * multiples of 16 bytes). */
 int cg_matmul_variant(const CgKernelSpec *spec, const char *arch, bool host,
-		      bool allow_tf32, const int64_t *divs, const int64_t *dims, int ndims);
+		      bool allow_tf32, bool allow_3xtf32, const int64_t *divs,
+		      const int64_t *dims, int ndims);
 const char *cg_matmul_variant_name(int variant);  /* "tc128x128x64s3"; "plain" for 0 */
 int cg_matmul_threads(int variant);   /* its kernel's threads per block (maxntid) */
 int cg_matmul_cluster(int variant);   /* blocks of its clusters (1: none) */
@@ -358,7 +364,7 @@ int cg_lower(CgModule *m, const Schedule *s, Arena *a, CgProgram *out, Diag *d);
 typedef struct CgHost CgHost;
 
 /* Lower s for the host and JIT it. NULL with *d on error. */
-CgHost *cg_host_new(const Schedule *s, bool allow_tf32, Diag *d);
+CgHost *cg_host_new(const Schedule *s, bool allow_tf32, bool allow_3xtf32, Diag *d);
 /* Which tensors need memory (inputs, outputs, written intermediates). */
 const bool *cg_host_buffers(const CgHost *h);
 /* Run every launch; data[t] is tensor t's dense buffer (NULL for tensors that need

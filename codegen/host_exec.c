@@ -26,12 +26,13 @@ struct CgHost {
 	int ntensors;
 };
 
-CgHost *cg_host_new(const Schedule *s, bool allow_tf32, Diag *d)
+CgHost *cg_host_new(const Schedule *s, bool allow_tf32, bool allow_3xtf32, Diag *d)
 {
 	CgHost *h = xcalloc(1, sizeof *h);
 	h->arena = arena_new();
 	h->ntensors = s->g->ntensors;
-	CgOptions o = {.target = CG_TARGET_HOST, .name = s->g->name, .allow_tf32 = allow_tf32};
+	CgOptions o = {.target = CG_TARGET_HOST, .name = s->g->name, .allow_tf32 = allow_tf32,
+		       .allow_3xtf32 = allow_3xtf32};
 	CgModule *m = cg_module_new(&o, h->arena, d);
 	LLVMModuleRef mod = NULL;
 	LLVMContextRef ctx = NULL;

@@ -204,7 +204,8 @@ int cg_lower(CgModule *m, const Schedule *s, Arena *a, CgProgram *out, Diag *d)
 			}
 			spec.variant = cg_matmul_variant(&spec, cg_module_arch(m),
 							 cg_module_is_host(m),
-							 cg_module_allow_tf32(m), divs, dims, ndims);
+							 cg_module_allow_tf32(m),
+							 cg_module_allow_3xtf32(m), divs, dims, ndims);
 			/* long f32 rows: the relative form has no row length, so the
 			 * choice is the concrete dims', made here (kernel_reduce.c) */
 			spec.red_long = cg_reduce_long_rows(&spec, dims, ndims,

@@ -109,6 +109,11 @@ typedef struct {
 	bool tma;                /* att and pp: K and V tiles by TMA, one thread issuing
 				    both (matmul_attention.c, pp_fill); the host runs
 				    them as pp's */
+	bool x3;                 /* tf32 wg over f32 at f32's accuracy (3xTF32): each
+				    operand split into a tf32 part and a tf32 rest
+				    in shared memory (mm_wg_round_tf32), three
+				    products a K step, rest x part, part x rest,
+				    part x part (matmul_wgmma.c); no --allow-tf32 */
 } MmConfig;
 
 /* A convolution run as an implicit GEMM on the tiles (matmul_conv.c): per image n
@@ -345,6 +350,7 @@ bool mm_alike(const CgKernelSpec *s, const int *mem, int ng, int nt, int *map);
 /* The tensor operand t of the matmul at s->ops[mi] is read from in memory: t itself,
  * or what its leading swap_dims / permute view reads; perm[d] (rank entries) the dim
  * of that tensor which is t's dim d. */
+bool mm_kmajor_at(const CgKernelSpec *s, int mi);
 const RelTensor *mm_operand_view(const CgKernelSpec *s, int mi, const RelTensor *t, int *perm);
 /* The TMA tensor map of parameter id of s's kernel under configuration c at these
  * dims (cg_matmul_tmap). */

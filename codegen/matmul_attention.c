@@ -759,9 +759,9 @@ int mm_attention_kernel(CgKb *kb, const MmConfig *cfg, const int *wr, int nw)
 	bool tf = op->t[0].dtype == DT_F32;
 	A->bn = cfg->bn;
 	A->cs = (MmConfig){"attention.s", true, tf, false, 0, MM_ATT_BM, A->bn, A->dmax,
-			   8, 1, 1, 0, cfg->wg, 0, true, false, false, 0, false};
+			   8, 1, 1, 0, cfg->wg, 0, true, false, false, 0, false, false};
 	A->co = (MmConfig){"attention.o", true, tf, false, 0, MM_ATT_BM, A->dmax, A->bn,
-			   8, 1, 1, 0, cfg->wg, 0, true, false, false, 0, false};
+			   8, 1, 1, 0, cfg->wg, 0, true, false, false, 0, false, false};
 	Mm *x = &A->s, *o = &A->o;
 	setup(A, x, &A->cs, op);
 	setup(A, o, &A->co, op);

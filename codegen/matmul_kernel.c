@@ -89,8 +89,9 @@ static void tile_loop(Mm *x, LLVMValueRef block, LLVMValueRef nblocks, const int
 	/* the K steps loaded ahead of the one computed: STAGES - 1, so that the stage
 	 * refilled at step kt is the one read at kt - 1; wgmma on the GPU leaves its
 	 * group of step kt in flight while step kt + 1 is issued (mm_wg_compute_gpu), so
-	 * there the stage refilled is the one read at kt - 2 */
-	int lead = x->gpu && c->wg ? c->stages - 2 : c->stages - 1;
+	 * there the stage refilled is the one read at kt - 2 (but for 3xTF32, whose
+	 * step waits for its products: matmul_wgmma.c) */
+	int lead = x->gpu && c->wg && !c->x3 ? c->stages - 2 : c->stages - 1;
 	/* prologue: stages 0 .. lead-1 */
 	for (int s = 0; s < lead; s++) {
 		LLVMBasicBlockRef bl = LLVMAppendBasicBlockInContext(m->ctx, kb->fn, "pro.load");
@@ -253,9 +254,9 @@ int mm_tile_kernel(CgKb *kb, const MmConfig *cfg, const int *wr, int nw)
 	if (!mm_fits(c, x->dt, true))
 		return cg_fail(kb, "internal: tile configuration %s does not fit %s", c->name,
 			       ir_dtype_name(x->dt));
-	if (c->wg && c->tf32 && !mm_kmajor(x->op))
-		return cg_fail(kb, "internal: tile configuration %s takes only a conv channels "
-			       "last (tf32 wgmma reads both operands K-major)", c->name);
+	if (c->wg && c->tf32 && !mm_kmajor_at(kb->spec, mi))
+		return cg_fail(kb, "internal: tile configuration %s takes only operands read "
+			       "K-major (tf32 wgmma's one layout)", c->name);
 	int r = x->rank;
 	if (x->is_conv && !c->gemv) {
 		mm_conv_setup(x);
@@ -276,7 +277,7 @@ int mm_tile_kernel(CgKb *kb, const MmConfig *cfg, const int *wr, int nw)
 	x->padded = !c->tc && !c->gemv;
 	x->opaque_copy = x->gpu && x->is_conv && c->wg && c->bn == 64 && !c->ws;
 	x->a_bytes = mm_tile_bytes(c, x->es, 0);
-	x->stage_bytes = x->a_bytes + mm_tile_bytes(c, x->es, 1);
+	x->stage_bytes = (x->a_bytes + mm_tile_bytes(c, x->es, 1)) * (c->x3 ? 2 : 1);
 	if (c->gemv) {
 		/* the element path's sums, or the vector path's (a chunk of columns a
 		 * thread: matmul_gemv.c) */
@@ -318,7 +319,10 @@ int mm_tile_kernel(CgKb *kb, const MmConfig *cfg, const int *wr, int nw)
 		x->sbase = LLVMBuildTrunc(x->b, LLVMBuildPtrToInt(x->b, g, m->t_i64, ""), m->t_i32, "");
 		if (c->wg)   /* (mm_smem asked for the room) */
 			mm_wg_align(x, g);
-		LLVMValueRef a = LLVMBuildAlloca(x->b, LLVMArrayType(m->t_f32, (unsigned)x->nacc), "acc");
+		/* 3xTF32: a stage's products in accumulators of their own after
+		 * these, added to them in f32 (mm_wg_compute_gpu) */
+		LLVMValueRef a = LLVMBuildAlloca(x->b, LLVMArrayType(m->t_f32,
+						 (unsigned)x->nacc * (c->x3 ? 2 : 1)), "acc");
 		x->acc = a;
 		x->tid = sreg(x, "llvm.nvvm.read.ptx.sreg.tid.x");
 	} else {

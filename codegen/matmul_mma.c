@@ -200,11 +200,21 @@ void mm_tc_compute_host(Mm *x, LLVMValueRef s)
 	LLVMValueRef sum = cg_carry(kb, &lk, LLVMConstReal(kb->m->t_f32, 0));
 	LLVMValueRef a = mm_smem_elem(x, 0, sa, row, lk.i);
 	LLVMValueRef bv = mm_smem_elem(x, 1, sb, lk.i, col);
-	if (x->c->tf32) {
+	LLVMValueRef next = sum;
+	if (x->c->x3) {
+		/* 3xTF32 (matmul_wgmma.c): the rests' products, then the parts' */
+		LLVMValueRef ap = mm_to_tf32(x, a), bp = mm_to_tf32(x, bv);
+		LLVMValueRef ar = mm_to_tf32(x, LLVMBuildFSub(x->b, a, ap, ""));
+		LLVMValueRef br = mm_to_tf32(x, LLVMBuildFSub(x->b, bv, bp, ""));
+		next = LLVMBuildFAdd(x->b, next, LLVMBuildFMul(x->b, ar, bp, ""), "");
+		next = LLVMBuildFAdd(x->b, next, LLVMBuildFMul(x->b, ap, br, ""), "");
+		a = ap;
+		bv = bp;
+	} else if (x->c->tf32) {
 		a = mm_to_tf32(x, a);
 		bv = mm_to_tf32(x, bv);
 	}
-	cg_carry_next(kb, &lk, sum, LLVMBuildFAdd(x->b, sum, LLVMBuildFMul(x->b, a, bv, ""), ""));
+	cg_carry_next(kb, &lk, sum, LLVMBuildFAdd(x->b, next, LLVMBuildFMul(x->b, a, bv, ""), ""));
 	cg_loop_end(kb, &lk);
 	mm_acc_store(x, le.i, LLVMBuildFAdd(x->b, mm_acc_load(x, le.i), sum, ""));
 	cg_loop_end(kb, &le);

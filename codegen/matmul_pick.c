@@ -63,6 +63,7 @@ enum {
 	MM_WG64WS = 51,          /* wg128x64x64s6ws */
 	MM_WG64 = 52,            /* wg128x64x64s4 */
 	MM_WG64WSSK = 58,        /* wg128x64x64s6wssk2, then sk3, sk4, sk8 */
+	MM_X3_128 = 62, MM_X3_64 = 63, MM_X3_96 = 64, /* 3xTF32 (matmul_wgmma.c) */
 	MM_WS_SPLIT_RULE = 0,    /* 1: the rule splits K on the 64-wide ws tile under
 				    a wave (ws_split); 0 (measured: split, GPT-2's
 				    batch-1 products each took 3-4 us more, the model
@@ -83,87 +84,87 @@ enum {
  * tiling". Every entry fits MM_THREADS threads; entries whose shared memory (mm_smem)
  * exceeds MM_SMEM_STATIC take it as the launch's dynamic shared memory. */
 static const MmConfig mm_configs[] = {
-	{"plain", false, false, false, 0, 0, 0, 0, 0, 0, 0, 0, false, 0, false, false, false, 0, false},
+	{"plain", false, false, false, 0, 0, 0, 0, 0, 0, 0, 0, false, 0, false, false, false, 0, false, false},
 	/* 2 blocks per SM: ptxas fits 128 registers (a few hundred bytes of spills), and
 	 * 16 warps hide ldmatrix and mma latency better than 8; BK = 64 and 96 KiB of
 	 * dynamic shared memory: half the barriers of BK = 32, and a short K (G7,
 	 * K = 256) is in flight after the prologue */
-	{"tc128x128x64s3", true, false, false, 2, 128, 128, 64, 2, 4, 3, 0, false, 0, false, false, false, 0, false},
-	{"tc64x64x32s3", true, false, false, 0, 64, 64, 32, 2, 4, 3, 0, false, 0, false, false, false, 0, false},
+	{"tc128x128x64s3", true, false, false, 2, 128, 128, 64, 2, 4, 3, 0, false, 0, false, false, false, 0, false, false},
+	{"tc64x64x32s3", true, false, false, 0, 64, 64, 32, 2, 4, 3, 0, false, 0, false, false, false, 0, false, false},
 	/* f32 SIMT: 2 blocks per SM, 128 registers without spills once the padded
 	 * tiles read at immediate offsets (matmul_simt.c; a conv with a gather asks
 	 * for none, matmul_kernel.c) */
-	{"fma128x128x16s3", false, false, false, 2, 128, 128, 16, 0, 0, 3, 0, false, 0, false, false, false, 0, false},
-	{"fma64x64x16s3", false, false, false, 0, 64, 64, 16, 0, 0, 3, 0, false, 0, false, false, false, 0, false},
+	{"fma128x128x16s3", false, false, false, 2, 128, 128, 16, 0, 0, 3, 0, false, 0, false, false, false, 0, false, false},
+	{"fma64x64x16s3", false, false, false, 0, 64, 64, 16, 0, 0, 3, 0, false, 0, false, false, false, 0, false, false},
 	/* --allow-tf32: mma.sync m16n8k8 tf32; f32 stages are twice the bytes, so the
 	 * large tile takes half the K of the bf16 tiles to stay within 48 KiB */
-	{"tf32x128x128x16s3", true, true, false, 0, 128, 128, 16, 2, 4, 3, 0, false, 0, false, false, false, 0, false},
-	{"tf32x64x64x32s3", true, true, false, 0, 64, 64, 32, 2, 4, 3, 0, false, 0, false, false, false, 0, false},
+	{"tf32x128x128x16s3", true, true, false, 0, 128, 128, 16, 2, 4, 3, 0, false, 0, false, false, false, 0, false, false},
+	{"tf32x64x64x32s3", true, true, false, 0, 64, 64, 32, 2, 4, 3, 0, false, 0, false, false, false, 0, false, false},
 	/* M <= MM_GEMV_M (decode): no shared operand tiles, every dtype and arch; 8
 	 * rows a block (M of 9 to 16 takes two rows of tiles) */
-	{"gemv8x64k8", false, false, true, 2, 8, 64, 8, 0, 0, 0, 0, false, 0, false, false, false, 0, false},
+	{"gemv8x64k8", false, false, true, 2, 8, 64, 8, 0, 0, 0, 0, false, 0, false, false, false, 0, false, false},
 	/* long K with a wave of 128x256 tiles (G5): 64x64 warp tiles (8 ldmatrix.x4
 	 * per 32 mma), 4 stages (96 KiB), 255 registers, one block per SM */
-	{"tc128x256x32s4", true, false, false, 1, 128, 256, 32, 2, 4, 4, 0, false, 0, false, false, false, 0, false},
+	{"tc128x256x32s4", true, false, false, 1, 128, 256, 32, 2, 4, 4, 0, false, 0, false, false, false, 0, false, false},
 	/* split-K (under a wave of output tiles): `split` blocks share an output tile,
 	 * each taking a contiguous share of K; their partial tiles go to the launch's
 	 * scratch and the last of them sums the partials in split order, then runs the
 	 * epilogue (mm_split_combine). Two blocks per SM asked of ptxas (128 registers):
 	 * unbounded, the combine's loads took up to 207 (docs/benchmarks.md, "Matmul
 	 * under a wave") */
-	{"fma64x64x16s3sk3", false, false, false, 2, 64, 64, 16, 0, 0, 3, 3, false, 0, false, false, false, 0, false},
-	{"fma64x64x16s3sk4", false, false, false, 2, 64, 64, 16, 0, 0, 3, 4, false, 0, false, false, false, 0, false},
+	{"fma64x64x16s3sk3", false, false, false, 2, 64, 64, 16, 0, 0, 3, 3, false, 0, false, false, false, 0, false, false},
+	{"fma64x64x16s3sk4", false, false, false, 2, 64, 64, 16, 0, 0, 3, 4, false, 0, false, false, false, 0, false, false},
 	/* the large SIMT tile split: no blocks per SM asked (157 registers with a bias
 	 * epilogue; at 128 it spilled 64 bytes and ran 2048x768x3072 in 0.365 ms
 	 * against 0.281 with none: docs/benchmarks.md, session 40) */
-	{"fma128x128x16s3sk4", false, false, false, 0, 128, 128, 16, 0, 0, 3, 4, false, 0, false, false, false, 0, false},
-	{"tc64x64x32s3sk2", true, false, false, 2, 64, 64, 32, 2, 4, 3, 2, false, 0, false, false, false, 0, false},
-	{"tc64x64x32s3sk4", true, false, false, 2, 64, 64, 32, 2, 4, 3, 4, false, 0, false, false, false, 0, false},
+	{"fma128x128x16s3sk4", false, false, false, 0, 128, 128, 16, 0, 0, 3, 4, false, 0, false, false, false, 0, false, false},
+	{"tc64x64x32s3sk2", true, false, false, 2, 64, 64, 32, 2, 4, 3, 2, false, 0, false, false, false, 0, false, false},
+	{"tc64x64x32s3sk4", true, false, false, 2, 64, 64, 32, 2, 4, 3, 4, false, 0, false, false, false, 0, false, false},
 	/* sm_90a (the default arch): wgmma.mma_async m64nBNk16 straight from the
 	 * stages, one warpgroup per 64 rows (the warp grid 8 x 1 is the accumulator
 	 * layout of wgmma: warp w holds rows 16w..16w+15 of the block tile, the same
 	 * fragment-to-element map as mma.sync's m16n8 repeated along N); operand
 	 * tiles in 128-byte panels with the 128-byte swizzle (wg_desc, matmul_wgmma.c) */
-	{"wg128x128x64s4", true, false, false, 1, 128, 128, 64, 8, 1, 4, 0, true, 0, false, false, false, 0, false},
-	{"wg128x256x64s4", true, false, false, 1, 128, 256, 64, 8, 1, 4, 0, true, 0, false, false, false, 0, false},
+	{"wg128x128x64s4", true, false, false, 1, 128, 128, 64, 8, 1, 4, 0, true, 0, false, false, false, 0, false, false},
+	{"wg128x256x64s4", true, false, false, 1, 128, 256, 64, 8, 1, 4, 0, true, 0, false, false, false, 0, false, false},
 	/* a channels-last conv of few output channels per group (MobileNetV3's 1x1
 	 * convs of 16 to 40 channels on 112x112 to 28x28 planes): rows are pixels,
 	 * so a tall narrow tile wastes fewer columns than 64x64 (the warp tile is
 	 * tc64x64x32s3's, 32x16); on the H200 the 16-channel ones ran 1.5-1.7x
 	 * faster on it */
-	{"tc128x32x32s3", true, false, false, 0, 128, 32, 32, 4, 2, 3, 0, false, 0, false, false, false, 0, false},
+	{"tc128x32x32s3", true, false, false, 0, 128, 32, 32, 4, 2, 3, 0, false, 0, false, false, false, 0, false, false},
 	/* not tiles: a depthwise conv channels last (matmul_depthwise.c), 16 bytes of
 	 * channels of 4, 2 or 1 output columns a thread (the rule: 1 for a 3x3, 2
 	 * from 5x5 on) */
-	{"dwc4", false, false, false, 0, 0, 0, 0, 0, 0, 0, 0, false, 4, false, false, false, 0, false},
-	{"dwc2", false, false, false, 0, 0, 0, 0, 0, 0, 0, 0, false, 2, false, false, false, 0, false},
-	{"dwc1", false, false, false, 0, 0, 0, 0, 0, 0, 0, 0, false, 1, false, false, false, 0, false},
+	{"dwc4", false, false, false, 0, 0, 0, 0, 0, 0, 0, 0, false, 4, false, false, false, 0, false, false},
+	{"dwc2", false, false, false, 0, 0, 0, 0, 0, 0, 0, 0, false, 2, false, false, false, 0, false, false},
+	{"dwc1", false, false, false, 0, 0, 0, 0, 0, 0, 0, 0, false, 1, false, false, false, 0, false, false},
 	/* sm_90a, --allow-tf32: wgmma m64nBNk8 tf32 over f32 stages, whose rows of
 	 * BK = 32 elements are one 128-byte panel; tf32 wgmma takes both operands
 	 * K-major only (A rows along K, B stored transposed: a conv channels last), and
 	 * reads the f32 bits as they lie, so each thread rounds the chunks it copied
 	 * to tf32 in shared memory before the stage is read (matmul_wgmma.c) */
-	{"wgtf32x128x128x32s4", true, true, false, 1, 128, 128, 32, 8, 1, 4, 0, true, 0, false, false, false, 0, false},
-	{"wgtf32x128x256x32s4", true, true, false, 1, 128, 256, 32, 8, 1, 4, 0, true, 0, false, false, false, 0, false},
+	{"wgtf32x128x128x32s4", true, true, false, 1, 128, 128, 32, 8, 1, 4, 0, true, 0, false, false, false, 0, false, false},
+	{"wgtf32x128x256x32s4", true, true, false, 1, 128, 256, 32, 8, 1, 4, 0, true, 0, false, false, false, 0, false, false},
 	/* not tiles: the attention op, 128 rows of q a block, 64 keys a step, head
 	 * dims (of q and of v) up to 64 or 128 (matmul_attention.c); two blocks per
 	 * SM asked of ptxas (128 registers, a hundred bytes of spills against 216 or
 	 * 255 registers, one block): on the H200 BERT's attention 44 -> 30 us, issue
 	 * 24's 32x2048^2x128 562 -> 523 us (docs/benchmarks.md) */
-	{"att128x64d64", true, false, false, 2, 128, 64, 64, 8, 1, 1, 0, false, 0, true, false, false, 0, false},
-	{"att128x64d128", true, false, false, 2, 128, 64, 128, 8, 1, 1, 0, false, 0, true, false, false, 0, false},
+	{"att128x64d64", true, false, false, 2, 128, 64, 64, 8, 1, 1, 0, false, 0, true, false, false, 0, false, false},
+	{"att128x64d128", true, false, false, 2, 128, 64, 128, 8, 1, 1, 0, false, 0, true, false, false, 0, false, false},
 	/* gemv with K split over blocks (matmul_gemv.c): a 768-wide output of one
 	 * token is 12 tiles, 12 of 132 SMs; split, each block's summed tile goes to
 	 * the scratch and the last adds them in split order (gemv_rule). Every gemv
 	 * asks for 2 blocks per SM: 128 registers without spills for 8 rows (16
 	 * rows a block spilled there) */
-	{"gemv8x64k8sk4", false, false, true, 2, 8, 64, 8, 0, 0, 0, 4, false, 0, false, false, false, 0, false},
-	{"gemv8x64k8sk16", false, false, true, 2, 8, 64, 8, 0, 0, 0, 16, false, 0, false, false, false, 0, false},
+	{"gemv8x64k8sk4", false, false, true, 2, 8, 64, 8, 0, 0, 0, 4, false, 0, false, false, false, 0, false, false},
+	{"gemv8x64k8sk16", false, false, true, 2, 8, 64, 8, 0, 0, 0, 16, false, 0, false, false, false, 0, false, false},
 	/* the same 128 wide, four columns a thread (fewer steps of k in flight: M
 	 * from 9; 184 bytes of spills at 128 registers for 8 rows, none for 1) */
-	{"gemv8x128k8", false, false, true, 2, 8, 128, 8, 0, 0, 0, 0, false, 0, false, false, false, 0, false},
-	{"gemv8x128k8sk4", false, false, true, 2, 8, 128, 8, 0, 0, 0, 4, false, 0, false, false, false, 0, false},
-	{"gemv8x128k8sk16", false, false, true, 2, 8, 128, 8, 0, 0, 0, 16, false, 0, false, false, false, 0, false},
+	{"gemv8x128k8", false, false, true, 2, 8, 128, 8, 0, 0, 0, 0, false, 0, false, false, false, 0, false, false},
+	{"gemv8x128k8sk4", false, false, true, 2, 8, 128, 8, 0, 0, 0, 4, false, 0, false, false, false, 0, false, false},
+	{"gemv8x128k8sk16", false, false, true, 2, 8, 128, 8, 0, 0, 0, 16, false, 0, false, false, false, 0, false, false},
 	/* wgmma warp-specialized and persistent (matmul_ws.c): a third warpgroup
 	 * copies the stages by TMA (one thread, handed over through mbarriers) while
 	 * the two others multiply, one block per SM loops over the tiles, and the
@@ -171,21 +172,21 @@ static const MmConfig mm_configs[] = {
 	 * under it. 2-27 % faster than wg's on every shape of the sweep (8192^3 +
 	 * bias: 1.51 against 1.86 ms, 94 % of cuBLAS; docs/benchmarks.md, session
 	 * 46), so the rule takes them wherever every operand has a tensor map */
-	{"wg128x128x64s4ws", true, false, false, 1, 128, 128, 64, 8, 1, 4, 0, true, 0, false, true, false, 0, false},
-	{"wg128x256x64s4ws", true, false, false, 1, 128, 256, 64, 8, 1, 4, 0, true, 0, false, true, false, 0, false},
+	{"wg128x128x64s4ws", true, false, false, 1, 128, 128, 64, 8, 1, 4, 0, true, 0, false, true, false, 0, false, false},
+	{"wg128x256x64s4ws", true, false, false, 1, 128, 256, 64, 8, 1, 4, 0, true, 0, false, true, false, 0, false, false},
 	/* the attention op over f32 under --allow-tf32: tf32 mma.sync, stages of four
 	 * bytes an element (128 KB for head dims up to 64, 224 KB up to 128, which
 	 * only sm_90's 227 KB holds), one block an SM */
-	{"att128x64d64t", true, true, false, 1, 128, 64, 64, 8, 1, 1, 0, false, 0, true, false, false, 0, false},
-	{"att128x64d128t", true, true, false, 1, 128, 64, 128, 8, 1, 1, 0, false, 0, true, false, false, 0, false},
+	{"att128x64d64t", true, true, false, 1, 128, 64, 64, 8, 1, 1, 0, false, 0, true, false, false, 0, false, false},
+	{"att128x64d128t", true, true, false, 1, 128, 64, 128, 8, 1, 1, 0, false, 0, true, false, false, 0, false, false},
 	/* head dims up to 256 (f16/bf16): 208 KB of stages, which only sm_90 holds, one
 	 * block an SM */
-	{"att128x64d256", true, false, false, 1, 128, 64, 256, 8, 1, 1, 0, false, 0, true, false, false, 0, false},
+	{"att128x64d256", true, false, false, 1, 128, 64, 256, 8, 1, 1, 0, false, 0, true, false, false, 0, false, false},
 	/* ws ping-pong (matmul_ws.c): each multiplying warpgroup takes whole 128x128
 	 * tiles, every other one of the block's, so that the epilogue of one runs
 	 * while the other multiplies (a GELU epilogue of a K = 768 tile takes about
 	 * as long as its products) */
-	{"wg128x128x64s4pp", true, false, false, 1, 128, 128, 64, 8, 1, 4, 0, true, 0, false, true, true, 0, false},
+	{"wg128x128x64s4pp", true, false, false, 1, 128, 128, 64, 8, 1, 4, 0, true, 0, false, true, true, 0, false, false},
 	/* the attention op on wgmma (sm_90a): the same block tile and softmax as
 	 * att128x64d*, 64 or 128 keys a step, S = q kt from shared memory in
 	 * 128-byte panels, O += P v with P from registers (matmul_attention.c).
@@ -195,70 +196,75 @@ static const MmConfig mm_configs[] = {
 	 * mma.sync; up to 128 one block an SM, 128 keys a step (216 to 255
 	 * registers): 32x2048^2x128 363 us against 396 with 64 keys and 412 with 64
 	 * keys and two blocks (docs/benchmarks.md, session 49) */
-	{"attwg128x64d64", true, false, false, 2, 128, 64, 64, 8, 1, 1, 0, true, 0, true, false, false, 0, false},
-	{"attwg128x64d128", true, false, false, 1, 128, 64, 128, 8, 1, 1, 0, true, 0, true, false, false, 0, false},
-	{"attwg128x128d64", true, false, false, 2, 128, 128, 64, 8, 1, 1, 0, true, 0, true, false, false, 0, false},
-	{"attwg128x128d128", true, false, false, 1, 128, 128, 128, 8, 1, 1, 0, true, 0, true, false, false, 0, false},
+	{"attwg128x64d64", true, false, false, 2, 128, 64, 64, 8, 1, 1, 0, true, 0, true, false, false, 0, false, false},
+	{"attwg128x64d128", true, false, false, 1, 128, 64, 128, 8, 1, 1, 0, true, 0, true, false, false, 0, false, false},
+	{"attwg128x128d64", true, false, false, 2, 128, 128, 64, 8, 1, 1, 0, true, 0, true, false, false, 0, false, false},
+	{"attwg128x128d128", true, false, false, 1, 128, 128, 128, 8, 1, 1, 0, true, 0, true, false, false, 0, false, false},
 	/* ws, 96 columns (B K-major only: a 128-byte panel of 96 rows; MN-major
 	 * panels are 64 columns wide): a matmul of 768 columns at 2048 rows has 128
 	 * tiles of these for 132 SMs where 128x128 leaves 36 of them idle */
-	{"wg128x96x64s4ws", true, false, false, 1, 128, 96, 64, 8, 1, 4, 0, true, 0, false, true, false, 0, false},
+	{"wg128x96x64s4ws", true, false, false, 1, 128, 96, 64, 8, 1, 4, 0, true, 0, false, true, false, 0, false, false},
 	/* the same two with six stages: the epilogue's region shrinks to make room
 	 * (mm_ws_epi_rows); the rule takes the 96-wide one (MM_WG96WS), the
 	 * 128-wide one is forced only (FUSEC_MATMUL_TILES: not faster) */
-	{"wg128x128x64s6ws", true, false, false, 1, 128, 128, 64, 8, 1, 6, 0, true, 0, false, true, false, 0, false},
-	{"wg128x96x64s6ws", true, false, false, 1, 128, 96, 64, 8, 1, 6, 0, true, 0, false, true, false, 0, false},
+	{"wg128x128x64s6ws", true, false, false, 1, 128, 128, 64, 8, 1, 6, 0, true, 0, false, true, false, 0, false, false},
+	{"wg128x96x64s6ws", true, false, false, 1, 128, 96, 64, 8, 1, 6, 0, true, 0, false, true, false, 0, false, false},
 	/* ws in clusters of two blocks (forced only so far): the two take tiles side
 	 * by side in a row of tiles, so they read the same A tile, and each loads
 	 * half of it for both (TMA multicast): a quarter to a third less read from
 	 * L2, which bounds these tiles' K loop at K >= 2048 */
-	{"wg128x128x64s4wsc2", true, false, false, 1, 128, 128, 64, 8, 1, 4, 0, true, 0, false, true, false, 2, false},
-	{"wg128x96x64s4wsc2", true, false, false, 1, 128, 96, 64, 8, 1, 4, 0, true, 0, false, true, false, 2, false},
-	{"wg128x96x64s6wsc2", true, false, false, 1, 128, 96, 64, 8, 1, 6, 0, true, 0, false, true, false, 2, false},
-	{"wg128x256x64s4wsc2", true, false, false, 1, 128, 256, 64, 8, 1, 4, 0, true, 0, false, true, false, 2, false},
+	{"wg128x128x64s4wsc2", true, false, false, 1, 128, 128, 64, 8, 1, 4, 0, true, 0, false, true, false, 2, false, false},
+	{"wg128x96x64s4wsc2", true, false, false, 1, 128, 96, 64, 8, 1, 4, 0, true, 0, false, true, false, 2, false, false},
+	{"wg128x96x64s6wsc2", true, false, false, 1, 128, 96, 64, 8, 1, 6, 0, true, 0, false, true, false, 2, false, false},
+	{"wg128x256x64s4wsc2", true, false, false, 1, 128, 256, 64, 8, 1, 4, 0, true, 0, false, true, false, 2, false, false},
 	/* ws, 192 columns (m64n192k16; an MN-major B in three 64-column panels):
 	 * 3152 rows by 768 columns in one wave of 100 tiles (MM_WG192WS) */
-	{"wg128x192x64s4ws", true, false, false, 1, 128, 192, 64, 8, 1, 4, 0, true, 0, false, true, false, 0, false},
+	{"wg128x192x64s4ws", true, false, false, 1, 128, 192, 64, 8, 1, 4, 0, true, 0, false, true, false, 0, false, false},
 	/* the attention op on wgmma with its two warpgroups out of step
 	 * (matmul_attention.c, `pp`): three K and V buffers handed over by
 	 * mbarriers instead of block barriers, and the warpgroups issuing their
 	 * scores' products in turn, so that one's softmax runs under the other's
 	 * products; the host runs them as attwg's */
-	{"attwg128x64d64pp", true, false, false, 2, 128, 64, 64, 8, 1, 3, 0, true, 0, true, false, true, 0, false},
-	{"attwg128x64d128pp", true, false, false, 1, 128, 64, 128, 8, 1, 3, 0, true, 0, true, false, true, 0, false},
-	{"attwg128x128d64pp", true, false, false, 2, 128, 128, 64, 8, 1, 3, 0, true, 0, true, false, true, 0, false},
-	{"attwg128x128d128pp", true, false, false, 1, 128, 128, 128, 8, 1, 3, 0, true, 0, true, false, true, 0, false},
+	{"attwg128x64d64pp", true, false, false, 2, 128, 64, 64, 8, 1, 3, 0, true, 0, true, false, true, 0, false, false},
+	{"attwg128x64d128pp", true, false, false, 1, 128, 64, 128, 8, 1, 3, 0, true, 0, true, false, true, 0, false, false},
+	{"attwg128x128d64pp", true, false, false, 2, 128, 128, 64, 8, 1, 3, 0, true, 0, true, false, true, 0, false, false},
+	{"attwg128x128d128pp", true, false, false, 1, 128, 128, 128, 8, 1, 3, 0, true, 0, true, false, true, 0, false, false},
 	/* ws, 64 columns, six stages: a conv channels last of 64 output channels
 	 * read in place (ResNet-50's first stage: 100352 rows at batch 32), where
 	 * 128 columns would waste half the tile */
-	{"wg128x64x64s6ws", true, false, false, 1, 128, 64, 64, 8, 1, 6, 0, true, 0, false, true, false, 0, false},
+	{"wg128x64x64s6ws", true, false, false, 1, 128, 64, 64, 8, 1, 6, 0, true, 0, false, true, false, 0, false, false},
 	/* the plain wgmma loop 64 columns wide, two blocks an SM (forced only so
 	 * far): a gathered conv channels last of 64 output channels (ResNet-50's
 	 * first-stage 3x3s) */
-	{"wg128x64x64s4", true, false, false, 2, 128, 64, 64, 8, 1, 4, 0, true, 0, false, false, false, 0, false},
+	{"wg128x64x64s4", true, false, false, 2, 128, 64, 64, 8, 1, 4, 0, true, 0, false, false, false, 0, false, false},
 	/* its tf32 twin (forced only so far): ResNet-50's 64-channel convs under
 	 * --allow-tf32, which run on mma.sync's tf32x64x64x32s3 (session 35: 12
 	 * layers, 1.31 of 4.16 ms) */
-	{"wgtf32x128x64x32s4", true, true, false, 2, 128, 64, 32, 8, 1, 4, 0, true, 0, false, false, false, 0, false},
+	{"wgtf32x128x64x32s4", true, true, false, 2, 128, 64, 32, 8, 1, 4, 0, true, 0, false, false, false, 0, false, false},
 	/* the pp attention kernels with K and V by TMA (the rule takes
 	 * attwg128x128d128ppt, MM_ATT_TMA_RULE; the others forced): one
 	 * thread copies a key tile's K and V panels where 256 threads copied
 	 * 16-byte chunks, which freed the softmax step of the copies' address
 	 * math; where the tensor maps cannot describe K or V the pp kernel runs */
-	{"attwg128x64d64ppt", true, false, false, 2, 128, 64, 64, 8, 1, 3, 0, true, 0, true, false, true, 0, true},
-	{"attwg128x64d128ppt", true, false, false, 1, 128, 64, 128, 8, 1, 3, 0, true, 0, true, false, true, 0, true},
-	{"attwg128x128d64ppt", true, false, false, 2, 128, 128, 64, 8, 1, 3, 0, true, 0, true, false, true, 0, true},
-	{"attwg128x128d128ppt", true, false, false, 1, 128, 128, 128, 8, 1, 3, 0, true, 0, true, false, true, 0, true},
+	{"attwg128x64d64ppt", true, false, false, 2, 128, 64, 64, 8, 1, 3, 0, true, 0, true, false, true, 0, true, false},
+	{"attwg128x64d128ppt", true, false, false, 1, 128, 64, 128, 8, 1, 3, 0, true, 0, true, false, true, 0, true, false},
+	{"attwg128x128d64ppt", true, false, false, 2, 128, 128, 64, 8, 1, 3, 0, true, 0, true, false, true, 0, true, false},
+	{"attwg128x128d128ppt", true, false, false, 1, 128, 128, 128, 8, 1, 3, 0, true, 0, true, false, true, 0, true, false},
 	/* the 64-wide ws tile with K split 2, 3, 4 or 8 ways (matmul_ws.c; forced
 	 * only, MM_WS_SPLIT_RULE): a product of 65 to 256 rows has a few dozen of
 	 * its tiles (GPT-2 at batch 1: 12 to 48), each block of which loads a whole
 	 * row of A and a column of B panels; split, more blocks share those loads
 	 * (mm_split_combine), but on the H100 each of GPT-2's took 3-4 us longer:
 	 * at K of 768 to 3072 a launch's fixed costs outweigh its K loop */
-	{"wg128x64x64s6wssk2", true, false, false, 1, 128, 64, 64, 8, 1, 6, 2, true, 0, false, true, false, 0, false},
-	{"wg128x64x64s6wssk3", true, false, false, 1, 128, 64, 64, 8, 1, 6, 3, true, 0, false, true, false, 0, false},
-	{"wg128x64x64s6wssk4", true, false, false, 1, 128, 64, 64, 8, 1, 6, 4, true, 0, false, true, false, 0, false},
-	{"wg128x64x64s6wssk8", true, false, false, 1, 128, 64, 64, 8, 1, 6, 8, true, 0, false, true, false, 0, false},
+	{"wg128x64x64s6wssk2", true, false, false, 1, 128, 64, 64, 8, 1, 6, 2, true, 0, false, true, false, 0, false, false},
+	{"wg128x64x64s6wssk3", true, false, false, 1, 128, 64, 64, 8, 1, 6, 3, true, 0, false, true, false, 0, false, false},
+	{"wg128x64x64s6wssk4", true, false, false, 1, 128, 64, 64, 8, 1, 6, 4, true, 0, false, true, false, 0, false, false},
+	{"wg128x64x64s6wssk8", true, false, false, 1, 128, 64, 64, 8, 1, 6, 8, true, 0, false, true, false, 0, false, false},
+	/* f32 at f32's accuracy on wgmma (3xTF32, matmul_wgmma.c): both operands
+	 * K-major as for tf32, each stage twice the bytes (the parts and the rests) */
+	{"wgx3x128x128x32s3", true, true, false, 1, 128, 128, 32, 8, 1, 3, 0, true, 0, false, false, false, 0, false, true},
+	{"wgx3x128x64x32s4", true, true, false, 1, 128, 64, 32, 8, 1, 4, 0, true, 0, false, false, false, 0, false, true},
+	{"wgx3x128x96x32s4", true, true, false, 1, 128, 96, 32, 8, 1, 4, 0, true, 0, false, false, false, 0, false, true},
 };
 enum { MM_NCONFIGS = (int)(sizeof mm_configs / sizeof mm_configs[0]) };
 
@@ -417,6 +423,27 @@ static int under_wave(DType t, bool conv, int64_t big, int64_t small, int64_t k)
  * and 4 (half the steps of k in flight) and faster at M = 16 on 6 of 7 shapes (up
  * to 1.8x: 16x4096x4096, whose 64-wide tiles read B twice, once per row of
  * tiles). */
+/* 3xTF32 (--allow-3xtf32): of the tiles 128 rows by 128, 96 or 64 columns, the one
+ * whose waves of tiles hold the fewest columns a block (its waves times its width;
+ * the wider at a tie). On the H100 that picked the fastest of the three on all 8
+ * K-major f32 shapes of issue 22's sweep (docs/benchmarks.md, session 61). */
+static int x3_rule(int64_t batch, int64_t m, int64_t n)
+{
+	static const int v[3] = {MM_X3_128, MM_X3_96, MM_X3_64};
+	int best = v[0];
+	int64_t cost = -1;
+	for (int i = 0; i < 3; i++) {
+		int w = mm_configs[v[i]].bn;
+		int64_t tiles = batch * ((m + 127) / 128) * ((n + w - 1) / w);
+		int64_t c = (tiles + MM_WAVE - 1) / MM_WAVE * w;
+		if (cost < 0 || c < cost) {
+			cost = c;
+			best = v[i];
+		}
+	}
+	return best;
+}
+
 static int gemv_rule(int64_t batch, int64_t m, int64_t n, int64_t k)
 {
 	bool wide = m > 8;
@@ -572,7 +599,7 @@ static int att_untwin(int v)
  * rule is that of one matmul of as many times the columns; the plain evaluator
  * computes each written tensor where it is. */
 int cg_matmul_variant(const CgKernelSpec *s, const char *arch, bool host, bool allow_tf32,
-		      const int64_t *divs, const int64_t *dims, int ndims)
+		      bool allow_3xtf32, const int64_t *divs, const int64_t *dims, int ndims)
 {
 	if ((s->kind != CG_KERNEL_MATMUL && s->kind != CG_KERNEL_SINGLE) || s->nhwc ||
 	    !mm_eligible(s))
@@ -675,7 +702,8 @@ int cg_matmul_variant(const CgKernelSpec *s, const char *arch, bool host, bool a
 		if (!strcmp(force, mm_configs[v].name) && !mm_configs[v].dw && !mm_configs[v].att &&
 		    mm_fits(&mm_configs[v], t, tf32) &&
 		    (mm_configs[v].gemv || sm80) && (!mm_configs[v].wg || wg) &&
-		    (!mm_configs[v].wg || !mm_configs[v].tf32 || mm_kmajor(mm)) &&
+		    (!mm_configs[v].wg || !mm_configs[v].tf32 ||
+		     mm_kmajor_at(s, cg_matmul_index(s))) &&
 		    (!mm_configs[v].gemv || (m <= MM_GEMV_M && !conv)) &&
 		    (!mm_configs[v].ws || ws_every_size(s, &mm_configs[v], divs, dims, ndims)))
 			return v;
@@ -691,6 +719,11 @@ int cg_matmul_variant(const CgKernelSpec *s, const char *arch, bool host, bool a
 	 * "Tiny M") */
 	if (m <= MM_GEMV_M && !conv && (t == DT_F32 || m <= MM_GEMV_M_TC || !sm80))
 		return gemv_rule(batch, m, n, k);
+	/* f32 on wgmma as three tf32 products a step (--allow-3xtf32, not tf32), where
+	 * both operands are read K-major (a constant weight is, by passes/kmajor.c) */
+	if (t == DT_F32 && !tf32 && allow_3xtf32 && wg && !conv &&
+	    mm_kmajor_at(s, cg_matmul_index(s)))
+		return x3_rule(batch, m, n);
 	/* a conv (docs/benchmarks.md, "Convolutions as implicit GEMMs"): its planes
 	 * (N = OH*OW per image: 7x7 = 49 columns) and channels (M: 64) are often far
 	 * from multiples of the big tiles, so a 128-wide tile is taken only where it

@@ -114,14 +114,15 @@ bool mm_alike(const CgKernelSpec *s, const int *mem, int ng, int nt, int *map)
 	return true;
 }
 
-/* Whether configuration c computes operands of dtype t (tf32: when allowed). */
+/* Whether configuration c computes operands of dtype t (tf32: when allowed; 3xTF32
+ * keeps f32's accuracy, so always). */
 bool mm_fits(const MmConfig *c, DType t, bool tf32)
 {
 	if (c->gemv || c->dw)
 		return true;
 	if (t != DT_F32)
 		return c->tc && !c->tf32;
-	return !c->tc || (c->tf32 && tf32);
+	return !c->tc || c->x3 || (c->tf32 && tf32);
 }
 
 /* Bytes of operand w's tile (0: A, BM x BK; 1: B, BK x BN) in a stage. A SIMT tile
@@ -145,7 +146,8 @@ int mm_stages_bytes(const MmConfig *c, int es)
 			slots = MM_THREADS / 32;
 		return c->bm * (c->bn + 8) * 4 + slots * c->bm * c->bn * 4;
 	}
-	return (mm_tile_bytes(c, es, 0) + mm_tile_bytes(c, es, 1)) * c->stages;
+	/* 3xTF32: the rests after the parts (mm_wg_round_tf32) */
+	return (mm_tile_bytes(c, es, 0) + mm_tile_bytes(c, es, 1)) * c->stages * (c->x3 ? 2 : 1);
 }
 
 /* What the launch asks for: the stages, and for wgmma room to align them to
@@ -195,6 +197,21 @@ int64_t mm_partial_bytes(const MmConfig *c)
 	int nacc = c->tc ? (c->bm / c->wm / 16) * (c->bn / c->wn / 8) * 4 :
 		   (c->bm / 16) * (c->bn / 16);
 	return (int64_t)nacc * MM_THREADS * 4;
+}
+
+/* Whether both operands of the matmul at s->ops[mi] are read K-major (tf32 wgmma's
+ * only layout): a conv channels last, or a matmul whose A is read as stored and whose
+ * B is read transposed (a swap_dims or permute of its last two dims: passes/kmajor.c's
+ * weights, a Gemm's transB). */
+bool mm_kmajor_at(const CgKernelSpec *s, int mi)
+{
+	const RelOp *op = &s->ops[mi];
+	if (op->kind != OP_MATMUL)
+		return mm_kmajor(op);
+	int r = op->t[0].rank, pa[IR_MAX_RANK], pb[IR_MAX_RANK];
+	mm_operand_view(s, mi, &op->t[0], pa);
+	mm_operand_view(s, mi, &op->t[1], pb);
+	return r >= 2 && pa[r - 2] != r - 1 && pb[r - 2] == r - 1;
 }
 
 const RelTensor *mm_operand_view(const CgKernelSpec *s, int mi, const RelTensor *t, int *perm)

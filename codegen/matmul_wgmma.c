@@ -109,8 +109,10 @@ void mm_wg_wait(Mm *x, int n)
 /* tf32: the chunks this thread copied into the stage at s (load_tile's share of
  * each operand: chunks tid, tid + MM_THREADS, ... by mm_chunk_at), rounded in place to tf32
  * (cvt.rna, as mma.sync rounds its fragments and the host its scalar ones): wgmma
- * would read the f32 bits as they lie. Called once this thread's copies landed,
- * before the barrier that hands the stage to every warp. */
+ * would read the f32 bits as they lie. 3xTF32 (MmConfig.x3) also writes each
+ * element's rest, the tf32 of what the rounding left, half a stage further on.
+ * Called once this thread's copies landed, before the barrier that hands the stage
+ * to every warp. */
 void mm_wg_round_tf32(Mm *x, LLVMValueRef s)
 {
 	CgModule *m = x->kb->m;
@@ -125,16 +127,28 @@ void mm_wg_round_tf32(Mm *x, LLVMValueRef s)
 			die("internal: %s: a tile of %d chunks", c->name, total);
 		for (int i = 0; i * MM_THREADS < total; i++) {
 			LLVMValueRef r, ch, q = mm_addc(x, tid, (int64_t)i * MM_THREADS);
-			LLVMValueRef p = mm_smem_at(x, mm_chunk_at(x, w, soff, q, &r, &ch));
-			LLVMValueRef v = LLVMBuildLoad2(x->b, vt, p, "");
+			LLVMValueRef off = mm_chunk_at(x, w, soff, q, &r, &ch);
+			LLVMValueRef p = mm_smem_at(x, off);
+			LLVMValueRef v = LLVMBuildLoad2(x->b, vt, p, ""), rest = v;
 			LLVMSetAlignment(v, 16);
 			for (int e = 0; e < 4; e++) {
 				LLVMValueRef f = LLVMBuildExtractElement(x->b, v, mm_i32c(x, e), "");
-				LLVMValueRef t = mm_intrinsic(x, "llvm.nvvm.f2tf32.rna", NULL, 0, &f, 1);
-				v = LLVMBuildInsertElement(x->b, v, LLVMBuildBitCast(x->b, t, m->t_f32, ""),
-							   mm_i32c(x, e), "");
+				LLVMValueRef t = LLVMBuildBitCast(x->b, mm_intrinsic(x,
+					"llvm.nvvm.f2tf32.rna", NULL, 0, &f, 1), m->t_f32, "");
+				v = LLVMBuildInsertElement(x->b, v, t, mm_i32c(x, e), "");
+				if (c->x3) {
+					/* f - t is exact; its tf32 is the next 11 bits */
+					LLVMValueRef d = LLVMBuildFSub(x->b, f, t, "");
+					d = LLVMBuildBitCast(x->b, mm_intrinsic(x, "llvm.nvvm.f2tf32.rna",
+						NULL, 0, &d, 1), m->t_f32, "");
+					rest = LLVMBuildInsertElement(x->b, rest, d, mm_i32c(x, e), "");
+				}
 			}
 			LLVMSetAlignment(LLVMBuildStore(x->b, v, p), 16);
+			if (c->x3) {
+				LLVMValueRef pr = mm_smem_at(x, mm_addc(x, off, x->stage_bytes / 2));
+				LLVMSetAlignment(LLVMBuildStore(x->b, rest, pr), 16);
+			}
 		}
 	}
 }
@@ -189,18 +203,40 @@ void mm_wg_compute_gpu(Mm *x, LLVMValueRef s)
 			int64_t rows = h * (x->trans[0] ? (int64_t)c->bk * 128 : 64 * 128);
 			LLVMValueRef a = mm_addc(x, sa, rows + (x->trans[0] ? kk * 16 * 128 :
 							       kpan * x->outer[0] * 128 + kin));
-			LLVMValueRef ex[3] = {
-				wg_desc(x, a, x->trans[0] ? (int64_t)c->bk * 128 : 16, 1024),
-				wg_desc(x, b, x->trans[1] ? 16 : (int64_t)c->bk * 128, 1024),
-				mm_i32c(x, 1),
-			};
-			wg_asm(x, full, ex, 3, h * na, na);
+			/* 3xTF32: rest x part and part x rest, the small terms first,
+			 * then part x part, into the stage's own accumulators (the
+			 * first product of the stage overwrites them: scale-d 0) */
+			for (int p = c->x3 ? 0 : 2; p < 3; p++) {
+				int64_t ra = p == 0 ? x->stage_bytes / 2 : 0;
+				int64_t rb = p == 1 ? x->stage_bytes / 2 : 0;
+				LLVMValueRef ex[3] = {
+					wg_desc(x, mm_addc(x, a, ra), x->trans[0] ?
+						(int64_t)c->bk * 128 : 16, 1024),
+					wg_desc(x, mm_addc(x, b, rb), x->trans[1] ? 16 :
+						(int64_t)c->bk * 128, 1024),
+					mm_i32c(x, c->x3 && kk == 0 && p == 0 ? 0 : 1),
+				};
+				wg_asm(x, full, ex, 3, c->x3 ? x->nacc : h * na, na);
+			}
 		}
 	}
 	LLVMValueRef commit = LLVMGetInlineAsm(vt, "wgmma.commit_group.sync.aligned;", 32,
 					       "~{memory}", 9, 1, 0, LLVMInlineAsmDialectATT, 0);
 	LLVMBuildCall2(x->b, vt, commit, NULL, 0, "");
-	mm_wg_wait(x, 1);
+	if (c->x3) {
+		/* the tensor cores add with truncation, far from f32's rounding over a
+		 * long K (the H100: a relative error of 2.9e-5 at K = 4096 against
+		 * cuBLAS's 1.2e-6): each stage's 3 x BK / 8 products are summed there,
+		 * the stages here, rounded to nearest as the host's scalar definition
+		 * does (mm_tc_compute_host) */
+		mm_wg_wait(x, 0);
+		wg_asm(x, "", NULL, 0, x->nacc, x->nacc);
+		for (int i = 0; i < x->nacc; i++)
+			mm_acc_store(x, mm_i64c(x, i), LLVMBuildFAdd(x->b,
+				mm_acc_load(x, mm_i64c(x, i)), mm_acc_load(x, mm_i64c(x, x->nacc + i)), ""));
+	} else {
+		mm_wg_wait(x, 1);
+	}
 	free(text);
 	free(full);
 }

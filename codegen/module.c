@@ -307,6 +307,11 @@ bool cg_module_allow_tf32(const CgModule *m)
 	return m->opt.allow_tf32;
 }
 
+bool cg_module_allow_3xtf32(const CgModule *m)
+{
+	return m->opt.allow_3xtf32;
+}
+
 const char *cg_kernel_kind_name(CgKernelKind k)
 {
 	switch (k) {

@@ -658,6 +658,10 @@ char *cg_plan_json(const Schedule *s, const CgProgram *prog, const PlanFileInfo 
 		jw_key(w, "allow_tf32");
 		jw_bool(w, true);
 	}
+	if (info->allow_3xtf32) {
+		jw_key(w, "allow_3xtf32");
+		jw_bool(w, true);
+	}
 	if (s->opt.burn_exact) {
 		jw_key(w, "burn_exact");
 		jw_bool(w, true);
@@ -820,7 +824,7 @@ static int compile_target(const Schedule *s0, const PlanFileInfo *info, const Pl
 	const char *arch = pt->arch;
 	CgOptions co = {.target = CG_TARGET_NVPTX, .arch = arch,
 			.libdevice = info->libdevice, .name = s->g->name,
-			.allow_tf32 = info->allow_tf32};
+			.allow_tf32 = info->allow_tf32, .allow_3xtf32 = info->allow_3xtf32};
 	double t0 = clock_seconds();
 	if (info->progress)
 		info->progress("kernels", 0, 0);

@@ -50,6 +50,7 @@ typedef struct {
 	 * from LLVM's worker threads, one call at a time. */
 	void (*progress)(const char *phase, int done, int total);
 	bool allow_tf32;       /* --allow-tf32: f32 matmuls may use tf32 tensor cores */
+	bool allow_3xtf32;     /* --allow-3xtf32: or three tf32 products a step */
 	const char *weights_sha256; /* the weights file's SHA-256 (hex); NULL when none */
 	const char *precision; /* --precision: "bf16" or "f16"; NULL when not given */
 	const char *keep_f32;  /* with it, --keep-f32 LIST as given, or NULL */

@@ -621,6 +621,21 @@ static void bound_reduce(Interp *ip, const Op *op, const HostTensor *out, double
 		}
 }
 
+/* The error of an f32 matmul's (or conv's) products beyond f32's, for mag = sum |a b|
+ * of an output element. --allow-tf32: both operands of every product rounded to
+ * tf32 (10 mantissa bits, relative error 2^-11 each), (2 * 2^-11 + 2^-22) * mag.
+ * --allow-3xtf32 (codegen/matmul_wgmma.c): each operand a tf32 part and a tf32 rest,
+ * which leave 2^-22 of it (two roundings of 11 bits), and the rest x rest product
+ * dropped: 3 * 2^-22 a product; the tensor cores sum a stage's 3 x 32 / 8 products
+ * truncated, up to 24 additions of relative error 2^-23 each on at most mag:
+ * 12 * 2^-22; together under 2^-18 * mag. */
+static double mm_operand_err(const Interp *ip, const Op *op, double mag)
+{
+	if (!ip->tf32 || interp_stored(ip, op->in[0]) != DT_F32)
+		return 0;
+	return ip->tf32 == INTERP_TF32 ? (0x1p-10 + 0x1p-22) * mag : 0x1p-18 * mag;
+}
+
 static void bound_matmul(Interp *ip, const Op *op, const HostTensor *out, double *e, double *rt)
 {
 	const HostTensor *a = &ip->val[op->in[0]], *b = &ip->val[op->in[1]];
@@ -658,11 +673,8 @@ static void bound_matmul(Interp *ip, const Op *op, const HostTensor *out, double
 		}
 		/* each product rounds once (0 with fma), then the sum */
 		double u = unit_round(compute_dtype(out->dtype));
-		/* --allow-tf32: both operands of every product rounded to tf32
-		 * (10 mantissa bits, relative error 2^-11 each), bounded in the
-		 * worst case: (2 * 2^-11 + 2^-22) * sum |a b| */
-		double tf = ip->tf32 && interp_stored(ip, op->in[0]) == DT_F32
-			    ? (0x1p-10 + 0x1p-22) * mag : 0;
+		/* --allow-tf32, --allow-3xtf32 (mm_operand_err) */
+		double tf = mm_operand_err(ip, op, mag);
 		finish_r(interp_stored(ip, op->out[0]), s, y,
 			 prop + tf + u * mag + reduce_err(out->dtype, kk, mag, m2, s), 0,
 			 true, &e[oi], rt ? &rt[oi] : NULL);
@@ -693,7 +705,7 @@ static void bound_attention(Interp *ip, const Op *op, const HostTensor *out, dou
 	double u = unit_round(DT_F32), up = unit_round(interp_stored(ip, op->in[0]));
 	if (ir_dtype_is_float(out->dtype) && out->dtype == DT_F64)
 		u = up = unit_round(DT_F64);
-	bool tf = ip->tf32 && interp_stored(ip, op->in[0]) == DT_F32;
+	bool tf = ip->tf32 == INTERP_TF32 && interp_stored(ip, op->in[0]) == DT_F32;
 	double se = fabs((double)(float)scale - scale);
 	double *s = xmalloc((size_t)n * sizeof *s), *ds = xmalloc((size_t)n * sizeof *ds);
 	double *p = xmalloc((size_t)n * sizeof *p);
@@ -854,10 +866,9 @@ static void bound_conv2d(Interp *ip, const Op *op, const HostTensor *out, double
 					nterm++;
 				}
 			}
-		/* --allow-tf32: the products' operands rounded to tf32, as for matmul
-		 * (a conv on the tiles is an implicit GEMM, codegen/matmul_conv.c) */
-		double tf = ip->tf32 && interp_stored(ip, op->in[0]) == DT_F32
-			    ? (0x1p-10 + 0x1p-22) * mag : 0;
+		/* --allow-tf32, --allow-3xtf32: as for matmul (a conv on the tiles
+		 * is an implicit GEMM, codegen/matmul_conv.c) */
+		double tf = mm_operand_err(ip, op, mag);
 		if (op->nin > 2) {   /* the bias is one more term */
 			double vb = host_get(&ip->val[op->in[2]], c[1]);
 			spread_add(&sp, err_at(ip, op->in[2], c[1]), tight_at(ip, op->in[2], c[1]));

@@ -26,17 +26,20 @@ int interp_run(const Graph *g, const HostTensor *inputs, HostTensor *outputs, Di
  * bounded). The caller frees them with host_free; nothing is allocated on failure. */
 int interp_run_bounds(const Graph *g, const HostTensor *inputs, HostTensor *outputs,
 		      HostTensor *bounds, Diag *d);
-/* The same, for kernels run with --allow-tf32 when tf32 is set: an f32 matmul's
- * operands count as rounded to tf32 (relative error 2^-11 each, docs/tolerances.md). */
+/* The same, for kernels run with --allow-tf32 when tf32 is INTERP_TF32: an f32
+ * matmul's operands count as rounded to tf32 (relative error 2^-11 each); with
+ * --allow-3xtf32 when it is INTERP_3XTF32: its products as three tf32 ones, summed
+ * truncated within a stage (docs/tolerances.md); INTERP_F32 (0): f32's bounds. */
+enum { INTERP_F32, INTERP_TF32, INTERP_3XTF32 };
 int interp_run_bounds_tf32(const Graph *g, const HostTensor *inputs, HostTensor *outputs,
-			   HostTensor *bounds, bool tf32, Diag *d);
+			   HostTensor *bounds, int tf32, Diag *d);
 /* The check of a graph converted by `--precision` (passes/passes.h): g computes in
  * f32 what the kernels compute in store[t] (the shadow graph), so the values are
  * the original f32 graph's and each bound covers the kernels' roundings to
  * store[t], converted constants (inputs whose store differs) included
  * (docs/tolerances.md, "Reduced precision"). */
 int interp_run_bounds_stored(const Graph *g, const DType *store, const HostTensor *inputs,
-			     HostTensor *outputs, HostTensor *bounds, bool tf32, Diag *d);
+			     HostTensor *outputs, HostTensor *bounds, int tf32, Diag *d);
 
 /* The bytes of a tensor of t's shape in dtype (UINT64_MAX when they overflow). */
 uint64_t interp_tensor_bytes(const Tensor *t, DType dtype);

@@ -18,7 +18,9 @@ typedef struct Interp {
 	HostTensor *err;       /* NULL, or one f64 error bound per value (bounds.c) */
 	HostTensor *tight;     /* with err: the tight part of each bound, or empty
 				  where it is all 0 (bounds.c) */
-	bool tf32;             /* f32 matmul operands rounded to tf32 (--allow-tf32) */
+	int tf32;              /* INTERP_TF32: f32 matmul operands rounded to tf32
+				  (--allow-tf32); INTERP_3XTF32: their products as
+				  three tf32 ones (--allow-3xtf32); interp.h */
 	const DType *store;    /* NULL, or per tensor the dtype a kernel stores it in,
 				  where the values are computed in another (--precision's
 				  shadow graph: interp_run_bounds_stored) */

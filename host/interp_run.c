@@ -87,13 +87,13 @@ static int input_bound(Interp *ip, int t, bool tight, Diag *d)
 }
 
 int interp_run_bounds_tf32(const Graph *g, const HostTensor *inputs, HostTensor *outputs,
-			   HostTensor *bounds, bool tf32, Diag *d)
+			   HostTensor *bounds, int tf32, Diag *d)
 {
 	return interp_run_bounds_stored(g, NULL, inputs, outputs, bounds, tf32, d);
 }
 
 int interp_run_bounds_stored(const Graph *g, const DType *store, const HostTensor *inputs,
-			     HostTensor *outputs, HostTensor *bounds, bool tf32, Diag *d)
+			     HostTensor *outputs, HostTensor *bounds, int tf32, Diag *d)
 {
 	for (int i = 0; i < g->ninputs; i++)
 		if (interp_check_input(g, i, &inputs[i], d))

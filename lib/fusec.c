@@ -108,6 +108,7 @@ static int options(const fusec_options *uo, PlOptions *po, PrecisionOptions *pre
 	po->search.max_bindings = uo->max_bindings;
 	po->search.burn_exact = uo->burn_exact != 0;
 	po->allow_tf32 = uo->allow_tf32 != 0;
+	po->allow_3xtf32 = uo->allow_3xtf32 != 0;
 	po->pretty = uo->pretty_plan != 0;
 	po->emit_ll = uo->emit_ll != 0;
 	po->jobs = uo->jobs;
@@ -225,7 +226,8 @@ static fusec_result *compile(PlSource *src, const fusec_options *uo, const char 
 	if (!(res->g = pl_load(res->a, src, d, &nd)) || pl_simplify(res->g, uo && uo->burn_exact, NULL) ||
 	    pl_attention(res->g, attention_of(uo), &ainfo) || pl_layout(res->g, &lo, &linfo) ||
 	    (res->po.precision && pl_convert(res->g, &prec, &pinfo, d)) ||
-	    pl_kmajor(res->g, uo && uo->burn_exact, NULL)) {
+	    pl_kmajor(res->g, uo && uo->burn_exact, res->po.allow_3xtf32 && !res->po.allow_tf32,
+		      NULL)) {
 		code = PL_INVALID;
 		goto fail;
 	}
@@ -404,7 +406,7 @@ const char *fusec_result_output(const fusec_result *r, int i, const char **dtype
 static int run_cpu(fusec_result *r, const void *const *inputs, void *const *outputs, Diag *d)
 {
 	const Graph *g = r->g;
-	if (!r->host && !(r->host = cg_host_new(r->r.s, r->po.allow_tf32, d)))
+	if (!r->host && !(r->host = cg_host_new(r->r.s, r->po.allow_tf32, r->po.allow_3xtf32, d)))
 		return PL_FAILED;
 	const bool *need = cg_host_buffers(r->host);
 	int n = g->ntensors ? g->ntensors : 1, rc = PL_OK;
@@ -513,7 +515,7 @@ char *fusec_explain(const char *path, const fusec_options *o, const char *op, in
 	    pl_attention(g, attention_of(o), &ainfo) ||
 	    pl_layout(g, &lo, &linfo) ||
 	    (po.precision && pl_convert(g, &prec, &pinfo, d)) ||
-	    pl_kmajor(g, o && o->burn_exact, &nkmajor)) {
+	    pl_kmajor(g, o && o->burn_exact, po.allow_3xtf32 && !po.allow_tf32, &nkmajor)) {
 		code = PL_INVALID;
 		goto out;
 	}
@@ -529,7 +531,7 @@ char *fusec_explain(const char *path, const fusec_options *o, const char *op, in
 		goto out;
 	}
 	Diag dk;
-	const char **entry = pl_kernel_names(s, po.arch[0], po.allow_tf32, a, &dk);
+	const char **entry = pl_kernel_names(s, po.arch[0], po.allow_tf32, po.allow_3xtf32, a, &dk);
 	Buf b = {0};
 	/* --layout, --precision: what they did, before the ops they made (as explain) */
 	if (!json) {

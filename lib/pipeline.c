@@ -191,7 +191,7 @@ int pl_convert(Graph *g, const PrecisionOptions *p, PrecisionInfo *info, Diag *d
 	return pass_precision(g, p, info, d);
 }
 
-int pl_kmajor(Graph *g, bool burn_exact, int *nmade)
+int pl_kmajor(Graph *g, bool burn_exact, bool x3, int *nmade)
 {
 	int none;
 	if (!nmade)
@@ -202,9 +202,11 @@ int pl_kmajor(Graph *g, bool burn_exact, int *nmade)
 	 * settles q's rotary multiply and the o projection's residual add apart
 	 * (docs/benchmarks.md, session 52); FUSEC_KMAJOR=1 turns it on */
 	const char *on = getenv("FUSEC_KMAJOR");
-	if (burn_exact || !on || strcmp(on, "1"))
+	bool half = on && !strcmp(on, "1");
+	/* the 3xTF32 tiles take only K-major operands: on with them (x3) */
+	if (burn_exact || (!half && !x3))
 		return 0;
-	return pass_kmajor(g, nmade);
+	return pass_kmajor(g, half, x3, nmade);
 }
 
 Schedule *pl_schedule(const Graph *g, const SearchOptions *so, Diag *d)
@@ -321,6 +323,7 @@ int pl_compile(const Graph *g, const PlOptions *o, PlResult *r, Diag *d)
 	info.threads = o->jobs;
 	info.progress = o->progress;
 	info.allow_tf32 = o->allow_tf32;
+	info.allow_3xtf32 = o->allow_3xtf32;
 	info.weights_sha256 = has_weights ? wsha : NULL;
 	info.precision = o->precision;
 	info.keep_f32 = o->keep_f32;
@@ -358,11 +361,11 @@ int pl_output_files(const PlOptions *o, const PlResult *r, PlFile *files,
 	return n;
 }
 
-const char **pl_kernel_names(const Schedule *s, const char *arch, bool tf32, Arena *a,
+const char **pl_kernel_names(const Schedule *s, const char *arch, bool tf32, bool x3, Arena *a,
 			     Diag *d)
 {
 	CgOptions co = {.target = CG_TARGET_NVPTX, .arch = arch, .name = s->g->name,
-			.allow_tf32 = tf32};
+			.allow_tf32 = tf32, .allow_3xtf32 = x3};
 	CgModule *m = cg_module_new(&co, a, d);
 	CgProgram prog;
 	if (m)

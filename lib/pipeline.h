@@ -47,6 +47,7 @@ typedef struct {
 	char arch[CG_MAX_TARGETS][PL_ARCH_LEN];   /* in the order given; CG_DEFAULT_ARCH */
 	int narch;                /* 1 */
 	bool allow_tf32;
+	bool allow_3xtf32;        /* f32 matmuls as three tf32 products (when not tf32) */
 	const char *libdevice;    /* a bitcode file, or NULL for fusec's own math */
 	bool pretty;              /* the plan indented for people */
 	const char *cache_dir;    /* the kernel cache, or NULL for none */
@@ -116,9 +117,10 @@ int pl_attention(Graph *g, AttentionMode mode, AttentionInfo *info);
 int pl_convert(Graph *g, const PrecisionOptions *p, PrecisionInfo *info, Diag *d);
 /* weights: the constant weights of f16/bf16 matmuls stored K-major (after the
  * conversion, which decides their dtype; passes/kmajor.c), where FUSEC_KMAJOR=1 is
- * set (off by default: lib/pipeline.c says why); none under burn_exact. *nmade
- * (may be NULL): the matmuls that read them so. Returns 0. */
-int pl_kmajor(Graph *g, bool burn_exact, int *nmade);
+ * set (off by default: lib/pipeline.c says why); those of f32 matmuls where x3
+ * (--allow-3xtf32 without --allow-tf32); none under burn_exact. *nmade (may be
+ * NULL): the matmuls that read them so. Returns 0. */
+int pl_kmajor(Graph *g, bool burn_exact, bool x3, int *nmade);
 /* search → verify: the schedule, or NULL with the fault in *d. */
 Schedule *pl_schedule(const Graph *g, const SearchOptions *so, Diag *d);
 /* search → verify → lower → emit → plan. 0, or -1 with *d (r freed). */
@@ -132,7 +134,7 @@ void pl_target_ext(const PlOptions *o, int i, const char *ext, char *out, size_t
 /* lower only: the PTX entry of every launch of s (steps, then launches; NULL where
  * a launch launches nothing), for arch; strings in a. NULL with *d when the
  * lowering fails. */
-const char **pl_kernel_names(const Schedule *s, const char *arch, bool tf32, Arena *a,
+const char **pl_kernel_names(const Schedule *s, const char *arch, bool tf32, bool x3, Arena *a,
 			     Diag *d);
 int pl_plan_stats(const char *plan, PlStats *st);
 /* Ops of g that compute (syncs left out): the summary's count after a compile. */

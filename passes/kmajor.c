@@ -11,14 +11,18 @@
  * result is unchanged. W itself stays where something else reads it. Off by
  * default (pl_kmajor in lib/pipeline.c says why); FUSEC_KMAJOR=1 turns it on.
  *
- * Only f16 and bf16 matmuls (after --precision) whose constant second operand is
+ * Under --allow-3xtf32 (without --allow-tf32) the f32 ones too, on by that option:
+ * the 3xTF32 tiles read both operands K-major (codegen/matmul_wgmma.c), siblings
+ * included (takes says why).
+ *
+ * Only f16 and bf16 matmuls (after --precision; f32 as above) whose constant second operand is
  * a matrix (its leading dims, if any, 1) with K a multiple of 8 (rows of 16-byte multiples, which the tensor
  * maps need), and whose first operand has at least MIN_ROWS rows where its size
  * is known: gemv's tiles (up to 16 rows) read B along N. Not under --burn-exact.
  * Each view comes right before its matmul, which the Matmul fuser takes with it
  * (its leading operand views). Not for a matmul whose first operand another
  * matmul reads: siblings (siblings.c) run in one launch, and the fuser takes no
- * views in front of them. */
+ * views in front of them (an f32 one is taken all the same: takes). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -27,14 +31,19 @@
 enum { MIN_ROWS = 64 };
 
 /* Whether matmul op reads its weight K-major: nmm[t] counts the matmuls whose
- * first operand is t. */
-static bool takes(const Graph *g, const Op *op, const int *nmm)
+ * first operand is t. An f32 one may be a sibling: apart, each on the 3xTF32 tiles
+ * (1.1-1.7x cuBLAS's f32 on the H100) is faster than the siblings' one launch on
+ * the SIMT tiles, which saves a read of their shared operand. */
+static bool takes(const Graph *g, const Op *op, const int *nmm, bool half, bool f32)
 {
-	if (op->kind != OP_MATMUL || op->nin != 2 || nmm[op->in[0]] > 1)
+	if (op->kind != OP_MATMUL || op->nin != 2)
 		return false;
 	const Tensor *a = &g->tensors[op->in[0]], *w = &g->tensors[op->in[1]];
 	int r = w->rank;
-	if (!w->data || r < 2 || (w->dtype != DT_BF16 && w->dtype != DT_F16) ||
+	bool h = w->dtype == DT_BF16 || w->dtype == DT_F16;
+	if (h && nmm[op->in[0]] > 1)
+		return false;
+	if (!w->data || r < 2 || !((h && half) || (w->dtype == DT_F32 && f32)) ||
 	    a->dtype != w->dtype || w->dim[r - 2] % 8 || w->dim[r - 1] < 8)
 		return false;
 	for (int d = 0; d < r - 2; d++)
@@ -74,7 +83,7 @@ static int transposed(Rebuild *o, int w)
 	return id;
 }
 
-int pass_kmajor(Graph *g, int *nmade)
+int pass_kmajor(Graph *g, bool half, bool f32, int *nmade)
 {
 	*nmade = 0;
 	int n = g->nops, nt = g->ntensors, count = 0;
@@ -83,7 +92,7 @@ int pass_kmajor(Graph *g, int *nmade)
 		if (g->ops[i].kind == OP_MATMUL)
 			nmm[g->ops[i].in[0]]++;
 	for (int i = 0; i < n; i++)
-		count += takes(g, &g->ops[i], nmm);
+		count += takes(g, &g->ops[i], nmm, half, f32);
 	if (!count) {
 		free(nmm);
 		return 0;
@@ -96,7 +105,7 @@ int pass_kmajor(Graph *g, int *nmade)
 		made[t] = -1;
 	for (int i = 0; i < n; i++) {
 		Op mm = g->ops[i];
-		if (!takes(g, &g->ops[i], nmm)) {
+		if (!takes(g, &g->ops[i], nmm, half, f32)) {
 			o.ops[o.k++] = mm;
 			continue;
 		}

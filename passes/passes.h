@@ -444,9 +444,10 @@ int pass_row_order(Graph *g, int *nmoved);
 /* rotate_half (cat(-t[..., h:], t[..., :h])) of a projection's head dim computed as
  * a matmul by the weight's columns rotated (rotary.c): *nrot of them. */
 int pass_rotary(Graph *g, int *nrot);
-/* The constant weights of f16/bf16 matmuls stored transposed and read through a
- * swap_dims view, K-major (kmajor.c): *nmade matmuls read them so. */
-int pass_kmajor(Graph *g, int *nmade);
+/* The constant weights of f16/bf16 matmuls (half), of f32 ones (f32) stored
+ * transposed and read through a swap_dims view, K-major (kmajor.c): *nmade matmuls
+ * read them so. */
+int pass_kmajor(Graph *g, bool half, bool f32, int *nmade);
 /* The line for `explain` (nothing when nmade is 0). */
 void pass_kmajor_summary(int nmade, Buf *out);
 /* Drop the views whose results nothing reads (chains a rewrite left), last first. */

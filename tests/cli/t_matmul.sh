@@ -520,3 +520,77 @@ EOF2
 if [ -x "$PTXAS" ]; then
 	check km-ptxas 0 "$PTXAS" -arch=sm_90a "$TMP/kmf/km_3152x2304x768_kt.ptx" -o "$TMP/km.cubin"
 fi
+
+# ---- 3xTF32: f32 matmuls on wgmma as three tf32 products a step, the stages'
+# sums added in f32 (--allow-3xtf32; codegen/matmul_wgmma.c, x3_rule in
+# codegen/matmul_pick.c, f32 weights K-major by passes/kmajor.c) ----
+# the cpu backend runs each tile's scalar definition (operands split into a tf32
+# part and a tf32 rest, rest x part, part x rest, part x part, the stage's sum added
+# to the accumulator) within f32's bounds: without the rests' products the outputs
+# are off by 72-216 times the bounds
+X3=tests/bench/gpu/mm_check_x3_f32.json
+check x3-rule-cpu 0 "$FUSEC" run $X3 --backend cpu --check --allow-3xtf32
+grep -c " ok$" "$TMP/out" >"$TMP/n"
+same x3-rule-cpu-ok "$TMP/n" 4
+check x3-rule-compile 0 "$FUSEC" compile $X3 --allow-3xtf32 --no-cache -o "$TMP/x3r"
+contains x3-rule-plan-key "$TMP/x3r/mm_check_x3_f32.plan.json" '"allow_3xtf32":true'
+contains x3-rule-tiles "$TMP/x3r/mm_check_x3_f32.plan.json" '"tiles":"wgx3x128x64x32s4"'
+for c in wgx3x128x128x32s3 wgx3x128x96x32s4; do
+	check "x3-$c-cpu" 0 env FUSEC_MATMUL_TILES=$c "$FUSEC" run $X3 --backend cpu --check
+	check "x3-$c-compile" 0 env FUSEC_MATMUL_TILES=$c "$FUSEC" compile $X3 --no-cache -o "$TMP/x3_$c"
+	contains "x3-$c-tiles" "$TMP/x3_$c/mm_check_x3_f32.plan.json" "\"tiles\":\"$c\""
+	if [ -x "$PTXAS" ]; then
+		check "x3-$c-ptxas" 0 "$PTXAS" -arch=sm_90a "$TMP/x3_$c/mm_check_x3_f32.ptx" -o "$TMP/x3.cubin"
+	fi
+done
+if [ -x "$PTXAS" ]; then
+	check x3-rule-ptxas 0 "$PTXAS" -arch=sm_90a "$TMP/x3r/mm_check_x3_f32.ptx" -o "$TMP/x3.cubin"
+fi
+# not without the option, not under --allow-tf32 (tf32 is faster and asked for),
+# not for sm_90 (no wgmma), and never for a B read MN-major (tf32 wgmma reads
+# K-major operands only), even forced
+check x3-off-compile 0 "$FUSEC" compile $X3 --no-cache -o "$TMP/x3o"
+check x3-off 1 grep -q '"tiles":"wgx3' "$TMP/x3o/mm_check_x3_f32.plan.json"
+check x3-off-key 1 grep -q 'allow_3xtf32' "$TMP/x3o/mm_check_x3_f32.plan.json"
+check x3-tf32-compile 0 "$FUSEC" compile $X3 --allow-3xtf32 --allow-tf32 --no-cache -o "$TMP/x3t"
+check x3-tf32 1 grep -q '"tiles":"wgx3' "$TMP/x3t/mm_check_x3_f32.plan.json"
+check x3-sm90-compile 0 "$FUSEC" compile $X3 --allow-3xtf32 --arch sm_90 --no-cache -o "$TMP/x3a"
+check x3-sm90 1 grep -q '"tiles":"wgx3' "$TMP/x3a/mm_check_x3_f32.plan.json"
+check x3-mn-compile 0 env FUSEC_MATMUL_TILES=wgx3x128x96x32s4 "$FUSEC" compile tests/bench/gpu/mm_check_f32.json --allow-3xtf32 --no-cache -o "$TMP/x3m"
+check x3-mn 1 grep -q '"tiles":"wgx3' "$TMP/x3m/mm_check_f32.plan.json"
+# the rule: the width whose waves hold the fewest columns a block
+while read -r m n k cfg; do
+	nm=x3_${m}x${n}x${k}
+	cat >"$TMP/$nm.yaml" <<YAML
+format: fusec-graph/1
+name: $nm
+inputs:
+  x: {dtype: f32, shape: [$m, $k]}
+  wt: {dtype: f32, shape: [$n, $k]}
+ops:
+  - {op: swap_dims, in: [wt], out: w, dims: [0, 1]}
+  - {op: matmul, in: [x, w], out: y}
+outputs: [y]
+YAML
+	check "x3-rule-$nm" 0 "$FUSEC" compile "$TMP/$nm.yaml" --allow-3xtf32 --no-cache -o "$TMP/x3w"
+	contains "x3-rule-$nm-tiles" "$TMP/x3w/$nm.plan.json" "\"tiles\":\"$cfg\""
+done <<'EOF2'
+2048 768 768 wgx3x128x96x32s4
+1024 768 768 wgx3x128x64x32s4
+4096 4096 4096 wgx3x128x128x32s3
+EOF2
+# a model's f32 weights: K-major under --allow-3xtf32 (not otherwise, nor with
+# --allow-tf32), the siblings q and k's too (bf16: 3 matmuls), and the matmuls that
+# read them so take the 3xTF32 tiles
+sed 's/bf16/f32/g' "$TMP/kmaj.json" >"$TMP/kmaj32.json"
+check x3-km-explain 0 "$FUSEC" explain "$TMP/kmaj32.json" --allow-3xtf32
+contains x3-km-explain-line "$TMP/out" "weights: 5 matmuls read their constant weight K-major"
+check x3-km-explain-off 0 "$FUSEC" explain "$TMP/kmaj32.json"
+check x3-km-explain-off-none 1 grep -q "^weights:" "$TMP/out"
+check x3-km-explain-tf32 0 "$FUSEC" explain "$TMP/kmaj32.json" --allow-3xtf32 --allow-tf32
+check x3-km-explain-tf32-none 1 grep -q "^weights:" "$TMP/out"
+check x3-km-cpu 0 "$FUSEC" run "$TMP/kmaj32.json" --backend cpu --seed 1 --check --allow-3xtf32
+grep -c " ok$" "$TMP/out" >"$TMP/n"
+same x3-km-cpu-ok "$TMP/n" 8
+check x3-km-compile 0 "$FUSEC" compile "$TMP/kmaj32.json" --allow-3xtf32 --no-cache -o "$TMP/x3k"
+contains x3-km-tiles "$TMP/x3k/mm_kmajor_f32.plan.json" '"tiles":"wgx3'

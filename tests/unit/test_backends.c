@@ -144,7 +144,7 @@ static int run_both(Built *b, const GenGraph *gg, uint64_t seed, const char *con
 		fail_msg("%s: interpreter: %s", b->label, msg);
 	}
 
-	CgHost *h = cg_host_new(b->s, b->tf32, &d);
+	CgHost *h = cg_host_new(b->s, b->tf32, false, &d);
 	if (!h) {
 		diag_format(&d, msg, sizeof msg);
 		fprintf(stderr, "%s\n", b->text);
@@ -317,7 +317,7 @@ static void ptx_batch(Built *items, int n, const char *arch)
 	Arena *a = arena_new();
 	Diag d;
 	char msg[1100];
-	CgOptions o = {CG_TARGET_NVPTX, arch, NULL, "backends", false, items[0].tf32};
+	CgOptions o = {CG_TARGET_NVPTX, arch, NULL, "backends", false, items[0].tf32, false};
 	CgModule *m = cg_module_new(&o, a, &d);
 	assert_non_null(m);
 	for (int i = 0; i < n; i++)
@@ -1124,7 +1124,7 @@ static void golden_open(Golden *o, const char *path)
 	SearchOptions so;
 	pass_default_options(&so);
 	o->s = test_search(o->g, &so);
-	CgOptions co = {CG_TARGET_NVPTX, "sm_90", NULL, "golden", false, false};
+	CgOptions co = {CG_TARGET_NVPTX, "sm_90", NULL, "golden", false, false, false};
 	o->m = cg_module_new(&co, o->arena, &d);
 	assert_non_null(o->m);
 	if (cg_lower(o->m, o->s, o->arena, &o->prog, &d)) {
@@ -1564,7 +1564,7 @@ static uint64_t mm_variants(const Built *b, int *nlaunch)
 {
 	Arena *a = arena_new();
 	Diag d;
-	CgOptions o = {CG_TARGET_HOST, NULL, NULL, "mm", false, b->tf32};
+	CgOptions o = {CG_TARGET_HOST, NULL, NULL, "mm", false, b->tf32, false};
 	CgModule *m = cg_module_new(&o, a, &d);
 	assert_non_null(m);
 	CgProgram prog;
@@ -1736,7 +1736,7 @@ static void test_matmul_tf32_rounding(void **state)
 	Schedule *sc = test_search(g, &so);
 	for (int tf32 = 0; tf32 < 2; tf32++) {
 		Diag d;
-		CgHost *h = cg_host_new(sc, tf32, &d);
+		CgHost *h = cg_host_new(sc, tf32, false, &d);
 		assert_non_null(h);
 		float y[17] = {0};
 		void *data[8] = {0};

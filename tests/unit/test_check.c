@@ -105,7 +105,7 @@ static void run_kernels_all(const Graph *g, const HostTensor *in, HostTensor *ou
 	pass_default_options(&so);
 	so.no_record = true;
 	Schedule *s = pass_search(g, &so);
-	CgHost *h = cg_host_new(s, false, &d);
+	CgHost *h = cg_host_new(s, false, false, &d);
 	assert_non_null(h);
 	const bool *need = cg_host_buffers(h);
 	int nt = g->ntensors ? g->ntensors : 1;

@@ -121,7 +121,7 @@ static void ptx_for(const CgKernelSpec *specs, int n, const char *arch, Buf *out
 {
 	Arena *a = arena_new();
 	Diag d;
-	CgOptions o = {CG_TARGET_NVPTX, arch, NULL, "t", false, false};
+	CgOptions o = {CG_TARGET_NVPTX, arch, NULL, "t", false, false, false};
 	CgModule *m = cg_module_new(&o, a, &d);
 	assert_non_null(m);
 	int distinct = 0;
@@ -273,7 +273,7 @@ static void host_run(Rel *r, Tensors *ts, const CgKernelSpec *specs, int n, int 
 {
 	Arena *a = arena_new();
 	Diag d;
-	CgOptions o = {CG_TARGET_HOST, NULL, NULL, "h", false, false};
+	CgOptions o = {CG_TARGET_HOST, NULL, NULL, "h", false, false, false};
 	CgModule *m = cg_module_new(&o, a, &d);
 	assert_non_null(m);
 	const CgKernel **ks = calloc((size_t)n, sizeof *ks);
@@ -383,7 +383,7 @@ static void test_reuse_same_kernel(void **state)
 
 	Arena *a = arena_new();
 	Diag d;
-	CgOptions o = {CG_TARGET_NVPTX, "sm_90", NULL, "t", false, false};
+	CgOptions o = {CG_TARGET_NVPTX, "sm_90", NULL, "t", false, false, false};
 	/* two separate modules build byte-identical functions */
 	CgModule *m1 = cg_module_new(&o, a, &d), *m2 = cg_module_new(&o, a, &d);
 	const CgKernel *k1 = cg_kernel(m1, &s64, &d);
@@ -690,7 +690,7 @@ static void test_backend_error_is_diag(void **state)
 	Arena *a = arena_new();
 	Diag d;
 	/* the check before emission names the culprit */
-	CgOptions o = {CG_TARGET_NVPTX, "sm_90", NULL, "t", false, false};
+	CgOptions o = {CG_TARGET_NVPTX, "sm_90", NULL, "t", false, false, false};
 	CgModule *m = cg_module_new(&o, a, &d);
 	add_bad_kernel(m, "llvm.exp.f32");
 	d.msg[0] = 0;
@@ -788,7 +788,7 @@ static void test_unsupported_is_diag(void **state)
 		     "outputs: [t, y]\n");
 	Arena *a = arena_new();
 	Diag d;
-	CgOptions o = {CG_TARGET_NVPTX, "sm_90", NULL, "t", false, false};
+	CgOptions o = {CG_TARGET_NVPTX, "sm_90", NULL, "t", false, false, false};
 	CgModule *m = cg_module_new(&o, a, &d);
 	CgKernelSpec s = rel_spec(&r, CG_KERNEL_ELEMWISE, 0, 2);
 	assert_null(cg_kernel(m, &s, &d));
@@ -1181,7 +1181,7 @@ static void test_host_fused_reduce_matmul(void **state)
 	 * threads, 16 rows a block, so the 4 rows are one block */
 	Arena *a = arena_new();
 	Diag d;
-	CgOptions o = {CG_TARGET_NVPTX, "sm_90", NULL, "t", false, false};
+	CgOptions o = {CG_TARGET_NVPTX, "sm_90", NULL, "t", false, false, false};
 	CgModule *m = cg_module_new(&o, a, &d);
 	const CgKernel *k = cg_kernel(m, &s[0], &d);
 	assert_non_null(k);

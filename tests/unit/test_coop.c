@@ -155,7 +155,7 @@ static void test_coop_host(void **state)
 	(void)state;
 	Arena *a = arena_new();
 	Diag d;
-	CgOptions o = {CG_TARGET_HOST, NULL, NULL, "coop", false, false};
+	CgOptions o = {CG_TARGET_HOST, NULL, NULL, "coop", false, false, false};
 	CgModule *m = cg_module_new(&o, a, &d);
 	assert_non_null(m);
 	build(m);
@@ -189,7 +189,7 @@ static void test_coop_ptx(void **state)
 	for (int ai = 0; ai < 2; ai++) {
 		Arena *a = arena_new();
 		Diag d;
-		CgOptions o = {CG_TARGET_NVPTX, archs[ai], NULL, "coop", false, false};
+		CgOptions o = {CG_TARGET_NVPTX, archs[ai], NULL, "coop", false, false, false};
 		CgModule *m = cg_module_new(&o, a, &d);
 		assert_non_null(m);
 		build(m);

@@ -35,7 +35,7 @@ class _Options(ctypes.Structure):   # fusec_options, in the header's order
                 ("ninput_shapes", ctypes.c_int), ("max_errors", ctypes.c_int),
                 ("precision", ctypes.c_char_p), ("keep_f32", ctypes.c_char_p),
                 ("layout", ctypes.c_char_p),
-                ("attention", ctypes.c_char_p)]
+                ("attention", ctypes.c_char_p), ("allow_3xtf32", ctypes.c_int)]
 
 
 _fc = None
@@ -97,7 +97,7 @@ def _options(arch=None, allow_tf32=False, burn_exact=False, max_blocks=None,
              max_explorations=None, max_bindings=None, jobs=0, cache_dir=None,
              pretty_plan=False, emit_ll=False, libdevice=None, input_shapes=None,
              max_errors=None, precision=None, keep_f32=None, layout=None,
-             attention=None):
+             attention=None, allow_3xtf32=False):
     o = _Options()
     _compiler().fusec_options_init(ctypes.byref(o))
     keep = []   # the bytes the struct points to, alive for the call
@@ -108,6 +108,7 @@ def _options(arch=None, allow_tf32=False, burn_exact=False, max_blocks=None,
         o.arch = s(arch)
     o.allow_tf32, o.burn_exact, o.pretty_plan, o.emit_ll = (int(bool(allow_tf32)),
         int(bool(burn_exact)), int(bool(pretty_plan)), int(bool(emit_ll)))
+    o.allow_3xtf32 = int(bool(allow_3xtf32))
     for k, v in (("max_blocks", max_blocks), ("max_explorations", max_explorations),
                  ("max_bindings", max_bindings), ("max_errors", max_errors)):
         if v is not None:
@@ -193,7 +194,7 @@ class Result:
 def compile_file(path, out_dir=None, **options):
     """Compile the graph in `path` (JSON, YAML, ONNX); write its files into out_dir
     (all or none) unless it is None. Options: as fusec_options (arch="sm_80,sm_90a",
-    allow_tf32, burn_exact, max_blocks, jobs, cache_dir, input_shapes={"x": [1, 3]},
+    allow_tf32, allow_3xtf32, burn_exact, max_blocks, jobs, cache_dir, input_shapes={"x": [1, 3]},
     precision="bf16", keep_f32="softmax", ...)."""
     o, keep = _options(**options)
     e = _Error()

@@ -5,13 +5,13 @@ width 1024), each with its epilogue, timed under every tile configuration of a
 list against torch on the same inputs. docs/benchmarks.md, "Matmul under a wave".
 
 On the build machine (no torch needed), the graphs:
-    python3 tests/bench/gpu/mm_sweep.py make DIR [--small | --big | --waves | --gemv | --kt]
+    python3 tests/bench/gpu/mm_sweep.py make DIR [--small | --big | --waves | --gemv | --kt | --kt32]
 then one plan folder per graph and configuration, compiled with
 FUSEC_MATMUL_TILES=CONFIG into P/CONFIG/NAME (and the rule's own into P/rule/NAME).
 
 On the GPU machine:
     python3 tests/bench/gpu/mm_sweep.py run --fusec-run G/fusec-run --graphs DIR \\
-        --plans P [--iters N] [--small | --big | --waves | --gemv | --kt]
+        --plans P [--iters N] [--small | --big | --waves | --gemv | --kt | --kt32]
 prints, per graph, fusec-run's total median for every configuration folder that
 holds the graph, torch.matmul alone and torch eager (matmul + epilogue), both f32
 without TF32, and the largest relative error of fusec's output against torch.
@@ -126,8 +126,21 @@ KT = [("k_%dx%dx%d%s_bf16_kt" % (m, n, k, "" if e == "none" else "_" + e), "bf16
                          (3152, 768, 768, "bias_residual"), (3152, 768, 3072, "bias_residual"),
                          (3152, 2304, 768, "bias"))]
 
+# --kt32: f32 shapes of issue 22's targets with B K-major (a graph reading w^T
+# through a swap_dims view, as a Gemm's transB or passes/kmajor.c's weights): the
+# ground of the 3xTF32 tiles (wgx3..., matmul_wgmma.c) against the SIMT ones. Each
+# row also prints the relative L2 error of torch.matmul and of fusec against a
+# float64 product (the epilogue's bias added in float64 too).
+KT32 = [("k_%dx%dx%d%s_kt" % (m, n, k, "" if e == "none" else "_" + e), "f32", m, n, k, e)
+        for m, n, k, e in ((4096, 4096, 4096, "none"), (3152, 3072, 768, "bias"),
+                           (3152, 768, 3072, "bias"), (2048, 2304, 768, "bias"),
+                           (2048, 768, 768, "bias"), (2048, 3072, 768, "bias"),
+                           (2048, 768, 3072, "bias"), (1024, 768, 768, "bias"))]
+
 
 def shapes_of(args):
+    if getattr(args, "kt32", False):
+        return KT32
     if getattr(args, "kt", False):
         return KT
     if args.gemv:
@@ -204,6 +217,14 @@ def run_sweep(args):
             t_mm = bench.time_cuda(lambda _: torch.matmul(a, w), [None], args.iters, 5)
             t_eager = bench.time_cuda(f, [x], args.iters, 5)
         flop = 2.0 * m * n * k * max(1, batch_of(name))
+        ref64 = None
+        if getattr(args, "kt32", False) and epi in ("none", "bias"):
+            with torch.no_grad():
+                ref64 = torch.matmul(a.double(), w.double())
+                if epi == "bias":
+                    ref64 = ref64 + x["bias"].double()
+                y32 = torch.matmul(a, w) + (x["bias"] if epi == "bias" else 0)
+                e_torch = float((y32.double() - ref64).norm() / ref64.norm())
         res = {}
         for c in configs:
             plan = os.path.join(args.plans, c, name)
@@ -223,6 +244,11 @@ def run_sweep(args):
             for kk in pj["kernels"]:
                 tiles = kk.get("tiles", tiles)
             err = bench.compare(graph, ref, out_dir, name)
+            if ref64 is not None:
+                out = graph["outputs"][0]
+                y = torch.from_numpy(np.load(os.path.join(out_dir, out + ".npy"))).to(ref64.device)
+                e64 = float((y.double() - ref64).norm() / ref64.norm())
+                tiles += " f64-rel-L2 %.2e (torch %.2e)" % (e64, e_torch)
             res[c] = (ms, tiles, err)
         rows.append((name, m, n, k, flop, t_mm, t_eager, res))
         print("%s: torch.matmul %.4f ms (%.1f TFLOP/s), eager %.4f ms" %
@@ -261,12 +287,14 @@ def main():
     mk.add_argument("--waves", action="store_true")
     mk.add_argument("--gemv", action="store_true")
     mk.add_argument("--kt", action="store_true")
+    mk.add_argument("--kt32", action="store_true")
     rn = sub.add_parser("run")
     rn.add_argument("--small", action="store_true")
     rn.add_argument("--big", action="store_true")
     rn.add_argument("--waves", action="store_true")
     rn.add_argument("--gemv", action="store_true")
     rn.add_argument("--kt", action="store_true")
+    rn.add_argument("--kt32", action="store_true")
     rn.add_argument("--fusec-run", required=True)
     rn.add_argument("--graphs", required=True)
     rn.add_argument("--plans", required=True)

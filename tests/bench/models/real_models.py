@@ -329,6 +329,9 @@ def worker(args):
     if args.fusec_precision and dtype == "f32":  # docs/precision.md: rel L2 vs f32 eager
         cmd += ["--precision", args.fusec_precision]
         row["notes"].append(f"fusec --precision {args.fusec_precision} (torch f32)")
+    if args.fusec_3xtf32 and dtype == "f32":  # docs/tolerances.md, "--allow-3xtf32"
+        cmd += ["--allow-3xtf32"]
+        row["notes"].append("fusec --allow-3xtf32 (torch f32 without TF32)")
     if args.fusec_layout:  # docs/design.md, "Channels last"
         cmd += ["--layout", args.fusec_layout]
         row["notes"].append(f"fusec --layout {args.fusec_layout}")
@@ -441,6 +444,8 @@ def worker(args):
                    "--outputs", outd]
             if args.fusec_precision and dtype == "f32":
                 cmd += ["--precision", args.fusec_precision]
+            if args.fusec_3xtf32 and dtype == "f32":
+                cmd += ["--allow-3xtf32"]
             if args.fusec_layout:
                 cmd += ["--layout", args.fusec_layout]
             if args.fusec_attention:
@@ -571,6 +576,7 @@ def coordinate(args, configs, start, env, outdir):
                     (["--fusec-precision", args.fusec_precision] if args.fusec_precision
                      else []) + \
                     (["--fusec-layout", args.fusec_layout] if args.fusec_layout else []) + \
+                    (["--fusec-3xtf32"] if args.fusec_3xtf32 else []) + \
                     (["--fusec-attention", args.fusec_attention] if args.fusec_attention
                      else []) + \
                     (["--full"] if args.full else []) + (["--keep"] if args.keep else [])
@@ -704,6 +710,9 @@ def parse():
     p.add_argument("--fusec-precision", choices=["bf16", "f16"],
                    help="f32 runs: fusec compiles the f32 export with --precision P, so "
                         "its rel L2 is against f32 eager (docs/precision.md)")
+    p.add_argument("--fusec-3xtf32", action="store_true",
+                   help="f32 runs: fusec compiles with --allow-3xtf32 (torch stays f32 "
+                        "without TF32; docs/tolerances.md, \"--allow-3xtf32\")")
     p.add_argument("--fusec-layout", choices=["nchw", "nhwc"],
                    help="fusec compile --layout (convolutions channels last)")
     p.add_argument("--fusec-attention", choices=["fuse", "keep"],
