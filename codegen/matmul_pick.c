@@ -426,22 +426,27 @@ static int under_wave(DType t, bool conv, int64_t big, int64_t small, int64_t k)
 /* 3xTF32 (--allow-3xtf32): of the tiles 128 rows by 128, 96 or 64 columns, the one
  * whose waves of tiles hold the fewest columns a block (its waves times its width;
  * the wider at a tie). On the H100 that picked the fastest of the three on all 8
- * K-major f32 shapes of issue 22's sweep (docs/benchmarks.md, session 61). */
+ * K-major f32 shapes of issue 22's sweep (docs/benchmarks.md, session 61). 0 where
+ * that tile has under half a wave of tiles: the f32 transformers at batch 1 (128 to
+ * 256 rows, 12 to 48 tiles a matmul) ran 1.1-2.1x as long on them as on the SIMT
+ * rule's tiles. */
 static int x3_rule(int64_t batch, int64_t m, int64_t n)
 {
+	int64_t tiles = 0;
 	static const int v[3] = {MM_X3_128, MM_X3_96, MM_X3_64};
 	int best = v[0];
 	int64_t cost = -1;
 	for (int i = 0; i < 3; i++) {
 		int w = mm_configs[v[i]].bn;
-		int64_t tiles = batch * ((m + 127) / 128) * ((n + w - 1) / w);
-		int64_t c = (tiles + MM_WAVE - 1) / MM_WAVE * w;
+		int64_t t = batch * ((m + 127) / 128) * ((n + w - 1) / w);
+		int64_t c = (t + MM_WAVE - 1) / MM_WAVE * w;
 		if (cost < 0 || c < cost) {
 			cost = c;
 			best = v[i];
+			tiles = t;
 		}
 	}
-	return best;
+	return 2 * tiles >= MM_WAVE ? best : 0;
 }
 
 static int gemv_rule(int64_t batch, int64_t m, int64_t n, int64_t k)
@@ -721,9 +726,10 @@ int cg_matmul_variant(const CgKernelSpec *s, const char *arch, bool host, bool a
 		return gemv_rule(batch, m, n, k);
 	/* f32 on wgmma as three tf32 products a step (--allow-3xtf32, not tf32), where
 	 * both operands are read K-major (a constant weight is, by passes/kmajor.c) */
-	if (t == DT_F32 && !tf32 && allow_3xtf32 && wg && !conv &&
-	    mm_kmajor_at(s, cg_matmul_index(s)))
-		return x3_rule(batch, m, n);
+	int x3 = t == DT_F32 && !tf32 && allow_3xtf32 && wg && !conv &&
+		 mm_kmajor_at(s, cg_matmul_index(s)) ? x3_rule(batch, m, n) : 0;
+	if (x3)
+		return x3;
 	/* a conv (docs/benchmarks.md, "Convolutions as implicit GEMMs"): its planes
 	 * (N = OH*OW per image: 7x7 = 49 columns) and channels (M: 64) are often far
 	 * from multiples of the big tiles, so a 128-wide tile is taken only where it

@@ -28,7 +28,13 @@
 
 #include "passes.h"
 
-enum { MIN_ROWS = 64 };
+enum {
+	MIN_ROWS = 64,
+	/* f32: the 3xTF32 rule's ground (codegen/matmul_pick.c, x3_rule: half a wave
+	 * of 128-row tiles); below it the SIMT tiles run and read B as stored faster,
+	 * and siblings keep their one launch (the transformers at batch 1) */
+	MIN_ROWS_F32 = 512,
+};
 
 /* Whether matmul op reads its weight K-major: nmm[t] counts the matmuls whose
  * first operand is t. An f32 one may be a sibling: apart, each on the 3xTF32 tiles
@@ -52,7 +58,7 @@ static bool takes(const Graph *g, const Op *op, const int *nmm, bool half, bool 
 	int64_t rows = 1;
 	for (int d = 0; d < a->rank - 1; d++)
 		rows *= a->dim[d];
-	return g->sym || rows >= MIN_ROWS;
+	return g->sym || rows >= (h ? MIN_ROWS : MIN_ROWS_F32);
 }
 
 /* Constant w's transpose (of its last two dims), a new constant named w's name +
