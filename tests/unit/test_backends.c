@@ -1437,6 +1437,14 @@ static const MmCase mm_cases[] = {
 	 false, "wg128x128x64s4ws"},
 	{"ws 128x256 tiles a^T b^T 136x296x40", DT_F16, {0}, {0}, 136, 296, 40, "residual_gelu",
 	 false, 3, false, "wg128x256x64s4ws"},
+	/* 3xTF32 (f32 as three tf32 products, matmul_wgmma.c): both operands K-major
+	 * (b^T); partial tiles, K steps of 32 with a partial last one */
+	{"3xtf32 128x128 b^T 130x136x72", DT_F32, {0}, {0}, 130, 136, 72, "bias_relu", false, 2,
+	 false, "wgx3x128x128x32s3"},
+	{"3xtf32 128x96 b^T 136x200x100", DT_F32, {2, 1}, {1, 1}, 136, 200, 100, "residual_gelu",
+	 false, 2, false, "wgx3x128x96x32s4"},
+	{"3xtf32 128x64 b^T 129x65x40", DT_F32, {0}, {0}, 129, 65, 40, "none", false, 2, false,
+	 "wgx3x128x64x32s4"},
 	/* ws, 96 columns: B K-major only (a b^T operand); six stages, the ring
 	 * wrapping past K's seven steps */
 	{"ws 128x96 tiles b^T 130x200x72", DT_BF16, {0}, {0}, 130, 200, 72, "bias_relu", false, 2,
@@ -1558,9 +1566,23 @@ static void mm_graph(GenGraph *gg, const MmCase *c)
 	gen_output(gg, y);
 }
 
-/* The tile configurations the host lowering of b picks, as a bit set; *nlaunch the
- * launches. */
-static uint64_t mm_variants(const Built *b, int *nlaunch)
+/* A set of tile configurations, a bit each. */
+typedef struct {
+	uint64_t w[2];
+} VarSet;
+
+static void varset_add(VarSet *s, int v)
+{
+	s->w[v / 64] |= UINT64_C(1) << (v % 64);
+}
+
+static bool varset_has(const VarSet *s, int v)
+{
+	return (s->w[v / 64] >> (v % 64)) & 1;
+}
+
+/* The tile configurations the host lowering of b picks; *nlaunch the launches. */
+static VarSet mm_variants(const Built *b, int *nlaunch)
 {
 	Arena *a = arena_new();
 	Diag d;
@@ -1569,10 +1591,10 @@ static uint64_t mm_variants(const Built *b, int *nlaunch)
 	assert_non_null(m);
 	CgProgram prog;
 	assert_int_equal(cg_lower(m, b->s, a, &prog, &d), 0);
-	uint64_t set = 0;
+	VarSet set = {{0, 0}};
 	*nlaunch = prog.nlaunch;
 	for (int k = 0; k < prog.nkernels; k++)
-		set |= UINT64_C(1) << prog.kernels[k]->variant;
+		varset_add(&set, prog.kernels[k]->variant);
 	/* one block per output tile: batch x ceil(M / BM) x ceil(N / BN) */
 	for (int i = 0; i < prog.nlaunch; i++) {
 		const CgBound *l = &prog.launch[i];
@@ -1584,8 +1606,10 @@ static uint64_t mm_variants(const Built *b, int *nlaunch)
 		/* split-K "fma64x64x16s3sk4": 4 blocks per tile */
 		if (strstr(nm, "sk"))
 			assert_int_equal(sscanf(strstr(nm, "sk"), "sk%d", &split), 1);
-		/* "tc128x256x32s4", "tf32x64x64x32s3": 128, 256; 64, 64 */
-		nm += strncmp(nm, "tf32x", 5) ? strcspn(nm, "0123456789") : 5;
+		/* "tc128x256x32s4", "tf32x64x64x32s3", "wgx3x128x96x32s4": 128, 256;
+		 * 64, 64; 128, 96 */
+		nm += !strncmp(nm, "tf32x", 5) || !strncmp(nm, "wgx3x", 5) ? 5 :
+		      strcspn(nm, "0123456789");
 		assert_int_equal(sscanf(nm, "%dx%d", &bm, &bn), 2);
 		const Graph *g = b->s->g;
 		const Tensor *out = NULL;
@@ -1621,8 +1645,8 @@ static uint64_t mm_variants(const Built *b, int *nlaunch)
 static void test_matmul_tiles(void **state)
 {
 	(void)state;
-	uint64_t seen = 0;   /* a bit per configuration: the table has at most 64 */
-	assert_true(cg_matmul_nvariants() <= 64);
+	VarSet seen = {{0, 0}};   /* a bit per configuration: the table has at most 128 */
+	assert_true(cg_matmul_nvariants() <= 128);
 	int bad = 0;
 	for (int i = 0; i < MM_NCASES; i++) {
 		const MmCase *c = &mm_cases[i];
@@ -1636,13 +1660,14 @@ static void test_matmul_tiles(void **state)
 		int nl;
 		if (c->force)
 			setenv("FUSEC_MATMUL_TILES", c->force, 1);
-		uint64_t v = mm_variants(&b, &nl);
-		if (!(v & ~UINT64_C(1)))
+		VarSet v = mm_variants(&b, &nl);
+		if (!(v.w[0] & ~UINT64_C(1)) && !v.w[1])
 			fail_msg("%s: no tiled kernel", label);
 		/* views of the operands are read in place: one kernel, no copies */
 		if (c->trans && nl != 1)
 			fail_msg("%s: %d launches, not one", label, nl);
-		seen |= v;
+		seen.w[0] |= v.w[0];
+		seen.w[1] |= v.w[1];
 		exact_compare = c->exact;
 		bad += run_both(&b, &gg, 7, NULL) > 0;
 		exact_compare = false;
@@ -1654,7 +1679,7 @@ static void test_matmul_tiles(void **state)
 	 * convs channels last: tests/cli/t_conv.sh; the att ones are the attention
 	 * op's: tests/cli/t_attention.sh) */
 	for (int v = 1; v < cg_matmul_nvariants(); v++)
-		if (!(seen & (UINT64_C(1) << v)) && strncmp(cg_matmul_variant_name(v), "dwc", 3) &&
+		if (!varset_has(&seen, v) && strncmp(cg_matmul_variant_name(v), "dwc", 3) &&
 		    strncmp(cg_matmul_variant_name(v), "wgtf32", 6) &&
 		    strncmp(cg_matmul_variant_name(v), "att", 3))
 			fail_msg("no case reaches tile configuration %s", cg_matmul_variant_name(v));
