@@ -254,7 +254,8 @@ int mm_tile_kernel(CgKb *kb, const MmConfig *cfg, const int *wr, int nw)
 	if (!mm_fits(c, x->dt, true))
 		return cg_fail(kb, "internal: tile configuration %s does not fit %s", c->name,
 			       ir_dtype_name(x->dt));
-	if (c->wg && c->tf32 && !mm_kmajor_at(kb->spec, mi))
+	/* (tf32 alone: convs only, as measured; 3xTF32 any matmul read so) */
+	if (c->wg && c->tf32 && !(c->x3 ? mm_kmajor_at(kb->spec, mi) : mm_kmajor(x->op)))
 		return cg_fail(kb, "internal: tile configuration %s takes only operands read "
 			       "K-major (tf32 wgmma's one layout)", c->name);
 	int r = x->rank;

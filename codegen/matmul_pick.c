@@ -708,7 +708,7 @@ int cg_matmul_variant(const CgKernelSpec *s, const char *arch, bool host, bool a
 		    mm_fits(&mm_configs[v], t, tf32) &&
 		    (mm_configs[v].gemv || sm80) && (!mm_configs[v].wg || wg) &&
 		    (!mm_configs[v].wg || !mm_configs[v].tf32 ||
-		     mm_kmajor_at(s, cg_matmul_index(s))) &&
+		     (mm_configs[v].x3 ? mm_kmajor_at(s, cg_matmul_index(s)) : mm_kmajor(mm))) &&
 		    (!mm_configs[v].gemv || (m <= MM_GEMV_M && !conv)) &&
 		    (!mm_configs[v].ws || ws_every_size(s, &mm_configs[v], divs, dims, ndims)))
 			return v;
