@@ -265,6 +265,9 @@ bool cg_arch_known(const char *arch);
 bool cg_arch_supported(const char *arch);
 /* The arches both known and supported, for messages: "sm_70, sm_72, ... and sm_90a". */
 void cg_arch_list(Buf *b);
+/* Whether the cpu backend builds its kernels for compile speed (FUSEC_CPU_QUICK=1;
+ * codegen/module.c). */
+bool cg_cpu_quick(void);
 /* The NVPTX back end's optimization level, 3 or (FUSEC_CODEGEN_LEVEL=2) 2: part of
  * the kernel cache's and the result cache's keys (docs/kernel-cache.md). */
 int cg_nvptx_codegen_level(void);

@@ -43,9 +43,9 @@ CgHost *cg_host_new(const Schedule *s, bool allow_tf32, bool allow_3xtf32, Diag 
 		return NULL;
 	}
 	cg_module_free(m);
-	h->jit = cg_jit_new(d);
+	h->jit = cg_cpu_quick() ? cg_jit_new_quick(d) : cg_jit_new(d);
 	if (h->jit)
-		cg_jit_set_passes(h->jit, "");   /* cg_module_finish already ran default<O3> */
+		cg_jit_set_passes(h->jit, "");   /* cg_module_finish already ran the pipeline */
 	if (!h->jit || cg_jit_add_module(h->jit, mod, ctx, d)) {
 		if (!h->jit) {
 			LLVMDisposeModule(mod);

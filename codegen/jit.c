@@ -46,14 +46,47 @@ static char *jit_strdup(const char *s)
 	return p;
 }
 
-CgJit *cg_jit_new(Diag *d)
+/* The host's target machine at level: the JIT's instruction selection and register
+ * allocation run at it (LLVMCodeGenLevelNone: FastISel and the fast allocator). */
+static LLVMTargetMachineRef host_tm(const char *triple, LLVMCodeGenOptLevel level)
+{
+	LLVMTargetRef target;
+	char *msg = NULL;
+	if (LLVMGetTargetFromTriple(triple, &target, &msg)) {
+		LLVMDisposeMessage(msg);
+		return NULL;
+	}
+	char *cpu = LLVMGetHostCPUName();
+	char *features = LLVMGetHostCPUFeatures();
+	LLVMTargetMachineRef tm = LLVMCreateTargetMachine(target, triple, cpu, features, level,
+							  LLVMRelocDefault, LLVMCodeModelJITDefault);
+	LLVMDisposeMessage(cpu);
+	LLVMDisposeMessage(features);
+	return tm;
+}
+
+static CgJit *jit_new(bool quick, Diag *d)
 {
 	if (LLVMInitializeNativeTarget() || LLVMInitializeNativeAsmPrinter()) {
 		diag_set(d, "jit", 0, 0, "the native target is not available in this LLVM build");
 		return NULL;
 	}
+	LLVMOrcLLJITBuilderRef b = NULL;
+	if (quick) {
+		char *triple = LLVMGetDefaultTargetTriple();
+		LLVMTargetMachineRef tm = host_tm(triple, LLVMCodeGenLevelNone);
+		LLVMDisposeMessage(triple);
+		if (!tm) {
+			diag_set(d, "jit", 0, 0, "cannot create a target machine for the host");
+			return NULL;
+		}
+		/* the builder takes the machine builder, which takes tm */
+		b = LLVMOrcCreateLLJITBuilder();
+		LLVMOrcLLJITBuilderSetJITTargetMachineBuilder(
+			b, LLVMOrcJITTargetMachineBuilderCreateFromTargetMachine(tm));
+	}
 	LLVMOrcLLJITRef jit;
-	LLVMErrorRef err = LLVMOrcCreateLLJIT(&jit, NULL);
+	LLVMErrorRef err = LLVMOrcCreateLLJIT(&jit, b);
 	if (err) {
 		jit_error(d, "cannot create the JIT", err);
 		return NULL;
@@ -61,28 +94,24 @@ CgJit *cg_jit_new(Diag *d)
 	CgJit *j = xcalloc(1, sizeof *j);
 	j->jit = jit;
 	j->triple = jit_strdup(LLVMOrcLLJITGetTripleString(jit));
-	j->passes = jit_strdup("default<O2>");
-
-	LLVMTargetRef target;
-	char *msg = NULL;
-	if (LLVMGetTargetFromTriple(j->triple, &target, &msg)) {
-		diag_set(d, "jit", 0, 0, "no target for host triple %s: %s", j->triple, msg);
-		LLVMDisposeMessage(msg);
-		cg_jit_free(j);
-		return NULL;
-	}
-	char *cpu = LLVMGetHostCPUName();
-	char *features = LLVMGetHostCPUFeatures();
-	j->tm = LLVMCreateTargetMachine(target, j->triple, cpu, features, LLVMCodeGenLevelDefault,
-					LLVMRelocDefault, LLVMCodeModelJITDefault);
-	LLVMDisposeMessage(cpu);
-	LLVMDisposeMessage(features);
+	j->passes = jit_strdup(quick ? "default<O0>" : "default<O2>");
+	j->tm = host_tm(j->triple, quick ? LLVMCodeGenLevelNone : LLVMCodeGenLevelDefault);
 	if (!j->tm) {
 		diag_set(d, "jit", 0, 0, "cannot create a target machine for %s", j->triple);
 		cg_jit_free(j);
 		return NULL;
 	}
 	return j;
+}
+
+CgJit *cg_jit_new(Diag *d)
+{
+	return jit_new(false, d);
+}
+
+CgJit *cg_jit_new_quick(Diag *d)
+{
+	return jit_new(true, d);
 }
 
 void cg_jit_set_passes(CgJit *j, const char *passes)

@@ -31,6 +31,11 @@ typedef struct CgJit CgJit;
 /* Initialize the native target (once per process) and create an LLJIT.
  * Returns NULL and fills *d on failure. */
 CgJit *cg_jit_new(Diag *d);
+/* The same, with the host's code generated for compile speed: no optimization
+ * pipeline by default ("default<O0>") and instruction selection and register
+ * allocation at LLVMCodeGenLevelNone. The code it runs computes the same values
+ * (no pass here changes floating-point results), more slowly. */
+CgJit *cg_jit_new_quick(Diag *d);
 /* Optimization pipeline run by the next cg_jit_add_module calls, in opt's
  * -passes syntax ("default<O3>"); "" or NULL runs no pass. The string is copied. */
 void cg_jit_set_passes(CgJit *j, const char *passes);

@@ -688,6 +688,31 @@ static LLVMValueRef cache_slot(Red *x, int q, LLVMValueRef j)
 	return LLVMBuildGEP2(b, x->cst[q], x->cs[q], &i, 1, "");
 }
 
+/* The alignment a slot of cached tensor q can claim: the cache is 16-byte aligned,
+ * a dynamic cache's slots are 16-byte multiples, a static one's as long as its
+ * vector (8 bytes for 4 f16 lanes: claiming 16 there let the host's code generator
+ * use an aligned move on every other slot). */
+static unsigned slot_align(Red *x, int q)
+{
+	if (x->r->dyn_bytes)
+		return 16;
+	LLVMTypeRef t = x->cst[q];
+	unsigned n = LLVMGetTypeKind(t) == LLVMVectorTypeKind ? LLVMGetVectorSize(t) : 1;
+	LLVMTypeRef e = LLVMGetTypeKind(t) == LLVMVectorTypeKind ? LLVMGetElementType(t) : t;
+	unsigned bytes;
+	switch (LLVMGetTypeKind(e)) {
+	case LLVMHalfTypeKind:
+	case LLVMBFloatTypeKind: bytes = 2; break;
+	case LLVMFloatTypeKind: bytes = 4; break;
+	case LLVMIntegerTypeKind: bytes = LLVMGetIntTypeWidth(e) / 8; break;
+	default: bytes = 8; break;
+	}
+	unsigned a = 16;
+	while (a > 1 && (n * bytes) % a)
+		a /= 2;
+	return a;
+}
+
 /* The index of cached tensor q at lane l of the current trip. */
 static CgIdx cache_idx(Red *x, int q, int l)
 {
@@ -713,10 +738,10 @@ static void trip_begin(Red *x, LLVMValueRef j)
 			continue;
 		int t = x->r->ct[q];
 		LLVMValueRef v = LLVMBuildLoad2(kb->b, x->cst[q], cache_slot(x, q, j), "");
-		/* the cache is 16-byte aligned (cg_coop_shared); a made f32 tensor's
-		 * slot on a bf16 row's 8 lanes is 32 bytes, whose own alignment the
-		 * host's vector moves would assume */
-		LLVMSetAlignment(v, 16);
+		/* not the type's own alignment: a made f32 tensor's slot on a bf16 row's
+		 * 8 lanes is 32 bytes, whose alignment the host's vector moves would
+		 * assume */
+		LLVMSetAlignment(v, slot_align(x, q));
 		if (!x->r->ct_made[q]) {
 			kb->vload[t] = v;
 			continue;
@@ -755,7 +780,7 @@ static void trip_end(Red *x, LLVMValueRef j)
 			x->cst[q] = LLVMTypeOf(v);
 		if (!x->cs[q])
 			x->cs[q] = cg_coop_shared(x->c, x->cst[q], CG_RED_CACHE_BLOCK * x->K);
-		LLVMSetAlignment(LLVMBuildStore(kb->b, v, cache_slot(x, q, j)), 16);
+		LLVMSetAlignment(LLVMBuildStore(kb->b, v, cache_slot(x, q, j)), slot_align(x, q));
 		x->filling[q] = true;
 	}
 	memset(kb->vload, 0, sizeof *kb->vload * (size_t)kb->ntensors);

@@ -124,6 +124,16 @@ int cg_nvptx_codegen_level(void)
 	return v && !strcmp(v, "2") ? 2 : 3;
 }
 
+/* The cpu backend's kernels built for compile speed (FUSEC_CPU_QUICK=1): no
+ * optimization passes and the JIT's code generator at LLVMCodeGenLevelNone. The
+ * values are the same (no pass here changes a floating-point result); the run is
+ * slower, the build about twice as fast (the tests set it). */
+bool cg_cpu_quick(void)
+{
+	const char *v = getenv("FUSEC_CPU_QUICK");
+	return v && !strcmp(v, "1");
+}
+
 static LLVMTargetMachineRef make_tm(const CgOptions *opt, const char *triple)
 {
 	LLVMTargetRef target;
@@ -655,7 +665,9 @@ int cg_module_finish(CgModule *m, Diag *d)
 	    cg_math_link_libdevice(m->mod, m->opt.libdevice, d))
 		return -1;
 	LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
-	LLVMErrorRef err = LLVMRunPasses(m->mod, "default<O3>", m->tm, po);
+	const char *pipe = m->opt.target == CG_TARGET_HOST && cg_cpu_quick() ? "default<O0>"
+									      : "default<O3>";
+	LLVMErrorRef err = LLVMRunPasses(m->mod, pipe, m->tm, po);
 	LLVMDisposePassBuilderOptions(po);
 	if (err) {
 		char *e = LLVMGetErrorMessage(err);

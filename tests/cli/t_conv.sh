@@ -54,6 +54,19 @@ done
 for f in "$TMP"/cd1/*.npy; do
 	same_files "conv-det-same-$(basename "$f")" "$f" "$TMP/cd2/$(basename "$f")"
 done
+# the default build of the cpu backend's kernels (LLVM's O3; the tests run
+# FUSEC_CPU_QUICK=1, tests/cli/run.sh) gives the same bytes, split-K and the wgmma
+# tile's scalar fragment included
+check conv-det-o3 0 env FUSEC_CPU_QUICK=0 FUSEC_MATMUL_TILES=fma64x64x16s3sk4 "$FUSEC" run $CC"_f32.json" --backend cpu --seed 4 --outputs "$TMP/cd3"
+for f in "$TMP"/cd1/*.npy; do
+	same_files "conv-det-o3-$(basename "$f")" "$f" "$TMP/cd3/$(basename "$f")"
+done
+for q in 0 1; do
+	check "conv-wg-o3-$q" 0 env FUSEC_CPU_QUICK=$q FUSEC_MATMUL_TILES=wg128x128x64s4 "$FUSEC" run $CC"_bf16.json" --backend cpu --seed 4 --outputs "$TMP/cw$q"
+done
+for f in "$TMP"/cw0/*.npy; do
+	same_files "conv-wg-o3-same-$(basename "$f")" "$f" "$TMP/cw1/$(basename "$f")"
+done
 
 # depthwise (one channel per group) and few channels per group keep the
 # one-thread-per-output kernel; under --burn-exact no conv starts a kernel

@@ -5,13 +5,13 @@ width 1024), each with its epilogue, timed under every tile configuration of a
 list against torch on the same inputs. docs/benchmarks.md, "Matmul under a wave".
 
 On the build machine (no torch needed), the graphs:
-    python3 tests/bench/gpu/mm_sweep.py make DIR [--small | --big | --waves | --gemv | --kt | --kt32]
+    python3 tests/bench/gpu/mm_sweep.py make DIR [--small | --big | --waves | --gemv | --kt | --kt32 | --b1]
 then one plan folder per graph and configuration, compiled with
 FUSEC_MATMUL_TILES=CONFIG into P/CONFIG/NAME (and the rule's own into P/rule/NAME).
 
 On the GPU machine:
     python3 tests/bench/gpu/mm_sweep.py run --fusec-run G/fusec-run --graphs DIR \\
-        --plans P [--iters N] [--small | --big | --waves | --gemv | --kt | --kt32]
+        --plans P [--iters N] [--small | --big | --waves | --gemv | --kt | --kt32 | --b1]
 prints, per graph, fusec-run's total median for every configuration folder that
 holds the graph, torch.matmul alone and torch eager (matmul + epilogue), both f32
 without TF32, and the largest relative error of fusec's output against torch.
@@ -137,8 +137,17 @@ KT32 = [("k_%dx%dx%d%s_kt" % (m, n, k, "" if e == "none" else "_" + e), "f32", m
                            (2048, 768, 768, "bias"), (2048, 3072, 768, "bias"),
                            (2048, 768, 3072, "bias"), (1024, 768, 768, "bias"))]
 
+# --b1: the transformers' projections at batch 1 (128 rows: BERT, GPT-2, Llama at
+# sequence 128; 197: ViT-B/16), weights K-major as the models store them, f32 and bf16
+B1 = [("k1_%dx%dx%d_%s_%s_kt" % (m, n, k, e, dt), dt, m, n, k, e)
+      for dt in ("f32", "bf16") for m in (128, 197)
+      for n, k, e in ((2304, 768, "bias"), (768, 768, "bias_residual"),
+                      (3072, 768, "bias_gelu"), (768, 3072, "bias_residual"))]
+
 
 def shapes_of(args):
+    if getattr(args, "b1", False):
+        return B1
     if getattr(args, "kt32", False):
         return KT32
     if getattr(args, "kt", False):
@@ -288,6 +297,7 @@ def main():
     mk.add_argument("--gemv", action="store_true")
     mk.add_argument("--kt", action="store_true")
     mk.add_argument("--kt32", action="store_true")
+    mk.add_argument("--b1", action="store_true")
     rn = sub.add_parser("run")
     rn.add_argument("--small", action="store_true")
     rn.add_argument("--big", action="store_true")
@@ -295,6 +305,7 @@ def main():
     rn.add_argument("--gemv", action="store_true")
     rn.add_argument("--kt", action="store_true")
     rn.add_argument("--kt32", action="store_true")
+    rn.add_argument("--b1", action="store_true")
     rn.add_argument("--fusec-run", required=True)
     rn.add_argument("--graphs", required=True)
     rn.add_argument("--plans", required=True)
