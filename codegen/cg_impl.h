@@ -265,6 +265,8 @@ typedef struct {
 	bool long_rows;               /* built for long f32 rows (CgKernelSpec.red_long):
 					 CG_RED_LONG_TRIPS, CG_RED_LONG_MAXNREG, and the
 					 row cache in dynamic shared memory: */
+	bool few;                     /* built for few rows (CgKernelSpec.red_long
+					 CG_RED_FEW): CG_RED_FEW_MAXNREG */
 	int dyn_bytes;                /* its bytes a thread (0: the static cache) */
 	int dyn_elems;                /* and the row's elements a thread
 					 (CG_RED_DYN_GROUPS V-groups) */
@@ -277,8 +279,8 @@ typedef struct {
 bool cg_reduce_plan(CgKb *kb, const CgKernelSpec *s, int rank, const uint32_t *ref,
 		    const bool *written, CgRed *r);
 /* The red_long of plan r (made with red_long unset) at a reduced axis of n elements
- * (codegen.h, cg_reduce_long_rows). */
-int cg_reduce_long(const CgKernelSpec *s, const CgRed *r, int64_t n, bool dyn);
+ * and rows rows (codegen.h, cg_reduce_long_rows). */
+int cg_reduce_long(const CgKernelSpec *s, const CgRed *r, int64_t n, int64_t rows, bool dyn);
 /* Its body, inside cg_coop_function / cg_coop_finish; sets k's launch rule. */
 void cg_reduce_kernel(CgKb *kb, CgCoop *c, const CgRed *r, const uint32_t *ref, const int *wr,
 		      int nw, CgKernel *k);

@@ -128,7 +128,9 @@ typedef struct {
 				    registers; on sm_90a CG_RED_LONG_F32_DYN, the
 				    same with the row cache in dynamic shared memory,
 				    and CG_RED_LONG_DYN, other rows past the static
-				    row cache (8192). 0: every other kernel */
+				    row cache (8192); CG_RED_FEW, rows few enough for
+				    a block each (more registers). 0: every other
+				    kernel */
 } CgKernelSpec;
 
 /* CG_PARAM_TMAP: a TMA tensor map (CUtensorMap, 128 bytes passed by value) of a
@@ -246,12 +248,15 @@ int cg_matmul_nvariants(void);                    /* table size, 0 included */
  * long math, its rows are f32 and its reduced axis is at least CG_RED_LONG_ROW
  * (4096) long (CG_RED_LONG_F32_DYN with dyn), else with dyn CG_RED_LONG_DYN where
  * the axis is longer than the static row cache holds (CG_RED_CACHE_BLOCK *
- * CG_RED_CACHE, 8192); 0 otherwise (codegen/kernel_reduce.c). dyn: the plan's arch
+ * CG_RED_CACHE, 8192); else CG_RED_FEW where its rows take the launch rule's
+ * few-rows geometry (a block a row, under a wave of blocks: the norms of a
+ * transformer at batch 1), which has registers to spare (CG_RED_FEW_MAXNREG); 0
+ * otherwise (codegen/kernel_reduce.c). dyn: the plan's arch
  * is sm_90a, whose devices all let a block have 192 KiB of shared memory (an sm_80
  * or sm_90 plan may run where a block gets 99 KiB or less). The relative form has
  * no row length, so the choice is made here, from the concrete dims, and is part of
  * the kernel's identity (module.c, kcache.c). */
-enum { CG_RED_LONG_F32 = 1, CG_RED_LONG_DYN = 2, CG_RED_LONG_F32_DYN = 3 };
+enum { CG_RED_LONG_F32 = 1, CG_RED_LONG_DYN = 2, CG_RED_LONG_F32_DYN = 3, CG_RED_FEW = 4 };
 int cg_reduce_long_rows(const CgKernelSpec *spec, const int64_t *dims, int ndims, bool dyn);
 
 /* Whether LLVM 19's NVPTX backend knows the arch ("sm_80", "sm_90a"). */

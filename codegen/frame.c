@@ -501,9 +501,15 @@ int cg_reduce_long_rows(const CgKernelSpec *s, const int64_t *dims, int ndims, b
 	kb->d = &d;   /* a kernel that fails here fails again in cg_build, which says so */
 	kb->nhwc = s->nhwc - 1;
 	Frame fr;
-	int kind = plan_frame(kb, s, &fr) || !fr.coop ? 0 :
-		   cg_reduce_long(s, &fr.red, fr.red.n && (int)fr.red.n < ndims ? dims[fr.red.n] : 1,
-				  dyn);
+	int kind = 0;
+	if (!plan_frame(kb, s, &fr) && fr.coop) {
+		int64_t rows = 1;
+		for (int i = 0; i < fr.rank; i++)
+			if (i != fr.red.axis && fr.ref[i] != 0)
+				rows *= (int)fr.ref[i] < ndims ? dims[fr.ref[i]] : 1;
+		kind = cg_reduce_long(s, &fr.red, fr.red.n && (int)fr.red.n < ndims ? dims[fr.red.n] : 1,
+				      rows, dyn);
+	}
 	frame_free(&fr);
 	kb_free(kb);
 	return kind;
@@ -600,7 +606,8 @@ CgKernel *cg_build(CgModule *m, const CgKernelSpec *s, uint64_t hash, Diag *d)
 				 red->dyn_bytes ? CG_RED_DYN_THREADS : CG_RED_THREADS, &c);
 		if (k->pdl)
 			cg_grid_wait(kb);
-		cg_coop_annotate(&c, "maxnreg", red->long_rows ? CG_RED_LONG_MAXNREG : CG_RED_MAXNREG);
+		cg_coop_annotate(&c, "maxnreg", red->long_rows ? CG_RED_LONG_MAXNREG
+					       : red->few ? CG_RED_FEW_MAXNREG : CG_RED_MAXNREG);
 		kb->math = (CgMath){m->ctx, m->mod, kb->b, m->opt.target == CG_TARGET_NVPTX,
 				    m->opt.libdevice != NULL && m->opt.target == CG_TARGET_NVPTX};
 		cg_reduce_kernel(kb, &c, red, ref, wr, nw, k);

@@ -347,13 +347,19 @@ static bool long_kind(const CgKernelSpec *s, const CgRed *r)
 	return r->cache && !heavy_math(s) && r->vec == 16 / 4;
 }
 
-int cg_reduce_long(const CgKernelSpec *s, const CgRed *r, int64_t n, bool dyn)
+int cg_reduce_long(const CgKernelSpec *s, const CgRed *r, int64_t n, int64_t rows, bool dyn)
 {
 	if (long_kind(s, r) && n >= CG_RED_LONG_ROW)
 		return dyn ? CG_RED_LONG_F32_DYN : CG_RED_LONG_F32;
 	if (dyn && r->cache && n > (int64_t)CG_RED_CACHE_BLOCK * CG_RED_CACHE)
 		return CG_RED_LONG_DYN;
-	return 0;
+	/* the launch rule's few rows (launch_rule.c, reduce_rule): rows within the
+	 * static cache, a block of R rows, under a wave of blocks */
+	if (r->column || n <= 32 || n > (int64_t)CG_RED_CACHE_BLOCK * CG_RED_CACHE)
+		return 0;
+	int64_t g = r->cache ? cg_reduce_cache_threads(n) : cg_reduce_row_threads(n);
+	int64_t per = g < 256 ? 256 / g : 1;
+	return rows > 0 && (rows + per - 1) / per < CG_RED_FEW_WAVE ? CG_RED_FEW : 0;
 }
 
 bool cg_reduce_plan(CgKb *kb, const CgKernelSpec *s, int rank, const uint32_t *ref,
@@ -441,6 +447,7 @@ bool cg_reduce_plan(CgKb *kb, const CgKernelSpec *s, int rank, const uint32_t *r
 	r->cache &= r->nct > 0;
 	r->long_rows = (s->red_long == CG_RED_LONG_F32 || s->red_long == CG_RED_LONG_F32_DYN) &&
 		       long_kind(s, r);
+	r->few = s->red_long == CG_RED_FEW;
 	r->trips = !r->cache || heavy_math(s) ? 1 : r->long_rows ? CG_RED_LONG_TRIPS : CG_RED_TRIPS;
 	/* long rows: the cache's slots in dynamic shared memory, CG_RED_DYN_GROUPS
 	 * V-groups a thread (32 f32, 64 bf16), each a 16-byte multiple (cache_slot), so

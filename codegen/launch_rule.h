@@ -79,6 +79,11 @@ enum {
 	 * CG_RED_FEW_ELEMS elements each */
 	CG_RED_FEW_WAVE = 132,
 	CG_RED_FEW_ELEMS = 8,
+	/* a kernel built for them (CgKernelSpec.red_long CG_RED_FEW) has registers to
+	 * spare: at 48 GPT-2's layer norm at batch 1 spilled (10,624 local requests a
+	 * launch); at 96 it did not, 6.1 -> 5.7 us under ncu, the model 570 -> 555 us
+	 * on the H100 (session 60, the PTX's .maxnreg edited) */
+	CG_RED_FEW_MAXNREG = 96,
 	CG_MM_THREADS = 256,     /* a tiled matmul's or conv's block (matmul.h MM_THREADS) */
 	CG_MM_WS_THREADS = 384,  /* a warp-specialized one's (matmul_ws.c) */
 	CG_MM_PERSIST = 132,     /* its blocks at most: one per SM of the H200 */

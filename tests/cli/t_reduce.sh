@@ -178,13 +178,14 @@ ops:
   - {op: div, in: [e, z], out: y}
 outputs: [y]
 Y
-sed 's/8192/1000/' "$TMP/rl.yaml" >"$TMP/rl_short.yaml"
-sed 's/f32/bf16/' "$TMP/rl.yaml" >"$TMP/rl_bf16.yaml"
+# (rows enough for a wave of blocks: a kernel of fewer rows gets 96, red-few-* below)
+sed 's/\[4, 8192\]/[4096, 1000]/' "$TMP/rl.yaml" >"$TMP/rl_short.yaml"
+sed 's/f32/bf16/; s/\[4, 8192\]/[4096, 8192]/' "$TMP/rl.yaml" >"$TMP/rl_bf16.yaml"
 cat >"$TMP/rl_gelu.yaml" <<'Y'
 format: fusec-graph/1
 name: rl
 inputs:
-  x: {dtype: f32, shape: [4, 4096]}
+  x: {dtype: f32, shape: [4096, 4096]}
   bias: {dtype: f32, shape: [1, 4096]}
 ops:
   - {op: add, in: [x, bias], out: h}
@@ -208,6 +209,41 @@ done
 contains red-long-plan "$TMP/rl/rl.plan.json" "(long f32 rows)"
 check red-long-short-plan 1 grep -q "long f32 rows" "$TMP/rl_short/rl.plan.json"
 
+# few rows (under a wave of blocks by the launch rule: a transformer's norms at
+# batch 1) build the kernel with 96 registers, not 48: a bf16 layer norm of rows of
+# 768 (a block of 8 rows on the static geometry) to 1048 rows (131 blocks), 48 from
+# 1049; both sizes in one graph are two kernels; the cpu backend runs the few-rows one
+for r in 128 1048 1049; do
+	sed "s/2048/$r/; s/g15_layernorm_bf16/ln/" tests/bench/gpu/g15_layernorm_bf16.json >"$TMP/ln$r.json"
+	n=96
+	[ $r = 1049 ] && n=48
+	check "red-few-$r" 0 "$FUSEC" compile "$TMP/ln$r.json" -o "$TMP/ln$r" --no-cache &&
+		contains "red-few-$r-maxnreg" "$TMP/ln$r/ln.ptx" ".maxnreg $n"
+done
+check red-few-run 0 "$FUSEC" run "$TMP/ln128.json" --backend cpu --check
+python3 - "$TMP/ln128.json" "$TMP/ln_two.json" <<'P'
+import json, sys
+g = json.load(open(sys.argv[1]))
+ops = list(g["ops"])
+for name in list(g["inputs"]):
+    t = dict(g["inputs"][name])
+    if t["shape"][0] == 128:
+        t["shape"] = [2048] + t["shape"][1:]
+    g["inputs"][name + "_b"] = t
+ren = lambda v: v + "_b"
+for op in ops:
+    o = dict(op)
+    o["in"] = [ren(v) for v in op["in"]]
+    o["out"] = ren(op["out"])
+    g["ops"].append(o)
+g["outputs"] = g["outputs"] + [ren(v) for v in g["outputs"]]
+g["name"] = "ln_two"
+json.dump(g, open(sys.argv[2], "w"))
+P
+check red-few-two 0 "$FUSEC" compile "$TMP/ln_two.json" -o "$TMP/ln_two" --no-cache &&
+	contains red-few-two-96 "$TMP/ln_two/ln_two.ptx" ".maxnreg 96" &&
+	contains red-few-two-48 "$TMP/ln_two/ln_two.ptx" ".maxnreg 48"
+
 # the relative form has no row length, so the choice is part of a kernel's identity:
 # one graph with the softmax at rows of 1000 and of 8192 gets two kernels, and so
 # does a second compile from the kernel cache; rows of 8192 after a compile of rows
@@ -216,7 +252,7 @@ cat >"$TMP/rl2.yaml" <<'Y'
 format: fusec-graph/1
 name: rl2
 inputs:
-  a: {dtype: f32, shape: [4, 1000]}
+  a: {dtype: f32, shape: [4096, 1000]}
   b: {dtype: f32, shape: [4, 8192]}
 ops:
   - {op: max_dim, in: [a], out: am, axis: 1}
