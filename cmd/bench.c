@@ -12,7 +12,7 @@
 
 static const char bench_usage[] =
 	"usage: fusec bench GRAPH|DIR [--backend cuda] [--iters N] [--warmup N]\n"
-	"                   [--inputs DIR] [--seed N]\n"
+	"                   [--inputs DIR] [--seed N] [--no-3xtf32]\n"
 	"\n"
 	"Time GRAPH (compiled first) or the plan `fusec compile` wrote into DIR on\n"
 	"GPU 0 and print per-launch and total medians and the achieved bandwidth\n"
@@ -24,6 +24,7 @@ static const char bench_usage[] =
 	"  --inputs DIR     read input NAME from DIR/NAME.npy (default: random values);\n"
 	"                   a graph's named dims take the files' shapes\n"
 	"  --seed N         seed of the random inputs (default 0)\n"
+	"  --no-3xtf32      GRAPH's f32 matmuls on f32 FMA, as compile's\n"
 	"  --precision bf16|f16, --keep-f32 LIST  GRAPH converted before it is compiled\n"
 	"  --layout nhwc          GRAPH's convolutions and pools channels last\n"
 	"                   (docs/precision.md)\n"
@@ -62,7 +63,7 @@ static int bench_graph(const char *path, const char *inputs, uint64_t seed, cons
 		/* printed */
 	} else if ((inputs && run_load_inputs(g, inputs, in)) || run_random_inputs(g, seed, in)) {
 		status = EXIT_INPUT;
-	} else if (run_cuda_compile(g, false, false, false, &tmp, &d)) {
+	} else if (run_cuda_compile(g, false, cmd_x3(), false, &tmp, &d)) {
 		cmd_print_diag(&d);
 		status = EXIT_FAIL;
 	} else {
@@ -90,6 +91,7 @@ int cmd_bench(int argc, char **argv)
 		{"warmup", required_argument, NULL, 'w'},
 		{"inputs", required_argument, NULL, 'i'},
 		{"seed", required_argument, NULL, 's'},
+		{"no-3xtf32", no_argument, NULL, 'Y'},
 		{0, 0, 0, 0},
 	};
 	RtBenchOptions o;
@@ -126,6 +128,8 @@ int cmd_bench(int argc, char **argv)
 			if ((seed = cmd_parse_count("bench", "--seed", optarg)) < 0)
 				return EXIT_USAGE;
 			break;
+		case 'Y':
+			break;   /* cmd_x3 */
 		default:
 			return cmd_bad_option("bench", longopts, "h", argv, optind);
 		}

@@ -68,6 +68,9 @@ const LayoutInfo *cmd_layout_info(void);
 const char *cmd_attention_name(void);
 const AttentionInfo *cmd_attention_info(void);
 const SiblingInfo *cmd_sibling_info(void);      /* passes/siblings.c */
+/* f32 matmuls as three tf32 products (the default of compile, explain, run and
+ * bench; not after --no-3xtf32): codegen/matmul_wgmma.c */
+bool cmd_x3(void);
 int cmd_kmajor_made(void);                      /* passes/kmajor.c */
 /* A getopt_long call of subcommand sub returned '?' (opterr is 0): say which option
  * was unknown, with a "did you mean" from longopts and the driver's own options

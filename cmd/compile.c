@@ -39,7 +39,7 @@ static const char compile_usage[] =
 	"                     [--emit LIST] [--plan-style STYLE] [--libdevice PATH]\n"
 	"                     [--cache-dir DIR | --no-cache | --no-result-cache]\n"
 	"                     [--trust-cache-dir] [-j N] [--shape-buckets N]\n"
-	"                     [--time] [--verify] [--allow-tf32] [--allow-3xtf32]\n"
+	"                     [--time] [--verify] [--allow-tf32] [--no-3xtf32]\n"
 	"                     [--burn-exact]\n"
 	"\n"
 	"Search fusions for GRAPH, generate PTX, and write DIR/NAME.ptx and\n"
@@ -91,10 +91,13 @@ static const char compile_usage[] =
 	"                         runs once, launches read only what is written earlier\n"
 	"  --allow-tf32           f32 matmuls run on tensor cores as tf32 (10-bit\n"
 	"                         mantissa operands; sm_80 and later); the plan says so\n"
-	"  --allow-3xtf32         f32 matmuls whose weights can be read K-major run on\n"
-	"                         tensor cores as three tf32 products a step, summed in\n"
-	"                         f32 between steps (sm_90a; an error of about 1e-5 at\n"
-	"                         K = 4096 where f32 FMA has 1e-6); the plan says so\n"
+	"  --no-3xtf32            f32 matmuls stay on f32 FMA (SIMT tiles). By default\n"
+	"                         on sm_90a those whose operands are read K-major (a\n"
+	"                         model's weights are stored so) run on tensor cores as\n"
+	"                         three tf32 products a step, summed in f32: as close to\n"
+	"                         exact as f32 FMA or closer, but an infinite operand\n"
+	"                         gives NaN (docs/tolerances.md, \"3xTF32\");\n"
+	"                         --allow-3xtf32 says the default\n"
 	"  --burn-exact           search with burn-fusion's rules where fusec deviates on\n"
 	"                         purpose (docs/burn-fidelity.md), to compare with burn\n"
 	"  --libdevice PATH       link libdevice bitcode for precise math; `auto` looks\n"
@@ -173,12 +176,14 @@ static int parse_options(int argc, char **argv, CompileOptions *o)
 		{"jobs", required_argument, NULL, 'j'},
 		{"allow-tf32", no_argument, NULL, 'f'},
 		{"allow-3xtf32", no_argument, NULL, 'X'},
+		{"no-3xtf32", no_argument, NULL, 'Y'},
 		{"burn-exact", no_argument, NULL, 'E'},
 		{"shape-buckets", required_argument, NULL, 'B'},
 		{0, 0, 0, 0},
 	};
 	memset(o, 0, sizeof *o);
 	pl_default_options(&o->pl);
+	o->pl.allow_3xtf32 = cmd_x3();
 	o->dir = ".";
 	const char *log = getenv("FUSEC_LOG");
 	const char *log_format = getenv("FUSEC_LOG_FORMAT");
@@ -318,8 +323,9 @@ static int parse_options(int argc, char **argv, CompileOptions *o)
 			o->pl.allow_tf32 = true;
 			break;
 		case 'X':
-			o->pl.allow_3xtf32 = true;
-			break;
+			break;   /* the default (cmd_x3) */
+		case 'Y':
+			break;   /* taken by cmd_x3 */
 		case 'E':
 			o->pl.search.burn_exact = true;
 			break;

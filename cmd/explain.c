@@ -19,7 +19,7 @@
 static const char explain_usage[] =
 	"usage: fusec explain GRAPH [--op OP] [--json] [--max-blocks N] [--max-bindings N]\n"
 	"                     [--burn-exact] [--arch sm_XX[,sm_YY...]] [--allow-tf32]\n"
-	"                     [--allow-3xtf32]\n"
+	"                     [--no-3xtf32]\n"
 	"\n"
 	"Show, for every op of GRAPH (or only OP), the segment and block it was settled\n"
 	"in, the fuser that took it or why none did, the op each fuser closed on with the\n"
@@ -32,7 +32,7 @@ static const char explain_usage[] =
 	"  --json      one JSON document (format fusec-explain/1, docs/inspect.md)\n"
 	"  --burn-exact  burn-fusion's rules where fusec deviates on purpose\n"
 	"              (docs/burn-fidelity.md)\n"
-	"  --arch sm_XX, --allow-tf32, --allow-3xtf32\n"
+	"  --arch sm_XX, --allow-tf32, --no-3xtf32\n"
 	"              as for compile: the kernel names are those of that compile (of\n"
 	"              a list of arches, the first's: the plan's top level)\n"
 	"  --precision bf16|f16, --keep-f32 LIST, --layout nhwc\n"
@@ -67,12 +67,13 @@ int cmd_explain(int argc, char **argv)
 		{"arch", required_argument, NULL, 'a'},
 		{"allow-tf32", no_argument, NULL, 'f'},
 		{"allow-3xtf32", no_argument, NULL, 'X'},
+		{"no-3xtf32", no_argument, NULL, 'Y'},
 		{0, 0, 0, 0},
 	};
 	char arch[CG_MAX_TARGETS][CMD_ARCH_LEN];
 	int narch = 1;
 	snprintf(arch[0], sizeof arch[0], "%s", CG_DEFAULT_ARCH);
-	bool tf32 = false, x3 = false;
+	bool tf32 = false, x3 = cmd_x3();
 	SearchOptions so;
 	pass_default_options(&so);
 	long op = -1, v;
@@ -118,8 +119,8 @@ int cmd_explain(int argc, char **argv)
 			break;
 		}
 		case 'X':
-			x3 = true;
-			break;
+		case 'Y':
+			break;   /* cmd_x3 */
 		case 'f':
 			tf32 = true;
 			break;

@@ -138,7 +138,12 @@ static PrecisionInfo precision_info; /* of the last graph loaded */
  * (passes/layout.c); NULL: where every conv runs on tensor cores (--allow-tf32 seen
  * among the command's options counts). */
 static const char *layout_name;
-static bool tf32_seen, x3_seen, burn_seen;
+static bool tf32_seen, x3_off, burn_seen;
+/* --arch's value among the command's options (NULL: the default, sm_90a), and
+ * whether the command compiles (compile, explain, run, bench): f32 weights go
+ * K-major for the 3xTF32 tiles only where they can run (cmd_x3) */
+static const char *arch_seen;
+static bool compiling;
 static LayoutInfo layout_info;       /* of the last graph loaded */
 /* --attention fuse|keep (passes/attention.c), first of the graph rewrites; by
  * default the chains the flash kernel runs (ATTENTION_AUTO) */
@@ -146,6 +151,11 @@ static const char *attention_name;
 static AttentionInfo attention_info; /* of the last graph loaded */
 static SiblingInfo sibling_info;     /* of the last graph loaded (passes/siblings.c) */
 static int kmajor_made;              /* its matmuls reading a weight K-major (kmajor.c) */
+
+bool cmd_x3(void)
+{
+	return compiling && !x3_off;
+}
 
 int cmd_kmajor_made(void)
 {
@@ -223,7 +233,8 @@ static Graph *apply_precision(Graph *g)
 		return NULL;
 	}
 	/* the weights K-major, once their dtype is known */
-	pl_kmajor(g, burn_seen, x3_seen && !tf32_seen, &kmajor_made);
+	pl_kmajor(g, burn_seen, cmd_x3() && !tf32_seen &&
+		  (!arch_seen || strstr(arch_seen, "sm_90a")), &kmajor_made);
 	if ((precision_name || kmajor_made) && g->sym && ir_sym_refresh(g, &d)) {
 		cmd_print_diag_code(&d, "invalid-input");
 		return NULL;
@@ -541,6 +552,8 @@ static int take_precision(const char *sub, int *argc, char **argv)
 	static const char *const names[] = {"--precision", "--keep-f32", "--layout",
 					    "--attention"};
 	int k = 1;
+	compiling = !strcmp(sub, "compile") || !strcmp(sub, "explain") || !strcmp(sub, "run") ||
+		    !strcmp(sub, "bench");
 	for (int i = 1; i < *argc; i++) {
 		if (!strcmp(argv[i], "--")) {
 			while (i < *argc)
@@ -561,7 +574,11 @@ static int take_precision(const char *sub, int *argc, char **argv)
 		}
 		if (which < 0) {
 			tf32_seen = tf32_seen || !strcmp(argv[i], "--allow-tf32");
-			x3_seen = x3_seen || !strcmp(argv[i], "--allow-3xtf32");
+			x3_off = x3_off || !strcmp(argv[i], "--no-3xtf32");
+			if (!strcmp(argv[i], "--arch") && i + 1 < *argc)
+				arch_seen = argv[i + 1];
+			else if (!strncmp(argv[i], "--arch=", 7))
+				arch_seen = argv[i] + 7;
 			burn_seen = burn_seen || !strcmp(argv[i], "--burn-exact");
 			argv[k++] = argv[i];
 			continue;

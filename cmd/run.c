@@ -25,7 +25,7 @@
 static const char run_usage[] =
 	"usage: fusec run GRAPH [--backend interp|cpu|cuda] [--inputs DIR|NAME=FILE,...]\n"
 	"                 [--outputs DIR] [--seed N] [--check [--atol A] [--rtol R]]\n"
-	"                 [--allow-tf32] [--allow-3xtf32] [--burn-exact] [--dynamic]\n"
+	"                 [--allow-tf32] [--no-3xtf32] [--burn-exact] [--dynamic]\n"
 	"       fusec run DIR --backend cuda [--inputs DIR] [--outputs DIR] [--seed N]\n"
 	"\n"
 	"Execute GRAPH and print, per output, its dtype, shape, the sum of its elements\n"
@@ -52,8 +52,9 @@ static const char run_usage[] =
 	"                   (either alone: the other is 0)\n"
 	"  --allow-tf32     f32 matmuls may use tf32 tensor cores (cpu: emulated); the\n"
 	"                   check's bounds count their operands as tf32 (as compile's)\n"
-	"  --allow-3xtf32   f32 matmuls may run as three tf32 products a step (cpu:\n"
-	"                   emulated; as compile's); the check's bounds are f32's\n"
+	"  --no-3xtf32      cpu, cuda: f32 matmuls stay on f32 FMA, as compile's; by\n"
+	"                   default they may run as three tf32 products a step (cpu:\n"
+	"                   emulated), and the check's bounds count that\n"
 	"  --burn-exact     cpu, cuda: search with burn-fusion's rules where fusec\n"
 	"                   deviates on purpose, as `fusec compile --burn-exact`\n"
 	"  --dynamic        cpu, cuda: compile the graph once for every size of its named\n"
@@ -617,13 +618,14 @@ int cmd_run(int argc, char **argv)
 		{"rtol", required_argument, NULL, 'R'},
 		{"allow-tf32", no_argument, NULL, 't'},
 		{"allow-3xtf32", no_argument, NULL, 'X'},
+		{"no-3xtf32", no_argument, NULL, 'Y'},
 		{"burn-exact", no_argument, NULL, 'E'},
 		{"dynamic", no_argument, NULL, 'D'},
 		{0, 0, 0, 0},
 	};
 	const char *backend = "interp", *inputs = NULL, *outputs = NULL;
 	long seed = 0;
-	bool check = false, flat = false, tf32 = false, x3 = false, burn_exact = false;
+	bool check = false, flat = false, tf32 = false, x3 = cmd_x3(), burn_exact = false;
 	bool dynamic = false;
 	double tol[2] = {0, 0};       /* atol, rtol */
 	int c;
@@ -640,7 +642,7 @@ int cmd_run(int argc, char **argv)
 			break;
 		case 'c': check = true; break;
 		case 't': tf32 = true; break;
-		case 'X': x3 = true; break;
+		case 'X': case 'Y': break;   /* cmd_x3 */
 		case 'E': burn_exact = true; break;
 		case 'D': dynamic = true; break;
 		case 'A': case 'R':

@@ -355,11 +355,9 @@ int cg_reduce_long(const CgKernelSpec *s, const CgRed *r, int64_t n, int64_t row
 		return CG_RED_LONG_DYN;
 	/* the launch rule's few rows (launch_rule.c, reduce_rule): rows within the
 	 * static cache, a block of R rows, under a wave of blocks */
-	if (r->column || n <= 32 || n > (int64_t)CG_RED_CACHE_BLOCK * CG_RED_CACHE)
+	if (r->column || n > (int64_t)CG_RED_CACHE_BLOCK * CG_RED_CACHE)
 		return 0;
-	int64_t g = r->cache ? cg_reduce_cache_threads(n) : cg_reduce_row_threads(n);
-	int64_t per = g < 256 ? 256 / g : 1;
-	return rows > 0 && (rows + per - 1) / per < CG_RED_FEW_WAVE ? CG_RED_FEW : 0;
+	return cg_reduce_few_rows(n, rows, r->cache) ? CG_RED_FEW : 0;
 }
 
 bool cg_reduce_plan(CgKb *kb, const CgKernelSpec *s, int rank, const uint32_t *ref,

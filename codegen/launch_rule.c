@@ -71,6 +71,15 @@ int64_t cg_reduce_dyn_threads(int64_t per_thread)
 	return g < 32 ? 0 : g;
 }
 
+bool cg_reduce_few_rows(int64_t n, int64_t rows, bool cache)
+{
+	if (n <= 32 || rows <= 0)
+		return false;
+	int64_t G = cache ? cg_reduce_cache_threads(n) : cg_reduce_row_threads(n);
+	int64_t R = G < 256 ? 256 / G : 1;
+	return ceil_div(rows, R) < CG_RED_FEW_WAVE;
+}
+
 /* Long rows (the row cache in dynamic shared memory): as above with `each` elements
  * a thread, up to the threads whose slots fit, so rows of 16384 f32 take 512 threads
  * and 64 KiB a cached tensor, rows of 32768 1024 threads; bf16 rows of 65536 (64
@@ -141,7 +150,7 @@ static void reduce_rule(const CgLaunch *l, const int64_t *dims, int ndims, CgDim
 		int64_t R = G < 256 ? 256 / G : 1;
 		if (S > 1)
 			R = 1;
-		if (S == 1 && dyn == 0 && n > 32 && ceil_div(rows, R) < CG_RED_FEW_WAVE) {
+		if (S == 1 && dyn == 0 && cg_reduce_few_rows(n, rows, cache)) {
 			int64_t most = cache ? CG_RED_CACHE_BLOCK : CG_RED_THREADS;
 			int64_t g = pow2ceil(ceil_div(n, CG_RED_FEW_ELEMS));
 			g = g < most ? g : most;

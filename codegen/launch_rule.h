@@ -143,5 +143,10 @@ int64_t cg_reduce_dyn_cache_threads(int64_t n, int64_t per_thread, int64_t each)
 /* The most threads (a power of two, 32 to CG_RED_DYN_THREADS; 0: none) a block of
  * such a kernel may cache for, per_thread bytes each, in CG_RED_DYN_BYTES. */
 int64_t cg_reduce_dyn_threads(int64_t per_thread);
+/* Whether `rows` rows of n (not split, no dynamic cache) take the few-rows geometry:
+ * a row over 32 elements, and the blocks of the rows mode (R = 256 / G rows each, G
+ * the threads above) under CG_RED_FEW_WAVE. The launch rule and the kernel built
+ * for it (CG_RED_FEW, kernel_reduce.c) both ask. */
+bool cg_reduce_few_rows(int64_t n, int64_t rows, bool cache);
 
 #endif

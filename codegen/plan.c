@@ -658,7 +658,7 @@ char *cg_plan_json(const Schedule *s, const CgProgram *prog, const PlanFileInfo 
 		jw_key(w, "allow_tf32");
 		jw_bool(w, true);
 	}
-	if (info->allow_3xtf32) {
+	if (info->allow_3xtf32 && !info->allow_tf32) {   /* tf32 wins */
 		jw_key(w, "allow_3xtf32");
 		jw_bool(w, true);
 	}

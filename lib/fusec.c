@@ -54,6 +54,16 @@ void fusec_options_init(fusec_options *o)
 	o->max_errors = 20;
 }
 
+/* Whether f32 weights go K-major for the 3xTF32 tiles: on, not under tf32, and
+ * one of the arches runs wgmma (as cmd_x3 with compile's --arch). */
+static bool x3_weights(const PlOptions *po)
+{
+	for (int i = 0; i < po->narch && po->allow_3xtf32 && !po->allow_tf32; i++)
+		if (!strcmp(po->arch[i], "sm_90a"))
+			return true;
+	return false;
+}
+
 static void set_error(fusec_error *err, int code, const Diag *d)
 {
 	if (!err)
@@ -108,7 +118,7 @@ static int options(const fusec_options *uo, PlOptions *po, PrecisionOptions *pre
 	po->search.max_bindings = uo->max_bindings;
 	po->search.burn_exact = uo->burn_exact != 0;
 	po->allow_tf32 = uo->allow_tf32 != 0;
-	po->allow_3xtf32 = uo->allow_3xtf32 != 0;
+	po->allow_3xtf32 = uo->allow_3xtf32 >= 0;
 	po->pretty = uo->pretty_plan != 0;
 	po->emit_ll = uo->emit_ll != 0;
 	po->jobs = uo->jobs;
@@ -226,8 +236,7 @@ static fusec_result *compile(PlSource *src, const fusec_options *uo, const char 
 	if (!(res->g = pl_load(res->a, src, d, &nd)) || pl_simplify(res->g, uo && uo->burn_exact, NULL) ||
 	    pl_attention(res->g, attention_of(uo), &ainfo) || pl_layout(res->g, &lo, &linfo) ||
 	    (res->po.precision && pl_convert(res->g, &prec, &pinfo, d)) ||
-	    pl_kmajor(res->g, uo && uo->burn_exact, res->po.allow_3xtf32 && !res->po.allow_tf32,
-		      NULL)) {
+	    pl_kmajor(res->g, uo && uo->burn_exact, x3_weights(&res->po), NULL)) {
 		code = PL_INVALID;
 		goto fail;
 	}
@@ -515,7 +524,7 @@ char *fusec_explain(const char *path, const fusec_options *o, const char *op, in
 	    pl_attention(g, attention_of(o), &ainfo) ||
 	    pl_layout(g, &lo, &linfo) ||
 	    (po.precision && pl_convert(g, &prec, &pinfo, d)) ||
-	    pl_kmajor(g, o && o->burn_exact, po.allow_3xtf32 && !po.allow_tf32, &nkmajor)) {
+	    pl_kmajor(g, o && o->burn_exact, x3_weights(&po), &nkmajor)) {
 		code = PL_INVALID;
 		goto out;
 	}

@@ -86,9 +86,10 @@ typedef struct fusec_options {
 				* bias or mask, softmax, matmul computed as one attention
 				* op (docs/graph-format.md; NULL with burn_exact: as
 				* "keep"); "keep": as the graph says */
-	int allow_3xtf32;      /* 0; 1: f32 matmuls may run on tensor cores as three tf32
-				* products a step, summed in f32 between steps (unless
-				* allow_tf32; docs/tolerances.md, "--allow-3xtf32") */
+	int allow_3xtf32;      /* 0 or 1: f32 matmuls may run on sm_90a's tensor cores
+				* as three tf32 products a step, summed in f32 between
+				* steps (unless allow_tf32; docs/tolerances.md, "3xTF32");
+				* -1: never (compile's --no-3xtf32) */
 } fusec_options;
 
 typedef struct fusec_result fusec_result;

@@ -5,10 +5,14 @@ pass=0
 fail=0
 
 # check NAME EXPECTED_STATUS CMD...: run CMD, keep stdout in $TMP/out, stderr in $TMP/err.
+# CMD may read the last check's $TMP/out or $TMP/err (check x 1 grep -q FAIL "$TMP/out"):
+# they are replaced only once it has run.
 check() {
 	name=$1; want=$2; shift 2
-	"$@" >"$TMP/out" 2>"$TMP/err" </dev/null
+	"$@" >"$TMP/out.next" 2>"$TMP/err.next" </dev/null
 	got=$?
+	mv -f "$TMP/out.next" "$TMP/out"
+	mv -f "$TMP/err.next" "$TMP/err"
 	if [ "$got" -ne "$want" ]; then
 		echo "FAIL $name: exit status $got, want $want"; sed 's/^/    /' "$TMP/err" | head -5
 		fail=$((fail + 1)); return 1

@@ -65,7 +65,7 @@ same_files alias_deterministic "$TMP/a/alias.plan.json" "$TMP/b/alias.plan.json"
 G=tests/golden/lead_reduce.yaml
 check burn_plan_default 0 "$FUSEC" compile $G -o "$TMP/d1" --time
 check burn_plan_exact 0 "$FUSEC" compile $G -o "$TMP/e1" --burn-exact --time
-contains burn_plan_field "$TMP/e1/lead_reduce.plan.json" '"max_bindings":32,"burn_exact":true}'
+contains burn_plan_field "$TMP/e1/lead_reduce.plan.json" '"max_bindings":32,"allow_3xtf32":true,"burn_exact":true}'
 if grep -q burn_exact "$TMP/d1/lead_reduce.plan.json"; then
 	echo "FAIL burn_plan_absent: a default plan says burn_exact"; fail=$((fail + 1))
 else

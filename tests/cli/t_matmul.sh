@@ -57,7 +57,7 @@ while read -r n cfg; do
 done <<'EOF'
 mm_128x768x768 fma64x64x16s3sk4
 mm_128x2304x768_bias fma64x64x16s3sk3
-mm_128x3072x768_bias_gelu fma64x64x16s3
+mm_128x3072x768_bias_gelu fma64x64x16s3sk3
 mm_128x768x3072_bias_res fma64x64x16s3sk4
 mm_512x1024x1024_bias fma128x128x16s3sk4
 mm_512x4096x1024_bias_gelu fma128x128x16s3
@@ -522,8 +522,9 @@ if [ -x "$PTXAS" ]; then
 fi
 
 # ---- 3xTF32: f32 matmuls on wgmma as three tf32 products a step, the stages'
-# sums added in f32 (--allow-3xtf32; codegen/matmul_wgmma.c, x3_rule in
-# codegen/matmul_pick.c, f32 weights K-major by passes/kmajor.c) ----
+# sums added in f32 (the default; --no-3xtf32 turns it off, --allow-3xtf32 says
+# the default; codegen/matmul_wgmma.c, x3_rule in codegen/matmul_pick.c, f32
+# weights K-major by passes/kmajor.c) ----
 # the cpu backend runs each tile's scalar definition (operands split into a tf32
 # part and a tf32 rest, rest x part, part x rest, part x part, the stage's sum added
 # to the accumulator) within f32's bounds: without the rests' products the outputs
@@ -532,6 +533,8 @@ X3=tests/bench/gpu/mm_check_x3_f32.json
 # its matmuls are too small for the rule (under half a wave of tiles): forced
 check x3-rule-compile 0 "$FUSEC" compile $X3 --allow-3xtf32 --no-cache -o "$TMP/x3r"
 contains x3-rule-plan-key "$TMP/x3r/mm_check_x3_f32.plan.json" '"allow_3xtf32":true'
+check x3-default-compile 0 "$FUSEC" compile $X3 --no-cache -o "$TMP/x3d"
+same_files x3-default-plan "$TMP/x3r/mm_check_x3_f32.plan.json" "$TMP/x3d/mm_check_x3_f32.plan.json"
 check x3-rule-small 1 grep -q '"tiles":"wgx3' "$TMP/x3r/mm_check_x3_f32.plan.json"
 for c in wgx3x128x128x32s3 wgx3x128x96x32s4 wgx3x128x64x32s4; do
 	check "x3-$c-cpu" 0 env FUSEC_MATMUL_TILES=$c "$FUSEC" run $X3 --backend cpu --check
@@ -541,10 +544,10 @@ for c in wgx3x128x128x32s3 wgx3x128x96x32s4 wgx3x128x64x32s4; do
 		check "x3-$c-ptxas" 0 "$PTXAS" -arch=sm_90a "$TMP/x3_$c/mm_check_x3_f32.ptx" -o "$TMP/x3.cubin"
 	fi
 done
-# not without the option, not under --allow-tf32 (tf32 is faster and asked for),
+# not under --no-3xtf32, not under --allow-tf32 (tf32 is faster and asked for),
 # not for sm_90 (no wgmma), and never for a B read MN-major (tf32 wgmma reads
 # K-major operands only), even forced
-check x3-off-compile 0 "$FUSEC" compile $X3 --no-cache -o "$TMP/x3o"
+check x3-off-compile 0 "$FUSEC" compile $X3 --no-3xtf32 --no-cache -o "$TMP/x3o"
 check x3-off 1 grep -q '"tiles":"wgx3' "$TMP/x3o/mm_check_x3_f32.plan.json"
 check x3-off-key 1 grep -q 'allow_3xtf32' "$TMP/x3o/mm_check_x3_f32.plan.json"
 check x3-tf32-compile 0 "$FUSEC" compile $X3 --allow-3xtf32 --allow-tf32 --no-cache -o "$TMP/x3t"
@@ -581,15 +584,40 @@ done <<'EOF2'
 256 768 768 simt
 128 3072 768 simt
 EOF2
-# a model's f32 weights: K-major under --allow-3xtf32 (not otherwise, nor with
-# --allow-tf32) from 512 rows: y1's and the siblings q and k's (2100 rows), y3's
+# the f32 rule at a transformer layer's four projections at batch 1 (mm_sweep.py
+# --b1, weights K-major; docs/benchmarks.md, sessions 62 and 63): the best of the
+# forced tiles at each; 3xTF32 from half a wave of its tiles (ViT's 197 rows)
+python3 tests/bench/gpu/mm_sweep.py make "$TMP/b1" --b1
+while read -r n cfg; do
+	check "b1-rule-$n" 0 "$FUSEC" compile "$TMP/b1/k1_${n}_f32_kt.json" --no-cache -o "$TMP/b1p"
+	contains "b1-rule-$n-tiles" "$TMP/b1p/k1_${n}_f32_kt.plan.json" "\"tiles\":\"$cfg\""
+done <<'EOF2'
+128x2304x768_bias fma64x64x16s3sk3
+128x3072x768_bias_gelu fma64x64x16s3sk3
+128x768x3072_bias_residual fma64x64x16s3sk4
+197x2304x768_bias wgx3x128x64x32s4
+197x3072x768_bias_gelu wgx3x128x64x32s4
+197x768x3072_bias_residual fma64x64x16s3sk4
+197x768x768_bias_residual fma64x64x16s3sk4
+EOF2
+# a model's f32 weights: K-major by default (not under --no-3xtf32, nor with
+# --allow-tf32) from 192 rows: y1's and the siblings q and k's (2100 rows), y3's
 # (1400; wr itself stays for the add), not z's (64); the one whose tiles fill half
 # a wave (y1: 68 of 128 x 64) takes the 3xTF32 tiles
 python3 tests/bench/gpu/make_kmajor.py "$TMP/kmaj700.json" 700
 sed 's/bf16/f32/g' "$TMP/kmaj700.json" >"$TMP/kmaj32.json"
 check x3-km-explain 0 "$FUSEC" explain "$TMP/kmaj32.json" --allow-3xtf32
 contains x3-km-explain-line "$TMP/out" "weights: 4 matmuls read their constant weight K-major"
-check x3-km-explain-off 0 "$FUSEC" explain "$TMP/kmaj32.json"
+check x3-km-explain-default 0 "$FUSEC" explain "$TMP/kmaj32.json"
+contains x3-km-explain-default-line "$TMP/out" "weights: 4 matmuls read their constant weight K-major"
+# the threshold: 3 x 64 rows are 192 (ViT-B/16's 197 at batch 1 take it), 3 x 63 not
+for r in 63 64; do
+	python3 tests/bench/gpu/make_kmajor.py "$TMP/km$r.json" $r
+	sed 's/bf16/f32/g' "$TMP/km$r.json" >"$TMP/km32_$r.json"
+	check "x3-km-rows-$r" 0 "$FUSEC" explain "$TMP/km32_$r.json"
+	check "x3-km-rows-$r-line" $((64 - r)) grep -q "^weights:" "$TMP/out"
+done
+check x3-km-explain-off 0 "$FUSEC" explain "$TMP/kmaj32.json" --no-3xtf32
 check x3-km-explain-off-none 1 grep -q "^weights:" "$TMP/out"
 check x3-km-explain-tf32 0 "$FUSEC" explain "$TMP/kmaj32.json" --allow-3xtf32 --allow-tf32
 check x3-km-explain-tf32-none 1 grep -q "^weights:" "$TMP/out"

@@ -23,7 +23,7 @@ sed -n 's/^FAIL /FAIL python-/p' "$TMP/out"
 contains python-all "$TMP/out" "python: 0 failed"
 for c in yaml-y-cpu-within-bound text-axpy named-dims bert-hidden-cpu-within-bound bert-pooled-interp-exact \
 	gpt2-logits-cpu-within-bound error-fields load-same explain-format runtime-run-async \
-	every-load every-bind every-range; do
+	every-load every-bind every-range x3-default x3-on x3-off; do
 	contains "python-$c" "$TMP/out" "ok $c"
 done
 # without FUSEC_LIBDIR the package finds the build's libraries by its place in the tree

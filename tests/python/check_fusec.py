@@ -86,6 +86,15 @@ ok("text-files", os.path.exists(os.path.join(TMP, "axpy", "axpy.plan.json")) and
    os.path.exists(os.path.join(TMP, "axpy", "source", "graph.yaml")), str(os.listdir(TMP + "/axpy")))
 ok("text-axpy", np.array_equal(p2.run(x, yy), 2 * x + yy), "z != 2x + y")
 
+# 3xTF32: on by default (the plan's options say so), off with allow_3xtf32=False
+for nm, kw, want in (("x3-default", {}, True), ("x3-on", {"allow_3xtf32": True}, True),
+                     ("x3-off", {"allow_3xtf32": False}, False)):
+    d = os.path.join(TMP, nm)
+    fusec.compile(AXPY, d, **kw)
+    with open(os.path.join(d, "axpy.plan.json")) as f:
+        got = '"allow_3xtf32":true' in f.read()
+    ok(nm, got == want, f"allow_3xtf32 in the plan: {got}, want {want}")
+
 # named dims bound through input_shapes (docs/graph-format.md, "Named dims")
 NAMED = AXPY.replace("[256]", "[n]").replace("name: axpy", "name: axpy_n")
 p3 = fusec.compile(NAMED, input_shapes={"x": [100]})

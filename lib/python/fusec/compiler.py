@@ -97,7 +97,7 @@ def _options(arch=None, allow_tf32=False, burn_exact=False, max_blocks=None,
              max_explorations=None, max_bindings=None, jobs=0, cache_dir=None,
              pretty_plan=False, emit_ll=False, libdevice=None, input_shapes=None,
              max_errors=None, precision=None, keep_f32=None, layout=None,
-             attention=None, allow_3xtf32=False):
+             attention=None, allow_3xtf32=None):
     o = _Options()
     _compiler().fusec_options_init(ctypes.byref(o))
     keep = []   # the bytes the struct points to, alive for the call
@@ -108,7 +108,8 @@ def _options(arch=None, allow_tf32=False, burn_exact=False, max_blocks=None,
         o.arch = s(arch)
     o.allow_tf32, o.burn_exact, o.pretty_plan, o.emit_ll = (int(bool(allow_tf32)),
         int(bool(burn_exact)), int(bool(pretty_plan)), int(bool(emit_ll)))
-    o.allow_3xtf32 = int(bool(allow_3xtf32))
+    # None: the default (on); False: never, as compile's --no-3xtf32
+    o.allow_3xtf32 = 0 if allow_3xtf32 is None else 1 if allow_3xtf32 else -1
     for k, v in (("max_blocks", max_blocks), ("max_explorations", max_explorations),
                  ("max_bindings", max_bindings), ("max_errors", max_errors)):
         if v is not None:
