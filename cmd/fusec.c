@@ -157,6 +157,13 @@ bool cmd_x3(void)
 	return compiling && !x3_off;
 }
 
+/* Whether this compile's f32 matmuls and convs may take the 3xTF32 tiles: on, not
+ * under --allow-tf32, for an arch list with sm_90a (the default's) */
+static bool x3_here(void)
+{
+	return cmd_x3() && !tf32_seen && (!arch_seen || strstr(arch_seen, "sm_90a"));
+}
+
 int cmd_kmajor_made(void)
 {
 	return kmajor_made;
@@ -207,7 +214,8 @@ const PrecisionInfo *cmd_precision_info(void)
 static Graph *apply_precision(Graph *g)
 {
 	LayoutOptions lo = {!layout_name ? LAYOUT_MODE_AUTO : !strcmp(layout_name, "nhwc") ?
-			    LAYOUT_MODE_NHWC : LAYOUT_MODE_KEEP, tf32_seen || precision_name};
+			    LAYOUT_MODE_NHWC : LAYOUT_MODE_KEEP,
+			    tf32_seen || precision_name || x3_here()};
 	if (g) {
 		/* --burn-exact: burn's three kernels, unless --attention fuse says */
 		bool keep = attention_name ? !strcmp(attention_name, "keep") : burn_seen;
@@ -233,8 +241,7 @@ static Graph *apply_precision(Graph *g)
 		return NULL;
 	}
 	/* the weights K-major, once their dtype is known */
-	pl_kmajor(g, burn_seen, cmd_x3() && !tf32_seen &&
-		  (!arch_seen || strstr(arch_seen, "sm_90a")), &kmajor_made);
+	pl_kmajor(g, burn_seen, x3_here(), &kmajor_made);
 	if ((precision_name || kmajor_made) && g->sym && ir_sym_refresh(g, &d)) {
 		cmd_print_diag_code(&d, "invalid-input");
 		return NULL;

@@ -727,10 +727,13 @@ int cg_matmul_variant(const CgKernelSpec *s, const char *arch, bool host, bool a
 	 * "Tiny M") */
 	if (m <= MM_GEMV_M && !conv && (t == DT_F32 || m <= MM_GEMV_M_TC || !sm80))
 		return gemv_rule(batch, m, n, k);
-	/* f32 on wgmma as three tf32 products a step (--allow-3xtf32, not tf32), where
-	 * both operands are read K-major (a constant weight is, by passes/kmajor.c) */
-	int x3 = t == DT_F32 && !tf32 && allow_3xtf32 && wg && !conv &&
-		 mm_kmajor_at(s, cg_matmul_index(s)) ? x3_rule(batch, m, n) : 0;
+	/* f32 on wgmma as three tf32 products a step (the default, not under tf32),
+	 * where both operands are read K-major: a constant weight is (passes/kmajor.c),
+	 * and a conv channels last reads its window along K and its weight [OC][K]
+	 * (passes/layout.c takes f32 convs channels last for it) */
+	int x3 = t == DT_F32 && !tf32 && allow_3xtf32 && wg &&
+		 (conv ? mm_kmajor(mm) : mm_kmajor_at(s, cg_matmul_index(s)))
+		 ? x3_rule(batch, m, n) : 0;
 	if (x3)
 		return x3;
 	/* a conv (docs/benchmarks.md, "Convolutions as implicit GEMMs"): its planes

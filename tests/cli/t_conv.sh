@@ -167,6 +167,33 @@ t = [k[l["kernel"]].get("tiles") for s in p["steps"] for l in s["launches"]]
 t = [x for x in t if x]
 assert t == ["wgtf32x128x128x32s4", "wgtf32x128x256x32s4", "wgtf32x128x64x32s4"], t
 ' "$TMP/rule32/rule.plan.json"
+# 3xTF32, the f32 default on sm_90a, on convs channels last (both operands K-major):
+# the x3 rule's tiles (128 columns for 2048 and 256 channels, 64 for 64); NCHW and
+# --no-3xtf32 keep the SIMT tiles; the cpu backend runs each 3xTF32 tile on the
+# channels-last check graph within the 3xTF32 bounds, and ptxas takes them
+check conv-rule-x3-compile 0 "$FUSEC" compile "$TMP/rule32.json" --layout nhwc -o "$TMP/rx3"
+check conv-rule-x3-off-compile 0 "$FUSEC" compile "$TMP/rule32.json" --layout nhwc --no-3xtf32 -o "$TMP/rx3o"
+check conv-rule-nchw-compile 0 "$FUSEC" compile "$TMP/rule32.json" -o "$TMP/rx3n"
+check conv-rule-x3-tiles 0 python3 -c '
+import json, sys
+def tiles(f):
+    p = json.load(open(f))
+    k = {k["name"]: k for k in p["kernels"]}
+    return [x for x in (k[l["kernel"]].get("tiles") for s in p["steps"] for l in s["launches"]) if x]
+t = tiles(sys.argv[1])
+assert t == ["wgx3x128x128x32s3", "wgx3x128x128x32s3", "wgx3x128x64x32s4"], t
+for f in sys.argv[2:]:
+    t = tiles(f)
+    assert len(t) == 3 and not any(x.startswith("wg") for x in t), (f, t)
+' "$TMP/rx3/rule.plan.json" "$TMP/rx3o/rule.plan.json" "$TMP/rx3n/rule.plan.json"
+for c in wgx3x128x128x32s3 wgx3x128x96x32s4 wgx3x128x64x32s4; do
+	check "nhwc-$c" 0 env FUSEC_MATMUL_TILES=$c "$FUSEC" run $CN"_f32.json" --backend cpu --check
+	check "nhwc-$c-compile" 0 env FUSEC_MATMUL_TILES=$c "$FUSEC" compile $CN"_f32.json" --no-cache -o "$TMP/wx_$c"
+	contains "nhwc-$c-tiles" "$TMP/wx_$c/conv_check_nhwc_f32.plan.json" "\"tiles\":\"$c\""
+	if [ -x "${PTXAS:-/usr/local/cuda/bin/ptxas}" ]; then
+		check "nhwc-$c-ptxas" 0 "${PTXAS:-/usr/local/cuda/bin/ptxas}" -arch=sm_90a "$TMP/wx_$c/conv_check_nhwc_f32.ptx" -o "$TMP/wx.cubin"
+	fi
+done
 for c in tc128x128x64s3 tc64x64x32s3sk2 wg128x256x64s4 tc128x32x32s3 wg128x64x64s4; do
 	check "nhwc-$c" 0 env FUSEC_MATMUL_TILES=$c "$FUSEC" run $CN"_bf16.json" --backend cpu --check
 done
