@@ -268,6 +268,10 @@ static const MmConfig mm_configs[] = {
 	{"wgx3x128x128x32s3", true, true, false, 1, 128, 128, 32, 8, 1, 3, 0, true, 0, false, false, false, 0, false, true},
 	{"wgx3x128x64x32s4", true, true, false, 1, 128, 64, 32, 8, 1, 4, 0, true, 0, false, false, false, 0, false, true},
 	{"wgx3x128x96x32s4", true, true, false, 1, 128, 96, 32, 8, 1, 4, 0, true, 0, false, false, false, 0, false, true},
+	/* the 64-wide one with K split 2 or 3 ways (forced only): a product of 128
+	 * rows (a transformer at batch 1: 12 to 48 tiles) over more SMs */
+	{"wgx3x128x64x32s4sk2", true, true, false, 1, 128, 64, 32, 8, 1, 4, 2, true, 0, false, false, false, 0, false, true},
+	{"wgx3x128x64x32s4sk3", true, true, false, 1, 128, 64, 32, 8, 1, 4, 3, true, 0, false, false, false, 0, false, true},
 };
 enum { MM_NCONFIGS = (int)(sizeof mm_configs / sizeof mm_configs[0]) };
 

@@ -536,7 +536,7 @@ contains x3-rule-plan-key "$TMP/x3r/mm_check_x3_f32.plan.json" '"allow_3xtf32":t
 check x3-default-compile 0 "$FUSEC" compile $X3 --no-cache -o "$TMP/x3d"
 same_files x3-default-plan "$TMP/x3r/mm_check_x3_f32.plan.json" "$TMP/x3d/mm_check_x3_f32.plan.json"
 check x3-rule-small 1 grep -q '"tiles":"wgx3' "$TMP/x3r/mm_check_x3_f32.plan.json"
-for c in wgx3x128x128x32s3 wgx3x128x96x32s4 wgx3x128x64x32s4; do
+for c in wgx3x128x128x32s3 wgx3x128x96x32s4 wgx3x128x64x32s4 wgx3x128x64x32s4sk2 wgx3x128x64x32s4sk3; do
 	check "x3-$c-cpu" 0 env FUSEC_MATMUL_TILES=$c "$FUSEC" run $X3 --backend cpu --check
 	check "x3-$c-compile" 0 env FUSEC_MATMUL_TILES=$c "$FUSEC" compile $X3 --no-cache -o "$TMP/x3_$c"
 	contains "x3-$c-tiles" "$TMP/x3_$c/mm_check_x3_f32.plan.json" "\"tiles\":\"$c\""
