@@ -214,8 +214,7 @@ const PrecisionInfo *cmd_precision_info(void)
 static Graph *apply_precision(Graph *g)
 {
 	LayoutOptions lo = {!layout_name ? LAYOUT_MODE_AUTO : !strcmp(layout_name, "nhwc") ?
-			    LAYOUT_MODE_NHWC : LAYOUT_MODE_KEEP,
-			    tf32_seen || precision_name || x3_here()};
+			    LAYOUT_MODE_NHWC : LAYOUT_MODE_KEEP, tf32_seen || precision_name};
 	if (g) {
 		/* --burn-exact: burn's three kernels, unless --attention fuse says */
 		bool keep = attention_name ? !strcmp(attention_name, "keep") : burn_seen;

@@ -232,7 +232,6 @@ static fusec_result *compile(PlSource *src, const fusec_options *uo, const char 
 	src->nshapes = uo ? uo->ninput_shapes : 0;
 	src->max_errors = uo ? uo->max_errors : 20;
 	LayoutOptions lo = layout_of(uo);
-	lo.tensor_cores = lo.tensor_cores || x3_weights(&res->po);
 	AttentionInfo ainfo;
 	if (!(res->g = pl_load(res->a, src, d, &nd)) || pl_simplify(res->g, uo && uo->burn_exact, NULL) ||
 	    pl_attention(res->g, attention_of(uo), &ainfo) || pl_layout(res->g, &lo, &linfo) ||
@@ -518,7 +517,6 @@ char *fusec_explain(const char *path, const fusec_options *o, const char *op, in
 	if ((code = options(o, &po, &prec, a, shapes, d)))
 		goto out;
 	LayoutOptions lo = layout_of(o);
-	lo.tensor_cores = lo.tensor_cores || x3_weights(&po);
 	AttentionInfo ainfo = {0};
 	SiblingInfo sinfo = {0};
 	int nkmajor = 0;

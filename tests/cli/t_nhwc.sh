@@ -155,15 +155,11 @@ check nhwc_stem_cpu 0 "$FUSEC" run "$TMP/stem_bf16.json" --backend cpu --check
 contains nhwc_stem_cpu_ok "$TMP/out" "check y: "
 same_as_nchw nhwc_stem_vs_nchw "$TMP/stem_bf16.json" 1e-2
 same_as_nchw nhwc_stem_tf32_vs_nchw "$TMP/stem_f32.json" 2e-3 --allow-tf32
-# f32 convs with constant weights go channels last by default (for 3xTF32 on
-# sm_90a), not under --no-3xtf32 nor for sm_80 alone
+# f32 convs stay NCHW by default (3xTF32 does not move them yet), channels last
+# with --allow-tf32 (above) or --layout nhwc
 check nhwc_stem_f32_explain 0 "$FUSEC" explain "$TMP/stem_f32.json"
-contains nhwc_stem_f32_auto "$TMP/out" "layout: nhwc (every conv on tensor cores"
-check nhwc_stem_f32_off 0 "$FUSEC" explain "$TMP/stem_f32.json" --no-3xtf32
-check nhwc_stem_f32_off_none 1 grep -q "^layout:" "$TMP/out"
-check nhwc_stem_f32_sm80 0 "$FUSEC" explain "$TMP/stem_f32.json" --arch sm_80
-check nhwc_stem_f32_sm80_none 1 grep -q "^layout:" "$TMP/out"
-same_as_nchw nhwc_stem_f32_vs_nchw "$TMP/stem_f32.json" 1e-5
+check nhwc_stem_f32_nchw 1 grep -q "^layout:" "$TMP/out"
+same_as_nchw nhwc_stem_f32_vs_nchw "$TMP/stem_f32.json" 1e-5 --layout nhwc
 same_as_nchw nhwc_grouped_vs_nchw "$TMP/stem_grouped.json" 1e-2 --layout nhwc
 same_as_nchw nhwc_input_w_vs_nchw "$TMP/stem_input_w.json" 1e-2 --layout nhwc
 same_as_nchw nhwc_check_vs_nchw tests/bench/gpu/nhwc_check_bf16.json 2e-2 --layout nhwc
