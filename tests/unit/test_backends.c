@@ -1445,6 +1445,12 @@ static const MmCase mm_cases[] = {
 	 false, 2, false, "wgx3x128x96x32s4"},
 	{"3xtf32 128x64 b^T 129x65x40", DT_F32, {0}, {0}, 129, 65, 40, "none", false, 2, false,
 	 "wgx3x128x64x32s4"},
+	/* the same split 2 and 3 ways (the combine of split-K): K of 300 and 400,
+	 * partial last steps */
+	{"3xtf32 128x64 split 2 b^T 129x65x300", DT_F32, {0}, {0}, 129, 65, 300, "bias_relu", false, 2,
+	 false, "wgx3x128x64x32s4sk2"},
+	{"3xtf32 128x64 split 3 b^T 130x70x400", DT_F32, {0}, {0}, 130, 70, 400, "residual_gelu", false,
+	 2, false, "wgx3x128x64x32s4sk3"},
 	/* ws, 96 columns: B K-major only (a b^T operand); six stages, the ring
 	 * wrapping past K's seven steps */
 	{"ws 128x96 tiles b^T 130x200x72", DT_BF16, {0}, {0}, 130, 200, 72, "bias_relu", false, 2,
