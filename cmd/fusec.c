@@ -157,11 +157,11 @@ bool cmd_x3(void)
 	return compiling && !x3_off;
 }
 
-/* Whether this compile's f32 matmuls and convs may take the 3xTF32 tiles: on, not
- * under --allow-tf32, for an arch list with sm_90a (the default's) */
+/* Whether this command's f32 weights go K-major for the 3xTF32 tiles (the
+ * library asks the same of its options) */
 static bool x3_here(void)
 {
-	return cmd_x3() && !tf32_seen && (!arch_seen || strstr(arch_seen, "sm_90a"));
+	return pl_x3_weights(cmd_x3(), tf32_seen, arch_seen);
 }
 
 int cmd_kmajor_made(void)

@@ -624,7 +624,9 @@ int cg_matmul_variant(const CgKernelSpec *s, const char *arch, bool host, bool a
 	int64_t batch = 1, m, n, k;
 	/* measuring the table (docs/benchmarks.md): FUSEC_MATMUL_TILES=NAME forces the
 	 * configuration NAME wherever its kind (tc, fma or dw) applies; "plain" the
-	 * one-thread-per-output evaluator */
+	 * one-thread-per-output evaluator. A 3xTF32 one only where the compile allows
+	 * them (not under --no-3xtf32, nor --allow-tf32): forcing a tile changes
+	 * speed, never what the options promise of the numbers */
 	const char *force = getenv("FUSEC_MATMUL_TILES");
 	if (force && !strcmp(force, "plain"))
 		return 0;
@@ -714,6 +716,7 @@ int cg_matmul_variant(const CgKernelSpec *s, const char *arch, bool host, bool a
 		if (!strcmp(force, mm_configs[v].name) && !mm_configs[v].dw && !mm_configs[v].att &&
 		    mm_fits(&mm_configs[v], t, tf32) &&
 		    (mm_configs[v].gemv || sm80) && (!mm_configs[v].wg || wg) &&
+		    (!mm_configs[v].x3 || (allow_3xtf32 && !tf32)) &&
 		    (!mm_configs[v].wg || !mm_configs[v].tf32 ||
 		     (mm_configs[v].x3 ? mm_kmajor_at(s, cg_matmul_index(s)) : mm_kmajor(mm))) &&
 		    (!mm_configs[v].gemv || (m <= MM_GEMV_M && !conv)) &&

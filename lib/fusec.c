@@ -54,16 +54,6 @@ void fusec_options_init(fusec_options *o)
 	o->max_errors = 20;
 }
 
-/* Whether f32 weights go K-major for the 3xTF32 tiles: on, not under tf32, and
- * one of the arches runs wgmma (as cmd_x3 with compile's --arch). */
-static bool x3_weights(const PlOptions *po)
-{
-	for (int i = 0; i < po->narch && po->allow_3xtf32 && !po->allow_tf32; i++)
-		if (!strcmp(po->arch[i], "sm_90a"))
-			return true;
-	return false;
-}
-
 static void set_error(fusec_error *err, int code, const Diag *d)
 {
 	if (!err)
@@ -108,9 +98,10 @@ static int options(const fusec_options *uo, PlOptions *po, PrecisionOptions *pre
 		return rc;
 	if (uo->max_blocks < 1 || uo->max_explorations < -1 || uo->max_bindings < 0 ||
 	    uo->jobs < 0 || uo->jobs > 256 || uo->max_errors < 1 || uo->ninput_shapes < 0 ||
-	    uo->ninput_shapes > 64) {
+	    uo->ninput_shapes > 64 || uo->allow_3xtf32 < -1 || uo->allow_3xtf32 > 1) {
 		diag_set(d, "", 0, 0, "an option out of its range (max_blocks at least 1, jobs "
-			 "0 to 256, max_errors at least 1, at most 64 input shapes)");
+			 "0 to 256, max_errors at least 1, at most 64 input shapes, allow_3xtf32 "
+			 "-1, 0 or 1)");
 		return PL_USAGE;
 	}
 	po->search.max_blocks = uo->max_blocks;
@@ -236,7 +227,8 @@ static fusec_result *compile(PlSource *src, const fusec_options *uo, const char 
 	if (!(res->g = pl_load(res->a, src, d, &nd)) || pl_simplify(res->g, uo && uo->burn_exact, NULL) ||
 	    pl_attention(res->g, attention_of(uo), &ainfo) || pl_layout(res->g, &lo, &linfo) ||
 	    (res->po.precision && pl_convert(res->g, &prec, &pinfo, d)) ||
-	    pl_kmajor(res->g, uo && uo->burn_exact, x3_weights(&res->po), NULL)) {
+	    pl_kmajor(res->g, uo && uo->burn_exact,
+		      pl_x3_weights(res->po.allow_3xtf32, res->po.allow_tf32, uo ? uo->arch : NULL), NULL)) {
 		code = PL_INVALID;
 		goto fail;
 	}
@@ -524,7 +516,8 @@ char *fusec_explain(const char *path, const fusec_options *o, const char *op, in
 	    pl_attention(g, attention_of(o), &ainfo) ||
 	    pl_layout(g, &lo, &linfo) ||
 	    (po.precision && pl_convert(g, &prec, &pinfo, d)) ||
-	    pl_kmajor(g, o && o->burn_exact, x3_weights(&po), &nkmajor)) {
+	    pl_kmajor(g, o && o->burn_exact, pl_x3_weights(po.allow_3xtf32, po.allow_tf32, o ? o->arch : NULL),
+		      &nkmajor)) {
 		code = PL_INVALID;
 		goto out;
 	}

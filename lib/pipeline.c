@@ -191,6 +191,20 @@ int pl_convert(Graph *g, const PrecisionOptions *p, PrecisionInfo *info, Diag *d
 	return pass_precision(g, p, info, d);
 }
 
+bool pl_x3_weights(bool x3, bool tf32, const char *arches)
+{
+	if (!x3 || tf32)
+		return false;
+	for (const char *p = arches ? arches : CG_DEFAULT_ARCH;; p++) {
+		size_t len = strcspn(p, ",");
+		if (len == strlen("sm_90a") && !strncmp(p, "sm_90a", len))
+			return true;
+		if (!p[len])
+			return false;
+		p += len;
+	}
+}
+
 int pl_kmajor(Graph *g, bool burn_exact, bool x3, int *nmade)
 {
 	int none;

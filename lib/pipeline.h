@@ -115,11 +115,16 @@ int pl_attention(Graph *g, AttentionMode mode, AttentionInfo *info);
  * passes/precision.c); info says what was converted. 0, or -1 with *d (an unknown
  * --keep-f32 entry). */
 int pl_convert(Graph *g, const PrecisionOptions *p, PrecisionInfo *info, Diag *d);
+/* Whether f32 weights go K-major for the 3xTF32 tiles (pl_kmajor's x3): x3 (not
+ * --no-3xtf32), not tf32 (--allow-tf32 wins), and the comma-separated arch list
+ * (NULL: CG_DEFAULT_ARCH) has sm_90a, the one arch whose tiles take them. The CLI
+ * and the library ask it alike. */
+bool pl_x3_weights(bool x3, bool tf32, const char *arches);
 /* weights: the constant weights of f16/bf16 matmuls stored K-major (after the
  * conversion, which decides their dtype; passes/kmajor.c), where FUSEC_KMAJOR=1 is
  * set (off by default: lib/pipeline.c says why); those of f32 matmuls where x3
- * (--allow-3xtf32 without --allow-tf32); none under burn_exact. *nmade (may be
- * NULL): the matmuls that read them so. Returns 0. */
+ * (pl_x3_weights); none under burn_exact. *nmade (may be NULL): the matmuls that
+ * read them so. Returns 0. */
 int pl_kmajor(Graph *g, bool burn_exact, bool x3, int *nmade);
 /* search → verify: the schedule, or NULL with the fault in *d. */
 Schedule *pl_schedule(const Graph *g, const SearchOptions *so, Diag *d);

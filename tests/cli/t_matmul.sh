@@ -554,6 +554,35 @@ check x3-tf32-compile 0 "$FUSEC" compile $X3 --allow-3xtf32 --allow-tf32 --no-ca
 check x3-tf32 1 grep -q '"tiles":"wgx3' "$TMP/x3t/mm_check_x3_f32.plan.json"
 check x3-sm90-compile 0 "$FUSEC" compile $X3 --allow-3xtf32 --arch sm_90 --no-cache -o "$TMP/x3a"
 check x3-sm90 1 grep -q '"tiles":"wgx3' "$TMP/x3a/mm_check_x3_f32.plan.json"
+# a forced 3xTF32 tile obeys the options as the rule does: --no-3xtf32 and
+# --allow-tf32 promise other numbers, and forcing a tile changes only speed
+XF=wgx3x128x64x32s4
+check x3-force-off-compile 0 env FUSEC_MATMUL_TILES=$XF "$FUSEC" compile $X3 --no-3xtf32 --no-cache -o "$TMP/x3fo"
+check x3-force-off 1 grep -q '"tiles":"wgx3' "$TMP/x3fo/mm_check_x3_f32.plan.json"
+check x3-force-tf32-compile 0 env FUSEC_MATMUL_TILES=$XF "$FUSEC" compile $X3 --allow-tf32 --no-cache -o "$TMP/x3ft"
+check x3-force-tf32 1 grep -q '"tiles":"wgx3' "$TMP/x3ft/mm_check_x3_f32.plan.json"
+# run --no-3xtf32 (cpu): the forced tile's outputs differ from the 3xTF32 run's, and
+# are the f32 rule's, byte for byte
+check x3-run-on 0 env FUSEC_MATMUL_TILES=$XF "$FUSEC" run $X3 --backend cpu --outputs "$TMP/x3ron"
+check x3-run-off 0 env FUSEC_MATMUL_TILES=$XF "$FUSEC" run $X3 --backend cpu --no-3xtf32 --outputs "$TMP/x3roff"
+check x3-run-plain 0 "$FUSEC" run $X3 --backend cpu --no-3xtf32 --outputs "$TMP/x3rpl"
+for y in long_y odd_y batch_mm wide_y; do
+	check "x3-run-off-$y-differs" 1 cmp -s "$TMP/x3ron/$y.npy" "$TMP/x3roff/$y.npy"
+	same_files "x3-run-off-$y" "$TMP/x3rpl/$y.npy" "$TMP/x3roff/$y.npy"
+done
+# bench --no-3xtf32 (on the stand-in driver, which traces the launches): the
+# forced 3xTF32 kernel by default, a SIMT one (no shared memory reserved) with it
+FAKE=$(dirname "$FUSEC")/tests/fakecuda.so
+for o in on off; do
+	flag=; [ $o = off ] && flag=--no-3xtf32
+	rm -f "$TMP/x3b_$o.trace"
+	# the stand-in driver runs only the fixture's kernels: the launch fails (3)
+	check "x3-bench-$o" 3 env FUSEC_MATMUL_TILES=$XF FUSEC_LIBCUDA="$FAKE" FAKECUDA_CC=90 \
+		FAKECUDA_TRACE="$TMP/x3b_$o.trace" "$FUSEC" bench $X3 --iters 1 --warmup 0 $flag
+done
+check x3-bench-on-smem 0 grep -q "block 256,1,1 shared 197632 " "$TMP/x3b_on.trace"
+check x3-bench-off-smem 1 grep -q "shared 197632 " "$TMP/x3b_off.trace"
+check x3-bench-off-kernel 0 grep -q "^kernel matmul_fused_" "$TMP/x3b_off.trace"
 check x3-mn-compile 0 env FUSEC_MATMUL_TILES=wgx3x128x96x32s4 "$FUSEC" compile tests/bench/gpu/mm_check_f32.json --allow-3xtf32 --no-cache -o "$TMP/x3m"
 check x3-mn 1 grep -q '"tiles":"wgx3' "$TMP/x3m/mm_check_f32.plan.json"
 # the rule: the width whose waves hold the fewest columns a block, from half a wave

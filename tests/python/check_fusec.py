@@ -94,6 +94,20 @@ for nm, kw, want in (("x3-default", {}, True), ("x3-on", {"allow_3xtf32": True},
     with open(os.path.join(d, "axpy.plan.json")) as f:
         got = '"allow_3xtf32":true' in f.read()
     ok(nm, got == want, f"allow_3xtf32 in the plan: {got}, want {want}")
+# the C struct takes -1, 0 or 1 only: 2 is refused, not read as "on"
+import ctypes
+from fusec import compiler as _fc
+o, keep = _fc._options()
+o.allow_3xtf32 = 2
+e = _fc._Error()
+h = _fc._compiler().fusec_compile_bytes(b"axpy.yaml", AXPY.encode(), len(AXPY), ctypes.byref(o),
+                                        None, ctypes.byref(e))
+try:
+    e.raise_()
+    ok("x3-range", False, f"compiled: {h}")
+except fusec.Error as err:
+    ok("x3-range", not h and err.code == 2 and "allow_3xtf32 -1, 0 or 1" in err.message,
+       f"{h} {err.code} {err.message}")
 
 # named dims bound through input_shapes (docs/graph-format.md, "Named dims")
 NAMED = AXPY.replace("[256]", "[n]").replace("name: axpy", "name: axpy_n")
