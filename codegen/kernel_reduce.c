@@ -610,7 +610,7 @@ static void row_begin(Red *x, LLVMValueRef unit)
 	LLVMBuilderRef b = kb->b;
 	const CgRed *r = x->r;
 	if (!r->column) {
-		x->row = LLVMBuildAdd(b, LLVMBuildMul(b, unit, x->R, ""), c->tidx[1], "row");
+		x->row = LLVMBuildAdd(b, unit, c->tidx[1], "row");
 		x->valid = LLVMBuildICmp(b, LLVMIntULT, x->row, x->nrows, "");
 		x->lane = c->tidx[0];
 		x->stride = x->G;
@@ -1324,12 +1324,19 @@ void cg_reduce_kernel(CgKb *kb, CgCoop *c, const CgRed *r, const uint32_t *ref, 
 	x->R = c->ntid[1];
 	x->S = c->nctaid[1];
 	x->s = c->ctaid[1];
-	/* this block's part of the axis: [lo, hi) of ceil(n / S) elements */
-	LLVMValueRef chunk = LLVMBuildUDiv(b, LLVMBuildSub(b, LLVMBuildAdd(b, x->n, x->S, ""),
-							   cg_i64(kb, 1), ""), x->S, "");
-	x->lo = LLVMBuildMul(b, x->s, chunk, "");
-	LLVMValueRef hi = LLVMBuildAdd(b, x->lo, chunk, "");
-	x->hi = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSLT, hi, x->n, ""), hi, x->n, "");
+	/* this block's part of the axis: [lo, hi) of ceil(n / S) elements; the whole
+	 * axis where the kernel cannot split (the launch rule's S is then 1: no
+	 * division in the prologue, which a block of few rows waits on) */
+	if (r->split) {
+		LLVMValueRef chunk = LLVMBuildUDiv(b, LLVMBuildSub(b, LLVMBuildAdd(b, x->n, x->S, ""),
+								   cg_i64(kb, 1), ""), x->S, "");
+		x->lo = LLVMBuildMul(b, x->s, chunk, "");
+		LLVMValueRef hi = LLVMBuildAdd(b, x->lo, chunk, "");
+		x->hi = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSLT, hi, x->n, ""), hi, x->n, "");
+	} else {
+		x->lo = cg_i64(kb, 0);
+		x->hi = x->n;
+	}
 	/* the rows' vector path: row tensors 16-byte aligned, the row's part a multiple
 	 * of V elements (n, and lo, hi when split) */
 	kb->vec = r->vec;
@@ -1381,17 +1388,19 @@ void cg_reduce_kernel(CgKb *kb, CgCoop *c, const CgRed *r, const uint32_t *ref, 
 				cg_i64(kb, (int64_t)x->K * r->slot[q]), ""), "");
 		}
 	}
-	LLVMValueRef nunits;
+	/* the units a block takes in turn: rows mode, its first row (blocks of R
+	 * rows, while it is below nrows: no division); columns mode, the index of
+	 * its 32 columns */
+	CgLoop lu;
 	if (!r->column) {
-		nunits = LLVMBuildUDiv(b, LLVMBuildSub(b, LLVMBuildAdd(b, x->nrows, x->R, ""),
-						       cg_i64(kb, 1), ""), x->R, "");
+		cg_loop_begin(kb, &lu, LLVMBuildMul(b, c->ctaid[0], x->R, ""), x->nrows,
+			      LLVMBuildMul(b, c->nctaid[0], x->R, ""));
 	} else {
 		LLVMValueRef itiles = LLVMBuildUDiv(b, LLVMBuildAdd(b, x->inner, cg_i64(kb, 31), ""),
 						    cg_i64(kb, 32), "");
-		nunits = LLVMBuildMul(b, x->outer, itiles, "");
+		cg_loop_begin(kb, &lu, c->ctaid[0], LLVMBuildMul(b, x->outer, itiles, ""),
+			      c->nctaid[0]);
 	}
-	CgLoop lu;
-	cg_loop_begin(kb, &lu, c->ctaid[0], nunits, c->nctaid[0]);
 	for (int q = 0; q < r->nred; q++)
 		x->done[q] = false;
 	for (int lv = 0; lv < r->npass; lv++) {

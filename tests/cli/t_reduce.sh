@@ -221,6 +221,18 @@ for r in 128 1048 1049; do
 		contains "red-few-$r-maxnreg" "$TMP/ln$r/ln.ptx" ".maxnreg $n"
 done
 check red-few-run 0 "$FUSEC" run "$TMP/ln128.json" --backend cpu --check
+# a kernel that cannot split its rows divides nothing before its first load: its
+# blocks walk the rows by first row and take the whole axis (the PTX had four
+# integer divisions here, and 32 bytes of spills at 48 registers at 2048 rows)
+check red-prologue-ln 0 "$FUSEC" compile tests/bench/gpu/g15_layernorm_bf16.json -o "$TMP/ln2048" --no-cache
+for f in "$TMP/ln128/ln.ptx" "$TMP/ln2048/g15_layernorm_bf16.ptx"; do
+	check "red-prologue-nodiv-$(basename "$f")" 1 grep -qE "div\.[us](32|64)" "$f"
+done
+PTXAS=$(command -v ptxas || echo /usr/local/cuda/bin/ptxas)
+if [ -x "$PTXAS" ]; then
+	check red-prologue-ptxas 0 "$PTXAS" -arch=sm_90a -v "$TMP/ln2048/g15_layernorm_bf16.ptx" -o "$TMP/ln.cubin"
+	contains red-prologue-nospill "$TMP/err" "0 bytes spill stores"
+fi
 python3 - "$TMP/ln128.json" "$TMP/ln_two.json" <<'P'
 import json, sys
 g = json.load(open(sys.argv[1]))

@@ -144,7 +144,8 @@ static int run_both(Built *b, const GenGraph *gg, uint64_t seed, const char *con
 		fail_msg("%s: interpreter: %s", b->label, msg);
 	}
 
-	CgHost *h = cg_host_new(b->s, b->tf32, false, &d);
+	/* 3xTF32 allowed as by default (a forced wgx3 tile needs it) */
+	CgHost *h = cg_host_new(b->s, b->tf32, !b->tf32, &d);
 	if (!h) {
 		diag_format(&d, msg, sizeof msg);
 		fprintf(stderr, "%s\n", b->text);
@@ -317,7 +318,7 @@ static void ptx_batch(Built *items, int n, const char *arch)
 	Arena *a = arena_new();
 	Diag d;
 	char msg[1100];
-	CgOptions o = {CG_TARGET_NVPTX, arch, NULL, "backends", false, items[0].tf32, false};
+	CgOptions o = {CG_TARGET_NVPTX, arch, NULL, "backends", false, items[0].tf32, !items[0].tf32};
 	CgModule *m = cg_module_new(&o, a, &d);
 	assert_non_null(m);
 	for (int i = 0; i < n; i++)
@@ -1592,7 +1593,7 @@ static VarSet mm_variants(const Built *b, int *nlaunch)
 {
 	Arena *a = arena_new();
 	Diag d;
-	CgOptions o = {CG_TARGET_HOST, NULL, NULL, "mm", false, b->tf32, false};
+	CgOptions o = {CG_TARGET_HOST, NULL, NULL, "mm", false, b->tf32, !b->tf32};
 	CgModule *m = cg_module_new(&o, a, &d);
 	assert_non_null(m);
 	CgProgram prog;
