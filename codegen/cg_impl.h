@@ -40,6 +40,7 @@ typedef struct {
 	int variant;
 	int nhwc;                /* CgKernelSpec.nhwc */
 	uint8_t red_long;        /* CgKernelSpec.red_long */
+	int64_t red_row;         /* CgKernelSpec.red_row */
 	RelOp *ops;              /* deep copy, module-owned (malloc) */
 	int nops;
 	bool *written;

@@ -487,8 +487,11 @@ static int plan_frame(CgKb *kb, const CgKernelSpec *s, Frame *f)
 	return 0;
 }
 
-int cg_reduce_long_rows(const CgKernelSpec *s, const int64_t *dims, int ndims, bool dyn)
+int cg_reduce_long_rows(const CgKernelSpec *s, const int64_t *dims, int ndims, bool dyn,
+			int64_t *row)
 {
+	if (row)
+		*row = 0;
 	bool reduce = false;
 	for (int i = 0; i < s->nops && !reduce; i++)
 		reduce = ir_ops[s->ops[i].kind].family == FAM_REDUCE;
@@ -507,8 +510,11 @@ int cg_reduce_long_rows(const CgKernelSpec *s, const int64_t *dims, int ndims, b
 		for (int i = 0; i < fr.rank; i++)
 			if (i != fr.red.axis && fr.ref[i] != 0)
 				rows *= (int)fr.ref[i] < ndims ? dims[fr.ref[i]] : 1;
-		kind = cg_reduce_long(s, &fr.red, fr.red.n && (int)fr.red.n < ndims ? dims[fr.red.n] : 1,
-				      rows, dyn);
+		int64_t n = fr.red.n && (int)fr.red.n < ndims ? dims[fr.red.n] : 1;
+		kind = cg_reduce_long(s, &fr.red, n, rows, dyn);
+		/* a norm's or a softmax's rows (broadcast back: never split) */
+		if (row && kind == CG_RED_FEW && fr.red.bcast && !fr.red.split && !fr.red.column)
+			*row = n;
 	}
 	frame_free(&fr);
 	kb_free(kb);

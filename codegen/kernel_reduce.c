@@ -1306,6 +1306,30 @@ void cg_reduce_kernel(CgKb *kb, CgCoop *c, const CgRed *r, const uint32_t *ref, 
 		if (is_arg(op))
 			x->acc[q][1] = cg_coop_var(c, kb->m->t_i64);
 	}
+	/* a few-rows kernel built for one row length (CgKernelSpec.red_row): n and the
+	 * group's threads are constants, so that the row's loops, the index math and
+	 * the group's tree fold; a launch at another length or geometry (which no plan
+	 * of concrete sizes makes) traps rather than reading a row wrong */
+	int64_t n0 = kb->spec->red_row;
+	bool fixed = n0 > 0 && r->bcast && !r->split && !r->column && (int)r->n < kb->ndims;
+	if (fixed) {
+		int64_t g0 = cg_reduce_few_threads(n0, r->cache);
+		if (c->gpu) {
+			LLVMValueRef bad = LLVMBuildICmp(b, LLVMIntNE, cg_dim(kb, r->n), cg_i64(kb, n0), "");
+			bad = LLVMBuildOr(b, bad, LLVMBuildICmp(b, LLVMIntNE, c->ntid[0], cg_i64(kb, g0), ""), "");
+			bad = LLVMBuildOr(b, bad, LLVMBuildICmp(b, LLVMIntNE, c->ntid[1], cg_i64(kb, 1), ""), "");
+			LLVMBasicBlockRef trap = LLVMAppendBasicBlockInContext(kb->m->ctx, kb->fn, "geometry");
+			LLVMBasicBlockRef ok = LLVMAppendBasicBlockInContext(kb->m->ctx, kb->fn, "fixed");
+			LLVMBuildCondBr(b, bad, trap, ok);
+			LLVMPositionBuilderAtEnd(b, trap);
+			cg_intrinsic(kb, "llvm.trap", NULL, 0, NULL, 0);
+			LLVMBuildUnreachable(b);
+			LLVMPositionBuilderAtEnd(b, ok);
+		}
+		kb->dim[r->n] = cg_i64(kb, n0);
+		x->G = cg_i64(kb, g0);
+		x->R = cg_i64(kb, 1);
+	}
 	x->n = cg_dim(kb, r->n);
 	x->nrows = cg_i64(kb, 1);
 	x->outer = cg_i64(kb, 1);
@@ -1320,8 +1344,10 @@ void cg_reduce_kernel(CgKb *kb, CgCoop *c, const CgRed *r, const uint32_t *ref, 
 		else
 			x->inner = LLVMBuildMul(b, x->inner, v, "");
 	}
-	x->G = c->ntid[0];
-	x->R = c->ntid[1];
+	if (!fixed) {
+		x->G = c->ntid[0];
+		x->R = c->ntid[1];
+	}
 	x->S = c->nctaid[1];
 	x->s = c->ctaid[1];
 	/* this block's part of the axis: [lo, hi) of ceil(n / S) elements; the whole

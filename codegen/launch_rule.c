@@ -80,6 +80,15 @@ bool cg_reduce_few_rows(int64_t n, int64_t rows, bool cache)
 	return ceil_div(rows, R) < CG_RED_FEW_WAVE;
 }
 
+int64_t cg_reduce_few_threads(int64_t n, bool cache)
+{
+	int64_t G = cache ? cg_reduce_cache_threads(n) : cg_reduce_row_threads(n);
+	int64_t most = cache ? CG_RED_CACHE_BLOCK : CG_RED_THREADS;
+	int64_t g = pow2ceil(ceil_div(n, CG_RED_FEW_ELEMS));
+	g = g < most ? g : most;
+	return g > G ? g : G;   /* never fewer (a row past the cache keeps 512) */
+}
+
 /* Long rows (the row cache in dynamic shared memory): as above with `each` elements
  * a thread, up to the threads whose slots fit, so rows of 16384 f32 take 512 threads
  * and 64 KiB a cached tensor, rows of 32768 1024 threads; bf16 rows of 65536 (64
@@ -151,10 +160,8 @@ static void reduce_rule(const CgLaunch *l, const int64_t *dims, int ndims, CgDim
 		if (S > 1)
 			R = 1;
 		if (S == 1 && dyn == 0 && cg_reduce_few_rows(n, rows, cache)) {
-			int64_t most = cache ? CG_RED_CACHE_BLOCK : CG_RED_THREADS;
-			int64_t g = pow2ceil(ceil_div(n, CG_RED_FEW_ELEMS));
-			g = g < most ? g : most;
-			G = g > G ? g : G;   /* never fewer (a row past the cache keeps 512) */
+			int64_t f = cg_reduce_few_threads(n, cache);
+			G = f > G ? f : G;
 			R = 1;
 		}
 		int64_t g = ceil_div(rows, R);

@@ -179,7 +179,7 @@ int cg_lower(CgModule *m, const Schedule *s, Arena *a, CgProgram *out, Diag *d)
 			CgKernelKind kind = kernel_kind(g, unit->fuser, l);
 			if (nchain)
 				kind = kind_with_views(g, l, kind);
-			CgKernelSpec spec = {kind, rel, nops, written, nrel, 0, 0, false};
+			CgKernelSpec spec = {kind, rel, nops, written, nrel, 0, 0, false, 0};
 			/* the channel-last tensor: written by an NHWCRelayout trace, read
 			 * by its pool (the launch after it) */
 			int xl = pass_nhwc_relayout(s, st, li);
@@ -209,7 +209,8 @@ int cg_lower(CgModule *m, const Schedule *s, Arena *a, CgProgram *out, Diag *d)
 			/* long f32 rows: the relative form has no row length, so the
 			 * choice is the concrete dims', made here (kernel_reduce.c) */
 			spec.red_long = cg_reduce_long_rows(&spec, dims, ndims,
-							    !strcmp(cg_module_arch(m), "sm_90a"));
+							    !strcmp(cg_module_arch(m), "sm_90a"),
+							    g->sym ? NULL : &spec.red_row);
 			const CgKernel *k = cg_kernel(m, &spec, d);
 			if (!k) {
 				status = -1;

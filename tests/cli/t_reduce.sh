@@ -233,6 +233,75 @@ if [ -x "$PTXAS" ]; then
 	check red-prologue-ptxas 0 "$PTXAS" -arch=sm_90a -v "$TMP/ln2048/g15_layernorm_bf16.ptx" -o "$TMP/ln.cubin"
 	contains red-prologue-nospill "$TMP/err" "0 bytes spill stores"
 fi
+
+# a few-rows kernel of rows broadcast back, in a plan of concrete sizes, is built
+# for its row length (CgKernelSpec.red_row): the length and the group's threads are
+# constants (the row's loops and the group's tree fold; 1508 -> 995 PTX
+# instructions here), and a guard traps at another length or geometry. Rows of
+# 768 and of 1024 in one graph are two kernels (one before), in the kernel cache
+# too; the rows-mode kernel of 2048 rows has no guard; a plan for every size reads
+# both at launch; the cpu backend runs the fixed kernels, odd lengths and f16, f32
+contains red-row-guard "$TMP/ln128/ln.ptx" "trap;"
+check red-row-guard-len 0 grep -qE "setp\.(eq|ne)\.s64.*, 768;" "$TMP/ln128/ln.ptx"
+check red-row-no-guard 1 grep -q "trap;" "$TMP/ln2048/g15_layernorm_bf16.ptx"
+python3 - "$TMP/ln128.json" "$TMP" <<'P'
+import json, sys
+g = json.load(open(sys.argv[1]))
+def widen(n, name, dtype):
+    h = json.loads(json.dumps(g).replace("768", str(n)))
+    h["name"] = name
+    h = json.loads(json.dumps(h).replace("bf16", dtype))
+    return h
+for n, dt in ((777, "bf16"), (1000, "f16"), (900, "f32"), (1024, "bf16")):
+    json.dump(widen(n, "ln", dt), open(f"{sys.argv[2]}/ln_{n}.json", "w"))
+two = json.loads(json.dumps(g))
+w = widen(1024, "ln_rows", "bf16")
+for k, v in w["inputs"].items():
+    two["inputs"][k + "_w"] = v
+for op in w["ops"]:
+    o = dict(op)
+    o["in"] = [x + "_w" for x in op["in"]]
+    o["out"] = op["out"] + "_w"
+    two["ops"].append(o)
+two["outputs"] = g["outputs"] + [x + "_w" for x in g["outputs"]]
+two["name"] = "ln_rows"
+json.dump(two, open(f"{sys.argv[2]}/ln_rows.json", "w"))
+P
+for n in 777 1000 900; do
+	check "red-row-run-$n" 0 "$FUSEC" run "$TMP/ln_$n.json" --backend cpu --check --seed 4
+	check "red-row-guard-$n" 0 "$FUSEC" compile "$TMP/ln_$n.json" -o "$TMP/lnr$n" --no-cache &&
+		contains "red-row-guard-$n-trap" "$TMP/lnr$n/ln.ptx" "trap;"
+done
+for i in 1 2; do
+	check "red-row-two-$i" 0 "$FUSEC" compile "$TMP/ln_rows.json" -o "$TMP/lnrw$i" \
+		--cache-dir "$TMP/lnrc" --no-result-cache --time &&
+		contains "red-row-two-$i-kernels" "$TMP/err" "2 distinct kernels" &&
+		check "red-row-two-$i-entries" 0 test "$(grep -c '^\.visible \.entry' "$TMP/lnrw$i/ln_rows.ptx")" = 2
+done
+same_files red-row-two-same-ptx "$TMP/lnrw1/ln_rows.ptx" "$TMP/lnrw2/ln_rows.ptx"
+check red-row-two-run 0 "$FUSEC" run "$TMP/ln_rows.json" --backend cpu --check --seed 6
+# rows of 1024 after a compile of rows of 768 do not hit its entry
+check red-row-cache-768 0 "$FUSEC" compile "$TMP/ln128.json" -o "$TMP/lnk1" \
+	--cache-dir "$TMP/lnk" --no-result-cache --time &&
+	check red-row-cache-1024 0 "$FUSEC" compile "$TMP/ln_1024.json" -o "$TMP/lnk2" \
+		--cache-dir "$TMP/lnk" --no-result-cache --time &&
+	contains red-row-cache-miss "$TMP/err" "kernel cache: 0 of 1 chunk hit"
+# every size: the rows' length a dim (seq) and the rows (batch) a named dim
+python3 - "$TMP/ln128.json" "$TMP/ln_every.json" <<'P'
+import json, sys
+g = json.load(open(sys.argv[1]))
+for t in g["inputs"].values():
+    if t["shape"][0] == 128:
+        t["shape"][0] = "rows"
+g["dims"] = {"rows": "1..128"}
+json.dump(g, open(sys.argv[2], "w"))
+P
+check red-row-every 0 "$FUSEC" compile "$TMP/ln_every.json" -o "$TMP/lne" --no-cache &&
+	contains red-row-every-sizes "$TMP/err" "for every rows in 1..128" &&
+	check red-row-every-no-guard 1 grep -q "trap;" "$TMP"/lne/*.ptx
+if [ -x "$PTXAS" ]; then
+	check red-row-ptxas 0 "$PTXAS" -arch=sm_90a "$TMP/lnrw1/ln_rows.ptx" -o "$TMP/lnr.cubin"
+fi
 python3 - "$TMP/ln128.json" "$TMP/ln_two.json" <<'P'
 import json, sys
 g = json.load(open(sys.argv[1]))
