@@ -40,7 +40,8 @@ typedef struct {
 	int variant;
 	int nhwc;                /* CgKernelSpec.nhwc */
 	uint8_t red_long;        /* CgKernelSpec.red_long */
-	int64_t red_row;         /* CgKernelSpec.red_row */
+	int64_t red_row;         /* CgKernelSpec.red_row, red_g, red_r */
+	int red_g, red_r;
 	RelOp *ops;              /* deep copy, module-owned (malloc) */
 	int nops;
 	bool *written;

@@ -131,11 +131,13 @@ typedef struct {
 				    row cache (8192); CG_RED_FEW, rows few enough for
 				    a block each (more registers). 0: every other
 				    kernel */
-	int64_t red_row;         /* CG_RED_FEW, rows broadcast back, a plan of concrete
+	int64_t red_row;         /* a cooperative reduce kernel in rows mode, not split,
+				    without a dynamic row cache, in a plan of concrete
 				    sizes: the reduced axis's length the kernel is built
-				    for, and with it the group's threads
-				    (cg_reduce_few_threads); the kernel traps at another.
-				    0: both read at launch */
+				    for, and its block, red_g threads a row by red_r rows
+				    (cg_reduce_rows_block); the kernel traps at another.
+				    0: all three read at launch */
+	int red_g, red_r;
 } CgKernelSpec;
 
 /* CG_PARAM_TMAP: a TMA tensor map (CUtensorMap, 128 bytes passed by value) of a
@@ -262,7 +264,8 @@ int cg_matmul_nvariants(void);                    /* table size, 0 included */
  * no row length, so the choice is made here, from the concrete dims, and is part of
  * the kernel's identity (module.c, kcache.c). */
 enum { CG_RED_LONG_F32 = 1, CG_RED_LONG_DYN = 2, CG_RED_LONG_F32_DYN = 3, CG_RED_FEW = 4 };
-/* *row (NULL: not asked, a plan for every size): the spec's red_row at these dims. */
+/* row (NULL: not asked, a plan for every size): the spec's red_row, red_g and red_r
+ * at these dims (row[0..2]). */
 int cg_reduce_long_rows(const CgKernelSpec *spec, const int64_t *dims, int ndims, bool dyn,
 			int64_t *row);
 

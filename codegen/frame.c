@@ -491,7 +491,7 @@ int cg_reduce_long_rows(const CgKernelSpec *s, const int64_t *dims, int ndims, b
 			int64_t *row)
 {
 	if (row)
-		*row = 0;
+		row[0] = row[1] = row[2] = 0;
 	bool reduce = false;
 	for (int i = 0; i < s->nops && !reduce; i++)
 		reduce = ir_ops[s->ops[i].kind].family == FAM_REDUCE;
@@ -512,9 +512,22 @@ int cg_reduce_long_rows(const CgKernelSpec *s, const int64_t *dims, int ndims, b
 				rows *= (int)fr.ref[i] < ndims ? dims[fr.ref[i]] : 1;
 		int64_t n = fr.red.n && (int)fr.red.n < ndims ? dims[fr.red.n] : 1;
 		kind = cg_reduce_long(s, &fr.red, n, rows, dyn);
-		/* a norm's or a softmax's rows (broadcast back: never split) */
-		if (row && kind == CG_RED_FEW && fr.red.bcast && !fr.red.split && !fr.red.column)
-			*row = n;
+		/* rows mode, neither split nor in dynamic shared memory: the block is
+		 * the launch rule's at these sizes. Built for it where the rows are
+		 * few (registers to spare) or a thread holds at most the V-groups of
+		 * a row that a trip loads together: the loops over more unroll into
+		 * more values live at once, and at 48 registers G4 spilled 96 bytes
+		 * and G15 52 (none either way with 2 or fewer) */
+		int64_t G, R;
+		if (row && !fr.red.split && !fr.red.column && n > 0 &&
+		    kind != CG_RED_LONG_DYN && kind != CG_RED_LONG_F32_DYN) {
+			cg_reduce_rows_block(n, rows, fr.red.cache, &G, &R);
+			if (kind == CG_RED_FEW || (n + G * fr.red.vec - 1) / (G * fr.red.vec) <= CG_RED_TRIPS) {
+				row[0] = n;
+				row[1] = G;
+				row[2] = R;
+			}
+		}
 	}
 	frame_free(&fr);
 	kb_free(kb);

@@ -87,8 +87,9 @@ void cg_cache_key(CgModule *m, int first, int n, CgCacheKey *k)
 			buf_puts(&k->text, " red_long\n");
 		else if (e->red_long)   /* long rows with the row cache in dynamic shared memory */
 			buf_printf(&k->text, " red_long %d\n", e->red_long);
-		if (e->red_row)   /* a few-rows kernel built for one row length */
-			buf_printf(&k->text, " red_row %lld\n", (long long)e->red_row);
+		if (e->red_row)   /* a reduce kernel built for one row length and block */
+			buf_printf(&k->text, " red_row %lld %d %d\n", (long long)e->red_row, e->red_g,
+				   e->red_r);
 		for (int j = 0; j < e->nops; j++) {
 			buf_printf(&k->text, " %d ", e->ops[j].place0);
 			ir_rel_print(&k->text, &e->ops[j]);

@@ -1306,18 +1306,19 @@ void cg_reduce_kernel(CgKb *kb, CgCoop *c, const CgRed *r, const uint32_t *ref, 
 		if (is_arg(op))
 			x->acc[q][1] = cg_coop_var(c, kb->m->t_i64);
 	}
-	/* a few-rows kernel built for one row length (CgKernelSpec.red_row): n and the
-	 * group's threads are constants, so that the row's loops, the index math and
-	 * the group's tree fold; a launch at another length or geometry (which no plan
-	 * of concrete sizes makes) traps rather than reading a row wrong */
-	int64_t n0 = kb->spec->red_row;
-	bool fixed = n0 > 0 && r->bcast && !r->split && !r->column && (int)r->n < kb->ndims;
+	/* a kernel built for one row length and block (CgKernelSpec.red_row, red_g,
+	 * red_r: a plan of concrete sizes): n, G and R are constants, so that the row's
+	 * loops, the index math and the group's tree fold; a launch at another length
+	 * or block (which no plan of concrete sizes makes) traps rather than reading a
+	 * row wrong */
+	int64_t n0 = kb->spec->red_row, g0 = kb->spec->red_g, r0 = kb->spec->red_r;
+	bool fixed = n0 > 0 && g0 > 0 && r0 > 0 && !r->split && !r->column && !r->dyn_bytes &&
+		     (int)r->n < kb->ndims;
 	if (fixed) {
-		int64_t g0 = cg_reduce_few_threads(n0, r->cache);
 		if (c->gpu) {
 			LLVMValueRef bad = LLVMBuildICmp(b, LLVMIntNE, cg_dim(kb, r->n), cg_i64(kb, n0), "");
 			bad = LLVMBuildOr(b, bad, LLVMBuildICmp(b, LLVMIntNE, c->ntid[0], cg_i64(kb, g0), ""), "");
-			bad = LLVMBuildOr(b, bad, LLVMBuildICmp(b, LLVMIntNE, c->ntid[1], cg_i64(kb, 1), ""), "");
+			bad = LLVMBuildOr(b, bad, LLVMBuildICmp(b, LLVMIntNE, c->ntid[1], cg_i64(kb, r0), ""), "");
 			LLVMBasicBlockRef trap = LLVMAppendBasicBlockInContext(kb->m->ctx, kb->fn, "geometry");
 			LLVMBasicBlockRef ok = LLVMAppendBasicBlockInContext(kb->m->ctx, kb->fn, "fixed");
 			LLVMBuildCondBr(b, bad, trap, ok);
@@ -1328,7 +1329,7 @@ void cg_reduce_kernel(CgKb *kb, CgCoop *c, const CgRed *r, const uint32_t *ref, 
 		}
 		kb->dim[r->n] = cg_i64(kb, n0);
 		x->G = cg_i64(kb, g0);
-		x->R = cg_i64(kb, 1);
+		x->R = cg_i64(kb, r0);
 	}
 	x->n = cg_dim(kb, r->n);
 	x->nrows = cg_i64(kb, 1);

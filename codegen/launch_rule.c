@@ -80,13 +80,19 @@ bool cg_reduce_few_rows(int64_t n, int64_t rows, bool cache)
 	return ceil_div(rows, R) < CG_RED_FEW_WAVE;
 }
 
-int64_t cg_reduce_few_threads(int64_t n, bool cache)
+void cg_reduce_rows_block(int64_t n, int64_t rows, bool cache, int64_t *G, int64_t *R)
 {
-	int64_t G = cache ? cg_reduce_cache_threads(n) : cg_reduce_row_threads(n);
-	int64_t most = cache ? CG_RED_CACHE_BLOCK : CG_RED_THREADS;
-	int64_t g = pow2ceil(ceil_div(n, CG_RED_FEW_ELEMS));
-	g = g < most ? g : most;
-	return g > G ? g : G;   /* never fewer (a row past the cache keeps 512) */
+	int64_t g = cache ? cg_reduce_cache_threads(n) : cg_reduce_row_threads(n);
+	int64_t r = g < 256 ? 256 / g : 1;
+	if (cg_reduce_few_rows(n, rows, cache)) {
+		int64_t most = cache ? CG_RED_CACHE_BLOCK : CG_RED_THREADS;
+		int64_t f = pow2ceil(ceil_div(n, CG_RED_FEW_ELEMS));
+		f = f < most ? f : most;
+		g = f > g ? f : g;   /* never fewer (a row past the cache keeps 512) */
+		r = 1;
+	}
+	*G = g;
+	*R = r;
 }
 
 /* Long rows (the row cache in dynamic shared memory): as above with `each` elements
@@ -159,11 +165,8 @@ static void reduce_rule(const CgLaunch *l, const int64_t *dims, int ndims, CgDim
 		int64_t R = G < 256 ? 256 / G : 1;
 		if (S > 1)
 			R = 1;
-		if (S == 1 && dyn == 0 && cg_reduce_few_rows(n, rows, cache)) {
-			int64_t f = cg_reduce_few_threads(n, cache);
-			G = f > G ? f : G;
-			R = 1;
-		}
+		if (S == 1 && dyn == 0)   /* G is the cache's or the rows mode's here */
+			cg_reduce_rows_block(n, rows, cache, &G, &R);
 		int64_t g = ceil_div(rows, R);
 		o->grid[0] = g < 1 ? 1 : g > cap ? cap : g;
 		o->block[0] = (int)G;

@@ -148,9 +148,12 @@ int64_t cg_reduce_dyn_threads(int64_t per_thread);
  * the threads above) under CG_RED_FEW_WAVE. The launch rule and the kernel built
  * for it (CG_RED_FEW, kernel_reduce.c) both ask. */
 bool cg_reduce_few_rows(int64_t n, int64_t rows, bool cache);
-/* The threads of a row on that geometry (R = 1): pow2ceil(n / CG_RED_FEW_ELEMS), at
- * most 256 with the row cache (its slots), 512 without, never fewer than the rows
- * mode's. A kernel built for one row length (CgKernelSpec.red_row) asks it too. */
-int64_t cg_reduce_few_threads(int64_t n, bool cache);
+/* The block of rows mode without a split or a dynamic row cache: G threads a row
+ * (cg_reduce_cache_threads with the cache, else cg_reduce_row_threads) and R = 256 /
+ * G rows (1 from 256 threads); on the few-rows geometry R = 1 and G raised to
+ * pow2ceil(n / CG_RED_FEW_ELEMS), at most 256 with the cache (its slots), 512
+ * without. The launch rule and a kernel built for one geometry
+ * (CgKernelSpec.red_row, cg_reduce_long_rows) both ask. */
+void cg_reduce_rows_block(int64_t n, int64_t rows, bool cache, int64_t *G, int64_t *R);
 
 #endif

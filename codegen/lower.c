@@ -179,7 +179,7 @@ int cg_lower(CgModule *m, const Schedule *s, Arena *a, CgProgram *out, Diag *d)
 			CgKernelKind kind = kernel_kind(g, unit->fuser, l);
 			if (nchain)
 				kind = kind_with_views(g, l, kind);
-			CgKernelSpec spec = {kind, rel, nops, written, nrel, 0, 0, false, 0};
+			CgKernelSpec spec = {kind, rel, nops, written, nrel, 0, 0, false, 0, 0, 0};
 			/* the channel-last tensor: written by an NHWCRelayout trace, read
 			 * by its pool (the launch after it) */
 			int xl = pass_nhwc_relayout(s, st, li);
@@ -207,10 +207,15 @@ int cg_lower(CgModule *m, const Schedule *s, Arena *a, CgProgram *out, Diag *d)
 							 cg_module_allow_tf32(m),
 							 cg_module_allow_3xtf32(m), divs, dims, ndims);
 			/* long f32 rows: the relative form has no row length, so the
-			 * choice is the concrete dims', made here (kernel_reduce.c) */
+			 * choice is the concrete dims', made here (kernel_reduce.c); in
+			 * a plan of concrete sizes the row length and block too */
+			int64_t row[3] = {0, 0, 0};
 			spec.red_long = cg_reduce_long_rows(&spec, dims, ndims,
 							    !strcmp(cg_module_arch(m), "sm_90a"),
-							    g->sym ? NULL : &spec.red_row);
+							    g->sym ? NULL : row);
+			spec.red_row = row[0];
+			spec.red_g = (int)row[1];
+			spec.red_r = (int)row[2];
 			const CgKernel *k = cg_kernel(m, &spec, d);
 			if (!k) {
 				status = -1;

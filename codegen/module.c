@@ -351,8 +351,10 @@ uint64_t cg_spec_hash(const CgKernelSpec *s)
 		h = hash_u64(h, 0x6e687763ull << 32 | (uint64_t)s->nhwc);
 	if (s->red_long)   /* likewise: other code for the same relative form */
 		h = hash_u64(h, 0x726c6f6eull << 32 | s->red_long);
-	if (s->red_row)    /* and the row length a few-rows kernel is built for */
+	if (s->red_row) {  /* and the row length and block a kernel is built for */
 		h = hash_u64(h, 0x72726f77ull << 32 ^ (uint64_t)s->red_row);
+		h = hash_u64(h, (uint64_t)s->red_g << 32 | (uint32_t)s->red_r);
+	}
 	return h;
 }
 
@@ -364,7 +366,8 @@ static bool written_at(const bool *w, int n, int i)
 static bool spec_equal(const CgEntry *e, const CgKernelSpec *s)
 {
 	if (e->kind != s->kind || e->nops != s->nops || e->variant != s->variant ||
-	    e->nhwc != s->nhwc || e->red_long != s->red_long || e->red_row != s->red_row)
+	    e->nhwc != s->nhwc || e->red_long != s->red_long || e->red_row != s->red_row ||
+	    e->red_g != s->red_g || e->red_r != s->red_r)
 		return false;
 	for (int i = 0; i < s->nops; i++)
 		if (!ir_rel_equal(&e->ops[i], &s->ops[i]) || e->ops[i].place0 != s->ops[i].place0)
@@ -414,6 +417,8 @@ void cg_module_add(CgModule *m, const CgKernelSpec *s, uint64_t hash, CgKernel *
 	e->nhwc = s->nhwc;
 	e->red_long = s->red_long;
 	e->red_row = s->red_row;
+	e->red_g = s->red_g;
+	e->red_r = s->red_r;
 	e->nops = s->nops;
 	/* one block: the RelOps, then their tensors */
 	size_t nt = 0;

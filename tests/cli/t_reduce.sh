@@ -234,13 +234,16 @@ if [ -x "$PTXAS" ]; then
 	contains red-prologue-nospill "$TMP/err" "0 bytes spill stores"
 fi
 
-# a few-rows kernel of rows broadcast back, in a plan of concrete sizes, is built
-# for its row length (CgKernelSpec.red_row): the length and the group's threads are
-# constants (the row's loops and the group's tree fold; 1508 -> 995 PTX
-# instructions here), and a guard traps at another length or geometry. Rows of
-# 768 and of 1024 in one graph are two kernels (one before), in the kernel cache
-# too; the rows-mode kernel of 2048 rows has no guard; a plan for every size reads
-# both at launch; the cpu backend runs the fixed kernels, odd lengths and f16, f32
+# a reduce kernel in rows mode (not split, no dynamic row cache) in a plan of
+# concrete sizes is built for its row length and block (CgKernelSpec.red_row,
+# red_g, red_r) where its rows are few or a thread holds at most two V-groups of a
+# row: the length and the block are constants (the row's loops and the group's tree
+# fold; 1508 -> 995 PTX instructions here), and a guard traps at another length or
+# block. Rows of 768 and of 1024 in one graph are two kernels (one before), in the
+# kernel cache too; the layer norm of 2048 rows (three V-groups a thread) has no
+# guard; a softmax of 1536 rows of 256 (a warp a row, eight rows a block, one
+# V-group a thread) has; a plan for every size reads all at launch; the cpu backend
+# runs the fixed kernels, odd lengths and f16, f32
 contains red-row-guard "$TMP/ln128/ln.ptx" "trap;"
 check red-row-guard-len 0 grep -qE "setp\.(eq|ne)\.s64.*, 768;" "$TMP/ln128/ln.ptx"
 check red-row-no-guard 1 grep -q "trap;" "$TMP/ln2048/g15_layernorm_bf16.ptx"
@@ -299,7 +302,20 @@ P
 check red-row-every 0 "$FUSEC" compile "$TMP/ln_every.json" -o "$TMP/lne" --no-cache &&
 	contains red-row-every-sizes "$TMP/err" "for every rows in 1..128" &&
 	check red-row-every-no-guard 1 grep -q "trap;" "$TMP"/lne/*.ptx
+python3 - tests/bench/gpu/g14_attn_softmax_bf16.json "$TMP/sm1536.json" <<'P'
+import json, sys
+g = json.load(open(sys.argv[1]))
+g["inputs"]["s"]["shape"] = [1, 12, 128, 256]
+g["inputs"]["mask"]["shape"] = [1, 1, 1, 256]
+g["name"] = "sm1536"
+json.dump(g, open(sys.argv[2], "w"))
+P
+check red-row-sm 0 "$FUSEC" compile "$TMP/sm1536.json" -o "$TMP/sm1536" --no-cache &&
+	contains red-row-sm-guard "$TMP/sm1536/sm1536.ptx" "trap;" &&
+	contains red-row-sm-block "$TMP/sm1536/sm1536.plan.json" '"block":[32,8,1]'
+check red-row-sm-run 0 "$FUSEC" run "$TMP/sm1536.json" --backend cpu --check --seed 2
 if [ -x "$PTXAS" ]; then
+	check red-row-ptxas-sm 0 "$PTXAS" -arch=sm_90a "$TMP/sm1536/sm1536.ptx" -o "$TMP/lnr.cubin"
 	check red-row-ptxas 0 "$PTXAS" -arch=sm_90a "$TMP/lnrw1/ln_rows.ptx" -o "$TMP/lnr.cubin"
 fi
 python3 - "$TMP/ln128.json" "$TMP/ln_two.json" <<'P'

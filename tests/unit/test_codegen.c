@@ -77,7 +77,7 @@ static bool *rel_written(Rel *r, int first, int n)
 
 static CgKernelSpec rel_spec(Rel *r, CgKernelKind kind, int first, int n)
 {
-	CgKernelSpec s = {kind, &r->ops[first], n, rel_written(r, first, n), r->nrel, 0, 0, false, 0};
+	CgKernelSpec s = {kind, &r->ops[first], n, rel_written(r, first, n), r->nrel, 0, 0, false, 0, 0, 0};
 	return s;
 }
 
