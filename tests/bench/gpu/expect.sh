@@ -11,7 +11,7 @@ FUSEC=${FUSEC:-build/fusec}
 JOBS=${JOBS:-2}
 rm -rf "$G/expect"
 mkdir -p "$G/expect"
-for g in tests/bench/gpu/allops_*.json tests/bench/gpu/mm_check_*.json tests/bench/gpu/mm_siblings_*.json tests/bench/gpu/conv_check_*.json tests/bench/gpu/att_*.json tests/bench/gpu/reduce_odd.json tests/bench/gpu/reduce_cache.json tests/golden/*.yaml; do
+for g in tests/bench/gpu/allops_*.json tests/bench/gpu/mm_check_*.json tests/bench/gpu/mm_siblings_*.json tests/bench/gpu/conv_check_*.json tests/bench/gpu/att_*.json tests/bench/gpu/reduce_odd.json tests/bench/gpu/reduce_cache.json tests/bench/gpu/reduce_fixed.json tests/golden/*.yaml; do
 	echo "$g"
 done | FUSEC=$FUSEC G=$G xargs -P "$JOBS" -I{} sh -c '
 	g={}; n=$(basename "${g%.*}")

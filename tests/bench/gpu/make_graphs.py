@@ -225,9 +225,81 @@ def reduce_odd():
     graph("reduce_odd", ins, ops, outs)
 
 
+def reduce_fixed():
+    """Reduce kernels built for their row length and block (a plan of concrete sizes:
+    few rows, or at most two 16-byte groups of a row a thread), each with the guard
+    that traps at another geometry: the GPU numeric check of the fixed kernels, odd
+    lengths and every float dtype among them (not timed)."""
+    ins, ops, outs = {}, [], []
+
+    def o(kind, i, out, keep=False, **kw):
+        ops.append(op(kind, i, out, **kw))
+        if keep:
+            outs.append(out)
+
+    def layer_norm(nm, dt, rows, n, residual):
+        x = nm + "_a"
+        ins[x] = (dt, [rows, n])
+        if residual:
+            ins[nm + "_b"] = (dt, [rows, n])
+            o("add", [x, nm + "_b"], nm + "_res", keep=True)
+            x = nm + "_res"
+        ins[nm + "_g"], ins[nm + "_beta"] = (dt, [1, n]), (dt, [1, n])
+        o("mean", [x], nm + "_mu", axis=1)
+        o("sub", [x, nm + "_mu"], nm + "_d")
+        o("mul", [nm + "_d", nm + "_d"], nm + "_d2")
+        o("mean", [nm + "_d2"], nm + "_var", axis=1)
+        o("add_scalar", [nm + "_var"], nm + "_ve", scalar=1e-5)
+        o("sqrt", [nm + "_ve"], nm + "_sd")
+        o("div", [nm + "_d", nm + "_sd"], nm + "_n")
+        o("mul", [nm + "_n", nm + "_g"], nm + "_ng")
+        o("add", [nm + "_ng", nm + "_beta"], nm + "_y", keep=True)
+
+    def rms_norm(nm, rows, n):
+        """Llama's: bf16 in and out, f32 within"""
+        ins[nm + "_x"], ins[nm + "_w"] = ("bf16", [rows, n]), ("bf16", [1, n])
+        o("cast", [nm + "_x"], nm + "_xf", dtype="f32")
+        o("mul", [nm + "_xf", nm + "_xf"], nm + "_sq")
+        o("mean", [nm + "_sq"], nm + "_ms", axis=1)
+        o("add_scalar", [nm + "_ms"], nm + "_mse", scalar=1e-6)
+        o("sqrt", [nm + "_mse"], nm + "_r")
+        o("div", [nm + "_xf", nm + "_r"], nm + "_xn")
+        o("cast", [nm + "_xn"], nm + "_xb", dtype="bf16")
+        o("mul", [nm + "_xb", nm + "_w"], nm + "_y", keep=True)
+
+    def softmax(nm, dt, shape, mask):
+        x = nm + "_x"
+        ins[x] = (dt, shape)
+        if mask:
+            ins[nm + "_m"] = (dt, [1] * (len(shape) - 1) + [shape[-1]])
+            o("add", [x, nm + "_m"], nm + "_s")
+            x = nm + "_s"
+        ax = len(shape) - 1
+        o("max_dim", [x], nm + "_mx", axis=ax)
+        o("sub", [x, nm + "_mx"], nm + "_d")
+        o("exp", [nm + "_d"], nm + "_e")
+        o("sum", [nm + "_e"], nm + "_z", axis=ax)
+        o("div", [nm + "_e", nm + "_z"], nm + "_y", keep=True)
+    # the transformers' norms at batch 1 (128 and 197 rows), odd lengths, f16, tiny
+    layer_norm("ln_bf16_128_768", "bf16", 128, 768, True)
+    layer_norm("ln_f32_128_768", "f32", 128, 768, True)
+    layer_norm("ln_f32_197_768", "f32", 197, 768, False)
+    layer_norm("ln_bf16_128_777", "bf16", 128, 777, True)
+    layer_norm("ln_f16_100_1000", "f16", 100, 1000, True)
+    layer_norm("ln_f32_3_40", "f32", 3, 40, False)
+    rms_norm("rms_128_768", 128, 768)
+    rms_norm("rms_64_2048", 64, 2048)
+    # rows enough for a wave: a warp a row, eight rows a block, one group a thread
+    softmax("sm_bf16_1536_256", "bf16", [1, 12, 128, 256], True)
+    softmax("sm_f32_2364_197", "f32", [1, 12, 197, 197], False)
+    softmax("sm_f32_12_4096", "f32", [12, 4096], False)
+    graph("reduce_fixed", ins, ops, outs)
+
+
 if __name__ == "__main__":
     reduce_odd()
     reduce_cache()
+    reduce_fixed()
     g7()
     g8()
     g9()
