@@ -235,14 +235,14 @@ int cg_vector_width(CgKb *kb, int rank, const uint32_t *ref, const bool *read,
 LLVMValueRef cg_vector_loops(CgKb *kb, int rank, const uint32_t *ref, const int *wr, int nw,
 			     LLVMValueRef n);
 
-/* kernel_reduce.c */
+/* reduce_plan.c, kernel_reduce.c, reduce_plain.c */
 /* The schedule's constants (CG_RED_*) are in launch_rule.h, which the runtime
  * shares. */
 enum {
 	CG_RED_CACHE_T = 3,      /* row tensors a row cache holds */
 	CG_RED_CACHE_BYTES = 32768, /* its shared memory a block (static: 48 KiB at most) */
 };
-/* The structure of a cooperative reduce kernel (kernel_reduce.c, cg_reduce_plan). */
+/* The structure of a cooperative reduce kernel (reduce_plan.c, cg_reduce_plan). */
 typedef struct {
 	int axis, rank;
 	uint32_t full[IR_MAX_RANK];   /* the reduced inputs' shape: ref with the axis */
@@ -287,6 +287,9 @@ int cg_reduce_long(const CgKernelSpec *s, const CgRed *r, int64_t n, int64_t row
 void cg_reduce_kernel(CgKb *kb, CgCoop *c, const CgRed *r, const uint32_t *ref, const int *wr,
 		      int nw, CgKernel *k);
 LLVMValueRef cg_eval_reduce(CgKb *kb, const RelOp *op, CgIdx *out);
+/* The identity of op's accumulation (0, 1, or the extreme of its input's dtype), in
+ * the accumulator's type (f32 for f16/bf16, i64 for integers). */
+LLVMValueRef cg_reduce_identity(CgKb *kb, const RelOp *op);
 int cg_row_axis(const CgKernelSpec *s, int rank, const uint32_t *ref);
 void cg_row_loops(CgKb *kb, int rank, const uint32_t *ref, int axis, const int *wr, int nw);
 

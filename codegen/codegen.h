@@ -258,7 +258,7 @@ int cg_matmul_nvariants(void);                    /* table size, 0 included */
  * CG_RED_CACHE, 8192); else CG_RED_FEW where its rows take the launch rule's
  * few-rows geometry (a block a row, under a wave of blocks: the norms of a
  * transformer at batch 1), which has registers to spare (CG_RED_FEW_MAXNREG); 0
- * otherwise (codegen/kernel_reduce.c). dyn: the plan's arch
+ * otherwise (codegen/reduce_plan.c). dyn: the plan's arch
  * is sm_90a, whose devices all let a block have 192 KiB of shared memory (an sm_80
  * or sm_90 plan may run where a block gets 99 KiB or less). The relative form has
  * no row length, so the choice is made here, from the concrete dims, and is part of

@@ -6,7 +6,7 @@
  * kernel's global tensors, placeholders and shape ids (which become parameters, see
  * codegen.h), the iteration space (the broadcast of the written tensors' shapes), and
  * picks a schedule: the vector path of all-elementwise kernels (kernel_elemwise.c), row
- * mode when a reduction is broadcast back over its axis (kernel_reduce.c), and a
+ * mode when a reduction is broadcast back over its axis (reduce_plain.c), and a
  * grid-stride loop over the iteration space otherwise (also the vector path's tail).
  * Each loop evaluates and stores the written tensors through the evaluator (eval.c). A
  * written tensor smaller than the iteration space (a broadcast dim) is evaluated and
@@ -481,7 +481,7 @@ static int plan_frame(CgKb *kb, const CgKernelSpec *s, Frame *f)
 
 	/* row mode: a reduction whose result is broadcast back over its axis (softmax,
 	 * layer norm) is computed once per row, then the row's elements are written
-	 * (kernel_reduce.c) */
+	 * (reduce_plain.c); a cooperative kernel where one can be (reduce_plan.c) */
 	f->coop = !f->vector && !f->nhwc && cg_reduce_plan(kb, s, rank, ref, u->written, &f->red);
 	f->row_axis = f->vector || f->coop || f->nhwc ? -1 : cg_row_axis(s, rank, ref);
 	return 0;

@@ -57,7 +57,7 @@ enum {
 	CG_RED_CACHE = FUSEC_RED_CACHE, /* cached rows: elements per thread */
 	CG_RED_CACHE_BLOCK = FUSEC_RED_CACHE_BLOCK, /* cached rows: threads of a block */
 	CG_RED_TRIPS = FUSEC_RED_TRIPS, /* cached rows: V-groups a trip loads together,
-					   without long math (kernel_reduce.c, heavy_math) */
+					   without long math (reduce_plan.c, heavy_math) */
 	/* long f32 rows (CgKernelSpec.red_long, cg_reduce_long_rows): four trips and 64
 	 * registers ran f32 softmax on the H200 with rows of 8192 170 -> 157 us and of
 	 * 16384 247 -> 239 us, but rows of 1000 171 -> 192 us and bf16 rows 2-12 %
@@ -146,7 +146,7 @@ int64_t cg_reduce_dyn_threads(int64_t per_thread);
 /* Whether `rows` rows of n (not split, no dynamic cache) take the few-rows geometry:
  * a row over 32 elements, and the blocks of the rows mode (R = 256 / G rows each, G
  * the threads above) under CG_RED_FEW_WAVE. The launch rule and the kernel built
- * for it (CG_RED_FEW, kernel_reduce.c) both ask. */
+ * for it (CG_RED_FEW, reduce_plan.c) both ask. */
 bool cg_reduce_few_rows(int64_t n, int64_t rows, bool cache);
 /* The block of rows mode without a split or a dynamic row cache: G threads a row
  * (cg_reduce_cache_threads with the cache, else cg_reduce_row_threads) and R = 256 /

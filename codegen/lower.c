@@ -207,7 +207,7 @@ int cg_lower(CgModule *m, const Schedule *s, Arena *a, CgProgram *out, Diag *d)
 							 cg_module_allow_tf32(m),
 							 cg_module_allow_3xtf32(m), divs, dims, ndims);
 			/* long f32 rows: the relative form has no row length, so the
-			 * choice is the concrete dims', made here (kernel_reduce.c); in
+			 * choice is the concrete dims', made here (reduce_plan.c); in
 			 * a plan of concrete sizes the row length and block too */
 			int64_t row[3] = {0, 0, 0};
 			spec.red_long = cg_reduce_long_rows(&spec, dims, ndims,
