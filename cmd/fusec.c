@@ -157,8 +157,8 @@ bool cmd_x3(void)
 	return compiling && !x3_off;
 }
 
-/* Whether this command's f32 weights go K-major for the 3xTF32 tiles (the
- * library asks the same of its options) */
+/* Whether this command's f32 weights go K-major for the 3xTF32 tiles, and its f32
+ * convs channels last for them (the library asks the same of its options) */
 static bool x3_here(void)
 {
 	return pl_x3_weights(cmd_x3(), tf32_seen, arch_seen);
@@ -214,7 +214,8 @@ const PrecisionInfo *cmd_precision_info(void)
 static Graph *apply_precision(Graph *g)
 {
 	LayoutOptions lo = {!layout_name ? LAYOUT_MODE_AUTO : !strcmp(layout_name, "nhwc") ?
-			    LAYOUT_MODE_NHWC : LAYOUT_MODE_KEEP, tf32_seen || precision_name};
+			    LAYOUT_MODE_NHWC : LAYOUT_MODE_KEEP,
+			    tf32_seen || precision_name || x3_here()};
 	if (g) {
 		/* --burn-exact: burn's three kernels, unless --attention fuse says */
 		bool keep = attention_name ? !strcmp(attention_name, "keep") : burn_seen;

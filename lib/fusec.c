@@ -223,6 +223,8 @@ static fusec_result *compile(PlSource *src, const fusec_options *uo, const char 
 	src->nshapes = uo ? uo->ninput_shapes : 0;
 	src->max_errors = uo ? uo->max_errors : 20;
 	LayoutOptions lo = layout_of(uo);
+	lo.tensor_cores = lo.tensor_cores ||
+			  pl_x3_weights(res->po.allow_3xtf32, res->po.allow_tf32, uo ? uo->arch : NULL);
 	AttentionInfo ainfo;
 	if (!(res->g = pl_load(res->a, src, d, &nd)) || pl_simplify(res->g, uo && uo->burn_exact, NULL) ||
 	    pl_attention(res->g, attention_of(uo), &ainfo) || pl_layout(res->g, &lo, &linfo) ||
@@ -509,6 +511,8 @@ char *fusec_explain(const char *path, const fusec_options *o, const char *op, in
 	if ((code = options(o, &po, &prec, a, shapes, d)))
 		goto out;
 	LayoutOptions lo = layout_of(o);
+	lo.tensor_cores = lo.tensor_cores ||
+			  pl_x3_weights(po.allow_3xtf32, po.allow_tf32, o ? o->arch : NULL);
 	AttentionInfo ainfo = {0};
 	SiblingInfo sinfo = {0};
 	int nkmajor = 0;

@@ -308,9 +308,9 @@ typedef enum {
 
 typedef struct {
 	LayoutMode mode;
-	bool tensor_cores;     /* f32 convs run on tensor cores: --allow-tf32, or
-				  --precision bf16|f16 converts them (3xTF32 does not
-				  count yet: not measured on the models) */
+	bool tensor_cores;     /* f32 convs run on tensor cores: --allow-tf32, 3xTF32
+				  (the default on sm_90a: pl_x3_weights), or
+				  --precision bf16|f16 converts them */
 } LayoutOptions;
 
 typedef struct {
