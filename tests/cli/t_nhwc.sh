@@ -156,7 +156,7 @@ contains nhwc_stem_cpu_ok "$TMP/out" "check y: "
 same_as_nchw nhwc_stem_vs_nchw "$TMP/stem_bf16.json" 1e-2
 same_as_nchw nhwc_stem_tf32_vs_nchw "$TMP/stem_f32.json" 2e-3 --allow-tf32
 # f32 convs with constant weights go channels last by default (for 3xTF32 on
-# sm_90a: ResNet-50 at batch 32 12.0 -> 6.5 ms on the H100, docs/benchmarks.md,
+# sm_90a: ResNet-50 at batch 32 13.0 -> 6.4 ms on the H100, docs/benchmarks.md,
 # session 64), not under --no-3xtf32 nor for sm_80 alone; the same in the library
 check nhwc_stem_f32_explain 0 "$FUSEC" explain "$TMP/stem_f32.json"
 contains nhwc_stem_f32_auto "$TMP/out" "layout: nhwc (every conv on tensor cores"
