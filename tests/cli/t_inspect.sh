@@ -4,6 +4,9 @@
 # for commands and options, and the README example, man page and bash completion
 # against the real command line.
 R18=tests/onnx/models/resnet18/model.onnx
+# the checks of its fusion and kernel counts keep it NCHW (f32 convs go channels
+# last by default for 3xTF32: docs/design.md, "Channels last")
+NCHW="--layout nchw"
 RB=docs/examples/resnet_block.yaml
 G=tests/golden
 
@@ -22,7 +25,7 @@ contains why-r18-pool "$TMP/out" "  why: ElementWise: max_pool2d is not elementw
 # every un-fused op of the text form has a why line, and only those
 cp "$TMP/out" "$TMP/r18.explain"
 # under --burn-exact a conv starts no kernel, so the ReLUs after them run alone
-check why-r18-burn 0 "$FUSEC" explain $R18 --burn-exact
+check why-r18-burn 0 "$FUSEC" explain $R18 --burn-exact $NCHW
 contains why-r18-burn-conv "$TMP/out" "Matmul: a conv2d starts it only outside --burn-exact, without views in front"
 contains why-r18-relu "$TMP/out" "ElementWise: alone it saves no memory traffic (score 0); it stopped at ops[5]: conv2d is not elementwise"
 contains why-r18-before "$TMP/out" "Matmul: stopped before it, at ops[4]: relu is not a matmul or a conv2d"
@@ -169,7 +172,7 @@ assert m, line
 v = float(m.group(1)) * {"B": 1, "KB": 1e3, "MB": 1e6, "GB": 1e9}[m.group(2)]
 assert abs(v - total) <= 0.05 * {"B": 1, "KB": 1e3, "MB": 1e6, "GB": 1e9}[m.group(2)], (v, total)
 ' "$TMP/s1/resnet_block.plan.json" "$TMP/summary"
-check summary-onnx 0 "$FUSEC" compile $R18 -o "$TMP/s2"
+check summary-onnx 0 "$FUSEC" compile $R18 -o "$TMP/s2" $NCHW
 contains summary-onnx-text "$TMP/err" "fusec: compiled model: 49 ops → 22 launches, 20 distinct kernels,"
 # a result cache hit says the same numbers
 check summary-rc1 0 "$FUSEC" compile $RB -o "$TMP/s3"
@@ -199,19 +202,19 @@ else
 fi
 
 # ---- progress: never on a pipe; FUSEC_PROGRESS=1 forces it --------------------------
-check progress-pipe 0 "$FUSEC" compile $R18 -o "$TMP/p1" --no-cache
+check progress-pipe 0 "$FUSEC" compile $R18 -o "$TMP/p1" --no-cache $NCHW
 if grep -q "kernels\$\|\[[0-9]*/[0-9?]*\]" "$TMP/err" || tr -d '\n' <"$TMP/err" | grep -q "$(printf '\r')"; then
 	echo "FAIL progress-pipe-none: progress on a pipe"; fail=$((fail + 1))
 else
 	pass=$((pass + 1))
 fi
-check progress-forced 0 env FUSEC_PROGRESS=1 "$FUSEC" compile $R18 -o "$TMP/p2" --no-cache
+check progress-forced 0 env FUSEC_PROGRESS=1 "$FUSEC" compile $R18 -o "$TMP/p2" --no-cache $NCHW
 tr '\r' '\n' <"$TMP/err" >"$TMP/progress"
 contains progress-forced-start "$TMP/progress" "[0/?] kernels: building"
 contains progress-forced-done "$TMP/progress" "[20/20] kernels"
 contains progress-forced-plan "$TMP/progress" "[20/20] kernels: writing the plan"
 contains progress-forced-clear "$TMP/err" "$(printf '\r\033[K')fusec: compiled model"
-check progress-off 0 env FUSEC_PROGRESS=0 "$FUSEC" compile $R18 -o "$TMP/p3" --no-cache
+check progress-off 0 env FUSEC_PROGRESS=0 "$FUSEC" compile $R18 -o "$TMP/p3" --no-cache $NCHW
 if grep -q "kernels:" "$TMP/err"; then
 	echo "FAIL progress-off: FUSEC_PROGRESS=0 showed progress"; fail=$((fail + 1))
 else
@@ -230,7 +233,7 @@ if command -v script >/dev/null 2>&1; then
 	else
 		pass=$((pass + 1))
 	fi
-	script -qec "env FUSEC_TEST_PROGRESS_DELAY_MS=1500 $FUSEC compile -q $R18 -o $TMP/p5 --no-cache" \
+	script -qec "env FUSEC_TEST_PROGRESS_DELAY_MS=1500 $FUSEC compile -q $R18 -o $TMP/p5 --no-cache $NCHW" \
 		/dev/null >"$TMP/tty" 2>&1
 	tr '\r' '\n' <"$TMP/tty" >"$TMP/tty_lines"
 	contains progress-tty-search "$TMP/tty_lines" "fusec: searching fusions"
