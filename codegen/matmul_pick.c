@@ -67,6 +67,7 @@ enum {
 	MM_WG64 = 52,            /* wg128x64x64s4 */
 	MM_WG64WSSK = 58,        /* wg128x64x64s6wssk2, then sk3, sk4, sk8 */
 	MM_X3_128 = 62, MM_X3_64 = 63, MM_X3_96 = 64, /* 3xTF32 (matmul_wgmma.c) */
+	MM_X3_64SK2 = 65, MM_X3_64SK3 = 66, /* the 64-wide one split 2 and 3 ways */
 	MM_WS_SPLIT_RULE = 0,    /* 1: the rule splits K on the 64-wide ws tile under
 				    a wave (ws_split); 0 (measured: split, GPT-2's
 				    batch-1 products each took 3-4 us more, the model
@@ -272,6 +273,9 @@ static const MmConfig mm_configs[] = {
 	 * rows (a transformer at batch 1: 12 to 48 tiles) over more SMs */
 	{"wgx3x128x64x32s4sk2", true, true, false, 1, 128, 64, 32, 8, 1, 4, 2, true, 0, false, false, false, 0, false, true},
 	{"wgx3x128x64x32s4sk3", true, true, false, 1, 128, 64, 32, 8, 1, 4, 3, true, 0, false, false, false, 0, false, true},
+	/* and 4 or 8 ways (forced only): 12 tiles of 128 rows by 768 columns */
+	{"wgx3x128x64x32s4sk4", true, true, false, 1, 128, 64, 32, 8, 1, 4, 4, true, 0, false, false, false, 0, false, true},
+	{"wgx3x128x64x32s4sk8", true, true, false, 1, 128, 64, 32, 8, 1, 4, 8, true, 0, false, false, false, 0, false, true},
 };
 enum { MM_NCONFIGS = (int)(sizeof mm_configs / sizeof mm_configs[0]) };
 
@@ -433,11 +437,16 @@ static int under_wave(DType t, bool conv, int64_t big, int64_t small, int64_t k)
 /* 3xTF32 (--allow-3xtf32): of the tiles 128 rows by 128, 96 or 64 columns, the one
  * whose waves of tiles hold the fewest columns a block (its waves times its width;
  * the wider at a tie). On the H100 that picked the fastest of the three on all 8
- * K-major f32 shapes of issue 22's sweep (docs/benchmarks.md, session 61). 0 where
- * that tile has under half a wave of tiles: the f32 transformers at batch 1 (128 to
- * 256 rows, 12 to 48 tiles a matmul) ran 1.1-2.1x as long on them as on the SIMT
- * rule's tiles. */
-static int x3_rule(int64_t batch, int64_t m, int64_t n)
+ * K-major f32 shapes of issue 22's sweep (docs/benchmarks.md, session 61). Where
+ * that tile has under half a wave of tiles (the f32 transformers at batch 1: 128
+ * to 256 rows, 12 to 48 tiles a matmul, on which the whole tiles ran 1.1-2.1x as
+ * long as the SIMT rule's), the 64-wide tile with K split 3 ways, else 2, where
+ * the blocks stay within a wave and fill half of one, each split keeping
+ * MM_SPLIT_STEPS steps of K: on the H100 (session 64) 128x2304x768 0.0272 ->
+ * 0.0220 ms (sk3), 128x3072x768 + GELU 0.0387 -> 0.0275 (sk2), 197x768x768
+ * 0.0247 -> 0.0220 (sk3), 197x768x3072 0.0609 -> 0.0482 (sk3); at 12 tiles
+ * (128x768, 36 blocks split 3 ways) the SIMT rule's were faster. 0 otherwise. */
+static int x3_rule(int64_t batch, int64_t m, int64_t n, int64_t k)
 {
 	int64_t tiles = 0;
 	static const int v[3] = {MM_X3_128, MM_X3_96, MM_X3_64};
@@ -453,7 +462,15 @@ static int x3_rule(int64_t batch, int64_t m, int64_t n)
 			tiles = t;
 		}
 	}
-	return 2 * tiles >= MM_WAVE ? best : 0;
+	if (2 * tiles >= MM_WAVE)
+		return best;
+	int64_t t64 = batch * ((m + 127) / 128) * ((n + 63) / 64);
+	for (int s = 3; s >= 2; s--) {
+		int64_t steps = (k + mm_configs[MM_X3_64].bk - 1) / mm_configs[MM_X3_64].bk;
+		if (s * t64 <= MM_WAVE && 2 * s * t64 >= MM_WAVE && steps >= s * MM_SPLIT_STEPS)
+			return s == 3 ? MM_X3_64SK3 : MM_X3_64SK2;
+	}
+	return 0;
 }
 
 static int gemv_rule(int64_t batch, int64_t m, int64_t n, int64_t k)
@@ -740,7 +757,7 @@ int cg_matmul_variant(const CgKernelSpec *s, const char *arch, bool host, bool a
 	 * (passes/layout.c takes f32 convs channels last for it) */
 	int x3 = t == DT_F32 && !tf32 && allow_3xtf32 && wg &&
 		 (conv ? mm_kmajor(mm) : mm_kmajor_at(s, cg_matmul_index(s)))
-		 ? x3_rule(batch, m, n) : 0;
+		 ? x3_rule(batch, m, n, k) : 0;
 	if (x3)
 		return x3;
 	/* a conv (docs/benchmarks.md, "Convolutions as implicit GEMMs"): its planes

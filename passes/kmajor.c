@@ -35,7 +35,24 @@ enum {
 	 * SIMT tiles run and read B as stored, and siblings keep their one launch (the
 	 * transformers at batch 1, 128 rows) */
 	MIN_ROWS_F32 = 192,
+	/* f32 under MIN_ROWS_F32: where the 3xTF32 rule splits K instead (x3_rule
+	 * there: the 128x64 tiles split 3 or 2 ways fill half a wave and stay
+	 * within one, each split MM_SPLIT_STEPS steps of 32 at least; GPT-2 at
+	 * batch 1: its q/k/v (2304 columns) and MLP up (3072)), not siblings */
+	X3_WAVE = 132, X3_BK = 32, X3_SPLIT_STEPS = 4,
 };
+
+/* Whether the 3xTF32 rule splits an f32 matmul of `rows` rows under half a wave
+ * of its tiles (codegen/matmul_pick.c, x3_rule, which this follows). */
+static bool x3_splits(int64_t rows, int64_t n, int64_t k)
+{
+	int64_t t64 = (rows + 127) / 128 * ((n + 63) / 64);
+	int64_t steps = (k + X3_BK - 1) / X3_BK;
+	for (int s = 3; s >= 2; s--)
+		if (s * t64 <= X3_WAVE && 2 * s * t64 >= X3_WAVE && steps >= s * X3_SPLIT_STEPS)
+			return true;
+	return false;
+}
 
 /* Whether matmul op reads its weight K-major: nmm[t] counts the matmuls whose
  * first operand is t. An f32 one may be a sibling: apart, each on the 3xTF32 tiles
@@ -63,7 +80,10 @@ static bool takes(const Graph *g, const Op *op, const int *nmm, bool half, bool 
 	 * the probe of the sizes (the 3xTF32 tiles need half a wave anyway) */
 	if (g->sym)
 		return h;
-	return rows >= (h ? MIN_ROWS : MIN_ROWS_F32);
+	if (h)
+		return rows >= MIN_ROWS;
+	return rows >= MIN_ROWS_F32 ||
+	       (rows > 64 && nmm[op->in[0]] == 1 && x3_splits(rows, w->dim[r - 1], w->dim[r - 2]));
 }
 
 /* Constant w's transpose (of its last two dims), a new constant named w's name +

@@ -536,7 +536,8 @@ contains x3-rule-plan-key "$TMP/x3r/mm_check_x3_f32.plan.json" '"allow_3xtf32":t
 check x3-default-compile 0 "$FUSEC" compile $X3 --no-cache -o "$TMP/x3d"
 same_files x3-default-plan "$TMP/x3r/mm_check_x3_f32.plan.json" "$TMP/x3d/mm_check_x3_f32.plan.json"
 check x3-rule-small 1 grep -q '"tiles":"wgx3' "$TMP/x3r/mm_check_x3_f32.plan.json"
-for c in wgx3x128x128x32s3 wgx3x128x96x32s4 wgx3x128x64x32s4 wgx3x128x64x32s4sk2 wgx3x128x64x32s4sk3; do
+for c in wgx3x128x128x32s3 wgx3x128x96x32s4 wgx3x128x64x32s4 wgx3x128x64x32s4sk2 wgx3x128x64x32s4sk3 \
+	 wgx3x128x64x32s4sk4 wgx3x128x64x32s4sk8; do
 	check "x3-$c-cpu" 0 env FUSEC_MATMUL_TILES=$c "$FUSEC" run $X3 --backend cpu --check
 	check "x3-$c-compile" 0 env FUSEC_MATMUL_TILES=$c "$FUSEC" compile $X3 --no-cache -o "$TMP/x3_$c"
 	contains "x3-$c-tiles" "$TMP/x3_$c/mm_check_x3_f32.plan.json" "\"tiles\":\"$c\""
@@ -586,7 +587,9 @@ check x3-bench-off-kernel 0 grep -q "^kernel matmul_fused_" "$TMP/x3b_off.trace"
 check x3-mn-compile 0 env FUSEC_MATMUL_TILES=wgx3x128x96x32s4 "$FUSEC" compile tests/bench/gpu/mm_check_f32.json --allow-3xtf32 --no-cache -o "$TMP/x3m"
 check x3-mn 1 grep -q '"tiles":"wgx3' "$TMP/x3m/mm_check_f32.plan.json"
 # the rule: the width whose waves hold the fewest columns a block, from half a wave
-# of its tiles (a transformer at batch 1: the SIMT rule's)
+# of its tiles; under that the 64-wide tile split 3 or 2 ways where the blocks fill
+# half a wave and stay within one (256x768: 24 tiles, 72 blocks), else the SIMT
+# rule's (128x768: 12 tiles; 4096 rows of K 64: splits too short)
 while read -r m n k cfg; do
 	nm=x3_${m}x${n}x${k}
 	cat >"$TMP/$nm.yaml" <<YAML
@@ -610,24 +613,27 @@ done <<'EOF2'
 2048 768 768 wgx3x128x96x32s4
 1024 768 768 wgx3x128x64x32s4
 4096 4096 4096 wgx3x128x128x32s3
-256 768 768 simt
-128 3072 768 simt
+256 768 768 wgx3x128x64x32s4sk3
+128 3072 768 wgx3x128x64x32s4sk2
+128 768 768 simt
+128 2304 64 simt
 EOF2
 # the f32 rule at a transformer layer's four projections at batch 1 (mm_sweep.py
 # --b1, weights K-major; docs/benchmarks.md, sessions 62 and 63): the best of the
-# forced tiles at each; 3xTF32 from half a wave of its tiles (ViT's 197 rows)
+# forced tiles at each; 3xTF32 from half a wave of its tiles (ViT's 197 rows),
+# split under that (session 64), the SIMT tiles at 12 tiles of 64 columns
 python3 tests/bench/gpu/mm_sweep.py make "$TMP/b1" --b1
 while read -r n cfg; do
 	check "b1-rule-$n" 0 "$FUSEC" compile "$TMP/b1/k1_${n}_f32_kt.json" --no-cache -o "$TMP/b1p"
 	contains "b1-rule-$n-tiles" "$TMP/b1p/k1_${n}_f32_kt.plan.json" "\"tiles\":\"$cfg\""
 done <<'EOF2'
-128x2304x768_bias fma64x64x16s3sk3
-128x3072x768_bias_gelu fma64x64x16s3sk3
+128x2304x768_bias wgx3x128x64x32s4sk3
+128x3072x768_bias_gelu wgx3x128x64x32s4sk2
 128x768x3072_bias_residual fma64x64x16s3sk4
 197x2304x768_bias wgx3x128x64x32s4
 197x3072x768_bias_gelu wgx3x128x64x32s4
-197x768x3072_bias_residual fma64x64x16s3sk4
-197x768x768_bias_residual fma64x64x16s3sk4
+197x768x3072_bias_residual wgx3x128x64x32s4sk3
+197x768x768_bias_residual wgx3x128x64x32s4sk3
 EOF2
 # a model's f32 weights: K-major by default (not under --no-3xtf32, nor with
 # --allow-tf32) from 192 rows: y1's and the siblings q and k's (2100 rows), y3's
@@ -646,6 +652,36 @@ for r in 63 64; do
 	check "x3-km-rows-$r" 0 "$FUSEC" explain "$TMP/km32_$r.json"
 	check "x3-km-rows-$r-line" $((64 - r)) grep -q "^weights:" "$TMP/out"
 done
+# under 192 rows where the split tiles take the product: 128 x 1408 (22 tiles of
+# 64 columns, split 3 ways: 66 blocks), not 128 x 768 (12 tiles), nor siblings
+python3 - "$TMP/km128" <<'PY'
+import json, os, sys
+import numpy as np
+d = sys.argv[1]
+os.makedirs(d, exist_ok=True)
+rng = np.random.default_rng(7)
+ws = {"w1": (384, 1408), "w2": (384, 768), "wq": (384, 1408), "wk": (384, 1408)}
+for n, sh in ws.items():
+    np.save(os.path.join(d, n + ".npy"), (rng.standard_normal(sh) * 0.05).astype(np.float32))
+x = {"dtype": "f32", "shape": [128, 384]}
+g = {"format": "fusec-graph/1", "name": "km128",
+     "inputs": {"x": x, "x2": x, "xs": x},
+     "constants": {n: {"dtype": "f32", "shape": list(sh), "npy": n + ".npy"} for n, sh in ws.items()},
+     "ops": [{"op": "matmul", "in": ["x", "w1"], "out": "m1"}, {"op": "relu", "in": ["m1"], "out": "y1"},
+             {"op": "matmul", "in": ["x2", "w2"], "out": "m2"}, {"op": "relu", "in": ["m2"], "out": "y2"},
+             {"op": "matmul", "in": ["xs", "wq"], "out": "q"}, {"op": "matmul", "in": ["xs", "wk"], "out": "k"}],
+     "outputs": ["y1", "y2", "q", "k"]}
+json.dump(g, open(os.path.join(d, "km128.json"), "w"))
+PY
+check x3-km128-explain 0 "$FUSEC" explain "$TMP/km128/km128.json"
+contains x3-km128-line "$TMP/out" "weights: 1 matmul read its constant weight K-major"
+check x3-km128-compile 0 "$FUSEC" compile "$TMP/km128/km128.json" --no-cache -o "$TMP/x3k128"
+contains x3-km128-tiles "$TMP/x3k128/km128.plan.json" '"tiles":"wgx3x128x64x32s4sk3"'
+check x3-km128-cpu 0 "$FUSEC" run "$TMP/km128/km128.json" --backend cpu --seed 1 --check
+grep -c " ok$" "$TMP/out" >"$TMP/n"
+same x3-km128-cpu-ok "$TMP/n" 4
+check x3-km128-off 0 "$FUSEC" explain "$TMP/km128/km128.json" --no-3xtf32
+check x3-km128-off-none 1 grep -q "^weights:" "$TMP/out"
 check x3-km-explain-off 0 "$FUSEC" explain "$TMP/kmaj32.json" --no-3xtf32
 check x3-km-explain-off-none 1 grep -q "^weights:" "$TMP/out"
 check x3-km-explain-tf32 0 "$FUSEC" explain "$TMP/kmaj32.json" --allow-3xtf32 --allow-tf32

@@ -1452,6 +1452,12 @@ static const MmCase mm_cases[] = {
 	 false, "wgx3x128x64x32s4sk2"},
 	{"3xtf32 128x64 split 3 b^T 130x70x400", DT_F32, {0}, {0}, 130, 70, 400, "residual_gelu", false,
 	 2, false, "wgx3x128x64x32s4sk3"},
+	/* 4 ways over 13 steps (4, 4, 4, 1), and 8 over 5: three splits of no step,
+	 * whose zero partials the combine still adds in order */
+	{"3xtf32 128x64 split 4 b^T 131x64x400", DT_F32, {0}, {0}, 131, 64, 400, "bias_relu", false,
+	 2, false, "wgx3x128x64x32s4sk4"},
+	{"3xtf32 128x64 split 8 b^T 129x70x136", DT_F32, {0}, {0}, 129, 70, 136, "residual_gelu", false,
+	 2, false, "wgx3x128x64x32s4sk8"},
 	/* ws, 96 columns: B K-major only (a b^T operand); six stages, the ring
 	 * wrapping past K's seven steps */
 	{"ws 128x96 tiles b^T 130x200x72", DT_BF16, {0}, {0}, 130, 200, 72, "bias_relu", false, 2,

@@ -42,6 +42,11 @@ for c in ${SIB_FORCED:-tc64x64x32s3sk4 wg128x128x64s4 wg128x256x64s4 wg128x128x6
 	FUSEC_MATMUL_TILES=$c "$FUSEC" compile tests/bench/gpu/mm_siblings_bf16.json --no-cache -o "$G/plans/mm_siblings_bf16__$c" > /dev/null
 done
 FUSEC_MATMUL_TILES=fma64x64x16s3sk3 "$FUSEC" compile tests/bench/gpu/mm_siblings_f32.json --no-cache -o "$G/plans/mm_siblings_f32__fma64x64x16s3sk3" > /dev/null
+# 3xTF32 (f32 on wgmma, matmul_wgmma.c): every tile forced on its check graph,
+# whose matmuls are under the rule's sizes
+for c in ${X3_FORCED:-wgx3x128x128x32s3 wgx3x128x96x32s4 wgx3x128x64x32s4 wgx3x128x64x32s4sk2 wgx3x128x64x32s4sk3 wgx3x128x64x32s4sk4 wgx3x128x64x32s4sk8}; do
+	FUSEC_MATMUL_TILES=$c "$FUSEC" compile tests/bench/gpu/mm_check_x3_f32.json --no-cache -o "$G/plans/mm_check_x3_f32__$c" > /dev/null
+done
 # tiny M: each gemv configuration forced on the gemv check graphs (the rule
 # splits K 4 or 16 ways or not, by the shape: matmul_gemv.c)
 for t in f32 bf16 f16; do
