@@ -654,7 +654,7 @@ for r in 63 64; do
 done
 # under 192 rows where the split tiles take the product: 128 x 1408 (22 tiles of
 # 64 columns, split 3 ways: 66 blocks), not 128 x 768 (12 tiles), nor siblings
-python3 - "$TMP/km128" <<'PY'
+"$(npy_python)" - "$TMP/km128" <<'PY'
 import json, os, sys
 import numpy as np
 d = sys.argv[1]
