@@ -445,8 +445,10 @@ static int under_wave(DType t, bool conv, int64_t big, int64_t small, int64_t k)
  * MM_SPLIT_STEPS steps of K: on the H100 (session 64) 128x2304x768 0.0272 ->
  * 0.0220 ms (sk3), 128x3072x768 + GELU 0.0387 -> 0.0275 (sk2), 197x768x768
  * 0.0247 -> 0.0220 (sk3), 197x768x3072 0.0609 -> 0.0482 (sk3); at 12 tiles
- * (128x768, 36 blocks split 3 ways) the SIMT rule's were faster. 0 otherwise. */
-static int x3_rule(int64_t batch, int64_t m, int64_t n, int64_t k)
+ * (128x768, 36 blocks split 3 ways) the SIMT rule's were faster. Not for a conv
+ * (none was measured split: ResNet-50 at batch 1 would take it for 4 of its 19
+ * conv shapes). 0 otherwise. */
+static int x3_rule(int64_t batch, int64_t m, int64_t n, int64_t k, bool conv)
 {
 	int64_t tiles = 0;
 	static const int v[3] = {MM_X3_128, MM_X3_96, MM_X3_64};
@@ -464,6 +466,8 @@ static int x3_rule(int64_t batch, int64_t m, int64_t n, int64_t k)
 	}
 	if (2 * tiles >= MM_WAVE)
 		return best;
+	if (conv)
+		return 0;
 	int64_t t64 = batch * ((m + 127) / 128) * ((n + 63) / 64);
 	for (int s = 3; s >= 2; s--) {
 		int64_t steps = (k + mm_configs[MM_X3_64].bk - 1) / mm_configs[MM_X3_64].bk;
@@ -757,7 +761,7 @@ int cg_matmul_variant(const CgKernelSpec *s, const char *arch, bool host, bool a
 	 * (passes/layout.c takes f32 convs channels last for it) */
 	int x3 = t == DT_F32 && !tf32 && allow_3xtf32 && wg &&
 		 (conv ? mm_kmajor(mm) : mm_kmajor_at(s, cg_matmul_index(s)))
-		 ? x3_rule(batch, m, n, k) : 0;
+		 ? x3_rule(batch, m, n, k, conv) : 0;
 	if (x3)
 		return x3;
 	/* a conv (docs/benchmarks.md, "Convolutions as implicit GEMMs"): its planes

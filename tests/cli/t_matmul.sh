@@ -682,6 +682,24 @@ grep -c " ok$" "$TMP/out" >"$TMP/n"
 same x3-km128-cpu-ok "$TMP/n" 4
 check x3-km128-off 0 "$FUSEC" explain "$TMP/km128/km128.json" --no-3xtf32
 check x3-km128-off-none 1 grep -q "^weights:" "$TMP/out"
+# not for a conv (channels last, on the 3xTF32 tiles whole from half a wave):
+# ResNet-50's 3x3 of 64 channels at 56x56, batch 1, keeps the SIMT split (its
+# 25 tiles of 128x64 would split 3 ways for a matmul)
+python3 - "$TMP/cv1.json" <<'PY'
+import json, random, sys
+rng = random.Random(5)
+w = [round(rng.uniform(-0.05, 0.05), 4) for _ in range(64 * 64 * 9)]
+g = {"format": "fusec-graph/1", "name": "cv1",
+     "inputs": {"x": {"dtype": "f32", "shape": [1, 64, 56, 56]}},
+     "constants": {"w": {"dtype": "f32", "shape": [64, 64, 3, 3], "data": w}},
+     "ops": [{"op": "conv2d", "in": ["x", "w"], "out": "y0", "padding": [1, 1]},
+             {"op": "relu", "in": ["y0"], "out": "y"}],
+     "outputs": ["y"]}
+json.dump(g, open(sys.argv[1], "w"))
+PY
+check x3-conv-b1-compile 0 "$FUSEC" compile "$TMP/cv1.json" --no-cache -o "$TMP/cv1"
+check x3-conv-b1-nosplit 1 grep -q '"tiles":"wgx3x128x64x32s4sk' "$TMP/cv1/cv1.plan.json"
+check x3-conv-b1-nhwc 0 grep -q 'layout=nhwc' "$TMP/cv1/cv1.plan.json"
 check x3-km-explain-off 0 "$FUSEC" explain "$TMP/kmaj32.json" --no-3xtf32
 check x3-km-explain-off-none 1 grep -q "^weights:" "$TMP/out"
 check x3-km-explain-tf32 0 "$FUSEC" explain "$TMP/kmaj32.json" --allow-3xtf32 --allow-tf32
